@@ -1,0 +1,433 @@
+/*
+ * trace.h - the cuscope trace store: one SQLite file per recording.
+ *
+ * The schema is documented in docs/trace-format.md. Only src/trace/ writes SQL for the schema;
+ * everything else (the importer, analyzers, exporters, the viewer) goes through the writer and
+ * reader declared here.
+ *
+ * Timestamps are integer nanoseconds on CUPTI's clock, stored relative to the trace start (meta key
+ * "time_base_ns" holds the absolute base). A timestamp that is unknown (CUPTI left it zero, or it
+ * was implausible) is CS_TS_UNKNOWN in memory and NULL in the file.
+ */
+#ifndef CUSCOPE_TRACE_H
+#define CUSCOPE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuscope/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CS_SCHEMA_VERSION 1
+#define CS_TS_UNKNOWN	  INT64_MIN
+/* No value for an optional id column (stream, graph, stack, ...): stored as NULL. */
+#define CS_ID_NONE (-1)
+
+/* Event kinds, one table each. */
+enum cs_event_kind {
+	CS_EV_KERNEL = 0,
+	CS_EV_MEMCPY,
+	CS_EV_MEMSET,
+	CS_EV_MEMORY, /* device memory allocation / free / VMM operation */
+	CS_EV_SYNC,   /* host synchronization and GPU-side waits */
+	CS_EV_API,    /* CUDA runtime / driver API calls (selected ids, or all with --api=all) */
+	CS_EV_NVTX,   /* NVTX ranges and marks */
+	CS_EV_COUNT
+};
+
+/* Name of the table that holds events of a kind, and a short human name ("kernels", "memcpy", ...).
+ */
+const char *cs_event_kind_table(enum cs_event_kind kind);
+const char *cs_event_kind_name(enum cs_event_kind kind);
+
+/* Memcpy direction; values follow CUpti_ActivityMemcpyKind. */
+enum cs_copy_kind {
+	CS_COPY_UNKNOWN = 0,
+	CS_COPY_HTOD = 1,
+	CS_COPY_DTOH = 2,
+	CS_COPY_HTOA = 3,
+	CS_COPY_ATOH = 4,
+	CS_COPY_ATOA = 5,
+	CS_COPY_ATOD = 6,
+	CS_COPY_DTOA = 7,
+	CS_COPY_DTOD = 8,
+	CS_COPY_HTOH = 9,
+	CS_COPY_PTOP = 10,
+};
+const char *cs_copy_kind_name(int kind); /* "HtoD", "DtoH", ... */
+
+/* Memory kinds; values follow CUpti_ActivityMemoryKind. */
+enum cs_mem_kind {
+	CS_MEM_UNKNOWN = 0,
+	CS_MEM_PAGEABLE = 1,
+	CS_MEM_PINNED = 2,
+	CS_MEM_DEVICE = 3,
+	CS_MEM_ARRAY = 4,
+	CS_MEM_MANAGED = 5,
+	CS_MEM_DEVICE_STATIC = 6,
+	CS_MEM_MANAGED_STATIC = 7,
+};
+const char *cs_mem_kind_name(int kind);
+
+/* Memory operations (CS_EV_MEMORY). */
+enum cs_mem_op {
+	CS_MEMOP_ALLOC = 1, /* cudaMalloc, cuMemAlloc, cudaMallocAsync, ... */
+	CS_MEMOP_FREE = 2,
+	CS_MEMOP_VMM_CREATE = 3,       /* cuMemCreate: physical memory */
+	CS_MEMOP_VMM_RELEASE = 4,      /* cuMemRelease */
+	CS_MEMOP_VMM_MAP = 5,	       /* cuMemMap */
+	CS_MEMOP_VMM_UNMAP = 6,	       /* cuMemUnmap */
+	CS_MEMOP_VMM_RESERVE = 7,      /* cuMemAddressReserve: address space only */
+	CS_MEMOP_VMM_ADDRESS_FREE = 8, /* cuMemAddressFree */
+};
+const char *cs_mem_op_name(int op);
+
+/* Synchronization types; values follow CUpti_ActivitySynchronizationType, plus cuscope's own. */
+enum cs_sync_type {
+	CS_SYNC_UNKNOWN = 0,
+	CS_SYNC_EVENT_SYNCHRONIZE = 1,
+	CS_SYNC_STREAM_WAIT_EVENT = 2, /* GPU-side wait: not a host wait */
+	CS_SYNC_STREAM_SYNCHRONIZE = 3,
+	CS_SYNC_CONTEXT_SYNCHRONIZE = 4,
+	CS_SYNC_MEMCPY =
+		100, /* a synchronous memcpy that made the host wait (no CUPTI sync record) */
+	CS_SYNC_EVENT_QUERY = 101, /* queries: not host waits */
+	CS_SYNC_STREAM_QUERY = 102,
+};
+const char *cs_sync_type_name(int type);
+/* 1 when the type is a host wait (the host thread blocked until GPU work finished). */
+int cs_sync_type_is_host_wait(int type);
+
+/* NVTX event types. */
+enum cs_nvtx_type {
+	CS_NVTX_PUSHPOP = 1,  /* nvtxRangePush / nvtxRangePop: nests on one thread */
+	CS_NVTX_STARTEND = 2, /* nvtxRangeStart / nvtxRangeEnd: may cross threads */
+	CS_NVTX_MARK = 3,     /* instant */
+};
+
+/* API kinds (CS_EV_API). */
+enum cs_api_kind {
+	CS_API_RUNTIME = 1,
+	CS_API_DRIVER = 2,
+};
+
+typedef struct cs_kernel {
+	int64_t start, end;	   /* GPU execution, ns since trace start */
+	int64_t queued, submitted; /* CS_TS_UNKNOWN unless latency timestamps were on */
+	int64_t launch_start,
+		launch_end; /* host API call that launched it; CS_TS_UNKNOWN if none */
+	uint32_t pid;
+	uint32_t launch_tid;	 /* host thread of the launch; 0 when unknown */
+	int32_t launch_cbid;	 /* CUPTI callback id of the launch API; CS_ID_NONE when unknown */
+	int32_t launch_api_kind; /* enum cs_api_kind, 0 when unknown */
+	int32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+	uint64_t correlation_id;
+	int32_t grid_x, grid_y, grid_z;
+	int32_t block_x, block_y, block_z;
+	int32_t registers_per_thread;
+	int32_t static_shared_memory, dynamic_shared_memory;
+	int64_t graph_id, graph_node_id; /* CS_ID_NONE unless launched from a CUDA graph */
+	int64_t name_id;		 /* StringIds.id of the (mangled) kernel name */
+	int64_t stack_id;		 /* CS_ID_NONE when no backtrace */
+	const char *name; /* filled by the reader; ignored by the writer (use name_id) */
+} cs_kernel;
+
+typedef struct cs_memcpy {
+	int64_t start, end;
+	int64_t launch_start, launch_end;
+	uint32_t pid;
+	uint32_t launch_tid;
+	int32_t launch_cbid;
+	int32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+	uint64_t correlation_id;
+	int32_t copy_kind;		      /* enum cs_copy_kind */
+	int32_t src_kind, dst_kind;	      /* enum cs_mem_kind */
+	int32_t is_async;		      /* 1 for cudaMemcpyAsync and friends */
+	int32_t src_device_id, dst_device_id; /* peer copies; CS_ID_NONE otherwise */
+	int64_t bytes;
+	int64_t graph_id, graph_node_id;
+	int64_t stack_id;
+} cs_memcpy;
+
+typedef struct cs_memset {
+	int64_t start, end;
+	int64_t launch_start, launch_end;
+	uint32_t pid;
+	uint32_t launch_tid;
+	int32_t launch_cbid;
+	int32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+	uint64_t correlation_id;
+	int32_t mem_kind;
+	int32_t is_async;
+	uint32_t value;
+	int64_t bytes;
+	int64_t graph_id, graph_node_id;
+	int64_t stack_id;
+} cs_memset;
+
+typedef struct cs_memory {
+	int64_t start; /* when the operation happened (host time) */
+	uint32_t pid;
+	uint32_t tid;
+	int32_t device_id;
+	uint32_t context_id;
+	int64_t stream_id; /* CS_ID_NONE for synchronous allocations */
+	uint64_t correlation_id;
+	int32_t op;	  /* enum cs_mem_op */
+	int32_t mem_kind; /* enum cs_mem_kind */
+	int32_t is_vmm;	  /* 1 for cuMemCreate/Map/Unmap/Release/AddressReserve */
+	int32_t result;	  /* CUresult / cudaError_t of the call; 0 = success */
+	int32_t cbid;	  /* API that did it; CS_ID_NONE when from an activity record only */
+	uint64_t address; /* device address, or the VMM handle for create/release */
+	int64_t bytes;	  /* 0 when the API does not say (a free); the reader does not fill it in */
+	int64_t stack_id;
+} cs_memory;
+
+typedef struct cs_sync {
+	int64_t start, end; /* how long the host waited */
+	uint32_t pid;
+	uint32_t tid;
+	int32_t device_id;
+	uint32_t context_id;
+	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
+	int64_t event_id;  /* CS_ID_NONE when not an event wait */
+	uint64_t correlation_id;
+	int32_t type;	  /* enum cs_sync_type */
+	int32_t cbid;	  /* API that waited; CS_ID_NONE when unknown */
+	int32_t api_kind; /* enum cs_api_kind */
+	int32_t result;
+	int64_t stack_id;
+} cs_sync;
+
+typedef struct cs_api {
+	int64_t start, end;
+	uint32_t pid;
+	uint32_t tid;
+	int32_t api_kind; /* enum cs_api_kind */
+	int32_t cbid;	  /* CUPTI callback id */
+	uint64_t correlation_id;
+	int32_t result;	 /* return code */
+	int64_t name_id; /* StringIds.id of the function name */
+	int64_t stack_id;
+	const char *name; /* filled by the reader */
+} cs_api;
+
+typedef struct cs_nvtx {
+	int64_t start, end; /* end == start for marks; CS_TS_UNKNOWN while a range never ended */
+	uint32_t pid;
+	uint32_t tid;	   /* thread that opened the range */
+	uint32_t end_tid;  /* thread that closed it (start/end ranges may cross threads); 0 when
+			      unknown */
+	int32_t type;	   /* enum cs_nvtx_type */
+	int32_t depth;	   /* push/pop nesting depth on its thread, 0 = outermost */
+	int64_t domain_id; /* StringIds.id of the domain name; CS_ID_NONE for the default domain */
+	int64_t text_id;   /* StringIds.id of the message */
+	int64_t range_id;  /* nvtxRangeStart id, CS_ID_NONE otherwise */
+	uint32_t color;	   /* ARGB, 0 when none */
+	int32_t category;
+	const char *text;   /* filled by the reader */
+	const char *domain; /* filled by the reader; NULL for the default domain */
+} cs_nvtx;
+
+/* One event of any kind, as the reader returns it. */
+typedef struct cs_event {
+	enum cs_event_kind kind;
+	union {
+		cs_kernel kernel;
+		cs_memcpy memcpy;
+		cs_memset memset;
+		cs_memory memory;
+		cs_sync sync;
+		cs_api api;
+		cs_nvtx nvtx;
+	} u;
+} cs_event;
+
+typedef struct cs_process {
+	uint32_t pid;
+	uint32_t ppid;
+	int64_t start, end; /* CS_TS_UNKNOWN when not known */
+	const char *command_line;
+	int32_t rank, local_rank, world_size; /* CS_ID_NONE when not set */
+	int32_t exit_code;	    /* CS_ID_NONE when unknown (killed, still running at the end) */
+	int32_t used_cuda;	    /* 0 for processes that never launched GPU work */
+	int64_t dropped_records;    /* records CUPTI or cuscope lost in this process */
+	int64_t cupti_device_bytes; /* device memory CUPTI used for its buffers */
+} cs_process;
+
+typedef struct cs_device {
+	uint32_t pid; /* device ids are per process (CUDA_VISIBLE_DEVICES): the UUID identifies the
+			 GPU */
+	int32_t device_id;
+	const char *uuid; /* "GPU-xxxxxxxx-..." */
+	const char *name;
+	int64_t total_memory;
+	int32_t sm_count;
+	int32_t compute_major, compute_minor;
+	int64_t core_clock_khz;
+	int64_t memory_bandwidth; /* bytes/s, 0 when unknown */
+} cs_device;
+
+typedef struct cs_stream {
+	uint32_t pid;
+	int32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+	int32_t is_default; /* the legacy or per-thread default stream */
+	int32_t priority;
+} cs_stream;
+
+/* One stack frame. kind: 1 native, 2 python. */
+typedef struct cs_frame {
+	int32_t kind;
+	uint64_t pc;	    /* native: the return address; python: 0 */
+	const char *module; /* native: the module path; python: NULL */
+	const char *symbol; /* native: demangled symbol; python: function name */
+	uint64_t offset;    /* native: pc - symbol address */
+	const char *file;   /* python (or native with debug info) source file */
+	int32_t line;
+} cs_frame;
+
+typedef struct cs_finding {
+	const char *rule;     /* rule id, e.g. "d2h-sync" */
+	int32_t severity;     /* 1 info, 2 warning, 3 error */
+	int64_t start, end;   /* the time span it covers */
+	const char *steps;    /* JSON array of step indices */
+	const char *evidence; /* JSON object */
+	int64_t lost_ns_per_step;
+	double step_share; /* lost / step time, 0..1 */
+	const char *message;
+	const char *fix;
+	int64_t stack_id;
+} cs_finding;
+
+/* ---- writer ---- */
+
+typedef struct cs_trace_writer cs_trace_writer;
+
+/*
+ * Create a trace at path. The data goes to a temporary file beside it, which cs_writer_finish()
+ * renames onto path; cs_writer_abort() removes it, so an interrupted writer never leaves a
+ * half-written trace. With overwrite 0 an existing path is an error (CS_ERR_EXISTS). Not thread
+ * safe: feed it from one thread.
+ */
+int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_error *err);
+/* Set (or replace) a meta key. Keys used by cuscope are listed in docs/trace-format.md. */
+int cs_writer_set_meta(cs_trace_writer *w, const char *key, const char *value);
+int cs_writer_set_meta_int(cs_trace_writer *w, const char *key, int64_t value);
+/* Intern a string by content; returns its StringIds id (>= 0), or a negative cs_err code. */
+int64_t cs_writer_intern(cs_trace_writer *w, const char *s);
+int64_t cs_writer_intern_len(cs_trace_writer *w, const char *s, size_t len);
+
+int cs_writer_add_process(cs_trace_writer *w, const cs_process *p);
+int cs_writer_add_device(cs_trace_writer *w, const cs_device *d);
+int cs_writer_add_stream(cs_trace_writer *w, const cs_stream *s);
+int cs_writer_add_kernel(cs_trace_writer *w, const cs_kernel *k);
+int cs_writer_add_memcpy(cs_trace_writer *w, const cs_memcpy *m);
+int cs_writer_add_memset(cs_trace_writer *w, const cs_memset *m);
+int cs_writer_add_memory(cs_trace_writer *w, const cs_memory *m);
+int cs_writer_add_sync(cs_trace_writer *w, const cs_sync *s);
+int cs_writer_add_api(cs_trace_writer *w, const cs_api *a);
+int cs_writer_add_nvtx(cs_trace_writer *w, const cs_nvtx *n);
+/*
+ * Add a stack of n frames (n >= 1), innermost first; identical stacks (same frames in the same
+ * order) get the same id, and identical frames are stored once. Returns the stack id (>= 0) or a
+ * negative cs_err code.
+ */
+int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n);
+int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f);
+/* Build the indices, commit, and move the file onto its final path. Frees the writer in every case.
+ */
+int cs_writer_finish(cs_trace_writer *w, cs_error *err);
+/* Drop everything written and free the writer. */
+void cs_writer_abort(cs_trace_writer *w);
+/* Error message of the last failed call on w. */
+const char *cs_writer_errmsg(const cs_trace_writer *w);
+
+/* ---- reader ---- */
+
+typedef struct cs_trace cs_trace;
+
+/*
+ * Open a trace read-only. Errors (with a one-line message in err): CS_ERR_NOT_FOUND (missing file),
+ * CS_ERR_NOT_SQLITE (not a database), CS_ERR_NOT_TRACE (SQLite but not a cuscope trace),
+ * CS_ERR_NEWER_SCHEMA, CS_ERR_CORRUPT (truncated or damaged).
+ */
+int cs_trace_open(const char *path, cs_trace **out, cs_error *err);
+void cs_trace_close(cs_trace *t);
+const char *cs_trace_path(const cs_trace *t);
+int cs_trace_schema_version(const cs_trace *t);
+/* Value of a meta key, or NULL. The string lives until the trace is closed. */
+const char *cs_trace_meta(cs_trace *t, const char *key);
+/* A string by its StringIds id, or NULL. Lives until the trace is closed. */
+const char *cs_trace_string(cs_trace *t, int64_t id);
+
+typedef struct cs_trace_summary {
+	int64_t start, end; /* first and last timestamp of any event, ns since trace start;
+			     * CS_TS_UNKNOWN when the trace has no event */
+	int64_t counts[CS_EV_COUNT];
+	int64_t processes, devices, streams, strings, stacks, findings;
+	int64_t dropped_records;
+} cs_trace_summary;
+int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err);
+
+/*
+ * Processes and devices; the callback's pointers live only during the call. Stops when cb returns
+ * non-zero. Returns 0 (also when cb stopped with a positive value), cb's value when negative, or a
+ * cs_err code.
+ */
+int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg), void *arg,
+			  cs_error *err);
+int cs_trace_each_device(cs_trace *t, int (*cb)(const cs_device *d, void *arg), void *arg,
+			 cs_error *err);
+int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), void *arg,
+			 cs_error *err);
+
+/* Frames of a stack, innermost first. *frames is owned by the trace and valid until the next call.
+ */
+int cs_trace_get_stack(cs_trace *t, int64_t stack_id, const cs_frame **frames, int *n,
+		       cs_error *err);
+
+/*
+ * Which events an iterator returns. Fields left at their "any" value do not filter; device and
+ * stream filters do not apply to kinds without those columns (API calls, NVTX). An event with an
+ * unknown end counts as an instant at its start; one with an unknown start is returned only when
+ * neither t0 nor t1 is set.
+ */
+typedef struct cs_filter {
+	int64_t t0, t1;	   /* events overlapping [t0, t1); CS_TS_UNKNOWN for no bound */
+	int64_t pid;	   /* -1 = any */
+	int64_t device_id; /* -1 = any */
+	int64_t stream_id; /* -1 = any */
+} cs_filter;
+/* A filter that matches everything. */
+cs_filter cs_filter_all(void);
+
+typedef struct cs_iter cs_iter;
+/* Iterate events of one kind in time order (start, then insertion order) under a filter. */
+int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *f, cs_iter **out,
+		 cs_error *err);
+/*
+ * Next event: returns 1 and fills ev, 0 at the end, or a negative cs_err code. Strings in ev live
+ * until the next call on the iterator.
+ */
+int cs_iter_next(cs_iter *it, cs_event *ev);
+void cs_iter_close(cs_iter *it);
+
+/* Findings stored in the trace, most costly first. */
+int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
+			  cs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

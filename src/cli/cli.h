@@ -1,0 +1,171 @@
+/*
+ * cli.h - what the cuscope commands share: the command entry points, exit codes, error printing,
+ * the option parsing conventions and the output helpers of format.c (durations, sizes, counts,
+ * tables, JSON).
+ *
+ * Every command is `int cmd_NAME(int argc, char **argv)` with argv[0] the command's name; it
+ * returns the process exit code. Primary output goes to stdout, errors to stderr as one line
+ * "cuscope: <message>".
+ */
+#ifndef CUSCOPE_CLI_H
+#define CUSCOPE_CLI_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "cuscope/trace.h"
+
+/* Exit codes. */
+#define CLI_EXIT_OK	  0
+#define CLI_EXIT_FINDINGS 1 /* findings or gate failures (report, gate) */
+#define CLI_EXIT_USAGE	  2 /* bad input or bad usage */
+
+/* ---- commands (one file each) ---- */
+
+int cmd_record(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+/* ---- errors ---- */
+
+/* Print "cuscope: <message>" and a newline on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Print "cuscope: <message>; try 'cuscope CMD --help'" on stderr, one line, and return
+ * CLI_EXIT_USAGE. cmd NULL points at 'cuscope --help'.
+ */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- option parsing ---- */
+
+/*
+ * Start parsing a command's options: resets getopt so that every command parses its own argv from
+ * argv[1]. Call once before the first cli_getopt().
+ */
+void cli_getopt_begin(void);
+/*
+ * getopt_long with the shared conventions: parsing stops at the first non-option ('+'), and an
+ * unknown option or a missing argument prints one line naming it (see cli_usage_error) and returns
+ * '?'. shortopts is the usual getopt string without the leading '+' or ':'. argv[0] is the
+ * command's name.
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* Output format of a command. */
+enum cli_format {
+	CLI_FORMAT_TEXT = 0,
+	CLI_FORMAT_JSON,
+};
+/* Parse a --format value among text|json; prints the error and returns CLI_EXIT_USAGE on a bad one.
+ */
+int cli_parse_format(const char *cmd, const char *arg, enum cli_format *out);
+/*
+ * Parse an integer option value in [min, max]; prints "invalid value 'ARG' for OPTION" and returns
+ * CLI_EXIT_USAGE on a bad one, 0 otherwise.
+ */
+int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t min, int64_t max,
+		  int64_t *out);
+/*
+ * The one FILE operand left after the options (argv[optind..argc)): NULL after printing a usage
+ * error when it is missing or followed by extra arguments.
+ */
+const char *cli_single_file(const char *cmd, int argc, char **argv);
+
+/* ---- traces ---- */
+
+/*
+ * Open a trace for reading; on failure prints "cuscope: cannot open 'PATH': <reason>" and returns
+ * CLI_EXIT_USAGE.
+ */
+int cli_open_trace(const char *path, cs_trace **out);
+/* Print "cuscope: cannot read 'PATH': <reason>" for a failure after the trace was opened. */
+int cli_trace_error(const char *path, int code, const cs_error *err);
+
+/* ---- formatting (format.c) ---- */
+
+#define CLI_FMT_MAX 48
+
+/* A duration in ns, 3 significant digits: "850 ns", "12.3 us", "4.56 ms", "1.23 s"; "-" unknown. */
+char *cli_fmt_duration(char *buf, size_t size, int64_t ns);
+/* A size in bytes: "512 B", "4.0 KiB", "1.5 MiB", "12.3 GiB". */
+char *cli_fmt_bytes(char *buf, size_t size, int64_t bytes);
+/* An integer with thousands separators: "1,234,567". */
+char *cli_fmt_count(char *buf, size_t size, int64_t n);
+/* Wall-clock time of ns since the epoch, local time: "2025-01-02 03:04:05.678 +0100". */
+char *cli_fmt_walltime(char *buf, size_t size, int64_t ns);
+/* Wall-clock time of ns since the epoch, UTC, ISO 8601: "2025-01-02T02:04:05.678Z". */
+char *cli_fmt_walltime_iso(char *buf, size_t size, int64_t ns);
+
+/* Display width of a UTF-8 string: the number of characters (code points). */
+size_t cli_text_width(const char *s);
+/*
+ * A copy of s (malloc'd) that shows at most width characters: a longer one keeps its beginning and
+ * end with "…" in the middle. NULL when out of memory.
+ */
+char *cli_truncate_middle(const char *s, size_t width);
+/* A copy of s (malloc'd) with each invalid UTF-8 sequence replaced by U+FFFD; NULL without memory.
+ */
+char *cli_utf8_repair(const char *s);
+
+/*
+ * Width to fit text output in: requested when >= 0 (0 = no limit, from --width), else the
+ * terminal's width when stdout is a terminal, else 0 (no limit: a pipe or a file gets whole lines).
+ */
+int cli_output_width(int requested);
+
+/* ---- tables ---- */
+
+enum cli_align {
+	CLI_ALIGN_LEFT = 0,
+	CLI_ALIGN_RIGHT,
+};
+
+struct cli_column {
+	const char *header;
+	enum cli_align align;
+	int shrink; /* may be truncated in the middle to fit the width (at most one column) */
+};
+
+struct cli_table {
+	const struct cli_column *cols;
+	int ncols;
+	char **cells; /* nrows * ncols copies */
+	size_t nrows, cap;
+	int failed; /* out of memory: rows are missing */
+};
+
+void cli_table_init(struct cli_table *t, const struct cli_column *cols, int ncols);
+/* Append a row of t->ncols strings (copied; NULL prints as empty). */
+void cli_table_add_row(struct cli_table *t, const char *const *cells);
+/*
+ * Print the header, a rule and the rows, columns two spaces apart, each line starting with indent
+ * spaces. With width > 0 the shrinkable column is cut to fit lines in width characters.
+ */
+void cli_table_print(const struct cli_table *t, FILE *out, int indent, int width);
+void cli_table_free(struct cli_table *t);
+
+/* ---- JSON ---- */
+
+/* Add a string, or null when s is NULL; invalid UTF-8 is repaired. Returns the item or NULL. */
+cJSON *cli_json_add_string(cJSON *obj, const char *key, const char *s);
+/*
+ * An integer item, printed with all its digits (a cJSON number is a double: ns since the epoch
+ * would come out as 1.700000000123e+18).
+ */
+cJSON *cli_json_int(int64_t v);
+/* Add an integer item (cli_json_int), or null when v equals none. Returns the item or NULL. */
+cJSON *cli_json_add_int(cJSON *obj, const char *key, int64_t v, int64_t none);
+/* Read back an integer added by cli_json_add_int (or a plain number); none when missing or null. */
+int64_t cli_json_get_int(const cJSON *obj, const char *key, int64_t none);
+/* Print the document (indented) and a newline on stdout; 0, or CLI_EXIT_USAGE without memory. */
+int cli_json_print(const cJSON *root);
+
+/* Flush stdout at the end of a command: a closed pipe is not an error, other write errors are. */
+int cli_finish_output(int rc);
+
+#endif

@@ -1,0 +1,488 @@
+/*
+ * cmd_info.c - `cuscope info`: what a trace holds (where it came from, its processes and devices,
+ * how many events of each kind, and whether records were lost).
+ *
+ * Everything is read into one JSON document first and printed after, as JSON or as text, so that a
+ * trace that fails half way prints nothing on stdout. The JSON keys are documented in
+ * docs/commands/info.md.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+
+/* Meta keys (docs/trace-format.md). */
+#define META_CUSCOPE_VERSION "cuscope_version"
+#define META_COMMAND_LINE    "command"
+#define META_HOST	     "host"
+#define META_REALTIME_BASE   "realtime_base_ns"
+
+static const char info_usage[] =
+	"usage: cuscope info [--format text|json] FILE\n"
+	"\n"
+	"Show what a trace holds: where and when it was recorded, its processes and devices,\n"
+	"how many events of each kind, strings, stacks and findings, and whether records\n"
+	"were lost.\n"
+	"\n"
+	"Options:\n"
+	"  -f, --format FORMAT   text (default) or json\n"
+	"  -h, --help            show this help\n";
+
+/* Event kinds as info names them: the JSON key and the text label. */
+static const struct {
+	enum cs_event_kind kind;
+	const char *key;
+	const char *label;
+} info_kinds[] = {
+	{CS_EV_KERNEL, "kernel", "kernels"},
+	{CS_EV_MEMCPY, "memcpy", "memcpys"},
+	{CS_EV_MEMSET, "memset", "memsets"},
+	{CS_EV_MEMORY, "memory", "memory operations"},
+	{CS_EV_SYNC, "sync", "synchronizations"},
+	{CS_EV_API, "api", "API calls"},
+	{CS_EV_NVTX, "nvtx", "NVTX ranges and marks"},
+};
+
+#define INFO_NKINDS (sizeof(info_kinds) / sizeof(info_kinds[0]))
+
+/* Events per process, counted when the trace has several. */
+struct pid_count {
+	uint32_t pid;
+	int64_t events;
+};
+
+struct info_ctx {
+	cJSON *processes;
+	cJSON *devices;
+	struct pid_count *pids;
+	size_t npids;
+	int failed; /* out of memory */
+};
+
+static int info_add_process(const cs_process *p, void *arg)
+{
+	struct info_ctx *ctx = arg;
+	struct pid_count *np = realloc(ctx->pids, (ctx->npids + 1) * sizeof(*np));
+	cJSON *o;
+
+	if (!np)
+		goto fail;
+	ctx->pids = np;
+	o = cJSON_CreateObject();
+	if (!o || !cJSON_AddItemToArray(ctx->processes, o)) {
+		cJSON_Delete(o);
+		goto fail;
+	}
+	ctx->pids[ctx->npids].pid = p->pid;
+	ctx->pids[ctx->npids].events = 0;
+	ctx->npids++;
+
+	cli_json_add_int(o, "pid", p->pid, -1);
+	cli_json_add_int(o, "ppid", p->ppid, -1);
+	cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+	cli_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
+	cli_json_add_int(o, "world_size", p->world_size, CS_ID_NONE);
+	cli_json_add_string(o, "command_line", p->command_line);
+	cli_json_add_int(o, "start_ns", p->start, CS_TS_UNKNOWN);
+	cli_json_add_int(o, "end_ns", p->end, CS_TS_UNKNOWN);
+	cli_json_add_int(o, "exit_code", p->exit_code, CS_ID_NONE);
+	cJSON_AddBoolToObject(o, "used_cuda", p->used_cuda != 0);
+	cli_json_add_int(o, "events", 0, -1);
+	cli_json_add_int(o, "dropped_records", p->dropped_records, -1);
+	return 0;
+fail:
+	ctx->failed = 1;
+	return 1;
+}
+
+static int info_add_device(const cs_device *d, void *arg)
+{
+	struct info_ctx *ctx = arg;
+	cJSON *o = cJSON_CreateObject();
+	char cc[32];
+
+	if (!o || !cJSON_AddItemToArray(ctx->devices, o)) {
+		cJSON_Delete(o);
+		ctx->failed = 1;
+		return 1;
+	}
+	snprintf(cc, sizeof(cc), "%d.%d", d->compute_major, d->compute_minor);
+	cli_json_add_int(o, "pid", d->pid, -1);
+	cli_json_add_int(o, "device_id", d->device_id, CS_ID_NONE);
+	cli_json_add_string(o, "name", d->name);
+	cli_json_add_string(o, "uuid", d->uuid);
+	cli_json_add_int(o, "total_memory_bytes", d->total_memory, -1);
+	cli_json_add_int(o, "sm_count", d->sm_count, -1);
+	cli_json_add_string(o, "compute_capability", cc);
+	cli_json_add_int(o, "core_clock_khz", d->core_clock_khz, 0); /* 0: unknown */
+	cli_json_add_int(o, "memory_bandwidth_bytes_per_s", d->memory_bandwidth, 0);
+	return 0;
+}
+
+/* The process of an event; 0 for a kind it does not know. */
+static uint32_t event_pid(const cs_event *ev)
+{
+	switch (ev->kind) {
+	case CS_EV_KERNEL:
+		return ev->u.kernel.pid;
+	case CS_EV_MEMCPY:
+		return ev->u.memcpy.pid;
+	case CS_EV_MEMSET:
+		return ev->u.memset.pid;
+	case CS_EV_MEMORY:
+		return ev->u.memory.pid;
+	case CS_EV_SYNC:
+		return ev->u.sync.pid;
+	case CS_EV_API:
+		return ev->u.api.pid;
+	case CS_EV_NVTX:
+		return ev->u.nvtx.pid;
+	default:
+		return 0;
+	}
+}
+
+/* Count the events of every kind per process: one pass over the events of the trace. */
+static int info_count_per_process(cs_trace *t, struct info_ctx *ctx, cs_error *err)
+{
+	cs_filter all = cs_filter_all();
+	size_t last = 0; /* events come in runs of one process: try the last one's slot first */
+
+	for (size_t k = 0; k < INFO_NKINDS; k++) {
+		cs_iter *it;
+		cs_event ev;
+		int rc = cs_iter_open(t, info_kinds[k].kind, &all, &it, err);
+
+		if (rc < 0)
+			return rc;
+		while ((rc = cs_iter_next(it, &ev)) > 0) {
+			uint32_t pid = event_pid(&ev);
+
+			if (ctx->pids[last].pid != pid) {
+				for (size_t i = 0; i < ctx->npids; i++) {
+					if (ctx->pids[i].pid == pid) {
+						last = i;
+						break;
+					}
+				}
+			}
+			if (ctx->pids[last].pid == pid)
+				ctx->pids[last].events++;
+		}
+		cs_iter_close(it);
+		if (rc < 0)
+			return cs_error_set(err, rc, "%s", cs_err_str(rc));
+	}
+	return 0;
+}
+
+/* Read everything info shows into a JSON document. NULL on failure, with *code and err set. */
+static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *err)
+{
+	struct info_ctx ctx = {0};
+	cs_trace_summary s;
+	struct stat st;
+	cJSON *doc = NULL, *events;
+	const char *realtime;
+	char when[CLI_FMT_MAX];
+	int64_t total = 0, base = INT64_MIN;
+	int rc;
+
+	rc = cs_trace_get_summary(t, &s, err);
+	if (rc < 0)
+		goto fail;
+	doc = cJSON_CreateObject();
+	if (!doc)
+		goto nomem;
+	cli_json_add_string(doc, "file", path);
+	cli_json_add_int(doc, "size_bytes", stat(path, &st) == 0 ? (int64_t)st.st_size : -1, -1);
+	cli_json_add_int(doc, "schema_version", cs_trace_schema_version(t), -1);
+	cli_json_add_string(doc, "cuscope_version", cs_trace_meta(t, META_CUSCOPE_VERSION));
+	cli_json_add_string(doc, "command_line", cs_trace_meta(t, META_COMMAND_LINE));
+	cli_json_add_string(doc, "host", cs_trace_meta(t, META_HOST));
+
+	realtime = cs_trace_meta(t, META_REALTIME_BASE);
+	if (realtime && *realtime) {
+		char *end;
+
+		base = strtoll(realtime, &end, 10);
+		if (*end)
+			base = INT64_MIN;
+	}
+	cli_json_add_string(doc, "start_time",
+			    base != INT64_MIN ? cli_fmt_walltime_iso(when, sizeof(when), base)
+					      : NULL);
+	cli_json_add_int(doc, "start_realtime_ns", base, INT64_MIN);
+	cli_json_add_int(doc, "start_ns", s.start, CS_TS_UNKNOWN);
+	cli_json_add_int(doc, "end_ns", s.end, CS_TS_UNKNOWN);
+	cli_json_add_int(doc, "duration_ns",
+			 s.start != CS_TS_UNKNOWN && s.end != CS_TS_UNKNOWN ? s.end - s.start
+									    : INT64_MIN,
+			 INT64_MIN);
+
+	ctx.processes = cJSON_AddArrayToObject(doc, "processes");
+	ctx.devices = cJSON_AddArrayToObject(doc, "devices");
+	if (!ctx.processes || !ctx.devices)
+		goto nomem;
+	rc = cs_trace_each_process(t, info_add_process, &ctx, err);
+	if (rc < 0)
+		goto fail;
+	if (ctx.failed)
+		goto nomem;
+	rc = cs_trace_each_device(t, info_add_device, &ctx, err);
+	if (rc < 0)
+		goto fail;
+	if (ctx.failed)
+		goto nomem;
+
+	for (size_t k = 0; k < INFO_NKINDS; k++)
+		total += s.counts[info_kinds[k].kind];
+	if (ctx.npids == 1) {
+		ctx.pids[0].events = total;
+	} else if (ctx.npids > 1) {
+		rc = info_count_per_process(t, &ctx, err);
+		if (rc < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < ctx.npids; i++) {
+		cJSON *p = cJSON_GetArrayItem(ctx.processes, (int)i);
+		cJSON *n = cli_json_int(ctx.pids[i].events);
+
+		if (!n || !cJSON_ReplaceItemInObject(p, "events", n)) {
+			cJSON_Delete(n);
+			goto nomem;
+		}
+	}
+
+	cli_json_add_int(doc, "streams", s.streams, -1);
+	events = cJSON_AddObjectToObject(doc, "events");
+	if (!events)
+		goto nomem;
+	for (size_t k = 0; k < INFO_NKINDS; k++)
+		cli_json_add_int(events, info_kinds[k].key, s.counts[info_kinds[k].kind], -1);
+	cli_json_add_int(doc, "events_total", total, -1);
+	cli_json_add_int(doc, "strings", s.strings, -1);
+	cli_json_add_int(doc, "stacks", s.stacks, -1);
+	cli_json_add_int(doc, "findings", s.findings, -1);
+	cli_json_add_int(doc, "dropped_records", s.dropped_records, -1);
+	free(ctx.pids);
+	return doc;
+
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+fail:
+	free(ctx.pids);
+	cJSON_Delete(doc);
+	*code = rc;
+	return NULL;
+}
+
+/* ---- text output ---- */
+
+static const char *json_str(const cJSON *o, const char *key, const char *none)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : none;
+}
+
+/* An integer field as text, "-" when null. */
+static const char *json_int_text(char *buf, size_t size, const cJSON *o, const char *key, int sep)
+{
+	int64_t v = cli_json_get_int(o, key, INT64_MIN);
+
+	if (v == INT64_MIN)
+		snprintf(buf, size, "-");
+	else if (sep)
+		cli_fmt_count(buf, size, v);
+	else
+		snprintf(buf, size, "%" PRId64, v);
+	return buf;
+}
+
+static void info_line(const char *label, const char *value)
+{
+	printf("%-17s %s\n", label, value);
+}
+
+static void info_print_processes(const cJSON *procs, int width)
+{
+	static const struct cli_column with_rank[] = {
+		{"PID", CLI_ALIGN_RIGHT, 0},	 {"PPID", CLI_ALIGN_RIGHT, 0},
+		{"RANK", CLI_ALIGN_RIGHT, 0},	 {"EVENTS", CLI_ALIGN_RIGHT, 0},
+		{"DROPPED", CLI_ALIGN_RIGHT, 0}, {"COMMAND", CLI_ALIGN_LEFT, 1},
+	};
+	static const struct cli_column no_rank[] = {
+		{"PID", CLI_ALIGN_RIGHT, 0},	{"PPID", CLI_ALIGN_RIGHT, 0},
+		{"EVENTS", CLI_ALIGN_RIGHT, 0}, {"DROPPED", CLI_ALIGN_RIGHT, 0},
+		{"COMMAND", CLI_ALIGN_LEFT, 1},
+	};
+	const cJSON *p;
+	struct cli_table table;
+	int ranks = 0;
+
+	cJSON_ArrayForEach(p, procs)
+	{
+		if (cli_json_get_int(p, "rank", INT64_MIN) != INT64_MIN)
+			ranks = 1;
+	}
+	if (ranks)
+		cli_table_init(&table, with_rank, 6);
+	else
+		cli_table_init(&table, no_rank, 5);
+	cJSON_ArrayForEach(p, procs)
+	{
+		char pid[CLI_FMT_MAX], ppid[CLI_FMT_MAX], rank[CLI_FMT_MAX], events[CLI_FMT_MAX],
+			dropped[CLI_FMT_MAX];
+		const char *cmd = json_str(p, "command_line", "-");
+		const char *row_rank[] = {
+			json_int_text(pid, sizeof(pid), p, "pid", 0),
+			json_int_text(ppid, sizeof(ppid), p, "ppid", 0),
+			json_int_text(rank, sizeof(rank), p, "rank", 0),
+			json_int_text(events, sizeof(events), p, "events", 1),
+			json_int_text(dropped, sizeof(dropped), p, "dropped_records", 1),
+			cmd};
+		const char *row_plain[] = {pid, ppid, events, dropped, cmd};
+
+		cli_table_add_row(&table, ranks ? row_rank : row_plain);
+	}
+	cli_table_print(&table, stdout, 2, width);
+	cli_table_free(&table);
+}
+
+static void info_print_devices(const cJSON *devs, int width)
+{
+	static const struct cli_column cols[] = {
+		{"PID", CLI_ALIGN_RIGHT, 0}, {"ID", CLI_ALIGN_RIGHT, 0},
+		{"NAME", CLI_ALIGN_LEFT, 0}, {"MEMORY", CLI_ALIGN_RIGHT, 0},
+		{"SMS", CLI_ALIGN_RIGHT, 0}, {"CC", CLI_ALIGN_RIGHT, 0},
+		{"UUID", CLI_ALIGN_LEFT, 1},
+	};
+	const cJSON *d;
+	struct cli_table table;
+
+	cli_table_init(&table, cols, 7);
+	cJSON_ArrayForEach(d, devs)
+	{
+		char pid[CLI_FMT_MAX], id[CLI_FMT_MAX], mem[CLI_FMT_MAX], sms[CLI_FMT_MAX];
+		int64_t bytes = cli_json_get_int(d, "total_memory_bytes", -1);
+		const char *row[] = {json_int_text(pid, sizeof(pid), d, "pid", 0),
+				     json_int_text(id, sizeof(id), d, "device_id", 0),
+				     json_str(d, "name", "-"),
+				     bytes >= 0 ? cli_fmt_bytes(mem, sizeof(mem), bytes) : "-",
+				     json_int_text(sms, sizeof(sms), d, "sm_count", 0),
+				     json_str(d, "compute_capability", "-"),
+				     json_str(d, "uuid", "-")};
+
+		cli_table_add_row(&table, row);
+	}
+	cli_table_print(&table, stdout, 2, width);
+	cli_table_free(&table);
+}
+
+static void info_print_text(const cJSON *doc)
+{
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[256];
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(doc, "events");
+	int width = cli_output_width(-1);
+	int64_t v, dropped;
+	const char *version;
+
+	info_line("file", json_str(doc, "file", "-"));
+	v = cli_json_get_int(doc, "size_bytes", -1);
+	if (v >= 0) {
+		snprintf(line, sizeof(line), "%s (%s bytes)", cli_fmt_bytes(a, sizeof(a), v),
+			 cli_fmt_count(b, sizeof(b), v));
+		info_line("size", line);
+	} else {
+		info_line("size", "-");
+	}
+	info_line("schema version", json_int_text(a, sizeof(a), doc, "schema_version", 0));
+	version = json_str(doc, "cuscope_version", NULL);
+	if (version) {
+		snprintf(line, sizeof(line), "cuscope %.*s", CLI_FMT_MAX, version);
+		info_line("written by", line);
+	} else {
+		info_line("written by", "-");
+	}
+	info_line("command", json_str(doc, "command_line", "-"));
+	info_line("host", json_str(doc, "host", "-"));
+	v = cli_json_get_int(doc, "start_realtime_ns", INT64_MIN);
+	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
+	v = cli_json_get_int(doc, "duration_ns", INT64_MIN);
+	info_line("duration", v != INT64_MIN ? cli_fmt_duration(a, sizeof(a), v) : "-");
+
+	info_line("processes", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
+	if (cJSON_GetArraySize(procs) > 0)
+		info_print_processes(procs, width);
+	info_line("devices", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
+	if (cJSON_GetArraySize(devs) > 0)
+		info_print_devices(devs, width);
+	info_line("streams", json_int_text(a, sizeof(a), doc, "streams", 1));
+
+	info_line("events", json_int_text(a, sizeof(a), doc, "events_total", 1));
+	for (size_t k = 0; k < INFO_NKINDS; k++)
+		printf("  %-22s %12s\n", info_kinds[k].label,
+		       json_int_text(a, sizeof(a), events, info_kinds[k].key, 1));
+	info_line("strings", json_int_text(a, sizeof(a), doc, "strings", 1));
+	info_line("stacks", json_int_text(a, sizeof(a), doc, "stacks", 1));
+	info_line("findings", json_int_text(a, sizeof(a), doc, "findings", 1));
+	dropped = cli_json_get_int(doc, "dropped_records", 0);
+	if (dropped > 0) {
+		snprintf(line, sizeof(line),
+			 "%s  WARNING: records were lost while recording; the trace is incomplete",
+			 cli_fmt_count(a, sizeof(a), dropped));
+		info_line("dropped records", line);
+	} else {
+		info_line("dropped records", "0");
+	}
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	enum cli_format format = CLI_FORMAT_TEXT;
+	const char *path;
+	cs_trace *t;
+	cs_error err = {0, ""};
+	cJSON *doc;
+	int c, code = 0, rc;
+
+	while ((c = cli_getopt(argc, argv, "f:h", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (cli_parse_format(argv[0], optarg, &format))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'h':
+			fputs(info_usage, stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	path = cli_single_file(argv[0], argc, argv);
+	if (!path)
+		return CLI_EXIT_USAGE;
+	rc = cli_open_trace(path, &t);
+	if (rc)
+		return rc;
+	doc = info_collect(t, path, &code, &err);
+	cs_trace_close(t);
+	if (!doc)
+		return cli_trace_error(path, code, &err);
+	if (format == CLI_FORMAT_JSON)
+		rc = cli_json_print(doc);
+	else
+		info_print_text(doc);
+	cJSON_Delete(doc);
+	return rc;
+}

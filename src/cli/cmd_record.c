@@ -1,0 +1,546 @@
+/*
+ * cmd_record.c - `cuscope record`: run a CUDA program under the injection library and write its
+ * trace.
+ *
+ * record points CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH at libcuscope-inject.so, gives
+ * every process of the job one spool directory beside the output, runs the command, forwards the
+ * signals sent to it (not those the terminal sends to the whole process group, which the program
+ * gets anyway), waits for the job's processes (it is their subreaper, so spawned workers and ranks
+ * are waited for too, for a bounded time), imports the spool files into one trace and returns the
+ * program's exit status (128+signal when killed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cuscope/import.h"
+#include "cuscope/spool.h"
+#include "cuscope/strbuf.h"
+
+#ifdef CUSCOPE_HAVE_RECORD
+
+#define INJECT_LIB_NAME "libcuscope-inject.so"
+
+static const char record_usage[] =
+	"usage: cuscope record [options] [--] COMMAND [ARGS...]\n"
+	"\n"
+	"Run COMMAND with CUDA activity recorded, and write the trace of every CUDA process of the "
+	"job\n"
+	"(forked, spawned, torchrun ranks) into one file. Returns COMMAND's exit status.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE        trace to write (default cuscope.db)\n"
+	"  -f, --force              overwrite FILE if it exists\n"
+	"      --api=default|all    all: record every CUDA runtime and driver API call (large "
+	"traces);\n"
+	"                           default: launches, copies, waits, allocations, profiler "
+	"start/stop\n"
+	"      --delay SEC          record only after SEC seconds\n"
+	"      --duration SEC       record for SEC seconds (after the delay)\n"
+	"      --capture=all|profiler-api\n"
+	"                           profiler-api: record only between cudaProfilerStart and\n"
+	"                           cudaProfilerStop (torch.cuda.profiler.start()/stop())\n"
+	"      --size-limit SIZE    stop recording a process once its spool data reaches SIZE\n"
+	"                           (e.g. 500M, 4G; default no limit); what is cut is counted as "
+	"dropped\n"
+	"      --latency-timestamps record kernel queued/submitted times (costs about 3% of step "
+	"time)\n"
+	"      --cupti-buffers N    CUPTI device buffers per context, 3.2 MB each (default 8)\n"
+	"      --wait SEC           after COMMAND exits, wait at most SEC seconds for the "
+	"processes it\n"
+	"                           started (default 10)\n"
+	"      --keep-spool         keep the spool directory after the import\n"
+	"  -q, --quiet              no summary line\n"
+	"  -h, --help               show this help\n"
+	"\n"
+	"The CUDA driver loads the injection library at cuInit through CUDA_INJECTION64_PATH, so "
+	"record\n"
+	"cannot run under another tool that sets it (Nsight Systems, another cuscope).\n";
+
+struct record_opts {
+	const char *output;
+	int force, api_all, capture_profiler, latency, keep_spool, quiet;
+	double delay, duration, wait_s;
+	uint64_t size_limit;
+	int64_t cupti_buffers;
+};
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig, siginfo_t *info, void *ctx)
+{
+	(void)ctx;
+	/* The terminal signals the whole foreground group: the program has it already. */
+	if (info && info->si_code == SI_KERNEL)
+		return;
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+static int parse_seconds(const char *opt, const char *arg, double *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || v < 0 || v > 1e7)
+		return cli_usage_error("record", "invalid value '%s' for %s", arg, opt);
+	*out = v;
+	return 0;
+}
+
+static int parse_size(const char *arg, uint64_t *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mult = 1;
+
+	if (end == arg || v <= 0)
+		goto bad;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mult = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		mult = 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' ? 1 : 0;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		goto bad;
+	*out = (uint64_t)(v * mult);
+	return 0;
+bad:
+	return cli_usage_error("record", "invalid value '%s' for --size-limit", arg);
+}
+
+/* The injection library: $CUSCOPE_INJECT_LIB, beside the executable (build tree) or in its lib dir.
+ */
+static int find_inject_lib(char *out, size_t cap)
+{
+	static const char *const rel[] = {
+		INJECT_LIB_NAME,
+		"../lib/cuscope/" INJECT_LIB_NAME,
+		"../lib/x86_64-linux-gnu/cuscope/" INJECT_LIB_NAME,
+		"../lib64/cuscope/" INJECT_LIB_NAME,
+	};
+	const char *env = getenv("CUSCOPE_INJECT_LIB");
+	char exe[PATH_MAX], dir[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return access(out, R_OK) == 0 ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	snprintf(dir, sizeof(dir), "%s", dirname(exe));
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX + 64];
+
+		snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
+		if (access(cand, R_OK) == 0 && realpath(cand, out))
+			return 0;
+	}
+	return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void remove_tree(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static uint64_t now_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double now_monotonic(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reap the job's other processes (we are their subreaper) for at most wait_s seconds. */
+static void reap_descendants(double wait_s)
+{
+	double deadline = now_monotonic() + wait_s;
+
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p < 0 && errno == ECHILD)
+			return;
+		if (p > 0)
+			continue;
+		if (now_monotonic() >= deadline)
+			return;
+		usleep(20000);
+	}
+}
+
+static void import_progress(uint64_t done, uint64_t total, void *arg)
+{
+	(void)arg;
+	if (total)
+		fprintf(stderr, "\rcuscope: importing %3d%%", (int)(done * 100 / total));
+}
+
+static void print_summary(const char *output, const cs_import_stats *st)
+{
+	char size[CLI_FMT_MAX];
+	struct stat sb;
+	cs_strbuf sb_line = CS_STRBUF_INIT;
+
+	cli_fmt_bytes(size, sizeof(size), stat(output, &sb) == 0 ? (int64_t)sb.st_size : 0);
+	cs_strbuf_printf(&sb_line, "wrote %s (%s): %lld process%s", output, size,
+			 (long long)st->processes, st->processes == 1 ? "" : "es");
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		cs_strbuf_printf(&sb_line, ", %lld %s", (long long)st->counts[k],
+				 cs_event_kind_name((enum cs_event_kind)k));
+	cs_strbuf_printf(&sb_line, "; %lld dropped", (long long)st->dropped);
+	if (st->unknown_timestamps)
+		cs_strbuf_printf(&sb_line, ", %lld unknown timestamps",
+				 (long long)st->unknown_timestamps);
+	cli_error("%s", cs_strbuf_str(&sb_line));
+	cs_strbuf_free(&sb_line);
+}
+
+static int check_environment(const char *lib)
+{
+	static const char *const vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (!v || !*v)
+			continue;
+		if (strcmp(v, lib) == 0 || strstr(v, INJECT_LIB_NAME))
+			cli_error(
+				"%s is already set to cuscope's library: cuscope record cannot run "
+				"inside another cuscope record",
+				vars[i]);
+		else
+			cli_error("%s is already set to '%s' by another tool; unset it to record "
+				  "with "
+				  "cuscope",
+				  vars[i], v);
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static char *build_options(const struct record_opts *o, uint64_t start_rt)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+
+	cs_strbuf_puts(&sb, "v=1");
+	if (o->api_all)
+		cs_strbuf_puts(&sb, ",api=all");
+	if (o->latency)
+		cs_strbuf_puts(&sb, ",latency");
+	if (o->capture_profiler)
+		cs_strbuf_puts(&sb, ",capture=profiler");
+	if (o->size_limit)
+		cs_strbuf_printf(&sb, ",limit=%llu", (unsigned long long)o->size_limit);
+	if (o->cupti_buffers > 0)
+		cs_strbuf_printf(&sb, ",buffers=%lld", (long long)o->cupti_buffers);
+	if (o->delay > 0 || o->duration > 0) {
+		uint64_t t0 = o->delay > 0 ? start_rt + (uint64_t)(o->delay * 1e9) : 0;
+		uint64_t t1 =
+			o->duration > 0 ? (t0 ? t0 : start_rt) + (uint64_t)(o->duration * 1e9) : 0;
+
+		cs_strbuf_printf(&sb, ",window=%llu:%llu", (unsigned long long)t0,
+				 (unsigned long long)t1);
+	}
+	/* Options for development (census, flush_ms, ...) that have no command-line flag. */
+	if (getenv("CUSCOPE_RECORD_EXTRA") && *getenv("CUSCOPE_RECORD_EXTRA"))
+		cs_strbuf_printf(&sb, ",%s", getenv("CUSCOPE_RECORD_EXTRA"));
+	if (sb.failed) {
+		cs_strbuf_free(&sb);
+		return NULL;
+	}
+	return sb.buf;
+}
+
+static char *join_command(char **argv)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+
+	for (int i = 0; argv[i]; i++) {
+		if (i)
+			cs_strbuf_puts(&sb, " ");
+		cs_strbuf_puts(&sb, argv[i]);
+	}
+	return sb.buf ? sb.buf : strdup("");
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
+		{"api", required_argument, NULL, 'A'},
+		{"delay", required_argument, NULL, 'D'},
+		{"duration", required_argument, NULL, 'U'},
+		{"capture", required_argument, NULL, 'C'},
+		{"size-limit", required_argument, NULL, 'L'},
+		{"latency-timestamps", no_argument, NULL, 'T'},
+		{"cupti-buffers", required_argument, NULL, 'B'},
+		{"wait", required_argument, NULL, 'W'},
+		{"keep-spool", no_argument, NULL, 'K'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct record_opts o = {.output = "cuscope.db", .wait_s = 10};
+	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
+	char *options = NULL, *command = NULL, *outcopy;
+	struct sigaction sa, old_sa[8];
+	static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	cs_import_stats st;
+	cs_error err = {0};
+	uint64_t start_rt;
+	int c, status = 0, exit_code = CLI_EXIT_USAGE, rc;
+	pid_t pid;
+	struct stat sb;
+
+	cli_getopt_begin();
+	while ((c = cli_getopt(argc, argv, "o:fqh", longopts)) != -1) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'f':
+			o.force = 1;
+			break;
+		case 'A':
+			if (strcmp(optarg, "all") == 0)
+				o.api_all = 1;
+			else if (strcmp(optarg, "default") != 0)
+				return cli_usage_error("record", "invalid value '%s' for --api",
+						       optarg);
+			break;
+		case 'D':
+			if (parse_seconds("--delay", optarg, &o.delay))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'U':
+			if (parse_seconds("--duration", optarg, &o.duration))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'W':
+			if (parse_seconds("--wait", optarg, &o.wait_s))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'C':
+			if (strcmp(optarg, "profiler-api") == 0)
+				o.capture_profiler = 1;
+			else if (strcmp(optarg, "all") != 0)
+				return cli_usage_error("record", "invalid value '%s' for --capture",
+						       optarg);
+			break;
+		case 'L':
+			if (parse_size(optarg, &o.size_limit))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'T':
+			o.latency = 1;
+			break;
+		case 'B':
+			if (cli_parse_int("record", "--cupti-buffers", optarg, 1, 250,
+					  &o.cupti_buffers))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'K':
+			o.keep_spool = 1;
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case 'h':
+			fputs(record_usage, stdout);
+			return cli_finish_output(CLI_EXIT_OK);
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("record", "no command to run");
+	if (!o.force && stat(o.output, &sb) == 0) {
+		cli_error("'%s' exists (use --force to overwrite)", o.output);
+		return CLI_EXIT_USAGE;
+	}
+	outcopy = strdup(o.output);
+	snprintf(outdir, sizeof(outdir), "%s", outcopy ? dirname(outcopy) : ".");
+	free(outcopy);
+	if (access(outdir, W_OK) != 0) {
+		cli_error("cannot write '%s': %s", o.output, strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	if (find_inject_lib(lib, sizeof(lib))) {
+		cli_error("cannot find %s (set CUSCOPE_INJECT_LIB to its path)", INJECT_LIB_NAME);
+		return CLI_EXIT_USAGE;
+	}
+	if (check_environment(lib))
+		return CLI_EXIT_USAGE;
+	snprintf(spool, sizeof(spool), "%s/.cuscope-spool-XXXXXX", outdir);
+	if (!mkdtemp(spool)) {
+		cli_error("cannot create a spool directory in '%s': %s", outdir, strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	start_rt = now_realtime_ns();
+	options = build_options(&o, start_rt);
+	command = join_command(argv + optind);
+	if (!options || !command) {
+		cli_error("out of memory");
+		rc = CLI_EXIT_USAGE;
+		goto out_spool;
+	}
+	{
+		char pidbuf[32];
+
+		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+		setenv("CUDA_INJECTION64_PATH", lib, 1);
+		setenv("NVTX_INJECTION64_PATH", lib, 1);
+		setenv(CS_ENV_SPOOL_DIR, spool, 1);
+		setenv(CS_ENV_OPTIONS, options, 1);
+		setenv(CS_ENV_RECORD_PID, pidbuf, 1);
+	}
+	/* Orphans of the job (spawned workers, ranks) are reparented to us, so that we can wait for
+	 * them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		cli_error("cannot start '%s': %s", argv[optind], strerror(errno));
+		rc = CLI_EXIT_USAGE;
+		goto out_spool;
+	}
+	if (pid == 0) {
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "cuscope: cannot run '%s': %s\n", argv[optind], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	child_pid = pid;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
+		sigaction(fwd_signals[i], &sa, &old_sa[i]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	reap_descendants(o.wait_s);
+	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
+		sigaction(fwd_signals[i], &old_sa[i], NULL);
+	child_pid = 0;
+	if (WIFEXITED(status))
+		exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		exit_code = 128 + WTERMSIG(status);
+	else
+		exit_code = 1;
+
+	gethostname(host, sizeof(host) - 1);
+	{
+		char exitbuf[32], startbuf[32];
+		const char *meta[] = {"command",
+				      command,
+				      "host",
+				      host,
+				      "exit_code",
+				      exitbuf,
+				      "record_start_realtime_ns",
+				      startbuf,
+				      "api",
+				      o.api_all ? "all" : "default",
+				      "record_options",
+				      options,
+				      NULL};
+		cs_import_opts io = {.overwrite = o.force, .meta = meta};
+
+		snprintf(exitbuf, sizeof(exitbuf), "%d", exit_code);
+		snprintf(startbuf, sizeof(startbuf), "%llu", (unsigned long long)start_rt);
+		if (isatty(2) && !o.quiet)
+			io.progress = import_progress;
+		memset(&st, 0, sizeof(st));
+		rc = cs_import_dir(spool, o.output, &io, &st, &err);
+		if (io.progress)
+			fputs("\r\033[K", stderr);
+	}
+	if (rc == CS_ERR_NOT_FOUND) {
+		cli_error("no CUDA activity was recorded ('%s' never initialized CUDA); no trace "
+			  "written",
+			  argv[optind]);
+		rc = 0;
+		goto out_spool;
+	}
+	if (rc) {
+		cli_error(
+			"cannot write '%s': %s (the spool files are kept in '%s'; 'cuscope import "
+			"%s' retries)",
+			o.output, err.msg, spool, spool);
+		o.keep_spool = 1;
+		goto out;
+	}
+	if (!o.quiet)
+		print_summary(o.output, &st);
+out_spool:
+	if (!o.keep_spool)
+		remove_tree(spool);
+	else if (rc == 0)
+		cli_error("spool files kept in '%s'", spool);
+out:
+	free(options);
+	free(command);
+	return exit_code;
+}
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * format.c - output helpers of the cuscope commands: human durations, sizes and counts, wall-clock
+ * times, UTF-8 aware truncation, a table printer that fits the terminal, and JSON output through
+ * cJSON.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define CLI_ELLIPSIS	"\xe2\x80\xa6" /* U+2026 */
+#define CLI_REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
+#define CLI_COLUMN_GAP	2
+#define CLI_MIN_SHRUNK	12 /* a shrunk column keeps at least this many characters */
+
+/*
+ * Print v (>= 0) with three significant digits followed by unit; returns 0, or 1 when rounding
+ * reached 1000 and the caller should move to the next unit.
+ */
+static int fmt_three_digits(char *buf, size_t size, double v, const char *unit)
+{
+	int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+
+	if (v >= 999.5)
+		return 1;
+	snprintf(buf, size, "%.*f %s", decimals, v, unit);
+	return 0;
+}
+
+char *cli_fmt_duration(char *buf, size_t size, int64_t ns)
+{
+	static const char *const units[] = {"us", "ms", "s"};
+	double v;
+	const char *sign = "";
+	uint64_t mag;
+	char tmp[CLI_FMT_MAX];
+
+	if (ns == CS_TS_UNKNOWN) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	if (ns < 0) {
+		sign = "-";
+		mag = (uint64_t)0 - (uint64_t)ns;
+	} else {
+		mag = (uint64_t)ns;
+	}
+	if (mag < 1000) {
+		snprintf(buf, size, "%s%" PRIu64 " ns", sign, mag);
+		return buf;
+	}
+	v = (double)mag / 1000.0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (i + 1 == sizeof(units) / sizeof(units[0]) && v >= 999.5) {
+			snprintf(tmp, sizeof(tmp), "%.0f s", v);
+			break;
+		}
+		if (!fmt_three_digits(tmp, sizeof(tmp), v, units[i]))
+			break;
+		v /= 1000.0;
+	}
+	snprintf(buf, size, "%s%s", sign, tmp);
+	return buf;
+}
+
+char *cli_fmt_bytes(char *buf, size_t size, int64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v;
+	size_t i;
+
+	if (bytes < 0) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	if (bytes < 1024) {
+		snprintf(buf, size, "%" PRId64 " B", bytes);
+		return buf;
+	}
+	v = (double)bytes / 1024.0;
+	for (i = 0; i + 1 < sizeof(units) / sizeof(units[0]) && v >= 1023.95; i++)
+		v /= 1024.0;
+	snprintf(buf, size, "%.1f %s", v, units[i]);
+	return buf;
+}
+
+char *cli_fmt_count(char *buf, size_t size, int64_t n)
+{
+	char digits[32], out[48];
+	uint64_t mag = n < 0 ? (uint64_t)0 - (uint64_t)n : (uint64_t)n;
+	int len, o = 0;
+
+	len = snprintf(digits, sizeof(digits), "%" PRIu64, mag);
+	if (n < 0)
+		out[o++] = '-';
+	for (int i = 0; i < len; i++) {
+		if (i > 0 && (len - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	snprintf(buf, size, "%s", out);
+	return buf;
+}
+
+/* Split ns since the epoch into seconds and milliseconds, flooring for times before 1970. */
+static void split_epoch_ns(int64_t ns, time_t *sec, int *msec)
+{
+	int64_t s = ns / 1000000000, rem = ns % 1000000000;
+
+	if (rem < 0) {
+		rem += 1000000000;
+		s--;
+	}
+	*sec = (time_t)s;
+	*msec = (int)(rem / 1000000);
+}
+
+char *cli_fmt_walltime(char *buf, size_t size, int64_t ns)
+{
+	struct tm tm;
+	time_t sec;
+	int msec;
+	char date[32], zone[16];
+
+	split_epoch_ns(ns, &sec, &msec);
+	if (!localtime_r(&sec, &tm)) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S", &tm);
+	strftime(zone, sizeof(zone), "%z", &tm);
+	snprintf(buf, size, "%s.%03d %s", date, msec, zone);
+	return buf;
+}
+
+char *cli_fmt_walltime_iso(char *buf, size_t size, int64_t ns)
+{
+	struct tm tm;
+	time_t sec;
+	int msec;
+	char date[32];
+
+	split_epoch_ns(ns, &sec, &msec);
+	if (!gmtime_r(&sec, &tm)) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%03dZ", date, msec);
+	return buf;
+}
+
+/* ---- UTF-8 ---- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 when it is invalid (or s is at the end). */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c == 0)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Bytes of the character at s: a valid sequence, or one byte of an invalid one. */
+static size_t utf8_char_len(const unsigned char *s)
+{
+	size_t n = utf8_seq_len(s);
+
+	return n ? n : 1;
+}
+
+size_t cli_text_width(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t w = 0;
+
+	while (*p) {
+		p += utf8_char_len(p);
+		w++;
+	}
+	return w;
+}
+
+char *cli_truncate_middle(const char *s, size_t width)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t total = cli_text_width(s), head, tail, head_bytes = 0, skip, len = strlen(s);
+	const char *tail_start;
+	char *out;
+
+	if (total <= width || width == 0)
+		return strdup(total <= width ? s : "");
+	if (width == 1)
+		return strdup(CLI_ELLIPSIS);
+	head = width / 2;
+	tail = width - 1 - head;
+	for (size_t i = 0; i < head; i++)
+		head_bytes += utf8_char_len(p + head_bytes);
+	/* find the byte where the last `tail` characters start */
+	skip = total - tail;
+	tail_start = s;
+	for (size_t i = 0; i < skip; i++)
+		tail_start += utf8_char_len((const unsigned char *)tail_start);
+	out = malloc(head_bytes + strlen(CLI_ELLIPSIS) + (len - (size_t)(tail_start - s)) + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, s, head_bytes);
+	strcpy(out + head_bytes, CLI_ELLIPSIS);
+	strcat(out + head_bytes, tail_start);
+	return out;
+}
+
+char *cli_utf8_repair(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), o = 0;
+	/* each invalid byte becomes 3 bytes at most */
+	char *out = malloc(len * 3 + 1);
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t n = utf8_seq_len(p);
+
+		if (n) {
+			memcpy(out + o, p, n);
+			o += n;
+			p += n;
+		} else {
+			memcpy(out + o, CLI_REPLACEMENT, 3);
+			o += 3;
+			p++;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+int cli_output_width(int requested)
+{
+	struct winsize ws;
+	const char *columns;
+
+	if (requested >= 0)
+		return requested;
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	columns = getenv("COLUMNS");
+	if (columns && atoi(columns) > 0)
+		return atoi(columns);
+	return 80;
+}
+
+/* ---- tables ---- */
+
+void cli_table_init(struct cli_table *t, const struct cli_column *cols, int ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->cols = cols;
+	t->ncols = ncols;
+}
+
+void cli_table_add_row(struct cli_table *t, const char *const *cells)
+{
+	size_t n = (size_t)t->ncols;
+
+	if (t->failed)
+		return;
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char **nc = realloc(t->cells, cap * n * sizeof(*nc));
+
+		if (!nc) {
+			t->failed = 1;
+			return;
+		}
+		t->cells = nc;
+		t->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *c = strdup(cells[i] ? cells[i] : "");
+
+		if (!c) {
+			for (size_t j = 0; j < i; j++)
+				free(t->cells[t->nrows * n + j]);
+			t->failed = 1;
+			return;
+		}
+		t->cells[t->nrows * n + i] = c;
+	}
+	t->nrows++;
+}
+
+static void print_padding(FILE *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fputc(' ', out);
+}
+
+static void print_rule(FILE *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fputc('-', out);
+}
+
+/* One cell in width characters, cut in the middle when longer; a last cell is not padded. */
+static void print_cell(FILE *out, const struct cli_column *col, const char *text, size_t width,
+		       int last)
+{
+	size_t w = cli_text_width(text);
+	char *cut = NULL;
+
+	if (w > width) {
+		cut = cli_truncate_middle(text, width);
+		if (cut) {
+			text = cut;
+			w = cli_text_width(cut);
+		}
+	}
+	if (col->align == CLI_ALIGN_RIGHT && w < width)
+		print_padding(out, width - w);
+	fputs(text, out);
+	if (col->align == CLI_ALIGN_LEFT && !last && w < width)
+		print_padding(out, width - w);
+	free(cut);
+}
+
+void cli_table_print(const struct cli_table *t, FILE *out, int indent, int width)
+{
+	size_t n = (size_t)t->ncols, total, *widths;
+	int shrink = -1;
+
+	widths = calloc(n, sizeof(*widths));
+	if (!widths)
+		return;
+	for (size_t c = 0; c < n; c++) {
+		widths[c] = cli_text_width(t->cols[c].header);
+		for (size_t r = 0; r < t->nrows; r++) {
+			size_t w = cli_text_width(t->cells[r * n + c]);
+
+			if (w > widths[c])
+				widths[c] = w;
+		}
+		if (t->cols[c].shrink && shrink < 0)
+			shrink = (int)c;
+	}
+	total = (size_t)(indent > 0 ? indent : 0) + (n - 1) * CLI_COLUMN_GAP;
+	for (size_t c = 0; c < n; c++)
+		total += widths[c];
+	if (width > 0 && shrink >= 0 && total > (size_t)width) {
+		size_t others = total - widths[shrink];
+		size_t room = (size_t)width > others ? (size_t)width - others : 0;
+
+		if (room < CLI_MIN_SHRUNK)
+			room = CLI_MIN_SHRUNK;
+		if (room < widths[shrink])
+			widths[shrink] = room;
+	}
+	/* header, rule, rows */
+	for (long r = -2; r < (long)t->nrows; r++) {
+		print_padding(out, (size_t)(indent > 0 ? indent : 0));
+		for (size_t c = 0; c < n; c++) {
+			int last = c + 1 == n;
+
+			if (c > 0)
+				print_padding(out, CLI_COLUMN_GAP);
+			if (r == -1)
+				print_rule(out, widths[c]);
+			else
+				print_cell(out, &t->cols[c],
+					   r == -2 ? t->cols[c].header
+						   : t->cells[(size_t)r * n + c],
+					   widths[c], last);
+		}
+		fputc('\n', out);
+		if (ferror(out))
+			break;
+	}
+	free(widths);
+}
+
+void cli_table_free(struct cli_table *t)
+{
+	for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- JSON ---- */
+
+cJSON *cli_json_add_string(cJSON *obj, const char *key, const char *s)
+{
+	cJSON *item;
+	char *fixed;
+
+	if (!s)
+		return cJSON_AddNullToObject(obj, key);
+	fixed = cli_utf8_repair(s);
+	if (!fixed)
+		return NULL;
+	item = cJSON_AddStringToObject(obj, key, fixed);
+	free(fixed);
+	return item;
+}
+
+cJSON *cli_json_int(int64_t v)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "%" PRId64, v);
+	return cJSON_CreateRaw(text);
+}
+
+cJSON *cli_json_add_int(cJSON *obj, const char *key, int64_t v, int64_t none)
+{
+	cJSON *item = v == none ? cJSON_CreateNull() : cli_json_int(v);
+
+	if (!item || !cJSON_AddItemToObject(obj, key, item)) {
+		cJSON_Delete(item);
+		return NULL;
+	}
+	return item;
+}
+
+int64_t cli_json_get_int(const cJSON *obj, const char *key, int64_t none)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsRaw(v) && v->valuestring) {
+		char *end;
+		long long n = strtoll(v->valuestring, &end, 10);
+
+		return *end ? none : n;
+	}
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : none;
+}
+
+int cli_json_print(const cJSON *root)
+{
+	char *text = cJSON_Print(root);
+
+	if (!text) {
+		cli_error("out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	fputs(text, stdout);
+	fputc('\n', stdout);
+	cJSON_free(text);
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,309 @@
+/*
+ * main.c - the cuscope command: global options, the table of subcommands, and what every command
+ * shares (error lines, option parsing conventions, opening a trace, flushing stdout into a pipe).
+ *
+ * Adding a command is one line in cli_commands[] plus its cmd_NAME() in its own file.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#ifndef CUSCOPE_VERSION
+#define CUSCOPE_VERSION "unknown"
+#endif
+
+/* Command flags. */
+#define CLI_RUNS_PROGRAM 1 /* runs another program: keep the signal dispositions it inherits */
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+	int flags;
+};
+
+#ifdef CUSCOPE_HAVE_RECORD
+#define CLI_CMD_RECORD cmd_record
+#else
+/* Builds without CUPTI keep the command so that it can say why it is missing. */
+static int cmd_record_unavailable(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	cli_error("this build has no CUDA support; record is not available");
+	return CLI_EXIT_USAGE;
+}
+#define CLI_CMD_RECORD cmd_record_unavailable
+#endif
+
+static const struct cli_command cli_commands[] = {
+	{"record", CLI_CMD_RECORD, "run a CUDA program and record a trace of it", CLI_RUNS_PROGRAM},
+	{"import", cmd_import, "turn spool files written without record into a trace", 0},
+	{"info", cmd_info, "show what a trace holds", 0},
+	{"stats", cmd_stats, "summarize kernel, memcpy and memset time", 0},
+};
+
+#define CLI_NCOMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))
+
+/* ---- shared helpers (declared in cli.h) ---- */
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("cuscope: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("cuscope: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr, "; try 'cuscope %s --help'\n", cmd);
+	else
+		fputs("; try 'cuscope --help'\n", stderr);
+	return CLI_EXIT_USAGE;
+}
+
+void cli_getopt_begin(void)
+{
+	optind = 0; /* glibc: 0 re-initializes, also forgetting the position inside clustered
+		       options */
+	opterr = 0;
+}
+
+static int is_long_option(const struct option *longopts, const char *name, size_t len)
+{
+	for (; longopts && longopts->name; longopts++)
+		if (strlen(longopts->name) == len && !strncmp(longopts->name, name, len))
+			return 1;
+	return 0;
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	char spec[128];
+	const char *word;
+	int c;
+
+	snprintf(spec, sizeof(spec), "+:%s", shortopts);
+	c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c != '?' && c != ':')
+		return c;
+	/* A long option is the word before optind ("--name" or "--name=value"); optopt names a
+	 * short one. */
+	word = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	if (!strncmp(word, "--", 2)) {
+		int len = (int)strcspn(word, "=");
+
+		if (c == ':')
+			cli_usage_error(argv[0], "option '%.*s' needs a value", len, word);
+		else if (word[len] == '=' && is_long_option(longopts, word + 2, (size_t)len - 2))
+			cli_usage_error(argv[0], "option '%.*s' takes no value", len, word);
+		else
+			cli_usage_error(argv[0], "unknown option '%.*s'", len, word);
+	} else if (c == ':') {
+		cli_usage_error(argv[0], "option '-%c' needs a value", optopt);
+	} else {
+		cli_usage_error(argv[0], "unknown option '-%c'", optopt);
+	}
+	return '?';
+}
+
+int cli_parse_format(const char *cmd, const char *arg, enum cli_format *out)
+{
+	if (!strcmp(arg, "text")) {
+		*out = CLI_FORMAT_TEXT;
+	} else if (!strcmp(arg, "json")) {
+		*out = CLI_FORMAT_JSON;
+	} else {
+		return cli_usage_error(cmd, "invalid value '%s' for --format (text or json)", arg);
+	}
+	return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t min, int64_t max,
+		  int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || v < min || v > max)
+		return cli_usage_error(cmd, "invalid value '%s' for %s", arg, option);
+	*out = v;
+	return 0;
+}
+
+const char *cli_single_file(const char *cmd, int argc, char **argv)
+{
+	if (optind >= argc) {
+		cli_usage_error(cmd, "missing trace file");
+		return NULL;
+	}
+	if (optind + 1 < argc) {
+		cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+		return NULL;
+	}
+	return argv[optind];
+}
+
+/* The reason of a failed open or read, without the "cannot open 'PATH': " the library put first. */
+static const char *trace_error_reason(const char *path, int code, const cs_error *err)
+{
+	const char *msg = err && err->msg[0] ? err->msg : cs_err_str(code);
+	size_t plen = strlen(path);
+
+	if (!strncmp(msg, "cannot open ", 12))
+		msg += 12;
+	if (msg[0] == '\'' && !strncmp(msg + 1, path, plen) && !strncmp(msg + 1 + plen, "': ", 3))
+		msg += plen + 4;
+	else if (!strncmp(msg, path, plen) && !strncmp(msg + plen, ": ", 2))
+		msg += plen + 2;
+	return msg;
+}
+
+int cli_open_trace(const char *path, cs_trace **out)
+{
+	cs_error err = {0, ""};
+	int rc = cs_trace_open(path, out, &err);
+
+	if (rc < 0) {
+		*out = NULL;
+		cli_error("cannot open '%s': %s", path, trace_error_reason(path, rc, &err));
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cli_trace_error(const char *path, int code, const cs_error *err)
+{
+	cli_error("cannot read '%s': %s", path, trace_error_reason(path, code, err));
+	return CLI_EXIT_USAGE;
+}
+
+int cli_finish_output(int rc)
+{
+	struct stat st;
+	int saved;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	saved = errno;
+	/*
+	 * SIGPIPE is ignored, so a reader that went away (`| head -1`) shows up as a failed write;
+	 * on a pipe or a socket that is the expected end, not an error.
+	 */
+	if (saved == EPIPE ||
+	    (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))))
+		return rc;
+	cli_error("cannot write output: %s", strerror(saved ? saved : EIO));
+	return rc ? rc : CLI_EXIT_USAGE;
+}
+
+/* ---- the cuscope command ---- */
+
+static void print_usage(FILE *out)
+{
+	fputs("usage: cuscope [--version] [--help] COMMAND [ARGS]\n"
+	      "\n"
+	      "Commands:\n",
+	      out);
+	for (size_t i = 0; i < CLI_NCOMMANDS; i++)
+		fprintf(out, "  %-8s  %s\n", cli_commands[i].name, cli_commands[i].summary);
+	fputs("\n"
+	      "Run 'cuscope COMMAND --help' (or 'cuscope help COMMAND') for the options of a "
+	      "command.\n",
+	      out);
+}
+
+static const struct cli_command *find_command(const char *name)
+{
+	for (size_t i = 0; i < CLI_NCOMMANDS; i++)
+		if (!strcmp(cli_commands[i].name, name))
+			return &cli_commands[i];
+	return NULL;
+}
+
+/* inherited_sigpipe: the SIGPIPE disposition cuscope was started with. */
+static int run_command(const char *name, int argc, char **argv, void (*inherited_sigpipe)(int))
+{
+	const struct cli_command *cmd = find_command(name);
+
+	if (!cmd)
+		return cli_usage_error(NULL, "'%s' is not a cuscope command", name);
+	/* The program a command runs inherits what cuscope inherited, not the ignored SIGPIPE. */
+	if (cmd->flags & CLI_RUNS_PROGRAM)
+		signal(SIGPIPE, inherited_sigpipe);
+	cli_getopt_begin();
+	return cmd->run(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	void (*inherited_sigpipe)(int);
+	const char *arg;
+	int rc;
+
+	/*
+	 * Output into a closed pipe (`cuscope stats x.db | head -1`) ends quietly, with the exit
+	 * code the command would have had: see cli_finish_output().
+	 */
+	inherited_sigpipe = signal(SIGPIPE, SIG_IGN);
+	if (inherited_sigpipe == SIG_ERR)
+		inherited_sigpipe = SIG_DFL;
+
+	if (argc < 2) {
+		print_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	arg = argv[1];
+	if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+		print_usage(stdout);
+		return cli_finish_output(CLI_EXIT_OK);
+	}
+	if (!strcmp(arg, "--version") || !strcmp(arg, "-V")) {
+		printf("cuscope %s\n", CUSCOPE_VERSION);
+		printf("trace schema version %d\n", CS_SCHEMA_VERSION);
+		return cli_finish_output(CLI_EXIT_OK);
+	}
+	if (arg[0] == '-')
+		return cli_usage_error(NULL, "unknown option '%s'", arg);
+	if (!strcmp(arg, "help")) {
+		char *help_argv[3];
+
+		if (argc < 3) {
+			print_usage(stdout);
+			return cli_finish_output(CLI_EXIT_OK);
+		}
+		if (argc > 3)
+			return cli_usage_error(NULL, "unexpected argument '%s' after 'help %s'",
+					       argv[3], argv[2]);
+		help_argv[0] = argv[2];
+		help_argv[1] = "--help";
+		help_argv[2] = NULL;
+		rc = run_command(argv[2], 2, help_argv, inherited_sigpipe);
+	} else {
+		rc = run_command(arg, argc - 1, argv + 1, inherited_sigpipe);
+	}
+	return cli_finish_output(rc);
+}

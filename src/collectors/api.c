@@ -1,0 +1,185 @@
+/*
+ * api.c - CUDA runtime and driver API callbacks: the host side of launches, waits, copies and
+ * allocations.
+ *
+ * Callbacks are enabled only on the API ids that a class in enum cs_api_class names (all ids with
+ * --api=all). At enter the callback stores cuptiGetTimestamp() in CUPTI's per-call scratch; at exit
+ * it writes one CS_REC_API with both times, the return code and, for memory calls, the
+ * address/handle and size. A driver call made inside a runtime call (cudaLaunchKernel calls
+ * cuLaunchKernel) is skipped: the runtime call is what the program made and what the GPU records
+ * correlate with.
+ *
+ * The classes are decided once at start-up from the API names CUPTI reports, so the importer needs
+ * no CUDA headers and new API versions (cudaFoo_v2) fall into the class of their base name.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
+
+#include "collector.h"
+#include "inject.h"
+
+#define RT_MAX	CUPTI_RUNTIME_TRACE_CBID_SIZE
+#define DRV_MAX CUPTI_DRIVER_TRACE_CBID_SIZE
+
+static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
+static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
+static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
+static int api_all, api_census;
+
+/* Depth of runtime calls on this thread: driver calls inside them are not recorded. */
+static __thread int tls_rt_depth __attribute__((tls_model("initial-exec")));
+
+/* Argument layouts shared by the calls of one class (see generated_cuda_meta.h). */
+struct args_out_ptr_size {
+	uint64_t *ptr; /* out: the address or handle */
+	size_t size;
+};
+struct args_ptr_size {
+	uint64_t ptr;
+	size_t size;
+};
+
+static void api_fill_args(struct cs_rec_api *r, int cls, const void *params, int ok)
+{
+	if (!params)
+		return;
+	switch (cls) {
+	case CS_APICLASS_ALLOC:
+	case CS_APICLASS_VMM_CREATE:
+	case CS_APICLASS_VMM_RESERVE: {
+		const struct args_out_ptr_size *a = params;
+
+		r->arg_bytes = a->size;
+		if (ok && a->ptr)
+			r->arg_address = *a->ptr;
+		break;
+	}
+	case CS_APICLASS_FREE:
+	case CS_APICLASS_VMM_RELEASE:
+		r->arg_address = *(const uint64_t *)params;
+		break;
+	case CS_APICLASS_VMM_MAP:
+	case CS_APICLASS_VMM_UNMAP:
+	case CS_APICLASS_VMM_ADDRESS_FREE: {
+		const struct args_ptr_size *a = params;
+
+		r->arg_address = a->ptr;
+		r->arg_bytes = a->size;
+		break;
+	}
+	case CS_APICLASS_WAIT_STREAM:
+	case CS_APICLASS_WAIT_EVENT:
+	case CS_APICLASS_QUERY_STREAM:
+	case CS_APICLASS_QUERY_EVENT:
+		/* the stream or event handle */
+		r->arg_address = *(const uint64_t *)params;
+		break;
+	}
+}
+
+void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+	struct cs_rec_api r;
+	uint64_t now;
+	int cls;
+
+	(void)userdata;
+	if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	if (runtime) {
+		if (cbid >= RT_MAX)
+			return;
+		if (cb->callbackSite == CUPTI_API_ENTER)
+			tls_rt_depth++;
+		else
+			tls_rt_depth--;
+	} else if (tls_rt_depth > 0 || cbid >= DRV_MAX) {
+		return;
+	}
+	if (!cs_inject_active())
+		return;
+	cuptiGetTimestamp(&now);
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (cb->correlationData)
+			*cb->correlationData = now;
+		if (api_census)
+			atomic_fetch_add(runtime ? &rt_count[cbid] : &drv_count[cbid], 1);
+		return;
+	}
+	cls = runtime ? rt_class[cbid] : drv_class[cbid];
+	memset(&r, 0, sizeof(r));
+	r.start = cb->correlationData ? *cb->correlationData : 0;
+	r.end = now;
+	if (cls == CS_APICLASS_PROFILER_START || cls == CS_APICLASS_PROFILER_STOP)
+		cs_capture_profiler(cls == CS_APICLASS_PROFILER_START, r.start);
+	else if (!cs_capture_keep(r.start))
+		return;
+	r.correlation_id = cb->correlationId;
+	r.cbid = cbid;
+	r.result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
+	r.name_sid = runtime ? rt_name[cbid] : drv_name[cbid];
+	r.domain = runtime ? 1 : 2;
+	r.api_class = (uint8_t)cls;
+	api_fill_args(&r, cls, cb->functionParams, r.result == 0);
+	cs_out_write(&r, sizeof(r), CS_REC_API, cs_tid());
+}
+
+static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
+			     uint8_t *classes, uint32_t *names)
+{
+	int enabled = 0;
+
+	for (int id = 1; id < max; id++) {
+		const char *name = NULL;
+		int cls;
+
+		if (cuptiGetCallbackName(domain, (uint32_t)id, &name) != CUPTI_SUCCESS || !name)
+			continue;
+		cls = cs_api_class_of(name);
+		classes[id] = (uint8_t)cls;
+		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
+			continue;
+		names[id] = cs_intern(name, (size_t)-1);
+		if (cuptiEnableCallback(1, sub, domain, (CUpti_CallbackId)id) == CUPTI_SUCCESS)
+			enabled++;
+	}
+	return enabled;
+}
+
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census)
+{
+	api_all = all;
+	api_census = census;
+	return api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_name) +
+	       api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class, drv_name);
+}
+
+static void census_print_domain(const char *label, CUpti_CallbackDomain domain,
+				_Atomic uint32_t *counts, int max, const uint8_t *classes)
+{
+	for (int id = 1; id < max; id++) {
+		uint32_t n = atomic_load(&counts[id]);
+		const char *name = NULL;
+
+		if (!n)
+			continue;
+		cuptiGetCallbackName(domain, (uint32_t)id, &name);
+		fprintf(stderr, "cuscope census: %s %4d %-48s class=%-2d calls=%u\n", label, id,
+			name ? name : "?", classes[id], n);
+	}
+}
+
+void cs_api_census_report(void)
+{
+	if (!api_census)
+		return;
+	census_print_domain("runtime", CUPTI_CB_DOMAIN_RUNTIME_API, rt_count, RT_MAX, rt_class);
+	census_print_domain("driver", CUPTI_CB_DOMAIN_DRIVER_API, drv_count, DRV_MAX, drv_class);
+}

@@ -1,0 +1,73 @@
+/*
+ * collector.h - shared state and helpers of the injection library (libcuscope-inject.so).
+ *
+ * The library runs inside the profiled process. Collectors turn CUPTI activity records, API
+ * callbacks and NVTX calls into the compact records of include/cuscope/spool.h and append them to
+ * the process's spool file through spool_out.c. Nothing here touches SQLite; nothing here calls the
+ * CUDA runtime or driver.
+ */
+#ifndef CUSCOPE_COLLECTOR_H
+#define CUSCOPE_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuscope/spool.h"
+
+/* ---- spool_out.c: the per-process spool file ---- */
+
+/* Open "<dir>/<pid>.cuspool" and write its header. 0 on success. */
+int cs_out_open(const char *dir, uint64_t cupti_ns);
+/* Append one record (h.size bytes). Thread safe; never blocks on a reader. */
+void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid);
+/* Write what is buffered to the file. */
+void cs_out_flush(void);
+/* Flush and close; later writes are dropped. */
+void cs_out_close(void);
+/* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */
+void cs_out_set_limit(uint64_t bytes);
+/* Records written and records dropped so far. */
+uint64_t cs_out_records(void);
+uint64_t cs_out_dropped(void);
+/* Count records lost elsewhere (CUPTI) so that they show in the trace. */
+void cs_out_add_dropped(uint64_t n);
+/* fork() handlers: the child stops writing (it gets no file of its own: CUDA is unusable there). */
+void cs_out_atfork_prepare(void);
+void cs_out_atfork_parent(void);
+void cs_out_atfork_child(void);
+
+/* Intern a string by content; returns its process-local id (> 0), writing a CS_REC_STRING the first
+ * time. Thread safe. len may be (size_t)-1 for a NUL-terminated string. 0 when out of memory. */
+uint32_t cs_intern(const char *s, size_t len);
+
+/* The calling thread's Linux thread id (cached). */
+uint32_t cs_tid(void);
+
+/* ---- decoders of CUPTI activity records (one file per source) ---- */
+struct CUpti_Activity;
+/* kernels.c */
+void cs_decode_kernel(const void *activity);
+/* memcpy.c */
+void cs_decode_memcpy(const void *activity);
+void cs_decode_memset(const void *activity);
+/* memory.c */
+void cs_decode_memory(const void *activity);
+/* sync.c */
+void cs_decode_sync(const void *activity);
+/* procinfo.c */
+void cs_decode_device(const void *activity);
+void cs_write_process_record(void);
+void cs_write_clock_record(uint64_t cupti_ns);
+
+/* Decode one activity record of any kind cuscope enables; returns 1 when the kind was known. */
+int cs_decode_activity(const void *activity);
+
+/* ---- capture window (inject.c): records outside it are discarded ---- */
+/* 1 when a GPU record that started at ts (CUPTI clock) is inside the capture window. */
+int cs_capture_keep(uint64_t ts);
+
+/* ---- api.c ---- */
+/* Classify a callback by the API's name (enum cs_api_class). */
+int cs_api_class_of(const char *name);
+
+#endif

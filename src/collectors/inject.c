@@ -1,0 +1,464 @@
+/*
+ * inject.c - entry point and life cycle of libcuscope-inject.so.
+ *
+ * The CUDA driver loads the library named by CUDA_INJECTION64_PATH at cuInit and calls
+ * InitializeInjection. It subscribes to CUPTI (once per process: if another tool holds CUPTI it
+ * says which and lets the program run unprofiled), enables the activity kinds and API callbacks
+ * cuscope records, starts a flush thread that hands CUPTI's completed buffers to the spool file
+ * every few hundred milliseconds, and flushes everything at exit.
+ *
+ * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
+ *   api=all            record every runtime and driver API call
+ *   census             count calls per API id and print them at exit (for development)
+ *   latency            turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
+ *   limit=BYTES        stop recording once the spool file reaches BYTES
+ *   window=T0:T1       record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns; 0
+ * = open) capture=profiler   record only between cudaProfilerStart and cudaProfilerStop buffers=N
+ * CUPTI device buffers per context (default 8; 3.2 MB each) flush_ms=N         flush period
+ * (default 200) quiet              no messages on stderr no_callbacks, no_memory, no_sync, no_nvtx
+ *                      leave one source out (to measure what each costs)
+ *
+ * Nothing here may crash, hang or change the program: every failure turns recording off and
+ * returns.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "collector.h"
+#include "inject.h"
+
+#define ACTIVITY_BUFFER_SIZE (4u << 20)
+#define MAX_PROFILER_RANGES  256
+
+struct inject_options {
+	int api_all, census, latency, quiet, capture_profiler;
+	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
+	uint64_t limit;
+	uint64_t window_t0, window_t1; /* realtime ns */
+	size_t cupti_buffers;
+	unsigned flush_ms;
+};
+
+static struct inject_options opts = {.cupti_buffers = 8, .flush_ms = 200};
+static CUpti_SubscriberHandle subscriber;
+static atomic_int active; /* recording in this process */
+static atomic_int shut_down;
+static atomic_int subscribed; /* CUPTI is ours in this process */
+static pid_t owner_pid;
+static pthread_t flush_thread;
+static int flush_thread_started;
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
+static int flush_stop;
+/* capture window in CUPTI time */
+static uint64_t cap_t0, cap_t1;
+/* profiler ranges: [start, stop) pairs in CUPTI time; the last may be open */
+static uint64_t prof_start[MAX_PROFILER_RANGES], prof_stop[MAX_PROFILER_RANGES];
+static atomic_int prof_count;
+static uint64_t last_dropped_reported;
+
+static void inject_log(const char *fmt, const char *arg)
+{
+	if (opts.quiet)
+		return;
+	fprintf(stderr, "cuscope: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+}
+
+int cs_inject_active(void)
+{
+	return atomic_load_explicit(&active, memory_order_relaxed);
+}
+
+int cs_capture_keep(uint64_t ts)
+{
+	if (cap_t0 && ts < cap_t0)
+		return 0;
+	if (cap_t1 && ts >= cap_t1)
+		return 0;
+	if (opts.capture_profiler) {
+		int n = atomic_load(&prof_count);
+
+		for (int i = 0; i < n; i++)
+			if (ts >= prof_start[i] && (!prof_stop[i] || ts < prof_stop[i]))
+				return 1;
+		return 0;
+	}
+	return 1;
+}
+
+void cs_capture_profiler(int start, uint64_t ts)
+{
+	int n = atomic_load(&prof_count);
+
+	if (start) {
+		if (n > 0 && !prof_stop[n - 1])
+			return; /* already capturing */
+		if (n >= MAX_PROFILER_RANGES)
+			return;
+		prof_start[n] = ts;
+		prof_stop[n] = 0;
+		atomic_store(&prof_count, n + 1);
+	} else if (n > 0 && !prof_stop[n - 1]) {
+		prof_stop[n - 1] = ts;
+	}
+}
+
+static void parse_options(void)
+{
+	const char *env = getenv(CS_ENV_OPTIONS);
+	char *copy, *tok, *save = NULL;
+
+	if (!env)
+		return;
+	copy = strdup(env);
+	if (!copy)
+		return;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "api=all") == 0)
+			opts.api_all = 1;
+		else if (strcmp(tok, "census") == 0)
+			opts.census = 1;
+		else if (strcmp(tok, "latency") == 0)
+			opts.latency = 1;
+		else if (strcmp(tok, "quiet") == 0)
+			opts.quiet = 1;
+		else if (strcmp(tok, "no_callbacks") == 0)
+			opts.no_callbacks = 1;
+		else if (strcmp(tok, "no_memory") == 0)
+			opts.no_memory = 1;
+		else if (strcmp(tok, "no_sync") == 0)
+			opts.no_sync = 1;
+		else if (strcmp(tok, "no_nvtx") == 0)
+			opts.no_nvtx = 1;
+		else if (strcmp(tok, "capture=profiler") == 0)
+			opts.capture_profiler = 1;
+		else if (strncmp(tok, "limit=", 6) == 0)
+			opts.limit = strtoull(tok + 6, NULL, 10);
+		else if (strncmp(tok, "buffers=", 8) == 0)
+			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
+		else if (strncmp(tok, "flush_ms=", 9) == 0)
+			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
+		else if (strncmp(tok, "window=", 7) == 0) {
+			char *colon;
+
+			opts.window_t0 = strtoull(tok + 7, &colon, 10);
+			if (*colon == ':')
+				opts.window_t1 = strtoull(colon + 1, NULL, 10);
+		}
+	}
+	free(copy);
+	if (opts.flush_ms < 10)
+		opts.flush_ms = 10;
+	if (opts.cupti_buffers < 1)
+		opts.cupti_buffers = 1;
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = aligned_alloc(8, ACTIVITY_BUFFER_SIZE);
+	*size = *buffer ? ACTIVITY_BUFFER_SIZE : 0;
+	*max_records = 0;
+}
+
+static void report_dropped(void)
+{
+	uint64_t dropped = cs_out_dropped();
+	struct cs_rec_dropped r;
+
+	if (dropped == last_dropped_reported)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.count = dropped - last_dropped_reported;
+	r.cupti_device_bytes = (uint64_t)opts.cupti_buffers * 3200000ull;
+	last_dropped_reported = dropped;
+	cs_out_write(&r, sizeof(r), CS_REC_DROPPED, 0);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+
+	if (cs_inject_active() && valid > 0) {
+		while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+			cs_decode_activity(rec);
+		if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+		    dropped)
+			cs_out_add_dropped(dropped);
+	}
+	(void)size;
+	free(buffer);
+}
+
+static void *flush_main(void *arg)
+{
+	unsigned ticks = 0;
+
+	(void)arg;
+	pthread_mutex_lock(&flush_lock);
+	while (!flush_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(opts.flush_ms % 1000) * 1000000L;
+		ts.tv_sec += opts.flush_ms / 1000 + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&flush_cond, &flush_lock, &ts);
+		if (flush_stop)
+			break;
+		pthread_mutex_unlock(&flush_lock);
+		if (cs_inject_active()) {
+			if (atomic_load(&subscribed))
+				cuptiActivityFlushAll(0);
+			if (++ticks % 25 == 0) {
+				uint64_t now;
+
+				cuptiGetTimestamp(&now);
+				cs_write_clock_record(now);
+			}
+			report_dropped();
+			cs_out_flush();
+		}
+		pthread_mutex_lock(&flush_lock);
+	}
+	pthread_mutex_unlock(&flush_lock);
+	return NULL;
+}
+
+static void inject_shutdown(void)
+{
+	struct cs_rec_end end;
+	uint64_t now = 0;
+
+	if (getpid() != owner_pid || atomic_exchange(&shut_down, 1))
+		return;
+	if (flush_thread_started) {
+		pthread_mutex_lock(&flush_lock);
+		flush_stop = 1;
+		pthread_cond_signal(&flush_cond);
+		pthread_mutex_unlock(&flush_lock);
+		pthread_join(flush_thread, NULL);
+	}
+	if (cs_inject_active()) {
+		if (atomic_load(&subscribed))
+			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		cuptiGetTimestamp(&now);
+		cs_write_clock_record(now);
+		report_dropped();
+		memset(&end, 0, sizeof(end));
+		end.timestamp = now;
+		end.exit_code = -1;
+		end.records = cs_out_records();
+		end.dropped = cs_out_dropped();
+		cs_out_write(&end, sizeof(end), CS_REC_END, cs_tid());
+	}
+	atomic_store(&active, 0);
+	cs_out_close();
+	if (atomic_exchange(&subscribed, 0)) {
+		cs_api_census_report();
+		/* Buffers that arrive later (context teardown) are freed by buffer_completed,
+		 * unread. */
+		cuptiUnsubscribe(subscriber);
+	}
+}
+
+static void atfork_prepare(void)
+{
+	cs_out_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	cs_out_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	/* The child has none of the parent's threads and cannot use CUDA: record nothing there. */
+	atomic_store(&active, 0);
+	flush_thread_started = 0;
+	cs_out_atfork_child();
+}
+
+static const char *spool_dir(char *buf, size_t cap)
+{
+	const char *dir = getenv(CS_ENV_SPOOL_DIR);
+	const char *tmp;
+
+	if (dir && *dir)
+		return dir;
+	tmp = getenv("TMPDIR");
+	snprintf(buf, cap, "%s/cuscope-spool", tmp && *tmp ? tmp : "/tmp");
+	mkdir(buf, 0777);
+	return buf;
+}
+
+static int enable_activities(void)
+{
+	static const CUpti_ActivityKind kinds[] = {
+		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+		CUPTI_ACTIVITY_KIND_MEMCPY,
+		CUPTI_ACTIVITY_KIND_MEMSET,
+		CUPTI_ACTIVITY_KIND_MEMORY2,
+		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+		CUPTI_ACTIVITY_KIND_DEVICE,
+	};
+	size_t limit = opts.cupti_buffers,
+	       prealloc = opts.cupti_buffers < 3 ? opts.cupti_buffers : 3;
+	size_t sz = sizeof(size_t);
+
+	/* Cap CUPTI's device memory: at the memory ceiling it would change the program. */
+	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &sz, &limit);
+	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &sz,
+				  &prealloc);
+	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
+		return -1;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		CUptiResult rc;
+
+		if ((opts.no_memory && kinds[i] == CUPTI_ACTIVITY_KIND_MEMORY2) ||
+		    (opts.no_sync && kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+			continue;
+		rc = cuptiActivityEnable(kinds[i]);
+
+		if (rc != CUPTI_SUCCESS && kinds[i] != CUPTI_ACTIVITY_KIND_DEVICE) {
+			const char *s = NULL;
+
+			cuptiGetResultString(rc, &s);
+			inject_log("cannot enable a CUPTI activity kind: %s", s ? s : "?");
+		}
+	}
+	if (opts.latency)
+		cuptiActivityEnableLatencyTimestamps(1);
+	return 0;
+}
+
+/* Once per process, from whichever entry point runs first (CUDA or NVTX): spool file, fork and exit
+ * hooks, flush thread. Returns 0 when the process records. */
+static int setup_status = -1;
+
+#include <execinfo.h>
+static void debug_crash_handler(int sig)
+{
+	void *pcs[64];
+	int n = backtrace(pcs, 64);
+
+	backtrace_symbols_fd(pcs, n, 2);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void process_setup_once(void)
+{
+	char dirbuf[4096];
+	const char *dir;
+	uint64_t now = 0;
+	sigset_t all, old;
+
+	parse_options();
+	if (getenv("CUSCOPE_DEBUG_CRASH"))
+		signal(SIGSEGV, debug_crash_handler);
+	owner_pid = getpid();
+	cuptiGetTimestamp(&now);
+	dir = spool_dir(dirbuf, sizeof(dirbuf));
+	if (cs_out_open(dir, now)) {
+		inject_log("cannot create a spool file in '%s'; this process runs unprofiled", dir);
+		return;
+	}
+	cs_out_set_limit(opts.limit);
+	if (opts.window_t0 || opts.window_t1) {
+		struct timespec rt;
+		int64_t offset;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		offset = (int64_t)now - ((int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec);
+		cap_t0 = opts.window_t0 ? (uint64_t)((int64_t)opts.window_t0 + offset) : 0;
+		cap_t1 = opts.window_t1 ? (uint64_t)((int64_t)opts.window_t1 + offset) : 0;
+	}
+	atomic_store(&active, 1);
+	cs_write_clock_record(now);
+	cs_write_process_record();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	/* The flush thread takes no signals: they stay with the program's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&flush_thread, NULL, flush_main, NULL) == 0) {
+		flush_thread_started = 1;
+		pthread_setname_np(flush_thread, "cuscope-flush");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	atexit(inject_shutdown);
+	setup_status = 0;
+}
+
+int cs_inject_nvtx_enabled(void)
+{
+	return !opts.no_nvtx;
+}
+
+int cs_inject_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, process_setup_once);
+	return setup_status;
+}
+
+int InitializeInjection(void) __attribute__((visibility("default")));
+
+int InitializeInjection(void)
+{
+	static atomic_int initialized;
+	CUpti_SubscriberParams sp;
+	char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64];
+	CUptiResult rc;
+
+	if (atomic_exchange(&initialized, 1))
+		return 1;
+	if (cs_inject_setup())
+		return 1;
+	memset(&sp, 0, sizeof(sp));
+	memset(old_name, 0, sizeof(old_name));
+	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+	sp.subscriberName = "cuscope";
+	sp.oldSubscriberName = old_name;
+	sp.oldSubscriberSize = sizeof(old_name);
+	rc = cuptiSubscribe_v2(&subscriber, cs_api_callback, NULL, &sp);
+	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		inject_log("CUPTI is already in use by %s; CUDA activity of this process is not "
+			   "recorded",
+			   old_name[0] ? old_name : "another tool");
+		return 1;
+	}
+	if (rc != CUPTI_SUCCESS) {
+		const char *s = NULL;
+
+		cuptiGetResultString(rc, &s);
+		inject_log("cannot subscribe to CUPTI (%s); CUDA activity is not recorded",
+			   s ? s : "?");
+		return 1;
+	}
+	if (enable_activities()) {
+		inject_log("cannot register CUPTI activity buffers; %s",
+			   "CUDA activity is not recorded");
+		cuptiUnsubscribe(subscriber);
+		return 1;
+	}
+	if (!opts.no_callbacks)
+		cs_api_enable(subscriber, opts.api_all, opts.census);
+	atomic_store(&subscribed, 1);
+	return 1;
+}

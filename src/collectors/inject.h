@@ -1,0 +1,27 @@
+/* inject.h - the injection library's life cycle, options and capture window (inject.c, api.c). */
+#ifndef CUSCOPE_INJECT_H
+#define CUSCOPE_INJECT_H
+
+#include <stdint.h>
+
+#include <cupti.h>
+
+/* 1 while this process records (set up, not forked away, not shut down). */
+int cs_inject_active(void);
+/* cudaProfilerStart (start = 1) or Stop seen at CUPTI time ts. */
+void cs_capture_profiler(int start, uint64_t ts);
+
+void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data);
+/* Enable the callbacks cuscope records; returns how many ids were enabled. */
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census);
+/* Print the per-API call counts of census mode on stderr. */
+void cs_api_census_report(void);
+
+/* Set up recording in this process once (spool file, fork/exit hooks, flush thread); 0 when
+ * recording. */
+int cs_inject_setup(void);
+/* 0 when NVTX recording was turned off (option no_nvtx). */
+int cs_inject_nvtx_enabled(void);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * memcpy.c - memory copies and sets: CUPTI MEMCPY and MEMSET activity records into spool records.
+ *
+ * A copy's correlationId is that of the driver call; runtimeCorrelationId that of the runtime call
+ * around it, which is the one api.c records when the program used the runtime. The record carries
+ * the runtime id when there is one, so that the importer can join the copy to the call that made
+ * it.
+ */
+#include <string.h>
+
+#include <cupti.h>
+
+#include "collector.h"
+
+void cs_decode_memcpy(const void *activity)
+{
+	const CUpti_ActivityMemcpy6 *m = activity;
+	struct cs_rec_memcpy r;
+
+	if (!cs_capture_keep(m->start))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.start = m->start;
+	r.end = m->end;
+	r.bytes = m->bytes;
+	r.graph_node_id = m->graphNodeId;
+	r.graph_id = m->graphId;
+	r.correlation_id = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
+	r.device_id = m->deviceId;
+	r.context_id = m->contextId;
+	r.stream_id = m->streamId;
+	r.copy_kind = m->copyKind;
+	r.src_kind = m->srcKind;
+	r.dst_kind = m->dstKind;
+	r.flags = m->flags;
+	r.src_device = UINT32_MAX;
+	r.dst_device = UINT32_MAX;
+	cs_out_write(&r, sizeof(r), CS_REC_MEMCPY, 0);
+}
+
+void cs_decode_memset(const void *activity)
+{
+	const CUpti_ActivityMemset4 *m = activity;
+	struct cs_rec_memset r;
+
+	if (!cs_capture_keep(m->start))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.start = m->start;
+	r.end = m->end;
+	r.bytes = m->bytes;
+	r.graph_node_id = m->graphNodeId;
+	r.graph_id = m->graphId;
+	r.correlation_id = m->correlationId;
+	r.device_id = m->deviceId;
+	r.context_id = m->contextId;
+	r.stream_id = m->streamId;
+	r.value = m->value;
+	r.flags = m->flags;
+	r.mem_kind = m->memoryKind;
+	cs_out_write(&r, sizeof(r), CS_REC_MEMSET, 0);
+}

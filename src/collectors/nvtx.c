@@ -1,0 +1,378 @@
+/*
+ * nvtx.c - NVTX ranges and marks, through NVTX's injection interface.
+ *
+ * `cuscope record` points NVTX_INJECTION64_PATH at this library; every copy of NVTX in the process
+ * (libtorch, NCCL, XLA, the program's own) calls InitializeInjectionNvtx2 once, possibly before
+ * cuInit, and gets cuscope's functions in its tables. Each call becomes one CS_REC_NVTX with
+ * CUPTI's timestamp; the importer pairs push/pop per thread and start/end by range id (which may
+ * cross threads).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include <cupti.h>
+/* Types only: the library must not carry an NVTX implementation of its own. */
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include "collector.h"
+#include "inject.h"
+
+static atomic_uint_fast64_t next_range_id = 1;
+
+static uint32_t handle_sid(const void *p);
+
+/* UTF-8 by hand: wcstombs depends on the program's locale. Returns the length written. */
+static size_t wide_to_utf8(const wchar_t *w, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (; w && *w && n + 5 < cap; w++) {
+		uint32_t c = (uint32_t)*w;
+
+		if (c < 0x80) {
+			buf[n++] = (char)c;
+		} else if (c < 0x800) {
+			buf[n++] = (char)(0xc0 | (c >> 6));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			buf[n++] = (char)(0xe0 | (c >> 12));
+			buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x110000) {
+			buf[n++] = (char)(0xf0 | (c >> 18));
+			buf[n++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+static uint32_t intern_wide(const wchar_t *w)
+{
+	char buf[4096];
+	size_t n;
+
+	if (!w)
+		return 0;
+	n = wide_to_utf8(w, buf, sizeof(buf));
+	return cs_intern(buf, n);
+}
+
+static uint32_t attr_text(const nvtxEventAttributes_t *a)
+{
+	if (!a)
+		return 0;
+	switch (a->messageType) {
+	case NVTX_MESSAGE_TYPE_ASCII:
+		return a->message.ascii ? cs_intern(a->message.ascii, (size_t)-1) : 0;
+	case NVTX_MESSAGE_TYPE_UNICODE:
+		return intern_wide(a->message.unicode);
+	case NVTX_MESSAGE_TYPE_REGISTERED:
+		return handle_sid(a->message.registered);
+	default:
+		return 0;
+	}
+}
+
+static void nvtx_emit(int op, uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a,
+		      uint64_t range_id)
+{
+	struct cs_rec_nvtx r;
+	uint64_t now = 0;
+
+	if (!cs_inject_active())
+		return;
+	cuptiGetTimestamp(&now);
+	if (!cs_capture_keep(now))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.timestamp = now;
+	r.range_id = range_id;
+	r.text_sid = text;
+	r.domain_sid = domain;
+	if (a && a->colorType == NVTX_COLOR_ARGB)
+		r.color = a->color;
+	if (a)
+		r.category = (int32_t)a->category;
+	r.op = (uint8_t)op;
+	cs_out_write(&r, sizeof(r), CS_REC_NVTX, cs_tid());
+}
+
+static uint32_t domain_sid(nvtxDomainHandle_t d)
+{
+	return handle_sid(d);
+}
+
+/* ---- core (default domain) ---- */
+
+static void mark_ex(const nvtxEventAttributes_t *a)
+{
+	nvtx_emit(CS_NVTX_OP_MARK, 0, attr_text(a), a, 0);
+}
+
+static void mark_a(const char *m)
+{
+	nvtx_emit(CS_NVTX_OP_MARK, 0, m ? cs_intern(m, (size_t)-1) : 0, NULL, 0);
+}
+
+static void mark_w(const wchar_t *m)
+{
+	nvtx_emit(CS_NVTX_OP_MARK, 0, intern_wide(m), NULL, 0);
+}
+
+static nvtxRangeId_t start_common(uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a)
+{
+	uint64_t id = atomic_fetch_add(&next_range_id, 1);
+
+	nvtx_emit(CS_NVTX_OP_START, domain, text, a, id);
+	return id;
+}
+
+static nvtxRangeId_t start_ex(const nvtxEventAttributes_t *a)
+{
+	return start_common(0, attr_text(a), a);
+}
+
+static nvtxRangeId_t start_a(const char *m)
+{
+	return start_common(0, m ? cs_intern(m, (size_t)-1) : 0, NULL);
+}
+
+static nvtxRangeId_t start_w(const wchar_t *m)
+{
+	return start_common(0, intern_wide(m), NULL);
+}
+
+static void range_end(nvtxRangeId_t id)
+{
+	nvtx_emit(CS_NVTX_OP_END, 0, 0, NULL, id);
+}
+
+/* Push returns the nesting depth before the push on this thread, pop the depth after; NVTX's own
+ * implementation returns -1 when it has no tool, so programs do not rely on the values. */
+static __thread int tls_depth __attribute__((tls_model("initial-exec")));
+
+static int push_ex(const nvtxEventAttributes_t *a)
+{
+	nvtx_emit(CS_NVTX_OP_PUSH, 0, attr_text(a), a, 0);
+	return tls_depth++;
+}
+
+static int push_a(const char *m)
+{
+	nvtx_emit(CS_NVTX_OP_PUSH, 0, m ? cs_intern(m, (size_t)-1) : 0, NULL, 0);
+	return tls_depth++;
+}
+
+static int push_w(const wchar_t *m)
+{
+	nvtx_emit(CS_NVTX_OP_PUSH, 0, intern_wide(m), NULL, 0);
+	return tls_depth++;
+}
+
+static int range_pop(void)
+{
+	nvtx_emit(CS_NVTX_OP_POP, 0, 0, NULL, 0);
+	if (tls_depth > 0)
+		tls_depth--;
+	return tls_depth;
+}
+
+/* ---- core2 (domains) ---- */
+
+static void d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	nvtx_emit(CS_NVTX_OP_MARK, domain_sid(d), attr_text(a), a, 0);
+}
+
+static nvtxRangeId_t d_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	return start_common(domain_sid(d), attr_text(a), a);
+}
+
+static void d_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
+{
+	nvtx_emit(CS_NVTX_OP_END, domain_sid(d), 0, NULL, id);
+}
+
+static int d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	nvtx_emit(CS_NVTX_OP_PUSH, domain_sid(d), attr_text(a), a, 0);
+	return tls_depth++;
+}
+
+static int d_pop(nvtxDomainHandle_t d)
+{
+	nvtx_emit(CS_NVTX_OP_POP, domain_sid(d), 0, NULL, 0);
+	if (tls_depth > 0)
+		tls_depth--;
+	return tls_depth;
+}
+
+/*
+ * Registered strings and domains are handed out as pointers to cuscope's own copy of their text,
+ * preceded by a tag and the string id: stable, readable memory, since some programs (XLA) do more
+ * with a handle than pass it back. Handles live as long as the process.
+ */
+#define HANDLE_TAG 0x4e565458u /* "NVTX" */
+
+struct nvtx_handle {
+	uint32_t tag;
+	uint32_t sid;
+	char text[];
+};
+
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nvtx_handle **handles; /* by string id */
+static size_t handles_cap;
+
+static void *handle_for(const char *text, size_t len, uint32_t sid)
+{
+	struct nvtx_handle *h = NULL;
+
+	if (!sid)
+		return NULL;
+	pthread_mutex_lock(&handle_lock);
+	if (sid >= handles_cap) {
+		size_t ncap = handles_cap ? handles_cap : 256;
+		struct nvtx_handle **nh;
+
+		while (ncap <= sid)
+			ncap *= 2;
+		nh = realloc(handles, ncap * sizeof(*nh));
+		if (!nh)
+			goto out;
+		memset(nh + handles_cap, 0, (ncap - handles_cap) * sizeof(*nh));
+		handles = nh;
+		handles_cap = ncap;
+	}
+	h = handles[sid];
+	if (!h) {
+		h = malloc(sizeof(*h) + len + 1);
+		if (!h)
+			goto out;
+		h->tag = HANDLE_TAG;
+		h->sid = sid;
+		memcpy(h->text, text, len);
+		h->text[len] = '\0';
+		handles[sid] = h;
+	}
+out:
+	pthread_mutex_unlock(&handle_lock);
+	return h ? h->text : NULL;
+}
+
+static uint32_t handle_sid(const void *p)
+{
+	const struct nvtx_handle *h;
+
+	if (!p)
+		return 0;
+	h = (const struct nvtx_handle *)((const char *)p - offsetof(struct nvtx_handle, text));
+	return h->tag == HANDLE_TAG ? h->sid : 0;
+}
+
+static void *handle_ascii(const char *s)
+{
+	size_t len = strlen(s ? s : "");
+
+	return handle_for(s ? s : "", len, cs_intern(s ? s : "", len));
+}
+
+static void *handle_wide(const wchar_t *w)
+{
+	char buf[4096];
+	size_t len = wide_to_utf8(w, buf, sizeof(buf));
+
+	return handle_for(buf, len, cs_intern(buf, len));
+}
+
+static nvtxStringHandle_t d_register_a(nvtxDomainHandle_t d, const char *s)
+{
+	(void)d;
+	return (nvtxStringHandle_t)handle_ascii(s);
+}
+
+static nvtxStringHandle_t d_register_w(nvtxDomainHandle_t d, const wchar_t *s)
+{
+	(void)d;
+	return (nvtxStringHandle_t)handle_wide(s);
+}
+
+static nvtxDomainHandle_t d_create_a(const char *name)
+{
+	return (nvtxDomainHandle_t)handle_ascii(name);
+}
+
+static nvtxDomainHandle_t d_create_w(const wchar_t *name)
+{
+	return (nvtxDomainHandle_t)handle_wide(name);
+}
+
+static void d_destroy(nvtxDomainHandle_t d)
+{
+	(void)d;
+}
+
+static void set_slot(NvtxFunctionTable table, unsigned int size, unsigned int id,
+		     NvtxFunctionPointer fn)
+{
+	if (table && id < size && table[id])
+		*table[id] = fn;
+}
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+	__attribute__((visibility("default")));
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+{
+	const NvtxExportTableCallbacks *cbs;
+	NvtxFunctionTable t = NULL;
+	unsigned int n = 0;
+
+	if (!get_export_table || cs_inject_setup() || !cs_inject_nvtx_enabled())
+		return 0;
+	cbs = (const NvtxExportTableCallbacks *)get_export_table(NVTX_ETID_CALLBACKS);
+	if (!cbs || !cbs->GetModuleFunctionTable)
+		return 0;
+	if (cbs->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n)) {
+		set_slot(t, n, NVTX_CBID_CORE_MarkEx, (NvtxFunctionPointer)mark_ex);
+		set_slot(t, n, NVTX_CBID_CORE_MarkA, (NvtxFunctionPointer)mark_a);
+		set_slot(t, n, NVTX_CBID_CORE_MarkW, (NvtxFunctionPointer)mark_w);
+		set_slot(t, n, NVTX_CBID_CORE_RangeStartEx, (NvtxFunctionPointer)start_ex);
+		set_slot(t, n, NVTX_CBID_CORE_RangeStartA, (NvtxFunctionPointer)start_a);
+		set_slot(t, n, NVTX_CBID_CORE_RangeStartW, (NvtxFunctionPointer)start_w);
+		set_slot(t, n, NVTX_CBID_CORE_RangeEnd, (NvtxFunctionPointer)range_end);
+		set_slot(t, n, NVTX_CBID_CORE_RangePushEx, (NvtxFunctionPointer)push_ex);
+		set_slot(t, n, NVTX_CBID_CORE_RangePushA, (NvtxFunctionPointer)push_a);
+		set_slot(t, n, NVTX_CBID_CORE_RangePushW, (NvtxFunctionPointer)push_w);
+		set_slot(t, n, NVTX_CBID_CORE_RangePop, (NvtxFunctionPointer)range_pop);
+	}
+	t = NULL;
+	n = 0;
+	if (getenv("CUSCOPE_DEBUG_NVTX_CORE_ONLY"))
+		return 1;
+	if (cbs->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n)) {
+		set_slot(t, n, NVTX_CBID_CORE2_DomainMarkEx, (NvtxFunctionPointer)d_mark_ex);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, (NvtxFunctionPointer)d_start_ex);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRangeEnd, (NvtxFunctionPointer)d_end);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRangePushEx, (NvtxFunctionPointer)d_push_ex);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRangePop, (NvtxFunctionPointer)d_pop);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRegisterStringA,
+			 (NvtxFunctionPointer)d_register_a);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainRegisterStringW,
+			 (NvtxFunctionPointer)d_register_w);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainCreateA, (NvtxFunctionPointer)d_create_a);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainCreateW, (NvtxFunctionPointer)d_create_w);
+		set_slot(t, n, NVTX_CBID_CORE2_DomainDestroy, (NvtxFunctionPointer)d_destroy);
+	}
+	return 1;
+}

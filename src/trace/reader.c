@@ -1,0 +1,1017 @@
+/*
+ * reader.c - the trace reader: opens a trace read-only, checks it, and serves events, processes,
+ * devices, streams, stacks, findings and meta data to the analyzers, exporters and the viewer.
+ *
+ * Event tables are stored in time order (rowid order is (start, arrival) order, see schema.c), so a
+ * time window is found by a binary search on rowid, bounded below by the table's longest event
+ * (EVENT_TABLE_INFO). Strings are loaded once, on first use, into an array indexed by StringIds.id.
+ *
+ * A cs_trace is not thread safe: open one per thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/strbuf.h"
+#include "cuscope/trace.h"
+#include "trace/trace_internal.h"
+
+/* Above this many ids (and much sparser than the row count) strings are looked up one by one. */
+#define STRINGS_ARRAY_MAX (64 * 1024 * 1024)
+
+struct table_info {
+	int64_t rows;				  /* rows as written */
+	int64_t last_rowid;			  /* largest rowid: rows are numbered 1..rows */
+	int64_t min_start, max_end, max_duration; /* CS_TS_UNKNOWN when unknown */
+};
+
+/* A string looked up one by one (sparse ids only). */
+struct loose_string {
+	struct loose_string *next;
+	int64_t id;
+	char *s;
+};
+
+struct cs_trace {
+	sqlite3 *db;
+	char *path;
+	int version;
+	int opened; /* open finished: errors say "cannot read" rather than "cannot open" */
+
+	int nmeta;
+	char **meta_keys, **meta_values;
+
+	int strings_loaded; /* 0 not yet, 1 array, 2 one by one */
+	char **strings;	    /* indexed by id */
+	int64_t nstrings;   /* slots in strings */
+	sqlite3_stmt *string_stmt;
+	struct loose_string *loose;
+
+	struct table_info info[CS_EV_COUNT];
+	sqlite3_stmt *probe[CS_EV_COUNT]; /* SELECT start FROM <table> WHERE rowid = ? */
+
+	cs_frame *frames;
+	int frames_cap;
+};
+
+struct cs_iter {
+	cs_trace *t;
+	enum cs_event_kind kind;
+	sqlite3_stmt *st;
+	int done;
+};
+
+/* ---- column helpers: NULL reads as the "none" value of each kind of column ---- */
+
+static int64_t col_int(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_int64(st, i); /* NULL reads as 0 */
+}
+
+static int64_t col_ts(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? CS_TS_UNKNOWN
+							 : sqlite3_column_int64(st, i);
+}
+
+static int64_t col_id(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? CS_ID_NONE : sqlite3_column_int64(st, i);
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	return (uint64_t)sqlite3_column_int64(st, i);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i); /* NULL for NULL */
+}
+
+static int sql_error(cs_trace *t, int rc, cs_error *err)
+{
+	int code = cs_sql_code(rc);
+
+	if (!code)
+		code = CS_ERR_SQL;
+	if (code == CS_ERR_CORRUPT)
+		return cs_error_set(err, code, "cannot %s '%s': truncated or damaged file",
+				    t->opened ? "read" : "open", t->path);
+	return cs_error_set(err, code, "cannot %s '%s': %s", t->opened ? "read" : "open", t->path,
+			    sqlite3_errmsg(t->db));
+}
+
+/* ---- open, close ---- */
+
+static int load_meta(cs_trace *t, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, n = 0, cap = 0;
+
+	rc = sqlite3_prepare_v2(t->db, "SELECT key, value FROM META ORDER BY rowid", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = col_text(st, 0), *v = col_text(st, 1);
+
+		if (!k)
+			continue;
+		if (n == cap) {
+			int ncap = cap ? cap * 2 : 16;
+			char **nk = realloc(t->meta_keys, sizeof(char *) * (size_t)ncap);
+
+			if (nk)
+				t->meta_keys = nk;
+			char **nv = realloc(t->meta_values, sizeof(char *) * (size_t)ncap);
+
+			if (nv)
+				t->meta_values = nv;
+			if (!nk || !nv) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			cap = ncap;
+		}
+		t->meta_keys[n] = strdup(k);
+		t->meta_values[n] = v ? strdup(v) : NULL;
+		if (!t->meta_keys[n] || (v && !t->meta_values[n])) {
+			free(t->meta_keys[n]);
+			free(t->meta_values[n]);
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		t->nmeta = ++n;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_error(t, rc, err);
+	return CS_OK;
+}
+
+/* Row count, time bounds and longest event of a table missing from EVENT_TABLE_INFO (a scan). */
+static int compute_table_info(cs_trace *t, enum cs_event_kind kind, struct table_info *ti)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+	sqlite3_stmt *st = NULL;
+	char sql[256];
+	int rc;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*), min(start), %s, %s FROM %s",
+		 d->has_end ? "max(coalesce(end, start))" : "max(start)",
+		 d->has_end ? "max(CASE WHEN end >= start THEN end - start END)" : "NULL",
+		 cs_event_kind_table(kind));
+	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		ti->rows = col_int(st, 0);
+		ti->min_start = col_ts(st, 1);
+		ti->max_end = col_ts(st, 2);
+		ti->max_duration = col_ts(st, 3);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Per event table: what EVENT_TABLE_INFO says, and the last rowid, which must match the row count
+ * (the lookup also walks the right edge of each table, a cheap check that the file is whole).
+ */
+static int load_table_info(cs_trace *t, cs_error *err)
+{
+	sqlite3_stmt *st = NULL, *last = NULL;
+	char sql[160];
+	int rc, found[CS_EV_COUNT] = {0};
+
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT tableName, rowCount, minStart, maxEnd, maxDuration FROM " CS_TABLE_INFO, -1,
+		&st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = col_text(st, 0);
+
+		for (int k = 0; name && k < CS_EV_COUNT; k++) {
+			if (strcmp(name, cs_event_kind_table(k)))
+				continue;
+			t->info[k].rows = col_int(st, 1);
+			t->info[k].min_start = col_ts(st, 2);
+			t->info[k].max_end = col_ts(st, 3);
+			t->info[k].max_duration = col_ts(st, 4);
+			found[k] = 1;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_error(t, rc, err);
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		if (!found[k] && (rc = compute_table_info(t, k, &t->info[k])) != SQLITE_OK)
+			return sql_error(t, rc, err);
+		snprintf(sql, sizeof(sql), "SELECT coalesce(max(rowid), 0) FROM %s",
+			 cs_event_kind_table(k));
+		rc = sqlite3_prepare_v2(t->db, sql, -1, &last, NULL);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(last)) == SQLITE_ROW) {
+			t->info[k].last_rowid = col_int(last, 0);
+			rc = SQLITE_OK;
+		}
+		sqlite3_finalize(last);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+		if (t->info[k].last_rowid != t->info[k].rows)
+			return cs_error_set(
+				err, CS_ERR_CORRUPT,
+				"cannot open '%s': damaged file (%s has %lld rows, expected %lld)",
+				t->path, cs_event_kind_table(k), (long long)t->info[k].last_rowid,
+				(long long)t->info[k].rows);
+	}
+	return CS_OK;
+}
+
+int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
+{
+	cs_trace *t;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!path || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_open: no path");
+	rc = cs_schema_check_file(path, err);
+	if (rc)
+		return rc;
+
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->path = strdup(path))) {
+		free(t);
+		return cs_error_set(err, CS_ERR_NOMEM, "cannot open '%s': out of memory", path);
+	}
+	rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		int code = cs_sql_code(rc);
+
+		if (code == CS_ERR_CORRUPT)
+			rc = cs_error_set(err, code, "cannot open '%s': truncated or damaged file",
+					  path);
+		else
+			rc = cs_error_set(err, code ? code : CS_ERR_IO, "cannot open '%s': %s",
+					  path, t->db ? sqlite3_errmsg(t->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(t->db, 2000);
+	sqlite3_exec(t->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL);
+
+	rc = cs_schema_check_db(t->db, path, &t->version, err);
+	if (rc)
+		goto fail;
+	if ((rc = load_meta(t, err)) || (rc = load_table_info(t, err)))
+		goto fail;
+	t->opened = 1;
+	*out = t;
+	return CS_OK;
+fail:
+	cs_trace_close(t);
+	return rc;
+}
+
+void cs_trace_close(cs_trace *t)
+{
+	if (!t)
+		return;
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		sqlite3_finalize(t->probe[k]);
+	sqlite3_finalize(t->string_stmt);
+	if (t->db)
+		sqlite3_close(t->db);
+	for (int i = 0; i < t->nmeta; i++) {
+		free(t->meta_keys[i]);
+		free(t->meta_values[i]);
+	}
+	free(t->meta_keys);
+	free(t->meta_values);
+	for (int64_t i = 0; i < t->nstrings; i++)
+		free(t->strings[i]);
+	free(t->strings);
+	while (t->loose) {
+		struct loose_string *next = t->loose->next;
+
+		free(t->loose->s);
+		free(t->loose);
+		t->loose = next;
+	}
+	free(t->frames);
+	free(t->path);
+	free(t);
+}
+
+const char *cs_trace_path(const cs_trace *t)
+{
+	return t ? t->path : NULL;
+}
+
+int cs_trace_schema_version(const cs_trace *t)
+{
+	return t ? t->version : 0;
+}
+
+const char *cs_trace_meta(cs_trace *t, const char *key)
+{
+	if (!t || !key)
+		return NULL;
+	for (int i = 0; i < t->nmeta; i++)
+		if (strcmp(t->meta_keys[i], key) == 0)
+			return t->meta_values[i];
+	return NULL;
+}
+
+/* ---- strings ---- */
+
+static void load_strings(cs_trace *t)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t count = 0, max_id = 0;
+	int rc;
+
+	t->strings_loaded = 2; /* one by one, unless the array below loads */
+	rc = sqlite3_prepare_v2(t->db, "SELECT count(*), coalesce(max(id), 0) FROM StringIds", -1,
+				&st, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+		count = col_int(st, 0);
+		max_id = col_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	if (max_id < 0 || (max_id > STRINGS_ARRAY_MAX && max_id > 4 * count))
+		return;
+	t->strings = calloc((size_t)max_id + 1, sizeof(char *));
+	if (!t->strings)
+		return;
+	t->nstrings = max_id + 1;
+	rc = sqlite3_prepare_v2(t->db, "SELECT id, value FROM StringIds", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = col_int(st, 0);
+		const char *s = col_text(st, 1);
+
+		if (id >= 0 && id < t->nstrings && s && !t->strings[id])
+			t->strings[id] = strdup(s);
+	}
+	sqlite3_finalize(st);
+	t->strings_loaded = 1;
+}
+
+/* A string by id, queried and kept (sparse ids only). */
+static const char *lookup_string(cs_trace *t, int64_t id)
+{
+	struct loose_string *ls;
+	const char *s;
+
+	for (ls = t->loose; ls; ls = ls->next)
+		if (ls->id == id)
+			return ls->s;
+	if (!t->string_stmt && sqlite3_prepare_v2(t->db, "SELECT value FROM StringIds WHERE id = ?",
+						  -1, &t->string_stmt, NULL))
+		return NULL;
+	sqlite3_reset(t->string_stmt);
+	sqlite3_bind_int64(t->string_stmt, 1, id);
+	if (sqlite3_step(t->string_stmt) != SQLITE_ROW || !(s = col_text(t->string_stmt, 0)))
+		return NULL;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls || !(ls->s = strdup(s))) {
+		free(ls);
+		return NULL;
+	}
+	ls->id = id;
+	ls->next = t->loose;
+	t->loose = ls;
+	return ls->s;
+}
+
+const char *cs_trace_string(cs_trace *t, int64_t id)
+{
+	if (!t || id < 0)
+		return NULL;
+	if (!t->strings_loaded)
+		load_strings(t);
+	if (t->strings_loaded == 1)
+		return id < t->nstrings ? t->strings[id] : NULL;
+	return lookup_string(t, id);
+}
+
+/* ---- summary, processes, devices, streams ---- */
+
+int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!t || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_get_summary: no trace");
+	memset(out, 0, sizeof(*out));
+	out->start = out->end = CS_TS_UNKNOWN;
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct table_info *ti = &t->info[k];
+
+		out->counts[k] = ti->rows;
+		if (ti->min_start != CS_TS_UNKNOWN &&
+		    (out->start == CS_TS_UNKNOWN || ti->min_start < out->start))
+			out->start = ti->min_start;
+		if (ti->max_end != CS_TS_UNKNOWN &&
+		    (out->end == CS_TS_UNKNOWN || ti->max_end > out->end))
+			out->end = ti->max_end;
+	}
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT (SELECT count(*) FROM PROCESSES), (SELECT count(*) FROM TARGET_INFO_GPU), "
+		"(SELECT count(*) FROM TARGET_INFO_CUDA_STREAM), (SELECT count(*) FROM StringIds), "
+		"(SELECT coalesce(max(id), 0) FROM STACKS), (SELECT count(*) FROM FINDINGS), "
+		"(SELECT coalesce(sum(droppedRecords), 0) FROM PROCESSES)",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		out->processes = col_int(st, 0);
+		out->devices = col_int(st, 1);
+		out->streams = col_int(st, 2);
+		out->strings = col_int(st, 3);
+		out->stacks = col_int(st, 4);
+		out->findings = col_int(st, 5);
+		out->dropped_records = col_int(st, 6);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? CS_OK : sql_error(t, rc, err);
+}
+
+/*
+ * Run a query and call row() on each row until it returns non-zero. A negative value from the
+ * callback is returned (an error to pass on); a positive one only stops.
+ */
+static int each_row(cs_trace *t, const char *sql, int (*row)(sqlite3_stmt *st, void *ctx),
+		    void *ctx, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, stop = 0;
+
+	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		stop = row(st, ctx);
+		if (stop)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		rc = sql_error(t, rc, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	return stop < 0 ? stop : CS_OK;
+}
+
+struct each_ctx {
+	cs_trace *t;
+	void *cb;
+	void *arg;
+};
+
+static int process_row(sqlite3_stmt *st, void *ctx)
+{
+	struct each_ctx *c = ctx;
+	int (*cb)(const cs_process *, void *) = (int (*)(const cs_process *, void *))c->cb;
+	cs_process p = {0};
+
+	p.pid = (uint32_t)col_int(st, 0);
+	p.ppid = (uint32_t)col_int(st, 1);
+	p.start = col_ts(st, 2);
+	p.end = col_ts(st, 3);
+	p.command_line = col_text(st, 4);
+	p.rank = (int32_t)col_id(st, 5);
+	p.local_rank = (int32_t)col_id(st, 6);
+	p.world_size = (int32_t)col_id(st, 7);
+	p.exit_code = (int32_t)col_id(st, 8);
+	p.used_cuda = (int32_t)col_int(st, 9);
+	p.dropped_records = col_int(st, 10);
+	p.cupti_device_bytes = col_int(st, 11);
+	return cb(&p, c->arg);
+}
+
+int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg), void *arg,
+			  cs_error *err)
+{
+	struct each_ctx c = {t, (void *)cb, arg};
+
+	if (!t || !cb)
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "cs_trace_each_process: no trace or callback");
+	return each_row(
+		t,
+		"SELECT pid, ppid, start, end, commandLine, rank, localRank, worldSize, exitCode, "
+		"usedCuda, droppedRecords, cuptiDeviceBytes FROM PROCESSES ORDER BY rowid",
+		process_row, &c, err);
+}
+
+static int device_row(sqlite3_stmt *st, void *ctx)
+{
+	struct each_ctx *c = ctx;
+	int (*cb)(const cs_device *, void *) = (int (*)(const cs_device *, void *))c->cb;
+	cs_device d = {0};
+
+	d.pid = (uint32_t)col_int(st, 0);
+	d.device_id = (int32_t)col_id(st, 1);
+	d.uuid = col_text(st, 2);
+	d.name = col_text(st, 3);
+	d.total_memory = col_int(st, 4);
+	d.sm_count = (int32_t)col_int(st, 5);
+	d.compute_major = (int32_t)col_int(st, 6);
+	d.compute_minor = (int32_t)col_int(st, 7);
+	d.core_clock_khz = col_int(st, 8);
+	d.memory_bandwidth = col_int(st, 9);
+	return cb(&d, c->arg);
+}
+
+int cs_trace_each_device(cs_trace *t, int (*cb)(const cs_device *d, void *arg), void *arg,
+			 cs_error *err)
+{
+	struct each_ctx c = {t, (void *)cb, arg};
+
+	if (!t || !cb)
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "cs_trace_each_device: no trace or callback");
+	return each_row(
+		t,
+		"SELECT pid, deviceId, uuid, name, totalMemory, smCount, computeMajor, "
+		"computeMinor, "
+		"clockRate, memoryBandwidth FROM TARGET_INFO_GPU ORDER BY pid, deviceId, rowid",
+		device_row, &c, err);
+}
+
+static int stream_row(sqlite3_stmt *st, void *ctx)
+{
+	struct each_ctx *c = ctx;
+	int (*cb)(const cs_stream *, void *) = (int (*)(const cs_stream *, void *))c->cb;
+	cs_stream s = {0};
+
+	s.pid = (uint32_t)col_int(st, 0);
+	s.device_id = (int32_t)col_id(st, 1);
+	s.context_id = (uint32_t)col_int(st, 2);
+	s.stream_id = (uint32_t)col_int(st, 3);
+	s.is_default = (int32_t)col_int(st, 4);
+	s.priority = (int32_t)col_int(st, 5);
+	return cb(&s, c->arg);
+}
+
+int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), void *arg,
+			 cs_error *err)
+{
+	struct each_ctx c = {t, (void *)cb, arg};
+
+	if (!t || !cb)
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "cs_trace_each_stream: no trace or callback");
+	return each_row(t,
+			"SELECT pid, deviceId, contextId, streamId, isDefault, priority "
+			"FROM TARGET_INFO_CUDA_STREAM ORDER BY pid, deviceId, streamId, rowid",
+			stream_row, &c, err);
+}
+
+static int finding_row(sqlite3_stmt *st, void *ctx)
+{
+	struct each_ctx *c = ctx;
+	int (*cb)(const cs_finding *, void *) = (int (*)(const cs_finding *, void *))c->cb;
+	cs_finding f = {0};
+
+	f.rule = col_text(st, 0);
+	f.severity = (int32_t)col_int(st, 1);
+	f.start = col_ts(st, 2);
+	f.end = col_ts(st, 3);
+	f.steps = col_text(st, 4);
+	f.evidence = col_text(st, 5);
+	f.lost_ns_per_step = col_int(st, 6);
+	f.step_share = sqlite3_column_double(st, 7);
+	f.message = col_text(st, 8);
+	f.fix = col_text(st, 9);
+	f.stack_id = col_id(st, 10);
+	return cb(&f, c->arg);
+}
+
+int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
+			  cs_error *err)
+{
+	struct each_ctx c = {t, (void *)cb, arg};
+
+	if (!t || !cb)
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "cs_trace_each_finding: no trace or callback");
+	return each_row(
+		t,
+		"SELECT rule, severity, start, end, steps, evidence, lostNsPerStep, stepShare, "
+		"message, fix, stackId FROM FINDINGS ORDER BY lostNsPerStep DESC, severity DESC, "
+		"id",
+		finding_row, &c, err);
+}
+
+/* ---- stacks ---- */
+
+int cs_trace_get_stack(cs_trace *t, int64_t stack_id, const cs_frame **frames, int *n,
+		       cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, count = 0;
+
+	if (frames)
+		*frames = NULL;
+	if (n)
+		*n = 0;
+	if (!t || !frames || !n)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_get_stack: no trace");
+	if (stack_id < 0)
+		return CS_OK;
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT f.kind, f.pc, f.moduleId, f.symbolId, f.offset, f.fileId, f.line "
+		"FROM STACKS s JOIN STACK_FRAMES f ON f.id = s.frameId "
+		"WHERE s.id = ? ORDER BY s.depth",
+		-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	sqlite3_bind_int64(st, 1, stack_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cs_frame *f;
+
+		if (count == t->frames_cap) {
+			int cap = t->frames_cap ? t->frames_cap * 2 : 64;
+			cs_frame *nf = realloc(t->frames, sizeof(*nf) * (size_t)cap);
+
+			if (!nf) {
+				sqlite3_finalize(st);
+				return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+			}
+			t->frames = nf;
+			t->frames_cap = cap;
+		}
+		f = &t->frames[count++];
+		f->kind = (int32_t)col_int(st, 0);
+		f->pc = col_u64(st, 1);
+		f->module = cs_trace_string(t, col_id(st, 2));
+		f->symbol = cs_trace_string(t, col_id(st, 3));
+		f->offset = col_u64(st, 4);
+		f->file = cs_trace_string(t, col_id(st, 5));
+		f->line = (int32_t)col_int(st, 6);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = sql_error(t, rc, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	*frames = count ? t->frames : NULL;
+	*n = count;
+	return CS_OK;
+}
+
+/* ---- iterators ---- */
+
+cs_filter cs_filter_all(void)
+{
+	cs_filter f = {CS_TS_UNKNOWN, CS_TS_UNKNOWN, -1, -1, -1};
+
+	return f;
+}
+
+/* Start of the event at rowid; NULL and missing rows read as the smallest value. */
+static int probe_start(cs_trace *t, enum cs_event_kind kind, int64_t rowid, int64_t *start)
+{
+	sqlite3_stmt *st = t->probe[kind];
+	int rc;
+
+	if (!st) {
+		char sql[128];
+
+		snprintf(sql, sizeof(sql), "SELECT start FROM %s WHERE rowid = ?",
+			 cs_event_kind_table(kind));
+		rc = sqlite3_prepare_v2(t->db, sql, -1, &t->probe[kind], NULL);
+		if (rc != SQLITE_OK)
+			return rc;
+		st = t->probe[kind];
+	}
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, rowid);
+	rc = sqlite3_step(st);
+	*start = rc == SQLITE_ROW ? col_ts(st, 0) : CS_TS_UNKNOWN;
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The first rowid whose start is >= x (rows are in start order), or last_rowid + 1. */
+static int lower_bound(cs_trace *t, enum cs_event_kind kind, int64_t x, int64_t *out)
+{
+	int64_t lo = 1, hi = t->info[kind].last_rowid + 1;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2, start;
+		int rc = probe_start(t, kind, mid, &start);
+
+		if (rc != SQLITE_OK)
+			return rc;
+		if (start == CS_TS_UNKNOWN || start < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*out = lo;
+	return SQLITE_OK;
+}
+
+int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, cs_iter **out,
+		 cs_error *err)
+{
+	const struct cs_event_table_def *d;
+	cs_filter f = filter ? *filter : cs_filter_all();
+	cs_strbuf sql = CS_STRBUF_INIT;
+	int64_t lo = 1, hi, min_start = CS_TS_UNKNOWN;
+	cs_iter *it = NULL;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!t || !out || (int)kind < 0 || kind >= CS_EV_COUNT)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_iter_open: bad argument");
+	d = &cs_event_table_defs[kind];
+	hi = t->info[kind].last_rowid;
+
+	if (f.t0 != CS_TS_UNKNOWN) {
+		int64_t longest = d->has_end && t->info[kind].max_duration > 0
+					  ? t->info[kind].max_duration
+					  : 0;
+
+		/* Events that overlap [t0, ...) start at t0 - longest or later. */
+		min_start = f.t0 > INT64_MIN + 1 + longest ? f.t0 - longest : INT64_MIN + 1;
+		rc = lower_bound(t, kind, min_start, &lo);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+	}
+	if (f.t1 != CS_TS_UNKNOWN) {
+		rc = lower_bound(t, kind, f.t1, &hi);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+		hi--;
+	}
+
+	cs_strbuf_printf(&sql, "SELECT %s FROM %s WHERE rowid BETWEEN :lo AND :hi", d->columns,
+			 cs_event_kind_table(kind));
+	if (f.t0 != CS_TS_UNKNOWN) {
+		cs_strbuf_puts(&sql, " AND start >= :minstart");
+		cs_strbuf_puts(&sql, d->has_end ? " AND (end > :t0 OR start >= :t0)"
+						: " AND start >= :t0");
+	}
+	if (f.t1 != CS_TS_UNKNOWN)
+		cs_strbuf_puts(&sql, " AND start < :t1");
+	if (f.pid >= 0)
+		cs_strbuf_puts(&sql, " AND pid = :pid");
+	if (f.device_id >= 0 && d->has_device)
+		cs_strbuf_puts(&sql, " AND deviceId = :dev");
+	if (f.stream_id >= 0 && d->has_stream)
+		cs_strbuf_puts(&sql, " AND streamId = :stream");
+	cs_strbuf_puts(&sql, " ORDER BY rowid");
+	if (sql.failed) {
+		cs_strbuf_free(&sql);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+
+	it = calloc(1, sizeof(*it));
+	if (!it) {
+		cs_strbuf_free(&sql);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	it->t = t;
+	it->kind = kind;
+	rc = sqlite3_prepare_v2(t->db, cs_strbuf_str(&sql), -1, &it->st, NULL);
+	cs_strbuf_free(&sql);
+	if (rc != SQLITE_OK) {
+		rc = sql_error(t, rc, err);
+		free(it);
+		return rc;
+	}
+#define BIND(name, v)                                                \
+	do {                                                         \
+		int i_ = sqlite3_bind_parameter_index(it->st, name); \
+		if (i_)                                              \
+			sqlite3_bind_int64(it->st, i_, v);           \
+	} while (0)
+	BIND(":lo", lo);
+	BIND(":hi", hi);
+	BIND(":minstart", min_start);
+	BIND(":t0", f.t0);
+	BIND(":t1", f.t1);
+	BIND(":pid", f.pid);
+	BIND(":dev", f.device_id);
+	BIND(":stream", f.stream_id);
+#undef BIND
+	*out = it;
+	return CS_OK;
+}
+
+static void read_kernel(cs_trace *t, sqlite3_stmt *st, cs_kernel *k)
+{
+	k->start = col_ts(st, 0);
+	k->end = col_ts(st, 1);
+	k->queued = col_ts(st, 2);
+	k->submitted = col_ts(st, 3);
+	k->launch_start = col_ts(st, 4);
+	k->launch_end = col_ts(st, 5);
+	k->pid = (uint32_t)col_int(st, 6);
+	k->launch_tid = (uint32_t)col_int(st, 7);
+	k->launch_cbid = (int32_t)col_id(st, 8);
+	k->launch_api_kind = (int32_t)col_int(st, 9);
+	k->device_id = (int32_t)col_id(st, 10);
+	k->context_id = (uint32_t)col_int(st, 11);
+	k->stream_id = (uint32_t)col_int(st, 12);
+	k->correlation_id = col_u64(st, 13);
+	k->grid_x = (int32_t)col_int(st, 14);
+	k->grid_y = (int32_t)col_int(st, 15);
+	k->grid_z = (int32_t)col_int(st, 16);
+	k->block_x = (int32_t)col_int(st, 17);
+	k->block_y = (int32_t)col_int(st, 18);
+	k->block_z = (int32_t)col_int(st, 19);
+	k->registers_per_thread = (int32_t)col_int(st, 20);
+	k->static_shared_memory = (int32_t)col_int(st, 21);
+	k->dynamic_shared_memory = (int32_t)col_int(st, 22);
+	k->graph_id = col_id(st, 23);
+	k->graph_node_id = col_id(st, 24);
+	k->name_id = col_id(st, 25);
+	k->stack_id = col_id(st, 26);
+	k->name = cs_trace_string(t, k->name_id);
+}
+
+static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
+{
+	m->start = col_ts(st, 0);
+	m->end = col_ts(st, 1);
+	m->launch_start = col_ts(st, 2);
+	m->launch_end = col_ts(st, 3);
+	m->pid = (uint32_t)col_int(st, 4);
+	m->launch_tid = (uint32_t)col_int(st, 5);
+	m->launch_cbid = (int32_t)col_id(st, 6);
+	m->device_id = (int32_t)col_id(st, 7);
+	m->context_id = (uint32_t)col_int(st, 8);
+	m->stream_id = (uint32_t)col_int(st, 9);
+	m->correlation_id = col_u64(st, 10);
+	m->copy_kind = (int32_t)col_int(st, 11);
+	m->src_kind = (int32_t)col_int(st, 12);
+	m->dst_kind = (int32_t)col_int(st, 13);
+	m->is_async = (int32_t)col_int(st, 14);
+	m->src_device_id = (int32_t)col_id(st, 15);
+	m->dst_device_id = (int32_t)col_id(st, 16);
+	m->bytes = col_int(st, 17);
+	m->graph_id = col_id(st, 18);
+	m->graph_node_id = col_id(st, 19);
+	m->stack_id = col_id(st, 20);
+}
+
+static void read_memset(sqlite3_stmt *st, cs_memset *m)
+{
+	m->start = col_ts(st, 0);
+	m->end = col_ts(st, 1);
+	m->launch_start = col_ts(st, 2);
+	m->launch_end = col_ts(st, 3);
+	m->pid = (uint32_t)col_int(st, 4);
+	m->launch_tid = (uint32_t)col_int(st, 5);
+	m->launch_cbid = (int32_t)col_id(st, 6);
+	m->device_id = (int32_t)col_id(st, 7);
+	m->context_id = (uint32_t)col_int(st, 8);
+	m->stream_id = (uint32_t)col_int(st, 9);
+	m->correlation_id = col_u64(st, 10);
+	m->mem_kind = (int32_t)col_int(st, 11);
+	m->is_async = (int32_t)col_int(st, 12);
+	m->value = (uint32_t)col_int(st, 13);
+	m->bytes = col_int(st, 14);
+	m->graph_id = col_id(st, 15);
+	m->graph_node_id = col_id(st, 16);
+	m->stack_id = col_id(st, 17);
+}
+
+static void read_memory(sqlite3_stmt *st, cs_memory *m)
+{
+	m->start = col_ts(st, 0);
+	m->pid = (uint32_t)col_int(st, 1);
+	m->tid = (uint32_t)col_int(st, 2);
+	m->device_id = (int32_t)col_id(st, 3);
+	m->context_id = (uint32_t)col_int(st, 4);
+	m->stream_id = col_id(st, 5);
+	m->correlation_id = col_u64(st, 6);
+	m->op = (int32_t)col_int(st, 7);
+	m->mem_kind = (int32_t)col_int(st, 8);
+	m->is_vmm = (int32_t)col_int(st, 9);
+	m->result = (int32_t)col_int(st, 10);
+	m->cbid = (int32_t)col_id(st, 11);
+	m->address = col_u64(st, 12);
+	m->bytes = col_int(st, 13);
+	m->stack_id = col_id(st, 14);
+}
+
+static void read_sync(sqlite3_stmt *st, cs_sync *s)
+{
+	s->start = col_ts(st, 0);
+	s->end = col_ts(st, 1);
+	s->pid = (uint32_t)col_int(st, 2);
+	s->tid = (uint32_t)col_int(st, 3);
+	s->device_id = (int32_t)col_id(st, 4);
+	s->context_id = (uint32_t)col_int(st, 5);
+	s->stream_id = col_id(st, 6);
+	s->event_id = col_id(st, 7);
+	s->correlation_id = col_u64(st, 8);
+	s->type = (int32_t)col_int(st, 9);
+	s->cbid = (int32_t)col_id(st, 10);
+	s->api_kind = (int32_t)col_int(st, 11);
+	s->result = (int32_t)col_int(st, 12);
+	s->stack_id = col_id(st, 13);
+}
+
+static void read_api(cs_trace *t, sqlite3_stmt *st, cs_api *a)
+{
+	a->start = col_ts(st, 0);
+	a->end = col_ts(st, 1);
+	a->pid = (uint32_t)col_int(st, 2);
+	a->tid = (uint32_t)col_int(st, 3);
+	a->api_kind = (int32_t)col_int(st, 4);
+	a->cbid = (int32_t)col_id(st, 5);
+	a->correlation_id = col_u64(st, 6);
+	a->result = (int32_t)col_int(st, 7);
+	a->name_id = col_id(st, 8);
+	a->stack_id = col_id(st, 9);
+	a->name = cs_trace_string(t, a->name_id);
+}
+
+static void read_nvtx(cs_trace *t, sqlite3_stmt *st, cs_nvtx *n)
+{
+	n->start = col_ts(st, 0);
+	n->end = col_ts(st, 1);
+	n->pid = (uint32_t)col_int(st, 2);
+	n->tid = (uint32_t)col_int(st, 3);
+	n->end_tid = (uint32_t)col_int(st, 4);
+	n->type = (int32_t)col_int(st, 5);
+	n->depth = (int32_t)col_int(st, 6);
+	n->domain_id = col_id(st, 7);
+	n->text_id = col_id(st, 8);
+	n->range_id = col_id(st, 9);
+	n->color = (uint32_t)col_int(st, 10);
+	n->category = (int32_t)col_int(st, 11);
+	n->text = cs_trace_string(t, n->text_id);
+	n->domain = cs_trace_string(t, n->domain_id);
+}
+
+int cs_iter_next(cs_iter *it, cs_event *ev)
+{
+	int rc;
+
+	if (!it || !ev)
+		return CS_ERR_INVALID;
+	if (it->done)
+		return 0;
+	rc = sqlite3_step(it->st);
+	if (rc == SQLITE_DONE) {
+		it->done = 1;
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		it->done = 1;
+		return cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL;
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = it->kind;
+	switch (it->kind) {
+	case CS_EV_KERNEL:
+		read_kernel(it->t, it->st, &ev->u.kernel);
+		break;
+	case CS_EV_MEMCPY:
+		read_memcpy(it->st, &ev->u.memcpy);
+		break;
+	case CS_EV_MEMSET:
+		read_memset(it->st, &ev->u.memset);
+		break;
+	case CS_EV_MEMORY:
+		read_memory(it->st, &ev->u.memory);
+		break;
+	case CS_EV_SYNC:
+		read_sync(it->st, &ev->u.sync);
+		break;
+	case CS_EV_API:
+		read_api(it->t, it->st, &ev->u.api);
+		break;
+	case CS_EV_NVTX:
+		read_nvtx(it->t, it->st, &ev->u.nvtx);
+		break;
+	case CS_EV_COUNT:
+		break;
+	}
+	return 1;
+}
+
+void cs_iter_close(cs_iter *it)
+{
+	if (!it)
+		return;
+	sqlite3_finalize(it->st);
+	free(it);
+}

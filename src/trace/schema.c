@@ -1,0 +1,412 @@
+/*
+ * schema.c - the trace file's schema, version 1 (docs/trace-format.md): the CREATE TABLE
+ * statements, the step that lays the event tables out in time order when the writer finishes, and
+ * the checks the reader runs on a file it opens.
+ *
+ * Event tables have no secondary index: the writer stages events in a separate database and copies
+ * them into the final tables sorted by (start, arrival), so that rowid order is time order and the
+ * reader finds a time window by a binary search on rowid. That keeps a kernel under 80 bytes on
+ * disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuscope/strbuf.h"
+#include "trace/trace_internal.h"
+
+#define SQLITE_MAGIC "SQLite format 3"
+
+const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
+	[CS_EV_KERNEL] =
+		{"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
+		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
+		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
+		 "dynamicSharedMemory,graphId,graphNodeId,nameId,stackId",
+		 27, 1, 1, 1},
+	[CS_EV_MEMCPY] =
+		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
+		 "streamId,correlationId,copyKind,srcKind,dstKind,isAsync,srcDeviceId,"
+		 "dstDeviceId,bytes,graphId,graphNodeId,stackId",
+		 21, 1, 1, 1},
+	[CS_EV_MEMSET] =
+		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
+		 "streamId,correlationId,memKind,isAsync,value,bytes,graphId,graphNodeId,stackId",
+		 18, 1, 1, 1},
+	[CS_EV_MEMORY] =
+		{"start,pid,tid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
+		 "memKind,isVmm,returnValue,cbid,address,bytes,stackId",
+		 15, 0, 1, 1},
+	[CS_EV_SYNC] =
+		{"start,end,pid,tid,deviceId,contextId,streamId,eventId,correlationId,syncType,"
+		 "cbid,apiKind,returnValue,stackId",
+		 14, 1, 1, 1},
+	[CS_EV_API] = {"start,end,pid,tid,apiKind,cbid,correlationId,returnValue,nameId,stackId",
+		       10, 1, 0, 0},
+	[CS_EV_NVTX] =
+		{"start,end,pid,tid,endTid,nvtxType,depth,domainId,textId,rangeId,color,category",
+		 12, 1, 0, 0},
+};
+
+/* Tables other than the event tables, created in main only. */
+static const char *const main_tables_sql[] = {
+	"CREATE TABLE META(key TEXT PRIMARY KEY, value TEXT)",
+	"CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE)",
+	"CREATE TABLE " CS_TABLE_INFO "(tableName TEXT PRIMARY KEY, rowCount INTEGER NOT NULL, "
+	"minStart INTEGER, maxEnd INTEGER, maxDuration INTEGER)",
+	"CREATE TABLE PROCESSES(pid INTEGER NOT NULL, ppid INTEGER, start INTEGER, end INTEGER, "
+	"commandLine TEXT, rank INTEGER, localRank INTEGER, worldSize INTEGER, exitCode INTEGER, "
+	"usedCuda INTEGER, droppedRecords INTEGER, cuptiDeviceBytes INTEGER)",
+	"CREATE TABLE TARGET_INFO_GPU(pid INTEGER NOT NULL, deviceId INTEGER NOT NULL, uuid TEXT, "
+	"name TEXT, "
+	"totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER, "
+	"clockRate INTEGER, memoryBandwidth INTEGER)",
+	"CREATE TABLE TARGET_INFO_CUDA_STREAM(pid INTEGER NOT NULL, deviceId INTEGER, contextId "
+	"INTEGER, "
+	"streamId INTEGER NOT NULL, isDefault INTEGER, priority INTEGER)",
+	"CREATE TABLE STACK_FRAMES(id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, pc INTEGER, "
+	"moduleId INTEGER, symbolId INTEGER, offset INTEGER, fileId INTEGER, line INTEGER)",
+	"CREATE TABLE STACKS(id INTEGER NOT NULL, depth INTEGER NOT NULL, frameId INTEGER NOT "
+	"NULL, "
+	"PRIMARY KEY(id, depth)) WITHOUT ROWID",
+	"CREATE TABLE FINDINGS(id INTEGER PRIMARY KEY, rule TEXT NOT NULL, severity INTEGER, start "
+	"INTEGER, "
+	"end INTEGER, steps TEXT, evidence TEXT, lostNsPerStep INTEGER, stepShare REAL, message "
+	"TEXT, "
+	"fix TEXT, stackId INTEGER)",
+};
+
+/* Every table a version 1 file has; the reader refuses a file that lacks one. */
+static const char *const required_tables[] = {
+	"META",		"StringIds",	   CS_TABLE_INFO,
+	"PROCESSES",	"TARGET_INFO_GPU", "TARGET_INFO_CUDA_STREAM",
+	"STACK_FRAMES", "STACKS",	   "FINDINGS",
+};
+
+/*
+ * Secondary indices built once the data is in place. Deliberately empty in version 1: event tables
+ * are clustered by start (rowid order), StringIds, META and STACKS are keyed by what the reader
+ * looks up, and a per-stream index on kernels, (deviceId, streamId, start), would cost about 18
+ * bytes a kernel for queries that a scan of the time window serves.
+ */
+static const char *const index_sql[] = {
+	NULL,
+};
+
+int cs_sql_code(int sqlite_rc)
+{
+	switch (sqlite_rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return CS_OK;
+	case SQLITE_NOMEM:
+		return CS_ERR_NOMEM;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return CS_ERR_CORRUPT;
+	case SQLITE_IOERR:
+	case SQLITE_FULL:
+	case SQLITE_CANTOPEN:
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+		return CS_ERR_IO;
+	}
+	return CS_ERR_SQL;
+}
+
+int cs_sql_exec(sqlite3 *db, const char *sql, char *msg, size_t msglen)
+{
+	char *emsg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &emsg);
+
+	if (rc != SQLITE_OK) {
+		if (msg && msglen)
+			snprintf(msg, msglen, "%s", emsg ? emsg : sqlite3_errstr(rc));
+		sqlite3_free(emsg);
+		return cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL;
+	}
+	return CS_OK;
+}
+
+/* "CREATE TABLE schema.table(c1 INTEGER, c2 INTEGER, ...)" for an event table. */
+static void event_table_ddl(cs_strbuf *sb, const char *schema, enum cs_event_kind kind)
+{
+	const char *c = cs_event_table_defs[kind].columns;
+
+	cs_strbuf_printf(sb, "CREATE TABLE %s.%s(", schema, cs_event_kind_table(kind));
+	while (*c) {
+		size_t n = strcspn(c, ",");
+
+		cs_strbuf_add(sb, c, n);
+		cs_strbuf_puts(sb, " INTEGER");
+		c += n;
+		if (*c == ',') {
+			cs_strbuf_puts(sb, ", ");
+			c++;
+		}
+	}
+	cs_strbuf_puts(sb, ")");
+}
+
+int cs_schema_create(sqlite3 *db, char *msg, size_t msglen)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+	int rc = CS_OK;
+
+	for (size_t i = 0; i < sizeof(main_tables_sql) / sizeof(main_tables_sql[0]); i++) {
+		rc = cs_sql_exec(db, main_tables_sql[i], msg, msglen);
+		if (rc)
+			goto out;
+	}
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		for (int stage = 0; stage < 2; stage++) {
+			cs_strbuf_reset(&sb);
+			event_table_ddl(&sb, stage ? CS_STAGE_SCHEMA : "main", k);
+			if (sb.failed) {
+				rc = CS_ERR_NOMEM;
+				goto out;
+			}
+			rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
+			if (rc)
+				goto out;
+		}
+	}
+out:
+	cs_strbuf_free(&sb);
+	return rc;
+}
+
+int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_t msglen)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+	int rc = CS_OK;
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const char *table = cs_event_kind_table(k);
+		const char *cols = cs_event_table_defs[k].columns;
+
+		if (!sorted[k]) {
+			/*
+			 * An index on the staged start times turns the ORDER BY below into a walk
+			 * of the index (events arrive nearly in order, so it reads the staged rows
+			 * nearly sequentially), and sorts 16-byte keys instead of whole rows.
+			 */
+			cs_strbuf_reset(&sb);
+			cs_strbuf_printf(&sb, "CREATE INDEX %s.%s_start ON %s(start)",
+					 CS_STAGE_SCHEMA, table, table);
+			if (sb.failed) {
+				rc = CS_ERR_NOMEM;
+				goto out;
+			}
+			rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
+			if (rc)
+				goto out;
+		}
+		cs_strbuf_reset(&sb);
+		cs_strbuf_printf(&sb, "INSERT INTO main.%s(%s) SELECT %s FROM %s.%s ORDER BY %s",
+				 table, cols, cols, CS_STAGE_SCHEMA, table,
+				 sorted[k] ? "rowid" : "start, rowid");
+		if (sb.failed) {
+			rc = CS_ERR_NOMEM;
+			goto out;
+		}
+		rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
+		if (rc)
+			goto out;
+	}
+	for (size_t i = 0; index_sql[i]; i++) {
+		rc = cs_sql_exec(db, index_sql[i], msg, msglen);
+		if (rc)
+			goto out;
+	}
+out:
+	cs_strbuf_free(&sb);
+	return rc;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* strerror() in the lower case of cuscope's messages. */
+static const char *errno_text(int e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", strerror(e));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+int cs_schema_check_file(const char *path, cs_error *err)
+{
+	unsigned char h[100];
+	char ebuf[128];
+	struct stat st;
+	size_t got = 0;
+	uint32_t page_size, pages;
+	int fd;
+
+	if (stat(path, &st)) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return cs_error_set(err, CS_ERR_NOT_FOUND, "cannot open '%s': no such file",
+					    path);
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(errno, ebuf, sizeof(ebuf)));
+	}
+	if (S_ISDIR(st.st_mode))
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': is a directory", path);
+	if (!S_ISREG(st.st_mode))
+		return cs_error_set(err, CS_ERR_NOT_SQLITE, "cannot open '%s': not a regular file",
+				    path);
+	if (st.st_size == 0)
+		return cs_error_set(err, CS_ERR_NOT_SQLITE,
+				    "cannot open '%s': not a cuscope trace (empty file)", path);
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(errno, ebuf, sizeof(ebuf)));
+	while (got < sizeof(h)) {
+		ssize_t n = read(fd, h + got, sizeof(h) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+					    errno_text(e, ebuf, sizeof(ebuf)));
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+
+	if (memcmp(h, SQLITE_MAGIC, got < 16 ? got : 16) != 0)
+		return cs_error_set(
+			err, CS_ERR_NOT_SQLITE,
+			"cannot open '%s': not a cuscope trace (not an SQLite database)", path);
+	if (got < sizeof(h))
+		goto corrupt;
+	page_size = (uint32_t)h[16] << 8 | h[17];
+	if (page_size == 1)
+		page_size = 65536;
+	if (page_size < 512 || (page_size & (page_size - 1)))
+		goto corrupt;
+	if ((uint64_t)st.st_size % page_size)
+		goto corrupt;
+	/* The header's page count is valid when "version-valid-for" equals the change counter. */
+	pages = be32(h + 28);
+	if (pages && be32(h + 92) == be32(h + 24) &&
+	    (uint64_t)st.st_size < (uint64_t)pages * page_size)
+		goto corrupt;
+	return CS_OK;
+corrupt:
+	return cs_error_set(err, CS_ERR_CORRUPT, "cannot open '%s': truncated or damaged file",
+			    path);
+}
+
+/* Map an SQLite failure while checking an opened file to a one-line error. */
+static int check_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
+{
+	int code = cs_sql_code(rc);
+
+	if (code == CS_ERR_CORRUPT)
+		return cs_error_set(err, code, "cannot open '%s': truncated or damaged file", path);
+	return cs_error_set(err, code ? code : CS_ERR_SQL, "cannot open '%s': %s", path,
+			    sqlite3_errmsg(db));
+}
+
+int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	const char *text;
+	char *end;
+	long v;
+	int rc, found;
+
+	/* sqlite_master first: reading it fails on a damaged header or first page. */
+	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return check_failed(db, rc, path, err);
+	sqlite3_bind_text(st, 1, "META", -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == SQLITE_DONE)
+		return cs_error_set(err, CS_ERR_NOT_TRACE,
+				    "cannot open '%s': not a cuscope trace (no META table)", path);
+	if (rc != SQLITE_ROW)
+		return check_failed(db, rc, path, err);
+
+	rc = sqlite3_prepare_v2(db, "SELECT value FROM META WHERE key = 'schema_version'", -1, &st,
+				NULL);
+	if (rc != SQLITE_OK)
+		return check_failed(db, rc, path, err);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return cs_error_set(err, CS_ERR_NOT_TRACE,
+				    "cannot open '%s': not a cuscope trace (no schema_version)",
+				    path);
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return check_failed(db, rc, path, err);
+	}
+	text = (const char *)sqlite3_column_text(st, 0);
+	errno = 0;
+	v = text ? strtol(text, &end, 10) : 0;
+	if (!text || end == text || *end || errno || v < 1) {
+		cs_error_set(err, CS_ERR_NOT_TRACE,
+			     "cannot open '%s': not a cuscope trace (bad schema_version '%.32s')",
+			     path, text ? text : "");
+		sqlite3_finalize(st);
+		return CS_ERR_NOT_TRACE;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (v > CS_SCHEMA_VERSION)
+		return cs_error_set(err, CS_ERR_NEWER_SCHEMA,
+				    "cannot open '%s': written by a newer cuscope (schema %ld, "
+				    "this build reads %d)",
+				    path, v, CS_SCHEMA_VERSION);
+	if (version)
+		*version = (int)v;
+
+	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return check_failed(db, rc, path, err);
+	for (int i = 0;
+	     i < (int)(sizeof(required_tables) / sizeof(required_tables[0])) + CS_EV_COUNT; i++) {
+		int nreq = (int)(sizeof(required_tables) / sizeof(required_tables[0]));
+		const char *name = i < nreq ? required_tables[i] : cs_event_kind_table(i - nreq);
+
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		found = rc == SQLITE_ROW;
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			return check_failed(db, rc, path, err);
+		}
+		if (!found) {
+			sqlite3_finalize(st);
+			return cs_error_set(err, CS_ERR_CORRUPT,
+					    "cannot open '%s': damaged file (table %s is missing)",
+					    path, name);
+		}
+	}
+	sqlite3_finalize(st);
+	return CS_OK;
+}

@@ -1,0 +1,1188 @@
+/*
+ * writer.c - the trace writer: turns events, strings, stacks and meta data into a trace file.
+ *
+ * The file is built as "<path>.tmp.<pid>" and renamed onto path by cs_writer_finish(), so a trace
+ * at path is always complete. Events go first to a staging database beside it
+ * ("<path>.tmp.<pid>.stage"), in arrival order; finish copies them into the final tables sorted by
+ * start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and no syncs
+ * while writing: crash safety comes from the rename. Prepared statements live as long as the
+ * writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
+ * memory hash tables, never by querying SQLite.
+ *
+ * Not thread safe: one writer is fed from one thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuscope/trace.h"
+#include "trace/trace_internal.h"
+
+#define COMMIT_ROWS   100000
+#define PAGE_SIZE_SQL "PRAGMA main.page_size = 8192"
+
+/* Open addressing hash index: slot i holds (entry index + 1) and the entry's hash; 0 = empty. */
+struct hindex {
+	int64_t *ent;
+	uint64_t *hash;
+	size_t cap; /* a power of two, or 0 */
+	size_t used;
+};
+
+struct str_ent {
+	char *s;
+	size_t len;
+};
+
+struct frame_ent {
+	int32_t kind, line;
+	uint64_t pc, offset;
+	int64_t module_id, symbol_id, file_id;
+};
+
+struct stack_ent {
+	size_t off; /* first frame id in stack_fids */
+	int n;
+};
+
+/* What the writer knows of each event table, for EVENT_TABLE_INFO and the final sort. */
+struct ev_stats {
+	int64_t rows;
+	int64_t min_start, max_end, max_duration; /* CS_TS_UNKNOWN until known */
+	int64_t last_start; /* start of the last row, CS_TS_UNKNOWN (the smallest value) for NULL */
+	int sorted;	    /* rows so far arrived in start order */
+};
+
+struct cs_trace_writer {
+	sqlite3 *db;
+	char *path, *tmp_path, *stage_path;
+	int overwrite;
+	int failed;	 /* first error; every later call returns it */
+	int64_t pending; /* rows since the last commit */
+
+	sqlite3_stmt *ev[CS_EV_COUNT];
+	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack,
+		*finding;
+	struct ev_stats stats[CS_EV_COUNT];
+
+	struct hindex strings_idx;
+	struct str_ent *strings; /* id = index + 1 */
+	size_t nstrings, strings_cap;
+
+	struct hindex frames_idx;
+	struct frame_ent *frames; /* id = index + 1 */
+	size_t nframes, frames_cap;
+
+	struct hindex stacks_idx;
+	struct stack_ent *stacks; /* id = index + 1 */
+	size_t nstacks, stacks_cap;
+	int64_t *stack_fids;
+	size_t nfids, fids_cap;
+
+	char errmsg[CS_ERROR_MSG_MAX];
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_mix(uint64_t h, uint64_t v)
+{
+	v += 0x9e3779b97f4a7c15ULL + h;
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebULL;
+	return v ^ (v >> 31);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
+		return CS_ERR_NOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/*
+ * Find the entry with this hash for which eq(arg, index) is true. Returns its index, or -1 and sets
+ * *slot to the free slot where it belongs.
+ */
+static int64_t hindex_find(const struct hindex *h, uint64_t hash,
+			   int (*eq)(const void *arg, int64_t i), const void *arg, size_t *slot)
+{
+	size_t mask = h->cap - 1;
+
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		if (!h->ent[i]) {
+			*slot = i;
+			return -1;
+		}
+		if (h->hash[i] == hash && eq(arg, h->ent[i] - 1))
+			return h->ent[i] - 1;
+	}
+}
+
+/* Make room for one more entry; keeps the load at most one half. */
+static int hindex_reserve(struct hindex *h)
+{
+	struct hindex n;
+
+	if (h->cap && (h->used + 1) * 2 <= h->cap)
+		return 0;
+	n.cap = h->cap ? h->cap * 2 : 1024;
+	n.used = h->used;
+	n.ent = calloc(n.cap, sizeof(*n.ent));
+	n.hash = calloc(n.cap, sizeof(*n.hash));
+	if (!n.ent || !n.hash) {
+		free(n.ent);
+		free(n.hash);
+		return CS_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < h->cap; i++) {
+		size_t j;
+
+		if (!h->ent[i])
+			continue;
+		for (j = h->hash[i] & (n.cap - 1); n.ent[j]; j = (j + 1) & (n.cap - 1))
+			;
+		n.ent[j] = h->ent[i];
+		n.hash[j] = h->hash[i];
+	}
+	free(h->ent);
+	free(h->hash);
+	*h = n;
+	return 0;
+}
+
+static void hindex_set(struct hindex *h, size_t slot, uint64_t hash, int64_t index)
+{
+	h->ent[slot] = index + 1;
+	h->hash[slot] = hash;
+	h->used++;
+}
+
+static void hindex_free(struct hindex *h)
+{
+	free(h->ent);
+	free(h->hash);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Record the first failure: its code and message. Returns the code. */
+static int fail(cs_trace_writer *w, int code, const char *what)
+{
+	if (!w->failed) {
+		w->failed = code;
+		snprintf(w->errmsg, sizeof(w->errmsg), "cannot write '%s': %s", w->path, what);
+	}
+	return w->failed;
+}
+
+static int fail_sql(cs_trace_writer *w, int rc)
+{
+	int code = cs_sql_code(rc);
+
+	return fail(w, code ? code : CS_ERR_SQL, sqlite3_errmsg(w->db));
+}
+
+static void bind_int(sqlite3_stmt *st, int i, int64_t v)
+{
+	sqlite3_bind_int64(st, i, v);
+}
+
+/* Unknown timestamps are NULL. */
+static void bind_ts(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v == CS_TS_UNKNOWN)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* Absent ids are NULL. */
+static void bind_id(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v == CS_ID_NONE)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* Unsigned 64-bit values (addresses, correlation ids) are stored with the same bits as int64. */
+static void bind_u64(sqlite3_stmt *st, int i, uint64_t v)
+{
+	sqlite3_bind_int64(st, i, (int64_t)v);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int commit_now(cs_trace_writer *w)
+{
+	char msg[256];
+	int rc = cs_sql_exec(w->db, "COMMIT; BEGIN", msg, sizeof(msg));
+
+	w->pending = 0;
+	return rc ? fail(w, rc, msg) : 0;
+}
+
+/* Count rows written; commit every COMMIT_ROWS. */
+static int count_rows(cs_trace_writer *w, int64_t n)
+{
+	w->pending += n;
+	if (w->pending >= COMMIT_ROWS)
+		return commit_now(w);
+	return 0;
+}
+
+/* Run a statement whose parameters are bound, without counting the row. */
+static int step_only(cs_trace_writer *w, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : fail_sql(w, rc);
+}
+
+/* Run a statement whose parameters are bound, count the row, commit now and then. */
+static int step_row(cs_trace_writer *w, sqlite3_stmt *st)
+{
+	int rc = step_only(w, st);
+
+	return rc ? rc : count_rows(w, 1);
+}
+
+/* Step an event statement and update the table's statistics. end is CS_TS_UNKNOWN for instants. */
+static int step_event(cs_trace_writer *w, enum cs_event_kind kind, int64_t start, int64_t end)
+{
+	struct ev_stats *s = &w->stats[kind];
+	int rc = step_row(w, w->ev[kind]);
+	int64_t last;
+
+	if (rc)
+		return rc;
+	if (s->rows && start < s->last_start)
+		s->sorted = 0;
+	s->rows++;
+	s->last_start = start;
+	if (start != CS_TS_UNKNOWN && (s->min_start == CS_TS_UNKNOWN || start < s->min_start))
+		s->min_start = start;
+	last = end != CS_TS_UNKNOWN ? end : start;
+	if (last != CS_TS_UNKNOWN && (s->max_end == CS_TS_UNKNOWN || last > s->max_end))
+		s->max_end = last;
+	if (start != CS_TS_UNKNOWN && end != CS_TS_UNKNOWN && end >= start &&
+	    (s->max_duration == CS_TS_UNKNOWN || end - start > s->max_duration))
+		s->max_duration = end - start;
+	return 0;
+}
+
+static int prepare(cs_trace_writer *w, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail_sql(w, rc);
+}
+
+static int prepare_all(cs_trace_writer *w)
+{
+	char sql[1024];
+	int rc;
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct cs_event_table_def *d = &cs_event_table_defs[k];
+		int n = snprintf(sql, sizeof(sql), "INSERT INTO %s.%s(%s) VALUES(?",
+				 CS_STAGE_SCHEMA, cs_event_kind_table(k), d->columns);
+
+		for (int i = 1; i < d->ncolumns; i++)
+			n += snprintf(sql + n, sizeof(sql) - (size_t)n, ",?");
+		snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
+		rc = prepare(w, sql, &w->ev[k]);
+		if (rc)
+			return rc;
+	}
+	if ((rc = prepare(w, "INSERT OR REPLACE INTO META(key, value) VALUES(?, ?)", &w->meta)) ||
+	    (rc = prepare(w, "INSERT OR IGNORE INTO META(key, value) VALUES(?, ?)",
+			  &w->meta_default)) ||
+	    (rc = prepare(w, "INSERT INTO StringIds(id, value) VALUES(?, ?)", &w->string)) ||
+	    (rc = prepare(
+		     w,
+		     "INSERT INTO PROCESSES(pid, ppid, start, end, commandLine, rank, localRank, "
+		     "worldSize, exitCode, usedCuda, droppedRecords, cuptiDeviceBytes) "
+		     "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     &w->process)) ||
+	    (rc = prepare(
+		     w,
+		     "INSERT INTO TARGET_INFO_GPU(pid, deviceId, uuid, name, totalMemory, smCount, "
+		     "computeMajor, computeMinor, clockRate, memoryBandwidth) "
+		     "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     &w->device)) ||
+	    (rc = prepare(w,
+			  "INSERT INTO TARGET_INFO_CUDA_STREAM(pid, deviceId, contextId, streamId, "
+			  "isDefault, "
+			  "priority) VALUES(?, ?, ?, ?, ?, ?)",
+			  &w->stream)) ||
+	    (rc = prepare(w,
+			  "INSERT INTO STACK_FRAMES(id, kind, pc, moduleId, symbolId, offset, "
+			  "fileId, line) "
+			  "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+			  &w->frame)) ||
+	    (rc = prepare(w, "INSERT INTO STACKS(id, depth, frameId) VALUES(?, ?, ?)",
+			  &w->stack)) ||
+	    (rc = prepare(
+		     w,
+		     "INSERT INTO FINDINGS(rule, severity, start, end, steps, evidence, "
+		     "lostNsPerStep, "
+		     "stepShare, message, fix, stackId) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     &w->finding)))
+		return rc;
+	return 0;
+}
+
+static void finalize_all(cs_trace_writer *w)
+{
+	sqlite3_stmt **all[] = {&w->meta,   &w->meta_default, &w->string, &w->process, &w->device,
+				&w->stream, &w->frame,	      &w->stack,  &w->finding};
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		sqlite3_finalize(w->ev[k]);
+		w->ev[k] = NULL;
+	}
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		sqlite3_finalize(*all[i]);
+		*all[i] = NULL;
+	}
+}
+
+static void writer_free(cs_trace_writer *w)
+{
+	finalize_all(w);
+	if (w->db)
+		sqlite3_close(w->db);
+	for (size_t i = 0; i < w->nstrings; i++)
+		free(w->strings[i].s);
+	free(w->strings);
+	free(w->frames);
+	free(w->stacks);
+	free(w->stack_fids);
+	hindex_free(&w->strings_idx);
+	hindex_free(&w->frames_idx);
+	hindex_free(&w->stacks_idx);
+	free(w->path);
+	free(w->tmp_path);
+	free(w->stage_path);
+	free(w);
+}
+
+/* ---- open ---- */
+
+static char *path_with_suffix(const char *path, const char *fmt, long v)
+{
+	size_t n = strlen(path) + 64;
+	char *p = malloc(n);
+	int len;
+
+	if (!p)
+		return NULL;
+	len = snprintf(p, n, "%s", path);
+	snprintf(p + len, n - (size_t)len, fmt, v);
+	return p;
+}
+
+int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_error *err)
+{
+	static const char *const setup[] = {
+		PAGE_SIZE_SQL,
+		"PRAGMA main.journal_mode = MEMORY",
+		"PRAGMA main.synchronous = OFF",
+		"PRAGMA main.cache_size = -32768",
+		"PRAGMA locking_mode = EXCLUSIVE",
+		"PRAGMA stage.journal_mode = MEMORY",
+		"PRAGMA stage.synchronous = OFF",
+		"PRAGMA stage.cache_size = -65536",
+		"BEGIN",
+	};
+	cs_trace_writer *w;
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	char msg[256];
+	int rc, code;
+
+	if (out)
+		*out = NULL;
+	if (!path || !*path || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_writer_open: no path");
+	if (stat(path, &sb) == 0) {
+		if (S_ISDIR(sb.st_mode))
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "cannot write '%s': is a directory", path);
+		if (!overwrite)
+			return cs_error_set(err, CS_ERR_EXISTS,
+					    "'%s' exists (use --force to overwrite)", path);
+	}
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	w->overwrite = overwrite;
+	w->path = strdup(path);
+	w->tmp_path = path_with_suffix(path, ".tmp.%ld", (long)getpid());
+	w->stage_path = path_with_suffix(path, ".tmp.%ld.stage", (long)getpid());
+	if (!w->path || !w->tmp_path || !w->stage_path) {
+		writer_free(w);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		w->stats[k].sorted = 1;
+		w->stats[k].min_start = w->stats[k].max_end = w->stats[k].max_duration =
+			CS_TS_UNKNOWN;
+		w->stats[k].last_start = CS_TS_UNKNOWN;
+	}
+	/* Left over by an earlier process with this pid. */
+	unlink(w->tmp_path);
+	unlink(w->stage_path);
+
+	rc = sqlite3_open_v2(w->tmp_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		code = cs_error_set(err, cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_IO,
+				    "cannot create '%s': %s", path,
+				    w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	rc = sqlite3_prepare_v2(w->db, "ATTACH DATABASE ? AS " CS_STAGE_SCHEMA, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, w->stage_path, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK) {
+		code = cs_error_set(err, cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_IO,
+				    "cannot create '%s': %s", path, sqlite3_errmsg(w->db));
+		goto fail;
+	}
+	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++) {
+		rc = cs_sql_exec(w->db, setup[i], msg, sizeof(msg));
+		if (rc) {
+			code = cs_error_set(err, rc, "cannot create '%s': %s", path, msg);
+			goto fail;
+		}
+	}
+	rc = cs_schema_create(w->db, msg, sizeof(msg));
+	if (rc) {
+		code = cs_error_set(err, rc, "cannot create '%s': %s", path, msg);
+		goto fail;
+	}
+	rc = prepare_all(w);
+	if (rc) {
+		code = cs_error_set(err, rc, "%s", w->errmsg);
+		goto fail;
+	}
+	*out = w;
+	return CS_OK;
+fail:
+	cs_writer_abort(w);
+	return code;
+}
+
+/* ---- meta, strings ---- */
+
+int cs_writer_set_meta(cs_trace_writer *w, const char *key, const char *value)
+{
+	if (!w || !key)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	bind_text(w->meta, 1, key);
+	bind_text(w->meta, 2, value);
+	return step_row(w, w->meta);
+}
+
+int cs_writer_set_meta_int(cs_trace_writer *w, const char *key, int64_t value)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRId64, value);
+	return cs_writer_set_meta(w, key, buf);
+}
+
+struct str_key {
+	const cs_trace_writer *w;
+	const char *s;
+	size_t len;
+};
+
+static int str_eq(const void *arg, int64_t i)
+{
+	const struct str_key *k = arg;
+	const struct str_ent *e = &k->w->strings[i];
+
+	return e->len == k->len && memcmp(e->s, k->s, k->len) == 0;
+}
+
+int64_t cs_writer_intern_len(cs_trace_writer *w, const char *s, size_t len)
+{
+	struct str_key key = {w, s, len};
+	uint64_t hash;
+	size_t slot = 0;
+	int64_t i, id;
+	char *copy;
+	int rc;
+
+	if (!w || !s || len > INT32_MAX / 2)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	if ((rc = hindex_reserve(&w->strings_idx)) ||
+	    (rc = grow((void **)&w->strings, &w->strings_cap, w->nstrings + 1,
+		       sizeof(*w->strings))))
+		return fail(w, rc, "out of memory");
+	hash = hash_bytes(s, len);
+	i = hindex_find(&w->strings_idx, hash, str_eq, &key, &slot);
+	if (i >= 0)
+		return i + 1;
+
+	copy = malloc(len + 1);
+	if (!copy)
+		return fail(w, CS_ERR_NOMEM, "out of memory");
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	id = (int64_t)w->nstrings + 1;
+	bind_int(w->string, 1, id);
+	sqlite3_bind_text(w->string, 2, copy, (int)len, SQLITE_STATIC);
+	rc = step_only(w, w->string);
+	if (rc) {
+		free(copy);
+		return rc;
+	}
+	w->strings[w->nstrings].s = copy;
+	w->strings[w->nstrings].len = len;
+	hindex_set(&w->strings_idx, slot, hash, (int64_t)w->nstrings);
+	w->nstrings++;
+	rc = count_rows(w, 1);
+	return rc ? rc : id;
+}
+
+int64_t cs_writer_intern(cs_trace_writer *w, const char *s)
+{
+	if (!s)
+		return CS_ERR_INVALID;
+	return cs_writer_intern_len(w, s, strlen(s));
+}
+
+/* ---- processes, devices, streams ---- */
+
+int cs_writer_add_process(cs_trace_writer *w, const cs_process *p)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !p)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->process;
+	bind_int(st, 1, p->pid);
+	bind_int(st, 2, p->ppid);
+	bind_ts(st, 3, p->start);
+	bind_ts(st, 4, p->end);
+	bind_text(st, 5, p->command_line);
+	bind_id(st, 6, p->rank);
+	bind_id(st, 7, p->local_rank);
+	bind_id(st, 8, p->world_size);
+	bind_id(st, 9, p->exit_code);
+	bind_int(st, 10, p->used_cuda);
+	bind_int(st, 11, p->dropped_records);
+	bind_int(st, 12, p->cupti_device_bytes);
+	return step_row(w, st);
+}
+
+int cs_writer_add_device(cs_trace_writer *w, const cs_device *d)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !d)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->device;
+	bind_int(st, 1, d->pid);
+	bind_id(st, 2, d->device_id);
+	bind_text(st, 3, d->uuid);
+	bind_text(st, 4, d->name);
+	bind_int(st, 5, d->total_memory);
+	bind_int(st, 6, d->sm_count);
+	bind_int(st, 7, d->compute_major);
+	bind_int(st, 8, d->compute_minor);
+	bind_int(st, 9, d->core_clock_khz);
+	bind_int(st, 10, d->memory_bandwidth);
+	return step_row(w, st);
+}
+
+int cs_writer_add_stream(cs_trace_writer *w, const cs_stream *s)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !s)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->stream;
+	bind_int(st, 1, s->pid);
+	bind_id(st, 2, s->device_id);
+	bind_int(st, 3, s->context_id);
+	bind_int(st, 4, s->stream_id);
+	bind_int(st, 5, s->is_default);
+	bind_int(st, 6, s->priority);
+	return step_row(w, st);
+}
+
+/* ---- events ---- */
+
+int cs_writer_add_kernel(cs_trace_writer *w, const cs_kernel *k)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !k)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_KERNEL];
+	bind_ts(st, 1, k->start);
+	bind_ts(st, 2, k->end);
+	bind_ts(st, 3, k->queued);
+	bind_ts(st, 4, k->submitted);
+	bind_ts(st, 5, k->launch_start);
+	bind_ts(st, 6, k->launch_end);
+	bind_int(st, 7, k->pid);
+	bind_int(st, 8, k->launch_tid);
+	bind_id(st, 9, k->launch_cbid);
+	bind_int(st, 10, k->launch_api_kind);
+	bind_id(st, 11, k->device_id);
+	bind_int(st, 12, k->context_id);
+	bind_int(st, 13, k->stream_id);
+	bind_u64(st, 14, k->correlation_id);
+	bind_int(st, 15, k->grid_x);
+	bind_int(st, 16, k->grid_y);
+	bind_int(st, 17, k->grid_z);
+	bind_int(st, 18, k->block_x);
+	bind_int(st, 19, k->block_y);
+	bind_int(st, 20, k->block_z);
+	bind_int(st, 21, k->registers_per_thread);
+	bind_int(st, 22, k->static_shared_memory);
+	bind_int(st, 23, k->dynamic_shared_memory);
+	bind_id(st, 24, k->graph_id);
+	bind_id(st, 25, k->graph_node_id);
+	bind_id(st, 26, k->name_id);
+	bind_id(st, 27, k->stack_id);
+	return step_event(w, CS_EV_KERNEL, k->start, k->end);
+}
+
+int cs_writer_add_memcpy(cs_trace_writer *w, const cs_memcpy *m)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !m)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_MEMCPY];
+	bind_ts(st, 1, m->start);
+	bind_ts(st, 2, m->end);
+	bind_ts(st, 3, m->launch_start);
+	bind_ts(st, 4, m->launch_end);
+	bind_int(st, 5, m->pid);
+	bind_int(st, 6, m->launch_tid);
+	bind_id(st, 7, m->launch_cbid);
+	bind_id(st, 8, m->device_id);
+	bind_int(st, 9, m->context_id);
+	bind_int(st, 10, m->stream_id);
+	bind_u64(st, 11, m->correlation_id);
+	bind_int(st, 12, m->copy_kind);
+	bind_int(st, 13, m->src_kind);
+	bind_int(st, 14, m->dst_kind);
+	bind_int(st, 15, m->is_async);
+	bind_id(st, 16, m->src_device_id);
+	bind_id(st, 17, m->dst_device_id);
+	bind_int(st, 18, m->bytes);
+	bind_id(st, 19, m->graph_id);
+	bind_id(st, 20, m->graph_node_id);
+	bind_id(st, 21, m->stack_id);
+	return step_event(w, CS_EV_MEMCPY, m->start, m->end);
+}
+
+int cs_writer_add_memset(cs_trace_writer *w, const cs_memset *m)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !m)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_MEMSET];
+	bind_ts(st, 1, m->start);
+	bind_ts(st, 2, m->end);
+	bind_ts(st, 3, m->launch_start);
+	bind_ts(st, 4, m->launch_end);
+	bind_int(st, 5, m->pid);
+	bind_int(st, 6, m->launch_tid);
+	bind_id(st, 7, m->launch_cbid);
+	bind_id(st, 8, m->device_id);
+	bind_int(st, 9, m->context_id);
+	bind_int(st, 10, m->stream_id);
+	bind_u64(st, 11, m->correlation_id);
+	bind_int(st, 12, m->mem_kind);
+	bind_int(st, 13, m->is_async);
+	bind_int(st, 14, m->value);
+	bind_int(st, 15, m->bytes);
+	bind_id(st, 16, m->graph_id);
+	bind_id(st, 17, m->graph_node_id);
+	bind_id(st, 18, m->stack_id);
+	return step_event(w, CS_EV_MEMSET, m->start, m->end);
+}
+
+int cs_writer_add_memory(cs_trace_writer *w, const cs_memory *m)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !m)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_MEMORY];
+	bind_ts(st, 1, m->start);
+	bind_int(st, 2, m->pid);
+	bind_int(st, 3, m->tid);
+	bind_id(st, 4, m->device_id);
+	bind_int(st, 5, m->context_id);
+	bind_id(st, 6, m->stream_id);
+	bind_u64(st, 7, m->correlation_id);
+	bind_int(st, 8, m->op);
+	bind_int(st, 9, m->mem_kind);
+	bind_int(st, 10, m->is_vmm);
+	bind_int(st, 11, m->result);
+	bind_id(st, 12, m->cbid);
+	bind_u64(st, 13, m->address);
+	bind_int(st, 14, m->bytes);
+	bind_id(st, 15, m->stack_id);
+	return step_event(w, CS_EV_MEMORY, m->start, CS_TS_UNKNOWN);
+}
+
+int cs_writer_add_sync(cs_trace_writer *w, const cs_sync *s)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !s)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_SYNC];
+	bind_ts(st, 1, s->start);
+	bind_ts(st, 2, s->end);
+	bind_int(st, 3, s->pid);
+	bind_int(st, 4, s->tid);
+	bind_id(st, 5, s->device_id);
+	bind_int(st, 6, s->context_id);
+	bind_id(st, 7, s->stream_id);
+	bind_id(st, 8, s->event_id);
+	bind_u64(st, 9, s->correlation_id);
+	bind_int(st, 10, s->type);
+	bind_id(st, 11, s->cbid);
+	bind_int(st, 12, s->api_kind);
+	bind_int(st, 13, s->result);
+	bind_id(st, 14, s->stack_id);
+	return step_event(w, CS_EV_SYNC, s->start, s->end);
+}
+
+int cs_writer_add_api(cs_trace_writer *w, const cs_api *a)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !a)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_API];
+	bind_ts(st, 1, a->start);
+	bind_ts(st, 2, a->end);
+	bind_int(st, 3, a->pid);
+	bind_int(st, 4, a->tid);
+	bind_int(st, 5, a->api_kind);
+	bind_id(st, 6, a->cbid);
+	bind_u64(st, 7, a->correlation_id);
+	bind_int(st, 8, a->result);
+	bind_id(st, 9, a->name_id);
+	bind_id(st, 10, a->stack_id);
+	return step_event(w, CS_EV_API, a->start, a->end);
+}
+
+int cs_writer_add_nvtx(cs_trace_writer *w, const cs_nvtx *n)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !n)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->ev[CS_EV_NVTX];
+	bind_ts(st, 1, n->start);
+	bind_ts(st, 2, n->end);
+	bind_int(st, 3, n->pid);
+	bind_int(st, 4, n->tid);
+	bind_int(st, 5, n->end_tid);
+	bind_int(st, 6, n->type);
+	bind_int(st, 7, n->depth);
+	bind_id(st, 8, n->domain_id);
+	bind_id(st, 9, n->text_id);
+	bind_id(st, 10, n->range_id);
+	bind_int(st, 11, n->color);
+	bind_int(st, 12, n->category);
+	return step_event(w, CS_EV_NVTX, n->start, n->end);
+}
+
+/* ---- stacks ---- */
+
+struct frame_key {
+	const cs_trace_writer *w;
+	const struct frame_ent *e;
+};
+
+static int frame_eq(const void *arg, int64_t i)
+{
+	const struct frame_key *k = arg;
+	const struct frame_ent *a = k->e;
+	const struct frame_ent *b = &k->w->frames[i];
+
+	return a->kind == b->kind && a->line == b->line && a->pc == b->pc &&
+	       a->offset == b->offset && a->module_id == b->module_id &&
+	       a->symbol_id == b->symbol_id && a->file_id == b->file_id;
+}
+
+static int64_t intern_or_none(cs_trace_writer *w, const char *s)
+{
+	return s ? cs_writer_intern(w, s) : CS_ID_NONE;
+}
+
+/* The id of a frame, stored the first time it is seen. Returns it, or a negative cs_err code. */
+static int64_t frame_id(cs_trace_writer *w, const cs_frame *f)
+{
+	struct frame_ent e = {0};
+	struct frame_key key = {w, &e};
+	uint64_t hash;
+	size_t slot = 0;
+	int64_t i, id;
+	int rc;
+
+	e.kind = f->kind;
+	e.line = f->line;
+	e.pc = f->pc;
+	e.offset = f->offset;
+	e.module_id = intern_or_none(w, f->module);
+	e.symbol_id = intern_or_none(w, f->symbol);
+	e.file_id = intern_or_none(w, f->file);
+	if (w->failed)
+		return w->failed;
+
+	hash = hash_mix(hash_mix(hash_mix(0, (uint64_t)e.kind << 32 | (uint32_t)e.line), e.pc),
+			e.offset);
+	hash = hash_mix(hash_mix(hash_mix(hash, (uint64_t)e.module_id), (uint64_t)e.symbol_id),
+			(uint64_t)e.file_id);
+	if ((rc = hindex_reserve(&w->frames_idx)) ||
+	    (rc = grow((void **)&w->frames, &w->frames_cap, w->nframes + 1, sizeof(*w->frames))))
+		return fail(w, rc, "out of memory");
+	i = hindex_find(&w->frames_idx, hash, frame_eq, &key, &slot);
+	if (i >= 0)
+		return i + 1;
+
+	id = (int64_t)w->nframes + 1;
+	bind_int(w->frame, 1, id);
+	bind_int(w->frame, 2, e.kind);
+	bind_u64(w->frame, 3, e.pc);
+	bind_id(w->frame, 4, e.module_id);
+	bind_id(w->frame, 5, e.symbol_id);
+	bind_u64(w->frame, 6, e.offset);
+	bind_id(w->frame, 7, e.file_id);
+	bind_int(w->frame, 8, e.line);
+	rc = step_only(w, w->frame);
+	if (rc)
+		return rc;
+	w->pending++; /* committed by the caller, once the whole stack is in */
+	w->frames[w->nframes] = e;
+	hindex_set(&w->frames_idx, slot, hash, (int64_t)w->nframes);
+	w->nframes++;
+	return id;
+}
+
+struct stack_key {
+	const cs_trace_writer *w;
+	const int64_t *fids;
+	int n;
+};
+
+static int stack_eq(const void *arg, int64_t i)
+{
+	const struct stack_key *k = arg;
+	const struct stack_ent *e = &k->w->stacks[i];
+
+	return e->n == k->n &&
+	       memcmp(k->w->stack_fids + e->off, k->fids, sizeof(int64_t) * (size_t)k->n) == 0;
+}
+
+int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n)
+{
+	struct stack_key key;
+	uint64_t hash = 0x5eed;
+	size_t slot = 0, off;
+	int64_t i, id;
+	int rc;
+
+	if (!w || !frames || n <= 0)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	/* The frame ids go at the end of stack_fids; they stay there only when the stack is new. */
+	off = w->nfids;
+	if (grow((void **)&w->stack_fids, &w->fids_cap, off + (size_t)n, sizeof(*w->stack_fids)))
+		return fail(w, CS_ERR_NOMEM, "out of memory");
+	for (int d = 0; d < n; d++) {
+		int64_t fid = frame_id(w, &frames[d]);
+
+		if (fid < 0)
+			return fid;
+		w->stack_fids[off + (size_t)d] = fid;
+		hash = hash_mix(hash, (uint64_t)fid);
+	}
+	if ((rc = hindex_reserve(&w->stacks_idx)) ||
+	    (rc = grow((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1, sizeof(*w->stacks))))
+		return fail(w, rc, "out of memory");
+	key.w = w;
+	key.fids = w->stack_fids + off;
+	key.n = n;
+	i = hindex_find(&w->stacks_idx, hash, stack_eq, &key, &slot);
+	if (i >= 0)
+		return i + 1;
+
+	id = (int64_t)w->nstacks + 1;
+	for (int d = 0; d < n; d++) {
+		bind_int(w->stack, 1, id);
+		bind_int(w->stack, 2, d);
+		bind_int(w->stack, 3, w->stack_fids[off + (size_t)d]);
+		rc = step_only(w, w->stack);
+		if (rc)
+			return rc;
+	}
+	w->nfids = off + (size_t)n;
+	w->stacks[w->nstacks].off = off;
+	w->stacks[w->nstacks].n = n;
+	hindex_set(&w->stacks_idx, slot, hash, (int64_t)w->nstacks);
+	w->nstacks++;
+	rc = count_rows(w, n);
+	return rc ? rc : id;
+}
+
+int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f)
+{
+	sqlite3_stmt *st;
+
+	if (!w || !f || !f->rule)
+		return CS_ERR_INVALID;
+	if (w->failed)
+		return w->failed;
+	st = w->finding;
+	bind_text(st, 1, f->rule);
+	bind_int(st, 2, f->severity);
+	bind_ts(st, 3, f->start);
+	bind_ts(st, 4, f->end);
+	bind_text(st, 5, f->steps);
+	bind_text(st, 6, f->evidence);
+	bind_int(st, 7, f->lost_ns_per_step);
+	sqlite3_bind_double(st, 8, f->step_share);
+	bind_text(st, 9, f->message);
+	bind_text(st, 10, f->fix);
+	bind_id(st, 11, f->stack_id);
+	return step_row(w, st);
+}
+
+/* ---- finish, abort ---- */
+
+static int write_table_info(cs_trace_writer *w)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+		w->db,
+		"INSERT OR REPLACE INTO " CS_TABLE_INFO
+		"(tableName, rowCount, minStart, maxEnd, maxDuration) VALUES(?, ?, ?, ?, ?)",
+		-1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail_sql(w, rc);
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct ev_stats *s = &w->stats[k];
+
+		bind_text(st, 1, cs_event_kind_table(k));
+		bind_int(st, 2, s->rows);
+		bind_ts(st, 3, s->min_start);
+		bind_ts(st, 4, s->max_end);
+		bind_ts(st, 5, s->max_duration);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			rc = fail_sql(w, rc);
+			break;
+		}
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int write_final_meta(cs_trace_writer *w)
+{
+	char created[32];
+	struct tm tm;
+	time_t now = time(NULL);
+	int rc;
+
+	gmtime_r(&now, &tm);
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if ((rc = cs_writer_set_meta_int(w, "schema_version", CS_SCHEMA_VERSION)) ||
+	    (rc = cs_writer_set_meta(w, "cuscope_version", CUSCOPE_VERSION)))
+		return rc;
+	/* "created" may come from the caller (the time of the recording). */
+	bind_text(w->meta_default, 1, "created");
+	bind_text(w->meta_default, 2, created);
+	return step_row(w, w->meta_default);
+}
+
+/* Flush the file to disk: the rename must never expose a file whose blocks are not written. */
+static int sync_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -1;
+	if (fsync(fd))
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+static int rename_into_place(cs_trace_writer *w, cs_error *err)
+{
+	if (!w->overwrite) {
+		if (renameat2(AT_FDCWD, w->tmp_path, AT_FDCWD, w->path, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno == EEXIST)
+			return cs_error_set(err, CS_ERR_EXISTS,
+					    "'%s' exists (use --force to overwrite)", w->path);
+		if (errno != EINVAL && errno != ENOSYS)
+			goto failed;
+		if (access(w->path, F_OK) == 0)
+			return cs_error_set(err, CS_ERR_EXISTS,
+					    "'%s' exists (use --force to overwrite)", w->path);
+	}
+	if (rename(w->tmp_path, w->path) == 0)
+		return 0;
+failed:
+	return cs_error_set(err, CS_ERR_IO, "cannot write '%s': rename: %s", w->path,
+			    strerror(errno));
+}
+
+int cs_writer_finish(cs_trace_writer *w, cs_error *err)
+{
+	int sorted[CS_EV_COUNT];
+	char msg[256];
+	int rc;
+
+	if (!w)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_writer_finish: no writer");
+	if (w->failed)
+		goto failed;
+	if (write_final_meta(w) || write_table_info(w))
+		goto failed;
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		sorted[k] = w->stats[k].sorted;
+	rc = cs_schema_build(w->db, sorted, msg, sizeof(msg));
+	if (rc) {
+		fail(w, rc, msg);
+		goto failed;
+	}
+	rc = cs_sql_exec(w->db, "COMMIT", msg, sizeof(msg));
+	if (rc) {
+		fail(w, rc, msg);
+		goto failed;
+	}
+	finalize_all(w);
+	rc = sqlite3_close(w->db);
+	if (rc != SQLITE_OK) {
+		fail(w, cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL, sqlite3_errstr(rc));
+		goto failed;
+	}
+	w->db = NULL;
+	unlink(w->stage_path);
+	if (sync_file(w->tmp_path)) {
+		fail(w, CS_ERR_IO, strerror(errno));
+		goto failed;
+	}
+	rc = rename_into_place(w, err);
+	if (rc) {
+		unlink(w->tmp_path);
+		writer_free(w);
+		return rc;
+	}
+	writer_free(w);
+	return CS_OK;
+failed:
+	rc = cs_error_set(err, w->failed, "%s", w->errmsg);
+	cs_writer_abort(w);
+	return rc;
+}
+
+void cs_writer_abort(cs_trace_writer *w)
+{
+	if (!w)
+		return;
+	finalize_all(w);
+	if (w->db) {
+		sqlite3_close(w->db);
+		w->db = NULL;
+	}
+	if (w->tmp_path)
+		unlink(w->tmp_path);
+	if (w->stage_path)
+		unlink(w->stage_path);
+	writer_free(w);
+}
+
+const char *cs_writer_errmsg(const cs_trace_writer *w)
+{
+	return w ? w->errmsg : "no writer";
+}

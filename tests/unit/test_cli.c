@@ -1,0 +1,964 @@
+/*
+ * test_cli.c - the cuscope command line, run as a real binary: global options, the command table,
+ * option errors, `info` and `stats` on a trace written here with known numbers (text and JSON), and
+ * the bad inputs every command must refuse with one line on stderr and exit code 2.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define US  1000 /* ns */
+#define MIB (1024 * 1024)
+
+/* Traces shared by the tests, written once in main(). */
+static char *sample_db;	   /* two processes, known kernels, copies and memsets */
+static char *long_name_db; /* one kernel with a long name */
+static char *tmp_dir;
+
+static const char *const utc_env[] = {"TZ=UTC", NULL};
+
+/* ---- writing the traces (in main(), before the tests: no ck_assert there) ---- */
+
+static void need(int ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "test_cli: cannot write the test traces: %s\n", what ? what : "?");
+		exit(1);
+	}
+}
+
+static cs_kernel kernel_at(uint32_t pid, int64_t name_id, int64_t start, int64_t end)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.start = start;
+	k.end = end;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.launch_start = k.launch_end = CS_TS_UNKNOWN;
+	k.pid = pid;
+	k.launch_cbid = CS_ID_NONE;
+	k.stream_id = 7;
+	k.grid_x = k.grid_y = k.grid_z = 1;
+	k.block_x = 128;
+	k.block_y = k.block_z = 1;
+	k.graph_id = k.graph_node_id = CS_ID_NONE;
+	k.name_id = name_id;
+	k.stack_id = CS_ID_NONE;
+	return k;
+}
+
+static cs_memcpy memcpy_at(uint32_t pid, int kind, int64_t bytes, int64_t start, int64_t end)
+{
+	cs_memcpy m;
+
+	memset(&m, 0, sizeof(m));
+	m.start = start;
+	m.end = end;
+	m.launch_start = m.launch_end = CS_TS_UNKNOWN;
+	m.pid = pid;
+	m.launch_cbid = CS_ID_NONE;
+	m.stream_id = 7;
+	m.copy_kind = kind;
+	m.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
+	m.dst_kind = kind == CS_COPY_HTOD ? CS_MEM_DEVICE : CS_MEM_PINNED;
+	m.src_device_id = m.dst_device_id = CS_ID_NONE;
+	m.bytes = bytes;
+	m.graph_id = m.graph_node_id = CS_ID_NONE;
+	m.stack_id = CS_ID_NONE;
+	return m;
+}
+
+static cs_process process(uint32_t pid, uint32_t ppid, int32_t rank, const char *cmd,
+			  int64_t dropped)
+{
+	cs_process p;
+
+	memset(&p, 0, sizeof(p));
+	p.pid = pid;
+	p.ppid = ppid;
+	p.start = 0;
+	p.end = 500 * US;
+	p.command_line = cmd;
+	p.rank = p.local_rank = rank;
+	p.world_size = 2;
+	p.exit_code = 0;
+	p.used_cuda = 1;
+	p.dropped_records = dropped;
+	return p;
+}
+
+static void add_stream(cs_trace_writer *w, uint32_t pid)
+{
+	cs_stream s = {.pid = pid, .device_id = 0, .context_id = 1, .stream_id = 7};
+
+	need(cs_writer_add_stream(w, &s) == 0, cs_writer_errmsg(w));
+}
+
+/*
+ * Process 100 (rank 0): kernel A 10/20/30 us, B 100 us, one A without an end; HtoD 2 x 1 MiB of 100
+ * us each, DtoH 4 KiB in 10 us, a memset of 256 B in 2 us. Process 200 (rank 1, 7 dropped records):
+ * kernel C 40 us.
+ */
+static void write_sample(const char *path)
+{
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p;
+	cs_device d;
+	cs_memset ms;
+	cs_kernel k;
+	cs_memcpy m;
+	int64_t a, b, c;
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	need(cs_writer_set_meta(w, "cuscope_version", "0.1.0") == 0, cs_writer_errmsg(w));
+	need(cs_writer_set_meta(w, "command", "torchrun --nproc-per-node 2 train.py") == 0,
+	     cs_writer_errmsg(w));
+	need(cs_writer_set_meta(w, "host", "node7") == 0, cs_writer_errmsg(w));
+	need(cs_writer_set_meta_int(w, "realtime_base_ns", 1700000000123000000LL) == 0,
+	     cs_writer_errmsg(w));
+
+	p = process(100, 1, 0, "python train.py --rank 0", 0);
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	p = process(200, 1, 1, "python train.py --rank 1", 7);
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+
+	memset(&d, 0, sizeof(d));
+	d.pid = 100;
+	d.uuid = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
+	d.name = "NVIDIA H200";
+	d.total_memory = 150754820096LL;
+	d.sm_count = 132;
+	d.compute_major = 9;
+	d.compute_minor = 0;
+	need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
+	add_stream(w, 100);
+	add_stream(w, 200);
+
+	a = cs_writer_intern(w, "A");
+	b = cs_writer_intern(w, "B");
+	c = cs_writer_intern(w, "C");
+	need(a >= 0 && b >= 0 && c >= 0, "cannot intern kernel names");
+
+	m = memcpy_at(100, CS_COPY_HTOD, MIB, 0, 100 * US);
+	need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+	m = memcpy_at(100, CS_COPY_HTOD, MIB, 100 * US, 200 * US);
+	need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+	k = kernel_at(100, a, 200 * US, 210 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(100, a, 210 * US, 230 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(100, a, 230 * US, 260 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(100, b, 260 * US, 360 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(100, a, 360 * US, CS_TS_UNKNOWN);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+
+	memset(&ms, 0, sizeof(ms));
+	ms.start = 360 * US;
+	ms.end = 362 * US;
+	ms.launch_start = ms.launch_end = CS_TS_UNKNOWN;
+	ms.pid = 100;
+	ms.launch_cbid = CS_ID_NONE;
+	ms.stream_id = 7;
+	ms.mem_kind = CS_MEM_DEVICE;
+	ms.bytes = 256;
+	ms.graph_id = ms.graph_node_id = CS_ID_NONE;
+	ms.stack_id = CS_ID_NONE;
+	need(cs_writer_add_memset(w, &ms) == 0, cs_writer_errmsg(w));
+
+	m = memcpy_at(100, CS_COPY_DTOH, 4096, 362 * US, 372 * US);
+	need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+	k = kernel_at(200, c, 400 * US, 440 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+static const char long_kernel_name[] =
+	"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+	"at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+	"at::detail::Array<char*, 3>)";
+
+static void write_long_name(const char *path)
+{
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p = process(300, 1, CS_ID_NONE, "./a.out", 0);
+	cs_kernel k;
+	int64_t id;
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	id = cs_writer_intern(w, long_kernel_name);
+	need(id >= 0, "cannot intern the kernel name");
+	k = kernel_at(300, id, 0, 5 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/* ---- running cuscope ---- */
+
+struct result {
+	int rc;
+	char *out, *err;
+};
+
+/* Run cuscope with argv[1..] (argv[0] is filled in), TZ=UTC for stable wall-clock times. */
+static struct result run_argv(const char **argv)
+{
+	struct result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, utc_env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
+
+#define run(...) run_argv((const char *[]){NULL, __VA_ARGS__, NULL})
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* A usage or input error: exit code 2, no stdout, one line on stderr starting "cuscope: ". */
+static void assert_one_line_error(const struct result *r, const char *what)
+{
+	ck_assert_msg(r->rc == 2, "%s: exit code %d, stderr: %s", what, r->rc, r->err);
+	ck_assert_msg(r->out[0] == '\0', "%s: stdout not empty: %s", what, r->out);
+	ck_assert_msg(tu_count_lines(r->err) == 1 && r->err[strlen(r->err) - 1] == '\n',
+		      "%s: stderr is not one line: '%s'", what, r->err);
+	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: stderr: %s", what, r->err);
+}
+
+/*
+ * The cells of the first line of text that ends with "  last" (a table row whose last column is
+ * last), split at runs of two or more spaces. Returns the number of cells (0 when there is no such
+ * line).
+ */
+static int row_cells(const char *text, const char *last, char cells[][64], int max)
+{
+	size_t ll = strlen(last);
+
+	for (const char *line = text; *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+
+		if (len > ll + 2 && !memcmp(line + len - ll, last, ll) &&
+		    !memcmp(line + len - ll - 2, "  ", 2)) {
+			int n = 0;
+			size_t i = 0;
+
+			while (i < len && n < max) {
+				size_t start, end;
+
+				while (i < len && line[i] == ' ')
+					i++;
+				if (i >= len)
+					break;
+				start = i;
+				while (i < len &&
+				       !(line[i] == ' ' && (i + 1 >= len || line[i + 1] == ' ')))
+					i++;
+				end = i;
+				snprintf(cells[n], 64, "%.*s", (int)(end - start), line + start);
+				n++;
+			}
+			return n;
+		}
+		line = eol ? eol + 1 : line + len;
+	}
+	return 0;
+}
+
+static void assert_row(const char *text, const char *last, const char *const *expect, int n)
+{
+	char cells[16][64];
+	int got = row_cells(text, last, cells, 16);
+
+	ck_assert_msg(got == n, "row '%s': %d cells, expected %d, in:\n%s", last, got, n, text);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(!strcmp(cells[i], expect[i]), "row '%s' cell %d: '%s', expected '%s'",
+			      last, i, cells[i], expect[i]);
+}
+
+/* The value of a "label   value" line of info's text output ("" when missing), trimmed. */
+static const char *info_value(const char *text, const char *label, char *buf, size_t size)
+{
+	size_t ll = strlen(label);
+
+	buf[0] = '\0';
+	for (const char *line = text; *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		const char *p = line;
+
+		while (*p == ' ')
+			p++;
+		if ((size_t)(p - line) + ll + 2 <= len && !memcmp(p, label, ll) && p[ll] == ' ' &&
+		    p[ll + 1] == ' ') {
+			p += ll;
+			while (*p == ' ')
+				p++;
+			snprintf(buf, size, "%.*s", (int)(len - (size_t)(p - line)), p);
+			return buf;
+		}
+		line = eol ? eol + 1 : line + len;
+	}
+	return buf;
+}
+
+static double json_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "key '%s' is not a number", key);
+	return v->valuedouble;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsString(v), "key '%s' is not a string", key);
+	return v->valuestring;
+}
+
+/* ---- global options and the command table ---- */
+
+START_TEST(test_version)
+{
+	struct result r = run("--version");
+
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(!strncmp(r.out, "cuscope 0.1.0\n", 14), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "trace schema version 1\n") != NULL, "%s", r.out);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_help_lists_commands)
+{
+	static const char *const commands[] = {"record", "import", "info", "stats"};
+	struct result r = run("--help"), h = run("help");
+
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(!strncmp(r.out, "usage: cuscope", 14), "%s", r.out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "\n  %s ", commands[i]);
+		ck_assert_msg(strstr(r.out, line) != NULL, "'%s' missing from:\n%s", commands[i],
+			      r.out);
+	}
+	ck_assert_int_eq(h.rc, 0);
+	ck_assert_str_eq(h.out, r.out);
+	result_free(&r);
+	result_free(&h);
+}
+END_TEST
+
+START_TEST(test_command_help)
+{
+	static const char *const commands[] = {"info", "stats"};
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		struct result a = run(commands[i], "--help"), b = run("help", commands[i]),
+			      c = run(commands[i], "-h");
+		char usage[64];
+
+		snprintf(usage, sizeof(usage), "usage: cuscope %s ", commands[i]);
+		ck_assert_int_eq(a.rc, 0);
+		ck_assert_str_eq(a.err, "");
+		ck_assert_msg(!strncmp(a.out, usage, strlen(usage)), "%s", a.out);
+		ck_assert_int_eq(b.rc, 0);
+		ck_assert_str_eq(b.out, a.out);
+		ck_assert_int_eq(c.rc, 0);
+		ck_assert_str_eq(c.out, a.out);
+		result_free(&a);
+		result_free(&b);
+		result_free(&c);
+	}
+}
+END_TEST
+
+START_TEST(test_no_command)
+{
+	struct result r = run_argv((const char *[]){NULL, NULL});
+
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_msg(strstr(r.err, "usage: cuscope") != NULL, "%s", r.err);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_unknown_command)
+{
+	struct result r = run("frobnicate", "x.db"), h = run("help", "frobnicate");
+
+	assert_one_line_error(&r, "unknown command");
+	ck_assert_msg(strstr(r.err, "'frobnicate'") != NULL, "%s", r.err);
+	assert_one_line_error(&h, "help for an unknown command");
+	result_free(&r);
+	result_free(&h);
+}
+END_TEST
+
+START_TEST(test_bad_option)
+{
+	struct result a = run("info", "--bogus", sample_db), b = run("stats", "-Z", sample_db),
+		      c = run("--bogus"), d = run("stats", "--format", "xml", sample_db),
+		      e = run("stats", "--limit", "ten", sample_db),
+		      f = run("stats", sample_db, "--format");
+
+	assert_one_line_error(&a, "info --bogus");
+	ck_assert_msg(strstr(a.err, "'--bogus'") && strstr(a.err, "try 'cuscope info --help'"),
+		      "%s", a.err);
+	assert_one_line_error(&b, "stats -Z");
+	ck_assert_msg(strstr(b.err, "'-Z'") && strstr(b.err, "try 'cuscope stats --help'"), "%s",
+		      b.err);
+	assert_one_line_error(&c, "cuscope --bogus");
+	assert_one_line_error(&d, "stats --format xml");
+	ck_assert_msg(strstr(d.err, "'xml'") != NULL, "%s", d.err);
+	assert_one_line_error(&e, "stats --limit ten");
+	/* options stop at the first non-option: "--format" after FILE is an extra argument */
+	assert_one_line_error(&f, "stats FILE --format");
+	result_free(&a);
+	result_free(&b);
+	result_free(&c);
+	result_free(&d);
+	result_free(&e);
+	result_free(&f);
+}
+END_TEST
+
+START_TEST(test_missing_and_extra_file)
+{
+	static const char *const commands[] = {"info", "stats"};
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		struct result a = run(commands[i]), b = run(commands[i], sample_db, sample_db),
+			      c = run(commands[i], "--format", "json");
+
+		assert_one_line_error(&a, "missing FILE");
+		assert_one_line_error(&b, "extra argument");
+		assert_one_line_error(&c, "missing FILE after options");
+		result_free(&a);
+		result_free(&b);
+		result_free(&c);
+	}
+}
+END_TEST
+
+/* ---- info ---- */
+
+START_TEST(test_info_text)
+{
+	struct result r = run("info", sample_db);
+	char v[256];
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_str_eq(info_value(r.out, "file", v, sizeof(v)), sample_db);
+	ck_assert_str_eq(info_value(r.out, "schema version", v, sizeof(v)), "1");
+	ck_assert_str_eq(info_value(r.out, "written by", v, sizeof(v)), "cuscope 0.1.0");
+	ck_assert_str_eq(info_value(r.out, "command", v, sizeof(v)),
+			 "torchrun --nproc-per-node 2 train.py");
+	ck_assert_str_eq(info_value(r.out, "host", v, sizeof(v)), "node7");
+	ck_assert_str_eq(info_value(r.out, "start time", v, sizeof(v)),
+			 "2023-11-14 22:13:20.123 +0000");
+	ck_assert_str_eq(info_value(r.out, "duration", v, sizeof(v)), "440 us");
+	ck_assert_str_eq(info_value(r.out, "processes", v, sizeof(v)), "2");
+	ck_assert_str_eq(info_value(r.out, "devices", v, sizeof(v)), "1");
+	ck_assert_str_eq(info_value(r.out, "streams", v, sizeof(v)), "2");
+	ck_assert_str_eq(info_value(r.out, "events", v, sizeof(v)), "10");
+	ck_assert_str_eq(info_value(r.out, "kernels", v, sizeof(v)), "6");
+	ck_assert_str_eq(info_value(r.out, "memcpys", v, sizeof(v)), "3");
+	ck_assert_str_eq(info_value(r.out, "memsets", v, sizeof(v)), "1");
+	ck_assert_str_eq(info_value(r.out, "findings", v, sizeof(v)), "0");
+	ck_assert_msg(
+		!strncmp(info_value(r.out, "dropped records", v, sizeof(v)), "7  WARNING", 10),
+		"%s", v);
+
+	/* processes: PID PPID RANK EVENTS DROPPED COMMAND */
+	{
+		const char *p100[] = {"100", "1", "0", "9", "0", "python train.py --rank 0"};
+		const char *p200[] = {"200", "1", "1", "1", "7", "python train.py --rank 1"};
+		const char *dev[] = {"100",
+				     "0",
+				     "NVIDIA H200",
+				     "140.4 GiB",
+				     "132",
+				     "9.0",
+				     "GPU-0a1b2c3d-0000-1111-2222-333344445555"};
+
+		assert_row(r.out, p100[5], p100, 6);
+		assert_row(r.out, p200[5], p200, 6);
+		assert_row(r.out, dev[6], dev, 7);
+	}
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_info_json)
+{
+	struct result r = run("info", "--format", "json", sample_db);
+	cJSON *doc, *procs, *p, *devs, *d, *events;
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	doc = cJSON_Parse(r.out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", r.out);
+	ck_assert_str_eq(json_str(doc, "file"), sample_db);
+	ck_assert(json_num(doc, "size_bytes") > 0);
+	ck_assert_int_eq(json_num(doc, "schema_version"), 1);
+	ck_assert_str_eq(json_str(doc, "cuscope_version"), "0.1.0");
+	ck_assert_str_eq(json_str(doc, "command_line"), "torchrun --nproc-per-node 2 train.py");
+	ck_assert_str_eq(json_str(doc, "host"), "node7");
+	ck_assert_str_eq(json_str(doc, "start_time"), "2023-11-14T22:13:20.123Z");
+	ck_assert(json_num(doc, "start_realtime_ns") == 1700000000123000000.0);
+	ck_assert_int_eq(json_num(doc, "start_ns"), 0);
+	ck_assert_int_eq(json_num(doc, "end_ns"), 440 * US);
+	ck_assert_int_eq(json_num(doc, "duration_ns"), 440 * US);
+	ck_assert_int_eq(json_num(doc, "streams"), 2);
+	ck_assert_int_eq(json_num(doc, "events_total"), 10);
+	ck_assert(json_num(doc, "strings") >= 3);
+	ck_assert_int_eq(json_num(doc, "stacks"), 0);
+	ck_assert_int_eq(json_num(doc, "findings"), 0);
+	ck_assert_int_eq(json_num(doc, "dropped_records"), 7);
+
+	events = cJSON_GetObjectItemCaseSensitive(doc, "events");
+	ck_assert_int_eq(json_num(events, "kernel"), 6);
+	ck_assert_int_eq(json_num(events, "memcpy"), 3);
+	ck_assert_int_eq(json_num(events, "memset"), 1);
+	ck_assert_int_eq(json_num(events, "memory"), 0);
+	ck_assert_int_eq(json_num(events, "sync"), 0);
+	ck_assert_int_eq(json_num(events, "api"), 0);
+	ck_assert_int_eq(json_num(events, "nvtx"), 0);
+
+	procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
+	p = cJSON_GetArrayItem(procs, 0);
+	ck_assert_int_eq(json_num(p, "pid"), 100);
+	ck_assert_int_eq(json_num(p, "ppid"), 1);
+	ck_assert_int_eq(json_num(p, "rank"), 0);
+	ck_assert_int_eq(json_num(p, "world_size"), 2);
+	ck_assert_int_eq(json_num(p, "events"), 9);
+	ck_assert_int_eq(json_num(p, "dropped_records"), 0);
+	ck_assert_str_eq(json_str(p, "command_line"), "python train.py --rank 0");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "used_cuda")));
+	p = cJSON_GetArrayItem(procs, 1);
+	ck_assert_int_eq(json_num(p, "pid"), 200);
+	ck_assert_int_eq(json_num(p, "rank"), 1);
+	ck_assert_int_eq(json_num(p, "events"), 1);
+	ck_assert_int_eq(json_num(p, "dropped_records"), 7);
+
+	devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
+	ck_assert_int_eq(cJSON_GetArraySize(devs), 1);
+	d = cJSON_GetArrayItem(devs, 0);
+	ck_assert_int_eq(json_num(d, "pid"), 100);
+	ck_assert_int_eq(json_num(d, "device_id"), 0);
+	ck_assert_str_eq(json_str(d, "name"), "NVIDIA H200");
+	ck_assert_str_eq(json_str(d, "uuid"), "GPU-0a1b2c3d-0000-1111-2222-333344445555");
+	ck_assert(json_num(d, "total_memory_bytes") == 150754820096.0);
+	ck_assert_int_eq(json_num(d, "sm_count"), 132);
+	ck_assert_str_eq(json_str(d, "compute_capability"), "9.0");
+	cJSON_Delete(doc);
+	result_free(&r);
+}
+END_TEST
+
+/* ---- stats ---- */
+
+START_TEST(test_stats_text)
+{
+	struct result r = run("stats", sample_db);
+	const char *b[] = {"50.0%",  "100 us", "1",    "100 us", "100 us",
+			   "100 us", "100 us", "0 ns", "B"};
+	const char *a[] = {"30.0%",   "60.0 us", "3",	    "20.0 us", "20.0 us",
+			   "10.0 us", "30.0 us", "10.0 us", "A"};
+	const char *c[] = {"20.0%",   "40.0 us", "1",	 "40.0 us", "40.0 us",
+			   "40.0 us", "40.0 us", "0 ns", "C"};
+	const char *htod[] = {"HtoD", "2", "2.0 MiB", "200 us", "10.49 GB/s"};
+	const char *dtoh[] = {"DtoH", "1", "4.0 KiB", "10.0 us", "0.41 GB/s"};
+	const char *ms[] = {"1", "256 B", "2.00 us", "0.13 GB/s"};
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(
+		starts_with(r.out, "CUDA kernels: 5 launches of 3 kernels, 200 us of GPU time\n"),
+		"%s", r.out);
+	assert_row(r.out, "Name",
+		   (const char *[]){"Time(%)", "Total Time", "Instances", "Avg", "Med", "Min",
+				    "Max", "StdDev", "Name"},
+		   9);
+	assert_row(r.out, "B", b, 9);
+	assert_row(r.out, "A", a, 9);
+	assert_row(r.out, "C", c, 9);
+	/* sorted by total time */
+	ck_assert(strstr(r.out, "  B\n") < strstr(r.out, "  A\n"));
+	ck_assert(strstr(r.out, "  A\n") < strstr(r.out, "  C\n"));
+	ck_assert_msg(strstr(r.out, "\n1 kernel without timestamps skipped\n") != NULL, "%s",
+		      r.out);
+	ck_assert_msg(strstr(r.out, "more kernel") == NULL, "%s", r.out);
+	assert_row(r.out, "10.49 GB/s", htod, 5);
+	assert_row(r.out, "0.41 GB/s", dtoh, 5);
+	assert_row(r.out, "0.13 GB/s", ms, 4);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_stats_limit_and_pid)
+{
+	struct result r = run("stats", "--limit", "1", sample_db);
+	struct result p = run("stats", "--pid", "100", sample_db);
+	struct result q = run("stats", "--pid", "200", "--format", "json", sample_db);
+	const char *b[] = {"62.5%",  "100 us", "1",    "100 us", "100 us",
+			   "100 us", "100 us", "0 ns", "B"};
+	const char *a[] = {"37.5%",   "60.0 us", "3",	    "20.0 us", "20.0 us",
+			   "10.0 us", "30.0 us", "10.0 us", "A"};
+	cJSON *doc, *kern;
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "  B\n") && !strstr(r.out, "  A\n") && !strstr(r.out, "  C\n"),
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "\n... 2 more kernels (50.0% of GPU time)\n") != NULL, "%s",
+		      r.out);
+
+	ck_assert_msg(p.rc == 0, "rc %d: %s", p.rc, p.err);
+	assert_row(p.out, "B", b, 9);
+	assert_row(p.out, "A", a, 9);
+	ck_assert_msg(strstr(p.out, "  C\n") == NULL, "%s", p.out);
+
+	ck_assert_msg(q.rc == 0, "rc %d: %s", q.rc, q.err);
+	doc = cJSON_Parse(q.out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", q.out);
+	ck_assert_int_eq(json_num(doc, "pid"), 200);
+	kern = cJSON_GetObjectItemCaseSensitive(doc, "kernels");
+	ck_assert_int_eq(json_num(kern, "names"), 1);
+	ck_assert_int_eq(json_num(kern, "total_ns"), 40 * US);
+	ck_assert_int_eq(json_num(kern, "skipped_without_timestamps"), 0);
+	ck_assert_str_eq(
+		json_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(kern, "top"), 0),
+			 "name"),
+		"C");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "memcpy")), 0);
+	cJSON_Delete(doc);
+	result_free(&r);
+	result_free(&p);
+	result_free(&q);
+}
+END_TEST
+
+START_TEST(test_stats_json)
+{
+	struct result r = run("stats", "--format", "json", "--limit", "2", sample_db);
+	cJSON *doc, *kern, *top, *k, *more, *copies, *c, *ms;
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	doc = cJSON_Parse(r.out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", r.out);
+	ck_assert_str_eq(json_str(doc, "file"), sample_db);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "pid")));
+	kern = cJSON_GetObjectItemCaseSensitive(doc, "kernels");
+	ck_assert_int_eq(json_num(kern, "total_ns"), 200 * US);
+	ck_assert_int_eq(json_num(kern, "instances"), 5);
+	ck_assert_int_eq(json_num(kern, "names"), 3);
+	ck_assert_int_eq(json_num(kern, "skipped_without_timestamps"), 1);
+	top = cJSON_GetObjectItemCaseSensitive(kern, "top");
+	ck_assert_int_eq(cJSON_GetArraySize(top), 2);
+
+	k = cJSON_GetArrayItem(top, 0);
+	ck_assert_str_eq(json_str(k, "name"), "B");
+	ck_assert_double_eq_tol(json_num(k, "time_percent"), 50.0, 1e-9);
+	ck_assert_int_eq(json_num(k, "total_ns"), 100 * US);
+	ck_assert_int_eq(json_num(k, "instances"), 1);
+	ck_assert_double_eq_tol(json_num(k, "stddev_ns"), 0, 1e-9);
+
+	k = cJSON_GetArrayItem(top, 1);
+	ck_assert_str_eq(json_str(k, "name"), "A");
+	ck_assert_double_eq_tol(json_num(k, "time_percent"), 30.0, 1e-9);
+	ck_assert_int_eq(json_num(k, "total_ns"), 60 * US);
+	ck_assert_int_eq(json_num(k, "instances"), 3);
+	ck_assert_double_eq_tol(json_num(k, "avg_ns"), 20 * US, 1e-6);
+	ck_assert_double_eq_tol(json_num(k, "median_ns"), 20 * US, 1e-6);
+	ck_assert_int_eq(json_num(k, "min_ns"), 10 * US);
+	ck_assert_int_eq(json_num(k, "max_ns"), 30 * US);
+	ck_assert_double_eq_tol(json_num(k, "stddev_ns"), 10 * US, 1e-6);
+
+	more = cJSON_GetObjectItemCaseSensitive(kern, "more");
+	ck_assert_int_eq(json_num(more, "names"), 1);
+	ck_assert_int_eq(json_num(more, "total_ns"), 40 * US);
+	ck_assert_double_eq_tol(json_num(more, "time_percent"), 20.0, 1e-9);
+
+	copies = cJSON_GetObjectItemCaseSensitive(doc, "memcpy");
+	ck_assert_int_eq(cJSON_GetArraySize(copies), 2);
+	c = cJSON_GetArrayItem(copies, 0);
+	ck_assert_str_eq(json_str(c, "direction"), "HtoD");
+	ck_assert_int_eq(json_num(c, "count"), 2);
+	ck_assert_int_eq(json_num(c, "bytes"), 2 * MIB);
+	ck_assert_int_eq(json_num(c, "total_ns"), 200 * US);
+	ck_assert_double_eq_tol(json_num(c, "bandwidth_gbps"), 2.0 * MIB / (200 * US), 1e-9);
+	c = cJSON_GetArrayItem(copies, 1);
+	ck_assert_str_eq(json_str(c, "direction"), "DtoH");
+	ck_assert_int_eq(json_num(c, "count"), 1);
+	ck_assert_int_eq(json_num(c, "bytes"), 4096);
+	ck_assert_int_eq(json_num(c, "total_ns"), 10 * US);
+
+	ms = cJSON_GetObjectItemCaseSensitive(doc, "memset");
+	ck_assert_int_eq(json_num(ms, "count"), 1);
+	ck_assert_int_eq(json_num(ms, "bytes"), 256);
+	ck_assert_int_eq(json_num(ms, "total_ns"), 2 * US);
+	cJSON_Delete(doc);
+	result_free(&r);
+}
+END_TEST
+
+/* Display width: characters, not bytes. */
+static size_t text_width(const char *s, size_t len)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+START_TEST(test_stats_width)
+{
+	struct result whole = run("stats", long_name_db),
+		      cut = run("stats", "--width", "100", long_name_db);
+	const char *line;
+
+	ck_assert_msg(whole.rc == 0, "rc %d: %s", whole.rc, whole.err);
+	/* not a terminal and no --width: names are whole */
+	ck_assert_msg(strstr(whole.out, long_kernel_name) != NULL, "%s", whole.out);
+	ck_assert_msg(strstr(whole.out, "\xe2\x80\xa6") == NULL, "%s", whole.out);
+
+	ck_assert_msg(cut.rc == 0, "rc %d: %s", cut.rc, cut.err);
+	ck_assert_msg(strstr(cut.out, long_kernel_name) == NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "  void at::") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "\xe2\x80\xa6") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "3>)\n") != NULL, "%s", cut.out);
+	ck_assert_msg(
+		starts_with(cut.out, "CUDA kernels: 1 launch of 1 kernel, 5.00 us of GPU time\n"),
+		"%s", cut.out);
+	for (line = cut.out; *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+
+		ck_assert_msg(text_width(line, len) <= 100, "line longer than 100: %.*s", (int)len,
+			      line);
+		line = eol ? eol + 1 : line + len;
+	}
+	result_free(&whole);
+	result_free(&cut);
+}
+END_TEST
+
+/* Output into a pipe nobody reads: no error message, normal exit code. */
+START_TEST(test_stats_closed_pipe)
+{
+	char *err_path = tu_path(tmp_dir, "pipe-stderr.txt");
+	int fds[2], status, errfd;
+	pid_t pid;
+	char *err;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	close(fds[0]);
+	errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert(errfd >= 0);
+	pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(errfd, 2);
+		execl(tu_cuscope_bin(), tu_cuscope_bin(), "stats", sample_db, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	close(errfd);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	err = tu_read_file(err_path, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr: %s",
+		      status, err);
+	ck_assert_str_eq(err, "");
+	free(err);
+	free(err_path);
+}
+END_TEST
+
+/* ---- bad input ---- */
+
+static void exec_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+static char *copy_file(const char *from, const char *name, size_t keep)
+{
+	char *to = tu_path(tmp_dir, name);
+	size_t len;
+	char *data = tu_read_file(from, &len);
+
+	ck_assert(data != NULL);
+	ck_assert_int_eq(tu_write_file(to, data, keep && keep < len ? keep : len), 0);
+	free(data);
+	return to;
+}
+
+/* Every command refuses the file: "cuscope: cannot open 'PATH': ..." on one line, exit code 2. */
+static void assert_refused(const char *path, const char *reason)
+{
+	static const char *const commands[] = {"info", "stats"};
+	char prefix[4200];
+
+	snprintf(prefix, sizeof(prefix), "cuscope: cannot open '%s': ", path);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		struct result r = run(commands[i], path),
+			      j = run(commands[i], "--format", "json", path);
+
+		assert_one_line_error(&r, reason);
+		assert_one_line_error(&j, reason);
+		ck_assert_msg(!strncmp(r.err, prefix, strlen(prefix)), "%s: %s", reason, r.err);
+		/* the library's reason follows the prefix once, not twice */
+		ck_assert_msg(strstr(r.err + strlen(prefix), "cannot open") == NULL, "%s: %s",
+			      reason, r.err);
+		ck_assert_msg(strlen(r.err) > strlen(prefix) + 1, "%s: no reason: %s", reason,
+			      r.err);
+		result_free(&r);
+		result_free(&j);
+	}
+}
+
+START_TEST(test_bad_missing_file)
+{
+	char *path = tu_path(tmp_dir, "no-such-trace.db");
+
+	assert_refused(path, "missing file");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_bad_text_file)
+{
+	char *path = tu_path(tmp_dir, "notes.txt");
+	static const char text[] = "this is not a trace\nat all\n";
+
+	ck_assert_int_eq(tu_write_file(path, text, sizeof(text) - 1), 0);
+	assert_refused(path, "text file");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_bad_sqlite_without_meta)
+{
+	char *path = tu_path(tmp_dir, "other.sqlite");
+
+	exec_sql(path, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);");
+	assert_refused(path, "SQLite file without META");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_bad_newer_schema)
+{
+	char *path = copy_file(sample_db, "newer.db", 0);
+
+	exec_sql(path, "UPDATE META SET value = '99' WHERE key = 'schema_version';");
+	assert_refused(path, "schema_version 99");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_bad_truncated)
+{
+	size_t len;
+	char *data = tu_read_file(sample_db, &len), *path;
+
+	ck_assert(data != NULL && len > 0);
+	free(data);
+	path = copy_file(sample_db, "truncated.db", len / 2);
+	assert_refused(path, "truncated trace");
+	free(path);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_help_lists_commands);
+	tcase_add_test(tc, test_command_help);
+	tcase_add_test(tc, test_no_command);
+	tcase_add_test(tc, test_unknown_command);
+	tcase_add_test(tc, test_bad_option);
+	tcase_add_test(tc, test_missing_and_extra_file);
+	tcase_add_test(tc, test_info_text);
+	tcase_add_test(tc, test_info_json);
+	tcase_add_test(tc, test_stats_text);
+	tcase_add_test(tc, test_stats_limit_and_pid);
+	tcase_add_test(tc, test_stats_json);
+	tcase_add_test(tc, test_stats_width);
+	tcase_add_test(tc, test_stats_closed_pipe);
+	tcase_add_test(tc, test_bad_missing_file);
+	tcase_add_test(tc, test_bad_text_file);
+	tcase_add_test(tc, test_bad_sqlite_without_meta);
+	tcase_add_test(tc, test_bad_newer_schema);
+	tcase_add_test(tc, test_bad_truncated);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_cli: cannot make a temporary directory\n");
+		return 1;
+	}
+	sample_db = tu_path(tmp_dir, "sample.db");
+	long_name_db = tu_path(tmp_dir, "long-name.db");
+	write_sample(sample_db);
+	write_long_name(long_name_db);
+
+	sr = srunner_create(cli_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,582 @@
+/*
+ * test_decode.c - the injection library's decoders and spool writer, without a GPU.
+ *
+ * CUPTI activity records are built here by hand, decoded by the collectors into the spool file
+ * exactly as inside a profiled process, imported, and read back from the trace: what CUPTI said
+ * must arrive in the trace. Also: API classification by name, string interning under threads, the
+ * spool writer under load, and a forked child writing nothing.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "collectors/collector.h"
+#include "cuscope/import.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define BASE 1700000000000000000ull /* a CUPTI timestamp: ns since the epoch */
+
+/* The capture window lives in inject.c, which needs libcupti: keep everything at or after
+ * keep_from. */
+static uint64_t keep_from;
+int cs_capture_keep(uint64_t ts)
+{
+	return ts >= keep_from;
+}
+
+static char *spool_dir;
+
+static void open_spool(void)
+{
+	spool_dir = tu_tmpdir();
+	ck_assert_ptr_nonnull(spool_dir);
+	keep_from = 0;
+	ck_assert_int_eq(cs_out_open(spool_dir, BASE), 0);
+	cs_write_clock_record(BASE);
+}
+
+/* Close the spool, import it and open the trace. */
+static cs_trace *import_spool(cs_import_stats *st)
+{
+	char *out = tu_path(spool_dir, "t.db");
+	cs_error err = {0};
+	cs_trace *t = NULL;
+	cs_import_stats local;
+
+	cs_out_close();
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	ck_assert_msg(cs_import_dir(spool_dir, out, NULL, st, &err) == 0, "import: %s", err.msg);
+	ck_assert_msg(cs_trace_open(out, &t, &err) == 0, "open: %s", err.msg);
+	free(out);
+	return t;
+}
+
+static int next_event(cs_trace *t, enum cs_event_kind kind, cs_event *ev)
+{
+	static cs_iter *it;
+	static enum cs_event_kind it_kind;
+	cs_error err = {0};
+	int rc;
+
+	if (!t) {
+		if (it)
+			cs_iter_close(it);
+		it = NULL;
+		return 0;
+	}
+	if (!it || it_kind != kind) {
+		if (it)
+			cs_iter_close(it);
+		cs_filter f = cs_filter_all();
+		ck_assert_int_eq(cs_iter_open(t, kind, &f, &it, &err), 0);
+		it_kind = kind;
+	}
+	rc = cs_iter_next(it, ev);
+	ck_assert_int_ge(rc, 0);
+	return rc;
+}
+
+static void write_api(uint32_t corr, int cls, uint64_t start, uint64_t end, uint32_t tid)
+{
+	struct cs_rec_api r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.correlation_id = corr;
+	r.cbid = 211;
+	r.domain = 1;
+	r.api_class = (uint8_t)cls;
+	r.name_sid = cs_intern("cudaLaunchKernel_v7000", (size_t)-1);
+	cs_out_write(&r, sizeof(r), CS_REC_API, tid);
+}
+
+START_TEST(kernel_fields_arrive)
+{
+	CUpti_ActivityKernel10 k;
+	cs_trace *t;
+	cs_event ev;
+
+	open_spool();
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = BASE + 5000;
+	k.end = BASE + 7500;
+	k.deviceId = 0;
+	k.contextId = 1;
+	k.streamId = 7;
+	k.correlationId = 42;
+	k.gridX = 128;
+	k.gridY = 2;
+	k.gridZ = 1;
+	k.blockX = 256;
+	k.blockY = 1;
+	k.blockZ = 1;
+	k.registersPerThread = 32;
+	k.staticSharedMemory = 1024;
+	k.dynamicSharedMemory = 4096;
+	k.name = "_Z6kernelPf";
+	write_api(42, CS_APICLASS_LAUNCH, BASE + 1000, BASE + 3000, 1234);
+	ck_assert(cs_decode_activity(&k));
+	t = import_spool(NULL);
+	ck_assert_int_eq(next_event(t, CS_EV_KERNEL, &ev), 1);
+	ck_assert_int_eq(ev.u.kernel.start, 5000);
+	ck_assert_int_eq(ev.u.kernel.end, 7500);
+	ck_assert_int_eq(ev.u.kernel.launch_start, 1000);
+	ck_assert_int_eq(ev.u.kernel.launch_end, 3000);
+	ck_assert_int_eq(ev.u.kernel.launch_tid, 1234);
+	ck_assert_int_eq(ev.u.kernel.stream_id, 7);
+	ck_assert_int_eq(ev.u.kernel.correlation_id, 42);
+	ck_assert_int_eq(ev.u.kernel.grid_x, 128);
+	ck_assert_int_eq(ev.u.kernel.grid_y, 2);
+	ck_assert_int_eq(ev.u.kernel.block_x, 256);
+	ck_assert_int_eq(ev.u.kernel.registers_per_thread, 32);
+	ck_assert_int_eq(ev.u.kernel.static_shared_memory, 1024);
+	ck_assert_int_eq(ev.u.kernel.dynamic_shared_memory, 4096);
+	ck_assert_int_eq(ev.u.kernel.queued, CS_TS_UNKNOWN);
+	ck_assert_int_eq(ev.u.kernel.graph_id, CS_ID_NONE);
+	ck_assert_str_eq(ev.u.kernel.name, "_Z6kernelPf");
+	ck_assert_int_eq(next_event(t, CS_EV_KERNEL, &ev), 0);
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(reused_name_pointer_keeps_content)
+{
+	/* A module unloaded and another loaded at the same address: the name pointer is reused. */
+	char name[64];
+	CUpti_ActivityKernel10 k;
+	cs_trace *t;
+	cs_event ev;
+
+	open_spool();
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.name = name;
+	strcpy(name, "first_kernel");
+	k.start = BASE + 100;
+	k.end = BASE + 200;
+	k.correlationId = 1;
+	cs_decode_activity(&k);
+	strcpy(name, "second_kernel");
+	k.start = BASE + 300;
+	k.end = BASE + 400;
+	k.correlationId = 2;
+	cs_decode_activity(&k);
+	t = import_spool(NULL);
+	ck_assert_int_eq(next_event(t, CS_EV_KERNEL, &ev), 1);
+	ck_assert_str_eq(ev.u.kernel.name, "first_kernel");
+	ck_assert_int_eq(next_event(t, CS_EV_KERNEL, &ev), 1);
+	ck_assert_str_eq(ev.u.kernel.name, "second_kernel");
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(unknown_timestamps_stay_unknown)
+{
+	CUpti_ActivityKernel10 k;
+	cs_import_stats st;
+	cs_trace *t;
+	cs_event ev;
+
+	open_spool();
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.name = "k";
+	k.correlationId = 9;
+	k.start = BASE + 1000;
+	k.end = BASE + 500; /* end before start */
+	cs_decode_activity(&k);
+	t = import_spool(&st);
+	ck_assert_int_eq(next_event(t, CS_EV_KERNEL, &ev), 1);
+	ck_assert_int_eq(ev.u.kernel.start, 1000);
+	ck_assert_int_eq(ev.u.kernel.end, CS_TS_UNKNOWN);
+	ck_assert_int_ge(st.unknown_timestamps, 1);
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(memcpy_memset_memory_sync_device)
+{
+	CUpti_ActivityMemcpy6 m;
+	CUpti_ActivityMemset4 s;
+	CUpti_ActivityMemory4 a;
+	CUpti_ActivitySynchronization2 y;
+	CUpti_ActivityDevice5 d;
+	cs_trace *t;
+	cs_event ev;
+
+	open_spool();
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+	m.bytes = 4096;
+	m.start = BASE + 2000;
+	m.end = BASE + 2600;
+	m.correlationId = 77;	     /* the driver call's id */
+	m.runtimeCorrelationId = 76; /* the runtime call's id, which the API callback saw */
+	m.streamId = 7;
+	write_api(76, CS_APICLASS_MEMCPY_SYNC, BASE + 1900, BASE + 2700, 55);
+	cs_decode_activity(&m);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	s.bytes = 1 << 20;
+	s.value = 0;
+	s.start = BASE + 3000;
+	s.end = BASE + 3100;
+	s.correlationId = 80;
+	s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	cs_decode_activity(&s);
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	a.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	a.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	a.address = 0x7f0000000000ull;
+	a.bytes = 2 << 20;
+	a.timestamp = BASE + 100;
+	a.correlationId = 5;
+	cs_decode_activity(&a);
+
+	memset(&y, 0, sizeof(y));
+	y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	y.start = BASE + 4000;
+	y.end = BASE + 9000;
+	y.correlationId = 90;
+	y.streamId = 7;
+	y.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	cs_decode_activity(&y);
+
+	memset(&d, 0, sizeof(d));
+	d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	d.id = 0;
+	d.name = "NVIDIA H200";
+	d.globalMemorySize = 150000000000ull;
+	d.numMultiprocessors = 132;
+	d.computeCapabilityMajor = 9;
+	d.computeCapabilityMinor = 0;
+	for (int i = 0; i < 16; i++)
+		d.uuid.bytes[i] = (char)(0x10 + i);
+	cs_decode_activity(&d);
+
+	t = import_spool(NULL);
+	ck_assert_int_eq(next_event(t, CS_EV_MEMCPY, &ev), 1);
+	ck_assert_int_eq(ev.u.memcpy.copy_kind, CS_COPY_DTOH);
+	ck_assert_int_eq(ev.u.memcpy.dst_kind, CS_MEM_PAGEABLE);
+	ck_assert_int_eq(ev.u.memcpy.bytes, 4096);
+	ck_assert_int_eq(ev.u.memcpy.correlation_id, 76);
+	ck_assert_int_eq(ev.u.memcpy.launch_start, 1900);
+	ck_assert_int_eq(ev.u.memcpy.is_async, 0);
+	ck_assert_int_eq(next_event(t, CS_EV_MEMSET, &ev), 1);
+	ck_assert_int_eq(ev.u.memset.bytes, 1 << 20);
+	ck_assert_int_eq(ev.u.memset.start, 3000);
+	ck_assert_int_eq(next_event(t, CS_EV_MEMORY, &ev), 1);
+	ck_assert_int_eq(ev.u.memory.op, CS_MEMOP_ALLOC);
+	ck_assert_int_eq(ev.u.memory.bytes, 2 << 20);
+	ck_assert(ev.u.memory.address == 0x7f0000000000ull);
+	ck_assert_int_eq(ev.u.memory.stream_id, CS_ID_NONE);
+	/* The synchronous DtoH copy made the host wait; the stream sync did too. */
+	int waits = 0, memcpy_waits = 0;
+	while (next_event(t, CS_EV_SYNC, &ev) == 1) {
+		ck_assert(cs_sync_type_is_host_wait(ev.u.sync.type));
+		waits++;
+		if (ev.u.sync.type == CS_SYNC_MEMCPY) {
+			memcpy_waits++;
+			ck_assert_int_eq(ev.u.sync.start, 1900);
+			ck_assert_int_eq(ev.u.sync.end, 2700);
+			ck_assert_int_eq(ev.u.sync.tid, 55);
+		} else {
+			ck_assert_int_eq(ev.u.sync.type, CS_SYNC_STREAM_SYNCHRONIZE);
+			ck_assert_int_eq(ev.u.sync.stream_id, 7);
+			ck_assert_int_eq(ev.u.sync.end - ev.u.sync.start, 5000);
+		}
+	}
+	ck_assert_int_eq(waits, 2);
+	ck_assert_int_eq(memcpy_waits, 1);
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+static int device_seen;
+static int check_device(const cs_device *dv, void *arg)
+{
+	(void)arg;
+	ck_assert_str_eq(dv->name, "NVIDIA H200");
+	ck_assert_int_eq(dv->sm_count, 132);
+	ck_assert_int_eq(dv->compute_major, 9);
+	ck_assert(dv->total_memory == 150000000000ll);
+	ck_assert_str_eq(dv->uuid, "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+	device_seen++;
+	return 0;
+}
+
+START_TEST(device_record)
+{
+	CUpti_ActivityDevice5 d;
+	cs_error err = {0};
+	cs_trace *t;
+
+	open_spool();
+	memset(&d, 0, sizeof(d));
+	d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	d.name = "NVIDIA H200";
+	d.globalMemorySize = 150000000000ull;
+	d.numMultiprocessors = 132;
+	d.computeCapabilityMajor = 9;
+	for (int i = 0; i < 16; i++)
+		d.uuid.bytes[i] = (char)(0x10 + i);
+	cs_decode_activity(&d);
+	t = import_spool(NULL);
+	device_seen = 0;
+	ck_assert_int_eq(cs_trace_each_device(t, check_device, NULL, &err), 0);
+	ck_assert_int_eq(device_seen, 1);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(capture_window_drops_outside)
+{
+	CUpti_ActivityKernel10 k;
+	cs_trace *t;
+	cs_event ev;
+	int n = 0;
+
+	open_spool();
+	keep_from = BASE + 10000;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.name = "k";
+	for (int i = 0; i < 10; i++) {
+		k.start = BASE + 2000ull * (uint64_t)i + 1;
+		k.end = k.start + 100;
+		k.correlationId = (uint32_t)i + 1;
+		cs_decode_activity(&k);
+	}
+	t = import_spool(NULL);
+	while (next_event(t, CS_EV_KERNEL, &ev) == 1)
+		n++;
+	ck_assert_int_eq(n, 5); /* starts 10001, 12001, ..., 18001 */
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(api_classes_from_names)
+{
+	ck_assert_int_eq(cs_api_class_of("cudaLaunchKernel_v7000"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("cudaLaunchKernel_ptsz_v7000"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("__cudaLaunchKernel"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("__cudaLaunchKernel_ptsz"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("cuLaunchKernelEx"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("cuLaunchKernelEx_ptsz"), CS_APICLASS_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("cudaGraphLaunch_v10000"), CS_APICLASS_GRAPH_LAUNCH);
+	ck_assert_int_eq(cs_api_class_of("cudaMemcpy_v3020"), CS_APICLASS_MEMCPY_SYNC);
+	ck_assert_int_eq(cs_api_class_of("cuMemcpyDtoH_v2"), CS_APICLASS_MEMCPY_SYNC);
+	ck_assert_int_eq(cs_api_class_of("cudaMemcpyAsync_ptsz_v7000"), CS_APICLASS_MEMCPY_ASYNC);
+	ck_assert_int_eq(cs_api_class_of("cuMemcpyHtoDAsync_v2_ptsz"), CS_APICLASS_MEMCPY_ASYNC);
+	ck_assert_int_eq(cs_api_class_of("cudaMemsetAsync_v3020"), CS_APICLASS_MEMSET);
+	ck_assert_int_eq(cs_api_class_of("cudaStreamSynchronize_v3020"), CS_APICLASS_WAIT_STREAM);
+	ck_assert_int_eq(cs_api_class_of("cudaEventSynchronize_v3020"), CS_APICLASS_WAIT_EVENT);
+	ck_assert_int_eq(cs_api_class_of("cudaDeviceSynchronize_v3020"), CS_APICLASS_WAIT_DEVICE);
+	ck_assert_int_eq(cs_api_class_of("cuCtxSynchronize"), CS_APICLASS_WAIT_DEVICE);
+	ck_assert_int_eq(cs_api_class_of("cudaStreamQuery_v3020"), CS_APICLASS_QUERY_STREAM);
+	ck_assert_int_eq(cs_api_class_of("cudaEventQuery_v3020"), CS_APICLASS_QUERY_EVENT);
+	ck_assert_int_eq(cs_api_class_of("cudaStreamWaitEvent_v3020"),
+			 CS_APICLASS_STREAM_WAIT_EVENT);
+	ck_assert_int_eq(cs_api_class_of("cudaMalloc_v3020"), CS_APICLASS_ALLOC);
+	ck_assert_int_eq(cs_api_class_of("cuMemAlloc_v2"), CS_APICLASS_ALLOC);
+	ck_assert_int_eq(cs_api_class_of("cudaFreeAsync_v11020"), CS_APICLASS_FREE);
+	ck_assert_int_eq(cs_api_class_of("cuMemFree_v2"), CS_APICLASS_FREE);
+	ck_assert_int_eq(cs_api_class_of("cuMemCreate"), CS_APICLASS_VMM_CREATE);
+	ck_assert_int_eq(cs_api_class_of("cuMemRelease"), CS_APICLASS_VMM_RELEASE);
+	ck_assert_int_eq(cs_api_class_of("cuMemMap"), CS_APICLASS_VMM_MAP);
+	ck_assert_int_eq(cs_api_class_of("cuMemUnmap"), CS_APICLASS_VMM_UNMAP);
+	ck_assert_int_eq(cs_api_class_of("cuMemAddressReserve"), CS_APICLASS_VMM_RESERVE);
+	ck_assert_int_eq(cs_api_class_of("cudaProfilerStart_v4000"), CS_APICLASS_PROFILER_START);
+	/* Look-alikes that are something else. */
+	ck_assert_int_eq(cs_api_class_of("cudaMallocHost_v3020"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of("cuMemAllocHost_v2"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of("cuMemFreeHost"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of("cudaStreamCreate_v3020"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of("cudaEventRecord_v3020"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of("cuMemMapArrayAsync"), CS_APICLASS_OTHER);
+	ck_assert_int_eq(cs_api_class_of(NULL), CS_APICLASS_OTHER);
+}
+END_TEST
+
+#define INTERN_THREADS 4
+#define INTERN_STRINGS 2000
+
+static uint32_t intern_ids[INTERN_THREADS][INTERN_STRINGS];
+
+static void *intern_worker(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	char buf[32];
+
+	for (int i = 0; i < INTERN_STRINGS; i++) {
+		int j = (i * 7 + me * 13) % INTERN_STRINGS;
+
+		snprintf(buf, sizeof(buf), "name-%d", j);
+		intern_ids[me][j] = cs_intern(buf, (size_t)-1);
+	}
+	return NULL;
+}
+
+START_TEST(intern_is_consistent_across_threads)
+{
+	pthread_t th[INTERN_THREADS];
+	cs_trace_summary sum;
+	cs_error err = {0};
+	cs_trace *t;
+
+	open_spool();
+	for (int i = 0; i < INTERN_THREADS; i++)
+		pthread_create(&th[i], NULL, intern_worker, (void *)(intptr_t)i);
+	for (int i = 0; i < INTERN_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int j = 0; j < INTERN_STRINGS; j++) {
+		ck_assert_uint_gt(intern_ids[0][j], 0);
+		for (int i = 1; i < INTERN_THREADS; i++)
+			ck_assert_uint_eq(intern_ids[i][j], intern_ids[0][j]);
+	}
+	t = import_spool(NULL);
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), 0);
+	/* Each string once; the importer interns nothing it was not given but may add its own few.
+	 */
+	ck_assert_int_ge(sum.strings, INTERN_STRINGS);
+	ck_assert_int_lt(sum.strings, INTERN_STRINGS + 50);
+	cs_trace_close(t);
+}
+END_TEST
+
+#define LOAD_THREADS	4
+#define LOAD_PER_THREAD 250000
+
+static void *load_worker(void *arg)
+{
+	struct cs_rec_kernel r;
+	uint32_t sid = cs_intern("load_kernel", (size_t)-1);
+	int me = (int)(intptr_t)arg;
+
+	for (int i = 0; i < LOAD_PER_THREAD; i++) {
+		memset(&r, 0, sizeof(r));
+		r.start = BASE + 1000ull * (uint64_t)i + (uint64_t)me;
+		r.end = r.start + 500;
+		r.correlation_id = (uint32_t)(me * LOAD_PER_THREAD + i + 1);
+		r.stream_id = (uint32_t)me;
+		r.name_sid = sid;
+		cs_out_write(&r, sizeof(r), CS_REC_KERNEL, 0);
+	}
+	return NULL;
+}
+
+START_TEST(writer_under_load_loses_nothing)
+{
+	pthread_t th[LOAD_THREADS];
+	struct rusage before, after;
+	cs_import_stats st;
+	cs_trace *t;
+
+	open_spool();
+	getrusage(RUSAGE_SELF, &before);
+	for (int i = 0; i < LOAD_THREADS; i++)
+		pthread_create(&th[i], NULL, load_worker, (void *)(intptr_t)i);
+	for (int i = 0; i < LOAD_THREADS; i++)
+		pthread_join(th[i], NULL);
+	getrusage(RUSAGE_SELF, &after);
+	/* The writer holds two fixed buffers whatever the volume (1M records, ~100 MB here). */
+	ck_assert_int_lt(after.ru_maxrss - before.ru_maxrss, 32 * 1024);
+	ck_assert_uint_eq(cs_out_dropped(), 0);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL], LOAD_THREADS * LOAD_PER_THREAD);
+	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(forked_child_writes_nothing)
+{
+	struct stat before, after;
+	char *path;
+	pid_t pid;
+	int status;
+	char name[64];
+
+	open_spool();
+	cs_out_flush();
+	snprintf(name, sizeof(name), "%d.cuspool", (int)getpid());
+	path = tu_path(spool_dir, name);
+	ck_assert_int_eq(stat(path, &before), 0);
+	cs_out_atfork_prepare();
+	pid = fork();
+	if (pid == 0) {
+		struct cs_rec_clock c;
+
+		cs_out_atfork_child();
+		memset(&c, 0, sizeof(c));
+		for (int i = 0; i < 1000; i++)
+			cs_out_write(&c, sizeof(c), CS_REC_CLOCK, 0);
+		cs_out_flush();
+		cs_out_close();
+		_exit(cs_out_dropped() >= 1000 ? 0 : 1);
+	}
+	cs_out_atfork_parent();
+	waitpid(pid, &status, 0);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cs_out_flush();
+	ck_assert_int_eq(stat(path, &after), 0);
+	ck_assert_int_eq(after.st_size, before.st_size);
+	cs_out_close();
+	free(path);
+}
+END_TEST
+
+static Suite *decode_suite(void)
+{
+	Suite *s = suite_create("decode");
+	TCase *tc = tcase_create("decode");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, kernel_fields_arrive);
+	tcase_add_test(tc, reused_name_pointer_keeps_content);
+	tcase_add_test(tc, unknown_timestamps_stay_unknown);
+	tcase_add_test(tc, memcpy_memset_memory_sync_device);
+	tcase_add_test(tc, device_record);
+	tcase_add_test(tc, capture_window_drops_outside);
+	tcase_add_test(tc, api_classes_from_names);
+	tcase_add_test(tc, intern_is_consistent_across_threads);
+	tcase_add_test(tc, writer_under_load_loses_nothing);
+	tcase_add_test(tc, forked_child_writes_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(decode_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

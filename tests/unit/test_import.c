@@ -1,0 +1,1819 @@
+/*
+ * test_import.c - the spool importer (src/spool/import.c) and `cuscope import`.
+ *
+ * Spool files are built by hand from the structs of include/cuscope/spool.h, imported, and the
+ * trace is read back through the reader: counts, the launch join in both orders, graph launches,
+ * timestamps made unknown, NVTX nesting, waits, memory rows, truncated files, several processes, a
+ * million kernels in bounded memory, and no output left behind on failure.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuscope/import.h"
+#include "cuscope/spool.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define BASE_CUPTI 1000000000ull /* cupti_ns of the first header: time zero of the traces */
+#define BASE_REAL  1700000000000000000ull
+#define T(ns)	   (BASE_CUPTI + (ns)) /* a raw timestamp ns after time zero */
+
+#define PID_A 4242
+#define PID_B 5353
+#define TID   77
+
+/* ---- building spool files ---- */
+
+struct spool {
+	unsigned char *buf;
+	size_t len, cap;
+	FILE *f; /* streaming: the buffer goes to f whenever it grows past 1 MiB */
+};
+
+static void sp_raw(struct spool *s, const void *p, size_t n)
+{
+	if (s->len + n > s->cap) {
+		s->cap = (s->len + n) * 2 + 4096;
+		s->buf = realloc(s->buf, s->cap);
+		ck_assert_ptr_nonnull(s->buf);
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	if (s->f && s->len > (1u << 20)) {
+		ck_assert_uint_eq(fwrite(s->buf, 1, s->len, s->f), s->len);
+		s->len = 0;
+	}
+}
+
+/* Append a record: its fixed part (size fixed, header filled here), then tail, padded to 8 bytes.
+ */
+static void sp_rec(struct spool *s, uint16_t type, uint32_t tid, void *rec, size_t fixed,
+		   const void *tail, size_t tail_len)
+{
+	static const char zeros[8];
+	struct cs_rec *h = rec;
+	size_t size = (fixed + tail_len + 7) & ~(size_t)7;
+
+	h->type = type;
+	h->size = (uint16_t)size;
+	h->tid = tid;
+	sp_raw(s, rec, fixed);
+	if (tail_len)
+		sp_raw(s, tail, tail_len);
+	if (size > fixed + tail_len)
+		sp_raw(s, zeros, size - fixed - tail_len);
+}
+
+static void sp_header(struct spool *s, uint32_t pid, uint64_t cupti_ns, uint64_t realtime_ns)
+{
+	struct cs_spool_header h;
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CS_SPOOL_MAGIC, sizeof(h.magic));
+	h.version = CS_SPOOL_VERSION;
+	h.header_size = sizeof(h);
+	h.pid = pid;
+	h.ppid = 1;
+	h.realtime_ns = realtime_ns;
+	h.cupti_ns = cupti_ns;
+	sp_raw(s, &h, sizeof(h));
+}
+
+static void sp_string(struct spool *s, uint32_t id, const char *text)
+{
+	struct cs_rec_string r;
+
+	memset(&r, 0, sizeof(r));
+	r.id = id;
+	r.len = (uint32_t)strlen(text);
+	sp_rec(s, CS_REC_STRING, 0, &r, sizeof(r), text, r.len);
+}
+
+static void sp_process(struct spool *s, uint32_t pid, int rank, const char *cmd)
+{
+	struct cs_rec_process r;
+
+	memset(&r, 0, sizeof(r));
+	r.pid = pid;
+	r.ppid = 1;
+	r.rank = rank;
+	r.local_rank = rank;
+	r.world_size = rank < 0 ? -1 : 2;
+	r.cmdline_len = (uint32_t)strlen(cmd);
+	sp_rec(s, CS_REC_PROCESS, TID, &r, sizeof(r), cmd, r.cmdline_len);
+}
+
+static void sp_device(struct spool *s, uint32_t id, const char *name)
+{
+	struct cs_rec_device r;
+
+	memset(&r, 0, sizeof(r));
+	r.device_id = id;
+	r.sm_count = 132;
+	r.compute_major = 9;
+	r.compute_minor = 0;
+	r.core_clock_khz = 1980000;
+	r.total_memory = 150ull << 30;
+	r.memory_bandwidth = 4800000000000ull;
+	for (int i = 0; i < 16; i++)
+		r.uuid[i] = (uint8_t)(0xa0 + i);
+	r.name_len = (uint32_t)strlen(name);
+	sp_rec(s, CS_REC_DEVICE, 0, &r, sizeof(r), name, r.name_len);
+}
+
+static void sp_clock(struct spool *s, uint64_t cupti_ns, uint64_t realtime_ns)
+{
+	struct cs_rec_clock r;
+
+	memset(&r, 0, sizeof(r));
+	r.cupti_ns = cupti_ns;
+	r.realtime_ns = realtime_ns;
+	r.monotonic_raw_ns = 12345;
+	sp_rec(s, CS_REC_CLOCK, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_kernel_full(struct spool *s, uint32_t corr, uint64_t start, uint64_t end,
+			   uint32_t name_sid, uint32_t stream, uint32_t graph_id, uint64_t node)
+{
+	struct cs_rec_kernel r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.correlation_id = corr;
+	r.device_id = 0;
+	r.context_id = 1;
+	r.stream_id = stream;
+	r.name_sid = name_sid;
+	r.graph_id = graph_id;
+	r.graph_node_id = node;
+	r.grid[0] = 128;
+	r.grid[1] = r.grid[2] = 1;
+	r.block[0] = 256;
+	r.block[1] = r.block[2] = 1;
+	r.registers = 32;
+	r.static_shared = 1024;
+	sp_rec(s, CS_REC_KERNEL, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_kernel(struct spool *s, uint32_t corr, uint64_t start, uint64_t end,
+		      uint32_t name_sid)
+{
+	sp_kernel_full(s, corr, start, end, name_sid, 7, 0, 0);
+}
+
+struct api_args {
+	uint32_t tid, corr, cls, cbid, name_sid, stack_id;
+	uint64_t start, end, address, bytes;
+	int32_t result;
+	uint8_t domain;
+};
+
+static void sp_api(struct spool *s, const struct api_args *a)
+{
+	struct cs_rec_api r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = a->start;
+	r.end = a->end;
+	r.arg_address = a->address;
+	r.arg_bytes = a->bytes;
+	r.correlation_id = a->corr;
+	r.cbid = a->cbid;
+	r.result = a->result;
+	r.stack_id = a->stack_id;
+	r.name_sid = a->name_sid;
+	r.domain = a->domain ? a->domain : CS_API_RUNTIME;
+	r.api_class = (uint8_t)a->cls;
+	sp_rec(s, CS_REC_API, a->tid ? a->tid : TID, &r, sizeof(r), NULL, 0);
+}
+
+/* A runtime API call of class cls, [start, end], with correlation id corr. */
+static void sp_call(struct spool *s, uint32_t corr, uint32_t cls, uint64_t start, uint64_t end,
+		    uint32_t cbid)
+{
+	struct api_args a = {.corr = corr, .cls = cls, .start = start, .end = end, .cbid = cbid};
+
+	sp_api(s, &a);
+}
+
+static void sp_memcpy(struct spool *s, uint32_t corr, uint64_t start, uint64_t end, int kind,
+		      int flags, uint64_t bytes)
+{
+	struct cs_rec_memcpy r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.bytes = bytes;
+	r.correlation_id = corr;
+	r.context_id = 1;
+	r.stream_id = 7;
+	r.copy_kind = (uint8_t)kind;
+	r.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
+	r.dst_kind = kind == CS_COPY_DTOH ? CS_MEM_PAGEABLE : CS_MEM_DEVICE;
+	r.flags = (uint8_t)flags;
+	r.src_device = UINT32_MAX;
+	r.dst_device = UINT32_MAX;
+	sp_rec(s, CS_REC_MEMCPY, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_memset(struct spool *s, uint32_t corr, uint64_t start, uint64_t end, uint32_t stream)
+{
+	struct cs_rec_memset r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.bytes = 4096;
+	r.correlation_id = corr;
+	r.context_id = 1;
+	r.stream_id = stream;
+	r.value = 0;
+	r.flags = 1;
+	r.mem_kind = CS_MEM_DEVICE;
+	sp_rec(s, CS_REC_MEMSET, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_memory(struct spool *s, uint32_t corr, int op, uint64_t ts, uint64_t address,
+		      uint64_t bytes)
+{
+	struct cs_rec_memory r;
+
+	memset(&r, 0, sizeof(r));
+	r.timestamp = ts;
+	r.address = address;
+	r.bytes = bytes;
+	r.stream_id = UINT64_MAX;
+	r.correlation_id = corr;
+	r.context_id = 1;
+	r.op = (uint8_t)op;
+	r.mem_kind = CS_MEM_DEVICE;
+	sp_rec(s, CS_REC_MEMORY, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_sync(struct spool *s, uint32_t corr, uint32_t type, uint64_t start, uint64_t end,
+		    uint32_t stream, uint32_t event)
+{
+	struct cs_rec_sync r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.type = type;
+	r.correlation_id = corr;
+	r.context_id = 1;
+	r.stream_id = stream;
+	r.cuda_event_id = event;
+	sp_rec(s, CS_REC_SYNC, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_nvtx(struct spool *s, uint32_t tid, int op, uint64_t ts, uint64_t range_id,
+		    uint32_t text_sid)
+{
+	struct cs_rec_nvtx r;
+
+	memset(&r, 0, sizeof(r));
+	r.timestamp = ts;
+	r.range_id = range_id;
+	r.text_sid = text_sid;
+	r.color = 0xff00ff00u;
+	r.op = (uint8_t)op;
+	sp_rec(s, CS_REC_NVTX, tid, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_stack(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth)
+{
+	struct cs_rec_stack r;
+
+	memset(&r, 0, sizeof(r));
+	r.id = id;
+	r.depth = depth;
+	sp_rec(s, CS_REC_STACK, TID, &r, sizeof(r), pcs, depth * sizeof(*pcs));
+}
+
+static void sp_dropped(struct spool *s, uint64_t count, uint64_t cupti_bytes)
+{
+	struct cs_rec_dropped r;
+
+	memset(&r, 0, sizeof(r));
+	r.count = count;
+	r.cupti_device_bytes = cupti_bytes;
+	sp_rec(s, CS_REC_DROPPED, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_end(struct spool *s, uint64_t ts, int exit_code, uint64_t dropped)
+{
+	struct cs_rec_end r;
+
+	memset(&r, 0, sizeof(r));
+	r.timestamp = ts;
+	r.exit_code = exit_code;
+	r.dropped = dropped;
+	sp_rec(s, CS_REC_END, TID, &r, sizeof(r), NULL, 0);
+}
+
+/* Write the spool to dir/name and free it; returns the path. */
+static char *sp_save(struct spool *s, const char *dir, const char *name)
+{
+	char *path = tu_path(dir, name);
+
+	ck_assert_int_eq(tu_write_file(path, s->buf, s->len), 0);
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+	return path;
+}
+
+/* A spool of process pid, opened at time zero (offset ns later), with a process and a device
+ * record. */
+static void sp_begin(struct spool *s, uint32_t pid, uint64_t offset)
+{
+	memset(s, 0, sizeof(*s));
+	sp_header(s, pid, BASE_CUPTI + offset, BASE_REAL + offset);
+	sp_clock(s, BASE_CUPTI + offset + 10, BASE_REAL + offset + 10);
+	sp_process(s, pid, -1, "python train.py --epochs 1");
+}
+
+/* ---- reading traces back ---- */
+
+struct events {
+	cs_event *v;
+	int n;
+};
+
+static struct events read_events(cs_trace *t, enum cs_event_kind kind)
+{
+	struct events l = {NULL, 0};
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	cs_iter *it;
+	cs_event ev;
+	int rc;
+
+	ck_assert_msg(cs_iter_open(t, kind, &f, &it, &err) == 0, "iter: %s", err.msg);
+	while ((rc = cs_iter_next(it, &ev)) == 1) {
+		l.v = realloc(l.v, (size_t)(l.n + 1) * sizeof(*l.v));
+		/* strings live until the next call: keep copies */
+		if (kind == CS_EV_KERNEL && ev.u.kernel.name)
+			ev.u.kernel.name = strdup(ev.u.kernel.name);
+		if (kind == CS_EV_API && ev.u.api.name)
+			ev.u.api.name = strdup(ev.u.api.name);
+		if (kind == CS_EV_NVTX) {
+			if (ev.u.nvtx.text)
+				ev.u.nvtx.text = strdup(ev.u.nvtx.text);
+			if (ev.u.nvtx.domain)
+				ev.u.nvtx.domain = strdup(ev.u.nvtx.domain);
+		}
+		l.v[l.n++] = ev;
+	}
+	ck_assert_int_eq(rc, 0);
+	cs_iter_close(it);
+	return l;
+}
+
+static uint64_t ev_corr(const cs_event *e)
+{
+	switch (e->kind) {
+	case CS_EV_KERNEL:
+		return e->u.kernel.correlation_id;
+	case CS_EV_MEMCPY:
+		return e->u.memcpy.correlation_id;
+	case CS_EV_MEMSET:
+		return e->u.memset.correlation_id;
+	case CS_EV_MEMORY:
+		return e->u.memory.correlation_id;
+	case CS_EV_SYNC:
+		return e->u.sync.correlation_id;
+	case CS_EV_API:
+		return e->u.api.correlation_id;
+	default:
+		return 0;
+	}
+}
+
+static uint32_t ev_pid(const cs_event *e)
+{
+	switch (e->kind) {
+	case CS_EV_KERNEL:
+		return e->u.kernel.pid;
+	case CS_EV_MEMCPY:
+		return e->u.memcpy.pid;
+	case CS_EV_MEMSET:
+		return e->u.memset.pid;
+	case CS_EV_MEMORY:
+		return e->u.memory.pid;
+	case CS_EV_SYNC:
+		return e->u.sync.pid;
+	case CS_EV_API:
+		return e->u.api.pid;
+	default:
+		return e->u.nvtx.pid;
+	}
+}
+
+/* The one event of the list with this pid (0: any) and correlation id; fails when there is not one.
+ */
+static const cs_event *find_one(const struct events *l, uint32_t pid, uint64_t corr)
+{
+	const cs_event *found = NULL;
+
+	for (int i = 0; i < l->n; i++) {
+		if (ev_corr(&l->v[i]) != corr || (pid && ev_pid(&l->v[i]) != pid))
+			continue;
+		ck_assert_msg(!found, "two events with correlation id %llu",
+			      (unsigned long long)corr);
+		found = &l->v[i];
+	}
+	ck_assert_msg(found != NULL, "no event with correlation id %llu", (unsigned long long)corr);
+	return found;
+}
+
+struct imported {
+	char *dir, *out;
+	cs_import_stats st;
+	cs_error err;
+	cs_trace *t;
+};
+
+/* Import every spool file of dir into dir/out.db with meta (may be NULL), and open the result. */
+static void import_dir(struct imported *im, const char *dir, const char *const *meta)
+{
+	cs_import_opts opts;
+	cs_error err = {0, ""};
+	int rc;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.meta = meta;
+	im->dir = strdup(dir);
+	im->out = tu_path(dir, "out.db");
+	memset(&im->err, 0, sizeof(im->err));
+	rc = cs_import_dir(dir, im->out, &opts, &im->st, &im->err);
+	ck_assert_msg(rc == 0, "import: %d %s", rc, im->err.msg);
+	ck_assert_msg(cs_trace_open(im->out, &im->t, &err) == 0, "open: %s", err.msg);
+}
+
+static void imported_close(struct imported *im)
+{
+	cs_trace_close(im->t);
+	free(im->dir);
+	free(im->out);
+}
+
+/* ---- tests ---- */
+
+struct proc_rows {
+	cs_process p[4];
+	char *cmd[4];
+	int n;
+};
+
+static int collect_process(const cs_process *p, void *arg)
+{
+	struct proc_rows *r = arg;
+
+	ck_assert_int_lt(r->n, 4);
+	r->p[r->n] = *p;
+	r->cmd[r->n] = p->command_line ? strdup(p->command_line) : NULL;
+	r->p[r->n].command_line = r->cmd[r->n];
+	r->n++;
+	return 0;
+}
+
+struct device_rows {
+	int n;
+	char uuid[64], name[64];
+	cs_device d;
+};
+
+static int collect_device(const cs_device *d, void *arg)
+{
+	struct device_rows *r = arg;
+
+	r->d = *d;
+	snprintf(r->uuid, sizeof(r->uuid), "%s", d->uuid ? d->uuid : "");
+	snprintf(r->name, sizeof(r->name), "%s", d->name ? d->name : "");
+	r->n++;
+	return 0;
+}
+
+static int count_stream(const cs_stream *s, void *arg)
+{
+	(void)s;
+	(*(int *)arg)++;
+	return 0;
+}
+
+START_TEST(test_counts_and_rows)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k, a, m, ms;
+	struct proc_rows procs = {0};
+	struct device_rows devs = {0};
+	cs_trace_summary sum;
+	cs_error err = {0, ""};
+	int streams = 0;
+
+	sp_begin(&s, PID_A, 0);
+	sp_device(&s, 0, "NVIDIA H200");
+	sp_string(&s, 1, "_Z6kernelPf");
+	sp_string(&s, 2, "cudaGetDevice");
+	sp_string(&s, 3, "cudaProfilerStart");
+	/* launch + kernel, async copy + memcpy, memset (its call folded away) */
+	sp_call(&s, 10, CS_APICLASS_LAUNCH, T(1000), T(1500), 211);
+	sp_kernel(&s, 10, T(2000), T(5000), 1);
+	sp_call(&s, 11, CS_APICLASS_MEMCPY_ASYNC, T(6000), T(6400), 41);
+	sp_memcpy(&s, 11, T(7000), T(9000), CS_COPY_HTOD, 1, 1 << 20);
+	sp_call(&s, 12, CS_APICLASS_MEMSET, T(9100), T(9200), 52);
+	sp_memset(&s, 12, T(9300), T(9400), 9);
+	/* two API rows of their own */
+	{
+		struct api_args x = {.corr = 13,
+				     .cls = CS_APICLASS_OTHER,
+				     .start = T(9500),
+				     .end = T(9510),
+				     .cbid = 17,
+				     .name_sid = 2};
+		struct api_args y = {.corr = 14,
+				     .cls = CS_APICLASS_PROFILER_START,
+				     .start = T(9600),
+				     .end = T(9700),
+				     .cbid = 180,
+				     .name_sid = 3};
+
+		sp_api(&s, &x);
+		sp_api(&s, &y);
+	}
+	sp_dropped(&s, 3, 9600000);
+	sp_dropped(&s, 2, 9600000);
+	sp_end(&s, T(20000), 0, 5);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.files, 1);
+	ck_assert_int_eq(im.st.processes, 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMCPY], 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMSET], 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMORY], 0);
+	ck_assert_int_eq(im.st.counts[CS_EV_SYNC], 0);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 2);
+	ck_assert_int_eq(im.st.counts[CS_EV_NVTX], 0);
+	ck_assert_int_eq(im.st.dropped, 5);
+	ck_assert_int_eq(im.st.unknown_timestamps, 0);
+	ck_assert_int_eq(im.st.truncated_files, 0);
+	ck_assert_int_gt(im.st.bytes_read, 0);
+	ck_assert_str_eq(im.err.msg, "");
+
+	ck_assert_int_eq(cs_trace_get_summary(im.t, &sum, &err), 0);
+	ck_assert_int_eq(sum.counts[CS_EV_KERNEL], 1);
+	ck_assert_int_eq(sum.counts[CS_EV_API], 2);
+	ck_assert_int_eq(sum.processes, 1);
+	ck_assert_int_eq(sum.devices, 1);
+	ck_assert_int_eq(sum.streams, 2);
+	ck_assert_int_eq(sum.dropped_records, 5);
+	ck_assert_int_eq(sum.strings,
+			 3); /* the three defined: no placeholder when none is needed */
+
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000000000");
+	ck_assert_str_eq(cs_trace_meta(im.t, "realtime_base_ns"), "1700000000000000000");
+	ck_assert_str_eq(cs_trace_meta(im.t, "pids"), "4242");
+	ck_assert_ptr_nonnull(cs_trace_meta(im.t, "import_stats"));
+
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 1);
+	ck_assert_int_eq(k.v[0].u.kernel.start, 2000);
+	ck_assert_int_eq(k.v[0].u.kernel.end, 5000);
+	ck_assert_int_eq(k.v[0].u.kernel.queued, CS_TS_UNKNOWN);
+	ck_assert_int_eq(k.v[0].u.kernel.pid, PID_A);
+	ck_assert_int_eq(k.v[0].u.kernel.stream_id, 7);
+	ck_assert_int_eq(k.v[0].u.kernel.grid_x, 128);
+	ck_assert_int_eq(k.v[0].u.kernel.block_x, 256);
+	ck_assert_int_eq(k.v[0].u.kernel.registers_per_thread, 32);
+	ck_assert_int_eq(k.v[0].u.kernel.static_shared_memory, 1024);
+	ck_assert_int_eq(k.v[0].u.kernel.graph_id, CS_ID_NONE);
+	ck_assert_int_eq(k.v[0].u.kernel.stack_id, CS_ID_NONE);
+	ck_assert_str_eq(k.v[0].u.kernel.name, "_Z6kernelPf");
+
+	m = read_events(im.t, CS_EV_MEMCPY);
+	ck_assert_int_eq(m.n, 1);
+	ck_assert_int_eq(m.v[0].u.memcpy.is_async, 1);
+	ck_assert_int_eq(m.v[0].u.memcpy.copy_kind, CS_COPY_HTOD);
+	ck_assert_int_eq(m.v[0].u.memcpy.bytes, 1 << 20);
+	ck_assert_int_eq(m.v[0].u.memcpy.src_device_id, CS_ID_NONE);
+	ck_assert_int_eq(m.v[0].u.memcpy.launch_start, 6000);
+	ck_assert_int_eq(m.v[0].u.memcpy.launch_cbid, 41);
+
+	ms = read_events(im.t, CS_EV_MEMSET);
+	ck_assert_int_eq(ms.n, 1);
+	ck_assert_int_eq(ms.v[0].u.memset.launch_end, 9200);
+	ck_assert_int_eq(ms.v[0].u.memset.stream_id, 9);
+
+	a = read_events(im.t, CS_EV_API);
+	ck_assert_int_eq(a.n, 2);
+	ck_assert_str_eq(find_one(&a, 0, 13)->u.api.name, "cudaGetDevice");
+	ck_assert_int_eq(find_one(&a, 0, 13)->u.api.cbid, 17);
+	ck_assert_int_eq(find_one(&a, 0, 13)->u.api.tid, TID);
+	ck_assert_int_eq(find_one(&a, 0, 13)->u.api.api_kind, CS_API_RUNTIME);
+	ck_assert_str_eq(find_one(&a, 0, 14)->u.api.name, "cudaProfilerStart");
+	ck_assert_int_eq(find_one(&a, 0, 14)->u.api.start, 9600);
+
+	ck_assert_int_eq(cs_trace_each_process(im.t, collect_process, &procs, &err), 0);
+	ck_assert_int_eq(procs.n, 1);
+	ck_assert_int_eq(procs.p[0].pid, PID_A);
+	ck_assert_int_eq(procs.p[0].ppid, 1);
+	ck_assert_int_eq(procs.p[0].start, 0);
+	ck_assert_int_eq(procs.p[0].end, 20000);
+	ck_assert_int_eq(procs.p[0].exit_code, 0);
+	ck_assert_int_eq(procs.p[0].used_cuda, 1);
+	ck_assert_int_eq(procs.p[0].rank, CS_ID_NONE);
+	ck_assert_int_eq(procs.p[0].dropped_records, 5);
+	ck_assert_int_eq(procs.p[0].cupti_device_bytes, 9600000);
+	ck_assert_str_eq(procs.p[0].command_line, "python train.py --epochs 1");
+
+	ck_assert_int_eq(cs_trace_each_device(im.t, collect_device, &devs, &err), 0);
+	ck_assert_int_eq(devs.n, 1);
+	ck_assert_str_eq(devs.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+	ck_assert_str_eq(devs.name, "NVIDIA H200");
+	ck_assert_int_eq(devs.d.pid, PID_A);
+	ck_assert_int_eq(devs.d.sm_count, 132);
+	ck_assert_int_eq(devs.d.compute_major, 9);
+	ck_assert_int_eq(devs.d.total_memory, (int64_t)(150ull << 30));
+
+	ck_assert_int_eq(cs_trace_each_stream(im.t, count_stream, &streams, &err), 0);
+	ck_assert_int_eq(streams, 2);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_launch_join_both_orders)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k, a;
+	const cs_kernel *x;
+
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "k");
+	/* the usual order: the callback's record first */
+	sp_call(&s, 100, CS_APICLASS_LAUNCH, T(1000), T(1200), 211);
+	sp_kernel(&s, 100, T(1100), T(3000), 1);
+	/* the activity buffer first, the callback's record later */
+	sp_kernel(&s, 101, T(5000), T(6000), 1);
+	{
+		struct api_args c = {.tid = 99,
+				     .corr = 101,
+				     .cls = CS_APICLASS_LAUNCH,
+				     .start = T(4000),
+				     .end = T(4100),
+				     .cbid = 307,
+				     .domain = CS_API_DRIVER};
+
+		sp_api(&s, &c);
+	}
+	/* no launch record at all */
+	sp_kernel(&s, 102, T(7000), T(8000), 1);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 3);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 0); /* launches are folded into the kernels */
+	ck_assert_int_eq(im.st.unknown_timestamps, 0);
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 3);
+
+	x = &find_one(&k, 0, 100)->u.kernel;
+	ck_assert_int_eq(x->launch_start, 1000);
+	ck_assert_int_eq(x->launch_end, 1200);
+	ck_assert_int_eq(x->launch_tid, TID);
+	ck_assert_int_eq(x->launch_cbid, 211);
+	ck_assert_int_eq(x->launch_api_kind, CS_API_RUNTIME);
+
+	x = &find_one(&k, 0, 101)->u.kernel;
+	ck_assert_int_eq(x->start, 5000);
+	ck_assert_int_eq(x->launch_start, 4000);
+	ck_assert_int_eq(x->launch_end, 4100);
+	ck_assert_int_eq(x->launch_tid, 99);
+	ck_assert_int_eq(x->launch_cbid, 307);
+	ck_assert_int_eq(x->launch_api_kind, CS_API_DRIVER);
+
+	x = &find_one(&k, 0, 102)->u.kernel;
+	ck_assert_int_eq(x->launch_start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->launch_end, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->launch_tid, 0);
+	ck_assert_int_eq(x->launch_cbid, CS_ID_NONE);
+	imported_close(&im);
+
+	/* with api=all the launch calls are rows too */
+	dir = tu_tmpdir();
+	sp_begin(&s, PID_A, 0);
+	sp_call(&s, 100, CS_APICLASS_LAUNCH, T(1000), T(1200), 211);
+	sp_kernel(&s, 100, T(1100), T(3000), 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	{
+		const char *meta[] = {"api", "all", "label", "nightly", NULL};
+
+		import_dir(&im, dir, meta);
+	}
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 1);
+	a = read_events(im.t, CS_EV_API);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_int_eq(a.v[0].u.api.cbid, 211);
+	ck_assert_str_eq(a.v[0].u.api.name, "<unknown>");
+	ck_assert_str_eq(cs_trace_meta(im.t, "label"), "nightly");
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.v[0].u.kernel.launch_start, 1000);
+	ck_assert_str_eq(k.v[0].u.kernel.name, "<unknown>");
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_graph_launch)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k;
+
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "graph_kernel");
+	/* one node's record before the call's, two after, one launch after that */
+	sp_kernel_full(&s, 50, T(3000), T(3100), 1, 7, 4, 1001);
+	sp_call(&s, 50, CS_APICLASS_GRAPH_LAUNCH, T(1000), T(2000), 311);
+	sp_kernel_full(&s, 50, T(3200), T(3300), 1, 7, 4, 1002);
+	sp_kernel_full(&s, 50, T(3400), T(3500), 1, 8, 4, 1003);
+	sp_call(&s, 51, CS_APICLASS_LAUNCH, T(4000), T(4100), 211);
+	sp_kernel(&s, 51, T(4200), T(4300), 1);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 4);
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 4);
+	for (int i = 0; i < k.n; i++) {
+		const cs_kernel *x = &k.v[i].u.kernel;
+
+		if (x->correlation_id == 51) {
+			ck_assert_int_eq(x->graph_id, CS_ID_NONE);
+			ck_assert_int_eq(x->graph_node_id, CS_ID_NONE);
+			ck_assert_int_eq(x->launch_start, 4000);
+			continue;
+		}
+		ck_assert_int_eq(x->correlation_id, 50);
+		ck_assert_int_eq(x->graph_id, 4);
+		ck_assert_int_ge(x->graph_node_id, 1001);
+		ck_assert_int_le(x->graph_node_id, 1003);
+		ck_assert_int_eq(x->launch_start, 1000);
+		ck_assert_int_eq(x->launch_end, 2000);
+		ck_assert_int_eq(x->launch_cbid, 311);
+		ck_assert_int_eq(x->launch_tid, TID);
+	}
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_unknown_timestamps)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k;
+	const cs_kernel *x;
+	struct cs_rec_kernel r;
+
+	sp_begin(&s, PID_A, 0);
+	sp_kernel(&s, 1, 0, T(500), 0);	     /* start unknown: 1 */
+	sp_kernel(&s, 2, T(900), T(800), 0); /* end before start: 1 */
+	sp_call(&s, 3, CS_APICLASS_LAUNCH, T(1500), T(1600), 211);
+	sp_kernel(&s, 3, T(1000), T(1100), 0); /* launch after the kernel started: 2 */
+	/* latency timestamps: queued after submitted: 2; absent ones are not counted */
+	memset(&r, 0, sizeof(r));
+	r.start = T(3000);
+	r.end = T(3100);
+	r.queued = T(2900);
+	r.submitted = T(2800);
+	r.correlation_id = 4;
+	sp_rec(&s, CS_REC_KERNEL, 0, &r, sizeof(r), NULL, 0);
+	r.queued = T(2700);
+	r.submitted = T(2800);
+	r.correlation_id = 5;
+	sp_rec(&s, CS_REC_KERNEL, 0, &r, sizeof(r), NULL, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 5);
+	ck_assert_int_eq(im.st.unknown_timestamps, 6);
+	k = read_events(im.t, CS_EV_KERNEL);
+	x = &find_one(&k, 0, 1)->u.kernel;
+	ck_assert_int_eq(x->start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->end, 500);
+	x = &find_one(&k, 0, 2)->u.kernel;
+	ck_assert_int_eq(x->start, 900);
+	ck_assert_int_eq(x->end, CS_TS_UNKNOWN);
+	x = &find_one(&k, 0, 3)->u.kernel;
+	ck_assert_int_eq(x->launch_start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->launch_end, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->launch_cbid, 211); /* the call is still the launch */
+	x = &find_one(&k, 0, 4)->u.kernel;
+	ck_assert_int_eq(x->queued, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->submitted, CS_TS_UNKNOWN);
+	x = &find_one(&k, 0, 5)->u.kernel;
+	ck_assert_int_eq(x->queued, 2700);
+	ck_assert_int_eq(x->submitted, 2800);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_nvtx)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events n;
+	int seen = 0;
+
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "step");
+	sp_string(&s, 2, "forward");
+	sp_string(&s, 3, "loader");
+	sp_string(&s, 4, "io");
+	sp_string(&s, 5, "checkpoint");
+	sp_nvtx(&s, 10, CS_NVTX_OP_PUSH, T(100), 0, 1);
+	sp_nvtx(&s, 11, CS_NVTX_OP_PUSH, T(110), 0, 3); /* never popped */
+	sp_nvtx(&s, 10, CS_NVTX_OP_PUSH, T(200), 0, 2);
+	sp_nvtx(&s, 10, CS_NVTX_OP_START, T(250), 99, 4);
+	sp_nvtx(&s, 10, CS_NVTX_OP_POP, T(300), 0, 0);
+	sp_nvtx(&s, 10, CS_NVTX_OP_MARK, T(350), 0, 5);
+	sp_nvtx(&s, 10, CS_NVTX_OP_POP, T(400), 0, 0);
+	sp_nvtx(&s, 10, CS_NVTX_OP_POP, T(410), 0, 0);	/* nothing open: ignored */
+	sp_nvtx(&s, 12, CS_NVTX_OP_END, T(500), 99, 0); /* ends on another thread */
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_NVTX], 5);
+	ck_assert_int_eq(im.st.unknown_timestamps, 1); /* the range still open */
+	n = read_events(im.t, CS_EV_NVTX);
+	ck_assert_int_eq(n.n, 5);
+	for (int i = 0; i < n.n; i++) {
+		const cs_nvtx *x = &n.v[i].u.nvtx;
+
+		ck_assert_int_eq(x->pid, PID_A);
+		ck_assert_ptr_null(x->domain);
+		ck_assert_int_eq(x->domain_id, CS_ID_NONE);
+		if (!strcmp(x->text, "step")) {
+			ck_assert_int_eq(x->type, CS_NVTX_PUSHPOP);
+			ck_assert_int_eq(x->depth, 0);
+			ck_assert_int_eq(x->start, 100);
+			ck_assert_int_eq(x->end, 400);
+			ck_assert_int_eq(x->tid, 10);
+			ck_assert_uint_eq(x->color, 0xff00ff00u);
+		} else if (!strcmp(x->text, "forward")) {
+			ck_assert_int_eq(x->type, CS_NVTX_PUSHPOP);
+			ck_assert_int_eq(x->depth, 1);
+			ck_assert_int_eq(x->start, 200);
+			ck_assert_int_eq(x->end, 300);
+		} else if (!strcmp(x->text, "loader")) {
+			ck_assert_int_eq(x->type, CS_NVTX_PUSHPOP);
+			ck_assert_int_eq(x->depth, 0);
+			ck_assert_int_eq(x->tid, 11);
+			ck_assert_int_eq(x->start, 110);
+			ck_assert_int_eq(x->end, CS_TS_UNKNOWN);
+		} else if (!strcmp(x->text, "io")) {
+			ck_assert_int_eq(x->type, CS_NVTX_STARTEND);
+			ck_assert_int_eq(x->start, 250);
+			ck_assert_int_eq(x->end, 500);
+			ck_assert_int_eq(x->tid, 10);
+			ck_assert_int_eq(x->end_tid, 12);
+			ck_assert_int_eq(x->range_id, 99);
+		} else {
+			ck_assert_str_eq(x->text, "checkpoint");
+			ck_assert_int_eq(x->type, CS_NVTX_MARK);
+			ck_assert_int_eq(x->start, 350);
+			ck_assert_int_eq(x->end, 350);
+		}
+		seen++;
+	}
+	ck_assert_int_eq(seen, 5);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_sync_record_and_api_waits)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events y, a;
+	const cs_sync *x;
+
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "cudaStreamSynchronize");
+	sp_kernel(&s, 5, T(100), T(200), 0); /* gives context 1 its device */
+	/* a wait with its CUPTI record: one row, with the call's id and the record's stream */
+	{
+		struct api_args w = {.tid = 31,
+				     .corr = 20,
+				     .cls = CS_APICLASS_WAIT_STREAM,
+				     .start = T(1000),
+				     .end = T(5000),
+				     .cbid = 131,
+				     .name_sid = 1};
+
+		sp_api(&s, &w);
+	}
+	sp_sync(&s, 20, CS_SYNC_STREAM_SYNCHRONIZE, T(1010), T(4990), 7, UINT32_MAX);
+	/* the CUPTI record before the call's */
+	sp_sync(&s, 21, CS_SYNC_EVENT_SYNCHRONIZE, T(6010), T(6990), UINT32_MAX, 3);
+	sp_call(&s, 21, CS_APICLASS_WAIT_EVENT, T(6000), T(7000), 133);
+	/* waits with no CUPTI record: rows from the calls */
+	sp_call(&s, 22, CS_APICLASS_WAIT_DEVICE, T(8000), T(9000), 165);
+	sp_call(&s, 23, CS_APICLASS_QUERY_EVENT, T(9100), T(9110), 134);
+	sp_call(&s, 24, CS_APICLASS_STREAM_WAIT_EVENT, T(9200), T(9210), 147);
+	/* a CUPTI record with no call */
+	sp_sync(&s, 25, CS_SYNC_CONTEXT_SYNCHRONIZE, T(9300), T(9400), UINT32_MAX, UINT32_MAX);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_SYNC], 6);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 5); /* waits are rows of their own too */
+	y = read_events(im.t, CS_EV_SYNC);
+	ck_assert_int_eq(y.n, 6);
+
+	x = &find_one(&y, 0, 20)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_STREAM_SYNCHRONIZE);
+	ck_assert_int_eq(x->start, 1010);
+	ck_assert_int_eq(x->end, 4990);
+	ck_assert_int_eq(x->stream_id, 7);
+	ck_assert_int_eq(x->event_id, CS_ID_NONE);
+	ck_assert_int_eq(x->cbid, 131);
+	ck_assert_int_eq(x->api_kind, CS_API_RUNTIME);
+	ck_assert_int_eq(x->tid, 31);
+	ck_assert_int_eq(x->device_id, 0);
+	ck_assert_int_eq(x->context_id, 1);
+
+	x = &find_one(&y, 0, 21)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_EVENT_SYNCHRONIZE);
+	ck_assert_int_eq(x->event_id, 3);
+	ck_assert_int_eq(x->stream_id, CS_ID_NONE);
+	ck_assert_int_eq(x->cbid, 133);
+
+	x = &find_one(&y, 0, 22)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_CONTEXT_SYNCHRONIZE);
+	ck_assert_int_eq(x->start, 8000);
+	ck_assert_int_eq(x->end, 9000);
+	ck_assert_int_eq(x->cbid, 165);
+	ck_assert_int_eq(x->tid, TID);
+	ck_assert(cs_sync_type_is_host_wait(x->type));
+
+	x = &find_one(&y, 0, 23)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_EVENT_QUERY);
+	ck_assert(!cs_sync_type_is_host_wait(x->type));
+	x = &find_one(&y, 0, 24)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_STREAM_WAIT_EVENT);
+	ck_assert(!cs_sync_type_is_host_wait(x->type));
+
+	x = &find_one(&y, 0, 25)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_CONTEXT_SYNCHRONIZE);
+	ck_assert_int_eq(x->cbid, CS_ID_NONE);
+
+	a = read_events(im.t, CS_EV_API);
+	ck_assert_str_eq(find_one(&a, 0, 20)->u.api.name, "cudaStreamSynchronize");
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_sync_memcpy)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events y, m;
+	const cs_sync *x;
+	const cs_memcpy *c;
+
+	sp_begin(&s, PID_A, 0);
+	sp_call(&s, 40, CS_APICLASS_MEMCPY_SYNC, T(1000), T(9000), 31);
+	sp_memcpy(&s, 40, T(8000), T(8900), CS_COPY_DTOH, 0, 4096);
+	/* the copy's record first this time */
+	sp_memcpy(&s, 41, T(10500), T(10900), CS_COPY_HTOD, 0, 4096);
+	sp_call(&s, 41, CS_APICLASS_MEMCPY_SYNC, T(10000), T(11000), 31);
+	/* a device-to-device copy makes no host wait */
+	sp_call(&s, 42, CS_APICLASS_MEMCPY_SYNC, T(12000), T(12100), 31);
+	sp_memcpy(&s, 42, T(12050), T(12090), CS_COPY_DTOD, 0, 4096);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMCPY], 3);
+	ck_assert_int_eq(im.st.counts[CS_EV_SYNC], 2);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 3);
+	y = read_events(im.t, CS_EV_SYNC);
+	x = &find_one(&y, 0, 40)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_MEMCPY);
+	ck_assert(cs_sync_type_is_host_wait(x->type));
+	ck_assert_int_eq(x->start, 1000);
+	ck_assert_int_eq(x->end, 9000);
+	ck_assert_int_eq(x->cbid, 31);
+	ck_assert_int_eq(x->tid, TID);
+	ck_assert_int_eq(x->stream_id, 7);
+	x = &find_one(&y, 0, 41)->u.sync;
+	ck_assert_int_eq(x->type, CS_SYNC_MEMCPY);
+	ck_assert_int_eq(x->start, 10000);
+
+	m = read_events(im.t, CS_EV_MEMCPY);
+	c = &find_one(&m, 0, 40)->u.memcpy;
+	ck_assert_int_eq(c->is_async, 0);
+	ck_assert_int_eq(c->launch_start, 1000);
+	ck_assert_int_eq(c->launch_end, 9000);
+	ck_assert_int_eq(c->launch_tid, TID);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_memory_rows)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events mem;
+	const cs_memory *x;
+	int vmm = 0;
+
+	sp_begin(&s, PID_A, 0);
+	/* a failed cudaMalloc: only the call shows it */
+	{
+		struct api_args f = {.corr = 60,
+				     .cls = CS_APICLASS_ALLOC,
+				     .start = T(100),
+				     .end = T(200),
+				     .cbid = 20,
+				     .result = 2,
+				     .bytes = 1ull << 40};
+
+		sp_api(&s, &f);
+	}
+	/* a successful one: the MEMORY2 record, with the call's id */
+	{
+		struct api_args ok = {.tid = 44,
+				      .corr = 61,
+				      .cls = CS_APICLASS_ALLOC,
+				      .start = T(300),
+				      .end = T(400),
+				      .cbid = 20,
+				      .address = 0x7f0000000000ull,
+				      .bytes = 1 << 20};
+
+		sp_api(&s, &ok);
+	}
+	sp_memory(&s, 61, 1, T(350), 0x7f0000000000ull, 1 << 20);
+	sp_memory(&s, 62, 2, T(500), 0x7f0000000000ull, 1 << 20); /* a free with no call */
+	/* VMM: create, map, unmap, release */
+	{
+		struct api_args c = {.corr = 70,
+				     .cls = CS_APICLASS_VMM_CREATE,
+				     .start = T(600),
+				     .end = T(610),
+				     .cbid = 500,
+				     .domain = CS_API_DRIVER,
+				     .address = 0xabc,
+				     .bytes = 2 << 20};
+		struct api_args mp = {.corr = 71,
+				      .cls = CS_APICLASS_VMM_MAP,
+				      .start = T(620),
+				      .end = T(630),
+				      .cbid = 501,
+				      .domain = CS_API_DRIVER,
+				      .address = 0x7e0000000000ull,
+				      .bytes = 2 << 20};
+		struct api_args um = {.corr = 72,
+				      .cls = CS_APICLASS_VMM_UNMAP,
+				      .start = T(640),
+				      .end = T(650),
+				      .cbid = 502,
+				      .domain = CS_API_DRIVER,
+				      .address = 0x7e0000000000ull,
+				      .bytes = 2 << 20};
+		struct api_args rl = {.corr = 73,
+				      .cls = CS_APICLASS_VMM_RELEASE,
+				      .start = T(660),
+				      .end = T(670),
+				      .cbid = 503,
+				      .domain = CS_API_DRIVER,
+				      .address = 0xabc};
+
+		sp_api(&s, &c);
+		sp_api(&s, &mp);
+		sp_api(&s, &um);
+		sp_api(&s, &rl);
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMORY], 7);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 6);
+	mem = read_events(im.t, CS_EV_MEMORY);
+	ck_assert_int_eq(mem.n, 7);
+
+	x = &find_one(&mem, 0, 60)->u.memory;
+	ck_assert_int_eq(x->op, CS_MEMOP_ALLOC);
+	ck_assert_int_eq(x->result, 2);
+	ck_assert_int_eq(x->bytes, (int64_t)(1ull << 40));
+	ck_assert_int_eq(x->cbid, 20);
+	ck_assert_int_eq(x->is_vmm, 0);
+	ck_assert_int_eq(x->start, 100);
+
+	x = &find_one(&mem, 0, 61)->u.memory;
+	ck_assert_int_eq(x->op, CS_MEMOP_ALLOC);
+	ck_assert_int_eq(x->result, 0);
+	ck_assert_int_eq(x->cbid, 20);
+	ck_assert_int_eq(x->tid, 44);
+	ck_assert_int_eq(x->start, 350);
+	ck_assert_int_eq(x->bytes, 1 << 20);
+	ck_assert_int_eq(x->device_id, 0);
+	ck_assert_int_eq(x->stream_id, CS_ID_NONE);
+
+	x = &find_one(&mem, 0, 62)->u.memory;
+	ck_assert_int_eq(x->op, CS_MEMOP_FREE);
+	ck_assert_int_eq(x->cbid, CS_ID_NONE);
+
+	for (int i = 0; i < mem.n; i++) {
+		x = &mem.v[i].u.memory;
+		if (!x->is_vmm)
+			continue;
+		vmm++;
+		switch (x->correlation_id) {
+		case 70:
+			ck_assert_int_eq(x->op, CS_MEMOP_VMM_CREATE);
+			ck_assert_uint_eq(x->address, 0xabc);
+			ck_assert_int_eq(x->bytes, 2 << 20);
+			break;
+		case 71:
+			ck_assert_int_eq(x->op, CS_MEMOP_VMM_MAP);
+			ck_assert_int_eq(x->bytes, 2 << 20);
+			break;
+		case 72:
+			ck_assert_int_eq(x->op, CS_MEMOP_VMM_UNMAP);
+			ck_assert_uint_eq(x->address, 0x7e0000000000ull);
+			ck_assert_int_eq(x->bytes, 2 << 20);
+			break;
+		case 73:
+			ck_assert_int_eq(x->op, CS_MEMOP_VMM_RELEASE);
+			ck_assert_uint_eq(x->address, 0xabc);
+			ck_assert_int_eq(x->bytes, 2 << 20); /* from the create of the handle */
+			ck_assert_int_eq(x->cbid, 503);
+			break;
+		default:
+			ck_abort_msg("unexpected vmm row %llu",
+				     (unsigned long long)x->correlation_id);
+		}
+	}
+	ck_assert_int_eq(vmm, 4);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_stacks)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k, y;
+	static const uint64_t pcs[] = {0x401000, 0x402000, 0x403000};
+	const cs_frame *frames;
+	cs_error err = {0, ""};
+	int64_t sid;
+	int n;
+
+	sp_begin(&s, PID_A, 0);
+	sp_stack(&s, 3, pcs, 3);
+	{
+		struct api_args l = {.corr = 80,
+				     .cls = CS_APICLASS_LAUNCH,
+				     .start = T(100),
+				     .end = T(200),
+				     .cbid = 211,
+				     .stack_id = 3};
+		struct api_args w = {.corr = 81,
+				     .cls = CS_APICLASS_WAIT_STREAM,
+				     .start = T(400),
+				     .end = T(600),
+				     .cbid = 131,
+				     .stack_id = 3};
+
+		sp_api(&s, &l);
+		sp_kernel(&s, 80, T(300), T(350), 0);
+		sp_api(&s, &w);
+		sp_sync(&s, 81, CS_SYNC_STREAM_SYNCHRONIZE, T(410), T(590), 7, UINT32_MAX);
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	k = read_events(im.t, CS_EV_KERNEL);
+	y = read_events(im.t, CS_EV_SYNC);
+	sid = k.v[0].u.kernel.stack_id;
+	ck_assert_int_ge(sid, 0);
+	ck_assert_int_eq(y.v[0].u.sync.stack_id, sid);
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid, &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 3);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(frames[i].kind, 1);
+		ck_assert_uint_eq(frames[i].pc, pcs[i]);
+		ck_assert_ptr_null(frames[i].symbol);
+	}
+	imported_close(&im);
+}
+END_TEST
+
+/* Ten kernels (each with its launch) of process pid, string id name_sid for "shared_kernel". */
+static void build_small(struct spool *s, uint32_t pid, uint32_t name_sid, uint64_t offset)
+{
+	sp_begin(s, pid, offset);
+	sp_string(s, name_sid, "shared_kernel");
+	for (uint32_t i = 1; i <= 10; i++) {
+		sp_call(s, i, CS_APICLASS_LAUNCH, T(offset + i * 1000), T(offset + i * 1000 + 10),
+			211);
+		sp_kernel(s, i, T(offset + i * 1000 + 20), T(offset + i * 1000 + 30), name_sid);
+	}
+}
+
+START_TEST(test_truncated_file)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	size_t cut;
+
+	/* cut in the middle of the last kernel record */
+	build_small(&s, PID_A, 1, 0);
+	cut = s.len - sizeof(struct cs_rec_kernel) / 2;
+	s.len = cut;
+	free(sp_save(&s, dir, "4242.cuspool"));
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.truncated_files, 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 9);
+	ck_assert_int_eq(im.st.processes, 1);
+	imported_close(&im);
+
+	/* zeros where records should be (a file cut short by a crash) */
+	dir = tu_tmpdir();
+	build_small(&s, PID_A, 1, 0);
+	{
+		static const char zeros[64];
+
+		sp_raw(&s, zeros, sizeof(zeros));
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.truncated_files, 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 10);
+	imported_close(&im);
+
+	/* a record of a newer version is skipped by its size; a whole file is not truncated */
+	dir = tu_tmpdir();
+	sp_begin(&s, PID_A, 0);
+	{
+		unsigned char rec[40];
+
+		memset(rec, 0xee, sizeof(rec));
+		sp_rec(&s, 99, 0, rec, sizeof(rec), NULL, 0);
+	}
+	sp_kernel(&s, 1, T(10), T(20), 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.truncated_files, 0);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 1);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_two_processes)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events k;
+	struct proc_rows procs = {0};
+	cs_error err = {0, ""};
+	int64_t name_id = -1;
+
+	/* same correlation ids, different string ids for the same name; B starts 1 ms after A */
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	build_small(&s, PID_B, 7, 1000000);
+	free(sp_save(&s, dir, "5353.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.files, 2);
+	ck_assert_int_eq(im.st.processes, 2);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 20);
+	ck_assert_str_eq(cs_trace_meta(im.t, "pids"), "4242,5353");
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000000000");
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 20);
+	for (int i = 0; i < k.n; i++) {
+		const cs_kernel *x = &k.v[i].u.kernel;
+		int64_t offset = x->pid == PID_B ? 1000000 : 0;
+
+		ck_assert(x->pid == PID_A || x->pid == PID_B);
+		ck_assert_int_eq(x->launch_start, offset + (int64_t)x->correlation_id * 1000);
+		ck_assert_int_eq(x->start, offset + (int64_t)x->correlation_id * 1000 + 20);
+		ck_assert_str_eq(x->name, "shared_kernel");
+		if (name_id < 0)
+			name_id = x->name_id;
+		ck_assert_int_eq(x->name_id, name_id);
+	}
+	ck_assert_int_eq(cs_trace_each_process(im.t, collect_process, &procs, &err), 0);
+	ck_assert_int_eq(procs.n, 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(procs.p[i].start, procs.p[i].pid == PID_B ? 1000000 : 0);
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_same_pid_merged_and_no_process_record)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct proc_rows procs = {0};
+	cs_error err = {0, ""};
+
+	/* a pid reused by the job: two files, one process row */
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	build_small(&s, PID_A, 1, 5000000);
+	free(sp_save(&s, dir, "4242-1.cuspool"));
+	/* a file with nothing but its header */
+	sp_header(&s, PID_B, T(100), BASE_REAL + 100);
+	free(sp_save(&s, dir, "5353.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.files, 3);
+	ck_assert_int_eq(im.st.processes, 2);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 20);
+	ck_assert_int_eq(cs_trace_each_process(im.t, collect_process, &procs, &err), 0);
+	ck_assert_int_eq(procs.n, 2);
+	for (int i = 0; i < 2; i++) {
+		if (procs.p[i].pid == PID_B) {
+			ck_assert_int_eq(procs.p[i].used_cuda, 0);
+			ck_assert_int_eq(procs.p[i].start, 100);
+			ck_assert_int_eq(procs.p[i].end, CS_TS_UNKNOWN);
+			ck_assert_int_eq(procs.p[i].exit_code, CS_ID_NONE);
+		} else {
+			ck_assert_int_eq(procs.p[i].pid, PID_A);
+			ck_assert_int_eq(procs.p[i].used_cuda, 1);
+			ck_assert_int_eq(procs.p[i].start, 0);
+		}
+	}
+	imported_close(&im);
+}
+END_TEST
+
+START_TEST(test_bad_headers)
+{
+	char *dir = tu_tmpdir(), *bad, *out;
+	struct spool s;
+	struct imported im;
+	cs_import_stats st;
+	cs_error err = {0, ""};
+	const char *one[1];
+	int rc;
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	bad = tu_path(dir, "5353.cuspool");
+	ck_assert_int_eq(tu_write_file(bad, "GARBAGE!GARBAGE!GARBAGE!GARBAGE!GARBAGE!", 40), 0);
+
+	/* one good, one bad: imported with a warning */
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.files, 1);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 10);
+	ck_assert_int_eq(im.err.code, 0);
+	ck_assert_msg(strstr(im.err.msg, "5353.cuspool") &&
+			      strstr(im.err.msg, "not a cuscope spool"),
+		      "warning: %s", im.err.msg);
+	ck_assert_ptr_nonnull(strstr(cs_trace_meta(im.t, "import_stats"), "\"skipped_files\":1"));
+	imported_close(&im);
+
+	/* the bad one alone: an error, and no output */
+	out = tu_path(dir, "bad.db");
+	one[0] = bad;
+	rc = cs_import_files(one, 1, out, NULL, &st, &err);
+	ck_assert_int_eq(rc, CS_ERR_CORRUPT);
+	ck_assert_msg(strstr(err.msg, "5353.cuspool") && strstr(err.msg, "not a cuscope spool"),
+		      "error: %s", err.msg);
+	ck_assert(!tu_file_exists(out));
+
+	/* a newer version */
+	memset(&s, 0, sizeof(s));
+	sp_header(&s, PID_A, T(0), BASE_REAL);
+	((struct cs_spool_header *)s.buf)->version = CS_SPOOL_VERSION + 1;
+	free(bad);
+	bad = sp_save(&s, dir, "newer.cuspool");
+	one[0] = bad;
+	rc = cs_import_files(one, 1, out, NULL, &st, &err);
+	ck_assert_int_eq(rc, CS_ERR_NEWER_SCHEMA);
+	ck_assert_msg(strstr(err.msg, "newer"), "error: %s", err.msg);
+
+	/* an empty file (killed before its header was written) */
+	free(bad);
+	bad = tu_path(dir, "empty.cuspool");
+	ck_assert_int_eq(tu_write_file(bad, "", 0), 0);
+	one[0] = bad;
+	ck_assert_int_eq(cs_import_files(one, 1, out, NULL, &st, &err), CS_ERR_CORRUPT);
+	ck_assert(!tu_file_exists(out));
+
+	/* nothing to import */
+	free(dir);
+	dir = tu_tmpdir();
+	rc = cs_import_dir(dir, out, NULL, &st, &err);
+	ck_assert_int_eq(rc, CS_ERR_NOT_FOUND);
+	{
+		char want[4200];
+
+		snprintf(want, sizeof(want), "no spool files in '%s'", dir);
+		ck_assert_str_eq(err.msg, want);
+	}
+	ck_assert_int_eq(cs_import_files(one, 0, out, NULL, &st, &err), CS_ERR_NOT_FOUND);
+
+	/* an existing output is kept unless overwriting was asked for */
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	ck_assert_int_eq(tu_write_file(out, "keep", 4), 0);
+	rc = cs_import_dir(dir, out, NULL, &st, &err);
+	ck_assert_int_eq(rc, CS_ERR_EXISTS);
+	{
+		char *text = tu_read_file(out, NULL);
+
+		ck_assert_str_eq(text, "keep");
+		free(text);
+	}
+	{
+		cs_import_opts o;
+
+		memset(&o, 0, sizeof(o));
+		o.overwrite = 1;
+		ck_assert_int_eq(cs_import_dir(dir, out, &o, &st, &err), 0);
+		ck_assert_int_eq(st.counts[CS_EV_KERNEL], 10);
+	}
+}
+END_TEST
+
+static void count_progress(uint64_t done, uint64_t total, void *arg)
+{
+	uint64_t *calls = arg;
+
+	ck_assert_uint_le(done, total);
+	calls[0]++;
+	calls[1] = done;
+	calls[2] = total;
+}
+
+START_TEST(test_progress)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "out.db");
+	struct spool s;
+	cs_import_opts opts;
+	cs_import_stats st;
+	cs_error err = {0, ""};
+	uint64_t calls[3] = {0, 0, 0};
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	memset(&opts, 0, sizeof(opts));
+	opts.progress = count_progress;
+	opts.progress_arg = calls;
+	ck_assert_int_eq(cs_import_dir(dir, out, &opts, &st, &err), 0);
+	ck_assert_uint_ge(calls[0], 1);
+	ck_assert_uint_eq(calls[1], calls[2]);
+	ck_assert_uint_eq(calls[2], (uint64_t)st.bytes_read);
+}
+END_TEST
+
+/* The peak resident set of this process, in bytes. */
+static long long maxrss_bytes(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (long long)ru.ru_maxrss * 1024;
+}
+
+#define LOAD_KERNELS 1000000
+
+START_TEST(test_load_million_kernels)
+{
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "4242.cuspool");
+	struct spool s;
+	struct imported im;
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	cs_iter *it;
+	cs_event ev;
+	long long before, grown;
+	int64_t joined = 0, rows = 0;
+	uint32_t corr = 1;
+	int rc;
+
+	/*
+	 * A million kernels, each with its launch call: most calls come first, one in a hundred
+	 * after its kernel; and a call every fourth launch that no GPU record ever joins (it must
+	 * not pile up).
+	 */
+	sp_begin(&s, PID_A, 0);
+	s.f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(s.f);
+	sp_string(&s, 1, "_Z4loadv");
+	for (uint32_t i = 0; i < LOAD_KERNELS; i++, corr += 2) {
+		uint64_t t = T((uint64_t)i * 1000);
+
+		if (i % 4 == 0)
+			sp_call(&s, corr + 1, CS_APICLASS_LAUNCH, t, t + 5, 211);
+		if (i % 100 == 7) {
+			sp_kernel(&s, corr, t + 500, t + 900, 1);
+			sp_call(&s, corr, CS_APICLASS_LAUNCH, t + 10, t + 20, 211);
+		} else {
+			sp_call(&s, corr, CS_APICLASS_LAUNCH, t + 10, t + 20, 211);
+			sp_kernel(&s, corr, t + 500, t + 900, 1);
+		}
+	}
+	ck_assert_uint_eq(fwrite(s.buf, 1, s.len, s.f), s.len);
+	ck_assert_int_eq(fclose(s.f), 0);
+	free(s.buf);
+
+	before = maxrss_bytes();
+	import_dir(&im, dir, NULL);
+	grown = maxrss_bytes() - before;
+	ck_assert_msg(grown < 200ll << 20, "the import grew the resident set by %lld MiB",
+		      grown >> 20);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], LOAD_KERNELS);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], 0);
+	ck_assert_int_eq(im.st.unknown_timestamps, 0);
+	ck_assert_int_eq(im.st.truncated_files, 0);
+
+	ck_assert_msg(cs_iter_open(im.t, CS_EV_KERNEL, &f, &it, &err) == 0, "iter: %s", err.msg);
+	while ((rc = cs_iter_next(it, &ev)) == 1) {
+		const cs_kernel *x = &ev.u.kernel;
+
+		rows++;
+		if (x->launch_start != CS_TS_UNKNOWN && x->launch_start + 490 == x->start &&
+		    x->launch_cbid == 211)
+			joined++;
+	}
+	ck_assert_int_eq(rc, 0);
+	cs_iter_close(it);
+	ck_assert_int_eq(rows, LOAD_KERNELS);
+	ck_assert_int_eq(joined, LOAD_KERNELS);
+	imported_close(&im);
+}
+END_TEST
+
+#define UNJOINED 600000
+
+START_TEST(test_load_unjoined)
+{
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "4242.cuspool");
+	struct spool s;
+	struct imported im;
+	long long before, grown;
+
+	/*
+	 * What waits in the correlation map and is never joined: kernels whose launch calls were
+	 * not recorded, and waits whose CUPTI records never come. Each must still become its row,
+	 * in bounded memory.
+	 */
+	sp_begin(&s, PID_A, 0);
+	s.f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(s.f);
+	for (uint32_t i = 1; i <= UNJOINED; i++)
+		sp_kernel(&s, i, T((uint64_t)i * 100), T((uint64_t)i * 100 + 50), 0);
+	for (uint32_t i = 1; i <= UNJOINED; i++)
+		sp_call(&s, UNJOINED + i, CS_APICLASS_WAIT_STREAM, T((uint64_t)i * 100 + 60),
+			T((uint64_t)i * 100 + 90), 131);
+	ck_assert_uint_eq(fwrite(s.buf, 1, s.len, s.f), s.len);
+	ck_assert_int_eq(fclose(s.f), 0);
+	free(s.buf);
+
+	before = maxrss_bytes();
+	import_dir(&im, dir, NULL);
+	grown = maxrss_bytes() - before;
+	ck_assert_msg(grown < 200ll << 20, "the import grew the resident set by %lld MiB",
+		      grown >> 20);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], UNJOINED);
+	ck_assert_int_eq(im.st.counts[CS_EV_SYNC], UNJOINED);
+	ck_assert_int_eq(im.st.counts[CS_EV_API], UNJOINED);
+	ck_assert_int_eq(im.st.unknown_timestamps, 0);
+	imported_close(&im);
+}
+END_TEST
+
+/* Entries of dir other than "." and "..", and other than keep. */
+static int dir_entries_except(const char *dir, const char *keep)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    (!keep || strcmp(de->d_name, keep)))
+			n++;
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_no_output_left_behind)
+{
+	char *dir = tu_tmpdir(), *outdir = tu_tmpdir(), *out = tu_path(outdir, "run.db");
+	char *missing = tu_path(outdir, "no/such/dir/run.db");
+	struct spool s;
+	cs_import_stats st;
+	cs_error err = {0, ""};
+	struct rlimit rl, saved;
+	int rc;
+
+	build_small(&s, PID_A, 1, 0);
+	for (uint32_t i = 100; i < 200000; i++)
+		sp_kernel(&s, i, T((uint64_t)i * 100), T((uint64_t)i * 100 + 50), 1);
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	/* a directory that does not exist */
+	rc = cs_import_dir(dir, missing, NULL, &st, &err);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_msg(strstr(err.msg, "run.db"), "error: %s", err.msg);
+
+	/* a directory this user cannot write (root can: then this part proves nothing) */
+	ck_assert_int_eq(chmod(outdir, 0555), 0);
+	if (access(outdir, W_OK) != 0) {
+		rc = cs_import_dir(dir, out, NULL, &st, &err);
+		ck_assert_int_lt(rc, 0);
+		ck_assert_int_eq(dir_entries_except(outdir, NULL), 0);
+	}
+	ck_assert_int_eq(chmod(outdir, 0755), 0);
+
+	/* the disk fills up while the trace is written: the writer fails, nothing stays */
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &saved);
+	rl = saved;
+	rl.rlim_cur = 256 << 10;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	rc = cs_import_dir(dir, out, NULL, &st, &err);
+	setrlimit(RLIMIT_FSIZE, &saved);
+	signal(SIGXFSZ, SIG_DFL);
+	ck_assert_msg(rc < 0, "import into a full disk succeeded");
+	ck_assert_msg(strstr(err.msg, "run.db"), "error: %s", err.msg);
+	ck_assert(!tu_file_exists(out));
+	ck_assert_int_eq(dir_entries_except(outdir, NULL), 0);
+	ck_assert_int_eq(dir_entries_except(dir, "4242.cuspool"), 0);
+}
+END_TEST
+
+/* ---- the command ---- */
+
+START_TEST(test_cli_import)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "run.db"), *o = NULL, *e = NULL;
+	struct spool s;
+	int rc;
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, dir, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_str_eq(o, "");
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(!strncmp(e, "cuscope: wrote ", 15) && strstr(e, "run.db (") &&
+				      strstr(e,
+					     "1 process; kernels 10, memcpy 0, memset 0, memory 0, "
+					     "sync 0, api 0, nvtx 0, dropped 0)\n"),
+			      "summary: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		/* the output exists: refused without --force */
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, dir, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_int_eq(rc, 2);
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(!strncmp(e, "cuscope: ", 9) && strstr(e, "--force"), "error: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		const char *argv[] = {
+			tu_cuscope_bin(), "import", "--force", "--api=all", "-o", out, dir, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_msg(strstr(e, "api 10,"), "summary: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		char *file = tu_path(dir, "4242.cuspool");
+		const char *argv[] = {
+			tu_cuscope_bin(), "import", "-f", "-o", out, file, file, NULL};
+
+		/* files by name (the same twice: one process, twice the kernels) */
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_msg(strstr(e, "kernels 20,"), "summary: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		char *empty = tu_tmpdir();
+		const char *argv[] = {
+			tu_cuscope_bin(), "import", "--force", "-o", out, empty, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_int_eq(rc, 2);
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(strstr(e, "cuscope: no spool files in '"), "error: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", NULL};
+
+		ck_assert_int_eq(tu_run(argv, NULL, &o, &e), 2);
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		free(o);
+		free(e);
+	}
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "--api=some", dir, NULL};
+
+		ck_assert_int_eq(tu_run(argv, NULL, &o, &e), 2);
+		ck_assert_msg(strstr(e, "--api"), "error: %s", e);
+		free(o);
+		free(e);
+	}
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "--help", NULL};
+
+		ck_assert_int_eq(tu_run(argv, NULL, &o, &e), 0);
+		ck_assert_ptr_nonnull(strstr(o, "usage: cuscope import"));
+		ck_assert_str_eq(e, "");
+		free(o);
+		free(e);
+	}
+}
+END_TEST
+
+static Suite *import_suite(void)
+{
+	Suite *s = suite_create("import");
+	TCase *tc = tcase_create("import");
+	TCase *load = tcase_create("load");
+	TCase *cli = tcase_create("cli");
+
+	tcase_add_test(tc, test_counts_and_rows);
+	tcase_add_test(tc, test_launch_join_both_orders);
+	tcase_add_test(tc, test_graph_launch);
+	tcase_add_test(tc, test_unknown_timestamps);
+	tcase_add_test(tc, test_nvtx);
+	tcase_add_test(tc, test_sync_record_and_api_waits);
+	tcase_add_test(tc, test_sync_memcpy);
+	tcase_add_test(tc, test_memory_rows);
+	tcase_add_test(tc, test_stacks);
+	tcase_add_test(tc, test_truncated_file);
+	tcase_add_test(tc, test_two_processes);
+	tcase_add_test(tc, test_same_pid_merged_and_no_process_record);
+	tcase_add_test(tc, test_bad_headers);
+	tcase_add_test(tc, test_progress);
+	tcase_add_test(tc, test_no_output_left_behind);
+	suite_add_tcase(s, tc);
+	tcase_add_test(load, test_load_million_kernels);
+	tcase_add_test(load, test_load_unjoined);
+	tcase_set_timeout(load, 240);
+	suite_add_tcase(s, load);
+	tcase_add_test(cli, test_cli_import);
+	suite_add_tcase(s, cli);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(import_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

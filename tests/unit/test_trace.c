@@ -1,0 +1,1859 @@
+/*
+ * test_trace.c - the trace store: every field of every record written and read back (NULL and
+ * unknown values too), string, frame and stack deduplication, iterator order and filters, the
+ * summary, the writer's temporary file, overwrite refusal, the on-disk size of a kernel, and each
+ * kind of bad input cs_trace_open must refuse.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+/* ---- helpers ---- */
+
+static char *new_trace_path(const char *name)
+{
+	char *dir = tu_tmpdir();
+
+	ck_assert_ptr_nonnull(dir);
+	char *p = tu_path(dir, name);
+
+	free(dir);
+	return p;
+}
+
+static cs_trace_writer *open_writer(const char *path)
+{
+	cs_trace_writer *w = NULL;
+	cs_error err = {0};
+
+	ck_assert_msg(cs_writer_open(path, 0, &w, &err) == CS_OK, "writer open: %s", err.msg);
+	return w;
+}
+
+static void finish_writer(cs_trace_writer *w)
+{
+	cs_error err = {0};
+
+	ck_assert_msg(cs_writer_finish(w, &err) == CS_OK, "writer finish: %s", err.msg);
+}
+
+static cs_trace *open_trace(const char *path)
+{
+	cs_trace *t = NULL;
+	cs_error err = {0};
+
+	ck_assert_msg(cs_trace_open(path, &t, &err) == CS_OK, "trace open: %s", err.msg);
+	return t;
+}
+
+static int count_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static char *dir_of(const char *path)
+{
+	char *d = strdup(path);
+	char *slash = strrchr(d, '/');
+
+	*slash = '\0';
+	return d;
+}
+
+static int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void sql_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static cs_kernel plain_kernel(int64_t start, int64_t end)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.start = start;
+	k.end = end;
+	k.queued = k.submitted = k.launch_start = k.launch_end = CS_TS_UNKNOWN;
+	k.pid = 100;
+	k.launch_cbid = CS_ID_NONE;
+	k.graph_id = k.graph_node_id = k.name_id = k.stack_id = CS_ID_NONE;
+	return k;
+}
+
+/* ---- names ---- */
+
+START_TEST(test_names)
+{
+	ck_assert_str_eq(cs_copy_kind_name(CS_COPY_HTOD), "HtoD");
+	ck_assert_str_eq(cs_copy_kind_name(CS_COPY_DTOH), "DtoH");
+	ck_assert_str_eq(cs_copy_kind_name(CS_COPY_DTOD), "DtoD");
+	ck_assert_str_eq(cs_copy_kind_name(CS_COPY_HTOH), "HtoH");
+	ck_assert_str_eq(cs_copy_kind_name(CS_COPY_PTOP), "PtoP");
+	ck_assert_str_eq(cs_copy_kind_name(999), "unknown");
+	ck_assert_str_eq(cs_mem_kind_name(CS_MEM_PINNED), "pinned");
+	ck_assert_str_eq(cs_mem_kind_name(-3), "unknown");
+	ck_assert_str_eq(cs_mem_op_name(CS_MEMOP_FREE), "free");
+	ck_assert_str_eq(cs_mem_op_name(CS_MEMOP_VMM_MAP), "vmm_map");
+	ck_assert_str_eq(cs_sync_type_name(CS_SYNC_STREAM_SYNCHRONIZE), "stream_synchronize");
+	ck_assert_str_eq(cs_sync_type_name(77), "unknown");
+	ck_assert_str_eq(cs_event_kind_table(CS_EV_KERNEL), "CUPTI_ACTIVITY_KIND_KERNEL");
+	ck_assert_str_eq(cs_event_kind_table(CS_EV_NVTX), "NVTX_EVENTS");
+	ck_assert_ptr_null(cs_event_kind_table(CS_EV_COUNT));
+	ck_assert_str_eq(cs_event_kind_name(CS_EV_KERNEL), "kernels");
+	ck_assert_str_eq(cs_event_kind_name(CS_EV_COUNT), "unknown");
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		ck_assert_ptr_nonnull(cs_event_kind_table(k));
+		ck_assert_ptr_nonnull(cs_event_kind_name(k));
+	}
+
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_EVENT_SYNCHRONIZE), 1);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_STREAM_SYNCHRONIZE), 1);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_CONTEXT_SYNCHRONIZE), 1);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_MEMCPY), 1);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_STREAM_WAIT_EVENT), 0);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_EVENT_QUERY), 0);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_STREAM_QUERY), 0);
+	ck_assert_int_eq(cs_sync_type_is_host_wait(CS_SYNC_UNKNOWN), 0);
+}
+END_TEST
+
+/* ---- round trip of every field ---- */
+
+/* Values that differ per field; "full" records have every optional value set, "empty" ones none. */
+static cs_kernel full_kernel(int64_t name_id, int64_t stack_id)
+{
+	cs_kernel k = {
+		.start = 1000001,
+		.end = 1000002,
+		.queued = 1000003,
+		.submitted = 1000004,
+		.launch_start = 1000005,
+		.launch_end = 1000006,
+		.pid = 4000007,
+		.launch_tid = 4000008,
+		.launch_cbid = 309,
+		.launch_api_kind = CS_API_DRIVER,
+		.device_id = 3,
+		.context_id = 11,
+		.stream_id = 12,
+		.correlation_id = 0xfedcba9876543210ULL,
+		.grid_x = 13,
+		.grid_y = 14,
+		.grid_z = 15,
+		.block_x = 16,
+		.block_y = 17,
+		.block_z = 18,
+		.registers_per_thread = 19,
+		.static_shared_memory = 20,
+		.dynamic_shared_memory = 21,
+		.graph_id = 22,
+		.graph_node_id = 0x123456789aLL,
+		.name_id = name_id,
+		.stack_id = stack_id,
+	};
+	return k;
+}
+
+static void check_kernel(const cs_kernel *a, const cs_kernel *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_int_eq(a->queued, b->queued);
+	ck_assert_int_eq(a->submitted, b->submitted);
+	ck_assert_int_eq(a->launch_start, b->launch_start);
+	ck_assert_int_eq(a->launch_end, b->launch_end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->launch_tid, b->launch_tid);
+	ck_assert_int_eq(a->launch_cbid, b->launch_cbid);
+	ck_assert_int_eq(a->launch_api_kind, b->launch_api_kind);
+	ck_assert_int_eq(a->device_id, b->device_id);
+	ck_assert_uint_eq(a->context_id, b->context_id);
+	ck_assert_uint_eq(a->stream_id, b->stream_id);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->grid_x, b->grid_x);
+	ck_assert_int_eq(a->grid_y, b->grid_y);
+	ck_assert_int_eq(a->grid_z, b->grid_z);
+	ck_assert_int_eq(a->block_x, b->block_x);
+	ck_assert_int_eq(a->block_y, b->block_y);
+	ck_assert_int_eq(a->block_z, b->block_z);
+	ck_assert_int_eq(a->registers_per_thread, b->registers_per_thread);
+	ck_assert_int_eq(a->static_shared_memory, b->static_shared_memory);
+	ck_assert_int_eq(a->dynamic_shared_memory, b->dynamic_shared_memory);
+	ck_assert_int_eq(a->graph_id, b->graph_id);
+	ck_assert_int_eq(a->graph_node_id, b->graph_node_id);
+	ck_assert_int_eq(a->name_id, b->name_id);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_memcpy full_memcpy(int64_t stack_id)
+{
+	cs_memcpy m = {
+		.start = 2000001,
+		.end = 2000002,
+		.launch_start = 2000003,
+		.launch_end = 2000004,
+		.pid = 4000007,
+		.launch_tid = 4000009,
+		.launch_cbid = 41,
+		.device_id = 1,
+		.context_id = 31,
+		.stream_id = 32,
+		.correlation_id = 33,
+		.copy_kind = CS_COPY_PTOP,
+		.src_kind = CS_MEM_DEVICE,
+		.dst_kind = CS_MEM_PINNED,
+		.is_async = 1,
+		.src_device_id = 4,
+		.dst_device_id = 5,
+		.bytes = 0x7123456789LL,
+		.graph_id = 34,
+		.graph_node_id = 35,
+		.stack_id = stack_id,
+	};
+	return m;
+}
+
+static void check_memcpy(const cs_memcpy *a, const cs_memcpy *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_int_eq(a->launch_start, b->launch_start);
+	ck_assert_int_eq(a->launch_end, b->launch_end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->launch_tid, b->launch_tid);
+	ck_assert_int_eq(a->launch_cbid, b->launch_cbid);
+	ck_assert_int_eq(a->device_id, b->device_id);
+	ck_assert_uint_eq(a->context_id, b->context_id);
+	ck_assert_uint_eq(a->stream_id, b->stream_id);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->copy_kind, b->copy_kind);
+	ck_assert_int_eq(a->src_kind, b->src_kind);
+	ck_assert_int_eq(a->dst_kind, b->dst_kind);
+	ck_assert_int_eq(a->is_async, b->is_async);
+	ck_assert_int_eq(a->src_device_id, b->src_device_id);
+	ck_assert_int_eq(a->dst_device_id, b->dst_device_id);
+	ck_assert_int_eq(a->bytes, b->bytes);
+	ck_assert_int_eq(a->graph_id, b->graph_id);
+	ck_assert_int_eq(a->graph_node_id, b->graph_node_id);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_memset full_memset(void)
+{
+	cs_memset m = {
+		.start = 3000001,
+		.end = 3000002,
+		.launch_start = 3000003,
+		.launch_end = 3000004,
+		.pid = 4000007,
+		.launch_tid = 51,
+		.launch_cbid = 52,
+		.device_id = 2,
+		.context_id = 53,
+		.stream_id = 54,
+		.correlation_id = 55,
+		.mem_kind = CS_MEM_MANAGED,
+		.is_async = 1,
+		.value = 0xdeadbeef,
+		.bytes = 56,
+		.graph_id = 57,
+		.graph_node_id = 58,
+		.stack_id = CS_ID_NONE,
+	};
+	return m;
+}
+
+static void check_memset(const cs_memset *a, const cs_memset *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_int_eq(a->launch_start, b->launch_start);
+	ck_assert_int_eq(a->launch_end, b->launch_end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->launch_tid, b->launch_tid);
+	ck_assert_int_eq(a->launch_cbid, b->launch_cbid);
+	ck_assert_int_eq(a->device_id, b->device_id);
+	ck_assert_uint_eq(a->context_id, b->context_id);
+	ck_assert_uint_eq(a->stream_id, b->stream_id);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->mem_kind, b->mem_kind);
+	ck_assert_int_eq(a->is_async, b->is_async);
+	ck_assert_uint_eq(a->value, b->value);
+	ck_assert_int_eq(a->bytes, b->bytes);
+	ck_assert_int_eq(a->graph_id, b->graph_id);
+	ck_assert_int_eq(a->graph_node_id, b->graph_node_id);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_memory full_memory(void)
+{
+	cs_memory m = {
+		.start = 4000001,
+		.pid = 4000007,
+		.tid = 61,
+		.device_id = 6,
+		.context_id = 62,
+		.stream_id = 63,
+		.correlation_id = 64,
+		.op = CS_MEMOP_VMM_MAP,
+		.mem_kind = CS_MEM_DEVICE,
+		.is_vmm = 1,
+		.result = 2,
+		.cbid = 65,
+		.address = 0xffff800000001000ULL,
+		.bytes = 1LL << 40,
+		.stack_id = 66,
+	};
+	return m;
+}
+
+static void check_memory(const cs_memory *a, const cs_memory *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->tid, b->tid);
+	ck_assert_int_eq(a->device_id, b->device_id);
+	ck_assert_uint_eq(a->context_id, b->context_id);
+	ck_assert_int_eq(a->stream_id, b->stream_id);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->op, b->op);
+	ck_assert_int_eq(a->mem_kind, b->mem_kind);
+	ck_assert_int_eq(a->is_vmm, b->is_vmm);
+	ck_assert_int_eq(a->result, b->result);
+	ck_assert_int_eq(a->cbid, b->cbid);
+	ck_assert_uint_eq(a->address, b->address);
+	ck_assert_int_eq(a->bytes, b->bytes);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_sync full_sync(void)
+{
+	cs_sync s = {
+		.start = 5000001,
+		.end = 5000002,
+		.pid = 4000007,
+		.tid = 71,
+		.device_id = 7,
+		.context_id = 72,
+		.stream_id = 73,
+		.event_id = 74,
+		.correlation_id = 75,
+		.type = CS_SYNC_EVENT_SYNCHRONIZE,
+		.cbid = 76,
+		.api_kind = CS_API_RUNTIME,
+		.result = -77,
+		.stack_id = 78,
+	};
+	return s;
+}
+
+static void check_sync(const cs_sync *a, const cs_sync *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->tid, b->tid);
+	ck_assert_int_eq(a->device_id, b->device_id);
+	ck_assert_uint_eq(a->context_id, b->context_id);
+	ck_assert_int_eq(a->stream_id, b->stream_id);
+	ck_assert_int_eq(a->event_id, b->event_id);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->type, b->type);
+	ck_assert_int_eq(a->cbid, b->cbid);
+	ck_assert_int_eq(a->api_kind, b->api_kind);
+	ck_assert_int_eq(a->result, b->result);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_api full_api(int64_t name_id)
+{
+	cs_api a = {
+		.start = 6000001,
+		.end = 6000002,
+		.pid = 4000007,
+		.tid = 81,
+		.api_kind = CS_API_DRIVER,
+		.cbid = 82,
+		.correlation_id = 83,
+		.result = 84,
+		.name_id = name_id,
+		.stack_id = 85,
+	};
+	return a;
+}
+
+static void check_api(const cs_api *a, const cs_api *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->tid, b->tid);
+	ck_assert_int_eq(a->api_kind, b->api_kind);
+	ck_assert_int_eq(a->cbid, b->cbid);
+	ck_assert_uint_eq(a->correlation_id, b->correlation_id);
+	ck_assert_int_eq(a->result, b->result);
+	ck_assert_int_eq(a->name_id, b->name_id);
+	ck_assert_int_eq(a->stack_id, b->stack_id);
+}
+
+static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
+{
+	cs_nvtx n = {
+		.start = 7000001,
+		.end = 7000002,
+		.pid = 4000007,
+		.tid = 91,
+		.end_tid = 92,
+		.type = CS_NVTX_STARTEND,
+		.depth = 93,
+		.domain_id = domain_id,
+		.text_id = text_id,
+		.range_id = 94,
+		.color = 0xff00ff95,
+		.category = 96,
+	};
+	return n;
+}
+
+static void check_nvtx(const cs_nvtx *a, const cs_nvtx *b)
+{
+	ck_assert_int_eq(a->start, b->start);
+	ck_assert_int_eq(a->end, b->end);
+	ck_assert_uint_eq(a->pid, b->pid);
+	ck_assert_uint_eq(a->tid, b->tid);
+	ck_assert_uint_eq(a->end_tid, b->end_tid);
+	ck_assert_int_eq(a->type, b->type);
+	ck_assert_int_eq(a->depth, b->depth);
+	ck_assert_int_eq(a->domain_id, b->domain_id);
+	ck_assert_int_eq(a->text_id, b->text_id);
+	ck_assert_int_eq(a->range_id, b->range_id);
+	ck_assert_uint_eq(a->color, b->color);
+	ck_assert_int_eq(a->category, b->category);
+}
+
+/* Collected by the each_* callbacks. */
+struct collected {
+	int n;
+	cs_process p[4];
+	char *cmd[4];
+	cs_device d[4];
+	char *uuid[4], *name[4];
+	cs_stream s[4];
+	cs_finding f[4];
+	char *rule[4], *steps[4], *evidence[4], *message[4], *fix[4];
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int collect_process(const cs_process *p, void *arg)
+{
+	struct collected *c = arg;
+
+	c->p[c->n] = *p;
+	c->cmd[c->n] = dup_or_null(p->command_line);
+	c->n++;
+	return 0;
+}
+
+static int collect_device(const cs_device *d, void *arg)
+{
+	struct collected *c = arg;
+
+	c->d[c->n] = *d;
+	c->uuid[c->n] = dup_or_null(d->uuid);
+	c->name[c->n] = dup_or_null(d->name);
+	c->n++;
+	return 0;
+}
+
+static int collect_stream(const cs_stream *s, void *arg)
+{
+	struct collected *c = arg;
+
+	c->s[c->n++] = *s;
+	return 0;
+}
+
+static int collect_finding(const cs_finding *f, void *arg)
+{
+	struct collected *c = arg;
+
+	c->f[c->n] = *f;
+	c->rule[c->n] = dup_or_null(f->rule);
+	c->steps[c->n] = dup_or_null(f->steps);
+	c->evidence[c->n] = dup_or_null(f->evidence);
+	c->message[c->n] = dup_or_null(f->message);
+	c->fix[c->n] = dup_or_null(f->fix);
+	c->n++;
+	return 0;
+}
+
+/* The next event of a kind, which must exist. */
+static cs_event next_event(cs_iter *it)
+{
+	cs_event ev;
+
+	ck_assert_int_eq(cs_iter_next(it, &ev), 1);
+	return ev;
+}
+
+START_TEST(test_roundtrip_every_field)
+{
+	char *path = new_trace_path("rt.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_error err = {0};
+	int64_t kname, aname, dom, text;
+	cs_frame fr[2] = {
+		{.kind = 1,
+		 .pc = 0xfffffffffffff001ULL,
+		 .module = "/lib/libfoo.so",
+		 .symbol = "foo()",
+		 .offset = 17},
+		{.kind = 2, .symbol = "train_step", .file = "train.py", .line = 42},
+	};
+	int64_t stack;
+
+	/* Processes: one with every value, one with every optional value missing. */
+	cs_process p1 = {.pid = 4000007,
+			 .ppid = 4000001,
+			 .start = 11,
+			 .end = 12,
+			 .command_line = "python train.py --epochs 1",
+			 .rank = 3,
+			 .local_rank = 1,
+			 .world_size = 8,
+			 .exit_code = 137,
+			 .used_cuda = 1,
+			 .dropped_records = 13,
+			 .cupti_device_bytes = 14};
+	cs_process p2 = {.pid = 5,
+			 .ppid = 6,
+			 .start = CS_TS_UNKNOWN,
+			 .end = CS_TS_UNKNOWN,
+			 .command_line = NULL,
+			 .rank = CS_ID_NONE,
+			 .local_rank = CS_ID_NONE,
+			 .world_size = CS_ID_NONE,
+			 .exit_code = CS_ID_NONE,
+			 .used_cuda = 0,
+			 .dropped_records = 7,
+			 .cupti_device_bytes = 0};
+	cs_device d1 = {.pid = 4000007,
+			.device_id = 0,
+			.uuid = "GPU-01234567-89ab-cdef-0123-456789abcdef",
+			.name = "NVIDIA H200",
+			.total_memory = 150000000000LL,
+			.sm_count = 132,
+			.compute_major = 9,
+			.compute_minor = 0,
+			.core_clock_khz = 1980000,
+			.memory_bandwidth = 4800000000000LL};
+	cs_device d2 = {.pid = 4000007, .device_id = 1, .uuid = NULL, .name = NULL};
+	cs_stream s1 = {.pid = 4000007,
+			.device_id = 0,
+			.context_id = 1,
+			.stream_id = 7,
+			.is_default = 1,
+			.priority = -2};
+	cs_stream s2 = {.pid = 4000007,
+			.device_id = 1,
+			.context_id = 2,
+			.stream_id = 13,
+			.is_default = 0,
+			.priority = 0};
+
+	ck_assert_int_eq(cs_writer_set_meta(w, "command", "python train.py"), CS_OK);
+	ck_assert_int_eq(cs_writer_set_meta(w, "host", "first"), CS_OK);
+	ck_assert_int_eq(cs_writer_set_meta(w, "host", "gpu-node-1"), CS_OK); /* replaced */
+	ck_assert_int_eq(cs_writer_set_meta_int(w, "time_base_ns", 1234567890123456789LL), CS_OK);
+	ck_assert_int_eq(cs_writer_set_meta(w, "empty", NULL), CS_OK);
+
+	kname = cs_writer_intern(w, "_Z6kernelPfi");
+	aname = cs_writer_intern(w, "cudaLaunchKernel");
+	dom = cs_writer_intern(w, "my_domain");
+	text = cs_writer_intern(w, "forward");
+	ck_assert_int_ge(kname, 0);
+	stack = cs_writer_add_stack(w, fr, 2);
+	ck_assert_int_ge(stack, 0);
+
+	ck_assert_int_eq(cs_writer_add_process(w, &p1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_process(w, &p2), CS_OK);
+	ck_assert_int_eq(cs_writer_add_device(w, &d1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_device(w, &d2), CS_OK);
+	ck_assert_int_eq(cs_writer_add_stream(w, &s1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_stream(w, &s2), CS_OK);
+
+	/* Events: one with every value, then one (later) with every optional value missing. */
+	cs_kernel k1 = full_kernel(kname, stack), k2 = k1;
+	k2.start += 100;
+	k2.end = k2.queued = k2.submitted = k2.launch_start = k2.launch_end = CS_TS_UNKNOWN;
+	k2.launch_cbid = CS_ID_NONE;
+	k2.launch_api_kind = 0;
+	k2.device_id = CS_ID_NONE;
+	k2.graph_id = k2.graph_node_id = k2.name_id = k2.stack_id = CS_ID_NONE;
+	k2.correlation_id = 0;
+	ck_assert_int_eq(cs_writer_add_kernel(w, &k1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_kernel(w, &k2), CS_OK);
+
+	cs_memcpy c1 = full_memcpy(stack), c2 = c1;
+	c2.start += 100;
+	c2.end = c2.launch_start = c2.launch_end = CS_TS_UNKNOWN;
+	c2.launch_cbid = c2.src_device_id = c2.dst_device_id = CS_ID_NONE;
+	c2.graph_id = c2.graph_node_id = c2.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_memcpy(w, &c1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_memcpy(w, &c2), CS_OK);
+
+	cs_memset m1 = full_memset(), m2 = m1;
+	m2.start += 100;
+	m2.end = m2.launch_start = m2.launch_end = CS_TS_UNKNOWN;
+	m2.launch_cbid = CS_ID_NONE;
+	m2.graph_id = m2.graph_node_id = CS_ID_NONE;
+	m2.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memset(w, &m1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_memset(w, &m2), CS_OK);
+
+	cs_memory y1 = full_memory(), y2 = y1;
+	y2.start += 100;
+	y2.stream_id = y2.cbid = y2.stack_id = CS_ID_NONE;
+	y2.op = CS_MEMOP_FREE;
+	y2.bytes = 0;
+	ck_assert_int_eq(cs_writer_add_memory(w, &y1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_memory(w, &y2), CS_OK);
+
+	cs_sync s_1 = full_sync(), s_2 = s_1;
+	s_2.start += 100;
+	s_2.end = CS_TS_UNKNOWN;
+	s_2.stream_id = s_2.event_id = s_2.cbid = s_2.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_sync(w, &s_1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_sync(w, &s_2), CS_OK);
+
+	cs_api a1 = full_api(aname), a2 = a1;
+	a2.start += 100;
+	a2.end = CS_TS_UNKNOWN;
+	a2.cbid = CS_ID_NONE;
+	a2.name_id = a2.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_api(w, &a1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_api(w, &a2), CS_OK);
+
+	cs_nvtx n1 = full_nvtx(dom, text), n2 = n1;
+	n2.start += 100;
+	n2.end = CS_TS_UNKNOWN;
+	n2.domain_id = n2.range_id = CS_ID_NONE;
+	n2.type = CS_NVTX_PUSHPOP;
+	ck_assert_int_eq(cs_writer_add_nvtx(w, &n1), CS_OK);
+	ck_assert_int_eq(cs_writer_add_nvtx(w, &n2), CS_OK);
+
+	cs_finding f1 = {.rule = "d2h-sync",
+			 .severity = 3,
+			 .start = 101,
+			 .end = 102,
+			 .steps = "[1,2,3]",
+			 .evidence = "{\"copies\":3}",
+			 .lost_ns_per_step = 5000,
+			 .step_share = 0.25,
+			 .message = "a D2H copy syncs every step",
+			 .fix = "use non_blocking=True",
+			 .stack_id = stack};
+	cs_finding f2 = {.rule = "small-kernels",
+			 .severity = 1,
+			 .start = CS_TS_UNKNOWN,
+			 .end = CS_TS_UNKNOWN,
+			 .lost_ns_per_step = 10,
+			 .step_share = 0.5,
+			 .stack_id = CS_ID_NONE};
+	ck_assert_int_eq(cs_writer_add_finding(w, &f2), CS_OK);
+	ck_assert_int_eq(cs_writer_add_finding(w, &f1), CS_OK);
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	ck_assert_str_eq(cs_trace_path(t), path);
+	ck_assert_int_eq(cs_trace_schema_version(t), CS_SCHEMA_VERSION);
+	ck_assert_str_eq(cs_trace_meta(t, "schema_version"), "1");
+	ck_assert_str_eq(cs_trace_meta(t, "cuscope_version"), CUSCOPE_VERSION);
+	ck_assert_ptr_nonnull(cs_trace_meta(t, "created"));
+	ck_assert_int_eq(strlen(cs_trace_meta(t, "created")), 20);
+	ck_assert_str_eq(cs_trace_meta(t, "command"), "python train.py");
+	ck_assert_str_eq(cs_trace_meta(t, "host"), "gpu-node-1");
+	ck_assert_str_eq(cs_trace_meta(t, "time_base_ns"), "1234567890123456789");
+	ck_assert_ptr_null(cs_trace_meta(t, "empty"));
+	ck_assert_ptr_null(cs_trace_meta(t, "no such key"));
+
+	struct collected *c = calloc(1, sizeof(*c));
+	ck_assert_int_eq(cs_trace_each_process(t, collect_process, c, &err), CS_OK);
+	ck_assert_int_eq(c->n, 2);
+	for (int i = 0; i < 2; i++) {
+		const cs_process *e = i ? &p2 : &p1, *g = &c->p[i];
+
+		ck_assert_uint_eq(g->pid, e->pid);
+		ck_assert_uint_eq(g->ppid, e->ppid);
+		ck_assert_int_eq(g->start, e->start);
+		ck_assert_int_eq(g->end, e->end);
+		if (e->command_line)
+			ck_assert_str_eq(c->cmd[i], e->command_line);
+		else
+			ck_assert_ptr_null(c->cmd[i]);
+		ck_assert_int_eq(g->rank, e->rank);
+		ck_assert_int_eq(g->local_rank, e->local_rank);
+		ck_assert_int_eq(g->world_size, e->world_size);
+		ck_assert_int_eq(g->exit_code, e->exit_code);
+		ck_assert_int_eq(g->used_cuda, e->used_cuda);
+		ck_assert_int_eq(g->dropped_records, e->dropped_records);
+		ck_assert_int_eq(g->cupti_device_bytes, e->cupti_device_bytes);
+		free(c->cmd[i]);
+	}
+
+	memset(c, 0, sizeof(*c));
+	ck_assert_int_eq(cs_trace_each_device(t, collect_device, c, &err), CS_OK);
+	ck_assert_int_eq(c->n, 2);
+	for (int i = 0; i < 2; i++) {
+		const cs_device *e = i ? &d2 : &d1, *g = &c->d[i];
+
+		ck_assert_uint_eq(g->pid, e->pid);
+		ck_assert_int_eq(g->device_id, e->device_id);
+		if (e->uuid) {
+			ck_assert_str_eq(c->uuid[i], e->uuid);
+			ck_assert_str_eq(c->name[i], e->name);
+		} else {
+			ck_assert_ptr_null(c->uuid[i]);
+			ck_assert_ptr_null(c->name[i]);
+		}
+		ck_assert_int_eq(g->total_memory, e->total_memory);
+		ck_assert_int_eq(g->sm_count, e->sm_count);
+		ck_assert_int_eq(g->compute_major, e->compute_major);
+		ck_assert_int_eq(g->compute_minor, e->compute_minor);
+		ck_assert_int_eq(g->core_clock_khz, e->core_clock_khz);
+		ck_assert_int_eq(g->memory_bandwidth, e->memory_bandwidth);
+		free(c->uuid[i]);
+		free(c->name[i]);
+	}
+
+	memset(c, 0, sizeof(*c));
+	ck_assert_int_eq(cs_trace_each_stream(t, collect_stream, c, &err), CS_OK);
+	ck_assert_int_eq(c->n, 2);
+	for (int i = 0; i < 2; i++) {
+		const cs_stream *e = i ? &s2 : &s1, *g = &c->s[i];
+
+		ck_assert_uint_eq(g->pid, e->pid);
+		ck_assert_int_eq(g->device_id, e->device_id);
+		ck_assert_uint_eq(g->context_id, e->context_id);
+		ck_assert_uint_eq(g->stream_id, e->stream_id);
+		ck_assert_int_eq(g->is_default, e->is_default);
+		ck_assert_int_eq(g->priority, e->priority);
+	}
+
+	/* Findings come most costly first: f1 before f2 although written after. */
+	memset(c, 0, sizeof(*c));
+	ck_assert_int_eq(cs_trace_each_finding(t, collect_finding, c, &err), CS_OK);
+	ck_assert_int_eq(c->n, 2);
+	ck_assert_str_eq(c->rule[0], "d2h-sync");
+	ck_assert_int_eq(c->f[0].severity, 3);
+	ck_assert_int_eq(c->f[0].start, 101);
+	ck_assert_int_eq(c->f[0].end, 102);
+	ck_assert_str_eq(c->steps[0], "[1,2,3]");
+	ck_assert_str_eq(c->evidence[0], "{\"copies\":3}");
+	ck_assert_int_eq(c->f[0].lost_ns_per_step, 5000);
+	ck_assert_double_eq(c->f[0].step_share, 0.25);
+	ck_assert_str_eq(c->message[0], "a D2H copy syncs every step");
+	ck_assert_str_eq(c->fix[0], "use non_blocking=True");
+	ck_assert_int_eq(c->f[0].stack_id, stack);
+	ck_assert_str_eq(c->rule[1], "small-kernels");
+	ck_assert_int_eq(c->f[1].severity, 1);
+	ck_assert_int_eq(c->f[1].start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(c->f[1].end, CS_TS_UNKNOWN);
+	ck_assert_ptr_null(c->steps[1]);
+	ck_assert_ptr_null(c->evidence[1]);
+	ck_assert_ptr_null(c->message[1]);
+	ck_assert_ptr_null(c->fix[1]);
+	ck_assert_int_eq(c->f[1].lost_ns_per_step, 10);
+	ck_assert_double_eq(c->f[1].step_share, 0.5);
+	ck_assert_int_eq(c->f[1].stack_id, CS_ID_NONE);
+	for (int i = 0; i < 2; i++) {
+		free(c->rule[i]);
+		free(c->steps[i]);
+		free(c->evidence[i]);
+		free(c->message[i]);
+		free(c->fix[i]);
+	}
+	free(c);
+
+	/* The stack. */
+	const cs_frame *frames;
+	int n;
+	ck_assert_int_eq(cs_trace_get_stack(t, stack, &frames, &n, &err), CS_OK);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(frames[0].kind, 1);
+	ck_assert_uint_eq(frames[0].pc, 0xfffffffffffff001ULL);
+	ck_assert_str_eq(frames[0].module, "/lib/libfoo.so");
+	ck_assert_str_eq(frames[0].symbol, "foo()");
+	ck_assert_uint_eq(frames[0].offset, 17);
+	ck_assert_ptr_null(frames[0].file);
+	ck_assert_int_eq(frames[0].line, 0);
+	ck_assert_int_eq(frames[1].kind, 2);
+	ck_assert_uint_eq(frames[1].pc, 0);
+	ck_assert_ptr_null(frames[1].module);
+	ck_assert_str_eq(frames[1].symbol, "train_step");
+	ck_assert_str_eq(frames[1].file, "train.py");
+	ck_assert_int_eq(frames[1].line, 42);
+	ck_assert_int_eq(cs_trace_get_stack(t, CS_ID_NONE, &frames, &n, &err), CS_OK);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(cs_trace_get_stack(t, 12345, &frames, &n, &err), CS_OK);
+	ck_assert_int_eq(n, 0);
+
+	/* Every event kind. */
+	cs_iter *it;
+	cs_event ev;
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	ck_assert_int_eq(ev.kind, CS_EV_KERNEL);
+	check_kernel(&ev.u.kernel, &k1);
+	ck_assert_str_eq(ev.u.kernel.name, "_Z6kernelPfi");
+	ev = next_event(it);
+	check_kernel(&ev.u.kernel, &k2);
+	ck_assert_ptr_null(ev.u.kernel.name);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_MEMCPY, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	ck_assert_int_eq(ev.kind, CS_EV_MEMCPY);
+	check_memcpy(&ev.u.memcpy, &c1);
+	ev = next_event(it);
+	check_memcpy(&ev.u.memcpy, &c2);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_MEMSET, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	check_memset(&ev.u.memset, &m1);
+	ev = next_event(it);
+	check_memset(&ev.u.memset, &m2);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_MEMORY, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	check_memory(&ev.u.memory, &y1);
+	ev = next_event(it);
+	check_memory(&ev.u.memory, &y2);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_SYNC, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	check_sync(&ev.u.sync, &s_1);
+	ev = next_event(it);
+	check_sync(&ev.u.sync, &s_2);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_API, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	check_api(&ev.u.api, &a1);
+	ck_assert_str_eq(ev.u.api.name, "cudaLaunchKernel");
+	ev = next_event(it);
+	check_api(&ev.u.api, &a2);
+	ck_assert_ptr_null(ev.u.api.name);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	check_nvtx(&ev.u.nvtx, &n1);
+	ck_assert_str_eq(ev.u.nvtx.text, "forward");
+	ck_assert_str_eq(ev.u.nvtx.domain, "my_domain");
+	ev = next_event(it);
+	check_nvtx(&ev.u.nvtx, &n2);
+	ck_assert_str_eq(ev.u.nvtx.text, "forward");
+	ck_assert_ptr_null(ev.u.nvtx.domain);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	cs_trace_close(t);
+
+	/* Unknown values are NULL in the file, not sentinel numbers. */
+	ck_assert_int_eq(
+		sql_int(path,
+			"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end IS NULL AND "
+			"queued IS NULL AND launchCbid IS NULL AND graphId IS NULL AND nameId IS "
+			"NULL "
+			"AND stackId IS NULL"),
+		1);
+	ck_assert_int_eq(
+		sql_int(path,
+			"SELECT count(*) FROM PROCESSES WHERE start IS NULL AND rank IS NULL AND "
+			"exitCode IS NULL AND commandLine IS NULL"),
+		1);
+	free(path);
+}
+END_TEST
+
+/* ---- strings ---- */
+
+START_TEST(test_intern)
+{
+	char *path = new_trace_path("strings.db");
+	cs_trace_writer *w = open_writer(path);
+	char buf1[] = "volta_sgemm_128x64_nn", buf2[] = "volta_sgemm_128x64_nn";
+	int64_t a, b, c, d, e, ids[10000];
+	char s[64];
+
+	a = cs_writer_intern(w, buf1);
+	b = cs_writer_intern(w, buf2);
+	c = cs_writer_intern(w, "volta_sgemm_128x64_nt");
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_eq(a, b);
+	ck_assert_int_ne(a, c);
+	/* Length-limited: "volta" from a longer buffer is the same as "volta". */
+	d = cs_writer_intern_len(w, buf1, 5);
+	e = cs_writer_intern(w, "volta");
+	ck_assert_int_eq(d, e);
+	ck_assert_int_ne(d, a);
+	ck_assert_int_eq(cs_writer_intern_len(w, "", 0), cs_writer_intern(w, ""));
+	ck_assert_int_lt(cs_writer_intern(w, NULL), 0);
+
+	for (int i = 0; i < 10000; i++) {
+		snprintf(s, sizeof(s), "kernel_%d", i);
+		ids[i] = cs_writer_intern(w, s);
+		ck_assert_int_ge(ids[i], 0);
+	}
+	for (int i = 0; i < 10000; i++) {
+		snprintf(s, sizeof(s), "kernel_%d", i);
+		ck_assert_int_eq(cs_writer_intern(w, s), ids[i]);
+	}
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	cs_trace_summary sum;
+	cs_error err = {0};
+
+	ck_assert_str_eq(cs_trace_string(t, a), "volta_sgemm_128x64_nn");
+	ck_assert_str_eq(cs_trace_string(t, c), "volta_sgemm_128x64_nt");
+	ck_assert_str_eq(cs_trace_string(t, d), "volta");
+	for (int i = 0; i < 10000; i++) {
+		snprintf(s, sizeof(s), "kernel_%d", i);
+		ck_assert_str_eq(cs_trace_string(t, ids[i]), s);
+		for (int j = i + 1; j < i + 3 && j < 10000; j++)
+			ck_assert_int_ne(ids[i], ids[j]);
+	}
+	ck_assert_ptr_null(cs_trace_string(t, CS_ID_NONE));
+	ck_assert_ptr_null(cs_trace_string(t, 1000000));
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), CS_OK);
+	ck_assert_int_eq(sum.strings, 10000 + 4);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* ---- stacks ---- */
+
+START_TEST(test_stack_dedup)
+{
+	char *path = new_trace_path("stacks.db");
+	cs_trace_writer *w = open_writer(path);
+	char mod1[] = "/usr/lib/libtorch.so", mod2[] = "/usr/lib/libtorch.so";
+	cs_frame a[3] = {
+		{.kind = 1, .pc = 0x1000, .module = mod1, .symbol = "at::mm", .offset = 16},
+		{.kind = 2, .symbol = "forward", .file = "model.py", .line = 10},
+		{.kind = 2, .symbol = "main", .file = "train.py", .line = 99},
+	};
+	cs_frame b[3] = {
+		{.kind = 1, .pc = 0x1000, .module = mod2, .symbol = "at::mm", .offset = 16},
+		{.kind = 2, .symbol = "forward", .file = "model.py", .line = 10},
+		{.kind = 2, .symbol = "main", .file = "train.py", .line = 99},
+	};
+	cs_frame rev[3] = {a[2], a[1], a[0]};
+	cs_frame other_line[3] = {a[0], a[1], a[2]};
+	int64_t sa, sb, srev, sline, sshort;
+
+	other_line[2].line = 100;
+	sa = cs_writer_add_stack(w, a, 3);
+	sb = cs_writer_add_stack(w, b, 3);
+	srev = cs_writer_add_stack(w, rev, 3);
+	sline = cs_writer_add_stack(w, other_line, 3);
+	sshort = cs_writer_add_stack(w, a, 2);
+	ck_assert_int_ge(sa, 0);
+	ck_assert_int_eq(sa, sb);
+	ck_assert_int_ne(sa, srev);
+	ck_assert_int_ne(sa, sline);
+	ck_assert_int_ne(srev, sline);
+	ck_assert_int_ne(sa, sshort);
+	ck_assert_int_eq(cs_writer_add_stack(w, rev, 3), srev);
+	ck_assert_int_lt(cs_writer_add_stack(w, a, 0), 0);
+	finish_writer(w);
+
+	/* 4 distinct frames (3 + the other line), 4 distinct stacks of 3+3+3+2 rows. */
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM STACK_FRAMES"), 4);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM STACKS"), 11);
+
+	cs_trace *t = open_trace(path);
+	cs_error err = {0};
+	cs_trace_summary sum;
+	const cs_frame *f;
+	int n;
+
+	ck_assert_int_eq(cs_trace_get_stack(t, srev, &f, &n, &err), CS_OK);
+	ck_assert_int_eq(n, 3);
+	ck_assert_str_eq(f[0].symbol, "main");
+	ck_assert_str_eq(f[1].symbol, "forward");
+	ck_assert_str_eq(f[2].symbol, "at::mm");
+	ck_assert_str_eq(f[2].module, "/usr/lib/libtorch.so");
+	ck_assert_int_eq(cs_trace_get_stack(t, sshort, &f, &n, &err), CS_OK);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), CS_OK);
+	ck_assert_int_eq(sum.stacks, 4);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* ---- iterators ---- */
+
+START_TEST(test_iter_order)
+{
+	char *path = new_trace_path("order.db");
+	cs_trace_writer *w = open_writer(path);
+	/* Out of order, with ties (kept in insertion order: told apart by correlation id). */
+	int64_t starts[] = {50, 10, 30, 10, 70, 30, 20, 10};
+	uint64_t expect[] = {1, 3, 7, 6, 2, 5, 0, 4};
+	cs_iter *it;
+	cs_event ev;
+	cs_error err = {0};
+
+	for (int i = 0; i < 8; i++) {
+		cs_kernel k = plain_kernel(starts[i], starts[i] + 5);
+
+		k.correlation_id = (uint64_t)i;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	/* An event with an unknown start comes first. */
+	cs_api a = {.start = CS_TS_UNKNOWN,
+		    .end = 40,
+		    .cbid = CS_ID_NONE,
+		    .name_id = CS_ID_NONE,
+		    .stack_id = CS_ID_NONE};
+	cs_api b = a;
+	b.start = 5;
+	ck_assert_int_eq(cs_writer_add_api(w, &b), CS_OK);
+	ck_assert_int_eq(cs_writer_add_api(w, &a), CS_OK);
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	for (int i = 0; i < 8; i++) {
+		ev = next_event(it);
+		ck_assert_uint_eq(ev.u.kernel.correlation_id, expect[i]);
+	}
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_API, NULL, &it, &err), CS_OK);
+	ev = next_event(it);
+	ck_assert_int_eq(ev.u.api.start, CS_TS_UNKNOWN);
+	ev = next_event(it);
+	ck_assert_int_eq(ev.u.api.start, 5);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+
+	/* Empty tables iterate to nothing. */
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, NULL, &it, &err), CS_OK);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_COUNT, NULL, &it, &err), CS_ERR_INVALID);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* Correlation ids of the kernels a filter returns, as a string "1,2,3". */
+static void ids_of(cs_trace *t, enum cs_event_kind kind, const cs_filter *f, char *out, size_t len)
+{
+	cs_iter *it;
+	cs_event ev;
+	cs_error err = {0};
+	size_t n = 0;
+	int rc;
+
+	out[0] = '\0';
+	ck_assert_msg(cs_iter_open(t, kind, f, &it, &err) == CS_OK, "%s", err.msg);
+	while ((rc = cs_iter_next(it, &ev)) == 1) {
+		uint64_t id = kind == CS_EV_KERNEL   ? ev.u.kernel.correlation_id
+			      : kind == CS_EV_MEMORY ? ev.u.memory.correlation_id
+						     : ev.u.api.correlation_id;
+
+		n += (size_t)snprintf(out + n, len - n, "%s%llu", n ? "," : "",
+				      (unsigned long long)id);
+	}
+	ck_assert_int_eq(rc, 0);
+	cs_iter_close(it);
+}
+
+START_TEST(test_iter_filters)
+{
+	char *path = new_trace_path("filters.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_error err = {0};
+	char got[256];
+	struct {
+		int64_t start, end;
+		uint32_t pid;
+		int32_t dev;
+		uint32_t stream;
+	} ks[] = {
+		{0, 100, 1, 0, 7}, /* 1: long, overlaps everything up to 100 */
+		{10, 20, 1, 0, 7}, /* 2 */
+		{20, 30, 2, 1, 8}, /* 3 */
+		{30, 40, 2, 1, 7}, /* 4 */
+		{40, 40, 1, 0, 8}, /* 5: zero length */
+		{50, 60, 1, 1, 7}, /* 6 */
+	};
+
+	for (int i = 0; i < 6; i++) {
+		cs_kernel k = plain_kernel(ks[i].start, ks[i].end);
+
+		k.pid = ks[i].pid;
+		k.device_id = ks[i].dev;
+		k.stream_id = ks[i].stream;
+		k.correlation_id = (uint64_t)i + 1;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	for (int i = 0; i < 4; i++) {
+		cs_memory m = {.start = i * 10,
+			       .pid = 1,
+			       .device_id = i % 2,
+			       .stream_id = i == 3 ? CS_ID_NONE : 7,
+			       .correlation_id = (uint64_t)i + 1,
+			       .cbid = CS_ID_NONE,
+			       .stack_id = CS_ID_NONE};
+
+		ck_assert_int_eq(cs_writer_add_memory(w, &m), CS_OK);
+	}
+	for (int i = 0; i < 3; i++) {
+		cs_api a = {.start = i * 10,
+			    .end = i * 10 + 5,
+			    .pid = (uint32_t)(1 + i % 2),
+			    .correlation_id = (uint64_t)i + 1,
+			    .cbid = 1,
+			    .name_id = CS_ID_NONE,
+			    .stack_id = CS_ID_NONE};
+
+		ck_assert_int_eq(cs_writer_add_api(w, &a), CS_OK);
+	}
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	cs_filter f = cs_filter_all();
+
+	ck_assert_int_eq(f.t0, CS_TS_UNKNOWN);
+	ck_assert_int_eq(f.t1, CS_TS_UNKNOWN);
+	ck_assert_int_eq(f.pid, -1);
+	ck_assert_int_eq(f.device_id, -1);
+	ck_assert_int_eq(f.stream_id, -1);
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2,3,4,5,6");
+
+	/* [20, 40): 1 (0-100), 3 (20-30), 4 (30-40); not 2 (ends at 20), not 5 (at 40). */
+	f.t0 = 20;
+	f.t1 = 40;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,3,4");
+	/* A zero-length event at t0 is inside. */
+	f.t0 = 40;
+	f.t1 = 41;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,5");
+	/* Open bounds. */
+	f.t0 = 55;
+	f.t1 = CS_TS_UNKNOWN;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,6");
+	f.t0 = CS_TS_UNKNOWN;
+	f.t1 = 20;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2");
+	f.t0 = 100;
+	f.t1 = 200;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "");
+
+	f = cs_filter_all();
+	f.pid = 2;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "3,4");
+	f = cs_filter_all();
+	f.device_id = 1;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "3,4,6");
+	f = cs_filter_all();
+	f.stream_id = 8;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "3,5");
+	f = cs_filter_all();
+	f.device_id = 1;
+	f.stream_id = 7;
+	f.t0 = 35;
+	f.t1 = 60;
+	ids_of(t, CS_EV_KERNEL, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "4,6");
+
+	/* Memory events are instants: [10, 30) holds those at 10 and 20. */
+	f = cs_filter_all();
+	f.t0 = 10;
+	f.t1 = 30;
+	ids_of(t, CS_EV_MEMORY, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "2,3");
+	f = cs_filter_all();
+	f.stream_id = 7;
+	ids_of(t, CS_EV_MEMORY, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2,3");
+	f.device_id = 0;
+	ids_of(t, CS_EV_MEMORY, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,3");
+
+	/* API calls have no device or stream: those filters do not apply. */
+	f = cs_filter_all();
+	f.device_id = 5;
+	f.stream_id = 5;
+	ids_of(t, CS_EV_API, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2,3");
+	f.pid = 2;
+	ids_of(t, CS_EV_API, &f, got, sizeof(got));
+	ck_assert_str_eq(got, "2");
+
+	/* No filter pointer means everything. */
+	ids_of(t, CS_EV_KERNEL, NULL, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2,3,4,5,6");
+	cs_trace_close(t);
+	(void)err;
+	free(path);
+}
+END_TEST
+
+/* Random events and windows: the window search must return exactly what a scan of every event
+ * would. */
+START_TEST(test_iter_window_random)
+{
+	enum { N = 3000 };
+	char *path = new_trace_path("random.db");
+	cs_trace_writer *w = open_writer(path);
+	static int64_t st[N], en[N];
+	cs_error err = {0};
+	unsigned seed = 12345;
+
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		st[i] = (seed >> 8) % 100000;
+		seed = seed * 1103515245u + 12345u;
+		en[i] = st[i] + ((seed >> 8) % 50 == 0 ? 20000 : (seed >> 8) % 300);
+		cs_kernel k = plain_kernel(st[i], en[i]);
+
+		k.correlation_id = (uint64_t)i;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	for (int q = 0; q < 200; q++) {
+		cs_filter f = cs_filter_all();
+		cs_iter *it;
+		cs_event ev;
+		int expect = 0, got = 0, rc;
+		int64_t prev = INT64_MIN;
+
+		seed = seed * 1103515245u + 12345u;
+		f.t0 = (seed >> 8) % 110000 - 5000;
+		seed = seed * 1103515245u + 12345u;
+		f.t1 = f.t0 + (seed >> 8) % 3000;
+		for (int i = 0; i < N; i++)
+			if (st[i] < f.t1 && (en[i] > f.t0 || st[i] >= f.t0))
+				expect++;
+		ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, &f, &it, &err), CS_OK);
+		while ((rc = cs_iter_next(it, &ev)) == 1) {
+			int i = (int)ev.u.kernel.correlation_id;
+
+			ck_assert(st[i] < f.t1 && (en[i] > f.t0 || st[i] >= f.t0));
+			ck_assert_int_ge(ev.u.kernel.start, prev);
+			prev = ev.u.kernel.start;
+			got++;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(got, expect);
+		cs_iter_close(it);
+	}
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* ---- summary ---- */
+
+START_TEST(test_summary)
+{
+	char *path = new_trace_path("summary.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_trace_summary s;
+	cs_error err = {0};
+	cs_frame fr = {.kind = 2, .symbol = "f", .file = "a.py", .line = 1};
+	cs_process p = {.pid = 1,
+			.start = CS_TS_UNKNOWN,
+			.end = CS_TS_UNKNOWN,
+			.rank = CS_ID_NONE,
+			.local_rank = CS_ID_NONE,
+			.world_size = CS_ID_NONE,
+			.exit_code = 0,
+			.dropped_records = 5};
+	cs_device d = {.pid = 1, .device_id = 0, .name = "GPU"};
+	cs_stream st = {.pid = 1, .device_id = 0, .stream_id = 7};
+	cs_finding f = {
+		.rule = "x", .start = CS_TS_UNKNOWN, .end = CS_TS_UNKNOWN, .stack_id = CS_ID_NONE};
+
+	ck_assert_int_eq(cs_writer_add_process(w, &p), CS_OK);
+	p.pid = 2;
+	p.dropped_records = 7;
+	ck_assert_int_eq(cs_writer_add_process(w, &p), CS_OK);
+	ck_assert_int_eq(cs_writer_add_device(w, &d), CS_OK);
+	ck_assert_int_eq(cs_writer_add_stream(w, &st), CS_OK);
+	st.stream_id = 8;
+	ck_assert_int_eq(cs_writer_add_stream(w, &st), CS_OK);
+	ck_assert_int_eq(cs_writer_add_finding(w, &f), CS_OK);
+	ck_assert_int_ge(cs_writer_add_stack(w, &fr, 1), 0);
+	ck_assert_int_ge(cs_writer_intern(w, "name"), 0);
+	for (int i = 0; i < 3; i++) {
+		cs_kernel k = plain_kernel(1000 + i * 10, 1005 + i * 10);
+
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	cs_memcpy c = full_memcpy(CS_ID_NONE);
+	c.start = 500;
+	c.end = 600;
+	ck_assert_int_eq(cs_writer_add_memcpy(w, &c), CS_OK);
+	cs_nvtx n = full_nvtx(CS_ID_NONE, CS_ID_NONE);
+	n.start = 900;
+	n.end = 5000;
+	ck_assert_int_eq(cs_writer_add_nvtx(w, &n), CS_OK);
+	n.start = 950;
+	n.end = CS_TS_UNKNOWN;
+	ck_assert_int_eq(cs_writer_add_nvtx(w, &n), CS_OK);
+	cs_memory m = full_memory();
+	m.start = 6000;
+	ck_assert_int_eq(cs_writer_add_memory(w, &m), CS_OK);
+	finish_writer(w);
+
+	cs_trace *t = open_trace(path);
+	ck_assert_int_eq(cs_trace_get_summary(t, &s, &err), CS_OK);
+	ck_assert_int_eq(s.start, 500);
+	ck_assert_int_eq(s.end, 6000);
+	ck_assert_int_eq(s.counts[CS_EV_KERNEL], 3);
+	ck_assert_int_eq(s.counts[CS_EV_MEMCPY], 1);
+	ck_assert_int_eq(s.counts[CS_EV_MEMSET], 0);
+	ck_assert_int_eq(s.counts[CS_EV_MEMORY], 1);
+	ck_assert_int_eq(s.counts[CS_EV_SYNC], 0);
+	ck_assert_int_eq(s.counts[CS_EV_API], 0);
+	ck_assert_int_eq(s.counts[CS_EV_NVTX], 2);
+	ck_assert_int_eq(s.processes, 2);
+	ck_assert_int_eq(s.devices, 1);
+	ck_assert_int_eq(s.streams, 2);
+	ck_assert_int_eq(s.strings, 3); /* f, a.py, name */
+	ck_assert_int_eq(s.stacks, 1);
+	ck_assert_int_eq(s.findings, 1);
+	ck_assert_int_eq(s.dropped_records, 12);
+	cs_trace_close(t);
+	free(path);
+
+	/* An empty trace. */
+	path = new_trace_path("empty.db");
+	w = open_writer(path);
+	finish_writer(w);
+	t = open_trace(path);
+	ck_assert_int_eq(cs_trace_get_summary(t, &s, &err), CS_OK);
+	ck_assert_int_eq(s.start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(s.end, CS_TS_UNKNOWN);
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		ck_assert_int_eq(s.counts[k], 0);
+	ck_assert_int_eq(s.processes + s.devices + s.streams + s.strings + s.stacks + s.findings,
+			 0);
+	ck_assert_int_eq(s.dropped_records, 0);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* ---- writer files ---- */
+
+START_TEST(test_abort_leaves_nothing)
+{
+	char *path = new_trace_path("aborted.db");
+	char *dir = dir_of(path);
+	cs_trace_writer *w = open_writer(path);
+	cs_kernel k = plain_kernel(1, 2);
+
+	ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	ck_assert_int_gt(count_dir_entries(dir), 0); /* the temporary files */
+	cs_writer_abort(w);
+	ck_assert_int_eq(count_dir_entries(dir), 0);
+	ck_assert(!tu_file_exists(path));
+	cs_writer_abort(NULL);
+	free(dir);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_finish_renames)
+{
+	char *path = new_trace_path("final.db");
+	char *dir = dir_of(path);
+	char tmp[4096];
+	cs_trace_writer *w = open_writer(path);
+	cs_kernel k = plain_kernel(1, 2);
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	ck_assert(tu_file_exists(tmp));
+	ck_assert(!tu_file_exists(path));
+	finish_writer(w);
+	ck_assert(tu_file_exists(path));
+	ck_assert(!tu_file_exists(tmp));
+	ck_assert_int_eq(count_dir_entries(dir), 1);
+	free(dir);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_overwrite)
+{
+	char *path = new_trace_path("exists.db");
+	cs_trace_writer *w = NULL;
+	cs_error err = {0};
+	char expect[4200];
+	cs_trace *t;
+	char *dir;
+
+	ck_assert_int_eq(tu_write_file(path, "old", 3), 0);
+	ck_assert_int_eq(cs_writer_open(path, 0, &w, &err), CS_ERR_EXISTS);
+	ck_assert_ptr_null(w);
+	ck_assert_int_eq(err.code, CS_ERR_EXISTS);
+	snprintf(expect, sizeof(expect), "'%s' exists (use --force to overwrite)", path);
+	ck_assert_str_eq(err.msg, expect);
+	ck_assert_int_eq(cs_writer_open(path, 1, &w, &err), CS_OK);
+	finish_writer(w);
+	t = open_trace(path);
+	cs_trace_close(t);
+
+	/* A file that appears while the writer runs is not replaced either. */
+	free(path);
+	path = new_trace_path("race.db");
+	ck_assert_int_eq(cs_writer_open(path, 0, &w, &err), CS_OK);
+	ck_assert_int_eq(tu_write_file(path, "new", 3), 0);
+	ck_assert_int_eq(cs_writer_finish(w, &err), CS_ERR_EXISTS);
+	ck_assert_ptr_nonnull(strstr(err.msg, "exists (use --force to overwrite)"));
+	dir = dir_of(path);
+	ck_assert_int_eq(count_dir_entries(dir), 1);
+	free(dir);
+	free(path);
+}
+END_TEST
+
+/* ---- size on disk ---- */
+
+START_TEST(test_kernel_size)
+{
+	enum { N = 200000 };
+	char *path = new_trace_path("size.db");
+	cs_trace_writer *w = open_writer(path);
+	int64_t names[200];
+	char s[128];
+	unsigned seed = 7;
+	int64_t t = 59000000000LL; /* late in a minute-long run: 6-byte timestamps */
+	struct stat sb;
+	double per_kernel;
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(s, sizeof(s),
+			 "void at::native::elementwise_kernel<128, 4, %d>(int, float*)", i);
+		names[i] = cs_writer_intern(w, s);
+	}
+	for (int i = 0; i < N; i++) {
+		cs_kernel k = plain_kernel(0, 0);
+
+		seed = seed * 1103515245u + 12345u;
+		t += 3000 + (seed >> 8) % 4000;
+		k.start = t;
+		k.end = t + 2000 + (seed >> 4) % 48000;
+		k.launch_start = t - 5000 - (seed >> 12) % 100000;
+		k.launch_end = k.launch_start + 3000;
+		k.pid = 1234567;
+		k.launch_tid = 1234570;
+		k.launch_cbid = 211;
+		k.launch_api_kind = CS_API_RUNTIME;
+		k.device_id = 0;
+		k.context_id = 1;
+		k.stream_id = 7;
+		k.correlation_id = 100000 + (uint64_t)i * 3;
+		k.grid_x = 1 << (seed % 12);
+		k.grid_y = k.grid_z = 1;
+		k.block_x = 128 << (seed % 3);
+		k.block_y = k.block_z = 1;
+		k.registers_per_thread = 16 + (int)(seed % 100);
+		k.static_shared_memory = seed % 3 ? 0 : 4096;
+		k.name_id = names[(seed >> 16) % 200];
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	per_kernel = (double)sb.st_size / N;
+	printf("trace: %d kernels, %lld bytes, %.1f bytes per kernel\n", N, (long long)sb.st_size,
+	       per_kernel);
+	ck_assert_msg(per_kernel <= 80.0, "%.1f bytes per kernel", per_kernel);
+
+	/* A window in the middle is found without reading the whole table, and is right. */
+	cs_trace *tr = open_trace(path);
+	cs_filter f = cs_filter_all();
+	cs_iter *it;
+	cs_event ev;
+	cs_error err = {0};
+	int n = 0;
+
+	f.t0 = 59000000000LL + 500000000LL;
+	f.t1 = f.t0 + 1000000;
+	ck_assert_int_eq(cs_iter_open(tr, CS_EV_KERNEL, &f, &it, &err), CS_OK);
+	while (cs_iter_next(it, &ev) == 1) {
+		ck_assert(ev.u.kernel.start < f.t1 && ev.u.kernel.end > f.t0);
+		ck_assert_ptr_nonnull(ev.u.kernel.name);
+		n++;
+	}
+	cs_iter_close(it);
+	ck_assert_int_gt(n, 150);
+	ck_assert_int_lt(n, 350);
+	cs_trace_close(tr);
+	free(path);
+}
+END_TEST
+
+/* ---- bad input at open ---- */
+
+static void expect_open_error(const char *path, int code, const char *reason)
+{
+	cs_trace *t = (cs_trace *)1;
+	cs_error err = {0};
+	char expect[4200];
+
+	ck_assert_int_eq(cs_trace_open(path, &t, &err), code);
+	ck_assert_ptr_null(t);
+	ck_assert_int_eq(err.code, code);
+	snprintf(expect, sizeof(expect), "cannot open '%s': %s", path, reason);
+	ck_assert_str_eq(err.msg, expect);
+	ck_assert_ptr_null(strchr(err.msg, '\n'));
+}
+
+START_TEST(test_open_missing)
+{
+	char *path = new_trace_path("missing.db");
+
+	expect_open_error(path, CS_ERR_NOT_FOUND, "no such file");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_text_file)
+{
+	char *path = new_trace_path("text.db");
+	const char *text = "this is not a database, just some text\nsecond line\n";
+
+	ck_assert_int_eq(tu_write_file(path, text, strlen(text)), 0);
+	expect_open_error(path, CS_ERR_NOT_SQLITE, "not a cuscope trace (not an SQLite database)");
+	ck_assert_int_eq(tu_write_file(path, "x", 1), 0);
+	expect_open_error(path, CS_ERR_NOT_SQLITE, "not a cuscope trace (not an SQLite database)");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_empty_file)
+{
+	char *path = new_trace_path("empty.db");
+
+	ck_assert_int_eq(tu_write_file(path, "", 0), 0);
+	expect_open_error(path, CS_ERR_NOT_SQLITE, "not a cuscope trace (empty file)");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_sqlite_without_meta)
+{
+	char *path = new_trace_path("other.db");
+
+	sql_exec(path, "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES(1)");
+	expect_open_error(path, CS_ERR_NOT_TRACE, "not a cuscope trace (no META table)");
+	sql_exec(path, "CREATE TABLE META(key TEXT PRIMARY KEY, value TEXT)");
+	expect_open_error(path, CS_ERR_NOT_TRACE, "not a cuscope trace (no schema_version)");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_newer_schema)
+{
+	char *path = new_trace_path("newer.db");
+	cs_trace_writer *w = open_writer(path);
+
+	finish_writer(w);
+	sql_exec(path, "UPDATE META SET value = '2' WHERE key = 'schema_version'");
+	expect_open_error(path, CS_ERR_NEWER_SCHEMA,
+			  "written by a newer cuscope (schema 2, this build reads 1)");
+	sql_exec(path, "UPDATE META SET value = 'abc' WHERE key = 'schema_version'");
+	expect_open_error(path, CS_ERR_NOT_TRACE, "not a cuscope trace (bad schema_version 'abc')");
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_truncated)
+{
+	char *path = new_trace_path("cut.db");
+	cs_trace_writer *w = open_writer(path);
+	size_t len;
+	char *data;
+
+	for (int i = 0; i < 20000; i++) {
+		cs_kernel k = plain_kernel(i * 100, i * 100 + 50);
+
+		k.correlation_id = (uint64_t)i;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	for (int i = 0; i < 2000; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "string %d", i);
+		ck_assert_int_ge(cs_writer_intern(w, s), 0);
+	}
+	finish_writer(w);
+	data = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(data);
+	ck_assert_int_gt(len, 100000);
+
+	/* Half, and half rounded down to a whole page: both are caught at open. */
+	ck_assert_int_eq(tu_write_file(path, data, len / 2), 0);
+	expect_open_error(path, CS_ERR_CORRUPT, "truncated or damaged file");
+	ck_assert_int_eq(tu_write_file(path, data, len / 2 / 8192 * 8192), 0);
+	expect_open_error(path, CS_ERR_CORRUPT, "truncated or damaged file");
+	/* Only the header. */
+	ck_assert_int_eq(tu_write_file(path, data, 60), 0);
+	expect_open_error(path, CS_ERR_CORRUPT, "truncated or damaged file");
+	free(data);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_open_missing_table)
+{
+	char *path = new_trace_path("damaged.db");
+	cs_trace_writer *w = open_writer(path);
+
+	finish_writer(w);
+	sql_exec(path, "DROP TABLE NVTX_EVENTS");
+	expect_open_error(path, CS_ERR_CORRUPT, "damaged file (table NVTX_EVENTS is missing)");
+	free(path);
+}
+END_TEST
+
+/*
+ * Open a damaged file and read everything: each step either works or fails with a code. Returns the
+ * number of failed reads, or -1 when the open itself refused the file.
+ */
+static int read_damaged(const char *path)
+{
+	cs_trace *t = NULL;
+	cs_error err = {0};
+	cs_trace_summary sum;
+	int rc = cs_trace_open(path, &t, &err), failures = 0;
+
+	if (rc) {
+		ck_assert_int_lt(rc, 0);
+		ck_assert_ptr_null(t);
+		ck_assert_ptr_nonnull(strstr(err.msg, "cannot open"));
+		return -1;
+	}
+	cs_trace_get_summary(t, &sum, &err);
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		cs_iter *it;
+		cs_event ev;
+
+		if (cs_iter_open(t, k, NULL, &it, &err)) {
+			failures++;
+			continue;
+		}
+		while ((rc = cs_iter_next(it, &ev)) == 1)
+			;
+		if (rc < 0)
+			failures++;
+		cs_iter_close(it);
+	}
+	cs_trace_close(t);
+	return failures;
+}
+
+/* A file damaged in the middle (not truncated): never a crash, and the damage is reported. */
+START_TEST(test_damaged_pages)
+{
+	char *path = new_trace_path("garbled.db");
+	cs_trace_writer *w = open_writer(path);
+	size_t len;
+	char *data, *copy;
+
+	for (int i = 0; i < 20000; i++) {
+		cs_kernel k = plain_kernel(i * 100, i * 100 + 50);
+		cs_api a = {.start = i * 100,
+			    .end = i * 100 + 10,
+			    .cbid = 1,
+			    .name_id =
+				    cs_writer_intern(w, i % 2 ? "cudaLaunchKernel" : "cudaMemcpy"),
+			    .stack_id = CS_ID_NONE};
+
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+		ck_assert_int_eq(cs_writer_add_api(w, &a), CS_OK);
+	}
+	finish_writer(w);
+	data = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(data);
+	copy = malloc(len);
+	ck_assert_ptr_nonnull(copy);
+
+	/* One page in the middle: the open's checks do not read it, the iteration does. */
+	memcpy(copy, data, len);
+	for (size_t i = 0; i < 8192; i++)
+		copy[len / 2 / 8192 * 8192 + i] = (char)(i * 131 + 7);
+	ck_assert_int_eq(tu_write_file(path, copy, len), 0);
+	ck_assert_int_gt(read_damaged(path), 0);
+
+	/* One page in seven, past the schema pages. */
+	memcpy(copy, data, len);
+	for (size_t off = 8192 * 3; off + 8192 <= len; off += 8192 * 7)
+		for (size_t i = 0; i < 8192; i++)
+			copy[off + i] = (char)(i * 131 + 7);
+	ck_assert_int_eq(tu_write_file(path, copy, len), 0);
+	ck_assert_int_ne(read_damaged(path), 0);
+	free(copy);
+	free(data);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_writer_bad_directory)
+{
+	char *dir = tu_tmpdir();
+	char *path = tu_path(dir, "no/such/dir/x.db");
+	cs_trace_writer *w = (cs_trace_writer *)1;
+	cs_error err = {0};
+	char expect[4200];
+
+	ck_assert_int_eq(cs_writer_open(path, 0, &w, &err), CS_ERR_IO);
+	ck_assert_ptr_null(w);
+	snprintf(expect, sizeof(expect), "cannot create '%s': ", path);
+	ck_assert_msg(strncmp(err.msg, expect, strlen(expect)) == 0, "%s", err.msg);
+	ck_assert_int_eq(count_dir_entries(dir), 0);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+	cs_trace_writer *w = NULL;
+	cs_trace *t = NULL;
+	cs_error err = {0};
+
+	ck_assert_int_eq(cs_writer_open(NULL, 0, &w, &err), CS_ERR_INVALID);
+	ck_assert_int_eq(cs_trace_open(NULL, &t, &err), CS_ERR_INVALID);
+	ck_assert_int_eq(cs_writer_add_kernel(NULL, NULL), CS_ERR_INVALID);
+	ck_assert_int_eq(cs_writer_finish(NULL, &err), CS_ERR_INVALID);
+	ck_assert_ptr_null(cs_trace_meta(NULL, "x"));
+	ck_assert_ptr_null(cs_trace_string(NULL, 1));
+	cs_trace_close(NULL);
+	cs_iter_close(NULL);
+
+	char *dir = tu_tmpdir();
+	ck_assert_int_eq(cs_writer_open(dir, 1, &w, &err), CS_ERR_INVALID);
+	ck_assert_int_eq(cs_trace_open(dir, &t, &err), CS_ERR_IO);
+	free(dir);
+}
+END_TEST
+
+static Suite *trace_suite(void)
+{
+	Suite *s = suite_create("trace");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_roundtrip_every_field);
+	tcase_add_test(tc, test_intern);
+	tcase_add_test(tc, test_stack_dedup);
+	tcase_add_test(tc, test_iter_order);
+	tcase_add_test(tc, test_iter_filters);
+	tcase_add_test(tc, test_iter_window_random);
+	tcase_add_test(tc, test_summary);
+	tcase_add_test(tc, test_abort_leaves_nothing);
+	tcase_add_test(tc, test_finish_renames);
+	tcase_add_test(tc, test_overwrite);
+	tcase_add_test(tc, test_kernel_size);
+	tcase_add_test(tc, test_open_missing);
+	tcase_add_test(tc, test_open_text_file);
+	tcase_add_test(tc, test_open_empty_file);
+	tcase_add_test(tc, test_open_sqlite_without_meta);
+	tcase_add_test(tc, test_open_newer_schema);
+	tcase_add_test(tc, test_open_truncated);
+	tcase_add_test(tc, test_open_missing_table);
+	tcase_add_test(tc, test_damaged_pages);
+	tcase_add_test(tc, test_writer_bad_directory);
+	tcase_add_test(tc, test_bad_arguments);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(trace_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,31 @@
+/* testutil.h - helpers shared by the unit tests. */
+#ifndef CUSCOPE_TESTUTIL_H
+#define CUSCOPE_TESTUTIL_H
+
+#include <stddef.h>
+
+/* A fresh directory under $TMPDIR (or /tmp); removed with everything in it at exit. */
+char *tu_tmpdir(void);
+/* dir/name, malloc'd. */
+char *tu_path(const char *dir, const char *name);
+/* Write len bytes to path; 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* Read a whole file (NUL-terminated, malloc'd); NULL when missing. *len may be NULL. */
+char *tu_read_file(const char *path, size_t *len);
+int tu_file_exists(const char *path);
+/*
+ * Run argv (argv[0] looked up in PATH unless it has a slash) with stdin from /dev/null and extra
+ * environment entries env ("NAME=value", NULL-terminated, may be NULL). Captures stdout and stderr
+ * (malloc'd, NUL-terminated; pass NULL to discard). Returns the exit code, 128+signal when killed,
+ * or -1 when it could not run.
+ */
+int tu_run(const char *const argv[], const char *const env[], char **out, char **err);
+/* The cuscope binary under test ($CUSCOPE_BIN). */
+const char *tu_cuscope_bin(void);
+/* The project's source root ($CUSCOPE_SOURCE_ROOT), for committed data under tests/data and
+ * samples/. */
+const char *tu_source_root(void);
+/* Number of lines in s. */
+int tu_count_lines(const char *s);
+
+#endif
