@@ -50,9 +50,13 @@ static const char record_usage[] =
 	"start/stop\n"
 	"      --delay SEC          record only after SEC seconds\n"
 	"      --duration SEC       record for SEC seconds (after the delay)\n"
-	"      --capture=all|profiler-api\n"
+	"      --capture=all|profiler-api|nvtx:PATTERN\n"
 	"                           profiler-api: record only between cudaProfilerStart and\n"
-	"                           cudaProfilerStop (torch.cuda.profiler.start()/stop())\n"
+	"                           cudaProfilerStop (torch.cuda.profiler.start()/stop());\n"
+	"                           nvtx:PATTERN: only inside NVTX ranges whose text matches the\n"
+	"                           shell pattern (e.g. 'nvtx:step*'); GPU work is kept when it "
+	"was\n"
+	"                           launched inside the range\n"
 	"      --size-limit SIZE    stop recording a process once its spool data reaches SIZE\n"
 	"                           (e.g. 500M, 4G; default no limit); what is cut is counted as "
 	"dropped\n"
@@ -72,6 +76,7 @@ static const char record_usage[] =
 
 struct record_opts {
 	const char *output;
+	const char *capture_nvtx; /* pattern, or NULL */
 	int force, api_all, capture_profiler, latency, keep_spool, quiet;
 	double delay, duration, wait_s;
 	uint64_t size_limit;
@@ -287,6 +292,8 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt)
 		cs_strbuf_puts(&sb, ",latency");
 	if (o->capture_profiler)
 		cs_strbuf_puts(&sb, ",capture=profiler");
+	if (o->capture_nvtx)
+		cs_strbuf_printf(&sb, ",capture=nvtx:%s", o->capture_nvtx);
 	if (o->size_limit)
 		cs_strbuf_printf(&sb, ",limit=%llu", (unsigned long long)o->size_limit);
 	if (o->cupti_buffers > 0)
@@ -347,7 +354,7 @@ int cmd_record(int argc, char **argv)
 	cs_import_stats st;
 	cs_error err = {0};
 	uint64_t start_rt;
-	int c, status = 0, exit_code = CLI_EXIT_USAGE, rc;
+	int c, status = 0, exit_code = CLI_EXIT_USAGE, rc, exec_pipe[2];
 	pid_t pid;
 	struct stat sb;
 
@@ -382,6 +389,9 @@ int cmd_record(int argc, char **argv)
 		case 'C':
 			if (strcmp(optarg, "profiler-api") == 0)
 				o.capture_profiler = 1;
+			else if (strncmp(optarg, "nvtx:", 5) == 0 && optarg[5] &&
+				 !strchr(optarg, ','))
+				o.capture_nvtx = optarg + 5;
 			else if (strcmp(optarg, "all") != 0)
 				return cli_usage_error("record", "invalid value '%s' for --capture",
 						       optarg);
@@ -457,6 +467,13 @@ int cmd_record(int argc, char **argv)
 	 * them. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	fflush(NULL);
+	/* A close-on-exec pipe tells the parent whether exec failed (the child then writes errno).
+	 */
+	if (pipe2(exec_pipe, O_CLOEXEC)) {
+		cli_error("cannot start '%s': %s", argv[optind], strerror(errno));
+		rc = CLI_EXIT_USAGE;
+		goto out_spool;
+	}
 	pid = fork();
 	if (pid < 0) {
 		cli_error("cannot start '%s': %s", argv[optind], strerror(errno));
@@ -464,9 +481,31 @@ int cmd_record(int argc, char **argv)
 		goto out_spool;
 	}
 	if (pid == 0) {
+		int e;
+
+		close(exec_pipe[0]);
 		execvp(argv[optind], argv + optind);
-		fprintf(stderr, "cuscope: cannot run '%s': %s\n", argv[optind], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		e = errno;
+		if (write(exec_pipe[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(exec_pipe[1]);
+	{
+		int e = 0;
+		ssize_t n;
+
+		while ((n = read(exec_pipe[0], &e, sizeof(e))) < 0 && errno == EINTR)
+			;
+		close(exec_pipe[0]);
+		if (n == (ssize_t)sizeof(e)) {
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			cli_error("cannot run '%s': %s", argv[optind], strerror(e));
+			exit_code = e == ENOENT ? 127 : 126;
+			rc = 0;
+			goto out_spool;
+		}
 	}
 	child_pid = pid;
 	memset(&sa, 0, sizeof(sa));
@@ -524,9 +563,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rc) {
 		cli_error(
-			"cannot write '%s': %s (the spool files are kept in '%s'; 'cuscope import "
-			"%s' retries)",
-			o.output, err.msg, spool, spool);
+			"%s (the spool files are kept in '%s'; 'cuscope import -o %s %s' retries)",
+			err.msg, spool, o.output, spool);
 		o.keep_spool = 1;
 		goto out;
 	}

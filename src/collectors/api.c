@@ -109,6 +109,7 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (cb->correlationData)
 			*cb->correlationData = now;
+		cs_capture_note_corr(cb->correlationId);
 		if (api_census)
 			atomic_fetch_add(runtime ? &rt_count[cbid] : &drv_count[cbid], 1);
 		return;
@@ -117,9 +118,9 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	memset(&r, 0, sizeof(r));
 	r.start = cb->correlationData ? *cb->correlationData : 0;
 	r.end = now;
-	if (cls == CS_APICLASS_PROFILER_START || cls == CS_APICLASS_PROFILER_STOP)
-		cs_capture_profiler(cls == CS_APICLASS_PROFILER_START, r.start);
-	else if (!cs_capture_keep(r.start))
+	if (cls == CS_APICLASS_PROFILER_START && cs_capture_profiler_api())
+		cs_capture_begin(r.start);
+	if (!cs_capture_keep_host(r.start))
 		return;
 	r.correlation_id = cb->correlationId;
 	r.cbid = cbid;
@@ -129,6 +130,8 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	r.api_class = (uint8_t)cls;
 	api_fill_args(&r, cls, cb->functionParams, r.result == 0);
 	cs_out_write(&r, sizeof(r), CS_REC_API, cs_tid());
+	if (cls == CS_APICLASS_PROFILER_STOP && cs_capture_profiler_api())
+		cs_capture_end(r.end);
 }
 
 static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
@@ -144,6 +147,8 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 			continue;
 		cls = cs_api_class_of(name);
 		classes[id] = (uint8_t)cls;
+		/* Queries are recorded: CUPTI reports them as synchronizations, and only the call
+		 * tells that they are not waits. */
 		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
 			continue;
 		names[id] = cs_intern(name, (size_t)-1);
@@ -153,12 +158,18 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 	return enabled;
 }
 
-int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census)
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains)
 {
+	int n = 0;
+
 	api_all = all;
 	api_census = census;
-	return api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_name) +
-	       api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class, drv_name);
+	if (domains & 1)
+		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_name);
+	if (domains & 2)
+		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class,
+				       drv_name);
+	return n;
 }
 
 static void census_print_domain(const char *label, CUpti_CallbackDomain domain,

@@ -62,9 +62,23 @@ void cs_write_clock_record(uint64_t cupti_ns);
 /* Decode one activity record of any kind cuscope enables; returns 1 when the kind was known. */
 int cs_decode_activity(const void *activity);
 
-/* ---- capture window (inject.c): records outside it are discarded ---- */
-/* 1 when a GPU record that started at ts (CUPTI clock) is inside the capture window. */
-int cs_capture_keep(uint64_t ts);
+/* ---- what to capture (inject.c): records outside it are discarded ---- */
+/* capture.c: the window [t0, t1) in CUPTI time (0 = open); ranged: only inside capture ranges. */
+void cs_capture_configure(uint64_t t0, uint64_t t1, int ranged);
+/* 1 when a host event (API call, NVTX) at ts (CUPTI clock) is captured. */
+int cs_capture_keep_host(uint64_t ts);
+/* 1 when GPU work launched by the call with correlation id corr, started at ts, is captured: inside
+ * --delay/--duration by its GPU time, inside a capture range (profiler start/stop, NVTX) by its
+ * launch. */
+int cs_capture_keep_gpu(uint32_t corr, uint64_t ts);
+/* A capture range (cudaProfilerStart/Stop, an NVTX range matching --capture=nvtx:PATTERN) begins or
+ * ends at ts. */
+void cs_capture_begin(uint64_t ts);
+void cs_capture_end(uint64_t ts);
+/* The correlation id of the latest API call seen (for capture ranges). */
+void cs_capture_note_corr(uint32_t corr);
+/* inject.c: the --capture=nvtx:PATTERN pattern, or NULL. */
+const char *cs_capture_nvtx_pattern(void);
 
 /* ---- api.c ---- */
 /* Classify a callback by the API's name (enum cs_api_class). */

@@ -38,18 +38,19 @@
 #include "inject.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20)
-#define MAX_PROFILER_RANGES  256
 
 struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
+	char *capture_nvtx;			       /* fnmatch pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
+	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
 	unsigned flush_ms;
 };
 
-static struct inject_options opts = {.cupti_buffers = 8, .flush_ms = 200};
+static struct inject_options opts = {.cupti_buffers = 8, .flush_ms = 200, .cb_domains = 3};
 static CUpti_SubscriberHandle subscriber;
 static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
@@ -60,11 +61,6 @@ static int flush_thread_started;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
 static int flush_stop;
-/* capture window in CUPTI time */
-static uint64_t cap_t0, cap_t1;
-/* profiler ranges: [start, stop) pairs in CUPTI time; the last may be open */
-static uint64_t prof_start[MAX_PROFILER_RANGES], prof_stop[MAX_PROFILER_RANGES];
-static atomic_int prof_count;
 static uint64_t last_dropped_reported;
 
 static void inject_log(const char *fmt, const char *arg)
@@ -81,38 +77,14 @@ int cs_inject_active(void)
 	return atomic_load_explicit(&active, memory_order_relaxed);
 }
 
-int cs_capture_keep(uint64_t ts)
+int cs_capture_profiler_api(void)
 {
-	if (cap_t0 && ts < cap_t0)
-		return 0;
-	if (cap_t1 && ts >= cap_t1)
-		return 0;
-	if (opts.capture_profiler) {
-		int n = atomic_load(&prof_count);
-
-		for (int i = 0; i < n; i++)
-			if (ts >= prof_start[i] && (!prof_stop[i] || ts < prof_stop[i]))
-				return 1;
-		return 0;
-	}
-	return 1;
+	return opts.capture_profiler;
 }
 
-void cs_capture_profiler(int start, uint64_t ts)
+const char *cs_capture_nvtx_pattern(void)
 {
-	int n = atomic_load(&prof_count);
-
-	if (start) {
-		if (n > 0 && !prof_stop[n - 1])
-			return; /* already capturing */
-		if (n >= MAX_PROFILER_RANGES)
-			return;
-		prof_start[n] = ts;
-		prof_stop[n] = 0;
-		atomic_store(&prof_count, n + 1);
-	} else if (n > 0 && !prof_stop[n - 1]) {
-		prof_stop[n - 1] = ts;
-	}
+	return opts.capture_nvtx;
 }
 
 static void parse_options(void)
@@ -136,6 +108,10 @@ static void parse_options(void)
 			opts.quiet = 1;
 		else if (strcmp(tok, "no_callbacks") == 0)
 			opts.no_callbacks = 1;
+		else if (strcmp(tok, "cb=runtime") == 0)
+			opts.cb_domains = 1;
+		else if (strcmp(tok, "cb=driver") == 0)
+			opts.cb_domains = 2;
 		else if (strcmp(tok, "no_memory") == 0)
 			opts.no_memory = 1;
 		else if (strcmp(tok, "no_sync") == 0)
@@ -144,6 +120,8 @@ static void parse_options(void)
 			opts.no_nvtx = 1;
 		else if (strcmp(tok, "capture=profiler") == 0)
 			opts.capture_profiler = 1;
+		else if (strncmp(tok, "capture=nvtx:", 13) == 0)
+			opts.capture_nvtx = strdup(tok + 13);
 		else if (strncmp(tok, "limit=", 6) == 0)
 			opts.limit = strtoull(tok + 6, NULL, 10);
 		else if (strncmp(tok, "buffers=", 8) == 0)
@@ -365,7 +343,7 @@ static void process_setup_once(void)
 {
 	char dirbuf[4096];
 	const char *dir;
-	uint64_t now = 0;
+	uint64_t now = 0, t0 = 0, t1 = 0;
 	sigset_t all, old;
 
 	parse_options();
@@ -385,9 +363,10 @@ static void process_setup_once(void)
 
 		clock_gettime(CLOCK_REALTIME, &rt);
 		offset = (int64_t)now - ((int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec);
-		cap_t0 = opts.window_t0 ? (uint64_t)((int64_t)opts.window_t0 + offset) : 0;
-		cap_t1 = opts.window_t1 ? (uint64_t)((int64_t)opts.window_t1 + offset) : 0;
+		t0 = opts.window_t0 ? (uint64_t)((int64_t)opts.window_t0 + offset) : 0;
+		t1 = opts.window_t1 ? (uint64_t)((int64_t)opts.window_t1 + offset) : 0;
 	}
+	cs_capture_configure(t0, t1, opts.capture_profiler || opts.capture_nvtx);
 	atomic_store(&active, 1);
 	cs_write_clock_record(now);
 	cs_write_process_record();
@@ -458,7 +437,7 @@ int InitializeInjection(void)
 		return 1;
 	}
 	if (!opts.no_callbacks)
-		cs_api_enable(subscriber, opts.api_all, opts.census);
+		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

@@ -8,13 +8,14 @@
 
 /* 1 while this process records (set up, not forked away, not shut down). */
 int cs_inject_active(void);
-/* cudaProfilerStart (start = 1) or Stop seen at CUPTI time ts. */
-void cs_capture_profiler(int start, uint64_t ts);
+/* 1 when --capture=profiler-api: cudaProfilerStart/Stop delimit what is recorded. */
+int cs_capture_profiler_api(void);
 
 void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data);
-/* Enable the callbacks cuscope records; returns how many ids were enabled. */
-int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census);
+/* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both); returns
+ * how many ids were enabled. */
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains);
 /* Print the per-API call counts of census mode on stderr. */
 void cs_api_census_report(void);
 

@@ -47,7 +47,7 @@ void cs_decode_kernel(const void *activity)
 	const CUpti_ActivityKernel10 *k = activity;
 	struct cs_rec_kernel r;
 
-	if (!cs_capture_keep(k->start))
+	if (!cs_capture_keep_gpu(k->correlationId, k->start))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.start = k->start;

@@ -17,7 +17,9 @@ void cs_decode_memcpy(const void *activity)
 	const CUpti_ActivityMemcpy6 *m = activity;
 	struct cs_rec_memcpy r;
 
-	if (!cs_capture_keep(m->start))
+	uint32_t corr = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
+
+	if (!cs_capture_keep_gpu(corr, m->start))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.start = m->start;
@@ -25,7 +27,7 @@ void cs_decode_memcpy(const void *activity)
 	r.bytes = m->bytes;
 	r.graph_node_id = m->graphNodeId;
 	r.graph_id = m->graphId;
-	r.correlation_id = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
+	r.correlation_id = corr;
 	r.device_id = m->deviceId;
 	r.context_id = m->contextId;
 	r.stream_id = m->streamId;
@@ -43,7 +45,7 @@ void cs_decode_memset(const void *activity)
 	const CUpti_ActivityMemset4 *m = activity;
 	struct cs_rec_memset r;
 
-	if (!cs_capture_keep(m->start))
+	if (!cs_capture_keep_gpu(m->correlationId, m->start))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.start = m->start;

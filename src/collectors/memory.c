@@ -17,7 +17,7 @@ void cs_decode_memory(const void *activity)
 	const CUpti_ActivityMemory4 *m = activity;
 	struct cs_rec_memory r;
 
-	if (!cs_capture_keep(m->timestamp))
+	if (!cs_capture_keep_gpu(m->correlationId, m->timestamp))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.timestamp = m->timestamp;

@@ -7,6 +7,7 @@
  * CUPTI's timestamp; the importer pairs push/pop per thread and start/end by range id (which may
  * cross threads).
  */
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -24,6 +25,9 @@
 #include "inject.h"
 
 static atomic_uint_fast64_t next_range_id = 1;
+/* Push returns the nesting depth before the push on this thread, pop the depth after; NVTX's own
+ * implementation returns -1 when it has no tool, so programs do not rely on the values. */
+static __thread int tls_depth __attribute__((tls_model("initial-exec")));
 
 static uint32_t handle_sid(const void *p);
 
@@ -82,6 +86,85 @@ static uint32_t attr_text(const nvtxEventAttributes_t *a)
 	}
 }
 
+/* ---- --capture=nvtx:PATTERN ---- */
+
+/* Depth at which this thread opened the capture range with a push; -1 when it did not. */
+static __thread int tls_capture_depth __attribute__((tls_model("initial-exec"))) = -1;
+static atomic_uint_fast64_t
+	capture_range_id; /* start/end range that opened the capture, 0 = none */
+
+static int capture_matches(const char *text)
+{
+	const char *pat = cs_capture_nvtx_pattern();
+
+	return pat && text && fnmatch(pat, text, 0) == 0;
+}
+
+/* The text of an event, for matching: ascii, registered or wide (converted into buf). */
+static const char *attr_plain_text(const nvtxEventAttributes_t *a, char *buf, size_t cap)
+{
+	if (!a)
+		return NULL;
+	switch (a->messageType) {
+	case NVTX_MESSAGE_TYPE_ASCII:
+		return a->message.ascii;
+	case NVTX_MESSAGE_TYPE_REGISTERED:
+		return handle_sid(a->message.registered) ? (const char *)a->message.registered
+							 : NULL;
+	case NVTX_MESSAGE_TYPE_UNICODE:
+		wide_to_utf8(a->message.unicode, buf, cap);
+		return buf;
+	default:
+		return NULL;
+	}
+}
+
+/* A push of text is about to be recorded at the current depth: open the capture when it matches. */
+static void capture_on_push(const char *text)
+{
+	uint64_t now = 0;
+
+	if (tls_capture_depth >= 0 || !capture_matches(text))
+		return;
+	cuptiGetTimestamp(&now);
+	cs_capture_begin(now);
+	tls_capture_depth = tls_depth;
+}
+
+/* A pop was recorded and the depth is back to d: close the capture opened at d. */
+static void capture_on_pop(int d)
+{
+	uint64_t now = 0;
+
+	if (tls_capture_depth < 0 || d != tls_capture_depth)
+		return;
+	cuptiGetTimestamp(&now);
+	cs_capture_end(now);
+	tls_capture_depth = -1;
+}
+
+static void capture_on_start(const char *text, uint64_t id)
+{
+	uint64_t now = 0, none = 0;
+
+	if (!capture_matches(text))
+		return;
+	if (!atomic_compare_exchange_strong(&capture_range_id, &none, id))
+		return;
+	cuptiGetTimestamp(&now);
+	cs_capture_begin(now);
+}
+
+static void capture_on_end(uint64_t id)
+{
+	uint64_t now = 0, expected = id;
+
+	if (!id || !atomic_compare_exchange_strong(&capture_range_id, &expected, 0))
+		return;
+	cuptiGetTimestamp(&now);
+	cs_capture_end(now);
+}
+
 static void nvtx_emit(int op, uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a,
 		      uint64_t range_id)
 {
@@ -91,7 +174,7 @@ static void nvtx_emit(int op, uint32_t domain, uint32_t text, const nvtxEventAtt
 	if (!cs_inject_active())
 		return;
 	cuptiGetTimestamp(&now);
-	if (!cs_capture_keep(now))
+	if (!cs_capture_keep_host(now))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.timestamp = now;
@@ -128,62 +211,91 @@ static void mark_w(const wchar_t *m)
 	nvtx_emit(CS_NVTX_OP_MARK, 0, intern_wide(m), NULL, 0);
 }
 
-static nvtxRangeId_t start_common(uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a)
+static nvtxRangeId_t start_common(uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a,
+				  const char *plain)
 {
 	uint64_t id = atomic_fetch_add(&next_range_id, 1);
 
+	if (cs_capture_nvtx_pattern())
+		capture_on_start(plain, id);
 	nvtx_emit(CS_NVTX_OP_START, domain, text, a, id);
 	return id;
 }
 
 static nvtxRangeId_t start_ex(const nvtxEventAttributes_t *a)
 {
-	return start_common(0, attr_text(a), a);
+	char buf[512];
+
+	return start_common(0, attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
 }
 
 static nvtxRangeId_t start_a(const char *m)
 {
-	return start_common(0, m ? cs_intern(m, (size_t)-1) : 0, NULL);
+	return start_common(0, m ? cs_intern(m, (size_t)-1) : 0, NULL, m);
 }
 
 static nvtxRangeId_t start_w(const wchar_t *m)
 {
-	return start_common(0, intern_wide(m), NULL);
+	char buf[512];
+
+	wide_to_utf8(m, buf, sizeof(buf));
+	return start_common(0, intern_wide(m), NULL, buf);
+}
+
+static void end_common(uint32_t domain, nvtxRangeId_t id)
+{
+	nvtx_emit(CS_NVTX_OP_END, domain, 0, NULL, id);
+	if (cs_capture_nvtx_pattern())
+		capture_on_end(id);
 }
 
 static void range_end(nvtxRangeId_t id)
 {
-	nvtx_emit(CS_NVTX_OP_END, 0, 0, NULL, id);
+	end_common(0, id);
 }
 
-/* Push returns the nesting depth before the push on this thread, pop the depth after; NVTX's own
- * implementation returns -1 when it has no tool, so programs do not rely on the values. */
-static __thread int tls_depth __attribute__((tls_model("initial-exec")));
+static int push_common(uint32_t domain, uint32_t text, const nvtxEventAttributes_t *a,
+		       const char *plain)
+{
+	if (cs_capture_nvtx_pattern())
+		capture_on_push(plain);
+	nvtx_emit(CS_NVTX_OP_PUSH, domain, text, a, 0);
+	return tls_depth++;
+}
+
+static int pop_common(uint32_t domain)
+{
+	nvtx_emit(CS_NVTX_OP_POP, domain, 0, NULL, 0);
+	if (tls_depth > 0)
+		tls_depth--;
+	if (cs_capture_nvtx_pattern())
+		capture_on_pop(tls_depth);
+	return tls_depth;
+}
 
 static int push_ex(const nvtxEventAttributes_t *a)
 {
-	nvtx_emit(CS_NVTX_OP_PUSH, 0, attr_text(a), a, 0);
-	return tls_depth++;
+	char buf[512];
+
+	return push_common(0, attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
 }
 
 static int push_a(const char *m)
 {
-	nvtx_emit(CS_NVTX_OP_PUSH, 0, m ? cs_intern(m, (size_t)-1) : 0, NULL, 0);
-	return tls_depth++;
+	return push_common(0, m ? cs_intern(m, (size_t)-1) : 0, NULL, m);
 }
 
 static int push_w(const wchar_t *m)
 {
-	nvtx_emit(CS_NVTX_OP_PUSH, 0, intern_wide(m), NULL, 0);
-	return tls_depth++;
+	char buf[512];
+
+	wide_to_utf8(m, buf, sizeof(buf));
+	return push_common(0, intern_wide(m), NULL, buf);
 }
 
 static int range_pop(void)
 {
-	nvtx_emit(CS_NVTX_OP_POP, 0, 0, NULL, 0);
-	if (tls_depth > 0)
-		tls_depth--;
-	return tls_depth;
+	return pop_common(0);
 }
 
 /* ---- core2 (domains) ---- */
@@ -195,26 +307,26 @@ static void d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 
 static nvtxRangeId_t d_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	return start_common(domain_sid(d), attr_text(a), a);
+	char buf[512];
+
+	return start_common(domain_sid(d), attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
 }
 
 static void d_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
-	nvtx_emit(CS_NVTX_OP_END, domain_sid(d), 0, NULL, id);
+	end_common(domain_sid(d), id);
 }
 
 static int d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	nvtx_emit(CS_NVTX_OP_PUSH, domain_sid(d), attr_text(a), a, 0);
-	return tls_depth++;
+	char buf[512];
+
+	return push_common(domain_sid(d), attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
 }
 
 static int d_pop(nvtxDomainHandle_t d)
 {
-	nvtx_emit(CS_NVTX_OP_POP, domain_sid(d), 0, NULL, 0);
-	if (tls_depth > 0)
-		tls_depth--;
-	return tls_depth;
+	return pop_common(domain_sid(d));
 }
 
 /*

@@ -17,7 +17,7 @@ void cs_decode_sync(const void *activity)
 	const CUpti_ActivitySynchronization2 *s = activity;
 	struct cs_rec_sync r;
 
-	if (!cs_capture_keep(s->start))
+	if (!cs_capture_keep_gpu(s->correlationId, s->start))
 		return;
 	memset(&r, 0, sizeof(r));
 	r.start = s->start;

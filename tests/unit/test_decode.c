@@ -39,7 +39,7 @@ static void open_spool(void)
 {
 	spool_dir = tu_tmpdir();
 	ck_assert_ptr_nonnull(spool_dir);
-	keep_from = 0;
+	cs_capture_configure(0, 0, 0);
 	ck_assert_int_eq(cs_out_open(spool_dir, BASE), 0);
 	cs_write_clock_record(BASE);
 }
@@ -361,7 +361,7 @@ START_TEST(capture_window_drops_outside)
 	int n = 0;
 
 	open_spool();
-	keep_from = BASE + 10000;
+	cs_capture_configure(BASE + 10000, 0, 0);
 	memset(&k, 0, sizeof(k));
 	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 	k.name = "k";
@@ -377,6 +377,48 @@ START_TEST(capture_window_drops_outside)
 	ck_assert_int_eq(n, 5); /* starts 10001, 12001, ..., 18001 */
 	next_event(NULL, CS_EV_KERNEL, NULL);
 	cs_trace_close(t);
+}
+END_TEST
+
+START_TEST(capture_ranges_by_time_and_correlation)
+{
+	/* Calls 1..10 before the range, 11..20 inside, 21.. after; a kernel of call 15 runs late.
+	 */
+	cs_capture_configure(0, 0, 1);
+	ck_assert(!cs_capture_keep_host(BASE + 50)); /* no range yet */
+	cs_capture_note_corr(10);
+	cs_capture_begin(BASE + 100);
+	cs_capture_note_corr(20);
+	cs_capture_end(BASE + 200);
+	cs_capture_note_corr(30);
+	ck_assert(cs_capture_keep_host(BASE + 150));
+	ck_assert(!cs_capture_keep_host(BASE + 99));
+	ck_assert(!cs_capture_keep_host(BASE + 201));
+	ck_assert(cs_capture_keep_gpu(15, BASE + 900)); /* launched inside, ran after */
+	ck_assert(cs_capture_keep_gpu(11, BASE + 150));
+	ck_assert(cs_capture_keep_gpu(20, BASE + 150));
+	ck_assert(!cs_capture_keep_gpu(10, BASE + 150)); /* launched before */
+	ck_assert(!cs_capture_keep_gpu(21, BASE + 150)); /* launched after */
+	/* A second range; the first still answers. */
+	cs_capture_begin(BASE + 300);
+	cs_capture_note_corr(40);
+	ck_assert(cs_capture_keep_gpu(35, BASE + 310)); /* open range */
+	ck_assert(cs_capture_keep_host(BASE + 5000));
+	cs_capture_end(BASE + 400);
+	ck_assert(!cs_capture_keep_gpu(25, BASE + 310));
+	ck_assert(cs_capture_keep_gpu(12, BASE + 310));
+	ck_assert(!cs_capture_keep_host(BASE + 5000));
+	/* Thousands of ranges (a step range every step): recent ones keep working. */
+	for (uint32_t i = 0; i < 10000; i++) {
+		cs_capture_note_corr(1000 + 10 * i);
+		cs_capture_begin(BASE + 10000 + 100ull * i);
+		cs_capture_note_corr(1000 + 10 * i + 5);
+		cs_capture_end(BASE + 10000 + 100ull * i + 50);
+	}
+	ck_assert(cs_capture_keep_gpu(1000 + 10 * 9999 + 3, BASE));
+	ck_assert(!cs_capture_keep_gpu(1000 + 10 * 9999 + 8, BASE));
+	ck_assert(cs_capture_keep_host(BASE + 10000 + 100ull * 9999 + 25));
+	ck_assert(!cs_capture_keep_host(BASE + 10000 + 100ull * 9999 + 75));
 }
 END_TEST
 
@@ -562,6 +604,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, memcpy_memset_memory_sync_device);
 	tcase_add_test(tc, device_record);
 	tcase_add_test(tc, capture_window_drops_outside);
+	tcase_add_test(tc, capture_ranges_by_time_and_correlation);
 	tcase_add_test(tc, api_classes_from_names);
 	tcase_add_test(tc, intern_is_consistent_across_threads);
 	tcase_add_test(tc, writer_under_load_loses_nothing);

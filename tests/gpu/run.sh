@@ -1,0 +1,735 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh - the GPU routine: build cuscope, record every scenario, check the traces; optionally bench.
+#
+#   tests/gpu/run.sh [--bench | --bench-only] [--torch-profiler] [--only LIST] [--skip LIST] [--list]
+#                    [--no-build] [--rounds N] [--timeout SEC] [--budget SEC]
+#
+# Run from anywhere on the GPU machine (it works in the repository root). What it does:
+#   (a) unpacks .deps/*.deb into /tmp/deps and builds cuscope with Meson into build-gpu/ (stops at once if
+#       that fails: nothing else can run);
+#   (b) builds the CUDA programs with nvcc, normally and with --default-stream per-thread;
+#   (c) runs each scenario twice, without and with `cuscope record`, under `timeout`, and checks: the same
+#       exit status, the same deterministic stdout (lines not starting with "info:"), a trace that
+#       `cuscope info` and `cuscope stats` open, and tests/gpu/check_trace.py on it (the program's expect line
+#       and the invariants); killed programs: 128+signal, and the trace holds the steps up to shortly before
+#       the signal; a preset CUDA_INJECTION64_PATH: one error line and exit status 2;
+#   (d) with --bench: the reference training step (.bench/train_ref.py) in alternating rounds without a
+#       profiler / with cuscope (/ with torch.profiler when --torch-profiler), the launch loop's CPU time per
+#       launch, peak RSS, trace bytes per kernel;
+#   (e) prints a table and writes $OUT/summary.txt, with every log in $OUT/gpu-log.txt and the two sample
+#       traces worth committing (as samples/traces/) in $OUT/counts.db and $OUT/train_small.db. Nothing else
+#       is written to $OUT.
+# It goes on after a failed scenario and exits 1 when any check failed (2 when the build failed).
+#
+# OUT defaults to ./gpu-out. Scratch files (other traces, program outputs) go to a temporary directory that is
+# kept and named at the end. Without --bench it takes about 6 to 8 minutes; --bench-only about 5 to 8. Once
+# --budget seconds (default 480) have passed, the scenarios and bench rounds not started yet are skipped, so
+# that a run under a 10-minute limit still ends with its summary; summary.txt is rewritten after every result.
+# Scenario names: --list. Python programs: tests/gpu/programs/ (their conventions: programs/common.py).
+
+set -u
+set -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 2
+
+OUT=${OUT:-$ROOT/gpu-out}
+PY=${PYTHON:-python3}
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+BUILD=build-gpu
+CUSCOPE=$ROOT/$BUILD/cuscope
+BIN=$ROOT/$BUILD/gpu-samples
+PROGS=$ROOT/tests/gpu/programs
+CHECK=$ROOT/tests/gpu/check_trace.py
+
+SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop train_small torch_eager cuda_graph
+torch_profiler_inside fork fork_dataloader spawn torchrun sig_term sig_int sig_kill os_exit memory_ceiling
+memory_ceiling_expandable jax torch_compile"
+
+DO_BUILD=1 DO_SCENARIOS=1 DO_BENCH=0 TORCH_PROFILER=0 ROUNDS=5 TIMEOUT=120 BUDGET=480 ONLY="" SKIP=""
+SAMPLE_TRACES="counts train_small" # copied to $OUT: small traces worth committing
+
+usage() {
+	sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	exit "${1:-0}"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bench) DO_BENCH=1 ;;
+	--bench-only) DO_BENCH=1 DO_SCENARIOS=0 ;;
+	--torch-profiler) TORCH_PROFILER=1 ;;
+	--only) ONLY=${2:?--only needs a list}; shift ;;
+	--skip) SKIP=${2:?--skip needs a list}; shift ;;
+	--no-build) DO_BUILD=0 ;;
+	--rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
+	--timeout) TIMEOUT=${2:?--timeout needs seconds}; shift ;;
+	--budget) BUDGET=${2:?--budget needs seconds}; shift ;;
+	--list) echo "$SCENARIOS" | tr '\n' ' '; echo; exit 0 ;;
+	-h | --help) usage 0 ;;
+	*) echo "run.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+mkdir -p "$OUT" || exit 2
+LOG=$OUT/gpu-log.txt
+SUMMARY=$OUT/summary.txt
+: >"$LOG"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cuscope-gpu.XXXXXX") || exit 2
+
+# Same environment with and without the profiler: unbuffered Python (killed programs keep their output), no
+# bytecode files in the tree, compile caches in the scratch directory.
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export TORCHINDUCTOR_CACHE_DIR=$WORK/inductor-cache TRITON_CACHE_DIR=$WORK/triton-cache
+
+# ---- output ----
+
+say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+log() { printf '%s\n' "$*" >>"$LOG"; }
+
+# Append a file to the log under a header (the last lines only, to keep the log small).
+log_file() {
+	local title=$1 file=$2 lines=${3:-150}
+	[ -s "$file" ] || return 0
+	log "---- $title ($(wc -l <"$file") lines, last $lines) ----"
+	tail -n "$lines" "$file" >>"$LOG"
+}
+
+RESULTS=()  # "name|status|notes"
+FAILED=0
+
+# result NAME PASS|FAIL|SKIP|INFO NOTES...
+result() {
+	local name=$1 status=$2 notes="${*:3}"
+	RESULTS+=("$name|$status|$notes")
+	[ "$status" = FAIL ] && FAILED=$((FAILED + 1))
+	say "$(printf '%-8s %-26s %s' "$status" "$name" "$notes")"
+	write_summary
+}
+
+die() {
+	say "FATAL: $*"
+	write_summary
+	exit 2
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+T0=$(now)
+
+# 0 when the time budget is used up
+out_of_time() { awk -v a="$T0" -v b="$(now)" -v m="$BUDGET" 'BEGIN { exit !(b - a > m) }'; }
+
+selected() {
+	local name=$1
+	[ "$DO_SCENARIOS" = 1 ] || return 1
+	if [ -n "$ONLY" ]; then
+		case ",$ONLY," in *",$name,"*) ;; *) return 1 ;; esac
+	fi
+	case ",$SKIP," in *",$name,"*) return 1 ;; esac
+	if out_of_time; then
+		result "$name" SKIP "time budget of $BUDGET s used up (--budget, --only)"
+		return 1
+	fi
+	return 0
+}
+
+# ---- (a) build ----
+
+build() {
+	local t0 f
+	t0=$(now)
+	say "== build"
+	ls .deps/*.deb >/dev/null 2>&1 ||
+		die ".deps/*.deb not found: carry .deps (see shared/DEVICE.md, 'Getting the dependencies there')"
+	mkdir -p /tmp/deps
+	for f in .deps/*.deb; do
+		dpkg -x "$f" /tmp/deps || die "cannot unpack $f"
+	done
+	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	if [ -f "$BUILD/build.ninja" ]; then
+		meson setup --reconfigure "$BUILD" >>"$LOG" 2>&1
+	elif [ -d "$BUILD/meson-private" ]; then
+		meson setup --wipe "$BUILD" >>"$LOG" 2>&1 # an earlier setup that failed half way
+	else
+		meson setup "$BUILD" >>"$LOG" 2>&1
+	fi || { tail -n 30 "$LOG"; die "meson setup failed (output above and in gpu-log.txt)"; }
+	ninja -C "$BUILD" >>"$LOG" 2>&1 || { tail -n 40 "$LOG"; die "ninja failed (output above and in gpu-log.txt)"; }
+	[ -x "$CUSCOPE" ] || die "$BUILD/cuscope was not built"
+	[ -f "$BUILD/libcuscope-inject.so" ] ||
+		die "$BUILD/libcuscope-inject.so was not built: Meson found no CUPTI (see 'record (CUPTI)' in gpu-log.txt)"
+	check_inject_libs
+	result build PASS "$(elapsed "$t0") s"
+}
+
+# The injection library must find libcupti at run time; add the toolkit's directory only when it does not.
+check_inject_libs() {
+	local missing d
+	missing=$(ldd "$BUILD/libcuscope-inject.so" 2>&1 | grep 'not found')
+	[ -z "$missing" ] && return 0
+	for d in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64; do
+		[ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+	done
+	say "warning: libcuscope-inject.so misses libraries ($missing); added the CUDA lib dirs to LD_LIBRARY_PATH"
+	missing=$(ldd "$BUILD/libcuscope-inject.so" 2>&1 | grep 'not found')
+	[ -z "$missing" ] || die "libcuscope-inject.so cannot load: $missing"
+}
+
+# ---- (b) the CUDA programs ----
+
+build_cuda_programs() {
+	local ok=1
+	say "== CUDA programs"
+	mkdir -p "$BIN"
+	nvcc_build counts samples/cuda/counts.cu -lcuda -ldl || ok=0
+	nvcc_build counts_ptsz samples/cuda/counts.cu --default-stream per-thread -lcuda -ldl || ok=0
+	nvcc_build launch_loop tests/gpu/programs/launch_loop.cu || ok=0
+	if [ $ok = 1 ]; then
+		result cuda_programs PASS "counts, counts_ptsz (--default-stream per-thread), launch_loop"
+	else
+		result cuda_programs FAIL "nvcc failed (gpu-log.txt); the scenarios that need them fail"
+	fi
+}
+
+nvcc_build() {
+	local name=$1 src=$2
+	shift 2
+	log "nvcc -O2 -arch=sm_90 -o $BIN/$name $src $*"
+	"$NVCC" -O2 -arch=sm_90 -o "$BIN/$name" "$src" "$@" >>"$LOG" 2>&1
+}
+
+# ---- (c) scenarios ----
+
+# Run a command with a time limit; stdout/stderr to PREFIX.out/.err, status to PREFIX.rc, seconds to PREFIX.sec.
+run_limited() {
+	local prefix=$1 t0 rc
+	shift
+	t0=$(now)
+	timeout -k 10 "$TIMEOUT" "$@" >"$prefix.out" 2>"$prefix.err" </dev/null
+	rc=$?
+	echo "$rc" >"$prefix.rc"
+	elapsed "$t0" >"$prefix.sec"
+	return $rc
+}
+
+# stdout without the lines that may change from run to run
+stable_stdout() { grep -v '^info:' "$1"; }
+
+# VALUE of the last "KEY=VALUE" in a file (program output)
+value_of() { grep -o "\<$1=[^ ]*" "$2" 2>/dev/null | tail -n 1 | cut -d= -f2; }
+
+# VALUE of KEY in the "INFO counts ..." line check_trace.py prints
+count_of() { grep '^INFO counts ' "$2" 2>/dev/null | grep -o " $1=[^ ]*" | tail -n 1 | cut -d= -f2; }
+
+# 0 while process PID runs (a process that exited but was not waited for yet is not running)
+alive() {
+	local state
+	state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+# Checks common to every recorded run: the trace exists, cuscope info/stats open it, check_trace.py passes.
+# Prints problems on stdout (one per line); the caller turns them into the scenario's result.
+check_recorded() {
+	local name=$1 db=$2
+	shift 2
+	if [ ! -s "$db" ]; then
+		echo "no trace written"
+		return
+	fi
+	"$CUSCOPE" info "$db" >"$WORK/$name.info" 2>&1 || echo "cuscope info failed: $(tail -n 1 "$WORK/$name.info")"
+	log_file "$name: cuscope info" "$WORK/$name.info" 60
+	"$CUSCOPE" stats "$db" >"$WORK/$name.stats" 2>&1 || echo "cuscope stats failed: $(tail -n 1 "$WORK/$name.stats")"
+	"$PY" "$CHECK" "$db" "$@" >"$WORK/$name.check" 2>&1
+	case $? in
+	0) ;;
+	1) grep '^FAIL' "$WORK/$name.check" | head -n 4 | sed 's/^FAIL /check: /' ;;
+	*) echo "check_trace.py could not run: $(tail -n 1 "$WORK/$name.check")" ;;
+	esac
+	log_file "$name: check_trace.py" "$WORK/$name.check" 200
+}
+
+# Short numbers of a check for the table.
+check_notes() {
+	local c=$1
+	[ -s "$c" ] || return 0
+	printf 'k=%s cp=%s sync=%s nvtx=%s procs=%s drop=%s' "$(count_of kernels "$c")" "$(count_of memcpy "$c")" \
+		"$(count_of sync "$c")" "$(count_of nvtx "$c")" "$(count_of processes_cuda "$c")" "$(count_of dropped "$c")"
+}
+
+# scenario NAME [options] -- COMMAND...
+#   --rc N               expected exit status (default 0)
+#   --baseline-from NAME compare with another scenario's run without profiler instead of running one
+#   --no-baseline        no run without the profiler
+#   --profiled-first     run with the profiler first (torch.compile: the profiled run compiles, cold caches)
+#   --record ARG         extra `cuscope record` argument (repeatable)
+#   --check ARG          extra check_trace.py argument (repeatable)
+#   --same-expect-as NAME  the program's expect line must equal that scenario's
+scenario() {
+	local name=$1
+	shift
+	local want_rc=0 baseline=1 base_from="" first=base same_as="" problems rc_b rc_p notes
+	local -a rec_args=() chk_args=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--rc) want_rc=$2; shift 2 ;;
+		--baseline-from) base_from=$2; baseline=0; shift 2 ;;
+		--no-baseline) baseline=0; shift ;;
+		--profiled-first) first=prof; shift ;;
+		--record) rec_args+=("$2"); shift 2 ;;
+		--check) chk_args+=("$2"); shift 2 ;;
+		--same-expect-as) same_as=$2; shift 2 ;;
+		--) shift; break ;;
+		*) die "scenario $name: bad option $1" ;;
+		esac
+	done
+	selected "$name" || return 0
+	say "== $name: $*"
+	local base=$WORK/$name.base prof=$WORK/$name.prof db=$WORK/$name.db
+	rm -f "$db"
+	[ "$first" = prof ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force ${rec_args[@]+"${rec_args[@]}"} -- "$@"
+	if [ $baseline = 1 ]; then
+		run_limited "$base" "$@"
+		log_file "$name: stdout without cuscope" "$base.out" 40
+		log_file "$name: stderr without cuscope" "$base.err" 40
+	elif [ -n "$base_from" ]; then
+		base=$WORK/$base_from.base
+	fi
+	[ "$first" = base ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force ${rec_args[@]+"${rec_args[@]}"} -- "$@"
+	log_file "$name: stdout with cuscope" "$prof.out" 40
+	log_file "$name: stderr with cuscope" "$prof.err" 60
+
+	rc_p=$(cat "$prof.rc")
+	rc_b=$([ -f "$base.rc" ] && cat "$base.rc" || echo "$want_rc")
+	if [ "$rc_b" = 77 ]; then
+		result "$name" SKIP "$(grep '^info: skipped' "$base.out" | head -n 1 | sed 's/^info: skipped: //')"
+		return
+	fi
+	problems=$(
+		[ "$rc_b" = "$want_rc" ] || echo "exits $rc_b without cuscope too (expected $want_rc): the program is broken"
+		[ "$rc_p" = 124 ] && echo "timed out after $TIMEOUT s under cuscope"
+		[ "$rc_p" = "$want_rc" ] || [ "$rc_p" = 124 ] || echo "exits $rc_p under cuscope (expected $want_rc)"
+		if [ -f "$base.out" ] && ! diff <(stable_stdout "$base.out") <(stable_stdout "$prof.out") >"$WORK/$name.diff"; then
+			echo "stdout differs under cuscope: $(grep '^[<>]' "$WORK/$name.diff" | head -n 2 | tr '\n' ' ')"
+			log_file "$name: stdout diff (< without, > with cuscope)" "$WORK/$name.diff" 40
+		fi
+		if [ -n "$same_as" ] &&
+			[ "$(grep '^expect ' "$prof.out")" != "$(grep '^expect ' "$WORK/$same_as.prof.out" 2>/dev/null)" ]; then
+			echo "expect line differs from $same_as's"
+		fi
+		check_recorded "$name" "$db" --expect-file "$prof.out" ${chk_args[@]+"${chk_args[@]}"}
+	)
+	notes="$(check_notes "$WORK/$name.check") $(cat "$base.sec" 2>/dev/null || echo -)s/$(cat "$prof.sec")s"
+	case " $SAMPLE_TRACES " in *" $name "*) [ -s "$db" ] && cp "$db" "$OUT/$name.db" ;; esac
+	if [ -n "$problems" ]; then
+		log "problems of $name:"
+		log "$problems"
+		result "$name" FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';') [$notes]"
+	else
+		result "$name" PASS "$notes"
+	fi
+}
+
+# `cuscope record` itself: exit statuses, and refusing to run under another injector.
+scenario_record_cli() {
+	selected record_cli || return 0
+	say "== record_cli"
+	local problems lib=$ROOT/$BUILD/libcuscope-inject.so
+	problems=$(
+		for var in CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH; do
+			for val in /opt/other-tool/libinject.so "$lib"; do
+				env "$var=$val" "$CUSCOPE" record -o "$WORK/preset.db" --force -- true \
+					>"$WORK/preset.out" 2>"$WORK/preset.err"
+				rc=$?
+				log "$var=$val: exit $rc, stderr: $(cat "$WORK/preset.err")"
+				[ "$rc" = 2 ] || echo "$var preset: exit $rc (expected 2)"
+				[ "$(wc -l <"$WORK/preset.err")" = 1 ] ||
+					echo "$var preset: $(wc -l <"$WORK/preset.err") stderr lines (expected 1)"
+				grep -q "$var" "$WORK/preset.err" || echo "$var preset: the error does not name $var"
+				[ -e "$WORK/preset.db" ] && echo "$var preset: a trace was written" && rm -f "$WORK/preset.db"
+			done
+		done
+		"$CUSCOPE" record -o "$WORK/nocuda.db" --force -- sh -c 'exit 7' >/dev/null 2>"$WORK/nocuda.err"
+		rc=$?
+		log "record -- sh -c 'exit 7': exit $rc, stderr: $(cat "$WORK/nocuda.err")"
+		[ "$rc" = 7 ] || echo "the exit status 7 of a program without CUDA came back as $rc"
+		"$CUSCOPE" record -o "$WORK/nocmd.db" --force -- /nonexistent/program >/dev/null 2>"$WORK/nocmd.err"
+		rc=$?
+		log "record -- /nonexistent/program: exit $rc, stderr: $(cat "$WORK/nocmd.err")"
+		[ "$rc" = 127 ] || echo "a missing program gave exit $rc (expected 127)"
+	)
+	if [ -n "$problems" ]; then
+		log "$problems"
+		result record_cli FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';')"
+	else
+		result record_cli PASS "preset injection vars: 1 line + exit 2; exit 7 and 127 passed through"
+	fi
+}
+
+# A program killed while it runs. HOW: term|int (sent to `cuscope record`, which forwards it), kill (SIGKILL
+# straight to the Python process: nothing can forward it), exit (os._exit(3) in the middle of a step).
+SIGNAL_SLACK=60 # steps (of about 20 ms) the trace may miss before the end: two flush periods and then some
+
+scenario_signal() {
+	local name=$1 how=$2
+	selected "$name" || return 0
+	say "== $name"
+	local prefix=$WORK/$name db=$WORK/$name.db pidfile=$WORK/$name.pid want_rc rec_pid last problems
+	local -a victim=("$PY" "$PROGS/signal_victim.py" --pidfile "$pidfile")
+	rm -f "$db" "$pidfile"
+	case $how in
+	term) want_rc=143 ;;
+	int) want_rc=130 ;;
+	kill) want_rc=137 ;;
+	exit) want_rc=3 ;;
+	esac
+	if [ "$how" = exit ]; then
+		run_limited "$prefix" "$CUSCOPE" record -o "$db" --force -- "${victim[@]}" --exit-at 150
+	else
+		# Background jobs of a script start with SIGINT ignored, which the program would inherit: undo that.
+		"$PY" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' \
+			"$CUSCOPE" record -o "$db" --force -- "${victim[@]}" >"$prefix.out" 2>"$prefix.err" </dev/null &
+		rec_pid=$!
+		# Wait for the first steps (Python and CUDA start), then let it run 3 s more.
+		for _ in $(seq 1 600); do
+			grep -q '^step 5$' "$prefix.out" 2>/dev/null && break
+			alive "$rec_pid" || break
+			sleep 0.1
+		done
+		sleep 3
+		case $how in
+		term) kill -TERM "$rec_pid" 2>/dev/null ;;
+		int) kill -INT "$rec_pid" 2>/dev/null ;;
+		kill) [ -s "$pidfile" ] && kill -KILL "$(cat "$pidfile")" 2>/dev/null ;;
+		esac
+		# At most 90 s for the program to die and for record to write the trace.
+		for _ in $(seq 1 900); do
+			alive "$rec_pid" || break
+			sleep 0.1
+		done
+		if alive "$rec_pid"; then
+			log "$name: still running 90 s after the signal: killed"
+			kill -KILL "$rec_pid"
+		fi
+		wait "$rec_pid"
+		echo $? >"$prefix.rc"
+		[ -s "$prefix.sec" ] || echo - >"$prefix.sec"
+	fi
+	log_file "$name: stdout" "$prefix.out" 5
+	log_file "$name: stderr" "$prefix.err" 40
+	if [ "$(cat "$prefix.rc")" = 77 ]; then
+		result "$name" SKIP "$(grep '^info: skipped' "$prefix.out" | head -n 1 | sed 's/^info: skipped: //')"
+		return
+	fi
+	last=$(grep '^step ' "$prefix.out" | tail -n 1 | cut -d' ' -f2)
+	last=${last:-0}
+	problems=$(
+		rc=$(cat "$prefix.rc")
+		[ "$rc" = "$want_rc" ] || echo "exit status $rc (expected $want_rc)"
+		[ "$last" -ge 5 ] || echo "the program printed only ${last} steps"
+		check_recorded "$name" "$db" --allow-dropped \
+			--expect "nvtx_max.step>=$((last > SIGNAL_SLACK ? last - SIGNAL_SLACK : 0)) kernels>=1 exit_code=$want_rc"
+	)
+	local in_trace notes
+	in_trace=$(grep -o 'expect.nvtx_max.step [0-9-]*' "$WORK/$name.check" 2>/dev/null | cut -d' ' -f2)
+	notes="last printed step $last, in trace ${in_trace:-?}; $(check_notes "$WORK/$name.check")"
+	if [ -n "$problems" ]; then
+		log "$problems"
+		result "$name" FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';') [$notes]"
+	else
+		result "$name" PASS "$notes"
+	fi
+}
+
+run_scenarios() {
+	local C=$BIN/counts P=$PROGS
+	scenario_record_cli
+	scenario counts -- "$C"
+	scenario counts_ptsz --same-expect-as counts -- "$BIN/counts_ptsz"
+	scenario counts_prof --baseline-from counts --record --capture=profiler-api --check "--scope=prof" -- "$C"
+	scenario counts_api --baseline-from counts --record --api=all --check "--scope=api" -- "$C"
+	scenario launch_loop -- "$BIN/launch_loop" 200000
+	scenario train_small -- "$PY" samples/pytorch/train_small.py
+	scenario torch_eager -- "$PY" "$P/torch_eager.py"
+	scenario cuda_graph -- "$PY" "$P/cuda_graph.py"
+	scenario torch_profiler_inside -- "$PY" "$P/torch_profiler_inside.py"
+	scenario fork -- "$PY" "$P/fork_child.py" --mode fork
+	scenario fork_dataloader -- "$PY" "$P/fork_child.py" --mode dataloader
+	scenario spawn -- "$PY" "$P/spawn_ranks.py" --mode spawn
+	scenario torchrun -- "$PY" "$P/spawn_ranks.py" --mode torchrun
+	scenario_signal sig_term term
+	scenario_signal sig_int int
+	scenario_signal sig_kill kill
+	scenario_signal os_exit exit
+	scenario memory_ceiling --check --allow-dropped -- "$PY" "$P/memory_ceiling.py"
+	scenario memory_ceiling_expandable --check --allow-dropped -- "$PY" "$P/memory_ceiling.py" --expandable
+	scenario jax -- env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" "$P/jax_prog.py"
+	scenario torch_compile --profiled-first -- "$PY" "$P/torch_compile.py"
+	note_extras
+}
+
+# Numbers worth a line of their own: CPU per launch in the launch loop, memory the profiler took at the ceiling.
+note_extras() {
+	local b p
+	if [ -s "$WORK/launch_loop.prof.out" ] && [ -s "$WORK/launch_loop.base.out" ]; then
+		b=$(value_of cpu_us_per_launch "$WORK/launch_loop.base.out")
+		p=$(value_of cpu_us_per_launch "$WORK/launch_loop.prof.out")
+		result launch_loop.cpu INFO "cpu us/launch ${b:-?} without, ${p:-?} with cuscope (single run; --bench for A/B)"
+	fi
+	if [ -s "$WORK/launch_loop.check" ]; then
+		local k bytes
+		k=$(count_of kernels "$WORK/launch_loop.check")
+		bytes=$(count_of bytes "$WORK/launch_loop.check")
+		[ -n "$k" ] && [ "$k" -gt 0 ] 2>/dev/null &&
+			result trace_size INFO "$((bytes / k)) bytes per kernel ($k kernels, $bytes bytes, launch loop)"
+	fi
+	for n in memory_ceiling memory_ceiling_expandable; do
+		b=$(value_of free_mib_at_start "$WORK/$n.base.out")
+		p=$(value_of free_mib_at_start "$WORK/$n.prof.out")
+		if [ -z "$b" ] || [ -z "$p" ]; then
+			continue
+		fi
+		result "$n.memory" INFO "free MiB at start: $b without, $p with cuscope ($((b - p)) MiB less); 1 GiB" \
+			"blocks before OOM: $(value_of blocks "$WORK/$n.base.out") / $(value_of blocks "$WORK/$n.prof.out")"
+	done
+}
+
+# ---- (d) benchmarks ----
+
+# Peak RSS (KiB) of a command and of everything it waited for, into PREFIX.rss, when /usr/bin/time is missing.
+cat >"$WORK/maxrss.py" <<'PYEOF'
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\n")
+sys.exit(rc)
+PYEOF
+
+# run_limited, and the peak RSS of the command's process tree into PREFIX.rss
+run_rss() {
+	local prefix=$1
+	shift
+	if [ -x /usr/bin/time ]; then
+		run_limited "$prefix" /usr/bin/time -f '%M' -o "$prefix.rss" "$@"
+	else
+		run_limited "$prefix" "$PY" "$WORK/maxrss.py" "$prefix.rss" "$@"
+	fi
+}
+
+# "median min max" of the numeric arguments (others are ignored)
+stats() {
+	"$PY" -c '
+import statistics, sys
+v = []
+for x in sys.argv[1:]:
+    try:
+        v.append(float(x))
+    except ValueError:
+        pass
+print(f"{statistics.median(v):.3f} {min(v):.3f} {max(v):.3f}" if v else "0 0 0")' "$@"
+}
+
+# median over the pairs of (b_i / a_i - 1), in percent; arguments: "a values" "b values"
+paired_pct() {
+	"$PY" -c '
+import statistics, sys
+a, b = [list(map(float, s.split())) for s in sys.argv[1:3]]
+r = [(y / x - 1) * 100 for x, y in zip(a, b) if x > 0]
+print(f"{statistics.median(r):+.1f}%" if r else "?")' "$1" "$2"
+}
+
+# b relative to a, in percent
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%+.1f%%", (b / a - 1) * 100; else printf "?" }'; }
+
+bench() {
+	local saved_timeout=$TIMEOUT
+	say "== bench (rounds: $ROUNDS)"
+	TIMEOUT=300
+	bench_train
+	bench_launch
+	TIMEOUT=$saved_timeout
+}
+
+# The reference training step, in rounds of: no profiler (A), cuscope (B), torch.profiler (C, --torch-profiler).
+bench_train() {
+	local ref=.bench/train_ref.py steps=50 r rounds=0 v a b c lo hi line
+	local -a A=() B=() C=() RA=() RB=()
+	if [ ! -f "$ref" ]; then
+		result bench.train_ref SKIP "$ref is missing (carry .bench)"
+		return
+	fi
+	for r in $(seq 1 "$ROUNDS"); do
+		if out_of_time; then
+			log "bench train_ref: time budget used up after $rounds rounds"
+			break
+		fi
+		run_rss "$WORK/bt.A$r" "$PY" "$ref" --steps $steps
+		v=$(value_of step_ms "$WORK/bt.A$r.out") && [ -n "$v" ] && A+=("$v")
+		RA+=("$(cat "$WORK/bt.A$r.rss" 2>/dev/null)")
+		run_rss "$WORK/bt.B$r" "$CUSCOPE" record -q -o "$WORK/bench_train.db" --force -- "$PY" "$ref" --steps $steps
+		v=$(value_of step_ms "$WORK/bt.B$r.out") && [ -n "$v" ] && B+=("$v")
+		RB+=("$(cat "$WORK/bt.B$r.rss" 2>/dev/null)")
+		if [ "$TORCH_PROFILER" = 1 ]; then
+			run_limited "$WORK/bt.C$r" "$PY" "$ref" --steps $steps --torch-profiler
+			v=$(value_of step_ms "$WORK/bt.C$r.out") && [ -n "$v" ] && C+=("$v")
+		fi
+		log "train_ref round $r: none $(value_of step_ms "$WORK/bt.A$r.out") ms," \
+			"cuscope $(value_of step_ms "$WORK/bt.B$r.out") ms" \
+			"torch.profiler $(value_of step_ms "$WORK/bt.C$r.out" 2>/dev/null) ms"
+		rounds=$r
+	done
+	if [ "$rounds" = 0 ]; then
+		result bench.train_ref SKIP "time budget of $BUDGET s used up (--budget)"
+		return
+	fi
+	log_file "bench train_ref: stderr of the last run with cuscope" "$WORK/bt.B$rounds.err" 20
+	if [ ${#A[@]} -lt "$rounds" ] || [ ${#B[@]} -lt "$rounds" ]; then
+		log_file "bench train_ref: stderr of the last run without" "$WORK/bt.A$rounds.err" 20
+		result bench.train_ref FAIL \
+			"runs failed: ${#A[@]} of $rounds without, ${#B[@]} of $rounds with cuscope (gpu-log.txt)"
+		return
+	fi
+	read -r a lo hi <<<"$(stats "${A[@]}")"
+	line="step ms, median [min..max] of ${#A[@]}: none $a [$lo..$hi]"
+	read -r b lo hi <<<"$(stats "${B[@]}")"
+	line="$line, cuscope $b [$lo..$hi] $(pct "$a" "$b") (pairs $(paired_pct "${A[*]}" "${B[*]}"))"
+	if [ ${#C[@]} -gt 0 ]; then
+		read -r c lo hi <<<"$(stats "${C[@]}")"
+		line="$line, torch.profiler $c [$lo..$hi] $(pct "$a" "$c")"
+	fi
+	result bench.train_ref INFO "$line"
+	read -r a _ _ <<<"$(stats "${RA[@]}")"
+	read -r b _ _ <<<"$(stats "${RB[@]}")"
+	result bench.peak_rss INFO "train_ref peak RSS, MiB (median; process tree, record included):" \
+		"none $((${a%.*} / 1024)), cuscope $((${b%.*} / 1024))"
+	bench_trace_size "$WORK/bench_train.db" train_ref
+}
+
+# Trace bytes per kernel of a recorded benchmark run.
+bench_trace_size() {
+	local db=$1 what=$2 k size
+	[ -s "$db" ] || return 0
+	k=$("$PY" -c '
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])' \
+		"$db" 2>/dev/null)
+	size=$(stat -c %s "$db")
+	if [ -n "$k" ] && [ "$k" -gt 0 ]; then
+		result "bench.trace_size.$what" INFO "$((size / k)) bytes per kernel ($k kernels, $size bytes)"
+	fi
+}
+
+# The launch loop (CPU time per launch) and PyTorch's launch-bound reference loop, without / with cuscope.
+bench_launch() {
+	local n=200000 r rounds=0 v a b lo_a hi_a lo_b hi_b
+	local -a A=() B=() WA=() WB=()
+	if [ ! -x "$BIN/launch_loop" ]; then
+		result bench.launch_loop FAIL "launch_loop was not built"
+		return
+	fi
+	for r in $(seq 1 "$ROUNDS"); do
+		if out_of_time; then
+			log "bench launch_loop: time budget used up after $rounds rounds"
+			break
+		fi
+		run_limited "$WORK/bl.A$r" "$BIN/launch_loop" $n
+		v=$(value_of cpu_us_per_launch "$WORK/bl.A$r.out") && [ -n "$v" ] && A+=("$v")
+		WA+=("$(value_of wall_us_per_launch "$WORK/bl.A$r.out")")
+		run_limited "$WORK/bl.B$r" "$CUSCOPE" record -q -o "$WORK/bench_launch.db" --force -- "$BIN/launch_loop" $n
+		v=$(value_of cpu_us_per_launch "$WORK/bl.B$r.out") && [ -n "$v" ] && B+=("$v")
+		WB+=("$(value_of wall_us_per_launch "$WORK/bl.B$r.out")")
+		log "launch_loop round $r: cpu us/launch none $(value_of cpu_us_per_launch "$WORK/bl.A$r.out")," \
+			"cuscope $(value_of cpu_us_per_launch "$WORK/bl.B$r.out"); record took $(cat "$WORK/bl.B$r.sec") s"
+		rounds=$r
+	done
+	if [ "$rounds" = 0 ]; then
+		result bench.launch_loop SKIP "time budget of $BUDGET s used up (--budget)"
+		return
+	fi
+	if [ ${#A[@]} -lt "$rounds" ] || [ ${#B[@]} -lt "$rounds" ]; then
+		result bench.launch_loop FAIL "runs failed: ${#A[@]} / ${#B[@]} of $rounds (gpu-log.txt)"
+		return
+	fi
+	read -r a lo_a hi_a <<<"$(stats "${A[@]}")"
+	read -r b lo_b hi_b <<<"$(stats "${B[@]}")"
+	result bench.launch_loop INFO "$(awk -v a="$a" -v b="$b" \
+		'BEGIN { printf "CPU us per launch, median: none %.3f, cuscope %.3f, added %+.3f", a, b, b - a }')" \
+		"[none $lo_a..$hi_a, cuscope $lo_b..$hi_b]"
+	read -r a _ _ <<<"$(stats "${WA[@]}")"
+	read -r b _ _ <<<"$(stats "${WB[@]}")"
+	result bench.launch_wall INFO "wall us per launch, median: none $a, cuscope $b"
+	bench_trace_size "$WORK/bench_launch.db" launch_loop
+
+	[ -f .bench/launch_ref.py ] && ! out_of_time || return 0
+	A=() B=()
+	for r in 1 2 3; do
+		run_limited "$WORK/blr.A$r" "$PY" .bench/launch_ref.py --n 100000
+		v=$(value_of us_per_launch "$WORK/blr.A$r.out") && [ -n "$v" ] && A+=("$v")
+		run_limited "$WORK/blr.B$r" "$CUSCOPE" record -q -o "$WORK/bench_launch_ref.db" --force -- \
+			"$PY" .bench/launch_ref.py --n 100000
+		v=$(value_of us_per_launch "$WORK/blr.B$r.out") && [ -n "$v" ] && B+=("$v")
+	done
+	if [ ${#A[@]} = 3 ] && [ ${#B[@]} = 3 ]; then
+		read -r a _ _ <<<"$(stats "${A[@]}")"
+		read -r b _ _ <<<"$(stats "${B[@]}")"
+		result bench.launch_ref INFO "PyTorch add_ loop, wall us per launch, median of 3: none $a, cuscope $b"
+	else
+		result bench.launch_ref FAIL "runs failed (gpu-log.txt)"
+	fi
+}
+
+# ---- (e) summary ----
+
+write_summary() {
+	{
+		echo "cuscope GPU routine, $(date -u '+%Y-%m-%d %H:%M UTC')," \
+			"commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+		echo "scratch files: $WORK"
+		echo
+		printf '%-26s %-6s %s\n' scenario result notes
+		for r in ${RESULTS[@]+"${RESULTS[@]}"}; do
+			IFS='|' read -r n s t <<<"$r"
+			printf '%-26s %-6s %s\n' "$n" "$s" "$t"
+		done
+		echo
+		echo "failed: $FAILED"
+		echo "notes: k=kernels cp=memcpys sync=sync rows nvtx=NVTX rows procs=processes that used CUDA"
+		echo "       drop=records lost; a/b s = wall seconds without / with cuscope"
+	} >"$SUMMARY"
+}
+
+# ---- main ----
+
+say "cuscope GPU routine: OUT=$OUT, scratch $WORK"
+{
+	echo "---- environment ----"
+	uname -a
+	nvidia-smi 2>&1 | head -n 15
+	"$NVCC" --version 2>&1 | tail -n 2
+	"$PY" -c 'import sys; print("python", sys.version.split()[0])'
+	"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
+	"$PY" -c 'import jax; print("jax", jax.__version__)' 2>&1 | tail -n 1
+	meson --version 2>&1 | sed 's/^/meson /'
+} >>"$LOG" 2>&1
+
+if [ "$DO_BUILD" = 1 ]; then
+	build
+else
+	[ -d /tmp/deps/usr/lib/x86_64-linux-gnu ] &&
+		export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	[ -x "$CUSCOPE" ] || die "--no-build, but $BUILD/cuscope does not exist"
+fi
+build_cuda_programs
+[ "$DO_SCENARIOS" = 1 ] && run_scenarios
+[ "$DO_BENCH" = 1 ] && bench
+
+write_summary
+say ""
+say "== summary ($(elapsed "$T0") s, $OUT/summary.txt)"
+tee -a "$LOG" <"$SUMMARY"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,276 @@
+/*
+ * test_record.c - `cuscope record` as a wrapper, with real child processes and no GPU: the
+ * program's exit status, signals and output pass through unchanged, bad options and an existing
+ * output are refused before anything runs, and no spool directory is left behind. What happens
+ * inside a CUDA process is checked by the GPU routine (tests/gpu/run.sh).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static int record_available;
+
+static void probe_record(void)
+{
+	const char *argv[] = {tu_cuscope_bin(), "record", "--help", NULL};
+	char *out = NULL, *err = NULL;
+
+	record_available = tu_run(argv, NULL, &out, &err) == 0;
+	free(out);
+	free(err);
+}
+
+/* Entries in dir whose name starts with prefix. */
+static int count_entries(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Run `cuscope record -o DIR/out.db ARGS...`; returns the exit status. */
+static int run_record(const char *dir, const char *const *args, char **out, char **err)
+{
+	const char *argv[32];
+	char *output = tu_path(dir, "out.db");
+	int n = 0, rc;
+
+	argv[n++] = tu_cuscope_bin();
+	argv[n++] = "record";
+	argv[n++] = "-o";
+	argv[n++] = output;
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = tu_run(argv, NULL, out, err);
+	free(output);
+	return rc;
+}
+
+START_TEST(unavailable_without_cuda)
+{
+	const char *argv[] = {tu_cuscope_bin(), "record", "--", "true", NULL};
+	char *err = NULL;
+
+	if (record_available)
+		return;
+	ck_assert_int_eq(tu_run(argv, NULL, NULL, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "no CUDA support"));
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	free(err);
+}
+END_TEST
+
+START_TEST(exit_status_passes_through)
+{
+	const char *args[] = {"--", "sh", "-c", "exit 7", NULL};
+	char *dir = tu_tmpdir();
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, args, NULL, NULL), 7);
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+}
+END_TEST
+
+START_TEST(signal_death_is_128_plus_signal)
+{
+	const char *term[] = {"--force", "--", "sh", "-c", "kill -TERM $$", NULL};
+	const char *kill9[] = {"--force", "--", "sh", "-c", "kill -KILL $$", NULL};
+	char *dir = tu_tmpdir();
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, term, NULL, NULL), 128 + 15);
+	ck_assert_int_eq(run_record(dir, kill9, NULL, NULL), 128 + 9);
+}
+END_TEST
+
+START_TEST(signals_sent_to_record_reach_the_program)
+{
+	/* A scheduler stops the job by signalling record: the program gets the signal and its
+	 * status comes back. The program traps TERM and exits 42, so the status proves it got it.
+	 */
+	char *dir = tu_tmpdir();
+	char script[1024];
+	char *out = NULL;
+	const char *argv[] = {"sh", "-c", script, NULL};
+
+	if (!record_available)
+		return;
+	snprintf(script, sizeof(script),
+		 "'%s' record -q -o '%s/o.db' -- sh -c 'trap \"exit 42\" TERM; while :; do sleep "
+		 "0.05; done' & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo status=$?",
+		 tu_cuscope_bin(), dir);
+	ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
+	ck_assert_str_eq(out, "status=42\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(output_passes_through)
+{
+	const char *args[] = {"--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL};
+	char *dir = tu_tmpdir(), *out = NULL, *err = NULL;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_str_eq(out, "to-stdout\n");
+	ck_assert_ptr_nonnull(strstr(err, "to-stderr\n"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(exec_failure)
+{
+	const char *args[] = {"--", "/nonexistent/program", NULL};
+	char *dir = tu_tmpdir(), *err = NULL;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, args, NULL, &err), 127);
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "cannot run '/nonexistent/program'"));
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+	free(err);
+}
+END_TEST
+
+START_TEST(existing_output_is_refused)
+{
+	const char *args[] = {"--", "sh", "-c", "echo ran", NULL};
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "out.db"), *out = NULL, *err = NULL;
+	char *content;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(tu_write_file(path, "keep me", 7), 0);
+	ck_assert_int_eq(run_record(dir, args, &out, &err), 2);
+	ck_assert_str_eq(out, ""); /* the program did not run */
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "--force"));
+	content = tu_read_file(path, NULL);
+	ck_assert_str_eq(content, "keep me");
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+	free(content);
+	free(out);
+	free(err);
+	free(path);
+}
+END_TEST
+
+START_TEST(another_injection_is_refused)
+{
+	const char *argv[] = {tu_cuscope_bin(), "record", "-o", NULL, "--", "sh", "-c",
+			      "echo ran",	NULL};
+	const char *env[] = {"CUDA_INJECTION64_PATH=/opt/other-tool/libinject.so", NULL};
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "out.db"), *out = NULL, *err = NULL;
+
+	if (!record_available)
+		return;
+	argv[3] = path;
+	ck_assert_int_eq(tu_run(argv, env, &out, &err), 2);
+	ck_assert_str_eq(out, "");
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "CUDA_INJECTION64_PATH"));
+	ck_assert_ptr_nonnull(strstr(err, "/opt/other-tool/libinject.so"));
+	ck_assert(!tu_file_exists(path));
+	free(out);
+	free(err);
+	free(path);
+}
+END_TEST
+
+START_TEST(bad_options)
+{
+	static const char *const bad[][6] = {
+		{"--delay", "soon", "--", "true", NULL},
+		{"--duration", "-1", "--", "true", NULL},
+		{"--size-limit", "0", "--", "true", NULL},
+		{"--size-limit", "12Q", "--", "true", NULL},
+		{"--capture=bogus", "--", "true", NULL},
+		{"--capture=nvtx:", "--", "true", NULL},
+		{"--api=some", "--", "true", NULL},
+		{"--cupti-buffers", "0", "--", "true", NULL},
+		{"--no-such-option", "--", "true", NULL},
+		{NULL}, /* no command */
+	};
+	char *dir = tu_tmpdir();
+
+	if (!record_available)
+		return;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *out = NULL, *err = NULL;
+		int rc = run_record(dir, bad[i], &out, &err);
+
+		ck_assert_msg(rc == 2, "case %zu: exit %d", i, rc);
+		ck_assert_msg(tu_count_lines(err) == 1, "case %zu: stderr '%s'", i, err);
+		ck_assert_str_eq(out, "");
+		free(out);
+		free(err);
+	}
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+	ck_assert(!tu_file_exists(tu_path(dir, "out.db")));
+}
+END_TEST
+
+START_TEST(help_lists_options)
+{
+	const char *argv[] = {tu_cuscope_bin(), "record", "--help", NULL};
+	char *out = NULL;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "--output"));
+	ck_assert_ptr_nonnull(strstr(out, "--capture"));
+	ck_assert_ptr_nonnull(strstr(out, "--size-limit"));
+	free(out);
+}
+END_TEST
+
+static Suite *record_suite(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("record");
+
+	tcase_add_unchecked_fixture(tc, probe_record, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, unavailable_without_cuda);
+	tcase_add_test(tc, exit_status_passes_through);
+	tcase_add_test(tc, signal_death_is_128_plus_signal);
+	tcase_add_test(tc, signals_sent_to_record_reach_the_program);
+	tcase_add_test(tc, output_passes_through);
+	tcase_add_test(tc, exec_failure);
+	tcase_add_test(tc, existing_output_is_refused);
+	tcase_add_test(tc, another_injection_is_refused);
+	tcase_add_test(tc, bad_options);
+	tcase_add_test(tc, help_lists_options);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(record_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
