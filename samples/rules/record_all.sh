@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# record_all.sh - record every rule sample (samples/rules/README.md) with `cuscope record`.
+#
+#   samples/rules/record_all.sh [OUTDIR]
+#
+# OUTDIR defaults to samples/rules/traces. Each program is recorded into OUTDIR/<rule>-<name>.db (clean.py into
+# OUTDIR/clean.db) with a time limit of 120 s; its output goes to OUTDIR/logs/<rule>-<name>.log. A failure does
+# not stop the run. One line per program: exit status, trace size in bytes, and the program's final `done` line.
+# The exit status is the number of programs that failed.
+#
+# Environment: CUSCOPE (default: cuscope on PATH), PYTHON (default: python3), TIMEOUT (seconds, default 120),
+# CUSCOPE_RECORD_OPTS (extra `cuscope record` options, e.g. --latency-timestamps), ONLY (a substring: record
+# only the programs whose trace name contains it).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-$root/samples/rules/traces}
+cuscope=${CUSCOPE:-cuscope}
+python=${PYTHON:-python3}
+limit=${TIMEOUT:-120}
+only=${ONLY:-}
+# shellcheck disable=SC2206
+record_opts=(${CUSCOPE_RECORD_OPTS:-})
+
+mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
+cd "$root" || exit 1
+
+# trace name | program (relative to samples/rules) and its arguments
+programs=(
+	"clean|clean.py"
+	"d2h-sync-bad|d2h-sync/bad.py"
+	"d2h-sync-fixed|d2h-sync/fixed.py"
+	"d2h-sync-negative_final_read|d2h-sync/negative_final_read.py"
+	"d2h-sync-negative_lagged_read|d2h-sync/negative_lagged_read.py"
+	"d2h-sync-negative_sync_long_step|d2h-sync/negative_sync_long_step.py"
+	"d2h-sync-negative_event_query|d2h-sync/negative_event_query.py"
+	"empty-cache-in-loop-bad|empty-cache-in-loop/bad.py"
+	"empty-cache-in-loop-fixed|empty-cache-in-loop/fixed.py"
+	"empty-cache-in-loop-negative_train_eval_switch|empty-cache-in-loop/negative_train_eval_switch.py"
+	"memory-ceiling-thrash-bad_fraction|memory-ceiling-thrash/bad_fraction.py"
+	"memory-ceiling-thrash-bad_real|memory-ceiling-thrash/bad_real.py"
+	"memory-ceiling-thrash-bad_expandable|memory-ceiling-thrash/bad_expandable.py"
+	"memory-ceiling-thrash-fixed|memory-ceiling-thrash/fixed.py"
+	"memory-ceiling-thrash-fixed_real|memory-ceiling-thrash/fixed.py --ceiling real"
+	"memory-ceiling-thrash-fixed_expandable|memory-ceiling-thrash/fixed.py --ceiling real --expandable"
+	"launch-starvation-bad|launch-starvation/bad.py"
+	"launch-starvation-fixed|launch-starvation/fixed.py"
+	"launch-starvation-negative_gpu_bound|launch-starvation/negative_gpu_bound.py"
+	"cuda-core-scan-bad|cuda-core-scan/bad.py"
+	"cuda-core-scan-fixed|cuda-core-scan/fixed.py"
+	"cuda-core-scan-negative_short_cumsum|cuda-core-scan/negative_short_cumsum.py"
+	"cuda-core-scan-negative_nonzero_select|cuda-core-scan/negative_nonzero_select.py"
+)
+
+failed=0
+for entry in "${programs[@]}"; do
+	name=${entry%%|*}
+	cmd=${entry#*|}
+	if [ -n "$only" ] && [[ $name != *"$only"* ]]; then
+		continue
+	fi
+	# shellcheck disable=SC2206
+	argv=($cmd)
+	argv[0]=samples/rules/${argv[0]}
+	db=$out/$name.db
+	log=$out/logs/$name.log
+	start=$(date +%s)
+	timeout -k 10 "$limit" "$cuscope" record "${record_opts[@]}" -o "$db" --force -- \
+		"$python" "${argv[@]}" >"$log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	last=$(grep '^done ' "$log" | tail -n 1)
+	size=$(stat -c %s "$db" 2>/dev/null || echo none)
+	[ "$rc" -eq 0 ] && [ -n "$last" ] || failed=$((failed + 1))
+	[ "$rc" -eq 124 ] && last="(timed out after ${limit}s) $last"
+	printf '%-50s rc=%-3s %4ss size=%-10s %s\n' "$name" "$rc" "$secs" "$size" "${last:-(no done line; see $log)}"
+done
+exit "$failed"
