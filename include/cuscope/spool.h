@@ -55,7 +55,8 @@ enum cs_rec_type {
 	CS_REC_NVTX = 11,
 	CS_REC_DROPPED = 12,
 	CS_REC_STACK = 13,
-	CS_REC_END = 14, /* the process shut the library down cleanly */
+	CS_REC_END = 14,    /* the process shut the library down cleanly */
+	CS_REC_MODULE = 15, /* a mapped file, for symbolizing native pcs */
 	CS_REC_TYPE_MAX
 };
 
@@ -65,11 +66,11 @@ struct cs_rec {
 	uint32_t tid;  /* Linux thread id of the thread the record is about, 0 when none */
 };
 
+/* A string: len bytes of text (no terminating NUL) follow the fixed part. */
 struct cs_rec_string {
 	struct cs_rec h;
-	uint32_t id;  /* process-local string id, > 0 */
-	uint32_t len; /* bytes of text that follow, no terminating NUL */
-		      /* char text[len]; */
+	uint32_t id; /* process-local string id, > 0 */
+	uint32_t len;
 };
 
 struct cs_rec_process {
@@ -241,12 +242,38 @@ struct cs_rec_dropped {
 				      */
 };
 
-/* A native stack: pcs follow, innermost first. */
+/*
+ * A host call stack, captured at an API call that analyzers blame (waits, copies, allocations,
+ * frees): depth native return addresses (innermost first), then py_depth Python frames (innermost
+ * first). Stacks are deduplicated in the process: the API record refers to the stack by id.
+ */
 struct cs_rec_stack {
 	struct cs_rec h;
-	uint32_t id;	/* process-local stack id, > 0 */
-	uint32_t depth; /* number of uint64_t pcs that follow */
-			/* uint64_t pc[depth]; */
+	uint32_t id;	   /* process-local stack id, > 0 */
+	uint32_t depth;	   /* number of uint64_t pcs that follow */
+	uint32_t py_depth; /* number of struct cs_rec_pyframe that follow the pcs */
+	uint32_t pad;
+	/* uint64_t pc[depth]; struct cs_rec_pyframe py[py_depth]; */
+};
+
+struct cs_rec_pyframe {
+	uint32_t file_sid; /* string id of co_filename */
+	uint32_t func_sid; /* string id of co_qualname (co_name before 3.11) */
+	int32_t line;	   /* -1 when unknown */
+	uint32_t pad;
+};
+
+/*
+ * A mapped file of the process (from /proc/PID/maps): the library writes it before the first
+ * CS_REC_STACK with a pc inside it, so that native pcs can be symbolized on the recording host
+ * after the process ended. A later record for the same range replaces an earlier one.
+ */
+struct cs_rec_module {
+	struct cs_rec h;
+	uint64_t start, end; /* address range of the mapping */
+	uint64_t offset;     /* file offset of start */
+	uint32_t path_sid;   /* string id of the file path */
+	uint32_t pad;
 };
 
 struct cs_rec_end {

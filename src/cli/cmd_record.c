@@ -77,7 +77,7 @@ static const char record_usage[] =
 struct record_opts {
 	const char *output;
 	const char *capture_nvtx; /* pattern, or NULL */
-	int force, api_all, capture_profiler, latency, keep_spool, quiet;
+	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace;
 	double delay, duration, wait_s;
 	uint64_t size_limit;
 	int64_t cupti_buffers;
@@ -290,6 +290,8 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt)
 		cs_strbuf_puts(&sb, ",api=all");
 	if (o->latency)
 		cs_strbuf_puts(&sb, ",latency");
+	if (o->backtrace)
+		cs_strbuf_puts(&sb, ",backtrace");
 	if (o->capture_profiler)
 		cs_strbuf_puts(&sb, ",capture=profiler");
 	if (o->capture_nvtx)
@@ -339,6 +341,7 @@ int cmd_record(int argc, char **argv)
 		{"capture", required_argument, NULL, 'C'},
 		{"size-limit", required_argument, NULL, 'L'},
 		{"latency-timestamps", no_argument, NULL, 'T'},
+		{"backtrace", no_argument, NULL, 'S'},
 		{"cupti-buffers", required_argument, NULL, 'B'},
 		{"wait", required_argument, NULL, 'W'},
 		{"keep-spool", no_argument, NULL, 'K'},
@@ -402,6 +405,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'T':
 			o.latency = 1;
+			break;
+		case 'S':
+			o.backtrace = 1;
 			break;
 		case 'B':
 			if (cli_parse_int("record", "--cupti-buffers", optarg, 1, 250,

@@ -28,7 +28,28 @@
 static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
 static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
 static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
-static int api_all, api_census;
+static int api_all, api_census, api_stacks;
+
+/* The calls whose stack is captured with --backtrace: what analyzers blame. */
+static int class_wants_stack(int cls)
+{
+	switch (cls) {
+	case CS_APICLASS_MEMCPY_SYNC:
+	case CS_APICLASS_MEMCPY_ASYNC:
+	case CS_APICLASS_WAIT_STREAM:
+	case CS_APICLASS_WAIT_EVENT:
+	case CS_APICLASS_WAIT_DEVICE:
+	case CS_APICLASS_ALLOC:
+	case CS_APICLASS_FREE:
+	case CS_APICLASS_VMM_CREATE:
+	case CS_APICLASS_VMM_RELEASE:
+	case CS_APICLASS_VMM_MAP:
+	case CS_APICLASS_VMM_UNMAP:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 /* Depth of runtime calls on this thread: driver calls inside them are not recorded. */
 static __thread int tls_rt_depth __attribute__((tls_model("initial-exec")));
@@ -129,6 +150,8 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	r.domain = runtime ? 1 : 2;
 	r.api_class = (uint8_t)cls;
 	api_fill_args(&r, cls, cb->functionParams, r.result == 0);
+	if (api_stacks && class_wants_stack(cls))
+		r.stack_id = cs_stack_capture();
 	cs_out_write(&r, sizeof(r), CS_REC_API, cs_tid());
 	if (cls == CS_APICLASS_PROFILER_STOP && cs_capture_profiler_api())
 		cs_capture_end(r.end);
@@ -158,10 +181,11 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 	return enabled;
 }
 
-int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains)
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks)
 {
 	int n = 0;
 
+	api_stacks = stacks;
 	api_all = all;
 	api_census = census;
 	if (domains & 1)

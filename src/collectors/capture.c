@@ -34,49 +34,38 @@ void cs_capture_configure(uint64_t t0, uint64_t t1, int ranged)
 	capture_ranged = ranged;
 }
 
+static int in_window(uint64_t ts)
+{
+	return !(cap_t0 && ts < cap_t0) && !(cap_t1 && ts >= cap_t1);
+}
+
+/* 1 when v is inside a capture range, comparing times (by_corr 0) or correlation ids (by_corr 1).
+ */
+static int in_range(uint64_t v, int by_corr)
+{
+	int n = atomic_load(&nranges);
+
+	/* Newest first: most records belong to a recent range. */
+	for (int i = n - 1; i >= 0 && i >= n - MAX_CAPTURE_RANGES; i--) {
+		const struct capture_range *r = &ranges[i % MAX_CAPTURE_RANGES];
+		uint64_t lo = by_corr ? r->c0 : r->t0, hi = by_corr ? r->c1 : r->t1;
+
+		if (v >= lo && (!r->t1 || v <= hi))
+			return 1;
+		if (r->t1 && v > hi)
+			return 0;
+	}
+	return 0;
+}
+
 int cs_capture_keep_host(uint64_t ts)
 {
-	if (cap_t0 && ts < cap_t0)
-		return 0;
-	if (cap_t1 && ts >= cap_t1)
-		return 0;
-	if (capture_ranged) {
-		int n = atomic_load(&nranges);
-
-		/* Newest first: most records belong to a recent range. */
-		for (int i = n - 1; i >= 0 && i >= n - MAX_CAPTURE_RANGES; i--) {
-			const struct capture_range *r = &ranges[i % MAX_CAPTURE_RANGES];
-
-			if (ts >= r->t0 && (!r->t1 || ts <= r->t1))
-				return 1;
-			if (r->t1 && ts > r->t1)
-				return 0;
-		}
-		return 0;
-	}
-	return 1;
+	return in_window(ts) && (!capture_ranged || in_range(ts, 0));
 }
 
 int cs_capture_keep_gpu(uint32_t corr, uint64_t ts)
 {
-	if (cap_t0 && ts < cap_t0)
-		return 0;
-	if (cap_t1 && ts >= cap_t1)
-		return 0;
-	if (capture_ranged) {
-		int n = atomic_load(&nranges);
-
-		for (int i = n - 1; i >= 0 && i >= n - MAX_CAPTURE_RANGES; i--) {
-			const struct capture_range *r = &ranges[i % MAX_CAPTURE_RANGES];
-
-			if (corr >= r->c0 && (!r->t1 || corr <= r->c1))
-				return 1;
-			if (r->t1 && corr > r->c1)
-				return 0;
-		}
-		return 0;
-	}
-	return 1;
+	return in_window(ts) && (!capture_ranged || in_range(corr, 1));
 }
 
 void cs_capture_note_corr(uint32_t corr)

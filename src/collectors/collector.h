@@ -80,6 +80,19 @@ void cs_capture_note_corr(uint32_t corr);
 /* inject.c: the --capture=nvtx:PATTERN pattern, or NULL. */
 const char *cs_capture_nvtx_pattern(void);
 
+/* ---- stacks.c ---- */
+/* Get ready to capture stacks (call outside CUDA callbacks); python: also read Python frames. 0 on
+ * success. */
+int cs_stacks_init(int python);
+/* 1 when Python frames are read. */
+int cs_stacks_python(void);
+/* Capture the calling thread's stack, write it the first time it is seen, and return its
+ * process-local id (0 when none). */
+uint32_t cs_stack_capture(void);
+void cs_stacks_atfork_prepare(void);
+void cs_stacks_atfork_parent(void);
+void cs_stacks_atfork_child(void);
+
 /* ---- api.c ---- */
 /* Classify a callback by the API's name (enum cs_api_class). */
 int cs_api_class_of(const char *name);

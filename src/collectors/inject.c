@@ -44,6 +44,7 @@ struct inject_options {
 	char *capture_nvtx;			       /* fnmatch pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
 	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
+	int backtrace; /* capture stacks at waits, copies, allocations and frees */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -108,6 +109,10 @@ static void parse_options(void)
 			opts.quiet = 1;
 		else if (strcmp(tok, "no_callbacks") == 0)
 			opts.no_callbacks = 1;
+		else if (strcmp(tok, "backtrace") == 0)
+			opts.backtrace = 1;
+		else if (strcmp(tok, "no_backtrace") == 0)
+			opts.backtrace = 0;
 		else if (strcmp(tok, "cb=runtime") == 0)
 			opts.cb_domains = 1;
 		else if (strcmp(tok, "cb=driver") == 0)
@@ -150,12 +155,14 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*max_records = 0;
 }
 
-static void report_dropped(void)
+/* Write the records lost since the last report (always when force: the final report carries CUPTI's
+ * device memory). */
+static void report_dropped(int force)
 {
 	uint64_t dropped = cs_out_dropped();
 	struct cs_rec_dropped r;
 
-	if (dropped == last_dropped_reported)
+	if (dropped == last_dropped_reported && !force)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.count = dropped - last_dropped_reported;
@@ -207,7 +214,7 @@ static void *flush_main(void *arg)
 				cuptiGetTimestamp(&now);
 				cs_write_clock_record(now);
 			}
-			report_dropped();
+			report_dropped(0);
 			cs_out_flush();
 		}
 		pthread_mutex_lock(&flush_lock);
@@ -235,7 +242,7 @@ static void inject_shutdown(void)
 			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		cuptiGetTimestamp(&now);
 		cs_write_clock_record(now);
-		report_dropped();
+		report_dropped(1);
 		memset(&end, 0, sizeof(end));
 		end.timestamp = now;
 		end.exit_code = -1;
@@ -255,12 +262,14 @@ static void inject_shutdown(void)
 
 static void atfork_prepare(void)
 {
+	cs_stacks_atfork_prepare();
 	cs_out_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
 	cs_out_atfork_parent();
+	cs_stacks_atfork_parent();
 }
 
 static void atfork_child(void)
@@ -269,6 +278,7 @@ static void atfork_child(void)
 	atomic_store(&active, 0);
 	flush_thread_started = 0;
 	cs_out_atfork_child();
+	cs_stacks_atfork_child();
 }
 
 static const char *spool_dir(char *buf, size_t cap)
@@ -436,8 +446,13 @@ int InitializeInjection(void)
 		cuptiUnsubscribe(subscriber);
 		return 1;
 	}
+	/* Stacks: set up here, outside any callback (the unwinder and the Python layout need
+	 * dlopen/dlsym). */
+	if (opts.backtrace && cs_stacks_init(1))
+		opts.backtrace = 0;
 	if (!opts.no_callbacks)
-		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains);
+		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
+			      opts.backtrace);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

@@ -30,7 +30,11 @@
  *   before its start, each queued/submitted after the start, each launch time dropped because the
  *   launch call started after its GPU work, and each NVTX range still open at the end of its file.
  * - Files with the same pid (a pid reused in the job: "<pid>-<n>.cuspool") make one process row;
- *   their ids (strings, stacks, correlations) stay apart.
+ *   their ids (strings, stacks, correlations, mappings) stay apart.
+ * - Stacks: a STACK record becomes its native frames (innermost first), then its Python frames
+ *   (innermost first). Native pcs are symbolized as the record is read, against the mappings the
+ *   MODULE records of the file gave so far and the module files on this host (symbolize.c); the
+ *   string map keeps each string's text for the module paths and Python names.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +49,7 @@
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
+#include "spool/symbolize.h"
 #include "spool/u64map.h"
 
 #define READ_BUF_SIZE (1u << 20)  /* more than the largest record (64 KiB) */
@@ -139,16 +144,27 @@ struct importer {
 	int sticky_rc;		/* a failure where no code could be returned (string_ref) */
 	cs_frame *frames;
 	size_t frames_cap;
-	unsigned char *buf; /* the read buffer, shared by the files */
+	struct cs_symbolizer *sym; /* module files read so far, shared by the files */
+	unsigned char *buf;	   /* the read buffer, shared by the files */
 	/* for meta "import_stats" */
 	int64_t skipped_files, bad_records, unknown_records, bad_refs, nvtx_unmatched;
+	int64_t native_pcs, unsymbolized_pcs;
+};
+
+/* A process-local string: its trace id and its text (at off in the file's text arena). */
+struct str_ent {
+	int64_t id;
+	size_t off;
 };
 
 /* State of the file being read (one process). */
 struct proc_file {
 	struct importer *im;
 	struct proc_info *proc;
-	struct u64map strings;	   /* local string id -> int64_t StringIds id */
+	struct u64map strings;	   /* local string id -> struct str_ent */
+	char *text;		   /* the strings' text, each NUL-terminated */
+	size_t text_len, text_cap; /* bytes of text used, allocated */
+	struct cs_modmap modules;  /* the process's mappings, from MODULE records */
 	struct u64map stacks;	   /* local stack id -> int64_t trace stack id */
 	struct u64map corr;	   /* correlation id -> struct corr_entry */
 	struct u64map nvtx_stacks; /* tid << 32 | domain string id -> struct nvtx_stack */
@@ -328,15 +344,32 @@ static int64_t string_default(struct importer *im, enum string_default d)
 /* The trace string of a process-local string id; dflt for 0 or an id never defined (counted). */
 static int64_t string_ref(struct proc_file *pf, uint32_t sid, enum string_default dflt)
 {
-	const int64_t *id;
+	const struct str_ent *e;
 
 	if (sid) {
-		id = u64map_get(&pf->strings, sid);
-		if (id)
-			return *id;
+		e = u64map_get(&pf->strings, sid);
+		if (e)
+			return e->id;
 		pf->im->bad_refs++;
 	}
 	return string_default(pf->im, dflt);
+}
+
+/*
+ * The text of a process-local string id, or NULL for 0 or an id never defined (counted). Valid
+ * until the next string record of the file.
+ */
+static const char *string_text(struct proc_file *pf, uint32_t sid)
+{
+	const struct str_ent *e;
+
+	if (!sid)
+		return NULL;
+	e = u64map_get(&pf->strings, sid);
+	if (e)
+		return pf->text + e->off;
+	pf->im->bad_refs++;
+	return NULL;
 }
 
 static int64_t stack_ref(struct proc_file *pf, uint32_t sid)
@@ -828,7 +861,8 @@ static int join_api(struct proc_file *pf, uint32_t corr, const struct corr_entry
 static int rec_string(struct proc_file *pf, const unsigned char *p, size_t size)
 {
 	struct cs_rec_string r;
-	int64_t id, *slot;
+	struct str_ent *slot;
+	int64_t id;
 	int created;
 
 	if (!rec_load(&r, sizeof(r), p, size) || r.len > size - sizeof(r) || !r.id)
@@ -836,10 +870,26 @@ static int rec_string(struct proc_file *pf, const unsigned char *p, size_t size)
 	id = cs_writer_intern_len(pf->im->w, (const char *)p + sizeof(r), r.len);
 	if (id < 0)
 		return writer_error(pf->im, id);
+	if (pf->text_len + r.len + 1 > pf->text_cap) {
+		size_t cap = pf->text_cap ? pf->text_cap : 4096;
+		char *t;
+
+		while (cap < pf->text_len + r.len + 1)
+			cap *= 2;
+		t = realloc(pf->text, cap);
+		if (!t)
+			return nomem(pf->im);
+		pf->text = t;
+		pf->text_cap = cap;
+	}
 	slot = u64map_put(&pf->strings, r.id, &created);
 	if (!slot)
 		return nomem(pf->im);
-	*slot = id;
+	slot->id = id;
+	slot->off = pf->text_len;
+	memcpy(pf->text + pf->text_len, p + sizeof(r), r.len);
+	pf->text_len += r.len;
+	pf->text[pf->text_len++] = '\0';
 	return 0;
 }
 
@@ -1309,30 +1359,85 @@ static int rec_nvtx(struct proc_file *pf, const unsigned char *p, size_t size)
 	return 0;
 }
 
+/* A mapping of the process: later pcs in its range resolve to this file. */
+static int rec_module(struct proc_file *pf, const unsigned char *p, size_t size)
+{
+	struct cs_rec_module r;
+	const char *path;
+
+	if (!rec_load(&r, sizeof(r), p, size))
+		return bad_record(pf);
+	path = string_text(pf, r.path_sid);
+	if (!path)
+		return r.path_sid ? 0 : bad_record(pf);
+	if (cs_modmap_add(&pf->modules, r.start, r.end, r.offset, path, strlen(path)))
+		return nomem(pf->im);
+	return 0;
+}
+
+/* A native frame: the pc resolved to module, symbol and offset where the host allows. */
+static void native_frame(struct proc_file *pf, uint64_t pc, cs_frame *f)
+{
+	struct cs_sym_result res;
+
+	cs_symbolize(&pf->modules, pc, &res);
+	f->kind = 1;
+	f->pc = pc;
+	f->module = res.module;
+	f->symbol = res.symbol;
+	f->offset = res.offset;
+	pf->im->native_pcs++;
+	if (!res.symbol)
+		pf->im->unsymbolized_pcs++;
+}
+
+static void python_frame(struct proc_file *pf, const struct cs_rec_pyframe *py, cs_frame *f)
+{
+	f->kind = 2;
+	f->file = string_text(pf, py->file_sid);
+	f->symbol = string_text(pf, py->func_sid);
+	f->line = py->line > 0 ? py->line : 0;
+}
+
+/* A stack: native frames then Python frames, innermost first in each part. */
 static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 {
 	struct importer *im = pf->im;
 	struct cs_rec_stack r;
 	int64_t id = CS_ID_NONE, *slot;
+	size_t n;
 	int created;
 
-	if (!rec_load(&r, sizeof(r), p, size) || !r.id || r.depth > (size - sizeof(r)) / 8)
+	if (!rec_load(&r, sizeof(r), p, size) || !r.id ||
+	    (uint64_t)r.depth * 8 + (uint64_t)r.py_depth * sizeof(struct cs_rec_pyframe) >
+		    size - sizeof(r))
 		return bad_record(pf);
-	if (r.depth > 0) {
-		if (r.depth > im->frames_cap) {
-			cs_frame *f = realloc(im->frames, r.depth * sizeof(*f));
+	n = (size_t)r.depth + r.py_depth;
+	if (n > 0) {
+		const unsigned char *py = p + sizeof(r) + 8 * (size_t)r.depth;
+
+		if (n > im->frames_cap) {
+			cs_frame *f = realloc(im->frames, n * sizeof(*f));
 
 			if (!f)
 				return nomem(im);
 			im->frames = f;
-			im->frames_cap = r.depth;
+			im->frames_cap = n;
 		}
-		memset(im->frames, 0, r.depth * sizeof(*im->frames));
+		memset(im->frames, 0, n * sizeof(*im->frames));
 		for (uint32_t i = 0; i < r.depth; i++) {
-			im->frames[i].kind = 1;
-			memcpy(&im->frames[i].pc, p + sizeof(r) + 8 * (size_t)i, 8);
+			uint64_t pc;
+
+			memcpy(&pc, p + sizeof(r) + 8 * (size_t)i, 8);
+			native_frame(pf, pc, &im->frames[i]);
 		}
-		id = cs_writer_add_stack(im->w, im->frames, (int)r.depth);
+		for (uint32_t i = 0; i < r.py_depth; i++) {
+			struct cs_rec_pyframe fr;
+
+			memcpy(&fr, py + sizeof(fr) * (size_t)i, sizeof(fr));
+			python_frame(pf, &fr, &im->frames[r.depth + i]);
+		}
+		id = cs_writer_add_stack(im->w, im->frames, (int)n);
 		if (id < 0)
 			return writer_error(im, id);
 	}
@@ -1379,6 +1484,8 @@ static int import_record(struct proc_file *pf, const struct cs_rec *h, const uns
 		return 0;
 	case CS_REC_STACK:
 		return rec_stack(pf, p, h->size);
+	case CS_REC_MODULE:
+		return rec_module(pf, p, h->size);
 	case CS_REC_END:
 		if (!rec_load(&e, sizeof(e), p, h->size))
 			return bad_record(pf);
@@ -1451,6 +1558,8 @@ static void proc_file_free(struct proc_file *pf)
 		if (m->used[i])
 			free(((struct nvtx_stack *)u64map_val(m, i))->v);
 	u64map_free(&pf->strings);
+	free(pf->text);
+	cs_modmap_free(&pf->modules);
 	u64map_free(&pf->stacks);
 	u64map_free(&pf->corr);
 	u64map_free(&pf->nvtx_stacks);
@@ -1469,7 +1578,8 @@ static int import_file(struct importer *im, const struct file_info *fi)
 	memset(&pf, 0, sizeof(pf));
 	pf.im = im;
 	pf.next_sweep = SWEEP_MIN;
-	u64map_init(&pf.strings, sizeof(int64_t));
+	u64map_init(&pf.strings, sizeof(struct str_ent));
+	cs_modmap_init(&pf.modules, im->sym);
 	u64map_init(&pf.stacks, sizeof(int64_t));
 	u64map_init(&pf.corr, sizeof(struct corr_entry));
 	u64map_init(&pf.nvtx_stacks, sizeof(struct nvtx_stack));
@@ -1615,6 +1725,7 @@ static int write_meta(struct importer *im, const cs_import_opts *opts)
 {
 	cs_import_stats *st = im->st;
 	cs_strbuf sb = CS_STRBUF_INIT;
+	size_t modules, unreadable;
 	int rc = 0;
 
 	for (size_t i = 0; opts->meta && opts->meta[i] && opts->meta[i + 1] && !rc; i += 2)
@@ -1628,16 +1739,20 @@ static int write_meta(struct importer *im, const cs_import_opts *opts)
 	if (!rc)
 		rc = cs_writer_set_meta_int(im->w, "realtime_base_ns", (int64_t)im->base_real);
 	cs_strbuf_reset(&sb);
+	cs_symbolizer_counts(im->sym, &modules, &unreadable);
 	cs_strbuf_printf(&sb,
 			 "{\"files\":%" PRId64 ",\"skipped_files\":%" PRId64
 			 ",\"processes\":%" PRId64 ",\"bytes_read\":%" PRId64
 			 ",\"truncated_files\":%" PRId64 ",\"unknown_timestamps\":%" PRId64
 			 ",\"dropped\":%" PRId64 ",\"bad_records\":%" PRId64
 			 ",\"unknown_records\":%" PRId64 ",\"bad_references\":%" PRId64
-			 ",\"nvtx_unmatched\":%" PRId64 "}",
+			 ",\"nvtx_unmatched\":%" PRId64 ",\"native_pcs\":%" PRId64
+			 ",\"unsymbolized_pcs\":%" PRId64 ",\"module_files\":%zu"
+			 ",\"unreadable_module_files\":%zu}",
 			 st->files, im->skipped_files, st->processes, st->bytes_read,
 			 st->truncated_files, st->unknown_timestamps, st->dropped, im->bad_records,
-			 im->unknown_records, im->bad_refs, im->nvtx_unmatched);
+			 im->unknown_records, im->bad_refs, im->nvtx_unmatched, im->native_pcs,
+			 im->unsymbolized_pcs, modules, unreadable);
 	if (sb.failed && !rc) {
 		cs_strbuf_free(&sb);
 		return nomem(im);
@@ -1746,8 +1861,9 @@ int cs_import_files(const char *const *paths, int n, const char *out_path,
 		if (!strcmp(opts->meta[i], "api"))
 			im.keep_all_api = !strcmp(opts->meta[i + 1], "all");
 	im.buf = malloc(READ_BUF_SIZE);
+	im.sym = cs_symbolizer_new();
 	fi = calloc((size_t)n, sizeof(*fi));
-	if (!im.buf || !fi) {
+	if (!im.buf || !im.sym || !fi) {
 		rc = nomem(&im);
 		goto out;
 	}
@@ -1787,6 +1903,7 @@ out:
 		proc_free(im.procs[i]);
 	free(im.procs);
 	free(im.frames);
+	cs_symbolizer_free(im.sym);
 	free(im.buf);
 	free(fi);
 	cs_strbuf_free(&warning);

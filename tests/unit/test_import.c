@@ -3,11 +3,13 @@
  *
  * Spool files are built by hand from the structs of include/cuscope/spool.h, imported, and the
  * trace is read back through the reader: counts, the launch join in both orders, graph launches,
- * timestamps made unknown, NVTX nesting, waits, memory rows, truncated files, several processes, a
- * million kernels in bounded memory, and no output left behind on failure.
+ * timestamps made unknown, NVTX nesting, waits, memory rows, stacks (native frames symbolized
+ * against this test binary's own mappings, Python frames, their order), truncated files, several
+ * processes, a million kernels in bounded memory, and no output left behind on failure.
  */
 #include <check.h>
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,14 +291,41 @@ static void sp_nvtx(struct spool *s, uint32_t tid, int op, uint64_t ts, uint64_t
 	sp_rec(s, CS_REC_NVTX, tid, &r, sizeof(r), NULL, 0);
 }
 
-static void sp_stack(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth)
+/* A stack of depth native pcs, then npy Python frames. */
+static void sp_stack_py(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth,
+			const struct cs_rec_pyframe *py, uint32_t npy)
 {
+	size_t tail = depth * sizeof(*pcs) + npy * sizeof(*py);
+	unsigned char *buf = malloc(tail + 1);
 	struct cs_rec_stack r;
 
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, pcs, depth * sizeof(*pcs));
+	memcpy(buf + depth * sizeof(*pcs), py, npy * sizeof(*py));
 	memset(&r, 0, sizeof(r));
 	r.id = id;
 	r.depth = depth;
-	sp_rec(s, CS_REC_STACK, TID, &r, sizeof(r), pcs, depth * sizeof(*pcs));
+	r.py_depth = npy;
+	sp_rec(s, CS_REC_STACK, TID, &r, sizeof(r), buf, tail);
+	free(buf);
+}
+
+static void sp_stack(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth)
+{
+	sp_stack_py(s, id, pcs, depth, NULL, 0);
+}
+
+static void sp_module(struct spool *s, uint64_t start, uint64_t end, uint64_t offset,
+		      uint32_t path_sid)
+{
+	struct cs_rec_module r;
+
+	memset(&r, 0, sizeof(r));
+	r.start = start;
+	r.end = end;
+	r.offset = offset;
+	r.path_sid = path_sid;
+	sp_rec(s, CS_REC_MODULE, 0, &r, sizeof(r), NULL, 0);
 }
 
 static void sp_dropped(struct spool *s, uint64_t count, uint64_t cupti_bytes)
@@ -1232,6 +1261,288 @@ START_TEST(test_stacks)
 }
 END_TEST
 
+/* A function of this binary for the stacks to point into. */
+__attribute__((noinline)) static int import_marker_function(int x)
+{
+	static volatile int sink;
+
+	sink += x;
+	return sink * 7;
+}
+
+/* A mapping of this process, as /proc/self/maps lists it. */
+struct self_map {
+	uint64_t start, end, offset;
+	char path[PATH_MAX];
+};
+
+/*
+ * The file mappings of this process, each as a STRING and a MODULE record (string ids from
+ * *next_sid on), as the injection library writes them; *hit gets the one that holds pc.
+ */
+static void sp_self_modules(struct spool *s, uint32_t *next_sid, uint64_t pc, struct self_map *hit)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[PATH_MAX + 256];
+
+	ck_assert_ptr_nonnull(f);
+	memset(hit, 0, sizeof(*hit));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char *path;
+		int n = 0;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &n) < 3 || !n)
+			continue;
+		path = line + n;
+		path[strcspn(path, "\n")] = '\0';
+		if (path[0] != '/')
+			continue;
+		sp_string(s, *next_sid, path);
+		sp_module(s, start, end, off, (*next_sid)++);
+		if (pc >= start && pc < end) {
+			hit->start = start;
+			hit->end = end;
+			hit->offset = off;
+			snprintf(hit->path, sizeof(hit->path), "%s", path);
+		}
+	}
+	fclose(f);
+	ck_assert_msg(hit->path[0], "no mapping holds %#llx", (unsigned long long)pc);
+}
+
+static void check_native(const cs_frame *f, uint64_t pc, const char *module, const char *symbol,
+			 uint64_t offset)
+{
+	ck_assert_int_eq(f->kind, 1);
+	ck_assert_uint_eq(f->pc, pc);
+	if (module)
+		ck_assert_str_eq(f->module, module);
+	else
+		ck_assert_ptr_null(f->module);
+	if (symbol)
+		ck_assert_str_eq(f->symbol, symbol);
+	else
+		ck_assert_ptr_null(f->symbol);
+	ck_assert_uint_eq(f->offset, offset);
+	ck_assert_ptr_null(f->file);
+	ck_assert_int_eq(f->line, 0);
+}
+
+static void check_python(const cs_frame *f, const char *file, const char *function, int line)
+{
+	ck_assert_int_eq(f->kind, 2);
+	ck_assert_uint_eq(f->pc, 0);
+	ck_assert_ptr_null(f->module);
+	ck_assert_str_eq(f->file, file);
+	ck_assert_str_eq(f->symbol, function);
+	ck_assert_int_eq(f->line, line);
+}
+
+START_TEST(test_stack_symbols)
+{
+	char *dir = tu_tmpdir();
+	char exe[PATH_MAX];
+	struct spool s;
+	struct imported im;
+	struct events k, y, m, a;
+	struct self_map hit;
+	const cs_frame *frames;
+	cs_error err = {0, ""};
+	uint64_t pcs[2];
+	struct cs_rec_pyframe py[2];
+	int64_t sid_a, sid_b1, sid_b2;
+	uint32_t next_sid = 100;
+	ssize_t len;
+	int n;
+
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ck_assert_int_gt(len, 0);
+	exe[len] = '\0';
+	ck_assert_int_ne(import_marker_function(1), -1);
+	/* a return address 5 bytes into the marker, and one in no mapping */
+	pcs[0] = (uint64_t)(uintptr_t)&import_marker_function + 5;
+	pcs[1] = 0x10;
+	memset(py, 0, sizeof(py));
+	py[0].file_sid = 1;
+	py[0].func_sid = 2;
+	py[0].line = 42;
+	py[1].file_sid = 1;
+	py[1].func_sid = 3;
+	py[1].line = -1;
+
+	/* process A: its real mappings, one stack used by a launch, a wait and an allocation */
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "train.py");
+	sp_string(&s, 2, "Trainer.step");
+	sp_string(&s, 3, "<module>");
+	sp_self_modules(&s, &next_sid, pcs[0], &hit);
+	ck_assert_str_eq(hit.path, exe);
+	sp_stack_py(&s, 5, pcs, 2, py, 2);
+	{
+		struct api_args l = {.corr = 90,
+				     .cls = CS_APICLASS_LAUNCH,
+				     .start = T(100),
+				     .end = T(200),
+				     .cbid = 211,
+				     .stack_id = 5};
+		struct api_args w = {.corr = 91,
+				     .cls = CS_APICLASS_WAIT_STREAM,
+				     .start = T(400),
+				     .end = T(600),
+				     .cbid = 131,
+				     .stack_id = 5};
+		struct api_args al = {.corr = 92,
+				      .cls = CS_APICLASS_ALLOC,
+				      .start = T(700),
+				      .end = T(800),
+				      .cbid = 20,
+				      .address = 0x7000000,
+				      .bytes = 4096,
+				      .stack_id = 5};
+
+		sp_api(&s, &l);
+		sp_kernel(&s, 90, T(300), T(350), 0);
+		sp_api(&s, &w);
+		sp_sync(&s, 91, CS_SYNC_STREAM_SYNCHRONIZE, T(410), T(590), 7, UINT32_MAX);
+		sp_memory(&s, 92, 1, T(750), 0x7000000, 4096);
+		sp_api(&s, &al);
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	/*
+	 * process B: the same pcs, first in a library that is not on this host, then (the range
+	 * mapped again) in this binary
+	 */
+	sp_begin(&s, PID_B, 0);
+	sp_string(&s, 1, "train.py");
+	sp_string(&s, 2, "Trainer.step");
+	sp_string(&s, 3, "<module>");
+	sp_string(&s, 4, "/nonexistent/libother.so");
+	sp_string(&s, 6, exe);
+	sp_module(&s, hit.start, hit.end, hit.offset, 4);
+	sp_stack_py(&s, 1, pcs, 2, py, 2);
+	sp_module(&s, hit.start, hit.end, hit.offset, 6);
+	sp_stack_py(&s, 2, pcs, 2, py, 2);
+	{
+		struct api_args w1 = {.corr = 10,
+				      .cls = CS_APICLASS_WAIT_DEVICE,
+				      .start = T(100),
+				      .end = T(200),
+				      .cbid = 165,
+				      .stack_id = 1};
+		struct api_args w2 = {.corr = 11,
+				      .cls = CS_APICLASS_WAIT_DEVICE,
+				      .start = T(300),
+				      .end = T(400),
+				      .cbid = 165,
+				      .stack_id = 2};
+
+		sp_api(&s, &w1);
+		sp_api(&s, &w2);
+	}
+	free(sp_save(&s, dir, "5353.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	k = read_events(im.t, CS_EV_KERNEL);
+	y = read_events(im.t, CS_EV_SYNC);
+	m = read_events(im.t, CS_EV_MEMORY);
+	a = read_events(im.t, CS_EV_API);
+	/* every row made from a call with the stack carries it */
+	sid_a = find_one(&k, PID_A, 90)->u.kernel.stack_id;
+	ck_assert_int_ge(sid_a, 0);
+	ck_assert_int_eq(find_one(&y, PID_A, 91)->u.sync.stack_id, sid_a);
+	ck_assert_int_eq(find_one(&a, PID_A, 91)->u.api.stack_id, sid_a);
+	ck_assert_int_eq(find_one(&m, PID_A, 92)->u.memory.stack_id, sid_a);
+	ck_assert_int_eq(find_one(&a, PID_A, 92)->u.api.stack_id, sid_a);
+
+	/* native frames innermost first, then Python frames innermost first */
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid_a, &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 4);
+	check_native(&frames[0], pcs[0], exe, "import_marker_function", 5);
+	check_native(&frames[1], pcs[1], NULL, NULL, 0);
+	check_python(&frames[2], "train.py", "Trainer.step", 42);
+	check_python(&frames[3], "train.py", "<module>", 0);
+
+	/* the same pcs in another file are other frames; mapped again, the same as in A */
+	sid_b1 = find_one(&y, PID_B, 10)->u.sync.stack_id;
+	sid_b2 = find_one(&y, PID_B, 11)->u.sync.stack_id;
+	ck_assert_int_ne(sid_b1, sid_a);
+	ck_assert_int_eq(sid_b2, sid_a);
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid_b1, &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 4);
+	check_native(&frames[0], pcs[0], "/nonexistent/libother.so", NULL,
+		     pcs[0] - hit.start + hit.offset);
+	check_python(&frames[3], "train.py", "<module>", 0);
+	ck_assert_ptr_nonnull(strstr(cs_trace_meta(im.t, "import_stats"), "\"native_pcs\":6,"));
+	ck_assert_ptr_nonnull(
+		strstr(cs_trace_meta(im.t, "import_stats"), "\"unsymbolized_pcs\":4,"));
+	ck_assert_ptr_nonnull(
+		strstr(cs_trace_meta(im.t, "import_stats"), "\"unreadable_module_files\":1}"));
+	imported_close(&im);
+}
+END_TEST
+
+/* Stack records that do not add up are skipped; Python names never defined are left empty. */
+START_TEST(test_stack_bad_records)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events y;
+	const cs_frame *frames;
+	cs_error err = {0, ""};
+	static const uint64_t pcs[] = {0x401000};
+	struct cs_rec_pyframe py = {.file_sid = 77, .func_sid = 78, .line = 3};
+	int n;
+
+	sp_begin(&s, PID_A, 0);
+	{
+		/* py_depth says one Python frame, but the record holds only the pc */
+		struct cs_rec_stack r;
+
+		memset(&r, 0, sizeof(r));
+		r.id = 1;
+		r.depth = 1;
+		r.py_depth = 1;
+		sp_rec(&s, CS_REC_STACK, TID, &r, sizeof(r), pcs, sizeof(pcs));
+	}
+	sp_stack_py(&s, 2, pcs, 0, &py, 1);
+	sp_module(&s, 0x400000, 0x500000, 0, 99); /* a path never defined */
+	{
+		struct api_args w1 = {.corr = 10,
+				      .cls = CS_APICLASS_WAIT_DEVICE,
+				      .start = T(100),
+				      .end = T(200),
+				      .stack_id = 1};
+		struct api_args w2 = {.corr = 11,
+				      .cls = CS_APICLASS_WAIT_DEVICE,
+				      .start = T(300),
+				      .end = T(400),
+				      .stack_id = 2};
+
+		sp_api(&s, &w1);
+		sp_api(&s, &w2);
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+	import_dir(&im, dir, NULL);
+	y = read_events(im.t, CS_EV_SYNC);
+	ck_assert_int_eq(find_one(&y, PID_A, 10)->u.sync.stack_id, CS_ID_NONE);
+	ck_assert_int_eq(cs_trace_get_stack(im.t, find_one(&y, PID_A, 11)->u.sync.stack_id, &frames,
+					    &n, &err),
+			 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(frames[0].kind, 2);
+	ck_assert_ptr_null(frames[0].file);
+	ck_assert_ptr_null(frames[0].symbol);
+	ck_assert_int_eq(frames[0].line, 3);
+	ck_assert_ptr_nonnull(strstr(cs_trace_meta(im.t, "import_stats"), "\"bad_records\":1,"));
+	/* stack 1 (never defined), the two Python names, the module path */
+	ck_assert_ptr_nonnull(strstr(cs_trace_meta(im.t, "import_stats"), "\"bad_references\":4,"));
+	imported_close(&im);
+}
+END_TEST
+
 /* Ten kernels (each with its launch) of process pid, string id name_sid for "shared_kernel". */
 static void build_small(struct spool *s, uint32_t pid, uint32_t name_sid, uint64_t offset)
 {
@@ -1791,6 +2102,8 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_sync_memcpy);
 	tcase_add_test(tc, test_memory_rows);
 	tcase_add_test(tc, test_stacks);
+	tcase_add_test(tc, test_stack_symbols);
+	tcase_add_test(tc, test_stack_bad_records);
 	tcase_add_test(tc, test_truncated_file);
 	tcase_add_test(tc, test_two_processes);
 	tcase_add_test(tc, test_same_pid_merged_and_no_process_record);

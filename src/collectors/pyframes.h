@@ -1,0 +1,55 @@
+/*
+ * pyframes.h - the calling thread's Python frames, read without the GIL.
+ *
+ * The injection library needs the Python file, function and line behind a CUDA API call, but
+ * PyTorch releases the GIL around most of its CUDA work, and the interpreter's frame API must not
+ * be called without it. A thread's own frame chain cannot change while that thread is inside one
+ * of our callbacks, so pyframes.c reads it directly with the struct layouts of each CPython
+ * version (3.10 to 3.13, x86_64, release builds; 3.13's from the debug offsets the interpreter
+ * publishes in _PyRuntime). It needs no Python headers and never calls into the interpreter from
+ * cs_py_walk. docs/backtraces.md explains the layouts and the safety argument.
+ */
+#ifndef CUSCOPE_PYFRAMES_H
+#define CUSCOPE_PYFRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Find the interpreter in this process and pick the layout for its version: 0 when Python frames
+ * can be read, -1 otherwise (not Python, unknown version, interpreter not initialized yet, debug
+ * or free-threaded build). Call outside CUDA callbacks (it uses dlsym and dladdr). After a failure
+ * it may be called again (the interpreter may have been initialized since); after a success it
+ * returns 0 at once.
+ */
+int cs_py_init(void);
+
+/* Version found by cs_py_init, e.g. 0x030c as (major << 8) | minor, also when that version is not
+ * supported; 0 when none was found. */
+int cs_py_version(void);
+
+/* One frame: the code object (an opaque pointer for cs_py_code_strings) and the line being
+ * executed (0 when it cannot be known). */
+typedef struct cs_py_frame {
+	const void *code;
+	int32_t line;
+} cs_py_frame;
+
+/*
+ * The calling thread's Python frames, innermost first; returns how many (0 when none or
+ * unsupported). Safe without the GIL, from the thread itself only: another thread's frames may
+ * change under the reader. Takes no lock and calls nothing that could (no loader lock, no
+ * allocation), so it may run inside CUDA callbacks.
+ */
+int cs_py_walk(cs_py_frame *out, int max);
+
+/*
+ * Copy the code object's file name and function name (qualified name on 3.11+) as UTF-8 into
+ * the buffers (truncated at a character boundary, NUL-terminated); 0 on success, -1 when they
+ * cannot be read. The code pointer must come from cs_py_walk on a frame that is still running
+ * (read them in the same callback): a code object that was freed since may have been reused.
+ * Either buffer may be NULL (cap 0) when that string is not wanted. Takes no lock.
+ */
+int cs_py_code_strings(const void *code, char *file, size_t file_cap, char *func, size_t func_cap);
+
+#endif

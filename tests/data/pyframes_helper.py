@@ -1,0 +1,203 @@
+"""pyframes_helper.py - run by tests/unit/test_pyframes.c under every Python interpreter found.
+
+Usage: python3 pyframes_helper.py PROBE_LIBRARY
+
+Loads the probe library (tests/unit/pyframes_probe.c) with ctypes, whose calls release the GIL,
+and has it read the calling thread's Python frames from known places: nested functions, a method
+with a local function, a generator, a coroutine, a comprehension, generated code with long line
+jumps and wide columns, code run under a trace function, deep recursion, and a second thread while
+the main thread runs Python code holding the GIL. Prints what the probe saw, one section a place:
+
+    begin NAME FRAMES
+    file:func:line        (innermost first, as the probe wrote them)
+    check ok|mismatch     (the frames above capture() against the interpreter's own view)
+    end NAME
+
+Lines that the test checks carry a "# mark:NAME" comment; the test finds their numbers in this
+file. Keep the syntax valid for old interpreters (3.6): those must run too and see no frames.
+"""
+import ctypes
+import sys
+import sysconfig
+import threading
+
+probe = ctypes.CDLL(sys.argv[1])
+probe.cs_test_capture.argtypes = [ctypes.c_char_p, ctypes.c_int]
+probe.cs_test_capture.restype = ctypes.c_int
+BUF_SIZE = 1 << 16
+
+
+def python_view(skip):
+    """The calling thread's frames as the interpreter reports them, innermost first."""
+    f = sys._getframe(skip)
+    out = []
+    while f is not None:
+        co = f.f_code
+        name = getattr(co, "co_qualname", co.co_name)
+        out.append("{}:{}:{}".format(co.co_filename, name, f.f_lineno))
+        f = f.f_back
+    return out
+
+
+def capture():
+    buf = ctypes.create_string_buffer(BUF_SIZE)
+    n = probe.cs_test_capture(buf, BUF_SIZE)  # mark:capture
+    text = buf.value.decode("utf-8", "replace")
+    # Every frame above this one is still at the line of its call: compare with the probe's.
+    expect = python_view(2)
+    got = text.splitlines()[1:]
+    ok = got == expect[: len(got)] and (n == len(expect) + 1 or n == 128)
+    if n and not ok:
+        sys.stderr.write("probe:\n  {}\ninterpreter:\n  {}\n".format(
+            "\n  ".join(got), "\n  ".join(expect)))
+    return n, text, ok
+
+
+def report(name, result):
+    n, text, ok = result
+    check = "ok" if ok or not n else "mismatch"
+    sys.stdout.write("begin {} {}\n{}check {}\nend {}\n".format(name, n, text, check, name))
+
+
+def nested_inner():
+    return capture()  # mark:nested_inner
+
+
+def nested_outer():
+    return nested_inner()  # mark:nested_outer
+
+
+class Model:
+    def forward(self):
+        def step():
+            return capture()  # mark:method_local
+
+        return step()  # mark:method_forward
+
+
+def gen():
+    yield capture()  # mark:gen
+
+
+async def coro():
+    return capture()  # mark:coro
+
+
+def run_coro():
+    c = coro()
+    try:
+        c.send(None)  # mark:run_coro
+    except StopIteration as e:
+        return e.value
+
+
+def recurse(depth):
+    if depth == 0:
+        return capture()  # mark:recurse_leaf
+    return recurse(depth - 1)  # mark:recurse
+
+
+def comprehension():
+    return [capture() for _ in range(1)][0]  # mark:comprehension
+
+
+# Generated code: line jumps past what one line-table entry holds (127 lines on 3.10) and columns
+# past 255, which need the long entries of the 3.11+ location table.
+GENERATED = (
+    "def generated_outer():\n"
+    + "\n" * 300
+    + "    x = 1\n"
+    + "\n" * 3000
+    + "    return generated_inner(" + " " * 300 + ")\n"
+    + "def generated_inner(" + " " * 400 + "):\n"
+    + "\n" * 200
+    + "    y = [1, 2]\n"
+    + "    return (" + " " * 500 + "capture())\n"
+)
+generated = {"capture": capture}
+exec(compile(GENERATED, "<generated>", "exec"), generated)
+
+
+# Names of each string width: latin-1, two-byte and four-byte code points, in a file name too.
+UNICODE = (
+    "def caf\u00e9():\n"
+    "    return \u51fd\u6570()\n"
+    "def \u51fd\u6570():\n"
+    "    return \U00020000()\n"
+    "def \U00020000():\n"
+    "    return capture()\n"
+)
+exec(compile(UNICODE, "<\u00fcnicode-\u540d-\U00020000>", "exec"), generated)
+
+
+def in_handler():
+    try:
+        raise ValueError("x")
+    except ValueError:
+        return capture()  # mark:handler
+
+
+def traced():
+    def tracer(frame, event, arg):
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        return nested_outer()
+    finally:
+        sys.settrace(None)
+
+
+spinning = threading.Event()
+worker_results = []
+
+
+def worker_inner():
+    return capture()  # mark:worker_inner
+
+
+def worker():
+    spinning.wait()
+    for _ in range(200):
+        worker_results.append(worker_inner())  # mark:worker
+
+
+def spin_step(x):
+    return x + 1
+
+
+sys.stdout.write("python {} {}\n".format(sys.version_info[0], sys.version_info[1]))
+if hasattr(sys, "gettotalrefcount"):
+    flavor = "debug"
+elif sysconfig.get_config_var("Py_GIL_DISABLED"):
+    flavor = "free-threaded"
+else:
+    flavor = "release"
+sys.stdout.write("build {}\n".format(flavor))
+sys.stdout.write("init {}\n".format(probe.cs_test_init_result()))
+sys.stdout.write("version {}\n".format(probe.cs_test_version()))
+sys.stdout.write("native {}\n".format(probe.cs_test_capture_native_thread()))
+report("nested", nested_outer())  # mark:main_nested
+report("method", Model().forward())  # mark:main_method
+report("gen", next(gen()))  # mark:main_gen
+report("coro", run_coro())  # mark:main_coro
+report("recurse", recurse(200))  # mark:main_recurse
+report("comprehension", comprehension())
+report("generated", generated["generated_outer"]())
+report("traced", traced())
+report("unicode", generated["caf\u00e9"]())
+report("handler", in_handler())
+
+# The second thread reads its frames while this one keeps pushing and popping frames of its own
+# with the GIL held (released only at the interpreter's switch interval).
+t = threading.Thread(target=worker)
+t.start()
+x = 0
+spinning.set()
+while t.is_alive():
+    x = spin_step(x)
+t.join()
+report("thread", worker_results[0])
+same = sum(1 for r in worker_results if r == worker_results[0])
+sys.stdout.write("thread-repeat {} {}\n".format(len(worker_results), same))
+sys.stdout.flush()
