@@ -423,6 +423,27 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *f, cs_it
 int cs_iter_next(cs_iter *it, cs_event *ev);
 void cs_iter_close(cs_iter *it);
 
+/*
+ * Bulk read of a whole event table, for analyses that load every row (cs_analysis_load): calls
+ * row() for each event of kind in time order with the values of the named columns (names as in
+ * docs/trace-format.md, at most CS_SCAN_MAX_COLUMNS), a NULL read as null_values[i]. Only the named
+ * columns are read and no string is looked up, so a scan is several times faster than an iterator.
+ * values lives during the call. Stops when row() returns non-zero. Returns 0 (also when row()
+ * stopped with a positive value), row()'s value when negative, CS_ERR_INVALID for a column the
+ * table does not have, or another cs_err code.
+ */
+#define CS_SCAN_MAX_COLUMNS 32
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
+		  const int64_t *null_values, int ncolumns,
+		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
+/*
+ * The same for the events first .. end-1 of the table in time order (0-based; end past the last
+ * row reads to the end), so that threads, each with its own cs_trace, can read parts of a table.
+ */
+int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
+		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
+
 /* Findings stored in the trace, most costly first. */
 int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
 			  cs_error *err);

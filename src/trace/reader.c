@@ -1015,3 +1015,87 @@ void cs_iter_close(cs_iter *it)
 	sqlite3_finalize(it->st);
 	free(it);
 }
+
+/* ---- bulk scans ---- */
+
+/* Is name one of the comma-separated columns of a table definition? */
+static int table_has_column(const char *columns, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *c = columns; *c;) {
+		size_t len = strcspn(c, ",");
+
+		if (len == n && !strncmp(c, name, n))
+			return 1;
+		c += len;
+		if (*c == ',')
+			c++;
+	}
+	return 0;
+}
+
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
+		  const int64_t *null_values, int ncolumns,
+		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
+{
+	return cs_trace_scan_rows(t, kind, 0, INT64_MAX, columns, null_values, ncolumns, row, arg,
+				  err);
+}
+
+int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
+		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
+{
+	cs_strbuf sql = CS_STRBUF_INIT;
+	sqlite3_stmt *st = NULL;
+	int64_t values[CS_SCAN_MAX_COLUMNS];
+	int rc, stop = 0;
+
+	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !null_values || !row ||
+	    ncolumns < 1 || ncolumns > CS_SCAN_MAX_COLUMNS)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_scan: bad argument");
+	cs_strbuf_puts(&sql, "SELECT ");
+	for (int i = 0; i < ncolumns; i++) {
+		if (!columns[i] ||
+		    !table_has_column(cs_event_table_defs[kind].columns, columns[i])) {
+			cs_strbuf_free(&sql);
+			return cs_error_set(
+				err, CS_ERR_INVALID, "cs_trace_scan: %s has no column '%s'",
+				cs_event_kind_table(kind), columns[i] ? columns[i] : "(null)");
+		}
+		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", columns[i]);
+	}
+	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
+	cs_strbuf_printf(&sql, " FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
+			 cs_event_kind_table(kind));
+	if (sql.failed) {
+		cs_strbuf_free(&sql);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	rc = sqlite3_prepare_v2(t->db, cs_strbuf_str(&sql), -1, &st, NULL);
+	cs_strbuf_free(&sql);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	sqlite3_bind_int64(st, 1, first < 0 ? 0 : first);
+	sqlite3_bind_int64(st, 2, end);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int i = 0; i < ncolumns; i++) {
+			/* one API call per column: the sqlite3_value_* calls are cheap */
+			sqlite3_value *v = sqlite3_column_value(st, i);
+
+			values[i] = sqlite3_value_type(v) == SQLITE_NULL ? null_values[i]
+									 : sqlite3_value_int64(v);
+		}
+		stop = row(values, arg);
+		if (stop)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		rc = sql_error(t, rc, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	return stop < 0 ? stop : CS_OK;
+}

@@ -1,0 +1,292 @@
+/*
+ * analyze.h - the analysis side: a trace loaded once into compact arrays, training steps, and the
+ * rules that turn them into findings.
+ *
+ * `cuscope report` loads a trace (cs_analysis_load), finds its steps (cs_steps_detect), runs the
+ * analyzers of the registry (src/analyzers/registry.c) and prints the findings, most costly first.
+ * Analyzers never query SQLite themselves: a trace of 10 million events must be read once, so every
+ * analyzer works on the arrays below, which are sorted by start time (kernels also by stream
+ * through stream_order).
+ */
+#ifndef CUSCOPE_ANALYZE_H
+#define CUSCOPE_ANALYZE_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "cuscope/error.h"
+#include "cuscope/trace.h"
+
+/* ---- the loaded trace ---- */
+
+/* Times are ns since the trace start; CS_TS_UNKNOWN when unknown. */
+typedef struct cs_a_kernel {
+	int64_t start, end;
+	int64_t launch_start, launch_end; /* host API call that launched it */
+	int64_t name_id;		  /* StringIds id: cs_analysis_string() gives the text */
+	int64_t stack_id;
+	uint32_t pid, launch_tid;
+	uint32_t stream_id;
+	int32_t device_id;
+	int32_t graph;	     /* 1 when replayed from a CUDA graph */
+	int32_t grid_blocks; /* gridX * gridY * gridZ */
+} cs_a_kernel;
+
+typedef struct cs_a_copy { /* memcpy and memset */
+	int64_t start, end;
+	int64_t launch_start, launch_end;
+	int64_t bytes;
+	int64_t stack_id;
+	uint32_t pid, launch_tid;
+	uint32_t stream_id;
+	int32_t device_id;
+	int32_t copy_kind;	    /* enum cs_copy_kind; CS_COPY_UNKNOWN for memsets */
+	int32_t src_kind, dst_kind; /* enum cs_mem_kind */
+	int32_t is_async;
+	int32_t is_memset;
+} cs_a_copy;
+
+typedef struct cs_a_memory {
+	int64_t start;
+	int64_t bytes;
+	uint64_t address;
+	int64_t stack_id;
+	uint32_t pid;
+	int32_t device_id;
+	int32_t op; /* enum cs_mem_op */
+	int32_t is_vmm;
+	int32_t result; /* 0 = success */
+	int32_t mem_kind;
+} cs_a_memory;
+
+typedef struct cs_a_sync {
+	int64_t start, end;
+	int64_t stack_id;
+	uint32_t pid, tid;
+	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
+	int32_t type;	   /* enum cs_sync_type */
+	int32_t host_wait; /* cs_sync_type_is_host_wait(type) */
+	int32_t cbid;
+} cs_a_sync;
+
+typedef struct cs_a_api {
+	int64_t start, end;
+	int64_t name_id;
+	int64_t stack_id;
+	uint32_t pid, tid;
+	int32_t cbid;
+	int32_t result;
+} cs_a_api;
+
+typedef struct cs_a_nvtx {
+	int64_t start, end;
+	int64_t text_id;
+	uint32_t pid, tid;
+	int32_t type; /* enum cs_nvtx_type */
+	int32_t depth;
+} cs_a_nvtx;
+
+typedef struct cs_analysis {
+	cs_trace *trace;
+	int64_t trace_start, trace_end;
+	cs_a_kernel *kernels;
+	int64_t nkernels;
+	cs_a_copy *copies; /* memcpys and memsets together, by start */
+	int64_t ncopies;
+	cs_a_memory *memory;
+	int64_t nmemory;
+	cs_a_sync *syncs;
+	int64_t nsyncs;
+	cs_a_api *apis;
+	int64_t napis;
+	cs_a_nvtx *nvtx;
+	int64_t nnvtx;
+	int64_t device_memory_total; /* of the first device, bytes; 0 when unknown */
+	/* Kernel indices grouped by stream (pid, device, stream, in order of first appearance),
+	 * each group by start; nkernels entries. */
+	int32_t *kernel_stream_order;
+	/* Longest end - start of each array, ns (0 when empty). */
+	int64_t kernel_longest, copy_longest, sync_longest;
+	struct cs_analysis_index *index; /* internal lookup tables of load.c */
+} cs_analysis;
+
+/* Load everything the analyzers need from an open trace (one pass per table). */
+int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err);
+void cs_analysis_free(cs_analysis *a);
+/* Text of a StringIds id ("" when unknown); lives as long as the trace. */
+const char *cs_analysis_string(const cs_analysis *a, int64_t id);
+/* Index of the first element of a start-sorted array with start >= t (binary search). */
+int64_t cs_analysis_kernel_at(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_copy_at(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_sync_at(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_memory_at(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_api_at(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_nvtx_at(const cs_analysis *a, int64_t t);
+/*
+ * Index of the first kernel (copy) that may overlap time t: every element before it ends at or
+ * before t. Scan from there while start < t1 to find all elements overlapping [t, t1).
+ */
+int64_t cs_analysis_kernel_overlapping(const cs_analysis *a, int64_t t);
+int64_t cs_analysis_copy_overlapping(const cs_analysis *a, int64_t t);
+/*
+ * GPU busy time in [t0, t1): the union of the GPU intervals of kernels, memcpys and memsets of
+ * process pid (0 = every process), clipped to the window, ns.
+ */
+int64_t cs_analysis_gpu_busy(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
+/* Host time a piece of GPU work was launched: launch_start, or start when that is unknown. */
+static inline int64_t cs_launch_time(int64_t launch_start, int64_t start)
+{
+	return launch_start != CS_TS_UNKNOWN ? launch_start : start;
+}
+
+/* ---- steps ---- */
+
+enum cs_step_method {
+	CS_STEPS_NONE = 0, /* no repeating structure: the whole trace is one step */
+	CS_STEPS_NVTX,	   /* NVTX ranges named by --step-range */
+	CS_STEPS_PROFILER, /* cudaProfilerStart/Stop */
+	CS_STEPS_PERIOD,   /* the repeating period of the kernel sequence */
+};
+
+typedef struct cs_step {
+	int64_t start, end; /* host-side span: from the first launch of the step to the first launch
+			     * of the next (or the step's last GPU end) */
+	int64_t gpu_start, gpu_end; /* first GPU start, last GPU end of the step's work */
+	int64_t gpu_busy; /* ns when any kernel, copy or memset of the step ran (union of intervals)
+			   */
+	int64_t kernels;  /* kernels launched in the step */
+	int32_t index;	  /* 0-based */
+	int32_t warmup;	  /* 1 for warm-up steps */
+} cs_step;
+
+typedef struct cs_step_opts {
+	const char *step_range; /* fnmatch pattern of NVTX range text, or NULL */
+	int warmup;		/* steps to mark as warm-up; -1 = default */
+	uint32_t pid; /* process to take steps from; 0 = the process with the most kernels */
+} cs_step_opts;
+
+typedef struct cs_steps {
+	cs_step *v;
+	int32_t n;
+	enum cs_step_method method;
+	int32_t warmup; /* how many of v are warm-up */
+	int32_t period; /* kernels per step for CS_STEPS_PERIOD, else 0 */
+	uint32_t pid;
+	char detail[160]; /* one line on how the steps were found */
+} cs_steps;
+
+int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, cs_error *err);
+void cs_steps_free(cs_steps *s);
+/* Index of the step containing host time t, or -1. */
+int cs_steps_find(const cs_steps *s, int64_t t);
+/* Median, p10 and p90 of the steady-state (non-warm-up) step durations, ns; 0 when no steps. */
+void cs_steps_duration_stats(const cs_steps *s, int64_t *median, int64_t *p10, int64_t *p90);
+/*
+ * Index of the step of GPU work launched at launch_start (start when the launch time is unknown),
+ * or -1 when it was launched outside every step.
+ */
+int cs_steps_find_launch(const cs_steps *s, int64_t launch_start, int64_t start);
+/* Number of steady-state steps (s->n - s->warmup). */
+int32_t cs_steps_steady(const cs_steps *s);
+/* The default number of warm-up steps among n (docs/steps.md). */
+int32_t cs_steps_default_warmup(int32_t n);
+/*
+ * Per-step sums of the GPU time (end - start) of the kernels for which match(k, arg) is non-zero
+ * (every kernel when match is NULL), each counted in the step of its launch; out has s->n slots,
+ * overwritten. Kernels of all processes are counted (filter on k->pid in match).
+ */
+void cs_steps_kernel_time(const cs_analysis *a, const cs_steps *s,
+			  int (*match)(const cs_a_kernel *k, void *arg), void *arg, int64_t *out);
+/*
+ * Median of per_step (s->n values) over the steady-state steps, or over all steps when none is
+ * steady; with nonzero_only, over the steps whose value is not 0 (0 when there are none).
+ */
+int64_t cs_steps_median(const cs_steps *s, const int64_t *per_step, int nonzero_only);
+/* Name of a step detection method: "none", "nvtx", "profiler", "period". */
+const char *cs_step_method_name(int method);
+
+/* ---- findings ---- */
+
+enum cs_severity {
+	CS_SEV_INFO = 1,
+	CS_SEV_WARNING = 2,
+	CS_SEV_ERROR = 3,
+};
+const char *cs_severity_name(int sev); /* "info", "warning", "error" */
+int cs_severity_parse(const char *s);  /* -1 when unknown */
+
+typedef struct cs_report_finding {
+	const char *rule; /* static: the analyzer's id */
+	int32_t severity;
+	char *title;	/* one line: what is wrong, with the main number ("loss.item() syncs every
+			   step") */
+	char *fix;	/* one or two sentences */
+	int32_t *steps; /* steady-state step indices it occurs in, ascending */
+	int32_t nsteps;
+	int64_t first, last;	  /* time span of the evidence */
+	int64_t lost_ns_per_step; /* estimated GPU time lost per affected step */
+	double step_share;	  /* lost_ns_per_step / median step time, 0..1 */
+	int64_t stack_id;	  /* where, when the trace has backtraces; CS_ID_NONE otherwise */
+	cJSON *evidence;	  /* object: counts, bytes, kernel names, times (owned) */
+} cs_report_finding;
+
+/* What an analyzer gets. */
+typedef struct cs_rule_ctx {
+	const cs_analysis *a;
+	const cs_steps *steps;
+	int64_t step_median; /* ns, steady state */
+	/* Add a finding; the context takes ownership of f's heap members. */
+	int (*emit)(struct cs_rule_ctx *ctx, cs_report_finding *f);
+	void *priv;
+} cs_rule_ctx;
+
+typedef struct cs_analyzer {
+	const char *id;	     /* "d2h-sync" */
+	const char *summary; /* one line for --list-rules */
+	const char *source;  /* guide passage: "000 #12, 002 3.2" */
+	int (*run)(cs_rule_ctx *ctx, cs_error *err);
+} cs_analyzer;
+
+/* The registry (src/analyzers/registry.c): every analyzer, NULL-terminated. */
+extern const cs_analyzer *const cs_analyzers[];
+const cs_analyzer *cs_analyzer_find(const char *id);
+
+/*
+ * An analyzer reports a finding so:
+ *	f = cs_finding_new(id, sev, title, fix); fill steps, times, lost_ns_per_step, evidence;
+ *	rc = ctx->emit(ctx, f); cs_finding_free(f);
+ * emit moves f's heap members into the report (f keeps none of them, on success and on failure),
+ * sorts f's steps, and fills step_share from ctx->step_median when it was left 0.
+ */
+
+/* Allocate a finding with its strings copied and an empty evidence object. */
+cs_report_finding *cs_finding_new(const char *rule, int severity, const char *title,
+				  const char *fix);
+void cs_finding_free(cs_report_finding *f);
+/* Set f->steps to a copy of n step indices (sorted, duplicates dropped); 0 or CS_ERR_NOMEM. */
+int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n);
+/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (lost_ns_per_step without steps). */
+int64_t cs_finding_total_lost(const cs_report_finding *f);
+
+/* ---- running the analyzers ---- */
+
+/* The findings of a report, most costly first once sorted. */
+typedef struct cs_report {
+	cs_report_finding **v;
+	int32_t n, cap;
+} cs_report;
+
+/*
+ * Run the analyzers of rules (NULL-terminated; NULL = the whole registry) on a loaded trace and its
+ * steps, add their findings to out (zeroed by the caller, or kept from an earlier run) and sort
+ * them (cs_report_sort). An analyzer that fails stops the run: its error is returned, with the
+ * findings so far left in out.
+ */
+int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *const *rules,
+		  cs_report *out, cs_error *err);
+/* Most costly first: total lost time descending, then severity, rule id, first time. */
+void cs_report_sort(cs_report *r);
+void cs_report_free(cs_report *r);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * d2h_sync.c - the d2h-sync rule: inside steady-state steps, a device-to-host copy followed by a
+ * host wait (`.item()`, `.cpu()`, `.tolist()`, `nonzero()`, `if (t != 0).all():`) that drains
+ * the GPU's queue, so that the GPU idles until the host launches again.
+ *
+ * The waits and the idle after each come from ru_d2h_waits(); this file keeps the waits that cost
+ * GPU time, decides whether they recur in the steady steps and writes the finding.
+ * docs/rules/d2h-sync.md has the decision, its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+
+/* A recurring pattern: draining waits in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them ... */
+#define MIN_STEPS 3
+/* ... costing at least this share of the median step. */
+#define MIN_LOSS_SHARE 0.02
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
+
+#define RULE_ID "d2h-sync"
+
+struct step_sum {
+	int64_t waits, draining, copies, bytes, wait_ns, idle_ns, refill_ns;
+};
+
+struct site {
+	int64_t stack_id;
+	int64_t idle_ns;
+	int64_t waits;
+	int32_t type; /* the sync type of the first wait there */
+};
+
+static int cmp_site_stack(const void *pa, const void *pb)
+{
+	const struct site *x = pa, *y = pb;
+
+	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+static int cmp_site_idle(const void *pa, const void *pb)
+{
+	const struct site *x = pa, *y = pb;
+
+	if (x->idle_ns != y->idle_ns)
+		return x->idle_ns > y->idle_ns ? -1 : 1;
+	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+/* Median over the affected steps of one field of the per-step sums. */
+static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
+			    size_t offset, int64_t *tmp)
+{
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = *(const int64_t *)((const char *)&sum[steps[i]] + offset);
+	return ru_median(tmp, n);
+}
+
+/*
+ * The call sites of the draining waits, most idle first (merged by the wait's stack, or by the
+ * copy's when the wait has none). Returns how many, in sites[0..]; -1 without memory.
+ */
+static int64_t collect_sites(const cs_analysis *a, const struct ru_d2h *d, struct site **out)
+{
+	struct site *v = malloc(((size_t)d->n + 1) * sizeof(*v));
+	int64_t n = 0, m = 0;
+
+	*out = v;
+	if (!v)
+		return -1;
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
+		const cs_a_sync *y = &a->syncs[w->sync];
+		int64_t idle = ru_d2h_cost(w);
+
+		if (w->step < 0 || idle == 0)
+			continue;
+		v[n].stack_id =
+			y->stack_id != CS_ID_NONE ? y->stack_id : a->copies[w->first_copy].stack_id;
+		v[n].idle_ns = idle;
+		v[n].waits = 1;
+		v[n].type = y->type;
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_site_stack);
+	for (int64_t i = 0; i < n; i++) {
+		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
+			v[m - 1].idle_ns += v[i].idle_ns;
+			v[m - 1].waits += v[i].waits;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	qsort(v, (size_t)m, sizeof(*v), cmp_site_idle);
+	return m;
+}
+
+/* Add the median over the affected steps of one per-step field as key. */
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
+		       int32_t n, size_t offset, int64_t *tmp)
+{
+	cJSON_AddNumberToObject(e, key, (double)median_field(sum, steps, n, offset, tmp));
+}
+
+static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
+			int64_t *tmp, cs_report_finding *f)
+{
+	cJSON *e = f->evidence, *types, *sites, *ex;
+	int64_t type_count[8] = {0}, best = -1;
+	static const int32_t type_of[8] = {CS_SYNC_UNKNOWN,
+					   CS_SYNC_EVENT_SYNCHRONIZE,
+					   CS_SYNC_STREAM_WAIT_EVENT,
+					   CS_SYNC_STREAM_SYNCHRONIZE,
+					   CS_SYNC_CONTEXT_SYNCHRONIZE,
+					   CS_SYNC_MEMCPY,
+					   CS_SYNC_EVENT_QUERY,
+					   CS_SYNC_STREAM_QUERY};
+	struct site *sv = NULL;
+	int64_t nsites;
+
+	/* which APIs waited, and the costliest wait */
+	for (int64_t i = 0; i < d->n; i++) {
+		const cs_a_sync *y = &a->syncs[d->v[i].sync];
+
+		if (d->v[i].step < 0 || ru_d2h_cost(&d->v[i]) == 0)
+			continue;
+		for (int k = 0; k < 8; k++)
+			if (type_of[k] == y->type)
+				type_count[k]++;
+		if (best < 0 || ru_d2h_cost(&d->v[i]) > ru_d2h_cost(&d->v[best]))
+			best = i;
+	}
+
+	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
+		   tmp);
+	add_median(e, "draining_waits_per_step", sum, steps, nsteps,
+		   offsetof(struct step_sum, draining), tmp);
+	types = cJSON_AddObjectToObject(e, "waits_by_type");
+	if (!types)
+		return CS_ERR_NOMEM;
+	for (int k = 0; k < 8; k++)
+		if (type_count[k])
+			cJSON_AddNumberToObject(types, cs_sync_type_name(type_of[k]),
+						(double)type_count[k]);
+	add_median(e, "copies_per_step", sum, steps, nsteps, offsetof(struct step_sum, copies),
+		   tmp);
+	add_median(e, "bytes_per_step", sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
+	add_median(e, "wait_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, wait_ns),
+		   tmp);
+	add_median(e, "refill_ns_per_step", sum, steps, nsteps,
+		   offsetof(struct step_sum, refill_ns), tmp);
+	add_median(e, "waits_per_step", sum, steps, nsteps, offsetof(struct step_sum, waits), tmp);
+
+	if (best >= 0) {
+		const struct ru_d2h_wait *w = &d->v[best];
+		const cs_a_sync *y = &a->syncs[w->sync];
+		const cs_a_copy *c = &a->copies[w->first_copy];
+
+		ex = cJSON_AddObjectToObject(e, "costliest_wait");
+		if (!ex)
+			return CS_ERR_NOMEM;
+		cJSON_AddNumberToObject(ex, "step", w->step);
+		cJSON_AddStringToObject(ex, "type", cs_sync_type_name(y->type));
+		cJSON_AddNumberToObject(ex, "wait_start", (double)y->start);
+		cJSON_AddNumberToObject(ex, "wait_end",
+					(double)(y->end != CS_TS_UNKNOWN ? y->end : y->start));
+		cJSON_AddNumberToObject(ex, "copy_start", (double)c->start);
+		cJSON_AddNumberToObject(ex, "copy_bytes", (double)c->bytes);
+		cJSON_AddStringToObject(ex, "copy_dst", cs_mem_kind_name(c->dst_kind));
+		cJSON_AddNumberToObject(ex, "idle_start", (double)w->idle_start);
+		cJSON_AddNumberToObject(ex, "idle_end", (double)w->idle_end);
+		cJSON_AddNumberToObject(ex, "idle_ns", (double)ru_d2h_idle(w));
+		cJSON_AddNumberToObject(ex, "refill_gaps", w->refill_gaps);
+		cJSON_AddNumberToObject(ex, "refill_ns", (double)w->refill_ns);
+		cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
+	}
+
+	/* call sites, when the trace has backtraces */
+	nsites = collect_sites(a, d, &sv);
+	if (nsites < 0)
+		return CS_ERR_NOMEM;
+	if (nsites > 0)
+		f->stack_id = sv[0].stack_id;
+	if (nsites > 1 || (nsites == 1 && sv[0].stack_id != CS_ID_NONE)) {
+		sites = cJSON_AddArrayToObject(e, "sites");
+		if (!sites) {
+			free(sv);
+			return CS_ERR_NOMEM;
+		}
+		for (int64_t i = 0; i < nsites && i < MAX_SITES; i++) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (!o) {
+				free(sv);
+				return CS_ERR_NOMEM;
+			}
+			cJSON_AddNumberToObject(o, "stack_id", (double)sv[i].stack_id);
+			cJSON_AddStringToObject(o, "type", cs_sync_type_name(sv[i].type));
+			cJSON_AddNumberToObject(o, "waits", (double)sv[i].waits);
+			cJSON_AddNumberToObject(o, "idle_ns", (double)sv[i].idle_ns);
+			cJSON_AddItemToArray(sites, o);
+		}
+	}
+	free(sv);
+	cJSON_AddNumberToObject(e, "min_idle_ns", (double)RU_D2H_MIN_IDLE);
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_d2h d;
+	struct step_sum *sum = NULL;
+	int64_t *idle = NULL, *tmp = NULL, lost;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	cs_report_finding *f = NULL;
+	double share;
+	char title[256], b1[32];
+	int rc;
+
+	if (steady <= 0)
+		return 0;
+	rc = ru_d2h_waits(a, s, &d);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	if (d.n == 0)
+		return 0;
+	rc = CS_ERR_NOMEM;
+	sum = calloc((size_t)s->n, sizeof(*sum));
+	idle = calloc((size_t)s->n, sizeof(*idle));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sum || !idle || !tmp)
+		goto out;
+	for (int64_t i = 0; i < d.n; i++) {
+		const struct ru_d2h_wait *w = &d.v[i];
+		const cs_a_sync *y = &a->syncs[w->sync];
+		struct step_sum *x;
+		int64_t gap = ru_d2h_idle(w);
+
+		if (w->step < 0)
+			continue;
+		x = &sum[w->step];
+		x->waits++;
+		x->copies += w->copies;
+		x->bytes += w->bytes;
+		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
+			x->wait_ns += y->end - y->start;
+		if (gap >= RU_D2H_MIN_IDLE) {
+			x->draining++;
+			x->idle_ns += ru_d2h_cost(w);
+			x->refill_ns += w->refill_ns;
+		}
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		idle[i] = sum[i].idle_ns;
+	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	if (nsteps < MIN_STEPS || nsteps < MIN_STEP_SHARE * steady)
+		goto out;
+	lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
+	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
+	if (share < MIN_LOSS_SHARE)
+		goto out;
+
+	rc = CS_ERR_NOMEM;
+	{
+		int64_t per =
+			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
+
+		snprintf(title, sizeof(title),
+			 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
+			 "%s of GPU idle per step (%.1f%%)",
+			 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
+			 share * 100);
+	}
+	f = cs_finding_new(
+		RULE_ID, ru_severity(share), title,
+		"Keep the value on the GPU (accumulate losses and metrics in device "
+		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
+		"ignore_index instead of a host check) and read it every N steps or after "
+		"the loop; when a value is needed on the host, copy it with "
+		"non_blocking=True into pinned memory and read it a step later.");
+	if (!f)
+		goto out;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto out;
+	f->lost_ns_per_step = lost;
+	f->step_share = share;
+	for (int64_t i = 0; i < d.n; i++) {
+		const struct ru_d2h_wait *w = &d.v[i];
+
+		if (w->step < 0 || ru_d2h_cost(w) == 0)
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = a->copies[w->first_copy].start;
+		f->last = w->window_end;
+	}
+	if (add_evidence(a, s, &d, sum, steps, nsteps, tmp, f))
+		goto out;
+	rc = ctx->emit(ctx, f);
+	if (rc < 0) {
+		cs_error_set(err, rc, "cannot add a finding");
+		goto out_free;
+	}
+	rc = 0;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	ru_d2h_free(&d);
+	free(sum);
+	free(idle);
+	free(tmp);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_d2h_sync = {
+	RULE_ID,
+	"a device-to-host copy and a host wait in every step drain the GPU, which idles until "
+	"the host launches again",
+	"000 #12, 002 3.2",
+	run,
+};

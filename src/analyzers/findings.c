@@ -1,0 +1,270 @@
+/*
+ * findings.c - the finding model and the report pipeline: severities, allocating and freeing
+ * findings, running the selected analyzers with a context that collects what they emit, and the
+ * order findings are shown in (most GPU time lost first).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+
+const char *cs_severity_name(int sev)
+{
+	switch (sev) {
+	case CS_SEV_INFO:
+		return "info";
+	case CS_SEV_WARNING:
+		return "warning";
+	case CS_SEV_ERROR:
+		return "error";
+	}
+	return "unknown";
+}
+
+int cs_severity_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "info"))
+		return CS_SEV_INFO;
+	if (!strcmp(s, "warning"))
+		return CS_SEV_WARNING;
+	if (!strcmp(s, "error"))
+		return CS_SEV_ERROR;
+	return -1;
+}
+
+cs_report_finding *cs_finding_new(const char *rule, int severity, const char *title,
+				  const char *fix)
+{
+	cs_report_finding *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->rule = rule;
+	f->severity = severity;
+	f->title = strdup(title ? title : "");
+	f->fix = strdup(fix ? fix : "");
+	f->evidence = cJSON_CreateObject();
+	f->first = f->last = CS_TS_UNKNOWN;
+	f->stack_id = CS_ID_NONE;
+	if (!f->title || !f->fix || !f->evidence) {
+		cs_finding_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* Free what f owns, not f itself. */
+static void finding_clear(cs_report_finding *f)
+{
+	free(f->title);
+	free(f->fix);
+	free(f->steps);
+	cJSON_Delete(f->evidence);
+	f->title = f->fix = NULL;
+	f->steps = NULL;
+	f->nsteps = 0;
+	f->evidence = NULL;
+}
+
+void cs_finding_free(cs_report_finding *f)
+{
+	if (!f)
+		return;
+	finding_clear(f);
+	free(f);
+}
+
+static int cmp_int32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sort and drop duplicates in place; returns the new count. */
+static int32_t sort_unique(int32_t *v, int32_t n)
+{
+	int32_t m = 0;
+
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_int32);
+	for (int32_t i = 0; i < n; i++)
+		if (m == 0 || v[i] != v[m - 1])
+			v[m++] = v[i];
+	return m;
+}
+
+int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n)
+{
+	int32_t *v = NULL;
+
+	if (n > 0) {
+		v = malloc((size_t)n * sizeof(*v));
+		if (!v)
+			return CS_ERR_NOMEM;
+		memcpy(v, steps, (size_t)n * sizeof(*v));
+		n = sort_unique(v, n);
+	}
+	free(f->steps);
+	f->steps = v;
+	f->nsteps = n > 0 ? n : 0;
+	return 0;
+}
+
+int64_t cs_finding_total_lost(const cs_report_finding *f)
+{
+	if (f->lost_ns_per_step <= 0)
+		return 0;
+	if (f->nsteps <= 0)
+		return f->lost_ns_per_step;
+	if (f->lost_ns_per_step > INT64_MAX / f->nsteps)
+		return INT64_MAX;
+	return f->lost_ns_per_step * f->nsteps;
+}
+
+/* ---- the pipeline ---- */
+
+struct run_ctx {
+	cs_report *r;
+	const cs_analyzer *current;
+};
+
+/*
+ * The emit callback of cs_rule_ctx: moves f's contents into a finding of the report and leaves f
+ * with no heap members (cs_finding_free(f) then frees only f itself), on success and on failure.
+ */
+static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
+{
+	struct run_ctx *rc = ctx->priv;
+	cs_report *r = rc->r;
+	cs_report_finding *copy;
+
+	if (!f)
+		return CS_ERR_INVALID;
+	if (r->n == r->cap) {
+		int32_t cap = r->cap ? r->cap * 2 : 16;
+		cs_report_finding **nv = realloc(r->v, (size_t)cap * sizeof(*nv));
+
+		if (!nv) {
+			finding_clear(f);
+			return CS_ERR_NOMEM;
+		}
+		r->v = nv;
+		r->cap = cap;
+	}
+	copy = malloc(sizeof(*copy));
+	if (!copy) {
+		finding_clear(f);
+		return CS_ERR_NOMEM;
+	}
+	*copy = *f;
+	/* f gave its members away */
+	f->title = f->fix = NULL;
+	f->steps = NULL;
+	f->nsteps = 0;
+	f->evidence = NULL;
+
+	if (!copy->rule && rc->current)
+		copy->rule = rc->current->id;
+	if (!copy->rule)
+		copy->rule = "unknown";
+	if (copy->severity < CS_SEV_INFO)
+		copy->severity = CS_SEV_INFO;
+	if (copy->severity > CS_SEV_ERROR)
+		copy->severity = CS_SEV_ERROR;
+	if (!copy->title)
+		copy->title = strdup(copy->rule);
+	if (!copy->fix)
+		copy->fix = strdup("");
+	if (!copy->evidence)
+		copy->evidence = cJSON_CreateObject();
+	if (!copy->steps || copy->nsteps < 0)
+		copy->nsteps = 0;
+	copy->nsteps = sort_unique(copy->steps, copy->nsteps);
+	if (copy->lost_ns_per_step < 0)
+		copy->lost_ns_per_step = 0;
+	if (copy->step_share <= 0 && copy->lost_ns_per_step > 0 && ctx->step_median > 0)
+		copy->step_share = (double)copy->lost_ns_per_step / (double)ctx->step_median;
+	if (!(copy->step_share >= 0)) /* also NaN */
+		copy->step_share = 0;
+	if (copy->step_share > 1)
+		copy->step_share = 1;
+	if (!copy->title || !copy->fix || !copy->evidence) {
+		cs_finding_free(copy);
+		return CS_ERR_NOMEM;
+	}
+	r->v[r->n++] = copy;
+	return 0;
+}
+
+int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *const *rules,
+		  cs_report *out, cs_error *err)
+{
+	struct run_ctx run = {out, NULL};
+	cs_rule_ctx ctx;
+	int64_t median, p10, p90;
+
+	if (!a || !s || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_report_run: bad argument");
+	if (!rules)
+		rules = cs_analyzers;
+	cs_steps_duration_stats(s, &median, &p10, &p90);
+	for (; *rules; rules++) {
+		cs_error rerr = {0, ""};
+		int rc;
+
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.a = a;
+		ctx.steps = s;
+		ctx.step_median = median;
+		ctx.emit = report_emit;
+		ctx.priv = &run;
+		run.current = *rules;
+		rc = (*rules)->run(&ctx, &rerr);
+		if (rc < 0) {
+			cs_report_sort(out);
+			return cs_error_set(err, rc, "rule %s failed: %s", (*rules)->id,
+					    rerr.msg[0] ? rerr.msg : cs_err_str(rc));
+		}
+	}
+	cs_report_sort(out);
+	return 0;
+}
+
+static int cmp_finding(const void *pa, const void *pb)
+{
+	const cs_report_finding *x = *(cs_report_finding *const *)pa;
+	const cs_report_finding *y = *(cs_report_finding *const *)pb;
+	int64_t tx = cs_finding_total_lost(x), ty = cs_finding_total_lost(y);
+	int c;
+
+	if (tx != ty)
+		return tx > ty ? -1 : 1;
+	if (x->severity != y->severity)
+		return x->severity > y->severity ? -1 : 1;
+	c = strcmp(x->rule, y->rule);
+	if (c)
+		return c;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return strcmp(x->title, y->title);
+}
+
+void cs_report_sort(cs_report *r)
+{
+	if (r && r->n > 1)
+		qsort(r->v, (size_t)r->n, sizeof(*r->v), cmp_finding);
+}
+
+void cs_report_free(cs_report *r)
+{
+	if (!r)
+		return;
+	for (int32_t i = 0; i < r->n; i++)
+		cs_finding_free(r->v[i]);
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,834 @@
+/*
+ * load.c - the trace loaded once into the compact, start-sorted arrays every analyzer works on
+ * (cs_analysis), and the lookups on them: binary searches by time, the first element that may
+ * overlap a time, and the GPU busy time of a window.
+ *
+ * Event tables are stored in start order, so each array is filled by one pass of the reader in
+ * that order and needs no sort; memcpys and memsets are merged into one array. The sizes come from
+ * the trace summary, so a large trace is read into arrays allocated once, at their final size.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cuscope/analyze.h"
+
+/* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
+#define REACH_BLOCK 64
+/* Arrays of this size or more are aligned to (transparent) huge pages. */
+#define HUGE_PAGE      (2u << 20)
+#define HUGE_ARRAY_MIN (8u << 20)
+/* Kernel tables at least this long are read by two threads. */
+#define PARALLEL_MIN_KERNELS 200000
+
+struct cs_analysis_index {
+	int64_t *kernel_reach; /* [b] = largest end of kernels[0 .. (b + 1) * REACH_BLOCK) */
+	int64_t nkernel_reach;
+	int64_t *copy_reach;
+	int64_t ncopy_reach;
+};
+
+/* ---- growing arrays ---- */
+
+/* Make room for one more element in *v (n used, *cap allocated); 0 or CS_ERR_NOMEM. */
+static int grow(void **v, int64_t n, int64_t *cap, size_t size)
+{
+	int64_t ncap;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 1024;
+	nv = realloc(*v, (size_t)ncap * size);
+	if (!nv)
+		return CS_ERR_NOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * Allocate room for n elements (at least one, so that an empty array is not NULL by accident).
+ * Large arrays ask for transparent huge pages: filled row by row, they would otherwise take a page
+ * fault every 4 KiB, a good part of the time a 10-million-event trace takes to load.
+ */
+static int reserve(void **v, int64_t n, int64_t *cap, size_t size)
+{
+	size_t bytes;
+
+	if (n < 1)
+		n = 1;
+	bytes = (size_t)n * size;
+	*v = NULL;
+	if (bytes >= HUGE_ARRAY_MIN) {
+		if (posix_memalign(v, HUGE_PAGE, bytes))
+			*v = NULL;
+		else
+			madvise(*v, bytes & ~(size_t)(HUGE_PAGE - 1), MADV_HUGEPAGE);
+	} else {
+		*v = malloc(bytes);
+	}
+	if (!*v)
+		return CS_ERR_NOMEM;
+	*cap = n;
+	return 0;
+}
+
+static int64_t duration(int64_t start, int64_t end)
+{
+	if (start == CS_TS_UNKNOWN || end == CS_TS_UNKNOWN || end < start)
+		return 0;
+	return end - start;
+}
+
+/* ---- one pass per table ---- */
+
+struct load_ctx {
+	cs_analysis *a;
+	cs_trace_summary sum;
+	cs_a_copy *memsets; /* loaded apart, then merged into a->copies */
+	int64_t nmemsets;
+	int64_t caps[CS_EV_COUNT]; /* allocated elements of each array */
+};
+
+#define TS   CS_TS_UNKNOWN
+#define NONE CS_ID_NONE
+
+/* The columns each array is filled from, with the value a NULL reads as. */
+static const char *const kernel_cols[] = {
+	"start",     "end",	 "launchStart", "launchEnd", "nameId", "stackId", "pid",
+	"launchTid", "streamId", "deviceId",	"graphId",   "gridX",  "gridY",	  "gridZ"};
+static const int64_t kernel_nulls[] = {TS, TS, TS, TS, NONE, NONE, 0, 0, 0, NONE, NONE, 0, 0, 0};
+#define NKERNEL_COLS ((int)(sizeof(kernel_cols) / sizeof(kernel_cols[0])))
+
+static const char *const memcpy_cols[] = {
+	"start",     "end",	 "launchStart", "launchEnd", "bytes",	"stackId", "pid",
+	"launchTid", "streamId", "deviceId",	"copyKind",  "srcKind", "dstKind", "isAsync"};
+static const int64_t memcpy_nulls[] = {TS, TS, TS, TS, 0, NONE, 0, 0, 0, NONE, 0, 0, 0, 0};
+
+static const char *const memset_cols[] = {"start",    "end",	  "launchStart", "launchEnd",
+					  "bytes",    "stackId",  "pid",	 "launchTid",
+					  "streamId", "deviceId", "memKind",	 "isAsync"};
+static const int64_t memset_nulls[] = {TS, TS, TS, TS, 0, NONE, 0, 0, 0, NONE, 0, 0};
+
+static const char *const memory_cols[] = {
+	"start",    "bytes", "address",	    "stackId", "pid",
+	"deviceId", "isVmm", "returnValue", "memKind", "memoryOperationType"};
+static const int64_t memory_nulls[] = {TS, 0, 0, NONE, 0, NONE, 0, 0, 0, 0};
+
+static const char *const sync_cols[] = {"start", "end",	     "stackId",	 "pid",
+					"tid",	 "streamId", "syncType", "cbid"};
+static const int64_t sync_nulls[] = {TS, TS, NONE, 0, 0, NONE, 0, NONE};
+
+static const char *const api_cols[] = {"start", "end", "nameId", "stackId",
+				       "pid",	"tid", "cbid",	 "returnValue"};
+static const int64_t api_nulls[] = {TS, TS, NONE, NONE, 0, 0, NONE, 0};
+
+static const char *const nvtx_cols[] = {"start", "end",	     "textId", "pid",
+					"tid",	 "nvtxType", "depth"};
+static const int64_t nvtx_nulls[] = {TS, TS, NONE, 0, 0, 0, 0};
+
+#undef TS
+#undef NONE
+
+/* A pointer to the next free element of an array, grown when full; NULL without memory. */
+static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
+{
+	if (grow(v, *n, cap, size))
+		return NULL;
+	return (char *)*v + (size_t)(*n)++ * size;
+}
+
+static void fill_kernel(cs_a_kernel *d, const int64_t *v)
+{
+	int64_t blocks = v[11] * v[12] * v[13];
+
+	d->start = v[0];
+	d->end = v[1];
+	d->launch_start = v[2];
+	d->launch_end = v[3];
+	d->name_id = v[4];
+	d->stack_id = v[5];
+	d->pid = (uint32_t)v[6];
+	d->launch_tid = (uint32_t)v[7];
+	d->stream_id = (uint32_t)v[8];
+	d->device_id = (int32_t)v[9];
+	d->graph = v[10] != CS_ID_NONE;
+	d->grid_blocks = blocks > INT32_MAX ? INT32_MAX : blocks < 0 ? 0 : (int32_t)blocks;
+}
+
+/*
+ * Kernels are most of a trace: two threads read them, each a part of the table into its own slice
+ * of the array (allocated at its final size, so that neither moves it), each through its own
+ * connection (a cs_trace is not shared between threads).
+ */
+struct kernel_part {
+	const char *path;
+	cs_trace *t;	    /* the caller's trace, or NULL: open path */
+	int64_t first, end; /* rows of the table */
+	cs_a_kernel *dst;   /* end - first slots */
+	int64_t n;
+	int rc;
+	cs_error err;
+};
+
+static int row_kernel(const int64_t *v, void *arg)
+{
+	struct kernel_part *kp = arg;
+
+	if (kp->n >= kp->end - kp->first)
+		return CS_ERR_CORRUPT; /* more rows than the table said it has */
+	fill_kernel(&kp->dst[kp->n++], v);
+	return 0;
+}
+
+static void *kernel_part_run(void *arg)
+{
+	struct kernel_part *kp = arg;
+	cs_trace *t = kp->t;
+
+	if (!t) {
+		kp->rc = cs_trace_open(kp->path, &t, &kp->err);
+		if (kp->rc < 0)
+			return NULL;
+	}
+	kp->rc = cs_trace_scan_rows(t, CS_EV_KERNEL, kp->first, kp->end, kernel_cols, kernel_nulls,
+				    NKERNEL_COLS, row_kernel, kp, &kp->err);
+	if (kp->rc == CS_ERR_CORRUPT && !kp->err.msg[0])
+		cs_error_set(&kp->err, kp->rc, "cannot read '%s': damaged file (%s)", kp->path,
+			     cs_event_kind_table(CS_EV_KERNEL));
+	if (t != kp->t)
+		cs_trace_close(t);
+	return NULL;
+}
+
+/* The columns memcpys and memsets share (the first ten). */
+static void fill_copy(cs_a_copy *d, const int64_t *v)
+{
+	d->start = v[0];
+	d->end = v[1];
+	d->launch_start = v[2];
+	d->launch_end = v[3];
+	d->bytes = v[4];
+	d->stack_id = v[5];
+	d->pid = (uint32_t)v[6];
+	d->launch_tid = (uint32_t)v[7];
+	d->stream_id = (uint32_t)v[8];
+	d->device_id = (int32_t)v[9];
+}
+
+static int row_memcpy(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_analysis *a = c->a;
+	cs_a_copy *d =
+		next_slot((void **)&a->copies, &a->ncopies, &c->caps[CS_EV_MEMCPY], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	fill_copy(d, v);
+	d->copy_kind = (int32_t)v[10];
+	d->src_kind = (int32_t)v[11];
+	d->dst_kind = (int32_t)v[12];
+	d->is_async = (int32_t)v[13];
+	d->is_memset = 0;
+	return 0;
+}
+
+static int row_memset(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_a_copy *d =
+		next_slot((void **)&c->memsets, &c->nmemsets, &c->caps[CS_EV_MEMSET], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	fill_copy(d, v);
+	d->copy_kind = CS_COPY_UNKNOWN;
+	d->src_kind = CS_MEM_UNKNOWN;
+	d->dst_kind = (int32_t)v[10];
+	d->is_async = (int32_t)v[11];
+	d->is_memset = 1;
+	return 0;
+}
+
+static int row_memory(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_analysis *a = c->a;
+	cs_a_memory *d =
+		next_slot((void **)&a->memory, &a->nmemory, &c->caps[CS_EV_MEMORY], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	d->start = v[0];
+	d->bytes = v[1];
+	d->address = (uint64_t)v[2];
+	d->stack_id = v[3];
+	d->pid = (uint32_t)v[4];
+	d->device_id = (int32_t)v[5];
+	d->is_vmm = (int32_t)v[6];
+	d->result = (int32_t)v[7];
+	d->mem_kind = (int32_t)v[8];
+	d->op = (int32_t)v[9];
+	return 0;
+}
+
+static int row_sync(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_analysis *a = c->a;
+	cs_a_sync *d = next_slot((void **)&a->syncs, &a->nsyncs, &c->caps[CS_EV_SYNC], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	d->start = v[0];
+	d->end = v[1];
+	d->stack_id = v[2];
+	d->pid = (uint32_t)v[3];
+	d->tid = (uint32_t)v[4];
+	d->stream_id = v[5];
+	d->type = (int32_t)v[6];
+	d->host_wait = cs_sync_type_is_host_wait(d->type);
+	d->cbid = (int32_t)v[7];
+	return 0;
+}
+
+static int row_api(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_analysis *a = c->a;
+	cs_a_api *d = next_slot((void **)&a->apis, &a->napis, &c->caps[CS_EV_API], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	d->start = v[0];
+	d->end = v[1];
+	d->name_id = v[2];
+	d->stack_id = v[3];
+	d->pid = (uint32_t)v[4];
+	d->tid = (uint32_t)v[5];
+	d->cbid = (int32_t)v[6];
+	d->result = (int32_t)v[7];
+	return 0;
+}
+
+static int row_nvtx(const int64_t *v, void *arg)
+{
+	struct load_ctx *c = arg;
+	cs_analysis *a = c->a;
+	cs_a_nvtx *d = next_slot((void **)&a->nvtx, &a->nnvtx, &c->caps[CS_EV_NVTX], sizeof(*d));
+
+	if (!d)
+		return CS_ERR_NOMEM;
+	d->start = v[0];
+	d->end = v[1];
+	d->text_id = v[2];
+	d->pid = (uint32_t)v[3];
+	d->tid = (uint32_t)v[4];
+	d->type = (int32_t)v[5];
+	d->depth = (int32_t)v[6];
+	return 0;
+}
+
+struct table_load {
+	enum cs_event_kind kind;
+	const char *const *cols;
+	const int64_t *nulls;
+	int ncols;
+	int (*row)(const int64_t *v, void *arg);
+};
+
+#define TABLE(kind, name)                                                                     \
+	{                                                                                     \
+		kind, name##_cols, name##_nulls, (int)(sizeof(name##_cols) / sizeof(char *)), \
+			row_##name                                                            \
+	}
+
+static const struct table_load tables[] = {
+	TABLE(CS_EV_MEMCPY, memcpy), TABLE(CS_EV_MEMSET, memset), TABLE(CS_EV_MEMORY, memory),
+	TABLE(CS_EV_SYNC, sync),     TABLE(CS_EV_API, api),	  TABLE(CS_EV_NVTX, nvtx),
+};
+
+#undef TABLE
+
+/*
+ * Merge the memsets into the copies by start (memcpys first on equal starts). The memcpys are
+ * moved to the end of the array first, so that the merge can write from the front without
+ * overwriting a memcpy it has not read.
+ */
+static int merge_memsets(struct load_ctx *c)
+{
+	cs_analysis *a = c->a;
+	int64_t ncpy = a->ncopies, nset = c->nmemsets, i = 0, j = 0, w = 0;
+
+	if (nset == 0)
+		return 0;
+	if (ncpy + nset > c->caps[CS_EV_MEMCPY]) {
+		cs_a_copy *nv = realloc(a->copies, (size_t)(ncpy + nset) * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		a->copies = nv;
+		c->caps[CS_EV_MEMCPY] = ncpy + nset;
+	}
+	memmove(a->copies + nset, a->copies, (size_t)ncpy * sizeof(*a->copies));
+	while (i < ncpy || j < nset) {
+		const cs_a_copy *cp = i < ncpy ? &a->copies[nset + i] : NULL;
+		const cs_a_copy *ms = j < nset ? &c->memsets[j] : NULL;
+
+		if (cp && (!ms || cp->start <= ms->start)) {
+			if (w != nset + i)
+				a->copies[w] = *cp;
+			i++;
+		} else {
+			a->copies[w] = *ms;
+			j++;
+		}
+		w++;
+	}
+	a->ncopies = ncpy + nset;
+	return 0;
+}
+
+/* ---- derived tables ---- */
+
+struct stream_key {
+	uint32_t pid, stream;
+	int32_t device;
+	int32_t group; /* -1 for an empty slot */
+};
+
+static size_t stream_hash(uint32_t pid, int32_t device, uint32_t stream, size_t mask)
+{
+	uint64_t h = ((uint64_t)pid * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)device << 40) ^
+		     ((uint64_t)stream * 0xff51afd7ed558ccdull);
+
+	return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+/*
+ * Kernel indices grouped by stream: each kernel gets the group of its (pid, device, stream), in
+ * order of first appearance; a counting sort keeps the start order inside each group.
+ */
+static int build_stream_order(cs_analysis *a)
+{
+	struct stream_key *slots = NULL;
+	int32_t *group = NULL, ngroups = 0, *first = NULL;
+	size_t nslots = 64, mask = nslots - 1;
+	int rc = CS_ERR_NOMEM;
+
+	if (a->nkernels > INT32_MAX)
+		return CS_ERR_INVALID;
+	a->kernel_stream_order = malloc(((size_t)a->nkernels + 1) * sizeof(int32_t));
+	group = malloc(((size_t)a->nkernels + 1) * sizeof(*group));
+	slots = malloc(nslots * sizeof(*slots));
+	if (!a->kernel_stream_order || !group || !slots)
+		goto out;
+	for (size_t s = 0; s < nslots; s++)
+		slots[s].group = -1;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		size_t s = stream_hash(k->pid, k->device_id, k->stream_id, mask);
+
+		while (slots[s].group >= 0 &&
+		       (slots[s].pid != k->pid || slots[s].device != k->device_id ||
+			slots[s].stream != k->stream_id))
+			s = (s + 1) & mask;
+		if (slots[s].group < 0) {
+			slots[s].pid = k->pid;
+			slots[s].device = k->device_id;
+			slots[s].stream = k->stream_id;
+			slots[s].group = ngroups++;
+			if ((size_t)ngroups * 2 > nslots) {
+				/* rehash into a table twice as large */
+				size_t nn = nslots * 2;
+				struct stream_key *ns = malloc(nn * sizeof(*ns));
+
+				group[i] = slots[s].group;
+				if (!ns)
+					goto out;
+				for (size_t x = 0; x < nn; x++)
+					ns[x].group = -1;
+				for (size_t x = 0; x < nslots; x++) {
+					size_t y;
+
+					if (slots[x].group < 0)
+						continue;
+					y = stream_hash(slots[x].pid, slots[x].device,
+							slots[x].stream, nn - 1);
+					while (ns[y].group >= 0)
+						y = (y + 1) & (nn - 1);
+					ns[y] = slots[x];
+				}
+				free(slots);
+				slots = ns;
+				nslots = nn;
+				mask = nn - 1;
+				continue;
+			}
+		}
+		group[i] = slots[s].group;
+	}
+	first = calloc((size_t)ngroups + 1, sizeof(*first));
+	if (!first)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels; i++)
+		first[group[i] + 1]++;
+	for (int32_t g = 0; g < ngroups; g++)
+		first[g + 1] += first[g];
+	for (int64_t i = 0; i < a->nkernels; i++)
+		a->kernel_stream_order[first[group[i]]++] = (int32_t)i;
+	rc = 0;
+out:
+	free(slots);
+	free(group);
+	free(first);
+	return rc;
+}
+
+/* The reach table of a start-sorted array: end of element i is ends(base, i). */
+static int64_t *build_reach(const void *base, size_t size, int64_t n, int64_t *nblocks,
+			    int64_t *longest)
+{
+	int64_t nb = (n + REACH_BLOCK - 1) / REACH_BLOCK, reach = INT64_MIN;
+	int64_t *r = malloc(((size_t)nb + 1) * sizeof(*r));
+
+	*longest = 0;
+	if (!r)
+		return NULL;
+	for (int64_t i = 0; i < n; i++) {
+		/* start and end are the first two members of every array's element */
+		const int64_t *se = (const int64_t *)((const char *)base + (size_t)i * size);
+		int64_t end = se[1] != CS_TS_UNKNOWN ? se[1] : se[0];
+		int64_t d = duration(se[0], se[1]);
+
+		if (end > reach)
+			reach = end;
+		if (d > *longest)
+			*longest = d;
+		if (i % REACH_BLOCK == REACH_BLOCK - 1 || i == n - 1)
+			r[i / REACH_BLOCK] = reach;
+	}
+	*nblocks = nb;
+	return r;
+}
+
+static int device_cb(const cs_device *d, void *arg)
+{
+	cs_analysis *a = arg;
+
+	a->device_memory_total = d->total_memory;
+	return 1; /* the first device is enough */
+}
+
+/* The other tables, one pass each. */
+static int load_other_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
+{
+	for (size_t k = 0; k < sizeof(tables) / sizeof(tables[0]); k++) {
+		const struct table_load *tl = &tables[k];
+		cs_error serr = {0, ""};
+		int rc = cs_trace_scan(t, tl->kind, tl->cols, tl->nulls, tl->ncols, tl->row, c,
+				       &serr);
+
+		if (rc == CS_ERR_NOMEM)
+			return cs_error_set(err, rc, "out of memory loading '%s'",
+					    cs_trace_path(t));
+		if (rc < 0)
+			return cs_error_set(err, rc, "%s", serr.msg);
+	}
+	return 0;
+}
+
+/*
+ * Every table. With many kernels a second thread reads the last part of the kernel table while
+ * this one reads the first part and then the other tables, the split chosen so that both read
+ * about as many rows.
+ */
+static int load_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
+{
+	cs_analysis *a = c->a;
+	int64_t nk = c->sum.counts[CS_EV_KERNEL], other = 0, split = nk, half;
+	struct kernel_part mine, theirs;
+	pthread_t thread;
+	int threaded = 0, rc;
+
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		if (k != CS_EV_KERNEL)
+			other += c->sum.counts[k];
+	half = (nk + other) / 2;
+	if (nk >= PARALLEL_MIN_KERNELS)
+		split = half > other ? half - other : 0;
+	memset(&mine, 0, sizeof(mine));
+	memset(&theirs, 0, sizeof(theirs));
+	mine.path = theirs.path = cs_trace_path(t);
+	mine.t = t;
+	mine.first = 0;
+	mine.end = split;
+	mine.dst = a->kernels;
+	theirs.first = split;
+	theirs.end = nk;
+	theirs.dst = a->kernels + split;
+	if (split < nk)
+		threaded = pthread_create(&thread, NULL, kernel_part_run, &theirs) == 0;
+	if (!threaded)
+		mine.end = nk; /* this thread reads the whole table */
+	kernel_part_run(&mine);
+	rc = mine.rc < 0 ? mine.rc : load_other_tables(t, c, err);
+	if (threaded)
+		pthread_join(thread, NULL);
+	if (mine.rc < 0)
+		return cs_error_set(err, mine.rc, "%s",
+				    mine.err.msg[0] ? mine.err.msg : "cannot read");
+	if (rc < 0)
+		return rc;
+	if (threaded && theirs.rc < 0)
+		return cs_error_set(err, theirs.rc, "%s",
+				    theirs.err.msg[0] ? theirs.err.msg : "cannot read");
+	if (threaded && mine.n < split)
+		memmove(a->kernels + mine.n, theirs.dst, (size_t)theirs.n * sizeof(*a->kernels));
+	a->nkernels = mine.n + theirs.n;
+	return 0;
+}
+
+int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
+{
+	struct load_ctx c;
+	int64_t *caps;
+	int rc;
+
+	if (!t || !a)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_analysis_load: no trace");
+	memset(a, 0, sizeof(*a));
+	memset(&c, 0, sizeof(c));
+	a->trace = t;
+	c.a = a;
+	caps = c.caps;
+	rc = cs_trace_get_summary(t, &c.sum, err);
+	if (rc < 0)
+		return rc;
+	a->trace_start = c.sum.start != CS_TS_UNKNOWN ? c.sum.start : 0;
+	a->trace_end = c.sum.end != CS_TS_UNKNOWN ? c.sum.end : a->trace_start;
+	a->index = calloc(1, sizeof(*a->index));
+	/* The summary has each table's row count: the arrays get their final size at once. */
+	if (!a->index ||
+	    reserve((void **)&a->kernels, c.sum.counts[CS_EV_KERNEL], &caps[CS_EV_KERNEL],
+		    sizeof(*a->kernels)) ||
+	    reserve((void **)&a->copies, c.sum.counts[CS_EV_MEMCPY] + c.sum.counts[CS_EV_MEMSET],
+		    &caps[CS_EV_MEMCPY], sizeof(*a->copies)) ||
+	    reserve((void **)&c.memsets, c.sum.counts[CS_EV_MEMSET], &caps[CS_EV_MEMSET],
+		    sizeof(*c.memsets)) ||
+	    reserve((void **)&a->memory, c.sum.counts[CS_EV_MEMORY], &caps[CS_EV_MEMORY],
+		    sizeof(*a->memory)) ||
+	    reserve((void **)&a->syncs, c.sum.counts[CS_EV_SYNC], &caps[CS_EV_SYNC],
+		    sizeof(*a->syncs)) ||
+	    reserve((void **)&a->apis, c.sum.counts[CS_EV_API], &caps[CS_EV_API],
+		    sizeof(*a->apis)) ||
+	    reserve((void **)&a->nvtx, c.sum.counts[CS_EV_NVTX], &caps[CS_EV_NVTX],
+		    sizeof(*a->nvtx))) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
+				  cs_trace_path(t));
+		goto fail;
+	}
+	rc = load_tables(t, &c, err);
+	if (rc < 0)
+		goto fail;
+	if (merge_memsets(&c)) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
+				  cs_trace_path(t));
+		goto fail;
+	}
+	free(c.memsets);
+	c.memsets = NULL;
+
+	rc = build_stream_order(a);
+	if (rc == CS_ERR_INVALID) {
+		rc = cs_error_set(err, rc, "cannot load '%s': too many kernels (%lld)",
+				  cs_trace_path(t), (long long)a->nkernels);
+		goto fail;
+	}
+	a->index->kernel_reach = build_reach(a->kernels, sizeof(*a->kernels), a->nkernels,
+					     &a->index->nkernel_reach, &a->kernel_longest);
+	a->index->copy_reach = build_reach(a->copies, sizeof(*a->copies), a->ncopies,
+					   &a->index->ncopy_reach, &a->copy_longest);
+	if (rc || !a->index->kernel_reach || !a->index->copy_reach) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
+				  cs_trace_path(t));
+		goto fail;
+	}
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		int64_t d = duration(a->syncs[i].start, a->syncs[i].end);
+
+		if (d > a->sync_longest)
+			a->sync_longest = d;
+	}
+	/* Device memory is optional: a trace without devices reads as "unknown". */
+	cs_trace_each_device(t, device_cb, a, NULL);
+	return 0;
+fail:
+	free(c.memsets);
+	cs_analysis_free(a);
+	return rc;
+}
+
+void cs_analysis_free(cs_analysis *a)
+{
+	if (!a)
+		return;
+	free(a->kernels);
+	free(a->copies);
+	free(a->memory);
+	free(a->syncs);
+	free(a->apis);
+	free(a->nvtx);
+	free(a->kernel_stream_order);
+	if (a->index) {
+		free(a->index->kernel_reach);
+		free(a->index->copy_reach);
+		free(a->index);
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+const char *cs_analysis_string(const cs_analysis *a, int64_t id)
+{
+	const char *s = a && id >= 0 ? cs_trace_string(a->trace, id) : NULL;
+
+	return s ? s : "";
+}
+
+/* ---- lookups ---- */
+
+/* First index of a start-sorted array whose start is >= t (start is each element's first member).
+ */
+static int64_t lower_bound(const void *base, size_t size, int64_t n, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (*(const int64_t *)((const char *)base + (size_t)mid * size) < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int64_t cs_analysis_kernel_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->kernels, sizeof(*a->kernels), a->nkernels, t);
+}
+
+int64_t cs_analysis_copy_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->copies, sizeof(*a->copies), a->ncopies, t);
+}
+
+int64_t cs_analysis_sync_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->syncs, sizeof(*a->syncs), a->nsyncs, t);
+}
+
+int64_t cs_analysis_memory_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->memory, sizeof(*a->memory), a->nmemory, t);
+}
+
+int64_t cs_analysis_api_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->apis, sizeof(*a->apis), a->napis, t);
+}
+
+int64_t cs_analysis_nvtx_at(const cs_analysis *a, int64_t t)
+{
+	return lower_bound(a->nvtx, sizeof(*a->nvtx), a->nnvtx, t);
+}
+
+/* First block whose reach is beyond t, as an element index (n when none). */
+static int64_t reach_search(const int64_t *reach, int64_t nblocks, int64_t n, int64_t t)
+{
+	int64_t lo = 0, hi = nblocks;
+
+	if (!reach)
+		return n;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (reach[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo * REACH_BLOCK < n ? lo * REACH_BLOCK : n;
+}
+
+int64_t cs_analysis_kernel_overlapping(const cs_analysis *a, int64_t t)
+{
+	if (!a->index)
+		return 0;
+	return reach_search(a->index->kernel_reach, a->index->nkernel_reach, a->nkernels, t);
+}
+
+int64_t cs_analysis_copy_overlapping(const cs_analysis *a, int64_t t)
+{
+	if (!a->index)
+		return 0;
+	return reach_search(a->index->copy_reach, a->index->ncopy_reach, a->ncopies, t);
+}
+
+int64_t cs_analysis_gpu_busy(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
+{
+	int64_t i = cs_analysis_kernel_overlapping(a, t0), j = cs_analysis_copy_overlapping(a, t0);
+	int64_t busy = 0, cur_s = 0, cur_e = INT64_MIN;
+
+	if (t1 <= t0)
+		return 0;
+	for (;;) {
+		int64_t s, e;
+		int have_kernel, have_copy, take_kernel;
+
+		while (i < a->nkernels && a->kernels[i].start < t1 &&
+		       ((pid && a->kernels[i].pid != pid) || a->kernels[i].start == CS_TS_UNKNOWN ||
+			a->kernels[i].end == CS_TS_UNKNOWN || a->kernels[i].end <= t0))
+			i++;
+		while (j < a->ncopies && a->copies[j].start < t1 &&
+		       ((pid && a->copies[j].pid != pid) || a->copies[j].start == CS_TS_UNKNOWN ||
+			a->copies[j].end == CS_TS_UNKNOWN || a->copies[j].end <= t0))
+			j++;
+		have_kernel = i < a->nkernels && a->kernels[i].start < t1;
+		have_copy = j < a->ncopies && a->copies[j].start < t1;
+		if (!have_kernel && !have_copy)
+			break;
+		take_kernel =
+			have_kernel && (!have_copy || a->kernels[i].start <= a->copies[j].start);
+		if (take_kernel) {
+			s = a->kernels[i].start;
+			e = a->kernels[i].end;
+			i++;
+		} else {
+			s = a->copies[j].start;
+			e = a->copies[j].end;
+			j++;
+		}
+		if (s < t0)
+			s = t0;
+		if (e > t1)
+			e = t1;
+		if (e <= s)
+			continue;
+		if (s > cur_e) {
+			if (cur_e > cur_s)
+				busy += cur_e - cur_s;
+			cur_s = s;
+			cur_e = e;
+		} else if (e > cur_e) {
+			cur_e = e;
+		}
+	}
+	if (cur_e > cur_s)
+		busy += cur_e - cur_s;
+	return busy;
+}

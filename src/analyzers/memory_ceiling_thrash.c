@@ -1,0 +1,216 @@
+/*
+ * memory_ceiling_thrash.c - the memory-ceiling-thrash rule: the working set sits at the memory
+ * limit, so in step after step the caching allocator cannot serve a request, waits for the GPU,
+ * frees its cached blocks and retries; reserved memory climbs to the ceiling and drops every step
+ * ("memory use jumping up and down").
+ *
+ * The retries come from ru_mem_bursts(): a burst of releases right after a failed allocation, or
+ * followed at once (no GPU work launched in between) by an allocation that would not have fit
+ * under the highest reserved level. PyTorch's own cap (set_per_process_memory_fraction) refuses
+ * before calling CUDA, so a failed call is evidence but not required.
+ * docs/rules/memory-ceiling-thrash.md has the decision, its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+
+#define RULE_ID "memory-ceiling-thrash"
+
+/* Retries in at least this share of the steady steps, and this many. */
+#define MIN_STEP_SHARE 0.25
+#define MIN_STEPS      3
+/* A peak at or above this share of the device's memory is the device's limit. */
+#define DEVICE_LIMIT_SHARE 0.9
+
+static int is_retry(const struct ru_burst *b)
+{
+	return b->step >= 0 && b->retry;
+}
+
+static int64_t burst_median(const struct ru_mem *m, size_t offset, int64_t *tmp)
+{
+	int64_t n = 0;
+
+	for (int32_t i = 0; i < m->n; i++)
+		if (is_retry(&m->v[i]))
+			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
+	return ru_median(tmp, n);
+}
+
+static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
+			const int32_t *steps, int32_t n, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	cs_report_finding *f = NULL;
+	int64_t *tmp, lost, bursts = 0, failed_bursts = 0, releases, bytes, before, after, calls;
+	int64_t host, failed_row = -1, stack = CS_ID_NONE;
+	int at_device;
+	double share;
+	char title[400], limit[160], b1[32], b2[32], b3[32], b4[32], b5[48];
+	cJSON *e;
+	int rc = CS_ERR_NOMEM;
+
+	tmp = malloc(((size_t)(m->n > s->n ? m->n : s->n) + 1) * sizeof(*tmp));
+	if (!tmp)
+		goto out;
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = cost[steps[i]];
+	lost = ru_median(tmp, n);
+	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+
+		if (!is_retry(b))
+			continue;
+		bursts++;
+		if (b->failed_before) {
+			failed_bursts++;
+			failed_row = b->failed_row;
+		}
+		if (stack == CS_ID_NONE)
+			stack = a->memory[b->first].stack_id;
+	}
+	releases = burst_median(m, offsetof(struct ru_burst, releases), tmp);
+	bytes = burst_median(m, offsetof(struct ru_burst, bytes), tmp);
+	before = burst_median(m, offsetof(struct ru_burst, reserved_before), tmp);
+	after = burst_median(m, offsetof(struct ru_burst, reserved_after), tmp);
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = m->api_calls[steps[i]];
+	calls = ru_median(tmp, n);
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = m->api_host[steps[i]];
+	host = ru_median(tmp, n);
+
+	at_device = m->device_total > 0 &&
+		    m->reserved_peak >= DEVICE_LIMIT_SHARE * (double)m->device_total;
+	if (at_device)
+		snprintf(limit, sizeof(limit), "at the device's memory (%s of %s)",
+			 ru_fmt_bytes(b1, sizeof(b1), m->reserved_peak),
+			 ru_fmt_bytes(b2, sizeof(b2), m->device_total));
+	else
+		snprintf(limit, sizeof(limit), "at a cap of %s%s%s",
+			 ru_fmt_bytes(b1, sizeof(b1), m->reserved_peak),
+			 m->device_total > 0 ? " below the device's " : "",
+			 m->device_total > 0 ? ru_fmt_bytes(b2, sizeof(b2), m->device_total) : "");
+	snprintf(title, sizeof(title),
+		 "memory at its ceiling: %s the allocator frees %lld cached blocks (%s) and "
+		 "retries, reserved memory %s%s; %s of GPU idle per step (%.1f%%)",
+		 ru_fmt_steps(b5, sizeof(b5), n, cs_steps_steady(s)), (long long)releases,
+		 ru_fmt_bytes(b3, sizeof(b3), bytes), limit,
+		 failed_bursts ? ", after a failed allocation"
+			       : ", refused by the framework's own cap (no failed CUDA call)",
+		 ru_fmt_ns(b4, sizeof(b4), lost), share * 100);
+	f = cs_finding_new(
+		RULE_ID, ru_severity(share), title,
+		"Bring the peak below the limit: smaller micro-batches with gradient "
+		"accumulation, activation checkpointing, bf16/AMP, or a higher memory cap; "
+		"allocate on one stream (or record_stream the tensors used across "
+		"streams), and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against "
+		"fragmentation.");
+	if (!f || cs_finding_set_steps(f, steps, n))
+		goto out;
+	f->lost_ns_per_step = lost;
+	f->step_share = share;
+	if (failed_row >= 0 && a->memory[failed_row].stack_id != CS_ID_NONE)
+		f->stack_id = a->memory[failed_row].stack_id;
+	else
+		f->stack_id = stack;
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+
+		if (!is_retry(b))
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = b->t_first;
+		f->last = b->t_last;
+	}
+	e = f->evidence;
+	cJSON_AddNumberToObject(e, "releases_per_retry", (double)releases);
+	cJSON_AddNumberToObject(e, "bytes_per_retry", (double)bytes);
+	cJSON_AddNumberToObject(e, "reserved_before", (double)before);
+	cJSON_AddNumberToObject(e, "reserved_peak", (double)m->reserved_peak);
+	cJSON_AddBoolToObject(e, "peak_at_device_memory", at_device);
+	cJSON_AddNumberToObject(e, "device_memory", (double)m->device_total);
+	cJSON_AddNumberToObject(e, "failed_allocations", (double)m->steady_failed);
+	cJSON_AddNumberToObject(e, "retries_after_failed_call", (double)failed_bursts);
+	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)lost);
+	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)calls);
+	cJSON_AddNumberToObject(e, "allocator_host_ns_per_step", (double)host);
+	cJSON_AddNumberToObject(e, "reserved_after", (double)after);
+	cJSON_AddNumberToObject(e, "retries", (double)bursts);
+	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", n);
+	rc = ctx->emit(ctx, f);
+	if (rc < 0) {
+		cs_finding_free(f);
+		free(tmp);
+		return cs_error_set(err, rc, "cannot add a finding");
+	}
+	rc = 0;
+out:
+	cs_finding_free(f);
+	free(tmp);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_mem m;
+	int64_t *cost = NULL;
+	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
+	uint8_t *hit = NULL;
+	int rc;
+
+	if (steady <= 0 || a->nmemory == 0)
+		return 0;
+	rc = ru_mem_bursts(a, s, &m);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	rc = CS_ERR_NOMEM;
+	cost = calloc((size_t)s->n + 1, sizeof(*cost));
+	steps = calloc((size_t)s->n + 1, sizeof(*steps));
+	hit = calloc((size_t)s->n + 1, 1);
+	if (!cost || !steps || !hit)
+		goto out;
+	for (int32_t i = 0; i < m.n; i++)
+		if (is_retry(&m.v[i]))
+			hit[m.v[i].step] = 1;
+	for (int32_t i = 0; i < s->n; i++)
+		if (hit[i])
+			steps[n++] = i;
+	rc = 0;
+	if (n < MIN_STEPS || n < MIN_STEP_SHARE * steady)
+		goto out;
+	ru_mem_step_cost(a, s, &m, is_retry, cost);
+	rc = emit_finding(ctx, &m, cost, steps, n, err);
+	ru_mem_free(&m);
+	free(cost);
+	free(steps);
+	free(hit);
+	return rc;
+out:
+	ru_mem_free(&m);
+	free(cost);
+	free(steps);
+	free(hit);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	return 0;
+}
+
+const cs_analyzer cs_rule_memory_ceiling_thrash = {
+	RULE_ID,
+	"the working set is at the memory limit: every step the allocator frees its cache, waits "
+	"and allocates again",
+	"000 #10, 002 3.5",
+	run,
+};

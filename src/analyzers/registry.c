@@ -1,0 +1,28 @@
+/*
+ * registry.c - every analyzer cuscope has, in the order `cuscope report --list-rules` shows them.
+ * Adding a rule is one line here and one file in src/analyzers/ that defines its cs_analyzer.
+ */
+#include <string.h>
+
+#include "cuscope/analyze.h"
+
+extern const cs_analyzer cs_rule_d2h_sync;
+extern const cs_analyzer cs_rule_empty_cache_in_loop;
+extern const cs_analyzer cs_rule_memory_ceiling_thrash;
+extern const cs_analyzer cs_rule_launch_starvation;
+extern const cs_analyzer cs_rule_cuda_core_scan;
+
+const cs_analyzer *const cs_analyzers[] = {
+	&cs_rule_d2h_sync,	    &cs_rule_empty_cache_in_loop, &cs_rule_memory_ceiling_thrash,
+	&cs_rule_launch_starvation, &cs_rule_cuda_core_scan,	  NULL,
+};
+
+const cs_analyzer *cs_analyzer_find(const char *id)
+{
+	if (!id)
+		return NULL;
+	for (const cs_analyzer *const *r = cs_analyzers; *r; r++)
+		if (!strcmp((*r)->id, id))
+			return *r;
+	return NULL;
+}

@@ -1,0 +1,937 @@
+/*
+ * rule_util.c - helpers the rules share: severities, steady steps, formatting, the walk over a
+ * process's GPU work, device-to-host waits with the GPU idle after them, and the allocator's
+ * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
+ * them).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+
+int ru_severity(double share)
+{
+	if (share >= 0.10)
+		return CS_SEV_ERROR;
+	if (share >= 0.03)
+		return CS_SEV_WARNING;
+	return CS_SEV_INFO;
+}
+
+int ru_steady_step(const cs_steps *s, int64_t t)
+{
+	int st = cs_steps_find(s, t);
+
+	if (st < 0 || s->v[st].warmup)
+		return -1;
+	return st;
+}
+
+int ru_i64_push(struct ru_i64 *x, int64_t v)
+{
+	if (x->n == x->cap) {
+		int64_t cap = x->cap ? x->cap * 2 : 64;
+		int64_t *nv = realloc(x->v, (size_t)cap * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		x->v = nv;
+		x->cap = cap;
+	}
+	x->v[x->n++] = v;
+	return 0;
+}
+
+void ru_i64_free(struct ru_i64 *x)
+{
+	free(x->v);
+	memset(x, 0, sizeof(*x));
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+
+	return (x > y) - (x < y);
+}
+
+void ru_sort_i64(int64_t *v, int64_t n)
+{
+	if (n > 1)
+		qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+}
+
+int64_t ru_median(int64_t *v, int64_t n)
+{
+	if (n <= 0)
+		return 0;
+	ru_sort_i64(v, n);
+	if (n % 2)
+		return v[n / 2];
+	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
+{
+	double x = (double)ns;
+
+	if (ns < 0)
+		ns = 0;
+	if (ns < RU_US)
+		snprintf(buf, size, "%lld ns", (long long)ns);
+	else if (ns < RU_MS)
+		snprintf(buf, size, x < 100e3 ? "%.1f us" : "%.0f us", x / 1e3);
+	else if (ns < 1000 * RU_MS)
+		snprintf(buf, size, x < 100e6 ? "%.2f ms" : "%.0f ms", x / 1e6);
+	else
+		snprintf(buf, size, "%.2f s", x / 1e9);
+	return buf;
+}
+
+const char *ru_fmt_bytes(char *buf, size_t size, int64_t bytes)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	double x = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%lld B", (long long)bytes);
+		return buf;
+	}
+	while (x >= 1024 && u < 3) {
+		x /= 1024;
+		u++;
+	}
+	snprintf(buf, size, x < 10 ? "%.1f %s" : "%.0f %s", x, unit[u]);
+	return buf;
+}
+
+const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady)
+{
+	if (n >= steady)
+		snprintf(buf, size, "every step");
+	else
+		snprintf(buf, size, "in %d of %d steps", n, steady);
+	return buf;
+}
+
+int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n)
+{
+	int32_t *v = malloc(((size_t)s->n + 1) * sizeof(*v));
+
+	*out = NULL;
+	*n = 0;
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup && per_step[i])
+			v[(*n)++] = i;
+	*out = v;
+	return 0;
+}
+
+int ru_add_steps(cJSON *obj, const char *key, const int32_t *steps, int32_t n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+	if (!arr)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < n; i++) {
+		cJSON *x = cJSON_CreateNumber(steps[i]);
+
+		if (!x)
+			return CS_ERR_NOMEM;
+		cJSON_AddItemToArray(arr, x);
+	}
+	return 0;
+}
+
+/* ---- GPU work in start order ---- */
+
+void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid)
+{
+	it->a = a;
+	it->pid = pid;
+	it->k = 0;
+	it->c = 0;
+}
+
+static int kernel_ok(const cs_a_kernel *k, uint32_t pid)
+{
+	return (!pid || k->pid == pid) && k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN &&
+	       k->end >= k->start;
+}
+
+static int copy_ok(const cs_a_copy *c, uint32_t pid)
+{
+	return (!pid || c->pid == pid) && c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN &&
+	       c->end >= c->start;
+}
+
+int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w)
+{
+	const cs_analysis *a = it->a;
+	int have_k, have_c;
+
+	while (it->k < a->nkernels && !kernel_ok(&a->kernels[it->k], it->pid))
+		it->k++;
+	while (it->c < a->ncopies && !copy_ok(&a->copies[it->c], it->pid))
+		it->c++;
+	have_k = it->k < a->nkernels;
+	have_c = it->c < a->ncopies;
+	if (!have_k && !have_c)
+		return 0;
+	if (have_k && (!have_c || a->kernels[it->k].start <= a->copies[it->c].start)) {
+		const cs_a_kernel *k = &a->kernels[it->k];
+
+		w->start = k->start;
+		w->end = k->end;
+		w->launch_start = k->launch_start;
+		w->launch_end = k->launch_end;
+		w->index = it->k++;
+		w->is_kernel = 1;
+		w->graph = k->graph;
+	} else {
+		const cs_a_copy *c = &a->copies[it->c];
+
+		w->start = c->start;
+		w->end = c->end;
+		w->launch_start = c->launch_start;
+		w->launch_end = c->launch_end;
+		w->index = it->c++;
+		w->is_kernel = 0;
+		w->graph = 0;
+	}
+	return 1;
+}
+
+int64_t ru_work_launched(const struct ru_work *w)
+{
+	if (w->launch_end != CS_TS_UNKNOWN)
+		return w->launch_end;
+	return w->launch_start;
+}
+
+/* ---- device-to-host waits ---- */
+
+struct launch_ref {
+	int64_t t; /* launch time */
+	int64_t i; /* copy index */
+};
+
+static int cmp_launch_ref(const void *pa, const void *pb)
+{
+	const struct launch_ref *x = pa, *y = pb;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* First element of v[0..n) with t >= key. */
+static int64_t launch_lower(const struct launch_ref *v, int64_t n, int64_t key)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].t < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int is_d2h_copy(const cs_a_copy *c)
+{
+	if (c->is_memset)
+		return 0;
+	return c->copy_kind == CS_COPY_DTOH || c->copy_kind == CS_COPY_ATOH;
+}
+
+static int64_t wait_end(const cs_a_sync *y)
+{
+	return y->end != CS_TS_UNKNOWN && y->end >= y->start ? y->end : y->start;
+}
+
+/* Order of waits by the time they ended (ties by index). */
+struct wait_ref {
+	int64_t end;
+	int64_t i; /* in out->v */
+};
+
+static int cmp_wait_ref(const void *pa, const void *pb)
+{
+	const struct wait_ref *x = pa, *y = pb;
+
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Start of the first host wait of pid that starts at or after t; INT64_MAX when none. */
+static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
+{
+	for (int64_t i = cs_analysis_sync_at(a, t); i < a->nsyncs; i++)
+		if (a->syncs[i].pid == pid && a->syncs[i].host_wait)
+			return a->syncs[i].start;
+	return INT64_MAX;
+}
+
+/* Work scanned at most while the queue refills after one wait. */
+#define REFILL_MAX_WORK 4096
+
+/*
+ * The starved gaps after the work that ended a wait's idle (the iterator stands after it, reach
+ * is the end of the GPU work so far): each next piece of work launched after the GPU ran out of
+ * work, until one is launched while the GPU is still busy (the host is ahead again) or at or
+ * after stop. lead: the time the host waited, the most the refill can be charged.
+ */
+static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
+		   struct ru_d2h_wait *d)
+{
+	struct ru_work w;
+	int64_t sum = 0;
+	int32_t gaps = 0;
+
+	d->window_end = d->idle_end;
+	for (int n = 0; n < REFILL_MAX_WORK && ru_gpu_next(&it, &w); n++) {
+		int64_t launched = ru_work_launched(&w);
+
+		if (cs_launch_time(w.launch_start, w.start) >= stop)
+			break;
+		if (launched == CS_TS_UNKNOWN || launched <= reach)
+			break; /* launched while the GPU was busy: the host is ahead again */
+		if (w.start > reach) {
+			sum += w.start - reach;
+			gaps++;
+			d->window_end = w.start;
+		}
+		if (w.end > reach)
+			reach = w.end;
+	}
+	d->refill_ns = sum < lead ? sum : lead;
+	d->refill_gaps = gaps;
+}
+
+int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
+{
+	struct launch_ref *cp = NULL;
+	struct wait_ref *order = NULL;
+	struct ru_gpu_iter it;
+	struct ru_work w;
+	int64_t ncp = 0, cap = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
+	int64_t last_next = -1;
+	int last_next_kernel = 0;
+	uint32_t pid = s->pid;
+	int rc = CS_ERR_NOMEM;
+
+	memset(out, 0, sizeof(*out));
+	/* the device-to-host copies of the process, by launch time */
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
+			continue;
+		if (ncp == cap) {
+			int64_t ncap = cap ? cap * 2 : 256;
+			struct launch_ref *nv = realloc(cp, (size_t)ncap * sizeof(*nv));
+
+			if (!nv)
+				goto out;
+			cp = nv;
+			cap = ncap;
+		}
+		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
+		cp[ncp].i = i;
+		ncp++;
+	}
+	if (ncp == 0) {
+		rc = 0;
+		goto out;
+	}
+	qsort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
+
+	/* the host waits that waited for one of them */
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+		struct ru_d2h_wait *d;
+		int64_t lo, hi, from, to;
+
+		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
+			continue;
+		if (y->type == CS_SYNC_MEMCPY) {
+			/* a synchronous memcpy: the copy launched during the wait itself */
+			from = y->start;
+			to = wait_end(y) + 1;
+		} else {
+			/* a synchronize: the copies launched since the previous host wait */
+			from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
+			to = wait_end(y);
+		}
+		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
+			prev_end = wait_end(y);
+		lo = launch_lower(cp, ncp, from);
+		hi = launch_lower(cp, ncp, to);
+		if (hi <= lo)
+			continue;
+		if (out->n % 256 == 0) {
+			struct ru_d2h_wait *nv =
+				realloc(out->v, (size_t)(out->n + 256) * sizeof(*nv));
+
+			if (!nv)
+				goto out;
+			out->v = nv;
+		}
+		d = &out->v[out->n++];
+		memset(d, 0, sizeof(*d));
+		d->sync = i;
+		d->first_copy = cp[lo].i;
+		d->step = ru_steady_step(s, y->start);
+		d->copies = (int32_t)(hi - lo);
+		for (int64_t j = lo; j < hi; j++)
+			d->bytes += a->copies[cp[j].i].bytes;
+		d->idle_start = d->idle_end = d->window_end = wait_end(y);
+	}
+	if (out->n == 0) {
+		rc = 0;
+		goto out;
+	}
+
+	/*
+	 * The idle after each wait, in one pass over the GPU work: the first work launched after
+	 * the wait ended is the work that ends the idle; everything that started before it (the
+	 * running reach) was queued before.
+	 */
+	order = malloc((size_t)out->n * sizeof(*order));
+	if (!order)
+		goto out;
+	for (int64_t i = 0; i < out->n; i++) {
+		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
+		order[i].i = i;
+	}
+	qsort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
+	ru_gpu_iter_init(&it, a, pid);
+	while (q < out->n && ru_gpu_next(&it, &w)) {
+		int64_t launched = cs_launch_time(w.launch_start, w.start);
+
+		while (q < out->n && launched >= order[q].end) {
+			struct ru_d2h_wait *d = &out->v[order[q].i];
+			const cs_a_sync *y = &a->syncs[d->sync];
+			int64_t from = y->start, stop;
+
+			if (reach != CS_TS_UNKNOWN && reach > from)
+				from = reach;
+			q++;
+			if (last_next == w.index && last_next_kernel == w.is_kernel) {
+				/* an earlier wait before this work has the idle already */
+				d->idle_start = d->idle_end = d->window_end = w.start;
+				continue;
+			}
+			last_next = w.index;
+			last_next_kernel = w.is_kernel;
+			d->idle_start = from;
+			d->idle_end = w.start > from ? w.start : from;
+			if (d->step < 0 || ru_d2h_idle(d) < RU_D2H_MIN_IDLE) {
+				d->window_end = d->idle_end;
+				continue;
+			}
+			/* the GPU drained: charge the refill too, up to the time the host waited */
+			stop = next_host_wait(a, pid, wait_end(y));
+			if (s->v[d->step].end < stop)
+				stop = s->v[d->step].end;
+			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+		}
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+	}
+	rc = 0;
+out:
+	free(cp);
+	free(order);
+	if (rc)
+		ru_d2h_free(out);
+	return rc;
+}
+
+void ru_d2h_free(struct ru_d2h *d)
+{
+	free(d->v);
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- release bursts ---- */
+
+/* Releases further apart than this belong to different bursts. */
+#define BURST_MAX_GAP (5 * RU_MS)
+
+/* What a memory row means for reserved memory. */
+enum mem_class {
+	MEM_OTHER = 0,
+	MEM_ALLOC,   /* reserved grows */
+	MEM_RELEASE, /* reserved shrinks */
+	MEM_FAILED,  /* an allocation that failed */
+};
+
+/* Sizes by address: of live allocations (kind 0), VMM handles (kind 1); mapped pages (kind 2). */
+struct addr_map {
+	uint64_t *key;
+	int64_t *val;
+	uint8_t *used;
+	size_t cap, n;
+};
+
+static size_t addr_hash(uint64_t k, size_t mask)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k & mask;
+}
+
+static uint64_t addr_key(uint64_t address, int kind)
+{
+	return (address << 2) ^ (uint64_t)kind ^ ((address >> 62) << 2);
+}
+
+static int addr_map_grow(struct addr_map *m)
+{
+	struct addr_map n;
+
+	n.cap = m->cap ? m->cap * 2 : 1024;
+	n.n = 0;
+	n.key = malloc(n.cap * sizeof(*n.key));
+	n.val = malloc(n.cap * sizeof(*n.val));
+	n.used = calloc(n.cap, 1);
+	if (!n.key || !n.val || !n.used) {
+		free(n.key);
+		free(n.val);
+		free(n.used);
+		return CS_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t h;
+
+		if (!m->used[i])
+			continue;
+		h = addr_hash(m->key[i], n.cap - 1);
+		while (n.used[h])
+			h = (h + 1) & (n.cap - 1);
+		n.used[h] = 1;
+		n.key[h] = m->key[i];
+		n.val[h] = m->val[i];
+		n.n++;
+	}
+	free(m->key);
+	free(m->val);
+	free(m->used);
+	*m = n;
+	return 0;
+}
+
+/* Slot of key (found or where it goes), or -1 without memory. */
+static int64_t addr_slot(struct addr_map *m, uint64_t key, int insert)
+{
+	size_t h;
+
+	if (insert && (m->n + 1) * 2 > m->cap && addr_map_grow(m))
+		return -1;
+	if (!m->cap)
+		return -1;
+	h = addr_hash(key, m->cap - 1);
+	while (m->used[h] && m->key[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	if (!m->used[h] && insert) {
+		m->used[h] = 1;
+		m->key[h] = key;
+		m->val[h] = 0;
+		m->n++;
+	}
+	return (int64_t)h;
+}
+
+static int addr_put(struct addr_map *m, uint64_t address, int kind, int64_t val)
+{
+	int64_t h = addr_slot(m, addr_key(address, kind), 1);
+
+	if (h < 0)
+		return CS_ERR_NOMEM;
+	m->val[h] = val;
+	return 0;
+}
+
+/* Value of a key, or -1 when absent. */
+static int64_t addr_get(struct addr_map *m, uint64_t address, int kind)
+{
+	int64_t h = addr_slot(m, addr_key(address, kind), 0);
+
+	if (h < 0 || !m->used[h])
+		return -1;
+	return m->val[h];
+}
+
+static void addr_map_free(struct addr_map *m)
+{
+	free(m->key);
+	free(m->val);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * Classify one memory row and the bytes it moves. Allocation records of pages mapped with
+ * cuMemMap (expandable segments) are left out: the physical memory was counted at cuMemCreate.
+ */
+static int classify_row(struct addr_map *m, const cs_a_memory *r, int *cls, int64_t *bytes)
+{
+	int64_t b;
+	int rc = 0;
+
+	*cls = MEM_OTHER;
+	*bytes = r->bytes > 0 ? r->bytes : 0;
+	switch (r->op) {
+	case CS_MEMOP_ALLOC:
+	case CS_MEMOP_VMM_CREATE:
+		if (r->result != 0) {
+			*cls = MEM_FAILED;
+			break;
+		}
+		if (r->op == CS_MEMOP_ALLOC && addr_get(m, r->address, 2) >= 0)
+			break; /* a mapped page */
+		*cls = MEM_ALLOC;
+		rc = addr_put(m, r->address, r->op == CS_MEMOP_VMM_CREATE, *bytes);
+		break;
+	case CS_MEMOP_FREE:
+	case CS_MEMOP_VMM_RELEASE:
+		if (r->result != 0)
+			break;
+		if (r->op == CS_MEMOP_FREE && addr_get(m, r->address, 2) >= 0)
+			break;
+		*cls = MEM_RELEASE;
+		b = addr_get(m, r->address, r->op == CS_MEMOP_VMM_RELEASE);
+		if (*bytes == 0 && b > 0)
+			*bytes = b;
+		break;
+	case CS_MEMOP_VMM_MAP:
+		if (r->result == 0)
+			rc = addr_put(m, r->address, 2, *bytes);
+		break;
+	default:
+		break;
+	}
+	return rc;
+}
+
+int ru_is_alloc_api(const char *name)
+{
+	static const char *const prefixes[] = {
+		"cudaMalloc",	"cudaFree", "cuMemAlloc", "cuMemFree",	    "cuMemCreate",
+		"cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/*
+ * GPU work of pid launched in (t0, t1), counted up to cap. Launches precede starts, so the work
+ * launched in the window starts after t0; each stream starts its work in launch order.
+ */
+static int launched_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1, int cap)
+{
+	int64_t i = cs_analysis_kernel_at(a, t0), j = cs_analysis_copy_at(a, t0), seen;
+	int n = 0;
+
+	for (seen = 0; i < a->nkernels && seen < 4096 && n < cap; i++, seen++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t l = cs_launch_time(k->launch_start, k->start);
+
+		if (k->pid != pid)
+			continue;
+		if (l > t0 && l < t1)
+			n++;
+		else if (l >= t1 && k->start >= t1)
+			break;
+	}
+	for (seen = 0; j < a->ncopies && seen < 4096 && n < cap; j++, seen++) {
+		const cs_a_copy *c = &a->copies[j];
+		int64_t l = cs_launch_time(c->launch_start, c->start);
+
+		if (c->pid != pid)
+			continue;
+		if (l > t0 && l < t1)
+			n++;
+		else if (l >= t1 && c->start >= t1)
+			break;
+	}
+	return n < cap ? n : cap;
+}
+
+/*
+ * What the backtrace of a release says: 1 when the caching allocator released blocks to serve an
+ * allocation, -1 when the program asked for it (empty_cache), 0 when there is no stack or it does
+ * not say.
+ */
+static int stack_says(const cs_analysis *a, int64_t stack_id)
+{
+	static const char *const retry[] = {"release_available_cached_blocks",
+					    "release_cached_blocks", "garbage_collect",
+					    "DeviceCachingAllocator::malloc"};
+	static const char *const asked[] = {"emptyCache", "empty_cache"};
+	const cs_frame *fr = NULL;
+	int n = 0;
+
+	if (stack_id == CS_ID_NONE || !a->trace ||
+	    cs_trace_get_stack(a->trace, stack_id, &fr, &n, NULL) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		const char *sym = fr[i].symbol ? fr[i].symbol : "";
+
+		/* innermost first: the first known frame decides */
+		for (size_t k = 0; k < sizeof(asked) / sizeof(asked[0]); k++)
+			if (strstr(sym, asked[k]))
+				return -1;
+		for (size_t k = 0; k < sizeof(retry) / sizeof(retry[0]); k++)
+			if (strstr(sym, retry[k]))
+				return 1;
+	}
+	return 0;
+}
+
+static int burst_push(struct ru_mem *m, int32_t *cap, const struct ru_burst *b)
+{
+	if (m->n == *cap) {
+		int32_t ncap = *cap ? *cap * 2 : 64;
+		struct ru_burst *nv = realloc(m->v, (size_t)ncap * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		m->v = nv;
+		*cap = ncap;
+	}
+	m->v[m->n++] = *b;
+	return 0;
+}
+
+/* Per step: host time and GPU idle in the allocator API calls of the process. */
+static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem *m)
+{
+	int64_t maxname = -1;
+	signed char *is_alloc;
+
+	m->api_idle = calloc((size_t)s->n + 1, sizeof(*m->api_idle));
+	m->api_host = calloc((size_t)s->n + 1, sizeof(*m->api_host));
+	m->api_calls = calloc((size_t)s->n + 1, sizeof(*m->api_calls));
+	if (!m->api_idle || !m->api_host || !m->api_calls)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->napis; i++)
+		if (a->apis[i].name_id > maxname)
+			maxname = a->apis[i].name_id;
+	if (maxname < 0)
+		return 0;
+	is_alloc = malloc((size_t)maxname + 1);
+	if (!is_alloc)
+		return CS_ERR_NOMEM;
+	memset(is_alloc, -1, (size_t)maxname + 1);
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *x = &a->apis[i];
+		int st;
+
+		if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
+		    x->end == CS_TS_UNKNOWN || x->end < x->start)
+			continue;
+		if (is_alloc[x->name_id] < 0)
+			is_alloc[x->name_id] =
+				(signed char)ru_is_alloc_api(cs_analysis_string(a, x->name_id));
+		if (!is_alloc[x->name_id])
+			continue;
+		m->have_api = 1;
+		st = ru_steady_step(s, x->start);
+		if (st < 0)
+			continue;
+		m->api_calls[st]++;
+		m->api_host[st] += x->end - x->start;
+		m->api_idle[st] +=
+			(x->end - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, x->end);
+	}
+	free(is_alloc);
+	return 0;
+}
+
+int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
+{
+	struct addr_map map = {NULL, NULL, NULL, 0, 0};
+	struct ru_burst cur;
+	int64_t reserved = 0, pending_failed = 0, pending_failed_bytes = 0, pending_failed_row = -1;
+	int64_t last_release_t = CS_TS_UNKNOWN, last_alloc_t = CS_TS_UNKNOWN;
+	int32_t cap = 0, open = -1; /* open: burst still taking allocations into realloc_bytes */
+	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&cur, 0, sizeof(cur));
+	out->device_total = a->device_memory_total;
+	out->reserved_start = -1;
+	for (int64_t i = 0; i < a->nmemory; i++) {
+		const cs_a_memory *r = &a->memory[i];
+		int cls, st;
+		int64_t bytes;
+
+		if (r->pid != s->pid || r->start == CS_TS_UNKNOWN)
+			continue;
+		if (classify_row(&map, r, &cls, &bytes))
+			goto out;
+		if (cls == MEM_OTHER)
+			continue;
+		st = ru_steady_step(s, r->start);
+		if (st >= 0 && !seen_steady) {
+			seen_steady = 1;
+			out->reserved_start = reserved;
+		}
+		if (in_burst && (cls != MEM_RELEASE || r->start - last_release_t > BURST_MAX_GAP)) {
+			/* the burst ended */
+			cur.reserved_after = reserved;
+			if (cur.releases >= RU_BURST_MIN_RELEASES) {
+				if (burst_push(out, &cap, &cur))
+					goto out;
+				open = out->n - 1;
+			}
+			in_burst = 0;
+		}
+		switch (cls) {
+		case MEM_FAILED:
+			last_alloc_t = r->start;
+			pending_failed++;
+			if (bytes > pending_failed_bytes)
+				pending_failed_bytes = bytes;
+			pending_failed_row = i;
+			if (st >= 0)
+				out->steady_failed++;
+			break;
+		case MEM_ALLOC:
+			last_alloc_t = r->start;
+			reserved += bytes;
+			if (st >= 0) {
+				out->steady_allocs++;
+				if (reserved > out->reserved_peak)
+					out->reserved_peak = reserved;
+			}
+			if (open >= 0) {
+				struct ru_burst *b = &out->v[open];
+
+				if (b->next_alloc < 0) {
+					b->next_alloc = i;
+					b->next_alloc_bytes = bytes;
+				}
+				b->realloc_bytes += bytes;
+			}
+			pending_failed = pending_failed_bytes = 0;
+			pending_failed_row = -1;
+			break;
+		case MEM_RELEASE:
+			if (!in_burst) {
+				memset(&cur, 0, sizeof(cur));
+				in_burst = 1;
+				cur.first = i;
+				cur.t_first = r->start;
+				cur.step = (int32_t)st;
+				cur.failed_before = (int32_t)pending_failed;
+				cur.failed_bytes = pending_failed_bytes;
+				cur.failed_row = pending_failed_row;
+				cur.next_alloc = -1;
+				cur.reserved_before = reserved;
+				cur.prev_alloc_t = last_alloc_t;
+			}
+			cur.last = i;
+			cur.t_last = r->start;
+			cur.releases++;
+			cur.bytes += bytes;
+			reserved -= bytes;
+			if (st >= 0)
+				out->steady_releases++;
+			last_release_t = r->start;
+			pending_failed = pending_failed_bytes = 0;
+			pending_failed_row = -1;
+			break;
+		}
+	}
+	if (in_burst) {
+		cur.reserved_after = reserved;
+		if (cur.releases >= RU_BURST_MIN_RELEASES && burst_push(out, &cap, &cur))
+			goto out;
+	}
+	if (out->reserved_start < 0)
+		out->reserved_start = 0;
+
+	/* what surrounds each burst */
+	for (int32_t b = 0; b < out->n; b++) {
+		struct ru_burst *x = &out->v[b];
+		int says = stack_says(a, a->memory[x->first].stack_id);
+
+		if (x->next_alloc >= 0)
+			x->launches_before_next = launched_between(
+				a, s->pid, x->t_last, a->memory[x->next_alloc].start, 1);
+		if (x->prev_alloc_t != CS_TS_UNKNOWN)
+			x->launches_since_alloc = launched_between(
+				a, s->pid, x->prev_alloc_t, x->t_first, RU_RETRY_MAX_LAUNCHES + 1);
+		else
+			x->launches_since_alloc = RU_RETRY_MAX_LAUNCHES + 1;
+		/*
+		 * A retry: the allocator was refused (a failed call), or, in the middle of
+		 * allocating (little GPU work launched since the previous allocation), it freed
+		 * its cache and at once (no GPU work launched) allocated a block that would not
+		 * have fit under the highest reserved level. A backtrace, when there is one,
+		 * decides.
+		 */
+		if (says)
+			x->retry = says > 0;
+		else
+			x->retry = x->failed_before > 0 ||
+				   (x->next_alloc >= 0 && !x->launches_before_next &&
+				    x->launches_since_alloc <= RU_RETRY_MAX_LAUNCHES &&
+				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
+	}
+	rc = alloc_api_cost(a, s, out);
+out:
+	addr_map_free(&map);
+	if (rc)
+		ru_mem_free(out);
+	return rc;
+}
+
+int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst *b)
+{
+	if (b->t_last <= b->t_first)
+		return 0;
+	return (b->t_last - b->t_first) - cs_analysis_gpu_busy(a, pid, b->t_first, b->t_last);
+}
+
+void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
+		      int (*keep)(const struct ru_burst *b), int64_t *per_step)
+{
+	for (int32_t i = 0; i < s->n; i++)
+		per_step[i] = 0;
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+
+		if (b->step < 0 || !keep(b))
+			continue;
+		if (m->have_api)
+			per_step[b->step] = m->api_idle[b->step];
+		else
+			per_step[b->step] += ru_burst_idle(a, s->pid, b);
+	}
+}
+
+void ru_mem_free(struct ru_mem *m)
+{
+	free(m->v);
+	free(m->api_idle);
+	free(m->api_host);
+	free(m->api_calls);
+	memset(m, 0, sizeof(*m));
+}

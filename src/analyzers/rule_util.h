@@ -1,0 +1,187 @@
+/*
+ * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
+ * small growing arrays, number formatting for titles, a walk over a process's GPU work in start
+ * order, the device-to-host waits that d2h-sync reports and launch-starvation leaves to it, and the
+ * release bursts of the device memory allocator that empty-cache-in-loop and
+ * memory-ceiling-thrash tell apart.
+ */
+#ifndef CUSCOPE_RULE_UTIL_H
+#define CUSCOPE_RULE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuscope/analyze.h"
+
+#define RU_US 1000LL
+#define RU_MS 1000000LL
+
+/* Severity of a finding by its estimated loss share of the step: error >= 10%, warning >= 3%. */
+int ru_severity(double share);
+
+/* Index of the steady-state (not warm-up) step that contains host time t, or -1. */
+int ru_steady_step(const cs_steps *s, int64_t t);
+
+/* A growing array of int64 values. */
+struct ru_i64 {
+	int64_t *v;
+	int64_t n, cap;
+};
+int ru_i64_push(struct ru_i64 *x, int64_t v);
+void ru_i64_free(struct ru_i64 *x);
+/* Sort v[0..n) ascending. */
+void ru_sort_i64(int64_t *v, int64_t n);
+/* Median of v[0..n) (v is sorted in place); 0 when n is 0. */
+int64_t ru_median(int64_t *v, int64_t n);
+
+/* "850 ns", "12.3 us", "4.56 ms", "1.23 s" into buf; returns buf. */
+const char *ru_fmt_ns(char *buf, size_t size, int64_t ns);
+/* "512 B", "4.0 KiB", "1.3 GiB" into buf; returns buf. */
+const char *ru_fmt_bytes(char *buf, size_t size, int64_t bytes);
+
+/* "every step" when n is all of the steady steps, else "in 12 of 40 steps", into buf. */
+const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
+
+/* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
+int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
+/* Attach an array of steady step indices (ascending) to an evidence object as "steps". */
+int ru_add_steps(cJSON *obj, const char *key, const int32_t *steps, int32_t n);
+
+/* ---- the GPU work of a process, in start order ---- */
+
+struct ru_work {
+	int64_t start, end;
+	int64_t launch_start, launch_end; /* CS_TS_UNKNOWN when not known */
+	int64_t index;			  /* in a->kernels or a->copies */
+	int is_kernel;
+	int graph; /* a kernel replayed from a CUDA graph */
+};
+
+/* Merges kernels and copies (memsets included) of one process (pid 0: all) by start. */
+struct ru_gpu_iter {
+	const cs_analysis *a;
+	uint32_t pid;
+	int64_t k, c;
+};
+void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid);
+/* Next piece of GPU work with known start and end; 0 at the end. */
+int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w);
+
+/* Host time the launch of w was finished: launch_end, else launch_start, else CS_TS_UNKNOWN. */
+int64_t ru_work_launched(const struct ru_work *w);
+
+/* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
+
+/* Idle shorter than this after a wait is noise: the wait did not drain the GPU. */
+#define RU_D2H_MIN_IDLE (20 * RU_US)
+
+struct ru_d2h_wait {
+	int64_t sync;		      /* index in a->syncs */
+	int64_t first_copy;	      /* index in a->copies of the first copy it waited for */
+	int32_t step;		      /* steady step of the wait, or -1 */
+	int32_t copies;		      /* DtoH copies since the previous host wait */
+	int64_t bytes;		      /* their bytes */
+	int64_t idle_start, idle_end; /* the GPU idle right after the wait (none: equal) */
+	int64_t refill_ns;	      /* starved gaps while the queue refilled, at most the lead */
+	int64_t window_end;	      /* end of the time after the wait that it is charged for */
+	int32_t refill_gaps;	      /* gaps counted in refill_ns */
+};
+struct ru_d2h {
+	struct ru_d2h_wait *v;
+	int64_t n;
+};
+
+/*
+ * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
+ * process that waited for a device-to-host copy launched since the previous host wait, each with
+ * the GPU idle it caused: the idle right after it (from the later of the wait's start and the end
+ * of the GPU work queued before it, to the start of the first work launched after it ended), and,
+ * when that idle shows the queue drained, the starved gaps that follow while the host refills the
+ * queue (each next piece of work launched only after the GPU ran out of work), until work is
+ * queued ahead again, the next host wait or the end of the step; these are counted up to the lead
+ * the host had before the wait (the time it waited), the most the wait can have cost. Event and
+ * stream queries and stream-wait-event are not host waits and are never listed.
+ */
+int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
+void ru_d2h_free(struct ru_d2h *d);
+static inline int64_t ru_d2h_idle(const struct ru_d2h_wait *w)
+{
+	return w->idle_end > w->idle_start ? w->idle_end - w->idle_start : 0;
+}
+/* GPU time a wait cost: nothing unless it drained the GPU, else the idle and the refill. */
+static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
+{
+	int64_t idle = ru_d2h_idle(w);
+
+	return idle >= RU_D2H_MIN_IDLE ? idle + w->refill_ns : 0;
+}
+
+/* ---- release bursts of the device memory allocator ---- */
+
+/* A burst: at least this many releases with no allocation between them. */
+#define RU_BURST_MIN_RELEASES 3
+/* A retry interrupts allocating: at most this much GPU work launched since the last allocation. */
+#define RU_RETRY_MAX_LAUNCHES 4
+
+struct ru_burst {
+	int64_t first, last;	  /* memory row indices of the first and last release */
+	int64_t t_first, t_last;  /* their times */
+	int32_t step;		  /* steady step of the first release, or -1 */
+	int64_t releases;	  /* releases in the burst */
+	int64_t bytes;		  /* bytes released */
+	int32_t failed_before;	  /* failed allocations just before the burst */
+	int64_t failed_bytes;	  /* the largest of them */
+	int64_t failed_row;	  /* memory row of the last of them, or -1 */
+	int64_t next_alloc;	  /* memory row of the next allocation, or -1 */
+	int64_t next_alloc_bytes; /* its bytes */
+	int launches_before_next; /* GPU work launched between the burst and that allocation */
+	int64_t prev_alloc_t;	  /* the allocation (or failed one) before the burst; or unknown */
+	int launches_since_alloc; /* GPU work launched since then, up to the limit + 1 */
+	int64_t realloc_bytes;	  /* bytes allocated after the burst, until the next burst */
+	int64_t reserved_before;  /* reserved device memory when the burst began */
+	int64_t reserved_after;	  /* and when it ended */
+	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
+};
+
+struct ru_mem {
+	struct ru_burst *v;
+	int32_t n;
+	int64_t reserved_peak;	 /* highest reserved device memory in steady steps */
+	int64_t reserved_start;	 /* reserved when the first steady step began */
+	int64_t steady_allocs;	 /* allocations in steady steps */
+	int64_t steady_releases; /* releases in steady steps */
+	int64_t steady_failed;	 /* failed allocations in steady steps */
+	int64_t device_total;	 /* a->device_memory_total */
+	int64_t *api_idle;	 /* per step: GPU idle while the host was in allocator calls */
+	int64_t *api_host;	 /* per step: host time in allocator calls */
+	int32_t *api_calls;	 /* per step: allocator calls */
+	int have_api;		 /* the trace has API rows for allocator calls */
+};
+
+/*
+ * Reserved device memory of the steps' process (allocations minus releases; with expandable
+ * segments physical memory created minus released, the allocation records of mapped pages not
+ * counted twice), its release bursts, and what surrounds each burst. A burst is a retry of the
+ * caching allocator when a failed allocation comes right before it, or when it interrupts
+ * allocating (at most RU_RETRY_MAX_LAUNCHES pieces of GPU work launched since the previous
+ * allocation) and is followed at once (no GPU work launched in between) by an allocation that
+ * would not have fit under the highest reserved level; a backtrace of the first release, when the
+ * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks).
+ */
+int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
+void ru_mem_free(struct ru_mem *m);
+
+/* GPU idle of the process while a burst released memory (from its first to its last release). */
+int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst *b);
+/*
+ * GPU time lost per step to the allocator calls: the GPU idle during them when the trace has
+ * their API rows, else the idle during the step's bursts. Fills per_step (s->n slots) for the
+ * steps where keep(burst) holds for one of the step's bursts, 0 elsewhere.
+ */
+void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
+		      int (*keep)(const struct ru_burst *b), int64_t *per_step);
+
+/* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
+int ru_is_alloc_api(const char *name);
+
+#endif

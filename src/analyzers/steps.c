@@ -1,0 +1,1351 @@
+/*
+ * steps.c - training steps: where each step starts and ends, found from NVTX ranges the user names
+ * (--step-range), from cudaProfilerStart/Stop pairs, or from the repeating period of the kernel
+ * sequence; then each step's kernels, GPU span and GPU busy time, and which steps are warm-up.
+ *
+ * docs/steps.md explains the period detector and why it decides as it does.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+
+/* Period detection (docs/steps.md). */
+#define MIN_OCCURRENCES	   3   /* an anchor kernel repeats at least this often */
+#define MIN_PERIOD	   2   /* kernels per step */
+#define REGULAR_SHARE	   0.8 /* share of an anchor's gaps that are near the median gap */
+#define MIN_COVERAGE	   0.3 /* share of the kernel sequence an anchor's repetitions span */
+#define MAX_SPAN_RATIO	   2.0 /* an anchor's span: at most this many (occurrences - 1) gaps */
+#define PRESENT_SHARE	   0.5 /* a step kernel: in at least this share of the periods */
+#define ONCE_SHARE	   0.8 /* a once-per-step kernel: exactly once in this share of the periods */
+#define LONG_CONTENT_SHARE 0.05 /* work of a long period missing from most short ones */
+#define MIN_STEPS	   3
+
+/* A step span in host time, before its statistics. */
+struct span {
+	int64_t start, end;
+};
+
+struct span_list {
+	struct span *v;
+	int32_t n, cap;
+};
+
+static int span_add(struct span_list *l, int64_t start, int64_t end)
+{
+	if (l->n == l->cap) {
+		int32_t cap = l->cap ? l->cap * 2 : 64;
+		struct span *nv = realloc(l->v, (size_t)cap * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n].start = start;
+	l->v[l->n].end = end;
+	l->n++;
+	return 0;
+}
+
+const char *cs_step_method_name(int method)
+{
+	switch (method) {
+	case CS_STEPS_NVTX:
+		return "nvtx";
+	case CS_STEPS_PROFILER:
+		return "profiler";
+	case CS_STEPS_PERIOD:
+		return "period";
+	default:
+		return "none";
+	}
+}
+
+/* ---- the process to take steps from ---- */
+
+struct pid_count {
+	uint32_t pid;
+	int64_t n;
+};
+
+/* The process with the most kernels (the lowest pid on a tie); 0 without kernels. */
+static uint32_t busiest_pid(const cs_analysis *a)
+{
+	struct pid_count pc[64];
+	int npc = 0;
+	uint32_t best = 0;
+	int64_t best_n = -1;
+
+	/* Traces hold a few processes: a short list, with a slow path past 64 of them. */
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		uint32_t pid = a->kernels[i].pid;
+		int j;
+
+		for (j = 0; j < npc && pc[j].pid != pid; j++)
+			;
+		if (j == npc) {
+			if (npc == 64) {
+				int64_t n = 0;
+
+				for (int64_t x = 0; x < a->nkernels; x++)
+					n += a->kernels[x].pid == pid;
+				if (n > best_n || (n == best_n && pid < best)) {
+					best = pid;
+					best_n = n;
+				}
+				continue;
+			}
+			pc[npc].pid = pid;
+			pc[npc].n = 0;
+			npc++;
+		}
+		pc[j].n++;
+	}
+	for (int j = 0; j < npc; j++)
+		if (pc[j].n > best_n || (pc[j].n == best_n && pc[j].pid < best)) {
+			best = pc[j].pid;
+			best_n = pc[j].n;
+		}
+	return best;
+}
+
+static int64_t kernels_of_pid(const cs_analysis *a, uint32_t pid)
+{
+	int64_t n = 0;
+
+	for (int64_t i = 0; i < a->nkernels; i++)
+		n += a->kernels[i].pid == pid;
+	return n;
+}
+
+/* ---- NVTX ranges ---- */
+
+struct nvtx_ref {
+	uint32_t pid, tid;
+	int64_t start, end;
+};
+
+static int cmp_nvtx_ref(const void *pa, const void *pb)
+{
+	const struct nvtx_ref *x = pa, *y = pb;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->end < y->end) - (x->end > y->end); /* the longer range first */
+}
+
+/* The outermost ranges of v[0..n) (one thread, sorted), made disjoint; returns how many. */
+static int32_t outermost(struct nvtx_ref *v, int32_t n)
+{
+	int32_t m = 0;
+
+	for (int32_t i = 0; i < n; i++) {
+		if (m > 0 && v[i].start >= v[m - 1].start && v[i].end <= v[m - 1].end)
+			continue; /* nested in the one kept before */
+		if (m > 0 && v[i].start < v[m - 1].end)
+			v[m - 1].end = v[i].start; /* crossing start/end ranges: cut the earlier */
+		v[m++] = v[i];
+	}
+	return m;
+}
+
+static int steps_nvtx(const cs_analysis *a, const char *pattern, uint32_t want_pid,
+		      struct span_list *out, uint32_t *pid, char *detail, size_t dsize,
+		      cs_error *err)
+{
+	struct nvtx_ref *v = NULL;
+	int32_t n = 0, best_first = -1, best_n = 0, best_kernels = 0;
+	int64_t ranges = 0;
+	int rc = 0;
+
+	v = malloc(((size_t)a->nnvtx + 1) * sizeof(*v));
+	if (!v)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < a->nnvtx; i++) {
+		const cs_a_nvtx *r = &a->nvtx[i];
+
+		if (r->type != CS_NVTX_PUSHPOP && r->type != CS_NVTX_STARTEND)
+			continue;
+		ranges++;
+		if (r->start == CS_TS_UNKNOWN || r->end == CS_TS_UNKNOWN || r->end <= r->start)
+			continue;
+		if (want_pid && r->pid != want_pid)
+			continue;
+		if (fnmatch(pattern, cs_analysis_string(a, r->text_id), 0) != 0)
+			continue;
+		v[n].pid = r->pid;
+		v[n].tid = r->tid;
+		v[n].start = r->start;
+		v[n].end = r->end;
+		n++;
+	}
+	if (n == 0) {
+		free(v);
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "no NVTX range matches --step-range '%s'%s (the trace has %lld "
+				    "NVTX %s)",
+				    pattern, want_pid ? " in that process" : "", (long long)ranges,
+				    ranges == 1 ? "range" : "ranges");
+	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_nvtx_ref);
+	/* The thread with the most outermost matching ranges; ties: the process with more kernels.
+	 */
+	for (int32_t i = 0; i < n;) {
+		int32_t j = i, m;
+		int64_t k;
+
+		while (j < n && v[j].pid == v[i].pid && v[j].tid == v[i].tid)
+			j++;
+		m = outermost(v + i, j - i);
+		k = kernels_of_pid(a, v[i].pid);
+		if (m > best_n || (m == best_n && k > best_kernels)) {
+			best_first = i;
+			best_n = m;
+			best_kernels = (int32_t)(k > INT32_MAX ? INT32_MAX : k);
+		}
+		i = j;
+	}
+	for (int32_t i = 0; i < best_n && !rc; i++)
+		rc = span_add(out, v[best_first + i].start, v[best_first + i].end);
+	*pid = v[best_first].pid;
+	snprintf(detail, dsize, "NVTX ranges '%s' of thread %u in pid %u", pattern,
+		 v[best_first].tid, v[best_first].pid);
+	free(v);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	return 0;
+}
+
+/* ---- cudaProfilerStart/Stop ---- */
+
+static int api_is(const char *name, const char *what)
+{
+	size_t n = strlen(what);
+
+	return (!strncmp(name, "cuda", 4) && !strncmp(name + 4, what, n)) ||
+	       (!strncmp(name, "cu", 2) && !strncmp(name + 2, what, n));
+}
+
+static int steps_profiler(const cs_analysis *a, uint32_t pid, struct span_list *out, char *detail,
+			  size_t dsize)
+{
+	int64_t open = CS_TS_UNKNOWN;
+	int rc = 0;
+
+	for (int64_t i = 0; i < a->napis && !rc; i++) {
+		const cs_a_api *x = &a->apis[i];
+		const char *name;
+
+		if (x->pid != pid || x->start == CS_TS_UNKNOWN)
+			continue;
+		name = cs_analysis_string(a, x->name_id);
+		if (api_is(name, "ProfilerStart")) {
+			if (open == CS_TS_UNKNOWN)
+				open = x->start;
+		} else if (api_is(name, "ProfilerStop") && open != CS_TS_UNKNOWN) {
+			int64_t end = x->end != CS_TS_UNKNOWN ? x->end : x->start;
+
+			rc = span_add(out, open, end > open ? end : open + 1);
+			open = CS_TS_UNKNOWN;
+		}
+	}
+	if (rc)
+		return rc;
+	if (out->n < 2) {
+		/* One capture range is a region of interest, not a loop of steps. */
+		out->n = 0;
+		return 0;
+	}
+	snprintf(detail, dsize, "cudaProfilerStart/Stop pairs of pid %u", pid);
+	return 0;
+}
+
+/* ---- the period of the kernel sequence ---- */
+
+/* The kernel sequence of one process, in launch order, each kernel as a dense symbol. */
+struct seq {
+	int32_t *sym;	  /* symbol of each kernel */
+	int64_t n;	  /* kernels */
+	int32_t nsym;	  /* distinct kernel names */
+	int64_t *name_id; /* StringIds id of each symbol */
+};
+
+/* Launch-order key of a kernel: (launch time, start, index). */
+static int launch_before(const cs_a_kernel *k, int32_t x, int32_t y)
+{
+	int64_t lx = cs_launch_time(k[x].launch_start, k[x].start);
+	int64_t ly = cs_launch_time(k[y].launch_start, k[y].start);
+
+	if (lx != ly)
+		return lx < ly;
+	if (k[x].start != k[y].start)
+		return k[x].start < k[y].start;
+	return x < y;
+}
+
+struct run {
+	int64_t pos, end; /* in kernel_stream_order */
+};
+
+/*
+ * The kernels of one process in launch order. Each stream runs its kernels in the order they were
+ * launched, so the streams' runs of kernel_stream_order are each in launch order already: a k-way
+ * merge of them (a heap of runs) is the whole order, in O(n log streams), with no array of n.
+ */
+struct merge {
+	const cs_a_kernel *k;
+	const int32_t *order;
+	struct run *runs;
+	int nruns;
+	int64_t n;
+};
+
+static void heap_down(struct merge *m, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, x = i;
+
+		if (l < m->nruns &&
+		    launch_before(m->k, m->order[m->runs[l].pos], m->order[m->runs[x].pos]))
+			x = l;
+		if (r < m->nruns &&
+		    launch_before(m->k, m->order[m->runs[r].pos], m->order[m->runs[x].pos]))
+			x = r;
+		if (x == i)
+			return;
+		struct run t = m->runs[i];
+
+		m->runs[i] = m->runs[x];
+		m->runs[x] = t;
+		i = x;
+	}
+}
+
+static int merge_open(const cs_analysis *a, uint32_t pid, struct merge *m)
+{
+	const int32_t *order = a->kernel_stream_order;
+	int cap = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->k = a->kernels;
+	m->order = order;
+	for (int64_t i = 0; i < a->nkernels;) {
+		const cs_a_kernel *k = &a->kernels[order[i]];
+		int64_t j = i + 1;
+
+		while (j < a->nkernels && a->kernels[order[j]].pid == k->pid &&
+		       a->kernels[order[j]].device_id == k->device_id &&
+		       a->kernels[order[j]].stream_id == k->stream_id)
+			j++;
+		if (k->pid == pid) {
+			if (m->nruns == cap) {
+				int ncap = cap ? cap * 2 : 16;
+				struct run *nr = realloc(m->runs, (size_t)ncap * sizeof(*nr));
+
+				if (!nr) {
+					free(m->runs);
+					m->runs = NULL;
+					return CS_ERR_NOMEM;
+				}
+				m->runs = nr;
+				cap = ncap;
+			}
+			m->runs[m->nruns].pos = i;
+			m->runs[m->nruns].end = j;
+			m->nruns++;
+			m->n += j - i;
+		}
+		i = j;
+	}
+	for (int i = m->nruns / 2 - 1; i >= 0; i--)
+		heap_down(m, i);
+	return 0;
+}
+
+/* Index of the next kernel in launch order, or -1 at the end. */
+static int32_t merge_next(struct merge *m)
+{
+	int32_t idx;
+
+	if (m->nruns == 0)
+		return -1;
+	idx = m->order[m->runs[0].pos++];
+	if (m->runs[0].pos == m->runs[0].end)
+		m->runs[0] = m->runs[--m->nruns];
+	heap_down(m, 0);
+	return idx;
+}
+
+static void merge_close(struct merge *m)
+{
+	free(m->runs);
+	m->runs = NULL;
+}
+
+static size_t id_hash(int64_t id, size_t mask)
+{
+	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+}
+
+/*
+ * The process's kernel sequence as dense symbols 0..nsym-1: kernel name ids mapped through an
+ * open-addressing table.
+ */
+static int seq_build(const cs_analysis *a, uint32_t pid, struct seq *s)
+{
+	struct merge m;
+	size_t nslots = 1024;
+	int64_t *keys = NULL;
+	int32_t *vals = NULL, idx;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = merge_open(a, pid, &m);
+	if (rc)
+		return rc;
+	rc = CS_ERR_NOMEM;
+	s->sym = malloc(((size_t)m.n + 1) * sizeof(*s->sym));
+	keys = malloc(nslots * sizeof(*keys));
+	vals = malloc(nslots * sizeof(*vals));
+	if (!s->sym || !keys || !vals)
+		goto out;
+	for (size_t i = 0; i < nslots; i++)
+		vals[i] = -1;
+	s->name_id = malloc(nslots / 2 * sizeof(*s->name_id));
+	if (!s->name_id)
+		goto out;
+	while ((idx = merge_next(&m)) >= 0) {
+		int64_t id = a->kernels[idx].name_id;
+		size_t h = id_hash(id, nslots - 1);
+
+		while (vals[h] >= 0 && keys[h] != id)
+			h = (h + 1) & (nslots - 1);
+		if (vals[h] < 0) {
+			keys[h] = id;
+			s->name_id[s->nsym] = id;
+			vals[h] = s->nsym++;
+		}
+		s->sym[s->n++] = vals[h];
+		if ((size_t)s->nsym * 2 > nslots) {
+			/* rehash into a table twice as large */
+			size_t nn = nslots * 2;
+			int64_t *nk = malloc(nn * sizeof(*nk));
+			int32_t *nv = malloc(nn * sizeof(*nv));
+			int64_t *names = realloc(s->name_id, nn / 2 * sizeof(*names));
+
+			if (names)
+				s->name_id = names;
+			if (!nk || !nv || !names) {
+				free(nk);
+				free(nv);
+				goto out;
+			}
+			for (size_t x = 0; x < nn; x++)
+				nv[x] = -1;
+			for (size_t x = 0; x < nslots; x++) {
+				size_t y;
+
+				if (vals[x] < 0)
+					continue;
+				y = id_hash(keys[x], nn - 1);
+				while (nv[y] >= 0)
+					y = (y + 1) & (nn - 1);
+				nk[y] = keys[x];
+				nv[y] = vals[x];
+			}
+			free(keys);
+			free(vals);
+			keys = nk;
+			vals = nv;
+			nslots = nn;
+		}
+	}
+	rc = 0;
+out:
+	merge_close(&m);
+	free(keys);
+	free(vals);
+	return rc;
+}
+
+/* k-th smallest of v[0..n) (v is reordered). */
+static int32_t select_kth(int32_t *v, int64_t n, int64_t k)
+{
+	int64_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		int32_t pivot = v[lo + (hi - lo) / 2];
+		int64_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				int32_t t = v[i];
+
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
+}
+
+struct anchor {
+	int32_t sym;
+	int32_t count;
+	int32_t gap;	  /* median distance between occurrences, kernels */
+	double regular;	  /* share of the gaps near gap */
+	int64_t first;	  /* first position */
+	int64_t coverage; /* last - first position */
+};
+
+/* Is a symbol's occurrence sequence pos[0..c) regular? Fills *an when it is. */
+static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gaps,
+			  struct anchor *an)
+{
+	int32_t g, tol, near = 0;
+
+	if (c < MIN_OCCURRENCES)
+		return 0;
+	for (int32_t i = 1; i < c; i++)
+		gaps[i - 1] = pos[i] - pos[i - 1];
+	g = select_kth(gaps, c - 1, (c - 2) / 2);
+	if (g < MIN_PERIOD)
+		return 0;
+	tol = g / 4;
+	for (int32_t i = 1; i < c; i++) {
+		int32_t d = pos[i] - pos[i - 1];
+
+		near += d >= g - tol && d <= g + tol;
+	}
+	an->regular = (double)near / (double)(c - 1);
+	an->coverage = pos[c - 1] - pos[0];
+	if (an->regular < REGULAR_SHARE || (double)an->coverage < MIN_COVERAGE * (double)n)
+		return 0;
+	/* evenly over its span: not bursts far apart (a kernel of two evaluation phases) */
+	if ((double)an->coverage > MAX_SPAN_RATIO * (double)(c - 1) * (double)g)
+		return 0;
+	an->count = c;
+	an->gap = g;
+	an->first = pos[0];
+	return 1;
+}
+
+/* Is anchor x a better choice than y: rarer, then more regular, then wider, then earlier. */
+static int anchor_better(const struct anchor *x, const struct anchor *y)
+{
+	if (x->count != y->count)
+		return x->count < y->count;
+	if (x->regular != y->regular)
+		return x->regular > y->regular;
+	if (x->coverage != y->coverage)
+		return x->coverage > y->coverage;
+	return x->first < y->first;
+}
+
+struct period {
+	struct anchor anchor;
+	int32_t *all_pos;   /* positions of every symbol, grouped by symbol (symbol_positions) */
+	int64_t *first;	    /* all_pos[first[x] .. first[x + 1]) are the positions of symbol x */
+	const int32_t *pos; /* positions of the anchor, in all_pos */
+	uint8_t *in_step;   /* per symbol: present in most periods */
+	uint8_t *once;	    /* per symbol: exactly once in most periods */
+};
+
+/* Positions of every symbol, grouped by symbol (a counting sort): pos[first[s] .. first[s+1]). */
+static int symbol_positions(const struct seq *s, int32_t **pos, int64_t **first)
+{
+	int64_t *f = calloc((size_t)s->nsym + 2, sizeof(*f));
+	int32_t *p = malloc(((size_t)s->n + 1) * sizeof(*p));
+
+	if (!f || !p) {
+		free(f);
+		free(p);
+		return CS_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < s->n; i++)
+		f[s->sym[i] + 2]++;
+	for (int32_t x = 0; x < s->nsym; x++)
+		f[x + 2] += f[x + 1];
+	for (int64_t i = 0; i < s->n; i++)
+		p[f[s->sym[i] + 1]++] = (int32_t)i;
+	*pos = p;
+	*first = f;
+	return 0;
+}
+
+/* Kernel names of optimizers (PyTorch's foreach and fused optimizers, apex, DeepSpeed). */
+static int optimizer_kernel(const char *name)
+{
+	static const char *const words[] = {"adam",	   "sgd",     "lamb",  "lion",
+					    "adagrad",	   "rmsprop", "optim", "multi_tensor",
+					    "multitensor", "foreach"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasestr(name, words[i]))
+			return 1;
+	return 0;
+}
+
+/* Occurrences of symbol x at positions [from, to). */
+static int64_t occurrences_in(const struct period *p, int32_t x, int64_t from, int64_t to)
+{
+	const int32_t *pos = p->all_pos + p->first[x];
+	int64_t n = p->first[x + 1] - p->first[x], lo = 0, hi = n, a;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (pos[mid] < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	a = lo;
+	hi = n;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (pos[mid] < to)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - a;
+}
+
+/*
+ * Is the long period the step, or an occasional extra on top of steps of the short period? The
+ * short anchor cuts the sequence into short periods; the kernels of the long level are those that
+ * recur (at least every other long period) but are missing from most short periods. The long
+ * period is the step when they are an optimizer (gradient accumulation: micro-batches, then the
+ * optimizer once per step) or a good part of the work (5%: the backward pass and the loss after
+ * the layers of a forward pass); a kernel or two every few steps (a branch taken every fourth
+ * batch, logging every ten steps) is not a step of its own.
+ */
+static int long_period_holds(const cs_analysis *a, const struct seq *s, const struct period *p,
+			     const struct anchor *lng, const struct anchor *shrt, int *holds)
+{
+	const int32_t *pos = p->all_pos + p->first[shrt->sym];
+	int32_t nseg = shrt->count - 1, *seen, *present;
+	int64_t from = pos[0], to = pos[shrt->count - 1], content = 0;
+	int32_t min_count = lng->count / 2 > MIN_OCCURRENCES ? lng->count / 2 : MIN_OCCURRENCES;
+
+	*holds = 1;
+	seen = malloc((size_t)s->nsym * sizeof(*seen));
+	present = calloc((size_t)s->nsym, sizeof(*present));
+	if (!seen || !present) {
+		free(seen);
+		free(present);
+		return CS_ERR_NOMEM;
+	}
+	for (int32_t x = 0; x < s->nsym; x++)
+		seen[x] = -1;
+	for (int32_t k = 0; k < nseg; k++)
+		for (int64_t i = pos[k]; i < pos[k + 1]; i++)
+			if (seen[s->sym[i]] != k) {
+				seen[s->sym[i]] = k;
+				present[s->sym[i]]++;
+			}
+	*holds = 0;
+	for (int32_t x = 0; x < s->nsym && !*holds; x++) {
+		if (present[x] >= PRESENT_SHARE * nseg || p->first[x + 1] - p->first[x] < min_count)
+			continue;
+		content += occurrences_in(p, x, from, to);
+		if (present[x] > 0 && optimizer_kernel(cs_analysis_string(a, s->name_id[x])))
+			*holds = 1;
+	}
+	if (to > from && (double)content >= LONG_CONTENT_SHARE * (double)(to - from))
+		*holds = 1;
+	free(seen);
+	free(present);
+	return 0;
+}
+
+/*
+ * Find the anchor. Candidates are the kernels that repeat regularly over much of the sequence;
+ * the rarest wins (the step is the longest of the nested periods: layers, micro-batches), unless
+ * its period is only an occasional extra on top of a shorter one (long_period_holds).
+ */
+static int find_anchor(const cs_analysis *a, const struct seq *s, struct period *p)
+{
+	struct anchor *regs = NULL, cur;
+	int32_t *gaps = NULL, nregs = 0;
+	int64_t maxc = 0;
+	int rc;
+
+	rc = symbol_positions(s, &p->all_pos, &p->first);
+	if (rc)
+		return rc;
+	for (int32_t x = 0; x < s->nsym; x++)
+		if (p->first[x + 1] - p->first[x] > maxc)
+			maxc = p->first[x + 1] - p->first[x];
+	gaps = malloc(((size_t)maxc + 1) * sizeof(*gaps));
+	regs = malloc(((size_t)s->nsym + 1) * sizeof(*regs));
+	if (!gaps || !regs) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
+	for (int32_t x = 0; x < s->nsym; x++) {
+		struct anchor an;
+		int32_t c = (int32_t)(p->first[x + 1] - p->first[x]);
+
+		memset(&an, 0, sizeof(an));
+		if (!regular_symbol(p->all_pos + p->first[x], c, s->n, gaps, &an))
+			continue;
+		an.sym = x;
+		regs[nregs++] = an;
+	}
+	rc = 1;
+	if (nregs == 0)
+		goto out;
+	cur = regs[0];
+	for (int32_t i = 1; i < nregs; i++)
+		if (anchor_better(&regs[i], &cur))
+			cur = regs[i];
+	for (;;) {
+		struct anchor shrt;
+		int found = 0, holds;
+
+		memset(&shrt, 0, sizeof(shrt));
+		/* the best candidate of a clearly shorter period */
+		for (int32_t i = 0; i < nregs; i++)
+			if ((int64_t)regs[i].gap * 3 <= (int64_t)cur.gap * 2 &&
+			    (!found || anchor_better(&regs[i], &shrt))) {
+				shrt = regs[i];
+				found = 1;
+			}
+		if (!found)
+			break;
+		rc = long_period_holds(a, s, p, &cur, &shrt, &holds);
+		if (rc < 0)
+			goto out;
+		if (holds)
+			break;
+		cur = shrt;
+	}
+	p->anchor = cur;
+	p->pos = p->all_pos + p->first[cur.sym];
+	rc = 0;
+out:
+	free(gaps);
+	free(regs);
+	return rc;
+}
+
+/*
+ * Classify the symbols by the periods the anchor cuts: in_step (present in most periods) and once
+ * (exactly once in most periods).
+ */
+static int classify_symbols(const struct seq *s, struct period *p)
+{
+	int32_t c = p->anchor.count, nper = c - 1;
+	int32_t *seen = NULL, *cnt = NULL, *present = NULL, *once = NULL;
+	int rc = CS_ERR_NOMEM;
+
+	seen = malloc((size_t)s->nsym * sizeof(*seen));
+	cnt = calloc((size_t)s->nsym, sizeof(*cnt));
+	present = calloc((size_t)s->nsym, sizeof(*present));
+	once = calloc((size_t)s->nsym, sizeof(*once));
+	p->in_step = calloc((size_t)s->nsym, 1);
+	p->once = calloc((size_t)s->nsym, 1);
+	if (!seen || !cnt || !present || !once || !p->in_step || !p->once)
+		goto out;
+	for (int32_t x = 0; x < s->nsym; x++)
+		seen[x] = -1;
+	for (int32_t k = 0; k < nper; k++) {
+		for (int64_t i = p->pos[k]; i < p->pos[k + 1]; i++) {
+			int32_t x = s->sym[i];
+
+			if (seen[x] != k) {
+				seen[x] = k;
+				cnt[x] = 0;
+				present[x]++;
+			}
+			cnt[x]++;
+		}
+		for (int64_t i = p->pos[k]; i < p->pos[k + 1]; i++) {
+			int32_t x = s->sym[i];
+
+			if (cnt[x] == 1)
+				once[x]++;
+			cnt[x] = -1; /* counted */
+		}
+	}
+	for (int32_t x = 0; x < s->nsym; x++) {
+		p->in_step[x] = present[x] >= PRESENT_SHARE * nper;
+		p->once[x] = once[x] >= ONCE_SHARE * nper;
+	}
+	rc = 0;
+out:
+	free(seen);
+	free(cnt);
+	free(present);
+	free(once);
+	return rc;
+}
+
+/*
+ * Where the chain of regular repetitions of positions pos[0..c) begins: from the first occurrence
+ * whose next one is about a period away, back over earlier ones that are 0.5 to 2.5 periods apart
+ * (warm-up steps run longer or shorter).
+ */
+static int64_t chain_start(const int32_t *pos, int64_t c, int32_t g)
+{
+	int32_t tol = g / 4;
+	int64_t j = 0;
+
+	while (j + 1 < c) {
+		int32_t d = pos[j + 1] - pos[j];
+
+		if (d >= g - tol && d <= g + tol)
+			break;
+		j++;
+	}
+	if (j + 1 >= c)
+		return -1;
+	while (j > 0) {
+		int32_t d = pos[j] - pos[j - 1];
+
+		if (d < g / 2 || d > g * 5 / 2)
+			break;
+		j--;
+	}
+	return pos[j];
+}
+
+/*
+ * Where the loop starts: the earliest occurrence of a once-per-step kernel that chains into its
+ * regular repetitions (one such kernel may be missing from a warm-up step, another is not), then
+ * back over the kernels before it that belong to the loop: step kernels, and kernels that are not
+ * step kernels but occur again later (autotuning tries in a warm-up step, a kernel that only some
+ * steps run). It stops at a kernel seen only before (setup), and at most 2.5 periods back; the
+ * loop starts on a step kernel.
+ */
+static int64_t find_loop_start(const struct seq *s, const struct period *p)
+{
+	int32_t g = p->anchor.gap;
+	int64_t i = -1, limit, best;
+
+	for (int32_t x = 0; x < s->nsym; x++) {
+		int64_t c;
+
+		if (!p->once[x])
+			continue;
+		c = chain_start(p->all_pos + p->first[x], p->first[x + 1] - p->first[x], g);
+		if (c >= 0 && (i < 0 || c < i))
+			i = c;
+	}
+	if (i < 0)
+		i = chain_start(p->pos, p->anchor.count, g);
+	if (i < 0)
+		i = p->pos[0];
+	limit = i - (int64_t)g * 5 / 2;
+	if (limit < 0)
+		limit = 0;
+	best = i;
+	for (int64_t from = i; i > limit; i--) {
+		int32_t x = s->sym[i - 1];
+
+		if (p->in_step[x])
+			best = i - 1;
+		else if (p->all_pos[p->first[x + 1] - 1] <= from)
+			break; /* seen only up to here: setup */
+	}
+	return best;
+}
+
+/*
+ * Host-time spans of the steps that start at sequence positions bounds[0..nb) (ascending; the last
+ * step ends before position bounds[nb]): from the launch of a step's first kernel to the launch of
+ * the next step's first, the last one to its last GPU end. The launch order is merged again rather
+ * than kept, to spare an array as long as the sequence.
+ */
+static int spans_of_bounds(const cs_analysis *a, uint32_t pid, const int64_t *bounds, int64_t nb,
+			   struct span_list *out)
+{
+	struct merge m;
+	int64_t pos = 0, k = 0, last_end = CS_TS_UNKNOWN, *starts;
+	int32_t idx;
+	int rc;
+
+	starts = malloc((size_t)(nb + 1) * sizeof(*starts));
+	if (!starts)
+		return CS_ERR_NOMEM;
+	rc = merge_open(a, pid, &m);
+	if (rc) {
+		free(starts);
+		return rc;
+	}
+	while ((idx = merge_next(&m)) >= 0 && pos < bounds[nb]) {
+		const cs_a_kernel *kk = &a->kernels[idx];
+
+		if (k < nb && pos == bounds[k])
+			starts[k++] = cs_launch_time(kk->launch_start, kk->start);
+		if (pos >= bounds[nb - 1]) {
+			int64_t ke = kk->end != CS_TS_UNKNOWN ? kk->end : kk->start;
+
+			if (ke > last_end)
+				last_end = ke;
+		}
+		pos++;
+	}
+	merge_close(&m);
+	for (int64_t i = 0; i < k && !rc; i++) {
+		int64_t end = i + 1 < k ? starts[i + 1] : last_end;
+
+		if (end <= starts[i])
+			end = starts[i] + 1;
+		rc = span_add(out, starts[i], end);
+	}
+	free(starts);
+	return rc;
+}
+
+static int steps_period(const cs_analysis *a, uint32_t pid, struct span_list *out, int32_t *period,
+			char *detail, size_t dsize)
+{
+	struct seq s;
+	struct period p;
+	int64_t *bounds = NULL, nb = 0, i0, fb = -1, d, e, cap, lmed;
+	int32_t g, b_sym = -1;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	memset(&p, 0, sizeof(p));
+	rc = seq_build(a, pid, &s);
+	if (rc)
+		goto out;
+	if (s.n < (int64_t)MIN_PERIOD * MIN_STEPS)
+		goto out;
+	rc = find_anchor(a, &s, &p);
+	if (rc) {
+		rc = rc > 0 ? 0 : rc;
+		goto out;
+	}
+	rc = classify_symbols(&s, &p);
+	if (rc)
+		goto out;
+	g = p.anchor.gap;
+	i0 = find_loop_start(&s, &p);
+
+	/*
+	 * The boundary kernel: of the once-per-step kernels of the first step, the one missing from
+	 * the fewest steps (a kernel a warm-up step lacks would merge two steps), the earliest on a
+	 * tie. Steps start d step kernels before it.
+	 */
+	{
+		int64_t lim = i0 + g, best_n = -1;
+
+		for (int64_t i = i0; i < s.n && i < lim; i++) {
+			int32_t x = s.sym[i];
+			int64_t nx;
+
+			if (!p.once[x])
+				continue;
+			nx = occurrences_in(&p, x, i0, s.n);
+			if (nx > best_n) {
+				fb = i;
+				b_sym = x;
+				best_n = nx;
+			}
+		}
+	}
+	if (fb < 0) {
+		fb = p.pos[0] >= i0 ? p.pos[0] : i0;
+		b_sym = s.sym[fb];
+	}
+	/* Step kernels of a step before its boundary kernel (kernels of the first step that are not
+	 * step kernels, such as autotuning tries, do not recur in later steps). */
+	d = 0;
+	for (int64_t i = i0; i < fb; i++)
+		d += p.in_step[s.sym[i]];
+
+	/* consecutive boundaries are at least g / 2 kernels apart */
+	bounds = malloc(((size_t)(s.n / (g / 2 > 0 ? g / 2 : 1)) + 4) * sizeof(*bounds));
+	if (!bounds) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
+	bounds[nb++] = i0;
+	for (int64_t q = fb + 1; q < s.n; q++) {
+		int64_t c, best = -1, r, prev = bounds[nb - 1];
+
+		if (s.sym[q] != b_sym)
+			continue;
+		c = q - d;
+		if (c <= prev)
+			c = prev + 1;
+		/* Let the step start on the same kernel as the first step, nearby. */
+		r = d / 4 > 2 ? d / 4 : 2;
+		for (int64_t x = c - r; x <= c + r; x++) {
+			if (x <= prev || x > q || x >= s.n)
+				continue;
+			if (s.sym[x] != s.sym[i0])
+				continue;
+			if (i0 + 1 < s.n && x + 1 < s.n && s.sym[x + 1] != s.sym[i0 + 1])
+				continue;
+			if (best < 0 || llabs(x - c) < llabs(best - c))
+				best = x;
+		}
+		if (best >= 0)
+			c = best;
+		if (c - prev < g / 2)
+			continue; /* an extra occurrence inside a step */
+		bounds[nb++] = c;
+	}
+
+	/* The end of the last step: no longer than the longest step (1.5 periods at most), without
+	 * the kernels after it that are not step kernels (teardown). */
+	lmed = g;
+	cap = (int64_t)g * 3 / 2;
+	for (int64_t k = 1; k < nb; k++)
+		if (bounds[k] - bounds[k - 1] > lmed && bounds[k] - bounds[k - 1] <= cap)
+			lmed = bounds[k] - bounds[k - 1];
+	e = bounds[nb - 1] + lmed;
+	if (e > s.n)
+		e = s.n;
+	while (e > bounds[nb - 1] + 1 && !p.in_step[s.sym[e - 1]])
+		e--;
+	if (e - bounds[nb - 1] < g / 2)
+		nb--; /* a partial step at the end of the recording */
+	else
+		bounds[nb] = e;
+	if (nb < MIN_STEPS)
+		goto out;
+
+	rc = spans_of_bounds(a, pid, bounds, nb, out);
+	if (rc)
+		goto out;
+	*period = g;
+	snprintf(detail, dsize,
+		 "kernel sequence of pid %u repeats every %d kernels; %lld kernels before the "
+		 "first step",
+		 pid, g, (long long)i0);
+out:
+	free(bounds);
+	free(s.sym);
+	free(s.name_id);
+	free(p.all_pos);
+	free(p.first);
+	free(p.in_step);
+	free(p.once);
+	return rc;
+}
+
+/* ---- per-step statistics ---- */
+
+/* Step of host time t, starting the search at *hint (a step index) for nearly sorted queries. */
+static int find_from(const cs_steps *s, int64_t t, int *hint)
+{
+	int h = *hint;
+
+	if (h >= 0 && h < s->n) {
+		if (t >= s->v[h].start && t < s->v[h].end)
+			return h;
+		if (h + 1 < s->n && t >= s->v[h + 1].start && t < s->v[h + 1].end) {
+			*hint = h + 1;
+			return h + 1;
+		}
+	}
+	h = cs_steps_find(s, t);
+	if (h >= 0)
+		*hint = h;
+	return h;
+}
+
+static void step_stats(const cs_analysis *a, cs_steps *s)
+{
+	int hint = 0;
+
+	for (int32_t i = 0; i < s->n; i++) {
+		s->v[i].gpu_start = s->v[i].gpu_end = CS_TS_UNKNOWN;
+		s->v[i].kernels = 0;
+	}
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+
+		if (k->pid != s->pid)
+			continue;
+		st = find_from(s, cs_launch_time(k->launch_start, k->start), &hint);
+		if (st < 0)
+			continue;
+		s->v[st].kernels++;
+		if (k->start != CS_TS_UNKNOWN &&
+		    (s->v[st].gpu_start == CS_TS_UNKNOWN || k->start < s->v[st].gpu_start))
+			s->v[st].gpu_start = k->start;
+		if (k->end != CS_TS_UNKNOWN && k->end > s->v[st].gpu_end)
+			s->v[st].gpu_end = k->end;
+	}
+	hint = 0;
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int st;
+
+		if (c->pid != s->pid)
+			continue;
+		st = find_from(s, cs_launch_time(c->launch_start, c->start), &hint);
+		if (st < 0)
+			continue;
+		if (c->start != CS_TS_UNKNOWN &&
+		    (s->v[st].gpu_start == CS_TS_UNKNOWN || c->start < s->v[st].gpu_start))
+			s->v[st].gpu_start = c->start;
+		if (c->end != CS_TS_UNKNOWN && c->end > s->v[st].gpu_end)
+			s->v[st].gpu_end = c->end;
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		s->v[i].gpu_busy = cs_analysis_gpu_busy(a, s->pid, s->v[i].start, s->v[i].end);
+}
+
+int32_t cs_steps_default_warmup(int32_t n)
+{
+	if (n < 3)
+		return 0;
+	if (n == 3)
+		return 1;
+	if (n <= 20)
+		return 2;
+	return n / 10;
+}
+
+int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, cs_error *err)
+{
+	cs_step_opts def = {NULL, -1, 0};
+	struct span_list spans = {NULL, 0, 0};
+	int32_t warmup;
+	int rc = 0;
+
+	if (!a || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_steps_detect: bad argument");
+	if (!o)
+		o = &def;
+	memset(out, 0, sizeof(*out));
+	out->pid = o->pid ? o->pid : busiest_pid(a);
+
+	if (o->step_range) {
+		rc = steps_nvtx(a, o->step_range, o->pid, &spans, &out->pid, out->detail,
+				sizeof(out->detail), err);
+		if (rc < 0)
+			goto fail;
+		out->method = CS_STEPS_NVTX;
+	} else {
+		rc = steps_profiler(a, out->pid, &spans, out->detail, sizeof(out->detail));
+		if (rc < 0)
+			goto nomem;
+		if (spans.n > 0) {
+			out->method = CS_STEPS_PROFILER;
+		} else {
+			rc = steps_period(a, out->pid, &spans, &out->period, out->detail,
+					  sizeof(out->detail));
+			if (rc < 0)
+				goto nomem;
+			if (spans.n > 0)
+				out->method = CS_STEPS_PERIOD;
+		}
+	}
+	if (spans.n == 0) {
+		/* the whole trace, launches before the first GPU work included */
+		int64_t start = a->trace_start, end;
+
+		for (int64_t i = 0; i < a->nkernels; i++)
+			if (a->kernels[i].launch_start != CS_TS_UNKNOWN &&
+			    a->kernels[i].launch_start < start)
+				start = a->kernels[i].launch_start;
+		for (int64_t i = 0; i < a->ncopies; i++)
+			if (a->copies[i].launch_start != CS_TS_UNKNOWN &&
+			    a->copies[i].launch_start < start)
+				start = a->copies[i].launch_start;
+		end = a->trace_end > start ? a->trace_end + 1 : start + 1;
+
+		out->method = CS_STEPS_NONE;
+		out->period = 0;
+		if (span_add(&spans, start, end))
+			goto nomem;
+		snprintf(out->detail, sizeof(out->detail),
+			 a->nkernels ? "no repeating kernel sequence: one step spans the trace"
+				     : "no kernels: one step spans the trace");
+	}
+
+	out->v = calloc((size_t)spans.n, sizeof(*out->v));
+	if (!out->v)
+		goto nomem;
+	out->n = spans.n;
+	for (int32_t i = 0; i < spans.n; i++) {
+		out->v[i].start = spans.v[i].start;
+		out->v[i].end = spans.v[i].end;
+		out->v[i].index = i;
+	}
+	free(spans.v);
+	spans.v = NULL;
+	step_stats(a, out);
+
+	if (out->method == CS_STEPS_NONE)
+		warmup = 0;
+	else if (o->warmup >= 0)
+		warmup = o->warmup < out->n ? o->warmup : out->n - 1;
+	else
+		warmup = cs_steps_default_warmup(out->n);
+	if (warmup < 0)
+		warmup = 0;
+	out->warmup = warmup;
+	for (int32_t i = 0; i < out->n; i++)
+		out->v[i].warmup = i < warmup;
+	return 0;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory finding the steps");
+fail:
+	free(spans.v);
+	cs_steps_free(out);
+	return rc;
+}
+
+void cs_steps_free(cs_steps *s)
+{
+	if (!s)
+		return;
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+int cs_steps_find(const cs_steps *s, int64_t t)
+{
+	int lo = 0, hi;
+
+	if (!s || s->n <= 0 || t == CS_TS_UNKNOWN)
+		return -1;
+	hi = s->n;
+	/* the last step whose start is <= t */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	return t < s->v[lo - 1].end ? lo - 1 : -1;
+}
+
+int cs_steps_find_launch(const cs_steps *s, int64_t launch_start, int64_t start)
+{
+	return cs_steps_find(s, cs_launch_time(launch_start, start));
+}
+
+int32_t cs_steps_steady(const cs_steps *s)
+{
+	return s && s->n > s->warmup ? s->n - s->warmup : 0;
+}
+
+static int cmp_int64(const void *pa, const void *pb)
+{
+	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+
+	return (x > y) - (x < y);
+}
+
+/* Value at quantile q of sorted v[0..n), interpolated between neighbours. */
+static int64_t quantile(const int64_t *v, int32_t n, double q)
+{
+	double pos = q * (double)(n - 1), frac;
+	int32_t i = (int32_t)pos;
+
+	if (n <= 0)
+		return 0;
+	if (i >= n - 1)
+		return v[n - 1];
+	frac = pos - (double)i;
+	return v[i] + (int64_t)((double)(v[i + 1] - v[i]) * frac + 0.5);
+}
+
+/* The values of the steady steps (all steps when none is steady), sorted; *m their count. */
+static int64_t *steady_values(const cs_steps *s, const int64_t *per_step, int nonzero_only,
+			      int32_t *m)
+{
+	int64_t *v;
+	int all = cs_steps_steady(s) == 0;
+
+	*m = 0;
+	if (!s || s->n <= 0)
+		return NULL;
+	v = malloc((size_t)s->n * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t x = per_step ? per_step[i] : s->v[i].end - s->v[i].start;
+
+		if (!all && s->v[i].warmup)
+			continue;
+		if (nonzero_only && x == 0)
+			continue;
+		v[(*m)++] = x;
+	}
+	qsort(v, (size_t)*m, sizeof(*v), cmp_int64);
+	return v;
+}
+
+void cs_steps_duration_stats(const cs_steps *s, int64_t *median, int64_t *p10, int64_t *p90)
+{
+	int32_t m;
+	int64_t *v = steady_values(s, NULL, 0, &m);
+
+	*median = *p10 = *p90 = 0;
+	if (v && m > 0) {
+		*median = quantile(v, m, 0.5);
+		*p10 = quantile(v, m, 0.1);
+		*p90 = quantile(v, m, 0.9);
+	}
+	free(v);
+}
+
+int64_t cs_steps_median(const cs_steps *s, const int64_t *per_step, int nonzero_only)
+{
+	int32_t m;
+	int64_t *v = steady_values(s, per_step, nonzero_only, &m), r = 0;
+
+	if (v && m > 0)
+		r = quantile(v, m, 0.5);
+	free(v);
+	return r;
+}
+
+void cs_steps_kernel_time(const cs_analysis *a, const cs_steps *s,
+			  int (*match)(const cs_a_kernel *k, void *arg), void *arg, int64_t *out)
+{
+	int hint = 0;
+
+	for (int32_t i = 0; i < s->n; i++)
+		out[i] = 0;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+
+		if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN || k->end < k->start)
+			continue;
+		if (match && !match(k, arg))
+			continue;
+		st = find_from(s, cs_launch_time(k->launch_start, k->start), &hint);
+		if (st >= 0)
+			out[st] += k->end - k->start;
+	}
+}

@@ -1,0 +1,1303 @@
+/*
+ * cmd_report.c - `cuscope report`: load a trace, find its training steps, run the analyzers and
+ * print their findings, most costly first, as text (a terminal or a log), JSON (tools; schema in
+ * docs/report-format.md) or markdown (a CI comment).
+ *
+ * Each output format is one entry of report_formats[]: a function that prints a report_view.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cuscope/analyze.h"
+
+#define REPORT_JSON_VERSION  1
+#define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
+#define EVIDENCE_ITEMS_SHOWN 3	/* array items shown without --verbose */
+#define STEP_RUNS_SHOWN	     6	/* runs of the step list shown without --verbose */
+#define LABEL_WIDTH	     10 /* labels of a finding's fields */
+#define HEADER_LABEL_WIDTH   11 /* labels of the header */
+
+static const char report_usage[] =
+	"usage: cuscope report [OPTIONS] FILE\n"
+	"       cuscope report --list-rules [--format FORMAT]\n"
+	"\n"
+	"Find the performance anti-patterns in a trace: what is wrong, in which training steps,\n"
+	"how much GPU time it costs, where in the source, and how to fix it. Most costly first.\n"
+	"\n"
+	"Options:\n"
+	"  -f, --format FORMAT    text (default), json or markdown\n"
+	"      --rules LIST       run only these rules (comma-separated ids)\n"
+	"      --skip LIST        do not run these rules\n"
+	"      --list-rules       list the rules (id, source, summary) and exit\n"
+	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT ('step*')\n"
+	"      --warmup N         the first N steps are warm-up (default: docs/steps.md)\n"
+	"  -p, --pid PID          take the steps from process PID (default: most kernels)\n"
+	"      --fail-on LEVEL    exit 1 when a finding of LEVEL or worse exists\n"
+	"                         (info, warning or error; default: never)\n"
+	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
+	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
+	"                         terminal, no limit otherwise; 0 = no limit)\n"
+	"  -v, --verbose          whole stacks, all evidence and the table of steps\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Exit status: 0, or 1 with --fail-on when a finding reaches the level, 2 on bad usage or\n"
+	"an unreadable trace.\n";
+
+enum report_format {
+	REPORT_TEXT = 0,
+	REPORT_JSON,
+	REPORT_MARKDOWN,
+};
+
+/* Everything an output format prints. */
+struct report_view {
+	const char *path;
+	cs_trace *t;
+	const cs_analysis *a;
+	const cs_steps *s;
+	const cs_report *r;
+	const cs_analyzer **rules; /* the rules that ran, NULL-terminated */
+	const char *step_range;
+	int verbose, color, width;
+	int64_t median, p10, p90;
+	double busy_share; /* GPU busy share of the steady-state step time */
+};
+
+/* ---- small helpers ---- */
+
+static const char *plural(int64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/*
+ * A copy of s fit for a terminal or a markdown file (malloc'd): invalid UTF-8 repaired, control
+ * characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor or
+ * change colours. NULL without memory.
+ */
+static char *clean_text(const char *s)
+{
+	char *r = cli_utf8_repair(s ? s : "");
+	unsigned char *p, *w;
+
+	if (!r)
+		return NULL;
+	for (p = w = (unsigned char *)r; *p; p++) {
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			*w++ = '?';
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			*w++ = '?';
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+	return r;
+}
+
+/* The steps of a finding as runs: "3-29", "3-10, 12, 14-29"; at most max_runs (0 = all). */
+static void step_runs(char *buf, size_t size, const int32_t *steps, int32_t n, int max_runs)
+{
+	size_t len = 0;
+	int runs = 0;
+
+	buf[0] = '\0';
+	for (int32_t i = 0; i < n;) {
+		int32_t j = i;
+		int w;
+
+		while (j + 1 < n && steps[j + 1] == steps[j] + 1)
+			j++;
+		if (max_runs && runs == max_runs) {
+			int32_t rest = 0;
+
+			for (int32_t x = i; x < n; x++)
+				rest++;
+			snprintf(buf + len, size - len, ", ... (%d more)", rest);
+			return;
+		}
+		if (j == i)
+			w = snprintf(buf + len, size - len, "%s%d", runs ? ", " : "", steps[i]);
+		else
+			w = snprintf(buf + len, size - len, "%s%d-%d", runs ? ", " : "", steps[i],
+				     steps[j]);
+		if (w < 0 || (size_t)w >= size - len) {
+			buf[len] = '\0';
+			return;
+		}
+		len += (size_t)w;
+		runs++;
+		i = j + 1;
+	}
+}
+
+/* ---- source locations ---- */
+
+/* Is file in a library rather than in the user's code? */
+static int library_file(const char *file)
+{
+	const char *p;
+
+	if (!file || !*file)
+		return 1;
+	if (!strncmp(file, "<frozen", 7) || strstr(file, "site-packages/torch") ||
+	    strstr(file, "dist-packages"))
+		return 1;
+	for (p = strstr(file, "lib/python3."); p; p = strstr(p + 1, "lib/python3."))
+		return 1;
+	return 0;
+}
+
+/* The frame that stands for a stack: the innermost in the user's code (docs/commands/report.md). */
+static const cs_frame *location_frame(const cs_frame *f, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (f[i].file && !library_file(f[i].file))
+			return &f[i];
+	for (int i = 0; i < n; i++)
+		if (f[i].kind == 2)
+			return &f[i];
+	for (int i = 0; i < n; i++)
+		if (f[i].symbol)
+			return &f[i];
+	return n > 0 ? &f[0] : NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* "file:line in function", "function (module)" or "" (malloc'd, cleaned). */
+static char *frame_text(const cs_frame *f, int full_module)
+{
+	char buf[2048];
+	char *r;
+
+	if (f->file && f->line > 0)
+		snprintf(buf, sizeof(buf), "%s:%d%s%s", f->file, f->line, f->symbol ? " in " : "",
+			 f->symbol ? f->symbol : "");
+	else if (f->file)
+		snprintf(buf, sizeof(buf), "%s%s%s", f->file, f->symbol ? " in " : "",
+			 f->symbol ? f->symbol : "");
+	else if (f->symbol && f->module)
+		snprintf(buf, sizeof(buf), "%s (%s+0x%" PRIx64 ")", f->symbol,
+			 full_module ? f->module : base_name(f->module), f->offset);
+	else if (f->symbol)
+		snprintf(buf, sizeof(buf), "%s", f->symbol);
+	else if (f->module)
+		snprintf(buf, sizeof(buf), "0x%" PRIx64 " (%s)", f->pc,
+			 full_module ? f->module : base_name(f->module));
+	else
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->pc);
+	r = clean_text(buf);
+	return r;
+}
+
+/* ---- text ---- */
+
+#define C_RESET	 "\033[0m"
+#define C_BOLD	 "\033[1m"
+#define C_RED	 "\033[1;31m"
+#define C_YELLOW "\033[1;33m"
+#define C_CYAN	 "\033[36m"
+#define C_DIM	 "\033[2m"
+
+static const char *sev_color(int sev)
+{
+	return sev == CS_SEV_ERROR ? C_RED : sev == CS_SEV_WARNING ? C_YELLOW : C_CYAN;
+}
+
+/*
+ * Print "label:   text" after lead spaces, the label padded to label_width, wrapping text at
+ * spaces to fit width (0 = no limit) with continuation lines indented under the text.
+ */
+/*
+ * Print text (cleaned) from column col on, wrapping at spaces to fit width (0 = no limit), each
+ * continuation line indented to col; ends the line.
+ */
+static void print_wrapped(int col, const char *text, int width)
+{
+	int avail = width > 0 ? width - col : 0;
+	char *clean = clean_text(text);
+	const char *p = clean;
+
+	if (!clean)
+		return;
+	if (avail < 20 || (int)cli_text_width(p) <= avail) {
+		printf("%s\n", p);
+		free(clean);
+		return;
+	}
+	for (int first = 1; *p; first = 0) {
+		const char *end = p, *brk = NULL;
+		int w = 0;
+
+		while (*end && w < avail) {
+			if (*end == ' ')
+				brk = end;
+			end++;
+			while ((*end & 0xc0) == 0x80)
+				end++;
+			w++;
+		}
+		if (*end && *end != ' ' && brk && brk > p)
+			end = brk;
+		printf("%*s%.*s\n", first ? 0 : col, "", (int)(end - p), p);
+		p = end;
+		while (*p == ' ')
+			p++;
+	}
+	free(clean);
+}
+
+/* Print "label:   text" after lead spaces, the label padded to label_width, text wrapped. */
+static void print_field_at(int lead, int label_width, const char *label, const char *text,
+			   int width)
+{
+	printf("%*s%-*s", lead, "", label_width, label);
+	print_wrapped(lead + label_width, text, width);
+}
+
+/* A field of a finding, under its title line. */
+static void print_field(const char *label, const char *text, int width)
+{
+	print_field_at(4, LABEL_WIDTH, label, text, width);
+}
+
+/* A line of the header. */
+static void print_header_field(const char *label, const char *text, int width)
+{
+	print_field_at(0, HEADER_LABEL_WIDTH, label, text, width);
+}
+
+/* A JSON value of the evidence as one line of text (malloc'd). */
+static char *evidence_value(const char *key, const cJSON *v, int verbose)
+{
+	char buf[CLI_FMT_MAX * 2], *r = NULL;
+	size_t klen = key ? strlen(key) : 0;
+
+	if (cJSON_IsString(v))
+		return clean_text(v->valuestring);
+	if (cJSON_IsNumber(v) || (cJSON_IsRaw(v) && v->valuestring)) {
+		double d = cJSON_IsNumber(v) ? v->valuedouble : strtod(v->valuestring, NULL);
+		int integral = d == (double)(int64_t)d;
+		char h[CLI_FMT_MAX];
+
+		if (integral)
+			snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)d);
+		else
+			snprintf(buf, sizeof(buf), "%.4g", d);
+		if (integral && d >= 1000 && klen > 3 && !strcmp(key + klen - 3, "_ns")) {
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s)",
+				 cli_fmt_duration(h, sizeof(h), (int64_t)d));
+		} else if (integral && d >= 1024 && klen >= 5 && !strcmp(key + klen - 5, "bytes")) {
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s)",
+				 cli_fmt_bytes(h, sizeof(h), (int64_t)d));
+		}
+		return strdup(buf);
+	}
+	if (cJSON_IsBool(v))
+		return strdup(cJSON_IsTrue(v) ? "yes" : "no");
+	if (cJSON_IsNull(v))
+		return strdup("-");
+	if (cJSON_IsArray(v)) {
+		int n = cJSON_GetArraySize(v), shown = 0;
+		size_t len = 0, cap = 64;
+		const cJSON *it;
+
+		r = malloc(cap);
+		if (!r)
+			return NULL;
+		r[0] = '\0';
+		cJSON_ArrayForEach(it, v)
+		{
+			char *s;
+			size_t sl;
+
+			if (!verbose && shown == EVIDENCE_ITEMS_SHOWN) {
+				char more[64];
+
+				snprintf(more, sizeof(more), ", ... (%d more)", n - shown);
+				s = strdup(more);
+			} else {
+				s = evidence_value(NULL, it, verbose);
+			}
+			if (!s)
+				break;
+			sl = strlen(s);
+			if (len + sl + 3 > cap) {
+				char *nr;
+
+				while (len + sl + 3 > cap)
+					cap *= 2;
+				nr = realloc(r, cap);
+				if (!nr) {
+					free(s);
+					break;
+				}
+				r = nr;
+			}
+			if (shown && !(!verbose && shown == EVIDENCE_ITEMS_SHOWN)) {
+				memcpy(r + len, ", ", 2);
+				len += 2;
+			}
+			memcpy(r + len, s, sl + 1);
+			len += sl;
+			free(s);
+			if (!verbose && shown == EVIDENCE_ITEMS_SHOWN)
+				break;
+			shown++;
+		}
+		return r;
+	}
+	r = cJSON_PrintUnformatted(v);
+	if (r) {
+		char *c = clean_text(r);
+
+		cJSON_free(r);
+		r = c;
+	}
+	return r;
+}
+
+static void text_evidence(const cJSON *ev, int verbose, int width)
+{
+	const cJSON *it;
+	int n = cJSON_GetArraySize(ev), shown = 0;
+
+	cJSON_ArrayForEach(it, ev)
+	{
+		char *key, *val, line[4096];
+
+		if (!verbose && shown == EVIDENCE_KEYS_SHOWN) {
+			snprintf(line, sizeof(line), "... %d more (-v shows all)", n - shown);
+			print_field("", line, width);
+			break;
+		}
+		key = clean_text(it->string ? it->string : "?");
+		val = evidence_value(it->string, it, verbose);
+		if (key && val) {
+			if (!verbose && width > 0 && (int)cli_text_width(val) > width - 16) {
+				char *t = cli_truncate_middle(
+					val, (size_t)(width > 40 ? width - 16 : 24));
+
+				if (t) {
+					free(val);
+					val = t;
+				}
+			}
+			snprintf(line, sizeof(line), "%s: %s", key, val);
+			print_field(shown ? "" : "evidence:", line, verbose ? width : 0);
+		}
+		free(key);
+		free(val);
+		shown++;
+	}
+}
+
+static void text_stack(const struct report_view *v, const cs_report_finding *f)
+{
+	const cs_frame *frames;
+	const cs_frame *loc;
+	cs_error err = {0, ""};
+	int n;
+	char *s;
+
+	if (f->stack_id == CS_ID_NONE)
+		return;
+	if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
+		return;
+	loc = location_frame(frames, n);
+	if (loc) {
+		s = frame_text(loc, 0);
+		if (s)
+			print_field("where:", s, v->width);
+		free(s);
+	}
+	if (!v->verbose)
+		return;
+	for (int i = 0; i < n; i++) {
+		char line[4096];
+
+		s = frame_text(&frames[i], 1);
+		if (!s)
+			continue;
+		snprintf(line, sizeof(line), "#%-2d %s", i, s);
+		print_field(i ? "" : "stack:", line, 0);
+		free(s);
+	}
+}
+
+static void text_finding(const struct report_view *v, const cs_report_finding *f)
+{
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[1024], runs[512];
+	int32_t steady = cs_steps_steady(v->s);
+	int head = (int)(strlen(cs_severity_name(f->severity)) + strlen(f->rule) + 5);
+
+	if (v->color)
+		printf("%s[%s]%s %s%s%s  ", sev_color(f->severity), cs_severity_name(f->severity),
+		       C_RESET, C_BOLD, f->rule, C_RESET);
+	else
+		printf("[%s] %s  ", cs_severity_name(f->severity), f->rule);
+	/* the title after "[severity] rule  ", wrapped under itself */
+	print_wrapped(head, f->title ? f->title : "", v->width);
+
+	if (f->nsteps > 0) {
+		step_runs(runs, sizeof(runs), f->steps, f->nsteps,
+			  v->verbose ? 0 : STEP_RUNS_SHOWN);
+		snprintf(line, sizeof(line), "%d of %d steady-state %s: %s", f->nsteps, steady,
+			 plural(steady, "step", "steps"), runs);
+		print_field("steps:", line, v->width);
+	}
+	if (f->lost_ns_per_step > 0) {
+		if (f->nsteps > 0)
+			snprintf(line, sizeof(line), "%s per step (%.1f%% of step time), %s in all",
+				 cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step),
+				 100.0 * f->step_share,
+				 cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+		else
+			snprintf(line, sizeof(line), "%s",
+				 cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
+		print_field("GPU lost:", line, v->width);
+	}
+	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0)
+		text_evidence(f->evidence, v->verbose, v->width);
+	if (f->fix && *f->fix)
+		print_field("fix:", f->fix, v->width);
+	text_stack(v, f);
+	putchar('\n');
+}
+
+static void text_steps_table(const struct report_view *v)
+{
+	static const struct cli_column cols[] = {
+		{"Step", CLI_ALIGN_RIGHT, 0},	  {"Start", CLI_ALIGN_RIGHT, 0},
+		{"Duration", CLI_ALIGN_RIGHT, 0}, {"GPU busy", CLI_ALIGN_RIGHT, 0},
+		{"Kernels", CLI_ALIGN_RIGHT, 0},  {"Phase", CLI_ALIGN_LEFT, 0},
+	};
+	struct cli_table table;
+
+	printf("Steps:\n\n");
+	cli_table_init(&table, cols, 6);
+	for (int32_t i = 0; i < v->s->n; i++) {
+		const cs_step *st = &v->s->v[i];
+		char idx[CLI_FMT_MAX], start[CLI_FMT_MAX], dur[CLI_FMT_MAX], busy[CLI_FMT_MAX],
+			kern[CLI_FMT_MAX];
+		int64_t d = st->end - st->start;
+		const char *row[] = {
+			idx,
+			cli_fmt_duration(start, sizeof(start), st->start),
+			cli_fmt_duration(dur, sizeof(dur), d),
+			busy,
+			cli_fmt_count(kern, sizeof(kern), st->kernels),
+			st->warmup ? "warm-up" : "steady",
+		};
+
+		snprintf(idx, sizeof(idx), "%d", st->index);
+		snprintf(busy, sizeof(busy), "%.1f%%",
+			 d > 0 ? 100.0 * (double)st->gpu_busy / (double)d : 0.0);
+		cli_table_add_row(&table, row);
+	}
+	cli_table_print(&table, stdout, 1, v->width);
+	cli_table_free(&table);
+	putchar('\n');
+}
+
+static void text_header(const struct report_view *v)
+{
+	const char *command = cs_trace_meta(v->t, "command");
+	const cs_steps *s = v->s;
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX], line[1024];
+	char *clean;
+
+	clean = clean_text(v->path);
+	print_header_field("trace:", clean ? clean : "", v->width);
+	free(clean);
+	if (command)
+		print_header_field("command:", command, v->width);
+	if (s->method == CS_STEPS_NONE) {
+		snprintf(line, sizeof(line), "none found (%s)", s->detail);
+		print_header_field("steps:", line, v->width);
+		snprintf(line, sizeof(line), "%s, GPU busy %.1f%%",
+			 cli_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
+			 100.0 * v->busy_share);
+		print_header_field("duration:", line, v->width);
+	} else {
+		snprintf(line, sizeof(line), "%d (%s), %d warm-up", s->n, s->detail, s->warmup);
+		print_header_field("steps:", line, v->width);
+		snprintf(line, sizeof(line), "median %s (p10 %s .. p90 %s), GPU busy %.1f%%",
+			 cli_fmt_duration(a, sizeof(a), v->median),
+			 cli_fmt_duration(b, sizeof(b), v->p10),
+			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share);
+		print_header_field("step time:", line, v->width);
+	}
+	putchar('\n');
+}
+
+static int print_text(const struct report_view *v)
+{
+	int count[4] = {0};
+
+	text_header(v);
+	if (v->verbose && v->s->n > 0)
+		text_steps_table(v);
+	if (v->r->n == 0) {
+		printf("No findings.\n");
+		return 0;
+	}
+	for (int32_t i = 0; i < v->r->n; i++) {
+		text_finding(v, v->r->v[i]);
+		count[v->r->v[i]->severity]++;
+	}
+	printf("%d %s: %d error%s, %d warning%s, %d info\n", v->r->n,
+	       plural(v->r->n, "finding", "findings"), count[CS_SEV_ERROR],
+	       count[CS_SEV_ERROR] == 1 ? "" : "s", count[CS_SEV_WARNING],
+	       count[CS_SEV_WARNING] == 1 ? "" : "s", count[CS_SEV_INFO]);
+	return 0;
+}
+
+/* ---- JSON ---- */
+
+/* A deep copy of an evidence value with every string (and key) valid UTF-8. */
+static cJSON *json_clean_copy(const cJSON *v)
+{
+	cJSON *r = NULL, *it;
+
+	if (cJSON_IsString(v)) {
+		char *s = cli_utf8_repair(v->valuestring ? v->valuestring : "");
+
+		r = s ? cJSON_CreateString(s) : NULL;
+		free(s);
+	} else if (cJSON_IsRaw(v)) {
+		r = cJSON_CreateRaw(v->valuestring);
+	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+		r = cJSON_IsArray(v) ? cJSON_CreateArray() : cJSON_CreateObject();
+		cJSON_ArrayForEach(it, v)
+		{
+			cJSON *c = json_clean_copy(it);
+
+			if (!r || !c) {
+				cJSON_Delete(c);
+				cJSON_Delete(r);
+				return NULL;
+			}
+			if (cJSON_IsArray(v)) {
+				cJSON_AddItemToArray(r, c);
+			} else {
+				char *k = cli_utf8_repair(it->string ? it->string : "");
+
+				if (!k) {
+					cJSON_Delete(c);
+					cJSON_Delete(r);
+					return NULL;
+				}
+				cJSON_AddItemToObject(r, k, c);
+				free(k);
+			}
+		}
+	} else {
+		r = cJSON_Duplicate(v, 0);
+	}
+	return r;
+}
+
+static const char *frame_kind(int kind)
+{
+	return kind == 2 ? "python" : "native";
+}
+
+static cJSON *json_frame(const cs_frame *f)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cli_json_add_string(o, "kind", frame_kind(f->kind));
+	cli_json_add_string(o, "function", f->symbol);
+	cli_json_add_string(o, "file", f->file);
+	cli_json_add_int(o, "line", f->line, 0);
+	cli_json_add_string(o, "module", f->module);
+	return o;
+}
+
+static int json_stack(const struct report_view *v, const cs_report_finding *f, cJSON *o)
+{
+	cJSON *stack;
+	const cs_frame *frames = NULL, *loc;
+	cs_error err = {0, ""};
+	int n = 0;
+
+	if (f->stack_id != CS_ID_NONE &&
+	    cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0)
+		n = 0;
+	loc = n > 0 ? location_frame(frames, n) : NULL;
+	if (loc) {
+		cJSON *l = json_frame(loc);
+
+		if (!l || !cJSON_AddItemToObject(o, "location", l)) {
+			cJSON_Delete(l);
+			return -1;
+		}
+		cJSON_DeleteItemFromObject(l, "kind");
+	} else if (!cJSON_AddNullToObject(o, "location")) {
+		return -1;
+	}
+	stack = cJSON_AddArrayToObject(o, "stack");
+	if (!stack)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		cJSON *fr = json_frame(&frames[i]);
+
+		if (!fr || !cJSON_AddItemToArray(stack, fr)) {
+			cJSON_Delete(fr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static cJSON *json_finding(const struct report_view *v, const cs_report_finding *f)
+{
+	cJSON *o = cJSON_CreateObject(), *steps, *ev;
+
+	if (!o)
+		return NULL;
+	cli_json_add_string(o, "rule", f->rule);
+	cli_json_add_string(o, "severity", cs_severity_name(f->severity));
+	cli_json_add_string(o, "title", f->title);
+	steps = cJSON_AddArrayToObject(o, "steps");
+	for (int32_t i = 0; steps && i < f->nsteps; i++)
+		cJSON_AddItemToArray(steps, cli_json_int(f->steps[i]));
+	cli_json_add_int(o, "lost_ns_per_step", f->lost_ns_per_step, INT64_MIN);
+	cJSON_AddNumberToObject(o, "step_share", f->step_share);
+	cli_json_add_int(o, "total_lost_ns", cs_finding_total_lost(f), INT64_MIN);
+	cli_json_add_int(o, "first_ns", f->first, CS_TS_UNKNOWN);
+	cli_json_add_int(o, "last_ns", f->last, CS_TS_UNKNOWN);
+	ev = f->evidence ? json_clean_copy(f->evidence) : cJSON_CreateObject();
+	if (!ev || !cJSON_AddItemToObject(o, "evidence", ev)) {
+		cJSON_Delete(ev);
+		goto fail;
+	}
+	cli_json_add_string(o, "fix", f->fix);
+	if (!steps || json_stack(v, f, o))
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static cJSON *json_steps(const struct report_view *v)
+{
+	const cs_steps *s = v->s;
+	cJSON *o = cJSON_CreateObject(), *list;
+
+	if (!o)
+		return NULL;
+	cli_json_add_string(o, "method", cs_step_method_name(s->method));
+	cli_json_add_string(o, "detail", s->detail);
+	cli_json_add_string(o, "step_range", v->step_range);
+	cli_json_add_int(o, "pid", s->pid, 0);
+	cli_json_add_int(o, "count", s->n, -1);
+	cli_json_add_int(o, "warmup", s->warmup, -1);
+	cli_json_add_int(o, "period_kernels", s->period, 0);
+	cli_json_add_int(o, "median_ns", v->median, -1);
+	cli_json_add_int(o, "p10_ns", v->p10, -1);
+	cli_json_add_int(o, "p90_ns", v->p90, -1);
+	cJSON_AddNumberToObject(o, "gpu_busy_share", v->busy_share);
+	list = cJSON_AddArrayToObject(o, "list");
+	if (!list)
+		goto fail;
+	for (int32_t i = 0; i < s->n; i++) {
+		const cs_step *st = &s->v[i];
+		cJSON *e = cJSON_CreateObject();
+		int64_t d = st->end - st->start;
+
+		if (!e || !cJSON_AddItemToArray(list, e)) {
+			cJSON_Delete(e);
+			goto fail;
+		}
+		cli_json_add_int(e, "index", st->index, -1);
+		cli_json_add_int(e, "start_ns", st->start, CS_TS_UNKNOWN);
+		cli_json_add_int(e, "end_ns", st->end, CS_TS_UNKNOWN);
+		cli_json_add_int(e, "duration_ns", d, INT64_MIN);
+		cli_json_add_int(e, "gpu_start_ns", st->gpu_start, CS_TS_UNKNOWN);
+		cli_json_add_int(e, "gpu_end_ns", st->gpu_end, CS_TS_UNKNOWN);
+		cli_json_add_int(e, "gpu_busy_ns", st->gpu_busy, INT64_MIN);
+		cJSON_AddNumberToObject(e, "gpu_busy_share",
+					d > 0 ? (double)st->gpu_busy / (double)d : 0.0);
+		cli_json_add_int(e, "kernels", st->kernels, -1);
+		cJSON_AddBoolToObject(e, "warmup", st->warmup != 0);
+	}
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static cJSON *json_report(const struct report_view *v)
+{
+	cJSON *doc = cJSON_CreateObject(), *trace, *steps, *rules, *findings, *summary;
+	int count[4] = {0};
+	int64_t total = 0;
+
+	if (!doc)
+		return NULL;
+	cli_json_add_int(doc, "version", REPORT_JSON_VERSION, -1);
+	trace = cJSON_AddObjectToObject(doc, "trace");
+	if (!trace)
+		goto fail;
+	cli_json_add_string(trace, "file", v->path);
+	cli_json_add_string(trace, "command", cs_trace_meta(v->t, "command"));
+	cli_json_add_int(trace, "start_ns", v->a->trace_start, INT64_MIN);
+	cli_json_add_int(trace, "end_ns", v->a->trace_end, INT64_MIN);
+	cli_json_add_int(trace, "kernels", v->a->nkernels, -1);
+	steps = json_steps(v);
+	if (!steps || !cJSON_AddItemToObject(doc, "steps", steps)) {
+		cJSON_Delete(steps);
+		goto fail;
+	}
+	rules = cJSON_AddArrayToObject(doc, "rules");
+	if (!rules)
+		goto fail;
+	for (const cs_analyzer **r = v->rules; *r; r++)
+		cJSON_AddItemToArray(rules, cJSON_CreateString((*r)->id));
+	findings = cJSON_AddArrayToObject(doc, "findings");
+	if (!findings)
+		goto fail;
+	for (int32_t i = 0; i < v->r->n; i++) {
+		cJSON *f = json_finding(v, v->r->v[i]);
+
+		if (!f || !cJSON_AddItemToArray(findings, f)) {
+			cJSON_Delete(f);
+			goto fail;
+		}
+		count[v->r->v[i]->severity]++;
+		total += cs_finding_total_lost(v->r->v[i]);
+	}
+	summary = cJSON_AddObjectToObject(doc, "summary");
+	if (!summary)
+		goto fail;
+	cli_json_add_int(summary, "findings", v->r->n, -1);
+	cli_json_add_int(summary, "error", count[CS_SEV_ERROR], -1);
+	cli_json_add_int(summary, "warning", count[CS_SEV_WARNING], -1);
+	cli_json_add_int(summary, "info", count[CS_SEV_INFO], -1);
+	cli_json_add_int(summary, "total_lost_ns", total, INT64_MIN);
+	return doc;
+fail:
+	cJSON_Delete(doc);
+	return NULL;
+}
+
+static int print_json(const struct report_view *v)
+{
+	cJSON *doc = json_report(v);
+	int rc;
+
+	if (!doc) {
+		cli_error("out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	rc = cli_json_print(doc);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+/* ---- markdown ---- */
+
+/* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
+static void md_puts(const char *s)
+{
+	char *c = clean_text(s);
+
+	if (!c)
+		return;
+	for (const char *p = c; *p; p++) {
+		if (strchr("\\`*_[]<>|#~&!", *p))
+			putchar('\\');
+		putchar(*p);
+	}
+	free(c);
+}
+
+/* Print s as inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
+static void md_code(const char *s)
+{
+	char *c = clean_text(s);
+
+	if (!c)
+		return;
+	for (char *p = c; *p; p++)
+		if (*p == '`' || *p == '|')
+			*p = '\'';
+	printf("`%s`", c);
+	free(c);
+}
+
+static void md_finding(const struct report_view *v, const cs_report_finding *f)
+{
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], runs[512];
+	const cJSON *it;
+
+	printf("\n### %s: ", cs_severity_name(f->severity));
+	md_code(f->rule);
+	printf(" ");
+	md_puts(f->title);
+	printf("\n\n");
+	if (f->nsteps > 0) {
+		step_runs(runs, sizeof(runs), f->steps, f->nsteps, STEP_RUNS_SHOWN);
+		printf("- **Steps:** %d of %d steady-state (%s)\n", f->nsteps,
+		       cs_steps_steady(v->s), runs);
+	}
+	if (f->lost_ns_per_step > 0)
+		printf("- **GPU time lost:** %s per step (%.1f%% of step time), %s in all\n",
+		       cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+	if (f->stack_id != CS_ID_NONE) {
+		const cs_frame *frames;
+		cs_error err = {0, ""};
+		int n;
+
+		if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 && n > 0) {
+			const cs_frame *loc = location_frame(frames, n);
+			char *s = loc ? frame_text(loc, 0) : NULL;
+
+			if (s) {
+				printf("- **Where:** ");
+				md_code(s);
+				printf("\n");
+			}
+			free(s);
+		}
+	}
+	if (f->fix && *f->fix) {
+		printf("- **Fix:** ");
+		md_puts(f->fix);
+		printf("\n");
+	}
+	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0) {
+		printf("\n<details><summary>Evidence</summary>\n\n| | |\n|---|---|\n");
+		cJSON_ArrayForEach(it, f->evidence)
+		{
+			char *val = evidence_value(it->string, it, v->verbose);
+
+			printf("| ");
+			md_puts(it->string ? it->string : "");
+			printf(" | ");
+			md_puts(val ? val : "");
+			printf(" |\n");
+			free(val);
+		}
+		printf("\n</details>\n");
+	}
+}
+
+static int print_markdown(const struct report_view *v)
+{
+	const cs_steps *s = v->s;
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX];
+	int count[4] = {0};
+
+	printf("## cuscope report: ");
+	md_code(base_name(v->path));
+	printf("\n\n| | |\n|---|---|\n");
+	if (s->method == CS_STEPS_NONE) {
+		printf("| Steps | none found (");
+		md_puts(s->detail);
+		printf(") |\n");
+	} else {
+		printf("| Steps | %d (", s->n);
+		md_puts(s->detail);
+		printf("), %d warm-up |\n", s->warmup);
+		printf("| Step time | median %s (p10 %s, p90 %s) |\n",
+		       cli_fmt_duration(a, sizeof(a), v->median),
+		       cli_fmt_duration(b, sizeof(b), v->p10),
+		       cli_fmt_duration(c, sizeof(c), v->p90));
+	}
+	printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+	for (int32_t i = 0; i < v->r->n; i++)
+		count[v->r->v[i]->severity]++;
+	printf("| Findings | %d (%d error, %d warning, %d info) |\n", v->r->n, count[CS_SEV_ERROR],
+	       count[CS_SEV_WARNING], count[CS_SEV_INFO]);
+	if (v->r->n == 0) {
+		printf("\n**No findings.**\n");
+		return 0;
+	}
+	printf("\n| Severity | Rule | Finding | Steps | GPU lost per step | Total |\n"
+	       "|---|---|---|---:|---:|---:|\n");
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+
+		printf("| %s | ", cs_severity_name(f->severity));
+		md_code(f->rule);
+		printf(" | ");
+		md_puts(f->title);
+		printf(" | %d | %s (%.1f%%) | %s |\n", f->nsteps,
+		       cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+	}
+	for (int32_t i = 0; i < v->r->n; i++)
+		md_finding(v, v->r->v[i]);
+	return 0;
+}
+
+/* ---- the formats ---- */
+
+struct report_format_ops {
+	const char *name;
+	int (*print)(const struct report_view *v);
+};
+
+static const struct report_format_ops report_formats[] = {
+	[REPORT_TEXT] = {"text", print_text},
+	[REPORT_JSON] = {"json", print_json},
+	[REPORT_MARKDOWN] = {"markdown", print_markdown},
+};
+
+static int parse_format(const char *arg, enum report_format *out)
+{
+	for (size_t i = 0; i < sizeof(report_formats) / sizeof(report_formats[0]); i++)
+		if (!strcmp(arg, report_formats[i].name) ||
+		    (i == REPORT_MARKDOWN && !strcmp(arg, "md"))) {
+			*out = (enum report_format)i;
+			return 0;
+		}
+	return cli_usage_error("report", "invalid value '%s' for --format (text, json or markdown)",
+			       arg);
+}
+
+/* ---- --list-rules ---- */
+
+static int list_rules(enum report_format format)
+{
+	if (format == REPORT_JSON) {
+		cJSON *doc = cJSON_CreateObject(), *arr;
+		int rc;
+
+		arr = doc ? cJSON_AddArrayToObject(doc, "rules") : NULL;
+		if (!arr) {
+			cJSON_Delete(doc);
+			cli_error("out of memory");
+			return CLI_EXIT_USAGE;
+		}
+		for (const cs_analyzer *const *r = cs_analyzers; *r; r++) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				break;
+			}
+			cli_json_add_string(o, "id", (*r)->id);
+			cli_json_add_string(o, "summary", (*r)->summary);
+			cli_json_add_string(o, "source", (*r)->source);
+		}
+		rc = cli_json_print(doc);
+		cJSON_Delete(doc);
+		return rc;
+	}
+	if (format == REPORT_MARKDOWN) {
+		printf("| Rule | Source | Summary |\n|---|---|---|\n");
+		for (const cs_analyzer *const *r = cs_analyzers; *r; r++) {
+			printf("| ");
+			md_code((*r)->id);
+			printf(" | ");
+			md_puts((*r)->source);
+			printf(" | ");
+			md_puts((*r)->summary);
+			printf(" |\n");
+		}
+		return 0;
+	}
+	{
+		static const struct cli_column cols[] = {
+			{"Rule", CLI_ALIGN_LEFT, 0},
+			{"Source", CLI_ALIGN_LEFT, 0},
+			{"Summary", CLI_ALIGN_LEFT, 1},
+		};
+		struct cli_table table;
+
+		cli_table_init(&table, cols, 3);
+		for (const cs_analyzer *const *r = cs_analyzers; *r; r++) {
+			const char *row[] = {(*r)->id, (*r)->source, (*r)->summary};
+
+			cli_table_add_row(&table, row);
+		}
+		cli_table_print(&table, stdout, 0, cli_output_width(-1));
+		cli_table_free(&table);
+	}
+	return 0;
+}
+
+/* ---- rule selection ---- */
+
+/*
+ * Mark in sel[] (one flag per registry entry) the rules of a comma-separated list; a usage error
+ * for an unknown id or an empty list.
+ */
+static int parse_rule_list(const char *option, const char *list, char *sel)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int n = 0;
+
+	if (!copy) {
+		cli_error("out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const cs_analyzer *r;
+		size_t i;
+
+		while (isspace((unsigned char)*tok))
+			tok++;
+		for (char *e = tok + strlen(tok); e > tok && isspace((unsigned char)e[-1]);)
+			*--e = '\0';
+		if (!*tok)
+			continue;
+		r = cs_analyzer_find(tok);
+		if (!r) {
+			int rc = cli_usage_error("report",
+						 "unknown rule '%s' in %s (cuscope report "
+						 "--list-rules lists them)",
+						 tok, option);
+
+			free(copy);
+			return rc;
+		}
+		for (i = 0; cs_analyzers[i] != r; i++)
+			;
+		sel[i] = 1;
+		n++;
+	}
+	free(copy);
+	if (n == 0)
+		return cli_usage_error("report", "%s needs at least one rule id", option);
+	return 0;
+}
+
+/* ---- the command ---- */
+
+struct pid_check {
+	uint32_t pid;
+	int found;
+};
+
+static int pid_cb(const cs_process *p, void *arg)
+{
+	struct pid_check *c = arg;
+
+	if (p->pid == c->pid) {
+		c->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int has_pid(cs_trace *t, const cs_analysis *a, uint32_t pid)
+{
+	struct pid_check c = {pid, 0};
+
+	cs_trace_each_process(t, pid_cb, &c, NULL);
+	for (int64_t i = 0; !c.found && i < a->nkernels; i++)
+		c.found = a->kernels[i].pid == pid;
+	return c.found;
+}
+
+static double busy_share(const cs_steps *s)
+{
+	int64_t busy = 0, total = 0;
+	int all = cs_steps_steady(s) == 0;
+
+	for (int32_t i = 0; i < s->n; i++) {
+		if (s->v[i].warmup && !all)
+			continue;
+		busy += s->v[i].gpu_busy;
+		total += s->v[i].end - s->v[i].start;
+	}
+	return total > 0 ? (double)busy / (double)total : 0;
+}
+
+enum {
+	OPT_RULES = 256,
+	OPT_SKIP,
+	OPT_LIST_RULES,
+	OPT_STEP_RANGE,
+	OPT_WARMUP,
+	OPT_FAIL_ON,
+	OPT_NO_COLOR,
+};
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"rules", required_argument, NULL, OPT_RULES},
+		{"skip", required_argument, NULL, OPT_SKIP},
+		{"list-rules", no_argument, NULL, OPT_LIST_RULES},
+		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"pid", required_argument, NULL, 'p'},
+		{"fail-on", required_argument, NULL, OPT_FAIL_ON},
+		{"no-color", no_argument, NULL, OPT_NO_COLOR},
+		{"width", required_argument, NULL, 'w'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	enum { NRULES_MAX = 64 };
+	char only[NRULES_MAX] = {0}, skip[NRULES_MAX] = {0};
+	const cs_analyzer *selected[NRULES_MAX + 1];
+	enum report_format format = REPORT_TEXT;
+	int have_only = 0, list = 0, no_color = 0, verbose = 0, fail_on = 0, c, rc, nsel = 0;
+	int64_t warmup = -1, pid = 0, width = -1;
+	const char *path, *step_range = NULL, *no_color_env;
+	cs_trace *t = NULL;
+	cs_analysis a;
+	cs_steps steps;
+	cs_report rep;
+	cs_step_opts so;
+	cs_error err = {0, ""};
+	struct report_view view;
+
+	while ((c = cli_getopt(argc, argv, "f:p:w:vh", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (parse_format(optarg, &format))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_RULES:
+			if (parse_rule_list("--rules", optarg, only))
+				return CLI_EXIT_USAGE;
+			have_only = 1;
+			break;
+		case OPT_SKIP:
+			if (parse_rule_list("--skip", optarg, skip))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_LIST_RULES:
+			list = 1;
+			break;
+		case OPT_STEP_RANGE:
+			if (!*optarg)
+				return cli_usage_error(argv[0], "--step-range needs a pattern");
+			step_range = optarg;
+			break;
+		case OPT_WARMUP:
+			if (cli_parse_int(argv[0], "--warmup", optarg, 0, INT32_MAX, &warmup))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'p':
+			if (cli_parse_int(argv[0], "--pid", optarg, 1, UINT32_MAX, &pid))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_FAIL_ON:
+			fail_on = cs_severity_parse(optarg);
+			if (fail_on < 0)
+				return cli_usage_error(argv[0],
+						       "invalid value '%s' for --fail-on (info, "
+						       "warning or error)",
+						       optarg);
+			break;
+		case OPT_NO_COLOR:
+			no_color = 1;
+			break;
+		case 'w':
+			if (cli_parse_int(argv[0], "--width", optarg, 0, 100000, &width))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return cli_finish_output(CLI_EXIT_OK);
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (list) {
+		if (optind < argc)
+			return cli_usage_error(argv[0],
+					       "unexpected argument '%s' after --list-rules",
+					       argv[optind]);
+		return cli_finish_output(list_rules(format));
+	}
+	for (int i = 0; cs_analyzers[i] && i < NRULES_MAX; i++)
+		if ((!have_only || only[i]) && !skip[i])
+			selected[nsel++] = cs_analyzers[i];
+	selected[nsel] = NULL;
+
+	path = cli_single_file(argv[0], argc, argv);
+	if (!path)
+		return CLI_EXIT_USAGE;
+	rc = cli_open_trace(path, &t);
+	if (rc)
+		return rc;
+	rc = cs_analysis_load(t, &a, &err);
+	if (rc < 0) {
+		rc = cli_trace_error(path, rc, &err);
+		cs_trace_close(t);
+		return rc;
+	}
+	if (pid && !has_pid(t, &a, (uint32_t)pid)) {
+		cli_error("no process %lld in '%s'", (long long)pid, path);
+		cs_analysis_free(&a);
+		cs_trace_close(t);
+		return CLI_EXIT_USAGE;
+	}
+	so.step_range = step_range;
+	so.warmup = (int)warmup;
+	so.pid = (uint32_t)pid;
+	rc = cs_steps_detect(&a, &so, &steps, &err);
+	if (rc < 0) {
+		if (rc == CS_ERR_INVALID)
+			cli_error("%s", err.msg);
+		else
+			cli_trace_error(path, rc, &err);
+		cs_analysis_free(&a);
+		cs_trace_close(t);
+		return CLI_EXIT_USAGE;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rc = cs_report_run(&a, &steps, selected, &rep, &err);
+	if (rc < 0) {
+		cli_error("cannot analyze '%s': %s", path, err.msg);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+
+	memset(&view, 0, sizeof(view));
+	view.path = path;
+	view.t = t;
+	view.a = &a;
+	view.s = &steps;
+	view.r = &rep;
+	view.rules = selected;
+	view.step_range = step_range;
+	view.verbose = verbose;
+	no_color_env = getenv("NO_COLOR");
+	view.color = !no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO);
+	view.width = cli_output_width((int)width);
+	cs_steps_duration_stats(&steps, &view.median, &view.p10, &view.p90);
+	view.busy_share = busy_share(&steps);
+
+	rc = report_formats[format].print(&view);
+	if (rc == 0 && fail_on > 0)
+		for (int32_t i = 0; i < rep.n; i++)
+			if (rep.v[i]->severity >= fail_on)
+				rc = CLI_EXIT_FINDINGS;
+	rc = cli_finish_output(rc);
+out:
+	cs_report_free(&rep);
+	cs_steps_free(&steps);
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	return rc;
+}

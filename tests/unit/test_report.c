@@ -1,0 +1,818 @@
+/*
+ * test_report.c - `cuscope report` run as a real binary on the committed traces and on traces
+ * written here: text, JSON (parsed and validated against docs/report-schema.json by the small
+ * JSON Schema validator below) and markdown output, --list-rules, --rules and --skip, --fail-on
+ * exit codes, --step-range, --warmup, --pid, -v, no colour in a pipe, and the bad usage and bad
+ * files that must end with one line on stderr and exit code 2.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cuscope/analyze.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define US 1000
+
+static char *tmp_dir;
+static char *train_db, *counts_db; /* committed */
+static char *clean_db;		   /* GPU busy, nothing to find */
+static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
+static cJSON *schema;
+
+/* ---- running cuscope ---- */
+
+struct result {
+	int rc;
+	char *out, *err;
+};
+
+static struct result run_argv(const char **argv)
+{
+	static const char *const env[] = {"TZ=UTC", NULL};
+	struct result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
+
+#define run(...) run_argv((const char *[]){NULL, "report", __VA_ARGS__, NULL})
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* A usage or input error: exit code 2, nothing on stdout, one line on stderr. */
+static void assert_one_line_error(const struct result *r, const char *what)
+{
+	ck_assert_msg(r->rc == 2, "%s: exit %d (stderr: %s)", what, r->rc, r->err);
+	ck_assert_msg(r->out[0] == '\0', "%s: stdout: %s", what, r->out);
+	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: %s", what, r->err);
+	ck_assert_msg(tu_count_lines(r->err) == 1, "%s: %s", what, r->err);
+}
+
+/* ---- a JSON Schema validator for what docs/report-schema.json uses ---- */
+
+static int type_matches(const char *type, const cJSON *v)
+{
+	if (!strcmp(type, "object"))
+		return cJSON_IsObject(v);
+	if (!strcmp(type, "array"))
+		return cJSON_IsArray(v);
+	if (!strcmp(type, "string"))
+		return cJSON_IsString(v);
+	if (!strcmp(type, "number"))
+		return cJSON_IsNumber(v);
+	if (!strcmp(type, "integer"))
+		return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
+	if (!strcmp(type, "boolean"))
+		return cJSON_IsBool(v);
+	if (!strcmp(type, "null"))
+		return cJSON_IsNull(v);
+	return 0;
+}
+
+static int json_equal(const cJSON *a, const cJSON *b)
+{
+	return cJSON_Compare(a, b, 1);
+}
+
+/*
+ * Validate v against schema s (keywords: type, enum, required, properties, items); on failure
+ * write where and why into msg and return -1. Keywords the validator does not know are an error
+ * too, so that the schema cannot silently use more than is checked.
+ */
+static int validate(const cJSON *s, const cJSON *v, const char *path, char *msg, size_t size)
+{
+	const cJSON *kw, *it;
+	char sub[512];
+
+	cJSON_ArrayForEach(kw, s)
+	{
+		const char *k = kw->string;
+
+		if (!strcmp(k, "$schema") || !strcmp(k, "title") || !strcmp(k, "description"))
+			continue;
+		if (!strcmp(k, "type")) {
+			int ok = 0;
+
+			if (cJSON_IsString(kw))
+				ok = type_matches(kw->valuestring, v);
+			else
+				cJSON_ArrayForEach(it, kw) ok |= type_matches(it->valuestring, v);
+			if (!ok) {
+				char *text = cJSON_PrintUnformatted(v);
+
+				snprintf(msg, size, "%s: wrong type: %.80s", path,
+					 text ? text : "?");
+				cJSON_free(text);
+				return -1;
+			}
+		} else if (!strcmp(k, "enum")) {
+			int ok = 0;
+
+			cJSON_ArrayForEach(it, kw) ok |= json_equal(it, v);
+			if (!ok) {
+				snprintf(msg, size, "%s: not one of the allowed values", path);
+				return -1;
+			}
+		} else if (!strcmp(k, "required")) {
+			if (!cJSON_IsObject(v))
+				continue;
+			cJSON_ArrayForEach(it, kw)
+			{
+				if (!cJSON_GetObjectItemCaseSensitive(v, it->valuestring)) {
+					snprintf(msg, size, "%s: missing key '%s'", path,
+						 it->valuestring);
+					return -1;
+				}
+			}
+		} else if (!strcmp(k, "properties")) {
+			if (!cJSON_IsObject(v))
+				continue;
+			cJSON_ArrayForEach(it, kw)
+			{
+				const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, it->string);
+
+				snprintf(sub, sizeof(sub), "%s.%s", path, it->string);
+				if (x && validate(it, x, sub, msg, size))
+					return -1;
+			}
+		} else if (!strcmp(k, "items")) {
+			int i = 0;
+
+			if (!cJSON_IsArray(v))
+				continue;
+			cJSON_ArrayForEach(it, v)
+			{
+				snprintf(sub, sizeof(sub), "%s[%d]", path, i++);
+				if (validate(kw, it, sub, msg, size))
+					return -1;
+			}
+		} else {
+			snprintf(msg, size, "%s: schema keyword '%s' is not checked", path, k);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Parse a report and validate it against the schema; the caller deletes it. */
+static cJSON *report_json(const char *out)
+{
+	cJSON *doc = cJSON_Parse(out);
+	char msg[1024] = "";
+
+	ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+	ck_assert_msg(validate(schema, doc, "$", msg, sizeof(msg)) == 0, "%s", msg);
+	return doc;
+}
+
+static int json_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
+	return (int)v->valuedouble;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsString(v), "no string '%s'", key);
+	return v->valuestring;
+}
+
+/* ---- traces written here (in main(), before the tests: no ck_assert there) ---- */
+
+static void need(int ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "test_report: cannot write the test traces: %s\n", what);
+		exit(1);
+	}
+}
+
+static cs_kernel kernel(int64_t name_id, int64_t launch, int64_t start, int64_t end)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.start = start;
+	k.end = end;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.launch_start = launch;
+	k.launch_end = launch + 2 * US;
+	k.pid = 300;
+	k.launch_tid = 300;
+	k.launch_cbid = CS_ID_NONE;
+	k.stream_id = 7;
+	k.grid_x = k.grid_y = k.grid_z = 1;
+	k.block_x = 256;
+	k.block_y = k.block_z = 1;
+	k.graph_id = k.graph_node_id = CS_ID_NONE;
+	k.name_id = name_id;
+	k.stack_id = CS_ID_NONE;
+	return k;
+}
+
+static void add_process(cs_trace_writer *w)
+{
+	cs_process p;
+
+	memset(&p, 0, sizeof(p));
+	p.pid = 300;
+	p.ppid = 1;
+	p.start = 0;
+	p.end = CS_TS_UNKNOWN;
+	p.command_line = "python3 train.py";
+	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
+	p.used_cuda = 1;
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+}
+
+/*
+ * 20 steps of 6 kernels each launched well ahead of the GPU, which runs them back to back: the GPU
+ * never waits. With sync set, every step also ends with loss.item(): a synchronous 4-byte
+ * device-to-host copy into pageable memory, a stream synchronization the host waits in, and the
+ * GPU idle until the next step's first launch.
+ */
+static void write_loop(const char *path, int sync)
+{
+	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
+					    "sm90_gemm_bf16_nt", "reduce_sum",
+					    "softmax_fwd",	 "adam_update"};
+	cs_trace_writer *w;
+	cs_error err = {0, ""};
+	int64_t ids[6], stack = CS_ID_NONE, host = 1000 * US, gpu = 1000 * US;
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
+	add_process(w);
+	for (int i = 0; i < 6; i++) {
+		ids[i] = cs_writer_intern(w, names[i]);
+		need(ids[i] >= 0, "intern");
+	}
+	if (sync) {
+		cs_frame f[4];
+
+		memset(f, 0, sizeof(f));
+		f[0].kind = 1;
+		f[0].pc = 0x7f0000001000ull;
+		f[0].module = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+		f[0].symbol = "cuMemcpyDtoH_v2";
+		f[1].kind = 2;
+		f[1].symbol = "item";
+		f[1].file = "/usr/lib/python3/dist-packages/torch/_tensor.py";
+		f[1].line = 1000;
+		f[2].kind = 2;
+		f[2].symbol = "train_step";
+		f[2].file = "/home/user/train.py";
+		f[2].line = 42;
+		f[3].kind = 2;
+		f[3].symbol = "<module>";
+		f[3].file = "/home/user/train.py";
+		f[3].line = 60;
+		stack = cs_writer_add_stack(w, f, 4);
+		need(stack >= 0, "stack");
+	}
+	for (int step = 0; step < 20; step++) {
+		for (int i = 0; i < 6; i++) {
+			cs_kernel k;
+			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
+
+			k = kernel(ids[i], host, start, start + 200 * US);
+			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+			gpu = start + 200 * US;
+			host += 10 * US;
+		}
+		if (sync) {
+			cs_memcpy m;
+			cs_sync s;
+
+			memset(&m, 0, sizeof(m));
+			m.launch_start = host;
+			m.start = gpu + 2 * US;
+			m.end = m.start + 3 * US;
+			m.launch_end = m.end + 5 * US;
+			m.pid = 300;
+			m.launch_tid = 300;
+			m.launch_cbid = CS_ID_NONE;
+			m.stream_id = 7;
+			m.copy_kind = CS_COPY_DTOH;
+			m.src_kind = CS_MEM_DEVICE;
+			m.dst_kind = CS_MEM_PAGEABLE;
+			m.bytes = 4;
+			m.src_device_id = m.dst_device_id = CS_ID_NONE;
+			m.graph_id = m.graph_node_id = CS_ID_NONE;
+			m.stack_id = stack;
+			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+			memset(&s, 0, sizeof(s));
+			s.start = host + 1 * US;
+			s.end = m.launch_end;
+			s.pid = 300;
+			s.tid = 300;
+			s.stream_id = 7;
+			s.event_id = CS_ID_NONE;
+			s.type = CS_SYNC_STREAM_SYNCHRONIZE;
+			s.cbid = CS_ID_NONE;
+			s.api_kind = CS_API_RUNTIME;
+			s.stack_id = stack;
+			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
+			/* the host comes back after the copy, the GPU idles until the next launch
+			 */
+			host = s.end + 200 * US;
+			gpu = host;
+		}
+	}
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_text_train_small)
+{
+	struct result r = run(train_db);
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(strstr(r.out, "trace:") && strstr(r.out, "train_small.db"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "command:   python3 samples/pytorch/train_small.py"), "%s",
+		      r.out);
+	ck_assert_msg(strstr(r.out, "steps:     30 (kernel sequence"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "3 warm-up"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "step time: median "), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "GPU busy "), "%s", r.out);
+	ck_assert_msg(strchr(r.out, '\033') == NULL, "colour in a pipe: %s", r.out);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_text_clean_says_no_findings)
+{
+	struct result r = run(clean_db), v = run("-v", clean_db);
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "\nNo findings.\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "steps:     20 (kernel sequence"), "%s", r.out);
+	/* -v adds the table of steps */
+	ck_assert_int_eq(v.rc, 0);
+	ck_assert_msg(strstr(v.out, "Step") && strstr(v.out, "GPU busy") &&
+			      strstr(v.out, "warm-up"),
+		      "%s", v.out);
+	ck_assert_msg(strstr(r.out, "Step ") == NULL, "%s", r.out);
+	ck_assert_msg(strchr(v.out, '\033') == NULL, "colour in a pipe: %s", v.out);
+	result_free(&r);
+	result_free(&v);
+}
+END_TEST
+
+START_TEST(test_text_no_structure)
+{
+	struct result r = run(counts_db);
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "steps:     none found"), "%s", r.out);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_json_validates)
+{
+	const char *files[] = {train_db, counts_db, clean_db, sync_db};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct result r = run("--format", "json", files[i]),
+			      v = run("-f", "json", "-v", files[i]);
+		cJSON *doc, *dv;
+
+		ck_assert_msg(r.rc == 0, "%s: exit %d: %s", files[i], r.rc, r.err);
+		doc = report_json(r.out);
+		dv = report_json(v.out);
+		ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "trace"), "file"), files[i]);
+		ck_assert_int_eq(json_int(doc, "version"), 1);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 5);
+		ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"),
+				 cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")));
+		/* JSON is for tools: -v does not change it */
+		ck_assert_str_eq(r.out, v.out);
+		cJSON_Delete(doc);
+		cJSON_Delete(dv);
+		result_free(&r);
+		result_free(&v);
+	}
+}
+END_TEST
+
+START_TEST(test_json_steps)
+{
+	struct result r = run("-f", "json", train_db),
+		      n = run("-f", "json", "--step-range", "step*", "--warmup", "4", train_db);
+	cJSON *a = report_json(r.out), *b = report_json(n.out);
+	const cJSON *sa = cJSON_GetObjectItem(a, "steps"), *sb = cJSON_GetObjectItem(b, "steps");
+	const cJSON *list = cJSON_GetObjectItem(sb, "list"), *first;
+
+	ck_assert_str_eq(json_str(sa, "method"), "period");
+	ck_assert_int_eq(json_int(sa, "count"), 30);
+	ck_assert_int_eq(json_int(sa, "period_kernels"), 38);
+	ck_assert_int_eq(json_int(sa, "warmup"), 3);
+	ck_assert_int_eq(json_int(sa, "pid"), 1579);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sa, "step_range")));
+	ck_assert_str_eq(json_str(sb, "method"), "nvtx");
+	ck_assert_str_eq(json_str(sb, "step_range"), "step*");
+	ck_assert_int_eq(json_int(sb, "count"), 30);
+	ck_assert_int_eq(json_int(sb, "warmup"), 4);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sb, "period_kernels")));
+	ck_assert_int_eq(cJSON_GetArraySize(list), 30);
+	first = cJSON_GetArrayItem(list, 0);
+	ck_assert_int_eq(json_int(first, "index"), 0);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(first, "warmup")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 4), "warmup")));
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(list, 5), "kernels"), 38);
+	ck_assert(json_int(sb, "p10_ns") <= json_int(sb, "median_ns"));
+	ck_assert(json_int(sb, "median_ns") <= json_int(sb, "p90_ns"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	result_free(&r);
+	result_free(&n);
+}
+END_TEST
+
+/* The validator itself: a missing key or a wrong type fails. */
+START_TEST(test_schema_catches_mistakes)
+{
+	struct result r = run("-f", "json", clean_db);
+	cJSON *doc = report_json(r.out), *copy;
+	char msg[512];
+
+	copy = cJSON_Duplicate(doc, 1);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(copy, "steps"), "median_ns");
+	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+	ck_assert_msg(strstr(msg, "median_ns") != NULL, "%s", msg);
+	cJSON_Delete(copy);
+
+	copy = cJSON_Duplicate(doc, 1);
+	cJSON_ReplaceItemInObject(copy, "findings", cJSON_CreateString("none"));
+	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+	cJSON_Delete(copy);
+
+	copy = cJSON_Duplicate(doc, 1);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(copy, "steps"), "method",
+				  cJSON_CreateString("guess"));
+	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+	cJSON_Delete(copy);
+
+	copy = cJSON_Duplicate(doc, 1);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(copy, "steps"), "count",
+				  cJSON_CreateNumber(1.5));
+	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+	cJSON_Delete(copy);
+
+	/* a finding with every key, and one without its location */
+	copy = cJSON_Duplicate(doc, 1);
+	{
+		cJSON *f = cJSON_Parse(
+			"{\"rule\":\"d2h-sync\",\"severity\":\"warning\",\"title\":\"t\","
+			"\"steps\":[3,4],\"lost_ns_per_step\":10,\"step_share\":0.1,"
+			"\"total_lost_ns\":20,\"first_ns\":1,\"last_ns\":null,"
+			"\"evidence\":{},\"fix\":\"f\",\"location\":null,\"stack\":[]}");
+
+		cJSON_AddItemToArray(cJSON_GetObjectItem(copy, "findings"), f);
+		ck_assert_msg(validate(schema, copy, "$", msg, sizeof(msg)) == 0, "%s", msg);
+		cJSON_DeleteItemFromObject(f, "location");
+		ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+		ck_assert_msg(strstr(msg, "location") != NULL, "%s", msg);
+	}
+	cJSON_Delete(copy);
+	cJSON_Delete(doc);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_markdown)
+{
+	struct result r = run("--format", "markdown", train_db), c = run("-f", "md", clean_db);
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(!strncmp(r.out, "## cuscope report: `train_small.db`\n", 36), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "| Steps | 30 ("), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "| Step time | median "), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "| Findings | "), "%s", r.out);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_msg(strstr(c.out, "**No findings.**"), "%s", c.out);
+	ck_assert_msg(strchr(r.out, '\033') == NULL, "%s", r.out);
+	result_free(&r);
+	result_free(&c);
+}
+END_TEST
+
+START_TEST(test_list_rules)
+{
+	static const char *const ids[] = {"d2h-sync", "empty-cache-in-loop",
+					  "memory-ceiling-thrash", "launch-starvation",
+					  "cuda-core-scan"};
+	struct result r = run("--list-rules"), j = run("--list-rules", "--format", "json"),
+		      x = run("--list-rules", train_db);
+	cJSON *doc;
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	for (size_t i = 0; i < 5; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "\n%s ", ids[i]);
+		ck_assert_msg(strstr(r.out, line) != NULL, "%s missing:\n%s", ids[i], r.out);
+	}
+	ck_assert_int_eq(j.rc, 0);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 5);
+	for (int i = 0; i < 5; i++) {
+		const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "rules"), i);
+
+		ck_assert_str_eq(json_str(o, "id"), ids[i]);
+		json_str(o, "summary");
+		json_str(o, "source");
+	}
+	cJSON_Delete(doc);
+	assert_one_line_error(&x, "--list-rules with a file");
+	result_free(&r);
+	result_free(&j);
+	result_free(&x);
+}
+END_TEST
+
+static int rules_of(const char *out, char *buf, size_t size)
+{
+	cJSON *doc = report_json(out), *it;
+	int n = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "rules"))
+	{
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", n ? "," : "",
+			 it->valuestring);
+		n++;
+	}
+	cJSON_Delete(doc);
+	return n;
+}
+
+START_TEST(test_rules_and_skip)
+{
+	struct result a = run("-f", "json", "--rules", "d2h-sync", clean_db),
+		      b = run("-f", "json", "--rules", "cuda-core-scan, d2h-sync", clean_db),
+		      c = run("-f", "json", "--skip", "d2h-sync,launch-starvation", clean_db),
+		      d = run("-f", "json", "--rules", "d2h-sync,cuda-core-scan", "--skip",
+			      "d2h-sync", clean_db),
+		      e = run("--rules", "d2h-sync,no-such-rule", clean_db),
+		      f = run("--skip", "nope", clean_db), g = run("--rules", ",", clean_db);
+	char buf[512];
+
+	ck_assert_msg(a.rc == 0, "%s", a.err);
+	ck_assert_int_eq(rules_of(a.out, buf, sizeof(buf)), 1);
+	ck_assert_str_eq(buf, "d2h-sync");
+	ck_assert_int_eq(rules_of(b.out, buf, sizeof(buf)), 2);
+	ck_assert_str_eq(buf, "d2h-sync,cuda-core-scan"); /* registry order */
+	ck_assert_int_eq(rules_of(c.out, buf, sizeof(buf)), 3);
+	ck_assert_str_eq(buf, "empty-cache-in-loop,memory-ceiling-thrash,cuda-core-scan");
+	ck_assert_int_eq(rules_of(d.out, buf, sizeof(buf)), 1);
+	ck_assert_str_eq(buf, "cuda-core-scan");
+	assert_one_line_error(&e, "unknown rule");
+	ck_assert_msg(strstr(e.err, "'no-such-rule'") != NULL, "%s", e.err);
+	assert_one_line_error(&f, "unknown skipped rule");
+	assert_one_line_error(&g, "empty rule list");
+	result_free(&a);
+	result_free(&b);
+	result_free(&c);
+	result_free(&d);
+	result_free(&e);
+	result_free(&f);
+	result_free(&g);
+}
+END_TEST
+
+/* The exit code --fail-on LEVEL should give for a report. */
+static int expected_fail(const char *json, int level)
+{
+	cJSON *doc = report_json(json), *it;
+	int fail = 0;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "findings")) fail |=
+		cs_severity_parse(json_str(it, "severity")) >= level;
+	cJSON_Delete(doc);
+	return fail ? 1 : 0;
+}
+
+START_TEST(test_fail_on)
+{
+	static const char *const levels[] = {"info", "warning", "error"};
+	const char *files[] = {clean_db, sync_db, train_db};
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct result j = run("-f", "json", files[f]), plain = run(files[f]);
+
+		/* findings alone never change the exit code */
+		ck_assert_int_eq(j.rc, 0);
+		ck_assert_int_eq(plain.rc, 0);
+		for (int l = 0; l < 3; l++) {
+			struct result r = run("--fail-on", levels[l], files[f]),
+				      rj = run("--fail-on", levels[l], "-f", "json", files[f]);
+
+			ck_assert_msg(r.rc == expected_fail(j.out, l + 1), "%s --fail-on %s: %d",
+				      files[f], levels[l], r.rc);
+			ck_assert_int_eq(rj.rc, r.rc);
+			ck_assert_str_eq(rj.out, j.out);
+			result_free(&r);
+			result_free(&rj);
+		}
+		result_free(&j);
+		result_free(&plain);
+	}
+	/* a clean trace passes the strictest gate */
+	{
+		struct result r = run("--fail-on", "info", clean_db),
+			      bad = run("--fail-on", "fatal", clean_db);
+
+		ck_assert_int_eq(r.rc, 0);
+		assert_one_line_error(&bad, "bad --fail-on");
+		result_free(&r);
+		result_free(&bad);
+	}
+}
+END_TEST
+
+/* Findings, when the rules find any in the trace with a sync in every step, carry their step list
+ * and the user's line (the innermost frame outside torch). */
+START_TEST(test_findings_output)
+{
+	struct result j = run("-f", "json", sync_db), t = run(sync_db), v = run("-v", sync_db),
+		      m = run("-f", "markdown", sync_db);
+	cJSON *doc = report_json(j.out), *f;
+	int64_t prev = INT64_MAX;
+
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_int_eq(m.rc, 0);
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		const cJSON *loc = cJSON_GetObjectItem(f, "location");
+		int64_t total = (int64_t)cJSON_GetObjectItem(f, "total_lost_ns")->valuedouble;
+		char head[256];
+
+		/* most costly first */
+		ck_assert(total <= prev);
+		prev = total;
+		snprintf(head, sizeof(head), "[%s] %s  ", json_str(f, "severity"),
+			 json_str(f, "rule"));
+		ck_assert_msg(strstr(t.out, head) != NULL, "%s missing:\n%s", head, t.out);
+		if (cJSON_IsObject(loc)) {
+			ck_assert_str_eq(json_str(loc, "file"), "/home/user/train.py");
+			ck_assert_int_eq(json_int(loc, "line"), 42);
+			ck_assert_msg(strstr(t.out, "/home/user/train.py:42 in train_step"), "%s",
+				      t.out);
+			ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 4);
+			ck_assert_msg(strstr(v.out, "#0  cuMemcpyDtoH_v2"), "%s", v.out);
+		}
+		ck_assert_msg(strstr(m.out, json_str(f, "rule")) != NULL, "%s", m.out);
+	}
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")) == 0)
+		ck_assert_msg(strstr(t.out, "No findings.") != NULL, "%s", t.out);
+	ck_assert_msg(strchr(t.out, '\033') == NULL, "%s", t.out);
+	cJSON_Delete(doc);
+	result_free(&j);
+	result_free(&t);
+	result_free(&v);
+	result_free(&m);
+}
+END_TEST
+
+START_TEST(test_bad_usage)
+{
+	char *text = tu_path(tmp_dir, "notes.txt"), *missing = tu_path(tmp_dir, "missing.db");
+
+	ck_assert_int_eq(tu_write_file(text, "hello\n", 6), 0);
+	struct result r[] = {
+		run(missing),
+		run(text),
+		run("--format", "yaml", train_db),
+		run("--warmup", "-1", train_db),
+		run("--warmup", "many", train_db),
+		run("--pid", "0", train_db),
+		run("--pid", "999999", train_db),
+		run("--step-range", "epoch*", train_db),
+		run("--step-range", "", train_db),
+		run("--no-such-option", train_db),
+		run(train_db, counts_db),
+	};
+	struct result none = run_argv((const char *[]){NULL, "report", NULL});
+	struct result help = run("--help");
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "case %zu", i);
+		assert_one_line_error(&r[i], what);
+		result_free(&r[i]);
+	}
+	assert_one_line_error(&none, "no file");
+	ck_assert_int_eq(help.rc, 0);
+	ck_assert_msg(!strncmp(help.out, "usage: cuscope report", 21), "%s", help.out);
+	ck_assert_msg(strstr(help.out, "--fail-on"), "%s", help.out);
+	result_free(&none);
+	result_free(&help);
+	free(text);
+	free(missing);
+}
+END_TEST
+
+START_TEST(test_pid_and_no_color_env)
+{
+	static const char *const env[] = {"NO_COLOR=1", NULL};
+	const char *argv[] = {tu_cuscope_bin(), "report", "--pid", "1579",
+			      "--no-color",	train_db, NULL};
+	char *out = NULL, *err = NULL;
+	int rc = tu_run(argv, env, &out, &err);
+
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_msg(strstr(out, "pid 1579") != NULL, "%s", out);
+	ck_assert(strchr(out, '\033') == NULL);
+	free(out);
+	free(err);
+}
+END_TEST
+
+static Suite *report_suite(void)
+{
+	Suite *s = suite_create("report");
+	TCase *tc = tcase_create("report");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_text_train_small);
+	tcase_add_test(tc, test_text_clean_says_no_findings);
+	tcase_add_test(tc, test_text_no_structure);
+	tcase_add_test(tc, test_json_validates);
+	tcase_add_test(tc, test_json_steps);
+	tcase_add_test(tc, test_schema_catches_mistakes);
+	tcase_add_test(tc, test_markdown);
+	tcase_add_test(tc, test_list_rules);
+	tcase_add_test(tc, test_rules_and_skip);
+	tcase_add_test(tc, test_fail_on);
+	tcase_add_test(tc, test_findings_output);
+	tcase_add_test(tc, test_bad_usage);
+	tcase_add_test(tc, test_pid_and_no_color_env);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static char *source_file(const char *rel)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s/%s", tu_source_root(), rel);
+	return strdup(buf);
+}
+
+int main(void)
+{
+	SRunner *sr;
+	char *schema_path, *text;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_report: cannot make a temporary directory\n");
+		return 1;
+	}
+	train_db = source_file("samples/traces/train_small.db");
+	counts_db = source_file("samples/traces/counts.db");
+	schema_path = source_file("docs/report-schema.json");
+	text = tu_read_file(schema_path, NULL);
+	schema = text ? cJSON_Parse(text) : NULL;
+	if (!schema) {
+		fprintf(stderr, "test_report: cannot read %s\n", schema_path);
+		return 1;
+	}
+	free(text);
+	free(schema_path);
+	clean_db = tu_path(tmp_dir, "clean.db");
+	sync_db = tu_path(tmp_dir, "sync.db");
+	write_loop(clean_db, 0);
+	write_loop(sync_db, 1);
+
+	sr = srunner_create(report_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	cJSON_Delete(schema);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,1256 @@
+/*
+ * test_rules.c - the five rules (d2h-sync, empty-cache-in-loop, memory-ceiling-thrash,
+ * launch-starvation, cuda-core-scan) on the real traces of samples/rules/traces (each bad program
+ * gives its rule's finding in most steady steps; the fixed programs, the negatives and clean.db
+ * give none), and on synthetic traces written here for the edge cases: a device-to-host read only
+ * after the loop, host waits that never leave the GPU idle, event queries and stream-wait-event,
+ * a synchronous cudaMemcpy, allocations only during warm-up, an empty_cache() every 10 steps or
+ * followed at once by a small allocation, the allocator's retry with and without a failed call,
+ * tiny kernels against a GPU-bound loop, idle already charged to d2h-sync, and kernel names that
+ * mention Scan only in their template arguments.
+ *
+ * The rules run through the analysis API (cs_analysis_load, cs_steps_detect, a cs_rule_ctx with
+ * an emit that keeps the findings), not through the CLI.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+#include "testutil.h"
+
+#define PID 4242
+#define TID 4242
+#define US  1000LL
+#define MS  1000000LL
+#define MIB (1024LL * 1024)
+#define GIB (1024LL * MIB)
+
+static char *tmp_dir;
+
+/* ---- running a rule ---- */
+
+struct found {
+	cs_report_finding v[8];
+	int n;
+};
+
+static int collect(cs_rule_ctx *ctx, cs_report_finding *f)
+{
+	struct found *c = ctx->priv;
+
+	ck_assert_int_lt(c->n, 8);
+	c->v[c->n] = *f;
+	f->title = f->fix = NULL;
+	f->steps = NULL;
+	f->nsteps = 0;
+	f->evidence = NULL;
+	c->n++;
+	return 0;
+}
+
+static void found_free(struct found *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		free(c->v[i].title);
+		free(c->v[i].fix);
+		free(c->v[i].steps);
+		cJSON_Delete(c->v[i].evidence);
+	}
+	c->n = 0;
+}
+
+struct loaded {
+	cs_trace *t;
+	cs_analysis a;
+	cs_steps s;
+	int64_t median;
+};
+
+static void load(struct loaded *l, const char *path, const cs_step_opts *o)
+{
+	cs_error err = {0, ""};
+	int64_t p10, p90;
+
+	ck_assert_msg(cs_trace_open(path, &l->t, &err) == 0, "open %s: %s", path, err.msg);
+	ck_assert_msg(cs_analysis_load(l->t, &l->a, &err) == 0, "load %s: %s", path, err.msg);
+	ck_assert_msg(cs_steps_detect(&l->a, o, &l->s, &err) == 0, "steps %s: %s", path, err.msg);
+	cs_steps_duration_stats(&l->s, &l->median, &p10, &p90);
+}
+
+static void unload(struct loaded *l)
+{
+	cs_steps_free(&l->s);
+	cs_analysis_free(&l->a);
+	cs_trace_close(l->t);
+}
+
+static void run_rule(struct loaded *l, const char *id, struct found *out)
+{
+	const cs_analyzer *r = cs_analyzer_find(id);
+	cs_rule_ctx ctx;
+	cs_error err = {0, ""};
+
+	ck_assert_msg(r != NULL, "no rule %s", id);
+	memset(out, 0, sizeof(*out));
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.a = &l->a;
+	ctx.steps = &l->s;
+	ctx.step_median = l->median;
+	ctx.emit = collect;
+	ctx.priv = out;
+	ck_assert_msg(r->run(&ctx, &err) == 0, "rule %s: %s", id, err.msg);
+	for (int i = 0; i < out->n; i++) {
+		const cs_report_finding *f = &out->v[i];
+
+		ck_assert_str_eq(f->rule, id);
+		ck_assert(f->severity >= CS_SEV_INFO && f->severity <= CS_SEV_ERROR);
+		ck_assert(f->title && f->title[0] && f->fix && f->fix[0]);
+		ck_assert(cJSON_IsObject(f->evidence));
+		ck_assert(f->lost_ns_per_step >= 0);
+		/* findings are about steady-state steps only */
+		for (int32_t j = 0; j < f->nsteps; j++) {
+			ck_assert(f->steps[j] >= 0 && f->steps[j] < l->s.n);
+			ck_assert_msg(!l->s.v[f->steps[j]].warmup, "%s: warm-up step %d", id,
+				      f->steps[j]);
+		}
+	}
+}
+
+static const char *const rule_ids[] = {"d2h-sync", "empty-cache-in-loop", "memory-ceiling-thrash",
+				       "launch-starvation", "cuda-core-scan"};
+#define NRULES 5
+
+/* ---- the real traces ---- */
+
+/*
+ * Each sample trace and the rules that must find something in it (a bitmask over rule_ids); every
+ * other rule must find nothing.
+ */
+struct expect {
+	const char *trace;
+	unsigned rules;
+};
+
+#define R_D2H	 (1u << 0)
+#define R_EMPTY	 (1u << 1)
+#define R_CEIL	 (1u << 2)
+#define R_LAUNCH (1u << 3)
+#define R_SCAN	 (1u << 4)
+
+static const struct expect expected[] = {
+	{"clean", 0},
+	{"d2h-sync-bad", R_D2H},
+	{"d2h-sync-fixed", 0},
+	{"d2h-sync-negative_final_read", 0},
+	{"d2h-sync-negative_lagged_read", 0},
+	{"d2h-sync-negative_sync_long_step", 0},
+	{"d2h-sync-negative_event_query", 0},
+	{"empty-cache-in-loop-bad", R_EMPTY},
+	{"empty-cache-in-loop-fixed", 0},
+	{"empty-cache-in-loop-negative_train_eval_switch", 0},
+	{"memory-ceiling-thrash-bad_fraction", R_CEIL},
+	{"memory-ceiling-thrash-bad_real", R_CEIL},
+	{"memory-ceiling-thrash-bad_expandable", R_CEIL},
+	{"memory-ceiling-thrash-fixed", 0},
+	{"memory-ceiling-thrash-fixed_real", 0},
+	{"memory-ceiling-thrash-fixed_expandable", 0},
+	{"launch-starvation-bad", R_LAUNCH},
+	{"launch-starvation-fixed", 0},
+	{"launch-starvation-negative_gpu_bound", 0},
+	{"cuda-core-scan-bad", R_SCAN},
+	{"cuda-core-scan-fixed", 0},
+	{"cuda-core-scan-negative_short_cumsum", 0},
+	/* the one negative that rightly triggers another rule */
+	{"cuda-core-scan-negative_nonzero_select", R_D2H},
+};
+#define NEXPECTED ((int)(sizeof(expected) / sizeof(expected[0])))
+
+static char *sample_trace(const char *name)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s/samples/rules/traces/%s.db", tu_source_root(), name);
+	return strdup(buf);
+}
+
+START_TEST(test_sample_trace)
+{
+	const struct expect *e = &expected[_i];
+	char *path = sample_trace(e->trace);
+	struct loaded l;
+
+	load(&l, path, NULL);
+	ck_assert_int_gt(cs_steps_steady(&l.s), 3);
+	for (int r = 0; r < NRULES; r++) {
+		struct found f;
+
+		run_rule(&l, rule_ids[r], &f);
+		if (e->rules & (1u << r)) {
+			ck_assert_msg(f.n == 1, "%s: %s found %d findings, want 1", e->trace,
+				      rule_ids[r], f.n);
+			/* in at least most of the steady steps */
+			ck_assert_msg(2 * f.v[0].nsteps > cs_steps_steady(&l.s),
+				      "%s: %s in %d of %d steady steps", e->trace, rule_ids[r],
+				      f.v[0].nsteps, cs_steps_steady(&l.s));
+			ck_assert(f.v[0].lost_ns_per_step > 0);
+			ck_assert(f.v[0].step_share > 0 && f.v[0].step_share <= 1);
+		} else {
+			ck_assert_msg(f.n == 0, "%s: %s found '%s'", e->trace, rule_ids[r],
+				      f.n ? f.v[0].title : "");
+		}
+		found_free(&f);
+	}
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/* The numbers of the real findings: severities, causes and the evidence that tells them apart. */
+START_TEST(test_sample_details)
+{
+	struct loaded l;
+	struct found f;
+	char *path;
+	cJSON *x;
+
+	/* d2h-sync-bad: stream syncs after small DtoH copies, GPU idle after each */
+	path = sample_trace("d2h-sync-bad");
+	load(&l, path, NULL);
+	run_rule(&l, "d2h-sync", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_ge(f.v[0].severity, CS_SEV_WARNING);
+	x = cJSON_GetObjectItem(cJSON_GetObjectItem(f.v[0].evidence, "waits_by_type"),
+				"stream_synchronize");
+	ck_assert(cJSON_IsNumber(x) && x->valuedouble > 0);
+	ck_assert(cJSON_GetObjectItem(f.v[0].evidence, "costliest_wait") != NULL);
+	found_free(&f);
+	unload(&l);
+	free(path);
+
+	/* launch-starvation-bad: between tiny kernels, not after host waits */
+	path = sample_trace("launch-starvation-bad");
+	load(&l, path, NULL);
+	run_rule(&l, "launch-starvation", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	x = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(x, "between_kernels")->valuedouble >
+		  cJSON_GetObjectItem(x, "after_host_wait")->valuedouble +
+			  cJSON_GetObjectItem(x, "at_step_start")->valuedouble);
+	found_free(&f);
+	unload(&l);
+	free(path);
+
+	/* bad_fraction: no failed CUDA call, a cap far below the device's memory */
+	path = sample_trace("memory-ceiling-thrash-bad_fraction");
+	load(&l, path, NULL);
+	run_rule(&l, "memory-ceiling-thrash", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "failed_allocations")->valueint, 0);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "peak_at_device_memory")));
+	found_free(&f);
+	unload(&l);
+	free(path);
+
+	/* bad_real: the failed cudaMalloc, at the device's memory */
+	path = sample_trace("memory-ceiling-thrash-bad_real");
+	load(&l, path, NULL);
+	run_rule(&l, "memory-ceiling-thrash", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_gt(
+		cJSON_GetObjectItem(f.v[0].evidence, "retries_after_failed_call")->valueint, 0);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(f.v[0].evidence, "peak_at_device_memory")));
+	found_free(&f);
+	unload(&l);
+	free(path);
+
+	/* cuda-core-scan-bad: PyTorch's scan kernel named in the evidence */
+	path = sample_trace("cuda-core-scan-bad");
+	load(&l, path, NULL);
+	run_rule(&l, "cuda-core-scan", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	x = cJSON_GetArrayItem(cJSON_GetObjectItem(f.v[0].evidence, "kernels"), 0);
+	ck_assert(strstr(cJSON_GetObjectItem(x, "name")->valuestring, "tensor_kernel_scan"));
+	found_free(&f);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/* ---- synthetic traces ---- */
+
+/*
+ * A small simulator of one process: a host clock and, per stream, the end of the GPU work queued
+ * on it. Launches take launch_ns of host time; GPU work starts after its launch and after the
+ * stream's previous work. Steps are NVTX ranges named "step".
+ */
+struct sim {
+	cs_trace_writer *w;
+	char *path;
+	int64_t h;     /* host time */
+	int64_t g[16]; /* per stream: end of its GPU work */
+	uint64_t corr;
+	int64_t step_start;
+	int64_t step_text;
+	int64_t addr;
+	int64_t launch_ns;
+	int64_t mem_stack; /* stack of the memory rows written */
+};
+
+static int64_t name_id(struct sim *m, const char *name)
+{
+	int64_t id = cs_writer_intern(m->w, name);
+
+	ck_assert(id >= 0);
+	return id;
+}
+
+static void sim_open(struct sim *m, const char *file)
+{
+	cs_error err = {0, ""};
+	cs_process p;
+	cs_device d;
+
+	memset(m, 0, sizeof(*m));
+	m->path = tu_path(tmp_dir, file);
+	ck_assert_msg(cs_writer_open(m->path, 1, &m->w, &err) == 0, "writer: %s", err.msg);
+	memset(&p, 0, sizeof(p));
+	p.pid = PID;
+	p.start = p.end = CS_TS_UNKNOWN;
+	p.rank = p.local_rank = p.world_size = CS_ID_NONE;
+	p.exit_code = 0;
+	p.used_cuda = 1;
+	ck_assert_int_eq(cs_writer_add_process(m->w, &p), 0);
+	memset(&d, 0, sizeof(d));
+	d.pid = PID;
+	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+	d.name = "Test GPU";
+	d.total_memory = 80 * GIB;
+	d.sm_count = 132;
+	d.compute_major = 9;
+	ck_assert_int_eq(cs_writer_add_device(m->w, &d), 0);
+	m->h = 1 * MS;
+	m->step_text = name_id(m, "step");
+	m->addr = 0x7f0000000000LL;
+	m->launch_ns = 5 * US;
+	m->mem_stack = CS_ID_NONE;
+}
+
+static void sim_finish(struct sim *m)
+{
+	cs_error err = {0, ""};
+
+	ck_assert_msg(cs_writer_finish(m->w, &err) == 0, "finish: %s", err.msg);
+}
+
+static int64_t gpu_end(const struct sim *m)
+{
+	int64_t e = 0;
+
+	for (int i = 0; i < 16; i++)
+		if (m->g[i] > e)
+			e = m->g[i];
+	return e;
+}
+
+static void sim_host(struct sim *m, int64_t ns)
+{
+	m->h += ns;
+}
+
+/* Start of GPU work launched now on a stream: after the launch and after the stream's work. */
+static int64_t next_start(struct sim *m, int stream)
+{
+	int64_t s = m->h + m->launch_ns + 1 * US;
+
+	return s > m->g[stream] + 1 * US ? s : m->g[stream] + 1 * US;
+}
+
+static void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.launch_start = m->h;
+	k.launch_end = m->h + m->launch_ns;
+	k.start = next_start(m, stream);
+	k.end = k.start + dur;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.pid = PID;
+	k.launch_tid = TID;
+	k.launch_cbid = CS_ID_NONE;
+	k.stream_id = (uint32_t)stream;
+	k.correlation_id = ++m->corr;
+	k.grid_x = 64;
+	k.grid_y = k.grid_z = 1;
+	k.block_x = 256;
+	k.block_y = k.block_z = 1;
+	k.graph_id = k.graph_node_id = CS_ID_NONE;
+	k.name_id = name;
+	k.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
+	m->g[stream] = k.end;
+	m->h = k.launch_end;
+}
+
+static void sim_kernel(struct sim *m, int stream, int64_t dur)
+{
+	sim_kernel_named(m, stream, name_id(m, "_ZN2at6native18elementwise_kernelEv"), dur);
+}
+
+/* A device-to-host copy into pinned memory (async) or pageable memory (a synchronous memcpy). */
+static void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + m->launch_ns;
+	c.start = next_start(m, stream);
+	c.end = c.start + 2 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = (uint32_t)stream;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_DTOH;
+	c.src_kind = CS_MEM_DEVICE;
+	c.dst_kind = async ? CS_MEM_PINNED : CS_MEM_PAGEABLE;
+	c.is_async = async;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = bytes;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = stack;
+	m->g[stream] = c.end;
+	if (!async) {
+		/* the host waits in the memcpy call until the copy is done: a sync row of its own
+		 */
+		cs_sync y;
+
+		c.launch_end = c.end + 2 * US;
+		memset(&y, 0, sizeof(y));
+		y.start = c.launch_start;
+		y.end = c.launch_end;
+		y.pid = PID;
+		y.tid = TID;
+		y.stream_id = stream;
+		y.event_id = CS_ID_NONE;
+		y.type = CS_SYNC_MEMCPY;
+		y.cbid = CS_ID_NONE;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = stack;
+		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	}
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->h = c.launch_end;
+}
+
+/*
+ * A sync row. Host waits (stream/context/event synchronize) last until until (the GPU work they
+ * wait for is done); queries and stream-wait-event take a few microseconds of host time.
+ */
+static void sim_sync(struct sim *m, int type, int stream, int64_t until, int64_t stack)
+{
+	cs_sync y;
+
+	memset(&y, 0, sizeof(y));
+	y.start = m->h;
+	y.end = cs_sync_type_is_host_wait(type) && until > m->h ? until + 3 * US : m->h + 2 * US;
+	y.pid = PID;
+	y.tid = TID;
+	y.stream_id = stream;
+	y.event_id = type == CS_SYNC_STREAM_SYNCHRONIZE ? CS_ID_NONE : 3;
+	y.type = type;
+	y.cbid = CS_ID_NONE;
+	y.api_kind = CS_API_RUNTIME;
+	y.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	m->h = y.end + 1 * US;
+}
+
+/* An allocator call (API row and memory row); frees wait for the GPU first, as cudaFree does. */
+static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int result,
+		    int64_t api_ns)
+{
+	int is_free = op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE;
+	cs_api x;
+	cs_memory r;
+
+	memset(&x, 0, sizeof(x));
+	x.start = m->h;
+	x.end = m->h + api_ns;
+	if (is_free && gpu_end(m) + api_ns > x.end)
+		x.end = gpu_end(m) + api_ns;
+	x.pid = PID;
+	x.tid = TID;
+	x.api_kind = CS_API_RUNTIME;
+	x.cbid = is_free ? 22 : 20;
+	x.correlation_id = ++m->corr;
+	x.result = result;
+	x.name_id = name_id(m, is_free ? "cudaFree_v3020" : "cudaMalloc_v3020");
+	x.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
+	memset(&r, 0, sizeof(r));
+	r.start = x.end - 1 * US;
+	r.pid = PID;
+	r.tid = TID;
+	r.stream_id = CS_ID_NONE;
+	r.correlation_id = x.correlation_id;
+	r.op = op;
+	r.mem_kind = CS_MEM_DEVICE;
+	r.result = result;
+	r.cbid = x.cbid;
+	r.address = (uint64_t)address;
+	r.bytes = bytes;
+	r.stack_id = m->mem_stack;
+	ck_assert_int_eq(cs_writer_add_memory(m->w, &r), 0);
+	m->h = x.end + 1 * US;
+}
+
+static int64_t sim_alloc(struct sim *m, int64_t bytes)
+{
+	m->addr += 0x10000000;
+	sim_mem(m, CS_MEMOP_ALLOC, bytes, m->addr, 0, 100 * US);
+	return m->addr;
+}
+
+static void sim_step_begin(struct sim *m)
+{
+	m->step_start = m->h;
+}
+
+static void sim_step_end(struct sim *m)
+{
+	cs_nvtx n;
+
+	memset(&n, 0, sizeof(n));
+	n.start = m->step_start;
+	n.end = m->h;
+	n.pid = PID;
+	n.tid = n.end_tid = TID;
+	n.type = CS_NVTX_PUSHPOP;
+	n.depth = 0;
+	n.domain_id = CS_ID_NONE;
+	n.text_id = m->step_text;
+	n.range_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_nvtx(m->w, &n), 0);
+	sim_host(m, 10 * US);
+}
+
+/* Load a synthetic trace with its NVTX steps (2 of them warm-up) and run one rule on it. */
+static void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l)
+{
+	cs_step_opts o = {"step", 2, 0};
+
+	load(l, m->path, &o);
+	ck_assert_int_eq(l->s.method, CS_STEPS_NVTX);
+	run_rule(l, id, f);
+}
+
+/* How many rules of a synthetic trace found something; f keeps the findings of rule id. */
+static int synthetic_count(struct sim *m, const char *id, struct found *f)
+{
+	struct loaded l;
+
+	run_synthetic(m, id, f, &l);
+	unload(&l);
+	return f->n;
+}
+
+#define STEPS 20
+
+/* A GPU-bound step: 40 kernels of 100 us queued far ahead of the GPU. */
+static void busy_step(struct sim *m)
+{
+	for (int i = 0; i < 40; i++)
+		sim_kernel(m, 7, 100 * US);
+}
+
+/* ---- d2h-sync ---- */
+
+START_TEST(test_d2h_drain)
+{
+	struct sim m;
+	struct found f;
+	struct loaded l;
+	cs_frame fr = {2, 0, NULL, "train_step", 0, "train.py", 42};
+	int64_t stack;
+
+	sim_open(&m, "d2h_drain.db");
+	stack = cs_writer_add_stack(m.w, &fr, 1);
+	ck_assert(stack >= 0);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		/* loss.item(): the copy, the wait for the whole queue, then Python before the next
+		 * launch */
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], stack);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	run_synthetic(&m, "d2h-sync", &f, &l);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	ck_assert_int_eq(f.v[0].stack_id, stack);
+	/* about the 300 us of Python plus the launch, of a ~4.4 ms step */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 290 * US && f.v[0].lost_ns_per_step < 340 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_WARNING);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "copies_per_step")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "bytes_per_step")->valueint, 4);
+	found_free(&f);
+	/* the idle after the wait is charged to d2h-sync, not to launch-starvation */
+	run_rule(&l, "launch-starvation", &f);
+	ck_assert_int_eq(f.n, 0);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_sync_memcpy)
+{
+	struct sim m;
+	struct found f;
+
+	/* a synchronous cudaMemcpy to pageable memory: the copy itself is the wait */
+	sim_open(&m, "d2h_memcpy.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 64, 0, CS_ID_NONE);
+		sim_host(&m, 200 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	/* all steady steps but the last, after which nothing is launched again */
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 3);
+	ck_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(f.v[0].evidence, "waits_by_type"),
+				      "memcpy") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_only_at_end)
+{
+	struct sim m;
+	struct found f;
+
+	/* losses stay on the GPU; one read after the loop, outside every step */
+	sim_open(&m, "d2h_end.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_step_end(&m);
+	}
+	sim_d2h(&m, 7, 4 * STEPS, 1, CS_ID_NONE);
+	sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+	sim_host(&m, 1 * MS);
+	sim_kernel(&m, 7, 10 * US);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_wait_without_idle)
+{
+	struct sim m;
+	struct found f;
+
+	/*
+	 * Per step a copy of the loss on a side stream and a host wait for it, while the compute
+	 * stream has milliseconds of work queued: the GPU never idles.
+	 */
+	sim_open(&m, "d2h_busy.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 9, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 9, m.g[9], CS_ID_NONE);
+		sim_host(&m, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_lagged_event_wait)
+{
+	struct sim m;
+	struct found f;
+	int64_t prev_copy_end = 0;
+
+	/* the wait is for the previous step's copy, long done; this step's work is queued */
+	sim_open(&m, "d2h_lagged.db");
+	for (int s = 0; s < STEPS; s++) {
+		int64_t end;
+
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		end = m.g[7];
+		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, prev_copy_end, CS_ID_NONE);
+		prev_copy_end = end;
+		sim_host(&m, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_queries_not_waits)
+{
+	struct sim m;
+	struct found f;
+
+	/* cudaEventQuery polling, cudaStreamQuery and GPU-side stream-wait-event: no host wait */
+	sim_open(&m, "d2h_queries.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_sync(&m, CS_SYNC_STREAM_WAIT_EVENT, 7, 0, CS_ID_NONE);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		for (int q = 0; q < 5; q++) {
+			sim_sync(&m, CS_SYNC_EVENT_QUERY, 7, 0, CS_ID_NONE);
+			sim_host(&m, 20 * US);
+		}
+		sim_sync(&m, CS_SYNC_STREAM_QUERY, 7, 0, CS_ID_NONE);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_every_tenth_step)
+{
+	struct sim m;
+	struct found f;
+
+	/* logging every 10 steps is not a per-step pattern */
+	sim_open(&m, "d2h_tenth.db");
+	for (int s = 0; s < 40; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		if (s % 10 == 9) {
+			sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+			sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+			sim_host(&m, 300 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+/* ---- empty-cache-in-loop and memory-ceiling-thrash ---- */
+
+/* A step that allocates n blocks during its forward pass (between kernels). */
+static void alloc_step(struct sim *m, int64_t *addr, int n, int64_t bytes)
+{
+	for (int i = 0; i < n; i++) {
+		addr[i] = sim_alloc(m, bytes);
+		sim_kernel(m, 7, 200 * US);
+		sim_kernel(m, 7, 200 * US);
+	}
+}
+
+static void free_all(struct sim *m, const int64_t *addr, int n, int64_t bytes)
+{
+	for (int i = 0; i < n; i++)
+		sim_mem(m, CS_MEMOP_FREE, bytes, addr[i], 0, 60 * US);
+}
+
+START_TEST(test_empty_cache_every_step)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	sim_open(&m, "empty_cache.db");
+	sim_alloc(&m, 4 * GIB); /* parameters and optimizer state */
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		alloc_step(&m, addr, 12, 64 * MIB);
+		busy_step(&m);
+		/* torch.cuda.empty_cache() after the optimizer step */
+		free_all(&m, addr, 12, 64 * MIB);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, STEPS - 3);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "releases_per_burst")->valueint, 12);
+	/* the frees after the GPU drained, and the first allocation of the next step */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 600 * US, "lost %lld",
+		      (long long)f.v[0].lost_ns_per_step);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_empty_cache_then_small_alloc)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	/* empty_cache() followed at once by a small allocation: not the allocator's retry */
+	sim_open(&m, "empty_cache_alloc.db");
+	sim_alloc(&m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		alloc_step(&m, addr, 12, 64 * MIB);
+		busy_step(&m);
+		free_all(&m, addr, 12, 64 * MIB);
+		addr[0] = sim_alloc(&m, 2 * MIB);
+		sim_kernel(&m, 7, 10 * US);
+		sim_mem(&m, CS_MEMOP_FREE, 2 * MIB, addr[0], 0, 60 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_alloc_only_in_warmup)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	/* the cache fills (and is emptied once) in the warm-up steps, then serves every step */
+	sim_open(&m, "alloc_warmup.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		if (s < 2) {
+			alloc_step(&m, addr, 12, 64 * MIB);
+			if (s == 0)
+				free_all(&m, addr, 12, 64 * MIB);
+		}
+		busy_step(&m);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_empty_cache_every_tenth_step)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	/* empty_cache() at train/eval switches, every 10 steps */
+	sim_open(&m, "empty_cache_tenth.db");
+	for (int s = 0; s < 50; s++) {
+		sim_step_begin(&m);
+		if (s == 0 || s % 10 == 1)
+			alloc_step(&m, addr, 12, 64 * MIB);
+		busy_step(&m);
+		if (s % 10 == 0)
+			free_all(&m, addr, 12, 64 * MIB);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * A step at the ceiling: blocks allocated all along the forward pass (one per two kernels), until
+ * a request the allocator cannot serve; it waits for the GPU, frees the 3 blocks cached by the
+ * other stream (the previous step) and allocates again at once. With fail, the first try reaches
+ * cudaMalloc and fails.
+ */
+static void ceiling_loop(struct sim *m, int fail)
+{
+	int64_t prev[3] = {0, 0, 0}, cur[3];
+
+	sim_alloc(m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		for (int i = 0; i < 2; i++) {
+			cur[i] = sim_alloc(m, 1 * GIB);
+			sim_kernel(m, 7, 300 * US);
+			sim_kernel(m, 7, 300 * US);
+		}
+		if (s > 0) {
+			if (fail)
+				sim_mem(m, CS_MEMOP_ALLOC, 1 * GIB, 0, 2, 200 * US);
+			for (int i = 0; i < 3; i++)
+				sim_mem(m, CS_MEMOP_FREE, 1 * GIB, prev[i], 0, 150 * US);
+		}
+		cur[2] = sim_alloc(m, 1 * GIB);
+		busy_step(m);
+		memcpy(prev, cur, sizeof(prev));
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
+START_TEST(test_ceiling_without_failed_call)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "ceiling_cap.db");
+	ceiling_loop(&m, 0);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "failed_allocations")->valueint, 0);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "releases_per_retry")->valueint, 3);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "peak_at_device_memory")));
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_ceiling_with_failed_call)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "ceiling_fail.db");
+	ceiling_loop(&m, 1);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(f.v[0].evidence, "retries_after_failed_call")->valueint,
+		STEPS - 2);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_mem_stack_decides)
+{
+	cs_frame empty = {
+		1,    0x1000, "libtorch_cuda.so", "c10::cuda::CUDACachingAllocator::emptyCache", 16,
+		NULL, 0};
+	cs_frame retry = {1,
+			  0x2000,
+			  "libtorch_cuda.so",
+			  "c10::cuda::CUDACachingAllocator::release_cached_blocks",
+			  16,
+			  NULL,
+			  0};
+	struct sim m;
+	struct found f;
+
+	/* the retry's pattern, but the backtrace says emptyCache */
+	sim_open(&m, "stack_empty.db");
+	m.mem_stack = cs_writer_add_stack(m.w, &empty, 1);
+	ck_assert(m.mem_stack >= 0);
+	ceiling_loop(&m, 0);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	ck_assert_int_eq(f.v[0].stack_id, m.mem_stack);
+	found_free(&f);
+	free(m.path);
+
+	/* empty_cache()'s pattern, but the backtrace says the allocator freed to retry */
+	sim_open(&m, "stack_retry.db");
+	m.mem_stack = cs_writer_add_stack(m.w, &retry, 1);
+	ck_assert(m.mem_stack >= 0);
+	{
+		int64_t addr[12];
+
+		sim_alloc(&m, 4 * GIB);
+		for (int s = 0; s < STEPS; s++) {
+			sim_step_begin(&m);
+			alloc_step(&m, addr, 12, 64 * MIB);
+			busy_step(&m);
+			free_all(&m, addr, 12, 64 * MIB);
+			sim_step_end(&m);
+		}
+		sim_finish(&m);
+	}
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* ---- launch-starvation ---- */
+
+START_TEST(test_launch_tiny_kernels)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	/* 2 us kernels, one launched every 25 us: the GPU waits for the host */
+	sim_open(&m, "tiny.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 200; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 17 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	ck_assert(f.v[0].step_share > 0.8);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "between_kernels")->valuedouble > 0.8 * 5 * MS);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_launch_gpu_bound)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "gpu_bound.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_launch_host_wait_no_copy)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	/*
+	 * torch.cuda.synchronize() and a long stretch of host work in every step: not a
+	 * device-to-host read, so the idle after the wait is this rule's, as "after a host wait".
+	 */
+	sim_open(&m, "sync_idle.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 10; i++)
+			sim_kernel(&m, 7, 100 * US);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		sim_host(&m, 4 * MS);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "after_host_wait")->valuedouble > 3.9 * MS);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_launch_idle_charged_to_d2h)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	/* the same step with a `.item()` before the host work: d2h-sync has the idle */
+	sim_open(&m, "d2h_idle.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 10; i++)
+			sim_kernel(&m, 7, 100 * US);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+		sim_host(&m, 4 * MS);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 0);
+	free(m.path);
+	(void)by;
+}
+END_TEST
+
+/* ---- cuda-core-scan ---- */
+
+/* Steps of 2 ms of GEMM and share_pct percent of the GPU time in kernels named name. */
+static int scan_count(const char *file, const char *name, int share_pct, struct found *f)
+{
+	struct sim m;
+	int n;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_kernel_named(&m, 7, name_id(&m, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_TNT"),
+				 2 * MS);
+		sim_kernel_named(&m, 7, name_id(&m, name), 2 * MS * share_pct / (100 - share_pct));
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	n = synthetic_count(&m, "cuda-core-scan", f);
+	free(m.path);
+	return n;
+}
+
+START_TEST(test_scan_kernels)
+{
+	static const char *const scans[] = {
+		"_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_",
+		"_ZN2at6native28tensor_kernel_scan_outer_dimIfSt4plusIfEEEvPT_PKS4_jjjjS4_T0_",
+		"_ZN14at_cuda_detail3cub6detail4scan16DeviceScanKernelINS2_10policy_"
+		"hubIfffjSt4plusIf"
+		"EE10Policy1000EPKfPfNS0_13ScanTileStateIfLb1EEES6_NS0_8NullTypeEjfLb0ESE_EEvT0_T1_"
+		"T"
+		"2_iT3_T4_T5_",
+		"void cub::DeviceScanKernel<float>(const float *, float *, int)",
+		"triton_per_fused_cumsum_0",
+	};
+	struct found f;
+	char file[32];
+
+	for (size_t i = 0; i < sizeof(scans) / sizeof(scans[0]); i++) {
+		snprintf(file, sizeof(file), "scan%zu.db", i);
+		ck_assert_msg(scan_count(file, scans[i], 40, &f) == 1, "not a scan: %s", scans[i]);
+		ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+		ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+		found_free(&f);
+	}
+	/* a negligible share is not worth a finding */
+	ck_assert_int_eq(scan_count("scan_small.db", scans[0], 1, &f), 0);
+}
+END_TEST
+
+START_TEST(test_scan_in_template_arguments)
+{
+	static const char *const not_scans[] = {
+		/* nonzero / masked_select: CUB select and compaction, ScanTileState in the
+		 * template arguments */
+		"_ZN14at_cuda_detail3cub6detail6select23DeviceSelectSweepKernelINS2_10policy_"
+		"hubIlbi"
+		"Lb0ELNS0_10SelectImplE0EE10Policy1000EN6thrust45THRUST_300001_SM_750_800_860_900_"
+		"10"
+		"00_1200_NS17counting_iteratorIlNS9_11use_defaultESB_SB_EEPKbPlPiNS0_"
+		"13ScanTileState"
+		"IiLb1EEENS1_13CompactInitKernelEEvT0_T1_T2_T3_T4_iT5_",
+		"_ZN14at_cuda_detail3cub6detail4scan23DeviceCompactInitKernelINS0_"
+		"13ScanTileStateIiLb1"
+		"EEEPiEEvT_iT0_",
+		"_ZN14at_cuda_detail3cub6detail13unique_by_key28DeviceUniqueByKeySweepKernelINS2_"
+		"10pol"
+		"icy_hubIliE10Policy1000EPKlNS0_13ScanTileStateIiLb1EEEEvT_",
+		"void cub::DeviceSelectSweepKernel<cub::ScanTileState<int, true>>(int)",
+	};
+	struct found f;
+	char file[32];
+
+	for (size_t i = 0; i < sizeof(not_scans) / sizeof(not_scans[0]); i++) {
+		snprintf(file, sizeof(file), "select%zu.db", i);
+		ck_assert_msg(scan_count(file, not_scans[i], 40, &f) == 0, "taken for a scan: %s",
+			      not_scans[i]);
+	}
+}
+END_TEST
+
+/* ---- the rules in the registry ---- */
+
+START_TEST(test_registry)
+{
+	for (int r = 0; r < NRULES; r++) {
+		const cs_analyzer *a = cs_analyzer_find(rule_ids[r]);
+
+		ck_assert_msg(a != NULL, "%s not registered", rule_ids[r]);
+		ck_assert_str_eq(a->id, rule_ids[r]);
+		ck_assert(a->summary && a->summary[0] && a->source && a->source[0]);
+	}
+}
+END_TEST
+
+static Suite *rules_suite(void)
+{
+	Suite *s = suite_create("rules");
+	TCase *tc = tcase_create("samples");
+	TCase *ts = tcase_create("synthetic");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_loop_test(tc, test_sample_trace, 0, NEXPECTED);
+	tcase_add_test(tc, test_sample_details);
+	suite_add_tcase(s, tc);
+
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_registry);
+	tcase_add_test(ts, test_d2h_drain);
+	tcase_add_test(ts, test_d2h_sync_memcpy);
+	tcase_add_test(ts, test_d2h_only_at_end);
+	tcase_add_test(ts, test_d2h_wait_without_idle);
+	tcase_add_test(ts, test_d2h_lagged_event_wait);
+	tcase_add_test(ts, test_d2h_queries_not_waits);
+	tcase_add_test(ts, test_d2h_every_tenth_step);
+	tcase_add_test(ts, test_empty_cache_every_step);
+	tcase_add_test(ts, test_empty_cache_then_small_alloc);
+	tcase_add_test(ts, test_alloc_only_in_warmup);
+	tcase_add_test(ts, test_empty_cache_every_tenth_step);
+	tcase_add_test(ts, test_ceiling_without_failed_call);
+	tcase_add_test(ts, test_ceiling_with_failed_call);
+	tcase_add_test(ts, test_mem_stack_decides);
+	tcase_add_test(ts, test_launch_tiny_kernels);
+	tcase_add_test(ts, test_launch_gpu_bound);
+	tcase_add_test(ts, test_launch_host_wait_no_copy);
+	tcase_add_test(ts, test_launch_idle_charged_to_d2h);
+	tcase_add_test(ts, test_scan_kernels);
+	tcase_add_test(ts, test_scan_in_template_arguments);
+	suite_add_tcase(s, ts);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_rules: cannot make a temporary directory\n");
+		return 1;
+	}
+	sr = srunner_create(rules_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
