@@ -49,6 +49,7 @@ static const struct cli_command cli_commands[] = {
 	{"info", cmd_info, "show what a trace holds", 0},
 	{"stats", cmd_stats, "summarize kernel, memcpy and memset time", 0},
 	{"report", cmd_report, "find performance anti-patterns, most costly first", 0},
+	{"export", cmd_export, "write the trace for chrome://tracing or ui.perfetto.dev", 0},
 };
 
 #define CLI_NCOMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))

@@ -1,0 +1,311 @@
+/*
+ * cmd_export.c - `cuscope export`: write a trace in Chrome's trace event format (JSON, for
+ * chrome://tracing, ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf
+ * format, the whole trace or a time window of it (--time-range, --steps).
+ *
+ * The work is in src/export/; this file parses the options, finds the window and prints the one
+ * summary line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cuscope/analyze.h"
+#include "cuscope/export.h"
+
+static const char export_usage[] =
+	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
+	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--quiet] FILE\n"
+	"\n"
+	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
+	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
+	"(ui.perfetto.dev). Kernels, copies and memsets on a process per GPU with a thread per\n"
+	"stream; API calls, waits and NVTX ranges on the host threads; arrows from each launch\n"
+	"to its GPU work; device memory in use as a counter; findings as markers.\n"
+	"\n"
+	"Options:\n"
+	"  -f, --format FORMAT      chrome (default) or perfetto\n"
+	"  -o, --output OUT         the file to write; '-' for standard output; a name ending in\n"
+	"                           .gz is compressed with gzip (default: FILE's name without .db\n"
+	"                           and with .json or .pftrace, in the current directory)\n"
+	"  -t, --time-range START:END\n"
+	"                           only events overlapping this window, in seconds since the\n"
+	"                           trace start or with a unit: 1.5:2, 1.5s:2s, 100ms:250ms,\n"
+	"                           20us:90us; either side may be left empty\n"
+	"  -s, --steps A-B          only training steps A to B (0-based; 'A' alone: one step)\n"
+	"      --step-range PATTERN the NVTX ranges that are steps (fnmatch pattern, for --steps)\n"
+	"  -p, --pid PID            only events of process PID\n"
+	"  -q, --quiet              no summary line on standard error\n"
+	"  -h, --help               show this help\n";
+
+enum {
+	OPT_STEP_RANGE = 256,
+};
+
+/* One side of --time-range: a number and an optional unit, in ns. 0, or -1 when bad. */
+static int parse_time(const char *s, size_t len, int64_t *out)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
+	char buf[64], *end;
+	double v, scale = 1e9;
+
+	if (!len || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno || end == buf || !isfinite(v) || v < 0 || buf[0] == '+' || buf[0] == '-')
+		return -1;
+	if (*end) {
+		size_t i;
+
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].unit))
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -1;
+		scale = units[i].ns;
+	}
+	if (v * scale >= 9.2e18)
+		return -1;
+	*out = llround(v * scale);
+	return 0;
+}
+
+static int parse_time_range(const char *arg, int64_t *t0, int64_t *t1)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || strchr(colon + 1, ':') || (colon == arg && !colon[1]))
+		return -1;
+	*t0 = *t1 = CS_TS_UNKNOWN;
+	if (colon > arg && parse_time(arg, (size_t)(colon - arg), t0))
+		return -1;
+	if (colon[1] && parse_time(colon + 1, strlen(colon + 1), t1))
+		return -1;
+	if (*t0 != CS_TS_UNKNOWN && *t1 != CS_TS_UNKNOWN && *t1 <= *t0)
+		return -1;
+	return 0;
+}
+
+/* "A-B" or "A": step indices. */
+static int parse_steps(const char *arg, int64_t *a, int64_t *b)
+{
+	char *end;
+
+	errno = 0;
+	*a = strtoll(arg, &end, 10);
+	if (errno || end == arg || *a < 0 || arg[0] == '+' || arg[0] == '-')
+		return -1;
+	if (!*end) {
+		*b = *a;
+		return 0;
+	}
+	if (*end != '-' || !end[1] || end[1] == '+' || end[1] == '-')
+		return -1;
+	arg = end + 1;
+	*b = strtoll(arg, &end, 10);
+	if (errno || *end || *b < *a)
+		return -1;
+	return 0;
+}
+
+/* The window of steps a..b: from the first host or GPU start to the last end. */
+static int steps_window(cs_trace *t, const char *path, const char *step_range, int64_t a, int64_t b,
+			int64_t *t0, int64_t *t1)
+{
+	cs_analysis an;
+	cs_steps steps;
+	cs_step_opts so = {step_range, -1, 0};
+	cs_error err = {0, ""};
+	int rc;
+
+	memset(&an, 0, sizeof(an));
+	memset(&steps, 0, sizeof(steps));
+	rc = cs_analysis_load(t, &an, &err);
+	if (!rc)
+		rc = cs_steps_detect(&an, &so, &steps, &err);
+	if (rc < 0) {
+		cs_steps_free(&steps);
+		cs_analysis_free(&an);
+		return cli_trace_error(path, rc, &err);
+	}
+	if (b >= steps.n) {
+		cli_error("cannot export steps %" PRId64 "-%" PRId64 " of '%s': it has %d %s (%s)",
+			  a, b, path, steps.n, steps.n == 1 ? "step" : "steps", steps.detail);
+		rc = CLI_EXIT_USAGE;
+	} else {
+		const cs_step *s = &steps.v[a], *e = &steps.v[b];
+
+		*t0 = s->start;
+		if (s->gpu_start != CS_TS_UNKNOWN && s->gpu_start < *t0)
+			*t0 = s->gpu_start;
+		*t1 = e->end;
+		if (e->gpu_end != CS_TS_UNKNOWN && e->gpu_end > *t1)
+			*t1 = e->gpu_end;
+		(*t1)++; /* the window is half-open: keep what starts at the very end */
+		rc = 0;
+	}
+	cs_steps_free(&steps);
+	cs_analysis_free(&an);
+	return rc;
+}
+
+/* FILE's name without its directory and ".db", with ext, in the current directory. */
+static char *default_output(const char *path, const char *ext)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+	char *out;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 3 && !strcmp(base + n - 3, ".db"))
+		n -= 3;
+	out = malloc(n + strlen(ext) + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, base, n);
+	strcpy(out + n, ext);
+	return out;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"time-range", required_argument, NULL, 't'},
+		{"steps", required_argument, NULL, 's'},
+		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
+		{"pid", required_argument, NULL, 'p'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cs_export_opts opts;
+	cs_export_stats st;
+	cs_error err = {0, ""};
+	const char *path, *output = NULL, *time_range = NULL, *steps = NULL, *step_range = NULL;
+	char *out_alloc = NULL, size[CLI_FMT_MAX], events[CLI_FMT_MAX], rows[CLI_FMT_MAX];
+	int64_t step_a = 0, step_b = 0;
+	size_t n;
+	int c, rc, quiet = 0, fmt;
+	cs_trace *t;
+	double t_start;
+
+	cs_export_opts_init(&opts);
+	while ((c = cli_getopt(argc, argv, "f:o:t:s:p:qh", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			fmt = cs_export_format_parse(optarg);
+			if (fmt < 0)
+				return cli_usage_error(argv[0],
+						       "invalid value '%s' for --format (chrome or "
+						       "perfetto)",
+						       optarg);
+			opts.format = (enum cs_export_format)fmt;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 't':
+			time_range = optarg;
+			if (parse_time_range(optarg, &opts.t0, &opts.t1))
+				return cli_usage_error(argv[0],
+						       "invalid value '%s' for --time-range "
+						       "(START:END, e.g. 1.5s:2s)",
+						       optarg);
+			break;
+		case 's':
+			steps = optarg;
+			if (parse_steps(optarg, &step_a, &step_b))
+				return cli_usage_error(
+					argv[0], "invalid value '%s' for --steps (A-B, e.g. 3-5)",
+					optarg);
+			break;
+		case OPT_STEP_RANGE:
+			step_range = optarg;
+			break;
+		case 'p':
+			if (cli_parse_int(argv[0], "--pid", optarg, 0, UINT32_MAX, &opts.pid))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(export_usage, stdout);
+			return cli_finish_output(CLI_EXIT_OK);
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (time_range && steps)
+		return cli_usage_error(argv[0], "--time-range and --steps cannot be used together");
+	if (step_range && !steps)
+		return cli_usage_error(argv[0], "--step-range needs --steps");
+	path = cli_single_file(argv[0], argc, argv);
+	if (!path)
+		return CLI_EXIT_USAGE;
+	if (output && !output[0])
+		return cli_usage_error(argv[0], "empty output name");
+	rc = cli_open_trace(path, &t);
+	if (rc)
+		return rc;
+	if (steps) {
+		rc = steps_window(t, path, step_range, step_a, step_b, &opts.t0, &opts.t1);
+		if (rc) {
+			cs_trace_close(t);
+			return rc;
+		}
+	}
+	if (!output) {
+		out_alloc = default_output(path, opts.format == CS_EXPORT_PERFETTO ? ".pftrace"
+										   : ".json");
+		if (!out_alloc) {
+			cs_trace_close(t);
+			cli_error("out of memory");
+			return CLI_EXIT_USAGE;
+		}
+		output = out_alloc;
+	}
+	n = strlen(output);
+	opts.gzip = n > 3 && !strcmp(output + n - 3, ".gz");
+	t_start = now_s();
+	rc = cs_export(t, &opts, output, &st, &err);
+	cs_trace_close(t);
+	if (rc < 0) {
+		if (!strncmp(err.msg, "cannot ", 7))
+			cli_error("%s", err.msg);
+		else
+			cli_error("cannot export '%s': %s", path,
+				  err.msg[0] ? err.msg : cs_err_str(rc));
+		free(out_alloc);
+		return CLI_EXIT_USAGE;
+	}
+	if (!quiet && strcmp(output, "-"))
+		fprintf(stderr,
+			"cuscope: wrote '%s' (%s, %s events from %s trace rows) in %.2f s\n",
+			output, cli_fmt_bytes(size, sizeof(size), st.bytes),
+			cli_fmt_count(events, sizeof(events), st.events),
+			cli_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
+	free(out_alloc);
+	return CLI_EXIT_OK;
+}
