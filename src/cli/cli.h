@@ -32,6 +32,8 @@ int cmd_info(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
 
 /* ---- errors ---- */
 

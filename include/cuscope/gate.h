@@ -1,0 +1,257 @@
+/*
+ * gate.h - comparing two traces: the metrics of a run, normalised per steady-state training step
+ * (metrics.c), their differences, most significant first (diff.c, `cuscope diff`), and the
+ * thresholds that turn a difference into a regression, with their JSON configuration, the JUnit
+ * XML and the markdown summary of a CI job (gate.c, `cuscope gate`).
+ *
+ * The metrics, their units and default thresholds are listed in docs/ci.md; the comparison rules
+ * (per-step normalisation, trimmed means, step alignment, finding matching) in
+ * docs/commands/diff.md.
+ */
+#ifndef CUSCOPE_GATE_H
+#define CUSCOPE_GATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "cuscope/error.h"
+
+/* ---- metrics ---- */
+
+enum cs_metric_unit {
+	CS_UNIT_NS = 0, /* a duration; thresholds in a config are in microseconds */
+	CS_UNIT_BYTES,
+	CS_UNIT_COUNT, /* per step */
+	CS_UNIT_SHARE, /* 0..1; thresholds in a config are in percentage points */
+};
+
+/* What the gate compares; the order is the order of docs/ci.md. */
+enum cs_metric_id {
+	CS_GM_STEP_TIME = 0, /* median step time */
+	CS_GM_GPU_BUSY,	     /* GPU busy share of the step time */
+	CS_GM_KERNEL_TOTAL,  /* GPU time of all kernels per step */
+	CS_GM_LAUNCHES,	     /* kernel launches per step */
+	CS_GM_KERNEL_TIME,   /* GPU time per step of one kernel name */
+	CS_GM_KERNEL_COUNT,  /* launches per step of one kernel name */
+	CS_GM_HTOD_COUNT,
+	CS_GM_HTOD_BYTES,
+	CS_GM_DTOH_COUNT,
+	CS_GM_DTOH_BYTES,
+	CS_GM_DTOD_COUNT,
+	CS_GM_DTOD_BYTES,
+	CS_GM_OTHER_COUNT, /* memcpys of the other directions (HtoH, peer, arrays) */
+	CS_GM_OTHER_BYTES,
+	CS_GM_MEMSET_COUNT,
+	CS_GM_MEMSET_BYTES,
+	CS_GM_HOST_WAITS,  /* host waits (stream/context/event synchronize, sync memcpy) per step */
+	CS_GM_D2H_SYNCS,   /* host waits for a device-to-host copy per step */
+	CS_GM_ALLOCS,	   /* device allocations per steady-state step */
+	CS_GM_FREES,	   /* device memory releases per steady-state step */
+	CS_GM_PEAK_MEMORY, /* highest device memory allocated, bytes */
+	CS_GM_FINDINGS,	   /* findings of the analyzers; the gate counts the new ones */
+	CS_GM_COUNT
+};
+
+/*
+ * When a change is a regression: worse by more than abs (in the metric's unit: ns, bytes, count
+ * per step, share 0..1) and by more than rel (a fraction of the base value; a base of 0 passes the
+ * relative test). rel == abs == 0 means any worsening ("exact" metrics). min_share: kernel_time
+ * only, the share of the GPU kernel time a kernel needs (in base or new) to be gated.
+ */
+typedef struct cs_threshold {
+	int gate; /* 0: shown and ranked by diff, never fails the gate */
+	double rel;
+	double abs;
+	double min_share;
+} cs_threshold;
+
+typedef struct cs_metric_def {
+	const char *id;	   /* config and JSON name: "step_time" */
+	const char *label; /* "step time (median)" */
+	int unit;	   /* enum cs_metric_unit */
+	int higher_is_worse;
+	cs_threshold def; /* the default threshold */
+} cs_metric_def;
+
+const cs_metric_def *cs_metric_get(int id);
+/* The metric named id, or -1. */
+int cs_metric_find(const char *id);
+
+/* ---- a run: the metrics of one trace ---- */
+
+enum cs_copy_dir {
+	CS_DIR_HTOD = 0,
+	CS_DIR_DTOH,
+	CS_DIR_DTOD,
+	CS_DIR_OTHER,
+	CS_DIR_MEMSET,
+	CS_NDIRS
+};
+
+typedef struct cs_run_kernel {
+	char *name;	       /* as compared: the trace's name, or folded */
+	double time_per_step;  /* ns */
+	double count_per_step; /* launches */
+	double share;	       /* of the GPU time of all kernels in steady steps, 0..1 */
+	double once;	       /* share of the steady steps that launched it exactly once */
+} cs_run_kernel;
+
+typedef struct cs_run_finding {
+	char *rule;
+	int severity;
+	char *title;
+	int64_t lost_ns_per_step;
+} cs_run_finding;
+
+typedef struct cs_run {
+	char *path;
+	char *command; /* meta "command", or NULL */
+	int method;    /* enum cs_step_method */
+	int32_t steps, warmup, steady, period;
+	uint32_t pid;
+	char detail[160];			 /* how the steps were found */
+	int64_t step_median, step_p10, step_p90; /* ns, steady state */
+	double gpu_busy;			 /* share of steady step time */
+	double kernel_total, launches;		 /* per step */
+	cs_run_kernel *kernels;			 /* by name */
+	int32_t nkernels;
+	double copy_count[CS_NDIRS], copy_bytes[CS_NDIRS]; /* per step */
+	double host_waits, d2h_syncs, allocs, frees;	   /* per step */
+	int64_t peak_memory;	  /* bytes; the highest of any process and device */
+	cs_run_finding *findings; /* most costly first */
+	int32_t nfindings;
+} cs_run;
+
+typedef struct cs_run_opts {
+	const char *step_range; /* NVTX step ranges (cs_step_opts), or NULL */
+	int warmup;		/* -1 = default */
+	int fold;		/* fold kernel names (cs_kernel_fold) */
+} cs_run_opts;
+
+/*
+ * Read the trace at path, find its steps and run the analyzers, and fill out with its metrics.
+ * Per-step values are means over the steady-state steps without the 10% highest and 10% lowest
+ * values (docs/commands/diff.md). Errors: those of cs_trace_open(), CS_ERR_INVALID for a step
+ * range that matches nothing, CS_ERR_NOMEM.
+ */
+int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *err);
+void cs_run_free(cs_run *r);
+/* The kernel named name, or NULL. */
+const cs_run_kernel *cs_run_kernel_find(const cs_run *r, const char *name);
+
+/*
+ * A kernel name with its template noise folded (malloc'd; NULL without memory): demangled, the
+ * return type, parameters and template arguments dropped, anonymous namespace hashes and
+ * number/hex suffixes removed. The rules are in docs/commands/diff.md.
+ */
+char *cs_kernel_fold(const char *name);
+
+/* ---- thresholds and their configuration ---- */
+
+typedef struct cs_kernel_rule {
+	char *pattern; /* fnmatch pattern of the kernel name (folded when folding) */
+	cs_threshold t;
+} cs_kernel_rule;
+
+typedef struct cs_gate_config {
+	cs_threshold t[CS_GM_COUNT];
+	cs_kernel_rule *kernels; /* first match wins */
+	int32_t nkernels;
+	int fold;	  /* -1: not set */
+	char *step_range; /* NULL: not set */
+	int warmup;	  /* -1: not set */
+} cs_gate_config;
+
+/* The default thresholds, no kernel rules, nothing set. */
+void cs_gate_config_defaults(cs_gate_config *c);
+/*
+ * Read a JSON config (schema in docs/ci.md) over the defaults in c. Unknown keys and metrics,
+ * values of the wrong type or unit are errors (CS_ERR_INVALID, CS_ERR_NOT_FOUND, CS_ERR_IO) with
+ * a one-line message naming the file and what is wrong.
+ */
+int cs_gate_config_load(const char *path, cs_gate_config *c, cs_error *err);
+void cs_gate_config_free(cs_gate_config *c);
+/* The threshold of a kernel: the first matching kernel rule, else the kernel_time threshold. */
+const cs_threshold *cs_gate_kernel_threshold(const cs_gate_config *c, const char *name);
+
+/*
+ * What both commands start with: the config at config_path (NULL: the defaults) into c, then the
+ * runs of base_path and new_path, with the options of o (NULL fields, warmup -1 and fold 0 take
+ * the config's). Errors carry a one-line message naming the file; on error nothing is left to
+ * free.
+ */
+int cs_gate_load(const char *config_path, const cs_run_opts *o, const char *base_path,
+		 const char *new_path, cs_gate_config *c, cs_run *base, cs_run *new_,
+		 cs_error *err);
+
+/* ---- the difference of two runs ---- */
+
+typedef struct cs_diff_row {
+	int metric;	    /* enum cs_metric_id */
+	const char *kernel; /* kernel rows: the name (lives as long as the runs) */
+	double base, new_;  /* in the metric's unit, per compared step */
+	double delta;	    /* new_ - base */
+	double rel;	    /* delta / base; 0 when base is 0 */
+	cs_threshold t;	    /* the threshold that applies */
+	int gated;	    /* t applies to the gate (a kernel: gate and share >= min_share) */
+	int worse;	    /* past the threshold, in the bad direction */
+	int better;	    /* past the threshold, in the good direction */
+	double score;	    /* how far past the threshold (> 1: past it); the sort key */
+} cs_diff_row;
+
+/* A finding of base or new, matched to the other run's (NULL when none matched). */
+typedef struct cs_diff_finding {
+	const cs_run_finding *base, *new_;
+} cs_diff_finding;
+
+typedef struct cs_diff {
+	const cs_run *base, *new_;
+	double base_scale, new_scale; /* steps compared per step found: 1, or k (step alignment) */
+	int comparable;		      /* 0: steps in one run, none in the other */
+	char note[320];	   /* why the runs are not comparable, the alignment, few steady steps */
+	cs_diff_row *rows; /* most significant first */
+	int32_t nrows;
+	cs_diff_finding *findings; /* new, then fixed, then persisting */
+	int32_t nfindings, nnew, nfixed;
+	int32_t checks, failed; /* gated rows and those worse than their threshold */
+} cs_diff;
+
+/*
+ * Compare new_ against base under the thresholds of c. The runs must outlive the diff. Returns 0
+ * or CS_ERR_NOMEM.
+ */
+int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config *c, cs_diff *out,
+		    cs_error *err);
+void cs_diff_free(cs_diff *d);
+/*
+ * Label of a row in a table of per-step values: the metric's, or "kernel time" / "kernel
+ * launches" for a kernel row (followed by the kernel's name).
+ */
+const char *cs_diff_row_label(const cs_diff_row *r);
+
+/* The diff as JSON (docs/commands/diff.md); NULL without memory. */
+cJSON *cs_diff_json(const cs_diff *d);
+
+/*
+ * A value in a metric's unit for people: "18.06 ms", "1.50 MiB", "3", "0.25", "62.5%"; with
+ * sign set, a signed change ("+1.20 ms", "+5.0 pt" for shares). Returns buf.
+ */
+char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign);
+/*
+ * The threshold t of a metric for people: "+5% and +200 us", "any increase", "-5 pt", "any new
+ * finding", "not gated". Returns buf.
+ */
+char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold *t);
+
+/*
+ * Markdown of a diff (gate 0: `cuscope diff`, the most significant rows, at most limit kernel rows;
+ * 0 = all) or of a gate's checks (gate 1: verdict, failures, then the passing checks folded).
+ * Returns 0 or CS_ERR_IO.
+ */
+int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit);
+/* JUnit XML: one testcase per check, a <failure> naming metric, base, new and threshold. */
+int cs_gate_write_junit(FILE *f, const cs_diff *d);
+
+#endif

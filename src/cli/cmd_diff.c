@@ -1,0 +1,267 @@
+/*
+ * cmd_diff.c - `cuscope diff BASE NEW`: two traces of one program side by side, per training
+ * step: step time, GPU busy share, kernel time and launches (all, and by kernel name), memcpys by
+ * direction, host waits, device allocations, peak device memory and findings, most significant
+ * change first, as text, JSON or markdown.
+ *
+ * The numbers come from src/gate/ (cs_run_load, cs_diff_compute); this file parses the options
+ * and prints. `cuscope gate` (cmd_gate.c) judges the same diff against thresholds.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cuscope/analyze.h"
+#include "cuscope/gate.h"
+
+#define DIFF_DEFAULT_LIMIT 10
+
+static const char diff_usage[] =
+	"usage: cuscope diff [OPTIONS] BASE NEW\n"
+	"\n"
+	"Compare two traces of the same program, per training step: step time (median, p10..p90),\n"
+	"GPU busy share, kernel time and launches (all and by kernel name), memcpy bytes and "
+	"counts\n"
+	"by direction, host waits, device-to-host syncs, device allocations, peak device memory,\n"
+	"and the findings that are new or fixed. Most significant change first.\n"
+	"\n"
+	"Options:\n"
+	"  -f, --format FORMAT    text (default), json or markdown\n"
+	"      --fold             fold kernel names before matching them: template arguments,\n"
+	"                         anonymous namespace hashes and number suffixes dropped\n"
+	"      --config FILE      thresholds that rank changes (the gate's, docs/ci.md)\n"
+	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT (both traces)\n"
+	"      --warmup N         the first N steps of each trace are warm-up\n"
+	"  -n, --limit N          kernel rows shown in text and markdown (default 10, 0 = all)\n"
+	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
+	"                         terminal, no limit otherwise; 0 = no limit)\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Exit status: 0, or 2 on bad usage or an unreadable trace.\n";
+
+enum diff_format {
+	DIFF_TEXT = 0,
+	DIFF_JSON,
+	DIFF_MARKDOWN,
+};
+
+/* ---- text ---- */
+
+static void text_run(const char *label, const cs_run *r, double scale)
+{
+	char a[64], b[64], c[64];
+
+	printf("%-6s%s\n", label, r->path);
+	if (r->method == CS_STEPS_NONE) {
+		printf("      no steps found (%s): the whole trace is compared\n", r->detail);
+		return;
+	}
+	printf("      %d steps (%s), %d warm-up", r->steps, cs_step_method_name(r->method),
+	       r->warmup);
+	if (scale > 1)
+		printf(", compared as %d steps", (int)(r->steady * scale));
+	printf("; step time median %s (p10 %s .. p90 %s)\n",
+	       cs_metric_format(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
+	       cs_metric_format(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
+	       cs_metric_format(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
+}
+
+static void text_findings(const cs_diff *d)
+{
+	static const char *const what[] = {"new", "fixed", "persisting"};
+
+	if (d->nfindings == 0) {
+		printf("\nFindings: none in either trace\n");
+		return;
+	}
+	printf("\nFindings:\n");
+	for (int32_t i = 0; i < d->nfindings; i++) {
+		const cs_diff_finding *m = &d->findings[i];
+		const cs_run_finding *f = m->new_ ? m->new_ : m->base;
+		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+		char *title = cli_utf8_repair(f->title);
+
+		printf("  %-10s  [%s] %s  %s\n", what[l], cs_severity_name(f->severity), f->rule,
+		       title ? title : "");
+		free(title);
+	}
+}
+
+static int print_text(const cs_diff *d, int limit, int width)
+{
+	static const struct cli_column cols[] = {
+		{"Metric", CLI_ALIGN_LEFT, 1}, {"Base", CLI_ALIGN_RIGHT, 0},
+		{"New", CLI_ALIGN_RIGHT, 0},   {"Change", CLI_ALIGN_RIGHT, 0},
+		{"", CLI_ALIGN_RIGHT, 0},      {"", CLI_ALIGN_LEFT, 0},
+	};
+	struct cli_table table;
+	int kernels = 0, hidden = 0;
+
+	text_run("base:", d->base, d->base_scale);
+	text_run("new:", d->new_, d->new_scale);
+	if (d->note[0])
+		printf("note: %s\n", d->note);
+	putchar('\n');
+	cli_table_init(&table, cols, 6);
+	for (int32_t i = 0; i < d->nrows; i++) {
+		const cs_diff_row *r = &d->rows[i];
+		const cs_metric_def *def = cs_metric_get(r->metric);
+		char name[4096], b[64], n[64], ch[64], rel[32];
+		const char *row[] = {name, b,	n,
+				     ch,   rel, r->worse ? "worse" : r->better ? "better" : ""};
+
+		if (r->kernel && r->score <= 1)
+			continue;
+		if (r->kernel && limit > 0 && kernels >= limit) {
+			hidden++;
+			continue;
+		}
+		kernels += r->kernel != NULL;
+		if (r->kernel)
+			snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r), r->kernel);
+		else
+			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
+		cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
+		cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
+		cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+		if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
+			snprintf(rel, sizeof(rel), "%+.1f%%", 100 * r->rel);
+		else
+			rel[0] = '\0';
+		{
+			char *clean = cli_utf8_repair(name);
+
+			if (clean) {
+				snprintf(name, sizeof(name), "%s", clean);
+				free(clean);
+			}
+		}
+		cli_table_add_row(&table, row);
+	}
+	cli_table_print(&table, stdout, 1, width);
+	cli_table_free(&table);
+	if (hidden)
+		printf("... %d more changed kernel %s (--limit 0 shows all)\n", hidden,
+		       hidden == 1 ? "row" : "rows");
+	text_findings(d);
+	return 0;
+}
+
+/* ---- the command ---- */
+
+enum {
+	OPT_FOLD = 256,
+	OPT_CONFIG,
+	OPT_STEP_RANGE,
+	OPT_WARMUP,
+};
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"fold", no_argument, NULL, OPT_FOLD},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"limit", required_argument, NULL, 'n'},
+		{"width", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	enum diff_format format = DIFF_TEXT;
+	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1, warmup = -1;
+	const char *config = NULL;
+	cs_run_opts o = {NULL, -1, 0};
+	cs_gate_config cfg;
+	cs_run base, new_;
+	cs_diff d;
+	cs_error err = {0, ""};
+	int c, rc;
+
+	while ((c = cli_getopt(argc, argv, "f:n:w:h", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "text"))
+				format = DIFF_TEXT;
+			else if (!strcmp(optarg, "json"))
+				format = DIFF_JSON;
+			else if (!strcmp(optarg, "markdown") || !strcmp(optarg, "md"))
+				format = DIFF_MARKDOWN;
+			else
+				return cli_usage_error(
+					argv[0],
+					"invalid value '%s' for --format (text, json "
+					"or markdown)",
+					optarg);
+			break;
+		case OPT_FOLD:
+			o.fold = 1;
+			break;
+		case OPT_CONFIG:
+			config = optarg;
+			break;
+		case OPT_STEP_RANGE:
+			if (!*optarg)
+				return cli_usage_error(argv[0], "--step-range needs a pattern");
+			o.step_range = optarg;
+			break;
+		case OPT_WARMUP:
+			if (cli_parse_int(argv[0], "--warmup", optarg, 0, INT32_MAX, &warmup))
+				return CLI_EXIT_USAGE;
+			o.warmup = (int)warmup;
+			break;
+		case 'n':
+			if (cli_parse_int(argv[0], "--limit", optarg, 0, INT32_MAX, &limit))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'w':
+			if (cli_parse_int(argv[0], "--width", optarg, 0, 100000, &width))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'h':
+			fputs(diff_usage, stdout);
+			return cli_finish_output(CLI_EXIT_OK);
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind < 2)
+		return cli_usage_error(argv[0], argc - optind == 0 ? "missing trace files"
+								   : "missing the NEW trace file");
+	if (argc - optind > 2)
+		return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind + 2]);
+	rc = cs_gate_load(config, &o, argv[optind], argv[optind + 1], &cfg, &base, &new_, &err);
+	if (rc < 0) {
+		cli_error("%s", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	rc = cs_diff_compute(&base, &new_, &cfg, &d, &err);
+	if (rc < 0) {
+		cli_error("%s", err.msg);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	if (format == DIFF_JSON) {
+		cJSON *doc = cs_diff_json(&d);
+
+		if (doc) {
+			rc = cli_json_print(doc);
+			cJSON_Delete(doc);
+		} else {
+			cli_error("out of memory");
+			rc = CLI_EXIT_USAGE;
+		}
+	} else if (format == DIFF_MARKDOWN) {
+		rc = cs_diff_write_markdown(stdout, &d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
+	} else {
+		rc = print_text(&d, (int)limit, cli_output_width((int)width));
+	}
+	rc = cli_finish_output(rc);
+	cs_diff_free(&d);
+out:
+	cs_run_free(&base);
+	cs_run_free(&new_);
+	cs_gate_config_free(&cfg);
+	return rc;
+}

@@ -1,0 +1,757 @@
+/*
+ * diff.c - the difference of two runs (`cuscope diff`, and what `cuscope gate` judges): one row
+ * per metric and per kernel name, each with the threshold that applies and how far past it the
+ * change is, most significant first; the findings of the two runs matched by rule and title; the
+ * JSON and markdown forms of it.
+ *
+ * Step alignment: the step detector may take several training steps for one (docs/steps.md,
+ * "Limits"), in one run and not the other. When the kernels that one run launches exactly once
+ * per step run k times (k >= 2) in each step of the other, the other run's per-step values are
+ * divided by k, so that both are compared per training step.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+#include "cuscope/gate.h"
+#include "gate/gate_internal.h"
+
+/* A kernel launched exactly once in this share of the steps is "once per step". */
+#define ONCE_SHARE 0.8
+/* Fewer steady-state steps than this make noisy medians: the diff says so. */
+#define FEW_STEPS 10
+/* Scores of exact metrics (no noise allowance) that changed: above every thresholded change. */
+#define EXACT_SCORE 1e6
+
+const char *cs_diff_row_label(const cs_diff_row *r)
+{
+	if (r->metric == CS_GM_KERNEL_TIME)
+		return "kernel time";
+	if (r->metric == CS_GM_KERNEL_COUNT)
+		return "kernel launches";
+	return cs_metric_get(r->metric)->label;
+}
+
+/* ---- step alignment ---- */
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double x = *(const double *)pa, y = *(const double *)pb;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * How many of fine's steps each step of coarse holds: the median count per step, in coarse, of
+ * the kernels fine launches once per step, when it is near an integer k >= 2; else 1.
+ */
+static int steps_per_step(const cs_run *fine, const cs_run *coarse)
+{
+	double *v, median, k;
+	int32_t n = 0;
+
+	if (fine->nkernels == 0)
+		return 1;
+	v = malloc((size_t)fine->nkernels * sizeof(*v));
+	if (!v)
+		return 1;
+	for (int32_t i = 0; i < fine->nkernels; i++) {
+		const cs_run_kernel *fk = &fine->kernels[i], *ck;
+
+		if (fk->once < ONCE_SHARE || fabs(fk->count_per_step - 1) > 0.1)
+			continue;
+		ck = cs_run_kernel_find(coarse, fk->name);
+		v[n++] = ck ? ck->count_per_step : 0;
+	}
+	if (n == 0) {
+		free(v);
+		return 1;
+	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	free(v);
+	k = floor(median + 0.5);
+	if (k < 2 || fabs(median - k) > 0.25 || k > 1000)
+		return 1;
+	return (int)k;
+}
+
+static void align_steps(cs_diff *d)
+{
+	const cs_run *b = d->base, *n = d->new_;
+	int k;
+
+	d->base_scale = d->new_scale = 1;
+	d->comparable = 1;
+	if ((b->method == CS_STEPS_NONE) != (n->method == CS_STEPS_NONE)) {
+		d->comparable = 0;
+		snprintf(
+			d->note, sizeof(d->note),
+			"steps found in %s (%d) but not in %s: per-step values are not comparable; "
+			"name the steps with NVTX ranges and --step-range",
+			b->method != CS_STEPS_NONE ? "base" : "new",
+			b->method != CS_STEPS_NONE ? b->steps : n->steps,
+			b->method != CS_STEPS_NONE ? "new" : "base");
+		return;
+	}
+	if (b->method == CS_STEPS_NONE)
+		return;
+	k = steps_per_step(b, n);
+	if (k > 1) {
+		d->new_scale = k;
+		snprintf(d->note, sizeof(d->note),
+			 "each step found in new holds %d of base's steps (the kernels base "
+			 "launches "
+			 "once per step run %d times): new's per-step values are divided by %d",
+			 k, k, k);
+		return;
+	}
+	k = steps_per_step(n, b);
+	if (k > 1) {
+		d->base_scale = k;
+		snprintf(
+			d->note, sizeof(d->note),
+			"each step found in base holds %d of new's steps (the kernels new launches "
+			"once per step run %d times): base's per-step values are divided by %d",
+			k, k, k);
+	}
+}
+
+/* Say so when a run has too few steady steps for steady medians. */
+static void few_steps_note(cs_diff *d)
+{
+	const cs_run *b = d->base, *n = d->new_;
+	const cs_run *few = b->steady <= n->steady ? b : n;
+	size_t len = strlen(d->note);
+
+	if (!d->comparable || few->method == CS_STEPS_NONE || few->steady >= FEW_STEPS)
+		return;
+	snprintf(d->note + len, sizeof(d->note) - len,
+		 "%s%s has %d steady-state step%s: per-step values are noisy below %d",
+		 len ? "; " : "", few == b ? "base" : "new", few->steady,
+		 few->steady == 1 ? "" : "s", FEW_STEPS);
+}
+
+/* ---- rows ---- */
+
+static int add_row(cs_diff *d, int32_t *cap, int metric, const char *kernel, double base,
+		   double new_, const cs_threshold *t)
+{
+	cs_diff_row *r;
+
+	if (d->nrows == *cap) {
+		int32_t ncap = *cap ? *cap * 2 : 64;
+		cs_diff_row *nv = realloc(d->rows, (size_t)ncap * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		d->rows = nv;
+		*cap = ncap;
+	}
+	r = &d->rows[d->nrows++];
+	memset(r, 0, sizeof(*r));
+	r->metric = metric;
+	r->kernel = kernel;
+	r->base = base;
+	r->new_ = new_;
+	r->t = *t;
+	r->gated = t->gate;
+	return 0;
+}
+
+/* delta, rel, score, worse and better of a row. */
+static void evaluate(cs_diff_row *r)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	double m, eps, s_abs, s_rel, bad;
+
+	r->delta = r->new_ - r->base;
+	r->rel = r->base != 0 ? r->delta / fabs(r->base) : 0;
+	m = fabs(r->delta);
+	eps = 1e-9 * (fabs(r->base) > 1 ? fabs(r->base) : 1);
+	bad = def->higher_is_worse ? r->delta : -r->delta;
+	r->score = 0;
+	if (m <= eps)
+		return;
+	if (r->t.rel <= 0 && r->t.abs <= 0) {
+		r->score = EXACT_SCORE + m;
+	} else {
+		s_abs = r->t.abs > 0 ? m / r->t.abs : HUGE_VAL;
+		s_rel = r->t.rel > 0 ? (r->base != 0 ? fabs(r->rel) / r->t.rel : HUGE_VAL)
+				     : HUGE_VAL;
+		r->score = s_abs < s_rel ? s_abs : s_rel;
+	}
+	r->worse = r->score > 1 && bad > 0;
+	r->better = r->score > 1 && bad < 0;
+}
+
+/* Most significant first; ties by metric, then kernel name. */
+static int cmp_row(const void *pa, const void *pb)
+{
+	const cs_diff_row *x = pa, *y = pb;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (fabs(x->rel) != fabs(y->rel))
+		return fabs(x->rel) > fabs(y->rel) ? -1 : 1;
+	if (x->metric != y->metric)
+		return x->metric < y->metric ? -1 : 1;
+	if (x->kernel && y->kernel)
+		return strcmp(x->kernel, y->kernel);
+	return 0;
+}
+
+/* The value of a metric of a run, per compared step. */
+static double run_value(const cs_run *r, int metric, double scale)
+{
+	switch (metric) {
+	case CS_GM_STEP_TIME:
+		return (double)r->step_median / scale;
+	case CS_GM_GPU_BUSY:
+		return r->gpu_busy;
+	case CS_GM_KERNEL_TOTAL:
+		return r->kernel_total / scale;
+	case CS_GM_LAUNCHES:
+		return r->launches / scale;
+	case CS_GM_HTOD_COUNT:
+	case CS_GM_DTOH_COUNT:
+	case CS_GM_DTOD_COUNT:
+	case CS_GM_OTHER_COUNT:
+	case CS_GM_MEMSET_COUNT:
+		return r->copy_count[(metric - CS_GM_HTOD_COUNT) / 2] / scale;
+	case CS_GM_HTOD_BYTES:
+	case CS_GM_DTOH_BYTES:
+	case CS_GM_DTOD_BYTES:
+	case CS_GM_OTHER_BYTES:
+	case CS_GM_MEMSET_BYTES:
+		return r->copy_bytes[(metric - CS_GM_HTOD_BYTES) / 2] / scale;
+	case CS_GM_HOST_WAITS:
+		return r->host_waits / scale;
+	case CS_GM_D2H_SYNCS:
+		return r->d2h_syncs / scale;
+	case CS_GM_ALLOCS:
+		return r->allocs / scale;
+	case CS_GM_FREES:
+		return r->frees / scale;
+	case CS_GM_PEAK_MEMORY:
+		return (double)r->peak_memory;
+	case CS_GM_FINDINGS:
+		return r->nfindings;
+	}
+	return 0;
+}
+
+static int kernel_rows(cs_diff *d, int32_t *cap, const cs_gate_config *c)
+{
+	const cs_run *b = d->base, *n = d->new_;
+	int32_t i = 0, j = 0;
+
+	while (i < b->nkernels || j < n->nkernels) {
+		const cs_run_kernel *kb = NULL, *kn = NULL;
+		const cs_threshold *t;
+		int cmp;
+
+		if (i >= b->nkernels)
+			cmp = 1;
+		else if (j >= n->nkernels)
+			cmp = -1;
+		else
+			cmp = strcmp(b->kernels[i].name, n->kernels[j].name);
+		if (cmp <= 0)
+			kb = &b->kernels[i++];
+		if (cmp >= 0)
+			kn = &n->kernels[j++];
+		t = cs_gate_kernel_threshold(c, kb ? kb->name : kn->name);
+		if (add_row(d, cap, CS_GM_KERNEL_TIME, kb ? kb->name : kn->name,
+			    kb ? kb->time_per_step / d->base_scale : 0,
+			    kn ? kn->time_per_step / d->new_scale : 0, t))
+			return CS_ERR_NOMEM;
+		d->rows[d->nrows - 1].gated = t->gate && ((kb && kb->share >= t->min_share) ||
+							  (kn && kn->share >= t->min_share));
+		if (add_row(d, cap, CS_GM_KERNEL_COUNT, kb ? kb->name : kn->name,
+			    kb ? kb->count_per_step / d->base_scale : 0,
+			    kn ? kn->count_per_step / d->new_scale : 0, &c->t[CS_GM_KERNEL_COUNT]))
+			return CS_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* ---- findings ---- */
+
+/* Do two titles read the same once their numbers are masked? */
+static int same_title(const char *x, const char *y)
+{
+	for (;;) {
+		int dx = *x >= '0' && *x <= '9', dy = *y >= '0' && *y <= '9';
+
+		if (dx != dy)
+			return 0;
+		if (dx) {
+			while ((*x >= '0' && *x <= '9') ||
+			       (*x == '.' && x[1] >= '0' && x[1] <= '9'))
+				x++;
+			while ((*y >= '0' && *y <= '9') ||
+			       (*y == '.' && y[1] >= '0' && y[1] <= '9'))
+				y++;
+			continue;
+		}
+		if (*x != *y)
+			return 0;
+		if (!*x)
+			return 1;
+		x++;
+		y++;
+	}
+}
+
+/*
+ * Match findings: same rule and same title up to its numbers first, then same rule (in order of
+ * cost). What is left in new is new, what is left in base is fixed.
+ */
+static int match_findings(cs_diff *d)
+{
+	const cs_run *b = d->base, *n = d->new_;
+	int32_t *pair = malloc((size_t)(n->nfindings + 1) * sizeof(*pair));
+	char *used = calloc((size_t)b->nfindings + 1, 1);
+	int32_t k = 0;
+
+	d->findings = calloc((size_t)(b->nfindings + n->nfindings + 1), sizeof(*d->findings));
+	if (!pair || !used || !d->findings) {
+		free(pair);
+		free(used);
+		return CS_ERR_NOMEM;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int32_t i = 0; i < n->nfindings; i++) {
+			if (pass == 0)
+				pair[i] = -1;
+			if (pair[i] >= 0)
+				continue;
+			for (int32_t j = 0; j < b->nfindings; j++) {
+				if (used[j] || strcmp(b->findings[j].rule, n->findings[i].rule))
+					continue;
+				if (pass == 0 &&
+				    !same_title(b->findings[j].title, n->findings[i].title))
+					continue;
+				pair[i] = j;
+				used[j] = 1;
+				break;
+			}
+		}
+	}
+	for (int32_t i = 0; i < n->nfindings; i++)
+		if (pair[i] < 0) {
+			d->findings[k++].new_ = &n->findings[i];
+			d->nnew++;
+		}
+	for (int32_t j = 0; j < b->nfindings; j++)
+		if (!used[j]) {
+			d->findings[k++].base = &b->findings[j];
+			d->nfixed++;
+		}
+	for (int32_t i = 0; i < n->nfindings; i++)
+		if (pair[i] >= 0) {
+			d->findings[k].base = &b->findings[pair[i]];
+			d->findings[k++].new_ = &n->findings[i];
+		}
+	d->nfindings = k;
+	free(pair);
+	free(used);
+	return 0;
+}
+
+int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config *c, cs_diff *out,
+		    cs_error *err)
+{
+	int32_t cap = 0;
+	int rc = CS_ERR_NOMEM;
+
+	memset(out, 0, sizeof(*out));
+	out->base = base;
+	out->new_ = new_;
+	align_steps(out);
+	few_steps_note(out);
+	if (match_findings(out))
+		goto fail;
+	for (int m = 0; m < CS_GM_COUNT; m++) {
+		if (m == CS_GM_KERNEL_TIME) {
+			if (kernel_rows(out, &cap, c))
+				goto fail;
+			continue;
+		}
+		if (m == CS_GM_KERNEL_COUNT)
+			continue;
+		if (add_row(out, &cap, m, NULL, run_value(base, m, out->base_scale),
+			    run_value(new_, m, out->new_scale), &c->t[m]))
+			goto fail;
+	}
+	for (int32_t i = 0; i < out->nrows; i++) {
+		cs_diff_row *r = &out->rows[i];
+
+		evaluate(r);
+		if (r->metric == CS_GM_FINDINGS) {
+			/* the new findings count, whatever was fixed; absolute: how many may be new
+			 */
+			r->worse = out->nnew > r->t.abs;
+			r->better = !r->worse && out->nfixed > 0;
+			r->score = out->nnew || out->nfixed ? EXACT_SCORE + out->nnew + out->nfixed
+							    : 0;
+		}
+		if (r->gated) {
+			out->checks++;
+			out->failed += r->worse;
+		}
+	}
+	qsort(out->rows, (size_t)out->nrows, sizeof(*out->rows), cmp_row);
+	return 0;
+fail:
+	cs_diff_free(out);
+	return cs_error_set(err, rc, "out of memory");
+}
+
+void cs_diff_free(cs_diff *d)
+{
+	free(d->rows);
+	free(d->findings);
+	d->rows = NULL;
+	d->findings = NULL;
+	d->nrows = d->nfindings = 0;
+}
+
+/* ---- JSON ---- */
+
+static const char *unit_name(int unit)
+{
+	static const char *const names[] = {"ns", "bytes", "count", "share"};
+
+	return unit >= 0 && unit < 4 ? names[unit] : "count";
+}
+
+/* cJSON prints integral values without decimals. */
+static cJSON *add_number(cJSON *o, const char *key, double v)
+{
+	return cJSON_AddNumberToObject(o, key, v);
+}
+
+static cJSON *run_json(const cs_run *r, double scale)
+{
+	cJSON *o = cJSON_CreateObject(), *st;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "file", r->path);
+	if (r->command)
+		cJSON_AddStringToObject(o, "command", r->command);
+	else
+		cJSON_AddNullToObject(o, "command");
+	cJSON_AddStringToObject(o, "step_method", cs_step_method_name(r->method));
+	cJSON_AddStringToObject(o, "step_detail", r->detail);
+	add_number(o, "steps", r->steps);
+	add_number(o, "warmup_steps", r->warmup);
+	add_number(o, "steady_steps", r->steady);
+	add_number(o, "kernels_per_step", r->period);
+	add_number(o, "compared_steps_per_step", scale);
+	st = cJSON_AddObjectToObject(o, "step_time");
+	if (st) {
+		add_number(st, "median_ns", (double)r->step_median / scale);
+		add_number(st, "p10_ns", (double)r->step_p10 / scale);
+		add_number(st, "p90_ns", (double)r->step_p90 / scale);
+	}
+	add_number(o, "findings", r->nfindings);
+	return o;
+}
+
+static cJSON *finding_json(const cs_run_finding *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *title = gate_clean_text(f->title);
+
+	if (!o || !title) {
+		free(title);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "rule", f->rule);
+	cJSON_AddStringToObject(o, "severity", cs_severity_name(f->severity));
+	cJSON_AddStringToObject(o, "title", title);
+	add_number(o, "lost_ns_per_step", (double)f->lost_ns_per_step);
+	free(title);
+	return o;
+}
+
+static cJSON *row_json(const cs_diff_row *r)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	cJSON *o = cJSON_CreateObject(), *t;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "metric", def->id);
+	cJSON_AddStringToObject(o, "label", def->label);
+	if (r->kernel) {
+		char *k = gate_clean_text(r->kernel);
+
+		if (k)
+			cJSON_AddStringToObject(o, "kernel", k);
+		free(k);
+	}
+	cJSON_AddStringToObject(o, "unit", unit_name(def->unit));
+	cJSON_AddBoolToObject(o, "higher_is_worse", def->higher_is_worse);
+	add_number(o, "base", r->base);
+	add_number(o, "new", r->new_);
+	add_number(o, "delta", r->delta);
+	if (r->base != 0)
+		add_number(o, "relative", r->rel);
+	else
+		cJSON_AddNullToObject(o, "relative");
+	cJSON_AddBoolToObject(o, "gated", r->gated);
+	t = cJSON_AddObjectToObject(o, "threshold");
+	if (t) {
+		add_number(t, "relative", r->t.rel);
+		add_number(t, "absolute", r->t.abs);
+		if (r->metric == CS_GM_KERNEL_TIME)
+			add_number(t, "min_share", r->t.min_share);
+	}
+	add_number(o, "score", r->score > 1e300 ? 1e300 : r->score);
+	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
+	return o;
+}
+
+cJSON *cs_diff_json(const cs_diff *d)
+{
+	cJSON *doc = cJSON_CreateObject(), *x, *arr, *f, *lists[3];
+	static const char *const list_names[] = {"new", "fixed", "persisting"};
+
+	if (!doc)
+		return NULL;
+	add_number(doc, "version", 1);
+	x = run_json(d->base, d->base_scale);
+	if (!x || !cJSON_AddItemToObject(doc, "base", x))
+		goto fail;
+	x = run_json(d->new_, d->new_scale);
+	if (!x || !cJSON_AddItemToObject(doc, "new", x))
+		goto fail;
+	cJSON_AddBoolToObject(doc, "comparable", d->comparable);
+	if (d->note[0])
+		cJSON_AddStringToObject(doc, "note", d->note);
+	else
+		cJSON_AddNullToObject(doc, "note");
+	x = cJSON_AddObjectToObject(doc, "gate");
+	if (!x)
+		goto fail;
+	add_number(x, "checks", d->checks);
+	add_number(x, "failed", d->failed);
+	arr = cJSON_AddArrayToObject(doc, "metrics");
+	if (!arr)
+		goto fail;
+	for (int32_t i = 0; i < d->nrows; i++) {
+		cJSON *o = row_json(&d->rows[i]);
+
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			goto fail;
+		}
+	}
+	f = cJSON_AddObjectToObject(doc, "findings");
+	if (!f)
+		goto fail;
+	for (int l = 0; l < 3; l++) {
+		lists[l] = cJSON_AddArrayToObject(f, list_names[l]);
+		if (!lists[l])
+			goto fail;
+	}
+	for (int32_t i = 0; i < d->nfindings; i++) {
+		const cs_diff_finding *m = &d->findings[i];
+		cJSON *o = finding_json(m->new_ ? m->new_ : m->base);
+		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+
+		if (!o || !cJSON_AddItemToArray(lists[l], o)) {
+			cJSON_Delete(o);
+			goto fail;
+		}
+		if (l == 2) {
+			cJSON_AddStringToObject(o, "base_severity",
+						cs_severity_name(m->base->severity));
+			x = finding_json(m->base);
+			if (x) {
+				cJSON_AddStringToObject(
+					o, "base_title",
+					cJSON_GetObjectItem(x, "title")->valuestring);
+				cJSON_Delete(x);
+			}
+		}
+	}
+	return doc;
+fail:
+	cJSON_Delete(doc);
+	return NULL;
+}
+
+/* ---- markdown ---- */
+
+/* Text for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
+static void md_text(FILE *f, const char *s)
+{
+	char *c = gate_clean_text(s);
+
+	if (!c)
+		return;
+	for (const char *p = c; *p; p++) {
+		if (strchr("\\`*_[]<>|#~&!", *p))
+			fputc('\\', f);
+		fputc(*p, f);
+	}
+	free(c);
+}
+
+/* Inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
+static void md_code(FILE *f, const char *s)
+{
+	char *c = gate_clean_text(s);
+
+	if (!c)
+		return;
+	for (char *p = c; *p; p++)
+		if (*p == '`' || *p == '|')
+			*p = '\'';
+	fprintf(f, "`%s`", c);
+	free(c);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static void md_steps(FILE *f, const cs_run *r, double scale)
+{
+	char a[48], b[48], c[48];
+
+	if (r->method == CS_STEPS_NONE) {
+		fprintf(f, "none found (whole trace) | ");
+		return;
+	}
+	fprintf(f, "%d, %d warm-up, %s", r->steps, r->warmup, cs_step_method_name(r->method));
+	if (scale > 1)
+		fprintf(f, " (compared as %d)", (int)(r->steady * scale));
+	fprintf(f, " | %s (p10 %s .. p90 %s)",
+		cs_metric_format(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
+		cs_metric_format(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
+		cs_metric_format(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
+}
+
+/* The name of a row: its label, with the kernel name for kernel rows. */
+static void md_row_name(FILE *f, const cs_diff_row *r)
+{
+	md_text(f, cs_diff_row_label(r));
+	if (r->kernel) {
+		fputs(": ", f);
+		md_code(f, r->kernel);
+	}
+}
+
+static void md_row(FILE *f, const cs_diff_row *r, int gate)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	char b[64], n[64], ch[64], th[96];
+
+	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
+	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
+	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+	cs_threshold_format(th, sizeof(th), r->metric, &r->t);
+	fputs("| ", f);
+	if (gate)
+		fputs(r->worse ? "**FAIL** | " : "ok | ", f);
+	md_row_name(f, r);
+	fprintf(f, " | %s | %s | %s", b, n, ch);
+	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
+		fprintf(f, " (%+.1f%%)", 100 * r->rel);
+	if (gate)
+		fprintf(f, " | %s |\n", th);
+	else
+		fprintf(f, " | %s |\n", r->worse ? "worse" : r->better ? "better" : "");
+}
+
+static void md_findings(FILE *f, const cs_diff *d)
+{
+	static const char *const what[] = {"new", "fixed", "persisting"};
+
+	if (d->nfindings == 0) {
+		fputs("\nNo findings in either run.\n", f);
+		return;
+	}
+	fputs("\n### Findings\n\n", f);
+	for (int32_t i = 0; i < d->nfindings; i++) {
+		const cs_diff_finding *m = &d->findings[i];
+		const cs_run_finding *x = m->new_ ? m->new_ : m->base;
+		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+
+		fprintf(f, "- **%s** %s ", what[l], cs_severity_name(x->severity));
+		md_code(f, x->rule);
+		fputs(": ", f);
+		md_text(f, x->title);
+		fputc('\n', f);
+	}
+}
+
+int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
+{
+	int kernels = 0, passed = 0;
+
+	if (gate)
+		fprintf(f, "## cuscope gate: %s (%d of %d checks regressed)\n\n",
+			d->failed ? "FAIL" : "PASS", d->failed, d->checks);
+	else
+		fputs("## cuscope diff\n\n", f);
+	fputs("| | trace | steps | step time |\n|---|---|---|---|\n| base | ", f);
+	md_code(f, base_name(d->base->path));
+	fputs(" | ", f);
+	md_steps(f, d->base, d->base_scale);
+	fputs(" |\n| new | ", f);
+	md_code(f, base_name(d->new_->path));
+	fputs(" | ", f);
+	md_steps(f, d->new_, d->new_scale);
+	fputs(" |\n", f);
+	if (d->note[0]) {
+		fputs("\n> **Note:** ", f);
+		md_text(f, d->note);
+		fputc('\n', f);
+	}
+	if (gate) {
+		if (d->failed) {
+			fputs("\n| Result | Check | Base | New | Change | Threshold |\n"
+			      "|---|---|---:|---:|---:|---|\n",
+			      f);
+			for (int32_t i = 0; i < d->nrows; i++)
+				if (d->rows[i].gated && d->rows[i].worse)
+					md_row(f, &d->rows[i], 1);
+		}
+		passed = d->checks - d->failed;
+		if (passed > 0) {
+			fprintf(f, "\n<details><summary>%d check%s passed</summary>\n\n", passed,
+				passed == 1 ? "" : "s");
+			fputs("| Result | Check | Base | New | Change | Threshold |\n"
+			      "|---|---|---:|---:|---:|---|\n",
+			      f);
+			for (int32_t i = 0; i < d->nrows; i++)
+				if (d->rows[i].gated && !d->rows[i].worse)
+					md_row(f, &d->rows[i], 1);
+			fputs("\n</details>\n", f);
+		}
+	} else {
+		fputs("\n| Metric | Base | New | Change | |\n|---|---:|---:|---:|---|\n", f);
+		for (int32_t i = 0; i < d->nrows; i++) {
+			const cs_diff_row *r = &d->rows[i];
+
+			if (r->kernel && (r->score <= 1 || (limit > 0 && kernels >= limit)))
+				continue;
+			kernels += r->kernel != NULL;
+			md_row(f, r, 0);
+		}
+	}
+	md_findings(f, d);
+	return ferror(f) ? CS_ERR_IO : 0;
+}

@@ -1,0 +1,1290 @@
+/*
+ * metrics.c - the metrics of one run that `cuscope diff` and `cuscope gate` compare: the trace
+ * loaded (cs_analysis_load), cut into steps (cs_steps_detect) and analyzed (cs_report_run), then
+ * reduced to per-step numbers: step time, GPU busy share, kernel time and launches (all and by
+ * name), memcpys and memsets by direction, host waits, host waits for a device-to-host copy,
+ * device allocations and releases, peak device memory, findings.
+ *
+ * A per-step value is the mean over the steady-state steps after dropping the 10% highest and the
+ * 10% lowest of them (at least one of each from 3 steps on): a change that every step (or every
+ * other step) shows is counted in full, while one odd step (an allocation in the first steady
+ * step, the final synchronize that lands in the last step) is not. The table of metrics, with
+ * their default thresholds, is here too, and the formatting of their values for people.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+#include "cuscope/gate.h"
+#include "gate/gate_internal.h"
+
+#define US  1000.0
+#define MIB (1024.0 * 1024.0)
+
+/* From the C++ runtime (libstdc++): the Itanium ABI demangler. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* ---- the metrics and their default thresholds (docs/ci.md) ---- */
+
+static const cs_metric_def metric_defs[CS_GM_COUNT] = {
+	[CS_GM_STEP_TIME] =
+		{"step_time", "step time (median)", CS_UNIT_NS, 1, {1, 0.05, 200 * US, 0}},
+	[CS_GM_GPU_BUSY] = {"gpu_busy", "GPU busy share", CS_UNIT_SHARE, 0, {1, 0, 0.05, 0}},
+	[CS_GM_KERNEL_TOTAL] = {"kernel_time_total",
+				"kernel time per step (all kernels)",
+				CS_UNIT_NS,
+				1,
+				{1, 0.05, 200 * US, 0}},
+	[CS_GM_LAUNCHES] = {"launches",
+			    "kernel launches per step (all kernels)",
+			    CS_UNIT_COUNT,
+			    1,
+			    {0, 0.10, 10, 0}},
+	[CS_GM_KERNEL_TIME] =
+		{"kernel_time", "kernel time per step", CS_UNIT_NS, 1, {1, 0.10, 50 * US, 0.01}},
+	[CS_GM_KERNEL_COUNT] =
+		{"kernel_count", "kernel launches per step", CS_UNIT_COUNT, 1, {0, 0.10, 1, 0}},
+	[CS_GM_HTOD_COUNT] =
+		{"memcpy_htod_count", "HtoD copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+	[CS_GM_HTOD_BYTES] = {"memcpy_htod_bytes",
+			      "HtoD bytes per step",
+			      CS_UNIT_BYTES,
+			      1,
+			      {1, 0.10, 1 * MIB, 0}},
+	[CS_GM_DTOH_COUNT] =
+		{"memcpy_dtoh_count", "DtoH copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+	[CS_GM_DTOH_BYTES] = {"memcpy_dtoh_bytes",
+			      "DtoH bytes per step",
+			      CS_UNIT_BYTES,
+			      1,
+			      {1, 0.10, 1 * MIB, 0}},
+	[CS_GM_DTOD_COUNT] =
+		{"memcpy_dtod_count", "DtoD copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+	[CS_GM_DTOD_BYTES] = {"memcpy_dtod_bytes",
+			      "DtoD bytes per step",
+			      CS_UNIT_BYTES,
+			      1,
+			      {1, 0.10, 1 * MIB, 0}},
+	[CS_GM_OTHER_COUNT] = {"memcpy_other_count",
+			       "other copies per step",
+			       CS_UNIT_COUNT,
+			       1,
+			       {1, 0.10, 0.5, 0}},
+	[CS_GM_OTHER_BYTES] = {"memcpy_other_bytes",
+			       "other copy bytes per step",
+			       CS_UNIT_BYTES,
+			       1,
+			       {1, 0.10, 1 * MIB, 0}},
+	[CS_GM_MEMSET_COUNT] =
+		{"memset_count", "memsets per step", CS_UNIT_COUNT, 1, {0, 0.10, 0.5, 0}},
+	[CS_GM_MEMSET_BYTES] =
+		{"memset_bytes", "memset bytes per step", CS_UNIT_BYTES, 1, {0, 0.10, 1 * MIB, 0}},
+	[CS_GM_HOST_WAITS] = {"host_waits", "host waits per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+	[CS_GM_D2H_SYNCS] = {"d2h_syncs", "D2H syncs per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+	[CS_GM_ALLOCS] =
+		{"device_allocs", "device allocations per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+	[CS_GM_FREES] =
+		{"device_frees", "device releases per step", CS_UNIT_COUNT, 1, {0, 0, 0, 0}},
+	[CS_GM_PEAK_MEMORY] =
+		{"peak_memory", "peak device memory", CS_UNIT_BYTES, 1, {1, 0.10, 256 * MIB, 0}},
+	[CS_GM_FINDINGS] = {"findings", "findings", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+};
+
+const cs_metric_def *cs_metric_get(int id)
+{
+	return id >= 0 && id < CS_GM_COUNT ? &metric_defs[id] : NULL;
+}
+
+int cs_metric_find(const char *id)
+{
+	for (int i = 0; id && i < CS_GM_COUNT; i++)
+		if (!strcmp(metric_defs[i].id, id))
+			return i;
+	return -1;
+}
+
+/* ---- formatting ---- */
+
+/* v with 4 significant digits (at most 2 decimals below 100, none from 1000 on). */
+static void fmt_sig(char *buf, size_t size, double v, const char *unit)
+{
+	double a = fabs(v);
+	int dec = a >= 1000 ? 0 : a >= 100 ? 1 : 2;
+
+	snprintf(buf, size, "%.*f%s%s", dec, v, unit[0] ? " " : "", unit);
+}
+
+/* A count: "3", "0.5", "12.25" (2 decimals at most, trailing zeros dropped). */
+static void fmt_count(char *buf, size_t size, double v)
+{
+	char *dot;
+	size_t n;
+
+	snprintf(buf, size, "%.2f", v);
+	dot = strchr(buf, '.');
+	if (!dot)
+		return;
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && buf[n - 1] == '.')
+		buf[--n] = '\0';
+	if (!strcmp(buf, "-0"))
+		snprintf(buf, size, "0");
+}
+
+char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign)
+{
+	char body[64];
+	double a = fabs(v);
+	const char *s = !sign ? (v < 0 ? "-" : "") : (v < 0 ? "-" : "+");
+
+	switch (unit) {
+	case CS_UNIT_NS:
+		if (a < 1000)
+			snprintf(body, sizeof(body), "%.0f ns", a);
+		else if (a < 1e6)
+			fmt_sig(body, sizeof(body), a / 1e3, "us");
+		else if (a < 1e9)
+			fmt_sig(body, sizeof(body), a / 1e6, "ms");
+		else
+			fmt_sig(body, sizeof(body), a / 1e9, "s");
+		break;
+	case CS_UNIT_BYTES:
+		if (a < 1024)
+			snprintf(body, sizeof(body), "%.0f B", a);
+		else if (a < MIB)
+			fmt_sig(body, sizeof(body), a / 1024, "KiB");
+		else if (a < 1024 * MIB)
+			fmt_sig(body, sizeof(body), a / MIB, "MiB");
+		else
+			fmt_sig(body, sizeof(body), a / (1024 * MIB), "GiB");
+		break;
+	case CS_UNIT_SHARE:
+		snprintf(body, sizeof(body), sign ? "%.1f pt" : "%.1f%%", 100 * a);
+		break;
+	default:
+		fmt_count(body, sizeof(body), a);
+		break;
+	}
+	if (!strcmp(body, "0") || !strcmp(body, "0 ns") || !strcmp(body, "0 B") ||
+	    !strcmp(body, "0.0 pt") || !strcmp(body, "0.0%"))
+		s = sign ? "" : s;
+	snprintf(buf, size, "%s%s", s, body);
+	return buf;
+}
+
+/* "+200.0 us" -> "+200 us", "+1.00 MiB" -> "+1 MiB", "0.50" -> "0.5": trailing zeros dropped. */
+static void strip_zeros(char *s)
+{
+	char *dot = strchr(s, '.'), *end;
+
+	if (!dot)
+		return;
+	for (end = dot + 1; *end >= '0' && *end <= '9'; end++)
+		;
+	{
+		char *z = end;
+
+		while (z > dot + 1 && z[-1] == '0')
+			z--;
+		if (z == dot + 1)
+			z = dot;
+		memmove(z, end, strlen(end) + 1);
+	}
+}
+
+char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold *t)
+{
+	const cs_metric_def *def = cs_metric_get(metric);
+	const char *dir = def->higher_is_worse ? "increase" : "decrease";
+	char a[64];
+
+	if (!t->gate) {
+		snprintf(buf, size, "not gated");
+	} else if (metric == CS_GM_FINDINGS) {
+		if (t->abs > 0)
+			snprintf(buf, size, "more than %g new findings", t->abs);
+		else
+			snprintf(buf, size, "any new finding");
+	} else if (t->rel <= 0 && t->abs <= 0) {
+		snprintf(buf, size, "any %s", dir);
+	} else {
+		cs_metric_format(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs,
+				 1);
+		strip_zeros(a);
+		if (t->rel > 0 && t->abs > 0)
+			snprintf(buf, size, "%s%g%% and %s", def->higher_is_worse ? "+" : "-",
+				 100 * t->rel, a);
+		else if (t->rel > 0)
+			snprintf(buf, size, "%s%g%%", def->higher_is_worse ? "+" : "-",
+				 100 * t->rel);
+		else
+			snprintf(buf, size, "%s", a);
+	}
+	return buf;
+}
+
+/* ---- folding kernel names ---- */
+
+static int is_hex(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * Length of an nvcc anonymous namespace name at s ("_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_
+ * 9c5ada8a": a hash, the length and name of the source file, a hash), or 0.
+ */
+static size_t anon_namespace_len(const char *s)
+{
+	const char *p = s + 12;
+	size_t file = 0;
+
+	if (strncmp(s, "_GLOBAL__N__", 12))
+		return 0;
+	while (is_hex(*p))
+		p++;
+	if (p == s + 12 || *p++ != '_' || !is_digit(*p))
+		return 0;
+	while (is_digit(*p))
+		file = file * 10 + (size_t)(*p++ - '0');
+	if (*p++ != '_' || strnlen(p, file) < file)
+		return 0;
+	p += file;
+	if (*p++ != '_')
+		return 0;
+	for (int i = 0; i < 8; i++, p++)
+		if (!is_hex(*p))
+			return 0;
+	return (size_t)(p - s);
+}
+
+/* Is s (len bytes) a number suffix: digits, 0x and hex digits, or 6+ hex digits with a digit? */
+static int number_token(const char *s, size_t len)
+{
+	size_t i, digits = 0;
+
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len && is_digit(s[i]); i++)
+		;
+	if (i == len)
+		return 1;
+	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		for (i = 2; i < len && is_hex(s[i]); i++)
+			;
+		return i == len;
+	}
+	if (len < 6)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!is_hex(s[i]))
+			return 0;
+		digits += is_digit(s[i]) != 0;
+	}
+	return digits > 0;
+}
+
+/* The operator spellings that contain '<' or '>' (longest first). */
+static size_t operator_len(const char *s)
+{
+	static const char *const ops[] = {"<=>", "<<=", ">>=", "->*", "<<", ">>",
+					  "<=",	 ">=",	"->",  "<",   ">"};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strncmp(s, ops[i], strlen(ops[i])))
+			return strlen(ops[i]);
+	return 0;
+}
+
+char *cs_kernel_fold(const char *name)
+{
+	char *dem = NULL, *out, *w;
+	const char *s = name ? name : "";
+	size_t n, depth = 0;
+	int status = -1;
+
+	if (!strncmp(s, "_Z", 2)) {
+		dem = __cxa_demangle(s, NULL, NULL, &status);
+		if (dem && status == 0)
+			s = dem;
+	}
+	n = strlen(s);
+	/* "(anonymous namespace)" is longer than what it replaces only in demangled names */
+	out = malloc(n + 32 + n / 12 * 10);
+	if (!out) {
+		free(dem);
+		return NULL;
+	}
+	/* anonymous namespace hashes, template arguments */
+	for (w = out; *s;) {
+		size_t k = anon_namespace_len(s);
+
+		if (k) {
+			if (!depth)
+				w += sprintf(w, "(anonymous namespace)");
+			s += k;
+		} else if (!strncmp(s, "operator", 8) && (k = operator_len(s + 8)) != 0) {
+			if (!depth) {
+				memcpy(w, s, 8 + k);
+				w += 8 + k;
+			}
+			s += 8 + k;
+			/* "operator< <int>": the space keeps the template arguments apart */
+			if (s[0] == ' ' && s[1] == '<')
+				s++;
+		} else if (*s == '<') {
+			if (!depth) {
+				*w++ = '<';
+				*w++ = '>';
+			}
+			depth++;
+			s++;
+		} else if (*s == '>' && depth) {
+			depth--;
+			s++;
+		} else {
+			if (!depth)
+				*w++ = *s;
+			s++;
+		}
+	}
+	*w = '\0';
+	free(dem);
+
+	/* the parameter list */
+	n = strlen(out);
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+	if (n > 0 && out[n - 1] == ')') {
+		size_t i = n - 1;
+		int d = 0;
+
+		for (;; i--) {
+			if (out[i] == ')')
+				d++;
+			else if (out[i] == '(' && --d == 0)
+				break;
+			if (i == 0)
+				break;
+		}
+		if (d == 0 && i > 0 && strcmp(out + i, "(anonymous namespace)"))
+			out[i] = '\0';
+	}
+	/* the return type: what comes before the last space outside parentheses and braces */
+	{
+		char *last = NULL;
+		int d = 0;
+
+		for (char *p = out; *p; p++) {
+			if (*p == '(' || *p == '{')
+				d++;
+			else if ((*p == ')' || *p == '}') && d > 0)
+				d--;
+			else if (*p == ' ' && d == 0)
+				last = p;
+		}
+		if (last && last[1])
+			memmove(out, last + 1, strlen(last + 1) + 1);
+	}
+	/* number and hex suffixes: "_0", ".12", "$0x1f", "_9c5ada8a" */
+	for (;;) {
+		size_t len = strlen(out), i = len;
+
+		while (i > 0 && out[i - 1] != '_' && out[i - 1] != '.' && out[i - 1] != '$')
+			i--;
+		if (i <= 1 || !number_token(out + i, len - i))
+			break;
+		out[i - 1] = '\0';
+	}
+	return out;
+}
+
+/* ---- small tables ---- */
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t hash_u64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+/* Kernel names by text; groups are the kernels of one (folded) name. */
+struct name_table {
+	char **names; /* group -> name (owned) */
+	int32_t n, cap;
+	int32_t *slots; /* group + 1, 0 = empty */
+	size_t nslots;
+};
+
+static int name_table_grow(struct name_table *t)
+{
+	size_t nslots = t->nslots ? t->nslots * 2 : 256;
+	int32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return CS_ERR_NOMEM;
+	for (int32_t g = 0; g < t->n; g++) {
+		size_t h = hash_bytes(t->names[g]) & (nslots - 1);
+
+		while (slots[h])
+			h = (h + 1) & (nslots - 1);
+		slots[h] = g + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return 0;
+}
+
+/* The group of name, created on first sight (taking name, or freeing it); -1 without memory. */
+static int32_t name_table_get(struct name_table *t, char *name)
+{
+	size_t h;
+
+	if (!name)
+		return -1;
+	if ((size_t)(t->n + 1) * 2 > t->nslots && name_table_grow(t)) {
+		free(name);
+		return -1;
+	}
+	h = hash_bytes(name) & (t->nslots - 1);
+	while (t->slots[h]) {
+		int32_t g = t->slots[h] - 1;
+
+		if (!strcmp(t->names[g], name)) {
+			free(name);
+			return g;
+		}
+		h = (h + 1) & (t->nslots - 1);
+	}
+	if (t->n == t->cap) {
+		int32_t cap = t->cap ? t->cap * 2 : 64;
+		char **nv = realloc(t->names, (size_t)cap * sizeof(*nv));
+
+		if (!nv) {
+			free(name);
+			return -1;
+		}
+		t->names = nv;
+		t->cap = cap;
+	}
+	t->names[t->n] = name;
+	t->slots[h] = t->n + 1;
+	return t->n++;
+}
+
+static void name_table_free(struct name_table *t)
+{
+	for (int32_t g = 0; g < t->n; g++)
+		free(t->names[g]);
+	free(t->names);
+	free(t->slots);
+}
+
+/* StringIds id -> group, so that each name is looked up (and folded) once. */
+struct id_map {
+	int64_t *key;
+	int32_t *val;
+	size_t n, cap;
+};
+
+static int32_t *id_map_slot(struct id_map *m, int64_t id, int *created)
+{
+	size_t h;
+
+	*created = 0;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		int64_t *key = malloc(cap * sizeof(*key));
+		int32_t *val = malloc(cap * sizeof(*val));
+
+		if (!key || !val) {
+			free(key);
+			free(val);
+			return NULL;
+		}
+		for (size_t i = 0; i < cap; i++)
+			key[i] = INT64_MIN;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->key[i] == INT64_MIN)
+				continue;
+			h = hash_u64((uint64_t)m->key[i]) & (cap - 1);
+			while (key[h] != INT64_MIN)
+				h = (h + 1) & (cap - 1);
+			key[h] = m->key[i];
+			val[h] = m->val[i];
+		}
+		free(m->key);
+		free(m->val);
+		m->key = key;
+		m->val = val;
+		m->cap = cap;
+	}
+	h = hash_u64((uint64_t)id) & (m->cap - 1);
+	while (m->key[h] != INT64_MIN && m->key[h] != id)
+		h = (h + 1) & (m->cap - 1);
+	if (m->key[h] == INT64_MIN) {
+		m->key[h] = id;
+		m->val[h] = -1;
+		m->n++;
+		*created = 1;
+	}
+	return &m->val[h];
+}
+
+static void id_map_free(struct id_map *m)
+{
+	free(m->key);
+	free(m->val);
+}
+
+/* ---- per-step values ---- */
+
+/* Steps dropped at each end of n sorted steady-state values. */
+static int32_t trim_count(int32_t n)
+{
+	if (n < 3)
+		return 0;
+	return n / 10 > 1 ? n / 10 : 1;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double x = *(const double *)pa, y = *(const double *)pb;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Trimmed mean of n values: zeros zeros and the m = n - zeros values of v (sorted here). Returns
+ * 0 when n is 0.
+ */
+static double trimmed_mean(double *v, int32_t m, int32_t zeros)
+{
+	int32_t n = m + zeros, k = trim_count(n);
+	double sum = 0;
+
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)m, sizeof(*v), cmp_double);
+	/* values below 0 do not occur: the zeros come first */
+	for (int32_t i = k; i < n - k; i++)
+		if (i >= zeros)
+			sum += v[i - zeros];
+	return sum / (double)(n - 2 * k);
+}
+
+/* What a run is being reduced from. */
+struct run_ctx {
+	const cs_analysis *a;
+	const cs_steps *s;
+	int32_t *ord;	/* step index -> steady ordinal, or -1 */
+	int32_t steady; /* steady steps (all steps when none is steady) */
+	double *tmp;	/* steady slots */
+};
+
+/* Slots of the per-step arrays (never 0, so that calloc does not return NULL for an empty run). */
+static size_t steady_slots(const struct run_ctx *c)
+{
+	return c->steady > 0 ? (size_t)c->steady : 1;
+}
+
+/* Steady ordinal of host time t, or -1. */
+static int32_t steady_at(const struct run_ctx *c, int64_t t)
+{
+	int i = cs_steps_find(c->s, t);
+
+	return i < 0 ? -1 : c->ord[i];
+}
+
+/* The trimmed mean of per-step values (steady slots). */
+static double per_step(const struct run_ctx *c, const double *v)
+{
+	memcpy(c->tmp, v, (size_t)c->steady * sizeof(*v));
+	return trimmed_mean(c->tmp, c->steady, 0);
+}
+
+/* ---- kernels ---- */
+
+struct kernel_hit {
+	int32_t group, step;
+	int64_t ns;
+};
+
+static int cmp_hit(const void *pa, const void *pb)
+{
+	const struct kernel_hit *x = pa, *y = pb;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	return (x->step > y->step) - (x->step < y->step);
+}
+
+static int cmp_run_kernel(const void *pa, const void *pb)
+{
+	return strcmp(((const cs_run_kernel *)pa)->name, ((const cs_run_kernel *)pb)->name);
+}
+
+static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct name_table names = {0};
+	struct id_map ids = {0};
+	struct kernel_hit *hits = NULL;
+	double *time = NULL, *count = NULL, *vt = NULL, *vc = NULL;
+	int64_t nhits = 0, total = 0;
+	int rc = CS_ERR_NOMEM;
+
+	hits = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*hits));
+	time = calloc(steady_slots(c), sizeof(*time));
+	count = calloc(steady_slots(c), sizeof(*count));
+	vt = malloc(steady_slots(c) * sizeof(*vt));
+	vc = malloc(steady_slots(c) * sizeof(*vc));
+	if (!hits || !time || !count || !vt || !vc)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int32_t st = steady_at(c, cs_launch_time(k->launch_start, k->start)), *g;
+		int64_t ns = 0;
+		int created;
+
+		if (st < 0)
+			continue;
+		g = id_map_slot(&ids, k->name_id, &created);
+		if (!g)
+			goto out;
+		if (created) {
+			const char *name = cs_analysis_string(a, k->name_id);
+
+			*g = name_table_get(&names, fold ? cs_kernel_fold(name)
+							 : strdup(*name ? name : "<unknown>"));
+			if (*g < 0)
+				goto out;
+		}
+		if (k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN && k->end > k->start)
+			ns = k->end - k->start;
+		hits[nhits].group = *g;
+		hits[nhits].step = st;
+		hits[nhits].ns = ns;
+		nhits++;
+		time[st] += (double)ns;
+		count[st] += 1;
+		total += ns;
+	}
+	out->kernel_total = per_step(c, time);
+	out->launches = per_step(c, count);
+
+	qsort(hits, (size_t)nhits, sizeof(*hits), cmp_hit);
+	out->kernels = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*out->kernels));
+	if (!out->kernels)
+		goto out;
+	for (int64_t i = 0; i < nhits;) {
+		int32_t g = hits[i].group, m = 0, once = 0;
+		int64_t gtotal = 0;
+		cs_run_kernel *rk = &out->kernels[out->nkernels];
+
+		while (i < nhits && hits[i].group == g) {
+			int32_t st = hits[i].step, n = 0;
+			int64_t ns = 0;
+
+			for (; i < nhits && hits[i].group == g && hits[i].step == st; i++) {
+				ns += hits[i].ns;
+				n++;
+			}
+			vt[m] = (double)ns;
+			vc[m] = n;
+			m++;
+			once += n == 1;
+			gtotal += ns;
+		}
+		rk->name = names.names[g];
+		names.names[g] = NULL;
+		rk->time_per_step = trimmed_mean(vt, m, c->steady - m);
+		rk->count_per_step = trimmed_mean(vc, m, c->steady - m);
+		rk->share = total > 0 ? (double)gtotal / (double)total : 0;
+		rk->once = (double)once / (double)c->steady;
+		out->nkernels++;
+	}
+	qsort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
+	rc = 0;
+out:
+	for (int32_t g = 0; g < names.n; g++)
+		free(names.names[g]);
+	names.n = 0;
+	name_table_free(&names);
+	id_map_free(&ids);
+	free(hits);
+	free(time);
+	free(count);
+	free(vt);
+	free(vc);
+	return rc;
+}
+
+const cs_run_kernel *cs_run_kernel_find(const cs_run *r, const char *name)
+{
+	int32_t lo = 0, hi = r->nkernels;
+
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(r->kernels[mid].name, name);
+
+		if (c == 0)
+			return &r->kernels[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- memcpys and memsets ---- */
+
+static int copy_dir(const cs_a_copy *m)
+{
+	if (m->is_memset)
+		return CS_DIR_MEMSET;
+	switch (m->copy_kind) {
+	case CS_COPY_HTOD:
+		return CS_DIR_HTOD;
+	case CS_COPY_DTOH:
+		return CS_DIR_DTOH;
+	case CS_COPY_DTOD:
+		return CS_DIR_DTOD;
+	}
+	return CS_DIR_OTHER;
+}
+
+static int run_copies(const struct run_ctx *c, cs_run *out)
+{
+	double *count = calloc(steady_slots(c) * CS_NDIRS, sizeof(*count));
+	double *bytes = calloc(steady_slots(c) * CS_NDIRS, sizeof(*bytes));
+	int rc = CS_ERR_NOMEM;
+
+	if (!count || !bytes)
+		goto out;
+	for (int64_t i = 0; i < c->a->ncopies; i++) {
+		const cs_a_copy *m = &c->a->copies[i];
+		int32_t st = steady_at(c, cs_launch_time(m->launch_start, m->start));
+		int d = copy_dir(m);
+
+		if (st < 0)
+			continue;
+		count[(size_t)d * (size_t)c->steady + (size_t)st] += 1;
+		bytes[(size_t)d * (size_t)c->steady + (size_t)st] += (double)m->bytes;
+	}
+	for (int d = 0; d < CS_NDIRS; d++) {
+		out->copy_count[d] = per_step(c, count + (size_t)d * (size_t)c->steady);
+		out->copy_bytes[d] = per_step(c, bytes + (size_t)d * (size_t)c->steady);
+	}
+	rc = 0;
+out:
+	free(count);
+	free(bytes);
+	return rc;
+}
+
+/* ---- host waits ---- */
+
+/* Host waits sorted by process, then end. */
+struct wait_ref {
+	uint32_t pid;
+	int64_t end;
+	int64_t sync;
+};
+
+static int cmp_wait(const void *pa, const void *pb)
+{
+	const struct wait_ref *x = pa, *y = pb;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The first wait of pid that ends at or after t, or -1. */
+static int64_t first_wait_after(const struct wait_ref *w, int64_t n, uint32_t pid, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].pid < pid || (w[mid].pid == pid && w[mid].end < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && w[lo].pid == pid ? lo : -1;
+}
+
+/*
+ * Host waits per step, and those that waited for a device-to-host copy: a wait is a D2H sync when
+ * it is the first host wait of the process to end after the launch of a DtoH memcpy.
+ */
+static int run_waits(const struct run_ctx *c, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct wait_ref *w = malloc((size_t)(a->nsyncs > 0 ? a->nsyncs : 1) * sizeof(*w));
+	char *d2h = calloc((size_t)(a->nsyncs > 0 ? a->nsyncs : 1), 1);
+	double *waits = calloc(steady_slots(c), sizeof(*waits));
+	double *syncs = calloc(steady_slots(c), sizeof(*syncs));
+	int64_t n = 0;
+	int rc = CS_ERR_NOMEM;
+
+	if (!w || !d2h || !waits || !syncs)
+		goto out;
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+
+		if (!y->host_wait || y->start == CS_TS_UNKNOWN)
+			continue;
+		w[n].pid = y->pid;
+		w[n].end = y->end != CS_TS_UNKNOWN && y->end > y->start ? y->end : y->start;
+		w[n].sync = i;
+		n++;
+	}
+	qsort(w, (size_t)n, sizeof(*w), cmp_wait);
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *m = &a->copies[i];
+		int64_t t = cs_launch_time(m->launch_start, m->start), j;
+
+		if (m->is_memset || m->copy_kind != CS_COPY_DTOH || t == CS_TS_UNKNOWN)
+			continue;
+		j = first_wait_after(w, n, m->pid, t);
+		if (j >= 0)
+			d2h[w[j].sync] = 1;
+	}
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+		int32_t st;
+
+		if (!y->host_wait)
+			continue;
+		st = steady_at(c, y->start);
+		if (st < 0)
+			continue;
+		waits[st] += 1;
+		syncs[st] += d2h[i];
+	}
+	out->host_waits = per_step(c, waits);
+	out->d2h_syncs = per_step(c, syncs);
+	rc = 0;
+out:
+	free(w);
+	free(d2h);
+	free(waits);
+	free(syncs);
+	return rc;
+}
+
+/* ---- device memory ---- */
+
+/* Live sizes by (process, address, kind): 0 allocations, 1 VMM handles, 2 mapped pages. */
+struct addr_entry {
+	uint64_t address;
+	uint32_t pid;
+	int32_t kind; /* -1: empty slot */
+	int64_t bytes;
+};
+
+struct addr_map {
+	struct addr_entry *v;
+	size_t n, cap;
+};
+
+static size_t addr_hash(uint64_t address, uint32_t pid, int kind, size_t mask)
+{
+	return (size_t)hash_u64(address ^ ((uint64_t)pid << 40) ^ ((uint64_t)kind << 60)) & mask;
+}
+
+static struct addr_entry *addr_find(struct addr_map *m, uint64_t address, uint32_t pid, int kind,
+				    int insert)
+{
+	size_t h;
+
+	if (insert && (m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct addr_entry *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < cap; i++)
+			v[i].kind = -1;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->v[i].kind < 0)
+				continue;
+			h = addr_hash(m->v[i].address, m->v[i].pid, m->v[i].kind, cap - 1);
+			while (v[h].kind >= 0)
+				h = (h + 1) & (cap - 1);
+			v[h] = m->v[i];
+		}
+		free(m->v);
+		m->v = v;
+		m->cap = cap;
+	}
+	if (!m->cap)
+		return NULL;
+	h = addr_hash(address, pid, kind, m->cap - 1);
+	while (m->v[h].kind >= 0 &&
+	       !(m->v[h].address == address && m->v[h].pid == pid && m->v[h].kind == kind))
+		h = (h + 1) & (m->cap - 1);
+	if (m->v[h].kind < 0) {
+		if (!insert)
+			return NULL;
+		m->v[h].address = address;
+		m->v[h].pid = pid;
+		m->v[h].kind = kind;
+		m->v[h].bytes = 0;
+		m->n++;
+	}
+	return &m->v[h];
+}
+
+/* Was the address of r mapped with cuMemMap? (Reserved ranges are not reused by cudaMalloc.) */
+static int mapped_page(struct addr_map *m, const cs_a_memory *r)
+{
+	struct addr_entry *e = addr_find(m, r->address, r->pid, 2, 0);
+
+	return e && e->bytes >= 0;
+}
+
+/* Memory in use of one process on one device. */
+struct mem_group {
+	uint32_t pid;
+	int32_t device;
+	int64_t used, peak;
+};
+
+/* Device memory: pinned and pageable host memory and static module data are not counted. */
+static int device_memory(const cs_a_memory *r)
+{
+	return r->is_vmm || r->mem_kind == CS_MEM_DEVICE || r->mem_kind == CS_MEM_MANAGED;
+}
+
+/*
+ * Allocations and releases per steady step, and the peak of memory in use. Allocation records of
+ * pages mapped with cuMemMap (expandable segments) are left out: their physical memory was counted
+ * at cuMemCreate.
+ */
+static int run_memory(const struct run_ctx *c, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct addr_map map = {0};
+	struct mem_group groups[64];
+	int ngroups = 0;
+	double *allocs = calloc(steady_slots(c), sizeof(*allocs));
+	double *frees = calloc(steady_slots(c), sizeof(*frees));
+	int rc = CS_ERR_NOMEM;
+
+	if (!allocs || !frees)
+		goto out;
+	for (int64_t i = 0; i < a->nmemory; i++) {
+		const cs_a_memory *r = &a->memory[i];
+		struct addr_entry *e;
+		struct mem_group *grp = NULL;
+		int64_t delta = 0;
+		int32_t st;
+		int is_alloc = 0, is_free = 0;
+
+		if (r->result != 0 || !device_memory(r))
+			continue;
+		switch (r->op) {
+		case CS_MEMOP_ALLOC:
+		case CS_MEMOP_VMM_CREATE:
+			if (r->op == CS_MEMOP_ALLOC && mapped_page(&map, r))
+				break;
+			e = addr_find(&map, r->address, r->pid, r->op == CS_MEMOP_VMM_CREATE, 1);
+			if (!e)
+				goto out;
+			e->bytes = r->bytes > 0 ? r->bytes : 0;
+			delta = e->bytes;
+			is_alloc = 1;
+			break;
+		case CS_MEMOP_FREE:
+		case CS_MEMOP_VMM_RELEASE:
+			if (r->op == CS_MEMOP_FREE && mapped_page(&map, r))
+				break;
+			e = addr_find(&map, r->address, r->pid, r->op == CS_MEMOP_VMM_RELEASE, 0);
+			delta = -(e ? e->bytes : r->bytes > 0 ? r->bytes : 0);
+			if (e)
+				e->bytes = 0;
+			is_free = 1;
+			break;
+		case CS_MEMOP_VMM_MAP:
+			e = addr_find(&map, r->address, r->pid, 2, 1);
+			if (!e)
+				goto out;
+			e->bytes = 0;
+			break;
+		default:
+			break;
+		}
+		if (!is_alloc && !is_free)
+			continue;
+		for (int g = 0; g < ngroups; g++)
+			if (groups[g].pid == r->pid && groups[g].device == r->device_id)
+				grp = &groups[g];
+		if (!grp && ngroups < (int)(sizeof(groups) / sizeof(groups[0]))) {
+			grp = &groups[ngroups++];
+			grp->pid = r->pid;
+			grp->device = r->device_id;
+			grp->used = grp->peak = 0;
+		}
+		if (grp) {
+			grp->used += delta;
+			if (grp->used < 0)
+				grp->used = 0; /* released memory allocated before the recording */
+			if (grp->used > grp->peak)
+				grp->peak = grp->used;
+			if (grp->peak > out->peak_memory)
+				out->peak_memory = grp->peak;
+		}
+		st = steady_at(c, r->start);
+		if (st < 0)
+			continue;
+		if (is_alloc)
+			allocs[st] += 1;
+		else
+			frees[st] += 1;
+	}
+	out->allocs = per_step(c, allocs);
+	out->frees = per_step(c, frees);
+	rc = 0;
+out:
+	free(map.v);
+	free(allocs);
+	free(frees);
+	return rc;
+}
+
+/* ---- the run ---- */
+
+static int run_findings(const cs_analysis *a, const cs_steps *s, cs_run *out, cs_error *err)
+{
+	cs_report rep;
+	int rc;
+
+	memset(&rep, 0, sizeof(rep));
+	rc = cs_report_run(a, s, NULL, &rep, err);
+	if (rc < 0)
+		goto out;
+	rc = CS_ERR_NOMEM;
+	out->findings = calloc((size_t)(rep.n > 0 ? rep.n : 1), sizeof(*out->findings));
+	if (!out->findings)
+		goto out;
+	for (int32_t i = 0; i < rep.n; i++) {
+		cs_run_finding *f = &out->findings[out->nfindings];
+
+		f->rule = strdup(rep.v[i]->rule);
+		f->title = strdup(rep.v[i]->title ? rep.v[i]->title : "");
+		f->severity = rep.v[i]->severity;
+		f->lost_ns_per_step = rep.v[i]->lost_ns_per_step;
+		out->nfindings++;
+		if (!f->rule || !f->title)
+			goto out;
+	}
+	rc = 0;
+out:
+	cs_report_free(&rep);
+	if (rc == CS_ERR_NOMEM)
+		cs_error_set(err, rc, "out of memory");
+	return rc;
+}
+
+int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *err)
+{
+	cs_trace *t = NULL;
+	cs_analysis a;
+	cs_steps s;
+	cs_step_opts so;
+	struct run_ctx c;
+	const char *command;
+	int64_t busy = 0, span = 0;
+	int rc, have_a = 0, have_s = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&c, 0, sizeof(c));
+	out->path = strdup(path);
+	if (!out->path)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	rc = cs_trace_open(path, &t, err);
+	if (rc < 0)
+		goto out;
+	rc = cs_analysis_load(t, &a, err);
+	if (rc < 0)
+		goto out;
+	have_a = 1;
+	memset(&so, 0, sizeof(so));
+	so.step_range = o ? o->step_range : NULL;
+	so.warmup = o ? o->warmup : -1;
+	so.pid = 0;
+	rc = cs_steps_detect(&a, &so, &s, err);
+	if (rc < 0)
+		goto out;
+	have_s = 1;
+
+	command = cs_trace_meta(t, "command");
+	if (command && !(out->command = strdup(command))) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
+	out->method = s.method;
+	out->steps = s.n;
+	out->warmup = s.warmup;
+	out->period = s.period;
+	out->pid = s.pid;
+	snprintf(out->detail, sizeof(out->detail), "%s", s.detail);
+	cs_steps_duration_stats(&s, &out->step_median, &out->step_p10, &out->step_p90);
+
+	/* the steady steps, or every step when none is steady */
+	c.a = &a;
+	c.s = &s;
+	c.ord = malloc((size_t)(s.n > 0 ? s.n : 1) * sizeof(*c.ord));
+	if (!c.ord) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
+	for (int32_t i = 0; i < s.n; i++)
+		c.ord[i] = s.v[i].warmup && cs_steps_steady(&s) > 0 ? -1 : c.steady++;
+	out->steady = c.steady;
+	for (int32_t i = 0; i < s.n; i++) {
+		if (c.ord[i] < 0)
+			continue;
+		busy += s.v[i].gpu_busy;
+		span += s.v[i].end - s.v[i].start;
+	}
+	out->gpu_busy = span > 0 ? (double)busy / (double)span : 0;
+	c.tmp = malloc((size_t)(c.steady > 0 ? c.steady : 1) * sizeof(*c.tmp));
+	if (!c.tmp) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
+	if (c.steady > 0) {
+		rc = run_kernels(&c, o ? o->fold : 0, out);
+		if (!rc)
+			rc = run_copies(&c, out);
+		if (!rc)
+			rc = run_waits(&c, out);
+	}
+	if (!rc)
+		rc = run_memory(&c, out);
+	if (rc < 0) {
+		cs_error_set(err, rc, "out of memory");
+		goto out;
+	}
+	rc = run_findings(&a, &s, out, err);
+out:
+	/* every message names the file */
+	if (rc < 0 && err && strncmp(err->msg, "cannot ", 7)) {
+		char msg[CS_ERROR_MSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		if (rc == CS_ERR_INVALID)
+			cs_error_set(err, rc, "'%s': %s", path, msg);
+		else
+			cs_error_set(err, rc, "cannot read '%s': %s", path, msg);
+	}
+	free(c.ord);
+	free(c.tmp);
+	if (have_s)
+		cs_steps_free(&s);
+	if (have_a)
+		cs_analysis_free(&a);
+	if (t)
+		cs_trace_close(t);
+	if (rc < 0)
+		cs_run_free(out);
+	return rc;
+}
+
+void cs_run_free(cs_run *r)
+{
+	for (int32_t i = 0; i < r->nkernels; i++)
+		free(r->kernels[i].name);
+	for (int32_t i = 0; i < r->nfindings; i++) {
+		free(r->findings[i].rule);
+		free(r->findings[i].title);
+	}
+	free(r->kernels);
+	free(r->findings);
+	free(r->path);
+	free(r->command);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- text for output ---- */
+
+/* Length of the valid UTF-8 sequence at s (not a control character), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 && s[0] != 0x7f ? 1 : 0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+char *gate_clean_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char *out = malloc(strlen((const char *)p) + 1), *w = out;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (n == 0) {
+			*w++ = '?';
+			p++;
+		} else {
+			memcpy(w, p, n);
+			w += n;
+			p += n;
+		}
+	}
+	*w = '\0';
+	return out;
+}

@@ -1,0 +1,1216 @@
+/*
+ * test_gate.c - `cuscope diff` and `cuscope gate` run as real binaries: on the committed traces of
+ * the rule samples (a program with and without an anti-pattern: the gate fails and names the
+ * metric, in its exit code and its JUnit XML; a trace against itself passes; two recordings of one
+ * training loop differ only in what really differs), on traces written here with the writer API
+ * for exact cases (one more host wait per step, a kernel 20% slower, one more HtoD copy per step,
+ * a device allocation per step, a step 2% and 6% slower, different step counts, a step detector
+ * that takes four steps for one), the JSON of diff, the markdown, the configuration file, and
+ * the bad inputs that must end with one line on stderr and exit code 2. Kernel name folding and
+ * config units are tested on the library.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cuscope/gate.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define US 1000LL
+#define MS 1000000LL
+
+static char *tmp_dir;
+static char *rules_dir; /* samples/rules/traces */
+static char *train_db, *counts_db;
+
+/* ---- running cuscope ---- */
+
+struct result {
+	int rc;
+	char *out, *err;
+};
+
+static struct result run_argv(const char **argv)
+{
+	static const char *const env[] = {"TZ=UTC", NULL};
+	struct result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
+
+#define run(...) run_argv((const char *[]){NULL, __VA_ARGS__, NULL})
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* A usage or input error: exit code 2, nothing on stdout, one line on stderr. */
+static void assert_one_line_error(const struct result *r, const char *what)
+{
+	ck_assert_msg(r->rc == 2, "%s: exit %d (stderr: %s)", what, r->rc, r->err);
+	ck_assert_msg(r->out[0] == '\0', "%s: stdout: %s", what, r->out);
+	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: %s", what, r->err);
+	ck_assert_msg(tu_count_lines(r->err) == 1, "%s: %s", what, r->err);
+}
+
+static char *rules_trace(const char *name)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s/%s.db", rules_dir, name);
+	return strdup(buf);
+}
+
+static char *tmp_file(const char *name)
+{
+	return tu_path(tmp_dir, name);
+}
+
+/* ---- JUnit XML ---- */
+
+/*
+ * The testcase named name in a JUnit document: 1 when it has a <failure>, 0 when it passed, -1
+ * when there is none.
+ */
+static int junit_case(const char *xml, const char *name)
+{
+	char key[1024];
+	const char *p, *end;
+
+	snprintf(key, sizeof(key), "<testcase classname=\"cuscope.gate\" name=\"%s\"", name);
+	p = strstr(xml, key);
+	if (!p)
+		return -1;
+	end = strstr(p, "</testcase>");
+	p = strchr(p + strlen(key), '>');
+	ck_assert(p != NULL);
+	if (p[-1] == '/')
+		return 0;
+	ck_assert_msg(end != NULL, "unterminated testcase %s", name);
+	return strstr(p, "<failure") && strstr(p, "<failure") < end;
+}
+
+/* The failures="N" of the <testsuites> element. */
+static int junit_failures(const char *xml)
+{
+	const char *p = strstr(xml, "<testsuites");
+
+	ck_assert(p != NULL);
+	p = strstr(p, "failures=\"");
+	ck_assert(p != NULL);
+	return atoi(p + 10);
+}
+
+/* Run the gate with --junit into a fresh file; returns the result and the XML (malloc'd). */
+static struct result gate_junit(const char *base, const char *new_, const char *config, char **xml)
+{
+	static int n;
+	char name[64];
+	char *path;
+	struct result r;
+
+	snprintf(name, sizeof(name), "junit-%d.xml", n++);
+	path = tmp_file(name);
+	if (config)
+		r = run("gate", "--baseline", base, "--junit", path, "--config", config, new_);
+	else
+		r = run("gate", "--baseline", base, "--junit", path, new_);
+	*xml = tu_read_file(path, NULL);
+	if (r.rc == 0 || r.rc == 1)
+		ck_assert_msg(*xml != NULL, "no JUnit file (exit %d: %s)", r.rc, r.err);
+	free(path);
+	return r;
+}
+
+/* ---- traces written here ---- */
+
+static void need(int ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "test_gate: cannot write a test trace: %s\n", what);
+		exit(1);
+	}
+}
+
+/* What a synthetic training loop does; zero fields take the defaults of loop_defaults(). */
+struct loop {
+	int steps;
+	int64_t step_ns;
+	double slow[6]; /* duration factor of each kernel */
+	int htod;	/* HtoD copies (1 MiB) per step */
+	int waits;	/* host waits (stream synchronize) per step, without a copy */
+	int d2h;	/* DtoH copies (4 bytes) each followed by a host wait, per step */
+	int allocs;	/* device allocations (and frees) per step */
+	int log_every;	/* an extra kernel every N steps */
+	int nvtx_every; /* an NVTX range "step<i>" around every N steps */
+	const char *const *names;
+};
+
+static const char *const default_names[6] = {
+	"sm90_gemm_bf16_tn", "relu_kernel", "sm90_gemm_bf16_nt",
+	"reduce_sum",	     "softmax_fwd", "adam_update",
+};
+/* GPU time of each kernel, us: 4 ms in all. */
+static const int64_t kernel_us[6] = {1200, 400, 1200, 400, 600, 200};
+
+static struct loop loop_defaults(void)
+{
+	struct loop l;
+
+	memset(&l, 0, sizeof(l));
+	l.steps = 20;
+	l.step_ns = 8 * MS;
+	for (int i = 0; i < 6; i++)
+		l.slow[i] = 1;
+	l.htod = 1;
+	l.names = default_names;
+	return l;
+}
+
+static void add_process_device(cs_trace_writer *w)
+{
+	cs_process p;
+	cs_device d;
+
+	memset(&p, 0, sizeof(p));
+	p.pid = 300;
+	p.ppid = 1;
+	p.start = 0;
+	p.end = CS_TS_UNKNOWN;
+	p.command_line = "python3 train.py";
+	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
+	p.used_cuda = 1;
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	memset(&d, 0, sizeof(d));
+	d.pid = 300;
+	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+	d.name = "NVIDIA H200";
+	d.total_memory = 140LL << 30;
+	d.sm_count = 132;
+	d.compute_major = 9;
+	need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
+}
+
+static cs_memcpy copy(int kind, int64_t bytes, int64_t launch, int64_t start, int64_t dur)
+{
+	cs_memcpy m;
+
+	memset(&m, 0, sizeof(m));
+	m.launch_start = launch;
+	m.launch_end = launch + 3 * US;
+	m.start = start;
+	m.end = start + dur;
+	m.pid = 300;
+	m.launch_tid = 300;
+	m.launch_cbid = CS_ID_NONE;
+	m.stream_id = 7;
+	m.copy_kind = kind;
+	m.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
+	m.dst_kind = kind == CS_COPY_HTOD ? CS_MEM_DEVICE : CS_MEM_PAGEABLE;
+	m.is_async = kind == CS_COPY_HTOD;
+	m.src_device_id = m.dst_device_id = CS_ID_NONE;
+	m.bytes = bytes;
+	m.graph_id = m.graph_node_id = CS_ID_NONE;
+	m.stack_id = CS_ID_NONE;
+	return m;
+}
+
+static cs_sync host_wait(int64_t start, int64_t end)
+{
+	cs_sync s;
+
+	memset(&s, 0, sizeof(s));
+	s.start = start;
+	s.end = end;
+	s.pid = 300;
+	s.tid = 300;
+	s.stream_id = 7;
+	s.event_id = CS_ID_NONE;
+	s.type = CS_SYNC_STREAM_SYNCHRONIZE;
+	s.cbid = CS_ID_NONE;
+	s.api_kind = CS_API_RUNTIME;
+	s.stack_id = CS_ID_NONE;
+	return s;
+}
+
+static cs_memory memory_op(int op, uint64_t address, int64_t bytes, int64_t t)
+{
+	cs_memory m;
+
+	memset(&m, 0, sizeof(m));
+	m.start = t;
+	m.pid = 300;
+	m.tid = 300;
+	m.stream_id = CS_ID_NONE;
+	m.op = op;
+	m.mem_kind = CS_MEM_DEVICE;
+	m.cbid = CS_ID_NONE;
+	m.address = address;
+	m.bytes = bytes;
+	m.stack_id = CS_ID_NONE;
+	return m;
+}
+
+/*
+ * A GPU-bound-looking loop: every step_ns (with a deterministic jitter of +-0.5%, the same in
+ * every variant) the host launches 6 kernels (4 ms of GPU time), its copies and waits; the GPU
+ * runs them in order. Setup allocates 1 GiB.
+ */
+static void write_loop(const char *path, const struct loop *l)
+{
+	cs_trace_writer *w;
+	cs_error err = {0, ""};
+	int64_t ids[6], log_id, host = 1 * MS, gpu = 0, range_start = host;
+	uint32_t rnd = 12345;
+	cs_memory mem;
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
+	add_process_device(w);
+	for (int i = 0; i < 6; i++) {
+		ids[i] = cs_writer_intern(w, l->names[i]);
+		need(ids[i] >= 0, "intern");
+	}
+	log_id = cs_writer_intern(w, "log_grad_norm");
+	mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 100 * US);
+	need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
+	for (int step = 0; step < l->steps; step++) {
+		int64_t t = host, jitter;
+
+		rnd = rnd * 1103515245u + 12345u;
+		jitter = (int64_t)((double)l->step_ns * 0.01 *
+				   ((double)((rnd >> 8) % 1001) / 1000.0 - 0.5));
+		for (int i = 0; i < 6; i++) {
+			cs_kernel k;
+			int64_t dur = (int64_t)llround((double)kernel_us[i] * US * l->slow[i]);
+
+			memset(&k, 0, sizeof(k));
+			k.launch_start = t;
+			k.launch_end = t + 4 * US;
+			k.start = gpu > t + 5 * US ? gpu : t + 5 * US;
+			k.end = k.start + dur;
+			k.queued = k.submitted = CS_TS_UNKNOWN;
+			k.pid = 300;
+			k.launch_tid = 300;
+			k.launch_cbid = CS_ID_NONE;
+			k.stream_id = 7;
+			k.grid_x = k.grid_y = k.grid_z = 1;
+			k.block_x = 256;
+			k.block_y = k.block_z = 1;
+			k.graph_id = k.graph_node_id = CS_ID_NONE;
+			k.name_id = ids[i];
+			k.stack_id = CS_ID_NONE;
+			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+			gpu = k.end;
+			t += 10 * US;
+			if (i == 5 && l->log_every && step % l->log_every == l->log_every - 1) {
+				k.launch_start = t;
+				k.launch_end = t + 4 * US;
+				k.start = gpu;
+				k.end = gpu + 20 * US;
+				k.name_id = log_id;
+				need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+				gpu = k.end;
+				t += 10 * US;
+			}
+		}
+		for (int i = 0; i < l->htod; i++) {
+			cs_memcpy m = copy(CS_COPY_HTOD, 1 << 20, t,
+					   gpu > t + 5 * US ? gpu : t + 5 * US, 40 * US);
+
+			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+			gpu = m.end;
+			t += 10 * US;
+		}
+		for (int i = 0; i < l->allocs; i++) {
+			uint64_t addr = 0x7f1000000000ull + ((uint64_t)step << 24);
+			cs_memory a = memory_op(CS_MEMOP_ALLOC, addr, 4 << 20, t);
+			cs_memory f = memory_op(CS_MEMOP_FREE, addr, 0, t + 5 * US);
+
+			need(cs_writer_add_memory(w, &a) == 0, cs_writer_errmsg(w));
+			need(cs_writer_add_memory(w, &f) == 0, cs_writer_errmsg(w));
+			t += 10 * US;
+		}
+		for (int i = 0; i < l->d2h; i++) {
+			cs_memcpy m = copy(CS_COPY_DTOH, 4, t, gpu > t + 5 * US ? gpu : t + 5 * US,
+					   2 * US);
+			cs_sync s = host_wait(t + 4 * US, m.end + 2 * US);
+
+			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
+			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
+			gpu = m.end;
+			t = s.end + 5 * US;
+		}
+		for (int i = 0; i < l->waits; i++) {
+			cs_sync s = host_wait(t, (gpu > t ? gpu : t) + 2 * US);
+
+			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
+			t = s.end + 5 * US;
+		}
+		host += l->step_ns + jitter;
+		need(t < host, "a step longer than step_ns");
+		if (l->nvtx_every && step % l->nvtx_every == l->nvtx_every - 1) {
+			cs_nvtx n;
+			char text[32];
+
+			memset(&n, 0, sizeof(n));
+			n.start = range_start;
+			n.end = host - 1 * US;
+			n.pid = n.tid = n.end_tid = 300;
+			n.type = CS_NVTX_PUSHPOP;
+			n.domain_id = n.range_id = CS_ID_NONE;
+			snprintf(text, sizeof(text), "step%d", step / l->nvtx_every);
+			n.text_id = cs_writer_intern(w, text);
+			need(cs_writer_add_nvtx(w, &n) == 0, cs_writer_errmsg(w));
+			range_start = host;
+		}
+	}
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/* Traces written in main(). */
+static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
+static char *slower2_db, *slower6_db, *logged_db, *tmpl_a_db, *tmpl_b_db;
+static char *nvtx1_db, *nvtx4_db;
+
+static char *write_variant(const char *name, const struct loop *l)
+{
+	char *path = tmp_file(name);
+
+	write_loop(path, l);
+	return path;
+}
+
+static void write_traces(void)
+{
+	static const char *const tmpl_a[6] = {
+		"void at::native::vectorized_elementwise_kernel<4, "
+		"at::native::CUDAFunctor_add<float>, "
+		"std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+		"std::array<char*, 3ul>)",
+		"relu_kernel",
+		"sm90_gemm_bf16_nt",
+		"reduce_sum",
+		"triton_poi_fused_add_mul_0",
+		"adam_update",
+	};
+	static const char *const tmpl_b[6] = {
+		"void at::native::vectorized_elementwise_kernel<8, "
+		"at::native::CUDAFunctor_add<c10::"
+		"BFloat16>, std::array<char*, 3ul> >(int, "
+		"at::native::CUDAFunctor_add<c10::BFloat16>, "
+		"std::array<char*, 3ul>)",
+		"relu_kernel",
+		"sm90_gemm_bf16_nt",
+		"reduce_sum",
+		"triton_poi_fused_add_mul_3",
+		"adam_update",
+	};
+	struct loop l = loop_defaults();
+
+	base_db = write_variant("base.db", &l);
+	l.steps = 40;
+	base40_db = write_variant("base40.db", &l);
+	l = loop_defaults();
+	l.waits = 1;
+	wait_db = write_variant("wait.db", &l);
+	l = loop_defaults();
+	l.slow[1] = 1.2;
+	slow_db = write_variant("slow.db", &l);
+	l = loop_defaults();
+	l.htod = 2;
+	copy_db = write_variant("copy.db", &l);
+	l = loop_defaults();
+	l.allocs = 1;
+	alloc_db = write_variant("alloc.db", &l);
+	l = loop_defaults();
+	l.d2h = 1;
+	d2h_db = write_variant("d2h.db", &l);
+	l = loop_defaults();
+	l.step_ns = 8 * MS * 102 / 100;
+	slower2_db = write_variant("slower2.db", &l);
+	l.step_ns = 8 * MS * 106 / 100;
+	slower6_db = write_variant("slower6.db", &l);
+	l = loop_defaults();
+	l.steps = 40;
+	l.log_every = 4;
+	logged_db = write_variant("logged.db", &l);
+	l = loop_defaults();
+	l.steps = 40;
+	l.nvtx_every = 1;
+	nvtx1_db = write_variant("nvtx1.db", &l);
+	l.nvtx_every = 4;
+	nvtx4_db = write_variant("nvtx4.db", &l);
+	l = loop_defaults();
+	l.names = tmpl_a;
+	tmpl_a_db = write_variant("tmpl_a.db", &l);
+	l.names = tmpl_b;
+	tmpl_b_db = write_variant("tmpl_b.db", &l);
+}
+
+/* ---- JSON of diff ---- */
+
+static cJSON *diff_json(const char *base, const char *new_, const char *opt)
+{
+	struct result r = opt ? run("diff", "--format", "json", opt, base, new_)
+			      : run("diff", "--format", "json", base, new_);
+	cJSON *doc;
+
+	ck_assert_msg(r.rc == 0, "diff: exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	doc = cJSON_Parse(r.out);
+	ck_assert_msg(doc != NULL, "not JSON: %.300s", r.out);
+	result_free(&r);
+	return doc;
+}
+
+/* The row of metric (and kernel, when not NULL) in a diff document, or NULL. */
+static const cJSON *json_row(const cJSON *doc, const char *metric, const char *kernel)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "metrics"))
+	{
+		const cJSON *m = cJSON_GetObjectItem(it, "metric"),
+			    *k = cJSON_GetObjectItem(it, "kernel");
+
+		if (strcmp(m->valuestring, metric))
+			continue;
+		if (!kernel || (k && !strcmp(k->valuestring, kernel)))
+			return it;
+	}
+	return NULL;
+}
+
+static double json_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
+	return v->valuedouble;
+}
+
+static void assert_near(double got, double want, double tol, const char *what)
+{
+	ck_assert_msg(fabs(got - want) <= tol, "%s: %.6g, expected %.6g", what, got, want);
+}
+
+/* ---- the library ---- */
+
+START_TEST(test_fold_names)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		/* mangled: demangled, templates and parameters dropped */
+		{"_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_",
+		 "at::native::tensor_kernel_scan_innermost_dim<>"},
+		/* an nvcc anonymous namespace with its hashes */
+		{"_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a28vectorized_"
+		 "layer_norm_kernelIffLb0EEEviT0_PKT_S6_S6_PS3_S7_PS4_",
+		 "at::native::(anonymous namespace)::vectorized_layer_norm_kernel<>"},
+		{"foo_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a_bar",
+		 "foo(anonymous namespace)_bar"},
+		/* demangled names */
+		{"void at::native::vectorized_elementwise_kernel<4, "
+		 "at::native::CUDAFunctor_add<float>, "
+		 "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+		 "std::array<char*, "
+		 "3ul>)",
+		 "at::native::vectorized_elementwise_kernel<>"},
+		{"void cub::DeviceScanKernel<Policy, int const*>(int const*, int*)",
+		 "cub::DeviceScanKernel<>"},
+		{"bool ns::operator< <int>(ns::A const&, ns::A const&)", "ns::operator<<>"},
+		{"bool ns::operator<=(ns::A const&, ns::A const&)", "ns::operator<="},
+		{"void (anonymous namespace)::kernel(float*)", "(anonymous namespace)::kernel"},
+		/* number and hex suffixes */
+		{"triton_poi_fused_add_mul_0", "triton_poi_fused_add_mul"},
+		{"triton_red_fused_native_layer_norm_12", "triton_red_fused_native_layer_norm"},
+		{"kernel_0x1f.3", "kernel"},
+		{"fused_kernel_9c5ada8a", "fused_kernel"},
+		/* left alone */
+		{"nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_NNT",
+		 "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_NNT"},
+		{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_align8",
+		 "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_align8"},
+		{"kernel_deadbeef", "kernel_deadbeef"},
+		{"_42", "_42"},
+		{"", ""},
+		{"_Znot_really_mangled<3>", "_Znot_really_mangled<>"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *f = cs_kernel_fold(cases[i].in);
+
+		ck_assert_msg(f && !strcmp(f, cases[i].out), "fold(%s) = '%s', expected '%s'",
+			      cases[i].in, f ? f : "(null)", cases[i].out);
+		free(f);
+	}
+}
+END_TEST
+
+static char *write_config(const char *name, const char *text)
+{
+	char *path = tmp_file(name);
+
+	ck_assert_int_eq(tu_write_file(path, text, strlen(text)), 0);
+	return path;
+}
+
+START_TEST(test_config_units)
+{
+	char *p =
+		write_config("units.json",
+			     "{\"version\": 1, \"comment\": \"units\", \"fold\": true,\n"
+			     " \"metrics\": {\n"
+			     "  \"step_time\": {\"relative\": \"2%\", \"absolute\": \"0.5ms\"},\n"
+			     "  \"gpu_busy\": {\"absolute\": 3},\n"
+			     "  \"memcpy_*_bytes\": {\"absolute\": \"4 MiB\", \"relative\": 0.2},\n"
+			     "  \"kernel_time\": {\"absolute\": 20, \"min_share\": \"2%\"},\n"
+			     "  \"launches\": {\"gate\": true}},\n"
+			     " \"kernels\": [{\"name\": \"*gemm*\", \"relative\": 0.25},\n"
+			     "             {\"name\": \"flaky_*\", \"gate\": false}]}\n");
+	cs_gate_config c;
+	cs_error err = {0, ""};
+	const cs_threshold *t;
+
+	cs_gate_config_defaults(&c);
+	ck_assert_msg(cs_gate_config_load(p, &c, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(c.fold, 1);
+	assert_near(c.t[CS_GM_STEP_TIME].rel, 0.02, 1e-12, "step_time.relative");
+	assert_near(c.t[CS_GM_STEP_TIME].abs, 500000, 1e-6, "step_time.absolute");
+	assert_near(c.t[CS_GM_GPU_BUSY].abs, 0.03, 1e-12, "gpu_busy.absolute");
+	for (int m = CS_GM_HTOD_BYTES; m <= CS_GM_OTHER_BYTES; m += 2) {
+		assert_near(c.t[m].abs, 4 << 20, 1e-6, "memcpy bytes absolute");
+		assert_near(c.t[m].rel, 0.2, 1e-12, "memcpy bytes relative");
+	}
+	/* memset_bytes does not match memcpy_*_bytes */
+	assert_near(c.t[CS_GM_MEMSET_BYTES].abs, 1 << 20, 1e-6, "memset bytes absolute");
+	ck_assert_int_eq(c.t[CS_GM_LAUNCHES].gate, 1);
+	assert_near(c.t[CS_GM_KERNEL_TIME].abs, 20000, 1e-6, "kernel_time.absolute");
+	assert_near(c.t[CS_GM_KERNEL_TIME].min_share, 0.02, 1e-12, "kernel_time.min_share");
+	/* kernel rules start from kernel_time, and gate whatever the share */
+	t = cs_gate_kernel_threshold(&c, "sm90_gemm_bf16_tn");
+	assert_near(t->rel, 0.25, 1e-12, "gemm relative");
+	assert_near(t->abs, 20000, 1e-6, "gemm absolute");
+	assert_near(t->min_share, 0, 1e-12, "gemm min_share");
+	ck_assert_int_eq(cs_gate_kernel_threshold(&c, "flaky_kernel")->gate, 0);
+	ck_assert_ptr_eq(cs_gate_kernel_threshold(&c, "relu"), &c.t[CS_GM_KERNEL_TIME]);
+	cs_gate_config_free(&c);
+	free(p);
+}
+END_TEST
+
+START_TEST(test_config_errors)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"{\"metrics\": {\"step_tme\": {}}}", "unknown metric 'step_tme'"},
+		{"{\"metrics\": {\"step_time\": {\"absolute\": \"2 parsecs\"}}}", "unknown unit"},
+		{"{\"metrics\": {\"step_time\": {\"relative\": -1}}}", "must be 0 or more"},
+		{"{\"metrics\": {\"step_time\": {\"min_share\": 0.1}}}", "kernel_time only"},
+		{"{\"metrics\": {\"step_time\": {\"treshold\": 1}}}", "unknown key 'treshold'"},
+		{"{\"kernels\": [{\"relative\": 0.1}]}", "needs a \"name\""},
+		{"{\"version\": 2}", "version 1"},
+		{"{\"gate\": {}}", "unknown key 'gate'"},
+		{"[1, 2]", "not a JSON object"},
+		{"{\n\"metrics\": {\n", "invalid JSON at line"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = write_config("bad.json", cases[i].text);
+		cs_gate_config c;
+		cs_error err = {0, ""};
+
+		cs_gate_config_defaults(&c);
+		ck_assert_msg(cs_gate_config_load(p, &c, &err) < 0, "accepted: %s", cases[i].text);
+		ck_assert_msg(strstr(err.msg, cases[i].want) && strstr(err.msg, p) &&
+				      !strchr(err.msg, '\n'),
+			      "%s: %s", cases[i].text, err.msg);
+		cs_gate_config_free(&c);
+		free(p);
+	}
+}
+END_TEST
+
+/* ---- committed traces ---- */
+
+START_TEST(test_trace_against_itself_passes)
+{
+	static const char *const names[] = {
+		"clean",
+		"d2h-sync-bad",
+		"d2h-sync-fixed",
+		"cuda-core-scan-bad",
+		"empty-cache-in-loop-bad",
+		"launch-starvation-bad",
+		"launch-starvation-fixed",
+		"memory-ceiling-thrash-bad_expandable",
+	};
+	enum { NRULES = sizeof(names) / sizeof(names[0]) };
+	char *paths[NRULES + 2];
+
+	for (int i = 0; i < NRULES; i++)
+		paths[i] = rules_trace(names[i]);
+	paths[NRULES] = strdup(train_db);
+	paths[NRULES + 1] = strdup(counts_db); /* no steps: the whole trace is compared */
+	for (int i = 0; i < NRULES + 2; i++) {
+		char *xml;
+		struct result r = gate_junit(paths[i], paths[i], NULL, &xml);
+
+		ck_assert_msg(r.rc == 0, "%s: exit %d: %s%s", paths[i], r.rc, r.out, r.err);
+		ck_assert_int_eq(junit_failures(xml), 0);
+		ck_assert_msg(strstr(r.out, "cuscope gate: PASS: 0 of "), "%s", r.out);
+		free(xml);
+		free(paths[i]);
+		result_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_d2h_sync_pair)
+{
+	char *base = rules_trace("d2h-sync-fixed"), *bad = rules_trace("d2h-sync-bad"), *xml;
+	struct result r = gate_junit(base, bad, NULL, &xml);
+
+	/* the bad program adds 3 DtoH copies each followed by a host wait per step */
+	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_case(xml, "host_waits"), 1);
+	ck_assert_int_eq(junit_case(xml, "d2h_syncs"), 1);
+	ck_assert_int_eq(junit_case(xml, "memcpy_dtoh_count"), 1);
+	ck_assert_int_eq(junit_case(xml, "findings"), 1);
+	ck_assert_msg(strstr(xml, "host_waits (host waits per step): base 0, new 3 (+3), "
+				  "threshold any increase"),
+		      "%s", xml);
+	ck_assert_msg(strstr(xml, "new finding: [warning] d2h-sync"), "%s", xml);
+	/* its steps run faster (README: step_ms 12.0 against 14.6) */
+	ck_assert_int_eq(junit_case(xml, "step_time"), 0);
+	ck_assert_msg(strstr(r.out, "FAIL    host waits per step"), "%s", r.out);
+	free(xml);
+	result_free(&r);
+	free(base);
+	free(bad);
+}
+END_TEST
+
+START_TEST(test_cuda_core_scan_pair)
+{
+	char *base = rules_trace("cuda-core-scan-fixed"), *bad = rules_trace("cuda-core-scan-bad");
+	char *xml;
+	struct result r = gate_junit(base, bad, NULL, &xml);
+	const char *scan = "kernel_time: _ZN2at6native32tensor_kernel_scan_innermost_"
+			   "dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_";
+
+	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_case(xml, "step_time"), 1);
+	ck_assert_int_eq(junit_case(xml, scan), 1);
+	ck_assert_int_eq(junit_case(xml, "findings"), 1);
+	ck_assert_int_eq(junit_case(xml, "host_waits"), 0);
+	ck_assert_msg(strstr(xml, "new finding: [error] cuda-core-scan"), "%s", xml);
+	free(xml);
+	result_free(&r);
+
+	/* folded, the scan kernel is one name */
+	r = run("gate", "--fold", "--baseline", base, "--markdown", "-", bad);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(r.out, "## cuscope gate: FAIL"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "| **FAIL** | kernel time: "
+				    "`at::native::tensor_kernel_scan_innermost_dim<>` |"),
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "cuscope gate: FAIL:") == NULL, "text with markdown: %s",
+		      r.out);
+	result_free(&r);
+	free(base);
+	free(bad);
+}
+END_TEST
+
+START_TEST(test_empty_cache_pair)
+{
+	char *base = rules_trace("empty-cache-in-loop-fixed");
+	char *bad = rules_trace("empty-cache-in-loop-bad"), *xml;
+	struct result r = gate_junit(base, bad, NULL, &xml);
+
+	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_case(xml, "device_allocs"), 1);
+	ck_assert_int_eq(junit_case(xml, "step_time"), 1);
+	ck_assert_int_eq(junit_case(xml, "host_waits"), 0);
+	free(xml);
+	result_free(&r);
+	free(base);
+	free(bad);
+}
+END_TEST
+
+/*
+ * memory-ceiling-thrash-fixed.py recorded twice, the second time with a filler tensor taking the
+ * GPU's free memory before the loop: the same steps, in two runs on the GPU machine.
+ */
+START_TEST(test_two_runs_of_one_loop)
+{
+	char *a = rules_trace("memory-ceiling-thrash-fixed");
+	char *b = rules_trace("memory-ceiling-thrash-fixed_real"), *xml;
+	char *cfg =
+		write_config("no-peak.json", "{\"metrics\": {\"peak_memory\": {\"gate\": false}}}");
+	struct result r = gate_junit(a, b, NULL, &xml);
+
+	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_case(xml, "peak_memory"), 1);
+	ck_assert_int_eq(junit_failures(xml), 1);
+	free(xml);
+	result_free(&r);
+	r = gate_junit(a, b, cfg, &xml);
+	ck_assert_msg(r.rc == 0, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_case(xml, "peak_memory"), -1);
+	ck_assert_int_eq(junit_case(xml, "step_time"), 0);
+	free(xml);
+	result_free(&r);
+	free(cfg);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* ---- traces written here ---- */
+
+/* The gate of base against new: exit code want, and exactly the failing checks named. */
+static void assert_gate(const char *base, const char *new_, const char *config, int want,
+			const char *const *failing)
+{
+	char *xml;
+	struct result r = gate_junit(base, new_, config, &xml);
+	int n = 0;
+
+	ck_assert_msg(r.rc == want, "%s: exit %d, expected %d: %s%s", new_, r.rc, want, r.out,
+		      r.err);
+	for (; failing && failing[n]; n++)
+		ck_assert_msg(junit_case(xml, failing[n]) == 1, "%s: %s did not fail: %s", new_,
+			      failing[n], xml);
+	ck_assert_msg(junit_failures(xml) == n, "%s: %d failures, expected %d: %s", new_,
+		      junit_failures(xml), n, xml);
+	free(xml);
+	result_free(&r);
+}
+
+START_TEST(test_synthetic_identical_passes)
+{
+	assert_gate(base_db, base_db, NULL, 0, NULL);
+	/* 20 and 40 steps of one loop: compared per step */
+	assert_gate(base_db, base40_db, NULL, 0, NULL);
+	assert_gate(base40_db, base_db, NULL, 0, NULL);
+}
+END_TEST
+
+START_TEST(test_synthetic_host_wait)
+{
+	static const char *const failing[] = {"host_waits", NULL};
+
+	assert_gate(base_db, wait_db, NULL, 1, failing);
+	/* fewer waits is not a regression */
+	assert_gate(wait_db, base_db, NULL, 0, NULL);
+}
+END_TEST
+
+START_TEST(test_synthetic_d2h_sync)
+{
+	/* the GPU idles after each wait: d2h-sync finds it */
+	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
+					      "findings", NULL};
+
+	assert_gate(base_db, d2h_db, NULL, 1, failing);
+}
+END_TEST
+
+START_TEST(test_synthetic_slow_kernel)
+{
+	static const char *const failing[] = {"kernel_time: relu_kernel", NULL};
+	char *cfg = write_config("relu.json", "{\"kernels\": [{\"name\": \"relu*\", "
+					      "\"relative\": \"25%\"}]}");
+	char *off = write_config("relu-off.json",
+				 "{\"kernels\": [{\"name\": \"relu_kernel\", \"gate\": false}]}");
+
+	/* 400 us -> 480 us: +20% and +80 us, 10% of the GPU time; all kernels +2% */
+	assert_gate(base_db, slow_db, NULL, 1, failing);
+	assert_gate(base_db, slow_db, cfg, 0, NULL);
+	assert_gate(base_db, slow_db, off, 0, NULL);
+	free(cfg);
+	free(off);
+}
+END_TEST
+
+START_TEST(test_synthetic_extra_copy)
+{
+	static const char *const failing[] = {"memcpy_htod_count", NULL};
+
+	/* a second 1 MiB copy per step: +1 copy, +1 MiB (at the floor, not past it) */
+	assert_gate(base_db, copy_db, NULL, 1, failing);
+}
+END_TEST
+
+START_TEST(test_synthetic_alloc_per_step)
+{
+	static const char *const failing[] = {"device_allocs", NULL};
+
+	assert_gate(base_db, alloc_db, NULL, 1, failing);
+}
+END_TEST
+
+START_TEST(test_synthetic_slower_step)
+{
+	static const char *const failing[] = {"step_time", NULL};
+	char *tight =
+		write_config("tight.json", "{\"metrics\": {\"step_time\": {\"relative\": 0.01, "
+					   "\"absolute\": \"100us\"}}}");
+
+	/* 2%: under the provisional +5% */
+	assert_gate(base_db, slower2_db, NULL, 0, NULL);
+	/* 6% of 8 ms: +5% and +200 us both passed */
+	assert_gate(base_db, slower6_db, NULL, 1, failing);
+	assert_gate(base_db, slower2_db, tight, 1, failing);
+	free(tight);
+}
+END_TEST
+
+START_TEST(test_synthetic_every_n_steps)
+{
+	/* a 20 us kernel every 4 steps: 5 us per step, under the floors */
+	assert_gate(base40_db, logged_db, NULL, 0, NULL);
+	assert_gate(logged_db, base40_db, NULL, 0, NULL);
+}
+END_TEST
+
+START_TEST(test_synthetic_step_alignment)
+{
+	/* NVTX ranges around every step in one trace, around every 4 steps in the other */
+	struct result r = run("diff", "--step-range", "step*", nvtx1_db, nvtx4_db);
+	cJSON *doc;
+	const cJSON *row;
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "each step found in new holds 4 of base's steps"), "%s", r.out);
+	result_free(&r);
+	r = run("diff", "--step-range", "step*", nvtx4_db, nvtx1_db);
+	ck_assert_msg(strstr(r.out, "each step found in base holds 4 of new's steps"), "%s", r.out);
+	result_free(&r);
+	doc = diff_json(nvtx1_db, nvtx4_db, "--step-range=step*");
+	row = json_row(doc, "step_time", NULL);
+	assert_near(json_num(row, "new"), 8 * MS, 0.01 * 8 * MS, "aligned step time");
+	row = json_row(doc, "memcpy_htod_count", NULL);
+	assert_near(json_num(row, "new"), 1, 1e-9, "aligned copies");
+	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "compared_steps_per_step"), 4, 0,
+		    "scale");
+	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "compared_steps_per_step"), 1, 0,
+		    "scale");
+	cJSON_Delete(doc);
+	{
+		char *cfg = write_config("nvtx.json", "{\"step_range\": \"step*\"}");
+
+		assert_gate(nvtx1_db, nvtx4_db, cfg, 0, NULL);
+		assert_gate(nvtx4_db, nvtx1_db, cfg, 0, NULL);
+		free(cfg);
+	}
+}
+END_TEST
+
+START_TEST(test_diff_json)
+{
+	cJSON *doc = diff_json(base_db, slow_db, NULL);
+	const cJSON *row, *x;
+
+	ck_assert_int_eq((int)json_num(doc, "version"), 1);
+	x = cJSON_GetObjectItem(doc, "base");
+	ck_assert_str_eq(cJSON_GetObjectItem(x, "file")->valuestring, base_db);
+	ck_assert_int_eq((int)json_num(x, "steps"), 20);
+	ck_assert_int_eq((int)json_num(x, "steady_steps"), 18);
+	ck_assert_str_eq(cJSON_GetObjectItem(x, "step_method")->valuestring, "period");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "comparable")));
+
+	row = json_row(doc, "kernel_time", "relu_kernel");
+	ck_assert(row != NULL);
+	assert_near(json_num(row, "base"), 400 * US, 1, "relu base");
+	assert_near(json_num(row, "new"), 480 * US, 1, "relu new");
+	assert_near(json_num(row, "delta"), 80 * US, 1, "relu delta");
+	assert_near(json_num(row, "relative"), 0.2, 1e-9, "relu relative");
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
+	/* most significant first */
+	row = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "metrics"), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kernel")->valuestring, "relu_kernel");
+	row = json_row(doc, "kernel_time_total", NULL);
+	assert_near(json_num(row, "base"), 4 * MS, 1, "kernel total");
+	assert_near(json_num(row, "delta"), 80 * US, 1, "kernel total delta");
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "within");
+	row = json_row(doc, "step_time", NULL);
+	assert_near(json_num(row, "base"), 8 * MS, 0.006 * 8 * MS, "step time");
+	assert_near(json_num(row, "delta"), 0, 1, "step time delta");
+	row = json_row(doc, "memcpy_htod_bytes", NULL);
+	assert_near(json_num(row, "base"), 1 << 20, 0, "HtoD bytes");
+	row = json_row(doc, "peak_memory", NULL);
+	assert_near(json_num(row, "new"), 1 << 30, 0, "peak memory");
+	row = json_row(doc, "gpu_busy", NULL);
+	/* 4.04 ms of 8 ms, and the last step, which ends with its GPU work */
+	assert_near(json_num(row, "base"), (4 * MS + 40 * US) / (8.0 * MS), 0.02, "GPU busy");
+	x = cJSON_GetObjectItem(doc, "findings");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "new")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "fixed")), 0);
+	cJSON_Delete(doc);
+
+	doc = diff_json(base_db, d2h_db, NULL);
+	row = json_row(doc, "host_waits", NULL);
+	assert_near(json_num(row, "base"), 0, 0, "waits base");
+	assert_near(json_num(row, "new"), 1, 0, "waits new");
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(row, "relative")));
+	row = json_row(doc, "d2h_syncs", NULL);
+	assert_near(json_num(row, "new"), 1, 0, "d2h new");
+	row = json_row(doc, "memcpy_dtoh_bytes", NULL);
+	assert_near(json_num(row, "delta"), 4, 0, "dtoh bytes");
+	cJSON_Delete(doc);
+
+	/* a program's findings, new and fixed */
+	{
+		char *fixed = rules_trace("d2h-sync-fixed"), *bad = rules_trace("d2h-sync-bad");
+
+		doc = diff_json(fixed, bad, NULL);
+		x = cJSON_GetObjectItem(doc, "findings");
+		row = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "new"), 0);
+		ck_assert(row != NULL);
+		ck_assert_str_eq(cJSON_GetObjectItem(row, "rule")->valuestring, "d2h-sync");
+		cJSON_Delete(doc);
+		doc = diff_json(bad, fixed, NULL);
+		x = cJSON_GetObjectItem(doc, "findings");
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "fixed")), 1);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "new")), 0);
+		cJSON_Delete(doc);
+		free(fixed);
+		free(bad);
+	}
+}
+END_TEST
+
+START_TEST(test_diff_fold)
+{
+	cJSON *doc = diff_json(tmpl_a_db, tmpl_b_db, NULL);
+	const cJSON *row;
+
+	/* unfolded: the instantiations are different kernels */
+	ck_assert(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_0") != NULL);
+	ck_assert(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_3") != NULL);
+	assert_near(json_num(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_3"), "base"), 0,
+		    0, "unmatched");
+	cJSON_Delete(doc);
+	doc = diff_json(tmpl_a_db, tmpl_b_db, "--fold");
+	row = json_row(doc, "kernel_time", "triton_poi_fused_add_mul");
+	ck_assert(row != NULL);
+	assert_near(json_num(row, "base"), 600 * US, 1, "folded base");
+	assert_near(json_num(row, "delta"), 0, 1, "folded delta");
+	row = json_row(doc, "kernel_time", "at::native::vectorized_elementwise_kernel<>");
+	ck_assert(row != NULL);
+	assert_near(json_num(row, "new"), 1200 * US, 1, "folded new");
+	cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_diff_text_and_markdown)
+{
+	struct result r = run("diff", base_db, wait_db),
+		      m = run("diff", "-f", "markdown", base_db, wait_db);
+
+	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "base: ") && strstr(r.out, "20 steps (period), 2 warm-up"),
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, " host waits per step "), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "Findings: none in either trace"), "%s", r.out);
+	ck_assert_int_eq(m.rc, 0);
+	ck_assert_msg(strstr(m.out, "## cuscope diff"), "%s", m.out);
+	ck_assert_msg(strstr(m.out, "| host waits per step | 0 | 1 | +1 | worse |"), "%s", m.out);
+	result_free(&r);
+	result_free(&m);
+}
+END_TEST
+
+START_TEST(test_gate_markdown_file)
+{
+	char *md = tmp_file("gate.md"), *text;
+	struct result r = run("gate", "-q", "--baseline", base_db, "--markdown", md, copy_db);
+
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_str_eq(r.out, "");
+	text = tu_read_file(md, NULL);
+	ck_assert(text != NULL);
+	ck_assert_msg(strstr(text, "## cuscope gate: FAIL (1 of "), "%s", text);
+	ck_assert_msg(strstr(text, "| **FAIL** | HtoD copies per step | 1 | 2 | +1 (+100.0%) | "
+				   "+10% and +0.5 |"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "<details><summary>"), "%s", text);
+	free(text);
+	free(md);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_list_metrics)
+{
+	struct result r = run("gate", "--list-metrics");
+
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+5% and +200 us"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "host_waits") && strstr(r.out, "any increase"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "kernels with >= 1% of GPU time"), "%s", r.out);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(test_bad_inputs)
+{
+	char *missing = tmp_file("missing.db"), *text = tmp_file("not-a-trace.db");
+	char *bad_json = write_config("broken.json", "{\"metrics\": {\"step_time\": {\n");
+	char *unknown = write_config("unknown.json", "{\"metrics\": {\"step_tim\": {}}}");
+	char *bad_unit = write_config("unit.json",
+				      "{\"metrics\": {\"step_time\": {\"absolute\": \"1 MiB\"}}}");
+	char *junit_dir = tmp_file("no-such-dir/junit.xml");
+	struct result r;
+
+	ck_assert_int_eq(tu_write_file(text, "hello\n", 6), 0);
+
+	r = run("gate", "--baseline", missing, base_db);
+	assert_one_line_error(&r, "missing baseline");
+	ck_assert_msg(strstr(r.err, missing), "%s", r.err);
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, missing);
+	assert_one_line_error(&r, "missing new");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, text);
+	assert_one_line_error(&r, "not a trace");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--config", bad_json, base_db);
+	assert_one_line_error(&r, "bad JSON");
+	ck_assert_msg(strstr(r.err, "invalid JSON"), "%s", r.err);
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--config", unknown, base_db);
+	assert_one_line_error(&r, "unknown metric");
+	ck_assert_msg(strstr(r.err, "unknown metric 'step_tim'"), "%s", r.err);
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--config", bad_unit, base_db);
+	assert_one_line_error(&r, "bad unit");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--config", missing, base_db);
+	assert_one_line_error(&r, "missing config");
+	result_free(&r);
+	r = run("gate", base_db);
+	assert_one_line_error(&r, "no baseline");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db);
+	assert_one_line_error(&r, "no new trace");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, base_db, base_db);
+	assert_one_line_error(&r, "two new traces");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--junit", junit_dir, base_db);
+	assert_one_line_error(&r, "unwritable JUnit file");
+	result_free(&r);
+	r = run("gate", "--baseline", base_db, "--step-range", "step*", base_db);
+	assert_one_line_error(&r, "no NVTX range");
+	result_free(&r);
+	/* steps in one trace and none in the other: nothing per step to compare */
+	r = run("gate", "--baseline", base_db, counts_db);
+	assert_one_line_error(&r, "not comparable");
+	ck_assert_msg(strstr(r.err, "cannot compare"), "%s", r.err);
+	result_free(&r);
+	r = run("diff", base_db);
+	assert_one_line_error(&r, "diff with one trace");
+	result_free(&r);
+	r = run("diff", "--format", "xml", base_db, base_db);
+	assert_one_line_error(&r, "diff bad format");
+	result_free(&r);
+	r = run("diff", text, base_db);
+	assert_one_line_error(&r, "diff not a trace");
+	result_free(&r);
+	r = run("diff", "--config", unknown, base_db, base_db);
+	assert_one_line_error(&r, "diff unknown metric");
+	result_free(&r);
+	free(missing);
+	free(text);
+	free(bad_json);
+	free(unknown);
+	free(bad_unit);
+	free(junit_dir);
+}
+END_TEST
+
+static Suite *gate_suite(void)
+{
+	Suite *s = suite_create("gate");
+	TCase *lib = tcase_create("library"), *real = tcase_create("committed traces"),
+	      *syn = tcase_create("written traces"), *cli = tcase_create("cli");
+
+	tcase_add_test(lib, test_fold_names);
+	tcase_add_test(lib, test_config_units);
+	tcase_add_test(lib, test_config_errors);
+	tcase_add_test(real, test_trace_against_itself_passes);
+	tcase_add_test(real, test_d2h_sync_pair);
+	tcase_add_test(real, test_cuda_core_scan_pair);
+	tcase_add_test(real, test_empty_cache_pair);
+	tcase_add_test(real, test_two_runs_of_one_loop);
+	tcase_add_test(syn, test_synthetic_identical_passes);
+	tcase_add_test(syn, test_synthetic_host_wait);
+	tcase_add_test(syn, test_synthetic_d2h_sync);
+	tcase_add_test(syn, test_synthetic_slow_kernel);
+	tcase_add_test(syn, test_synthetic_extra_copy);
+	tcase_add_test(syn, test_synthetic_alloc_per_step);
+	tcase_add_test(syn, test_synthetic_slower_step);
+	tcase_add_test(syn, test_synthetic_every_n_steps);
+	tcase_add_test(syn, test_synthetic_step_alignment);
+	tcase_add_test(cli, test_diff_json);
+	tcase_add_test(cli, test_diff_fold);
+	tcase_add_test(cli, test_diff_text_and_markdown);
+	tcase_add_test(cli, test_gate_markdown_file);
+	tcase_add_test(cli, test_list_metrics);
+	tcase_add_test(cli, test_bad_inputs);
+	tcase_set_timeout(real, 120);
+	suite_add_tcase(s, lib);
+	suite_add_tcase(s, real);
+	suite_add_tcase(s, syn);
+	suite_add_tcase(s, cli);
+	return s;
+}
+
+static char *source_file(const char *rel)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s/%s", tu_source_root(), rel);
+	return strdup(buf);
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_gate: cannot make a temporary directory\n");
+		return 1;
+	}
+	rules_dir = source_file("samples/rules/traces");
+	train_db = source_file("samples/traces/train_small.db");
+	counts_db = source_file("samples/traces/counts.db");
+	write_traces();
+
+	sr = srunner_create(gate_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
