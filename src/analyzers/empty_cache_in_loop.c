@@ -136,49 +136,7 @@ out:
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
-	struct ru_mem m;
-	int64_t *cost = NULL;
-	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
-	uint8_t *hit = NULL;
-	int rc;
-
-	if (steady <= 0 || a->nmemory == 0)
-		return 0;
-	rc = ru_mem_bursts(a, s, &m);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	rc = CS_ERR_NOMEM;
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	hit = calloc((size_t)s->n + 1, 1);
-	if (!cost || !steps || !hit)
-		goto out;
-	for (int32_t i = 0; i < m.n; i++)
-		if (is_empty_cache(&m.v[i]))
-			hit[m.v[i].step] = 1;
-	for (int32_t i = 0; i < s->n; i++)
-		if (hit[i])
-			steps[n++] = i;
-	rc = 0;
-	if (n < MIN_STEPS || n < MIN_STEP_SHARE * steady)
-		goto out;
-	ru_mem_step_cost(a, s, &m, is_empty_cache, cost);
-	rc = emit_finding(ctx, &m, cost, steps, n, err);
-	ru_mem_free(&m);
-	free(cost);
-	free(steps);
-	free(hit);
-	return rc;
-out:
-	ru_mem_free(&m);
-	free(cost);
-	free(steps);
-	free(hit);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	return 0;
+	return ru_mem_rule_run(ctx, is_empty_cache, MIN_STEPS, MIN_STEP_SHARE, emit_finding, err);
 }
 
 const cs_analyzer cs_rule_empty_cache_in_loop = {

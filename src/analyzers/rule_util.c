@@ -935,3 +935,44 @@ void ru_mem_free(struct ru_mem *m)
 	free(m->api_calls);
 	memset(m, 0, sizeof(*m));
 }
+
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
+		    double min_share, ru_mem_emit_fn emit, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_mem m;
+	int64_t *cost = NULL;
+	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
+	uint8_t *hit = NULL;
+	int rc;
+
+	if (steady <= 0 || a->nmemory == 0)
+		return 0;
+	rc = ru_mem_bursts(a, s, &m);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	cost = calloc((size_t)s->n + 1, sizeof(*cost));
+	steps = calloc((size_t)s->n + 1, sizeof(*steps));
+	hit = calloc((size_t)s->n + 1, 1);
+	if (!cost || !steps || !hit) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int32_t i = 0; i < m.n; i++)
+		if (keep(&m.v[i]))
+			hit[m.v[i].step] = 1;
+	for (int32_t i = 0; i < s->n; i++)
+		if (hit[i])
+			steps[n++] = i;
+	if (n < min_steps || n < min_share * steady)
+		goto out;
+	ru_mem_step_cost(a, s, &m, keep, cost);
+	rc = emit(ctx, &m, cost, steps, n, err);
+out:
+	ru_mem_free(&m);
+	free(cost);
+	free(steps);
+	free(hit);
+	return rc;
+}

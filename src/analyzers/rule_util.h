@@ -181,6 +181,17 @@ int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst 
 void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
 		      int (*keep)(const struct ru_burst *b), int64_t *per_step);
 
+/*
+ * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
+ * steps with a burst for which keep() holds; when there are at least min_steps of them and at least
+ * min_share of the steady steps, emit() is called with the bursts, the GPU time lost per step
+ * (ru_mem_step_cost) and those steps.
+ */
+typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
+			      const int32_t *steps, int32_t n, cs_error *err);
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
+		    double min_share, ru_mem_emit_fn emit, cs_error *err);
+
 /* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
 int ru_is_alloc_api(const char *name);
 
