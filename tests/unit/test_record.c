@@ -239,6 +239,8 @@ START_TEST(help_lists_options)
 	ck_assert_ptr_nonnull(strstr(out, "--output"));
 	ck_assert_ptr_nonnull(strstr(out, "--capture"));
 	ck_assert_ptr_nonnull(strstr(out, "--size-limit"));
+	ck_assert_ptr_nonnull(strstr(out, "--backtrace"));
+	ck_assert_ptr_nonnull(strstr(out, "--latency-timestamps"));
 	free(out);
 }
 END_TEST
