@@ -542,6 +542,60 @@ static void text_header(const struct report_view *v)
 	putchar('\n');
 }
 
+struct located {
+	char *where; /* the location frame's text */
+	int32_t finding;
+};
+
+static int located_cmp(const void *a, const void *b)
+{
+	const struct located *x = a, *y = b;
+	int c = strcmp(x->where, y->where);
+
+	return c ? c : (x->finding > y->finding) - (x->finding < y->finding);
+}
+
+/* The findings that have a source location, grouped by it (one line of rules per location). */
+static void text_by_location(const struct report_view *v)
+{
+	struct located *l = calloc((size_t)v->r->n + 1, sizeof(*l));
+	int32_t n = 0;
+
+	if (!l)
+		return;
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+		const cs_frame *frames, *loc;
+		cs_error err = {0, ""};
+		int nf;
+
+		if (f->stack_id == CS_ID_NONE ||
+		    cs_trace_get_stack(v->t, f->stack_id, &frames, &nf, &err) < 0 || nf == 0)
+			continue;
+		loc = location_frame(frames, nf);
+		if (loc && (l[n].where = frame_text(loc, 0)) != NULL)
+			l[n++].finding = i;
+	}
+	if (n > 0) {
+		qsort(l, (size_t)n, sizeof(*l), located_cmp);
+		printf("By source location:\n");
+		for (int32_t i = 0; i < n; i++) {
+			const cs_report_finding *f = v->r->v[l[i].finding];
+			int first = i == 0 || strcmp(l[i].where, l[i - 1].where) != 0;
+			int last = i == n - 1 || strcmp(l[i].where, l[i + 1].where) != 0;
+
+			if (first)
+				printf("  %s\n      ", l[i].where);
+			printf("%s (%s)%s", f->rule, cs_severity_name(f->severity),
+			       last ? "\n" : ", ");
+		}
+		putchar('\n');
+	}
+	for (int32_t i = 0; i < n; i++)
+		free(l[i].where);
+	free(l);
+}
+
 static int print_text(const struct report_view *v)
 {
 	int count[4] = {0};
@@ -557,6 +611,7 @@ static int print_text(const struct report_view *v)
 		text_finding(v, v->r->v[i]);
 		count[v->r->v[i]->severity]++;
 	}
+	text_by_location(v);
 	printf("%d %s: %d error%s, %d warning%s, %d info\n", v->r->n,
 	       plural(v->r->n, "finding", "findings"), count[CS_SEV_ERROR],
 	       count[CS_SEV_ERROR] == 1 ? "" : "s", count[CS_SEV_WARNING],
