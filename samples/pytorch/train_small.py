@@ -58,5 +58,10 @@ print(f"steps={a.steps}")
 print(f"final_loss={loss.item():.4f}")
 # The loss is read once at the end, or in every step too; each read is one device-to-host copy and one wait.
 reads = a.steps + 1 if a.sync_every_step else 1
+# Recorded with --capture=nvtx:step1* (scope nvtxcap): only the ranges step1, step10, step11, ... and what
+# they launched; the final read is outside them. Recorded with --size-limit 64K (scope sizecap): records lost.
+cap = sum(1 for i in range(a.steps) if str(i).startswith("1"))
 print(f"expect nvtx_text.step={a.steps} nvtx_open=0 kernels_in_nvtx.step>={10 * a.steps} memcpy_dtoh={reads} "
-      f"host_waits_stream>={reads} processes_cuda=1 exit_code=0")
+      f"host_waits_stream>={reads} processes_cuda=1 exit_code=0 "
+      f"nvtxcap:nvtx_text.step={cap} nvtxcap:kernels_in_nvtx.step1>={10 * cap} "
+      f"nvtxcap:memcpy_dtoh={reads - 1} sizecap:dropped>=1")

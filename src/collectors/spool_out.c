@@ -122,7 +122,9 @@ void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid)
 		atomic_fetch_add(&out_dropped, 1);
 		return;
 	}
-	if (out_limit && out_written + bufs[active].len + padded > out_limit) {
+	/* Past the size limit only the bookkeeping that says what was cut still goes in. */
+	if (out_limit && out_written + bufs[active].len + padded > out_limit &&
+	    type != CS_REC_DROPPED && type != CS_REC_END) {
 		atomic_fetch_add(&out_dropped, 1);
 		return;
 	}

@@ -42,7 +42,8 @@ BIN=$ROOT/$BUILD/gpu-samples
 PROGS=$ROOT/tests/gpu/programs
 CHECK=$ROOT/tests/gpu/check_trace.py
 
-SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop train_small torch_eager cuda_graph
+SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop train_small train_small_nvtx
+train_small_limit torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
@@ -454,6 +455,12 @@ run_scenarios() {
 	scenario counts_api --baseline-from counts --record --api=all --check "--scope=api" -- "$C"
 	scenario launch_loop -- "$BIN/launch_loop" 200000
 	scenario train_small -- "$PY" samples/pytorch/train_small.py
+	# only the NVTX ranges step1, step10..step19 (keys with scope nvtxcap: in train_small's expect line)
+	scenario train_small_nvtx --baseline-from train_small --record "--capture=nvtx:step1*" \
+		--check "--scope=nvtxcap" -- "$PY" samples/pytorch/train_small.py
+	# a spool cut at 64 KiB: the trace opens and counts what was cut as dropped
+	scenario train_small_limit --baseline-from train_small --record --size-limit --record 64K \
+		--check "--scope=sizecap" --check --allow-dropped -- "$PY" samples/pytorch/train_small.py
 	scenario torch_eager -- "$PY" "$P/torch_eager.py"
 	scenario cuda_graph -- "$PY" "$P/cuda_graph.py"
 	scenario torch_profiler_inside -- "$PY" "$P/torch_profiler_inside.py"

@@ -555,6 +555,38 @@ START_TEST(writer_under_load_loses_nothing)
 }
 END_TEST
 
+START_TEST(size_limit_counts_what_it_cuts)
+{
+	struct cs_rec_kernel r;
+	struct cs_rec_dropped d;
+	cs_import_stats st;
+	cs_trace *t;
+	uint32_t sid;
+
+	open_spool();
+	sid = cs_intern("k", (size_t)-1);
+	cs_out_set_limit(64 * 1024);
+	for (int i = 0; i < 5000; i++) {
+		memset(&r, 0, sizeof(r));
+		r.start = BASE + 1000ull * (uint64_t)i;
+		r.end = r.start + 500;
+		r.correlation_id = (uint32_t)i + 1;
+		r.name_sid = sid;
+		cs_out_write(&r, sizeof(r), CS_REC_KERNEL, 0);
+	}
+	ck_assert_uint_gt(cs_out_dropped(), 4000);
+	/* The count of what was cut is written past the limit. */
+	memset(&d, 0, sizeof(d));
+	d.count = cs_out_dropped();
+	cs_out_write(&d, sizeof(d), CS_REC_DROPPED, 0);
+	t = import_spool(&st);
+	ck_assert_int_gt(st.counts[CS_EV_KERNEL], 100);
+	ck_assert_int_lt(st.counts[CS_EV_KERNEL], 1000);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL] + st.dropped, 5000);
+	cs_trace_close(t);
+}
+END_TEST
+
 START_TEST(forked_child_writes_nothing)
 {
 	struct stat before, after;
@@ -608,6 +640,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, api_classes_from_names);
 	tcase_add_test(tc, intern_is_consistent_across_threads);
 	tcase_add_test(tc, writer_under_load_loses_nothing);
+	tcase_add_test(tc, size_limit_counts_what_it_cuts);
 	tcase_add_test(tc, forked_child_writes_nothing);
 	suite_add_tcase(s, tc);
 	return s;
