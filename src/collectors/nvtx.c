@@ -119,6 +119,12 @@ static const char *attr_plain_text(const nvtxEventAttributes_t *a, char *buf, si
 	}
 }
 
+/* The text to match against --capture=nvtx:PATTERN, only worked out when there is a pattern. */
+static const char *capture_text(const nvtxEventAttributes_t *a, char *buf, size_t cap)
+{
+	return cs_capture_nvtx_pattern() ? attr_plain_text(a, buf, cap) : NULL;
+}
+
 /* A push of text is about to be recorded at the current depth: open the capture when it matches. */
 static void capture_on_push(const char *text)
 {
@@ -226,7 +232,7 @@ static nvtxRangeId_t start_ex(const nvtxEventAttributes_t *a)
 {
 	char buf[512];
 
-	return start_common(0, attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
+	return start_common(0, attr_text(a), a, capture_text(a, buf, sizeof(buf)));
 }
 
 static nvtxRangeId_t start_a(const char *m)
@@ -236,10 +242,10 @@ static nvtxRangeId_t start_a(const char *m)
 
 static nvtxRangeId_t start_w(const wchar_t *m)
 {
-	char buf[512];
+	char buf[4096];
+	size_t n = wide_to_utf8(m, buf, sizeof(buf));
 
-	wide_to_utf8(m, buf, sizeof(buf));
-	return start_common(0, intern_wide(m), NULL, buf);
+	return start_common(0, m ? cs_intern(buf, n) : 0, NULL, buf);
 }
 
 static void end_common(uint32_t domain, nvtxRangeId_t id)
@@ -277,7 +283,7 @@ static int push_ex(const nvtxEventAttributes_t *a)
 {
 	char buf[512];
 
-	return push_common(0, attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
+	return push_common(0, attr_text(a), a, capture_text(a, buf, sizeof(buf)));
 }
 
 static int push_a(const char *m)
@@ -287,10 +293,10 @@ static int push_a(const char *m)
 
 static int push_w(const wchar_t *m)
 {
-	char buf[512];
+	char buf[4096];
+	size_t n = wide_to_utf8(m, buf, sizeof(buf));
 
-	wide_to_utf8(m, buf, sizeof(buf));
-	return push_common(0, intern_wide(m), NULL, buf);
+	return push_common(0, m ? cs_intern(buf, n) : 0, NULL, buf);
 }
 
 static int range_pop(void)
@@ -309,7 +315,7 @@ static nvtxRangeId_t d_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_
 {
 	char buf[512];
 
-	return start_common(domain_sid(d), attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
+	return start_common(domain_sid(d), attr_text(a), a, capture_text(a, buf, sizeof(buf)));
 }
 
 static void d_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
@@ -321,7 +327,7 @@ static int d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char buf[512];
 
-	return push_common(domain_sid(d), attr_text(a), a, attr_plain_text(a, buf, sizeof(buf)));
+	return push_common(domain_sid(d), attr_text(a), a, capture_text(a, buf, sizeof(buf)));
 }
 
 static int d_pop(nvtxDomainHandle_t d)
