@@ -34,6 +34,7 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 /* ---- errors ---- */
 

@@ -1,0 +1,237 @@
+/*
+ * server.c - the HTTP server of `cuscope view` (libmicrohttpd, one internal thread).
+ *
+ * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every request
+ * must carry the token printed with the URL, as ?token= or as the cookie the index page sets; and
+ * the Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
+ * rebinds its DNS name to 127.0.0.1 cannot read the trace. Answers are never cached and carry a
+ * Content-Security-Policy that allows only this origin.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "view/api.h"
+#include "view/server.h"
+
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result mhd_result;
+#else
+typedef int mhd_result;
+#endif
+
+#define TOKEN_COOKIE "cuscope_token"
+#define MAX_PX	     20000
+#define MAX_TIME     ((int64_t)1 << 62)
+
+struct view_server {
+	struct MHD_Daemon *daemon;
+	struct view_data *data;
+	int port;
+	int fd;
+	char token[33];
+	char host_ip[32], host_name[32]; /* the Host values accepted */
+};
+
+/* Compare without leaking where the first difference is. */
+static int token_equal(const char *a, const char *b)
+{
+	size_t la = a ? strlen(a) : 0, lb = strlen(b);
+	unsigned char d = la != lb;
+
+	for (size_t i = 0; a && i < la && i < lb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return a && !d;
+}
+
+static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const char *type,
+			    const void *body, size_t len, enum MHD_ResponseMemoryMode mode,
+			    const char *cookie)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
+	mhd_result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+	if (cookie)
+		MHD_add_response_header(r, "Set-Cookie", cookie);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static mhd_result send_text(struct MHD_Connection *c, unsigned int status, const char *text)
+{
+	return send_body(c, status, "text/plain; charset=utf-8", text, strlen(text),
+			 MHD_RESPMEM_PERSISTENT, NULL);
+}
+
+/* A JSON answer (malloc'd text, taken over), or 400 when the query was bad. */
+static mhd_result send_json(struct MHD_Connection *c, char *json)
+{
+	if (!json)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "bad request\n");
+	return send_body(c, MHD_HTTP_OK, "application/json", json, strlen(json),
+			 MHD_RESPMEM_MUST_FREE, NULL);
+}
+
+static int query_int(struct MHD_Connection *c, const char *key, int64_t *out)
+{
+	const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* t0, t1 and px of a window query; -1 when one is missing or out of range. */
+static int window_args(struct MHD_Connection *c, int64_t *t0, int64_t *t1, int *px)
+{
+	int64_t p;
+
+	if (query_int(c, "t0", t0) || query_int(c, "t1", t1) || query_int(c, "px", &p))
+		return -1;
+	/* |t| <= 2^62: t1 - t0 cannot overflow */
+	if (*t1 <= *t0 || *t0 < -MAX_TIME || *t1 > MAX_TIME || p < 1 || p > MAX_PX)
+		return -1;
+	*px = (int)p;
+	return 0;
+}
+
+static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			 const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct view_server *s = cls;
+	const char *host, *token;
+	int64_t t0, t1;
+	int px;
+
+	(void)version;
+	(void)upload;
+	if (!*state) {
+		/* first call of a request: headers only */
+		*state = s;
+		return MHD_YES;
+	}
+	if (*upload_size)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (!host || (strcmp(host, s->host_ip) && strcmp(host, s->host_name)))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: unexpected Host\n");
+	token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+	if (!token)
+		token = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, TOKEN_COOKIE);
+	if (!token_equal(token, s->token))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+
+	if (!strcmp(url, "/api/summary"))
+		return send_json(c, view_api_summary(s->data));
+	if (!strcmp(url, "/api/window")) {
+		if (window_args(c, &t0, &t1, &px))
+			return send_text(c, MHD_HTTP_BAD_REQUEST,
+					 "need integers t0 < t1 and 1 <= px <= 20000\n");
+		return send_json(c, view_api_window(s->data, t0, t1, px));
+	}
+	if (!strcmp(url, "/api/memory")) {
+		if (window_args(c, &t0, &t1, &px))
+			return send_text(c, MHD_HTTP_BAD_REQUEST,
+					 "need integers t0 < t1 and 1 <= px <= 20000\n");
+		return send_json(c, view_api_memory(s->data, t0, t1, px));
+	}
+	if (!strcmp(url, "/"))
+		url = "/index.html";
+	for (unsigned long i = 0; i < view_nassets; i++) {
+		const struct view_asset *a = &view_assets[i];
+		char cookie[128];
+
+		if (strcmp(url, a->path))
+			continue;
+		/* the index page hands the token to the page's own requests as a cookie */
+		snprintf(cookie, sizeof(cookie),
+			 TOKEN_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", s->token);
+		return send_body(c, MHD_HTTP_OK, a->type, a->data, a->size, MHD_RESPMEM_PERSISTENT,
+				 !strcmp(a->path, "/index.html") ? cookie : NULL);
+	}
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+int view_server_start(struct view_data *v, int port, const char *token, struct view_server **out,
+		      int *port_out, cs_error *err)
+{
+	struct view_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_in addr;
+	socklen_t len = sizeof(addr);
+	int one = 1;
+
+	*out = NULL;
+	if (!s)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	s->data = v;
+	snprintf(s->token, sizeof(s->token), "%s", token);
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		free(s);
+		return cs_error_set(err, CS_ERR_IO, "socket: %s", strerror(errno));
+	}
+	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* loopback only, never INADDR_ANY */
+	if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(s->fd, 64) ||
+	    getsockname(s->fd, (struct sockaddr *)&addr, &len)) {
+		int e = errno;
+
+		close(s->fd);
+		free(s);
+		return cs_error_set(err, CS_ERR_IO, "cannot listen on 127.0.0.1:%d: %s", port,
+				    strerror(e));
+	}
+	s->port = ntohs(addr.sin_port);
+	snprintf(s->host_ip, sizeof(s->host_ip), "127.0.0.1:%d", s->port);
+	snprintf(s->host_name, sizeof(s->host_name), "localhost:%d", s->port);
+	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, s,
+				     MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned int)30, MHD_OPTION_END);
+	if (!s->daemon) {
+		close(s->fd);
+		free(s);
+		return cs_error_set(err, CS_ERR_IO, "cannot start the HTTP server");
+	}
+	*port_out = s->port;
+	*out = s;
+	return 0;
+}
+
+void view_server_stop(struct view_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->daemon);
+	close(s->fd);
+	free(s);
+}

@@ -1,0 +1,221 @@
+// view.test.mjs - end-to-end test of `cuscope view` in headless Chromium.
+//
+// Starts `cuscope view` on committed traces, loads the viewer in Debian's /usr/bin/chromium
+// (driven by playwright-core; no browser is downloaded), and checks that the timeline canvas is
+// drawn, that the findings list shows the d2h-sync finding of samples/rules/traces/d2h-sync-bad.db,
+// and that clicking it moves the visible time window and highlights it. Saves screenshots to
+// docs/images/viewer-*.png ($CUSCOPE_E2E_SHOTS when set) and prints the time to first render of a large generated trace.
+//
+// Prints a Check-style summary line, "N%: Checks: N, Failures: F, Errors: E", which
+// scripts/test sums, and exits non-zero on a failure.
+//
+//   node tests/e2e/view.test.mjs            (CUSCOPE_BIN, CUSCOPE_GEN_TRACE from the environment)
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const bin = process.env.CUSCOPE_BIN || join(root, 'build-view', 'cuscope');
+const genTrace = process.env.CUSCOPE_GEN_TRACE || join(dirname(bin), 'tests', 'gen_trace');
+const bigEvents = Number(process.env.CUSCOPE_E2E_EVENTS || 2000000);
+const shots = process.env.CUSCOPE_E2E_SHOTS || join(root, 'docs', 'images');
+const work = mkdtempSync(join(tmpdir(), 'cuscope-e2e-'));
+
+let checks = 0;
+let failures = 0;
+let errors = 0;
+
+/* One check: prints its result, counts it. */
+function check(name, ok, detail) {
+	checks++;
+	if (!ok) failures++;
+	console.log((ok ? 'ok   ' : 'FAIL ') + name + (detail ? ': ' + detail : ''));
+}
+
+/* Start `cuscope view` on a trace; resolves with {url, proc, startMs} once the URL is printed. */
+function startView(trace) {
+	return new Promise((resolve, reject) => {
+		const began = performance.now();
+		const proc = spawn(bin, ['view', '--port', '0', '--timeout', '120', trace], {
+			stdio: ['ignore', 'pipe', 'inherit'],
+		});
+		let out = '';
+		proc.stdout.on('data', (d) => {
+			out += d;
+			const m = out.match(/^(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32})\n/);
+			if (m) resolve({ url: m[1], proc, startMs: performance.now() - began });
+		});
+		proc.on('exit', (code) => reject(new Error('cuscope view exited with ' + code)));
+	});
+}
+
+/* Number of pixels of the timeline canvas that are not the background. */
+async function inkedPixels(page) {
+	return page.evaluate(() => {
+		const c = document.getElementById('timeline');
+		const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235)) n++;
+		return n;
+	});
+}
+
+/*
+ * Poll fn(arg) in the page until it is true or timeoutMs passed (page.waitForFunction evaluates a
+ * string, which the viewer's Content-Security-Policy forbids). Returns the last value.
+ */
+async function waitFor(page, fn, arg, timeoutMs) {
+	const end = performance.now() + timeoutMs;
+	let v = false;
+	while (!(v = await page.evaluate(fn, arg)) && performance.now() < end)
+		await new Promise((r) => setTimeout(r, 10));
+	return v;
+}
+
+/* Wait until the page has drawn the timeline with events; returns window.__viewer's numbers. */
+async function waitRendered(page) {
+	const ok = await waitFor(page, () => !!(window.__viewer && window.__viewer.firstRenderMs !== null),
+		null, 30000);
+	if (!ok) throw new Error('the timeline was not drawn within 30 s');
+	return page.evaluate(() => ({
+		firstRenderMs: window.__viewer.firstRenderMs,
+		lastQueryMs: window.__viewer.lastQueryMs,
+		t0: window.__viewer.t0,
+		t1: window.__viewer.t1,
+	}));
+}
+
+async function main() {
+	mkdirSync(shots, { recursive: true });
+	/* a fresh profile in the temporary directory (playwright passes it as --user-data-dir) */
+	const context = await chromium.launchPersistentContext(join(work, 'profile'), {
+		executablePath: '/usr/bin/chromium',
+		headless: true,
+		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+			'--disable-background-networking', '--disable-component-update', '--disable-sync',
+			'--disable-dev-shm-usage'],
+		viewport: { width: 1400, height: 800 },
+	});
+	const views = [];
+	try {
+		const page = await context.newPage();
+		const pageErrors = [];
+		page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+		/* 1. the training trace: a drawn timeline */
+		const train = await startView(join(root, 'samples/traces/train_small.db'));
+		views.push(train);
+		await page.goto(train.url);
+		const r1 = await waitRendered(page);
+		const ink = await inkedPixels(page);
+		check('timeline drawn', ink > 5000, ink + ' non-blank pixels');
+		check('token dropped from the address bar', !page.url().includes('token='), page.url());
+		await page.screenshot({ path: join(shots, 'viewer-timeline.png') });
+
+		/* zoom with the wheel: the window shrinks */
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
+		for (let i = 0; i < 5; i++) await page.mouse.wheel(0, -300);
+		await page.waitForTimeout(400);
+		const zoomed = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		check('wheel zooms in', zoomed[1] - zoomed[0] < (r1.t1 - r1.t0) / 2,
+			Math.round(zoomed[1] - zoomed[0]) + ' ns < ' + Math.round(r1.t1 - r1.t0) + ' ns');
+		/* drag pans: the span stays, the start moves */
+		await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
+		await page.mouse.down();
+		await page.mouse.move(box.x + box.width * 0.3, box.y + 60, { steps: 5 });
+		await page.mouse.up();
+		await page.waitForTimeout(300);
+		const panned = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		check('drag pans', panned[0] > zoomed[0] &&
+			Math.abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 2);
+		await page.screenshot({ path: join(shots, 'viewer-zoomed.png') });
+
+		/* 2. the d2h-sync trace: the finding, a click on it */
+		const d2h = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'));
+		views.push(d2h);
+		await page.goto(d2h.url);
+		await waitRendered(page);
+		const item = page.locator('#findings li[data-rule="d2h-sync"]').first();
+		check('d2h-sync finding listed', (await item.count()) === 1);
+		const before = await page.evaluate(() => [Number(document.getElementById('timeline').dataset.t0),
+			Number(document.getElementById('timeline').dataset.t1)]);
+		await item.click();
+		await waitFor(page, (b) => {
+			const c = document.getElementById('timeline');
+			return Number(c.dataset.t0) !== b[0] || Number(c.dataset.t1) !== b[1];
+		}, before, 5000);
+		await page.waitForTimeout(400);
+		const after = await page.evaluate(() => ({
+			t0: Number(document.getElementById('timeline').dataset.t0),
+			t1: Number(document.getElementById('timeline').dataset.t1),
+			highlight: window.__viewer.highlight,
+			selected: document.querySelectorAll('#findings li.selected').length,
+		}));
+		check('click moves the window', after.t0 !== before[0] || after.t1 !== before[1],
+			`${before[0]}..${before[1]} -> ${after.t0}..${after.t1}`);
+		check('clicked finding highlighted', after.highlight !== null && after.selected === 1 &&
+			after.t0 <= after.highlight.first && after.t1 >= after.highlight.last);
+		await page.screenshot({ path: join(shots, 'viewer-finding.png') });
+		check('no script errors', pageErrors.length === 0, pageErrors.join('; '));
+
+		/* 3. a large trace: time to first render */
+		if (existsSync(genTrace)) {
+			const big = join(work, 'big.db');
+			let began = performance.now();
+			execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
+			const genMs = performance.now() - began;
+			began = performance.now();
+			const bv = await startView(big);
+			views.push(bv);
+			const page2 = await context.newPage();
+			const loadBegan = performance.now();
+			await page2.goto(bv.url);
+			const r3 = await waitRendered(page2);
+			const pageMs = performance.now() - loadBegan;
+			/* a few window queries at different zooms, timed in the page */
+			const queries = await page2.evaluate(async () => {
+				const s = window.__viewer.summary;
+				const span = s.end - s.start;
+				const out = [];
+				for (const frac of [1, 0.1, 0.001, 0.00001]) {
+					const t0 = Math.floor(s.start + span * 0.5);
+					const t1 = Math.ceil(t0 + span * frac);
+					const b = performance.now();
+					const r = await fetch(`api/window?t0=${t0}&t1=${t1}&px=1200`);
+					const text = await r.text();
+					out.push({ frac, ms: performance.now() - b, bytes: text.length });
+				}
+				return out;
+			});
+			console.log(`large trace: ${bigEvents} events (generated in ${(genMs / 1000).toFixed(1)} s)`);
+			console.log(`  cuscope view start (load, steps, rules) to URL: ${bv.startMs.toFixed(0)} ms`);
+			console.log(`  page load to first timeline drawn: ${pageMs.toFixed(0)} ms (in-page ${r3.firstRenderMs.toFixed(0)} ms)`);
+			console.log(`  start + first render: ${(bv.startMs + pageMs).toFixed(0)} ms`);
+			for (const q of queries)
+				console.log(`  window query, ${q.frac} of the trace at 1200 px: ${q.ms.toFixed(1)} ms, ${q.bytes} bytes`);
+			check('large trace renders', r3.firstRenderMs !== null);
+			await page2.screenshot({ path: join(shots, 'viewer-large.png') });
+		} else {
+			console.log('large trace: skipped, no gen_trace at ' + genTrace);
+		}
+	} finally {
+		for (const v of views) v.proc.kill('SIGTERM');
+		await context.close();
+	}
+}
+
+try {
+	await main();
+} catch (e) {
+	errors++;
+	console.log('ERROR ' + (e && e.stack ? e.stack : e));
+}
+rmSync(work, { recursive: true, force: true });
+const total = checks + errors;
+const pct = total ? Math.floor((100 * (checks - failures)) / total) : 0;
+console.log(`${pct}%: Checks: ${total}, Failures: ${failures}, Errors: ${errors}`);
+process.exit(failures || errors ? 1 : 0);

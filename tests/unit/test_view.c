@@ -1,0 +1,638 @@
+/*
+ * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
+ * prints and talks plain HTTP to it over a socket: the token and Host checks, the summary against
+ * the trace and against `cuscope report`, the busy time and thinning of window answers, strings
+ * escaped in JSON, and the loopback-only socket.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <cjson/cJSON.h>
+
+#include "cuscope/analyze.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define PID 4242
+/* A kernel name that is HTML, with quotes, a control byte and invalid UTF-8. */
+#define HTML_KERNEL	     "<img src=x onerror=\"alert('k')\">\x01\xff</script>"
+#define HTML_KERNEL_REPAIRED "<img src=x onerror=\"alert('k')\">\x01\xef\xbf\xbd</script>"
+
+struct server {
+	pid_t pid;
+	int port;
+	char token[33];
+};
+
+static char *tmp_dir, *train_db, *d2h_db, *synth_db;
+static struct server train_srv, d2h_srv, synth_srv;
+
+/* ---- the server under test ---- */
+
+/* Start `cuscope view --port 0 --timeout 20 trace` and read the URL from its stdout. */
+static int server_start(const char *trace, struct server *s)
+{
+	int fds[2];
+	char line[256];
+	size_t len = 0;
+	const char *tok;
+
+	if (pipe(fds))
+		return -1;
+	s->pid = fork();
+	if (s->pid < 0)
+		return -1;
+	if (s->pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl(tu_cuscope_bin(), "cuscope", "view", "--port", "0", "--timeout", "20", trace,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (len + 1 < sizeof(line)) {
+		ssize_t n = read(fds[0], line + len, 1);
+
+		if (n <= 0 || line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	close(fds[0]);
+	if (sscanf(line, "http://127.0.0.1:%d/", &s->port) != 1)
+		return -1;
+	tok = strstr(line, "token=");
+	if (!tok || strlen(tok + 6) != 32)
+		return -1;
+	memcpy(s->token, tok + 6, 33);
+	return 0;
+}
+
+static void server_stop(struct server *s)
+{
+	int status;
+
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		waitpid(s->pid, &status, 0);
+		s->pid = 0;
+	}
+}
+
+/*
+ * GET path with the Host header host (NULL: 127.0.0.1:PORT) and extra header lines; returns the
+ * status code and the body in *body (malloc'd), or -1.
+ */
+static int http_get(const struct server *s, const char *host, const char *path, const char *extra,
+		    char **body)
+{
+	struct sockaddr_in addr;
+	char req[2048], hostbuf[64];
+	char *buf = NULL, *p;
+	size_t len = 0, cap = 0;
+	int fd, status = -1;
+
+	*body = NULL;
+	snprintf(hostbuf, sizeof(hostbuf), "127.0.0.1:%d", s->port);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n",
+		 path, host ? host : hostbuf, extra ? extra : "");
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)s->port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 65536) {
+			cap = cap ? cap * 2 : 131072;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (!buf)
+		return -1;
+	buf[len] = '\0';
+	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+		status = -1;
+	p = strstr(buf, "\r\n\r\n");
+	*body = strdup(p ? p + 4 : "");
+	free(buf);
+	return status;
+}
+
+/* GET path?token=... and parse the JSON answer (asserting 200). */
+static cJSON *api_get(const struct server *s, const char *path)
+{
+	char url[1024], *body;
+	cJSON *j;
+	int status;
+
+	snprintf(url, sizeof(url), "%s%stoken=%s", path, strchr(path, '?') ? "&" : "?", s->token);
+	status = http_get(s, NULL, url, NULL, &body);
+	ck_assert_int_eq(status, 200);
+	j = cJSON_Parse(body);
+	ck_assert_msg(j != NULL, "not JSON: %.200s", body);
+	free(body);
+	return j;
+}
+
+static int64_t jint(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "%s is not a number", key);
+	return (int64_t)v->valuedouble;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_token_and_host)
+{
+	const struct server *s = &train_srv;
+	char path[128], host[64], cookie[128], *body;
+
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", NULL, &body), 403);
+	free(body);
+	ck_assert_int_eq(http_get(s, NULL, "/", NULL, &body), 403);
+	free(body);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary?token=00000000000000000000000000000000",
+				  NULL, &body),
+			 403);
+	free(body);
+	snprintf(path, sizeof(path), "/api/summary?token=%s", s->token);
+	/* DNS rebinding: the right token, another site's Host */
+	ck_assert_int_eq(http_get(s, "evil.example:80", path, NULL, &body), 403);
+	free(body);
+	snprintf(host, sizeof(host), "evil.example:%d", s->port);
+	ck_assert_int_eq(http_get(s, host, path, NULL, &body), 403);
+	free(body);
+	snprintf(host, sizeof(host), "127.0.0.1:%d", s->port + 1);
+	ck_assert_int_eq(http_get(s, host, path, NULL, &body), 403);
+	free(body);
+	snprintf(host, sizeof(host), "localhost:%d", s->port);
+	ck_assert_int_eq(http_get(s, host, path, NULL, &body), 200);
+	free(body);
+	/* the cookie the index page sets */
+	snprintf(cookie, sizeof(cookie), "Cookie: cuscope_token=%s\r\n", s->token);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", cookie, &body), 200);
+	free(body);
+	ck_assert_int_eq(http_get(s, NULL, "/viewer.js", cookie, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "__viewer"));
+	free(body);
+	snprintf(path, sizeof(path), "/?token=%s", s->token);
+	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "<canvas"));
+	free(body);
+	/* bad queries */
+	snprintf(path, sizeof(path), "/api/window?token=%s&t0=5&t1=1&px=10", s->token);
+	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 400);
+	free(body);
+	snprintf(path, sizeof(path), "/api/window?token=%s&t0=-9000000000000000000&t1=1&px=10",
+		 s->token);
+	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 400);
+	free(body);
+	snprintf(path, sizeof(path), "/api/memory?token=%s&t0=0&t1=10&px=0", s->token);
+	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 400);
+	free(body);
+	snprintf(path, sizeof(path), "/nothing?token=%s", s->token);
+	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 404);
+	free(body);
+}
+END_TEST
+
+/* Number of tracks the trace must give: streams, wait threads, API threads, NVTX depths, GPUs. */
+static int expected_tracks(const cs_analysis *a)
+{
+	static int64_t keys[65536];
+	int n = 0;
+
+#define ADD_KEY(k)                                             \
+	do {                                                   \
+		int64_t key_ = (k), i_;                        \
+		for (i_ = 0; i_ < n && keys[i_] != key_; i_++) \
+			;                                      \
+		if (i_ == n && n < 65536)                      \
+			keys[n++] = key_;                      \
+	} while (0)
+	for (int64_t i = 0; i < a->nkernels; i++)
+		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->kernels[i].pid << 28) |
+			((int64_t)a->kernels[i].device_id << 20) | a->kernels[i].stream_id);
+	for (int64_t i = 0; i < a->ncopies; i++)
+		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->copies[i].pid << 28) |
+			((int64_t)a->copies[i].device_id << 20) | a->copies[i].stream_id);
+	for (int64_t i = 0; i < a->nsyncs; i++)
+		if (a->syncs[i].host_wait && a->syncs[i].start != CS_TS_UNKNOWN)
+			ADD_KEY(((int64_t)2 << 60) |
+				(((int64_t)a->syncs[i].pid << 24) ^ a->syncs[i].tid));
+	for (int64_t i = 0; i < a->napis; i++)
+		ADD_KEY(((int64_t)3 << 60) | (((int64_t)a->apis[i].pid << 24) ^ a->apis[i].tid));
+	for (int64_t i = 0; i < a->nnvtx; i++)
+		ADD_KEY(((int64_t)4 << 60) | ((int64_t)a->nvtx[i].depth << 52) |
+			(((int64_t)a->nvtx[i].pid << 24) ^ a->nvtx[i].tid));
+	for (int64_t i = 0; i < a->nmemory; i++) {
+		const cs_a_memory *m = &a->memory[i];
+
+		if ((m->op == CS_MEMOP_ALLOC &&
+		     (m->mem_kind == CS_MEM_DEVICE || m->mem_kind == CS_MEM_MANAGED)) ||
+		    m->op == CS_MEMOP_VMM_CREATE)
+			if (m->result == 0 && m->bytes > 0 && m->device_id >= 0 &&
+			    m->start != CS_TS_UNKNOWN)
+				ADD_KEY(((int64_t)5 << 60) | ((int64_t)m->pid << 20) |
+					m->device_id);
+	}
+#undef ADD_KEY
+	return n;
+}
+
+START_TEST(test_summary_matches_trace)
+{
+	cs_trace *t;
+	cs_trace_summary sum;
+	cs_analysis a;
+	cs_error err = {0};
+	cJSON *j = api_get(&train_srv, "/api/summary"), *tracks, *tr;
+	int streams = 0;
+
+	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), 0);
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	ck_assert_int_eq(jint(j, "start"), sum.start);
+	ck_assert_int_eq(jint(j, "end"), sum.end);
+	tracks = cJSON_GetObjectItem(j, "tracks");
+	ck_assert_int_eq(cJSON_GetArraySize(tracks), expected_tracks(&a));
+	cJSON_ArrayForEach(tr, tracks)
+	{
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(tr, "kind"));
+
+		ck_assert_ptr_nonnull(kind);
+		ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(tr, "name")));
+		if (!strcmp(kind, "stream"))
+			streams++;
+	}
+	ck_assert_int_gt(streams, 0);
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "steps")), 0);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(j, "findings"));
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(test_findings_match_report)
+{
+	const char *argv[] = {tu_cuscope_bin(), "report", "--format", "json", d2h_db, NULL};
+	char *out = NULL;
+	cJSON *rep, *j, *f;
+	int found = 0;
+
+	ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
+	rep = cJSON_Parse(out);
+	ck_assert_ptr_nonnull(rep);
+	j = api_get(&d2h_srv, "/api/summary");
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")),
+			 cJSON_GetArraySize(cJSON_GetObjectItem(rep, "findings")));
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(j, "findings"))
+	{
+		const char *rule = cJSON_GetStringValue(cJSON_GetObjectItem(f, "rule"));
+
+		ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(f, "title")));
+		ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(f, "severity")));
+		ck_assert_int_le(jint(f, "first"), jint(f, "last"));
+		if (rule && !strcmp(rule, "d2h-sync"))
+			found = 1;
+	}
+	ck_assert_msg(found, "no d2h-sync finding");
+	cJSON_Delete(j);
+	cJSON_Delete(rep);
+	free(out);
+}
+END_TEST
+
+struct ival {
+	int64_t s, e;
+};
+
+static int ival_cmp(const void *pa, const void *pb)
+{
+	const struct ival *x = pa, *y = pb;
+
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Union of the GPU work of (pid, device, stream) clipped to [t0, t1). */
+static int64_t stream_union(const cs_analysis *a, int64_t pid, int64_t dev, int64_t stream,
+			    int64_t t0, int64_t t1)
+{
+	struct ival *v = malloc((size_t)(a->nkernels + a->ncopies + 1) * sizeof(*v));
+	int64_t n = 0, total = 0, cov = t0;
+
+	ck_assert_ptr_nonnull(v);
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid == pid && k->device_id == dev && k->stream_id == stream &&
+		    k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN)
+			v[n++] = (struct ival){k->start, k->end};
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid == pid && c->device_id == dev && c->stream_id == stream &&
+		    c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN)
+			v[n++] = (struct ival){c->start, c->end};
+	}
+	qsort(v, (size_t)n, sizeof(*v), ival_cmp);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t s = v[i].s > t0 ? v[i].s : t0, e = v[i].e < t1 ? v[i].e : t1;
+
+		if (v[i].s >= t1 || e <= cov)
+			continue;
+		total += e - (s > cov ? s : cov);
+		cov = e;
+	}
+	free(v);
+	return total;
+}
+
+/* A window of train_small.db at several zooms: busy time exact, items bounded by px. */
+static void check_window(const cs_analysis *a, const cJSON *summary, int64_t t0, int64_t t1, int px)
+{
+	char path[256];
+	cJSON *w, *tr, *tracks = cJSON_GetObjectItem(summary, "tracks");
+	int gpu_tracks = 0;
+
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=%d", (long long)t0,
+		 (long long)t1, px);
+	w = api_get(&train_srv, path);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(w, "tracks"))
+	{
+		const cJSON *meta = cJSON_GetArrayItem(tracks, (int)jint(tr, "id")), *it;
+		const cJSON *items = cJSON_GetObjectItem(tr, "items");
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(meta, "kind"));
+		int64_t busy = 0, expect;
+
+		ck_assert_ptr_nonnull(kind);
+		/* thinning: merged blocks are a column apart; wide events are at least a column */
+		ck_assert_int_le(cJSON_GetArraySize(items), 2 * px + 2);
+		cJSON_ArrayForEach(it, items)
+		{
+			ck_assert_int_eq(cJSON_GetArraySize(it), 6);
+			busy += (int64_t)cJSON_GetArrayItem(it, 4)->valuedouble;
+		}
+		ck_assert_int_eq(busy, jint(tr, "busy"));
+		if (strcmp(kind, "stream"))
+			continue;
+		gpu_tracks++;
+		expect = stream_union(a, jint(meta, "pid"), jint(meta, "device"),
+				      jint(meta, "stream"), t0, t1);
+		ck_assert_msg(busy == expect, "track %lld px %d: busy %lld, union %lld",
+			      (long long)jint(tr, "id"), px, (long long)busy, (long long)expect);
+	}
+	ck_assert_int_gt(gpu_tracks, 0);
+	cJSON_Delete(w);
+}
+
+START_TEST(test_window_busy_and_thinning)
+{
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	cJSON *s = api_get(&train_srv, "/api/summary"), *w, *tr;
+	int64_t start = jint(s, "start"), end = jint(s, "end"), span = end - start;
+	int64_t total_items = 0, total_events = 0;
+
+	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	check_window(&a, s, start, end + 1, 100);
+	check_window(&a, s, start, end + 1, 3000);
+	check_window(&a, s, start + span / 3, start + span / 3 + span / 50, 800);
+	check_window(&a, s, start + span / 2, start + span / 2 + 100000, 1000);
+	check_window(&a, s, start + span / 2, start + span / 2 + 100000, 1);
+
+	/* the whole trace at 50 columns: far fewer items than events */
+	w = api_get(&train_srv, "/api/window?t0=0&t1=100000000000000&px=50");
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(w, "tracks"))
+	{
+		total_items += cJSON_GetArraySize(cJSON_GetObjectItem(tr, "items"));
+		total_events += jint(tr, "events");
+	}
+	ck_assert_int_gt(total_events, 1000);
+	ck_assert_int_lt(total_items * 10, total_events);
+	cJSON_Delete(w);
+
+	/* the device memory counter */
+	w = api_get(&train_srv, "/api/memory?t0=0&t1=100000000000000&px=200");
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 0);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(w, "tracks"))
+	{
+		ck_assert_int_gt(jint(tr, "peak"), 0);
+		ck_assert_int_le(cJSON_GetArraySize(cJSON_GetObjectItem(tr, "samples")), 200 + 3);
+	}
+	cJSON_Delete(w);
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(s);
+}
+END_TEST
+
+START_TEST(test_names_escaped)
+{
+	char path[256], *body;
+	cJSON *w, *names, *n;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/api/window?t0=0&t1=1000000&px=1000&token=%s",
+		 synth_srv.token);
+	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
+	/* raw HTML or quotes never appear unescaped: the quote is \" and the control byte \u0001 */
+	ck_assert_ptr_nonnull(strstr(body, "onerror=\\\"alert"));
+	ck_assert_ptr_nonnull(strstr(body, "\\u0001"));
+	w = cJSON_Parse(body);
+	ck_assert_ptr_nonnull(w);
+	names = cJSON_GetObjectItem(w, "names");
+	cJSON_ArrayForEach(n, names) if (!strcmp(cJSON_GetStringValue(n), HTML_KERNEL_REPAIRED))
+		found = 1;
+	ck_assert_msg(found, "kernel name not returned repaired: %.300s", body);
+	cJSON_Delete(w);
+	free(body);
+	w = api_get(&synth_srv, "/api/summary");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 1);
+	cJSON_Delete(w);
+}
+END_TEST
+
+START_TEST(test_loopback_only)
+{
+	struct ifaddrs *ifs, *i;
+	struct sockaddr_in addr;
+	socklen_t len = sizeof(addr);
+	int fd, tried = 0;
+
+	/* every non-loopback IPv4 address of the machine refuses the port */
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (i = ifs; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		memcpy(&addr, i->ifa_addr, sizeof(addr));
+		if ((ntohl(addr.sin_addr.s_addr) >> 24) == 127)
+			continue;
+		addr.sin_port = htons((uint16_t)train_srv.port);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_msg(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0,
+			      "the server answers on a non-loopback address");
+		close(fd);
+		tried++;
+	}
+	freeifaddrs(ifs);
+	/* and the server's end of a connection is 127.0.0.1 */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)train_srv.port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	len = sizeof(addr);
+	ck_assert_int_eq(getpeername(fd, (struct sockaddr *)&addr, &len), 0);
+	ck_assert_int_eq(ntohl(addr.sin_addr.s_addr), INADDR_LOOPBACK);
+	close(fd);
+	fprintf(stderr, "test_view: %d non-loopback addresses refused\n", tried);
+}
+END_TEST
+
+START_TEST(test_usage)
+{
+	const char *help[] = {tu_cuscope_bin(), "view", "--help", NULL};
+	const char *missing[] = {tu_cuscope_bin(), "view", "/nonexistent/x.db", NULL};
+	const char *badport[] = {tu_cuscope_bin(), "view", "--port", "70000", train_db, NULL};
+	const char *none[] = {tu_cuscope_bin(), "view", NULL};
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(tu_run(help, NULL, &out, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "--timeout"));
+	free(out);
+	ck_assert_int_eq(tu_run(missing, NULL, NULL, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "cannot open"));
+	free(err);
+	ck_assert_int_eq(tu_run(badport, NULL, NULL, NULL), 2);
+	ck_assert_int_eq(tu_run(none, NULL, NULL, NULL), 2);
+}
+END_TEST
+
+/* ---- the synthetic trace ---- */
+
+static void write_synthetic(const char *path)
+{
+	cs_trace_writer *w = NULL;
+	cs_error err = {0};
+	cs_process p;
+	cs_kernel k;
+
+	if (cs_writer_open(path, 1, &w, &err)) {
+		fprintf(stderr, "test_view: %s\n", err.msg);
+		exit(1);
+	}
+	memset(&p, 0, sizeof(p));
+	p.pid = PID;
+	p.start = p.end = CS_TS_UNKNOWN;
+	p.command_line = "synthetic";
+	p.rank = p.local_rank = p.world_size = CS_ID_NONE;
+	p.exit_code = 0;
+	p.used_cuda = 1;
+	cs_writer_add_process(w, &p);
+	memset(&k, 0, sizeof(k));
+	k.pid = PID;
+	k.device_id = 0;
+	k.stream_id = 7;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.launch_start = k.launch_end = CS_TS_UNKNOWN;
+	k.launch_cbid = CS_ID_NONE;
+	k.graph_id = k.graph_node_id = CS_ID_NONE;
+	k.stack_id = CS_ID_NONE;
+	k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 1;
+	k.name_id = cs_writer_intern(w, HTML_KERNEL);
+	for (int i = 0; i < 4; i++) {
+		k.start = 1000 + i * 100000;
+		k.end = k.start + 50000;
+		k.correlation_id = (uint64_t)i + 1;
+		cs_writer_add_kernel(w, &k);
+	}
+	if (cs_writer_finish(w, &err)) {
+		fprintf(stderr, "test_view: %s\n", err.msg);
+		exit(1);
+	}
+}
+
+static Suite *view_suite(void)
+{
+	Suite *s = suite_create("view");
+	TCase *tc = tcase_create("view");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_token_and_host);
+	tcase_add_test(tc, test_summary_matches_trace);
+	tcase_add_test(tc, test_findings_match_report);
+	tcase_add_test(tc, test_window_busy_and_thinning);
+	tcase_add_test(tc, test_names_escaped);
+	tcase_add_test(tc, test_loopback_only);
+	tcase_add_test(tc, test_usage);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_view: cannot make a temporary directory\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	synth_db = tu_path(tmp_dir, "html.db");
+	write_synthetic(synth_db);
+	train_db = tu_path(tu_source_root(), "samples/traces/train_small.db");
+	d2h_db = tu_path(tu_source_root(), "samples/rules/traces/d2h-sync-bad.db");
+	if (server_start(train_db, &train_srv) || server_start(d2h_db, &d2h_srv) ||
+	    server_start(synth_db, &synth_srv)) {
+		fprintf(stderr, "test_view: cannot start cuscope view\n");
+		server_stop(&train_srv);
+		server_stop(&d2h_srv);
+		server_stop(&synth_srv);
+		return 1;
+	}
+	sr = srunner_create(view_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	server_stop(&train_srv);
+	server_stop(&d2h_srv);
+	server_stop(&synth_srv);
+	return failed ? 1 : 0;
+}
