@@ -104,7 +104,11 @@ static int serve(const char *path, int64_t port, int64_t timeout)
 	}
 	rc = view_data_load(path, &v, &err);
 	if (rc < 0) {
-		cli_error("cannot open '%s': %s", path, err.msg);
+		/* the reader's messages already say which file they could not open */
+		if (!strncmp(err.msg, "cannot open ", 12))
+			cli_error("%s", err.msg);
+		else
+			cli_error("cannot open '%s': %s", path, err.msg);
 		return CLI_EXIT_USAGE;
 	}
 	/* the server's thread inherits the mask: only the main thread takes the signals */
