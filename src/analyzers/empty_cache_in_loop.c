@@ -32,16 +32,6 @@ static int is_empty_cache(const struct ru_burst *b)
 }
 
 /* Median over the bursts of the rule of one int64 member. */
-static int64_t burst_median(const struct ru_mem *m, size_t offset, int64_t *tmp)
-{
-	int64_t n = 0;
-
-	for (int32_t i = 0; i < m->n; i++)
-		if (is_empty_cache(&m->v[i]))
-			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
-	return ru_median(tmp, n);
-}
-
 static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
 			const int32_t *steps, int32_t n, cs_error *err)
 {
@@ -66,10 +56,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 		if (is_empty_cache(&m->v[i]))
 			tmp[bursts++] = m->v[i].releases;
 	releases = ru_median(tmp, bursts);
-	bytes = burst_median(m, offsetof(struct ru_burst, bytes), tmp);
-	realloc_bytes = burst_median(m, offsetof(struct ru_burst, realloc_bytes), tmp);
-	before = burst_median(m, offsetof(struct ru_burst, reserved_before), tmp);
-	after = burst_median(m, offsetof(struct ru_burst, reserved_after), tmp);
+	bytes = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, bytes), tmp);
+	realloc_bytes =
+		ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, realloc_bytes), tmp);
+	before =
+		ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, reserved_before), tmp);
+	after = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, reserved_after), tmp);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
 	calls = ru_median(tmp, n);

@@ -30,16 +30,6 @@ static int is_retry(const struct ru_burst *b)
 	return b->step >= 0 && b->retry;
 }
 
-static int64_t burst_median(const struct ru_mem *m, size_t offset, int64_t *tmp)
-{
-	int64_t n = 0;
-
-	for (int32_t i = 0; i < m->n; i++)
-		if (is_retry(&m->v[i]))
-			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
-	return ru_median(tmp, n);
-}
-
 static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
 			const int32_t *steps, int32_t n, cs_error *err)
 {
@@ -74,10 +64,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 		if (stack == CS_ID_NONE)
 			stack = a->memory[b->first].stack_id;
 	}
-	releases = burst_median(m, offsetof(struct ru_burst, releases), tmp);
-	bytes = burst_median(m, offsetof(struct ru_burst, bytes), tmp);
-	before = burst_median(m, offsetof(struct ru_burst, reserved_before), tmp);
-	after = burst_median(m, offsetof(struct ru_burst, reserved_after), tmp);
+	releases = ru_burst_median(m, is_retry, offsetof(struct ru_burst, releases), tmp);
+	bytes = ru_burst_median(m, is_retry, offsetof(struct ru_burst, bytes), tmp);
+	before = ru_burst_median(m, is_retry, offsetof(struct ru_burst, reserved_before), tmp);
+	after = ru_burst_median(m, is_retry, offsetof(struct ru_burst, reserved_after), tmp);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = m->api_calls[steps[i]];
 	calls = ru_median(tmp, n);

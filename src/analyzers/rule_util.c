@@ -936,6 +936,17 @@ void ru_mem_free(struct ru_mem *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
+			size_t offset, int64_t *tmp)
+{
+	int64_t n = 0;
+
+	for (int32_t i = 0; i < m->n; i++)
+		if (keep(&m->v[i]))
+			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
+	return ru_median(tmp, n);
+}
+
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
 		    double min_share, ru_mem_emit_fn emit, cs_error *err)
 {

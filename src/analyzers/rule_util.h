@@ -182,6 +182,13 @@ void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_m
 		      int (*keep)(const struct ru_burst *b), int64_t *per_step);
 
 /*
+ * Median over the bursts for which keep() holds of the int64_t field at offset in struct ru_burst
+ * (offsetof(struct ru_burst, bytes), ...); tmp has room for m->n values.
+ */
+int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
+			size_t offset, int64_t *tmp);
+
+/*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
  * steps with a burst for which keep() holds; when there are at least min_steps of them and at least
  * min_share of the steady steps, emit() is called with the bursts, the GPU time lost per step
