@@ -7,6 +7,11 @@
  * device memory counters (GET /api/memory). While the user zooms or pans, the last answer is
  * redrawn at the new scale at once, and a new window is asked for when the motion pauses.
  *
+ * The server reads the timeline first and runs the rules after: GET /api/summary answers
+ * "loading" until the tracks are read, and GET /api/findings "pending" until the steps and
+ * findings are known. The page draws the timeline as soon as it can and shows "analysing…" in
+ * the findings list until the findings come.
+ *
  * Every string of the trace is shown with textContent or drawn with fillText: never innerHTML.
  * The state is exposed as window.__viewer (and data-t0/data-t1 on the canvas) for tests.
  */
@@ -21,6 +26,8 @@
 	const KIND_COLORS = ['#3b78c4', '#e08a1e', '#8d6cc9', '#d33f3f', '#8a93a3', '#2f9e8f'];
 	const BUSY_COLOR = '#5f7fa8';
 	const HIGHLIGHT = '#f2b300';
+	const SUMMARY_POLL_MS = 20; /* ask again this soon while the server reads the trace */
+	const FINDINGS_POLL_MS = 150; /* and this soon while it runs the rules */
 
 	const canvas = document.getElementById('timeline');
 	const scroller = document.getElementById('timeline-scroll');
@@ -32,6 +39,10 @@
 	const state = {
 		started: performance.now(),
 		summary: null,
+		analysis: 'pending', /* then 'ready' or 'error' (GET /api/findings) */
+		findings: [],
+		steps: [],
+		findingsMs: null, /* page start to the findings listed */
 		t0: 0,
 		t1: 1,
 		window: null, /* last /api/window answer */
@@ -151,7 +162,7 @@
 
 	/* Steps shaded in alternating tones; warm-up steps hatched darker. */
 	function drawSteps(h) {
-		const steps = state.summary.steps;
+		const steps = state.steps;
 		for (const s of steps) {
 			if (s.end < state.t0 || s.start > state.t1) continue;
 			const x0 = Math.max(LABEL_W, xOf(s.start));
@@ -356,9 +367,21 @@
 
 	function renderFindings() {
 		const list = document.getElementById('findings');
-		const findings = state.summary.findings;
-		document.getElementById('findings-count').textContent = '(' + findings.length + ')';
+		const findings = state.findings;
 		list.textContent = '';
+		if (state.analysis !== 'ready') {
+			/* the rules are still running, or failed */
+			const li = document.createElement('li');
+			li.className = state.analysis === 'error' ? 'empty error' : 'empty pending';
+			li.textContent = state.analysis === 'error' ? 'Analysis failed: ' + state.analysisError
+				: 'analysing…';
+			list.appendChild(li);
+			document.getElementById('findings-count').textContent = '';
+			document.body.dataset.analysis = state.analysis;
+			return;
+		}
+		document.getElementById('findings-count').textContent = '(' + findings.length + ')';
+		document.body.dataset.analysis = 'ready';
 		if (findings.length === 0) {
 			const li = document.createElement('li');
 			li.className = 'empty';
@@ -472,25 +495,66 @@
 
 	/* ---- start ---- */
 
+	function sleep(ms) {
+		return new Promise((resolve) => setTimeout(resolve, ms));
+	}
+
+	/* The steps and findings, asked for until the server has run the rules. */
+	async function loadFindings() {
+		let f;
+		for (;;) {
+			try {
+				f = await getJSON('api/findings');
+			} catch (e) {
+				f = { status: 'error', error: e.message };
+			}
+			if (f.status !== 'pending') break;
+			await sleep(FINDINGS_POLL_MS);
+		}
+		if (f.status === 'ready') {
+			state.findings = f.findings;
+			state.steps = f.steps;
+			const warm = f.steps.filter((x) => x.warmup).length;
+			document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
+				' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
+		} else {
+			state.analysisError = f.error || 'unknown error';
+			document.getElementById('steps-text').textContent = '';
+		}
+		state.analysis = f.status === 'ready' ? 'ready' : 'error';
+		state.findingsMs = performance.now() - state.started;
+		renderFindings();
+		requestDraw();
+	}
+
 	async function start() {
 		/* drop the token from the address bar: the cookie carries it from now on */
 		if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
+		renderFindings();
+		document.getElementById('steps-text').textContent = 'analysing…';
+		let s;
 		try {
-			state.summary = await getJSON('api/summary');
+			for (;;) {
+				s = await getJSON('api/summary');
+				if (s.status !== 'loading') break;
+				statusEl.textContent = 'reading the trace: ' + s.loaded + ' of ' + s.events + ' events';
+				await sleep(SUMMARY_POLL_MS);
+			}
 		} catch (e) {
 			statusEl.textContent = 'error: ' + e.message;
 			return;
 		}
-		const s = state.summary;
+		if (s.status === 'error') {
+			statusEl.textContent = 'error: ' + s.error;
+			return;
+		}
+		state.summary = s;
 		document.getElementById('trace-path').textContent = s.meta.path;
 		document.title = 'cuscope view: ' + s.meta.path;
-		const warm = s.steps.filter((x) => x.warmup).length;
-		document.getElementById('steps-text').textContent = s.steps.length + ' steps (' + warm +
-			' warm-up), found by ' + s.meta.step_method + ': ' + (s.meta.step_detail || '');
-		renderFindings();
 		layout();
 		showAll();
 		scheduleFetch(true);
+		loadFindings();
 	}
 
 	start();

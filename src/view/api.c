@@ -1,13 +1,19 @@
 /*
  * api.c - the data behind `cuscope view` and its JSON API (docs/commands/view.md).
  *
- * The trace is read once through the reader (cs_analysis_load) and laid out on tracks, named as
- * the exporter names them (src/export/export.c):
+ * view_data_load() opens the trace and returns at once; a loader thread then reads the timeline
+ * with its own column scans of the event tables (only the columns a track needs, the kernel table
+ * split between two threads) and lays the events out on tracks, named as the exporter names them
+ * (src/export/export.c):
  *   stream  kernels, memcpys and memsets of one CUDA stream (pid, device, stream)
  *   thread  host waits (cudaStreamSynchronize, ...) of one host thread (pid, tid)
  *   api     CUDA API calls of one host thread, when the trace has them
  *   nvtx    NVTX ranges of one host thread, a track per nesting depth
  *   memory  device memory in use on one GPU (pid, device): the running sum of live allocations
+ * Once the timeline is published the thread loads the arrays of `cuscope report`
+ * (cs_analysis_load), finds the steps and runs the rules; the findings answer says "pending" until
+ * then, and the timeline is served meanwhile.
+ *
  * Each track keeps its events sorted by start with the running maximum of their ends, so that the
  * first event overlapping a window is a binary search away. A window answer walks the events of
  * the window once per track and merges those shorter than one pixel column, with gaps shorter than
@@ -17,9 +23,14 @@
  * Strings from the trace (kernel names, NVTX text, finding titles) are user data: invalid UTF-8 is
  * repaired and cJSON escapes them.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -58,9 +69,19 @@ enum view_item_kind {
 #define PSEUDO_UNNAMED 150 /* no name */
 #define PSEUDO_COUNT   151
 
+/* Kernel tables at least this long are read by two threads. */
+#define PARALLEL_MIN_KERNELS 200000
+/* Sorted runs of one track in one part of the load: one per table at most. */
+#define MAX_RUNS 8
+/* Arrays of this size or more are aligned to (transparent) huge pages. */
+#define HUGE_PAGE      ((size_t)2 << 20)
+#define HUGE_ARRAY_MIN ((size_t)8 << 20)
+/* Rows between two updates of the progress count. */
+#define PROGRESS_EVERY 65536
+
 struct view_item {
 	int64_t start, end;
-	int64_t name; /* StringIds id, or -1 - pseudo code */
+	int32_t name; /* StringIds id, or -1 - pseudo code */
 	int32_t kind; /* enum view_item_kind */
 };
 
@@ -79,25 +100,53 @@ struct view_track {
 	size_t n, cap;
 	struct view_sample *samples; /* memory tracks */
 	size_t nsamples, samples_cap;
+	/* while loading: where each table's sorted run of items ends */
+	size_t run_end[MAX_RUNS];
+	int nruns;
+};
+
+/* Tracks found by key (kind, pid, a, b), open addressing. */
+struct track_set {
+	struct view_track *tracks;
+	size_t ntracks, cap;
+	uint64_t *hkeys;
+	uint32_t *hvals; /* track index + 1 */
+	size_t hcap;
+};
+
+enum view_state {
+	VS_PENDING = 0,
+	VS_READY,
+	VS_FAILED,
 };
 
 struct view_data {
 	char *path;
-	cs_trace *trace;
-	cs_analysis a;
-	cs_steps steps;
-	cs_report report;
+	cs_trace *trace; /* the loader's until the timeline is ready, then the server's (names) */
 	cs_trace_summary sum;
-	struct view_track *tracks;
-	size_t ntracks, tracks_cap;
-	/* key -> track index + 1, open addressing */
-	uint64_t *hkeys;
-	uint32_t *hvals;
-	size_t hcap;
+	int64_t total_events;
+	atomic_int stop;       /* view_data_free() was called: the loader stops early */
+	atomic_llong loaded;   /* event rows read so far */
+	struct timespec began; /* view_data_load() was called */
+	/* the timeline: built by the loader thread, read-only once timeline is VS_READY */
+	struct track_set ts;
 	int64_t max_name; /* largest StringIds id seen */
-	int counting;	  /* first pass of build_tracks: count the items of each track */
-	char *summary;	  /* the summary answer, made once */
+	char *summary;	  /* the summary answer */
+	/* guarded by lock */
+	pthread_mutex_t lock;
+	enum view_state timeline, analysis;
+	char timeline_error[CS_ERROR_MSG_MAX], analysis_error[CS_ERROR_MSG_MAX];
+	char *findings; /* the findings answer, once the analysis is done */
+	int refs;	/* the owner and the loader thread */
 };
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
 
 /* ---- tracks ---- */
 
@@ -113,9 +162,9 @@ static uint64_t track_key(enum view_track_kind kind, uint32_t pid, int64_t a, in
 	return h ? h : 1;
 }
 
-static int hash_grow(struct view_data *v)
+static int hash_grow(struct track_set *s)
 {
-	size_t ncap = v->hcap ? v->hcap * 2 : 256;
+	size_t ncap = s->hcap ? s->hcap * 2 : 256;
 	uint64_t *keys = calloc(ncap, sizeof(*keys));
 	uint32_t *vals = calloc(ncap, sizeof(*vals));
 
@@ -124,52 +173,78 @@ static int hash_grow(struct view_data *v)
 		free(vals);
 		return CS_ERR_NOMEM;
 	}
-	for (size_t i = 0; i < v->hcap; i++) {
+	for (size_t i = 0; i < s->hcap; i++) {
 		size_t j;
 
-		if (!v->hkeys[i])
+		if (!s->hkeys[i])
 			continue;
-		for (j = v->hkeys[i] & (ncap - 1); keys[j]; j = (j + 1) & (ncap - 1))
+		for (j = s->hkeys[i] & (ncap - 1); keys[j]; j = (j + 1) & (ncap - 1))
 			;
-		keys[j] = v->hkeys[i];
-		vals[j] = v->hvals[i];
+		keys[j] = s->hkeys[i];
+		vals[j] = s->hvals[i];
 	}
-	free(v->hkeys);
-	free(v->hvals);
-	v->hkeys = keys;
-	v->hvals = vals;
-	v->hcap = ncap;
+	free(s->hkeys);
+	free(s->hvals);
+	s->hkeys = keys;
+	s->hvals = vals;
+	s->hcap = ncap;
 	return 0;
+}
+
+/* The key values (a, b) of a track: (device, stream) on a GPU, (tid, depth) on a host thread. */
+static void track_ab(const struct view_track *t, int64_t *a, int64_t *b)
+{
+	switch (t->kind) {
+	case VT_STREAM:
+		*a = t->device;
+		*b = t->stream;
+		break;
+	case VT_MEMORY:
+		*a = t->device;
+		*b = 0;
+		break;
+	case VT_NVTX:
+		*a = t->tid;
+		*b = t->depth;
+		break;
+	default:
+		*a = t->tid;
+		*b = 0;
+		break;
+	}
 }
 
 /*
  * The track of (kind, pid, a, b), created on first use: a and b are (device, stream) for streams
  * and memory, (tid, depth) for host tracks. NULL without memory.
  */
-static struct view_track *track_get(struct view_data *v, enum view_track_kind kind, uint32_t pid,
+static struct view_track *track_get(struct track_set *s, enum view_track_kind kind, uint32_t pid,
 				    int64_t a, int64_t b)
 {
 	uint64_t key = track_key(kind, pid, a, b);
 	struct view_track *t;
 	size_t j;
 
-	if (v->ntracks * 2 >= v->hcap && hash_grow(v))
+	if (s->ntracks * 2 >= s->hcap && hash_grow(s))
 		return NULL;
-	for (j = key & (v->hcap - 1); v->hkeys[j]; j = (j + 1) & (v->hcap - 1)) {
-		t = &v->tracks[v->hvals[j] - 1];
-		if (v->hkeys[j] == key && t->kind == kind && t->pid == pid)
+	for (j = key & (s->hcap - 1); s->hkeys[j]; j = (j + 1) & (s->hcap - 1)) {
+		int64_t ta, tb;
+
+		t = &s->tracks[s->hvals[j] - 1];
+		track_ab(t, &ta, &tb);
+		if (s->hkeys[j] == key && t->kind == kind && t->pid == pid && ta == a && tb == b)
 			return t;
 	}
-	if (v->ntracks == v->tracks_cap) {
-		size_t ncap = v->tracks_cap ? v->tracks_cap * 2 : 32;
-		struct view_track *nt = realloc(v->tracks, ncap * sizeof(*nt));
+	if (s->ntracks == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 32;
+		struct view_track *nt = realloc(s->tracks, ncap * sizeof(*nt));
 
 		if (!nt)
 			return NULL;
-		v->tracks = nt;
-		v->tracks_cap = ncap;
+		s->tracks = nt;
+		s->cap = ncap;
 	}
-	t = &v->tracks[v->ntracks++];
+	t = &s->tracks[s->ntracks++];
 	memset(t, 0, sizeof(*t));
 	t->kind = kind;
 	t->pid = pid;
@@ -200,37 +275,86 @@ static struct view_track *track_get(struct view_data *v, enum view_track_kind ki
 		snprintf(t->name, sizeof(t->name), "thread %u NVTX %d", t->tid, t->depth);
 		break;
 	}
-	v->hkeys[j] = key;
-	v->hvals[j] = (uint32_t)v->ntracks;
+	s->hkeys[j] = key;
+	s->hvals[j] = (uint32_t)s->ntracks;
 	return t;
 }
 
-static int track_add(struct view_data *v, struct view_track *t, int64_t start, int64_t end,
-		     int64_t name, int kind)
+static void track_free(struct view_track *t)
+{
+	free(t->items);
+	free(t->max_end);
+	free(t->samples);
+}
+
+static void track_set_free(struct track_set *s)
+{
+	for (size_t i = 0; i < s->ntracks; i++)
+		track_free(&s->tracks[i]);
+	free(s->tracks);
+	free(s->hkeys);
+	free(s->hvals);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Allocate bytes; large arrays ask for transparent huge pages, as load.c does: filled row by row
+ * they would otherwise take a page fault every 4 KiB.
+ */
+static void *big_alloc(size_t bytes)
+{
+	void *p;
+
+	if (bytes < HUGE_ARRAY_MIN)
+		return malloc(bytes ? bytes : 1);
+	if (posix_memalign(&p, HUGE_PAGE, bytes))
+		return NULL;
+	madvise(p, bytes & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+	return p;
+}
+
+/* Make room for more items (at least extra more) on t; 0 or CS_ERR_NOMEM. */
+static int track_reserve(struct view_track *t, size_t extra)
+{
+	size_t ncap = t->cap ? t->cap : 256;
+	struct view_item *ni;
+
+	if (t->n + extra <= t->cap)
+		return 0;
+	while (ncap < t->n + extra)
+		ncap *= 2;
+	if (ncap * sizeof(*ni) < HUGE_ARRAY_MIN) {
+		ni = realloc(t->items, ncap * sizeof(*ni));
+	} else {
+		ni = big_alloc(ncap * sizeof(*ni));
+		if (ni && t->n)
+			memcpy(ni, t->items, t->n * sizeof(*ni));
+		if (ni)
+			free(t->items);
+	}
+	if (!ni)
+		return CS_ERR_NOMEM;
+	t->items = ni;
+	t->cap = ncap;
+	return 0;
+}
+
+static int track_add(struct view_track *t, int64_t start, int64_t end, int64_t name, int kind)
 {
 	struct view_item *it;
 
 	if (start == CS_TS_UNKNOWN)
 		return 0;
-	if (v->counting) {
-		t->n++;
-		return 0;
-	}
 	if (end == CS_TS_UNKNOWN || end < start)
 		end = start;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		struct view_item *ni = realloc(t->items, ncap * sizeof(*ni));
-
-		if (!ni)
-			return CS_ERR_NOMEM;
-		t->items = ni;
-		t->cap = ncap;
-	}
+	if (t->n == t->cap && track_reserve(t, 1))
+		return CS_ERR_NOMEM;
 	it = &t->items[t->n++];
 	it->start = start;
 	it->end = end;
-	it->name = name;
+	it->name = name >= 0 && name <= INT32_MAX      ? (int32_t)name
+		   : name < 0 && name >= -PSEUDO_COUNT ? (int32_t)name
+						       : -1 - PSEUDO_UNNAMED;
 	it->kind = kind;
 	return 0;
 }
@@ -260,60 +384,114 @@ static int item_cmp(const void *pa, const void *pb)
 {
 	const struct view_item *x = pa, *y = pb;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->end > y->end) - (x->end < y->end);
+	return (x->start > y->start) - (x->start < y->start);
 }
 
-/*
- * Sort a track's items by start. They arrive as sorted runs (the kernels of a stream, then its
- * copies, each in start order): two runs are merged in one pass, anything else is sorted.
- */
-static int track_sort(struct view_track *t)
-{
-	struct view_item *tmp;
-	size_t k = 1, a, b, o;
+/* A sorted run of items. */
+struct run {
+	const struct view_item *p, *end;
+};
 
-	while (k < t->n && item_cmp(&t->items[k - 1], &t->items[k]) <= 0)
-		k++;
-	if (k >= t->n)
-		return 0;
-	for (size_t j = k + 1; j < t->n; j++) {
-		if (item_cmp(&t->items[j - 1], &t->items[j]) > 0) {
-			qsort(t->items, t->n, sizeof(*t->items), item_cmp);
-			return 0;
-		}
+/*
+ * Merge sorted runs into out (k-way; k is small): the run with the smallest head gives all its
+ * items up to the next smallest head in one copy, so that a run of kernels interleaved with a few
+ * copies moves in blocks.
+ */
+static void merge_runs(struct run *runs, int nruns, struct view_item *out)
+{
+	while (nruns > 0) {
+		int m = 0;
+		int64_t next = INT64_MAX;
+		const struct view_item *q;
+
+		for (int r = 1; r < nruns; r++)
+			if (runs[r].p->start < runs[m].p->start)
+				m = r;
+		for (int r = 0; r < nruns; r++)
+			if (r != m && runs[r].p->start < next)
+				next = runs[r].p->start;
+		for (q = runs[m].p; q < runs[m].end && q->start <= next; q++)
+			;
+		memcpy(out, runs[m].p, (size_t)(q - runs[m].p) * sizeof(*q));
+		out += q - runs[m].p;
+		runs[m].p = q;
+		if (q == runs[m].end)
+			runs[m] = runs[--nruns];
 	}
-	tmp = malloc(t->n * sizeof(*tmp));
-	if (!tmp)
-		return CS_ERR_NOMEM;
-	for (a = 0, b = k, o = 0; a < k || b < t->n;)
-		tmp[o++] = b >= t->n || (a < k && item_cmp(&t->items[a], &t->items[b]) <= 0)
-				   ? t->items[a++]
-				   : t->items[b++];
-	free(t->items);
-	t->items = tmp;
-	t->cap = t->n;
+}
+
+/* Fill t->max_end; 1 when the items turn out not to be sorted by start. */
+static int track_max_end(struct view_track *t)
+{
+	int64_t m = INT64_MIN;
+
+	for (size_t j = 0; j < t->n; j++) {
+		if (j && t->items[j].start < t->items[j - 1].start)
+			return 1;
+		if (t->items[j].end > m)
+			m = t->items[j].end;
+		t->max_end[j] = m;
+	}
 	return 0;
 }
 
-/* Sort the items of every track by start and fill max_end. */
-static int tracks_index(struct view_data *v)
+/*
+ * Make the final track dst of the same tracks of the parts (srcs[0..n), in part order): one array
+ * of items sorted by start, merged from the sorted runs the parts read (each table's rows are in
+ * time order), and its max_end. The parts' arrays are taken over or freed.
+ */
+static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 {
-	for (size_t i = 0; i < v->ntracks; i++) {
-		struct view_track *t = &v->tracks[i];
-		int64_t m = INT64_MIN;
+	struct run runs[2 * MAX_RUNS];
+	size_t total = 0;
+	int nruns = 0;
 
-		if (track_sort(t))
-			return CS_ERR_NOMEM;
-		t->max_end = malloc((t->n ? t->n : 1) * sizeof(*t->max_end));
-		if (!t->max_end)
-			return CS_ERR_NOMEM;
-		for (size_t j = 0; j < t->n; j++) {
-			if (t->items[j].end > m)
-				m = t->items[j].end;
-			t->max_end[j] = m;
+	for (int i = 0; i < n; i++) {
+		size_t begin = 0;
+
+		total += srcs[i]->n;
+		for (int r = 0; r < srcs[i]->nruns; r++) {
+			if (srcs[i]->run_end[r] > begin && nruns < 2 * MAX_RUNS) {
+				runs[nruns].p = srcs[i]->items + begin;
+				runs[nruns].end = srcs[i]->items + srcs[i]->run_end[r];
+				nruns++;
+			}
+			begin = srcs[i]->run_end[r];
 		}
+		if (srcs[i]->samples) {
+			/* memory: one part reads it all */
+			dst->samples = srcs[i]->samples;
+			dst->nsamples = srcs[i]->nsamples;
+			srcs[i]->samples = NULL;
+		}
+	}
+	dst->n = total;
+	if (nruns <= 1) {
+		/* one run: take the part's array as it is */
+		for (int i = 0; i < n; i++) {
+			if (srcs[i]->n) {
+				dst->items = srcs[i]->items;
+				srcs[i]->items = NULL;
+			}
+		}
+	} else {
+		dst->items = big_alloc(total * sizeof(*dst->items));
+		if (!dst->items)
+			return CS_ERR_NOMEM;
+		merge_runs(runs, nruns, dst->items);
+	}
+	for (int i = 0; i < n; i++) {
+		free(srcs[i]->items);
+		srcs[i]->items = NULL;
+	}
+	dst->cap = total;
+	dst->max_end = big_alloc((total ? total : 1) * sizeof(*dst->max_end));
+	if (!dst->max_end)
+		return CS_ERR_NOMEM;
+	if (track_max_end(dst)) {
+		/* not in time order after all (a damaged file): sort */
+		qsort(dst->items, dst->n, sizeof(*dst->items), item_cmp);
+		track_max_end(dst);
 	}
 	return 0;
 }
@@ -347,106 +525,29 @@ static int track_order(const void *pa, const void *pb)
 	return x->depth - y->depth;
 }
 
-static void note_name(struct view_data *v, int64_t id)
-{
-	if (id > v->max_name)
-		v->max_name = id;
-}
+/* ---- the timeline: its own scans of the event tables ---- */
 
-/* Put the loaded events on their tracks (or count them, with v->counting). */
-static int fill_tracks(struct view_data *v)
-{
-	const cs_analysis *a = &v->a;
-	struct view_track *t;
-	int rc = 0;
-
-	for (int64_t i = 0; i < a->nkernels && !rc; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-
-		t = track_get(v, VT_STREAM, k->pid, k->device_id, k->stream_id);
-		note_name(v, k->name_id);
-		rc = t ? track_add(v, t, k->start, k->end,
-				   k->name_id >= 0 ? k->name_id : -1 - PSEUDO_UNNAMED, VI_KERNEL)
-		       : CS_ERR_NOMEM;
-	}
-	for (int64_t i = 0; i < a->ncopies && !rc; i++) {
-		const cs_a_copy *c = &a->copies[i];
-		int code = c->is_memset ? PSEUDO_MEMSET
-					: PSEUDO_MEMCPY + (c->copy_kind >= 0 && c->copy_kind <= 10
-								   ? c->copy_kind
-								   : 0);
-
-		t = track_get(v, VT_STREAM, c->pid, c->device_id, c->stream_id);
-		rc = t ? track_add(v, t, c->start, c->end, -1 - code,
-				   c->is_memset ? VI_MEMSET : VI_MEMCPY)
-		       : CS_ERR_NOMEM;
-	}
-	for (int64_t i = 0; i < a->nsyncs && !rc; i++) {
-		const cs_a_sync *s = &a->syncs[i];
-		int type = s->type >= 0 && s->type <= 102 ? s->type : 0;
-
-		if (!s->host_wait)
-			continue;
-		t = track_get(v, VT_THREAD, s->pid, s->tid, 0);
-		rc = t ? track_add(v, t, s->start, s->end, -1 - (PSEUDO_SYNC + type), VI_SYNC)
-		       : CS_ERR_NOMEM;
-	}
-	for (int64_t i = 0; i < a->napis && !rc; i++) {
-		const cs_a_api *p = &a->apis[i];
-
-		t = track_get(v, VT_API, p->pid, p->tid, 0);
-		note_name(v, p->name_id);
-		rc = t ? track_add(v, t, p->start, p->end,
-				   p->name_id >= 0 ? p->name_id : -1 - PSEUDO_UNNAMED, VI_API)
-		       : CS_ERR_NOMEM;
-	}
-	for (int64_t i = 0; i < a->nnvtx && !rc; i++) {
-		const cs_a_nvtx *n = &a->nvtx[i];
-		int depth = n->depth < 0 ? 0 : n->depth > 15 ? 15 : n->depth;
-
-		t = track_get(v, VT_NVTX, n->pid, n->tid, depth);
-		note_name(v, n->text_id);
-		rc = t ? track_add(v, t, n->start, n->end,
-				   n->text_id >= 0 ? n->text_id : -1 - PSEUDO_UNNAMED, VI_NVTX)
-		       : CS_ERR_NOMEM;
-	}
-	return rc;
-}
-
-/* Lay the loaded events out on tracks: count, allocate each track once, fill. */
-static int build_tracks(struct view_data *v)
-{
+/*
+ * One part of the load: a range of the kernel table, and with others set every other table, read
+ * through one connection into a track set of its own. Two parts run on two threads; their tracks
+ * are then joined in part order, which keeps each table's rows in time order.
+ */
+struct part {
+	struct view_data *v;
+	const char *path;
+	cs_trace *t; /* the caller's trace, or NULL: open path */
+	int64_t kfirst, kend;
+	int others;
+	struct track_set ts;
+	struct view_track *last; /* the track of the previous row */
+	int64_t max_name;
+	int64_t rows;
+	/* device memory: allocations alive at the current row */
+	struct live_alloc *live;
+	size_t nlive, live_cap;
 	int rc;
-
-	v->counting = 1;
-	rc = fill_tracks(v);
-	v->counting = 0;
-	for (size_t i = 0; i < v->ntracks && !rc; i++) {
-		struct view_track *t = &v->tracks[i];
-
-		t->cap = t->n;
-		t->n = 0;
-		if (t->cap && !(t->items = malloc(t->cap * sizeof(*t->items))))
-			rc = CS_ERR_NOMEM;
-	}
-	if (!rc)
-		rc = fill_tracks(v);
-	if (rc)
-		return rc;
-	rc = tracks_index(v);
-	if (rc)
-		return rc;
-	qsort(v->tracks, v->ntracks, sizeof(*v->tracks), track_order);
-	/* the hash points at positions before the sort: it is not used after loading */
-	free(v->hkeys);
-	free(v->hvals);
-	v->hkeys = NULL;
-	v->hvals = NULL;
-	v->hcap = 0;
-	return 0;
-}
-
-/* ---- device memory ---- */
+	cs_error err;
+};
 
 struct live_alloc {
 	uint32_t pid;
@@ -456,171 +557,372 @@ struct live_alloc {
 	struct view_track *track;
 };
 
+/* Count a row; non-zero when the load should stop (the server is shutting down). */
+static int part_tick(struct part *p)
+{
+	if (++p->rows % PROGRESS_EVERY)
+		return 0;
+	atomic_fetch_add_explicit(&p->v->loaded, PROGRESS_EVERY, memory_order_relaxed);
+	return atomic_load_explicit(&p->v->stop, memory_order_relaxed);
+}
+
+static struct view_track *part_track(struct part *p, enum view_track_kind kind, uint32_t pid,
+				     int64_t a, int64_t b)
+{
+	struct view_track *t = p->last;
+	int64_t ta, tb;
+
+	if (t && t->kind == kind && t->pid == pid) {
+		track_ab(t, &ta, &tb);
+		if (ta == a && tb == b)
+			return t;
+	}
+	t = track_get(&p->ts, kind, pid, a, b);
+	p->last = t;
+	return t;
+}
+
+static void note_name(struct part *p, int64_t id)
+{
+	if (id > p->max_name && id <= INT32_MAX)
+		p->max_name = id;
+}
+
+#define TS   CS_TS_UNKNOWN
+#define NONE CS_ID_NONE
+
+/* The columns each track kind is read from, with the value a NULL reads as (as load.c reads). */
+static const char *const kernel_cols[] = {"start", "end", "pid", "deviceId", "streamId", "nameId"};
+static const int64_t kernel_nulls[] = {TS, TS, 0, NONE, 0, NONE};
+static const char *const memcpy_cols[] = {"start",    "end",	  "pid",
+					  "deviceId", "streamId", "copyKind"};
+static const int64_t memcpy_nulls[] = {TS, TS, 0, NONE, 0, 0};
+static const char *const memset_cols[] = {"start", "end", "pid", "deviceId", "streamId"};
+static const int64_t memset_nulls[] = {TS, TS, 0, NONE, 0};
+static const char *const sync_cols[] = {"start", "end", "pid", "tid", "syncType"};
+static const int64_t sync_nulls[] = {TS, TS, 0, 0, 0};
+static const char *const api_cols[] = {"start", "end", "pid", "tid", "nameId"};
+static const int64_t api_nulls[] = {TS, TS, 0, 0, NONE};
+static const char *const nvtx_cols[] = {"start", "end", "pid", "tid", "depth", "textId"};
+static const int64_t nvtx_nulls[] = {TS, TS, 0, 0, 0, NONE};
+static const char *const memory_cols[] = {
+	"start",   "pid",	  "deviceId", "memoryOperationType",
+	"memKind", "returnValue", "address",  "bytes"};
+static const int64_t memory_nulls[] = {TS, 0, NONE, 0, 0, 0, 0, 0};
+
+#undef TS
+#undef NONE
+
+static int row_kernel(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	struct view_track *t =
+		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
+
+	if (part_tick(p))
+		return 1;
+	note_name(p, v[5]);
+	return t ? track_add(t, v[0], v[1], v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED, VI_KERNEL)
+		 : CS_ERR_NOMEM;
+}
+
+static int row_memcpy(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	struct view_track *t =
+		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
+	int code = PSEUDO_MEMCPY + (v[5] >= 0 && v[5] <= 10 ? (int)v[5] : 0);
+
+	if (part_tick(p))
+		return 1;
+	return t ? track_add(t, v[0], v[1], -1 - code, VI_MEMCPY) : CS_ERR_NOMEM;
+}
+
+static int row_memset(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	struct view_track *t =
+		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
+
+	if (part_tick(p))
+		return 1;
+	return t ? track_add(t, v[0], v[1], -1 - PSEUDO_MEMSET, VI_MEMSET) : CS_ERR_NOMEM;
+}
+
+static int row_sync(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	int type = (int)v[4];
+	struct view_track *t;
+
+	if (part_tick(p))
+		return 1;
+	if (!cs_sync_type_is_host_wait(type) || v[0] == CS_TS_UNKNOWN)
+		return 0;
+	t = part_track(p, VT_THREAD, (uint32_t)v[2], (uint32_t)v[3], 0);
+	return t ? track_add(t, v[0], v[1],
+			     -1 - (PSEUDO_SYNC + (type >= 0 && type <= 102 ? type : 0)), VI_SYNC)
+		 : CS_ERR_NOMEM;
+}
+
+static int row_api(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	struct view_track *t = part_track(p, VT_API, (uint32_t)v[2], (uint32_t)v[3], 0);
+
+	if (part_tick(p))
+		return 1;
+	note_name(p, v[4]);
+	return t ? track_add(t, v[0], v[1], v[4] >= 0 ? v[4] : -1 - PSEUDO_UNNAMED, VI_API)
+		 : CS_ERR_NOMEM;
+}
+
+static int row_nvtx(const int64_t *v, void *arg)
+{
+	struct part *p = arg;
+	int depth = v[4] < 0 ? 0 : v[4] > 15 ? 15 : (int)v[4];
+	struct view_track *t = part_track(p, VT_NVTX, (uint32_t)v[2], (uint32_t)v[3], depth);
+
+	if (part_tick(p))
+		return 1;
+	note_name(p, v[5]);
+	return t ? track_add(t, v[0], v[1], v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED, VI_NVTX)
+		 : CS_ERR_NOMEM;
+}
+
 /*
- * The memory counters: the running sum of the device allocations made inside the trace, per GPU
+ * Device memory in use: the running sum of the device allocations made inside the trace, per GPU
  * of each process, as the exporter computes it (a free of memory allocated before the trace is
  * ignored, so a counter never goes below zero). Allocations alive at a time are few: a list.
  */
-static int build_memory(struct view_data *v)
+static int row_memory(const int64_t *v, void *arg)
 {
-	const cs_analysis *a = &v->a;
-	struct live_alloc *live = NULL;
-	size_t nlive = 0, cap = 0;
-	int rc = 0;
+	struct part *p = arg;
+	int64_t start = v[0], bytes = v[7];
+	uint32_t pid = (uint32_t)v[1];
+	int32_t device = (int32_t)v[2], op = (int32_t)v[3], mem_kind = (int32_t)v[4];
+	uint64_t address = (uint64_t)v[6];
+	int dev_kind = mem_kind == CS_MEM_DEVICE || mem_kind == CS_MEM_MANAGED;
+	int vmm = op == CS_MEMOP_VMM_CREATE || op == CS_MEMOP_VMM_RELEASE;
+	struct view_track *t;
+	int64_t delta;
+	size_t j;
 
-	for (int64_t i = 0; i < a->nmemory && !rc; i++) {
-		const cs_a_memory *m = &a->memory[i];
-		int dev_kind = m->mem_kind == CS_MEM_DEVICE || m->mem_kind == CS_MEM_MANAGED;
-		int vmm = m->op == CS_MEMOP_VMM_CREATE || m->op == CS_MEMOP_VMM_RELEASE;
-		struct view_track *t;
-		int64_t delta;
-		size_t j;
+	if (part_tick(p))
+		return 1;
+	if (start == CS_TS_UNKNOWN || (int32_t)v[5] != 0 || device < 0)
+		return 0;
+	if (op == CS_MEMOP_ALLOC || op == CS_MEMOP_VMM_CREATE) {
+		if ((op == CS_MEMOP_ALLOC && !dev_kind) || bytes <= 0)
+			return 0;
+		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
+		if (!t)
+			return CS_ERR_NOMEM;
+		if (p->nlive == p->live_cap) {
+			size_t ncap = p->live_cap ? p->live_cap * 2 : 256;
+			struct live_alloc *nl = realloc(p->live, ncap * sizeof(*nl));
 
-		if (m->start == CS_TS_UNKNOWN || m->result != 0 || m->device_id < 0)
-			continue;
-		if (m->op == CS_MEMOP_ALLOC || m->op == CS_MEMOP_VMM_CREATE) {
-			if ((m->op == CS_MEMOP_ALLOC && !dev_kind) || m->bytes <= 0)
-				continue;
-			t = track_get(v, VT_MEMORY, m->pid, m->device_id, 0);
-			if (!t) {
-				rc = CS_ERR_NOMEM;
-				break;
-			}
-			if (nlive == cap) {
-				size_t ncap = cap ? cap * 2 : 256;
-				struct live_alloc *nl = realloc(live, ncap * sizeof(*nl));
-
-				if (!nl) {
-					rc = CS_ERR_NOMEM;
-					break;
-				}
-				live = nl;
-				cap = ncap;
-			}
-			live[nlive].pid = m->pid;
-			live[nlive].vmm = vmm;
-			live[nlive].address = m->address;
-			live[nlive].bytes = m->bytes;
-			live[nlive].track = t;
-			nlive++;
-			delta = m->bytes;
-		} else if (m->op == CS_MEMOP_FREE || m->op == CS_MEMOP_VMM_RELEASE) {
-			for (j = nlive; j > 0; j--)
-				if (live[j - 1].pid == m->pid && live[j - 1].vmm == vmm &&
-				    live[j - 1].address == m->address)
-					break;
-			if (!j)
-				continue;
-			t = live[j - 1].track;
-			delta = -live[j - 1].bytes;
-			live[j - 1] = live[--nlive];
-		} else {
-			continue;
+			if (!nl)
+				return CS_ERR_NOMEM;
+			p->live = nl;
+			p->live_cap = ncap;
 		}
-		/* the track's current level is its last sample */
-		rc = sample_add(t, m->start,
-				(t->nsamples ? t->samples[t->nsamples - 1].value : 0) + delta);
+		p->live[p->nlive].pid = pid;
+		p->live[p->nlive].vmm = vmm;
+		p->live[p->nlive].address = address;
+		p->live[p->nlive].bytes = bytes;
+		p->live[p->nlive].track = t;
+		p->nlive++;
+		delta = bytes;
+	} else if (op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE) {
+		for (j = p->nlive; j > 0; j--)
+			if (p->live[j - 1].pid == pid && p->live[j - 1].vmm == vmm &&
+			    p->live[j - 1].address == address)
+				break;
+		if (!j)
+			return 0;
+		t = p->live[j - 1].track;
+		delta = -p->live[j - 1].bytes;
+		p->live[j - 1] = p->live[--p->nlive];
+	} else {
+		return 0;
 	}
-	free(live);
-	return rc;
+	/* the track's current level is its last sample */
+	return sample_add(t, start, (t->nsamples ? t->samples[t->nsamples - 1].value : 0) + delta);
 }
 
-/* ---- loading ---- */
-
-/* Find the steps and run every rule (the findings list), as `cuscope report` does by default. */
-struct rules_job {
-	struct view_data *v;
-	cs_error err;
-	int rc;
+struct table_scan {
+	enum cs_event_kind kind;
+	const char *const *cols;
+	const int64_t *nulls;
+	int ncols;
+	int (*row)(const int64_t *v, void *arg);
 };
 
-static void *rules_job_run(void *arg)
-{
-	struct rules_job *job = arg;
-	struct view_data *v = job->v;
-	cs_step_opts so = {NULL, -1, 0};
+#define SCAN(kind, name)                                                                      \
+	{                                                                                     \
+		kind, name##_cols, name##_nulls, (int)(sizeof(name##_cols) / sizeof(char *)), \
+			row_##name                                                            \
+	}
 
-	job->rc = cs_steps_detect(&v->a, &so, &v->steps, &job->err);
-	if (job->rc >= 0)
-		job->rc = cs_report_run(&v->a, &v->steps, NULL, &v->report, &job->err);
+/* The order matters: a stream's kernels, then its memcpys, then its memsets (sorted runs). */
+static const struct table_scan other_scans[] = {
+	SCAN(CS_EV_MEMCPY, memcpy), SCAN(CS_EV_MEMSET, memset), SCAN(CS_EV_SYNC, sync),
+	SCAN(CS_EV_API, api),	    SCAN(CS_EV_NVTX, nvtx),	SCAN(CS_EV_MEMORY, memory),
+};
+
+#undef SCAN
+
+static int part_scan(struct part *p, cs_trace *t, const struct table_scan *s, int64_t first,
+		     int64_t end)
+{
+	cs_error serr = {0, ""};
+	int rc;
+
+	p->last = NULL;
+	rc = cs_trace_scan_rows(t, s->kind, first, end, s->cols, s->nulls, s->ncols, s->row, p,
+				&serr);
+	/* each track's items of this table form a sorted run */
+	for (size_t i = 0; i < p->ts.ntracks; i++) {
+		struct view_track *tr = &p->ts.tracks[i];
+
+		if (tr->n > (tr->nruns ? tr->run_end[tr->nruns - 1] : 0) && tr->nruns < MAX_RUNS)
+			tr->run_end[tr->nruns++] = tr->n;
+	}
+	if (rc == CS_ERR_NOMEM)
+		return cs_error_set(&p->err, rc, "out of memory loading '%s'", p->path);
+	if (rc < 0)
+		return cs_error_set(&p->err, rc, "%s",
+				    serr.msg[0] ? serr.msg : "cannot read the trace");
+	return 0;
+}
+
+static void *part_run(void *arg)
+{
+	static const struct table_scan kernels = {CS_EV_KERNEL, kernel_cols, kernel_nulls, 6,
+						  row_kernel};
+	struct part *p = arg;
+	cs_trace *t = p->t;
+
+	if (!t) {
+		p->rc = cs_trace_open(p->path, &t, &p->err);
+		if (p->rc < 0)
+			return NULL;
+	}
+	if (p->kend > p->kfirst)
+		p->rc = part_scan(p, t, &kernels, p->kfirst, p->kend);
+	for (size_t k = 0; p->others && !p->rc && k < sizeof(other_scans) / sizeof(other_scans[0]);
+	     k++)
+		p->rc = part_scan(p, t, &other_scans[k], 0, INT64_MAX);
+	free(p->live);
+	p->live = NULL;
+	if (t != p->t)
+		cs_trace_close(t);
 	return NULL;
 }
 
-int view_data_load(const char *path, struct view_data **out, cs_error *err)
+/* Make the final tracks of s from the tracks of the parts. */
+static int join_parts(struct track_set *s, struct part *parts, int nparts)
 {
-	struct view_data *v = calloc(1, sizeof(*v));
-	struct rules_job job = {0};
-	pthread_t thread;
-	int rc, joined = 0;
+	/* find each track of each part in s, in part order */
+	for (int i = 0; i < nparts; i++) {
+		for (size_t j = 0; j < parts[i].ts.ntracks; j++) {
+			struct view_track *src = &parts[i].ts.tracks[j];
+			int64_t a, b;
 
-	*out = NULL;
-	if (!v || !(v->path = strdup(path))) {
-		free(v);
-		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+			track_ab(src, &a, &b);
+			if (!track_get(s, src->kind, src->pid, a, b))
+				return CS_ERR_NOMEM;
+		}
 	}
-	v->max_name = -1;
-	rc = cs_trace_open(path, &v->trace, err);
-	if (rc < 0)
-		goto fail;
-	rc = cs_trace_get_summary(v->trace, &v->sum, err);
-	if (rc < 0)
-		goto fail;
-	rc = cs_analysis_load(v->trace, &v->a, err);
-	if (rc < 0)
-		goto fail;
-	/* the steps and rules on a second thread while this one lays out the tracks: both only
-	 * read the arrays */
-	job.v = v;
-	if (pthread_create(&thread, NULL, rules_job_run, &job)) {
-		rules_job_run(&job);
-		joined = 1;
+	for (size_t k = 0; k < s->ntracks; k++) {
+		struct view_track *dst = &s->tracks[k], *srcs[2];
+		int64_t a, b;
+		int n = 0;
+
+		track_ab(dst, &a, &b);
+		for (int i = 0; i < nparts && n < 2; i++) {
+			struct view_track *src = track_get(&parts[i].ts, dst->kind, dst->pid, a, b);
+
+			if (!src)
+				return CS_ERR_NOMEM;
+			srcs[n++] = src;
+		}
+		if (track_finish(dst, srcs, n))
+			return CS_ERR_NOMEM;
 	}
-	rc = build_memory(v);
-	if (!rc)
-		rc = build_tracks(v);
-	if (!joined)
-		pthread_join(thread, NULL);
-	if (rc < 0) {
-		cs_error_set(err, rc, "out of memory");
-		goto fail;
-	}
-	if (job.rc < 0) {
-		*err = job.err;
-		rc = job.rc;
-		goto fail;
-	}
-	*out = v;
 	return 0;
-fail:
-	view_data_free(v);
-	return rc;
 }
 
-void view_data_free(struct view_data *v)
+/*
+ * Read the timeline: every event on its track. With many kernels a second thread reads the last
+ * part of the kernel table and then the other tables while this one reads the first part, the
+ * split chosen so that both take about as long.
+ */
+static int load_timeline(struct view_data *v, cs_error *err)
 {
-	if (!v)
-		return;
-	for (size_t i = 0; i < v->ntracks; i++) {
-		free(v->tracks[i].items);
-		free(v->tracks[i].max_end);
-		free(v->tracks[i].samples);
+	int64_t nk = v->sum.counts[CS_EV_KERNEL], other = v->total_events - nk, split = 0;
+	struct part parts[2];
+	pthread_t thread;
+	int threaded = 0, rc = 0;
+
+	memset(parts, 0, sizeof(parts));
+	for (int i = 0; i < 2; i++) {
+		parts[i].v = v;
+		parts[i].path = v->path;
+		parts[i].max_name = -1;
 	}
-	free(v->tracks);
-	free(v->hkeys);
-	free(v->hvals);
-	cs_report_free(&v->report);
-	if (v->steps.v)
-		cs_steps_free(&v->steps);
-	if (v->trace) {
-		cs_analysis_free(&v->a);
-		cs_trace_close(v->trace);
+	/* parts[0]: the first kernels on the given trace; parts[1]: the rest on its own */
+	if (nk >= PARALLEL_MIN_KERNELS) {
+		/* a row of the other tables costs about 3/4 of a kernel row (fewer columns) */
+		int64_t half = (nk + other * 3 / 4) / 2;
+
+		split = half < nk ? half : nk;
 	}
-	free(v->summary);
-	free(v->path);
-	free(v);
+	parts[0].t = v->trace;
+	parts[0].kfirst = 0;
+	parts[0].kend = split;
+	parts[1].kfirst = split;
+	parts[1].kend = nk;
+	parts[1].others = 1;
+	if (split > 0)
+		threaded = pthread_create(&thread, NULL, part_run, &parts[1]) == 0;
+	if (!threaded) {
+		/* one thread reads everything, on the given trace */
+		parts[0].kend = nk;
+		parts[0].others = 1;
+	}
+	part_run(&parts[0]);
+	if (threaded)
+		pthread_join(thread, NULL);
+	for (int i = 0; i < 2 && !rc; i++) {
+		if (parts[i].rc < 0) {
+			*err = parts[i].err;
+			rc = parts[i].rc;
+		}
+	}
+	if (!rc && atomic_load(&v->stop))
+		rc = cs_error_set(err, CS_ERR_INVALID, "stopped");
+	for (int i = 0; i < 2 && !rc; i++)
+		if (parts[i].max_name > v->max_name)
+			v->max_name = parts[i].max_name;
+	if (!rc && join_parts(&v->ts, parts, 2))
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'", v->path);
+	for (int i = 0; i < 2; i++)
+		track_set_free(&parts[i].ts);
+	if (rc)
+		return rc;
+	qsort(v->ts.tracks, v->ts.ntracks, sizeof(*v->ts.tracks), track_order);
+	/* the hash points at positions before the sort: it is not used after loading */
+	free(v->ts.hkeys);
+	free(v->ts.hvals);
+	v->ts.hkeys = NULL;
+	v->ts.hvals = NULL;
+	v->ts.hcap = 0;
+	return 0;
 }
 
-/* ---- answers ---- */
+/* ---- the summary and findings answers ---- */
 
 static char *json_text(cJSON *root)
 {
@@ -635,19 +937,16 @@ static void add_int(cJSON *obj, const char *key, int64_t value)
 	cJSON_AddItemToObject(obj, key, cli_json_int(value));
 }
 
-char *view_api_summary(struct view_data *v)
+/* The summary: trace meta, time span and tracks (made once the timeline is read). */
+static char *make_summary(struct view_data *v, double load_ms)
 {
-	cJSON *root, *meta, *arr, *o;
-	const char *base;
+	cJSON *root = cJSON_CreateObject(), *meta, *arr, *o;
 
-	if (v->summary)
-		return strdup(v->summary);
-	root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "status", "ready");
 	meta = cJSON_AddObjectToObject(root, "meta");
 	cli_json_add_string(meta, "path", v->path);
 	add_int(meta, "schema_version", cs_trace_schema_version(v->trace));
-	base = cs_trace_meta(v->trace, "time_base_ns");
-	cli_json_add_string(meta, "time_base_ns", base);
+	cli_json_add_string(meta, "time_base_ns", cs_trace_meta(v->trace, "time_base_ns"));
 	cli_json_add_string(meta, "cuscope_version", cs_trace_meta(v->trace, "cuscope_version"));
 	add_int(meta, "kernels", v->sum.counts[CS_EV_KERNEL]);
 	add_int(meta, "memcpys", v->sum.counts[CS_EV_MEMCPY]);
@@ -656,14 +955,13 @@ char *view_api_summary(struct view_data *v)
 	add_int(meta, "api_calls", v->sum.counts[CS_EV_API]);
 	add_int(meta, "nvtx", v->sum.counts[CS_EV_NVTX]);
 	add_int(meta, "memory", v->sum.counts[CS_EV_MEMORY]);
-	cli_json_add_string(meta, "step_method", cs_step_method_name(v->steps.method));
-	cli_json_add_string(meta, "step_detail", v->steps.detail);
+	add_int(meta, "load_ms", (int64_t)(load_ms + 0.5));
 	add_int(root, "start", v->sum.start == CS_TS_UNKNOWN ? 0 : v->sum.start);
 	add_int(root, "end", v->sum.end == CS_TS_UNKNOWN ? 0 : v->sum.end);
 
 	arr = cJSON_AddArrayToObject(root, "tracks");
-	for (size_t i = 0; i < v->ntracks; i++) {
-		const struct view_track *t = &v->tracks[i];
+	for (size_t i = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *t = &v->ts.tracks[i];
 
 		o = cJSON_CreateObject();
 		add_int(o, "id", (int64_t)i);
@@ -678,9 +976,21 @@ char *view_api_summary(struct view_data *v)
 		add_int(o, "events", (int64_t)(t->kind == VT_MEMORY ? t->nsamples : t->n));
 		cJSON_AddItemToArray(arr, o);
 	}
+	return json_text(root);
+}
+
+/* The findings answer: the steps and the findings of `cuscope report`. */
+static char *make_findings(const cs_steps *steps, const cs_report *report, double ms)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *o;
+
+	cJSON_AddStringToObject(root, "status", "ready");
+	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cli_json_add_string(root, "step_detail", steps->detail);
+	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
 	arr = cJSON_AddArrayToObject(root, "steps");
-	for (int32_t i = 0; i < v->steps.n; i++) {
-		const cs_step *s = &v->steps.v[i];
+	for (int32_t i = 0; i < steps->n; i++) {
+		const cs_step *s = &steps->v[i];
 
 		o = cJSON_CreateObject();
 		add_int(o, "index", s->index);
@@ -690,9 +1000,9 @@ char *view_api_summary(struct view_data *v)
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "findings");
-	for (int32_t i = 0; i < v->report.n; i++) {
-		const cs_report_finding *f = v->report.v[i];
-		cJSON *steps;
+	for (int32_t i = 0; i < report->n; i++) {
+		const cs_report_finding *f = report->v[i];
+		cJSON *st;
 
 		o = cJSON_CreateObject();
 		add_int(o, "id", i);
@@ -703,22 +1013,260 @@ char *view_api_summary(struct view_data *v)
 		cli_json_add_int(o, "first", f->first, CS_TS_UNKNOWN);
 		cli_json_add_int(o, "last", f->last, CS_TS_UNKNOWN);
 		add_int(o, "lost_ns_per_step", f->lost_ns_per_step);
-		steps = cJSON_AddArrayToObject(o, "steps");
+		st = cJSON_AddArrayToObject(o, "steps");
 		for (int32_t j = 0; j < f->nsteps; j++)
-			cJSON_AddItemToArray(steps, cli_json_int(f->steps[j]));
+			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
 		cJSON_AddItemToArray(arr, o);
 	}
-	v->summary = json_text(root);
-	return v->summary ? strdup(v->summary) : NULL;
+	return json_text(root);
 }
 
-/* The text of a name key (static or owned by the analysis/trace). */
+/* {"status": status, "error": msg}: msg is escaped (it may quote the path). */
+static char *status_json(const char *status, const char *msg)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(root, "status", status);
+	if (msg)
+		cli_json_add_string(root, "error", msg);
+	return json_text(root);
+}
+
+/* ---- loading ---- */
+
+/*
+ * Find the steps and run every rule, as `cuscope report` does by default, on arrays of its own
+ * (cs_analysis_load, through a connection of its own). Returns the findings answer, or NULL with
+ * err set.
+ */
+static char *run_analysis(const char *path, cs_error *err)
+{
+	cs_step_opts so = {NULL, -1, 0};
+	cs_trace *t = NULL;
+	cs_analysis a;
+	cs_steps steps;
+	cs_report report;
+	struct timespec began;
+	char *json = NULL;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &began);
+	memset(&steps, 0, sizeof(steps));
+	memset(&report, 0, sizeof(report));
+	if (cs_trace_open(path, &t, err) < 0)
+		return NULL;
+	rc = cs_analysis_load(t, &a, err);
+	if (rc >= 0) {
+		rc = cs_steps_detect(&a, &so, &steps, err);
+		if (rc >= 0)
+			rc = cs_report_run(&a, &steps, NULL, &report, err);
+		if (rc >= 0 && !(json = make_findings(&steps, &report, ms_since(&began))))
+			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		cs_report_free(&report);
+		if (steps.v)
+			cs_steps_free(&steps);
+		cs_analysis_free(&a);
+	}
+	cs_trace_close(t);
+	return json;
+}
+
+static void data_destroy(struct view_data *v)
+{
+	track_set_free(&v->ts);
+	if (v->trace)
+		cs_trace_close(v->trace);
+	pthread_mutex_destroy(&v->lock);
+	free(v->summary);
+	free(v->findings);
+	free(v->path);
+	free(v);
+}
+
+/* Drop one reference; the last frees v. */
+static void data_release(struct view_data *v)
+{
+	int left;
+
+	pthread_mutex_lock(&v->lock);
+	left = --v->refs;
+	pthread_mutex_unlock(&v->lock);
+	if (!left)
+		data_destroy(v);
+}
+
+/* Wait ms milliseconds, or less when the server stops. */
+static void pause_ms(struct view_data *v, long ms)
+{
+	while (ms > 0 && !atomic_load(&v->stop)) {
+		struct timespec ts = {0, (ms > 50 ? 50 : ms) * 1000000L};
+
+		nanosleep(&ts, NULL);
+		ms -= 50;
+	}
+}
+
+/*
+ * The loader thread: the timeline first (the first screen needs it), then the analysis. Each is
+ * published under the lock when done; the server answers "loading" and "pending" until then.
+ */
+static void *loader_run(void *arg)
+{
+	struct view_data *v = arg;
+	cs_error err = {0};
+	const char *delay;
+	char *json;
+	int rc;
+
+	rc = load_timeline(v, &err);
+	if (!rc) {
+		/* the names, read now rather than by the first window query */
+		cs_trace_string(v->trace, 0);
+		v->summary = make_summary(v, ms_since(&v->began));
+		if (!v->summary)
+			rc = cs_error_set(&err, CS_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&v->lock);
+	v->timeline = rc ? VS_FAILED : VS_READY;
+	if (rc)
+		snprintf(v->timeline_error, sizeof(v->timeline_error), "%s", err.msg);
+	pthread_mutex_unlock(&v->lock);
+	if (rc && !atomic_load(&v->stop))
+		fprintf(stderr, "cuscope: %s\n", err.msg);
+
+	/* for tests: hold the analysis back, so that they see the findings pending */
+	delay = getenv("CUSCOPE_VIEW_ANALYSIS_DELAY_MS");
+	if (delay)
+		pause_ms(v, strtol(delay, NULL, 10));
+	json = NULL;
+	memset(&err, 0, sizeof(err));
+	if (!atomic_load(&v->stop)) {
+		json = run_analysis(v->path, &err);
+		if (!json && !atomic_load(&v->stop))
+			fprintf(stderr, "cuscope: %s\n", err.msg[0] ? err.msg : "analysis failed");
+	}
+	pthread_mutex_lock(&v->lock);
+	v->findings = json;
+	v->analysis = json ? VS_READY : VS_FAILED;
+	if (!json)
+		snprintf(v->analysis_error, sizeof(v->analysis_error), "%s",
+			 err.msg[0] ? err.msg : "analysis failed");
+	pthread_mutex_unlock(&v->lock);
+	data_release(v);
+	return NULL;
+}
+
+int view_data_load(const char *path, struct view_data **out, cs_error *err)
+{
+	struct view_data *v = calloc(1, sizeof(*v));
+	sigset_t all, old;
+	pthread_t thread;
+	int rc;
+
+	*out = NULL;
+	if (!v || !(v->path = strdup(path))) {
+		free(v);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	clock_gettime(CLOCK_MONOTONIC, &v->began);
+	pthread_mutex_init(&v->lock, NULL);
+	v->max_name = -1;
+	v->refs = 1;
+	rc = cs_trace_open(path, &v->trace, err);
+	if (rc >= 0)
+		rc = cs_trace_get_summary(v->trace, &v->sum, err);
+	if (rc < 0) {
+		data_destroy(v);
+		return rc;
+	}
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		v->total_events += v->sum.counts[k];
+	/* the loader takes no signal: the caller's thread waits for them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	v->refs = 2;
+	rc = pthread_create(&thread, NULL, loader_run, v);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		data_destroy(v);
+		return cs_error_set(err, CS_ERR_NOMEM, "cannot start a thread: %s", strerror(rc));
+	}
+	pthread_detach(thread);
+	*out = v;
+	return 0;
+}
+
+void view_data_free(struct view_data *v)
+{
+	if (!v)
+		return;
+	/* the loader stops reading the timeline; an analysis under way finishes on its own and
+	 * the loader frees v after it */
+	atomic_store(&v->stop, 1);
+	data_release(v);
+}
+
+int view_data_timeline_ready(struct view_data *v)
+{
+	int ready;
+
+	pthread_mutex_lock(&v->lock);
+	ready = v->timeline == VS_READY;
+	pthread_mutex_unlock(&v->lock);
+	return ready;
+}
+
+/* ---- answers ---- */
+
+char *view_api_summary(struct view_data *v)
+{
+	enum view_state state;
+	char msg[CS_ERROR_MSG_MAX];
+
+	pthread_mutex_lock(&v->lock);
+	state = v->timeline;
+	memcpy(msg, v->timeline_error, sizeof(msg));
+	pthread_mutex_unlock(&v->lock);
+	if (state == VS_READY)
+		return strdup(v->summary);
+	if (state == VS_FAILED)
+		return status_json("error", msg);
+	{
+		char buf[160];
+
+		snprintf(buf, sizeof(buf),
+			 "{\"status\":\"loading\",\"events\":%lld,\"loaded\":%lld,\"ms\":%.0f}",
+			 (long long)v->total_events, (long long)atomic_load(&v->loaded),
+			 ms_since(&v->began));
+		return strdup(buf);
+	}
+}
+
+char *view_api_findings(struct view_data *v)
+{
+	enum view_state state;
+	char msg[CS_ERROR_MSG_MAX], *r = NULL;
+
+	pthread_mutex_lock(&v->lock);
+	state = v->analysis;
+	memcpy(msg, v->analysis_error, sizeof(msg));
+	if (state == VS_READY)
+		r = strdup(v->findings);
+	pthread_mutex_unlock(&v->lock);
+	if (state == VS_FAILED)
+		return status_json("error", msg);
+	if (state == VS_PENDING)
+		return strdup("{\"status\":\"pending\"}");
+	return r;
+}
+
+/* The text of a name key (static or owned by the trace). */
 static const char *name_text(struct view_data *v, int64_t key, char *buf, size_t size)
 {
 	int code;
 
 	if (key >= 0) {
-		const char *s = cs_analysis_string(&v->a, key);
+		const char *s = cs_trace_string(v->trace, key);
 
 		return s ? s : "(unnamed)";
 	}
@@ -816,8 +1364,8 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 		goto out;
 	cs_strbuf_printf(&out, "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"column_ns\":%lld,\"tracks\":[",
 			 (long long)t0, (long long)t1, px, (long long)col);
-	for (size_t i = 0, emitted = 0; i < v->ntracks; i++) {
-		const struct view_track *t = &v->tracks[i];
+	for (size_t i = 0, emitted = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *t = &v->ts.tracks[i];
 		struct block b = {0};
 		int64_t cov = t0, busy = 0, total = 0;
 		int first = 1;
@@ -895,8 +1443,8 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 		col = 1;
 	cs_strbuf_printf(&out, "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"tracks\":[", (long long)t0,
 			 (long long)t1, px);
-	for (size_t i = 0, emitted = 0; i < v->ntracks; i++) {
-		const struct view_track *t = &v->tracks[i];
+	for (size_t i = 0, emitted = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *t = &v->ts.tracks[i];
 		int64_t level = 0, cmax = 0, ccol = INT64_MIN, peak = 0;
 		size_t lo = 0, hi = t->nsamples;
 		if (t->kind != VT_MEMORY)

@@ -1,10 +1,12 @@
 /*
- * api.h - the data behind `cuscope view`: a trace loaded once into per-track arrays, and the JSON
- * answers of the viewer's API (docs/commands/view.md).
+ * api.h - the data behind `cuscope view`: a trace read into per-track arrays, and the JSON answers
+ * of the viewer's API (docs/commands/view.md).
  *
- * view_data_load() reads the trace through the reader (cs_analysis_load: one pass per table), finds
- * the steps and runs the rules once; the API calls then answer from memory, so that a window query
- * over millions of events takes milliseconds. Every answer is a malloc'd NUL-terminated JSON text.
+ * view_data_load() opens the trace and returns at once; a thread of its own then reads the
+ * timeline (its own column scans, without the arrays of `cuscope report`), and after it finds the
+ * steps and runs the rules. The summary answer says "loading" until the timeline is read, the
+ * findings answer "pending" until the rules have run; the window and memory answers need the
+ * timeline. Every answer is a malloc'd NUL-terminated JSON text.
  */
 #ifndef CUSCOPE_VIEW_API_H
 #define CUSCOPE_VIEW_API_H
@@ -15,12 +17,20 @@
 
 struct view_data;
 
-/* Load the trace at path; 0, or a negative cs_err code with a message in err. */
+/*
+ * Open the trace at path and start reading it in the background; 0, or a negative cs_err code
+ * with a message in err (a missing, foreign or newer trace is refused here).
+ */
 int view_data_load(const char *path, struct view_data **out, cs_error *err);
+/* Stop reading and free v (an analysis under way frees it when it ends). */
 void view_data_free(struct view_data *v);
+/* 1 once the timeline is read (the window and memory answers are ready). */
+int view_data_timeline_ready(struct view_data *v);
 
-/* GET /api/summary: trace meta, time span, tracks, steps, findings. */
+/* GET /api/summary: trace meta, time span and tracks; {"status":"loading",...} until then. */
 char *view_api_summary(struct view_data *v);
+/* GET /api/findings: steps and findings; {"status":"pending"} until the rules have run. */
+char *view_api_findings(struct view_data *v);
 /* GET /api/window: the events of every track overlapping [t0, t1), thinned to px columns. */
 char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px);
 /* GET /api/memory: device memory in use per counter track within [t0, t1), px columns. */

@@ -150,6 +150,12 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 
 	if (!strcmp(url, "/api/summary"))
 		return send_json(c, view_api_summary(s->data));
+	if (!strcmp(url, "/api/findings"))
+		return send_json(c, view_api_findings(s->data));
+	if ((!strcmp(url, "/api/window") || !strcmp(url, "/api/memory")) &&
+	    !view_data_timeline_ready(s->data))
+		return send_body(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
+				 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT, NULL);
 	if (!strcmp(url, "/api/window")) {
 		if (window_args(c, &t0, &t1, &px))
 			return send_text(c, MHD_HTTP_BAD_REQUEST,

@@ -2,8 +2,9 @@
 //
 // Starts `cuscope view` on committed traces, loads the viewer in Debian's /usr/bin/chromium
 // (driven by playwright-core; no browser is downloaded), and checks that the timeline canvas is
-// drawn, that the findings list shows the d2h-sync finding of samples/rules/traces/d2h-sync-bad.db,
-// and that clicking it moves the visible time window and highlights it. Saves screenshots to
+// drawn, that the findings list says "analysing…" while the server runs the rules (held back on
+// purpose) and then shows the d2h-sync finding of samples/rules/traces/d2h-sync-bad.db, and that
+// clicking it moves the visible time window and highlights it. Saves screenshots to
 // docs/images/viewer-*.png ($CUSCOPE_E2E_SHOTS when set) and prints the time to first render of a large generated trace.
 //
 // Prints a Check-style summary line, "N%: Checks: N, Failures: F, Errors: E", which
@@ -35,18 +36,22 @@ function check(name, ok, detail) {
 	console.log((ok ? 'ok   ' : 'FAIL ') + name + (detail ? ': ' + detail : ''));
 }
 
-/* Start `cuscope view` on a trace; resolves with {url, proc, startMs} once the URL is printed. */
-function startView(trace) {
+/*
+ * Start `cuscope view` on a trace (with env added to the environment); resolves with
+ * {url, proc, startMs, began} once the URL is printed.
+ */
+function startView(trace, env) {
 	return new Promise((resolve, reject) => {
 		const began = performance.now();
 		const proc = spawn(bin, ['view', '--port', '0', '--timeout', '120', trace], {
 			stdio: ['ignore', 'pipe', 'inherit'],
+			env: { ...process.env, ...(env || {}) },
 		});
 		let out = '';
 		proc.stdout.on('data', (d) => {
 			out += d;
 			const m = out.match(/^(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32})\n/);
-			if (m) resolve({ url: m[1], proc, startMs: performance.now() - began });
+			if (m) resolve({ url: m[1], proc, began, startMs: performance.now() - began });
 		});
 		proc.on('exit', (code) => reject(new Error('cuscope view exited with ' + code)));
 	});
@@ -134,13 +139,24 @@ async function main() {
 			Math.abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 2);
 		await page.screenshot({ path: join(shots, 'viewer-zoomed.png') });
 
-		/* 2. the d2h-sync trace: the finding, a click on it */
-		const d2h = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'));
+		/* 2. the d2h-sync trace, its analysis held back: the timeline first, then the finding */
+		const d2h = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'),
+			{ CUSCOPE_VIEW_ANALYSIS_DELAY_MS: '3000' });
 		views.push(d2h);
 		await page.goto(d2h.url);
 		await waitRendered(page);
+		const pending = await page.evaluate(() => ({
+			analysis: document.body.dataset.analysis,
+			text: document.getElementById('findings').textContent,
+			findings: document.querySelectorAll('#findings li[data-rule]').length,
+		}));
+		check('timeline drawn while the rules run, "analysing…" listed', pending.analysis === 'pending' &&
+			pending.text.includes('analysing') && pending.findings === 0, JSON.stringify(pending));
+		const listed = await waitFor(page, () => document.body.dataset.analysis === 'ready', null, 20000);
 		const item = page.locator('#findings li[data-rule="d2h-sync"]').first();
-		check('d2h-sync finding listed', (await item.count()) === 1);
+		check('d2h-sync finding listed once the rules ran', listed && (await item.count()) === 1);
+		const stepsText = await page.evaluate(() => document.getElementById('steps-text').textContent);
+		check('steps listed', / steps \(\d+ warm-up\), found by /.test(stepsText), stepsText);
 		const before = await page.evaluate(() => [Number(document.getElementById('timeline').dataset.t0),
 			Number(document.getElementById('timeline').dataset.t1)]);
 		await item.click();
@@ -168,14 +184,16 @@ async function main() {
 			let began = performance.now();
 			execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
 			const genMs = performance.now() - began;
-			began = performance.now();
+			const page2 = await context.newPage();
 			const bv = await startView(big);
 			views.push(bv);
-			const page2 = await context.newPage();
 			const loadBegan = performance.now();
 			await page2.goto(bv.url);
 			const r3 = await waitRendered(page2);
 			const pageMs = performance.now() - loadBegan;
+			const renderedAt = performance.now() - bv.began;
+			await waitFor(page2, () => window.__viewer.findingsMs !== null, null, 120000);
+			const findingsAt = performance.now() - bv.began;
 			/* a few window queries at different zooms, timed in the page */
 			const queries = await page2.evaluate(async () => {
 				const s = window.__viewer.summary;
@@ -192,9 +210,12 @@ async function main() {
 				return out;
 			});
 			console.log(`large trace: ${bigEvents} events (generated in ${(genMs / 1000).toFixed(1)} s)`);
-			console.log(`  cuscope view start (load, steps, rules) to URL: ${bv.startMs.toFixed(0)} ms`);
+			console.log(`  cuscope view start to URL: ${bv.startMs.toFixed(0)} ms`);
 			console.log(`  page load to first timeline drawn: ${pageMs.toFixed(0)} ms (in-page ${r3.firstRenderMs.toFixed(0)} ms)`);
-			console.log(`  start + first render: ${(bv.startMs + pageMs).toFixed(0)} ms`);
+			console.log(`  start + first render: ${(bv.startMs + pageMs).toFixed(0)} ms (view start to timeline drawn: ${renderedAt.toFixed(0)} ms)`);
+			console.log(`  view start to findings listed: ${findingsAt.toFixed(0)} ms`);
+			const loadMs = await page2.evaluate(() => window.__viewer.summary.meta.load_ms);
+			console.log(`  timeline read by the server in ${loadMs} ms`);
 			for (const q of queries)
 				console.log(`  window query, ${q.frac} of the trace at 1200 px: ${q.ms.toFixed(1)} ms, ${q.bytes} bytes`);
 			check('large trace renders', r3.firstRenderMs !== null);

@@ -1,8 +1,9 @@
 /*
  * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
  * prints and talks plain HTTP to it over a socket: the token and Host checks, the summary against
- * the trace and against `cuscope report`, the busy time and thinning of window answers, strings
- * escaped in JSON, and the loopback-only socket.
+ * the trace, the findings against `cuscope report`, the timeline served while the findings are
+ * still pending, the busy time and thinning of window answers, strings escaped in JSON, and the
+ * loopback-only socket.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,13 +35,19 @@ struct server {
 	char token[33];
 };
 
+/* The analysis of the held-back server waits this long (CUSCOPE_VIEW_ANALYSIS_DELAY_MS). */
+#define HELD_MS "4000"
+
 static char *tmp_dir, *train_db, *d2h_db, *synth_db;
-static struct server train_srv, d2h_srv, synth_srv;
+static struct server train_srv, d2h_srv, synth_srv, held_srv;
 
 /* ---- the server under test ---- */
 
-/* Start `cuscope view --port 0 --timeout 20 trace` and read the URL from its stdout. */
-static int server_start(const char *trace, struct server *s)
+/*
+ * Start `cuscope view --port 0 --timeout 20 trace` and read the URL from its stdout; with
+ * delay_ms, its analysis waits that long before it starts.
+ */
+static int server_start(const char *trace, const char *delay_ms, struct server *s)
 {
 	int fds[2];
 	char line[256];
@@ -56,6 +63,8 @@ static int server_start(const char *trace, struct server *s)
 		dup2(fds[1], STDOUT_FILENO);
 		close(fds[0]);
 		close(fds[1]);
+		if (delay_ms)
+			setenv("CUSCOPE_VIEW_ANALYSIS_DELAY_MS", delay_ms, 1);
 		execl(tu_cuscope_bin(), "cuscope", "view", "--port", "0", "--timeout", "20", trace,
 		      (char *)NULL);
 		_exit(127);
@@ -156,6 +165,41 @@ static cJSON *api_get(const struct server *s, const char *path)
 	j = cJSON_Parse(body);
 	ck_assert_msg(j != NULL, "not JSON: %.200s", body);
 	free(body);
+	return j;
+}
+
+/* GET path until its "status" is no longer waiting (up to 30 s); the last answer. */
+static cJSON *api_wait(const struct server *s, const char *path, const char *waiting)
+{
+	for (int i = 0; i < 3000; i++) {
+		cJSON *j = api_get(s, path);
+		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(j, "status"));
+
+		ck_assert_ptr_nonnull(st);
+		if (strcmp(st, waiting))
+			return j;
+		cJSON_Delete(j);
+		usleep(10000);
+	}
+	ck_abort_msg("%s still %s after 30 s", path, waiting);
+	return NULL;
+}
+
+/* The summary once the timeline is read. */
+static cJSON *summary_ready(const struct server *s)
+{
+	cJSON *j = api_wait(s, "/api/summary", "loading");
+
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "ready");
+	return j;
+}
+
+/* The findings once the rules have run. */
+static cJSON *findings_ready(const struct server *s)
+{
+	cJSON *j = api_wait(s, "/api/findings", "pending");
+
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "ready");
 	return j;
 }
 
@@ -273,7 +317,7 @@ START_TEST(test_summary_matches_trace)
 	cs_trace_summary sum;
 	cs_analysis a;
 	cs_error err = {0};
-	cJSON *j = api_get(&train_srv, "/api/summary"), *tracks, *tr;
+	cJSON *j = summary_ready(&train_srv), *f = findings_ready(&train_srv), *tracks, *tr;
 	int streams = 0;
 
 	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), 0);
@@ -293,25 +337,29 @@ START_TEST(test_summary_matches_trace)
 			streams++;
 	}
 	ck_assert_int_gt(streams, 0);
-	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "steps")), 0);
-	ck_assert_ptr_nonnull(cJSON_GetObjectItem(j, "findings"));
+	/* the steps and findings come from the findings answer */
+	ck_assert_ptr_null(cJSON_GetObjectItem(j, "findings"));
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")), 0);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(f, "findings"));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(f, "step_method")), "period");
 	cs_analysis_free(&a);
 	cs_trace_close(t);
+	cJSON_Delete(f);
 	cJSON_Delete(j);
 }
 END_TEST
 
-START_TEST(test_findings_match_report)
+/* The findings answer j against `cuscope report --format json` on d2h-sync-bad.db. */
+static void check_d2h_findings(const cJSON *j)
 {
 	const char *argv[] = {tu_cuscope_bin(), "report", "--format", "json", d2h_db, NULL};
 	char *out = NULL;
-	cJSON *rep, *j, *f;
+	cJSON *rep, *f;
 	int found = 0;
 
 	ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
 	rep = cJSON_Parse(out);
 	ck_assert_ptr_nonnull(rep);
-	j = api_get(&d2h_srv, "/api/summary");
 	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")),
 			 cJSON_GetArraySize(cJSON_GetObjectItem(rep, "findings")));
@@ -326,9 +374,54 @@ START_TEST(test_findings_match_report)
 			found = 1;
 	}
 	ck_assert_msg(found, "no d2h-sync finding");
-	cJSON_Delete(j);
 	cJSON_Delete(rep);
 	free(out);
+}
+
+START_TEST(test_findings_match_report)
+{
+	cJSON *j = findings_ready(&d2h_srv);
+
+	check_d2h_findings(j);
+	cJSON_Delete(j);
+}
+END_TEST
+
+/*
+ * The timeline is served before the rules have run: with the analysis held back, the summary and
+ * window answers come while the findings answer says "pending", and the findings come after.
+ */
+START_TEST(test_timeline_before_findings)
+{
+	const struct server *s = &held_srv;
+	cJSON *sum, *w, *f, *tr;
+	char path[256], *body;
+	int64_t events = 0;
+	const char *st;
+
+	sum = summary_ready(s);
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(sum, "tracks")), 0);
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=1000",
+		 (long long)jint(sum, "start"), (long long)jint(sum, "end") + 1);
+	w = api_get(s, path);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(w, "tracks")) events += jint(tr, "events");
+	ck_assert_int_gt(events, 1000);
+	f = api_get(s, "/api/findings");
+	st = cJSON_GetStringValue(cJSON_GetObjectItem(f, "status"));
+	ck_assert_msg(st && !strcmp(st, "pending"), "findings not pending while held: %s",
+		      st ? st : "(none)");
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "findings"));
+	cJSON_Delete(f);
+	/* the memory answer too; the findings still need the token */
+	ck_assert_int_eq(http_get(s, NULL, "/api/findings", NULL, &body), 403);
+	free(body);
+	cJSON_Delete(api_get(s, "/api/memory?t0=0&t1=100000000000000&px=100"));
+	/* then the findings of `cuscope report` */
+	f = findings_ready(s);
+	check_d2h_findings(f);
+	cJSON_Delete(f);
+	cJSON_Delete(w);
+	cJSON_Delete(sum);
 }
 END_TEST
 
@@ -421,7 +514,7 @@ START_TEST(test_window_busy_and_thinning)
 	cs_trace *t;
 	cs_analysis a;
 	cs_error err = {0};
-	cJSON *s = api_get(&train_srv, "/api/summary"), *w, *tr;
+	cJSON *s = summary_ready(&train_srv), *w, *tr;
 	int64_t start = jint(s, "start"), end = jint(s, "end"), span = end - start;
 	int64_t total_items = 0, total_events = 0;
 
@@ -465,6 +558,7 @@ START_TEST(test_names_escaped)
 	cJSON *w, *names, *n;
 	int found = 0;
 
+	cJSON_Delete(summary_ready(&synth_srv));
 	snprintf(path, sizeof(path), "/api/window?t0=0&t1=1000000&px=1000&token=%s",
 		 synth_srv.token);
 	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
@@ -479,7 +573,7 @@ START_TEST(test_names_escaped)
 	ck_assert_msg(found, "kernel name not returned repaired: %.300s", body);
 	cJSON_Delete(w);
 	free(body);
-	w = api_get(&synth_srv, "/api/summary");
+	w = summary_ready(&synth_srv);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 1);
 	cJSON_Delete(w);
 }
@@ -594,6 +688,8 @@ static Suite *view_suite(void)
 	TCase *tc = tcase_create("view");
 
 	tcase_set_timeout(tc, 60);
+	/* first: its analysis is held back for HELD_MS from the start */
+	tcase_add_test(tc, test_timeline_before_findings);
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
@@ -620,12 +716,13 @@ int main(void)
 	write_synthetic(synth_db);
 	train_db = tu_path(tu_source_root(), "samples/traces/train_small.db");
 	d2h_db = tu_path(tu_source_root(), "samples/rules/traces/d2h-sync-bad.db");
-	if (server_start(train_db, &train_srv) || server_start(d2h_db, &d2h_srv) ||
-	    server_start(synth_db, &synth_srv)) {
+	if (server_start(train_db, NULL, &train_srv) || server_start(d2h_db, NULL, &d2h_srv) ||
+	    server_start(synth_db, NULL, &synth_srv) || server_start(d2h_db, HELD_MS, &held_srv)) {
 		fprintf(stderr, "test_view: cannot start cuscope view\n");
 		server_stop(&train_srv);
 		server_stop(&d2h_srv);
 		server_stop(&synth_srv);
+		server_stop(&held_srv);
 		return 1;
 	}
 	sr = srunner_create(view_suite());
@@ -635,5 +732,6 @@ int main(void)
 	server_stop(&train_srv);
 	server_stop(&d2h_srv);
 	server_stop(&synth_srv);
+	server_stop(&held_srv);
 	return failed ? 1 : 0;
 }
