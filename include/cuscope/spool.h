@@ -252,8 +252,16 @@ struct cs_rec_stack {
 	uint32_t id;	   /* process-local stack id, > 0 */
 	uint32_t depth;	   /* number of uint64_t pcs that follow */
 	uint32_t py_depth; /* number of struct cs_rec_pyframe that follow the pcs */
-	uint32_t pad;
+	/* enum cs_rec_stack_flags; 0 in files written before it existed (it was padding) */
+	uint32_t flags;
 	/* uint64_t pc[depth]; struct cs_rec_pyframe py[py_depth]; */
+};
+
+enum cs_rec_stack_flags {
+	/* The Python frames are not the calling thread's (it had none: an autograd engine thread)
+	 * but the main thread's, read while it was blocked in torch's autograd engine call
+	 * (backward()); docs/backtraces.md. */
+	CS_STACK_PY_BORROWED = 1,
 };
 
 struct cs_rec_pyframe {

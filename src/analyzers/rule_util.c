@@ -692,6 +692,10 @@ static int stack_says(const cs_analysis *a, int64_t stack_id)
 	for (int i = 0; i < n; i++) {
 		const char *sym = fr[i].symbol ? fr[i].symbol : "";
 
+		/* A note (kind 3): the frames below it are another thread's, waiting in backward();
+		 * they do not say why this thread released memory. */
+		if (fr[i].kind == 3)
+			break;
 		/* innermost first: the first known frame decides */
 		for (size_t k = 0; k < sizeof(asked) / sizeof(asked[0]); k++)
 			if (strstr(sym, asked[k]))

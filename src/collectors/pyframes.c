@@ -18,11 +18,20 @@
  * bounded, so an unexpected layout gives fewer frames rather than a crash. Line numbers come from
  * the code object's line table: the 3.10 format (byte-offset and line deltas) or the 3.11+ location
  * table, decoded here.
+ *
+ * cs_py_walk_backward (inside CUDA callbacks, on a thread without Python frames, such as an
+ * autograd engine thread) reads the main thread's chain instead, but only when its innermost frame
+ * is torch's autograd engine call, which proves the main thread is blocked waiting for backward().
+ * The main thread's state is remembered by the main thread itself; no thread list is walked. Until
+ * that proof holds, every read of the other thread's memory goes through process_vm_readv on this
+ * process, which fails with EFAULT instead of faulting.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "pyframes.h"
 
@@ -179,6 +188,13 @@ static const struct py_layout *layout; /* published last, with release order */
 static int found_version;
 static void *(*get_this_thread_state)(void);
 static uintptr_t code_type, frame_type, unicode_type, bytes_type;
+static int safe_reads; /* process_vm_readv works on this process (no seccomp filter refuses it) */
+
+/* The main thread's thread state, noted by the main thread itself (main_ts published last, with
+ * release order); it lives until the interpreter finalizes. */
+static uintptr_t main_ts;
+static pthread_t main_thread;
+static pid_t main_pid;
 
 /* ---- reads ---- */
 
@@ -436,6 +452,19 @@ static int walk_interpreter_frames(const struct py_layout *L, uintptr_t f, cs_py
 	return n;
 }
 
+/* Remember ts when the calling thread is the main thread (its id is the process id). ts has passed
+ * the checks of cs_py_walk. */
+static void note_main(uintptr_t ts)
+{
+	pid_t pid = getpid();
+
+	if (gettid() != pid)
+		return;
+	main_thread = pthread_self();
+	main_pid = pid;
+	__atomic_store_n(&main_ts, ts, __ATOMIC_RELEASE);
+}
+
 int cs_py_walk(cs_py_frame *out, int max)
 {
 	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
@@ -449,6 +478,8 @@ int cs_py_walk(cs_py_frame *out, int max)
 	if (!ptr_ok(ts) || rd_ptr(ts, L->ts_thread_id) != (uintptr_t)pthread_self() ||
 	    !ptr_ok(rd_ptr(ts, L->ts_interp)))
 		return 0;
+	if (!__atomic_load_n(&main_ts, __ATOMIC_RELAXED))
+		note_main(ts);
 	f = rd_ptr(ts, L->ts_frame);
 	switch (L->chain) {
 	case CHAIN_FRAMEOBJECT:
@@ -461,6 +492,267 @@ int cs_py_walk(cs_py_frame *out, int max)
 		return walk_interpreter_frames(L, f, out, max);
 	}
 	return 0;
+}
+
+/* ---- the main thread's frames, for a thread without any (cs_py_walk_backward) ---- */
+
+#define MAX_BORROWED 128 /* frames returned by one borrowed walk */
+
+/* Copy n bytes at src of process pid into dst; unmapped memory fails with EFAULT instead of a
+ * fault. 0 when all of them could be read. */
+static int vm_read(pid_t pid, void *dst, uintptr_t src, size_t n)
+{
+	struct iovec local = {dst, n}, remote = {(void *)src, n};
+
+	if (src < 4096 || src >= USER_ADDR_END || n > USER_ADDR_END - src)
+		return -1;
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* A read of this process's memory without the risk of a fault (main_pid is this process: checked
+ * by the caller). */
+static int safe_read(void *dst, uintptr_t src, size_t n)
+{
+	return vm_read(main_pid, dst, src, n);
+}
+
+static int srd_ptr(uintptr_t base, uint32_t off, uintptr_t *v)
+{
+	return safe_read(v, base + off, sizeof(*v));
+}
+
+static int srd_i32(uintptr_t base, uint32_t off, int32_t *v)
+{
+	return safe_read(v, base + off, sizeof(*v));
+}
+
+static int srd_i64(uintptr_t base, uint32_t off, int64_t *v)
+{
+	return safe_read(v, base + off, sizeof(*v));
+}
+
+static int safe_is_type(uintptr_t obj, uintptr_t type)
+{
+	uintptr_t t;
+
+	return ptr_ok(obj) && !srd_ptr(obj, PY_OB_TYPE, &t) && t == type;
+}
+
+/*
+ * Does the str object s equal want (suffix 0), or end with want after a '/' or at its start
+ * (suffix 1)? want is ASCII and shorter than 64 characters. Safe reads only.
+ */
+static int safe_str_is(const struct py_layout *L, uintptr_t s, const char *want, int suffix)
+{
+	size_t m = strlen(want);
+	uint8_t buf[4 * 65];
+	uint32_t state, kind;
+	int32_t st;
+	int64_t n, from;
+	uintptr_t data;
+	size_t units;
+
+	if (m >= 64 || !safe_is_type(s, unicode_type) || srd_i64(s, L->str_length, &n) ||
+	    srd_i32(s, L->str_state, &st))
+		return 0;
+	state = (uint32_t)st;
+	kind = (state >> 2) & 7;
+	if (n < (int64_t)m || n > MAX_STR || (!suffix && n != (int64_t)m) ||
+	    (kind != 1 && kind != 2 && kind != 4))
+		return 0;
+	if (state & (1u << 5)) {
+		data = s + ((state & (1u << 6)) ? L->str_ascii_size : L->str_compact_size);
+	} else {
+		if ((L->str_ready && !(state & L->str_ready)) ||
+		    srd_ptr(s, L->str_compact_size, &data))
+			return 0;
+	}
+	/* the matched part, and the character before it when there is one */
+	from = n - (int64_t)m;
+	units = m;
+	if (from > 0) {
+		from--;
+		units++;
+	}
+	if (safe_read(buf, data + (uintptr_t)from * kind, units * kind))
+		return 0;
+	for (size_t i = 0; i < units; i++) {
+		uint32_t c = kind == 1	 ? buf[i]
+			     : kind == 2 ? (uint32_t)buf[2 * i] | (uint32_t)buf[2 * i + 1] << 8
+					 : (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
+						   (uint32_t)buf[4 * i + 2] << 16 |
+						   (uint32_t)buf[4 * i + 3] << 24;
+		uint32_t w = units > m ? (i ? (uint8_t)want[i - 1] : '/') : (uint8_t)want[i];
+
+		if (c != w)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Is code torch's call into the autograd engine, where the calling thread blocks until backward()
+ * is done? torch >= 2.2: _engine_run_backward in torch/autograd/graph.py; before: backward (or
+ * grad) in torch/autograd/__init__.py, which call Variable._execution_engine.run_backward.
+ */
+static int autograd_entry(const struct py_layout *L, uintptr_t code)
+{
+	static const struct {
+		const char *file, *func;
+	} entries[] = {
+		{"torch/autograd/graph.py", "_engine_run_backward"},
+		{"torch/autograd/__init__.py", "backward"},
+		{"torch/autograd/__init__.py", "run_backward"},
+		{"torch/autograd/__init__.py", "grad"},
+	};
+	uintptr_t file, func;
+
+	if (srd_ptr(code, L->co_filename, &file) || srd_ptr(code, L->co_name, &func))
+		return 0;
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+		if (safe_str_is(L, func, entries[i].func, 0) &&
+		    safe_str_is(L, file, entries[i].file, 1))
+			return 1;
+	}
+	return 0;
+}
+
+/* The innermost frame of the main thread's chain (0 when none or when ts is not the main thread's
+ * state any more). Safe reads only. */
+static uintptr_t main_head(const struct py_layout *L, uintptr_t ts)
+{
+	uintptr_t tid, interp, f;
+
+	if (srd_ptr(ts, L->ts_thread_id, &tid) || tid != (uintptr_t)main_thread ||
+	    srd_ptr(ts, L->ts_interp, &interp) || !ptr_ok(interp) || srd_ptr(ts, L->ts_frame, &f))
+		return 0;
+	if (L->chain == CHAIN_CFRAME && (!ptr_ok(f) || srd_ptr(f, L->cframe_current, &f)))
+		return 0;
+	return f;
+}
+
+/* One frame of the main thread's chain, read with safe reads. */
+struct borrowed_frame {
+	uintptr_t code, next;
+	uintptr_t instr; /* what says where the frame is: f_lasti (3.10), the instruction pointer */
+	int64_t at;	 /* argument of code_line */
+	int32_t line;	 /* a line known without the table: f_lineno (3.10), or -1 */
+};
+
+/* 1: a frame to report, 0: a frame the interpreter hides (skip it), -1: end of the walk. */
+static int borrowed_frame(const struct py_layout *L, uintptr_t f, struct borrowed_frame *b)
+{
+	int64_t lasti, ncode;
+	int32_t i32, first;
+	int8_t owner;
+
+	b->line = -1;
+	if (!ptr_ok(f))
+		return -1;
+	if (L->chain == CHAIN_FRAMEOBJECT) {
+		if (!safe_is_type(f, frame_type) || srd_ptr(f, L->fr_previous, &b->next) ||
+		    srd_ptr(f, L->fr_code, &b->code) || !safe_is_type(b->code, code_type) ||
+		    srd_i32(f, L->fr_instr, &i32) || srd_i32(f, L->fr_lineno, &b->line))
+			return -1;
+		b->instr = (uint32_t)i32;
+		b->at = i32 < 0 ? -1 : (int64_t)i32 * 2;
+		if (b->line <= 0)
+			b->line = -1;
+		return 1;
+	}
+	if (srd_ptr(f, L->fr_previous, &b->next) || safe_read(&owner, f + L->fr_owner, 1))
+		return -1;
+	if (owner == L->owner_cstack)
+		return 0;
+	if (srd_ptr(f, L->fr_code, &b->code))
+		return -1;
+	if (!safe_is_type(b->code, code_type))
+		return L->chain == CHAIN_DIRECT ? 0 : -1;
+	if (srd_ptr(f, L->fr_instr, &b->instr) || srd_i64(b->code, PY_OB_SIZE, &ncode))
+		return -1;
+	lasti = ((int64_t)b->instr - (int64_t)(b->code + L->co_code)) / 2;
+	if (owner != OWNER_GENERATOR && L->co_firsttraceable) {
+		if (srd_i32(b->code, L->co_firsttraceable, &first))
+			return -1;
+		if (lasti < first)
+			return 0;
+	}
+	b->at = lasti;
+	if (lasti < 0 || lasti >= ncode)
+		b->line = 0;
+	return 1;
+}
+
+/* Where frame f is now (as borrowed_frame's instr); 0 on success. */
+static int frame_instr(const struct py_layout *L, uintptr_t f, uintptr_t *instr)
+{
+	int32_t i32;
+
+	if (L->chain != CHAIN_FRAMEOBJECT)
+		return srd_ptr(f, L->fr_instr, instr);
+	if (srd_i32(f, L->fr_instr, &i32))
+		return -1;
+	*instr = (uint32_t)i32;
+	return 0;
+}
+
+int cs_py_walk_backward(cs_py_frame *out, int max)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+	uintptr_t ts = __atomic_load_n(&main_ts, __ATOMIC_ACQUIRE);
+	uintptr_t head, f, first = 0, first_instr = 0, instr;
+	int64_t at[MAX_BORROWED];
+	int32_t line[MAX_BORROWED];
+	int n = 0;
+
+	if (!L || !ts || !safe_reads || !out || max <= 0)
+		return 0;
+	if (max > MAX_BORROWED)
+		max = MAX_BORROWED;
+	/* not from the main thread itself, nor from a child forked since it was noted */
+	if (pthread_equal(pthread_self(), main_thread) || getpid() != main_pid)
+		return 0;
+	head = f = main_head(L, ts);
+	for (int steps = 0; f && n < max && steps < MAX_STEPS; steps++) {
+		struct borrowed_frame b;
+		int r = borrowed_frame(L, f, &b);
+
+		if (r < 0)
+			break;
+		/* A hidden frame above the first one (a call being set up, an entry of the
+		 * evaluation loop): the main thread is running, not blocked in a call. */
+		if (!r && !n)
+			return 0;
+		if (r > 0) {
+			/* The innermost frame decides: anywhere but in the engine call, the
+			 * main thread may be running and its frames change under the reader. */
+			if (!n) {
+				if (!autograd_entry(L, b.code))
+					return 0;
+				first = f;
+				first_instr = b.instr;
+			}
+			out[n].code = (const void *)b.code;
+			at[n] = b.at;
+			line[n] = b.line;
+			n++;
+		}
+		f = b.next;
+	}
+	if (!n)
+		return 0;
+	/* Still blocked in the same call, at the same instruction: the frames read are the ones it
+	 * had all along, and the code objects they run are alive. */
+	if (main_head(L, ts) != head || frame_instr(L, first, &instr) || instr != first_instr)
+		return 0;
+	for (int i = 0; i < n; i++)
+		out[i].line = line[i] >= 0 ? line[i] : code_line(L, (uintptr_t)out[i].code, at[i]);
+	return n;
+}
+
+void cs_py_atfork_child(void)
+{
+	__atomic_store_n(&main_ts, 0, __ATOMIC_RELEASE);
 }
 
 /* ---- strings ---- */
@@ -666,6 +958,7 @@ static int init_locked(void)
 	void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
 	const struct py_layout *L = NULL;
 	const void *syms[6];
+	uintptr_t ts;
 	void *base;
 
 	if (!gil)
@@ -720,8 +1013,21 @@ static int init_locked(void)
 	*(void **)&get_this_thread_state = gil;
 	/* Resolve what the hot path calls (lazily bound PLT entries inside libpython and here) now,
 	 * so that no call from a CUDA callback goes through the dynamic linker. */
-	(void)get_this_thread_state();
+	ts = (uintptr_t)get_this_thread_state();
 	(void)pthread_self();
+	(void)pthread_equal(pthread_self(), pthread_self());
+	(void)gettid();
+	/* The borrowed walk reads another thread's memory with process_vm_readv: check it works (a
+	 * seccomp filter may refuse it) and resolve it. */
+	{
+		uint64_t probe = 0x7079667261, copy = 0;
+
+		safe_reads = !vm_read(getpid(), &copy, (uintptr_t)&probe, sizeof(probe)) &&
+			     copy == probe;
+	}
+	if (ptr_ok(ts) && rd_ptr(ts, L->ts_thread_id) == (uintptr_t)pthread_self() &&
+	    ptr_ok(rd_ptr(ts, L->ts_interp)))
+		note_main(ts);
 	__atomic_store_n(&layout, L, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -44,6 +44,21 @@ typedef struct cs_py_frame {
 int cs_py_walk(cs_py_frame *out, int max);
 
 /*
+ * For a thread without Python frames of its own (cs_py_walk gave none), such as an autograd engine
+ * thread running backward's CUDA work: the main thread's frames, innermost first, but only while
+ * the main thread is blocked in torch's autograd engine call (innermost frame _engine_run_backward
+ * in torch/autograd/graph.py, or backward, run_backward or grad in torch/autograd/__init__.py), so
+ * that the outer frames name the line that called backward(). Returns how many (0 otherwise, on
+ * the main thread itself, and until the main thread has been seen by cs_py_init or cs_py_walk).
+ * Reads the other thread's memory with process_vm_readv (no fault on a stale pointer) until the
+ * frames are proven to be stable; takes no lock, allocates nothing. Same use as cs_py_walk.
+ */
+int cs_py_walk_backward(cs_py_frame *out, int max);
+
+/* In a child after fork(): forget the parent's main thread. */
+void cs_py_atfork_child(void);
+
+/*
  * Copy the code object's file name and function name (qualified name on 3.11+) as UTF-8 into
  * the buffers (truncated at a character boundary, NUL-terminated); 0 on success, -1 when they
  * cannot be read. The code pointer must come from cs_py_walk on a frame that is still running

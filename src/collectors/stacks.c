@@ -4,7 +4,9 @@
  * A stack is the native return addresses of the calling thread, from glibc's backtrace() (libgcc's
  * unwinder, which finds unwind tables through _dl_find_object on glibc 2.35 and later, without the
  * loader lock that dl_iterate_phdr would take while PyTorch dlopens cuBLAS under driver locks),
- * followed by the thread's Python frames read without the GIL (pyframes.c). Stacks are deduplicated
+ * followed by the thread's Python frames read without the GIL (pyframes.c); a thread without any
+ * (an autograd engine thread) gets the main thread's while that one waits in backward(), and the
+ * stack is marked CS_STACK_PY_BORROWED. Stacks are deduplicated
  * here: a training loop hits the same few call sites every step, so each distinct stack is written
  * once (CS_REC_STACK) and API records refer to it by id. Before the first stack with a pc in a
  * mapping the spool file has not described yet, the mappings of the process are read from
@@ -191,6 +193,7 @@ uint32_t cs_stack_capture(void)
 	} rec;
 	struct cs_rec_pyframe *pyf;
 	int n, npy = 0, depth;
+	uint32_t flags = 0;
 	uint64_t h = 0;
 	uint32_t id = 0;
 	size_t slot, size;
@@ -199,8 +202,11 @@ uint32_t cs_stack_capture(void)
 		return 0;
 	n = backtrace(pcs, MAX_NATIVE + SKIP_FRAMES);
 	depth = n > SKIP_FRAMES ? n - SKIP_FRAMES : 0;
-	if (python_ok)
+	if (python_ok) {
 		npy = cs_py_walk(py, MAX_PY);
+		if (!npy && (npy = cs_py_walk_backward(py, MAX_PY)) > 0)
+			flags |= CS_STACK_PY_BORROWED;
+	}
 	for (int i = 0; i < depth; i++) {
 		rec.pc[i] = (uint64_t)(uintptr_t)pcs[i + SKIP_FRAMES];
 		h = mix(h, rec.pc[i]);
@@ -217,6 +223,7 @@ uint32_t cs_stack_capture(void)
 	if (!depth && !npy)
 		return 0;
 	h = mix(h, (uint64_t)depth << 32 | (uint32_t)npy);
+	h = mix(h, flags);
 	if (!h)
 		h = 1;
 	pthread_mutex_lock(&stack_lock);
@@ -245,6 +252,7 @@ uint32_t cs_stack_capture(void)
 	rec.h.id = id;
 	rec.h.depth = (uint32_t)depth;
 	rec.h.py_depth = (uint32_t)npy;
+	rec.h.flags = flags;
 	size = sizeof(rec.h) + (size_t)depth * sizeof(uint64_t) + (size_t)npy * sizeof(*pyf);
 	cs_out_write(&rec, size, CS_REC_STACK, cs_tid());
 out:
@@ -266,4 +274,5 @@ void cs_stacks_atfork_child(void)
 {
 	pthread_mutex_init(&stack_lock, NULL);
 	enabled = 0;
+	cs_py_atfork_child();
 }

@@ -34,7 +34,9 @@
  * - Stacks: a STACK record becomes its native frames (innermost first), then its Python frames
  *   (innermost first). Native pcs are symbolized as the record is read, against the mappings the
  *   MODULE records of the file gave so far and the module files on this host (symbolize.c); the
- *   string map keeps each string's text for the module paths and Python names.
+ *   string map keeps each string's text for the module paths and Python names. When the Python
+ *   frames were borrowed from the thread waiting in backward() (CS_STACK_PY_BORROWED), a note
+ *   frame (kind 3) stands between the two parts.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1399,6 +1401,13 @@ static void python_frame(struct proc_file *pf, const struct cs_rec_pyframe *py, 
 	f->line = py->line > 0 ? py->line : 0;
 }
 
+/* Kind and text of the frame that marks Python frames borrowed from the main thread, waiting in
+ * backward() while an autograd engine thread made the call (docs/trace-format.md). */
+#define FRAME_NOTE 3
+#define BORROWED_PY_NOTE                                                                      \
+	"[autograd engine thread: the Python frames below are the main thread's, waiting in " \
+	"backward()]"
+
 /* A stack: native frames then Python frames, innermost first in each part. */
 static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 {
@@ -1406,13 +1415,14 @@ static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 	struct cs_rec_stack r;
 	int64_t id = CS_ID_NONE, *slot;
 	size_t n;
-	int created;
+	int created, note;
 
 	if (!rec_load(&r, sizeof(r), p, size) || !r.id ||
 	    (uint64_t)r.depth * 8 + (uint64_t)r.py_depth * sizeof(struct cs_rec_pyframe) >
 		    size - sizeof(r))
 		return bad_record(pf);
-	n = (size_t)r.depth + r.py_depth;
+	note = (r.flags & CS_STACK_PY_BORROWED) && r.py_depth > 0;
+	n = (size_t)r.depth + r.py_depth + (size_t)note;
 	if (n > 0) {
 		const unsigned char *py = p + sizeof(r) + 8 * (size_t)r.depth;
 
@@ -1431,11 +1441,15 @@ static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 			memcpy(&pc, p + sizeof(r) + 8 * (size_t)i, 8);
 			native_frame(pf, pc, &im->frames[i]);
 		}
+		if (note) {
+			im->frames[r.depth].kind = FRAME_NOTE;
+			im->frames[r.depth].symbol = BORROWED_PY_NOTE;
+		}
 		for (uint32_t i = 0; i < r.py_depth; i++) {
 			struct cs_rec_pyframe fr;
 
 			memcpy(&fr, py + sizeof(fr) * (size_t)i, sizeof(fr));
-			python_frame(pf, &fr, &im->frames[r.depth + i]);
+			python_frame(pf, &fr, &im->frames[r.depth + (size_t)note + i]);
 		}
 		id = cs_writer_add_stack(im->w, im->frames, (int)n);
 		if (id < 0)

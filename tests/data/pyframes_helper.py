@@ -13,13 +13,30 @@ the main thread runs Python code holding the GIL. Prints what the probe saw, one
     check ok|mismatch     (the frames above capture() against the interpreter's own view)
     end NAME
 
+Then the main thread blocks in a call into the probe, without the GIL, from inside the fake
+torch autograd entry points (tests/data/fake_torch) and from elsewhere, while a thread of the probe
+with no Python frames reads the frames it borrows from the main thread:
+
+    borrowed NAME OWN FRAMES SAME
+    file:func:line        (the borrowed frames, innermost first)
+    end NAME
+
+OWN is what that thread's own walk found (always 0), SAME how many of its 100 captures were equal.
+Last, "borrow-hammer TRIES HITS BAD": a thread borrowing without pause while the main thread comes
+and goes; BAD counts borrowed stacks that did not start in the engine call.
+
 Lines that the test checks carry a "# mark:NAME" comment; the test finds their numbers in this
-file. Keep the syntax valid for old interpreters (3.6): those must run too and see no frames.
+file (and in the fake torch files). Keep the syntax valid for old interpreters (3.6): those must
+run too and see no frames.
 """
 import ctypes
+import os
 import sys
 import sysconfig
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torch"))
+import torch.autograd as autograd  # noqa: E402 (the fake tree above, not PyTorch)
 
 probe = ctypes.CDLL(sys.argv[1])
 probe.cs_test_capture.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -166,6 +183,40 @@ def spin_step(x):
     return x + 1
 
 
+# ---- borrowed frames ----
+
+def borrow_args(with_state):
+    out = ctypes.create_string_buffer(BUF_SIZE)
+    scratch = ctypes.create_string_buffer(BUF_SIZE)
+    own = ctypes.c_int(-1)
+    same = ctypes.c_int(-1)
+    return out, (out, scratch, BUF_SIZE, with_state, ctypes.byref(own), ctypes.byref(same)), own, same
+
+
+def report_borrowed(name, how, with_state=0):
+    out, args, own, same = borrow_args(with_state)
+    n = how(probe.cs_test_borrow, args)  # mark:report_borrowed
+    sys.stdout.write("borrowed {} {} {} {}\n{}end {}\n".format(
+        name, own.value, n, same.value, out.value.decode("utf-8", "replace"), name))
+
+
+def train_step(engine, args):
+    return autograd.backward(engine, args)  # mark:backward_call
+
+
+def train_step_old(engine, args):
+    return autograd.backward(engine, args, direct=True)  # mark:backward_call_old
+
+
+def blocked_elsewhere(engine, args):
+    return engine(*args)  # mark:elsewhere
+
+
+def _engine_run_backward(engine, args):
+    # the right name in the wrong file
+    return engine(*args)
+
+
 sys.stdout.write("python {} {}\n".format(sys.version_info[0], sys.version_info[1]))
 if hasattr(sys, "gettotalrefcount"):
     flavor = "debug"
@@ -187,6 +238,32 @@ report("generated", generated["generated_outer"]())
 report("traced", traced())
 report("unicode", generated["caf\u00e9"]())
 report("handler", in_handler())
+
+probe.cs_test_borrow.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p]
+probe.cs_test_borrow.restype = ctypes.c_int
+report_borrowed("backward", train_step)  # mark:main_backward
+report_borrowed("backward-state", train_step, 1)  # mark:main_backward_state
+report_borrowed("backward-old", train_step_old)  # mark:main_backward_old
+report_borrowed("elsewhere", blocked_elsewhere)
+report_borrowed("impostor", _engine_run_backward)
+sys.stdout.write("borrow-on-main {}\n".format(
+    autograd.backward(probe.cs_test_borrow_here, ())))
+
+# A thread borrows over and over while this one enters and leaves the engine call (where it
+# sleeps without the GIL) and runs Python code in between: no crash, and every borrowed stack
+# starts in the engine call.
+libc = ctypes.CDLL(None)
+probe.cs_test_hammer_stop.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+probe.cs_test_hammer_stop.restype = ctypes.c_long
+probe.cs_test_hammer_start()
+for i in range(300):
+    autograd.backward(libc.usleep, (200,))
+    recurse(i % 50)
+tries = ctypes.c_long(0)
+hits = ctypes.c_long(0)
+bad = probe.cs_test_hammer_stop(ctypes.byref(tries), ctypes.byref(hits))
+sys.stdout.write("borrow-hammer {} {} {}\n".format(tries.value, hits.value, bad))
 
 # The second thread reads its frames while this one keeps pushing and popping frames of its own
 # with the GIL held (released only at the interpreter's switch interval).

@@ -291,9 +291,9 @@ static void sp_nvtx(struct spool *s, uint32_t tid, int op, uint64_t ts, uint64_t
 	sp_rec(s, CS_REC_NVTX, tid, &r, sizeof(r), NULL, 0);
 }
 
-/* A stack of depth native pcs, then npy Python frames. */
-static void sp_stack_py(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth,
-			const struct cs_rec_pyframe *py, uint32_t npy)
+/* A stack of depth native pcs, then npy Python frames, with flags (enum cs_rec_stack_flags). */
+static void sp_stack_flags(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth,
+			   const struct cs_rec_pyframe *py, uint32_t npy, uint32_t flags)
 {
 	size_t tail = depth * sizeof(*pcs) + npy * sizeof(*py);
 	unsigned char *buf = malloc(tail + 1);
@@ -306,8 +306,16 @@ static void sp_stack_py(struct spool *s, uint32_t id, const uint64_t *pcs, uint3
 	r.id = id;
 	r.depth = depth;
 	r.py_depth = npy;
+	r.flags = flags;
 	sp_rec(s, CS_REC_STACK, TID, &r, sizeof(r), buf, tail);
 	free(buf);
+}
+
+/* A stack of depth native pcs, then npy Python frames. */
+static void sp_stack_py(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth,
+			const struct cs_rec_pyframe *py, uint32_t npy)
+{
+	sp_stack_flags(s, id, pcs, depth, py, npy, 0);
 }
 
 static void sp_stack(struct spool *s, uint32_t id, const uint64_t *pcs, uint32_t depth)
@@ -1484,6 +1492,86 @@ START_TEST(test_stack_symbols)
 END_TEST
 
 /* Stack records that do not add up are skipped; Python names never defined are left empty. */
+/*
+ * Python frames borrowed from the main thread waiting in backward(): a note frame (kind 3) between
+ * the native and the Python frames, and a stack apart from the same frames not borrowed. A flag
+ * without Python frames adds no note.
+ */
+START_TEST(test_stack_borrowed)
+{
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	struct events y;
+	static const uint64_t pcs[] = {0x10, 0x20};
+	struct cs_rec_pyframe py[2];
+	const cs_frame *frames;
+	cs_error err = {0, ""};
+	int64_t sid[3];
+	int n;
+
+	memset(py, 0, sizeof(py));
+	py[0].file_sid = 1;
+	py[0].func_sid = 2;
+	py[0].line = 5;
+	py[1].file_sid = 3;
+	py[1].func_sid = 4;
+	py[1].line = 88;
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "/venv/lib/python3.12/site-packages/torch/autograd/graph.py");
+	sp_string(&s, 2, "_engine_run_backward");
+	sp_string(&s, 3, "/home/user/train.py");
+	sp_string(&s, 4, "train_step");
+	sp_stack_flags(&s, 1, pcs, 2, py, 2, CS_STACK_PY_BORROWED);
+	sp_stack_flags(&s, 2, pcs, 2, py, 2, 0);
+	sp_stack_flags(&s, 3, pcs, 2, NULL, 0, CS_STACK_PY_BORROWED);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct api_args w = {.corr = 100 + i,
+				     .cls = CS_APICLASS_WAIT_STREAM,
+				     .start = T(100 + 1000 * i),
+				     .end = T(600 + 1000 * i),
+				     .cbid = 131,
+				     .stack_id = 1 + i};
+
+		sp_api(&s, &w);
+	}
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	y = read_events(im.t, CS_EV_SYNC);
+	ck_assert_int_eq(y.n, 3);
+	for (int i = 0; i < 3; i++) {
+		sid[i] = y.v[i].u.sync.stack_id;
+		ck_assert_int_ge(sid[i], 0);
+	}
+	ck_assert_int_ne(sid[0], sid[1]);
+
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid[0], &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 5);
+	ck_assert_int_eq(frames[0].kind, 1);
+	ck_assert_int_eq(frames[1].kind, 1);
+	ck_assert_int_eq(frames[2].kind, 3);
+	ck_assert_uint_eq(frames[2].pc, 0);
+	ck_assert_ptr_null(frames[2].module);
+	ck_assert_ptr_null(frames[2].file);
+	ck_assert_ptr_nonnull(strstr(frames[2].symbol, "autograd engine thread"));
+	check_python(&frames[3], "/venv/lib/python3.12/site-packages/torch/autograd/graph.py",
+		     "_engine_run_backward", 5);
+	check_python(&frames[4], "/home/user/train.py", "train_step", 88);
+
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid[1], &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 4);
+	check_python(&frames[2], "/venv/lib/python3.12/site-packages/torch/autograd/graph.py",
+		     "_engine_run_backward", 5);
+
+	ck_assert_int_eq(cs_trace_get_stack(im.t, sid[2], &frames, &n, &err), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(frames[0].kind, 1);
+	ck_assert_int_eq(frames[1].kind, 1);
+	imported_close(&im);
+}
+END_TEST
+
 START_TEST(test_stack_bad_records)
 {
 	char *dir = tu_tmpdir();
@@ -2103,6 +2191,7 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_memory_rows);
 	tcase_add_test(tc, test_stacks);
 	tcase_add_test(tc, test_stack_symbols);
+	tcase_add_test(tc, test_stack_borrowed);
 	tcase_add_test(tc, test_stack_bad_records);
 	tcase_add_test(tc, test_truncated_file);
 	tcase_add_test(tc, test_two_processes);

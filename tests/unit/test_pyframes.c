@@ -6,8 +6,11 @@
  * has it read the calling thread's frames, with the GIL released, from known places. On 3.10 to
  * 3.13 the innermost frames must be exactly the known file, function (qualified on 3.11+) and
  * line, and every frame above the probe must match the interpreter's own view; any other version,
- * and a debug or free-threaded build, must give no frames and still run to the end. Skipped (as a
- * pass) when there is no python3.
+ * and a debug or free-threaded build, must give no frames and still run to the end. The helper
+ * also blocks the main thread inside the fake torch autograd entry points of tests/data/fake_torch
+ * while a thread without Python frames captures: that thread must get the main thread's frames
+ * down to the line that called backward(), and none when the main thread is blocked elsewhere.
+ * Skipped (as a pass) when there is no python3.
  */
 #include <check.h>
 #include <glob.h>
@@ -25,7 +28,7 @@
 
 static char *interps[MAX_INTERP];
 static int ninterps;
-static char helper[PATH_MAX];
+static char helper[PATH_MAX], fake_init[PATH_MAX], fake_graph[PATH_MAX];
 
 /* ---- finding interpreters ---- */
 
@@ -87,16 +90,18 @@ static void find_interpreters(void)
 
 struct section {
 	char name[32];
-	int frames; /* what cs_py_walk returned */
+	int frames; /* what cs_py_walk (or cs_py_walk_backward) returned */
 	int nlines;
 	char *lines[MAX_LINES];
 	int checked, check_ok;
+	int borrowed, own, same; /* a "borrowed" section: own frames and identical captures */
 };
 
 struct run {
 	char *out;
 	char build[32]; /* release, debug or free-threaded */
-	int major, minor, init, version, native, repeat_total, repeat_same;
+	int major, minor, init, version, native, repeat_total, repeat_same, borrow_on_main;
+	long hammer_tries, hammer_hits, hammer_bad;
 	int nsections;
 	struct section sections[MAX_SECTIONS];
 };
@@ -107,16 +112,31 @@ static void parse(struct run *r)
 	char *save = NULL;
 
 	r->init = r->version = r->native = r->repeat_total = r->repeat_same = -2;
+	r->borrow_on_main = -2;
+	r->hammer_tries = r->hammer_hits = r->hammer_bad = -2;
 	for (char *l = strtok_r(r->out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char name[32];
-		int n;
+		int n, own, same;
 
 		if (sscanf(l, "python %d %d", &r->major, &r->minor) == 2 ||
 		    sscanf(l, "build %31s", r->build) == 1 || sscanf(l, "init %d", &r->init) == 1 ||
 		    sscanf(l, "version %d", &r->version) == 1 ||
 		    sscanf(l, "native %d", &r->native) == 1 ||
-		    sscanf(l, "thread-repeat %d %d", &r->repeat_total, &r->repeat_same) == 2)
+		    sscanf(l, "thread-repeat %d %d", &r->repeat_total, &r->repeat_same) == 2 ||
+		    sscanf(l, "borrow-on-main %d", &r->borrow_on_main) == 1 ||
+		    sscanf(l, "borrow-hammer %ld %ld %ld", &r->hammer_tries, &r->hammer_hits,
+			   &r->hammer_bad) == 3)
 			continue;
+		if (sscanf(l, "borrowed %31s %d %d %d", name, &own, &n, &same) == 4 &&
+		    r->nsections < MAX_SECTIONS) {
+			cur = &r->sections[r->nsections++];
+			snprintf(cur->name, sizeof(cur->name), "%s", name);
+			cur->frames = n;
+			cur->borrowed = 1;
+			cur->own = own;
+			cur->same = same;
+			continue;
+		}
 		if (sscanf(l, "begin %31s %d", name, &n) == 2 && r->nsections < MAX_SECTIONS) {
 			cur = &r->sections[r->nsections++];
 			snprintf(cur->name, sizeof(cur->name), "%s", name);
@@ -142,23 +162,28 @@ static const struct section *section(const struct run *r, const char *name, cons
 	return NULL;
 }
 
+/* The line of file marked "# mark:name". */
+static int mark_in(const char *file, const char *name)
+{
+	char want[64];
+	const char *at;
+	char *text = tu_read_file(file, NULL);
+	int line = 1;
+
+	ck_assert_msg(text != NULL, "cannot read %s", file);
+	snprintf(want, sizeof(want), "# mark:%s\n", name);
+	at = strstr(text, want);
+	ck_assert_msg(at != NULL, "no mark '%s' in %s", name, file);
+	for (const char *p = text; p < at; p++)
+		line += *p == '\n';
+	free(text);
+	return line;
+}
+
 /* The line of the helper marked "# mark:name". */
 static int mark(const char *name)
 {
-	static char *text;
-	char want[64];
-	const char *at;
-	int line = 1;
-
-	if (!text)
-		text = tu_read_file(helper, NULL);
-	ck_assert_msg(text != NULL, "cannot read %s", helper);
-	snprintf(want, sizeof(want), "# mark:%s\n", name);
-	at = strstr(text, want);
-	ck_assert_msg(at != NULL, "no mark '%s' in %s", name, helper);
-	for (const char *p = text; p < at; p++)
-		line += *p == '\n';
-	return line;
+	return mark_in(helper, name);
 }
 
 static void expect_frame(const struct section *s, int i, const char *file, const char *func,
@@ -181,6 +206,58 @@ static void expect_mark(const struct section *s, int i, const char *func, const 
 
 /* ---- the checks ---- */
 
+/* A borrowed section: the thread had no frames of its own, and its 100 captures agreed. */
+static const struct section *borrowed(const struct run *r, const char *name, int frames,
+				      const char *interp)
+{
+	const struct section *s = section(r, name, interp);
+
+	ck_assert_msg(s->borrowed, "%s, %s: not a borrowed section", interp, name);
+	ck_assert_msg(s->own == 0, "%s, %s: the thread without frames found %d of its own", interp,
+		      name, s->own);
+	ck_assert_msg(s->frames == frames && s->nlines == frames,
+		      "%s, %s: %d borrowed frames (%d lines), want %d", interp, name, s->frames,
+		      s->nlines, frames);
+	ck_assert_msg(s->same == 100, "%s, %s: %d of 100 captures were the same", interp, name,
+		      s->same);
+	return s;
+}
+
+/* Frames borrowed from the main thread blocked in the fake autograd engine call. */
+static void check_borrowed(const struct run *r, const char *interp)
+{
+	const struct section *s;
+
+	/* torch >= 2.2: backward -> _engine_run_backward -> the engine, from a thread without a
+	 * thread state and from one with a thread state but no frames (PyTorch's engine threads) */
+	for (int state = 0; state < 2; state++) {
+		s = borrowed(r, state ? "backward-state" : "backward", 5, interp);
+		expect_frame(s, 0, fake_graph, "_engine_run_backward",
+			     mark_in(fake_graph, "engine_call"), interp);
+		expect_frame(s, 1, fake_init, "backward", mark_in(fake_init, "init_backward"),
+			     interp);
+		expect_mark(s, 2, "train_step", "backward_call", interp);
+		expect_mark(s, 3, "report_borrowed", "report_borrowed", interp);
+		expect_mark(s, 4, "<module>", state ? "main_backward_state" : "main_backward",
+			    interp);
+	}
+	/* older torch: backward calls the engine itself */
+	s = borrowed(r, "backward-old", 4, interp);
+	expect_frame(s, 0, fake_init, "backward", mark_in(fake_init, "direct_engine_call"), interp);
+	expect_mark(s, 1, "train_step_old", "backward_call_old", interp);
+	expect_mark(s, 2, "report_borrowed", "report_borrowed", interp);
+	expect_mark(s, 3, "<module>", "main_backward_old", interp);
+	/* blocked anywhere else, or in a function of the right name in the wrong file: nothing */
+	borrowed(r, "elsewhere", 0, interp);
+	borrowed(r, "impostor", 0, interp);
+	ck_assert_msg(r->borrow_on_main == 0, "%s: the main thread borrowed %d frames from itself",
+		      interp, r->borrow_on_main);
+	/* borrowing without pause while the main thread enters and leaves the engine call */
+	ck_assert_msg(r->hammer_tries > 0 && r->hammer_hits > 0 && r->hammer_bad == 0,
+		      "%s: %ld tries, %ld with frames, %ld not from the engine call (see stderr)",
+		      interp, r->hammer_tries, r->hammer_hits, r->hammer_bad);
+}
+
 static void check_supported(const struct run *r, const char *interp)
 {
 	int qual = r->minor >= 11; /* qualified names from 3.11 on */
@@ -191,6 +268,8 @@ static void check_supported(const struct run *r, const char *interp)
 		      r->version);
 	for (int i = 0; i < r->nsections; i++) {
 		s = &r->sections[i];
+		if (s->borrowed)
+			continue;
 		ck_assert_msg(s->frames > 0 && s->nlines == s->frames,
 			      "%s, %s: %d frames, %d lines", interp, s->name, s->frames, s->nlines);
 		ck_assert_msg(s->checked && s->check_ok,
@@ -263,13 +342,17 @@ static void check_supported(const struct run *r, const char *interp)
 	ck_assert_msg(r->repeat_total == 200 && r->repeat_same == 200,
 		      "%s: %d of %d captures on the second thread were the same", interp,
 		      r->repeat_same, r->repeat_total);
+
+	check_borrowed(r, interp);
 }
 
 static void check_unsupported(const struct run *r, const char *interp)
 {
 	ck_assert_msg(r->init == -1, "%s (%d.%d, %s build): cs_py_init succeeded", interp, r->major,
 		      r->minor, r->build);
-	ck_assert_msg(r->nsections >= 10, "%s: the helper stopped early", interp);
+	ck_assert_msg(r->nsections >= 15 && r->borrow_on_main == 0 && r->hammer_tries > 0 &&
+			      r->hammer_hits == 0,
+		      "%s: the helper stopped early, or borrowed frames", interp);
 	for (int i = 0; i < r->nsections; i++) {
 		ck_assert_msg(r->sections[i].frames == 0 && r->sections[i].nlines == 0,
 			      "%s (%d.%d), %s: %d frames from an unsupported version", interp,
@@ -332,6 +415,18 @@ int main(void)
 
 	snprintf(path, sizeof(path), "%s/tests/data/pyframes_helper.py", tu_source_root());
 	if (!realpath(path, helper)) {
+		fprintf(stderr, "test_pyframes: cannot find %s\n", path);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/tests/data/fake_torch/torch/autograd/__init__.py",
+		 tu_source_root());
+	if (!realpath(path, fake_init)) {
+		fprintf(stderr, "test_pyframes: cannot find %s\n", path);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/tests/data/fake_torch/torch/autograd/graph.py",
+		 tu_source_root());
+	if (!realpath(path, fake_graph)) {
 		fprintf(stderr, "test_pyframes: cannot find %s\n", path);
 		return 1;
 	}

@@ -23,6 +23,7 @@ static char *tmp_dir;
 static char *train_db, *counts_db; /* committed */
 static char *clean_db;		   /* GPU busy, nothing to find */
 static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
+static char *backward_db;	   /* the same, the stack borrowed by an autograd engine thread */
 static cJSON *schema;
 
 /* ---- running cuscope ---- */
@@ -242,10 +243,57 @@ static void add_process(cs_trace_writer *w)
 }
 
 /*
+ * The stack of a wait made by an autograd engine thread during loss.backward() at train.py:88, as
+ * the importer writes it: the thread's native frames, the note (kind 3), then the Python frames of
+ * the main thread, which waits in torch's engine call.
+ */
+static int64_t add_borrowed_stack(cs_trace_writer *w)
+{
+	static const char *const torch = "/venv/lib/python3.12/site-packages/torch";
+	char files[3][128];
+	cs_frame f[7];
+
+	memset(f, 0, sizeof(f));
+	f[0].kind = 1;
+	f[0].pc = 0x7f0000002000ull;
+	f[0].module = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+	f[0].symbol = "cuStreamSynchronize";
+	f[1].kind = 1;
+	f[1].pc = 0x7f0000003000ull;
+	f[1].module = "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so";
+	f[1].symbol = "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::"
+		      "GraphTask> const&)";
+	f[2].kind = 3;
+	f[2].symbol = "[autograd engine thread: the Python frames below are the main thread's, "
+		      "waiting in backward()]";
+	snprintf(files[0], sizeof(files[0]), "%s/autograd/graph.py", torch);
+	snprintf(files[1], sizeof(files[1]), "%s/autograd/__init__.py", torch);
+	snprintf(files[2], sizeof(files[2]), "%s/_tensor.py", torch);
+	f[3].kind = 2;
+	f[3].symbol = "_engine_run_backward";
+	f[3].file = files[0];
+	f[3].line = 829;
+	f[4].kind = 2;
+	f[4].symbol = "backward";
+	f[4].file = files[1];
+	f[4].line = 354;
+	f[5].kind = 2;
+	f[5].symbol = "Tensor.backward";
+	f[5].file = files[2];
+	f[5].line = 647;
+	f[6].kind = 2;
+	f[6].symbol = "train_step";
+	f[6].file = "/home/user/train.py";
+	f[6].line = 88;
+	return cs_writer_add_stack(w, f, 7);
+}
+
+/*
  * 20 steps of 6 kernels each launched well ahead of the GPU, which runs them back to back: the GPU
  * never waits. With sync set, every step also ends with loss.item(): a synchronous 4-byte
  * device-to-host copy into pageable memory, a stream synchronization the host waits in, and the
- * GPU idle until the next step's first launch.
+ * GPU idle until the next step's first launch. With sync 2, their stack is an autograd engine
+ * thread's, with the Python frames of the main thread in backward().
  */
 static void write_loop(const char *path, int sync)
 {
@@ -263,7 +311,10 @@ static void write_loop(const char *path, int sync)
 		ids[i] = cs_writer_intern(w, names[i]);
 		need(ids[i] >= 0, "intern");
 	}
-	if (sync) {
+	if (sync == 2) {
+		stack = add_borrowed_stack(w);
+		need(stack >= 0, "stack");
+	} else if (sync) {
 		cs_frame f[4];
 
 		memset(f, 0, sizeof(f));
@@ -389,7 +440,7 @@ END_TEST
 
 START_TEST(test_json_validates)
 {
-	const char *files[] = {train_db, counts_db, clean_db, sync_db};
+	const char *files[] = {train_db, counts_db, clean_db, sync_db, backward_db};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct result r = run("--format", "json", files[i]),
@@ -707,6 +758,42 @@ START_TEST(test_findings_output)
 }
 END_TEST
 
+/* A stack borrowed by an autograd engine thread names the line that called loss.backward(). */
+START_TEST(test_borrowed_stack_location)
+{
+	struct result j = run("-f", "json", backward_db), t = run(backward_db),
+		      v = run("-v", backward_db);
+	cJSON *doc = report_json(j.out), *f;
+	int located = 0;
+
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_int_eq(v.rc, 0);
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		const cJSON *loc = cJSON_GetObjectItem(f, "location");
+
+		if (!cJSON_IsObject(loc))
+			continue;
+		ck_assert_str_eq(json_str(loc, "file"), "/home/user/train.py");
+		ck_assert_str_eq(json_str(loc, "function"), "train_step");
+		ck_assert_int_eq(json_int(loc, "line"), 88);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 7);
+		located++;
+	}
+	ck_assert_msg(located > 0, "%s", j.out);
+	ck_assert_msg(strstr(t.out, "where:") &&
+			      strstr(t.out, "/home/user/train.py:88 in train_step"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(v.out, "#2  [autograd engine thread: the Python frames below are the "
+				    "main thread's, waiting in backward()]"),
+		      "%s", v.out);
+	cJSON_Delete(doc);
+	result_free(&j);
+	result_free(&t);
+	result_free(&v);
+}
+END_TEST
+
 START_TEST(test_bad_usage)
 {
 	char *text = tu_path(tmp_dir, "notes.txt"), *missing = tu_path(tmp_dir, "missing.db");
@@ -779,6 +866,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_rules_and_skip);
 	tcase_add_test(tc, test_fail_on);
 	tcase_add_test(tc, test_findings_output);
+	tcase_add_test(tc, test_borrowed_stack_location);
 	tcase_add_test(tc, test_bad_usage);
 	tcase_add_test(tc, test_pid_and_no_color_env);
 	suite_add_tcase(s, tc);
@@ -819,6 +907,8 @@ int main(void)
 	sync_db = tu_path(tmp_dir, "sync.db");
 	write_loop(clean_db, 0);
 	write_loop(sync_db, 1);
+	backward_db = tu_path(tmp_dir, "backward.db");
+	write_loop(backward_db, 2);
 
 	sr = srunner_create(report_suite());
 	srunner_run_all(sr, CK_NORMAL);
