@@ -8,15 +8,20 @@
  * every few hundred milliseconds, and flushes everything at exit.
  *
  * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
- *   api=all            record every runtime and driver API call
- *   census             count calls per API id and print them at exit (for development)
- *   latency            turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
- *   limit=BYTES        stop recording once the spool file reaches BYTES
- *   window=T0:T1       record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns; 0
- * = open) capture=profiler   record only between cudaProfilerStart and cudaProfilerStop buffers=N
- * CUPTI device buffers per context (default 8; 3.2 MB each) flush_ms=N         flush period
- * (default 200) quiet              no messages on stderr no_callbacks, no_memory, no_sync, no_nvtx
- *                      leave one source out (to measure what each costs)
+ *   api=all          record every runtime and driver API call
+ *   census           count calls per API id and print them at exit (for development)
+ *   latency          turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
+ *   limit=BYTES      stop recording once the spool file reaches BYTES
+ *   window=T0:T1     record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns;
+ *                    0 = open)
+ *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
+ *   capture=nvtx:PAT record only inside NVTX ranges whose text matches PAT (fnmatch)
+ *   backtrace        capture stacks at waits, copies, allocations and frees
+ *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
+ *   flush_ms=N       flush period (default 200)
+ *   quiet            no messages on stderr
+ *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
+ *                    leave one source or mechanism out (to measure what each costs)
  *
  * Nothing here may crash, hang or change the program: every failure turns recording off and
  * returns.
@@ -38,6 +43,7 @@
 #include "inject.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20)
+#define BUFFER_POOL_MAX	     8 /* zeroed activity buffers kept for reuse */
 
 struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
@@ -45,6 +51,7 @@ struct inject_options {
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
 	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
 	int backtrace; /* capture stacks at waits, copies, allocations and frees */
+	int no_pool;   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -63,6 +70,16 @@ static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
 static int flush_stop;
 static uint64_t last_dropped_reported;
+
+/*
+ * Activity buffers are handed to CUPTI already zeroed and reused. CUPTI asks for a buffer on the
+ * thread whose record fills the last one, often the launching thread; a fresh buffer would cost
+ * that thread CUPTI's zeroing of 4 MiB and a page fault per 4 KiB page. A completed buffer is
+ * zeroed on the thread that completes it (the flush thread or CUPTI's own) and kept here.
+ */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *pool[BUFFER_POOL_MAX];
+static int pool_len;
 
 static void inject_log(const char *fmt, const char *arg)
 {
@@ -113,6 +130,8 @@ static void parse_options(void)
 			opts.backtrace = 1;
 		else if (strcmp(tok, "no_backtrace") == 0)
 			opts.backtrace = 0;
+		else if (strcmp(tok, "no_pool") == 0)
+			opts.no_pool = 1;
 		else if (strcmp(tok, "cb=runtime") == 0)
 			opts.cb_domains = 1;
 		else if (strcmp(tok, "cb=driver") == 0)
@@ -150,9 +169,37 @@ static void parse_options(void)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-	*buffer = aligned_alloc(8, ACTIVITY_BUFFER_SIZE);
-	*size = *buffer ? ACTIVITY_BUFFER_SIZE : 0;
+	uint8_t *b = NULL;
+
+	if (opts.no_pool) {
+		b = aligned_alloc(8, ACTIVITY_BUFFER_SIZE);
+	} else {
+		pthread_mutex_lock(&pool_lock);
+		if (pool_len > 0)
+			b = pool[--pool_len];
+		pthread_mutex_unlock(&pool_lock);
+		if (!b)
+			b = calloc(1, ACTIVITY_BUFFER_SIZE); /* malloc's alignment is enough */
+	}
+	*buffer = b;
+	*size = b ? ACTIVITY_BUFFER_SIZE : 0;
 	*max_records = 0;
+}
+
+/* Zero a completed buffer and keep it for buffer_requested, or free it when the pool is full. */
+static void buffer_recycle(uint8_t *buffer)
+{
+	if (!opts.no_pool) {
+		/* all of it: CUPTI expects a zeroed buffer, not only where it wrote last time */
+		memset(buffer, 0, ACTIVITY_BUFFER_SIZE);
+		pthread_mutex_lock(&pool_lock);
+		if (pool_len < BUFFER_POOL_MAX) {
+			pool[pool_len++] = buffer;
+			buffer = NULL;
+		}
+		pthread_mutex_unlock(&pool_lock);
+	}
+	free(buffer);
 }
 
 /* Write the records lost since the last report (always when force: the final report carries CUPTI's
@@ -185,7 +232,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 			cs_out_add_dropped(dropped);
 	}
 	(void)size;
-	free(buffer);
+	buffer_recycle(buffer);
 }
 
 static void *flush_main(void *arg)
@@ -277,6 +324,7 @@ static void atfork_child(void)
 	/* The child has none of the parent's threads and cannot use CUDA: record nothing there. */
 	atomic_store(&active, 0);
 	flush_thread_started = 0;
+	pthread_mutex_init(&pool_lock, NULL); /* a thread of the parent may have held it */
 	cs_out_atfork_child();
 	cs_stacks_atfork_child();
 }
@@ -312,6 +360,14 @@ static int enable_activities(void)
 	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &sz, &limit);
 	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &sz,
 				  &prealloc);
+	if (!opts.no_pool) {
+		uint8_t zeroed = 1;
+		size_t zsz = sizeof(zeroed);
+
+		/* Our buffers come zeroed: CUPTI need not zero them on the requesting thread. */
+		cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsz,
+					  &zeroed);
+	}
 	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return -1;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# launch_variants.sh - what cuscope adds to each kernel launch, by variant of the injection library, measured
+# side by side on the GPU machine in one command (docs/performance.md, "Launch loop").
+#
+#   bash tests/gpu/launch_variants.sh [ROUNDS] [LAUNCHES]     (defaults 7 and 200000; OUT defaults to ./gpu-out)
+#
+# Runs tests/gpu/programs/launch_loop.cu (a host-bound loop of empty-kernel launches) in ROUNDS rounds; each
+# round runs every variant once, in turn: no profiler, then `cuscope record` with each set of development
+# options of the injection library (CUSCOPE_RECORD_EXTRA, src/collectors/inject.c). Prints, per variant, the
+# median and range of the process CPU time per launch and the median added to the no-profiler run of the same
+# round, and writes it to $OUT/launch-variants.txt.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-$PWD/gpu-out}
+ROUNDS=${1:-7}
+N=${2:-200000}
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/cuscope-launch.XXXXXX)
+log=$OUT/launch-variants.txt
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+
+if [ -d .deps ]; then
+	mkdir -p /tmp/deps && for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
+fi
+if [ ! -d build-gpu ]; then
+	meson setup build-gpu >/dev/null || { say "meson setup failed"; exit 2; }
+fi
+ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
+C=$PWD/build-gpu/cuscope
+L=$W/launch_loop
+"$NVCC" -O2 -arch=sm_90 -o "$L" tests/gpu/programs/launch_loop.cu || { say "nvcc failed"; exit 2; }
+
+# name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope
+VARIANTS=(none default no_pool no_callbacks "no_callbacks,no_memory,no_sync,no_nvtx")
+for r in $(seq 1 "$ROUNDS"); do
+	line="round $r:"
+	for v in "${VARIANTS[@]}"; do
+		if [ "$v" = none ]; then
+			"$L" "$N" >"$W/out" 2>&1
+		elif [ "$v" = default ]; then
+			"$C" record -q -o "$W/t.db" --force -- "$L" "$N" >"$W/out" 2>&1
+		else
+			CUSCOPE_RECORD_EXTRA=$v "$C" record -q -o "$W/t.db" --force -- "$L" "$N" >"$W/out" 2>&1
+		fi
+		x=$(grep -o 'cpu_us_per_launch=[^ ]*' "$W/out" | tail -n 1 | cut -d= -f2)
+		echo "$v ${x:-nan}" >>"$W/all"
+		line="$line $v=${x:-FAILED}"
+	done
+	say "$line"
+done
+say ""
+python3 - "$W/all" "${VARIANTS[@]}" <<'PY' | tee -a "$log"
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+names = sys.argv[2:]
+by = {n: [float(v) for k, v in rows if k == n and v != "nan"] for n in names}
+base = by.get("none", [])
+print(f"{'variant':44s} {'cpu us/launch median':>20s} {'range':>17s} {'added (median)':>15s}")
+for n in names:
+    xs = by[n]
+    if not xs:
+        print(f"{n:44s} {'failed':>20s}")
+        continue
+    rng = f"{min(xs):.3f}..{max(xs):.3f}"
+    add = ""
+    if n != "none" and len(base) == len(xs):
+        add = f"{statistics.median([x - b for x, b in zip(xs, base)]):+.3f}"
+    print(f"{n:44s} {statistics.median(xs):20.3f} {rng:>17s} {add:>15s}")
+PY
+say "scratch: $W"
