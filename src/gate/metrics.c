@@ -30,13 +30,13 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 static const cs_metric_def metric_defs[CS_GM_COUNT] = {
 	[CS_GM_STEP_TIME] =
-		{"step_time", "step time (median)", CS_UNIT_NS, 1, {1, 0.05, 200 * US, 0}},
+		{"step_time", "step time (median)", CS_UNIT_NS, 1, {1, 0.02, 200 * US, 0}},
 	[CS_GM_GPU_BUSY] = {"gpu_busy", "GPU busy share", CS_UNIT_SHARE, 0, {1, 0, 0.05, 0}},
 	[CS_GM_KERNEL_TOTAL] = {"kernel_time_total",
 				"kernel time per step (all kernels)",
 				CS_UNIT_NS,
 				1,
-				{1, 0.05, 200 * US, 0}},
+				{1, 0.02, 200 * US, 0}},
 	[CS_GM_LAUNCHES] = {"launches",
 			    "kernel launches per step (all kernels)",
 			    CS_UNIT_COUNT,

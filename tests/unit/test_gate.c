@@ -380,7 +380,7 @@ static void write_loop(const char *path, const struct loop *l)
 
 /* Traces written in main(). */
 static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
-static char *slower2_db, *slower6_db, *logged_db, *tmpl_a_db, *tmpl_b_db;
+static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db;
 static char *nvtx1_db, *nvtx4_db;
 
 static char *write_variant(const char *name, const struct loop *l)
@@ -437,10 +437,10 @@ static void write_traces(void)
 	l.d2h = 1;
 	d2h_db = write_variant("d2h.db", &l);
 	l = loop_defaults();
-	l.step_ns = 8 * MS * 102 / 100;
-	slower2_db = write_variant("slower2.db", &l);
-	l.step_ns = 8 * MS * 106 / 100;
-	slower6_db = write_variant("slower6.db", &l);
+	l.step_ns = 8 * MS * 101 / 100;
+	slower1_db = write_variant("slower1.db", &l);
+	l.step_ns = 8 * MS * 105 / 100;
+	slower5_db = write_variant("slower5.db", &l);
 	l = loop_defaults();
 	l.steps = 40;
 	l.log_every = 4;
@@ -870,14 +870,14 @@ START_TEST(test_synthetic_slower_step)
 {
 	static const char *const failing[] = {"step_time", NULL};
 	char *tight =
-		write_config("tight.json", "{\"metrics\": {\"step_time\": {\"relative\": 0.01, "
-					   "\"absolute\": \"100us\"}}}");
+		write_config("tight.json", "{\"metrics\": {\"step_time\": {\"relative\": 0.005, "
+					   "\"absolute\": \"50us\"}}}");
 
-	/* 2%: under the provisional +5% */
-	assert_gate(base_db, slower2_db, NULL, 0, NULL);
-	/* 6% of 8 ms: +5% and +200 us both passed */
-	assert_gate(base_db, slower6_db, NULL, 1, failing);
-	assert_gate(base_db, slower2_db, tight, 1, failing);
+	/* 1%: under the default +2% */
+	assert_gate(base_db, slower1_db, NULL, 0, NULL);
+	/* 5% of 8 ms: +2% and +200 us both passed */
+	assert_gate(base_db, slower5_db, NULL, 1, failing);
+	assert_gate(base_db, slower1_db, tight, 1, failing);
 	free(tight);
 }
 END_TEST
@@ -1064,7 +1064,7 @@ START_TEST(test_list_metrics)
 	struct result r = run("gate", "--list-metrics");
 
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+5% and +200 us"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+2% and +200 us"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "host_waits") && strstr(r.out, "any increase"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "kernels with >= 1% of GPU time"), "%s", r.out);
 	result_free(&r);

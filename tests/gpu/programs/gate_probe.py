@@ -3,10 +3,11 @@
 For measuring the gate's run-to-run noise and checking that real regressions fail it
 (tests/gpu/gate_noise.sh):
 
-    python3 gate_probe.py [--steps 40] [--warmup 5] [--extra-sync] [--slower PCT]
+    python3 gate_probe.py [--steps 40] [--warmup 5] [--extra-sync] [--slower PCT] [--slower-host PCT]
 
 --extra-sync reads the loss with .item() in every step (one DtoH copy and one host wait per step);
---slower PCT adds GPU work (torch.cuda._sleep) worth PCT percent of the step time measured in warm-up.
+--slower PCT adds GPU work (torch.cuda._sleep) worth PCT percent of the step time measured in warm-up;
+--slower-host PCT adds host work (a busy wait) worth PCT percent of that step time.
 """
 import os
 import sys
@@ -22,6 +23,7 @@ from rules_common import DEV, GPT, StepTimer, done, parse_args, token_batches  #
 def extra(p):
     p.add_argument("--extra-sync", action="store_true", help="read the loss with .item() every step")
     p.add_argument("--slower", type=float, default=0.0, help="add GPU work worth PCT%% of a step")
+    p.add_argument("--slower-host", type=float, default=0.0, help="add host work worth PCT%% of a step")
 
 
 a = parse_args(__doc__, extra=extra)
@@ -34,6 +36,7 @@ host_batches = token_batches(NB, BATCH, SEQ, VOCAB).pin_memory()
 
 def sleep_cycles_per_ms():
     """GPU clock cycles of torch.cuda._sleep per millisecond, measured."""
+    torch.cuda._sleep(1000)  # load the kernel first (lazy loading): not part of the timing
     torch.cuda.synchronize()
     t = time.perf_counter()
     torch.cuda._sleep(10_000_000)
@@ -44,6 +47,7 @@ def sleep_cycles_per_ms():
 loss_sum = torch.zeros((), device=DEV)
 timer = StepTimer()
 sleep_cycles = 0
+host_s = 0.0
 warm_t = None
 for i in range(a.warmup + a.steps):
     if i == 1:
@@ -51,9 +55,10 @@ for i in range(a.warmup + a.steps):
         warm_t = time.perf_counter()
     if i == a.warmup:
         torch.cuda.synchronize()
+        step_ms = (time.perf_counter() - warm_t) * 1e3 / max(1, a.warmup - 1)
         if a.slower > 0:
-            step_ms = (time.perf_counter() - warm_t) * 1e3 / max(1, a.warmup - 1)
             sleep_cycles = int(sleep_cycles_per_ms() * step_ms * a.slower / 100.0)
+        host_s = step_ms * a.slower_host / 100.0 / 1e3
         timer.start()
         loss_sum.zero_()
     batch = host_batches[i % NB].to(DEV, non_blocking=True)
@@ -65,6 +70,10 @@ for i in range(a.warmup + a.steps):
     opt.step()
     if sleep_cycles:
         torch.cuda._sleep(sleep_cycles)
+    if host_s:
+        t_end = time.perf_counter() + host_s
+        while time.perf_counter() < t_end:
+            pass
     if a.extra_sync:
         loss_sum += loss.item()
     else:
