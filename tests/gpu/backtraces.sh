@@ -5,14 +5,20 @@
 #      (tests/gpu/check_backtraces.py);
 #   2. the usual scenarios with stacks on (tests/gpu/run.sh with CUSCOPE_RECORD_EXTRA=backtrace): exit codes,
 #      output and traces unchanged;
-#   3. the cost: the reference step and samples/rules/d2h-sync/bad.py (a sync in every step), alternating
+#   3. tests/gpu/programs/backward_blame.py: the allocations and frees autograd's engine thread makes in
+#      backward() name the backward() line (tests/gpu/check_backward.py);
+#   4. the cost: the reference step and samples/rules/d2h-sync/bad.py (a sync in every step), alternating
 #      without and with --backtrace, ROUNDS rounds (default 3).
 #
-#   bash tests/gpu/backtraces.sh [ROUNDS]          (OUT defaults to ./gpu-out)
+#   bash tests/gpu/backtraces.sh [ROUNDS] [SECTIONS]   (OUT defaults to ./gpu-out)
+#
+# SECTIONS: a comma-separated subset of gil,scenarios,backward,cost (default: all of them).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
 ROUNDS=${1:-3}
+SECTIONS=,${2:-gil,scenarios,backward,cost},
+want() { [[ $SECTIONS == *,$1,* ]]; }
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuscope-bt.XXXXXX)
 log=$OUT/backtraces.txt
@@ -25,11 +31,13 @@ if [ -d .deps ]; then
 	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
 	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
 fi
-if [ ! -x build-gpu/cuscope ]; then
-	meson setup build-gpu >/dev/null && ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
+if [ ! -d build-gpu ]; then
+	meson setup build-gpu >/dev/null || { say "meson setup failed"; exit 2; }
 fi
+ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
 C=$PWD/build-gpu/cuscope
 
+if want gil; then
 say "== gil_spin with --backtrace"
 if timeout 120 "$C" record --backtrace -o "$W/gil.db" --force -- python3 tests/gpu/programs/gil_spin.py \
 	>"$W/gil.out" 2>&1; then
@@ -42,13 +50,32 @@ else
 	say "FAIL gil_spin exited $? (timeout 124 = hang): $(tail -n 5 "$W/gil.out")"
 	fail=1
 fi
+fi
 
+if want scenarios; then
 say "== scenarios with stacks on"
 CUSCOPE_RECORD_EXTRA=backtrace bash tests/gpu/run.sh --no-build \
 	--only counts,train_small,torch_eager,cuda_graph,fork,fork_dataloader,spawn,sig_term,jax,torch_compile,memory_ceiling_expandable \
 	--budget 300 >"$W/run.out" 2>&1 || fail=1
 grep -E '^(PASS|FAIL|SKIP) ' "$W/run.out" | tee -a "$log"
+fi
 
+if want backward; then
+say "== backward_blame with --backtrace"
+if timeout 120 "$C" record --backtrace -o "$W/bw.db" --force -- python3 tests/gpu/programs/backward_blame.py \
+	>"$W/bw.out" 2>&1; then
+	line=$(grep '^steps=' "$W/bw.out")
+	bl=$(sed -n 's/.*backward_line=\([0-9]*\).*/\1/p' <<<"$line")
+	fl=$(sed -n 's/.*forward_line=\([0-9]*\).*/\1/p' <<<"$line")
+	python3 tests/gpu/check_backward.py "$W/bw.db" "$bl" "$fl" | tee -a "$log" || fail=1
+	"$C" report --no-color "$W/bw.db" | grep -E "where:|finding" | head -n 8 | tee -a "$log"
+else
+	say "FAIL backward_blame exited $? (timeout 124 = hang): $(tail -n 5 "$W/bw.out")"
+	fail=1
+fi
+fi
+
+if want cost; then
 say "== cost of --backtrace ($ROUNDS rounds, alternating)"
 for r in $(seq 1 "$ROUNDS"); do
 	a=$("$C" record -q -o "$W/a.db" --force -- python3 .bench/train_ref.py --steps 60 2>/dev/null | tail -n 1)
@@ -60,6 +87,21 @@ for r in $(seq 1 "$ROUNDS"); do
 		tail -n 1)
 	say "d2h-sync/bad round $r: record $a | record --backtrace $b"
 done
+# median of the per-round ratios (with / without --backtrace) of each program's median step
+python3 - "$log" <<'PY' | tee -a "$log"
+import re, statistics, sys
+for prog in ("train_ref", "d2h-sync/bad"):
+    ratios = []
+    for line in open(sys.argv[1]):
+        if line.startswith(prog + " round"):
+            v = [float(x) for x in re.findall(r"step_ms=([0-9.]+)", line)]
+            if len(v) == 2:
+                ratios.append(v[1] / v[0])
+    if ratios:
+        print(f"{prog}: --backtrace step / plain step, median of {len(ratios)} rounds {statistics.median(ratios):.4f}"
+              f" [{min(ratios):.4f}..{max(ratios):.4f}]")
+PY
 "$C" info "$W/d.db" | grep -E "stacks|size" | tee -a "$log"
+fi
 say "scratch: $W"
 exit $fail
