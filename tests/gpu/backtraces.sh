@@ -76,16 +76,23 @@ fi
 fi
 
 if want cost; then
-say "== cost of --backtrace ($ROUNDS rounds, alternating)"
+say "== cost of --backtrace ($ROUNDS rounds; odd rounds plain first, even rounds --backtrace first)"
+# run_pair NAME DB PROGRAM...: record PROGRAM plainly and with --backtrace, in the round's order, and log both
+run_pair() {
+	local name=$1 db=$2 a b
+	shift 2
+	if [ $((r % 2)) = 1 ]; then
+		a=$("$C" record -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		b=$("$C" record -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
+	else
+		b=$("$C" record -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		a=$("$C" record -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
+	fi
+	say "$name round $r: record $a | record --backtrace $b"
+}
 for r in $(seq 1 "$ROUNDS"); do
-	a=$("$C" record -q -o "$W/a.db" --force -- python3 .bench/train_ref.py --steps 60 2>/dev/null | tail -n 1)
-	b=$("$C" record -q --backtrace -o "$W/b.db" --force -- python3 .bench/train_ref.py --steps 60 2>/dev/null |
-		tail -n 1)
-	say "train_ref round $r: record $a | record --backtrace $b"
-	a=$("$C" record -q -o "$W/c.db" --force -- python3 samples/rules/d2h-sync/bad.py 2>/dev/null | tail -n 1)
-	b=$("$C" record -q --backtrace -o "$W/d.db" --force -- python3 samples/rules/d2h-sync/bad.py 2>/dev/null |
-		tail -n 1)
-	say "d2h-sync/bad round $r: record $a | record --backtrace $b"
+	run_pair train_ref ref python3 .bench/train_ref.py --steps 60
+	run_pair d2h-sync/bad d2h python3 samples/rules/d2h-sync/bad.py
 done
 # median of the per-round ratios (with / without --backtrace) of each program's median step
 python3 - "$log" <<'PY' | tee -a "$log"
@@ -101,7 +108,7 @@ for prog in ("train_ref", "d2h-sync/bad"):
         print(f"{prog}: --backtrace step / plain step, median of {len(ratios)} rounds {statistics.median(ratios):.4f}"
               f" [{min(ratios):.4f}..{max(ratios):.4f}]")
 PY
-"$C" info "$W/d.db" | grep -E "stacks|size" | tee -a "$log"
+"$C" info "$W/d2h-b.db" | grep -E "stacks|size" | tee -a "$log"
 fi
 say "scratch: $W"
 exit $fail

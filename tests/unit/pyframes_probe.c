@@ -5,9 +5,11 @@
  * a thread without any borrows from the main thread while that one waits in backward().
  */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "collectors/pyframes.h"
 
@@ -247,4 +249,27 @@ EXPORT long cs_test_hammer_stop(long *tries, long *hits)
 	*tries = hammer_tries;
 	*hits = hammer_hits;
 	return hammer_bad;
+}
+
+/* Nanoseconds per capture of what a stack costs the calling thread inside a CUDA callback: the
+ * native return addresses (glibc backtrace, 48 frames at most, as stacks.c) and the Python frames
+ * with their lines; the average of n captures (tests/bench/stack_cost.py). */
+EXPORT double cs_test_capture_cost(int n, int *native_depth, int *py_depth)
+{
+	void *pcs[48 + 2];
+	cs_py_frame frames[64];
+	struct timespec t0, t1;
+	int nn = 0, np = 0;
+
+	pthread_once(&init_once, init);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		nn = backtrace(pcs, 48 + 2);
+		np = init_rc == 0 ? cs_py_walk(frames, 64) : 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*native_depth = nn;
+	*py_depth = np;
+	return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+	       (n > 0 ? n : 1);
 }
