@@ -201,6 +201,35 @@ static char *frame_text(const cs_frame *f, int full_module)
 	return r;
 }
 
+/* Does the stack borrow the Python frames of the thread waiting in backward()? The importer puts a
+ * note frame (kind 3) between an autograd engine thread's native frames and those Python frames. */
+static int stack_borrowed(const cs_frame *f, int n, const cs_frame *loc)
+{
+	for (int i = 0; i < n && &f[i] != loc; i++)
+		if (f[i].kind == 3)
+			return 1;
+	return 0;
+}
+
+/* The text of a stack's location: frame_text of location_frame, or for work of autograd's engine
+ * thread "backward() at LOCATION (autograd engine thread)". NULL when there is none (malloc'd). */
+static char *where_text(const cs_frame *f, int n)
+{
+	const cs_frame *loc = n > 0 ? location_frame(f, n) : NULL;
+	char *s = loc ? frame_text(loc, 0) : NULL;
+	char *r;
+	size_t len;
+
+	if (!s || !stack_borrowed(f, n, loc))
+		return s;
+	len = strlen(s) + 64;
+	r = malloc(len);
+	if (r)
+		snprintf(r, len, "backward() at %s (autograd engine thread)", s);
+	free(s);
+	return r;
+}
+
 /* ---- text ---- */
 
 #define C_RESET	 "\033[0m"
@@ -406,7 +435,6 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 static void text_stack(const struct report_view *v, const cs_report_finding *f)
 {
 	const cs_frame *frames;
-	const cs_frame *loc;
 	cs_error err = {0, ""};
 	int n;
 	char *s;
@@ -415,13 +443,10 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 		return;
 	if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
 		return;
-	loc = location_frame(frames, n);
-	if (loc) {
-		s = frame_text(loc, 0);
-		if (s)
-			print_field("where:", s, v->width);
-		free(s);
-	}
+	s = where_text(frames, n);
+	if (s)
+		print_field("where:", s, v->width);
+	free(s);
 	if (!v->verbose)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -565,15 +590,14 @@ static void text_by_location(const struct report_view *v)
 		return;
 	for (int32_t i = 0; i < v->r->n; i++) {
 		const cs_report_finding *f = v->r->v[i];
-		const cs_frame *frames, *loc;
+		const cs_frame *frames;
 		cs_error err = {0, ""};
 		int nf;
 
 		if (f->stack_id == CS_ID_NONE ||
 		    cs_trace_get_stack(v->t, f->stack_id, &frames, &nf, &err) < 0 || nf == 0)
 			continue;
-		loc = location_frame(frames, nf);
-		if (loc && (l[n].where = frame_text(loc, 0)) != NULL)
+		if ((l[n].where = where_text(frames, nf)) != NULL)
 			l[n++].finding = i;
 	}
 	if (n > 0) {
@@ -666,7 +690,7 @@ static cJSON *json_clean_copy(const cJSON *v)
 
 static const char *frame_kind(int kind)
 {
-	return kind == 2 ? "python" : "native";
+	return kind == 2 ? "python" : kind == 3 ? "note" : "native";
 }
 
 static cJSON *json_frame(const cs_frame *f)
@@ -702,6 +726,9 @@ static int json_stack(const struct report_view *v, const cs_report_finding *f, c
 			return -1;
 		}
 		cJSON_DeleteItemFromObject(l, "kind");
+		if (stack_borrowed(frames, n, loc) &&
+		    !cJSON_AddTrueToObject(l, "autograd_engine_thread"))
+			return -1;
 	} else if (!cJSON_AddNullToObject(o, "location")) {
 		return -1;
 	}
@@ -922,8 +949,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 		int n;
 
 		if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 && n > 0) {
-			const cs_frame *loc = location_frame(frames, n);
-			char *s = loc ? frame_text(loc, 0) : NULL;
+			char *s = where_text(frames, n);
 
 			if (s) {
 				printf("- **Where:** ");

@@ -778,11 +778,15 @@ START_TEST(test_borrowed_stack_location)
 		ck_assert_str_eq(json_str(loc, "function"), "train_step");
 		ck_assert_int_eq(json_int(loc, "line"), 88);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 7);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(loc, "autograd_engine_thread")));
+		ck_assert_str_eq(json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "stack"), 2), "kind"),
+				 "note");
 		located++;
 	}
 	ck_assert_msg(located > 0, "%s", j.out);
 	ck_assert_msg(strstr(t.out, "where:") &&
-			      strstr(t.out, "/home/user/train.py:88 in train_step"),
+			      strstr(t.out, "backward() at /home/user/train.py:88 in train_step "
+					    "(autograd engine thread)"),
 		      "%s", t.out);
 	ck_assert_msg(strstr(v.out, "#2  [autograd engine thread: the Python frames below are the "
 				    "main thread's, waiting in backward()]"),
