@@ -363,6 +363,10 @@ typedef struct cs_trace cs_trace;
  * CS_ERR_NEWER_SCHEMA, CS_ERR_CORRUPT (truncated or damaged).
  */
 int cs_trace_open(const char *path, cs_trace **out, cs_error *err);
+/* cs_trace_open with flags: CS_TRACE_ONE_THREAD when the trace will only ever be used by one thread
+ * at a time, which spares SQLite's locking on every call (SQLITE_OPEN_NOMUTEX). */
+enum { CS_TRACE_ONE_THREAD = 1 };
+int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *err);
 void cs_trace_close(cs_trace *t);
 const char *cs_trace_path(const cs_trace *t);
 int cs_trace_schema_version(const cs_trace *t);

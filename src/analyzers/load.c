@@ -189,7 +189,7 @@ static void *kernel_part_run(void *arg)
 	cs_trace *t = kp->t;
 
 	if (!t) {
-		kp->rc = cs_trace_open(kp->path, &t, &kp->err);
+		kp->rc = cs_trace_open_flags(kp->path, CS_TRACE_ONE_THREAD, &t, &kp->err);
 		if (kp->rc < 0)
 			return NULL;
 	}

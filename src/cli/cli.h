@@ -87,7 +87,7 @@ const char *cli_single_file(const char *cmd, int argc, char **argv);
  * Open a trace for reading; on failure prints "cuscope: cannot open 'PATH': <reason>" and returns
  * CLI_EXIT_USAGE.
  */
-int cli_open_trace(const char *path, cs_trace **out);
+int cli_open_trace(const char *path, cs_trace **out, int flags);
 /* Print "cuscope: cannot read 'PATH': <reason>" for a failure after the trace was opened. */
 int cli_trace_error(const char *path, int code, const cs_error *err);
 

@@ -266,7 +266,7 @@ int cmd_export(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	if (output && !output[0])
 		return cli_usage_error(argv[0], "empty output name");
-	rc = cli_open_trace(path, &t);
+	rc = cli_open_trace(path, &t, 0); /* its reader thread shares it */
 	if (rc)
 		return rc;
 	if (steps) {

@@ -472,7 +472,7 @@ int cmd_info(int argc, char **argv)
 	path = cli_single_file(argv[0], argc, argv);
 	if (!path)
 		return CLI_EXIT_USAGE;
-	rc = cli_open_trace(path, &t);
+	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
 	doc = info_collect(t, path, &code, &err);

@@ -1318,7 +1318,7 @@ int cmd_report(int argc, char **argv)
 	path = cli_single_file(argv[0], argc, argv);
 	if (!path)
 		return CLI_EXIT_USAGE;
-	rc = cli_open_trace(path, &t);
+	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
 	rc = cs_analysis_load(t, &a, &err);

@@ -186,10 +186,10 @@ static const char *trace_error_reason(const char *path, int code, const cs_error
 	return msg;
 }
 
-int cli_open_trace(const char *path, cs_trace **out)
+int cli_open_trace(const char *path, cs_trace **out, int flags)
 {
 	cs_error err = {0, ""};
-	int rc = cs_trace_open(path, out, &err);
+	int rc = cs_trace_open_flags(path, flags, out, &err);
 
 	if (rc < 0) {
 		*out = NULL;

@@ -231,6 +231,11 @@ static int load_table_info(cs_trace *t, cs_error *err)
 
 int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 {
+	return cs_trace_open_flags(path, 0, out, err);
+}
+
+int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *err)
+{
 	cs_trace *t;
 	int rc;
 
@@ -247,7 +252,10 @@ int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 		free(t);
 		return cs_error_set(err, CS_ERR_NOMEM, "cannot open '%s': out of memory", path);
 	}
-	rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READONLY, NULL);
+	rc = sqlite3_open_v2(path, &t->db,
+			     SQLITE_OPEN_READONLY |
+				     (flags & CS_TRACE_ONE_THREAD ? SQLITE_OPEN_NOMUTEX : 0),
+			     NULL);
 	if (rc != SQLITE_OK) {
 		int code = cs_sql_code(rc);
 

@@ -805,7 +805,7 @@ static void *part_run(void *arg)
 	cs_trace *t = p->t;
 
 	if (!t) {
-		p->rc = cs_trace_open(p->path, &t, &p->err);
+		p->rc = cs_trace_open_flags(p->path, CS_TRACE_ONE_THREAD, &t, &p->err);
 		if (p->rc < 0)
 			return NULL;
 	}
@@ -1053,7 +1053,7 @@ static char *run_analysis(const char *path, cs_error *err)
 	clock_gettime(CLOCK_MONOTONIC, &began);
 	memset(&steps, 0, sizeof(steps));
 	memset(&report, 0, sizeof(report));
-	if (cs_trace_open(path, &t, err) < 0)
+	if (cs_trace_open_flags(path, CS_TRACE_ONE_THREAD, &t, err) < 0)
 		return NULL;
 	rc = cs_analysis_load(t, &a, err);
 	if (rc >= 0) {
