@@ -576,6 +576,27 @@ def check_dropped(trace, report, allow):
                      else f"{dropped} records lost (PROCESSES.droppedRecords)")
 
 
+def check_window(trace, report, window, slack_ns=20_000_000):
+    """--window DELAY:DURATION (seconds): every kernel, copy, memset, wait and API call starts inside
+    [record start + DELAY, record start + DELAY + DURATION), within slack_ns for the clocks' conversion."""
+    delay, duration = (float(x) for x in window.split(":"))
+    t0 = int(trace.meta("record_start_realtime_ns")) + int(delay * 1e9)
+    t1 = t0 + int(duration * 1e9) if duration > 0 else None
+    base = int(trace.meta("realtime_base_ns"))
+    total = 0
+    for table in (T_KERNEL, T_MEMCPY, T_MEMSET, T_SYNC, T_API):
+        if table not in trace.tables:
+            continue
+        lo, hi, n = trace.rows(f"SELECT MIN(start), MAX(start), COUNT(*) FROM {table} WHERE start IS NOT NULL")[0]
+        if not n:
+            continue
+        total += n
+        ok = lo + base >= t0 - slack_ns and (t1 is None or hi + base < t1 + slack_ns)
+        report.check(ok, f"window.{table}", f"{n} rows start {(lo + base - t0) / 1e9:+.3f}..{(hi + base - t0) / 1e9:+.3f} s "
+                     f"from the window's start (window {duration:g} s)")
+    report.check(total > 0, "window.nonempty", f"{total} rows in the window")
+
+
 def print_counts(trace, report):
     """One INFO line with the sizes of the trace, which tests/gpu/run.sh puts into its summary."""
     parts = []
@@ -617,6 +638,8 @@ def main():
     ap.add_argument("--slack-ns", type=int, default=0,
                     help="how far a launch call may start after its GPU work before it is a failure (default 0)")
     ap.add_argument("--no-invariants", action="store_true", help="check only the expect tokens")
+    ap.add_argument("--window", metavar="DELAY:DURATION",
+                    help="recorded with --delay/--duration: every event starts inside that window")
     ap.add_argument("--list-keys", action="store_true", help="list the expect keys and exit")
     a = ap.parse_args()
 
@@ -656,6 +679,8 @@ def main():
                   lambda: check_launch_joined(trace, report),
                   lambda: check_spans(trace, report, a.slack_ns), lambda: check_references(trace, report),
                   lambda: check_dropped(trace, report, a.allow_dropped)]
+    if a.window:
+        steps.append(lambda: check_window(trace, report, a.window))
     steps.append(lambda: check_expect(trace, items, report))
     for step in steps:
         try:
