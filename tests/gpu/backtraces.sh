@@ -26,16 +26,7 @@ log=$OUT/backtraces.txt
 say() { echo "$*" | tee -a "$log"; }
 fail=0
 
-if [ -d .deps ]; then
-	mkdir -p /tmp/deps && for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
-fi
-if [ ! -d build-gpu ]; then
-	meson setup build-gpu >/dev/null || { say "meson setup failed"; exit 2; }
-fi
-ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
-C=$PWD/build-gpu/cuscope
+. tests/gpu/build.sh
 
 if want gil; then
 say "== gil_spin with --backtrace"

@@ -26,15 +26,7 @@ for t in E.parse(sys.argv[1]).iter("testcase"):
     if t.find("failure") is not None: print(t.get("name"))' "$1"
 }
 
-if [ -d .deps ]; then
-	mkdir -p /tmp/deps && for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
-fi
-if [ ! -x build-gpu/cuscope ]; then
-	meson setup build-gpu >/dev/null && ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
-fi
-C=$PWD/build-gpu/cuscope
+. tests/gpu/build.sh
 P=tests/gpu/programs/gate_probe.py
 
 rec() { # rec NAME ARGS...
