@@ -10,7 +10,10 @@
  * The server reads the timeline first and runs the rules after: GET /api/summary answers
  * "loading" until the tracks are read, and GET /api/findings "pending" until the steps and
  * findings are known. The page draws the timeline as soon as it can and shows "analysing…" in
- * the findings list until the findings come.
+ * the findings list until the findings come. A trace with the writer's overview is drawn before
+ * its tracks are read: the summary says "overview" and the window answers are busy blocks per
+ * overview bin (windows narrower than a bin per column answer 503 "loading"); the page shows
+ * "loading detail…" and asks for the summary until it is "ready", then draws the detail.
  *
  * Every string of the trace is shown with textContent or drawn with fillText: never innerHTML.
  * The state is exposed as window.__viewer (and data-t0/data-t1 on the canvas) for tests.
@@ -28,6 +31,7 @@
 	const HIGHLIGHT = '#f2b300';
 	const SUMMARY_POLL_MS = 20; /* ask again this soon while the server reads the trace */
 	const FINDINGS_POLL_MS = 150; /* and this soon while it runs the rules */
+	const DETAIL_POLL_MS = 50; /* and this soon while it draws from the overview */
 
 	const canvas = document.getElementById('timeline');
 	const scroller = document.getElementById('timeline-scroll');
@@ -50,6 +54,9 @@
 		highlight: null, /* the selected finding */
 		renders: 0,
 		firstRenderMs: null, /* page start to the first timeline drawn with events */
+		detail: true, /* false while the tracks come from the overview */
+		firstFromOverview: null, /* the first timeline was drawn from the overview */
+		detailMs: null, /* page start to the first timeline drawn from the full tracks */
 		lastQueryMs: null, /* round trip of the last window query */
 		rows: [], /* [{track, y, h}] */
 	};
@@ -91,6 +98,8 @@
 	async function getJSON(path) {
 		/* the token travels as the cookie the index page set */
 		const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+		/* 503 {"status": "loading"}: the tracks are not read yet */
+		if (r.status === 503) return { status: 'loading' };
 		if (!r.ok) throw new Error(path + ': HTTP ' + r.status);
 		return r.json();
 	}
@@ -295,7 +304,11 @@
 		state.renders++;
 		if (state.firstRenderMs === null && state.window) {
 			state.firstRenderMs = performance.now() - state.started;
+			state.firstFromOverview = !!state.window.overview;
 			document.body.dataset.rendered = '1';
+		}
+		if (state.detailMs === null && state.window && !state.window.overview) {
+			state.detailMs = performance.now() - state.started;
 		}
 		state.itemsDrawn = drawn;
 	}
@@ -323,10 +336,18 @@
 		try {
 			const [win, mem] = await Promise.all([getJSON('api/window' + q), getJSON('api/memory' + q)]);
 			if (seq !== fetchSeq) return; /* a newer query is on its way */
+			if (win.status === 'loading' || mem.status === 'loading') {
+				/* narrower than the overview: keep the last answer until the detail is read */
+				statusEl.textContent = 'loading detail…';
+				requestDraw();
+				return;
+			}
+			if (win.overview && state.detail) return; /* asked before the detail came */
 			state.lastQueryMs = performance.now() - began;
 			state.window = win;
 			state.memory = mem;
-			statusEl.textContent = describe(win) + ' · query ' + state.lastQueryMs.toFixed(0) + ' ms';
+			statusEl.textContent = (win.overview ? 'overview (loading detail…): ' : '') + describe(win) +
+				' · query ' + state.lastQueryMs.toFixed(0) + ' ms';
 			requestDraw();
 		} catch (e) {
 			statusEl.textContent = 'error: ' + e.message;
@@ -527,6 +548,49 @@
 		requestDraw();
 	}
 
+	/* What identifies a track in both summaries (the overview's and the full one). */
+	function trackKey(t) {
+		return [t.kind, t.pid, t.device, t.stream, t.tid, t.depth === undefined ? '' : t.depth].join('/');
+	}
+
+	/* Show the "loading detail…" badge while the tracks come from the overview. */
+	function showDetail() {
+		document.getElementById('detail').hidden = state.detail;
+		document.body.dataset.detail = state.detail ? 'ready' : 'loading';
+	}
+
+	/* Drawn from the overview: ask for the summary until the tracks are read, then the detail. */
+	async function loadDetail() {
+		let s;
+		for (;;) {
+			await sleep(DETAIL_POLL_MS);
+			try {
+				s = await getJSON('api/summary');
+			} catch (e) {
+				s = { status: 'error', error: e.message };
+			}
+			if (s.status !== 'overview' && s.status !== 'loading') break;
+		}
+		if (s.status !== 'ready') {
+			statusEl.textContent = 'error: ' + (s.error || 'cannot read the trace');
+			return;
+		}
+		/* the last overview answer, under the ids of the new tracks until the detail comes */
+		const ids = new Map(s.tracks.map((t) => [trackKey(t), t.id]));
+		if (state.window && state.window.overview) {
+			const old = state.summary.tracks;
+			state.window.tracks = state.window.tracks
+				.filter((t) => ids.has(trackKey(old[t.id])))
+				.map((t) => Object.assign({}, t, { id: ids.get(trackKey(old[t.id])) }));
+		}
+		state.summary = s;
+		state.detail = true;
+		showDetail();
+		layout();
+		requestDraw();
+		scheduleFetch(true);
+	}
+
 	async function start() {
 		/* drop the token from the address bar: the cookie carries it from now on */
 		if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
@@ -549,12 +613,15 @@
 			return;
 		}
 		state.summary = s;
+		state.detail = s.status !== 'overview';
+		showDetail();
 		document.getElementById('trace-path').textContent = s.meta.path;
 		document.title = 'cuscope view: ' + s.meta.path;
 		layout();
 		showAll();
 		scheduleFetch(true);
 		loadFindings();
+		if (!state.detail) loadDetail();
 	}
 
 	start();

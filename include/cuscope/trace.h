@@ -452,6 +452,51 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
 			  cs_error *err);
 
+/* ---- the timeline overview ---- */
+
+/*
+ * Tracks of the overview the writer stores (TIMELINE_OVERVIEW, docs/trace-format.md): the tracks
+ * `cuscope view` draws, except device memory.
+ */
+enum cs_overview_kind {
+	CS_OV_STREAM = 1, /* kernels, memcpys, memsets of one (pid, device, stream) */
+	CS_OV_WAITS = 2,  /* host waits of one (pid, tid) */
+	CS_OV_API = 3,	  /* CUDA API calls of one (pid, tid) */
+	CS_OV_NVTX = 4,	  /* NVTX ranges of one (pid, tid, depth) */
+};
+
+typedef struct cs_overview_bin {
+	int32_t bin;	/* 0 .. nbins-1: [start + bin * bin_ns, start + (bin + 1) * bin_ns) */
+	int64_t busy;	/* ns the track was busy in the bin (the union of its events) */
+	int64_t events; /* events that start in the bin */
+} cs_overview_bin;
+
+typedef struct cs_overview_track {
+	int32_t kind; /* enum cs_overview_kind */
+	uint32_t pid;
+	int32_t device_id; /* streams; CS_ID_NONE otherwise */
+	int64_t stream_id; /* streams; CS_ID_NONE otherwise */
+	uint32_t tid;	   /* host tracks; 0 otherwise */
+	int32_t depth;	   /* NVTX; 0 otherwise */
+	int64_t events, busy;
+	cs_overview_bin *bins; /* the non-empty bins, by bin */
+	int32_t nbins;
+} cs_overview_track;
+
+typedef struct cs_overview {
+	int64_t start, bin_ns; /* bin i covers [start + i * bin_ns, start + (i + 1) * bin_ns) */
+	int32_t nbins;
+	cs_overview_track *tracks;
+	int32_t ntracks;
+} cs_overview;
+
+/*
+ * Read the overview. Returns 0 with *out NULL when the trace has none (written by an older
+ * cuscope, or without events), 0 with *out set, or a cs_err code. Free with cs_overview_free().
+ */
+int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err);
+void cs_overview_free(cs_overview *o);
+
 #ifdef __cplusplus
 }
 #endif

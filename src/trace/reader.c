@@ -1107,3 +1107,139 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 	sqlite3_finalize(st);
 	return stop < 0 ? stop : CS_OK;
 }
+
+/* ---- the timeline overview ---- */
+
+static int64_t meta_int(cs_trace *t, const char *key, int64_t none)
+{
+	const char *s = cs_trace_meta(t, key);
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return none;
+	v = strtoll(s, &end, 10);
+	return *end ? none : (int64_t)v;
+}
+
+void cs_overview_free(cs_overview *o)
+{
+	if (!o)
+		return;
+	for (int32_t i = 0; i < o->ntracks; i++)
+		free(o->tracks[i].bins);
+	free(o->tracks);
+	free(o);
+}
+
+int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
+{
+	static const char *const kinds[] = {"", "stream", "waits", "api", "nvtx"};
+	sqlite3_stmt *st = NULL;
+	cs_overview *o;
+	int64_t start, bin_ns, nbins;
+	int rc, found = 0;
+
+	if (!t || !out)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_read_overview: no trace");
+	*out = NULL;
+	start = meta_int(t, "overview_start_ns", CS_TS_UNKNOWN);
+	bin_ns = meta_int(t, "overview_bin_ns", 0);
+	nbins = meta_int(t, "overview_bins", 0);
+	if (start == CS_TS_UNKNOWN || bin_ns <= 0 || nbins <= 0 || nbins > INT32_MAX)
+		return 0;
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+		"('TIMELINE_OVERVIEW', 'TIMELINE_OVERVIEW_TRACKS')",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		found = sqlite3_column_int(st, 0) == 2;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	if (!found)
+		return 0;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	o->start = start;
+	o->bin_ns = bin_ns;
+	o->nbins = (int32_t)nbins;
+	/* the tracks, then their bins in (track, bin) order */
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT kind, pid, deviceId, streamId, tid, depth, events, busy, "
+		"(SELECT count(*) FROM TIMELINE_OVERVIEW AS b WHERE b.trackId = "
+		"tr.trackId), trackId FROM TIMELINE_OVERVIEW_TRACKS AS tr ORDER BY trackId",
+		-1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cs_overview_track *tr, *nt;
+		const char *kind = col_text(st, 0);
+		int k = 0;
+
+		if (col_int(st, 9) != o->ntracks) {
+			rc = SQLITE_CORRUPT; /* track ids run 0..n-1 */
+			break;
+		}
+		for (int i = 1; i < 5; i++)
+			if (kind && !strcmp(kind, kinds[i]))
+				k = i;
+		nt = realloc(o->tracks, (size_t)(o->ntracks + 1) * sizeof(*nt));
+		if (!nt) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		o->tracks = nt;
+		tr = &o->tracks[o->ntracks++];
+		memset(tr, 0, sizeof(*tr));
+		tr->kind = k;
+		tr->pid = (uint32_t)col_int(st, 1);
+		tr->device_id = (int32_t)col_id(st, 2);
+		tr->stream_id = col_id(st, 3);
+		tr->tid = (uint32_t)col_int(st, 4);
+		tr->depth = (int32_t)col_int(st, 5);
+		tr->events = col_int(st, 6);
+		tr->busy = col_int(st, 7);
+		tr->bins = calloc((size_t)col_int(st, 8) + 1, sizeof(*tr->bins));
+		if (!tr->bins) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(t->db,
+					"SELECT trackId, bin, busy, events FROM TIMELINE_OVERVIEW "
+					"ORDER BY trackId, bin",
+					-1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = col_int(st, 0), bin = col_int(st, 1);
+		cs_overview_track *tr;
+
+		rc = SQLITE_OK;
+		if (id < 0 || id >= o->ntracks || bin < 0 || bin >= nbins)
+			continue; /* not one of the tracks: ignored */
+		tr = &o->tracks[id];
+		tr->bins[tr->nbins].bin = (int32_t)bin;
+		tr->bins[tr->nbins].busy = col_int(st, 2);
+		tr->bins[tr->nbins].events = col_int(st, 3);
+		tr->nbins++;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK) {
+		cs_overview_free(o);
+		return rc == SQLITE_NOMEM ? cs_error_set(err, CS_ERR_NOMEM, "out of memory")
+					  : sql_error(t, rc, err);
+	}
+	*out = o;
+	return 0;
+}

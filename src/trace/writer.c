@@ -1030,6 +1030,288 @@ int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f)
 	return step_row(w, st);
 }
 
+/* ---- the timeline overview ---- */
+
+/*
+ * What `cuscope view` draws before it has read the events: per track, OVERVIEW_BINS equal bins
+ * over the trace's time span, each with the busy time of the track (the union of its events,
+ * clipped to the bin) and the events that start in it. Computed from the sorted tables once they
+ * are built; only non-empty bins are stored (docs/trace-format.md, TIMELINE_OVERVIEW).
+ */
+#define OVERVIEW_BINS 4096
+
+struct ov_track {
+	int kind; /* enum cs_overview_kind */
+	uint32_t pid;
+	int64_t a, b; /* (device, stream) or (tid, depth) */
+	int64_t cov;  /* the union of the events so far ends here */
+	int64_t events, busy;
+	int64_t *bins; /* busy, events per bin: 2 * OVERVIEW_BINS */
+};
+
+struct ov_state {
+	int64_t start, bin_ns;
+	struct ov_track *tracks;
+	size_t n, cap;
+};
+
+/* One sorted table read for the overview: start, end, pid, then the track's key columns. */
+struct ov_source {
+	sqlite3_stmt *st;
+	int kind, has;
+	int64_t v[6];
+	struct ov_track *last;
+};
+
+static struct ov_track *ov_track_get(struct ov_state *o, struct ov_source *src, int kind,
+				     uint32_t pid, int64_t a, int64_t b)
+{
+	struct ov_track *t = src->last;
+
+	if (t && t->kind == kind && t->pid == pid && t->a == a && t->b == b)
+		return t;
+	for (size_t i = 0; i < o->n; i++) {
+		t = &o->tracks[i];
+		if (t->kind == kind && t->pid == pid && t->a == a && t->b == b)
+			return src->last = t;
+	}
+	if (grow((void **)&o->tracks, &o->cap, o->n + 1, sizeof(*o->tracks)))
+		return NULL;
+	t = &o->tracks[o->n];
+	memset(t, 0, sizeof(*t));
+	t->bins = calloc(2 * OVERVIEW_BINS, sizeof(*t->bins));
+	if (!t->bins)
+		return NULL;
+	o->n++;
+	t->kind = kind;
+	t->pid = pid;
+	t->a = a;
+	t->b = b;
+	t->cov = INT64_MIN;
+	return src->last = t;
+}
+
+static int64_t ov_bin(const struct ov_state *o, int64_t ts)
+{
+	int64_t i = (ts - o->start) / o->bin_ns;
+
+	return i < 0 ? 0 : i >= OVERVIEW_BINS ? OVERVIEW_BINS - 1 : i;
+}
+
+/* Add one event, its track's events arriving in start order. */
+static void ov_add(struct ov_state *o, struct ov_track *t, int64_t s, int64_t e)
+{
+	int64_t from;
+
+	if (e < s)
+		e = s;
+	t->events++;
+	t->bins[2 * ov_bin(o, s) + 1]++;
+	if (e <= t->cov)
+		return;
+	from = s > t->cov ? s : t->cov;
+	t->cov = e;
+	t->busy += e - from;
+	for (int64_t i = ov_bin(o, from); from < e; i++) {
+		int64_t bin_end = i >= OVERVIEW_BINS - 1 ? e : o->start + (i + 1) * o->bin_ns;
+		int64_t to = bin_end < e ? bin_end : e;
+
+		t->bins[2 * i] += to - from;
+		from = to;
+	}
+}
+
+static int ov_next(cs_trace_writer *w, struct ov_source *src)
+{
+	int rc = sqlite3_step(src->st);
+
+	if (rc == SQLITE_DONE) {
+		src->has = 0;
+		return 0;
+	}
+	if (rc != SQLITE_ROW)
+		return fail_sql(w, rc);
+	for (int i = 0; i < sqlite3_column_count(src->st) && i < 6; i++)
+		src->v[i] = sqlite3_column_type(src->st, i) != SQLITE_NULL
+				    ? sqlite3_column_int64(src->st, i)
+			    : i == 1				  ? CS_TS_UNKNOWN
+			    : i == 3 && src->kind == CS_OV_STREAM ? CS_ID_NONE
+								  : 0;
+	src->has = 1;
+	return 0;
+}
+
+/* Add the row src holds to its track; the next one is read by the caller. */
+static int ov_row(struct ov_state *o, struct ov_source *src)
+{
+	const int64_t *v = src->v;
+	int64_t end = v[1] == CS_TS_UNKNOWN ? v[0] : v[1];
+	struct ov_track *t;
+
+	switch (src->kind) {
+	case CS_OV_STREAM:
+		t = ov_track_get(o, src, CS_OV_STREAM, (uint32_t)v[2], (int32_t)v[3],
+				 (uint32_t)v[4]);
+		break;
+	case CS_OV_WAITS:
+		if (!cs_sync_type_is_host_wait((int)v[4]))
+			return 0;
+		t = ov_track_get(o, src, CS_OV_WAITS, (uint32_t)v[2], (uint32_t)v[3], 0);
+		break;
+	case CS_OV_NVTX:
+		t = ov_track_get(o, src, CS_OV_NVTX, (uint32_t)v[2], (uint32_t)v[3],
+				 v[4] < 0    ? 0
+				 : v[4] > 15 ? 15
+					     : v[4]);
+		break;
+	default:
+		t = ov_track_get(o, src, CS_OV_API, (uint32_t)v[2], (uint32_t)v[3], 0);
+		break;
+	}
+	if (!t)
+		return CS_ERR_NOMEM;
+	ov_add(o, t, v[0], end);
+	return 0;
+}
+
+/* Read n sources, each in start order, merged by start. */
+static int ov_merge(cs_trace_writer *w, struct ov_state *o, struct ov_source *src, int n)
+{
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++)
+		rc = ov_next(w, &src[i]);
+	while (!rc) {
+		int m = -1;
+
+		for (int i = 0; i < n; i++)
+			if (src[i].has && (m < 0 || src[i].v[0] < src[m].v[0]))
+				m = i;
+		if (m < 0)
+			break;
+		rc = ov_row(o, &src[m]);
+		if (rc)
+			return fail(w, rc, "out of memory");
+		rc = ov_next(w, &src[m]);
+	}
+	return rc;
+}
+
+static int ov_write(cs_trace_writer *w, const struct ov_state *o)
+{
+	static const char *const kinds[] = {"", "stream", "waits", "api", "nvtx"};
+	sqlite3_stmt *tr = NULL, *bin = NULL;
+	char msg[256];
+	int rc = cs_sql_exec(
+		w->db,
+		"CREATE TABLE main.TIMELINE_OVERVIEW_TRACKS(trackId INTEGER PRIMARY KEY, "
+		"kind TEXT NOT NULL, pid INTEGER, deviceId INTEGER, streamId INTEGER, "
+		"tid INTEGER, depth INTEGER, events INTEGER, busy INTEGER);"
+		"CREATE TABLE main.TIMELINE_OVERVIEW(trackId INTEGER, bin INTEGER, "
+		"busy INTEGER, events INTEGER, PRIMARY KEY(trackId, bin)) WITHOUT ROWID",
+		msg, sizeof(msg));
+
+	if (rc)
+		return fail(w, rc, msg);
+	if ((rc = prepare(w,
+			  "INSERT INTO main.TIMELINE_OVERVIEW_TRACKS(trackId, kind, pid, deviceId, "
+			  "streamId, tid, depth, events, busy) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  &tr)) ||
+	    (rc = prepare(w,
+			  "INSERT INTO main.TIMELINE_OVERVIEW(trackId, bin, busy, events) "
+			  "VALUES(?, ?, ?, ?)",
+			  &bin)))
+		goto out;
+	for (size_t i = 0; i < o->n && !rc; i++) {
+		const struct ov_track *t = &o->tracks[i];
+		int gpu = t->kind == CS_OV_STREAM;
+
+		bind_int(tr, 1, (int64_t)i);
+		bind_text(tr, 2, kinds[t->kind]);
+		bind_int(tr, 3, t->pid);
+		bind_id(tr, 4, gpu ? t->a : CS_ID_NONE);
+		bind_id(tr, 5, gpu ? t->b : CS_ID_NONE);
+		bind_id(tr, 6, gpu ? CS_ID_NONE : t->a);
+		bind_id(tr, 7, t->kind == CS_OV_NVTX ? t->b : CS_ID_NONE);
+		bind_int(tr, 8, t->events);
+		bind_int(tr, 9, t->busy);
+		rc = step_only(w, tr);
+		for (int64_t b = 0; b < OVERVIEW_BINS && !rc; b++) {
+			if (!t->bins[2 * b] && !t->bins[2 * b + 1])
+				continue;
+			bind_int(bin, 1, (int64_t)i);
+			bind_int(bin, 2, b);
+			bind_int(bin, 3, t->bins[2 * b]);
+			bind_int(bin, 4, t->bins[2 * b + 1]);
+			rc = step_only(w, bin);
+		}
+	}
+	if (!rc && !(rc = cs_writer_set_meta_int(w, "overview_start_ns", o->start)) &&
+	    !(rc = cs_writer_set_meta_int(w, "overview_bin_ns", o->bin_ns)))
+		rc = cs_writer_set_meta_int(w, "overview_bins", OVERVIEW_BINS);
+out:
+	sqlite3_finalize(tr);
+	sqlite3_finalize(bin);
+	return rc;
+}
+
+/* Build and store the overview from the sorted event tables; nothing when there is no event. */
+static int write_overview(cs_trace_writer *w)
+{
+	static const char *const sql[] = {
+		"SELECT start, end, pid, deviceId, streamId FROM main.CUPTI_ACTIVITY_KIND_KERNEL "
+		"WHERE start IS NOT NULL ORDER BY rowid",
+		"SELECT start, end, pid, deviceId, streamId FROM main.CUPTI_ACTIVITY_KIND_MEMCPY "
+		"WHERE start IS NOT NULL ORDER BY rowid",
+		"SELECT start, end, pid, deviceId, streamId FROM main.CUPTI_ACTIVITY_KIND_MEMSET "
+		"WHERE start IS NOT NULL ORDER BY rowid",
+		"SELECT start, end, pid, tid, syncType FROM "
+		"main.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE start IS NOT NULL ORDER BY rowid",
+		"SELECT start, end, pid, tid FROM main.CUPTI_ACTIVITY_KIND_RUNTIME WHERE start IS "
+		"NOT NULL ORDER BY rowid",
+		"SELECT start, end, pid, tid, depth FROM main.NVTX_EVENTS WHERE start IS NOT NULL "
+		"ORDER BY rowid",
+	};
+	static const int kinds[] = {CS_OV_STREAM, CS_OV_STREAM, CS_OV_STREAM,
+				    CS_OV_WAITS,  CS_OV_API,	CS_OV_NVTX};
+	struct ov_source src[6];
+	struct ov_state o = {0};
+	int64_t start = CS_TS_UNKNOWN, end = CS_TS_UNKNOWN;
+	int rc = 0;
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct ev_stats *s = &w->stats[k];
+
+		if (s->min_start != CS_TS_UNKNOWN &&
+		    (start == CS_TS_UNKNOWN || s->min_start < start))
+			start = s->min_start;
+		if (s->max_end != CS_TS_UNKNOWN && (end == CS_TS_UNKNOWN || s->max_end > end))
+			end = s->max_end;
+	}
+	if (start == CS_TS_UNKNOWN || end == CS_TS_UNKNOWN)
+		return 0;
+	o.start = start;
+	o.bin_ns = (end - start) / OVERVIEW_BINS + 1;
+	memset(src, 0, sizeof(src));
+	for (int i = 0; i < 6 && !rc; i++) {
+		src[i].kind = kinds[i];
+		rc = prepare(w, sql[i], &src[i].st);
+	}
+	/* a stream's kernels, copies and memsets merged by start; each other track is one table */
+	if (!rc)
+		rc = ov_merge(w, &o, src, 3);
+	for (int i = 3; i < 6 && !rc; i++)
+		rc = ov_merge(w, &o, &src[i], 1);
+	for (int i = 0; i < 6; i++)
+		sqlite3_finalize(src[i].st);
+	if (!rc)
+		rc = ov_write(w, &o);
+	for (size_t i = 0; i < o.n; i++)
+		free(o.tracks[i].bins);
+	free(o.tracks);
+	return rc;
+}
+
 /* ---- finish, abort ---- */
 
 static int write_table_info(cs_trace_writer *w)
@@ -1135,6 +1417,8 @@ int cs_writer_finish(cs_trace_writer *w, cs_error *err)
 		fail(w, rc, msg);
 		goto failed;
 	}
+	if (write_overview(w))
+		goto failed;
 	rc = cs_sql_exec(w->db, "COMMIT", msg, sizeof(msg));
 	if (rc) {
 		fail(w, rc, msg);

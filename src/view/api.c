@@ -100,6 +100,9 @@ struct view_track {
 	size_t n, cap;
 	struct view_sample *samples; /* memory tracks */
 	size_t nsamples, samples_cap;
+	/* overview tracks: the index in the overview, and the events */
+	int32_t ov;
+	int64_t ov_events;
 	/* while loading: where each table's sorted run of items ends */
 	size_t run_end[MAX_RUNS];
 	int nruns;
@@ -131,7 +134,10 @@ struct view_data {
 	/* the timeline: built by the loader thread, read-only once timeline is VS_READY */
 	struct track_set ts;
 	int64_t max_name; /* largest StringIds id seen */
-	char *summary;	  /* the summary answer */
+	/* the writer's overview (NULL when the trace has none) and its tracks, read at start */
+	cs_overview *ov;
+	struct track_set ov_ts;
+	char *summary; /* the summary answer */
 	/* guarded by lock */
 	pthread_mutex_t lock;
 	enum view_state timeline, analysis;
@@ -937,12 +943,15 @@ static void add_int(cJSON *obj, const char *key, int64_t value)
 	cJSON_AddItemToObject(obj, key, cli_json_int(value));
 }
 
-/* The summary: trace meta, time span and tracks (made once the timeline is read). */
-static char *make_summary(struct view_data *v, double load_ms)
+/*
+ * The summary of the tracks of ts: trace meta, time span and tracks. "ready" once the timeline is
+ * read; "overview" (with load_ms < 0) while the tracks come from the overview.
+ */
+static char *make_summary(struct view_data *v, const struct track_set *ts, double load_ms)
 {
 	cJSON *root = cJSON_CreateObject(), *meta, *arr, *o;
 
-	cJSON_AddStringToObject(root, "status", "ready");
+	cJSON_AddStringToObject(root, "status", load_ms >= 0 ? "ready" : "overview");
 	meta = cJSON_AddObjectToObject(root, "meta");
 	cli_json_add_string(meta, "path", v->path);
 	add_int(meta, "schema_version", cs_trace_schema_version(v->trace));
@@ -955,13 +964,20 @@ static char *make_summary(struct view_data *v, double load_ms)
 	add_int(meta, "api_calls", v->sum.counts[CS_EV_API]);
 	add_int(meta, "nvtx", v->sum.counts[CS_EV_NVTX]);
 	add_int(meta, "memory", v->sum.counts[CS_EV_MEMORY]);
-	add_int(meta, "load_ms", (int64_t)(load_ms + 0.5));
+	if (load_ms >= 0) {
+		add_int(meta, "load_ms", (int64_t)(load_ms + 0.5));
+	} else {
+		/* reading the tracks: as the "loading" answer says it */
+		add_int(root, "events", v->total_events);
+		add_int(root, "loaded", atomic_load(&v->loaded));
+		add_int(root, "ms", (int64_t)ms_since(&v->began));
+	}
 	add_int(root, "start", v->sum.start == CS_TS_UNKNOWN ? 0 : v->sum.start);
 	add_int(root, "end", v->sum.end == CS_TS_UNKNOWN ? 0 : v->sum.end);
 
 	arr = cJSON_AddArrayToObject(root, "tracks");
-	for (size_t i = 0; i < v->ts.ntracks; i++) {
-		const struct view_track *t = &v->ts.tracks[i];
+	for (size_t i = 0; i < ts->ntracks; i++) {
+		const struct view_track *t = &ts->tracks[i];
 
 		o = cJSON_CreateObject();
 		add_int(o, "id", (int64_t)i);
@@ -973,7 +989,8 @@ static char *make_summary(struct view_data *v, double load_ms)
 		cli_json_add_int(o, "tid", t->tid, 0);
 		if (t->kind == VT_NVTX)
 			add_int(o, "depth", t->depth);
-		add_int(o, "events", (int64_t)(t->kind == VT_MEMORY ? t->nsamples : t->n));
+		add_int(o, "events",
+			(int64_t)(t->kind == VT_MEMORY ? t->nsamples : t->n) + t->ov_events);
 		cJSON_AddItemToArray(arr, o);
 	}
 	return json_text(root);
@@ -1074,6 +1091,8 @@ static char *run_analysis(const char *path, cs_error *err)
 static void data_destroy(struct view_data *v)
 {
 	track_set_free(&v->ts);
+	track_set_free(&v->ov_ts);
+	cs_overview_free(v->ov);
 	if (v->trace)
 		cs_trace_close(v->trace);
 	pthread_mutex_destroy(&v->lock);
@@ -1118,11 +1137,15 @@ static void *loader_run(void *arg)
 	char *json;
 	int rc;
 
+	/* for tests: hold the tracks back, so that they see the answers of the overview */
+	delay = getenv("CUSCOPE_VIEW_TIMELINE_DELAY_MS");
+	if (delay)
+		pause_ms(v, strtol(delay, NULL, 10));
 	rc = load_timeline(v, &err);
 	if (!rc) {
 		/* the names, read now rather than by the first window query */
 		cs_trace_string(v->trace, 0);
-		v->summary = make_summary(v, ms_since(&v->began));
+		v->summary = make_summary(v, &v->ts, ms_since(&v->began));
 		if (!v->summary)
 			rc = cs_error_set(&err, CS_ERR_NOMEM, "out of memory");
 	}
@@ -1156,6 +1179,53 @@ static void *loader_run(void *arg)
 	return NULL;
 }
 
+/*
+ * The overview's tracks, named and ordered as the timeline's will be; without one (an older trace,
+ * or an overview that cannot be read) the answers wait for the timeline, as they did before.
+ */
+static void load_overview(struct view_data *v)
+{
+	cs_error err = {0};
+
+	if (cs_trace_read_overview(v->trace, &v->ov, &err) < 0 || !v->ov)
+		return;
+	for (int32_t i = 0; i < v->ov->ntracks; i++) {
+		const cs_overview_track *o = &v->ov->tracks[i];
+		struct view_track *t = NULL;
+
+		switch (o->kind) {
+		case CS_OV_STREAM:
+			t = track_get(&v->ov_ts, VT_STREAM, o->pid, o->device_id, o->stream_id);
+			break;
+		case CS_OV_WAITS:
+			t = track_get(&v->ov_ts, VT_THREAD, o->pid, o->tid, 0);
+			break;
+		case CS_OV_API:
+			t = track_get(&v->ov_ts, VT_API, o->pid, o->tid, 0);
+			break;
+		case CS_OV_NVTX:
+			t = track_get(&v->ov_ts, VT_NVTX, o->pid, o->tid, o->depth);
+			break;
+		default:
+			continue; /* a kind this build does not draw */
+		}
+		if (!t) {
+			track_set_free(&v->ov_ts);
+			cs_overview_free(v->ov);
+			v->ov = NULL;
+			return;
+		}
+		t->ov = i;
+		t->ov_events = o->events;
+	}
+	qsort(v->ov_ts.tracks, v->ov_ts.ntracks, sizeof(*v->ov_ts.tracks), track_order);
+	free(v->ov_ts.hkeys);
+	free(v->ov_ts.hvals);
+	v->ov_ts.hkeys = NULL;
+	v->ov_ts.hvals = NULL;
+	v->ov_ts.hcap = 0;
+}
+
 int view_data_load(const char *path, struct view_data **out, cs_error *err)
 {
 	struct view_data *v = calloc(1, sizeof(*v));
@@ -1181,6 +1251,7 @@ int view_data_load(const char *path, struct view_data **out, cs_error *err)
 	}
 	for (int k = 0; k < CS_EV_COUNT; k++)
 		v->total_events += v->sum.counts[k];
+	load_overview(v);
 	/* the loader takes no signal: the caller's thread waits for them */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -1218,6 +1289,11 @@ int view_data_timeline_ready(struct view_data *v)
 
 /* ---- answers ---- */
 
+int view_data_has_overview(struct view_data *v)
+{
+	return v->ov != NULL;
+}
+
 char *view_api_summary(struct view_data *v)
 {
 	enum view_state state;
@@ -1231,6 +1307,8 @@ char *view_api_summary(struct view_data *v)
 		return strdup(v->summary);
 	if (state == VS_FAILED)
 		return status_json("error", msg);
+	if (v->ov)
+		return make_summary(v, &v->ov_ts, -1);
 	{
 		char buf[160];
 
@@ -1492,4 +1570,112 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 		r = strdup(cs_strbuf_str(&out));
 	cs_strbuf_free(&out);
 	return r;
+}
+
+/* ---- answers from the overview, before the timeline is read ---- */
+
+int view_api_overview_covers(struct view_data *v, int64_t t0, int64_t t1, int px)
+{
+	if (!v->ov || t1 <= t0 || px <= 0)
+		return 0;
+	return (t1 - t0 + px - 1) / px >= v->ov->bin_ns;
+}
+
+/*
+ * Each track's non-empty bins in the window, those less than a column apart merged into busy
+ * blocks. A bin spans [start + i * bin_ns, start + (i + 1) * bin_ns) cut to the trace's span; a
+ * bin the window cuts gives the share of its busy time that its cut part is of its span.
+ */
+char *view_api_window_overview(struct view_data *v, int64_t t0, int64_t t1, int px)
+{
+	const cs_overview *ov = v->ov;
+	cs_strbuf out = CS_STRBUF_INIT;
+	int64_t col, end = v->sum.end == CS_TS_UNKNOWN ? ov->start : v->sum.end;
+	char *r = NULL;
+
+	if (!ov || t1 <= t0 || px <= 0)
+		return NULL;
+	col = (t1 - t0 + px - 1) / px;
+	cs_strbuf_printf(&out,
+			 "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"column_ns\":%lld,\"overview\":true,"
+			 "\"bin_ns\":%lld,\"tracks\":[",
+			 (long long)t0, (long long)t1, px, (long long)col, (long long)ov->bin_ns);
+	for (size_t i = 0; i < v->ov_ts.ntracks; i++) {
+		const cs_overview_track *o = &ov->tracks[v->ov_ts.tracks[i].ov];
+		struct block b = {0};
+		int64_t busy = 0, total = 0;
+		int32_t lo = 0, hi = o->nbins;
+		int first = 1, have = 0;
+
+		cs_strbuf_printf(&out, "%s{\"id\":%zu,\"items\":[", i ? "," : "", i);
+		/* the first bin that ends after t0 */
+		while (lo < hi) {
+			int32_t mid = lo + (hi - lo) / 2;
+
+			if (ov->start + ((int64_t)o->bins[mid].bin + 1) * ov->bin_ns <= t0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (int32_t j = lo; j < o->nbins; j++) {
+			const cs_overview_bin *bin = &o->bins[j];
+			int64_t bs = ov->start + (int64_t)bin->bin * ov->bin_ns;
+			int64_t be = bs + ov->bin_ns < end ? bs + ov->bin_ns : end;
+			int64_t s = bs > t0 ? bs : t0, e = be < t1 ? be : t1, add;
+
+			if (bs >= t1)
+				break;
+			if (be < bs)
+				be = bs;
+			if (e < s)
+				e = s;
+			add = be > bs && (s > bs || e < be)
+				      ? (int64_t)((double)bin->busy * (double)(e - s) /
+						  (double)(be - bs))
+				      : bin->busy;
+			busy += add;
+			total += bin->events;
+			if (have && s - b.end < col) {
+				b.end = e;
+				b.busy += add;
+				b.count += bin->events;
+				continue;
+			}
+			if (have) {
+				cs_strbuf_printf(&out, "%s[%lld,%lld,-1,%lld,%lld,-1]",
+						 first ? "" : ",", (long long)b.start,
+						 (long long)b.end, (long long)b.count,
+						 (long long)b.busy);
+				first = 0;
+			}
+			b.start = s;
+			b.end = e;
+			b.busy = add;
+			b.count = bin->events;
+			have = 1;
+		}
+		if (have)
+			cs_strbuf_printf(&out, "%s[%lld,%lld,-1,%lld,%lld,-1]", first ? "" : ",",
+					 (long long)b.start, (long long)b.end, (long long)b.count,
+					 (long long)b.busy);
+		cs_strbuf_printf(&out, "],\"busy\":%lld,\"events\":%lld}", (long long)busy,
+				 (long long)total);
+	}
+	cs_strbuf_puts(&out, "],\"names\":[]}");
+	if (!out.failed)
+		r = strdup(cs_strbuf_str(&out));
+	cs_strbuf_free(&out);
+	return r;
+}
+
+/* The overview has no memory counter: no memory track until the timeline is read. */
+char *view_api_memory_overview(struct view_data *v, int64_t t0, int64_t t1, int px)
+{
+	char buf[160];
+
+	(void)v;
+	snprintf(buf, sizeof(buf),
+		 "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"overview\":true,\"tracks\":[]}",
+		 (long long)t0, (long long)t1, px);
+	return strdup(buf);
 }

@@ -27,6 +27,9 @@ void view_data_free(struct view_data *v);
 /* 1 once the timeline is read (the window and memory answers are ready). */
 int view_data_timeline_ready(struct view_data *v);
 
+/* 1 when the trace has the writer's overview (TIMELINE_OVERVIEW): answers before the timeline. */
+int view_data_has_overview(struct view_data *v);
+
 /* GET /api/summary: trace meta, time span and tracks; {"status":"loading",...} until then. */
 char *view_api_summary(struct view_data *v);
 /* GET /api/findings: steps and findings; {"status":"pending"} until the rules have run. */
@@ -35,5 +38,13 @@ char *view_api_findings(struct view_data *v);
 char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px);
 /* GET /api/memory: device memory in use per counter track within [t0, t1), px columns. */
 char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px);
+/*
+ * Before the timeline is read, from the overview: 1 when a column of the window is at least one
+ * overview bin wide (the window answer can come from the overview), and the answers themselves:
+ * busy blocks per bin ("overview": true), and no memory track.
+ */
+int view_api_overview_covers(struct view_data *v, int64_t t0, int64_t t1, int px);
+char *view_api_window_overview(struct view_data *v, int64_t t0, int64_t t1, int px);
+char *view_api_memory_overview(struct view_data *v, int64_t t0, int64_t t1, int px);
 
 #endif

@@ -120,6 +120,13 @@ static int window_args(struct MHD_Connection *c, int64_t *t0, int64_t *t1, int *
 	return 0;
 }
 
+/* 503 {"status":"loading"}: the tracks are not read yet. */
+static mhd_result send_loading(struct MHD_Connection *c)
+{
+	return send_body(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
+			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT, NULL);
+}
+
 static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			 const char *version, const char *upload, size_t *upload_size, void **state)
 {
@@ -152,21 +159,23 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return send_json(c, view_api_summary(s->data));
 	if (!strcmp(url, "/api/findings"))
 		return send_json(c, view_api_findings(s->data));
-	if ((!strcmp(url, "/api/window") || !strcmp(url, "/api/memory")) &&
-	    !view_data_timeline_ready(s->data))
-		return send_body(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
-				 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT, NULL);
-	if (!strcmp(url, "/api/window")) {
+	if (!strcmp(url, "/api/window") || !strcmp(url, "/api/memory")) {
+		int window = !strcmp(url, "/api/window"), ready = view_data_timeline_ready(s->data);
+
+		/* before the tracks are read: the overview's answer, when it is coarse enough */
+		if (!ready && !view_data_has_overview(s->data))
+			return send_loading(c);
 		if (window_args(c, &t0, &t1, &px))
 			return send_text(c, MHD_HTTP_BAD_REQUEST,
 					 "need integers t0 < t1 and 1 <= px <= 20000\n");
-		return send_json(c, view_api_window(s->data, t0, t1, px));
-	}
-	if (!strcmp(url, "/api/memory")) {
-		if (window_args(c, &t0, &t1, &px))
-			return send_text(c, MHD_HTTP_BAD_REQUEST,
-					 "need integers t0 < t1 and 1 <= px <= 20000\n");
-		return send_json(c, view_api_memory(s->data, t0, t1, px));
+		if (!ready) {
+			if (window && !view_api_overview_covers(s->data, t0, t1, px))
+				return send_loading(c);
+			return send_json(c, window ? view_api_window_overview(s->data, t0, t1, px)
+						   : view_api_memory_overview(s->data, t0, t1, px));
+		}
+		return send_json(c, window ? view_api_window(s->data, t0, t1, px)
+					   : view_api_memory(s->data, t0, t1, px));
 	}
 	if (!strcmp(url, "/"))
 		url = "/index.html";

@@ -4,7 +4,9 @@
 // (driven by playwright-core; no browser is downloaded), and checks that the timeline canvas is
 // drawn, that the findings list says "analysing…" while the server runs the rules (held back on
 // purpose) and then shows the d2h-sync finding of samples/rules/traces/d2h-sync-bad.db, and that
-// clicking it moves the visible time window and highlights it. Saves screenshots to
+// clicking it moves the visible time window and highlights it, that a generated trace (which has
+// the writer's overview) is drawn from the overview with "loading detail…" while its tracks are held
+// back, then in detail. Saves screenshots to
 // docs/images/viewer-*.png ($CUSCOPE_E2E_SHOTS when set) and prints the time to first render of a large generated trace.
 //
 // Prints a Check-style summary line, "N%: Checks: N, Failures: F, Errors: E", which
@@ -178,7 +180,34 @@ async function main() {
 		await page.screenshot({ path: join(shots, 'viewer-finding.png') });
 		check('no script errors', pageErrors.length === 0, pageErrors.join('; '));
 
-		/* 3. a large trace: time to first render */
+		/* 3. a generated trace (it has the writer's overview), its tracks held back: drawn from
+		 * the overview with "loading detail…", then the detail */
+		if (existsSync(genTrace)) {
+			const small = join(work, 'small.db');
+			execFileSync(genTrace, ['--events', '100000', small], { stdio: 'ignore' });
+			const sv = await startView(small, { CUSCOPE_VIEW_TIMELINE_DELAY_MS: '3000' });
+			views.push(sv);
+			const page3 = await context.newPage();
+			await page3.goto(sv.url);
+			await waitRendered(page3);
+			const early = await page3.evaluate(() => ({
+				fromOverview: window.__viewer.firstFromOverview,
+				detail: document.body.dataset.detail,
+				badge: !document.getElementById('detail').hidden &&
+					document.getElementById('detail').textContent,
+			}));
+			const earlyInk = await inkedPixels(page3);
+			check('drawn from the overview before the tracks are read, "loading detail…" shown',
+				early.fromOverview === true && early.detail === 'loading' &&
+				early.badge === 'loading detail…' && earlyInk > 2000, JSON.stringify(early) + ' ink ' + earlyInk);
+			const detailed = await waitFor(page3, () => window.__viewer.detailMs !== null &&
+				document.body.dataset.detail === 'ready' && document.getElementById('detail').hidden, null, 20000);
+			const names = await page3.evaluate(() => window.__viewer.window.names.length);
+			check('then the detail, badge gone', detailed && names > 0, 'names ' + names);
+			await page3.close();
+		}
+
+		/* 4. a large trace: time to first render */
 		if (existsSync(genTrace)) {
 			const big = join(work, 'big.db');
 			let began = performance.now();
@@ -213,6 +242,11 @@ async function main() {
 			console.log(`  cuscope view start to URL: ${bv.startMs.toFixed(0)} ms`);
 			console.log(`  page load to first timeline drawn: ${pageMs.toFixed(0)} ms (in-page ${r3.firstRenderMs.toFixed(0)} ms)`);
 			console.log(`  start + first render: ${(bv.startMs + pageMs).toFixed(0)} ms (view start to timeline drawn: ${renderedAt.toFixed(0)} ms)`);
+			const detailAt = await page2.evaluate(() => ({ d: window.__viewer.detailMs,
+				o: window.__viewer.firstFromOverview }));
+			console.log(`  first timeline drawn from the ${detailAt.o ? 'overview' : 'tracks'}; detail drawn ${
+				(detailAt.d - r3.firstRenderMs).toFixed(0)} ms after it (view start to detail drawn: ${
+				(renderedAt + detailAt.d - r3.firstRenderMs).toFixed(0)} ms)`);
 			console.log(`  view start to findings listed: ${findingsAt.toFixed(0)} ms`);
 			const loadMs = await page2.evaluate(() => window.__viewer.summary.meta.load_ms);
 			console.log(`  timeline read by the server in ${loadMs} ms`);

@@ -1569,6 +1569,109 @@ START_TEST(test_kernel_size)
 }
 END_TEST
 
+/* ---- the timeline overview ---- */
+
+/*
+ * Kernels on two streams (one of them arriving out of time order) and host waits: the busy time
+ * of each track summed over its bins is its kernel (wait) time, and its events are counted once.
+ */
+START_TEST(test_overview_busy)
+{
+	char *path = new_trace_path("overview.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_trace *t;
+	cs_overview *o = NULL;
+	cs_error err = {0};
+	int64_t kernel_ns[2] = {0, 0}, waits_ns = 0, nk[2] = {0, 0};
+	unsigned seed = 3;
+	int seen = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		int st = i % 3 == 0;
+		/* stream 7 in time order, stream 9 backwards */
+		int64_t start = st ? 1000 + (int64_t)(2999 - i) * 70000 : 5000 + (int64_t)i * 40000;
+		cs_kernel k;
+
+		seed = seed * 1103515245u + 12345u;
+		k = plain_kernel(start, start + 1000 + (seed >> 8) % 30000);
+		k.device_id = 0;
+		k.stream_id = st ? 9 : 7;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+		kernel_ns[st] += k.end - k.start;
+		nk[st]++;
+	}
+	for (int i = 0; i < 50; i++) {
+		cs_sync sy = full_sync();
+
+		sy.start = 100000 + (int64_t)i * 2000000;
+		sy.end = sy.start + 777777;
+		sy.type = CS_SYNC_STREAM_SYNCHRONIZE;
+		sy.stack_id = CS_ID_NONE;
+		ck_assert_int_eq(cs_writer_add_sync(w, &sy), CS_OK);
+		waits_ns += sy.end - sy.start;
+	}
+	finish_writer(w);
+
+	t = open_trace(path);
+	ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(o->nbins, 4096);
+	ck_assert_int_gt(o->bin_ns, 0);
+	for (int32_t i = 0; i < o->ntracks; i++) {
+		const cs_overview_track *tr = &o->tracks[i];
+		int64_t busy = 0, events = 0;
+
+		for (int32_t b = 0; b < tr->nbins; b++) {
+			ck_assert_int_ge(tr->bins[b].bin, b ? tr->bins[b - 1].bin + 1 : 0);
+			ck_assert_int_lt(tr->bins[b].bin, o->nbins);
+			busy += tr->bins[b].busy;
+			events += tr->bins[b].events;
+		}
+		ck_assert_int_eq(busy, tr->busy);
+		ck_assert_int_eq(events, tr->events);
+		if (tr->kind == CS_OV_STREAM) {
+			int st = tr->stream_id == 9;
+
+			ck_assert_int_eq(tr->pid, 100);
+			ck_assert_int_eq(tr->device_id, 0);
+			ck_assert_msg(busy == kernel_ns[st], "stream %lld: busy %lld, kernels %lld",
+				      (long long)tr->stream_id, (long long)busy,
+				      (long long)kernel_ns[st]);
+			ck_assert_int_eq(events, nk[st]);
+			seen |= 1 << st;
+		} else {
+			ck_assert_int_eq(tr->kind, CS_OV_WAITS);
+			ck_assert_int_eq(busy, waits_ns);
+			ck_assert_int_eq(events, 50);
+			seen |= 4;
+		}
+	}
+	ck_assert_int_eq(seen, 7);
+	ck_assert_int_eq(o->ntracks, 3);
+	cs_overview_free(o);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
+/* A trace written before the overview existed: none, and the rest reads as before. */
+START_TEST(test_overview_absent)
+{
+	char *path = tu_path(tu_source_root(), "samples/traces/train_small.db");
+	cs_trace *t = open_trace(path);
+	cs_overview *o = (cs_overview *)1;
+	cs_trace_summary sum;
+	cs_error err = {0};
+
+	ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+	ck_assert_ptr_null(o);
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), 0);
+	ck_assert_int_gt(sum.counts[CS_EV_KERNEL], 0);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
 /* ---- bad input at open ---- */
 
 static void expect_open_error(const char *path, int code, const char *reason)
@@ -1833,6 +1936,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_finish_renames);
 	tcase_add_test(tc, test_overwrite);
 	tcase_add_test(tc, test_kernel_size);
+	tcase_add_test(tc, test_overview_busy);
+	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);

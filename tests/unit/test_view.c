@@ -2,8 +2,9 @@
  * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
  * prints and talks plain HTTP to it over a socket: the token and Host checks, the summary against
  * the trace, the findings against `cuscope report`, the timeline served while the findings are
- * still pending, the busy time and thinning of window answers, strings escaped in JSON, and the
- * loopback-only socket.
+ * still pending, the busy time and thinning of window answers, strings escaped in JSON, the
+ * loopback-only socket, the answers of the writer's overview before the tracks are read, and
+ * every command on a trace without the overview.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,9 +38,12 @@ struct server {
 
 /* The analysis of the held-back server waits this long (CUSCOPE_VIEW_ANALYSIS_DELAY_MS). */
 #define HELD_MS "4000"
+/* The tracks of the overview server wait this long (CUSCOPE_VIEW_TIMELINE_DELAY_MS): past the
+ * tests before its own. */
+#define OV_HELD_MS "10000"
 
 static char *tmp_dir, *train_db, *d2h_db, *synth_db;
-static struct server train_srv, d2h_srv, synth_srv, held_srv;
+static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv;
 
 /* ---- the server under test ---- */
 
@@ -47,7 +51,8 @@ static struct server train_srv, d2h_srv, synth_srv, held_srv;
  * Start `cuscope view --port 0 --timeout 20 trace` and read the URL from its stdout; with
  * delay_ms, its analysis waits that long before it starts.
  */
-static int server_start(const char *trace, const char *delay_ms, struct server *s)
+static int server_start_env(const char *trace, const char *env, const char *delay_ms,
+			    struct server *s)
 {
 	int fds[2];
 	char line[256];
@@ -64,7 +69,7 @@ static int server_start(const char *trace, const char *delay_ms, struct server *
 		close(fds[0]);
 		close(fds[1]);
 		if (delay_ms)
-			setenv("CUSCOPE_VIEW_ANALYSIS_DELAY_MS", delay_ms, 1);
+			setenv(env, delay_ms, 1);
 		execl(tu_cuscope_bin(), "cuscope", "view", "--port", "0", "--timeout", "20", trace,
 		      (char *)NULL);
 		_exit(127);
@@ -86,6 +91,11 @@ static int server_start(const char *trace, const char *delay_ms, struct server *
 		return -1;
 	memcpy(s->token, tok + 6, 33);
 	return 0;
+}
+
+static int server_start(const char *trace, const char *delay_ms, struct server *s)
+{
+	return server_start_env(trace, "CUSCOPE_VIEW_ANALYSIS_DELAY_MS", delay_ms, s);
 }
 
 static void server_stop(struct server *s)
@@ -185,11 +195,16 @@ static cJSON *api_wait(const struct server *s, const char *path, const char *wai
 	return NULL;
 }
 
-/* The summary once the timeline is read. */
+/* The summary once the timeline is read (after "loading", or "overview" for a trace with one). */
 static cJSON *summary_ready(const struct server *s)
 {
 	cJSON *j = api_wait(s, "/api/summary", "loading");
 
+	while (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "overview")) {
+		cJSON_Delete(j);
+		usleep(10000);
+		j = api_wait(s, "/api/summary", "loading");
+	}
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "ready");
 	return j;
 }
@@ -638,6 +653,84 @@ START_TEST(test_usage)
 }
 END_TEST
 
+/*
+ * The synthetic trace has the writer's overview; its server holds the tracks back: the summary
+ * and a whole-trace window come from the overview at once (busy time exact), a narrow window
+ * says "loading", and once the tracks are read the answers are those of the tracks.
+ */
+START_TEST(test_overview_before_tracks)
+{
+	const struct server *s = &ov_srv;
+	cJSON *sum, *w, *tr, *items;
+	char path[256], url[512], *body;
+	int64_t start, end;
+
+	sum = api_get(s, "/api/summary");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(sum, "status")), "overview");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(sum, "tracks")), 1);
+	tr = cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "tracks"), 0);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(tr, "name")), "GPU 0 stream 7");
+	ck_assert_int_eq(jint(tr, "events"), 4);
+	start = jint(sum, "start");
+	end = jint(sum, "end");
+	ck_assert_int_eq(start, 1000);
+	cJSON_Delete(sum);
+
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=1000", (long long)start,
+		 (long long)end + 1);
+	w = api_get(s, path);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(w, "overview")));
+	tr = cJSON_GetArrayItem(cJSON_GetObjectItem(w, "tracks"), 0);
+	ck_assert_int_eq(jint(tr, "busy"), 4 * 50000);
+	ck_assert_int_eq(jint(tr, "events"), 4);
+	items = cJSON_GetObjectItem(tr, "items");
+	ck_assert_int_eq(cJSON_GetArraySize(items), 4); /* the kernels are columns apart */
+	cJSON_Delete(w);
+	/* a window narrower than a bin per column: not yet */
+	snprintf(url, sizeof(url), "/api/window?t0=%lld&t1=%lld&px=1000&token=%s", (long long)start,
+		 (long long)start + 1000, s->token);
+	ck_assert_int_eq(http_get(s, NULL, url, NULL, &body), 503);
+	ck_assert_ptr_nonnull(strstr(body, "loading"));
+	free(body);
+	w = api_get(s, "/api/memory?t0=0&t1=100000000000000&px=100");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 0);
+	cJSON_Delete(w);
+
+	/* then the tracks: every window, exactly */
+	sum = summary_ready(s);
+	cJSON_Delete(sum);
+	w = api_get(s, path);
+	ck_assert_ptr_null(cJSON_GetObjectItem(w, "overview"));
+	tr = cJSON_GetArrayItem(cJSON_GetObjectItem(w, "tracks"), 0);
+	ck_assert_int_eq(jint(tr, "busy"), 4 * 50000);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "names")), 1);
+	cJSON_Delete(w);
+	ck_assert_int_eq(http_get(s, NULL, url, NULL, &body), 200);
+	free(body);
+}
+END_TEST
+
+/* Every command reads a trace without the overview (all committed traces). */
+START_TEST(test_commands_without_overview)
+{
+	const char *export_out = tu_path(tmp_dir, "train.json");
+	const char *info[] = {tu_cuscope_bin(), "info", train_db, NULL};
+	const char *stats[] = {tu_cuscope_bin(), "stats", train_db, NULL};
+	const char *report[] = {tu_cuscope_bin(), "report", train_db, NULL};
+	const char *exp[] = {tu_cuscope_bin(), "export", "-o", export_out, train_db, NULL};
+	const char *diff[] = {tu_cuscope_bin(), "diff", train_db, train_db, NULL};
+	const char *gate[] = {tu_cuscope_bin(), "gate", "--baseline", train_db, train_db, NULL};
+	const char *const *cmds[] = {info, stats, report, exp, diff, gate};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		ck_assert_msg(tu_run(cmds[i], NULL, NULL, NULL) == 0, "cuscope %s failed",
+			      cmds[i][1]);
+	/* and view: the summary of the tracks, without an overview step */
+	cJSON_Delete(summary_ready(&train_srv));
+	free((char *)export_out);
+}
+END_TEST
+
 /* ---- the synthetic trace ---- */
 
 static void write_synthetic(const char *path)
@@ -690,6 +783,7 @@ static Suite *view_suite(void)
 	tcase_set_timeout(tc, 60);
 	/* first: its analysis is held back for HELD_MS from the start */
 	tcase_add_test(tc, test_timeline_before_findings);
+	tcase_add_test(tc, test_overview_before_tracks);
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
@@ -697,6 +791,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_names_escaped);
 	tcase_add_test(tc, test_loopback_only);
 	tcase_add_test(tc, test_usage);
+	tcase_add_test(tc, test_commands_without_overview);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -717,12 +812,14 @@ int main(void)
 	train_db = tu_path(tu_source_root(), "samples/traces/train_small.db");
 	d2h_db = tu_path(tu_source_root(), "samples/rules/traces/d2h-sync-bad.db");
 	if (server_start(train_db, NULL, &train_srv) || server_start(d2h_db, NULL, &d2h_srv) ||
-	    server_start(synth_db, NULL, &synth_srv) || server_start(d2h_db, HELD_MS, &held_srv)) {
+	    server_start(synth_db, NULL, &synth_srv) || server_start(d2h_db, HELD_MS, &held_srv) ||
+	    server_start_env(synth_db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", OV_HELD_MS, &ov_srv)) {
 		fprintf(stderr, "test_view: cannot start cuscope view\n");
 		server_stop(&train_srv);
 		server_stop(&d2h_srv);
 		server_stop(&synth_srv);
 		server_stop(&held_srv);
+		server_stop(&ov_srv);
 		return 1;
 	}
 	sr = srunner_create(view_suite());
@@ -733,5 +830,6 @@ int main(void)
 	server_stop(&d2h_srv);
 	server_stop(&synth_srv);
 	server_stop(&held_srv);
+	server_stop(&ov_srv);
 	return failed ? 1 : 0;
 }
