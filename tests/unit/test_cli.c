@@ -29,13 +29,7 @@ static const char *const utc_env[] = {"TZ=UTC", NULL};
 
 /* ---- writing the traces (in main(), before the tests: no ck_assert there) ---- */
 
-static void need(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "test_cli: cannot write the test traces: %s\n", what ? what : "?");
-		exit(1);
-	}
-}
+#define need(ok, what) tu_need(ok, "test_cli", what)
 
 static cs_kernel kernel_at(uint32_t pid, int64_t name_id, int64_t start, int64_t end)
 {

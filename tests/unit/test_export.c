@@ -36,13 +36,7 @@ static char *counts_db, *train_db;
 
 /* ---- the synthetic trace (written in main(), before the tests: no ck_assert there) ---- */
 
-static void need(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "test_export: cannot write the test trace: %s\n", what);
-		exit(1);
-	}
-}
+#define need(ok, what) tu_need(ok, "test_export", what)
 
 static cs_kernel kernel(int64_t name_id, uint32_t stream, int64_t start, int64_t end, uint64_t corr)
 {

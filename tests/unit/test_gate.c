@@ -134,13 +134,7 @@ static struct result gate_junit(const char *base, const char *new_, const char *
 
 /* ---- traces written here ---- */
 
-static void need(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "test_gate: cannot write a test trace: %s\n", what);
-		exit(1);
-	}
-}
+#define need(ok, what) tu_need(ok, "test_gate", what)
 
 /* What a synthetic training loop does; zero fields take the defaults of loop_defaults(). */
 struct loop {
@@ -1185,14 +1179,6 @@ static Suite *gate_suite(void)
 	return s;
 }
 
-static char *source_file(const char *rel)
-{
-	char buf[4096];
-
-	snprintf(buf, sizeof(buf), "%s/%s", tu_source_root(), rel);
-	return strdup(buf);
-}
-
 int main(void)
 {
 	SRunner *sr;
@@ -1203,9 +1189,9 @@ int main(void)
 		fprintf(stderr, "test_gate: cannot make a temporary directory\n");
 		return 1;
 	}
-	rules_dir = source_file("samples/rules/traces");
-	train_db = source_file("samples/traces/train_small.db");
-	counts_db = source_file("samples/traces/counts.db");
+	rules_dir = tu_source_file("samples/rules/traces");
+	train_db = tu_source_file("samples/traces/train_small.db");
+	counts_db = tu_source_file("samples/traces/counts.db");
 	write_traces();
 
 	sr = srunner_create(gate_suite());

@@ -196,13 +196,7 @@ static const char *json_str(const cJSON *o, const char *key)
 
 /* ---- traces written here (in main(), before the tests: no ck_assert there) ---- */
 
-static void need(int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "test_report: cannot write the test traces: %s\n", what);
-		exit(1);
-	}
-}
+#define need(ok, what) tu_need(ok, "test_report", what)
 
 static cs_kernel kernel(int64_t name_id, int64_t launch, int64_t start, int64_t end)
 {
@@ -779,8 +773,9 @@ START_TEST(test_borrowed_stack_location)
 		ck_assert_int_eq(json_int(loc, "line"), 88);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 7);
 		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(loc, "autograd_engine_thread")));
-		ck_assert_str_eq(json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "stack"), 2), "kind"),
-				 "note");
+		ck_assert_str_eq(
+			json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "stack"), 2), "kind"),
+			"note");
 		located++;
 	}
 	ck_assert_msg(located > 0, "%s", j.out);
@@ -877,14 +872,6 @@ static Suite *report_suite(void)
 	return s;
 }
 
-static char *source_file(const char *rel)
-{
-	char buf[4096];
-
-	snprintf(buf, sizeof(buf), "%s/%s", tu_source_root(), rel);
-	return strdup(buf);
-}
-
 int main(void)
 {
 	SRunner *sr;
@@ -896,9 +883,9 @@ int main(void)
 		fprintf(stderr, "test_report: cannot make a temporary directory\n");
 		return 1;
 	}
-	train_db = source_file("samples/traces/train_small.db");
-	counts_db = source_file("samples/traces/counts.db");
-	schema_path = source_file("docs/report-schema.json");
+	train_db = tu_source_file("samples/traces/train_small.db");
+	counts_db = tu_source_file("samples/traces/counts.db");
+	schema_path = tu_source_file("docs/report-schema.json");
 	text = tu_read_file(schema_path, NULL);
 	schema = text ? cJSON_Parse(text) : NULL;
 	if (!schema) {

@@ -198,6 +198,19 @@ const char *tu_source_root(void)
 	return r ? r : ".";
 }
 
+char *tu_source_file(const char *rel)
+{
+	return tu_path(tu_source_root(), rel);
+}
+
+void tu_need(int ok, const char *test, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "%s: cannot write the test data: %s\n", test, what ? what : "?");
+		exit(1);
+	}
+}
+
 int tu_count_lines(const char *s)
 {
 	int n = 0;

@@ -25,6 +25,11 @@ const char *tu_cuscope_bin(void);
 /* The project's source root ($CUSCOPE_SOURCE_ROOT), for committed data under tests/data and
  * samples/. */
 const char *tu_source_root(void);
+/* tu_source_root()/rel, malloc'd. */
+char *tu_source_file(const char *rel);
+/* Setting up test data in main(), where ck_assert cannot be used: when !ok, print "TEST: cannot
+ * write the test data: WHAT" and exit 1. */
+void tu_need(int ok, const char *test, const char *what);
 /* Number of lines in s. */
 int tu_count_lines(const char *s);
 
