@@ -1312,6 +1312,28 @@ static int write_overview(cs_trace_writer *w)
 	return rc;
 }
 
+/*
+ * The overview only lets `cuscope view` draw sooner: when it cannot be built (out of memory, a full
+ * disk that may yet take the smaller commit) the trace is written without it, as older versions
+ * wrote it, rather than not at all. Nonzero only when the rollback itself fails.
+ */
+static int write_overview_or_skip(cs_trace_writer *w)
+{
+	char msg[256];
+
+	if (cs_sql_exec(w->db, "SAVEPOINT overview", msg, sizeof(msg)))
+		return 0; /* nothing written: go on without it */
+	if (write_overview(w)) {
+		w->failed = 0;
+		w->errmsg[0] = '\0';
+		if (cs_sql_exec(w->db, "ROLLBACK TO overview", msg, sizeof(msg)))
+			return fail(w, CS_ERR_SQL, msg);
+	}
+	if (cs_sql_exec(w->db, "RELEASE overview", msg, sizeof(msg)))
+		return fail(w, CS_ERR_SQL, msg);
+	return 0;
+}
+
 /* ---- finish, abort ---- */
 
 static int write_table_info(cs_trace_writer *w)
@@ -1417,7 +1439,7 @@ int cs_writer_finish(cs_trace_writer *w, cs_error *err)
 		fail(w, rc, msg);
 		goto failed;
 	}
-	if (write_overview(w))
+	if (write_overview_or_skip(w))
 		goto failed;
 	rc = cs_sql_exec(w->db, "COMMIT", msg, sizeof(msg));
 	if (rc) {
