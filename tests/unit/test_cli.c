@@ -25,8 +25,6 @@ static char *sample_db;	   /* two processes, known kernels, copies and memsets *
 static char *long_name_db; /* one kernel with a long name */
 static char *tmp_dir;
 
-static const char *const utc_env[] = {"TZ=UTC", NULL};
-
 /* ---- writing the traces (in main(), before the tests: no ck_assert there) ---- */
 
 #define need(ok, what) tu_need(ok, "test_cli", what)
@@ -205,43 +203,11 @@ static void write_long_name(const char *path)
 
 /* ---- running cuscope ---- */
 
-struct result {
-	int rc;
-	char *out, *err;
-};
-
-/* Run cuscope with argv[1..] (argv[0] is filled in), TZ=UTC for stable wall-clock times. */
-static struct result run_argv(const char **argv)
-{
-	struct result r;
-
-	argv[0] = tu_cuscope_bin();
-	r.rc = tu_run(argv, utc_env, &r.out, &r.err);
-	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
-	return r;
-}
-
-#define run(...) run_argv((const char *[]){NULL, __VA_ARGS__, NULL})
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
+#define run(...) tu_cuscope((const char *[]){NULL, __VA_ARGS__, NULL})
 
 static int starts_with(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));
-}
-
-/* A usage or input error: exit code 2, no stdout, one line on stderr starting "cuscope: ". */
-static void assert_one_line_error(const struct result *r, const char *what)
-{
-	ck_assert_msg(r->rc == 2, "%s: exit code %d, stderr: %s", what, r->rc, r->err);
-	ck_assert_msg(r->out[0] == '\0', "%s: stdout not empty: %s", what, r->out);
-	ck_assert_msg(tu_count_lines(r->err) == 1 && r->err[strlen(r->err) - 1] == '\n',
-		      "%s: stderr is not one line: '%s'", what, r->err);
-	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: stderr: %s", what, r->err);
 }
 
 /*
@@ -341,20 +307,20 @@ static const char *json_str(const cJSON *o, const char *key)
 
 START_TEST(test_version)
 {
-	struct result r = run("--version");
+	struct tu_result r = run("--version");
 
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.err, "");
 	ck_assert_msg(!strncmp(r.out, "cuscope 0.1.0\n", 14), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "trace schema version 1\n") != NULL, "%s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_help_lists_commands)
 {
 	static const char *const commands[] = {"record", "import", "info", "stats"};
-	struct result r = run("--help"), h = run("help");
+	struct tu_result r = run("--help"), h = run("help");
 
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.err, "");
@@ -368,8 +334,8 @@ START_TEST(test_help_lists_commands)
 	}
 	ck_assert_int_eq(h.rc, 0);
 	ck_assert_str_eq(h.out, r.out);
-	result_free(&r);
-	result_free(&h);
+	tu_result_free(&r);
+	tu_result_free(&h);
 }
 END_TEST
 
@@ -378,8 +344,8 @@ START_TEST(test_command_help)
 	static const char *const commands[] = {"info", "stats"};
 
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		struct result a = run(commands[i], "--help"), b = run("help", commands[i]),
-			      c = run(commands[i], "-h");
+		struct tu_result a = run(commands[i], "--help"), b = run("help", commands[i]),
+				 c = run(commands[i], "-h");
 		char usage[64];
 
 		snprintf(usage, sizeof(usage), "usage: cuscope %s ", commands[i]);
@@ -390,61 +356,61 @@ START_TEST(test_command_help)
 		ck_assert_str_eq(b.out, a.out);
 		ck_assert_int_eq(c.rc, 0);
 		ck_assert_str_eq(c.out, a.out);
-		result_free(&a);
-		result_free(&b);
-		result_free(&c);
+		tu_result_free(&a);
+		tu_result_free(&b);
+		tu_result_free(&c);
 	}
 }
 END_TEST
 
 START_TEST(test_no_command)
 {
-	struct result r = run_argv((const char *[]){NULL, NULL});
+	struct tu_result r = tu_cuscope((const char *[]){NULL, NULL});
 
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_str_eq(r.out, "");
 	ck_assert_msg(strstr(r.err, "usage: cuscope") != NULL, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_unknown_command)
 {
-	struct result r = run("frobnicate", "x.db"), h = run("help", "frobnicate");
+	struct tu_result r = run("frobnicate", "x.db"), h = run("help", "frobnicate");
 
-	assert_one_line_error(&r, "unknown command");
+	tu_assert_one_line_error(&r, "unknown command");
 	ck_assert_msg(strstr(r.err, "'frobnicate'") != NULL, "%s", r.err);
-	assert_one_line_error(&h, "help for an unknown command");
-	result_free(&r);
-	result_free(&h);
+	tu_assert_one_line_error(&h, "help for an unknown command");
+	tu_result_free(&r);
+	tu_result_free(&h);
 }
 END_TEST
 
 START_TEST(test_bad_option)
 {
-	struct result a = run("info", "--bogus", sample_db), b = run("stats", "-Z", sample_db),
-		      c = run("--bogus"), d = run("stats", "--format", "xml", sample_db),
-		      e = run("stats", "--limit", "ten", sample_db),
-		      f = run("stats", sample_db, "--format");
+	struct tu_result a = run("info", "--bogus", sample_db), b = run("stats", "-Z", sample_db),
+			 c = run("--bogus"), d = run("stats", "--format", "xml", sample_db),
+			 e = run("stats", "--limit", "ten", sample_db),
+			 f = run("stats", sample_db, "--format");
 
-	assert_one_line_error(&a, "info --bogus");
+	tu_assert_one_line_error(&a, "info --bogus");
 	ck_assert_msg(strstr(a.err, "'--bogus'") && strstr(a.err, "try 'cuscope info --help'"),
 		      "%s", a.err);
-	assert_one_line_error(&b, "stats -Z");
+	tu_assert_one_line_error(&b, "stats -Z");
 	ck_assert_msg(strstr(b.err, "'-Z'") && strstr(b.err, "try 'cuscope stats --help'"), "%s",
 		      b.err);
-	assert_one_line_error(&c, "cuscope --bogus");
-	assert_one_line_error(&d, "stats --format xml");
+	tu_assert_one_line_error(&c, "cuscope --bogus");
+	tu_assert_one_line_error(&d, "stats --format xml");
 	ck_assert_msg(strstr(d.err, "'xml'") != NULL, "%s", d.err);
-	assert_one_line_error(&e, "stats --limit ten");
+	tu_assert_one_line_error(&e, "stats --limit ten");
 	/* options stop at the first non-option: "--format" after FILE is an extra argument */
-	assert_one_line_error(&f, "stats FILE --format");
-	result_free(&a);
-	result_free(&b);
-	result_free(&c);
-	result_free(&d);
-	result_free(&e);
-	result_free(&f);
+	tu_assert_one_line_error(&f, "stats FILE --format");
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	tu_result_free(&e);
+	tu_result_free(&f);
 }
 END_TEST
 
@@ -453,15 +419,15 @@ START_TEST(test_missing_and_extra_file)
 	static const char *const commands[] = {"info", "stats"};
 
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		struct result a = run(commands[i]), b = run(commands[i], sample_db, sample_db),
-			      c = run(commands[i], "--format", "json");
+		struct tu_result a = run(commands[i]), b = run(commands[i], sample_db, sample_db),
+				 c = run(commands[i], "--format", "json");
 
-		assert_one_line_error(&a, "missing FILE");
-		assert_one_line_error(&b, "extra argument");
-		assert_one_line_error(&c, "missing FILE after options");
-		result_free(&a);
-		result_free(&b);
-		result_free(&c);
+		tu_assert_one_line_error(&a, "missing FILE");
+		tu_assert_one_line_error(&b, "extra argument");
+		tu_assert_one_line_error(&c, "missing FILE after options");
+		tu_result_free(&a);
+		tu_result_free(&b);
+		tu_result_free(&c);
 	}
 }
 END_TEST
@@ -470,7 +436,7 @@ END_TEST
 
 START_TEST(test_info_text)
 {
-	struct result r = run("info", sample_db);
+	struct tu_result r = run("info", sample_db);
 	char v[256];
 
 	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
@@ -512,13 +478,13 @@ START_TEST(test_info_text)
 		assert_row(r.out, p200[5], p200, 6);
 		assert_row(r.out, dev[6], dev, 7);
 	}
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_info_json)
 {
-	struct result r = run("info", "--format", "json", sample_db);
+	struct tu_result r = run("info", "--format", "json", sample_db);
 	cJSON *doc, *procs, *p, *devs, *d, *events;
 
 	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
@@ -580,7 +546,7 @@ START_TEST(test_info_json)
 	ck_assert_int_eq(json_num(d, "sm_count"), 132);
 	ck_assert_str_eq(json_str(d, "compute_capability"), "9.0");
 	cJSON_Delete(doc);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -588,7 +554,7 @@ END_TEST
 
 START_TEST(test_stats_text)
 {
-	struct result r = run("stats", sample_db);
+	struct tu_result r = run("stats", sample_db);
 	const char *b[] = {"50.0%",  "100 us", "1",    "100 us", "100 us",
 			   "100 us", "100 us", "0 ns", "B"};
 	const char *a[] = {"30.0%",   "60.0 us", "3",	    "20.0 us", "20.0 us",
@@ -620,15 +586,15 @@ START_TEST(test_stats_text)
 	assert_row(r.out, "10.49 GB/s", htod, 5);
 	assert_row(r.out, "0.41 GB/s", dtoh, 5);
 	assert_row(r.out, "0.13 GB/s", ms, 4);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_stats_limit_and_pid)
 {
-	struct result r = run("stats", "--limit", "1", sample_db);
-	struct result p = run("stats", "--pid", "100", sample_db);
-	struct result q = run("stats", "--pid", "200", "--format", "json", sample_db);
+	struct tu_result r = run("stats", "--limit", "1", sample_db);
+	struct tu_result p = run("stats", "--pid", "100", sample_db);
+	struct tu_result q = run("stats", "--pid", "200", "--format", "json", sample_db);
 	const char *b[] = {"62.5%",  "100 us", "1",    "100 us", "100 us",
 			   "100 us", "100 us", "0 ns", "B"};
 	const char *a[] = {"37.5%",   "60.0 us", "3",	    "20.0 us", "20.0 us",
@@ -660,15 +626,15 @@ START_TEST(test_stats_limit_and_pid)
 		"C");
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "memcpy")), 0);
 	cJSON_Delete(doc);
-	result_free(&r);
-	result_free(&p);
-	result_free(&q);
+	tu_result_free(&r);
+	tu_result_free(&p);
+	tu_result_free(&q);
 }
 END_TEST
 
 START_TEST(test_stats_json)
 {
-	struct result r = run("stats", "--format", "json", "--limit", "2", sample_db);
+	struct tu_result r = run("stats", "--format", "json", "--limit", "2", sample_db);
 	cJSON *doc, *kern, *top, *k, *more, *copies, *c, *ms;
 
 	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
@@ -727,7 +693,7 @@ START_TEST(test_stats_json)
 	ck_assert_int_eq(json_num(ms, "bytes"), 256);
 	ck_assert_int_eq(json_num(ms, "total_ns"), 2 * US);
 	cJSON_Delete(doc);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -744,8 +710,8 @@ static size_t text_width(const char *s, size_t len)
 
 START_TEST(test_stats_width)
 {
-	struct result whole = run("stats", long_name_db),
-		      cut = run("stats", "--width", "100", long_name_db);
+	struct tu_result whole = run("stats", long_name_db),
+			 cut = run("stats", "--width", "100", long_name_db);
 	const char *line;
 
 	ck_assert_msg(whole.rc == 0, "rc %d: %s", whole.rc, whole.err);
@@ -769,8 +735,8 @@ START_TEST(test_stats_width)
 			      line);
 		line = eol ? eol + 1 : line + len;
 	}
-	result_free(&whole);
-	result_free(&cut);
+	tu_result_free(&whole);
+	tu_result_free(&cut);
 }
 END_TEST
 
@@ -838,19 +804,19 @@ static void assert_refused(const char *path, const char *reason)
 
 	snprintf(prefix, sizeof(prefix), "cuscope: cannot open '%s': ", path);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		struct result r = run(commands[i], path),
-			      j = run(commands[i], "--format", "json", path);
+		struct tu_result r = run(commands[i], path),
+				 j = run(commands[i], "--format", "json", path);
 
-		assert_one_line_error(&r, reason);
-		assert_one_line_error(&j, reason);
+		tu_assert_one_line_error(&r, reason);
+		tu_assert_one_line_error(&j, reason);
 		ck_assert_msg(!strncmp(r.err, prefix, strlen(prefix)), "%s: %s", reason, r.err);
 		/* the library's reason follows the prefix once, not twice */
 		ck_assert_msg(strstr(r.err + strlen(prefix), "cannot open") == NULL, "%s: %s",
 			      reason, r.err);
 		ck_assert_msg(strlen(r.err) > strlen(prefix) + 1, "%s: no reason: %s", reason,
 			      r.err);
-		result_free(&r);
-		result_free(&j);
+		tu_result_free(&r);
+		tu_result_free(&j);
 	}
 }
 

@@ -30,38 +30,7 @@ static char *train_db, *counts_db;
 
 /* ---- running cuscope ---- */
 
-struct result {
-	int rc;
-	char *out, *err;
-};
-
-static struct result run_argv(const char **argv)
-{
-	static const char *const env[] = {"TZ=UTC", NULL};
-	struct result r;
-
-	argv[0] = tu_cuscope_bin();
-	r.rc = tu_run(argv, env, &r.out, &r.err);
-	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
-	return r;
-}
-
-#define run(...) run_argv((const char *[]){NULL, __VA_ARGS__, NULL})
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-/* A usage or input error: exit code 2, nothing on stdout, one line on stderr. */
-static void assert_one_line_error(const struct result *r, const char *what)
-{
-	ck_assert_msg(r->rc == 2, "%s: exit %d (stderr: %s)", what, r->rc, r->err);
-	ck_assert_msg(r->out[0] == '\0', "%s: stdout: %s", what, r->out);
-	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: %s", what, r->err);
-	ck_assert_msg(tu_count_lines(r->err) == 1, "%s: %s", what, r->err);
-}
+#define run(...) tu_cuscope((const char *[]){NULL, __VA_ARGS__, NULL})
 
 static char *rules_trace(const char *name)
 {
@@ -112,12 +81,13 @@ static int junit_failures(const char *xml)
 }
 
 /* Run the gate with --junit into a fresh file; returns the result and the XML (malloc'd). */
-static struct result gate_junit(const char *base, const char *new_, const char *config, char **xml)
+static struct tu_result gate_junit(const char *base, const char *new_, const char *config,
+				   char **xml)
 {
 	static int n;
 	char name[64];
 	char *path;
-	struct result r;
+	struct tu_result r;
 
 	snprintf(name, sizeof(name), "junit-%d.xml", n++);
 	path = tmp_file(name);
@@ -456,15 +426,15 @@ static void write_traces(void)
 
 static cJSON *diff_json(const char *base, const char *new_, const char *opt)
 {
-	struct result r = opt ? run("diff", "--format", "json", opt, base, new_)
-			      : run("diff", "--format", "json", base, new_);
+	struct tu_result r = opt ? run("diff", "--format", "json", opt, base, new_)
+				 : run("diff", "--format", "json", base, new_);
 	cJSON *doc;
 
 	ck_assert_msg(r.rc == 0, "diff: exit %d: %s", r.rc, r.err);
 	ck_assert_str_eq(r.err, "");
 	doc = cJSON_Parse(r.out);
 	ck_assert_msg(doc != NULL, "not JSON: %.300s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	return doc;
 }
 
@@ -661,14 +631,14 @@ START_TEST(test_trace_against_itself_passes)
 	paths[NRULES + 1] = strdup(counts_db); /* no steps: the whole trace is compared */
 	for (int i = 0; i < NRULES + 2; i++) {
 		char *xml;
-		struct result r = gate_junit(paths[i], paths[i], NULL, &xml);
+		struct tu_result r = gate_junit(paths[i], paths[i], NULL, &xml);
 
 		ck_assert_msg(r.rc == 0, "%s: exit %d: %s%s", paths[i], r.rc, r.out, r.err);
 		ck_assert_int_eq(junit_failures(xml), 0);
 		ck_assert_msg(strstr(r.out, "cuscope gate: PASS: 0 of "), "%s", r.out);
 		free(xml);
 		free(paths[i]);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 }
 END_TEST
@@ -676,7 +646,7 @@ END_TEST
 START_TEST(test_d2h_sync_pair)
 {
 	char *base = rules_trace("d2h-sync-fixed"), *bad = rules_trace("d2h-sync-bad"), *xml;
-	struct result r = gate_junit(base, bad, NULL, &xml);
+	struct tu_result r = gate_junit(base, bad, NULL, &xml);
 
 	/* the bad program adds 3 DtoH copies each followed by a host wait per step */
 	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
@@ -692,7 +662,7 @@ START_TEST(test_d2h_sync_pair)
 	ck_assert_int_eq(junit_case(xml, "step_time"), 0);
 	ck_assert_msg(strstr(r.out, "FAIL    host waits per step"), "%s", r.out);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 	free(base);
 	free(bad);
 }
@@ -702,7 +672,7 @@ START_TEST(test_cuda_core_scan_pair)
 {
 	char *base = rules_trace("cuda-core-scan-fixed"), *bad = rules_trace("cuda-core-scan-bad");
 	char *xml;
-	struct result r = gate_junit(base, bad, NULL, &xml);
+	struct tu_result r = gate_junit(base, bad, NULL, &xml);
 	const char *scan = "kernel_time: _ZN2at6native32tensor_kernel_scan_innermost_"
 			   "dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_";
 
@@ -713,7 +683,7 @@ START_TEST(test_cuda_core_scan_pair)
 	ck_assert_int_eq(junit_case(xml, "host_waits"), 0);
 	ck_assert_msg(strstr(xml, "new finding: [error] cuda-core-scan"), "%s", xml);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 
 	/* folded, the scan kernel is one name */
 	r = run("gate", "--fold", "--baseline", base, "--markdown", "-", bad);
@@ -724,7 +694,7 @@ START_TEST(test_cuda_core_scan_pair)
 		      "%s", r.out);
 	ck_assert_msg(strstr(r.out, "cuscope gate: FAIL:") == NULL, "text with markdown: %s",
 		      r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	free(base);
 	free(bad);
 }
@@ -734,14 +704,14 @@ START_TEST(test_empty_cache_pair)
 {
 	char *base = rules_trace("empty-cache-in-loop-fixed");
 	char *bad = rules_trace("empty-cache-in-loop-bad"), *xml;
-	struct result r = gate_junit(base, bad, NULL, &xml);
+	struct tu_result r = gate_junit(base, bad, NULL, &xml);
 
 	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
 	ck_assert_int_eq(junit_case(xml, "device_allocs"), 1);
 	ck_assert_int_eq(junit_case(xml, "step_time"), 1);
 	ck_assert_int_eq(junit_case(xml, "host_waits"), 0);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 	free(base);
 	free(bad);
 }
@@ -757,19 +727,19 @@ START_TEST(test_two_runs_of_one_loop)
 	char *b = rules_trace("memory-ceiling-thrash-fixed_real"), *xml;
 	char *cfg =
 		write_config("no-peak.json", "{\"metrics\": {\"peak_memory\": {\"gate\": false}}}");
-	struct result r = gate_junit(a, b, NULL, &xml);
+	struct tu_result r = gate_junit(a, b, NULL, &xml);
 
 	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
 	ck_assert_int_eq(junit_case(xml, "peak_memory"), 1);
 	ck_assert_int_eq(junit_failures(xml), 1);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 	r = gate_junit(a, b, cfg, &xml);
 	ck_assert_msg(r.rc == 0, "exit %d: %s%s", r.rc, r.out, r.err);
 	ck_assert_int_eq(junit_case(xml, "peak_memory"), -1);
 	ck_assert_int_eq(junit_case(xml, "step_time"), 0);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 	free(cfg);
 	free(a);
 	free(b);
@@ -783,7 +753,7 @@ static void assert_gate(const char *base, const char *new_, const char *config, 
 			const char *const *failing)
 {
 	char *xml;
-	struct result r = gate_junit(base, new_, config, &xml);
+	struct tu_result r = gate_junit(base, new_, config, &xml);
 	int n = 0;
 
 	ck_assert_msg(r.rc == want, "%s: exit %d, expected %d: %s%s", new_, r.rc, want, r.out,
@@ -794,7 +764,7 @@ static void assert_gate(const char *base, const char *new_, const char *config, 
 	ck_assert_msg(junit_failures(xml) == n, "%s: %d failures, expected %d: %s", new_,
 		      junit_failures(xml), n, xml);
 	free(xml);
-	result_free(&r);
+	tu_result_free(&r);
 }
 
 START_TEST(test_synthetic_identical_passes)
@@ -887,16 +857,16 @@ END_TEST
 START_TEST(test_synthetic_step_alignment)
 {
 	/* NVTX ranges around every step in one trace, around every 4 steps in the other */
-	struct result r = run("diff", "--step-range", "step*", nvtx1_db, nvtx4_db);
+	struct tu_result r = run("diff", "--step-range", "step*", nvtx1_db, nvtx4_db);
 	cJSON *doc;
 	const cJSON *row;
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(strstr(r.out, "each step found in new holds 4 of base's steps"), "%s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	r = run("diff", "--step-range", "step*", nvtx4_db, nvtx1_db);
 	ck_assert_msg(strstr(r.out, "each step found in base holds 4 of new's steps"), "%s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	doc = diff_json(nvtx1_db, nvtx4_db, "--step-range=step*");
 	row = json_row(doc, "step_time", NULL);
 	assert_near(json_num(row, "new"), 8 * MS, 0.01 * 8 * MS, "aligned step time");
@@ -1017,8 +987,8 @@ END_TEST
 
 START_TEST(test_diff_text_and_markdown)
 {
-	struct result r = run("diff", base_db, wait_db),
-		      m = run("diff", "-f", "markdown", base_db, wait_db);
+	struct tu_result r = run("diff", base_db, wait_db),
+			 m = run("diff", "-f", "markdown", base_db, wait_db);
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(strstr(r.out, "base: ") && strstr(r.out, "20 steps (period), 2 warm-up"),
@@ -1028,15 +998,15 @@ START_TEST(test_diff_text_and_markdown)
 	ck_assert_int_eq(m.rc, 0);
 	ck_assert_msg(strstr(m.out, "## cuscope diff"), "%s", m.out);
 	ck_assert_msg(strstr(m.out, "| host waits per step | 0 | 1 | +1 | worse |"), "%s", m.out);
-	result_free(&r);
-	result_free(&m);
+	tu_result_free(&r);
+	tu_result_free(&m);
 }
 END_TEST
 
 START_TEST(test_gate_markdown_file)
 {
 	char *md = tmp_file("gate.md"), *text;
-	struct result r = run("gate", "-q", "--baseline", base_db, "--markdown", md, copy_db);
+	struct tu_result r = run("gate", "-q", "--baseline", base_db, "--markdown", md, copy_db);
 
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_str_eq(r.out, "");
@@ -1049,19 +1019,19 @@ START_TEST(test_gate_markdown_file)
 	ck_assert_msg(strstr(text, "<details><summary>"), "%s", text);
 	free(text);
 	free(md);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_list_metrics)
 {
-	struct result r = run("gate", "--list-metrics");
+	struct tu_result r = run("gate", "--list-metrics");
 
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+2% and +200 us"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "host_waits") && strstr(r.out, "any increase"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "kernels with >= 1% of GPU time"), "%s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -1073,66 +1043,66 @@ START_TEST(test_bad_inputs)
 	char *bad_unit = write_config("unit.json",
 				      "{\"metrics\": {\"step_time\": {\"absolute\": \"1 MiB\"}}}");
 	char *junit_dir = tmp_file("no-such-dir/junit.xml");
-	struct result r;
+	struct tu_result r;
 
 	ck_assert_int_eq(tu_write_file(text, "hello\n", 6), 0);
 
 	r = run("gate", "--baseline", missing, base_db);
-	assert_one_line_error(&r, "missing baseline");
+	tu_assert_one_line_error(&r, "missing baseline");
 	ck_assert_msg(strstr(r.err, missing), "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, missing);
-	assert_one_line_error(&r, "missing new");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "missing new");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, text);
-	assert_one_line_error(&r, "not a trace");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "not a trace");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--config", bad_json, base_db);
-	assert_one_line_error(&r, "bad JSON");
+	tu_assert_one_line_error(&r, "bad JSON");
 	ck_assert_msg(strstr(r.err, "invalid JSON"), "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--config", unknown, base_db);
-	assert_one_line_error(&r, "unknown metric");
+	tu_assert_one_line_error(&r, "unknown metric");
 	ck_assert_msg(strstr(r.err, "unknown metric 'step_tim'"), "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--config", bad_unit, base_db);
-	assert_one_line_error(&r, "bad unit");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "bad unit");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--config", missing, base_db);
-	assert_one_line_error(&r, "missing config");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "missing config");
+	tu_result_free(&r);
 	r = run("gate", base_db);
-	assert_one_line_error(&r, "no baseline");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "no baseline");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db);
-	assert_one_line_error(&r, "no new trace");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "no new trace");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, base_db, base_db);
-	assert_one_line_error(&r, "two new traces");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "two new traces");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--junit", junit_dir, base_db);
-	assert_one_line_error(&r, "unwritable JUnit file");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "unwritable JUnit file");
+	tu_result_free(&r);
 	r = run("gate", "--baseline", base_db, "--step-range", "step*", base_db);
-	assert_one_line_error(&r, "no NVTX range");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "no NVTX range");
+	tu_result_free(&r);
 	/* steps in one trace and none in the other: nothing per step to compare */
 	r = run("gate", "--baseline", base_db, counts_db);
-	assert_one_line_error(&r, "not comparable");
+	tu_assert_one_line_error(&r, "not comparable");
 	ck_assert_msg(strstr(r.err, "cannot compare"), "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	r = run("diff", base_db);
-	assert_one_line_error(&r, "diff with one trace");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "diff with one trace");
+	tu_result_free(&r);
 	r = run("diff", "--format", "xml", base_db, base_db);
-	assert_one_line_error(&r, "diff bad format");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "diff bad format");
+	tu_result_free(&r);
 	r = run("diff", text, base_db);
-	assert_one_line_error(&r, "diff not a trace");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "diff not a trace");
+	tu_result_free(&r);
 	r = run("diff", "--config", unknown, base_db, base_db);
-	assert_one_line_error(&r, "diff unknown metric");
-	result_free(&r);
+	tu_assert_one_line_error(&r, "diff unknown metric");
+	tu_result_free(&r);
 	free(missing);
 	free(text);
 	free(bad_json);

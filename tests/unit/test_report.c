@@ -28,38 +28,7 @@ static cJSON *schema;
 
 /* ---- running cuscope ---- */
 
-struct result {
-	int rc;
-	char *out, *err;
-};
-
-static struct result run_argv(const char **argv)
-{
-	static const char *const env[] = {"TZ=UTC", NULL};
-	struct result r;
-
-	argv[0] = tu_cuscope_bin();
-	r.rc = tu_run(argv, env, &r.out, &r.err);
-	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
-	return r;
-}
-
-#define run(...) run_argv((const char *[]){NULL, "report", __VA_ARGS__, NULL})
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-/* A usage or input error: exit code 2, nothing on stdout, one line on stderr. */
-static void assert_one_line_error(const struct result *r, const char *what)
-{
-	ck_assert_msg(r->rc == 2, "%s: exit %d (stderr: %s)", what, r->rc, r->err);
-	ck_assert_msg(r->out[0] == '\0', "%s: stdout: %s", what, r->out);
-	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: %s", what, r->err);
-	ck_assert_msg(tu_count_lines(r->err) == 1, "%s: %s", what, r->err);
-}
+#define run(...) tu_cuscope((const char *[]){NULL, "report", __VA_ARGS__, NULL})
 
 /* ---- a JSON Schema validator for what docs/report-schema.json uses ---- */
 
@@ -387,7 +356,7 @@ static void write_loop(const char *path, int sync)
 
 START_TEST(test_text_train_small)
 {
-	struct result r = run(train_db);
+	struct tu_result r = run(train_db);
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_str_eq(r.err, "");
@@ -399,13 +368,13 @@ START_TEST(test_text_train_small)
 	ck_assert_msg(strstr(r.out, "step time: median "), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "GPU busy "), "%s", r.out);
 	ck_assert_msg(strchr(r.out, '\033') == NULL, "colour in a pipe: %s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_text_clean_says_no_findings)
 {
-	struct result r = run(clean_db), v = run("-v", clean_db);
+	struct tu_result r = run(clean_db), v = run("-v", clean_db);
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(strstr(r.out, "\nNo findings.\n") != NULL, "%s", r.out);
@@ -417,18 +386,18 @@ START_TEST(test_text_clean_says_no_findings)
 		      "%s", v.out);
 	ck_assert_msg(strstr(r.out, "Step ") == NULL, "%s", r.out);
 	ck_assert_msg(strchr(v.out, '\033') == NULL, "colour in a pipe: %s", v.out);
-	result_free(&r);
-	result_free(&v);
+	tu_result_free(&r);
+	tu_result_free(&v);
 }
 END_TEST
 
 START_TEST(test_text_no_structure)
 {
-	struct result r = run(counts_db);
+	struct tu_result r = run(counts_db);
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(strstr(r.out, "steps:     none found"), "%s", r.out);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -437,8 +406,8 @@ START_TEST(test_json_validates)
 	const char *files[] = {train_db, counts_db, clean_db, sync_db, backward_db};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		struct result r = run("--format", "json", files[i]),
-			      v = run("-f", "json", "-v", files[i]);
+		struct tu_result r = run("--format", "json", files[i]),
+				 v = run("-f", "json", "-v", files[i]);
 		cJSON *doc, *dv;
 
 		ck_assert_msg(r.rc == 0, "%s: exit %d: %s", files[i], r.rc, r.err);
@@ -453,16 +422,16 @@ START_TEST(test_json_validates)
 		ck_assert_str_eq(r.out, v.out);
 		cJSON_Delete(doc);
 		cJSON_Delete(dv);
-		result_free(&r);
-		result_free(&v);
+		tu_result_free(&r);
+		tu_result_free(&v);
 	}
 }
 END_TEST
 
 START_TEST(test_json_steps)
 {
-	struct result r = run("-f", "json", train_db),
-		      n = run("-f", "json", "--step-range", "step*", "--warmup", "4", train_db);
+	struct tu_result r = run("-f", "json", train_db),
+			 n = run("-f", "json", "--step-range", "step*", "--warmup", "4", train_db);
 	cJSON *a = report_json(r.out), *b = report_json(n.out);
 	const cJSON *sa = cJSON_GetObjectItem(a, "steps"), *sb = cJSON_GetObjectItem(b, "steps");
 	const cJSON *list = cJSON_GetObjectItem(sb, "list"), *first;
@@ -488,15 +457,15 @@ START_TEST(test_json_steps)
 	ck_assert(json_int(sb, "median_ns") <= json_int(sb, "p90_ns"));
 	cJSON_Delete(a);
 	cJSON_Delete(b);
-	result_free(&r);
-	result_free(&n);
+	tu_result_free(&r);
+	tu_result_free(&n);
 }
 END_TEST
 
 /* The validator itself: a missing key or a wrong type fails. */
 START_TEST(test_schema_catches_mistakes)
 {
-	struct result r = run("-f", "json", clean_db);
+	struct tu_result r = run("-f", "json", clean_db);
 	cJSON *doc = report_json(r.out), *copy;
 	char msg[512];
 
@@ -540,13 +509,13 @@ START_TEST(test_schema_catches_mistakes)
 	}
 	cJSON_Delete(copy);
 	cJSON_Delete(doc);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(test_markdown)
 {
-	struct result r = run("--format", "markdown", train_db), c = run("-f", "md", clean_db);
+	struct tu_result r = run("--format", "markdown", train_db), c = run("-f", "md", clean_db);
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(!strncmp(r.out, "## cuscope report: `train_small.db`\n", 36), "%s", r.out);
@@ -556,8 +525,8 @@ START_TEST(test_markdown)
 	ck_assert_int_eq(c.rc, 0);
 	ck_assert_msg(strstr(c.out, "**No findings.**"), "%s", c.out);
 	ck_assert_msg(strchr(r.out, '\033') == NULL, "%s", r.out);
-	result_free(&r);
-	result_free(&c);
+	tu_result_free(&r);
+	tu_result_free(&c);
 }
 END_TEST
 
@@ -566,8 +535,8 @@ START_TEST(test_list_rules)
 	static const char *const ids[] = {"d2h-sync", "empty-cache-in-loop",
 					  "memory-ceiling-thrash", "launch-starvation",
 					  "cuda-core-scan"};
-	struct result r = run("--list-rules"), j = run("--list-rules", "--format", "json"),
-		      x = run("--list-rules", train_db);
+	struct tu_result r = run("--list-rules"), j = run("--list-rules", "--format", "json"),
+			 x = run("--list-rules", train_db);
 	cJSON *doc;
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
@@ -590,10 +559,10 @@ START_TEST(test_list_rules)
 		json_str(o, "source");
 	}
 	cJSON_Delete(doc);
-	assert_one_line_error(&x, "--list-rules with a file");
-	result_free(&r);
-	result_free(&j);
-	result_free(&x);
+	tu_assert_one_line_error(&x, "--list-rules with a file");
+	tu_result_free(&r);
+	tu_result_free(&j);
+	tu_result_free(&x);
 }
 END_TEST
 
@@ -615,13 +584,13 @@ static int rules_of(const char *out, char *buf, size_t size)
 
 START_TEST(test_rules_and_skip)
 {
-	struct result a = run("-f", "json", "--rules", "d2h-sync", clean_db),
-		      b = run("-f", "json", "--rules", "cuda-core-scan, d2h-sync", clean_db),
-		      c = run("-f", "json", "--skip", "d2h-sync,launch-starvation", clean_db),
-		      d = run("-f", "json", "--rules", "d2h-sync,cuda-core-scan", "--skip",
-			      "d2h-sync", clean_db),
-		      e = run("--rules", "d2h-sync,no-such-rule", clean_db),
-		      f = run("--skip", "nope", clean_db), g = run("--rules", ",", clean_db);
+	struct tu_result a = run("-f", "json", "--rules", "d2h-sync", clean_db),
+			 b = run("-f", "json", "--rules", "cuda-core-scan, d2h-sync", clean_db),
+			 c = run("-f", "json", "--skip", "d2h-sync,launch-starvation", clean_db),
+			 d = run("-f", "json", "--rules", "d2h-sync,cuda-core-scan", "--skip",
+				 "d2h-sync", clean_db),
+			 e = run("--rules", "d2h-sync,no-such-rule", clean_db),
+			 f = run("--skip", "nope", clean_db), g = run("--rules", ",", clean_db);
 	char buf[512];
 
 	ck_assert_msg(a.rc == 0, "%s", a.err);
@@ -633,17 +602,17 @@ START_TEST(test_rules_and_skip)
 	ck_assert_str_eq(buf, "empty-cache-in-loop,memory-ceiling-thrash,cuda-core-scan");
 	ck_assert_int_eq(rules_of(d.out, buf, sizeof(buf)), 1);
 	ck_assert_str_eq(buf, "cuda-core-scan");
-	assert_one_line_error(&e, "unknown rule");
+	tu_assert_one_line_error(&e, "unknown rule");
 	ck_assert_msg(strstr(e.err, "'no-such-rule'") != NULL, "%s", e.err);
-	assert_one_line_error(&f, "unknown skipped rule");
-	assert_one_line_error(&g, "empty rule list");
-	result_free(&a);
-	result_free(&b);
-	result_free(&c);
-	result_free(&d);
-	result_free(&e);
-	result_free(&f);
-	result_free(&g);
+	tu_assert_one_line_error(&f, "unknown skipped rule");
+	tu_assert_one_line_error(&g, "empty rule list");
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	tu_result_free(&e);
+	tu_result_free(&f);
+	tu_result_free(&g);
 }
 END_TEST
 
@@ -665,34 +634,34 @@ START_TEST(test_fail_on)
 	const char *files[] = {clean_db, sync_db, train_db};
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
-		struct result j = run("-f", "json", files[f]), plain = run(files[f]);
+		struct tu_result j = run("-f", "json", files[f]), plain = run(files[f]);
 
 		/* findings alone never change the exit code */
 		ck_assert_int_eq(j.rc, 0);
 		ck_assert_int_eq(plain.rc, 0);
 		for (int l = 0; l < 3; l++) {
-			struct result r = run("--fail-on", levels[l], files[f]),
-				      rj = run("--fail-on", levels[l], "-f", "json", files[f]);
+			struct tu_result r = run("--fail-on", levels[l], files[f]),
+					 rj = run("--fail-on", levels[l], "-f", "json", files[f]);
 
 			ck_assert_msg(r.rc == expected_fail(j.out, l + 1), "%s --fail-on %s: %d",
 				      files[f], levels[l], r.rc);
 			ck_assert_int_eq(rj.rc, r.rc);
 			ck_assert_str_eq(rj.out, j.out);
-			result_free(&r);
-			result_free(&rj);
+			tu_result_free(&r);
+			tu_result_free(&rj);
 		}
-		result_free(&j);
-		result_free(&plain);
+		tu_result_free(&j);
+		tu_result_free(&plain);
 	}
 	/* a clean trace passes the strictest gate */
 	{
-		struct result r = run("--fail-on", "info", clean_db),
-			      bad = run("--fail-on", "fatal", clean_db);
+		struct tu_result r = run("--fail-on", "info", clean_db),
+				 bad = run("--fail-on", "fatal", clean_db);
 
 		ck_assert_int_eq(r.rc, 0);
-		assert_one_line_error(&bad, "bad --fail-on");
-		result_free(&r);
-		result_free(&bad);
+		tu_assert_one_line_error(&bad, "bad --fail-on");
+		tu_result_free(&r);
+		tu_result_free(&bad);
 	}
 }
 END_TEST
@@ -701,8 +670,8 @@ END_TEST
  * and the user's line (the innermost frame outside torch). */
 START_TEST(test_findings_output)
 {
-	struct result j = run("-f", "json", sync_db), t = run(sync_db), v = run("-v", sync_db),
-		      m = run("-f", "markdown", sync_db);
+	struct tu_result j = run("-f", "json", sync_db), t = run(sync_db), v = run("-v", sync_db),
+			 m = run("-f", "markdown", sync_db);
 	cJSON *doc = report_json(j.out), *f;
 	int64_t prev = INT64_MAX;
 	int located = 0;
@@ -745,18 +714,18 @@ START_TEST(test_findings_output)
 	ck_assert_msg(located > 0, "%s", t.out);
 	ck_assert_msg(strchr(t.out, '\033') == NULL, "%s", t.out);
 	cJSON_Delete(doc);
-	result_free(&j);
-	result_free(&t);
-	result_free(&v);
-	result_free(&m);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&v);
+	tu_result_free(&m);
 }
 END_TEST
 
 /* A stack borrowed by an autograd engine thread names the line that called loss.backward(). */
 START_TEST(test_borrowed_stack_location)
 {
-	struct result j = run("-f", "json", backward_db), t = run(backward_db),
-		      v = run("-v", backward_db);
+	struct tu_result j = run("-f", "json", backward_db), t = run(backward_db),
+			 v = run("-v", backward_db);
 	cJSON *doc = report_json(j.out), *f;
 	int located = 0;
 
@@ -787,9 +756,9 @@ START_TEST(test_borrowed_stack_location)
 				    "main thread's, waiting in backward()]"),
 		      "%s", v.out);
 	cJSON_Delete(doc);
-	result_free(&j);
-	result_free(&t);
-	result_free(&v);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&v);
 }
 END_TEST
 
@@ -798,7 +767,7 @@ START_TEST(test_bad_usage)
 	char *text = tu_path(tmp_dir, "notes.txt"), *missing = tu_path(tmp_dir, "missing.db");
 
 	ck_assert_int_eq(tu_write_file(text, "hello\n", 6), 0);
-	struct result r[] = {
+	struct tu_result r[] = {
 		run(missing),
 		run(text),
 		run("--format", "yaml", train_db),
@@ -811,22 +780,22 @@ START_TEST(test_bad_usage)
 		run("--no-such-option", train_db),
 		run(train_db, counts_db),
 	};
-	struct result none = run_argv((const char *[]){NULL, "report", NULL});
-	struct result help = run("--help");
+	struct tu_result none = tu_cuscope((const char *[]){NULL, "report", NULL});
+	struct tu_result help = run("--help");
 
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
 		char what[32];
 
 		snprintf(what, sizeof(what), "case %zu", i);
-		assert_one_line_error(&r[i], what);
-		result_free(&r[i]);
+		tu_assert_one_line_error(&r[i], what);
+		tu_result_free(&r[i]);
 	}
-	assert_one_line_error(&none, "no file");
+	tu_assert_one_line_error(&none, "no file");
 	ck_assert_int_eq(help.rc, 0);
 	ck_assert_msg(!strncmp(help.out, "usage: cuscope report", 21), "%s", help.out);
 	ck_assert_msg(strstr(help.out, "--fail-on"), "%s", help.out);
-	result_free(&none);
-	result_free(&help);
+	tu_result_free(&none);
+	tu_result_free(&help);
 	free(text);
 	free(missing);
 }

@@ -1,4 +1,5 @@
 /* testutil.c - helpers shared by the unit tests: temporary directories, files, child processes. */
+#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -196,6 +197,32 @@ const char *tu_source_root(void)
 	const char *r = getenv("CUSCOPE_SOURCE_ROOT");
 
 	return r ? r : ".";
+}
+
+struct tu_result tu_cuscope(const char **argv)
+{
+	static const char *const env[] = {"TZ=UTC", NULL};
+	struct tu_result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
+
+void tu_result_free(struct tu_result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+void tu_assert_one_line_error(const struct tu_result *r, const char *what)
+{
+	ck_assert_msg(r->rc == 2, "%s: exit code %d, stderr: %s", what, r->rc, r->err);
+	ck_assert_msg(r->out[0] == '\0', "%s: stdout not empty: %s", what, r->out);
+	ck_assert_msg(tu_count_lines(r->err) == 1 && r->err[strlen(r->err) - 1] == '\n',
+		      "%s: stderr is not one line: '%s'", what, r->err);
+	ck_assert_msg(!strncmp(r->err, "cuscope: ", 9), "%s: stderr: %s", what, r->err);
 }
 
 char *tu_source_file(const char *rel)

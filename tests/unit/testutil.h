@@ -25,6 +25,18 @@ const char *tu_cuscope_bin(void);
 /* The project's source root ($CUSCOPE_SOURCE_ROOT), for committed data under tests/data and
  * samples/. */
 const char *tu_source_root(void);
+/* What running cuscope gave: its exit code, stdout and stderr (malloc'd, NUL-terminated). */
+struct tu_result {
+	int rc;
+	char *out, *err;
+};
+/* Run cuscope with argv[1..] (argv[0], which must be there, is filled in) and TZ=UTC for stable
+ * wall-clock times; fails the test when it cannot run. */
+struct tu_result tu_cuscope(const char **argv);
+void tu_result_free(struct tu_result *r);
+/* A usage or input error: exit code 2, nothing on stdout, one line on stderr starting "cuscope: ".
+ */
+void tu_assert_one_line_error(const struct tu_result *r, const char *what);
 /* tu_source_root()/rel, malloc'd. */
 char *tu_source_file(const char *rel);
 /* Setting up test data in main(), where ck_assert cannot be used: when !ok, print "TEST: cannot
