@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/trace.h"
 #include "trace/trace_internal.h"
 
@@ -108,23 +109,6 @@ static uint64_t hash_mix(uint64_t h, uint64_t v)
 	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	v = (v ^ (v >> 27)) * 0x94d049bb133111ebULL;
 	return v ^ (v >> 31);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return CS_ERR_NOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
 }
 
 /*
@@ -562,8 +546,8 @@ int64_t cs_writer_intern_len(cs_trace_writer *w, const char *s, size_t len)
 	if (w->failed)
 		return w->failed;
 	if ((rc = hindex_reserve(&w->strings_idx)) ||
-	    (rc = grow((void **)&w->strings, &w->strings_cap, w->nstrings + 1,
-		       sizeof(*w->strings))))
+	    (rc = cs_grow((void **)&w->strings, &w->strings_cap, w->nstrings + 1,
+			  sizeof(*w->strings))))
 		return fail(w, rc, "out of memory");
 	hash = hash_bytes(s, len);
 	i = hindex_find(&w->strings_idx, hash, str_eq, &key, &slot);
@@ -915,7 +899,7 @@ static int64_t frame_id(cs_trace_writer *w, const cs_frame *f)
 	hash = hash_mix(hash_mix(hash_mix(hash, (uint64_t)e.module_id), (uint64_t)e.symbol_id),
 			(uint64_t)e.file_id);
 	if ((rc = hindex_reserve(&w->frames_idx)) ||
-	    (rc = grow((void **)&w->frames, &w->frames_cap, w->nframes + 1, sizeof(*w->frames))))
+	    (rc = cs_grow((void **)&w->frames, &w->frames_cap, w->nframes + 1, sizeof(*w->frames))))
 		return fail(w, rc, "out of memory");
 	i = hindex_find(&w->frames_idx, hash, frame_eq, &key, &slot);
 	if (i >= 0)
@@ -969,7 +953,7 @@ int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n)
 		return w->failed;
 	/* The frame ids go at the end of stack_fids; they stay there only when the stack is new. */
 	off = w->nfids;
-	if (grow((void **)&w->stack_fids, &w->fids_cap, off + (size_t)n, sizeof(*w->stack_fids)))
+	if (cs_grow((void **)&w->stack_fids, &w->fids_cap, off + (size_t)n, sizeof(*w->stack_fids)))
 		return fail(w, CS_ERR_NOMEM, "out of memory");
 	for (int d = 0; d < n; d++) {
 		int64_t fid = frame_id(w, &frames[d]);
@@ -980,7 +964,7 @@ int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n)
 		hash = hash_mix(hash, (uint64_t)fid);
 	}
 	if ((rc = hindex_reserve(&w->stacks_idx)) ||
-	    (rc = grow((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1, sizeof(*w->stacks))))
+	    (rc = cs_grow((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1, sizeof(*w->stacks))))
 		return fail(w, rc, "out of memory");
 	key.w = w;
 	key.fids = w->stack_fids + off;
@@ -1075,7 +1059,7 @@ static struct ov_track *ov_track_get(struct ov_state *o, struct ov_source *src, 
 		if (t->kind == kind && t->pid == pid && t->a == a && t->b == b)
 			return src->last = t;
 	}
-	if (grow((void **)&o->tracks, &o->cap, o->n + 1, sizeof(*o->tracks)))
+	if (cs_grow((void **)&o->tracks, &o->cap, o->n + 1, sizeof(*o->tracks)))
 		return NULL;
 	t = &o->tracks[o->n];
 	memset(t, 0, sizeof(*t));

@@ -36,6 +36,7 @@
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "view/api.h"
 
@@ -241,15 +242,8 @@ static struct view_track *track_get(struct track_set *s, enum view_track_kind ki
 		if (s->hkeys[j] == key && t->kind == kind && t->pid == pid && ta == a && tb == b)
 			return t;
 	}
-	if (s->ntracks == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 32;
-		struct view_track *nt = realloc(s->tracks, ncap * sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		s->tracks = nt;
-		s->cap = ncap;
-	}
+	if (cs_grow((void **)&s->tracks, &s->cap, s->ntracks + 1, sizeof(*s->tracks)))
+		return NULL;
 	t = &s->tracks[s->ntracks++];
 	memset(t, 0, sizeof(*t));
 	t->kind = kind;
@@ -371,15 +365,8 @@ static int sample_add(struct view_track *t, int64_t ts, int64_t value)
 		t->samples[t->nsamples - 1].value = value;
 		return 0;
 	}
-	if (t->nsamples == t->samples_cap) {
-		size_t ncap = t->samples_cap ? t->samples_cap * 2 : 64;
-		struct view_sample *ns = realloc(t->samples, ncap * sizeof(*ns));
-
-		if (!ns)
-			return CS_ERR_NOMEM;
-		t->samples = ns;
-		t->samples_cap = ncap;
-	}
+	if (cs_grow((void **)&t->samples, &t->samples_cap, t->nsamples + 1, sizeof(*t->samples)))
+		return CS_ERR_NOMEM;
 	t->samples[t->nsamples].t = ts;
 	t->samples[t->nsamples].value = value;
 	t->nsamples++;
@@ -724,15 +711,8 @@ static int row_memory(const int64_t *v, void *arg)
 		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
 		if (!t)
 			return CS_ERR_NOMEM;
-		if (p->nlive == p->live_cap) {
-			size_t ncap = p->live_cap ? p->live_cap * 2 : 256;
-			struct live_alloc *nl = realloc(p->live, ncap * sizeof(*nl));
-
-			if (!nl)
-				return CS_ERR_NOMEM;
-			p->live = nl;
-			p->live_cap = ncap;
-		}
+		if (cs_grow((void **)&p->live, &p->live_cap, p->nlive + 1, sizeof(*p->live)))
+			return CS_ERR_NOMEM;
 		p->live[p->nlive].pid = pid;
 		p->live[p->nlive].vmm = vmm;
 		p->live[p->nlive].address = address;

@@ -1,0 +1,25 @@
+/* grow.c - growing arrays (include/cuscope/grow.h). */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuscope/error.h"
+#include "cuscope/grow.h"
+
+int cs_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	if (size && n > SIZE_MAX / size)
+		return CS_ERR_NOMEM;
+	q = realloc(*p, n * size);
+	if (!q)
+		return CS_ERR_NOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
