@@ -803,6 +803,14 @@ struct gpu_op {
 	int cls, is_async;
 };
 
+/* The gpu_op of a cs_kernel, cs_memcpy or cs_memset x (the fields they share), of class cls. */
+#define GPU_OP_OF(x, api_kind, cls, is_async)                                                \
+	{                                                                                    \
+		(x)->start, (x)->end, (x)->launch_start, (x)->launch_end, (x)->pid,          \
+			(x)->launch_tid, (x)->context_id, (x)->stream_id, (x)->device_id,    \
+			(x)->launch_cbid, (api_kind), (x)->correlation_id, (cls), (is_async) \
+	}
+
 static int emit_gpu_op(struct driver *d, const struct gpu_op *op, struct ex_event *e)
 {
 	struct ex_track *g, *lane, *host = NULL;
@@ -864,22 +872,7 @@ static int known_span(int64_t start, int64_t end)
 static int on_kernel(struct driver *d, const cs_kernel *k)
 {
 	struct ex_event e;
-	struct gpu_op op = {
-		k->start,
-		k->end,
-		k->launch_start,
-		k->launch_end,
-		k->pid,
-		k->launch_tid,
-		k->context_id,
-		k->stream_id,
-		k->device_id,
-		k->launch_cbid,
-		k->launch_api_kind,
-		k->correlation_id,
-		LAUNCH_KERNEL,
-		1,
-	};
+	struct gpu_op op = GPU_OP_OF(k, k->launch_api_kind, LAUNCH_KERNEL, 1);
 	const struct ex_device *info = NULL;
 	int index;
 
@@ -942,22 +935,7 @@ static void copy_args(struct ex_event *e, int32_t device, uint32_t context, uint
 static int on_memcpy(struct driver *d, const cs_memcpy *m)
 {
 	struct ex_event e;
-	struct gpu_op op = {
-		m->start,
-		m->end,
-		m->launch_start,
-		m->launch_end,
-		m->pid,
-		m->launch_tid,
-		m->context_id,
-		m->stream_id,
-		m->device_id,
-		m->launch_cbid,
-		0,
-		m->correlation_id,
-		LAUNCH_MEMCPY,
-		m->is_async,
-	};
+	struct gpu_op op = GPU_OP_OF(m, 0, LAUNCH_MEMCPY, m->is_async);
 	int idx = (clamp15(m->copy_kind) * 16 + clamp15(m->src_kind)) * 16 + clamp15(m->dst_kind);
 
 	if (!known_span(m->start, m->end)) {
@@ -991,22 +969,7 @@ static int on_memset(struct driver *d, const cs_memset *m)
 		"Memset (Device Static)", "Memset (Managed Static)",
 	};
 	struct ex_event e;
-	struct gpu_op op = {
-		m->start,
-		m->end,
-		m->launch_start,
-		m->launch_end,
-		m->pid,
-		m->launch_tid,
-		m->context_id,
-		m->stream_id,
-		m->device_id,
-		m->launch_cbid,
-		0,
-		m->correlation_id,
-		LAUNCH_MEMSET,
-		m->is_async,
-	};
+	struct gpu_op op = GPU_OP_OF(m, 0, LAUNCH_MEMSET, m->is_async);
 	int kind = m->mem_kind >= 0 && m->mem_kind <= 7 ? m->mem_kind : 0;
 
 	if (!known_span(m->start, m->end)) {
