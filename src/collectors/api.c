@@ -12,7 +12,6 @@
  * The classes are decided once at start-up from the API names CUPTI reports, so the importer needs
  * no CUDA headers and new API versions (cudaFoo_v2) fall into the class of their base name.
  */
-#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,25 +28,7 @@
 static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
 static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
 static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
-static int api_all, api_census, api_stacks, api_activity;
-
-typedef CUptiResult(CUPTIAPI *enable_api_fn)(CUpti_CallbackId, uint8_t);
-
-/* With api_activity, the calls that come as CUPTI API activity records (api_activity.c) instead of
- * callbacks: the frequent ones whose arguments and stacks are not recorded. */
-static int class_by_activity(int cls)
-{
-	switch (cls) {
-	case CS_APICLASS_LAUNCH:
-	case CS_APICLASS_GRAPH_LAUNCH:
-	case CS_APICLASS_MEMSET:
-		return 1;
-	case CS_APICLASS_MEMCPY_ASYNC:
-		return !api_stacks;
-	default:
-		return 0;
-	}
-}
+static int api_all, api_census, api_stacks;
 
 /* The calls whose stack is captured with --backtrace: what analyzers blame. */
 static int class_wants_stack(int cls)
@@ -179,14 +160,8 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
 			     uint8_t *classes, uint32_t *names)
 {
-	int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
-	enable_api_fn by_activity = NULL;
 	int enabled = 0;
 
-	/* Looked up rather than linked: CUPTI has had them only since CUDA 12. */
-	if (api_activity)
-		by_activity = (enable_api_fn)dlsym(RTLD_DEFAULT, driver ? "cuptiActivityEnableDriverApi"
-									: "cuptiActivityEnableRuntimeApi");
 	for (int id = 1; id < max; id++) {
 		const char *name = NULL;
 		int cls;
@@ -200,33 +175,22 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
 			continue;
 		names[id] = cs_intern(name, (size_t)-1);
-		if (by_activity && class_by_activity(cls) &&
-		    by_activity((CUpti_CallbackId)id, 1) == CUPTI_SUCCESS) {
-			cs_api_activity_route(driver, (uint32_t)id, cls, names[id]);
-			enabled++;
-			continue;
-		}
 		if (cuptiEnableCallback(1, sub, domain, (CUpti_CallbackId)id) == CUPTI_SUCCESS)
 			enabled++;
 	}
 	return enabled;
 }
 
-int cs_api_enable(CUpti_SubscriberHandle sub, const struct cs_api_config *cfg)
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks)
 {
 	int n = 0;
 
-	api_stacks = cfg->stacks;
-	api_all = cfg->all;
-	api_census = cfg->census;
-	/* Census counts calls in the callbacks; capture ranges need the correlation ids of calls as
-	 * they are made. */
-	api_activity = cfg->activity && !cfg->census && !cfg->ranged;
-	if (api_activity)
-		cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	if (cfg->domains & 1)
+	api_stacks = stacks;
+	api_all = all;
+	api_census = census;
+	if (domains & 1)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_name);
-	if (cfg->domains & 2)
+	if (domains & 2)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class,
 				       drv_name);
 	return n;

@@ -93,18 +93,6 @@ void cs_stacks_atfork_prepare(void);
 void cs_stacks_atfork_parent(void);
 void cs_stacks_atfork_child(void);
 
-/* ---- api_activity.c: calls from CUPTI API activity records ---- */
-/* Record the calls of id cbid (runtime, or driver when driver is 1) from their activity records, as
- * class cls named name_sid. */
-void cs_api_activity_route(int driver, uint32_t cbid, int cls, uint32_t name_sid);
-/* Decode a CUPTI_ACTIVITY_KIND_RUNTIME or _DRIVER record into a CS_REC_API. */
-void cs_decode_api_activity(const void *activity);
-/* Development: fold (1, the default) or keep (0) the driver records of calls made inside runtime
- * calls. */
-void cs_api_activity_set_fold(int fold);
-/* Write the driver records still held to see whether a runtime call was around them (at exit). */
-void cs_api_activity_finish(void);
-
 /* ---- api.c ---- */
 /* Classify a callback by the API's name (enum cs_api_class). */
 int cs_api_class_of(const char *name);

@@ -20,9 +20,6 @@
  *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
  *   flush_ms=N       flush period (default 200)
  *   quiet            no messages on stderr
- *   launch=activity  launches, graph launches, asynchronous copies and sets from CUPTI API
- *                    activity records instead of callbacks (launch=callback: from callbacks;
- *                    no_fold: keep the records of driver calls made inside runtime calls)
  *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
  *                    leave one source or mechanism out (to measure what each costs)
  *
@@ -55,7 +52,6 @@ struct inject_options {
 	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
 	int backtrace; /* capture stacks at waits, copies, allocations and frees */
 	int no_pool;   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
-	int launch_activity; /* launches, copies and sets from API activity records (api_activity.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -136,12 +132,6 @@ static void parse_options(void)
 			opts.backtrace = 0;
 		else if (strcmp(tok, "no_pool") == 0)
 			opts.no_pool = 1;
-		else if (strcmp(tok, "launch=activity") == 0)
-			opts.launch_activity = 1;
-		else if (strcmp(tok, "launch=callback") == 0)
-			opts.launch_activity = 0;
-		else if (strcmp(tok, "no_fold") == 0)
-			cs_api_activity_set_fold(0);
 		else if (strcmp(tok, "cb=runtime") == 0)
 			opts.cb_domains = 1;
 		else if (strcmp(tok, "cb=driver") == 0)
@@ -297,7 +287,6 @@ static void inject_shutdown(void)
 	if (cs_inject_active()) {
 		if (atomic_load(&subscribed))
 			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		cs_api_activity_finish();
 		cuptiGetTimestamp(&now);
 		cs_write_clock_record(now);
 		report_dropped(1);
@@ -517,18 +506,9 @@ int InitializeInjection(void)
 	 * dlopen/dlsym). */
 	if (opts.backtrace && cs_stacks_init(1))
 		opts.backtrace = 0;
-	if (!opts.no_callbacks) {
-		struct cs_api_config cfg = {
-			.all = opts.api_all,
-			.census = opts.census,
-			.domains = opts.cb_domains,
-			.stacks = opts.backtrace,
-			.activity = opts.launch_activity,
-			.ranged = opts.capture_profiler || opts.capture_nvtx,
-		};
-
-		cs_api_enable(subscriber, &cfg);
-	}
+	if (!opts.no_callbacks)
+		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
+			      opts.backtrace);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

@@ -13,17 +13,9 @@ int cs_capture_profiler_api(void);
 
 void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data);
-/* Which API calls are recorded, and how. */
-struct cs_api_config {
-	int all;      /* every call, not only those of a class (--api=all) */
-	int census;   /* count calls per id (development) */
-	int domains;  /* 1 runtime, 2 driver, 3 both */
-	int stacks;   /* capture stacks at the calls analyzers blame */
-	int activity; /* frequent calls from API activity records rather than callbacks */
-	int ranged;   /* capture ranges are on: their correlation ids need callbacks */
-};
-/* Enable recording of the API calls; returns how many ids were enabled. */
-int cs_api_enable(CUpti_SubscriberHandle sub, const struct cs_api_config *cfg);
+/* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both); returns
+ * how many ids were enabled. */
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks);
 /* Print the per-API call counts of census mode on stderr. */
 void cs_api_census_report(void);
 

@@ -122,10 +122,6 @@ int cs_decode_activity(const void *activity)
 	case CUPTI_ACTIVITY_KIND_DEVICE:
 		cs_decode_device(a);
 		return 1;
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-		cs_decode_api_activity(a);
-		return 1;
 	default:
 		return 0;
 	}

@@ -26,8 +26,7 @@ L=$W/launch_loop
 "$NVCC" -O2 -arch=sm_90 -o "$L" tests/gpu/programs/launch_loop.cu || { say "nvcc failed"; exit 2; }
 
 # name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope
-VARIANTS=(${LAUNCH_VARIANTS:-none default launch=activity no_sync no_memory launch=activity,no_sync,no_memory
-	no_callbacks no_callbacks,no_memory,no_sync,no_nvtx})
+VARIANTS=(none default no_pool no_callbacks "no_callbacks,no_memory,no_sync,no_nvtx")
 for r in $(seq 1 "$ROUNDS"); do
 	line="round $r:"
 	for v in "${VARIANTS[@]}"; do
@@ -63,21 +62,4 @@ for n in names:
         add = f"{statistics.median([x - b for x, b in zip(xs, base)]):+.3f}"
     print(f"{n:44s} {statistics.median(xs):20.3f} {rng:>17s} {add:>15s}")
 PY
-
-# Launches from API activity records: does CUPTI write a record for the driver call inside each
-# runtime launch, and does cuscope fold it? API rows by name with --api=all, folded and not.
-for v in launch=activity launch=activity,no_fold; do
-	CUSCOPE_RECORD_EXTRA=$v,api=all "$C" record -q -o "$W/a.db" --force -- "$L" 1000 >"$W/out" 2>&1
-	python3 - "$W/a.db" "$v" <<'PY' | tee -a "$log"
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-rows = c.execute("select s.value, count(*) from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s "
-                 "on s.id = r.nameId where s.value like '%aunch%' group by 1").fetchall()
-k = c.execute("select launchApiKind, count(*) from CUPTI_ACTIVITY_KIND_KERNEL group by 1").fetchall()
-same = c.execute("select count(*) from (select correlationId from CUPTI_ACTIVITY_KIND_RUNTIME "
-                 "group by correlationId having count(*) > 1)").fetchone()[0]
-print(f"{sys.argv[2]}: launch API rows {rows}; kernels by launch API kind {k}; "
-      f"correlation ids on two API rows: {same}")
-PY
-done
 say "scratch: $W"

@@ -353,100 +353,6 @@ START_TEST(device_record)
 }
 END_TEST
 
-static void decode_api_activity(int driver, uint32_t corr, uint64_t start, uint64_t end, uint32_t tid)
-{
-	CUpti_ActivityAPI a;
-
-	memset(&a, 0, sizeof(a));
-	a.kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-	a.cbid = driver ? 307 : 211;
-	a.start = BASE + start;
-	a.end = BASE + end;
-	a.threadId = tid;
-	a.correlationId = corr;
-	ck_assert(cs_decode_activity(&a));
-}
-
-static void decode_kernel_of(uint32_t corr, uint64_t start)
-{
-	CUpti_ActivityKernel10 k;
-
-	memset(&k, 0, sizeof(k));
-	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-	k.start = BASE + start;
-	k.end = BASE + start + 50;
-	k.correlationId = corr;
-	k.name = "k";
-	cs_decode_activity(&k);
-}
-
-START_TEST(launches_from_api_activity_records)
-{
-	/* kernel corr -> expected launch: api kind, cbid, thread, start */
-	static const struct {
-		uint32_t corr;
-		int kind, cbid;
-		uint32_t tid;
-		int64_t start;
-	} want[] = {
-		{1, CS_API_RUNTIME, 211, 100, 100}, {2, CS_API_RUNTIME, 211, 100, 300},
-		{3, CS_API_DRIVER, 307, 100, 500},  {4, CS_API_DRIVER, 307, 200, 520},
-		{5, CS_API_RUNTIME, 211, 100, 700},
-	};
-	cs_trace *t;
-	cs_event ev;
-	size_t n = 0;
-
-	open_spool();
-	cs_api_activity_route(0, 211, CS_APICLASS_LAUNCH, cs_intern("cudaLaunchKernel_v7000", (size_t)-1));
-	cs_api_activity_route(1, 307, CS_APICLASS_LAUNCH, cs_intern("cuLaunchKernel", (size_t)-1));
-	/* The driver call inside a runtime launch, its record first, then the kernel, then the runtime
-	 * call's: the kernel must be joined with the runtime call. */
-	decode_api_activity(1, 1, 110, 150, 100);
-	decode_kernel_of(1, 1000);
-	decode_api_activity(0, 1, 100, 200, 100);
-	/* The runtime record first, then the nested driver record. */
-	decode_api_activity(0, 2, 300, 400, 100);
-	decode_api_activity(1, 2, 310, 350, 100);
-	decode_kernel_of(2, 1100);
-	/* Direct driver launches (Triton, JAX) on two threads. */
-	decode_api_activity(1, 3, 500, 600, 100);
-	decode_kernel_of(3, 1200);
-	decode_api_activity(1, 4, 520, 580, 200);
-	decode_kernel_of(4, 1300);
-	/* A runtime launch after the direct one: the held driver record is not nested, so written. */
-	decode_api_activity(0, 5, 700, 800, 100);
-	decode_kernel_of(5, 1400);
-	/* A call id that was not routed is not recorded from activity records. */
-	{
-		CUpti_ActivityAPI a;
-
-		memset(&a, 0, sizeof(a));
-		a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-		a.cbid = 1;
-		a.correlationId = 6;
-		cs_decode_activity(&a);
-	}
-	cs_api_activity_finish();
-	t = import_spool(NULL);
-	while (next_event(t, CS_EV_KERNEL, &ev) == 1) {
-		const cs_kernel *k = &ev.u.kernel;
-
-		ck_assert_uint_lt(n, sizeof(want) / sizeof(want[0]));
-		ck_assert_uint_eq(k->correlation_id, want[n].corr);
-		ck_assert_msg(k->launch_api_kind == want[n].kind && k->launch_cbid == want[n].cbid,
-			      "kernel %u: launch kind %d cbid %d", want[n].corr, k->launch_api_kind,
-			      k->launch_cbid);
-		ck_assert_uint_eq(k->launch_tid, want[n].tid);
-		ck_assert_int_eq(k->launch_start, want[n].start);
-		n++;
-	}
-	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
-	next_event(NULL, CS_EV_KERNEL, NULL);
-	cs_trace_close(t);
-}
-END_TEST
-
 START_TEST(capture_window_drops_outside)
 {
 	CUpti_ActivityKernel10 k;
@@ -729,7 +635,6 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, unknown_timestamps_stay_unknown);
 	tcase_add_test(tc, memcpy_memset_memory_sync_device);
 	tcase_add_test(tc, device_record);
-	tcase_add_test(tc, launches_from_api_activity_records);
 	tcase_add_test(tc, capture_window_drops_outside);
 	tcase_add_test(tc, capture_ranges_by_time_and_correlation);
 	tcase_add_test(tc, api_classes_from_names);
