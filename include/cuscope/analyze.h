@@ -60,6 +60,11 @@ typedef struct cs_a_memory {
 	int32_t mem_kind;
 } cs_a_memory;
 
+/* 1 when a memory row is about GPU memory that allocators manage: device, managed and array
+ * allocations, VMM operations, and rows of unknown kind (failed calls). Pinned and pageable host
+ * memory (cudaHostAlloc, pin_memory) and a module's static __device__ variables are not. */
+int cs_a_memory_is_device(const cs_a_memory *r);
+
 typedef struct cs_a_sync {
 	int64_t start, end;
 	int64_t stack_id;

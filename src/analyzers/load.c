@@ -275,6 +275,21 @@ static int row_memory(const int64_t *v, void *arg)
 	return 0;
 }
 
+int cs_a_memory_is_device(const cs_a_memory *r)
+{
+	if (r->is_vmm)
+		return 1;
+	switch (r->mem_kind) {
+	case CS_MEM_PAGEABLE:
+	case CS_MEM_PINNED:
+	case CS_MEM_DEVICE_STATIC:
+	case CS_MEM_MANAGED_STATIC:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static int row_sync(const int64_t *v, void *arg)
 {
 	struct load_ctx *c = arg;

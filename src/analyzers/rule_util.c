@@ -584,6 +584,7 @@ static void addr_map_free(struct addr_map *m)
 /*
  * Classify one memory row and the bytes it moves. Allocation records of pages mapped with
  * cuMemMap (expandable segments) are left out: the physical memory was counted at cuMemCreate.
+ * So is host memory (pinned buffers come and go with data loading, not with the GPU's allocator).
  */
 static int classify_row(struct addr_map *m, const cs_a_memory *r, int *cls, int64_t *bytes)
 {
@@ -592,6 +593,8 @@ static int classify_row(struct addr_map *m, const cs_a_memory *r, int *cls, int6
 
 	*cls = MEM_OTHER;
 	*bytes = r->bytes > 0 ? r->bytes : 0;
+	if (!cs_a_memory_is_device(r))
+		return 0;
 	switch (r->op) {
 	case CS_MEMOP_ALLOC:
 	case CS_MEMOP_VMM_CREATE:

@@ -977,11 +977,6 @@ struct mem_group {
 };
 
 /* Device memory: pinned and pageable host memory and static module data are not counted. */
-static int device_memory(const cs_a_memory *r)
-{
-	return r->is_vmm || r->mem_kind == CS_MEM_DEVICE || r->mem_kind == CS_MEM_MANAGED;
-}
-
 /*
  * Allocations and releases per steady step, and the peak of memory in use. Allocation records of
  * pages mapped with cuMemMap (expandable segments) are left out: their physical memory was counted
@@ -1007,7 +1002,7 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 		int32_t st;
 		int is_alloc = 0, is_free = 0;
 
-		if (r->result != 0 || !device_memory(r))
+		if (r->result != 0 || !cs_a_memory_is_device(r))
 			continue;
 		switch (r->op) {
 		case CS_MEMOP_ALLOC:

@@ -298,6 +298,7 @@ struct sim {
 	int64_t addr;
 	int64_t launch_ns;
 	int64_t mem_stack; /* stack of the memory rows written */
+	int mem_kind;	   /* of the memory rows written; 0: device */
 };
 
 static int64_t name_id(struct sim *m, const char *name)
@@ -500,7 +501,7 @@ static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int r
 	r.stream_id = CS_ID_NONE;
 	r.correlation_id = x.correlation_id;
 	r.op = op;
-	r.mem_kind = CS_MEM_DEVICE;
+	r.mem_kind = m->mem_kind ? m->mem_kind : CS_MEM_DEVICE;
 	r.result = result;
 	r.cbid = x.cbid;
 	r.address = (uint64_t)address;
@@ -801,6 +802,32 @@ START_TEST(test_empty_cache_every_step)
 	ck_assert_msg(f.v[0].lost_ns_per_step > 600 * US, "lost %lld",
 		      (long long)f.v[0].lost_ns_per_step);
 	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_pinned_host_churn_is_not_empty_cache)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	/* empty_cache()'s pattern, but in pinned host memory (a loader's cudaHostAlloc/cudaFreeHost):
+	 * the GPU's allocator is not involved */
+	sim_open(&m, "pinned_churn.db");
+	sim_alloc(&m, 4 * GIB);
+	m.mem_kind = CS_MEM_PINNED;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		alloc_step(&m, addr, 12, 64 * MIB);
+		busy_step(&m);
+		free_all(&m, addr, 12, 64 * MIB);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
 	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
 	free(m.path);
 }
@@ -1222,6 +1249,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_queries_not_waits);
 	tcase_add_test(ts, test_d2h_every_tenth_step);
 	tcase_add_test(ts, test_empty_cache_every_step);
+	tcase_add_test(ts, test_pinned_host_churn_is_not_empty_cache);
 	tcase_add_test(ts, test_empty_cache_then_small_alloc);
 	tcase_add_test(ts, test_alloc_only_in_warmup);
 	tcase_add_test(ts, test_empty_cache_every_tenth_step);
