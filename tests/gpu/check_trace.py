@@ -83,8 +83,9 @@ HOST_WAITS = "(1, 3, 4, 100)"  # cs_sync_type_is_host_wait()
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_MARK = 1, 2, 3
 
 # Device allocations and frees made by the program's cudaMalloc/cudaMallocAsync/cudaFree: MEMORY2 rows (and,
-# for failures, API rows) that are neither VMM operations nor host (pageable / pinned) memory.
-_DEVICE_MEM = "COALESCE(isVmm, 0) = 0 AND COALESCE(memKind, 0) NOT IN (1, 2)"
+# for failures, API rows) that are neither VMM operations nor host (pageable / pinned) memory nor a module's
+# static variables (memKind 6 and 7, one allocation per module and context).
+_DEVICE_MEM = "COALESCE(isVmm, 0) = 0 AND COALESCE(memKind, 0) NOT IN (1, 2, 6, 7)"
 
 # ---- metrics: what an expect key measures ----
 
@@ -153,6 +154,8 @@ SIMPLE_METRICS = {
               "device frees (cudaFree, cudaFreeAsync, cuMemFree)"),
     "free_failed": (f"SELECT COUNT(*) FROM {T_MEMORY} WHERE memoryOperationType = 2 AND "
                     "COALESCE(returnValue, 0) != 0 AND COALESCE(isVmm, 0) = 0", "failed free calls"),
+    "static_allocs": (f"SELECT COUNT(*) FROM {T_MEMORY} WHERE memoryOperationType = 1 AND memKind IN (6, 7)",
+                      "static memory of loaded modules (__device__ variables), per module and context"),
     "pinned_allocs": (f"SELECT COUNT(*) FROM {T_MEMORY} WHERE memoryOperationType = 1 AND memKind = {MEM_PINNED}",
                       "pinned host allocations (cudaMallocHost), when CUPTI reports them"),
     "vmm_creates": (f"SELECT COUNT(*) FROM {T_MEMORY} WHERE memoryOperationType = {MEMOP['vmm_create']} "
@@ -390,7 +393,8 @@ def explain(trace, key, report, explained):
                               "GROUP BY copyKind, isAsync ORDER BY copyKind, isAsync")
             report.info(f"explain.{key}", "memcpy rows by (copyKind, isAsync): " +
                         ", ".join(f"({k},{a}):{n} rows/{b} B" for k, a, n, b in rows))
-        elif key in ("allocs", "frees", "alloc_failed", "free_failed", "alloc_bytes", "pinned_allocs") or \
+        elif key in ("allocs", "frees", "alloc_failed", "free_failed", "alloc_bytes", "pinned_allocs",
+                     "static_allocs") or \
                 key.startswith("vmm_"):
             rows = trace.rows(f"SELECT memoryOperationType, memKind, isVmm, returnValue, COUNT(*) FROM {T_MEMORY} "
                               "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4")

@@ -42,7 +42,8 @@ BIN=$ROOT/$BUILD/gpu-samples
 PROGS=$ROOT/tests/gpu/programs
 CHECK=$ROOT/tests/gpu/check_trace.py
 
-SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop record_window train_small
+SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
+edge_reset edge_fault edge_nosync_exit train_small
 train_small_nvtx train_small_limit torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
@@ -188,8 +189,9 @@ build_cuda_programs() {
 	nvcc_build counts_ptsz samples/cuda/counts.cu --default-stream per-thread -lcuda -ldl || ok=0
 	nvcc_build launch_loop tests/gpu/programs/launch_loop.cu || ok=0
 	nvcc_build timed_loop tests/gpu/programs/timed_loop.cu || ok=0
+	nvcc_build edge_cases tests/gpu/programs/edge_cases.cu || ok=0
 	if [ $ok = 1 ]; then
-		result cuda_programs PASS "counts, counts_ptsz (--default-stream per-thread), launch_loop, timed_loop"
+		result cuda_programs PASS "counts, counts_ptsz (--default-stream per-thread), launch_loop, timed_loop, edge_cases"
 	else
 		result cuda_programs FAIL "nvcc failed (gpu-log.txt); the scenarios that need them fail"
 	fi
@@ -458,6 +460,13 @@ run_scenarios() {
 	# --delay/--duration: only the 2 s window, 2 s after the start, of a 6 s loop
 	scenario record_window --record --delay --record 2 --record --duration --record 2 \
 		--check --window --check 2:2 --check --scope=window -- "$BIN/timed_loop" 6
+	# host threads launching at once; 2D, symbol, managed and mapped memory; cudaDeviceReset and a new
+	# context; a kernel fault that loses the context; main returning with a kernel running
+	scenario edge_threads -- "$BIN/edge_cases" threads 8 2000
+	scenario edge_copies -- "$BIN/edge_cases" copies
+	scenario edge_reset -- "$BIN/edge_cases" reset
+	scenario edge_fault --rc 3 -- "$BIN/edge_cases" fault
+	scenario edge_nosync_exit -- "$BIN/edge_cases" nosync_exit
 	scenario train_small -- "$PY" samples/pytorch/train_small.py
 	# only the NVTX ranges step1, step10..step19 (keys with scope nvtxcap: in train_small's expect line)
 	scenario train_small_nvtx --baseline-from train_small --record "--capture=nvtx:step1*" \
