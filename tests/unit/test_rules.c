@@ -777,24 +777,32 @@ static void free_all(struct sim *m, const int64_t *addr, int n, int64_t bytes)
 		sim_mem(m, CS_MEMOP_FREE, bytes, addr[i], 0, 60 * US);
 }
 
+/* A trace of 4 GiB of state, then every step 12 blocks of 64 MiB allocated and all released after the
+ * step's GPU work (torch.cuda.empty_cache() after the optimizer step), in memory of the kind given. */
+static void sim_release_every_step(struct sim *m, const char *file, int mem_kind)
+{
+	int64_t addr[12];
+
+	sim_open(m, file);
+	sim_alloc(m, 4 * GIB); /* parameters and optimizer state */
+	m->mem_kind = mem_kind;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		alloc_step(m, addr, 12, 64 * MIB);
+		busy_step(m);
+		free_all(m, addr, 12, 64 * MIB);
+		sim_host(m, 100 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
 START_TEST(test_empty_cache_every_step)
 {
 	struct sim m;
 	struct found f;
-	int64_t addr[12];
 
-	sim_open(&m, "empty_cache.db");
-	sim_alloc(&m, 4 * GIB); /* parameters and optimizer state */
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		alloc_step(&m, addr, 12, 64 * MIB);
-		busy_step(&m);
-		/* torch.cuda.empty_cache() after the optimizer step */
-		free_all(&m, addr, 12, 64 * MIB);
-		sim_host(&m, 100 * US);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
+	sim_release_every_step(&m, "empty_cache.db", CS_MEM_DEVICE);
 	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
 	ck_assert_int_ge(f.v[0].nsteps, STEPS - 3);
 	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "releases_per_burst")->valueint, 12);
@@ -811,22 +819,10 @@ START_TEST(test_pinned_host_churn_is_not_empty_cache)
 {
 	struct sim m;
 	struct found f;
-	int64_t addr[12];
 
 	/* empty_cache()'s pattern, but in pinned host memory (a loader's cudaHostAlloc/cudaFreeHost):
 	 * the GPU's allocator is not involved */
-	sim_open(&m, "pinned_churn.db");
-	sim_alloc(&m, 4 * GIB);
-	m.mem_kind = CS_MEM_PINNED;
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		alloc_step(&m, addr, 12, 64 * MIB);
-		busy_step(&m);
-		free_all(&m, addr, 12, 64 * MIB);
-		sim_host(&m, 100 * US);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
+	sim_release_every_step(&m, "pinned_churn.db", CS_MEM_PINNED);
 	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
 	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
 	free(m.path);
