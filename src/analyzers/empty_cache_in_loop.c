@@ -31,58 +31,33 @@ static int is_empty_cache(const struct ru_burst *b)
 	       b->realloc_bytes >= MIN_REALLOC_SHARE * (double)b->bytes;
 }
 
-/* Median over the bursts of the rule of one int64 member. */
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
+static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct ru_mem_summary *sum,
 			const int32_t *steps, int32_t n, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
-	cs_report_finding *f = NULL;
-	int64_t *tmp, lost, releases = 0, bursts = 0, bytes, realloc_bytes, before, after;
-	int64_t calls, host;
-	double share;
+	cs_report_finding *f;
+	int64_t realloc_bytes;
 	char title[320], b1[32], b2[32], b3[48];
 	cJSON *e;
-	int rc = CS_ERR_NOMEM;
 
-	tmp = malloc(((size_t)(m->n > s->n ? m->n : s->n) + 1) * sizeof(*tmp));
-	if (!tmp)
-		goto out;
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = cost[steps[i]];
-	lost = ru_median(tmp, n);
-	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
-	for (int32_t i = 0; i < m->n; i++)
-		if (is_empty_cache(&m->v[i]))
-			tmp[bursts++] = m->v[i].releases;
-	releases = ru_median(tmp, bursts);
-	bytes = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, bytes), tmp);
-	realloc_bytes =
-		ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, realloc_bytes), tmp);
-	before =
-		ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, reserved_before), tmp);
-	after = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, reserved_after), tmp);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
-	calls = ru_median(tmp, n);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_host ? m->api_host[steps[i]] : 0;
-	host = ru_median(tmp, n);
-
+	realloc_bytes = ru_burst_median(m, is_empty_cache,
+					offsetof(struct ru_burst, realloc_bytes), sum->tmp);
 	snprintf(title, sizeof(title),
 		 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
 		 "released and allocated again %s, %s of GPU idle per step (%.1f%%)",
-		 (long long)releases, ru_fmt_bytes(b1, sizeof(b1), bytes),
-		 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(s)),
-		 ru_fmt_ns(b2, sizeof(b2), lost), share * 100);
-	f = cs_finding_new(RULE_ID, ru_severity(share), title,
+		 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
+		 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
+		 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100);
+	f = cs_finding_new(RULE_ID, ru_severity(sum->share), title,
 			   "Take torch.cuda.empty_cache() out of the training step: call it once "
 			   "after setup, or at train/eval switches; to limit fragmentation set "
 			   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True instead.");
-	if (!f || cs_finding_set_steps(f, steps, n))
-		goto out;
-	f->lost_ns_per_step = lost;
-	f->step_share = share;
+	if (!f || cs_finding_set_steps(f, steps, n)) {
+		cs_finding_free(f);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	f->lost_ns_per_step = sum->lost;
+	f->step_share = sum->share;
 	for (int32_t i = 0; i < m->n; i++) {
 		const struct ru_burst *b = &m->v[i];
 
@@ -96,34 +71,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 			f->stack_id = a->memory[b->first].stack_id;
 	}
 	e = f->evidence;
-	cJSON_AddNumberToObject(e, "releases_per_burst", (double)releases);
-	cJSON_AddNumberToObject(e, "bytes_per_burst", (double)bytes);
+	cJSON_AddNumberToObject(e, "releases_per_burst", (double)sum->releases);
+	cJSON_AddNumberToObject(e, "bytes_per_burst", (double)sum->bytes);
 	cJSON_AddNumberToObject(e, "reallocated_bytes_per_burst", (double)realloc_bytes);
-	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)lost);
-	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)calls);
-	cJSON_AddNumberToObject(e, "allocator_host_ns_per_step", (double)host);
-	cJSON_AddNumberToObject(e, "reserved_before", (double)before);
-	cJSON_AddNumberToObject(e, "reserved_after", (double)after);
-	cJSON_AddNumberToObject(e, "reserved_peak", (double)m->reserved_peak);
-	cJSON_AddNumberToObject(e, "failed_allocations", (double)m->steady_failed);
-	cJSON_AddNumberToObject(e, "device_memory", (double)m->device_total);
-	cJSON_AddNumberToObject(e, "bursts", (double)bursts);
-	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
-	cJSON_AddNumberToObject(e, "affected_steps", n);
-	rc = ctx->emit(ctx, f);
-	if (rc < 0) {
-		cs_finding_free(f);
-		free(tmp);
-		return cs_error_set(err, rc, "cannot add a finding");
-	}
-	rc = 0;
-out:
-	cs_finding_free(f);
-	free(tmp);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	return 0;
+	cJSON_AddNumberToObject(e, "bursts", (double)sum->bursts);
+	ru_mem_evidence(e, ctx, m, sum, n);
+	return ru_emit(ctx, f, err);
 }
 
 static int run(cs_rule_ctx *ctx, cs_error *err)

@@ -239,11 +239,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cJSON_AddNumberToObject(e, "min_idle_share", MIN_IDLE_SHARE);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
-	rc = ctx->emit(ctx, f);
-	cs_finding_free(f);
-	if (rc < 0)
-		return cs_error_set(err, rc, "cannot add a finding");
-	return 0;
+	return ru_emit(ctx, f, err);
 out:
 	cs_finding_free(f);
 	return cs_error_set(err, rc, "out of memory");

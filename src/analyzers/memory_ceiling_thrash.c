@@ -30,33 +30,21 @@ static int is_retry(const struct ru_burst *b)
 	return b->step >= 0 && b->retry;
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
+static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct ru_mem_summary *sum,
 			const int32_t *steps, int32_t n, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
-	cs_report_finding *f = NULL;
-	int64_t *tmp, lost, bursts = 0, failed_bursts = 0, releases, bytes, before, after, calls;
-	int64_t host, failed_row = -1, stack = CS_ID_NONE;
+	cs_report_finding *f;
+	int64_t failed_bursts = 0, failed_row = -1, stack = CS_ID_NONE;
 	int at_device;
-	double share;
 	char title[400], limit[160], b1[32], b2[32], b3[32], b4[32], b5[48];
 	cJSON *e;
-	int rc = CS_ERR_NOMEM;
 
-	tmp = malloc(((size_t)(m->n > s->n ? m->n : s->n) + 1) * sizeof(*tmp));
-	if (!tmp)
-		goto out;
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = cost[steps[i]];
-	lost = ru_median(tmp, n);
-	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
 	for (int32_t i = 0; i < m->n; i++) {
 		const struct ru_burst *b = &m->v[i];
 
 		if (!is_retry(b))
 			continue;
-		bursts++;
 		if (b->failed_before) {
 			failed_bursts++;
 			failed_row = b->failed_row;
@@ -64,17 +52,6 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 		if (stack == CS_ID_NONE)
 			stack = a->memory[b->first].stack_id;
 	}
-	releases = ru_burst_median(m, is_retry, offsetof(struct ru_burst, releases), tmp);
-	bytes = ru_burst_median(m, is_retry, offsetof(struct ru_burst, bytes), tmp);
-	before = ru_burst_median(m, is_retry, offsetof(struct ru_burst, reserved_before), tmp);
-	after = ru_burst_median(m, is_retry, offsetof(struct ru_burst, reserved_after), tmp);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_calls[steps[i]];
-	calls = ru_median(tmp, n);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_host[steps[i]];
-	host = ru_median(tmp, n);
-
 	at_device = m->device_total > 0 &&
 		    m->reserved_peak >= DEVICE_LIMIT_SHARE * (double)m->device_total;
 	if (at_device)
@@ -89,22 +66,24 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 	snprintf(title, sizeof(title),
 		 "memory at its ceiling: %s the allocator frees %lld cached blocks (%s) and "
 		 "retries, reserved memory %s%s; %s of GPU idle per step (%.1f%%)",
-		 ru_fmt_steps(b5, sizeof(b5), n, cs_steps_steady(s)), (long long)releases,
-		 ru_fmt_bytes(b3, sizeof(b3), bytes), limit,
+		 ru_fmt_steps(b5, sizeof(b5), n, cs_steps_steady(ctx->steps)),
+		 (long long)sum->releases, ru_fmt_bytes(b3, sizeof(b3), sum->bytes), limit,
 		 failed_bursts ? ", after a failed allocation"
 			       : ", refused by the framework's own cap (no failed CUDA call)",
-		 ru_fmt_ns(b4, sizeof(b4), lost), share * 100);
+		 ru_fmt_ns(b4, sizeof(b4), sum->lost), sum->share * 100);
 	f = cs_finding_new(
-		RULE_ID, ru_severity(share), title,
+		RULE_ID, ru_severity(sum->share), title,
 		"Bring the peak below the limit: smaller micro-batches with gradient "
 		"accumulation, activation checkpointing, bf16/AMP, or a higher memory cap; "
 		"allocate on one stream (or record_stream the tensors used across "
 		"streams), and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against "
 		"fragmentation.");
-	if (!f || cs_finding_set_steps(f, steps, n))
-		goto out;
-	f->lost_ns_per_step = lost;
-	f->step_share = share;
+	if (!f || cs_finding_set_steps(f, steps, n)) {
+		cs_finding_free(f);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	f->lost_ns_per_step = sum->lost;
+	f->step_share = sum->share;
 	if (failed_row >= 0 && a->memory[failed_row].stack_id != CS_ID_NONE)
 		f->stack_id = a->memory[failed_row].stack_id;
 	else
@@ -119,35 +98,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t 
 		f->last = b->t_last;
 	}
 	e = f->evidence;
-	cJSON_AddNumberToObject(e, "releases_per_retry", (double)releases);
-	cJSON_AddNumberToObject(e, "bytes_per_retry", (double)bytes);
-	cJSON_AddNumberToObject(e, "reserved_before", (double)before);
-	cJSON_AddNumberToObject(e, "reserved_peak", (double)m->reserved_peak);
+	cJSON_AddNumberToObject(e, "releases_per_retry", (double)sum->releases);
+	cJSON_AddNumberToObject(e, "bytes_per_retry", (double)sum->bytes);
 	cJSON_AddBoolToObject(e, "peak_at_device_memory", at_device);
-	cJSON_AddNumberToObject(e, "device_memory", (double)m->device_total);
-	cJSON_AddNumberToObject(e, "failed_allocations", (double)m->steady_failed);
 	cJSON_AddNumberToObject(e, "retries_after_failed_call", (double)failed_bursts);
-	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)lost);
-	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)calls);
-	cJSON_AddNumberToObject(e, "allocator_host_ns_per_step", (double)host);
-	cJSON_AddNumberToObject(e, "reserved_after", (double)after);
-	cJSON_AddNumberToObject(e, "retries", (double)bursts);
-	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
-	cJSON_AddNumberToObject(e, "affected_steps", n);
-	rc = ctx->emit(ctx, f);
-	if (rc < 0) {
-		cs_finding_free(f);
-		free(tmp);
-		return cs_error_set(err, rc, "cannot add a finding");
-	}
-	rc = 0;
-out:
-	cs_finding_free(f);
-	free(tmp);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	return 0;
+	cJSON_AddNumberToObject(e, "retries", (double)sum->bursts);
+	ru_mem_evidence(e, ctx, m, sum, n);
+	return ru_emit(ctx, f, err);
 }
 
 static int run(cs_rule_ctx *ctx, cs_error *err)

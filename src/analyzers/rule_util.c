@@ -4,6 +4,7 @@
  * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
  * them).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -954,12 +955,46 @@ int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burs
 	return ru_median(tmp, n);
 }
 
+/* The medians of struct ru_mem_summary; 0, or CS_ERR_NOMEM. */
+static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
+		       int (*keep)(const struct ru_burst *b), const int64_t *cost,
+		       const int32_t *steps, int32_t n, struct ru_mem_summary *sum)
+{
+	const cs_steps *s = ctx->steps;
+	int64_t *tmp;
+
+	memset(sum, 0, sizeof(*sum));
+	tmp = malloc(((size_t)(m->n > s->n ? m->n : s->n) + 1) * sizeof(*tmp));
+	if (!tmp)
+		return CS_ERR_NOMEM;
+	sum->tmp = tmp;
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = cost[steps[i]];
+	sum->lost = ru_median(tmp, n);
+	sum->share = ctx->step_median > 0 ? (double)sum->lost / (double)ctx->step_median : 0;
+	for (int32_t i = 0; i < m->n; i++)
+		sum->bursts += keep(&m->v[i]) != 0;
+	sum->releases = ru_burst_median(m, keep, offsetof(struct ru_burst, releases), tmp);
+	sum->bytes = ru_burst_median(m, keep, offsetof(struct ru_burst, bytes), tmp);
+	sum->reserved_before =
+		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_before), tmp);
+	sum->reserved_after = ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_after), tmp);
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
+	sum->calls = ru_median(tmp, n);
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = m->api_host ? m->api_host[steps[i]] : 0;
+	sum->host = ru_median(tmp, n);
+	return 0;
+}
+
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
 		    double min_share, ru_mem_emit_fn emit, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct ru_mem m;
+	struct ru_mem_summary sum = {0};
 	int64_t *cost = NULL;
 	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
@@ -986,11 +1021,43 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 	if (n < min_steps || n < min_share * steady)
 		goto out;
 	ru_mem_step_cost(a, s, &m, keep, cost);
-	rc = emit(ctx, &m, cost, steps, n, err);
+	rc = mem_summary(ctx, &m, keep, cost, steps, n, &sum);
+	if (rc) {
+		rc = cs_error_set(err, rc, "out of memory");
+		goto out;
+	}
+	rc = emit(ctx, &m, &sum, steps, n, err);
 out:
 	ru_mem_free(&m);
+	free(sum.tmp);
 	free(cost);
 	free(steps);
 	free(hit);
 	return rc;
+}
+
+void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
+		     const struct ru_mem_summary *sum, int32_t n)
+{
+	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)sum->lost);
+	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)sum->calls);
+	cJSON_AddNumberToObject(e, "allocator_host_ns_per_step", (double)sum->host);
+	cJSON_AddNumberToObject(e, "reserved_before", (double)sum->reserved_before);
+	cJSON_AddNumberToObject(e, "reserved_after", (double)sum->reserved_after);
+	cJSON_AddNumberToObject(e, "reserved_peak", (double)m->reserved_peak);
+	cJSON_AddNumberToObject(e, "failed_allocations", (double)m->steady_failed);
+	cJSON_AddNumberToObject(e, "device_memory", (double)m->device_total);
+	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
+	cJSON_AddNumberToObject(e, "affected_steps", n);
+}
+
+int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)
+{
+	int rc = ctx->emit(ctx, f);
+
+	cs_finding_free(f);
+	if (rc < 0)
+		return cs_error_set(err, rc, "cannot add a finding");
+	return 0;
 }

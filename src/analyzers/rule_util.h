@@ -188,16 +188,34 @@ void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_m
 int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
 			size_t offset, int64_t *tmp);
 
+/* What both memory rules say of the bursts they keep: medians over the affected steps (lost,
+ * calls, host) and over the kept bursts (the rest). */
+struct ru_mem_summary {
+	int64_t lost;	/* GPU idle per affected step (ru_mem_step_cost) */
+	double share;	/* lost / the median step */
+	int64_t bursts; /* bursts kept */
+	int64_t releases, bytes, reserved_before, reserved_after; /* per kept burst */
+	int64_t calls, host; /* allocator calls, and the host time in them, per affected step */
+	int64_t *tmp;	     /* scratch for a rule's own medians: room for m->n and s->n values */
+};
+
 /*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
  * steps with a burst for which keep() holds; when there are at least min_steps of them and at least
- * min_share of the steady steps, emit() is called with the bursts, the GPU time lost per step
- * (ru_mem_step_cost) and those steps.
+ * min_share of the steady steps, emit() is called with the bursts, their summary and those steps.
  */
-typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m, const int64_t *cost,
-			      const int32_t *steps, int32_t n, cs_error *err);
+typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
+			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
+			      cs_error *err);
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
 		    double min_share, ru_mem_emit_fn emit, cs_error *err);
+/* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
+ * allocations, the device's memory and the steps. */
+void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
+		     const struct ru_mem_summary *sum, int32_t n);
+
+/* Hand a finding to the report and free it: 0, or the report's error in err. */
+int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
 /* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
 int ru_is_alloc_api(const char *name);
