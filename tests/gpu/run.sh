@@ -704,10 +704,17 @@ bench_launch() {
 
 # ---- (e) summary ----
 
+# The commit the tree is at, saying so when tracked files differ from it (a copied working tree).
+commit_label() {
+	local c
+	c=$(git rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+	git diff --quiet HEAD -- 2>/dev/null || c="$c with uncommitted changes"
+	echo "$c"
+}
+
 write_summary() {
 	{
-		echo "cuscope GPU routine, $(date -u '+%Y-%m-%d %H:%M UTC')," \
-			"commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "cuscope GPU routine, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(commit_label)"
 		echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 		echo "scratch files: $WORK"
 		echo
