@@ -152,7 +152,7 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	api_fill_args(&r, cls, cb->functionParams, r.result == 0);
 	if (api_stacks && class_wants_stack(cls))
 		r.stack_id = cs_stack_capture();
-	cs_out_write(&r, sizeof(r), CS_REC_API, cs_tid());
+	cs_out_write_event(&r, sizeof(r), CS_REC_API, cs_tid());
 	if (cls == CS_APICLASS_PROFILER_STOP && cs_capture_profiler_api())
 		cs_capture_end(r.end);
 }

@@ -20,6 +20,11 @@
 int cs_out_open(const char *dir, uint64_t cupti_ns);
 /* Append one record (h.size bytes). Thread safe; never blocks on a reader. */
 void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid);
+/* Append one event record (API call, GPU activity): like cs_out_write, through the calling thread's
+ * staging buffer when staging is on. Never for a definition that other records refer to. */
+void cs_out_write_event(void *rec, size_t size, uint16_t type, uint32_t tid);
+/* Per-thread staging of events on (1) or off (0, the default). */
+void cs_out_set_staging(int on);
 /* Write what is buffered to the file. */
 void cs_out_flush(void);
 /* Flush and close; later writes are dropped. */

@@ -20,6 +20,8 @@
  *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
  *   flush_ms=N       flush period (default 200)
  *   quiet            no messages on stderr
+ *   no_staging       events go straight to the shared spool buffer, not through a staging buffer
+ *                    per thread (spool_out.c)
  *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
  *                    leave one source or mechanism out (to measure what each costs)
  *
@@ -52,13 +54,15 @@ struct inject_options {
 	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
 	int backtrace; /* capture stacks at waits, copies, allocations and frees */
 	int no_pool;   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
+	int staging;   /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
 	unsigned flush_ms;
 };
 
-static struct inject_options opts = {.cupti_buffers = 8, .flush_ms = 200, .cb_domains = 3};
+static struct inject_options opts = {
+	.cupti_buffers = 8, .flush_ms = 200, .cb_domains = 3, .staging = 1};
 static CUpti_SubscriberHandle subscriber;
 static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
@@ -132,6 +136,10 @@ static void parse_options(void)
 			opts.backtrace = 0;
 		else if (strcmp(tok, "no_pool") == 0)
 			opts.no_pool = 1;
+		else if (strcmp(tok, "staging") == 0)
+			opts.staging = 1;
+		else if (strcmp(tok, "no_staging") == 0)
+			opts.staging = 0;
 		else if (strcmp(tok, "cb=runtime") == 0)
 			opts.cb_domains = 1;
 		else if (strcmp(tok, "cb=driver") == 0)
@@ -423,6 +431,7 @@ static void process_setup_once(void)
 		return;
 	}
 	cs_out_set_limit(opts.limit);
+	cs_out_set_staging(opts.staging);
 	if (opts.window_t0 || opts.window_t1) {
 		struct timespec rt;
 		int64_t offset;

@@ -71,5 +71,5 @@ void cs_decode_kernel(const void *activity)
 	r.dynamic_shared = k->dynamicSharedMemory;
 	r.registers = k->registersPerThread;
 	r.launch_type = k->launchType;
-	cs_out_write(&r, sizeof(r), CS_REC_KERNEL, 0);
+	cs_out_write_event(&r, sizeof(r), CS_REC_KERNEL, 0);
 }

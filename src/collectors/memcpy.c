@@ -37,7 +37,7 @@ void cs_decode_memcpy(const void *activity)
 	r.flags = m->flags;
 	r.src_device = UINT32_MAX;
 	r.dst_device = UINT32_MAX;
-	cs_out_write(&r, sizeof(r), CS_REC_MEMCPY, 0);
+	cs_out_write_event(&r, sizeof(r), CS_REC_MEMCPY, 0);
 }
 
 void cs_decode_memset(const void *activity)
@@ -60,5 +60,5 @@ void cs_decode_memset(const void *activity)
 	r.value = m->value;
 	r.flags = m->flags;
 	r.mem_kind = m->memoryKind;
-	cs_out_write(&r, sizeof(r), CS_REC_MEMSET, 0);
+	cs_out_write_event(&r, sizeof(r), CS_REC_MEMSET, 0);
 }

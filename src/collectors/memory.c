@@ -30,5 +30,5 @@ void cs_decode_memory(const void *activity)
 	r.op = (uint8_t)m->memoryOperationType;
 	r.mem_kind = (uint8_t)m->memoryKind;
 	r.is_async = (uint8_t)m->isAsync;
-	cs_out_write(&r, sizeof(r), CS_REC_MEMORY, 0);
+	cs_out_write_event(&r, sizeof(r), CS_REC_MEMORY, 0);
 }

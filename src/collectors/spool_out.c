@@ -6,6 +6,15 @@
  * thread that filled the buffer. What was written survives the process being killed. A child made
  * by fork() writes nothing: the atfork handlers leave it with no file (CUDA cannot be used in it
  * anyway).
+ *
+ * With per-thread staging on (cs_out_set_staging), events (cs_out_write_event: API calls, GPU
+ * records) first go to a 16 KiB buffer of the writing thread, under a lock of its own that only the
+ * flush thread ever contends, and move to the shared buffer in one piece when it fills or the flush
+ * thread comes by: the launching thread and the thread decoding CUPTI's buffers then meet on the
+ * shared lock once per a few hundred records instead of at every one. Definitions (strings, stacks,
+ * modules) and the bookkeeping records always go straight to the shared buffer, so a definition
+ * precedes every use of it in the file whatever thread uses it; everything staged is moved before
+ * the END and DROPPED records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +29,8 @@
 
 #include "collector.h"
 
-#define OUT_BUF_SIZE (2u << 20)
+#define OUT_BUF_SIZE   (2u << 20)
+#define STAGE_BUF_SIZE (16u << 10)
 
 struct out_buf {
 	char *data;
@@ -113,52 +123,188 @@ static void out_drain(void)
 	pthread_mutex_unlock(&io_lock);
 }
 
-void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid)
+/* Append a record of size bytes, zero-padded to padded, or (size == padded) whole records, to the
+ * shared buffer. */
+static void shared_append(const void *data, size_t size, size_t padded)
 {
-	struct cs_rec *h = rec;
-	size_t padded = (size + 7) & ~(size_t)7;
-
-	if (out_fd < 0 || padded > UINT16_MAX || padded > OUT_BUF_SIZE) {
-		atomic_fetch_add(&out_dropped, 1);
-		return;
-	}
-	/* Past the size limit only the bookkeeping that says what was cut still goes in. */
-	if (out_limit && out_written + bufs[active].len + padded > out_limit &&
-	    type != CS_REC_DROPPED && type != CS_REC_END) {
-		atomic_fetch_add(&out_dropped, 1);
-		return;
-	}
-	h->type = type;
-	h->size = (uint16_t)padded;
-	h->tid = tid;
 	pthread_mutex_lock(&rec_lock);
 	while (bufs[active].len + padded > OUT_BUF_SIZE) {
 		pthread_mutex_unlock(&rec_lock);
 		out_drain();
 		pthread_mutex_lock(&rec_lock);
 	}
-	{
-		char *dst = bufs[active].data + bufs[active].len;
-
-		memcpy(dst, rec, size);
-		if (padded > size)
-			memset(dst + size, 0, padded - size);
-		bufs[active].len += padded;
-	}
+	memcpy(bufs[active].data + bufs[active].len, data, size);
+	memset(bufs[active].data + bufs[active].len + size, 0, padded - size);
+	bufs[active].len += padded;
 	pthread_mutex_unlock(&rec_lock);
+}
+
+/* The record's padded size with its header set, or 0 when it is not written (counted as
+ * dropped). */
+static size_t admit(void *rec, size_t size, size_t max, uint16_t type, uint32_t tid)
+{
+	struct cs_rec *h = rec;
+	size_t padded = (size + 7) & ~(size_t)7;
+
+	if (out_fd < 0 || padded > UINT16_MAX || padded > max) {
+		atomic_fetch_add(&out_dropped, 1);
+		return 0;
+	}
+	/* Past the size limit only the bookkeeping that says what was cut still goes in. */
+	if (out_limit && out_written + bufs[active].len + padded > out_limit &&
+	    type != CS_REC_DROPPED && type != CS_REC_END) {
+		atomic_fetch_add(&out_dropped, 1);
+		return 0;
+	}
+	h->type = type;
+	h->size = (uint16_t)padded;
+	h->tid = tid;
+	return padded;
+}
+
+static void stage_commit_all(void);
+
+void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid)
+{
+	size_t padded = admit(rec, size, OUT_BUF_SIZE, type, tid);
+
+	if (!padded)
+		return;
+	if (type == CS_REC_END || type == CS_REC_DROPPED)
+		stage_commit_all(); /* after every event staged so far */
+	shared_append(rec, size, padded);
+	atomic_fetch_add(&out_records, 1);
+}
+
+/* ---- per-thread staging ---- */
+
+struct stage_buf {
+	pthread_mutex_t lock; /* the owner's, and the flush thread's when it commits */
+	size_t len;
+	int dead;	       /* the thread exited: freed once committed */
+	struct stage_buf *next; /* in stages, under stages_lock */
+	char data[STAGE_BUF_SIZE];
+};
+
+static atomic_int staging;
+static pthread_mutex_t stages_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stage_buf *stages;
+static pthread_key_t stage_key;
+static int stage_key_ok;
+static __thread struct stage_buf *tls_stage __attribute__((tls_model("initial-exec")));
+static __thread int tls_exiting __attribute__((tls_model("initial-exec")));
+
+/* Called with b->lock held. */
+static void stage_commit(struct stage_buf *b)
+{
+	if (b->len)
+		shared_append(b->data, b->len, b->len);
+	b->len = 0;
+}
+
+static void stage_thread_exit(void *arg)
+{
+	struct stage_buf *b = arg;
+
+	tls_exiting = 1; /* later writes of this thread (other destructors) go straight out */
+	tls_stage = NULL;
+	pthread_mutex_lock(&b->lock);
+	stage_commit(b);
+	b->dead = 1;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static struct stage_buf *stage_get(void)
+{
+	struct stage_buf *b = tls_stage;
+
+	if (b || tls_exiting || !stage_key_ok)
+		return b;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	pthread_mutex_init(&b->lock, NULL);
+	if (pthread_setspecific(stage_key, b)) {
+		free(b);
+		return NULL;
+	}
+	pthread_mutex_lock(&stages_lock);
+	b->next = stages;
+	stages = b;
+	pthread_mutex_unlock(&stages_lock);
+	tls_stage = b;
+	return b;
+}
+
+/* Move what every thread staged to the shared buffer; free the buffers of exited threads. */
+static void stage_commit_all(void)
+{
+	struct stage_buf **link, *b;
+
+	if (!atomic_load_explicit(&staging, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&stages_lock);
+	for (link = &stages; (b = *link) != NULL;) {
+		int dead;
+
+		pthread_mutex_lock(&b->lock);
+		stage_commit(b);
+		dead = b->dead;
+		pthread_mutex_unlock(&b->lock);
+		if (dead) {
+			*link = b->next;
+			pthread_mutex_destroy(&b->lock);
+			free(b);
+		} else {
+			link = &b->next;
+		}
+	}
+	pthread_mutex_unlock(&stages_lock);
+}
+
+void cs_out_set_staging(int on)
+{
+	if (on && !stage_key_ok)
+		stage_key_ok = pthread_key_create(&stage_key, stage_thread_exit) == 0;
+	atomic_store(&staging, on && stage_key_ok);
+}
+
+void cs_out_write_event(void *rec, size_t size, uint16_t type, uint32_t tid)
+{
+	struct stage_buf *b;
+	size_t padded;
+
+	if (!atomic_load_explicit(&staging, memory_order_relaxed) || out_fd < 0 ||
+	    !(b = stage_get())) {
+		cs_out_write(rec, size, type, tid);
+		return;
+	}
+	padded = admit(rec, size, STAGE_BUF_SIZE, type, tid);
+	if (!padded)
+		return;
+	pthread_mutex_lock(&b->lock);
+	if (b->len + padded > STAGE_BUF_SIZE)
+		stage_commit(b);
+	memcpy(b->data + b->len, rec, size);
+	memset(b->data + b->len + size, 0, padded - size);
+	b->len += padded;
+	pthread_mutex_unlock(&b->lock);
 	atomic_fetch_add(&out_records, 1);
 }
 
 void cs_out_flush(void)
 {
-	if (out_fd >= 0)
-		out_drain();
+	if (out_fd < 0)
+		return;
+	stage_commit_all();
+	out_drain();
 }
 
 void cs_out_close(void)
 {
 	if (out_fd < 0)
 		return;
+	stage_commit_all();
 	out_drain();
 	pthread_mutex_lock(&io_lock);
 	close(out_fd);

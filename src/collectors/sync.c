@@ -28,5 +28,5 @@ void cs_decode_sync(const void *activity)
 	r.stream_id = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? UINT32_MAX : s->streamId;
 	r.cuda_event_id =
 		s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? UINT32_MAX : s->cudaEventId;
-	cs_out_write(&r, sizeof(r), CS_REC_SYNC, 0);
+	cs_out_write_event(&r, sizeof(r), CS_REC_SYNC, 0);
 }

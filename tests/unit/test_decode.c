@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static void write_api(uint32_t corr, int cls, uint64_t start, uint64_t end, uint
 	r.domain = 1;
 	r.api_class = (uint8_t)cls;
 	r.name_sid = cs_intern("cudaLaunchKernel_v7000", (size_t)-1);
-	cs_out_write(&r, sizeof(r), CS_REC_API, tid);
+	cs_out_write_event(&r, sizeof(r), CS_REC_API, tid);
 }
 
 START_TEST(kernel_fields_arrive)
@@ -555,6 +556,167 @@ START_TEST(writer_under_load_loses_nothing)
 }
 END_TEST
 
+/* ---- per-thread staging of events ---- */
+
+#define STAGE_THREADS	 6
+#define STAGE_PER_THREAD 40000
+
+static atomic_int stage_workers_left;
+
+/* Each thread defines a name of its own and writes kernels and their launches under it. */
+static void *stage_worker(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	char name[32];
+	uint32_t sid;
+
+	snprintf(name, sizeof(name), "staged_kernel_%d", me);
+	sid = cs_intern(name, (size_t)-1);
+	for (int i = 0; i < STAGE_PER_THREAD; i++) {
+		struct cs_rec_kernel k;
+		uint32_t corr = (uint32_t)(me * STAGE_PER_THREAD + i + 1);
+
+		write_api(corr, CS_APICLASS_LAUNCH, BASE + 1000ull * (uint64_t)i,
+			  BASE + 1000ull * (uint64_t)i + 10, (uint32_t)(100 + me));
+		memset(&k, 0, sizeof(k));
+		k.start = BASE + 1000ull * (uint64_t)i + 500;
+		k.end = k.start + 100;
+		k.correlation_id = corr;
+		k.stream_id = (uint32_t)me;
+		k.name_sid = sid;
+		cs_out_write_event(&k, sizeof(k), CS_REC_KERNEL, 0);
+	}
+	atomic_fetch_sub(&stage_workers_left, 1);
+	return NULL;
+}
+
+START_TEST(staged_events_arrive_whole_and_after_their_names)
+{
+	pthread_t th[STAGE_THREADS];
+	int64_t per_thread[STAGE_THREADS] = {0};
+	cs_import_stats st;
+	cs_trace *t;
+	cs_event ev;
+	int64_t n = 0;
+
+	open_spool();
+	cs_out_set_staging(1);
+	atomic_store(&stage_workers_left, STAGE_THREADS);
+	for (int i = 0; i < STAGE_THREADS; i++)
+		pthread_create(&th[i], NULL, stage_worker, (void *)(intptr_t)i);
+	/* the flush thread's part: move what the threads staged while they write */
+	while (atomic_load(&stage_workers_left) > 0)
+		cs_out_flush();
+	for (int i = 0; i < STAGE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_uint_eq(cs_out_dropped(), 0);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL], STAGE_THREADS * STAGE_PER_THREAD);
+	while (next_event(t, CS_EV_KERNEL, &ev) == 1) {
+		const char *name = cs_trace_string(t, ev.u.kernel.name_id);
+		int me;
+
+		/* the name defined by the thread, the launch of that thread */
+		ck_assert_msg(name && sscanf(name, "staged_kernel_%d", &me) == 1 && me >= 0 &&
+				      me < STAGE_THREADS,
+			      "kernel %lld: name '%s'", (long long)ev.u.kernel.correlation_id,
+			      name ? name : "(none)");
+		ck_assert_int_eq(ev.u.kernel.launch_tid, 100 + me);
+		per_thread[me]++;
+		n++;
+	}
+	for (int i = 0; i < STAGE_THREADS; i++)
+		ck_assert_int_eq(per_thread[i], STAGE_PER_THREAD);
+	ck_assert_int_eq(n, STAGE_THREADS * STAGE_PER_THREAD);
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
+static void *short_worker(void *arg)
+{
+	write_api((uint32_t)(intptr_t)arg, CS_APICLASS_WAIT_DEVICE, BASE + 10, BASE + 20, 7);
+	return NULL;
+}
+
+START_TEST(staging_buffers_of_exited_threads_are_freed)
+{
+	struct rusage before, after;
+	cs_import_stats st;
+	cs_trace *t;
+
+	open_spool();
+	cs_out_set_staging(1);
+	getrusage(RUSAGE_SELF, &before);
+	/* 2,000 threads that make one call each and exit (16 KiB of staging each if kept) */
+	for (int i = 0; i < 2000; i++) {
+		pthread_t th;
+
+		ck_assert_int_eq(pthread_create(&th, NULL, short_worker, (void *)(intptr_t)(i + 1)), 0);
+		pthread_join(th, NULL);
+		if (i % 50 == 49)
+			cs_out_flush();
+	}
+	getrusage(RUSAGE_SELF, &after);
+	ck_assert_int_lt(after.ru_maxrss - before.ru_maxrss, 8 * 1024);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.counts[CS_EV_SYNC], 2000); /* each wait, though no activity came */
+	cs_trace_close(t);
+}
+END_TEST
+
+/* Types of the records of this process's spool file, in file order; returns how many. */
+static int spool_record_types(uint16_t *types, int cap)
+{
+	char name[64], *path;
+	struct cs_spool_header h;
+	struct cs_rec r;
+	FILE *f;
+	int n = 0;
+
+	snprintf(name, sizeof(name), "%d%s", (int)getpid(), CS_SPOOL_SUFFIX);
+	path = tu_path(spool_dir, name);
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fread(&h, sizeof(h), 1, f), 1);
+	fseek(f, (long)h.header_size, SEEK_SET);
+	while (n < cap && fread(&r, sizeof(r), 1, f) == 1 && r.size >= sizeof(r)) {
+		types[n++] = r.type;
+		fseek(f, (long)r.size - (long)sizeof(r), SEEK_CUR);
+	}
+	fclose(f);
+	free(path);
+	return n;
+}
+
+START_TEST(end_record_follows_staged_events)
+{
+	struct cs_rec_end end;
+	cs_import_stats st;
+	cs_trace *t;
+	uint16_t types[256];
+	int n;
+
+	open_spool();
+	cs_out_set_staging(1);
+	for (int i = 0; i < 100; i++)
+		write_api((uint32_t)i + 1, CS_APICLASS_WAIT_DEVICE, BASE + 10ull * (uint64_t)i,
+			  BASE + 10ull * (uint64_t)i + 5, 7);
+	/* nothing flushed: the END record itself must move them out first */
+	memset(&end, 0, sizeof(end));
+	end.timestamp = BASE + 5000;
+	end.records = cs_out_records();
+	cs_out_write(&end, sizeof(end), CS_REC_END, 7);
+	cs_out_close();
+	n = spool_record_types(types, 256);
+	ck_assert_int_gt(n, 100);
+	ck_assert_uint_eq(types[n - 1], CS_REC_END);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.counts[CS_EV_SYNC], 100);
+	cs_trace_close(t);
+}
+END_TEST
+
 START_TEST(size_limit_counts_what_it_cuts)
 {
 	struct cs_rec_kernel r;
@@ -640,6 +802,9 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, api_classes_from_names);
 	tcase_add_test(tc, intern_is_consistent_across_threads);
 	tcase_add_test(tc, writer_under_load_loses_nothing);
+	tcase_add_test(tc, staged_events_arrive_whole_and_after_their_names);
+	tcase_add_test(tc, staging_buffers_of_exited_threads_are_freed);
+	tcase_add_test(tc, end_record_follows_staged_events);
 	tcase_add_test(tc, size_limit_counts_what_it_cuts);
 	tcase_add_test(tc, forked_child_writes_nothing);
 	suite_add_tcase(s, tc);
