@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
@@ -30,23 +31,6 @@ struct cs_analysis_index {
 };
 
 /* ---- growing arrays ---- */
-
-/* Make room for one more element in *v (n used, *cap allocated); 0 or CS_ERR_NOMEM. */
-static int grow(void **v, int64_t n, int64_t *cap, size_t size)
-{
-	int64_t ncap;
-	void *nv;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 1024;
-	nv = realloc(*v, (size_t)ncap * size);
-	if (!nv)
-		return CS_ERR_NOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
 
 /*
  * Allocate room for n elements (at least one, so that an empty array is not NULL by accident).
@@ -135,8 +119,11 @@ static const int64_t nvtx_nulls[] = {TS, TS, NONE, 0, 0, 0, 0};
 /* A pointer to the next free element of an array, grown when full; NULL without memory. */
 static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
 {
-	if (grow(v, *n, cap, size))
+	size_t room = (size_t)*cap;
+
+	if (cs_grow(v, &room, (size_t)*n + 1, size))
 		return NULL;
+	*cap = (int64_t)room;
 	return (char *)*v + (size_t)(*n)++ * size;
 }
 

@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
@@ -127,7 +128,8 @@ struct nvtx_open {
 
 struct nvtx_stack {
 	struct nvtx_open *v;
-	uint32_t n, cap;
+	uint32_t n;
+	size_t cap;
 };
 
 struct importer {
@@ -1310,15 +1312,8 @@ static int rec_nvtx(struct proc_file *pf, const unsigned char *p, size_t size)
 		st = u64map_put(&pf->nvtx_stacks, stack_key, &created);
 		if (!st)
 			return nomem(im);
-		if (st->n == st->cap) {
-			uint32_t cap = st->cap ? st->cap * 2 : 8;
-			struct nvtx_open *v = realloc(st->v, cap * sizeof(*v));
-
-			if (!v)
-				return nomem(im);
-			st->v = v;
-			st->cap = cap;
-		}
+		if (cs_grow((void **)&st->v, &st->cap, (size_t)st->n + 1, sizeof(*st->v)))
+			return nomem(im);
 		st->v[st->n++] = o;
 		return 0;
 	case CS_NVTX_OP_POP:
@@ -1958,15 +1953,9 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 
 		if (len <= suffix || strcmp(de->d_name + len - suffix, CS_SPOOL_SUFFIX))
 			continue;
-		if (n == cap) {
-			char **np = realloc(paths, (cap ? cap * 2 : 16) * sizeof(*np));
-
-			if (!np) {
-				rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-				goto out;
-			}
-			paths = np;
-			cap = cap ? cap * 2 : 16;
+		if (cs_grow((void **)&paths, &cap, n + 1, sizeof(*paths))) {
+			rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+			goto out;
 		}
 		path = malloc(strlen(dir) + len + 2);
 		if (!path) {

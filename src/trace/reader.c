@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
 #include "trace/trace_internal.h"
@@ -51,7 +52,7 @@ struct cs_trace {
 	sqlite3_stmt *probe[CS_EV_COUNT]; /* SELECT start FROM <table> WHERE rowid = ? */
 
 	cs_frame *frames;
-	int frames_cap;
+	size_t frames_cap;
 };
 
 struct cs_iter {
@@ -107,7 +108,8 @@ static int sql_error(cs_trace *t, int rc, cs_error *err)
 static int load_meta(cs_trace *t, cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc, n = 0, cap = 0;
+	int rc, n = 0;
+	size_t kcap = 0, vcap = 0;
 
 	rc = sqlite3_prepare_v2(t->db, "SELECT key, value FROM META ORDER BY rowid", -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -117,21 +119,10 @@ static int load_meta(cs_trace *t, cs_error *err)
 
 		if (!k)
 			continue;
-		if (n == cap) {
-			int ncap = cap ? cap * 2 : 16;
-			char **nk = realloc(t->meta_keys, sizeof(char *) * (size_t)ncap);
-
-			if (nk)
-				t->meta_keys = nk;
-			char **nv = realloc(t->meta_values, sizeof(char *) * (size_t)ncap);
-
-			if (nv)
-				t->meta_values = nv;
-			if (!nk || !nv) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			cap = ncap;
+		if (cs_grow((void **)&t->meta_keys, &kcap, (size_t)n + 1, sizeof(char *)) ||
+		    cs_grow((void **)&t->meta_values, &vcap, (size_t)n + 1, sizeof(char *))) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		t->meta_keys[n] = strdup(k);
 		t->meta_values[n] = v ? strdup(v) : NULL;
@@ -647,16 +638,10 @@ int cs_trace_get_stack(cs_trace *t, int64_t stack_id, const cs_frame **frames, i
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		cs_frame *f;
 
-		if (count == t->frames_cap) {
-			int cap = t->frames_cap ? t->frames_cap * 2 : 64;
-			cs_frame *nf = realloc(t->frames, sizeof(*nf) * (size_t)cap);
-
-			if (!nf) {
-				sqlite3_finalize(st);
-				return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-			}
-			t->frames = nf;
-			t->frames_cap = cap;
+		if (cs_grow((void **)&t->frames, &t->frames_cap, (size_t)count + 1,
+			    sizeof(*t->frames))) {
+			sqlite3_finalize(st);
+			return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		}
 		f = &t->frames[count++];
 		f->kind = (int32_t)col_int(st, 0);
