@@ -143,18 +143,9 @@ static struct loop loop_defaults(void)
 
 static void add_process_device(cs_trace_writer *w)
 {
-	cs_process p;
 	cs_device d;
 
-	memset(&p, 0, sizeof(p));
-	p.pid = 300;
-	p.ppid = 1;
-	p.start = 0;
-	p.end = CS_TS_UNKNOWN;
-	p.command_line = "python3 train.py";
-	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
-	p.used_cuda = 1;
-	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	tu_add_process(w, 300, "python3 train.py", "test_gate");
 	memset(&d, 0, sizeof(d));
 	d.pid = 300;
 	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";

@@ -190,21 +190,6 @@ static cs_kernel kernel(int64_t name_id, int64_t launch, int64_t start, int64_t 
 	return k;
 }
 
-static void add_process(cs_trace_writer *w)
-{
-	cs_process p;
-
-	memset(&p, 0, sizeof(p));
-	p.pid = 300;
-	p.ppid = 1;
-	p.start = 0;
-	p.end = CS_TS_UNKNOWN;
-	p.command_line = "python3 train.py";
-	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
-	p.used_cuda = 1;
-	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
-}
-
 /*
  * The stack of a wait made by an autograd engine thread during loss.backward() at train.py:88, as
  * the importer writes it: the thread's native frames, the note (kind 3), then the Python frames of
@@ -269,7 +254,7 @@ static void write_loop(const char *path, int sync)
 
 	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
 	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
-	add_process(w);
+	tu_add_process(w, 300, "python3 train.py", "test_report");
 	for (int i = 0; i < 6; i++) {
 		ids[i] = cs_writer_intern(w, names[i]);
 		need(ids[i] >= 0, "intern");

@@ -247,3 +247,18 @@ int tu_count_lines(const char *s)
 			n++;
 	return n;
 }
+
+void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test)
+{
+	cs_process p;
+
+	memset(&p, 0, sizeof(p));
+	p.pid = pid;
+	p.ppid = 1;
+	p.start = 0;
+	p.end = CS_TS_UNKNOWN;
+	p.command_line = command_line;
+	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
+	p.used_cuda = 1;
+	tu_need(cs_writer_add_process(w, &p) == 0, test, cs_writer_errmsg(w));
+}

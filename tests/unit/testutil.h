@@ -3,6 +3,9 @@
 #define CUSCOPE_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "cuscope/trace.h"
 
 /* A fresh directory under $TMPDIR (or /tmp); removed with everything in it at exit. */
 char *tu_tmpdir(void);
@@ -42,6 +45,9 @@ char *tu_source_file(const char *rel);
 /* Setting up test data in main(), where ck_assert cannot be used: when !ok, print "TEST: cannot
  * write the test data: WHAT" and exit 1. */
 void tu_need(int ok, const char *test, const char *what);
+/* Add to a trace being written the process PID that ran command_line, used CUDA, started at 0 and
+ * has no rank; test names the test for tu_need when the writer refuses. */
+void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test);
 /* Number of lines in s. */
 int tu_count_lines(const char *s);
 
