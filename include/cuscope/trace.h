@@ -324,6 +324,13 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 /* Set (or replace) a meta key. Keys used by cuscope are listed in docs/trace-format.md. */
 int cs_writer_set_meta(cs_trace_writer *w, const char *key, const char *value);
 int cs_writer_set_meta_int(cs_trace_writer *w, const char *key, int64_t value);
+/*
+ * The timeline overview (TIMELINE_OVERVIEW) is written when the trace holds at least this many
+ * events (default CS_OVERVIEW_MIN_EVENTS; 0: always): below it `cuscope view` reads the exact
+ * tracks about as fast, and the overview's fixed size would be a good part of a small trace.
+ */
+#define CS_OVERVIEW_MIN_EVENTS 500000
+void cs_writer_set_overview_min_events(cs_trace_writer *w, int64_t events);
 /* Intern a string by content; returns its StringIds id (>= 0), or a negative cs_err code. */
 int64_t cs_writer_intern(cs_trace_writer *w, const char *s);
 int64_t cs_writer_intern_len(cs_trace_writer *w, const char *s, size_t len);

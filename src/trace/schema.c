@@ -55,7 +55,7 @@ const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
 /* Tables other than the event tables, created in main only. */
 static const char *const main_tables_sql[] = {
 	"CREATE TABLE META(key TEXT PRIMARY KEY, value TEXT)",
-	"CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE)",
+	"CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL)",
 	"CREATE TABLE " CS_TABLE_INFO "(tableName TEXT PRIMARY KEY, rowCount INTEGER NOT NULL, "
 	"minStart INTEGER, maxEnd INTEGER, maxDuration INTEGER)",
 	"CREATE TABLE PROCESSES(pid INTEGER NOT NULL, ppid INTEGER, start INTEGER, end INTEGER, "

@@ -65,6 +65,7 @@ struct cs_trace_writer {
 	char *path, *tmp_path, *stage_path;
 	int overwrite;
 	int failed;	 /* first error; every later call returns it */
+	int64_t overview_min_events; /* fewer events: no overview */
 	int64_t pending; /* rows since the last commit */
 
 	sqlite3_stmt *ev[CS_EV_COUNT];
@@ -437,6 +438,7 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 	if (!w)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 	w->overwrite = overwrite;
+	w->overview_min_events = CS_OVERVIEW_MIN_EVENTS;
 	w->path = strdup(path);
 	w->tmp_path = path_with_suffix(path, ".tmp.%ld", (long)getpid());
 	w->stage_path = path_with_suffix(path, ".tmp.%ld.stage", (long)getpid());
@@ -1239,7 +1241,13 @@ out:
 	return rc;
 }
 
-/* Build and store the overview from the sorted event tables; nothing when there is no event. */
+void cs_writer_set_overview_min_events(cs_trace_writer *w, int64_t events)
+{
+	w->overview_min_events = events > 0 ? events : 0;
+}
+
+/* Build and store the overview from the sorted event tables; nothing when there is no event, or
+ * fewer than w->overview_min_events. */
 static int write_overview(cs_trace_writer *w)
 {
 	static const char *const sql[] = {
@@ -1260,9 +1268,13 @@ static int write_overview(cs_trace_writer *w)
 				    CS_OV_WAITS,  CS_OV_API,	CS_OV_NVTX};
 	struct ov_source src[6];
 	struct ov_state o = {0};
-	int64_t start = CS_TS_UNKNOWN, end = CS_TS_UNKNOWN;
+	int64_t start = CS_TS_UNKNOWN, end = CS_TS_UNKNOWN, events = 0;
 	int rc = 0;
 
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		events += w->stats[k].rows;
+	if (events < w->overview_min_events)
+		return 0;
 	for (int k = 0; k < CS_EV_COUNT; k++) {
 		const struct ev_stats *s = &w->stats[k];
 

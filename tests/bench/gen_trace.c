@@ -2,7 +2,7 @@
  * gen_trace.c - write a large synthetic training trace for the `cuscope report` speed benchmark
  * (scripts/bench-report, docs/performance.md "Report speed"). Not a test: it only writes a file.
  *
- *	gen_trace [--events N] [--names N] OUTPUT
+ *	gen_trace [--events N] [--names N] [--overview-min N] OUTPUT
  *
  * The trace is one process that runs 500 setup kernels, then trains for as many steps as the
  * event budget allows. A step holds 2,600 events: 2,000 kernels (10% of them on a second stream,
@@ -11,7 +11,8 @@
  * frees, 40 host waits, 120 API calls and 80 NVTX ranges (the step, its phases and its layers).
  * Kernels dominate as in a recorded training trace; every step ends with a device-to-host copy
  * that the host waits for. Kernel names are long mangled-looking strings: --names of them in all
- * (50,000 by default).
+ * (50,000 by default). --overview-min sets the writer's threshold for the timeline overview
+ * (cs_writer_set_overview_min_events; 0: always).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,7 +414,8 @@ static int setup(struct gen *g, int64_t names)
 int main(int argc, char **argv)
 {
 	struct gen g;
-	int64_t events = 10000000, names = 50000, steps, base_ns[VOCABULARY];
+	int64_t events = 10000000, names = 50000, overview_min = CS_OVERVIEW_MIN_EVENTS, steps,
+		base_ns[VOCABULARY];
 	int32_t *seq;
 	const char *out = NULL;
 	cs_error err = {0, ""};
@@ -423,15 +425,17 @@ int main(int argc, char **argv)
 			events = strtoll(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--names") && i + 1 < argc)
 			names = strtoll(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--overview-min") && i + 1 < argc)
+			overview_min = strtoll(argv[++i], NULL, 10);
 		else if (argv[i][0] != '-' && !out)
 			out = argv[i];
 		else {
-			fprintf(stderr, "usage: gen_trace [--events N] [--names N] OUTPUT\n");
+			fprintf(stderr, "usage: gen_trace [--events N] [--names N] [--overview-min N] OUTPUT\n");
 			return 2;
 		}
 	}
 	if (!out) {
-		fprintf(stderr, "usage: gen_trace [--events N] [--names N] OUTPUT\n");
+		fprintf(stderr, "usage: gen_trace [--events N] [--names N] [--overview-min N] OUTPUT\n");
 		return 2;
 	}
 	memset(&g, 0, sizeof(g));
@@ -442,6 +446,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cs_writer_set_meta(g.w, "command", "python3 train.py --synthetic");
+	cs_writer_set_overview_min_events(g.w, overview_min);
 	if (setup(&g, names))
 		return fail(&g, "setup");
 	seq = malloc(STEP_KERNELS * sizeof(*seq));

@@ -184,7 +184,7 @@ async function main() {
 		 * the overview with "loading detail…", then the detail */
 		if (existsSync(genTrace)) {
 			const small = join(work, 'small.db');
-			execFileSync(genTrace, ['--events', '100000', small], { stdio: 'ignore' });
+			execFileSync(genTrace, ['--events', '100000', '--overview-min', '0', small], { stdio: 'ignore' });
 			const sv = await startView(small, { CUSCOPE_VIEW_TIMELINE_DELAY_MS: '3000' });
 			views.push(sv);
 			const page3 = await context.newPage();

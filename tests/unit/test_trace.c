@@ -1586,6 +1586,7 @@ START_TEST(test_overview_busy)
 	unsigned seed = 3;
 	int seen = 0;
 
+	cs_writer_set_overview_min_events(w, 0); /* 3,050 events: below the default */
 	for (int i = 0; i < 3000; i++) {
 		int st = i % 3 == 0;
 		/* stream 7 in time order, stream 9 backwards */
@@ -1651,6 +1652,41 @@ START_TEST(test_overview_busy)
 	cs_overview_free(o);
 	cs_trace_close(t);
 	free(path);
+}
+END_TEST
+
+/* A small trace gets no overview by default; one at the threshold does. */
+START_TEST(test_overview_only_for_large_traces)
+{
+	for (int big = 0; big <= 1; big++) {
+		char *path = new_trace_path(big ? "ov_big.db" : "ov_small.db");
+		cs_trace_writer *w = open_writer(path);
+		cs_overview *o = (cs_overview *)1;
+		cs_error err = {0};
+		cs_trace *t;
+		int n = 1000;
+
+		if (big)
+			cs_writer_set_overview_min_events(w, n);
+		for (int i = 0; i < n; i++) {
+			cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+			ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+		}
+		finish_writer(w);
+		t = open_trace(path);
+		ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+		if (big) {
+			ck_assert_ptr_nonnull(o);
+			ck_assert_int_eq(o->ntracks, 1);
+			ck_assert_int_eq(o->tracks[0].events, n);
+			cs_overview_free(o);
+		} else {
+			ck_assert_ptr_null(o);
+		}
+		cs_trace_close(t);
+		free(path);
+	}
 }
 END_TEST
 
@@ -1938,6 +1974,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_kernel_size);
 	tcase_add_test(tc, test_overview_busy);
 	tcase_add_test(tc, test_overview_absent);
+	tcase_add_test(tc, test_overview_only_for_large_traces);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);

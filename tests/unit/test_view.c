@@ -744,6 +744,7 @@ static void write_synthetic(const char *path)
 		fprintf(stderr, "test_view: %s\n", err.msg);
 		exit(1);
 	}
+	cs_writer_set_overview_min_events(w, 0); /* small, but with the overview */
 	memset(&p, 0, sizeof(p));
 	p.pid = PID;
 	p.start = p.end = CS_TS_UNKNOWN;
