@@ -12,7 +12,8 @@
  * launch of the launching thread and of the process, and the median of its difference to the
  * configuration without anything, taken in the same round. Activity buffers are plain 4 MiB
  * buffers, read and dropped on completion (counted, not decoded), and flushed after every loop,
- * outside the timed part.
+ * outside the timed part. It also says how many kernel records carry the correlation id that the
+ * launch callbacks saw, in the runtime and in the driver domain.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,29 @@ __global__ void cs_empty(void)
 {
 }
 
+static const CUpti_CallbackId rt_launch_id = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+static const CUpti_CallbackId drv_launch_id = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 static long records;
 static int callback_work; /* 0: return at once; 1: take a timestamp at enter and exit */
+
+/* Correlation ids the launch callbacks saw, by domain (a bit per id, modulo the map's size), and
+ * how many kernel records carry one of them: whether the driver call inside cudaLaunchKernel has
+ * the kernel's correlation id, so that driver callbacks alone could time runtime launches. */
+#define SEEN_BITS (1u << 24)
+static unsigned char seen_rt[SEEN_BITS / 8], seen_drv[SEEN_BITS / 8];
+static long kernels_read, kernels_rt_corr, kernels_drv_corr;
+
+static void seen_set(unsigned char *map, uint32_t id)
+{
+	id &= SEEN_BITS - 1;
+	map[id / 8] |= (unsigned char)(1u << (id % 8));
+}
+
+static int seen_has(const unsigned char *map, uint32_t id)
+{
+	id &= SEEN_BITS - 1;
+	return map[id / 8] >> (id % 8) & 1;
+}
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -67,8 +89,16 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	(void)ctx;
 	(void)stream;
 	(void)size;
-	while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+	while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		records++;
+		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+			uint32_t id = ((const CUpti_ActivityKernel10 *)rec)->correlationId;
+
+			kernels_read++;
+			kernels_rt_corr += seen_has(seen_rt, id);
+			kernels_drv_corr += seen_has(seen_drv, id);
+		}
+	}
 	free(buffer);
 }
 
@@ -79,8 +109,10 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 	uint64_t now;
 
 	(void)userdata;
-	(void)domain;
-	(void)cbid;
+	if (cbid == rt_launch_id && domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		seen_set(seen_rt, cb->correlationId);
+	else if (cbid == drv_launch_id && domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		seen_set(seen_drv, cb->correlationId);
 	if (!callback_work)
 		return;
 	cuptiGetTimestamp(&now);
@@ -97,6 +129,7 @@ enum {
 	CBTS = 32,	/* ... taking timestamps */
 	APIACT = 64,	/* API activity records for cudaLaunchKernel and cuLaunchKernel */
 	CBSYNC = 128,	/* callbacks on cudaDeviceSynchronize */
+	CBDRV = 256,	/* callbacks on cuLaunchKernel only (the driver call inside the launch) */
 };
 
 static const struct config {
@@ -111,14 +144,13 @@ static const struct config {
 	{"kernel + launch callbacks (empty)", K | CB},
 	{"kernel + launch callbacks (timestamps)", K | CB | CBTS},
 	{"kernel + launch API activity records", K | APIACT},
+	{"kernel + driver launch callbacks only (timestamps)", K | CBDRV | CBTS},
 	{"kernel + launch and sync callbacks (timestamps)", K | CB | CBTS | CBSYNC},
 	{"all activity kinds + launch callbacks (cuscope today)", K | CPYSET | MEM2 | SYNC | CB | CBTS | CBSYNC},
 };
 #define NCONFIG (int)(sizeof(configs) / sizeof(configs[0]))
 
 static CUpti_SubscriberHandle sub;
-static CUpti_CallbackId rt_launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-static CUpti_CallbackId drv_launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 static CUpti_CallbackId rt_sync = CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
 
 static void set_kind(CUpti_ActivityKind kind, int on)
@@ -136,12 +168,13 @@ static void apply(int f)
 	set_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, f & SYNC);
 	set_kind(CUPTI_ACTIVITY_KIND_MEMCPY, f & CPYSET);
 	set_kind(CUPTI_ACTIVITY_KIND_MEMSET, f & CPYSET);
-	CHECK_CUPTI(cuptiEnableCallback(!!(f & CB), sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt_launch));
-	CHECK_CUPTI(cuptiEnableCallback(!!(f & CB), sub, CUPTI_CB_DOMAIN_DRIVER_API, drv_launch));
+	CHECK_CUPTI(cuptiEnableCallback(!!(f & CB), sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt_launch_id));
+	CHECK_CUPTI(cuptiEnableCallback(!!(f & (CB | CBDRV)), sub, CUPTI_CB_DOMAIN_DRIVER_API,
+					drv_launch_id));
 	CHECK_CUPTI(cuptiEnableCallback(!!(f & CBSYNC), sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt_sync));
 	callback_work = !!(f & CBTS);
-	CHECK_CUPTI(cuptiActivityEnableRuntimeApi(rt_launch, !!(f & APIACT)));
-	CHECK_CUPTI(cuptiActivityEnableDriverApi(drv_launch, !!(f & APIACT)));
+	CHECK_CUPTI(cuptiActivityEnableRuntimeApi(rt_launch_id, !!(f & APIACT)));
+	CHECK_CUPTI(cuptiActivityEnableDriverApi(drv_launch_id, !!(f & APIACT)));
 }
 
 static double now_of(clockid_t clk)
@@ -231,5 +264,8 @@ int main(int argc, char **argv)
 	}
 	printf("info: %d rounds of %ld launches per configuration; %ld activity records read\n", rounds,
 	       n, records);
+	printf("kernel records: %ld; with the correlation id of a cudaLaunchKernel callback: %ld; of a "
+	       "cuLaunchKernel callback: %ld\n",
+	       kernels_read, kernels_rt_corr, kernels_drv_corr);
 	return 0;
 }
