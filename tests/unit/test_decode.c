@@ -758,7 +758,11 @@ START_TEST(forked_child_writes_nothing)
 	char name[64];
 
 	open_spool();
+	cs_out_set_staging(1);
+	/* the parent's thread has a staging buffer, with an event in it, when it forks */
+	write_api(1, CS_APICLASS_WAIT_DEVICE, BASE + 10, BASE + 20, 7);
 	cs_out_flush();
+	write_api(2, CS_APICLASS_WAIT_DEVICE, BASE + 30, BASE + 40, 7);
 	snprintf(name, sizeof(name), "%d.cuspool", (int)getpid());
 	path = tu_path(spool_dir, name);
 	ck_assert_int_eq(stat(path, &before), 0);
@@ -769,18 +773,23 @@ START_TEST(forked_child_writes_nothing)
 
 		cs_out_atfork_child();
 		memset(&c, 0, sizeof(c));
-		for (int i = 0; i < 1000; i++)
+		for (int i = 0; i < 1000; i++) {
 			cs_out_write(&c, sizeof(c), CS_REC_CLOCK, 0);
+			write_api(100 + (uint32_t)i, CS_APICLASS_WAIT_DEVICE, BASE + 50, BASE + 60, 7);
+		}
 		cs_out_flush();
 		cs_out_close();
-		_exit(cs_out_dropped() >= 1000 ? 0 : 1);
+		_exit(cs_out_dropped() >= 2000 ? 0 : 1);
 	}
 	cs_out_atfork_parent();
 	waitpid(pid, &status, 0);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	cs_out_flush();
 	ck_assert_int_eq(stat(path, &after), 0);
 	ck_assert_int_eq(after.st_size, before.st_size);
+	/* and the parent's staged event still arrives */
+	cs_out_flush();
+	ck_assert_int_eq(stat(path, &after), 0);
+	ck_assert_int_gt(after.st_size, before.st_size);
 	cs_out_close();
 	free(path);
 }
