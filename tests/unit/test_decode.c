@@ -749,6 +749,67 @@ START_TEST(size_limit_counts_what_it_cuts)
 }
 END_TEST
 
+/* --size-limit with staging: what the threads staged counts against the limit too. */
+#define LIMIT_RECORDS 50 /* per thread: about 3 KiB, less than a staging buffer */
+
+static pthread_barrier_t limit_barrier;
+
+static void *limit_worker(void *arg)
+{
+	uint32_t sid = cs_intern("limit_kernel", (size_t)-1);
+	int me = (int)(intptr_t)arg;
+
+	for (int i = 0; i < LIMIT_RECORDS; i++) {
+		struct cs_rec_kernel k;
+
+		memset(&k, 0, sizeof(k));
+		k.start = BASE + 1000ull * (uint64_t)i;
+		k.end = k.start + 100;
+		k.correlation_id = (uint32_t)(me * LIMIT_RECORDS + i + 1);
+		k.name_sid = sid;
+		cs_out_write_event(&k, sizeof(k), CS_REC_KERNEL, 0);
+	}
+	/* every thread has staged its records before any leaves (and commits them) */
+	pthread_barrier_wait(&limit_barrier);
+	return NULL;
+}
+
+START_TEST(size_limit_counts_staged_events)
+{
+	pthread_t th[STAGE_THREADS];
+	struct cs_rec_dropped d;
+	char name[64], *path;
+	struct stat sb;
+	cs_import_stats st;
+	cs_trace *t;
+
+	open_spool();
+	cs_out_set_limit(8 * 1024);
+	cs_out_set_staging(1);
+	pthread_barrier_init(&limit_barrier, NULL, STAGE_THREADS);
+	for (int i = 0; i < STAGE_THREADS; i++)
+		pthread_create(&th[i], NULL, limit_worker, (void *)(intptr_t)i);
+	for (int i = 0; i < STAGE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&limit_barrier);
+	ck_assert_uint_gt(cs_out_dropped(), 0);
+	memset(&d, 0, sizeof(d));
+	d.count = cs_out_dropped();
+	cs_out_write(&d, sizeof(d), CS_REC_DROPPED, 0);
+	cs_out_close();
+	snprintf(name, sizeof(name), "%d%s", (int)getpid(), CS_SPOOL_SUFFIX);
+	path = tu_path(spool_dir, name);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	/* the limit and the DROPPED record: not a staging buffer's worth per thread over */
+	ck_assert_msg(sb.st_size <= 8 * 1024 + 256, "%lld bytes", (long long)sb.st_size);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.dropped, (int64_t)d.count);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL] + st.dropped, STAGE_THREADS * LIMIT_RECORDS);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
 START_TEST(forked_child_writes_nothing)
 {
 	struct stat before, after;
@@ -814,6 +875,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, staged_events_arrive_whole_and_after_their_names);
 	tcase_add_test(tc, staging_buffers_of_exited_threads_are_freed);
 	tcase_add_test(tc, end_record_follows_staged_events);
+	tcase_add_test(tc, size_limit_counts_staged_events);
 	tcase_add_test(tc, size_limit_counts_what_it_cuts);
 	tcase_add_test(tc, forked_child_writes_nothing);
 	suite_add_tcase(s, tc);
