@@ -26,7 +26,7 @@ L=$W/launch_loop
 "$NVCC" -O2 -arch=sm_90 -o "$L" tests/gpu/programs/launch_loop.cu || { say "nvcc failed"; exit 2; }
 
 # name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope
-VARIANTS=(${LAUNCH_VARIANTS:-none default no_staging no_pool no_callbacks no_callbacks,no_memory,no_sync,no_nvtx})
+VARIANTS=(${LAUNCH_VARIANTS:-none default no_staging cb=driver no_callbacks no_callbacks,no_memory,no_sync,no_nvtx})
 for r in $(seq 1 "$ROUNDS"); do
 	line="round $r:"
 	for v in "${VARIANTS[@]}"; do
