@@ -132,12 +132,8 @@ static void parse_options(void)
 			opts.no_callbacks = 1;
 		else if (strcmp(tok, "backtrace") == 0)
 			opts.backtrace = 1;
-		else if (strcmp(tok, "no_backtrace") == 0)
-			opts.backtrace = 0;
 		else if (strcmp(tok, "no_pool") == 0)
 			opts.no_pool = 1;
-		else if (strcmp(tok, "staging") == 0)
-			opts.staging = 1;
 		else if (strcmp(tok, "no_staging") == 0)
 			opts.staging = 0;
 		else if (strcmp(tok, "cb=runtime") == 0)
