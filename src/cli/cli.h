@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/trace.h"
+#include "cuscope/utf8.h"
 
 /* Exit codes. */
 #define CLI_EXIT_OK	  0
@@ -113,9 +114,6 @@ size_t cli_text_width(const char *s);
  * end with "…" in the middle. NULL when out of memory.
  */
 char *cli_truncate_middle(const char *s, size_t width);
-/* A copy of s (malloc'd) with each invalid UTF-8 sequence replaced by U+FFFD; NULL without memory.
- */
-char *cli_utf8_repair(const char *s);
 
 /*
  * Width to fit text output in: requested when >= 0 (0 = no limit, from --width), else the

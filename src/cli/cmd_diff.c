@@ -79,7 +79,7 @@ static void text_findings(const cs_diff *d)
 		const cs_diff_finding *m = &d->findings[i];
 		const cs_run_finding *f = m->new_ ? m->new_ : m->base;
 		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
-		char *title = cli_utf8_repair(f->title);
+		char *title = cs_utf8_repair(f->title);
 
 		printf("  %-10s  [%s] %s  %s\n", what[l], cs_severity_name(f->severity), f->rule,
 		       title ? title : "");
@@ -129,7 +129,7 @@ static int print_text(const cs_diff *d, int limit, int width)
 		else
 			rel[0] = '\0';
 		{
-			char *clean = cli_utf8_repair(name);
+			char *clean = cs_utf8_repair(name);
 
 			if (clean) {
 				snprintf(name, sizeof(name), "%s", clean);

@@ -53,7 +53,7 @@ static void add_check_row(struct cli_table *table, const cs_diff_row *r)
 		snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r), r->kernel);
 	else
 		snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
-	clean = cli_utf8_repair(name);
+	clean = cs_utf8_repair(name);
 	if (clean) {
 		snprintf(name, sizeof(name), "%s", clean);
 		free(clean);
@@ -104,7 +104,7 @@ static void print_text(const cs_diff *d, int width)
 		if (first)
 			printf("\nNew findings:\n");
 		first = 0;
-		title = cli_utf8_repair(f->title);
+		title = cs_utf8_repair(f->title);
 		printf("  [%s] %s  %s\n", cs_severity_name(f->severity), f->rule,
 		       title ? title : "");
 		free(title);

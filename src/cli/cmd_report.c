@@ -81,7 +81,7 @@ static const char *plural(int64_t n, const char *one, const char *many)
  */
 static char *clean_text(const char *s)
 {
-	char *r = cli_utf8_repair(s ? s : "");
+	char *r = cs_utf8_repair(s ? s : "");
 	unsigned char *p, *w;
 
 	if (!r)
@@ -651,7 +651,7 @@ static cJSON *json_clean_copy(const cJSON *v)
 	cJSON *r = NULL, *it;
 
 	if (cJSON_IsString(v)) {
-		char *s = cli_utf8_repair(v->valuestring ? v->valuestring : "");
+		char *s = cs_utf8_repair(v->valuestring ? v->valuestring : "");
 
 		r = s ? cJSON_CreateString(s) : NULL;
 		free(s);
@@ -671,7 +671,7 @@ static cJSON *json_clean_copy(const cJSON *v)
 			if (cJSON_IsArray(v)) {
 				cJSON_AddItemToArray(r, c);
 			} else {
-				char *k = cli_utf8_repair(it->string ? it->string : "");
+				char *k = cs_utf8_repair(it->string ? it->string : "");
 
 				if (!k) {
 					cJSON_Delete(c);

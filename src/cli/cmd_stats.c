@@ -120,7 +120,7 @@ static struct kernel_stat *kernel_table_get(struct kernel_table *kt, int64_t nam
 	k = &kt->v[kt->n];
 	memset(k, 0, sizeof(*k));
 	k->name_id = name_id;
-	k->name = cli_utf8_repair(name ? name : "<unknown>");
+	k->name = cs_utf8_repair(name ? name : "<unknown>");
 	if (!k->name)
 		return NULL;
 	k->min = INT64_MAX;

@@ -13,7 +13,6 @@
 #include "cli/cli.h"
 
 #define CLI_ELLIPSIS	"\xe2\x80\xa6" /* U+2026 */
-#define CLI_REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
 #define CLI_COLUMN_GAP	2
 #define CLI_MIN_SHRUNK	12 /* a shrunk column keeps at least this many characters */
 
@@ -157,45 +156,10 @@ char *cli_fmt_walltime_iso(char *buf, size_t size, int64_t ns)
 
 /* ---- UTF-8 ---- */
 
-/* Length of the valid UTF-8 sequence at s, or 0 when it is invalid (or s is at the end). */
-static size_t utf8_seq_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t cp;
-
-	if (c == 0)
-		return 0;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, beyond U+10FFFF */
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /* Bytes of the character at s: a valid sequence, or one byte of an invalid one. */
 static size_t utf8_char_len(const unsigned char *s)
 {
-	size_t n = utf8_seq_len(s);
+	size_t n = cs_utf8_seq_len(s);
 
 	return n ? n : 1;
 }
@@ -238,32 +202,6 @@ char *cli_truncate_middle(const char *s, size_t width)
 	memcpy(out, s, head_bytes);
 	strcpy(out + head_bytes, CLI_ELLIPSIS);
 	strcat(out + head_bytes, tail_start);
-	return out;
-}
-
-char *cli_utf8_repair(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len = strlen(s), o = 0;
-	/* each invalid byte becomes 3 bytes at most */
-	char *out = malloc(len * 3 + 1);
-
-	if (!out)
-		return NULL;
-	while (*p) {
-		size_t n = utf8_seq_len(p);
-
-		if (n) {
-			memcpy(out + o, p, n);
-			o += n;
-			p += n;
-		} else {
-			memcpy(out + o, CLI_REPLACEMENT, 3);
-			o += 3;
-			p++;
-		}
-	}
-	out[o] = '\0';
 	return out;
 }
 
@@ -429,7 +367,7 @@ cJSON *cli_json_add_string(cJSON *obj, const char *key, const char *s)
 
 	if (!s)
 		return cJSON_AddNullToObject(obj, key);
-	fixed = cli_utf8_repair(s);
+	fixed = cs_utf8_repair(s);
 	if (!fixed)
 		return NULL;
 	item = cJSON_AddStringToObject(obj, key, fixed);

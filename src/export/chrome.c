@@ -84,12 +84,12 @@ static void put_string(struct ex_out *o, const char *s)
 			}
 			o->len += 2;
 			p++;
-		} else if ((n = ex_utf8_seq_len(p)) != 0) {
+		} else if ((n = cs_utf8_seq_len(p)) != 0) {
 			memcpy(w, p, n);
 			o->len += n;
 			p += n;
 		} else {
-			memcpy(w, "\xef\xbf\xbd", 3); /* U+FFFD for each invalid byte */
+			memcpy(w, CS_UTF8_REPLACEMENT, 3); /* for each invalid byte */
 			o->len += 3;
 			p++;
 		}

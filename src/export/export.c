@@ -141,38 +141,6 @@ size_t ex_fmt_us(char *p, int64_t ns)
 	return n + 2;
 }
 
-size_t ex_utf8_seq_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n, i;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return c ? 1 : 0;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, beyond U+10FFFF */
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /* ---- names ---- */
 
 enum launch_class {
@@ -514,7 +482,7 @@ static void copy_cut(char *out, const char *s, size_t max)
 	size_t n = 0;
 
 	while (p[n]) {
-		size_t k = ex_utf8_seq_len(p + n);
+		size_t k = cs_utf8_seq_len(p + n);
 
 		if (!k)
 			k = 1;
@@ -1317,27 +1285,11 @@ static int memory_window_start(struct driver *d)
 /* JSON text repaired and printed back compactly, or NULL when it does not parse. */
 static char *json_normalize(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len = strlen(s), o = 0;
-	char *fixed = malloc(len * 3 + 1), *out = NULL;
+	char *fixed = cs_utf8_repair(s), *out = NULL;
 	cJSON *j;
 
 	if (!fixed)
 		return NULL;
-	while (*p) {
-		size_t n = ex_utf8_seq_len(p);
-
-		if (n) {
-			memcpy(fixed + o, p, n);
-			o += n;
-			p += n;
-		} else {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			p++;
-		}
-	}
-	fixed[o] = '\0';
 	j = cJSON_Parse(fixed);
 	if (j)
 		out = cJSON_PrintUnformatted(j);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuscope/error.h"
+#include "cuscope/utf8.h"
 #include "cuscope/export.h"
 #include "cuscope/trace.h"
 
@@ -97,11 +98,6 @@ size_t ex_fmt_i64(char *p, int64_t v);
 /* ns as microseconds with three decimals ("-1.250", "12.000"): never an exponent. */
 size_t ex_fmt_us(char *p, int64_t ns);
 
-/*
- * Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the bytes at s do not start one
- * (overlong forms, surrogates and code points past U+10FFFF are invalid). s is NUL-terminated.
- */
-size_t ex_utf8_seq_len(const unsigned char *s);
 
 /* ---- tracks ---- */
 

@@ -212,7 +212,7 @@ static void pb_string(struct pb *b, struct pb *tmp, uint32_t field, const char *
 	size_t i = 0, n = 0;
 
 	while (p[i]) {
-		n = p[i] < 0x80 ? 1 : ex_utf8_seq_len(p + i);
+		n = p[i] < 0x80 ? 1 : cs_utf8_seq_len(p + i);
 		if (!n)
 			break;
 		i += n;
@@ -222,20 +222,9 @@ static void pb_string(struct pb *b, struct pb *tmp, uint32_t field, const char *
 		return;
 	}
 	tmp->len = 0;
-	for (i = 0; p[i];) {
-		n = ex_utf8_seq_len(p + i);
-		if (pb_grow(tmp, 4))
-			return;
-		if (n) {
-			memcpy(tmp->p + tmp->len, p + i, n);
-			tmp->len += n;
-			i += n;
-		} else {
-			memcpy(tmp->p + tmp->len, "\xef\xbf\xbd", 3);
-			tmp->len += 3;
-			i++;
-		}
-	}
+	if (pb_grow(tmp, strlen(s) * 3 + 1))
+		return;
+	tmp->len = cs_utf8_repair_into((char *)tmp->p, s);
 	pb_bytes(b, field, tmp->p, tmp->len);
 }
 

@@ -18,6 +18,7 @@
 
 #include "cuscope/analyze.h"
 #include "cuscope/gate.h"
+#include "cuscope/utf8.h"
 #include "gate/gate_internal.h"
 
 #define US  1000.0
@@ -1230,33 +1231,15 @@ void cs_run_free(cs_run *r)
 
 /* ---- text for output ---- */
 
-/* Length of the valid UTF-8 sequence at s (not a control character), or 0. */
+/* Length of the valid UTF-8 sequence at s, or 0 for an invalid one or a control character (C0,
+ * DEL, C1). */
 static size_t utf8_len(const unsigned char *s)
 {
-	size_t n;
-	uint32_t cp;
+	size_t n = cs_utf8_seq_len(s);
 
-	if (s[0] < 0x80)
-		return s[0] >= 0x20 && s[0] != 0x7f ? 1 : 0;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
+	if (n == 1 && (s[0] < 0x20 || s[0] == 0x7f))
 		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+	if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) /* U+0080..U+009F */
 		return 0;
 	return n;
 }

@@ -1356,7 +1356,7 @@ static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t ke
 
 	if (*slot)
 		return *slot - 1;
-	fixed = cli_utf8_repair(name_text(v, key, buf, sizeof(buf)));
+	fixed = cs_utf8_repair(name_text(v, key, buf, sizeof(buf)));
 	s = fixed ? cJSON_CreateString(fixed) : NULL;
 	esc = s ? cJSON_PrintUnformatted(s) : NULL;
 	if (nt->n)
