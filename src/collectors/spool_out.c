@@ -477,4 +477,10 @@ void cs_out_atfork_child(void)
 	out_fd = -1;
 	bufs[0].len = bufs[1].len = 0;
 	tls_tid = 0;
+	/* The forking thread's staging buffer may be locked by a thread of the parent: the child's
+	 * thread must not commit it when it exits. */
+	atomic_store(&staging, 0);
+	tls_stage = NULL;
+	if (stage_key_ok)
+		pthread_setspecific(stage_key, NULL);
 }
