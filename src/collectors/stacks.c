@@ -165,21 +165,29 @@ static void code_strings(const void *code, uint32_t *file_sid, uint32_t *func_si
 {
 	struct code_entry *e = &code_cache[((uintptr_t)code >> 4) & (CODE_CACHE - 1)];
 	char file[1024], func[256];
+	int hit;
 
-	if (e->code == code) {
+	/* Threads capture at once: an entry is read and written whole, under the lock. */
+	pthread_mutex_lock(&stack_lock);
+	hit = e->code == code;
+	if (hit) {
 		*file_sid = e->file_sid;
 		*func_sid = e->func_sid;
-		return;
 	}
+	pthread_mutex_unlock(&stack_lock);
+	if (hit)
+		return;
 	if (cs_py_code_strings(code, file, sizeof(file), func, sizeof(func))) {
 		*file_sid = *func_sid = 0;
 		return;
 	}
 	*file_sid = cs_intern(file, (size_t)-1);
 	*func_sid = cs_intern(func, (size_t)-1);
+	pthread_mutex_lock(&stack_lock);
 	e->code = code;
 	e->file_sid = *file_sid;
 	e->func_sid = *func_sid;
+	pthread_mutex_unlock(&stack_lock);
 }
 
 uint32_t cs_stack_capture(void)
