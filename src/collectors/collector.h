@@ -31,7 +31,7 @@ void cs_out_flush(void);
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */
 void cs_out_set_limit(uint64_t bytes);
-/* Records written and records dropped so far. */
+/* Records written (staged ones included; exact when no thread is writing) and records dropped so far. */
 uint64_t cs_out_records(void);
 uint64_t cs_out_dropped(void);
 /* Count records lost elsewhere (CUPTI) so that they show in the trace. */

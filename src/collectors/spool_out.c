@@ -183,6 +183,7 @@ struct stage_buf {
 	pthread_mutex_t lock; /* the owner's, and the flush thread's when it commits */
 	size_t len;
 	size_t counted;	       /* of len, the bytes added to out_staged */
+	uint64_t records;      /* staged, not yet added to out_records */
 	int dead;	       /* the thread exited: freed once committed */
 	struct stage_buf *next; /* in stages, under stages_lock */
 	char data[STAGE_BUF_SIZE];
@@ -203,7 +204,10 @@ static void stage_commit(struct stage_buf *b)
 		shared_append(b->data, b->len, b->len);
 	if (b->counted)
 		atomic_fetch_sub(&out_staged, b->counted);
+	/* counted here, not per record: the counter's line is shared by every writing thread */
+	atomic_fetch_add(&out_records, b->records);
 	b->counted = 0;
+	b->records = 0;
 	b->len = 0;
 }
 
@@ -297,8 +301,8 @@ void cs_out_write_event(void *rec, size_t size, uint16_t type, uint32_t tid)
 		atomic_fetch_add(&out_staged, padded);
 		b->counted += padded;
 	}
+	b->records++;
 	pthread_mutex_unlock(&b->lock);
-	atomic_fetch_add(&out_records, 1);
 }
 
 void cs_out_flush(void)
@@ -328,7 +332,17 @@ void cs_out_set_limit(uint64_t bytes)
 
 uint64_t cs_out_records(void)
 {
-	return atomic_load(&out_records);
+	uint64_t n = atomic_load(&out_records);
+
+	/* and what the threads have staged */
+	pthread_mutex_lock(&stages_lock);
+	for (struct stage_buf *b = stages; b; b = b->next) {
+		pthread_mutex_lock(&b->lock);
+		n += b->records;
+		pthread_mutex_unlock(&b->lock);
+	}
+	pthread_mutex_unlock(&stages_lock);
+	return n;
 }
 
 uint64_t cs_out_dropped(void)
