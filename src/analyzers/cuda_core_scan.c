@@ -105,24 +105,13 @@ static void own_name(const char *name, char *buf, size_t size)
 	buf[end - p] = '\0';
 }
 
-static int contains_nocase(const char *s, const char *what)
-{
-	size_t n = strlen(what);
-
-	for (; *s; s++)
-		if (!strncasecmp(s, what, n))
-			return 1;
-	return 0;
-}
-
 /* Is a kernel name a scan kernel? */
 static int is_scan_name(const char *name)
 {
 	char own[256];
 
 	own_name(name, own, sizeof(own));
-	return contains_nocase(own, "scan") || contains_nocase(own, "cumsum") ||
-	       contains_nocase(own, "cumprod");
+	return strcasestr(own, "scan") || strcasestr(own, "cumsum") || strcasestr(own, "cumprod");
 }
 
 struct scan_ctx {
@@ -274,14 +263,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	}
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
-	rc = ctx->emit(ctx, f);
-	if (rc < 0) {
-		cs_finding_free(f);
-		free(names);
-		free(tmp);
-		return cs_error_set(err, rc, "cannot add a finding");
-	}
-	rc = 0;
+	rc = ru_emit(ctx, f, err);
+	free(names);
+	free(tmp);
+	return rc;
 out:
 	cs_finding_free(f);
 	free(names);

@@ -309,12 +309,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (add_evidence(a, s, &d, sum, steps, nsteps, tmp, f))
 		goto out;
-	rc = ctx->emit(ctx, f);
-	if (rc < 0) {
-		cs_error_set(err, rc, "cannot add a finding");
-		goto out_free;
-	}
-	rc = 0;
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
 out:
 	if (rc)
 		cs_error_set(err, rc, "out of memory");

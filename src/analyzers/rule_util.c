@@ -132,22 +132,6 @@ int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, 
 	return 0;
 }
 
-int ru_add_steps(cJSON *obj, const char *key, const int32_t *steps, int32_t n)
-{
-	cJSON *arr = cJSON_AddArrayToObject(obj, key);
-
-	if (!arr)
-		return CS_ERR_NOMEM;
-	for (int32_t i = 0; i < n; i++) {
-		cJSON *x = cJSON_CreateNumber(steps[i]);
-
-		if (!x)
-			return CS_ERR_NOMEM;
-		cJSON_AddItemToArray(arr, x);
-	}
-	return 0;
-}
-
 /* ---- GPU work in start order ---- */
 
 void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid)

@@ -44,8 +44,6 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
-/* Attach an array of steady step indices (ascending) to an evidence object as "steps". */
-int ru_add_steps(cJSON *obj, const char *key, const int32_t *steps, int32_t n);
 
 /* ---- the GPU work of a process, in start order ---- */
 
