@@ -187,6 +187,8 @@ void cs_steps_free(cs_steps *s);
 int cs_steps_find(const cs_steps *s, int64_t t);
 /* Median, p10 and p90 of the steady-state (non-warm-up) step durations, ns; 0 when no steps. */
 void cs_steps_duration_stats(const cs_steps *s, int64_t *median, int64_t *p10, int64_t *p90);
+/* GPU busy share of the steady steps' time (of every step when none is steady); 0 without steps. */
+double cs_steps_busy_share(const cs_steps *s);
 /*
  * Index of the step of GPU work launched at launch_start (start when the launch time is unknown),
  * or -1 when it was launched outside every step.

@@ -1318,6 +1318,20 @@ void cs_steps_duration_stats(const cs_steps *s, int64_t *median, int64_t *p10, i
 	free(v);
 }
 
+double cs_steps_busy_share(const cs_steps *s)
+{
+	int64_t busy = 0, total = 0;
+	int all = cs_steps_steady(s) == 0;
+
+	for (int32_t i = 0; i < s->n; i++) {
+		if (s->v[i].warmup && !all)
+			continue;
+		busy += s->v[i].gpu_busy;
+		total += s->v[i].end - s->v[i].start;
+	}
+	return total > 0 ? (double)busy / (double)total : 0;
+}
+
 int64_t cs_steps_median(const cs_steps *s, const int64_t *per_step, int nonzero_only)
 {
 	int32_t m;

@@ -1191,20 +1191,6 @@ static int has_pid(cs_trace *t, const cs_analysis *a, uint32_t pid)
 	return c.found;
 }
 
-static double busy_share(const cs_steps *s)
-{
-	int64_t busy = 0, total = 0;
-	int all = cs_steps_steady(s) == 0;
-
-	for (int32_t i = 0; i < s->n; i++) {
-		if (s->v[i].warmup && !all)
-			continue;
-		busy += s->v[i].gpu_busy;
-		total += s->v[i].end - s->v[i].start;
-	}
-	return total > 0 ? (double)busy / (double)total : 0;
-}
-
 enum {
 	OPT_RULES = 256,
 	OPT_SKIP,
@@ -1367,7 +1353,7 @@ int cmd_report(int argc, char **argv)
 	view.color = !no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO);
 	view.width = cli_output_width((int)width);
 	cs_steps_duration_stats(&steps, &view.median, &view.p10, &view.p90);
-	view.busy_share = busy_share(&steps);
+	view.busy_share = cs_steps_busy_share(&steps);
 
 	rc = report_formats[format].print(&view);
 	if (rc == 0 && fail_on > 0)

@@ -728,9 +728,6 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	qsort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
 	rc = 0;
 out:
-	for (int32_t g = 0; g < names.n; g++)
-		free(names.names[g]);
-	names.n = 0;
 	name_table_free(&names);
 	id_map_free(&ids);
 	free(hits);
@@ -1116,7 +1113,6 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	cs_step_opts so;
 	struct run_ctx c;
 	const char *command;
-	int64_t busy = 0, span = 0;
 	int rc, have_a = 0, have_s = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1164,13 +1160,7 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	for (int32_t i = 0; i < s.n; i++)
 		c.ord[i] = s.v[i].warmup && cs_steps_steady(&s) > 0 ? -1 : c.steady++;
 	out->steady = c.steady;
-	for (int32_t i = 0; i < s.n; i++) {
-		if (c.ord[i] < 0)
-			continue;
-		busy += s.v[i].gpu_busy;
-		span += s.v[i].end - s.v[i].start;
-	}
-	out->gpu_busy = span > 0 ? (double)busy / (double)span : 0;
+	out->gpu_busy = cs_steps_busy_share(&s);
 	c.tmp = malloc((size_t)(c.steady > 0 ? c.steady : 1) * sizeof(*c.tmp));
 	if (!c.tmp) {
 		rc = CS_ERR_NOMEM;
