@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
 
 #define RULE_ID "cuda-core-scan"
@@ -153,7 +154,8 @@ static int scan_names(const cs_analysis *a, const cs_steps *s, const struct scan
 		      struct name_time **out, int32_t *n, int64_t *launches)
 {
 	struct name_time *v = NULL;
-	int32_t m = 0, cap = 0;
+	int32_t m = 0;
+	size_t cap = 0;
 
 	*launches = 0;
 	for (int64_t i = 0; i < a->nkernels; i++) {
@@ -168,16 +170,9 @@ static int scan_names(const cs_analysis *a, const cs_steps *s, const struct scan
 		for (j = 0; j < m && v[j].name_id != k->name_id; j++)
 			;
 		if (j == m) {
-			if (m == cap) {
-				int32_t ncap = cap ? cap * 2 : 8;
-				struct name_time *nv = realloc(v, (size_t)ncap * sizeof(*nv));
-
-				if (!nv) {
-					free(v);
-					return CS_ERR_NOMEM;
-				}
-				v = nv;
-				cap = ncap;
+			if (cs_grow((void **)&v, &cap, (size_t)m + 1, sizeof(*v))) {
+				free(v);
+				return CS_ERR_NOMEM;
 			}
 			memset(&v[m], 0, sizeof(v[m]));
 			v[m].name_id = k->name_id;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
 
 int ru_severity(double share)
@@ -31,15 +32,8 @@ int ru_steady_step(const cs_steps *s, int64_t t)
 
 int ru_i64_push(struct ru_i64 *x, int64_t v)
 {
-	if (x->n == x->cap) {
-		int64_t cap = x->cap ? x->cap * 2 : 64;
-		int64_t *nv = realloc(x->v, (size_t)cap * sizeof(*nv));
-
-		if (!nv)
-			return CS_ERR_NOMEM;
-		x->v = nv;
-		x->cap = cap;
-	}
+	if (cs_grow((void **)&x->v, &x->cap, (size_t)x->n + 1, sizeof(*x->v)))
+		return CS_ERR_NOMEM;
 	x->v[x->n++] = v;
 	return 0;
 }
@@ -308,7 +302,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 	struct wait_ref *order = NULL;
 	struct ru_gpu_iter it;
 	struct ru_work w;
-	int64_t ncp = 0, cap = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
+	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
+	size_t cap = 0;
 	int64_t last_next = -1;
 	int last_next_kernel = 0;
 	uint32_t pid = s->pid;
@@ -321,15 +316,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 
 		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
 			continue;
-		if (ncp == cap) {
-			int64_t ncap = cap ? cap * 2 : 256;
-			struct launch_ref *nv = realloc(cp, (size_t)ncap * sizeof(*nv));
-
-			if (!nv)
-				goto out;
-			cp = nv;
-			cap = ncap;
-		}
+		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
+			goto out;
 		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
 		cp[ncp].i = i;
 		ncp++;
@@ -695,17 +683,10 @@ static int stack_says(const cs_analysis *a, int64_t stack_id)
 	return 0;
 }
 
-static int burst_push(struct ru_mem *m, int32_t *cap, const struct ru_burst *b)
+static int burst_push(struct ru_mem *m, size_t *cap, const struct ru_burst *b)
 {
-	if (m->n == *cap) {
-		int32_t ncap = *cap ? *cap * 2 : 64;
-		struct ru_burst *nv = realloc(m->v, (size_t)ncap * sizeof(*nv));
-
-		if (!nv)
-			return CS_ERR_NOMEM;
-		m->v = nv;
-		*cap = ncap;
-	}
+	if (cs_grow((void **)&m->v, cap, (size_t)m->n + 1, sizeof(*m->v)))
+		return CS_ERR_NOMEM;
 	m->v[m->n++] = *b;
 	return 0;
 }
@@ -761,7 +742,8 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 	struct ru_burst cur;
 	int64_t reserved = 0, pending_failed = 0, pending_failed_bytes = 0, pending_failed_row = -1;
 	int64_t last_release_t = CS_TS_UNKNOWN, last_alloc_t = CS_TS_UNKNOWN;
-	int32_t cap = 0, open = -1; /* open: burst still taking allocations into realloc_bytes */
+	size_t cap = 0;
+	int32_t open = -1; /* open: burst still taking allocations into realloc_bytes */
 	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
 
 	memset(out, 0, sizeof(*out));

@@ -25,7 +25,8 @@ int ru_steady_step(const cs_steps *s, int64_t t);
 /* A growing array of int64 values. */
 struct ru_i64 {
 	int64_t *v;
-	int64_t n, cap;
+	int64_t n;
+	size_t cap;
 };
 int ru_i64_push(struct ru_i64 *x, int64_t v);
 void ru_i64_free(struct ru_i64 *x);

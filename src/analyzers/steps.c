@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 
 /* Period detection (docs/steps.md). */
@@ -30,20 +31,14 @@ struct span {
 
 struct span_list {
 	struct span *v;
-	int32_t n, cap;
+	int32_t n;
+	size_t cap;
 };
 
 static int span_add(struct span_list *l, int64_t start, int64_t end)
 {
-	if (l->n == l->cap) {
-		int32_t cap = l->cap ? l->cap * 2 : 64;
-		struct span *nv = realloc(l->v, (size_t)cap * sizeof(*nv));
-
-		if (!nv)
-			return CS_ERR_NOMEM;
-		l->v = nv;
-		l->cap = cap;
-	}
+	if (cs_grow((void **)&l->v, &l->cap, (size_t)l->n + 1, sizeof(*l->v)))
+		return CS_ERR_NOMEM;
 	l->v[l->n].start = start;
 	l->v[l->n].end = end;
 	l->n++;
@@ -331,7 +326,7 @@ static void heap_down(struct merge *m, int i)
 static int merge_open(const cs_analysis *a, uint32_t pid, struct merge *m)
 {
 	const int32_t *order = a->kernel_stream_order;
-	int cap = 0;
+	size_t cap = 0;
 
 	memset(m, 0, sizeof(*m));
 	m->k = a->kernels;
@@ -345,17 +340,11 @@ static int merge_open(const cs_analysis *a, uint32_t pid, struct merge *m)
 		       a->kernels[order[j]].stream_id == k->stream_id)
 			j++;
 		if (k->pid == pid) {
-			if (m->nruns == cap) {
-				int ncap = cap ? cap * 2 : 16;
-				struct run *nr = realloc(m->runs, (size_t)ncap * sizeof(*nr));
-
-				if (!nr) {
-					free(m->runs);
-					m->runs = NULL;
-					return CS_ERR_NOMEM;
-				}
-				m->runs = nr;
-				cap = ncap;
+			if (cs_grow((void **)&m->runs, &cap, (size_t)m->nruns + 1,
+				    sizeof(*m->runs))) {
+				free(m->runs);
+				m->runs = NULL;
+				return CS_ERR_NOMEM;
 			}
 			m->runs[m->nruns].pos = i;
 			m->runs[m->nruns].end = j;

@@ -32,6 +32,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/grow.h"
 #include "export/export.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
@@ -420,15 +421,8 @@ static struct ex_track *track_new(struct driver *d, enum ex_track_kind kind,
 {
 	struct ex_track *t;
 
-	if (d->nall == d->capall) {
-		size_t ncap = d->capall ? d->capall * 2 : 64;
-		struct ex_track **na = realloc(d->all, ncap * sizeof(*na));
-
-		if (!na)
-			return NULL;
-		d->all = na;
-		d->capall = ncap;
-	}
+	if (cs_grow((void **)&d->all, &d->capall, d->nall + 1, sizeof(*d->all)))
+		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuscope/grow.h"
 #include "spool/symbolize.h"
 #include "spool/u64map.h"
 
@@ -140,15 +141,8 @@ static struct cs_sym_file *file_get(struct cs_symbolizer *s, const char *path, s
 	for (f = head ? *head : NULL; f; f = f->next)
 		if (!strncmp(f->path, path, len) && !f->path[len])
 			return f;
-	if (s->nall == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct cs_sym_file **v = realloc(s->all, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->all = v;
-		s->cap = cap;
-	}
+	if (cs_grow((void **)&s->all, &s->cap, s->nall + 1, sizeof(*s->all)))
+		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
@@ -523,15 +517,8 @@ int cs_modmap_add(struct cs_modmap *m, uint64_t start, uint64_t end, uint64_t of
 		add[nadd].offset += end - m->v[j - 1].start;
 		add[nadd++].start = end;
 	}
-	if (m->n - (j - i) + nadd > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct cs_mapping *v = realloc(m->v, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		m->v = v;
-		m->cap = cap;
-	}
+	if (cs_grow((void **)&m->v, &m->cap, m->n - (j - i) + nadd, sizeof(*m->v)))
+		return -1;
 	memmove(m->v + i + nadd, m->v + j, (m->n - j) * sizeof(*m->v));
 	memcpy(m->v + i, add, nadd * sizeof(*add));
 	m->n = m->n - (j - i) + nadd;
