@@ -101,6 +101,7 @@ struct view_track {
 	size_t n, cap;
 	struct view_sample *samples; /* memory tracks */
 	size_t nsamples, samples_cap;
+	int64_t peak; /* memory tracks: the highest sample, at least 0 (set by track_set_seal) */
 	/* overview tracks: the index in the overview, and the events */
 	int32_t ov;
 	int64_t ov_events;
@@ -518,6 +519,26 @@ static int track_order(const void *pa, const void *pb)
 	return x->depth - y->depth;
 }
 
+/* Loading is done: tracks in display order, memory peaks, and the hash let go (it points at
+ * positions before the sort). */
+static void track_set_seal(struct track_set *ts)
+{
+	qsort(ts->tracks, ts->ntracks, sizeof(*ts->tracks), track_order);
+	for (size_t i = 0; i < ts->ntracks; i++) {
+		struct view_track *t = &ts->tracks[i];
+
+		t->peak = 0;
+		for (size_t j = 0; j < t->nsamples; j++)
+			if (t->samples[j].value > t->peak)
+				t->peak = t->samples[j].value;
+	}
+	free(ts->hkeys);
+	free(ts->hvals);
+	ts->hkeys = NULL;
+	ts->hvals = NULL;
+	ts->hcap = 0;
+}
+
 /* ---- the timeline: its own scans of the event tables ---- */
 
 /*
@@ -898,13 +919,7 @@ static int load_timeline(struct view_data *v, cs_error *err)
 		track_set_free(&parts[i].ts);
 	if (rc)
 		return rc;
-	qsort(v->ts.tracks, v->ts.ntracks, sizeof(*v->ts.tracks), track_order);
-	/* the hash points at positions before the sort: it is not used after loading */
-	free(v->ts.hkeys);
-	free(v->ts.hvals);
-	v->ts.hkeys = NULL;
-	v->ts.hvals = NULL;
-	v->ts.hcap = 0;
+	track_set_seal(&v->ts);
 	return 0;
 }
 
@@ -1198,12 +1213,7 @@ static void load_overview(struct view_data *v)
 		t->ov = i;
 		t->ov_events = o->events;
 	}
-	qsort(v->ov_ts.tracks, v->ov_ts.ntracks, sizeof(*v->ov_ts.tracks), track_order);
-	free(v->ov_ts.hkeys);
-	free(v->ov_ts.hvals);
-	v->ov_ts.hkeys = NULL;
-	v->ov_ts.hvals = NULL;
-	v->ov_ts.hcap = 0;
+	track_set_seal(&v->ov_ts);
 }
 
 int view_data_load(const char *path, struct view_data **out, cs_error *err)
@@ -1503,7 +1513,7 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 			 (long long)t1, px);
 	for (size_t i = 0, emitted = 0; i < v->ts.ntracks; i++) {
 		const struct view_track *t = &v->ts.tracks[i];
-		int64_t level = 0, cmax = 0, ccol = INT64_MIN, peak = 0;
+		int64_t level = 0, cmax = 0, ccol = INT64_MIN;
 		size_t lo = 0, hi = t->nsamples;
 		if (t->kind != VT_MEMORY)
 			continue;
@@ -1518,11 +1528,8 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 		}
 		if (lo)
 			level = t->samples[lo - 1].value;
-		for (size_t j = 0; j < t->nsamples; j++)
-			if (t->samples[j].value > peak)
-				peak = t->samples[j].value;
 		cs_strbuf_printf(&out, "%s{\"id\":%zu,\"peak\":%lld,\"samples\":[[%lld,%lld]",
-				 emitted++ ? "," : "", i, (long long)peak, (long long)t0,
+				 emitted++ ? "," : "", i, (long long)t->peak, (long long)t0,
 				 (long long)level);
 		/* each column keeps its highest level, at the column's start */
 		for (size_t j = lo; j < t->nsamples && t->samples[j].t < t1; j++) {
