@@ -869,7 +869,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 				    x->launches_since_alloc <= RU_RETRY_MAX_LAUNCHES &&
 				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
 	}
-	rc = alloc_api_cost(a, s, out);
+	rc = 0;
 out:
 	addr_map_free(&map);
 	if (rc)
@@ -986,6 +986,11 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 			steps[n++] = i;
 	if (n < min_steps || n < min_share * steady)
 		goto out;
+	/* what the allocator calls cost: only for a rule that reports */
+	if (alloc_api_cost(a, s, &m)) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	ru_mem_step_cost(a, s, &m, keep, cost);
 	rc = mem_summary(ctx, &m, keep, cost, steps, n, &sum);
 	if (rc) {

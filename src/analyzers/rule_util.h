@@ -151,6 +151,7 @@ struct ru_mem {
 	int64_t steady_releases; /* releases in steady steps */
 	int64_t steady_failed;	 /* failed allocations in steady steps */
 	int64_t device_total;	 /* a->device_memory_total */
+	/* filled by ru_mem_rule_run() once a rule reports: */
 	int64_t *api_idle;	 /* per step: GPU idle while the host was in allocator calls */
 	int64_t *api_host;	 /* per step: host time in allocator calls */
 	int32_t *api_calls;	 /* per step: allocator calls */
