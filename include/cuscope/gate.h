@@ -76,8 +76,6 @@ typedef struct cs_metric_def {
 } cs_metric_def;
 
 const cs_metric_def *cs_metric_get(int id);
-/* The metric named id, or -1. */
-int cs_metric_find(const char *id);
 
 /* ---- a run: the metrics of one trace ---- */
 

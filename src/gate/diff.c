@@ -428,12 +428,6 @@ static const char *unit_name(int unit)
 	return unit >= 0 && unit < 4 ? names[unit] : "count";
 }
 
-/* cJSON prints integral values without decimals. */
-static cJSON *add_number(cJSON *o, const char *key, double v)
-{
-	return cJSON_AddNumberToObject(o, key, v);
-}
-
 static cJSON *run_json(const cs_run *r, double scale)
 {
 	cJSON *o = cJSON_CreateObject(), *st;
@@ -447,18 +441,18 @@ static cJSON *run_json(const cs_run *r, double scale)
 		cJSON_AddNullToObject(o, "command");
 	cJSON_AddStringToObject(o, "step_method", cs_step_method_name(r->method));
 	cJSON_AddStringToObject(o, "step_detail", r->detail);
-	add_number(o, "steps", r->steps);
-	add_number(o, "warmup_steps", r->warmup);
-	add_number(o, "steady_steps", r->steady);
-	add_number(o, "kernels_per_step", r->period);
-	add_number(o, "compared_steps_per_step", scale);
+	cJSON_AddNumberToObject(o, "steps", r->steps);
+	cJSON_AddNumberToObject(o, "warmup_steps", r->warmup);
+	cJSON_AddNumberToObject(o, "steady_steps", r->steady);
+	cJSON_AddNumberToObject(o, "kernels_per_step", r->period);
+	cJSON_AddNumberToObject(o, "compared_steps_per_step", scale);
 	st = cJSON_AddObjectToObject(o, "step_time");
 	if (st) {
-		add_number(st, "median_ns", (double)r->step_median / scale);
-		add_number(st, "p10_ns", (double)r->step_p10 / scale);
-		add_number(st, "p90_ns", (double)r->step_p90 / scale);
+		cJSON_AddNumberToObject(st, "median_ns", (double)r->step_median / scale);
+		cJSON_AddNumberToObject(st, "p10_ns", (double)r->step_p10 / scale);
+		cJSON_AddNumberToObject(st, "p90_ns", (double)r->step_p90 / scale);
 	}
-	add_number(o, "findings", r->nfindings);
+	cJSON_AddNumberToObject(o, "findings", r->nfindings);
 	return o;
 }
 
@@ -475,7 +469,7 @@ static cJSON *finding_json(const cs_run_finding *f)
 	cJSON_AddStringToObject(o, "rule", f->rule);
 	cJSON_AddStringToObject(o, "severity", cs_severity_name(f->severity));
 	cJSON_AddStringToObject(o, "title", title);
-	add_number(o, "lost_ns_per_step", (double)f->lost_ns_per_step);
+	cJSON_AddNumberToObject(o, "lost_ns_per_step", (double)f->lost_ns_per_step);
 	free(title);
 	return o;
 }
@@ -498,22 +492,22 @@ static cJSON *row_json(const cs_diff_row *r)
 	}
 	cJSON_AddStringToObject(o, "unit", unit_name(def->unit));
 	cJSON_AddBoolToObject(o, "higher_is_worse", def->higher_is_worse);
-	add_number(o, "base", r->base);
-	add_number(o, "new", r->new_);
-	add_number(o, "delta", r->delta);
+	cJSON_AddNumberToObject(o, "base", r->base);
+	cJSON_AddNumberToObject(o, "new", r->new_);
+	cJSON_AddNumberToObject(o, "delta", r->delta);
 	if (r->base != 0)
-		add_number(o, "relative", r->rel);
+		cJSON_AddNumberToObject(o, "relative", r->rel);
 	else
 		cJSON_AddNullToObject(o, "relative");
 	cJSON_AddBoolToObject(o, "gated", r->gated);
 	t = cJSON_AddObjectToObject(o, "threshold");
 	if (t) {
-		add_number(t, "relative", r->t.rel);
-		add_number(t, "absolute", r->t.abs);
+		cJSON_AddNumberToObject(t, "relative", r->t.rel);
+		cJSON_AddNumberToObject(t, "absolute", r->t.abs);
 		if (r->metric == CS_GM_KERNEL_TIME)
-			add_number(t, "min_share", r->t.min_share);
+			cJSON_AddNumberToObject(t, "min_share", r->t.min_share);
 	}
-	add_number(o, "score", r->score > 1e300 ? 1e300 : r->score);
+	cJSON_AddNumberToObject(o, "score", r->score > 1e300 ? 1e300 : r->score);
 	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
 	return o;
 }
@@ -525,7 +519,7 @@ cJSON *cs_diff_json(const cs_diff *d)
 
 	if (!doc)
 		return NULL;
-	add_number(doc, "version", 1);
+	cJSON_AddNumberToObject(doc, "version", 1);
 	x = run_json(d->base, d->base_scale);
 	if (!x || !cJSON_AddItemToObject(doc, "base", x))
 		goto fail;
@@ -540,8 +534,8 @@ cJSON *cs_diff_json(const cs_diff *d)
 	x = cJSON_AddObjectToObject(doc, "gate");
 	if (!x)
 		goto fail;
-	add_number(x, "checks", d->checks);
-	add_number(x, "failed", d->failed);
+	cJSON_AddNumberToObject(x, "checks", d->checks);
+	cJSON_AddNumberToObject(x, "failed", d->failed);
 	arr = cJSON_AddArrayToObject(doc, "metrics");
 	if (!arr)
 		goto fail;

@@ -98,14 +98,6 @@ const cs_metric_def *cs_metric_get(int id)
 	return id >= 0 && id < CS_GM_COUNT ? &metric_defs[id] : NULL;
 }
 
-int cs_metric_find(const char *id)
-{
-	for (int i = 0; id && i < CS_GM_COUNT; i++)
-		if (!strcmp(metric_defs[i].id, id))
-			return i;
-	return -1;
-}
-
 /* ---- formatting ---- */
 
 /* v with 4 significant digits (at most 2 decimals below 100, none from 1000 on). */
