@@ -944,7 +944,8 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 	sum->bytes = ru_burst_median(m, keep, offsetof(struct ru_burst, bytes), tmp);
 	sum->reserved_before =
 		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_before), tmp);
-	sum->reserved_after = ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_after), tmp);
+	sum->reserved_after =
+		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_after), tmp);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
 	sum->calls = ru_median(tmp, n);

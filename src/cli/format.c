@@ -12,9 +12,9 @@
 
 #include "cli/cli.h"
 
-#define CLI_ELLIPSIS	"\xe2\x80\xa6" /* U+2026 */
-#define CLI_COLUMN_GAP	2
-#define CLI_MIN_SHRUNK	12 /* a shrunk column keeps at least this many characters */
+#define CLI_ELLIPSIS   "\xe2\x80\xa6" /* U+2026 */
+#define CLI_COLUMN_GAP 2
+#define CLI_MIN_SHRUNK 12 /* a shrunk column keeps at least this many characters */
 
 /*
  * Print v (>= 0) with three significant digits followed by unit; returns 0, or 1 when rounding

@@ -44,7 +44,8 @@ static int active;
 static int out_fd = -1;
 static uint64_t out_limit, out_written;
 static atomic_uint_fast64_t out_records, out_dropped;
-static atomic_uint_fast64_t out_staged; /* bytes staged, not yet in the shared buffer (with a limit) */
+static atomic_uint_fast64_t
+	out_staged; /* bytes staged, not yet in the shared buffer (with a limit) */
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -152,7 +153,8 @@ static size_t admit(void *rec, size_t size, size_t max, uint16_t type, uint32_t 
 		return 0;
 	}
 	/* Past the size limit only the bookkeeping that says what was cut still goes in. */
-	if (out_limit && out_written + bufs[active].len + atomic_load(&out_staged) + padded > out_limit &&
+	if (out_limit &&
+	    out_written + bufs[active].len + atomic_load(&out_staged) + padded > out_limit &&
 	    type != CS_REC_DROPPED && type != CS_REC_END) {
 		atomic_fetch_add(&out_dropped, 1);
 		return 0;
@@ -182,9 +184,9 @@ void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid)
 struct stage_buf {
 	pthread_mutex_t lock; /* the owner's, and the flush thread's when it commits */
 	size_t len;
-	size_t counted;	       /* of len, the bytes added to out_staged */
-	uint64_t records;      /* staged, not yet added to out_records */
-	int dead;	       /* the thread exited: freed once committed */
+	size_t counted;		/* of len, the bytes added to out_staged */
+	uint64_t records;	/* staged, not yet added to out_records */
+	int dead;		/* the thread exited: freed once committed */
 	struct stage_buf *next; /* in stages, under stages_lock */
 	char data[STAGE_BUF_SIZE];
 };
