@@ -10,16 +10,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64
-/* Arrays of this size or more are aligned to (transparent) huge pages. */
-#define HUGE_PAGE      (2u << 20)
-#define HUGE_ARRAY_MIN (8u << 20)
 /* Kernel tables at least this long are read by two threads. */
 #define PARALLEL_MIN_KERNELS 200000
 
@@ -44,15 +40,7 @@ static int reserve(void **v, int64_t n, int64_t *cap, size_t size)
 	if (n < 1)
 		n = 1;
 	bytes = (size_t)n * size;
-	*v = NULL;
-	if (bytes >= HUGE_ARRAY_MIN) {
-		if (posix_memalign(v, HUGE_PAGE, bytes))
-			*v = NULL;
-		else
-			madvise(*v, bytes & ~(size_t)(HUGE_PAGE - 1), MADV_HUGEPAGE);
-	} else {
-		*v = malloc(bytes);
-	}
+	*v = cs_big_alloc(bytes);
 	if (!*v)
 		return CS_ERR_NOMEM;
 	*cap = n;

@@ -1,6 +1,7 @@
 /* grow.c - growing arrays (include/cuscope/grow.h). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "cuscope/error.h"
 #include "cuscope/grow.h"
@@ -22,4 +23,16 @@ int cs_grow(void **p, size_t *cap, size_t need, size_t size)
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+void *cs_big_alloc(size_t bytes)
+{
+	void *p;
+
+	if (bytes < CS_HUGE_ARRAY_MIN)
+		return malloc(bytes ? bytes : 1);
+	if (posix_memalign(&p, CS_HUGE_PAGE, bytes))
+		return NULL;
+	madvise(p, bytes & ~(CS_HUGE_PAGE - 1), MADV_HUGEPAGE);
+	return p;
 }

@@ -29,7 +29,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -74,9 +73,6 @@ enum view_item_kind {
 #define PARALLEL_MIN_KERNELS 200000
 /* Sorted runs of one track in one part of the load: one per table at most. */
 #define MAX_RUNS 8
-/* Arrays of this size or more are aligned to (transparent) huge pages. */
-#define HUGE_PAGE      ((size_t)2 << 20)
-#define HUGE_ARRAY_MIN ((size_t)8 << 20)
 /* Rows between two updates of the progress count. */
 #define PROGRESS_EVERY 65536
 
@@ -298,22 +294,6 @@ static void track_set_free(struct track_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/*
- * Allocate bytes; large arrays ask for transparent huge pages, as load.c does: filled row by row
- * they would otherwise take a page fault every 4 KiB.
- */
-static void *big_alloc(size_t bytes)
-{
-	void *p;
-
-	if (bytes < HUGE_ARRAY_MIN)
-		return malloc(bytes ? bytes : 1);
-	if (posix_memalign(&p, HUGE_PAGE, bytes))
-		return NULL;
-	madvise(p, bytes & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
-	return p;
-}
-
 /* Make room for more items (at least extra more) on t; 0 or CS_ERR_NOMEM. */
 static int track_reserve(struct view_track *t, size_t extra)
 {
@@ -324,10 +304,10 @@ static int track_reserve(struct view_track *t, size_t extra)
 		return 0;
 	while (ncap < t->n + extra)
 		ncap *= 2;
-	if (ncap * sizeof(*ni) < HUGE_ARRAY_MIN) {
+	if (ncap * sizeof(*ni) < CS_HUGE_ARRAY_MIN) {
 		ni = realloc(t->items, ncap * sizeof(*ni));
 	} else {
-		ni = big_alloc(ncap * sizeof(*ni));
+		ni = cs_big_alloc(ncap * sizeof(*ni));
 		if (ni && t->n)
 			memcpy(ni, t->items, t->n * sizeof(*ni));
 		if (ni)
@@ -469,7 +449,7 @@ static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 			}
 		}
 	} else {
-		dst->items = big_alloc(total * sizeof(*dst->items));
+		dst->items = cs_big_alloc(total * sizeof(*dst->items));
 		if (!dst->items)
 			return CS_ERR_NOMEM;
 		merge_runs(runs, nruns, dst->items);
@@ -479,7 +459,7 @@ static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 		srcs[i]->items = NULL;
 	}
 	dst->cap = total;
-	dst->max_end = big_alloc((total ? total : 1) * sizeof(*dst->max_end));
+	dst->max_end = cs_big_alloc((total ? total : 1) * sizeof(*dst->max_end));
 	if (!dst->max_end)
 		return CS_ERR_NOMEM;
 	if (track_max_end(dst)) {
