@@ -228,6 +228,8 @@ void cs_diff_free(cs_diff *d);
  * launches" for a kernel row (followed by the kernel's name).
  */
 const char *cs_diff_row_label(const cs_diff_row *r);
+/* What became of a finding: 0 new (only in the new run), 1 fixed (only in the base), 2 in both. */
+int cs_diff_finding_status(const cs_diff_finding *m);
 
 /* The diff as JSON (docs/commands/diff.md); NULL without memory. */
 cJSON *cs_diff_json(const cs_diff *d);

@@ -78,7 +78,7 @@ static void text_findings(const cs_diff *d)
 	for (int32_t i = 0; i < d->nfindings; i++) {
 		const cs_diff_finding *m = &d->findings[i];
 		const cs_run_finding *f = m->new_ ? m->new_ : m->base;
-		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+		int l = cs_diff_finding_status(m);
 		char *title = cs_utf8_repair(f->title);
 
 		printf("  %-10s  [%s] %s  %s\n", what[l], cs_severity_name(f->severity), f->rule,

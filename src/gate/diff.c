@@ -33,6 +33,11 @@ const char *cs_diff_row_label(const cs_diff_row *r)
 	return cs_metric_get(r->metric)->label;
 }
 
+int cs_diff_finding_status(const cs_diff_finding *m)
+{
+	return !m->base ? 0 : !m->new_ ? 1 : 2;
+}
+
 /* ---- step alignment ---- */
 
 static int cmp_double(const void *pa, const void *pb)
@@ -558,7 +563,7 @@ cJSON *cs_diff_json(const cs_diff *d)
 	for (int32_t i = 0; i < d->nfindings; i++) {
 		const cs_diff_finding *m = &d->findings[i];
 		cJSON *o = finding_json(m->new_ ? m->new_ : m->base);
-		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+		int l = cs_diff_finding_status(m);
 
 		if (!o || !cJSON_AddItemToArray(lists[l], o)) {
 			cJSON_Delete(o);
@@ -681,7 +686,7 @@ static void md_findings(FILE *f, const cs_diff *d)
 	for (int32_t i = 0; i < d->nfindings; i++) {
 		const cs_diff_finding *m = &d->findings[i];
 		const cs_run_finding *x = m->new_ ? m->new_ : m->base;
-		int l = !m->base ? 0 : !m->new_ ? 1 : 2;
+		int l = cs_diff_finding_status(m);
 
 		fprintf(f, "- **%s** %s ", what[l], cs_severity_name(x->severity));
 		md_code(f, x->rule);
