@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define CS_SCHEMA_VERSION 1
+#define CS_SCHEMA_VERSION 2
 #define CS_TS_UNKNOWN	  INT64_MIN
 /* No value for an optional id column (stream, graph, stack, ...): stored as NULL. */
 #define CS_ID_NONE (-1)

@@ -1,7 +1,8 @@
 /*
- * schema.c - the trace file's schema, version 1 (docs/trace-format.md): the CREATE TABLE
- * statements, the step that lays the event tables out in time order when the writer finishes, and
- * the checks the reader runs on a file it opens.
+ * schema.c - the trace file's schema, version 2 (docs/trace-format.md): the CREATE TABLE
+ * statements, the step that lays the event tables out in time order when the writer finishes (and
+ * stores them compactly, behind views with version 1's tables' names and columns), and the checks
+ * the reader runs on a file it opens (of version 1 or 2: readers query the same names).
  *
  * Event tables have no secondary index: the writer stages events in a separate database and copies
  * them into the final tables sorted by (start, arrival), so that rowid order is time order and the
@@ -21,35 +22,63 @@
 
 #define SQLITE_MAGIC "SQLite format 3"
 
+/*
+ * Each event table's columns as readers see them (the view, in version 1's order) and as they are
+ * stored (the _DATA table): "name@base" is stored as name - base when base is known and as name
+ * when it is not (column nameRel); columns after '|' are added to the table after its rows are in,
+ * so that a row that has none of them stores none of them (most rows).
+ */
 const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
 	[CS_EV_KERNEL] =
 		{"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
 		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
 		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
 		 "dynamicSharedMemory,graphId,graphNodeId,nameId,stackId",
-		 27, 1, 1, 1},
+		 27, 1, 1, 1,
+		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
+		 "launchCbid,"
+		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
+		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,dynamicSharedMemory,"
+		 "nameId|queued@start,submitted@start,graphId,graphNodeId,stackId"},
 	[CS_EV_MEMCPY] =
 		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
 		 "streamId,correlationId,copyKind,srcKind,dstKind,isAsync,srcDeviceId,"
 		 "dstDeviceId,bytes,graphId,graphNodeId,stackId",
-		 21, 1, 1, 1},
+		 21, 1, 1, 1,
+		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
+		 "launchCbid,"
+		 "deviceId,contextId,streamId,correlationId,copyKind,srcKind,dstKind,isAsync,"
+		 "srcDeviceId,dstDeviceId,bytes|graphId,graphNodeId,stackId"},
 	[CS_EV_MEMSET] =
 		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
 		 "streamId,correlationId,memKind,isAsync,value,bytes,graphId,graphNodeId,stackId",
-		 18, 1, 1, 1},
+		 18, 1, 1, 1,
+		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
+		 "launchCbid,"
+		 "deviceId,contextId,streamId,correlationId,memKind,isAsync,value,bytes|graphId,"
+		 "graphNodeId,stackId"},
 	[CS_EV_MEMORY] =
 		{"start,pid,tid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
 		 "memKind,isVmm,returnValue,cbid,address,bytes,stackId",
-		 15, 0, 1, 1},
+		 15, 0, 1, 1,
+		 "start,pid,tid@pid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
+		 "memKind,isVmm,returnValue,cbid,address,bytes|stackId"},
 	[CS_EV_SYNC] =
 		{"start,end,pid,tid,deviceId,contextId,streamId,eventId,correlationId,syncType,"
 		 "cbid,apiKind,returnValue,stackId",
-		 14, 1, 1, 1},
+		 14, 1, 1, 1,
+		 "start,end@start,pid,tid@pid,deviceId,contextId,streamId,eventId,correlationId,"
+		 "syncType,cbid,apiKind,returnValue|stackId"},
 	[CS_EV_API] = {"start,end,pid,tid,apiKind,cbid,correlationId,returnValue,nameId,stackId",
-		       10, 1, 0, 0},
+		       10, 1, 0, 0,
+		       "start,end@start,pid,tid@pid,apiKind,cbid,correlationId,returnValue,nameId|"
+		       "stackId"},
 	[CS_EV_NVTX] =
 		{"start,end,pid,tid,endTid,nvtxType,depth,domainId,textId,rangeId,color,category",
-		 12, 1, 0, 0},
+		 12, 1, 0, 0,
+		 "start,end@start,pid,tid@pid,endTid@pid,nvtxType,depth,domainId,textId,rangeId,"
+		 "color,"
+		 "category"},
 };
 
 /* Tables other than the event tables, created in main only. */
@@ -80,7 +109,7 @@ static const char *const main_tables_sql[] = {
 	"fix TEXT, stackId INTEGER)",
 };
 
-/* Every table a version 1 file has; the reader refuses a file that lacks one. */
+/* Every table a file has (besides the event tables); the reader refuses a file that lacks one. */
 static const char *const required_tables[] = {
 	"META",		"StringIds",	   CS_TABLE_INFO,
 	"PROCESSES",	"TARGET_INFO_GPU", "TARGET_INFO_CUDA_STREAM",
@@ -88,7 +117,7 @@ static const char *const required_tables[] = {
 };
 
 /*
- * Secondary indices built once the data is in place. Deliberately empty in version 1: event tables
+ * Secondary indices built once the data is in place. Deliberately empty: event tables
  * are clustered by start (rowid order), StringIds, META and STACKS are keyed by what the reader
  * looks up, and a per-stream index on kernels, (deviceId, streamId, start), would cost about 18
  * bytes a kernel for queries that a scan of the time window serves.
@@ -133,12 +162,13 @@ int cs_sql_exec(sqlite3 *db, const char *sql, char *msg, size_t msglen)
 	return CS_OK;
 }
 
-/* "CREATE TABLE schema.table(c1 INTEGER, c2 INTEGER, ...)" for an event table. */
-static void event_table_ddl(cs_strbuf *sb, const char *schema, enum cs_event_kind kind)
+/* "CREATE TABLE stage.table(c1 INTEGER, c2 INTEGER, ...)": an event table as the writer binds it.
+ */
+static void stage_table_ddl(cs_strbuf *sb, enum cs_event_kind kind)
 {
 	const char *c = cs_event_table_defs[kind].columns;
 
-	cs_strbuf_printf(sb, "CREATE TABLE %s.%s(", schema, cs_event_kind_table(kind));
+	cs_strbuf_printf(sb, "CREATE TABLE %s.%s(", CS_STAGE_SCHEMA, cs_event_kind_table(kind));
 	while (*c) {
 		size_t n = strcspn(c, ",");
 
@@ -163,54 +193,10 @@ int cs_schema_create(sqlite3 *db, char *msg, size_t msglen)
 		if (rc)
 			goto out;
 	}
+	/* The event tables of main and their views are made by cs_schema_build. */
 	for (int k = 0; k < CS_EV_COUNT; k++) {
-		for (int stage = 0; stage < 2; stage++) {
-			cs_strbuf_reset(&sb);
-			event_table_ddl(&sb, stage ? CS_STAGE_SCHEMA : "main", k);
-			if (sb.failed) {
-				rc = CS_ERR_NOMEM;
-				goto out;
-			}
-			rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
-			if (rc)
-				goto out;
-		}
-	}
-out:
-	cs_strbuf_free(&sb);
-	return rc;
-}
-
-int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_t msglen)
-{
-	cs_strbuf sb = CS_STRBUF_INIT;
-	int rc = CS_OK;
-
-	for (int k = 0; k < CS_EV_COUNT; k++) {
-		const char *table = cs_event_kind_table(k);
-		const char *cols = cs_event_table_defs[k].columns;
-
-		if (!sorted[k]) {
-			/*
-			 * An index on the staged start times turns the ORDER BY below into a walk
-			 * of the index (events arrive nearly in order, so it reads the staged rows
-			 * nearly sequentially), and sorts 16-byte keys instead of whole rows.
-			 */
-			cs_strbuf_reset(&sb);
-			cs_strbuf_printf(&sb, "CREATE INDEX %s.%s_start ON %s(start)",
-					 CS_STAGE_SCHEMA, table, table);
-			if (sb.failed) {
-				rc = CS_ERR_NOMEM;
-				goto out;
-			}
-			rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
-			if (rc)
-				goto out;
-		}
 		cs_strbuf_reset(&sb);
-		cs_strbuf_printf(&sb, "INSERT INTO main.%s(%s) SELECT %s FROM %s.%s ORDER BY %s",
-				 table, cols, cols, CS_STAGE_SCHEMA, table,
-				 sorted[k] ? "rowid" : "start, rowid");
+		stage_table_ddl(&sb, k);
 		if (sb.failed) {
 			rc = CS_ERR_NOMEM;
 			goto out;
@@ -219,12 +205,283 @@ int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_
 		if (rc)
 			goto out;
 	}
-	for (size_t i = 0; index_sql[i]; i++) {
-		rc = cs_sql_exec(db, index_sql[i], msg, msglen);
-		if (rc)
-			goto out;
-	}
 out:
+	cs_strbuf_free(&sb);
+	return rc;
+}
+
+/* ---- the stored layout of an event table (version 2) ---- */
+
+#define STORED_MAX 32
+
+struct stored_col {
+	char name[32]; /* as readers see it */
+	char base[32]; /* "" or the column it is stored relative to */
+	int late;      /* added after the rows: absent from a row that has no value for it */
+};
+
+struct stored_layout {
+	struct stored_col col[STORED_MAX];
+	int n;
+};
+
+/* Parse cs_event_table_defs[kind].storage. */
+static void stored_layout(enum cs_event_kind kind, struct stored_layout *l)
+{
+	const char *c = cs_event_table_defs[kind].storage;
+	int late = 0;
+
+	l->n = 0;
+	while (*c && l->n < STORED_MAX) {
+		struct stored_col *sc = &l->col[l->n++];
+		size_t n = strcspn(c, ",|"), at = strcspn(c, "@,|");
+
+		snprintf(sc->name, sizeof(sc->name), "%.*s", (int)at, c);
+		snprintf(sc->base, sizeof(sc->base), "%.*s", at < n ? (int)(n - at - 1) : 0,
+			 c + at + 1);
+		sc->late = late;
+		c += n;
+		if (*c == '|')
+			late = 1;
+		if (*c)
+			c++;
+	}
+}
+
+static const struct stored_col *stored_find(const struct stored_layout *l, const char *name)
+{
+	for (int i = 0; i < l->n; i++)
+		if (strcmp(l->col[i].name, name) == 0)
+			return &l->col[i];
+	return NULL;
+}
+
+/* The name of a column in the _DATA table. */
+static void stored_name(cs_strbuf *sb, const struct stored_col *c)
+{
+	cs_strbuf_printf(sb, "%s%s", c->name, c->base[0] ? "Rel" : "");
+}
+
+/* The value a reader sees, from the _DATA table: base + nameRel, or nameRel when base is unknown.
+ */
+static void view_expr(cs_strbuf *sb, const struct stored_layout *l, const struct stored_col *c)
+{
+	const struct stored_col *b = c->base[0] ? stored_find(l, c->base) : NULL;
+
+	if (!b) {
+		stored_name(sb, c);
+		return;
+	}
+	cs_strbuf_puts(sb, "coalesce(");
+	view_expr(sb, l, b);
+	cs_strbuf_puts(sb, " + ");
+	stored_name(sb, c);
+	cs_strbuf_puts(sb, ", ");
+	stored_name(sb, c);
+	cs_strbuf_puts(sb, ")");
+}
+
+/* The stored value, from a staged row s. */
+static void stored_expr(cs_strbuf *sb, const struct stored_col *c)
+{
+	if (c->base[0])
+		cs_strbuf_printf(sb, "coalesce(s.%s - s.%s, s.%s)", c->name, c->base, c->name);
+	else
+		cs_strbuf_printf(sb, "s.%s", c->name);
+}
+
+/* "a, b, ..." of the stored names, or of the stored values, of the early or the late columns. */
+static void stored_list(cs_strbuf *sb, const struct stored_layout *l, int late, int values)
+{
+	const char *sep = "";
+
+	for (int i = 0; i < l->n; i++) {
+		if (l->col[i].late != late)
+			continue;
+		cs_strbuf_puts(sb, sep);
+		if (values)
+			stored_expr(sb, &l->col[i]);
+		else
+			stored_name(sb, &l->col[i]);
+		sep = ", ";
+	}
+}
+
+/* "s.a IS NOT NULL OR s.b IS NOT NULL ...": a staged row with a value for a late column. */
+static int late_condition(cs_strbuf *sb, const struct stored_layout *l)
+{
+	const char *sep = "";
+
+	for (int i = 0; i < l->n; i++) {
+		if (!l->col[i].late)
+			continue;
+		cs_strbuf_printf(sb, "%ss.%s IS NOT NULL", sep, l->col[i].name);
+		sep = " OR ";
+	}
+	return *sep != 0;
+}
+
+/* Run the SQL built in sb, then empty it. */
+static int exec_built(sqlite3 *db, cs_strbuf *sb, char *msg, size_t msglen)
+{
+	int rc;
+
+	if (sb->failed)
+		return CS_ERR_NOMEM;
+	rc = cs_sql_exec(db, cs_strbuf_str(sb), msg, msglen);
+	cs_strbuf_reset(sb);
+	return rc;
+}
+
+/* Whether a staged row has a value for a late column (*any), by the SQL in sb. */
+static int any_late(sqlite3 *db, cs_strbuf *sb, int *any, char *msg, size_t msglen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sb->failed)
+		return CS_ERR_NOMEM;
+	rc = sqlite3_prepare_v2(db, cs_strbuf_str(sb), -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		*any = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+	}
+	if (rc != SQLITE_ROW && msg && msglen)
+		snprintf(msg, msglen, "%s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	cs_strbuf_reset(sb);
+	return rc == SQLITE_ROW ? CS_OK : (cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL);
+}
+
+/*
+ * Copy one kind's staged rows into main.<table>_DATA in time order and make the view <table>
+ * over it. Rows are inserted while the table has only the early columns; the late ones are added
+ * afterwards (ALTER TABLE ADD COLUMN leaves the rows as they are, and SQLite reads a column a row
+ * lacks as NULL), and only rows that have a value for one are rewritten with it: the few kernels of
+ * a CUDA graph among eager ones, or every row with --backtrace.
+ */
+static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *sb, char *msg,
+		      size_t msglen)
+{
+	const char *table = cs_event_kind_table(k), *order = sorted ? "rowid" : "start, rowid";
+	const char *c = cs_event_table_defs[k].columns;
+	struct stored_layout l;
+	int rc, nlate = 0, late = 0;
+
+	stored_layout(k, &l);
+	for (int i = 0; i < l.n; i++)
+		nlate += l.col[i].late;
+	if (!sorted) {
+		/*
+		 * An index on the staged start times turns the ORDER BY below into a walk of the
+		 * index (events arrive nearly in order, so it reads the staged rows nearly
+		 * sequentially), and sorts 16-byte keys instead of whole rows.
+		 */
+		cs_strbuf_printf(sb, "CREATE INDEX %s.%s_start ON %s(start)", CS_STAGE_SCHEMA,
+				 table, table);
+		if ((rc = exec_built(db, sb, msg, msglen)))
+			return rc;
+	}
+	cs_strbuf_printf(sb, "CREATE TABLE main.%s_DATA(", table);
+	for (int i = 0; i < l.n; i++)
+		if (!l.col[i].late) {
+			cs_strbuf_puts(sb, i ? ", " : "");
+			stored_name(sb, &l.col[i]);
+			cs_strbuf_puts(sb, " INTEGER");
+		}
+	cs_strbuf_puts(sb, ")");
+	if ((rc = exec_built(db, sb, msg, msglen)))
+		return rc;
+
+	if (nlate) {
+		cs_strbuf_printf(sb, "SELECT EXISTS(SELECT 1 FROM %s.%s s WHERE ", CS_STAGE_SCHEMA,
+				 table);
+		late_condition(sb, &l);
+		cs_strbuf_puts(sb, ")");
+		if ((rc = any_late(db, sb, &late, msg, msglen)))
+			return rc;
+	}
+	if (!late) {
+		cs_strbuf_printf(sb, "INSERT INTO main.%s_DATA(", table);
+		stored_list(sb, &l, 0, 0);
+		cs_strbuf_puts(sb, ") SELECT ");
+		stored_list(sb, &l, 0, 1);
+		cs_strbuf_printf(sb, " FROM %s.%s s ORDER BY %s", CS_STAGE_SCHEMA, table, order);
+		if ((rc = exec_built(db, sb, msg, msglen)))
+			return rc;
+	} else {
+		/* temp.cs_order: the staged rowid of each final row, in final rowid order */
+		cs_strbuf_printf(sb,
+				 "CREATE TEMP TABLE cs_order(src INTEGER); "
+				 "INSERT INTO temp.cs_order(src) SELECT rowid FROM %s.%s "
+				 "ORDER BY %s; INSERT INTO main.%s_DATA(rowid, ",
+				 CS_STAGE_SCHEMA, table, order, table);
+		stored_list(sb, &l, 0, 0);
+		cs_strbuf_puts(sb, ") SELECT o.rowid, ");
+		stored_list(sb, &l, 0, 1);
+		cs_strbuf_printf(sb,
+				 " FROM temp.cs_order o JOIN %s.%s s ON s.rowid = o.src "
+				 "ORDER BY o.rowid",
+				 CS_STAGE_SCHEMA, table);
+		if ((rc = exec_built(db, sb, msg, msglen)))
+			return rc;
+	}
+	for (int i = 0; i < l.n; i++)
+		if (l.col[i].late) {
+			cs_strbuf_printf(sb, "ALTER TABLE main.%s_DATA ADD COLUMN ", table);
+			stored_name(sb, &l.col[i]);
+			cs_strbuf_puts(sb, " INTEGER");
+			if ((rc = exec_built(db, sb, msg, msglen)))
+				return rc;
+		}
+	if (late) {
+		cs_strbuf_printf(sb, "UPDATE main.%s_DATA AS d SET (", table);
+		stored_list(sb, &l, 1, 0);
+		cs_strbuf_puts(sb, ") = (SELECT ");
+		stored_list(sb, &l, 1, 1);
+		cs_strbuf_printf(sb,
+				 " FROM temp.cs_order o JOIN %s.%s s ON s.rowid = o.src "
+				 "WHERE o.rowid = d.rowid) WHERE d.rowid IN (SELECT o.rowid FROM "
+				 "temp.cs_order o JOIN %s.%s s ON s.rowid = o.src WHERE ",
+				 CS_STAGE_SCHEMA, table, CS_STAGE_SCHEMA, table);
+		late_condition(sb, &l);
+		cs_strbuf_puts(sb, "); DROP TABLE temp.cs_order");
+		if ((rc = exec_built(db, sb, msg, msglen)))
+			return rc;
+	}
+
+	/* The view: version 1's columns, in its order, and the rowid (time order). */
+	cs_strbuf_printf(sb, "CREATE VIEW main.%s AS SELECT rowid AS rowid", table);
+	while (*c) {
+		size_t n = strcspn(c, ",");
+		char name[32];
+		const struct stored_col *sc;
+
+		snprintf(name, sizeof(name), "%.*s", (int)n, c);
+		sc = stored_find(&l, name);
+		if (!sc) {
+			snprintf(msg, msglen, "column %s of %s has no stored layout", name, table);
+			return CS_ERR_INVALID;
+		}
+		cs_strbuf_puts(sb, ", ");
+		view_expr(sb, &l, sc);
+		cs_strbuf_printf(sb, " AS %s", name);
+		c += n + (c[n] == ',');
+	}
+	cs_strbuf_printf(sb, " FROM %s_DATA",
+			 table); /* unqualified: the view works attached under any name */
+	return exec_built(db, sb, msg, msglen);
+}
+
+int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_t msglen)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+	int rc = CS_OK;
+
+	for (int k = 0; k < CS_EV_COUNT && !rc; k++)
+		rc = build_kind(db, k, sorted[k], &sb, msg, msglen);
+	for (size_t i = 0; !rc && index_sql[i]; i++)
+		rc = cs_sql_exec(db, index_sql[i], msg, msglen);
 	cs_strbuf_free(&sb);
 	return rc;
 }
@@ -383,7 +640,10 @@ int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *er
 	if (version)
 		*version = (int)v;
 
-	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+	/* event tables are views over _DATA tables from version 2 on, tables before */
+	rc = sqlite3_prepare_v2(db,
+				"SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND "
+				"name = ?",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return check_failed(db, rc, path, err);

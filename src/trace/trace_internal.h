@@ -26,6 +26,8 @@ struct cs_event_table_def {
 	int has_end;	/* an "end" column (every kind but CS_EV_MEMORY) */
 	int has_device; /* a "deviceId" column */
 	int has_stream; /* a "streamId" column */
+	/* how the columns are stored (schema version 2): schema.c, docs/trace-format.md */
+	const char *storage;
 };
 
 /* Indexed by enum cs_event_kind. */

@@ -228,7 +228,7 @@ class Trace:
     def __init__(self, path):
         self.path = path
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        self.tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        self.tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         self._cols = {}
 
     def columns(self, table):

@@ -312,7 +312,7 @@ START_TEST(test_version)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.err, "");
 	ck_assert_msg(!strncmp(r.out, "cuscope 0.1.0\n", 14), "%s", r.out);
-	ck_assert_msg(strstr(r.out, "trace schema version 1\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "trace schema version 2\n") != NULL, "%s", r.out);
 	tu_result_free(&r);
 }
 END_TEST
@@ -442,7 +442,7 @@ START_TEST(test_info_text)
 	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
 	ck_assert_str_eq(r.err, "");
 	ck_assert_str_eq(info_value(r.out, "file", v, sizeof(v)), sample_db);
-	ck_assert_str_eq(info_value(r.out, "schema version", v, sizeof(v)), "1");
+	ck_assert_str_eq(info_value(r.out, "schema version", v, sizeof(v)), "2");
 	ck_assert_str_eq(info_value(r.out, "written by", v, sizeof(v)), "cuscope 0.1.0");
 	ck_assert_str_eq(info_value(r.out, "command", v, sizeof(v)),
 			 "torchrun --nproc-per-node 2 train.py");
@@ -493,7 +493,7 @@ START_TEST(test_info_json)
 	ck_assert_msg(doc != NULL, "not JSON: %s", r.out);
 	ck_assert_str_eq(json_str(doc, "file"), sample_db);
 	ck_assert(json_num(doc, "size_bytes") > 0);
-	ck_assert_int_eq(json_num(doc, "schema_version"), 1);
+	ck_assert_int_eq(json_num(doc, "schema_version"), 2);
 	ck_assert_str_eq(json_str(doc, "cuscope_version"), "0.1.0");
 	ck_assert_str_eq(json_str(doc, "command_line"), "torchrun --nproc-per-node 2 train.py");
 	ck_assert_str_eq(json_str(doc, "host"), "node7");

@@ -707,7 +707,7 @@ START_TEST(test_roundtrip_every_field)
 	cs_trace *t = open_trace(path);
 	ck_assert_str_eq(cs_trace_path(t), path);
 	ck_assert_int_eq(cs_trace_schema_version(t), CS_SCHEMA_VERSION);
-	ck_assert_str_eq(cs_trace_meta(t, "schema_version"), "1");
+	ck_assert_str_eq(cs_trace_meta(t, "schema_version"), "2");
 	ck_assert_str_eq(cs_trace_meta(t, "cuscope_version"), CUSCOPE_VERSION);
 	ck_assert_ptr_nonnull(cs_trace_meta(t, "created"));
 	ck_assert_int_eq(strlen(cs_trace_meta(t, "created")), 20);
@@ -1569,6 +1569,141 @@ START_TEST(test_kernel_size)
 }
 END_TEST
 
+static int pick_none(int i)
+{
+	(void)i;
+	return 0;
+}
+
+static int pick_one(int i)
+{
+	return i == 10000;
+}
+
+static int pick_all(int i)
+{
+	(void)i;
+	return 1;
+}
+
+/* Size of a trace of n kernels; those with index i where pick(i) have a graph and a stack. */
+static off_t kernels_file_size(int n, int (*pick)(int))
+{
+	char *path = new_trace_path("late.db");
+	cs_trace_writer *w = open_writer(path);
+	struct stat sb;
+
+	for (int i = 0; i < n; i++) {
+		cs_kernel k =
+			plain_kernel(3000000000LL + i * 5000LL, 3000000000LL + i * 5000LL + 4000);
+
+		k.launch_start = k.start - 20000;
+		k.launch_end = k.launch_start + 3000;
+		k.launch_tid = 100;
+		if (pick(i)) {
+			k.graph_id = 7;
+			k.graph_node_id = 70;
+			k.stack_id = 700;
+		}
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	unlink(path);
+	free(path);
+	return sb.st_size;
+}
+
+/*
+ * Version 2 stores times relative to the row's start (or launch) and adds the rarely set columns
+ * after the rows: what a reader sees is what was written, whichever of the times are unknown, in
+ * time order even when rows arrive out of it, and one kernel of a CUDA graph among thousands of
+ * eager ones does not make every row longer.
+ */
+START_TEST(test_stored_layout)
+{
+	char *path = new_trace_path("layout.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_kernel k[5];
+	cs_trace *t;
+	cs_iter *it;
+	cs_event ev;
+	cs_error err = {0};
+	/* arrival order; time order is 4 (start unknown), 0, 3, 1, 2 */
+	const int64_t starts[5] = {1000, 9000000000LL, 9000500000LL, 5000, CS_TS_UNKNOWN};
+	const int order[5] = {4, 0, 3, 1, 2};
+
+	for (int i = 0; i < 5; i++) {
+		k[i] = plain_kernel(starts[i],
+				    starts[i] == CS_TS_UNKNOWN ? 8000000000LL : starts[i] + 1500);
+		k[i].pid = 4000000;
+		k[i].launch_tid = 4000000 + i;
+		k[i].launch_start = 500 + i;
+		k[i].launch_end = 900 + i;
+		k[i].correlation_id = 10 + i;
+	}
+	k[1].end = CS_TS_UNKNOWN;	   /* start known, end not */
+	k[2].launch_start = CS_TS_UNKNOWN; /* launch end known, its start not */
+	k[2].queued = 9000400000LL;	   /* late columns on one row */
+	k[2].submitted = 9000450000LL;
+	k[2].graph_id = 3;
+	k[2].stack_id = 5;
+	k[3].launch_end = CS_TS_UNKNOWN;
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k[i]), CS_OK);
+	finish_writer(w);
+
+	t = open_trace(path);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	for (int j = 0; j < 5; j++) {
+		const cs_kernel *want = &k[order[j]];
+
+		ck_assert_int_eq(cs_iter_next(it, &ev), 1);
+		ck_assert_int_eq(ev.u.kernel.correlation_id, want->correlation_id);
+		ck_assert_int_eq(ev.u.kernel.start, want->start);
+		ck_assert_int_eq(ev.u.kernel.end, want->end);
+		ck_assert_int_eq(ev.u.kernel.launch_start, want->launch_start);
+		ck_assert_int_eq(ev.u.kernel.launch_end, want->launch_end);
+		ck_assert_int_eq(ev.u.kernel.launch_tid, want->launch_tid);
+		ck_assert_int_eq(ev.u.kernel.queued, want->queued);
+		ck_assert_int_eq(ev.u.kernel.submitted, want->submitted);
+		ck_assert_int_eq(ev.u.kernel.graph_id, want->graph_id);
+		ck_assert_int_eq(ev.u.kernel.stack_id, want->stack_id);
+	}
+	ck_assert_int_eq(cs_iter_next(it, &ev), 0);
+	cs_iter_close(it);
+	cs_trace_close(t);
+	/* stored: relative where the base is known, as written where it is not */
+	ck_assert_int_eq(sql_int(path, "SELECT endRel FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA "
+				       "WHERE correlationId = 14"),
+			 8000000000LL);
+	ck_assert_int_eq(sql_int(path, "SELECT endRel FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA "
+				       "WHERE correlationId = 10"),
+			 1500);
+	ck_assert_int_eq(sql_int(path, "SELECT launchTidRel FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA "
+				       "WHERE correlationId = 13"),
+			 3);
+	/* the view answers SQL the way version 1's table did */
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "
+				       "launchEnd = 902 AND launchStart IS NULL AND queued = "
+				       "9000400000 AND graphId = 3 AND rowid = 5"),
+			 1);
+	free(path);
+
+	/*
+	 * The late columns take 5 bytes of record header and 4 of values in a row that has them
+	 * (NULLs included up to the last), none in one that does not; one row that has them costs
+	 * that row's bytes, not a byte on every row.
+	 */
+	off_t none = kernels_file_size(20000, pick_none), one = kernels_file_size(20000, pick_one),
+	      all = kernels_file_size(20000, pick_all);
+	ck_assert_msg(all - none >= 20000 * 7, "%lld against %lld bytes", (long long)all,
+		      (long long)none);
+	ck_assert_msg(one - none <= 4096, "%lld against %lld bytes", (long long)one,
+		      (long long)none);
+}
+END_TEST
+
 /* ---- the timeline overview ---- */
 
 /*
@@ -1669,7 +1804,8 @@ START_TEST(test_overview_only_for_large_traces)
 		if (big)
 			cs_writer_set_overview_min_events(w, n);
 		for (int i = 0; i < n; i++) {
-			cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+			cs_kernel k =
+				plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
 
 			ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
 		}
@@ -1774,9 +1910,9 @@ START_TEST(test_open_newer_schema)
 	cs_trace_writer *w = open_writer(path);
 
 	finish_writer(w);
-	sql_exec(path, "UPDATE META SET value = '2' WHERE key = 'schema_version'");
+	sql_exec(path, "UPDATE META SET value = '3' WHERE key = 'schema_version'");
 	expect_open_error(path, CS_ERR_NEWER_SCHEMA,
-			  "written by a newer cuscope (schema 2, this build reads 1)");
+			  "written by a newer cuscope (schema 3, this build reads 2)");
 	sql_exec(path, "UPDATE META SET value = 'abc' WHERE key = 'schema_version'");
 	expect_open_error(path, CS_ERR_NOT_TRACE, "not a cuscope trace (bad schema_version 'abc')");
 	free(path);
@@ -1826,7 +1962,7 @@ START_TEST(test_open_missing_table)
 	cs_trace_writer *w = open_writer(path);
 
 	finish_writer(w);
-	sql_exec(path, "DROP TABLE NVTX_EVENTS");
+	sql_exec(path, "DROP VIEW NVTX_EVENTS");
 	expect_open_error(path, CS_ERR_CORRUPT, "damaged file (table NVTX_EVENTS is missing)");
 	free(path);
 }
@@ -1972,6 +2108,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_finish_renames);
 	tcase_add_test(tc, test_overwrite);
 	tcase_add_test(tc, test_kernel_size);
+	tcase_add_test(tc, test_stored_layout);
 	tcase_add_test(tc, test_overview_busy);
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
