@@ -425,7 +425,7 @@ START_TEST(test_json_steps)
 	ck_assert_int_eq(json_int(sa, "count"), 30);
 	ck_assert_int_eq(json_int(sa, "period_kernels"), 38);
 	ck_assert_int_eq(json_int(sa, "warmup"), 3);
-	ck_assert_int_eq(json_int(sa, "pid"), 1579);
+	ck_assert_int_eq(json_int(sa, "pid"), 3615);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sa, "step_range")));
 	ck_assert_str_eq(json_str(sb, "method"), "nvtx");
 	ck_assert_str_eq(json_str(sb, "step_range"), "step*");
@@ -789,13 +789,13 @@ END_TEST
 START_TEST(test_pid_and_no_color_env)
 {
 	static const char *const env[] = {"NO_COLOR=1", NULL};
-	const char *argv[] = {tu_cuscope_bin(), "report", "--pid", "1579",
+	const char *argv[] = {tu_cuscope_bin(), "report", "--pid", "3615",
 			      "--no-color",	train_db, NULL};
 	char *out = NULL, *err = NULL;
 	int rc = tu_run(argv, env, &out, &err);
 
 	ck_assert_msg(rc == 0, "%s", err);
-	ck_assert_msg(strstr(out, "pid 1579") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "pid 3615") != NULL, "%s", out);
 	ck_assert(strchr(out, '\033') == NULL);
 	free(out);
 	free(err);

@@ -294,7 +294,7 @@ START_TEST(test_load_train_small)
 		      "%s", cs_analysis_string(&l.a, l.a.kernels[0].name_id));
 	ck_assert_str_eq(cs_analysis_string(&l.a, -1), "");
 	for (int64_t i = 0; i < l.a.nkernels; i++) {
-		ck_assert_int_eq(l.a.kernels[i].pid, 1579);
+		ck_assert_int_eq(l.a.kernels[i].pid, 3615);
 		ck_assert_int_eq(l.a.kernel_stream_order[i], i);
 		ck_assert_int_eq(l.a.kernels[i].graph, 0);
 		ck_assert(l.a.kernels[i].grid_blocks > 0);
@@ -445,7 +445,7 @@ START_TEST(test_train_small_nvtx_and_period)
 	load(&b, path, NULL);
 	ck_assert_int_eq(a.s.method, CS_STEPS_NVTX);
 	ck_assert_int_eq(a.s.n, 30);
-	ck_assert_int_eq(a.s.pid, 1579);
+	ck_assert_int_eq(a.s.pid, 3615);
 	ck_assert_int_eq(b.s.method, CS_STEPS_PERIOD);
 	ck_assert_msg(abs(b.s.n - a.s.n) <= 1, "period %d steps, NVTX %d", b.s.n, a.s.n);
 	ck_assert_int_eq(b.s.period, 38);
@@ -479,7 +479,7 @@ START_TEST(test_train_small_without_nvtx)
 	cs_steps s;
 	cs_error err = {0, ""};
 
-	exec_sql(copy, "DELETE FROM NVTX_EVENTS; UPDATE EVENT_TABLE_INFO SET rowCount = 0, "
+	exec_sql(copy, "DELETE FROM NVTX_EVENTS_DATA; UPDATE EVENT_TABLE_INFO SET rowCount = 0, "
 		       "minStart = NULL, maxEnd = NULL, maxDuration = NULL "
 		       "WHERE tableName = 'NVTX_EVENTS';");
 	load(&a, orig, &nvtx);

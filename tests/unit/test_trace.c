@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 
@@ -1704,6 +1705,126 @@ START_TEST(test_stored_layout)
 }
 END_TEST
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * What a trace says the program did, without its times, ids and addresses: one sorted line per
+ * event. Two recordings of the deterministic samples/cuda/counts.cu give the same text.
+ */
+static char *trace_signature(const char *path)
+{
+	cs_trace *t = open_trace(path);
+	cs_strbuf out = CS_STRBUF_INIT;
+	cs_error err = {0};
+	char *text;
+
+	for (int kind = 0; kind < CS_EV_COUNT; kind++) {
+		cs_iter *it;
+		cs_event ev;
+		char **lines = NULL;
+		size_t n = 0, cap = 0;
+
+		ck_assert_int_eq(cs_iter_open(t, kind, NULL, &it, &err), CS_OK);
+		while (cs_iter_next(it, &ev) == 1) {
+			char line[512];
+			const cs_kernel *k = &ev.u.kernel;
+			const cs_memcpy *c = &ev.u.memcpy;
+			const cs_memset *m = &ev.u.memset;
+			const cs_memory *a = &ev.u.memory;
+			const cs_sync *y = &ev.u.sync;
+			const cs_nvtx *v = &ev.u.nvtx;
+
+			switch (ev.kind) {
+			case CS_EV_KERNEL:
+				snprintf(line, sizeof(line),
+					 "kernel %s %d %d %d launch %d %d graph %d", k->name,
+					 k->grid_x, k->block_x, k->dynamic_shared_memory,
+					 k->launch_cbid, k->launch_start != CS_TS_UNKNOWN,
+					 k->graph_id != CS_ID_NONE);
+				break;
+			case CS_EV_MEMCPY:
+				snprintf(line, sizeof(line), "memcpy %d %d %d %d %lld launch %d",
+					 c->copy_kind, c->src_kind, c->dst_kind, c->is_async,
+					 (long long)c->bytes, c->launch_cbid);
+				break;
+			case CS_EV_MEMSET:
+				snprintf(line, sizeof(line), "memset %d %u %lld launch %d",
+					 m->is_async, m->value, (long long)m->bytes,
+					 m->launch_cbid);
+				break;
+			case CS_EV_MEMORY:
+				snprintf(line, sizeof(line), "memory %d %d %d %d %lld", a->op,
+					 a->mem_kind, a->result, a->cbid, (long long)a->bytes);
+				break;
+			case CS_EV_SYNC:
+				snprintf(line, sizeof(line), "sync %d %d %d", y->type, y->cbid,
+					 y->end != CS_TS_UNKNOWN);
+				break;
+			case CS_EV_NVTX:
+				snprintf(line, sizeof(line), "nvtx %d %d %s %s %d", v->type,
+					 v->depth, v->text ? v->text : "-",
+					 v->domain ? v->domain : "-", v->end != CS_TS_UNKNOWN);
+				break;
+			default:
+				snprintf(line, sizeof(line), "api %d %s", ev.u.api.cbid,
+					 ev.u.api.name ? ev.u.api.name : "-");
+			}
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				lines = realloc(lines, cap * sizeof(*lines));
+				ck_assert_ptr_nonnull(lines);
+			}
+			lines[n++] = strdup(line);
+		}
+		cs_iter_close(it);
+		if (n)
+			qsort(lines, n, sizeof(*lines), cmp_str);
+		for (size_t i = 0; i < n; i++) {
+			cs_strbuf_printf(&out, "%s\n", lines[i]);
+			free(lines[i]);
+		}
+		free(lines);
+	}
+	cs_trace_close(t);
+	ck_assert(!out.failed);
+	text = strdup(cs_strbuf_str(&out));
+	cs_strbuf_free(&out);
+	return text;
+}
+
+/*
+ * A version 1 file (tests/data/v1/counts.db, recorded before version 2) is read as before, and says
+ * what the version 2 recording of the same program (samples/traces/counts.db) says, event for
+ * event; the one is a plain table, the other a view over stored offsets.
+ */
+START_TEST(test_reads_version_1)
+{
+	char *v1 = tu_path(tu_source_root(), "tests/data/v1/counts.db");
+	char *v2 = tu_path(tu_source_root(), "samples/traces/counts.db");
+	cs_trace *t1 = open_trace(v1), *t2 = open_trace(v2);
+	char *s1, *s2;
+
+	ck_assert_int_eq(cs_trace_schema_version(t1), 1);
+	ck_assert_int_eq(cs_trace_schema_version(t2), 2);
+	cs_trace_close(t1);
+	cs_trace_close(t2);
+	s1 = trace_signature(v1);
+	s2 = trace_signature(v2);
+	ck_assert_msg(strlen(s1) > 1000, "%zu bytes", strlen(s1));
+	ck_assert_str_eq(s1, s2);
+	ck_assert_int_eq(sql_int(v1, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"), 0);
+	ck_assert_int_eq(sql_int(v2, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"),
+			 CS_EV_COUNT);
+	free(s1);
+	free(s2);
+	free(v1);
+	free(v2);
+}
+END_TEST
+
 /* ---- the timeline overview ---- */
 
 /*
@@ -2109,6 +2230,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overwrite);
 	tcase_add_test(tc, test_kernel_size);
 	tcase_add_test(tc, test_stored_layout);
+	tcase_add_test(tc, test_reads_version_1);
 	tcase_add_test(tc, test_overview_busy);
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
