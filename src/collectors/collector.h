@@ -54,6 +54,7 @@ struct CUpti_Activity;
 void cs_decode_kernel(const void *activity);
 /* memcpy.c */
 void cs_decode_memcpy(const void *activity);
+void cs_decode_memcpy_peer(const void *activity);
 void cs_decode_memset(const void *activity);
 /* memory.c */
 void cs_decode_memory(const void *activity);

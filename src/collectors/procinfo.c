@@ -110,6 +110,9 @@ int cs_decode_activity(const void *activity)
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		cs_decode_memcpy(a);
 		return 1;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		cs_decode_memcpy_peer(a);
+		return 1;
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		cs_decode_memset(a);
 		return 1;

@@ -330,6 +330,48 @@ static int check_device(const cs_device *dv, void *arg)
 	return 0;
 }
 
+/*
+ * A copy between two GPUs comes as a MEMCPY2 record: it becomes a peer copy with its source and
+ * destination devices, joined to the cudaMemcpyPeer call that made it; it is not a host wait.
+ */
+START_TEST(peer_copy_record)
+{
+	CUpti_ActivityMemcpyPtoP4 p;
+	cs_trace *t;
+	cs_event ev;
+
+	open_spool();
+	memset(&p, 0, sizeof(p));
+	p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+	p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+	p.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	p.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	p.bytes = 16384;
+	p.start = BASE + 5000;
+	p.end = BASE + 5400;
+	p.deviceId = 0;
+	p.srcDeviceId = 0;
+	p.dstDeviceId = 1;
+	p.streamId = 7;
+	p.correlationId = 90;
+	write_api(90, CS_APICLASS_MEMCPY_SYNC, BASE + 4900, BASE + 5500, 55);
+	ck_assert_int_eq(cs_decode_activity(&p), 1);
+	t = import_spool(NULL);
+	ck_assert_int_eq(next_event(t, CS_EV_MEMCPY, &ev), 1);
+	ck_assert_int_eq(ev.u.memcpy.copy_kind, CS_COPY_PTOP);
+	ck_assert_int_eq(ev.u.memcpy.src_device_id, 0);
+	ck_assert_int_eq(ev.u.memcpy.dst_device_id, 1);
+	ck_assert_int_eq(ev.u.memcpy.bytes, 16384);
+	ck_assert_int_eq(ev.u.memcpy.start, 5000);
+	ck_assert_int_eq(ev.u.memcpy.launch_start, 4900);
+	ck_assert_int_eq(ev.u.memcpy.launch_tid, 55);
+	ck_assert_int_eq(next_event(t, CS_EV_MEMCPY, &ev), 0);
+	ck_assert_int_eq(next_event(t, CS_EV_SYNC, &ev), 0);
+	next_event(NULL, 0, NULL);
+	cs_trace_close(t);
+}
+END_TEST
+
 START_TEST(device_record)
 {
 	CUpti_ActivityDevice5 d;
@@ -652,7 +694,8 @@ START_TEST(staging_buffers_of_exited_threads_are_freed)
 	for (int i = 0; i < 2000; i++) {
 		pthread_t th;
 
-		ck_assert_int_eq(pthread_create(&th, NULL, short_worker, (void *)(intptr_t)(i + 1)), 0);
+		ck_assert_int_eq(pthread_create(&th, NULL, short_worker, (void *)(intptr_t)(i + 1)),
+				 0);
 		pthread_join(th, NULL);
 		if (i % 50 == 49)
 			cs_out_flush();
@@ -836,7 +879,8 @@ START_TEST(forked_child_writes_nothing)
 		memset(&c, 0, sizeof(c));
 		for (int i = 0; i < 1000; i++) {
 			cs_out_write(&c, sizeof(c), CS_REC_CLOCK, 0);
-			write_api(100 + (uint32_t)i, CS_APICLASS_WAIT_DEVICE, BASE + 50, BASE + 60, 7);
+			write_api(100 + (uint32_t)i, CS_APICLASS_WAIT_DEVICE, BASE + 50, BASE + 60,
+				  7);
 		}
 		cs_out_flush();
 		cs_out_close();
@@ -866,6 +910,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, reused_name_pointer_keeps_content);
 	tcase_add_test(tc, unknown_timestamps_stay_unknown);
 	tcase_add_test(tc, memcpy_memset_memory_sync_device);
+	tcase_add_test(tc, peer_copy_record);
 	tcase_add_test(tc, device_record);
 	tcase_add_test(tc, capture_window_drops_outside);
 	tcase_add_test(tc, capture_ranges_by_time_and_correlation);
