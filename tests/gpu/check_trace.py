@@ -193,6 +193,8 @@ SIMPLE_METRICS = {
 # Keys with an argument: prefix -> description. The argument follows the prefix ("kname.cs_add").
 PARAM_METRICS = {
     "kname.": "kernels whose (mangled) name contains the text",
+    "kernels_device.": "kernels that ran on the device with this CUDA device id (kernels_device.1)",
+    "memcpy_device.": "copies made on the device with this CUDA device id (the device of the copy's stream)",
     "nvtx_text.": "NVTX events whose text contains the text",
     "nvtx_max.": "largest N among NVTX texts of the form <text>N (the last step a killed program recorded)",
     "kernels_in_nvtx.": "kernels launched (launchStart) inside an NVTX range of the same process whose text "
@@ -320,7 +322,15 @@ def m_api(trace, name):
                         "WHERE s.value = ? OR substr(s.value, 1, length(?) + 1) = ? || '_'", (name, name, name))
 
 
-PARAM_FUNCS = {"kname.": m_kname, "nvtx_text.": m_nvtx_text, "nvtx_max.": m_nvtx_max,
+def m_kernels_device(trace, dev):
+    return trace.scalar(f"SELECT COUNT(*) FROM {T_KERNEL} WHERE deviceId = ?", (int(dev),))
+
+
+def m_memcpy_device(trace, dev):
+    return trace.scalar(f"SELECT COUNT(*) FROM {T_MEMCPY} WHERE deviceId = ?", (int(dev),))
+
+
+PARAM_FUNCS = {"kname.": m_kname, "kernels_device.": m_kernels_device, "memcpy_device.": m_memcpy_device, "nvtx_text.": m_nvtx_text, "nvtx_max.": m_nvtx_max,
                "kernels_in_nvtx.": m_kernels_in_nvtx, "api.": m_api}
 
 

@@ -43,9 +43,9 @@ PROGS=$ROOT/tests/gpu/programs
 CHECK=$ROOT/tests/gpu/check_trace.py
 
 SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
-edge_reset edge_fault edge_nosync_exit train_small
+edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
 train_small_nvtx train_small_limit torch_eager cuda_graph
-torch_profiler_inside fork fork_dataloader spawn torchrun sig_term sig_int sig_kill os_exit memory_ceiling
+torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
 DO_BUILD=1 DO_SCENARIOS=1 DO_BENCH=0 TORCH_PROFILER=0 ROUNDS=5 TIMEOUT=120 BUDGET=480 ONLY="" SKIP=""
@@ -467,6 +467,12 @@ run_scenarios() {
 	scenario edge_reset -- "$BIN/edge_cases" reset
 	scenario edge_fault --rc 3 -- "$BIN/edge_cases" fault
 	scenario edge_nosync_exit -- "$BIN/edge_cases" nosync_exit
+	# two GPUs (the nvidia-h200-x2 machine): work on each and a peer copy between them
+	if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+		scenario edge_multi_gpu -- "$BIN/edge_cases" multi_gpu
+	elif selected edge_multi_gpu; then
+		result edge_multi_gpu SKIP "needs 2 GPUs"
+	fi
 	scenario train_small -- "$PY" samples/pytorch/train_small.py
 	# only the NVTX ranges step1, step10..step19 (keys with scope nvtxcap: in train_small's expect line)
 	scenario train_small_nvtx --baseline-from train_small --record "--capture=nvtx:step1*" \
@@ -481,6 +487,12 @@ run_scenarios() {
 	scenario fork_dataloader -- "$PY" "$P/fork_child.py" --mode dataloader
 	scenario spawn -- "$PY" "$P/spawn_ranks.py" --mode spawn
 	scenario torchrun -- "$PY" "$P/spawn_ranks.py" --mode torchrun
+	# rank r on GPU r with an NCCL all-reduce (the nvidia-h200-x2 machine)
+	if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+		scenario torchrun_nccl -- "$PY" "$P/spawn_ranks.py" --mode torchrun --gpus 2 --collectives nccl
+	elif selected torchrun_nccl; then
+		result torchrun_nccl SKIP "needs 2 GPUs"
+	fi
 	scenario_signal sig_term term
 	scenario_signal sig_int int
 	scenario_signal sig_kill kill

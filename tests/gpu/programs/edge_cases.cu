@@ -9,6 +9,8 @@
  *   edge_cases fault                         a kernel dereferences a bad address: the context is lost,
  *                                            the program exits with status 3
  *   edge_cases nosync_exit                   returns from main with a kernel still running
+ *   edge_cases multi_gpu                     kernels, copies and sets on two GPUs and a peer copy
+ *                                            between them (exit status 77 with fewer than 2 GPUs)
  *
  * Each mode checks its own results and prints, as its last stdout line, what a trace of it must hold
  * ("expect key=value ...", keys: tests/gpu/check_trace.py). Lines starting with "info:" may change
@@ -267,6 +269,49 @@ static int mode_nosync_exit(void)
 	return 0;
 }
 
+/* ---- multi_gpu ---- */
+
+static int mode_multi_gpu(void)
+{
+	const int kernels[2] = {5, 7};
+	static int h[N];
+	int *d[2], ndev = 0, peer = 0;
+
+	CHECK(cudaGetDeviceCount(&ndev));
+	if (ndev < 2) {
+		fprintf(stderr, "multi_gpu: needs 2 GPUs, found %d\n", ndev);
+		return 77;
+	}
+	for (int dev = 0; dev < 2; dev++) {
+		CHECK(cudaSetDevice(dev));
+		CHECK(cudaMalloc(&d[dev], N * sizeof(int)));
+		CHECK(cudaMemset(d[dev], 0, N * sizeof(int)));
+		for (int k = 0; k < kernels[dev]; k++)
+			cs_inc<<<(N + 255) / 256, 256>>>(d[dev], N);
+		CHECK(cudaGetLastError());
+		CHECK(cudaMemcpy(h, d[dev], N * sizeof(int), cudaMemcpyDeviceToHost));
+		check_all(h, N, kernels[dev], "multi_gpu: device buffer");
+	}
+	CHECK(cudaSetDevice(0));
+	CHECK(cudaDeviceCanAccessPeer(&peer, 0, 1));
+	if (peer)
+		CHECK(cudaDeviceEnablePeerAccess(1, 0));
+	CHECK(cudaMemcpyPeer(d[1], 1, d[0], 0, N * sizeof(int)));
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaSetDevice(1));
+	CHECK(cudaMemcpy(h, d[1], N * sizeof(int), cudaMemcpyDeviceToHost));
+	check_all(h, N, kernels[0], "multi_gpu: peer copy");
+	for (int dev = 0; dev < 2; dev++) {
+		CHECK(cudaSetDevice(dev));
+		CHECK(cudaFree(d[dev]));
+	}
+	printf("info: peer access %s\n", peer ? "on" : "off");
+	printf("expect kernels=%d kernels_device.0=%d kernels_device.1=%d memcpy_ptop=1 "
+	       "memcpy=4 memcpy_dtoh=3 memcpy_device.0>=1 memcpy_device.1>=2 memset=2 allocs=2 frees=2 devices=2 dropped=0\n",
+	       kernels[0] + kernels[1], kernels[0], kernels[1]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -282,7 +327,9 @@ int main(int argc, char **argv)
 		return mode_fault();
 	if (strcmp(mode, "nosync_exit") == 0)
 		return mode_nosync_exit();
+	if (strcmp(mode, "multi_gpu") == 0)
+		return mode_multi_gpu();
 	fprintf(stderr, "usage: edge_cases threads [THREADS] [KERNELS] | copies | reset | fault | "
-			"nosync_exit\n");
+			"nosync_exit | multi_gpu\n");
 	return 2;
 }
