@@ -246,6 +246,11 @@ typedef struct cs_rule_ctx {
 	/* Add a finding; the context takes ownership of f's heap members. */
 	int (*emit)(struct cs_rule_ctx *ctx, cs_report_finding *f);
 	void *priv;
+	/*
+	 * What several analyzers compute alike from a and steps (src/analyzers/rule_util.h), kept
+	 * by cs_report_run() for the analyzers of one run; NULL when an analyzer runs on its own.
+	 */
+	struct cs_rule_cache *cache;
 } cs_rule_ctx;
 
 typedef struct cs_analyzer {

@@ -220,7 +220,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_d2h d;
+	struct cs_rule_cache own = {0};
+	const struct ru_d2h *d;
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, lost;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
@@ -231,19 +232,19 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 	if (steady <= 0)
 		return 0;
-	rc = ru_d2h_waits(a, s, &d);
+	rc = ru_cached_d2h(ctx, &own, &d);
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
-	if (d.n == 0)
-		return 0;
+	if (d->n == 0)
+		goto out_free;
 	rc = CS_ERR_NOMEM;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	if (!sum || !idle || !tmp)
 		goto out;
-	for (int64_t i = 0; i < d.n; i++) {
-		const struct ru_d2h_wait *w = &d.v[i];
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		struct step_sum *x;
 		int64_t gap = ru_d2h_idle(w);
@@ -298,8 +299,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	f->lost_ns_per_step = lost;
 	f->step_share = share;
-	for (int64_t i = 0; i < d.n; i++) {
-		const struct ru_d2h_wait *w = &d.v[i];
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
 
 		if (w->step < 0 || ru_d2h_cost(w) == 0)
 			continue;
@@ -307,7 +308,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			f->first = a->copies[w->first_copy].start;
 		f->last = w->window_end;
 	}
-	if (add_evidence(a, s, &d, sum, steps, nsteps, tmp, f))
+	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
@@ -317,7 +318,7 @@ out:
 		cs_error_set(err, rc, "out of memory");
 out_free:
 	cs_finding_free(f);
-	ru_d2h_free(&d);
+	ru_cache_free(&own);
 	free(sum);
 	free(idle);
 	free(tmp);

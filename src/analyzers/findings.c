@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuscope/analyze.h"
+#include "analyzers/rule_util.h"
 
 const char *cs_severity_name(int sev)
 {
@@ -204,8 +205,10 @@ int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *co
 		  cs_report *out, cs_error *err)
 {
 	struct run_ctx run = {out, NULL};
+	struct cs_rule_cache cache = {0}; /* what the rules of this run share */
 	cs_rule_ctx ctx;
 	int64_t median, p10, p90;
+	int rc = 0;
 
 	if (!a || !s || !out)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_report_run: bad argument");
@@ -214,7 +217,6 @@ int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *co
 	cs_steps_duration_stats(s, &median, &p10, &p90);
 	for (; *rules; rules++) {
 		cs_error rerr = {0, ""};
-		int rc;
 
 		memset(&ctx, 0, sizeof(ctx));
 		ctx.a = a;
@@ -222,16 +224,19 @@ int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *co
 		ctx.step_median = median;
 		ctx.emit = report_emit;
 		ctx.priv = &run;
+		ctx.cache = &cache;
 		run.current = *rules;
 		rc = (*rules)->run(&ctx, &rerr);
 		if (rc < 0) {
-			cs_report_sort(out);
-			return cs_error_set(err, rc, "rule %s failed: %s", (*rules)->id,
-					    rerr.msg[0] ? rerr.msg : cs_err_str(rc));
+			rc = cs_error_set(err, rc, "rule %s failed: %s", (*rules)->id,
+					  rerr.msg[0] ? rerr.msg : cs_err_str(rc));
+			break;
 		}
+		rc = 0;
 	}
+	ru_cache_free(&cache);
 	cs_report_sort(out);
-	return 0;
+	return rc;
 }
 
 static int cmp_finding(const void *pa, const void *pb)

@@ -249,7 +249,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_d2h d;
+	struct cs_rule_cache own = {0};
+	const struct ru_d2h *d;
 	struct ru_i64 waits = {0}, wfrom = {0}, wto = {0};
 	struct step_acc *acc = NULL;
 	int64_t *share_pm = NULL, *tmp = NULL, med;
@@ -258,7 +259,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 	if (steady <= 0 || a->nkernels == 0)
 		return 0;
-	rc = ru_d2h_waits(a, s, &d);
+	rc = ru_cached_d2h(ctx, &own, &d);
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
 	rc = CS_ERR_NOMEM;
@@ -267,7 +268,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
 	if (!acc || !share_pm || !tmp || !steps || host_wait_ends(a, s->pid, &waits) ||
-	    d2h_windows(&d, &wfrom, &wto))
+	    d2h_windows(d, &wfrom, &wto))
 		goto out;
 	scan_gaps(a, s, &waits, &wfrom, &wto, acc);
 
@@ -292,7 +293,7 @@ out:
 	if (rc)
 		cs_error_set(err, rc, "out of memory");
 done:
-	ru_d2h_free(&d);
+	ru_cache_free(&own);
 	ru_i64_free(&waits);
 	ru_i64_free(&wfrom);
 	ru_i64_free(&wto);

@@ -2,7 +2,7 @@
  * rule_util.c - helpers the rules share: severities, steady steps, formatting, the walk over a
  * process's GPU work, device-to-host waits with the GPU idle after them, and the allocator's
  * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
- * them).
+ * them), both computed once per run.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -921,6 +921,59 @@ int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burs
 	return ru_median(tmp, n);
 }
 
+/* ---- once per run ---- */
+
+/* The cache of ctx's run, or own when the rule runs on its own. */
+static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *own)
+{
+	return ctx->cache ? ctx->cache : own;
+}
+
+int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_d2h) {
+		int rc = ru_d2h_waits(ctx->a, ctx->steps, &c->d2h);
+
+		if (rc)
+			return rc;
+		c->have_d2h = 1;
+	}
+	*out = &c->d2h;
+	return 0;
+}
+
+/* ru_mem_bursts() from the cache; with api, also the allocator call costs (alloc_api_cost). */
+static int cached_mem(cs_rule_ctx *ctx, struct cs_rule_cache *own, int api,
+		      const struct ru_mem **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+	int rc;
+
+	if (!c->have_mem) {
+		rc = ru_mem_bursts(ctx->a, ctx->steps, &c->mem);
+		if (rc)
+			return rc;
+		c->have_mem = 1;
+	}
+	if (api && !c->have_api_cost) {
+		rc = alloc_api_cost(ctx->a, ctx->steps, &c->mem);
+		if (rc)
+			return rc;
+		c->have_api_cost = 1;
+	}
+	*out = &c->mem;
+	return 0;
+}
+
+void ru_cache_free(struct cs_rule_cache *c)
+{
+	ru_d2h_free(&c->d2h);
+	ru_mem_free(&c->mem);
+	memset(c, 0, sizeof(*c));
+}
+
 /* The medians of struct ru_mem_summary; 0, or CS_ERR_NOMEM. */
 static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 		       int (*keep)(const struct ru_burst *b), const int64_t *cost,
@@ -960,7 +1013,8 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_mem m;
+	struct cs_rule_cache own = {0};
+	const struct ru_mem *m;
 	struct ru_mem_summary sum = {0};
 	int64_t *cost = NULL;
 	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
@@ -969,7 +1023,7 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 
 	if (steady <= 0 || a->nmemory == 0)
 		return 0;
-	rc = ru_mem_bursts(a, s, &m);
+	rc = cached_mem(ctx, &own, 0, &m);
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
 	cost = calloc((size_t)s->n + 1, sizeof(*cost));
@@ -979,28 +1033,28 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int32_t i = 0; i < m.n; i++)
-		if (keep(&m.v[i]))
-			hit[m.v[i].step] = 1;
+	for (int32_t i = 0; i < m->n; i++)
+		if (keep(&m->v[i]))
+			hit[m->v[i].step] = 1;
 	for (int32_t i = 0; i < s->n; i++)
 		if (hit[i])
 			steps[n++] = i;
 	if (n < min_steps || n < min_share * steady)
 		goto out;
 	/* what the allocator calls cost: only for a rule that reports */
-	if (alloc_api_cost(a, s, &m)) {
+	if (cached_mem(ctx, &own, 1, &m)) {
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	ru_mem_step_cost(a, s, &m, keep, cost);
-	rc = mem_summary(ctx, &m, keep, cost, steps, n, &sum);
+	ru_mem_step_cost(a, s, m, keep, cost);
+	rc = mem_summary(ctx, m, keep, cost, steps, n, &sum);
 	if (rc) {
 		rc = cs_error_set(err, rc, "out of memory");
 		goto out;
 	}
-	rc = emit(ctx, &m, &sum, steps, n, err);
+	rc = emit(ctx, m, &sum, steps, n, err);
 out:
-	ru_mem_free(&m);
+	ru_cache_free(&own);
 	free(sum.tmp);
 	free(cost);
 	free(steps);

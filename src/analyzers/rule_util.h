@@ -1,9 +1,9 @@
 /*
  * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
  * small growing arrays, number formatting for titles, a walk over a process's GPU work in start
- * order, the device-to-host waits that d2h-sync reports and launch-starvation leaves to it, and the
+ * order, the device-to-host waits that d2h-sync reports and launch-starvation leaves to it, the
  * release bursts of the device memory allocator that empty-cache-in-loop and
- * memory-ceiling-thrash tell apart.
+ * memory-ceiling-thrash tell apart, and the cache that computes both once per run.
  */
 #ifndef CUSCOPE_RULE_UTIL_H
 #define CUSCOPE_RULE_UTIL_H
@@ -152,10 +152,10 @@ struct ru_mem {
 	int64_t steady_failed;	 /* failed allocations in steady steps */
 	int64_t device_total;	 /* a->device_memory_total */
 	/* filled by ru_mem_rule_run() once a rule reports: */
-	int64_t *api_idle;	 /* per step: GPU idle while the host was in allocator calls */
-	int64_t *api_host;	 /* per step: host time in allocator calls */
-	int32_t *api_calls;	 /* per step: allocator calls */
-	int have_api;		 /* the trace has API rows for allocator calls */
+	int64_t *api_idle;  /* per step: GPU idle while the host was in allocator calls */
+	int64_t *api_host;  /* per step: host time in allocator calls */
+	int32_t *api_calls; /* per step: allocator calls */
+	int have_api;	    /* the trace has API rows for allocator calls */
 };
 
 /*
@@ -213,6 +213,23 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
  * allocations, the device's memory and the steps. */
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 		     const struct ru_mem_summary *sum, int32_t n);
+
+/* ---- what several rules compute alike, once per run ---- */
+
+/*
+ * The device-to-host waits (d2h-sync, launch-starvation) and the release bursts (the two memory
+ * rules) of one analysis and its steps, each computed when a rule first asks for it and kept for
+ * the other rules of the run. cs_report_run() keeps one for its run in ctx->cache; a rule run
+ * with no cache in its context gets its own, a zeroed one it frees with ru_cache_free().
+ */
+struct cs_rule_cache {
+	int have_d2h, have_mem, have_api_cost;
+	struct ru_d2h d2h;
+	struct ru_mem mem; /* and its allocator call costs once have_api_cost is set */
+};
+void ru_cache_free(struct cs_rule_cache *c);
+/* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
+int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out);
 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
