@@ -11,6 +11,7 @@
 
 #include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
+#include "spool/u64map.h"
 
 int ru_severity(double share)
 {
@@ -449,109 +450,32 @@ enum mem_class {
 	MEM_FAILED,  /* an allocation that failed */
 };
 
-/* Sizes by address: of live allocations (kind 0), VMM handles (kind 1); mapped pages (kind 2). */
-struct addr_map {
-	uint64_t *key;
-	int64_t *val;
-	uint8_t *used;
-	size_t cap, n;
-};
-
-static size_t addr_hash(uint64_t k, size_t mask)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k & mask;
-}
-
+/*
+ * Sizes by address (a u64map of int64_t): of live allocations (kind 0), VMM handles (kind 1);
+ * mapped pages (kind 2).
+ */
 static uint64_t addr_key(uint64_t address, int kind)
 {
 	return (address << 2) ^ (uint64_t)kind ^ ((address >> 62) << 2);
 }
 
-static int addr_map_grow(struct addr_map *m)
+static int addr_put(struct u64map *m, uint64_t address, int kind, int64_t val)
 {
-	struct addr_map n;
+	int created;
+	int64_t *v = u64map_put(m, addr_key(address, kind), &created);
 
-	n.cap = m->cap ? m->cap * 2 : 1024;
-	n.n = 0;
-	n.key = malloc(n.cap * sizeof(*n.key));
-	n.val = malloc(n.cap * sizeof(*n.val));
-	n.used = calloc(n.cap, 1);
-	if (!n.key || !n.val || !n.used) {
-		free(n.key);
-		free(n.val);
-		free(n.used);
+	if (!v)
 		return CS_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t h;
-
-		if (!m->used[i])
-			continue;
-		h = addr_hash(m->key[i], n.cap - 1);
-		while (n.used[h])
-			h = (h + 1) & (n.cap - 1);
-		n.used[h] = 1;
-		n.key[h] = m->key[i];
-		n.val[h] = m->val[i];
-		n.n++;
-	}
-	free(m->key);
-	free(m->val);
-	free(m->used);
-	*m = n;
-	return 0;
-}
-
-/* Slot of key (found or where it goes), or -1 without memory. */
-static int64_t addr_slot(struct addr_map *m, uint64_t key, int insert)
-{
-	size_t h;
-
-	if (insert && (m->n + 1) * 2 > m->cap && addr_map_grow(m))
-		return -1;
-	if (!m->cap)
-		return -1;
-	h = addr_hash(key, m->cap - 1);
-	while (m->used[h] && m->key[h] != key)
-		h = (h + 1) & (m->cap - 1);
-	if (!m->used[h] && insert) {
-		m->used[h] = 1;
-		m->key[h] = key;
-		m->val[h] = 0;
-		m->n++;
-	}
-	return (int64_t)h;
-}
-
-static int addr_put(struct addr_map *m, uint64_t address, int kind, int64_t val)
-{
-	int64_t h = addr_slot(m, addr_key(address, kind), 1);
-
-	if (h < 0)
-		return CS_ERR_NOMEM;
-	m->val[h] = val;
+	*v = val;
 	return 0;
 }
 
 /* Value of a key, or -1 when absent. */
-static int64_t addr_get(struct addr_map *m, uint64_t address, int kind)
+static int64_t addr_get(const struct u64map *m, uint64_t address, int kind)
 {
-	int64_t h = addr_slot(m, addr_key(address, kind), 0);
+	const int64_t *v = u64map_get(m, addr_key(address, kind));
 
-	if (h < 0 || !m->used[h])
-		return -1;
-	return m->val[h];
-}
-
-static void addr_map_free(struct addr_map *m)
-{
-	free(m->key);
-	free(m->val);
-	free(m->used);
-	memset(m, 0, sizeof(*m));
+	return v ? *v : -1;
 }
 
 /*
@@ -559,7 +483,7 @@ static void addr_map_free(struct addr_map *m)
  * cuMemMap (expandable segments) are left out: the physical memory was counted at cuMemCreate.
  * So is host memory (pinned buffers come and go with data loading, not with the GPU's allocator).
  */
-static int classify_row(struct addr_map *m, const cs_a_memory *r, int *cls, int64_t *bytes)
+static int classify_row(struct u64map *m, const cs_a_memory *r, int *cls, int64_t *bytes)
 {
 	int64_t b;
 	int rc = 0;
@@ -738,7 +662,7 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 {
-	struct addr_map map = {NULL, NULL, NULL, 0, 0};
+	struct u64map map;
 	struct ru_burst cur;
 	int64_t reserved = 0, pending_failed = 0, pending_failed_bytes = 0, pending_failed_row = -1;
 	int64_t last_release_t = CS_TS_UNKNOWN, last_alloc_t = CS_TS_UNKNOWN;
@@ -746,6 +670,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 	int32_t open = -1; /* open: burst still taking allocations into realloc_bytes */
 	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
 
+	u64map_init(&map, sizeof(int64_t));
 	memset(out, 0, sizeof(*out));
 	memset(&cur, 0, sizeof(cur));
 	out->device_total = a->device_memory_total;
@@ -871,7 +796,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 	}
 	rc = 0;
 out:
-	addr_map_free(&map);
+	u64map_free(&map);
 	if (rc)
 		ru_mem_free(out);
 	return rc;

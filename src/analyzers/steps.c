@@ -12,6 +12,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "spool/u64map.h"
 
 /* Period detection (docs/steps.md). */
 #define MIN_OCCURRENCES	   3   /* an anchor kernel repeats at least this often */
@@ -378,89 +379,47 @@ static void merge_close(struct merge *m)
 	m->runs = NULL;
 }
 
-static size_t id_hash(int64_t id, size_t mask)
-{
-	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20) & mask;
-}
-
 /*
- * The process's kernel sequence as dense symbols 0..nsym-1: kernel name ids mapped through an
- * open-addressing table.
+ * The process's kernel sequence as dense symbols 0..nsym-1: kernel name ids mapped through a
+ * hash map.
  */
 static int seq_build(const cs_analysis *a, uint32_t pid, struct seq *s)
 {
 	struct merge m;
-	size_t nslots = 1024;
-	int64_t *keys = NULL;
-	int32_t *vals = NULL, idx;
+	struct u64map ids; /* name id -> int32_t symbol */
+	size_t cap = 0;
+	int32_t idx;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
+	u64map_init(&ids, sizeof(int32_t));
 	rc = merge_open(a, pid, &m);
 	if (rc)
 		return rc;
 	rc = CS_ERR_NOMEM;
 	s->sym = malloc(((size_t)m.n + 1) * sizeof(*s->sym));
-	keys = malloc(nslots * sizeof(*keys));
-	vals = malloc(nslots * sizeof(*vals));
-	if (!s->sym || !keys || !vals)
-		goto out;
-	for (size_t i = 0; i < nslots; i++)
-		vals[i] = -1;
-	s->name_id = malloc(nslots / 2 * sizeof(*s->name_id));
-	if (!s->name_id)
+	if (!s->sym)
 		goto out;
 	while ((idx = merge_next(&m)) >= 0) {
 		int64_t id = a->kernels[idx].name_id;
-		size_t h = id_hash(id, nslots - 1);
+		int created;
+		int32_t *sym = u64map_put(&ids, (uint64_t)id, &created);
 
-		while (vals[h] >= 0 && keys[h] != id)
-			h = (h + 1) & (nslots - 1);
-		if (vals[h] < 0) {
-			keys[h] = id;
-			s->name_id[s->nsym] = id;
-			vals[h] = s->nsym++;
-		}
-		s->sym[s->n++] = vals[h];
-		if ((size_t)s->nsym * 2 > nslots) {
-			/* rehash into a table twice as large */
-			size_t nn = nslots * 2;
-			int64_t *nk = malloc(nn * sizeof(*nk));
-			int32_t *nv = malloc(nn * sizeof(*nv));
-			int64_t *names = realloc(s->name_id, nn / 2 * sizeof(*names));
-
-			if (names)
-				s->name_id = names;
-			if (!nk || !nv || !names) {
-				free(nk);
-				free(nv);
+		if (!sym)
+			goto out;
+		if (created) {
+			if (cs_grow((void **)&s->name_id, &cap, (size_t)s->nsym + 1,
+				    sizeof(*s->name_id)))
 				goto out;
-			}
-			for (size_t x = 0; x < nn; x++)
-				nv[x] = -1;
-			for (size_t x = 0; x < nslots; x++) {
-				size_t y;
-
-				if (vals[x] < 0)
-					continue;
-				y = id_hash(keys[x], nn - 1);
-				while (nv[y] >= 0)
-					y = (y + 1) & (nn - 1);
-				nk[y] = keys[x];
-				nv[y] = vals[x];
-			}
-			free(keys);
-			free(vals);
-			keys = nk;
-			vals = nv;
-			nslots = nn;
+			s->name_id[s->nsym] = id;
+			*sym = s->nsym++;
 		}
+		s->sym[s->n++] = *sym;
 	}
 	rc = 0;
 out:
 	merge_close(&m);
-	free(keys);
-	free(vals);
+	u64map_free(&ids);
 	return rc;
 }
 

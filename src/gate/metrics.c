@@ -20,6 +20,7 @@
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
 #include "gate/gate_internal.h"
+#include "spool/u64map.h"
 
 #define US  1000.0
 #define MIB (1024.0 * 1024.0)
@@ -493,63 +494,6 @@ static void name_table_free(struct name_table *t)
 	free(t->slots);
 }
 
-/* StringIds id -> group, so that each name is looked up (and folded) once. */
-struct id_map {
-	int64_t *key;
-	int32_t *val;
-	size_t n, cap;
-};
-
-static int32_t *id_map_slot(struct id_map *m, int64_t id, int *created)
-{
-	size_t h;
-
-	*created = 0;
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		int64_t *key = malloc(cap * sizeof(*key));
-		int32_t *val = malloc(cap * sizeof(*val));
-
-		if (!key || !val) {
-			free(key);
-			free(val);
-			return NULL;
-		}
-		for (size_t i = 0; i < cap; i++)
-			key[i] = INT64_MIN;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (m->key[i] == INT64_MIN)
-				continue;
-			h = hash_u64((uint64_t)m->key[i]) & (cap - 1);
-			while (key[h] != INT64_MIN)
-				h = (h + 1) & (cap - 1);
-			key[h] = m->key[i];
-			val[h] = m->val[i];
-		}
-		free(m->key);
-		free(m->val);
-		m->key = key;
-		m->val = val;
-		m->cap = cap;
-	}
-	h = hash_u64((uint64_t)id) & (m->cap - 1);
-	while (m->key[h] != INT64_MIN && m->key[h] != id)
-		h = (h + 1) & (m->cap - 1);
-	if (m->key[h] == INT64_MIN) {
-		m->key[h] = id;
-		m->val[h] = -1;
-		m->n++;
-		*created = 1;
-	}
-	return &m->val[h];
-}
-
-static void id_map_free(struct id_map *m)
-{
-	free(m->key);
-	free(m->val);
-}
-
 /* ---- per-step values ---- */
 
 /* Steps dropped at each end of n sorted steady-state values. */
@@ -641,12 +585,14 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 {
 	const cs_analysis *a = c->a;
 	struct name_table names = {0};
-	struct id_map ids = {0};
+	struct u64map
+		ids; /* StringIds id -> int32_t group: each name looked up (and folded) once */
 	struct kernel_hit *hits = NULL;
 	double *time = NULL, *count = NULL, *vt = NULL, *vc = NULL;
 	int64_t nhits = 0, total = 0;
 	int rc = CS_ERR_NOMEM;
 
+	u64map_init(&ids, sizeof(int32_t));
 	hits = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*hits));
 	time = calloc(steady_slots(c), sizeof(*time));
 	count = calloc(steady_slots(c), sizeof(*count));
@@ -662,7 +608,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 
 		if (st < 0)
 			continue;
-		g = id_map_slot(&ids, k->name_id, &created);
+		g = u64map_put(&ids, (uint64_t)k->name_id, &created);
 		if (!g)
 			goto out;
 		if (created) {
@@ -721,7 +667,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	rc = 0;
 out:
 	name_table_free(&names);
-	id_map_free(&ids);
+	u64map_free(&ids);
 	free(hits);
 	free(time);
 	free(count);
