@@ -85,6 +85,23 @@ enum cs_mem_op {
 };
 const char *cs_mem_op_name(int op);
 
+/*
+ * How a memory row moves the counter of device memory in use on its GPU, the one `cuscope export`
+ * and `cuscope view` draw. CS_MEMCOUNT_ALLOC: a successful allocation of device or managed memory
+ * (CS_MEMOP_ALLOC) or of physical memory (CS_MEMOP_VMM_CREATE) with a size and a device; it adds
+ * its bytes and stays live under (pid, address, *vmm). CS_MEMCOUNT_FREE: a successful free or
+ * cuMemRelease on a device; it takes back the live allocation of the same (pid, address, *vmm),
+ * and counts for nothing without one (memory allocated before the trace), so that the counter
+ * never goes below zero. CS_MEMCOUNT_NONE: every other row. Narrower than what the rules count as
+ * device memory (cs_a_memory_is_device): no arrays, no rows of unknown kind.
+ */
+enum cs_mem_count {
+	CS_MEMCOUNT_NONE = 0,
+	CS_MEMCOUNT_ALLOC = 1,
+	CS_MEMCOUNT_FREE = 2,
+};
+int cs_mem_count_of(int op, int mem_kind, int result, int device_id, int64_t bytes, int *vmm);
+
 /* Synchronization types; values follow CUpti_ActivitySynchronizationType, plus cuscope's own. */
 enum cs_sync_type {
 	CS_SYNC_UNKNOWN = 0,

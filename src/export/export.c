@@ -22,6 +22,7 @@
  *   NVTX                       push/pop: slices on their thread; start/end: async ranges;
  *                              marks: instants
  *   device memory              a counter per GPU: the running sum of live allocations
+ *                              (cs_mem_count_of says which rows count)
  *   findings                   trace-wide instants
  * An event whose start or end is unknown is left out, never written at 0.
  */
@@ -1209,27 +1210,21 @@ static int on_memory(struct driver *d, const cs_memory *m)
 	struct alloc_slot *s;
 	struct ex_track *g;
 	int64_t delta;
-	int dev_kind = m->mem_kind == CS_MEM_DEVICE || m->mem_kind == CS_MEM_MANAGED, rc;
+	int vmm, rc;
 
 	if (m->start == CS_TS_UNKNOWN) {
 		d->st.skipped++;
 		return 0;
 	}
-	if (m->result != 0 || m->device_id < 0)
-		return 0;
-	switch (m->op) {
-	case CS_MEMOP_ALLOC:
-	case CS_MEMOP_VMM_CREATE:
-		if ((m->op == CS_MEMOP_ALLOC && !dev_kind) || m->bytes <= 0)
-			return 0;
-		if (alloc_put(d, m->pid, m->address, m->op == CS_MEMOP_VMM_CREATE, m->bytes))
+	switch (cs_mem_count_of(m->op, m->mem_kind, m->result, m->device_id, m->bytes, &vmm)) {
+	case CS_MEMCOUNT_ALLOC:
+		if (alloc_put(d, m->pid, m->address, vmm, m->bytes))
 			return fail(d, CS_ERR_NOMEM, "out of memory");
 		delta = m->bytes;
 		break;
-	case CS_MEMOP_FREE:
-	case CS_MEMOP_VMM_RELEASE:
+	case CS_MEMCOUNT_FREE:
 		/* only what was allocated inside the trace: the counter never goes below zero */
-		s = alloc_find(d, m->pid, m->address, m->op == CS_MEMOP_VMM_RELEASE);
+		s = alloc_find(d, m->pid, m->address, vmm);
 		if (!s)
 			return 0;
 		delta = -s->bytes;

@@ -1,7 +1,8 @@
 /*
  * names.c - names of the trace store's enums: event kinds (and their tables), copy directions,
  * memory kinds, memory operations and synchronization types, as reports, exporters and the CLI
- * print them.
+ * print them; and what two readers must read alike from them: which waits are host waits, which
+ * memory rows move the device memory counter.
  */
 #include <stddef.h>
 
@@ -107,6 +108,25 @@ const char *cs_mem_op_name(int op)
 		return "vmm_address_free";
 	}
 	return "unknown";
+}
+
+int cs_mem_count_of(int op, int mem_kind, int result, int device_id, int64_t bytes, int *vmm)
+{
+	*vmm = op == CS_MEMOP_VMM_CREATE || op == CS_MEMOP_VMM_RELEASE;
+	if (result != 0 || device_id < 0)
+		return CS_MEMCOUNT_NONE;
+	switch (op) {
+	case CS_MEMOP_ALLOC:
+		if (mem_kind != CS_MEM_DEVICE && mem_kind != CS_MEM_MANAGED)
+			return CS_MEMCOUNT_NONE;
+		/* fall through */
+	case CS_MEMOP_VMM_CREATE:
+		return bytes > 0 ? CS_MEMCOUNT_ALLOC : CS_MEMCOUNT_NONE;
+	case CS_MEMOP_FREE:
+	case CS_MEMOP_VMM_RELEASE:
+		return CS_MEMCOUNT_FREE;
+	}
+	return CS_MEMCOUNT_NONE;
 }
 
 const char *cs_sync_type_name(int type)

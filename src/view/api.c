@@ -686,29 +686,28 @@ static int row_nvtx(const int64_t *v, void *arg)
 
 /*
  * Device memory in use: the running sum of the device allocations made inside the trace, per GPU
- * of each process, as the exporter computes it (a free of memory allocated before the trace is
- * ignored, so a counter never goes below zero). Allocations alive at a time are few: a list.
+ * of each process, by the exporter's rule (cs_mem_count_of: a free of memory allocated before the
+ * trace is ignored, so a counter never goes below zero). Allocations alive at a time are few: a
+ * list.
  */
 static int row_memory(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
 	int64_t start = v[0], bytes = v[7];
 	uint32_t pid = (uint32_t)v[1];
-	int32_t device = (int32_t)v[2], op = (int32_t)v[3], mem_kind = (int32_t)v[4];
+	int32_t device = (int32_t)v[2];
 	uint64_t address = (uint64_t)v[6];
-	int dev_kind = mem_kind == CS_MEM_DEVICE || mem_kind == CS_MEM_MANAGED;
-	int vmm = op == CS_MEMOP_VMM_CREATE || op == CS_MEMOP_VMM_RELEASE;
 	struct view_track *t;
 	int64_t delta;
 	size_t j;
+	int vmm, count;
 
 	if (part_tick(p))
 		return 1;
-	if (start == CS_TS_UNKNOWN || (int32_t)v[5] != 0 || device < 0)
+	if (start == CS_TS_UNKNOWN)
 		return 0;
-	if (op == CS_MEMOP_ALLOC || op == CS_MEMOP_VMM_CREATE) {
-		if ((op == CS_MEMOP_ALLOC && !dev_kind) || bytes <= 0)
-			return 0;
+	count = cs_mem_count_of((int32_t)v[3], (int32_t)v[4], (int32_t)v[5], device, bytes, &vmm);
+	if (count == CS_MEMCOUNT_ALLOC) {
 		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
 		if (!t)
 			return CS_ERR_NOMEM;
@@ -721,7 +720,7 @@ static int row_memory(const int64_t *v, void *arg)
 		p->live[p->nlive].track = t;
 		p->nlive++;
 		delta = bytes;
-	} else if (op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE) {
+	} else if (count == CS_MEMCOUNT_FREE) {
 		for (j = p->nlive; j > 0; j--)
 			if (p->live[j - 1].pid == pid && p->live[j - 1].vmm == vmm &&
 			    p->live[j - 1].address == address)

@@ -154,6 +154,40 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* Which memory rows move the device memory counter of the exporter and the viewer. */
+START_TEST(test_mem_count)
+{
+	int vmm = -1;
+
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_DEVICE, 0, 0, 64, &vmm),
+			 CS_MEMCOUNT_ALLOC);
+	ck_assert_int_eq(vmm, 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_MANAGED, 0, 1, 64, &vmm),
+			 CS_MEMCOUNT_ALLOC);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_VMM_CREATE, CS_MEM_UNKNOWN, 0, 0, 64, &vmm),
+			 CS_MEMCOUNT_ALLOC);
+	ck_assert_int_eq(vmm, 1);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_FREE, CS_MEM_UNKNOWN, 0, 0, 0, &vmm),
+			 CS_MEMCOUNT_FREE);
+	ck_assert_int_eq(vmm, 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_VMM_RELEASE, CS_MEM_UNKNOWN, 0, 0, 0, &vmm),
+			 CS_MEMCOUNT_FREE);
+	ck_assert_int_eq(vmm, 1);
+	/* host memory, arrays, static data, no size, a failed call, no device, mappings */
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_PINNED, 0, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_ARRAY, 0, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_DEVICE_STATIC, 0, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_DEVICE, 0, 0, 0, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_VMM_CREATE, CS_MEM_UNKNOWN, 0, 0, -1, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_ALLOC, CS_MEM_DEVICE, 2, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_FREE, CS_MEM_DEVICE, 1, 0, 0, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_FREE, CS_MEM_DEVICE, 0, -1, 0, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_VMM_MAP, CS_MEM_DEVICE, 0, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(CS_MEMOP_VMM_RESERVE, CS_MEM_DEVICE, 0, 0, 64, &vmm), 0);
+	ck_assert_int_eq(cs_mem_count_of(0, CS_MEM_DEVICE, 0, 0, 64, &vmm), CS_MEMCOUNT_NONE);
+}
+END_TEST
+
 /* ---- round trip of every field ---- */
 
 /* Values that differ per field; "full" records have every optional value set, "empty" ones none. */
@@ -2218,6 +2252,7 @@ static Suite *trace_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_mem_count);
 	tcase_add_test(tc, test_roundtrip_every_field);
 	tcase_add_test(tc, test_intern);
 	tcase_add_test(tc, test_stack_dedup);
