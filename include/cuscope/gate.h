@@ -174,16 +174,6 @@ void cs_gate_config_free(cs_gate_config *c);
 /* The threshold of a kernel: the first matching kernel rule, else the kernel_time threshold. */
 const cs_threshold *cs_gate_kernel_threshold(const cs_gate_config *c, const char *name);
 
-/*
- * What both commands start with: the config at config_path (NULL: the defaults) into c, then the
- * runs of base_path and new_path, with the options of o (NULL fields, warmup -1 and fold 0 take
- * the config's). Errors carry a one-line message naming the file; on error nothing is left to
- * free.
- */
-int cs_gate_load(const char *config_path, const cs_run_opts *o, const char *base_path,
-		 const char *new_path, cs_gate_config *c, cs_run *base, cs_run *new_,
-		 cs_error *err);
-
 /* ---- the difference of two runs ---- */
 
 typedef struct cs_diff_row {
@@ -223,6 +213,24 @@ typedef struct cs_diff {
 int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config *c, cs_diff *out,
 		    cs_error *err);
 void cs_diff_free(cs_diff *d);
+
+/* What `cuscope diff` and `cuscope gate` compare: the config, the two runs and their diff. */
+typedef struct cs_comparison {
+	cs_gate_config cfg;
+	cs_run base, new_;
+	cs_diff d; /* points into base and new_: a loaded comparison is not copied */
+} cs_comparison;
+
+/*
+ * What both commands start with: the config at config_path (NULL: the defaults), the runs of
+ * base_path and new_path with the options of o (NULL fields, warmup -1 and fold 0 take the
+ * config's), then the diff of the new run against the base. Errors carry a one-line message
+ * naming the file; on error nothing is left to free.
+ */
+int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *base_path,
+		       const char *new_path, cs_comparison *out, cs_error *err);
+void cs_comparison_free(cs_comparison *c);
+
 /*
  * Label of a row in a table of per-step values: the metric's, or "kernel time" / "kernel
  * launches" for a kernel row (followed by the kernel's name).

@@ -82,6 +82,26 @@ int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t 
  */
 const char *cli_single_file(const char *cmd, int argc, char **argv);
 
+/* ---- the options of diff and gate ---- */
+
+/*
+ * What `cuscope diff` and `cuscope gate` both take to load a trace, as the values of their long
+ * options: --fold, --step-range PAT and --warmup N.
+ */
+enum {
+	CLI_OPT_FOLD = 512,
+	CLI_OPT_STEP_RANGE,
+	CLI_OPT_WARMUP,
+};
+
+struct cs_run_opts;
+/*
+ * Take the option c that cli_getopt returned, with its value arg, into o. 0 when it was one of
+ * them; CLI_EXIT_USAGE when its value is bad (the error printed) or c is another option (nothing
+ * printed: the '?' of an unknown option was reported by cli_getopt).
+ */
+int cli_run_option(const char *cmd, int c, const char *arg, struct cs_run_opts *o);
+
 /* ---- traces ---- */
 
 /*

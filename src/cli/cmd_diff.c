@@ -4,8 +4,8 @@
  * direction, host waits, device allocations, peak device memory and findings, most significant
  * change first, as text, JSON or markdown.
  *
- * The numbers come from src/gate/ (cs_run_load, cs_diff_compute); this file parses the options
- * and prints. `cuscope gate` (cmd_gate.c) judges the same diff against thresholds.
+ * The numbers come from src/gate/ (cs_comparison_load); this file parses the options and
+ * prints. `cuscope gate` (cmd_gate.c) judges the same diff against thresholds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,32 +150,27 @@ static int print_text(const cs_diff *d, int limit, int width)
 /* ---- the command ---- */
 
 enum {
-	OPT_FOLD = 256,
-	OPT_CONFIG,
-	OPT_STEP_RANGE,
-	OPT_WARMUP,
+	OPT_CONFIG = 256,
 };
 
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, 'f'},
-		{"fold", no_argument, NULL, OPT_FOLD},
+		{"fold", no_argument, NULL, CLI_OPT_FOLD},
 		{"config", required_argument, NULL, OPT_CONFIG},
-		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
-		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
+		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
 		{"limit", required_argument, NULL, 'n'},
 		{"width", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	enum diff_format format = DIFF_TEXT;
-	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1, warmup = -1;
+	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1;
 	const char *config = NULL;
 	cs_run_opts o = {NULL, -1, 0};
-	cs_gate_config cfg;
-	cs_run base, new_;
-	cs_diff d;
+	cs_comparison cmp;
 	cs_error err = {0, ""};
 	int c, rc;
 
@@ -195,21 +190,8 @@ int cmd_diff(int argc, char **argv)
 					"or markdown)",
 					optarg);
 			break;
-		case OPT_FOLD:
-			o.fold = 1;
-			break;
 		case OPT_CONFIG:
 			config = optarg;
-			break;
-		case OPT_STEP_RANGE:
-			if (!*optarg)
-				return cli_usage_error(argv[0], "--step-range needs a pattern");
-			o.step_range = optarg;
-			break;
-		case OPT_WARMUP:
-			if (cli_parse_int(argv[0], "--warmup", optarg, 0, INT32_MAX, &warmup))
-				return CLI_EXIT_USAGE;
-			o.warmup = (int)warmup;
 			break;
 		case 'n':
 			if (cli_parse_int(argv[0], "--limit", optarg, 0, INT32_MAX, &limit))
@@ -222,8 +204,10 @@ int cmd_diff(int argc, char **argv)
 		case 'h':
 			fputs(diff_usage, stdout);
 			return cli_finish_output(CLI_EXIT_OK);
-		default:
-			return CLI_EXIT_USAGE;
+		default: /* --fold, --step-range, --warmup; '?' */
+			if (cli_run_option(argv[0], c, optarg, &o))
+				return CLI_EXIT_USAGE;
+			break;
 		}
 	}
 	if (argc - optind < 2)
@@ -231,19 +215,12 @@ int cmd_diff(int argc, char **argv)
 								   : "missing the NEW trace file");
 	if (argc - optind > 2)
 		return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind + 2]);
-	rc = cs_gate_load(config, &o, argv[optind], argv[optind + 1], &cfg, &base, &new_, &err);
-	if (rc < 0) {
+	if (cs_comparison_load(config, &o, argv[optind], argv[optind + 1], &cmp, &err) < 0) {
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
-	rc = cs_diff_compute(&base, &new_, &cfg, &d, &err);
-	if (rc < 0) {
-		cli_error("%s", err.msg);
-		rc = CLI_EXIT_USAGE;
-		goto out;
-	}
 	if (format == DIFF_JSON) {
-		cJSON *doc = cs_diff_json(&d);
+		cJSON *doc = cs_diff_json(&cmp.d);
 
 		if (doc) {
 			rc = cli_json_print(doc);
@@ -253,15 +230,11 @@ int cmd_diff(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 		}
 	} else if (format == DIFF_MARKDOWN) {
-		rc = cs_diff_write_markdown(stdout, &d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
+		rc = cs_diff_write_markdown(stdout, &cmp.d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
 	} else {
-		rc = print_text(&d, (int)limit, cli_output_width((int)width));
+		rc = print_text(&cmp.d, (int)limit, cli_output_width((int)width));
 	}
 	rc = cli_finish_output(rc);
-	cs_diff_free(&d);
-out:
-	cs_run_free(&base);
-	cs_run_free(&new_);
-	cs_gate_config_free(&cfg);
+	cs_comparison_free(&cmp);
 	return rc;
 }

@@ -174,9 +174,6 @@ static int write_report(const char *path, const cs_diff *d, int junit)
 enum {
 	OPT_JUNIT = 256,
 	OPT_MARKDOWN,
-	OPT_FOLD,
-	OPT_STEP_RANGE,
-	OPT_WARMUP,
 	OPT_LIST_METRICS,
 };
 
@@ -187,9 +184,9 @@ int cmd_gate(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"junit", required_argument, NULL, OPT_JUNIT},
 		{"markdown", required_argument, NULL, OPT_MARKDOWN},
-		{"fold", no_argument, NULL, OPT_FOLD},
-		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
-		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"fold", no_argument, NULL, CLI_OPT_FOLD},
+		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
+		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
 		{"quiet", no_argument, NULL, 'q'},
 		{"list-metrics", no_argument, NULL, OPT_LIST_METRICS},
 		{"width", required_argument, NULL, 'w'},
@@ -197,12 +194,12 @@ int cmd_gate(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *baseline = NULL, *config = NULL, *junit = NULL, *markdown = NULL, *path;
-	int64_t warmup = -1, width = -1;
+	int64_t width = -1;
 	int quiet = 0, list = 0, c, rc;
 	cs_run_opts o = {NULL, -1, 0};
 	cs_gate_config cfg;
-	cs_run base, new_;
-	cs_diff d;
+	cs_comparison cmp;
+	const cs_diff *d = &cmp.d;
 	cs_error err = {0, ""};
 
 	while ((c = cli_getopt(argc, argv, "b:c:qw:h", longopts)) != -1) {
@@ -219,19 +216,6 @@ int cmd_gate(int argc, char **argv)
 		case OPT_MARKDOWN:
 			markdown = optarg;
 			break;
-		case OPT_FOLD:
-			o.fold = 1;
-			break;
-		case OPT_STEP_RANGE:
-			if (!*optarg)
-				return cli_usage_error(argv[0], "--step-range needs a pattern");
-			o.step_range = optarg;
-			break;
-		case OPT_WARMUP:
-			if (cli_parse_int(argv[0], "--warmup", optarg, 0, INT32_MAX, &warmup))
-				return CLI_EXIT_USAGE;
-			o.warmup = (int)warmup;
-			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -245,8 +229,10 @@ int cmd_gate(int argc, char **argv)
 		case 'h':
 			fputs(gate_usage, stdout);
 			return cli_finish_output(CLI_EXIT_OK);
-		default:
-			return CLI_EXIT_USAGE;
+		default: /* --fold, --step-range, --warmup; '?' */
+			if (cli_run_option(argv[0], c, optarg, &o))
+				return CLI_EXIT_USAGE;
+			break;
 		}
 	}
 	if (list) {
@@ -269,37 +255,26 @@ int cmd_gate(int argc, char **argv)
 	path = cli_single_file(argv[0], argc, argv);
 	if (!path)
 		return CLI_EXIT_USAGE;
-	rc = cs_gate_load(config, &o, baseline, path, &cfg, &base, &new_, &err);
-	if (rc < 0) {
+	if (cs_comparison_load(config, &o, baseline, path, &cmp, &err) < 0) {
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
-	rc = cs_diff_compute(&base, &new_, &cfg, &d, &err);
-	if (rc < 0) {
-		cli_error("%s", err.msg);
+	if (!d->comparable) {
+		cli_error("cannot compare '%s' with '%s': %s", path, baseline, d->note);
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	if (!d.comparable) {
-		cli_error("cannot compare '%s' with '%s': %s", path, baseline, d.note);
-		rc = CLI_EXIT_USAGE;
-		goto out_diff;
-	}
 	rc = 0;
 	if (junit)
-		rc = write_report(junit, &d, 1);
+		rc = write_report(junit, d, 1);
 	if (!rc && markdown)
-		rc = write_report(markdown, &d, 0);
+		rc = write_report(markdown, d, 0);
 	if (!rc && !quiet && !(markdown && !strcmp(markdown, "-")))
-		print_text(&d, cli_output_width((int)width));
+		print_text(d, cli_output_width((int)width));
 	if (!rc)
-		rc = d.failed ? CLI_EXIT_FINDINGS : CLI_EXIT_OK;
+		rc = d->failed ? CLI_EXIT_FINDINGS : CLI_EXIT_OK;
 	rc = cli_finish_output(rc);
-out_diff:
-	cs_diff_free(&d);
 out:
-	cs_run_free(&base);
-	cs_run_free(&new_);
-	cs_gate_config_free(&cfg);
+	cs_comparison_free(&cmp);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/gate.h"
 
 #ifndef CUSCOPE_VERSION
 #define CUSCOPE_VERSION "unknown"
@@ -156,6 +157,28 @@ int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t 
 		return cli_usage_error(cmd, "invalid value '%s' for %s", arg, option);
 	*out = v;
 	return 0;
+}
+
+int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
+{
+	int64_t warmup;
+
+	switch (c) {
+	case CLI_OPT_FOLD:
+		o->fold = 1;
+		return 0;
+	case CLI_OPT_STEP_RANGE:
+		if (!*arg)
+			return cli_usage_error(cmd, "--step-range needs a pattern");
+		o->step_range = arg;
+		return 0;
+	case CLI_OPT_WARMUP:
+		if (cli_parse_int(cmd, "--warmup", arg, 0, INT32_MAX, &warmup))
+			return CLI_EXIT_USAGE;
+		o->warmup = (int)warmup;
+		return 0;
+	}
+	return CLI_EXIT_USAGE;
 }
 
 const char *cli_single_file(const char *cmd, int argc, char **argv)

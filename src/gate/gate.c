@@ -400,36 +400,46 @@ out:
 	return rc;
 }
 
-/* ---- loading both runs ---- */
+/* ---- loading both runs and their diff ---- */
 
-int cs_gate_load(const char *config_path, const cs_run_opts *o, const char *base_path,
-		 const char *new_path, cs_gate_config *c, cs_run *base, cs_run *new_, cs_error *err)
+int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *base_path,
+		       const char *new_path, cs_comparison *out, cs_error *err)
 {
 	cs_run_opts ro;
 	int rc = 0;
 
-	cs_gate_config_defaults(c);
-	memset(base, 0, sizeof(*base));
-	memset(new_, 0, sizeof(*new_));
+	memset(out, 0, sizeof(*out));
+	cs_gate_config_defaults(&out->cfg);
 	if (config_path)
-		rc = cs_gate_config_load(config_path, c, err);
+		rc = cs_gate_config_load(config_path, &out->cfg, err);
 	if (rc < 0)
 		goto fail;
-	ro.step_range = o && o->step_range ? o->step_range : c->step_range;
-	ro.warmup = o && o->warmup >= 0 ? o->warmup : c->warmup;
-	ro.fold = (o && o->fold) || c->fold == 1;
-	rc = cs_run_load(base_path, &ro, base, err);
+	ro.step_range = o && o->step_range ? o->step_range : out->cfg.step_range;
+	ro.warmup = o && o->warmup >= 0 ? o->warmup : out->cfg.warmup;
+	ro.fold = (o && o->fold) || out->cfg.fold == 1;
+	rc = cs_run_load(base_path, &ro, &out->base, err);
 	if (rc < 0)
 		goto fail;
-	rc = cs_run_load(new_path, &ro, new_, err);
+	rc = cs_run_load(new_path, &ro, &out->new_, err);
+	if (rc < 0)
+		goto fail;
+	rc = cs_diff_compute(&out->base, &out->new_, &out->cfg, &out->d, err);
 	if (rc < 0)
 		goto fail;
 	return 0;
 fail:
-	cs_run_free(base);
-	cs_run_free(new_);
-	cs_gate_config_free(c);
+	cs_run_free(&out->base);
+	cs_run_free(&out->new_);
+	cs_gate_config_free(&out->cfg);
 	return rc;
+}
+
+void cs_comparison_free(cs_comparison *c)
+{
+	cs_diff_free(&c->d);
+	cs_run_free(&c->base);
+	cs_run_free(&c->new_);
+	cs_gate_config_free(&c->cfg);
 }
 
 /* ---- JUnit XML ---- */
