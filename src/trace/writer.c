@@ -23,6 +23,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
+#include "spool/u64map.h"
 #include "trace/trace_internal.h"
 
 #define COMMIT_ROWS   100000
@@ -64,9 +65,9 @@ struct cs_trace_writer {
 	sqlite3 *db;
 	char *path, *tmp_path, *stage_path;
 	int overwrite;
-	int failed;	 /* first error; every later call returns it */
+	int failed;		     /* first error; every later call returns it */
 	int64_t overview_min_events; /* fewer events: no overview */
-	int64_t pending; /* rows since the last commit */
+	int64_t pending;	     /* rows since the last commit */
 
 	sqlite3_stmt *ev[CS_EV_COUNT];
 	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack,
@@ -1035,10 +1036,20 @@ struct ov_track {
 	int64_t *bins; /* busy, events per bin: 2 * OVERVIEW_BINS */
 };
 
+/*
+ * A track's key (kind, pid, a, b) is wider than 64 bits, so it is looked up in two steps: (pid, a)
+ * gets a number of its own, then (that number, kind, b) gives the track. a and b are 32-bit values
+ * (device or tid; stream, depth or 0), kind is 1 to 4. A pair's number fits in 30 bits: each
+ * pair has a track, with 64 KiB of bins, so that 2^30 of them could not be held in memory.
+ */
+#define OV_PAIRS_MAX (1u << 30)
+
 struct ov_state {
 	int64_t start, bin_ns;
 	struct ov_track *tracks;
 	size_t n, cap;
+	struct u64map pairs; /* pid << 32 | a -> uint32_t: the pair's number, in order of arrival */
+	struct u64map lookup; /* number << 34 | (kind - 1) << 32 | b -> size_t: index in tracks */
 };
 
 /* One sorted table read for the overview: start, end, pid, then the track's key columns. */
@@ -1046,20 +1057,32 @@ struct ov_source {
 	sqlite3_stmt *st;
 	int kind, has;
 	int64_t v[6];
-	struct ov_track *last;
+	size_t last; /* index of the track of the last row + 1; 0: none */
 };
 
 static struct ov_track *ov_track_get(struct ov_state *o, struct ov_source *src, int kind,
 				     uint32_t pid, int64_t a, int64_t b)
 {
-	struct ov_track *t = src->last;
+	struct ov_track *t = src->last ? &o->tracks[src->last - 1] : NULL;
+	uint32_t *pair;
+	size_t *idx;
+	uint64_t key;
+	int created;
 
 	if (t && t->kind == kind && t->pid == pid && t->a == a && t->b == b)
 		return t;
-	for (size_t i = 0; i < o->n; i++) {
-		t = &o->tracks[i];
-		if (t->kind == kind && t->pid == pid && t->a == a && t->b == b)
-			return src->last = t;
+	pair = u64map_put(&o->pairs, (uint64_t)pid << 32 | (uint32_t)a, &created);
+	if (!pair)
+		return NULL;
+	if (created)
+		*pair = (uint32_t)(o->pairs.n - 1);
+	if (*pair >= OV_PAIRS_MAX)
+		return NULL;
+	key = (uint64_t)*pair << 34 | (uint64_t)(kind - 1) << 32 | (uint32_t)b;
+	idx = u64map_get(&o->lookup, key);
+	if (idx) {
+		src->last = *idx + 1;
+		return &o->tracks[*idx];
 	}
 	if (cs_grow((void **)&o->tracks, &o->cap, o->n + 1, sizeof(*o->tracks)))
 		return NULL;
@@ -1074,7 +1097,12 @@ static struct ov_track *ov_track_get(struct ov_state *o, struct ov_source *src, 
 	t->a = a;
 	t->b = b;
 	t->cov = INT64_MIN;
-	return src->last = t;
+	idx = u64map_put(&o->lookup, key, &created);
+	if (!idx)
+		return NULL;
+	*idx = o->n - 1;
+	src->last = o->n;
+	return t;
 }
 
 static int64_t ov_bin(const struct ov_state *o, int64_t ts)
@@ -1288,6 +1316,8 @@ static int write_overview(cs_trace_writer *w)
 		return 0;
 	o.start = start;
 	o.bin_ns = (end - start) / OVERVIEW_BINS + 1;
+	u64map_init(&o.pairs, sizeof(uint32_t));
+	u64map_init(&o.lookup, sizeof(size_t));
 	memset(src, 0, sizeof(src));
 	for (int i = 0; i < 6 && !rc; i++) {
 		src[i].kind = kinds[i];
@@ -1305,6 +1335,8 @@ static int write_overview(cs_trace_writer *w)
 	for (size_t i = 0; i < o.n; i++)
 		free(o.tracks[i].bins);
 	free(o.tracks);
+	u64map_free(&o.pairs);
+	u64map_free(&o.lookup);
 	return rc;
 }
 

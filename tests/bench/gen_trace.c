@@ -2,7 +2,7 @@
  * gen_trace.c - write a large synthetic training trace for the `cuscope report` speed benchmark
  * (scripts/bench-report, docs/performance.md "Report speed"). Not a test: it only writes a file.
  *
- *	gen_trace [--events N] [--names N] [--overview-min N] OUTPUT
+ *	gen_trace [--events N] [--names N] [--overview-min N] [--streams N] OUTPUT
  *
  * The trace is one process that runs 500 setup kernels, then trains for as many steps as the
  * event budget allows. A step holds 2,600 events: 2,000 kernels (10% of them on a second stream,
@@ -12,7 +12,8 @@
  * Kernels dominate as in a recorded training trace; every step ends with a device-to-host copy
  * that the host waits for. Kernel names are long mangled-looking strings: --names of them in all
  * (50,000 by default). --overview-min sets the writer's threshold for the timeline overview
- * (cs_writer_set_overview_min_events; 0: always).
+ * (cs_writer_set_overview_min_events; 0: always). --streams spreads the second stream's kernels
+ * over N - 1 streams in turn (2 by default), for a trace with many overview tracks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +39,15 @@
 	(STEP_KERNELS + STEP_MEMCPY + STEP_MEMSET + STEP_MEMORY + STEP_SYNC + STEP_API + STEP_NVTX)
 #define VOCABULARY    1150 /* names of the steady step sequence */
 #define SETUP_KERNELS 500  /* before the first step, with 100 names of their own */
+#define USAGE	      "usage: gen_trace [--events N] [--names N] [--overview-min N] [--streams N] OUTPUT\n"
 
 struct gen {
 	cs_trace_writer *w;
 	uint64_t rng;
-	int64_t host;		/* host clock, ns */
-	int64_t stream_free[2]; /* when each stream's queue drains */
+	int64_t host;	      /* host clock, ns */
+	int64_t *stream_free; /* when each stream's queue drains: the main one, then the others */
+	int64_t streams;
+	uint64_t comm_seq; /* kernels sent to the other streams so far */
 	uint64_t corr;
 	int64_t *vocab;	    /* string ids of the vocabulary */
 	int64_t names_left; /* fresh names still to make */
@@ -78,7 +82,7 @@ static int64_t name_id(struct gen *g, const char *fmt, int64_t n)
 static int add_kernel(struct gen *g, int64_t nm, int comm, int64_t base_ns)
 {
 	cs_kernel k;
-	int s = comm ? 1 : 0;
+	int64_t s = comm ? 1 + (int64_t)(g->comm_seq++ % (uint64_t)(g->streams - 1)) : 0;
 	int64_t dur = base_ns + rnd(g) % (base_ns / 4 + 1);
 
 	memset(&k, 0, sizeof(k));
@@ -92,7 +96,7 @@ static int add_kernel(struct gen *g, int64_t nm, int comm, int64_t base_ns)
 	k.launch_tid = TID;
 	k.launch_cbid = 211;
 	k.launch_api_kind = CS_API_RUNTIME;
-	k.stream_id = comm ? STREAM_COMM : STREAM_MAIN;
+	k.stream_id = comm ? STREAM_COMM + (s - 1) : STREAM_MAIN;
 	k.correlation_id = ++g->corr;
 	k.grid_x = 108 + (int32_t)(rnd(g) % 1000);
 	k.grid_y = k.grid_z = 1;
@@ -414,8 +418,8 @@ static int setup(struct gen *g, int64_t names)
 int main(int argc, char **argv)
 {
 	struct gen g;
-	int64_t events = 10000000, names = 50000, overview_min = CS_OVERVIEW_MIN_EVENTS, steps,
-		base_ns[VOCABULARY];
+	int64_t events = 10000000, names = 50000, overview_min = CS_OVERVIEW_MIN_EVENTS,
+		streams = 2, steps, base_ns[VOCABULARY];
 	int32_t *seq;
 	const char *out = NULL;
 	cs_error err = {0, ""};
@@ -427,20 +431,26 @@ int main(int argc, char **argv)
 			names = strtoll(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--overview-min") && i + 1 < argc)
 			overview_min = strtoll(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--streams") && i + 1 < argc && atoll(argv[i + 1]) >= 2)
+			streams = strtoll(argv[++i], NULL, 10);
 		else if (argv[i][0] != '-' && !out)
 			out = argv[i];
 		else {
-			fprintf(stderr, "usage: gen_trace [--events N] [--names N] [--overview-min N] OUTPUT\n");
+			fputs(USAGE, stderr);
 			return 2;
 		}
 	}
 	if (!out) {
-		fprintf(stderr, "usage: gen_trace [--events N] [--names N] [--overview-min N] OUTPUT\n");
+		fputs(USAGE, stderr);
 		return 2;
 	}
 	memset(&g, 0, sizeof(g));
 	g.rng = 0x9e3779b97f4a7c15ull;
 	g.host = 1000000;
+	g.streams = streams;
+	g.stream_free = calloc((size_t)streams, sizeof(*g.stream_free));
+	if (!g.stream_free)
+		return fail(&g, "out of memory");
 	if (cs_writer_open(out, 1, &g.w, &err)) {
 		fprintf(stderr, "gen_trace: %s\n", err.msg);
 		return 1;
@@ -478,5 +488,6 @@ int main(int argc, char **argv)
 	       (long long)(steps * STEP_EVENTS), (long long)(VOCABULARY + g.unique_seq));
 	free(seq);
 	free(g.vocab);
+	free(g.stream_free);
 	return 0;
 }

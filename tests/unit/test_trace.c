@@ -1945,6 +1945,163 @@ START_TEST(test_overview_busy)
 }
 END_TEST
 
+/* One track the many-tracks test writes, and what the overview should say of it. */
+struct ov_expect {
+	int kind;
+	uint32_t pid;
+	int64_t a, b; /* device, stream; or tid, depth */
+	int64_t events, busy;
+	int seen;
+};
+
+static void ov_expect_add(struct ov_expect *e, int *n, int kind, uint32_t pid, int64_t a, int64_t b,
+			  int64_t start, int64_t end)
+{
+	for (int i = 0; i < *n; i++) {
+		if (e[i].kind == kind && e[i].pid == pid && e[i].a == a && e[i].b == b) {
+			e[i].events++;
+			e[i].busy += end - start; /* a track's events never overlap here */
+			return;
+		}
+	}
+	e[(*n)++] = (struct ov_expect){kind, pid, a, b, 1, end - start, 0};
+}
+
+/* Where a kernel, memcpy or memset of test_overview_many_tracks runs, and when. */
+#define OV_ON_STREAM(ev)                                                         \
+	((ev).start = start, (ev).end = end, (ev).pid = pid, (ev).device_id = d, \
+	 (ev).stream_id = st)
+
+/*
+ * Hundreds of tracks of every kind (more than the 64 the writer's track array starts with, so that
+ * it grows while the tables' last tracks are held), their events interleaved so that consecutive
+ * rows are on different tracks: two pids, devices 0 and 1 with streams 0 to 39 each, host threads
+ * 0 to 19 with waits, API calls and NVTX depths 0 to 2. Keys that share fields (tid 0 and device
+ * 0, depth 1 and stream 1, the same tid in both pids) are still tracks of their own. Each track's
+ * events and busy time are its own.
+ */
+START_TEST(test_overview_many_tracks)
+{
+	enum { PIDS = 2, DEVICES = 2, STREAMS = 40, TIDS = 20, DEPTHS = 3, ROUNDS = 5 };
+	int max = PIDS * (DEVICES * STREAMS + TIDS * (2 + DEPTHS)), n = 0;
+	struct ov_expect *e = calloc((size_t)max, sizeof(*e));
+	char *path = new_trace_path("overview_tracks.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_overview *o = NULL;
+	cs_error err = {0};
+	cs_trace *t;
+
+	ck_assert_ptr_nonnull(e);
+	cs_writer_set_overview_min_events(w, 0);
+	for (int r = 0; r < ROUNDS; r++) {
+		int64_t base = 1000000 + (int64_t)r * 10000000, j = 0;
+
+		for (uint32_t pid = 100; pid < 100 + PIDS; pid++) {
+			for (int d = 0; d < DEVICES; d++) {
+				for (int st = 0; st < STREAMS; st++, j++) {
+					int64_t start = base + j * 1000,
+						end = start + 100 + j % 700;
+					cs_kernel k = plain_kernel(start, end);
+					cs_memcpy mc = full_memcpy(CS_ID_NONE);
+					cs_memset ms = full_memset();
+					int rc;
+
+					/* a kernel, a copy or a memset, by turns */
+					switch ((r + st) % 3) {
+					case 0:
+						OV_ON_STREAM(k);
+						rc = cs_writer_add_kernel(w, &k);
+						break;
+					case 1:
+						OV_ON_STREAM(mc);
+						rc = cs_writer_add_memcpy(w, &mc);
+						break;
+					default:
+						OV_ON_STREAM(ms);
+						rc = cs_writer_add_memset(w, &ms);
+						break;
+					}
+					ck_assert_int_eq(rc, CS_OK);
+					ov_expect_add(e, &n, CS_OV_STREAM, pid, d, st, start, end);
+				}
+			}
+			for (uint32_t tid = 0; tid < TIDS; tid++, j++) {
+				int64_t start = base + j * 1000;
+				cs_sync sy = full_sync();
+				cs_api a = full_api(CS_ID_NONE);
+
+				sy.start = start;
+				sy.end = start + 300 + tid;
+				sy.pid = pid;
+				sy.tid = tid;
+				sy.type = CS_SYNC_STREAM_SYNCHRONIZE;
+				sy.stack_id = CS_ID_NONE;
+				ck_assert_int_eq(cs_writer_add_sync(w, &sy), CS_OK);
+				ov_expect_add(e, &n, CS_OV_WAITS, pid, tid, 0, sy.start, sy.end);
+				a.start = start + 400;
+				a.end = a.start + 200 + tid;
+				a.pid = pid;
+				a.tid = tid;
+				a.stack_id = CS_ID_NONE;
+				ck_assert_int_eq(cs_writer_add_api(w, &a), CS_OK);
+				ov_expect_add(e, &n, CS_OV_API, pid, tid, 0, a.start, a.end);
+				for (int depth = 0; depth < DEPTHS; depth++) {
+					cs_nvtx nv = full_nvtx(CS_ID_NONE, CS_ID_NONE);
+
+					nv.start = start + 100 * depth;
+					nv.end = nv.start + 50 + depth;
+					nv.pid = pid;
+					nv.tid = nv.end_tid = tid;
+					nv.depth = depth;
+					ck_assert_int_eq(cs_writer_add_nvtx(w, &nv), CS_OK);
+					ov_expect_add(e, &n, CS_OV_NVTX, pid, tid, depth, nv.start,
+						      nv.end);
+				}
+			}
+		}
+	}
+	finish_writer(w);
+	ck_assert_int_eq(n, max);
+
+	t = open_trace(path);
+	ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(o->ntracks, n);
+	for (int32_t i = 0; i < o->ntracks; i++) {
+		const cs_overview_track *tr = &o->tracks[i];
+		int gpu = tr->kind == CS_OV_STREAM;
+		int64_t a = gpu ? tr->device_id : (int64_t)tr->tid,
+			b = gpu ? tr->stream_id : tr->depth;
+		int64_t busy = 0, events = 0;
+		struct ov_expect *x = NULL;
+
+		for (int k = 0; k < n && !x; k++)
+			if (e[k].kind == tr->kind && e[k].pid == tr->pid && e[k].a == a &&
+			    e[k].b == b)
+				x = &e[k];
+		ck_assert_msg(x, "unexpected track: kind %d pid %u %lld %lld", tr->kind, tr->pid,
+			      (long long)a, (long long)b);
+		ck_assert_int_eq(x->seen, 0);
+		x->seen = 1;
+		for (int32_t k = 0; k < tr->nbins; k++) {
+			busy += tr->bins[k].busy;
+			events += tr->bins[k].events;
+		}
+		ck_assert_msg(
+			tr->events == x->events && tr->busy == x->busy,
+			"kind %d pid %u %lld %lld: %lld events, busy %lld; expected %lld, %lld",
+			tr->kind, tr->pid, (long long)a, (long long)b, (long long)tr->events,
+			(long long)tr->busy, (long long)x->events, (long long)x->busy);
+		ck_assert_int_eq(busy, x->busy);
+		ck_assert_int_eq(events, x->events);
+	}
+	cs_overview_free(o);
+	cs_trace_close(t);
+	free(path);
+	free(e);
+}
+END_TEST
+
 /* A small trace gets no overview by default; one at the threshold does. */
 START_TEST(test_overview_only_for_large_traces)
 {
@@ -2269,6 +2426,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overview_busy);
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
+	tcase_add_test(tc, test_overview_many_tracks);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);
