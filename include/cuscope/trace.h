@@ -351,6 +351,8 @@ void cs_writer_set_overview_min_events(cs_trace_writer *w, int64_t events);
 /* Intern a string by content; returns its StringIds id (>= 0), or a negative cs_err code. */
 int64_t cs_writer_intern(cs_trace_writer *w, const char *s);
 int64_t cs_writer_intern_len(cs_trace_writer *w, const char *s, size_t len);
+/* An interned string by its StringIds id, or NULL. Lives until the writer is finished. */
+const char *cs_writer_string(const cs_trace_writer *w, int64_t id);
 
 int cs_writer_add_process(cs_trace_writer *w, const cs_process *p);
 int cs_writer_add_device(cs_trace_writer *w, const cs_device *d);

@@ -155,19 +155,11 @@ struct importer {
 	int64_t native_pcs, unsymbolized_pcs;
 };
 
-/* A process-local string: its trace id and its text (at off in the file's text arena). */
-struct str_ent {
-	int64_t id;
-	size_t off;
-};
-
 /* State of the file being read (one process). */
 struct proc_file {
 	struct importer *im;
 	struct proc_info *proc;
-	struct u64map strings;	   /* local string id -> struct str_ent */
-	char *text;		   /* the strings' text, each NUL-terminated */
-	size_t text_len, text_cap; /* bytes of text used, allocated */
+	struct u64map strings;	   /* local string id -> int64_t trace string id */
 	struct cs_modmap modules;  /* the process's mappings, from MODULE records */
 	struct u64map stacks;	   /* local stack id -> int64_t trace stack id */
 	struct u64map corr;	   /* correlation id -> struct corr_entry */
@@ -348,30 +340,30 @@ static int64_t string_default(struct importer *im, enum string_default d)
 /* The trace string of a process-local string id; dflt for 0 or an id never defined (counted). */
 static int64_t string_ref(struct proc_file *pf, uint32_t sid, enum string_default dflt)
 {
-	const struct str_ent *e;
+	const int64_t *id;
 
 	if (sid) {
-		e = u64map_get(&pf->strings, sid);
-		if (e)
-			return e->id;
+		id = u64map_get(&pf->strings, sid);
+		if (id)
+			return *id;
 		pf->im->bad_refs++;
 	}
 	return string_default(pf->im, dflt);
 }
 
 /*
- * The text of a process-local string id, or NULL for 0 or an id never defined (counted). Valid
- * until the next string record of the file.
+ * The text of a process-local string id, or NULL for 0 or an id never defined (counted): the
+ * writer's copy, valid until the trace is finished.
  */
 static const char *string_text(struct proc_file *pf, uint32_t sid)
 {
-	const struct str_ent *e;
+	const int64_t *id;
 
 	if (!sid)
 		return NULL;
-	e = u64map_get(&pf->strings, sid);
-	if (e)
-		return pf->text + e->off;
+	id = u64map_get(&pf->strings, sid);
+	if (id)
+		return cs_writer_string(pf->im->w, *id);
 	pf->im->bad_refs++;
 	return NULL;
 }
@@ -865,8 +857,7 @@ static int join_api(struct proc_file *pf, uint32_t corr, const struct corr_entry
 static int rec_string(struct proc_file *pf, const unsigned char *p, size_t size)
 {
 	struct cs_rec_string r;
-	struct str_ent *slot;
-	int64_t id;
+	int64_t id, *slot;
 	int created;
 
 	if (!rec_load(&r, sizeof(r), p, size) || r.len > size - sizeof(r) || !r.id)
@@ -874,26 +865,10 @@ static int rec_string(struct proc_file *pf, const unsigned char *p, size_t size)
 	id = cs_writer_intern_len(pf->im->w, (const char *)p + sizeof(r), r.len);
 	if (id < 0)
 		return writer_error(pf->im, id);
-	if (pf->text_len + r.len + 1 > pf->text_cap) {
-		size_t cap = pf->text_cap ? pf->text_cap : 4096;
-		char *t;
-
-		while (cap < pf->text_len + r.len + 1)
-			cap *= 2;
-		t = realloc(pf->text, cap);
-		if (!t)
-			return nomem(pf->im);
-		pf->text = t;
-		pf->text_cap = cap;
-	}
 	slot = u64map_put(&pf->strings, r.id, &created);
 	if (!slot)
 		return nomem(pf->im);
-	slot->id = id;
-	slot->off = pf->text_len;
-	memcpy(pf->text + pf->text_len, p + sizeof(r), r.len);
-	pf->text_len += r.len;
-	pf->text[pf->text_len++] = '\0';
+	*slot = id;
 	return 0;
 }
 
@@ -1567,7 +1542,6 @@ static void proc_file_free(struct proc_file *pf)
 		if (m->used[i])
 			free(((struct nvtx_stack *)u64map_val(m, i))->v);
 	u64map_free(&pf->strings);
-	free(pf->text);
 	cs_modmap_free(&pf->modules);
 	u64map_free(&pf->stacks);
 	u64map_free(&pf->corr);
@@ -1587,7 +1561,7 @@ static int import_file(struct importer *im, const struct file_info *fi)
 	memset(&pf, 0, sizeof(pf));
 	pf.im = im;
 	pf.next_sweep = SWEEP_MIN;
-	u64map_init(&pf.strings, sizeof(struct str_ent));
+	u64map_init(&pf.strings, sizeof(int64_t));
 	cs_modmap_init(&pf.modules, im->sym);
 	u64map_init(&pf.stacks, sizeof(int64_t));
 	u64map_init(&pf.corr, sizeof(struct corr_entry));

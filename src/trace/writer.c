@@ -585,6 +585,13 @@ int64_t cs_writer_intern(cs_trace_writer *w, const char *s)
 	return cs_writer_intern_len(w, s, strlen(s));
 }
 
+const char *cs_writer_string(const cs_trace_writer *w, int64_t id)
+{
+	if (!w || id < 1 || id > (int64_t)w->nstrings)
+		return NULL;
+	return w->strings[id - 1].s;
+}
+
 /* ---- processes, devices, streams ---- */
 
 int cs_writer_add_process(cs_trace_writer *w, const cs_process *p)

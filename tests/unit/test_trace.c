@@ -996,6 +996,13 @@ START_TEST(test_intern)
 		snprintf(s, sizeof(s), "kernel_%d", i);
 		ck_assert_int_eq(cs_writer_intern(w, s), ids[i]);
 	}
+	/* the writer's own copy, by id */
+	ck_assert_str_eq(cs_writer_string(w, a), "volta_sgemm_128x64_nn");
+	ck_assert_str_eq(cs_writer_string(w, d), "volta");
+	ck_assert_str_eq(cs_writer_string(w, ids[9999]), "kernel_9999");
+	ck_assert_ptr_null(cs_writer_string(w, CS_ID_NONE));
+	ck_assert_ptr_null(cs_writer_string(w, 0));
+	ck_assert_ptr_null(cs_writer_string(w, ids[9999] + 1));
 	finish_writer(w);
 
 	cs_trace *t = open_trace(path);
