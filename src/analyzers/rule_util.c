@@ -11,7 +11,7 @@
 
 #include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 
 int ru_severity(double share)
 {

@@ -12,7 +12,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 
 /* Period detection (docs/steps.md). */
 #define MIN_OCCURRENCES	   3   /* an anchor kernel repeats at least this often */

@@ -20,7 +20,7 @@
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
 #include "gate/gate_internal.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 
 #define US  1000.0
 #define MIB (1024.0 * 1024.0)

@@ -53,7 +53,7 @@
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
 #include "spool/symbolize.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 
 #define READ_BUF_SIZE (1u << 20)  /* more than the largest record (64 KiB) */
 #define PROBE_BYTES   (64u << 10) /* how far the first pass looks for a CLOCK record */

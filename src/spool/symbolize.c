@@ -25,7 +25,7 @@
 
 #include "cuscope/grow.h"
 #include "spool/symbolize.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 
 /* From the C++ runtime (libstdc++): the Itanium ABI demangler. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

@@ -23,7 +23,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
-#include "spool/u64map.h"
+#include "util/u64map.h"
 #include "trace/trace_internal.h"
 
 #define COMMIT_ROWS   100000
