@@ -1124,12 +1124,20 @@ static struct alloc_slot *alloc_find(struct driver *d, uint32_t pid, uint64_t ad
 	return NULL;
 }
 
-static int alloc_put(struct driver *d, uint32_t pid, uint64_t address, int vmm, int64_t bytes)
+/*
+ * Note a live allocation. *prev is the size of the allocation this one replaces: the same address
+ * allocated again means it was freed without the free being seen (a dropped record), so the
+ * counter drops the old size instead of keeping it forever.
+ */
+static int alloc_put(struct driver *d, uint32_t pid, uint64_t address, int vmm, int64_t bytes,
+		     int64_t *prev)
 {
 	struct alloc_slot *s = alloc_find(d, pid, address, vmm);
 	size_t i;
 
-	if (s) { /* the same address again: the previous free was not seen */
+	*prev = 0;
+	if (s) {
+		*prev = s->bytes;
 		s->bytes = bytes;
 		return 0;
 	}
@@ -1209,7 +1217,7 @@ static int on_memory(struct driver *d, const cs_memory *m)
 {
 	struct alloc_slot *s;
 	struct ex_track *g;
-	int64_t delta;
+	int64_t delta, prev;
 	int vmm, rc;
 
 	if (m->start == CS_TS_UNKNOWN) {
@@ -1218,9 +1226,9 @@ static int on_memory(struct driver *d, const cs_memory *m)
 	}
 	switch (cs_mem_count_of(m->op, m->mem_kind, m->result, m->device_id, m->bytes, &vmm)) {
 	case CS_MEMCOUNT_ALLOC:
-		if (alloc_put(d, m->pid, m->address, vmm, m->bytes))
+		if (alloc_put(d, m->pid, m->address, vmm, m->bytes, &prev))
 			return fail(d, CS_ERR_NOMEM, "out of memory");
-		delta = m->bytes;
+		delta = m->bytes - prev;
 		break;
 	case CS_MEMCOUNT_FREE:
 		/* only what was allocated inside the trace: the counter never goes below zero */

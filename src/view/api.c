@@ -684,11 +684,21 @@ static int row_nvtx(const int64_t *v, void *arg)
 		 : CS_ERR_NOMEM;
 }
 
+/* The live allocation at (pid, vmm, address), newest first; NULL when none. */
+static struct live_alloc *live_find(struct part *p, uint32_t pid, int vmm, uint64_t address)
+{
+	for (size_t j = p->nlive; j > 0; j--)
+		if (p->live[j - 1].pid == pid && p->live[j - 1].vmm == vmm &&
+		    p->live[j - 1].address == address)
+			return &p->live[j - 1];
+	return NULL;
+}
+
 /*
  * Device memory in use: the running sum of the device allocations made inside the trace, per GPU
  * of each process, by the exporter's rule (cs_mem_count_of: a free of memory allocated before the
- * trace is ignored, so a counter never goes below zero). Allocations alive at a time are few: a
- * list.
+ * trace is ignored, so a counter never goes below zero; an address allocated again replaces the
+ * allocation whose free was not seen). Allocations alive at a time are few: a list.
  */
 static int row_memory(const int64_t *v, void *arg)
 {
@@ -698,8 +708,8 @@ static int row_memory(const int64_t *v, void *arg)
 	int32_t device = (int32_t)v[2];
 	uint64_t address = (uint64_t)v[6];
 	struct view_track *t;
+	struct live_alloc *l;
 	int64_t delta;
-	size_t j;
 	int vmm, count;
 
 	if (part_tick(p))
@@ -711,25 +721,29 @@ static int row_memory(const int64_t *v, void *arg)
 		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
 		if (!t)
 			return CS_ERR_NOMEM;
-		if (cs_grow((void **)&p->live, &p->live_cap, p->nlive + 1, sizeof(*p->live)))
-			return CS_ERR_NOMEM;
-		p->live[p->nlive].pid = pid;
-		p->live[p->nlive].vmm = vmm;
-		p->live[p->nlive].address = address;
-		p->live[p->nlive].bytes = bytes;
-		p->live[p->nlive].track = t;
-		p->nlive++;
-		delta = bytes;
+		l = live_find(p, pid, vmm, address);
+		if (l && l->track == t) {
+			delta = bytes - l->bytes;
+			l->bytes = bytes;
+		} else {
+			if (cs_grow((void **)&p->live, &p->live_cap, p->nlive + 1,
+				    sizeof(*p->live)))
+				return CS_ERR_NOMEM;
+			p->live[p->nlive].pid = pid;
+			p->live[p->nlive].vmm = vmm;
+			p->live[p->nlive].address = address;
+			p->live[p->nlive].bytes = bytes;
+			p->live[p->nlive].track = t;
+			p->nlive++;
+			delta = bytes;
+		}
 	} else if (count == CS_MEMCOUNT_FREE) {
-		for (j = p->nlive; j > 0; j--)
-			if (p->live[j - 1].pid == pid && p->live[j - 1].vmm == vmm &&
-			    p->live[j - 1].address == address)
-				break;
-		if (!j)
+		l = live_find(p, pid, vmm, address);
+		if (!l)
 			return 0;
-		t = p->live[j - 1].track;
-		delta = -p->live[j - 1].bytes;
-		p->live[j - 1] = p->live[--p->nlive];
+		t = l->track;
+		delta = -l->bytes;
+		*l = p->live[--p->nlive];
 	} else {
 		return 0;
 	}

@@ -589,7 +589,7 @@ START_TEST(test_names_escaped)
 	cJSON_Delete(w);
 	free(body);
 	w = summary_ready(&synth_srv);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 2);
 	cJSON_Delete(w);
 }
 END_TEST
@@ -770,11 +770,58 @@ static void write_synthetic(const char *path)
 		k.correlation_id = (uint64_t)i + 1;
 		cs_writer_add_kernel(w, &k);
 	}
+	/* device memory: 500, then the same address allocated again (its free not seen), freed */
+	for (int i = 0; i < 3; i++) {
+		cs_memory m;
+
+		memset(&m, 0, sizeof(m));
+		m.start = 2000 + i * 1000;
+		m.pid = PID;
+		m.device_id = 0;
+		m.stream_id = CS_ID_NONE;
+		m.op = i < 2 ? CS_MEMOP_ALLOC : CS_MEMOP_FREE;
+		m.mem_kind = CS_MEM_DEVICE;
+		m.cbid = CS_ID_NONE;
+		m.address = 0x2000;
+		m.bytes = i == 0 ? 500 : i == 1 ? 700 : 0;
+		m.stack_id = CS_ID_NONE;
+		cs_writer_add_memory(w, &m);
+	}
 	if (cs_writer_finish(w, &err)) {
 		fprintf(stderr, "test_view: %s\n", err.msg);
 		exit(1);
 	}
 }
+
+/*
+ * The memory counter: an address allocated again with no free seen replaces the allocation (700,
+ * not 500 + 700), and its free brings the counter back to 0, as in the Chrome export.
+ */
+START_TEST(test_memory_realloc)
+{
+	cJSON *w, *tr, *samples, *s;
+
+	cJSON_Delete(summary_ready(&synth_srv));
+	w = api_get(&synth_srv, "/api/memory?t0=0&t1=1000000&px=1000");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 1);
+	tr = cJSON_GetArrayItem(cJSON_GetObjectItem(w, "tracks"), 0);
+	ck_assert_int_eq(jint(tr, "peak"), 700);
+	samples = cJSON_GetObjectItem(tr, "samples");
+	/* [t, level]: the level at t0, one per column (1 us here), the level at t1 */
+	ck_assert_int_eq(cJSON_GetArraySize(samples), 5);
+	for (int i = 0; i < 5; i++) {
+		static const int64_t want[5][2] = {
+			{0, 0}, {2000, 500}, {3000, 700}, {4000, 0}, {1000000, 0}};
+
+		s = cJSON_GetArrayItem(samples, i);
+		ck_assert_int_eq((int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(s, 0)),
+				 want[i][0]);
+		ck_assert_int_eq((int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(s, 1)),
+				 want[i][1]);
+	}
+	cJSON_Delete(w);
+}
+END_TEST
 
 static Suite *view_suite(void)
 {
@@ -790,6 +837,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_findings_match_report);
 	tcase_add_test(tc, test_window_busy_and_thinning);
 	tcase_add_test(tc, test_names_escaped);
+	tcase_add_test(tc, test_memory_realloc);
 	tcase_add_test(tc, test_loopback_only);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_commands_without_overview);
