@@ -290,20 +290,28 @@ static void stored_expr(cs_strbuf *sb, const struct stored_col *c)
 		cs_strbuf_printf(sb, "s.%s", c->name);
 }
 
-/* "a, b, ..." of the stored names, or of the stored values, of the early or the late columns. */
-static void stored_list(cs_strbuf *sb, const struct stored_layout *l, int late, int values)
+/* Which columns a list holds, and as what. */
+enum { COLS_EARLY = 1, COLS_LATE = 2, COLS_ALL = 3 };
+enum { AS_NAMES, AS_DECLS, AS_VALUES };
+
+/* "a, b, ...": the stored names, declarations or values (from a staged row s) of some columns. */
+static void stored_list(cs_strbuf *sb, const struct stored_layout *l, int cols, int as)
 {
 	const char *sep = "";
 
-	for (int i = 0; i < l->n; i++) {
-		if (l->col[i].late != late)
-			continue;
-		cs_strbuf_puts(sb, sep);
-		if (values)
-			stored_expr(sb, &l->col[i]);
-		else
-			stored_name(sb, &l->col[i]);
-		sep = ", ";
+	for (int pass = COLS_EARLY; pass <= COLS_LATE; pass <<= 1) {
+		for (int i = 0; (cols & pass) && i < l->n; i++) {
+			if (l->col[i].late != (pass == COLS_LATE))
+				continue;
+			cs_strbuf_puts(sb, sep);
+			if (as == AS_VALUES)
+				stored_expr(sb, &l->col[i]);
+			else
+				stored_name(sb, &l->col[i]);
+			if (as == AS_DECLS)
+				cs_strbuf_puts(sb, " INTEGER");
+			sep = ", ";
+		}
 	}
 }
 
@@ -333,8 +341,8 @@ static int exec_built(sqlite3 *db, cs_strbuf *sb, char *msg, size_t msglen)
 	return rc;
 }
 
-/* Whether a staged row has a value for a late column (*any), by the SQL in sb. */
-static int any_late(sqlite3 *db, cs_strbuf *sb, int *any, char *msg, size_t msglen)
+/* The integer the SQL in sb answers (*out), then empty sb. */
+static int query_int(sqlite3 *db, cs_strbuf *sb, int64_t *out, char *msg, size_t msglen)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -344,7 +352,7 @@ static int any_late(sqlite3 *db, cs_strbuf *sb, int *any, char *msg, size_t msgl
 	rc = sqlite3_prepare_v2(db, cs_strbuf_str(sb), -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		rc = sqlite3_step(st);
-		*any = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+		*out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 	}
 	if (rc != SQLITE_ROW && msg && msglen)
 		snprintf(msg, msglen, "%s", sqlite3_errmsg(db));
@@ -353,12 +361,46 @@ static int any_late(sqlite3 *db, cs_strbuf *sb, int *any, char *msg, size_t msgl
 	return rc == SQLITE_ROW ? CS_OK : (cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL);
 }
 
+/* How a kind's late columns are stored, by how many staged rows have a value for one. */
+enum late_mode {
+	LATE_NONE,   /* no row: the columns are added, no row stores them */
+	LATE_UPDATE, /* a few: added after the rows, those rows rewritten with them */
+	LATE_INLINE, /* many (with --backtrace, every row): in the table from the start */
+};
+
+static int late_mode_of(sqlite3 *db, const char *table, const struct stored_layout *l,
+			cs_strbuf *sb, enum late_mode *mode, char *msg, size_t msglen)
+{
+	int64_t rows, with, many;
+	int rc, nlate = 0;
+
+	*mode = LATE_NONE;
+	for (int i = 0; i < l->n; i++)
+		nlate += l->col[i].late;
+	if (!nlate)
+		return CS_OK;
+	cs_strbuf_printf(sb, "SELECT coalesce(max(rowid), 0) FROM %s.%s", CS_STAGE_SCHEMA, table);
+	if ((rc = query_int(db, sb, &rows, msg, msglen)))
+		return rc;
+	/* rewriting more than an eighth of the rows costs more than storing the columns inline */
+	many = rows / 8 + 1;
+	cs_strbuf_printf(sb, "SELECT count(*) FROM (SELECT 1 FROM %s.%s s WHERE ", CS_STAGE_SCHEMA,
+			 table);
+	late_condition(sb, l);
+	cs_strbuf_printf(sb, " LIMIT %lld)", (long long)many);
+	if ((rc = query_int(db, sb, &with, msg, msglen)))
+		return rc;
+	*mode = with == 0 ? LATE_NONE : with < many ? LATE_UPDATE : LATE_INLINE;
+	return CS_OK;
+}
+
 /*
  * Copy one kind's staged rows into main.<table>_DATA in time order and make the view <table>
  * over it. Rows are inserted while the table has only the early columns; the late ones are added
  * afterwards (ALTER TABLE ADD COLUMN leaves the rows as they are, and SQLite reads a column a row
  * lacks as NULL), and only rows that have a value for one are rewritten with it: the few kernels of
- * a CUDA graph among eager ones, or every row with --backtrace.
+ * a CUDA graph among eager ones. When many rows have one (every row with --backtrace), the late
+ * columns are in the table from the start instead, in the same place.
  */
 static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *sb, char *msg,
 		      size_t msglen)
@@ -366,11 +408,10 @@ static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *
 	const char *table = cs_event_kind_table(k), *order = sorted ? "rowid" : "start, rowid";
 	const char *c = cs_event_table_defs[k].columns;
 	struct stored_layout l;
-	int rc, nlate = 0, late = 0;
+	enum late_mode mode;
+	int rc, cols;
 
 	stored_layout(k, &l);
-	for (int i = 0; i < l.n; i++)
-		nlate += l.col[i].late;
 	if (!sorted) {
 		/*
 		 * An index on the staged start times turns the ORDER BY below into a walk of the
@@ -382,30 +423,20 @@ static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *
 		if ((rc = exec_built(db, sb, msg, msglen)))
 			return rc;
 	}
+	if ((rc = late_mode_of(db, table, &l, sb, &mode, msg, msglen)))
+		return rc;
+	cols = mode == LATE_INLINE ? COLS_ALL : COLS_EARLY;
 	cs_strbuf_printf(sb, "CREATE TABLE main.%s_DATA(", table);
-	for (int i = 0; i < l.n; i++)
-		if (!l.col[i].late) {
-			cs_strbuf_puts(sb, i ? ", " : "");
-			stored_name(sb, &l.col[i]);
-			cs_strbuf_puts(sb, " INTEGER");
-		}
+	stored_list(sb, &l, cols, AS_DECLS);
 	cs_strbuf_puts(sb, ")");
 	if ((rc = exec_built(db, sb, msg, msglen)))
 		return rc;
 
-	if (nlate) {
-		cs_strbuf_printf(sb, "SELECT EXISTS(SELECT 1 FROM %s.%s s WHERE ", CS_STAGE_SCHEMA,
-				 table);
-		late_condition(sb, &l);
-		cs_strbuf_puts(sb, ")");
-		if ((rc = any_late(db, sb, &late, msg, msglen)))
-			return rc;
-	}
-	if (!late) {
+	if (mode != LATE_UPDATE) {
 		cs_strbuf_printf(sb, "INSERT INTO main.%s_DATA(", table);
-		stored_list(sb, &l, 0, 0);
+		stored_list(sb, &l, cols, AS_NAMES);
 		cs_strbuf_puts(sb, ") SELECT ");
-		stored_list(sb, &l, 0, 1);
+		stored_list(sb, &l, cols, AS_VALUES);
 		cs_strbuf_printf(sb, " FROM %s.%s s ORDER BY %s", CS_STAGE_SCHEMA, table, order);
 		if ((rc = exec_built(db, sb, msg, msglen)))
 			return rc;
@@ -416,9 +447,9 @@ static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *
 				 "INSERT INTO temp.cs_order(src) SELECT rowid FROM %s.%s "
 				 "ORDER BY %s; INSERT INTO main.%s_DATA(rowid, ",
 				 CS_STAGE_SCHEMA, table, order, table);
-		stored_list(sb, &l, 0, 0);
+		stored_list(sb, &l, COLS_EARLY, AS_NAMES);
 		cs_strbuf_puts(sb, ") SELECT o.rowid, ");
-		stored_list(sb, &l, 0, 1);
+		stored_list(sb, &l, COLS_EARLY, AS_VALUES);
 		cs_strbuf_printf(sb,
 				 " FROM temp.cs_order o JOIN %s.%s s ON s.rowid = o.src "
 				 "ORDER BY o.rowid",
@@ -426,7 +457,7 @@ static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *
 		if ((rc = exec_built(db, sb, msg, msglen)))
 			return rc;
 	}
-	for (int i = 0; i < l.n; i++)
+	for (int i = 0; mode != LATE_INLINE && i < l.n; i++)
 		if (l.col[i].late) {
 			cs_strbuf_printf(sb, "ALTER TABLE main.%s_DATA ADD COLUMN ", table);
 			stored_name(sb, &l.col[i]);
@@ -434,11 +465,11 @@ static int build_kind(sqlite3 *db, enum cs_event_kind k, int sorted, cs_strbuf *
 			if ((rc = exec_built(db, sb, msg, msglen)))
 				return rc;
 		}
-	if (late) {
+	if (mode == LATE_UPDATE) {
 		cs_strbuf_printf(sb, "UPDATE main.%s_DATA AS d SET (", table);
-		stored_list(sb, &l, 1, 0);
+		stored_list(sb, &l, COLS_LATE, AS_NAMES);
 		cs_strbuf_puts(sb, ") = (SELECT ");
-		stored_list(sb, &l, 1, 1);
+		stored_list(sb, &l, COLS_LATE, AS_VALUES);
 		cs_strbuf_printf(sb,
 				 " FROM temp.cs_order o JOIN %s.%s s ON s.rowid = o.src "
 				 "WHERE o.rowid = d.rowid) WHERE d.rowid IN (SELECT o.rowid FROM "

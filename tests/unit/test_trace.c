@@ -1634,6 +1634,7 @@ static off_t kernels_file_size(int n, int (*pick)(int))
 	char *path = new_trace_path("late.db");
 	cs_trace_writer *w = open_writer(path);
 	struct stat sb;
+	int picked = 0;
 
 	for (int i = 0; i < n; i++) {
 		cs_kernel k =
@@ -1643,6 +1644,7 @@ static off_t kernels_file_size(int n, int (*pick)(int))
 		k.launch_end = k.launch_start + 3000;
 		k.launch_tid = 100;
 		if (pick(i)) {
+			picked++;
 			k.graph_id = 7;
 			k.graph_node_id = 70;
 			k.stack_id = 700;
@@ -1651,6 +1653,16 @@ static off_t kernels_file_size(int n, int (*pick)(int))
 	}
 	finish_writer(w);
 	ck_assert_int_eq(stat(path, &sb), 0);
+	/* whichever way they were stored, the late columns read back on the rows that have them */
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "
+				       "graphId = 7 AND graphNodeId = 70 AND stackId = 700"),
+			 picked);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "
+				       "graphId IS NULL AND stackId IS NULL AND queued IS NULL"),
+			 n - picked);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "
+				       "start = 3000000000 + (rowid - 1) * 5000"),
+			 n);
 	unlink(path);
 	free(path);
 	return sb.st_size;
@@ -1735,7 +1747,8 @@ START_TEST(test_stored_layout)
 	/*
 	 * The late columns take 5 bytes of record header and 4 of values in a row that has them
 	 * (NULLs included up to the last), none in one that does not; one row that has them costs
-	 * that row's bytes, not a byte on every row.
+	 * that row's bytes, not a byte on every row (it is rewritten with them), and when every row
+	 * has them they are stored inline from the start.
 	 */
 	off_t none = kernels_file_size(20000, pick_none), one = kernels_file_size(20000, pick_one),
 	      all = kernels_file_size(20000, pick_all);
