@@ -948,8 +948,10 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 			e = addr_find(&map, r->address, r->pid, r->op == CS_MEMOP_VMM_CREATE, 1);
 			if (!e)
 				goto out;
+			/* still live: its free was not seen, this allocation replaces it */
+			delta = -e->bytes;
 			e->bytes = r->bytes > 0 ? r->bytes : 0;
-			delta = e->bytes;
+			delta += e->bytes;
 			is_alloc = 1;
 			break;
 		case CS_MEMOP_FREE:

@@ -117,6 +117,7 @@ struct loop {
 	int allocs;	/* device allocations (and frees) per step */
 	int log_every;	/* an extra kernel every N steps */
 	int nvtx_every; /* an NVTX range "step<i>" around every N steps */
+	int realloc;	/* the setup's 1 GiB allocated again at its address, its free not seen */
 	const char *const *names;
 };
 
@@ -239,6 +240,10 @@ static void write_loop(const char *path, const struct loop *l)
 	log_id = cs_writer_intern(w, "log_grad_norm");
 	mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 100 * US);
 	need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
+	if (l->realloc) {
+		mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 200 * US);
+		need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
+	}
 	for (int step = 0; step < l->steps; step++) {
 		int64_t t = host, jitter;
 
@@ -335,7 +340,7 @@ static void write_loop(const char *path, const struct loop *l)
 
 /* Traces written in main(). */
 static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
-static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db;
+static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
 static char *nvtx1_db, *nvtx4_db;
 
 static char *write_variant(const char *name, const struct loop *l)
@@ -396,6 +401,9 @@ static void write_traces(void)
 	slower1_db = write_variant("slower1.db", &l);
 	l.step_ns = 8 * MS * 105 / 100;
 	slower5_db = write_variant("slower5.db", &l);
+	l = loop_defaults();
+	l.realloc = 1;
+	realloc_db = write_variant("realloc.db", &l);
 	l = loop_defaults();
 	l.steps = 40;
 	l.log_every = 4;
@@ -930,6 +938,12 @@ START_TEST(test_diff_json)
 	assert_near(json_num(row, "new"), 1, 0, "d2h new");
 	row = json_row(doc, "memcpy_dtoh_bytes", NULL);
 	assert_near(json_num(row, "delta"), 4, 0, "dtoh bytes");
+	cJSON_Delete(doc);
+
+	/* an address allocated again, its free not seen: the new allocation replaces the old */
+	doc = diff_json(base_db, realloc_db, NULL);
+	row = json_row(doc, "peak_memory", NULL);
+	assert_near(json_num(row, "new"), 1 << 30, 0, "peak memory after a lost free");
 	cJSON_Delete(doc);
 
 	/* a program's findings, new and fixed */
