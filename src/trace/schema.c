@@ -162,6 +162,18 @@ int cs_sql_exec(sqlite3 *db, const char *sql, char *msg, size_t msglen)
 	return CS_OK;
 }
 
+/* Run the SQL built in sb, then empty it. */
+static int exec_built(sqlite3 *db, cs_strbuf *sb, char *msg, size_t msglen)
+{
+	int rc;
+
+	if (sb->failed)
+		return CS_ERR_NOMEM;
+	rc = cs_sql_exec(db, cs_strbuf_str(sb), msg, msglen);
+	cs_strbuf_reset(sb);
+	return rc;
+}
+
 /* "CREATE TABLE stage.table(c1 INTEGER, c2 INTEGER, ...)": an event table as the writer binds it.
  */
 static void stage_table_ddl(cs_strbuf *sb, enum cs_event_kind kind)
@@ -194,16 +206,9 @@ int cs_schema_create(sqlite3 *db, char *msg, size_t msglen)
 			goto out;
 	}
 	/* The event tables of main and their views are made by cs_schema_build. */
-	for (int k = 0; k < CS_EV_COUNT; k++) {
-		cs_strbuf_reset(&sb);
+	for (int k = 0; k < CS_EV_COUNT && !rc; k++) {
 		stage_table_ddl(&sb, k);
-		if (sb.failed) {
-			rc = CS_ERR_NOMEM;
-			goto out;
-		}
-		rc = cs_sql_exec(db, cs_strbuf_str(&sb), msg, msglen);
-		if (rc)
-			goto out;
+		rc = exec_built(db, &sb, msg, msglen);
 	}
 out:
 	cs_strbuf_free(&sb);
@@ -316,7 +321,7 @@ static void stored_list(cs_strbuf *sb, const struct stored_layout *l, int cols, 
 }
 
 /* "s.a IS NOT NULL OR s.b IS NOT NULL ...": a staged row with a value for a late column. */
-static int late_condition(cs_strbuf *sb, const struct stored_layout *l)
+static void late_condition(cs_strbuf *sb, const struct stored_layout *l)
 {
 	const char *sep = "";
 
@@ -326,19 +331,6 @@ static int late_condition(cs_strbuf *sb, const struct stored_layout *l)
 		cs_strbuf_printf(sb, "%ss.%s IS NOT NULL", sep, l->col[i].name);
 		sep = " OR ";
 	}
-	return *sep != 0;
-}
-
-/* Run the SQL built in sb, then empty it. */
-static int exec_built(sqlite3 *db, cs_strbuf *sb, char *msg, size_t msglen)
-{
-	int rc;
-
-	if (sb->failed)
-		return CS_ERR_NOMEM;
-	rc = cs_sql_exec(db, cs_strbuf_str(sb), msg, msglen);
-	cs_strbuf_reset(sb);
-	return rc;
 }
 
 /* The integer the SQL in sb answers (*out), then empty sb. */
