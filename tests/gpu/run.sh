@@ -449,6 +449,17 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
 	fi
 }
 
+# A scenario that needs two GPUs: run as `scenario`, or skipped (and said so) on a machine with one.
+NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+scenario_2gpu() {
+	local name=$1
+	if [ "$NGPUS" -ge 2 ]; then
+		scenario "$@"
+	elif selected "$name"; then
+		result "$name" SKIP "needs 2 GPUs ($NGPUS here)"
+	fi
+}
+
 run_scenarios() {
 	local C=$BIN/counts P=$PROGS
 	scenario_record_cli
@@ -468,11 +479,7 @@ run_scenarios() {
 	scenario edge_fault --rc 3 -- "$BIN/edge_cases" fault
 	scenario edge_nosync_exit -- "$BIN/edge_cases" nosync_exit
 	# two GPUs (the nvidia-h200-x2 machine): work on each and a peer copy between them
-	if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
-		scenario edge_multi_gpu -- "$BIN/edge_cases" multi_gpu
-	elif selected edge_multi_gpu; then
-		result edge_multi_gpu SKIP "needs 2 GPUs"
-	fi
+	scenario_2gpu edge_multi_gpu -- "$BIN/edge_cases" multi_gpu
 	scenario train_small -- "$PY" samples/pytorch/train_small.py
 	# only the NVTX ranges step1, step10..step19 (keys with scope nvtxcap: in train_small's expect line)
 	scenario train_small_nvtx --baseline-from train_small --record "--capture=nvtx:step1*" \
@@ -488,11 +495,7 @@ run_scenarios() {
 	scenario spawn -- "$PY" "$P/spawn_ranks.py" --mode spawn
 	scenario torchrun -- "$PY" "$P/spawn_ranks.py" --mode torchrun
 	# rank r on GPU r with an NCCL all-reduce (the nvidia-h200-x2 machine)
-	if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
-		scenario torchrun_nccl -- "$PY" "$P/spawn_ranks.py" --mode torchrun --gpus 2 --collectives nccl
-	elif selected torchrun_nccl; then
-		result torchrun_nccl SKIP "needs 2 GPUs"
-	fi
+	scenario_2gpu torchrun_nccl -- "$PY" "$P/spawn_ranks.py" --mode torchrun --gpus 2 --collectives nccl
 	scenario_signal sig_term term
 	scenario_signal sig_int int
 	scenario_signal sig_kill kill
