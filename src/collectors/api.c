@@ -26,6 +26,7 @@
 #define DRV_MAX CUPTI_DRIVER_TRACE_CBID_SIZE
 
 static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
+static uint8_t rt_wait[RT_MAX], drv_wait[DRV_MAX]; /* the host waits for the GPU in this call */
 static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
 static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
 static int api_all, api_census, api_stacks;
@@ -141,8 +142,11 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	r.end = now;
 	if (cls == CS_APICLASS_PROFILER_START && cs_capture_profiler_api())
 		cs_capture_begin(r.start);
-	if (!cs_capture_keep_host(r.start))
+	if (!cs_capture_keep_host(r.start)) {
+		if (runtime ? rt_wait[cbid] : drv_wait[cbid])
+			cs_inject_after_wait(now);
 		return;
+	}
 	r.correlation_id = cb->correlationId;
 	r.cbid = cbid;
 	r.result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
@@ -155,10 +159,30 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	cs_out_write_event(&r, sizeof(r), CS_REC_API, cs_tid());
 	if (cls == CS_APICLASS_PROFILER_STOP && cs_capture_profiler_api())
 		cs_capture_end(r.end);
+	/* after the call's own record, so that the flush takes it along */
+	if (runtime ? rt_wait[cbid] : drv_wait[cbid])
+		cs_inject_after_wait(now);
+}
+
+/* 1 for the calls in which the host waits for the GPU: synchronizations, and the copies and sets
+ * without Async in their name. */
+static int class_is_wait(int cls, const char *name)
+{
+	switch (cls) {
+	case CS_APICLASS_WAIT_STREAM:
+	case CS_APICLASS_WAIT_EVENT:
+	case CS_APICLASS_WAIT_DEVICE:
+	case CS_APICLASS_MEMCPY_SYNC:
+		return 1;
+	case CS_APICLASS_MEMSET:
+		return strstr(name, "Async") == NULL;
+	default:
+		return 0;
+	}
 }
 
 static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
-			     uint8_t *classes, uint32_t *names)
+			     uint8_t *classes, uint8_t *waits, uint32_t *names)
 {
 	int enabled = 0;
 
@@ -170,6 +194,7 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 			continue;
 		cls = cs_api_class_of(name);
 		classes[id] = (uint8_t)cls;
+		waits[id] = (uint8_t)class_is_wait(cls, name);
 		/* Queries are recorded: CUPTI reports them as synchronizations, and only the call
 		 * tells that they are not waits. */
 		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
@@ -189,10 +214,11 @@ int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, 
 	api_all = all;
 	api_census = census;
 	if (domains & 1)
-		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_name);
+		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_wait,
+				       rt_name);
 	if (domains & 2)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class,
-				       drv_name);
+				       drv_wait, drv_name);
 	return n;
 }
 

@@ -7,6 +7,20 @@
  * cuscope records, starts a flush thread that hands CUPTI's completed buffers to the spool file
  * every few hundred milliseconds, and flushes everything at exit.
  *
+ * What a job that ends abruptly keeps (docs/recording.md):
+ * - After a host wait (device, context, stream or event synchronize, a synchronous copy or set)
+ *   every record of work the wait covered is complete, so a default flush delivers it: the waiting
+ *   thread flushes CUPTI and the spool at the wait's exit, unless the last such flush ended less
+ *   than wait_flush_ms (20) ago: then the flush thread does it once that time has passed. So what
+ *   completed before a wait reaches the spool file at once or within wait_flush_ms, at a cost of at
+ *   most one flush per wait_flush_ms. A periodic default flush alone delivers nothing while the host
+ *   runs ahead of a busy GPU (a buffer holding an unfinished record is not returned).
+ * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
+ *   handler wakes the flush thread, which forces a flush and writes the process's end record, waits
+ *   for it (at most FATAL_FLUSH_TIMEOUT_MS), restores the default action and raises the signal
+ *   again, so the process ends as it would have, status 128+N. A handler the program installed
+ *   (before or after) is never replaced. The handler itself calls only async-signal-safe functions.
+ *
  * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
  *   api=all          record every runtime and driver API call
  *   census           count calls per API id and print them at exit (for development)
@@ -19,6 +33,10 @@
  *   backtrace        capture stacks at waits, copies, allocations and frees
  *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
  *   flush_ms=N       flush period (default 200)
+ *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
+ *                    after waits)
+ *   no_signals       leave signal dispositions alone (no flush when a default-action signal ends
+ *                    the process)
  *   quiet            no messages on stderr
  *   no_staging       events go straight to the shared spool buffer, not through a staging buffer
  *                    per thread (spool_out.c)
@@ -29,12 +47,14 @@
  * returns.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +66,8 @@
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20)
 #define BUFFER_POOL_MAX	     8 /* zeroed activity buffers kept for reuse */
+/* How long a fatal signal waits for the flush thread before the process ends anyway. */
+#define FATAL_FLUSH_TIMEOUT_MS 3000
 
 struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
@@ -59,10 +81,15 @@ struct inject_options {
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
 	unsigned flush_ms;
+	unsigned wait_flush_ms; /* 0: no flush after waits */
+	int no_signals;
 };
 
-static struct inject_options opts = {
-	.cupti_buffers = 8, .flush_ms = 200, .cb_domains = 3, .staging = 1};
+static struct inject_options opts = {.cupti_buffers = 8,
+				     .flush_ms = 200,
+				     .wait_flush_ms = 20,
+				     .cb_domains = 3,
+				     .staging = 1};
 static CUpti_SubscriberHandle subscriber;
 static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
@@ -70,10 +97,19 @@ static atomic_int subscribed; /* CUPTI is ours in this process */
 static pid_t owner_pid;
 static pthread_t flush_thread;
 static int flush_thread_started;
-static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
-static int flush_stop;
+static atomic_int flush_stop;
 static uint64_t last_dropped_reported;
+
+/* The flush thread sleeps in poll() on wake_fd; a fatal signal's handler waits on done_fd. Both are
+ * eventfds: writing them is async-signal-safe. */
+static int wake_fd = -1, done_fd = -1;
+static atomic_int fatal_signal; /* the signal being handled; 0 when none */
+
+/* Flushes after waits: when the last one ended (CUPTI ns); pending when a wait came too soon after
+ * it and the flush thread is to flush once wait_flush_ms have passed. */
+static _Atomic uint64_t wait_flush_end;
+static atomic_int wait_flush_pending;
+static atomic_flag wait_flush_busy = ATOMIC_FLAG_INIT;
 
 /*
  * Activity buffers are handed to CUPTI already zeroed and reused. CUPTI asks for a buffer on the
@@ -156,6 +192,10 @@ static void parse_options(void)
 			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
 		else if (strncmp(tok, "flush_ms=", 9) == 0)
 			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
+		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
+			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
+		else if (strcmp(tok, "no_signals") == 0)
+			opts.no_signals = 1;
 		else if (strncmp(tok, "window=", 7) == 0) {
 			char *colon;
 
@@ -239,67 +279,158 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	buffer_recycle(buffer);
 }
 
+static void wake(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	do
+		n = write(fd, &one, sizeof(one)); /* async-signal-safe; never blocks below 2^64-1 */
+	while (n < 0 && errno == EINTR);
+}
+
+/* The time after a flush after a wait before the next one, CUPTI ns. */
+static uint64_t wait_flush_gap(void)
+{
+	return (uint64_t)opts.wait_flush_ms * 1000000ull;
+}
+
+/* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
+ * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
+static void flush_completed(void)
+{
+	uint64_t t1 = 0;
+
+	atomic_store(&wait_flush_pending, 0);
+	cuptiActivityFlushAll(0);
+	cs_out_flush();
+	cuptiGetTimestamp(&t1);
+	atomic_store(&wait_flush_end, t1);
+}
+
+void cs_inject_after_wait(uint64_t now)
+{
+	if (!opts.wait_flush_ms || !atomic_load_explicit(&subscribed, memory_order_relaxed) ||
+	    !cs_inject_active())
+		return;
+	if (now < atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + wait_flush_gap()) {
+		/* too soon: the flush thread flushes once the gap has passed */
+		if (!atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
+			wake(wake_fd);
+		return;
+	}
+	if (atomic_flag_test_and_set(&wait_flush_busy))
+		return; /* another thread is flushing */
+	flush_completed();
+	atomic_flag_clear(&wait_flush_busy);
+}
+
+/* The process's end record; exit_code -1 when unknown. */
+static void write_end(int32_t exit_code)
+{
+	struct cs_rec_end end;
+	uint64_t now = 0;
+
+	cuptiGetTimestamp(&now);
+	cs_write_clock_record(now);
+	report_dropped(1);
+	memset(&end, 0, sizeof(end));
+	end.timestamp = now;
+	end.exit_code = exit_code;
+	end.records = cs_out_records();
+	end.dropped = cs_out_dropped();
+	cs_out_write(&end, sizeof(end), CS_REC_END, cs_tid());
+}
+
+/* On the flush thread, for a fatal signal's handler: force out everything, write the end, and say
+ * so on done_fd. */
+static void flush_fatal(int sig)
+{
+	if (!atomic_exchange(&shut_down, 1) && cs_inject_active()) {
+		if (atomic_load(&subscribed))
+			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		write_end(128 + sig);
+		cs_out_flush();
+	}
+	wake(done_fd);
+}
+
+/* Milliseconds from CUPTI time now to deadline, rounded up; 0 when it has passed. */
+static int ms_until(uint64_t now, uint64_t deadline)
+{
+	uint64_t d = deadline > now ? deadline - now : 0;
+
+	return (int)((d + 999999) / 1000000);
+}
+
 static void *flush_main(void *arg)
 {
 	unsigned ticks = 0;
+	uint64_t now = 0, next_tick;
 
 	(void)arg;
-	pthread_mutex_lock(&flush_lock);
-	while (!flush_stop) {
-		struct timespec ts;
+	cuptiGetTimestamp(&now);
+	next_tick = now + (uint64_t)opts.flush_ms * 1000000ull;
+	while (!atomic_load(&flush_stop)) {
+		struct pollfd pfd = {.fd = wake_fd, .events = POLLIN};
+		uint64_t deadline = next_tick, v;
+		int sig;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(opts.flush_ms % 1000) * 1000000L;
-		ts.tv_sec += opts.flush_ms / 1000 + ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&flush_cond, &flush_lock, &ts);
-		if (flush_stop)
-			break;
-		pthread_mutex_unlock(&flush_lock);
-		if (cs_inject_active()) {
-			if (atomic_load(&subscribed))
-				cuptiActivityFlushAll(0);
-			if (++ticks % 25 == 0) {
-				uint64_t now;
+		if (atomic_load(&wait_flush_pending)) {
+			uint64_t due = atomic_load(&wait_flush_end) + wait_flush_gap();
 
-				cuptiGetTimestamp(&now);
-				cs_write_clock_record(now);
-			}
-			report_dropped(0);
-			cs_out_flush();
+			if (due < deadline)
+				deadline = due;
 		}
-		pthread_mutex_lock(&flush_lock);
+		cuptiGetTimestamp(&now);
+		if (poll(&pfd, 1, ms_until(now, deadline)) > 0 && (pfd.revents & POLLIN)) {
+			if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		sig = atomic_load(&fatal_signal);
+		if (sig) {
+			flush_fatal(sig);
+			break;
+		}
+		if (atomic_load(&flush_stop) || !cs_inject_active())
+			continue;
+		cuptiGetTimestamp(&now);
+		if (atomic_load(&wait_flush_pending) &&
+		    now >= atomic_load(&wait_flush_end) + wait_flush_gap() &&
+		    !atomic_flag_test_and_set(&wait_flush_busy)) {
+			if (atomic_load(&subscribed))
+				flush_completed();
+			atomic_flag_clear(&wait_flush_busy);
+		}
+		if (now < next_tick)
+			continue;
+		next_tick = now + (uint64_t)opts.flush_ms * 1000000ull;
+		/* skipped while a waiting thread flushes: that flush delivers the same */
+		if (atomic_load(&subscribed) && !atomic_flag_test_and_set(&wait_flush_busy)) {
+			cuptiActivityFlushAll(0);
+			atomic_flag_clear(&wait_flush_busy);
+		}
+		if (++ticks % 25 == 0)
+			cs_write_clock_record(now);
+		report_dropped(0);
+		cs_out_flush();
 	}
-	pthread_mutex_unlock(&flush_lock);
 	return NULL;
 }
 
 static void inject_shutdown(void)
 {
-	struct cs_rec_end end;
-	uint64_t now = 0;
-
 	if (getpid() != owner_pid || atomic_exchange(&shut_down, 1))
 		return;
 	if (flush_thread_started) {
-		pthread_mutex_lock(&flush_lock);
-		flush_stop = 1;
-		pthread_cond_signal(&flush_cond);
-		pthread_mutex_unlock(&flush_lock);
+		atomic_store(&flush_stop, 1);
+		wake(wake_fd);
 		pthread_join(flush_thread, NULL);
 	}
 	if (cs_inject_active()) {
 		if (atomic_load(&subscribed))
 			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		cuptiGetTimestamp(&now);
-		cs_write_clock_record(now);
-		report_dropped(1);
-		memset(&end, 0, sizeof(end));
-		end.timestamp = now;
-		end.exit_code = -1;
-		end.records = cs_out_records();
-		end.dropped = cs_out_dropped();
-		cs_out_write(&end, sizeof(end), CS_REC_END, cs_tid());
+		write_end(-1);
 	}
 	atomic_store(&active, 0);
 	cs_out_close();
@@ -308,6 +439,63 @@ static void inject_shutdown(void)
 		/* Buffers that arrive later (context teardown) are freed by buffer_completed,
 		 * unread. */
 		cuptiUnsubscribe(subscriber);
+	}
+}
+
+/* ---- fatal signals ---- */
+
+static const int fatal_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+static void fatal_signal_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno, expected = 0;
+	struct sigaction dfl;
+
+	(void)si;
+	(void)uc;
+	if (getpid() == owner_pid && flush_thread_started && !atomic_load(&flush_stop)) {
+		struct timespec t0, t;
+		int left = FATAL_FLUSH_TIMEOUT_MS;
+
+		if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig))
+			wake(wake_fd);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			struct pollfd pfd = {.fd = done_fd, .events = POLLIN};
+
+			if (poll(&pfd, 1, left) >= 0 || errno != EINTR)
+				break;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			left = FATAL_FLUSH_TIMEOUT_MS - (int)((t.tv_sec - t0.tv_sec) * 1000 +
+							      (t.tv_nsec - t0.tv_nsec) / 1000000);
+			if (left <= 0)
+				break;
+		}
+	}
+	/* End as the default action would have: the signal stays blocked until the handler
+	 * returns, then kills the process (or dumps core for SIGQUIT). */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig);
+	errno = saved;
+}
+
+/* Take the fatal signals the program left at their default action. */
+static void install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa;
+
+		if (sigaction(fatal_signals[i], NULL, &old) || (old.sa_flags & SA_SIGINFO) ||
+		    old.sa_handler != SIG_DFL)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = fatal_signal_handler;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigfillset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
 	}
 }
 
@@ -443,15 +631,20 @@ static void process_setup_once(void)
 	cs_write_clock_record(now);
 	cs_write_process_record();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* The flush thread takes no signals: they stay with the program's own threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&flush_thread, NULL, flush_main, NULL) == 0) {
+	if (wake_fd >= 0 && done_fd >= 0 &&
+	    pthread_create(&flush_thread, NULL, flush_main, NULL) == 0) {
 		flush_thread_started = 1;
 		pthread_setname_np(flush_thread, "cuscope-flush");
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	atexit(inject_shutdown);
+	if (flush_thread_started && !opts.no_signals)
+		install_signal_handlers();
 	setup_status = 0;
 }
 

@@ -22,6 +22,9 @@ void cs_api_census_report(void);
 /* Set up recording in this process once (spool file, fork/exit hooks, flush thread); 0 when
  * recording. */
 int cs_inject_setup(void);
+/* At the exit of a host wait (synchronize, synchronous copy or set) at CUPTI time now: hand what
+ * completed to the spool file, at once or soon (inject.c says when). */
+void cs_inject_after_wait(uint64_t now);
 /* 0 when NVTX recording was turned off (option no_nvtx). */
 int cs_inject_nvtx_enabled(void);
 

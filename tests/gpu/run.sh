@@ -374,7 +374,7 @@ scenario_record_cli() {
 
 # A program killed while it runs. HOW: term|int (sent to `cuscope record`, which forwards it), kill (SIGKILL
 # straight to the Python process: nothing can forward it), exit (os._exit(3) in the middle of a step).
-SIGNAL_SLACK=60 # steps (of about 20 ms) the trace may miss before the end: two flush periods and then some
+SIGNAL_SLACK=2 # steps the trace may miss before the last printed one: the one running at the signal, and one more
 
 scenario_signal() {
 	local name=$1 how=$2
