@@ -417,6 +417,10 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err);
  */
 int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg), void *arg,
 			  cs_error *err);
+/* The time of the last event of process pid (the latest start or end of any kind), CS_TS_UNKNOWN
+ * when it has none. For a process whose end is unknown (no end record: killed by SIGKILL, os._exit,
+ * a signal its own handler ended it with), records after this time may be missing. */
+int cs_trace_process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err);
 int cs_trace_each_device(cs_trace *t, int (*cb)(const cs_device *d, void *arg), void *arg,
 			 cs_error *err);
 int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), void *arg,

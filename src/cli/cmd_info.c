@@ -51,6 +51,7 @@ static const struct {
 struct pid_count {
 	uint32_t pid;
 	int64_t events;
+	int no_end; /* no end record: records after its last one may be missing */
 };
 
 struct info_ctx {
@@ -77,6 +78,7 @@ static int info_add_process(const cs_process *p, void *arg)
 	}
 	ctx->pids[ctx->npids].pid = p->pid;
 	ctx->pids[ctx->npids].events = 0;
+	ctx->pids[ctx->npids].no_end = p->end == CS_TS_UNKNOWN;
 	ctx->npids++;
 
 	cli_json_add_int(o, "pid", p->pid, -1);
@@ -88,6 +90,7 @@ static int info_add_process(const cs_process *p, void *arg)
 	cli_json_add_int(o, "start_ns", p->start, CS_TS_UNKNOWN);
 	cli_json_add_int(o, "end_ns", p->end, CS_TS_UNKNOWN);
 	cli_json_add_int(o, "exit_code", p->exit_code, CS_ID_NONE);
+	cJSON_AddBoolToObject(o, "end_record", p->end != CS_TS_UNKNOWN);
 	cJSON_AddBoolToObject(o, "used_cuda", p->used_cuda != 0);
 	cli_json_add_int(o, "events", 0, -1);
 	cli_json_add_int(o, "dropped_records", p->dropped_records, -1);
@@ -187,7 +190,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cJSON *doc = NULL, *events;
 	const char *realtime;
 	char when[CLI_FMT_MAX];
-	int64_t total = 0, base = INT64_MIN;
+	int64_t total = 0, base = INT64_MIN, no_end = 0;
 	int rc;
 
 	rc = cs_trace_get_summary(t, &s, err);
@@ -249,12 +252,21 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	for (size_t i = 0; i < ctx.npids; i++) {
 		cJSON *p = cJSON_GetArrayItem(ctx.processes, (int)i);
 		cJSON *n = cli_json_int(ctx.pids[i].events);
+		int64_t last;
 
 		if (!n || !cJSON_ReplaceItemInObject(p, "events", n)) {
 			cJSON_Delete(n);
 			goto nomem;
 		}
+		if (!ctx.pids[i].no_end)
+			continue;
+		no_end++;
+		rc = cs_trace_process_last_time(t, ctx.pids[i].pid, &last, err);
+		if (rc < 0)
+			goto fail;
+		cli_json_add_int(p, "last_event_ns", last, CS_TS_UNKNOWN);
 	}
+	cli_json_add_int(doc, "processes_without_end", no_end, -1);
 
 	cli_json_add_int(doc, "streams", s.streams, -1);
 	events = cJSON_AddObjectToObject(doc, "events");
@@ -382,6 +394,34 @@ static void info_print_devices(const cJSON *devs, int width)
 	cli_table_free(&table);
 }
 
+/* The processes that ended without their end record, and from when their records may be missing. */
+static void info_print_without_end(const cJSON *doc, const cJSON *procs)
+{
+	char a[CLI_FMT_MAX], line[256];
+	int64_t n = cli_json_get_int(doc, "processes_without_end", 0);
+	const cJSON *p;
+
+	if (n <= 0)
+		return;
+	snprintf(line, sizeof(line),
+		 "%s  WARNING: ended by SIGKILL, os._exit or a signal handler of %s own",
+		 cli_fmt_count(a, sizeof(a), n), n == 1 ? "its" : "their");
+	info_line("no end record", line);
+	cJSON_ArrayForEach(p, procs)
+	{
+		int64_t last = cli_json_get_int(p, "last_event_ns", INT64_MIN);
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(p, "end_record");
+
+		if (!cJSON_IsFalse(e))
+			continue;
+		if (last == INT64_MIN)
+			printf("  pid %" PRId64 ": no event recorded\n", cli_json_get_int(p, "pid", -1));
+		else
+			printf("  pid %" PRId64 ": records after %s may be missing\n",
+			       cli_json_get_int(p, "pid", -1), cli_fmt_duration(a, sizeof(a), last));
+	}
+}
+
 static void info_print_text(const cJSON *doc)
 {
 	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[256];
@@ -419,6 +459,7 @@ static void info_print_text(const cJSON *doc)
 	info_line("processes", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
 	if (cJSON_GetArraySize(procs) > 0)
 		info_print_processes(procs, width);
+	info_print_without_end(doc, procs);
 	info_line("devices", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
 	if (cJSON_GetArraySize(devs) > 0)
 		info_print_devices(devs, width);

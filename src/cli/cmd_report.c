@@ -54,7 +54,15 @@ enum report_format {
 };
 
 /* Everything an output format prints. */
+/* A process that ended without its end record, and the time of its last record. */
+struct unended {
+	uint32_t pid;
+	int64_t last;
+};
+
 struct report_view {
+	const struct unended *unended; /* records after their last one may be missing */
+	int nunended;
 	const char *path;
 	cs_trace *t;
 	const cs_analysis *a;
@@ -536,6 +544,66 @@ static void text_steps_table(const struct report_view *v)
 	putchar('\n');
 }
 
+struct unended_list {
+	struct unended *v;
+	int n;
+};
+
+static int unended_add(const cs_process *p, void *arg)
+{
+	struct unended_list *u = arg;
+	struct unended *nv;
+
+	if (p->end != CS_TS_UNKNOWN)
+		return 0;
+	nv = realloc(u->v, (size_t)(u->n + 1) * sizeof(*nv));
+	if (!nv)
+		return CS_ERR_NOMEM;
+	u->v = nv;
+	u->v[u->n].pid = p->pid;
+	u->v[u->n].last = CS_TS_UNKNOWN;
+	u->n++;
+	return 0;
+}
+
+/* The processes of t without an end record (killed by SIGKILL, os._exit, a signal they handled):
+ * *out (malloc'd) and *n. CS_OK or a cs_err code with err set. */
+static int find_unended(cs_trace *t, struct unended **out, int *n, cs_error *err)
+{
+	struct unended_list u = {NULL, 0};
+	int rc = cs_trace_each_process(t, unended_add, &u, err);
+
+	if (rc == CS_ERR_NOMEM)
+		rc = cs_error_set(err, rc, "out of memory");
+	for (int i = 0; rc >= 0 && i < u.n; i++)
+		rc = cs_trace_process_last_time(t, u.v[i].pid, &u.v[i].last, err);
+	if (rc < 0) {
+		free(u.v);
+		return rc;
+	}
+	*out = u.v;
+	*n = u.n;
+	return CS_OK;
+}
+
+/* "pid N ended without its end record: records after T may be missing" */
+static const char *unended_text(char *buf, size_t size, const struct unended *u)
+{
+	char t[CLI_FMT_MAX];
+
+	if (u->last == CS_TS_UNKNOWN)
+		snprintf(buf, size, "pid %u ended without its end record and recorded nothing",
+			 u->pid);
+	else
+		snprintf(buf, size,
+			 "pid %u ended without its end record (killed, os._exit): records after "
+			 "%s may be missing",
+			 u->pid, cli_fmt_duration(t, sizeof(t), u->last));
+	return buf;
+}
+
+#define UNENDED_SHOWN 3 /* processes named in the text and markdown headers */
+
 static void text_header(const struct report_view *v)
 {
 	const char *command = cs_trace_meta(v->t, "command");
@@ -563,6 +631,14 @@ static void text_header(const struct report_view *v)
 			 cli_fmt_duration(b, sizeof(b), v->p10),
 			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share);
 		print_header_field("step time:", line, v->width);
+	}
+	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
+		print_header_field("warning:", unended_text(line, sizeof(line), &v->unended[i]),
+				   v->width);
+	if (v->nunended > UNENDED_SHOWN) {
+		snprintf(line, sizeof(line), "%d more processes without their end record (cuscope info)",
+			 v->nunended - UNENDED_SHOWN);
+		print_header_field("warning:", line, v->width);
 	}
 	putchar('\n');
 }
@@ -842,6 +918,22 @@ static cJSON *json_report(const struct report_view *v)
 	cli_json_add_int(trace, "start_ns", v->a->trace_start, INT64_MIN);
 	cli_json_add_int(trace, "end_ns", v->a->trace_end, INT64_MIN);
 	cli_json_add_int(trace, "kernels", v->a->nkernels, -1);
+	{
+		cJSON *arr = cJSON_AddArrayToObject(trace, "processes_without_end");
+
+		if (!arr)
+			goto fail;
+		for (int i = 0; i < v->nunended; i++) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				goto fail;
+			}
+			cli_json_add_int(o, "pid", v->unended[i].pid, -1);
+			cli_json_add_int(o, "last_event_ns", v->unended[i].last, CS_TS_UNKNOWN);
+		}
+	}
 	steps = json_steps(v);
 	if (!steps || !cJSON_AddItemToObject(doc, "steps", steps)) {
 		cJSON_Delete(steps);
@@ -1004,6 +1096,16 @@ static int print_markdown(const struct report_view *v)
 		       cli_fmt_duration(c, sizeof(c), v->p90));
 	}
 	printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++) {
+		char line[256];
+
+		printf("| Incomplete | ");
+		md_puts(unended_text(line, sizeof(line), &v->unended[i]));
+		printf(" |\n");
+	}
+	if (v->nunended > UNENDED_SHOWN)
+		printf("| Incomplete | %d more processes without their end record |\n",
+		       v->nunended - UNENDED_SHOWN);
 	for (int32_t i = 0; i < v->r->n; i++)
 		count[v->r->v[i]->severity]++;
 	printf("| Findings | %d (%d error, %d warning, %d info) |\n", v->r->n, count[CS_SEV_ERROR],
@@ -1232,6 +1334,7 @@ int cmd_report(int argc, char **argv)
 	cs_step_opts so;
 	cs_error err = {0, ""};
 	struct report_view view;
+	struct unended *unended = NULL;
 
 	while ((c = cli_getopt(argc, argv, "f:p:w:vh", longopts)) != -1) {
 		switch (c) {
@@ -1341,6 +1444,12 @@ int cmd_report(int argc, char **argv)
 	}
 
 	memset(&view, 0, sizeof(view));
+	rc = find_unended(t, &unended, &view.nunended, &err);
+	if (rc < 0) {
+		rc = cli_trace_error(path, rc, &err);
+		goto out;
+	}
+	view.unended = unended;
 	view.path = path;
 	view.t = t;
 	view.a = &a;
@@ -1362,6 +1471,7 @@ int cmd_report(int argc, char **argv)
 				rc = CLI_EXIT_FINDINGS;
 	rc = cli_finish_output(rc);
 out:
+	free(unended);
 	cs_report_free(&rep);
 	cs_steps_free(&steps);
 	cs_analysis_free(&a);

@@ -510,6 +510,42 @@ int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg)
 		process_row, &c, err);
 }
 
+int cs_trace_process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err)
+{
+	*out = CS_TS_UNKNOWN;
+	if (!t)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_process_last_time: no trace");
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		char sql[256];
+		sqlite3_stmt *st = NULL;
+		int rc;
+
+		if (t->info[k].rows == 0)
+			continue;
+		/* memory operations are instants: no end column */
+		snprintf(sql, sizeof(sql), "SELECT MAX(%s) FROM %s WHERE pid = ?",
+			 k == CS_EV_MEMORY ? "start" : "MAX(start, COALESCE(\"end\", start))",
+			 cs_event_kind_table((enum cs_event_kind)k));
+		rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+		sqlite3_bind_int64(st, 1, pid);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			int64_t v = col_ts(st, 0);
+
+			if (v != CS_TS_UNKNOWN && (*out == CS_TS_UNKNOWN || v > *out))
+				*out = v;
+		} else if (rc != SQLITE_DONE) {
+			rc = sql_error(t, rc, err);
+			sqlite3_finalize(st);
+			return rc;
+		}
+		sqlite3_finalize(st);
+	}
+	return CS_OK;
+}
+
 static int device_row(sqlite3_stmt *st, void *ctx)
 {
 	struct each_ctx *c = ctx;

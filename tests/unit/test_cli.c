@@ -552,6 +552,154 @@ END_TEST
 
 /* ---- stats ---- */
 
+/*
+ * A process without its end record (killed by SIGKILL, os._exit): info counts it and says from when
+ * its records may be missing; report names it in its header (text, JSON, markdown) even when it has
+ * no finding to print. Process 100 ended (end set), process 200 did not: its last event ends at
+ * 440 us.
+ */
+START_TEST(test_process_without_end)
+{
+	char *path = tu_path(tmp_dir, "no-end.db");
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p;
+	cs_kernel k;
+	int64_t a;
+	struct tu_result it, ij, rt, rj, rm, full;
+	cJSON *doc, *procs, *arr;
+	char v[256];
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	p = process(100, 1, CS_ID_NONE, "./a.out", 0);
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	p = process(200, 100, CS_ID_NONE, "./a.out --child", 0);
+	p.end = CS_TS_UNKNOWN;
+	p.exit_code = CS_ID_NONE;
+	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	a = cs_writer_intern(w, "A");
+	need(a >= 0, "cannot intern");
+	k = kernel_at(100, a, 10 * US, 20 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(200, a, 400 * US, 440 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	k = kernel_at(200, a, 300 * US, 310 * US);
+	need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+
+	it = run("info", path);
+	ck_assert_msg(it.rc == 0, "rc %d: %s", it.rc, it.err);
+	ck_assert_msg(!strncmp(info_value(it.out, "no end record", v, sizeof(v)), "1  WARNING", 10),
+		      "%s", it.out);
+	ck_assert_msg(strstr(it.out, "pid 200: records after 440 us may be missing"),
+		      "%s", it.out);
+	ck_assert_msg(!strstr(it.out, "pid 100:"), "%s", it.out);
+
+	ij = run("info", "--format", "json", path);
+	ck_assert_msg(ij.rc == 0, "rc %d: %s", ij.rc, ij.err);
+	doc = cJSON_Parse(ij.out);
+	ck_assert(doc != NULL);
+	ck_assert_int_eq(json_num(doc, "processes_without_end"), 1);
+	procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(procs, 0),
+								 "end_record")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(procs, 1),
+								  "end_record")));
+	ck_assert_int_eq(json_num(cJSON_GetArrayItem(procs, 1), "last_event_ns"), 440 * US);
+	ck_assert(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(procs, 0), "last_event_ns") ==
+		  NULL);
+	cJSON_Delete(doc);
+
+	rt = run("report", path);
+	ck_assert_msg(rt.rc == 0, "rc %d: %s", rt.rc, rt.err);
+	ck_assert_msg(strstr(rt.out, "pid 200 ended without its end record (killed, os._exit): "
+				     "records after 440 us may be missing"),
+		      "%s", rt.out);
+	ck_assert_msg(strstr(rt.out, "warning:") < strstr(rt.out, "No findings."), "%s", rt.out);
+
+	rj = run("report", "--format", "json", path);
+	ck_assert_msg(rj.rc == 0, "rc %d: %s", rj.rc, rj.err);
+	doc = cJSON_Parse(rj.out);
+	ck_assert(doc != NULL);
+	arr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "trace"),
+					       "processes_without_end");
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 1);
+	ck_assert_int_eq(json_num(cJSON_GetArrayItem(arr, 0), "pid"), 200);
+	ck_assert_int_eq(json_num(cJSON_GetArrayItem(arr, 0), "last_event_ns"), 440 * US);
+	cJSON_Delete(doc);
+
+	rm = run("report", "--format", "markdown", path);
+	ck_assert_msg(rm.rc == 0, "rc %d: %s", rm.rc, rm.err);
+	ck_assert_msg(strstr(rm.out, "| Incomplete | pid 200 ended without its end record"), "%s",
+		      rm.out);
+
+	/* a trace whose processes all ended says nothing of the kind */
+	full = run("info", sample_db);
+	ck_assert_msg(!strstr(full.out, "no end record"), "%s", full.out);
+	tu_result_free(&full);
+	full = run("report", sample_db);
+	ck_assert_msg(!strstr(full.out, "ended without"), "%s", full.out);
+
+	tu_result_free(&it);
+	tu_result_free(&ij);
+	tu_result_free(&rt);
+	tu_result_free(&rj);
+	tu_result_free(&rm);
+	tu_result_free(&full);
+	free(path);
+}
+END_TEST
+
+/*
+ * Traces recorded on the GPU (tests/gpu/abrupt.sh) of programs that launched a known number of kernels,
+ * synchronized and ended at once: by _exit (c-exit, 400 kernels), by SIGKILL from outside 0.2 s after
+ * the synchronize (py-sigkill, 601 kernels), by raise(SIGTERM) at its default action (c-term, 400
+ * kernels). Every kernel is there; the first two have no end record and say so, the third has its
+ * end record with exit status 143 (128 + SIGTERM) and no warning.
+ */
+START_TEST(test_abrupt_traces)
+{
+	static const struct {
+		const char *file;
+		int kernels, without_end, exit_code;
+	} cases[] = {
+		{"tests/data/abrupt/c-exit.db", 400, 1, -1},
+		{"tests/data/abrupt/py-sigkill.db", 601, 1, -1},
+		{"tests/data/abrupt/c-term.db", 400, 0, 143},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = tu_source_file(cases[i].file);
+		struct tu_result j = run("info", "--format", "json", path), t = run("info", path),
+				 r = run("report", path);
+		cJSON *doc = cJSON_Parse(j.out), *p;
+
+		ck_assert_msg(j.rc == 0 && doc, "%s: rc %d: %s", path, j.rc, j.err);
+		ck_assert_int_eq(json_num(cJSON_GetObjectItemCaseSensitive(doc, "events"), "kernel"),
+				 cases[i].kernels);
+		ck_assert_int_eq(json_num(doc, "processes_without_end"), cases[i].without_end);
+		p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "processes"), 0);
+		ck_assert(p != NULL);
+		if (cases[i].exit_code >= 0)
+			ck_assert_int_eq(json_num(p, "exit_code"), cases[i].exit_code);
+		ck_assert_msg((strstr(t.out, "WARNING: ended by SIGKILL") != NULL) ==
+				      (cases[i].without_end > 0),
+			      "%s: %s", path, t.out);
+		ck_assert_msg((strstr(r.out, "ended without its end record") != NULL) ==
+				      (cases[i].without_end > 0),
+			      "%s: %s", path, r.out);
+		if (cases[i].without_end)
+			/* the last record is the end of the last kernel, after the trace's start */
+			ck_assert(json_num(p, "last_event_ns") > 0);
+		cJSON_Delete(doc);
+		tu_result_free(&j);
+		tu_result_free(&t);
+		tu_result_free(&r);
+		free(path);
+	}
+}
+END_TEST
+
 START_TEST(test_stats_text)
 {
 	struct tu_result r = run("stats", sample_db);
@@ -887,6 +1035,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_missing_and_extra_file);
 	tcase_add_test(tc, test_info_text);
 	tcase_add_test(tc, test_info_json);
+	tcase_add_test(tc, test_process_without_end);
+	tcase_add_test(tc, test_abrupt_traces);
 	tcase_add_test(tc, test_stats_text);
 	tcase_add_test(tc, test_stats_limit_and_pid);
 	tcase_add_test(tc, test_stats_json);
