@@ -2174,6 +2174,86 @@ START_TEST(test_cli_import)
 }
 END_TEST
 
+/*
+ * A FIFO where a spool file or a trace is expected: refused at once (an open without O_NONBLOCK
+ * would wait forever for a writer, and the test would time out). In a directory, a FIFO and a
+ * symbolic link are skipped like foreign files; named on their own, a FIFO is an error.
+ */
+START_TEST(test_cli_import_not_regular)
+{
+	char *dir = tu_tmpdir(), *alone = tu_tmpdir(), *outdir = tu_tmpdir();
+	char *out = tu_path(outdir, "run.db"), *out2 = tu_path(outdir, "other.db");
+	char *fifo = tu_path(dir, "4243.cuspool"), *link = tu_path(dir, "4244.cuspool");
+	char *fifo2 = tu_path(alone, "7.cuspool"), *trace = tu_path(outdir, "fifo.db");
+	struct spool s;
+	struct tu_result r;
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(symlink("4242.cuspool", link), 0);
+	ck_assert_int_eq(mkfifo(fifo2, 0600), 0);
+	ck_assert_int_eq(mkfifo(trace, 0600), 0);
+	{
+		const char *argv[] = {NULL, "import", "-o", out, dir, NULL};
+
+		r = tu_cuscope(argv);
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert_int_eq(tu_count_lines(r.err), 2);
+		ck_assert_msg(strstr(r.err, "cuscope: warning: skipped 2 spool files: '"),
+			      "stderr: %s", r.err);
+		/* the link was not followed: the kernels of 4242.cuspool once */
+		ck_assert_msg(strstr(r.err, "kernels 10,"), "stderr: %s", r.err);
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "import", "-o", out2, alone, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "a directory of one FIFO");
+		ck_assert_msg(strstr(r.err, "not a regular file"), "stderr: %s", r.err);
+		ck_assert(!tu_file_exists(out2));
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "import", "-o", out2, fifo2, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "a FIFO named as a spool file");
+		ck_assert_msg(strstr(r.err, "not a regular file"), "stderr: %s", r.err);
+		ck_assert(!tu_file_exists(out2));
+		tu_result_free(&r);
+	}
+	{
+		static const char *const cmds[][3] = {{"info", NULL}, {"report", NULL},
+						      {"stats", NULL}, {"export", "-o", "-"}};
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			const char *argv[6] = {NULL};
+			int n = 1;
+
+			for (int k = 0; k < 3 && cmds[i][k]; k++)
+				argv[n++] = cmds[i][k];
+			argv[n] = trace;
+			r = tu_cuscope(argv);
+			tu_assert_one_line_error(&r, cmds[i][0]);
+			ck_assert_msg(strstr(r.err, "not a regular file"), "%s: %s", cmds[i][0],
+				      r.err);
+			tu_result_free(&r);
+		}
+	}
+	free(dir);
+	free(alone);
+	free(outdir);
+	free(out);
+	free(out2);
+	free(fifo);
+	free(link);
+	free(fifo2);
+	free(trace);
+}
+END_TEST
+
 static Suite *import_suite(void)
 {
 	Suite *s = suite_create("import");
@@ -2205,6 +2285,7 @@ static Suite *import_suite(void)
 	tcase_set_timeout(load, 240);
 	suite_add_tcase(s, load);
 	tcase_add_test(cli, test_cli_import);
+	tcase_add_test(cli, test_cli_import_not_regular);
 	suite_add_tcase(s, cli);
 	return s;
 }
