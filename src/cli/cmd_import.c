@@ -3,6 +3,7 @@
  * `cuscope record` (CUDA_INJECTION64_PATH set by hand) into one trace. docs/spool-format.md
  * describes the files.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +11,22 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/files.h"
 #include "cuscope/import.h"
 
 #define IMPORT_DEFAULT_OUTPUT "cuscope.db"
 
 static void import_usage(FILE *out)
 {
-	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] SPOOL_DIR | SPOOL_FILE...\n"
+	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] [SPOOL_DIR | SPOOL_FILE...]\n"
 	      "\n"
 	      "Turn the spool files libcuscope-inject.so wrote (one per process, PID.cuspool) into "
 	      "one trace.\n"
 	      "For programs run with CUDA_INJECTION64_PATH set by hand instead of under 'cuscope "
 	      "record'; the\n"
-	      "library writes into $CUSCOPE_SPOOL_DIR, by default $TMPDIR/cuscope-spool or "
-	      "/tmp/cuscope-spool.\n"
+	      "library writes into $CUSCOPE_SPOOL_DIR, by default $TMPDIR/cuscope-spool-UID or\n"
+	      "/tmp/cuscope-spool-UID (UID: your user id), which import reads when no operand is "
+	      "given.\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output FILE  trace to write (default: " IMPORT_DEFAULT_OUTPUT ")\n"
@@ -82,6 +85,7 @@ int cmd_import(int argc, char **argv)
 	cs_import_stats st;
 	cs_error err = {0, ""};
 	struct stat sb;
+	char defdir[4096], *defargv[2] = {NULL, NULL};
 	int c, rc, npaths, shown = 0, api_all = 0;
 
 	memset(&opts, 0, sizeof(opts));
@@ -111,10 +115,29 @@ int cmd_import(int argc, char **argv)
 		}
 	}
 	npaths = argc - optind;
-	if (npaths < 1)
-		return cli_usage_error(argv[0], "missing spool directory or files");
 	if (!*out)
 		return cli_usage_error(argv[0], "empty output file name");
+	if (npaths < 1) {
+		/* the library's default, under the same check: private to this user */
+		char why[160];
+
+		if (!cs_default_spool_dir(defdir, sizeof(defdir)))
+			return cli_usage_error(argv[0], "missing spool directory or files");
+		if (lstat(defdir, &sb) && errno == ENOENT) {
+			cli_error("no spool files: '%s' does not exist (give a spool directory)",
+				  defdir);
+			return CLI_EXIT_USAGE;
+		}
+		if (cs_private_dir(defdir, 0, why, sizeof(why))) {
+			cli_error("refusing the default spool directory '%s': %s", defdir, why);
+			return CLI_EXIT_USAGE;
+		}
+		defargv[0] = defdir;
+		argv = defargv;
+		argc = 1;
+		optind = 0;
+		npaths = 1;
+	}
 	if (!opts.overwrite && access(out, F_OK) == 0) {
 		cli_error("'%s' exists; use --force to replace it", out);
 		return CLI_EXIT_USAGE;

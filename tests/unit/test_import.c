@@ -2147,12 +2147,19 @@ START_TEST(test_cli_import)
 		free(e);
 	}
 	{
-		const char *argv[] = {tu_cuscope_bin(), "import", NULL};
+		/* no operand: the default spool directory, missing here */
+		char *tmp = tu_tmpdir(), env_tmp[4200];
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, NULL};
+		const char *env[] = {env_tmp, NULL};
 
-		ck_assert_int_eq(tu_run(argv, NULL, &o, &e), 2);
+		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+		ck_assert_int_eq(tu_run(argv, env, &o, &e), 2);
 		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(strstr(e, "cuscope-spool-") && strstr(e, "does not exist"), "error: %s",
+			      e);
 		free(o);
 		free(e);
+		free(tmp);
 	}
 	{
 		const char *argv[] = {tu_cuscope_bin(), "import", "--api=some", dir, NULL};
@@ -2173,6 +2180,17 @@ START_TEST(test_cli_import)
 	}
 }
 END_TEST
+
+/* Run cuscope with argv[1..] and extra environment entries (NULL-terminated). */
+static struct tu_result run_env(const char **argv, const char *const *env)
+{
+	struct tu_result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
 
 /*
  * A FIFO where a spool file or a trace is expected: refused at once (an open without O_NONBLOCK
@@ -2254,6 +2272,130 @@ START_TEST(test_cli_import_not_regular)
 }
 END_TEST
 
+/*
+ * Load the injection library by hand into a python3 process with TMPDIR=tmp and no
+ * CUSCOPE_SPOOL_DIR, as a program run with CUDA_INJECTION64_PATH set by hand, and start it through
+ * its NVTX entry point (no GPU needed). Returns the exit code; *err gets stderr.
+ */
+static int run_injected(const char *lib, const char *tmp, char **err)
+{
+	static const char script[] =
+		"import ctypes, os, sys\n"
+		"os.environ.pop('CUSCOPE_SPOOL_DIR', None)\n"
+		"lib = ctypes.CDLL(sys.argv[1])\n"
+		"get_table = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint)(lambda i: None)\n"
+		"lib.InitializeInjectionNvtx2(get_table)\n";
+	const char *argv[] = {"python3", "-c", script, lib, NULL};
+	char env_tmp[4200];
+	const char *env[] = {env_tmp, "CUSCOPE_SPOOL_DIR=", NULL};
+	char *out = NULL;
+	int rc;
+
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	rc = tu_run(argv, env, &out, err);
+	free(out);
+	return rc;
+}
+
+static char *default_spool(const char *tmp)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "cuscope-spool-%lu", (unsigned long)geteuid());
+	return tu_path(tmp, name);
+}
+
+/*
+ * The default spool directory ($TMPDIR/cuscope-spool-UID) is made private (0700); one that is a
+ * symbolic link, writable by others or (as root) another user's is refused, by the library (one
+ * line; the process runs unprofiled and writes nothing) and by `cuscope import` without operands.
+ */
+START_TEST(test_default_spool_dir)
+{
+	const char *lib = getenv("CUSCOPE_INJECT_LIB");
+	char *tmp = tu_tmpdir(), *spool = default_spool(tmp), *outdir = tu_tmpdir();
+	char *out = tu_path(outdir, "run.db"), *e = NULL, env_tmp[4200];
+	const char *env[] = {env_tmp, NULL};
+	struct tu_result r;
+	struct stat st;
+
+	if (!lib) {
+		fprintf(stderr, "test_default_spool_dir: no injection library in this build\n");
+		return;
+	}
+	/* made 0700 and used */
+	ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+	ck_assert_msg(e[0] == '\0', "stderr: %s", e);
+	free(e);
+	ck_assert_int_eq(lstat(spool, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+	/* cuscope import without operands reads it */
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	{
+		const char *argv[] = {NULL, "import", "-o", out, NULL};
+
+		r = run_env(argv, env);
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert(tu_file_exists(out));
+		tu_result_free(&r);
+	}
+	/* writable by others: refused by both */
+	ck_assert_int_eq(chmod(spool, 0777), 0);
+	ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+	ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "refusing the spool directory") &&
+			      strstr(e, "others can write") && strstr(e, "unprofiled"),
+		      "stderr: %s", e);
+	free(e);
+	ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+	{
+		const char *argv[] = {NULL, "import", "-f", "-o", out, NULL};
+
+		r = run_env(argv, env);
+		tu_assert_one_line_error(&r, "import from a spool directory others can write");
+		ck_assert_msg(strstr(r.err, "others can write"), "stderr: %s", r.err);
+		tu_result_free(&r);
+	}
+	/* another user's (root can make one) */
+	ck_assert_int_eq(chmod(spool, 0700), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(spool, 65534, 65534), 0);
+		ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+		ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "belongs to uid 65534"),
+			      "stderr: %s", e);
+		free(e);
+		ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+		ck_assert_int_eq(chown(spool, 0, 0), 0);
+	}
+	/* a symbolic link planted at the name: not followed, nothing written where it points */
+	{
+		char *moved = tu_path(tmp, "elsewhere");
+
+		ck_assert_int_eq(rename(spool, moved), 0);
+		ck_assert_int_eq(symlink(moved, spool), 0);
+		ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+		ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "symbolic link"), "stderr: %s",
+			      e);
+		free(e);
+		ck_assert_int_eq(dir_entries_except(moved, NULL), 1);
+		{
+			const char *argv[] = {NULL, "import", "-f", "-o", out, NULL};
+
+			r = run_env(argv, env);
+			tu_assert_one_line_error(&r, "import from a linked spool directory");
+			ck_assert_msg(strstr(r.err, "symbolic link"), "stderr: %s", r.err);
+			tu_result_free(&r);
+		}
+		free(moved);
+	}
+	free(tmp);
+	free(spool);
+	free(outdir);
+	free(out);
+}
+END_TEST
+
 static Suite *import_suite(void)
 {
 	Suite *s = suite_create("import");
@@ -2286,6 +2428,7 @@ static Suite *import_suite(void)
 	suite_add_tcase(s, load);
 	tcase_add_test(cli, test_cli_import);
 	tcase_add_test(cli, test_cli_import_not_regular);
+	tcase_add_test(cli, test_default_spool_dir);
 	suite_add_tcase(s, cli);
 	return s;
 }
