@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cuscope/files.h"
 #include "cuscope/import.h"
+#include "cuscope/spool.h"
 
 #define IMPORT_DEFAULT_OUTPUT "cuscope.db"
 
@@ -66,6 +67,24 @@ static void print_summary(const char *out, const cs_import_stats *st)
 		fprintf(stderr, ", truncated files %s",
 			cli_fmt_count(num, sizeof(num), st->truncated_files));
 	fputs(")\n", stderr);
+}
+
+/* 1 when out is an existing spool file of the directory dir (one of the files a dir import reads). */
+static int spool_in_dir(const char *out, const char *dir)
+{
+	size_t n = strlen(out), sfx = strlen(CS_SPOOL_SUFFIX);
+	const char *slash = strrchr(out, '/');
+	char parent[4096];
+	struct stat a, b;
+
+	if (n <= sfx || strcmp(out + n - sfx, CS_SPOOL_SUFFIX) || stat(out, &a) || stat(dir, &b) ||
+	    !S_ISDIR(b.st_mode))
+		return 0;
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", slash == out ? 1 : (int)(slash - out), out);
+	return stat(parent, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 int cmd_import(int argc, char **argv)
@@ -138,6 +157,11 @@ int cmd_import(int argc, char **argv)
 		optind = 0;
 		npaths = 1;
 	}
+	for (int i = optind; i < argc; i++)
+		if (cs_same_file(out, argv[i]) || spool_in_dir(out, argv[i])) {
+			cli_error("'%s' is an input; write the trace to another file", out);
+			return CLI_EXIT_USAGE;
+		}
 	if (!opts.overwrite && access(out, F_OK) == 0) {
 		cli_error("'%s' exists; use --force to replace it", out);
 		return CLI_EXIT_USAGE;

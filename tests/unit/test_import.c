@@ -2181,6 +2181,43 @@ START_TEST(test_cli_import)
 }
 END_TEST
 
+/* -o naming a spool file being read (by its name, a link, or as a file of the directory read):
+ * refused with --force too, the spool file untouched. */
+START_TEST(test_cli_import_output_is_input)
+{
+	char *dir = tu_tmpdir(), *file, *lnk = tu_path(dir, "link.cuspool"), *before, *after;
+	size_t len, len2;
+	struct spool s;
+	struct tu_result r;
+
+	build_small(&s, PID_A, 1, 0);
+	file = sp_save(&s, dir, "4242.cuspool");
+	before = tu_read_file(file, &len);
+	ck_assert_int_eq(symlink(file, lnk), 0);
+	{
+		const char *argv[][7] = {
+			{NULL, "import", "-f", "-o", file, file, NULL},
+			{NULL, "import", "-f", "-o", lnk, file, NULL},
+			{NULL, "import", "-f", "-o", file, dir, NULL},
+		};
+
+		for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++) {
+			r = tu_cuscope(argv[i]);
+			tu_assert_one_line_error(&r, "import onto a spool file it reads");
+			ck_assert_msg(strstr(r.err, "is an input"), "stderr: %s", r.err);
+			tu_result_free(&r);
+			after = tu_read_file(file, &len2);
+			ck_assert(after && len2 == len && !memcmp(before, after, len));
+			free(after);
+		}
+	}
+	free(before);
+	free(file);
+	free(lnk);
+	free(dir);
+}
+END_TEST
+
 /* Run cuscope with argv[1..] and extra environment entries (NULL-terminated). */
 static struct tu_result run_env(const char **argv, const char *const *env)
 {
@@ -2428,6 +2465,7 @@ static Suite *import_suite(void)
 	suite_add_tcase(s, load);
 	tcase_add_test(cli, test_cli_import);
 	tcase_add_test(cli, test_cli_import_not_regular);
+	tcase_add_test(cli, test_cli_import_output_is_input);
 	tcase_add_test(cli, test_default_spool_dir);
 	suite_add_tcase(s, cli);
 	return s;
