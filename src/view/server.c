@@ -1,9 +1,12 @@
 /*
  * server.c - the HTTP server of `cuscope view` (libmicrohttpd, one internal thread).
  *
- * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every request
- * must carry the token printed with the URL, as ?token= or as the cookie the index page sets; and
- * the Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
+ * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every API request
+ * must carry the token printed with the URL, in the X-Cuscope-Token header (the page's own
+ * requests) or as ?token=. The token never goes into a cookie: cookies are not kept apart by port,
+ * so every other server on 127.0.0.1 would receive it, and a second viewer would replace it. The
+ * page's static files (index.html, viewer.js, viewer.css: nothing from the trace) need no token.
+ * The Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
  * rebinds its DNS name to 127.0.0.1 cannot read the trace. Answers are never cached and carry a
  * Content-Security-Policy that allows only this origin.
  */
@@ -28,7 +31,7 @@ typedef enum MHD_Result mhd_result;
 typedef int mhd_result;
 #endif
 
-#define TOKEN_COOKIE "cuscope_token"
+#define TOKEN_HEADER "X-Cuscope-Token"
 #define MAX_PX	     20000
 #define MAX_TIME     ((int64_t)1 << 62)
 
@@ -53,8 +56,7 @@ static int token_equal(const char *a, const char *b)
 }
 
 static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const char *type,
-			    const void *body, size_t len, enum MHD_ResponseMemoryMode mode,
-			    const char *cookie)
+			    const void *body, size_t len, enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
 	mhd_result ret;
@@ -68,8 +70,6 @@ static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	MHD_add_response_header(r, "Content-Security-Policy",
 				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
-	if (cookie)
-		MHD_add_response_header(r, "Set-Cookie", cookie);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -78,7 +78,7 @@ static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const
 static mhd_result send_text(struct MHD_Connection *c, unsigned int status, const char *text)
 {
 	return send_body(c, status, "text/plain; charset=utf-8", text, strlen(text),
-			 MHD_RESPMEM_PERSISTENT, NULL);
+			 MHD_RESPMEM_PERSISTENT);
 }
 
 /* A JSON answer (malloc'd text, taken over), or 400 when the query was bad. */
@@ -87,7 +87,7 @@ static mhd_result send_json(struct MHD_Connection *c, char *json)
 	if (!json)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "bad request\n");
 	return send_body(c, MHD_HTTP_OK, "application/json", json, strlen(json),
-			 MHD_RESPMEM_MUST_FREE, NULL);
+			 MHD_RESPMEM_MUST_FREE);
 }
 
 static int query_int(struct MHD_Connection *c, const char *key, int64_t *out)
@@ -124,36 +124,14 @@ static int window_args(struct MHD_Connection *c, int64_t *t0, int64_t *t1, int *
 static mhd_result send_loading(struct MHD_Connection *c)
 {
 	return send_body(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
-			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT, NULL);
+			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT);
 }
 
-static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			 const char *version, const char *upload, size_t *upload_size, void **state)
+/* The answer of an API request (with the token). */
+static mhd_result api_answer(struct view_server *s, struct MHD_Connection *c, const char *url)
 {
-	struct view_server *s = cls;
-	const char *host, *token;
 	int64_t t0, t1;
 	int px;
-
-	(void)version;
-	(void)upload;
-	if (!*state) {
-		/* first call of a request: headers only */
-		*state = s;
-		return MHD_YES;
-	}
-	if (*upload_size)
-		return send_text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
-	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	if (!host || (strcmp(host, s->host_ip) && strcmp(host, s->host_name)))
-		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: unexpected Host\n");
-	token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-	if (!token)
-		token = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, TOKEN_COOKIE);
-	if (!token_equal(token, s->token))
-		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 
 	if (!strcmp(url, "/api/summary"))
 		return send_json(c, view_api_summary(s->data));
@@ -177,21 +155,47 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return send_json(c, window ? view_api_window(s->data, t0, t1, px)
 					   : view_api_memory(s->data, t0, t1, px));
 	}
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			 const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct view_server *s = cls;
+	const char *host, *token;
+
+	(void)version;
+	(void)upload;
+	if (!*state) {
+		/* first call of a request: headers only */
+		*state = s;
+		return MHD_YES;
+	}
+	if (*upload_size)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (!host || (strcmp(host, s->host_ip) && strcmp(host, s->host_name)))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: unexpected Host\n");
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (!strcmp(url, "/"))
 		url = "/index.html";
+	/* the page's own files: nothing from the trace, no token (the page reads it from its URL) */
 	for (unsigned long i = 0; i < view_nassets; i++) {
 		const struct view_asset *a = &view_assets[i];
-		char cookie[128];
 
-		if (strcmp(url, a->path))
-			continue;
-		/* the index page hands the token to the page's own requests as a cookie */
-		snprintf(cookie, sizeof(cookie),
-			 TOKEN_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", s->token);
-		return send_body(c, MHD_HTTP_OK, a->type, a->data, a->size, MHD_RESPMEM_PERSISTENT,
-				 !strcmp(a->path, "/index.html") ? cookie : NULL);
+		if (!strcmp(url, a->path))
+			return send_body(c, MHD_HTTP_OK, a->type, a->data, a->size,
+					 MHD_RESPMEM_PERSISTENT);
 	}
-	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+	token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, TOKEN_HEADER);
+	if (!token)
+		token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+	if (!token_equal(token, s->token))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
+	if (strncmp(url, "/api/", 5))
+		return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+	return api_answer(s, c, url);
 }
 
 int view_server_start(struct view_data *v, int port, const char *token, struct view_server **out,
