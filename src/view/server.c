@@ -1,5 +1,5 @@
 /*
- * server.c - the HTTP server of `cuscope view` (libmicrohttpd, one internal thread).
+ * server.c - the HTTP server of `cuscope view` (libmicrohttpd, a small pool of threads).
  *
  * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every API request
  * must carry the token printed with the URL, in the X-Cuscope-Token header (the page's own
@@ -9,6 +9,10 @@
  * The Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
  * rebinds its DNS name to 127.0.0.1 cannot read the trace. Answers are never cached and carry a
  * Content-Security-Policy that allows only this origin.
+ *
+ * A slow or stuck client cannot hold up the others: connections are served by several threads,
+ * one that sends nothing for CONN_TIMEOUT_S seconds is closed, and the connections one address
+ * may hold are limited. The API answers themselves are computed one at a time (api_lock).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +39,10 @@ typedef int mhd_result;
 #define TOKEN_HEADER "X-Cuscope-Token"
 #define MAX_PX	     20000
 #define MAX_TIME     ((int64_t)1 << 62)
+/* threads serving connections; a client idle this long is closed; connections per address */
+#define POOL_THREADS	4
+#define CONN_TIMEOUT_S	5
+#define CONN_PER_IP	64
 
 struct view_server {
 	struct MHD_Daemon *daemon;
@@ -42,6 +51,7 @@ struct view_server {
 	int fd;
 	char token[33];
 	char host_ip[32], host_name[32]; /* the Host values accepted */
+	pthread_mutex_t api_lock;	 /* one API answer computed at a time */
 };
 
 /* Compare without leaking where the first difference is. */
@@ -163,6 +173,7 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 {
 	struct view_server *s = cls;
 	const char *host, *token;
+	mhd_result ret;
 
 	(void)version;
 	(void)upload;
@@ -195,7 +206,10 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
 	if (strncmp(url, "/api/", 5))
 		return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
-	return api_answer(s, c, url);
+	pthread_mutex_lock(&s->api_lock);
+	ret = api_answer(s, c, url);
+	pthread_mutex_unlock(&s->api_lock);
+	return ret;
 }
 
 int view_server_start(struct view_data *v, int port, const char *token, struct view_server **out,
@@ -233,10 +247,16 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	s->port = ntohs(addr.sin_port);
 	snprintf(s->host_ip, sizeof(s->host_ip), "127.0.0.1:%d", s->port);
 	snprintf(s->host_name, sizeof(s->host_name), "localhost:%d", s->port);
-	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, s,
-				     MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned int)30, MHD_OPTION_END);
+	pthread_mutex_init(&s->api_lock, NULL);
+	/* poll or epoll: no FD_SETSIZE limit on the connections select would have */
+	s->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, s,
+		MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned int)POOL_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)CONN_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)CONN_PER_IP, MHD_OPTION_END);
 	if (!s->daemon) {
+		pthread_mutex_destroy(&s->api_lock);
 		close(s->fd);
 		free(s);
 		return cs_error_set(err, CS_ERR_IO, "cannot start the HTTP server");
@@ -251,6 +271,7 @@ void view_server_stop(struct view_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->daemon);
+	pthread_mutex_destroy(&s->api_lock);
 	close(s->fd);
 	free(s);
 }

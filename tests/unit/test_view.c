@@ -1,7 +1,7 @@
 /*
  * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
  * prints and talks plain HTTP to it over a socket: the token and Host checks (no cookie; two
- * viewers, each refusing the other's token), the summary against
+ * viewers, each refusing the other's token), a client stalled in its headers, the summary against
  * the trace, the findings against `cuscope report`, the timeline served while the findings are
  * still pending, the busy time and thinning of window answers, strings escaped in JSON, the
  * loopback-only socket, the answers of the writer's overview before the tracks are read, and
@@ -14,8 +14,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -896,6 +898,58 @@ START_TEST(test_two_viewers_own_tokens)
 }
 END_TEST
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * A client that sends part of its headers and stalls (and a crowd of them) does not hold up
+ * another client: its answer comes at once. The stalled connection is closed after a few seconds.
+ */
+START_TEST(test_stalled_client_does_not_block)
+{
+	struct server own, *s = &own; /* its own: this test takes a few seconds of its --timeout */
+	int stalled[40], n = (int)(sizeof(stalled) / sizeof(stalled[0]));
+	char hdr[128], *body, c;
+	double t;
+
+	ck_assert_int_eq(server_start(train_db, NULL, &own), 0);
+	for (int i = 0; i < n; i++) {
+		static const char part[] = "GET /api/summary HTTP/1.1\r\nHost: 127.0.0";
+
+		stalled[i] = connect_to(s);
+		ck_assert_int_ge(stalled[i], 0);
+		ck_assert_int_eq(write(stalled[i], part, strlen(part)), (ssize_t)strlen(part));
+	}
+	usleep(100000);
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	for (int i = 0; i < 5; i++) {
+		t = now_s();
+		ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
+		free(body);
+		t = now_s() - t;
+		ck_assert_msg(t < 1.0, "answered after %.2f s with stalled clients", t);
+	}
+	/* the stalled ones are closed by the server: read sees the end (or a reset) within 10 s */
+	t = now_s();
+	{
+		struct timeval tv = {12, 0};
+
+		setsockopt(stalled[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ck_assert_int_le(read(stalled[0], &c, 1), 0);
+	}
+	t = now_s() - t;
+	ck_assert_msg(t < 10.0, "a stalled client was kept %.1f s", t);
+	for (int i = 0; i < n; i++)
+		close(stalled[i]);
+	server_stop(&own);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -915,6 +969,8 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_loopback_only);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_commands_without_overview);
+	/* last: it takes a few seconds, with a server of its own */
+	tcase_add_test(tc, test_stalled_client_does_not_block);
 	suite_add_tcase(s, tc);
 	return s;
 }
