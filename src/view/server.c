@@ -12,11 +12,15 @@
  *
  * A slow or stuck client cannot hold up the others: connections are served by several threads,
  * one that sends nothing for CONN_TIMEOUT_S seconds is closed, and the connections one address
- * may hold are limited. The API answers themselves are computed one at a time (api_lock).
+ * may hold are limited. The API answers themselves are computed one at a time (api_lock). Every
+ * local client connects from 127.0.0.1, so that limit cannot tell users apart: a connection whose
+ * socket belongs to another user (its owner in /proc/net/tcp) is closed as soon as it is accepted,
+ * so other users can neither guess tokens nor hold connections.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +56,57 @@ struct view_server {
 	char token[33];
 	char host_ip[32], host_name[32]; /* the Host values accepted */
 	pthread_mutex_t api_lock;	 /* one API answer computed at a time */
+	atomic_int refused_told;	 /* a refused user was mentioned on stderr */
 };
+
+/*
+ * The owner of the client's socket of a connection from peer to our port: /proc/net/tcp lists
+ * every TCP socket of this network namespace with its uid, addresses as the raw 32-bit value and
+ * ports in host order, in hex. -1 when it cannot be told (no /proc, not listed).
+ */
+static long peer_uid(const struct sockaddr_in *peer, int our_port)
+{
+	FILE *f = fopen("/proc/net/tcp", "re");
+	char line[512];
+	long uid = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int la, lp, ra, rp, st;
+		unsigned long u;
+
+		if (sscanf(line, " %*u: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %lu", &la, &lp, &ra, &rp,
+			   &st, &u) != 6)
+			continue;
+		if (la == peer->sin_addr.s_addr && lp == ntohs(peer->sin_port) &&
+		    rp == (unsigned int)our_port) {
+			uid = (long)u;
+			break;
+		}
+	}
+	fclose(f);
+	return uid;
+}
+
+/* Accept a connection unless its client's socket belongs to another user. */
+static mhd_result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct view_server *s = cls;
+	long uid;
+
+	if (len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
+		return MHD_NO;
+	uid = peer_uid((const struct sockaddr_in *)addr, s->port);
+	if (uid < 0 || uid == (long)geteuid())
+		return MHD_YES;
+	if (!atomic_exchange(&s->refused_told, 1))
+		fprintf(stderr,
+			"cuscope: refused a connection from another user (uid %ld); the viewer "
+			"serves only uid %ld\n",
+			uid, (long)geteuid());
+	return MHD_NO;
+}
 
 /* Compare without leaking where the first difference is. */
 static int token_equal(const char *a, const char *b)
@@ -250,7 +304,7 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	pthread_mutex_init(&s->api_lock, NULL);
 	/* poll or epoll: no FD_SETSIZE limit on the connections select would have */
 	s->daemon = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, s,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, accept_policy, s, handle, s,
 		MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
 		(unsigned int)POOL_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned int)CONN_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,

@@ -898,6 +898,49 @@ START_TEST(test_two_viewers_own_tokens)
 }
 END_TEST
 
+/*
+ * A connection from another user's socket is closed unanswered, even with the right token; this
+ * user's connections are served. Needs root, to connect as another user (uid 65534).
+ */
+START_TEST(test_other_user_refused)
+{
+	const struct server *s = &d2h_srv;
+	char hdr[128], *body;
+	int fds[2], status;
+	pid_t pid;
+	char got[64] = "";
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_other_user_refused: not root, cannot connect as another user\n");
+		return;
+	}
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int code;
+
+		close(fds[0]);
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+		code = http_get(s, NULL, "/api/summary", hdr, &body);
+		dprintf(fds[1], "%d", code);
+		_exit(0);
+	}
+	close(fds[1]);
+	ck_assert_int_ge(read(fds[0], got, sizeof(got) - 1), 1);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* no HTTP answer at all: the connection was closed at once */
+	ck_assert_msg(atoi(got) < 0, "another user got HTTP %s", got);
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
+	free(body);
+}
+END_TEST
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -961,6 +1004,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_overview_before_tracks);
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_two_viewers_own_tokens);
+	tcase_add_test(tc, test_other_user_refused);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
 	tcase_add_test(tc, test_window_busy_and_thinning);
