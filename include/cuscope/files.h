@@ -54,8 +54,8 @@ int cs_same_file(const char *a, const char *b);
  * the umask; write to fd; cs_outfile_commit() closes fd (unless it is -1: the caller closed it, for
  * example through fclose) and renames the temporary onto path, so a failed write leaves the file
  * that was there untouched. An existing path that is not a regular file (/dev/null, a FIFO) is
- * written in place instead (direct), since a rename would replace it. On any failure the
- * temporary is removed.
+ * written in place instead (direct), since a rename would replace it; a FIFO or socket there that
+ * belongs to another user is refused (EPERM). On any failure the temporary is removed.
  */
 typedef struct cs_outfile {
 	char *path, *tmp;

@@ -180,7 +180,17 @@ int cs_outfile_open(cs_outfile *o, const char *path)
 	if (!o->path)
 		return -1;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* a device or a FIFO: a file renamed over it would replace it */
+		/*
+		 * A device or a FIFO: a file renamed over it would replace it. A FIFO or socket
+		 * of another user (planted where the output goes) would hand it the output, or
+		 * never be read: refused.
+		 */
+		if (!S_ISCHR(st.st_mode) && st.st_uid != geteuid()) {
+			free(o->path);
+			o->path = NULL;
+			errno = EPERM;
+			return -1;
+		}
 		o->direct = 1;
 		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	} else {

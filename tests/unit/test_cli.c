@@ -10,6 +10,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1090,6 +1091,42 @@ START_TEST(test_output_failed_write_keeps_previous)
 }
 END_TEST
 
+/* A FIFO of another user at the output name (it would get the output, or block the writer
+ * forever): refused with one line. Needs root, to make a FIFO that is another user's. */
+START_TEST(test_output_foreign_fifo)
+{
+	char *dir, *trace = trace_copy(&dir, "run.db"), *fifo = tu_path(dir, "out.json");
+	struct tu_result r;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_output_foreign_fifo: not root, cannot make another user's FIFO\n");
+		free(trace);
+		free(fifo);
+		free(dir);
+		return;
+	}
+	ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+	ck_assert_int_eq(chown(fifo, 65534, 65534), 0);
+	{
+		const char *argv[] = {NULL, "export", "-o", fifo, trace, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "export into another user's FIFO");
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "gate", "--baseline", trace, "--junit", fifo, trace, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "gate --junit into another user's FIFO");
+		tu_result_free(&r);
+	}
+	free(trace);
+	free(fifo);
+	free(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1119,6 +1156,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(outputs, test_output_is_input);
 	tcase_add_test(outputs, test_output_planted_links);
 	tcase_add_test(outputs, test_output_failed_write_keeps_previous);
+	tcase_add_test(outputs, test_output_foreign_fifo);
 	suite_add_tcase(s, outputs);
 	return s;
 }
