@@ -295,7 +295,8 @@ int cmd_gate(int argc, char **argv)
 		    (markdown && output_is_input("--markdown", markdown, inputs, 3)))
 			return CLI_EXIT_USAGE;
 		if (junit && markdown && cs_same_file(junit, markdown))
-			return cli_usage_error(argv[0], "--junit and --markdown name the same file");
+			return cli_usage_error(argv[0],
+					       "--junit and --markdown name the same file");
 	}
 	if (cs_comparison_load(config, &o, baseline, path, &cmp, &err) < 0) {
 		cli_error("%s", err.msg);

@@ -69,7 +69,7 @@ static void print_summary(const char *out, const cs_import_stats *st)
 	fputs(")\n", stderr);
 }
 
-/* 1 when out is an existing spool file of the directory dir (one of the files a dir import reads). */
+/* 1 when out is an existing spool file of the directory dir (a file a dir import reads). */
 static int spool_in_dir(const char *out, const char *dir)
 {
 	size_t n = strlen(out), sfx = strlen(CS_SPOOL_SUFFIX);
@@ -83,7 +83,8 @@ static int spool_in_dir(const char *out, const char *dir)
 	if (!slash)
 		snprintf(parent, sizeof(parent), ".");
 	else
-		snprintf(parent, sizeof(parent), "%.*s", slash == out ? 1 : (int)(slash - out), out);
+		snprintf(parent, sizeof(parent), "%.*s", slash == out ? 1 : (int)(slash - out),
+			 out);
 	return stat(parent, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 

@@ -1,9 +1,9 @@
 /*
  * sink.c - where exported bytes go: a file written under a temporary name and renamed into place
  * at the end (cs_outfile: removed on failure, so an interrupted export leaves nothing behind and
- * the file that was there intact; a link planted at the temporary name is not followed), or standard
- * output; either one through gzip when asked. Also the output buffer in front of the sinks, whose
- * full buffers a thread of their own writes (and compresses) while the next one fills.
+ * the file that was there intact; a link planted at the temporary name is not followed), or
+ * standard output; either one through gzip when asked. Also the output buffer in front of the
+ * sinks, whose full buffers a thread of their own writes (and compresses) while the next one fills.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +28,8 @@ struct fd_sink {
 	int is_stdout;
 	int closed_pipe; /* standard output's reader went away: drop the rest quietly */
 	char *path;
-	cs_outfile out;	 /* the file and its temporary, unless standard output */
-	int64_t bytes; /* that reached the file, after compression */
+	cs_outfile out; /* the file and its temporary, unless standard output */
+	int64_t bytes;	/* that reached the file, after compression */
 	int gzip;
 	z_stream z;
 	unsigned char *zbuf;

@@ -3,10 +3,10 @@
  *
  * The file is built as "<path>.tmp.RANDOM" and renamed onto path by cs_writer_finish(), so a trace
  * at path is always complete. Events go first to a staging database beside it
- * ("<path>.tmp.RANDOM.stage.RANDOM"), in arrival order; finish copies them into the final tables sorted by
- * start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and no syncs
- * while writing: crash safety comes from the rename. Prepared statements live as long as the
- * writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
+ * ("<path>.tmp.RANDOM.stage.RANDOM"), in arrival order; finish copies them into the final tables
+ * sorted by start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and
+ * no syncs while writing: crash safety comes from the rename. Prepared statements live as long as
+ * the writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
  * memory hash tables, never by querying SQLite.
  *
  * Not thread safe: one writer is fed from one thread.
@@ -449,8 +449,8 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 	if (!w->stage_path) {
 		int e = errno;
 
-		code = cs_error_set(err, e == ENOMEM ? CS_ERR_NOMEM : CS_ERR_IO, "cannot create '%s': %s",
-				    path, strerror(e));
+		code = cs_error_set(err, e == ENOMEM ? CS_ERR_NOMEM : CS_ERR_IO,
+				    "cannot create '%s': %s", path, strerror(e));
 		cs_writer_abort(w);
 		return code;
 	}

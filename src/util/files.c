@@ -24,7 +24,8 @@ const char *cs_file_strerror(int e)
 int cs_open_regular(const char *path, int nofollow)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
+	int fd = open(path,
+		      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
 	int e;
 
 	if (fd < 0)
@@ -90,7 +91,8 @@ int cs_private_dir(const char *dir, int create, char *why, size_t cap)
 		return -1;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, cap, "others can write to it (mode %04o)", (unsigned)(st.st_mode & 07777));
+		snprintf(why, cap, "others can write to it (mode %04o)",
+			 (unsigned)(st.st_mode & 07777));
 		return -1;
 	}
 	return 0;

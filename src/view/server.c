@@ -44,9 +44,9 @@ typedef int mhd_result;
 #define MAX_PX	     20000
 #define MAX_TIME     ((int64_t)1 << 62)
 /* threads serving connections; a client idle this long is closed; connections per address */
-#define POOL_THREADS	4
-#define CONN_TIMEOUT_S	5
-#define CONN_PER_IP	64
+#define POOL_THREADS   4
+#define CONN_TIMEOUT_S 5
+#define CONN_PER_IP    64
 
 struct view_server {
 	struct MHD_Daemon *daemon;
@@ -245,7 +245,7 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (!strcmp(url, "/"))
 		url = "/index.html";
-	/* the page's own files: nothing from the trace, no token (the page reads it from its URL) */
+	/* the page's own files: nothing from the trace, so no token */
 	for (unsigned long i = 0; i < view_nassets; i++) {
 		const struct view_asset *a = &view_assets[i];
 
@@ -303,12 +303,12 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	snprintf(s->host_name, sizeof(s->host_name), "localhost:%d", s->port);
 	pthread_mutex_init(&s->api_lock, NULL);
 	/* poll or epoll: no FD_SETSIZE limit on the connections select would have */
-	s->daemon = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, accept_policy, s, handle, s,
-		MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
-		(unsigned int)POOL_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)CONN_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned int)CONN_PER_IP, MHD_OPTION_END);
+	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0,
+				     accept_policy, s, handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
+				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)POOL_THREADS,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONN_PER_IP,
+				     MHD_OPTION_END);
 	if (!s->daemon) {
 		pthread_mutex_destroy(&s->api_lock);
 		close(s->fd);

@@ -948,16 +948,19 @@ START_TEST(test_output_is_input)
 		}
 	}
 	{
-		const char *argv[] = {NULL, "gate", "--baseline", trace, "--junit", lnk, trace, NULL};
+		const char *argv[] = {NULL,	 "gate", "--baseline", trace,
+				      "--junit", lnk,	 trace,	       NULL};
 
 		r = tu_cuscope(argv);
 		tu_assert_one_line_error(&r, "gate --junit onto the trace");
-		ck_assert_msg(strstr(r.err, "--junit") && strstr(r.err, "is an input"), "%s", r.err);
+		ck_assert_msg(strstr(r.err, "--junit") && strstr(r.err, "is an input"), "%s",
+			      r.err);
 		tu_result_free(&r);
 		ck_assert(same_bytes(trace, before, len));
 	}
 	{
-		const char *argv[] = {NULL, "gate", "--baseline", hard, "--markdown", hard, trace, NULL};
+		const char *argv[] = {NULL,	    "gate", "--baseline", hard,
+				      "--markdown", hard,   trace,	  NULL};
 
 		r = tu_cuscope(argv);
 		tu_assert_one_line_error(&r, "gate --markdown onto the baseline");
@@ -1002,7 +1005,8 @@ START_TEST(test_output_planted_links)
 		tu_result_free(&r);
 	}
 	{
-		const char *argv[] = {NULL, "gate", "-q", "--baseline", trace, "--junit", xml, trace, NULL};
+		const char *argv[] = {NULL,	 "gate", "-q",	"--baseline", trace,
+				      "--junit", xml,	 trace, NULL};
 
 		r = tu_cuscope(argv);
 		ck_assert_msg(r.rc == 0, "gate: %d %s", r.rc, r.err);
@@ -1051,12 +1055,14 @@ START_TEST(test_output_failed_write_keeps_previous)
 		r1 = tu_cuscope(argv);
 	}
 	{
-		const char *argv[] = {NULL, "gate", "-q", "--baseline", trace, "--junit", xml, trace, NULL};
+		const char *argv[] = {NULL,	 "gate", "-q",	"--baseline", trace,
+				      "--junit", xml,	 trace, NULL};
 
 		r2 = tu_cuscope(argv);
 	}
 	{
-		const char *argv[] = {NULL, "gate", "-q", "--baseline", trace, "--markdown", md, trace, NULL};
+		const char *argv[] = {NULL,	    "gate", "-q",  "--baseline", trace,
+				      "--markdown", md,	    trace, NULL};
 
 		r3 = tu_cuscope(argv);
 	}
@@ -1076,7 +1082,8 @@ START_TEST(test_output_failed_write_keeps_previous)
 	{
 		/* a directory that does not exist: one line, nothing written */
 		char *missing = tu_path(dir, "no/such/out.xml");
-		const char *argv[] = {NULL, "gate", "--baseline", trace, "--junit", missing, trace, NULL};
+		const char *argv[] = {NULL,	 "gate",  "--baseline", trace,
+				      "--junit", missing, trace,	NULL};
 
 		r1 = tu_cuscope(argv);
 		tu_assert_one_line_error(&r1, "gate --junit into a missing directory");
@@ -1099,7 +1106,8 @@ START_TEST(test_output_foreign_fifo)
 	struct tu_result r;
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_output_foreign_fifo: not root, cannot make another user's FIFO\n");
+		fprintf(stderr,
+			"test_output_foreign_fifo: not root, cannot make another user's FIFO\n");
 		free(trace);
 		free(fifo);
 		free(dir);
@@ -1115,7 +1123,8 @@ START_TEST(test_output_foreign_fifo)
 		tu_result_free(&r);
 	}
 	{
-		const char *argv[] = {NULL, "gate", "--baseline", trace, "--junit", fifo, trace, NULL};
+		const char *argv[] = {NULL,	 "gate", "--baseline", trace,
+				      "--junit", fifo,	 trace,	       NULL};
 
 		r = tu_cuscope(argv);
 		tu_assert_one_line_error(&r, "gate --junit into another user's FIFO");

@@ -2155,8 +2155,8 @@ START_TEST(test_cli_import)
 		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
 		ck_assert_int_eq(tu_run(argv, env, &o, &e), 2);
 		ck_assert_int_eq(tu_count_lines(e), 1);
-		ck_assert_msg(strstr(e, "cuscope-spool-") && strstr(e, "does not exist"), "error: %s",
-			      e);
+		ck_assert_msg(strstr(e, "cuscope-spool-") && strstr(e, "does not exist"),
+			      "error: %s", e);
 		free(o);
 		free(e);
 		free(tmp);
@@ -2280,8 +2280,8 @@ START_TEST(test_cli_import_not_regular)
 		tu_result_free(&r);
 	}
 	{
-		static const char *const cmds[][3] = {{"info", NULL}, {"report", NULL},
-						      {"stats", NULL}, {"export", "-o", "-"}};
+		static const char *const cmds[][3] = {
+			{"info", NULL}, {"report", NULL}, {"stats", NULL}, {"export", "-o", "-"}};
 
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 			const char *argv[6] = {NULL};

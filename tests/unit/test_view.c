@@ -911,7 +911,8 @@ START_TEST(test_other_user_refused)
 	char got[64] = "";
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_other_user_refused: not root, cannot connect as another user\n");
+		fprintf(stderr,
+			"test_other_user_refused: not root, cannot connect as another user\n");
 		return;
 	}
 	ck_assert_int_eq(pipe(fds), 0);
