@@ -13,7 +13,8 @@
  * - A file with a bad header (too short, wrong magic, newer or unknown version, bad header size)
  *   is skipped. When no file is left the import fails with the reason of the first one; otherwise
  *   it succeeds, counts the file in meta "import_stats" ("skipped_files") and leaves a one-line
- *   warning in err->msg with err->code CS_OK. A file that cannot be opened or read is an error.
+ *   warning in err->msg with err->code CS_OK. So is, among the files of a directory, one that is
+ *   not a regular file or is a symbolic link. A file that cannot be opened or read is an error.
  * - A record whose size is < 8, not a multiple of 8 or past the end of the file ends its file
  *   (counted in truncated_files). A known record shorter than its fixed part, or whose text runs
  *   past its size, is skipped ("bad_records"); unknown record types are skipped by their size
