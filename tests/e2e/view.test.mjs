@@ -126,6 +126,10 @@ async function main() {
 		const ink = await inkedPixels(page);
 		check('timeline drawn', ink > 5000, ink + ' non-blank pixels');
 		check('token dropped from the address bar', !page.url().includes('token='), page.url());
+		/* a reload, the token gone from the URL: the tab's sessionStorage still has it */
+		await page.reload();
+		await waitRendered(page);
+		check('reload without the token in the URL still draws', (await inkedPixels(page)) > 5000);
 		await page.screenshot({ path: join(shots, 'viewer-timeline.png') });
 
 		/* zoom with the wheel: the window shrinks */
