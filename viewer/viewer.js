@@ -15,6 +15,11 @@
  * overview bin (windows narrower than a bin per column answer 503 "loading"); the page shows
  * "loading detail…" and asks for the summary until it is "ready", then draws the detail.
  *
+ * The token comes in the page's URL (?token=...), which start() then drops from the address bar; the
+ * page keeps it in this tab's sessionStorage (kept apart per origin, so per port: a reload still
+ * works, another viewer's page never sees it) and sends it on every API request in the
+ * X-Cuscope-Token header. Never in a cookie: cookies are shared by every port of 127.0.0.1.
+ *
  * Every string of the trace is shown with textContent or drawn with fillText: never innerHTML.
  * The state is exposed as window.__viewer (and data-t0/data-t1 on the canvas) for tests.
  */
@@ -38,6 +43,15 @@
 	const tooltip = document.getElementById('tooltip');
 	const statusEl = document.getElementById('status');
 	const ctx = canvas.getContext('2d');
+	const token = (() => {
+		const fromUrl = new URLSearchParams(location.search).get('token');
+		try {
+			if (fromUrl) sessionStorage.setItem('cuscope-token', fromUrl);
+			return fromUrl || sessionStorage.getItem('cuscope-token') || '';
+		} catch (e) {
+			return fromUrl || ''; /* storage refused: the token of the URL only */
+		}
+	})();
 
 	/* Everything the page knows; tests read it. */
 	const state = {
@@ -96,8 +110,11 @@
 	}
 
 	async function getJSON(path) {
-		/* the token travels as the cookie the index page set */
-		const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+		const r = await fetch(path, {
+			headers: { 'X-Cuscope-Token': token },
+			credentials: 'omit',
+			cache: 'no-store',
+		});
 		/* 503 {"status": "loading"}: the tracks are not read yet */
 		if (r.status === 503) return { status: 'loading' };
 		if (!r.ok) throw new Error(path + ': HTTP ' + r.status);
@@ -592,7 +609,7 @@
 	}
 
 	async function start() {
-		/* drop the token from the address bar: the cookie carries it from now on */
+		/* drop the token from the address bar (and from what a screenshot or the history shows) */
 		if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
 		renderFindings();
 		document.getElementById('steps-text').textContent = 'analysing…';

@@ -41,7 +41,11 @@ typedef struct cs_import_stats {
  */
 int cs_import_files(const char *const *paths, int n, const char *out_path,
 		    const cs_import_opts *opts, cs_import_stats *stats, cs_error *err);
-/* Import every "*.cuspool" file in dir. CS_ERR_NOT_FOUND when there is none. */
+/*
+ * Import every "*.cuspool" file in dir: regular files only, a FIFO, device or symbolic link there
+ * is skipped with the warning of a bad file (cs_import_files refuses one named). CS_ERR_NOT_FOUND
+ * when there is none.
+ */
 int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *opts,
 		  cs_import_stats *stats, cs_error *err);
 

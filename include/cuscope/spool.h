@@ -26,7 +26,7 @@
 #define CS_SPOOL_SUFFIX	 ".cuspool"
 /* Environment the library reads. */
 #define CS_ENV_SPOOL_DIR \
-	"CUSCOPE_SPOOL_DIR" /* where to write; default: $TMPDIR or /tmp, "cuscope-spool" */
+	"CUSCOPE_SPOOL_DIR" /* where to write; default: $TMPDIR or /tmp, "cuscope-spool-UID" */
 #define CS_ENV_OPTIONS "CUSCOPE_OPTIONS" /* comma-separated options set by `cuscope record` */
 #define CS_ENV_RECORD_PID \
 	"CUSCOPE_RECORD_PID" /* pid of the `cuscope record` that owns the spool dir */

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/export.h"
+#include "cuscope/files.h"
 
 static const char export_usage[] =
 	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
@@ -285,6 +286,12 @@ int cmd_export(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 		output = out_alloc;
+	}
+	if (cs_same_file(output, path)) {
+		cs_trace_close(t);
+		cli_error("'%s' is the trace being exported; write to another file", output);
+		free(out_alloc);
+		return CLI_EXIT_USAGE;
 	}
 	n = strlen(output);
 	opts.gzip = n > 3 && !strcmp(output + n - 3, ".gz");

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/files.h"
 #include "cuscope/gate.h"
 
 static const char gate_usage[] =
@@ -147,25 +148,57 @@ static int list_metrics(const cs_gate_config *c)
 
 /* ---- writing the reports ---- */
 
-/* Write a report to path ("-": stdout); prints the error and returns CLI_EXIT_USAGE on failure. */
+/*
+ * Write a report to path ("-": stdout): under a temporary name renamed into place at the end, so a
+ * failed write leaves the file that was there intact. Prints the error and returns CLI_EXIT_USAGE
+ * on failure.
+ */
 static int write_report(const char *path, const cs_diff *d, int junit)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	cs_outfile out;
+	FILE *f = stdout;
 	int rc;
 
-	if (!f) {
-		cli_error("cannot write '%s': %s", path, strerror(errno));
-		return CLI_EXIT_USAGE;
+	if (strcmp(path, "-")) {
+		if (cs_outfile_open(&out, path)) {
+			cli_error("cannot write '%s': %s", path, strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
+		f = fdopen(out.fd, "w");
+		if (!f) {
+			cli_error("cannot write '%s': %s", path, strerror(errno));
+			cs_outfile_abort(&out);
+			return CLI_EXIT_USAGE;
+		}
+		out.fd = -1; /* the stream owns it now */
 	}
+	errno = 0;
 	rc = junit ? cs_gate_write_junit(f, d) : cs_diff_write_markdown(f, d, 1, 0);
 	if (f != stdout) {
 		if (fclose(f) && !rc)
 			rc = CS_ERR_IO;
+		if (!rc && cs_outfile_commit(&out))
+			rc = CS_ERR_IO;
 		if (rc) {
-			cli_error("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+			int e = errno ? errno : EIO;
+
+			cs_outfile_abort(&out);
+			cli_error("cannot write '%s': %s", path, strerror(e));
 			return CLI_EXIT_USAGE;
 		}
 	}
+	return 0;
+}
+
+/* An output named like an input (or the same file under another name): one line, and 1. */
+static int output_is_input(const char *option, const char *out, const char *const *inputs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (inputs[i] && cs_same_file(out, inputs[i])) {
+			cli_error("%s '%s' is an input; write the report to another file", option,
+				  out);
+			return 1;
+		}
 	return 0;
 }
 
@@ -255,6 +288,16 @@ int cmd_gate(int argc, char **argv)
 	path = cli_single_file(argv[0], argc, argv);
 	if (!path)
 		return CLI_EXIT_USAGE;
+	{
+		const char *inputs[] = {baseline, path, config};
+
+		if ((junit && output_is_input("--junit", junit, inputs, 3)) ||
+		    (markdown && output_is_input("--markdown", markdown, inputs, 3)))
+			return CLI_EXIT_USAGE;
+		if (junit && markdown && cs_same_file(junit, markdown))
+			return cli_usage_error(argv[0],
+					       "--junit and --markdown name the same file");
+	}
 	if (cs_comparison_load(config, &o, baseline, path, &cmp, &err) < 0) {
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;

@@ -3,6 +3,7 @@
  * `cuscope record` (CUDA_INJECTION64_PATH set by hand) into one trace. docs/spool-format.md
  * describes the files.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +11,23 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/files.h"
 #include "cuscope/import.h"
+#include "cuscope/spool.h"
 
 #define IMPORT_DEFAULT_OUTPUT "cuscope.db"
 
 static void import_usage(FILE *out)
 {
-	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] SPOOL_DIR | SPOOL_FILE...\n"
+	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] [SPOOL_DIR | SPOOL_FILE...]\n"
 	      "\n"
 	      "Turn the spool files libcuscope-inject.so wrote (one per process, PID.cuspool) into "
 	      "one trace.\n"
 	      "For programs run with CUDA_INJECTION64_PATH set by hand instead of under 'cuscope "
 	      "record'; the\n"
-	      "library writes into $CUSCOPE_SPOOL_DIR, by default $TMPDIR/cuscope-spool or "
-	      "/tmp/cuscope-spool.\n"
+	      "library writes into $CUSCOPE_SPOOL_DIR, by default $TMPDIR/cuscope-spool-UID or\n"
+	      "/tmp/cuscope-spool-UID (UID: your user id), which import reads when no operand is "
+	      "given.\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output FILE  trace to write (default: " IMPORT_DEFAULT_OUTPUT ")\n"
@@ -65,6 +69,25 @@ static void print_summary(const char *out, const cs_import_stats *st)
 	fputs(")\n", stderr);
 }
 
+/* 1 when out is an existing spool file of the directory dir (a file a dir import reads). */
+static int spool_in_dir(const char *out, const char *dir)
+{
+	size_t n = strlen(out), sfx = strlen(CS_SPOOL_SUFFIX);
+	const char *slash = strrchr(out, '/');
+	char parent[4096];
+	struct stat a, b;
+
+	if (n <= sfx || strcmp(out + n - sfx, CS_SPOOL_SUFFIX) || stat(out, &a) || stat(dir, &b) ||
+	    !S_ISDIR(b.st_mode))
+		return 0;
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", slash == out ? 1 : (int)(slash - out),
+			 out);
+	return stat(parent, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int cmd_import(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -82,6 +105,7 @@ int cmd_import(int argc, char **argv)
 	cs_import_stats st;
 	cs_error err = {0, ""};
 	struct stat sb;
+	char defdir[4096], *defargv[2] = {NULL, NULL};
 	int c, rc, npaths, shown = 0, api_all = 0;
 
 	memset(&opts, 0, sizeof(opts));
@@ -111,10 +135,34 @@ int cmd_import(int argc, char **argv)
 		}
 	}
 	npaths = argc - optind;
-	if (npaths < 1)
-		return cli_usage_error(argv[0], "missing spool directory or files");
 	if (!*out)
 		return cli_usage_error(argv[0], "empty output file name");
+	if (npaths < 1) {
+		/* the library's default, under the same check: private to this user */
+		char why[160];
+
+		if (!cs_default_spool_dir(defdir, sizeof(defdir)))
+			return cli_usage_error(argv[0], "missing spool directory or files");
+		if (lstat(defdir, &sb) && errno == ENOENT) {
+			cli_error("no spool files: '%s' does not exist (give a spool directory)",
+				  defdir);
+			return CLI_EXIT_USAGE;
+		}
+		if (cs_private_dir(defdir, 0, why, sizeof(why))) {
+			cli_error("refusing the default spool directory '%s': %s", defdir, why);
+			return CLI_EXIT_USAGE;
+		}
+		defargv[0] = defdir;
+		argv = defargv;
+		argc = 1;
+		optind = 0;
+		npaths = 1;
+	}
+	for (int i = optind; i < argc; i++)
+		if (cs_same_file(out, argv[i]) || spool_in_dir(out, argv[i])) {
+			cli_error("'%s' is an input; write the trace to another file", out);
+			return CLI_EXIT_USAGE;
+		}
 	if (!opts.overwrite && access(out, F_OK) == 0) {
 		cli_error("'%s' exists; use --force to replace it", out);
 		return CLI_EXIT_USAGE;

@@ -62,6 +62,7 @@
 #include <cupti.h>
 
 #include "collector.h"
+#include "cuscope/files.h"
 #include "inject.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20)
@@ -521,16 +522,31 @@ static void atfork_child(void)
 	cs_stacks_atfork_child();
 }
 
+/*
+ * Where this process writes: $CUSCOPE_SPOOL_DIR as given (`cuscope record` makes a fresh private
+ * one), else the per-user default of cs_default_spool_dir(), made 0700 when missing. The default
+ * lives in a directory everyone can write (/tmp): one that another user made or can write to, or
+ * a symbolic link planted at its name, is refused, and NULL returned after saying so.
+ */
 static const char *spool_dir(char *buf, size_t cap)
 {
 	const char *dir = getenv(CS_ENV_SPOOL_DIR);
-	const char *tmp;
+	char why[160], msg[sizeof(why) + 4200];
 
 	if (dir && *dir)
 		return dir;
-	tmp = getenv("TMPDIR");
-	snprintf(buf, cap, "%s/cuscope-spool", tmp && *tmp ? tmp : "/tmp");
-	mkdir(buf, 0777);
+	if (!cs_default_spool_dir(buf, cap)) {
+		inject_log("%s", "the default spool directory's name is too long (TMPDIR); this "
+				 "process runs unprofiled");
+		return NULL;
+	}
+	if (cs_private_dir(buf, 1, why, sizeof(why))) {
+		snprintf(msg, sizeof(msg), "'%s': %s", buf, why);
+		inject_log("refusing the spool directory %s; this process runs unprofiled (set "
+			   "CUSCOPE_SPOOL_DIR to a directory of your own)",
+			   msg);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -611,6 +627,8 @@ static void process_setup_once(void)
 	owner_pid = getpid();
 	cuptiGetTimestamp(&now);
 	dir = spool_dir(dirbuf, sizeof(dirbuf));
+	if (!dir)
+		return; /* spool_dir() said why */
 	if (cs_out_open(dir, now)) {
 		inject_log("cannot create a spool file in '%s'; this process runs unprofiled", dir);
 		return;

@@ -1,8 +1,9 @@
 /*
  * sink.c - where exported bytes go: a file written under a temporary name and renamed into place
- * at the end (removed on failure, so an interrupted export leaves nothing behind), or standard
- * output; either one through gzip when asked. Also the output buffer in front of the sinks, whose
- * full buffers a thread of their own writes (and compresses) while the next one fills.
+ * at the end (cs_outfile: removed on failure, so an interrupted export leaves nothing behind and
+ * the file that was there intact; a link planted at the temporary name is not followed), or
+ * standard output; either one through gzip when asked. Also the output buffer in front of the
+ * sinks, whose full buffers a thread of their own writes (and compresses) while the next one fills.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include <zlib.h>
 
+#include "cuscope/files.h"
 #include "export/export.h"
 
 #define GZ_CHUNK (256 * 1024)
@@ -24,10 +26,10 @@ struct fd_sink {
 	struct ex_sink base;
 	int fd;
 	int is_stdout;
-	int direct; /* not a regular file (/dev/null, a FIFO): written in place, never renamed */
 	int closed_pipe; /* standard output's reader went away: drop the rest quietly */
-	char *path, *tmp;
-	int64_t bytes; /* that reached the file, after compression */
+	char *path;
+	cs_outfile out; /* the file and its temporary, unless standard output */
+	int64_t bytes;	/* that reached the file, after compression */
 	int gzip;
 	z_stream z;
 	unsigned char *zbuf;
@@ -94,7 +96,6 @@ static void fd_sink_free(struct fd_sink *s)
 		deflateEnd(&s->z);
 	free(s->zbuf);
 	free(s->path);
-	free(s->tmp);
 	free(s);
 }
 
@@ -109,14 +110,11 @@ static int fd_sink_finish(struct ex_sink *base, int64_t *bytes, cs_error *err)
 		rc = deflate_out(s, Z_FINISH, err);
 	}
 	if (!s->is_stdout) {
-		if (close(s->fd) && !rc)
+		if (rc)
+			cs_outfile_abort(&s->out);
+		else if (cs_outfile_commit(&s->out))
 			rc = cs_error_set(err, CS_ERR_IO, "cannot write '%s': %s", s->path,
 					  strerror(errno));
-		if (!s->direct && !rc && rename(s->tmp, s->path))
-			rc = cs_error_set(err, CS_ERR_IO, "cannot write '%s': %s", s->path,
-					  strerror(errno));
-		if (!s->direct && rc)
-			unlink(s->tmp);
 	}
 	*bytes = s->bytes;
 	fd_sink_free(s);
@@ -127,19 +125,14 @@ static void fd_sink_abort(struct ex_sink *base)
 {
 	struct fd_sink *s = (struct fd_sink *)base;
 
-	if (!s->is_stdout) {
-		close(s->fd);
-		if (!s->direct)
-			unlink(s->tmp);
-	}
+	if (!s->is_stdout)
+		cs_outfile_abort(&s->out);
 	fd_sink_free(s);
 }
 
 int ex_sink_open(const char *path, int gzip, struct ex_sink **out, cs_error *err)
 {
 	struct fd_sink *s = calloc(1, sizeof(*s));
-	struct stat st;
-	size_t n;
 
 	*out = NULL;
 	if (!s)
@@ -165,21 +158,13 @@ int ex_sink_open(const char *path, int gzip, struct ex_sink **out, cs_error *err
 		*out = &s->base;
 		return 0;
 	}
-	n = strlen(path) + 32;
 	s->path = strdup(path);
-	s->tmp = malloc(n);
-	if (!s->path || !s->tmp) {
+	if (!s->path) {
 		fd_sink_free(s);
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 	}
-	snprintf(s->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* a device or a FIFO: a file renamed over it would replace it */
-		s->direct = 1;
-		s->fd = open(path, O_WRONLY | O_CLOEXEC);
-	} else {
-		s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	}
+	if (cs_outfile_open(&s->out, path) == 0)
+		s->fd = s->out.fd;
 	if (s->fd < 0) {
 		int e = errno;
 

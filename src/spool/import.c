@@ -13,7 +13,8 @@
  * - A file with a bad header (too short, wrong magic, newer or unknown version, bad header size)
  *   is skipped. When no file is left the import fails with the reason of the first one; otherwise
  *   it succeeds, counts the file in meta "import_stats" ("skipped_files") and leaves a one-line
- *   warning in err->msg with err->code CS_OK. A file that cannot be opened or read is an error.
+ *   warning in err->msg with err->code CS_OK. So is, among the files of a directory, one that is
+ *   not a regular file or is a symbolic link. A file that cannot be opened or read is an error.
  * - A record whose size is < 8, not a multiple of 8 or past the end of the file ends its file
  *   (counted in truncated_files). A known record shorter than its fixed part, or whose text runs
  *   past its size, is skipped ("bad_records"); unknown record types are skipped by their size
@@ -48,6 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
@@ -138,6 +140,7 @@ struct importer {
 	cs_error *err;
 	cs_import_stats *st;
 	int keep_all_api; /* meta api=all: every API record is a row */
+	int from_dir;	  /* the files were found in a directory, not named one by one */
 	uint64_t base_cupti, base_real;
 	uint64_t total, done, next_progress;
 	void (*progress)(uint64_t done, uint64_t total, void *arg);
@@ -1573,10 +1576,11 @@ static int import_file(struct importer *im, const struct file_info *fi)
 		return nomem(im);
 
 	sf.buf = im->buf;
-	sf.fd = open(fi->path, O_RDONLY | O_CLOEXEC);
+	/* replaced by a FIFO or a link since the first pass: refused, not waited on */
+	sf.fd = cs_open_regular(fi->path, im->from_dir);
 	if (sf.fd < 0)
 		return cs_error_set(im->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
-				    "cannot open '%s': %s", fi->path, strerror(errno));
+				    "cannot open '%s': %s", fi->path, cs_file_strerror(errno));
 #ifdef POSIX_FADV_SEQUENTIAL
 	posix_fadvise(sf.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -1630,12 +1634,22 @@ static int probe_file(struct importer *im, struct file_info *fi)
 	ssize_t n;
 	int fd;
 
-	fd = open(fi->path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * Never blocks: a FIFO or a device is refused after an O_NONBLOCK open. In a directory that
+	 * others may write to, such a file or a symbolic link is skipped like a foreign file; named
+	 * on its own it is an error (a link named on its own is followed).
+	 */
+	fd = cs_open_regular(fi->path, im->from_dir);
+	if (fd < 0 && im->from_dir && (errno == CS_ENOTREG || errno == ELOOP)) {
+		fi->bad_code = CS_ERR_INVALID;
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "%s", cs_file_strerror(errno));
+		return 0;
+	}
 	if (fd < 0)
 		return cs_error_set(im->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
-				    "cannot open '%s': %s", fi->path, strerror(errno));
-	if (fstat(fd, &st) || S_ISDIR(st.st_mode)) {
-		int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+				    "cannot open '%s': %s", fi->path, cs_file_strerror(errno));
+	if (fstat(fd, &st)) {
+		int e = errno;
 
 		close(fd);
 		return cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", fi->path,
@@ -1812,8 +1826,9 @@ static int probe_files(struct importer *im, struct file_info *fi, int n, cs_strb
 	return 0;
 }
 
-int cs_import_files(const char *const *paths, int n, const char *out_path,
-		    const cs_import_opts *opts, cs_import_stats *stats, cs_error *err)
+static int import_files(const char *const *paths, int n, const char *out_path,
+			const cs_import_opts *opts, cs_import_stats *stats, cs_error *err,
+			int from_dir)
 {
 	static const cs_import_opts no_opts;
 	cs_strbuf warning = CS_STRBUF_INIT;
@@ -1834,6 +1849,7 @@ int cs_import_files(const char *const *paths, int n, const char *out_path,
 
 	memset(&im, 0, sizeof(im));
 	im.out_path = out_path;
+	im.from_dir = from_dir;
 	im.err = err;
 	im.st = stats;
 	im.progress = opts->progress;
@@ -1893,6 +1909,12 @@ out:
 	return rc;
 }
 
+int cs_import_files(const char *const *paths, int n, const char *out_path,
+		    const cs_import_opts *opts, cs_import_stats *stats, cs_error *err)
+{
+	return import_files(paths, n, out_path, opts, stats, err, 0);
+}
+
 /* Spool files sort by pid, then by name ("<pid>.cuspool" before "<pid>-1.cuspool"). */
 static int spool_name_cmp(const void *a, const void *b)
 {
@@ -1948,7 +1970,7 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 		goto out;
 	}
 	qsort(paths, n, sizeof(*paths), spool_name_cmp);
-	rc = cs_import_files((const char *const *)paths, (int)n, out_path, opts, stats, err);
+	rc = import_files((const char *const *)paths, (int)n, out_path, opts, stats, err, 1);
 out:
 	closedir(d);
 	for (size_t i = 0; i < n; i++)

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuscope/files.h"
 #include "cuscope/strbuf.h"
 #include "trace/trace_internal.h"
 
@@ -548,7 +549,11 @@ int cs_schema_check_file(const char *path, cs_error *err)
 		return cs_error_set(err, CS_ERR_NOT_SQLITE,
 				    "cannot open '%s': not a cuscope trace (empty file)", path);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* without blocking: a FIFO put there since the stat above is refused, not waited on */
+	fd = cs_open_regular(path, 0);
+	if (fd < 0 && errno == CS_ENOTREG)
+		return cs_error_set(err, CS_ERR_NOT_SQLITE, "cannot open '%s': not a regular file",
+				    path);
 	if (fd < 0)
 		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
 				    errno_text(errno, ebuf, sizeof(ebuf)));

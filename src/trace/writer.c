@@ -1,12 +1,12 @@
 /*
  * writer.c - the trace writer: turns events, strings, stacks and meta data into a trace file.
  *
- * The file is built as "<path>.tmp.<pid>" and renamed onto path by cs_writer_finish(), so a trace
+ * The file is built as "<path>.tmp.RANDOM" and renamed onto path by cs_writer_finish(), so a trace
  * at path is always complete. Events go first to a staging database beside it
- * ("<path>.tmp.<pid>.stage"), in arrival order; finish copies them into the final tables sorted by
- * start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and no syncs
- * while writing: crash safety comes from the rename. Prepared statements live as long as the
- * writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
+ * ("<path>.tmp.RANDOM.stage.RANDOM"), in arrival order; finish copies them into the final tables
+ * sorted by start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and
+ * no syncs while writing: crash safety comes from the rename. Prepared statements live as long as
+ * the writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
  * memory hash tables, never by querying SQLite.
  *
  * Not thread safe: one writer is fed from one thread.
@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
 #include "util/u64map.h"
@@ -390,18 +391,11 @@ static void writer_free(cs_trace_writer *w)
 
 /* ---- open ---- */
 
-static char *path_with_suffix(const char *path, const char *fmt, long v)
-{
-	size_t n = strlen(path) + 64;
-	char *p = malloc(n);
-	int len;
-
-	if (!p)
-		return NULL;
-	len = snprintf(p, n, "%s", path);
-	snprintf(p + len, n - (size_t)len, fmt, v);
-	return p;
-}
+#ifdef SQLITE_OPEN_NOFOLLOW
+#define OPEN_NOFOLLOW SQLITE_OPEN_NOFOLLOW
+#else
+#define OPEN_NOFOLLOW 0
+#endif
 
 int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_error *err)
 {
@@ -441,11 +435,24 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 	w->overwrite = overwrite;
 	w->overview_min_events = CS_OVERVIEW_MIN_EVENTS;
 	w->path = strdup(path);
-	w->tmp_path = path_with_suffix(path, ".tmp.%ld", (long)getpid());
-	w->stage_path = path_with_suffix(path, ".tmp.%ld.stage", (long)getpid());
-	if (!w->path || !w->tmp_path || !w->stage_path) {
+	if (!w->path) {
 		writer_free(w);
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
+	/*
+	 * Both files are made here, new (O_EXCL) under names nobody can guess, before SQLite opens
+	 * them by name: a link planted beside path is never followed.
+	 */
+	w->tmp_path = cs_make_temp_beside(path, ".tmp.");
+	if (w->tmp_path)
+		w->stage_path = cs_make_temp_beside(w->tmp_path, ".stage.");
+	if (!w->stage_path) {
+		int e = errno;
+
+		code = cs_error_set(err, e == ENOMEM ? CS_ERR_NOMEM : CS_ERR_IO,
+				    "cannot create '%s': %s", path, strerror(e));
+		cs_writer_abort(w);
+		return code;
 	}
 	for (int k = 0; k < CS_EV_COUNT; k++) {
 		w->stats[k].sorted = 1;
@@ -453,11 +460,7 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 			CS_TS_UNKNOWN;
 		w->stats[k].last_start = CS_TS_UNKNOWN;
 	}
-	/* Left over by an earlier process with this pid. */
-	unlink(w->tmp_path);
-	unlink(w->stage_path);
-
-	rc = sqlite3_open_v2(w->tmp_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	rc = sqlite3_open_v2(w->tmp_path, &w->db, SQLITE_OPEN_READWRITE | OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK) {
 		code = cs_error_set(err, cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_IO,
 				    "cannot create '%s': %s", path,

@@ -1,16 +1,28 @@
 /*
- * server.c - the HTTP server of `cuscope view` (libmicrohttpd, one internal thread).
+ * server.c - the HTTP server of `cuscope view` (libmicrohttpd, a small pool of threads).
  *
- * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every request
- * must carry the token printed with the URL, as ?token= or as the cookie the index page sets; and
- * the Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
+ * Security model (docs/commands/view.md): the socket is bound to 127.0.0.1 only; every API request
+ * must carry the token printed with the URL, in the X-Cuscope-Token header (the page's own
+ * requests) or as ?token=. The token never goes into a cookie: cookies are not kept apart by port,
+ * so every other server on 127.0.0.1 would receive it, and a second viewer would replace it. The
+ * page's static files (index.html, viewer.js, viewer.css: nothing from the trace) need no token.
+ * The Host header must name 127.0.0.1:PORT or localhost:PORT, so that a page of another site that
  * rebinds its DNS name to 127.0.0.1 cannot read the trace. Answers are never cached and carry a
  * Content-Security-Policy that allows only this origin.
+ *
+ * A slow or stuck client cannot hold up the others: connections are served by several threads,
+ * one that sends nothing for CONN_TIMEOUT_S seconds is closed, and the connections one address
+ * may hold are limited. The API answers themselves are computed one at a time (api_lock). Every
+ * local client connects from 127.0.0.1, so that limit cannot tell users apart: a connection whose
+ * socket belongs to another user (its owner in /proc/net/tcp) is closed as soon as it is accepted,
+ * so other users can neither guess tokens nor hold connections.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +40,13 @@ typedef enum MHD_Result mhd_result;
 typedef int mhd_result;
 #endif
 
-#define TOKEN_COOKIE "cuscope_token"
+#define TOKEN_HEADER "X-Cuscope-Token"
 #define MAX_PX	     20000
 #define MAX_TIME     ((int64_t)1 << 62)
+/* threads serving connections; a client idle this long is closed; connections per address */
+#define POOL_THREADS   4
+#define CONN_TIMEOUT_S 5
+#define CONN_PER_IP    64
 
 struct view_server {
 	struct MHD_Daemon *daemon;
@@ -39,7 +55,58 @@ struct view_server {
 	int fd;
 	char token[33];
 	char host_ip[32], host_name[32]; /* the Host values accepted */
+	pthread_mutex_t api_lock;	 /* one API answer computed at a time */
+	atomic_int refused_told;	 /* a refused user was mentioned on stderr */
 };
+
+/*
+ * The owner of the client's socket of a connection from peer to our port: /proc/net/tcp lists
+ * every TCP socket of this network namespace with its uid, addresses as the raw 32-bit value and
+ * ports in host order, in hex. -1 when it cannot be told (no /proc, not listed).
+ */
+static long peer_uid(const struct sockaddr_in *peer, int our_port)
+{
+	FILE *f = fopen("/proc/net/tcp", "re");
+	char line[512];
+	long uid = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int la, lp, ra, rp, st;
+		unsigned long u;
+
+		if (sscanf(line, " %*u: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %lu", &la, &lp, &ra, &rp,
+			   &st, &u) != 6)
+			continue;
+		if (la == peer->sin_addr.s_addr && lp == ntohs(peer->sin_port) &&
+		    rp == (unsigned int)our_port) {
+			uid = (long)u;
+			break;
+		}
+	}
+	fclose(f);
+	return uid;
+}
+
+/* Accept a connection unless its client's socket belongs to another user. */
+static mhd_result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct view_server *s = cls;
+	long uid;
+
+	if (len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
+		return MHD_NO;
+	uid = peer_uid((const struct sockaddr_in *)addr, s->port);
+	if (uid < 0 || uid == (long)geteuid())
+		return MHD_YES;
+	if (!atomic_exchange(&s->refused_told, 1))
+		fprintf(stderr,
+			"cuscope: refused a connection from another user (uid %ld); the viewer "
+			"serves only uid %ld\n",
+			uid, (long)geteuid());
+	return MHD_NO;
+}
 
 /* Compare without leaking where the first difference is. */
 static int token_equal(const char *a, const char *b)
@@ -53,8 +120,7 @@ static int token_equal(const char *a, const char *b)
 }
 
 static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const char *type,
-			    const void *body, size_t len, enum MHD_ResponseMemoryMode mode,
-			    const char *cookie)
+			    const void *body, size_t len, enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
 	mhd_result ret;
@@ -68,8 +134,6 @@ static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	MHD_add_response_header(r, "Content-Security-Policy",
 				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
-	if (cookie)
-		MHD_add_response_header(r, "Set-Cookie", cookie);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -78,7 +142,7 @@ static mhd_result send_body(struct MHD_Connection *c, unsigned int status, const
 static mhd_result send_text(struct MHD_Connection *c, unsigned int status, const char *text)
 {
 	return send_body(c, status, "text/plain; charset=utf-8", text, strlen(text),
-			 MHD_RESPMEM_PERSISTENT, NULL);
+			 MHD_RESPMEM_PERSISTENT);
 }
 
 /* A JSON answer (malloc'd text, taken over), or 400 when the query was bad. */
@@ -87,7 +151,7 @@ static mhd_result send_json(struct MHD_Connection *c, char *json)
 	if (!json)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "bad request\n");
 	return send_body(c, MHD_HTTP_OK, "application/json", json, strlen(json),
-			 MHD_RESPMEM_MUST_FREE, NULL);
+			 MHD_RESPMEM_MUST_FREE);
 }
 
 static int query_int(struct MHD_Connection *c, const char *key, int64_t *out)
@@ -124,36 +188,14 @@ static int window_args(struct MHD_Connection *c, int64_t *t0, int64_t *t1, int *
 static mhd_result send_loading(struct MHD_Connection *c)
 {
 	return send_body(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
-			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT, NULL);
+			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT);
 }
 
-static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			 const char *version, const char *upload, size_t *upload_size, void **state)
+/* The answer of an API request (with the token). */
+static mhd_result api_answer(struct view_server *s, struct MHD_Connection *c, const char *url)
 {
-	struct view_server *s = cls;
-	const char *host, *token;
 	int64_t t0, t1;
 	int px;
-
-	(void)version;
-	(void)upload;
-	if (!*state) {
-		/* first call of a request: headers only */
-		*state = s;
-		return MHD_YES;
-	}
-	if (*upload_size)
-		return send_text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
-	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	if (!host || (strcmp(host, s->host_ip) && strcmp(host, s->host_name)))
-		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: unexpected Host\n");
-	token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-	if (!token)
-		token = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, TOKEN_COOKIE);
-	if (!token_equal(token, s->token))
-		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 
 	if (!strcmp(url, "/api/summary"))
 		return send_json(c, view_api_summary(s->data));
@@ -177,21 +219,51 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return send_json(c, window ? view_api_window(s->data, t0, t1, px)
 					   : view_api_memory(s->data, t0, t1, px));
 	}
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			 const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct view_server *s = cls;
+	const char *host, *token;
+	mhd_result ret;
+
+	(void)version;
+	(void)upload;
+	if (!*state) {
+		/* first call of a request: headers only */
+		*state = s;
+		return MHD_YES;
+	}
+	if (*upload_size)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (!host || (strcmp(host, s->host_ip) && strcmp(host, s->host_name)))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: unexpected Host\n");
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (!strcmp(url, "/"))
 		url = "/index.html";
+	/* the page's own files: nothing from the trace, so no token */
 	for (unsigned long i = 0; i < view_nassets; i++) {
 		const struct view_asset *a = &view_assets[i];
-		char cookie[128];
 
-		if (strcmp(url, a->path))
-			continue;
-		/* the index page hands the token to the page's own requests as a cookie */
-		snprintf(cookie, sizeof(cookie),
-			 TOKEN_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", s->token);
-		return send_body(c, MHD_HTTP_OK, a->type, a->data, a->size, MHD_RESPMEM_PERSISTENT,
-				 !strcmp(a->path, "/index.html") ? cookie : NULL);
+		if (!strcmp(url, a->path))
+			return send_body(c, MHD_HTTP_OK, a->type, a->data, a->size,
+					 MHD_RESPMEM_PERSISTENT);
 	}
-	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+	token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, TOKEN_HEADER);
+	if (!token)
+		token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+	if (!token_equal(token, s->token))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "forbidden: missing or wrong token\n");
+	if (strncmp(url, "/api/", 5))
+		return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+	pthread_mutex_lock(&s->api_lock);
+	ret = api_answer(s, c, url);
+	pthread_mutex_unlock(&s->api_lock);
+	return ret;
 }
 
 int view_server_start(struct view_data *v, int port, const char *token, struct view_server **out,
@@ -229,10 +301,16 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	s->port = ntohs(addr.sin_port);
 	snprintf(s->host_ip, sizeof(s->host_ip), "127.0.0.1:%d", s->port);
 	snprintf(s->host_name, sizeof(s->host_name), "localhost:%d", s->port);
-	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, s,
-				     MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned int)30, MHD_OPTION_END);
+	pthread_mutex_init(&s->api_lock, NULL);
+	/* poll or epoll: no FD_SETSIZE limit on the connections select would have */
+	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0,
+				     accept_policy, s, handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
+				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)POOL_THREADS,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONN_PER_IP,
+				     MHD_OPTION_END);
 	if (!s->daemon) {
+		pthread_mutex_destroy(&s->api_lock);
 		close(s->fd);
 		free(s);
 		return cs_error_set(err, CS_ERR_IO, "cannot start the HTTP server");
@@ -247,6 +325,7 @@ void view_server_stop(struct view_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->daemon);
+	pthread_mutex_destroy(&s->api_lock);
 	close(s->fd);
 	free(s);
 }

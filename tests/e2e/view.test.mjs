@@ -4,7 +4,8 @@
 // (driven by playwright-core; no browser is downloaded), and checks that the timeline canvas is
 // drawn, that the findings list says "analysing…" while the server runs the rules (held back on
 // purpose) and then shows the d2h-sync finding of samples/rules/traces/d2h-sync-bad.db, and that
-// clicking it moves the visible time window and highlights it, that a generated trace (which has
+// clicking it moves the visible time window and highlights it, that two viewers open at once each
+// answer their own page (the token travels in a header, no cookie is set), that a generated trace (which has
 // the writer's overview) is drawn from the overview with "loading detail…" while its tracks are held
 // back, then in detail. Saves screenshots to
 // docs/images/viewer-*.png ($CUSCOPE_E2E_SHOTS when set) and prints the time to first render of a large generated trace.
@@ -57,6 +58,11 @@ function startView(trace, env) {
 		});
 		proc.on('exit', (code) => reject(new Error('cuscope view exited with ' + code)));
 	});
+}
+
+/* The token of a viewer's URL. */
+function tokenOf(url) {
+	return new URL(url).searchParams.get('token');
 }
 
 /* Number of pixels of the timeline canvas that are not the background. */
@@ -120,6 +126,10 @@ async function main() {
 		const ink = await inkedPixels(page);
 		check('timeline drawn', ink > 5000, ink + ' non-blank pixels');
 		check('token dropped from the address bar', !page.url().includes('token='), page.url());
+		/* a reload, the token gone from the URL: the tab's sessionStorage still has it */
+		await page.reload();
+		await waitRendered(page);
+		check('reload without the token in the URL still draws', (await inkedPixels(page)) > 5000);
 		await page.screenshot({ path: join(shots, 'viewer-timeline.png') });
 
 		/* zoom with the wheel: the window shrinks */
@@ -180,6 +190,32 @@ async function main() {
 		await page.screenshot({ path: join(shots, 'viewer-finding.png') });
 		check('no script errors', pageErrors.length === 0, pageErrors.join('; '));
 
+		/* two viewers at once: the training trace's page opened beside the d2h one. Each page's
+		 * requests carry its own token (a header, never a cookie); the first page still works */
+		const pageB = await context.newPage();
+		await pageB.goto(train.url);
+		await waitRendered(pageB);
+		const probe = (tokens) => fetch('api/summary', { headers: { 'X-Cuscope-Token': tokens[0] } })
+			.then((own) => fetch('api/summary', { headers: { 'X-Cuscope-Token': tokens[1] } })
+				.then((other) => [own.status, other.status]));
+		const [tokA, tokB] = [tokenOf(d2h.url), tokenOf(train.url)];
+		const statusA = await page.evaluate(probe, [tokA, tokB]);
+		const statusB = await pageB.evaluate(probe, [tokB, tokA]);
+		check('two viewers: each page answered with its own token, refused with the other\'s',
+			statusA.join() === '200,403' && statusB.join() === '200,403', statusA + ' ' + statusB);
+		await page.bringToFront();
+		await page.evaluate(() => { window.__viewer.window.stale = true; });
+		const boxA = await page.locator('#timeline').boundingBox();
+		await page.mouse.move(boxA.x + boxA.width * 0.5, boxA.y + 60);
+		for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -300);
+		const refetched = await waitFor(page, () => window.__viewer.window && !window.__viewer.window.stale &&
+			!document.getElementById('status').textContent.startsWith('error'), null, 5000);
+		check('two viewers: the first page still queries its server after the second opened', refetched,
+			await page.evaluate(() => document.getElementById('status').textContent));
+		const cookies = await context.cookies();
+		check('no cookie set', cookies.length === 0, JSON.stringify(cookies));
+		await pageB.close();
+
 		/* 3. a generated trace (it has the writer's overview), its tracks held back: drawn from
 		 * the overview with "loading detail…", then the detail */
 		if (existsSync(genTrace)) {
@@ -224,7 +260,7 @@ async function main() {
 			await waitFor(page2, () => window.__viewer.findingsMs !== null, null, 120000);
 			const findingsAt = performance.now() - bv.began;
 			/* a few window queries at different zooms, timed in the page */
-			const queries = await page2.evaluate(async () => {
+			const queries = await page2.evaluate(async (tok) => {
 				const s = window.__viewer.summary;
 				const span = s.end - s.start;
 				const out = [];
@@ -232,12 +268,13 @@ async function main() {
 					const t0 = Math.floor(s.start + span * 0.5);
 					const t1 = Math.ceil(t0 + span * frac);
 					const b = performance.now();
-					const r = await fetch(`api/window?t0=${t0}&t1=${t1}&px=1200`);
+					const r = await fetch(`api/window?t0=${t0}&t1=${t1}&px=1200`,
+						{ headers: { 'X-Cuscope-Token': tok } });
 					const text = await r.text();
 					out.push({ frac, ms: performance.now() - b, bytes: text.length });
 				}
 				return out;
-			});
+			}, tokenOf(bv.url));
 			console.log(`large trace: ${bigEvents} events (generated in ${(genMs / 1000).toFixed(1)} s)`);
 			console.log(`  cuscope view start to URL: ${bv.startMs.toFixed(0)} ms`);
 			console.log(`  page load to first timeline drawn: ${pageMs.toFixed(0)} ms (in-page ${r3.firstRenderMs.toFixed(0)} ms)`);

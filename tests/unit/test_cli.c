@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1021,10 +1024,271 @@ START_TEST(test_bad_truncated)
 }
 END_TEST
 
+/* ---- output files: never an input, written under an unguessable name, whole or not at all ---- */
+
+/* A copy of the sample trace in a fresh directory; *dir gets the directory. */
+static char *trace_copy(char **dir, const char *name)
+{
+	char *src = tu_source_file("samples/traces/train_small.db"), *data, *path;
+	size_t len;
+
+	*dir = tu_tmpdir();
+	path = tu_path(*dir, name);
+	data = tu_read_file(src, &len);
+	ck_assert_ptr_nonnull(data);
+	ck_assert_int_eq(tu_write_file(path, data, len), 0);
+	free(data);
+	free(src);
+	return path;
+}
+
+static int same_bytes(const char *path, const char *text, size_t len)
+{
+	size_t n;
+	char *got = tu_read_file(path, &n);
+	int same = got && n == len && !memcmp(got, text, len);
+
+	free(got);
+	return same;
+}
+
+/* Entries of dir whose name contains part. */
+static int entries_with(const char *dir, const char *part)
+{
+	char cmd[4400];
+	FILE *p;
+	int n = 0, c;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -cF -- '%s'", dir, part);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	if (fscanf(p, "%d", &n) != 1)
+		n = -1;
+	while ((c = fgetc(p)) != EOF)
+		;
+	pclose(p);
+	return n;
+}
+
+/* export -o and gate --junit/--markdown naming an input, by its name or another: refused, the
+ * input untouched. */
+START_TEST(test_output_is_input)
+{
+	char *dir, *trace = trace_copy(&dir, "run.db"), *lnk = tu_path(dir, "link.db");
+	char *hard = tu_path(dir, "hard.db"), *before;
+	size_t len;
+	struct tu_result r;
+
+	before = tu_read_file(trace, &len);
+	ck_assert_int_eq(symlink("run.db", lnk), 0);
+	ck_assert_int_eq(link(trace, hard), 0);
+	{
+		const char *outs[] = {trace, lnk, hard};
+
+		for (int i = 0; i < 3; i++) {
+			const char *argv[] = {NULL, "export", "-o", outs[i], trace, NULL};
+
+			r = tu_cuscope(argv);
+			tu_assert_one_line_error(&r, "export onto its input");
+			ck_assert_msg(strstr(r.err, "is the trace being exported"), "%s", r.err);
+			tu_result_free(&r);
+			ck_assert(same_bytes(trace, before, len));
+		}
+	}
+	{
+		const char *argv[] = {NULL,	 "gate", "--baseline", trace,
+				      "--junit", lnk,	 trace,	       NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "gate --junit onto the trace");
+		ck_assert_msg(strstr(r.err, "--junit") && strstr(r.err, "is an input"), "%s",
+			      r.err);
+		tu_result_free(&r);
+		ck_assert(same_bytes(trace, before, len));
+	}
+	{
+		const char *argv[] = {NULL,	    "gate", "--baseline", hard,
+				      "--markdown", hard,   trace,	  NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "gate --markdown onto the baseline");
+		ck_assert_msg(strstr(r.err, "--markdown") && strstr(r.err, "is an input"), "%s",
+			      r.err);
+		tu_result_free(&r);
+		ck_assert(same_bytes(trace, before, len));
+	}
+	ck_assert_int_eq(entries_with(dir, ".tmp."), 0);
+	free(before);
+	free(trace);
+	free(lnk);
+	free(hard);
+	free(dir);
+}
+END_TEST
+
+/*
+ * Links planted at the temporary names an output used to have (OUT.tmp.PID, PID the next ones the
+ * kernel hands out) are not followed: the file they point to stays as it was.
+ */
+START_TEST(test_output_planted_links)
+{
+	char *dir, *trace = trace_copy(&dir, "run.db"), *victim = tu_path(dir, "victim");
+	char *json = tu_path(dir, "out.json"), *xml = tu_path(dir, "out.xml");
+	char *last = tu_read_file("/proc/sys/kernel/ns_last_pid", NULL), link[4200];
+	long next = last ? atol(last) + 1 : (long)getpid() + 1;
+	struct tu_result r;
+
+	ck_assert_int_eq(tu_write_file(victim, "precious\n", 9), 0);
+	for (long pid = next; pid < next + 400; pid++) {
+		snprintf(link, sizeof(link), "%s.tmp.%ld", json, pid);
+		ck_assert_int_eq(symlink(victim, link), 0);
+		snprintf(link, sizeof(link), "%s.tmp.%ld", xml, pid);
+		ck_assert_int_eq(symlink(victim, link), 0);
+	}
+	{
+		const char *argv[] = {NULL, "export", "-q", "-o", json, trace, NULL};
+
+		r = tu_cuscope(argv);
+		ck_assert_msg(r.rc == 0, "export: %d %s", r.rc, r.err);
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL,	 "gate", "-q",	"--baseline", trace,
+				      "--junit", xml,	 trace, NULL};
+
+		r = tu_cuscope(argv);
+		ck_assert_msg(r.rc == 0, "gate: %d %s", r.rc, r.err);
+		tu_result_free(&r);
+	}
+	ck_assert(same_bytes(victim, "precious\n", 9));
+	ck_assert_int_gt(entries_with(dir, "out.json"), 400); /* the links, and the output */
+	{
+		char *x = tu_read_file(xml, NULL);
+
+		ck_assert_msg(x && strstr(x, "<testsuite"), "junit: %s", x ? x : "(none)");
+		free(x);
+	}
+	free(last);
+	free(trace);
+	free(victim);
+	free(json);
+	free(xml);
+	free(dir);
+}
+END_TEST
+
+/*
+ * A write that fails (the file size limit stands in for a full disk) leaves the file that was at
+ * the output name as it was, and no temporary beside it.
+ */
+START_TEST(test_output_failed_write_keeps_previous)
+{
+	char *dir, *trace = trace_copy(&dir, "run.db");
+	char *json = tu_path(dir, "out.json"), *xml = tu_path(dir, "out.xml");
+	char *md = tu_path(dir, "out.md");
+	struct rlimit saved, rl;
+	struct tu_result r1, r2, r3;
+
+	ck_assert_int_eq(tu_write_file(json, "old json\n", 9), 0);
+	ck_assert_int_eq(tu_write_file(xml, "old xml\n", 8), 0);
+	ck_assert_int_eq(tu_write_file(md, "old md\n", 7), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &saved);
+	rl = saved;
+	rl.rlim_cur = 1024; /* every report here is larger */
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	{
+		const char *argv[] = {NULL, "export", "-q", "-o", json, trace, NULL};
+
+		r1 = tu_cuscope(argv);
+	}
+	{
+		const char *argv[] = {NULL,	 "gate", "-q",	"--baseline", trace,
+				      "--junit", xml,	 trace, NULL};
+
+		r2 = tu_cuscope(argv);
+	}
+	{
+		const char *argv[] = {NULL,	    "gate", "-q",  "--baseline", trace,
+				      "--markdown", md,	    trace, NULL};
+
+		r3 = tu_cuscope(argv);
+	}
+	setrlimit(RLIMIT_FSIZE, &saved);
+	signal(SIGXFSZ, SIG_DFL);
+	tu_assert_one_line_error(&r1, "export into a full disk");
+	tu_assert_one_line_error(&r2, "gate --junit into a full disk");
+	tu_assert_one_line_error(&r3, "gate --markdown into a full disk");
+	ck_assert_msg(strstr(r2.err, "cannot write") && strstr(r2.err, "out.xml"), "%s", r2.err);
+	ck_assert(same_bytes(json, "old json\n", 9));
+	ck_assert(same_bytes(xml, "old xml\n", 8));
+	ck_assert(same_bytes(md, "old md\n", 7));
+	ck_assert_int_eq(entries_with(dir, ".tmp."), 0);
+	tu_result_free(&r1);
+	tu_result_free(&r2);
+	tu_result_free(&r3);
+	{
+		/* a directory that does not exist: one line, nothing written */
+		char *missing = tu_path(dir, "no/such/out.xml");
+		const char *argv[] = {NULL,	 "gate",  "--baseline", trace,
+				      "--junit", missing, trace,	NULL};
+
+		r1 = tu_cuscope(argv);
+		tu_assert_one_line_error(&r1, "gate --junit into a missing directory");
+		tu_result_free(&r1);
+		free(missing);
+	}
+	free(trace);
+	free(json);
+	free(xml);
+	free(md);
+	free(dir);
+}
+END_TEST
+
+/* A FIFO of another user at the output name (it would get the output, or block the writer
+ * forever): refused with one line. Needs root, to make a FIFO that is another user's. */
+START_TEST(test_output_foreign_fifo)
+{
+	char *dir, *trace = trace_copy(&dir, "run.db"), *fifo = tu_path(dir, "out.json");
+	struct tu_result r;
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"test_output_foreign_fifo: not root, cannot make another user's FIFO\n");
+		free(trace);
+		free(fifo);
+		free(dir);
+		return;
+	}
+	ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+	ck_assert_int_eq(chown(fifo, 65534, 65534), 0);
+	{
+		const char *argv[] = {NULL, "export", "-o", fifo, trace, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "export into another user's FIFO");
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL,	 "gate", "--baseline", trace,
+				      "--junit", fifo,	 trace,	       NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "gate --junit into another user's FIFO");
+		tu_result_free(&r);
+	}
+	free(trace);
+	free(fifo);
+	free(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("cli");
+	TCase *outputs = tcase_create("outputs");
 
 	tcase_add_test(tc, test_version);
 	tcase_add_test(tc, test_help_lists_commands);
@@ -1048,6 +1312,11 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_newer_schema);
 	tcase_add_test(tc, test_bad_truncated);
 	suite_add_tcase(s, tc);
+	tcase_add_test(outputs, test_output_is_input);
+	tcase_add_test(outputs, test_output_planted_links);
+	tcase_add_test(outputs, test_output_failed_write_keeps_previous);
+	tcase_add_test(outputs, test_output_foreign_fifo);
+	suite_add_tcase(s, outputs);
 	return s;
 }
 

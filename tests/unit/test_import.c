@@ -2147,12 +2147,19 @@ START_TEST(test_cli_import)
 		free(e);
 	}
 	{
-		const char *argv[] = {tu_cuscope_bin(), "import", NULL};
+		/* no operand: the default spool directory, missing here */
+		char *tmp = tu_tmpdir(), env_tmp[4200];
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, NULL};
+		const char *env[] = {env_tmp, NULL};
 
-		ck_assert_int_eq(tu_run(argv, NULL, &o, &e), 2);
+		snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+		ck_assert_int_eq(tu_run(argv, env, &o, &e), 2);
 		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(strstr(e, "cuscope-spool-") && strstr(e, "does not exist"),
+			      "error: %s", e);
 		free(o);
 		free(e);
+		free(tmp);
 	}
 	{
 		const char *argv[] = {tu_cuscope_bin(), "import", "--api=some", dir, NULL};
@@ -2171,6 +2178,258 @@ START_TEST(test_cli_import)
 		free(o);
 		free(e);
 	}
+}
+END_TEST
+
+/* -o naming a spool file being read (by its name, a link, or as a file of the directory read):
+ * refused with --force too, the spool file untouched. */
+START_TEST(test_cli_import_output_is_input)
+{
+	char *dir = tu_tmpdir(), *file, *lnk = tu_path(dir, "link.cuspool"), *before, *after;
+	size_t len, len2;
+	struct spool s;
+	struct tu_result r;
+
+	build_small(&s, PID_A, 1, 0);
+	file = sp_save(&s, dir, "4242.cuspool");
+	before = tu_read_file(file, &len);
+	ck_assert_int_eq(symlink(file, lnk), 0);
+	{
+		const char *argv[][7] = {
+			{NULL, "import", "-f", "-o", file, file, NULL},
+			{NULL, "import", "-f", "-o", lnk, file, NULL},
+			{NULL, "import", "-f", "-o", file, dir, NULL},
+		};
+
+		for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++) {
+			r = tu_cuscope(argv[i]);
+			tu_assert_one_line_error(&r, "import onto a spool file it reads");
+			ck_assert_msg(strstr(r.err, "is an input"), "stderr: %s", r.err);
+			tu_result_free(&r);
+			after = tu_read_file(file, &len2);
+			ck_assert(after && len2 == len && !memcmp(before, after, len));
+			free(after);
+		}
+	}
+	free(before);
+	free(file);
+	free(lnk);
+	free(dir);
+}
+END_TEST
+
+/* Run cuscope with argv[1..] and extra environment entries (NULL-terminated). */
+static struct tu_result run_env(const char **argv, const char *const *env)
+{
+	struct tu_result r;
+
+	argv[0] = tu_cuscope_bin();
+	r.rc = tu_run(argv, env, &r.out, &r.err);
+	ck_assert_msg(r.rc >= 0, "cannot run %s", argv[0]);
+	return r;
+}
+
+/*
+ * A FIFO where a spool file or a trace is expected: refused at once (an open without O_NONBLOCK
+ * would wait forever for a writer, and the test would time out). In a directory, a FIFO and a
+ * symbolic link are skipped like foreign files; named on their own, a FIFO is an error.
+ */
+START_TEST(test_cli_import_not_regular)
+{
+	char *dir = tu_tmpdir(), *alone = tu_tmpdir(), *outdir = tu_tmpdir();
+	char *out = tu_path(outdir, "run.db"), *out2 = tu_path(outdir, "other.db");
+	char *fifo = tu_path(dir, "4243.cuspool"), *link = tu_path(dir, "4244.cuspool");
+	char *fifo2 = tu_path(alone, "7.cuspool"), *trace = tu_path(outdir, "fifo.db");
+	struct spool s;
+	struct tu_result r;
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(symlink("4242.cuspool", link), 0);
+	ck_assert_int_eq(mkfifo(fifo2, 0600), 0);
+	ck_assert_int_eq(mkfifo(trace, 0600), 0);
+	{
+		const char *argv[] = {NULL, "import", "-o", out, dir, NULL};
+
+		r = tu_cuscope(argv);
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert_int_eq(tu_count_lines(r.err), 2);
+		ck_assert_msg(strstr(r.err, "cuscope: warning: skipped 2 spool files: '"),
+			      "stderr: %s", r.err);
+		/* the link was not followed: the kernels of 4242.cuspool once */
+		ck_assert_msg(strstr(r.err, "kernels 10,"), "stderr: %s", r.err);
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "import", "-o", out2, alone, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "a directory of one FIFO");
+		ck_assert_msg(strstr(r.err, "not a regular file"), "stderr: %s", r.err);
+		ck_assert(!tu_file_exists(out2));
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "import", "-o", out2, fifo2, NULL};
+
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "a FIFO named as a spool file");
+		ck_assert_msg(strstr(r.err, "not a regular file"), "stderr: %s", r.err);
+		ck_assert(!tu_file_exists(out2));
+		tu_result_free(&r);
+	}
+	{
+		static const char *const cmds[][3] = {
+			{"info", NULL}, {"report", NULL}, {"stats", NULL}, {"export", "-o", "-"}};
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			const char *argv[6] = {NULL};
+			int n = 1;
+
+			for (int k = 0; k < 3 && cmds[i][k]; k++)
+				argv[n++] = cmds[i][k];
+			argv[n] = trace;
+			r = tu_cuscope(argv);
+			tu_assert_one_line_error(&r, cmds[i][0]);
+			ck_assert_msg(strstr(r.err, "not a regular file"), "%s: %s", cmds[i][0],
+				      r.err);
+			tu_result_free(&r);
+		}
+	}
+	free(dir);
+	free(alone);
+	free(outdir);
+	free(out);
+	free(out2);
+	free(fifo);
+	free(link);
+	free(fifo2);
+	free(trace);
+}
+END_TEST
+
+/*
+ * Load the injection library by hand into a python3 process with TMPDIR=tmp and no
+ * CUSCOPE_SPOOL_DIR, as a program run with CUDA_INJECTION64_PATH set by hand, and start it through
+ * its NVTX entry point (no GPU needed). Returns the exit code; *err gets stderr.
+ */
+static int run_injected(const char *lib, const char *tmp, char **err)
+{
+	static const char script[] =
+		"import ctypes, os, sys\n"
+		"os.environ.pop('CUSCOPE_SPOOL_DIR', None)\n"
+		"lib = ctypes.CDLL(sys.argv[1])\n"
+		"get_table = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint)(lambda i: None)\n"
+		"lib.InitializeInjectionNvtx2(get_table)\n";
+	const char *argv[] = {"python3", "-c", script, lib, NULL};
+	char env_tmp[4200];
+	const char *env[] = {env_tmp, "CUSCOPE_SPOOL_DIR=", NULL};
+	char *out = NULL;
+	int rc;
+
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	rc = tu_run(argv, env, &out, err);
+	free(out);
+	return rc;
+}
+
+static char *default_spool(const char *tmp)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "cuscope-spool-%lu", (unsigned long)geteuid());
+	return tu_path(tmp, name);
+}
+
+/*
+ * The default spool directory ($TMPDIR/cuscope-spool-UID) is made private (0700); one that is a
+ * symbolic link, writable by others or (as root) another user's is refused, by the library (one
+ * line; the process runs unprofiled and writes nothing) and by `cuscope import` without operands.
+ */
+START_TEST(test_default_spool_dir)
+{
+	const char *lib = getenv("CUSCOPE_INJECT_LIB");
+	char *tmp = tu_tmpdir(), *spool = default_spool(tmp), *outdir = tu_tmpdir();
+	char *out = tu_path(outdir, "run.db"), *e = NULL, env_tmp[4200];
+	const char *env[] = {env_tmp, NULL};
+	struct tu_result r;
+	struct stat st;
+
+	if (!lib) {
+		fprintf(stderr, "test_default_spool_dir: no injection library in this build\n");
+		return;
+	}
+	/* made 0700 and used */
+	ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+	ck_assert_msg(e[0] == '\0', "stderr: %s", e);
+	free(e);
+	ck_assert_int_eq(lstat(spool, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+	/* cuscope import without operands reads it */
+	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", tmp);
+	{
+		const char *argv[] = {NULL, "import", "-o", out, NULL};
+
+		r = run_env(argv, env);
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert(tu_file_exists(out));
+		tu_result_free(&r);
+	}
+	/* writable by others: refused by both */
+	ck_assert_int_eq(chmod(spool, 0777), 0);
+	ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+	ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "refusing the spool directory") &&
+			      strstr(e, "others can write") && strstr(e, "unprofiled"),
+		      "stderr: %s", e);
+	free(e);
+	ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+	{
+		const char *argv[] = {NULL, "import", "-f", "-o", out, NULL};
+
+		r = run_env(argv, env);
+		tu_assert_one_line_error(&r, "import from a spool directory others can write");
+		ck_assert_msg(strstr(r.err, "others can write"), "stderr: %s", r.err);
+		tu_result_free(&r);
+	}
+	/* another user's (root can make one) */
+	ck_assert_int_eq(chmod(spool, 0700), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(spool, 65534, 65534), 0);
+		ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+		ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "belongs to uid 65534"),
+			      "stderr: %s", e);
+		free(e);
+		ck_assert_int_eq(dir_entries_except(spool, NULL), 1);
+		ck_assert_int_eq(chown(spool, 0, 0), 0);
+	}
+	/* a symbolic link planted at the name: not followed, nothing written where it points */
+	{
+		char *moved = tu_path(tmp, "elsewhere");
+
+		ck_assert_int_eq(rename(spool, moved), 0);
+		ck_assert_int_eq(symlink(moved, spool), 0);
+		ck_assert_int_eq(run_injected(lib, tmp, &e), 0);
+		ck_assert_msg(tu_count_lines(e) == 1 && strstr(e, "symbolic link"), "stderr: %s",
+			      e);
+		free(e);
+		ck_assert_int_eq(dir_entries_except(moved, NULL), 1);
+		{
+			const char *argv[] = {NULL, "import", "-f", "-o", out, NULL};
+
+			r = run_env(argv, env);
+			tu_assert_one_line_error(&r, "import from a linked spool directory");
+			ck_assert_msg(strstr(r.err, "symbolic link"), "stderr: %s", r.err);
+			tu_result_free(&r);
+		}
+		free(moved);
+	}
+	free(tmp);
+	free(spool);
+	free(outdir);
+	free(out);
 }
 END_TEST
 
@@ -2205,6 +2464,9 @@ static Suite *import_suite(void)
 	tcase_set_timeout(load, 240);
 	suite_add_tcase(s, load);
 	tcase_add_test(cli, test_cli_import);
+	tcase_add_test(cli, test_cli_import_not_regular);
+	tcase_add_test(cli, test_cli_import_output_is_input);
+	tcase_add_test(cli, test_default_spool_dir);
 	suite_add_tcase(s, cli);
 	return s;
 }

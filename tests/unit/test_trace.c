@@ -1480,22 +1480,66 @@ START_TEST(test_abort_leaves_nothing)
 }
 END_TEST
 
+/* Entries of dir whose name starts with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	closedir(d);
+	return n;
+}
+
 START_TEST(test_finish_renames)
 {
 	char *path = new_trace_path("final.db");
 	char *dir = dir_of(path);
-	char tmp[4096];
 	cs_trace_writer *w = open_writer(path);
 	cs_kernel k = plain_kernel(1, 2);
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
-	ck_assert(tu_file_exists(tmp));
+	/* the file and its staging database, under temporary names */
+	ck_assert_int_eq(count_prefixed(dir, "final.db.tmp."), 2);
 	ck_assert(!tu_file_exists(path));
 	finish_writer(w);
 	ck_assert(tu_file_exists(path));
-	ck_assert(!tu_file_exists(tmp));
+	ck_assert_int_eq(count_prefixed(dir, "final.db.tmp."), 0);
 	ck_assert_int_eq(count_dir_entries(dir), 1);
+	free(dir);
+	free(path);
+}
+END_TEST
+
+/*
+ * Links planted at the names the writer's temporaries used to have (PATH.tmp.PID and
+ * PATH.tmp.PID.stage) are not followed: the files they point to stay as they were.
+ */
+START_TEST(test_planted_links_not_followed)
+{
+	char *path = new_trace_path("final.db");
+	char *dir = dir_of(path), *victim = tu_path(dir, "victim"), *got;
+	char tmp[4200], stage[4300];
+	cs_trace_writer *w;
+	cs_kernel k = plain_kernel(1, 2);
+	size_t len;
+
+	ck_assert_int_eq(tu_write_file(victim, "precious\n", 9), 0);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	snprintf(stage, sizeof(stage), "%s.stage", tmp);
+	ck_assert_int_eq(symlink(victim, tmp), 0);
+	ck_assert_int_eq(symlink(victim, stage), 0);
+	w = open_writer(path);
+	ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	finish_writer(w);
+	got = tu_read_file(victim, &len);
+	ck_assert(got && len == 9 && !memcmp(got, "precious\n", 9));
+	free(got);
+	cs_trace_close(open_trace(path));
+	free(victim);
 	free(dir);
 	free(path);
 }
@@ -2439,6 +2483,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_summary);
 	tcase_add_test(tc, test_abort_leaves_nothing);
 	tcase_add_test(tc, test_finish_renames);
+	tcase_add_test(tc, test_planted_links_not_followed);
 	tcase_add_test(tc, test_overwrite);
 	tcase_add_test(tc, test_kernel_size);
 	tcase_add_test(tc, test_stored_layout);

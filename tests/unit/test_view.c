@@ -1,6 +1,7 @@
 /*
  * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
- * prints and talks plain HTTP to it over a socket: the token and Host checks, the summary against
+ * prints and talks plain HTTP to it over a socket: the token and Host checks (no cookie; two
+ * viewers, each refusing the other's token), a client stalled in its headers, the summary against
  * the trace, the findings against `cuscope report`, the timeline served while the findings are
  * still pending, the busy time and thinning of window answers, strings escaped in JSON, the
  * loopback-only socket, the answers of the writer's overview before the tracks are read, and
@@ -13,8 +14,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,30 +112,44 @@ static void server_stop(struct server *s)
 	}
 }
 
-/*
- * GET path with the Host header host (NULL: 127.0.0.1:PORT) and extra header lines; returns the
- * status code and the body in *body (malloc'd), or -1.
- */
-static int http_get(const struct server *s, const char *host, const char *path, const char *extra,
-		    char **body)
+/* A socket connected to the server, or -1. */
+static int connect_to(const struct server *s)
 {
 	struct sockaddr_in addr;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)s->port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * GET path with the Host header host (NULL: 127.0.0.1:PORT) and extra header lines; returns the
+ * status code, the body in *body and, when head is not NULL, the status line and headers in *head
+ * (malloc'd), or -1.
+ */
+static int http_get_head(const struct server *s, const char *host, const char *path,
+			 const char *extra, char **body, char **head)
+{
 	char req[2048], hostbuf[64];
 	char *buf = NULL, *p;
 	size_t len = 0, cap = 0;
 	int fd, status = -1;
 
 	*body = NULL;
+	if (head)
+		*head = NULL;
 	snprintf(hostbuf, sizeof(hostbuf), "127.0.0.1:%d", s->port);
 	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n",
 		 path, host ? host : hostbuf, extra ? extra : "");
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)s->port);
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+	fd = connect_to(s);
+	if (fd < 0 || write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -158,8 +175,19 @@ static int http_get(const struct server *s, const char *host, const char *path, 
 		status = -1;
 	p = strstr(buf, "\r\n\r\n");
 	*body = strdup(p ? p + 4 : "");
+	if (head) {
+		if (p)
+			p[2] = '\0';
+		*head = strdup(buf);
+	}
 	free(buf);
 	return status;
+}
+
+static int http_get(const struct server *s, const char *host, const char *path, const char *extra,
+		    char **body)
+{
+	return http_get_head(s, host, path, extra, body, NULL);
 }
 
 /* GET path?token=... and parse the JSON answer (asserting 200). */
@@ -231,11 +259,24 @@ static int64_t jint(const cJSON *o, const char *key)
 START_TEST(test_token_and_host)
 {
 	const struct server *s = &train_srv;
-	char path[128], host[64], cookie[128], *body;
+	char path[128], host[64], hdr[128], *body, *head;
 
 	ck_assert_int_eq(http_get(s, NULL, "/api/summary", NULL, &body), 403);
 	free(body);
-	ck_assert_int_eq(http_get(s, NULL, "/", NULL, &body), 403);
+	ck_assert_int_eq(http_get(s, NULL, "/api/findings", NULL, &body), 403);
+	free(body);
+	ck_assert_int_eq(http_get(s, NULL, "/nothing", NULL, &body), 403);
+	free(body);
+	/* the page's own files need no token (nothing of the trace in them) and set no cookie */
+	ck_assert_int_eq(http_get_head(s, NULL, "/", NULL, &body, &head), 200);
+	ck_assert_ptr_nonnull(strstr(body, "<canvas"));
+	ck_assert_msg(!strcasestr(head, "Set-Cookie"), "headers: %s", head);
+	free(body);
+	free(head);
+	ck_assert_int_eq(http_get(s, NULL, "/viewer.css", NULL, &body), 200);
+	free(body);
+	/* ... but still the right Host */
+	ck_assert_int_eq(http_get(s, "evil.example:80", "/", NULL, &body), 403);
 	free(body);
 	ck_assert_int_eq(http_get(s, NULL, "/api/summary?token=00000000000000000000000000000000",
 				  NULL, &body),
@@ -254,17 +295,26 @@ START_TEST(test_token_and_host)
 	snprintf(host, sizeof(host), "localhost:%d", s->port);
 	ck_assert_int_eq(http_get(s, host, path, NULL, &body), 200);
 	free(body);
-	/* the cookie the index page sets */
-	snprintf(cookie, sizeof(cookie), "Cookie: cuscope_token=%s\r\n", s->token);
-	ck_assert_int_eq(http_get(s, NULL, "/api/summary", cookie, &body), 200);
+	/* the header the page's requests carry */
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
 	free(body);
-	ck_assert_int_eq(http_get(s, NULL, "/viewer.js", cookie, &body), 200);
+	ck_assert_int_eq(http_get(s, "evil.example:80", "/api/summary", hdr, &body), 403);
+	free(body);
+	/* a cookie is no way in (the server never sets one) */
+	snprintf(hdr, sizeof(hdr), "Cookie: cuscope_token=%s\r\n", s->token);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 403);
+	free(body);
+	ck_assert_int_eq(http_get(s, NULL, "/viewer.js", NULL, &body), 200);
 	ck_assert_ptr_nonnull(strstr(body, "__viewer"));
+	ck_assert_ptr_nonnull(strstr(body, "X-Cuscope-Token"));
 	free(body);
 	snprintf(path, sizeof(path), "/?token=%s", s->token);
-	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 200);
+	ck_assert_int_eq(http_get_head(s, NULL, path, NULL, &body, &head), 200);
 	ck_assert_ptr_nonnull(strstr(body, "<canvas"));
+	ck_assert_msg(!strcasestr(head, "Set-Cookie"), "headers: %s", head);
 	free(body);
+	free(head);
 	/* bad queries */
 	snprintf(path, sizeof(path), "/api/window?token=%s&t0=5&t1=1&px=10", s->token);
 	ck_assert_int_eq(http_get(s, NULL, path, NULL, &body), 400);
@@ -823,6 +873,127 @@ START_TEST(test_memory_realloc)
 }
 END_TEST
 
+/*
+ * Two viewers at once (on two ports): each answers its own token, in the header or the query, and
+ * refuses the other's; nothing is shared through a cookie.
+ */
+START_TEST(test_two_viewers_own_tokens)
+{
+	const struct server *a = &train_srv, *b = &d2h_srv;
+	char hdr[128], path[128], *body;
+
+	for (int i = 0; i < 2; i++) {
+		const struct server *self = i ? b : a, *other = i ? a : b;
+
+		snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", self->token);
+		ck_assert_int_eq(http_get(self, NULL, "/api/summary", hdr, &body), 200);
+		free(body);
+		snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", other->token);
+		ck_assert_int_eq(http_get(self, NULL, "/api/summary", hdr, &body), 403);
+		free(body);
+		snprintf(path, sizeof(path), "/api/findings?token=%s", other->token);
+		ck_assert_int_eq(http_get(self, NULL, path, NULL, &body), 403);
+		free(body);
+	}
+}
+END_TEST
+
+/*
+ * A connection from another user's socket is closed unanswered, even with the right token; this
+ * user's connections are served. Needs root, to connect as another user (uid 65534).
+ */
+START_TEST(test_other_user_refused)
+{
+	const struct server *s = &d2h_srv;
+	char hdr[128], *body;
+	int fds[2], status;
+	pid_t pid;
+	char got[64] = "";
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"test_other_user_refused: not root, cannot connect as another user\n");
+		return;
+	}
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int code;
+
+		close(fds[0]);
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+		code = http_get(s, NULL, "/api/summary", hdr, &body);
+		dprintf(fds[1], "%d", code);
+		_exit(0);
+	}
+	close(fds[1]);
+	ck_assert_int_ge(read(fds[0], got, sizeof(got) - 1), 1);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* no HTTP answer at all: the connection was closed at once */
+	ck_assert_msg(atoi(got) < 0, "another user got HTTP %s", got);
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
+	free(body);
+}
+END_TEST
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * A client that sends part of its headers and stalls (and a crowd of them) does not hold up
+ * another client: its answer comes at once. The stalled connection is closed after a few seconds.
+ */
+START_TEST(test_stalled_client_does_not_block)
+{
+	struct server own, *s = &own; /* its own: this test takes a few seconds of its --timeout */
+	int stalled[40], n = (int)(sizeof(stalled) / sizeof(stalled[0]));
+	char hdr[128], *body, c;
+	double t;
+
+	ck_assert_int_eq(server_start(train_db, NULL, &own), 0);
+	for (int i = 0; i < n; i++) {
+		static const char part[] = "GET /api/summary HTTP/1.1\r\nHost: 127.0.0";
+
+		stalled[i] = connect_to(s);
+		ck_assert_int_ge(stalled[i], 0);
+		ck_assert_int_eq(write(stalled[i], part, strlen(part)), (ssize_t)strlen(part));
+	}
+	usleep(100000);
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	for (int i = 0; i < 5; i++) {
+		t = now_s();
+		ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
+		free(body);
+		t = now_s() - t;
+		ck_assert_msg(t < 1.0, "answered after %.2f s with stalled clients", t);
+	}
+	/* the stalled ones are closed by the server: read sees the end (or a reset) within 10 s */
+	t = now_s();
+	{
+		struct timeval tv = {12, 0};
+
+		setsockopt(stalled[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ck_assert_int_le(read(stalled[0], &c, 1), 0);
+	}
+	t = now_s() - t;
+	ck_assert_msg(t < 10.0, "a stalled client was kept %.1f s", t);
+	for (int i = 0; i < n; i++)
+		close(stalled[i]);
+	server_stop(&own);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -833,6 +1004,8 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_timeline_before_findings);
 	tcase_add_test(tc, test_overview_before_tracks);
 	tcase_add_test(tc, test_token_and_host);
+	tcase_add_test(tc, test_two_viewers_own_tokens);
+	tcase_add_test(tc, test_other_user_refused);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
 	tcase_add_test(tc, test_window_busy_and_thinning);
@@ -841,6 +1014,8 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_loopback_only);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_commands_without_overview);
+	/* last: it takes a few seconds, with a server of its own */
+	tcase_add_test(tc, test_stalled_client_does_not_block);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,247 @@
+/* files.c - inputs that must be regular files, the private spool directory, atomic outputs
+ * (include/cuscope/files.h). libc only: the injection library links this file too. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuscope/files.h"
+
+const char *cs_file_strerror(int e)
+{
+	if (e == CS_ENOTREG)
+		return "not a regular file";
+	if (e == ELOOP)
+		return "is a symbolic link";
+	return strerror(e);
+}
+
+int cs_open_regular(const char *path, int nofollow)
+{
+	struct stat st;
+	int fd = open(path,
+		      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st))
+		e = errno;
+	else if (S_ISREG(st.st_mode))
+		return fd;
+	else
+		e = CS_ENOTREG;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+int cs_check_regular(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = CS_ENOTREG;
+		return -1;
+	}
+	return 0;
+}
+
+const char *cs_default_spool_dir(char *buf, size_t cap)
+{
+	const char *tmp = getenv("TMPDIR");
+	int n;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	n = snprintf(buf, cap, "%s/cuscope-spool-%lu", tmp, (unsigned long)geteuid());
+	return n < 0 || (size_t)n >= cap ? NULL : buf;
+}
+
+int cs_private_dir(const char *dir, int create, char *why, size_t cap)
+{
+	struct stat st;
+
+	if (create && mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(why, cap, "cannot create it: %s", strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st)) {
+		snprintf(why, cap, "%s", strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, cap, "it is a symbolic link");
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, cap, "it is not a directory");
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, cap, "it belongs to uid %lu, not to this user (uid %lu)",
+			 (unsigned long)st.st_uid, (unsigned long)geteuid());
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, cap, "others can write to it (mode %04o)",
+			 (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+int cs_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, "-") || !strcmp(b, "-"))
+		return 0;
+	if (!strcmp(a, b))
+		return 1;
+	if (stat(a, &sa) || stat(b, &sb))
+		return 0;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* 16 hex characters nobody can guess ahead (getrandom; the clock and pid if that fails). */
+static void random_suffix(char out[17])
+{
+	unsigned char raw[8];
+	ssize_t n = getrandom(raw, sizeof(raw), GRND_NONBLOCK);
+
+	if (n != (ssize_t)sizeof(raw)) {
+		struct timespec ts;
+		unsigned long long v;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^
+		    ((unsigned long long)getpid() << 40);
+		memcpy(raw, &v, sizeof(raw));
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Create "path" suffix "RANDOM" exclusively; *name gets the malloc'd name. Returns the fd. */
+static int create_temp(const char *path, const char *suffix, char **name)
+{
+	size_t n = strlen(path) + strlen(suffix) + 17;
+	char *tmp = malloc(n);
+
+	*name = NULL;
+	if (!tmp)
+		return -1;
+	for (int tries = 0; tries < 16; tries++) {
+		char r[17];
+		int fd;
+
+		random_suffix(r);
+		snprintf(tmp, n, "%s%s%s", path, suffix, r);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			*name = tmp;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	free(tmp);
+	return -1;
+}
+
+char *cs_make_temp_beside(const char *path, const char *suffix)
+{
+	char *name;
+	int fd = create_temp(path, suffix, &name);
+
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	return name;
+}
+
+int cs_outfile_open(cs_outfile *o, const char *path)
+{
+	struct stat st;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return -1;
+	}
+	o->path = strdup(path);
+	if (!o->path)
+		return -1;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/*
+		 * A device or a FIFO: a file renamed over it would replace it. A FIFO or socket
+		 * of another user (planted where the output goes) would hand it the output, or
+		 * never be read: refused.
+		 */
+		if (!S_ISCHR(st.st_mode) && st.st_uid != geteuid()) {
+			free(o->path);
+			o->path = NULL;
+			errno = EPERM;
+			return -1;
+		}
+		o->direct = 1;
+		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	} else {
+		o->fd = create_temp(path, ".tmp.", &o->tmp);
+	}
+	if (o->fd < 0) {
+		int e = errno;
+
+		free(o->path);
+		o->path = NULL;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int cs_outfile_commit(cs_outfile *o)
+{
+	int rc = 0, e = 0;
+
+	if (o->fd >= 0 && close(o->fd)) {
+		rc = -1;
+		e = errno;
+	}
+	o->fd = -1;
+	if (!rc && !o->direct && rename(o->tmp, o->path)) {
+		rc = -1;
+		e = errno;
+	}
+	if (rc && o->tmp)
+		unlink(o->tmp);
+	free(o->path);
+	free(o->tmp);
+	o->path = o->tmp = NULL;
+	errno = e;
+	return rc;
+}
+
+void cs_outfile_abort(cs_outfile *o)
+{
+	int e = errno;
+
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->path);
+	free(o->tmp);
+	o->path = o->tmp = NULL;
+	errno = e;
+}
