@@ -23,7 +23,8 @@
  *
  * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
  *   api=all          record every runtime and driver API call
- *   census           count calls per API id and print them at exit (for development)
+ *   census           count calls per API id, and the flushes after waits with their time, and
+ *                    print them at exit (for development)
  *   latency          turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
  *   limit=BYTES      stop recording once the spool file reaches BYTES
  *   window=T0:T1     record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns;
@@ -296,17 +297,26 @@ static uint64_t wait_flush_gap(void)
 	return (uint64_t)opts.wait_flush_ms * 1000000ull;
 }
 
+/* census: flushes after waits made by the waiting threads [0] and the flush thread [1], the
+ * periodic flushes of CUPTI [2], and their time in ns */
+static _Atomic uint64_t census_flushes[3], census_flush_ns[3];
+
 /* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
  * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
-static void flush_completed(void)
+static void flush_completed(int on_flush_thread)
 {
-	uint64_t t1 = 0;
+	uint64_t t0 = 0, t1 = 0;
 
 	atomic_store(&wait_flush_pending, 0);
+	cuptiGetTimestamp(&t0);
 	cuptiActivityFlushAll(0);
 	cs_out_flush();
 	cuptiGetTimestamp(&t1);
 	atomic_store(&wait_flush_end, t1);
+	if (opts.census) {
+		atomic_fetch_add(&census_flushes[on_flush_thread], 1);
+		atomic_fetch_add(&census_flush_ns[on_flush_thread], t1 - t0);
+	}
 }
 
 void cs_inject_after_wait(uint64_t now)
@@ -316,13 +326,14 @@ void cs_inject_after_wait(uint64_t now)
 		return;
 	if (now < atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + wait_flush_gap()) {
 		/* too soon: the flush thread flushes once the gap has passed */
-		if (!atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
+		if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
+		    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
 			wake(wake_fd);
 		return;
 	}
 	if (atomic_flag_test_and_set(&wait_flush_busy))
 		return; /* another thread is flushing */
-	flush_completed();
+	flush_completed(0);
 	atomic_flag_clear(&wait_flush_busy);
 }
 
@@ -400,7 +411,7 @@ static void *flush_main(void *arg)
 		    now >= atomic_load(&wait_flush_end) + wait_flush_gap() &&
 		    !atomic_flag_test_and_set(&wait_flush_busy)) {
 			if (atomic_load(&subscribed))
-				flush_completed();
+				flush_completed(1);
 			atomic_flag_clear(&wait_flush_busy);
 		}
 		if (now < next_tick)
@@ -410,6 +421,13 @@ static void *flush_main(void *arg)
 		if (atomic_load(&subscribed) && !atomic_flag_test_and_set(&wait_flush_busy)) {
 			cuptiActivityFlushAll(0);
 			atomic_flag_clear(&wait_flush_busy);
+		}
+		if (opts.census) {
+			uint64_t t1 = 0;
+
+			cuptiGetTimestamp(&t1);
+			atomic_fetch_add(&census_flushes[2], 1);
+			atomic_fetch_add(&census_flush_ns[2], t1 - now);
 		}
 		if (++ticks % 25 == 0)
 			cs_write_clock_record(now);
@@ -437,6 +455,14 @@ static void inject_shutdown(void)
 	cs_out_close();
 	if (atomic_exchange(&subscribed, 0)) {
 		cs_api_census_report();
+		if (opts.census)
+			for (int i = 0; i < 3; i++)
+				fprintf(stderr, "cuscope census: %s: %llu, %.1f us in all\n",
+					i == 0	 ? "flushes after waits on the waiting threads"
+					: i == 1 ? "flushes after waits on the flush thread"
+						 : "periodic flushes",
+					(unsigned long long)census_flushes[i],
+					(double)census_flush_ns[i] / 1e3);
 		/* Buffers that arrive later (context teardown) are freed by buffer_completed,
 		 * unread. */
 		cuptiUnsubscribe(subscriber);
