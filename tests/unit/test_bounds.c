@@ -7,8 +7,8 @@
  * (info, stats, report, export in both formats, diff, gate) reads the trace without a negative
  * duration in its output; and, built with -Db_sanitize=address,undefined, without a sanitizer
  * report (UBSAN_OPTIONS=halt_on_error=1 makes one an abort, which fails the test). A trace of the
- * plausible rows alone is also compared with the extreme one: the implausible rows change no
- * time span.
+ * A copy edited with SQL (EVENT_TABLE_INFO, the overview's meta, processes, devices and findings
+ * at the limits) reads back with those values unknown, and the commands read it too.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 
 #include "cuscope/trace.h"
 #include "testutil.h"
@@ -366,6 +367,95 @@ START_TEST(test_diff_and_gate)
 }
 END_TEST
 
+/* ---- a file edited by hand ---- */
+
+static char *edited_db;
+
+static int check_process(const cs_process *p, void *arg)
+{
+	(void)arg;
+	ck_assert(plausible_span(p->start, p->end));
+	ck_assert_int_ge(p->dropped_records, 0);
+	ck_assert(cs_bytes_plausible(p->cupti_device_bytes));
+	return 0;
+}
+
+static int check_device(const cs_device *d, void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(d->total_memory, 0);
+	ck_assert(cs_bytes_plausible(d->memory_bandwidth));
+	return 0;
+}
+
+static int check_finding(const cs_finding *f, void *arg)
+{
+	(*(int *)arg)++;
+	ck_assert(plausible_span(f->start, f->end));
+	ck_assert(f->step_share >= 0 && f->step_share <= 1);
+	ck_assert_int_ge(f->lost_ns_per_step, 0);
+	return 0;
+}
+
+static void write_edited(void)
+{
+	static const char sql[] =
+		"UPDATE EVENT_TABLE_INFO SET minStart = -9223372036854775807, "
+		"maxEnd = 9223372036854775807, maxDuration = 9223372036854775807;"
+		"UPDATE META SET value = '-9223372036854775807' WHERE key = 'overview_start_ns';"
+		"UPDATE META SET value = '9223372036854775807' WHERE key = 'overview_bin_ns';"
+		"UPDATE TIMELINE_OVERVIEW SET busy = 9223372036854775807, "
+		"events = 9223372036854775807;"
+		"UPDATE PROCESSES SET droppedRecords = -5, start = 9223372036854775807, "
+		"end = -9223372036854775807, cuptiDeviceBytes = -1;"
+		"UPDATE TARGET_INFO_GPU SET smCount = -1, totalMemory = -9223372036854775807;"
+		"INSERT INTO FINDINGS(rule, severity, start, end, steps, evidence, lostNsPerStep, "
+		"stepShare, message, fix) VALUES('d2h-sync', 3, -9223372036854775807, "
+		"9223372036854775807, '[0,1]', '{}', 9223372036854775807, 1e300, 'm', 'f'),"
+		"('d2h-sync', 2, 0, -5, '[]', '{}', -9223372036854775807, -1, 'm', 'f');";
+	char *data, *msg = NULL;
+	size_t len;
+	sqlite3 *db;
+
+	edited_db = tu_path(tmp_dir, "edited.db");
+	data = tu_read_file(extreme_db, &len);
+	tu_need(data && !tu_write_file(edited_db, data, len), "test_bounds", edited_db);
+	free(data);
+	tu_need(sqlite3_open(edited_db, &db) == SQLITE_OK &&
+			sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+		"test_bounds", msg ? msg : "sqlite3_open");
+	sqlite3_close(db);
+}
+
+START_TEST(test_edited_trace)
+{
+	const char *info[] = {NULL, "info", "--format", "json", edited_db, NULL};
+	const char *report[] = {NULL, "report", "--format", "json", edited_db, NULL};
+	char *out = tu_path(tmp_dir, "edited.json");
+	const char *export[] = {NULL, "export", "--quiet", "-o", out, edited_db, NULL};
+	cs_trace *t;
+	cs_error err;
+	cs_trace_summary sum;
+	int findings = 0;
+
+	ck_assert_int_eq(cs_trace_open(edited_db, &t, &err), 0);
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), 0);
+	/* what EVENT_TABLE_INFO says is implausible: no span rather than a wrong one */
+	ck_assert_int_eq(sum.start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(sum.end, CS_TS_UNKNOWN);
+	ck_assert_int_eq(sum.dropped_records, 0);
+	ck_assert_int_eq(cs_trace_each_process(t, check_process, NULL, &err), 0);
+	ck_assert_int_eq(cs_trace_each_device(t, check_device, NULL, &err), 0);
+	ck_assert_int_eq(cs_trace_each_finding(t, check_finding, &findings, &err), 0);
+	ck_assert_int_eq(findings, 2);
+	cs_trace_close(t);
+	run_ok(info, "info on the edited trace");
+	run_ok(report, "report on the edited trace");
+	run_ok(export, "export on the edited trace");
+	free(out);
+}
+END_TEST
+
 static Suite *bounds_suite(void)
 {
 	Suite *s = suite_create("bounds");
@@ -380,6 +470,7 @@ static Suite *bounds_suite(void)
 	tcase_add_test(tc, test_report);
 	tcase_add_test(tc, test_export);
 	tcase_add_test(tc, test_diff_and_gate);
+	tcase_add_test(tc, test_edited_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -399,6 +490,7 @@ int main(int argc, char **argv)
 	extreme_db = tu_path(tmp_dir, "extreme.db");
 	tu_write_extreme_trace(extreme_db, PID, "test_bounds");
 	sample_db = tu_source_file("samples/traces/counts.db");
+	write_edited();
 	sr = srunner_create(bounds_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
