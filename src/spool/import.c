@@ -4,16 +4,18 @@
  * Two passes. The first reads each file's header and its first CS_REC_CLOCK (in the first 64 KiB):
  * files with a bad header are set aside, and the trace's time zero is the smallest cupti_ns of the
  * headers and those clock records (meta "time_base_ns"; "realtime_base_ns" is the CLOCK_REALTIME
- * of the same pair). The second pass streams each file through a fixed read buffer, record by
- * record, and writes rows through the trace writer as it goes: memory stays flat apart from
- * per-process maps (strings, stacks, the correlation join, open NVTX ranges, live VMM handles),
- * which are freed at the end of each file.
+ * of the same pair), among the files whose clocks are within CS_TS_MAX of each other. The second
+ * pass streams each file through a fixed read buffer, record by record, and writes rows through the
+ * trace writer as it goes: memory stays flat apart from per-process maps (strings, stacks, the
+ * correlation join, open NVTX ranges, live VMM handles), which are freed at the end of each file.
  *
  * Decisions worth knowing:
  * - A file with a bad header (too short, wrong magic, newer or unknown version, bad header size)
- *   is skipped. When no file is left the import fails with the reason of the first one; otherwise
- *   it succeeds, counts the file in meta "import_stats" ("skipped_files") and leaves a one-line
- *   warning in err->msg with err->code CS_OK. A file that cannot be opened or read is an error.
+ *   is skipped, and so is one whose clock lies more than CS_TS_MAX from those of most other files
+ *   (the time base is the earliest clock of the largest group within CS_TS_MAX). When no file is
+ * left the import fails with the reason of the first one; otherwise it succeeds, counts the file in
+ * meta "import_stats" ("skipped_files") and leaves a one-line warning in err->msg with err->code
+ * CS_OK. A file that cannot be opened or read is an error.
  * - A record whose size is < 8, not a multiple of 8 or past the end of the file ends its file
  *   (counted in truncated_files). A known record shorter than its fixed part, or whose text runs
  *   past its size, is skipped ("bad_records"); unknown record types are skipped by their size
@@ -1844,6 +1846,65 @@ static int write_processes(struct importer *im)
 }
 
 /* The first pass over every file: headers, the time base, the files to skip. */
+struct file_clock {
+	uint64_t cupti;
+	int i;
+};
+
+static int cmp_clock(const void *pa, const void *pb)
+{
+	const struct file_clock *a = pa, *b = pb;
+
+	if (a->cupti != b->cupti)
+		return a->cupti < b->cupti ? -1 : 1;
+	return a->i - b->i;
+}
+
+/*
+ * The time base: the earliest clock of the largest group of files whose clocks lie within
+ * CS_TS_MAX of each other (the earliest such group on a tie). A file whose clock is outside it
+ * could only give implausible times: it is skipped (bad_code set). Returns the files skipped, or
+ * -1 without memory.
+ */
+static int choose_time_base(struct importer *im, struct file_info *fi, int n)
+{
+	struct file_clock *c = calloc((size_t)n + 1, sizeof(*c));
+	int m = 0, best = 0, best_len = 0, skipped = 0;
+
+	if (!c)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (!fi[i].bad_code && fi[i].base_cupti)
+			c[m++] = (struct file_clock){fi[i].base_cupti, i};
+	qsort(c, (size_t)m, sizeof(*c), cmp_clock);
+	for (int i = 0, j = 0; i < m; i++) {
+		while (j < m && c[j].cupti - c[i].cupti <= (uint64_t)CS_TS_MAX)
+			j++;
+		if (j - i > best_len) {
+			best = i;
+			best_len = j - i;
+		}
+	}
+	if (m) {
+		im->base_cupti = c[best].cupti;
+		im->base_real = fi[c[best].i].base_real;
+	}
+	for (int k = 0; k < m; k++) {
+		struct file_info *f = &fi[c[k].i];
+
+		if (k >= best && k < best + best_len)
+			continue;
+		f->bad_code = CS_ERR_CORRUPT;
+		snprintf(f->bad_msg, sizeof(f->bad_msg),
+			 "implausible clock (CUPTI %" PRIu64 " ns): more than 2^53 ns (104 days) "
+			 "from the clocks of the other files",
+			 f->base_cupti);
+		skipped++;
+	}
+	free(c);
+	return skipped;
+}
+
 static int probe_files(struct importer *im, struct file_info *fi, int n, cs_strbuf *warning)
 {
 	int good = 0, rc;
@@ -1852,16 +1913,16 @@ static int probe_files(struct importer *im, struct file_info *fi, int n, cs_strb
 		rc = probe_file(im, &fi[i]);
 		if (rc)
 			return rc;
+	}
+	if (choose_time_base(im, fi, n) < 0)
+		return nomem(im);
+	for (int i = 0; i < n; i++) {
 		if (fi[i].bad_code) {
 			im->skipped_files++;
 			continue;
 		}
 		good++;
 		im->total += fi[i].size;
-		if (fi[i].base_cupti && (!im->base_cupti || fi[i].base_cupti < im->base_cupti)) {
-			im->base_cupti = fi[i].base_cupti;
-			im->base_real = fi[i].base_real;
-		}
 	}
 	for (int i = 0; i < n; i++) {
 		if (!fi[i].bad_code)

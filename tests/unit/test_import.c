@@ -2320,6 +2320,53 @@ START_TEST(test_implausible_header_clock)
 }
 END_TEST
 
+/*
+ * Clocks 2^60 ns apart cannot be one job: the largest group of files within 2^53 ns of each other
+ * makes the time base (the earliest on a tie), and the others are skipped with a warning.
+ */
+START_TEST(test_clocks_far_apart)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "out.db"), *third;
+	struct spool s;
+	struct imported im;
+	struct events k;
+	char base[32];
+
+	/* the earliest file is the outlier: two files 2^60 ns later make the base */
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	build_small(&s, PID_B, 1, 1ull << 60);
+	free(sp_save(&s, dir, "5353.cuspool"));
+	build_small(&s, PID_B + 1, 1, (1ull << 60) + 500);
+	third = sp_save(&s, dir, "5354.cuspool");
+	import_dir(&im, dir, NULL);
+	ck_assert_msg(strstr(im.err.msg, "skipped 1 spool file: '") &&
+			      strstr(im.err.msg, "4242.cuspool': implausible clock"),
+		      "warning: %s", im.err.msg);
+	snprintf(base, sizeof(base), "%llu", (unsigned long long)(BASE_CUPTI + (1ull << 60)));
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), base);
+	ck_assert_int_eq(im.st.implausible, 0);
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 20);
+	for (int i = 0; i < k.n; i++) {
+		ck_assert(k.v[i].u.kernel.start >= 1020 && k.v[i].u.kernel.start <= 10520);
+		ck_assert_int_eq(k.v[i].u.kernel.end - k.v[i].u.kernel.start, 10);
+	}
+	imported_close(&im);
+
+	/* a tie: the earlier file makes the base */
+	unlink(third);
+	unlink(out); /* the import's output, dir/out.db */
+	free(third);
+	import_dir(&im, dir, NULL);
+	ck_assert_msg(strstr(im.err.msg, "5353.cuspool': implausible clock"), "warning: %s",
+		      im.err.msg);
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000000000");
+	imported_close(&im);
+	free(out);
+}
+END_TEST
+
 static Suite *import_suite(void)
 {
 	Suite *s = suite_create("import");
@@ -2333,6 +2380,7 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_unknown_timestamps);
 	tcase_add_test(tc, test_implausible_values);
 	tcase_add_test(tc, test_implausible_header_clock);
+	tcase_add_test(tc, test_clocks_far_apart);
 	tcase_add_test(tc, test_nvtx);
 	tcase_add_test(tc, test_sync_record_and_api_waits);
 	tcase_add_test(tc, test_sync_memcpy);
