@@ -798,8 +798,11 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 			 cs_event_kind_table(kind));
 	if (f.t0 != CS_TS_UNKNOWN) {
 		cs_strbuf_puts(&sql, " AND start >= :minstart");
-		cs_strbuf_puts(&sql, d->has_end ? " AND (end > :t0 OR start >= :t0)"
-						: " AND start >= :t0");
+		/* an end read as unknown (implausible) makes the event an instant at its start */
+		cs_strbuf_puts(&sql, d->has_end
+					     ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
+					       " AND end - start <= :tsmax) OR start >= :t0)"
+					     : " AND start >= :t0");
 	}
 	if (f.t1 != CS_TS_UNKNOWN)
 		cs_strbuf_puts(&sql, " AND start < :t1");

@@ -215,6 +215,44 @@ START_TEST(test_reader_window_at_the_limits)
 	/* starts -1, 0, 1000, 1000, 2000, 3000: 6 of 13, each with 13 ends; the long ones; the
 	 * steps' */
 	ck_assert_int_eq(n, 6 * (TU_NEXTREME + 3) + TU_NLONG + TU_NSTEPS);
+
+	/* a small window: every event returned overlaps it as read (an unknown end is an instant)
+	 */
+	f.t0 = 5000;
+	f.t1 = 6000;
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		if (k == CS_EV_MEMORY)
+			continue;
+		ck_assert_int_eq(cs_iter_open(t, (enum cs_event_kind)k, &f, &it, &err), 0);
+		while (cs_iter_next(it, &ev) == 1) {
+			int64_t s = ev.u.kernel.start, e = ev.u.kernel.end;
+
+			switch (ev.kind) {
+			case CS_EV_MEMCPY:
+				s = ev.u.memcpy.start, e = ev.u.memcpy.end;
+				break;
+			case CS_EV_MEMSET:
+				s = ev.u.memset.start, e = ev.u.memset.end;
+				break;
+			case CS_EV_SYNC:
+				s = ev.u.sync.start, e = ev.u.sync.end;
+				break;
+			case CS_EV_API:
+				s = ev.u.api.start, e = ev.u.api.end;
+				break;
+			case CS_EV_NVTX:
+				s = ev.u.nvtx.start, e = ev.u.nvtx.end;
+				break;
+			default:
+				break;
+			}
+			ck_assert(s != CS_TS_UNKNOWN && s < f.t1);
+			ck_assert_msg(e != CS_TS_UNKNOWN ? e > f.t0 || s >= f.t0 : s >= f.t0,
+				      "kind %d [%lld, %lld] outside the window", k, (long long)s,
+				      (long long)e);
+		}
+		cs_iter_close(it);
+	}
 	cs_trace_close(t);
 }
 END_TEST
