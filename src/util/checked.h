@@ -45,8 +45,10 @@ static inline int64_t cs_sat_mul3(int64_t a, int64_t b, int64_t c)
 	return cs_sat_mul(cs_sat_mul(a, b), c);
 }
 
-/* The point halfway from a to b, for any a and b (rounded towards a when they have the same
- * sign, towards zero otherwise). */
+/*
+ * The point halfway from a to b, for any a and b (rounded towards a when they have the same sign,
+ * towards zero otherwise).
+ */
 static inline int64_t cs_midpoint(int64_t a, int64_t b)
 {
 	/* of opposite signs a + b cannot overflow; of the same sign b - a cannot */
@@ -55,8 +57,7 @@ static inline int64_t cs_midpoint(int64_t a, int64_t b)
 	return a + (b - a) / 2;
 }
 
-/* A double as int64, truncated towards zero, saturating (NaN: 0): a cast out of range is undefined.
- */
+/* A double as int64, truncated towards zero, saturating (NaN: 0): a cast out of range is UB. */
 static inline int64_t cs_sat_from_double(double x)
 {
 	if (x != x)
