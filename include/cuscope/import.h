@@ -30,6 +30,8 @@ typedef struct cs_import_stats {
 	int64_t counts[CS_EV_COUNT]; /* events written, by kind */
 	int64_t dropped;	     /* records lost in the processes (CUPTI or the library) */
 	int64_t unknown_timestamps;  /* timestamps stored as unknown: zero, or implausible */
+	int64_t implausible;	     /* values stored as unknown because they were outside the
+					bounds of include/cuscope/trace.h (timestamps, sizes, counts) */
 	int64_t truncated_files;     /* files that ended in the middle of a record */
 	int64_t bytes_read;
 } cs_import_stats;

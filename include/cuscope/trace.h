@@ -26,6 +26,62 @@ extern "C" {
 /* No value for an optional id column (stream, graph, stack, ...): stored as NULL. */
 #define CS_ID_NONE (-1)
 
+/*
+ * Plausibility bounds (docs/trace-format.md, "Plausible values"), the same for the importer, the
+ * writer's statistics and the reader.
+ *
+ * CS_TS_MAX: a timestamp (ns since the trace start) lies in [-CS_TS_MAX, CS_TS_MAX], and a duration
+ * (end - start) in [0, CS_TS_MAX]. 2^53 - 1 ns is about 104 days, longer than any recording, and
+ * the largest integer a double holds exactly: the exports and the viewer carry times as doubles
+ * (JSON numbers), which then never round. A span of two plausible times fits in 2^54, far from
+ * int64 overflow, so that differences of times need no checks.
+ *
+ * CS_BYTES_MAX: a size in bytes lies in [0, CS_BYTES_MAX]. 2^48 (256 TiB) is over a thousand times
+ * the memory of the largest GPUs (under 2^38) and several times the memory of the largest hosts,
+ * and it is the whole virtual address space of x86-64 with 4-level paging. Sums of 2^15 such
+ * sizes still fit in int64.
+ *
+ * A value outside the bounds is unknown: a timestamp reads as CS_TS_UNKNOWN (NULL), a size as 0
+ * (what the schema stores for a size that is not known).
+ */
+#define CS_TS_MAX    ((INT64_C(1) << 53) - 1)
+#define CS_BYTES_MAX (INT64_C(1) << 48)
+
+static inline int cs_ts_plausible(int64_t t)
+{
+	return t >= -CS_TS_MAX && t <= CS_TS_MAX;
+}
+
+/* t when plausible, else CS_TS_UNKNOWN. */
+static inline int64_t cs_ts_clean(int64_t t)
+{
+	return cs_ts_plausible(t) ? t : CS_TS_UNKNOWN;
+}
+
+/*
+ * The end of a span whose start is start (both as cs_ts_clean() left them): unknown when it is
+ * unknown, before the start, or more than CS_TS_MAX after it.
+ */
+static inline int64_t cs_ts_end_clean(int64_t start, int64_t end)
+{
+	if (!cs_ts_plausible(end))
+		return CS_TS_UNKNOWN;
+	if (start != CS_TS_UNKNOWN && (end < start || end - start > CS_TS_MAX))
+		return CS_TS_UNKNOWN;
+	return end;
+}
+
+static inline int cs_bytes_plausible(int64_t b)
+{
+	return b >= 0 && b <= CS_BYTES_MAX;
+}
+
+/* b when plausible, else 0 (unknown size). */
+static inline int64_t cs_bytes_clean(int64_t b)
+{
+	return cs_bytes_plausible(b) ? b : 0;
+}
+
 /* Event kinds, one table each. */
 enum cs_event_kind {
 	CS_EV_KERNEL = 0,
@@ -435,7 +491,7 @@ int cs_trace_get_stack(cs_trace *t, int64_t stack_id, const cs_frame **frames, i
  * Which events an iterator returns. Fields left at their "any" value do not filter; device and
  * stream filters do not apply to kinds without those columns (API calls, NVTX). An event with an
  * unknown end counts as an instant at its start; one with an unknown start is returned only when
- * neither t0 nor t1 is set.
+ * neither t0 nor t1 is set. Implausible values read as unknown (CS_TS_MAX, CS_BYTES_MAX above).
  */
 typedef struct cs_filter {
 	int64_t t0, t1;	   /* events overlapping [t0, t1); CS_TS_UNKNOWN for no bound */
@@ -460,7 +516,9 @@ void cs_iter_close(cs_iter *it);
 /*
  * Bulk read of a whole event table, for analyses that load every row (cs_analysis_load): calls
  * row() for each event of kind in time order with the values of the named columns (names as in
- * docs/trace-format.md, at most CS_SCAN_MAX_COLUMNS), a NULL read as null_values[i]. Only the named
+ * docs/trace-format.md, at most CS_SCAN_MAX_COLUMNS), a NULL read as null_values[i], and so is an
+ * implausible time (an end before its start or more than CS_TS_MAX after it, when both are
+ * scanned); an implausible "bytes" reads as 0. Only the named
  * columns are read and no string is looked up, so a scan is several times faster than an iterator.
  * values lives during the call. Stops when row() returns non-zero. Returns 0 (also when row()
  * stopped with a positive value), row()'s value when negative, CS_ERR_INVALID for a column the

@@ -17,6 +17,7 @@
 
 #include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
+#include "util/checked.h"
 
 #define RULE_ID "cuda-core-scan"
 
@@ -179,9 +180,9 @@ static int scan_names(const cs_analysis *a, const cs_steps *s, const struct scan
 			v[m].stack_id = CS_ID_NONE;
 			m++;
 		}
-		v[j].ns += k->end - k->start;
+		cs_sat_accum(&v[j].ns, k->end - k->start);
 		v[j].launches++;
-		v[j].blocks += k->grid_blocks;
+		cs_sat_accum(&v[j].blocks, k->grid_blocks);
 		if (v[j].stack_id == CS_ID_NONE)
 			v[j].stack_id = k->stack_id;
 	}

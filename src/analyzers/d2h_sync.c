@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analyzers/rule_util.h"
+#include "util/checked.h"
 
 /* A recurring pattern: draining waits in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -92,7 +93,7 @@ static int64_t collect_sites(const cs_analysis *a, const struct ru_d2h *d, struc
 	qsort(v, (size_t)n, sizeof(*v), cmp_site_stack);
 	for (int64_t i = 0; i < n; i++) {
 		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
-			v[m - 1].idle_ns += v[i].idle_ns;
+			cs_sat_accum(&v[m - 1].idle_ns, v[i].idle_ns);
 			v[m - 1].waits += v[i].waits;
 			continue;
 		}
@@ -254,13 +255,13 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		x = &sum[w->step];
 		x->waits++;
 		x->copies += w->copies;
-		x->bytes += w->bytes;
+		cs_sat_accum(&x->bytes, w->bytes);
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
-			x->wait_ns += y->end - y->start;
+			cs_sat_accum(&x->wait_ns, y->end - y->start);
 		if (gap >= RU_D2H_MIN_IDLE) {
 			x->draining++;
-			x->idle_ns += ru_d2h_cost(w);
-			x->refill_ns += w->refill_ns;
+			cs_sat_accum(&x->idle_ns, ru_d2h_cost(w));
+			cs_sat_accum(&x->refill_ns, w->refill_ns);
 		}
 	}
 	for (int32_t i = 0; i < s->n; i++)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyzers/rule_util.h"
+#include "util/checked.h"
 
 #define RULE_ID "launch-starvation"
 
@@ -106,7 +107,7 @@ static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i
 		if (st < 0)
 			continue;
 		acc[st].work++;
-		acc[st].work_ns += w.end - w.start;
+		cs_sat_accum(&acc[st].work_ns, w.end - w.start);
 		/* a gap the host caused: the work was launched only after the GPU ran out */
 		if (prev == CS_TS_UNKNOWN || w.start <= prev || launched == CS_TS_UNKNOWN ||
 		    launched <= prev)
@@ -123,7 +124,7 @@ static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i
 			c = CAUSE_START;
 		else
 			c = CAUSE_TINY;
-		acc[st].idle[c] += gap;
+		cs_sat_accum(&acc[st].idle[c], gap);
 		acc[st].gaps[c]++;
 		if (c != CAUSE_D2H && gap > acc[st].biggest_gap) {
 			acc[st].biggest_gap = gap;
@@ -134,7 +135,8 @@ static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i
 
 static int64_t counted(const struct step_acc *x)
 {
-	return x->idle[CAUSE_SYNC] + x->idle[CAUSE_TINY] + x->idle[CAUSE_START];
+	return cs_sat_add(cs_sat_add(x->idle[CAUSE_SYNC], x->idle[CAUSE_TINY]),
+			  x->idle[CAUSE_START]);
 }
 
 static const char *cause_words(int c)
@@ -278,7 +280,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 		if (s->v[i].warmup || dur <= 0)
 			continue;
-		share_pm[i] = (int64_t)((double)counted(&acc[i]) * 1e6 / (double)dur);
+		share_pm[i] = cs_sat_from_double((double)counted(&acc[i]) * 1e6 / (double)dur);
 		tmp[m++] = share_pm[i];
 		if (share_pm[i] >= MIN_IDLE_SHARE * 1e6)
 			steps[n++] = i;

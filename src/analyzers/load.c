@@ -13,6 +13,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "util/checked.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64
@@ -117,7 +118,7 @@ static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
 
 static void fill_kernel(cs_a_kernel *d, const int64_t *v)
 {
-	int64_t blocks = v[11] * v[12] * v[13];
+	int64_t blocks = cs_sat_mul3(v[11], v[12], v[13]);
 
 	d->start = v[0];
 	d->end = v[1];

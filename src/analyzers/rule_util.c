@@ -11,6 +11,7 @@
 
 #include "cuscope/grow.h"
 #include "analyzers/rule_util.h"
+#include "util/checked.h"
 #include "util/u64map.h"
 
 int ru_severity(double share)
@@ -65,7 +66,7 @@ int64_t ru_median(int64_t *v, int64_t n)
 	ru_sort_i64(v, n);
 	if (n % 2)
 		return v[n / 2];
-	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
 }
 
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
@@ -286,7 +287,7 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
 		if (launched == CS_TS_UNKNOWN || launched <= reach)
 			break; /* launched while the GPU was busy: the host is ahead again */
 		if (w.start > reach) {
-			sum += w.start - reach;
+			cs_sat_accum(&sum, w.start - reach);
 			gaps++;
 			d->window_end = w.start;
 		}
@@ -367,7 +368,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		d->step = ru_steady_step(s, y->start);
 		d->copies = (int32_t)(hi - lo);
 		for (int64_t j = lo; j < hi; j++)
-			d->bytes += a->copies[cp[j].i].bytes;
+			cs_sat_accum(&d->bytes, a->copies[cp[j].i].bytes);
 		d->idle_start = d->idle_end = d->window_end = wait_end(y);
 	}
 	if (out->n == 0) {
@@ -652,7 +653,7 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 		if (st < 0)
 			continue;
 		m->api_calls[st]++;
-		m->api_host[st] += x->end - x->start;
+		cs_sat_accum(&m->api_host[st], x->end - x->start);
 		m->api_idle[st] +=
 			(x->end - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, x->end);
 	}
@@ -713,7 +714,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 			break;
 		case MEM_ALLOC:
 			last_alloc_t = r->start;
-			reserved += bytes;
+			cs_sat_accum(&reserved, bytes);
 			if (st >= 0) {
 				out->steady_allocs++;
 				if (reserved > out->reserved_peak)
@@ -726,7 +727,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 					b->next_alloc = i;
 					b->next_alloc_bytes = bytes;
 				}
-				b->realloc_bytes += bytes;
+				cs_sat_accum(&b->realloc_bytes, bytes);
 			}
 			pending_failed = pending_failed_bytes = 0;
 			pending_failed_row = -1;
@@ -748,7 +749,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 			cur.last = i;
 			cur.t_last = r->start;
 			cur.releases++;
-			cur.bytes += bytes;
+			cs_sat_accum(&cur.bytes, bytes);
 			reserved -= bytes;
 			if (st >= 0)
 				out->steady_releases++;
@@ -822,7 +823,7 @@ void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_m
 		if (m->have_api)
 			per_step[b->step] = m->api_idle[b->step];
 		else
-			per_step[b->step] += ru_burst_idle(a, s->pid, b);
+			cs_sat_accum(&per_step[b->step], ru_burst_idle(a, s->pid, b));
 	}
 }
 

@@ -12,6 +12,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "util/checked.h"
 #include "util/u64map.h"
 
 /* Period detection (docs/steps.md). */
@@ -1274,8 +1275,8 @@ double cs_steps_busy_share(const cs_steps *s)
 	for (int32_t i = 0; i < s->n; i++) {
 		if (s->v[i].warmup && !all)
 			continue;
-		busy += s->v[i].gpu_busy;
-		total += s->v[i].end - s->v[i].start;
+		cs_sat_accum(&busy, s->v[i].gpu_busy);
+		cs_sat_accum(&total, s->v[i].end - s->v[i].start);
 	}
 	return total > 0 ? (double)busy / (double)total : 0;
 }
@@ -1308,6 +1309,6 @@ void cs_steps_kernel_time(const cs_analysis *a, const cs_steps *s,
 			continue;
 		st = find_from(s, cs_launch_time(k->launch_start, k->start), &hint);
 		if (st >= 0)
-			out[st] += k->end - k->start;
+			cs_sat_accum(&out[st], k->end - k->start);
 	}
 }

@@ -66,6 +66,9 @@ static void print_summary(const char *out, const cs_import_stats *st)
 	if (st->truncated_files)
 		fprintf(stderr, ", truncated files %s",
 			cli_fmt_count(num, sizeof(num), st->truncated_files));
+	if (st->implausible)
+		fprintf(stderr, ", implausible values %s",
+			cli_fmt_count(num, sizeof(num), st->implausible));
 	fputs(")\n", stderr);
 }
 

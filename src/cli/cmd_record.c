@@ -256,6 +256,8 @@ static void print_summary(const char *output, const cs_import_stats *st)
 	if (st->unknown_timestamps)
 		cs_strbuf_printf(&sb_line, ", %lld unknown timestamps",
 				 (long long)st->unknown_timestamps);
+	if (st->implausible)
+		cs_strbuf_printf(&sb_line, ", %lld implausible values", (long long)st->implausible);
 	cli_error("%s", cs_strbuf_str(&sb_line));
 	cs_strbuf_free(&sb_line);
 }

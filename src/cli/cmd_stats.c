@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/checked.h"
 
 #define STATS_DEFAULT_LIMIT 20
 #define STATS_NCOPY_KINDS   (CS_COPY_PTOP + 1)
@@ -141,7 +142,7 @@ static int kernel_stat_add(struct kernel_stat *k, int64_t duration)
 		k->cap = cap;
 	}
 	k->durations[k->n++] = duration;
-	k->total += duration;
+	cs_sat_accum(&k->total, duration);
 	if (duration < k->min)
 		k->min = duration;
 	if (duration > k->max)
@@ -237,7 +238,7 @@ static int stats_read(cs_trace *t, enum cs_event_kind kind, const cs_filter *f, 
 				rc = CS_ERR_NOMEM;
 				break;
 			}
-			st->kernel_time += k->end - k->start;
+			cs_sat_accum(&st->kernel_time, k->end - k->start);
 			st->kernel_count++;
 		} else if (ev.kind == CS_EV_MEMCPY) {
 			const cs_memcpy *m = &ev.u.memcpy;

@@ -35,6 +35,7 @@
 
 #include "cuscope/grow.h"
 #include "export/export.h"
+#include "util/checked.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
 	[EX_CAT_KERNEL] = "kernel",	 [EX_CAT_MEMCPY] = "gpu_memcpy",
@@ -864,14 +865,16 @@ static int on_kernel(struct driver *d, const cs_kernel *k)
 	if (d->ex.ndevs)
 		info = device_info(d, k->pid, k->device_id, &index);
 	if (info && info->sm_count > 0) {
-		int64_t blocks = (int64_t)k->grid_x * k->grid_y * k->grid_z;
-		int64_t threads = (int64_t)k->block_x * k->block_y * k->block_z;
-		int64_t warps = blocks * ((threads + 31) / 32);
+		int64_t blocks = cs_sat_mul3(k->grid_x, k->grid_y, k->grid_z);
+		int64_t threads = cs_sat_mul3(k->block_x, k->block_y, k->block_z);
+		int64_t warps = cs_sat_mul(blocks, cs_sat_add(threads, 31) / 32);
 
 		ex_arg_milli(&e, EX_KEY_BLOCKS_PER_SM,
-			     (blocks * 1000 + info->sm_count / 2) / info->sm_count);
+			     cs_sat_add(cs_sat_mul(blocks, 1000), info->sm_count / 2) /
+				     info->sm_count);
 		ex_arg_milli(&e, EX_KEY_WARPS_PER_SM,
-			     (warps * 1000 + info->sm_count / 2) / info->sm_count);
+			     cs_sat_add(cs_sat_mul(warps, 1000), info->sm_count / 2) /
+				     info->sm_count);
 	}
 	ex_arg_dim3(&e, EX_KEY_GRID, k->grid_x, k->grid_y, k->grid_z);
 	ex_arg_dim3(&e, EX_KEY_BLOCK, k->block_x, k->block_y, k->block_z);
@@ -1250,7 +1253,7 @@ static int on_memory(struct driver *d, const cs_memory *m)
 		if (rc)
 			return rc;
 	}
-	g->mem_in_use += delta;
+	cs_sat_accum(&g->mem_in_use, delta);
 	g->mem_seen = 1;
 	if (!in_window(d, m->start))
 		return 0;

@@ -20,6 +20,7 @@
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
 #include "gate/gate_internal.h"
+#include "util/checked.h"
 #include "util/u64map.h"
 
 #define US  1000.0
@@ -627,7 +628,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		nhits++;
 		time[st] += (double)ns;
 		count[st] += 1;
-		total += ns;
+		cs_sat_accum(&total, ns);
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
@@ -646,14 +647,14 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 			int64_t ns = 0;
 
 			for (; i < nhits && hits[i].group == g && hits[i].step == st; i++) {
-				ns += hits[i].ns;
+				cs_sat_accum(&ns, hits[i].ns);
 				n++;
 			}
 			vt[m] = (double)ns;
 			vc[m] = n;
 			m++;
 			once += n == 1;
-			gtotal += ns;
+			cs_sat_accum(&gtotal, ns);
 		}
 		rk->name = names.names[g];
 		names.names[g] = NULL;
@@ -985,7 +986,7 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 			grp->used = grp->peak = 0;
 		}
 		if (grp) {
-			grp->used += delta;
+			cs_sat_accum(&grp->used, delta);
 			if (grp->used < 0)
 				grp->used = 0; /* released memory allocated before the recording */
 			if (grp->used > grp->peak)

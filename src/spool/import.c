@@ -4,17 +4,19 @@
  * Two passes. The first reads each file's header and its first CS_REC_CLOCK (in the first 64 KiB):
  * files with a bad header are set aside, and the trace's time zero is the smallest cupti_ns of the
  * headers and those clock records (meta "time_base_ns"; "realtime_base_ns" is the CLOCK_REALTIME
- * of the same pair). The second pass streams each file through a fixed read buffer, record by
- * record, and writes rows through the trace writer as it goes: memory stays flat apart from
- * per-process maps (strings, stacks, the correlation join, open NVTX ranges, live VMM handles),
- * which are freed at the end of each file.
+ * of the same pair), among the files whose clocks are within CS_TS_MAX of each other. The second
+ * pass streams each file through a fixed read buffer, record by record, and writes rows through the
+ * trace writer as it goes: memory stays flat apart from per-process maps (strings, stacks, the
+ * correlation join, open NVTX ranges, live VMM handles), which are freed at the end of each file.
  *
  * Decisions worth knowing:
  * - A file with a bad header (too short, wrong magic, newer or unknown version, bad header size)
- *   is skipped. When no file is left the import fails with the reason of the first one; otherwise
- *   it succeeds, counts the file in meta "import_stats" ("skipped_files") and leaves a one-line
- *   warning in err->msg with err->code CS_OK. So is, among the files of a directory, one that is
- *   not a regular file or is a symbolic link. A file that cannot be opened or read is an error.
+ *   is skipped, and so is one whose clock lies more than CS_TS_MAX from those of most other files
+ *   (the time base is the earliest clock of the largest group within CS_TS_MAX), and, among the
+ *   files of a directory, one that is not a regular file or is a symbolic link. When no file is left
+ *   the import fails with the reason of the first one; otherwise it succeeds, counts the file in
+ *   meta "import_stats" ("skipped_files") and leaves a one-line warning in err->msg with err->code
+ *   CS_OK. A file that cannot be opened or read is an error.
  * - A record whose size is < 8, not a multiple of 8 or past the end of the file ends its file
  *   (counted in truncated_files). A known record shorter than its fixed part, or whose text runs
  *   past its size, is skipped ("bad_records"); unknown record types are skipped by their size
@@ -29,7 +31,13 @@
  * - unknown_timestamps counts each raw timestamp that was expected but zero (event starts and
  *   ends, memory and NVTX times, API call times; not the optional queued/submitted), each end
  *   before its start, each queued/submitted after the start, each launch time dropped because the
- *   launch call started after its GPU work, and each NVTX range still open at the end of its file.
+ *   launch call started after its GPU work, each NVTX range still open at the end of its file, and
+ *   each implausible timestamp.
+ * - Plausibility (include/cuscope/trace.h): a timestamp farther than CS_TS_MAX from the time base,
+ *   an end farther than CS_TS_MAX from its start, a size above CS_BYTES_MAX or a count above
+ *   INT64_MAX is stored as unknown (NULL, or 0 for sizes and counts) and counted in "implausible".
+ *   A file whose header clock is above INT64_MAX ns is skipped like a file with a bad header, and
+ *   such a CLOCK record is ignored.
  * - Files with the same pid (a pid reused in the job: "<pid>-<n>.cuspool") make one process row;
  *   their ids (strings, stacks, correlations, mappings) stay apart.
  * - Stacks: a STACK record becomes its native frames (innermost first), then its Python frames
@@ -55,6 +63,7 @@
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
 #include "spool/symbolize.h"
+#include "util/checked.h"
 #include "util/u64map.h"
 
 #define READ_BUF_SIZE (1u << 20)  /* more than the largest record (64 KiB) */
@@ -275,6 +284,29 @@ static int rec_load(void *dst, size_t dsize, const void *p, size_t size)
 
 /* ---- time ---- */
 
+/* A value stored as unknown because it is outside the bounds (counted). */
+static void implausible(struct importer *im, int is_timestamp)
+{
+	im->st->implausible++;
+	if (is_timestamp)
+		im->st->unknown_timestamps++;
+}
+
+/*
+ * A raw CUPTI timestamp (not 0) as ns since the trace start; one farther than CS_TS_MAX from the
+ * time base is unknown (counted).
+ */
+static int64_t ts_from(struct importer *im, uint64_t raw)
+{
+	uint64_t d = raw >= im->base_cupti ? raw - im->base_cupti : im->base_cupti - raw;
+
+	if (d > (uint64_t)CS_TS_MAX) {
+		implausible(im, 1);
+		return CS_TS_UNKNOWN;
+	}
+	return raw >= im->base_cupti ? (int64_t)d : -(int64_t)d;
+}
+
 /* A raw CUPTI timestamp as ns since the trace start; 0 is unknown (counted). */
 static int64_t ts_rel(struct importer *im, uint64_t raw)
 {
@@ -282,24 +314,52 @@ static int64_t ts_rel(struct importer *im, uint64_t raw)
 		im->st->unknown_timestamps++;
 		return CS_TS_UNKNOWN;
 	}
-	return (int64_t)(raw - im->base_cupti);
+	return ts_from(im, raw);
 }
 
 /* A raw timestamp that may be absent without anything being wrong. */
 static int64_t ts_opt(struct importer *im, uint64_t raw)
 {
-	return raw ? (int64_t)(raw - im->base_cupti) : CS_TS_UNKNOWN;
+	return raw ? ts_from(im, raw) : CS_TS_UNKNOWN;
 }
 
-/* A start/end pair: an end before its start is unknown (counted). */
+/*
+ * A start/end pair: an end before its start is unknown (counted), and so is one more than
+ * CS_TS_MAX after it (counted as implausible).
+ */
 static void ts_span(struct importer *im, uint64_t rs, uint64_t re, int64_t *s, int64_t *e)
 {
 	*s = ts_rel(im, rs);
 	*e = ts_rel(im, re);
-	if (rs && re && re < rs) {
+	if (*s == CS_TS_UNKNOWN || *e == CS_TS_UNKNOWN)
+		return;
+	if (*e < *s) {
 		im->st->unknown_timestamps++;
 		*e = CS_TS_UNKNOWN;
+	} else if (*e - *s > CS_TS_MAX) {
+		implausible(im, 1);
+		*e = CS_TS_UNKNOWN;
 	}
+}
+
+/* A size from a record: above CS_BYTES_MAX it is unknown, 0 (counted). */
+static int64_t size_val(struct importer *im, uint64_t raw)
+{
+	if (raw > (uint64_t)CS_BYTES_MAX) {
+		implausible(im, 0);
+		return 0;
+	}
+	return (int64_t)raw;
+}
+
+/* A count from a record: above INT64_MAX it is unknown, 0 (counted). */
+static int64_t count_val(struct importer *im, uint64_t raw)
+{
+	if (raw > (uint64_t)INT64_MAX) {
+		implausible(im, 0);
+		return 0;
+	}
+	return (int64_t)raw;
 }
 
 static void report_progress(struct importer *im, uint64_t done)
@@ -921,12 +981,12 @@ static int rec_device(struct proc_file *pf, const unsigned char *p, size_t size)
 	d.name = strndup((const char *)p + sizeof(r), r.name_len);
 	if (!d.name)
 		return nomem(pf->im);
-	d.total_memory = (int64_t)r.total_memory;
+	d.total_memory = size_val(pf->im, r.total_memory);
 	d.sm_count = r.sm_count;
 	d.compute_major = r.compute_major;
 	d.compute_minor = r.compute_minor;
 	d.core_clock_khz = r.core_clock_khz;
-	d.memory_bandwidth = (int64_t)r.memory_bandwidth;
+	d.memory_bandwidth = size_val(pf->im, r.memory_bandwidth);
 	rc = cs_writer_add_device(pf->im->w, &d);
 	free((char *)d.name);
 	return rc < 0 ? writer_error(pf->im, rc) : 0;
@@ -1009,7 +1069,7 @@ static int rec_memcpy(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->is_async = r.flags & 1;
 	m->src_device_id = r.src_device == UINT32_MAX ? CS_ID_NONE : (int32_t)r.src_device;
 	m->dst_device_id = r.dst_device == UINT32_MAX ? CS_ID_NONE : (int32_t)r.dst_device;
-	m->bytes = (int64_t)r.bytes;
+	m->bytes = size_val(pf->im, r.bytes);
 	m->graph_id = r.graph_id ? (int64_t)r.graph_id : CS_ID_NONE;
 	m->graph_node_id = r.graph_id ? (int64_t)r.graph_node_id : CS_ID_NONE;
 	m->stack_id = CS_ID_NONE;
@@ -1039,7 +1099,7 @@ static int rec_memset(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->mem_kind = r.mem_kind;
 	m->is_async = r.flags & 1;
 	m->value = r.value;
-	m->bytes = (int64_t)r.bytes;
+	m->bytes = size_val(pf->im, r.bytes);
 	m->graph_id = r.graph_id ? (int64_t)r.graph_id : CS_ID_NONE;
 	m->graph_node_id = r.graph_id ? (int64_t)r.graph_node_id : CS_ID_NONE;
 	m->stack_id = CS_ID_NONE;
@@ -1076,7 +1136,7 @@ static int rec_memory(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->mem_kind = r.mem_kind;
 	m->cbid = CS_ID_NONE;
 	m->address = r.address;
-	m->bytes = (int64_t)r.bytes;
+	m->bytes = size_val(pf->im, r.bytes);
 	m->stack_id = CS_ID_NONE;
 	return join_activity(pf, &ev, r.correlation_id);
 }
@@ -1147,7 +1207,7 @@ static int api_vmm(struct proc_file *pf, const struct cs_rec_api *r, const struc
 		[CS_APICLASS_VMM_RESERVE] = CS_MEMOP_VMM_RESERVE,
 		[CS_APICLASS_VMM_ADDRESS_FREE] = CS_MEMOP_VMM_ADDRESS_FREE,
 	};
-	int64_t bytes = (int64_t)r->arg_bytes, *slot;
+	int64_t bytes = size_val(pf->im, r->arg_bytes), *slot;
 	int created;
 
 	if (r->api_class == CS_APICLASS_VMM_CREATE && r->result == 0) {
@@ -1211,7 +1271,7 @@ static int rec_api(struct proc_file *pf, const unsigned char *p, size_t size)
 			return write_api_memory(pf, &r, &api,
 						r.api_class == CS_APICLASS_ALLOC ? CS_MEMOP_ALLOC
 										 : CS_MEMOP_FREE,
-						0, (int64_t)r.arg_bytes);
+						0, size_val(im, r.arg_bytes));
 		return join_api(pf, r.correlation_id, &api);
 	case CS_APICLASS_VMM_CREATE:
 	case CS_APICLASS_VMM_RELEASE:
@@ -1466,8 +1526,8 @@ static int import_record(struct proc_file *pf, const struct cs_rec *h, const uns
 	case CS_REC_DROPPED:
 		if (!rec_load(&d, sizeof(d), p, h->size))
 			return bad_record(pf);
-		pf->dropped += (int64_t)d.count;
-		pf->proc->cupti_bytes = (int64_t)d.cupti_device_bytes;
+		cs_sat_accum(&pf->dropped, count_val(pf->im, d.count));
+		pf->proc->cupti_bytes = size_val(pf->im, d.cupti_device_bytes);
 		return 0;
 	case CS_REC_STACK:
 		return rec_stack(pf, p, h->size);
@@ -1479,7 +1539,7 @@ static int import_record(struct proc_file *pf, const struct cs_rec *h, const uns
 		if (e.timestamp)
 			pf->proc->end = ts_opt(pf->im, e.timestamp);
 		pf->proc->exit_code = e.exit_code < 0 ? CS_ID_NONE : e.exit_code;
-		pf->end_dropped = (int64_t)e.dropped;
+		pf->end_dropped = count_val(pf->im, e.dropped);
 		return 0;
 	}
 	pf->im->unknown_records++;
@@ -1521,7 +1581,8 @@ static int finish_file(struct proc_file *pf)
 			return rc;
 	}
 	/* END repeats the total of the DROPPED records; a file cut short has only these */
-	pf->proc->dropped += pf->dropped > pf->end_dropped ? pf->dropped : pf->end_dropped;
+	cs_sat_accum(&pf->proc->dropped,
+		     pf->dropped > pf->end_dropped ? pf->dropped : pf->end_dropped);
 	return 0;
 }
 
@@ -1693,6 +1754,13 @@ static int probe_file(struct importer *im, struct file_info *fi)
 		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "too short for a spool file header");
 		return 0;
 	}
+	if (h->cupti_ns > (uint64_t)INT64_MAX || h->realtime_ns > (uint64_t)INT64_MAX) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg),
+			 "implausible clock in the spool file header (CUPTI %" PRIu64
+			 " ns, real time %" PRIu64 " ns: above 2^63)",
+			 h->cupti_ns, h->realtime_ns);
+		return 0;
+	}
 	fi->bad_code = 0;
 	fi->base_cupti = h->cupti_ns;
 	fi->base_real = h->realtime_ns;
@@ -1705,7 +1773,9 @@ static int probe_file(struct importer *im, struct file_info *fi)
 		if (rh.size < sizeof(rh) || rh.size % 8 || off + rh.size > (size_t)n)
 			break;
 		if (rh.type == CS_REC_CLOCK && rec_load(&c, sizeof(c), im->buf + off, rh.size)) {
-			if (c.cupti_ns && (!fi->base_cupti || c.cupti_ns < fi->base_cupti)) {
+			if (c.cupti_ns && c.cupti_ns <= (uint64_t)INT64_MAX &&
+			    c.realtime_ns <= (uint64_t)INT64_MAX &&
+			    (!fi->base_cupti || c.cupti_ns < fi->base_cupti)) {
 				fi->base_cupti = c.cupti_ns;
 				fi->base_real = c.realtime_ns;
 			}
@@ -1737,19 +1807,19 @@ static int write_meta(struct importer *im, const cs_import_opts *opts)
 		rc = cs_writer_set_meta_int(im->w, "realtime_base_ns", (int64_t)im->base_real);
 	cs_strbuf_reset(&sb);
 	cs_symbolizer_counts(im->sym, &modules, &unreadable);
-	cs_strbuf_printf(&sb,
-			 "{\"files\":%" PRId64 ",\"skipped_files\":%" PRId64
-			 ",\"processes\":%" PRId64 ",\"bytes_read\":%" PRId64
-			 ",\"truncated_files\":%" PRId64 ",\"unknown_timestamps\":%" PRId64
-			 ",\"dropped\":%" PRId64 ",\"bad_records\":%" PRId64
-			 ",\"unknown_records\":%" PRId64 ",\"bad_references\":%" PRId64
-			 ",\"nvtx_unmatched\":%" PRId64 ",\"native_pcs\":%" PRId64
-			 ",\"unsymbolized_pcs\":%" PRId64 ",\"module_files\":%zu"
-			 ",\"unreadable_module_files\":%zu}",
-			 st->files, im->skipped_files, st->processes, st->bytes_read,
-			 st->truncated_files, st->unknown_timestamps, st->dropped, im->bad_records,
-			 im->unknown_records, im->bad_refs, im->nvtx_unmatched, im->native_pcs,
-			 im->unsymbolized_pcs, modules, unreadable);
+	cs_strbuf_printf(
+		&sb,
+		"{\"files\":%" PRId64 ",\"skipped_files\":%" PRId64 ",\"processes\":%" PRId64
+		",\"bytes_read\":%" PRId64 ",\"truncated_files\":%" PRId64
+		",\"unknown_timestamps\":%" PRId64 ",\"implausible_values\":%" PRId64
+		",\"dropped\":%" PRId64 ",\"bad_records\":%" PRId64 ",\"unknown_records\":%" PRId64
+		",\"bad_references\":%" PRId64 ",\"nvtx_unmatched\":%" PRId64
+		",\"native_pcs\":%" PRId64 ",\"unsymbolized_pcs\":%" PRId64 ",\"module_files\":%zu"
+		",\"unreadable_module_files\":%zu}",
+		st->files, im->skipped_files, st->processes, st->bytes_read, st->truncated_files,
+		st->unknown_timestamps, st->implausible, st->dropped, im->bad_records,
+		im->unknown_records, im->bad_refs, im->nvtx_unmatched, im->native_pcs,
+		im->unsymbolized_pcs, modules, unreadable);
 	if (sb.failed && !rc) {
 		cs_strbuf_free(&sb);
 		return nomem(im);
@@ -1784,12 +1854,71 @@ static int write_processes(struct importer *im)
 		if (rc < 0)
 			return writer_error(im, rc);
 		im->st->processes++;
-		im->st->dropped += p->dropped;
+		cs_sat_accum(&im->st->dropped, p->dropped);
 	}
 	return 0;
 }
 
 /* The first pass over every file: headers, the time base, the files to skip. */
+struct file_clock {
+	uint64_t cupti;
+	int i;
+};
+
+static int cmp_clock(const void *pa, const void *pb)
+{
+	const struct file_clock *a = pa, *b = pb;
+
+	if (a->cupti != b->cupti)
+		return a->cupti < b->cupti ? -1 : 1;
+	return a->i - b->i;
+}
+
+/*
+ * The time base: the earliest clock of the largest group of files whose clocks lie within
+ * CS_TS_MAX of each other (the earliest such group on a tie). A file whose clock is outside it
+ * could only give implausible times: it is skipped (bad_code set). Returns the files skipped, or
+ * -1 without memory.
+ */
+static int choose_time_base(struct importer *im, struct file_info *fi, int n)
+{
+	struct file_clock *c = calloc((size_t)n + 1, sizeof(*c));
+	int m = 0, best = 0, best_len = 0, skipped = 0;
+
+	if (!c)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (!fi[i].bad_code && fi[i].base_cupti)
+			c[m++] = (struct file_clock){fi[i].base_cupti, i};
+	qsort(c, (size_t)m, sizeof(*c), cmp_clock);
+	for (int i = 0, j = 0; i < m; i++) {
+		while (j < m && c[j].cupti - c[i].cupti <= (uint64_t)CS_TS_MAX)
+			j++;
+		if (j - i > best_len) {
+			best = i;
+			best_len = j - i;
+		}
+	}
+	if (m) {
+		im->base_cupti = c[best].cupti;
+		im->base_real = fi[c[best].i].base_real;
+	}
+	for (int k = 0; k < m; k++) {
+		struct file_info *f = &fi[c[k].i];
+
+		if (k >= best && k < best + best_len)
+			continue;
+		f->bad_code = CS_ERR_CORRUPT;
+		snprintf(f->bad_msg, sizeof(f->bad_msg),
+			 "implausible clock (CUPTI %" PRIu64 " ns): more than 2^53 ns (104 days) "
+			 "from the clocks of the other files",
+			 f->base_cupti);
+		skipped++;
+	}
+	free(c);
+	return skipped;
+}
+
 static int probe_files(struct importer *im, struct file_info *fi, int n, cs_strbuf *warning)
 {
 	int good = 0, rc;
@@ -1798,16 +1927,16 @@ static int probe_files(struct importer *im, struct file_info *fi, int n, cs_strb
 		rc = probe_file(im, &fi[i]);
 		if (rc)
 			return rc;
+	}
+	if (choose_time_base(im, fi, n) < 0)
+		return nomem(im);
+	for (int i = 0; i < n; i++) {
 		if (fi[i].bad_code) {
 			im->skipped_files++;
 			continue;
 		}
 		good++;
 		im->total += fi[i].size;
-		if (fi[i].base_cupti && (!im->base_cupti || fi[i].base_cupti < im->base_cupti)) {
-			im->base_cupti = fi[i].base_cupti;
-			im->base_real = fi[i].base_real;
-		}
 	}
 	for (int i = 0; i < n; i++) {
 		if (!fi[i].bad_code)

@@ -6,6 +6,11 @@
  * time window is found by a binary search on rowid, bounded below by the table's longest event
  * (EVENT_TABLE_INFO). Strings are loaded once, on first use, into an array indexed by StringIds.id.
  *
+ * Values outside the plausibility bounds of include/cuscope/trace.h read as unknown, one value at
+ * a time (a timestamp as CS_TS_UNKNOWN, or the scan's null value; an end before its start or more
+ * than CS_TS_MAX after it as unknown; a size as 0; a negative count as 0), so that what the
+ * analyses get is always plausible; the rest of the row is read as it is.
+ *
  * A cs_trace is not thread safe: open one per thread.
  */
 #include <stdio.h>
@@ -69,10 +74,43 @@ static int64_t col_int(sqlite3_stmt *st, int i)
 	return sqlite3_column_int64(st, i); /* NULL reads as 0 */
 }
 
-static int64_t col_ts(sqlite3_stmt *st, int i)
+/* A timestamp as stored; NULL reads as CS_TS_UNKNOWN. */
+static int64_t col_ts_raw(sqlite3_stmt *st, int i)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? CS_TS_UNKNOWN
 							 : sqlite3_column_int64(st, i);
+}
+
+/* A timestamp; implausible ones read as unknown. */
+static int64_t col_ts(sqlite3_stmt *st, int i)
+{
+	return cs_ts_clean(col_ts_raw(st, i));
+}
+
+/* The end of a span that starts at start (already read). */
+static int64_t col_end(sqlite3_stmt *st, int i, int64_t start)
+{
+	return cs_ts_end_clean(start, col_ts(st, i));
+}
+
+/* A size in bytes; implausible ones read as 0. */
+static int64_t col_bytes(sqlite3_stmt *st, int i)
+{
+	return cs_bytes_clean(sqlite3_column_int64(st, i));
+}
+
+/* A count: negative ones read as 0. */
+static int64_t col_count(sqlite3_stmt *st, int i)
+{
+	int64_t v = sqlite3_column_int64(st, i);
+
+	return v < 0 ? 0 : v;
+}
+
+/* The longest event of a table: at most CS_TS_MAX, the longest plausible one. */
+static int64_t clean_duration(int64_t d)
+{
+	return d == CS_TS_UNKNOWN || d < 0 ? CS_TS_UNKNOWN : d > CS_TS_MAX ? CS_TS_MAX : d;
 }
 
 static int64_t col_id(sqlite3_stmt *st, int i)
@@ -157,7 +195,7 @@ static int compute_table_info(cs_trace *t, enum cs_event_kind kind, struct table
 		ti->rows = col_int(st, 0);
 		ti->min_start = col_ts(st, 1);
 		ti->max_end = col_ts(st, 2);
-		ti->max_duration = col_ts(st, 3);
+		ti->max_duration = clean_duration(col_ts_raw(st, 3));
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
@@ -189,7 +227,7 @@ static int load_table_info(cs_trace *t, cs_error *err)
 			t->info[k].rows = col_int(st, 1);
 			t->info[k].min_start = col_ts(st, 2);
 			t->info[k].max_end = col_ts(st, 3);
-			t->info[k].max_duration = col_ts(st, 4);
+			t->info[k].max_duration = clean_duration(col_ts_raw(st, 4));
 			found[k] = 1;
 		}
 	}
@@ -425,7 +463,7 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		"SELECT (SELECT count(*) FROM PROCESSES), (SELECT count(*) FROM TARGET_INFO_GPU), "
 		"(SELECT count(*) FROM TARGET_INFO_CUDA_STREAM), (SELECT count(*) FROM StringIds), "
 		"(SELECT coalesce(max(id), 0) FROM STACKS), (SELECT count(*) FROM FINDINGS), "
-		"(SELECT coalesce(sum(droppedRecords), 0) FROM PROCESSES)",
+		"(SELECT total(max(droppedRecords, 0)) FROM PROCESSES)",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		out->processes = col_int(st, 0);
@@ -434,7 +472,9 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		out->strings = col_int(st, 3);
 		out->stacks = col_int(st, 4);
 		out->findings = col_int(st, 5);
-		out->dropped_records = col_int(st, 6);
+		out->dropped_records = sqlite3_column_double(st, 6) < 9.2e18
+					       ? (int64_t)sqlite3_column_double(st, 6)
+					       : INT64_MAX;
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
@@ -483,15 +523,15 @@ static int process_row(sqlite3_stmt *st, void *ctx)
 	p.pid = (uint32_t)col_int(st, 0);
 	p.ppid = (uint32_t)col_int(st, 1);
 	p.start = col_ts(st, 2);
-	p.end = col_ts(st, 3);
+	p.end = col_end(st, 3, p.start);
 	p.command_line = col_text(st, 4);
 	p.rank = (int32_t)col_id(st, 5);
 	p.local_rank = (int32_t)col_id(st, 6);
 	p.world_size = (int32_t)col_id(st, 7);
 	p.exit_code = (int32_t)col_id(st, 8);
 	p.used_cuda = (int32_t)col_int(st, 9);
-	p.dropped_records = col_int(st, 10);
-	p.cupti_device_bytes = col_int(st, 11);
+	p.dropped_records = col_count(st, 10);
+	p.cupti_device_bytes = col_bytes(st, 11);
 	return cb(&p, c->arg);
 }
 
@@ -556,12 +596,12 @@ static int device_row(sqlite3_stmt *st, void *ctx)
 	d.device_id = (int32_t)col_id(st, 1);
 	d.uuid = col_text(st, 2);
 	d.name = col_text(st, 3);
-	d.total_memory = col_int(st, 4);
+	d.total_memory = col_bytes(st, 4);
 	d.sm_count = (int32_t)col_int(st, 5);
 	d.compute_major = (int32_t)col_int(st, 6);
 	d.compute_minor = (int32_t)col_int(st, 7);
 	d.core_clock_khz = col_int(st, 8);
-	d.memory_bandwidth = col_int(st, 9);
+	d.memory_bandwidth = col_bytes(st, 9);
 	return cb(&d, c->arg);
 }
 
@@ -619,11 +659,13 @@ static int finding_row(sqlite3_stmt *st, void *ctx)
 	f.rule = col_text(st, 0);
 	f.severity = (int32_t)col_int(st, 1);
 	f.start = col_ts(st, 2);
-	f.end = col_ts(st, 3);
+	f.end = col_end(st, 3, f.start);
 	f.steps = col_text(st, 4);
 	f.evidence = col_text(st, 5);
-	f.lost_ns_per_step = col_int(st, 6);
+	f.lost_ns_per_step = col_count(st, 6);
 	f.step_share = sqlite3_column_double(st, 7);
+	if (!(f.step_share >= 0 && f.step_share <= 1)) /* a share, 0..1 */
+		f.step_share = 0;
 	f.message = col_text(st, 8);
 	f.fix = col_text(st, 9);
 	f.stack_id = col_id(st, 10);
@@ -727,7 +769,8 @@ static int probe_start(cs_trace *t, enum cs_event_kind kind, int64_t rowid, int6
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, rowid);
 	rc = sqlite3_step(st);
-	*start = rc == SQLITE_ROW ? col_ts(st, 0) : CS_TS_UNKNOWN;
+	/* as stored: rows are sorted by the stored start, plausible or not */
+	*start = rc == SQLITE_ROW ? col_ts_raw(st, 0) : CS_TS_UNKNOWN;
 	sqlite3_reset(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
@@ -791,11 +834,17 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 			 cs_event_kind_table(kind));
 	if (f.t0 != CS_TS_UNKNOWN) {
 		cs_strbuf_puts(&sql, " AND start >= :minstart");
-		cs_strbuf_puts(&sql, d->has_end ? " AND (end > :t0 OR start >= :t0)"
-						: " AND start >= :t0");
+		/* an end read as unknown (implausible) makes the event an instant at its start */
+		cs_strbuf_puts(&sql, d->has_end
+					     ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
+					       " AND end - start <= :tsmax) OR start >= :t0)"
+					     : " AND start >= :t0");
 	}
 	if (f.t1 != CS_TS_UNKNOWN)
 		cs_strbuf_puts(&sql, " AND start < :t1");
+	/* a window holds plausible starts only: others read as unknown */
+	if (f.t0 != CS_TS_UNKNOWN || f.t1 != CS_TS_UNKNOWN)
+		cs_strbuf_puts(&sql, " AND start BETWEEN -:tsmax AND :tsmax");
 	if (f.pid >= 0)
 		cs_strbuf_puts(&sql, " AND pid = :pid");
 	if (f.device_id >= 0 && d->has_device)
@@ -833,6 +882,7 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	BIND(":minstart", min_start);
 	BIND(":t0", f.t0);
 	BIND(":t1", f.t1);
+	BIND(":tsmax", CS_TS_MAX);
 	BIND(":pid", f.pid);
 	BIND(":dev", f.device_id);
 	BIND(":stream", f.stream_id);
@@ -844,11 +894,11 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 static void read_kernel(cs_trace *t, sqlite3_stmt *st, cs_kernel *k)
 {
 	k->start = col_ts(st, 0);
-	k->end = col_ts(st, 1);
+	k->end = col_end(st, 1, k->start);
 	k->queued = col_ts(st, 2);
 	k->submitted = col_ts(st, 3);
 	k->launch_start = col_ts(st, 4);
-	k->launch_end = col_ts(st, 5);
+	k->launch_end = col_end(st, 5, k->launch_start);
 	k->pid = (uint32_t)col_int(st, 6);
 	k->launch_tid = (uint32_t)col_int(st, 7);
 	k->launch_cbid = (int32_t)col_id(st, 8);
@@ -876,9 +926,9 @@ static void read_kernel(cs_trace *t, sqlite3_stmt *st, cs_kernel *k)
 static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
 {
 	m->start = col_ts(st, 0);
-	m->end = col_ts(st, 1);
+	m->end = col_end(st, 1, m->start);
 	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_ts(st, 3);
+	m->launch_end = col_end(st, 3, m->launch_start);
 	m->pid = (uint32_t)col_int(st, 4);
 	m->launch_tid = (uint32_t)col_int(st, 5);
 	m->launch_cbid = (int32_t)col_id(st, 6);
@@ -892,7 +942,7 @@ static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
 	m->is_async = (int32_t)col_int(st, 14);
 	m->src_device_id = (int32_t)col_id(st, 15);
 	m->dst_device_id = (int32_t)col_id(st, 16);
-	m->bytes = col_int(st, 17);
+	m->bytes = col_bytes(st, 17);
 	m->graph_id = col_id(st, 18);
 	m->graph_node_id = col_id(st, 19);
 	m->stack_id = col_id(st, 20);
@@ -901,9 +951,9 @@ static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
 static void read_memset(sqlite3_stmt *st, cs_memset *m)
 {
 	m->start = col_ts(st, 0);
-	m->end = col_ts(st, 1);
+	m->end = col_end(st, 1, m->start);
 	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_ts(st, 3);
+	m->launch_end = col_end(st, 3, m->launch_start);
 	m->pid = (uint32_t)col_int(st, 4);
 	m->launch_tid = (uint32_t)col_int(st, 5);
 	m->launch_cbid = (int32_t)col_id(st, 6);
@@ -914,7 +964,7 @@ static void read_memset(sqlite3_stmt *st, cs_memset *m)
 	m->mem_kind = (int32_t)col_int(st, 11);
 	m->is_async = (int32_t)col_int(st, 12);
 	m->value = (uint32_t)col_int(st, 13);
-	m->bytes = col_int(st, 14);
+	m->bytes = col_bytes(st, 14);
 	m->graph_id = col_id(st, 15);
 	m->graph_node_id = col_id(st, 16);
 	m->stack_id = col_id(st, 17);
@@ -935,14 +985,14 @@ static void read_memory(sqlite3_stmt *st, cs_memory *m)
 	m->result = (int32_t)col_int(st, 10);
 	m->cbid = (int32_t)col_id(st, 11);
 	m->address = col_u64(st, 12);
-	m->bytes = col_int(st, 13);
+	m->bytes = col_bytes(st, 13);
 	m->stack_id = col_id(st, 14);
 }
 
 static void read_sync(sqlite3_stmt *st, cs_sync *s)
 {
 	s->start = col_ts(st, 0);
-	s->end = col_ts(st, 1);
+	s->end = col_end(st, 1, s->start);
 	s->pid = (uint32_t)col_int(st, 2);
 	s->tid = (uint32_t)col_int(st, 3);
 	s->device_id = (int32_t)col_id(st, 4);
@@ -960,7 +1010,7 @@ static void read_sync(sqlite3_stmt *st, cs_sync *s)
 static void read_api(cs_trace *t, sqlite3_stmt *st, cs_api *a)
 {
 	a->start = col_ts(st, 0);
-	a->end = col_ts(st, 1);
+	a->end = col_end(st, 1, a->start);
 	a->pid = (uint32_t)col_int(st, 2);
 	a->tid = (uint32_t)col_int(st, 3);
 	a->api_kind = (int32_t)col_int(st, 4);
@@ -975,7 +1025,7 @@ static void read_api(cs_trace *t, sqlite3_stmt *st, cs_api *a)
 static void read_nvtx(cs_trace *t, sqlite3_stmt *st, cs_nvtx *n)
 {
 	n->start = col_ts(st, 0);
-	n->end = col_ts(st, 1);
+	n->end = col_end(st, 1, n->start);
 	n->pid = (uint32_t)col_int(st, 2);
 	n->tid = (uint32_t)col_int(st, 3);
 	n->end_tid = (uint32_t)col_int(st, 4);
@@ -1072,6 +1122,47 @@ int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *colum
 				  err);
 }
 
+/* What a scanned column holds, for the plausibility bounds. */
+enum scan_class { SCAN_OTHER = 0, SCAN_TS, SCAN_BYTES };
+
+struct scan_plan {
+	unsigned char cls[CS_SCAN_MAX_COLUMNS];
+	int start, end, launch_start, launch_end; /* column indices, -1 when not scanned */
+};
+
+static void scan_plan_init(struct scan_plan *p, const char *const *columns, int ncolumns)
+{
+	static const char *const ts[] = {"start",     "end",	     "queued",
+					 "submitted", "launchStart", "launchEnd"};
+
+	p->start = p->end = p->launch_start = p->launch_end = -1;
+	for (int i = 0; i < ncolumns; i++) {
+		p->cls[i] = SCAN_OTHER;
+		for (size_t j = 0; j < sizeof(ts) / sizeof(ts[0]); j++)
+			if (!strcmp(columns[i], ts[j]))
+				p->cls[i] = SCAN_TS;
+		if (!strcmp(columns[i], "bytes"))
+			p->cls[i] = SCAN_BYTES;
+		if (!strcmp(columns[i], "start"))
+			p->start = i;
+		else if (!strcmp(columns[i], "end"))
+			p->end = i;
+		else if (!strcmp(columns[i], "launchStart"))
+			p->launch_start = i;
+		else if (!strcmp(columns[i], "launchEnd"))
+			p->launch_end = i;
+	}
+}
+
+/* An end whose start is known (both stored and plausible) reads as null when implausible. */
+static void scan_end(int64_t *values, const int *known, const int64_t *null_values, int s, int e)
+{
+	if (s >= 0 && e >= 0 && known[s] && known[e] &&
+	    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN) {
+		values[e] = null_values[e];
+	}
+}
+
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
 		       const char *const *columns, const int64_t *null_values, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
@@ -1079,6 +1170,8 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 	cs_strbuf sql = CS_STRBUF_INIT;
 	sqlite3_stmt *st = NULL;
 	int64_t values[CS_SCAN_MAX_COLUMNS];
+	int known[CS_SCAN_MAX_COLUMNS];
+	struct scan_plan plan;
 	int rc, stop = 0;
 
 	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !null_values || !row ||
@@ -1095,6 +1188,7 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 		}
 		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", columns[i]);
 	}
+	scan_plan_init(&plan, columns, ncolumns);
 	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
 	cs_strbuf_printf(&sql, " FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
 			 cs_event_kind_table(kind));
@@ -1113,9 +1207,19 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 			/* one API call per column: the sqlite3_value_* calls are cheap */
 			sqlite3_value *v = sqlite3_column_value(st, i);
 
-			values[i] = sqlite3_value_type(v) == SQLITE_NULL ? null_values[i]
-									 : sqlite3_value_int64(v);
+			known[i] = sqlite3_value_type(v) != SQLITE_NULL;
+			values[i] = known[i] ? sqlite3_value_int64(v) : null_values[i];
+			if (!known[i] || plan.cls[i] == SCAN_OTHER)
+				continue;
+			if (plan.cls[i] == SCAN_TS && !cs_ts_plausible(values[i])) {
+				values[i] = null_values[i];
+				known[i] = 0;
+			} else if (plan.cls[i] == SCAN_BYTES && !cs_bytes_plausible(values[i])) {
+				values[i] = 0;
+			}
 		}
+		scan_end(values, known, null_values, plan.start, plan.end);
+		scan_end(values, known, null_values, plan.launch_start, plan.launch_end);
 		stop = row(values, arg);
 		if (stop)
 			break;

@@ -268,7 +268,11 @@ static int step_row(cs_trace_writer *w, sqlite3_stmt *st)
 	return rc ? rc : count_rows(w, 1);
 }
 
-/* Step an event statement and update the table's statistics. end is CS_TS_UNKNOWN for instants. */
+/*
+ * Step an event statement and update the table's statistics. end is CS_TS_UNKNOWN for instants.
+ * The row is stored as given; the statistics (EVENT_TABLE_INFO, the overview's span) count only
+ * plausible times, as the reader returns them (include/cuscope/trace.h).
+ */
 static int step_event(cs_trace_writer *w, enum cs_event_kind kind, int64_t start, int64_t end)
 {
 	struct ev_stats *s = &w->stats[kind];
@@ -281,6 +285,8 @@ static int step_event(cs_trace_writer *w, enum cs_event_kind kind, int64_t start
 		s->sorted = 0;
 	s->rows++;
 	s->last_start = start;
+	start = cs_ts_clean(start);
+	end = cs_ts_end_clean(start, end);
 	if (start != CS_TS_UNKNOWN && (s->min_start == CS_TS_UNKNOWN || start < s->min_start))
 		s->min_start = start;
 	last = end != CS_TS_UNKNOWN ? end : start;
@@ -1161,6 +1167,9 @@ static int ov_next(cs_trace_writer *w, struct ov_source *src)
 			    : i == 1				  ? CS_TS_UNKNOWN
 			    : i == 3 && src->kind == CS_OV_STREAM ? CS_ID_NONE
 								  : 0;
+	/* implausible times are unknown, as the reader returns them: such a start sorts first */
+	src->v[0] = cs_ts_clean(src->v[0]);
+	src->v[1] = cs_ts_end_clean(src->v[0], src->v[1]);
 	src->has = 1;
 	return 0;
 }
@@ -1172,6 +1181,8 @@ static int ov_row(struct ov_state *o, struct ov_source *src)
 	int64_t end = v[1] == CS_TS_UNKNOWN ? v[0] : v[1];
 	struct ov_track *t;
 
+	if (v[0] == CS_TS_UNKNOWN)
+		return 0;
 	switch (src->kind) {
 	case CS_OV_STREAM:
 		t = ov_track_get(o, src, CS_OV_STREAM, (uint32_t)v[2], (int32_t)v[3],

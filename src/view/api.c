@@ -37,6 +37,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
+#include "util/checked.h"
 #include "view/api.h"
 
 enum view_track_kind {
@@ -748,7 +749,8 @@ static int row_memory(const int64_t *v, void *arg)
 		return 0;
 	}
 	/* the track's current level is its last sample */
-	return sample_add(t, start, (t->nsamples ? t->samples[t->nsamples - 1].value : 0) + delta);
+	return sample_add(t, start,
+			  cs_sat_add(t->nsamples ? t->samples[t->nsamples - 1].value : 0, delta));
 }
 
 struct table_scan {
@@ -1407,6 +1409,15 @@ static void emit_item(struct view_data *v, struct name_table *nt, const struct v
 	*first = 0;
 }
 
+/*
+ * The width of a column of [t0, t1) in px columns, rounded up. t1 - t0 may pass INT64_MAX (the
+ * server takes |t| <= 2^62): the width saturates, which no event's duration reaches.
+ */
+static int64_t column_ns(int64_t t0, int64_t t1, int px)
+{
+	return cs_sat_add(cs_sat_sub(t1, t0), px - 1) / px;
+}
+
 char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 {
 	struct name_table nt = {0};
@@ -1416,7 +1427,7 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 
 	if (t1 <= t0 || px <= 0)
 		return NULL;
-	col = (t1 - t0 + px - 1) / px;
+	col = column_ns(t0, t1, px);
 	if (col < 1)
 		col = 1;
 	nt.ids = calloc((size_t)(v->max_name + 1) + 1, sizeof(*nt.ids));
@@ -1444,12 +1455,12 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 				continue; /* ended before the window (an earlier long one kept j
 					     low) */
 			if (e > cov) {
-				add = e - (s > cov ? s : cov);
+				add = cs_sat_sub(e, s > cov ? s : cov);
 				cov = e;
 			}
-			busy += add;
+			cs_sat_accum(&busy, add);
 			total++;
-			if (it->end - it->start >= col) {
+			if (cs_sat_sub(it->end, it->start) >= col) {
 				/* wide enough to see: on its own */
 				struct block one = {s, e, add, 1, j};
 
@@ -1457,11 +1468,11 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 					emit_item(v, &nt, t, &b, &out, &first);
 				b.count = 0;
 				emit_item(v, &nt, t, &one, &out, &first);
-			} else if (b.count && s - b.end < col) {
+			} else if (b.count && cs_sat_sub(s, b.end) < col) {
 				/* joins the busy block: less than a column away */
 				if (e > b.end)
 					b.end = e;
-				b.busy += add;
+				cs_sat_accum(&b.busy, add);
 				b.count++;
 			} else {
 				if (b.count)
@@ -1499,7 +1510,7 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 
 	if (t1 <= t0 || px <= 0)
 		return NULL;
-	col = (t1 - t0 + px - 1) / px;
+	col = column_ns(t0, t1, px);
 	if (col < 1)
 		col = 1;
 	cs_strbuf_printf(&out, "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"tracks\":[", (long long)t0,
@@ -1526,12 +1537,12 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 				 (long long)level);
 		/* each column keeps its highest level, at the column's start */
 		for (size_t j = lo; j < t->nsamples && t->samples[j].t < t1; j++) {
-			int64_t c = (t->samples[j].t - t0) / col;
+			int64_t c = cs_sat_sub(t->samples[j].t, t0) / col;
 
 			if (c != ccol) {
 				if (ccol != INT64_MIN)
 					cs_strbuf_printf(&out, ",[%lld,%lld]",
-							 (long long)(t0 + ccol * col),
+							 (long long)cs_sat_add(t0, ccol * col),
 							 (long long)cmax);
 				ccol = c;
 				cmax = t->samples[j].value;
@@ -1541,8 +1552,8 @@ char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px)
 			level = t->samples[j].value;
 		}
 		if (ccol != INT64_MIN)
-			cs_strbuf_printf(&out, ",[%lld,%lld]", (long long)(t0 + ccol * col),
-					 (long long)cmax);
+			cs_strbuf_printf(&out, ",[%lld,%lld]",
+					 (long long)cs_sat_add(t0, ccol * col), (long long)cmax);
 		cs_strbuf_printf(&out, ",[%lld,%lld]]}", (long long)t1, (long long)level);
 	}
 	cs_strbuf_puts(&out, "]}");
@@ -1558,7 +1569,14 @@ int view_api_overview_covers(struct view_data *v, int64_t t0, int64_t t1, int px
 {
 	if (!v->ov || t1 <= t0 || px <= 0)
 		return 0;
-	return (t1 - t0 + px - 1) / px >= v->ov->bin_ns;
+	return column_ns(t0, t1, px) >= v->ov->bin_ns;
+}
+
+/* Where bin i of the overview starts (saturating: the overview's meta values come from the file).
+ */
+static int64_t bin_start(const cs_overview *ov, int64_t i)
+{
+	return cs_sat_add(ov->start, cs_sat_mul(i, ov->bin_ns));
 }
 
 /*
@@ -1575,7 +1593,7 @@ char *view_api_window_overview(struct view_data *v, int64_t t0, int64_t t1, int 
 
 	if (!ov || t1 <= t0 || px <= 0)
 		return NULL;
-	col = (t1 - t0 + px - 1) / px;
+	col = column_ns(t0, t1, px);
 	cs_strbuf_printf(&out,
 			 "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"column_ns\":%lld,\"overview\":true,"
 			 "\"bin_ns\":%lld,\"tracks\":[",
@@ -1592,15 +1610,16 @@ char *view_api_window_overview(struct view_data *v, int64_t t0, int64_t t1, int 
 		while (lo < hi) {
 			int32_t mid = lo + (hi - lo) / 2;
 
-			if (ov->start + ((int64_t)o->bins[mid].bin + 1) * ov->bin_ns <= t0)
+			if (bin_start(ov, (int64_t)o->bins[mid].bin + 1) <= t0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
 		for (int32_t j = lo; j < o->nbins; j++) {
 			const cs_overview_bin *bin = &o->bins[j];
-			int64_t bs = ov->start + (int64_t)bin->bin * ov->bin_ns;
-			int64_t be = bs + ov->bin_ns < end ? bs + ov->bin_ns : end;
+			int64_t bs = bin_start(ov, bin->bin);
+			int64_t be =
+				cs_sat_add(bs, ov->bin_ns) < end ? cs_sat_add(bs, ov->bin_ns) : end;
 			int64_t s = bs > t0 ? bs : t0, e = be < t1 ? be : t1, add;
 
 			if (bs >= t1)
@@ -1610,15 +1629,16 @@ char *view_api_window_overview(struct view_data *v, int64_t t0, int64_t t1, int 
 			if (e < s)
 				e = s;
 			add = be > bs && (s > bs || e < be)
-				      ? (int64_t)((double)bin->busy * (double)(e - s) /
-						  (double)(be - bs))
+				      ? cs_sat_from_double((double)bin->busy *
+							   (double)cs_sat_sub(e, s) /
+							   (double)cs_sat_sub(be, bs))
 				      : bin->busy;
-			busy += add;
-			total += bin->events;
-			if (have && s - b.end < col) {
+			cs_sat_accum(&busy, add);
+			cs_sat_accum(&total, bin->events);
+			if (have && cs_sat_sub(s, b.end) < col) {
 				b.end = e;
-				b.busy += add;
-				b.count += bin->events;
+				cs_sat_accum(&b.busy, add);
+				cs_sat_accum(&b.count, bin->events);
 				continue;
 			}
 			if (have) {

@@ -177,7 +177,8 @@ static int window_args(struct MHD_Connection *c, int64_t *t0, int64_t *t1, int *
 
 	if (query_int(c, "t0", t0) || query_int(c, "t1", t1) || query_int(c, "px", &p))
 		return -1;
-	/* |t| <= 2^62: t1 - t0 cannot overflow */
+	/* |t| <= 2^62 keeps t0 and t1 far from the int64 limits; t1 - t0 can still pass INT64_MAX
+	 * (up to 2^63), and the answers' arithmetic saturates (src/view/api.c, column_ns) */
 	if (*t1 <= *t0 || *t0 < -MAX_TIME || *t1 > MAX_TIME || p < 1 || p > MAX_PX)
 		return -1;
 	*px = (int)p;

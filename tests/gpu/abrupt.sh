@@ -9,9 +9,10 @@
 # child process (multiprocessing spawn) ending with os._exit. Each program prints how many kernels it launched
 # and its pid; each combination runs N times (default 10) under `cuscope record`, and the trace must hold
 # exactly that many kernels for that pid, with `record` returning the program's exit status.
-# Cost (--rounds, default 5, alternating): a C loop that synchronizes after every small kernel, and the
-# reference training step (.bench/train_ref.py, when carried), without cuscope, with it, and with it but no
-# flush after waits (CUSCOPE_RECORD_EXTRA=wait_flush_ms=0).
+# Cost (--rounds, default 5, the order of the variants rotating each round): a C loop that synchronizes after
+# every small kernel, and the reference training step (.bench/train_ref.py, when carried; NO_TRAIN=1 skips it),
+# without cuscope, with it, and with it but no flush after waits (COST_VARIANTS="none - wait_flush_ms=0", the
+# default; "-" is cuscope's defaults, anything else goes to CUSCOPE_RECORD_EXTRA).
 # Writes $OUT/abrupt.txt (the table), $OUT/abrupt-log.txt and the first trace of three combinations
 # ($OUT/abrupt-*.db). Run on the GPU machine from anywhere.
 set -u
@@ -123,27 +124,44 @@ fi
 median() { "$PY" -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.3f} [{min(v):.3f}..{max(v):.3f}]" if v else "?")' "$@"; }
 value_of() { grep -o "\<$1=[^ ]*" "$2" 2>/dev/null | tail -n 1 | cut -d= -f2; }
 if want cost; then
-	say "== cost of the flush after waits ($ROUNDS alternating rounds)"
-	declare -a SA=() SB=() SC=() TA=() TB=() TC=()
+	# variants: "none", or the CUSCOPE_RECORD_EXTRA of a cuscope run ("-" for the defaults); the order
+	# rotates every round so that no variant always runs first
+	VARIANTS=${COST_VARIANTS:-"none - wait_flush_ms=0"}
+	read -r -a V <<<"$VARIANTS"
+	say "== cost of the flush after waits ($ROUNDS rounds, order rotating): ${V[*]}"
+	declare -A SL=() TR=()
+	run_variant() { # run_variant VARIANT CMD...: the command, under cuscope unless VARIANT is none
+		local v=$1
+		shift
+		if [ "$v" = none ]; then
+			"$@"
+		else
+			CUSCOPE_RECORD_EXTRA=$([ "$v" = - ] || echo "$v") "$C" record -q -o "$WORK/cost.db" --force -- "$@"
+		fi
+	}
 	for r in $(seq 1 "$ROUNDS"); do
-		o=$WORK/sl
-		"$WORK/abrupt_end" syncloop 20000 2 >"$o.A" 2>&1
-		"$C" record -q -o "$WORK/sl.db" --force -- "$WORK/abrupt_end" syncloop 20000 2 >"$o.B" 2>&1
-		CUSCOPE_RECORD_EXTRA=wait_flush_ms=0 "$C" record -q -o "$WORK/sl.db" --force -- \
-			"$WORK/abrupt_end" syncloop 20000 2 >"$o.C" 2>&1
-		SA+=("$(value_of us_per_iter "$o.A")") SB+=("$(value_of us_per_iter "$o.B")") SC+=("$(value_of us_per_iter "$o.C")")
-		echo "syncloop round $r: ${SA[-1]} ${SB[-1]} ${SC[-1]} us/iter" >>"$LOG"
-		if [ -f .bench/train_ref.py ]; then
-			"$PY" .bench/train_ref.py --steps 50 >"$o.tA" 2>&1
-			"$C" record -q -o "$WORK/tr.db" --force -- "$PY" .bench/train_ref.py --steps 50 >"$o.tB" 2>&1
-			CUSCOPE_RECORD_EXTRA=wait_flush_ms=0 "$C" record -q -o "$WORK/tr.db" --force -- \
-				"$PY" .bench/train_ref.py --steps 50 >"$o.tC" 2>&1
-			TA+=("$(value_of step_ms "$o.tA")") TB+=("$(value_of step_ms "$o.tB")") TC+=("$(value_of step_ms "$o.tC")")
-			echo "train_ref round $r: ${TA[-1]} ${TB[-1]} ${TC[-1]} ms/step" >>"$LOG"
+		n=${#V[@]}
+		for j in $(seq 0 $((n - 1))); do
+			v=${V[$(((j + r) % n))]}
+			x=$(run_variant "$v" "$WORK/abrupt_end" syncloop 20000 2 2>&1 | grep -o 'us_per_iter=[0-9.]*' | cut -d= -f2)
+			SL[$v]="${SL[$v]:-} $x"
+			echo "round $r syncloop $v: $x us/iter" >>"$LOG"
+		done
+		if [ -f .bench/train_ref.py ] && [ -z "${NO_TRAIN:-}" ]; then
+			for j in $(seq 0 $((n - 1))); do
+				v=${V[$(((j + r) % n))]}
+				x=$(run_variant "$v" "$PY" .bench/train_ref.py --steps 50 2>&1 | grep -o 'step_ms=[0-9.]*' | cut -d= -f2)
+				TR[$v]="${TR[$v]:-} $x"
+				echo "round $r train_ref $v: $x ms/step" >>"$LOG"
+			done
 		fi
 	done
-	say "syncloop us/iter median [min..max]: none $(median "${SA[@]}"), cuscope $(median "${SB[@]}"), cuscope wait_flush_ms=0 $(median "${SC[@]}")" | tee -a "$TABLE"
-	[ ${#TA[@]} -gt 0 ] && say "train_ref ms/step median [min..max]: none $(median "${TA[@]}"), cuscope $(median "${TB[@]}"), cuscope wait_flush_ms=0 $(median "${TC[@]}")" | tee -a "$TABLE"
+	for v in "${V[@]}"; do
+		say "syncloop us/iter, median [min..max], $v: $(median ${SL[$v]})" | tee -a "$TABLE"
+	done
+	for v in "${V[@]}"; do
+		[ -n "${TR[$v]:-}" ] && say "train_ref ms/step, median [min..max], $v: $(median ${TR[$v]})" | tee -a "$TABLE"
+	done
 fi
 say "abrupt.sh: $FAILED failed"
 [ "$FAILED" = 0 ]

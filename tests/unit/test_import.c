@@ -300,8 +300,10 @@ static void sp_stack_flags(struct spool *s, uint32_t id, const uint64_t *pcs, ui
 	struct cs_rec_stack r;
 
 	ck_assert_ptr_nonnull(buf);
-	memcpy(buf, pcs, depth * sizeof(*pcs));
-	memcpy(buf + depth * sizeof(*pcs), py, npy * sizeof(*py));
+	if (depth)
+		memcpy(buf, pcs, depth * sizeof(*pcs));
+	if (npy)
+		memcpy(buf + depth * sizeof(*pcs), py, npy * sizeof(*py));
 	memset(&r, 0, sizeof(r));
 	r.id = id;
 	r.depth = depth;
@@ -2433,6 +2435,197 @@ START_TEST(test_default_spool_dir)
 }
 END_TEST
 
+/*
+ * CUPTI values that no trace can hold (a timestamp 2^62 ns or 2^64 - 1 ns from the time base, an
+ * end 2^62 ns after its start, sizes and counts at 2^63 and 2^64 - 1): stored as unknown,
+ * counted in "implausible", and no command then prints a negative or absurd duration.
+ */
+START_TEST(test_implausible_values)
+{
+	char *dir = tu_tmpdir(), *out, *o = NULL, *e = NULL;
+	struct spool s;
+	struct imported im;
+	struct events k, c, m;
+	const cs_kernel *x;
+	int64_t implausible = 0;
+	int rc;
+
+	sp_begin(&s, PID_A, 0);
+	sp_string(&s, 1, "k");
+	sp_kernel(&s, 1, UINT64_MAX, T(100), 1);		 /* start: 1 */
+	sp_kernel(&s, 2, T(100), T(100) + (1ull << 62), 1);	 /* end past the bound: 1 */
+	sp_kernel(&s, 3, T(1ull << 62), T((1ull << 62) + 1), 1); /* start and end: 2 */
+	sp_kernel(&s, 4, (1ull << 63) - 1024, UINT64_MAX, 1);	 /* start and end: 2 */
+	sp_kernel(&s, 5, T(200), T(300), 1);			 /* plausible */
+	implausible += 6;
+	sp_memcpy(&s, 6, T(400), T(500), CS_COPY_DTOH, 0, UINT64_MAX);	 /* bytes: 1 */
+	sp_memcpy(&s, 7, T(600), T(700), CS_COPY_HTOD, 0, 1ull << 62);	 /* bytes: 1 */
+	sp_memcpy(&s, 8, T(800), T(900), CS_COPY_HTOD, 0, 1ull << 20);	 /* plausible */
+	sp_memory(&s, 9, 1, T(1000), 0x7f0000000000ull, (1ull << 63));	 /* bytes: 1 */
+	sp_memory(&s, 10, 1, (1ull << 63) + 1, 0x7f0000100000ull, 4096); /* time: 1 */
+	sp_dropped(&s, UINT64_MAX, UINT64_MAX);				 /* count, bytes: 2 */
+	sp_end(&s, UINT64_MAX, 0, 1ull << 63);				 /* time, count: 2 */
+	implausible += 8;
+	free(sp_save(&s, dir, "4242.cuspool"));
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.implausible, implausible);
+	ck_assert_int_eq(im.st.unknown_timestamps, 8); /* the 6 kernel times, 2 memory and end */
+	ck_assert_int_eq(im.st.dropped, 0);
+	ck_assert_ptr_nonnull(
+		strstr(cs_trace_meta(im.t, "import_stats"), "\"implausible_values\":14"));
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 5);
+	x = &find_one(&k, 0, 1)->u.kernel;
+	ck_assert_int_eq(x->start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(x->end, 100);
+	x = &find_one(&k, 0, 2)->u.kernel;
+	ck_assert_int_eq(x->start, 100);
+	ck_assert_int_eq(x->end, CS_TS_UNKNOWN);
+	for (int i = 3; i <= 4; i++) {
+		x = &find_one(&k, 0, (uint64_t)i)->u.kernel;
+		ck_assert_int_eq(x->start, CS_TS_UNKNOWN);
+		ck_assert_int_eq(x->end, CS_TS_UNKNOWN);
+	}
+	x = &find_one(&k, 0, 5)->u.kernel;
+	ck_assert_int_eq(x->start, 200);
+	ck_assert_int_eq(x->end, 300);
+	c = read_events(im.t, CS_EV_MEMCPY);
+	ck_assert_int_eq(find_one(&c, 0, 6)->u.memcpy.bytes, 0);
+	ck_assert_int_eq(find_one(&c, 0, 7)->u.memcpy.bytes, 0);
+	ck_assert_int_eq(find_one(&c, 0, 8)->u.memcpy.bytes, 1 << 20);
+	m = read_events(im.t, CS_EV_MEMORY);
+	ck_assert_int_eq(m.n, 2);
+	ck_assert_int_eq(find_one(&m, 0, 9)->u.memory.bytes, 0);
+	ck_assert_int_eq(find_one(&m, 0, 10)->u.memory.start, CS_TS_UNKNOWN);
+	out = strdup(im.out);
+	imported_close(&im);
+
+	/* the commands on it: a plausible duration */
+	{
+		const char *argv[] = {tu_cuscope_bin(), "info", out, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_msg(strstr(o, "duration          1 us\n") ||
+				      strstr(o, "duration          1.0 us\n") ||
+				      (strstr(o, "duration") && !strstr(o, "duration          -")),
+			      "info: %s", o);
+		ck_assert_msg(!strstr(o, "-9223") && !strstr(e, "runtime error"), "info: %s%s", o,
+			      e);
+		free(o);
+		free(e);
+	}
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "-f", "-o", out, dir, NULL};
+
+		/* the summary line says how many values were implausible */
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(strstr(e, ", implausible values 14)\n"), "summary: %s", e);
+		free(o);
+		free(e);
+	}
+	free(out);
+}
+END_TEST
+
+/*
+ * A header clock at or past 2^63 ns (beyond any CUPTI or wall clock until the year 2262): the file
+ * is implausible as a whole. Alone it is refused in one line and nothing is written; beside a good
+ * file it is skipped with a warning.
+ */
+START_TEST(test_implausible_header_clock)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "run.db"), *o = NULL, *e = NULL, *bad;
+	struct spool s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	sp_header(&s, PID_B, 1ull << 63, BASE_REAL);
+	sp_kernel(&s, 1, (1ull << 63) + 100, (1ull << 63) + 200, 0);
+	bad = sp_save(&s, dir, "5353.cuspool");
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, bad, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_int_eq(rc, 2);
+		ck_assert_str_eq(o, "");
+		ck_assert_int_eq(tu_count_lines(e), 1);
+		ck_assert_msg(strstr(e, "cuscope: cannot import '") &&
+				      strstr(e, "implausible clock in the spool file header"),
+			      "error: %s", e);
+		ck_assert(!tu_file_exists(out));
+		free(o);
+		free(e);
+	}
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	{
+		const char *argv[] = {tu_cuscope_bin(), "import", "-o", out, dir, NULL};
+
+		rc = tu_run(argv, NULL, &o, &e);
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
+		ck_assert_msg(strstr(e, "warning: skipped 1 spool file: '") &&
+				      strstr(e, "implausible clock"),
+			      "warning: %s", e);
+		ck_assert(tu_file_exists(out));
+		free(o);
+		free(e);
+	}
+	free(bad);
+	free(out);
+}
+END_TEST
+
+/*
+ * Clocks 2^60 ns apart cannot be one job: the largest group of files within 2^53 ns of each other
+ * makes the time base (the earliest on a tie), and the others are skipped with a warning.
+ */
+START_TEST(test_clocks_far_apart)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "out.db"), *third;
+	struct spool s;
+	struct imported im;
+	struct events k;
+	char base[32];
+
+	/* the earliest file is the outlier: two files 2^60 ns later make the base */
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	build_small(&s, PID_B, 1, 1ull << 60);
+	free(sp_save(&s, dir, "5353.cuspool"));
+	build_small(&s, PID_B + 1, 1, (1ull << 60) + 500);
+	third = sp_save(&s, dir, "5354.cuspool");
+	import_dir(&im, dir, NULL);
+	ck_assert_msg(strstr(im.err.msg, "skipped 1 spool file: '") &&
+			      strstr(im.err.msg, "4242.cuspool': implausible clock"),
+		      "warning: %s", im.err.msg);
+	snprintf(base, sizeof(base), "%llu", (unsigned long long)(BASE_CUPTI + (1ull << 60)));
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), base);
+	ck_assert_int_eq(im.st.implausible, 0);
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 20);
+	for (int i = 0; i < k.n; i++) {
+		ck_assert(k.v[i].u.kernel.start >= 1020 && k.v[i].u.kernel.start <= 10520);
+		ck_assert_int_eq(k.v[i].u.kernel.end - k.v[i].u.kernel.start, 10);
+	}
+	imported_close(&im);
+
+	/* a tie: the earlier file makes the base */
+	unlink(third);
+	unlink(out); /* the import's output, dir/out.db */
+	free(third);
+	import_dir(&im, dir, NULL);
+	ck_assert_msg(strstr(im.err.msg, "5353.cuspool': implausible clock"), "warning: %s",
+		      im.err.msg);
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000000000");
+	imported_close(&im);
+	free(out);
+}
+END_TEST
+
 static Suite *import_suite(void)
 {
 	Suite *s = suite_create("import");
@@ -2444,6 +2637,9 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_launch_join_both_orders);
 	tcase_add_test(tc, test_graph_launch);
 	tcase_add_test(tc, test_unknown_timestamps);
+	tcase_add_test(tc, test_implausible_values);
+	tcase_add_test(tc, test_implausible_header_clock);
+	tcase_add_test(tc, test_clocks_far_apart);
 	tcase_add_test(tc, test_nvtx);
 	tcase_add_test(tc, test_sync_record_and_api_waits);
 	tcase_add_test(tc, test_sync_memcpy);

@@ -4,8 +4,9 @@
  * viewers, each refusing the other's token), a client stalled in its headers, the summary against
  * the trace, the findings against `cuscope report`, the timeline served while the findings are
  * still pending, the busy time and thinning of window answers, strings escaped in JSON, the
- * loopback-only socket, the answers of the writer's overview before the tracks are read, and
- * every command on a trace without the overview.
+ * loopback-only socket, the answers of the writer's overview before the tracks are read, every
+ * command on a trace without the overview, and the answers on a trace with values at the int64
+ * limits for windows at the server's limits (|t| = 2^62).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -994,6 +995,87 @@ START_TEST(test_stalled_client_does_not_block)
 }
 END_TEST
 
+/* A window answer: JSON, every track's busy time within the window, items that end after they
+ * start. */
+static void check_extreme_window(const struct server *s, const char *what, long long t0,
+				 long long t1, int px, int *overview)
+{
+	char path[256], url[512], *body;
+	cJSON *j, *tracks, *tr;
+	int status;
+
+	snprintf(path, sizeof(path), "/api/%s?t0=%lld&t1=%lld&px=%d", what, t0, t1, px);
+	snprintf(url, sizeof(url), "%s&token=%s", path, s->token);
+	status = http_get(s, NULL, url, NULL, &body);
+	/* before the tracks are read a window may be refused as loading; never an error */
+	ck_assert_msg(status == 200 || status == 503, "%s: status %d", path, status);
+	if (status == 503) {
+		free(body);
+		return;
+	}
+	j = cJSON_Parse(body);
+	ck_assert_msg(j != NULL, "%s: not JSON: %.200s", path, body);
+	free(body);
+	if (cJSON_IsTrue(cJSON_GetObjectItem(j, "overview")))
+		*overview = 1;
+	tracks = cJSON_GetObjectItem(j, "tracks");
+	ck_assert_ptr_nonnull(tracks);
+	cJSON_ArrayForEach(tr, tracks)
+	{
+		const cJSON *busy = cJSON_GetObjectItem(tr, "busy"), *it;
+
+		if (busy)
+			ck_assert_msg(busy->valuedouble >= 0 &&
+					      busy->valuedouble <= (double)t1 - (double)t0,
+				      "%s: busy %g", path, busy->valuedouble);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(tr, "items"))
+		{
+			ck_assert(cJSON_GetArrayItem(it, 1)->valuedouble >=
+				  cJSON_GetArrayItem(it, 0)->valuedouble);
+			ck_assert(cJSON_GetArrayItem(it, 4)->valuedouble >= 0);
+		}
+	}
+	cJSON_Delete(j);
+}
+
+/*
+ * A trace with values at the int64 limits (and an overview), read while its tracks are held back
+ * and after: windows at the server's limits, a window of 2^63 ns (t1 - t0 passes INT64_MAX),
+ * windows of 1 ns at either end, one column and the most columns.
+ */
+START_TEST(test_extreme_trace_windows)
+{
+	static const long long w[][2] = {
+		{-(1ll << 62), 1ll << 62},    {-(1ll << 62), -(1ll << 62) + 1},
+		{(1ll << 62) - 1, 1ll << 62}, {-1, 1},
+		{0, 9007199254740991ll},      {-(1ll << 62), 0},
+	};
+	char *db = tu_path(tmp_dir, "extreme.db");
+	struct server s;
+	cJSON *sum;
+	int overview = 0;
+
+	tu_write_extreme_trace(db, PID, "test_view");
+	ck_assert_int_eq(server_start_env(db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", "2000", &s), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			sum = summary_ready(&s);
+			ck_assert_int_eq(jint(sum, "start"), -9007199254740991ll);
+			ck_assert_int_eq(jint(sum, "end"), 9007199254740991ll);
+			cJSON_Delete(sum);
+		}
+		for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+			check_extreme_window(&s, "window", w[i][0], w[i][1], 1, &overview);
+			check_extreme_window(&s, "window", w[i][0], w[i][1], 20000, &overview);
+			check_extreme_window(&s, "memory", w[i][0], w[i][1], 20000, &overview);
+		}
+	}
+	ck_assert_int_eq(overview, 1); /* the overview answered before the tracks were read */
+	server_stop(&s);
+	free(db);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -1014,6 +1096,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_loopback_only);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_commands_without_overview);
+	tcase_add_test(tc, test_extreme_trace_windows);
 	/* last: it takes a few seconds, with a server of its own */
 	tcase_add_test(tc, test_stalled_client_does_not_block);
 	suite_add_tcase(s, tc);

@@ -262,3 +262,376 @@ void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, 
 	p.used_cuda = 1;
 	tu_need(cs_writer_add_process(w, &p) == 0, test, cs_writer_errmsg(w));
 }
+
+const int64_t tu_extreme[TU_NEXTREME] = {
+	INT64_MIN,	     INT64_MIN + 1,    INT64_MAX, INT64_MAX - 1, -1, INT64_C(1) << 62,
+	-(INT64_C(1) << 62), INT64_MAX - 1023, 0,	  1000,
+};
+
+void tu_write_extreme_trace(const char *path, uint32_t pid, const char *test)
+{
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p;
+	cs_device d;
+	cs_stream st;
+	int64_t name, api_name, text, step;
+	int n = 0;
+
+	tu_need(cs_writer_open(path, 1, &w, &err) == 0, test, err.msg);
+	cs_writer_set_overview_min_events(w, 0); /* the overview too */
+	memset(&p, 0, sizeof(p));
+	p.pid = pid;
+	p.ppid = 1;
+	p.start = INT64_MIN + 1;
+	p.end = INT64_MAX;
+	p.command_line = "python extreme.py";
+	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
+	p.used_cuda = 1;
+	p.dropped_records = INT64_MAX;
+	p.cupti_device_bytes = INT64_MAX;
+	tu_need(cs_writer_add_process(w, &p) == 0, test, cs_writer_errmsg(w));
+	p.pid = pid + 1; /* a second process: sums over processes */
+	p.start = -1;
+	p.end = INT64_MIN + 1;
+	tu_need(cs_writer_add_process(w, &p) == 0, test, cs_writer_errmsg(w));
+	memset(&d, 0, sizeof(d));
+	d.pid = pid;
+	d.device_id = 0;
+	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+	d.name = "Extreme GPU";
+	d.total_memory = INT64_MAX;
+	d.sm_count = INT32_MAX;
+	d.compute_major = 9;
+	d.core_clock_khz = INT64_MAX;
+	d.memory_bandwidth = INT64_MAX;
+	tu_need(cs_writer_add_device(w, &d) == 0, test, cs_writer_errmsg(w));
+	memset(&st, 0, sizeof(st));
+	st.pid = pid;
+	st.stream_id = 7;
+	tu_need(cs_writer_add_stream(w, &st) == 0, test, cs_writer_errmsg(w));
+	name = cs_writer_intern(w, "extreme_kernel");
+	api_name = cs_writer_intern(w, "cudaStreamSynchronize");
+	text = cs_writer_intern(w, "range");
+	step = cs_writer_intern(w, "step");
+	tu_need(name > 0 && api_name > 0 && text > 0 && step > 0, test, cs_writer_errmsg(w));
+
+	for (int i = 0; i < TU_NEXTREME + 3; i++) {
+		for (int j = 0; j < TU_NEXTREME + 3; j++) {
+			/* the last three: plausible times 1000 .. 5000 */
+			int64_t s = i < TU_NEXTREME ? tu_extreme[i] : 1000 * (i - TU_NEXTREME + 1);
+			int64_t e = j < TU_NEXTREME   ? tu_extreme[j]
+				    : i < TU_NEXTREME ? 1000 * (j - TU_NEXTREME + 1)
+						      : s + 1000 * (j - TU_NEXTREME + 1);
+			int64_t bytes = tu_extreme[(i + j) % TU_NEXTREME];
+			int plausible = i >= TU_NEXTREME && j >= TU_NEXTREME;
+			cs_kernel k;
+			cs_memcpy c;
+			cs_memset m;
+			cs_memory a;
+			cs_sync y;
+			cs_api x;
+			cs_nvtx v;
+
+			if (plausible)
+				bytes = 4096;
+			memset(&k, 0, sizeof(k));
+			k.start = s;
+			k.end = e;
+			k.queued = k.submitted = tu_extreme[j % TU_NEXTREME];
+			k.launch_start = e;
+			k.launch_end = s;
+			k.pid = pid;
+			k.launch_tid = pid;
+			k.launch_cbid = 211;
+			k.launch_api_kind = CS_API_RUNTIME;
+			k.stream_id = 7;
+			k.correlation_id = (uint64_t)++n;
+			k.grid_x = plausible ? 64 : INT32_MAX;
+			k.grid_y = plausible ? 1 : INT32_MAX;
+			k.grid_z = plausible ? 1 : (n % 2 ? INT32_MAX : INT32_MIN);
+			k.block_x = plausible ? 256 : INT32_MAX;
+			k.block_y = plausible ? 1 : INT32_MAX;
+			k.block_z = plausible ? 1 : (n % 2 ? INT32_MIN : INT32_MAX);
+			k.registers_per_thread = INT32_MAX;
+			k.static_shared_memory = INT32_MAX;
+			k.dynamic_shared_memory = INT32_MIN;
+			k.graph_id = k.graph_node_id = CS_ID_NONE;
+			k.name_id = name;
+			k.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_kernel(w, &k) == 0, test, cs_writer_errmsg(w));
+
+			memset(&c, 0, sizeof(c));
+			c.start = s;
+			c.end = e;
+			c.launch_start = s;
+			c.launch_end = e;
+			c.pid = pid;
+			c.launch_tid = pid;
+			c.launch_cbid = 41;
+			c.stream_id = 7;
+			c.correlation_id = (uint64_t)++n;
+			c.copy_kind = (i + j) % 2 ? CS_COPY_DTOH : CS_COPY_HTOD;
+			c.src_kind = CS_MEM_DEVICE;
+			c.dst_kind = CS_MEM_PAGEABLE;
+			c.src_device_id = c.dst_device_id = CS_ID_NONE;
+			c.bytes = bytes;
+			c.graph_id = c.graph_node_id = c.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_memcpy(w, &c) == 0, test, cs_writer_errmsg(w));
+
+			memset(&m, 0, sizeof(m));
+			m.start = s;
+			m.end = e;
+			m.launch_start = m.launch_end = CS_TS_UNKNOWN;
+			m.pid = pid;
+			m.launch_cbid = CS_ID_NONE;
+			m.stream_id = 7;
+			m.correlation_id = (uint64_t)++n;
+			m.mem_kind = CS_MEM_DEVICE;
+			m.bytes = bytes;
+			m.graph_id = m.graph_node_id = m.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_memset(w, &m) == 0, test, cs_writer_errmsg(w));
+
+			memset(&a, 0, sizeof(a));
+			a.start = s;
+			a.pid = pid;
+			a.tid = pid;
+			a.stream_id = CS_ID_NONE;
+			a.correlation_id = (uint64_t)++n;
+			a.op = j % 2 ? CS_MEMOP_FREE : CS_MEMOP_ALLOC;
+			a.mem_kind = CS_MEM_DEVICE;
+			a.cbid = CS_ID_NONE;
+			a.address = 0x7f0000000000ull + (uint64_t)(j / 2) * 4096;
+			a.bytes = j % 2 ? 0 : bytes;
+			a.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_memory(w, &a) == 0, test, cs_writer_errmsg(w));
+
+			memset(&y, 0, sizeof(y));
+			y.start = s;
+			y.end = e;
+			y.pid = pid;
+			y.tid = pid;
+			y.stream_id = 7;
+			y.event_id = CS_ID_NONE;
+			y.correlation_id = (uint64_t)++n;
+			y.type = CS_SYNC_STREAM_SYNCHRONIZE;
+			y.cbid = 131;
+			y.api_kind = CS_API_RUNTIME;
+			y.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_sync(w, &y) == 0, test, cs_writer_errmsg(w));
+
+			memset(&x, 0, sizeof(x));
+			x.start = s;
+			x.end = e;
+			x.pid = pid;
+			x.tid = pid;
+			x.api_kind = CS_API_RUNTIME;
+			x.cbid = 131;
+			x.correlation_id = (uint64_t)++n;
+			x.name_id = api_name;
+			x.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_api(w, &x) == 0, test, cs_writer_errmsg(w));
+
+			memset(&v, 0, sizeof(v));
+			v.start = s;
+			v.end = e;
+			v.pid = pid;
+			v.tid = pid;
+			v.type = CS_NVTX_PUSHPOP;
+			v.depth = j % 3;
+			v.domain_id = CS_ID_NONE;
+			v.text_id = text;
+			v.range_id = CS_ID_NONE;
+			tu_need(cs_writer_add_nvtx(w, &v) == 0, test, cs_writer_errmsg(w));
+		}
+	}
+	for (int i = 0; i < TU_NLONG; i++) {
+		cs_kernel k;
+		cs_sync y;
+		cs_api x;
+		cs_nvtx v;
+
+		memset(&k, 0, sizeof(k));
+		k.start = 0;
+		k.end = CS_TS_MAX;
+		k.queued = k.submitted = CS_TS_UNKNOWN;
+		k.launch_start = -CS_TS_MAX;
+		k.launch_end = 0;
+		k.pid = pid;
+		k.launch_tid = pid;
+		k.launch_cbid = 211;
+		k.launch_api_kind = CS_API_RUNTIME;
+		k.stream_id = 7;
+		k.correlation_id = (uint64_t)++n;
+		k.grid_x = 65535;
+		k.grid_y = k.grid_z = 65535;
+		k.block_x = 1024;
+		k.block_y = k.block_z = 1;
+		k.graph_id = k.graph_node_id = k.stack_id = CS_ID_NONE;
+		k.name_id = name;
+		tu_need(cs_writer_add_kernel(w, &k) == 0, test, cs_writer_errmsg(w));
+
+		memset(&y, 0, sizeof(y));
+		y.start = -CS_TS_MAX;
+		y.end = 0;
+		y.pid = pid;
+		y.tid = pid;
+		y.stream_id = 7;
+		y.event_id = CS_ID_NONE;
+		y.correlation_id = (uint64_t)++n;
+		y.type = i % 2 ? CS_SYNC_STREAM_SYNCHRONIZE : CS_SYNC_MEMCPY;
+		y.cbid = 131;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_sync(w, &y) == 0, test, cs_writer_errmsg(w));
+
+		memset(&x, 0, sizeof(x));
+		x.start = -CS_TS_MAX;
+		x.end = 0;
+		x.pid = pid;
+		x.tid = pid;
+		x.api_kind = CS_API_RUNTIME;
+		x.cbid = 131;
+		x.correlation_id = (uint64_t)++n;
+		x.name_id = api_name;
+		x.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_api(w, &x) == 0, test, cs_writer_errmsg(w));
+
+		memset(&v, 0, sizeof(v));
+		v.start = i % 2 ? 0 : -CS_TS_MAX;
+		v.end = i % 2 ? CS_TS_MAX : 0;
+		v.pid = pid;
+		v.tid = pid;
+		v.type = CS_NVTX_PUSHPOP;
+		v.domain_id = CS_ID_NONE;
+		v.text_id = text;
+		v.range_id = CS_ID_NONE;
+		tu_need(cs_writer_add_nvtx(w, &v) == 0, test, cs_writer_errmsg(w));
+	}
+	/* TU_NSTEPS "step" ranges over [-CS_TS_MAX, CS_TS_MAX], each with a kernel, a
+	 * device-to-host copy, the wait for it and an allocation and free, as long and as large as
+	 * plausible */
+	for (int i = 0; i < TU_NSTEPS; i++) {
+		int64_t len = 2 * (CS_TS_MAX / TU_NSTEPS), s = -CS_TS_MAX + i * len;
+		cs_nvtx v;
+		cs_kernel k;
+		cs_memcpy c;
+		cs_sync y;
+		cs_memory a;
+
+		memset(&v, 0, sizeof(v));
+		v.start = s;
+		v.end = s + len;
+		v.pid = pid;
+		v.tid = pid;
+		v.type = CS_NVTX_PUSHPOP;
+		v.domain_id = CS_ID_NONE;
+		v.text_id = step;
+		v.range_id = CS_ID_NONE;
+		tu_need(cs_writer_add_nvtx(w, &v) == 0, test, cs_writer_errmsg(w));
+
+		memset(&k, 0, sizeof(k));
+		k.start = s + 1;
+		k.end = s + len / 2;
+		k.queued = k.submitted = CS_TS_UNKNOWN;
+		k.launch_start = s;
+		k.launch_end = s + 1;
+		k.pid = pid;
+		k.launch_tid = pid;
+		k.launch_cbid = 211;
+		k.launch_api_kind = CS_API_RUNTIME;
+		k.stream_id = 7;
+		k.correlation_id = (uint64_t)++n;
+		k.grid_x = INT32_MAX;
+		k.grid_y = k.grid_z = 65535;
+		k.block_x = 1024;
+		k.block_y = k.block_z = 1;
+		k.graph_id = k.graph_node_id = k.stack_id = CS_ID_NONE;
+		k.name_id = name;
+		tu_need(cs_writer_add_kernel(w, &k) == 0, test, cs_writer_errmsg(w));
+
+		memset(&c, 0, sizeof(c));
+		c.start = s + len / 2;
+		c.end = s + len / 2 + 1;
+		c.launch_start = s + 2;
+		c.launch_end = s + len / 2 + 2;
+		c.pid = pid;
+		c.launch_tid = pid;
+		c.launch_cbid = 41;
+		c.stream_id = 7;
+		c.correlation_id = (uint64_t)++n;
+		c.copy_kind = CS_COPY_DTOH;
+		c.src_kind = CS_MEM_DEVICE;
+		c.dst_kind = CS_MEM_PAGEABLE;
+		c.src_device_id = c.dst_device_id = CS_ID_NONE;
+		c.bytes = CS_BYTES_MAX;
+		c.graph_id = c.graph_node_id = c.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_memcpy(w, &c) == 0, test, cs_writer_errmsg(w));
+
+		memset(&y, 0, sizeof(y));
+		y.start = s + 2;
+		y.end = s + len / 2 + 2;
+		y.pid = pid;
+		y.tid = pid;
+		y.stream_id = 7;
+		y.event_id = CS_ID_NONE;
+		y.correlation_id = c.correlation_id;
+		y.type = CS_SYNC_MEMCPY;
+		y.cbid = 41;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_sync(w, &y) == 0, test, cs_writer_errmsg(w));
+
+		for (int f = 0; f < 2; f++) {
+			memset(&a, 0, sizeof(a));
+			a.start = s + len / 2 + 3 + f;
+			a.pid = pid;
+			a.tid = pid;
+			a.device_id = 0;
+			a.stream_id = CS_ID_NONE;
+			a.correlation_id = (uint64_t)++n;
+			a.op = f ? CS_MEMOP_FREE : CS_MEMOP_ALLOC;
+			a.mem_kind = CS_MEM_DEVICE;
+			a.cbid = CS_ID_NONE;
+			a.address = 0x20000000000ull;
+			a.bytes = f ? 0 : CS_BYTES_MAX;
+			a.stack_id = CS_ID_NONE;
+			tu_need(cs_writer_add_memory(w, &a) == 0, test, cs_writer_errmsg(w));
+		}
+	}
+	for (int i = 0; i < TU_NBIG; i++) {
+		cs_memcpy c;
+		cs_memory a;
+
+		memset(&c, 0, sizeof(c));
+		c.start = CS_TS_MAX - TU_NBIG + i;
+		c.end = c.start + 1;
+		c.launch_start = c.launch_end = CS_TS_UNKNOWN;
+		c.pid = pid;
+		c.launch_cbid = CS_ID_NONE;
+		c.stream_id = 7;
+		c.correlation_id = (uint64_t)++n;
+		c.copy_kind = i % 2 ? CS_COPY_DTOH : CS_COPY_HTOD;
+		c.src_kind = CS_MEM_DEVICE;
+		c.dst_kind = CS_MEM_PINNED;
+		c.src_device_id = c.dst_device_id = CS_ID_NONE;
+		c.bytes = CS_BYTES_MAX;
+		c.graph_id = c.graph_node_id = c.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_memcpy(w, &c) == 0, test, cs_writer_errmsg(w));
+
+		memset(&a, 0, sizeof(a));
+		a.start = CS_TS_MAX - TU_NBIG + i;
+		a.pid = pid;
+		a.tid = pid;
+		a.stream_id = CS_ID_NONE;
+		a.correlation_id = (uint64_t)++n;
+		a.op = CS_MEMOP_ALLOC;
+		a.mem_kind = CS_MEM_DEVICE;
+		a.cbid = CS_ID_NONE;
+		a.address = 0x10000000000ull + (uint64_t)i * 4096;
+		a.bytes = CS_BYTES_MAX;
+		a.stack_id = CS_ID_NONE;
+		tu_need(cs_writer_add_memory(w, &a) == 0, test, cs_writer_errmsg(w));
+	}
+	tu_need(cs_writer_finish(w, &err) == 0, test, err.msg);
+}

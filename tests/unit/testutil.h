@@ -48,6 +48,28 @@ void tu_need(int ok, const char *test, const char *what);
 /* Add to a trace being written the process PID that ran command_line, used CUDA, started at 0 and
  * has no rank; test names the test for tu_need when the writer refuses. */
 void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test);
+/*
+ * The values at and near the int64 limits that tu_write_extreme_trace() puts in times, durations
+ * and sizes: INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 1, -1, 2^62, -2^62, 2^63 - 2^10,
+ * 0, 1000.
+ */
+#define TU_NEXTREME 10
+extern const int64_t tu_extreme[TU_NEXTREME];
+/*
+ * Write at path a trace of process pid whose rows have every pair of tu_extreme values as their
+ * start and end (kernels, copies, sets, waits, API calls, NVTX ranges), such values as sizes,
+ * memory times and process times, grid and block sizes at the int32 limits, and a few plausible
+ * rows (over 1000 .. 5000 ns) so that the trace has a plausible span. Then the largest plausible
+ * values, enough of them that their sums pass INT64_MAX: TU_NLONG kernels, waits, API calls and
+ * NVTX ranges of CS_TS_MAX ns, TU_NSTEPS NVTX "step" ranges that split [-CS_TS_MAX, CS_TS_MAX],
+ * each with a kernel, a device-to-host copy of CS_BYTES_MAX bytes and its wait, and an allocation
+ * and free of CS_BYTES_MAX bytes, and TU_NBIG copies and allocations of CS_BYTES_MAX bytes. The
+ * trace has the timeline overview (TIMELINE_OVERVIEW), whatever its size.
+ */
+#define TU_NLONG  1100
+#define TU_NSTEPS 8
+#define TU_NBIG	  33000
+void tu_write_extreme_trace(const char *path, uint32_t pid, const char *test);
 /* Number of lines in s. */
 int tu_count_lines(const char *s);
 
