@@ -41,7 +41,7 @@ WORK=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o "$WORK/abrupt_end" tests/gpu/programs/abrupt_end.cu || exit 2
 FAILED=0
-SAVE="c.term c.exit py.wait" # the first trace of these goes to $OUT (test data: tests/data/abrupt/)
+SAVE=${SAVE-"c.term c.exit py.wait"} # the first trace of these goes to $OUT (test data: tests/data/abrupt/)
 
 # kernels of PID in TRACE, and whether its end record is there ("end" / "no-end")
 trace_count() {
@@ -158,6 +158,14 @@ if want cost; then
 	done
 	for v in "${V[@]}"; do
 		say "syncloop us/iter, median [min..max], $v: $(median ${SL[$v]})" | tee -a "$TABLE"
+	done
+	# how many flushes each variant makes, and how long they take (census; it also turns on the
+	# callbacks of every API, so its loop time is not comparable)
+	for v in "${V[@]}"; do
+		[ "$v" = none ] && continue
+		CUSCOPE_RECORD_EXTRA=census$([ "$v" = - ] || echo ",$v") "$C" record -q -o "$WORK/cost.db" --force -- \
+			"$WORK/abrupt_end" syncloop 20000 2 2>&1 | grep -E 'census: (flushes|periodic)' |
+			sed "s/^/syncloop $v: /" | tee -a "$TABLE" "$LOG"
 	done
 	for v in "${V[@]}"; do
 		[ -n "${TR[$v]:-}" ] && say "train_ref ms/step, median [min..max], $v: $(median ${TR[$v]})" | tee -a "$TABLE"
