@@ -11,9 +11,10 @@
  * - After a host wait (device, context, stream or event synchronize, a synchronous copy or set)
  *   every record of work the wait covered is complete, so a default flush delivers it: the waiting
  *   thread flushes CUPTI and the spool at the wait's exit, unless the last such flush ended less
- *   than wait_flush_ms (20) ago: then the flush thread does it once that time has passed. So what
- *   completed before a wait reaches the spool file at once or within wait_flush_ms, at a cost of at
- *   most one flush per wait_flush_ms. A periodic default flush alone delivers nothing while the host
+ *   than 2 x wait_flush_ms (20) ago: then the flush thread does it once wait_flush_ms have passed
+ *   since the last one. So what completed before a wait reaches the spool file at once or within
+ *   wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by the flush thread when
+ *   the program waits often. A periodic default flush alone delivers nothing while the host
  *   runs ahead of a busy GPU (a buffer holding an unfinished record is not returned).
  * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
  *   handler wakes the flush thread, which forces a flush and writes the process's end record, waits
@@ -324,8 +325,11 @@ void cs_inject_after_wait(uint64_t now)
 	if (!opts.wait_flush_ms || !atomic_load_explicit(&subscribed, memory_order_relaxed) ||
 	    !cs_inject_active())
 		return;
-	if (now < atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + wait_flush_gap()) {
-		/* too soon: the flush thread flushes once the gap has passed */
+	/* Within two gaps of the last flush, the flush thread flushes (once one gap has passed), so
+	 * that in a loop that waits often the decoding stays off the waiting thread; past that (a
+	 * GPU-bound stretch without waits, or the first wait) the waiting thread flushes itself, so
+	 * that a process that ends right after the wait keeps what completed before it. */
+	if (now < atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + 2 * wait_flush_gap()) {
 		if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
 		    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
 			wake(wake_fd);
