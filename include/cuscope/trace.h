@@ -36,16 +36,17 @@ extern "C" {
  * (JSON numbers), which then never round. A span of two plausible times fits in 2^54, far from
  * int64 overflow, so that differences of times need no checks.
  *
- * CS_BYTES_MAX: a size in bytes lies in [0, CS_BYTES_MAX]. 2^48 (256 TiB) is over a thousand times
- * the memory of the largest GPUs (under 2^38) and several times the memory of the largest hosts,
- * and it is the whole virtual address space of x86-64 with 4-level paging. Sums of 2^15 such
- * sizes still fit in int64.
+ * CS_BYTES_MAX: a size in bytes lies in [0, CS_BYTES_MAX]. 2^53 (8 PiB) is far above the memory of
+ * the largest GPUs (under 2^38), yet a size is also what a program asked for: a failed cudaMalloc
+ * of 1 PiB (2^50) or a reservation of GPU virtual address space (49 bits on current GPUs) is real
+ * data, not damage. 2^53 is also the largest integer a double holds exactly (the JSON exports).
+ * Sums of 2^10 such sizes fit in int64; longer sums saturate (src/util/checked.h).
  *
  * A value outside the bounds is unknown: a timestamp reads as CS_TS_UNKNOWN (NULL), a size as 0
  * (what the schema stores for a size that is not known).
  */
 #define CS_TS_MAX    ((INT64_C(1) << 53) - 1)
-#define CS_BYTES_MAX (INT64_C(1) << 48)
+#define CS_BYTES_MAX (INT64_C(1) << 53)
 
 static inline int cs_ts_plausible(int64_t t)
 {

@@ -2626,6 +2626,76 @@ START_TEST(test_clocks_far_apart)
 }
 END_TEST
 
+/*
+ * A spool file recorded on the H200 from samples/cuda/counts.cu with the library loaded by hand
+ * (CUDA_INJECTION64_PATH and CUSCOPE_SPOOL_DIR, no `record`). The program printed what it did; the
+ * import holds exactly that, with no value taken for implausible: its cudaMalloc of 1 PiB, which
+ * fails, keeps its size.
+ */
+START_TEST(test_recorded_spool)
+{
+	char *src = tu_source_file("tests/data/spool-counts/3381.cuspool"), *dir = tu_tmpdir(), *dst;
+	size_t len;
+	char *data = tu_read_file(src, &len);
+	struct imported im;
+	int64_t bytes[CS_COPY_PTOP + 1] = {0}, copies[CS_COPY_PTOP + 1] = {0}, set_bytes = 0;
+	int64_t failed_pib = 0, ok_allocs = 0, n = 0;
+	cs_filter all = cs_filter_all();
+	cs_iter *it;
+	cs_event ev;
+	cs_error err = {0, ""};
+
+	ck_assert_msg(data && dir, "cannot read %s", src);
+	dst = tu_path(dir, "3381.cuspool");
+	ck_assert(tu_write_file(dst, data, len) == 0);
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.implausible, 0);
+	ck_assert_int_eq(im.st.dropped, 0);
+	ck_assert_int_eq(im.st.counts[CS_EV_KERNEL], 17);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMCPY], 11);
+	ck_assert_int_eq(im.st.counts[CS_EV_MEMSET], 2);
+	ck_assert_int_eq(im.st.counts[CS_EV_NVTX], 15); /* 10 ranges, 2 start/end, 3 marks */
+
+	ck_assert(cs_iter_open(im.t, CS_EV_MEMCPY, &all, &it, &err) == 0);
+	while (cs_iter_next(it, &ev) > 0) {
+		ck_assert(ev.u.memcpy.copy_kind >= 0 && ev.u.memcpy.copy_kind <= CS_COPY_PTOP);
+		copies[ev.u.memcpy.copy_kind]++;
+		bytes[ev.u.memcpy.copy_kind] += ev.u.memcpy.bytes;
+	}
+	cs_iter_close(it);
+	ck_assert_int_eq(copies[CS_COPY_HTOD], 4);
+	ck_assert_int_eq(copies[CS_COPY_DTOH], 4);
+	ck_assert_int_eq(copies[CS_COPY_DTOD], 3);
+	ck_assert_int_eq(bytes[CS_COPY_HTOD], 786432);
+	ck_assert_int_eq(bytes[CS_COPY_DTOH], 917504);
+	ck_assert_int_eq(bytes[CS_COPY_DTOD], 589824);
+
+	ck_assert(cs_iter_open(im.t, CS_EV_MEMSET, &all, &it, &err) == 0);
+	while (cs_iter_next(it, &ev) > 0)
+		set_bytes += ev.u.memset.bytes;
+	cs_iter_close(it);
+	ck_assert_int_eq(set_bytes, 262144);
+
+	ck_assert(cs_iter_open(im.t, CS_EV_MEMORY, &all, &it, &err) == 0);
+	while (cs_iter_next(it, &ev) > 0) {
+		n++;
+		if (ev.u.memory.result != 0 && ev.u.memory.bytes == INT64_C(1) << 50)
+			failed_pib++;
+		if (ev.u.memory.result == 0 && ev.u.memory.op == CS_MEMOP_ALLOC &&
+		    ev.u.memory.mem_kind == CS_MEM_DEVICE)
+			ok_allocs++;
+	}
+	cs_iter_close(it);
+	ck_assert_int_eq(failed_pib, 1);
+	ck_assert_msg(ok_allocs >= 4, "%lld device allocations", (long long)ok_allocs);
+	imported_close(&im);
+	free(data);
+	free(dst);
+	free(dir);
+	free(src);
+}
+END_TEST
+
 static Suite *import_suite(void)
 {
 	Suite *s = suite_create("import");
@@ -2640,6 +2710,7 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_implausible_values);
 	tcase_add_test(tc, test_implausible_header_clock);
 	tcase_add_test(tc, test_clocks_far_apart);
+	tcase_add_test(tc, test_recorded_spool);
 	tcase_add_test(tc, test_nvtx);
 	tcase_add_test(tc, test_sync_record_and_api_waits);
 	tcase_add_test(tc, test_sync_memcpy);
