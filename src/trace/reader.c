@@ -1117,13 +1117,27 @@ void cs_overview_free(cs_overview *o)
 	free(o);
 }
 
+/*
+ * What the reader allows of the overview's rows: integer track ids 0..n-1 in order, per track at
+ * most nbins bins, each an integer 0..nbins-1 given once in increasing order, with 0..bin_ns busy
+ * ns and 0..(events in the trace) events, and a last bin that ends before INT64_MAX. A file
+ * that breaks any of that has no usable overview.
+ */
+static int overview_bad(cs_trace *t, cs_error *err)
+{
+	return cs_error_set(err, CS_ERR_CORRUPT,
+			    "cannot read '%s': damaged file (inconsistent timeline overview)",
+			    t->path);
+}
+
 int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 {
 	static const char *const kinds[] = {"", "stream", "waits", "api", "nvtx"};
 	sqlite3_stmt *st = NULL;
 	cs_overview *o;
-	int64_t start, bin_ns, nbins;
-	int rc, found = 0;
+	int32_t *cap = NULL; /* bins allocated per track */
+	int64_t start, bin_ns, nbins, last, events = 0;
+	int rc, found = 0, bad = 0;
 
 	if (!t || !out)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_read_overview: no trace");
@@ -1133,6 +1147,11 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 	nbins = meta_int(t, "overview_bins", 0);
 	if (start == CS_TS_UNKNOWN || bin_ns <= 0 || nbins <= 0 || nbins > INT32_MAX)
 		return 0;
+	if (__builtin_mul_overflow(nbins, bin_ns, &last) ||
+	    __builtin_add_overflow(start, last, &last))
+		return overview_bad(t, err);
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		events += t->info[k].rows > 0 ? t->info[k].rows : 0;
 	rc = sqlite3_prepare_v2(
 		t->db,
 		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
@@ -1162,23 +1181,30 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 		-1, &st, NULL);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		cs_overview_track *tr, *nt;
+		int32_t *ncap;
 		const char *kind = col_text(st, 0);
+		int64_t n = col_int(st, 8);
 		int k = 0;
 
-		if (col_int(st, 9) != o->ntracks) {
-			rc = SQLITE_CORRUPT; /* track ids run 0..n-1 */
+		rc = SQLITE_OK;
+		if (sqlite3_column_type(st, 9) != SQLITE_INTEGER || col_int(st, 9) != o->ntracks ||
+		    o->ntracks == INT32_MAX || n < 0 || n > nbins) {
+			bad = 1; /* track ids run 0..n-1, with at most nbins bins each */
 			break;
 		}
 		for (int i = 1; i < 5; i++)
 			if (kind && !strcmp(kind, kinds[i]))
 				k = i;
 		nt = realloc(o->tracks, (size_t)(o->ntracks + 1) * sizeof(*nt));
-		if (!nt) {
+		if (nt)
+			o->tracks = nt;
+		ncap = nt ? realloc(cap, (size_t)(o->ntracks + 1) * sizeof(*cap)) : NULL;
+		if (!ncap) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		o->tracks = nt;
-		tr = &o->tracks[o->ntracks++];
+		cap = ncap;
+		tr = &o->tracks[o->ntracks];
 		memset(tr, 0, sizeof(*tr));
 		tr->kind = k;
 		tr->pid = (uint32_t)col_int(st, 1);
@@ -1188,40 +1214,53 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 		tr->depth = (int32_t)col_int(st, 5);
 		tr->events = col_int(st, 6);
 		tr->busy = col_int(st, 7);
-		tr->bins = calloc((size_t)col_int(st, 8) + 1, sizeof(*tr->bins));
+		tr->bins = calloc((size_t)n + 1, sizeof(*tr->bins));
+		cap[o->ntracks++] = (int32_t)n;
 		if (!tr->bins) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		rc = SQLITE_OK;
 	}
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK && !bad)
 		rc = sqlite3_prepare_v2(t->db,
 					"SELECT trackId, bin, busy, events FROM TIMELINE_OVERVIEW "
 					"ORDER BY trackId, bin",
 					-1, &st, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (rc == SQLITE_OK && !bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = col_int(st, 0), bin = col_int(st, 1);
+		int64_t busy = col_int(st, 2), ev = col_int(st, 3);
 		cs_overview_track *tr;
 
 		rc = SQLITE_OK;
-		if (id < 0 || id >= o->ntracks || bin < 0 || bin >= nbins)
-			continue; /* not one of the tracks: ignored */
+		/* every row one of the counted bins of a track: the fill stays within cap[] */
+		if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+		    sqlite3_column_type(st, 1) != SQLITE_INTEGER || id < 0 || id >= o->ntracks ||
+		    bin < 0 || bin >= nbins || busy < 0 || busy > bin_ns || ev < 0 || ev > events) {
+			bad = 1;
+			break;
+		}
 		tr = &o->tracks[id];
+		if (tr->nbins >= cap[id] || (tr->nbins && tr->bins[tr->nbins - 1].bin >= bin)) {
+			bad = 1;
+			break;
+		}
 		tr->bins[tr->nbins].bin = (int32_t)bin;
-		tr->bins[tr->nbins].busy = col_int(st, 2);
-		tr->bins[tr->nbins].events = col_int(st, 3);
+		tr->bins[tr->nbins].busy = busy;
+		tr->bins[tr->nbins].events = ev;
 		tr->nbins++;
 	}
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
 	sqlite3_finalize(st);
-	if (rc != SQLITE_OK) {
+	free(cap);
+	if (rc != SQLITE_OK || bad) {
 		cs_overview_free(o);
+		if (bad)
+			return overview_bad(t, err);
 		return rc == SQLITE_NOMEM ? cs_error_set(err, CS_ERR_NOMEM, "out of memory")
 					  : sql_error(t, rc, err);
 	}

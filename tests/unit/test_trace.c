@@ -1965,6 +1965,77 @@ START_TEST(test_overview_busy)
 }
 END_TEST
 
+/*
+ * Overview rows that disagree with the tracks' bin counts (a track id 0.5 or a blob, which the
+ * count per track does not see but a plain integer read takes for track 0; the same bin twice; a
+ * bin past the last; negative busy time): the overview is refused as damaged, and the fill never
+ * writes past the bins allocated (this crashed, or failed under AddressSanitizer, before).
+ */
+START_TEST(test_overview_hostile)
+{
+	static const char *const crafted[] = {
+		/* 4096 rows of track 0.5 after track 0's own */
+		"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4095) "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT 0.5, i, 1, 1 FROM n",
+		"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4095) "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT x'00', i, 1, 1 FROM n",
+		"INSERT INTO TIMELINE_OVERVIEW VALUES ('0.5', 7, 1, 1)",
+		"INSERT INTO TIMELINE_OVERVIEW VALUES (0, 1.5, 1, 1)",
+		"UPDATE TIMELINE_OVERVIEW SET trackId = 0.25",
+		/* the same bin twice: a table without the primary key */
+		"CREATE TABLE ov AS SELECT * FROM TIMELINE_OVERVIEW; DROP TABLE TIMELINE_OVERVIEW; "
+		"CREATE TABLE TIMELINE_OVERVIEW(trackId, bin, busy, events); "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT * FROM ov; "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT * FROM ov",
+		"UPDATE TIMELINE_OVERVIEW SET bin = bin + 4096",
+		"UPDATE TIMELINE_OVERVIEW SET busy = -1",
+		"UPDATE TIMELINE_OVERVIEW SET events = 1 << 62",
+		"UPDATE META SET value = '4611686018427387904' WHERE key = 'overview_bin_ns'",
+	};
+	char *path = new_trace_path("ov_hostile.db"), *copy = new_trace_path("ov_crafted.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_overview *o = NULL;
+	cs_error err = {0};
+	cs_trace *t;
+	size_t len;
+	char *bytes;
+
+	cs_writer_set_overview_min_events(w, 0);
+	for (int i = 0; i < 100; i++) {
+		cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+		k.stream_id = 7;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	t = open_trace(path);
+	ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(o->ntracks, 1);
+	ck_assert_int_gt(o->tracks[0].nbins, 100); /* each kernel spans several bins */
+	cs_overview_free(o);
+	cs_trace_close(t);
+	bytes = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(bytes);
+
+	for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++) {
+		ck_assert_int_eq(tu_write_file(copy, bytes, len), 0);
+		sql_exec(copy, crafted[i]);
+		t = open_trace(copy);
+		o = (cs_overview *)1;
+		memset(&err, 0, sizeof(err));
+		ck_assert_msg(cs_trace_read_overview(t, &o, &err) == CS_ERR_CORRUPT,
+			      "crafted overview %zu read", i);
+		ck_assert_ptr_null(o);
+		ck_assert_msg(strstr(err.msg, "inconsistent timeline overview"), "%s", err.msg);
+		cs_trace_close(t);
+	}
+	free(bytes);
+	free(copy);
+	free(path);
+}
+END_TEST
+
 /* One track the many-tracks test writes, and what the overview should say of it. */
 struct ov_expect {
 	int kind;
@@ -2447,6 +2518,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
 	tcase_add_test(tc, test_overview_many_tracks);
+	tcase_add_test(tc, test_overview_hostile);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);
