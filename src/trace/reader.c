@@ -11,11 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
 #include "trace/trace_internal.h"
+
+/*
+ * The work limit of a query (docs/trace-format.md, "Reading hostile files"): SQLite's virtual
+ * machine instructions, counted by a progress handler every WORK_STEP of them, from the start of a
+ * statement that runs while no other is (what runs while it does, string and stack lookups in an
+ * iteration, counts towards it) to the start of the next such statement. The most allowed is
+ * WORK_PER_BYTE instructions per byte of the file, and at least WORK_FLOOR: a real trace's largest
+ * query, a scan of its largest table with the lookups of every row, takes far less, while a view
+ * that recursion makes endless, or a join that makes it quadratic, goes past it in seconds.
+ */
+#define WORK_STEP     1000
+#define WORK_PER_BYTE 64
+#define WORK_FLOOR    (50 * 1000 * 1000)
 
 /* Above this many ids (and much sparser than the row count) strings are looked up one by one. */
 #define STRINGS_ARRAY_MAX (64 * 1024 * 1024)
@@ -53,6 +67,11 @@ struct cs_trace {
 
 	cs_frame *frames;
 	size_t frames_cap;
+
+	/* the work limit: progress handler calls (WORK_STEP instructions each) of the statement now
+	 * running with what it runs in between, and the most allowed */
+	int64_t work, work_limit;
+	int over_limit;
 };
 
 struct cs_iter {
@@ -90,9 +109,21 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i); /* NULL for NULL */
 }
 
+/* The one-line error of a query stopped by the work limit. */
+static int limit_error(cs_trace *t, cs_error *err)
+{
+	return cs_error_set(err, CS_ERR_NOT_TRACE,
+			    "cannot %s '%s': not a valid cuscope trace (a query exceeded its work "
+			    "limit)",
+			    t->opened ? "read" : "open", t->path);
+}
+
 static int sql_error(cs_trace *t, int rc, cs_error *err)
 {
 	int code = cs_sql_code(rc);
+
+	if (t->over_limit)
+		return limit_error(t, err);
 
 	if (!code)
 		code = CS_ERR_SQL;
@@ -101,6 +132,46 @@ static int sql_error(cs_trace *t, int rc, cs_error *err)
 				    t->opened ? "read" : "open", t->path);
 	return cs_error_set(err, code, "cannot %s '%s': %s", t->opened ? "read" : "open", t->path,
 			    sqlite3_errmsg(t->db));
+}
+
+/* ---- the work limit ---- */
+
+static int work_progress(void *arg)
+{
+	cs_trace *t = arg;
+
+	if (++t->work <= t->work_limit && !t->over_limit)
+		return 0;
+	t->over_limit = 1; /* and every later query fails at once */
+	return 1;
+}
+
+/* A statement starts: when no other one is running, its count starts from 0. */
+static int work_statement(unsigned type, void *arg, void *stmt, void *sql)
+{
+	cs_trace *t = arg;
+	sqlite3_stmt *s;
+
+	(void)type;
+	(void)sql;
+	for (s = sqlite3_next_stmt(t->db, NULL); s; s = sqlite3_next_stmt(t->db, s))
+		if (s != stmt && sqlite3_stmt_busy(s))
+			return 0;
+	t->work = 0;
+	return 0;
+}
+
+static void work_limit_set(cs_trace *t)
+{
+	struct stat st;
+	int64_t limit = WORK_FLOOR;
+
+	if (!stat(t->path, &st) && st.st_size > 0 && st.st_size < INT64_MAX / WORK_PER_BYTE &&
+	    (int64_t)st.st_size * WORK_PER_BYTE > limit)
+		limit = (int64_t)st.st_size * WORK_PER_BYTE;
+	t->work_limit = limit / WORK_STEP;
+	sqlite3_progress_handler(t->db, WORK_STEP, work_progress, t);
+	sqlite3_trace_v2(t->db, SQLITE_TRACE_STMT, work_statement, t);
 }
 
 /* ---- open, close ---- */
@@ -260,11 +331,16 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 	}
 	sqlite3_busy_timeout(t->db, 2000);
 	sqlite3_exec(t->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL);
+	work_limit_set(t);
 
 	rc = cs_schema_check_db(t->db, path, &t->version, err);
+	if (!rc)
+		rc = load_meta(t, err);
+	if (!rc)
+		rc = load_table_info(t, err);
+	if (rc && t->over_limit)
+		rc = limit_error(t, err);
 	if (rc)
-		goto fail;
-	if ((rc = load_meta(t, err)) || (rc = load_table_info(t, err)))
 		goto fail;
 	t->opened = 1;
 	*out = t;
@@ -379,8 +455,10 @@ static const char *lookup_string(cs_trace *t, int64_t id)
 	ls = calloc(1, sizeof(*ls));
 	if (!ls || !(ls->s = strdup(s))) {
 		free(ls);
+		sqlite3_reset(t->string_stmt);
 		return NULL;
 	}
+	sqlite3_reset(t->string_stmt); /* not left running (the work limit's count) */
 	ls->id = id;
 	ls->next = t->loose;
 	t->loose = ls;

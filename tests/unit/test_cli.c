@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -873,6 +874,104 @@ START_TEST(test_bad_truncated)
 }
 END_TEST
 
+/* The kernel table's columns, as views over it must name them. */
+static const char kernel_columns[] =
+	"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,launchApiKind,"
+	"deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,blockX,blockY,blockZ,"
+	"registersPerThread,staticSharedMemory,dynamicSharedMemory,graphId,graphNodeId,nameId,"
+	"stackId";
+
+/* "x AS start, x AS end, ...": every kernel column from a recursive counter x. */
+static void counter_columns(char *buf, size_t len)
+{
+	const char *c = kernel_columns;
+	size_t n = 0;
+
+	while (*c && n < len) {
+		size_t w = strcspn(c, ",");
+
+		n += (size_t)snprintf(buf + n, len - n, "%sx AS %.*s", n ? ", " : "", (int)w, c);
+		c += w + (c[w] == ',');
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * An event table that never ends: the kernel view (or the table under it) replaced by a recursive
+ * view that counts forever, with and without the row count in EVENT_TABLE_INFO. Every command
+ * stops within seconds at the work limit, with one line that says why and exit code 2, and leaves
+ * no output file behind.
+ */
+START_TEST(test_bad_endless_view)
+{
+	char cols[2048], sql[4096];
+
+	counter_columns(cols, sizeof(cols));
+	for (int v = 0; v < 3; v++) {
+		char name[64], *path, *out, *dir = tu_tmpdir();
+
+		snprintf(name, sizeof(name), "endless-%d.db", v);
+		path = copy_file(sample_db, name, 0);
+		if (v < 2)
+			snprintf(sql, sizeof(sql),
+				 "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; "
+				 "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE r(x) AS "
+				 "(SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x AS rowid, %s "
+				 "FROM r;%s",
+				 cols,
+				 v ? " DELETE FROM EVENT_TABLE_INFO WHERE tableName = "
+				     "'CUPTI_ACTIVITY_KIND_KERNEL';"
+				   : "");
+		else /* the table under the view */
+			snprintf(sql, sizeof(sql),
+				 "PRAGMA legacy_alter_table = ON; "
+				 "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL_DATA RENAME TO k; "
+				 "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL_DATA AS WITH RECURSIVE "
+				 "r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+				 "SELECT k.* FROM r, k");
+		exec_sql(path, sql);
+		out = tu_path(dir, "out.json");
+		{
+			const char *info[] = {NULL, "info", path, NULL};
+			const char *stats[] = {NULL, "stats", path, NULL};
+			const char *report[] = {NULL, "report", path, NULL};
+			const char *exp[] = {NULL, "export", "-o", out, path, NULL};
+			const char *diff[] = {NULL, "diff", sample_db, path, NULL};
+			const char *gate[] = {NULL, "gate", "--baseline", sample_db, path, NULL};
+			const char *view[] = {NULL,	   "view", "--port", "0",
+					      "--timeout", "5",	   path,     NULL};
+			const char **cmds[] = {info, stats, report, exp, diff, gate, view};
+
+			for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+				double t0 = now_s(), took;
+				struct tu_result r = tu_cuscope(cmds[i]);
+
+				took = now_s() - t0;
+				snprintf(name, sizeof(name), "%s on variant %d", cmds[i][1], v);
+				tu_assert_one_line_error(&r, name);
+				if (strcmp(cmds[i][1], "view"))
+					ck_assert_msg(strstr(r.err, "exceeded its work limit"),
+						      "%s: %s", cmds[i][1], r.err);
+				ck_assert_msg(took < 30, "%s took %.1f s", cmds[i][1], took);
+				tu_result_free(&r);
+			}
+		}
+		ck_assert_msg(!tu_file_exists(out), "export left %s", out);
+		ck_assert_int_eq(rmdir(dir), 0); /* nothing else left there either */
+		free(out);
+		free(dir);
+		free(path);
+	}
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -897,6 +996,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_sqlite_without_meta);
 	tcase_add_test(tc, test_bad_newer_schema);
 	tcase_add_test(tc, test_bad_truncated);
+	tcase_add_test(tc, test_bad_endless_view);
 	suite_add_tcase(s, tc);
 	return s;
 }
