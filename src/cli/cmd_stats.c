@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
+
 #include "cli/cli.h"
 
 #define STATS_DEFAULT_LIMIT 20
@@ -161,7 +163,7 @@ static void kernel_stat_finish(struct kernel_stat *k)
 {
 	double mean = (double)k->total / (double)k->n, sq = 0;
 
-	qsort(k->durations, k->n, sizeof(*k->durations), cmp_int64);
+	cs_sort(k->durations, k->n, sizeof(*k->durations), cmp_int64);
 	if (k->n % 2)
 		k->median = (double)k->durations[k->n / 2];
 	else
@@ -271,7 +273,7 @@ static int stats_collect(cs_trace *t, int64_t pid, struct stats *st, cs_error *e
 	}
 	for (size_t i = 0; i < st->kernels.n; i++)
 		kernel_stat_finish(&st->kernels.v[i]);
-	qsort(st->kernels.v, st->kernels.n, sizeof(*st->kernels.v), cmp_kernel_total);
+	cs_sort(st->kernels.v, st->kernels.n, sizeof(*st->kernels.v), cmp_kernel_total);
 	return 0;
 }
 

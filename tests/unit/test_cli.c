@@ -874,6 +874,49 @@ START_TEST(test_bad_truncated)
 }
 END_TEST
 
+/*
+ * Traces with nothing in them (no event, no process: a writer finished at once), and with events
+ * but no process, device or stream rows: every command reads them (exit 0, nothing on stderr), with
+ * no empty array handed to qsort() or memcpy() as NULL (the sanitizer build reports that).
+ */
+START_TEST(test_empty_traces)
+{
+	char *empty = tu_path(tmp_dir, "empty.db"), *bare = copy_file(sample_db, "bare.db", 0);
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "out.json");
+	cs_trace_writer *w = NULL;
+	cs_error err = {0};
+
+	ck_assert_int_eq(cs_writer_open(empty, 1, &w, &err), 0);
+	ck_assert_int_eq(cs_writer_finish(w, &err), 0);
+	exec_sql(bare, "DELETE FROM PROCESSES; DELETE FROM TARGET_INFO_GPU; "
+		       "DELETE FROM TARGET_INFO_CUDA_STREAM;");
+	for (int i = 0; i < 2; i++) {
+		const char *path = i ? bare : empty;
+		const char *info[] = {NULL, "info", path, NULL};
+		const char *json[] = {NULL, "info", "--format", "json", path, NULL};
+		const char *stats[] = {NULL, "stats", path, NULL};
+		const char *report[] = {NULL, "report", path, NULL};
+		const char *exp[] = {NULL, "export", "-q", "-o", out, path, NULL};
+		const char *pf[] = {NULL, "export", "-q", "-f", "perfetto", "-o", out, path, NULL};
+		const char *diff[] = {NULL, "diff", path, path, NULL};
+		const char *gate[] = {NULL, "gate", "--baseline", path, path, NULL};
+		const char **cmds[] = {info, json, stats, report, exp, pf, diff, gate};
+
+		for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+			struct tu_result r = tu_cuscope(cmds[c]);
+
+			ck_assert_msg(r.rc == 0 && !r.err[0], "%s on %s: exit code %d, stderr: %s",
+				      cmds[c][1], path, r.rc, r.err);
+			tu_result_free(&r);
+		}
+	}
+	free(out);
+	free(dir);
+	free(bare);
+	free(empty);
+}
+END_TEST
+
 /* The kernel table's columns, as views over it must name them. */
 static const char kernel_columns[] =
 	"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,launchApiKind,"
@@ -997,6 +1040,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_newer_schema);
 	tcase_add_test(tc, test_bad_truncated);
 	tcase_add_test(tc, test_bad_endless_view);
+	tcase_add_test(tc, test_empty_traces);
 	suite_add_tcase(s, tc);
 	return s;
 }
