@@ -117,7 +117,12 @@ static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
 
 static void fill_kernel(cs_a_kernel *d, const int64_t *v)
 {
-	int64_t blocks = v[11] * v[12] * v[13];
+	int64_t blocks;
+
+	/* a damaged file's grid can overflow: the product is clamped below */
+	if (__builtin_mul_overflow(v[11], v[12], &blocks) ||
+	    __builtin_mul_overflow(blocks, v[13], &blocks))
+		blocks = INT64_MAX;
 
 	d->start = v[0];
 	d->end = v[1];
