@@ -917,6 +917,28 @@ START_TEST(test_empty_traces)
 }
 END_TEST
 
+/*
+ * Kernel and API name ids without a string, up to 10^15 (a damaged file): `report` reads them as no
+ * name, where the rules' arrays indexed by name id asked for petabytes before.
+ */
+START_TEST(test_dangling_name_ids)
+{
+	char *src = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	char *path = copy_file(src, "dangling-names.db", 0);
+	const char *report[] = {NULL, "report", path, NULL};
+	struct tu_result r;
+
+	exec_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET nameId = 1000000000000000 "
+		       "WHERE rowid % 3 = 0; UPDATE CUPTI_ACTIVITY_KIND_RUNTIME "
+		       "SET nameId = 999999999999 WHERE rowid % 2 = 0;");
+	r = tu_cuscope(report);
+	ck_assert_msg(r.rc == 0 && !r.err[0], "exit code %d, stderr: %s", r.rc, r.err);
+	tu_result_free(&r);
+	free(path);
+	free(src);
+}
+END_TEST
+
 /* The kernel table's columns, as views over it must name them. */
 static const char kernel_columns[] =
 	"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,launchApiKind,"
@@ -1041,6 +1063,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_truncated);
 	tcase_add_test(tc, test_bad_endless_view);
 	tcase_add_test(tc, test_empty_traces);
+	tcase_add_test(tc, test_dangling_name_ids);
 	suite_add_tcase(s, tc);
 	return s;
 }
