@@ -203,12 +203,20 @@ static void stats_free(struct stats *st)
 	free(st->kernels.slots);
 }
 
+/* a + b, held at the int64 limits (byte counts of a damaged file can reach them) */
+static int64_t add_held(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
 static void copy_stat_add(struct copy_stat *c, int64_t start, int64_t end, int64_t bytes)
 {
 	c->count++;
-	c->bytes += bytes;
+	c->bytes = add_held(c->bytes, bytes);
 	if (start != CS_TS_UNKNOWN && end != CS_TS_UNKNOWN && end >= start) {
-		c->timed_bytes += bytes;
+		c->timed_bytes = add_held(c->timed_bytes, bytes);
 		c->time_ns += end - start;
 	}
 }

@@ -939,6 +939,27 @@ START_TEST(test_dangling_name_ids)
 }
 END_TEST
 
+/* Copies of 2^63 - 1 bytes each (a damaged file): `stats` holds their sum at that, not negative. */
+START_TEST(test_stats_huge_bytes)
+{
+	char *path = copy_file(sample_db, "huge-bytes.db", 0);
+	struct tu_result r;
+	cJSON *doc, *c;
+
+	exec_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY_DATA SET bytes = 9223372036854775807;");
+	r = run("stats", "--format", "json", path);
+	ck_assert_msg(r.rc == 0 && !r.err[0], "exit code %d, stderr: %s", r.rc, r.err);
+	doc = cJSON_Parse(r.out);
+	ck_assert_ptr_nonnull(doc);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "memcpy"), 0);
+	ck_assert_str_eq(json_str(c, "direction"), "HtoD");
+	ck_assert(json_num(c, "bytes") > 9e18);
+	cJSON_Delete(doc);
+	tu_result_free(&r);
+	free(path);
+}
+END_TEST
+
 /* The kernel table's columns, as views over it must name them. */
 static const char kernel_columns[] =
 	"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,launchApiKind,"
@@ -1064,6 +1085,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_endless_view);
 	tcase_add_test(tc, test_empty_traces);
 	tcase_add_test(tc, test_dangling_name_ids);
+	tcase_add_test(tc, test_stats_huge_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }
