@@ -71,7 +71,7 @@ struct cs_trace {
 	/* the work limit: progress handler calls (WORK_STEP instructions each) of the statement now
 	 * running with what it runs in between, and the most allowed */
 	int64_t work, work_limit;
-	int over_limit;
+	int over_limit; /* the limit interrupted the last statement */
 };
 
 struct cs_iter {
@@ -122,7 +122,7 @@ static int sql_error(cs_trace *t, int rc, cs_error *err)
 {
 	int code = cs_sql_code(rc);
 
-	if (t->over_limit)
+	if ((rc & 0xff) == SQLITE_INTERRUPT && t->over_limit)
 		return limit_error(t, err);
 
 	if (!code)
@@ -140,9 +140,9 @@ static int work_progress(void *arg)
 {
 	cs_trace *t = arg;
 
-	if (++t->work <= t->work_limit && !t->over_limit)
+	if (++t->work <= t->work_limit)
 		return 0;
-	t->over_limit = 1; /* and every later query fails at once */
+	t->over_limit = 1; /* until the next statement starts */
 	return 1;
 }
 
@@ -158,6 +158,7 @@ static int work_statement(unsigned type, void *arg, void *stmt, void *sql)
 		if (s != stmt && sqlite3_stmt_busy(s))
 			return 0;
 	t->work = 0;
+	t->over_limit = 0;
 	return 0;
 }
 
@@ -1047,6 +1048,8 @@ int cs_iter_next(cs_iter *it, cs_event *ev)
 	}
 	if (rc != SQLITE_ROW) {
 		it->done = 1;
+		if ((rc & 0xff) == SQLITE_INTERRUPT && it->t->over_limit)
+			return CS_ERR_NOT_TRACE; /* a query exceeded its work limit */
 		return cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL;
 	}
 	memset(ev, 0, sizeof(*ev));

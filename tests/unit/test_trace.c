@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -2036,6 +2037,65 @@ START_TEST(test_overview_hostile)
 }
 END_TEST
 
+/*
+ * A kernel view that joins its table with itself four times (200^4 rows) keeps the row count and
+ * last rowid of the table, so the file opens; reading the kernels then stops at the work limit
+ * within seconds (CS_ERR_NOT_TRACE), and the next query runs with a limit of its own.
+ */
+START_TEST(test_work_limit)
+{
+	char *path = new_trace_path("joined.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_strbuf sql = CS_STRBUF_INIT;
+	const char *c = "start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
+			"launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
+			"blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
+			"dynamicSharedMemory,graphId,graphNodeId,nameId,stackId";
+	cs_trace_summary sum;
+	cs_error err = {0};
+	cs_iter *it = NULL;
+	cs_event ev;
+	cs_trace *t;
+	time_t t0;
+	int rc, n = 0;
+
+	for (int i = 0; i < 200; i++) {
+		cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	cs_strbuf_puts(&sql, "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW "
+			     "CUPTI_ACTIVITY_KIND_KERNEL AS SELECT a.rowid AS rowid");
+	while (*c) {
+		size_t len = strcspn(c, ",");
+
+		cs_strbuf_printf(&sql, ", a.start AS %.*s", (int)len, c);
+		c += len + (c[len] == ',');
+	}
+	cs_strbuf_puts(&sql,
+		       " FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA a, CUPTI_ACTIVITY_KIND_KERNEL_DATA "
+		       "b, CUPTI_ACTIVITY_KIND_KERNEL_DATA c, CUPTI_ACTIVITY_KIND_KERNEL_DATA d");
+	sql_exec(path, cs_strbuf_str(&sql));
+	cs_strbuf_free(&sql);
+
+	t = open_trace(path);
+	t0 = time(NULL);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	while ((rc = cs_iter_next(it, &ev)) > 0)
+		n++;
+	ck_assert_int_eq(rc, CS_ERR_NOT_TRACE);
+	ck_assert_int_gt(n, 200); /* the rows of the join came, until the limit */
+	ck_assert_int_lt(time(NULL) - t0, 20);
+	cs_iter_close(it);
+	/* the limit is per query: the next one runs */
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), CS_OK);
+	ck_assert_int_eq(sum.counts[CS_EV_KERNEL], 200);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
 /* One track the many-tracks test writes, and what the overview should say of it. */
 struct ov_expect {
 	int kind;
@@ -2519,6 +2579,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overview_only_for_large_traces);
 	tcase_add_test(tc, test_overview_many_tracks);
 	tcase_add_test(tc, test_overview_hostile);
+	tcase_add_test(tc, test_work_limit);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);
