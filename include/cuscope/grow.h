@@ -1,8 +1,9 @@
-/* grow.h - growing arrays. */
+/* grow.h - growing arrays, and sorting them. */
 #ifndef CUSCOPE_GROW_H
 #define CUSCOPE_GROW_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /*
  * Make the array *p, which has room for *cap elements of size bytes, hold at least need elements:
@@ -19,5 +20,13 @@ int cs_grow(void **p, size_t *cap, size_t need, size_t size);
  * free(); NULL without memory.
  */
 void *cs_big_alloc(size_t bytes);
+
+/* qsort() for arrays that may be empty, and NULL then (qsort(NULL, 0, ...) is undefined). */
+static inline void cs_sort(void *base, size_t n, size_t size,
+			   int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
 
 #endif

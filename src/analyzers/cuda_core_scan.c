@@ -187,7 +187,7 @@ static int scan_names(const cs_analysis *a, const cs_steps *s, const struct scan
 			v[j].stack_id = k->stack_id;
 	}
 	if (m > 1)
-		qsort(v, (size_t)m, sizeof(*v), cmp_name_time);
+		cs_sort(v, (size_t)m, sizeof(*v), cmp_name_time);
 	*out = v;
 	*n = m;
 	return 0;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
+
 #include "analyzers/rule_util.h"
 #include "util/checked.h"
 
@@ -90,7 +92,7 @@ static int64_t collect_sites(const cs_analysis *a, const struct ru_d2h *d, struc
 	}
 	if (n == 0)
 		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_site_stack);
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_site_stack);
 	for (int64_t i = 0; i < n; i++) {
 		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
 			cs_sat_accum(&v[m - 1].idle_ns, v[i].idle_ns);
@@ -99,7 +101,7 @@ static int64_t collect_sites(const cs_analysis *a, const struct ru_d2h *d, struc
 		}
 		v[m++] = v[i];
 	}
-	qsort(v, (size_t)m, sizeof(*v), cmp_site_idle);
+	cs_sort(v, (size_t)m, sizeof(*v), cmp_site_idle);
 	return m;
 }
 

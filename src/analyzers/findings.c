@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "analyzers/rule_util.h"
 
@@ -91,7 +92,7 @@ static int32_t sort_unique(int32_t *v, int32_t n)
 
 	if (n <= 0)
 		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_int32);
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_int32);
 	for (int32_t i = 0; i < n; i++)
 		if (m == 0 || v[i] != v[m - 1])
 			v[m++] = v[i];
@@ -261,7 +262,7 @@ static int cmp_finding(const void *pa, const void *pb)
 void cs_report_sort(cs_report *r)
 {
 	if (r && r->n > 1)
-		qsort(r->v, (size_t)r->n, sizeof(*r->v), cmp_finding);
+		cs_sort(r->v, (size_t)r->n, sizeof(*r->v), cmp_finding);
 }
 
 void cs_report_free(cs_report *r)

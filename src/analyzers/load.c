@@ -583,6 +583,20 @@ static int load_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 	return 0;
 }
 
+/*
+ * A name id without a string (only in a damaged file) reads as no name: the rules keep arrays
+ * indexed by name id, which such an id (up to 2^63) would make huge.
+ */
+static void drop_dangling_names(cs_analysis *a)
+{
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].name_id >= 0 && !cs_trace_string(a->trace, a->kernels[i].name_id))
+			a->kernels[i].name_id = CS_ID_NONE;
+	for (int64_t i = 0; i < a->napis; i++)
+		if (a->apis[i].name_id >= 0 && !cs_trace_string(a->trace, a->apis[i].name_id))
+			a->apis[i].name_id = CS_ID_NONE;
+}
+
 int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 {
 	struct load_ctx c;
@@ -632,6 +646,7 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 	}
 	free(c.memsets);
 	c.memsets = NULL;
+	drop_dangling_names(a);
 
 	rc = build_stream_order(a);
 	if (rc == CS_ERR_INVALID) {

@@ -56,7 +56,7 @@ static int cmp_i64(const void *pa, const void *pb)
 void ru_sort_i64(int64_t *v, int64_t n)
 {
 	if (n > 1)
-		qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+		cs_sort(v, (size_t)n, sizeof(*v), cmp_i64);
 }
 
 int64_t ru_median(int64_t *v, int64_t n)
@@ -328,7 +328,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		rc = 0;
 		goto out;
 	}
-	qsort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
+	cs_sort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
 
 	/* the host waits that waited for one of them */
 	for (int64_t i = 0; i < a->nsyncs; i++) {
@@ -388,7 +388,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
 		order[i].i = i;
 	}
-	qsort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
+	cs_sort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
 	ru_gpu_iter_init(&it, a, pid);
 	while (q < out->n && ru_gpu_next(&it, &w)) {
 		int64_t launched = cs_launch_time(w.launch_start, w.start);

@@ -191,7 +191,7 @@ static int steps_nvtx(const cs_analysis *a, const char *pattern, uint32_t want_p
 				    pattern, want_pid ? " in that process" : "", (long long)ranges,
 				    ranges == 1 ? "range" : "ranges");
 	}
-	qsort(v, (size_t)n, sizeof(*v), cmp_nvtx_ref);
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_nvtx_ref);
 	/* The thread with the most outermost matching ranges; ties: the process with more kernels.
 	 */
 	for (int32_t i = 0; i < n;) {
@@ -1249,7 +1249,7 @@ static int64_t *steady_values(const cs_steps *s, const int64_t *per_step, int no
 			continue;
 		v[(*m)++] = x;
 	}
-	qsort(v, (size_t)*m, sizeof(*v), cmp_int64);
+	cs_sort(v, (size_t)*m, sizeof(*v), cmp_int64);
 	return v;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 
 #define REPORT_JSON_VERSION  1
@@ -677,7 +678,7 @@ static void text_by_location(const struct report_view *v)
 			l[n++].finding = i;
 	}
 	if (n > 0) {
-		qsort(l, (size_t)n, sizeof(*l), located_cmp);
+		cs_sort(l, (size_t)n, sizeof(*l), located_cmp);
 		printf("By source location:\n");
 		for (int32_t i = 0; i < n; i++) {
 			const cs_report_finding *f = v->r->v[l[i].finding];

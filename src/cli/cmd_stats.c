@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
+
 #include "cli/cli.h"
 #include "util/checked.h"
 
@@ -162,7 +164,7 @@ static void kernel_stat_finish(struct kernel_stat *k)
 {
 	double mean = (double)k->total / (double)k->n, sq = 0;
 
-	qsort(k->durations, k->n, sizeof(*k->durations), cmp_int64);
+	cs_sort(k->durations, k->n, sizeof(*k->durations), cmp_int64);
 	if (k->n % 2)
 		k->median = (double)k->durations[k->n / 2];
 	else
@@ -202,12 +204,20 @@ static void stats_free(struct stats *st)
 	free(st->kernels.slots);
 }
 
+/* a + b, held at the int64 limits (byte counts of a damaged file can reach them) */
+static int64_t add_held(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
 static void copy_stat_add(struct copy_stat *c, int64_t start, int64_t end, int64_t bytes)
 {
 	c->count++;
-	c->bytes += bytes;
+	c->bytes = add_held(c->bytes, bytes);
 	if (start != CS_TS_UNKNOWN && end != CS_TS_UNKNOWN && end >= start) {
-		c->timed_bytes += bytes;
+		c->timed_bytes = add_held(c->timed_bytes, bytes);
 		c->time_ns += end - start;
 	}
 }
@@ -272,7 +282,7 @@ static int stats_collect(cs_trace *t, int64_t pid, struct stats *st, cs_error *e
 	}
 	for (size_t i = 0; i < st->kernels.n; i++)
 		kernel_stat_finish(&st->kernels.v[i]);
-	qsort(st->kernels.v, st->kernels.n, sizeof(*st->kernels.v), cmp_kernel_total);
+	cs_sort(st->kernels.v, st->kernels.n, sizeof(*st->kernels.v), cmp_kernel_total);
 	return 0;
 }
 

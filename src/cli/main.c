@@ -200,7 +200,7 @@ static const char *trace_error_reason(const char *path, int code, const cs_error
 	const char *msg = err && err->msg[0] ? err->msg : cs_err_str(code);
 	size_t plen = strlen(path);
 
-	if (!strncmp(msg, "cannot open ", 12))
+	if (!strncmp(msg, "cannot open ", 12) || !strncmp(msg, "cannot read ", 12))
 		msg += 12;
 	if (msg[0] == '\'' && !strncmp(msg + 1, path, plen) && !strncmp(msg + 1 + plen, "': ", 3))
 		msg += plen + 4;

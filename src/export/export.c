@@ -1703,7 +1703,7 @@ static int load_info(struct driver *d)
 		return fail(d, rc, "out of memory");
 	if (rc)
 		return rc;
-	qsort(d->ex.procs, (size_t)d->ex.nprocs, sizeof(*d->ex.procs), process_cmp);
+	cs_sort(d->ex.procs, (size_t)d->ex.nprocs, sizeof(*d->ex.procs), process_cmp);
 	for (int i = 1; i < d->ex.ndevs; i++)
 		if (d->ex.devs[i].pid != d->ex.devs[0].pid)
 			d->multi_gpu_proc = 1;

@@ -201,7 +201,8 @@ static void pb_bytes(struct pb *b, uint32_t field, const void *p, size_t n)
 	pb_varint(b, n);
 	if (pb_grow(b, n))
 		return;
-	memcpy(b->p + b->len, p, n);
+	if (n) /* p may be NULL then */
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 }
 

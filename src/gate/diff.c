@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/gate.h"
 #include "gate/gate_internal.h"
@@ -73,7 +74,7 @@ static int steps_per_step(const cs_run *fine, const cs_run *coarse)
 		free(v);
 		return 1;
 	}
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
 	median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	free(v);
 	k = floor(median + 0.5);
@@ -408,7 +409,7 @@ int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config
 			out->failed += r->worse;
 		}
 	}
-	qsort(out->rows, (size_t)out->nrows, sizeof(*out->rows), cmp_row);
+	cs_sort(out->rows, (size_t)out->nrows, sizeof(*out->rows), cmp_row);
 	return 0;
 fail:
 	cs_diff_free(out);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
@@ -523,7 +524,7 @@ static double trimmed_mean(double *v, int32_t m, int32_t zeros)
 
 	if (n <= 0)
 		return 0;
-	qsort(v, (size_t)m, sizeof(*v), cmp_double);
+	cs_sort(v, (size_t)m, sizeof(*v), cmp_double);
 	/* values below 0 do not occur: the zeros come first */
 	for (int32_t i = k; i < n - k; i++)
 		if (i >= zeros)
@@ -633,7 +634,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
 
-	qsort(hits, (size_t)nhits, sizeof(*hits), cmp_hit);
+	cs_sort(hits, (size_t)nhits, sizeof(*hits), cmp_hit);
 	out->kernels = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*out->kernels));
 	if (!out->kernels)
 		goto out;
@@ -664,7 +665,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		rk->once = (double)once / (double)c->steady;
 		out->nkernels++;
 	}
-	qsort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
+	cs_sort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
 	rc = 0;
 out:
 	name_table_free(&names);
@@ -801,7 +802,7 @@ static int run_waits(const struct run_ctx *c, cs_run *out)
 		w[n].sync = i;
 		n++;
 	}
-	qsort(w, (size_t)n, sizeof(*w), cmp_wait);
+	cs_sort(w, (size_t)n, sizeof(*w), cmp_wait);
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *m = &a->copies[i];
 		int64_t t = cs_launch_time(m->launch_start, m->start), j;

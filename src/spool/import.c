@@ -2098,7 +2098,7 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 		rc = cs_error_set(err, CS_ERR_INVALID, "too many spool files in '%s'", dir);
 		goto out;
 	}
-	qsort(paths, n, sizeof(*paths), spool_name_cmp);
+	cs_sort(paths, n, sizeof(*paths), spool_name_cmp);
 	rc = import_files((const char *const *)paths, (int)n, out_path, opts, stats, err, 1);
 out:
 	closedir(d);

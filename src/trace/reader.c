@@ -16,11 +16,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
 #include "trace/trace_internal.h"
+
+/*
+ * The work limit of a query (docs/trace-format.md, "Reading hostile files"): SQLite's virtual
+ * machine instructions, counted by a progress handler every WORK_STEP of them, from the start of a
+ * statement that runs while no other is (what runs while it does, string and stack lookups in an
+ * iteration, counts towards it) to the start of the next such statement. The most allowed is
+ * WORK_PER_BYTE instructions per byte of the file, and at least WORK_FLOOR: a real trace's largest
+ * query, a scan of its largest table with the lookups of every row, takes far less, while a view
+ * that recursion makes endless, or a join that makes it quadratic, goes past it in seconds.
+ */
+#define WORK_STEP     1000
+#define WORK_PER_BYTE 64
+#define WORK_FLOOR    (50 * 1000 * 1000)
 
 /* Above this many ids (and much sparser than the row count) strings are looked up one by one. */
 #define STRINGS_ARRAY_MAX (64 * 1024 * 1024)
@@ -58,6 +72,11 @@ struct cs_trace {
 
 	cs_frame *frames;
 	size_t frames_cap;
+
+	/* the work limit: progress handler calls (WORK_STEP instructions each) of the statement now
+	 * running with what it runs in between, and the most allowed */
+	int64_t work, work_limit;
+	int over_limit; /* the limit interrupted the last statement */
 };
 
 struct cs_iter {
@@ -128,9 +147,21 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i); /* NULL for NULL */
 }
 
+/* The one-line error of a query stopped by the work limit. */
+static int limit_error(cs_trace *t, cs_error *err)
+{
+	return cs_error_set(err, CS_ERR_NOT_TRACE,
+			    "cannot %s '%s': not a valid cuscope trace (a query exceeded its work "
+			    "limit)",
+			    t->opened ? "read" : "open", t->path);
+}
+
 static int sql_error(cs_trace *t, int rc, cs_error *err)
 {
 	int code = cs_sql_code(rc);
+
+	if ((rc & 0xff) == SQLITE_INTERRUPT && t->over_limit)
+		return limit_error(t, err);
 
 	if (!code)
 		code = CS_ERR_SQL;
@@ -139,6 +170,47 @@ static int sql_error(cs_trace *t, int rc, cs_error *err)
 				    t->opened ? "read" : "open", t->path);
 	return cs_error_set(err, code, "cannot %s '%s': %s", t->opened ? "read" : "open", t->path,
 			    sqlite3_errmsg(t->db));
+}
+
+/* ---- the work limit ---- */
+
+static int work_progress(void *arg)
+{
+	cs_trace *t = arg;
+
+	if (++t->work <= t->work_limit)
+		return 0;
+	t->over_limit = 1; /* until the next statement starts */
+	return 1;
+}
+
+/* A statement starts: when no other one is running, its count starts from 0. */
+static int work_statement(unsigned type, void *arg, void *stmt, void *sql)
+{
+	cs_trace *t = arg;
+	sqlite3_stmt *s;
+
+	(void)type;
+	(void)sql;
+	for (s = sqlite3_next_stmt(t->db, NULL); s; s = sqlite3_next_stmt(t->db, s))
+		if (s != stmt && sqlite3_stmt_busy(s))
+			return 0;
+	t->work = 0;
+	t->over_limit = 0;
+	return 0;
+}
+
+static void work_limit_set(cs_trace *t)
+{
+	struct stat st;
+	int64_t limit = WORK_FLOOR;
+
+	if (!stat(t->path, &st) && st.st_size > 0 && st.st_size < INT64_MAX / WORK_PER_BYTE &&
+	    (int64_t)st.st_size * WORK_PER_BYTE > limit)
+		limit = (int64_t)st.st_size * WORK_PER_BYTE;
+	t->work_limit = limit / WORK_STEP;
+	sqlite3_progress_handler(t->db, WORK_STEP, work_progress, t);
+	sqlite3_trace_v2(t->db, SQLITE_TRACE_STMT, work_statement, t);
 }
 
 /* ---- open, close ---- */
@@ -298,11 +370,16 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 	}
 	sqlite3_busy_timeout(t->db, 2000);
 	sqlite3_exec(t->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL);
+	work_limit_set(t);
 
 	rc = cs_schema_check_db(t->db, path, &t->version, err);
+	if (!rc)
+		rc = load_meta(t, err);
+	if (!rc)
+		rc = load_table_info(t, err);
+	if (rc && t->over_limit)
+		rc = limit_error(t, err);
 	if (rc)
-		goto fail;
-	if ((rc = load_meta(t, err)) || (rc = load_table_info(t, err)))
 		goto fail;
 	t->opened = 1;
 	*out = t;
@@ -417,8 +494,10 @@ static const char *lookup_string(cs_trace *t, int64_t id)
 	ls = calloc(1, sizeof(*ls));
 	if (!ls || !(ls->s = strdup(s))) {
 		free(ls);
+		sqlite3_reset(t->string_stmt);
 		return NULL;
 	}
+	sqlite3_reset(t->string_stmt); /* not left running (the work limit's count) */
 	ls->id = id;
 	ls->next = t->loose;
 	t->loose = ls;
@@ -1055,6 +1134,8 @@ int cs_iter_next(cs_iter *it, cs_event *ev)
 	}
 	if (rc != SQLITE_ROW) {
 		it->done = 1;
+		if ((rc & 0xff) == SQLITE_INTERRUPT && it->t->over_limit)
+			return CS_ERR_NOT_TRACE; /* a query exceeded its work limit */
 		return cs_sql_code(rc) ? cs_sql_code(rc) : CS_ERR_SQL;
 	}
 	memset(ev, 0, sizeof(*ev));
@@ -1257,13 +1338,27 @@ void cs_overview_free(cs_overview *o)
 	free(o);
 }
 
+/*
+ * What the reader allows of the overview's rows: integer track ids 0..n-1 in order, per track at
+ * most nbins bins, each an integer 0..nbins-1 given once in increasing order, with 0..bin_ns busy
+ * ns and 0..(events in the trace) events, and a last bin that ends before INT64_MAX. A file
+ * that breaks any of that has no usable overview.
+ */
+static int overview_bad(cs_trace *t, cs_error *err)
+{
+	return cs_error_set(err, CS_ERR_CORRUPT,
+			    "cannot read '%s': damaged file (inconsistent timeline overview)",
+			    t->path);
+}
+
 int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 {
 	static const char *const kinds[] = {"", "stream", "waits", "api", "nvtx"};
 	sqlite3_stmt *st = NULL;
 	cs_overview *o;
-	int64_t start, bin_ns, nbins;
-	int rc, found = 0;
+	int32_t *cap = NULL; /* bins allocated per track */
+	int64_t start, bin_ns, nbins, last, events = 0;
+	int rc, found = 0, bad = 0;
 
 	if (!t || !out)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_read_overview: no trace");
@@ -1273,6 +1368,11 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 	nbins = meta_int(t, "overview_bins", 0);
 	if (start == CS_TS_UNKNOWN || bin_ns <= 0 || nbins <= 0 || nbins > INT32_MAX)
 		return 0;
+	if (__builtin_mul_overflow(nbins, bin_ns, &last) ||
+	    __builtin_add_overflow(start, last, &last))
+		return overview_bad(t, err);
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		events += t->info[k].rows > 0 ? t->info[k].rows : 0;
 	rc = sqlite3_prepare_v2(
 		t->db,
 		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
@@ -1302,23 +1402,30 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 		-1, &st, NULL);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		cs_overview_track *tr, *nt;
+		int32_t *ncap;
 		const char *kind = col_text(st, 0);
+		int64_t n = col_int(st, 8);
 		int k = 0;
 
-		if (col_int(st, 9) != o->ntracks) {
-			rc = SQLITE_CORRUPT; /* track ids run 0..n-1 */
+		rc = SQLITE_OK;
+		if (sqlite3_column_type(st, 9) != SQLITE_INTEGER || col_int(st, 9) != o->ntracks ||
+		    o->ntracks == INT32_MAX || n < 0 || n > nbins) {
+			bad = 1; /* track ids run 0..n-1, with at most nbins bins each */
 			break;
 		}
 		for (int i = 1; i < 5; i++)
 			if (kind && !strcmp(kind, kinds[i]))
 				k = i;
 		nt = realloc(o->tracks, (size_t)(o->ntracks + 1) * sizeof(*nt));
-		if (!nt) {
+		if (nt)
+			o->tracks = nt;
+		ncap = nt ? realloc(cap, (size_t)(o->ntracks + 1) * sizeof(*cap)) : NULL;
+		if (!ncap) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		o->tracks = nt;
-		tr = &o->tracks[o->ntracks++];
+		cap = ncap;
+		tr = &o->tracks[o->ntracks];
 		memset(tr, 0, sizeof(*tr));
 		tr->kind = k;
 		tr->pid = (uint32_t)col_int(st, 1);
@@ -1328,40 +1435,53 @@ int cs_trace_read_overview(cs_trace *t, cs_overview **out, cs_error *err)
 		tr->depth = (int32_t)col_int(st, 5);
 		tr->events = col_int(st, 6);
 		tr->busy = col_int(st, 7);
-		tr->bins = calloc((size_t)col_int(st, 8) + 1, sizeof(*tr->bins));
+		tr->bins = calloc((size_t)n + 1, sizeof(*tr->bins));
+		cap[o->ntracks++] = (int32_t)n;
 		if (!tr->bins) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		rc = SQLITE_OK;
 	}
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK && !bad)
 		rc = sqlite3_prepare_v2(t->db,
 					"SELECT trackId, bin, busy, events FROM TIMELINE_OVERVIEW "
 					"ORDER BY trackId, bin",
 					-1, &st, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (rc == SQLITE_OK && !bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = col_int(st, 0), bin = col_int(st, 1);
+		int64_t busy = col_int(st, 2), ev = col_int(st, 3);
 		cs_overview_track *tr;
 
 		rc = SQLITE_OK;
-		if (id < 0 || id >= o->ntracks || bin < 0 || bin >= nbins)
-			continue; /* not one of the tracks: ignored */
+		/* every row one of the counted bins of a track: the fill stays within cap[] */
+		if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+		    sqlite3_column_type(st, 1) != SQLITE_INTEGER || id < 0 || id >= o->ntracks ||
+		    bin < 0 || bin >= nbins || busy < 0 || busy > bin_ns || ev < 0 || ev > events) {
+			bad = 1;
+			break;
+		}
 		tr = &o->tracks[id];
+		if (tr->nbins >= cap[id] || (tr->nbins && tr->bins[tr->nbins - 1].bin >= bin)) {
+			bad = 1;
+			break;
+		}
 		tr->bins[tr->nbins].bin = (int32_t)bin;
-		tr->bins[tr->nbins].busy = col_int(st, 2);
-		tr->bins[tr->nbins].events = col_int(st, 3);
+		tr->bins[tr->nbins].busy = busy;
+		tr->bins[tr->nbins].events = ev;
 		tr->nbins++;
 	}
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
 	sqlite3_finalize(st);
-	if (rc != SQLITE_OK) {
+	free(cap);
+	if (rc != SQLITE_OK || bad) {
 		cs_overview_free(o);
+		if (bad)
+			return overview_bad(t, err);
 		return rc == SQLITE_NOMEM ? cs_error_set(err, CS_ERR_NOMEM, "out of memory")
 					  : sql_error(t, rc, err);
 	}

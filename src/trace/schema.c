@@ -610,6 +610,60 @@ static int check_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
 			    sqlite3_errmsg(db));
 }
 
+/*
+ * What reading an event table may do: read that table or, behind its view, its _DATA table, and
+ * call coalesce() (build_kind()'s views); no other table, function or recursion. A file whose event
+ * table does more was not written by cuscope.
+ */
+struct event_read {
+	const char *table;
+	int denied;
+};
+
+static int event_read_check(void *arg, int action, const char *a1, const char *a2, const char *db,
+			    const char *view)
+{
+	struct event_read *e = arg;
+	size_t n = strlen(e->table);
+
+	(void)db;
+	(void)view;
+	if (action == SQLITE_SELECT)
+		return SQLITE_OK;
+	if (action == SQLITE_READ && a1 && !strncmp(a1, e->table, n) &&
+	    (!a1[n] || !strcmp(a1 + n, "_DATA")))
+		return SQLITE_OK;
+	if (action == SQLITE_FUNCTION && a2 && !sqlite3_stricmp(a2, "coalesce"))
+		return SQLITE_OK;
+	e->denied = 1;
+	return SQLITE_DENY;
+}
+
+static int check_event_tables(sqlite3 *db, const char *path, cs_error *err)
+{
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		struct event_read e = {cs_event_kind_table(k), 0};
+		sqlite3_stmt *st = NULL;
+		char sql[128];
+		int rc;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s", e.table);
+		sqlite3_set_authorizer(db, event_read_check, &e);
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+		sqlite3_set_authorizer(db, NULL, NULL);
+		sqlite3_finalize(st);
+		if (e.denied)
+			return cs_error_set(
+				err, CS_ERR_NOT_TRACE,
+				"cannot open '%s': not a cuscope trace (%s is not a table "
+				"or view that cuscope writes)",
+				path, e.table);
+		if (rc != SQLITE_OK)
+			return check_failed(db, rc, path, err);
+	}
+	return CS_OK;
+}
+
 int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -696,5 +750,5 @@ int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *er
 		}
 	}
 	sqlite3_finalize(st);
-	return CS_OK;
+	return check_event_tables(db, path, err);
 }

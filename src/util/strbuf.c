@@ -33,7 +33,8 @@ void cs_strbuf_add(cs_strbuf *sb, const char *s, size_t len)
 {
 	if (strbuf_reserve(sb, len))
 		return;
-	memcpy(sb->buf + sb->len, s, len);
+	if (len) /* s may be NULL then */
+		memcpy(sb->buf + sb->len, s, len);
 	sb->len += len;
 	sb->buf[sb->len] = '\0';
 }

@@ -465,7 +465,7 @@ static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 		return CS_ERR_NOMEM;
 	if (track_max_end(dst)) {
 		/* not in time order after all (a damaged file): sort */
-		qsort(dst->items, dst->n, sizeof(*dst->items), item_cmp);
+		cs_sort(dst->items, dst->n, sizeof(*dst->items), item_cmp);
 		track_max_end(dst);
 	}
 	return 0;
@@ -504,7 +504,7 @@ static int track_order(const void *pa, const void *pb)
  * positions before the sort). */
 static void track_set_seal(struct track_set *ts)
 {
-	qsort(ts->tracks, ts->ntracks, sizeof(*ts->tracks), track_order);
+	cs_sort(ts->tracks, ts->ntracks, sizeof(*ts->tracks), track_order);
 	for (size_t i = 0; i < ts->ntracks; i++) {
 		struct view_track *t = &ts->tracks[i];
 

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1127,6 +1128,49 @@ START_TEST(test_output_is_input)
 END_TEST
 
 /*
+ * Traces with nothing in them (no event, no process: a writer finished at once), and with events
+ * but no process, device or stream rows: every command reads them (exit 0, nothing on stderr), with
+ * no empty array handed to qsort() or memcpy() as NULL (the sanitizer build reports that).
+ */
+START_TEST(test_empty_traces)
+{
+	char *empty = tu_path(tmp_dir, "empty.db"), *bare = copy_file(sample_db, "bare.db", 0);
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "out.json");
+	cs_trace_writer *w = NULL;
+	cs_error err = {0};
+
+	ck_assert_int_eq(cs_writer_open(empty, 1, &w, &err), 0);
+	ck_assert_int_eq(cs_writer_finish(w, &err), 0);
+	exec_sql(bare, "DELETE FROM PROCESSES; DELETE FROM TARGET_INFO_GPU; "
+		       "DELETE FROM TARGET_INFO_CUDA_STREAM;");
+	for (int i = 0; i < 2; i++) {
+		const char *path = i ? bare : empty;
+		const char *info[] = {NULL, "info", path, NULL};
+		const char *json[] = {NULL, "info", "--format", "json", path, NULL};
+		const char *stats[] = {NULL, "stats", path, NULL};
+		const char *report[] = {NULL, "report", path, NULL};
+		const char *exp[] = {NULL, "export", "-q", "-o", out, path, NULL};
+		const char *pf[] = {NULL, "export", "-q", "-f", "perfetto", "-o", out, path, NULL};
+		const char *diff[] = {NULL, "diff", path, path, NULL};
+		const char *gate[] = {NULL, "gate", "--baseline", path, path, NULL};
+		const char **cmds[] = {info, json, stats, report, exp, pf, diff, gate};
+
+		for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+			struct tu_result r = tu_cuscope(cmds[c]);
+
+			ck_assert_msg(r.rc == 0 && !r.err[0], "%s on %s: exit code %d, stderr: %s",
+				      cmds[c][1], path, r.rc, r.err);
+			tu_result_free(&r);
+		}
+	}
+	free(out);
+	free(dir);
+	free(bare);
+	free(empty);
+}
+END_TEST
+
+/*
  * Links planted at the temporary names an output used to have (OUT.tmp.PID, PID the next ones the
  * kernel hands out) are not followed: the file they point to stays as it was.
  */
@@ -1284,6 +1328,177 @@ START_TEST(test_output_foreign_fifo)
 }
 END_TEST
 
+/*
+ * Kernel and API name ids without a string, up to 10^15 (a damaged file): `report` reads them as no
+ * name, where the rules' arrays indexed by name id asked for petabytes before.
+ */
+START_TEST(test_dangling_name_ids)
+{
+	char *src = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	char *path = copy_file(src, "dangling-names.db", 0);
+	const char *report[] = {NULL, "report", path, NULL};
+	struct tu_result r;
+
+	exec_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET nameId = 1000000000000000 "
+		       "WHERE rowid % 3 = 0; UPDATE CUPTI_ACTIVITY_KIND_RUNTIME "
+		       "SET nameId = 999999999999 WHERE rowid % 2 = 0;");
+	r = tu_cuscope(report);
+	ck_assert_msg(r.rc == 0 && !r.err[0], "exit code %d, stderr: %s", r.rc, r.err);
+	tu_result_free(&r);
+	free(path);
+	free(src);
+}
+END_TEST
+
+/* Copies of 2^63 - 1 bytes each (a damaged file): outside the plausible sizes, they read as unknown
+ * (0 bytes), and `stats`'s sum is that, never a wrapped negative one. */
+START_TEST(test_stats_huge_bytes)
+{
+	char *path = copy_file(sample_db, "huge-bytes.db", 0);
+	struct tu_result r;
+	cJSON *doc, *c;
+
+	exec_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY_DATA SET bytes = 9223372036854775807;");
+	r = run("stats", "--format", "json", path);
+	ck_assert_msg(r.rc == 0 && !r.err[0], "exit code %d, stderr: %s", r.rc, r.err);
+	doc = cJSON_Parse(r.out);
+	ck_assert_ptr_nonnull(doc);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "memcpy"), 0);
+	ck_assert_str_eq(json_str(c, "direction"), "HtoD");
+	ck_assert(json_num(c, "bytes") == 0);
+	cJSON_Delete(doc);
+	tu_result_free(&r);
+	free(path);
+}
+END_TEST
+
+/* The kernel table's columns, as views over it must name them. */
+static const char kernel_columns[] =
+	"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,launchApiKind,"
+	"deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,blockX,blockY,blockZ,"
+	"registersPerThread,staticSharedMemory,dynamicSharedMemory,graphId,graphNodeId,nameId,"
+	"stackId";
+
+/* "x AS start, x AS end, ...": every kernel column from one expression x. */
+static void counter_columns(char *buf, size_t len, const char *x)
+{
+	const char *c = kernel_columns;
+	size_t n = 0;
+
+	while (*c && n < len) {
+		size_t w = strcspn(c, ",");
+
+		n += (size_t)snprintf(buf + n, len - n, "%s%s AS %.*s", n ? ", " : "", x, (int)w,
+				      c);
+		c += w + (c[w] == ',');
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Event tables that never end: the kernel view (or the table under it) replaced by a recursive
+ * view that counts forever, with and without the row count in EVENT_TABLE_INFO, refused as views
+ * that cuscope does not write; and a view that joins the kernels' table with itself four times
+ * (10^9 rows: counting them, without EVENT_TABLE_INFO's count, is as long as reading a trace of
+ * gigabytes), stopped by the work limit. Every command stops within seconds, with one line that
+ * says why and exit code 2, and leaves no output file behind.
+ */
+START_TEST(test_bad_endless_view)
+{
+	char cols[2048], joined[2048], sql[4096];
+
+	counter_columns(cols, sizeof(cols), "x");
+	counter_columns(joined, sizeof(joined), "a.start");
+	for (int v = 0; v < 4; v++) {
+		char name[64], *path, *out, *dir = tu_tmpdir();
+
+		snprintf(name, sizeof(name), "endless-%d.db", v);
+		path = copy_file(sample_db, name, 0);
+		if (v < 2)
+			snprintf(sql, sizeof(sql),
+				 "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; "
+				 "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE r(x) AS "
+				 "(SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x AS rowid, %s "
+				 "FROM r;%s",
+				 cols,
+				 v ? " DELETE FROM EVENT_TABLE_INFO WHERE tableName = "
+				     "'CUPTI_ACTIVITY_KIND_KERNEL';"
+				   : "");
+		else if (v == 3) /* 192 kernels, joined four times, and no row count */
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL_DATA SELECT * FROM "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA; "
+				 "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL_DATA SELECT * FROM "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA; "
+				 "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL_DATA SELECT * FROM "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA; "
+				 "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL_DATA SELECT * FROM "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA; "
+				 "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL_DATA SELECT * FROM "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA; "
+				 "DELETE FROM EVENT_TABLE_INFO WHERE tableName = "
+				 "'CUPTI_ACTIVITY_KIND_KERNEL'; "
+				 "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; "
+				 "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS SELECT a.rowid AS "
+				 "rowid, "
+				 "%s FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA a, "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA b, "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA c, "
+				 "CUPTI_ACTIVITY_KIND_KERNEL_DATA d",
+				 joined);
+		else /* the table under the view */
+			snprintf(sql, sizeof(sql),
+				 "PRAGMA legacy_alter_table = ON; "
+				 "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL_DATA RENAME TO k; "
+				 "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL_DATA AS WITH RECURSIVE "
+				 "r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+				 "SELECT k.* FROM r, k");
+		exec_sql(path, sql);
+		out = tu_path(dir, "out.json");
+		{
+			const char *info[] = {NULL, "info", path, NULL};
+			const char *stats[] = {NULL, "stats", path, NULL};
+			const char *report[] = {NULL, "report", path, NULL};
+			const char *exp[] = {NULL, "export", "-o", out, path, NULL};
+			const char *diff[] = {NULL, "diff", sample_db, path, NULL};
+			const char *gate[] = {NULL, "gate", "--baseline", sample_db, path, NULL};
+			const char *view[] = {NULL,	   "view", "--port", "0",
+					      "--timeout", "5",	   path,     NULL};
+			const char **cmds[] = {info, stats, report, exp, diff, gate, view};
+
+			for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+				double t0 = now_s(), took;
+				struct tu_result r = tu_cuscope(cmds[i]);
+
+				took = now_s() - t0;
+				snprintf(name, sizeof(name), "%s on variant %d", cmds[i][1], v);
+				tu_assert_one_line_error(&r, name);
+				if (strcmp(cmds[i][1], "view"))
+					ck_assert_msg(
+						strstr(r.err, v < 3 ? "is not a table or view "
+								      "that cuscope writes"
+								    : "exceeded its work limit"),
+						"%s: %s", name, r.err);
+				ck_assert_msg(took < 30, "%s took %.1f s", cmds[i][1], took);
+				tu_result_free(&r);
+			}
+		}
+		ck_assert_msg(!tu_file_exists(out), "export left %s", out);
+		ck_assert_int_eq(rmdir(dir), 0); /* nothing else left there either */
+		free(out);
+		free(dir);
+		free(path);
+	}
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1311,6 +1526,10 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_sqlite_without_meta);
 	tcase_add_test(tc, test_bad_newer_schema);
 	tcase_add_test(tc, test_bad_truncated);
+	tcase_add_test(tc, test_bad_endless_view);
+	tcase_add_test(tc, test_empty_traces);
+	tcase_add_test(tc, test_dangling_name_ids);
+	tcase_add_test(tc, test_stats_huge_bytes);
 	suite_add_tcase(s, tc);
 	tcase_add_test(outputs, test_output_is_input);
 	tcase_add_test(outputs, test_output_planted_links);

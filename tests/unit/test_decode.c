@@ -701,7 +701,9 @@ START_TEST(staging_buffers_of_exited_threads_are_freed)
 			cs_out_flush();
 	}
 	getrusage(RUSAGE_SELF, &after);
+#ifndef __SANITIZE_ADDRESS__ /* AddressSanitizer holds freed memory back: no measure there */
 	ck_assert_int_lt(after.ru_maxrss - before.ru_maxrss, 8 * 1024);
+#endif
 	t = import_spool(&st);
 	ck_assert_int_eq(st.counts[CS_EV_SYNC], 2000); /* each wait, though no activity came */
 	cs_trace_close(t);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -2009,6 +2010,136 @@ START_TEST(test_overview_busy)
 }
 END_TEST
 
+/*
+ * Overview rows that disagree with the tracks' bin counts (a track id 0.5 or a blob, which the
+ * count per track does not see but a plain integer read takes for track 0; the same bin twice; a
+ * bin past the last; negative busy time): the overview is refused as damaged, and the fill never
+ * writes past the bins allocated (this crashed, or failed under AddressSanitizer, before).
+ */
+START_TEST(test_overview_hostile)
+{
+	static const char *const crafted[] = {
+		/* 4096 rows of track 0.5 after track 0's own */
+		"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4095) "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT 0.5, i, 1, 1 FROM n",
+		"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4095) "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT x'00', i, 1, 1 FROM n",
+		"INSERT INTO TIMELINE_OVERVIEW VALUES ('0.5', 7, 1, 1)",
+		"INSERT INTO TIMELINE_OVERVIEW VALUES (0, 1.5, 1, 1)",
+		"UPDATE TIMELINE_OVERVIEW SET trackId = 0.25",
+		/* the same bin twice: a table without the primary key */
+		"CREATE TABLE ov AS SELECT * FROM TIMELINE_OVERVIEW; DROP TABLE TIMELINE_OVERVIEW; "
+		"CREATE TABLE TIMELINE_OVERVIEW(trackId, bin, busy, events); "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT * FROM ov; "
+		"INSERT INTO TIMELINE_OVERVIEW SELECT * FROM ov",
+		"UPDATE TIMELINE_OVERVIEW SET bin = bin + 4096",
+		"UPDATE TIMELINE_OVERVIEW SET busy = -1",
+		"UPDATE TIMELINE_OVERVIEW SET events = 1 << 62",
+		"UPDATE META SET value = '4611686018427387904' WHERE key = 'overview_bin_ns'",
+	};
+	char *path = new_trace_path("ov_hostile.db"), *copy = new_trace_path("ov_crafted.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_overview *o = NULL;
+	cs_error err = {0};
+	cs_trace *t;
+	size_t len;
+	char *bytes;
+
+	cs_writer_set_overview_min_events(w, 0);
+	for (int i = 0; i < 100; i++) {
+		cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+		k.stream_id = 7;
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	t = open_trace(path);
+	ck_assert_int_eq(cs_trace_read_overview(t, &o, &err), 0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(o->ntracks, 1);
+	ck_assert_int_gt(o->tracks[0].nbins, 100); /* each kernel spans several bins */
+	cs_overview_free(o);
+	cs_trace_close(t);
+	bytes = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(bytes);
+
+	for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++) {
+		ck_assert_int_eq(tu_write_file(copy, bytes, len), 0);
+		sql_exec(copy, crafted[i]);
+		t = open_trace(copy);
+		o = (cs_overview *)1;
+		memset(&err, 0, sizeof(err));
+		ck_assert_msg(cs_trace_read_overview(t, &o, &err) == CS_ERR_CORRUPT,
+			      "crafted overview %zu read", i);
+		ck_assert_ptr_null(o);
+		ck_assert_msg(strstr(err.msg, "inconsistent timeline overview"), "%s", err.msg);
+		cs_trace_close(t);
+	}
+	free(bytes);
+	free(copy);
+	free(path);
+}
+END_TEST
+
+/*
+ * A kernel view that joins its table with itself four times (200^4 rows) keeps the row count and
+ * last rowid of the table, so the file opens; reading the kernels then stops at the work limit
+ * within seconds (CS_ERR_NOT_TRACE), and the next query runs with a limit of its own.
+ */
+START_TEST(test_work_limit)
+{
+	char *path = new_trace_path("joined.db");
+	cs_trace_writer *w = open_writer(path);
+	cs_strbuf sql = CS_STRBUF_INIT;
+	const char *c = "start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
+			"launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
+			"blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
+			"dynamicSharedMemory,graphId,graphNodeId,nameId,stackId";
+	cs_trace_summary sum;
+	cs_error err = {0};
+	cs_iter *it = NULL;
+	cs_event ev;
+	cs_trace *t;
+	time_t t0;
+	int rc, n = 0;
+
+	for (int i = 0; i < 200; i++) {
+		cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	cs_strbuf_puts(&sql, "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW "
+			     "CUPTI_ACTIVITY_KIND_KERNEL AS SELECT a.rowid AS rowid");
+	while (*c) {
+		size_t len = strcspn(c, ",");
+
+		cs_strbuf_printf(&sql, ", a.start AS %.*s", (int)len, c);
+		c += len + (c[len] == ',');
+	}
+	cs_strbuf_puts(&sql,
+		       " FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA a, CUPTI_ACTIVITY_KIND_KERNEL_DATA "
+		       "b, CUPTI_ACTIVITY_KIND_KERNEL_DATA c, CUPTI_ACTIVITY_KIND_KERNEL_DATA d");
+	sql_exec(path, cs_strbuf_str(&sql));
+	cs_strbuf_free(&sql);
+
+	t = open_trace(path);
+	t0 = time(NULL);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	while ((rc = cs_iter_next(it, &ev)) > 0)
+		n++;
+	ck_assert_int_eq(rc, CS_ERR_NOT_TRACE);
+	ck_assert_int_gt(n, 200); /* the rows of the join came, until the limit */
+	ck_assert_int_lt(time(NULL) - t0, 20);
+	cs_iter_close(it);
+	/* the limit is per query: the next one runs */
+	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), CS_OK);
+	ck_assert_int_eq(sum.counts[CS_EV_KERNEL], 200);
+	cs_trace_close(t);
+	free(path);
+}
+END_TEST
+
 /* One track the many-tracks test writes, and what the overview should say of it. */
 struct ov_expect {
 	int kind;
@@ -2492,6 +2623,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
 	tcase_add_test(tc, test_overview_many_tracks);
+	tcase_add_test(tc, test_overview_hostile);
+	tcase_add_test(tc, test_work_limit);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);
