@@ -181,6 +181,18 @@ static int info_count_per_process(cs_trace *t, struct info_ctx *ctx, cs_error *e
 	return 0;
 }
 
+/* Values the import stored as unknown because they lay outside the plausible bounds (meta
+ * import_stats, docs/trace-format.md "Plausible values"); 0 when the trace does not say. */
+static int64_t info_implausible(cs_trace *t)
+{
+	const char *text = cs_trace_meta(t, "import_stats");
+	cJSON *st = text ? cJSON_Parse(text) : NULL;
+	int64_t n = st ? cli_json_get_int(st, "implausible_values", 0) : 0;
+
+	cJSON_Delete(st);
+	return n > 0 ? n : 0;
+}
+
 /* Read everything info shows into a JSON document. NULL on failure, with *code and err set. */
 static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *err)
 {
@@ -279,6 +291,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cli_json_add_int(doc, "stacks", s.stacks, -1);
 	cli_json_add_int(doc, "findings", s.findings, -1);
 	cli_json_add_int(doc, "dropped_records", s.dropped_records, -1);
+	cli_json_add_int(doc, "implausible_values", info_implausible(t), -1);
 	free(ctx.pids);
 	return doc;
 
@@ -480,6 +493,13 @@ static void info_print_text(const cJSON *doc)
 		info_line("dropped records", line);
 	} else {
 		info_line("dropped records", "0");
+	}
+	v = cli_json_get_int(doc, "implausible_values", 0);
+	if (v > 0) {
+		snprintf(line, sizeof(line),
+			 "%s  WARNING: values outside the plausible bounds, stored as unknown",
+			 cli_fmt_count(a, sizeof(a), v));
+		info_line("implausible", line);
 	}
 }
 

@@ -640,6 +640,7 @@ START_TEST(test_process_without_end)
 	/* a trace whose processes all ended says nothing of the kind */
 	full = run("info", sample_db);
 	ck_assert_msg(!strstr(full.out, "no end record"), "%s", full.out);
+	ck_assert_msg(!strstr(full.out, "implausible"), "%s", full.out);
 	tu_result_free(&full);
 	full = run("report", sample_db);
 	ck_assert_msg(!strstr(full.out, "ended without"), "%s", full.out);

@@ -2520,6 +2520,9 @@ START_TEST(test_implausible_values)
 			      "info: %s", o);
 		ck_assert_msg(!strstr(o, "-9223") && !strstr(e, "runtime error"), "info: %s%s", o,
 			      e);
+		/* and says how many values the import took for implausible */
+		ck_assert_msg(strstr(o, "implausible       14  WARNING: values outside the plausible"),
+			      "info: %s", o);
 		free(o);
 		free(e);
 	}
