@@ -1,0 +1,40 @@
+"""pt_compile_cumsum.py - a long prefix sum inside a torch.compile'd function.
+
+A compiled "cumulative feature" function over 16 series of 262144 points: `x.cumsum(-1)` normalised by the
+position, forward and backward. Inductor either generates a Triton scan kernel (its name carries "cumsum") or
+falls back to PyTorch's scan kernel; either way a serial-per-row scan on the CUDA cores takes most of the
+step. Labels: cuda-core-scan must be found. Compilation takes tens of seconds in the warm-up.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_common import Timer, done, info, need_torch, parse_args  # noqa: E402
+
+args = parse_args(__doc__, warmup=4)
+torch = need_torch()
+S, N = 16, 262144
+g = torch.Generator(device="cuda").manual_seed(1)
+series = torch.randn(2, S, N, device="cuda", generator=g)
+w = torch.ones(S, 1, device="cuda", requires_grad=True)
+pos = torch.arange(1, N + 1, device="cuda", dtype=torch.float32)
+opt = torch.optim.SGD([w], lr=1e-3)
+
+
+@torch.compile
+def feature_loss(x, w):
+    run = (x * w).cumsum(-1) / pos
+    return (run - x).pow(2).mean()
+
+
+timer = Timer(torch)
+for i in range(args.warmup + args.steps):
+    if i == args.warmup:
+        timer.start()
+    opt.zero_grad(set_to_none=True)
+    loss = feature_loss(series[i % 2], w)
+    loss.backward()
+    opt.step()
+step_ms = timer.stop(args.steps)
+info(f"step_ms={step_ms:.3f} loss={loss.item():.5f}")
+done(args.steps)

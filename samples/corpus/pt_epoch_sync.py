@@ -1,0 +1,30 @@
+"""pt_epoch_sync.py - negative: one read-back per epoch of 10 steps in a GPU-bound loop.
+
+MLP steps of ~10 ms of GEMMs; the loss is summed on the GPU and read with `.item()` once per epoch of 10 steps
+(4 reads in 40 steady steps), then the epoch's summary is printed. Each read drains the queue, but the refill
+costs tens of microseconds against 100 ms of epoch. Labels: nothing of the five (d2h-sync must not: periodic,
+cheap).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_common import Timer, Trainer, done, info, need_torch, parse_args  # noqa: E402
+
+args = parse_args(__doc__)
+torch = need_torch()
+tr = Trainer(torch, depth=4, batch=16384, nbatches=2)
+timer = Timer(torch)
+epoch_loss = torch.zeros((), device="cuda")
+epochs = 0
+for i in range(args.warmup + args.steps):
+    if i == args.warmup:
+        timer.start()
+    epoch_loss += tr.step()
+    if i % 10 == 9:
+        info(f"epoch {epochs} mean loss {epoch_loss.item() / 10:.5f}")
+        epoch_loss.zero_()
+        epochs += 1
+step_ms = timer.stop(args.steps)
+info(f"step_ms={step_ms:.3f}")
+done(args.steps, epochs=epochs)
