@@ -7,7 +7,7 @@
 #
 # On the GPU machine, from anywhere (it works in the repository root):
 #   (a) builds cuscope into build-gpu/ (tests/gpu/build.sh; skipped with --no-build) and the corpus's CUDA
-#       programs into build-gpu/corpus-bin/ with nvcc -O2 -arch=sm_90, two at a time;
+#       programs into build-gpu/corpus-bin/ with nvcc -O2 -arch=sm_90, in parallel (up to 8 at a time);
 #   (b) records each program of samples/corpus/labels.json (or of --only, comma-separated names) into
 #       TRACES/NAME.db under its own time limit (budget_s in the labels), its output in TRACES/NAME.log, its
 #       exit status and seconds in TRACES/NAME.status (exit 77: the program skipped itself, e.g. no JAX), and
@@ -96,7 +96,9 @@ if [ "$SCORE_ONLY" = 0 ]; then
 	say "== build the CUDA programs ($(elapsed "$T0") s)"
 	mkdir -p "$BIN"
 	# shellcheck disable=SC2016
-	if ! ls samples/corpus/cu_*.cu | xargs -P 2 -I{} sh -c \
+	jobs=$(nproc 2>/dev/null || echo 2)
+	[ "$jobs" -gt 8 ] && jobs=8
+	if ! ls samples/corpus/cu_*.cu | xargs -P "$jobs" -I{} sh -c \
 		'n=$(basename {} .cu); "$0" -O2 -arch=sm_90 -o "$1/$n" {} >>"$2" 2>&1 || { echo "nvcc failed: {}" >>"$2"; exit 1; }' \
 		"$NVCC" "$BIN" "$LOG"; then
 		say "some CUDA programs did not build (corpus-log.txt); their recordings fail"
