@@ -1,9 +1,9 @@
 """pt_compile_cumsum.py - a long prefix sum inside a torch.compile'd function.
 
 A compiled "cumulative feature" function over 16 series of 262144 points: `x.cumsum(-1)` normalised by the
-position, forward and backward. Inductor either generates a Triton scan kernel (its name carries "cumsum") or
-falls back to PyTorch's scan kernel; either way a serial-per-row scan on the CUDA cores takes most of the
-step. Labels: cuda-core-scan must be found. Compilation takes tens of seconds in the warm-up.
+position, forward and backward. Inductor either generates Triton scan kernels (their names carry "cumsum",
+with the elementwise work fused into them) or falls back to PyTorch's scan kernel; either way scan kernels on
+the CUDA cores take most of the GPU time of the step. Labels: cuda-core-scan must be found. Compilation takes tens of seconds in the warm-up.
 """
 import os
 import sys

@@ -1,9 +1,9 @@
 """pt_cumsum64.py - negative: a cumsum over 64 elements, eight times per step, in a GPU-bound step.
 
-A chunked "running mean" feature: the activations are viewed as [rows, 64 positions] and cumulatively
-summed over the 64 positions (tensor_kernel_scan kernels, forward and backward) in each of 4 places per
-step, inside ~5 ms of GEMMs. The scans are a fraction of a percent of the GPU time. Labels: nothing of the five
-(cuda-core-scan must not: scan kernels in every step, negligible share).
+A "running mean" gate: after each of 4 layers, the first 64 features of each of the 8192 rows are cumulatively
+summed ([8192, 64]: tensor_kernel_scan kernels, forward and backward, 8 per step) to scale the layer's output,
+inside a few ms of GEMMs. The scans take microseconds: well under 1% of the GPU time. Labels: nothing of the
+five (cuda-core-scan must not: scan kernels in every step, negligible share).
 """
 import os
 import sys
@@ -29,8 +29,8 @@ for i in range(args.warmup + args.steps):
     with torch.autocast("cuda", dtype=torch.bfloat16):
         for m in layers:
             h = m(x)
-            run = h.float().view(-1, 64).cumsum(-1) / pos  # running mean over 64 positions
-            x = x + run.view_as(h).to(h.dtype) * 0.1
+            run = h[:, :64].float().cumsum(-1) / pos  # running mean over 64 features
+            x = x + h * torch.sigmoid(run.mean(-1, keepdim=True)).to(h.dtype)
     loss = x.float().pow(2).mean()
     loss.backward()
     opt.step()

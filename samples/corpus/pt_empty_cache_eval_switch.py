@@ -3,7 +3,7 @@
 GPU-bound MLP training; every 10 training steps a forward-only evaluation over 3 batches of another size runs
 under torch.no_grad(), with `torch.cuda.empty_cache()` before and after it (the train/eval switch the guides
 allow). In 40 steady steps that is 4 evaluations and 8 calls, each followed by allocations of the next phase:
-release bursts near 20% of the steps, all at phase changes. Labels: nothing of the five (empty-cache-in-loop
+release bursts in 10-20% of the steps, all at phase changes. Labels: nothing of the five (empty-cache-in-loop
 must not).
 """
 import os
