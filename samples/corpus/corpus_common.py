@@ -155,4 +155,8 @@ def launch_ranks(script, world, argv):
             print(line if line.startswith("info:") else f"rank{r}: {line}", flush=True)
     if any(c == SKIP for c in codes):
         sys.exit(SKIP)
-    sys.exit(0 if all(c == 0 for c in codes) else 1)
+    if any(c != 0 for c in codes):
+        print(f"ranks exited with {codes}", flush=True)
+        sys.exit(1)
+    print(f"done ranks={world}", flush=True)
+    sys.exit(0)
