@@ -1,10 +1,9 @@
-"""pt_lagged_pinned_read.py - negative: the loss is read two steps late from pinned memory, never draining the GPU.
+"""pt_lagged_pinned_read.py - negative: the loss is read one step late from pinned memory, never draining the GPU.
 
-GPU-bound MLP steps. Each step copies its loss with `non_blocking=True` into a slot of a pinned ring of 3
-buffers and records an event; the host then waits on the event of the step two steps back (EVENT_SYNCHRONIZE
-every step) and logs that value. By then the GPU still has the current and the previous step queued, so the
-wait costs no GPU time. Labels: nothing of the five (d2h-sync must not: a DtoH copy and a host wait in every
-step, zero idle).
+GPU-bound MLP steps. Each step copies its loss with `non_blocking=True` into one of two pinned buffers and
+records an event; the host then waits on the previous step's event (EVENT_SYNCHRONIZE every step) and logs
+that value. By then the current step is queued behind it, so the wait costs no GPU time. Labels: nothing of
+the five (d2h-sync must not: a DtoH copy and a host wait in every step, zero idle).
 """
 import os
 import sys
@@ -12,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from corpus_common import Timer, Trainer, done, info, need_torch, parse_args  # noqa: E402
 
-LAG = 2
+LAG = 1
 args = parse_args(__doc__)
 torch = need_torch()
 tr = Trainer(torch)
@@ -29,7 +28,7 @@ for i in range(args.warmup + args.steps):
     events[slot].record()
     if i >= LAG:
         old = (i - LAG) % (LAG + 1)
-        events[old].synchronize()  # the step LAG steps back: long done
+        events[old].synchronize()  # the previous step's: the current one is queued behind it
         total += float(ring[old])
         n += 1
 step_ms = timer.stop(args.steps)
