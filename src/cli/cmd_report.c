@@ -19,6 +19,7 @@
 #define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
 #define EVIDENCE_ITEMS_SHOWN 3	/* array items shown without --verbose */
 #define STEP_RUNS_SHOWN	     6	/* runs of the step list shown without --verbose */
+#define ALSO_SHOWN	     4	/* other processes of a finding shown without --verbose */
 #define LABEL_WIDTH	     10 /* labels of a finding's fields */
 #define HEADER_LABEL_WIDTH   11 /* labels of the header */
 
@@ -72,7 +73,7 @@ struct report_view {
 	const cs_report *r;
 	const cs_report_processes *procs; /* every process analysed, each with its steps */
 	int multi;			  /* more than one process analysed */
-	const cs_analyzer **rules; /* the rules that ran, NULL-terminated */
+	const cs_analyzer **rules;	  /* the rules that ran, NULL-terminated */
 	const char *step_range;
 	int verbose, color, width;
 	int64_t median, p10, p90;
@@ -203,8 +204,8 @@ static const char *proc_cost(char *buf, size_t size, const cs_finding_proc *p)
 		snprintf(buf, size, "in %d %s", p->nsteps, plural(p->nsteps, "step", "steps"));
 	else if (p->nsteps > 0)
 		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
-			 cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step),
-			 100.0 * p->step_share, p->nsteps, plural(p->nsteps, "step", "steps"),
+			 cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
+			 p->nsteps, plural(p->nsteps, "step", "steps"),
 			 cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(&tmp)));
 	else
 		snprintf(buf, size, "%s", cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
@@ -576,6 +577,12 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 
 		if (p->pid == f->pid)
 			continue;
+		if (!v->verbose && shown == ALSO_SHOWN) {
+			snprintf(line, sizeof(line), "... %d more (-v shows all)",
+				 f->nprocs - 1 - shown);
+			print_field("", line, v->width);
+			break;
+		}
 		snprintf(line, sizeof(line), "%s: %s",
 			 proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
 			 proc_cost(cost, sizeof(cost), p));
@@ -684,7 +691,7 @@ static const char *unended_text(char *buf, size_t size, const struct unended *u)
 	return buf;
 }
 
-#define UNENDED_SHOWN 3 /* processes named in the text and markdown headers */
+#define UNENDED_SHOWN 3	 /* processes named in the text and markdown headers */
 #define PROCS_SHOWN   16 /* processes listed in the text header without --verbose */
 
 /*
@@ -742,8 +749,9 @@ static const char *proc_steps_text(char *buf, size_t size, const cs_steps *s)
 		return buf;
 	}
 	cs_steps_duration_stats(s, &median, &p10, &p90);
-	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n, plural(s->n, "step", "steps"),
-		 cli_fmt_duration(a, sizeof(a), median), 100.0 * cs_steps_busy_share(s));
+	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n,
+		 plural(s->n, "step", "steps"), cli_fmt_duration(a, sizeof(a), median),
+		 100.0 * cs_steps_busy_share(s));
 	return buf;
 }
 
@@ -807,7 +815,8 @@ static void text_header(const struct report_view *v)
 		print_header_field("warning:", unended_text(line, sizeof(line), &v->unended[i]),
 				   v->width);
 	if (v->nunended > UNENDED_SHOWN) {
-		snprintf(line, sizeof(line), "%d more processes without their end record (cuscope info)",
+		snprintf(line, sizeof(line),
+			 "%d more processes without their end record (cuscope info)",
 			 v->nunended - UNENDED_SHOWN);
 		print_header_field("warning:", line, v->width);
 	}
@@ -1081,7 +1090,8 @@ static cJSON *json_finding(const struct report_view *v, const cs_report_finding 
 				goto fail;
 			cli_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
 			cJSON_AddNumberToObject(e, "step_share", x->step_share);
-			cli_json_add_int(e, "total_lost_ns", cs_finding_total_lost(&tmp), INT64_MIN);
+			cli_json_add_int(e, "total_lost_ns", cs_finding_total_lost(&tmp),
+					 INT64_MIN);
 			cli_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
 			cli_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
 		}
@@ -1158,7 +1168,8 @@ static int json_processes(const struct report_view *v, cJSON *doc)
 			return -1;
 		}
 		cli_json_add_int(o, "pid", p->pid, -1);
-		if (json_add_rank(o, "rank", p->rank) || json_add_rank(o, "local_rank", p->local_rank))
+		if (json_add_rank(o, "rank", p->rank) ||
+		    json_add_rank(o, "local_rank", p->local_rank))
 			return -1;
 		cJSON_AddBoolToObject(o, "primary", i == v->procs->primary);
 		steps = json_steps(v, &p->steps);

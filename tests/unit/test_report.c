@@ -27,6 +27,9 @@ static char *backward_db;	   /* the same, the stack borrowed by an autograd engi
 static char *second_db; /* two processes without a rank: only the second syncs in every step */
 static char *rank1_db;	/* ranks 0 and 1: only rank 1 (the lower pid) syncs */
 static char *both_db;	/* ranks 0, 1 and 2: ranks 0 and 1 sync at the same line, rank 1 longer */
+static char *apart_db;	/* ranks 0 and 1 sync at different lines */
+static char *six_db;	/* six ranks sync at the same line */
+static char *nvtx_db;	/* ranks 0 and 1 sync; only rank 0 has NVTX step ranges */
 static cJSON *schema;
 
 /* ---- running cuscope ---- */
@@ -245,6 +248,8 @@ struct wproc {
 	int32_t rank; /* CS_ID_NONE: no rank */
 	int sync;     /* as write_loop's */
 	int extra_us; /* more GPU idle after each wait */
+	int line;     /* line of train_step that reads the value back (0: 42) */
+	int nvtx;     /* each step is an NVTX range "step<i>" */
 };
 
 /*
@@ -261,7 +266,7 @@ static void write_loop(const char *path, int sync)
 	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
 					    "sm90_gemm_bf16_nt", "reduce_sum",
 					    "softmax_fwd",	 "adam_update"};
-	struct wproc p = {300, CS_ID_NONE, sync, 0};
+	struct wproc p = {300, CS_ID_NONE, sync, 0, 0, 0};
 	cs_trace_writer *w;
 	cs_error err = {0, ""};
 	int64_t ids[6];
@@ -343,7 +348,7 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 		f[2].kind = 2;
 		f[2].symbol = "train_step";
 		f[2].file = "/home/user/train.py";
-		f[2].line = 42;
+		f[2].line = p->line ? p->line : 42;
 		f[3].kind = 2;
 		f[3].symbol = "<module>";
 		f[3].file = "/home/user/train.py";
@@ -352,6 +357,8 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 		need(stack >= 0, "stack");
 	}
 	for (int step = 0; step < 20; step++) {
+		int64_t step_start = host;
+
 		for (int i = 0; i < 6; i++) {
 			cs_kernel k;
 			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
@@ -401,6 +408,21 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 			 */
 			host = s.end + (200 + p->extra_us) * US;
 			gpu = host;
+		}
+		if (p->nvtx) {
+			cs_nvtx n;
+			char text[32];
+
+			memset(&n, 0, sizeof(n));
+			n.start = step_start;
+			n.end = host - 1;
+			n.pid = n.tid = n.end_tid = pid;
+			n.type = CS_NVTX_PUSHPOP;
+			n.domain_id = n.range_id = CS_ID_NONE;
+			snprintf(text, sizeof(text), "step%d", step);
+			n.text_id = cs_writer_intern(w, text);
+			need(n.text_id >= 0, "intern");
+			need(cs_writer_add_nvtx(w, &n) == 0, cs_writer_errmsg(w));
 		}
 	}
 }
@@ -456,8 +478,8 @@ END_TEST
 
 START_TEST(test_json_validates)
 {
-	const char *files[] = {train_db,    counts_db, clean_db, sync_db,
-			       backward_db, second_db, rank1_db, both_db};
+	const char *files[] = {train_db,  counts_db, clean_db, sync_db,	 backward_db,
+			       second_db, rank1_db,  both_db,  apart_db, six_db};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct tu_result r = run("--format", "json", files[i]),
@@ -561,8 +583,9 @@ START_TEST(test_schema_catches_mistakes)
 			"\"total_lost_ns\":20,\"first_ns\":1,\"last_ns\":null,"
 			"\"evidence\":{},\"fix\":\"f\",\"location\":null,\"stack\":[],"
 			"\"pid\":300,\"rank\":null,\"local_rank\":null,\"processes\":[{\"pid\":300,"
-			"\"rank\":null,\"local_rank\":null,\"severity\":\"warning\",\"steps\":[3,4],"
-			"\"lost_ns_per_step\":10,\"step_share\":0.1,\"total_lost_ns\":20,"
+			"\"rank\":null,\"local_rank\":null,\"severity\":\"warning\","
+			"\"steps\":[3,4],\"lost_ns_per_step\":10,\"step_share\":0.1,"
+			"\"total_lost_ns\":20,"
 			"\"first_ns\":1,\"last_ns\":null}]}");
 
 		cJSON_AddItemToArray(cJSON_GetObjectItem(copy, "findings"), f);
@@ -918,8 +941,8 @@ START_TEST(test_every_process_second_only)
 	ck_assert_int_eq(json_int(f, "pid"), 301);
 	ck_assert(json_null(f, "rank"));
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"),
-			 301);
+	ck_assert_int_eq(
+		json_int(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"), 301);
 	/* both processes, each with its own 20 steps; the top-level steps stay the busiest's */
 	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
 	p0 = cJSON_GetArrayItem(procs, 0);
@@ -1054,10 +1077,10 @@ START_TEST(test_every_process_same_finding_once)
 	ck_assert_int_eq(json_int(f, "rank"), 1);
 	ck_assert_int_eq(json_int(f, "pid"), 601);
 	ck_assert(cJSON_GetObjectItem(f, "lost_ns_per_step")->valuedouble == (double)lost1);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-				 cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "processes"), 2),
-				 "findings")),
-			 0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "processes"), 2), "findings")),
+		0);
 	ck_assert_msg(strstr(t.out, "\n    process:  rank 1 (pid 601)\n    steps:    ") &&
 			      strstr(t.out, "\n    also in:  rank 0 (pid 600): ") &&
 			      strstr(t.out, " per step ("),
@@ -1071,6 +1094,87 @@ START_TEST(test_every_process_same_finding_once)
 	tu_result_free(&j);
 	tu_result_free(&t);
 	tu_result_free(&m);
+}
+END_TEST
+
+/* Another line of the program is another cause: two findings, one per rank. */
+START_TEST(test_every_process_other_line_apart)
+{
+	struct tu_result j = run("-f", "json", apart_db);
+	cJSON *doc = report_json(j.out), *f;
+	int n = 0, ranks = 0;
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		if (strcmp(json_str(f, "rule"), "d2h-sync"))
+			continue;
+		n++;
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
+		ck_assert_int_eq(json_int(cJSON_GetObjectItem(f, "location"), "line"),
+				 42 + json_int(f, "rank"));
+		ranks |= 1 << json_int(f, "rank");
+	}
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(ranks, 3);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+}
+END_TEST
+
+/* Six ranks with the same finding: one finding; the text names 4 others without -v, -v all 5. */
+START_TEST(test_every_process_many_ranks)
+{
+	struct tu_result j = run("-f", "json", six_db), t = run(six_db), v = run("-v", six_db);
+	cJSON *doc = report_json(j.out);
+	const cJSON *f = finding_of(doc, "d2h-sync");
+	const char *p;
+	int also = 0;
+
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 6);
+	ck_assert_msg(strstr(t.out, "\n              ... 1 more (-v shows all)\n"), "%s", t.out);
+	for (p = strstr(v.out, "also in:"); p && (p = strstr(p, " per step (")); p++)
+		also++;
+	ck_assert_msg(also == 5, "%d:\n%s", also, v.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&v);
+}
+END_TEST
+
+/*
+ * --step-range: each process takes its steps from its own matching ranges; a process without any
+ * gets the automatic detection. The pattern must match somewhere, and in the --pid process.
+ */
+START_TEST(test_every_process_step_range)
+{
+	struct tu_result j = run("-f", "json", "--step-range", "step*", nvtx_db),
+			 none = run("--step-range", "epoch*", nvtx_db),
+			 pid = run("--step-range", "step*", "--pid", "701", nvtx_db);
+	cJSON *doc = report_json(j.out), *procs = cJSON_GetObjectItem(doc, "processes");
+	const cJSON *f = finding_of(doc, "d2h-sync");
+
+	ck_assert_int_eq(j.rc, 0);
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
+	ck_assert_str_eq(
+		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "method"),
+		"nvtx");
+	ck_assert_int_eq(
+		json_int(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "count"), 20);
+	ck_assert_str_eq(
+		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 1), "steps"), "method"),
+		"period");
+	ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "steps"), "method"), "nvtx");
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 2);
+	tu_assert_one_line_error(&none, "a pattern that matches nothing");
+	tu_assert_one_line_error(&pid, "a pattern that matches nothing in the --pid process");
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&none);
+	tu_result_free(&pid);
 }
 END_TEST
 
@@ -1098,6 +1202,9 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_every_process_pid_narrows);
 	tcase_add_test(tc, test_every_process_rank);
 	tcase_add_test(tc, test_every_process_same_finding_once);
+	tcase_add_test(tc, test_every_process_other_line_apart);
+	tcase_add_test(tc, test_every_process_many_ranks);
+	tcase_add_test(tc, test_every_process_step_range);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -1131,10 +1238,16 @@ int main(void)
 	backward_db = tu_path(tmp_dir, "backward.db");
 	write_loop(backward_db, 2);
 	{
-		static const struct wproc second[] = {{300, CS_ID_NONE, 0, 0},
-						      {301, CS_ID_NONE, 1, 0}};
-		static const struct wproc rank1[] = {{500, 1, 1, 0}, {501, 0, 0, 0}};
-		static const struct wproc both[] = {{600, 0, 1, 0}, {601, 1, 1, 300}, {602, 2, 0, 0}};
+		static const struct wproc second[] = {{300, CS_ID_NONE, 0, 0, 0, 0},
+						      {301, CS_ID_NONE, 1, 0, 0, 0}};
+		static const struct wproc rank1[] = {{500, 1, 1, 0, 0, 0}, {501, 0, 0, 0, 0, 0}};
+		static const struct wproc both[] = {
+			{600, 0, 1, 0, 0, 0}, {601, 1, 1, 300, 0, 0}, {602, 2, 0, 0, 0, 0}};
+		static const struct wproc apart[] = {{800, 0, 1, 0, 42, 0}, {801, 1, 1, 0, 43, 0}};
+		static const struct wproc six[] = {{900, 0, 1, 0, 0, 0}, {901, 1, 1, 0, 0, 0},
+						   {902, 2, 1, 0, 0, 0}, {903, 3, 1, 0, 0, 0},
+						   {904, 4, 1, 0, 0, 0}, {905, 5, 1, 0, 0, 0}};
+		static const struct wproc nvtx[] = {{700, 0, 1, 0, 0, 1}, {701, 1, 1, 0, 0, 0}};
 
 		second_db = tu_path(tmp_dir, "second.db");
 		write_procs(second_db, second, 2);
@@ -1142,6 +1255,12 @@ int main(void)
 		write_procs(rank1_db, rank1, 2);
 		both_db = tu_path(tmp_dir, "both.db");
 		write_procs(both_db, both, 3);
+		apart_db = tu_path(tmp_dir, "apart.db");
+		write_procs(apart_db, apart, 2);
+		six_db = tu_path(tmp_dir, "six.db");
+		write_procs(six_db, six, 6);
+		nvtx_db = tu_path(tmp_dir, "nvtx.db");
+		write_procs(nvtx_db, nvtx, 2);
 	}
 
 	sr = srunner_create(report_suite());
