@@ -352,6 +352,10 @@ typedef struct cs_report_processes {
 int cs_report_run_processes(const cs_analysis *a, const cs_step_opts *o,
 			    const cs_analyzer *const *rules, cs_report_processes *procs,
 			    cs_report *out, cs_error *err);
+/* The same, with the steps cs_steps_detect(a, o) gave (copied), not found again. */
+int cs_report_run_processes_from(const cs_analysis *a, const cs_step_opts *o,
+				 const cs_steps *primary, const cs_analyzer *const *rules,
+				 cs_report_processes *procs, cs_report *out, cs_error *err);
 void cs_report_processes_free(cs_report_processes *p);
 /* The process of pid in p, or NULL. */
 const cs_report_process *cs_report_process_find(const cs_report_processes *p, uint32_t pid);

@@ -322,9 +322,9 @@ static int merge_findings(const cs_analysis *a, struct merge *m, cs_report *tmp,
 
 /* ---- the run ---- */
 
-int cs_report_run_processes(const cs_analysis *a, const cs_step_opts *o,
-			    const cs_analyzer *const *rules, cs_report_processes *procs,
-			    cs_report *out, cs_error *err)
+static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_steps *primary,
+			 const cs_analyzer *const *rules, cs_report_processes *procs,
+			 cs_report *out, cs_error *err)
 {
 	cs_step_opts def = {NULL, -1, 0};
 	struct pinfo_list l = {NULL, 0, 0};
@@ -342,9 +342,18 @@ int cs_report_run_processes(const cs_analysis *a, const cs_step_opts *o,
 	m.base = out->n;
 	/* the process the steps come from by default (or o->pid): an error here (a pattern that
 	 * matches nothing) is the report's error */
-	rc = cs_steps_detect(a, o, &first, err);
-	if (rc < 0)
-		return rc;
+	if (primary) {
+		first = *primary;
+		first.v = malloc((size_t)(primary->n > 0 ? primary->n : 1) * sizeof(*first.v));
+		if (!first.v)
+			return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		if (primary->n > 0)
+			memcpy(first.v, primary->v, (size_t)primary->n * sizeof(*first.v));
+	} else {
+		rc = cs_steps_detect(a, o, &first, err);
+		if (rc < 0)
+			return rc;
+	}
 	if (o->pid) {
 		rc = pinfo_add(&l, o->pid);
 	} else {
@@ -408,6 +417,22 @@ out:
 	free(m.keys);
 	free(l.v);
 	return rc;
+}
+
+int cs_report_run_processes(const cs_analysis *a, const cs_step_opts *o,
+			    const cs_analyzer *const *rules, cs_report_processes *procs,
+			    cs_report *out, cs_error *err)
+{
+	return run_processes(a, o, NULL, rules, procs, out, err);
+}
+
+int cs_report_run_processes_from(const cs_analysis *a, const cs_step_opts *o,
+				 const cs_steps *primary, const cs_analyzer *const *rules,
+				 cs_report_processes *procs, cs_report *out, cs_error *err)
+{
+	if (!primary)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_report_run_processes_from: no steps");
+	return run_processes(a, o, primary, rules, procs, out, err);
 }
 
 void cs_report_processes_free(cs_report_processes *p)
