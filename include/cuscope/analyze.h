@@ -236,7 +236,27 @@ typedef struct cs_report_finding {
 	double step_share;	  /* lost_ns_per_step / median step time, 0..1 */
 	int64_t stack_id;	  /* where, when the trace has backtraces; CS_ID_NONE otherwise */
 	cJSON *evidence;	  /* object: counts, bytes, kernel names, times (owned) */
+	/*
+	 * The process the finding is of: its steps, figures, evidence and stack (emit fills it
+	 * from the steps' process). When cs_report_run_processes() found the same finding in
+	 * several processes, these are of the one where it costs most; procs lists them all.
+	 */
+	uint32_t pid;
+	struct cs_finding_proc *procs; /* owned; NULL until cs_report_run_processes() */
+	int32_t nprocs;
 } cs_report_finding;
+
+/* One process a finding was found in, with what it costs there. */
+typedef struct cs_finding_proc {
+	uint32_t pid;
+	int32_t rank, local_rank; /* CS_ID_NONE when not set */
+	int32_t *steps;		  /* steady-state steps of that process's own steps (owned) */
+	int32_t nsteps;
+	int64_t lost_ns_per_step;
+	double step_share;
+	int64_t first, last;
+	int32_t severity;
+} cs_finding_proc;
 
 /* What an analyzer gets. */
 typedef struct cs_rule_ctx {
@@ -300,5 +320,44 @@ int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *co
 /* Most costly first: total lost time descending, then severity, rule id, first time. */
 void cs_report_sort(cs_report *r);
 void cs_report_free(cs_report *r);
+
+/* ---- every process ---- */
+
+/* A process analysed by cs_report_run_processes(), with its own steps. */
+typedef struct cs_report_process {
+	uint32_t pid;
+	int32_t rank, local_rank; /* RANK and LOCAL_RANK of the PROCESSES table; CS_ID_NONE */
+	cs_steps steps;
+} cs_report_process;
+
+typedef struct cs_report_processes {
+	cs_report_process *v; /* by rank, then by pid (processes without a rank after) */
+	int32_t n;
+	int32_t primary; /* index of the process the default step detection picks (or o->pid) */
+} cs_report_processes;
+
+/*
+ * Find the steps of every CUDA process (every process that launched kernels, copies or memsets,
+ * and the process cs_steps_detect() picks by default), each with cs_steps_detect() on its own pid,
+ * and run the rules on each (docs/steps.md). With o->pid set, only that process. With
+ * o->step_range and no o->pid, the pattern must match in some process (else CS_ERR_INVALID, as
+ * cs_steps_detect() says); a process in which it matches nothing gets the automatic detection.
+ *
+ * Findings are tagged with their pid; the same finding (same rule, same stack frames and kernel
+ * names) of several processes becomes one, of the process where it costs most (highest severity,
+ * then most time lost in all), with procs naming every process and its cost. out is sorted.
+ * On failure, procs and out keep what was done (procs->n is 0 when the steps of the first process
+ * could not be found); the caller frees both in every case.
+ */
+int cs_report_run_processes(const cs_analysis *a, const cs_step_opts *o,
+			    const cs_analyzer *const *rules, cs_report_processes *procs,
+			    cs_report *out, cs_error *err);
+/* The same, with the steps cs_steps_detect(a, o) gave (copied), not found again. */
+int cs_report_run_processes_from(const cs_analysis *a, const cs_step_opts *o,
+				 const cs_steps *primary, const cs_analyzer *const *rules,
+				 cs_report_processes *procs, cs_report *out, cs_error *err);
+void cs_report_processes_free(cs_report_processes *p);
+/* The process of pid in p, or NULL. */
+const cs_report_process *cs_report_process_find(const cs_report_processes *p, uint32_t pid);
 
 #endif

@@ -64,10 +64,15 @@ static void finding_clear(cs_report_finding *f)
 	free(f->fix);
 	free(f->steps);
 	cJSON_Delete(f->evidence);
+	for (int32_t i = 0; i < f->nprocs; i++)
+		free(f->procs[i].steps);
+	free(f->procs);
 	f->title = f->fix = NULL;
 	f->steps = NULL;
 	f->nsteps = 0;
 	f->evidence = NULL;
+	f->procs = NULL;
+	f->nprocs = 0;
 }
 
 void cs_finding_free(cs_report_finding *f)
@@ -168,7 +173,11 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 	f->steps = NULL;
 	f->nsteps = 0;
 	f->evidence = NULL;
+	f->procs = NULL;
+	f->nprocs = 0;
 
+	if (!copy->pid && ctx->steps)
+		copy->pid = ctx->steps->pid;
 	if (!copy->rule && rc->current)
 		copy->rule = rc->current->id;
 	if (!copy->rule)

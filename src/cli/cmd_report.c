@@ -19,6 +19,7 @@
 #define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
 #define EVIDENCE_ITEMS_SHOWN 3	/* array items shown without --verbose */
 #define STEP_RUNS_SHOWN	     6	/* runs of the step list shown without --verbose */
+#define ALSO_SHOWN	     4	/* other processes of a finding shown without --verbose */
 #define LABEL_WIDTH	     10 /* labels of a finding's fields */
 #define HEADER_LABEL_WIDTH   11 /* labels of the header */
 
@@ -36,7 +37,8 @@ static const char report_usage[] =
 	"      --list-rules       list the rules (id, source, summary) and exit\n"
 	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT ('step*')\n"
 	"      --warmup N         the first N steps are warm-up (default: docs/steps.md)\n"
-	"  -p, --pid PID          take the steps from process PID (default: most kernels)\n"
+	"  -p, --pid PID          analyse only process PID (default: every process that\n"
+	"                         launched GPU work, each with its own steps)\n"
 	"      --fail-on LEVEL    exit 1 when a finding of LEVEL or worse exists\n"
 	"                         (info, warning or error; default: never)\n"
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
@@ -67,9 +69,11 @@ struct report_view {
 	const char *path;
 	cs_trace *t;
 	const cs_analysis *a;
-	const cs_steps *s;
+	const cs_steps *s; /* of the primary process: the default step detection's, or --pid's */
 	const cs_report *r;
-	const cs_analyzer **rules; /* the rules that ran, NULL-terminated */
+	const cs_report_processes *procs; /* every process analysed, each with its steps */
+	int multi;			  /* more than one process analysed */
+	const cs_analyzer **rules;	  /* the rules that ran, NULL-terminated */
 	const char *step_range;
 	int verbose, color, width;
 	int64_t median, p10, p90;
@@ -143,6 +147,69 @@ static void step_runs(char *buf, size_t size, const int32_t *steps, int32_t n, i
 		runs++;
 		i = j + 1;
 	}
+}
+
+/* ---- processes ---- */
+
+/* "rank 1 (pid 1202)", "local rank 0 (pid 1202)" or "pid 1202". */
+static const char *proc_label(char *buf, size_t size, uint32_t pid, int32_t rank,
+			      int32_t local_rank)
+{
+	if (rank != CS_ID_NONE)
+		snprintf(buf, size, "rank %d (pid %u)", rank, pid);
+	else if (local_rank != CS_ID_NONE)
+		snprintf(buf, size, "local rank %d (pid %u)", local_rank, pid);
+	else
+		snprintf(buf, size, "pid %u", pid);
+	return buf;
+}
+
+/* The entry of pid among a finding's processes, or NULL. */
+static const cs_finding_proc *finding_proc(const cs_report_finding *f, uint32_t pid)
+{
+	for (int32_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i].pid == pid)
+			return &f->procs[i];
+	return NULL;
+}
+
+/* The steps a finding's step indices and figures refer to: those of its process. */
+static const cs_steps *finding_steps(const struct report_view *v, const cs_report_finding *f)
+{
+	const cs_report_process *p = cs_report_process_find(v->procs, f->pid);
+
+	return p ? &p->steps : v->s;
+}
+
+/* The label of a finding's process. */
+static const char *finding_label(char *buf, size_t size, const struct report_view *v,
+				 const cs_report_finding *f)
+{
+	const cs_report_process *p = cs_report_process_find(v->procs, f->pid);
+
+	return proc_label(buf, size, f->pid, p ? p->rank : CS_ID_NONE,
+			  p ? p->local_rank : CS_ID_NONE);
+}
+
+/* "2.10 ms per step (15.0%) in 40 steps, 84.0 ms in all" for one process of a finding. */
+static const char *proc_cost(char *buf, size_t size, const cs_finding_proc *p)
+{
+	cs_report_finding tmp;
+	char a[CLI_FMT_MAX], b[CLI_FMT_MAX];
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.lost_ns_per_step = p->lost_ns_per_step;
+	tmp.nsteps = p->nsteps;
+	if (p->lost_ns_per_step <= 0)
+		snprintf(buf, size, "in %d %s", p->nsteps, plural(p->nsteps, "step", "steps"));
+	else if (p->nsteps > 0)
+		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
+			 cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
+			 p->nsteps, plural(p->nsteps, "step", "steps"),
+			 cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(&tmp)));
+	else
+		snprintf(buf, size, "%s", cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
+	return buf;
 }
 
 /* ---- source locations ---- */
@@ -473,7 +540,7 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 static void text_finding(const struct report_view *v, const cs_report_finding *f)
 {
 	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[1024], runs[512];
-	int32_t steady = cs_steps_steady(v->s);
+	int32_t steady = cs_steps_steady(finding_steps(v, f));
 	int head = (int)(strlen(cs_severity_name(f->severity)) + strlen(f->rule) + 5);
 
 	if (v->color)
@@ -484,6 +551,8 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 	/* the title after "[severity] rule  ", wrapped under itself */
 	print_wrapped(head, f->title ? f->title : "", v->width);
 
+	if (v->multi)
+		print_field("process:", finding_label(line, sizeof(line), v, f), v->width);
 	if (f->nsteps > 0) {
 		step_runs(runs, sizeof(runs), f->steps, f->nsteps,
 			  v->verbose ? 0 : STEP_RUNS_SHOWN);
@@ -502,6 +571,23 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 				 cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
 		print_field("GPU lost:", line, v->width);
 	}
+	for (int32_t i = 0, shown = 0; v->multi && i < f->nprocs; i++) {
+		const cs_finding_proc *p = &f->procs[i];
+		char lab[64], cost[256];
+
+		if (p->pid == f->pid)
+			continue;
+		if (!v->verbose && shown == ALSO_SHOWN) {
+			snprintf(line, sizeof(line), "... %d more (-v shows all)",
+				 f->nprocs - 1 - shown);
+			print_field("", line, v->width);
+			break;
+		}
+		snprintf(line, sizeof(line), "%s: %s",
+			 proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
+			 proc_cost(cost, sizeof(cost), p));
+		print_field(shown++ ? "" : "also in:", line, v->width);
+	}
 	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0)
 		text_evidence(f->evidence, v->verbose, v->width);
 	if (f->fix && *f->fix)
@@ -510,7 +596,8 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 	putchar('\n');
 }
 
-static void text_steps_table(const struct report_view *v)
+/* The table of steps s, under title ("Steps:"). */
+static void text_steps_table(const struct report_view *v, const cs_steps *s, const char *title)
 {
 	static const struct cli_column cols[] = {
 		{"Step", CLI_ALIGN_RIGHT, 0},	  {"Start", CLI_ALIGN_RIGHT, 0},
@@ -519,10 +606,11 @@ static void text_steps_table(const struct report_view *v)
 	};
 	struct cli_table table;
 
-	printf("Steps:\n\n");
+	print_wrapped(0, title, v->width);
+	putchar('\n');
 	cli_table_init(&table, cols, 6);
-	for (int32_t i = 0; i < v->s->n; i++) {
-		const cs_step *st = &v->s->v[i];
+	for (int32_t i = 0; i < s->n; i++) {
+		const cs_step *st = &s->v[i];
 		char idx[CLI_FMT_MAX], start[CLI_FMT_MAX], dur[CLI_FMT_MAX], busy[CLI_FMT_MAX],
 			kern[CLI_FMT_MAX];
 		int64_t d = st->end - st->start;
@@ -603,7 +691,95 @@ static const char *unended_text(char *buf, size_t size, const struct unended *u)
 	return buf;
 }
 
-#define UNENDED_SHOWN 3 /* processes named in the text and markdown headers */
+#define UNENDED_SHOWN 3	 /* processes named in the text and markdown headers */
+#define PROCS_SHOWN   16 /* processes listed in the text header without --verbose */
+
+/*
+ * What was found in process p: "d2h-sync (warning), launch-starvation (info)" or "no findings"
+ * (malloc'd; NULL without memory).
+ */
+static char *proc_findings(const struct report_view *v, uint32_t pid)
+{
+	size_t cap = 64, len = 0;
+	char *r = malloc(cap);
+
+	if (!r)
+		return NULL;
+	r[0] = '\0';
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+		const cs_finding_proc *p = finding_proc(f, pid);
+		char item[128];
+		size_t n;
+
+		if (!p && !(f->nprocs == 0 && f->pid == pid))
+			continue;
+		n = (size_t)snprintf(item, sizeof(item), "%s%s (%s)", len ? ", " : "", f->rule,
+				     cs_severity_name(p ? p->severity : f->severity));
+		if (len + n + 1 > cap) {
+			char *nr;
+
+			while (len + n + 1 > cap)
+				cap *= 2;
+			nr = realloc(r, cap);
+			if (!nr) {
+				free(r);
+				return NULL;
+			}
+			r = nr;
+		}
+		memcpy(r + len, item, n + 1);
+		len += n;
+	}
+	if (!len)
+		snprintf(r, cap, "no findings");
+	return r;
+}
+
+/* "45 steps, median 12.2 ms, GPU busy 62.8%" or "no steps, 1.20 s, GPU busy 3.1%". */
+static const char *proc_steps_text(char *buf, size_t size, const cs_steps *s)
+{
+	char a[CLI_FMT_MAX];
+	int64_t median, p10, p90;
+
+	if (s->method == CS_STEPS_NONE) {
+		snprintf(buf, size, "no steps, %s, GPU busy %.1f%%",
+			 cli_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
+			 100.0 * cs_steps_busy_share(s));
+		return buf;
+	}
+	cs_steps_duration_stats(s, &median, &p10, &p90);
+	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n,
+		 plural(s->n, "step", "steps"), cli_fmt_duration(a, sizeof(a), median),
+		 100.0 * cs_steps_busy_share(s));
+	return buf;
+}
+
+/* The header's list of the processes analysed, one line each. */
+static void text_processes(const struct report_view *v)
+{
+	char line[1024];
+	int32_t n = v->procs->n, shown = v->verbose || n <= PROCS_SHOWN ? n : PROCS_SHOWN - 1;
+
+	snprintf(line, sizeof(line), "%d analysed, each with its own steps%s", n,
+		 v->verbose ? "" : " (-v: how they were found)");
+	print_header_field("processes:", line, v->width);
+	for (int32_t i = 0; i < shown; i++) {
+		const cs_report_process *p = &v->procs->v[i];
+		char lab[64], st[256];
+		char *found = proc_findings(v, p->pid);
+
+		snprintf(line, sizeof(line), "%s: %s; %s",
+			 proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
+			 proc_steps_text(st, sizeof(st), &p->steps), found ? found : "");
+		print_header_field("", line, v->width);
+		free(found);
+	}
+	if (shown < n) {
+		snprintf(line, sizeof(line), "... %d more (-v shows all)", n - shown);
+		print_header_field("", line, v->width);
+	}
+}
 
 static void text_header(const struct report_view *v)
 {
@@ -617,7 +793,9 @@ static void text_header(const struct report_view *v)
 	free(clean);
 	if (command)
 		print_header_field("command:", command, v->width);
-	if (s->method == CS_STEPS_NONE) {
+	if (v->multi) {
+		text_processes(v);
+	} else if (s->method == CS_STEPS_NONE) {
 		snprintf(line, sizeof(line), "none found (%s)", s->detail);
 		print_header_field("steps:", line, v->width);
 		snprintf(line, sizeof(line), "%s, GPU busy %.1f%%",
@@ -637,7 +815,8 @@ static void text_header(const struct report_view *v)
 		print_header_field("warning:", unended_text(line, sizeof(line), &v->unended[i]),
 				   v->width);
 	if (v->nunended > UNENDED_SHOWN) {
-		snprintf(line, sizeof(line), "%d more processes without their end record (cuscope info)",
+		snprintf(line, sizeof(line),
+			 "%d more processes without their end record (cuscope info)",
 			 v->nunended - UNENDED_SHOWN);
 		print_header_field("warning:", line, v->width);
 	}
@@ -660,7 +839,7 @@ static int located_cmp(const void *a, const void *b)
 /* The findings that have a source location, grouped by it (one line of rules per location). */
 static void text_by_location(const struct report_view *v)
 {
-	struct located *l = calloc((size_t)v->r->n + 1, sizeof(*l));
+	struct located *l = calloc((size_t)(v->r->n > 0 ? v->r->n : 0) + 1, sizeof(*l));
 	int32_t n = 0;
 
 	if (!l)
@@ -702,8 +881,19 @@ static int print_text(const struct report_view *v)
 	int count[4] = {0};
 
 	text_header(v);
-	if (v->verbose && v->s->n > 0)
-		text_steps_table(v);
+	if (v->verbose && !v->multi && v->s->n > 0)
+		text_steps_table(v, v->s, "Steps:");
+	for (int32_t i = 0; v->verbose && v->multi && i < v->procs->n; i++) {
+		const cs_report_process *p = &v->procs->v[i];
+		char lab[64], title[256];
+
+		if (p->steps.n == 0)
+			continue;
+		snprintf(title, sizeof(title), "Steps of %s: %s",
+			 proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
+			 p->steps.detail);
+		text_steps_table(v, &p->steps, title);
+	}
 	if (v->r->n == 0) {
 		printf("No findings.\n");
 		return 0;
@@ -763,6 +953,23 @@ static cJSON *json_clean_copy(const cJSON *v)
 		r = cJSON_Duplicate(v, 0);
 	}
 	return r;
+}
+
+/* A rank or local rank: the number, or null when not set. */
+static cJSON *json_rank(int32_t rank)
+{
+	return rank != CS_ID_NONE ? cli_json_int(rank) : cJSON_CreateNull();
+}
+
+static int json_add_rank(cJSON *o, const char *key, int32_t rank)
+{
+	cJSON *r = json_rank(rank);
+
+	if (!r || !cJSON_AddItemToObject(o, key, r)) {
+		cJSON_Delete(r);
+		return -1;
+	}
+	return 0;
 }
 
 static const char *frame_kind(int kind)
@@ -848,19 +1055,62 @@ static cJSON *json_finding(const struct report_view *v, const cs_report_finding 
 	cli_json_add_string(o, "fix", f->fix);
 	if (!steps || json_stack(v, f, o))
 		goto fail;
+	{
+		const cs_report_process *p = cs_report_process_find(v->procs, f->pid);
+		cJSON *procs;
+
+		cli_json_add_int(o, "pid", f->pid, 0);
+		if (json_add_rank(o, "rank", p ? p->rank : CS_ID_NONE) ||
+		    json_add_rank(o, "local_rank", p ? p->local_rank : CS_ID_NONE))
+			goto fail;
+		procs = cJSON_AddArrayToObject(o, "processes");
+		if (!procs)
+			goto fail;
+		for (int32_t i = 0; i < f->nprocs; i++) {
+			const cs_finding_proc *x = &f->procs[i];
+			cJSON *e = cJSON_CreateObject(), *st;
+			cs_report_finding tmp;
+
+			if (!e || !cJSON_AddItemToArray(procs, e)) {
+				cJSON_Delete(e);
+				goto fail;
+			}
+			memset(&tmp, 0, sizeof(tmp));
+			tmp.lost_ns_per_step = x->lost_ns_per_step;
+			tmp.nsteps = x->nsteps;
+			cli_json_add_int(e, "pid", x->pid, -1);
+			if (json_add_rank(e, "rank", x->rank) ||
+			    json_add_rank(e, "local_rank", x->local_rank))
+				goto fail;
+			cli_json_add_string(e, "severity", cs_severity_name(x->severity));
+			st = cJSON_AddArrayToObject(e, "steps");
+			for (int32_t k = 0; st && k < x->nsteps; k++)
+				cJSON_AddItemToArray(st, cli_json_int(x->steps[k]));
+			if (!st)
+				goto fail;
+			cli_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
+			cJSON_AddNumberToObject(e, "step_share", x->step_share);
+			cli_json_add_int(e, "total_lost_ns", cs_finding_total_lost(&tmp),
+					 INT64_MIN);
+			cli_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
+			cli_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
+		}
+	}
 	return o;
 fail:
 	cJSON_Delete(o);
 	return NULL;
 }
 
-static cJSON *json_steps(const struct report_view *v)
+/* A steps object: the top level's (the primary process's) or a process's. */
+static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 {
-	const cs_steps *s = v->s;
 	cJSON *o = cJSON_CreateObject(), *list;
+	int64_t median, p10, p90;
 
 	if (!o)
 		return NULL;
+	cs_steps_duration_stats(s, &median, &p10, &p90);
 	cli_json_add_string(o, "method", cs_step_method_name(s->method));
 	cli_json_add_string(o, "detail", s->detail);
 	cli_json_add_string(o, "step_range", v->step_range);
@@ -868,10 +1118,10 @@ static cJSON *json_steps(const struct report_view *v)
 	cli_json_add_int(o, "count", s->n, -1);
 	cli_json_add_int(o, "warmup", s->warmup, -1);
 	cli_json_add_int(o, "period_kernels", s->period, 0);
-	cli_json_add_int(o, "median_ns", v->median, -1);
-	cli_json_add_int(o, "p10_ns", v->p10, -1);
-	cli_json_add_int(o, "p90_ns", v->p90, -1);
-	cJSON_AddNumberToObject(o, "gpu_busy_share", v->busy_share);
+	cli_json_add_int(o, "median_ns", median, -1);
+	cli_json_add_int(o, "p10_ns", p10, -1);
+	cli_json_add_int(o, "p90_ns", p90, -1);
+	cJSON_AddNumberToObject(o, "gpu_busy_share", cs_steps_busy_share(s));
 	list = cJSON_AddArrayToObject(o, "list");
 	if (!list)
 		goto fail;
@@ -900,6 +1150,44 @@ static cJSON *json_steps(const struct report_view *v)
 fail:
 	cJSON_Delete(o);
 	return NULL;
+}
+
+/* "processes": every process analysed, with its steps and the rules that found something in it. */
+static int json_processes(const struct report_view *v, cJSON *doc)
+{
+	cJSON *arr = cJSON_AddArrayToObject(doc, "processes");
+
+	if (!arr)
+		return -1;
+	for (int32_t i = 0; i < v->procs->n; i++) {
+		const cs_report_process *p = &v->procs->v[i];
+		cJSON *o = cJSON_CreateObject(), *steps, *found;
+
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			return -1;
+		}
+		cli_json_add_int(o, "pid", p->pid, -1);
+		if (json_add_rank(o, "rank", p->rank) ||
+		    json_add_rank(o, "local_rank", p->local_rank))
+			return -1;
+		cJSON_AddBoolToObject(o, "primary", i == v->procs->primary);
+		steps = json_steps(v, &p->steps);
+		if (!steps || !cJSON_AddItemToObject(o, "steps", steps)) {
+			cJSON_Delete(steps);
+			return -1;
+		}
+		found = cJSON_AddArrayToObject(o, "findings");
+		if (!found)
+			return -1;
+		for (int32_t j = 0; j < v->r->n; j++) {
+			const cs_report_finding *f = v->r->v[j];
+
+			if (finding_proc(f, p->pid) || (f->nprocs == 0 && f->pid == p->pid))
+				cJSON_AddItemToArray(found, cli_json_int(j));
+		}
+	}
+	return 0;
 }
 
 static cJSON *json_report(const struct report_view *v)
@@ -935,11 +1223,13 @@ static cJSON *json_report(const struct report_view *v)
 			cli_json_add_int(o, "last_event_ns", v->unended[i].last, CS_TS_UNKNOWN);
 		}
 	}
-	steps = json_steps(v);
+	steps = json_steps(v, v->s);
 	if (!steps || !cJSON_AddItemToObject(doc, "steps", steps)) {
 		cJSON_Delete(steps);
 		goto fail;
 	}
+	if (json_processes(v, doc))
+		goto fail;
 	rules = cJSON_AddArrayToObject(doc, "rules");
 	if (!rules)
 		goto fail;
@@ -1027,10 +1317,29 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 	printf(" ");
 	md_puts(f->title);
 	printf("\n\n");
+	if (v->multi) {
+		char lab[64];
+
+		printf("- **Process:** ");
+		md_puts(finding_label(lab, sizeof(lab), v, f));
+		printf("\n");
+		for (int32_t i = 0; i < f->nprocs; i++) {
+			const cs_finding_proc *p = &f->procs[i];
+			char cost[256];
+
+			if (p->pid == f->pid)
+				continue;
+			printf("- **Also in:** ");
+			md_puts(proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
+			printf(": ");
+			md_puts(proc_cost(cost, sizeof(cost), p));
+			printf("\n");
+		}
+	}
 	if (f->nsteps > 0) {
 		step_runs(runs, sizeof(runs), f->steps, f->nsteps, STEP_RUNS_SHOWN);
 		printf("- **Steps:** %d of %d steady-state (%s)\n", f->nsteps,
-		       cs_steps_steady(v->s), runs);
+		       cs_steps_steady(finding_steps(v, f)), runs);
 	}
 	if (f->lost_ns_per_step > 0)
 		printf("- **GPU time lost:** %s per step (%.1f%% of step time), %s in all\n",
@@ -1083,7 +1392,23 @@ static int print_markdown(const struct report_view *v)
 	printf("## cuscope report: ");
 	md_code(base_name(v->path));
 	printf("\n\n| | |\n|---|---|\n");
-	if (s->method == CS_STEPS_NONE) {
+	for (int32_t i = 0; v->multi && i < v->procs->n; i++) {
+		const cs_report_process *p = &v->procs->v[i];
+		char lab[64], st[256];
+		char *found = proc_findings(v, p->pid);
+
+		printf("| Process | ");
+		md_puts(proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
+		printf(": ");
+		md_puts(proc_steps_text(st, sizeof(st), &p->steps));
+		printf("; ");
+		md_puts(found ? found : "");
+		printf(" |\n");
+		free(found);
+	}
+	if (v->multi) {
+		/* each process's steps and GPU busy share are in its row */
+	} else if (s->method == CS_STEPS_NONE) {
 		printf("| Steps | none found (");
 		md_puts(s->detail);
 		printf(") |\n");
@@ -1096,7 +1421,8 @@ static int print_markdown(const struct report_view *v)
 		       cli_fmt_duration(b, sizeof(b), v->p10),
 		       cli_fmt_duration(c, sizeof(c), v->p90));
 	}
-	printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+	if (!v->multi)
+		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++) {
 		char line[256];
 
@@ -1115,8 +1441,9 @@ static int print_markdown(const struct report_view *v)
 		printf("\n**No findings.**\n");
 		return 0;
 	}
-	printf("\n| Severity | Rule | Finding | Steps | GPU lost per step | Total |\n"
-	       "|---|---|---|---:|---:|---:|\n");
+	printf("\n| Severity | Rule | Finding |%s Steps | GPU lost per step | Total |\n"
+	       "|---|---|---|%s---:|---:|---:|\n",
+	       v->multi ? " Processes |" : "", v->multi ? "---|" : "");
 	for (int32_t i = 0; i < v->r->n; i++) {
 		const cs_report_finding *f = v->r->v[i];
 
@@ -1124,6 +1451,22 @@ static int print_markdown(const struct report_view *v)
 		md_code(f->rule);
 		printf(" | ");
 		md_puts(f->title);
+		if (v->multi) {
+			char lab[64];
+
+			printf(" | ");
+			if (f->nprocs <= 1) {
+				md_puts(finding_label(lab, sizeof(lab), v, f));
+			} else {
+				for (int32_t k = 0; k < f->nprocs; k++) {
+					const cs_finding_proc *p = &f->procs[k];
+
+					printf("%s", k ? ", " : "");
+					md_puts(proc_label(lab, sizeof(lab), p->pid, p->rank,
+							   p->local_rank));
+				}
+			}
+		}
 		printf(" | %d | %s (%.1f%%) | %s |\n", f->nsteps,
 		       cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
 		       cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
@@ -1330,8 +1673,9 @@ int cmd_report(int argc, char **argv)
 	const char *path, *step_range = NULL, *no_color_env;
 	cs_trace *t = NULL;
 	cs_analysis a;
-	cs_steps steps;
+	const cs_steps *steps;
 	cs_report rep;
+	cs_report_processes procs;
 	cs_step_opts so;
 	cs_error err = {0, ""};
 	struct report_view view;
@@ -1426,23 +1770,24 @@ int cmd_report(int argc, char **argv)
 	so.step_range = step_range;
 	so.warmup = (int)warmup;
 	so.pid = (uint32_t)pid;
-	rc = cs_steps_detect(&a, &so, &steps, &err);
-	if (rc < 0) {
+	memset(&rep, 0, sizeof(rep));
+	memset(&procs, 0, sizeof(procs));
+	rc = cs_report_run_processes(&a, &so, selected, &procs, &rep, &err);
+	if (rc < 0 && procs.n == 0) {
+		/* the steps could not be found: a --step-range that matches nothing */
 		if (rc == CS_ERR_INVALID)
 			cli_error("%s", err.msg);
 		else
 			cli_trace_error(path, rc, &err);
-		cs_analysis_free(&a);
-		cs_trace_close(t);
-		return CLI_EXIT_USAGE;
+		rc = CLI_EXIT_USAGE;
+		goto out;
 	}
-	memset(&rep, 0, sizeof(rep));
-	rc = cs_report_run(&a, &steps, selected, &rep, &err);
 	if (rc < 0) {
 		cli_error("cannot analyze '%s': %s", path, err.msg);
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
+	steps = &procs.v[procs.primary].steps;
 
 	memset(&view, 0, sizeof(view));
 	rc = find_unended(t, &unended, &view.nunended, &err);
@@ -1454,16 +1799,18 @@ int cmd_report(int argc, char **argv)
 	view.path = path;
 	view.t = t;
 	view.a = &a;
-	view.s = &steps;
+	view.s = steps;
 	view.r = &rep;
+	view.procs = &procs;
+	view.multi = procs.n > 1;
 	view.rules = selected;
 	view.step_range = step_range;
 	view.verbose = verbose;
 	no_color_env = getenv("NO_COLOR");
 	view.color = !no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO);
 	view.width = cli_output_width((int)width);
-	cs_steps_duration_stats(&steps, &view.median, &view.p10, &view.p90);
-	view.busy_share = cs_steps_busy_share(&steps);
+	cs_steps_duration_stats(steps, &view.median, &view.p10, &view.p90);
+	view.busy_share = cs_steps_busy_share(steps);
 
 	rc = report_formats[format].print(&view);
 	if (rc == 0 && fail_on > 0)
@@ -1474,7 +1821,7 @@ int cmd_report(int argc, char **argv)
 out:
 	free(unended);
 	cs_report_free(&rep);
-	cs_steps_free(&steps);
+	cs_report_processes_free(&procs);
 	cs_analysis_free(&a);
 	cs_trace_close(t);
 	return rc;

@@ -1,6 +1,7 @@
 /*
  * metrics.c - the metrics of one run that `cuscope diff` and `cuscope gate` compare: the trace
- * loaded (cs_analysis_load), cut into steps (cs_steps_detect) and analyzed (cs_report_run), then
+ * loaded (cs_analysis_load), cut into steps (cs_steps_detect, the process with the most kernels)
+ * and analyzed (cs_report_run_processes_from: every CUDA process, as `cuscope report`), then
  * reduced to per-step numbers: step time, GPU busy share, kernel time and launches (all and by
  * name), memcpys and memsets by direction, host waits, host waits for a device-to-host copy,
  * device allocations and releases, peak device memory, findings.
@@ -1015,13 +1016,18 @@ out:
 
 /* ---- the run ---- */
 
-static int run_findings(const cs_analysis *a, const cs_steps *s, cs_run *out, cs_error *err)
+/* The findings of every CUDA process, as `cuscope report` has them; s are the steps so gave. */
+static int run_findings(const cs_analysis *a, const cs_step_opts *so, const cs_steps *s,
+			cs_run *out, cs_error *err)
 {
+	cs_report_processes procs;
 	cs_report rep;
 	int rc;
 
 	memset(&rep, 0, sizeof(rep));
-	rc = cs_report_run(a, s, NULL, &rep, err);
+	memset(&procs, 0, sizeof(procs));
+	rc = cs_report_run_processes_from(a, so, s, NULL, &procs, &rep, err);
+	cs_report_processes_free(&procs);
 	if (rc < 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
@@ -1121,7 +1127,7 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 		cs_error_set(err, rc, "out of memory");
 		goto out;
 	}
-	rc = run_findings(&a, &s, out, err);
+	rc = run_findings(&a, &so, &s, out, err);
 out:
 	/* every message names the file */
 	if (rc < 0 && err && strncmp(err->msg, "cannot ", 7)) {

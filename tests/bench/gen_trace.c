@@ -2,7 +2,7 @@
  * gen_trace.c - write a large synthetic training trace for the `cuscope report` speed benchmark
  * (scripts/bench-report, docs/performance.md "Report speed"). Not a test: it only writes a file.
  *
- *	gen_trace [--events N] [--names N] [--overview-min N] [--streams N] OUTPUT
+ *	gen_trace [--events N] [--names N] [--overview-min N] [--streams N] [--processes N] OUTPUT
  *
  * The trace is one process that runs 500 setup kernels, then trains for as many steps as the
  * event budget allows. A step holds 2,600 events: 2,000 kernels (10% of them on a second stream,
@@ -13,7 +13,9 @@
  * that the host waits for. Kernel names are long mangled-looking strings: --names of them in all
  * (50,000 by default). --overview-min sets the writer's threshold for the timeline overview
  * (cs_writer_set_overview_min_events; 0: always). --streams spreads the second stream's kernels
- * over N - 1 streams in turn (2 by default), for a trace with many overview tracks.
+ * over N - 1 streams in turn (2 by default), for a trace with many overview tracks. --processes
+ * deals the steps to N processes in turn (ranks 0 to N - 1, pids 4242, 4342, ...; the setup is the
+ * first one's), for the report of a job of several processes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +23,8 @@
 
 #include "cuscope/trace.h"
 
-#define PID	    4242
-#define TID	    4243
+#define PID	    4242 /* the first process; the others every 100 pids */
+#define PID_STEP    100
 #define STREAM_MAIN 7
 #define STREAM_COMM 13
 
@@ -39,7 +41,9 @@
 	(STEP_KERNELS + STEP_MEMCPY + STEP_MEMSET + STEP_MEMORY + STEP_SYNC + STEP_API + STEP_NVTX)
 #define VOCABULARY    1150 /* names of the steady step sequence */
 #define SETUP_KERNELS 500  /* before the first step, with 100 names of their own */
-#define USAGE	      "usage: gen_trace [--events N] [--names N] [--overview-min N] [--streams N] OUTPUT\n"
+#define USAGE                                                                                      \
+	"usage: gen_trace [--events N] [--names N] [--overview-min N] [--streams N] [--processes " \
+	"N] OUTPUT\n"
 
 struct gen {
 	cs_trace_writer *w;
@@ -55,6 +59,8 @@ struct gen {
 	int64_t api_names[4];
 	int64_t nvtx_names[8];
 	int64_t stacks[16];
+	int64_t processes;
+	uint32_t pid; /* of the events being written; their thread is pid + 1 */
 };
 
 static uint32_t rnd(struct gen *g)
@@ -92,8 +98,8 @@ static int add_kernel(struct gen *g, int64_t nm, int comm, int64_t base_ns)
 	k.start = k.launch_end + 1500 > g->stream_free[s] ? k.launch_end + 1500 : g->stream_free[s];
 	k.end = k.start + dur;
 	g->stream_free[s] = k.end + 800;
-	k.pid = PID;
-	k.launch_tid = TID;
+	k.pid = g->pid;
+	k.launch_tid = g->pid + 1;
 	k.launch_cbid = 211;
 	k.launch_api_kind = CS_API_RUNTIME;
 	k.stream_id = comm ? STREAM_COMM + (s - 1) : STREAM_MAIN;
@@ -121,8 +127,8 @@ static int add_copy(struct gen *g, int kind, int64_t bytes, int async)
 	m.start = m.launch_end + 1000 > g->stream_free[0] ? m.launch_end + 1000 : g->stream_free[0];
 	m.end = m.start + dur;
 	g->stream_free[0] = m.end + 500;
-	m.pid = PID;
-	m.launch_tid = TID;
+	m.pid = g->pid;
+	m.launch_tid = g->pid + 1;
 	m.launch_cbid = async ? 41 : 31;
 	m.stream_id = STREAM_MAIN;
 	m.correlation_id = ++g->corr;
@@ -150,8 +156,8 @@ static int add_memset(struct gen *g)
 	m.start = m.launch_end + 1000 > g->stream_free[0] ? m.launch_end + 1000 : g->stream_free[0];
 	m.end = m.start + 1200 + rnd(g) % 2000;
 	g->stream_free[0] = m.end + 500;
-	m.pid = PID;
-	m.launch_tid = TID;
+	m.pid = g->pid;
+	m.launch_tid = g->pid + 1;
 	m.launch_cbid = 51;
 	m.stream_id = STREAM_MAIN;
 	m.correlation_id = ++g->corr;
@@ -170,8 +176,8 @@ static int add_memory(struct gen *g, int op, uint64_t address, int64_t bytes)
 
 	memset(&m, 0, sizeof(m));
 	m.start = g->host;
-	m.pid = PID;
-	m.tid = TID;
+	m.pid = g->pid;
+	m.tid = g->pid + 1;
 	m.stream_id = CS_ID_NONE;
 	m.correlation_id = ++g->corr;
 	m.op = op;
@@ -191,8 +197,8 @@ static int add_sync(struct gen *g, int type)
 	memset(&s, 0, sizeof(s));
 	s.start = g->host;
 	s.end = g->stream_free[0] > g->host ? g->stream_free[0] : g->host + 800;
-	s.pid = PID;
-	s.tid = TID;
+	s.pid = g->pid;
+	s.tid = g->pid + 1;
 	s.stream_id = type == CS_SYNC_STREAM_SYNCHRONIZE ? STREAM_MAIN : CS_ID_NONE;
 	s.event_id = type == CS_SYNC_EVENT_SYNCHRONIZE ? 5 : CS_ID_NONE;
 	s.correlation_id = ++g->corr;
@@ -211,8 +217,8 @@ static int add_api(struct gen *g, int which)
 	memset(&a, 0, sizeof(a));
 	a.start = g->host;
 	a.end = g->host + 1500 + rnd(g) % 4000;
-	a.pid = PID;
-	a.tid = TID;
+	a.pid = g->pid;
+	a.tid = g->pid + 1;
 	a.api_kind = CS_API_RUNTIME;
 	a.cbid = 20 + which;
 	a.correlation_id = ++g->corr;
@@ -229,9 +235,9 @@ static int add_nvtx(struct gen *g, int64_t start, int64_t end, int depth, int64_
 	memset(&n, 0, sizeof(n));
 	n.start = start;
 	n.end = end;
-	n.pid = PID;
-	n.tid = TID;
-	n.end_tid = TID;
+	n.pid = g->pid;
+	n.tid = g->pid + 1;
+	n.end_tid = g->pid + 1;
 	n.type = CS_NVTX_PUSHPOP;
 	n.depth = depth;
 	n.domain_id = CS_ID_NONE;
@@ -355,26 +361,36 @@ static int setup(struct gen *g, int64_t names)
 	cs_device d;
 	cs_frame f[3];
 
-	memset(&p, 0, sizeof(p));
-	p.pid = PID;
-	p.ppid = 1;
-	p.start = 0;
-	p.end = CS_TS_UNKNOWN;
-	p.command_line = "python3 train.py --synthetic";
-	p.rank = p.local_rank = p.world_size = CS_ID_NONE;
-	p.exit_code = 0;
-	p.used_cuda = 1;
-	if (cs_writer_add_process(g->w, &p))
-		return 1;
-	memset(&d, 0, sizeof(d));
-	d.pid = PID;
-	d.uuid = "GPU-00000000-1111-2222-3333-444444444444";
-	d.name = "NVIDIA H200";
-	d.total_memory = 150754820096LL;
-	d.sm_count = 132;
-	d.compute_major = 9;
-	if (cs_writer_add_device(g->w, &d))
-		return 1;
+	for (int64_t i = 0; i < g->processes; i++) {
+		char uuid[64];
+
+		memset(&p, 0, sizeof(p));
+		p.pid = PID + (uint32_t)(PID_STEP * i);
+		p.ppid = 1;
+		p.start = 0;
+		p.end = CS_TS_UNKNOWN;
+		p.command_line = "python3 train.py --synthetic";
+		p.rank = p.local_rank = p.world_size = CS_ID_NONE;
+		if (g->processes > 1) {
+			p.rank = p.local_rank = (int32_t)i;
+			p.world_size = (int32_t)g->processes;
+		}
+		p.exit_code = 0;
+		p.used_cuda = 1;
+		if (cs_writer_add_process(g->w, &p))
+			return 1;
+		memset(&d, 0, sizeof(d));
+		d.pid = p.pid;
+		snprintf(uuid, sizeof(uuid), "GPU-00000000-1111-2222-3333-%012lld",
+			 444444444444LL + i);
+		d.uuid = uuid;
+		d.name = "NVIDIA H200";
+		d.total_memory = 150754820096LL;
+		d.sm_count = 132;
+		d.compute_major = 9;
+		if (cs_writer_add_device(g->w, &d))
+			return 1;
+	}
 	for (int i = 0; i < 4; i++)
 		if ((g->api_names[i] = cs_writer_intern(g->w, apis[i])) < 0)
 			return 1;
@@ -419,7 +435,7 @@ int main(int argc, char **argv)
 {
 	struct gen g;
 	int64_t events = 10000000, names = 50000, overview_min = CS_OVERVIEW_MIN_EVENTS,
-		streams = 2, steps, base_ns[VOCABULARY];
+		streams = 2, processes = 1, steps, base_ns[VOCABULARY];
 	int32_t *seq;
 	const char *out = NULL;
 	cs_error err = {0, ""};
@@ -433,6 +449,9 @@ int main(int argc, char **argv)
 			overview_min = strtoll(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--streams") && i + 1 < argc && atoll(argv[i + 1]) >= 2)
 			streams = strtoll(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--processes") && i + 1 < argc &&
+			 atoll(argv[i + 1]) >= 1 && atoll(argv[i + 1]) <= 1000)
+			processes = strtoll(argv[++i], NULL, 10);
 		else if (argv[i][0] != '-' && !out)
 			out = argv[i];
 		else {
@@ -445,6 +464,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	memset(&g, 0, sizeof(g));
+	g.processes = processes;
+	g.pid = PID;
 	g.rng = 0x9e3779b97f4a7c15ull;
 	g.host = 1000000;
 	g.streams = streams;
@@ -477,9 +498,11 @@ int main(int argc, char **argv)
 		if (nm < 0 || add_kernel(&g, nm, 0, 3000))
 			return fail(&g, "write");
 	}
-	for (int64_t s = 0; s < steps; s++)
+	for (int64_t s = 0; s < steps; s++) {
+		g.pid = PID + (uint32_t)(PID_STEP * (s % processes));
 		if (write_step(&g, s, seq, base_ns))
 			return fail(&g, "write");
+	}
 	if (cs_writer_finish(g.w, &err)) {
 		fprintf(stderr, "gen_trace: %s\n", err.msg);
 		return 1;

@@ -118,6 +118,9 @@ struct loop {
 	int log_every;	/* an extra kernel every N steps */
 	int nvtx_every; /* an NVTX range "step<i>" around every N steps */
 	int realloc;	/* the setup's 1 GiB allocated again at its address, its free not seen */
+	int second;	/* a second process (pid 301: on the tie, 300 has the most kernels) runs
+			 * the loop too ... */
+	int second_d2h; /* ... with this many DtoH copies each followed by a host wait per step */
 	const char *const *names;
 };
 
@@ -222,17 +225,21 @@ static cs_memory memory_op(int op, uint64_t address, int64_t bytes, int64_t t)
  * every variant) the host launches 6 kernels (4 ms of GPU time), its copies and waits; the GPU
  * runs them in order. Setup allocates 1 GiB.
  */
+static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, const int64_t *ids,
+			int64_t log_id, int d2h);
+
 static void write_loop(const char *path, const struct loop *l)
 {
 	cs_trace_writer *w;
 	cs_error err = {0, ""};
-	int64_t ids[6], log_id, host = 1 * MS, gpu = 0, range_start = host;
-	uint32_t rnd = 12345;
+	int64_t ids[6], log_id;
 	cs_memory mem;
 
 	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
 	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
 	add_process_device(w);
+	if (l->second)
+		tu_add_process(w, 301, "python3 train.py", "test_gate");
 	for (int i = 0; i < 6; i++) {
 		ids[i] = cs_writer_intern(w, l->names[i]);
 		need(ids[i] >= 0, "intern");
@@ -244,6 +251,19 @@ static void write_loop(const char *path, const struct loop *l)
 		mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 200 * US);
 		need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
 	}
+	write_steps(w, l, 300, ids, log_id, l->d2h);
+	if (l->second)
+		write_steps(w, l, 301, ids, log_id, l->second_d2h);
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/* The steps of l in process pid, with d2h read-backs per step (log_every: in pid 300 only). */
+static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, const int64_t *ids,
+			int64_t log_id, int d2h)
+{
+	int64_t host = 1 * MS, gpu = 0, range_start = host;
+	uint32_t rnd = 12345;
+
 	for (int step = 0; step < l->steps; step++) {
 		int64_t t = host, jitter;
 
@@ -260,8 +280,8 @@ static void write_loop(const char *path, const struct loop *l)
 			k.start = gpu > t + 5 * US ? gpu : t + 5 * US;
 			k.end = k.start + dur;
 			k.queued = k.submitted = CS_TS_UNKNOWN;
-			k.pid = 300;
-			k.launch_tid = 300;
+			k.pid = pid;
+			k.launch_tid = pid;
 			k.launch_cbid = CS_ID_NONE;
 			k.stream_id = 7;
 			k.grid_x = k.grid_y = k.grid_z = 1;
@@ -273,7 +293,8 @@ static void write_loop(const char *path, const struct loop *l)
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = k.end;
 			t += 10 * US;
-			if (i == 5 && l->log_every && step % l->log_every == l->log_every - 1) {
+			if (i == 5 && l->log_every && pid == 300 &&
+			    step % l->log_every == l->log_every - 1) {
 				k.launch_start = t;
 				k.launch_end = t + 4 * US;
 				k.start = gpu;
@@ -288,6 +309,7 @@ static void write_loop(const char *path, const struct loop *l)
 			cs_memcpy m = copy(CS_COPY_HTOD, 1 << 20, t,
 					   gpu > t + 5 * US ? gpu : t + 5 * US, 40 * US);
 
+			m.pid = m.launch_tid = pid;
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
 			gpu = m.end;
 			t += 10 * US;
@@ -297,15 +319,18 @@ static void write_loop(const char *path, const struct loop *l)
 			cs_memory a = memory_op(CS_MEMOP_ALLOC, addr, 4 << 20, t);
 			cs_memory f = memory_op(CS_MEMOP_FREE, addr, 0, t + 5 * US);
 
+			a.pid = a.tid = f.pid = f.tid = pid;
 			need(cs_writer_add_memory(w, &a) == 0, cs_writer_errmsg(w));
 			need(cs_writer_add_memory(w, &f) == 0, cs_writer_errmsg(w));
 			t += 10 * US;
 		}
-		for (int i = 0; i < l->d2h; i++) {
+		for (int i = 0; i < d2h; i++) {
 			cs_memcpy m = copy(CS_COPY_DTOH, 4, t, gpu > t + 5 * US ? gpu : t + 5 * US,
 					   2 * US);
 			cs_sync s = host_wait(t + 4 * US, m.end + 2 * US);
 
+			m.pid = m.launch_tid = pid;
+			s.pid = s.tid = pid;
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			gpu = m.end;
@@ -314,6 +339,7 @@ static void write_loop(const char *path, const struct loop *l)
 		for (int i = 0; i < l->waits; i++) {
 			cs_sync s = host_wait(t, (gpu > t ? gpu : t) + 2 * US);
 
+			s.pid = s.tid = pid;
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			t = s.end + 5 * US;
 		}
@@ -326,7 +352,7 @@ static void write_loop(const char *path, const struct loop *l)
 			memset(&n, 0, sizeof(n));
 			n.start = range_start;
 			n.end = host - 1 * US;
-			n.pid = n.tid = n.end_tid = 300;
+			n.pid = n.tid = n.end_tid = pid;
 			n.type = CS_NVTX_PUSHPOP;
 			n.domain_id = n.range_id = CS_ID_NONE;
 			snprintf(text, sizeof(text), "step%d", step / l->nvtx_every);
@@ -335,13 +361,13 @@ static void write_loop(const char *path, const struct loop *l)
 			range_start = host;
 		}
 	}
-	need(cs_writer_finish(w, &err) == 0, err.msg);
 }
 
 /* Traces written in main(). */
 static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
 static char *nvtx1_db, *nvtx4_db;
+static char *second_db, *second_d2h_db; /* two processes; the second reads back in every step */
 
 static char *write_variant(const char *name, const struct loop *l)
 {
@@ -419,6 +445,11 @@ static void write_traces(void)
 	tmpl_a_db = write_variant("tmpl_a.db", &l);
 	l.names = tmpl_b;
 	tmpl_b_db = write_variant("tmpl_b.db", &l);
+	l = loop_defaults();
+	l.second = 1;
+	second_db = write_variant("second.db", &l);
+	l.second_d2h = 1;
+	second_d2h_db = write_variant("second_d2h.db", &l);
 }
 
 /* ---- JSON of diff ---- */
@@ -795,6 +826,24 @@ START_TEST(test_synthetic_d2h_sync)
 }
 END_TEST
 
+/* The findings are those of every process: a read-back in the second process alone is a new
+ * finding (the metrics of the steps count the work of both processes). */
+START_TEST(test_synthetic_d2h_sync_second_process)
+{
+	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
+					      "findings", NULL};
+	char *xml;
+	struct tu_result r;
+
+	assert_gate(second_db, second_db, NULL, 0, NULL);
+	assert_gate(second_db, second_d2h_db, NULL, 1, failing);
+	r = gate_junit(second_db, second_d2h_db, NULL, &xml);
+	ck_assert_msg(strstr(xml, "new finding: [") && strstr(xml, "] d2h-sync"), "%s", xml);
+	free(xml);
+	tu_result_free(&r);
+}
+END_TEST
+
 START_TEST(test_synthetic_slow_kernel)
 {
 	static const char *const failing[] = {"kernel_time: relu_kernel", NULL};
@@ -1134,6 +1183,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_identical_passes);
 	tcase_add_test(syn, test_synthetic_host_wait);
 	tcase_add_test(syn, test_synthetic_d2h_sync);
+	tcase_add_test(syn, test_synthetic_d2h_sync_second_process);
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);
 	tcase_add_test(syn, test_synthetic_alloc_per_step);

@@ -24,6 +24,12 @@ static char *train_db, *counts_db; /* committed */
 static char *clean_db;		   /* GPU busy, nothing to find */
 static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
 static char *backward_db;	   /* the same, the stack borrowed by an autograd engine thread */
+static char *second_db; /* two processes without a rank: only the second syncs in every step */
+static char *rank1_db;	/* ranks 0 and 1: only rank 1 (the lower pid) syncs */
+static char *both_db;	/* ranks 0, 1 and 2: ranks 0 and 1 sync at the same line, rank 1 longer */
+static char *apart_db;	/* ranks 0 and 1 sync at different lines */
+static char *six_db;	/* six ranks sync at the same line */
+static char *nvtx_db;	/* ranks 0 and 1 sync; only rank 0 has NVTX step ranges */
 static cJSON *schema;
 
 /* ---- running cuscope ---- */
@@ -236,6 +242,16 @@ static int64_t add_borrowed_stack(cs_trace_writer *w)
 	return cs_writer_add_stack(w, f, 7);
 }
 
+/* A process of a trace written by write_procs(). */
+struct wproc {
+	uint32_t pid;
+	int32_t rank; /* CS_ID_NONE: no rank */
+	int sync;     /* as write_loop's */
+	int extra_us; /* more GPU idle after each wait */
+	int line;     /* line of train_step that reads the value back (0: 42) */
+	int nvtx;     /* each step is an NVTX range "step<i>" */
+};
+
 /*
  * 20 steps of 6 kernels each launched well ahead of the GPU, which runs them back to back: the GPU
  * never waits. With sync set, every step also ends with loss.item(): a synchronous 4-byte
@@ -243,14 +259,17 @@ static int64_t add_borrowed_stack(cs_trace_writer *w)
  * GPU idle until the next step's first launch. With sync 2, their stack is an autograd engine
  * thread's, with the Python frames of the main thread in backward().
  */
+static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct wproc *p, int np);
+
 static void write_loop(const char *path, int sync)
 {
 	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
 					    "sm90_gemm_bf16_nt", "reduce_sum",
 					    "softmax_fwd",	 "adam_update"};
+	struct wproc p = {300, CS_ID_NONE, sync, 0, 0, 0};
 	cs_trace_writer *w;
 	cs_error err = {0, ""};
-	int64_t ids[6], stack = CS_ID_NONE, host = 1000 * US, gpu = 1000 * US;
+	int64_t ids[6];
 
 	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
 	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
@@ -259,6 +278,58 @@ static void write_loop(const char *path, int sync)
 		ids[i] = cs_writer_intern(w, names[i]);
 		need(ids[i] >= 0, "intern");
 	}
+	write_loop_of(w, ids, &p, 1);
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/*
+ * A job of np processes, each running write_loop's loop on its own GPU at the same time (process
+ * p[i] with its rank, LOCAL_RANK the same, WORLD_SIZE np when ranked), each ended normally. The
+ * stacks of the processes' waits differ only in their addresses.
+ */
+static void write_procs(const char *path, const struct wproc *p, int np)
+{
+	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
+					    "sm90_gemm_bf16_nt", "reduce_sum",
+					    "softmax_fwd",	 "adam_update"};
+	cs_trace_writer *w;
+	cs_error err = {0, ""};
+	int64_t ids[6];
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	need(cs_writer_set_meta(w, "command", "torchrun train.py") == 0, cs_writer_errmsg(w));
+	for (int i = 0; i < np; i++) {
+		cs_process pr;
+
+		memset(&pr, 0, sizeof(pr));
+		pr.pid = p[i].pid;
+		pr.ppid = 1;
+		pr.start = 0;
+		pr.end = 100000 * US;
+		pr.command_line = "python3 train.py";
+		pr.rank = pr.local_rank = p[i].rank;
+		pr.world_size = p[i].rank != CS_ID_NONE ? np : CS_ID_NONE;
+		pr.exit_code = 0;
+		pr.used_cuda = 1;
+		need(cs_writer_add_process(w, &pr) == 0, cs_writer_errmsg(w));
+	}
+	for (int i = 0; i < 6; i++) {
+		ids[i] = cs_writer_intern(w, names[i]);
+		need(ids[i] >= 0, "intern");
+	}
+	for (int i = 0; i < np; i++)
+		write_loop_of(w, ids, &p[i], np);
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+}
+
+/* The loop of process p (of np) into w. */
+static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct wproc *p, int np)
+{
+	int64_t stack = CS_ID_NONE, host = 1000 * US, gpu = 1000 * US;
+	int sync = p->sync;
+	uint32_t pid = p->pid;
+	int32_t device = np > 1 ? (int32_t)(pid % 8) : 0;
+
 	if (sync == 2) {
 		stack = add_borrowed_stack(w);
 		need(stack >= 0, "stack");
@@ -267,7 +338,7 @@ static void write_loop(const char *path, int sync)
 
 		memset(f, 0, sizeof(f));
 		f[0].kind = 1;
-		f[0].pc = 0x7f0000001000ull;
+		f[0].pc = 0x7f0000001000ull + (np > 1 ? (uint64_t)pid << 20 : 0);
 		f[0].module = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
 		f[0].symbol = "cuMemcpyDtoH_v2";
 		f[1].kind = 2;
@@ -277,7 +348,7 @@ static void write_loop(const char *path, int sync)
 		f[2].kind = 2;
 		f[2].symbol = "train_step";
 		f[2].file = "/home/user/train.py";
-		f[2].line = 42;
+		f[2].line = p->line ? p->line : 42;
 		f[3].kind = 2;
 		f[3].symbol = "<module>";
 		f[3].file = "/home/user/train.py";
@@ -286,11 +357,15 @@ static void write_loop(const char *path, int sync)
 		need(stack >= 0, "stack");
 	}
 	for (int step = 0; step < 20; step++) {
+		int64_t step_start = host;
+
 		for (int i = 0; i < 6; i++) {
 			cs_kernel k;
 			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
 
 			k = kernel(ids[i], host, start, start + 200 * US);
+			k.pid = k.launch_tid = pid;
+			k.device_id = device;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = start + 200 * US;
 			host += 10 * US;
@@ -304,8 +379,9 @@ static void write_loop(const char *path, int sync)
 			m.start = gpu + 2 * US;
 			m.end = m.start + 3 * US;
 			m.launch_end = m.end + 5 * US;
-			m.pid = 300;
-			m.launch_tid = 300;
+			m.pid = pid;
+			m.launch_tid = pid;
+			m.device_id = device;
 			m.launch_cbid = CS_ID_NONE;
 			m.stream_id = 7;
 			m.copy_kind = CS_COPY_DTOH;
@@ -319,8 +395,8 @@ static void write_loop(const char *path, int sync)
 			memset(&s, 0, sizeof(s));
 			s.start = host + 1 * US;
 			s.end = m.launch_end;
-			s.pid = 300;
-			s.tid = 300;
+			s.pid = pid;
+			s.tid = pid;
 			s.stream_id = 7;
 			s.event_id = CS_ID_NONE;
 			s.type = CS_SYNC_STREAM_SYNCHRONIZE;
@@ -330,11 +406,25 @@ static void write_loop(const char *path, int sync)
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			/* the host comes back after the copy, the GPU idles until the next launch
 			 */
-			host = s.end + 200 * US;
+			host = s.end + (200 + p->extra_us) * US;
 			gpu = host;
 		}
+		if (p->nvtx) {
+			cs_nvtx n;
+			char text[32];
+
+			memset(&n, 0, sizeof(n));
+			n.start = step_start;
+			n.end = host - 1;
+			n.pid = n.tid = n.end_tid = pid;
+			n.type = CS_NVTX_PUSHPOP;
+			n.domain_id = n.range_id = CS_ID_NONE;
+			snprintf(text, sizeof(text), "step%d", step);
+			n.text_id = cs_writer_intern(w, text);
+			need(n.text_id >= 0, "intern");
+			need(cs_writer_add_nvtx(w, &n) == 0, cs_writer_errmsg(w));
+		}
 	}
-	need(cs_writer_finish(w, &err) == 0, err.msg);
 }
 
 /* ---- tests ---- */
@@ -388,7 +478,8 @@ END_TEST
 
 START_TEST(test_json_validates)
 {
-	const char *files[] = {train_db, counts_db, clean_db, sync_db, backward_db};
+	const char *files[] = {train_db,  counts_db, clean_db, sync_db,	 backward_db,
+			       second_db, rank1_db,  both_db,  apart_db, six_db};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct tu_result r = run("--format", "json", files[i]),
@@ -461,6 +552,12 @@ START_TEST(test_schema_catches_mistakes)
 	cJSON_Delete(copy);
 
 	copy = cJSON_Duplicate(doc, 1);
+	cJSON_DeleteItemFromObject(copy, "processes");
+	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
+	ck_assert_msg(strstr(msg, "processes") != NULL, "%s", msg);
+	cJSON_Delete(copy);
+
+	copy = cJSON_Duplicate(doc, 1);
 	cJSON_ReplaceItemInObject(copy, "findings", cJSON_CreateString("none"));
 	ck_assert_int_eq(validate(schema, copy, "$", msg, sizeof(msg)), -1);
 	cJSON_Delete(copy);
@@ -484,7 +581,12 @@ START_TEST(test_schema_catches_mistakes)
 			"{\"rule\":\"d2h-sync\",\"severity\":\"warning\",\"title\":\"t\","
 			"\"steps\":[3,4],\"lost_ns_per_step\":10,\"step_share\":0.1,"
 			"\"total_lost_ns\":20,\"first_ns\":1,\"last_ns\":null,"
-			"\"evidence\":{},\"fix\":\"f\",\"location\":null,\"stack\":[]}");
+			"\"evidence\":{},\"fix\":\"f\",\"location\":null,\"stack\":[],"
+			"\"pid\":300,\"rank\":null,\"local_rank\":null,\"processes\":[{\"pid\":300,"
+			"\"rank\":null,\"local_rank\":null,\"severity\":\"warning\","
+			"\"steps\":[3,4],\"lost_ns_per_step\":10,\"step_share\":0.1,"
+			"\"total_lost_ns\":20,"
+			"\"first_ns\":1,\"last_ns\":null}]}");
 
 		cJSON_AddItemToArray(cJSON_GetObjectItem(copy, "findings"), f);
 		ck_assert_msg(validate(schema, copy, "$", msg, sizeof(msg)) == 0, "%s", msg);
@@ -802,6 +904,280 @@ START_TEST(test_pid_and_no_color_env)
 }
 END_TEST
 
+/* The finding of rule in a report, or NULL. */
+static const cJSON *finding_of(const cJSON *doc, const char *rule)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		if (!strcmp(json_str(f, "rule"), rule))
+			return f;
+	}
+	return NULL;
+}
+
+/* Is key of o null? */
+static int json_null(const cJSON *o, const char *key)
+{
+	return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+/*
+ * Every process that launched GPU work is analysed with its own steps: a read-back in every step
+ * of the second process (not the one with the most kernels, which a tie gives to the lower pid) is
+ * found, and carries that pid, in JSON, text and markdown.
+ */
+START_TEST(test_every_process_second_only)
+{
+	struct tu_result j = run("-f", "json", second_db), t = run("--width", "100", second_db),
+			 m = run("-f", "markdown", second_db), v = run("-v", second_db),
+			 fail = run("--fail-on", "warning", second_db);
+	cJSON *doc = report_json(j.out), *procs = cJSON_GetObjectItem(doc, "processes");
+	const cJSON *f = finding_of(doc, "d2h-sync"), *p0, *p1;
+
+	ck_assert_int_eq(j.rc, 0);
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(json_int(f, "pid"), 301);
+	ck_assert(json_null(f, "rank"));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
+	ck_assert_int_eq(
+		json_int(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"), 301);
+	/* both processes, each with its own 20 steps; the top-level steps stay the busiest's */
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
+	p0 = cJSON_GetArrayItem(procs, 0);
+	p1 = cJSON_GetArrayItem(procs, 1);
+	ck_assert_int_eq(json_int(p0, "pid"), 300);
+	ck_assert_int_eq(json_int(p1, "pid"), 301);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(p0, "primary")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(p1, "primary")));
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p0, "steps"), "count"), 20);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p1, "steps"), "count"), 20);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p1, "steps"), "pid"), 301);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "steps"), "pid"), 300);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p0, "findings")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p1, "findings")), 1);
+	/* the text header lists both processes and what was found in each, in 100 columns */
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_msg(strstr(t.out, "processes: 2 analysed, each with its own steps"), "%s", t.out);
+	ck_assert_msg(strstr(t.out, "           pid 300: 20 steps, median ") &&
+			      strstr(t.out, "; no findings\n"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "           pid 301: 20 steps, median ") &&
+			      strstr(t.out, "; d2h-sync (error)\n"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "\n    process:  pid 301\n"), "%s", t.out);
+	for (const char *l = t.out; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+
+		ck_assert_msg(n <= 100, "line of %zu columns: %.*s", n, (int)n, l);
+		l += n + (e != NULL);
+	}
+	/* -v: the steps of each process */
+	ck_assert_msg(strstr(v.out, "Steps of pid 300: kernel sequence of pid 300") &&
+			      strstr(v.out, "Steps of pid 301: kernel sequence of pid 301"),
+		      "%s", v.out);
+	ck_assert_msg(strstr(m.out, "| Process | pid 301: 20 steps") &&
+			      strstr(m.out, "- **Process:** pid 301\n"),
+		      "%s", m.out);
+	/* --fail-on sees findings of every process */
+	ck_assert_int_eq(fail.rc, 1);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&m);
+	tu_result_free(&v);
+	tu_result_free(&fail);
+}
+END_TEST
+
+/* --pid narrows the report to one process: its steps, its findings, today's one-process layout. */
+START_TEST(test_every_process_pid_narrows)
+{
+	struct tu_result a = run("-f", "json", "--pid", "300", second_db),
+			 b = run("-f", "json", "--pid", "301", second_db),
+			 t = run("--pid", "301", second_db), bad = run("--pid", "302", second_db);
+	cJSON *da = report_json(a.out), *db = report_json(b.out);
+
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(da, "findings")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(da, "processes")), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(db, "processes")), 1);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(db, "steps"), "pid"), 301);
+	ck_assert_msg(finding_of(db, "d2h-sync") != NULL, "%s", b.out);
+	ck_assert_int_eq(json_int(finding_of(db, "d2h-sync"), "pid"), 301);
+	ck_assert_msg(strstr(t.out, "steps:     20 (kernel sequence of pid 301"), "%s", t.out);
+	ck_assert_msg(!strstr(t.out, "processes:") && !strstr(t.out, "process:"), "%s", t.out);
+	tu_assert_one_line_error(&bad, "--pid not in the trace");
+	ck_assert_msg(strstr(bad.err, "no process 302"), "%s", bad.err);
+	cJSON_Delete(da);
+	cJSON_Delete(db);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&t);
+	tu_result_free(&bad);
+}
+END_TEST
+
+/* The rank comes from the PROCESSES table, and processes are listed by rank. */
+START_TEST(test_every_process_rank)
+{
+	struct tu_result j = run("-f", "json", rank1_db), t = run(rank1_db);
+	cJSON *doc = report_json(j.out), *procs = cJSON_GetObjectItem(doc, "processes");
+	const cJSON *f = finding_of(doc, "d2h-sync");
+
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(json_int(f, "pid"), 500);
+	ck_assert_int_eq(json_int(f, "rank"), 1);
+	ck_assert_int_eq(json_int(f, "local_rank"), 1);
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 0), "rank"), 0);
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 0), "pid"), 501);
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 1), "rank"), 1);
+	ck_assert_msg(strstr(t.out, "           rank 0 (pid 501): 20 steps") &&
+			      strstr(t.out, "           rank 1 (pid 500): 20 steps"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "rank 0 (pid 501)") < strstr(t.out, "rank 1 (pid 500)"), "%s",
+		      t.out);
+	ck_assert_msg(strstr(t.out, "\n    process:  rank 1 (pid 500)\n"), "%s", t.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+}
+END_TEST
+
+/*
+ * The same finding (same rule, same line of the program) in two ranks is one finding naming both,
+ * with the figures of the rank where it costs most and each rank's own cost.
+ */
+START_TEST(test_every_process_same_finding_once)
+{
+	struct tu_result j = run("-f", "json", both_db), t = run(both_db),
+			 m = run("-f", "markdown", both_db);
+	cJSON *doc = report_json(j.out);
+	const cJSON *f = finding_of(doc, "d2h-sync"), *fp, *x;
+	int n = 0;
+	int64_t lost0, lost1;
+
+	ck_assert_msg(f != NULL, "%s", j.out);
+	cJSON_ArrayForEach(x, cJSON_GetObjectItem(doc, "findings"))
+	{
+		n += !strcmp(json_str(x, "rule"), "d2h-sync");
+	}
+	ck_assert_int_eq(n, 1);
+	fp = cJSON_GetObjectItem(f, "processes");
+	ck_assert_int_eq(cJSON_GetArraySize(fp), 2);
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(fp, 0), "rank"), 0);
+	ck_assert_int_eq(json_int(cJSON_GetArrayItem(fp, 1), "rank"), 1);
+	lost0 = (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(fp, 0), "lost_ns_per_step")
+			->valuedouble;
+	lost1 = (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(fp, 1), "lost_ns_per_step")
+			->valuedouble;
+	ck_assert_msg(lost1 > lost0, "%lld %lld", (long long)lost0, (long long)lost1);
+	/* the finding's own figures are rank 1's, where it costs most */
+	ck_assert_int_eq(json_int(f, "rank"), 1);
+	ck_assert_int_eq(json_int(f, "pid"), 601);
+	ck_assert(cJSON_GetObjectItem(f, "lost_ns_per_step")->valuedouble == (double)lost1);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "processes"), 2), "findings")),
+		0);
+	ck_assert_msg(strstr(t.out, "\n    process:  rank 1 (pid 601)\n    steps:    ") &&
+			      strstr(t.out, "\n    also in:  rank 0 (pid 600): ") &&
+			      strstr(t.out, " per step ("),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "rank 2 (pid 602): 20 steps") && strstr(t.out, "no findings"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(m.out, "| rank 0 (pid 600), rank 1 (pid 601) |") &&
+			      strstr(m.out, "- **Also in:** rank 0 (pid 600): "),
+		      "%s", m.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&m);
+}
+END_TEST
+
+/* Another line of the program is another cause: two findings, one per rank. */
+START_TEST(test_every_process_other_line_apart)
+{
+	struct tu_result j = run("-f", "json", apart_db);
+	cJSON *doc = report_json(j.out), *f;
+	int n = 0, ranks = 0;
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		if (strcmp(json_str(f, "rule"), "d2h-sync"))
+			continue;
+		n++;
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
+		ck_assert_int_eq(json_int(cJSON_GetObjectItem(f, "location"), "line"),
+				 42 + json_int(f, "rank"));
+		ranks |= 1 << json_int(f, "rank");
+	}
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(ranks, 3);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+}
+END_TEST
+
+/* Six ranks with the same finding: one finding; the text names 4 others without -v, -v all 5. */
+START_TEST(test_every_process_many_ranks)
+{
+	struct tu_result j = run("-f", "json", six_db), t = run(six_db), v = run("-v", six_db);
+	cJSON *doc = report_json(j.out);
+	const cJSON *f = finding_of(doc, "d2h-sync");
+	const char *p;
+	int also = 0;
+
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 6);
+	ck_assert_msg(strstr(t.out, "\n              ... 1 more (-v shows all)\n"), "%s", t.out);
+	for (p = strstr(v.out, "also in:"); p && (p = strstr(p, " per step (")); p++)
+		also++;
+	ck_assert_msg(also == 5, "%d:\n%s", also, v.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&v);
+}
+END_TEST
+
+/*
+ * --step-range: each process takes its steps from its own matching ranges; a process without any
+ * gets the automatic detection. The pattern must match somewhere, and in the --pid process.
+ */
+START_TEST(test_every_process_step_range)
+{
+	struct tu_result j = run("-f", "json", "--step-range", "step*", nvtx_db),
+			 none = run("--step-range", "epoch*", nvtx_db),
+			 pid = run("--step-range", "step*", "--pid", "701", nvtx_db);
+	cJSON *doc = report_json(j.out), *procs = cJSON_GetObjectItem(doc, "processes");
+	const cJSON *f = finding_of(doc, "d2h-sync");
+
+	ck_assert_int_eq(j.rc, 0);
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
+	ck_assert_str_eq(
+		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "method"),
+		"nvtx");
+	ck_assert_int_eq(
+		json_int(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "count"), 20);
+	ck_assert_str_eq(
+		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 1), "steps"), "method"),
+		"period");
+	ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "steps"), "method"), "nvtx");
+	ck_assert_msg(f != NULL, "%s", j.out);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 2);
+	tu_assert_one_line_error(&none, "a pattern that matches nothing");
+	tu_assert_one_line_error(&pid, "a pattern that matches nothing in the --pid process");
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&none);
+	tu_result_free(&pid);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -822,6 +1198,13 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_borrowed_stack_location);
 	tcase_add_test(tc, test_bad_usage);
 	tcase_add_test(tc, test_pid_and_no_color_env);
+	tcase_add_test(tc, test_every_process_second_only);
+	tcase_add_test(tc, test_every_process_pid_narrows);
+	tcase_add_test(tc, test_every_process_rank);
+	tcase_add_test(tc, test_every_process_same_finding_once);
+	tcase_add_test(tc, test_every_process_other_line_apart);
+	tcase_add_test(tc, test_every_process_many_ranks);
+	tcase_add_test(tc, test_every_process_step_range);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -854,6 +1237,31 @@ int main(void)
 	write_loop(sync_db, 1);
 	backward_db = tu_path(tmp_dir, "backward.db");
 	write_loop(backward_db, 2);
+	{
+		static const struct wproc second[] = {{300, CS_ID_NONE, 0, 0, 0, 0},
+						      {301, CS_ID_NONE, 1, 0, 0, 0}};
+		static const struct wproc rank1[] = {{500, 1, 1, 0, 0, 0}, {501, 0, 0, 0, 0, 0}};
+		static const struct wproc both[] = {
+			{600, 0, 1, 0, 0, 0}, {601, 1, 1, 300, 0, 0}, {602, 2, 0, 0, 0, 0}};
+		static const struct wproc apart[] = {{800, 0, 1, 0, 42, 0}, {801, 1, 1, 0, 43, 0}};
+		static const struct wproc six[] = {{900, 0, 1, 0, 0, 0}, {901, 1, 1, 0, 0, 0},
+						   {902, 2, 1, 0, 0, 0}, {903, 3, 1, 0, 0, 0},
+						   {904, 4, 1, 0, 0, 0}, {905, 5, 1, 0, 0, 0}};
+		static const struct wproc nvtx[] = {{700, 0, 1, 0, 0, 1}, {701, 1, 1, 0, 0, 0}};
+
+		second_db = tu_path(tmp_dir, "second.db");
+		write_procs(second_db, second, 2);
+		rank1_db = tu_path(tmp_dir, "rank1.db");
+		write_procs(rank1_db, rank1, 2);
+		both_db = tu_path(tmp_dir, "both.db");
+		write_procs(both_db, both, 3);
+		apart_db = tu_path(tmp_dir, "apart.db");
+		write_procs(apart_db, apart, 2);
+		six_db = tu_path(tmp_dir, "six.db");
+		write_procs(six_db, six, 6);
+		nvtx_db = tu_path(tmp_dir, "nvtx.db");
+		write_procs(nvtx_db, nvtx, 2);
+	}
 
 	sr = srunner_create(report_suite());
 	srunner_run_all(sr, CK_NORMAL);
