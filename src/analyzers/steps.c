@@ -1065,6 +1065,71 @@ static void step_stats(const cs_analysis *a, cs_steps *s)
 		s->v[i].gpu_busy = cs_analysis_gpu_busy(a, s->pid, s->v[i].start, s->v[i].end);
 }
 
+const char *cs_step_timing_name(int timing)
+{
+	return timing == CS_STEP_TIME_GPU ? "gpu" : "host";
+}
+
+static int64_t gpu_period(const cs_steps *s, int32_t i)
+{
+	const cs_step *st = &s->v[i];
+
+	if (st->gpu_start == CS_TS_UNKNOWN)
+		return CS_TS_UNKNOWN;
+	for (int32_t j = i + 1; j < s->n; j++)
+		if (s->v[j].gpu_start != CS_TS_UNKNOWN)
+			return s->v[j].gpu_start > st->gpu_start ? s->v[j].gpu_start - st->gpu_start
+								  : CS_TS_UNKNOWN;
+	return st->gpu_end != CS_TS_UNKNOWN && st->gpu_end > st->gpu_start
+		       ? st->gpu_end - st->gpu_start
+		       : CS_TS_UNKNOWN;
+}
+
+int64_t cs_step_time(const cs_steps *s, int32_t i)
+{
+	int64_t g;
+
+	if (!s || i < 0 || i >= s->n)
+		return 0;
+	if (s->timing == CS_STEP_TIME_GPU && (g = gpu_period(s, i)) != CS_TS_UNKNOWN)
+		return g;
+	return s->v[i].end - s->v[i].start;
+}
+
+/*
+ * Does the host run ahead of the GPU? When more than half of the steady steps that have a next
+ * step (all such steps when none is steady) saw their first GPU work start only after their host
+ * span ended (docs/steps.md, "Step time"), step times come from the GPU, and each step's GPU busy
+ * time is measured over its GPU window.
+ */
+static void choose_timing(const cs_analysis *a, cs_steps *s)
+{
+	int all = cs_steps_steady(s) == 0;
+	int32_t n = 0, behind = 0;
+
+	s->timing = CS_STEP_TIME_HOST;
+	if (s->method == CS_STEPS_NONE)
+		return;
+	for (int32_t i = 0; i + 1 < s->n; i++) {
+		const cs_step *st = &s->v[i];
+
+		if (st->warmup && !all)
+			continue;
+		n++;
+		behind += st->gpu_start != CS_TS_UNKNOWN && st->gpu_start >= st->end;
+	}
+	if (n == 0 || 2 * behind <= n)
+		return;
+	s->timing = CS_STEP_TIME_GPU;
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t g = gpu_period(s, i);
+
+		if (g != CS_TS_UNKNOWN)
+			s->v[i].gpu_busy = cs_analysis_gpu_busy(a, s->pid, s->v[i].gpu_start,
+								s->v[i].gpu_start + g);
+	}
+}
+
 int32_t cs_steps_default_warmup(int32_t n)
 {
 	if (n < 3)
@@ -1158,6 +1223,7 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 	out->warmup = warmup;
 	for (int32_t i = 0; i < out->n; i++)
 		out->v[i].warmup = i < warmup;
+	choose_timing(a, out);
 	return 0;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory finding the steps");
@@ -1241,7 +1307,7 @@ static int64_t *steady_values(const cs_steps *s, const int64_t *per_step, int no
 	if (!v)
 		return NULL;
 	for (int32_t i = 0; i < s->n; i++) {
-		int64_t x = per_step ? per_step[i] : s->v[i].end - s->v[i].start;
+		int64_t x = per_step ? per_step[i] : cs_step_time(s, i);
 
 		if (!all && s->v[i].warmup)
 			continue;
@@ -1276,7 +1342,7 @@ double cs_steps_busy_share(const cs_steps *s)
 		if (s->v[i].warmup && !all)
 			continue;
 		cs_sat_accum(&busy, s->v[i].gpu_busy);
-		cs_sat_accum(&total, s->v[i].end - s->v[i].start);
+		cs_sat_accum(&total, cs_step_time(s, i));
 	}
 	return total > 0 ? (double)busy / (double)total : 0;
 }

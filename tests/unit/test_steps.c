@@ -772,6 +772,124 @@ START_TEST(test_period_none)
 }
 END_TEST
 
+/* ---- step time: the host's or the GPU's ---- */
+
+/*
+ * A loop of nsteps steps of 5 kernels (k1..k5). The host launches a step's kernels evenly over
+ * host_ns; the GPU runs each kernel for gpu_ns / 5, starting it 10 us after its launch or when the
+ * previous kernel ends, whichever is later (one stream). Returns the path (malloc'd).
+ */
+static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int64_t gpu_ns)
+{
+	char *path = tu_path(tmp_dir, file);
+	cs_trace_writer *w = open_writer(path);
+	int64_t ids[5], gpu = 0;
+
+	for (int j = 0; j < 5; j++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "k%d", j + 1);
+		ids[j] = cs_writer_intern(w, name);
+	}
+	for (int i = 0; i < nsteps; i++)
+		for (int j = 0; j < 5; j++) {
+			int64_t launch = 1000 * US + (int64_t)i * host_ns + (int64_t)j * host_ns / 5;
+			int64_t start = launch + 10 * US > gpu ? launch + 10 * US : gpu;
+			cs_kernel k = kernel(PID, ids[j], launch, start, start + gpu_ns / 5);
+
+			gpu = start + gpu_ns / 5;
+			ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+		}
+	finish_writer(w);
+	return path;
+}
+
+/*
+ * GPU-bound: the host launches a step in 1.5 ms, the GPU takes 22 ms for it, so the host ends up
+ * 11 steps ahead (it has launched all 12 steps while the GPU runs the first). The host spans are
+ * 1.5 ms; the step time must be the GPU's 22 ms, and so must the statistics and the busy share's
+ * denominator. The spans still place launches in steps.
+ */
+START_TEST(test_step_time_gpu_bound)
+{
+	char *path = write_timed_loop("gpu-bound.db", 12, 1500 * US, 22000 * US);
+	struct loaded l;
+	int64_t med, p10, p90;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 12);
+	ck_assert_int_eq(l.s.period, 5);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_GPU);
+	ck_assert_str_eq(cs_step_timing_name(l.s.timing), "gpu");
+	for (int i = 0; i + 1 < l.s.n; i++) {
+		ck_assert_int_eq(l.s.v[i].end - l.s.v[i].start, 1500 * US);
+		ck_assert_int_eq(cs_step_time(&l.s, i), 22000 * US);
+		ck_assert_int_eq(l.s.v[i].kernels, 5);
+		/* the GPU never idles inside the GPU window */
+		ck_assert_int_eq(l.s.v[i].gpu_busy, 22000 * US);
+	}
+	/* the last step: from its GPU start to its GPU end */
+	ck_assert_int_eq(cs_step_time(&l.s, l.s.n - 1), 22000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 22000 * US);
+	ck_assert_int_eq(p10, 22000 * US);
+	ck_assert_int_eq(p90, 22000 * US);
+	ck_assert_int_eq(cs_steps_median(&l.s, NULL, 0), 22000 * US);
+	ck_assert(cs_steps_busy_share(&l.s) > 0.99);
+	/* a kernel launched in step 5 is found in step 5 by its host launch time */
+	ck_assert_int_eq(cs_steps_find(&l.s, l.s.v[5].start + 10 * US), 5);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
+ * Host-bound: the host takes 5 ms to launch a step whose GPU work takes 2 ms; the GPU starts each
+ * kernel 10 us after its launch. The step time stays the host span.
+ */
+START_TEST(test_step_time_host_bound)
+{
+	char *path = write_timed_loop("host-bound.db", 30, 5000 * US, 2000 * US);
+	struct loaded l;
+	int64_t med, p10, p90;
+	double busy;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 30);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_HOST);
+	ck_assert_str_eq(cs_step_timing_name(l.s.timing), "host");
+	for (int i = 0; i + 1 < l.s.n; i++)
+		ck_assert_int_eq(cs_step_time(&l.s, i), 5000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 5000 * US);
+	ck_assert_int_eq(p90, 5000 * US);
+	busy = cs_steps_busy_share(&l.s);
+	ck_assert_msg(busy > 0.39 && busy < 0.41, "busy %f", busy);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
+ * Nearly balanced: 5 ms host spans and 4.9 ms of GPU work per step. The GPU keeps up, a fraction
+ * of a step behind the launches, so the host's time is kept (the GPU's period is the same here).
+ */
+START_TEST(test_step_time_balanced)
+{
+	char *path = write_timed_loop("balanced.db", 30, 5000 * US, 4900 * US);
+	struct loaded l;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_HOST);
+	ck_assert_int_eq(cs_steps_median(&l.s, NULL, 0), 5000 * US);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
 /* A trace without events, and kernels whose timestamps are partly unknown: no crash, one step. */
 START_TEST(test_empty_and_unknown_times)
 {
@@ -1085,6 +1203,9 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_period_occasional_kernel);
 	tcase_add_test(tc, test_period_variable_length);
 	tcase_add_test(tc, test_period_none);
+	tcase_add_test(tc, test_step_time_gpu_bound);
+	tcase_add_test(tc, test_step_time_host_bound);
+	tcase_add_test(tc, test_step_time_balanced);
 	tcase_add_test(tc, test_empty_and_unknown_times);
 	tcase_add_test(tc, test_nvtx_outermost_one_thread);
 	tcase_add_test(tc, test_profiler_pairs);
