@@ -182,8 +182,9 @@ typedef struct cs_steps {
 	cs_step *v;
 	int32_t n;
 	enum cs_step_method method;
-	int32_t warmup; /* how many of v are warm-up */
-	int32_t period; /* kernels per step for CS_STEPS_PERIOD, else 0 */
+	int32_t warmup;	    /* how many of v are warm-up */
+	int32_t period;	    /* kernels per step for CS_STEPS_PERIOD, else 0 */
+	int32_t period_ops; /* GPU operations (kernels, memcpys, memsets) per step, likewise */
 	enum cs_step_timing timing; /* where step times come from (cs_step_time) */
 	uint32_t pid;
 	char detail[160]; /* one line on how the steps were found */

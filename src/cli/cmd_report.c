@@ -631,7 +631,8 @@ static void text_header(const struct report_view *v)
 			 cli_fmt_duration(a, sizeof(a), v->median),
 			 cli_fmt_duration(b, sizeof(b), v->p10),
 			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share,
-			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
+			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU"
+						       : "");
 		print_header_field("step time:", line, v->width);
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
@@ -869,6 +870,7 @@ static cJSON *json_steps(const struct report_view *v)
 	cli_json_add_int(o, "count", s->n, -1);
 	cli_json_add_int(o, "warmup", s->warmup, -1);
 	cli_json_add_int(o, "period_kernels", s->period, 0);
+	cli_json_add_int(o, "period_operations", s->period_ops, 0);
 	cli_json_add_string(o, "step_time", cs_step_timing_name(s->timing));
 	cli_json_add_int(o, "median_ns", v->median, -1);
 	cli_json_add_int(o, "p10_ns", v->p10, -1);

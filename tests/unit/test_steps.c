@@ -2,10 +2,11 @@
  * test_steps.c - the analysis side's loaded trace and its training steps: the reader's bulk scan,
  * loading (arrays sorted, memcpys and memsets merged, a kernel table read by two threads, lookups,
  * GPU busy time), step detection from NVTX ranges, from cudaProfilerStart/Stop pairs and from the
- * period of the kernel sequence (on the committed train_small trace with and without its NVTX
- * ranges, on the rule samples' traces, on a trace without structure, and on synthetic loops with
- * warm-up, gradient accumulation, occasional extra kernels and steps of varying length), the
- * warm-up defaults, cs_steps_find and the step duration statistics.
+ * period of the GPU work (on the committed train_small trace with and without its NVTX ranges, on
+ * the rule samples' traces, on a trace without structure, on synthetic loops with warm-up, gradient
+ * accumulation, occasional extra kernels and steps of varying length, and on C loops of copies and
+ * one repeated kernel), step times from the host or the GPU, the warm-up defaults, cs_steps_find
+ * and the step duration statistics.
  */
 #include <check.h>
 #include <stdio.h>
@@ -449,6 +450,7 @@ START_TEST(test_train_small_nvtx_and_period)
 	ck_assert_int_eq(b.s.method, CS_STEPS_PERIOD);
 	ck_assert_msg(abs(b.s.n - a.s.n) <= 1, "period %d steps, NVTX %d", b.s.n, a.s.n);
 	ck_assert_int_eq(b.s.period, 38);
+	ck_assert_int_eq(b.s.period_ops, 39); /* and a memset */
 	/* every steady step launches the same 38 kernels either way */
 	for (int i = 1; i < a.s.n; i++)
 		ck_assert_int_eq(a.s.v[i].kernels, 38);
@@ -772,6 +774,197 @@ START_TEST(test_period_none)
 }
 END_TEST
 
+/* ---- the sequence of kernels and copies ---- */
+
+#define OP_HTOD	  (-1)
+#define OP_DTOH	  (-2)
+#define OP_MEMSET (-3)
+
+/*
+ * Write a trace whose only process launches, in this order, one every 10 us, kernels named
+ * "k<ops[i]>" and for negative ops a memcpy host to device (OP_HTOD), device to host (OP_DTOH) or
+ * a memset, each running 5 us on the GPU from 3 us after its launch. Returns the path (malloc'd).
+ */
+static char *write_ops(const char *file, const int *ops, int n)
+{
+	char *path = tu_path(tmp_dir, file);
+	cs_trace_writer *w = open_writer(path);
+	int64_t ids[100];
+
+	for (int i = 0; i < 100; i++)
+		ids[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int64_t launch = 1000 * US + (int64_t)i * 10 * US;
+
+		if (ops[i] >= 0) {
+			cs_kernel k;
+
+			ck_assert(ops[i] < 100);
+			if (ids[ops[i]] < 0) {
+				char name[16];
+
+				snprintf(name, sizeof(name), "k%d", ops[i]);
+				ids[ops[i]] = cs_writer_intern(w, name);
+			}
+			k = kernel(PID, ids[ops[i]], launch, launch + 3 * US, launch + 8 * US);
+			ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+		} else if (ops[i] == OP_MEMSET) {
+			cs_memset ms;
+
+			memset(&ms, 0, sizeof(ms));
+			ms.start = launch + 3 * US;
+			ms.end = launch + 8 * US;
+			ms.launch_start = launch;
+			ms.launch_end = launch + 2 * US;
+			ms.pid = PID;
+			ms.launch_tid = PID;
+			ms.launch_cbid = CS_ID_NONE;
+			ms.stream_id = 7;
+			ms.bytes = 4096;
+			ms.graph_id = ms.graph_node_id = ms.stack_id = CS_ID_NONE;
+			ck_assert_int_eq(cs_writer_add_memset(w, &ms), 0);
+		} else {
+			cs_memcpy m;
+
+			memset(&m, 0, sizeof(m));
+			m.start = launch + 3 * US;
+			m.end = launch + 8 * US;
+			m.launch_start = launch;
+			m.launch_end = launch + 2 * US;
+			m.pid = PID;
+			m.launch_tid = PID;
+			m.launch_cbid = CS_ID_NONE;
+			m.stream_id = 7;
+			m.copy_kind = ops[i] == OP_HTOD ? CS_COPY_HTOD : CS_COPY_DTOH;
+			m.bytes = 1 << 20;
+			m.src_device_id = m.dst_device_id = CS_ID_NONE;
+			m.graph_id = m.graph_node_id = m.stack_id = CS_ID_NONE;
+			ck_assert_int_eq(cs_writer_add_memcpy(w, &m), 0);
+		}
+	}
+	finish_writer(w);
+	return path;
+}
+
+/*
+ * A plain C loop: copy the input in, run the same kernel 10 times, copy the result out, 20 times,
+ * after a setup of a memset and an upload. The kernels alone are one kernel repeated; with the
+ * copies the loop repeats every 12 operations, and each step starts at its copy in.
+ */
+START_TEST(test_period_copy_kernels_copy)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	push(s, OP_MEMSET);
+	push(s, OP_HTOD);
+	for (int r = 0; r < 20; r++) {
+		push(s, OP_HTOD);
+		for (int i = 0; i < 10; i++)
+			push(s, 1);
+		push(s, OP_DTOH);
+	}
+	path = write_ops("copy-kernels-copy.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 12);
+	ck_assert_int_eq(l.s.period, 10);
+	ck_assert_msg(l.s.n == 20, "%d steps: %s", l.s.n, l.s.detail);
+	for (int i = 0; i < l.s.n; i++) {
+		ck_assert_int_eq(l.s.v[i].start, 1000 * US + (int64_t)(2 + 12 * i) * 10 * US);
+		ck_assert_int_eq(l.s.v[i].kernels, 10);
+	}
+	ck_assert_msg(strstr(l.s.detail, "every 10 kernels (12 operations"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
+/*
+ * An inner loop of two kernels, 5 times between a copy in and a copy out: the kernels alone repeat
+ * every 2, the work every 12 (the longer step, with more kernels, is the loop's).
+ */
+START_TEST(test_period_inner_loop_between_copies)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	for (int r = 0; r < 30; r++) {
+		push(s, OP_HTOD);
+		for (int i = 0; i < 5; i++) {
+			push(s, 1);
+			push(s, 2);
+		}
+		push(s, OP_DTOH);
+	}
+	path = write_ops("inner-loop.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 12);
+	ck_assert_int_eq(l.s.period, 10);
+	ck_assert_msg(l.s.n == 30, "%d steps: %s", l.s.n, l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
+/*
+ * One kernel repeated, alone or between a copy in before it and a copy out after it: steps cannot
+ * be told apart, and the header says why. Copies inside such a loop (every few kernels) make it a
+ * loop of steps again; memsets in steps of kernels that have their own period (train_small) leave
+ * the kernel period as it was.
+ */
+START_TEST(test_period_one_kernel)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	for (int i = 0; i < 100; i++)
+		push(s, 1);
+	path = write_ops("one-kernel-only.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+	ck_assert_int_eq(l.s.n, 1);
+	ck_assert_msg(strstr(l.s.detail, "one kernel repeated"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+
+	s->n = 0;
+	push(s, OP_HTOD);
+	push(s, OP_HTOD);
+	for (int i = 0; i < 200; i++)
+		push(s, 1);
+	push(s, OP_DTOH);
+	path = write_ops("one-kernel-copies.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+	ck_assert_msg(strstr(l.s.detail, "one kernel repeated"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+
+	s->n = 0;
+	for (int r = 0; r < 25; r++) {
+		for (int i = 0; i < 4; i++)
+			push(s, 1);
+		push(s, OP_MEMSET);
+	}
+	path = write_ops("one-kernel-memsets.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 5);
+	ck_assert_int_eq(l.s.period, 4);
+	ck_assert_msg(abs(l.s.n - 25) <= 1, "%d steps: %s", l.s.n, l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
 /* ---- step time: the host's or the GPU's ---- */
 
 /*
@@ -793,7 +986,8 @@ static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int
 	}
 	for (int i = 0; i < nsteps; i++)
 		for (int j = 0; j < 5; j++) {
-			int64_t launch = 1000 * US + (int64_t)i * host_ns + (int64_t)j * host_ns / 5;
+			int64_t launch =
+				1000 * US + (int64_t)i * host_ns + (int64_t)j * host_ns / 5;
 			int64_t start = launch + 10 * US > gpu ? launch + 10 * US : gpu;
 			cs_kernel k = kernel(PID, ids[j], launch, start, start + gpu_ns / 5);
 
@@ -1203,6 +1397,9 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_period_occasional_kernel);
 	tcase_add_test(tc, test_period_variable_length);
 	tcase_add_test(tc, test_period_none);
+	tcase_add_test(tc, test_period_copy_kernels_copy);
+	tcase_add_test(tc, test_period_inner_loop_between_copies);
+	tcase_add_test(tc, test_period_one_kernel);
 	tcase_add_test(tc, test_step_time_gpu_bound);
 	tcase_add_test(tc, test_step_time_host_bound);
 	tcase_add_test(tc, test_step_time_balanced);
