@@ -1220,13 +1220,22 @@ static int steps_sequence(const cs_analysis *a, cs_steps *st, struct span_list *
 	int32_t kperiod = 0, kops = 0;
 	int unused = 0, rc;
 	char detail[sizeof(st->detail)];
+	int64_t copies = 0;
 
-	rc = steps_period(a, st->pid, 1, out, &st->period, &st->period_ops, one_kernel,
-			  st->detail, sizeof(st->detail));
-	if (rc < 0)
-		return rc;
+	/* a process without copies: its whole sequence is its kernels, one search does */
+	for (int64_t i = 0; i < a->ncopies && !copies; i++)
+		copies += a->copies[i].pid == st->pid &&
+			  cs_launch_time(a->copies[i].launch_start, a->copies[i].start) !=
+				  CS_TS_UNKNOWN;
+	if (copies) {
+		rc = steps_period(a, st->pid, 1, out, &st->period, &st->period_ops, one_kernel,
+				  st->detail, sizeof(st->detail));
+		if (rc < 0)
+			return rc;
+	}
 	detail[0] = '\0';
-	rc = steps_period(a, st->pid, 0, &k, &kperiod, &kops, &unused, detail, sizeof(detail));
+	rc = steps_period(a, st->pid, 0, &k, &kperiod, &kops, copies ? &unused : one_kernel, detail,
+			  sizeof(detail));
 	if (rc < 0 || k.n == 0 || (out->n > 0 && st->period > kperiod)) {
 		free(k.v);
 		return rc;
