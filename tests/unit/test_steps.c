@@ -970,31 +970,40 @@ END_TEST
 /*
  * A loop of nsteps steps of 5 kernels (k1..k5). The host launches a step's kernels evenly over
  * host_ns; the GPU runs each kernel for gpu_ns / 5, starting it 10 us after its launch or when the
- * previous kernel ends, whichever is later (one stream). Returns the path (malloc'd).
+ * previous kernel ends, whichever is later (one stream). With ahead > 0 the host cannot launch a
+ * step before the GPU has finished the step ahead steps before it (a full launch queue). Returns
+ * the path (malloc'd).
  */
-static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int64_t gpu_ns)
+static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int64_t gpu_ns,
+			      int ahead)
 {
 	char *path = tu_path(tmp_dir, file);
 	cs_trace_writer *w = open_writer(path);
-	int64_t ids[5], gpu = 0;
+	int64_t ids[5], gpu = 0, host = 1000 * US, *done = calloc((size_t)nsteps, sizeof(*done));
 
+	ck_assert(done != NULL);
 	for (int j = 0; j < 5; j++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "k%d", j + 1);
 		ids[j] = cs_writer_intern(w, name);
 	}
-	for (int i = 0; i < nsteps; i++)
+	for (int i = 0; i < nsteps; i++) {
+		if (ahead > 0 && i >= ahead && done[i - ahead] > host)
+			host = done[i - ahead];
 		for (int j = 0; j < 5; j++) {
-			int64_t launch =
-				1000 * US + (int64_t)i * host_ns + (int64_t)j * host_ns / 5;
+			int64_t launch = host + (int64_t)j * host_ns / 5;
 			int64_t start = launch + 10 * US > gpu ? launch + 10 * US : gpu;
 			cs_kernel k = kernel(PID, ids[j], launch, start, start + gpu_ns / 5);
 
 			gpu = start + gpu_ns / 5;
 			ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
 		}
+		done[i] = gpu;
+		host += host_ns;
+	}
 	finish_writer(w);
+	free(done);
 	return path;
 }
 
@@ -1006,7 +1015,7 @@ static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int
  */
 START_TEST(test_step_time_gpu_bound)
 {
-	char *path = write_timed_loop("gpu-bound.db", 12, 1500 * US, 22000 * US);
+	char *path = write_timed_loop("gpu-bound.db", 12, 1500 * US, 22000 * US, 0);
 	struct loaded l;
 	int64_t med, p10, p90;
 
@@ -1039,12 +1048,38 @@ START_TEST(test_step_time_gpu_bound)
 END_TEST
 
 /*
+ * GPU-bound with a full launch queue: the host may run at most 10 steps ahead, so after the first
+ * 10 steps its spans stretch to the GPU's 22 ms (it waits in the launches) and the first ones are
+ * 1.5 ms. Every step reads 22 ms, warm-up included.
+ */
+START_TEST(test_step_time_gpu_bound_throttled)
+{
+	char *path = write_timed_loop("gpu-bound-queue.db", 40, 1500 * US, 22000 * US, 10);
+	struct loaded l;
+	int64_t med, p10, p90;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 40);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_GPU);
+	ck_assert_int_eq(l.s.v[0].end - l.s.v[0].start, 1500 * US);
+	for (int i = 0; i < l.s.n; i++)
+		ck_assert_int_eq(cs_step_time(&l.s, i), 22000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 22000 * US);
+	ck_assert_int_eq(p10, 22000 * US);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
  * Host-bound: the host takes 5 ms to launch a step whose GPU work takes 2 ms; the GPU starts each
  * kernel 10 us after its launch. The step time stays the host span.
  */
 START_TEST(test_step_time_host_bound)
 {
-	char *path = write_timed_loop("host-bound.db", 30, 5000 * US, 2000 * US);
+	char *path = write_timed_loop("host-bound.db", 30, 5000 * US, 2000 * US, 0);
 	struct loaded l;
 	int64_t med, p10, p90;
 	double busy;
@@ -1072,7 +1107,7 @@ END_TEST
  */
 START_TEST(test_step_time_balanced)
 {
-	char *path = write_timed_loop("balanced.db", 30, 5000 * US, 4900 * US);
+	char *path = write_timed_loop("balanced.db", 30, 5000 * US, 4900 * US, 0);
 	struct loaded l;
 
 	load(&l, path, NULL);
@@ -1401,6 +1436,7 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_period_inner_loop_between_copies);
 	tcase_add_test(tc, test_period_one_kernel);
 	tcase_add_test(tc, test_step_time_gpu_bound);
+	tcase_add_test(tc, test_step_time_gpu_bound_throttled);
 	tcase_add_test(tc, test_step_time_host_bound);
 	tcase_add_test(tc, test_step_time_balanced);
 	tcase_add_test(tc, test_empty_and_unknown_times);
