@@ -158,12 +158,19 @@ typedef struct cs_step {
 	int64_t start, end; /* host-side span: from the first launch of the step to the first launch
 			     * of the next (or the step's last GPU end) */
 	int64_t gpu_start, gpu_end; /* first GPU start, last GPU end of the step's work */
-	int64_t gpu_busy; /* ns when any kernel, copy or memset of the step ran (union of intervals)
-			   */
+	int64_t gpu_busy; /* ns when any kernel, copy or memset of the process ran (union of
+			   * intervals) in the span, or in the GPU window with CS_STEP_TIME_GPU */
 	int64_t kernels;  /* kernels launched in the step */
 	int32_t index;	  /* 0-based */
 	int32_t warmup;	  /* 1 for warm-up steps */
 } cs_step;
+
+/* Where a step's time comes from (docs/steps.md, "Step time"). */
+enum cs_step_timing {
+	CS_STEP_TIME_HOST = 0, /* the host span: the host sets the pace */
+	CS_STEP_TIME_GPU,      /* the host runs ahead: the GPU's period, from the GPU start of the
+				* step's first work to that of the next step */
+};
 
 typedef struct cs_step_opts {
 	const char *step_range; /* fnmatch pattern of NVTX range text, or NULL */
@@ -175,8 +182,10 @@ typedef struct cs_steps {
 	cs_step *v;
 	int32_t n;
 	enum cs_step_method method;
-	int32_t warmup; /* how many of v are warm-up */
-	int32_t period; /* kernels per step for CS_STEPS_PERIOD, else 0 */
+	int32_t warmup;	    /* how many of v are warm-up */
+	int32_t period;	    /* kernels per step for CS_STEPS_PERIOD, else 0 */
+	int32_t period_ops; /* GPU operations (kernels, memcpys, memsets) per step, likewise */
+	enum cs_step_timing timing; /* where step times come from (cs_step_time) */
 	uint32_t pid;
 	char detail[160]; /* one line on how the steps were found */
 } cs_steps;
@@ -185,7 +194,16 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 void cs_steps_free(cs_steps *s);
 /* Index of the step containing host time t, or -1. */
 int cs_steps_find(const cs_steps *s, int64_t t);
-/* Median, p10 and p90 of the steady-state (non-warm-up) step durations, ns; 0 when no steps. */
+/*
+ * Time of step i, ns: the GPU's period with CS_STEP_TIME_GPU (from the GPU start of its first work
+ * to the next step's; the last step to its GPU end; the span for a step without GPU work), else
+ * its host span end - start.
+ */
+int64_t cs_step_time(const cs_steps *s, int32_t i);
+/* Name of a step timing: "host", "gpu". */
+const char *cs_step_timing_name(int timing);
+/* Median, p10 and p90 of the steady-state (non-warm-up) step times (cs_step_time), ns; 0 when no
+ * steps. */
 void cs_steps_duration_stats(const cs_steps *s, int64_t *median, int64_t *p10, int64_t *p90);
 /* GPU busy share of the steady steps' time (of every step when none is steady); 0 without steps. */
 double cs_steps_busy_share(const cs_steps *s);

@@ -1,7 +1,8 @@
 /*
  * steps.c - training steps: where each step starts and ends, found from NVTX ranges the user names
- * (--step-range), from cudaProfilerStart/Stop pairs, or from the repeating period of the kernel
- * sequence; then each step's kernels, GPU span and GPU busy time, and which steps are warm-up.
+ * (--step-range), from cudaProfilerStart/Stop pairs, or from the repeating period of the GPU work
+ * (kernels, memcpys, memsets); then each step's kernels, GPU span and GPU busy time, which steps
+ * are warm-up, and whether step times come from the host or from the GPU.
  *
  * docs/steps.md explains the period detector and why it decides as it does.
  */
@@ -264,14 +265,18 @@ static int steps_profiler(const cs_analysis *a, uint32_t pid, struct span_list *
 	return 0;
 }
 
-/* ---- the period of the kernel sequence ---- */
+/* ---- the period of the GPU work ---- */
 
-/* The kernel sequence of one process, in launch order, each kernel as a dense symbol. */
+/*
+ * The GPU work of one process in launch order: kernels, memcpys and memsets, each as a dense
+ * symbol (a kernel by its name, a memcpy by its direction, a memset).
+ */
 struct seq {
-	int32_t *sym;	  /* symbol of each kernel */
-	int64_t n;	  /* kernels */
-	int32_t nsym;	  /* distinct kernel names */
-	int64_t *name_id; /* StringIds id of each symbol */
+	int32_t *sym;	  /* symbol of each operation */
+	int64_t n;	  /* operations */
+	int32_t nsym;	  /* distinct symbols */
+	int64_t *name_id; /* StringIds id of each kernel symbol; CS_ID_NONE for copies */
+	uint8_t *is_copy; /* per symbol: a memcpy or memset */
 };
 
 /* Launch-order key of a kernel: (launch time, start, index). */
@@ -381,45 +386,160 @@ static void merge_close(struct merge *m)
 }
 
 /*
- * The process's kernel sequence as dense symbols 0..nsym-1: kernel name ids mapped through a
- * hash map.
+ * Kernels and copies (memcpys, memsets) of one process in launch order: the merged kernels, and
+ * the process's copies sorted by launch, merged again. Copies are few next to kernels.
  */
-static int seq_build(const cs_analysis *a, uint32_t pid, struct seq *s)
-{
-	struct merge m;
-	struct u64map ids; /* name id -> int32_t symbol */
-	size_t cap = 0;
+struct copy_ref {
+	int64_t launch, start;
 	int32_t idx;
+};
+
+struct op_merge {
+	const cs_analysis *a;
+	struct merge km;
+	int32_t next_kernel;	 /* -1 at the end */
+	struct copy_ref *copies; /* by (launch time, start, index) */
+	int64_t ncopies, ci;
+};
+
+static int cmp_copy_ref(const void *pa, const void *pb)
+{
+	const struct copy_ref *x = pa, *y = pb;
+
+	if (x->launch != y->launch)
+		return x->launch < y->launch ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int op_open(const cs_analysis *a, uint32_t pid, int with_copies, struct op_merge *m)
+{
 	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->a = a;
+	rc = merge_open(a, pid, &m->km);
+	if (rc)
+		return rc;
+	m->copies = malloc(((size_t)a->ncopies + 1) * sizeof(*m->copies));
+	if (!m->copies) {
+		merge_close(&m->km);
+		return CS_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (!with_copies || c->pid != pid ||
+		    cs_launch_time(c->launch_start, c->start) == CS_TS_UNKNOWN)
+			continue; /* a copy of unknown time has no place in the order */
+		m->copies[m->ncopies].launch = cs_launch_time(c->launch_start, c->start);
+		m->copies[m->ncopies].start = c->start;
+		m->copies[m->ncopies].idx = (int32_t)i;
+		m->ncopies++;
+	}
+	cs_sort(m->copies, (size_t)m->ncopies, sizeof(*m->copies), cmp_copy_ref);
+	m->next_kernel = merge_next(&m->km);
+	return 0;
+}
+
+/* Operations of the process in all. */
+static int64_t op_count(const struct op_merge *m)
+{
+	return m->km.n + m->ncopies;
+}
+
+/*
+ * The next operation in launch order: its index into a->kernels (*is_copy 0) or a->copies
+ * (*is_copy 1), or -1 at the end. A kernel goes before a copy launched at the same time.
+ */
+static int32_t op_next(struct op_merge *m, int *is_copy)
+{
+	int32_t k = m->next_kernel;
+	const struct copy_ref *c = m->ci < m->ncopies ? &m->copies[m->ci] : NULL;
+	int take_copy;
+
+	if (k < 0 && !c)
+		return -1;
+	if (k < 0) {
+		take_copy = 1;
+	} else if (!c) {
+		take_copy = 0;
+	} else {
+		const cs_a_kernel *kk = &m->a->kernels[k];
+		int64_t lk = cs_launch_time(kk->launch_start, kk->start);
+
+		take_copy = c->launch < lk || (c->launch == lk && c->start < kk->start);
+	}
+	*is_copy = take_copy;
+	if (take_copy) {
+		m->ci++;
+		return c->idx;
+	}
+	m->next_kernel = merge_next(&m->km);
+	return k;
+}
+
+static void op_close(struct op_merge *m)
+{
+	merge_close(&m->km);
+	free(m->copies);
+	m->copies = NULL;
+}
+
+/*
+ * The process's GPU operations as dense symbols 0..nsym-1: kernel name ids, and the kinds of copy
+ * (memcpy directions, memset), mapped through a hash map.
+ */
+#define COPY_KEY   0x4000000000000000ull /* symbol keys of copies: COPY_KEY | kind */
+#define MEMSET_KEY (COPY_KEY | 0xffffull)
+
+static int seq_build(const cs_analysis *a, uint32_t pid, int with_copies, struct seq *s)
+{
+	struct op_merge m;
+	struct u64map ids; /* name id or copy key -> int32_t symbol */
+	size_t cap = 0, cap2 = 0;
+	int32_t idx;
+	int is_copy, rc;
 
 	memset(s, 0, sizeof(*s));
 	u64map_init(&ids, sizeof(int32_t));
-	rc = merge_open(a, pid, &m);
+	rc = op_open(a, pid, with_copies, &m);
 	if (rc)
 		return rc;
 	rc = CS_ERR_NOMEM;
-	s->sym = malloc(((size_t)m.n + 1) * sizeof(*s->sym));
+	s->sym = malloc(((size_t)op_count(&m) + 1) * sizeof(*s->sym));
 	if (!s->sym)
 		goto out;
-	while ((idx = merge_next(&m)) >= 0) {
-		int64_t id = a->kernels[idx].name_id;
+	while ((idx = op_next(&m, &is_copy)) >= 0) {
+		uint64_t key;
 		int created;
-		int32_t *sym = u64map_put(&ids, (uint64_t)id, &created);
+		int32_t *sym;
 
+		if (is_copy)
+			key = a->copies[idx].is_memset
+				      ? MEMSET_KEY
+				      : COPY_KEY | (uint64_t)(uint32_t)a->copies[idx].copy_kind;
+		else
+			key = (uint64_t)a->kernels[idx].name_id;
+		sym = u64map_put(&ids, key, &created);
 		if (!sym)
 			goto out;
 		if (created) {
 			if (cs_grow((void **)&s->name_id, &cap, (size_t)s->nsym + 1,
-				    sizeof(*s->name_id)))
+				    sizeof(*s->name_id)) ||
+			    cs_grow((void **)&s->is_copy, &cap2, (size_t)s->nsym + 1,
+				    sizeof(*s->is_copy)))
 				goto out;
-			s->name_id[s->nsym] = id;
+			s->name_id[s->nsym] = is_copy ? CS_ID_NONE : a->kernels[idx].name_id;
+			s->is_copy[s->nsym] = (uint8_t)is_copy;
 			*sym = s->nsym++;
 		}
 		s->sym[s->n++] = *sym;
 	}
 	rc = 0;
 out:
-	merge_close(&m);
+	op_close(&m);
 	u64map_free(&ids);
 	return rc;
 }
@@ -794,15 +914,17 @@ static int64_t find_loop_start(const struct seq *s, const struct period *p)
 	int32_t g = p->anchor.gap;
 	int64_t i = -1, limit, best;
 
-	for (int32_t x = 0; x < s->nsym; x++) {
-		int64_t c;
+	/* kernels first: a copy symbol stands for every copy of a direction, setup's included */
+	for (int copies = 0; copies < 2 && i < 0; copies++)
+		for (int32_t x = 0; x < s->nsym; x++) {
+			int64_t c;
 
-		if (!p->once[x])
-			continue;
-		c = chain_start(p->all_pos + p->first[x], p->first[x + 1] - p->first[x], g);
-		if (c >= 0 && (i < 0 || c < i))
-			i = c;
-	}
+			if (!p->once[x] || s->is_copy[x] != copies)
+				continue;
+			c = chain_start(p->all_pos + p->first[x], p->first[x + 1] - p->first[x], g);
+			if (c >= 0 && (i < 0 || c < i))
+				i = c;
+		}
 	if (i < 0)
 		i = chain_start(p->pos, p->anchor.count, g);
 	if (i < 0)
@@ -814,6 +936,8 @@ static int64_t find_loop_start(const struct seq *s, const struct period *p)
 	for (int64_t from = i; i > limit; i--) {
 		int32_t x = s->sym[i - 1];
 
+		if (s->is_copy[x])
+			continue; /* copies of setup and of the loop look alike */
 		if (p->in_step[x])
 			best = i - 1;
 		else if (p->all_pos[p->first[x + 1] - 1] <= from)
@@ -824,40 +948,49 @@ static int64_t find_loop_start(const struct seq *s, const struct period *p)
 
 /*
  * Host-time spans of the steps that start at sequence positions bounds[0..nb) (ascending; the last
- * step ends before position bounds[nb]): from the launch of a step's first kernel to the launch of
- * the next step's first, the last one to its last GPU end. The launch order is merged again rather
- * than kept, to spare an array as long as the sequence.
+ * step ends before position bounds[nb]): from the launch of a step's first operation to the launch
+ * of the next step's first, the last one to its last GPU end. The launch order is merged again
+ * rather than kept, to spare an array as long as the sequence.
  */
-static int spans_of_bounds(const cs_analysis *a, uint32_t pid, const int64_t *bounds, int64_t nb,
-			   struct span_list *out)
+static int spans_of_bounds(const cs_analysis *a, uint32_t pid, int with_copies,
+			   const int64_t *bounds, int64_t nb, struct span_list *out)
 {
-	struct merge m;
+	struct op_merge m;
 	int64_t pos = 0, k = 0, last_end = CS_TS_UNKNOWN, *starts;
 	int32_t idx;
-	int rc;
+	int is_copy, rc;
 
 	starts = malloc((size_t)(nb + 1) * sizeof(*starts));
 	if (!starts)
 		return CS_ERR_NOMEM;
-	rc = merge_open(a, pid, &m);
+	rc = op_open(a, pid, with_copies, &m);
 	if (rc) {
 		free(starts);
 		return rc;
 	}
-	while ((idx = merge_next(&m)) >= 0 && pos < bounds[nb]) {
-		const cs_a_kernel *kk = &a->kernels[idx];
+	while (pos < bounds[nb] && (idx = op_next(&m, &is_copy)) >= 0) {
+		int64_t launch, start, end;
 
+		if (is_copy) {
+			launch = a->copies[idx].launch_start;
+			start = a->copies[idx].start;
+			end = a->copies[idx].end;
+		} else {
+			launch = a->kernels[idx].launch_start;
+			start = a->kernels[idx].start;
+			end = a->kernels[idx].end;
+		}
 		if (k < nb && pos == bounds[k])
-			starts[k++] = cs_launch_time(kk->launch_start, kk->start);
+			starts[k++] = cs_launch_time(launch, start);
 		if (pos >= bounds[nb - 1]) {
-			int64_t ke = kk->end != CS_TS_UNKNOWN ? kk->end : kk->start;
+			int64_t ke = end != CS_TS_UNKNOWN ? end : start;
 
 			if (ke > last_end)
 				last_end = ke;
 		}
 		pos++;
 	}
-	merge_close(&m);
+	op_close(&m);
 	for (int64_t i = 0; i < k && !rc; i++) {
 		int64_t end = i + 1 < k ? starts[i + 1] : last_end;
 
@@ -869,8 +1002,80 @@ static int spans_of_bounds(const cs_analysis *a, uint32_t pid, const int64_t *bo
 	return rc;
 }
 
-static int steps_period(const cs_analysis *a, uint32_t pid, struct span_list *out, int32_t *period,
-			char *detail, size_t dsize)
+/*
+ * The period in kernels (the period in operations less the median number of copies and memsets
+ * in a step: the same as the period when steps have none) and the words of the header.
+ */
+static int describe_period(const struct seq *s, const int64_t *bounds, int64_t nb, int32_t g,
+			   uint32_t pid, int32_t *period, int32_t *period_ops, char *detail,
+			   size_t dsize)
+{
+	int32_t *copies = malloc((size_t)nb * sizeof(*copies)), c;
+	int64_t before = 0;
+
+	if (!copies)
+		return CS_ERR_NOMEM;
+	for (int64_t k = 0; k < nb; k++) {
+		copies[k] = 0;
+		for (int64_t i = bounds[k]; i < bounds[k + 1]; i++)
+			copies[k] += s->is_copy[s->sym[i]];
+	}
+	c = select_kth(copies, nb, (nb - 1) / 2);
+	free(copies);
+	if (c >= g)
+		c = g - 1;
+	for (int64_t i = 0; i < bounds[0]; i++)
+		before += !s->is_copy[s->sym[i]];
+	*period = g - c;
+	*period_ops = g;
+	if (c == 0)
+		snprintf(detail, dsize,
+			 "kernel sequence of pid %u repeats every %d kernels; %lld kernels before the "
+			 "first step",
+			 pid, g, (long long)before);
+	else
+		snprintf(detail, dsize,
+			 "kernel sequence of pid %u repeats every %d kernels (%d operations with its "
+			 "memcpys and memsets); %lld operations before the first step",
+			 pid, g - c, g, (long long)bounds[0]);
+	return 0;
+}
+
+/*
+ * Is the sequence one kernel repeated: every operation from the first occurrence of the most
+ * frequent symbol to its last is that kernel (copies and other kernels only before and after)?
+ * Then steps cannot be told apart by the sequence.
+ */
+static int one_repeated_kernel(const struct seq *s)
+{
+	int64_t *count = calloc((size_t)s->nsym + 1, sizeof(*count)), first = -1, last = -1;
+	int32_t x = -1;
+
+	if (!count)
+		return 0;
+	for (int64_t i = 0; i < s->n; i++)
+		count[s->sym[i]]++;
+	for (int32_t y = 0; y < s->nsym; y++)
+		if (x < 0 || count[y] > count[x])
+			x = y;
+	if (x < 0 || s->is_copy[x] || count[x] < (int64_t)MIN_PERIOD * MIN_STEPS) {
+		free(count);
+		return 0;
+	}
+	for (int64_t i = 0; i < s->n; i++)
+		if (s->sym[i] == x) {
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+	first = last - first + 1 == count[x];
+	free(count);
+	return (int)first;
+}
+
+static int steps_period(const cs_analysis *a, uint32_t pid, int with_copies, struct span_list *out,
+			int32_t *period, int32_t *period_ops, int *one_kernel, char *detail,
+			size_t dsize)
 {
 	struct seq s;
 	struct period p;
@@ -880,7 +1085,7 @@ static int steps_period(const cs_analysis *a, uint32_t pid, struct span_list *ou
 
 	memset(&s, 0, sizeof(s));
 	memset(&p, 0, sizeof(p));
-	rc = seq_build(a, pid, &s);
+	rc = seq_build(a, pid, with_copies, &s);
 	if (rc)
 		goto out;
 	if (s.n < (int64_t)MIN_PERIOD * MIN_STEPS)
@@ -904,19 +1109,20 @@ static int steps_period(const cs_analysis *a, uint32_t pid, struct span_list *ou
 	{
 		int64_t lim = i0 + g, best_n = -1;
 
-		for (int64_t i = i0; i < s.n && i < lim; i++) {
-			int32_t x = s.sym[i];
-			int64_t nx;
+		for (int copies = 0; copies < 2 && fb < 0; copies++)
+			for (int64_t i = i0; i < s.n && i < lim; i++) {
+				int32_t x = s.sym[i];
+				int64_t nx;
 
-			if (!p.once[x])
-				continue;
-			nx = occurrences_in(&p, x, i0, s.n);
-			if (nx > best_n) {
-				fb = i;
-				b_sym = x;
-				best_n = nx;
+				if (!p.once[x] || s.is_copy[x] != copies)
+					continue;
+				nx = occurrences_in(&p, x, i0, s.n);
+				if (nx > best_n) {
+					fb = i;
+					b_sym = x;
+					best_n = nx;
+				}
 			}
-		}
 	}
 	if (fb < 0) {
 		fb = p.pos[0] >= i0 ? p.pos[0] : i0;
@@ -981,23 +1187,67 @@ static int steps_period(const cs_analysis *a, uint32_t pid, struct span_list *ou
 	if (nb < MIN_STEPS)
 		goto out;
 
-	rc = spans_of_bounds(a, pid, bounds, nb, out);
+	rc = spans_of_bounds(a, pid, with_copies, bounds, nb, out);
 	if (rc)
 		goto out;
-	*period = g;
-	snprintf(detail, dsize,
-		 "kernel sequence of pid %u repeats every %d kernels; %lld kernels before the "
-		 "first step",
-		 pid, g, (long long)i0);
+	rc = describe_period(&s, bounds, nb, g, pid, period, period_ops, detail, dsize);
 out:
+	if (rc == 0 && out->n == 0 && s.sym)
+		*one_kernel = one_repeated_kernel(&s);
 	free(bounds);
 	free(s.sym);
 	free(s.name_id);
+	free(s.is_copy);
 	free(p.all_pos);
 	free(p.first);
 	free(p.in_step);
 	free(p.once);
 	return rc;
+}
+
+/*
+ * Steps from the period of the GPU work (docs/steps.md): of the sequence of kernels, memcpys and
+ * memsets, and of the kernels alone. Kernel names are finer symbols than copy directions (one copy
+ * symbol stands for every copy of a direction, setup's and evaluation's included), so the kernels
+ * place the steps, unless the sequence with copies shows a longer step (more kernels per step: a
+ * loop of one kernel, or of a few, between a copy in and a copy out) or the kernels alone show
+ * none.
+ */
+static int steps_sequence(const cs_analysis *a, cs_steps *st, struct span_list *out,
+			  int *one_kernel)
+{
+	struct span_list k = {NULL, 0, 0};
+	int32_t kperiod = 0, kops = 0;
+	int unused = 0, rc;
+	char detail[sizeof(st->detail)];
+	int64_t copies = 0;
+
+	/* a process without copies: its whole sequence is its kernels, one search does */
+	for (int64_t i = 0; i < a->ncopies && !copies; i++)
+		copies += a->copies[i].pid == st->pid &&
+			  cs_launch_time(a->copies[i].launch_start, a->copies[i].start) !=
+				  CS_TS_UNKNOWN;
+	if (copies) {
+		rc = steps_period(a, st->pid, 1, out, &st->period, &st->period_ops, one_kernel,
+				  st->detail, sizeof(st->detail));
+		if (rc < 0)
+			return rc;
+	}
+	detail[0] = '\0';
+	rc = steps_period(a, st->pid, 0, &k, &kperiod, &kops, copies ? &unused : one_kernel, detail,
+			  sizeof(detail));
+	if (rc < 0 || k.n == 0 || (out->n > 0 && st->period > kperiod)) {
+		free(k.v);
+		return rc;
+	}
+	/* operations per step: the period with copies when it is the same step */
+	if (out->n == 0 || st->period != kperiod)
+		st->period_ops = kperiod;
+	free(out->v);
+	*out = k;
+	st->period = kperiod;
+	memcpy(st->detail, detail, sizeof(detail));
+	return 0;
 }
 
 /* ---- per-step statistics ---- */
@@ -1065,6 +1315,71 @@ static void step_stats(const cs_analysis *a, cs_steps *s)
 		s->v[i].gpu_busy = cs_analysis_gpu_busy(a, s->pid, s->v[i].start, s->v[i].end);
 }
 
+const char *cs_step_timing_name(int timing)
+{
+	return timing == CS_STEP_TIME_GPU ? "gpu" : "host";
+}
+
+static int64_t gpu_period(const cs_steps *s, int32_t i)
+{
+	const cs_step *st = &s->v[i];
+
+	if (st->gpu_start == CS_TS_UNKNOWN)
+		return CS_TS_UNKNOWN;
+	for (int32_t j = i + 1; j < s->n; j++)
+		if (s->v[j].gpu_start != CS_TS_UNKNOWN)
+			return s->v[j].gpu_start > st->gpu_start ? s->v[j].gpu_start - st->gpu_start
+								  : CS_TS_UNKNOWN;
+	return st->gpu_end != CS_TS_UNKNOWN && st->gpu_end > st->gpu_start
+		       ? st->gpu_end - st->gpu_start
+		       : CS_TS_UNKNOWN;
+}
+
+int64_t cs_step_time(const cs_steps *s, int32_t i)
+{
+	int64_t g;
+
+	if (!s || i < 0 || i >= s->n)
+		return 0;
+	if (s->timing == CS_STEP_TIME_GPU && (g = gpu_period(s, i)) != CS_TS_UNKNOWN)
+		return g;
+	return s->v[i].end - s->v[i].start;
+}
+
+/*
+ * Does the host run ahead of the GPU? When more than half of the steady steps that have a next
+ * step (all such steps when none is steady) saw their first GPU work start only after their host
+ * span ended (docs/steps.md, "Step time"), step times come from the GPU, and each step's GPU busy
+ * time is measured over its GPU window.
+ */
+static void choose_timing(const cs_analysis *a, cs_steps *s)
+{
+	int all = cs_steps_steady(s) == 0;
+	int32_t n = 0, behind = 0;
+
+	s->timing = CS_STEP_TIME_HOST;
+	if (s->method == CS_STEPS_NONE)
+		return;
+	for (int32_t i = 0; i + 1 < s->n; i++) {
+		const cs_step *st = &s->v[i];
+
+		if (st->warmup && !all)
+			continue;
+		n++;
+		behind += st->gpu_start != CS_TS_UNKNOWN && st->gpu_start >= st->end;
+	}
+	if (n == 0 || 2 * behind <= n)
+		return;
+	s->timing = CS_STEP_TIME_GPU;
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t g = gpu_period(s, i);
+
+		if (g != CS_TS_UNKNOWN)
+			s->v[i].gpu_busy = cs_analysis_gpu_busy(a, s->pid, s->v[i].gpu_start,
+								s->v[i].gpu_start + g);
+	}
+}
+
 int32_t cs_steps_default_warmup(int32_t n)
 {
 	if (n < 3)
@@ -1081,7 +1396,7 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 	cs_step_opts def = {NULL, -1, 0};
 	struct span_list spans = {NULL, 0, 0};
 	int32_t warmup;
-	int rc = 0;
+	int rc = 0, one_kernel = 0;
 
 	if (!a || !out)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_steps_detect: bad argument");
@@ -1103,8 +1418,7 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 		if (spans.n > 0) {
 			out->method = CS_STEPS_PROFILER;
 		} else {
-			rc = steps_period(a, out->pid, &spans, &out->period, out->detail,
-					  sizeof(out->detail));
+			rc = steps_sequence(a, out, &spans, &one_kernel);
 			if (rc < 0)
 				goto nomem;
 			if (spans.n > 0)
@@ -1126,12 +1440,15 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 		end = a->trace_end > start ? a->trace_end + 1 : start + 1;
 
 		out->method = CS_STEPS_NONE;
-		out->period = 0;
+		out->period = out->period_ops = 0;
 		if (span_add(&spans, start, end))
 			goto nomem;
-		snprintf(out->detail, sizeof(out->detail),
-			 a->nkernels ? "no repeating kernel sequence: one step spans the trace"
-				     : "no kernels: one step spans the trace");
+		snprintf(out->detail, sizeof(out->detail), "%s",
+			 one_kernel ? "the loop is one kernel repeated, which cannot tell steps apart "
+				      "(name them with NVTX ranges and --step-range): one step spans "
+				      "the trace"
+			 : a->nkernels ? "no repeating kernel sequence: one step spans the trace"
+				       : "no kernels: one step spans the trace");
 	}
 
 	out->v = calloc((size_t)spans.n, sizeof(*out->v));
@@ -1158,6 +1475,7 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 	out->warmup = warmup;
 	for (int32_t i = 0; i < out->n; i++)
 		out->v[i].warmup = i < warmup;
+	choose_timing(a, out);
 	return 0;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory finding the steps");
@@ -1241,7 +1559,7 @@ static int64_t *steady_values(const cs_steps *s, const int64_t *per_step, int no
 	if (!v)
 		return NULL;
 	for (int32_t i = 0; i < s->n; i++) {
-		int64_t x = per_step ? per_step[i] : s->v[i].end - s->v[i].start;
+		int64_t x = per_step ? per_step[i] : cs_step_time(s, i);
 
 		if (!all && s->v[i].warmup)
 			continue;
@@ -1276,7 +1594,7 @@ double cs_steps_busy_share(const cs_steps *s)
 		if (s->v[i].warmup && !all)
 			continue;
 		cs_sat_accum(&busy, s->v[i].gpu_busy);
-		cs_sat_accum(&total, s->v[i].end - s->v[i].start);
+		cs_sat_accum(&total, cs_step_time(s, i));
 	}
 	return total > 0 ? (double)busy / (double)total : 0;
 }

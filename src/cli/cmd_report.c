@@ -613,7 +613,7 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 		const cs_step *st = &s->v[i];
 		char idx[CLI_FMT_MAX], start[CLI_FMT_MAX], dur[CLI_FMT_MAX], busy[CLI_FMT_MAX],
 			kern[CLI_FMT_MAX];
-		int64_t d = st->end - st->start;
+		int64_t d = cs_step_time(v->s, i);
 		const char *row[] = {
 			idx,
 			cli_fmt_duration(start, sizeof(start), st->start),
@@ -805,10 +805,12 @@ static void text_header(const struct report_view *v)
 	} else {
 		snprintf(line, sizeof(line), "%d (%s), %d warm-up", s->n, s->detail, s->warmup);
 		print_header_field("steps:", line, v->width);
-		snprintf(line, sizeof(line), "median %s (p10 %s .. p90 %s), GPU busy %.1f%%",
+		snprintf(line, sizeof(line), "median %s (p10 %s .. p90 %s), GPU busy %.1f%%%s",
 			 cli_fmt_duration(a, sizeof(a), v->median),
 			 cli_fmt_duration(b, sizeof(b), v->p10),
-			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share);
+			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share,
+			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU"
+						       : "");
 		print_header_field("step time:", line, v->width);
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
@@ -1118,6 +1120,8 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 	cli_json_add_int(o, "count", s->n, -1);
 	cli_json_add_int(o, "warmup", s->warmup, -1);
 	cli_json_add_int(o, "period_kernels", s->period, 0);
+	cli_json_add_int(o, "period_operations", s->period_ops, 0);
+	cli_json_add_string(o, "step_time", cs_step_timing_name(s->timing));
 	cli_json_add_int(o, "median_ns", median, -1);
 	cli_json_add_int(o, "p10_ns", p10, -1);
 	cli_json_add_int(o, "p90_ns", p90, -1);
@@ -1128,7 +1132,7 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 	for (int32_t i = 0; i < s->n; i++) {
 		const cs_step *st = &s->v[i];
 		cJSON *e = cJSON_CreateObject();
-		int64_t d = st->end - st->start;
+		int64_t d = cs_step_time(s, i);
 
 		if (!e || !cJSON_AddItemToArray(list, e)) {
 			cJSON_Delete(e);
@@ -1138,6 +1142,7 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 		cli_json_add_int(e, "start_ns", st->start, CS_TS_UNKNOWN);
 		cli_json_add_int(e, "end_ns", st->end, CS_TS_UNKNOWN);
 		cli_json_add_int(e, "duration_ns", d, INT64_MIN);
+		cli_json_add_int(e, "host_duration_ns", st->end - st->start, INT64_MIN);
 		cli_json_add_int(e, "gpu_start_ns", st->gpu_start, CS_TS_UNKNOWN);
 		cli_json_add_int(e, "gpu_end_ns", st->gpu_end, CS_TS_UNKNOWN);
 		cli_json_add_int(e, "gpu_busy_ns", st->gpu_busy, INT64_MIN);
@@ -1416,10 +1421,11 @@ static int print_markdown(const struct report_view *v)
 		printf("| Steps | %d (", s->n);
 		md_puts(s->detail);
 		printf("), %d warm-up |\n", s->warmup);
-		printf("| Step time | median %s (p10 %s, p90 %s) |\n",
+		printf("| Step time | median %s (p10 %s, p90 %s)%s |\n",
 		       cli_fmt_duration(a, sizeof(a), v->median),
 		       cli_fmt_duration(b, sizeof(b), v->p10),
-		       cli_fmt_duration(c, sizeof(c), v->p90));
+		       cli_fmt_duration(c, sizeof(c), v->p90),
+		       s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
 	}
 	if (!v->multi)
 		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);

@@ -2,10 +2,11 @@
  * test_steps.c - the analysis side's loaded trace and its training steps: the reader's bulk scan,
  * loading (arrays sorted, memcpys and memsets merged, a kernel table read by two threads, lookups,
  * GPU busy time), step detection from NVTX ranges, from cudaProfilerStart/Stop pairs and from the
- * period of the kernel sequence (on the committed train_small trace with and without its NVTX
- * ranges, on the rule samples' traces, on a trace without structure, and on synthetic loops with
- * warm-up, gradient accumulation, occasional extra kernels and steps of varying length), the
- * warm-up defaults, cs_steps_find and the step duration statistics.
+ * period of the GPU work (on the committed train_small trace with and without its NVTX ranges, on
+ * the rule samples' traces, on a trace without structure, on synthetic loops with warm-up, gradient
+ * accumulation, occasional extra kernels and steps of varying length, and on C loops of copies and
+ * one repeated kernel), step times from the host or the GPU, the warm-up defaults, cs_steps_find
+ * and the step duration statistics.
  */
 #include <check.h>
 #include <stdio.h>
@@ -449,6 +450,7 @@ START_TEST(test_train_small_nvtx_and_period)
 	ck_assert_int_eq(b.s.method, CS_STEPS_PERIOD);
 	ck_assert_msg(abs(b.s.n - a.s.n) <= 1, "period %d steps, NVTX %d", b.s.n, a.s.n);
 	ck_assert_int_eq(b.s.period, 38);
+	ck_assert_int_eq(b.s.period_ops, 39); /* and a memset */
 	/* every steady step launches the same 38 kernels either way */
 	for (int i = 1; i < a.s.n; i++)
 		ck_assert_int_eq(a.s.v[i].kernels, 38);
@@ -772,6 +774,351 @@ START_TEST(test_period_none)
 }
 END_TEST
 
+/* ---- the sequence of kernels and copies ---- */
+
+#define OP_HTOD	  (-1)
+#define OP_DTOH	  (-2)
+#define OP_MEMSET (-3)
+
+/*
+ * Write a trace whose only process launches, in this order, one every 10 us, kernels named
+ * "k<ops[i]>" and for negative ops a memcpy host to device (OP_HTOD), device to host (OP_DTOH) or
+ * a memset, each running 5 us on the GPU from 3 us after its launch. Returns the path (malloc'd).
+ */
+static char *write_ops(const char *file, const int *ops, int n)
+{
+	char *path = tu_path(tmp_dir, file);
+	cs_trace_writer *w = open_writer(path);
+	int64_t ids[100];
+
+	for (int i = 0; i < 100; i++)
+		ids[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int64_t launch = 1000 * US + (int64_t)i * 10 * US;
+
+		if (ops[i] >= 0) {
+			cs_kernel k;
+
+			ck_assert(ops[i] < 100);
+			if (ids[ops[i]] < 0) {
+				char name[16];
+
+				snprintf(name, sizeof(name), "k%d", ops[i]);
+				ids[ops[i]] = cs_writer_intern(w, name);
+			}
+			k = kernel(PID, ids[ops[i]], launch, launch + 3 * US, launch + 8 * US);
+			ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+		} else if (ops[i] == OP_MEMSET) {
+			cs_memset ms;
+
+			memset(&ms, 0, sizeof(ms));
+			ms.start = launch + 3 * US;
+			ms.end = launch + 8 * US;
+			ms.launch_start = launch;
+			ms.launch_end = launch + 2 * US;
+			ms.pid = PID;
+			ms.launch_tid = PID;
+			ms.launch_cbid = CS_ID_NONE;
+			ms.stream_id = 7;
+			ms.bytes = 4096;
+			ms.graph_id = ms.graph_node_id = ms.stack_id = CS_ID_NONE;
+			ck_assert_int_eq(cs_writer_add_memset(w, &ms), 0);
+		} else {
+			cs_memcpy m;
+
+			memset(&m, 0, sizeof(m));
+			m.start = launch + 3 * US;
+			m.end = launch + 8 * US;
+			m.launch_start = launch;
+			m.launch_end = launch + 2 * US;
+			m.pid = PID;
+			m.launch_tid = PID;
+			m.launch_cbid = CS_ID_NONE;
+			m.stream_id = 7;
+			m.copy_kind = ops[i] == OP_HTOD ? CS_COPY_HTOD : CS_COPY_DTOH;
+			m.bytes = 1 << 20;
+			m.src_device_id = m.dst_device_id = CS_ID_NONE;
+			m.graph_id = m.graph_node_id = m.stack_id = CS_ID_NONE;
+			ck_assert_int_eq(cs_writer_add_memcpy(w, &m), 0);
+		}
+	}
+	finish_writer(w);
+	return path;
+}
+
+/*
+ * A plain C loop: copy the input in, run the same kernel 10 times, copy the result out, 20 times,
+ * after a setup of a memset and an upload. The kernels alone are one kernel repeated; with the
+ * copies the loop repeats every 12 operations, and each step starts at its copy in.
+ */
+START_TEST(test_period_copy_kernels_copy)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	push(s, OP_MEMSET);
+	push(s, OP_HTOD);
+	for (int r = 0; r < 20; r++) {
+		push(s, OP_HTOD);
+		for (int i = 0; i < 10; i++)
+			push(s, 1);
+		push(s, OP_DTOH);
+	}
+	path = write_ops("copy-kernels-copy.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 12);
+	ck_assert_int_eq(l.s.period, 10);
+	ck_assert_msg(l.s.n == 20, "%d steps: %s", l.s.n, l.s.detail);
+	for (int i = 0; i < l.s.n; i++) {
+		ck_assert_int_eq(l.s.v[i].start, 1000 * US + (int64_t)(2 + 12 * i) * 10 * US);
+		ck_assert_int_eq(l.s.v[i].kernels, 10);
+	}
+	ck_assert_msg(strstr(l.s.detail, "every 10 kernels (12 operations"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
+/*
+ * An inner loop of two kernels, 5 times between a copy in and a copy out: the kernels alone repeat
+ * every 2, the work every 12 (the longer step, with more kernels, is the loop's).
+ */
+START_TEST(test_period_inner_loop_between_copies)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	for (int r = 0; r < 30; r++) {
+		push(s, OP_HTOD);
+		for (int i = 0; i < 5; i++) {
+			push(s, 1);
+			push(s, 2);
+		}
+		push(s, OP_DTOH);
+	}
+	path = write_ops("inner-loop.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 12);
+	ck_assert_int_eq(l.s.period, 10);
+	ck_assert_msg(l.s.n == 30, "%d steps: %s", l.s.n, l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
+/*
+ * One kernel repeated, alone or between a copy in before it and a copy out after it: steps cannot
+ * be told apart, and the header says why. Copies inside such a loop (every few kernels) make it a
+ * loop of steps again; memsets in steps of kernels that have their own period (train_small) leave
+ * the kernel period as it was.
+ */
+START_TEST(test_period_one_kernel)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	for (int i = 0; i < 100; i++)
+		push(s, 1);
+	path = write_ops("one-kernel-only.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+	ck_assert_int_eq(l.s.n, 1);
+	ck_assert_msg(strstr(l.s.detail, "one kernel repeated"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+
+	s->n = 0;
+	push(s, OP_HTOD);
+	push(s, OP_HTOD);
+	for (int i = 0; i < 200; i++)
+		push(s, 1);
+	push(s, OP_DTOH);
+	path = write_ops("one-kernel-copies.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+	ck_assert_msg(strstr(l.s.detail, "one kernel repeated"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+
+	s->n = 0;
+	for (int r = 0; r < 25; r++) {
+		for (int i = 0; i < 4; i++)
+			push(s, 1);
+		push(s, OP_MEMSET);
+	}
+	path = write_ops("one-kernel-memsets.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period_ops, 5);
+	ck_assert_int_eq(l.s.period, 4);
+	ck_assert_msg(abs(l.s.n - 25) <= 1, "%d steps: %s", l.s.n, l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
+/* ---- step time: the host's or the GPU's ---- */
+
+/*
+ * A loop of nsteps steps of 5 kernels (k1..k5). The host launches a step's kernels evenly over
+ * host_ns; the GPU runs each kernel for gpu_ns / 5, starting it 10 us after its launch or when the
+ * previous kernel ends, whichever is later (one stream). With ahead > 0 the host cannot launch a
+ * step before the GPU has finished the step ahead steps before it (a full launch queue). Returns
+ * the path (malloc'd).
+ */
+static char *write_timed_loop(const char *file, int nsteps, int64_t host_ns, int64_t gpu_ns,
+			      int ahead)
+{
+	char *path = tu_path(tmp_dir, file);
+	cs_trace_writer *w = open_writer(path);
+	int64_t ids[5], gpu = 0, host = 1000 * US, *done = calloc((size_t)nsteps, sizeof(*done));
+
+	ck_assert(done != NULL);
+	for (int j = 0; j < 5; j++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "k%d", j + 1);
+		ids[j] = cs_writer_intern(w, name);
+	}
+	for (int i = 0; i < nsteps; i++) {
+		if (ahead > 0 && i >= ahead && done[i - ahead] > host)
+			host = done[i - ahead];
+		for (int j = 0; j < 5; j++) {
+			int64_t launch = host + (int64_t)j * host_ns / 5;
+			int64_t start = launch + 10 * US > gpu ? launch + 10 * US : gpu;
+			cs_kernel k = kernel(PID, ids[j], launch, start, start + gpu_ns / 5);
+
+			gpu = start + gpu_ns / 5;
+			ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+		}
+		done[i] = gpu;
+		host += host_ns;
+	}
+	finish_writer(w);
+	free(done);
+	return path;
+}
+
+/*
+ * GPU-bound: the host launches a step in 1.5 ms, the GPU takes 22 ms for it, so the host ends up
+ * 11 steps ahead (it has launched all 12 steps while the GPU runs the first). The host spans are
+ * 1.5 ms; the step time must be the GPU's 22 ms, and so must the statistics and the busy share's
+ * denominator. The spans still place launches in steps.
+ */
+START_TEST(test_step_time_gpu_bound)
+{
+	char *path = write_timed_loop("gpu-bound.db", 12, 1500 * US, 22000 * US, 0);
+	struct loaded l;
+	int64_t med, p10, p90;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 12);
+	ck_assert_int_eq(l.s.period, 5);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_GPU);
+	ck_assert_str_eq(cs_step_timing_name(l.s.timing), "gpu");
+	for (int i = 0; i + 1 < l.s.n; i++) {
+		ck_assert_int_eq(l.s.v[i].end - l.s.v[i].start, 1500 * US);
+		ck_assert_int_eq(cs_step_time(&l.s, i), 22000 * US);
+		ck_assert_int_eq(l.s.v[i].kernels, 5);
+		/* the GPU never idles inside the GPU window */
+		ck_assert_int_eq(l.s.v[i].gpu_busy, 22000 * US);
+	}
+	/* the last step: from its GPU start to its GPU end */
+	ck_assert_int_eq(cs_step_time(&l.s, l.s.n - 1), 22000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 22000 * US);
+	ck_assert_int_eq(p10, 22000 * US);
+	ck_assert_int_eq(p90, 22000 * US);
+	ck_assert_int_eq(cs_steps_median(&l.s, NULL, 0), 22000 * US);
+	ck_assert(cs_steps_busy_share(&l.s) > 0.99);
+	/* a kernel launched in step 5 is found in step 5 by its host launch time */
+	ck_assert_int_eq(cs_steps_find(&l.s, l.s.v[5].start + 10 * US), 5);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
+ * GPU-bound with a full launch queue: the host may run at most 10 steps ahead, so after the first
+ * 10 steps its spans stretch to the GPU's 22 ms (it waits in the launches) and the first ones are
+ * 1.5 ms. Every step reads 22 ms, warm-up included.
+ */
+START_TEST(test_step_time_gpu_bound_throttled)
+{
+	char *path = write_timed_loop("gpu-bound-queue.db", 40, 1500 * US, 22000 * US, 10);
+	struct loaded l;
+	int64_t med, p10, p90;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 40);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_GPU);
+	ck_assert_int_eq(l.s.v[0].end - l.s.v[0].start, 1500 * US);
+	for (int i = 0; i < l.s.n; i++)
+		ck_assert_int_eq(cs_step_time(&l.s, i), 22000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 22000 * US);
+	ck_assert_int_eq(p10, 22000 * US);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
+ * Host-bound: the host takes 5 ms to launch a step whose GPU work takes 2 ms; the GPU starts each
+ * kernel 10 us after its launch. The step time stays the host span.
+ */
+START_TEST(test_step_time_host_bound)
+{
+	char *path = write_timed_loop("host-bound.db", 30, 5000 * US, 2000 * US, 0);
+	struct loaded l;
+	int64_t med, p10, p90;
+	double busy;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, 30);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_HOST);
+	ck_assert_str_eq(cs_step_timing_name(l.s.timing), "host");
+	for (int i = 0; i + 1 < l.s.n; i++)
+		ck_assert_int_eq(cs_step_time(&l.s, i), 5000 * US);
+	cs_steps_duration_stats(&l.s, &med, &p10, &p90);
+	ck_assert_int_eq(med, 5000 * US);
+	ck_assert_int_eq(p90, 5000 * US);
+	busy = cs_steps_busy_share(&l.s);
+	ck_assert_msg(busy > 0.39 && busy < 0.41, "busy %f", busy);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
+/*
+ * Nearly balanced: 5 ms host spans and 4.9 ms of GPU work per step. The GPU keeps up, a fraction
+ * of a step behind the launches, so the host's time is kept (the GPU's period is the same here).
+ */
+START_TEST(test_step_time_balanced)
+{
+	char *path = write_timed_loop("balanced.db", 30, 5000 * US, 4900 * US, 0);
+	struct loaded l;
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.timing, CS_STEP_TIME_HOST);
+	ck_assert_int_eq(cs_steps_median(&l.s, NULL, 0), 5000 * US);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
 /* A trace without events, and kernels whose timestamps are partly unknown: no crash, one step. */
 START_TEST(test_empty_and_unknown_times)
 {
@@ -1085,6 +1432,13 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_period_occasional_kernel);
 	tcase_add_test(tc, test_period_variable_length);
 	tcase_add_test(tc, test_period_none);
+	tcase_add_test(tc, test_period_copy_kernels_copy);
+	tcase_add_test(tc, test_period_inner_loop_between_copies);
+	tcase_add_test(tc, test_period_one_kernel);
+	tcase_add_test(tc, test_step_time_gpu_bound);
+	tcase_add_test(tc, test_step_time_gpu_bound_throttled);
+	tcase_add_test(tc, test_step_time_host_bound);
+	tcase_add_test(tc, test_step_time_balanced);
 	tcase_add_test(tc, test_empty_and_unknown_times);
 	tcase_add_test(tc, test_nvtx_outermost_one_thread);
 	tcase_add_test(tc, test_profiler_pairs);
