@@ -213,7 +213,8 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		}
 	}
 	free(sv);
-	cJSON_AddNumberToObject(e, "min_idle_ns", (double)RU_D2H_MIN_IDLE);
+	cJSON_AddNumberToObject(e, "noise_floor_ns", (double)d->floor_ns);
+	cJSON_AddNumberToObject(e, "back_to_back_pairs", (double)d->floor_pairs);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	return 0;
@@ -250,7 +251,6 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		const struct ru_d2h_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		struct step_sum *x;
-		int64_t gap = ru_d2h_idle(w);
 
 		if (w->step < 0)
 			continue;
@@ -260,7 +260,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cs_sat_accum(&x->bytes, w->bytes);
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
 			cs_sat_accum(&x->wait_ns, y->end - y->start);
-		if (gap >= RU_D2H_MIN_IDLE) {
+		if (ru_d2h_cost(w) > 0) {
 			x->draining++;
 			cs_sat_accum(&x->idle_ns, ru_d2h_cost(w));
 			cs_sat_accum(&x->refill_ns, w->refill_ns);

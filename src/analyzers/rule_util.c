@@ -298,6 +298,39 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
 	d->refill_gaps = gaps;
 }
 
+/*
+ * The GPU's own gap between two pieces of work of pid when the second was already queued: in
+ * start order, each piece launched (its launch call returned) before the GPU work so far ended and
+ * starting at or after that end leaves a gap the host did not cause. The median of those gaps, and
+ * how many there were (0: none, and a floor of 0).
+ */
+static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns,
+			      int64_t *pairs)
+{
+	struct ru_gpu_iter it;
+	struct ru_work w;
+	struct ru_i64 gaps = {0};
+	int64_t reach = CS_TS_UNKNOWN;
+
+	*floor_ns = *pairs = 0;
+	ru_gpu_iter_init(&it, a, pid);
+	while (ru_gpu_next(&it, &w)) {
+		int64_t launched = ru_work_launched(&w);
+
+		if (reach != CS_TS_UNKNOWN && launched != CS_TS_UNKNOWN && launched < reach &&
+		    w.start >= reach && ru_i64_push(&gaps, w.start - reach)) {
+			ru_i64_free(&gaps);
+			return CS_ERR_NOMEM;
+		}
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+	}
+	*pairs = gaps.n;
+	*floor_ns = ru_median(gaps.v, gaps.n);
+	ru_i64_free(&gaps);
+	return 0;
+}
+
 int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 {
 	struct launch_ref *cp = NULL;
@@ -375,6 +408,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		rc = 0;
 		goto out;
 	}
+	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
+		goto out;
 
 	/*
 	 * The idle after each wait, in one pass over the GPU work: the first work launched after
@@ -410,7 +445,9 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 			last_next_kernel = w.is_kernel;
 			d->idle_start = from;
 			d->idle_end = w.start > from ? w.start : from;
-			if (d->step < 0 || ru_d2h_idle(d) < RU_D2H_MIN_IDLE) {
+			/* drained: the work queued before the wait had all ended when it returned */
+			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
+			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns) {
 				d->window_end = d->idle_end;
 				continue;
 			}
@@ -419,6 +456,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 			if (s->v[d->step].end < stop)
 				stop = s->v[d->step].end;
 			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
 		}
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;

@@ -71,35 +71,40 @@ int64_t ru_work_launched(const struct ru_work *w);
 
 /* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
 
-/* Idle shorter than this after a wait is noise: the wait did not drain the GPU. */
-#define RU_D2H_MIN_IDLE (20 * RU_US)
-
 struct ru_d2h_wait {
 	int64_t sync;		      /* index in a->syncs */
 	int64_t first_copy;	      /* index in a->copies of the first copy it waited for */
 	int32_t step;		      /* steady step of the wait, or -1 */
 	int32_t copies;		      /* DtoH copies since the previous host wait */
 	int64_t bytes;		      /* their bytes */
+	int drained;		      /* all GPU work queued before the wait ended had ended */
 	int64_t idle_start, idle_end; /* the GPU idle right after the wait (none: equal) */
 	int64_t refill_ns;	      /* starved gaps while the queue refilled, at most the lead */
 	int64_t window_end;	      /* end of the time after the wait that it is charged for */
 	int32_t refill_gaps;	      /* gaps counted in refill_ns */
+	int64_t cost;		      /* GPU time it cost: see ru_d2h_waits() */
 };
 struct ru_d2h {
 	struct ru_d2h_wait *v;
 	int64_t n;
+	/* The GPU's own gap between two pieces of work when the next was already queued (the
+	 * median over the process's back-to-back pairs), and how many pairs it comes from. */
+	int64_t floor_ns;
+	int64_t floor_pairs;
 };
 
 /*
  * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
  * process that waited for a device-to-host copy launched since the previous host wait, each with
- * the GPU idle it caused: the idle right after it (from the later of the wait's start and the end
- * of the GPU work queued before it, to the start of the first work launched after it ended), and,
- * when that idle shows the queue drained, the starved gaps that follow while the host refills the
- * queue (each next piece of work launched only after the GPU ran out of work), until work is
- * queued ahead again, the next host wait or the end of the step; these are counted up to the lead
- * the host had before the wait (the time it waited), the most the wait can have cost. Event and
- * stream queries and stream-wait-event are not host waits and are never listed.
+ * the GPU idle after it. A wait drained the GPU when every piece of GPU work launched before it
+ * ended had ended by the time it returned (the GPU had nothing left to run); its idle runs from
+ * the later of the wait's start and the end of that work to the start of the first work launched
+ * after it. A drained wait whose idle is longer than the GPU's own back-to-back gap (floor_ns,
+ * measured in the same trace) costs that idle in full, plus the starved gaps that follow while
+ * the host refills the queue (each next piece of work launched only after the GPU ran out of
+ * work), until work is queued ahead again, the next host wait or the end of the step, counted up
+ * to the lead the host had before the wait (the time it waited). Event and stream queries and
+ * stream-wait-event are not host waits and are never listed.
  */
 int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
 void ru_d2h_free(struct ru_d2h *d);
@@ -110,9 +115,7 @@ static inline int64_t ru_d2h_idle(const struct ru_d2h_wait *w)
 /* GPU time a wait cost: nothing unless it drained the GPU, else the idle and the refill. */
 static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
 {
-	int64_t idle = ru_d2h_idle(w);
-
-	return idle >= RU_D2H_MIN_IDLE ? idle + w->refill_ns : 0;
+	return w->cost;
 }
 
 /* ---- release bursts of the device memory allocator ---- */

@@ -4,10 +4,11 @@
  * gives its rule's finding in most steady steps; the fixed programs, the negatives and clean.db
  * give none), and on synthetic traces written here for the edge cases: a device-to-host read only
  * after the loop, host waits that never leave the GPU idle, event queries and stream-wait-event,
- * a synchronous cudaMemcpy, allocations only during warm-up, an empty_cache() every 10 steps or
- * followed at once by a small allocation, the allocator's retry with and without a failed call,
- * tiny kernels against a GPU-bound loop, idle already charged to d2h-sync, and kernel names that
- * mention Scan only in their template arguments.
+ * a synchronous cudaMemcpy, a C loop whose synchronous read-back drains the GPU for 15 us, a read
+ * one step late followed by a GPU idle the wait did not cause, allocations only during warm-up,
+ * an empty_cache() every 10 steps or followed at once by a small allocation, the allocator's
+ * retry with and without a failed call, tiny kernels against a GPU-bound loop, idle already
+ * charged to d2h-sync, and kernel names that mention Scan only in their template arguments.
  *
  * The rules run through the analysis API (cs_analysis_load, cs_steps_detect, a cs_rule_ctx with
  * an emit that keeps the findings), not through the CLI.
@@ -759,6 +760,77 @@ START_TEST(test_d2h_every_tenth_step)
 }
 END_TEST
 
+START_TEST(test_d2h_c_host_memcpy)
+{
+	struct sim m;
+	struct found f;
+	cJSON *e;
+
+	/*
+	 * A C loop: 8 kernels of 20 us queued ahead, then the scalar read back with a synchronous
+	 * cudaMemcpy, which returns when the whole queue has run; the host then relaunches at C
+	 * speed (10 us of host work and a 2 us launch, as the step's end adds 10 us): 15 us of GPU
+	 * idle after each wait (95 us every fifth step), under any fixed floor fitted to Python's
+	 * relaunch time.
+	 */
+	sim_open(&m, "d2h_c_host.db");
+	m.launch_ns = 2 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 8; k++)
+			sim_kernel(&m, 7, 20 * US);
+		sim_d2h(&m, 7, 4, 0, CS_ID_NONE);
+		sim_host(&m, s % 5 == 4 ? 80 * US : 0);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	/* all steady steps but the last, after which nothing is launched again */
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 3);
+	e = f.v[0].evidence;
+	/* the idle after each drained wait, counted in full: 2 + 10 + 2 + 1 us in most steps */
+	ck_assert_msg(f.v[0].lost_ns_per_step >= 15 * US && f.v[0].lost_ns_per_step < 17 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "draining_waits_per_step")->valueint, 1);
+	/* the floor is the GPU's back-to-back gap in this trace (1 us in the simulator) */
+	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(e, "noise_floor_ns")->valuedouble, 1 * US);
+	ck_assert_int_gt(cJSON_GetObjectItem(e, "back_to_back_pairs")->valueint, 100);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_late_read_not_drained)
+{
+	struct sim m;
+	struct found f;
+	int64_t prev_copy_end = 0;
+
+	/*
+	 * The loss of the previous step read back one step late: the wait returns at once while
+	 * this step's 4 ms of work are still queued. The host then spends 5 ms in Python, so the
+	 * GPU does run dry a millisecond later; that idle follows the wait but the wait did not
+	 * cause it (the queue was not drained when it returned).
+	 */
+	sim_open(&m, "d2h_late.db");
+	for (int s = 0; s < STEPS; s++) {
+		int64_t end;
+
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		end = m.g[7];
+		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, prev_copy_end, CS_ID_NONE);
+		prev_copy_end = end;
+		sim_host(&m, 5 * MS);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
 /* ---- empty-cache-in-loop and memory-ceiling-thrash ---- */
 
 /* A step that allocates n blocks during its forward pass (between kernels). */
@@ -1244,6 +1316,8 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_lagged_event_wait);
 	tcase_add_test(ts, test_d2h_queries_not_waits);
 	tcase_add_test(ts, test_d2h_every_tenth_step);
+	tcase_add_test(ts, test_d2h_c_host_memcpy);
+	tcase_add_test(ts, test_d2h_late_read_not_drained);
 	tcase_add_test(ts, test_empty_cache_every_step);
 	tcase_add_test(ts, test_pinned_host_churn_is_not_empty_cache);
 	tcase_add_test(ts, test_empty_cache_then_small_alloc);
