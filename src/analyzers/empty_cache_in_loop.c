@@ -81,7 +81,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_empty_cache, MIN_STEPS, MIN_STEP_SHARE, emit_finding, err);
+	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, emit_finding,
+			       err);
 }
 
 const cs_analyzer cs_rule_empty_cache_in_loop = {

@@ -737,6 +737,14 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 				if (burst_push(out, &cap, &cur))
 					goto out;
 				open = out->n - 1;
+			} else if (cur.failed_before) {
+				/* too few releases to be the allocator's: the failure is still
+				 * pending for the burst that follows */
+				pending_failed += cur.failed_before;
+				if (cur.failed_bytes > pending_failed_bytes)
+					pending_failed_bytes = cur.failed_bytes;
+				if (pending_failed_row < 0)
+					pending_failed_row = cur.failed_row;
 			}
 			in_burst = 0;
 		}
@@ -832,6 +840,9 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 				   (x->next_alloc >= 0 && !x->launches_before_next &&
 				    x->launches_since_alloc <= RU_RETRY_MAX_LAUNCHES &&
 				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
+		/* direct: refused by the driver, released, and asked again at once */
+		x->direct = x->retry && x->failed_before > 0 && x->next_alloc >= 0 &&
+			    !x->launches_before_next;
 	}
 	rc = 0;
 out:
@@ -951,6 +962,15 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 	if (!tmp)
 		return CS_ERR_NOMEM;
 	sum->tmp = tmp;
+	sum->keep = keep;
+	for (int32_t i = 0; i < n; i++)
+		cs_sat_accum(&sum->total, cost[steps[i]]);
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup && s->v[i].end > s->v[i].start)
+			cs_sat_accum(&sum->steady_ns, s->v[i].end - s->v[i].start);
+	sum->steady_share = sum->steady_ns > 0 ? (double)sum->total / (double)sum->steady_ns : 0;
+	if (sum->steady_share > 1)
+		sum->steady_share = 1;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = cost[steps[i]];
 	sum->lost = ru_median(tmp, n);
@@ -972,8 +992,25 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 	return 0;
 }
 
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
-		    double min_share, ru_mem_emit_fn emit, cs_error *err)
+/* Marks in hit the steps of the bursts keep() holds for and lists them in steps; how many. */
+static int32_t steps_with(const cs_steps *s, const struct ru_mem *m,
+			  int (*keep)(const struct ru_burst *b), uint8_t *hit, int32_t *steps)
+{
+	int32_t n = 0;
+
+	memset(hit, 0, (size_t)s->n + 1);
+	for (int32_t i = 0; i < m->n; i++)
+		if (keep(&m->v[i]))
+			hit[m->v[i].step] = 1;
+	for (int32_t i = 0; i < s->n; i++)
+		if (hit[i])
+			steps[n++] = i;
+	return n;
+}
+
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
+		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+		    ru_mem_emit_fn emit, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -997,14 +1034,16 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int32_t i = 0; i < m->n; i++)
-		if (keep(&m->v[i]))
-			hit[m->v[i].step] = 1;
-	for (int32_t i = 0; i < s->n; i++)
-		if (hit[i])
-			steps[n++] = i;
-	if (n < min_steps || n < min_share * steady)
-		goto out;
+	n = steps_with(s, m, keep, hit, steps);
+	if (n < min_steps || n < min_share * steady) {
+		/* not recurring enough to infer: only direct evidence, however rare */
+		if (!direct)
+			goto out;
+		keep = direct;
+		n = steps_with(s, m, keep, hit, steps);
+		if (n == 0)
+			goto out;
+	}
 	/* what the allocator calls cost: only for a rule that reports */
 	if (cached_mem(ctx, &own, 1, &m)) {
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");

@@ -143,6 +143,7 @@ struct ru_burst {
 	int64_t reserved_before;  /* reserved device memory when the burst began */
 	int64_t reserved_after;	  /* and when it ended */
 	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
+	int direct;		  /* a retry proven by a failed allocation: see ru_mem_bursts() */
 };
 
 struct ru_mem {
@@ -169,7 +170,12 @@ struct ru_mem {
  * allocating (at most RU_RETRY_MAX_LAUNCHES pieces of GPU work launched since the previous
  * allocation) and is followed at once (no GPU work launched in between) by an allocation that
  * would not have fit under the highest reserved level; a backtrace of the first release, when the
- * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks).
+ * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks). A retry is
+ * direct when a failed allocation came before it and an allocation follows it with no GPU work
+ * launched in between: the driver refused, the allocator released and asked again. A failed
+ * allocation stays pending across a run of fewer than RU_BURST_MIN_RELEASES releases (the pages
+ * created for the failed request, released before the allocator frees its cache), until an
+ * allocation succeeds or a burst takes it.
  */
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
 void ru_mem_free(struct ru_mem *m);
@@ -199,19 +205,27 @@ struct ru_mem_summary {
 	int64_t bursts; /* bursts kept */
 	int64_t releases, bytes, reserved_before, reserved_after; /* per kept burst */
 	int64_t calls, host; /* allocator calls, and the host time in them, per affected step */
-	int64_t *tmp;	     /* scratch for a rule's own medians: room for m->n and s->n values */
+	int64_t total;	     /* the cost summed over the affected steps */
+	int64_t steady_ns;   /* the steady steps' durations, summed */
+	double steady_share; /* total / steady_ns: the share of the steady state lost */
+	int (*keep)(const struct ru_burst *b); /* the bursts the finding is about */
+	int64_t *tmp; /* scratch for a rule's own medians: room for m->n and s->n values */
 };
 
 /*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
  * steps with a burst for which keep() holds; when there are at least min_steps of them and at least
- * min_share of the steady steps, emit() is called with the bursts, their summary and those steps.
+ * min_share of the steady steps, emit() is called with the bursts, their summary (sum->keep is
+ * keep) and those steps. Otherwise, when direct is not NULL, the bursts for which direct() holds
+ * (direct evidence, a subset of keep's) are reported however few: emit() gets them with sum->keep
+ * set to direct.
  */
 typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
 			      cs_error *err);
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
-		    double min_share, ru_mem_emit_fn emit, cs_error *err);
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
+		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+		    ru_mem_emit_fn emit, cs_error *err);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
