@@ -230,7 +230,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *idle = NULL, *tmp = NULL, lost;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
-	double share;
+	double share, share_lo = 0, share_hi = 0;
+	int64_t lost_lo, lost_hi;
+	int near;
 	char title[256], b1[32];
 	int rc;
 
@@ -275,22 +277,39 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
 	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
-	if (share < MIN_LOSS_SHARE)
+	/* how far the median could be in another run of the same program: its 95% interval */
+	for (int32_t i = 0; i < nsteps; i++)
+		tmp[i] = sum[steps[i]].idle_ns;
+	ru_median_interval(tmp, nsteps, &lost_lo, &lost_hi);
+	if (ctx->step_median > 0) {
+		share_lo = (double)lost_lo / (double)ctx->step_median;
+		share_hi = (double)lost_hi / (double)ctx->step_median;
+	}
+	if (share_hi < MIN_LOSS_SHARE)
 		goto out;
+	near = share_lo < MIN_LOSS_SHARE;
 
 	rc = CS_ERR_NOMEM;
 	{
 		int64_t per =
 			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
 
+		char b2[96] = "";
+
+		if (near)
+			snprintf(b2, sizeof(b2),
+				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
+				 MIN_LOSS_SHARE * 100, share_lo * 100, share_hi * 100);
 		snprintf(title, sizeof(title),
 			 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
-			 "%s of GPU idle per step (%.1f%%)",
+			 "%s of GPU idle per step (%.1f%%)%s",
 			 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
-			 share * 100);
+			 share * 100, b2);
 	}
+	/* a value whose interval holds the threshold could fall either side of it in another run:
+	 * info, with the margin in the evidence */
 	f = cs_finding_new(
-		RULE_ID, ru_severity(share), title,
+		RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title,
 		"Keep the value on the GPU (accumulate losses and metrics in device "
 		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
 		"ignore_index instead of a host check) and read it every N steps or after "
@@ -313,6 +332,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
+	cJSON_AddNumberToObject(f->evidence, "loss_share", share);
+	cJSON_AddNumberToObject(f->evidence, "loss_share_low", share_lo);
+	cJSON_AddNumberToObject(f->evidence, "loss_share_high", share_hi);
+	cJSON_AddNumberToObject(f->evidence, "min_loss_share", MIN_LOSS_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "threshold_margin", share - MIN_LOSS_SHARE);
+	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;

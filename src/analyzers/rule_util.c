@@ -4,6 +4,7 @@
  * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
  * them), both computed once per run.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,23 @@ int64_t ru_median(int64_t *v, int64_t n)
 	if (n % 2)
 		return v[n / 2];
 	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
+}
+
+void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
+{
+	double half, w;
+	int64_t a, b;
+
+	*lo = *hi = 0;
+	if (n <= 0)
+		return;
+	ru_sort_i64(v, n);
+	half = (double)n / 2;
+	w = 0.98 * sqrt((double)n);
+	a = (int64_t)floor(half - w);
+	b = (int64_t)ceil(half + w) - 1;
+	*lo = v[a < 0 ? 0 : a];
+	*hi = v[b >= n ? n - 1 : b < 0 ? 0 : b];
 }
 
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)

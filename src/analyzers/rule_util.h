@@ -35,6 +35,14 @@ void ru_sort_i64(int64_t *v, int64_t n);
 /* Median of v[0..n) (v is sorted in place); 0 when n is 0. */
 int64_t ru_median(int64_t *v, int64_t n);
 
+/*
+ * The distribution-free 95% confidence interval of the median of v[0..n) (sorted in place), into
+ * *lo and *hi: the order statistics at ranks n/2 -/+ 0.98 sqrt(n), as the number of values under
+ * the true median is binomial B(n, 1/2) with a standard deviation of sqrt(n)/2 (1.96 of them on
+ * either side). Few values give a wide interval (all of them under 6). Nothing when n is 0.
+ */
+void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi);
+
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s" into buf; returns buf. */
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns);
 /* "512 B", "4.0 KiB", "1.3 GiB" into buf; returns buf. */
