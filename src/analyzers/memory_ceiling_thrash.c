@@ -47,7 +47,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	int64_t failed_bursts = 0, failed_row = -1, stack = CS_ID_NONE;
 	int at_device;
 	int64_t lost = n > 0 ? sum->total / n : 0;
-	char title[400], limit[160], b1[32], b2[32], b3[32], b4[32], b5[48];
+	char title[480], limit[160], b1[32], b2[32], b3[32], b4[32], b5[48], near[96] = "";
 	cJSON *e;
 
 	for (int32_t i = 0; i < m->n; i++) {
@@ -73,17 +73,22 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 			 ru_fmt_bytes(b1, sizeof(b1), m->reserved_peak),
 			 m->device_total > 0 ? " below the device's " : "",
 			 m->device_total > 0 ? ru_fmt_bytes(b2, sizeof(b2), m->device_total) : "");
+	if (sum->near)
+		snprintf(near, sizeof(near),
+			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+			 sum->min_step_share * 100, sum->step_share_lo * 100,
+			 sum->step_share_hi * 100);
 	snprintf(title, sizeof(title),
 		 "memory at its ceiling: %s the allocator frees %lld cached blocks (%s) and "
 		 "retries, reserved memory %s%s; %s of GPU idle per affected step (%.1f%% of the "
-		 "steady state)",
+		 "steady state)%s",
 		 ru_fmt_steps(b5, sizeof(b5), n, cs_steps_steady(ctx->steps)),
 		 (long long)sum->releases, ru_fmt_bytes(b3, sizeof(b3), sum->bytes), limit,
 		 failed_bursts ? ", after a failed allocation"
 			       : ", refused by the framework's own cap (no failed CUDA call)",
-		 ru_fmt_ns(b4, sizeof(b4), lost), sum->steady_share * 100);
+		 ru_fmt_ns(b4, sizeof(b4), lost), sum->steady_share * 100, near);
 	f = cs_finding_new(
-		RULE_ID, ru_severity(sum->steady_share), title,
+		RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->steady_share), title,
 		"Bring the peak below the limit: smaller micro-batches with gradient "
 		"accumulation, activation checkpointing, bf16/AMP, or a higher memory cap; "
 		"allocate on one stream (or record_stream the tensors used across "

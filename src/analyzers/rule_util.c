@@ -87,6 +87,23 @@ void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
 	*hi = v[b >= n ? n - 1 : b < 0 ? 0 : b];
 }
 
+void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi)
+{
+	const double z = 1.96;
+	double p, d, c, h;
+
+	*lo = 0;
+	*hi = 1;
+	if (n <= 0)
+		return;
+	p = (double)k / (double)n;
+	d = 1 + z * z / (double)n;
+	c = (p + z * z / (2.0 * (double)n)) / d;
+	h = z * sqrt(p * (1 - p) / (double)n + z * z / (4.0 * (double)n * (double)n)) / d;
+	*lo = c - h > 0 ? c - h : 0;
+	*hi = c + h < 1 ? c + h : 1;
+}
+
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
 {
 	double x = (double)ns;
@@ -1038,7 +1055,8 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 	int64_t *cost = NULL;
 	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
-	int rc;
+	double lo, hi;
+	int rc, near = 0;
 
 	if (steady <= 0 || a->nmemory == 0)
 		return 0;
@@ -1053,14 +1071,24 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		goto out;
 	}
 	n = steps_with(s, m, keep, hit, steps);
+	ru_share_interval(n, steady, &lo, &hi);
 	if (n < min_steps || n < min_share * steady) {
-		/* not recurring enough to infer: only direct evidence, however rare */
-		if (!direct)
+		/* not recurring enough to infer: direct evidence, however rare, else near the
+		 * threshold (info) */
+		int32_t nd = direct ? steps_with(s, m, direct, hit, steps) : 0;
+
+		if (nd > 0) {
+			keep = direct;
+			n = nd;
+			min_share = 0; /* no threshold on how many steps */
+		} else if (n >= min_steps && hi >= min_share) {
+			near = 1;
+			n = steps_with(s, m, keep, hit, steps);
+		} else {
 			goto out;
-		keep = direct;
-		n = steps_with(s, m, keep, hit, steps);
-		if (n == 0)
-			goto out;
+		}
+	} else if (lo < min_share) {
+		near = 1;
 	}
 	/* what the allocator calls cost: only for a rule that reports */
 	if (cached_mem(ctx, &own, 1, &m)) {
@@ -1073,6 +1101,10 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		rc = cs_error_set(err, rc, "out of memory");
 		goto out;
 	}
+	sum.step_share = (double)n / (double)steady;
+	ru_share_interval(n, steady, &sum.step_share_lo, &sum.step_share_hi);
+	sum.min_step_share = min_share;
+	sum.near = near;
 	rc = emit(ctx, m, &sum, steps, n, err);
 out:
 	ru_cache_free(&own);
@@ -1097,6 +1129,11 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
+	cJSON_AddNumberToObject(e, "step_share_low", sum->step_share_lo);
+	cJSON_AddNumberToObject(e, "step_share_high", sum->step_share_hi);
+	cJSON_AddNumberToObject(e, "min_step_share", sum->min_step_share);
+	cJSON_AddNumberToObject(e, "threshold_margin", sum->step_share - sum->min_step_share);
+	cJSON_AddBoolToObject(e, "near_threshold", sum->near);
 }
 
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)

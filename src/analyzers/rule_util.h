@@ -43,6 +43,12 @@ int64_t ru_median(int64_t *v, int64_t n);
  */
 void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi);
 
+/*
+ * The 95% interval of a share measured as k of n (the Wilson score interval, z = 1.96), into *lo
+ * and *hi; 0 and 1 when n is 0.
+ */
+void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi);
+
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s" into buf; returns buf. */
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns);
 /* "512 B", "4.0 KiB", "1.3 GiB" into buf; returns buf. */
@@ -217,6 +223,10 @@ struct ru_mem_summary {
 	int64_t steady_ns;   /* the steady steps' durations, summed */
 	double steady_share; /* total / steady_ns: the share of the steady state lost */
 	int (*keep)(const struct ru_burst *b); /* the bursts the finding is about */
+	/* the share of steady steps with such a burst, its 95% interval, the rule's threshold for
+	 * it, and whether the interval holds the threshold (the finding is then info) */
+	double step_share, step_share_lo, step_share_hi, min_step_share;
+	int near;
 	int64_t *tmp; /* scratch for a rule's own medians: room for m->n and s->n values */
 };
 
@@ -226,7 +236,8 @@ struct ru_mem_summary {
  * min_share of the steady steps, emit() is called with the bursts, their summary (sum->keep is
  * keep) and those steps. Otherwise, when direct is not NULL, the bursts for which direct() holds
  * (direct evidence, a subset of keep's) are reported however few: emit() gets them with sum->keep
- * set to direct.
+ * set to direct. Otherwise, when there are at least min_steps and the 95% interval of their share
+ * of the steady steps holds min_share, emit() gets them with sum->near set.
  */
 typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
