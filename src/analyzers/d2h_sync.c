@@ -232,8 +232,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	double share, share_lo = 0, share_hi = 0;
 	int64_t lost_lo, lost_hi;
-	int near;
-	char title[256], b1[32];
+	int near, near_loss, near_steps;
+	double steps_lo, steps_hi;
+	char title[400], b1[32];
 	int rc;
 
 	if (steady <= 0)
@@ -273,8 +274,11 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
-	if (nsteps < MIN_STEPS || nsteps < MIN_STEP_SHARE * steady)
+	/* the share of steady steps with a drained wait, and its 95% interval (k of n) */
+	ru_share_interval(nsteps, steady, &steps_lo, &steps_hi);
+	if (nsteps < MIN_STEPS || steps_hi < MIN_STEP_SHARE)
 		goto out;
+	near_steps = nsteps < MIN_STEP_SHARE * steady || steps_lo < MIN_STEP_SHARE;
 	lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
 	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
 	/* how far the median could be in another run of the same program: its 95% interval */
@@ -287,24 +291,29 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (share_hi < MIN_LOSS_SHARE)
 		goto out;
-	near = share_lo < MIN_LOSS_SHARE;
+	near_loss = share_lo < MIN_LOSS_SHARE;
+	near = near_loss || near_steps;
 
 	rc = CS_ERR_NOMEM;
 	{
 		int64_t per =
 			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
 
-		char b2[96] = "";
+		char b2[96] = "", b3[96] = "";
 
-		if (near)
+		if (near_loss)
 			snprintf(b2, sizeof(b2),
 				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
 				 MIN_LOSS_SHARE * 100, share_lo * 100, share_hi * 100);
+		if (near_steps)
+			snprintf(b3, sizeof(b3),
+				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+				 MIN_STEP_SHARE * 100, steps_lo * 100, steps_hi * 100);
 		snprintf(title, sizeof(title),
 			 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
-			 "%s of GPU idle per step (%.1f%%)%s",
+			 "%s of GPU idle per step (%.1f%%)%s%s",
 			 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
-			 share * 100, b2);
+			 share * 100, b2, b3);
 	}
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */
@@ -337,6 +346,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	cJSON_AddNumberToObject(f->evidence, "loss_share_high", share_hi);
 	cJSON_AddNumberToObject(f->evidence, "min_loss_share", MIN_LOSS_SHARE);
 	cJSON_AddNumberToObject(f->evidence, "threshold_margin", share - MIN_LOSS_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "step_share", (double)nsteps / (double)steady);
+	cJSON_AddNumberToObject(f->evidence, "step_share_low", steps_lo);
+	cJSON_AddNumberToObject(f->evidence, "step_share_high", steps_hi);
+	cJSON_AddNumberToObject(f->evidence, "min_step_share", MIN_STEP_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "step_threshold_margin",
+				(double)nsteps / (double)steady - MIN_STEP_SHARE);
 	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
