@@ -346,11 +346,11 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	cJSON_AddNumberToObject(f->evidence, "loss_share_high", share_hi);
 	cJSON_AddNumberToObject(f->evidence, "min_loss_share", MIN_LOSS_SHARE);
 	cJSON_AddNumberToObject(f->evidence, "threshold_margin", share - MIN_LOSS_SHARE);
-	cJSON_AddNumberToObject(f->evidence, "step_share", (double)nsteps / (double)steady);
-	cJSON_AddNumberToObject(f->evidence, "step_share_low", steps_lo);
-	cJSON_AddNumberToObject(f->evidence, "step_share_high", steps_hi);
-	cJSON_AddNumberToObject(f->evidence, "min_step_share", MIN_STEP_SHARE);
-	cJSON_AddNumberToObject(f->evidence, "step_threshold_margin",
+	cJSON_AddNumberToObject(f->evidence, "affected_share", (double)nsteps / (double)steady);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_low", steps_lo);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_high", steps_hi);
+	cJSON_AddNumberToObject(f->evidence, "min_affected_share", MIN_STEP_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_margin",
 				(double)nsteps / (double)steady - MIN_STEP_SHARE);
 	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
 	rc = ru_emit(ctx, f, err);

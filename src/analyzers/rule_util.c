@@ -1129,10 +1129,10 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
-	cJSON_AddNumberToObject(e, "step_share_low", sum->step_share_lo);
-	cJSON_AddNumberToObject(e, "step_share_high", sum->step_share_hi);
-	cJSON_AddNumberToObject(e, "min_step_share", sum->min_step_share);
-	cJSON_AddNumberToObject(e, "threshold_margin", sum->step_share - sum->min_step_share);
+	cJSON_AddNumberToObject(e, "affected_share_low", sum->step_share_lo);
+	cJSON_AddNumberToObject(e, "affected_share_high", sum->step_share_hi);
+	cJSON_AddNumberToObject(e, "min_affected_share", sum->min_step_share);
+	cJSON_AddNumberToObject(e, "affected_share_margin", sum->step_share - sum->min_step_share);
 	cJSON_AddBoolToObject(e, "near_threshold", sum->near);
 }
 

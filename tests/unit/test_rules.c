@@ -920,9 +920,9 @@ START_TEST(test_d2h_near_step_threshold)
 	ck_assert_int_eq(f.v[0].nsteps, 17);
 	e = f.v[0].evidence;
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
-	ck_assert(cJSON_GetObjectItem(e, "step_share_low")->valuedouble < 0.5);
-	ck_assert(cJSON_GetObjectItem(e, "step_share_high")->valuedouble >= 0.5);
-	ck_assert(cJSON_GetObjectItem(e, "step_threshold_margin")->valuedouble < 0);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.5);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_high")->valuedouble >= 0.5);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_margin")->valuedouble < 0);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
 	ck_assert(strstr(f.v[0].title, "near the 50% threshold of steps") != NULL);
 	found_free(&f);
@@ -1191,7 +1191,7 @@ START_TEST(test_ceiling_sporadic_failed_retry)
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "direct_evidence_only")));
 	/* direct evidence has no threshold on how many steps: never near one */
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "near_threshold")));
-	ck_assert(cJSON_GetObjectItem(e, "min_step_share")->valuedouble == 0);
+	ck_assert(cJSON_GetObjectItem(e, "min_affected_share")->valuedouble == 0);
 	ck_assert_int_eq(cJSON_GetObjectItem(e, "retries_after_failed_call")->valueint, 3);
 	/* the cost in GPU time: the GPU idle in the failed call, the frees and the retry */
 	ck_assert_msg(f.v[0].lost_ns_per_step > 10 * MS && f.v[0].lost_ns_per_step < 10300 * US,
@@ -1299,9 +1299,9 @@ START_TEST(test_ceiling_inferred_near_threshold)
 	ck_assert_int_eq(f.v[0].nsteps, 8);
 	e = f.v[0].evidence;
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
-	ck_assert(cJSON_GetObjectItem(e, "step_share_low")->valuedouble < 0.25);
-	ck_assert(cJSON_GetObjectItem(e, "step_share_high")->valuedouble >= 0.25);
-	ck_assert(cJSON_GetObjectItem(e, "threshold_margin")->valuedouble < 0);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.25);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_high")->valuedouble >= 0.25);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_margin")->valuedouble < 0);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
 	ck_assert(strstr(f.v[0].title, "near the 25% threshold of steps") != NULL);
 	found_free(&f);
