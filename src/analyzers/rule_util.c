@@ -339,8 +339,7 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
  * starting at or after that end leaves a gap the host did not cause. The median of those gaps, and
  * how many there were (0: none, and a floor of 0).
  */
-static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns,
-			      int64_t *pairs)
+static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns, int64_t *pairs)
 {
 	struct ru_gpu_iter it;
 	struct ru_work w;
@@ -480,7 +479,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 			last_next_kernel = w.is_kernel;
 			d->idle_start = from;
 			d->idle_end = w.start > from ? w.start : from;
-			/* drained: the work queued before the wait had all ended when it returned */
+			/* drained: all work queued before the wait had ended when it returned */
 			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
 			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns) {
 				d->window_end = d->idle_end;

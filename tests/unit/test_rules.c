@@ -948,8 +948,9 @@ static void free_all(struct sim *m, const int64_t *addr, int n, int64_t bytes)
 		sim_mem(m, CS_MEMOP_FREE, bytes, addr[i], 0, 60 * US);
 }
 
-/* A trace of 4 GiB of state, then every step 12 blocks of 64 MiB allocated and all released after the
- * step's GPU work (torch.cuda.empty_cache() after the optimizer step), in memory of the kind given. */
+/* A trace of 4 GiB of state, then every step 12 blocks of 64 MiB allocated and all released after
+ * the step's GPU work (torch.cuda.empty_cache() after the optimizer step), in memory of the kind
+ * given. */
 static void sim_release_every_step(struct sim *m, const char *file, int mem_kind)
 {
 	int64_t addr[12];
@@ -991,8 +992,8 @@ START_TEST(test_pinned_host_churn_is_not_empty_cache)
 	struct sim m;
 	struct found f;
 
-	/* empty_cache()'s pattern, but in pinned host memory (a loader's cudaHostAlloc/cudaFreeHost):
-	 * the GPU's allocator is not involved */
+	/* empty_cache()'s pattern, but in pinned host memory (a loader's
+	 * cudaHostAlloc/cudaFreeHost): the GPU's allocator is not involved */
 	sim_release_every_step(&m, "pinned_churn.db", CS_MEM_PINNED);
 	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
 	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
@@ -1160,10 +1161,10 @@ START_TEST(test_ceiling_sporadic_failed_retry)
 
 	/*
 	 * 37 steady steps of about 110 us that the cache serves; in 3 of them a request fails in
-	 * cudaMalloc, the allocator frees 3 cached blocks (3 ms each, the first waiting for the GPU)
-	 * and the retried cudaMalloc (1 ms) succeeds: those steps take about 100 times the others.
-	 * 3 of 37 is under the 25% that an inferred retry needs, but the failed call is direct
-	 * evidence.
+	 * cudaMalloc, the allocator frees 3 cached blocks (3 ms each, the first waiting for the
+	 * GPU) and the retried cudaMalloc (1 ms) succeeds: those steps take about 100 times the
+	 * others. 3 of 37 is under the 25% that an inferred retry needs, but the failed call is
+	 * direct evidence.
 	 */
 	sim_open(&m, "ceiling_sporadic.db");
 	sim_alloc(&m, 4 * GIB);
@@ -1196,8 +1197,8 @@ START_TEST(test_ceiling_sporadic_failed_retry)
 	/* the cost in GPU time: the GPU idle in the failed call, the frees and the retry */
 	ck_assert_msg(f.v[0].lost_ns_per_step > 10 * MS && f.v[0].lost_ns_per_step < 10300 * US,
 		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
-	ck_assert_msg(cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble > 30e6,
-		      "total %f", cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble);
+	ck_assert_msg(cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble > 30e6, "total %f",
+		      cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble);
 	/* severity from the cost over the steady state: ~30 of ~35 ms */
 	ck_assert(f.v[0].step_share > 0.8 && f.v[0].step_share <= 1);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
@@ -1215,10 +1216,10 @@ START_TEST(test_ceiling_expandable_failed_create)
 	int r = 0;
 
 	/*
-	 * Expandable segments, 3 of 37 steady steps: the allocator creates 2 pages of a request, the
-	 * third cuMemCreate fails; it releases the 2 pages at once, then waits for the GPU (6 ms of
-	 * queued work) and releases 3 cached pages, and creates the page again. The 2-release run
-	 * must not take the failure away from the burst that follows it.
+	 * Expandable segments, 3 of 37 steady steps: the allocator creates 2 pages of a request,
+	 * the third cuMemCreate fails; it releases the 2 pages at once, then waits for the GPU (6
+	 * ms of queued work) and releases 3 cached pages, and creates the page again. The 2-release
+	 * run must not take the failure away from the burst that follows it.
 	 */
 	sim_open(&m, "ceiling_expandable.db");
 	for (int i = 0; i < 9; i++) {
@@ -1238,8 +1239,8 @@ START_TEST(test_ceiling_expandable_failed_create)
 			}
 			sim_mem(&m, CS_MEMOP_VMM_CREATE, 20 * MIB, 0, 2, 50 * US);
 			for (int i = 0; i < 2; i++)
-				sim_mem_call(&m, CS_MEMOP_VMM_RELEASE, 20 * MIB, part[i], 0, 20 * US,
-					     0);
+				sim_mem_call(&m, CS_MEMOP_VMM_RELEASE, 20 * MIB, part[i], 0,
+					     20 * US, 0);
 			sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, 0, gpu_end(&m), CS_ID_NONE);
 			for (int i = 0; i < 3; i++, r++)
 				sim_mem(&m, CS_MEMOP_VMM_RELEASE, 20 * MIB, pages[r], 0, 100 * US);
