@@ -1052,7 +1052,7 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 	const struct ru_mem *m;
 	struct ru_mem_summary sum = {0};
 	int64_t *cost = NULL;
-	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
+	int32_t *steps = NULL, n = 0, nd, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
 	double lo, hi;
 	int rc, near = 0;
@@ -1069,25 +1069,24 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	nd = direct ? steps_with(s, m, direct, hit, steps) : 0;
 	n = steps_with(s, m, keep, hit, steps);
 	ru_share_interval(n, steady, &lo, &hi);
 	if (n < min_steps || n < min_share * steady) {
 		/* not recurring enough to infer: direct evidence, however rare, else near the
 		 * threshold (info) */
-		int32_t nd = direct ? steps_with(s, m, direct, hit, steps) : 0;
-
 		if (nd > 0) {
 			keep = direct;
-			n = nd;
+			n = steps_with(s, m, keep, hit, steps);
 			min_share = 0; /* no threshold on how many steps */
 		} else if (n >= min_steps && hi >= min_share) {
 			near = 1;
-			n = steps_with(s, m, keep, hit, steps);
 		} else {
 			goto out;
 		}
-	} else if (lo < min_share) {
-		near = 1;
+	} else {
+		/* recurring; near the threshold unless direct evidence settles it */
+		near = nd == 0 && lo < min_share;
 	}
 	/* what the allocator calls cost: only for a rule that reports */
 	if (cached_mem(ctx, &own, 1, &m)) {

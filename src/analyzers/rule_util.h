@@ -237,7 +237,8 @@ struct ru_mem_summary {
  * keep) and those steps. Otherwise, when direct is not NULL, the bursts for which direct() holds
  * (direct evidence, a subset of keep's) are reported however few: emit() gets them with sum->keep
  * set to direct. Otherwise, when there are at least min_steps and the 95% interval of their share
- * of the steady steps holds min_share, emit() gets them with sum->near set.
+ * of the steady steps holds min_share, emit() gets them with sum->near set; sum->near is also set
+ * for a recurring pattern whose interval holds min_share, unless direct evidence is among it.
  */
 typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
