@@ -1208,6 +1208,51 @@ START_TEST(test_ceiling_sporadic_failed_retry)
 }
 END_TEST
 
+START_TEST(test_ceiling_failed_retries_not_near)
+{
+	struct sim m;
+	struct found f;
+	int64_t cached[42];
+	int r = 0;
+	cJSON *e;
+
+	/*
+	 * The failed cudaMalloc, frees and retry of test_ceiling_sporadic_failed_retry in every
+	 * third step: 13 of 38 steady steps (34%), whose 95% interval (21-50%) holds the 25% of an
+	 * inferred retry. The failed calls settle it: not near, severity from the cost.
+	 */
+	sim_open(&m, "ceiling_third.db");
+	sim_alloc(&m, 4 * GIB);
+	for (int i = 0; i < 42; i++)
+		cached[i] = sim_alloc(&m, 1 * GIB);
+	for (int s = 0; s < 40; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 10; k++)
+			sim_kernel(&m, 7, 10 * US);
+		sim_host(&m, 50 * US);
+		if (s % 3 == 0) {
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, 0, 2, 200 * US);
+			for (int i = 0; i < 3; i++, r++)
+				sim_mem(&m, CS_MEMOP_FREE, 1 * GIB, cached[r], 0, 3 * MS);
+			m.addr += 0x10000000;
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, m.addr, 0, 1 * MS);
+			sim_kernel(&m, 7, 10 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 13);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.25);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "direct_evidence_only")));
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_ceiling_expandable_failed_create)
 {
 	struct sim m;
@@ -1632,6 +1677,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_ceiling_without_failed_call);
 	tcase_add_test(ts, test_ceiling_with_failed_call);
 	tcase_add_test(ts, test_ceiling_sporadic_failed_retry);
+	tcase_add_test(ts, test_ceiling_failed_retries_not_near);
 	tcase_add_test(ts, test_ceiling_expandable_failed_create);
 	tcase_add_test(ts, test_ceiling_inferred_near_threshold);
 	tcase_add_test(ts, test_mem_stack_decides);
