@@ -9,8 +9,9 @@
  * an empty_cache() every 10 steps or followed at once by a small allocation, the allocator's
  * retry with and without a failed call, a failed allocation, releases and a retry in only 3 of 37
  * steps (also with expandable segments, the failed request's own pages released first), tiny
- * kernels against a GPU-bound loop, idle already
- * charged to d2h-sync, and kernel names that mention Scan only in their template arguments.
+ * kernels against a GPU-bound loop, idle already charged to d2h-sync, kernel names that mention
+ * Scan only in their template arguments, and measured values whose 95% interval holds a rule's
+ * threshold (reported as info with the margin).
  *
  * The rules run through the analysis API (cs_analysis_load, cs_steps_detect, a cs_rule_ctx with
  * an emit that keeps the findings), not through the CLI.
