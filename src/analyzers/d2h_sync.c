@@ -213,7 +213,8 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		}
 	}
 	free(sv);
-	cJSON_AddNumberToObject(e, "min_idle_ns", (double)RU_D2H_MIN_IDLE);
+	cJSON_AddNumberToObject(e, "noise_floor_ns", (double)d->floor_ns);
+	cJSON_AddNumberToObject(e, "back_to_back_pairs", (double)d->floor_pairs);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	return 0;
@@ -229,8 +230,11 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *idle = NULL, *tmp = NULL, lost;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
-	double share;
-	char title[256], b1[32];
+	double share, share_lo = 0, share_hi = 0;
+	int64_t lost_lo, lost_hi;
+	int near, near_loss, near_steps;
+	double steps_lo, steps_hi;
+	char title[400], b1[32];
 	int rc;
 
 	if (steady <= 0)
@@ -250,7 +254,6 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		const struct ru_d2h_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		struct step_sum *x;
-		int64_t gap = ru_d2h_idle(w);
 
 		if (w->step < 0)
 			continue;
@@ -260,7 +263,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cs_sat_accum(&x->bytes, w->bytes);
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
 			cs_sat_accum(&x->wait_ns, y->end - y->start);
-		if (gap >= RU_D2H_MIN_IDLE) {
+		if (ru_d2h_cost(w) > 0) {
 			x->draining++;
 			cs_sat_accum(&x->idle_ns, ru_d2h_cost(w));
 			cs_sat_accum(&x->refill_ns, w->refill_ns);
@@ -271,26 +274,51 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
-	if (nsteps < MIN_STEPS || nsteps < MIN_STEP_SHARE * steady)
+	/* the share of steady steps with a drained wait, and its 95% interval (k of n) */
+	ru_share_interval(nsteps, steady, &steps_lo, &steps_hi);
+	if (nsteps < MIN_STEPS || steps_hi < MIN_STEP_SHARE)
 		goto out;
+	near_steps = nsteps < MIN_STEP_SHARE * steady || steps_lo < MIN_STEP_SHARE;
 	lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
 	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
-	if (share < MIN_LOSS_SHARE)
+	/* how far the median could be in another run of the same program: its 95% interval */
+	for (int32_t i = 0; i < nsteps; i++)
+		tmp[i] = sum[steps[i]].idle_ns;
+	ru_median_interval(tmp, nsteps, &lost_lo, &lost_hi);
+	if (ctx->step_median > 0) {
+		share_lo = (double)lost_lo / (double)ctx->step_median;
+		share_hi = (double)lost_hi / (double)ctx->step_median;
+	}
+	if (share_hi < MIN_LOSS_SHARE)
 		goto out;
+	near_loss = share_lo < MIN_LOSS_SHARE;
+	near = near_loss || near_steps;
 
 	rc = CS_ERR_NOMEM;
 	{
 		int64_t per =
 			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
 
+		char b2[96] = "", b3[96] = "";
+
+		if (near_loss)
+			snprintf(b2, sizeof(b2),
+				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
+				 MIN_LOSS_SHARE * 100, share_lo * 100, share_hi * 100);
+		if (near_steps)
+			snprintf(b3, sizeof(b3),
+				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+				 MIN_STEP_SHARE * 100, steps_lo * 100, steps_hi * 100);
 		snprintf(title, sizeof(title),
 			 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
-			 "%s of GPU idle per step (%.1f%%)",
+			 "%s of GPU idle per step (%.1f%%)%s%s",
 			 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
-			 share * 100);
+			 share * 100, b2, b3);
 	}
+	/* a value whose interval holds the threshold could fall either side of it in another run:
+	 * info, with the margin in the evidence */
 	f = cs_finding_new(
-		RULE_ID, ru_severity(share), title,
+		RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title,
 		"Keep the value on the GPU (accumulate losses and metrics in device "
 		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
 		"ignore_index instead of a host check) and read it every N steps or after "
@@ -313,6 +341,18 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
+	cJSON_AddNumberToObject(f->evidence, "loss_share", share);
+	cJSON_AddNumberToObject(f->evidence, "loss_share_low", share_lo);
+	cJSON_AddNumberToObject(f->evidence, "loss_share_high", share_hi);
+	cJSON_AddNumberToObject(f->evidence, "min_loss_share", MIN_LOSS_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "threshold_margin", share - MIN_LOSS_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "affected_share", (double)nsteps / (double)steady);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_low", steps_lo);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_high", steps_hi);
+	cJSON_AddNumberToObject(f->evidence, "min_affected_share", MIN_STEP_SHARE);
+	cJSON_AddNumberToObject(f->evidence, "affected_share_margin",
+				(double)nsteps / (double)steady - MIN_STEP_SHARE);
+	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;

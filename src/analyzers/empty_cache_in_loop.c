@@ -37,18 +37,23 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	const cs_analysis *a = ctx->a;
 	cs_report_finding *f;
 	int64_t realloc_bytes;
-	char title[320], b1[32], b2[32], b3[48];
+	char title[400], b1[32], b2[32], b3[48], near[96] = "";
 	cJSON *e;
 
 	realloc_bytes = ru_burst_median(m, is_empty_cache,
 					offsetof(struct ru_burst, realloc_bytes), sum->tmp);
+	if (sum->near)
+		snprintf(near, sizeof(near),
+			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+			 sum->min_step_share * 100, sum->step_share_lo * 100,
+			 sum->step_share_hi * 100);
 	snprintf(title, sizeof(title),
 		 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
-		 "released and allocated again %s, %s of GPU idle per step (%.1f%%)",
+		 "released and allocated again %s, %s of GPU idle per step (%.1f%%)%s",
 		 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
 		 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
-		 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100);
-	f = cs_finding_new(RULE_ID, ru_severity(sum->share), title,
+		 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100, near);
+	f = cs_finding_new(RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->share), title,
 			   "Take torch.cuda.empty_cache() out of the training step: call it once "
 			   "after setup, or at train/eval switches; to limit fragmentation set "
 			   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True instead.");
@@ -81,7 +86,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_empty_cache, MIN_STEPS, MIN_STEP_SHARE, emit_finding, err);
+	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, emit_finding,
+			       err);
 }
 
 const cs_analyzer cs_rule_empty_cache_in_loop = {

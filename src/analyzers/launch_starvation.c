@@ -151,8 +151,13 @@ static const char *cause_words(int c)
 	}
 }
 
+/*
+ * med, lo and hi: the median idle share of the steady steps and its 95% interval, in millionths;
+ * near: the interval holds the threshold (the finding is info).
+ */
 static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int64_t *share_pm,
-			const int32_t *steps, int32_t n, int64_t *tmp, cs_error *err)
+			const int32_t *steps, int32_t n, int64_t *tmp, int64_t med, int64_t lo,
+			int64_t hi, int near, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -161,7 +166,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	int64_t lost, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
 	int top = CAUSE_TINY, rc = CS_ERR_NOMEM;
 	double share;
-	char title[320], b1[32], b2[32], b3[32];
+	char title[400], b1[32], b2[32], b3[32], b4[96] = "";
 
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]);
@@ -191,14 +196,17 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		tmp[i] = share_pm[steps[i]];
 	share = (double)ru_median(tmp, n) / 1e6;
 
+	if (near)
+		snprintf(b4, sizeof(b4), "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
+			 MIN_IDLE_SHARE * 100, (double)lo / 1e4, (double)hi / 1e4);
 	snprintf(title, sizeof(title),
 		 "GPU waits for the host %.0f%% of the step: %s idle per step, mostly %s (%lld "
-		 "launches per step, %s of GPU work each, one every %s)",
+		 "launches per step, %s of GPU work each, one every %s)%s",
 		 share * 100, ru_fmt_ns(b1, sizeof(b1), lost), cause_words(top), (long long)work,
 		 ru_fmt_ns(b2, sizeof(b2), work > 0 ? work_ns / work : 0),
-		 ru_fmt_ns(b3, sizeof(b3), work > 0 ? dur / work : 0));
+		 ru_fmt_ns(b3, sizeof(b3), work > 0 ? dur / work : 0), b4);
 	f = cs_finding_new(
-		RULE_ID, ru_severity(share), title,
+		RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title,
 		"Give the GPU more work per launch: capture the step in a CUDA graph "
 		"(torch.cuda.graphs, torch.compile mode=\"reduce-overhead\"), fuse small "
 		"ops (torch.compile, fused optimizers), grow the batch, and take host waits "
@@ -239,6 +247,11 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cJSON_AddNumberToObject(e, "mean_work_ns", (double)(work > 0 ? work_ns / work : 0));
 	cJSON_AddNumberToObject(e, "mean_launch_interval_ns", (double)(work > 0 ? dur / work : 0));
 	cJSON_AddNumberToObject(e, "min_idle_share", MIN_IDLE_SHARE);
+	cJSON_AddNumberToObject(e, "idle_share_low", (double)lo / 1e6);
+	cJSON_AddNumberToObject(e, "idle_share_high", (double)hi / 1e6);
+	cJSON_AddNumberToObject(e, "steady_idle_share", (double)med / 1e6);
+	cJSON_AddNumberToObject(e, "threshold_margin", (double)med / 1e6 - MIN_IDLE_SHARE);
+	cJSON_AddBoolToObject(e, "near_threshold", near);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
 	return ru_emit(ctx, f, err);
@@ -255,7 +268,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const struct ru_d2h *d;
 	struct ru_i64 waits = {0}, wfrom = {0}, wto = {0};
 	struct step_acc *acc = NULL;
-	int64_t *share_pm = NULL, *tmp = NULL, med;
+	int64_t *share_pm = NULL, *tmp = NULL, med, lo, hi;
+	int near;
 	int32_t *steps = NULL, n = 0, m = 0, steady = cs_steps_steady(s);
 	int rc;
 
@@ -286,10 +300,15 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			steps[n++] = i;
 	}
 	med = ru_median(tmp, m);
+	/* the 95% interval of the median: a threshold inside it makes the finding info */
+	ru_median_interval(tmp, m, &lo, &hi);
 	rc = 0;
-	if (med < MIN_IDLE_SHARE * 1e6 || n < MIN_STEPS || n < MIN_STEP_SHARE * steady)
+	if (hi < MIN_IDLE_SHARE * 1e6 || n < MIN_STEPS)
 		goto out;
-	rc = emit_finding(ctx, acc, share_pm, steps, n, tmp, err);
+	near = lo < MIN_IDLE_SHARE * 1e6;
+	if (!near && (med < MIN_IDLE_SHARE * 1e6 || n < MIN_STEP_SHARE * steady))
+		goto out;
+	rc = emit_finding(ctx, acc, share_pm, steps, n, tmp, med, lo, hi, near, err);
 	goto done;
 out:
 	if (rc)

@@ -4,6 +4,7 @@
  * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
  * them), both computed once per run.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,40 @@ int64_t ru_median(int64_t *v, int64_t n)
 	if (n % 2)
 		return v[n / 2];
 	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
+}
+
+void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
+{
+	double half, w;
+	int64_t a, b;
+
+	*lo = *hi = 0;
+	if (n <= 0)
+		return;
+	ru_sort_i64(v, n);
+	half = (double)n / 2;
+	w = 0.98 * sqrt((double)n);
+	a = (int64_t)floor(half - w);
+	b = (int64_t)ceil(half + w) - 1;
+	*lo = v[a < 0 ? 0 : a];
+	*hi = v[b >= n ? n - 1 : b < 0 ? 0 : b];
+}
+
+void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi)
+{
+	const double z = 1.96;
+	double p, d, c, h;
+
+	*lo = 0;
+	*hi = 1;
+	if (n <= 0)
+		return;
+	p = (double)k / (double)n;
+	d = 1 + z * z / (double)n;
+	c = (p + z * z / (2.0 * (double)n)) / d;
+	h = z * sqrt(p * (1 - p) / (double)n + z * z / (4.0 * (double)n * (double)n)) / d;
+	*lo = c - h > 0 ? c - h : 0;
+	*hi = c + h < 1 ? c + h : 1;
 }
 
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
@@ -298,6 +333,38 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
 	d->refill_gaps = gaps;
 }
 
+/*
+ * The GPU's own gap between two pieces of work of pid when the second was already queued: in
+ * start order, each piece launched (its launch call returned) before the GPU work so far ended and
+ * starting at or after that end leaves a gap the host did not cause. The median of those gaps, and
+ * how many there were (0: none, and a floor of 0).
+ */
+static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns, int64_t *pairs)
+{
+	struct ru_gpu_iter it;
+	struct ru_work w;
+	struct ru_i64 gaps = {0};
+	int64_t reach = CS_TS_UNKNOWN;
+
+	*floor_ns = *pairs = 0;
+	ru_gpu_iter_init(&it, a, pid);
+	while (ru_gpu_next(&it, &w)) {
+		int64_t launched = ru_work_launched(&w);
+
+		if (reach != CS_TS_UNKNOWN && launched != CS_TS_UNKNOWN && launched < reach &&
+		    w.start >= reach && ru_i64_push(&gaps, w.start - reach)) {
+			ru_i64_free(&gaps);
+			return CS_ERR_NOMEM;
+		}
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+	}
+	*pairs = gaps.n;
+	*floor_ns = ru_median(gaps.v, gaps.n);
+	ru_i64_free(&gaps);
+	return 0;
+}
+
 int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 {
 	struct launch_ref *cp = NULL;
@@ -375,6 +442,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		rc = 0;
 		goto out;
 	}
+	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
+		goto out;
 
 	/*
 	 * The idle after each wait, in one pass over the GPU work: the first work launched after
@@ -410,7 +479,9 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 			last_next_kernel = w.is_kernel;
 			d->idle_start = from;
 			d->idle_end = w.start > from ? w.start : from;
-			if (d->step < 0 || ru_d2h_idle(d) < RU_D2H_MIN_IDLE) {
+			/* drained: all work queued before the wait had ended when it returned */
+			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
+			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns) {
 				d->window_end = d->idle_end;
 				continue;
 			}
@@ -419,6 +490,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 			if (s->v[d->step].end < stop)
 				stop = s->v[d->step].end;
 			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
 		}
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
@@ -699,6 +771,14 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 				if (burst_push(out, &cap, &cur))
 					goto out;
 				open = out->n - 1;
+			} else if (cur.failed_before) {
+				/* too few releases to be the allocator's: the failure is still
+				 * pending for the burst that follows */
+				pending_failed += cur.failed_before;
+				if (cur.failed_bytes > pending_failed_bytes)
+					pending_failed_bytes = cur.failed_bytes;
+				if (pending_failed_row < 0)
+					pending_failed_row = cur.failed_row;
 			}
 			in_burst = 0;
 		}
@@ -794,6 +874,9 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 				   (x->next_alloc >= 0 && !x->launches_before_next &&
 				    x->launches_since_alloc <= RU_RETRY_MAX_LAUNCHES &&
 				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
+		/* direct: refused by the driver, released, and asked again at once */
+		x->direct = x->retry && x->failed_before > 0 && x->next_alloc >= 0 &&
+			    !x->launches_before_next;
 	}
 	rc = 0;
 out:
@@ -913,6 +996,15 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 	if (!tmp)
 		return CS_ERR_NOMEM;
 	sum->tmp = tmp;
+	sum->keep = keep;
+	for (int32_t i = 0; i < n; i++)
+		cs_sat_accum(&sum->total, cost[steps[i]]);
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup && s->v[i].end > s->v[i].start)
+			cs_sat_accum(&sum->steady_ns, s->v[i].end - s->v[i].start);
+	sum->steady_share = sum->steady_ns > 0 ? (double)sum->total / (double)sum->steady_ns : 0;
+	if (sum->steady_share > 1)
+		sum->steady_share = 1;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = cost[steps[i]];
 	sum->lost = ru_median(tmp, n);
@@ -934,8 +1026,25 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 	return 0;
 }
 
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
-		    double min_share, ru_mem_emit_fn emit, cs_error *err)
+/* Marks in hit the steps of the bursts keep() holds for and lists them in steps; how many. */
+static int32_t steps_with(const cs_steps *s, const struct ru_mem *m,
+			  int (*keep)(const struct ru_burst *b), uint8_t *hit, int32_t *steps)
+{
+	int32_t n = 0;
+
+	memset(hit, 0, (size_t)s->n + 1);
+	for (int32_t i = 0; i < m->n; i++)
+		if (keep(&m->v[i]))
+			hit[m->v[i].step] = 1;
+	for (int32_t i = 0; i < s->n; i++)
+		if (hit[i])
+			steps[n++] = i;
+	return n;
+}
+
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
+		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+		    ru_mem_emit_fn emit, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -943,9 +1052,10 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 	const struct ru_mem *m;
 	struct ru_mem_summary sum = {0};
 	int64_t *cost = NULL;
-	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
+	int32_t *steps = NULL, n = 0, nd, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
-	int rc;
+	double lo, hi;
+	int rc, near = 0;
 
 	if (steady <= 0 || a->nmemory == 0)
 		return 0;
@@ -959,14 +1069,25 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int32_t i = 0; i < m->n; i++)
-		if (keep(&m->v[i]))
-			hit[m->v[i].step] = 1;
-	for (int32_t i = 0; i < s->n; i++)
-		if (hit[i])
-			steps[n++] = i;
-	if (n < min_steps || n < min_share * steady)
-		goto out;
+	nd = direct ? steps_with(s, m, direct, hit, steps) : 0;
+	n = steps_with(s, m, keep, hit, steps);
+	ru_share_interval(n, steady, &lo, &hi);
+	if (n < min_steps || n < min_share * steady) {
+		/* not recurring enough to infer: direct evidence, however rare, else near the
+		 * threshold (info) */
+		if (nd > 0) {
+			keep = direct;
+			n = steps_with(s, m, keep, hit, steps);
+			min_share = 0; /* no threshold on how many steps */
+		} else if (n >= min_steps && hi >= min_share) {
+			near = 1;
+		} else {
+			goto out;
+		}
+	} else {
+		/* recurring; near the threshold unless direct evidence settles it */
+		near = nd == 0 && lo < min_share;
+	}
 	/* what the allocator calls cost: only for a rule that reports */
 	if (cached_mem(ctx, &own, 1, &m)) {
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
@@ -978,6 +1099,10 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int
 		rc = cs_error_set(err, rc, "out of memory");
 		goto out;
 	}
+	sum.step_share = (double)n / (double)steady;
+	ru_share_interval(n, steady, &sum.step_share_lo, &sum.step_share_hi);
+	sum.min_step_share = min_share;
+	sum.near = near;
 	rc = emit(ctx, m, &sum, steps, n, err);
 out:
 	ru_cache_free(&own);
@@ -1002,6 +1127,11 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
+	cJSON_AddNumberToObject(e, "affected_share_low", sum->step_share_lo);
+	cJSON_AddNumberToObject(e, "affected_share_high", sum->step_share_hi);
+	cJSON_AddNumberToObject(e, "min_affected_share", sum->min_step_share);
+	cJSON_AddNumberToObject(e, "affected_share_margin", sum->step_share - sum->min_step_share);
+	cJSON_AddBoolToObject(e, "near_threshold", sum->near);
 }
 
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)

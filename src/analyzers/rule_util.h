@@ -35,6 +35,20 @@ void ru_sort_i64(int64_t *v, int64_t n);
 /* Median of v[0..n) (v is sorted in place); 0 when n is 0. */
 int64_t ru_median(int64_t *v, int64_t n);
 
+/*
+ * The distribution-free 95% confidence interval of the median of v[0..n) (sorted in place), into
+ * *lo and *hi: the order statistics at ranks n/2 -/+ 0.98 sqrt(n), as the number of values under
+ * the true median is binomial B(n, 1/2) with a standard deviation of sqrt(n)/2 (1.96 of them on
+ * either side). Few values give a wide interval (all of them under 6). Nothing when n is 0.
+ */
+void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi);
+
+/*
+ * The 95% interval of a share measured as k of n (the Wilson score interval, z = 1.96), into *lo
+ * and *hi; 0 and 1 when n is 0.
+ */
+void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi);
+
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s" into buf; returns buf. */
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns);
 /* "512 B", "4.0 KiB", "1.3 GiB" into buf; returns buf. */
@@ -71,35 +85,40 @@ int64_t ru_work_launched(const struct ru_work *w);
 
 /* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
 
-/* Idle shorter than this after a wait is noise: the wait did not drain the GPU. */
-#define RU_D2H_MIN_IDLE (20 * RU_US)
-
 struct ru_d2h_wait {
 	int64_t sync;		      /* index in a->syncs */
 	int64_t first_copy;	      /* index in a->copies of the first copy it waited for */
 	int32_t step;		      /* steady step of the wait, or -1 */
 	int32_t copies;		      /* DtoH copies since the previous host wait */
 	int64_t bytes;		      /* their bytes */
+	int drained;		      /* all GPU work queued before the wait ended had ended */
 	int64_t idle_start, idle_end; /* the GPU idle right after the wait (none: equal) */
 	int64_t refill_ns;	      /* starved gaps while the queue refilled, at most the lead */
 	int64_t window_end;	      /* end of the time after the wait that it is charged for */
 	int32_t refill_gaps;	      /* gaps counted in refill_ns */
+	int64_t cost;		      /* GPU time it cost: see ru_d2h_waits() */
 };
 struct ru_d2h {
 	struct ru_d2h_wait *v;
 	int64_t n;
+	/* The GPU's own gap between two pieces of work when the next was already queued (the
+	 * median over the process's back-to-back pairs), and how many pairs it comes from. */
+	int64_t floor_ns;
+	int64_t floor_pairs;
 };
 
 /*
  * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
  * process that waited for a device-to-host copy launched since the previous host wait, each with
- * the GPU idle it caused: the idle right after it (from the later of the wait's start and the end
- * of the GPU work queued before it, to the start of the first work launched after it ended), and,
- * when that idle shows the queue drained, the starved gaps that follow while the host refills the
- * queue (each next piece of work launched only after the GPU ran out of work), until work is
- * queued ahead again, the next host wait or the end of the step; these are counted up to the lead
- * the host had before the wait (the time it waited), the most the wait can have cost. Event and
- * stream queries and stream-wait-event are not host waits and are never listed.
+ * the GPU idle after it. A wait drained the GPU when every piece of GPU work launched before it
+ * ended had ended by the time it returned (the GPU had nothing left to run); its idle runs from
+ * the later of the wait's start and the end of that work to the start of the first work launched
+ * after it. A drained wait whose idle is longer than the GPU's own back-to-back gap (floor_ns,
+ * measured in the same trace) costs that idle in full, plus the starved gaps that follow while
+ * the host refills the queue (each next piece of work launched only after the GPU ran out of
+ * work), until work is queued ahead again, the next host wait or the end of the step, counted up
+ * to the lead the host had before the wait (the time it waited). Event and stream queries and
+ * stream-wait-event are not host waits and are never listed.
  */
 int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
 void ru_d2h_free(struct ru_d2h *d);
@@ -110,9 +129,7 @@ static inline int64_t ru_d2h_idle(const struct ru_d2h_wait *w)
 /* GPU time a wait cost: nothing unless it drained the GPU, else the idle and the refill. */
 static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
 {
-	int64_t idle = ru_d2h_idle(w);
-
-	return idle >= RU_D2H_MIN_IDLE ? idle + w->refill_ns : 0;
+	return w->cost;
 }
 
 /* ---- release bursts of the device memory allocator ---- */
@@ -140,6 +157,7 @@ struct ru_burst {
 	int64_t reserved_before;  /* reserved device memory when the burst began */
 	int64_t reserved_after;	  /* and when it ended */
 	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
+	int direct;		  /* a retry proven by a failed allocation: see ru_mem_bursts() */
 };
 
 struct ru_mem {
@@ -166,7 +184,12 @@ struct ru_mem {
  * allocating (at most RU_RETRY_MAX_LAUNCHES pieces of GPU work launched since the previous
  * allocation) and is followed at once (no GPU work launched in between) by an allocation that
  * would not have fit under the highest reserved level; a backtrace of the first release, when the
- * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks).
+ * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks). A retry is
+ * direct when a failed allocation came before it and an allocation follows it with no GPU work
+ * launched in between: the driver refused, the allocator released and asked again. A failed
+ * allocation stays pending across a run of fewer than RU_BURST_MIN_RELEASES releases (the pages
+ * created for the failed request, released before the allocator frees its cache), until an
+ * allocation succeeds or a burst takes it.
  */
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
 void ru_mem_free(struct ru_mem *m);
@@ -196,19 +219,33 @@ struct ru_mem_summary {
 	int64_t bursts; /* bursts kept */
 	int64_t releases, bytes, reserved_before, reserved_after; /* per kept burst */
 	int64_t calls, host; /* allocator calls, and the host time in them, per affected step */
-	int64_t *tmp;	     /* scratch for a rule's own medians: room for m->n and s->n values */
+	int64_t total;	     /* the cost summed over the affected steps */
+	int64_t steady_ns;   /* the steady steps' durations, summed */
+	double steady_share; /* total / steady_ns: the share of the steady state lost */
+	int (*keep)(const struct ru_burst *b); /* the bursts the finding is about */
+	/* the share of steady steps with such a burst, its 95% interval, the rule's threshold for
+	 * it, and whether the interval holds the threshold (the finding is then info) */
+	double step_share, step_share_lo, step_share_hi, min_step_share;
+	int near;
+	int64_t *tmp; /* scratch for a rule's own medians: room for m->n and s->n values */
 };
 
 /*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
  * steps with a burst for which keep() holds; when there are at least min_steps of them and at least
- * min_share of the steady steps, emit() is called with the bursts, their summary and those steps.
+ * min_share of the steady steps, emit() is called with the bursts, their summary (sum->keep is
+ * keep) and those steps. Otherwise, when direct is not NULL, the bursts for which direct() holds
+ * (direct evidence, a subset of keep's) are reported however few: emit() gets them with sum->keep
+ * set to direct. Otherwise, when there are at least min_steps and the 95% interval of their share
+ * of the steady steps holds min_share, emit() gets them with sum->near set; sum->near is also set
+ * for a recurring pattern whose interval holds min_share, unless direct evidence is among it.
  */
 typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
 			      cs_error *err);
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b), int32_t min_steps,
-		    double min_share, ru_mem_emit_fn emit, cs_error *err);
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
+		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+		    ru_mem_emit_fn emit, cs_error *err);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,

@@ -4,10 +4,14 @@
  * gives its rule's finding in most steady steps; the fixed programs, the negatives and clean.db
  * give none), and on synthetic traces written here for the edge cases: a device-to-host read only
  * after the loop, host waits that never leave the GPU idle, event queries and stream-wait-event,
- * a synchronous cudaMemcpy, allocations only during warm-up, an empty_cache() every 10 steps or
- * followed at once by a small allocation, the allocator's retry with and without a failed call,
- * tiny kernels against a GPU-bound loop, idle already charged to d2h-sync, and kernel names that
- * mention Scan only in their template arguments.
+ * a synchronous cudaMemcpy, a C loop whose synchronous read-back drains the GPU for 15 us, a read
+ * one step late followed by a GPU idle the wait did not cause, allocations only during warm-up,
+ * an empty_cache() every 10 steps or followed at once by a small allocation, the allocator's
+ * retry with and without a failed call, a failed allocation, releases and a retry in only 3 of 37
+ * steps (also with expandable segments, the failed request's own pages released first), tiny
+ * kernels against a GPU-bound loop, idle already charged to d2h-sync, kernel names that mention
+ * Scan only in their template arguments, and measured values whose 95% interval holds a rule's
+ * threshold (reported as info with the margin).
  *
  * The rules run through the analysis API (cs_analysis_load, cs_steps_detect, a cs_rule_ctx with
  * an emit that keeps the findings), not through the CLI.
@@ -472,18 +476,25 @@ static void sim_sync(struct sim *m, int type, int stream, int64_t until, int64_t
 	m->h = y.end + 1 * US;
 }
 
-/* An allocator call (API row and memory row); frees wait for the GPU first, as cudaFree does. */
-static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int result,
-		    int64_t api_ns)
+/*
+ * An allocator call (API row and memory row) named after its op (cudaMalloc, cudaFree,
+ * cuMemCreate, cuMemRelease); with wait, it waits for the GPU first, as cudaFree does.
+ */
+static void sim_mem_call(struct sim *m, int op, int64_t bytes, int64_t address, int result,
+			 int64_t api_ns, int wait)
 {
 	int is_free = op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE;
+	const char *name = op == CS_MEMOP_VMM_CREATE	? "cuMemCreate"
+			   : op == CS_MEMOP_VMM_RELEASE ? "cuMemRelease"
+			   : is_free			? "cudaFree_v3020"
+							: "cudaMalloc_v3020";
 	cs_api x;
 	cs_memory r;
 
 	memset(&x, 0, sizeof(x));
 	x.start = m->h;
 	x.end = m->h + api_ns;
-	if (is_free && gpu_end(m) + api_ns > x.end)
+	if (wait && gpu_end(m) + api_ns > x.end)
 		x.end = gpu_end(m) + api_ns;
 	x.pid = PID;
 	x.tid = TID;
@@ -491,7 +502,7 @@ static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int r
 	x.cbid = is_free ? 22 : 20;
 	x.correlation_id = ++m->corr;
 	x.result = result;
-	x.name_id = name_id(m, is_free ? "cudaFree_v3020" : "cudaMalloc_v3020");
+	x.name_id = name_id(m, name);
 	x.stack_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
 	memset(&r, 0, sizeof(r));
@@ -509,6 +520,14 @@ static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int r
 	r.stack_id = m->mem_stack;
 	ck_assert_int_eq(cs_writer_add_memory(m->w, &r), 0);
 	m->h = x.end + 1 * US;
+}
+
+/* An allocator call; frees wait for the GPU first, as cudaFree does. */
+static void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int result,
+		    int64_t api_ns)
+{
+	sim_mem_call(m, op, bytes, address, result, api_ns,
+		     op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE);
 }
 
 static int64_t sim_alloc(struct sim *m, int64_t bytes)
@@ -603,6 +622,8 @@ START_TEST(test_d2h_drain)
 	ck_assert_msg(f.v[0].lost_ns_per_step > 290 * US && f.v[0].lost_ns_per_step < 340 * US,
 		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_WARNING);
+	/* every step alike: the interval of the median is far above the 2% threshold */
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "near_threshold")));
 	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "copies_per_step")->valueint, 1);
 	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "bytes_per_step")->valueint, 4);
 	found_free(&f);
@@ -759,6 +780,157 @@ START_TEST(test_d2h_every_tenth_step)
 }
 END_TEST
 
+START_TEST(test_d2h_c_host_memcpy)
+{
+	struct sim m;
+	struct found f;
+	cJSON *e;
+
+	/*
+	 * A C loop: 8 kernels of 20 us queued ahead, then the scalar read back with a synchronous
+	 * cudaMemcpy, which returns when the whole queue has run; the host then relaunches at C
+	 * speed (10 us of host work and a 2 us launch, as the step's end adds 10 us): 15 us of GPU
+	 * idle after each wait (95 us every fifth step), under any fixed floor fitted to Python's
+	 * relaunch time.
+	 */
+	sim_open(&m, "d2h_c_host.db");
+	m.launch_ns = 2 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 8; k++)
+			sim_kernel(&m, 7, 20 * US);
+		sim_d2h(&m, 7, 4, 0, CS_ID_NONE);
+		sim_host(&m, s % 5 == 4 ? 80 * US : 0);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	/* all steady steps but the last, after which nothing is launched again */
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 3);
+	e = f.v[0].evidence;
+	/* the idle after each drained wait, counted in full: 2 + 10 + 2 + 1 us in most steps */
+	ck_assert_msg(f.v[0].lost_ns_per_step >= 15 * US && f.v[0].lost_ns_per_step < 17 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "draining_waits_per_step")->valueint, 1);
+	/* the floor is the GPU's back-to-back gap in this trace (1 us in the simulator) */
+	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(e, "noise_floor_ns")->valuedouble, 1 * US);
+	ck_assert_int_gt(cJSON_GetObjectItem(e, "back_to_back_pairs")->valueint, 100);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_late_read_not_drained)
+{
+	struct sim m;
+	struct found f;
+	int64_t prev_copy_end = 0;
+
+	/*
+	 * The loss of the previous step read back one step late: the wait returns at once while
+	 * this step's 4 ms of work are still queued. The host then spends 5 ms in Python, so the
+	 * GPU does run dry a millisecond later; that idle follows the wait but the wait did not
+	 * cause it (the queue was not drained when it returned).
+	 */
+	sim_open(&m, "d2h_late.db");
+	for (int s = 0; s < STEPS; s++) {
+		int64_t end;
+
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		end = m.g[7];
+		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, prev_copy_end, CS_ID_NONE);
+		prev_copy_end = end;
+		sim_host(&m, 5 * MS);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_near_threshold)
+{
+	static const int64_t python_us[5] = {40, 60, 80, 100, 120};
+	struct sim m;
+	struct found f;
+	cJSON *e;
+	double lo, hi;
+
+	/*
+	 * loss.item() at the end of a 4 ms GPU-bound step, the host back after 40 to 120 us: the
+	 * median cost is about 2% of the step, and the per-step spread puts the 2% threshold inside
+	 * the median's 95% interval. Another run could land either side: info, with the margin.
+	 */
+	sim_open(&m, "d2h_near.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+		sim_host(&m, python_us[s % 5] * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	e = f.v[0].evidence;
+	lo = cJSON_GetObjectItem(e, "loss_share_low")->valuedouble;
+	hi = cJSON_GetObjectItem(e, "loss_share_high")->valuedouble;
+	ck_assert_msg(lo < 0.02 && hi >= 0.02, "interval %f..%f", lo, hi);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+	ck_assert(strstr(f.v[0].title, "near the 2% threshold") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_d2h_near_step_threshold)
+{
+	struct sim m;
+	struct found f;
+	cJSON *e;
+	int with = 0;
+
+	/*
+	 * The loss.item() of test_d2h_drain in 4 of every 9 steps: 17 of 38 steady steps (45%),
+	 * under the 50% of a per-step pattern, but the 95% interval of 17 of 38 (30-60%) holds 50%.
+	 * Info, with the margin.
+	 */
+	sim_open(&m, "d2h_near_steps.db");
+	for (int s = 0; s < 40; s++) {
+		int read = s % 9 == 0 || s % 9 == 2 || s % 9 == 4 || s % 9 == 6;
+
+		sim_step_begin(&m);
+		busy_step(&m);
+		if (read) {
+			sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+			sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+			sim_host(&m, 300 * US);
+			with += s >= 2;
+		}
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(with, 17);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 17);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.5);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_high")->valuedouble >= 0.5);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_margin")->valuedouble < 0);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+	ck_assert(strstr(f.v[0].title, "near the 50% threshold of steps") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
 /* ---- empty-cache-in-loop and memory-ceiling-thrash ---- */
 
 /* A step that allocates n blocks during its forward pass (between kernels). */
@@ -777,8 +949,9 @@ static void free_all(struct sim *m, const int64_t *addr, int n, int64_t bytes)
 		sim_mem(m, CS_MEMOP_FREE, bytes, addr[i], 0, 60 * US);
 }
 
-/* A trace of 4 GiB of state, then every step 12 blocks of 64 MiB allocated and all released after the
- * step's GPU work (torch.cuda.empty_cache() after the optimizer step), in memory of the kind given. */
+/* A trace of 4 GiB of state, then every step 12 blocks of 64 MiB allocated and all released after
+ * the step's GPU work (torch.cuda.empty_cache() after the optimizer step), in memory of the kind
+ * given. */
 static void sim_release_every_step(struct sim *m, const char *file, int mem_kind)
 {
 	int64_t addr[12];
@@ -820,8 +993,8 @@ START_TEST(test_pinned_host_churn_is_not_empty_cache)
 	struct sim m;
 	struct found f;
 
-	/* empty_cache()'s pattern, but in pinned host memory (a loader's cudaHostAlloc/cudaFreeHost):
-	 * the GPU's allocator is not involved */
+	/* empty_cache()'s pattern, but in pinned host memory (a loader's
+	 * cudaHostAlloc/cudaFreeHost): the GPU's allocator is not involved */
 	sim_release_every_step(&m, "pinned_churn.db", CS_MEM_PINNED);
 	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
 	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 0);
@@ -971,6 +1144,219 @@ START_TEST(test_ceiling_with_failed_call)
 }
 END_TEST
 
+/* Steady steps (after the 2 warm-up steps) in which the sporadic tests below hit the ceiling. */
+static int sporadic_step(int s)
+{
+	return s == 9 || s == 21 || s == 33;
+}
+
+#define SPORADIC_STEPS 39
+
+START_TEST(test_ceiling_sporadic_failed_retry)
+{
+	struct sim m;
+	struct found f;
+	int64_t cached[9];
+	int r = 0;
+	cJSON *e;
+
+	/*
+	 * 37 steady steps of about 110 us that the cache serves; in 3 of them a request fails in
+	 * cudaMalloc, the allocator frees 3 cached blocks (3 ms each, the first waiting for the
+	 * GPU) and the retried cudaMalloc (1 ms) succeeds: those steps take about 100 times the
+	 * others. 3 of 37 is under the 25% that an inferred retry needs, but the failed call is
+	 * direct evidence.
+	 */
+	sim_open(&m, "ceiling_sporadic.db");
+	sim_alloc(&m, 4 * GIB);
+	for (int i = 0; i < 9; i++)
+		cached[i] = sim_alloc(&m, 1 * GIB);
+	for (int s = 0; s < SPORADIC_STEPS; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 10; k++)
+			sim_kernel(&m, 7, 10 * US);
+		sim_host(&m, 50 * US);
+		if (sporadic_step(s)) {
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, 0, 2, 200 * US);
+			for (int i = 0; i < 3; i++, r++)
+				sim_mem(&m, CS_MEMOP_FREE, 1 * GIB, cached[r], 0, 3 * MS);
+			m.addr += 0x10000000;
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, m.addr, 0, 1 * MS);
+			sim_kernel(&m, 7, 10 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 3);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "direct_evidence_only")));
+	/* direct evidence has no threshold on how many steps: never near one */
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_GetObjectItem(e, "min_affected_share")->valuedouble == 0);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "retries_after_failed_call")->valueint, 3);
+	/* the cost in GPU time: the GPU idle in the failed call, the frees and the retry */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 10 * MS && f.v[0].lost_ns_per_step < 10300 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_msg(cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble > 30e6, "total %f",
+		      cJSON_GetObjectItem(e, "gpu_idle_ns_total")->valuedouble);
+	/* severity from the cost over the steady state: ~30 of ~35 ms */
+	ck_assert(f.v[0].step_share > 0.8 && f.v[0].step_share <= 1);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_ceiling_failed_retries_not_near)
+{
+	struct sim m;
+	struct found f;
+	int64_t cached[42];
+	int r = 0;
+	cJSON *e;
+
+	/*
+	 * The failed cudaMalloc, frees and retry of test_ceiling_sporadic_failed_retry in every
+	 * third step: 13 of 38 steady steps (34%), whose 95% interval (21-50%) holds the 25% of an
+	 * inferred retry. The failed calls settle it: not near, severity from the cost.
+	 */
+	sim_open(&m, "ceiling_third.db");
+	sim_alloc(&m, 4 * GIB);
+	for (int i = 0; i < 42; i++)
+		cached[i] = sim_alloc(&m, 1 * GIB);
+	for (int s = 0; s < 40; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 10; k++)
+			sim_kernel(&m, 7, 10 * US);
+		sim_host(&m, 50 * US);
+		if (s % 3 == 0) {
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, 0, 2, 200 * US);
+			for (int i = 0; i < 3; i++, r++)
+				sim_mem(&m, CS_MEMOP_FREE, 1 * GIB, cached[r], 0, 3 * MS);
+			m.addr += 0x10000000;
+			sim_mem(&m, CS_MEMOP_ALLOC, 3 * GIB, m.addr, 0, 1 * MS);
+			sim_kernel(&m, 7, 10 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 13);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.25);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "direct_evidence_only")));
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_ceiling_expandable_failed_create)
+{
+	struct sim m;
+	struct found f;
+	int64_t pages[9], handle = 0x100;
+	int r = 0;
+
+	/*
+	 * Expandable segments, 3 of 37 steady steps: the allocator creates 2 pages of a request,
+	 * the third cuMemCreate fails; it releases the 2 pages at once, then waits for the GPU (6
+	 * ms of queued work) and releases 3 cached pages, and creates the page again. The 2-release
+	 * run must not take the failure away from the burst that follows it.
+	 */
+	sim_open(&m, "ceiling_expandable.db");
+	for (int i = 0; i < 9; i++) {
+		pages[i] = handle++;
+		sim_mem(&m, CS_MEMOP_VMM_CREATE, 20 * MIB, pages[i], 0, 50 * US);
+	}
+	for (int s = 0; s < SPORADIC_STEPS; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 60; k++)
+			sim_kernel(&m, 7, 100 * US);
+		if (sporadic_step(s)) {
+			int64_t part[2];
+
+			for (int i = 0; i < 2; i++) {
+				part[i] = handle++;
+				sim_mem(&m, CS_MEMOP_VMM_CREATE, 20 * MIB, part[i], 0, 50 * US);
+			}
+			sim_mem(&m, CS_MEMOP_VMM_CREATE, 20 * MIB, 0, 2, 50 * US);
+			for (int i = 0; i < 2; i++)
+				sim_mem_call(&m, CS_MEMOP_VMM_RELEASE, 20 * MIB, part[i], 0,
+					     20 * US, 0);
+			sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, 0, gpu_end(&m), CS_ID_NONE);
+			for (int i = 0; i < 3; i++, r++)
+				sim_mem(&m, CS_MEMOP_VMM_RELEASE, 20 * MIB, pages[r], 0, 100 * US);
+			sim_mem(&m, CS_MEMOP_VMM_CREATE, 20 * MIB, handle++, 0, 50 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 3);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(f.v[0].evidence, "retries_after_failed_call")->valueint, 3);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "releases_per_retry")->valueint, 3);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_ceiling_inferred_near_threshold)
+{
+	struct sim m;
+	struct found f;
+	int64_t prev[3], cur[3];
+	cJSON *e;
+	int retries = 0;
+
+	/*
+	 * The retry of test_ceiling_without_failed_call (no failed call: inferred from reserved
+	 * memory) in 8 of 38 steady steps: 21%, under the 25% an inference needs, but the 95%
+	 * interval of 8 of 38 (11-36%) holds 25%. Info, with the margin.
+	 */
+	sim_open(&m, "ceiling_near.db");
+	sim_alloc(&m, 4 * GIB);
+	for (int i = 0; i < 3; i++)
+		prev[i] = sim_alloc(&m, 1 * GIB);
+	for (int s = 0; s < 40; s++) {
+		sim_step_begin(&m);
+		if (s % 5 == 3) {
+			for (int i = 0; i < 2; i++) {
+				cur[i] = sim_alloc(&m, 1 * GIB);
+				sim_kernel(&m, 7, 300 * US);
+				sim_kernel(&m, 7, 300 * US);
+			}
+			for (int i = 0; i < 3; i++)
+				sim_mem(&m, CS_MEMOP_FREE, 1 * GIB, prev[i], 0, 150 * US);
+			cur[2] = sim_alloc(&m, 1 * GIB);
+			memcpy(prev, cur, sizeof(prev));
+			retries++;
+		}
+		busy_step(&m);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(retries, 8);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 8);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_low")->valuedouble < 0.25);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_high")->valuedouble >= 0.25);
+	ck_assert(cJSON_GetObjectItem(e, "affected_share_margin")->valuedouble < 0);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+	ck_assert(strstr(f.v[0].title, "near the 25% threshold of steps") != NULL);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_mem_stack_decides)
 {
 	cs_frame empty = {
@@ -1045,8 +1431,44 @@ START_TEST(test_launch_tiny_kernels)
 	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
 	ck_assert(f.v[0].step_share > 0.8);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "near_threshold")));
 	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
 	ck_assert(cJSON_GetObjectItem(by, "between_kernels")->valuedouble > 0.8 * 5 * MS);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_launch_near_threshold)
+{
+	static const int64_t kernel_us[5] = {6, 8, 9, 10, 12};
+	struct sim m;
+	struct found f;
+	cJSON *e;
+
+	/*
+	 * One launch every 25 us, kernels of 6 to 12 us depending on the step: the GPU waits for
+	 * the host 52% to 76% of a step, the median step near the 65% threshold, inside the
+	 * median's 95% interval. Info, with the margin, instead of a finding that comes and goes.
+	 */
+	sim_open(&m, "tiny_near.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 200; i++) {
+			sim_kernel(&m, 7, kernel_us[s % 5] * US);
+			sim_host(&m, 17 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_GetObjectItem(e, "idle_share_low")->valuedouble < 0.65);
+	ck_assert(cJSON_GetObjectItem(e, "idle_share_high")->valuedouble >= 0.65);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+	ck_assert(strstr(f.v[0].title, "near the 65% threshold") != NULL);
 	found_free(&f);
 	free(m.path);
 }
@@ -1244,6 +1666,10 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_lagged_event_wait);
 	tcase_add_test(ts, test_d2h_queries_not_waits);
 	tcase_add_test(ts, test_d2h_every_tenth_step);
+	tcase_add_test(ts, test_d2h_c_host_memcpy);
+	tcase_add_test(ts, test_d2h_late_read_not_drained);
+	tcase_add_test(ts, test_d2h_near_threshold);
+	tcase_add_test(ts, test_d2h_near_step_threshold);
 	tcase_add_test(ts, test_empty_cache_every_step);
 	tcase_add_test(ts, test_pinned_host_churn_is_not_empty_cache);
 	tcase_add_test(ts, test_empty_cache_then_small_alloc);
@@ -1251,8 +1677,13 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_empty_cache_every_tenth_step);
 	tcase_add_test(ts, test_ceiling_without_failed_call);
 	tcase_add_test(ts, test_ceiling_with_failed_call);
+	tcase_add_test(ts, test_ceiling_sporadic_failed_retry);
+	tcase_add_test(ts, test_ceiling_failed_retries_not_near);
+	tcase_add_test(ts, test_ceiling_expandable_failed_create);
+	tcase_add_test(ts, test_ceiling_inferred_near_threshold);
 	tcase_add_test(ts, test_mem_stack_decides);
 	tcase_add_test(ts, test_launch_tiny_kernels);
+	tcase_add_test(ts, test_launch_near_threshold);
 	tcase_add_test(ts, test_launch_gpu_bound);
 	tcase_add_test(ts, test_launch_host_wait_no_copy);
 	tcase_add_test(ts, test_launch_idle_charged_to_d2h);
