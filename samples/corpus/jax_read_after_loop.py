@@ -1,6 +1,6 @@
 """jax_read_after_loop.py - negative: JAX keeps every loss on the device and reads them once after the loop.
 
-The same jitted step as jax_float_every_step.py; the losses stay device arrays in a list and
+The same jitted step as jax_float_every_step.py (jax_mlp.py); the losses stay device arrays in a list and
 `jax.device_get` reads them all after the last step. Dispatch runs ahead of the GPU the whole time. Labels:
 nothing of the five.
 """
@@ -12,27 +12,11 @@ from corpus_common import done, info, need_jax, parse_args  # noqa: E402
 
 args = parse_args(__doc__)
 jax = need_jax()
-import jax.numpy as jnp  # noqa: E402
 import time  # noqa: E402
 
-W, B = 2048, 8192
-keys = jax.random.split(jax.random.PRNGKey(0), 6)
-params = [jax.random.normal(keys[i], (W, W), jnp.float32) * (1.0 / W ** 0.5) for i in range(4)]
-x = jax.random.normal(keys[4], (B, W), jnp.bfloat16)
-y = jax.random.normal(keys[5], (B, W), jnp.float32) * 0.1
+from jax_mlp import mlp  # noqa: E402
 
-
-def loss_fn(ps, x, y):
-    h = x
-    for w in ps:
-        h = jax.nn.gelu(h @ w.astype(jnp.bfloat16))
-    return jnp.mean((h.astype(jnp.float32) - y) ** 2)
-
-
-@jax.jit
-def step(ps, x, y):
-    loss, grads = jax.value_and_grad(loss_fn)(ps, x, y)
-    return [p - 1e-3 * g for p, g in zip(ps, grads)], loss
+params, x, y, step = mlp(jax)
 
 
 losses = []

@@ -17,7 +17,8 @@ struct pinfo {
 
 struct pinfo_list {
 	struct pinfo *v;
-	int32_t n, cap;
+	int32_t n;
+	size_t cap;
 };
 
 /* Index of pid in l, or -1. */
@@ -33,15 +34,8 @@ static int pinfo_add(struct pinfo_list *l, uint32_t pid)
 {
 	if (pinfo_find(l, pid) >= 0)
 		return 0;
-	if (l->n == l->cap) {
-		int32_t cap = l->cap ? l->cap * 2 : 8;
-		struct pinfo *nv = realloc(l->v, (size_t)cap * sizeof(*nv));
-
-		if (!nv)
-			return CS_ERR_NOMEM;
-		l->v = nv;
-		l->cap = cap;
-	}
+	if (cs_grow((void **)&l->v, &l->cap, (size_t)l->n + 1, sizeof(*l->v)))
+		return CS_ERR_NOMEM;
 	l->v[l->n].pid = pid;
 	l->v[l->n].rank = l->v[l->n].local_rank = CS_ID_NONE;
 	l->n++;
@@ -78,32 +72,30 @@ static int pinfo_cmp(const void *pa, const void *pb)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* Add pid unless it is the one added last (events come in runs of one process). */
+static int gpu_pid_add(struct pinfo_list *l, uint32_t pid, uint32_t *last, int *have)
+{
+	if (*have && pid == *last)
+		return 0;
+	if (pinfo_add(l, pid))
+		return CS_ERR_NOMEM;
+	*last = pid;
+	*have = 1;
+	return 0;
+}
+
 /* The processes that launched GPU work (kernels, memcpys, memsets). */
 static int gpu_pids(const cs_analysis *a, struct pinfo_list *l)
 {
 	uint32_t last = 0;
 	int have = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		uint32_t pid = a->kernels[i].pid;
-
-		if (have && pid == last)
-			continue;
-		if (pinfo_add(l, pid))
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (gpu_pid_add(l, a->kernels[i].pid, &last, &have))
 			return CS_ERR_NOMEM;
-		last = pid;
-		have = 1;
-	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		uint32_t pid = a->copies[i].pid;
-
-		if (have && pid == last)
-			continue;
-		if (pinfo_add(l, pid))
+	for (int64_t i = 0; i < a->ncopies; i++)
+		if (gpu_pid_add(l, a->copies[i].pid, &last, &have))
 			return CS_ERR_NOMEM;
-		last = pid;
-		have = 1;
-	}
 	return 0;
 }
 
