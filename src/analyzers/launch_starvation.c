@@ -1,12 +1,12 @@
 /*
  * launch_starvation.c - the launch-starvation rule: inside steady-state steps the GPU keeps
- * running out of work because the host launches it too slowly (tiny kernels, Python overhead, a
- * host wait, work at the start of the step): the next piece of GPU work was launched only after
- * the previous one had ended.
+ * running out of work because the host launches it too slowly: the next piece of GPU work was
+ * launched only after the previous one had ended.
  *
- * One pass over the process's GPU work in start order finds each such starved gap and its cause;
- * the gaps that d2h-sync already charges to a device-to-host wait are left out of the decision
- * and shown apart. docs/rules/launch-starvation.md has the decision, its thresholds and the
+ * One pass over the process's GPU work in start order finds each such starved gap and splits its
+ * idle among causes (launch overhead, host work, host waits, the input pipeline, pageable copies),
+ * each nanosecond to one; the gaps that d2h-sync already charges to a device-to-host wait are left
+ * out of the decision and shown apart. docs/rules/launch-starvation.md has the decision, its thresholds and the
  * measured values.
  */
 #include <stdio.h>
@@ -23,56 +23,130 @@
 /* ... and in at least this share of the steady steps, and this many. */
 #define MIN_STEP_SHARE 0.5
 #define MIN_STEPS      3
+/*
+ * A time between two launch calls is host work, not the launch pace, beyond this many robust
+ * standard deviations (1.4826 median absolute deviations) over the median time between calls:
+ * for normally spread times 5 of them are passed once in 3.5 million, so the host's ordinary
+ * per-op time (Python, dispatcher) stays launch overhead and only a stretch of other work passes.
+ */
+#define FAR_K 5.0
 
 enum cause {
-	CAUSE_SYNC = 0, /* the first gap after a host wait */
-	CAUSE_TINY,	/* between kernels: the host launches slower than they run */
-	CAUSE_START,	/* the GPU ran dry before the step's first launch */
-	CAUSE_D2H,	/* charged by d2h-sync: not counted here */
+	CAUSE_LAUNCH = 0, /* the last launch interval of a gap: launch calls one by one */
+	CAUSE_HOST,	  /* the rest of a gap with no CUDA call in it: host work */
+	CAUSE_WAIT,	  /* the part of a gap the host spent in a wait */
+	CAUSE_INPUT,	  /* a gap before the H2D copies at a step's boundary */
+	CAUSE_PAGEABLE,	  /* the part of a gap a pageable copy call held the host */
+	CAUSE_D2H,	  /* charged by d2h-sync: not counted here */
 	NCAUSES,
 };
 
-static const char *const cause_key[NCAUSES] = {"after_host_wait", "between_kernels",
-					       "at_step_start", "after_d2h_sync"};
+static const char *const cause_key[NCAUSES] = {"launch_overhead", "host_work",
+					       "host_wait",	  "input_pipeline",
+					       "pageable_copy",	  "after_d2h_sync"};
 
 struct step_acc {
 	int64_t idle[NCAUSES];
-	int64_t gaps[NCAUSES];
-	int64_t work;	      /* kernels, copies and memsets that ran */
-	int64_t work_ns;      /* their summed duration */
-	int64_t biggest_gap;  /* the largest counted gap */
-	int64_t biggest_next; /* kernel index after it, or -1 */
+	int64_t gaps[NCAUSES]; /* gaps with some of their idle charged to the cause */
+	int64_t work;	       /* kernels, copies and memsets that ran */
+	int64_t work_ns;       /* their summed duration */
+	int64_t launches;      /* host launch calls: one per kernel, one per graph launch */
+	int64_t kernels;       /* kernels launched in the step */
+	int64_t graph_kernels; /* of them replayed from a CUDA graph */
+	int64_t biggest_gap;   /* the largest counted gap */
+	int64_t biggest_next;  /* kernel index after it, or -1 */
+	int64_t first_kernel;  /* launch time of the step's first and last kernel */
+	int64_t last_kernel;
 };
 
-/* Ends of the process's host waits, ascending. */
-static int host_wait_ends(const cs_analysis *a, uint32_t pid, struct ru_i64 *ends)
-{
-	for (int64_t i = 0; i < a->nsyncs; i++) {
-		const cs_a_sync *y = &a->syncs[i];
+/* Host intervals by start: the process's host waits, or its pageable copy calls. */
+struct iv {
+	int64_t s, e;
+};
+struct ivs {
+	struct iv *v;
+	int64_t n, cap, longest;
+};
 
-		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
-			continue;
-		if (ru_i64_push(ends, y->end != CS_TS_UNKNOWN ? y->end : y->start))
+static int ivs_push(struct ivs *x, int64_t s, int64_t e)
+{
+	if (e <= s)
+		return 0;
+	if (x->n == (int64_t)x->cap) {
+		int64_t cap = x->cap ? x->cap * 2 : 64;
+		struct iv *v = realloc(x->v, (size_t)cap * sizeof(*v));
+
+		if (!v)
 			return CS_ERR_NOMEM;
+		x->v = v;
+		x->cap = cap;
 	}
-	ru_sort_i64(ends->v, ends->n);
+	x->v[x->n].s = s;
+	x->v[x->n++].e = e;
+	if (e - s > x->longest)
+		x->longest = e - s;
 	return 0;
 }
 
-/* First of the sorted v[0..n) that is >= t, or n. */
-static int64_t lower_i64(const int64_t *v, int64_t n, int64_t t)
+static int cmp_iv(const void *pa, const void *pb)
 {
-	int64_t lo = 0, hi = n;
+	const struct iv *x = pa, *y = pb;
 
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* First interval that may overlap [t, ...): every earlier one starts before t - longest. */
+static int64_t ivs_from(const struct ivs *x, int64_t t)
+{
+	int64_t lo = 0, hi = x->n;
+
+	t -= x->longest;
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
-		if (v[mid] < t)
+		if (x->v[mid].s < t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+/* 1 when time t lies in one of the intervals. */
+static int ivs_holds(const struct ivs *x, int64_t t)
+{
+	for (int64_t i = ivs_from(x, t); i < x->n && x->v[i].s <= t; i++)
+		if (t < x->v[i].e)
+			return 1;
+	return 0;
+}
+
+/* Host waits of the process (stream/context/event synchronize, synchronous memcpy) and the host
+ * time of its pageable copy calls, each sorted by start. */
+static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages)
+{
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+
+		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN ||
+		    y->end == CS_TS_UNKNOWN)
+			continue;
+		if (ivs_push(waits, y->start, y->end))
+			return CS_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid != pid || c->is_memset || c->launch_start == CS_TS_UNKNOWN ||
+		    c->launch_end == CS_TS_UNKNOWN ||
+		    (c->src_kind != CS_MEM_PAGEABLE && c->dst_kind != CS_MEM_PAGEABLE))
+			continue;
+		if (ivs_push(pages, c->launch_start, c->launch_end))
+			return CS_ERR_NOMEM;
+	}
+	qsort(waits->v, (size_t)waits->n, sizeof(*waits->v), cmp_iv);
+	qsort(pages->v, (size_t)pages->n, sizeof(*pages->v), cmp_iv);
+	return 0;
 }
 
 /* The windows d2h-sync charges, by start: [idle_start, window_end] of the waits that cost. */
@@ -89,8 +163,191 @@ static int d2h_windows(const struct ru_d2h *d, struct ru_i64 *from, struct ru_i6
 	return 0;
 }
 
-static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i64 *waits,
-		      const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc)
+/*
+ * The process's launch calls (kernels, copies, memsets; the kernels of one graph launch are one
+ * call), by start, with the latest end of a call so far, and the host's usual time between two of
+ * them: the median of the time from the end of one call to the start of the next (0 when they
+ * overlap, on several threads), measured in this trace. A stretch without launch calls longer
+ * than far (FAR_K robust standard deviations over the usual) is not the host's launch pace.
+ */
+struct calls {
+	struct iv *v;
+	int64_t n, cap, longest;
+	int64_t *reach; /* reach[i]: the latest end of v[0..i] */
+	int64_t usual;	/* median time between two calls */
+	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
+};
+
+static int launch_calls(const cs_analysis *a, uint32_t pid, struct calls *c)
+{
+	struct ivs x = {0};
+	struct ru_i64 d = {0};
+	int64_t n = 0;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid == pid && k->launch_start != CS_TS_UNKNOWN &&
+		    ivs_push(&x, k->launch_start,
+			     k->launch_end != CS_TS_UNKNOWN && k->launch_end > k->launch_start
+				     ? k->launch_end
+				     : k->launch_start + 1))
+			goto nomem;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *k = &a->copies[i];
+
+		if (k->pid == pid && k->launch_start != CS_TS_UNKNOWN &&
+		    ivs_push(&x, k->launch_start,
+			     k->launch_end != CS_TS_UNKNOWN && k->launch_end > k->launch_start
+				     ? k->launch_end
+				     : k->launch_start + 1))
+			goto nomem;
+	}
+	qsort(x.v, (size_t)x.n, sizeof(*x.v), cmp_iv);
+	for (int64_t i = 0; i < x.n; i++)
+		if (n == 0 || x.v[i].s != x.v[n - 1].s)
+			x.v[n++] = x.v[i];
+	c->v = x.v;
+	c->n = n;
+	c->reach = malloc(((size_t)n + 1) * sizeof(*c->reach));
+	if (!c->reach)
+		goto nomem;
+	for (int64_t i = 0; i < n; i++) {
+		c->reach[i] = i > 0 && c->reach[i - 1] > c->v[i].e ? c->reach[i - 1] : c->v[i].e;
+		if (i > 0 &&
+		    ru_i64_push(&d, c->v[i].s > c->reach[i - 1] ? c->v[i].s - c->reach[i - 1] : 0))
+			goto nomem;
+	}
+	c->usual = ru_median(d.v, d.n);
+	/* the robust standard deviation: 1.4826 median absolute deviations */
+	for (int64_t i = 0; i < d.n; i++)
+		d.v[i] = d.v[i] > c->usual ? d.v[i] - c->usual : c->usual - d.v[i];
+	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
+	ru_i64_free(&d);
+	return 0;
+nomem:
+	ru_i64_free(&d);
+	return CS_ERR_NOMEM;
+}
+
+/* End of the host's last launch call that started before t, or CS_TS_UNKNOWN. */
+static int64_t call_before(const struct calls *c, int64_t t)
+{
+	int64_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (c->v[mid].s < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? c->reach[lo - 1] : CS_TS_UNKNOWN;
+}
+
+/* Kernel launch calls per step: graph launches (distinct launch times of graph kernels) once. */
+static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_acc *acc)
+{
+	struct ru_i64 g = {0};
+
+	for (int32_t i = 0; i < s->n; i++)
+		acc[i].first_kernel = acc[i].last_kernel = CS_TS_UNKNOWN;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t t = cs_launch_time(k->launch_start, k->start);
+		int st;
+
+		if (k->pid != s->pid || (st = ru_steady_step(s, t)) < 0)
+			continue;
+		acc[st].kernels++;
+		if (acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel)
+			acc[st].first_kernel = t;
+		if (acc[st].last_kernel == CS_TS_UNKNOWN || t > acc[st].last_kernel)
+			acc[st].last_kernel = t;
+		if (!k->graph || k->launch_start == CS_TS_UNKNOWN) {
+			acc[st].launches++;
+			continue;
+		}
+		acc[st].graph_kernels++;
+		if (ru_i64_push(&g, k->launch_start))
+			return CS_ERR_NOMEM;
+	}
+	ru_sort_i64(g.v, g.n);
+	for (int64_t i = 0; i < g.n; i++)
+		if (i == 0 || g.v[i] != g.v[i - 1])
+			acc[ru_steady_step(s, g.v[i])].launches++;
+	ru_i64_free(&g);
+	return 0;
+}
+
+struct gap_ctx {
+	const struct ivs *waits, *pages;
+	struct calls calls;
+	struct ru_i64 cut;
+};
+
+/*
+ * Charges each nanosecond of the gap [g0, g1), ended by work whose launch call started at ls, to
+ * one cause: the host time of a pageable copy call, else a host wait, else (input set) the input
+ * pipeline, else host work when the host had made no launch call for far longer than its usual
+ * time between two calls (from the end of the previous call plus that usual time to ls), else
+ * launch overhead.
+ */
+static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int input,
+		      int64_t *out)
+{
+	const struct ivs *set[2] = {c->pages, c->waits};
+	int64_t h0 = g1, h1 = g1,
+		prev = ls != CS_TS_UNKNOWN ? call_before(&c->calls, ls) : CS_TS_UNKNOWN;
+
+	/* [h0, h1): the host's stretch without launch calls, beyond the usual, inside the gap,
+	 * when it is far longer than the launch pace */
+	if (prev != CS_TS_UNKNOWN && ls - prev > c->calls.far) {
+		h0 = prev + c->calls.usual > g0 ? prev + c->calls.usual : g0;
+		h1 = ls < g1 ? ls : g1;
+		if (h1 < h0)
+			h1 = h0 = g1;
+	}
+	c->cut.n = 0;
+	if (ru_i64_push(&c->cut, g0) || ru_i64_push(&c->cut, g1) || ru_i64_push(&c->cut, h0) ||
+	    ru_i64_push(&c->cut, h1))
+		return CS_ERR_NOMEM;
+	for (int k = 0; k < 2; k++)
+		for (int64_t i = ivs_from(set[k], g0); i < set[k]->n && set[k]->v[i].s < g1; i++) {
+			const struct iv *x = &set[k]->v[i];
+
+			if (x->e <= g0)
+				continue;
+			if ((x->s > g0 && ru_i64_push(&c->cut, x->s)) ||
+			    (x->e < g1 && ru_i64_push(&c->cut, x->e)))
+				return CS_ERR_NOMEM;
+		}
+	ru_sort_i64(c->cut.v, c->cut.n);
+	for (int64_t i = 0; i + 1 < c->cut.n; i++) {
+		int64_t t = c->cut.v[i], len = c->cut.v[i + 1] - t;
+		enum cause k;
+
+		if (len <= 0)
+			continue;
+		if (ivs_holds(c->pages, t))
+			k = CAUSE_PAGEABLE;
+		else if (ivs_holds(c->waits, t))
+			k = CAUSE_WAIT;
+		else if (input)
+			k = CAUSE_INPUT;
+		else if (t >= h0 && t < h1)
+			k = CAUSE_HOST;
+		else
+			k = CAUSE_LAUNCH;
+		out[k] += len;
+	}
+	return 0;
+}
+
+static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc,
+		     const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc)
 {
 	struct ru_gpu_iter it;
 	struct ru_work w;
@@ -98,9 +355,9 @@ static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i
 
 	ru_gpu_iter_init(&it, a, s->pid);
 	while (ru_gpu_next(&it, &w)) {
-		int64_t launched = ru_work_launched(&w), prev = reach, gap, x;
-		int st = ru_steady_step(s, cs_launch_time(w.launch_start, w.start));
-		enum cause c;
+		int64_t launched = ru_work_launched(&w), prev = reach, gap, t;
+		int64_t part[NCAUSES] = {0};
+		int st = ru_steady_step(s, t = cs_launch_time(w.launch_start, w.start)), input;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
@@ -115,39 +372,82 @@ static void scan_gaps(const cs_analysis *a, const cs_steps *s, const struct ru_i
 		gap = w.start - prev;
 		while (p < wto->n && wto->v[p] < prev)
 			p++;
-		x = lower_i64(waits->v, waits->n, prev);
-		if (p < wto->n && wfrom->v[p] < w.start && prev <= wto->v[p])
-			c = CAUSE_D2H;
-		else if (x < waits->n && waits->v[x] <= launched)
-			c = CAUSE_SYNC;
-		else if (prev < s->v[st].start)
-			c = CAUSE_START;
-		else
-			c = CAUSE_TINY;
-		cs_sat_accum(&acc[st].idle[c], gap);
-		acc[st].gaps[c]++;
-		if (c != CAUSE_D2H && gap > acc[st].biggest_gap) {
+		if (p < wto->n && wfrom->v[p] < w.start && prev <= wto->v[p]) {
+			part[CAUSE_D2H] = gap;
+		} else {
+			/* a host-to-device copy launched before the step's first kernel or after
+			 * its last: the next batch going in */
+			input = !w.is_kernel && a->copies[w.index].copy_kind == CS_COPY_HTOD &&
+				(acc[st].first_kernel == CS_TS_UNKNOWN ||
+				 t < acc[st].first_kernel || t > acc[st].last_kernel);
+			if (charge_gap(gc, prev, w.start, w.launch_start, input, part))
+				return CS_ERR_NOMEM;
+		}
+		for (int c = 0; c < NCAUSES; c++)
+			if (part[c] > 0) {
+				cs_sat_accum(&acc[st].idle[c], part[c]);
+				acc[st].gaps[c]++;
+			}
+		if (part[CAUSE_D2H] == 0 && gap > acc[st].biggest_gap) {
 			acc[st].biggest_gap = gap;
 			acc[st].biggest_next = w.is_kernel ? w.index : -1;
 		}
 	}
+	return 0;
 }
 
 static int64_t counted(const struct step_acc *x)
 {
-	return cs_sat_add(cs_sat_add(x->idle[CAUSE_SYNC], x->idle[CAUSE_TINY]),
-			  x->idle[CAUSE_START]);
+	int64_t n = 0;
+
+	for (int c = 0; c < NCAUSES; c++)
+		if (c != CAUSE_D2H)
+			n = cs_sat_add(n, x->idle[c]);
+	return n;
 }
 
 static const char *cause_words(int c)
 {
 	switch (c) {
-	case CAUSE_SYNC:
-		return "after host waits";
-	case CAUSE_START:
-		return "at the start of the step";
+	case CAUSE_HOST:
+		return "host work between launches";
+	case CAUSE_WAIT:
+		return "host waits";
+	case CAUSE_INPUT:
+		return "the input pipeline (before the host-to-device copies of a batch)";
+	case CAUSE_PAGEABLE:
+		return "copies of pageable memory holding the host";
 	default:
-		return "between kernels launched slower than they run";
+		return "launch overhead between short kernels launched one by one";
+	}
+}
+
+/* The advice for one cause; graph: the kernels already run from CUDA graphs. */
+static const char *cause_fix(int c, int graph)
+{
+	switch (c) {
+	case CAUSE_HOST:
+		return "Host work: take Python work out of the step or do it while the GPU runs "
+		       "work queued ahead (precompute, fewer host-side tensor operations, logging "
+		       "and checks every N steps).";
+	case CAUSE_WAIT:
+		return "Host waits: remove synchronize calls and blocking copies from the step, or "
+		       "wait on an event as late as possible.";
+	case CAUSE_INPUT:
+		return "Input pipeline: have the next batch ready before the step needs it "
+		       "(DataLoader num_workers and prefetch_factor, pin_memory, copies with "
+		       "non_blocking=True).";
+	case CAUSE_PAGEABLE:
+		return "Pageable copies: copy from pinned memory (pin_memory=True, "
+		       "non_blocking=True) so that the copy call does not hold the host.";
+	default:
+		return graph ? "Launch overhead: the kernels already run from CUDA graphs; "
+			       "capture more of the step in one graph, fuse small ops "
+			       "(torch.compile), grow the batch."
+			     : "Launch overhead: give the GPU more work per launch: capture the "
+			       "step in a CUDA graph (torch.cuda.graphs, torch.compile "
+			       "mode=\"reduce-overhead\"), fuse small ops (torch.compile, fused "
+			       "optimizers), grow the batch.";
 	}
 }
 
@@ -164,9 +464,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cs_report_finding *f;
 	cJSON *e, *by;
 	int64_t lost, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
-	int top = CAUSE_TINY, rc = CS_ERR_NOMEM;
+	int64_t launches, gk = 0, kernels = 0;
+	int top = CAUSE_LAUNCH, rc = CS_ERR_NOMEM, graph, done[NCAUSES] = {0};
 	double share;
-	char title[400], b1[32], b2[32], b3[32], b4[96] = "";
+	char title[400], fix[1600] = "", b1[32], b2[32], b3[32], b4[96] = "";
 
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]);
@@ -190,6 +491,27 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		tmp[i] = acc[steps[i]].work_ns;
 	work_ns = ru_median(tmp, n);
 	for (int32_t i = 0; i < n; i++)
+		tmp[i] = acc[steps[i]].launches;
+	launches = ru_median(tmp, n);
+	for (int32_t i = 0; i < n; i++) {
+		gk += acc[steps[i]].graph_kernels;
+		kernels += acc[steps[i]].kernels;
+	}
+	/* most kernels of the affected steps ran from a CUDA graph: no advice to use one */
+	graph = gk > 0 && 2 * gk > kernels;
+	/* the fix: the advice of each cause with idle in the median step, the main one first */
+	done[CAUSE_D2H] = 1;
+	for (int c = top; c >= 0;) {
+		size_t len = strlen(fix);
+
+		done[c] = 1;
+		snprintf(fix + len, sizeof(fix) - len, "%s%s", len ? " " : "", cause_fix(c, graph));
+		c = -1;
+		for (int k = 0; k < NCAUSES; k++)
+			if (!done[k] && cause_med[k] > 0 && (c < 0 || cause_med[k] > cause_med[c]))
+				c = k;
+	}
+	for (int32_t i = 0; i < n; i++)
 		tmp[i] = s->v[steps[i]].end - s->v[steps[i]].start;
 	dur = ru_median(tmp, n);
 	for (int32_t i = 0; i < n; i++)
@@ -201,17 +523,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 			 MIN_IDLE_SHARE * 100, (double)lo / 1e4, (double)hi / 1e4);
 	snprintf(title, sizeof(title),
 		 "GPU waits for the host %.0f%% of the step: %s idle per step, mostly %s (%lld "
-		 "launches per step, %s of GPU work each, one every %s)%s",
-		 share * 100, ru_fmt_ns(b1, sizeof(b1), lost), cause_words(top), (long long)work,
-		 ru_fmt_ns(b2, sizeof(b2), work > 0 ? work_ns / work : 0),
-		 ru_fmt_ns(b3, sizeof(b3), work > 0 ? dur / work : 0), b4);
-	f = cs_finding_new(
-		RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title,
-		"Give the GPU more work per launch: capture the step in a CUDA graph "
-		"(torch.cuda.graphs, torch.compile mode=\"reduce-overhead\"), fuse small "
-		"ops (torch.compile, fused optimizers), grow the batch, and take host waits "
-		"and data preparation out of the step (DataLoader workers, pinned memory, "
-		"prefetch).");
+		 "launch calls per step%s, %s of GPU work each, one every %s)%s",
+		 share * 100, ru_fmt_ns(b1, sizeof(b1), lost), cause_words(top),
+		 (long long)launches, graph ? " of CUDA graphs" : "",
+		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
+		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
+	f = cs_finding_new(RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title, fix);
 	if (!f)
 		goto out;
 	if (cs_finding_set_steps(f, steps, n))
@@ -246,6 +563,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cJSON_AddNumberToObject(e, "gpu_work_ns_per_step", (double)work_ns);
 	cJSON_AddNumberToObject(e, "mean_work_ns", (double)(work > 0 ? work_ns / work : 0));
 	cJSON_AddNumberToObject(e, "mean_launch_interval_ns", (double)(work > 0 ? dur / work : 0));
+	cJSON_AddNumberToObject(e, "launch_calls_per_step", (double)launches);
+	cJSON_AddBoolToObject(e, "graph_launched", graph);
 	cJSON_AddNumberToObject(e, "min_idle_share", MIN_IDLE_SHARE);
 	cJSON_AddNumberToObject(e, "idle_share_low", (double)lo / 1e6);
 	cJSON_AddNumberToObject(e, "idle_share_high", (double)hi / 1e6);
@@ -266,7 +585,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct ru_d2h *d;
-	struct ru_i64 waits = {0}, wfrom = {0}, wto = {0};
+	struct ru_i64 wfrom = {0}, wto = {0};
+	struct ivs waits = {0}, pages = {0};
+	struct gap_ctx gc = {&waits, &pages, {0}, {0}};
 	struct step_acc *acc = NULL;
 	int64_t *share_pm = NULL, *tmp = NULL, med, lo, hi;
 	int near;
@@ -283,10 +604,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	share_pm = calloc((size_t)s->n, sizeof(*share_pm));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (!acc || !share_pm || !tmp || !steps || host_wait_ends(a, s->pid, &waits) ||
-	    d2h_windows(d, &wfrom, &wto))
+	if (!acc || !share_pm || !tmp || !steps || host_intervals(a, s->pid, &waits, &pages) ||
+	    d2h_windows(d, &wfrom, &wto) || launch_calls(a, s->pid, &gc.calls) ||
+	    count_launches(a, s, acc) || scan_gaps(a, s, &gc, &wfrom, &wto, acc))
 		goto out;
-	scan_gaps(a, s, &waits, &wfrom, &wto, acc);
 
 	/* share of each steady step the GPU waited for the host, in millionths */
 	for (int32_t i = 0; i < s->n; i++) {
@@ -315,7 +636,11 @@ out:
 		cs_error_set(err, rc, "out of memory");
 done:
 	ru_cache_free(&own);
-	ru_i64_free(&waits);
+	free(waits.v);
+	free(pages.v);
+	ru_i64_free(&gc.cut);
+	free(gc.calls.v);
+	free(gc.calls.reach);
 	ru_i64_free(&wfrom);
 	ru_i64_free(&wto);
 	free(acc);

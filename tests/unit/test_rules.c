@@ -240,9 +240,12 @@ START_TEST(test_sample_details)
 	ck_assert_int_eq(f.n, 1);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
 	x = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
-	ck_assert(cJSON_GetObjectItem(x, "between_kernels")->valuedouble >
-		  cJSON_GetObjectItem(x, "after_host_wait")->valuedouble +
-			  cJSON_GetObjectItem(x, "at_step_start")->valuedouble);
+	ck_assert(cJSON_GetObjectItem(x, "launch_overhead")->valuedouble >
+		  cJSON_GetObjectItem(x, "host_work")->valuedouble +
+			  cJSON_GetObjectItem(x, "host_wait")->valuedouble);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "input_pipeline")->valuedouble, 0);
+	ck_assert(strstr(f.v[0].title, "mostly launch overhead") != NULL);
+	ck_assert(strstr(f.v[0].fix, "torch.cuda.graphs") != NULL);
 	found_free(&f);
 	unload(&l);
 	free(path);
@@ -451,6 +454,90 @@ static void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t
 	}
 	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
 	m->h = c.launch_end;
+}
+
+/*
+ * A host-to-device copy on a stream: from pinned memory, launched asynchronously; or from
+ * pageable memory, a call that holds the host for hold_ns while the driver stages the data, then
+ * waits for the copy (a sync row of its own, as sim_d2h).
+ */
+static void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hold_ns)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + m->launch_ns;
+	c.start = next_start(m, stream);
+	if (pageable && c.start < m->h + hold_ns)
+		c.start = m->h + hold_ns;
+	c.end = c.start + 2 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = (uint32_t)stream;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = pageable ? CS_MEM_PAGEABLE : CS_MEM_PINNED;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = !pageable;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = bytes;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = CS_ID_NONE;
+	m->g[stream] = c.end;
+	if (pageable) {
+		cs_sync y;
+
+		c.launch_end = c.end + 2 * US;
+		memset(&y, 0, sizeof(y));
+		y.start = c.launch_start;
+		y.end = c.launch_end;
+		y.pid = PID;
+		y.tid = TID;
+		y.stream_id = stream;
+		y.event_id = CS_ID_NONE;
+		y.type = CS_SYNC_MEMCPY;
+		y.cbid = CS_ID_NONE;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = CS_ID_NONE;
+		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	}
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->h = c.launch_end;
+}
+
+/* One launch of a CUDA graph of n kernels of dur each, which run back to back on a stream. */
+static void sim_graph_launch(struct sim *m, int stream, int n, int64_t dur)
+{
+	int64_t ls = m->h, le = m->h + m->launch_ns;
+
+	for (int i = 0; i < n; i++) {
+		cs_kernel k;
+
+		memset(&k, 0, sizeof(k));
+		k.launch_start = ls;
+		k.launch_end = le;
+		k.start = i == 0 ? next_start(m, stream) : m->g[stream] + 1 * US;
+		k.end = k.start + dur;
+		k.queued = k.submitted = CS_TS_UNKNOWN;
+		k.pid = PID;
+		k.launch_tid = TID;
+		k.launch_cbid = CS_ID_NONE;
+		k.stream_id = (uint32_t)stream;
+		k.correlation_id = ++m->corr;
+		k.grid_x = 64;
+		k.grid_y = k.grid_z = 1;
+		k.block_x = 256;
+		k.block_y = k.block_z = 1;
+		k.graph_id = 1;
+		k.graph_node_id = i;
+		k.name_id = name_id(m, "_ZN2at6native18elementwise_kernelEv");
+		k.stack_id = CS_ID_NONE;
+		ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
+		m->g[stream] = k.end;
+	}
+	m->h = le;
 }
 
 /*
@@ -1433,7 +1520,11 @@ START_TEST(test_launch_tiny_kernels)
 	ck_assert(f.v[0].step_share > 0.8);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "near_threshold")));
 	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
-	ck_assert(cJSON_GetObjectItem(by, "between_kernels")->valuedouble > 0.8 * 5 * MS);
+	ck_assert(cJSON_GetObjectItem(by, "launch_overhead")->valuedouble > 0.8 * 5 * MS);
+	/* only the 10 us the host spends between steps, beyond its steady 17 us between calls */
+	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble <= 10 * US);
+	ck_assert_double_eq(
+		cJSON_GetObjectItem(f.v[0].evidence, "launch_calls_per_step")->valuedouble, 200);
 	found_free(&f);
 	free(m.path);
 }
@@ -1499,7 +1590,8 @@ START_TEST(test_launch_host_wait_no_copy)
 
 	/*
 	 * torch.cuda.synchronize() and a long stretch of host work in every step: not a
-	 * device-to-host read, so the idle after the wait is this rule's, as "after a host wait".
+	 * device-to-host read, so the idle is this rule's; the wait ended when the GPU ran dry, so
+	 * only its last 3 us are host wait and the 4 ms after it host work.
 	 */
 	sim_open(&m, "sync_idle.db");
 	for (int s = 0; s < STEPS; s++) {
@@ -1515,7 +1607,145 @@ START_TEST(test_launch_host_wait_no_copy)
 	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
 	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
 	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
-	ck_assert(cJSON_GetObjectItem(by, "after_host_wait")->valuedouble > 3.9 * MS);
+	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble > 3.9 * MS);
+	ck_assert(cJSON_GetObjectItem(by, "host_wait")->valuedouble <= 3 * US);
+	ck_assert(strstr(f.v[0].title, "mostly host work") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* A short wait inside a long gap of host work: the gap is host work, the wait only its own 5 us. */
+START_TEST(test_launch_short_wait_in_host_work)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	sim_open(&m, "wait_in_host_work.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 50; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 17 * US);
+		}
+		/* 2.6 ms of host CPU work, a 5 us torch.cuda.synchronize() in its middle */
+		sim_host(&m, 1300 * US);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, m.h + 2 * US, CS_ID_NONE);
+		sim_host(&m, 1300 * US);
+		sim_kernel(&m, 7, 2 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble > 2.5 * MS);
+	ck_assert_double_eq(cJSON_GetObjectItem(by, "host_wait")->valuedouble, 5 * US);
+	ck_assert(cJSON_GetObjectItem(by, "launch_overhead")->valuedouble > 0.5 * MS);
+	ck_assert(strstr(f.v[0].title, "mostly host work") != NULL);
+	ck_assert(strncmp(f.v[0].fix, "Host work:", 10) == 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * The next batch is awaited at the end of the step (a DataLoader without workers), then copied in:
+ * the gap before the host-to-device copies after the step's last kernel is the input pipeline.
+ */
+START_TEST(test_launch_input_pipeline)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	sim_open(&m, "input_pipeline.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 50; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 17 * US);
+		}
+		sim_host(&m, 3 * MS);
+		sim_h2d(&m, 7, 4 * MIB, 0, 0);
+		sim_h2d(&m, 7, 4096, 0, 0);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "input_pipeline")->valuedouble > 2.9 * MS);
+	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble < 0.1 * MS);
+	ck_assert(strstr(f.v[0].title, "mostly the input pipeline") != NULL);
+	ck_assert(strstr(f.v[0].fix, "DataLoader") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* A synchronous copy from pageable memory holds the host 2 ms: pageable copy, not a host wait. */
+START_TEST(test_launch_pageable_copy)
+{
+	struct sim m;
+	struct found f;
+	cJSON *by;
+
+	sim_open(&m, "pageable.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_h2d(&m, 7, 64 * MIB, 1, 2 * MS);
+		for (int i = 0; i < 50; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 17 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "pageable_copy")->valuedouble > 1.9 * MS);
+	ck_assert_double_eq(cJSON_GetObjectItem(by, "host_wait")->valuedouble, 0);
+	ck_assert(strstr(f.v[0].title, "mostly copies of pageable memory") != NULL);
+	ck_assert(strstr(f.v[0].fix, "pin_memory") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * 40 small CUDA graphs of 3 kernels each, launched one by one: 40 launch calls per step (not 120
+ * kernels), launch overhead, and no advice to use CUDA graphs.
+ */
+START_TEST(test_launch_graph_launched)
+{
+	struct sim m;
+	struct found f;
+	cJSON *e;
+
+	sim_open(&m, "graph_launched.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 40; i++) {
+			sim_graph_launch(&m, 7, 3, 2 * US);
+			sim_host(&m, 30 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	e = f.v[0].evidence;
+	ck_assert_double_eq(cJSON_GetObjectItem(e, "launch_calls_per_step")->valuedouble, 40);
+	ck_assert_double_eq(cJSON_GetObjectItem(e, "gpu_work_per_step")->valuedouble, 120);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "graph_launched")));
+	ck_assert(strstr(f.v[0].title, "40 launch calls per step of CUDA graphs") != NULL);
+	ck_assert(strstr(f.v[0].title, "mostly launch overhead") != NULL);
+	ck_assert(strstr(f.v[0].fix, "already run from CUDA graphs") != NULL);
+	ck_assert(strstr(f.v[0].fix, "torch.cuda.graphs") == NULL);
+	ck_assert(strstr(f.v[0].fix, "reduce-overhead") == NULL);
 	found_free(&f);
 	free(m.path);
 }
@@ -1687,6 +1917,10 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_launch_gpu_bound);
 	tcase_add_test(ts, test_launch_host_wait_no_copy);
 	tcase_add_test(ts, test_launch_idle_charged_to_d2h);
+	tcase_add_test(ts, test_launch_short_wait_in_host_work);
+	tcase_add_test(ts, test_launch_input_pipeline);
+	tcase_add_test(ts, test_launch_pageable_copy);
+	tcase_add_test(ts, test_launch_graph_launched);
 	tcase_add_test(ts, test_scan_kernels);
 	tcase_add_test(ts, test_scan_in_template_arguments);
 	suite_add_tcase(s, ts);
