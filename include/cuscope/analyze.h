@@ -214,8 +214,9 @@ double cs_steps_busy_share(const cs_steps *s);
 int cs_steps_find_launch(const cs_steps *s, int64_t launch_start, int64_t start);
 /* Number of steady-state steps (s->n - s->warmup). */
 int32_t cs_steps_steady(const cs_steps *s);
-/* The default number of warm-up steps among n (docs/steps.md). */
-int32_t cs_steps_default_warmup(int32_t n);
+/* The default number of warm-up steps of s: up to the last step of the first half whose host
+ * span is an outlier, far over the median of all the steps (docs/steps.md). */
+int32_t cs_steps_default_warmup(const cs_steps *s);
 /*
  * Per-step sums of the GPU time (end - start) of the kernels for which match(k, arg) is non-zero
  * (every kernel when match is NULL), each counted in the step of its launch; out has s->n slots,

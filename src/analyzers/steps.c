@@ -1030,12 +1030,14 @@ static int describe_period(const struct seq *s, const int64_t *bounds, int64_t n
 	*period_ops = g;
 	if (c == 0)
 		snprintf(detail, dsize,
-			 "kernel sequence of pid %u repeats every %d kernels; %lld kernels before the "
+			 "kernel sequence of pid %u repeats every %d kernels; %lld kernels before "
+			 "the "
 			 "first step",
 			 pid, g, (long long)before);
 	else
 		snprintf(detail, dsize,
-			 "kernel sequence of pid %u repeats every %d kernels (%d operations with its "
+			 "kernel sequence of pid %u repeats every %d kernels (%d operations with "
+			 "its "
 			 "memcpys and memsets); %lld operations before the first step",
 			 pid, g - c, g, (long long)bounds[0]);
 	return 0;
@@ -1329,7 +1331,7 @@ static int64_t gpu_period(const cs_steps *s, int32_t i)
 	for (int32_t j = i + 1; j < s->n; j++)
 		if (s->v[j].gpu_start != CS_TS_UNKNOWN)
 			return s->v[j].gpu_start > st->gpu_start ? s->v[j].gpu_start - st->gpu_start
-								  : CS_TS_UNKNOWN;
+								 : CS_TS_UNKNOWN;
 	return st->gpu_end != CS_TS_UNKNOWN && st->gpu_end > st->gpu_start
 		       ? st->gpu_end - st->gpu_start
 		       : CS_TS_UNKNOWN;
@@ -1380,15 +1382,46 @@ static void choose_timing(const cs_analysis *a, cs_steps *s)
 	}
 }
 
-int32_t cs_steps_default_warmup(int32_t n)
+/*
+ * Warm-up steps run far longer than the steady ones (compilation, autotuning, the allocator
+ * growing): a step is an outlier when its host span is more than WARMUP_K robust standard
+ * deviations (1.4826 median absolute deviations) over the median span of all the steps. For
+ * normally spread step times 5 are passed once in 3.5 million steps, so only such work passes;
+ * the median and the deviation ignore up to half of the steps being outliers. The steps' own
+ * count of warm-up iterations is not known, and no fixed share of them is taken.
+ */
+#define WARMUP_K 5.0
+
+static int cmp_int64(const void *pa, const void *pb);
+
+int32_t cs_steps_default_warmup(const cs_steps *s)
 {
+	int64_t *d, med, mad, far;
+	int32_t n = s ? s->n : 0, warmup = 0;
+
 	if (n < 3)
 		return 0;
-	if (n == 3)
-		return 1;
-	if (n <= 20)
-		return 2;
-	return n / 10;
+	d = malloc((size_t)n * sizeof(*d));
+	if (!d)
+		return 0;
+	for (int32_t i = 0; i < n; i++)
+		d[i] = s->v[i].end - s->v[i].start;
+	cs_sort(d, (size_t)n, sizeof(*d), cmp_int64);
+	med = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+	for (int32_t i = 0; i < n; i++)
+		d[i] = d[i] > med ? d[i] - med : med - d[i];
+	cs_sort(d, (size_t)n, sizeof(*d), cmp_int64);
+	mad = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+	free(d);
+	far = med + (int64_t)(WARMUP_K * 1.4826 * (double)mad);
+	/* warm-up ends after the last outlier that keeps the outliers at least half of the steps
+	 * so far (within the first half of the steps): compilation and autotuning come at the
+	 * start, one after another or with a few normal steps among them, while the rare outliers
+	 * of the steady state (evaluation, a checkpoint) never make up half of a prefix */
+	for (int32_t i = 0, k = 0; i < n / 2; i++)
+		if (s->v[i].end - s->v[i].start > far && 2 * ++k >= i + 1)
+			warmup = i + 1;
+	return warmup;
 }
 
 int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, cs_error *err)
@@ -1444,9 +1477,10 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 		if (span_add(&spans, start, end))
 			goto nomem;
 		snprintf(out->detail, sizeof(out->detail), "%s",
-			 one_kernel ? "the loop is one kernel repeated, which cannot tell steps apart "
-				      "(name them with NVTX ranges and --step-range): one step spans "
-				      "the trace"
+			 one_kernel
+				 ? "the loop is one kernel repeated, which cannot tell steps apart "
+				   "(name them with NVTX ranges and --step-range): one step spans "
+				   "the trace"
 			 : a->nkernels ? "no repeating kernel sequence: one step spans the trace"
 				       : "no kernels: one step spans the trace");
 	}
@@ -1469,7 +1503,7 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 	else if (o->warmup >= 0)
 		warmup = o->warmup < out->n ? o->warmup : out->n - 1;
 	else
-		warmup = cs_steps_default_warmup(out->n);
+		warmup = cs_steps_default_warmup(out);
 	if (warmup < 0)
 		warmup = 0;
 	out->warmup = warmup;

@@ -439,7 +439,7 @@ START_TEST(test_text_train_small)
 	ck_assert_msg(strstr(r.out, "command:   python3 samples/pytorch/train_small.py"), "%s",
 		      r.out);
 	ck_assert_msg(strstr(r.out, "steps:     30 (kernel sequence"), "%s", r.out);
-	ck_assert_msg(strstr(r.out, "3 warm-up"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "2 warm-up"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "step time: median "), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "GPU busy "), "%s", r.out);
 	ck_assert_msg(strchr(r.out, '\033') == NULL, "colour in a pipe: %s", r.out);
@@ -515,7 +515,7 @@ START_TEST(test_json_steps)
 	ck_assert_str_eq(json_str(sa, "method"), "period");
 	ck_assert_int_eq(json_int(sa, "count"), 30);
 	ck_assert_int_eq(json_int(sa, "period_kernels"), 38);
-	ck_assert_int_eq(json_int(sa, "warmup"), 3);
+	ck_assert_int_eq(json_int(sa, "warmup"), 2);
 	ck_assert_int_eq(json_int(sa, "pid"), 3615);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sa, "step_range")));
 	ck_assert_str_eq(json_str(sb, "method"), "nvtx");
