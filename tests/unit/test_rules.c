@@ -9,7 +9,10 @@
  * an empty_cache() every 10 steps or followed at once by a small allocation, the allocator's
  * retry with and without a failed call, a failed allocation, releases and a retry in only 3 of 37
  * steps (also with expandable segments, the failed request's own pages released first), tiny
- * kernels against a GPU-bound loop, idle already charged to d2h-sync, kernel names that mention
+ * kernels against a GPU-bound loop, idle already charged to d2h-sync, launch-starvation's causes
+ * (a 5 us wait inside 2.6 ms of host work, the wait for the next batch before its host-to-device
+ * copies, a copy from pageable memory, small CUDA graphs launched one by one, compilation steps
+ * left to the warm-up), kernel names that mention
  * Scan only in their template arguments, and measured values whose 95% interval holds a rule's
  * threshold (reported as info with the margin).
  *
@@ -1751,6 +1754,48 @@ START_TEST(test_launch_graph_launched)
 }
 END_TEST
 
+/*
+ * The first 3 steps compile and autotune (hundreds of milliseconds of host work, then the step's
+ * kernels): with the default warm-up they are warm-up, far over the steady steps' spans, and the
+ * finding is about the steady steps' launch overhead alone.
+ */
+START_TEST(test_launch_compile_steps_warmup)
+{
+	static const int64_t compile_ms[3] = {900, 400, 120};
+	cs_step_opts o = {"step", -1, 0};
+	struct sim m;
+	struct found f;
+	struct loaded l;
+	cJSON *by;
+
+	sim_open(&m, "compile_warmup.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		if (s < 3)
+			sim_host(&m, compile_ms[s] * MS);
+		for (int i = 0; i < 200; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 17 * US + (i * 7 % 5) * 100);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	load(&l, m.path, &o);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NVTX);
+	ck_assert_int_eq(l.s.warmup, 3);
+	run_rule(&l, "launch-starvation", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 3);
+	ck_assert_int_eq(f.v[0].steps[0], 3);
+	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
+	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble < 0.1 * MS);
+	found_free(&f);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_launch_idle_charged_to_d2h)
 {
 	struct sim m;
@@ -1921,6 +1966,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_launch_input_pipeline);
 	tcase_add_test(ts, test_launch_pageable_copy);
 	tcase_add_test(ts, test_launch_graph_launched);
+	tcase_add_test(ts, test_launch_compile_steps_warmup);
 	tcase_add_test(ts, test_scan_kernels);
 	tcase_add_test(ts, test_scan_in_template_arguments);
 	suite_add_tcase(s, ts);
