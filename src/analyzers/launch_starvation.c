@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyzers/rule_util.h"
+#include "cuscope/grow.h"
 #include "util/checked.h"
 
 #define RULE_ID "launch-starvation"
@@ -144,8 +145,8 @@ static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits,
 		if (ivs_push(pages, c->launch_start, c->launch_end))
 			return CS_ERR_NOMEM;
 	}
-	qsort(waits->v, (size_t)waits->n, sizeof(*waits->v), cmp_iv);
-	qsort(pages->v, (size_t)pages->n, sizeof(*pages->v), cmp_iv);
+	cs_sort(waits->v, (size_t)waits->n, sizeof(*waits->v), cmp_iv);
+	cs_sort(pages->v, (size_t)pages->n, sizeof(*pages->v), cmp_iv);
 	return 0;
 }
 
@@ -204,7 +205,7 @@ static int launch_calls(const cs_analysis *a, uint32_t pid, struct calls *c)
 				     : k->launch_start + 1))
 			goto nomem;
 	}
-	qsort(x.v, (size_t)x.n, sizeof(*x.v), cmp_iv);
+	cs_sort(x.v, (size_t)x.n, sizeof(*x.v), cmp_iv);
 	for (int64_t i = 0; i < x.n; i++)
 		if (n == 0 || x.v[i].s != x.v[n - 1].s)
 			x.v[n++] = x.v[i];

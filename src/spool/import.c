@@ -1890,7 +1890,7 @@ static int choose_time_base(struct importer *im, struct file_info *fi, int n)
 	for (int i = 0; i < n; i++)
 		if (!fi[i].bad_code && fi[i].base_cupti)
 			c[m++] = (struct file_clock){fi[i].base_cupti, i};
-	qsort(c, (size_t)m, sizeof(*c), cmp_clock);
+	cs_sort(c, (size_t)m, sizeof(*c), cmp_clock);
 	for (int i = 0, j = 0; i < m; i++) {
 		while (j < m && c[j].cupti - c[i].cupti <= (uint64_t)CS_TS_MAX)
 			j++;
