@@ -566,6 +566,11 @@ int cmd_stats(int argc, char **argv)
 	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
+	rc = cli_check_pid(t, path, pid);
+	if (rc) {
+		cs_trace_close(t);
+		return rc;
+	}
 	memset(&st, 0, sizeof(st));
 	rc = stats_collect(t, pid, &st, &err);
 	cs_trace_close(t);

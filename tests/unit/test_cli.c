@@ -407,14 +407,116 @@ START_TEST(test_bad_option)
 	tu_assert_one_line_error(&d, "stats --format xml");
 	ck_assert_msg(strstr(d.err, "'xml'") != NULL, "%s", d.err);
 	tu_assert_one_line_error(&e, "stats --limit ten");
-	/* options stop at the first non-option: "--format" after FILE is an extra argument */
+	/* options may follow FILE: a --format there without its value is a missing value */
 	tu_assert_one_line_error(&f, "stats FILE --format");
+	ck_assert_msg(strstr(f.err, "option '--format' needs a value"), "%s", f.err);
 	tu_result_free(&a);
 	tu_result_free(&b);
 	tu_result_free(&c);
 	tu_result_free(&d);
 	tu_result_free(&e);
 	tu_result_free(&f);
+}
+END_TEST
+
+/* Options anywhere among the operands (GNU order); "--" ends them. */
+START_TEST(test_options_after_operands)
+{
+	struct tu_result a = run("stats", sample_db, "--format", "json", "--limit", "1"),
+			 b = run("info", sample_db, "-f", "json"),
+			 c = run("stats", "--", "--limit", sample_db),
+			 d = run("gate", "-q", sample_db, "--baseline", sample_db),
+			 e = run("diff", sample_db, "--format", "json", sample_db);
+	cJSON *doc;
+
+	ck_assert_msg(a.rc == 0, "rc %d: %s", a.rc, a.err);
+	doc = cJSON_Parse(a.out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", a.out);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(doc, "kernels"), "top")),
+			 1);
+	cJSON_Delete(doc);
+	ck_assert_msg(b.rc == 0 && b.out[0] == '{', "rc %d: %s", b.rc, b.err);
+	/* after "--" the word "--limit" is a file name */
+	tu_assert_one_line_error(&c, "stats -- --limit FILE");
+	ck_assert_msg(strstr(c.err, "unexpected argument") || strstr(c.err, "'--limit'"), "%s",
+		      c.err);
+	ck_assert_msg(d.rc == 0, "gate FILE --baseline FILE: rc %d: %s", d.rc, d.err);
+	ck_assert_msg(e.rc == 0 && e.out[0] == '{', "diff: rc %d: %s", e.rc, e.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	tu_result_free(&e);
+}
+END_TEST
+
+/* An unknown long option names itself and the closest known one, on one line. */
+START_TEST(test_unknown_option_suggests)
+{
+	struct tu_result a = run("stats", "--formt", "json", sample_db),
+			 b = run("export", sample_db, "--pdi", "1"),
+			 c = run("report", "--zzzzzzzz", sample_db);
+
+	tu_assert_one_line_error(&a, "stats --formt");
+	ck_assert_str_eq(a.err, "cuscope: unknown option '--formt'; did you mean '--format'?\n");
+	tu_assert_one_line_error(&b, "export --pdi");
+	ck_assert_msg(strstr(b.err, "did you mean '--pid'?"), "%s", b.err);
+	tu_assert_one_line_error(&c, "report --zzzzzzzz");
+	ck_assert_msg(strstr(c.err, "unknown option '--zzzzzzzz'") && !strstr(c.err, "did you"),
+		      "%s", c.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+}
+END_TEST
+
+/* A --pid the trace does not have is an error in every command that takes one. */
+START_TEST(test_unknown_pid)
+{
+	char *out = tu_path(tmp_dir, "pid.json");
+	struct tu_result a = run("stats", "--pid", "4242", sample_db),
+			 b = run("report", "--pid", "4242", sample_db),
+			 c = run("export", "-q", "--pid", "4242", "-o", out, sample_db),
+			 d = run("export", "-q", "--force", "--pid", "100", "-o", out, sample_db);
+
+	tu_assert_one_line_error(&a, "stats --pid 4242");
+	ck_assert_msg(strstr(a.err, "no process 4242"), "%s", a.err);
+	tu_assert_one_line_error(&b, "report --pid 4242");
+	ck_assert_msg(strstr(b.err, "no process 4242"), "%s", b.err);
+	tu_assert_one_line_error(&c, "export --pid 4242");
+	ck_assert_msg(strstr(c.err, "no process 4242"), "%s", c.err);
+	ck_assert_msg(d.rc == 0, "export --pid 100: rc %d: %s", d.rc, d.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	free(out);
+}
+END_TEST
+
+/* export keeps an existing output unless --force; the refused file is left as it was. */
+START_TEST(test_export_force)
+{
+	char *out = tu_path(tmp_dir, "existing.json");
+	struct tu_result a, b;
+	char *text;
+
+	ck_assert_int_eq(tu_write_file(out, "keep\n", 5), 0);
+	a = run("export", "-q", "-o", out, sample_db);
+	tu_assert_one_line_error(&a, "export onto an existing file");
+	ck_assert_msg(strstr(a.err, "exists; use --force"), "%s", a.err);
+	text = tu_read_file(out, NULL);
+	ck_assert_str_eq(text, "keep\n");
+	free(text);
+	b = run("export", "-q", sample_db, "-o", out, "--force");
+	ck_assert_msg(b.rc == 0, "export --force: rc %d: %s", b.rc, b.err);
+	text = tu_read_file(out, NULL);
+	ck_assert_msg(text && text[0] == '{', "%s", text ? text : "(none)");
+	free(text);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	free(out);
 }
 END_TEST
 
@@ -1150,8 +1252,8 @@ START_TEST(test_empty_traces)
 		const char *json[] = {NULL, "info", "--format", "json", path, NULL};
 		const char *stats[] = {NULL, "stats", path, NULL};
 		const char *report[] = {NULL, "report", path, NULL};
-		const char *exp[] = {NULL, "export", "-q", "-o", out, path, NULL};
-		const char *pf[] = {NULL, "export", "-q", "-f", "perfetto", "-o", out, path, NULL};
+		const char *exp[] = {NULL, "export", "-q", "--force", "-o", out, path, NULL};
+		const char *pf[] = {NULL, "export", "-q", "--force", "-f", "perfetto", "-o", out, path, NULL};
 		const char *diff[] = {NULL, "diff", path, path, NULL};
 		const char *gate[] = {NULL, "gate", "--baseline", path, path, NULL};
 		const char **cmds[] = {info, json, stats, report, exp, pf, diff, gate};
@@ -1243,7 +1345,7 @@ START_TEST(test_output_failed_write_keeps_previous)
 	rl.rlim_cur = 1024; /* every report here is larger */
 	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	{
-		const char *argv[] = {NULL, "export", "-q", "-o", json, trace, NULL};
+		const char *argv[] = {NULL, "export", "-q", "--force", "-o", json, trace, NULL};
 
 		r1 = tu_cuscope(argv);
 	}
@@ -1512,6 +1614,10 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_no_command);
 	tcase_add_test(tc, test_unknown_command);
 	tcase_add_test(tc, test_bad_option);
+	tcase_add_test(tc, test_options_after_operands);
+	tcase_add_test(tc, test_unknown_option_suggests);
+	tcase_add_test(tc, test_unknown_pid);
+	tcase_add_test(tc, test_export_force);
 	tcase_add_test(tc, test_missing_and_extra_file);
 	tcase_add_test(tc, test_info_text);
 	tcase_add_test(tc, test_info_json);
