@@ -183,10 +183,10 @@ static void write_sample(const char *path)
 	need(cs_writer_finish(w, &err) == 0, err.msg);
 }
 
+/* a plain (not mangled) cuBLAS name: stats shows it as it is */
 static const char long_kernel_name[] =
-	"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-	"at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
-	"at::detail::Array<char*, 3>)";
+	"sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x64x8_stage3_warpsize1x2x1_ffma_aligna4_"
+	"alignc4_execute_kernel__5x_cublas";
 
 static void write_long_name(const char *path)
 {
@@ -976,9 +976,9 @@ START_TEST(test_stats_width)
 
 	ck_assert_msg(cut.rc == 0, "rc %d: %s", cut.rc, cut.err);
 	ck_assert_msg(strstr(cut.out, long_kernel_name) == NULL, "%s", cut.out);
-	ck_assert_msg(strstr(cut.out, "  void at::") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "  sm80_xmma_") != NULL, "%s", cut.out);
 	ck_assert_msg(strstr(cut.out, "\xe2\x80\xa6") != NULL, "%s", cut.out);
-	ck_assert_msg(strstr(cut.out, "3>)\n") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "_cublas\n") != NULL, "%s", cut.out);
 	ck_assert_msg(
 		starts_with(cut.out, "CUDA kernels: 1 launch of 1 kernel, 5.00 us of GPU time\n"),
 		"%s", cut.out);
@@ -992,6 +992,66 @@ START_TEST(test_stats_width)
 	}
 	tu_result_free(&whole);
 	tu_result_free(&cut);
+}
+END_TEST
+
+/*
+ * Kernel names of a committed PyTorch trace: stats shows them demangled and short, its JSON keeps
+ * the raw (mangled) name and adds the demangled one (for a name that is not mangled, the same).
+ */
+START_TEST(test_stats_demangled)
+{
+	char *trace = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	struct tu_result t = run("stats", "--limit", "0", trace),
+			 j = run("stats", "--format", "json", "--limit", "0", trace);
+	const cJSON *it, *top;
+	cJSON *doc;
+	int scan = 0, plain = 0;
+
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	ck_assert_msg(strstr(t.out, "  at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>>\n"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>>\n"), "%s",
+		      t.out);
+	ck_assert_msg(strstr(t.out, "  nvjet_sm90_tst_") != NULL, "%s", t.out);
+	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
+
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	top = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "kernels"),
+					       "top");
+	cJSON_ArrayForEach(it, top)
+	{
+		const char *name = json_str(it, "name");
+		const cJSON *dem = cJSON_GetObjectItemCaseSensitive(it, "name_demangled");
+
+		ck_assert_ptr_nonnull(name);
+		if (!strncmp(name, "_Z", 2)) {
+			ck_assert_msg(cJSON_IsString(dem) && strncmp(dem->valuestring, "_Z", 2),
+				      "%s", name);
+			if (!strcmp(name, "_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEE"
+					  "EvPT_PKS4_jjjS4_T0_")) {
+				ck_assert_str_eq(dem->valuestring,
+						 "void at::native::tensor_kernel_scan_innermost_dim<"
+						 "float, std::plus<float> >(float*, float const*, "
+						 "unsigned int, unsigned int, unsigned int, float, "
+						 "std::plus<float>)");
+				scan++;
+			}
+		} else {
+			ck_assert_msg(cJSON_IsString(dem) && !strcmp(dem->valuestring, name), "%s",
+				      name);
+			plain++;
+		}
+	}
+	ck_assert_int_eq(scan, 1);
+	ck_assert_int_gt(plain, 0);
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	free(trace);
 }
 END_TEST
 
@@ -1628,6 +1688,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_json);
 	tcase_add_test(tc, test_stats_width);
 	tcase_add_test(tc, test_stats_closed_pipe);
+	tcase_add_test(tc, test_stats_demangled);
 	tcase_add_test(tc, test_bad_missing_file);
 	tcase_add_test(tc, test_bad_text_file);
 	tcase_add_test(tc, test_bad_sqlite_without_meta);
