@@ -90,6 +90,8 @@ static size_t matching(const char *s, size_t n, size_t i)
 	return n;
 }
 
+static char *brief_args(char *w, const char *a, size_t n);
+
 /*
  * One template argument a[0..n), briefly, written at w: a lambda as its enclosing function
  * ("masked_fill_kernel::lambda"), a type or value without its namespaces, its own template
@@ -123,6 +125,15 @@ static char *brief_arg(char *w, const char *a, size_t n)
 				if (b > comp) {
 					memcpy(w, a + comp, b - comp);
 					w += b - comp;
+					/* the arguments of a function template say which one
+					 * (gpu_kernel_impl<direct_copy_kernel_cuda::lambda>) */
+					if (b < i) {
+						size_t e = matching(a, i, b);
+
+						*w++ = '<';
+						w = brief_args(w, a + b + 1, e - b - 1);
+						*w++ = '>';
+					}
 					memcpy(w, "::", 2);
 					w += 2;
 				}

@@ -1055,6 +1055,57 @@ START_TEST(test_stats_demangled)
 }
 END_TEST
 
+/*
+ * diff and gate on two committed PyTorch traces: their tables show kernel names demangled and
+ * short; diff's JSON keeps the raw name under "kernel" and adds "kernel_demangled".
+ */
+START_TEST(test_diff_gate_demangled)
+{
+	char *bad = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	char *fixed = tu_source_file("samples/rules/traces/cuda-core-scan-fixed.db");
+	struct tu_result t = run("diff", "-n", "0", bad, fixed),
+			 j = run("diff", "--format", "json", bad, fixed),
+			 m = run("gate", "-q", "--baseline", bad, fixed, "--markdown", "-");
+	const cJSON *it;
+	cJSON *doc;
+	int kernels = 0;
+
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	ck_assert_msg(strstr(t.out, "kernel time: at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>>"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
+	ck_assert_msg(m.rc == 0 || m.rc == 1, "rc %d: %s", m.rc, m.err);
+	ck_assert_msg(strstr(m.out, "_ZN") == NULL, "%s", m.out);
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "metrics"))
+	{
+		const cJSON *kj = cJSON_GetObjectItemCaseSensitive(it, "kernel");
+		const char *k, *kd;
+
+		if (!kj)
+			continue;
+		k = json_str(it, "kernel");
+		kd = json_str(it, "kernel_demangled");
+		kernels++;
+		ck_assert_msg(kd != NULL, "%s", k);
+		if (!strncmp(k, "_Z", 2))
+			ck_assert_msg(strncmp(kd, "_Z", 2) && strstr(kd, "::"), "%s -> %s", k, kd);
+		else
+			ck_assert_str_eq(kd, k);
+	}
+	ck_assert_int_gt(kernels, 0);
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	tu_result_free(&m);
+	free(bad);
+	free(fixed);
+}
+END_TEST
+
 /* Output into a pipe nobody reads: no error message, normal exit code. */
 START_TEST(test_stats_closed_pipe)
 {
@@ -1689,6 +1740,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_width);
 	tcase_add_test(tc, test_stats_closed_pipe);
 	tcase_add_test(tc, test_stats_demangled);
+	tcase_add_test(tc, test_diff_gate_demangled);
 	tcase_add_test(tc, test_bad_missing_file);
 	tcase_add_test(tc, test_bad_text_file);
 	tcase_add_test(tc, test_bad_sqlite_without_meta);
