@@ -205,6 +205,15 @@ static char *shorten(const char *full)
 	int depth = 0, first = 1;
 	char *out, *w;
 
+	/* brackets that do not pair (operator<, a name that is no C++): leave the name whole */
+	for (i = 0; i < n; i++) {
+		if (opens(full[i]))
+			depth++;
+		else if (closes(full[i]) && --depth < 0)
+			return NULL;
+	}
+	if (depth)
+		return NULL;
 	/* the parameter list: the parenthesized group that ends the name */
 	while (n > 0 && full[n - 1] == ' ')
 		n--;
