@@ -1056,6 +1056,88 @@ START_TEST(test_stats_demangled)
 END_TEST
 
 /*
+ * A trace with a mangled name, one CUPTI gave demangled, one that is not C++ and a malformed
+ * mangled one: stats and export show each readable (the malformed one raw), nothing crashes, and
+ * JSON keeps every name as recorded.
+ */
+START_TEST(test_names_mixed)
+{
+	static const char *const names[] = {
+		"_Z6cs_addPfPKfi",
+		"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+		"std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+		"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT",
+		"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu",
+	};
+	static const char *const shown[] = {
+		"  cs_add\n",
+		"  at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul>>\n",
+		"  nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT\n",
+		"  _ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu\n",
+	};
+	char *path = tu_path(tmp_dir, "mixed.db"), *json = tu_path(tmp_dir, "mixed.json"), *text;
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p = process(400, 1, CS_ID_NONE, "./a.out", 0);
+	struct tu_result t, j, e;
+	cJSON *doc;
+	const cJSON *it;
+	int found = 0;
+
+	ck_assert_int_eq(cs_writer_open(path, 1, &w, &err), 0);
+	ck_assert_int_eq(cs_writer_add_process(w, &p), 0);
+	for (int i = 0; i < 4; i++) {
+		int64_t id = cs_writer_intern(w, names[i]);
+		cs_kernel k = kernel_at(400, id, (i + 1) * 10 * US, (i + 1) * 10 * US + (i + 1) * US);
+
+		ck_assert_int_ge(id, 0);
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+	}
+	ck_assert_int_eq(cs_writer_finish(w, &err), 0);
+
+	t = run("stats", path);
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(strstr(t.out, shown[i]), "no '%s' in %s", shown[i], t.out);
+	j = run("stats", "--format", "json", path);
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(
+				       cJSON_GetObjectItemCaseSensitive(doc, "kernels"), "top"))
+	{
+		const char *name = json_str(it, "name"), *dem = json_str(it, "name_demangled");
+
+		for (int i = 0; i < 4; i++)
+			found += !strcmp(name, names[i]);
+		if (!strcmp(name, names[0]))
+			ck_assert_str_eq(dem, "cs_add(float*, float const*, int)");
+		else
+			ck_assert_str_eq(dem, name);
+	}
+	ck_assert_int_eq(found, 4);
+	cJSON_Delete(doc);
+
+	e = run("export", "-q", "--force", "-o", json, path);
+	ck_assert_msg(e.rc == 0, "rc %d: %s", e.rc, e.err);
+	text = tu_read_file(json, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"name\":\"cs_add\"") &&
+			      strstr(text, "\"kernel\":\"cs_add(float*, float const*, int)\"") &&
+			      strstr(text, "\"mangled name\":\"_Z6cs_addPfPKfi\"") &&
+			      strstr(text, "\"name\":\"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu\"") &&
+			      strstr(text, "\"name\":\"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT\""),
+		      "%s", text);
+	free(text);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	tu_result_free(&e);
+	free(path);
+	free(json);
+}
+END_TEST
+
+/*
  * diff and gate on two committed PyTorch traces: their tables show kernel names demangled and
  * short; diff's JSON keeps the raw name under "kernel" and adds "kernel_demangled".
  */
@@ -1741,6 +1823,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_closed_pipe);
 	tcase_add_test(tc, test_stats_demangled);
 	tcase_add_test(tc, test_diff_gate_demangled);
+	tcase_add_test(tc, test_names_mixed);
 	tcase_add_test(tc, test_bad_missing_file);
 	tcase_add_test(tc, test_bad_text_file);
 	tcase_add_test(tc, test_bad_sqlite_without_meta);
