@@ -21,8 +21,8 @@
 
 static const char export_usage[] =
 	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
-	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--force] [--quiet]\n"
-	"                      FILE\n"
+	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--force]\n"
+	"                      [--quiet] FILE\n"
 	"\n"
 	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"

@@ -474,7 +474,8 @@ static char *evidence_value(const char *key, const cJSON *v, int verbose)
 			const char *shown = verbose ? cs_demangle(name->valuestring)
 						    : cs_demangle_short(name->valuestring);
 
-			cJSON_ReplaceItemInObjectCaseSensitive(copy, "name", cJSON_CreateString(shown));
+			cJSON_ReplaceItemInObjectCaseSensitive(copy, "name",
+							       cJSON_CreateString(shown));
 			r = cJSON_PrintUnformatted(copy);
 			cJSON_Delete(copy);
 		}

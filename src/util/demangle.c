@@ -117,7 +117,8 @@ static char *brief_arg(char *w, const char *a, size_t n)
 		size_t comp = 0;
 
 		for (i = 0; i < n; i++) {
-			if (a[i] == '(' && !(i == comp && !strncmp(a + i, "(anonymous namespace)", 21))) {
+			if (a[i] == '(' &&
+			    !(i == comp && !strncmp(a + i, "(anonymous namespace)", 21))) {
 				size_t b = comp;
 
 				while (b < i && a[b] != '<')

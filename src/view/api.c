@@ -1419,8 +1419,7 @@ static void emit_item(struct view_data *v, struct name_table *nt, const struct v
 			 (long long)(b->count == 1 ? it->start : b->start),
 			 (long long)(b->count == 1 ? it->end : b->end),
 			 b->count == 1 ? name_index(v, nt, it->name, it->kind == VI_KERNEL) : -1,
-			 (long long)b->count,
-			 (long long)b->busy, b->count == 1 ? it->kind : -1);
+			 (long long)b->count, (long long)b->busy, b->count == 1 ? it->kind : -1);
 	*first = 0;
 }
 

@@ -16,8 +16,8 @@
 #include "testutil.h"
 
 /* A kernel of the committed cuda-core-scan trace (a PyTorch reduction). */
-static const char reduce_mangled[] =
-	"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_";
+static const char reduce_mangled[] = "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_"
+				     "7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_";
 
 /* Every kernel name of samples/rules/traces/cuda-core-scan-bad.db, once; *n set. */
 static char **trace_names(int *n)
@@ -63,8 +63,8 @@ START_TEST(test_trace_names)
 
 		if (!strncmp(v[i], "_Z", 2)) {
 			mangled++;
-			ck_assert_msg(strncmp(full, "_Z", 2) && strstr(full, "::"), "%s -> %s", v[i],
-				      full);
+			ck_assert_msg(strncmp(full, "_Z", 2) && strstr(full, "::"), "%s -> %s",
+				      v[i], full);
 			/* no return type, no parameter list */
 			ck_assert_msg(shrt[0] && strncmp(shrt, "void ", 5) &&
 					      shrt[strlen(shrt) - 1] != ')',
@@ -90,11 +90,12 @@ END_TEST
 
 START_TEST(test_reduce_kernel)
 {
-	ck_assert_str_eq(cs_demangle(reduce_mangled),
-			 "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
-			 "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> "
-			 ">(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
-			 "float>, unsigned int, float, 4, 4>)");
+	ck_assert_str_eq(
+		cs_demangle(reduce_mangled),
+		"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+		"at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> "
+		">(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+		"float>, unsigned int, float, 4, 4>)");
 	ck_assert_str_eq(cs_demangle_short(reduce_mangled),
 			 "at::native::reduce_kernel<512, 1, ReduceOp<...>>");
 	ck_assert_str_eq(cs_demangle("_Z6cs_addPfPKfi"), "cs_add(float*, float const*, int)");
@@ -146,8 +147,9 @@ static void *demangle_many(void *arg)
 	for (int i = 0; i < 2000; i++) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "_Z%zu%s%di", strlen("kernel_") + 1 + (i >= 10) +
-			 (i >= 100) + (i >= 1000), "kernel_", i);
+		snprintf(name, sizeof(name), "_Z%zu%s%di",
+			 strlen("kernel_") + 1 + (i >= 10) + (i >= 100) + (i >= 1000), "kernel_",
+			 i);
 		if (!strstr(cs_demangle(name), "kernel_"))
 			return (void *)1;
 		if (strcmp(cs_demangle_short(reduce_mangled),
