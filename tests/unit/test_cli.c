@@ -443,6 +443,21 @@ START_TEST(test_options_after_operands)
 		      c.err);
 	ck_assert_msg(d.rc == 0, "gate FILE --baseline FILE: rc %d: %s", d.rc, d.err);
 	ck_assert_msg(e.rc == 0 && e.out[0] == '{', "diff: rc %d: %s", e.rc, e.err);
+	{
+		/* the README's own lines: export FILE -o OUT, import SPOOL_DIR -o OUT */
+		char *spool = tu_source_file("tests/data/spool"), *db = tu_path(tmp_dir, "gnu.db");
+		char *json = tu_path(tmp_dir, "gnu.json");
+		struct tu_result i = run("import", spool, "-o", db),
+				 x = run("export", db, "-o", json, "-q");
+
+		ck_assert_msg(i.rc == 0 && tu_file_exists(db), "import: rc %d: %s", i.rc, i.err);
+		ck_assert_msg(x.rc == 0 && tu_file_exists(json), "export: rc %d: %s", x.rc, x.err);
+		tu_result_free(&i);
+		tu_result_free(&x);
+		free(spool);
+		free(db);
+		free(json);
+	}
 	tu_result_free(&a);
 	tu_result_free(&b);
 	tu_result_free(&c);
