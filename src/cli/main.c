@@ -407,6 +407,9 @@ static int run_command(const char *name, int argc, char **argv, void (*inherited
 	if (cmd->flags & CLI_RUNS_PROGRAM) {
 		signal(SIGPIPE, inherited_sigpipe);
 		cli_getopt_options_first();
+	} else {
+		/* it would make getopt_long stop at the first operand; the program record runs keeps it */
+		unsetenv("POSIXLY_CORRECT");
 	}
 	cli_getopt_begin();
 	return cmd->run(argc, argv);

@@ -444,6 +444,17 @@ START_TEST(test_options_after_operands)
 	ck_assert_msg(d.rc == 0, "gate FILE --baseline FILE: rc %d: %s", d.rc, d.err);
 	ck_assert_msg(e.rc == 0 && e.out[0] == '{', "diff: rc %d: %s", e.rc, e.err);
 	{
+		/* POSIXLY_CORRECT in the environment changes nothing */
+		const char *argv[] = {tu_cuscope_bin(), "stats", sample_db, "--limit", "1", NULL};
+		const char *env[] = {"POSIXLY_CORRECT=1", NULL};
+		char *out = NULL, *err = NULL;
+
+		ck_assert_int_eq(tu_run(argv, env, &out, &err), 0);
+		ck_assert_msg(strstr(out, "... 2 more kernels"), "%s%s", out, err);
+		free(out);
+		free(err);
+	}
+	{
 		/* the README's own lines: export FILE -o OUT, import SPOOL_DIR -o OUT */
 		char *spool = tu_source_file("tests/data/spool"), *db = tu_path(tmp_dir, "gnu.db");
 		char *json = tu_path(tmp_dir, "gnu.json");
