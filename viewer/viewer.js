@@ -204,7 +204,8 @@
 		}
 	}
 
-	function drawEvents(row, items, names, hl) {
+	/* labels: kernels demangled and short (names_short); names: as recorded, for the colors */
+	function drawEvents(row, items, names, labels, hl) {
 		const y = row.y + 1;
 		const h = row.h - 2;
 		for (const it of items) {
@@ -235,7 +236,7 @@
 				ctx.rect(x0, y, w, h);
 				ctx.clip();
 				ctx.fillStyle = '#fff';
-				ctx.fillText(names[name], x0 + 3, y + h / 2);
+				ctx.fillText(labels[name], x0 + 3, y + h / 2);
 				ctx.restore();
 			} else if (name < 0 && w > 40) {
 				ctx.fillStyle = '#fff';
@@ -301,7 +302,8 @@
 			} else {
 				const t = byId.get(row.track.id);
 				if (t) {
-					drawEvents(row, t.items, state.window.names, hl);
+					const w = state.window;
+					drawEvents(row, t.items, w.names, w.names_short || w.names, hl);
 					drawn += t.items.length;
 				}
 			}
@@ -512,7 +514,8 @@
 		const slack = (state.t1 - state.t0) / plotWidth() * 2;
 		const it = t.items.find((i) => i[0] - slack <= at && at <= i[1] + slack);
 		if (!it) return;
-		const name = it[2] >= 0 ? state.window.names[it[2]] : it[3] + ' events (busy ' + fmtDur(it[4]) + ')';
+		const full = state.window.names_demangled || state.window.names;
+		const name = it[2] >= 0 ? full[it[2]] : it[3] + ' events (busy ' + fmtDur(it[4]) + ')';
 		tooltip.textContent = name + '\n' + fmtDur(it[1] - it[0]) + ' at ' + fmtDur(it[0]);
 		tooltip.hidden = false;
 		const pane = document.getElementById('timeline-pane').getBoundingClientRect();

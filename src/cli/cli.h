@@ -55,12 +55,19 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  */
 void cli_getopt_begin(void);
 /*
- * getopt_long with the shared conventions: parsing stops at the first non-option ('+'), and an
- * unknown option or a missing argument prints one line naming it (see cli_usage_error) and returns
- * '?'. shortopts is the usual getopt string without the leading '+' or ':'. argv[0] is the
- * command's name.
+ * getopt_long with the shared conventions: options may come before, between or after the operands
+ * (which getopt_long moves to the end, from optind on), "--" ends the options, and an unknown
+ * option or a missing argument prints one line naming it and returns '?'; an unknown long option
+ * close to a known one is suggested ("unknown option '--formt'; did you mean '--format'?").
+ * shortopts is the usual getopt string without the leading '+' or ':'. argv[0] is the command's
+ * name.
  */
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/*
+ * For a command that runs another program (record): option parsing stops at the first operand,
+ * the program, whose own options follow it. Called before cli_getopt_begin().
+ */
+void cli_getopt_options_first(void);
 
 /* Output format of a command. */
 enum cli_format {
@@ -111,6 +118,12 @@ int cli_run_option(const char *cmd, int c, const char *arg, struct cs_run_opts *
 int cli_open_trace(const char *path, cs_trace **out, int flags);
 /* Print "cuscope: cannot read 'PATH': <reason>" for a failure after the trace was opened. */
 int cli_trace_error(const char *path, int code, const cs_error *err);
+
+/*
+ * Whether the trace has process pid (its row, or events of it); pid < 0 (every process) passes.
+ * 0, or CLI_EXIT_USAGE after printing "cuscope: no process PID in 'PATH'" or a read error.
+ */
+int cli_check_pid(cs_trace *t, const char *path, int64_t pid);
 
 /* ---- formatting (format.c) ---- */
 

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 
 #define DIFF_DEFAULT_LIMIT 10
@@ -118,7 +119,8 @@ static int print_text(const cs_diff *d, int limit, int width)
 		}
 		kernels += r->kernel != NULL;
 		if (r->kernel)
-			snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r), r->kernel);
+			snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r),
+				 cs_demangle_short(r->kernel));
 		else
 			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
 		cs_metric_format(b, sizeof(b), def->unit, r->base, 0);

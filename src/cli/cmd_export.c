@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -20,7 +21,8 @@
 
 static const char export_usage[] =
 	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
-	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--quiet] FILE\n"
+	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--force]\n"
+	"                      [--quiet] FILE\n"
 	"\n"
 	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
@@ -39,7 +41,8 @@ static const char export_usage[] =
 	"                           20us:90us; either side may be left empty\n"
 	"  -s, --steps A-B          only training steps A to B (0-based; 'A' alone: one step)\n"
 	"      --step-range PATTERN the NVTX ranges that are steps (fnmatch pattern, for --steps)\n"
-	"  -p, --pid PID            only events of process PID\n"
+	"  -p, --pid PID            only events of process PID (one the trace has)\n"
+	"      --force              replace OUT when it exists\n"
 	"  -q, --quiet              no summary line on standard error\n"
 	"  -h, --help               show this help\n";
 
@@ -179,6 +182,24 @@ static char *default_output(const char *path, const char *ext)
 	return out;
 }
 
+/*
+ * Whether output exists as something export would replace: a file or a link, which --force
+ * replaces (a device or a FIFO is written in place, as -o /dev/null); prints why when it does.
+ */
+static int refuse_existing(const char *output)
+{
+	struct stat sb;
+
+	if (lstat(output, &sb) || S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ||
+	    S_ISSOCK(sb.st_mode) || S_ISBLK(sb.st_mode))
+		return 0;
+	if (S_ISLNK(sb.st_mode) && stat(output, &sb) == 0 &&
+	    (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
+		return 0;
+	cli_error("'%s' exists; use --force to replace it", output);
+	return 1;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -196,6 +217,7 @@ int cmd_export(int argc, char **argv)
 		{"steps", required_argument, NULL, 's'},
 		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
 		{"pid", required_argument, NULL, 'p'},
+		{"force", no_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -207,7 +229,7 @@ int cmd_export(int argc, char **argv)
 	char *out_alloc = NULL, size[CLI_FMT_MAX], events[CLI_FMT_MAX], rows[CLI_FMT_MAX];
 	int64_t step_a = 0, step_b = 0;
 	size_t n;
-	int c, rc, quiet = 0, fmt;
+	int c, rc, quiet = 0, force = 0, fmt;
 	cs_trace *t;
 	double t_start;
 
@@ -248,6 +270,9 @@ int cmd_export(int argc, char **argv)
 			if (cli_parse_int(argv[0], "--pid", optarg, 0, UINT32_MAX, &opts.pid))
 				return CLI_EXIT_USAGE;
 			break;
+		case 'F':
+			force = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -270,6 +295,11 @@ int cmd_export(int argc, char **argv)
 	rc = cli_open_trace(path, &t, 0); /* its reader thread shares it */
 	if (rc)
 		return rc;
+	rc = cli_check_pid(t, path, opts.pid);
+	if (rc) {
+		cs_trace_close(t);
+		return rc;
+	}
 	if (steps) {
 		rc = steps_window(t, path, step_range, step_a, step_b, &opts.t0, &opts.t1);
 		if (rc) {
@@ -290,6 +320,11 @@ int cmd_export(int argc, char **argv)
 	if (cs_same_file(output, path)) {
 		cs_trace_close(t);
 		cli_error("'%s' is the trace being exported; write to another file", output);
+		free(out_alloc);
+		return CLI_EXIT_USAGE;
+	}
+	if (!force && strcmp(output, "-") && refuse_existing(output)) {
+		cs_trace_close(t);
 		free(out_alloc);
 		return CLI_EXIT_USAGE;
 	}

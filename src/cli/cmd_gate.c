@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/files.h"
 #include "cuscope/gate.h"
 
@@ -51,7 +52,8 @@ static void add_check_row(struct cli_table *table, const cs_diff_row *r)
 	const char *row[] = {r->worse ? "FAIL" : "ok", name, b, n, ch, th};
 
 	if (r->kernel)
-		snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r), r->kernel);
+		snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r),
+			 cs_demangle_short(r->kernel));
 	else
 		snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
 	clean = cs_utf8_repair(name);

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 
 #define REPORT_JSON_VERSION  1
 #define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
@@ -463,7 +464,24 @@ static char *evidence_value(const char *key, const cJSON *v, int verbose)
 		}
 		return r;
 	}
-	r = cJSON_PrintUnformatted(v);
+	if (cJSON_IsObject(v)) {
+		/* a kernel's "name" as people read it: short, or whole with --verbose */
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
+		cJSON *copy;
+
+		if (cJSON_IsString(name) && name->valuestring &&
+		    (copy = cJSON_Duplicate(v, 1)) != NULL) {
+			const char *shown = verbose ? cs_demangle(name->valuestring)
+						    : cs_demangle_short(name->valuestring);
+
+			cJSON_ReplaceItemInObjectCaseSensitive(copy, "name",
+							       cJSON_CreateString(shown));
+			r = cJSON_PrintUnformatted(copy);
+			cJSON_Delete(copy);
+		}
+	}
+	if (!r)
+		r = cJSON_PrintUnformatted(v);
 	if (r) {
 		char *c = clean_text(r);
 
@@ -948,6 +966,12 @@ static cJSON *json_clean_copy(const cJSON *v)
 					return NULL;
 				}
 				cJSON_AddItemToObject(r, k, c);
+				/* a kernel's name: the raw one, and the demangled one beside it */
+				if (!strcmp(k, "name") && cJSON_IsString(c) &&
+				    strcmp(cs_demangle(c->valuestring), c->valuestring) &&
+				    !cJSON_GetObjectItemCaseSensitive(v, "name_demangled"))
+					cli_json_add_string(r, "name_demangled",
+							    cs_demangle(c->valuestring));
 				free(k);
 			}
 		}

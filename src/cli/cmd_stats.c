@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 
 #include "cli/cli.h"
@@ -354,7 +355,7 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 				cli_fmt_duration(min, sizeof(min), k->min),
 				cli_fmt_duration(max, sizeof(max), k->max),
 				cli_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
-				k->name,
+				cs_demangle_short(k->name),
 			};
 
 			snprintf(pct, sizeof(pct), "%.1f%%", percent(k->total, st->kernel_time));
@@ -479,6 +480,7 @@ static cJSON *stats_json(const char *path, int64_t pid, const struct stats *st, 
 			goto fail;
 		}
 		cli_json_add_string(o, "name", k->name);
+		cli_json_add_string(o, "name_demangled", cs_demangle(k->name));
 		cJSON_AddNumberToObject(o, "time_percent", percent(k->total, st->kernel_time));
 		cli_json_add_int(o, "total_ns", k->total, -1);
 		cli_json_add_int(o, "instances", (int64_t)k->n, -1);
@@ -566,6 +568,11 @@ int cmd_stats(int argc, char **argv)
 	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
+	rc = cli_check_pid(t, path, pid);
+	if (rc) {
+		cs_trace_close(t);
+		return rc;
+	}
 	memset(&st, 0, sizeof(st));
 	rc = stats_collect(t, pid, &st, &err);
 	cs_trace_close(t);

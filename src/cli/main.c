@@ -88,13 +88,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
-void cli_getopt_begin(void)
-{
-	optind = 0; /* glibc: 0 re-initializes, also forgetting the position inside clustered
-		       options */
-	opterr = 0;
-}
-
 static int is_long_option(const struct option *longopts, const char *name, size_t len)
 {
 	for (; longopts && longopts->name; longopts++)
@@ -103,13 +96,92 @@ static int is_long_option(const struct option *longopts, const char *name, size_
 	return 0;
 }
 
+/* Edit distance (insertions, deletions, substitutions, swaps of neighbours) of a[0..n) and b. */
+static size_t edit_distance(const char *a, size_t n, const char *b)
+{
+	size_t m = strlen(b), prev2[64], prev[64], cur[64];
+
+	if (n >= 63 || m >= 63)
+		return (size_t)-1;
+	for (size_t j = 0; j <= m; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= n; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= m; j++) {
+			size_t d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    prev2[j - 2] + 1 < d)
+				d = prev2[j - 2] + 1;
+			cur[j] = d;
+		}
+		memcpy(prev2, prev, sizeof(prev));
+		memcpy(prev, cur, sizeof(cur));
+	}
+	return prev[m];
+}
+
+/*
+ * The long option closest to name[0..len) (without its "--"): within an edit distance of a third
+ * of its length (at least 1, at most 3), or the only one it is a prefix of. NULL when none is
+ * close.
+ */
+static const char *closest_long_option(const struct option *longopts, const char *name, size_t len)
+{
+	const char *best = NULL;
+	size_t best_d = (size_t)-1, limit = len / 3;
+
+	if (limit < 1)
+		limit = 1;
+	if (limit > 3)
+		limit = 3;
+	for (const struct option *o = longopts; o && o->name; o++) {
+		size_t d = edit_distance(name, len, o->name);
+
+		if (d < best_d) {
+			best_d = d;
+			best = o->name;
+		}
+	}
+	if (best && best_d <= limit)
+		return best;
+	/* an ambiguous abbreviation ("--st" for --steps and --step-range): the first it begins */
+	for (const struct option *o = longopts; len && o && o->name; o++)
+		if (!strncmp(o->name, name, len))
+			return o->name;
+	return NULL;
+}
+
+static int options_in_order; /* stop at the first operand (record: its COMMAND) */
+
+void cli_getopt_begin(void)
+{
+	optind = 0; /* glibc: 0 re-initializes, also forgetting the position inside clustered
+		       options */
+	opterr = 0;
+}
+
+void cli_getopt_options_first(void)
+{
+	options_in_order = 1;
+}
+
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
 	char spec[128];
 	const char *word;
 	int c;
 
-	snprintf(spec, sizeof(spec), "+:%s", shortopts);
+	/*
+	 * Options may come anywhere among the operands (GNU order: getopt_long moves the operands
+	 * to the end, and "--" ends the options), except for a command that runs a program, whose
+	 * own options follow it.
+	 */
+	snprintf(spec, sizeof(spec), "%s:%s", options_in_order ? "+" : "", shortopts);
 	c = getopt_long(argc, argv, spec, longopts, NULL);
 	if (c != '?' && c != ':')
 		return c;
@@ -118,11 +190,14 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 	word = optind > 0 && optind <= argc ? argv[optind - 1] : "";
 	if (!strncmp(word, "--", 2)) {
 		int len = (int)strcspn(word, "=");
+		const char *near;
 
 		if (c == ':')
 			cli_usage_error(argv[0], "option '%.*s' needs a value", len, word);
 		else if (word[len] == '=' && is_long_option(longopts, word + 2, (size_t)len - 2))
 			cli_usage_error(argv[0], "option '%.*s' takes no value", len, word);
+		else if ((near = closest_long_option(longopts, word + 2, (size_t)len - 2)) != NULL)
+			cli_error("unknown option '%.*s'; did you mean '--%s'?", len, word, near);
 		else
 			cli_usage_error(argv[0], "unknown option '%.*s'", len, word);
 	} else if (c == ':') {
@@ -222,6 +297,55 @@ int cli_open_trace(const char *path, cs_trace **out, int flags)
 	return 0;
 }
 
+struct pid_check {
+	uint32_t pid;
+	int found;
+};
+
+static int pid_cb(const cs_process *p, void *arg)
+{
+	struct pid_check *c = arg;
+
+	if (p->pid == c->pid) {
+		c->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int cli_check_pid(cs_trace *t, const char *path, int64_t pid)
+{
+	struct pid_check c = {(uint32_t)pid, 0};
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	int rc;
+
+	if (pid < 0)
+		return 0;
+	rc = cs_trace_each_process(t, pid_cb, &c, &err);
+	if (rc < 0)
+		return cli_trace_error(path, rc, &err);
+	/* a process without its row (a damaged trace) still has its events */
+	f.pid = pid;
+	for (int k = 0; !c.found && k < CS_EV_COUNT; k++) {
+		cs_iter *it;
+		cs_event ev;
+
+		rc = cs_iter_open(t, (enum cs_event_kind)k, &f, &it, &err);
+		if (rc < 0)
+			return cli_trace_error(path, rc, &err);
+		rc = cs_iter_next(it, &ev);
+		cs_iter_close(it);
+		if (rc < 0)
+			return cli_trace_error(path, rc, &err);
+		c.found = rc > 0;
+	}
+	if (c.found)
+		return 0;
+	cli_error("no process %" PRId64 " in '%s'", pid, path);
+	return CLI_EXIT_USAGE;
+}
+
 int cli_trace_error(const char *path, int code, const cs_error *err)
 {
 	cli_error("cannot read '%s': %s", path, trace_error_reason(path, code, err));
@@ -280,8 +404,13 @@ static int run_command(const char *name, int argc, char **argv, void (*inherited
 	if (!cmd)
 		return cli_usage_error(NULL, "'%s' is not a cuscope command", name);
 	/* The program a command runs inherits what cuscope inherited, not the ignored SIGPIPE. */
-	if (cmd->flags & CLI_RUNS_PROGRAM)
+	if (cmd->flags & CLI_RUNS_PROGRAM) {
 		signal(SIGPIPE, inherited_sigpipe);
+		cli_getopt_options_first();
+	} else {
+		/* it would make getopt_long stop at the first operand; the program record runs keeps it */
+		unsetenv("POSIXLY_CORRECT");
+	}
 	cli_getopt_begin();
 	return cmd->run(argc, argv);
 }

@@ -33,6 +33,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "export/export.h"
 #include "util/checked.h"
@@ -77,6 +78,8 @@ const char *const ex_key_names[EX_KEY_COUNT] = {
 	[EX_KEY_EVIDENCE] = "evidence",
 	[EX_KEY_END] = "end",
 	[EX_KEY_ALLOCATED] = "allocated",
+	[EX_KEY_KERNEL_NAME] = "kernel",
+	[EX_KEY_MANGLED_NAME] = "mangled name",
 };
 
 /* ---- formatting helpers shared by the backends ---- */
@@ -849,8 +852,15 @@ static int on_kernel(struct driver *d, const cs_kernel *k)
 	e.flow_id = 0;
 	e.cat = EX_CAT_KERNEL;
 	if (k->name) {
-		e.name = k->name;
+		/* the short demangled name on the slice; the whole one and the recorded one in its
+		 * args (docs/commands/export.md) */
+		e.name = cs_demangle_short(k->name);
 		e.name_iid = EX_IID_STRINGS + 2 * (uint64_t)k->name_id;
+		if (strcmp(e.name, k->name)) {
+			ex_arg_str(&e, EX_KEY_KERNEL_NAME, EX_ARG_STR, cs_demangle(k->name));
+			if (strcmp(cs_demangle(k->name), k->name))
+				ex_arg_str(&e, EX_KEY_MANGLED_NAME, EX_ARG_STR, k->name);
+		}
 	} else {
 		e.name = "(unknown kernel)";
 		e.name_iid = EX_IID_STATIC;

@@ -182,6 +182,8 @@ enum ex_key {
 	EX_KEY_EVIDENCE,
 	EX_KEY_END,
 	EX_KEY_ALLOCATED,
+	EX_KEY_KERNEL_NAME,
+	EX_KEY_MANGLED_NAME,
 	EX_KEY_COUNT
 };
 extern const char *const ex_key_names[EX_KEY_COUNT];

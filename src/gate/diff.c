@@ -15,6 +15,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 #include "gate/gate_internal.h"
 
@@ -495,6 +496,10 @@ static cJSON *row_json(const cs_diff_row *r)
 		if (k)
 			cJSON_AddStringToObject(o, "kernel", k);
 		free(k);
+		k = gate_clean_text(cs_demangle(r->kernel));
+		if (k)
+			cJSON_AddStringToObject(o, "kernel_demangled", k);
+		free(k);
 	}
 	cJSON_AddStringToObject(o, "unit", unit_name(def->unit));
 	cJSON_AddBoolToObject(o, "higher_is_worse", def->higher_is_worse);
@@ -649,7 +654,7 @@ static void md_row_name(FILE *f, const cs_diff_row *r)
 	md_text(f, cs_diff_row_label(r));
 	if (r->kernel) {
 		fputs(": ", f);
-		md_code(f, r->kernel);
+		md_code(f, cs_demangle_short(r->kernel));
 	}
 }
 

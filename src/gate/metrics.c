@@ -19,6 +19,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
 #include "gate/gate_internal.h"
@@ -27,9 +28,6 @@
 
 #define US  1000.0
 #define MIB (1024.0 * 1024.0)
-
-/* From the C++ runtime (libstdc++): the Itanium ABI demangler. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* ---- the metrics and their default thresholds (docs/ci.md) ---- */
 
@@ -304,23 +302,15 @@ static size_t operator_len(const char *s)
 
 char *cs_kernel_fold(const char *name)
 {
-	char *dem = NULL, *out, *w;
-	const char *s = name ? name : "";
+	char *out, *w;
+	const char *s = cs_demangle(name ? name : "");
 	size_t n, depth = 0;
-	int status = -1;
 
-	if (!strncmp(s, "_Z", 2)) {
-		dem = __cxa_demangle(s, NULL, NULL, &status);
-		if (dem && status == 0)
-			s = dem;
-	}
 	n = strlen(s);
 	/* "(anonymous namespace)" is longer than what it replaces only in demangled names */
 	out = malloc(n + 32 + n / 12 * 10);
-	if (!out) {
-		free(dem);
+	if (!out)
 		return NULL;
-	}
 	/* anonymous namespace hashes, template arguments */
 	for (w = out; *s;) {
 		size_t k = anon_namespace_len(s);
@@ -355,7 +345,6 @@ char *cs_kernel_fold(const char *name)
 		}
 	}
 	*w = '\0';
-	free(dem);
 
 	/* the parameter list */
 	n = strlen(out);

@@ -35,6 +35,7 @@
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "util/checked.h"
@@ -1351,25 +1352,38 @@ struct name_table {
 	int32_t *pseudo; /* pseudo code -> index + 1 */
 	int32_t n;
 	cs_strbuf json; /* the names array, comma-separated */
+	cs_strbuf shrt; /* the same names demangled and short (kernels), comma-separated */
+	cs_strbuf full; /* the same names demangled (kernels), comma-separated */
 };
 
-static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t key)
+/* Append text as a JSON string to b, after a comma unless first. */
+static void json_string_to(cs_strbuf *b, const char *text, int first)
 {
-	int32_t *slot = key >= 0 ? &nt->ids[key] : &nt->pseudo[-1 - key];
-	char buf[64], *fixed, *esc;
-	cJSON *s;
+	char *fixed = cs_utf8_repair(text), *esc;
+	cJSON *s = fixed ? cJSON_CreateString(fixed) : NULL;
 
-	if (*slot)
-		return *slot - 1;
-	fixed = cs_utf8_repair(name_text(v, key, buf, sizeof(buf)));
-	s = fixed ? cJSON_CreateString(fixed) : NULL;
 	esc = s ? cJSON_PrintUnformatted(s) : NULL;
-	if (nt->n)
-		cs_strbuf_puts(&nt->json, ",");
-	cs_strbuf_puts(&nt->json, esc ? esc : "\"?\"");
+	if (!first)
+		cs_strbuf_puts(b, ",");
+	cs_strbuf_puts(b, esc ? esc : "\"?\"");
 	free(esc);
 	cJSON_Delete(s);
 	free(fixed);
+}
+
+/* kernel: the name is a kernel's, which the viewer shows demangled. */
+static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t key, int kernel)
+{
+	int32_t *slot = key >= 0 ? &nt->ids[key] : &nt->pseudo[-1 - key];
+	char buf[64];
+	const char *text;
+
+	if (*slot)
+		return *slot - 1;
+	text = name_text(v, key, buf, sizeof(buf));
+	json_string_to(&nt->json, text, nt->n == 0);
+	json_string_to(&nt->shrt, kernel ? cs_demangle_short(text) : text, nt->n == 0);
+	json_string_to(&nt->full, kernel ? cs_demangle(text) : text, nt->n == 0);
 	*slot = ++nt->n;
 	return *slot - 1;
 }
@@ -1404,8 +1418,8 @@ static void emit_item(struct view_data *v, struct name_table *nt, const struct v
 	cs_strbuf_printf(out, "%s[%lld,%lld,%d,%lld,%lld,%d]", *first ? "" : ",",
 			 (long long)(b->count == 1 ? it->start : b->start),
 			 (long long)(b->count == 1 ? it->end : b->end),
-			 b->count == 1 ? name_index(v, nt, it->name) : -1, (long long)b->count,
-			 (long long)b->busy, b->count == 1 ? it->kind : -1);
+			 b->count == 1 ? name_index(v, nt, it->name, it->kind == VI_KERNEL) : -1,
+			 (long long)b->count, (long long)b->busy, b->count == 1 ? it->kind : -1);
 	*first = 0;
 }
 
@@ -1491,13 +1505,19 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 	}
 	cs_strbuf_puts(&out, "],\"names\":[");
 	cs_strbuf_add(&out, cs_strbuf_str(&nt.json), nt.json.len);
+	cs_strbuf_puts(&out, "],\"names_short\":[");
+	cs_strbuf_add(&out, cs_strbuf_str(&nt.shrt), nt.shrt.len);
+	cs_strbuf_puts(&out, "],\"names_demangled\":[");
+	cs_strbuf_add(&out, cs_strbuf_str(&nt.full), nt.full.len);
 	cs_strbuf_puts(&out, "]}");
-	if (!out.failed && !nt.json.failed)
+	if (!out.failed && !nt.json.failed && !nt.shrt.failed && !nt.full.failed)
 		r = strdup(cs_strbuf_str(&out));
 out:
 	free(nt.ids);
 	free(nt.pseudo);
 	cs_strbuf_free(&nt.json);
+	cs_strbuf_free(&nt.shrt);
+	cs_strbuf_free(&nt.full);
 	cs_strbuf_free(&out);
 	return r;
 }

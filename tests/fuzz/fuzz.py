@@ -231,7 +231,7 @@ def main():
         out = os.path.join(a.work, "in", "t%03d.json" % i)
         for fam, args in (("info", ["info", dst]), ("stats", ["stats", dst]),
                           ("report", ["report", dst]),
-                          ("export", ["export", "-o", out, dst])):
+                          ("export", ["export", "--force", "-o", out, dst])):
             runs.append((fam, dst, what, [a.cuscope] + args))
         if src.endswith("overview.db"):  # the viewer reads the overview: a second of it
             runs.append(("view", dst, what,

@@ -334,14 +334,14 @@ START_TEST(test_export)
 {
 	char *chrome = tu_path(tmp_dir, "extreme.json");
 	char *perfetto = tu_path(tmp_dir, "extreme.pftrace");
-	const char *a[] = {NULL, "export", "--quiet", "-o", chrome, extreme_db, NULL};
-	const char *b[] = {NULL, "export", "--quiet",  "--format", "perfetto",
-			   "-o", perfetto, extreme_db, NULL};
-	const char *c[] = {NULL,   "export",   "--quiet", "--time-range", "1ns:9200000000s", "-o",
-			   chrome, extreme_db, NULL};
+	const char *a[] = {NULL, "export", "--quiet", "--force", "-o", chrome, extreme_db, NULL};
+	const char *b[] = {NULL,       "export", "--quiet", "--force",	"--format",
+			   "perfetto", "-o",	 perfetto,  extreme_db, NULL};
+	const char *c[] = {NULL, "export", "--quiet",  "--force", "--time-range", "1ns:9200000000s",
+			   "-o", chrome,   extreme_db, NULL};
 	const char *c2[] = {
-		NULL,	"export",   "--quiet", "--time-range", "9000000000s:9100000000s", "-o",
-		chrome, extreme_db, NULL};
+		NULL, "export", "--quiet",  "--force", "--time-range", "9000000000s:9100000000s",
+		"-o", chrome,	extreme_db, NULL};
 	char *json;
 	cJSON *doc;
 
@@ -365,8 +365,9 @@ START_TEST(test_export)
 	/* a window of 2^63 ns and more after the trace's end */
 	run_ok(c2, "export --time-range at the limits");
 	{
-		const char *st[] = {NULL,  "export", "--quiet", "--step-range", "step", "--steps",
-				    "2-5", "-o",     chrome,	extreme_db,	NULL};
+		const char *st[] = {NULL,	    "export", "--quiet",  "--force",
+				    "--step-range", "step",   "--steps",  "2-5",
+				    "-o",	    chrome,   extreme_db, NULL};
 
 		run_ok(st, "export --steps 2-5");
 	}
@@ -470,7 +471,7 @@ START_TEST(test_edited_trace)
 	const char *info[] = {NULL, "info", "--format", "json", edited_db, NULL};
 	const char *report[] = {NULL, "report", "--format", "json", edited_db, NULL};
 	char *out = tu_path(tmp_dir, "edited.json");
-	const char *export[] = {NULL, "export", "--quiet", "-o", out, edited_db, NULL};
+	const char *export[] = {NULL, "export", "--quiet", "--force", "-o", out, edited_db, NULL};
 	cs_trace *t;
 	cs_error err;
 	cs_trace_summary sum;

@@ -183,10 +183,10 @@ static void write_sample(const char *path)
 	need(cs_writer_finish(w, &err) == 0, err.msg);
 }
 
+/* a plain (not mangled) cuBLAS name: stats shows it as it is */
 static const char long_kernel_name[] =
-	"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-	"at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
-	"at::detail::Array<char*, 3>)";
+	"sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x64x8_stage3_warpsize1x2x1_ffma_aligna4_"
+	"alignc4_execute_kernel__5x_cublas";
 
 static void write_long_name(const char *path)
 {
@@ -407,14 +407,142 @@ START_TEST(test_bad_option)
 	tu_assert_one_line_error(&d, "stats --format xml");
 	ck_assert_msg(strstr(d.err, "'xml'") != NULL, "%s", d.err);
 	tu_assert_one_line_error(&e, "stats --limit ten");
-	/* options stop at the first non-option: "--format" after FILE is an extra argument */
+	/* options may follow FILE: a --format there without its value is a missing value */
 	tu_assert_one_line_error(&f, "stats FILE --format");
+	ck_assert_msg(strstr(f.err, "option '--format' needs a value"), "%s", f.err);
 	tu_result_free(&a);
 	tu_result_free(&b);
 	tu_result_free(&c);
 	tu_result_free(&d);
 	tu_result_free(&e);
 	tu_result_free(&f);
+}
+END_TEST
+
+/* Options anywhere among the operands (GNU order); "--" ends them. */
+START_TEST(test_options_after_operands)
+{
+	struct tu_result a = run("stats", sample_db, "--format", "json", "--limit", "1"),
+			 b = run("info", sample_db, "-f", "json"),
+			 c = run("stats", "--", "--limit", sample_db),
+			 d = run("gate", "-q", sample_db, "--baseline", sample_db),
+			 e = run("diff", sample_db, "--format", "json", sample_db);
+	cJSON *doc;
+
+	ck_assert_msg(a.rc == 0, "rc %d: %s", a.rc, a.err);
+	doc = cJSON_Parse(a.out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", a.out);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(doc, "kernels"), "top")),
+			 1);
+	cJSON_Delete(doc);
+	ck_assert_msg(b.rc == 0 && b.out[0] == '{', "rc %d: %s", b.rc, b.err);
+	/* after "--" the word "--limit" is a file name */
+	tu_assert_one_line_error(&c, "stats -- --limit FILE");
+	ck_assert_msg(strstr(c.err, "unexpected argument") || strstr(c.err, "'--limit'"), "%s",
+		      c.err);
+	ck_assert_msg(d.rc == 0, "gate FILE --baseline FILE: rc %d: %s", d.rc, d.err);
+	ck_assert_msg(e.rc == 0 && e.out[0] == '{', "diff: rc %d: %s", e.rc, e.err);
+	{
+		/* POSIXLY_CORRECT in the environment changes nothing */
+		const char *argv[] = {tu_cuscope_bin(), "stats", sample_db, "--limit", "1", NULL};
+		const char *env[] = {"POSIXLY_CORRECT=1", NULL};
+		char *out = NULL, *err = NULL;
+
+		ck_assert_int_eq(tu_run(argv, env, &out, &err), 0);
+		ck_assert_msg(strstr(out, "... 2 more kernels"), "%s%s", out, err);
+		free(out);
+		free(err);
+	}
+	{
+		/* the README's own lines: export FILE -o OUT, import SPOOL_DIR -o OUT */
+		char *spool = tu_source_file("tests/data/spool"), *db = tu_path(tmp_dir, "gnu.db");
+		char *json = tu_path(tmp_dir, "gnu.json");
+		struct tu_result i = run("import", spool, "-o", db),
+				 x = run("export", db, "-o", json, "-q");
+
+		ck_assert_msg(i.rc == 0 && tu_file_exists(db), "import: rc %d: %s", i.rc, i.err);
+		ck_assert_msg(x.rc == 0 && tu_file_exists(json), "export: rc %d: %s", x.rc, x.err);
+		tu_result_free(&i);
+		tu_result_free(&x);
+		free(spool);
+		free(db);
+		free(json);
+	}
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	tu_result_free(&e);
+}
+END_TEST
+
+/* An unknown long option names itself and the closest known one, on one line. */
+START_TEST(test_unknown_option_suggests)
+{
+	struct tu_result a = run("stats", "--formt", "json", sample_db),
+			 b = run("export", sample_db, "--pdi", "1"),
+			 c = run("report", "--zzzzzzzz", sample_db);
+
+	tu_assert_one_line_error(&a, "stats --formt");
+	ck_assert_str_eq(a.err, "cuscope: unknown option '--formt'; did you mean '--format'?\n");
+	tu_assert_one_line_error(&b, "export --pdi");
+	ck_assert_msg(strstr(b.err, "did you mean '--pid'?"), "%s", b.err);
+	tu_assert_one_line_error(&c, "report --zzzzzzzz");
+	ck_assert_msg(strstr(c.err, "unknown option '--zzzzzzzz'") && !strstr(c.err, "did you"),
+		      "%s", c.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+}
+END_TEST
+
+/* A --pid the trace does not have is an error in every command that takes one. */
+START_TEST(test_unknown_pid)
+{
+	char *out = tu_path(tmp_dir, "pid.json");
+	struct tu_result a = run("stats", "--pid", "4242", sample_db),
+			 b = run("report", "--pid", "4242", sample_db),
+			 c = run("export", "-q", "--pid", "4242", "-o", out, sample_db),
+			 d = run("export", "-q", "--force", "--pid", "100", "-o", out, sample_db);
+
+	tu_assert_one_line_error(&a, "stats --pid 4242");
+	ck_assert_msg(strstr(a.err, "no process 4242"), "%s", a.err);
+	tu_assert_one_line_error(&b, "report --pid 4242");
+	ck_assert_msg(strstr(b.err, "no process 4242"), "%s", b.err);
+	tu_assert_one_line_error(&c, "export --pid 4242");
+	ck_assert_msg(strstr(c.err, "no process 4242"), "%s", c.err);
+	ck_assert_msg(d.rc == 0, "export --pid 100: rc %d: %s", d.rc, d.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	free(out);
+}
+END_TEST
+
+/* export keeps an existing output unless --force; the refused file is left as it was. */
+START_TEST(test_export_force)
+{
+	char *out = tu_path(tmp_dir, "existing.json");
+	struct tu_result a, b;
+	char *text;
+
+	ck_assert_int_eq(tu_write_file(out, "keep\n", 5), 0);
+	a = run("export", "-q", "-o", out, sample_db);
+	tu_assert_one_line_error(&a, "export onto an existing file");
+	ck_assert_msg(strstr(a.err, "exists; use --force"), "%s", a.err);
+	text = tu_read_file(out, NULL);
+	ck_assert_str_eq(text, "keep\n");
+	free(text);
+	b = run("export", "-q", sample_db, "-o", out, "--force");
+	ck_assert_msg(b.rc == 0, "export --force: rc %d: %s", b.rc, b.err);
+	text = tu_read_file(out, NULL);
+	ck_assert_msg(text && text[0] == '{', "%s", text ? text : "(none)");
+	free(text);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	free(out);
 }
 END_TEST
 
@@ -874,9 +1002,9 @@ START_TEST(test_stats_width)
 
 	ck_assert_msg(cut.rc == 0, "rc %d: %s", cut.rc, cut.err);
 	ck_assert_msg(strstr(cut.out, long_kernel_name) == NULL, "%s", cut.out);
-	ck_assert_msg(strstr(cut.out, "  void at::") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "  sm80_xmma_") != NULL, "%s", cut.out);
 	ck_assert_msg(strstr(cut.out, "\xe2\x80\xa6") != NULL, "%s", cut.out);
-	ck_assert_msg(strstr(cut.out, "3>)\n") != NULL, "%s", cut.out);
+	ck_assert_msg(strstr(cut.out, "_cublas\n") != NULL, "%s", cut.out);
 	ck_assert_msg(
 		starts_with(cut.out, "CUDA kernels: 1 launch of 1 kernel, 5.00 us of GPU time\n"),
 		"%s", cut.out);
@@ -890,6 +1018,199 @@ START_TEST(test_stats_width)
 	}
 	tu_result_free(&whole);
 	tu_result_free(&cut);
+}
+END_TEST
+
+/*
+ * Kernel names of a committed PyTorch trace: stats shows them demangled and short, its JSON keeps
+ * the raw (mangled) name and adds the demangled one (for a name that is not mangled, the same).
+ */
+START_TEST(test_stats_demangled)
+{
+	char *trace = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	struct tu_result t = run("stats", "--limit", "0", trace),
+			 j = run("stats", "--format", "json", "--limit", "0", trace);
+	const cJSON *it, *top;
+	cJSON *doc;
+	int scan = 0, plain = 0;
+
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	ck_assert_msg(strstr(t.out, "  at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>>\n"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>>\n"), "%s",
+		      t.out);
+	ck_assert_msg(strstr(t.out, "  nvjet_sm90_tst_") != NULL, "%s", t.out);
+	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
+
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	top = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "kernels"),
+					       "top");
+	cJSON_ArrayForEach(it, top)
+	{
+		const char *name = json_str(it, "name");
+		const cJSON *dem = cJSON_GetObjectItemCaseSensitive(it, "name_demangled");
+
+		ck_assert_ptr_nonnull(name);
+		if (!strncmp(name, "_Z", 2)) {
+			ck_assert_msg(cJSON_IsString(dem) && strncmp(dem->valuestring, "_Z", 2),
+				      "%s", name);
+			if (!strcmp(name, "_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEE"
+					  "EvPT_PKS4_jjjS4_T0_")) {
+				ck_assert_str_eq(dem->valuestring,
+						 "void at::native::tensor_kernel_scan_innermost_dim<"
+						 "float, std::plus<float> >(float*, float const*, "
+						 "unsigned int, unsigned int, unsigned int, float, "
+						 "std::plus<float>)");
+				scan++;
+			}
+		} else {
+			ck_assert_msg(cJSON_IsString(dem) && !strcmp(dem->valuestring, name), "%s",
+				      name);
+			plain++;
+		}
+	}
+	ck_assert_int_eq(scan, 1);
+	ck_assert_int_gt(plain, 0);
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	free(trace);
+}
+END_TEST
+
+/*
+ * A trace with a mangled name, one CUPTI gave demangled, one that is not C++ and a malformed
+ * mangled one: stats and export show each readable (the malformed one raw), nothing crashes, and
+ * JSON keeps every name as recorded.
+ */
+START_TEST(test_names_mixed)
+{
+	static const char *const names[] = {
+		"_Z6cs_addPfPKfi",
+		"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+		"std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+		"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT",
+		"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu",
+	};
+	static const char *const shown[] = {
+		"  cs_add\n",
+		"  at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul>>\n",
+		"  nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT\n",
+		"  _ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu\n",
+	};
+	char *path = tu_path(tmp_dir, "mixed.db"), *json = tu_path(tmp_dir, "mixed.json"), *text;
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p = process(400, 1, CS_ID_NONE, "./a.out", 0);
+	struct tu_result t, j, e;
+	cJSON *doc;
+	const cJSON *it;
+	int found = 0;
+
+	ck_assert_int_eq(cs_writer_open(path, 1, &w, &err), 0);
+	ck_assert_int_eq(cs_writer_add_process(w, &p), 0);
+	for (int i = 0; i < 4; i++) {
+		int64_t id = cs_writer_intern(w, names[i]);
+		cs_kernel k = kernel_at(400, id, (i + 1) * 10 * US, (i + 1) * 10 * US + (i + 1) * US);
+
+		ck_assert_int_ge(id, 0);
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), 0);
+	}
+	ck_assert_int_eq(cs_writer_finish(w, &err), 0);
+
+	t = run("stats", path);
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(strstr(t.out, shown[i]), "no '%s' in %s", shown[i], t.out);
+	j = run("stats", "--format", "json", path);
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(
+				       cJSON_GetObjectItemCaseSensitive(doc, "kernels"), "top"))
+	{
+		const char *name = json_str(it, "name"), *dem = json_str(it, "name_demangled");
+
+		for (int i = 0; i < 4; i++)
+			found += !strcmp(name, names[i]);
+		if (!strcmp(name, names[0]))
+			ck_assert_str_eq(dem, "cs_add(float*, float const*, int)");
+		else
+			ck_assert_str_eq(dem, name);
+	}
+	ck_assert_int_eq(found, 4);
+	cJSON_Delete(doc);
+
+	e = run("export", "-q", "--force", "-o", json, path);
+	ck_assert_msg(e.rc == 0, "rc %d: %s", e.rc, e.err);
+	text = tu_read_file(json, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"name\":\"cs_add\"") &&
+			      strstr(text, "\"kernel\":\"cs_add(float*, float const*, int)\"") &&
+			      strstr(text, "\"mangled name\":\"_Z6cs_addPfPKfi\"") &&
+			      strstr(text, "\"name\":\"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8Redu\"") &&
+			      strstr(text, "\"name\":\"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT\""),
+		      "%s", text);
+	free(text);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	tu_result_free(&e);
+	free(path);
+	free(json);
+}
+END_TEST
+
+/*
+ * diff and gate on two committed PyTorch traces: their tables show kernel names demangled and
+ * short; diff's JSON keeps the raw name under "kernel" and adds "kernel_demangled".
+ */
+START_TEST(test_diff_gate_demangled)
+{
+	char *bad = tu_source_file("samples/rules/traces/cuda-core-scan-bad.db");
+	char *fixed = tu_source_file("samples/rules/traces/cuda-core-scan-fixed.db");
+	struct tu_result t = run("diff", "-n", "0", bad, fixed),
+			 j = run("diff", "--format", "json", bad, fixed),
+			 m = run("gate", "-q", "--baseline", bad, fixed, "--markdown", "-");
+	const cJSON *it;
+	cJSON *doc;
+	int kernels = 0;
+
+	ck_assert_msg(t.rc == 0, "rc %d: %s", t.rc, t.err);
+	ck_assert_msg(strstr(t.out, "kernel time: at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>>"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
+	ck_assert_msg(m.rc == 0 || m.rc == 1, "rc %d: %s", m.rc, m.err);
+	ck_assert_msg(strstr(m.out, "_ZN") == NULL, "%s", m.out);
+	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "metrics"))
+	{
+		const cJSON *kj = cJSON_GetObjectItemCaseSensitive(it, "kernel");
+		const char *k, *kd;
+
+		if (!kj)
+			continue;
+		k = json_str(it, "kernel");
+		kd = json_str(it, "kernel_demangled");
+		kernels++;
+		ck_assert_msg(kd != NULL, "%s", k);
+		if (!strncmp(k, "_Z", 2))
+			ck_assert_msg(strncmp(kd, "_Z", 2) && strstr(kd, "::"), "%s -> %s", k, kd);
+		else
+			ck_assert_str_eq(kd, k);
+	}
+	ck_assert_int_gt(kernels, 0);
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&j);
+	tu_result_free(&m);
+	free(bad);
+	free(fixed);
 }
 END_TEST
 
@@ -1150,8 +1471,8 @@ START_TEST(test_empty_traces)
 		const char *json[] = {NULL, "info", "--format", "json", path, NULL};
 		const char *stats[] = {NULL, "stats", path, NULL};
 		const char *report[] = {NULL, "report", path, NULL};
-		const char *exp[] = {NULL, "export", "-q", "-o", out, path, NULL};
-		const char *pf[] = {NULL, "export", "-q", "-f", "perfetto", "-o", out, path, NULL};
+		const char *exp[] = {NULL, "export", "-q", "--force", "-o", out, path, NULL};
+		const char *pf[] = {NULL, "export", "-q", "--force", "-f", "perfetto", "-o", out, path, NULL};
 		const char *diff[] = {NULL, "diff", path, path, NULL};
 		const char *gate[] = {NULL, "gate", "--baseline", path, path, NULL};
 		const char **cmds[] = {info, json, stats, report, exp, pf, diff, gate};
@@ -1243,7 +1564,7 @@ START_TEST(test_output_failed_write_keeps_previous)
 	rl.rlim_cur = 1024; /* every report here is larger */
 	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	{
-		const char *argv[] = {NULL, "export", "-q", "-o", json, trace, NULL};
+		const char *argv[] = {NULL, "export", "-q", "--force", "-o", json, trace, NULL};
 
 		r1 = tu_cuscope(argv);
 	}
@@ -1512,6 +1833,10 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_no_command);
 	tcase_add_test(tc, test_unknown_command);
 	tcase_add_test(tc, test_bad_option);
+	tcase_add_test(tc, test_options_after_operands);
+	tcase_add_test(tc, test_unknown_option_suggests);
+	tcase_add_test(tc, test_unknown_pid);
+	tcase_add_test(tc, test_export_force);
 	tcase_add_test(tc, test_missing_and_extra_file);
 	tcase_add_test(tc, test_info_text);
 	tcase_add_test(tc, test_info_json);
@@ -1522,6 +1847,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_json);
 	tcase_add_test(tc, test_stats_width);
 	tcase_add_test(tc, test_stats_closed_pipe);
+	tcase_add_test(tc, test_stats_demangled);
+	tcase_add_test(tc, test_diff_gate_demangled);
+	tcase_add_test(tc, test_names_mixed);
 	tcase_add_test(tc, test_bad_missing_file);
 	tcase_add_test(tc, test_bad_text_file);
 	tcase_add_test(tc, test_bad_sqlite_without_meta);

@@ -323,6 +323,7 @@ static int run_export(const char *const *args, const char *out, const char *file
 
 	argv[n++] = tu_cuscope_bin();
 	argv[n++] = "export";
+	argv[n++] = "--force"; /* the outputs of a test are written over */
 	for (; args && *args; args++)
 		argv[n++] = *args;
 	if (out) {

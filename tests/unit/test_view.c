@@ -602,6 +602,39 @@ START_TEST(test_window_busy_and_thinning)
 	ck_assert_int_gt(total_events, 1000);
 	ck_assert_int_lt(total_items * 10, total_events);
 	cJSON_Delete(w);
+	{
+		/* names as recorded, and beside them the kernels demangled: short and whole (a
+		 * window narrow enough for events shown one by one) */
+		char path[160];
+		const cJSON *raw, *shrt, *full;
+		int n, mangled = 0;
+
+		snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=20000",
+			 (long long)(start + span / 2), (long long)(start + span / 2 + span / 100));
+		w = api_get(&train_srv, path);
+		raw = cJSON_GetObjectItem(w, "names");
+		shrt = cJSON_GetObjectItem(w, "names_short");
+		full = cJSON_GetObjectItem(w, "names_demangled");
+		n = cJSON_GetArraySize(raw);
+
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(cJSON_GetArraySize(shrt), n);
+		ck_assert_int_eq(cJSON_GetArraySize(full), n);
+		for (int i = 0; i < n; i++) {
+			const char *r = cJSON_GetStringValue(cJSON_GetArrayItem(raw, i));
+			const char *sh = cJSON_GetStringValue(cJSON_GetArrayItem(shrt, i));
+			const char *f = cJSON_GetStringValue(cJSON_GetArrayItem(full, i));
+
+			ck_assert(r && sh && f);
+			if (strncmp(r, "_Z", 2))
+				continue;
+			mangled++;
+			ck_assert_msg(strncmp(f, "_Z", 2) && strncmp(sh, "_Z", 2), "%s", r);
+			ck_assert_msg(strlen(sh) <= strlen(f), "%s: %s", r, sh);
+		}
+		ck_assert_int_gt(mangled, 0);
+	}
+	cJSON_Delete(w);
 
 	/* the device memory counter */
 	w = api_get(&train_srv, "/api/memory?t0=0&t1=100000000000000&px=200");

@@ -1,0 +1,31 @@
+/*
+ * demangle.h - kernel and function names as people read them.
+ *
+ * CUPTI gives kernel names as the compiler emitted them: C++ names mangled by the Itanium ABI
+ * (`_ZN2at6native...`), C names and cuBLAS/cuDNN names as they are (`nvjet_sm90_...`), and some
+ * already demangled (`void at::native::foo<...>(...)`). The trace keeps them so; the outputs that a
+ * person reads show the demangled name, in a short form in tables. JSON outputs keep the raw name
+ * and add the demangled one beside it.
+ */
+#ifndef CUSCOPE_DEMANGLE_H
+#define CUSCOPE_DEMANGLE_H
+
+/*
+ * The demangled name of a mangled C++ name ("_Z..."), e.g.
+ * `void at::native::reduce_kernel<512, 1, ...>(at::native::ReduceOp<...>)`; any other name, and a
+ * mangled one that does not demangle (malformed), is returned as it is (the same pointer). NULL
+ * gives NULL. A demangled name is made once per distinct name and kept for the life of the process
+ * (the returned string is never freed); the cache is shared by threads. Past 65,536 distinct names
+ * new names are returned as they are.
+ */
+const char *cs_demangle(const char *name);
+
+/*
+ * The short form of a kernel name for tables: demangled (cs_demangle), without its return type and
+ * parameter list, and every template argument list at the outer level shown as `<...>`:
+ * `at::native::reduce_kernel<...>`. A name with none of these is returned as it is. Same lifetime
+ * and cache as cs_demangle.
+ */
+const char *cs_demangle_short(const char *name);
+
+#endif
