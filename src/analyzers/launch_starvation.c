@@ -179,32 +179,28 @@ struct calls {
 	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
 };
 
+/* A launch call [launch_start, launch_end] of pid's GPU work (one ns when its end is unknown). */
+static int push_launch(struct ivs *x, int64_t ls, int64_t le)
+{
+	if (ls == CS_TS_UNKNOWN)
+		return 0;
+	return ivs_push(x, ls, le != CS_TS_UNKNOWN && le > ls ? le : ls + 1);
+}
+
 static int launch_calls(const cs_analysis *a, uint32_t pid, struct calls *c)
 {
 	struct ivs x = {0};
 	struct ru_i64 d = {0};
 	int64_t n = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-
-		if (k->pid == pid && k->launch_start != CS_TS_UNKNOWN &&
-		    ivs_push(&x, k->launch_start,
-			     k->launch_end != CS_TS_UNKNOWN && k->launch_end > k->launch_start
-				     ? k->launch_end
-				     : k->launch_start + 1))
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid &&
+		    push_launch(&x, a->kernels[i].launch_start, a->kernels[i].launch_end))
 			goto nomem;
-	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *k = &a->copies[i];
-
-		if (k->pid == pid && k->launch_start != CS_TS_UNKNOWN &&
-		    ivs_push(&x, k->launch_start,
-			     k->launch_end != CS_TS_UNKNOWN && k->launch_end > k->launch_start
-				     ? k->launch_end
-				     : k->launch_start + 1))
+	for (int64_t i = 0; i < a->ncopies; i++)
+		if (a->copies[i].pid == pid &&
+		    push_launch(&x, a->copies[i].launch_start, a->copies[i].launch_end))
 			goto nomem;
-	}
 	cs_sort(x.v, (size_t)x.n, sizeof(*x.v), cmp_iv);
 	for (int64_t i = 0; i < x.n; i++)
 		if (n == 0 || x.v[i].s != x.v[n - 1].s)

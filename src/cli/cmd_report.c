@@ -1641,32 +1641,6 @@ static int parse_rule_list(const char *option, const char *list, char *sel)
 
 /* ---- the command ---- */
 
-struct pid_check {
-	uint32_t pid;
-	int found;
-};
-
-static int pid_cb(const cs_process *p, void *arg)
-{
-	struct pid_check *c = arg;
-
-	if (p->pid == c->pid) {
-		c->found = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static int has_pid(cs_trace *t, const cs_analysis *a, uint32_t pid)
-{
-	struct pid_check c = {pid, 0};
-
-	cs_trace_each_process(t, pid_cb, &c, NULL);
-	for (int64_t i = 0; !c.found && i < a->nkernels; i++)
-		c.found = a->kernels[i].pid == pid;
-	return c.found;
-}
-
 enum {
 	OPT_RULES = 256,
 	OPT_SKIP,
@@ -1785,17 +1759,16 @@ int cmd_report(int argc, char **argv)
 	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
+	rc = pid ? cli_check_pid(t, path, pid) : 0;
+	if (rc) {
+		cs_trace_close(t);
+		return rc;
+	}
 	rc = cs_analysis_load(t, &a, &err);
 	if (rc < 0) {
 		rc = cli_trace_error(path, rc, &err);
 		cs_trace_close(t);
 		return rc;
-	}
-	if (pid && !has_pid(t, &a, (uint32_t)pid)) {
-		cli_error("no process %lld in '%s'", (long long)pid, path);
-		cs_analysis_free(&a);
-		cs_trace_close(t);
-		return CLI_EXIT_USAGE;
 	}
 	so.step_range = step_range;
 	so.warmup = (int)warmup;
