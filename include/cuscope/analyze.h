@@ -317,7 +317,9 @@ cs_report_finding *cs_finding_new(const char *rule, int severity, const char *ti
 void cs_finding_free(cs_report_finding *f);
 /* Set f->steps to a copy of n step indices (sorted, duplicates dropped); 0 or CS_ERR_NOMEM. */
 int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n);
-/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (lost_ns_per_step without steps). */
+/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (lost_ns_per_step without steps),
+ * held at INT64_MAX. cs_lost_total takes the two numbers (a finding's, or one of its processes'). */
+int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps);
 int64_t cs_finding_total_lost(const cs_report_finding *f);
 
 /* ---- running the analyzers ---- */

@@ -121,15 +121,20 @@ int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n)
 	return 0;
 }
 
+int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps)
+{
+	if (lost_ns_per_step <= 0)
+		return 0;
+	if (nsteps <= 0)
+		return lost_ns_per_step;
+	if (lost_ns_per_step > INT64_MAX / nsteps)
+		return INT64_MAX;
+	return lost_ns_per_step * nsteps;
+}
+
 int64_t cs_finding_total_lost(const cs_report_finding *f)
 {
-	if (f->lost_ns_per_step <= 0)
-		return 0;
-	if (f->nsteps <= 0)
-		return f->lost_ns_per_step;
-	if (f->lost_ns_per_step > INT64_MAX / f->nsteps)
-		return INT64_MAX;
-	return f->lost_ns_per_step * f->nsteps;
+	return cs_lost_total(f->lost_ns_per_step, f->nsteps);
 }
 
 /* ---- the pipeline ---- */

@@ -15,6 +15,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
+#include "cuscope/strbuf.h"
 
 #define REPORT_JSON_VERSION  1
 #define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
@@ -57,13 +58,13 @@ enum report_format {
 	REPORT_MARKDOWN,
 };
 
-/* Everything an output format prints. */
 /* A process that ended without its end record, and the time of its last record. */
 struct unended {
 	uint32_t pid;
 	int64_t last;
 };
 
+/* Everything an output format prints. */
 struct report_view {
 	const struct unended *unended; /* records after their last one may be missing */
 	int nunended;
@@ -195,19 +196,16 @@ static const char *finding_label(char *buf, size_t size, const struct report_vie
 /* "2.10 ms per step (15.0%) in 40 steps, 84.0 ms in all" for one process of a finding. */
 static const char *proc_cost(char *buf, size_t size, const cs_finding_proc *p)
 {
-	cs_report_finding tmp;
 	char a[CLI_FMT_MAX], b[CLI_FMT_MAX];
 
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.lost_ns_per_step = p->lost_ns_per_step;
-	tmp.nsteps = p->nsteps;
 	if (p->lost_ns_per_step <= 0)
 		snprintf(buf, size, "in %d %s", p->nsteps, plural(p->nsteps, "step", "steps"));
 	else if (p->nsteps > 0)
 		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
 			 cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
 			 p->nsteps, plural(p->nsteps, "step", "steps"),
-			 cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(&tmp)));
+			 cli_fmt_duration(b, sizeof(b),
+					  cs_lost_total(p->lost_ns_per_step, p->nsteps)));
 	else
 		snprintf(buf, size, "%s", cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
 	return buf;
@@ -654,19 +652,17 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 struct unended_list {
 	struct unended *v;
 	int n;
+	size_t cap;
 };
 
 static int unended_add(const cs_process *p, void *arg)
 {
 	struct unended_list *u = arg;
-	struct unended *nv;
 
 	if (p->end != CS_TS_UNKNOWN)
 		return 0;
-	nv = realloc(u->v, (size_t)(u->n + 1) * sizeof(*nv));
-	if (!nv)
+	if (cs_grow((void **)&u->v, &u->cap, (size_t)u->n + 1, sizeof(*u->v)))
 		return CS_ERR_NOMEM;
-	u->v = nv;
 	u->v[u->n].pid = p->pid;
 	u->v[u->n].last = CS_TS_UNKNOWN;
 	u->n++;
@@ -677,7 +673,7 @@ static int unended_add(const cs_process *p, void *arg)
  * *out (malloc'd) and *n. CS_OK or a cs_err code with err set. */
 static int find_unended(cs_trace *t, struct unended **out, int *n, cs_error *err)
 {
-	struct unended_list u = {NULL, 0};
+	struct unended_list u = {NULL, 0, 0};
 	int rc = cs_trace_each_process(t, unended_add, &u, err);
 
 	if (rc == CS_ERR_NOMEM)
@@ -718,39 +714,20 @@ static const char *unended_text(char *buf, size_t size, const struct unended *u)
  */
 static char *proc_findings(const struct report_view *v, uint32_t pid)
 {
-	size_t cap = 64, len = 0;
-	char *r = malloc(cap);
+	cs_strbuf sb = CS_STRBUF_INIT;
+	char *r;
 
-	if (!r)
-		return NULL;
-	r[0] = '\0';
 	for (int32_t i = 0; i < v->r->n; i++) {
 		const cs_report_finding *f = v->r->v[i];
 		const cs_finding_proc *p = finding_proc(f, pid);
-		char item[128];
-		size_t n;
 
 		if (!p && !(f->nprocs == 0 && f->pid == pid))
 			continue;
-		n = (size_t)snprintf(item, sizeof(item), "%s%s (%s)", len ? ", " : "", f->rule,
-				     cs_severity_name(p ? p->severity : f->severity));
-		if (len + n + 1 > cap) {
-			char *nr;
-
-			while (len + n + 1 > cap)
-				cap *= 2;
-			nr = realloc(r, cap);
-			if (!nr) {
-				free(r);
-				return NULL;
-			}
-			r = nr;
-		}
-		memcpy(r + len, item, n + 1);
-		len += n;
+		cs_strbuf_printf(&sb, "%s%s (%s)", sb.len ? ", " : "", f->rule,
+				 cs_severity_name(p ? p->severity : f->severity));
 	}
-	if (!len)
-		snprintf(r, cap, "no findings");
+	r = sb.failed ? NULL : strdup(sb.len ? cs_strbuf_str(&sb) : "no findings");
+	cs_strbuf_free(&sb);
 	return r;
 }
 
@@ -1095,15 +1072,11 @@ static cJSON *json_finding(const struct report_view *v, const cs_report_finding 
 		for (int32_t i = 0; i < f->nprocs; i++) {
 			const cs_finding_proc *x = &f->procs[i];
 			cJSON *e = cJSON_CreateObject(), *st;
-			cs_report_finding tmp;
 
 			if (!e || !cJSON_AddItemToArray(procs, e)) {
 				cJSON_Delete(e);
 				goto fail;
 			}
-			memset(&tmp, 0, sizeof(tmp));
-			tmp.lost_ns_per_step = x->lost_ns_per_step;
-			tmp.nsteps = x->nsteps;
 			cli_json_add_int(e, "pid", x->pid, -1);
 			if (json_add_rank(e, "rank", x->rank) ||
 			    json_add_rank(e, "local_rank", x->local_rank))
@@ -1116,8 +1089,8 @@ static cJSON *json_finding(const struct report_view *v, const cs_report_finding 
 				goto fail;
 			cli_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
 			cJSON_AddNumberToObject(e, "step_share", x->step_share);
-			cli_json_add_int(e, "total_lost_ns", cs_finding_total_lost(&tmp),
-					 INT64_MIN);
+			cli_json_add_int(e, "total_lost_ns",
+					 cs_lost_total(x->lost_ns_per_step, x->nsteps), INT64_MIN);
 			cli_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
 			cli_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
 		}
