@@ -629,7 +629,7 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 		const cs_step *st = &s->v[i];
 		char idx[CLI_FMT_MAX], start[CLI_FMT_MAX], dur[CLI_FMT_MAX], busy[CLI_FMT_MAX],
 			kern[CLI_FMT_MAX];
-		int64_t d = cs_step_time(v->s, i);
+		int64_t d = cs_step_time(s, i);
 		const char *row[] = {
 			idx,
 			cli_fmt_duration(start, sizeof(start), st->start),

@@ -974,10 +974,24 @@ START_TEST(test_every_process_second_only)
 		ck_assert_msg(n <= 100, "line of %zu columns: %.*s", n, (int)n, l);
 		l += n + (e != NULL);
 	}
-	/* -v: the steps of each process */
+	/* -v: the steps of each process, each table with that process's step times (the same
+	 * rows as --pid 301 -v shows) */
 	ck_assert_msg(strstr(v.out, "Steps of pid 300: kernel sequence of pid 300") &&
 			      strstr(v.out, "Steps of pid 301: kernel sequence of pid 301"),
 		      "%s", v.out);
+	{
+		struct tu_result one = run("-v", "--pid", "301", second_db);
+		const char *a = strstr(strstr(v.out, "Steps of pid 301:"), "\n\n");
+		const char *b = strstr(strstr(one.out, "Steps:"), "\n\n");
+		const char *ae = a ? strstr(a + 2, "\n\n") : NULL;
+		const char *be = b ? strstr(b + 2, "\n\n") : NULL;
+
+		ck_assert_msg(a && b && ae && be, "%s\n%s", v.out, one.out);
+		ck_assert_msg(ae - a == be - b && !memcmp(a, b, (size_t)(ae - a)),
+			      "steps of pid 301:%.*s\nwith --pid 301:%.*s", (int)(ae - a), a,
+			      (int)(be - b), b);
+		tu_result_free(&one);
+	}
 	ck_assert_msg(strstr(m.out, "| Process | pid 301: 20 steps") &&
 			      strstr(m.out, "- **Process:** pid 301\n"),
 		      "%s", m.out);
