@@ -28,4 +28,11 @@ const char *cs_demangle(const char *name);
  */
 const char *cs_demangle_short(const char *name);
 
+/*
+ * The demangled name of a mangled C++ name ("_Z..."), malloc'd for the caller to free; NULL for any
+ * other name, a malformed one, or without memory. No cache: for callers that keep their own (the
+ * symbolizer's per-module symbols).
+ */
+char *cs_demangle_alloc(const char *name);
+
 #endif

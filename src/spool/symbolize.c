@@ -23,12 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "spool/symbolize.h"
 #include "util/u64map.h"
 
-/* From the C++ runtime (libstdc++): the Itanium ABI demangler. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define HOST_ELFDATA ELFDATA2LSB
@@ -435,7 +434,7 @@ static const char *sym_name(struct cs_sym_file *f, const struct sym *s)
 	const char *raw = f->strtab + s->name;
 	uint64_t idx = (uint64_t)(s - f->syms);
 	char **slot;
-	int created, status = -1;
+	int created;
 
 	if (raw[0] != '_' || raw[1] != 'Z')
 		return raw;
@@ -445,11 +444,7 @@ static const char *sym_name(struct cs_sym_file *f, const struct sym *s)
 	slot = u64map_put(&f->demangled, idx, &created);
 	if (!slot)
 		return raw; /* out of memory: the mangled name will do */
-	*slot = __cxa_demangle(raw, NULL, NULL, &status);
-	if (status) {
-		free(*slot);
-		*slot = NULL;
-	}
+	*slot = cs_demangle_alloc(raw);
 	return *slot ? *slot : raw;
 }
 

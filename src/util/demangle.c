@@ -296,7 +296,6 @@ static const char *lookup(const char *name, int short_form)
 	if (!found) {
 		struct entry e = {NULL, NULL, NULL};
 		char *dem = NULL, *sh;
-		int status = -1;
 
 		if (nused >= CACHE_MAX || ((nused + 1) * 2 > nslots && grow()))
 			goto out;
@@ -306,13 +305,7 @@ static const char *lookup(const char *name, int short_form)
 		e.raw = strdup(name);
 		if (!e.raw)
 			goto out;
-		if (!strncmp(name, "_Z", 2)) {
-			dem = __cxa_demangle(name, NULL, NULL, &status);
-			if (status != 0 || !dem || !dem[0]) {
-				free(dem);
-				dem = NULL;
-			}
-		}
+		dem = cs_demangle_alloc(name);
 		e.full = dem ? dem : e.raw;
 		sh = shorten(e.full);
 		e.shrt = sh ? sh : e.full;
@@ -323,6 +316,21 @@ static const char *lookup(const char *name, int short_form)
 out:
 	pthread_mutex_unlock(&cache_lock);
 	return res;
+}
+
+char *cs_demangle_alloc(const char *name)
+{
+	char *dem;
+	int status = -1;
+
+	if (!name || strncmp(name, "_Z", 2))
+		return NULL;
+	dem = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0 || !dem || !dem[0]) {
+		free(dem);
+		return NULL;
+	}
+	return dem;
 }
 
 const char *cs_demangle(const char *name)
