@@ -796,14 +796,18 @@ START_TEST(test_d2h_wait_without_idle)
 }
 END_TEST
 
-START_TEST(test_d2h_lagged_event_wait)
+/*
+ * Each step reads back the previous step's copy (one step late) with an event wait that returns
+ * at once while this step's work is queued, then spends host_ns on the host. The d2h-sync findings.
+ */
+static int lagged_read_count(const char *db, int64_t host_ns)
 {
 	struct sim m;
 	struct found f;
 	int64_t prev_copy_end = 0;
+	int n;
 
-	/* the wait is for the previous step's copy, long done; this step's work is queued */
-	sim_open(&m, "d2h_lagged.db");
+	sim_open(&m, db);
 	for (int s = 0; s < STEPS; s++) {
 		int64_t end;
 
@@ -813,12 +817,19 @@ START_TEST(test_d2h_lagged_event_wait)
 		end = m.g[7];
 		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, prev_copy_end, CS_ID_NONE);
 		prev_copy_end = end;
-		sim_host(&m, 50 * US);
+		sim_host(&m, host_ns);
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
+	n = synthetic_count(&m, "d2h-sync", &f);
 	free(m.path);
+	return n;
+}
+
+START_TEST(test_d2h_lagged_event_wait)
+{
+	/* the wait is for the previous step's copy, long done; this step's work is queued */
+	ck_assert_int_eq(lagged_read_count("d2h_lagged.db", 50 * US), 0);
 }
 END_TEST
 
@@ -912,32 +923,13 @@ END_TEST
 
 START_TEST(test_d2h_late_read_not_drained)
 {
-	struct sim m;
-	struct found f;
-	int64_t prev_copy_end = 0;
-
 	/*
 	 * The loss of the previous step read back one step late: the wait returns at once while
 	 * this step's 4 ms of work are still queued. The host then spends 5 ms in Python, so the
 	 * GPU does run dry a millisecond later; that idle follows the wait but the wait did not
 	 * cause it (the queue was not drained when it returned).
 	 */
-	sim_open(&m, "d2h_late.db");
-	for (int s = 0; s < STEPS; s++) {
-		int64_t end;
-
-		sim_step_begin(&m);
-		busy_step(&m);
-		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
-		end = m.g[7];
-		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, prev_copy_end, CS_ID_NONE);
-		prev_copy_end = end;
-		sim_host(&m, 5 * MS);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
-	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 0);
-	free(m.path);
+	ck_assert_int_eq(lagged_read_count("d2h_late.db", 5 * MS), 0);
 }
 END_TEST
 
