@@ -474,10 +474,16 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err);
  */
 int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg), void *arg,
 			  cs_error *err);
-/* The time of the last event of process pid (the latest start or end of any kind), CS_TS_UNKNOWN
- * when it has none. For a process whose end is unknown (no end record: killed by SIGKILL, os._exit,
- * a signal its own handler ended it with), records after this time may be missing. */
-int cs_trace_process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err);
+/* A process without its end record (killed by SIGKILL, os._exit, a signal its own handler ended
+ * it with), and the time of its last event (the latest start or end of any kind; CS_TS_UNKNOWN
+ * when it has none): records after it may be missing. */
+typedef struct cs_unended {
+	uint32_t pid;
+	int64_t last;
+} cs_unended;
+/* The processes of t without an end record, in PROCESSES order: *out (malloc'd, NULL when none)
+ * and *n. CS_OK or a cs_err code with err set. */
+int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err);
 int cs_trace_each_device(cs_trace *t, int (*cb)(const cs_device *d, void *arg), void *arg,
 			 cs_error *err);
 int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), void *arg,

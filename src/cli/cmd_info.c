@@ -51,7 +51,6 @@ static const struct {
 struct pid_count {
 	uint32_t pid;
 	int64_t events;
-	int no_end; /* no end record: records after its last one may be missing */
 };
 
 struct info_ctx {
@@ -78,7 +77,6 @@ static int info_add_process(const cs_process *p, void *arg)
 	}
 	ctx->pids[ctx->npids].pid = p->pid;
 	ctx->pids[ctx->npids].events = 0;
-	ctx->pids[ctx->npids].no_end = p->end == CS_TS_UNKNOWN;
 	ctx->npids++;
 
 	cli_json_add_int(o, "pid", p->pid, -1);
@@ -202,8 +200,9 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cJSON *doc = NULL, *events;
 	const char *realtime;
 	char when[CLI_FMT_MAX];
-	int64_t total = 0, base = INT64_MIN, no_end = 0;
-	int rc;
+	int64_t total = 0, base = INT64_MIN;
+	cs_unended *unended = NULL;
+	int rc, nunended = 0;
 
 	rc = cs_trace_get_summary(t, &s, err);
 	if (rc < 0)
@@ -264,21 +263,23 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	for (size_t i = 0; i < ctx.npids; i++) {
 		cJSON *p = cJSON_GetArrayItem(ctx.processes, (int)i);
 		cJSON *n = cli_json_int(ctx.pids[i].events);
-		int64_t last;
 
 		if (!n || !cJSON_ReplaceItemInObject(p, "events", n)) {
 			cJSON_Delete(n);
 			goto nomem;
 		}
-		if (!ctx.pids[i].no_end)
-			continue;
-		no_end++;
-		rc = cs_trace_process_last_time(t, ctx.pids[i].pid, &last, err);
-		if (rc < 0)
-			goto fail;
-		cli_json_add_int(p, "last_event_ns", last, CS_TS_UNKNOWN);
 	}
-	cli_json_add_int(doc, "processes_without_end", no_end, -1);
+	/* the processes without an end record: from when their records may be missing */
+	rc = cs_trace_unended(t, &unended, &nunended, err);
+	if (rc < 0)
+		goto fail;
+	for (int i = 0; i < nunended; i++)
+		for (size_t k = 0; k < ctx.npids; k++)
+			if (ctx.pids[k].pid == unended[i].pid)
+				cli_json_add_int(cJSON_GetArrayItem(ctx.processes, (int)k),
+						 "last_event_ns", unended[i].last, CS_TS_UNKNOWN);
+	free(unended);
+	cli_json_add_int(doc, "processes_without_end", nunended, -1);
 
 	cli_json_add_int(doc, "streams", s.streams, -1);
 	events = cJSON_AddObjectToObject(doc, "events");

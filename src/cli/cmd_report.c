@@ -58,15 +58,9 @@ enum report_format {
 	REPORT_MARKDOWN,
 };
 
-/* A process that ended without its end record, and the time of its last record. */
-struct unended {
-	uint32_t pid;
-	int64_t last;
-};
-
 /* Everything an output format prints. */
 struct report_view {
-	const struct unended *unended; /* records after their last one may be missing */
+	const cs_unended *unended; /* records after their last one may be missing */
 	int nunended;
 	const char *path;
 	cs_trace *t;
@@ -649,48 +643,8 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 	putchar('\n');
 }
 
-struct unended_list {
-	struct unended *v;
-	int n;
-	size_t cap;
-};
-
-static int unended_add(const cs_process *p, void *arg)
-{
-	struct unended_list *u = arg;
-
-	if (p->end != CS_TS_UNKNOWN)
-		return 0;
-	if (cs_grow((void **)&u->v, &u->cap, (size_t)u->n + 1, sizeof(*u->v)))
-		return CS_ERR_NOMEM;
-	u->v[u->n].pid = p->pid;
-	u->v[u->n].last = CS_TS_UNKNOWN;
-	u->n++;
-	return 0;
-}
-
-/* The processes of t without an end record (killed by SIGKILL, os._exit, a signal they handled):
- * *out (malloc'd) and *n. CS_OK or a cs_err code with err set. */
-static int find_unended(cs_trace *t, struct unended **out, int *n, cs_error *err)
-{
-	struct unended_list u = {NULL, 0, 0};
-	int rc = cs_trace_each_process(t, unended_add, &u, err);
-
-	if (rc == CS_ERR_NOMEM)
-		rc = cs_error_set(err, rc, "out of memory");
-	for (int i = 0; rc >= 0 && i < u.n; i++)
-		rc = cs_trace_process_last_time(t, u.v[i].pid, &u.v[i].last, err);
-	if (rc < 0) {
-		free(u.v);
-		return rc;
-	}
-	*out = u.v;
-	*n = u.n;
-	return CS_OK;
-}
-
 /* "pid N ended without its end record: records after T may be missing" */
-static const char *unended_text(char *buf, size_t size, const struct unended *u)
+static const char *unended_text(char *buf, size_t size, const cs_unended *u)
 {
 	char t[CLI_FMT_MAX];
 
@@ -1656,7 +1610,7 @@ int cmd_report(int argc, char **argv)
 	cs_step_opts so;
 	cs_error err = {0, ""};
 	struct report_view view;
-	struct unended *unended = NULL;
+	cs_unended *unended = NULL;
 
 	while ((c = cli_getopt(argc, argv, "f:p:w:vh", longopts)) != -1) {
 		switch (c) {
@@ -1766,7 +1720,7 @@ int cmd_report(int argc, char **argv)
 	steps = &procs.v[procs.primary].steps;
 
 	memset(&view, 0, sizeof(view));
-	rc = find_unended(t, &unended, &view.nunended, &err);
+	rc = cs_trace_unended(t, &unended, &view.nunended, &err);
 	if (rc < 0) {
 		rc = cli_trace_error(path, rc, &err);
 		goto out;

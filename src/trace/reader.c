@@ -629,11 +629,10 @@ int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg)
 		process_row, &c, err);
 }
 
-int cs_trace_process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err)
+/* The time of the last event of process pid, CS_TS_UNKNOWN when it has none. */
+static int process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err)
 {
 	*out = CS_TS_UNKNOWN;
-	if (!t)
-		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_process_last_time: no trace");
 	for (int k = 0; k < CS_EV_COUNT; k++) {
 		char sql[256];
 		sqlite3_stmt *st = NULL;
@@ -662,6 +661,49 @@ int cs_trace_process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error
 		}
 		sqlite3_finalize(st);
 	}
+	return CS_OK;
+}
+
+struct unended_list {
+	cs_unended *v;
+	int n;
+	size_t cap;
+};
+
+static int unended_add(const cs_process *p, void *arg)
+{
+	struct unended_list *u = arg;
+
+	if (p->end != CS_TS_UNKNOWN)
+		return 0;
+	if (cs_grow((void **)&u->v, &u->cap, (size_t)u->n + 1, sizeof(*u->v)))
+		return CS_ERR_NOMEM;
+	u->v[u->n].pid = p->pid;
+	u->v[u->n].last = CS_TS_UNKNOWN;
+	u->n++;
+	return 0;
+}
+
+int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err)
+{
+	struct unended_list u = {NULL, 0, 0};
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!t)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_unended: no trace");
+	rc = cs_trace_each_process(t, unended_add, &u, err);
+	if (rc == CS_ERR_NOMEM)
+		rc = cs_error_set(err, rc, "out of memory");
+	for (int i = 0; rc >= 0 && i < u.n; i++)
+		rc = process_last_time(t, u.v[i].pid, &u.v[i].last, err);
+	if (rc < 0) {
+		free(u.v);
+		return rc;
+	}
+	*out = u.v;
+	*n = u.n;
 	return CS_OK;
 }
 
