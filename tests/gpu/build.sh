@@ -6,7 +6,7 @@ if [ -d .deps ]; then
 	export PKG_CONFIG_SYSROOT_DIR=/tmp/deps PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
 	export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
 fi
-if [ ! -d build-gpu ]; then
+if [ ! -f build-gpu/build.ninja ]; then
 	meson setup build-gpu >/dev/null || { say "meson setup failed"; exit 2; }
 fi
 ninja -C build-gpu >/dev/null || { say "build failed"; exit 2; }
