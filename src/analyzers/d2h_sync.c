@@ -23,6 +23,9 @@
 #define MIN_STEPS 3
 /* ... costing at least this share of the median step. */
 #define MIN_LOSS_SHARE 0.02
+/* Fewer steps than that: a pattern in a few steps only (every Nth step), found when it costs
+ * MIN_LOSS_SHARE over the steady state; at least this many of them. */
+#define MIN_RARE_STEPS 2
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
 
@@ -232,9 +235,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	double share, share_lo = 0, share_hi = 0;
 	int64_t lost_lo, lost_hi;
-	int near, near_loss, near_steps;
+	int near, near_loss, near_steps, recurring;
 	double steps_lo, steps_hi;
-	char title[400], b1[32];
+	char title[400], b1[32], b4[32];
 	int rc;
 
 	if (steady <= 0)
@@ -274,17 +277,36 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
+	/* once is an event, not a pattern of the loop: a pattern recurs */
+	if (nsteps < MIN_RARE_STEPS)
+		goto out;
 	/* the share of steady steps with a drained wait, and its 95% interval (k of n) */
 	ru_share_interval(nsteps, steady, &steps_lo, &steps_hi);
-	if (nsteps < MIN_STEPS || steps_hi < MIN_STEP_SHARE)
-		goto out;
-	near_steps = nsteps < MIN_STEP_SHARE * steady || steps_lo < MIN_STEP_SHARE;
-	lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
-	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
-	/* how far the median could be in another run of the same program: its 95% interval */
+	recurring = nsteps >= MIN_STEPS && steps_hi >= MIN_STEP_SHARE;
 	for (int32_t i = 0; i < nsteps; i++)
 		tmp[i] = sum[steps[i]].idle_ns;
 	ru_median_interval(tmp, nsteps, &lost_lo, &lost_hi);
+	if (recurring) {
+		/* in (about) every step: the median step's loss, and its 95% interval */
+		near_steps = nsteps < MIN_STEP_SHARE * steady || steps_lo < MIN_STEP_SHARE;
+		lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
+	} else {
+		/*
+		 * In a few steps only (every Nth step, a rare event): direct evidence however rare.
+		 * What it cost over the steady state, per step: the total divided by the steady
+		 * steps. The steps that have it are where the program put it (counted, not
+		 * sampled); its interval is that of the loss in one of them, times k/n.
+		 */
+		int64_t total = 0;
+
+		near_steps = 0;
+		for (int32_t i = 0; i < nsteps; i++)
+			cs_sat_accum(&total, sum[steps[i]].idle_ns);
+		lost = total / steady;
+		lost_lo = (int64_t)((double)lost_lo * nsteps / steady);
+		lost_hi = (int64_t)((double)lost_hi * nsteps / steady);
+	}
+	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
 	if (ctx->step_median > 0) {
 		share_lo = (double)lost_lo / (double)ctx->step_median;
 		share_hi = (double)lost_hi / (double)ctx->step_median;
@@ -309,11 +331,22 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			snprintf(b3, sizeof(b3),
 				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
 				 MIN_STEP_SHARE * 100, steps_lo * 100, steps_hi * 100);
-		snprintf(title, sizeof(title),
-			 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
-			 "%s of GPU idle per step (%.1f%%)%s%s",
-			 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
-			 share * 100, b2, b3);
+		if (recurring)
+			snprintf(title, sizeof(title),
+				 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
+				 "%s of GPU idle per step (%.1f%%)%s%s",
+				 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), lost),
+				 share * 100, b2, b3);
+		else
+			snprintf(title, sizeof(title),
+				 "device-to-host copy and host wait drain the GPU in %d of %d steady "
+				 "steps: %s of GPU idle each time, %s per step over the steady state "
+				 "(%.1f%%)%s",
+				 (int)nsteps, (int)steady,
+				 ru_fmt_ns(b4, sizeof(b4),
+					   median_field(sum, steps, nsteps,
+							offsetof(struct step_sum, idle_ns), tmp)),
+				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100, b2);
 	}
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */
@@ -353,6 +386,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	cJSON_AddNumberToObject(f->evidence, "affected_share_margin",
 				(double)nsteps / (double)steady - MIN_STEP_SHARE);
 	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
+	cJSON_AddBoolToObject(f->evidence, "recurring", recurring);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;

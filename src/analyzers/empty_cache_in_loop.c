@@ -27,7 +27,7 @@
 
 static int is_empty_cache(const struct ru_burst *b)
 {
-	return b->step >= 0 && !b->retry &&
+	return b->step >= 0 && !b->retry && !b->phase_switch &&
 	       b->realloc_bytes >= MIN_REALLOC_SHARE * (double)b->bytes;
 }
 
@@ -37,7 +37,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	const cs_analysis *a = ctx->a;
 	cs_report_finding *f;
 	int64_t realloc_bytes;
-	char title[400], b1[32], b2[32], b3[48], near[96] = "";
+	char title[400], b1[32], b2[32], b3[48], b4[32], near[96] = "";
 	cJSON *e;
 
 	realloc_bytes = ru_burst_median(m, is_empty_cache,
@@ -47,12 +47,22 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
 			 sum->min_step_share * 100, sum->step_share_lo * 100,
 			 sum->step_share_hi * 100);
-	snprintf(title, sizeof(title),
-		 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
-		 "released and allocated again %s, %s of GPU idle per step (%.1f%%)%s",
-		 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
-		 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
-		 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100, near);
+	if (sum->rare)
+		snprintf(title, sizeof(title),
+			 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
+			 "released and allocated again %s, %s of GPU idle each time, %s per step "
+			 "over the steady state (%.1f%%)",
+			 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
+			 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
+			 ru_fmt_ns(b4, sizeof(b4), sum->lost_each),
+			 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100);
+	else
+		snprintf(title, sizeof(title),
+			 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
+			 "released and allocated again %s, %s of GPU idle per step (%.1f%%)%s",
+			 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
+			 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
+			 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100, near);
 	f = cs_finding_new(RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->share), title,
 			   "Take torch.cuda.empty_cache() out of the training step: call it once "
 			   "after setup, or at train/eval switches; to limit fragmentation set "
@@ -86,7 +96,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, emit_finding,
+	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, 1, 0.0, emit_finding,
 			       err);
 }
 

@@ -131,7 +131,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_retry, is_direct, MIN_STEPS, MIN_STEP_SHARE, emit_finding,
+	return ru_mem_rule_run(ctx, is_retry, is_direct, MIN_STEPS, MIN_STEP_SHARE, 0, 0.0, emit_finding,
 			       err);
 }
 

@@ -733,6 +733,32 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 	return 0;
 }
 
+/* The kernels of a regular step: the median over the steady steps (-1 without any). */
+static int regular_kernels(const cs_steps *s, int64_t *out)
+{
+	int64_t *v = malloc(((size_t)s->n + 1) * sizeof(*v)), n = 0;
+
+	*out = -1;
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup)
+			v[n++] = s->v[i].kernels;
+	if (n > 0)
+		*out = ru_median(v, n);
+	free(v);
+	return 0;
+}
+
+/* 1 when step i's work is not the steady steps' (another phase ran in it: an evaluation, a
+ * checkpoint): its kernel count differs from the regular one. */
+static int irregular_step(const cs_steps *s, int32_t i, int64_t regular)
+{
+	if (i < 0 || i >= s->n || regular < 0)
+		return 0;
+	return s->v[i].kernels != regular;
+}
+
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 {
 	struct u64map map;
@@ -742,6 +768,8 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 	size_t cap = 0;
 	int32_t open = -1; /* open: burst still taking allocations into realloc_bytes */
 	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
+	int64_t regular = -1;
+	int half_step = 0;
 
 	u64map_init(&map, sizeof(int64_t));
 	memset(out, 0, sizeof(*out));
@@ -808,6 +836,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 					b->next_alloc_bytes = bytes;
 				}
 				cs_sat_accum(&b->realloc_bytes, bytes);
+				b->t_realloc_end = r->start;
 			}
 			pending_failed = pending_failed_bytes = 0;
 			pending_failed_row = -1;
@@ -848,6 +877,9 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 		out->reserved_start = 0;
 
 	/* what surrounds each burst */
+	if (out->n > 0 && regular_kernels(s, &regular))
+		goto out;
+	half_step = regular > 0 ? (int)(regular / 2) : 0;
 	for (int32_t b = 0; b < out->n; b++) {
 		struct ru_burst *x = &out->v[b];
 		int says = stack_says(a, a->memory[x->first].stack_id);
@@ -855,24 +887,26 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 		if (x->next_alloc >= 0)
 			x->launches_before_next = launched_between(
 				a, s->pid, x->t_last, a->memory[x->next_alloc].start, 1);
-		if (x->prev_alloc_t != CS_TS_UNKNOWN)
-			x->launches_since_alloc = launched_between(
-				a, s->pid, x->prev_alloc_t, x->t_first, RU_RETRY_MAX_LAUNCHES + 1);
-		else
-			x->launches_since_alloc = RU_RETRY_MAX_LAUNCHES + 1;
+		x->phase_switch = x->step >= 0 && (irregular_step(s, x->step, regular) ||
+						   irregular_step(s, x->step - 1, regular));
+		/* in the middle of allocating: fewer kernels launched since the previous
+		 * allocation than half a regular step's */
+		x->launches_since_alloc = x->prev_alloc_t == CS_TS_UNKNOWN
+						  ? INT32_MAX
+						  : launched_between(a, s->pid, x->prev_alloc_t,
+								     x->t_first, half_step + 1);
 		/*
 		 * A retry: the allocator was refused (a failed call), or, in the middle of
-		 * allocating (little GPU work launched since the previous allocation), it freed
-		 * its cache and at once (no GPU work launched) allocated a block that would not
-		 * have fit under the highest reserved level. A backtrace, when there is one,
-		 * decides.
+		 * allocating, it freed its cache and at once (no GPU work launched) allocated a
+		 * block that would not have fit under the highest reserved level. A backtrace,
+		 * when there is one, decides.
 		 */
 		if (says)
 			x->retry = says > 0;
 		else
 			x->retry = x->failed_before > 0 ||
 				   (x->next_alloc >= 0 && !x->launches_before_next &&
-				    x->launches_since_alloc <= RU_RETRY_MAX_LAUNCHES &&
+				    x->launches_since_alloc <= half_step &&
 				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
 		/* direct: refused by the driver, released, and asked again at once */
 		x->direct = x->retry && x->failed_before > 0 && x->next_alloc >= 0 &&
@@ -1042,9 +1076,45 @@ static int32_t steps_with(const cs_steps *s, const struct ru_mem *m,
 	return n;
 }
 
+/*
+ * What bursts in a few steps cost in all: each one's disruption window, from its first release to
+ * the last allocation that filled the cache again (before the next burst), is charged the GPU idle
+ * in it beyond the idle share of the steady steps without a burst (hit marks the steps with one).
+ */
+static int64_t rare_total(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
+			  int (*keep)(const struct ru_burst *b), const uint8_t *hit)
+{
+	int64_t busy = 0, span = 0, total = 0;
+	double idle_share;
+
+	for (int32_t i = 0; i < s->n; i++) {
+		const cs_step *st = &s->v[i];
+
+		if (st->warmup || hit[i] || st->end <= st->start)
+			continue;
+		cs_sat_accum(&span, st->end - st->start);
+		cs_sat_accum(&busy, cs_analysis_gpu_busy(a, s->pid, st->start, st->end));
+	}
+	idle_share = span > 0 ? 1 - (double)busy / (double)span : 0;
+	if (idle_share < 0)
+		idle_share = 0;
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last, idle;
+
+		if (b->step < 0 || !keep(b) || end <= b->t_first)
+			continue;
+		idle = (end - b->t_first) - cs_analysis_gpu_busy(a, s->pid, b->t_first, end);
+		idle -= (int64_t)(idle_share * (double)(end - b->t_first));
+		if (idle > 0)
+			cs_sat_accum(&total, idle);
+	}
+	return total;
+}
+
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
-		    ru_mem_emit_fn emit, cs_error *err)
+		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -1055,7 +1125,7 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 	int32_t *steps = NULL, n = 0, nd, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
 	double lo, hi;
-	int rc, near = 0;
+	int rc, near = 0, is_rare = 0;
 
 	if (steady <= 0 || a->nmemory == 0)
 		return 0;
@@ -1079,6 +1149,10 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 			keep = direct;
 			n = steps_with(s, m, keep, hit, steps);
 			min_share = 0; /* no threshold on how many steps */
+		} else if (rare && n >= RU_RARE_MIN_STEPS) {
+			/* in a few steps: counts when it costs enough over the steady state
+			 * (decided below, once the cost is known) */
+			is_rare = 1;
 		} else if (n >= min_steps && hi >= min_share) {
 			near = 1;
 		} else {
@@ -1098,6 +1172,22 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 	if (rc) {
 		rc = cs_error_set(err, rc, "out of memory");
 		goto out;
+	}
+	if (is_rare) {
+		/* what it cost over the steady state, per step; else near the threshold, or nothing */
+		int64_t total = rare_total(a, s, m, keep, hit), amortized = total / steady;
+		double share = ctx->step_median > 0 ? (double)amortized / (double)ctx->step_median : 0;
+
+		if (share >= rare_min_share) {
+			sum.rare = 1;
+			sum.lost_each = total / n;
+			sum.lost = amortized;
+			sum.share = share;
+		} else if (n >= min_steps && hi >= min_share) {
+			near = 1;
+		} else {
+			goto out;
+		}
 	}
 	sum.step_share = (double)n / (double)steady;
 	ru_share_interval(n, steady, &sum.step_share_lo, &sum.step_share_hi);
@@ -1132,6 +1222,9 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 	cJSON_AddNumberToObject(e, "min_affected_share", sum->min_step_share);
 	cJSON_AddNumberToObject(e, "affected_share_margin", sum->step_share - sum->min_step_share);
 	cJSON_AddBoolToObject(e, "near_threshold", sum->near);
+	cJSON_AddBoolToObject(e, "rare", sum->rare);
+	if (sum->rare)
+		cJSON_AddNumberToObject(e, "gpu_idle_ns_each", (double)sum->lost_each);
 }
 
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)

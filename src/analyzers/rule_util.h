@@ -136,8 +136,10 @@ static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
 
 /* A burst: at least this many releases with no allocation between them. */
 #define RU_BURST_MIN_RELEASES 3
-/* A retry interrupts allocating: at most this much GPU work launched since the last allocation. */
-#define RU_RETRY_MAX_LAUNCHES 4
+/* A pattern seen in a few steps only (every Nth step) counts when it recurs: at least this many
+ * steps have it, and it costs at least RU_MIN_LOSS_SHARE of the median step over the steady state. */
+#define RU_RARE_MIN_STEPS 2
+#define RU_MIN_LOSS_SHARE 0.02
 
 struct ru_burst {
 	int64_t first, last;	  /* memory row indices of the first and last release */
@@ -152,8 +154,11 @@ struct ru_burst {
 	int64_t next_alloc_bytes; /* its bytes */
 	int launches_before_next; /* GPU work launched between the burst and that allocation */
 	int64_t prev_alloc_t;	  /* the allocation (or failed one) before the burst; or unknown */
-	int launches_since_alloc; /* GPU work launched since then, up to the limit + 1 */
+	int launches_since_alloc; /* kernels launched since then, up to half a step + 1 */
+	int phase_switch;	  /* in a step whose work is not the regular step's, or right after
+				   * one: at a switch of phase (train/eval), see ru_mem_bursts() */
 	int64_t realloc_bytes;	  /* bytes allocated after the burst, until the next burst */
+	int64_t t_realloc_end;	  /* time of the last of those allocations (0: none) */
 	int64_t reserved_before;  /* reserved device memory when the burst began */
 	int64_t reserved_after;	  /* and when it ended */
 	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
@@ -181,15 +186,17 @@ struct ru_mem {
  * segments physical memory created minus released, the allocation records of mapped pages not
  * counted twice), its release bursts, and what surrounds each burst. A burst is a retry of the
  * caching allocator when a failed allocation comes right before it, or when it interrupts
- * allocating (at most RU_RETRY_MAX_LAUNCHES pieces of GPU work launched since the previous
- * allocation) and is followed at once (no GPU work launched in between) by an allocation that
- * would not have fit under the highest reserved level; a backtrace of the first release, when the
+ * allocating (fewer kernels launched since the previous allocation than half a regular step's:
+ * the median kernels of the steady steps) and is followed at once (no GPU work launched in
+ * between) by an allocation that would not have fit under the highest reserved level; a backtrace of the first release, when the
  * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks). A retry is
  * direct when a failed allocation came before it and an allocation follows it with no GPU work
  * launched in between: the driver refused, the allocator released and asked again. A failed
  * allocation stays pending across a run of fewer than RU_BURST_MIN_RELEASES releases (the pages
  * created for the failed request, released before the allocator frees its cache), until an
- * allocation succeeds or a burst takes it.
+ * allocation succeeds or a burst takes it. A burst is at a phase switch when its step, or the step
+ * before, has another kernel count than the steady steps' median (the work of another phase, an
+ * evaluation or a checkpoint, ran in it).
  */
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
 void ru_mem_free(struct ru_mem *m);
@@ -227,6 +234,8 @@ struct ru_mem_summary {
 	 * it, and whether the interval holds the threshold (the finding is then info) */
 	double step_share, step_share_lo, step_share_hi, min_step_share;
 	int near;
+	int rare;	    /* in a few steps only, reported for its cost over the steady state */
+	int64_t lost_each;  /* with rare: the mean cost in an affected step */
 	int64_t *tmp; /* scratch for a rule's own medians: room for m->n and s->n values */
 };
 
@@ -239,13 +248,19 @@ struct ru_mem_summary {
  * set to direct. Otherwise, when there are at least min_steps and the 95% interval of their share
  * of the steady steps holds min_share, emit() gets them with sum->near set; sum->near is also set
  * for a recurring pattern whose interval holds min_share, unless direct evidence is among it.
+ * With rare, a pattern in fewer steps than that (at least RU_RARE_MIN_STEPS) is reported when its
+ * cost over the steady state (the total divided by the steady steps) is at least rare_min_share
+ * of the median step (each burst charged the GPU idle from its first release to
+ * the last allocation that filled the cache again, beyond the idle share of the steady steps
+ * without a burst): sum->rare is set, sum->lost is that cost per step and
+ * sum->lost_each the mean cost in an affected step.
  */
 typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
 			      cs_error *err);
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
-		    ru_mem_emit_fn emit, cs_error *err);
+		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,

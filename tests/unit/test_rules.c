@@ -881,6 +881,39 @@ START_TEST(test_d2h_every_tenth_step)
 }
 END_TEST
 
+START_TEST(test_d2h_every_tenth_step_costly)
+{
+	struct sim m;
+	struct found f;
+
+	/* every 10th step reads back and then spends 30 ms on the host (a checkpoint, a long
+	 * log line): rare, but it costs about 3 ms per step over the steady state */
+	sim_open(&m, "d2h_tenth_costly.db");
+	for (int s = 0; s < 40; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		if (s % 10 == 9) {
+			sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+			sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+			sim_host(&m, 30 * MS);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, 2);
+	ck_assert_int_le(f.v[0].nsteps, 4);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "recurring")));
+	/* the total (2-4 times ~30 ms) spread over the ~38 steady steps */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 1 * MS && f.v[0].lost_ns_per_step < 4 * MS,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert(strstr(f.v[0].title, "per step over the steady state") != NULL);
+	ck_assert_int_ne(f.v[0].severity, CS_SEV_INFO);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_d2h_c_host_memcpy)
 {
 	struct sim m;
@@ -1142,8 +1175,36 @@ START_TEST(test_empty_cache_every_tenth_step)
 	struct found f;
 	int64_t addr[12];
 
-	/* empty_cache() at train/eval switches, every 10 steps */
+	/* empty_cache() at train/eval switches, every 10 steps: an evaluation (other kernels)
+	 * runs in the step of the switch */
 	sim_open(&m, "empty_cache_tenth.db");
+	for (int s = 0; s < 50; s++) {
+		sim_step_begin(&m);
+		if (s == 0 || s % 10 == 1)
+			alloc_step(&m, addr, 12, 64 * MIB);
+		busy_step(&m);
+		if (s % 10 == 0) {
+			for (int k = 0; k < 6; k++)
+				sim_kernel(&m, 9, 300 * US);
+			free_all(&m, addr, 12, 64 * MIB);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_empty_cache_every_tenth_step_in_loop)
+{
+	struct sim m;
+	struct found f;
+	int64_t addr[12];
+
+	/* the same empty_cache() every 10 steps, but between two training steps (nothing else
+	 * runs there): in the loop, reported for what it costs over the steady state */
+	sim_open(&m, "empty_cache_tenth_loop.db");
 	for (int s = 0; s < 50; s++) {
 		sim_step_begin(&m);
 		if (s == 0 || s % 10 == 1)
@@ -1154,7 +1215,12 @@ START_TEST(test_empty_cache_every_tenth_step)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 0);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, 2);
+	ck_assert_int_le(f.v[0].nsteps, 6);
+	ck_assert(strstr(f.v[0].title, "per step over the steady state") != NULL);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(f.v[0].evidence, "rare")));
+	found_free(&f);
 	free(m.path);
 }
 END_TEST
@@ -1933,6 +1999,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_lagged_event_wait);
 	tcase_add_test(ts, test_d2h_queries_not_waits);
 	tcase_add_test(ts, test_d2h_every_tenth_step);
+	tcase_add_test(ts, test_d2h_every_tenth_step_costly);
 	tcase_add_test(ts, test_d2h_c_host_memcpy);
 	tcase_add_test(ts, test_d2h_late_read_not_drained);
 	tcase_add_test(ts, test_d2h_near_threshold);
@@ -1942,6 +2009,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_empty_cache_then_small_alloc);
 	tcase_add_test(ts, test_alloc_only_in_warmup);
 	tcase_add_test(ts, test_empty_cache_every_tenth_step);
+	tcase_add_test(ts, test_empty_cache_every_tenth_step_in_loop);
 	tcase_add_test(ts, test_ceiling_without_failed_call);
 	tcase_add_test(ts, test_ceiling_with_failed_call);
 	tcase_add_test(ts, test_ceiling_sporadic_failed_retry);
