@@ -71,8 +71,9 @@ typedef struct cs_a_sync {
 	uint32_t pid, tid;
 	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
 	int32_t type;	   /* enum cs_sync_type */
-	int32_t host_wait; /* cs_sync_type_is_host_wait(type) */
+	int32_t host_wait; /* cs_sync_type_is_host_wait(type), or a query that ended a polling loop */
 	int32_t cbid;
+	int32_t result; /* the call's result: 0 = success (for a query: done) */
 } cs_a_sync;
 
 typedef struct cs_a_api {

@@ -1,7 +1,7 @@
 """pt_compile_cumsum.py - a long prefix sum inside a torch.compile'd function.
 
-A compiled "cumulative feature" function over 16 series of 262144 points: `x.cumsum(-1)` normalised by the
-position, forward and backward. Inductor either generates Triton scan kernels (their names carry "cumsum",
+A compiled "cumulative feature" function over 16 series of 262144 points: `x.cumsum(-1)` weighted and
+normalised by the position, forward and backward (the weight's gradient goes through the scan's output). Inductor either generates Triton scan kernels (their names carry "cumsum",
 with the elementwise work fused into them) or falls back to PyTorch's scan kernel; either way scan kernels on
 the CUDA cores take most of the GPU time of the step. Labels: cuda-core-scan must be found. Compilation takes tens of seconds in the warm-up.
 """
@@ -21,11 +21,22 @@ pos = torch.arange(1, N + 1, device="cuda", dtype=torch.float32)
 opt = torch.optim.SGD([w], lr=1e-3)
 
 
-@torch.compile
-def feature_loss(x, w):
-    run = (x * w).cumsum(-1) / pos
+def feature_loss_eager(x, w):
+    run = x.cumsum(-1) * w / pos
     return (run - x).pow(2).mean()
 
+
+# Inductor generates the scan; should this PyTorch's Inductor fail on it, the same function runs through
+# AOTAutograd without Inductor (PyTorch's own scan kernels), and the final line says which one ran.
+path = "inductor"
+feature_loss = torch.compile(feature_loss_eager)
+try:
+    feature_loss(series[0], w).backward()
+except Exception as e:  # noqa: BLE001 - any compiler failure
+    info(f"inductor failed ({type(e).__name__}); using aot_eager")
+    path = "aot_eager"
+    torch._dynamo.reset()
+    feature_loss = torch.compile(feature_loss_eager, backend="aot_eager")
 
 timer = Timer(torch)
 for i in range(args.warmup + args.steps):
@@ -36,5 +47,5 @@ for i in range(args.warmup + args.steps):
     loss.backward()
     opt.step()
 step_ms = timer.stop(args.steps)
-info(f"step_ms={step_ms:.3f} loss={loss.item():.5f}")
+info(f"step_ms={step_ms:.3f} loss={loss.item():.5f} path={path}")
 done(args.steps)

@@ -14,6 +14,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "util/checked.h"
+#include "util/u64map.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64
@@ -90,9 +91,9 @@ static const char *const memory_cols[] = {
 	"deviceId", "isVmm", "returnValue", "memKind", "memoryOperationType"};
 static const int64_t memory_nulls[] = {TS, 0, 0, NONE, 0, NONE, 0, 0, 0, 0};
 
-static const char *const sync_cols[] = {"start", "end",	     "stackId",	 "pid",
-					"tid",	 "streamId", "syncType", "cbid"};
-static const int64_t sync_nulls[] = {TS, TS, NONE, 0, 0, NONE, 0, NONE};
+static const char *const sync_cols[] = {"start", "end",	     "stackId",	 "pid",	      "tid",
+					"streamId", "syncType", "cbid", "returnValue"};
+static const int64_t sync_nulls[] = {TS, TS, NONE, 0, 0, NONE, 0, NONE, 0};
 
 static const char *const api_cols[] = {"start", "end", "nameId", "stackId",
 				       "pid",	"tid", "cbid",	 "returnValue"};
@@ -283,6 +284,41 @@ static int row_sync(const int64_t *v, void *arg)
 	d->type = (int32_t)v[6];
 	d->host_wait = cs_sync_type_is_host_wait(d->type);
 	d->cbid = (int32_t)v[7];
+	d->result = (int32_t)v[8];
+	return 0;
+}
+
+/*
+ * A host that polls (cudaEventQuery or cudaStreamQuery in a loop until it succeeds) waits as
+ * surely as one that synchronizes: a successful query right after a not-ready one of the same
+ * kind, on the same stream, by the same thread (no other wait or query of that thread between)
+ * ends a wait, and is marked as a host wait. 0, or CS_ERR_NOMEM.
+ */
+static int mark_polling_waits(cs_analysis *a)
+{
+	struct u64map last; /* (pid, tid) -> index of that thread's previous sync row */
+
+	u64map_init(&last, sizeof(int64_t));
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		cs_a_sync *y = &a->syncs[i];
+		uint64_t key = (uint64_t)y->pid << 32 | y->tid;
+		int created;
+		int64_t *prev = u64map_put(&last, key, &created);
+
+		if (!prev) {
+			u64map_free(&last);
+			return CS_ERR_NOMEM;
+		}
+		if (!created && y->result == 0 &&
+		    (y->type == CS_SYNC_EVENT_QUERY || y->type == CS_SYNC_STREAM_QUERY)) {
+			const cs_a_sync *p = &a->syncs[*prev];
+
+			if (p->type == y->type && p->result != 0 && p->stream_id == y->stream_id)
+				y->host_wait = 1;
+		}
+		*prev = i;
+	}
+	u64map_free(&last);
 	return 0;
 }
 
@@ -647,6 +683,11 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 	free(c.memsets);
 	c.memsets = NULL;
 	drop_dangling_names(a);
+	if (mark_polling_waits(a)) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
+				  cs_trace_path(t));
+		goto fail;
+	}
 
 	rc = build_stream_order(a);
 	if (rc == CS_ERR_INVALID) {

@@ -858,6 +858,58 @@ START_TEST(test_d2h_queries_not_waits)
 }
 END_TEST
 
+/* One query (cudaEventQuery / cudaStreamQuery) of the host with its result: 0 done, 600 not ready. */
+static void sim_query(struct sim *m, int type, int stream, int result)
+{
+	cs_sync y;
+
+	memset(&y, 0, sizeof(y));
+	y.start = m->h;
+	y.end = m->h + 2 * US;
+	y.pid = PID;
+	y.tid = TID;
+	y.stream_id = stream;
+	y.event_id = 3;
+	y.type = type;
+	y.cbid = CS_ID_NONE;
+	y.api_kind = CS_API_RUNTIME;
+	y.result = result;
+	y.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	m->h = y.end + 1 * US;
+}
+
+START_TEST(test_d2h_polling_wait)
+{
+	struct sim m;
+	struct found f;
+
+	/* loss copied into pinned memory, then `while not event.query(): pass` until the GPU is
+	 * done, then Python: no sync call, but the host waited and the GPU drained */
+	sim_open(&m, "d2h_polling.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		while (m.h < m.g[7])
+			sim_query(&m, CS_SYNC_EVENT_QUERY, 7, 600);
+		sim_query(&m, CS_SYNC_EVENT_QUERY, 7, 0);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, STEPS - 3);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 250 * US, "lost %lld",
+		      (long long)f.v[0].lost_ns_per_step);
+	ck_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(f.v[0].evidence, "waits_by_type"),
+				      cs_sync_type_name(CS_SYNC_EVENT_QUERY)) != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_d2h_every_tenth_step)
 {
 	struct sim m;
@@ -1999,6 +2051,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_lagged_event_wait);
 	tcase_add_test(ts, test_d2h_queries_not_waits);
 	tcase_add_test(ts, test_d2h_every_tenth_step);
+	tcase_add_test(ts, test_d2h_polling_wait);
 	tcase_add_test(ts, test_d2h_every_tenth_step_costly);
 	tcase_add_test(ts, test_d2h_c_host_memcpy);
 	tcase_add_test(ts, test_d2h_late_read_not_drained);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# stack_cost.sh - where the cost of `record --backtrace` goes on the reference step, measured on the GPU machine
+# in one command (docs/backtraces.md, "What stacks cost"):
+#   1. a census of the API calls of .bench/train_ref.py (CUSCOPE_RECORD_EXTRA=census): the calls per step of
+#      each class that captures a stack with --backtrace (copies, waits, allocations, frees);
+#   2. ROUNDS alternating rounds (default 5) of the reference step without a profiler, with `cuscope record`
+#      and with `cuscope record --backtrace` (the order rotates each round), and the median step of each.
+#
+#   bash tests/gpu/stack_cost.sh [ROUNDS]      (OUT defaults to ./gpu-out; needs .bench/train_ref.py)
+#
+# STACK_COST_MODES replaces the modes of step 2: a space-separated list of none, record, backtrace and
+# NAME:OPTIONS (record with CUSCOPE_RECORD_EXTRA=OPTIONS, the injection library's development options);
+# STACK_COST_CENSUS=0 skips step 1.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-$PWD/gpu-out}
+ROUNDS=${1:-5}
+mkdir -p "$OUT"
+log=$OUT/stack-cost.txt
+: >"$log"
+say() { printf '%s\n' "$*" | tee -a "$log"; }
+. tests/gpu/build.sh
+W=$(mktemp -d)
+STEPS=60
+
+if [ "${STACK_COST_CENSUS:-1}" != 0 ]; then
+say "== census (steps: $STEPS + warm-up)"
+CUSCOPE_RECORD_EXTRA=census "$C" record -q -o "$W/census.db" --force -- python3 .bench/train_ref.py --steps $STEPS \
+	>"$W/census.out" 2>"$W/census.err"
+grep 'cuscope census' "$W/census.err" | awk '$NF != "calls=0"' | sort -t= -k3 -n -r | head -40 | tee -a "$log"
+fi
+
+modes=(${STACK_COST_MODES:-none record backtrace})
+say "== reference step: ${modes[*]} ($ROUNDS rounds)"
+run() { # MODE
+	case $1 in
+	none) python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	record) "$C" record -q -o "$W/a.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	backtrace) "$C" record -q --backtrace -o "$W/b.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record -q -o "$W/c.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	esac
+}
+nm=${#modes[@]}
+for r in $(seq 1 "$ROUNDS"); do
+	line="round $r:"
+	for k in $(seq 0 $((nm - 1))); do
+		m=${modes[$(((k + r) % nm))]}
+		v=$(run "$m" | grep -o 'step_ms=[0-9.]*' | cut -d= -f2)
+		echo "${m%%:*} ${v:-nan}" >>"$W/all"
+		line="$line $m=${v:-FAILED}"
+	done
+	say "$line"
+done
+python3 - "$W/all" <<'PY' | tee -a "$log"
+import statistics, sys
+v = {}
+for line in open(sys.argv[1]):
+    m, x = line.split()
+    if x != "nan":
+        v.setdefault(m, []).append(float(x))
+base = statistics.median(v.get("none", [float("nan")]))
+for m in v:
+    xs = v[m]
+    if xs:
+        med = statistics.median(xs)
+        print(f"{m:10s} median {med:.3f} ms  range {min(xs):.3f}..{max(xs):.3f}  vs none {100 * (med / base - 1):+.1f}%")
+PY
+[ -f "$W/b.db" ] && "$C" info "$W/b.db" 2>/dev/null | grep -iE "stack|size|api" | tee -a "$log"
+rm -rf "$W"
