@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/analyze.h"
 #include "cuscope/gate.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
@@ -112,6 +114,7 @@ struct loop {
 	int64_t step_ns;
 	double slow[6]; /* duration factor of each kernel */
 	int htod;	/* HtoD copies (1 MiB) per step */
+	int pageable;	/* ... of which this many from pageable host memory (the others pinned) */
 	int waits;	/* host waits (stream synchronize) per step, without a copy */
 	int d2h;	/* DtoH copies (4 bytes) each followed by a host wait, per step */
 	int allocs;	/* device allocations (and frees) per step */
@@ -122,6 +125,8 @@ struct loop {
 			 * the loop too ... */
 	int second_d2h; /* ... with this many DtoH copies each followed by a host wait per step */
 	const char *const *names;
+	uint32_t seed; /* of the steps' jitter (0: 12345, the same in every variant) */
+	double jitter; /* width of the jitter, a share of step_ns (0: 1%) */
 };
 
 static const char *const default_names[6] = {
@@ -262,13 +267,14 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			int64_t log_id, int d2h)
 {
 	int64_t host = 1 * MS, gpu = 0, range_start = host;
-	uint32_t rnd = 12345;
+	uint32_t rnd = l->seed ? l->seed : 12345;
+	double width = l->jitter > 0 ? l->jitter : 0.01;
 
 	for (int step = 0; step < l->steps; step++) {
 		int64_t t = host, jitter;
 
 		rnd = rnd * 1103515245u + 12345u;
-		jitter = (int64_t)((double)l->step_ns * 0.01 *
+		jitter = (int64_t)((double)l->step_ns * width *
 				   ((double)((rnd >> 8) % 1001) / 1000.0 - 0.5));
 		for (int i = 0; i < 6; i++) {
 			cs_kernel k;
@@ -310,6 +316,10 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 					   gpu > t + 5 * US ? gpu : t + 5 * US, 40 * US);
 
 			m.pid = m.launch_tid = pid;
+			if (i < l->pageable) {
+				m.src_kind = CS_MEM_PAGEABLE;
+				m.is_async = 0;
+			}
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
 			gpu = m.end;
 			t += 10 * US;
@@ -365,6 +375,12 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 
 /* Traces written in main(). */
 static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
+static char *pageable_db;
+/* a host-bound loop (the GPU busy 13% of the step, steps +-10%) recorded as five baselines whose
+ * step times differ from run to run, a sixth run within their spread, and one far slower; a
+ * GPU-bound loop as three steady baselines */
+static char *hb_dir, *hb_base[5], *hb_same_db, *hb_slow_db, *hb_item_db, *gb_base[3];
+static char *empty_dir;
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
 static char *nvtx1_db, *nvtx4_db;
 static char *second_db, *second_d2h_db; /* two processes; the second reads back in every step */
@@ -375,6 +391,50 @@ static char *write_variant(const char *name, const struct loop *l)
 
 	write_loop(path, l);
 	return path;
+}
+
+/* A host-bound loop: 1 ms of GPU work in 8 ms steps scaled by scale, steps +-10%. */
+static struct loop host_bound_loop(double scale, uint32_t seed)
+{
+	struct loop l = loop_defaults();
+
+	for (int i = 0; i < 6; i++)
+		l.slow[i] = 0.25;
+	l.step_ns = (int64_t)(8 * MS * scale);
+	l.jitter = 0.2;
+	l.seed = seed;
+	return l;
+}
+
+static void write_noise_traces(void)
+{
+	static const double hb_scale[5] = {1.00, 1.12, 0.93, 1.05, 1.17};
+	static const double gb_scale[3] = {1.00, 1.002, 0.998};
+	char name[64];
+	struct loop l;
+
+	hb_dir = tmp_file("hb");
+	empty_dir = tmp_file("empty");
+	need(mkdir(hb_dir, 0700) == 0 && mkdir(empty_dir, 0700) == 0, "mkdir");
+	for (int i = 0; i < 5; i++) {
+		l = host_bound_loop(hb_scale[i], 100 + (uint32_t)i);
+		snprintf(name, sizeof(name), "hb/run%d.db", i);
+		hb_base[i] = write_variant(name, &l);
+	}
+	l = host_bound_loop(1.10, 200);
+	hb_same_db = write_variant("hb_same.db", &l);
+	l = host_bound_loop(1.60, 201);
+	hb_slow_db = write_variant("hb_slow.db", &l);
+	l = host_bound_loop(1.17, 202);
+	l.d2h = 1;
+	hb_item_db = write_variant("hb_item.db", &l);
+	for (int i = 0; i < 3; i++) {
+		l = loop_defaults();
+		l.step_ns = (int64_t)(8 * MS * gb_scale[i]);
+		l.seed = 300 + (uint32_t)i;
+		snprintf(name, sizeof(name), "gb%d.db", i);
+		gb_base[i] = write_variant(name, &l);
+	}
 }
 
 static void write_traces(void)
@@ -419,6 +479,10 @@ static void write_traces(void)
 	l = loop_defaults();
 	l.allocs = 1;
 	alloc_db = write_variant("alloc.db", &l);
+	l = loop_defaults();
+	l.pageable = 1;
+	pageable_db = write_variant("pageable.db", &l);
+	write_noise_traces();
 	l = loop_defaults();
 	l.d2h = 1;
 	d2h_db = write_variant("d2h.db", &l);
@@ -550,6 +614,111 @@ START_TEST(test_fold_names)
 			      cases[i].in, f ? f : "(null)", cases[i].out);
 		free(f);
 	}
+}
+END_TEST
+
+START_TEST(test_statistics)
+{
+	static const double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	double y[10], same[4] = {3, 3, 3, 3}, more[4] = {4, 4, 4, 4};
+	cs_stat_test t;
+
+	/* Student's t: textbook values */
+	assert_near(cs_stat_t_cdf(2.0, 10), 0.963306, 1e-5, "P(T < 2 | 10)");
+	assert_near(cs_stat_t_cdf(-2.0, 10), 0.036694, 1e-5, "P(T < -2 | 10)");
+	assert_near(cs_stat_t_cdf(0, 3), 0.5, 1e-12, "P(T < 0)");
+	assert_near(cs_stat_t_quantile(0.99, 1), 31.8205, 1e-3, "t(0.99, 1)");
+	assert_near(cs_stat_t_quantile(0.975, 10), 2.2281, 1e-3, "t(0.975, 10)");
+	assert_near(cs_stat_t_quantile(0.99, 4), 3.7469, 1e-3, "t(0.99, 4)");
+	assert_near(cs_stat_t_quantile(0.99, 1e9), 2.3263, 1e-3, "z(0.99)");
+	ck_assert(isnan(cs_stat_t_quantile(1.5, 3)));
+	/* Yuen: 10% trimmed (1 of 10 at each end), winsorized variance 19/16 per mean */
+	for (int i = 0; i < 10; i++)
+		y[i] = x[i] + 5;
+	ck_assert_int_eq(cs_stat_yuen(x, 10, y, 10, &t), 0);
+	ck_assert_int_eq(t.valid, 1);
+	assert_near(t.mean_x, 5.5, 1e-12, "trimmed mean x");
+	assert_near(t.mean_y, 10.5, 1e-12, "trimmed mean y");
+	assert_near(t.t, 3.244428, 1e-5, "Yuen t");
+	assert_near(t.df, 14, 1e-9, "Yuen df");
+	/* no spread: a difference is certain, none is no evidence */
+	ck_assert_int_eq(cs_stat_yuen(same, 4, more, 4, &t), 0);
+	ck_assert(isinf(t.t) && t.t > 0);
+	ck_assert_int_eq(cs_stat_yuen(same, 4, same, 4, &t), 0);
+	assert_near(t.t, 0, 0, "no difference");
+	/* one value: no test */
+	ck_assert_int_eq(cs_stat_yuen(same, 1, more, 4, &t), 0);
+	ck_assert_int_eq(t.valid, 0);
+	assert_near(cs_stat_sd(x, 10), 3.02765, 1e-5, "sd");
+}
+END_TEST
+
+/* A run with no steps and the findings given (rule, near), for the library's diff. */
+static void findings_run(cs_run *r, const char *path, const char *const *rules, const int *near,
+			 int n)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = (char *)path;
+	r->method = CS_STEPS_NONE;
+	r->gpu_busy = 0.9;
+	r->findings = calloc((size_t)n + 1, sizeof(*r->findings));
+	ck_assert(r->findings != NULL);
+	for (int i = 0; i < n; i++) {
+		r->findings[i].rule = (char *)rules[i];
+		r->findings[i].title = (char *)"title";
+		r->findings[i].severity = near[i] ? 1 : 2;
+		r->findings[i].near = near[i];
+	}
+	r->nfindings = n;
+}
+
+/* A new finding fails only beyond its rule's margin, or when no baseline has one of its rule. */
+START_TEST(test_findings_near_threshold)
+{
+	static const char *const none[] = {NULL};
+	static const char *const starve[] = {"launch-starvation"};
+	static const char *const both[] = {"launch-starvation", "d2h-sync"};
+	static const int near1[] = {1}, far1[] = {0}, near_far[] = {1, 0};
+	cs_run base, base2, n1, n2, n3;
+	const cs_run *bases[2] = {&base, &base2};
+	cs_gate_config c;
+	cs_diff d;
+	cs_error err = {0, ""};
+
+	cs_gate_config_defaults(&c);
+	findings_run(&base, "base.db", none, NULL, 0);
+	findings_run(&base2, "base2.db", starve, near1, 1);
+	findings_run(&n1, "near.db", starve, near1, 1);
+	findings_run(&n2, "far.db", starve, far1, 1);
+	findings_run(&n3, "both.db", both, near_far, 2);
+	/* near its threshold: new, not gated */
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n1, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 1);
+	ck_assert_int_eq(d.nnew_gated, 0);
+	ck_assert_int_eq(d.failed, 0);
+	cs_diff_free(&d);
+	/* beyond it: fails */
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n2, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew_gated, 1);
+	ck_assert_int_eq(d.failed, 1);
+	cs_diff_free(&d);
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n3, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 2);
+	ck_assert_int_eq(d.nnew_gated, 1);
+	ck_assert_int_eq(d.failed, 1);
+	cs_diff_free(&d);
+	/* a second baseline had one of its rule: not new */
+	ck_assert_int_eq(cs_diff_compute(bases, 2, &n2, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 0);
+	ck_assert_int_eq(d.failed, 0);
+	ck_assert_int_eq(d.nfindings, 1);
+	ck_assert(d.findings[0].base == &base2.findings[0]);
+	cs_diff_free(&d);
+	free(base.findings);
+	free(base2.findings);
+	free(n1.findings);
+	free(n2.findings);
+	free(n3.findings);
 }
 END_TEST
 
@@ -819,8 +988,8 @@ END_TEST
 START_TEST(test_synthetic_d2h_sync)
 {
 	/* the GPU idles after each wait: d2h-sync finds it */
-	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
-					      "findings", NULL};
+	static const char *const failing[] = {"host_waits",	 "d2h_syncs", "memcpy_dtoh_count",
+					      "pageable_copies", "findings",  NULL};
 
 	assert_gate(base_db, d2h_db, NULL, 1, failing);
 }
@@ -830,8 +999,8 @@ END_TEST
  * finding (the metrics of the steps count the work of both processes). */
 START_TEST(test_synthetic_d2h_sync_second_process)
 {
-	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
-					      "findings", NULL};
+	static const char *const failing[] = {"host_waits",	 "d2h_syncs", "memcpy_dtoh_count",
+					      "pageable_copies", "findings",  NULL};
 	char *xml;
 	struct tu_result r;
 
@@ -870,6 +1039,199 @@ START_TEST(test_synthetic_extra_copy)
 }
 END_TEST
 
+START_TEST(test_synthetic_pageable_copy)
+{
+	static const char *const failing[] = {"pageable_copies", NULL};
+	cJSON *doc;
+	const cJSON *row;
+
+	/* the step's HtoD copy from pageable memory instead of pinned: the same count and bytes */
+	assert_gate(base_db, pageable_db, NULL, 1, failing);
+	assert_gate(pageable_db, base_db, NULL, 0, NULL);
+	doc = diff_json(base_db, pageable_db, NULL);
+	row = json_row(doc, "pageable_copies", NULL);
+	assert_near(json_num(row, "base"), 0, 0, "pageable base");
+	assert_near(json_num(row, "new"), 1, 0, "pageable new");
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "count");
+	row = json_row(doc, "memcpy_htod_count", NULL);
+	assert_near(json_num(row, "delta"), 0, 0, "HtoD count delta");
+	cJSON_Delete(doc);
+}
+END_TEST
+
+/* ---- several baselines, host-bound runs ---- */
+
+/* The gate of new against the baselines (NULL-terminated): exit want; returns the text output. */
+static char *gate_bases(const char *const *bases, const char *new_, int want, const char *extra)
+{
+	const char *argv[32];
+	int n = 0;
+	struct tu_result r;
+	char *out;
+
+	argv[n++] = NULL;
+	argv[n++] = "gate";
+	for (int i = 0; bases[i]; i++) {
+		argv[n++] = "--baseline";
+		argv[n++] = bases[i];
+	}
+	if (extra)
+		argv[n++] = extra;
+	argv[n++] = new_;
+	argv[n] = NULL;
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == want, "%s: exit %d, expected %d: %s%s", new_, r.rc, want, r.out,
+		      r.err);
+	out = strdup(r.out);
+	tu_result_free(&r);
+	return out;
+}
+
+/* The text line of a check (its row in the table), or NULL. */
+static char *check_line(const char *out, const char *label)
+{
+	const char *p = strstr(out, label), *start, *end;
+
+	if (!p)
+		return NULL;
+	for (start = p; start > out && start[-1] != '\n'; start--)
+		;
+	end = strchr(p, '\n');
+	return strndup(start, end ? (size_t)(end - start) : strlen(start));
+}
+
+/*
+ * The issue's case: a host-bound program whose step time moves 17% between two runs of the
+ * same code. With one baseline its wall metrics are shown, not gated, and the output says why;
+ * its counts and GPU time still gate.
+ */
+START_TEST(test_host_bound_one_baseline)
+{
+	const char *one[] = {hb_base[0], NULL};
+	char *out = gate_bases(one, hb_base[4], 0, NULL), *line;
+	cJSON *doc;
+	const cJSON *row;
+
+	ck_assert_msg(strstr(out, "note: host-bound: the GPU is busy 1") &&
+			      strstr(out,
+				     "wall metrics (step time, GPU busy share) follow the "
+				     "host's speed; with one baseline they are shown, not gated"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "note: one baseline: timing changes are tested on the per-step "
+				  "samples of both runs"),
+		      "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " info ", 6) && strstr(line, "wall") &&
+			      strstr(line, "host-bound: not gated"),
+		      "%s", out);
+	free(line);
+	free(out);
+	doc = diff_json(hb_base[0], hb_base[4], NULL);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "host_bound")));
+	row = json_row(doc, "step_time", NULL);
+	ck_assert_msg(json_num(row, "relative") > 0.05, "host-bound step change");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "host_bound_wall")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(row, "gated")));
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "wall");
+	row = json_row(doc, "kernel_time_total", NULL);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "GPU");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
+	cJSON_Delete(doc);
+	/* an added read-back in the same host-bound program fails by its counts */
+	{
+		static const char *const failing[] = {"host_waits",	   "d2h_syncs",
+						      "memcpy_dtoh_count", "pageable_copies",
+						      "findings",	   NULL};
+
+		assert_gate(hb_base[0], hb_item_db, NULL, 1, failing);
+	}
+}
+END_TEST
+
+/* Five baselines: their run-to-run spread decides; a directory holds them as well. */
+START_TEST(test_several_baselines)
+{
+	const char *five[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4], NULL};
+	const char *dir[] = {hb_dir, NULL};
+	char *out, *line;
+
+	/* a sixth run inside the spread passes; its step time is tested, not shown as info */
+	out = gate_bases(five, hb_same_db, 0, NULL);
+	ck_assert_msg(strstr(out, "base: 5 runs, ") && strstr(out, "run-to-run spread "), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "note: 5 baselines: timing changes are tested on the per-step "
+				  "samples and against the baselines' run-to-run spread"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "they are gated against the baselines' run-to-run spread"), "%s",
+		      out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " ok ", 4), "%s", out);
+	free(line);
+	free(out);
+	/* 60% slower: beyond the spread, with its confidence */
+	out = gate_bases(dir, hb_slow_db, 1, NULL);
+	ck_assert_msg(strstr(out, "base: 5 runs, "), "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "9"), "%s", out);
+	free(line);
+	free(out);
+	/* the same run against one of the baselines alone: host-bound, not gated */
+	{
+		const char *one[] = {hb_base[0], NULL};
+
+		out = gate_bases(one, hb_slow_db, 0, NULL);
+		free(out);
+	}
+	/* the JSON of a diff against several baselines, through the library */
+	{
+		cs_comparison cmp;
+		cs_error err = {0, ""};
+		const char *paths[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4]};
+		const cs_diff_row *row = NULL;
+
+		ck_assert_msg(cs_comparison_load(NULL, NULL, paths, 5, hb_slow_db, &cmp, &err) == 0,
+			      "%s", err.msg);
+		for (int32_t i = 0; i < cmp.d.nrows; i++)
+			if (cmp.d.rows[i].metric == CS_GM_STEP_TIME)
+				row = &cmp.d.rows[i];
+		ck_assert(row != NULL);
+		ck_assert_int_eq(cmp.d.nbases, 5);
+		ck_assert_int_eq(row->tested, 1);
+		ck_assert(row->worse && row->gated);
+		ck_assert_msg(row->confidence >= 0.99, "%g", row->confidence);
+		/* the spread of the five step times (8 ms x 1.00, 1.12, 0.93, 1.05, 1.17) */
+		assert_near(row->spread, 0.0937 * 8 * MS, 0.01 * 8 * MS, "run-to-run spread");
+		ck_assert(row->margin > 3 * row->spread);
+		cs_comparison_free(&cmp);
+	}
+}
+END_TEST
+
+/* Three steady GPU-bound baselines: a 5% slower step fails, a 1% slower one passes (floor). */
+START_TEST(test_several_baselines_gpu_bound)
+{
+	const char *three[] = {gb_base[0], gb_base[1], gb_base[2], NULL};
+	const char *twice[] = {base_db, base_db, NULL};
+	char *out, *line;
+
+	out = gate_bases(three, slower5_db, 1, NULL);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "99.9%"), "%s", out);
+	ck_assert_msg(!strstr(out, "host-bound"), "%s", out);
+	free(line);
+	free(out);
+	out = gate_bases(three, slower1_db, 0, NULL);
+	free(out);
+	out = gate_bases(three, gb_base[1], 0, NULL);
+	free(out);
+	/* one trace given twice: no spread, the per-step test alone */
+	out = gate_bases(twice, slower5_db, 1, NULL);
+	free(out);
+	out = gate_bases(twice, base_db, 0, NULL);
+	free(out);
+}
+END_TEST
+
 START_TEST(test_synthetic_alloc_per_step)
 {
 	static const char *const failing[] = {"device_allocs", NULL};
@@ -896,9 +1258,16 @@ END_TEST
 
 START_TEST(test_synthetic_every_n_steps)
 {
-	/* a 20 us kernel every 4 steps: 5 us per step, under the floors */
-	assert_gate(base40_db, logged_db, NULL, 0, NULL);
+	static const char *const failing[] = {"launches", NULL};
+	char *cfg =
+		write_config("launches.json", "{\"metrics\": {\"launches\": {\"absolute\": 0.5}}}");
+
+	/* a 20 us kernel every 4 steps: 5 us per step, under the time floors; but the launches
+	 * per step are counted exactly */
+	assert_gate(base40_db, logged_db, NULL, 1, failing);
+	assert_gate(base40_db, logged_db, cfg, 0, NULL);
 	assert_gate(logged_db, base40_db, NULL, 0, NULL);
+	free(cfg);
 }
 END_TEST
 
@@ -1067,8 +1436,9 @@ START_TEST(test_gate_markdown_file)
 	text = tu_read_file(md, NULL);
 	ck_assert(text != NULL);
 	ck_assert_msg(strstr(text, "## cuscope gate: FAIL (1 of "), "%s", text);
-	ck_assert_msg(strstr(text, "| **FAIL** | HtoD copies per step | 1 | 2 | +1 (+100.0%) | "
-				   "+10% and +0.5 |"),
+	ck_assert_msg(strstr(text,
+			     "| **FAIL** | HtoD copies per step | count | 1 | 2 | +1 (+100.0%) "
+			     "| - | +10% and +0.5 |"),
 		      "%s", text);
 	ck_assert_msg(strstr(text, "<details><summary>"), "%s", text);
 	free(text);
@@ -1175,6 +1545,8 @@ static Suite *gate_suite(void)
 	tcase_add_test(lib, test_fold_names);
 	tcase_add_test(lib, test_config_units);
 	tcase_add_test(lib, test_config_errors);
+	tcase_add_test(lib, test_statistics);
+	tcase_add_test(lib, test_findings_near_threshold);
 	tcase_add_test(real, test_trace_against_itself_passes);
 	tcase_add_test(real, test_d2h_sync_pair);
 	tcase_add_test(real, test_cuda_core_scan_pair);
@@ -1187,6 +1559,10 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);
 	tcase_add_test(syn, test_synthetic_alloc_per_step);
+	tcase_add_test(syn, test_synthetic_pageable_copy);
+	tcase_add_test(syn, test_host_bound_one_baseline);
+	tcase_add_test(syn, test_several_baselines);
+	tcase_add_test(syn, test_several_baselines_gpu_bound);
 	tcase_add_test(syn, test_synthetic_slower_step);
 	tcase_add_test(syn, test_synthetic_every_n_steps);
 	tcase_add_test(syn, test_synthetic_step_alignment);
