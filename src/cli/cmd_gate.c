@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,26 +61,43 @@ static const char gate_usage[] =
 
 /* ---- text ---- */
 
-static void add_check_row(struct cli_table *table, const cs_diff_row *r)
+enum {
+	COL_RESULT,
+	COL_CHECK,
+	COL_KIND,
+	COL_BASE,
+	COL_NEW,
+	COL_CHANGE,
+	COL_CONF,
+	COL_THRESHOLD,
+	NCOLS
+};
+
+/* The Check column keeps at least this many characters; columns are dropped to leave it that. */
+#define CHECK_MIN 28
+
+/* The cells of a check's row (malloc'd strings; NULL without memory). */
+static char **check_cells(const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char name[4096], b[64], n[64], ch[96], th[96], conf[32], *clean;
-	const char *row[] = {r->worse && r->gated ? "FAIL"
-			     : r->gated		  ? "ok"
-						  : "info",
-			     name,
-			     cs_metric_kind_name(def->kind),
-			     b,
-			     n,
-			     ch,
-			     conf,
-			     th};
+	const char *row[NCOLS] = {r->worse && r->gated ? "FAIL"
+				  : r->gated	       ? "ok"
+						       : "info",
+				  name,
+				  r->kernel ? "kernel" : cs_metric_kind_name(def->kind),
+				  b,
+				  n,
+				  ch,
+				  conf,
+				  th};
+	char **cells = calloc(NCOLS, sizeof(*cells));
 
-	if (r->kernel)
-		snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r),
-			 cs_demangle_short(r->kernel));
-	else
-		snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
+	if (!cells)
+		return NULL;
+	/* a kernel's row is its time per step: the name alone, its kind says "kernel" */
+	snprintf(name, sizeof(name), "%s",
+		 r->kernel ? cs_demangle_short(r->kernel) : cs_diff_row_label(r));
 	clean = cs_utf8_repair(name);
 	if (clean) {
 		snprintf(name, sizeof(name), "%s", clean);
@@ -89,7 +107,8 @@ static void add_check_row(struct cli_table *table, const cs_diff_row *r)
 	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
 	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
 	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
-		snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch), " (%+.1f%%)", 100 * r->rel);
+		snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch),
+			 fabs(r->rel) >= 1 ? " (%+.0f%%)" : " (%+.1f%%)", 100 * r->rel);
 	if (r->tested)
 		cs_confidence_format(conf, sizeof(conf), r->confidence);
 	else
@@ -99,7 +118,16 @@ static void add_check_row(struct cli_table *table, const cs_diff_row *r)
 		snprintf(th, sizeof(th), "host-bound: not gated");
 	else
 		cs_threshold_format(th, sizeof(th), r->metric, &r->t);
-	cli_table_add_row(table, row);
+	for (int c = 0; c < NCOLS; c++) {
+		cells[c] = strdup(row[c]);
+		if (!cells[c]) {
+			for (int j = 0; j < c; j++)
+				free(cells[j]);
+			free(cells);
+			return NULL;
+		}
+	}
+	return cells;
 }
 
 /*
@@ -125,6 +153,121 @@ static void print_table(const struct cli_table *table, int width, int color)
 			printf("%s\n", line);
 	}
 	free(buf);
+}
+
+/*
+ * The checks as a table that fits width (0: no limit): the failed checks, the passed ones, then
+ * the wall metrics shown but not gated. When the Check column would get fewer than CHECK_MIN
+ * characters, the Kind, Threshold and Confidence columns are left out, in that order.
+ */
+static void print_checks(const cs_diff *d, int width, int color)
+{
+	static const struct cli_column all[NCOLS] = {
+		[COL_RESULT] = {"Result", CLI_ALIGN_LEFT, 0},
+		[COL_CHECK] = {"Check", CLI_ALIGN_LEFT, 1},
+		[COL_KIND] = {"Kind", CLI_ALIGN_LEFT, 0},
+		[COL_BASE] = {"Base", CLI_ALIGN_RIGHT, 0},
+		[COL_NEW] = {"New", CLI_ALIGN_RIGHT, 0},
+		[COL_CHANGE] = {"Change", CLI_ALIGN_RIGHT, 0},
+		[COL_CONF] = {"Confidence", CLI_ALIGN_RIGHT, 0},
+		[COL_THRESHOLD] = {"Threshold", CLI_ALIGN_LEFT, 0},
+	};
+	static const int drop_order[] = {COL_KIND, COL_THRESHOLD, COL_CONF};
+	struct cli_column cols[NCOLS];
+	char ***rows = calloc((size_t)d->nrows + 1, sizeof(*rows));
+	size_t widths[NCOLS];
+	int show[NCOLS], ncols = 0;
+	int32_t n = 0;
+	struct cli_table table;
+
+	if (!rows)
+		return;
+	for (int pass = 0; pass < 3; pass++)
+		for (int32_t i = 0; i < d->nrows; i++) {
+			const cs_diff_row *r = &d->rows[i];
+
+			if ((pass == 0 && r->gated && r->worse) ||
+			    (pass == 1 && r->gated && !r->worse) || (pass == 2 && r->host_wall)) {
+				rows[n] = check_cells(r);
+				if (rows[n])
+					n++;
+			}
+		}
+	for (int c = 0; c < NCOLS; c++) {
+		widths[c] = cli_text_width(all[c].header);
+		for (int32_t i = 0; i < n; i++) {
+			size_t w = cli_text_width(rows[i][c]);
+
+			if (w > widths[c])
+				widths[c] = w;
+		}
+		show[c] = 1;
+	}
+	for (size_t k = 0; width > 0 && k < sizeof(drop_order) / sizeof(drop_order[0]); k++) {
+		size_t others = 1; /* the indent */
+		int shown = 0;
+
+		for (int c = 0; c < NCOLS; c++)
+			if (show[c] && c != COL_CHECK) {
+				others += widths[c];
+				shown++;
+			}
+		others += (size_t)shown * 2;
+		if (others + CHECK_MIN <= (size_t)width)
+			break;
+		show[drop_order[k]] = 0;
+	}
+	for (int c = 0; c < NCOLS; c++)
+		if (show[c])
+			cols[ncols++] = all[c];
+	cli_table_init(&table, cols, ncols);
+	for (int32_t i = 0; i < n; i++) {
+		const char *cells[NCOLS];
+		int k = 0;
+
+		for (int c = 0; c < NCOLS; c++)
+			if (show[c])
+				cells[k++] = rows[i][c];
+		cli_table_add_row(&table, cells);
+		for (int c = 0; c < NCOLS; c++)
+			free(rows[i][c]);
+		free(rows[i]);
+	}
+	free(rows);
+	print_table(&table, width, color);
+	cli_table_free(&table);
+}
+
+/*
+ * Print prefix and text, the text wrapped at spaces to lines of at most width characters (0: no
+ * limit), its continuation lines indented as far as the prefix.
+ */
+static void print_wrapped(const char *prefix, const char *text, int width)
+{
+	size_t indent = strlen(prefix), col = indent;
+	const char *p = text;
+
+	fputs(prefix, stdout);
+	while (*p) {
+		const char *end = strchr(p, ' ');
+		size_t len = end ? (size_t)(end - p) : strlen(p), w = 0;
+
+		for (size_t i = 0; i < len; i++)
+			w += ((unsigned char)p[i] & 0xc0) != 0x80;
+		if (width > 0 && col > indent && col + 1 + w > (size_t)width) {
+			printf("\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			putchar(' ');
+			col++;
+		}
+		fwrite(p, 1, len, stdout);
+		col += w;
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	putchar('\n');
 }
 
 /* "20.00 ms" and, for several baselines, their run-to-run spread of the step time. */
@@ -153,13 +296,6 @@ static void print_base(const cs_diff *d)
 
 static void print_text(const cs_diff *d, int width, int color)
 {
-	static const struct cli_column cols[] = {
-		{"Result", CLI_ALIGN_LEFT, 0},	    {"Check", CLI_ALIGN_LEFT, 1},
-		{"Kind", CLI_ALIGN_LEFT, 0},	    {"Base", CLI_ALIGN_RIGHT, 0},
-		{"New", CLI_ALIGN_RIGHT, 0},	    {"Change", CLI_ALIGN_RIGHT, 0},
-		{"Confidence", CLI_ALIGN_RIGHT, 0}, {"Threshold", CLI_ALIGN_LEFT, 0},
-	};
-	struct cli_table table;
 	char b[64];
 
 	if (color && d->failed)
@@ -173,25 +309,15 @@ static void print_text(const cs_diff *d, int width, int color)
 	       cs_metric_format(b, sizeof(b), CS_UNIT_NS,
 				(double)d->new_->step_median / d->new_scale, 0));
 	if (d->note[0])
-		printf("note: %s\n", d->note);
-	printf("note: %s\n", d->test_note);
+		print_wrapped("note: ", d->note, width);
+	print_wrapped("note: ", d->test_note, width);
 	if (d->host_note[0])
-		printf("note: %s\n", d->host_note);
+		print_wrapped("note: ", d->host_note, width);
 	putchar('\n');
-	cli_table_init(&table, cols, 8);
-	for (int pass = 0; pass < 3; pass++)
-		for (int32_t i = 0; i < d->nrows; i++) {
-			const cs_diff_row *r = &d->rows[i];
-
-			if ((pass == 0 && r->gated && r->worse) ||
-			    (pass == 1 && r->gated && !r->worse) || (pass == 2 && r->host_wall))
-				add_check_row(&table, r);
-		}
-	print_table(&table, width, color);
-	cli_table_free(&table);
+	print_checks(d, width, color);
 	for (int32_t i = 0, first = 1; i < d->nfindings; i++) {
 		const cs_run_finding *f = d->findings[i].new_;
-		char *title;
+		char *title, head[128], text[4096];
 
 		if (!f || d->findings[i].base)
 			continue;
@@ -199,8 +325,10 @@ static void print_text(const cs_diff *d, int width, int color)
 			printf("\nNew findings:\n");
 		first = 0;
 		title = cs_utf8_repair(f->title);
-		printf("  [%s] %s  %s%s\n", cs_severity_name(f->severity), f->rule,
-		       title ? title : "", f->near ? " (near its threshold: not gated)" : "");
+		snprintf(head, sizeof(head), "  [%s] %s  ", cs_severity_name(f->severity), f->rule);
+		snprintf(text, sizeof(text), "%s%s", title ? title : "",
+			 f->near ? " (near its threshold: not gated)" : "");
+		print_wrapped(head, text, width);
 		free(title);
 	}
 }
@@ -209,16 +337,17 @@ static int list_metrics(const cs_gate_config *c)
 {
 	static const struct cli_column cols[] = {
 		{"Metric", CLI_ALIGN_LEFT, 0},
+		{"Kind", CLI_ALIGN_LEFT, 0},
 		{"Threshold", CLI_ALIGN_LEFT, 0},
 		{"Description", CLI_ALIGN_LEFT, 1},
 	};
 	struct cli_table table;
 
-	cli_table_init(&table, cols, 3);
+	cli_table_init(&table, cols, 4);
 	for (int m = 0; m < CS_GM_COUNT; m++) {
 		const cs_metric_def *def = cs_metric_get(m);
 		char th[128];
-		const char *row[] = {def->id, th, def->label};
+		const char *row[] = {def->id, cs_metric_kind_name(def->kind), th, def->label};
 
 		cs_threshold_format(th, sizeof(th), m, &c->t[m]);
 		if (m == CS_GM_KERNEL_TIME && c->t[m].gate && c->t[m].min_share > 0)
@@ -228,6 +357,10 @@ static int list_metrics(const cs_gate_config *c)
 	}
 	cli_table_print(&table, stdout, 0, cli_output_width(-1));
 	cli_table_free(&table);
+	printf("\nwall and GPU metrics also need %g%% confidence (Yuen's test on the per-step "
+	       "samples;\nwith several baselines, beyond their run-to-run spread); a baseline "
+	       "whose GPU is\nbusy less than %g%% of the step is host-bound (docs/ci.md)\n",
+	       100 * c->confidence, 100 * c->host_bound);
 	for (int32_t i = 0; i < c->nkernels; i++) {
 		char th[128];
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -786,6 +787,9 @@ START_TEST(test_config_errors)
 		{"{\"metrics\": {\"step_time\": {\"treshold\": 1}}}", "unknown key 'treshold'"},
 		{"{\"kernels\": [{\"relative\": 0.1}]}", "needs a \"name\""},
 		{"{\"version\": 2}", "version 1"},
+		{"{\"confidence\": 1}", "below 1"},
+		{"{\"confidence\": \"30%\"}", "at least 0.5"},
+		{"{\"host_bound\": 2}", "at most 1"},
 		{"{\"gate\": {}}", "unknown key 'gate'"},
 		{"[1, 2]", "not a JSON object"},
 		{"{\n\"metrics\": {\n", "invalid JSON at line"},
@@ -1108,7 +1112,7 @@ static char *check_line(const char *out, const char *label)
 START_TEST(test_host_bound_one_baseline)
 {
 	const char *one[] = {hb_base[0], NULL};
-	char *out = gate_bases(one, hb_base[4], 0, NULL), *line;
+	char *out = gate_bases(one, hb_base[4], 0, "--width=0"), *line;
 	cJSON *doc;
 	const cJSON *row;
 
@@ -1156,7 +1160,7 @@ START_TEST(test_several_baselines)
 	char *out, *line;
 
 	/* a sixth run inside the spread passes; its step time is tested, not shown as info */
-	out = gate_bases(five, hb_same_db, 0, NULL);
+	out = gate_bases(five, hb_same_db, 0, "--width=0");
 	ck_assert_msg(strstr(out, "base: 5 runs, ") && strstr(out, "run-to-run spread "), "%s",
 		      out);
 	ck_assert_msg(strstr(out, "note: 5 baselines: timing changes are tested on the per-step "
@@ -1455,7 +1459,21 @@ START_TEST(test_list_metrics)
 	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+2% and +200 us"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "host_waits") && strstr(r.out, "any increase"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "kernels with >= 1% of GPU time"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "pageable_copies") && strstr(r.out, "99% confidence") &&
+			      strstr(r.out, "less than 40% of the step is host-bound"),
+		      "%s", r.out);
 	tu_result_free(&r);
+	{
+		char *cfg = write_config("conf.json", "{\"confidence\": \"95%\", "
+						      "\"host_bound\": 0.5}");
+
+		r = run("gate", "--list-metrics", "--config", cfg);
+		ck_assert_msg(strstr(r.out, "95% confidence") &&
+				      strstr(r.out, "less than 50% of the step"),
+			      "%s", r.out);
+		tu_result_free(&r);
+		free(cfg);
+	}
 }
 END_TEST
 
@@ -1515,6 +1533,29 @@ START_TEST(test_bad_inputs)
 	tu_assert_one_line_error(&r, "not comparable");
 	ck_assert_msg(strstr(r.err, "cannot compare"), "%s", r.err);
 	tu_result_free(&r);
+	r = run("gate", "--baseline", empty_dir, base_db);
+	tu_assert_one_line_error(&r, "empty baseline directory");
+	ck_assert_msg(strstr(r.err, "no trace (*.db) in baseline directory"), "%s", r.err);
+	tu_result_free(&r);
+	r = run("gate", "--baseline", base_db, "--baseline", missing, base_db);
+	tu_assert_one_line_error(&r, "a missing second baseline");
+	ck_assert_msg(strstr(r.err, missing), "%s", r.err);
+	tu_result_free(&r);
+	r = run("gate", "--confidence", "120%", "--baseline", base_db, base_db);
+	tu_assert_one_line_error(&r, "bad confidence");
+	tu_result_free(&r);
+	r = run("gate", "--confidence", "0.2", "--baseline", base_db, base_db);
+	tu_assert_one_line_error(&r, "low confidence");
+	tu_result_free(&r);
+	{
+		char *out = tmp_file("out.xml");
+
+		r = run("gate", "--baseline", base_db, "--baseline", wait_db, "--junit", wait_db,
+			base_db);
+		tu_assert_one_line_error(&r, "JUnit over a second baseline");
+		tu_result_free(&r);
+		free(out);
+	}
 	r = run("diff", base_db);
 	tu_assert_one_line_error(&r, "diff with one trace");
 	tu_result_free(&r);
@@ -1533,6 +1574,93 @@ START_TEST(test_bad_inputs)
 	free(unknown);
 	free(bad_unit);
 	free(junit_dir);
+}
+END_TEST
+
+/* Lines of text no wider than width characters (UTF-8 code points), but for the lines that
+ * name the traces (their paths are as long as they are). */
+static void assert_width(const char *text, int width)
+{
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		int w = 0;
+
+		for (size_t i = 0; i < len; i++)
+			w += ((unsigned char)line[i] & 0xc0) != 0x80;
+		if (strncmp(line, "base: ", 6) && strncmp(line, "new:  ", 6))
+			ck_assert_msg(w <= width, "a line wider than %d: %.*s", width, (int)len,
+				      line);
+		line += len + (end != NULL);
+	}
+}
+
+/*
+ * Kernel names: short and demangled in the table, which fits 120 columns in a pipe (or
+ * --width); whole in JUnit and JSON. No escape sequences outside a terminal.
+ */
+START_TEST(test_gate_readable)
+{
+	char *base = rules_trace("cuda-core-scan-fixed"), *bad = rules_trace("cuda-core-scan-bad");
+	char *xml;
+	struct tu_result r = gate_junit(base, bad, NULL, &xml);
+
+	ck_assert_int_eq(r.rc, 1);
+	assert_width(r.out, 120);
+	ck_assert_msg(!strchr(r.out, '\033'), "%.3000s", r.out);
+	ck_assert_msg(strstr(r.out, " FAIL    at::native::ten"), "%.3000s", r.out);
+	ck_assert_msg(!strstr(r.out, "_ZN2at6native"), "%.3000s", r.out);
+	tu_result_free(&r);
+	r = run("gate", "--width", "0", "--baseline", base, bad);
+	ck_assert_msg(strstr(r.out, "at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>> "),
+		      "%.3000s", r.out);
+	/* JUnit: the recorded name as the test's name, the whole demangled one in the message */
+	ck_assert_msg(strstr(xml, "name=\"kernel_time: _ZN2at6native32tensor_kernel_scan_"), "%s",
+		      xml);
+	ck_assert_msg(strstr(xml, "(void at::native::tensor_kernel_scan_innermost_dim&lt;float, "
+				  "std::plus&lt;float&gt; &gt;("),
+		      "%s", xml);
+	ck_assert_msg(strstr(xml, "confidence &gt;99.9%"), "%s", xml);
+	free(xml);
+	tu_result_free(&r);
+	r = run("gate", "--width", "80", "--baseline", base, bad);
+	ck_assert_int_eq(r.rc, 1);
+	assert_width(r.out, 80);
+	tu_result_free(&r);
+	free(base);
+	free(bad);
+}
+END_TEST
+
+/* On a terminal FAIL is red, unless NO_COLOR is set or --no-color given. */
+START_TEST(test_gate_color)
+{
+	char cmd[8192], buf[65536];
+	static const char *const how[] = {"env -u NO_COLOR", "env NO_COLOR=1", "env -u NO_COLOR"};
+	static const char *const opt[] = {"", "", "--no-color"};
+
+	if (access("/usr/bin/script", X_OK)) /* util-linux: runs a command on a terminal */
+		return;
+	for (int i = 0; i < 3; i++) {
+		FILE *p;
+		size_t n;
+
+		snprintf(cmd, sizeof(cmd),
+			 "script -qec \"%s %s gate %s --width 200 --baseline %s %s\" /dev/null",
+			 how[i], tu_cuscope_bin(), opt[i], base_db, wait_db);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		n = fread(buf, 1, sizeof(buf) - 1, p);
+		buf[n] = '\0';
+		pclose(p);
+		ck_assert_msg(strstr(buf, "host waits per step"), "%s", buf);
+		if (i == 0)
+			ck_assert_msg(strstr(buf, "\033[1;31mFAIL\033[0m    host waits per step"),
+				      "%s", buf);
+		else
+			ck_assert_msg(!strchr(buf, '\033'), "%d: %s", i, buf);
+	}
 }
 END_TEST
 
@@ -1571,6 +1699,8 @@ static Suite *gate_suite(void)
 	tcase_add_test(cli, test_diff_text_and_markdown);
 	tcase_add_test(cli, test_gate_markdown_file);
 	tcase_add_test(cli, test_list_metrics);
+	tcase_add_test(cli, test_gate_readable);
+	tcase_add_test(cli, test_gate_color);
 	tcase_add_test(cli, test_bad_inputs);
 	tcase_set_timeout(real, 120);
 	suite_add_tcase(s, lib);
