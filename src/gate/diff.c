@@ -1031,11 +1031,18 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			d->failed ? "FAIL" : "PASS", d->failed, d->checks);
 	else
 		fputs("## cuscope diff\n\n", f);
-	fputs("| | trace | steps | step time |\n|---|---|---|---|\n| base | ", f);
-	md_code(f, base_name(d->base->path));
-	fputs(" | ", f);
-	md_steps(f, d->base, d->base_scale);
-	fputs(" |\n| new | ", f);
+	fputs("| | trace | steps | step time |\n|---|---|---|---|\n", f);
+	for (int32_t i = 0; i < d->nbases; i++) {
+		if (d->nbases > 1)
+			fprintf(f, "| base %d | ", i + 1);
+		else
+			fputs("| base | ", f);
+		md_code(f, base_name(d->bases[i]->path));
+		fputs(" | ", f);
+		md_steps(f, d->bases[i], d->base_scales[i]);
+		fputs(" |\n", f);
+	}
+	fputs("| new | ", f);
 	md_code(f, base_name(d->new_->path));
 	fputs(" | ", f);
 	md_steps(f, d->new_, d->new_scale);

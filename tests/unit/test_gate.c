@@ -1179,6 +1179,18 @@ START_TEST(test_several_baselines)
 	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "9"), "%s", out);
 	free(line);
 	free(out);
+	/* the markdown lists every baseline */
+	{
+		struct tu_result r =
+			run("gate", "--markdown", "-", "--baseline", hb_dir, hb_slow_db);
+
+		ck_assert_int_eq(r.rc, 1);
+		ck_assert_msg(strstr(r.out, "| base 1 | `run0.db` |") &&
+				      strstr(r.out, "| base 5 | `run4.db` |") &&
+				      strstr(r.out, "| **FAIL** | step time (median) | wall |"),
+			      "%s", r.out);
+		tu_result_free(&r);
+	}
 	/* the same run against one of the baselines alone: host-bound, not gated */
 	{
 		const char *one[] = {hb_base[0], NULL};
