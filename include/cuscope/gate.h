@@ -1,8 +1,9 @@
 /*
- * gate.h - comparing two traces: the metrics of a run, normalised per steady-state training step
- * (metrics.c), their differences, most significant first (diff.c, `cuscope diff`), and the
- * thresholds that turn a difference into a regression, with their JSON configuration, the JUnit
- * XML and the markdown summary of a CI job (gate.c, `cuscope gate`).
+ * gate.h - comparing a trace with one or several baselines: the metrics of a run, normalised per
+ * steady-state training step (metrics.c), their differences, most significant first (diff.c,
+ * `cuscope diff`), the statistics that test timing changes (stats.c), and the thresholds that
+ * turn a difference into a regression, with their JSON configuration, the JUnit XML and the
+ * markdown summary of a CI job (gate.c, `cuscope gate`).
  *
  * The metrics, their units and default thresholds are listed in docs/ci.md; the comparison rules
  * (per-step normalisation, trimmed means, step alignment, finding matching) in
@@ -320,7 +321,7 @@ typedef struct cs_stat_test {
 double cs_stat_t_cdf(double t, double df);
 /* The p quantile of Student's t (0 < p < 1), by bisection; NaN for a bad argument. */
 double cs_stat_t_quantile(double p, double df);
-/* Yuen's test of y against x; Returns 0 or CS_ERR_NOMEM. */
+/* Yuen's test of y against x (nx and ny values). Returns 0 or CS_ERR_NOMEM. */
 int cs_stat_yuen(const double *x, int32_t nx, const double *y, int32_t ny, cs_stat_test *out);
 /* The sample standard deviation of n values (0 below 2). */
 double cs_stat_sd(const double *v, int32_t n);

@@ -1,9 +1,11 @@
 /*
- * cmd_gate.c - `cuscope gate --baseline BASE NEW`: the CI performance regression gate. Compares
- * NEW with the baseline as `cuscope diff` does and judges each check (a metric, or a kernel with
- * enough GPU time) against its threshold: exit 1 when one regressed past it, 0 otherwise, 2 on bad
- * input. Writes a summary on stdout, and on request JUnit XML (--junit) and markdown for a CI
- * comment (--markdown).
+ * cmd_gate.c - `cuscope gate --baseline BASE [--baseline BASE...] NEW`: the CI performance
+ * regression gate. Compares NEW with the baselines (traces, or directories of them) as `cuscope
+ * diff` does and judges each check (a metric, or a kernel with enough GPU time) against its
+ * threshold and, for timing checks, its confidence: exit 1 when one regressed, 0 otherwise, 2 on
+ * bad input. Writes a summary on stdout (a table that fits the terminal, or 120 columns in a pipe;
+ * FAIL in colour on a terminal), and on request JUnit XML (--junit) and markdown for a CI comment
+ * (--markdown).
  *
  * Thresholds, the config file and how to use this in a CI job: docs/ci.md.
  */

@@ -1,8 +1,11 @@
 /*
- * diff.c - the difference of two runs (`cuscope diff`, and what `cuscope gate` judges): one row
- * per metric and per kernel name, each with the threshold that applies and how far past it the
- * change is, most significant first; the findings of the two runs matched by rule and title; the
- * JSON and markdown forms of it.
+ * diff.c - the difference of a run against one or several baselines (`cuscope diff`: one, and
+ * what `cuscope gate` judges): one row per metric and per kernel name, each with the threshold
+ * that applies and how far past it the change is, most significant first; timing rows (wall and
+ * GPU kinds) tested on the runs' per-step samples and, with two baselines or more, against the
+ * baselines' run-to-run spread (stats.c; docs/ci.md, "How timing checks are judged"); the
+ * findings matched by rule and title, those near their rule's threshold not gated; the JSON and
+ * markdown forms of it.
  *
  * Step alignment: the step detector may take several training steps for one (docs/steps.md,
  * "Limits"), in one run and not the other. When the kernels that one run launches exactly once

@@ -3,8 +3,10 @@
  * loaded (cs_analysis_load), cut into steps (cs_steps_detect, the process with the most kernels)
  * and analyzed (cs_report_run_processes_from: every CUDA process, as `cuscope report`), then
  * reduced to per-step numbers: step time, GPU busy share, kernel time and launches (all and by
- * name), memcpys and memsets by direction, host waits, host waits for a device-to-host copy,
- * device allocations and releases, peak device memory, findings.
+ * name), memcpys and memsets by direction, memcpys from or to pageable host memory, host waits,
+ * host waits for a device-to-host copy, device allocations and releases, peak device memory,
+ * findings; and the per-step samples of the timing metrics (step time, GPU busy share, kernel
+ * time of all kernels and of each) that the gate's tests take.
  *
  * A per-step value is the mean over the steady-state steps after dropping the 10% highest and the
  * 10% lowest of them (at least one of each from 3 steps on): a change that every step (or every
