@@ -184,6 +184,7 @@ typedef struct cs_gate_config {
 	int warmup;	   /* -1: not set */
 	double confidence; /* a timing change fails only at this one-sided confidence (0.99) */
 	double host_bound; /* a baseline whose GPU busy share is below this is host-bound (0.4) */
+	double host_floor; /* its wall metrics, against one baseline, fail only past this (0.3) */
 } cs_gate_config;
 
 /* The default thresholds, no kernel rules, nothing set. */
@@ -216,7 +217,7 @@ typedef struct cs_diff_row {
 	double confidence; /* one-sided confidence that new is worse, 0..1 */
 	double spread;	   /* run-to-run standard deviation of the baselines' values (2+ of them) */
 	double margin;	   /* what the change must pass to be beyond that spread (2+ baselines) */
-	int host_wall;	   /* a wall metric of a host-bound baseline: shown, not gated */
+	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
 } cs_diff_row;
 
 /* A finding of base or new, matched to the other run's (NULL when none matched). */
@@ -237,6 +238,7 @@ typedef struct cs_diff {
 	double confidence;   /* the level timing changes are tested at */
 	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
 	double base_busy;    /* the baselines' GPU busy share (their median) */
+	double host_floor;   /* the config's host_floor */
 	cs_diff_row *rows;   /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */
@@ -290,6 +292,11 @@ cJSON *cs_diff_json(const cs_diff *d);
  * sign set, a signed change ("+1.20 ms", "+5.0 pt" for shares). Returns buf.
  */
 char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign);
+/*
+ * The threshold of a row for people: cs_threshold_format's, and for a wall metric of a host-bound
+ * baseline alone the host floor after it ("+2% and +200 us, host-bound +30%"). Returns buf.
+ */
+char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_diff_row *r);
 /* A confidence (0..1) for people: "97.5%", ">99.9%" from 0.9995 on, "<0.1%". Returns buf. */
 char *cs_confidence_format(char *buf, size_t size, double c);
 /*

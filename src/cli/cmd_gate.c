@@ -79,13 +79,11 @@ enum {
 #define CHECK_MIN 28
 
 /* The cells of a check's row (malloc'd strings; NULL without memory). */
-static char **check_cells(const cs_diff_row *r)
+static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char name[4096], b[64], n[64], ch[96], th[96], conf[32], *clean;
-	const char *row[NCOLS] = {r->worse && r->gated ? "FAIL"
-				  : r->gated	       ? "ok"
-						       : "info",
+	const char *row[NCOLS] = {r->worse ? "FAIL" : "ok",
 				  name,
 				  r->kernel ? "kernel" : cs_metric_kind_name(def->kind),
 				  b,
@@ -116,10 +114,7 @@ static char **check_cells(const cs_diff_row *r)
 	else
 		snprintf(conf, sizeof(conf), "%s",
 			 r->t.gate && r->t.rel <= 0 && r->t.abs <= 0 ? "exact" : "-");
-	if (r->host_wall)
-		snprintf(th, sizeof(th), "host-bound: not gated");
-	else
-		cs_threshold_format(th, sizeof(th), r->metric, &r->t);
+	cs_diff_row_threshold(th, sizeof(th), d, r);
 	for (int c = 0; c < NCOLS; c++) {
 		cells[c] = strdup(row[c]);
 		if (!cells[c]) {
@@ -158,8 +153,8 @@ static void print_table(const struct cli_table *table, int width, int color)
 }
 
 /*
- * The checks as a table that fits width (0: no limit): the failed checks, the passed ones, then
- * the wall metrics shown but not gated. When the Check column would get fewer than CHECK_MIN
+ * The checks as a table that fits width (0: no limit): the failed checks, then the passed ones.
+ * When the Check column would get fewer than CHECK_MIN
  * characters, the Kind, Threshold and Confidence columns are left out, in that order.
  */
 static void print_checks(const cs_diff *d, int width, int color)
@@ -184,13 +179,12 @@ static void print_checks(const cs_diff *d, int width, int color)
 
 	if (!rows)
 		return;
-	for (int pass = 0; pass < 3; pass++)
+	for (int pass = 0; pass < 2; pass++)
 		for (int32_t i = 0; i < d->nrows; i++) {
 			const cs_diff_row *r = &d->rows[i];
 
-			if ((pass == 0 && r->gated && r->worse) ||
-			    (pass == 1 && r->gated && !r->worse) || (pass == 2 && r->host_wall)) {
-				rows[n] = check_cells(r);
+			if (r->gated && r->worse == !pass) {
+				rows[n] = check_cells(d, r);
 				if (rows[n])
 					n++;
 			}
@@ -361,8 +355,9 @@ static int list_metrics(const cs_gate_config *c)
 	cli_table_free(&table);
 	printf("\nwall and GPU metrics also need %g%% confidence (Yuen's test on the per-step "
 	       "samples;\nwith several baselines, beyond their run-to-run spread); a baseline "
-	       "whose GPU is\nbusy less than %g%% of the step is host-bound (docs/ci.md)\n",
-	       100 * c->confidence, 100 * c->host_bound);
+	       "whose GPU is\nbusy less than %g%% of the step is host-bound: against it alone, "
+	       "wall metrics fail\nonly past %g%% (docs/ci.md)\n",
+	       100 * c->confidence, 100 * c->host_bound, 100 * c->host_floor);
 	for (int32_t i = 0; i < c->nkernels; i++) {
 		char th[128];
 

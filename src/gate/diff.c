@@ -617,14 +617,21 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "%d baselines: timing changes are tested on the per-step samples and "
 			 "against the baselines' run-to-run spread (at %g%%)",
 			 d->nbases, 100 * d->confidence);
-	if (d->host_bound)
+	if (d->host_bound && d->nbases == 1)
+		snprintf(
+			d->host_note, sizeof(d->host_note),
+			"host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
+			"(step time, GPU busy share) follow the host's speed; with one baseline "
+			"they "
+			"fail only past %g%% (give several baselines to gate them on their spread)",
+			100 * d->base_busy, 100 * c->host_floor);
+	else if (d->host_bound)
 		snprintf(d->host_note, sizeof(d->host_note),
-			 "host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
-			 "(step time, GPU busy share) follow the host's speed; %s",
-			 100 * d->base_busy,
-			 d->nbases == 1
-				 ? "with one baseline they are shown, not gated"
-				 : "they are gated against the baselines' run-to-run spread");
+			 "host-bound: the GPU is busy %.0f%% of the baselines' step: wall metrics "
+			 "(step time, GPU busy share) follow the host's speed; they are gated "
+			 "against "
+			 "the baselines' run-to-run spread",
+			 100 * d->base_busy);
 }
 
 int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
@@ -639,6 +646,7 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 	out->base = bases[0];
 	out->new_ = new_;
 	out->confidence = c->confidence;
+	out->host_floor = c->host_floor;
 	out->base_scales = malloc((size_t)nbases * sizeof(*out->base_scales));
 	if (!out->base_scales)
 		goto fail;
@@ -668,8 +676,14 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		    test_row(out, r))
 			goto fail;
 		if (kind == CS_KIND_WALL && out->host_bound && nbases == 1) {
+			/* one host-bound baseline: a wall metric moves with the host; only a change
+			 * past the host floor fails */
 			r->host_wall = 1;
-			r->gated = 0;
+			if (r->base == 0 || fabs(r->rel) <= c->host_floor) {
+				r->worse = r->better = 0;
+				if (r->score > 1)
+					r->score = 1;
+			}
 		}
 		if (r->metric == CS_GM_FINDINGS) {
 			/* the new findings beyond their rule's margin count, whatever was fixed;
@@ -700,6 +714,19 @@ void cs_diff_free(cs_diff *d)
 	d->findings = NULL;
 	d->base_scales = NULL;
 	d->nrows = d->nfindings = 0;
+}
+
+char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_diff_row *r)
+{
+	size_t n;
+
+	cs_threshold_format(buf, size, r->metric, &r->t);
+	n = strlen(buf);
+	if (r->host_wall && r->gated && n < size)
+		snprintf(buf + n, size - n, ", host-bound %s%g%%",
+			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
+			 100 * d->host_floor);
+	return buf;
 }
 
 /* ---- JSON ---- */
@@ -974,7 +1001,7 @@ static void confidence_cell(char *buf, size_t size, const cs_diff_row *r)
 		snprintf(buf, size, "-");
 }
 
-static void md_row(FILE *f, const cs_diff_row *r, int gate)
+static void md_row(FILE *f, const cs_diff *d, const cs_diff_row *r, int gate)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char b[64], n[64], ch[64], th[96], conf[32];
@@ -982,13 +1009,11 @@ static void md_row(FILE *f, const cs_diff_row *r, int gate)
 	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
 	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
 	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
-	cs_threshold_format(th, sizeof(th), r->metric, &r->t);
-	if (r->host_wall)
-		snprintf(th, sizeof(th), "host-bound: not gated");
+	cs_diff_row_threshold(th, sizeof(th), d, r);
 	confidence_cell(conf, sizeof(conf), r);
 	fputs("| ", f);
 	if (gate)
-		fputs(r->worse && r->gated ? "**FAIL** | " : r->gated ? "ok | " : "info | ", f);
+		fputs(r->worse ? "**FAIL** | " : "ok | ", f);
 	md_row_name(f, r);
 	if (gate)
 		fprintf(f, " | %s", cs_metric_kind_name(def->kind));
@@ -1070,15 +1095,15 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			fprintf(f, "\n%s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
 				if (d->rows[i].gated && d->rows[i].worse)
-					md_row(f, &d->rows[i], 1);
+					md_row(f, d, &d->rows[i], 1);
 		}
 		passed = d->checks - d->failed;
 		if (passed > 0) {
 			fprintf(f, "\n<details><summary>%d check%s passed</summary>\n\n%s", passed,
 				passed == 1 ? "" : "s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
-				if ((d->rows[i].gated && !d->rows[i].worse) || d->rows[i].host_wall)
-					md_row(f, &d->rows[i], 1);
+				if (d->rows[i].gated && !d->rows[i].worse)
+					md_row(f, d, &d->rows[i], 1);
 			fputs("\n</details>\n", f);
 		}
 	} else {
@@ -1089,7 +1114,7 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			if (r->kernel && (r->score <= 1 || (limit > 0 && kernels >= limit)))
 				continue;
 			kernels += r->kernel != NULL;
-			md_row(f, r, 0);
+			md_row(f, d, r, 0);
 		}
 	}
 	md_findings(f, d);

@@ -29,6 +29,7 @@ void cs_gate_config_defaults(cs_gate_config *c)
 	c->warmup = -1;
 	c->confidence = 0.99;
 	c->host_bound = 0.40;
+	c->host_floor = 0.30;
 }
 
 void cs_gate_config_free(cs_gate_config *c)
@@ -391,6 +392,8 @@ int cs_gate_config_load(const char *path, cs_gate_config *c, cs_error *err)
 			rc = parse_fraction(&r, "host_bound", it, &c->host_bound);
 			if (!rc && c->host_bound > 1)
 				rc = bad(&r, "host_bound", "%s", "a share of at most 1 (\"40%\")");
+		} else if (!strcmp(k, "host_bound_floor")) {
+			rc = parse_fraction(&r, "host_bound_floor", it, &c->host_floor);
 		} else if (!strcmp(k, "metrics")) {
 			rc = parse_metrics(&r, it, c);
 		} else if (!strcmp(k, "kernels")) {
@@ -398,7 +401,7 @@ int cs_gate_config_load(const char *path, cs_gate_config *c, cs_error *err)
 		} else {
 			rc = bad(&r, NULL,
 				 "unknown key '%s' (version, fold, step_range, warmup, confidence, "
-				 "host_bound, metrics, kernels)",
+				 "host_bound, host_bound_floor, metrics, kernels)",
 				 k);
 		}
 		if (rc)
@@ -529,7 +532,7 @@ static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
 	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
 	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
-	cs_threshold_format(th, sizeof(th), r->metric, &r->t);
+	cs_diff_row_threshold(th, sizeof(th), d, r);
 	if (r->tested)
 		snprintf(conf, sizeof(conf), ", confidence %s",
 			 cs_confidence_format(c, sizeof(c), r->confidence));
