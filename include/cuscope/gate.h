@@ -138,8 +138,9 @@ typedef struct cs_run {
 	double copy_count[CS_NDIRS], copy_bytes[CS_NDIRS]; /* per step */
 	double pageable; /* memcpys from or to pageable host memory, per step */
 	double host_waits, d2h_syncs, allocs, frees; /* per step */
-	int64_t peak_memory;	  /* bytes; the highest of any process and device */
-	cs_run_finding *findings; /* most costly first */
+	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
+	int64_t peak_memory;	   /* bytes; the highest of any process and device */
+	cs_run_finding *findings;  /* most costly first */
 	int32_t nfindings;
 } cs_run;
 

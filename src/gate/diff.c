@@ -388,6 +388,32 @@ out:
 	return rc;
 }
 
+/*
+ * An exact count (both floors 0) that increased: is the increase more than one event over a
+ * whole run? A periodic event (a log line with a read-back every 10 steps) adds 1/n to the mean
+ * of n steps for each occurrence, and where the warm-up ends moves one occurrence in or out; so
+ * the plain means of the runs must differ by more than 1/n_new + 1/n_base per step, on top of the
+ * trimmed means' increase. The highest plain mean of the baselines, and their fewest steps.
+ */
+static int exact_increase(const cs_diff *d, const cs_diff_row *r)
+{
+	double base = 0, tol_base = 0, v;
+	const cs_run *n = d->new_;
+
+	for (int32_t i = 0; i < d->nbases; i++) {
+		const cs_run *b = d->bases[i];
+
+		v = b->plain[r->metric] / d->base_scales[i];
+		if (i == 0 || v > base)
+			base = v;
+		v = b->steady > 0 ? 1.0 / (b->steady * d->base_scales[i]) : 0;
+		if (v > tol_base)
+			tol_base = v;
+	}
+	v = n->plain[r->metric] / d->new_scale;
+	return v - base > tol_base + (n->steady > 0 ? 1.0 / (n->steady * d->new_scale) : 0) + 1e-9;
+}
+
 /* ---- the test of timing rows (docs/ci.md, "How timing checks are judged") ---- */
 
 /* The per-step samples of a row's metric in a run (steady values each), or NULL. */
@@ -675,6 +701,11 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		if ((kind == CS_KIND_WALL || kind == CS_KIND_GPU) && out->comparable &&
 		    test_row(out, r))
 			goto fail;
+		if (kind == CS_KIND_COUNT && !r->kernel && r->t.rel <= 0 && r->t.abs <= 0 &&
+		    r->worse && !exact_increase(out, r)) {
+			r->worse = 0;
+			r->score = 1;
+		}
 		if (kind == CS_KIND_WALL && out->host_bound && nbases == 1) {
 			/* one host-bound baseline: a wall metric moves with the host; only a change
 			 * past the host floor fails */
@@ -1076,7 +1107,7 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 	md_steps(f, d->new_, d->new_scale);
 	fputs(" |\n", f);
 	{
-		const char *notes[] = {d->note, gate ? d->test_note : "", d->host_note};
+		const char *notes[] = {d->note, gate ? d->test_note : "", gate ? d->host_note : ""};
 
 		for (int i = 0; i < 3; i++) {
 			if (!notes[i][0])

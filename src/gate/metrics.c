@@ -605,6 +605,16 @@ static double per_step(const struct run_ctx *c, const double *v)
 	return trimmed_mean(c->tmp, c->steady, 0);
 }
 
+/* The plain mean of per-step values (steady slots): what an exact count is judged by too. */
+static double plain_mean(const struct run_ctx *c, const double *v)
+{
+	double sum = 0;
+
+	for (int32_t i = 0; i < c->steady; i++)
+		sum += v[i];
+	return c->steady > 0 ? sum / c->steady : 0;
+}
+
 /* ---- kernels ---- */
 
 struct kernel_hit {
@@ -676,6 +686,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
+	out->plain[CS_GM_LAUNCHES] = plain_mean(c, count);
 	out->kernel_samples = malloc(steady_slots(c) * sizeof(*out->kernel_samples));
 	if (!out->kernel_samples)
 		goto out;
@@ -786,8 +797,11 @@ static int run_copies(const struct run_ctx *c, cs_run *out)
 				(m->src_kind == CS_MEM_PAGEABLE || m->dst_kind == CS_MEM_PAGEABLE);
 	}
 	out->pageable = per_step(c, pageable);
+	out->plain[CS_GM_PAGEABLE_COUNT] = plain_mean(c, pageable);
 	for (int d = 0; d < CS_NDIRS; d++) {
 		out->copy_count[d] = per_step(c, count + (size_t)d * (size_t)c->steady);
+		out->plain[CS_GM_HTOD_COUNT + 2 * d] =
+			plain_mean(c, count + (size_t)d * (size_t)c->steady);
 		out->copy_bytes[d] = per_step(c, bytes + (size_t)d * (size_t)c->steady);
 	}
 	rc = 0;
@@ -883,6 +897,8 @@ static int run_waits(const struct run_ctx *c, cs_run *out)
 	}
 	out->host_waits = per_step(c, waits);
 	out->d2h_syncs = per_step(c, syncs);
+	out->plain[CS_GM_HOST_WAITS] = plain_mean(c, waits);
+	out->plain[CS_GM_D2H_SYNCS] = plain_mean(c, syncs);
 	rc = 0;
 out:
 	free(w);
@@ -1061,6 +1077,8 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 	}
 	out->allocs = per_step(c, allocs);
 	out->frees = per_step(c, frees);
+	out->plain[CS_GM_ALLOCS] = plain_mean(c, allocs);
+	out->plain[CS_GM_FREES] = plain_mean(c, frees);
 	rc = 0;
 out:
 	free(map.v);
