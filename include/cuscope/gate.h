@@ -1,8 +1,9 @@
 /*
- * gate.h - comparing two traces: the metrics of a run, normalised per steady-state training step
- * (metrics.c), their differences, most significant first (diff.c, `cuscope diff`), and the
- * thresholds that turn a difference into a regression, with their JSON configuration, the JUnit
- * XML and the markdown summary of a CI job (gate.c, `cuscope gate`).
+ * gate.h - comparing a trace with one or several baselines: the metrics of a run, normalised per
+ * steady-state training step (metrics.c), their differences, most significant first (diff.c,
+ * `cuscope diff`), the statistics that test timing changes (stats.c), and the thresholds that
+ * turn a difference into a regression, with their JSON configuration, the JUnit XML and the
+ * markdown summary of a CI job (gate.c, `cuscope gate`).
  *
  * The metrics, their units and default thresholds are listed in docs/ci.md; the comparison rules
  * (per-step normalisation, trimmed means, step alignment, finding matching) in
@@ -27,6 +28,17 @@ enum cs_metric_unit {
 	CS_UNIT_SHARE, /* 0..1; thresholds in a config are in percentage points */
 };
 
+/* How a metric is judged (docs/ci.md, "Default thresholds"). */
+enum cs_metric_kind {
+	CS_KIND_WALL = 0, /* wall-clock timing: follows the host's speed in a host-bound run */
+	CS_KIND_GPU,	  /* GPU time of kernels */
+	CS_KIND_COUNT,	  /* a count per step */
+	CS_KIND_BYTES,	  /* bytes per step, peak memory */
+	CS_KIND_FINDINGS, /* the analyzers' findings */
+};
+/* "wall", "GPU", "count", "bytes", "findings" */
+const char *cs_metric_kind_name(int kind);
+
 /* What the gate compares; the order is the order of docs/ci.md. */
 enum cs_metric_id {
 	CS_GM_STEP_TIME = 0, /* median step time */
@@ -45,6 +57,7 @@ enum cs_metric_id {
 	CS_GM_OTHER_BYTES,
 	CS_GM_MEMSET_COUNT,
 	CS_GM_MEMSET_BYTES,
+	CS_GM_PAGEABLE_COUNT, /* memcpys whose host memory is pageable, per step */
 	CS_GM_HOST_WAITS,  /* host waits (stream/context/event synchronize, sync memcpy) per step */
 	CS_GM_D2H_SYNCS,   /* host waits for a device-to-host copy per step */
 	CS_GM_ALLOCS,	   /* device allocations per steady-state step */
@@ -73,6 +86,7 @@ typedef struct cs_metric_def {
 	int unit;	   /* enum cs_metric_unit */
 	int higher_is_worse;
 	cs_threshold def; /* the default threshold */
+	int kind;	  /* enum cs_metric_kind */
 } cs_metric_def;
 
 const cs_metric_def *cs_metric_get(int id);
@@ -94,6 +108,7 @@ typedef struct cs_run_kernel {
 	double count_per_step; /* launches */
 	double share;	       /* of the GPU time of all kernels in steady steps, 0..1 */
 	double once;	       /* share of the steady steps that launched it exactly once */
+	double *samples;       /* its GPU time in each steady step, ns (steady values) */
 } cs_run_kernel;
 
 typedef struct cs_run_finding {
@@ -101,6 +116,8 @@ typedef struct cs_run_finding {
 	int severity;
 	char *title;
 	int64_t lost_ns_per_step;
+	int near; /* its evidence says near_threshold: the rule's 95% interval holds its threshold
+		   */
 } cs_run_finding;
 
 typedef struct cs_run {
@@ -111,14 +128,19 @@ typedef struct cs_run {
 	uint32_t pid;
 	char detail[160];			 /* how the steps were found */
 	int64_t step_median, step_p10, step_p90; /* ns, steady state */
+	int timing;				 /* enum cs_step_timing */
 	double gpu_busy;			 /* share of steady step time */
-	double kernel_total, launches;		 /* per step */
-	cs_run_kernel *kernels;			 /* by name */
+	/* per steady step (steady values each): step time (ns), GPU busy share, kernel time (ns) */
+	double *step_samples, *busy_samples, *kernel_samples;
+	double kernel_total, launches; /* per step */
+	cs_run_kernel *kernels;	       /* by name */
 	int32_t nkernels;
 	double copy_count[CS_NDIRS], copy_bytes[CS_NDIRS]; /* per step */
-	double host_waits, d2h_syncs, allocs, frees;	   /* per step */
-	int64_t peak_memory;	  /* bytes; the highest of any process and device */
-	cs_run_finding *findings; /* most costly first */
+	double pageable; /* memcpys from or to pageable host memory, per step */
+	double host_waits, d2h_syncs, allocs, frees; /* per step */
+	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
+	int64_t peak_memory;	   /* bytes; the highest of any process and device */
+	cs_run_finding *findings;  /* most costly first */
 	int32_t nfindings;
 } cs_run;
 
@@ -126,6 +148,7 @@ typedef struct cs_run_opts {
 	const char *step_range; /* NVTX step ranges (cs_step_opts), or NULL */
 	int warmup;		/* -1 = default */
 	int fold;		/* fold kernel names (cs_kernel_fold) */
+	double confidence;	/* cs_comparison_load: the test level; 0 = the config's */
 } cs_run_opts;
 
 /*
@@ -157,9 +180,12 @@ typedef struct cs_gate_config {
 	cs_threshold t[CS_GM_COUNT];
 	cs_kernel_rule *kernels; /* first match wins */
 	int32_t nkernels;
-	int fold;	  /* -1: not set */
-	char *step_range; /* NULL: not set */
-	int warmup;	  /* -1: not set */
+	int fold;	   /* -1: not set */
+	char *step_range;  /* NULL: not set */
+	int warmup;	   /* -1: not set */
+	double confidence; /* a timing change fails only at this one-sided confidence (0.99) */
+	double host_bound; /* a baseline whose GPU busy share is below this is host-bound (0.4) */
+	double host_floor; /* its wall metrics, against one baseline, fail only past this (0.3) */
 } cs_gate_config;
 
 /* The default thresholds, no kernel rules, nothing set. */
@@ -179,14 +205,20 @@ const cs_threshold *cs_gate_kernel_threshold(const cs_gate_config *c, const char
 typedef struct cs_diff_row {
 	int metric;	    /* enum cs_metric_id */
 	const char *kernel; /* kernel rows: the name (lives as long as the runs) */
-	double base, new_;  /* in the metric's unit, per compared step */
+	double base, new_;  /* in the metric's unit, per compared step (base: of the baselines) */
 	double delta;	    /* new_ - base */
 	double rel;	    /* delta / base; 0 when base is 0 */
 	cs_threshold t;	    /* the threshold that applies */
 	int gated;	    /* t applies to the gate (a kernel: gate and share >= min_share) */
-	int worse;	    /* past the threshold, in the bad direction */
+	int worse;	    /* past the threshold, in the bad direction (and significant: timing) */
 	int better;	    /* past the threshold, in the good direction */
 	double score;	    /* how far past the threshold (> 1: past it); the sort key */
+	/* timing rows (wall and GPU kinds): the statistical test (docs/ci.md) */
+	int tested;	   /* 1: confidence holds the test's result */
+	double confidence; /* one-sided confidence that new is worse, 0..1 */
+	double spread;	   /* run-to-run standard deviation of the baselines' values (2+ of them) */
+	double margin;	   /* what the change must pass to be beyond that spread (2+ baselines) */
+	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
 } cs_diff_row;
 
 /* A finding of base or new, matched to the other run's (NULL when none matched). */
@@ -195,40 +227,54 @@ typedef struct cs_diff_finding {
 } cs_diff_finding;
 
 typedef struct cs_diff {
-	const cs_run *base, *new_;
+	const cs_run *base, *new_;  /* base: the first baseline */
+	const cs_run *const *bases; /* every baseline (nbases >= 1) */
+	int32_t nbases;
+	double *base_scales;	      /* each baseline's steps compared per step found */
 	double base_scale, new_scale; /* steps compared per step found: 1, or k (step alignment) */
 	int comparable;		      /* 0: steps in one run, none in the other */
-	char note[320];	   /* why the runs are not comparable, the alignment, few steady steps */
-	cs_diff_row *rows; /* most significant first */
+	char note[320];	     /* why the runs are not comparable, the alignment, few steady steps */
+	char test_note[320]; /* how timing changes were tested (one baseline, or several) */
+	char host_note[320]; /* the baselines are host-bound: what that means for wall metrics */
+	double confidence;   /* the level timing changes are tested at */
+	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
+	double base_busy;    /* the baselines' GPU busy share (their median) */
+	double host_floor;   /* the config's host_floor */
+	cs_diff_row *rows;   /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */
 	int32_t nfindings, nnew, nfixed;
+	int32_t nnew_gated;	/* new findings that are not near their rule's threshold */
 	int32_t checks, failed; /* gated rows and those worse than their threshold */
 } cs_diff;
 
 /*
- * Compare new_ against base under the thresholds of c. The runs must outlive the diff. Returns 0
- * or CS_ERR_NOMEM.
+ * Compare new_ against the nbases (>= 1) baselines under the thresholds of c. The runs and the
+ * array must outlive the diff. Returns 0 or CS_ERR_NOMEM.
  */
-int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config *c, cs_diff *out,
-		    cs_error *err);
+int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
+		    const cs_gate_config *c, cs_diff *out, cs_error *err);
 void cs_diff_free(cs_diff *d);
 
-/* What `cuscope diff` and `cuscope gate` compare: the config, the two runs and their diff. */
+/* What `cuscope diff` and `cuscope gate` compare: the config, the runs and their diff. */
 typedef struct cs_comparison {
 	cs_gate_config cfg;
-	cs_run base, new_;
-	cs_diff d; /* points into base and new_: a loaded comparison is not copied */
+	cs_run *bases; /* nbases baselines */
+	const cs_run **base_ptrs;
+	int32_t nbases;
+	cs_run new_;
+	cs_diff d; /* points into the runs: a loaded comparison is not copied */
 } cs_comparison;
 
 /*
- * What both commands start with: the config at config_path (NULL: the defaults), the runs of
- * base_path and new_path with the options of o (NULL fields, warmup -1 and fold 0 take the
- * config's), then the diff of the new run against the base. Errors carry a one-line message
- * naming the file; on error nothing is left to free.
+ * What both commands start with: the config at config_path (NULL: the defaults), the runs of the
+ * nbases (>= 1) base_paths and of new_path with the options of o (NULL fields, warmup -1 and fold
+ * 0 take the config's; confidence > 0 overrides the config's), then the diff of the new run
+ * against the baselines. Errors carry a one-line message naming the file; on error nothing is
+ * left to free.
  */
-int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *base_path,
-		       const char *new_path, cs_comparison *out, cs_error *err);
+int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *const *base_paths,
+		       int32_t nbases, const char *new_path, cs_comparison *out, cs_error *err);
 void cs_comparison_free(cs_comparison *c);
 
 /*
@@ -248,6 +294,13 @@ cJSON *cs_diff_json(const cs_diff *d);
  */
 char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign);
 /*
+ * The threshold of a row for people: cs_threshold_format's, and for a wall metric of a host-bound
+ * baseline alone the host floor after it ("+2% and +200 us, host-bound +30%"). Returns buf.
+ */
+char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_diff_row *r);
+/* A confidence (0..1) for people: "97.5%", ">99.9%" from 0.9995 on, "<0.1%". Returns buf. */
+char *cs_confidence_format(char *buf, size_t size, double c);
+/*
  * The threshold t of a metric for people: "+5% and +200 us", "any increase", "-5 pt", "any new
  * finding", "not gated". Returns buf.
  */
@@ -261,5 +314,24 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit);
 /* JUnit XML: one testcase per check, a <failure> naming metric, base, new and threshold. */
 int cs_gate_write_junit(FILE *f, const cs_diff *d);
+
+/* ---- statistics (stats.c; docs/ci.md) ---- */
+
+/* Yuen's test of two samples: the 10%-trimmed means compared with Welch's t. */
+typedef struct cs_stat_test {
+	int valid;	       /* 0: fewer than 2 values in a sample */
+	double mean_x, mean_y; /* the trimmed means */
+	double se;	       /* standard error of mean_y - mean_x */
+	double t, df;	       /* (mean_y - mean_x) / se, Welch-Satterthwaite degrees of freedom */
+} cs_stat_test;
+
+/* P(T <= t) for Student's t with df degrees of freedom; NaN for a bad argument. */
+double cs_stat_t_cdf(double t, double df);
+/* The p quantile of Student's t (0 < p < 1), by bisection; NaN for a bad argument. */
+double cs_stat_t_quantile(double p, double df);
+/* Yuen's test of y against x (nx and ny values). Returns 0 or CS_ERR_NOMEM. */
+int cs_stat_yuen(const double *x, int32_t nx, const double *y, int32_t ny, cs_stat_test *out);
+/* The sample standard deviation of n values (0 below 2). */
+double cs_stat_sd(const double *v, int32_t n);
 
 #endif

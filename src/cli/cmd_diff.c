@@ -23,8 +23,9 @@ static const char diff_usage[] =
 	"Compare two traces of the same program, per training step: step time (median, p10..p90),\n"
 	"GPU busy share, kernel time and launches (all and by kernel name), memcpy bytes and "
 	"counts\n"
-	"by direction, host waits, device-to-host syncs, device allocations, peak device memory,\n"
-	"and the findings that are new or fixed. Most significant change first.\n"
+	"by direction, pageable copies, host waits, device-to-host syncs, device allocations, "
+	"peak\n"
+	"device memory, and the findings that are new or fixed. Most significant change first.\n"
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT    text (default), json or markdown\n"
@@ -171,7 +172,7 @@ int cmd_diff(int argc, char **argv)
 	enum diff_format format = DIFF_TEXT;
 	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1;
 	const char *config = NULL;
-	cs_run_opts o = {NULL, -1, 0};
+	cs_run_opts o = {NULL, -1, 0, 0};
 	cs_comparison cmp;
 	cs_error err = {0, ""};
 	int c, rc;
@@ -217,7 +218,8 @@ int cmd_diff(int argc, char **argv)
 								   : "missing the NEW trace file");
 	if (argc - optind > 2)
 		return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind + 2]);
-	if (cs_comparison_load(config, &o, argv[optind], argv[optind + 1], &cmp, &err) < 0) {
+	if (cs_comparison_load(config, &o, (const char *const *)&argv[optind], 1, argv[optind + 1],
+			       &cmp, &err) < 0) {
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;
 	}

@@ -1,8 +1,11 @@
 /*
- * diff.c - the difference of two runs (`cuscope diff`, and what `cuscope gate` judges): one row
- * per metric and per kernel name, each with the threshold that applies and how far past it the
- * change is, most significant first; the findings of the two runs matched by rule and title; the
- * JSON and markdown forms of it.
+ * diff.c - the difference of a run against one or several baselines (`cuscope diff`: one, and
+ * what `cuscope gate` judges): one row per metric and per kernel name, each with the threshold
+ * that applies and how far past it the change is, most significant first; timing rows (wall and
+ * GPU kinds) tested on the runs' per-step samples and, with two baselines or more, against the
+ * baselines' run-to-run spread (stats.c; docs/ci.md, "How timing checks are judged"); the
+ * findings matched by rule and title, those near their rule's threshold not gated; the JSON and
+ * markdown forms of it.
  *
  * Step alignment: the step detector may take several training steps for one (docs/steps.md,
  * "Limits"), in one run and not the other. When the kernels that one run launches exactly once
@@ -49,6 +52,11 @@ static int cmp_double(const void *pa, const void *pb)
 	return (x > y) - (x < y);
 }
 
+static int cmp_name_ref(const void *pa, const void *pb)
+{
+	return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
 /*
  * How many of fine's steps each step of coarse holds: the median count per step, in coarse, of
  * the kernels fine launches once per step, when it is near an integer k >= 2; else 1.
@@ -84,45 +92,86 @@ static int steps_per_step(const cs_run *fine, const cs_run *coarse)
 	return (int)k;
 }
 
-static void align_steps(cs_diff *d)
+/*
+ * The scales of baseline b against new: how many compared steps each step found holds, and the
+ * note that says so (when note is not NULL). Returns 0, or -1 when steps were found in one run
+ * and not the other (the note says why).
+ */
+static int align_pair(const cs_run *b, const cs_run *n, double *bscale, double *nscale, char *note,
+		      size_t size)
 {
-	const cs_run *b = d->base, *n = d->new_;
 	int k;
 
-	d->base_scale = d->new_scale = 1;
-	d->comparable = 1;
+	*bscale = *nscale = 1;
 	if ((b->method == CS_STEPS_NONE) != (n->method == CS_STEPS_NONE)) {
-		d->comparable = 0;
 		snprintf(
-			d->note, sizeof(d->note),
+			note, size,
 			"steps found in %s (%d) but not in %s: per-step values are not comparable; "
 			"name the steps with NVTX ranges and --step-range",
 			b->method != CS_STEPS_NONE ? "base" : "new",
 			b->method != CS_STEPS_NONE ? b->steps : n->steps,
 			b->method != CS_STEPS_NONE ? "new" : "base");
-		return;
+		return -1;
 	}
 	if (b->method == CS_STEPS_NONE)
-		return;
+		return 0;
 	k = steps_per_step(b, n);
 	if (k > 1) {
-		d->new_scale = k;
-		snprintf(d->note, sizeof(d->note),
-			 "each step found in new holds %d of base's steps (the kernels base "
-			 "launches "
-			 "once per step run %d times): new's per-step values are divided by %d",
-			 k, k, k);
-		return;
+		*nscale = k;
+		if (note)
+			snprintf(
+				note, size,
+				"each step found in new holds %d of base's steps (the kernels base "
+				"launches "
+				"once per step run %d times): new's per-step values are divided by "
+				"%d",
+				k, k, k);
+		return 0;
 	}
 	k = steps_per_step(n, b);
 	if (k > 1) {
-		d->base_scale = k;
-		snprintf(
-			d->note, sizeof(d->note),
-			"each step found in base holds %d of new's steps (the kernels new launches "
-			"once per step run %d times): base's per-step values are divided by %d",
-			k, k, k);
+		*bscale = k;
+		if (note)
+			snprintf(note, size,
+				 "each step found in base holds %d of new's steps (the kernels new "
+				 "launches once per step run %d times): base's per-step values are "
+				 "divided by %d",
+				 k, k, k);
 	}
+	return 0;
+}
+
+/*
+ * The scales of every baseline, in new's compared steps: new's scale is the one it has against
+ * the first baseline; another baseline's is its own against new times new's over new's against
+ * it.
+ */
+static void align_steps(cs_diff *d)
+{
+	d->comparable = 1;
+	d->new_scale = d->base_scale = 1;
+	for (int32_t i = 0; i < d->nbases; i++)
+		d->base_scales[i] = 1;
+	for (int32_t i = 0; i < d->nbases; i++) {
+		double bs, ns;
+		char other[320];
+
+		if (align_pair(d->bases[i], d->new_, &bs, &ns, i == 0 ? d->note : other,
+			       i == 0 ? sizeof(d->note) : sizeof(other)) < 0) {
+			if (i > 0)
+				snprintf(d->note, sizeof(d->note), "%.200s (baseline %.100s)",
+					 other, d->bases[i]->path);
+			d->comparable = 0;
+			return;
+		}
+		if (i == 0) {
+			d->new_scale = ns;
+			d->base_scales[0] = bs;
+		} else {
+			d->base_scales[i] = bs * d->new_scale / ns;
+		}
+	}
+	d->base_scale = d->base_scales[0];
 }
 
 /* Say so when a run has too few steady steps for steady medians. */
@@ -167,7 +216,7 @@ static int add_row(cs_diff *d, int32_t *cap, int metric, const char *kernel, dou
 	return 0;
 }
 
-/* delta, rel, score, worse and better of a row. */
+/* delta, rel, score, worse and better of a row, by its floors. */
 static void evaluate(cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
@@ -233,6 +282,8 @@ static double run_value(const cs_run *r, int metric, double scale)
 	case CS_GM_OTHER_BYTES:
 	case CS_GM_MEMSET_BYTES:
 		return r->copy_bytes[(metric - CS_GM_HTOD_BYTES) / 2] / scale;
+	case CS_GM_PAGEABLE_COUNT:
+		return r->pageable / scale;
 	case CS_GM_HOST_WAITS:
 		return r->host_waits / scale;
 	case CS_GM_D2H_SYNCS:
@@ -249,42 +300,225 @@ static double run_value(const cs_run *r, int metric, double scale)
 	return 0;
 }
 
+/* The value of a row's metric (or kernel) in a run, per compared step. */
+static double row_value(const cs_run *r, const cs_diff_row *row, double scale)
+{
+	const cs_run_kernel *k;
+
+	if (row->metric != CS_GM_KERNEL_TIME && row->metric != CS_GM_KERNEL_COUNT)
+		return run_value(r, row->metric, scale);
+	k = cs_run_kernel_find(r, row->kernel);
+	if (!k)
+		return 0;
+	return (row->metric == CS_GM_KERNEL_TIME ? k->time_per_step : k->count_per_step) / scale;
+}
+
+/*
+ * The base value of a row: the mean of the baselines' for timing (wall and GPU) metrics, the
+ * highest of them for the others (a value one baseline run had is within the program's range).
+ */
+static double base_value(const cs_diff *d, const cs_diff_row *row)
+{
+	int kind = cs_metric_get(row->metric)->kind;
+	double sum = 0, high = -HUGE_VAL;
+
+	for (int32_t i = 0; i < d->nbases; i++) {
+		double v = row_value(d->bases[i], row, d->base_scales[i]);
+
+		sum += v;
+		if (v > high)
+			high = v;
+	}
+	if (kind == CS_KIND_WALL || kind == CS_KIND_GPU ||
+	    !cs_metric_get(row->metric)->higher_is_worse)
+		return sum / d->nbases;
+	return high;
+}
+
 static int kernel_rows(cs_diff *d, int32_t *cap, const cs_gate_config *c)
 {
-	const cs_run *b = d->base, *n = d->new_;
-	int32_t i = 0, j = 0;
+	struct name_ref {
+		const char *name;
+		double share;
+	} *names = NULL;
+	const cs_run *n = d->new_;
+	int32_t nnames = 0, total = n->nkernels;
+	int rc = CS_ERR_NOMEM;
 
-	while (i < b->nkernels || j < n->nkernels) {
-		const cs_run_kernel *kb = NULL, *kn = NULL;
-		const cs_threshold *t;
-		int cmp;
+	for (int32_t b = 0; b < d->nbases; b++)
+		total += d->bases[b]->nkernels;
+	names = malloc((size_t)(total > 0 ? total : 1) * sizeof(*names));
+	if (!names)
+		return rc;
+	/* every kernel name of any run, with its highest share */
+	for (int32_t b = 0; b <= d->nbases; b++) {
+		const cs_run *r = b < d->nbases ? d->bases[b] : n;
 
-		if (i >= b->nkernels)
-			cmp = 1;
-		else if (j >= n->nkernels)
-			cmp = -1;
-		else
-			cmp = strcmp(b->kernels[i].name, n->kernels[j].name);
-		if (cmp <= 0)
-			kb = &b->kernels[i++];
-		if (cmp >= 0)
-			kn = &n->kernels[j++];
-		t = cs_gate_kernel_threshold(c, kb ? kb->name : kn->name);
-		if (add_row(d, cap, CS_GM_KERNEL_TIME, kb ? kb->name : kn->name,
-			    kb ? kb->time_per_step / d->base_scale : 0,
+		for (int32_t i = 0; i < r->nkernels; i++) {
+			names[nnames].name = r->kernels[i].name;
+			names[nnames++].share = r->kernels[i].share;
+		}
+	}
+	cs_sort(names, (size_t)nnames, sizeof(*names), cmp_name_ref);
+	for (int32_t i = 0; i < nnames;) {
+		const char *name = names[i].name;
+		double share = 0;
+		const cs_threshold *t = cs_gate_kernel_threshold(c, name);
+		const cs_run_kernel *kn = cs_run_kernel_find(n, name);
+		cs_diff_row *r;
+
+		for (; i < nnames && !strcmp(names[i].name, name); i++)
+			if (names[i].share > share)
+				share = names[i].share;
+		if (add_row(d, cap, CS_GM_KERNEL_TIME, name, 0,
 			    kn ? kn->time_per_step / d->new_scale : 0, t))
-			return CS_ERR_NOMEM;
-		d->rows[d->nrows - 1].gated = t->gate && ((kb && kb->share >= t->min_share) ||
-							  (kn && kn->share >= t->min_share));
-		if (add_row(d, cap, CS_GM_KERNEL_COUNT, kb ? kb->name : kn->name,
-			    kb ? kb->count_per_step / d->base_scale : 0,
+			goto out;
+		r = &d->rows[d->nrows - 1];
+		r->base = base_value(d, r);
+		r->gated = t->gate && share >= t->min_share;
+		if (add_row(d, cap, CS_GM_KERNEL_COUNT, name, 0,
 			    kn ? kn->count_per_step / d->new_scale : 0, &c->t[CS_GM_KERNEL_COUNT]))
-			return CS_ERR_NOMEM;
+			goto out;
+		r = &d->rows[d->nrows - 1];
+		r->base = base_value(d, r);
+	}
+	rc = 0;
+out:
+	free(names);
+	return rc;
+}
+
+/*
+ * An exact count (both floors 0) that increased: is the increase more than one event over a
+ * whole run? A periodic event (a log line with a read-back every 10 steps) adds 1/n to the mean
+ * of n steps for each occurrence, and where the warm-up ends moves one occurrence in or out; so
+ * the plain means of the runs must differ by more than 1/n_new + 1/n_base per step, on top of the
+ * trimmed means' increase. The highest plain mean of the baselines, and their fewest steps.
+ */
+static int exact_increase(const cs_diff *d, const cs_diff_row *r)
+{
+	double base = 0, tol_base = 0, v;
+	const cs_run *n = d->new_;
+
+	for (int32_t i = 0; i < d->nbases; i++) {
+		const cs_run *b = d->bases[i];
+
+		v = b->plain[r->metric] / d->base_scales[i];
+		if (i == 0 || v > base)
+			base = v;
+		v = b->steady > 0 ? 1.0 / (b->steady * d->base_scales[i]) : 0;
+		if (v > tol_base)
+			tol_base = v;
+	}
+	v = n->plain[r->metric] / d->new_scale;
+	return v - base > tol_base + (n->steady > 0 ? 1.0 / (n->steady * d->new_scale) : 0) + 1e-9;
+}
+
+/* ---- the test of timing rows (docs/ci.md, "How timing checks are judged") ---- */
+
+/* The per-step samples of a row's metric in a run (steady values each), or NULL. */
+static const double *row_samples(const cs_run *r, const cs_diff_row *row)
+{
+	const cs_run_kernel *k;
+
+	switch (row->metric) {
+	case CS_GM_STEP_TIME:
+		return r->step_samples;
+	case CS_GM_GPU_BUSY:
+		return r->busy_samples;
+	case CS_GM_KERNEL_TOTAL:
+		return r->kernel_samples;
+	case CS_GM_KERNEL_TIME:
+		k = cs_run_kernel_find(r, row->kernel);
+		return k ? k->samples : NULL;
+	}
+	return NULL;
+}
+
+/* Samples of a run scaled to compared steps into v (r->steady values; zeros without any). */
+static void scaled_samples(const cs_run *r, const cs_diff_row *row, double scale, double *v)
+{
+	const double *x = row_samples(r, row);
+	double f = row->metric == CS_GM_GPU_BUSY ? 1 : scale;
+
+	for (int32_t i = 0; i < r->steady; i++)
+		v[i] = x ? x[i] / f : 0;
+}
+
+/*
+ * Test a timing row: Yuen's test of new's per-step samples against the baselines' (pooled), and
+ * with two baselines or more, the new value against the prediction interval of the baselines'
+ * values (their run-to-run spread). confidence: the lower of the two one-sided confidences that
+ * new is worse. A change that is not significant at the diff's level is neither worse nor
+ * better, and ranks at most at its threshold.
+ */
+static int test_row(cs_diff *d, cs_diff_row *r)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	int32_t nb = 0, k = d->nbases;
+	double *xb, *xn, *vals, bad = def->higher_is_worse ? r->delta : -r->delta;
+	double conf = 1;
+	cs_stat_test st;
+	int tested = 0;
+
+	for (int32_t i = 0; i < k; i++)
+		nb += d->bases[i]->steady;
+	xb = malloc((size_t)(nb + 1) * sizeof(*xb));
+	xn = malloc((size_t)(d->new_->steady + 1) * sizeof(*xn));
+	vals = malloc((size_t)k * sizeof(*vals));
+	if (!xb || !xn || !vals) {
+		free(xb);
+		free(xn);
+		free(vals);
+		return CS_ERR_NOMEM;
+	}
+	nb = 0;
+	for (int32_t i = 0; i < k; i++) {
+		scaled_samples(d->bases[i], r, d->base_scales[i], xb + nb);
+		nb += d->bases[i]->steady;
+		vals[i] = row_value(d->bases[i], r, d->base_scales[i]);
+	}
+	scaled_samples(d->new_, r, d->new_scale, xn);
+	if (cs_stat_yuen(xb, nb, xn, d->new_->steady, &st)) {
+		free(xb);
+		free(xn);
+		free(vals);
+		return CS_ERR_NOMEM;
+	}
+	if (st.valid) {
+		double cdf = cs_stat_t_cdf(st.t, st.df);
+
+		conf = def->higher_is_worse ? cdf : 1 - cdf;
+		tested = 1;
+	}
+	if (k >= 2) {
+		double f = sqrt(1 + 1.0 / k), run_conf;
+
+		r->spread = cs_stat_sd(vals, k);
+		r->margin = cs_stat_t_quantile(d->confidence, k - 1) * r->spread * f;
+		if (r->spread > 0)
+			run_conf = cs_stat_t_cdf(bad / (r->spread * f), k - 1);
+		else
+			run_conf = bad > 0 ? 1 : bad < 0 ? 0 : 0.5;
+		if (!tested || run_conf < conf)
+			conf = run_conf;
+		tested = 1;
+	}
+	free(xb);
+	free(xn);
+	free(vals);
+	r->tested = tested;
+	r->confidence = tested ? conf : 0;
+	if (tested) {
+		if (conf < d->confidence)
+			r->worse = 0;
+		if (1 - conf < d->confidence)
+			r->better = 0;
+		if (!r->worse && !r->better && r->score > 1)
+			r->score = 1;
 	}
 	return 0;
 }
-
-/* ---- findings ---- */
 
 /* Do two titles read the same once their numbers are masked? */
 static int same_title(const char *x, const char *y)
@@ -312,21 +546,34 @@ static int same_title(const char *x, const char *y)
 	}
 }
 
+/* Does finding f match one of run r's (same rule; same title up to numbers when strict)? */
+static const cs_run_finding *find_match(const cs_run *r, const cs_run_finding *f, int strict)
+{
+	for (int32_t j = 0; j < r->nfindings; j++)
+		if (!strcmp(r->findings[j].rule, f->rule) &&
+		    (!strict || same_title(r->findings[j].title, f->title)))
+			return &r->findings[j];
+	return NULL;
+}
+
 /*
  * Match findings: same rule and same title up to its numbers first, then same rule (in order of
- * cost). What is left in new is new, what is left in base is fixed.
+ * cost), against the first baseline. What is left in new is new unless another baseline has a
+ * finding of its rule (then it is persisting), what is left in the first baseline is fixed.
  */
 static int match_findings(cs_diff *d)
 {
 	const cs_run *b = d->base, *n = d->new_;
 	int32_t *pair = malloc((size_t)(n->nfindings + 1) * sizeof(*pair));
+	const cs_run_finding **other = calloc((size_t)n->nfindings + 1, sizeof(*other));
 	char *used = calloc((size_t)b->nfindings + 1, 1);
 	int32_t k = 0;
 
 	d->findings = calloc((size_t)(b->nfindings + n->nfindings + 1), sizeof(*d->findings));
-	if (!pair || !used || !d->findings) {
+	if (!pair || !used || !other || !d->findings) {
 		free(pair);
 		free(used);
+		free(other);
 		return CS_ERR_NOMEM;
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -348,9 +595,13 @@ static int match_findings(cs_diff *d)
 		}
 	}
 	for (int32_t i = 0; i < n->nfindings; i++)
-		if (pair[i] < 0) {
+		for (int32_t x = 1; pair[i] < 0 && x < d->nbases && !other[i]; x++)
+			other[i] = find_match(d->bases[x], &n->findings[i], 0);
+	for (int32_t i = 0; i < n->nfindings; i++)
+		if (pair[i] < 0 && !other[i]) {
 			d->findings[k++].new_ = &n->findings[i];
 			d->nnew++;
+			d->nnew_gated += !n->findings[i].near;
 		}
 	for (int32_t j = 0; j < b->nfindings; j++)
 		if (!used[j]) {
@@ -358,27 +609,76 @@ static int match_findings(cs_diff *d)
 			d->nfixed++;
 		}
 	for (int32_t i = 0; i < n->nfindings; i++)
-		if (pair[i] >= 0) {
-			d->findings[k].base = &b->findings[pair[i]];
+		if (pair[i] >= 0 || other[i]) {
+			d->findings[k].base = pair[i] >= 0 ? &b->findings[pair[i]] : other[i];
 			d->findings[k++].new_ = &n->findings[i];
 		}
 	d->nfindings = k;
 	free(pair);
 	free(used);
+	free(other);
 	return 0;
 }
 
-int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config *c, cs_diff *out,
-		    cs_error *err)
+/* The notes on how timing changes were tested, and on a host-bound baseline. */
+static void test_notes(cs_diff *d, const cs_gate_config *c)
+{
+	double busy[64];
+	int32_t n = d->nbases < 64 ? d->nbases : 64;
+
+	for (int32_t i = 0; i < n; i++)
+		busy[i] = d->bases[i]->gpu_busy;
+	cs_sort(busy, (size_t)n, sizeof(*busy), cmp_double);
+	d->base_busy = n % 2 ? busy[n / 2] : (busy[n / 2 - 1] + busy[n / 2]) / 2;
+	d->host_bound = d->bases[0]->method != CS_STEPS_NONE && d->base_busy < c->host_bound;
+	if (d->nbases == 1)
+		snprintf(d->test_note, sizeof(d->test_note),
+			 "one baseline: timing changes are tested on the per-step samples of both "
+			 "runs (Yuen's test at %g%%); the run-to-run spread is unknown: give "
+			 "several "
+			 "baselines (--baseline repeated, or a directory)",
+			 100 * d->confidence);
+	else
+		snprintf(d->test_note, sizeof(d->test_note),
+			 "%d baselines: timing changes are tested on the per-step samples and "
+			 "against the baselines' run-to-run spread (at %g%%)",
+			 d->nbases, 100 * d->confidence);
+	if (d->host_bound && d->nbases == 1)
+		snprintf(
+			d->host_note, sizeof(d->host_note),
+			"host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
+			"(step time, GPU busy share) follow the host's speed; with one baseline "
+			"they "
+			"fail only past %g%% (give several baselines to gate them on their spread)",
+			100 * d->base_busy, 100 * c->host_floor);
+	else if (d->host_bound)
+		snprintf(d->host_note, sizeof(d->host_note),
+			 "host-bound: the GPU is busy %.0f%% of the baselines' step: wall metrics "
+			 "(step time, GPU busy share) follow the host's speed; they are gated "
+			 "against "
+			 "the baselines' run-to-run spread",
+			 100 * d->base_busy);
+}
+
+int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
+		    const cs_gate_config *c, cs_diff *out, cs_error *err)
 {
 	int32_t cap = 0;
 	int rc = CS_ERR_NOMEM;
 
 	memset(out, 0, sizeof(*out));
-	out->base = base;
+	out->bases = bases;
+	out->nbases = nbases;
+	out->base = bases[0];
 	out->new_ = new_;
+	out->confidence = c->confidence;
+	out->host_floor = c->host_floor;
+	out->base_scales = malloc((size_t)nbases * sizeof(*out->base_scales));
+	if (!out->base_scales)
+		goto fail;
 	align_steps(out);
 	few_steps_note(out);
+	test_notes(out, c);
 	if (match_findings(out))
 		goto fail;
 	for (int m = 0; m < CS_GM_COUNT; m++) {
@@ -389,18 +689,37 @@ int cs_diff_compute(const cs_run *base, const cs_run *new_, const cs_gate_config
 		}
 		if (m == CS_GM_KERNEL_COUNT)
 			continue;
-		if (add_row(out, &cap, m, NULL, run_value(base, m, out->base_scale),
-			    run_value(new_, m, out->new_scale), &c->t[m]))
+		if (add_row(out, &cap, m, NULL, 0, run_value(new_, m, out->new_scale), &c->t[m]))
 			goto fail;
+		out->rows[out->nrows - 1].base = base_value(out, &out->rows[out->nrows - 1]);
 	}
 	for (int32_t i = 0; i < out->nrows; i++) {
 		cs_diff_row *r = &out->rows[i];
+		int kind = cs_metric_get(r->metric)->kind;
 
 		evaluate(r);
+		if ((kind == CS_KIND_WALL || kind == CS_KIND_GPU) && out->comparable &&
+		    test_row(out, r))
+			goto fail;
+		if (kind == CS_KIND_COUNT && !r->kernel && r->t.rel <= 0 && r->t.abs <= 0 &&
+		    r->worse && !exact_increase(out, r)) {
+			r->worse = 0;
+			r->score = 1;
+		}
+		if (kind == CS_KIND_WALL && out->host_bound && nbases == 1) {
+			/* one host-bound baseline: a wall metric moves with the host; only a change
+			 * past the host floor fails */
+			r->host_wall = 1;
+			if (r->base == 0 || fabs(r->rel) <= c->host_floor) {
+				r->worse = r->better = 0;
+				if (r->score > 1)
+					r->score = 1;
+			}
+		}
 		if (r->metric == CS_GM_FINDINGS) {
-			/* the new findings count, whatever was fixed; absolute: how many may be new
-			 */
-			r->worse = out->nnew > r->t.abs;
+			/* the new findings beyond their rule's margin count, whatever was fixed;
+			 * absolute: how many may be new */
+			r->worse = out->nnew_gated > r->t.abs;
 			r->better = !r->worse && out->nfixed > 0;
 			r->score = out->nnew || out->nfixed ? EXACT_SCORE + out->nnew + out->nfixed
 							    : 0;
@@ -421,9 +740,24 @@ void cs_diff_free(cs_diff *d)
 {
 	free(d->rows);
 	free(d->findings);
+	free(d->base_scales);
 	d->rows = NULL;
 	d->findings = NULL;
+	d->base_scales = NULL;
 	d->nrows = d->nfindings = 0;
+}
+
+char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_diff_row *r)
+{
+	size_t n;
+
+	cs_threshold_format(buf, size, r->metric, &r->t);
+	n = strlen(buf);
+	if (r->host_wall && r->gated && n < size)
+		snprintf(buf + n, size - n, ", host-bound %s%g%%",
+			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
+			 100 * d->host_floor);
+	return buf;
 }
 
 /* ---- JSON ---- */
@@ -477,6 +811,7 @@ static cJSON *finding_json(const cs_run_finding *f)
 	cJSON_AddStringToObject(o, "severity", cs_severity_name(f->severity));
 	cJSON_AddStringToObject(o, "title", title);
 	cJSON_AddNumberToObject(o, "lost_ns_per_step", (double)f->lost_ns_per_step);
+	cJSON_AddBoolToObject(o, "near_threshold", f->near);
 	free(title);
 	return o;
 }
@@ -518,6 +853,15 @@ static cJSON *row_json(const cs_diff_row *r)
 		if (r->metric == CS_GM_KERNEL_TIME)
 			cJSON_AddNumberToObject(t, "min_share", r->t.min_share);
 	}
+	cJSON_AddStringToObject(o, "kind", cs_metric_kind_name(def->kind));
+	if (r->tested) {
+		cJSON_AddNumberToObject(o, "confidence", r->confidence);
+	} else {
+		cJSON_AddNullToObject(o, "confidence");
+	}
+	cJSON_AddNumberToObject(o, "run_spread", r->spread);
+	cJSON_AddNumberToObject(o, "run_margin", r->margin);
+	cJSON_AddBoolToObject(o, "host_bound_wall", r->host_wall);
 	cJSON_AddNumberToObject(o, "score", r->score > 1e300 ? 1e300 : r->score);
 	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
 	return o;
@@ -537,16 +881,35 @@ cJSON *cs_diff_json(const cs_diff *d)
 	x = run_json(d->new_, d->new_scale);
 	if (!x || !cJSON_AddItemToObject(doc, "new", x))
 		goto fail;
+	arr = cJSON_AddArrayToObject(doc, "baselines");
+	if (!arr)
+		goto fail;
+	for (int32_t i = 0; i < d->nbases; i++) {
+		x = run_json(d->bases[i], d->base_scales[i]);
+		if (!x || !cJSON_AddItemToArray(arr, x)) {
+			cJSON_Delete(x);
+			goto fail;
+		}
+		cJSON_AddNumberToObject(x, "gpu_busy", d->bases[i]->gpu_busy);
+	}
 	cJSON_AddBoolToObject(doc, "comparable", d->comparable);
 	if (d->note[0])
 		cJSON_AddStringToObject(doc, "note", d->note);
 	else
 		cJSON_AddNullToObject(doc, "note");
+	cJSON_AddStringToObject(doc, "test_note", d->test_note);
+	cJSON_AddBoolToObject(doc, "host_bound", d->host_bound);
+	if (d->host_note[0])
+		cJSON_AddStringToObject(doc, "host_note", d->host_note);
+	else
+		cJSON_AddNullToObject(doc, "host_note");
 	x = cJSON_AddObjectToObject(doc, "gate");
 	if (!x)
 		goto fail;
 	cJSON_AddNumberToObject(x, "checks", d->checks);
 	cJSON_AddNumberToObject(x, "failed", d->failed);
+	cJSON_AddNumberToObject(x, "confidence_level", d->confidence);
+	cJSON_AddNumberToObject(x, "new_findings_gated", d->nnew_gated);
 	arr = cJSON_AddArrayToObject(doc, "metrics");
 	if (!arr)
 		goto fail;
@@ -658,24 +1021,38 @@ static void md_row_name(FILE *f, const cs_diff_row *r)
 	}
 }
 
-static void md_row(FILE *f, const cs_diff_row *r, int gate)
+/* The confidence cell of a check: the test's, "exact" for an exact threshold, else "-". */
+static void confidence_cell(char *buf, size_t size, const cs_diff_row *r)
+{
+	if (r->tested)
+		cs_confidence_format(buf, size, r->confidence);
+	else if (r->t.gate && r->t.rel <= 0 && r->t.abs <= 0)
+		snprintf(buf, size, "exact");
+	else
+		snprintf(buf, size, "-");
+}
+
+static void md_row(FILE *f, const cs_diff *d, const cs_diff_row *r, int gate)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
-	char b[64], n[64], ch[64], th[96];
+	char b[64], n[64], ch[64], th[96], conf[32];
 
 	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
 	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
 	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
-	cs_threshold_format(th, sizeof(th), r->metric, &r->t);
+	cs_diff_row_threshold(th, sizeof(th), d, r);
+	confidence_cell(conf, sizeof(conf), r);
 	fputs("| ", f);
 	if (gate)
 		fputs(r->worse ? "**FAIL** | " : "ok | ", f);
 	md_row_name(f, r);
+	if (gate)
+		fprintf(f, " | %s", cs_metric_kind_name(def->kind));
 	fprintf(f, " | %s | %s | %s", b, n, ch);
 	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
 		fprintf(f, " (%+.1f%%)", 100 * r->rel);
 	if (gate)
-		fprintf(f, " | %s |\n", th);
+		fprintf(f, " | %s | %s |\n", conf, th);
 	else
 		fprintf(f, " | %s |\n", r->worse ? "worse" : r->better ? "better" : "");
 }
@@ -698,6 +1075,8 @@ static void md_findings(FILE *f, const cs_diff *d)
 		md_code(f, x->rule);
 		fputs(": ", f);
 		md_text(f, x->title);
+		if (l == 0 && x->near)
+			fputs(" (near its threshold: not gated)", f);
 		fputc('\n', f);
 	}
 }
@@ -711,39 +1090,51 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			d->failed ? "FAIL" : "PASS", d->failed, d->checks);
 	else
 		fputs("## cuscope diff\n\n", f);
-	fputs("| | trace | steps | step time |\n|---|---|---|---|\n| base | ", f);
-	md_code(f, base_name(d->base->path));
-	fputs(" | ", f);
-	md_steps(f, d->base, d->base_scale);
-	fputs(" |\n| new | ", f);
+	fputs("| | trace | steps | step time |\n|---|---|---|---|\n", f);
+	for (int32_t i = 0; i < d->nbases; i++) {
+		if (d->nbases > 1)
+			fprintf(f, "| base %d | ", i + 1);
+		else
+			fputs("| base | ", f);
+		md_code(f, base_name(d->bases[i]->path));
+		fputs(" | ", f);
+		md_steps(f, d->bases[i], d->base_scales[i]);
+		fputs(" |\n", f);
+	}
+	fputs("| new | ", f);
 	md_code(f, base_name(d->new_->path));
 	fputs(" | ", f);
 	md_steps(f, d->new_, d->new_scale);
 	fputs(" |\n", f);
-	if (d->note[0]) {
-		fputs("\n> **Note:** ", f);
-		md_text(f, d->note);
-		fputc('\n', f);
+	{
+		const char *notes[] = {d->note, gate ? d->test_note : "", gate ? d->host_note : ""};
+
+		for (int i = 0; i < 3; i++) {
+			if (!notes[i][0])
+				continue;
+			fputs("\n> **Note:** ", f);
+			md_text(f, notes[i]);
+			fputc('\n', f);
+		}
 	}
 	if (gate) {
+		static const char head[] =
+			"| Result | Check | Kind | Base | New | Change | Confidence | Threshold |\n"
+			"|---|---|---|---:|---:|---:|---:|---|\n";
+
 		if (d->failed) {
-			fputs("\n| Result | Check | Base | New | Change | Threshold |\n"
-			      "|---|---|---:|---:|---:|---|\n",
-			      f);
+			fprintf(f, "\n%s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
 				if (d->rows[i].gated && d->rows[i].worse)
-					md_row(f, &d->rows[i], 1);
+					md_row(f, d, &d->rows[i], 1);
 		}
 		passed = d->checks - d->failed;
 		if (passed > 0) {
-			fprintf(f, "\n<details><summary>%d check%s passed</summary>\n\n", passed,
-				passed == 1 ? "" : "s");
-			fputs("| Result | Check | Base | New | Change | Threshold |\n"
-			      "|---|---|---:|---:|---:|---|\n",
-			      f);
+			fprintf(f, "\n<details><summary>%d check%s passed</summary>\n\n%s", passed,
+				passed == 1 ? "" : "s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
 				if (d->rows[i].gated && !d->rows[i].worse)
-					md_row(f, &d->rows[i], 1);
+					md_row(f, d, &d->rows[i], 1);
 			fputs("\n</details>\n", f);
 		}
 	} else {
@@ -754,7 +1145,7 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			if (r->kernel && (r->score <= 1 || (limit > 0 && kernels >= limit)))
 				continue;
 			kernels += r->kernel != NULL;
-			md_row(f, r, 0);
+			md_row(f, d, r, 0);
 		}
 	}
 	md_findings(f, d);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 #include "gate/gate_internal.h"
 
@@ -26,6 +27,9 @@ void cs_gate_config_defaults(cs_gate_config *c)
 		c->t[m] = cs_metric_get(m)->def;
 	c->fold = -1;
 	c->warmup = -1;
+	c->confidence = 0.99;
+	c->host_bound = 0.40;
+	c->host_floor = 0.30;
 }
 
 void cs_gate_config_free(cs_gate_config *c)
@@ -379,14 +383,25 @@ int cs_gate_config_load(const char *path, cs_gate_config *c, cs_error *err)
 				rc = bad(&r, "warmup", "%s", "not a number of steps");
 			else
 				c->warmup = (int)it->valuedouble;
+		} else if (!strcmp(k, "confidence")) {
+			rc = parse_fraction(&r, "confidence", it, &c->confidence);
+			if (!rc && !(c->confidence >= 0.5 && c->confidence < 1))
+				rc = bad(&r, "confidence", "%s",
+					 "must be at least 0.5 and below 1 (\"99%\")");
+		} else if (!strcmp(k, "host_bound")) {
+			rc = parse_fraction(&r, "host_bound", it, &c->host_bound);
+			if (!rc && c->host_bound > 1)
+				rc = bad(&r, "host_bound", "%s", "a share of at most 1 (\"40%\")");
+		} else if (!strcmp(k, "host_bound_floor")) {
+			rc = parse_fraction(&r, "host_bound_floor", it, &c->host_floor);
 		} else if (!strcmp(k, "metrics")) {
 			rc = parse_metrics(&r, it, c);
 		} else if (!strcmp(k, "kernels")) {
 			kernels = it; /* after the metrics: kernel rules start from kernel_time */
 		} else {
 			rc = bad(&r, NULL,
-				 "unknown key '%s' (version, fold, step_range, warmup, metrics, "
-				 "kernels)",
+				 "unknown key '%s' (version, fold, step_range, warmup, confidence, "
+				 "host_bound, host_bound_floor, metrics, kernels)",
 				 k);
 		}
 		if (rc)
@@ -402,8 +417,8 @@ out:
 
 /* ---- loading both runs and their diff ---- */
 
-int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *base_path,
-		       const char *new_path, cs_comparison *out, cs_error *err)
+int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char *const *base_paths,
+		       int32_t nbases, const char *new_path, cs_comparison *out, cs_error *err)
 {
 	cs_run_opts ro;
 	int rc = 0;
@@ -414,30 +429,51 @@ int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char
 		rc = cs_gate_config_load(config_path, &out->cfg, err);
 	if (rc < 0)
 		goto fail;
+	if (o && o->confidence > 0)
+		out->cfg.confidence = o->confidence;
 	ro.step_range = o && o->step_range ? o->step_range : out->cfg.step_range;
 	ro.warmup = o && o->warmup >= 0 ? o->warmup : out->cfg.warmup;
 	ro.fold = (o && o->fold) || out->cfg.fold == 1;
-	rc = cs_run_load(base_path, &ro, &out->base, err);
-	if (rc < 0)
+	ro.confidence = 0;
+	rc = CS_ERR_NOMEM;
+	out->bases = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->bases));
+	out->base_ptrs = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->base_ptrs));
+	if (!out->bases || !out->base_ptrs) {
+		cs_error_set(err, rc, "out of memory");
 		goto fail;
+	}
+	for (int32_t i = 0; i < nbases; i++) {
+		rc = cs_run_load(base_paths[i], &ro, &out->bases[i], err);
+		if (rc < 0)
+			goto fail;
+		out->base_ptrs[i] = &out->bases[i];
+		out->nbases++;
+	}
 	rc = cs_run_load(new_path, &ro, &out->new_, err);
 	if (rc < 0)
 		goto fail;
-	rc = cs_diff_compute(&out->base, &out->new_, &out->cfg, &out->d, err);
+	rc = cs_diff_compute(out->base_ptrs, out->nbases, &out->new_, &out->cfg, &out->d, err);
 	if (rc < 0)
 		goto fail;
 	return 0;
 fail:
-	cs_run_free(&out->base);
+	for (int32_t i = 0; i < out->nbases; i++)
+		cs_run_free(&out->bases[i]);
+	free(out->bases);
+	free(out->base_ptrs);
 	cs_run_free(&out->new_);
 	cs_gate_config_free(&out->cfg);
+	memset(out, 0, sizeof(*out));
 	return rc;
 }
 
 void cs_comparison_free(cs_comparison *c)
 {
 	cs_diff_free(&c->d);
-	cs_run_free(&c->base);
+	for (int32_t i = 0; i < c->nbases; i++)
+		cs_run_free(&c->bases[i]);
+	free(c->bases);
+	free(c->base_ptrs);
 	cs_run_free(&c->new_);
 	cs_gate_config_free(&c->cfg);
 }
@@ -484,26 +520,38 @@ static void junit_name(FILE *f, const cs_diff_row *r)
 	}
 }
 
-/* The failure message: metric, base, new, change and threshold. */
+/*
+ * The failure message: metric (with a kernel's whole demangled name), base, new, change, the
+ * confidence of a tested change and the threshold.
+ */
 static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
-	char b[64], n[64], ch[64], th[96], line[512];
+	char b[64], n[64], ch[64], th[96], conf[96] = "", c[32], line[512];
 
 	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
 	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
 	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
-	cs_threshold_format(th, sizeof(th), r->metric, &r->t);
+	cs_diff_row_threshold(th, sizeof(th), d, r);
+	if (r->tested)
+		snprintf(conf, sizeof(conf), ", confidence %s",
+			 cs_confidence_format(c, sizeof(c), r->confidence));
 	junit_name(f, r);
+	if (r->kernel && strcmp(cs_demangle(r->kernel), r->kernel)) {
+		fputs(" (", f);
+		xml_text(f, cs_demangle(r->kernel));
+		fputc(')', f);
+	}
 	if (r->metric == CS_GM_FINDINGS) {
-		snprintf(line, sizeof(line), " (%s): base %s, new %s, %d new, threshold: %s",
-			 def->label, b, n, d->nnew, th);
+		snprintf(line, sizeof(line),
+			 " (%s): base %s, new %s, %d new (%d near their threshold), threshold: %s",
+			 def->label, b, n, d->nnew, d->nnew - d->nnew_gated, th);
 	} else if (r->base != 0 && def->unit != CS_UNIT_SHARE) {
-		snprintf(line, sizeof(line), " (%s): base %s, new %s (%s, %+.1f%%), threshold %s",
-			 def->label, b, n, ch, 100 * r->rel, th);
+		snprintf(line, sizeof(line), " (%s): base %s, new %s (%s, %+.1f%%%s), threshold %s",
+			 def->label, b, n, ch, 100 * r->rel, conf, th);
 	} else {
-		snprintf(line, sizeof(line), " (%s): base %s, new %s (%s), threshold %s",
-			 def->label, b, n, ch, th);
+		snprintf(line, sizeof(line), " (%s): base %s, new %s (%s%s), threshold %s",
+			 def->label, b, n, ch, conf, th);
 	}
 	xml_text(f, line);
 }
@@ -519,13 +567,23 @@ int cs_gate_write_junit(FILE *f, const cs_diff *d)
 		d->checks, d->failed);
 	fputs("    <properties>\n      <property name=\"base\" value=\"", f);
 	xml_text(f, d->base->path);
+	for (int32_t i = 1; i < d->nbases; i++) {
+		fputs("\"/>\n      <property name=\"base\" value=\"", f);
+		xml_text(f, d->bases[i]->path);
+	}
 	fputs("\"/>\n      <property name=\"new\" value=\"", f);
 	xml_text(f, d->new_->path);
 	fputs("\"/>\n", f);
-	if (d->note[0]) {
-		fputs("      <property name=\"note\" value=\"", f);
-		xml_text(f, d->note);
-		fputs("\"/>\n", f);
+	{
+		const char *notes[] = {d->note, d->test_note, d->host_note};
+
+		for (int i = 0; i < 3; i++) {
+			if (!notes[i][0])
+				continue;
+			fputs("      <property name=\"note\" value=\"", f);
+			xml_text(f, notes[i]);
+			fputs("\"/>\n", f);
+		}
 	}
 	fputs("    </properties>\n", f);
 	for (int32_t i = 0; i < d->nrows; i++) {
@@ -549,7 +607,9 @@ int cs_gate_write_junit(FILE *f, const cs_diff *d)
 
 				if (!x || d->findings[j].base)
 					continue;
-				fputs("\nnew finding: [", f);
+				fputs(x->near ? "\nnew finding (near its threshold, not gated): ["
+					      : "\nnew finding: [",
+				      f);
 				xml_text(f, cs_severity_name(x->severity));
 				fputs("] ", f);
 				xml_text(f, x->rule);

@@ -3,8 +3,10 @@
  * loaded (cs_analysis_load), cut into steps (cs_steps_detect, the process with the most kernels)
  * and analyzed (cs_report_run_processes_from: every CUDA process, as `cuscope report`), then
  * reduced to per-step numbers: step time, GPU busy share, kernel time and launches (all and by
- * name), memcpys and memsets by direction, host waits, host waits for a device-to-host copy,
- * device allocations and releases, peak device memory, findings.
+ * name), memcpys and memsets by direction, memcpys from or to pageable host memory, host waits,
+ * host waits for a device-to-host copy, device allocations and releases, peak device memory,
+ * findings; and the per-step samples of the timing metrics (step time, GPU busy share, kernel
+ * time of all kernels and of each) that the gate's tests take.
  *
  * A per-step value is the mean over the steady-state steps after dropping the 10% highest and the
  * 10% lowest of them (at least one of each from 3 steps on): a change that every step (or every
@@ -31,69 +33,109 @@
 
 /* ---- the metrics and their default thresholds (docs/ci.md) ---- */
 
+#define G CS_KIND_GPU
+#define W CS_KIND_WALL
+#define C CS_KIND_COUNT
+#define B CS_KIND_BYTES
+
 static const cs_metric_def metric_defs[CS_GM_COUNT] = {
 	[CS_GM_STEP_TIME] =
-		{"step_time", "step time (median)", CS_UNIT_NS, 1, {1, 0.02, 200 * US, 0}},
-	[CS_GM_GPU_BUSY] = {"gpu_busy", "GPU busy share", CS_UNIT_SHARE, 0, {1, 0, 0.05, 0}},
+		{"step_time", "step time (median)", CS_UNIT_NS, 1, {1, 0.02, 200 * US, 0}, W},
+	[CS_GM_GPU_BUSY] = {"gpu_busy", "GPU busy share", CS_UNIT_SHARE, 0, {1, 0, 0.05, 0}, W},
 	[CS_GM_KERNEL_TOTAL] = {"kernel_time_total",
-				"kernel time per step (all kernels)",
+				"kernel time per step (all)",
 				CS_UNIT_NS,
 				1,
-				{1, 0.02, 200 * US, 0}},
-	[CS_GM_LAUNCHES] = {"launches",
-			    "kernel launches per step (all kernels)",
-			    CS_UNIT_COUNT,
-			    1,
-			    {0, 0.10, 10, 0}},
+				{1, 0.02, 200 * US, 0},
+				G},
+	[CS_GM_LAUNCHES] =
+		{"launches", "launches per step (all)", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, C},
 	[CS_GM_KERNEL_TIME] =
-		{"kernel_time", "kernel time per step", CS_UNIT_NS, 1, {1, 0.10, 50 * US, 0.01}},
+		{"kernel_time", "kernel time per step", CS_UNIT_NS, 1, {1, 0.10, 50 * US, 0.01}, G},
 	[CS_GM_KERNEL_COUNT] =
-		{"kernel_count", "kernel launches per step", CS_UNIT_COUNT, 1, {0, 0.10, 1, 0}},
-	[CS_GM_HTOD_COUNT] =
-		{"memcpy_htod_count", "HtoD copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+		{"kernel_count", "kernel launches per step", CS_UNIT_COUNT, 1, {0, 0.10, 1, 0}, C},
+	[CS_GM_HTOD_COUNT] = {"memcpy_htod_count",
+			      "HtoD copies per step",
+			      CS_UNIT_COUNT,
+			      1,
+			      {1, 0.10, 0.5, 0},
+			      C},
 	[CS_GM_HTOD_BYTES] = {"memcpy_htod_bytes",
 			      "HtoD bytes per step",
 			      CS_UNIT_BYTES,
 			      1,
-			      {1, 0.10, 1 * MIB, 0}},
-	[CS_GM_DTOH_COUNT] =
-		{"memcpy_dtoh_count", "DtoH copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+			      {1, 0.10, 1 * MIB, 0},
+			      B},
+	[CS_GM_DTOH_COUNT] = {"memcpy_dtoh_count",
+			      "DtoH copies per step",
+			      CS_UNIT_COUNT,
+			      1,
+			      {1, 0.10, 0.5, 0},
+			      C},
 	[CS_GM_DTOH_BYTES] = {"memcpy_dtoh_bytes",
 			      "DtoH bytes per step",
 			      CS_UNIT_BYTES,
 			      1,
-			      {1, 0.10, 1 * MIB, 0}},
-	[CS_GM_DTOD_COUNT] =
-		{"memcpy_dtod_count", "DtoD copies per step", CS_UNIT_COUNT, 1, {1, 0.10, 0.5, 0}},
+			      {1, 0.10, 1 * MIB, 0},
+			      B},
+	[CS_GM_DTOD_COUNT] = {"memcpy_dtod_count",
+			      "DtoD copies per step",
+			      CS_UNIT_COUNT,
+			      1,
+			      {1, 0.10, 0.5, 0},
+			      C},
 	[CS_GM_DTOD_BYTES] = {"memcpy_dtod_bytes",
 			      "DtoD bytes per step",
 			      CS_UNIT_BYTES,
 			      1,
-			      {1, 0.10, 1 * MIB, 0}},
+			      {1, 0.10, 1 * MIB, 0},
+			      B},
 	[CS_GM_OTHER_COUNT] = {"memcpy_other_count",
 			       "other copies per step",
 			       CS_UNIT_COUNT,
 			       1,
-			       {1, 0.10, 0.5, 0}},
+			       {1, 0.10, 0.5, 0},
+			       C},
 	[CS_GM_OTHER_BYTES] = {"memcpy_other_bytes",
 			       "other copy bytes per step",
 			       CS_UNIT_BYTES,
 			       1,
-			       {1, 0.10, 1 * MIB, 0}},
+			       {1, 0.10, 1 * MIB, 0},
+			       B},
 	[CS_GM_MEMSET_COUNT] =
-		{"memset_count", "memsets per step", CS_UNIT_COUNT, 1, {0, 0.10, 0.5, 0}},
-	[CS_GM_MEMSET_BYTES] =
-		{"memset_bytes", "memset bytes per step", CS_UNIT_BYTES, 1, {0, 0.10, 1 * MIB, 0}},
-	[CS_GM_HOST_WAITS] = {"host_waits", "host waits per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
-	[CS_GM_D2H_SYNCS] = {"d2h_syncs", "D2H syncs per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+		{"memset_count", "memsets per step", CS_UNIT_COUNT, 1, {0, 0.10, 0.5, 0}, C},
+	[CS_GM_MEMSET_BYTES] = {"memset_bytes",
+				"memset bytes per step",
+				CS_UNIT_BYTES,
+				1,
+				{0, 0.10, 1 * MIB, 0},
+				B},
+	[CS_GM_PAGEABLE_COUNT] =
+		{"pageable_copies", "pageable copies per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, C},
+	[CS_GM_HOST_WAITS] =
+		{"host_waits", "host waits per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, C},
+	[CS_GM_D2H_SYNCS] = {"d2h_syncs", "D2H syncs per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, C},
 	[CS_GM_ALLOCS] =
-		{"device_allocs", "device allocations per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+		{"device_allocs", "device allocations per step", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, C},
 	[CS_GM_FREES] =
-		{"device_frees", "device releases per step", CS_UNIT_COUNT, 1, {0, 0, 0, 0}},
+		{"device_frees", "device releases per step", CS_UNIT_COUNT, 1, {0, 0, 0, 0}, C},
 	[CS_GM_PEAK_MEMORY] =
-		{"peak_memory", "peak device memory", CS_UNIT_BYTES, 1, {1, 0.10, 256 * MIB, 0}},
-	[CS_GM_FINDINGS] = {"findings", "findings", CS_UNIT_COUNT, 1, {1, 0, 0, 0}},
+		{"peak_memory", "peak device memory", CS_UNIT_BYTES, 1, {1, 0.10, 256 * MIB, 0}, B},
+	[CS_GM_FINDINGS] =
+		{"findings", "findings", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, CS_KIND_FINDINGS},
 };
+
+#undef G
+#undef W
+#undef C
+#undef B
+
+const char *cs_metric_kind_name(int kind)
+{
+	static const char *const names[] = {"wall", "GPU", "count", "bytes", "findings"};
+
+	return kind >= 0 && kind <= CS_KIND_FINDINGS ? names[kind] : "count";
+}
 
 const cs_metric_def *cs_metric_get(int id)
 {
@@ -168,6 +210,17 @@ char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign)
 	    !strcmp(body, "0.0 pt") || !strcmp(body, "0.0%"))
 		s = sign ? "" : s;
 	snprintf(buf, size, "%s%s", s, body);
+	return buf;
+}
+
+char *cs_confidence_format(char *buf, size_t size, double c)
+{
+	if (c >= 0.9995)
+		snprintf(buf, size, ">99.9%%");
+	else if (c < 0.0005)
+		snprintf(buf, size, "<0.1%%");
+	else
+		snprintf(buf, size, "%.1f%%", 100 * c);
 	return buf;
 }
 
@@ -552,6 +605,16 @@ static double per_step(const struct run_ctx *c, const double *v)
 	return trimmed_mean(c->tmp, c->steady, 0);
 }
 
+/* The plain mean of per-step values (steady slots): what an exact count is judged by too. */
+static double plain_mean(const struct run_ctx *c, const double *v)
+{
+	double sum = 0;
+
+	for (int32_t i = 0; i < c->steady; i++)
+		sum += v[i];
+	return c->steady > 0 ? sum / c->steady : 0;
+}
+
 /* ---- kernels ---- */
 
 struct kernel_hit {
@@ -623,6 +686,11 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
+	out->plain[CS_GM_LAUNCHES] = plain_mean(c, count);
+	out->kernel_samples = malloc(steady_slots(c) * sizeof(*out->kernel_samples));
+	if (!out->kernel_samples)
+		goto out;
+	memcpy(out->kernel_samples, time, (size_t)c->steady * sizeof(*time));
 
 	cs_sort(hits, (size_t)nhits, sizeof(*hits), cmp_hit);
 	out->kernels = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*out->kernels));
@@ -633,6 +701,9 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		int64_t gtotal = 0;
 		cs_run_kernel *rk = &out->kernels[out->nkernels];
 
+		rk->samples = calloc(steady_slots(c), sizeof(*rk->samples));
+		if (!rk->samples)
+			goto out;
 		while (i < nhits && hits[i].group == g) {
 			int32_t st = hits[i].step, n = 0;
 			int64_t ns = 0;
@@ -641,6 +712,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 				cs_sat_accum(&ns, hits[i].ns);
 				n++;
 			}
+			rk->samples[st] = (double)ns;
 			vt[m] = (double)ns;
 			vc[m] = n;
 			m++;
@@ -707,9 +779,10 @@ static int run_copies(const struct run_ctx *c, cs_run *out)
 {
 	double *count = calloc(steady_slots(c) * CS_NDIRS, sizeof(*count));
 	double *bytes = calloc(steady_slots(c) * CS_NDIRS, sizeof(*bytes));
+	double *pageable = calloc(steady_slots(c), sizeof(*pageable));
 	int rc = CS_ERR_NOMEM;
 
-	if (!count || !bytes)
+	if (!count || !bytes || !pageable)
 		goto out;
 	for (int64_t i = 0; i < c->a->ncopies; i++) {
 		const cs_a_copy *m = &c->a->copies[i];
@@ -720,15 +793,22 @@ static int run_copies(const struct run_ctx *c, cs_run *out)
 			continue;
 		count[(size_t)d * (size_t)c->steady + (size_t)st] += 1;
 		bytes[(size_t)d * (size_t)c->steady + (size_t)st] += (double)m->bytes;
+		pageable[st] += !m->is_memset &&
+				(m->src_kind == CS_MEM_PAGEABLE || m->dst_kind == CS_MEM_PAGEABLE);
 	}
+	out->pageable = per_step(c, pageable);
+	out->plain[CS_GM_PAGEABLE_COUNT] = plain_mean(c, pageable);
 	for (int d = 0; d < CS_NDIRS; d++) {
 		out->copy_count[d] = per_step(c, count + (size_t)d * (size_t)c->steady);
+		out->plain[CS_GM_HTOD_COUNT + 2 * d] =
+			plain_mean(c, count + (size_t)d * (size_t)c->steady);
 		out->copy_bytes[d] = per_step(c, bytes + (size_t)d * (size_t)c->steady);
 	}
 	rc = 0;
 out:
 	free(count);
 	free(bytes);
+	free(pageable);
 	return rc;
 }
 
@@ -817,6 +897,8 @@ static int run_waits(const struct run_ctx *c, cs_run *out)
 	}
 	out->host_waits = per_step(c, waits);
 	out->d2h_syncs = per_step(c, syncs);
+	out->plain[CS_GM_HOST_WAITS] = plain_mean(c, waits);
+	out->plain[CS_GM_D2H_SYNCS] = plain_mean(c, syncs);
 	rc = 0;
 out:
 	free(w);
@@ -995,12 +1077,35 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 	}
 	out->allocs = per_step(c, allocs);
 	out->frees = per_step(c, frees);
+	out->plain[CS_GM_ALLOCS] = plain_mean(c, allocs);
+	out->plain[CS_GM_FREES] = plain_mean(c, frees);
 	rc = 0;
 out:
 	free(map.v);
 	free(allocs);
 	free(frees);
 	return rc;
+}
+
+/* ---- step times ---- */
+
+/* The time and GPU busy share of each steady step, as cs_steps_duration_stats() sees them. */
+static int run_step_samples(const struct run_ctx *c, cs_run *out)
+{
+	out->step_samples = calloc(steady_slots(c), sizeof(*out->step_samples));
+	out->busy_samples = calloc(steady_slots(c), sizeof(*out->busy_samples));
+	if (!out->step_samples || !out->busy_samples)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < c->s->n; i++) {
+		int32_t st = c->ord[i];
+		int64_t t = cs_step_time(c->s, i);
+
+		if (st < 0)
+			continue;
+		out->step_samples[st] = (double)t;
+		out->busy_samples[st] = t > 0 ? (double)c->s->v[i].gpu_busy / (double)t : 0;
+	}
+	return 0;
 }
 
 /* ---- the run ---- */
@@ -1030,6 +1135,8 @@ static int run_findings(const cs_analysis *a, const cs_step_opts *so, const cs_s
 		f->title = strdup(rep.v[i]->title ? rep.v[i]->title : "");
 		f->severity = rep.v[i]->severity;
 		f->lost_ns_per_step = rep.v[i]->lost_ns_per_step;
+		f->near = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(rep.v[i]->evidence, "near_threshold"));
 		out->nfindings++;
 		if (!f->rule || !f->title)
 			goto out;
@@ -1097,7 +1204,13 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	for (int32_t i = 0; i < s.n; i++)
 		c.ord[i] = s.v[i].warmup && cs_steps_steady(&s) > 0 ? -1 : c.steady++;
 	out->steady = c.steady;
+	out->timing = s.timing;
 	out->gpu_busy = cs_steps_busy_share(&s);
+	rc = run_step_samples(&c, out);
+	if (rc < 0) {
+		cs_error_set(err, rc, "out of memory");
+		goto out;
+	}
 	c.tmp = malloc((size_t)(c.steady > 0 ? c.steady : 1) * sizeof(*c.tmp));
 	if (!c.tmp) {
 		rc = CS_ERR_NOMEM;
@@ -1143,8 +1256,13 @@ out:
 
 void cs_run_free(cs_run *r)
 {
-	for (int32_t i = 0; i < r->nkernels; i++)
+	for (int32_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].name);
+		free(r->kernels[i].samples);
+	}
+	free(r->step_samples);
+	free(r->busy_samples);
+	free(r->kernel_samples);
 	for (int32_t i = 0; i < r->nfindings; i++) {
 		free(r->findings[i].rule);
 		free(r->findings[i].title);

@@ -14,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/analyze.h"
 #include "cuscope/gate.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
@@ -112,16 +115,20 @@ struct loop {
 	int64_t step_ns;
 	double slow[6]; /* duration factor of each kernel */
 	int htod;	/* HtoD copies (1 MiB) per step */
+	int pageable;	/* ... of which this many from pageable host memory (the others pinned) */
 	int waits;	/* host waits (stream synchronize) per step, without a copy */
 	int d2h;	/* DtoH copies (4 bytes) each followed by a host wait, per step */
 	int allocs;	/* device allocations (and frees) per step */
 	int log_every;	/* an extra kernel every N steps */
+	int item_every; /* a DtoH copy and a host wait every N steps (a logged loss.item()) */
 	int nvtx_every; /* an NVTX range "step<i>" around every N steps */
 	int realloc;	/* the setup's 1 GiB allocated again at its address, its free not seen */
 	int second;	/* a second process (pid 301: on the tie, 300 has the most kernels) runs
 			 * the loop too ... */
 	int second_d2h; /* ... with this many DtoH copies each followed by a host wait per step */
 	const char *const *names;
+	uint32_t seed; /* of the steps' jitter (0: 12345, the same in every variant) */
+	double jitter; /* width of the jitter, a share of step_ns (0: 1%) */
 };
 
 static const char *const default_names[6] = {
@@ -262,13 +269,14 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			int64_t log_id, int d2h)
 {
 	int64_t host = 1 * MS, gpu = 0, range_start = host;
-	uint32_t rnd = 12345;
+	uint32_t rnd = l->seed ? l->seed : 12345;
+	double width = l->jitter > 0 ? l->jitter : 0.01;
 
 	for (int step = 0; step < l->steps; step++) {
 		int64_t t = host, jitter;
 
 		rnd = rnd * 1103515245u + 12345u;
-		jitter = (int64_t)((double)l->step_ns * 0.01 *
+		jitter = (int64_t)((double)l->step_ns * width *
 				   ((double)((rnd >> 8) % 1001) / 1000.0 - 0.5));
 		for (int i = 0; i < 6; i++) {
 			cs_kernel k;
@@ -310,6 +318,10 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 					   gpu > t + 5 * US ? gpu : t + 5 * US, 40 * US);
 
 			m.pid = m.launch_tid = pid;
+			if (i < l->pageable) {
+				m.src_kind = CS_MEM_PAGEABLE;
+				m.is_async = 0;
+			}
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
 			gpu = m.end;
 			t += 10 * US;
@@ -324,7 +336,9 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			need(cs_writer_add_memory(w, &f) == 0, cs_writer_errmsg(w));
 			t += 10 * US;
 		}
-		for (int i = 0; i < d2h; i++) {
+		for (int i = 0; i < d2h + (l->item_every && pid == 300 &&
+					   step % l->item_every == l->item_every - 1);
+		     i++) {
 			cs_memcpy m = copy(CS_COPY_DTOH, 4, t, gpu > t + 5 * US ? gpu : t + 5 * US,
 					   2 * US);
 			cs_sync s = host_wait(t + 4 * US, m.end + 2 * US);
@@ -365,6 +379,13 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 
 /* Traces written in main(). */
 static char *base_db, *base40_db, *wait_db, *slow_db, *copy_db, *alloc_db, *d2h_db;
+static char *pageable_db;
+/* a host-bound loop (the GPU busy 13% of the step, steps +-10%) recorded as five baselines whose
+ * step times differ from run to run, a sixth run within their spread, and one far slower; a
+ * GPU-bound loop as three steady baselines */
+static char *hb_dir, *hb_base[5], *hb_same_db, *hb_slow_db, *hb_item_db, *gb_base[3];
+static char *empty_dir;
+static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 steps */
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
 static char *nvtx1_db, *nvtx4_db;
 static char *second_db, *second_d2h_db; /* two processes; the second reads back in every step */
@@ -375,6 +396,50 @@ static char *write_variant(const char *name, const struct loop *l)
 
 	write_loop(path, l);
 	return path;
+}
+
+/* A host-bound loop: 1 ms of GPU work in 8 ms steps scaled by scale, steps +-10%. */
+static struct loop host_bound_loop(double scale, uint32_t seed)
+{
+	struct loop l = loop_defaults();
+
+	for (int i = 0; i < 6; i++)
+		l.slow[i] = 0.25;
+	l.step_ns = (int64_t)(8 * MS * scale);
+	l.jitter = 0.2;
+	l.seed = seed;
+	return l;
+}
+
+static void write_noise_traces(void)
+{
+	static const double hb_scale[5] = {1.00, 1.12, 0.93, 1.05, 1.17};
+	static const double gb_scale[3] = {1.00, 1.002, 0.998};
+	char name[64];
+	struct loop l;
+
+	hb_dir = tmp_file("hb");
+	empty_dir = tmp_file("empty");
+	need(mkdir(hb_dir, 0700) == 0 && mkdir(empty_dir, 0700) == 0, "mkdir");
+	for (int i = 0; i < 5; i++) {
+		l = host_bound_loop(hb_scale[i], 100 + (uint32_t)i);
+		snprintf(name, sizeof(name), "hb/run%d.db", i);
+		hb_base[i] = write_variant(name, &l);
+	}
+	l = host_bound_loop(1.10, 200);
+	hb_same_db = write_variant("hb_same.db", &l);
+	l = host_bound_loop(1.60, 201);
+	hb_slow_db = write_variant("hb_slow.db", &l);
+	l = host_bound_loop(1.17, 202);
+	l.d2h = 1;
+	hb_item_db = write_variant("hb_item.db", &l);
+	for (int i = 0; i < 3; i++) {
+		l = loop_defaults();
+		l.step_ns = (int64_t)(8 * MS * gb_scale[i]);
+		l.seed = 300 + (uint32_t)i;
+		snprintf(name, sizeof(name), "gb%d.db", i);
+		gb_base[i] = write_variant(name, &l);
+	}
 }
 
 static void write_traces(void)
@@ -419,6 +484,20 @@ static void write_traces(void)
 	l = loop_defaults();
 	l.allocs = 1;
 	alloc_db = write_variant("alloc.db", &l);
+	l = loop_defaults();
+	l.pageable = 1;
+	pageable_db = write_variant("pageable.db", &l);
+	write_noise_traces();
+	l = loop_defaults();
+	l.steps = 41;
+	l.log_every = 4;
+	logged41_db = write_variant("logged41.db", &l);
+	l = loop_defaults();
+	l.steps = 40;
+	l.item_every = 4;
+	item40_db = write_variant("item40.db", &l);
+	l.steps = 41;
+	item41_db = write_variant("item41.db", &l);
 	l = loop_defaults();
 	l.d2h = 1;
 	d2h_db = write_variant("d2h.db", &l);
@@ -553,6 +632,111 @@ START_TEST(test_fold_names)
 }
 END_TEST
 
+START_TEST(test_statistics)
+{
+	static const double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	double y[10], same[4] = {3, 3, 3, 3}, more[4] = {4, 4, 4, 4};
+	cs_stat_test t;
+
+	/* Student's t: textbook values */
+	assert_near(cs_stat_t_cdf(2.0, 10), 0.963306, 1e-5, "P(T < 2 | 10)");
+	assert_near(cs_stat_t_cdf(-2.0, 10), 0.036694, 1e-5, "P(T < -2 | 10)");
+	assert_near(cs_stat_t_cdf(0, 3), 0.5, 1e-12, "P(T < 0)");
+	assert_near(cs_stat_t_quantile(0.99, 1), 31.8205, 1e-3, "t(0.99, 1)");
+	assert_near(cs_stat_t_quantile(0.975, 10), 2.2281, 1e-3, "t(0.975, 10)");
+	assert_near(cs_stat_t_quantile(0.99, 4), 3.7469, 1e-3, "t(0.99, 4)");
+	assert_near(cs_stat_t_quantile(0.99, 1e9), 2.3263, 1e-3, "z(0.99)");
+	ck_assert(isnan(cs_stat_t_quantile(1.5, 3)));
+	/* Yuen: 10% trimmed (1 of 10 at each end), winsorized variance 19/16 per mean */
+	for (int i = 0; i < 10; i++)
+		y[i] = x[i] + 5;
+	ck_assert_int_eq(cs_stat_yuen(x, 10, y, 10, &t), 0);
+	ck_assert_int_eq(t.valid, 1);
+	assert_near(t.mean_x, 5.5, 1e-12, "trimmed mean x");
+	assert_near(t.mean_y, 10.5, 1e-12, "trimmed mean y");
+	assert_near(t.t, 3.244428, 1e-5, "Yuen t");
+	assert_near(t.df, 14, 1e-9, "Yuen df");
+	/* no spread: a difference is certain, none is no evidence */
+	ck_assert_int_eq(cs_stat_yuen(same, 4, more, 4, &t), 0);
+	ck_assert(isinf(t.t) && t.t > 0);
+	ck_assert_int_eq(cs_stat_yuen(same, 4, same, 4, &t), 0);
+	assert_near(t.t, 0, 0, "no difference");
+	/* one value: no test */
+	ck_assert_int_eq(cs_stat_yuen(same, 1, more, 4, &t), 0);
+	ck_assert_int_eq(t.valid, 0);
+	assert_near(cs_stat_sd(x, 10), 3.02765, 1e-5, "sd");
+}
+END_TEST
+
+/* A run with no steps and the findings given (rule, near), for the library's diff. */
+static void findings_run(cs_run *r, const char *path, const char *const *rules, const int *near,
+			 int n)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = (char *)path;
+	r->method = CS_STEPS_NONE;
+	r->gpu_busy = 0.9;
+	r->findings = calloc((size_t)n + 1, sizeof(*r->findings));
+	ck_assert(r->findings != NULL);
+	for (int i = 0; i < n; i++) {
+		r->findings[i].rule = (char *)rules[i];
+		r->findings[i].title = (char *)"title";
+		r->findings[i].severity = near[i] ? 1 : 2;
+		r->findings[i].near = near[i];
+	}
+	r->nfindings = n;
+}
+
+/* A new finding fails only beyond its rule's margin, or when no baseline has one of its rule. */
+START_TEST(test_findings_near_threshold)
+{
+	static const char *const none[] = {NULL};
+	static const char *const starve[] = {"launch-starvation"};
+	static const char *const both[] = {"launch-starvation", "d2h-sync"};
+	static const int near1[] = {1}, far1[] = {0}, near_far[] = {1, 0};
+	cs_run base, base2, n1, n2, n3;
+	const cs_run *bases[2] = {&base, &base2};
+	cs_gate_config c;
+	cs_diff d;
+	cs_error err = {0, ""};
+
+	cs_gate_config_defaults(&c);
+	findings_run(&base, "base.db", none, NULL, 0);
+	findings_run(&base2, "base2.db", starve, near1, 1);
+	findings_run(&n1, "near.db", starve, near1, 1);
+	findings_run(&n2, "far.db", starve, far1, 1);
+	findings_run(&n3, "both.db", both, near_far, 2);
+	/* near its threshold: new, not gated */
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n1, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 1);
+	ck_assert_int_eq(d.nnew_gated, 0);
+	ck_assert_int_eq(d.failed, 0);
+	cs_diff_free(&d);
+	/* beyond it: fails */
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n2, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew_gated, 1);
+	ck_assert_int_eq(d.failed, 1);
+	cs_diff_free(&d);
+	ck_assert_int_eq(cs_diff_compute(bases, 1, &n3, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 2);
+	ck_assert_int_eq(d.nnew_gated, 1);
+	ck_assert_int_eq(d.failed, 1);
+	cs_diff_free(&d);
+	/* a second baseline had one of its rule: not new */
+	ck_assert_int_eq(cs_diff_compute(bases, 2, &n2, &c, &d, &err), 0);
+	ck_assert_int_eq(d.nnew, 0);
+	ck_assert_int_eq(d.failed, 0);
+	ck_assert_int_eq(d.nfindings, 1);
+	ck_assert(d.findings[0].base == &base2.findings[0]);
+	cs_diff_free(&d);
+	free(base.findings);
+	free(base2.findings);
+	free(n1.findings);
+	free(n2.findings);
+	free(n3.findings);
+}
+END_TEST
+
 static char *write_config(const char *name, const char *text)
 {
 	char *path = tmp_file(name);
@@ -617,6 +801,10 @@ START_TEST(test_config_errors)
 		{"{\"metrics\": {\"step_time\": {\"treshold\": 1}}}", "unknown key 'treshold'"},
 		{"{\"kernels\": [{\"relative\": 0.1}]}", "needs a \"name\""},
 		{"{\"version\": 2}", "version 1"},
+		{"{\"confidence\": 1}", "below 1"},
+		{"{\"confidence\": \"30%\"}", "at least 0.5"},
+		{"{\"host_bound\": 2}", "at most 1"},
+		{"{\"host_bound_floor\": \"-5%\"}", "must be 0 or more"},
 		{"{\"gate\": {}}", "unknown key 'gate'"},
 		{"[1, 2]", "not a JSON object"},
 		{"{\n\"metrics\": {\n", "invalid JSON at line"},
@@ -819,8 +1007,8 @@ END_TEST
 START_TEST(test_synthetic_d2h_sync)
 {
 	/* the GPU idles after each wait: d2h-sync finds it */
-	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
-					      "findings", NULL};
+	static const char *const failing[] = {"host_waits",	 "d2h_syncs", "memcpy_dtoh_count",
+					      "pageable_copies", "findings",  NULL};
 
 	assert_gate(base_db, d2h_db, NULL, 1, failing);
 }
@@ -830,8 +1018,8 @@ END_TEST
  * finding (the metrics of the steps count the work of both processes). */
 START_TEST(test_synthetic_d2h_sync_second_process)
 {
-	static const char *const failing[] = {"host_waits", "d2h_syncs", "memcpy_dtoh_count",
-					      "findings", NULL};
+	static const char *const failing[] = {"host_waits",	 "d2h_syncs", "memcpy_dtoh_count",
+					      "pageable_copies", "findings",  NULL};
 	char *xml;
 	struct tu_result r;
 
@@ -870,6 +1058,217 @@ START_TEST(test_synthetic_extra_copy)
 }
 END_TEST
 
+START_TEST(test_synthetic_pageable_copy)
+{
+	static const char *const failing[] = {"pageable_copies", NULL};
+	cJSON *doc;
+	const cJSON *row;
+
+	/* the step's HtoD copy from pageable memory instead of pinned: the same count and bytes */
+	assert_gate(base_db, pageable_db, NULL, 1, failing);
+	assert_gate(pageable_db, base_db, NULL, 0, NULL);
+	doc = diff_json(base_db, pageable_db, NULL);
+	row = json_row(doc, "pageable_copies", NULL);
+	assert_near(json_num(row, "base"), 0, 0, "pageable base");
+	assert_near(json_num(row, "new"), 1, 0, "pageable new");
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "count");
+	row = json_row(doc, "memcpy_htod_count", NULL);
+	assert_near(json_num(row, "delta"), 0, 0, "HtoD count delta");
+	cJSON_Delete(doc);
+}
+END_TEST
+
+/* ---- several baselines, host-bound runs ---- */
+
+/* The gate of new against the baselines (NULL-terminated): exit want; returns the text output. */
+static char *gate_bases(const char *const *bases, const char *new_, int want, const char *extra)
+{
+	const char *argv[32];
+	int n = 0;
+	struct tu_result r;
+	char *out;
+
+	argv[n++] = NULL;
+	argv[n++] = "gate";
+	for (int i = 0; bases[i]; i++) {
+		argv[n++] = "--baseline";
+		argv[n++] = bases[i];
+	}
+	if (extra)
+		argv[n++] = extra;
+	argv[n++] = new_;
+	argv[n] = NULL;
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == want, "%s: exit %d, expected %d: %s%s", new_, r.rc, want, r.out,
+		      r.err);
+	out = strdup(r.out);
+	tu_result_free(&r);
+	return out;
+}
+
+/* The text line of a check (its row in the table), or NULL. */
+static char *check_line(const char *out, const char *label)
+{
+	const char *p = strstr(out, label), *start, *end;
+
+	if (!p)
+		return NULL;
+	for (start = p; start > out && start[-1] != '\n'; start--)
+		;
+	end = strchr(p, '\n');
+	return strndup(start, end ? (size_t)(end - start) : strlen(start));
+}
+
+/*
+ * A host-bound program whose step time moves 10% and more between two runs of the same code.
+ * With one baseline its wall metrics fail only past the host floor (30%), and the output says
+ * why; its counts and GPU time gate as usual.
+ */
+START_TEST(test_host_bound_one_baseline)
+{
+	const char *one[] = {hb_base[0], NULL};
+	char *out = gate_bases(one, hb_base[4], 0, "--width=0"), *line;
+	cJSON *doc;
+	const cJSON *row;
+
+	ck_assert_msg(strstr(out, "note: host-bound: the GPU is busy 1") &&
+			      strstr(out,
+				     "wall metrics (step time, GPU busy share) follow the "
+				     "host's speed; with one baseline they fail only past 30%"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "note: one baseline: timing changes are tested on the per-step "
+				  "samples of both runs"),
+		      "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " ok ", 4) && strstr(line, "wall") &&
+			      strstr(line, "+2% and +200 us, host-bound +30%"),
+		      "%s", out);
+	free(line);
+	free(out);
+	doc = diff_json(hb_base[0], hb_base[4], NULL);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "host_bound")));
+	row = json_row(doc, "step_time", NULL);
+	ck_assert_msg(json_num(row, "relative") > 0.05, "host-bound step change");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "host_bound_wall")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "wall");
+	row = json_row(doc, "kernel_time_total", NULL);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "GPU");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
+	cJSON_Delete(doc);
+	/* an added read-back in the same host-bound program fails by its counts */
+	{
+		static const char *const failing[] = {"host_waits",	   "d2h_syncs",
+						      "memcpy_dtoh_count", "pageable_copies",
+						      "findings",	   NULL};
+
+		assert_gate(hb_base[0], hb_item_db, NULL, 1, failing);
+	}
+}
+END_TEST
+
+/* Five baselines: their run-to-run spread decides; a directory holds them as well. */
+START_TEST(test_several_baselines)
+{
+	const char *five[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4], NULL};
+	const char *dir[] = {hb_dir, NULL};
+	char *out, *line;
+
+	/* a sixth run inside the spread passes; its step time is tested, not shown as info */
+	out = gate_bases(five, hb_same_db, 0, "--width=0");
+	ck_assert_msg(strstr(out, "base: 5 runs, ") && strstr(out, "run-to-run spread "), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "note: 5 baselines: timing changes are tested on the per-step "
+				  "samples and against the baselines' run-to-run spread"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "they are gated against the baselines' run-to-run spread"), "%s",
+		      out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " ok ", 4), "%s", out);
+	free(line);
+	free(out);
+	/* 60% slower: beyond the spread, with its confidence */
+	out = gate_bases(dir, hb_slow_db, 1, NULL);
+	ck_assert_msg(strstr(out, "base: 5 runs, "), "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "9"), "%s", out);
+	free(line);
+	free(out);
+	/* the markdown lists every baseline */
+	{
+		struct tu_result r =
+			run("gate", "--markdown", "-", "--baseline", hb_dir, hb_slow_db);
+
+		ck_assert_int_eq(r.rc, 1);
+		ck_assert_msg(strstr(r.out, "| base 1 | `run0.db` |") &&
+				      strstr(r.out, "| base 5 | `run4.db` |") &&
+				      strstr(r.out, "| **FAIL** | step time (median) | wall |"),
+			      "%s", r.out);
+		tu_result_free(&r);
+	}
+	/* the same run against one of the baselines alone: host-bound, but 53% slower is past
+	 * the host floor */
+	{
+		const char *one[] = {hb_base[0], NULL};
+
+		out = gate_bases(one, hb_slow_db, 1, "--width=0");
+		line = check_line(out, "step time (median)");
+		ck_assert_msg(line && !strncmp(line, " FAIL ", 6) &&
+				      strstr(line, "host-bound +30%"),
+			      "%s", out);
+		free(line);
+		free(out);
+	}
+	/* the JSON of a diff against several baselines, through the library */
+	{
+		cs_comparison cmp;
+		cs_error err = {0, ""};
+		const char *paths[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4]};
+		const cs_diff_row *row = NULL;
+
+		ck_assert_msg(cs_comparison_load(NULL, NULL, paths, 5, hb_slow_db, &cmp, &err) == 0,
+			      "%s", err.msg);
+		for (int32_t i = 0; i < cmp.d.nrows; i++)
+			if (cmp.d.rows[i].metric == CS_GM_STEP_TIME)
+				row = &cmp.d.rows[i];
+		ck_assert(row != NULL);
+		ck_assert_int_eq(cmp.d.nbases, 5);
+		ck_assert_int_eq(row->tested, 1);
+		ck_assert(row->worse && row->gated);
+		ck_assert_msg(row->confidence >= 0.99, "%g", row->confidence);
+		/* the spread of the five step times (8 ms x 1.00, 1.12, 0.93, 1.05, 1.17) */
+		assert_near(row->spread, 0.0937 * 8 * MS, 0.01 * 8 * MS, "run-to-run spread");
+		ck_assert(row->margin > 3 * row->spread);
+		cs_comparison_free(&cmp);
+	}
+}
+END_TEST
+
+/* Three steady GPU-bound baselines: a 5% slower step fails, a 1% slower one passes (floor). */
+START_TEST(test_several_baselines_gpu_bound)
+{
+	const char *three[] = {gb_base[0], gb_base[1], gb_base[2], NULL};
+	const char *twice[] = {base_db, base_db, NULL};
+	char *out, *line;
+
+	out = gate_bases(three, slower5_db, 1, NULL);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "99.9%"), "%s", out);
+	ck_assert_msg(!strstr(out, "host-bound"), "%s", out);
+	free(line);
+	free(out);
+	out = gate_bases(three, slower1_db, 0, NULL);
+	free(out);
+	out = gate_bases(three, gb_base[1], 0, NULL);
+	free(out);
+	/* one trace given twice: no spread, the per-step test alone */
+	out = gate_bases(twice, slower5_db, 1, NULL);
+	free(out);
+	out = gate_bases(twice, base_db, 0, NULL);
+	free(out);
+}
+END_TEST
+
 START_TEST(test_synthetic_alloc_per_step)
 {
 	static const char *const failing[] = {"device_allocs", NULL};
@@ -896,9 +1295,44 @@ END_TEST
 
 START_TEST(test_synthetic_every_n_steps)
 {
-	/* a 20 us kernel every 4 steps: 5 us per step, under the floors */
-	assert_gate(base40_db, logged_db, NULL, 0, NULL);
+	static const char *const failing[] = {"launches", NULL};
+	char *cfg =
+		write_config("launches.json", "{\"metrics\": {\"launches\": {\"absolute\": 0.5}}}");
+
+	/* a 20 us kernel every 4 steps: 5 us per step, under the time floors; but the launches
+	 * per step are counted exactly */
+	assert_gate(base40_db, logged_db, NULL, 1, failing);
+	assert_gate(base40_db, logged_db, cfg, 0, NULL);
 	assert_gate(logged_db, base40_db, NULL, 0, NULL);
+	/* the same periodic kernel and read-back in 40 and 41 steps: the trimmed means differ by
+	 * where the occurrences fall (6 of 32 against 6 of 33 kept), by less than one event over
+	 * a run: not an increase of an exact count */
+	assert_gate(logged41_db, logged_db, NULL, 0, NULL);
+	assert_gate(logged_db, logged41_db, NULL, 0, NULL);
+	assert_gate(item41_db, item40_db, NULL, 0, NULL);
+	assert_gate(item40_db, item41_db, NULL, 0, NULL);
+	{
+		cJSON *doc = diff_json(item41_db, item40_db, NULL);
+		const cJSON *row = json_row(doc, "host_waits", NULL);
+
+		ck_assert_msg(json_num(row, "delta") > 0, "the trimmed means differ");
+		ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "within");
+		cJSON_Delete(doc);
+	}
+	/* a read-back every 4 steps added to the loop fails */
+	{
+		static const char *const item[] = {"host_waits", "d2h_syncs", "pageable_copies",
+						   NULL};
+		char *xml;
+		struct tu_result r = gate_junit(base40_db, item40_db, NULL, &xml);
+
+		ck_assert_msg(r.rc == 1, "exit %d: %s", r.rc, r.out);
+		for (int i = 0; item[i]; i++)
+			ck_assert_msg(junit_case(xml, item[i]) == 1, "%s: %s", item[i], xml);
+		free(xml);
+		tu_result_free(&r);
+	}
+	free(cfg);
 }
 END_TEST
 
@@ -1067,8 +1501,9 @@ START_TEST(test_gate_markdown_file)
 	text = tu_read_file(md, NULL);
 	ck_assert(text != NULL);
 	ck_assert_msg(strstr(text, "## cuscope gate: FAIL (1 of "), "%s", text);
-	ck_assert_msg(strstr(text, "| **FAIL** | HtoD copies per step | 1 | 2 | +1 (+100.0%) | "
-				   "+10% and +0.5 |"),
+	ck_assert_msg(strstr(text,
+			     "| **FAIL** | HtoD copies per step | count | 1 | 2 | +1 (+100.0%) "
+			     "| - | +10% and +0.5 |"),
 		      "%s", text);
 	ck_assert_msg(strstr(text, "<details><summary>"), "%s", text);
 	free(text);
@@ -1085,7 +1520,21 @@ START_TEST(test_list_metrics)
 	ck_assert_msg(strstr(r.out, "step_time") && strstr(r.out, "+2% and +200 us"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "host_waits") && strstr(r.out, "any increase"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "kernels with >= 1% of GPU time"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "pageable_copies") && strstr(r.out, "99% confidence") &&
+			      strstr(r.out, "less than 40% of the step is host-bound"),
+		      "%s", r.out);
 	tu_result_free(&r);
+	{
+		char *cfg = write_config("conf.json", "{\"confidence\": \"95%\", "
+						      "\"host_bound\": 0.5}");
+
+		r = run("gate", "--list-metrics", "--config", cfg);
+		ck_assert_msg(strstr(r.out, "95% confidence") &&
+				      strstr(r.out, "less than 50% of the step"),
+			      "%s", r.out);
+		tu_result_free(&r);
+		free(cfg);
+	}
 }
 END_TEST
 
@@ -1145,6 +1594,29 @@ START_TEST(test_bad_inputs)
 	tu_assert_one_line_error(&r, "not comparable");
 	ck_assert_msg(strstr(r.err, "cannot compare"), "%s", r.err);
 	tu_result_free(&r);
+	r = run("gate", "--baseline", empty_dir, base_db);
+	tu_assert_one_line_error(&r, "empty baseline directory");
+	ck_assert_msg(strstr(r.err, "no trace (*.db) in baseline directory"), "%s", r.err);
+	tu_result_free(&r);
+	r = run("gate", "--baseline", base_db, "--baseline", missing, base_db);
+	tu_assert_one_line_error(&r, "a missing second baseline");
+	ck_assert_msg(strstr(r.err, missing), "%s", r.err);
+	tu_result_free(&r);
+	r = run("gate", "--confidence", "120%", "--baseline", base_db, base_db);
+	tu_assert_one_line_error(&r, "bad confidence");
+	tu_result_free(&r);
+	r = run("gate", "--confidence", "0.2", "--baseline", base_db, base_db);
+	tu_assert_one_line_error(&r, "low confidence");
+	tu_result_free(&r);
+	{
+		char *out = tmp_file("out.xml");
+
+		r = run("gate", "--baseline", base_db, "--baseline", wait_db, "--junit", wait_db,
+			base_db);
+		tu_assert_one_line_error(&r, "JUnit over a second baseline");
+		tu_result_free(&r);
+		free(out);
+	}
 	r = run("diff", base_db);
 	tu_assert_one_line_error(&r, "diff with one trace");
 	tu_result_free(&r);
@@ -1166,6 +1638,93 @@ START_TEST(test_bad_inputs)
 }
 END_TEST
 
+/* Lines of text no wider than width characters (UTF-8 code points), but for the lines that
+ * name the traces (their paths are as long as they are). */
+static void assert_width(const char *text, int width)
+{
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		int w = 0;
+
+		for (size_t i = 0; i < len; i++)
+			w += ((unsigned char)line[i] & 0xc0) != 0x80;
+		if (strncmp(line, "base: ", 6) && strncmp(line, "new:  ", 6))
+			ck_assert_msg(w <= width, "a line wider than %d: %.*s", width, (int)len,
+				      line);
+		line += len + (end != NULL);
+	}
+}
+
+/*
+ * Kernel names: short and demangled in the table, which fits 120 columns in a pipe (or
+ * --width); whole in JUnit and JSON. No escape sequences outside a terminal.
+ */
+START_TEST(test_gate_readable)
+{
+	char *base = rules_trace("cuda-core-scan-fixed"), *bad = rules_trace("cuda-core-scan-bad");
+	char *xml;
+	struct tu_result r = gate_junit(base, bad, NULL, &xml);
+
+	ck_assert_int_eq(r.rc, 1);
+	assert_width(r.out, 120);
+	ck_assert_msg(!strchr(r.out, '\033'), "%.3000s", r.out);
+	ck_assert_msg(strstr(r.out, " FAIL    at::native::ten"), "%.3000s", r.out);
+	ck_assert_msg(!strstr(r.out, "_ZN2at6native"), "%.3000s", r.out);
+	tu_result_free(&r);
+	r = run("gate", "--width", "0", "--baseline", base, bad);
+	ck_assert_msg(strstr(r.out, "at::native::tensor_kernel_scan_innermost_dim<float, "
+				    "plus<float>> "),
+		      "%.3000s", r.out);
+	/* JUnit: the recorded name as the test's name, the whole demangled one in the message */
+	ck_assert_msg(strstr(xml, "name=\"kernel_time: _ZN2at6native32tensor_kernel_scan_"), "%s",
+		      xml);
+	ck_assert_msg(strstr(xml, "(void at::native::tensor_kernel_scan_innermost_dim&lt;float, "
+				  "std::plus&lt;float&gt; &gt;("),
+		      "%s", xml);
+	ck_assert_msg(strstr(xml, "confidence &gt;99.9%"), "%s", xml);
+	free(xml);
+	tu_result_free(&r);
+	r = run("gate", "--width", "80", "--baseline", base, bad);
+	ck_assert_int_eq(r.rc, 1);
+	assert_width(r.out, 80);
+	tu_result_free(&r);
+	free(base);
+	free(bad);
+}
+END_TEST
+
+/* On a terminal FAIL is red, unless NO_COLOR is set or --no-color given. */
+START_TEST(test_gate_color)
+{
+	char cmd[8192], buf[65536];
+	static const char *const how[] = {"env -u NO_COLOR", "env NO_COLOR=1", "env -u NO_COLOR"};
+	static const char *const opt[] = {"", "", "--no-color"};
+
+	if (access("/usr/bin/script", X_OK)) /* util-linux: runs a command on a terminal */
+		return;
+	for (int i = 0; i < 3; i++) {
+		FILE *p;
+		size_t n;
+
+		snprintf(cmd, sizeof(cmd),
+			 "script -qec \"%s %s gate %s --width 200 --baseline %s %s\" /dev/null",
+			 how[i], tu_cuscope_bin(), opt[i], base_db, wait_db);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		n = fread(buf, 1, sizeof(buf) - 1, p);
+		buf[n] = '\0';
+		pclose(p);
+		ck_assert_msg(strstr(buf, "host waits per step"), "%s", buf);
+		if (i == 0)
+			ck_assert_msg(strstr(buf, "\033[1;31mFAIL\033[0m    host waits per step"),
+				      "%s", buf);
+		else
+			ck_assert_msg(!strchr(buf, '\033'), "%d: %s", i, buf);
+	}
+}
+END_TEST
+
 static Suite *gate_suite(void)
 {
 	Suite *s = suite_create("gate");
@@ -1175,6 +1734,8 @@ static Suite *gate_suite(void)
 	tcase_add_test(lib, test_fold_names);
 	tcase_add_test(lib, test_config_units);
 	tcase_add_test(lib, test_config_errors);
+	tcase_add_test(lib, test_statistics);
+	tcase_add_test(lib, test_findings_near_threshold);
 	tcase_add_test(real, test_trace_against_itself_passes);
 	tcase_add_test(real, test_d2h_sync_pair);
 	tcase_add_test(real, test_cuda_core_scan_pair);
@@ -1187,6 +1748,10 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);
 	tcase_add_test(syn, test_synthetic_alloc_per_step);
+	tcase_add_test(syn, test_synthetic_pageable_copy);
+	tcase_add_test(syn, test_host_bound_one_baseline);
+	tcase_add_test(syn, test_several_baselines);
+	tcase_add_test(syn, test_several_baselines_gpu_bound);
 	tcase_add_test(syn, test_synthetic_slower_step);
 	tcase_add_test(syn, test_synthetic_every_n_steps);
 	tcase_add_test(syn, test_synthetic_step_alignment);
@@ -1195,6 +1760,8 @@ static Suite *gate_suite(void)
 	tcase_add_test(cli, test_diff_text_and_markdown);
 	tcase_add_test(cli, test_gate_markdown_file);
 	tcase_add_test(cli, test_list_metrics);
+	tcase_add_test(cli, test_gate_readable);
+	tcase_add_test(cli, test_gate_color);
 	tcase_add_test(cli, test_bad_inputs);
 	tcase_set_timeout(real, 120);
 	suite_add_tcase(s, lib);
