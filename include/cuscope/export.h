@@ -22,6 +22,8 @@ extern "C" {
 enum cs_export_format {
 	CS_EXPORT_CHROME = 1, /* Chrome trace event format, JSON object form (Kineto conventions) */
 	CS_EXPORT_PERFETTO,   /* Perfetto TracePacket protobuf stream */
+	CS_EXPORT_NSYS_SQLITE, /* a copy of the trace with Nsight Systems' SQL names (nsys_compat.h)
+				*/
 };
 
 /* The training steps of a trace placed as ProfilerStep#N slices (cs_export_steps_find). */

@@ -21,13 +21,16 @@
 #include "cuscope/files.h"
 
 static const char export_usage[] =
-	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
+	"usage: cuscope export [--format chrome|perfetto|nsys-sqlite] [-o OUT] [--time-range "
+	"START:END]\n"
 	"                      [--steps A-B] [--step-range PATTERN] [--pid PID | --per-rank]\n"
 	"                      [--no-profiler-steps] [--force] [--quiet] FILE\n"
 	"\n"
 	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
-	"(ui.perfetto.dev). Kernels, copies and memsets on a process per GPU with a thread per\n"
+	"(ui.perfetto.dev), or a copy of the trace with the table and column names of Nsight\n"
+	"Systems' SQLite export added (nsys-sqlite: SQL written for nsys runs on it). Kernels, "
+	"copies and memsets on a process per GPU with a thread per\n"
 	"stream; API calls, waits and NVTX ranges on the host threads; arrows from each launch\n"
 	"to its GPU work; device memory in use as a counter and as [memory] events; training\n"
 	"steps as ProfilerStep#N slices; findings as markers. The Chrome JSON follows the PyTorch\n"
@@ -35,7 +38,8 @@ static const char export_usage[] =
 	"Trace Analysis and TensorBoard's profiler plugin read it.\n"
 	"\n"
 	"Options:\n"
-	"  -f, --format FORMAT      chrome (default) or perfetto\n"
+	"  -f, --format FORMAT      chrome (default), perfetto or nsys-sqlite (the whole trace:\n"
+	"                           no --time-range, --steps, --pid, --per-rank or -o -)\n"
 	"  -o, --output OUT         the file to write; '-' for standard output; a name ending in\n"
 	"                           .gz is compressed with gzip (default: FILE's name without .db\n"
 	"                           and with .json or .pftrace, in the current directory)\n"
@@ -320,8 +324,8 @@ int cmd_export(int argc, char **argv)
 			fmt = cs_export_format_parse(optarg);
 			if (fmt < 0)
 				return cli_usage_error(argv[0],
-						       "invalid value '%s' for --format (chrome or "
-						       "perfetto)",
+						       "invalid value '%s' for --format (chrome, "
+						       "perfetto or nsys-sqlite)",
 						       optarg);
 			opts.format = (enum cs_export_format)fmt;
 			break;
@@ -371,6 +375,12 @@ int cmd_export(int argc, char **argv)
 	}
 	if (time_range && steps)
 		return cli_usage_error(argv[0], "--time-range and --steps cannot be used together");
+	if (opts.format == CS_EXPORT_NSYS_SQLITE &&
+	    (time_range || steps || opts.pid >= 0 || per_rank || (output && !strcmp(output, "-"))))
+		return cli_usage_error(argv[0],
+				       "--format nsys-sqlite copies the whole trace into a "
+				       "file: no --time-range, --steps, --pid, --per-rank "
+				       "or -o -");
 	if (per_rank && opts.pid >= 0)
 		return cli_usage_error(argv[0], "--per-rank and --pid cannot be used together");
 	if (per_rank && output && !strcmp(output, "-"))
@@ -397,8 +407,9 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (!output) {
-		out_alloc = default_output(path, opts.format == CS_EXPORT_PERFETTO ? ".pftrace"
-										   : ".json");
+		out_alloc = default_output(path, opts.format == CS_EXPORT_PERFETTO	? ".pftrace"
+						 : opts.format == CS_EXPORT_NSYS_SQLITE ? ".sqlite"
+											: ".json");
 		if (!out_alloc) {
 			cs_trace_close(t);
 			cli_error("out of memory");
@@ -457,6 +468,11 @@ int cmd_export(int argc, char **argv)
 	}
 	n = strlen(output);
 	opts.gzip = n > 3 && !strcmp(output + n - 3, ".gz");
+	if (opts.gzip && opts.format == CS_EXPORT_NSYS_SQLITE) {
+		cli_error("--format nsys-sqlite writes an SQLite file, not gzip: name it .sqlite");
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	if (nouts > 1 && opts.profiler_steps) { /* the steps of every rank, found once */
 		rc = cs_export_steps_find(t, step_range, &found_steps, &err);
 		if (rc) {
@@ -497,7 +513,13 @@ int cmd_export(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}
-		if (!quiet && strcmp(outs[i], "-"))
+		if (!quiet && o.format == CS_EXPORT_NSYS_SQLITE)
+			fprintf(stderr,
+				"cuscope: wrote '%s' (%s, the trace with Nsight Systems' names) in "
+				"%.2f s\n",
+				outs[i], cli_fmt_bytes(size, sizeof(size), st.bytes),
+				now_s() - t_start);
+		else if (!quiet && strcmp(outs[i], "-"))
 			fprintf(stderr,
 				"cuscope: wrote '%s' (%s, %s events from %s trace rows) in %.2f "
 				"s\n",

@@ -35,6 +35,7 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/nsys_compat.h"
 #include "export/export.h"
 #include "util/checked.h"
 
@@ -1912,6 +1913,8 @@ const char *cs_export_format_name(enum cs_export_format f)
 		return "chrome";
 	case CS_EXPORT_PERFETTO:
 		return "perfetto";
+	case CS_EXPORT_NSYS_SQLITE:
+		return "nsys-sqlite";
 	}
 	return "unknown";
 }
@@ -1922,6 +1925,8 @@ int cs_export_format_parse(const char *name)
 		return CS_EXPORT_CHROME;
 	if (!strcmp(name, "perfetto"))
 		return CS_EXPORT_PERFETTO;
+	if (!strcmp(name, "nsys-sqlite"))
+		return CS_EXPORT_NSYS_SQLITE;
 	return -1;
 }
 
@@ -1938,6 +1943,19 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		return cs_error_set(err, CS_ERR_INVALID, "cs_export: bad argument");
 	if (o->t0 != CS_TS_UNKNOWN && o->t1 != CS_TS_UNKNOWN && o->t1 <= o->t0)
 		return cs_error_set(err, CS_ERR_INVALID, "empty time range");
+	if (o->format == CS_EXPORT_NSYS_SQLITE) { /* the whole trace, copied: no window, no pid */
+		int64_t bytes = 0;
+		int r;
+
+		if (o->t0 != CS_TS_UNKNOWN || o->t1 != CS_TS_UNKNOWN || o->pid >= 0 || o->gzip ||
+		    !strcmp(path, "-"))
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "nsys-sqlite is a copy of the whole trace into a file");
+		r = cs_nsys_compat_write(cs_trace_path(t), path, &bytes, err);
+		if (stats)
+			stats->bytes = bytes;
+		return r;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");

@@ -1298,15 +1298,18 @@ START_TEST(test_per_rank)
 			ranks_db,	  NULL};
 		const char *to_stdout[] = {tu_cuscope_bin(), "export", "--per-rank", "-o", "-",
 					   ranks_db,	     NULL};
-		struct tu_result res = tu_cuscope(argv + 1);
+		struct tu_result res = tu_cuscope(argv);
 
 		tu_assert_one_line_error(&res, "exists");
+		ck_assert_msg(strstr(res.err, "exists") != NULL, "stderr: %s", res.err);
 		tu_result_free(&res);
-		res = tu_cuscope(pid_too + 1);
+		res = tu_cuscope(pid_too);
 		tu_assert_one_line_error(&res, "--per-rank");
+		ck_assert_msg(strstr(res.err, "--pid") != NULL, "stderr: %s", res.err);
 		tu_result_free(&res);
-		res = tu_cuscope(to_stdout + 1);
+		res = tu_cuscope(to_stdout);
 		tu_assert_one_line_error(&res, "--per-rank");
+		ck_assert_msg(strstr(res.err, "-o") != NULL, "stderr: %s", res.err);
 		tu_result_free(&res);
 	}
 	ck_assert_int_eq(count_files(dir), 2);
