@@ -43,6 +43,7 @@ typedef struct cs_export_opts {
 	/* the steps found once for several exports of one trace (--per-rank); NULL: cs_export finds
 	 * them */
 	const cs_export_steps *steps;
+	struct cs_progress *progress; /* rows read are reported to it (progress.h); may be NULL */
 } cs_export_opts;
 
 /*

@@ -19,6 +19,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/export.h"
 #include "cuscope/files.h"
+#include "cuscope/progress.h"
 
 static const char export_usage[] =
 	"usage: cuscope export [--format chrome|perfetto|nsys-sqlite] [-o OUT] [--time-range "
@@ -500,7 +501,9 @@ int cmd_export(int argc, char **argv)
 		}
 		warn_size(t, &o, outs[i]);
 		t_start = now_s();
+		o.progress = cs_progress_start(nouts > 1 ? "exporting a rank" : "exporting");
 		rc = cs_export(t, &o, outs[i], &st, &err);
+		cs_progress_end(o.progress);
 		if (rc < 0) {
 			if (!strncmp(err.msg, "cannot ", 7))
 				cli_error("%s", err.msg);

@@ -36,6 +36,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/nsys_compat.h"
+#include "cuscope/progress.h"
 #include "export/export.h"
 #include "util/checked.h"
 
@@ -356,6 +357,7 @@ struct driver {
 	int failed; /* a cs_err code */
 	struct ex_step *steps;
 	int nsteps;
+	int64_t rows_total; /* rows of the trace, for the progress line (0: unknown) */
 };
 
 #define GPU_PID_BASE (1 << 30) /* above any Linux pid (pid_max is at most 2^22) */
@@ -1457,7 +1459,8 @@ static int source_next(struct driver *d, struct source *s, cs_error *err)
 	s->has = rc;
 	if (!rc)
 		return 0;
-	d->st.rows++;
+	if (!(++d->st.rows & 4095))
+		cs_progress_set(d->ex.opts->progress, d->st.rows, d->rows_total);
 	switch (s->ev.kind) {
 	case CS_EV_KERNEL:
 		s->start = s->ev.u.kernel.start;
@@ -2005,6 +2008,15 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		sink->abort(sink);
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
+	}
+	if (o->progress) {
+		cs_trace_summary sum;
+		cs_error ignored = {0, ""};
+
+		if (!cs_trace_get_summary(t, &sum, &ignored) && o->t0 == CS_TS_UNKNOWN &&
+		    o->t1 == CS_TS_UNKNOWN)
+			for (int k = 0; k < CS_EV_COUNT; k++)
+				d->rows_total += sum.counts[k];
 	}
 	rc = d->ex.ops->begin(&d->ex);
 	if (!rc)
