@@ -22,7 +22,12 @@ extern "C" {
 enum cs_export_format {
 	CS_EXPORT_CHROME = 1, /* Chrome trace event format, JSON object form (Kineto conventions) */
 	CS_EXPORT_PERFETTO,   /* Perfetto TracePacket protobuf stream */
+	CS_EXPORT_NSYS_SQLITE, /* a copy of the trace with Nsight Systems' SQL names (nsys_compat.h)
+				*/
 };
+
+/* The training steps of a trace placed as ProfilerStep#N slices (cs_export_steps_find). */
+typedef struct cs_export_steps cs_export_steps;
 
 typedef struct cs_export_opts {
 	enum cs_export_format format;
@@ -30,9 +35,26 @@ typedef struct cs_export_opts {
 		t1; /* events overlapping [t0, t1), ns since trace start; CS_TS_UNKNOWN: no bound */
 	int64_t pid; /* only this process; -1 = every process */
 	int gzip;    /* compress the output with gzip */
+	/* ProfilerStep#N slices of the training steps each process has (docs/commands/export.md);
+	 * found as `cuscope report` finds them, with step_range as its --step-range (may be NULL)
+	 */
+	int profiler_steps;
+	const char *step_range;
+	/* the steps found once for several exports of one trace (--per-rank); NULL: cs_export finds
+	 * them */
+	const cs_export_steps *steps;
+	struct cs_progress *progress; /* rows read are reported to it (progress.h); may be NULL */
 } cs_export_opts;
 
-/* Chrome format, the whole trace, every process, no compression. */
+/*
+ * Find the steps of every process of t for the ProfilerStep#N slices (step_range may be NULL):
+ * the trace is loaded as `cuscope report` loads it. 0 or a cs_err code; free with
+ * cs_export_steps_free().
+ */
+int cs_export_steps_find(cs_trace *t, const char *step_range, cs_export_steps **out, cs_error *err);
+void cs_export_steps_free(cs_export_steps *s);
+
+/* Chrome format, the whole trace, every process, no compression, ProfilerStep slices. */
 void cs_export_opts_init(cs_export_opts *o);
 
 typedef struct cs_export_stats {
@@ -50,6 +72,13 @@ typedef struct cs_export_stats {
  */
 int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_stats *stats,
 	      cs_error *err);
+
+/*
+ * About how many bytes cs_export(t, o, ...) writes without compression, from the row counts of the
+ * trace (a time window scales them by its share of the trace's span), for a warning before a long
+ * export. 0 or a cs_err code.
+ */
+int cs_export_estimate(cs_trace *t, const cs_export_opts *o, int64_t *bytes, cs_error *err);
 
 /* "chrome", "perfetto"; and back: the format, or -1 for an unknown name. */
 const char *cs_export_format_name(enum cs_export_format f);

@@ -13,25 +13,34 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/export.h"
 #include "cuscope/files.h"
+#include "cuscope/progress.h"
 
 static const char export_usage[] =
-	"usage: cuscope export [--format chrome|perfetto] [-o OUT] [--time-range START:END]\n"
-	"                      [--steps A-B [--step-range PATTERN]] [--pid PID] [--force]\n"
-	"                      [--quiet] FILE\n"
+	"usage: cuscope export [--format chrome|perfetto|nsys-sqlite] [-o OUT] [--time-range "
+	"START:END]\n"
+	"                      [--steps A-B] [--step-range PATTERN] [--pid PID | --per-rank]\n"
+	"                      [--no-profiler-steps] [--force] [--quiet] FILE\n"
 	"\n"
 	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
-	"(ui.perfetto.dev). Kernels, copies and memsets on a process per GPU with a thread per\n"
+	"(ui.perfetto.dev), or a copy of the trace with the table and column names of Nsight\n"
+	"Systems' SQLite export added (nsys-sqlite: SQL written for nsys runs on it). Kernels, "
+	"copies and memsets on a process per GPU with a thread per\n"
 	"stream; API calls, waits and NVTX ranges on the host threads; arrows from each launch\n"
-	"to its GPU work; device memory in use as a counter; findings as markers.\n"
+	"to its GPU work; device memory in use as a counter and as [memory] events; training\n"
+	"steps as ProfilerStep#N slices; findings as markers. The Chrome JSON follows the PyTorch\n"
+	"profiler's (rank, steps, NVTX as user_annotation, deviceProperties), so that Holistic\n"
+	"Trace Analysis and TensorBoard's profiler plugin read it.\n"
 	"\n"
 	"Options:\n"
-	"  -f, --format FORMAT      chrome (default) or perfetto\n"
+	"  -f, --format FORMAT      chrome (default), perfetto or nsys-sqlite (the whole trace:\n"
+	"                           no --time-range, --steps, --pid, --per-rank or -o -)\n"
 	"  -o, --output OUT         the file to write; '-' for standard output; a name ending in\n"
 	"                           .gz is compressed with gzip (default: FILE's name without .db\n"
 	"                           and with .json or .pftrace, in the current directory)\n"
@@ -40,15 +49,25 @@ static const char export_usage[] =
 	"                           trace start or with a unit: 1.5:2, 1.5s:2s, 100ms:250ms,\n"
 	"                           20us:90us; either side may be left empty\n"
 	"  -s, --steps A-B          only training steps A to B (0-based; 'A' alone: one step)\n"
-	"      --step-range PATTERN the NVTX ranges that are steps (fnmatch pattern, for --steps)\n"
+	"      --step-range PATTERN the NVTX ranges that are steps (fnmatch pattern), for --steps\n"
+	"                           and the ProfilerStep#N slices\n"
 	"  -p, --pid PID            only events of process PID (one the trace has)\n"
+	"      --no-profiler-steps  no ProfilerStep#N slices (finding the steps loads the trace\n"
+	"                           as report does: about 110 MB a million rows)\n"
+	"      --per-rank           one file per rank, as HTA reads them: OUT's name with\n"
+	"                           .rankN before its extension (run.rank0.json, run.rank1.json)\n"
 	"      --force              replace OUT when it exists\n"
 	"  -q, --quiet              no summary line on standard error\n"
 	"  -h, --help               show this help\n";
 
 enum {
 	OPT_STEP_RANGE = 256,
+	OPT_PER_RANK,
+	OPT_NO_PROFILER_STEPS,
 };
+
+/* Browsers do not open a JSON trace much larger than this (a string of that size) */
+#define JSON_BROWSER_LIMIT (INT64_C(1) << 30)
 
 /* One side of --time-range: a number and an optional unit, in ns. 0, or -1 when bad. */
 static int parse_time(const char *s, size_t len, int64_t *out)
@@ -200,6 +219,66 @@ static int refuse_existing(const char *output)
 	return 1;
 }
 
+/* name with ".rankN" before its extension (".json", ".json.gz", ".pftrace"), or at its end. */
+static char *rank_output(const char *name, int32_t rank)
+{
+	const char *base = strrchr(name, '/'), *dot, *end = name + strlen(name);
+	char tag[24];
+	size_t n, t;
+	char *out;
+
+	base = base ? base + 1 : name;
+	if (end - base > 3 && !strcmp(end - 3, ".gz"))
+		end -= 3;
+	for (dot = end; dot > base && dot[-1] != '.'; dot--)
+		;
+	dot = dot > base + 1 ? dot - 1 : name + strlen(name);
+	snprintf(tag, sizeof(tag), ".rank%d", rank);
+	n = strlen(name);
+	t = strlen(tag);
+	out = malloc(n + t + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, name, (size_t)(dot - name));
+	memcpy(out + (dot - name), tag, t);
+	strcpy(out + (dot - name) + t, dot);
+	return out;
+}
+
+struct ranked {
+	uint32_t pid[4096];
+	int32_t rank[4096];
+	int n;
+};
+
+static int add_ranked(const cs_process *p, void *arg)
+{
+	struct ranked *r = arg;
+
+	if (p->rank == CS_ID_NONE || r->n == 4096)
+		return 0;
+	r->pid[r->n] = p->pid;
+	r->rank[r->n++] = p->rank;
+	return 0;
+}
+
+/* A warning before an export that a browser will not open, naming the ways around it. */
+static void warn_size(cs_trace *t, const cs_export_opts *o, const char *output)
+{
+	cs_error err = {0, ""};
+	char size[CLI_FMT_MAX];
+	int64_t bytes;
+
+	if (o->format != CS_EXPORT_CHROME || cs_export_estimate(t, o, &bytes, &err) ||
+	    bytes <= JSON_BROWSER_LIMIT)
+		return;
+	fprintf(stderr,
+		"cuscope: warning: '%s' will be about %s of JSON, more than a browser opens (about "
+		"1 GiB); export some steps (--steps A-B), a window (--time-range) or --format "
+		"perfetto\n",
+		output, cli_fmt_bytes(size, sizeof(size), bytes));
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -217,6 +296,8 @@ int cmd_export(int argc, char **argv)
 		{"steps", required_argument, NULL, 's'},
 		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
 		{"pid", required_argument, NULL, 'p'},
+		{"per-rank", no_argument, NULL, OPT_PER_RANK},
+		{"no-profiler-steps", no_argument, NULL, OPT_NO_PROFILER_STEPS},
 		{"force", no_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -229,7 +310,11 @@ int cmd_export(int argc, char **argv)
 	char *out_alloc = NULL, size[CLI_FMT_MAX], events[CLI_FMT_MAX], rows[CLI_FMT_MAX];
 	int64_t step_a = 0, step_b = 0;
 	size_t n;
-	int c, rc, quiet = 0, force = 0, fmt;
+	int c, rc, quiet = 0, force = 0, fmt, per_rank = 0;
+	struct ranked *ranks = NULL;
+	cs_export_steps *found_steps = NULL;
+	char **outs = NULL;
+	int nouts = 0;
 	cs_trace *t;
 	double t_start;
 
@@ -240,8 +325,8 @@ int cmd_export(int argc, char **argv)
 			fmt = cs_export_format_parse(optarg);
 			if (fmt < 0)
 				return cli_usage_error(argv[0],
-						       "invalid value '%s' for --format (chrome or "
-						       "perfetto)",
+						       "invalid value '%s' for --format (chrome, "
+						       "perfetto or nsys-sqlite)",
 						       optarg);
 			opts.format = (enum cs_export_format)fmt;
 			break;
@@ -270,6 +355,12 @@ int cmd_export(int argc, char **argv)
 			if (cli_parse_int(argv[0], "--pid", optarg, 0, UINT32_MAX, &opts.pid))
 				return CLI_EXIT_USAGE;
 			break;
+		case OPT_PER_RANK:
+			per_rank = 1;
+			break;
+		case OPT_NO_PROFILER_STEPS:
+			opts.profiler_steps = 0;
+			break;
 		case 'F':
 			force = 1;
 			break;
@@ -285,8 +376,17 @@ int cmd_export(int argc, char **argv)
 	}
 	if (time_range && steps)
 		return cli_usage_error(argv[0], "--time-range and --steps cannot be used together");
-	if (step_range && !steps)
-		return cli_usage_error(argv[0], "--step-range needs --steps");
+	if (opts.format == CS_EXPORT_NSYS_SQLITE &&
+	    (time_range || steps || opts.pid >= 0 || per_rank || (output && !strcmp(output, "-"))))
+		return cli_usage_error(argv[0],
+				       "--format nsys-sqlite copies the whole trace into a "
+				       "file: no --time-range, --steps, --pid, --per-rank "
+				       "or -o -");
+	if (per_rank && opts.pid >= 0)
+		return cli_usage_error(argv[0], "--per-rank and --pid cannot be used together");
+	if (per_rank && output && !strcmp(output, "-"))
+		return cli_usage_error(argv[0], "--per-rank writes files: give -o a file name");
+	opts.step_range = step_range;
 	path = cli_single_file(argv[0], argc, argv);
 	if (!path)
 		return CLI_EXIT_USAGE;
@@ -308,8 +408,9 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (!output) {
-		out_alloc = default_output(path, opts.format == CS_EXPORT_PERFETTO ? ".pftrace"
-										   : ".json");
+		out_alloc = default_output(path, opts.format == CS_EXPORT_PERFETTO	? ".pftrace"
+						 : opts.format == CS_EXPORT_NSYS_SQLITE ? ".sqlite"
+											: ".json");
 		if (!out_alloc) {
 			cs_trace_close(t);
 			cli_error("out of memory");
@@ -317,37 +418,126 @@ int cmd_export(int argc, char **argv)
 		}
 		output = out_alloc;
 	}
-	if (cs_same_file(output, path)) {
-		cs_trace_close(t);
-		cli_error("'%s' is the trace being exported; write to another file", output);
-		free(out_alloc);
-		return CLI_EXIT_USAGE;
+	/* the files to write: OUT, or one per rank */
+	ranks = calloc(1, sizeof(*ranks));
+	outs = calloc(4097, sizeof(*outs));
+	if (!ranks || !outs) {
+		cli_error("out of memory");
+		rc = CLI_EXIT_USAGE;
+		goto out;
 	}
-	if (!force && strcmp(output, "-") && refuse_existing(output)) {
-		cs_trace_close(t);
-		free(out_alloc);
-		return CLI_EXIT_USAGE;
+	if (per_rank) {
+		cs_error perr = {0, ""};
+
+		rc = cs_trace_each_process(t, add_ranked, ranks, &perr);
+		if (rc) {
+			rc = cli_trace_error(path, rc, &perr);
+			goto out;
+		}
+		if (!ranks->n) { /* no ranks: the whole trace as rank 0, as without --per-rank */
+			ranks->pid[0] = 0;
+			ranks->rank[0] = 0;
+			ranks->n = 1;
+		}
+		for (nouts = 0; nouts < ranks->n; nouts++) {
+			outs[nouts] = rank_output(output, ranks->rank[nouts]);
+			if (!outs[nouts]) {
+				cli_error("out of memory");
+				rc = CLI_EXIT_USAGE;
+				goto out;
+			}
+		}
+	} else {
+		outs[nouts++] = strdup(output);
+		if (!outs[0]) {
+			cli_error("out of memory");
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
+	for (int i = 0; i < nouts; i++) {
+		if (cs_same_file(outs[i], path)) {
+			cli_error("'%s' is the trace being exported; write to another file",
+				  outs[i]);
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+		if (!force && strcmp(outs[i], "-") && refuse_existing(outs[i])) {
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
 	}
 	n = strlen(output);
 	opts.gzip = n > 3 && !strcmp(output + n - 3, ".gz");
-	t_start = now_s();
-	rc = cs_export(t, &opts, output, &st, &err);
-	cs_trace_close(t);
-	if (rc < 0) {
-		if (!strncmp(err.msg, "cannot ", 7))
-			cli_error("%s", err.msg);
-		else
-			cli_error("cannot export '%s': %s", path,
-				  err.msg[0] ? err.msg : cs_err_str(rc));
-		free(out_alloc);
-		return CLI_EXIT_USAGE;
+	if (opts.gzip && opts.format == CS_EXPORT_NSYS_SQLITE) {
+		cli_error("--format nsys-sqlite writes an SQLite file, not gzip: name it .sqlite");
+		rc = CLI_EXIT_USAGE;
+		goto out;
 	}
-	if (!quiet && strcmp(output, "-"))
-		fprintf(stderr,
-			"cuscope: wrote '%s' (%s, %s events from %s trace rows) in %.2f s\n",
-			output, cli_fmt_bytes(size, sizeof(size), st.bytes),
-			cli_fmt_count(events, sizeof(events), st.events),
-			cli_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
+	if (nouts > 1 && opts.profiler_steps) { /* the steps of every rank, found once */
+		rc = cs_export_steps_find(t, step_range, &found_steps, &err);
+		if (rc) {
+			rc = cli_trace_error(path, rc, &err);
+			goto out;
+		}
+		opts.steps = found_steps;
+	}
+	for (int i = 0; i < nouts; i++) {
+		cs_export_opts o = opts;
+
+		if (per_rank && ranks->pid[i])
+			o.pid = ranks->pid[i];
+		if (i == 0 && !per_rank && opts.pid < 0 && opts.format == CS_EXPORT_CHROME) {
+			struct ranked *r = calloc(1, sizeof(*r));
+			cs_error perr = {0, ""};
+
+			if (r && !cs_trace_each_process(t, add_ranked, r, &perr) && r->n > 1)
+				fprintf(stderr,
+					"cuscope: note: '%s' holds %d ranks; Holistic Trace "
+					"Analysis "
+					"reads one rank per file: export with --per-rank\n",
+					outs[i], r->n);
+			free(r);
+		}
+		warn_size(t, &o, outs[i]);
+		t_start = now_s();
+		o.progress = cs_progress_start(nouts > 1 ? "exporting a rank" : "exporting");
+		rc = cs_export(t, &o, outs[i], &st, &err);
+		cs_progress_end(o.progress);
+		if (rc < 0) {
+			if (!strncmp(err.msg, "cannot ", 7))
+				cli_error("%s", err.msg);
+			else
+				cli_error("cannot export '%s': %s", path,
+					  err.msg[0] ? err.msg : cs_err_str(rc));
+			/* no half of a set of files: the ones written before go too */
+			for (int j = 0; j < i; j++)
+				unlink(outs[j]);
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+		if (!quiet && o.format == CS_EXPORT_NSYS_SQLITE)
+			fprintf(stderr,
+				"cuscope: wrote '%s' (%s, the trace with Nsight Systems' names) in "
+				"%.2f s\n",
+				outs[i], cli_fmt_bytes(size, sizeof(size), st.bytes),
+				now_s() - t_start);
+		else if (!quiet && strcmp(outs[i], "-"))
+			fprintf(stderr,
+				"cuscope: wrote '%s' (%s, %s events from %s trace rows) in %.2f "
+				"s\n",
+				outs[i], cli_fmt_bytes(size, sizeof(size), st.bytes),
+				cli_fmt_count(events, sizeof(events), st.events),
+				cli_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
+	}
+	rc = CLI_EXIT_OK;
+out:
+	cs_trace_close(t);
+	cs_export_steps_free(found_steps);
+	for (int i = 0; i < nouts; i++)
+		free(outs[i]);
+	free(outs);
+	free(ranks);
 	free(out_alloc);
-	return CLI_EXIT_OK;
+	return rc;
 }

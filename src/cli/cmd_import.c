@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/progress.h"
 #include "cuscope/files.h"
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
@@ -39,14 +40,10 @@ static void import_usage(FILE *out)
 	      out);
 }
 
-/* Percent done on a terminal, rewritten in place; *arg is set once something was shown. */
+/* The import's progress to the progress line (src/util/progress.c). */
 static void import_progress(uint64_t done, uint64_t total, void *arg)
 {
-	if (!total)
-		return;
-	fprintf(stderr, "\rcuscope: importing %3d%%", (int)(done * 100 / total));
-	fflush(stderr);
-	*(int *)arg = 1;
+	cs_progress_set(arg, (int64_t)done, (int64_t)total);
 }
 
 static void print_summary(const char *out, const cs_import_stats *st)
@@ -106,10 +103,11 @@ int cmd_import(int argc, char **argv)
 	const char *meta[] = {"api", "default", "host", host, NULL};
 	cs_import_opts opts;
 	cs_import_stats st;
+	cs_progress *progress;
 	cs_error err = {0, ""};
 	struct stat sb;
 	char defdir[4096], *defargv[2] = {NULL, NULL};
-	int c, rc, npaths, shown = 0, api_all = 0;
+	int c, rc, npaths, api_all = 0;
 
 	memset(&opts, 0, sizeof(opts));
 	while ((c = cli_getopt(argc, argv, "o:fh", longopts)) != -1) {
@@ -182,9 +180,10 @@ int cmd_import(int argc, char **argv)
 	if (gethostname(host, sizeof(host) - 1))
 		meta[2] = NULL;
 	opts.meta = meta;
-	if (isatty(STDERR_FILENO)) {
+	progress = cs_progress_start("importing");
+	if (progress) {
 		opts.progress = import_progress;
-		opts.progress_arg = &shown;
+		opts.progress_arg = progress;
 	}
 
 	if (npaths == 1 && stat(argv[optind], &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -192,8 +191,7 @@ int cmd_import(int argc, char **argv)
 	else
 		rc = cs_import_files((const char *const *)argv + optind, npaths, out, &opts, &st,
 				     &err);
-	if (shown)
-		fputs("\r\033[K", stderr);
+	cs_progress_end(progress);
 	if (rc < 0) {
 		cli_error("%s", err.msg[0] ? err.msg : cs_err_str(rc));
 		return CLI_EXIT_USAGE;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cuscope/progress.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
@@ -1609,6 +1610,7 @@ int cmd_report(int argc, char **argv)
 	cs_report_processes procs;
 	cs_step_opts so;
 	cs_error err = {0, ""};
+	cs_progress *progress;
 	struct report_view view;
 	cs_unended *unended = NULL;
 
@@ -1691,18 +1693,22 @@ int cmd_report(int argc, char **argv)
 		cs_trace_close(t);
 		return rc;
 	}
+	progress = cs_progress_start("reading the trace");
 	rc = cs_analysis_load(t, &a, &err);
 	if (rc < 0) {
+		cs_progress_end(progress);
 		rc = cli_trace_error(path, rc, &err);
 		cs_trace_close(t);
 		return rc;
 	}
+	cs_progress_phase(progress, "finding the steps and running the rules");
 	so.step_range = step_range;
 	so.warmup = (int)warmup;
 	so.pid = (uint32_t)pid;
 	memset(&rep, 0, sizeof(rep));
 	memset(&procs, 0, sizeof(procs));
 	rc = cs_report_run_processes(&a, &so, selected, &procs, &rep, &err);
+	cs_progress_end(progress);
 	if (rc < 0 && procs.n == 0) {
 		/* the steps could not be found: a --step-range that matches nothing */
 		if (rc == CS_ERR_INVALID)

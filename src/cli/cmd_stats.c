@@ -15,6 +15,7 @@
 #include "cuscope/grow.h"
 
 #include "cli/cli.h"
+#include "cuscope/progress.h"
 #include "util/checked.h"
 
 #define STATS_DEFAULT_LIMIT 20
@@ -535,6 +536,7 @@ int cmd_stats(int argc, char **argv)
 	const char *path;
 	cs_trace *t;
 	cs_error err = {0, ""};
+	cs_progress *progress;
 	int c, rc;
 
 	while ((c = cli_getopt(argc, argv, "f:n:p:w:h", longopts)) != -1) {
@@ -574,7 +576,9 @@ int cmd_stats(int argc, char **argv)
 		return rc;
 	}
 	memset(&st, 0, sizeof(st));
+	progress = cs_progress_start("reading the trace");
 	rc = stats_collect(t, pid, &st, &err);
+	cs_progress_end(progress);
 	cs_trace_close(t);
 	if (rc < 0) {
 		stats_free(&st);

@@ -233,36 +233,60 @@ static void metadata(struct exporter *ex, const char *what, int64_t pid, int64_t
 
 /* ---- the operations ---- */
 
+/* One entry of deviceProperties, with Kineto's fields (its DeviceProperties.cpp): what the trace
+ * stores, and what the compute capability determines (ex_arch_of) when cuscope knows it. */
 static void put_device(struct ex_out *o, const struct ex_device *d)
 {
-	PUT_LIT(o, "{\"id\":");
+	const struct ex_arch *a = ex_arch_of(d->compute_major, d->compute_minor);
+
+	PUT_LIT(o, "{\"id\": ");
 	put_i64(o, d->device_id);
-	PUT_LIT(o, ",\"name\":");
+	PUT_LIT(o, ", \"name\": ");
 	put_string(o, d->name ? d->name : "");
-	PUT_LIT(o, ",\"totalGlobalMem\":");
+	PUT_LIT(o, ", \"totalGlobalMem\": ");
 	put_i64(o, d->total_memory);
-	PUT_LIT(o, ",\"computeMajor\":");
+	PUT_LIT(o, ",\n \"computeMajor\": ");
 	put_i64(o, d->compute_major);
-	PUT_LIT(o, ",\"computeMinor\":");
+	PUT_LIT(o, ", \"computeMinor\": ");
 	put_i64(o, d->compute_minor);
-	PUT_LIT(o, ",\"numSms\":");
+	if (a) {
+		PUT_LIT(o, ",\n \"maxThreadsPerBlock\": ");
+		put_i64(o, a->max_threads_per_block);
+		PUT_LIT(o, ", \"maxThreadsPerMultiprocessor\": ");
+		put_i64(o, a->max_threads_per_sm);
+		PUT_LIT(o, ",\n \"regsPerBlock\": ");
+		put_i64(o, a->regs_per_block);
+		PUT_LIT(o, ", \"warpSize\": ");
+		put_i64(o, a->warp_size);
+		PUT_LIT(o, ",\n \"sharedMemPerBlock\": ");
+		put_i64(o, a->shared_per_block);
+	}
+	PUT_LIT(o, ", \"numSms\": ");
 	put_i64(o, d->sm_count);
-	PUT_LIT(o, ",\"clockRate\":");
+	if (a) {
+		PUT_LIT(o, ",\n \"regsPerMultiprocessor\": ");
+		put_i64(o, a->regs_per_sm);
+		PUT_LIT(o, ", \"sharedMemPerBlockOptin\": ");
+		put_i64(o, a->shared_per_block_optin);
+		PUT_LIT(o, ", \"sharedMemPerMultiprocessor\": ");
+		put_i64(o, a->shared_per_sm);
+	}
+	PUT_LIT(o, ",\n \"clockRate\": ");
 	put_i64(o, d->core_clock_khz);
 	if (d->memory_bandwidth > 0) {
-		PUT_LIT(o, ",\"memoryBandwidth\":");
+		PUT_LIT(o, ", \"memoryBandwidth\": ");
 		put_i64(o, d->memory_bandwidth);
 	}
-	if (d->uuid) {
-		PUT_LIT(o, ",\"uuid\":");
-		put_string(o, d->uuid);
-	}
-	PUT_LIT(o, ",\"pid\":");
-	put_i64(o, d->pid);
 	PUT_LIT(o, "}");
 }
 
-/* distributedInfo, as Kineto writes it for one rank; every rank of the file in "ranks". */
+/*
+ * distributedInfo as Kineto writes it, "rank": N with a space after the colon: Holistic Trace
+ * Analysis finds the rank of a file with the pattern "rank":\s+(\d+), so it comes first in the
+ * file. A file of several ranks says the lowest and lists them all in "ranks" (HTA reads one rank
+ * per file: --per-rank); a file without ranks is rank 0 of 1, what HTA asks of a trace of one
+ * process.
+ */
 static void put_distributed(struct exporter *ex)
 {
 	struct ex_out *o = &ex->out;
@@ -276,27 +300,29 @@ static void put_distributed(struct exporter *ex)
 			first = &ex->procs[i]; /* the lowest rank: processes are sorted by rank */
 		nranked++;
 	}
-	if (!first)
+	if (!first) {
+		PUT_LIT(o, "\"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n");
 		return;
-	PUT_LIT(o, "\"distributedInfo\":{\"rank\":");
+	}
+	PUT_LIT(o, "\"distributedInfo\": {\"rank\": ");
 	put_i64(o, first->rank);
 	if (first->local_rank != CS_ID_NONE) {
-		PUT_LIT(o, ",\"local_rank\":");
+		PUT_LIT(o, ", \"local_rank\": ");
 		put_i64(o, first->local_rank);
 	}
 	if (first->world_size != CS_ID_NONE) {
-		PUT_LIT(o, ",\"world_size\":");
+		PUT_LIT(o, ", \"world_size\": ");
 		put_i64(o, first->world_size);
 	}
 	if (nranked > 1) {
 		int n = 0;
 
-		PUT_LIT(o, ",\"ranks\":[");
+		PUT_LIT(o, ", \"ranks\": [");
 		for (int i = 0; i < ex->nprocs; i++) {
 			if (ex->procs[i].rank == CS_ID_NONE)
 				continue;
 			if (n++)
-				PUT_LIT(o, ",");
+				PUT_LIT(o, ", ");
 			put_i64(o, ex->procs[i].rank);
 		}
 		PUT_LIT(o, "]");
@@ -311,15 +337,16 @@ static int chrome_begin(struct exporter *ex)
 	ex->priv = calloc(1, sizeof(struct chrome));
 	if (!ex->priv)
 		return cs_error_set(ex->err, CS_ERR_NOMEM, "out of memory");
-	PUT_LIT(o, "{\"schemaVersion\":1,\n\"deviceProperties\":[");
-	for (int i = 0; i < ex->ndevs; i++) {
+	PUT_LIT(o, "{\"schemaVersion\": 1,\n");
+	put_distributed(ex);
+	PUT_LIT(o, "\"deviceProperties\": [");
+	for (int i = 0; i < ex->nprops; i++) {
 		if (i)
 			PUT_LIT(o, ",");
 		PUT_LIT(o, "\n");
-		put_device(o, &ex->devs[i]);
+		put_device(o, &ex->props[i]);
 	}
 	PUT_LIT(o, "],\n");
-	put_distributed(ex);
 	if (ex->base_ns) {
 		PUT_LIT(o, "\"baseTimeNanoseconds\":");
 		put_i64(o, ex->base_ns);
@@ -341,6 +368,7 @@ static int chrome_declare(struct exporter *ex, struct ex_track *t)
 		break;
 	case EX_TRACK_THREAD:
 	case EX_TRACK_STREAM:
+	case EX_TRACK_STEPS:
 		metadata(ex, "thread_name", t->pid, t->tid, "name", t->name, 0);
 		metadata(ex, "thread_sort_index", t->pid, t->tid, "sort_index", NULL,
 			 t->sort_index);
@@ -448,6 +476,31 @@ static int chrome_counter(struct exporter *ex, const struct ex_track *t, int64_t
 	return 0;
 }
 
+/* Kineto's [memory] instant: what PyTorch's profiler writes for each allocation and free. cuscope
+ * sees the CUDA allocations (what PyTorch's caching allocator reserves), so both totals are the
+ * device memory in use on the GPU after the call. */
+static int chrome_memory(struct exporter *ex, const struct ex_track *thread, int64_t ts,
+			 int32_t device, uint64_t address, int64_t bytes, int64_t in_use)
+{
+	struct ex_out *o = &ex->out;
+
+	begin_event(ex, 'i');
+	PUT_LIT(o, ",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\"");
+	put_where(o, thread->pid, thread->tid, ts);
+	PUT_LIT(o, ",\"args\":{\"Total Reserved\":");
+	put_i64(o, in_use);
+	PUT_LIT(o, ",\"Total Allocated\":");
+	put_i64(o, in_use);
+	PUT_LIT(o, ",\"Bytes\":");
+	put_i64(o, bytes);
+	PUT_LIT(o, ",\"Addr\":");
+	put_i64(o, (int64_t)(address & ((UINT64_C(1) << 53) - 1))); /* exact in a double */
+	PUT_LIT(o, ",\"Device Type\":1,\"Device Id\":");
+	put_i64(o, device);
+	PUT_LIT(o, "}}");
+	return 0;
+}
+
 static int chrome_end(struct exporter *ex)
 {
 	PUT_LIT(&ex->out, "\n]}\n");
@@ -469,6 +522,7 @@ const struct export_ops ex_chrome_ops = {
 	.range = chrome_range,
 	.instant = chrome_instant,
 	.counter = chrome_counter,
+	.memory = chrome_memory,
 	.end = chrome_end,
 	.free = chrome_free,
 };

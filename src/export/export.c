@@ -35,14 +35,16 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/nsys_compat.h"
+#include "cuscope/progress.h"
 #include "export/export.h"
 #include "util/checked.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
-	[EX_CAT_KERNEL] = "kernel",	 [EX_CAT_MEMCPY] = "gpu_memcpy",
-	[EX_CAT_MEMSET] = "gpu_memset",	 [EX_CAT_RUNTIME] = "cuda_runtime",
-	[EX_CAT_DRIVER] = "cuda_driver", [EX_CAT_SYNC] = "cuda_sync",
-	[EX_CAT_NVTX] = "nvtx",		 [EX_CAT_FINDING] = "finding",
+	[EX_CAT_KERNEL] = "kernel",	   [EX_CAT_MEMCPY] = "gpu_memcpy",
+	[EX_CAT_MEMSET] = "gpu_memset",	   [EX_CAT_RUNTIME] = "cuda_runtime",
+	[EX_CAT_DRIVER] = "cuda_driver",   [EX_CAT_SYNC] = "cuda_sync",
+	[EX_CAT_NVTX] = "user_annotation", [EX_CAT_FINDING] = "finding",
 };
 
 const char *const ex_key_names[EX_KEY_COUNT] = {
@@ -353,6 +355,9 @@ struct driver {
 	char api_name[256];
 	cs_export_stats st;
 	int failed; /* a cs_err code */
+	struct ex_step *steps;
+	int nsteps;
+	int64_t rows_total; /* rows of the trace, for the progress line (0: unknown) */
 };
 
 #define GPU_PID_BASE (1 << 30) /* above any Linux pid (pid_max is at most 2^22) */
@@ -1229,8 +1234,8 @@ static int memory_sample(struct driver *d, struct ex_track *g, int64_t ts, int64
 static int on_memory(struct driver *d, const cs_memory *m)
 {
 	struct alloc_slot *s;
-	struct ex_track *g;
-	int64_t delta, prev;
+	struct ex_track *g, *thread;
+	int64_t delta, prev, change;
 	int vmm, rc;
 
 	if (m->start == CS_TS_UNKNOWN) {
@@ -1242,13 +1247,14 @@ static int on_memory(struct driver *d, const cs_memory *m)
 		if (alloc_put(d, m->pid, m->address, vmm, m->bytes, &prev))
 			return fail(d, CS_ERR_NOMEM, "out of memory");
 		delta = m->bytes - prev;
+		change = m->bytes;
 		break;
 	case CS_MEMCOUNT_FREE:
 		/* only what was allocated inside the trace: the counter never goes below zero */
 		s = alloc_find(d, m->pid, m->address, vmm);
 		if (!s)
 			return 0;
-		delta = -s->bytes;
+		delta = change = -s->bytes;
 		alloc_del(d, s);
 		break;
 	default:
@@ -1267,7 +1273,75 @@ static int on_memory(struct driver *d, const cs_memory *m)
 	g->mem_seen = 1;
 	if (!in_window(d, m->start))
 		return 0;
-	return memory_sample(d, g, m->start, g->mem_in_use);
+	rc = memory_sample(d, g, m->start, g->mem_in_use);
+	if (rc || !d->ex.ops->memory)
+		return rc;
+	thread = thread_track(d, m->pid, m->tid);
+	if (!thread)
+		return d->failed;
+	rc = track_use(d, thread);
+	return rc ? rc
+		  : d->ex.ops->memory(&d->ex, thread, m->start, m->device_id, m->address, change,
+				      g->mem_in_use);
+}
+
+/* ---- steps ---- */
+
+/* The lane of a process's ProfilerStep slices next to its thread tid. */
+static struct ex_track *steps_lane(struct driver *d, uint32_t pid, uint32_t tid)
+{
+	uint64_t k1 = ((uint64_t)EX_TRACK_STEPS << 32) | pid;
+	struct ex_track *t = track_find(d, k1, tid), *proc;
+	char name[64];
+
+	if (t)
+		return t;
+	proc = process_track(d, pid);
+	if (!proc)
+		return NULL;
+	snprintf(name, sizeof(name), "thread %u (steps)", tid);
+	t = track_new(d, EX_TRACK_STEPS, proc, name);
+	if (!t || track_put(d, k1, tid, t)) {
+		fail(d, CS_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	t->pid = pid;
+	t->tid = (int64_t)tid | ((int64_t)1 << 32);
+	t->os_pid = pid;
+	t->os_tid = tid;
+	t->sort_index = (tid == pid ? 0 : (int64_t)tid) + 1;
+	return t;
+}
+
+/* ProfilerStep#N slices of the steps that overlap the window. */
+static int emit_steps(struct driver *d)
+{
+	for (int i = 0; i < d->nsteps; i++) {
+		const struct ex_step *st = &d->steps[i];
+		struct ex_event e;
+		char name[48];
+		int rc;
+
+		if ((d->t1 != CS_TS_UNKNOWN && st->start >= d->t1) ||
+		    (d->t0 != CS_TS_UNKNOWN && st->end <= d->t0))
+			continue;
+		memset(&e, 0, offsetof(struct ex_event, args));
+		e.track = st->own_lane ? steps_lane(d, st->pid, st->tid)
+				       : thread_track(d, st->pid, st->tid);
+		if (!e.track)
+			return d->failed;
+		snprintf(name, sizeof(name), "ProfilerStep#%d", st->index);
+		e.name = name;
+		e.ts = st->start;
+		e.dur = st->end - st->start;
+		e.cat = EX_CAT_NVTX; /* user_annotation, as torch.profiler writes its steps */
+		rc = track_use(d, e.track);
+		if (!rc)
+			rc = d->ex.ops->slice(&d->ex, &e);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /* GPUs whose memory changed only before the window: their level at its start. */
@@ -1385,7 +1459,8 @@ static int source_next(struct driver *d, struct source *s, cs_error *err)
 	s->has = rc;
 	if (!rc)
 		return 0;
-	d->st.rows++;
+	if (!(++d->st.rows & 4095))
+		cs_progress_set(d->ex.opts->progress, d->st.rows, d->rows_total);
 	switch (s->ev.kind) {
 	case CS_EV_KERNEL:
 		s->start = s->ev.u.kernel.start;
@@ -1661,10 +1736,50 @@ static int add_process(const cs_process *p, void *arg)
 	return p->command_line && !np->command_line ? CS_ERR_NOMEM : 0;
 }
 
+/* deviceProperties: one entry per device id, from every process of the trace (Kineto lists every
+ * device, and readers index the list by device id). */
+static int add_device_props(struct driver *d, const cs_device *dv)
+{
+	struct ex_device *nd;
+
+	if (dv->device_id < 0)
+		return 0;
+	for (int i = 0; i < d->ex.nprops; i++)
+		if (d->ex.props[i].device_id == dv->device_id)
+			return 0;
+	nd = realloc(d->ex.props, sizeof(*nd) * (size_t)(d->ex.nprops + 1));
+	if (!nd)
+		return CS_ERR_NOMEM;
+	d->ex.props = nd;
+	nd += d->ex.nprops;
+	memset(nd, 0, sizeof(*nd));
+	nd->pid = dv->pid;
+	nd->device_id = dv->device_id;
+	nd->name = dv->name ? strdup(dv->name) : NULL;
+	nd->total_memory = dv->total_memory;
+	nd->sm_count = dv->sm_count;
+	nd->compute_major = dv->compute_major;
+	nd->compute_minor = dv->compute_minor;
+	nd->core_clock_khz = dv->core_clock_khz;
+	nd->memory_bandwidth = dv->memory_bandwidth;
+	d->ex.nprops++;
+	return dv->name && !nd->name ? CS_ERR_NOMEM : 0;
+}
+
+static int device_props_cmp(const void *a, const void *b)
+{
+	const struct ex_device *x = a, *y = b;
+
+	return x->device_id < y->device_id ? -1 : x->device_id > y->device_id;
+}
+
 static int add_device(const cs_device *dv, void *arg)
 {
 	struct driver *d = arg;
 	struct ex_device *nd;
+
+	if (add_device_props(d, dv))
+		return CS_ERR_NOMEM;
 
 	if (d->ex.opts->pid >= 0 && dv->pid != d->ex.opts->pid)
 		return 0;
@@ -1714,6 +1829,7 @@ static int load_info(struct driver *d)
 	if (rc)
 		return rc;
 	cs_sort(d->ex.procs, (size_t)d->ex.nprocs, sizeof(*d->ex.procs), process_cmp);
+	cs_sort(d->ex.props, (size_t)d->ex.nprops, sizeof(*d->ex.props), device_props_cmp);
 	for (int i = 1; i < d->ex.ndevs; i++)
 		if (d->ex.devs[i].pid != d->ex.devs[0].pid)
 			d->multi_gpu_proc = 1;
@@ -1732,6 +1848,10 @@ static void driver_free(struct driver *d)
 		free(d->ex.devs[i].uuid);
 	}
 	free(d->ex.devs);
+	for (int i = 0; i < d->ex.nprops; i++)
+		free(d->ex.props[i].name);
+	free(d->ex.props);
+	free(d->steps);
 	for (size_t i = 0; i < d->nall; i++) {
 		free(d->all[i]->name);
 		free(d->all[i]->labels);
@@ -1754,6 +1874,39 @@ void cs_export_opts_init(cs_export_opts *o)
 	o->format = CS_EXPORT_CHROME;
 	o->t0 = o->t1 = CS_TS_UNKNOWN;
 	o->pid = -1;
+	o->profiler_steps = 1;
+}
+
+int cs_export_estimate(cs_trace *t, const cs_export_opts *o, int64_t *bytes, cs_error *err)
+{
+	/* bytes per row, measured on recorded traces: a kernel is its slice, its launch and a flow;
+	 * a memory row a counter sample and a [memory] event */
+	static const int chrome[CS_EV_COUNT] = {
+		[CS_EV_KERNEL] = 600, [CS_EV_MEMCPY] = 560, [CS_EV_MEMSET] = 560,
+		[CS_EV_MEMORY] = 330, [CS_EV_SYNC] = 260,   [CS_EV_API] = 200,
+		[CS_EV_NVTX] = 180,
+	};
+	cs_trace_summary sum;
+	double share = 1.0, total = 0;
+	int rc;
+
+	*bytes = 0;
+	rc = cs_trace_get_summary(t, &sum, err);
+	if (rc)
+		return rc;
+	if (sum.start != CS_TS_UNKNOWN && sum.end > sum.start &&
+	    (o->t0 != CS_TS_UNKNOWN || o->t1 != CS_TS_UNKNOWN)) {
+		int64_t a = o->t0 != CS_TS_UNKNOWN && o->t0 > sum.start ? o->t0 : sum.start;
+		int64_t b = o->t1 != CS_TS_UNKNOWN && o->t1 < sum.end ? o->t1 : sum.end;
+
+		share = b > a ? (double)(b - a) / (double)(sum.end - sum.start) : 0;
+	}
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		total +=
+			(double)sum.counts[k] * (o->format == CS_EXPORT_PERFETTO ? 220 : chrome[k]);
+	total *= share;
+	*bytes = total > 9e18 ? INT64_MAX : (int64_t)total;
+	return 0;
 }
 
 const char *cs_export_format_name(enum cs_export_format f)
@@ -1763,6 +1916,8 @@ const char *cs_export_format_name(enum cs_export_format f)
 		return "chrome";
 	case CS_EXPORT_PERFETTO:
 		return "perfetto";
+	case CS_EXPORT_NSYS_SQLITE:
+		return "nsys-sqlite";
 	}
 	return "unknown";
 }
@@ -1773,6 +1928,8 @@ int cs_export_format_parse(const char *name)
 		return CS_EXPORT_CHROME;
 	if (!strcmp(name, "perfetto"))
 		return CS_EXPORT_PERFETTO;
+	if (!strcmp(name, "nsys-sqlite"))
+		return CS_EXPORT_NSYS_SQLITE;
 	return -1;
 }
 
@@ -1789,6 +1946,19 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		return cs_error_set(err, CS_ERR_INVALID, "cs_export: bad argument");
 	if (o->t0 != CS_TS_UNKNOWN && o->t1 != CS_TS_UNKNOWN && o->t1 <= o->t0)
 		return cs_error_set(err, CS_ERR_INVALID, "empty time range");
+	if (o->format == CS_EXPORT_NSYS_SQLITE) { /* the whole trace, copied: no window, no pid */
+		int64_t bytes = 0;
+		int r;
+
+		if (o->t0 != CS_TS_UNKNOWN || o->t1 != CS_TS_UNKNOWN || o->pid >= 0 || o->gzip ||
+		    !strcmp(path, "-"))
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "nsys-sqlite is a copy of the whole trace into a file");
+		r = cs_nsys_compat_write(cs_trace_path(t), path, &bytes, err);
+		if (stats)
+			stats->bytes = bytes;
+		return r;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
@@ -1817,6 +1987,16 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		goto out;
 	}
 	rc = load_info(d);
+	if (!rc && o->profiler_steps && o->steps) {
+		d->steps = malloc(sizeof(*d->steps) * (size_t)(o->steps->n ? o->steps->n : 1));
+		if (!d->steps)
+			rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		for (int i = 0; !rc && i < o->steps->n; i++)
+			if (o->pid < 0 || o->steps->v[i].pid == o->pid)
+				d->steps[d->nsteps++] = o->steps->v[i];
+	} else if (!rc && o->profiler_steps) {
+		rc = ex_steps_find(t, o->step_range, o->pid, &d->steps, &d->nsteps, err);
+	}
 	if (rc)
 		goto out;
 	/* the input is good: only now create the output */
@@ -1829,7 +2009,18 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	if (o->progress) {
+		cs_trace_summary sum;
+		cs_error ignored = {0, ""};
+
+		if (!cs_trace_get_summary(t, &sum, &ignored) && o->t0 == CS_TS_UNKNOWN &&
+		    o->t1 == CS_TS_UNKNOWN)
+			for (int k = 0; k < CS_EV_COUNT; k++)
+				d->rows_total += sum.counts[k];
+	}
 	rc = d->ex.ops->begin(&d->ex);
+	if (!rc)
+		rc = emit_steps(d);
 	if (!rc)
 		rc = export_events(d);
 	if (!rc)

@@ -98,7 +98,6 @@ size_t ex_fmt_i64(char *p, int64_t v);
 /* ns as microseconds with three decimals ("-1.250", "12.000"): never an exponent. */
 size_t ex_fmt_us(char *p, int64_t ns);
 
-
 /* ---- tracks ---- */
 
 enum ex_track_kind {
@@ -109,6 +108,8 @@ enum ex_track_kind {
 	EX_TRACK_COUNTER,  /* device memory in use on a GPU track */
 	EX_TRACK_ASYNC,	   /* a lane of NVTX start/end ranges of a host process */
 	EX_TRACK_FINDINGS, /* the findings, trace-wide */
+	EX_TRACK_STEPS,	   /* a host process's ProfilerStep slices when they cannot share the
+			      launching thread (ex_steps_place) */
 };
 
 struct ex_track {
@@ -288,6 +289,39 @@ struct ex_device {
 	int64_t core_clock_khz, memory_bandwidth;
 };
 
+/*
+ * What CUDA reports for every GPU of one compute capability (cudaDeviceProp), which a trace does
+ * not store but its compute capability determines: Kineto writes them in deviceProperties.
+ * Returns NULL for a compute capability not in the table.
+ */
+struct ex_arch {
+	int major, minor;
+	int max_threads_per_block, max_threads_per_sm, regs_per_block, regs_per_sm, warp_size;
+	int shared_per_block, shared_per_sm, shared_per_block_optin;
+};
+const struct ex_arch *ex_arch_of(int major, int minor);
+
+/* A training step as a ProfilerStep#N slice on the host thread that launched its work. */
+struct ex_step {
+	uint32_t pid, tid;
+	int64_t start, end; /* ns since trace start */
+	int32_t index;	    /* N: the step's index, as `cuscope report` numbers it */
+	int own_lane;	    /* 1: on a lane of its own (it would cut a slice of the thread) */
+};
+
+/*
+ * The steps of every process (only process pid when pid >= 0) that launched GPU work, found as
+ * `cuscope report` finds them (step_range: --step-range, or NULL), each placed on its launching
+ * thread with bounds moved out of the slices they would cut. *out (malloc'd; NULL when none), *n.
+ */
+int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, struct ex_step **out, int *n,
+		  cs_error *err);
+
+struct cs_export_steps {
+	struct ex_step *v;
+	int n;
+};
+
 struct exporter;
 
 struct export_ops {
@@ -308,6 +342,10 @@ struct export_ops {
 	int (*instant)(struct exporter *ex, const struct ex_event *e);
 	/* A new value of a counter track. */
 	int (*counter)(struct exporter *ex, const struct ex_track *t, int64_t ts, int64_t value);
+	/* A device allocation (bytes > 0) or free (bytes < 0) on a host thread, with the memory in
+	 * use on its GPU after it (Kineto's "[memory]" instants); NULL: the counter is enough. */
+	int (*memory)(struct exporter *ex, const struct ex_track *thread, int64_t ts,
+		      int32_t device, uint64_t address, int64_t bytes, int64_t in_use);
 	/* The end of the output. */
 	int (*end)(struct exporter *ex);
 	/* Free the backend's state (also after a failure). */
@@ -327,8 +365,10 @@ struct exporter {
 	int64_t base_ns; /* wall-clock ns (Unix epoch) of time 0 of the trace; 0 when unknown */
 	struct ex_process *procs;
 	int nprocs;
-	struct ex_device *devs;
+	struct ex_device *devs; /* the devices of the processes in the output */
 	int ndevs;
+	struct ex_device *props; /* deviceProperties: every device id of the trace, by id */
+	int nprops;
 	int64_t events; /* written: backends count what they write */
 };
 

@@ -10,19 +10,23 @@
  *
  * The golden file tests/data/export/counts.chrome.json is the exporter's output, compared byte for
  * byte; refresh it after an intended change of the format with
- *	build/cuscope export -q -o tests/data/export/counts.chrome.json samples/traces/counts.db
- * and review the diff.
+ *	build/cuscope export -q --force -o tests/data/export/counts.chrome.json
+ *samples/traces/counts.db and review the diff.
  */
 #include <check.h>
 #include <dirent.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/analyze.h"
+#include "cuscope/export.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 
@@ -33,6 +37,8 @@
 static char *tmp_dir;
 static char *synth_db; /* the trace written in main() */
 static char *counts_db, *train_db;
+static char *ranks_db; /* two ranks, written in main() */
+static int count_files(const char *dir);
 
 /* ---- the synthetic trace (written in main(), before the tests: no ck_assert there) ---- */
 
@@ -310,6 +316,60 @@ static void write_synthetic(const char *path)
 	f.fix = "use non_blocking copies";
 	f.stack_id = CS_ID_NONE;
 	need(!cs_writer_add_finding(w, &f), "finding");
+	need(cs_writer_finish(w, &err) == CS_OK, err.msg);
+}
+
+/* Two processes of a job, ranks 0 and 1, each on its own GPU of the two they both see. */
+static void write_ranks(const char *path)
+{
+	cs_trace_writer *w = NULL;
+	cs_error err = {0, ""};
+	int64_t name;
+
+	need(cs_writer_open(path, 1, &w, &err) == CS_OK, err.msg);
+	cs_writer_set_meta_int(w, "realtime_base_ns", BASE_NS);
+	name = cs_writer_intern(w, "rank_kernel");
+	for (int r = 0; r < 2; r++) {
+		uint32_t pid = 200 + 100 * (uint32_t)r;
+		cs_process p;
+		cs_device dv;
+		cs_kernel k;
+		cs_memory m;
+
+		memset(&p, 0, sizeof(p));
+		p.pid = pid;
+		p.ppid = 1;
+		p.start = p.end = CS_TS_UNKNOWN;
+		p.command_line = "python3 train.py";
+		p.rank = p.local_rank = r;
+		p.world_size = 2;
+		p.exit_code = 0;
+		p.used_cuda = 1;
+		need(!cs_writer_add_process(w, &p), "process");
+		for (int dev = 0; dev < 2; dev++) {
+			memset(&dv, 0, sizeof(dv));
+			dv.pid = pid;
+			dv.device_id = dev;
+			dv.uuid = dev ? "GPU-b" : "GPU-a";
+			dv.name = "Test GPU";
+			dv.total_memory = 1ll << 34;
+			dv.sm_count = 132;
+			dv.compute_major = 9;
+			need(!cs_writer_add_device(w, &dv), "device");
+		}
+		for (int i = 0; i < 4; i++) {
+			k = kernel(name, 7, 10000 * (i + 1), 10000 * (i + 1) + 500,
+				   (uint64_t)i + 1);
+			k.pid = pid;
+			k.device_id = r;
+			launched(&k, pid, 10000 * (i + 1) - 900, 10000 * (i + 1) - 800, 211);
+			need(!cs_writer_add_kernel(w, &k), "kernel");
+		}
+		m = memory(CS_MEMOP_ALLOC, CS_MEM_DEVICE, 0x1000, 4096 * (r + 1), 500);
+		m.pid = m.tid = pid;
+		m.device_id = r;
+		need(!cs_writer_add_memory(w, &m), "memory");
+	}
 	need(cs_writer_finish(w, &err) == CS_OK, err.msg);
 }
 
@@ -800,7 +860,7 @@ START_TEST(test_strings_escaped_and_repaired)
 	ck_assert_msg(k != NULL, "the kernel name did not come back escaped and repaired");
 	ck_assert_str_eq(str_of(k, "cat"), "kernel");
 	ck_assert_msg(n != NULL, "the NVTX name did not come back escaped and repaired");
-	ck_assert_str_eq(str_of(n, "cat"), "nvtx");
+	ck_assert_str_eq(str_of(n, "cat"), "user_annotation"); /* NVTX, as Kineto writes it */
 	/* control characters are escaped, never raw */
 	ck_assert_ptr_nonnull(strstr(text, "\\u0001"));
 	ck_assert_ptr_nonnull(strstr(text, "\\n"));
@@ -1088,6 +1148,296 @@ START_TEST(test_steps)
 	free(text);
 	free(err);
 	free(out);
+}
+END_TEST
+
+/* ---- what Holistic Trace Analysis and TensorBoard's profiler plugin read ---- */
+
+/* The rank HTA finds in a file: the first match of "rank":\s+(\d+) in its text; -1 for none. */
+static long hta_rank(const char *text)
+{
+	regex_t re;
+	regmatch_t m[2];
+	long rank = -1;
+
+	ck_assert_int_eq(regcomp(&re, "\"rank\":[[:space:]]+([0-9]+)", REG_EXTENDED), 0);
+	if (!regexec(&re, text, 2, m, 0))
+		rank = strtol(text + m[1].rm_so, NULL, 10);
+	regfree(&re);
+	return rank;
+}
+
+/* deviceProperties as Kineto writes them: entry i is device i, with every field it writes. */
+static void check_device_properties(cJSON *doc, int ndevs)
+{
+	static const char *const fields[] = {
+		"id",
+		"totalGlobalMem",
+		"computeMajor",
+		"computeMinor",
+		"maxThreadsPerBlock",
+		"maxThreadsPerMultiprocessor",
+		"regsPerBlock",
+		"regsPerMultiprocessor",
+		"warpSize",
+		"sharedMemPerBlock",
+		"sharedMemPerMultiprocessor",
+		"numSms",
+		"sharedMemPerBlockOptin",
+	};
+	const cJSON *props = cJSON_GetObjectItem(doc, "deviceProperties"), *d;
+	int i = 0;
+
+	ck_assert_int_eq(cJSON_GetArraySize(props), ndevs);
+	cJSON_ArrayForEach(d, props)
+	{
+		for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+			ck_assert_msg(has_num(d, fields[f]), "deviceProperties lacks %s",
+				      fields[f]);
+		ck_assert_ptr_nonnull(str_of(d, "name"));
+		ck_assert_int_eq((int64_t)num_of(d, "id"), i);
+		/* compute capability 9.0 (H100, H200) */
+		ck_assert_int_eq((int64_t)num_of(d, "warpSize"), 32);
+		ck_assert_int_eq((int64_t)num_of(d, "maxThreadsPerMultiprocessor"), 2048);
+		ck_assert_int_eq((int64_t)num_of(d, "sharedMemPerBlockOptin"), 232448);
+		i++;
+	}
+}
+
+START_TEST(test_hta_rank_and_devices)
+{
+	char *text = export_json(synth_db, NULL, NULL);
+	cJSON *doc = parse(text);
+
+	/* the synthetic process is rank 0 of 2; a trace without ranks is rank 0 of 1 */
+	ck_assert_int_eq(hta_rank(text), 0);
+	check_device_properties(doc, 1);
+	cJSON_Delete(doc);
+	free(text);
+	text = export_json(train_db, NULL, NULL);
+	doc = parse(text);
+	ck_assert_int_eq(hta_rank(text), 0);
+	ck_assert_int_eq((int64_t)num_of(cJSON_GetObjectItem(doc, "distributedInfo"), "world_size"),
+			 1);
+	check_device_properties(doc, 1);
+	ck_assert_int_eq(
+		(int64_t)num_of(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "deviceProperties"), 0),
+				"numSms"),
+		132);
+	cJSON_Delete(doc);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_per_rank)
+{
+	char *dir = tu_tmpdir(), *out = tu_path(dir, "job.json"), *err = NULL;
+	const char *const per_rank[] = {"--per-rank", NULL};
+
+	/* one file: both ranks, the lowest first, and a note that HTA wants one per rank */
+	ck_assert_int_eq(run_export(NULL, out, ranks_db, &err), 0);
+	ck_assert_msg(strstr(err, "--per-rank") != NULL, "no note about --per-rank: %s", err);
+	free(err);
+	{
+		char *text = tu_read_file(out, NULL);
+		cJSON *doc = parse(text);
+		const cJSON *ranks =
+			cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "distributedInfo"), "ranks");
+
+		ck_assert_int_eq(hta_rank(text), 0);
+		ck_assert_int_eq(cJSON_GetArraySize(ranks), 2);
+		check_device_properties(doc, 2);
+		cJSON_Delete(doc);
+		free(text);
+	}
+	ck_assert_int_eq(unlink(out), 0);
+	ck_assert_int_eq(run_export(per_rank, out, ranks_db, &err), 0);
+	ck_assert_int_eq(tu_count_lines(err), 2); /* a summary line per file */
+	free(err);
+	ck_assert_int_eq(count_files(dir), 2);
+	for (int r = 0; r < 2; r++) {
+		char name[32], *path, *text;
+		cJSON *doc;
+		const cJSON *e;
+		int64_t pid = 200 + 100 * r;
+		int kernels = 0;
+
+		snprintf(name, sizeof(name), "job.rank%d.json", r);
+		path = tu_path(dir, name);
+		text = tu_read_file(path, NULL);
+		ck_assert_msg(text != NULL, "no %s", name);
+		doc = parse(text);
+		check_fields(doc, text);
+		ck_assert_int_eq(hta_rank(text), r);
+		ck_assert_int_eq(
+			(int64_t)num_of(cJSON_GetObjectItem(doc, "distributedInfo"), "world_size"),
+			2);
+		/* every device of the job, by id, so that entry i is device i */
+		check_device_properties(doc, 2);
+		cJSON_ArrayForEach(e, events_of(doc))
+		{
+			if (ph_is(e, "X") &&
+			    (cat_is(e, "cuda_runtime") || cat_is(e, "cuda_driver")))
+				ck_assert_int_eq((int64_t)num_of(e, "pid"), pid);
+			if (ph_is(e, "X") && cat_is(e, "kernel")) {
+				ck_assert_int_eq(arg_int(e, "device", -1), r);
+				kernels++;
+			}
+		}
+		ck_assert_int_eq(kernels, 4);
+		cJSON_Delete(doc);
+		free(text);
+		free(path);
+	}
+	/* without --force the existing files stop it before anything is written */
+	{
+		const char *argv[] = {tu_cuscope_bin(), "export", "--per-rank", "-o", out,
+				      ranks_db,		NULL};
+		const char *pid_too[] = {
+			tu_cuscope_bin(), "export", "--per-rank", "--pid", "200", "-o", out,
+			ranks_db,	  NULL};
+		const char *to_stdout[] = {tu_cuscope_bin(), "export", "--per-rank", "-o", "-",
+					   ranks_db,	     NULL};
+		struct tu_result res = tu_cuscope(argv);
+
+		tu_assert_one_line_error(&res, "exists");
+		ck_assert_msg(strstr(res.err, "exists") != NULL, "stderr: %s", res.err);
+		tu_result_free(&res);
+		res = tu_cuscope(pid_too);
+		tu_assert_one_line_error(&res, "--per-rank");
+		ck_assert_msg(strstr(res.err, "--pid") != NULL, "stderr: %s", res.err);
+		tu_result_free(&res);
+		res = tu_cuscope(to_stdout);
+		tu_assert_one_line_error(&res, "--per-rank");
+		ck_assert_msg(strstr(res.err, "-o") != NULL, "stderr: %s", res.err);
+		tu_result_free(&res);
+	}
+	ck_assert_int_eq(count_files(dir), 2);
+	free(out);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_profiler_steps)
+{
+	char *text = export_json(train_db, NULL, NULL);
+	cJSON *doc = parse(text);
+	cs_trace *t = NULL;
+	cs_error err = {0, ""};
+	cs_analysis an;
+	cs_steps steps;
+	cs_step_opts so = {NULL, -1, 0};
+	const cJSON *e;
+	int n = 0, last = -1;
+	regex_t re;
+
+	memset(&an, 0, sizeof(an));
+	memset(&steps, 0, sizeof(steps));
+	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), CS_OK);
+	ck_assert_int_eq(cs_analysis_load(t, &an, &err), CS_OK);
+	ck_assert_int_eq(cs_steps_detect(&an, &so, &steps, &err), CS_OK);
+	ck_assert_int_gt(steps.n, 3);
+	/* HTA's pattern for a step's number; the plugin takes what follows '#' */
+	ck_assert_int_eq(
+		regcomp(&re, "^ProfilerStep[[:space:]]*#[[:space:]]*([0-9]+)$", REG_EXTENDED), 0);
+	cJSON_ArrayForEach(e, events_of(doc))
+	{
+		const char *name = str_of(e, "name");
+		regmatch_t m[2];
+		int idx;
+
+		if (!name || strncmp(name, "ProfilerStep", 12))
+			continue;
+		ck_assert(ph_is(e, "X"));
+		ck_assert_str_eq(str_of(e, "cat"), "user_annotation");
+		ck_assert_int_eq(regexec(&re, name, 2, m, 0), 0);
+		idx = atoi(name + m[1].rm_so);
+		ck_assert_int_eq(idx, last + 1); /* in order, every step */
+		last = idx;
+		ck_assert_int_lt(idx, steps.n);
+		/* on the thread that launched the step's work, over the step's host span */
+		ck_assert_int_eq((int64_t)num_of(e, "pid"), steps.pid);
+		ck_assert_int_eq((int64_t)num_of(e, "tid"), steps.pid);
+		ck_assert_int_gt(ns_of(e, "dur"), 0);
+		/* from the step's first launch, or the start of a slice of the thread that the
+		 * boundary would cut (an NVTX range around it), never into the step before */
+		ck_assert_int_le(ns_of(e, "ts"), steps.v[idx].start + 1);
+		ck_assert(idx == 0 || ns_of(e, "ts") > steps.v[idx - 1].start);
+		n++;
+	}
+	ck_assert_int_eq(n, steps.n);
+	check_nesting(doc); /* the steps cut no slice of their thread */
+	{
+		const char *const no_steps[] = {"--no-profiler-steps", NULL};
+		char *plain = export_json(train_db, no_steps, NULL);
+
+		ck_assert_ptr_null(strstr(plain, "ProfilerStep"));
+		free(plain);
+	}
+	regfree(&re);
+	cs_steps_free(&steps);
+	cs_analysis_free(&an);
+	cs_trace_close(t);
+	cJSON_Delete(doc);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_memory_events)
+{
+	/* Bytes of each allocation (negative: a free) and the memory in use after it */
+	static const int64_t bytes[] = {1000, 500, -1000, 700, -700};
+	static const int64_t total[] = {1000, 1500, 500, 700, 0};
+	static const int64_t addr[] = {0x1000, 0x2000, 0x1000, 0x2000, 0x2000};
+	char *text = export_json(synth_db, NULL, NULL);
+	cJSON *doc = parse(text);
+	const cJSON *e;
+	int n = 0;
+
+	cJSON_ArrayForEach(e, events_of(doc))
+	{
+		if (!ph_is(e, "i") || strcmp(str_of(e, "name"), "[memory]"))
+			continue;
+		ck_assert_int_lt(n, 5);
+		ck_assert_str_eq(str_of(e, "s"), "t");
+		ck_assert_int_eq((int64_t)num_of(e, "pid"), PID);
+		ck_assert_int_eq((int64_t)num_of(e, "tid"), PID);
+		ck_assert_int_eq(arg_int(e, "Bytes", 0), bytes[n]);
+		ck_assert_int_eq(arg_int(e, "Total Allocated", -1), total[n]);
+		ck_assert_int_eq(arg_int(e, "Total Reserved", -1), total[n]);
+		ck_assert_int_eq(arg_int(e, "Addr", -1), addr[n]);
+		ck_assert_int_eq(arg_int(e, "Device Type", -1), 1); /* CUDA */
+		ck_assert_int_eq(arg_int(e, "Device Id", -1), 0);
+		n++;
+	}
+	ck_assert_int_eq(n, 5); /* pinned host memory and the failed call are not there */
+	cJSON_Delete(doc);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_size_estimate)
+{
+	const char *files[] = {counts_db, train_db, synth_db};
+
+	for (int i = 0; i < 3; i++) {
+		cs_trace *t = NULL;
+		cs_error err = {0, ""};
+		cs_export_opts o;
+		int64_t est;
+		size_t len;
+		char *text = export_json(files[i], NULL, NULL);
+
+		len = strlen(text);
+		cs_export_opts_init(&o);
+		ck_assert_int_eq(cs_trace_open(files[i], &t, &err), CS_OK);
+		ck_assert_int_eq(cs_export_estimate(t, &o, &est, &err), CS_OK);
+		/* what the warning of a large export relies on: within a factor of two */
+		ck_assert_msg(est * 2 >= (int64_t)len && est <= 2 * (int64_t)len,
+			      "%s: estimated %" PRId64 " bytes, wrote %zu", files[i], est, len);
+		cs_trace_close(t);
+		free(text);
+	}
 }
 END_TEST
 
@@ -1456,6 +1806,11 @@ static Suite *export_suite(void)
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_perfetto);
 	tcase_add_test(tc, test_bad_input);
+	tcase_add_test(tc, test_hta_rank_and_devices);
+	tcase_add_test(tc, test_per_rank);
+	tcase_add_test(tc, test_profiler_steps);
+	tcase_add_test(tc, test_memory_events);
+	tcase_add_test(tc, test_size_estimate);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -1472,6 +1827,8 @@ int main(void)
 	}
 	synth_db = tu_path(tmp_dir, "synthetic.db");
 	write_synthetic(synth_db);
+	ranks_db = tu_path(tmp_dir, "ranks.db");
+	write_ranks(ranks_db);
 	counts_db = tu_path(tu_source_root(), "samples/traces/counts.db");
 	train_db = tu_path(tu_source_root(), "samples/traces/train_small.db");
 

@@ -1,0 +1,528 @@
+/*
+ * nsys_compat.c - a copy of a trace with the names of the Nsight Systems SQLite export added
+ * (include/cuscope/nsys_compat.h, docs/trace-format.md "Nsight Systems names").
+ *
+ * The trace is copied with SQLite's backup API, then, in one transaction on the copy:
+ *   - CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _RUNTIME and NVTX_EVENTS become plain tables
+ *     (as in schema version 1, which readers of version 2 read too) with nsys's columns added at
+ *     the end: globalPid, shortName, demangledName, mangledName (kernels), globalTid
+ *     (API calls), text, eventType, globalTid, endGlobalTid (NVTX);
+ *   - CUPTI_ACTIVITY_KIND_RUNTIME gets a row for each launch that the trace folded into its GPU
+ *     work (record's default), so that the join on correlationId finds the launch, and
+ *     EVENT_TABLE_INFO counts them;
+ *   - TARGET_INFO_GPU gets nsys's id, and the tables ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND,
+ *     ENUM_NSYS_EVENT_TYPE and ThreadNames are added; META says nsys_compat = 1.
+ * Demangled names are new strings in StringIds. Only SQL of this file touches the copy; every
+ * value goes in as a bound parameter.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cuscope/demangle.h"
+#include "cuscope/nsys_compat.h"
+#include "cuscope/trace.h"
+
+struct nsys {
+	sqlite3 *db;
+	cs_error *err;
+	const char *src;
+	sqlite3_stmt *find, *add; /* StringIds by value; a new string */
+};
+
+static int sql_fail(struct nsys *n, const char *what)
+{
+	return cs_error_set(n->err, CS_ERR_SQL, "cannot write the nsys copy of '%s': %s: %s",
+			    n->src, what, sqlite3_errmsg(n->db));
+}
+
+static int exec(struct nsys *n, const char *sql)
+{
+	if (sqlite3_exec(n->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return sql_fail(n, "query failed");
+	return 0;
+}
+
+/* The StringIds id of s, added when the copy does not have it; < 0 on failure. */
+static int64_t intern(struct nsys *n, const char *s)
+{
+	int64_t id = -1;
+
+	sqlite3_reset(n->find);
+	sqlite3_bind_text(n->find, 1, s, -1, SQLITE_STATIC);
+	if (sqlite3_step(n->find) == SQLITE_ROW)
+		return sqlite3_column_int64(n->find, 0);
+	sqlite3_reset(n->add);
+	sqlite3_bind_text(n->add, 1, s, -1, SQLITE_STATIC);
+	if (sqlite3_step(n->add) == SQLITE_DONE)
+		id = sqlite3_last_insert_rowid(n->db);
+	return id;
+}
+
+/* kind of object name is in the copy: 'view', 'table' or NULL (a static string). */
+static const char *object_type(struct nsys *n, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	const char *type = NULL;
+
+	if (sqlite3_prepare_v2(n->db, "SELECT type FROM sqlite_master WHERE name = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+
+		type = t && !strcmp(t, "view") ? "view" : "table";
+	}
+	sqlite3_finalize(st);
+	return type;
+}
+
+/* x."a", x."b", ...: the columns of table but rowid (a version 2 view names it) into out. */
+static int columns_of(struct nsys *n, const char *table, char *out, size_t size)
+{
+	sqlite3_stmt *st = NULL;
+	size_t len = 0;
+	char sql[128];
+
+	out[0] = '\0';
+	snprintf(sql, sizeof(sql), "SELECT name FROM pragma_table_info('%s')", table);
+	if (sqlite3_prepare_v2(n->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(n, "columns");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(st, 0);
+		int k;
+
+		if (!c || !strcmp(c, "rowid"))
+			continue;
+		k = snprintf(out + len, size - len, "%sx.\"%s\"", len ? ", " : "", c);
+		if (k < 0 || (size_t)k >= size - len) {
+			sqlite3_finalize(st);
+			return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s': too many columns",
+					    n->src);
+		}
+		len += (size_t)k;
+	}
+	sqlite3_finalize(st);
+	return len ? 0 : cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src, table);
+}
+
+/*
+ * Replace event table `table` by a plain table of select, a format with one %s for the table's
+ * columns (as x.name; select reads it as "x" and keeps its rows in rowid order): its view and
+ * _DATA table (version 2) or its table (version 1) go.
+ */
+static int rebuild(struct nsys *n, const char *table, const char *select)
+{
+	char sql[8192], cols[4096], body[6144];
+	const char *type = object_type(n, table);
+	int rc;
+
+	if (!type)
+		return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src, table);
+	rc = columns_of(n, table, cols, sizeof(cols));
+	if (rc)
+		return rc;
+	snprintf(body, sizeof(body), select, cols);
+	snprintf(sql, sizeof(sql), "CREATE TABLE nsys_new AS %s", body);
+	rc = exec(n, sql);
+	if (!rc && !strcmp(type, "view")) {
+		snprintf(sql, sizeof(sql), "DROP VIEW %s; DROP TABLE %s_DATA", table, table);
+		rc = exec(n, sql);
+	} else if (!rc) {
+		snprintf(sql, sizeof(sql), "DROP TABLE %s", table);
+		rc = exec(n, sql);
+	}
+	if (!rc) {
+		snprintf(sql, sizeof(sql), "ALTER TABLE nsys_new RENAME TO %s", table);
+		rc = exec(n, sql);
+	}
+	return rc;
+}
+
+/* shortName and demangledName of every kernel name, in temp.nsys_names. */
+static int kernel_names(struct nsys *n)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	int rc = exec(n, "CREATE TEMP TABLE nsys_names(nameId INTEGER PRIMARY KEY, shortName, "
+			 "demangledName)");
+
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(n->db,
+			       "SELECT s.id, s.value FROM StringIds s WHERE s.id IN "
+			       "(SELECT DISTINCT nameId FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+			       -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(n->db, "INSERT INTO temp.nsys_names VALUES (?, ?, ?)", -1, &ins,
+			       NULL) != SQLITE_OK) {
+		rc = sql_fail(n, "kernel names");
+		goto out;
+	}
+	while (!rc && sqlite3_step(sel) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(sel, 0), short_id, full_id;
+		char *name = strdup((const char *)sqlite3_column_text(sel, 1));
+
+		if (!name) {
+			rc = cs_error_set(n->err, CS_ERR_NOMEM, "out of memory");
+			break;
+		}
+		short_id = intern(n, cs_demangle_short(name));
+		full_id = intern(n, cs_demangle(name));
+		free(name);
+		if (short_id < 0 || full_id < 0) {
+			rc = sql_fail(n, "kernel names");
+			break;
+		}
+		sqlite3_reset(ins);
+		sqlite3_bind_int64(ins, 1, id);
+		sqlite3_bind_int64(ins, 2, short_id);
+		sqlite3_bind_int64(ins, 3, full_id);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = sql_fail(n, "kernel names");
+	}
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	return rc;
+}
+
+/* The calls that start GPU work, by CUPTI callback id, as the exporter names them. */
+static const char *launch_name(int api_kind, int cls, int cbid, int is_async)
+{
+	static const struct {
+		int api, cls, cbid;
+		const char *name;
+	} names[] = {
+		{1, 0, 211, "cudaLaunchKernel"},
+		{1, 0, 214, "cudaLaunchKernel_ptsz"},
+		{1, 0, 430, "cudaLaunchKernelExC"},
+		{1, 0, 311, "cudaGraphLaunch"},
+		{1, 0, 312, "cudaGraphLaunch_ptsz"},
+		{1, 0, 269, "cudaLaunchCooperativeKernel"},
+		{2, 0, 307, "cuLaunchKernel"},
+		{2, 0, 652, "cuLaunchKernelEx"},
+		{2, 0, 514, "cuGraphLaunch"},
+		{2, 0, 477, "cuLaunchCooperativeKernel"},
+		{1, 1, 31, "cudaMemcpy"},
+		{1, 1, 41, "cudaMemcpyAsync"},
+		{1, 1, 225, "cudaMemcpyAsync_ptsz"},
+		{2, 1, 277, "cuMemcpyHtoDAsync_v2"},
+		{2, 1, 279, "cuMemcpyDtoHAsync_v2"},
+		{2, 1, 281, "cuMemcpyDtoDAsync_v2"},
+		{2, 1, 306, "cuMemcpyAsync"},
+		{1, 2, 49, "cudaMemset"},
+		{1, 2, 51, "cudaMemsetAsync"},
+		{2, 2, 220, "cuMemsetD32Async"},
+		{2, 2, 216, "cuMemsetD8Async"},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].cls == cls && names[i].cbid == cbid &&
+		    (!api_kind || names[i].api == api_kind))
+			return names[i].name;
+	if (cls == 1)
+		return is_async ? "cudaMemcpyAsync" : "cudaMemcpy";
+	if (cls == 2)
+		return is_async ? "cudaMemsetAsync" : "cudaMemset";
+	return api_kind == 2 ? "cuLaunchKernel" : "cudaLaunchKernel";
+}
+
+/*
+ * temp.nsys_launch(pid, correlationId, ...): the launch of each piece of GPU work that has no API
+ * row, the first GPU row of each (pid, correlationId) giving it (the kernels of a graph launch
+ * share one), named in temp.nsys_launch_names.
+ */
+static int launches(struct nsys *n)
+{
+	static const char *const gpu[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
+					  "CUPTI_ACTIVITY_KIND_MEMCPY",
+					  "CUPTI_ACTIVITY_KIND_MEMSET"};
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	char sql[1024];
+	int rc;
+
+	rc = exec(n,
+		  "CREATE TEMP TABLE nsys_launch(pid INTEGER, correlationId INTEGER, api INTEGER, "
+		  "start INTEGER, \"end\" INTEGER, tid INTEGER, apiKind INTEGER, cbid INTEGER, "
+		  "cls INTEGER, isAsync INTEGER, stackId INTEGER, ord INTEGER, "
+		  "PRIMARY KEY (pid, correlationId));"
+		  "INSERT OR IGNORE INTO temp.nsys_launch (pid, correlationId, api) "
+		  "SELECT pid, correlationId, 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+		  "WHERE correlationId != 0;"
+		  "CREATE TEMP TABLE nsys_launch_names(cls INTEGER, apiKind INTEGER, "
+		  "cbid INTEGER, isAsync INTEGER, nameId INTEGER)");
+	for (int c = 0; !rc && c < 3; c++) {
+		snprintf(sql, sizeof(sql),
+			 "INSERT OR IGNORE INTO temp.nsys_launch SELECT pid, correlationId, 0, "
+			 "launchStart, launchEnd, launchTid, %s, launchCbid, %d, %s, stackId, "
+			 "%d * 4294967296 + rowid FROM %s WHERE launchStart IS NOT NULL AND "
+			 "launchEnd IS NOT NULL AND launchEnd >= launchStart AND launchTid != 0 "
+			 "AND correlationId != 0 ORDER BY rowid",
+			 c == 0 ? "launchApiKind" : "0", c, c == 0 ? "1" : "isAsync", c, gpu[c]);
+		rc = exec(n, sql);
+	}
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(n->db,
+			       "SELECT DISTINCT cls, apiKind, cbid, isAsync FROM temp.nsys_launch "
+			       "WHERE api = 0",
+			       -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(n->db, "INSERT INTO temp.nsys_launch_names VALUES (?, ?, ?, ?, ?)",
+			       -1, &ins, NULL) != SQLITE_OK) {
+		rc = sql_fail(n, "launch names");
+		goto out;
+	}
+	while (!rc && sqlite3_step(sel) == SQLITE_ROW) {
+		int cls = sqlite3_column_int(sel, 0), kind = sqlite3_column_int(sel, 1);
+		int cbid = sqlite3_column_type(sel, 2) == SQLITE_NULL ? -1
+								      : sqlite3_column_int(sel, 2);
+		int async = sqlite3_column_int(sel, 3);
+		int64_t id = intern(n, launch_name(kind, cls, cbid, async));
+
+		if (id < 0) {
+			rc = sql_fail(n, "launch names");
+			break;
+		}
+		sqlite3_reset(ins);
+		for (int i = 0; i < 4; i++)
+			sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
+		sqlite3_bind_int64(ins, 5, id);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = sql_fail(n, "launch names");
+	}
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	return rc;
+}
+
+/* ThreadNames: every thread of the trace, named after its process's program (cuscope does not
+ * record thread names; Linux names a thread so unless it renames itself). */
+static int thread_names(struct nsys *n)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	int rc = exec(n, "CREATE TABLE ThreadNames(nameId INTEGER, priority INTEGER, "
+			 "globalTid INTEGER);"
+			 "CREATE TEMP TABLE nsys_proc(pid INTEGER PRIMARY KEY, nameId INTEGER)");
+
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(n->db, "SELECT pid, commandLine FROM PROCESSES", -1, &sel, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_prepare_v2(n->db, "INSERT OR IGNORE INTO temp.nsys_proc VALUES (?, ?)", -1,
+			       &ins, NULL) != SQLITE_OK) {
+		rc = sql_fail(n, "thread names");
+		goto out;
+	}
+	while (!rc && sqlite3_step(sel) == SQLITE_ROW) {
+		const char *cmd = (const char *)sqlite3_column_text(sel, 1), *p, *slash;
+		char name[16];
+		size_t len;
+		int64_t id;
+
+		cmd = cmd ? cmd : "";
+		len = strcspn(cmd, " ");
+		for (p = slash = cmd; p < cmd + len; p++)
+			if (*p == '/')
+				slash = p + 1;
+		len -= (size_t)(slash - cmd);
+		if (len > 15) /* a thread's name holds 15 bytes */
+			len = 15;
+		memcpy(name, slash, len);
+		name[len] = '\0';
+		id = intern(n, name[0] ? name : "(unknown)");
+		if (id < 0) {
+			rc = sql_fail(n, "thread names");
+			break;
+		}
+		sqlite3_reset(ins);
+		sqlite3_bind_int64(ins, 1, sqlite3_column_int64(sel, 0));
+		sqlite3_bind_int64(ins, 2, id);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = sql_fail(n, "thread names");
+	}
+	if (!rc)
+		rc = exec(n, "INSERT INTO ThreadNames SELECT p.nameId, 0, "
+			     "(t.pid << 24) | (t.tid & 16777215) FROM (SELECT pid, tid FROM "
+			     "CUPTI_ACTIVITY_KIND_RUNTIME UNION SELECT pid, tid FROM NVTX_EVENTS "
+			     "UNION SELECT pid, tid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION UNION "
+			     "SELECT pid, tid FROM CUDA_GPU_MEMORY_USAGE_EVENTS) t "
+			     "JOIN temp.nsys_proc p ON p.pid = t.pid WHERE t.tid != 0 "
+			     "ORDER BY t.pid, t.tid");
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	return rc;
+}
+
+static const char enum_sql[] =
+	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
+	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES"
+	" (0, 'CUDA_MEMCPY_OPER_UNKNOWN', 'Unknown'),"
+	" (1, 'CUDA_MEMCPY_OPER_HTOD', 'Host-to-Device'),"
+	" (2, 'CUDA_MEMCPY_OPER_DTOH', 'Device-to-Host'),"
+	" (3, 'CUDA_MEMCPY_OPER_HTOA', 'Host-to-Array'),"
+	" (4, 'CUDA_MEMCPY_OPER_ATOH', 'Array-to-Host'),"
+	" (5, 'CUDA_MEMCPY_OPER_ATOA', 'Array-to-Array'),"
+	" (6, 'CUDA_MEMCPY_OPER_ATOD', 'Array-to-Device'),"
+	" (7, 'CUDA_MEMCPY_OPER_DTOA', 'Device-to-Array'),"
+	" (8, 'CUDA_MEMCPY_OPER_DTOD', 'Device-to-Device'),"
+	" (9, 'CUDA_MEMCPY_OPER_HTOH', 'Host-to-Host'),"
+	" (10, 'CUDA_MEMCPY_OPER_PTOP', 'Peer-to-Peer');"
+	"CREATE TABLE ENUM_CUDA_MEM_KIND(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
+	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES"
+	" (0, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown'),"
+	" (1, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
+	" (2, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'),"
+	" (3, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
+	" (4, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'),"
+	" (5, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
+	" (6, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
+	" (7, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static');"
+	"CREATE TABLE ENUM_NSYS_EVENT_TYPE(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
+	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES"
+	" (34, 'NvtxMark', 'NVTX Mark'),"
+	" (59, 'NvtxPushPopRange', 'NVTX PushPop Range'),"
+	" (60, 'NvtxStartEndRange', 'NVTX StartEnd Range');";
+
+/* Everything the copy gets, in one transaction. */
+static int add_names(struct nsys *n)
+{
+	int rc = exec(n, "BEGIN; CREATE INDEX nsys_string_value ON StringIds(value)");
+
+	if (!rc && (sqlite3_prepare_v2(n->db, "SELECT id FROM StringIds WHERE value = ?", -1,
+				       &n->find, NULL) != SQLITE_OK ||
+		    sqlite3_prepare_v2(n->db, "INSERT INTO StringIds(value) VALUES (?)", -1,
+				       &n->add, NULL) != SQLITE_OK))
+		rc = sql_fail(n, "StringIds");
+	if (!rc)
+		rc = kernel_names(n);
+	if (!rc)
+		rc = launches(n);
+	if (!rc)
+		rc = thread_names(n);
+	if (!rc)
+		rc = rebuild(n, "CUPTI_ACTIVITY_KIND_KERNEL",
+			     "SELECT %s, x.pid << 24 AS globalPid, nm.shortName AS shortName, "
+			     "nm.demangledName AS demangledName, x.nameId AS mangledName "
+			     "FROM CUPTI_ACTIVITY_KIND_KERNEL x LEFT JOIN temp.nsys_names nm "
+			     "ON nm.nameId = x.nameId ORDER BY x.rowid");
+	if (!rc)
+		rc = rebuild(
+			n, "CUPTI_ACTIVITY_KIND_MEMCPY",
+			"SELECT %s, x.pid << 24 AS globalPid FROM CUPTI_ACTIVITY_KIND_MEMCPY x "
+			"ORDER BY x.rowid");
+	if (!rc)
+		rc = rebuild(
+			n, "CUPTI_ACTIVITY_KIND_MEMSET",
+			"SELECT %s, x.pid << 24 AS globalPid FROM CUPTI_ACTIVITY_KIND_MEMSET x "
+			"ORDER BY x.rowid");
+	/* the API rows and the launches without one, in time order (unknown starts first) */
+	if (!rc)
+		rc = rebuild(n, "CUPTI_ACTIVITY_KIND_RUNTIME",
+			     "SELECT start, \"end\", pid, tid, apiKind, cbid, correlationId, "
+			     "returnValue, nameId, stackId, (pid << 24) | (tid & 16777215) AS "
+			     "globalTid, fromLaunch FROM (SELECT %s, 0 AS fromLaunch, x.rowid AS "
+			     "ord FROM CUPTI_ACTIVITY_KIND_RUNTIME x UNION ALL SELECT l.start, "
+			     "l.\"end\", l.pid, l.tid, CASE WHEN l.apiKind = 2 THEN 2 ELSE 1 END, "
+			     "l.cbid, l.correlationId, 0, nm.nameId, l.stackId, 1, l.ord FROM "
+			     "temp.nsys_launch l JOIN temp.nsys_launch_names nm ON nm.cls = l.cls "
+			     "AND nm.apiKind IS l.apiKind AND nm.cbid IS l.cbid AND nm.isAsync IS "
+			     "l.isAsync WHERE l.api = 0) ORDER BY start IS NOT NULL, start, "
+			     "fromLaunch, ord");
+	if (!rc)
+		rc = rebuild(
+			n, "NVTX_EVENTS",
+			"SELECT %s, s.value AS text, CASE x.nvtxType WHEN 1 THEN 59 WHEN 2 "
+			"THEN 60 WHEN 3 THEN 34 END AS eventType, (x.pid << 24) | (x.tid & "
+			"16777215) AS globalTid, CASE WHEN x.endTid != 0 THEN (x.pid << 24) | "
+			"(x.endTid & 16777215) END AS endGlobalTid FROM NVTX_EVENTS x LEFT JOIN "
+			"StringIds s ON s.id = x.textId ORDER BY x.rowid");
+	if (!rc)
+		rc = exec(n, "INSERT OR REPLACE INTO EVENT_TABLE_INFO SELECT "
+			     "'CUPTI_ACTIVITY_KIND_RUNTIME', count(*), min(start), "
+			     "max(coalesce(\"end\", start)), max(\"end\" - start) FROM "
+			     "CUPTI_ACTIVITY_KIND_RUNTIME;"
+			     "ALTER TABLE TARGET_INFO_GPU ADD COLUMN id INTEGER;"
+			     "UPDATE TARGET_INFO_GPU SET id = deviceId;"
+			     "INSERT OR REPLACE INTO META VALUES ('nsys_compat', '1')");
+	if (!rc)
+		rc = exec(n, enum_sql);
+	sqlite3_finalize(n->find);
+	sqlite3_finalize(n->add);
+	n->find = n->add = NULL;
+	if (!rc)
+		rc = exec(n, "DROP INDEX nsys_string_value; COMMIT; VACUUM");
+	else
+		sqlite3_exec(n->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* Copy the database at src into the new file tmp. */
+static int copy_db(struct nsys *n, const char *tmp)
+{
+	sqlite3 *from = NULL;
+	sqlite3_backup *b;
+	int rc;
+
+	rc = sqlite3_open_v2(n->src, &from, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(from);
+		return cs_error_set(n->err, CS_ERR_NOT_FOUND, "cannot open '%s'", n->src);
+	}
+	rc = sqlite3_open_v2(tmp, &n->db, SQLITE_OPEN_READWRITE, NULL);
+	if (rc == SQLITE_OK) {
+		b = sqlite3_backup_init(n->db, "main", from, "main");
+		rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+		if (b)
+			sqlite3_backup_finish(b);
+	}
+	sqlite3_close(from);
+	if (rc != SQLITE_DONE)
+		return sql_fail(n, "copy");
+	return 0;
+}
+
+int cs_nsys_compat_write(const char *src, const char *out, int64_t *bytes, cs_error *err)
+{
+	struct nsys n = {NULL, err, src, NULL, NULL};
+	struct stat sb;
+	char *tmp;
+	int fd, rc;
+
+	if (bytes)
+		*bytes = 0;
+	tmp = malloc(strlen(out) + 16);
+	if (!tmp)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	sprintf(tmp, "%s.tmp.XXXXXX", out);
+	fd = mkstemp(tmp); /* a new file: nothing already there is opened */
+	if (fd < 0) {
+		rc = cs_error_set(err, CS_ERR_IO, "cannot create '%s': %s", out, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	close(fd);
+	rc = copy_db(&n, tmp);
+	if (!rc)
+		rc = add_names(&n);
+	if (n.db && sqlite3_close(n.db) != SQLITE_OK && !rc)
+		rc = cs_error_set(err, CS_ERR_IO, "cannot write '%s'", out);
+	if (!rc && rename(tmp, out))
+		rc = cs_error_set(err, CS_ERR_IO, "cannot write '%s': %s", out, strerror(errno));
+	if (rc) {
+		unlink(tmp);
+		free(tmp);
+		return rc;
+	}
+	if (bytes && !stat(out, &sb))
+		*bytes = sb.st_size;
+	free(tmp);
+	return 0;
+}

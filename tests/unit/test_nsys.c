@@ -1,0 +1,359 @@
+/*
+ * test_nsys.c - `cuscope export --format nsys-sqlite`: typical Nsight Systems SQL (top kernels by
+ * name, copies by kind, NVTX ranges, a kernel and its launch, devices, threads) run on the copy
+ * of recorded traces, each answer checked against the trace read through cuscope's own reader;
+ * the copy is still a cuscope trace of the same schema version; bad input.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cuscope/demangle.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+static char *tmp_dir;
+static char *train_db, *d2h_db; /* version 2 and version 1 recordings */
+
+/* Export path to an nsys-sqlite copy in the temporary directory; the copy's path (malloc'd). */
+static char *nsys_copy(const char *path, const char *name)
+{
+	char *out = tu_path(tmp_dir, name);
+	const char *argv[] = {NULL, "export", "--force", "--format", "nsys-sqlite",
+			      "-o", out,      path,	 NULL};
+	struct tu_result r = tu_cuscope(argv);
+
+	ck_assert_msg(r.rc == 0, "export failed: %s", r.err);
+	ck_assert_msg(strstr(r.err, "Nsight Systems") != NULL, "summary: %s", r.err);
+	tu_result_free(&r);
+	return out;
+}
+
+static sqlite3 *open_db(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	return db;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Kernel count and GPU time per short name, from the trace through cuscope's reader. */
+struct by_name {
+	char *name;
+	int64_t count, total;
+};
+
+static int by_name_find(struct by_name *v, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return i;
+	return -1;
+}
+
+START_TEST(test_top_kernels)
+{
+	const char *files[] = {train_db, d2h_db};
+
+	for (int f = 0; f < 2; f++) {
+		char *copy = nsys_copy(files[f], f ? "d2h.sqlite" : "train.sqlite");
+		struct by_name want[512];
+		int nw = 0, rows = 0;
+		cs_trace *t = NULL;
+		cs_error err = {0, ""};
+		cs_iter *it = NULL;
+		cs_event ev;
+		sqlite3 *db;
+		sqlite3_stmt *st = NULL;
+
+		ck_assert_int_eq(cs_trace_open(files[f], &t, &err), CS_OK);
+		ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+		while (cs_iter_next(it, &ev) > 0) {
+			const cs_kernel *k = &ev.u.kernel;
+			const char *s;
+			int i;
+
+			if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN || !k->name)
+				continue;
+			s = cs_demangle_short(k->name);
+			i = by_name_find(want, nw, s);
+			if (i < 0) {
+				ck_assert_int_lt(nw, 512);
+				want[nw].name = strdup(s);
+				want[nw].count = want[nw].total = 0;
+				i = nw++;
+			}
+			want[i].count++;
+			want[i].total += k->end - k->start;
+		}
+		cs_iter_close(it);
+		cs_trace_close(t);
+		ck_assert_int_gt(nw, 3);
+
+		/* the query nsys users run: kernels by shortName, most GPU time first */
+		db = open_db(copy);
+		ck_assert_int_eq(
+			sqlite3_prepare_v2(db,
+					   "SELECT s.value, count(*), sum(k.end - k.start) "
+					   "FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN "
+					   "StringIds AS s ON s.id = k.shortName WHERE "
+					   "k.end IS NOT NULL GROUP BY s.value ORDER BY 3 "
+					   "DESC",
+					   -1, &st, NULL),
+			SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int i = by_name_find(want, nw, (const char *)sqlite3_column_text(st, 0));
+
+			ck_assert_msg(i >= 0, "unknown kernel %s", sqlite3_column_text(st, 0));
+			ck_assert_int_eq(sqlite3_column_int64(st, 1), want[i].count);
+			ck_assert_int_eq(sqlite3_column_int64(st, 2), want[i].total);
+			rows++;
+		}
+		sqlite3_finalize(st);
+		ck_assert_int_eq(rows, nw);
+		/* demangledName: the whole demangled name, one per mangled name */
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+					       "JOIN StringIds s ON s.id = k.demangledName "
+					       "WHERE s.value LIKE '%(%'"),
+				 query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+					       "JOIN StringIds s ON s.id = k.mangledName "
+					       "WHERE s.value LIKE '\\_Z%' ESCAPE '\\'"));
+		sqlite3_close(db);
+		for (int i = 0; i < nw; i++)
+			free(want[i].name);
+		free(copy);
+	}
+}
+END_TEST
+
+START_TEST(test_copies_by_kind)
+{
+	char *copy = nsys_copy(d2h_db, "copies.sqlite");
+	int64_t count[16] = {0}, bytes[16] = {0};
+	cs_trace *t = NULL;
+	cs_error err = {0, ""};
+	cs_iter *it = NULL;
+	cs_event ev;
+	sqlite3 *db = open_db(copy);
+	sqlite3_stmt *st = NULL;
+	int kinds = 0;
+
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), CS_OK);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_MEMCPY, NULL, &it, &err), CS_OK);
+	while (cs_iter_next(it, &ev) > 0) {
+		count[ev.u.memcpy.copy_kind & 15]++;
+		bytes[ev.u.memcpy.copy_kind & 15] += ev.u.memcpy.bytes;
+	}
+	cs_iter_close(it);
+	cs_trace_close(t);
+	ck_assert_int_gt(count[CS_COPY_DTOH], 0);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db,
+				   "SELECT e.id, e.label, count(*), sum(m.bytes) FROM "
+				   "CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER "
+				   "e ON e.id = m.copyKind GROUP BY e.id",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int kind = sqlite3_column_int(st, 0);
+		const char *label = (const char *)sqlite3_column_text(st, 1);
+
+		ck_assert_int_eq(sqlite3_column_int64(st, 2), count[kind]);
+		ck_assert_int_eq(sqlite3_column_int64(st, 3), bytes[kind]);
+		if (kind == CS_COPY_DTOH)
+			ck_assert_str_eq(label, "Device-to-Host");
+		if (kind == CS_COPY_HTOD)
+			ck_assert_str_eq(label, "Host-to-Device");
+		kinds++;
+	}
+	sqlite3_finalize(st);
+	for (int k = 0; k < 16; k++)
+		kinds -= count[k] > 0; /* every kind of the trace, once */
+	ck_assert_int_eq(kinds, 0);
+	sqlite3_close(db);
+	free(copy);
+}
+END_TEST
+
+START_TEST(test_nvtx_ranges)
+{
+	char *copy = nsys_copy(train_db, "nvtx.sqlite");
+	cs_trace *t = NULL;
+	cs_error err = {0, ""};
+	cs_iter *it = NULL;
+	cs_event ev;
+	sqlite3 *db = open_db(copy);
+	sqlite3_stmt *st = NULL;
+	int n = 0;
+
+	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), CS_OK);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, NULL, &it, &err), CS_OK);
+	/* nsys: push/pop ranges are eventType 59, their text in text (or StringIds by textId) */
+	ck_assert_int_eq(sqlite3_prepare_v2(db,
+					    "SELECT coalesce(n.text, s.value), n.start, n.end, "
+					    "n.globalTid FROM NVTX_EVENTS n LEFT JOIN StringIds s "
+					    "ON s.id = n.textId WHERE n.eventType = 59 ORDER BY "
+					    "n.start, n.rowid",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	while (cs_iter_next(it, &ev) > 0) {
+		const cs_nvtx *x = &ev.u.nvtx;
+
+		if (x->type != CS_NVTX_PUSHPOP)
+			continue;
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), x->text);
+		ck_assert_int_eq(sqlite3_column_int64(st, 1), x->start);
+		ck_assert_int_eq(sqlite3_column_int64(st, 2), x->end);
+		/* nsys's serialized ids: pid and tid in 24 bits each */
+		ck_assert_int_eq((sqlite3_column_int64(st, 3) >> 24) & 0xffffff, x->pid);
+		ck_assert_int_eq(sqlite3_column_int64(st, 3) & 0xffffff, x->tid);
+		n++;
+	}
+	ck_assert_int_ne(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(query_int(db,
+				   "SELECT count(*) FROM ENUM_NSYS_EVENT_TYPE WHERE id = 59 AND "
+				   "name = 'NvtxPushPopRange'"),
+			 1);
+	sqlite3_finalize(st);
+	cs_iter_close(it);
+	cs_trace_close(t);
+	sqlite3_close(db);
+	free(copy);
+}
+END_TEST
+
+START_TEST(test_kernel_launch_join)
+{
+	char *copy = nsys_copy(train_db, "launch.sqlite");
+	cs_trace *t = NULL;
+	cs_error err = {0, ""};
+	cs_iter *it = NULL;
+	cs_event ev;
+	sqlite3 *db = open_db(copy);
+	int64_t launched = 0;
+
+	ck_assert_int_eq(cs_trace_open(train_db, &t, &err), CS_OK);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, NULL, &it, &err), CS_OK);
+	while (cs_iter_next(it, &ev) > 0)
+		if (ev.u.kernel.launch_start != CS_TS_UNKNOWN && ev.u.kernel.launch_tid &&
+		    ev.u.kernel.correlation_id)
+			launched++;
+	cs_iter_close(it);
+	/* the original has no API rows for launches (record folds them into the kernels) */
+	ck_assert_int_eq(query_int(db,
+				   "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+				   "WHERE fromLaunch = 0 AND nameId IN (SELECT id FROM StringIds "
+				   "WHERE value LIKE 'cudaLaunchKernel%')"),
+			 0);
+	ck_assert_int_gt(launched, 1000);
+	/* every launched kernel finds its launch through the correlation id, at its launch time,
+	 * on its launching thread, named */
+	ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+				       "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = "
+				       "k.correlationId AND r.globalTid >> 24 = k.globalPid >> 24 "
+				       "JOIN StringIds s ON s.id = r.nameId WHERE r.start = "
+				       "k.launchStart AND r.end = k.launchEnd AND "
+				       "(r.globalTid & 16777215) = k.launchTid AND s.value LIKE "
+				       "'cu%'"),
+			 launched);
+	/* and the copy is still a cuscope trace: same schema version, same kernels, its API
+	 * count in EVENT_TABLE_INFO matches the table */
+	{
+		cs_trace *c = NULL;
+		cs_trace_summary a, b;
+
+		ck_assert_int_eq(cs_trace_open(copy, &c, &err), CS_OK);
+		ck_assert_int_eq(cs_trace_schema_version(c), cs_trace_schema_version(t));
+		ck_assert_int_eq(cs_trace_get_summary(t, &a, &err), CS_OK);
+		ck_assert_int_eq(cs_trace_get_summary(c, &b, &err), CS_OK);
+		ck_assert_int_eq(a.counts[CS_EV_KERNEL], b.counts[CS_EV_KERNEL]);
+		ck_assert_int_eq(b.counts[CS_EV_API],
+				 query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+		ck_assert_str_eq(cs_trace_meta(c, "nsys_compat"), "1");
+		cs_trace_close(c);
+	}
+	/* devices by nsys's id, threads with names */
+	ck_assert_int_eq(query_int(db, "SELECT count(*) FROM TARGET_INFO_GPU WHERE id = deviceId"),
+			 query_int(db, "SELECT count(*) FROM TARGET_INFO_GPU"));
+	ck_assert_int_gt(query_int(db, "SELECT count(*) FROM ThreadNames t JOIN StringIds s ON "
+				       "s.id = t.nameId WHERE s.value = 'python3' AND "
+				       "(t.globalTid >> 24) = (SELECT pid FROM PROCESSES)"),
+			 0);
+	cs_trace_close(t);
+	sqlite3_close(db);
+	free(copy);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+	char *out = tu_path(tmp_dir, "bad.sqlite");
+	const char *with_pid[] = {NULL, "export", "--format", "nsys-sqlite", "--pid",
+				  "1",	"-o",	  out,	      train_db,	     NULL};
+	const char *to_stdout[] = {NULL, "export", "--format", "nsys-sqlite",
+				   "-o", "-",	   train_db,   NULL};
+	const char *window[] = {NULL,  "export", "--format", "nsys-sqlite", "--time-range",
+				"0:1", "-o",	 out,	     train_db,	    NULL};
+	struct tu_result r;
+
+	r = tu_cuscope(with_pid);
+	tu_assert_one_line_error(&r, "nsys-sqlite --pid");
+	tu_result_free(&r);
+	r = tu_cuscope(to_stdout);
+	tu_assert_one_line_error(&r, "nsys-sqlite -o -");
+	tu_result_free(&r);
+	r = tu_cuscope(window);
+	tu_assert_one_line_error(&r, "nsys-sqlite --time-range");
+	tu_result_free(&r);
+	ck_assert(!tu_file_exists(out));
+	free(out);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("nsys");
+	TCase *tc = tcase_create("nsys");
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_nsys: cannot make a temporary directory\n");
+		return 1;
+	}
+	train_db = tu_source_file("samples/traces/train_small.db");
+	d2h_db = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_top_kernels);
+	tcase_add_test(tc, test_copies_by_kind);
+	tcase_add_test(tc, test_nvtx_ranges);
+	tcase_add_test(tc, test_kernel_launch_join);
+	tcase_add_test(tc, test_bad_input);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
