@@ -70,11 +70,13 @@ for c in commands:
     shorts = re.findall(r"^\s+(-[A-Za-z0-9]), --", text, re.M)
     page = open(os.path.join(data, "cuscope-%s.1" % c)).read()
     missing = [o for o in longs + shorts if o.replace("-", "\\-") not in page]
-    check("cuscope-%s.1 has every option" % c, longs and not missing, missing)
+    check("cuscope-%s.1 has every option" % c, not missing and (longs or not text.startswith("usage:")),
+          missing)
     offered = bash_complete(["cuscope", c, "-"])
     missing = [o for o in longs + shorts if o not in offered and not any(x.startswith(o + "=") for x in offered)]
     check("the completion of %s offers every option" % c, not missing, missing)
-    usage = text.split("\n")[0].replace("usage: ", "")
+    # a command this build lacks (record without CUDA) says so in place of its usage
+    usage = re.sub(r"^(usage|cuscope): ", "", text.split("\n")[0])
     check("cuscope-%s.1 has the usage" % c, usage.replace("-", "\\-") in page, usage)
 
 # 3. completing in bash
@@ -86,15 +88,17 @@ cases = [
     (["cuscope", "report", "--format", ""], ["text", "json", "markdown", "html"]),
     (["cuscope", "report", "run.db", "--fail-on", "w"], ["warning"]),
     (["cuscope", "export", "-f", ""], ["chrome", "perfetto"]),
-    (["cuscope", "record", "--back"], ["--backtrace"]),
-    (["cuscope", "record", "--api="], ["--api=default", "--api=all"]),
 ]
+if "--backtrace" in help_of(["record", "--help"]):
+    cases += [(["cuscope", "record", "--back"], ["--backtrace"]),
+              (["cuscope", "record", "--api="], ["--api=default", "--api=all"])]
 for words, want in cases:
     got = bash_complete(words)
     check("completing %r" % " ".join(words), sorted(got) == sorted(want), got)
 got = bash_complete(["cuscope", "report", "samples/traces/tr"])
 check("a trace is completed as a file", "samples/traces/train_small.db" in got, got)
-for words in (["cuscope", "record", "-o", "x.db", "--", "pytho"], ["cuscope", "record", "--backtrace", "pytho"]):
+for words in (["cuscope", "record", "-o", "x.db", "--", "pytho"], ["cuscope", "record", "--backtrace", "pytho"])[
+        0 if "--backtrace" in help_of(["record", "--help"]) else 1:]:
     got = bash_complete(words)
     check("record's COMMAND is completed as a command: %r" % " ".join(words), "python3" in got, got)
 got = bash_complete(["cuscope", "record", "python3", "--back"])
