@@ -233,6 +233,34 @@ int64_t cs_steps_median(const cs_steps *s, const int64_t *per_step, int nonzero_
 /* Name of a step detection method: "none", "nvtx", "profiler", "period". */
 const char *cs_step_method_name(int method);
 
+/*
+ * Why the GPU idled in a step while the host had not launched its next work yet: the causes the
+ * launch-starvation rule splits a starved gap into (docs/rules/launch-starvation.md), each
+ * nanosecond to one of them. CS_IDLE_D2H is the idle after a device-to-host wait that d2h-sync
+ * charges.
+ */
+enum cs_idle_cause {
+	CS_IDLE_LAUNCH = 0, /* launch overhead: launch calls one by one */
+	CS_IDLE_HOST,	    /* host work between launches */
+	CS_IDLE_WAIT,	    /* host waits */
+	CS_IDLE_INPUT,	    /* the input pipeline: before a batch's host-to-device copies */
+	CS_IDLE_PAGEABLE,   /* a pageable copy call holding the host */
+	CS_IDLE_D2H,	    /* after a device-to-host wait (d2h-sync) */
+	CS_IDLE_NCAUSES,
+};
+/* The evidence key of a cause: "launch_overhead", "host_work", "host_wait", "input_pipeline",
+ * "pageable_copy", "after_d2h_sync". */
+const char *cs_idle_cause_name(int cause);
+/*
+ * The GPU idle of each steady-state step of s that the host caused, by cause, as launch-starvation
+ * measures it: idle[i * CS_IDLE_NCAUSES + cause] in ns for step i (s->n * CS_IDLE_NCAUSES slots,
+ * overwritten; warm-up steps get 0). Unlike the rule, which charges a gap to the step of the work
+ * that ends it, each piece of a gap goes to the step whose span holds it, so that a step's causes
+ * fit in its own idle time. Idle while work was already queued (a dependency between streams, the
+ * GPU's own gap) is in none of them. 0, or CS_ERR_NOMEM.
+ */
+int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err);
+
 /* ---- findings ---- */
 
 enum cs_severity {

@@ -6,8 +6,8 @@
  * One pass over the process's GPU work in start order finds each such starved gap and splits its
  * idle among causes (launch overhead, host work, host waits, the input pipeline, pageable copies),
  * each nanosecond to one; the gaps that d2h-sync already charges to a device-to-host wait are left
- * out of the decision and shown apart. docs/rules/launch-starvation.md has the decision, its thresholds and the
- * measured values.
+ * out of the decision and shown apart. docs/rules/launch-starvation.md has the decision, its
+ * thresholds and the measured values.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,19 +32,27 @@
  */
 #define FAR_K 5.0
 
+/* The causes are those of analyze.h (enum cs_idle_cause), which cs_steps_idle_by_cause() shares. */
 enum cause {
-	CAUSE_LAUNCH = 0, /* the last launch interval of a gap: launch calls one by one */
-	CAUSE_HOST,	  /* the rest of a gap with no CUDA call in it: host work */
-	CAUSE_WAIT,	  /* the part of a gap the host spent in a wait */
-	CAUSE_INPUT,	  /* a gap before the H2D copies at a step's boundary */
-	CAUSE_PAGEABLE,	  /* the part of a gap a pageable copy call held the host */
-	CAUSE_D2H,	  /* charged by d2h-sync: not counted here */
-	NCAUSES,
+	CAUSE_LAUNCH =
+		CS_IDLE_LAUNCH,	   /* the last launch interval of a gap: launch calls one by one */
+	CAUSE_HOST = CS_IDLE_HOST, /* the rest of a gap with no CUDA call in it: host work */
+	CAUSE_WAIT = CS_IDLE_WAIT, /* the part of a gap the host spent in a wait */
+	CAUSE_INPUT = CS_IDLE_INPUT, /* a gap before the H2D copies at a step's boundary */
+	CAUSE_PAGEABLE =
+		CS_IDLE_PAGEABLE, /* the part of a gap a pageable copy call held the host */
+	CAUSE_D2H = CS_IDLE_D2H,  /* charged by d2h-sync: not counted here */
+	NCAUSES = CS_IDLE_NCAUSES,
 };
 
 static const char *const cause_key[NCAUSES] = {"launch_overhead", "host_work",
 					       "host_wait",	  "input_pipeline",
 					       "pageable_copy",	  "after_d2h_sync"};
+
+const char *cs_idle_cause_name(int cause)
+{
+	return cause >= 0 && cause < NCAUSES ? cause_key[cause] : "?";
+}
 
 struct step_acc {
 	int64_t idle[NCAUSES];
@@ -343,8 +351,45 @@ static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int
 	return 0;
 }
 
+/*
+ * Charge the gap [g0, g1) piece by piece to the steady step whose span holds each piece (the
+ * pieces in no step or in a warm-up step to none): cs_steps_idle_by_cause()'s way, for a chart of
+ * each step's time. d2h: the gap is d2h-sync's.
+ */
+static int charge_by_time(const cs_steps *s, struct gap_ctx *gc, int64_t g0, int64_t g1, int64_t ls,
+			  int input, int d2h, struct step_acc *acc)
+{
+	while (g0 < g1) {
+		int st = cs_steps_find(s, g0);
+		int64_t e = g1, part[NCAUSES] = {0};
+
+		if (st < 0)
+			break;
+		if (s->v[st].end < e)
+			e = s->v[st].end;
+		if (e <= g0)
+			break;
+		if (d2h)
+			part[CAUSE_D2H] = e - g0;
+		else if (charge_gap(gc, g0, e, ls, input, part))
+			return CS_ERR_NOMEM;
+		for (int c = 0; !s->v[st].warmup && c < NCAUSES; c++)
+			if (part[c] > 0) {
+				cs_sat_accum(&acc[st].idle[c], part[c]);
+				acc[st].gaps[c]++;
+			}
+		g0 = e;
+	}
+	return 0;
+}
+
+/*
+ * The starved gaps of the steady steps into acc: each charged to the step of the work that ends it
+ * (the rule's way), or with by_time to the steps whose spans hold it (charge_by_time).
+ */
 static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc,
-		     const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc)
+		     const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc,
+		     int by_time)
 {
 	struct ru_gpu_iter it;
 	struct ru_work w;
@@ -354,7 +399,7 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 	while (ru_gpu_next(&it, &w)) {
 		int64_t launched = ru_work_launched(&w), prev = reach, gap, t;
 		int64_t part[NCAUSES] = {0};
-		int st = ru_steady_step(s, t = cs_launch_time(w.launch_start, w.start)), input;
+		int st = ru_steady_step(s, t = cs_launch_time(w.launch_start, w.start)), input, d2h;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
@@ -369,17 +414,21 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 		gap = w.start - prev;
 		while (p < wto->n && wto->v[p] < prev)
 			p++;
-		if (p < wto->n && wfrom->v[p] < w.start && prev <= wto->v[p]) {
-			part[CAUSE_D2H] = gap;
-		} else {
-			/* a host-to-device copy launched before the step's first kernel or after
-			 * its last: the next batch going in */
-			input = !w.is_kernel && a->copies[w.index].copy_kind == CS_COPY_HTOD &&
-				(acc[st].first_kernel == CS_TS_UNKNOWN ||
-				 t < acc[st].first_kernel || t > acc[st].last_kernel);
-			if (charge_gap(gc, prev, w.start, w.launch_start, input, part))
+		d2h = p < wto->n && wfrom->v[p] < w.start && prev <= wto->v[p];
+		/* a host-to-device copy launched before the step's first kernel or after its last:
+		 * the next batch going in */
+		input = !d2h && !w.is_kernel && a->copies[w.index].copy_kind == CS_COPY_HTOD &&
+			(acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel ||
+			 t > acc[st].last_kernel);
+		if (by_time) {
+			if (charge_by_time(s, gc, prev, w.start, w.launch_start, input, d2h, acc))
 				return CS_ERR_NOMEM;
+			continue;
 		}
+		if (d2h)
+			part[CAUSE_D2H] = gap;
+		else if (charge_gap(gc, prev, w.start, w.launch_start, input, part))
+			return CS_ERR_NOMEM;
 		for (int c = 0; c < NCAUSES; c++)
 			if (part[c] > 0) {
 				cs_sat_accum(&acc[st].idle[c], part[c]);
@@ -576,16 +625,76 @@ out:
 	return cs_error_set(err, rc, "out of memory");
 }
 
+/* What one scan of a process's starved gaps holds: the host intervals, the launch calls, the
+ * windows d2h-sync charges, and the sums per step (s->n of them). */
+struct scan {
+	struct ru_i64 wfrom, wto;
+	struct ivs waits, pages;
+	struct gap_ctx gc;
+	struct step_acc *acc;
+};
+
+static void scan_free(struct scan *sc)
+{
+	free(sc->waits.v);
+	free(sc->pages.v);
+	ru_i64_free(&sc->gc.cut);
+	free(sc->gc.calls.v);
+	free(sc->gc.calls.reach);
+	ru_i64_free(&sc->wfrom);
+	ru_i64_free(&sc->wto);
+	free(sc->acc);
+}
+
+/* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
+ * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
+static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+		      struct scan *sc, int by_time)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->gc.waits = &sc->waits;
+	sc->gc.pages = &sc->pages;
+	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
+	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages) ||
+	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(a, s->pid, &sc->gc.calls) ||
+	    count_launches(a, s, sc->acc) ||
+	    scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, sc->acc, by_time))
+		return CS_ERR_NOMEM;
+	return 0;
+}
+
+int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
+{
+	struct cs_rule_cache own = {0};
+	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL};
+	const struct ru_d2h *d;
+	struct scan sc;
+	int rc;
+
+	if (s->n > 0)
+		memset(idle, 0, (size_t)s->n * CS_IDLE_NCAUSES * sizeof(*idle));
+	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
+		return 0;
+	rc = ru_cached_d2h(&ctx, &own, &d);
+	if (rc)
+		return cs_error_set(err, rc, "out of memory");
+	rc = scan_steps(a, s, d, &sc, 1);
+	for (int32_t i = 0; !rc && i < s->n; i++)
+		for (int c = 0; c < NCAUSES; c++)
+			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = sc.acc[i].idle[c];
+	scan_free(&sc);
+	ru_cache_free(&own);
+	return rc ? cs_error_set(err, rc, "out of memory") : 0;
+}
+
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct ru_d2h *d;
-	struct ru_i64 wfrom = {0}, wto = {0};
-	struct ivs waits = {0}, pages = {0};
-	struct gap_ctx gc = {&waits, &pages, {0}, {0}};
-	struct step_acc *acc = NULL;
+	struct scan sc;
+	struct step_acc *acc;
 	int64_t *share_pm = NULL, *tmp = NULL, med, lo, hi;
 	int near;
 	int32_t *steps = NULL, n = 0, m = 0, steady = cs_steps_steady(s);
@@ -597,14 +706,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
 	rc = CS_ERR_NOMEM;
-	acc = calloc((size_t)s->n, sizeof(*acc));
 	share_pm = calloc((size_t)s->n, sizeof(*share_pm));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (!acc || !share_pm || !tmp || !steps || host_intervals(a, s->pid, &waits, &pages) ||
-	    d2h_windows(d, &wfrom, &wto) || launch_calls(a, s->pid, &gc.calls) ||
-	    count_launches(a, s, acc) || scan_gaps(a, s, &gc, &wfrom, &wto, acc))
+	if (scan_steps(a, s, d, &sc, 0) || !share_pm || !tmp || !steps)
 		goto out;
+	acc = sc.acc;
 
 	/* share of each steady step the GPU waited for the host, in millionths */
 	for (int32_t i = 0; i < s->n; i++) {
@@ -633,14 +740,7 @@ out:
 		cs_error_set(err, rc, "out of memory");
 done:
 	ru_cache_free(&own);
-	free(waits.v);
-	free(pages.v);
-	ru_i64_free(&gc.cut);
-	free(gc.calls.v);
-	free(gc.calls.reach);
-	ru_i64_free(&wfrom);
-	ru_i64_free(&wto);
-	free(acc);
+	scan_free(&sc);
 	free(share_pm);
 	free(tmp);
 	free(steps);

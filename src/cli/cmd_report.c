@@ -1,14 +1,16 @@
 /*
  * cmd_report.c - `cuscope report`: load a trace, find its training steps, run the analyzers and
  * print their findings, most costly first, as text (a terminal or a log), JSON (tools; schema in
- * docs/report-format.md) or markdown (a CI comment).
+ * docs/report-format.md), markdown (a CI comment) or HTML (one page with charts: src/report/).
  *
  * Each output format is one entry of report_formats[]: a function that prints a report_view.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -16,15 +18,16 @@
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
+#include "cuscope/files.h"
 #include "cuscope/strbuf.h"
+#include "report/report.h"
 
-#define REPORT_JSON_VERSION  1
-#define EVIDENCE_KEYS_SHOWN  8	/* evidence keys shown without --verbose */
-#define EVIDENCE_ITEMS_SHOWN 3	/* array items shown without --verbose */
-#define STEP_RUNS_SHOWN	     6	/* runs of the step list shown without --verbose */
-#define ALSO_SHOWN	     4	/* other processes of a finding shown without --verbose */
-#define LABEL_WIDTH	     10 /* labels of a finding's fields */
-#define HEADER_LABEL_WIDTH   11 /* labels of the header */
+#define REPORT_JSON_VERSION 1
+#define EVIDENCE_KEYS_SHOWN 8  /* evidence keys shown without --verbose */
+#define STEP_RUNS_SHOWN	    6  /* runs of the step list shown without --verbose */
+#define ALSO_SHOWN	    4  /* other processes of a finding shown without --verbose */
+#define LABEL_WIDTH	    10 /* labels of a finding's fields */
+#define HEADER_LABEL_WIDTH  11 /* labels of the header */
 
 static const char report_usage[] =
 	"usage: cuscope report [OPTIONS] FILE\n"
@@ -34,7 +37,9 @@ static const char report_usage[] =
 	"how much GPU time it costs, where in the source, and how to fix it. Most costly first.\n"
 	"\n"
 	"Options:\n"
-	"  -f, --format FORMAT    text (default), json or markdown\n"
+	"  -f, --format FORMAT    text (default), json, markdown or html\n"
+	"  -o, --output FILE      write the report to FILE (default: standard output)\n"
+	"      --force            replace FILE when it exists\n"
 	"      --rules LIST       run only these rules (comma-separated ids)\n"
 	"      --skip LIST        do not run these rules\n"
 	"      --list-rules       list the rules (id, source, summary) and exit\n"
@@ -57,6 +62,7 @@ enum report_format {
 	REPORT_TEXT = 0,
 	REPORT_JSON,
 	REPORT_MARKDOWN,
+	REPORT_HTML,
 };
 
 /* Everything an output format prints. */
@@ -82,32 +88,6 @@ struct report_view {
 static const char *plural(int64_t n, const char *one, const char *many)
 {
 	return n == 1 ? one : many;
-}
-
-/*
- * A copy of s fit for a terminal or a markdown file (malloc'd): invalid UTF-8 repaired, control
- * characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor or
- * change colours. NULL without memory.
- */
-static char *clean_text(const char *s)
-{
-	char *r = cs_utf8_repair(s ? s : "");
-	unsigned char *p, *w;
-
-	if (!r)
-		return NULL;
-	for (p = w = (unsigned char *)r; *p; p++) {
-		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			*w++ = '?';
-			p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			*w++ = '?';
-		} else {
-			*w++ = *p;
-		}
-	}
-	*w = '\0';
-	return r;
 }
 
 /* The steps of a finding as runs: "3-29", "3-10, 12, 14-29"; at most max_runs (0 = all). */
@@ -267,7 +247,7 @@ static char *frame_text(const cs_frame *f, int full_module)
 			 full_module ? f->module : base_name(f->module));
 	else
 		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->pc);
-	r = clean_text(buf);
+	r = report_clean_text(buf);
 	return r;
 }
 
@@ -325,7 +305,7 @@ static const char *sev_color(int sev)
 static void print_wrapped(int col, const char *text, int width)
 {
 	int avail = width > 0 ? width - col : 0;
-	char *clean = clean_text(text);
+	char *clean = report_clean_text(text);
 	const char *p = clean;
 
 	if (!clean)
@@ -377,113 +357,6 @@ static void print_header_field(const char *label, const char *text, int width)
 	print_field_at(0, HEADER_LABEL_WIDTH, label, text, width);
 }
 
-/* A JSON value of the evidence as one line of text (malloc'd). */
-static char *evidence_value(const char *key, const cJSON *v, int verbose)
-{
-	char buf[CLI_FMT_MAX * 2], *r = NULL;
-	size_t klen = key ? strlen(key) : 0;
-
-	if (cJSON_IsString(v))
-		return clean_text(v->valuestring);
-	if (cJSON_IsNumber(v) || (cJSON_IsRaw(v) && v->valuestring)) {
-		double d = cJSON_IsNumber(v) ? v->valuedouble : strtod(v->valuestring, NULL);
-		int integral = d == (double)(int64_t)d;
-		char h[CLI_FMT_MAX];
-
-		if (integral)
-			snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)d);
-		else
-			snprintf(buf, sizeof(buf), "%.4g", d);
-		if (integral && d >= 1000 && klen > 3 && !strcmp(key + klen - 3, "_ns")) {
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s)",
-				 cli_fmt_duration(h, sizeof(h), (int64_t)d));
-		} else if (integral && d >= 1024 && klen >= 5 && !strcmp(key + klen - 5, "bytes")) {
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s)",
-				 cli_fmt_bytes(h, sizeof(h), (int64_t)d));
-		}
-		return strdup(buf);
-	}
-	if (cJSON_IsBool(v))
-		return strdup(cJSON_IsTrue(v) ? "yes" : "no");
-	if (cJSON_IsNull(v))
-		return strdup("-");
-	if (cJSON_IsArray(v)) {
-		int n = cJSON_GetArraySize(v), shown = 0;
-		size_t len = 0, cap = 64;
-		const cJSON *it;
-
-		r = malloc(cap);
-		if (!r)
-			return NULL;
-		r[0] = '\0';
-		cJSON_ArrayForEach(it, v)
-		{
-			char *s;
-			size_t sl;
-
-			if (!verbose && shown == EVIDENCE_ITEMS_SHOWN) {
-				char more[64];
-
-				snprintf(more, sizeof(more), ", ... (%d more)", n - shown);
-				s = strdup(more);
-			} else {
-				s = evidence_value(NULL, it, verbose);
-			}
-			if (!s)
-				break;
-			sl = strlen(s);
-			if (len + sl + 3 > cap) {
-				char *nr;
-
-				while (len + sl + 3 > cap)
-					cap *= 2;
-				nr = realloc(r, cap);
-				if (!nr) {
-					free(s);
-					break;
-				}
-				r = nr;
-			}
-			if (shown && !(!verbose && shown == EVIDENCE_ITEMS_SHOWN)) {
-				memcpy(r + len, ", ", 2);
-				len += 2;
-			}
-			memcpy(r + len, s, sl + 1);
-			len += sl;
-			free(s);
-			if (!verbose && shown == EVIDENCE_ITEMS_SHOWN)
-				break;
-			shown++;
-		}
-		return r;
-	}
-	if (cJSON_IsObject(v)) {
-		/* a kernel's "name" as people read it: short, or whole with --verbose */
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
-		cJSON *copy;
-
-		if (cJSON_IsString(name) && name->valuestring &&
-		    (copy = cJSON_Duplicate(v, 1)) != NULL) {
-			const char *shown = verbose ? cs_demangle(name->valuestring)
-						    : cs_demangle_short(name->valuestring);
-
-			cJSON_ReplaceItemInObjectCaseSensitive(copy, "name",
-							       cJSON_CreateString(shown));
-			r = cJSON_PrintUnformatted(copy);
-			cJSON_Delete(copy);
-		}
-	}
-	if (!r)
-		r = cJSON_PrintUnformatted(v);
-	if (r) {
-		char *c = clean_text(r);
-
-		cJSON_free(r);
-		r = c;
-	}
-	return r;
-}
-
 static void text_evidence(const cJSON *ev, int verbose, int width)
 {
 	const cJSON *it;
@@ -498,8 +371,8 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 			print_field("", line, width);
 			break;
 		}
-		key = clean_text(it->string ? it->string : "?");
-		val = evidence_value(it->string, it, verbose);
+		key = report_evidence_label(it->string ? it->string : "?");
+		val = report_evidence_value(it->string, it, verbose);
 		if (key && val) {
 			if (!verbose && width > 0 && (int)cli_text_width(val) > width - 16) {
 				char *t = cli_truncate_middle(
@@ -738,7 +611,7 @@ static void text_header(const struct report_view *v)
 	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX], line[1024];
 	char *clean;
 
-	clean = clean_text(v->path);
+	clean = report_clean_text(v->path);
 	print_header_field("trace:", clean ? clean : "", v->width);
 	free(clean);
 	if (command)
@@ -1238,7 +1111,7 @@ static int print_json(const struct report_view *v)
 /* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
 static void md_puts(const char *s)
 {
-	char *c = clean_text(s);
+	char *c = report_clean_text(s);
 
 	if (!c)
 		return;
@@ -1253,7 +1126,7 @@ static void md_puts(const char *s)
 /* Print s as inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
 static void md_code(const char *s)
 {
-	char *c = clean_text(s);
+	char *c = report_clean_text(s);
 
 	if (!c)
 		return;
@@ -1327,10 +1200,12 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 		printf("\n<details><summary>Evidence</summary>\n\n| | |\n|---|---|\n");
 		cJSON_ArrayForEach(it, f->evidence)
 		{
-			char *val = evidence_value(it->string, it, v->verbose);
+			char *val = report_evidence_value(it->string, it, v->verbose);
+			char *key = report_evidence_label(it->string);
 
 			printf("| ");
-			md_puts(it->string ? it->string : "");
+			md_puts(key ? key : "");
+			free(key);
 			printf(" | ");
 			md_puts(val ? val : "");
 			printf(" |\n");
@@ -1434,6 +1309,32 @@ static int print_markdown(const struct report_view *v)
 	return 0;
 }
 
+/* ---- HTML (src/report/html.c) ---- */
+
+/* The JSON report with the figures of the charts, written as one page. */
+static int print_html(const struct report_view *v)
+{
+	cJSON *doc = json_report(v), *charts;
+	cs_error err = {0, ""};
+	int rc = 0;
+
+	if (!doc) {
+		cli_error("out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	charts = report_charts(v->a, v->procs, &err);
+	if (!charts || !cJSON_AddItemToObject(doc, "charts", charts)) {
+		cJSON_Delete(charts);
+		cli_error("cannot chart '%s': %s", v->path, err.msg[0] ? err.msg : "out of memory");
+		rc = CLI_EXIT_USAGE;
+	} else if (report_html_write(stdout, doc)) {
+		cli_error("out of memory");
+		rc = CLI_EXIT_USAGE;
+	}
+	cJSON_Delete(doc);
+	return rc;
+}
+
 /* ---- the formats ---- */
 
 struct report_format_ops {
@@ -1445,6 +1346,7 @@ static const struct report_format_ops report_formats[] = {
 	[REPORT_TEXT] = {"text", print_text},
 	[REPORT_JSON] = {"json", print_json},
 	[REPORT_MARKDOWN] = {"markdown", print_markdown},
+	[REPORT_HTML] = {"html", print_html},
 };
 
 static int parse_format(const char *arg, enum report_format *out)
@@ -1455,8 +1357,8 @@ static int parse_format(const char *arg, enum report_format *out)
 			*out = (enum report_format)i;
 			return 0;
 		}
-	return cli_usage_error("report", "invalid value '%s' for --format (text, json or markdown)",
-			       arg);
+	return cli_usage_error(
+		"report", "invalid value '%s' for --format (text, json, markdown or html)", arg);
 }
 
 /* ---- --list-rules ---- */
@@ -1567,6 +1469,76 @@ static int parse_rule_list(const char *option, const char *list, char *sel)
 	return 0;
 }
 
+/* ---- -o FILE ---- */
+
+/* Where the report goes with -o: a file written under a temporary name, renamed at the end. */
+struct report_output {
+	cs_outfile file;
+	int saved_stdout; /* the standard output, while stdout writes to the file */
+};
+
+/*
+ * Send stdout to a temporary file beside path: 0, or CLI_EXIT_USAGE after one line saying why
+ * (path exists without --force, is the trace itself, or cannot be written).
+ */
+static int output_begin(struct report_output *o, const char *path, const char *trace, int force)
+{
+	struct stat sb;
+
+	o->saved_stdout = -1;
+	if (!force && lstat(path, &sb) == 0 &&
+	    (S_ISREG(sb.st_mode) ||
+	     (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)))) {
+		cli_error("'%s' exists; use --force to replace it", path);
+		return CLI_EXIT_USAGE;
+	}
+	if (cs_same_file(path, trace)) {
+		cli_error("cannot write the report over its trace '%s'", path);
+		return CLI_EXIT_USAGE;
+	}
+	if (cs_outfile_open(&o->file, path) < 0) {
+		cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	fflush(stdout);
+	o->saved_stdout = dup(STDOUT_FILENO);
+	if (o->saved_stdout < 0 || dup2(o->file.fd, STDOUT_FILENO) < 0) {
+		int e = errno;
+
+		if (o->saved_stdout >= 0)
+			close(o->saved_stdout);
+		o->saved_stdout = -1;
+		cs_outfile_abort(&o->file);
+		cli_error("cannot write '%s': %s", path, strerror(e));
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/*
+ * Give stdout back and put the file in place, or remove it when the report failed (rc 2) or could
+ * not be written whole. Returns rc, or CLI_EXIT_USAGE after the error.
+ */
+static int output_end(struct report_output *o, const char *path, int rc)
+{
+	int failed = fflush(stdout) != 0 || ferror(stdout), e = errno;
+
+	dup2(o->saved_stdout, STDOUT_FILENO);
+	close(o->saved_stdout);
+	clearerr(stdout);
+	if (failed || rc == CLI_EXIT_USAGE) {
+		cs_outfile_abort(&o->file);
+		if (failed)
+			cli_error("cannot write '%s': %s", path, strerror(e ? e : EIO));
+		return CLI_EXIT_USAGE;
+	}
+	if (cs_outfile_commit(&o->file) < 0) {
+		cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	return rc;
+}
+
 /* ---- the command ---- */
 
 enum {
@@ -1577,12 +1549,15 @@ enum {
 	OPT_WARMUP,
 	OPT_FAIL_ON,
 	OPT_NO_COLOR,
+	OPT_FORCE,
 };
 
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"rules", required_argument, NULL, OPT_RULES},
 		{"skip", required_argument, NULL, OPT_SKIP},
 		{"list-rules", no_argument, NULL, OPT_LIST_RULES},
@@ -1601,6 +1576,9 @@ int cmd_report(int argc, char **argv)
 	const cs_analyzer *selected[NRULES_MAX + 1];
 	enum report_format format = REPORT_TEXT;
 	int have_only = 0, list = 0, no_color = 0, verbose = 0, fail_on = 0, c, rc, nsel = 0;
+	int force = 0;
+	const char *output = NULL;
+	struct report_output out;
 	int64_t warmup = -1, pid = 0, width = -1;
 	const char *path, *step_range = NULL, *no_color_env;
 	cs_trace *t = NULL;
@@ -1614,11 +1592,19 @@ int cmd_report(int argc, char **argv)
 	struct report_view view;
 	cs_unended *unended = NULL;
 
-	while ((c = cli_getopt(argc, argv, "f:p:w:vh", longopts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "f:o:p:w:vh", longopts)) != -1) {
 		switch (c) {
 		case 'f':
 			if (parse_format(optarg, &format))
 				return CLI_EXIT_USAGE;
+			break;
+		case 'o':
+			if (!*optarg)
+				return cli_usage_error(argv[0], "--output needs a file name");
+			output = strcmp(optarg, "-") ? optarg : NULL;
+			break;
+		case OPT_FORCE:
+			force = 1;
 			break;
 		case OPT_RULES:
 			if (parse_rule_list("--rules", optarg, only))
@@ -1671,6 +1657,11 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (list) {
+		if (format == REPORT_HTML)
+			return cli_usage_error(
+				argv[0], "--list-rules prints text, json or markdown, not html");
+		if (output)
+			return cli_usage_error(argv[0], "--list-rules prints to standard output");
 		if (optind < argc)
 			return cli_usage_error(argv[0],
 					       "unexpected argument '%s' after --list-rules",
@@ -1743,17 +1734,20 @@ int cmd_report(int argc, char **argv)
 	view.step_range = step_range;
 	view.verbose = verbose;
 	no_color_env = getenv("NO_COLOR");
-	view.color = !no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO);
-	view.width = cli_output_width((int)width);
+	view.color =
+		!no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO) && !output;
+	view.width = output ? (width >= 0 ? (int)width : 0) : cli_output_width((int)width);
 	cs_steps_duration_stats(steps, &view.median, &view.p10, &view.p90);
 	view.busy_share = cs_steps_busy_share(steps);
 
+	if (output && (rc = output_begin(&out, output, path, force)) != 0)
+		goto out;
 	rc = report_formats[format].print(&view);
 	if (rc == 0 && fail_on > 0)
 		for (int32_t i = 0; i < rep.n; i++)
 			if (rep.v[i]->severity >= fail_on)
 				rc = CLI_EXIT_FINDINGS;
-	rc = cli_finish_output(rc);
+	rc = output ? output_end(&out, output, rc) : cli_finish_output(rc);
 out:
 	free(unended);
 	cs_report_free(&rep);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh - the meson test 'e2e': `cuscope view` in headless Chromium (view.test.mjs). Needs node,
+# run.sh - the meson tests 'e2e' and 'e2e-report': `cuscope view` (view.test.mjs, the default) or the
+# HTML report (report.test.mjs, named as the first argument) in headless Chromium. Needs node,
 # Debian's /usr/bin/chromium and tests/e2e/node_modules (scripts/setup installs all three: apt-get and
 # `npm ci`). Without one of them the test fails and says which is missing: a skipped browser test must
 # not pass. Prints a Check-style "N%: Checks: N, Failures: F, Errors: E" line, which scripts/test sums.
@@ -14,4 +15,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "0%: Checks: 1, Failures: 1, Errors: 0"
 	exit 1
 fi
-exec node "$here/view.test.mjs"
+exec node "$here/${1:-view.test.mjs}"
