@@ -87,7 +87,7 @@ cases = [
     (["cuscope", "report", "--fo"], ["--format", "--force"]),
     (["cuscope", "report", "--format", ""], ["text", "json", "markdown", "html"]),
     (["cuscope", "report", "run.db", "--fail-on", "w"], ["warning"]),
-    (["cuscope", "export", "-f", ""], ["chrome", "perfetto"]),
+    (["cuscope", "export", "-f", ""], ["chrome", "perfetto", "nsys-sqlite"]),
 ]
 if "--backtrace" in help_of(["record", "--help"]):
     cases += [(["cuscope", "record", "--back"], ["--backtrace"]),
