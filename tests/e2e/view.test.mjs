@@ -185,8 +185,9 @@ async function main() {
 		}));
 		check('click moves the window', after.t0 !== before[0] || after.t1 !== before[1],
 			`${before[0]}..${before[1]} -> ${after.t0}..${after.t1}`);
-		check('clicked finding highlighted', after.highlight !== null && after.selected === 1 &&
-			after.t0 <= after.highlight.first && after.t1 >= after.highlight.last);
+		check('clicked finding highlighted, its costliest occurrence framed', after.highlight !== null &&
+			after.selected === 1 && after.t0 <= after.highlight.focusStart &&
+			after.t1 >= after.highlight.focusEnd, JSON.stringify(after));
 		await page.screenshot({ path: join(shots, 'viewer-finding.png') });
 		check('no script errors', pageErrors.length === 0, pageErrors.join('; '));
 

@@ -333,7 +333,10 @@ START_TEST(test_token_and_host)
 }
 END_TEST
 
-/* Number of tracks the trace must give: streams, wait threads, API threads, NVTX depths, GPUs. */
+/*
+ * Number of tracks the trace must give: streams, wait threads, API threads, launch threads (GPU
+ * work with a launch time), NVTX depths, GPUs.
+ */
 static int expected_tracks(const cs_analysis *a)
 {
 	static int64_t keys[65536];
@@ -347,12 +350,20 @@ static int expected_tracks(const cs_analysis *a)
 		if (i_ == n && n < 65536)                      \
 			keys[n++] = key_;                      \
 	} while (0)
-	for (int64_t i = 0; i < a->nkernels; i++)
+	for (int64_t i = 0; i < a->nkernels; i++) {
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->kernels[i].pid << 28) |
 			((int64_t)a->kernels[i].device_id << 20) | a->kernels[i].stream_id);
-	for (int64_t i = 0; i < a->ncopies; i++)
+		if (a->kernels[i].launch_start != CS_TS_UNKNOWN)
+			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->kernels[i].pid << 24) ^
+						      a->kernels[i].launch_tid));
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->copies[i].pid << 28) |
 			((int64_t)a->copies[i].device_id << 20) | a->copies[i].stream_id);
+		if (a->copies[i].launch_start != CS_TS_UNKNOWN)
+			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->copies[i].pid << 24) ^
+						      a->copies[i].launch_tid));
+	}
 	for (int64_t i = 0; i < a->nsyncs; i++)
 		if (a->syncs[i].host_wait && a->syncs[i].start != CS_TS_UNKNOWN)
 			ADD_KEY(((int64_t)2 << 60) |
