@@ -102,6 +102,8 @@
 		topH: AXIS_H + STEP_H, /* the axis, steps and findings lanes */
 	};
 	window.__viewer = state;
+	/* for tests: set the visible window exactly (setWindow is defined below) */
+	state.setWindow = (t0, t1) => setWindow(t0, t1);
 
 	let fetchTimer = null;
 	let fetchSeq = 0;

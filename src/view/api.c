@@ -2341,6 +2341,13 @@ static int find_event(struct view_data *v, const struct view_track *t, int64_t s
 	return found;
 }
 
+/* The kind of an event answer. */
+static const char *const event_kind_names[CS_EV_COUNT] = {
+	[CS_EV_KERNEL] = "kernel", [CS_EV_MEMCPY] = "memcpy", [CS_EV_MEMSET] = "memset",
+	[CS_EV_MEMORY] = "memory", [CS_EV_SYNC] = "sync",     [CS_EV_API] = "api",
+	[CS_EV_NVTX] = "nvtx",
+};
+
 char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t end)
 {
 	const struct view_track *t;
@@ -2358,7 +2365,7 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 	}
 	event_where_of(&ev, &w);
 	cJSON_AddStringToObject(root, "status", "ok");
-	cli_json_add_string(root, "kind", cs_event_kind_name(ev.kind));
+	cJSON_AddStringToObject(root, "kind", event_kind_names[ev.kind]);
 	add_int(root, "track", track);
 	fields = cJSON_AddObjectToObject(root, "fields");
 	event_fields(fields, &ev);
@@ -2386,7 +2393,7 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 			for (int i = 0; i < n; i++) {
 				cJSON *fr = cJSON_CreateObject();
 
-				cJSON_AddStringToObject(fr, "kind", frames[i].kind ? "python" : "native");
+				cJSON_AddStringToObject(fr, "kind", frames[i].kind == 2 ? "python" : "native");
 				add_text(fr, "symbol", frames[i].symbol);
 				add_text(fr, "file", frames[i].file);
 				cli_json_add_int(fr, "line", frames[i].line, 0);
@@ -2424,7 +2431,7 @@ static int item_matches(struct view_data *v, struct search_names *sn, const stru
 	uint8_t *slot = it->name >= 0 ? (it->name <= v->max_name ? &sn->ids[it->name] : NULL)
 				      : &sn->pseudo[-1 - it->name];
 
-	if (!slot)
+	if (!slot || it->kind == VI_LAUNCH) /* a launch is found through its GPU work */
 		return 0;
 	if (!*slot)
 		*slot = name_matches(v, it->name, q) ? 2 : 1;
@@ -2439,6 +2446,7 @@ static int key_before(int64_t sa, int64_t ta, int64_t sb, int64_t tb)
 
 /*
  * The events whose name contains q, in the order (start, track): their number, and the first one
+ * (launch calls, named as their GPU work, are left out: the GPU work is found)
  * after (t, track) (dir > 0) or the last one before it (dir < 0), wrapping around at the ends,
  * with its rank in that order (1-based).
  */
