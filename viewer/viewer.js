@@ -275,41 +275,57 @@
 	}
 
 	/*
-	 * The time axis. Ticks are labelled with the time since the trace start, to the tick's
-	 * precision; when that takes too many digits (deep zoom far into the trace), the first tick
-	 * is written in full in the label column and the others relative to it ("+20 ns").
+	 * The ticks of the time axis. They are labelled with the time since the trace start, to the
+	 * tick's precision; when that takes too many digits (deep zoom far into the trace), the
+	 * first tick is written in full in the label column and the others relative to it ("+20 ns").
 	 */
-	function drawAxis(w) {
+	function axisTicks() {
 		const step = tickStep();
 		const first = Math.ceil(state.t0 / step) * step;
 		const relative = fmtTime(first, step).length > 12;
-		state.axis = { step, relative, base: first, labels: [] };
+		const ticks = [];
+		for (let t = first; t < state.t1; t += step)
+			ticks.push([t, relative && t !== first ? '+' + fmtDur(t - first) : fmtTime(t, step)]);
+		state.axis = { step, relative, base: first, labels: ticks.map((x) => x[1]) };
+		return ticks;
+	}
+
+	/* The tick lines across the tracks. */
+	function drawGrid(ticks, h) {
+		ctx.strokeStyle = '#e3e6eb';
+		for (const [t] of ticks) {
+			const x = Math.round(xOf(t)) + 0.5;
+			ctx.beginPath();
+			ctx.moveTo(x, 0);
+			ctx.lineTo(x, h);
+			ctx.stroke();
+		}
+	}
+
+	/* The axis bar (drawn on top, pinned while the tracks scroll). */
+	function drawAxisBar(ticks, w) {
 		ctx.fillStyle = '#eceef2';
 		ctx.fillRect(0, 0, w, AXIS_H);
 		ctx.fillStyle = '#4b5463';
-		ctx.strokeStyle = '#c9ced6';
-		ctx.font = '11px sans-serif';
-		ctx.textBaseline = 'middle';
-		for (let t = first; t < state.t1; t += step) {
-			const x = xOf(t);
+		ctx.strokeStyle = '#9aa1ad';
+		for (const [t, text] of ticks) {
+			const x = Math.round(xOf(t)) + 0.5;
 			ctx.beginPath();
-			ctx.moveTo(x + 0.5, AXIS_H - 6);
-			ctx.lineTo(x + 0.5, canvas.clientHeight);
+			ctx.moveTo(x, AXIS_H - 6);
+			ctx.lineTo(x, AXIS_H);
 			ctx.stroke();
-			const text = relative && t !== first ? '+' + fmtDur(t - first) : fmtTime(t, step);
-			state.axis.labels.push(text);
 			ctx.fillText(text, x + 3, AXIS_H / 2);
 		}
+		const a = state.axis;
+		ctx.fillStyle = '#eceef2';
+		ctx.fillRect(0, 0, LABEL_W, AXIS_H);
 		ctx.fillStyle = '#1d2330';
-		ctx.fillText(relative ? 'from ' + fmtTime(first, step) : 'since trace start', 6, AXIS_H / 2,
+		ctx.fillText(a.relative ? 'from ' + fmtTime(a.base, a.step) : 'since trace start', 6, AXIS_H / 2,
 			LABEL_W - 10);
 	}
 
-	/* The step lane (numbered, warm-up grey) and the steps shaded across the tracks. */
-	function drawSteps(h) {
-		const y = AXIS_H;
-		ctx.fillStyle = '#f6f7f9';
-		ctx.fillRect(0, y, canvas.clientWidth, STEP_H);
+	/* The steps shaded across the tracks: alternating tones, warm-up grey. */
+	function drawStepShading(h) {
 		for (const s of state.steps) {
 			if (s.end < state.t0 || s.start > state.t1) continue;
 			const x0 = Math.max(LABEL_W, xOf(s.start));
@@ -317,7 +333,20 @@
 			if (x1 <= x0) continue;
 			ctx.fillStyle = s.warmup ? 'rgba(120,120,120,0.10)'
 				: s.index % 2 ? 'rgba(59,120,196,0.10)' : 'rgba(59,120,196,0.035)';
-			ctx.fillRect(x0, state.topH, x1 - x0, h - state.topH);
+			ctx.fillRect(x0, 0, x1 - x0, h);
+		}
+	}
+
+	/* The step lane: each step numbered, warm-up steps grey. */
+	function drawStepLane() {
+		const y = AXIS_H;
+		ctx.fillStyle = '#f6f7f9';
+		ctx.fillRect(0, y, canvas.clientWidth, state.topH - AXIS_H);
+		for (const s of state.steps) {
+			if (s.end < state.t0 || s.start > state.t1) continue;
+			const x0 = Math.max(LABEL_W, xOf(s.start));
+			const x1 = Math.min(canvas.clientWidth, xOf(s.end));
+			if (x1 <= x0) continue;
 			ctx.fillStyle = s.warmup ? '#b3b8c2' : s.index % 2 ? '#5b8fd0' : '#8fb3e0';
 			ctx.fillRect(x0, y + 1, Math.max(1, x1 - x0 - 1), STEP_H - 2);
 			const text = (x1 - x0 > 70 ? (s.warmup ? 'warm-up ' : 'step ') : '') + s.index;
@@ -474,7 +503,7 @@
 	 * (the server sends them only for windows with few GPU events); the selected event's
 	 * arrow always, thicker.
 	 */
-	function drawFlows() {
+	function drawFlows(top) {
 		state.flowsDrawn = 0;
 		const flows = (state.window && state.window.flows) || [];
 		const W = canvas.clientWidth;
@@ -492,7 +521,7 @@
 		if (visible.length <= FLOWS_DRAWN_MAX) {
 			ctx.save();
 			ctx.beginPath();
-			ctx.rect(LABEL_W, state.topH, W - LABEL_W, canvas.clientHeight);
+			ctx.rect(LABEL_W, top + state.topH, W - LABEL_W, canvas.clientHeight);
 			ctx.clip();
 			for (const [x0, lr, x1, gr] of visible) {
 				drawArrow(x0, edgeToward(lr, gr.y), x1, edgeToward(gr, lr.y), FLOW_COLOR, 1);
@@ -507,7 +536,7 @@
 			if (lr && gr) {
 				ctx.save();
 				ctx.beginPath();
-				ctx.rect(LABEL_W, state.topH, W - LABEL_W, canvas.clientHeight);
+				ctx.rect(LABEL_W, top + state.topH, W - LABEL_W, canvas.clientHeight);
 				ctx.clip();
 				drawArrow(xOf(ev.launch.end), edgeToward(lr, gr.y), xOf(ev.gpu.start),
 					edgeToward(gr, lr.y), '#000', 2);
@@ -516,6 +545,7 @@
 		}
 	}
 
+	/* The selected range: a band across the tracks, and its length on the axis. */
 	function drawRange(h) {
 		const r = state.range;
 		if (!r) return;
@@ -527,6 +557,17 @@
 		ctx.fillStyle = '#1e6fd9';
 		ctx.fillRect(x0, 0, 1, h);
 		ctx.fillRect(x1, 0, 1, h);
+	}
+
+	function drawRangeLabel() {
+		const r = state.range;
+		if (!r) return;
+		const x0 = Math.max(LABEL_W, xOf(r.t0));
+		const x1 = Math.min(canvas.clientWidth, xOf(r.t1));
+		if (x1 < LABEL_W || x0 > canvas.clientWidth) return;
+		ctx.fillStyle = 'rgba(30,111,217,0.25)';
+		ctx.fillRect(x0, 0, Math.max(1, x1 - x0), AXIS_H);
+		ctx.fillStyle = '#1e6fd9';
 		const text = fmtDur(r.t1 - r.t0);
 		const tw = ctx.measureText(text).width + 8;
 		ctx.fillRect((x0 + x1 - tw) / 2, AXIS_H - 13, tw, 13);
@@ -541,9 +582,10 @@
 		ctx.clearRect(0, 0, w, h);
 		ctx.font = '11px sans-serif';
 		ctx.textBaseline = 'middle';
-		drawAxis(w);
-		drawSteps(h);
-		drawFindingsLane();
+		const top = scroller.scrollTop; /* the lanes on top stay in sight: drawn at top */
+		const ticks = axisTicks();
+		drawGrid(ticks, h);
+		drawStepShading(h);
 
 		const hl = state.highlight;
 		if (hl) {
@@ -551,12 +593,12 @@
 			ctx.fillStyle = 'rgba(242,179,0,0.10)';
 			const x0 = Math.max(LABEL_W, xOf(hl.first));
 			const x1 = Math.min(w, xOf(hl.last));
-			if (x1 > LABEL_W) ctx.fillRect(x0, state.topH, Math.max(2, x1 - x0), h - state.topH);
+			if (x1 > LABEL_W) ctx.fillRect(x0, 0, Math.max(2, x1 - x0), h);
 			if (hl.focusStart !== null) {
 				const f0 = Math.max(LABEL_W, xOf(hl.focusStart));
 				const f1 = Math.min(w, xOf(hl.focusEnd));
 				ctx.fillStyle = 'rgba(242,179,0,0.22)';
-				if (f1 > LABEL_W) ctx.fillRect(f0, state.topH, Math.max(2, f1 - f0), h - state.topH);
+				if (f1 > LABEL_W) ctx.fillRect(f0, 0, Math.max(2, f1 - f0), h);
 			}
 		}
 
@@ -564,11 +606,10 @@
 		if (state.window) for (const t of state.window.tracks) byId.set(t.id, t);
 		const memById = new Map();
 		if (state.memory) for (const t of state.memory.tracks) memById.set(t.id, t);
-		const top = scroller.scrollTop;
 		const bottom = top + scroller.clientHeight;
 		let drawn = 0;
 		for (const row of state.rows) {
-			if (row.y > bottom || row.y + row.h < top) continue; /* scrolled out of sight */
+			if (row.y > bottom || row.y + row.h < top + state.topH) continue; /* out of sight */
 			if (row.group !== undefined) {
 				ctx.fillStyle = '#dfe3ea';
 				ctx.fillRect(0, row.y, w, row.h);
@@ -597,8 +638,15 @@
 			ctx.fillStyle = '#1d2330';
 			ctx.fillText(label(row.track), 14, row.y + row.h / 2, LABEL_W - 18);
 		}
-		drawFlows();
+		drawFlows(top);
 		drawRange(h);
+		ctx.save();
+		ctx.translate(0, top);
+		drawAxisBar(ticks, w);
+		drawStepLane();
+		drawFindingsLane();
+		drawRangeLabel();
+		ctx.restore();
 		ctx.fillStyle = '#c9ced6';
 		ctx.fillRect(LABEL_W - 1, 0, 1, h);
 
@@ -1143,10 +1191,11 @@
 		const rect = canvas.getBoundingClientRect();
 		const x = e.clientX - rect.left;
 		const y = e.clientY - rect.top;
-		if (y < state.topH) {
-			const f = x >= LABEL_W ? findingAt(y) : null;
+		const yh = y - scroller.scrollTop; /* in the lanes on top, pinned */
+		if (yh < state.topH) {
+			const f = x >= LABEL_W ? findingAt(yh) : null;
 			if (f) selectFinding(f);
-			if (y >= AXIS_H && y < AXIS_H + STEP_H && x >= LABEL_W) {
+			if (yh >= AXIS_H && yh < AXIS_H + STEP_H && x >= LABEL_W) {
 				const s = stepAt(tOf(x));
 				if (s) goToStep(s.index);
 			}
@@ -1193,11 +1242,13 @@
 		tooltip.hidden = true;
 		if (!state.summary || x < 0 || x > rect.width || y < 0 || y > rect.height) return;
 		let text = null;
-		if (y < state.topH && x >= LABEL_W) {
-			const f = findingAt(y);
+		const yh = y - scroller.scrollTop; /* in the lanes on top, pinned */
+		if (yh < state.topH) {
+			if (x < LABEL_W) return;
+			const f = findingAt(yh);
 			const s = stepAt(tOf(x));
 			if (f) text = f.rule + ' (' + f.severity + '): ' + f.title;
-			else if (s && y >= AXIS_H) text = (s.warmup ? 'warm-up step ' : 'step ') + s.index + '\n' +
+			else if (s && yh >= AXIS_H) text = (s.warmup ? 'warm-up step ' : 'step ') + s.index + '\n' +
 				fmtDurExact(s.end - s.start) + ' at ' + fmtTime(s.start, 1);
 			else text = fmtTime(tOf(x), (state.t1 - state.t0) / plotWidth());
 		} else {

@@ -25,6 +25,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = process.env.CUSCOPE_BIN || join(root, 'build-view', 'cuscope');
 const genTrace = process.env.CUSCOPE_GEN_TRACE || join(dirname(bin), 'tests', 'gen_trace');
 const bigEvents = Number(process.env.CUSCOPE_E2E_EVENTS || 2000000);
+/* a large trace made already (gen_trace --events N), instead of generating one */
+const bigTrace = process.env.CUSCOPE_E2E_TRACE || '';
 const shots = process.env.CUSCOPE_E2E_SHOTS || join(root, 'docs', 'images');
 const work = mkdtempSync(join(tmpdir(), 'cuscope-e2e-'));
 
@@ -340,6 +342,20 @@ async function features(context, views) {
 		const again = await p2.evaluate(() => window.__viewer.rows.length);
 		check('a group per process, collapsible', groups.length === 2 && after[0] < before && after[1] === String(groups[0].pid) &&
 			again === before, JSON.stringify({ groups, before, after, again }));
+		/* the axis and the steps stay on top while the tracks scroll */
+		await p2.setViewportSize({ width: 1400, height: 420 });
+		await p2.evaluate(() => { document.getElementById('timeline-scroll').scrollTop = 150; });
+		await p2.waitForTimeout(150);
+		const pinned = await p2.evaluate(() => {
+			const top = document.getElementById('timeline-scroll').scrollTop;
+			const c = document.getElementById('timeline');
+			const dpr = c.width / c.clientWidth;
+			const at = (x, y) => Array.from(c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
+			return { top, axis: at(5, top + 3), label: window.__viewer.axis.labels.length };
+		});
+		check('the axis stays pinned while the tracks scroll', pinned.top > 0 && pinned.axis.slice(0, 3).join() === '236,238,242',
+			JSON.stringify(pinned));
+		await p2.setViewportSize({ width: 1400, height: 800 });
 		await p2.fill('#search', 'Memcpy DtoH');
 		await p2.press('#search', 'Enter');
 		await waitFor(p2, () => document.body.dataset.selected === 'ready', null, 5000);
@@ -497,10 +513,10 @@ async function main() {
 		}
 
 		/* 4. a large trace: time to first render */
-		if (existsSync(genTrace)) {
-			const big = join(work, 'big.db');
+		if (existsSync(genTrace) || bigTrace) {
+			const big = bigTrace || join(work, 'big.db');
 			let began = performance.now();
-			execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
+			if (!bigTrace) execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
 			const genMs = performance.now() - began;
 			const page2 = await context.newPage();
 			const bv = await startView(big);
@@ -543,6 +559,35 @@ async function main() {
 			for (const q of queries)
 				console.log(`  window query, ${q.frac} of the trace at 1200 px: ${q.ms.toFixed(1)} ms, ${q.bytes} bytes`);
 			check('large trace renders', r3.firstRenderMs !== null);
+			/* frame time: zoom and pan with the wheel, the mouse and WASD, the page drawing the
+			 * last answer at the new scale at once (draw() timed in the page) */
+			await waitFor(page2, () => window.__viewer.detailMs !== null, null, 120000);
+			await page2.evaluate(() => { window.__viewer.frameMs.length = 0; });
+			const b3 = await page2.locator('#timeline').boundingBox();
+			const inputBegan = performance.now();
+			await page2.mouse.move(b3.x + b3.width * 0.6, b3.y + 80);
+			for (let i = 0; i < 30; i++) {
+				await page2.mouse.wheel(0, i < 20 ? -200 : 150);
+				await page2.waitForTimeout(16);
+			}
+			await page2.mouse.down();
+			await page2.mouse.move(b3.x + b3.width * 0.3, b3.y + 80, { steps: 30 });
+			await page2.mouse.up();
+			for (const k of ['w', 'd', 's', 'a']) {
+				await page2.keyboard.down(k);
+				await page2.waitForTimeout(300);
+				await page2.keyboard.up(k);
+			}
+			const inputMs = performance.now() - inputBegan;
+			await page2.waitForTimeout(500);
+			const fr = await page2.evaluate(() => window.__viewer.frameMs.slice());
+			fr.sort((a, b) => a - b);
+			const pct = (q) => fr[Math.min(fr.length - 1, Math.floor(q * fr.length))];
+			const mean = fr.reduce((a, b) => a + b, 0) / Math.max(1, fr.length);
+			console.log(`  frames while zooming and panning: ${fr.length} in ${(inputMs / 1000).toFixed(1)} s, draw time mean ${
+				mean.toFixed(1)} ms, median ${pct(0.5).toFixed(1)} ms, p95 ${pct(0.95).toFixed(1)} ms, max ${fr[fr.length - 1].toFixed(1)} ms`);
+			check('large trace stays interactive: draw time p95 under 16 ms', fr.length > 20 && pct(0.95) < 16,
+				'p95 ' + pct(0.95).toFixed(1) + ' ms');
 			await page2.screenshot({ path: join(shots, 'viewer-large.png') });
 		} else {
 			console.log('large trace: skipped, no gen_trace at ' + genTrace);
