@@ -8,6 +8,9 @@
  *   stream  kernels, memcpys and memsets of one CUDA stream (pid, device, stream)
  *   thread  host waits (cudaStreamSynchronize, ...) of one host thread (pid, tid)
  *   api     CUDA API calls of one host thread, when the trace has them
+ *   launch  the launch calls of GPU work on one host thread, from the launch times stored on the
+ *           kernel, memcpy and memset rows (launchStart, launchEnd, launchTid): what the host
+ *           thread does during the steps when the full API trace is off
  *   nvtx    NVTX ranges of one host thread, a track per nesting depth
  *   memory  device memory in use on one GPU (pid, device): the running sum of live allocations
  * Once the timeline is published the thread loads the arrays of `cuscope report`
@@ -47,11 +50,12 @@ enum view_track_kind {
 	VT_API,
 	VT_NVTX,
 	VT_MEMORY,
+	VT_LAUNCH,
 };
 
 static const char *const track_kind_names[] = {
 	[VT_STREAM] = "stream", [VT_THREAD] = "thread", [VT_API] = "api",
-	[VT_NVTX] = "nvtx",	[VT_MEMORY] = "memory",
+	[VT_NVTX] = "nvtx",	[VT_MEMORY] = "memory", [VT_LAUNCH] = "launch",
 };
 
 /* Event kinds of an item, as the viewer colours them. */
@@ -62,6 +66,7 @@ enum view_item_kind {
 	VI_SYNC,
 	VI_API,
 	VI_NVTX,
+	VI_LAUNCH, /* the host call that launched a kernel, memcpy or memset */
 };
 
 /* Names that are not StringIds: name keys -1 - code. */
@@ -268,6 +273,10 @@ static struct view_track *track_get(struct track_set *s, enum view_track_kind ki
 		t->tid = (uint32_t)a;
 		snprintf(t->name, sizeof(t->name), "thread %u CUDA API", t->tid);
 		break;
+	case VT_LAUNCH:
+		t->tid = (uint32_t)a;
+		snprintf(t->name, sizeof(t->name), "thread %u launches", t->tid);
+		break;
 	case VT_NVTX:
 		t->tid = (uint32_t)a;
 		t->depth = (int32_t)b;
@@ -396,6 +405,35 @@ static void merge_runs(struct run *runs, int nruns, struct view_item *out)
 	}
 }
 
+/*
+ * Sort items by start with an insertion sort, which costs one pass and a move per inversion on
+ * nearly sorted items; 1 when it gave up after budget moves (the items are then in some order,
+ * none lost).
+ */
+static int sort_nearly_sorted(struct view_item *a, size_t n, size_t budget)
+{
+	size_t moves = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		struct view_item x;
+		size_t j = i;
+
+		if (a[i].start >= a[i - 1].start)
+			continue;
+		x = a[i];
+		while (j > 0 && a[j - 1].start > x.start) {
+			a[j] = a[j - 1];
+			j--;
+			if (++moves > budget) {
+				a[j] = x;
+				return 1;
+			}
+		}
+		a[j] = x;
+	}
+	return 0;
+}
+
 /* Fill t->max_end; 1 when the items turn out not to be sorted by start. */
 static int track_max_end(struct view_track *t)
 {
@@ -465,8 +503,11 @@ static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 	if (!dst->max_end)
 		return CS_ERR_NOMEM;
 	if (track_max_end(dst)) {
-		/* not in time order after all (a damaged file): sort */
-		cs_sort(dst->items, dst->n, sizeof(*dst->items), item_cmp);
+		/* not in time order: launch calls (read in the order of their GPU work, which runs
+		 * them out of order across streams), or a damaged file. Launches are nearly sorted:
+		 * an insertion sort moves each a few places; past a budget of moves, a full sort */
+		if (sort_nearly_sorted(dst->items, dst->n, 32 * dst->n + 1024))
+			cs_sort(dst->items, dst->n, sizeof(*dst->items), item_cmp);
 		track_max_end(dst);
 	}
 	return 0;
@@ -477,8 +518,11 @@ static int track_order(const void *pa, const void *pb)
 	const struct view_track *x = pa, *y = pb;
 
 	/* GPUs first (streams, then their memory), then host threads; by pid, device, stream */
-	static const int rank[] = {
-		[VT_STREAM] = 0, [VT_MEMORY] = 0, [VT_NVTX] = 1, [VT_API] = 1, [VT_THREAD] = 1};
+	static const int rank[] = {[VT_STREAM] = 0, [VT_MEMORY] = 0, [VT_NVTX] = 1,
+				   [VT_API] = 1,    [VT_THREAD] = 1, [VT_LAUNCH] = 1};
+	/* a host thread's tracks: NVTX, API calls, launches, waits */
+	static const int host_rank[] = {[VT_NVTX] = 0, [VT_API] = 1, [VT_LAUNCH] = 2,
+					[VT_THREAD] = 3, [VT_STREAM] = 4, [VT_MEMORY] = 4};
 
 	if (rank[x->kind] != rank[y->kind])
 		return rank[x->kind] - rank[y->kind];
@@ -493,11 +537,8 @@ static int track_order(const void *pa, const void *pb)
 	}
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	if (x->kind != y->kind) /* NVTX above the API calls above the waits */
-		return x->kind == VT_NVTX   ? -1
-		       : y->kind == VT_NVTX ? 1
-		       : x->kind == VT_API  ? -1
-					    : 1;
+	if (x->kind != y->kind) /* NVTX above the API calls above the launches above the waits */
+		return host_rank[x->kind] - host_rank[y->kind];
 	return x->depth - y->depth;
 }
 
@@ -535,7 +576,8 @@ struct part {
 	int64_t kfirst, kend;
 	int others;
 	struct track_set ts;
-	struct view_track *last; /* the track of the previous row */
+	struct view_track *last;	/* the track of the previous row */
+	struct view_track *last_launch; /* the launch track of the previous row */
 	int64_t max_name;
 	int64_t rows;
 	/* device memory: allocations alive at the current row */
@@ -550,7 +592,7 @@ struct live_alloc {
 	int32_t vmm;
 	uint64_t address;
 	int64_t bytes;
-	struct view_track *track;
+	size_t track; /* index in the part's tracks (a new track may move them) */
 };
 
 /* Count a row; non-zero when the load should stop (the server is shutting down). */
@@ -575,6 +617,7 @@ static struct view_track *part_track(struct part *p, enum view_track_kind kind, 
 	}
 	t = track_get(&p->ts, kind, pid, a, b);
 	p->last = t;
+	p->last_launch = NULL; /* a new track may have moved the tracks */
 	return t;
 }
 
@@ -588,13 +631,16 @@ static void note_name(struct part *p, int64_t id)
 #define NONE CS_ID_NONE
 
 /* The columns each track kind is read from, with the value a NULL reads as (as load.c reads). */
-static const char *const kernel_cols[] = {"start", "end", "pid", "deviceId", "streamId", "nameId"};
-static const int64_t kernel_nulls[] = {TS, TS, 0, NONE, 0, NONE};
-static const char *const memcpy_cols[] = {"start",    "end",	  "pid",
-					  "deviceId", "streamId", "copyKind"};
-static const int64_t memcpy_nulls[] = {TS, TS, 0, NONE, 0, 0};
-static const char *const memset_cols[] = {"start", "end", "pid", "deviceId", "streamId"};
-static const int64_t memset_nulls[] = {TS, TS, 0, NONE, 0};
+static const char *const kernel_cols[] = {"start",	 "end",	      "pid",	   "deviceId", "streamId",
+					  "nameId", "launchStart", "launchEnd", "launchTid"};
+static const int64_t kernel_nulls[] = {TS, TS, 0, NONE, 0, NONE, TS, TS, 0};
+static const char *const memcpy_cols[] = {"start",    "end",	     "pid",	  "deviceId",
+					  "streamId", "copyKind",    "launchStart", "launchEnd",
+					  "launchTid"};
+static const int64_t memcpy_nulls[] = {TS, TS, 0, NONE, 0, 0, TS, TS, 0};
+static const char *const memset_cols[] = {"start",	 "end",	      "pid",	   "deviceId",
+					  "streamId", "launchStart", "launchEnd", "launchTid"};
+static const int64_t memset_nulls[] = {TS, TS, 0, NONE, 0, TS, TS, 0};
 static const char *const sync_cols[] = {"start", "end", "pid", "tid", "syncType"};
 static const int64_t sync_nulls[] = {TS, TS, 0, 0, 0};
 static const char *const api_cols[] = {"start", "end", "pid", "tid", "nameId"};
@@ -609,17 +655,39 @@ static const int64_t memory_nulls[] = {TS, 0, NONE, 0, 0, 0, 0, 0};
 #undef TS
 #undef NONE
 
+/*
+ * The launch call of GPU work (launchStart, launchEnd, launchTid at v[0..2]) on its host thread's
+ * launch track, named as the work is: rows without a launch time add nothing.
+ */
+static int add_launch(struct part *p, uint32_t pid, const int64_t *v, int64_t name)
+{
+	struct view_track *t = p->last_launch;
+
+	if (v[0] == CS_TS_UNKNOWN)
+		return 0;
+	if (!t || t->pid != pid || t->tid != (uint32_t)v[2]) {
+		t = track_get(&p->ts, VT_LAUNCH, pid, (uint32_t)v[2], 0);
+		if (!t)
+			return CS_ERR_NOMEM;
+		p->last_launch = t;
+		p->last = NULL; /* a new track may have moved the tracks */
+	}
+	return track_add(t, v[0], v[1], name, VI_LAUNCH);
+}
+
 static int row_kernel(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
 	struct view_track *t =
 		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
+	int64_t name = v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED;
 
 	if (part_tick(p))
 		return 1;
 	note_name(p, v[5]);
-	return t ? track_add(t, v[0], v[1], v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED, VI_KERNEL)
-		 : CS_ERR_NOMEM;
+	if (!t || track_add(t, v[0], v[1], name, VI_KERNEL))
+		return CS_ERR_NOMEM;
+	return add_launch(p, (uint32_t)v[2], v + 6, name);
 }
 
 static int row_memcpy(const int64_t *v, void *arg)
@@ -631,7 +699,9 @@ static int row_memcpy(const int64_t *v, void *arg)
 
 	if (part_tick(p))
 		return 1;
-	return t ? track_add(t, v[0], v[1], -1 - code, VI_MEMCPY) : CS_ERR_NOMEM;
+	if (!t || track_add(t, v[0], v[1], -1 - code, VI_MEMCPY))
+		return CS_ERR_NOMEM;
+	return add_launch(p, (uint32_t)v[2], v + 6, -1 - code);
 }
 
 static int row_memset(const int64_t *v, void *arg)
@@ -642,7 +712,9 @@ static int row_memset(const int64_t *v, void *arg)
 
 	if (part_tick(p))
 		return 1;
-	return t ? track_add(t, v[0], v[1], -1 - PSEUDO_MEMSET, VI_MEMSET) : CS_ERR_NOMEM;
+	if (!t || track_add(t, v[0], v[1], -1 - PSEUDO_MEMSET, VI_MEMSET))
+		return CS_ERR_NOMEM;
+	return add_launch(p, (uint32_t)v[2], v + 5, -1 - PSEUDO_MEMSET);
 }
 
 static int row_sync(const int64_t *v, void *arg)
@@ -724,7 +796,7 @@ static int row_memory(const int64_t *v, void *arg)
 		if (!t)
 			return CS_ERR_NOMEM;
 		l = live_find(p, pid, vmm, address);
-		if (l && l->track == t) {
+		if (l && l->track == (size_t)(t - p->ts.tracks)) {
 			delta = bytes - l->bytes;
 			l->bytes = bytes;
 		} else {
@@ -735,7 +807,7 @@ static int row_memory(const int64_t *v, void *arg)
 			p->live[p->nlive].vmm = vmm;
 			p->live[p->nlive].address = address;
 			p->live[p->nlive].bytes = bytes;
-			p->live[p->nlive].track = t;
+			p->live[p->nlive].track = (size_t)(t - p->ts.tracks);
 			p->nlive++;
 			delta = bytes;
 		}
@@ -743,7 +815,7 @@ static int row_memory(const int64_t *v, void *arg)
 		l = live_find(p, pid, vmm, address);
 		if (!l)
 			return 0;
-		t = l->track;
+		t = &p->ts.tracks[l->track];
 		delta = -l->bytes;
 		*l = p->live[--p->nlive];
 	} else {
@@ -783,6 +855,7 @@ static int part_scan(struct part *p, cs_trace *t, const struct table_scan *s, in
 	int rc;
 
 	p->last = NULL;
+	p->last_launch = NULL;
 	rc = cs_trace_scan_rows(t, s->kind, first, end, s->cols, s->nulls, s->ncols, s->row, p,
 				&serr);
 	/* each track's items of this table form a sorted run */
@@ -802,8 +875,9 @@ static int part_scan(struct part *p, cs_trace *t, const struct table_scan *s, in
 
 static void *part_run(void *arg)
 {
-	static const struct table_scan kernels = {CS_EV_KERNEL, kernel_cols, kernel_nulls, 6,
-						  row_kernel};
+	static const struct table_scan kernels = {
+		CS_EV_KERNEL, kernel_cols, kernel_nulls,
+		(int)(sizeof(kernel_cols) / sizeof(kernel_cols[0])), row_kernel};
 	struct part *p = arg;
 	cs_trace *t = p->t;
 
@@ -934,6 +1008,27 @@ static void add_int(cJSON *obj, const char *key, int64_t value)
 	cJSON_AddItemToObject(obj, key, cli_json_int(value));
 }
 
+static int process_json(const cs_process *p, void *arg)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	add_int(o, "pid", p->pid);
+	cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+	cli_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
+	cli_json_add_string(o, "command", p->command_line);
+	cJSON_AddItemToArray(arg, o);
+	return 0;
+}
+
+/* The processes of the trace: pid, rank and command line (the viewer's group headers). */
+static void add_processes(struct view_data *v, cJSON *arr)
+{
+	cs_error err = {0};
+
+	if (arr)
+		cs_trace_each_process(v->trace, process_json, arr, &err);
+}
+
 /*
  * The summary of the tracks of ts: trace meta, time span and tracks. "ready" once the timeline is
  * read; "overview" (with load_ms < 0) while the tracks come from the overview.
@@ -966,6 +1061,7 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 	add_int(root, "start", v->sum.start == CS_TS_UNKNOWN ? 0 : v->sum.start);
 	add_int(root, "end", v->sum.end == CS_TS_UNKNOWN ? 0 : v->sum.end);
 
+	add_processes(v, cJSON_AddArrayToObject(root, "processes"));
 	arr = cJSON_AddArrayToObject(root, "tracks");
 	for (size_t i = 0; i < ts->ntracks; i++) {
 		const struct view_track *t = &ts->tracks[i];
@@ -987,8 +1083,99 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 	return json_text(root);
 }
 
+/* The busy time of track t within [a, b) (the union of its events cut to it). */
+static int64_t track_busy(const struct view_track *t, int64_t a, int64_t b, int64_t *events);
+
+/* Where a finding is costliest: a time span and its step (-1 when not known). */
+struct focus {
+	int64_t start, end;
+	int32_t step;
+};
+
+/*
+ * From the evidence: an object whose key starts with "costliest" (d2h-sync's costliest_wait)
+ * spans from its earliest "*_start" to its latest "*_end" member. 1 when found.
+ */
+static int focus_from_evidence(const cJSON *evidence, struct focus *f)
+{
+	const cJSON *o, *m;
+
+	cJSON_ArrayForEach(o, evidence)
+	{
+		if (!cJSON_IsObject(o) || !o->string || strncmp(o->string, "costliest", 9))
+			continue;
+		f->start = INT64_MAX;
+		f->end = INT64_MIN;
+		cJSON_ArrayForEach(m, o)
+		{
+			size_t n = m->string ? strlen(m->string) : 0;
+			int64_t x;
+
+			if (!cJSON_IsNumber(m))
+				continue;
+			x = (int64_t)m->valuedouble;
+			if (n > 6 && !strcmp(m->string + n - 6, "_start") && x < f->start)
+				f->start = x;
+			if (n > 4 && !strcmp(m->string + n - 4, "_end") && x > f->end)
+				f->end = x;
+			if (!strcmp(m->string, "step"))
+				f->step = (int32_t)x;
+		}
+		if (f->start <= f->end && f->end != INT64_MIN)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Otherwise the finding's step where the GPU of its process was idle longest (the step's span
+ * less the busiest stream's busy time in it): the rules measure what a finding costs as GPU idle
+ * time. tracks is NULL when the timeline could not be read: the first step then.
+ */
+static void focus_of(const cs_report_finding *rf, const cs_steps *steps,
+		     const struct track_set *tracks, struct focus *f)
+{
+	int64_t best = -1;
+
+	f->start = rf->first;
+	f->end = rf->last;
+	f->step = -1;
+	if (rf->evidence && focus_from_evidence(rf->evidence, f))
+		return;
+	for (int32_t i = 0; i < rf->nsteps; i++) {
+		const cs_step *s = NULL;
+		int64_t busy = 0, idle;
+
+		for (int32_t k = 0; k < steps->n && !s; k++)
+			if (steps->v[k].index == rf->steps[i])
+				s = &steps->v[k];
+		if (!s || s->end <= s->start)
+			continue;
+		for (size_t j = 0; tracks && j < tracks->ntracks; j++) {
+			const struct view_track *t = &tracks->tracks[j];
+			int64_t b;
+
+			if (t->kind != VT_STREAM || t->pid != rf->pid)
+				continue;
+			b = track_busy(t, s->start, s->end, NULL);
+			if (b > busy)
+				busy = b;
+		}
+		idle = s->end - s->start - busy;
+		if (idle > best) {
+			best = idle;
+			f->start = s->start;
+			f->end = s->end;
+			f->step = s->index;
+		}
+		if (!tracks)
+			break;
+	}
+}
+
 /* The findings answer: the steps and the findings of `cuscope report`. */
-static char *make_findings(const cs_steps *steps, const cs_report *report, double ms)
+static char *make_findings(const cs_steps *steps, const cs_report *report, double ms,
+			   const struct track_set *tracks)
 {
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 
@@ -1024,6 +1211,18 @@ static char *make_findings(const cs_steps *steps, const cs_report *report, doubl
 		st = cJSON_AddArrayToObject(o, "steps");
 		for (int32_t j = 0; j < f->nsteps; j++)
 			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
+		add_int(o, "pid", f->pid);
+		{
+			struct focus fo;
+			cJSON *fj = cJSON_AddObjectToObject(o, "focus");
+
+			focus_of(f, steps, tracks, &fo);
+			cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
+			cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
+			cli_json_add_int(fj, "step", fo.step, -1);
+		}
+		if (f->evidence)
+			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(f->evidence, 1));
 		cJSON_AddItemToArray(arr, o);
 	}
 	return json_text(root);
@@ -1047,7 +1246,7 @@ static char *status_json(const char *status, const char *msg)
  * (cs_analysis_load, through a connection of its own). Returns the findings answer, or NULL with
  * err set.
  */
-static char *run_analysis(const char *path, cs_error *err)
+static char *run_analysis(const char *path, const struct track_set *tracks, cs_error *err)
 {
 	cs_step_opts so = {NULL, -1, 0};
 	cs_trace *t = NULL;
@@ -1068,7 +1267,8 @@ static char *run_analysis(const char *path, cs_error *err)
 		rc = cs_steps_detect(&a, &so, &steps, err);
 		if (rc >= 0)
 			rc = cs_report_run(&a, &steps, NULL, &report, err);
-		if (rc >= 0 && !(json = make_findings(&steps, &report, ms_since(&began))))
+		if (rc >= 0 &&
+		    !(json = make_findings(&steps, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		if (steps.v)
@@ -1155,7 +1355,7 @@ static void *loader_run(void *arg)
 	json = NULL;
 	memset(&err, 0, sizeof(err));
 	if (!atomic_load(&v->stop)) {
-		json = run_analysis(v->path, &err);
+		json = run_analysis(v->path, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
 		if (!json && !atomic_load(&v->stop))
 			fprintf(stderr, "cuscope: %s\n", err.msg[0] ? err.msg : "analysis failed");
 	}
@@ -1371,19 +1571,57 @@ static void json_string_to(cs_strbuf *b, const char *text, int first)
 	free(fixed);
 }
 
-/* kernel: the name is a kernel's, which the viewer shows demangled. */
-static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t key, int kernel)
+/*
+ * The name of a CUDA API function without the version suffix CUPTI gives it
+ * (cudaMemcpy_v3020 -> cudaMemcpy, cuMemAlloc_v2 -> cuMemAlloc) in buf; other names as they are.
+ */
+static const char *api_name_plain(const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name), i = n;
+
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i == n || i < 3 || name[i - 1] != 'v' || name[i - 2] != '_' || i - 2 >= size)
+		return name;
+	memcpy(buf, name, i - 2);
+	buf[i - 2] = '\0';
+	return buf;
+}
+
+/* How an item's name is shown: as recorded, a kernel's demangled, an API call's plain. */
+enum name_style {
+	NS_PLAIN = 0,
+	NS_KERNEL,
+	NS_API,
+};
+
+static enum name_style item_name_style(const struct view_item *it)
+{
+	if (it->kind == VI_KERNEL || (it->kind == VI_LAUNCH && it->name >= 0))
+		return NS_KERNEL;
+	return it->kind == VI_API ? NS_API : NS_PLAIN;
+}
+
+static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t key,
+			  enum name_style style)
 {
 	int32_t *slot = key >= 0 ? &nt->ids[key] : &nt->pseudo[-1 - key];
-	char buf[64];
-	const char *text;
+	char buf[64], plain[256];
+	const char *text, *shrt, *full;
 
 	if (*slot)
 		return *slot - 1;
 	text = name_text(v, key, buf, sizeof(buf));
+	shrt = full = text;
+	if (style == NS_KERNEL) {
+		shrt = cs_demangle_short(text);
+		full = cs_demangle(text);
+	} else if (style == NS_API) {
+		shrt = full = api_name_plain(text, plain, sizeof(plain));
+	}
 	json_string_to(&nt->json, text, nt->n == 0);
-	json_string_to(&nt->shrt, kernel ? cs_demangle_short(text) : text, nt->n == 0);
-	json_string_to(&nt->full, kernel ? cs_demangle(text) : text, nt->n == 0);
+	json_string_to(&nt->shrt, shrt, nt->n == 0);
+	json_string_to(&nt->full, full, nt->n == 0);
 	*slot = ++nt->n;
 	return *slot - 1;
 }
@@ -1418,7 +1656,7 @@ static void emit_item(struct view_data *v, struct name_table *nt, const struct v
 	cs_strbuf_printf(out, "%s[%lld,%lld,%d,%lld,%lld,%d]", *first ? "" : ",",
 			 (long long)(b->count == 1 ? it->start : b->start),
 			 (long long)(b->count == 1 ? it->end : b->end),
-			 b->count == 1 ? name_index(v, nt, it->name, it->kind == VI_KERNEL) : -1,
+			 b->count == 1 ? name_index(v, nt, it->name, item_name_style(it)) : -1,
 			 (long long)b->count, (long long)b->busy, b->count == 1 ? it->kind : -1);
 	*first = 0;
 }
@@ -1432,11 +1670,15 @@ static int64_t column_ns(int64_t t0, int64_t t1, int px)
 	return cs_sat_add(cs_sat_sub(t1, t0), px - 1) / px;
 }
 
+static void add_flows(struct view_data *v, int64_t t0, int64_t t1, cs_strbuf *out);
+/* Windows with at most this many GPU events get their launch-to-GPU arrows (readable ones). */
+#define FLOWS_WINDOW_MAX 1500
+
 char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 {
 	struct name_table nt = {0};
 	cs_strbuf out = CS_STRBUF_INIT;
-	int64_t col;
+	int64_t col, gpu_events = 0;
 	char *r = NULL;
 
 	if (t1 <= t0 || px <= 0)
@@ -1502,8 +1744,13 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px)
 			emit_item(v, &nt, t, &b, &out, &first);
 		cs_strbuf_printf(&out, "],\"busy\":%lld,\"events\":%lld}", (long long)busy,
 				 (long long)total);
+		if (t->kind == VT_STREAM)
+			gpu_events += total;
 	}
-	cs_strbuf_puts(&out, "],\"names\":[");
+	cs_strbuf_puts(&out, "]");
+	if (gpu_events > 0 && gpu_events <= FLOWS_WINDOW_MAX)
+		add_flows(v, t0, t1, &out);
+	cs_strbuf_puts(&out, ",\"names\":[");
 	cs_strbuf_add(&out, cs_strbuf_str(&nt.json), nt.json.len);
 	cs_strbuf_puts(&out, "],\"names_short\":[");
 	cs_strbuf_add(&out, cs_strbuf_str(&nt.shrt), nt.shrt.len);
@@ -1698,4 +1945,666 @@ char *view_api_memory_overview(struct view_data *v, int64_t t0, int64_t t1, int 
 		 "{\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"overview\":true,\"tracks\":[]}",
 		 (long long)t0, (long long)t1, px);
 	return strdup(buf);
+}
+
+/* ---- ranges, details, search and flows ---- */
+
+static int64_t track_busy(const struct view_track *t, int64_t a, int64_t b, int64_t *events)
+{
+	int64_t cov = a, busy = 0, n = 0;
+
+	for (size_t j = first_overlapping(t, a); j < t->n && t->items[j].start < b; j++) {
+		const struct view_item *it = &t->items[j];
+		int64_t s = it->start > a ? it->start : a, e = it->end < b ? it->end : b;
+
+		if (it->end < a || (it->end == a && it->start < a))
+			continue;
+		n++;
+		if (e > cov) {
+			cs_sat_accum(&busy, cs_sat_sub(e, s > cov ? s : cov));
+			cov = e;
+		}
+	}
+	if (events)
+		*events = n;
+	return busy;
+}
+
+/* The track of kind (pid, a, b) in the timeline, or -1 (a short list: a linear search). */
+static int64_t track_index(const struct view_data *v, enum view_track_kind kind, uint32_t pid,
+			   int64_t a, int64_t b)
+{
+	for (size_t i = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *t = &v->ts.tracks[i];
+		int64_t ta, tb;
+
+		track_ab(t, &ta, &tb);
+		if (t->kind == kind && t->pid == pid && ta == a && tb == b)
+			return (int64_t)i;
+	}
+	return -1;
+}
+
+/* The bytes of the memcpys (or memsets) overlapping [t0, t1), added to each stream's total. */
+static void add_bytes(struct view_data *v, enum cs_event_kind kind, int64_t t0, int64_t t1,
+		      int64_t *bytes)
+{
+	cs_filter f = cs_filter_all();
+	cs_error err = {0};
+	cs_iter *it;
+	cs_event ev;
+
+	f.t0 = t0;
+	f.t1 = t1;
+	if (cs_iter_open(v->trace, kind, &f, &it, &err) < 0)
+		return;
+	while (cs_iter_next(it, &ev) == 1) {
+		int64_t id, b;
+
+		if (kind == CS_EV_MEMCPY) {
+			id = track_index(v, VT_STREAM, ev.u.memcpy.pid, ev.u.memcpy.device_id,
+					 ev.u.memcpy.stream_id);
+			b = ev.u.memcpy.bytes;
+		} else {
+			id = track_index(v, VT_STREAM, ev.u.memset.pid, ev.u.memset.device_id,
+					 ev.u.memset.stream_id);
+			b = ev.u.memset.bytes;
+		}
+		if (id >= 0 && b > 0)
+			cs_sat_accum(&bytes[id], b);
+	}
+	cs_iter_close(it);
+}
+
+char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
+{
+	cs_strbuf out = CS_STRBUF_INIT;
+	int64_t *bytes;
+	char *r = NULL;
+
+	if (t1 <= t0)
+		return NULL;
+	bytes = calloc(v->ts.ntracks + 1, sizeof(*bytes));
+	if (!bytes)
+		return NULL;
+	add_bytes(v, CS_EV_MEMCPY, t0, t1, bytes);
+	add_bytes(v, CS_EV_MEMSET, t0, t1, bytes);
+	cs_strbuf_printf(&out, "{\"t0\":%lld,\"t1\":%lld,\"tracks\":[", (long long)t0,
+			 (long long)t1);
+	for (size_t i = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *t = &v->ts.tracks[i];
+		int64_t kinds[VI_LAUNCH + 1] = {0}, busy = 0, events = 0;
+
+		if (t->kind == VT_MEMORY) {
+			int64_t level = 0, peak = 0;
+			size_t j = 0;
+
+			for (; j < t->nsamples && t->samples[j].t < t0; j++)
+				level = t->samples[j].value;
+			peak = level;
+			cs_strbuf_printf(&out, "%s{\"id\":%zu,\"start_level\":%lld", i ? "," : "", i,
+					 (long long)level);
+			for (; j < t->nsamples && t->samples[j].t < t1; j++) {
+				level = t->samples[j].value;
+				if (level > peak)
+					peak = level;
+			}
+			cs_strbuf_printf(&out, ",\"end_level\":%lld,\"peak\":%lld}", (long long)level,
+					 (long long)peak);
+			continue;
+		}
+		busy = track_busy(t, t0, t1, &events);
+		for (size_t j = first_overlapping(t, t0); j < t->n && t->items[j].start < t1; j++) {
+			const struct view_item *it = &t->items[j];
+
+			if (it->end < t0 || (it->end == t0 && it->start < t0))
+				continue;
+			if (it->kind >= 0 && it->kind <= VI_LAUNCH)
+				kinds[it->kind]++;
+		}
+		cs_strbuf_printf(&out,
+				 "%s{\"id\":%zu,\"busy\":%lld,\"events\":%lld,\"kernels\":%lld,"
+				 "\"memcpys\":%lld,\"memsets\":%lld,\"launches\":%lld,\"bytes\":%lld}",
+				 i ? "," : "", i, (long long)busy, (long long)events,
+				 (long long)kinds[VI_KERNEL], (long long)kinds[VI_MEMCPY],
+				 (long long)kinds[VI_MEMSET], (long long)kinds[VI_LAUNCH],
+				 (long long)bytes[i]);
+	}
+	cs_strbuf_puts(&out, "]}");
+	if (!out.failed)
+		r = strdup(cs_strbuf_str(&out));
+	cs_strbuf_free(&out);
+	free(bytes);
+	return r;
+}
+
+/* ---- the details of one event ---- */
+
+static void add_time(cJSON *o, const char *key, int64_t ns)
+{
+	cli_json_add_int(o, key, ns, CS_TS_UNKNOWN);
+}
+
+static void add_id(cJSON *o, const char *key, int64_t id)
+{
+	cli_json_add_int(o, key, id, CS_ID_NONE);
+}
+
+static void add_text(cJSON *o, const char *key, const char *s)
+{
+	if (s)
+		cli_json_add_string(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void add_dim3(cJSON *o, const char *key, int32_t x, int32_t y, int32_t z)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+
+	cJSON_AddItemToArray(a, cli_json_int(x));
+	cJSON_AddItemToArray(a, cli_json_int(y));
+	cJSON_AddItemToArray(a, cli_json_int(z));
+}
+
+/* Every stored field of ev, named as the columns of docs/trace-format.md. */
+static void event_fields(cJSON *f, const cs_event *ev)
+{
+	switch (ev->kind) {
+	case CS_EV_KERNEL: {
+		const cs_kernel *k = &ev->u.kernel;
+
+		add_text(f, "name", k->name);
+		add_text(f, "nameDemangled", cs_demangle(k->name));
+		add_time(f, "start", k->start);
+		add_time(f, "end", k->end);
+		add_time(f, "queued", k->queued);
+		add_time(f, "submitted", k->submitted);
+		add_time(f, "launchStart", k->launch_start);
+		add_time(f, "launchEnd", k->launch_end);
+		add_int(f, "pid", k->pid);
+		add_int(f, "launchTid", k->launch_tid);
+		add_id(f, "launchCbid", k->launch_cbid);
+		add_int(f, "launchApiKind", k->launch_api_kind);
+		add_id(f, "deviceId", k->device_id);
+		add_int(f, "contextId", k->context_id);
+		add_int(f, "streamId", k->stream_id);
+		add_int(f, "correlationId", (int64_t)k->correlation_id);
+		add_dim3(f, "grid", k->grid_x, k->grid_y, k->grid_z);
+		add_dim3(f, "block", k->block_x, k->block_y, k->block_z);
+		add_int(f, "registersPerThread", k->registers_per_thread);
+		add_int(f, "staticSharedMemory", k->static_shared_memory);
+		add_int(f, "dynamicSharedMemory", k->dynamic_shared_memory);
+		add_id(f, "graphId", k->graph_id);
+		add_id(f, "graphNodeId", k->graph_node_id);
+		add_id(f, "stackId", k->stack_id);
+		break;
+	}
+	case CS_EV_MEMCPY: {
+		const cs_memcpy *m = &ev->u.memcpy;
+
+		add_time(f, "start", m->start);
+		add_time(f, "end", m->end);
+		add_time(f, "launchStart", m->launch_start);
+		add_time(f, "launchEnd", m->launch_end);
+		add_int(f, "pid", m->pid);
+		add_int(f, "launchTid", m->launch_tid);
+		add_id(f, "launchCbid", m->launch_cbid);
+		add_id(f, "deviceId", m->device_id);
+		add_int(f, "contextId", m->context_id);
+		add_int(f, "streamId", m->stream_id);
+		add_int(f, "correlationId", (int64_t)m->correlation_id);
+		add_text(f, "copyKind", cs_copy_kind_name(m->copy_kind));
+		add_text(f, "srcKind", cs_mem_kind_name(m->src_kind));
+		add_text(f, "dstKind", cs_mem_kind_name(m->dst_kind));
+		add_int(f, "isAsync", m->is_async);
+		add_id(f, "srcDeviceId", m->src_device_id);
+		add_id(f, "dstDeviceId", m->dst_device_id);
+		add_int(f, "bytes", m->bytes);
+		add_id(f, "graphId", m->graph_id);
+		add_id(f, "graphNodeId", m->graph_node_id);
+		add_id(f, "stackId", m->stack_id);
+		break;
+	}
+	case CS_EV_MEMSET: {
+		const cs_memset *m = &ev->u.memset;
+
+		add_time(f, "start", m->start);
+		add_time(f, "end", m->end);
+		add_time(f, "launchStart", m->launch_start);
+		add_time(f, "launchEnd", m->launch_end);
+		add_int(f, "pid", m->pid);
+		add_int(f, "launchTid", m->launch_tid);
+		add_id(f, "launchCbid", m->launch_cbid);
+		add_id(f, "deviceId", m->device_id);
+		add_int(f, "contextId", m->context_id);
+		add_int(f, "streamId", m->stream_id);
+		add_int(f, "correlationId", (int64_t)m->correlation_id);
+		add_text(f, "memKind", cs_mem_kind_name(m->mem_kind));
+		add_int(f, "isAsync", m->is_async);
+		add_int(f, "value", m->value);
+		add_int(f, "bytes", m->bytes);
+		add_id(f, "graphId", m->graph_id);
+		add_id(f, "graphNodeId", m->graph_node_id);
+		add_id(f, "stackId", m->stack_id);
+		break;
+	}
+	case CS_EV_SYNC: {
+		const cs_sync *s = &ev->u.sync;
+
+		add_text(f, "syncType", cs_sync_type_name(s->type));
+		add_time(f, "start", s->start);
+		add_time(f, "end", s->end);
+		add_int(f, "pid", s->pid);
+		add_int(f, "tid", s->tid);
+		add_id(f, "deviceId", s->device_id);
+		add_int(f, "contextId", s->context_id);
+		add_id(f, "streamId", s->stream_id);
+		add_id(f, "eventId", s->event_id);
+		add_int(f, "correlationId", (int64_t)s->correlation_id);
+		add_id(f, "cbid", s->cbid);
+		add_int(f, "apiKind", s->api_kind);
+		add_int(f, "result", s->result);
+		add_id(f, "stackId", s->stack_id);
+		break;
+	}
+	case CS_EV_API: {
+		const cs_api *a = &ev->u.api;
+		char plain[256];
+
+		add_text(f, "name", a->name);
+		add_text(f, "namePlain", a->name ? api_name_plain(a->name, plain, sizeof(plain)) : NULL);
+		add_time(f, "start", a->start);
+		add_time(f, "end", a->end);
+		add_int(f, "pid", a->pid);
+		add_int(f, "tid", a->tid);
+		add_int(f, "apiKind", a->api_kind);
+		add_int(f, "cbid", a->cbid);
+		add_int(f, "correlationId", (int64_t)a->correlation_id);
+		add_int(f, "result", a->result);
+		add_id(f, "stackId", a->stack_id);
+		break;
+	}
+	case CS_EV_NVTX: {
+		const cs_nvtx *n = &ev->u.nvtx;
+
+		add_text(f, "text", n->text);
+		add_text(f, "domain", n->domain);
+		add_time(f, "start", n->start);
+		add_time(f, "end", n->end);
+		add_int(f, "pid", n->pid);
+		add_int(f, "tid", n->tid);
+		add_int(f, "endTid", n->end_tid);
+		add_int(f, "type", n->type);
+		add_int(f, "depth", n->depth);
+		add_id(f, "rangeId", n->range_id);
+		add_int(f, "color", n->color);
+		add_int(f, "category", n->category);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* The start, end, launch and stack of an event of any kind the tracks draw. */
+struct event_where {
+	int64_t start, end, launch_start, launch_end, stack_id;
+	uint32_t pid, tid;
+	int32_t device;
+	int64_t stream;
+};
+
+static void event_where_of(const cs_event *ev, struct event_where *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->launch_start = w->launch_end = CS_TS_UNKNOWN;
+	w->stack_id = CS_ID_NONE;
+	w->device = -1;
+	w->stream = -1;
+	switch (ev->kind) {
+#define GPU_WORK(x)                                                                         \
+	w->start = x.start, w->end = x.end, w->launch_start = x.launch_start,               \
+	w->launch_end = x.launch_end, w->stack_id = x.stack_id, w->pid = x.pid,             \
+	w->tid = x.launch_tid, w->device = x.device_id, w->stream = (int64_t)x.stream_id
+	case CS_EV_KERNEL:
+		GPU_WORK(ev->u.kernel);
+		break;
+	case CS_EV_MEMCPY:
+		GPU_WORK(ev->u.memcpy);
+		break;
+	case CS_EV_MEMSET:
+		GPU_WORK(ev->u.memset);
+		break;
+#undef GPU_WORK
+	case CS_EV_SYNC:
+		w->start = ev->u.sync.start, w->end = ev->u.sync.end;
+		w->pid = ev->u.sync.pid, w->tid = ev->u.sync.tid, w->stack_id = ev->u.sync.stack_id;
+		break;
+	case CS_EV_API:
+		w->start = ev->u.api.start, w->end = ev->u.api.end;
+		w->pid = ev->u.api.pid, w->tid = ev->u.api.tid, w->stack_id = ev->u.api.stack_id;
+		break;
+	case CS_EV_NVTX:
+		w->start = ev->u.nvtx.start, w->end = ev->u.nvtx.end;
+		w->pid = ev->u.nvtx.pid, w->tid = ev->u.nvtx.tid;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The end a track item has for an event (unknown or implausible: its start). */
+static int64_t item_end(int64_t start, int64_t end)
+{
+	return end == CS_TS_UNKNOWN || end < start ? start : end;
+}
+
+/* Rows looked at, at most, for the GPU work that a launch started. */
+#define LAUNCH_SEARCH_ROWS 200000
+
+/*
+ * Find the event of track t drawn as [start, end): 1 with ev filled, 0 when none. On a launch
+ * track, the GPU work whose launch it is.
+ */
+static int find_event(struct view_data *v, const struct view_track *t, int64_t start, int64_t end,
+		      cs_event *ev)
+{
+	static const enum cs_event_kind gpu[] = {CS_EV_KERNEL, CS_EV_MEMCPY, CS_EV_MEMSET};
+	enum cs_event_kind kinds[3];
+	int nkinds = 0, found = 0;
+
+	switch (t->kind) {
+	case VT_STREAM:
+	case VT_LAUNCH:
+		memcpy(kinds, gpu, sizeof(gpu));
+		nkinds = 3;
+		break;
+	case VT_THREAD:
+		kinds[nkinds++] = CS_EV_SYNC;
+		break;
+	case VT_API:
+		kinds[nkinds++] = CS_EV_API;
+		break;
+	case VT_NVTX:
+		kinds[nkinds++] = CS_EV_NVTX;
+		break;
+	default:
+		return 0;
+	}
+	for (int k = 0; k < nkinds && !found; k++) {
+		cs_filter f = cs_filter_all();
+		cs_error err = {0};
+		cs_iter *it;
+		long rows = 0;
+
+		f.pid = t->pid;
+		f.t0 = start;
+		if (t->kind == VT_STREAM) {
+			f.t1 = cs_sat_add(start, 1);
+			f.device_id = t->device;
+			f.stream_id = t->stream;
+		} else if (t->kind != VT_LAUNCH) {
+			f.t1 = cs_sat_add(start, 1);
+		}
+		if (cs_iter_open(v->trace, kinds[k], &f, &it, &err) < 0)
+			continue;
+		while (!found && rows++ < LAUNCH_SEARCH_ROWS && cs_iter_next(it, ev) == 1) {
+			struct event_where w;
+
+			event_where_of(ev, &w);
+			if (t->kind == VT_LAUNCH) {
+				found = w.launch_start == start && w.tid == t->tid &&
+					item_end(w.launch_start, w.launch_end) == end;
+				continue;
+			}
+			if (w.start != start || item_end(w.start, w.end) != end)
+				continue;
+			if (t->kind == VT_NVTX)
+				found = w.tid == t->tid &&
+					(ev->u.nvtx.depth < 0	 ? 0
+					 : ev->u.nvtx.depth > 15 ? 15
+								 : ev->u.nvtx.depth) == t->depth;
+			else
+				found = t->kind == VT_STREAM || w.tid == t->tid;
+		}
+		cs_iter_close(it);
+	}
+	return found;
+}
+
+/* The kind of an event answer. */
+static const char *const event_kind_names[CS_EV_COUNT] = {
+	[CS_EV_KERNEL] = "kernel", [CS_EV_MEMCPY] = "memcpy", [CS_EV_MEMSET] = "memset",
+	[CS_EV_MEMORY] = "memory", [CS_EV_SYNC] = "sync",     [CS_EV_API] = "api",
+	[CS_EV_NVTX] = "nvtx",
+};
+
+char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t end)
+{
+	const struct view_track *t;
+	cJSON *root, *fields, *o;
+	struct event_where w;
+	cs_event ev;
+
+	if (track < 0 || (size_t)track >= v->ts.ntracks)
+		return NULL;
+	t = &v->ts.tracks[track];
+	root = cJSON_CreateObject();
+	if (!find_event(v, t, start, end, &ev)) {
+		cJSON_AddStringToObject(root, "status", "none");
+		return json_text(root);
+	}
+	event_where_of(&ev, &w);
+	cJSON_AddStringToObject(root, "status", "ok");
+	cJSON_AddStringToObject(root, "kind", event_kind_names[ev.kind]);
+	add_int(root, "track", track);
+	fields = cJSON_AddObjectToObject(root, "fields");
+	event_fields(fields, &ev);
+	if (ev.kind == CS_EV_KERNEL || ev.kind == CS_EV_MEMCPY || ev.kind == CS_EV_MEMSET) {
+		/* both ends of the launch: the GPU work and the host call */
+		o = cJSON_AddObjectToObject(root, "gpu");
+		cli_json_add_int(o, "track", track_index(v, VT_STREAM, w.pid, w.device, w.stream),
+				 -1);
+		add_int(o, "start", w.start);
+		add_int(o, "end", item_end(w.start, w.end));
+		if (w.launch_start != CS_TS_UNKNOWN) {
+			o = cJSON_AddObjectToObject(root, "launch");
+			cli_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0), -1);
+			add_int(o, "start", w.launch_start);
+			add_int(o, "end", item_end(w.launch_start, w.launch_end));
+		}
+	}
+	o = cJSON_AddArrayToObject(root, "stack");
+	if (w.stack_id != CS_ID_NONE) {
+		const cs_frame *frames;
+		cs_error err = {0};
+		int n = 0;
+
+		if (cs_trace_get_stack(v->trace, w.stack_id, &frames, &n, &err) >= 0) {
+			for (int i = 0; i < n; i++) {
+				cJSON *fr = cJSON_CreateObject();
+
+				cJSON_AddStringToObject(fr, "kind", frames[i].kind == 2 ? "python" : "native");
+				add_text(fr, "symbol", frames[i].symbol);
+				add_text(fr, "file", frames[i].file);
+				cli_json_add_int(fr, "line", frames[i].line, 0);
+				add_text(fr, "module", frames[i].module);
+				add_int(fr, "offset", (int64_t)frames[i].offset);
+				cJSON_AddItemToArray(o, fr);
+			}
+		}
+	}
+	return json_text(root);
+}
+
+/* ---- search by name ---- */
+
+/* Whether the name of key matches q: case-insensitive, recorded, demangled or plain (API). */
+static int name_matches(struct view_data *v, int64_t key, const char *q)
+{
+	char buf[64], plain[256];
+	const char *text = name_text(v, key, buf, sizeof(buf));
+	const char *full = cs_demangle(text);
+
+	return strcasestr(text, q) || (full != text && strcasestr(full, q)) ||
+	       strcasestr(api_name_plain(text, plain, sizeof(plain)), q);
+}
+
+/* What is known of the names of one search: 0 not looked at yet, 1 no match, 2 a match. */
+struct search_names {
+	uint8_t *ids;
+	uint8_t pseudo[PSEUDO_COUNT];
+};
+
+static int item_matches(struct view_data *v, struct search_names *sn, const struct view_item *it,
+			const char *q)
+{
+	uint8_t *slot = it->name >= 0 ? (it->name <= v->max_name ? &sn->ids[it->name] : NULL)
+				      : &sn->pseudo[-1 - it->name];
+
+	if (!slot || it->kind == VI_LAUNCH) /* a launch is found through its GPU work */
+		return 0;
+	if (!*slot)
+		*slot = name_matches(v, it->name, q) ? 2 : 1;
+	return *slot == 2;
+}
+
+/* (start, track) of a before (start, track) of b. */
+static int key_before(int64_t sa, int64_t ta, int64_t sb, int64_t tb)
+{
+	return sa < sb || (sa == sb && ta < tb);
+}
+
+/*
+ * The events whose name contains q, in the order (start, track): their number, and the first one
+ * (launch calls, named as their GPU work, are left out: the GPU work is found)
+ * after (t, track) (dir > 0) or the last one before it (dir < 0), wrapping around at the ends,
+ * with its rank in that order (1-based).
+ */
+char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t track, int dir)
+{
+	struct search_names sn;
+	int64_t total = 0, rank = 0;
+	int64_t best_t = 0, best_tr = -1, first_t = 0, first_tr = -1, last_t = 0, last_tr = -1;
+	size_t best_j = 0, first_j = 0, last_j = 0;
+	cJSON *root, *m;
+	char buf[64];
+
+	if (!q || !*q || strlen(q) > 256)
+		return NULL;
+	memset(&sn, 0, sizeof(sn));
+	sn.ids = calloc((size_t)(v->max_name + 1) + 1, 1);
+	if (!sn.ids)
+		return NULL;
+	for (size_t i = 0; i < v->ts.ntracks; i++) {
+		const struct view_track *tr = &v->ts.tracks[i];
+		int64_t ti = (int64_t)i;
+
+		for (size_t j = 0; j < tr->n; j++) {
+			const struct view_item *it = &tr->items[j];
+
+			if (!item_matches(v, &sn, it, q))
+				continue;
+			total++;
+			if (first_tr < 0 || key_before(it->start, ti, first_t, first_tr))
+				first_t = it->start, first_tr = ti, first_j = j;
+			if (last_tr < 0 || key_before(last_t, last_tr, it->start, ti))
+				last_t = it->start, last_tr = ti, last_j = j;
+			if (dir > 0 && key_before(t, track, it->start, ti) &&
+			    (best_tr < 0 || key_before(it->start, ti, best_t, best_tr)))
+				best_t = it->start, best_tr = ti, best_j = j;
+			if (dir < 0 && key_before(it->start, ti, t, track) &&
+			    (best_tr < 0 || key_before(best_t, best_tr, it->start, ti)))
+				best_t = it->start, best_tr = ti, best_j = j;
+		}
+	}
+	if (best_tr < 0 && total) {
+		/* past the last (or before the first): wrap around */
+		best_tr = dir > 0 ? first_tr : last_tr;
+		best_j = dir > 0 ? first_j : last_j;
+		best_t = dir > 0 ? first_t : last_t;
+	}
+	/* its rank: the matches before it */
+	for (size_t i = 0; best_tr >= 0 && i < v->ts.ntracks; i++) {
+		const struct view_track *tr = &v->ts.tracks[i];
+
+		for (size_t j = 0; j < tr->n && tr->items[j].start <= best_t; j++)
+			if (key_before(tr->items[j].start, (int64_t)i, best_t, best_tr) &&
+			    item_matches(v, &sn, &tr->items[j], q))
+				rank++;
+	}
+	free(sn.ids);
+	root = cJSON_CreateObject();
+	cli_json_add_string(root, "q", q);
+	add_int(root, "total", total);
+	if (best_tr < 0) {
+		cJSON_AddNullToObject(root, "match");
+		return json_text(root);
+	}
+	{
+		const struct view_item *it = &v->ts.tracks[best_tr].items[best_j];
+		const char *text = name_text(v, it->name, buf, sizeof(buf));
+		char plain[256];
+
+		add_int(root, "index", rank + 1);
+		m = cJSON_AddObjectToObject(root, "match");
+		add_int(m, "track", best_tr);
+		add_int(m, "start", it->start);
+		add_int(m, "end", it->end);
+		cli_json_add_string(m, "name",
+				    item_name_style(it) == NS_KERNEL ? cs_demangle_short(text)
+				    : item_name_style(it) == NS_API
+					    ? api_name_plain(text, plain, sizeof(plain))
+					    : text);
+	}
+	return json_text(root);
+}
+
+/* ---- launch-to-GPU arrows ---- */
+
+/*
+ * The flows of a window: for the GPU work that overlaps [t0, t1 + (t1 - t0)) and whose launch
+ * starts before t1, [launch track, launch start, launch end, GPU track, GPU start, GPU end];
+ * at most FLOWS_MAX, appended to out as the "flows" member.
+ */
+#define FLOWS_MAX 2000
+static void add_flows(struct view_data *v, int64_t t0, int64_t t1, cs_strbuf *out)
+{
+	static const enum cs_event_kind gpu[] = {CS_EV_KERNEL, CS_EV_MEMCPY, CS_EV_MEMSET};
+	int n = 0;
+
+	cs_strbuf_puts(out, ",\"flows\":[");
+	for (int k = 0; k < 3 && n < FLOWS_MAX; k++) {
+		cs_filter f = cs_filter_all();
+		cs_error err = {0};
+		cs_iter *it;
+		cs_event ev;
+		long rows = 0;
+
+		f.t0 = t0;
+		f.t1 = cs_sat_add(t1, cs_sat_sub(t1, t0));
+		if (cs_iter_open(v->trace, gpu[k], &f, &it, &err) < 0)
+			continue;
+		while (n < FLOWS_MAX && rows++ < 4 * FLOWS_MAX && cs_iter_next(it, &ev) == 1) {
+			struct event_where w;
+			int64_t lt, gt;
+
+			event_where_of(&ev, &w);
+			if (w.launch_start == CS_TS_UNKNOWN || w.launch_start >= t1)
+				continue;
+			lt = track_index(v, VT_LAUNCH, w.pid, w.tid, 0);
+			gt = track_index(v, VT_STREAM, w.pid, w.device, w.stream);
+			if (lt < 0 || gt < 0)
+				continue;
+			cs_strbuf_printf(out, "%s[%lld,%lld,%lld,%lld,%lld,%lld]", n ? "," : "",
+					 (long long)lt, (long long)w.launch_start,
+					 (long long)item_end(w.launch_start, w.launch_end),
+					 (long long)gt, (long long)w.start,
+					 (long long)item_end(w.start, w.end));
+			n++;
+		}
+		cs_iter_close(it);
+	}
+	cs_strbuf_puts(out, "]");
 }

@@ -39,6 +39,23 @@ char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px);
 /* GET /api/memory: device memory in use per counter track within [t0, t1), px columns. */
 char *view_api_memory(struct view_data *v, int64_t t0, int64_t t1, int px);
 /*
+ * GET /api/range: per track, what [t0, t1) holds: busy time, events, kernels, memcpys, memsets,
+ * launches and bytes copied or set; memory tracks their level at t0 and t1 and their peak.
+ */
+char *view_api_range(struct view_data *v, int64_t t0, int64_t t1);
+/*
+ * GET /api/event: every stored field of the event drawn as [start, end) on track (on a launch
+ * track: the GPU work it launched), its launch and GPU ends and its stack; "none" when not found.
+ * NULL for a track that does not exist.
+ */
+char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t end);
+/*
+ * GET /api/search: the events whose name contains q (case-insensitive; kernels also by their
+ * demangled name; not the launch calls, named as their GPU work): how many, and the next after (t, track) in (start, track) order (dir > 0) or
+ * the one before (dir < 0), wrapping around. NULL for an empty or over-long q.
+ */
+char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t track, int dir);
+/*
  * Before the timeline is read, from the overview: 1 when a column of the window is at least one
  * overview bin wide (the window answer can come from the overview), and the answers themselves:
  * busy blocks per bin ("overview": true), and no memory track.

@@ -192,6 +192,44 @@ static mhd_result send_loading(struct MHD_Connection *c)
 			 "{\"status\":\"loading\"}", 20, MHD_RESPMEM_PERSISTENT);
 }
 
+/*
+ * The answers that need the tracks: a range's totals, one event's details, a search by name.
+ * 503 until the tracks are read, 400 for bad or missing parameters.
+ */
+static mhd_result detail_answer(struct view_server *s, struct MHD_Connection *c, const char *url)
+{
+	int64_t a, b, track, dir = 1;
+
+	if (!view_data_timeline_ready(s->data))
+		return send_loading(c);
+	if (!strcmp(url, "/api/range")) {
+		if (query_int(c, "t0", &a) || query_int(c, "t1", &b) || b <= a || a < -MAX_TIME ||
+		    b > MAX_TIME)
+			return send_text(c, MHD_HTTP_BAD_REQUEST, "need integers t0 < t1\n");
+		return send_json(c, view_api_range(s->data, a, b));
+	}
+	if (!strcmp(url, "/api/event")) {
+		if (query_int(c, "track", &track) || query_int(c, "start", &a) ||
+		    query_int(c, "end", &b) || a < -MAX_TIME || a > MAX_TIME || b < -MAX_TIME ||
+		    b > MAX_TIME)
+			return send_text(c, MHD_HTTP_BAD_REQUEST,
+					 "need integers track, start and end\n");
+		return send_json(c, view_api_event(s->data, track, a, b));
+	}
+	/* /api/search?q=TEXT&t=T&track=I&dir=1|-1 */
+	if (query_int(c, "t", &a))
+		a = -MAX_TIME;
+	if (query_int(c, "track", &track))
+		track = -1;
+	if (query_int(c, "dir", &dir) || (dir != 1 && dir != -1))
+		dir = 1;
+	if (a < -MAX_TIME || a > MAX_TIME)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "t out of range\n");
+	return send_json(c, view_api_search(s->data,
+					     MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "q"),
+					     a, track, (int)dir));
+}
+
 /* The answer of an API request (with the token). */
 static mhd_result api_answer(struct view_server *s, struct MHD_Connection *c, const char *url)
 {
@@ -220,6 +258,9 @@ static mhd_result api_answer(struct view_server *s, struct MHD_Connection *c, co
 		return send_json(c, window ? view_api_window(s->data, t0, t1, px)
 					   : view_api_memory(s->data, t0, t1, px));
 	}
+	if (!strcmp(url, "/api/range") || !strcmp(url, "/api/event") ||
+	    !strcmp(url, "/api/search"))
+		return detail_answer(s, c, url);
 	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

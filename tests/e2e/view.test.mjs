@@ -25,6 +25,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = process.env.CUSCOPE_BIN || join(root, 'build-view', 'cuscope');
 const genTrace = process.env.CUSCOPE_GEN_TRACE || join(dirname(bin), 'tests', 'gen_trace');
 const bigEvents = Number(process.env.CUSCOPE_E2E_EVENTS || 2000000);
+/* a large trace made already (gen_trace --events N), instead of generating one */
+const bigTrace = process.env.CUSCOPE_E2E_TRACE || '';
 const shots = process.env.CUSCOPE_E2E_SHOTS || join(root, 'docs', 'images');
 const work = mkdtempSync(join(tmpdir(), 'cuscope-e2e-'));
 
@@ -99,6 +101,270 @@ async function waitRendered(page) {
 		t0: window.__viewer.t0,
 		t1: window.__viewer.t1,
 	}));
+}
+
+/* The canvas pixel (CSS coordinates) as [r, g, b, a]. */
+async function pixelAt(page, x, y) {
+	return page.evaluate(([x, y]) => {
+		const c = document.getElementById('timeline');
+		const dpr = c.width / c.clientWidth;
+		return Array.from(c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
+	}, [x, y]);
+}
+
+/* The x (CSS, in the canvas) of time t in the page's current window. */
+async function xOfTime(page, t) {
+	return page.evaluate((t) => {
+		const v = window.__viewer;
+		const w = document.getElementById('timeline').clientWidth;
+		return 210 + ((t - v.t0) / (v.t1 - v.t0)) * (w - 210);
+	}, t);
+}
+
+/* Wait for the window answer of the current view (after a move). */
+async function settle(page) {
+	await page.waitForTimeout(150);
+	await waitFor(page, () => {
+		const v = window.__viewer;
+		return v.window && Math.abs(v.window.t0 - Math.floor(v.t0)) <= 1 && Math.abs(v.window.t1 - Math.ceil(v.t1)) <= 1;
+	}, null, 5000);
+}
+
+/*
+ * The features of the page on recorded traces: the axis and tooltips at every zoom, launch slices
+ * and arrows, the steps framed, numbered and reachable by number, details of a clicked event with
+ * its finding, a range's totals, search, WASD, the legend, findings on the timeline, memory
+ * values on hover; on a generated job of two processes: a group per process, collapsible, and a
+ * stack with file:line in the details.
+ */
+async function features(context, views) {
+	const page = await context.newPage();
+	const pageErrors = [];
+	page.on('pageerror', (e) => pageErrors.push(String(e)));
+	const d2h = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'));
+	views.push(d2h);
+	await page.goto(d2h.url);
+	await waitRendered(page);
+	await waitFor(page, () => window.__viewer.framedSteps === true, null, 20000);
+	await settle(page);
+	const box = await page.locator('#timeline').boundingBox();
+
+	/* the first view frames the steady-state steps, not the start-up */
+	const framed = await page.evaluate(() => {
+		const v = window.__viewer;
+		const steady = v.steps.filter((s) => !s.warmup);
+		return { t0: v.t0, t1: v.t1, first: steady[0].start, last: v.steps[v.steps.length - 1].end,
+			whole: v.summary.end - v.summary.start, n: v.steps.length };
+	});
+	check('first view frames the steady-state steps', framed.t0 <= framed.first && framed.t1 >= framed.last &&
+		framed.t1 - framed.t0 < 0.3 * framed.whole, JSON.stringify(framed));
+	/* numbered steps in the step lane: the lane's pixel in the middle of a step is its colour */
+	const s10 = await page.evaluate(() => window.__viewer.steps.find((s) => s.index === 10));
+	const px10 = await pixelAt(page, await xOfTime(page, (s10.start + s10.end) / 2), 26 + 12);
+	check('steps drawn numbered in their lane', px10[2] > 150 && px10[0] < 160, px10.join(','));
+	await page.screenshot({ path: join(shots, 'viewer-steps.png') });
+
+	/* go to step N */
+	await page.fill('#step-input', '10');
+	await page.press('#step-input', 'Enter');
+	await settle(page);
+	const at10 = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1, document.body.dataset.step]);
+	check('go to step 10 frames step 10', at10[2] === '10' && at10[0] <= s10.start && at10[1] >= s10.end &&
+		at10[1] - at10[0] < 1.2 * (s10.end - s10.start), JSON.stringify([at10, s10]));
+
+	/* the axis: distinct labels to the tick's precision at every zoom, relative when deep */
+	const axes = [];
+	for (const [t0, span] of [[5.19e9, 1e6], [482e6, 2.5e6], [5265481532, 1e4], [5265481532, 100]]) {
+		await page.evaluate(([a, b]) => window.__viewer.setWindow(a, b), [t0, t0 + span]);
+		await page.waitForTimeout(50);
+		axes.push(await page.evaluate(() => window.__viewer.axis));
+	}
+	const distinct = axes.every((a) => new Set(a.labels).size === a.labels.length && a.labels.length >= 4);
+	check('time axis: every tick label distinct at 1 ms, 2.5 ms, 10 us and 100 ns windows', distinct,
+		axes.map((a) => a.labels.join(' | ')).join(' ;; '));
+	check('time axis: 1 ms at 5.19 s reads to the tick', /^5\.19\d/.test(axes[0].labels[0].replace(/\u2009/g, '')) &&
+		!axes[0].relative, axes[0].labels.join(' | '));
+	check('time axis: 100 ns deep in the trace is relative to a base tick', axes[3].relative &&
+		axes[3].labels[1].startsWith('+') && axes[3].labels[1].endsWith(' ns'), axes[3].labels.join(' | '));
+
+	/* click the d2h-sync finding: its costliest occurrence framed, as a range with its totals */
+	await page.locator('#findings li[data-rule="d2h-sync"]').click();
+	await settle(page);
+	await waitFor(page, () => document.body.dataset.range === 'ready', null, 5000);
+	const focus = await page.evaluate(() => ({ h: window.__viewer.highlight, flows: window.__viewer.flowsDrawn,
+		rows: document.querySelectorAll('#range tr[data-track]').length }));
+	check('finding selects its costliest occurrence as a range with totals', focus.h.focusStart > focus.h.first &&
+		focus.rows > 0, JSON.stringify(focus));
+	/* launch slices and their arrows at this zoom */
+	check('launch-to-GPU arrows drawn at a readable zoom', focus.flows > 0, 'arrows ' + focus.flows);
+	const launchRow = await page.evaluate(() => window.__viewer.rows.find((r) => r.track && r.track.kind === 'launch'));
+	const launchInk = await page.evaluate((r) => {
+		const c = document.getElementById('timeline');
+		const dpr = c.width / c.clientWidth;
+		const d = c.getContext('2d').getImageData(210 * dpr, (r.y + 2) * dpr, c.width - 210 * dpr, (r.h - 4) * dpr).data;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && Math.abs(d[i] - d[i + 2]) > 20) n++;
+		return n;
+	}, launchRow);
+	check('host launch slices drawn from the kernel rows', launchRow && launchInk > 20, 'ink ' + launchInk);
+	const apiNames = await page.evaluate(() => [window.__viewer.window.names, window.__viewer.window.names_short]);
+	check('API names shown without the _v3020 suffix', apiNames[1].includes('cudaStreamSynchronize') &&
+		apiNames[0].includes('cudaStreamSynchronize_v3020') && apiNames[1].every((n) => !/_v\d+$/.test(n)),
+		JSON.stringify(apiNames[1]));
+	await page.keyboard.press('Escape');
+
+	/* click a kernel: every stored field, the launch, the finding of its step */
+	const target = await page.evaluate(() => {
+		const v = window.__viewer;
+		for (const r of v.rows) {
+			if (!r.track || r.track.kind !== 'stream') continue;
+			const t = v.window.tracks.find((w) => w.id === r.track.id);
+			const it = t && t.items.find((i) => i[2] >= 0 && i[5] === 0 && i[0] >= v.t0 && i[1] <= v.t1);
+			if (it) return { y: r.y + r.h / 2, it };
+		}
+		return null;
+	});
+	await page.mouse.click(box.x + (await xOfTime(page, (target.it[0] + target.it[1]) / 2)), box.y + target.y);
+	await waitFor(page, () => document.body.dataset.selected === 'ready', null, 5000);
+	const det = await page.evaluate(() => ({
+		keys: [...document.querySelectorAll('#details tr')].map((r) => r.dataset.key),
+		name: document.querySelector('#details .name').textContent,
+		launch: !!document.querySelector('#details .go-launch'),
+		finding: [...document.querySelectorAll('#details .belongs button')].map((b) => b.dataset.rule),
+		stack: document.querySelector('#details').textContent.includes('no stack recorded'),
+	}));
+	check('details: every stored field of the kernel', ['grid', 'block', 'registersPerThread', 'streamId',
+		'correlationId', 'launchStart', 'dynamicSharedMemory'].every((k) => det.keys.includes(k)), det.keys.join(','));
+	check('details: demangled name, its launch call, the finding of its step', !det.name.startsWith('_Z') &&
+		det.launch && det.finding.includes('d2h-sync') && det.stack, JSON.stringify(det));
+	await page.screenshot({ path: join(shots, 'viewer-details.png') });
+
+	/* tooltip: exact times at this zoom */
+	await page.mouse.move(box.x + (await xOfTime(page, (target.it[0] + target.it[1]) / 2)), box.y + target.y);
+	await page.waitForTimeout(100);
+	const tip = await page.evaluate(() => document.getElementById('tooltip').textContent);
+	const startText = tip.split('\n').find((l) => l.startsWith('start')) || '';
+	check('tooltip: start to the ns, duration exact', startText.replace(/[\u2009 ]/g, '') ===
+		'start' + (target.it[0] / 1e9).toFixed(9) + 's' && tip.includes('(' + (target.it[1] - target.it[0]).toLocaleString('en-US') + ' ns)'),
+		JSON.stringify(tip));
+
+	/* memory values on hover */
+	const memRow = await page.evaluate(() => window.__viewer.rows.find((r) => r.track && r.track.kind === 'memory'));
+	await page.mouse.move(box.x + 600, box.y + memRow.y + memRow.h / 2);
+	await page.waitForTimeout(100);
+	const memTip = await page.evaluate(() => document.getElementById('tooltip').textContent);
+	check('memory value on hover', /device memory: [\d.]+ (B|KiB|MiB|GiB) in use at /.test(memTip), memTip);
+
+	/* range selection with totals: Shift+drag (over the steps: F frames them) */
+	await page.keyboard.press('f');
+	await settle(page);
+	await page.keyboard.down('Shift');
+	await page.mouse.move(box.x + 500, box.y + 120);
+	await page.mouse.down();
+	await page.mouse.move(box.x + 800, box.y + 120, { steps: 5 });
+	await page.mouse.up();
+	await page.keyboard.up('Shift');
+	await waitFor(page, () => document.body.dataset.range === 'ready', null, 5000);
+	const rng = await page.evaluate(() => {
+		const a = window.__viewer.rangeAnswer;
+		const stream = a.tracks.find((t) => window.__viewer.summary.tracks[t.id].kind === 'stream' && t.kernels > 0);
+		return { kernels: stream && stream.kernels, busy: stream && stream.busy, span: a.t1 - a.t0,
+			rows: document.querySelectorAll('#range tr[data-track]').length };
+	});
+	check('range selection: totals per track (busy, kernels)', rng.kernels > 0 && rng.busy > 0 && rng.busy <= rng.span &&
+		rng.rows > 2, JSON.stringify(rng));
+	await page.screenshot({ path: join(shots, 'viewer-range.png') });
+	await page.keyboard.press('Escape');
+
+	/* search with next and previous */
+	await page.fill('#search', 'reduce_kernel');
+	await page.press('#search', 'Enter');
+	await waitFor(page, () => /^1 \/ \d+$/.test(document.getElementById('search-count').textContent), null, 5000);
+	const s1 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected]);
+	await page.press('#search', 'Enter');
+	await waitFor(page, () => document.getElementById('search-count').textContent.startsWith('2 /'), null, 5000);
+	const s2 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected]);
+	await page.click('#search-prev');
+	await waitFor(page, () => document.getElementById('search-count').textContent.startsWith('1 /'), null, 5000);
+	const s3 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected,
+		window.__viewer.t0, window.__viewer.t1]);
+	await waitFor(page, () => document.body.dataset.selected === 'ready', null, 5000);
+	const found = await page.evaluate(() => document.querySelector('#details .name').textContent);
+	check('search: next and previous walk the matches, the match selected and in view',
+		s2[1].start >= s1[1].start && s3[1].start === s1[1].start && s3[2] <= s1[1].start && s3[3] >= s1[1].end &&
+		found.includes('reduce_kernel'), JSON.stringify([s1, s2, s3, found]));
+	await page.screenshot({ path: join(shots, 'viewer-search.png') });
+	await page.locator('#timeline').click({ position: { x: 5, y: 5 } });
+
+	/* WASD */
+	const wasd = [];
+	for (const k of ['w', 's', 'd', 'a']) {
+		const b = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		await page.keyboard.press(k);
+		await page.waitForTimeout(80);
+		const a = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		wasd.push([k, b, a]);
+	}
+	const span = (x) => x[1] - x[0];
+	check('WASD: W zooms in, S out, D pans right, A left', span(wasd[0][2]) < span(wasd[0][1]) &&
+		span(wasd[1][2]) > span(wasd[1][1]) && wasd[2][2][0] > wasd[2][1][0] && wasd[3][2][0] < wasd[3][1][0],
+		JSON.stringify(wasd));
+
+	/* findings on the timeline: a click on the finding's row in the findings lane selects it */
+	await page.keyboard.press('0');
+	await page.evaluate(() => { for (const e of document.querySelectorAll('#findings li.selected')) e.classList.remove('selected'); });
+	await page.mouse.click(box.x + 700, box.y + 26 + 16 + 2 + 2);
+	const laneSel = await page.evaluate(() => document.querySelectorAll('#findings li.selected[data-rule="d2h-sync"]').length);
+	check('findings lane: clicking a finding there selects it', laneSel === 1);
+	const legend = await page.evaluate(() => document.querySelectorAll('#legend li').length);
+	check('legend listed', legend >= 10, legend + ' entries');
+	await page.close();
+
+	/* a job of two processes (generated, with stacks): a group each, collapsible; file:line */
+	if (existsSync(genTrace)) {
+		const job = join(work, 'job.db');
+		execFileSync(genTrace, ['--events', '60000', '--processes', '2', job], { stdio: 'ignore' });
+		const jv = await startView(job);
+		views.push(jv);
+		const p2 = await context.newPage();
+		p2.on('pageerror', (e) => pageErrors.push(String(e)));
+		await p2.goto(jv.url);
+		await waitRendered(p2);
+		await waitFor(p2, () => window.__viewer.analysis === 'ready', null, 20000);
+		const groups = await p2.evaluate(() => window.__viewer.rows.filter((r) => r.group !== undefined)
+			.map((r) => ({ pid: r.group, y: r.y })));
+		const before = await p2.evaluate(() => window.__viewer.rows.length);
+		const b2 = await p2.locator('#timeline').boundingBox();
+		await p2.mouse.click(b2.x + 60, b2.y + groups[0].y + 10);
+		const after = await p2.evaluate(() => [window.__viewer.rows.length, document.body.dataset.collapsed]);
+		await p2.screenshot({ path: join(shots, 'viewer-groups.png') });
+		await p2.mouse.click(b2.x + 60, b2.y + groups[0].y + 10);
+		const again = await p2.evaluate(() => window.__viewer.rows.length);
+		check('a group per process, collapsible', groups.length === 2 && after[0] < before && after[1] === String(groups[0].pid) &&
+			again === before, JSON.stringify({ groups, before, after, again }));
+		/* the axis and the steps stay on top while the tracks scroll */
+		await p2.setViewportSize({ width: 1400, height: 420 });
+		await p2.evaluate(() => { document.getElementById('timeline-scroll').scrollTop = 150; });
+		await p2.waitForTimeout(150);
+		const pinned = await p2.evaluate(() => {
+			const top = document.getElementById('timeline-scroll').scrollTop;
+			const c = document.getElementById('timeline');
+			const dpr = c.width / c.clientWidth;
+			const at = (x, y) => Array.from(c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
+			return { top, axis: at(5, top + 3), label: window.__viewer.axis.labels.length };
+		});
+		check('the axis stays pinned while the tracks scroll', pinned.top > 0 && pinned.axis.slice(0, 3).join() === '236,238,242',
+			JSON.stringify(pinned));
+		await p2.setViewportSize({ width: 1400, height: 800 });
+		await p2.fill('#search', 'Memcpy DtoH');
+		await p2.press('#search', 'Enter');
+		await waitFor(p2, () => document.body.dataset.selected === 'ready', null, 5000);
+		const stack = await p2.evaluate(() => [...document.querySelectorAll('#details .stack li')].map((l) => l.textContent));
+		check('details: the stack with file:line', stack.some((l) => /train_step \u2014 \/home\/user\/train\d+\.py:\d+$/.test(l)),
+			JSON.stringify(stack));
+		await p2.close();
+	}
+	check('no script errors (features)', pageErrors.length === 0, pageErrors.join('; '));
 }
 
 async function main() {
@@ -185,8 +451,9 @@ async function main() {
 		}));
 		check('click moves the window', after.t0 !== before[0] || after.t1 !== before[1],
 			`${before[0]}..${before[1]} -> ${after.t0}..${after.t1}`);
-		check('clicked finding highlighted', after.highlight !== null && after.selected === 1 &&
-			after.t0 <= after.highlight.first && after.t1 >= after.highlight.last);
+		check('clicked finding highlighted, its costliest occurrence framed', after.highlight !== null &&
+			after.selected === 1 && after.t0 <= after.highlight.focusStart &&
+			after.t1 >= after.highlight.focusEnd, JSON.stringify(after));
 		await page.screenshot({ path: join(shots, 'viewer-finding.png') });
 		check('no script errors', pageErrors.length === 0, pageErrors.join('; '));
 
@@ -216,6 +483,8 @@ async function main() {
 		check('no cookie set', cookies.length === 0, JSON.stringify(cookies));
 		await pageB.close();
 
+		await features(context, views);
+
 		/* 3. a generated trace (it has the writer's overview), its tracks held back: drawn from
 		 * the overview with "loading detail…", then the detail */
 		if (existsSync(genTrace)) {
@@ -244,10 +513,10 @@ async function main() {
 		}
 
 		/* 4. a large trace: time to first render */
-		if (existsSync(genTrace)) {
-			const big = join(work, 'big.db');
+		if (existsSync(genTrace) || bigTrace) {
+			const big = bigTrace || join(work, 'big.db');
 			let began = performance.now();
-			execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
+			if (!bigTrace) execFileSync(genTrace, ['--events', String(bigEvents), big], { stdio: 'ignore' });
 			const genMs = performance.now() - began;
 			const page2 = await context.newPage();
 			const bv = await startView(big);
@@ -290,6 +559,35 @@ async function main() {
 			for (const q of queries)
 				console.log(`  window query, ${q.frac} of the trace at 1200 px: ${q.ms.toFixed(1)} ms, ${q.bytes} bytes`);
 			check('large trace renders', r3.firstRenderMs !== null);
+			/* frame time: zoom and pan with the wheel, the mouse and WASD, the page drawing the
+			 * last answer at the new scale at once (draw() timed in the page) */
+			await waitFor(page2, () => window.__viewer.detailMs !== null, null, 120000);
+			await page2.evaluate(() => { window.__viewer.frameMs.length = 0; });
+			const b3 = await page2.locator('#timeline').boundingBox();
+			const inputBegan = performance.now();
+			await page2.mouse.move(b3.x + b3.width * 0.6, b3.y + 80);
+			for (let i = 0; i < 30; i++) {
+				await page2.mouse.wheel(0, i < 20 ? -200 : 150);
+				await page2.waitForTimeout(16);
+			}
+			await page2.mouse.down();
+			await page2.mouse.move(b3.x + b3.width * 0.3, b3.y + 80, { steps: 30 });
+			await page2.mouse.up();
+			for (const k of ['w', 'd', 's', 'a']) {
+				await page2.keyboard.down(k);
+				await page2.waitForTimeout(300);
+				await page2.keyboard.up(k);
+			}
+			const inputMs = performance.now() - inputBegan;
+			await page2.waitForTimeout(500);
+			const fr = await page2.evaluate(() => window.__viewer.frameMs.slice());
+			fr.sort((a, b) => a - b);
+			const pct = (q) => fr[Math.min(fr.length - 1, Math.floor(q * fr.length))];
+			const mean = fr.reduce((a, b) => a + b, 0) / Math.max(1, fr.length);
+			console.log(`  frames while zooming and panning: ${fr.length} in ${(inputMs / 1000).toFixed(1)} s, draw time mean ${
+				mean.toFixed(1)} ms, median ${pct(0.5).toFixed(1)} ms, p95 ${pct(0.95).toFixed(1)} ms, max ${fr[fr.length - 1].toFixed(1)} ms`);
+			check('large trace stays interactive: draw time p95 under 16 ms', fr.length > 20 && pct(0.95) < 16,
+				'p95 ' + pct(0.95).toFixed(1) + ' ms');
 			await page2.screenshot({ path: join(shots, 'viewer-large.png') });
 		} else {
 			console.log('large trace: skipped, no gen_trace at ' + genTrace);

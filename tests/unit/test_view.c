@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/analyze.h"
+#include "cuscope/demangle.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 
@@ -333,7 +334,10 @@ START_TEST(test_token_and_host)
 }
 END_TEST
 
-/* Number of tracks the trace must give: streams, wait threads, API threads, NVTX depths, GPUs. */
+/*
+ * Number of tracks the trace must give: streams, wait threads, API threads, launch threads (GPU
+ * work with a launch time), NVTX depths, GPUs.
+ */
 static int expected_tracks(const cs_analysis *a)
 {
 	static int64_t keys[65536];
@@ -347,12 +351,20 @@ static int expected_tracks(const cs_analysis *a)
 		if (i_ == n && n < 65536)                      \
 			keys[n++] = key_;                      \
 	} while (0)
-	for (int64_t i = 0; i < a->nkernels; i++)
+	for (int64_t i = 0; i < a->nkernels; i++) {
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->kernels[i].pid << 28) |
 			((int64_t)a->kernels[i].device_id << 20) | a->kernels[i].stream_id);
-	for (int64_t i = 0; i < a->ncopies; i++)
+		if (a->kernels[i].launch_start != CS_TS_UNKNOWN)
+			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->kernels[i].pid << 24) ^
+						      a->kernels[i].launch_tid));
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->copies[i].pid << 28) |
 			((int64_t)a->copies[i].device_id << 20) | a->copies[i].stream_id);
+		if (a->copies[i].launch_start != CS_TS_UNKNOWN)
+			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->copies[i].pid << 24) ^
+						      a->copies[i].launch_tid));
+	}
 	for (int64_t i = 0; i < a->nsyncs; i++)
 		if (a->syncs[i].host_wait && a->syncs[i].start != CS_TS_UNKNOWN)
 			ADD_KEY(((int64_t)2 << 60) |
@@ -1109,6 +1121,403 @@ START_TEST(test_extreme_trace_windows)
 }
 END_TEST
 
+/* ---- launches, arrows, details, ranges, search ---- */
+
+/* The d2h-sync finding's costliest occurrence (its focus) in d2h-sync-bad.db. */
+static void d2h_focus(int64_t *t0, int64_t *t1)
+{
+	cJSON *f = findings_ready(&d2h_srv);
+	const cJSON *d2h = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "findings"), 0);
+	const cJSON *focus = cJSON_GetObjectItem(d2h, "focus");
+
+	*t0 = jint(focus, "start");
+	*t1 = jint(focus, "end");
+	cJSON_Delete(f);
+}
+
+/* Each launch track holds a launch call for every kernel, memcpy and memset with a launch time. */
+START_TEST(test_launch_tracks)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *tr, *procs;
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	int64_t launches = 0, expect = 0;
+	int ntracks = 0;
+
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(sum, "tracks"))
+	{
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(tr, "kind"));
+		int64_t tid, n = 0;
+
+		if (strcmp(kind, "launch"))
+			continue;
+		ntracks++;
+		tid = jint(tr, "tid");
+		for (int64_t i = 0; i < a.nkernels; i++)
+			n += a.kernels[i].launch_start != CS_TS_UNKNOWN &&
+			     a.kernels[i].launch_tid == tid && a.kernels[i].pid == jint(tr, "pid");
+		for (int64_t i = 0; i < a.ncopies; i++)
+			n += a.copies[i].launch_start != CS_TS_UNKNOWN &&
+			     a.copies[i].launch_tid == tid && a.copies[i].pid == jint(tr, "pid");
+		ck_assert_int_eq(jint(tr, "events"), n);
+		launches += n;
+	}
+	for (int64_t i = 0; i < a.nkernels; i++)
+		expect += a.kernels[i].launch_start != CS_TS_UNKNOWN;
+	for (int64_t i = 0; i < a.ncopies; i++)
+		expect += a.copies[i].launch_start != CS_TS_UNKNOWN;
+	ck_assert_int_gt(ntracks, 0);
+	ck_assert_int_gt(expect, 10000);
+	ck_assert_int_eq(launches, expect);
+	/* the processes, for the page's group headers */
+	procs = cJSON_GetObjectItem(sum, "processes");
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 1);
+	ck_assert_int_eq(jint(cJSON_GetArrayItem(procs, 0), "pid"), 883);
+	ck_assert_ptr_nonnull(
+		strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0),
+								 "command")),
+		       "d2h-sync"));
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(sum);
+}
+END_TEST
+
+/*
+ * A narrow window has its launch-to-GPU arrows, each joining a launch track to a stream track at
+ * the times of one kernel or copy of the trace; a whole-trace window (too many GPU events) none.
+ */
+START_TEST(test_window_flows)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *w, *fl, *tracks = cJSON_GetObjectItem(sum, "tracks");
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	int64_t t0, t1;
+	char path[256];
+	int n = 0;
+
+	d2h_focus(&t0, &t1);
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=1000", (long long)t0,
+		 (long long)t1);
+	w = api_get(&d2h_srv, path);
+	cJSON_ArrayForEach(fl, cJSON_GetObjectItem(w, "flows"))
+	{
+		const cJSON *lt = cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 0)->valuedouble);
+		const cJSON *gt = cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 3)->valuedouble);
+		int64_t ls = (int64_t)cJSON_GetArrayItem(fl, 1)->valuedouble;
+		int64_t gs = (int64_t)cJSON_GetArrayItem(fl, 4)->valuedouble;
+		int found = 0;
+
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(lt, "kind")), "launch");
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(gt, "kind")), "stream");
+		ck_assert_int_lt(ls, t1);
+		for (int64_t i = 0; i < a.nkernels && !found; i++)
+			found = a.kernels[i].start == gs && a.kernels[i].launch_start == ls &&
+				a.kernels[i].launch_tid == jint(lt, "tid") &&
+				a.kernels[i].stream_id == jint(gt, "stream");
+		for (int64_t i = 0; i < a.ncopies && !found; i++)
+			found = a.copies[i].start == gs && a.copies[i].launch_start == ls &&
+				a.copies[i].launch_tid == jint(lt, "tid") &&
+				a.copies[i].stream_id == jint(gt, "stream");
+		ck_assert_msg(found, "flow %lld -> %lld is no launch of the trace", (long long)ls,
+			      (long long)gs);
+		n++;
+	}
+	ck_assert_int_gt(n, 2);
+	cJSON_Delete(w);
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=1000",
+		 (long long)jint(sum, "start"), (long long)jint(sum, "end"));
+	w = api_get(&d2h_srv, path);
+	ck_assert_ptr_null(cJSON_GetObjectItem(w, "flows"));
+	cJSON_Delete(w);
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(sum);
+}
+END_TEST
+
+/* The costliest occurrence of the d2h-sync finding: its costliest wait, from the evidence. */
+START_TEST(test_findings_focus)
+{
+	cJSON *f = findings_ready(&d2h_srv);
+	const cJSON *d2h = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "findings"), 0);
+	const cJSON *focus = cJSON_GetObjectItem(d2h, "focus");
+	const cJSON *cw = cJSON_GetObjectItem(cJSON_GetObjectItem(d2h, "evidence"), "costliest_wait");
+	const cJSON *st;
+	int in_steps = 0;
+
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d2h, "rule")), "d2h-sync");
+	ck_assert_ptr_nonnull(cw);
+	ck_assert_int_eq(jint(focus, "start"), jint(cw, "wait_start"));
+	ck_assert_int_eq(jint(focus, "end"), jint(cw, "window_end"));
+	ck_assert_int_eq(jint(focus, "step"), jint(cw, "step"));
+	ck_assert_int_eq(jint(d2h, "pid"), 883);
+	cJSON_ArrayForEach(st, cJSON_GetObjectItem(d2h, "steps"))
+		in_steps |= (int64_t)st->valuedouble == jint(focus, "step");
+	ck_assert(in_steps);
+	cJSON_Delete(f);
+}
+END_TEST
+
+/*
+ * The details of a drawn event are the row of the trace: a kernel's grid, block, registers and
+ * correlation id, the DtoH copy's bytes and kinds; a launch call gives the GPU work it launched.
+ */
+START_TEST(test_event_details)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *w, *tr, *ev, *fields, *launch_ev = NULL;
+	int64_t t0, t1;
+	char path[256], *body;
+	int kernels = 0, copies = 0;
+	cs_trace *t;
+	cs_error err = {0};
+
+	d2h_focus(&t0, &t1);
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=1000", (long long)t0,
+		 (long long)t1);
+	w = api_get(&d2h_srv, path);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(w, "tracks"))
+	{
+		const cJSON *it;
+		int id = (int)jint(tr, "id");
+		const char *kind = cJSON_GetStringValue(
+			cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "tracks"), id), "kind"));
+
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(tr, "items"))
+		{
+			int64_t s = (int64_t)cJSON_GetArrayItem(it, 0)->valuedouble;
+			int64_t e = (int64_t)cJSON_GetArrayItem(it, 1)->valuedouble;
+			int ikind = (int)cJSON_GetArrayItem(it, 5)->valuedouble;
+
+			if (cJSON_GetArrayItem(it, 2)->valuedouble < 0)
+				continue;
+			snprintf(path, sizeof(path), "/api/event?track=%d&start=%lld&end=%lld", id,
+				 (long long)s, (long long)e);
+			ev = api_get(&d2h_srv, path);
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "status")), "ok");
+			fields = cJSON_GetObjectItem(ev, "fields");
+			if (!strcmp(kind, "launch")) {
+				/* the GPU work it launched, with this launch */
+				ck_assert_int_eq(jint(fields, "launchStart"), s);
+				ck_assert_int_eq(jint(cJSON_GetObjectItem(ev, "launch"), "track"), id);
+				if (!launch_ev)
+					launch_ev = cJSON_Duplicate(ev, 1);
+			} else {
+				ck_assert_int_eq(jint(fields, "start"), s);
+				ck_assert_int_eq(jint(fields, "end"), e);
+			}
+			if (ikind == 0) {
+				cs_filter fl = cs_filter_all();
+				cs_iter *iter;
+				cs_event row;
+				int found = 0;
+
+				fl.t0 = s;
+				fl.t1 = s + 1;
+				ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, &fl, &iter, &err), 0);
+				while (!found && cs_iter_next(iter, &row) == 1)
+					found = row.u.kernel.start == s;
+				ck_assert(found);
+				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "kind")),
+						 "kernel");
+				ck_assert_int_eq(jint(fields, "correlationId"),
+						 (int64_t)row.u.kernel.correlation_id);
+				ck_assert_int_eq(jint(fields, "registersPerThread"),
+						 row.u.kernel.registers_per_thread);
+				ck_assert_int_eq(
+					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "grid"), 0)->valuedouble,
+					row.u.kernel.grid_x);
+				ck_assert_int_eq(
+					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "block"), 0)->valuedouble,
+					row.u.kernel.block_x);
+				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "name")),
+						 row.u.kernel.name);
+				ck_assert_ptr_nonnull(cJSON_GetObjectItem(ev, "stack"));
+				cs_iter_close(iter);
+				kernels++;
+			} else if (ikind == 1) {
+				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "copyKind")),
+						 "DtoH");
+				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "dstKind")),
+						 "pinned");
+				ck_assert_int_eq(jint(fields, "bytes"), 4);
+				ck_assert_int_ge(jint(cJSON_GetObjectItem(ev, "launch"), "track"), 0);
+				copies++;
+			}
+			cJSON_Delete(ev);
+		}
+	}
+	ck_assert_int_gt(kernels, 0);
+	ck_assert_int_eq(copies, 1);
+	ck_assert_ptr_nonnull(launch_ev);
+	cJSON_Delete(launch_ev);
+	/* nothing drawn there, a track that does not exist, a bad parameter */
+	ev = api_get(&d2h_srv, "/api/event?track=0&start=1&end=2");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "status")), "none");
+	cJSON_Delete(ev);
+	snprintf(path, sizeof(path), "/api/event?track=9999&start=1&end=2&token=%s", d2h_srv.token);
+	ck_assert_int_eq(http_get(&d2h_srv, NULL, path, NULL, &body), 400);
+	free(body);
+	snprintf(path, sizeof(path), "/api/event?track=0&start=x&end=2&token=%s", d2h_srv.token);
+	ck_assert_int_eq(http_get(&d2h_srv, NULL, path, NULL, &body), 400);
+	free(body);
+	cs_trace_close(t);
+	cJSON_Delete(w);
+	cJSON_Delete(sum);
+}
+END_TEST
+
+/* A range's totals: a stream's busy time is the union of its work, its counts and bytes those of
+ * the trace's rows in the range. */
+START_TEST(test_range_totals)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *r, *tr, *tracks = cJSON_GetObjectItem(sum, "tracks");
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	int64_t t0, t1;
+	char path[256], *body;
+	int streams = 0;
+
+	d2h_focus(&t0, &t1);
+	t0 -= 20000000; /* a few steps around it */
+	t1 += 20000000;
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	snprintf(path, sizeof(path), "/api/range?t0=%lld&t1=%lld", (long long)t0, (long long)t1);
+	r = api_get(&d2h_srv, path);
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(r, "tracks"))
+	{
+		const cJSON *meta = cJSON_GetArrayItem(tracks, (int)jint(tr, "id"));
+		int64_t pid = jint(meta, "pid"), kernels = 0, copies = 0, bytes = 0, dev, stream;
+
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(meta, "kind")), "stream"))
+			continue;
+		dev = jint(meta, "device");
+		stream = jint(meta, "stream");
+		for (int64_t i = 0; i < a.nkernels; i++) {
+			const cs_a_kernel *k = &a.kernels[i];
+
+			kernels += k->pid == pid && k->device_id == dev && k->stream_id == stream &&
+				   k->start < t1 && k->end > t0;
+		}
+		for (int64_t i = 0; i < a.ncopies; i++) {
+			const cs_a_copy *c = &a.copies[i];
+
+			if (c->pid == pid && c->device_id == dev && c->stream_id == stream &&
+			    c->start < t1 && c->end > t0) {
+				copies++;
+				bytes += c->bytes;
+			}
+		}
+		ck_assert_int_eq(jint(tr, "busy"), stream_union(&a, pid, dev, stream, t0, t1));
+		ck_assert_int_eq(jint(tr, "kernels"), kernels);
+		ck_assert_int_eq(jint(tr, "memcpys") + jint(tr, "memsets"), copies);
+		ck_assert_int_eq(jint(tr, "bytes"), bytes);
+		if (kernels)
+			streams++;
+	}
+	ck_assert_int_gt(streams, 0);
+	cJSON_Delete(r);
+	snprintf(path, sizeof(path), "/api/range?t0=5&t1=5&token=%s", d2h_srv.token);
+	ck_assert_int_eq(http_get(&d2h_srv, NULL, path, NULL, &body), 400);
+	free(body);
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(sum);
+}
+END_TEST
+
+/*
+ * Search: the number of matches is that of the kernels whose demangled name holds the text (any
+ * case); next and previous walk them in time order and wrap around. API names are shown without
+ * CUPTI's version suffix, and found by it.
+ */
+START_TEST(test_search_and_api_names)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *j, *m, *w, *nm;
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	int64_t expect = 0, prev_start, first_start;
+	char path[512], *body;
+	int plain = 0;
+
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	for (int64_t i = 0; i < a.nkernels; i++) {
+		const char *name = cs_trace_string(t, a.kernels[i].name_id);
+
+		expect += name && strcasestr(cs_demangle_short(name), "REDUCE_KERNEL") != NULL;
+	}
+	ck_assert_int_gt(expect, 10);
+	j = api_get(&d2h_srv, "/api/search?q=REDUCE_KERNEL&t=0&dir=1");
+	ck_assert_int_eq(jint(j, "total"), expect);
+	ck_assert_int_eq(jint(j, "index"), 1);
+	m = cJSON_GetObjectItem(j, "match");
+	first_start = prev_start = jint(m, "start");
+	ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")),
+				     "reduce_kernel"));
+	/* next: later, index + 1 */
+	for (int i = 2; i <= 4; i++) {
+		snprintf(path, sizeof(path), "/api/search?q=reduce_kernel&t=%lld&track=%lld&dir=1",
+			 (long long)prev_start, (long long)jint(m, "track"));
+		cJSON_Delete(j);
+		j = api_get(&d2h_srv, path);
+		m = cJSON_GetObjectItem(j, "match");
+		ck_assert_int_eq(jint(j, "index"), i);
+		ck_assert_int_ge(jint(m, "start"), prev_start);
+		prev_start = jint(m, "start");
+	}
+	/* previous from the first wraps around to the last */
+	snprintf(path, sizeof(path), "/api/search?q=reduce_kernel&t=%lld&track=-1&dir=-1",
+		 (long long)first_start);
+	cJSON_Delete(j);
+	j = api_get(&d2h_srv, path);
+	ck_assert_int_eq(jint(j, "index"), expect);
+	ck_assert_int_gt(jint(cJSON_GetObjectItem(j, "match"), "start"), first_start);
+	cJSON_Delete(j);
+	/* no match; an empty query is refused */
+	j = api_get(&d2h_srv, "/api/search?q=no-such-kernel-name&t=0");
+	ck_assert_int_eq(jint(j, "total"), 0);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "match")));
+	cJSON_Delete(j);
+	snprintf(path, sizeof(path), "/api/search?q=&token=%s", d2h_srv.token);
+	ck_assert_int_eq(http_get(&d2h_srv, NULL, path, NULL, &body), 400);
+	free(body);
+	/* cudaStreamSynchronize_v3020: recorded with the suffix, shown and found without it */
+	j = api_get(&d2h_srv, "/api/search?q=cudaStreamSynchronize&t=0");
+	m = cJSON_GetObjectItem(j, "match");
+	ck_assert_int_gt(jint(j, "total"), 0);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")), "cudaStreamSynchronize");
+	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=2000",
+		 (long long)jint(sum, "start"), (long long)jint(sum, "end"));
+	w = api_get(&d2h_srv, path);
+	cJSON_ArrayForEach(nm, cJSON_GetObjectItem(w, "names_short"))
+	{
+		ck_assert_ptr_null(strstr(nm->valuestring, "_v3020"));
+		plain += !strcmp(nm->valuestring, "cudaStreamSynchronize");
+	}
+	ck_assert_int_eq(plain, 1);
+	plain = 0;
+	cJSON_ArrayForEach(nm, cJSON_GetObjectItem(w, "names"))
+		plain += !strcmp(nm->valuestring, "cudaStreamSynchronize_v3020");
+	ck_assert_int_eq(plain, 1);
+	cJSON_Delete(w);
+	cJSON_Delete(j);
+	cs_analysis_free(&a);
+	cs_trace_close(t);
+	cJSON_Delete(sum);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -1130,6 +1539,12 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_commands_without_overview);
 	tcase_add_test(tc, test_extreme_trace_windows);
+	tcase_add_test(tc, test_launch_tracks);
+	tcase_add_test(tc, test_window_flows);
+	tcase_add_test(tc, test_findings_focus);
+	tcase_add_test(tc, test_event_details);
+	tcase_add_test(tc, test_range_totals);
+	tcase_add_test(tc, test_search_and_api_names);
 	/* last: it takes a few seconds, with a server of its own */
 	tcase_add_test(tc, test_stalled_client_does_not_block);
 	suite_add_tcase(s, tc);
