@@ -1010,7 +1010,7 @@
 		box.append(el('div', 'meta', fmtTime(a.t0, 1) + ' .. ' + fmtTime(a.t1, 1) + ' · ' + fmtDurExact(span)));
 		const table = el('table', 'totals');
 		const head = el('tr');
-		for (const [h, cls] of [['track', ''], ['busy', 'num'], ['%', 'num'], ['events', 'num'], ['bytes', 'num']])
+		for (const [h, cls] of [['track', ''], ['busy (share)', 'num'], ['events', 'num'], ['bytes', 'num']])
 			head.append(el('th', cls, h));
 		table.append(head);
 		for (const t of a.tracks) {
@@ -1019,8 +1019,8 @@
 			const tr = el('tr');
 			tr.dataset.track = String(t.id);
 			if (track.kind === 'memory') {
-				tr.append(el('td', null, track.name), el('td', 'num', fmtBytes(t.end_level)),
-					el('td', 'num', ''), el('td', 'num', 'peak'), el('td', 'num', fmtBytes(t.peak)));
+				tr.append(el('td', null, track.name), el('td', 'num', fmtBytes(t.end_level) + ' in use'),
+					el('td', 'num', 'peak'), el('td', 'num', fmtBytes(t.peak)));
 				tr.title = 'in use at the start ' + fmtBytes(t.start_level) + ', at the end ' +
 					fmtBytes(t.end_level) + ', peak ' + fmtBytes(t.peak);
 			} else {
@@ -1032,8 +1032,9 @@
 				} else if (t.launches) {
 					what = t.launches + ' launches';
 				}
-				tr.append(el('td', null, track.name), el('td', 'num', fmtDur(t.busy)),
-					el('td', 'num', (100 * t.busy / span).toFixed(1)), el('td', 'num', what),
+				tr.append(el('td', null, track.name),
+					el('td', 'num', fmtDur(t.busy) + ' (' + (100 * t.busy / span).toFixed(1) + '%)'),
+					el('td', 'num', what),
 					el('td', 'num', t.bytes ? fmtBytes(t.bytes) : ''));
 			}
 			table.append(tr);

@@ -521,7 +521,7 @@ static int track_order(const void *pa, const void *pb)
 	static const int rank[] = {[VT_STREAM] = 0, [VT_MEMORY] = 0, [VT_NVTX] = 1,
 				   [VT_API] = 1,    [VT_THREAD] = 1, [VT_LAUNCH] = 1};
 	/* a host thread's tracks: NVTX, API calls, launches, waits */
-	static const int host_rank[] = {[VT_NVTX] = 0, [VT_API] = 1, [VT_LAUNCH] = 2,
+	static const int host_rank[] = {[VT_NVTX] = 0,	 [VT_API] = 1,	  [VT_LAUNCH] = 2,
 					[VT_THREAD] = 3, [VT_STREAM] = 4, [VT_MEMORY] = 4};
 
 	if (rank[x->kind] != rank[y->kind])
@@ -631,14 +631,15 @@ static void note_name(struct part *p, int64_t id)
 #define NONE CS_ID_NONE
 
 /* The columns each track kind is read from, with the value a NULL reads as (as load.c reads). */
-static const char *const kernel_cols[] = {"start",	 "end",	      "pid",	   "deviceId", "streamId",
-					  "nameId", "launchStart", "launchEnd", "launchTid"};
+static const char *const kernel_cols[] = {"start",	 "end",	      "pid",
+					  "deviceId",	 "streamId",  "nameId",
+					  "launchStart", "launchEnd", "launchTid"};
 static const int64_t kernel_nulls[] = {TS, TS, 0, NONE, 0, NONE, TS, TS, 0};
-static const char *const memcpy_cols[] = {"start",    "end",	     "pid",	  "deviceId",
-					  "streamId", "copyKind",    "launchStart", "launchEnd",
-					  "launchTid"};
+static const char *const memcpy_cols[] = {"start",	 "end",	      "pid",
+					  "deviceId",	 "streamId",  "copyKind",
+					  "launchStart", "launchEnd", "launchTid"};
 static const int64_t memcpy_nulls[] = {TS, TS, 0, NONE, 0, 0, TS, TS, 0};
-static const char *const memset_cols[] = {"start",	 "end",	      "pid",	   "deviceId",
+static const char *const memset_cols[] = {"start",    "end",	     "pid",	  "deviceId",
 					  "streamId", "launchStart", "launchEnd", "launchTid"};
 static const int64_t memset_nulls[] = {TS, TS, 0, NONE, 0, TS, TS, 0};
 static const char *const sync_cols[] = {"start", "end", "pid", "tid", "syncType"};
@@ -1267,8 +1268,7 @@ static char *run_analysis(const char *path, const struct track_set *tracks, cs_e
 		rc = cs_steps_detect(&a, &so, &steps, err);
 		if (rc >= 0)
 			rc = cs_report_run(&a, &steps, NULL, &report, err);
-		if (rc >= 0 &&
-		    !(json = make_findings(&steps, &report, ms_since(&began), tracks)))
+		if (rc >= 0 && !(json = make_findings(&steps, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		if (steps.v)
@@ -2042,15 +2042,15 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
 			for (; j < t->nsamples && t->samples[j].t < t0; j++)
 				level = t->samples[j].value;
 			peak = level;
-			cs_strbuf_printf(&out, "%s{\"id\":%zu,\"start_level\":%lld", i ? "," : "", i,
-					 (long long)level);
+			cs_strbuf_printf(&out, "%s{\"id\":%zu,\"start_level\":%lld", i ? "," : "",
+					 i, (long long)level);
 			for (; j < t->nsamples && t->samples[j].t < t1; j++) {
 				level = t->samples[j].value;
 				if (level > peak)
 					peak = level;
 			}
-			cs_strbuf_printf(&out, ",\"end_level\":%lld,\"peak\":%lld}", (long long)level,
-					 (long long)peak);
+			cs_strbuf_printf(&out, ",\"end_level\":%lld,\"peak\":%lld}",
+					 (long long)level, (long long)peak);
 			continue;
 		}
 		busy = track_busy(t, t0, t1, &events);
@@ -2062,13 +2062,14 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
 			if (it->kind >= 0 && it->kind <= VI_LAUNCH)
 				kinds[it->kind]++;
 		}
-		cs_strbuf_printf(&out,
-				 "%s{\"id\":%zu,\"busy\":%lld,\"events\":%lld,\"kernels\":%lld,"
-				 "\"memcpys\":%lld,\"memsets\":%lld,\"launches\":%lld,\"bytes\":%lld}",
-				 i ? "," : "", i, (long long)busy, (long long)events,
-				 (long long)kinds[VI_KERNEL], (long long)kinds[VI_MEMCPY],
-				 (long long)kinds[VI_MEMSET], (long long)kinds[VI_LAUNCH],
-				 (long long)bytes[i]);
+		cs_strbuf_printf(
+			&out,
+			"%s{\"id\":%zu,\"busy\":%lld,\"events\":%lld,\"kernels\":%lld,"
+			"\"memcpys\":%lld,\"memsets\":%lld,\"launches\":%lld,\"bytes\":%lld}",
+			i ? "," : "", i, (long long)busy, (long long)events,
+			(long long)kinds[VI_KERNEL], (long long)kinds[VI_MEMCPY],
+			(long long)kinds[VI_MEMSET], (long long)kinds[VI_LAUNCH],
+			(long long)bytes[i]);
 	}
 	cs_strbuf_puts(&out, "]}");
 	if (!out.failed)
@@ -2213,7 +2214,8 @@ static void event_fields(cJSON *f, const cs_event *ev)
 		char plain[256];
 
 		add_text(f, "name", a->name);
-		add_text(f, "namePlain", a->name ? api_name_plain(a->name, plain, sizeof(plain)) : NULL);
+		add_text(f, "namePlain",
+			 a->name ? api_name_plain(a->name, plain, sizeof(plain)) : NULL);
 		add_time(f, "start", a->start);
 		add_time(f, "end", a->end);
 		add_int(f, "pid", a->pid);
@@ -2263,9 +2265,9 @@ static void event_where_of(const cs_event *ev, struct event_where *w)
 	w->device = -1;
 	w->stream = -1;
 	switch (ev->kind) {
-#define GPU_WORK(x)                                                                         \
-	w->start = x.start, w->end = x.end, w->launch_start = x.launch_start,               \
-	w->launch_end = x.launch_end, w->stack_id = x.stack_id, w->pid = x.pid,             \
+#define GPU_WORK(x)                                                             \
+	w->start = x.start, w->end = x.end, w->launch_start = x.launch_start,   \
+	w->launch_end = x.launch_end, w->stack_id = x.stack_id, w->pid = x.pid, \
 	w->tid = x.launch_tid, w->device = x.device_id, w->stream = (int64_t)x.stream_id
 	case CS_EV_KERNEL:
 		GPU_WORK(ev->u.kernel);
@@ -2410,7 +2412,8 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 		add_int(o, "end", item_end(w.start, w.end));
 		if (w.launch_start != CS_TS_UNKNOWN) {
 			o = cJSON_AddObjectToObject(root, "launch");
-			cli_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0), -1);
+			cli_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0),
+					 -1);
 			add_int(o, "start", w.launch_start);
 			add_int(o, "end", item_end(w.launch_start, w.launch_end));
 		}
@@ -2425,7 +2428,8 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 			for (int i = 0; i < n; i++) {
 				cJSON *fr = cJSON_CreateObject();
 
-				cJSON_AddStringToObject(fr, "kind", frames[i].kind == 2 ? "python" : "native");
+				cJSON_AddStringToObject(fr, "kind",
+							frames[i].kind == 2 ? "python" : "native");
 				add_text(fr, "symbol", frames[i].symbol);
 				add_text(fr, "file", frames[i].file);
 				cli_json_add_int(fr, "line", frames[i].line, 0);

@@ -51,8 +51,9 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1);
 char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t end);
 /*
  * GET /api/search: the events whose name contains q (case-insensitive; kernels also by their
- * demangled name; not the launch calls, named as their GPU work): how many, and the next after (t, track) in (start, track) order (dir > 0) or
- * the one before (dir < 0), wrapping around. NULL for an empty or over-long q.
+ * demangled name; not the launch calls, named as their GPU work): how many, and the next after (t,
+ * track) in (start, track) order (dir > 0) or the one before (dir < 0), wrapping around. NULL for
+ * an empty or over-long q.
  */
 char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t track, int dir);
 /*

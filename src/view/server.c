@@ -225,9 +225,10 @@ static mhd_result detail_answer(struct view_server *s, struct MHD_Connection *c,
 		dir = 1;
 	if (a < -MAX_TIME || a > MAX_TIME)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "t out of range\n");
-	return send_json(c, view_api_search(s->data,
-					     MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "q"),
-					     a, track, (int)dir));
+	return send_json(c,
+			 view_api_search(s->data,
+					 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "q"),
+					 a, track, (int)dir));
 }
 
 /* The answer of an API request (with the token). */
@@ -258,8 +259,7 @@ static mhd_result api_answer(struct view_server *s, struct MHD_Connection *c, co
 		return send_json(c, window ? view_api_window(s->data, t0, t1, px)
 					   : view_api_memory(s->data, t0, t1, px));
 	}
-	if (!strcmp(url, "/api/range") || !strcmp(url, "/api/event") ||
-	    !strcmp(url, "/api/search"))
+	if (!strcmp(url, "/api/range") || !strcmp(url, "/api/event") || !strcmp(url, "/api/search"))
 		return detail_answer(s, c, url);
 	return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }

@@ -17,12 +17,12 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
+import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bin = process.env.CUSCOPE_BIN || join(root, 'build-view', 'cuscope');
+const bin = resolve(process.env.CUSCOPE_BIN || join(root, 'build-view', 'cuscope'));
 const genTrace = process.env.CUSCOPE_GEN_TRACE || join(dirname(bin), 'tests', 'gen_trace');
 const bigEvents = Number(process.env.CUSCOPE_E2E_EVENTS || 2000000);
 /* a large trace made already (gen_trace --events N), instead of generating one */
@@ -48,7 +48,10 @@ function check(name, ok, detail) {
 function startView(trace, env) {
 	return new Promise((resolve, reject) => {
 		const began = performance.now();
-		const proc = spawn(bin, ['view', '--port', '0', '--timeout', '120', trace], {
+		/* a trace of the repository by its path from the root, as the page shows it */
+		const arg = trace.startsWith(root + '/') ? trace.slice(root.length + 1) : trace;
+		const proc = spawn(bin, ['view', '--port', '0', '--timeout', '120', arg], {
+			cwd: root,
 			stdio: ['ignore', 'pipe', 'inherit'],
 			env: { ...process.env, ...(env || {}) },
 		});
@@ -544,7 +547,12 @@ async function main() {
 				}
 				return out;
 			}, tokenOf(bv.url));
-			console.log(`large trace: ${bigEvents} events (generated in ${(genMs / 1000).toFixed(1)} s)`);
+			const bigCount = await page2.evaluate(() => {
+				const m = window.__viewer.summary.meta;
+				return m.kernels + m.memcpys + m.memsets + m.syncs + m.api_calls + m.nvtx + m.memory;
+			});
+			console.log(`large trace: ${bigCount} events (${bigTrace ? bigTrace : 'generated in ' +
+				(genMs / 1000).toFixed(1) + ' s'})`);
 			console.log(`  cuscope view start to URL: ${bv.startMs.toFixed(0)} ms`);
 			console.log(`  page load to first timeline drawn: ${pageMs.toFixed(0)} ms (in-page ${r3.firstRenderMs.toFixed(0)} ms)`);
 			console.log(`  start + first render: ${(bv.startMs + pageMs).toFixed(0)} ms (view start to timeline drawn: ${renderedAt.toFixed(0)} ms)`);

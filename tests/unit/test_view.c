@@ -1,12 +1,14 @@
 /*
- * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 20), reads the URL it
+ * test_view.c - `cuscope view`: runs the real binary (--port 0 --timeout 120), reads the URL it
  * prints and talks plain HTTP to it over a socket: the token and Host checks (no cookie; two
  * viewers, each refusing the other's token), a client stalled in its headers, the summary against
  * the trace, the findings against `cuscope report`, the timeline served while the findings are
  * still pending, the busy time and thinning of window answers, strings escaped in JSON, the
  * loopback-only socket, the answers of the writer's overview before the tracks are read, every
  * command on a trace without the overview, and the answers on a trace with values at the int64
- * limits for windows at the server's limits (|t| = 2^62).
+ * limits for windows at the server's limits (|t| = 2^62); on d2h-sync-bad.db the launch tracks,
+ * the launch-to-GPU arrows, a finding's costliest occurrence, the details of drawn events, range
+ * totals, search and API names, each against the trace's rows.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,7 +55,7 @@ static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv;
 /* ---- the server under test ---- */
 
 /*
- * Start `cuscope view --port 0 --timeout 20 trace` and read the URL from its stdout; with
+ * Start `cuscope view --port 0 --timeout 120 trace` and read the URL from its stdout; with
  * delay_ms, its analysis waits that long before it starts.
  */
 static int server_start_env(const char *trace, const char *env, const char *delay_ms,
@@ -75,7 +77,7 @@ static int server_start_env(const char *trace, const char *env, const char *dela
 		close(fds[1]);
 		if (delay_ms)
 			setenv(env, delay_ms, 1);
-		execl(tu_cuscope_bin(), "cuscope", "view", "--port", "0", "--timeout", "20", trace,
+		execl(tu_cuscope_bin(), "cuscope", "view", "--port", "0", "--timeout", "120", trace,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -355,15 +357,15 @@ static int expected_tracks(const cs_analysis *a)
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->kernels[i].pid << 28) |
 			((int64_t)a->kernels[i].device_id << 20) | a->kernels[i].stream_id);
 		if (a->kernels[i].launch_start != CS_TS_UNKNOWN)
-			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->kernels[i].pid << 24) ^
-						      a->kernels[i].launch_tid));
+			ADD_KEY(((int64_t)6 << 60) |
+				(((int64_t)a->kernels[i].pid << 24) ^ a->kernels[i].launch_tid));
 	}
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		ADD_KEY(((int64_t)1 << 60) | ((int64_t)a->copies[i].pid << 28) |
 			((int64_t)a->copies[i].device_id << 20) | a->copies[i].stream_id);
 		if (a->copies[i].launch_start != CS_TS_UNKNOWN)
-			ADD_KEY(((int64_t)6 << 60) | (((int64_t)a->copies[i].pid << 24) ^
-						      a->copies[i].launch_tid));
+			ADD_KEY(((int64_t)6 << 60) |
+				(((int64_t)a->copies[i].pid << 24) ^ a->copies[i].launch_tid));
 	}
 	for (int64_t i = 0; i < a->nsyncs; i++)
 		if (a->syncs[i].host_wait && a->syncs[i].start != CS_TS_UNKNOWN)
@@ -1176,10 +1178,9 @@ START_TEST(test_launch_tracks)
 	procs = cJSON_GetObjectItem(sum, "processes");
 	ck_assert_int_eq(cJSON_GetArraySize(procs), 1);
 	ck_assert_int_eq(jint(cJSON_GetArrayItem(procs, 0), "pid"), 883);
-	ck_assert_ptr_nonnull(
-		strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0),
-								 "command")),
-		       "d2h-sync"));
+	ck_assert_ptr_nonnull(strstr(
+		cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "command")),
+		"d2h-sync"));
 	cs_analysis_free(&a);
 	cs_trace_close(t);
 	cJSON_Delete(sum);
@@ -1208,8 +1209,10 @@ START_TEST(test_window_flows)
 	w = api_get(&d2h_srv, path);
 	cJSON_ArrayForEach(fl, cJSON_GetObjectItem(w, "flows"))
 	{
-		const cJSON *lt = cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 0)->valuedouble);
-		const cJSON *gt = cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 3)->valuedouble);
+		const cJSON *lt =
+			cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 0)->valuedouble);
+		const cJSON *gt =
+			cJSON_GetArrayItem(tracks, (int)cJSON_GetArrayItem(fl, 3)->valuedouble);
 		int64_t ls = (int64_t)cJSON_GetArrayItem(fl, 1)->valuedouble;
 		int64_t gs = (int64_t)cJSON_GetArrayItem(fl, 4)->valuedouble;
 		int found = 0;
@@ -1248,7 +1251,8 @@ START_TEST(test_findings_focus)
 	cJSON *f = findings_ready(&d2h_srv);
 	const cJSON *d2h = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "findings"), 0);
 	const cJSON *focus = cJSON_GetObjectItem(d2h, "focus");
-	const cJSON *cw = cJSON_GetObjectItem(cJSON_GetObjectItem(d2h, "evidence"), "costliest_wait");
+	const cJSON *cw =
+		cJSON_GetObjectItem(cJSON_GetObjectItem(d2h, "evidence"), "costliest_wait");
 	const cJSON *st;
 	int in_steps = 0;
 
@@ -1258,8 +1262,8 @@ START_TEST(test_findings_focus)
 	ck_assert_int_eq(jint(focus, "end"), jint(cw, "window_end"));
 	ck_assert_int_eq(jint(focus, "step"), jint(cw, "step"));
 	ck_assert_int_eq(jint(d2h, "pid"), 883);
-	cJSON_ArrayForEach(st, cJSON_GetObjectItem(d2h, "steps"))
-		in_steps |= (int64_t)st->valuedouble == jint(focus, "step");
+	cJSON_ArrayForEach(st, cJSON_GetObjectItem(d2h, "steps")) in_steps |=
+		(int64_t)st->valuedouble == jint(focus, "step");
 	ck_assert(in_steps);
 	cJSON_Delete(f);
 }
@@ -1287,8 +1291,8 @@ START_TEST(test_event_details)
 	{
 		const cJSON *it;
 		int id = (int)jint(tr, "id");
-		const char *kind = cJSON_GetStringValue(
-			cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "tracks"), id), "kind"));
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "tracks"), id), "kind"));
 
 		cJSON_ArrayForEach(it, cJSON_GetObjectItem(tr, "items"))
 		{
@@ -1301,12 +1305,14 @@ START_TEST(test_event_details)
 			snprintf(path, sizeof(path), "/api/event?track=%d&start=%lld&end=%lld", id,
 				 (long long)s, (long long)e);
 			ev = api_get(&d2h_srv, path);
-			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "status")), "ok");
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "status")),
+					 "ok");
 			fields = cJSON_GetObjectItem(ev, "fields");
 			if (!strcmp(kind, "launch")) {
 				/* the GPU work it launched, with this launch */
 				ck_assert_int_eq(jint(fields, "launchStart"), s);
-				ck_assert_int_eq(jint(cJSON_GetObjectItem(ev, "launch"), "track"), id);
+				ck_assert_int_eq(jint(cJSON_GetObjectItem(ev, "launch"), "track"),
+						 id);
 				if (!launch_ev)
 					launch_ev = cJSON_Duplicate(ev, 1);
 			} else {
@@ -1321,34 +1327,42 @@ START_TEST(test_event_details)
 
 				fl.t0 = s;
 				fl.t1 = s + 1;
-				ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, &fl, &iter, &err), 0);
+				ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, &fl, &iter, &err),
+						 0);
 				while (!found && cs_iter_next(iter, &row) == 1)
 					found = row.u.kernel.start == s;
 				ck_assert(found);
-				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ev, "kind")),
-						 "kernel");
+				ck_assert_str_eq(
+					cJSON_GetStringValue(cJSON_GetObjectItem(ev, "kind")),
+					"kernel");
 				ck_assert_int_eq(jint(fields, "correlationId"),
 						 (int64_t)row.u.kernel.correlation_id);
 				ck_assert_int_eq(jint(fields, "registersPerThread"),
 						 row.u.kernel.registers_per_thread);
 				ck_assert_int_eq(
-					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "grid"), 0)->valuedouble,
+					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "grid"), 0)
+						->valuedouble,
 					row.u.kernel.grid_x);
 				ck_assert_int_eq(
-					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "block"), 0)->valuedouble,
+					cJSON_GetArrayItem(cJSON_GetObjectItem(fields, "block"), 0)
+						->valuedouble,
 					row.u.kernel.block_x);
-				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "name")),
-						 row.u.kernel.name);
+				ck_assert_str_eq(
+					cJSON_GetStringValue(cJSON_GetObjectItem(fields, "name")),
+					row.u.kernel.name);
 				ck_assert_ptr_nonnull(cJSON_GetObjectItem(ev, "stack"));
 				cs_iter_close(iter);
 				kernels++;
 			} else if (ikind == 1) {
-				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "copyKind")),
+				ck_assert_str_eq(cJSON_GetStringValue(
+							 cJSON_GetObjectItem(fields, "copyKind")),
 						 "DtoH");
-				ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fields, "dstKind")),
+				ck_assert_str_eq(cJSON_GetStringValue(
+							 cJSON_GetObjectItem(fields, "dstKind")),
 						 "pinned");
 				ck_assert_int_eq(jint(fields, "bytes"), 4);
-				ck_assert_int_ge(jint(cJSON_GetObjectItem(ev, "launch"), "track"), 0);
+				ck_assert_int_ge(jint(cJSON_GetObjectItem(ev, "launch"), "track"),
+						 0);
 				copies++;
 			}
 			cJSON_Delete(ev);
@@ -1463,8 +1477,8 @@ START_TEST(test_search_and_api_names)
 	ck_assert_int_eq(jint(j, "index"), 1);
 	m = cJSON_GetObjectItem(j, "match");
 	first_start = prev_start = jint(m, "start");
-	ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")),
-				     "reduce_kernel"));
+	ck_assert_ptr_nonnull(
+		strstr(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")), "reduce_kernel"));
 	/* next: later, index + 1 */
 	for (int i = 2; i <= 4; i++) {
 		snprintf(path, sizeof(path), "/api/search?q=reduce_kernel&t=%lld&track=%lld&dir=1",
@@ -1496,7 +1510,8 @@ START_TEST(test_search_and_api_names)
 	j = api_get(&d2h_srv, "/api/search?q=cudaStreamSynchronize&t=0");
 	m = cJSON_GetObjectItem(j, "match");
 	ck_assert_int_gt(jint(j, "total"), 0);
-	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")), "cudaStreamSynchronize");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")),
+			 "cudaStreamSynchronize");
 	snprintf(path, sizeof(path), "/api/window?t0=%lld&t1=%lld&px=2000",
 		 (long long)jint(sum, "start"), (long long)jint(sum, "end"));
 	w = api_get(&d2h_srv, path);
@@ -1507,8 +1522,8 @@ START_TEST(test_search_and_api_names)
 	}
 	ck_assert_int_eq(plain, 1);
 	plain = 0;
-	cJSON_ArrayForEach(nm, cJSON_GetObjectItem(w, "names"))
-		plain += !strcmp(nm->valuestring, "cudaStreamSynchronize_v3020");
+	cJSON_ArrayForEach(nm, cJSON_GetObjectItem(w, "names")) plain +=
+		!strcmp(nm->valuestring, "cudaStreamSynchronize_v3020");
 	ck_assert_int_eq(plain, 1);
 	cJSON_Delete(w);
 	cJSON_Delete(j);
