@@ -117,8 +117,9 @@ struct ru_d2h {
  * measured in the same trace) costs that idle in full, plus the starved gaps that follow while
  * the host refills the queue (each next piece of work launched only after the GPU ran out of
  * work), until work is queued ahead again, the next host wait or the end of the step, counted up
- * to the lead the host had before the wait (the time it waited). Event and stream queries and
- * stream-wait-event are not host waits and are never listed.
+ * to the lead the host had before the wait (the time it waited). A query is a host wait only when
+ * it ends a polling loop (load.c marks it: done right after not ready, same thread and stream);
+ * other queries and stream-wait-event are never listed.
  */
 int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
 void ru_d2h_free(struct ru_d2h *d);
