@@ -10,7 +10,8 @@
 #
 # STACK_COST_MODES replaces the modes of step 2: a space-separated list of none, record, backtrace and
 # NAME:OPTIONS (record with CUSCOPE_RECORD_EXTRA=OPTIONS, the injection library's development options);
-# STACK_COST_CENSUS=0 skips step 1.
+# STACK_COST_CENSUS=0 skips step 1; STACK_COST_KEEP=1 keeps every recorded trace, packed into
+# $OUT/stack-cost-traces.tar.xz as MODE-ROUND.db (to compare the GPU time and gaps of fast and slow runs).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
@@ -35,9 +36,9 @@ say "== reference step: ${modes[*]} ($ROUNDS rounds)"
 run() { # MODE
 	case $1 in
 	none) python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	record) "$C" record -q -o "$W/a.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	backtrace) "$C" record -q --backtrace -o "$W/b.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record -q -o "$W/c.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	record) "$C" record -q -o "$W/record-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	backtrace) "$C" record -q --backtrace -o "$W/backtrace-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record -q -o "$W/${1%%:*}-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	esac
 }
 nm=${#modes[@]}
@@ -46,7 +47,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	for k in $(seq 0 $((nm - 1))); do
 		m=${modes[$(((k + r) % nm))]}
 		v=$(run "$m" | grep -o 'step_ms=[0-9.]*' | cut -d= -f2)
-		echo "${m%%:*} ${v:-nan}" >>"$W/all"
+		echo "${m%%:*} ${v:-nan} $r" >>"$W/all"
 		line="$line $m=${v:-FAILED}"
 	done
 	say "$line"
@@ -55,7 +56,7 @@ python3 - "$W/all" <<'PY' | tee -a "$log"
 import statistics, sys
 v = {}
 for line in open(sys.argv[1]):
-    m, x = line.split()
+    m, x = line.split()[:2]
     if x != "nan":
         v.setdefault(m, []).append(float(x))
 base = statistics.median(v.get("none", [float("nan")]))
@@ -65,5 +66,10 @@ for m in v:
         med = statistics.median(xs)
         print(f"{m:10s} median {med:.3f} ms  range {min(xs):.3f}..{max(xs):.3f}  vs none {100 * (med / base - 1):+.1f}%")
 PY
-[ -f "$W/b.db" ] && "$C" info "$W/b.db" 2>/dev/null | grep -iE "stack|size|api" | tee -a "$log"
+[ -f "$W/backtrace-1.db" ] && "$C" info "$W/backtrace-1.db" 2>/dev/null | grep -iE "stack|size|api" | tee -a "$log"
+if [ "${STACK_COST_KEEP:-0}" = 1 ]; then
+	cp "$W/all" "$W/steps.txt"
+	(cd "$W" && tar -cf - ./*.db steps.txt) | xz -T4 -6 >"$OUT/stack-cost-traces.tar.xz"
+	say "kept: $(ls -s --block-size=K "$OUT/stack-cost-traces.tar.xz")"
+fi
 rm -rf "$W"
