@@ -95,6 +95,18 @@ enum cs_event_kind {
 	CS_EV_COUNT
 };
 
+/*
+ * The columns of each event table (include/cuscope/columns.def): CS_COL_<KIND>_<column> is the
+ * column's place in its table, 0-based (CS_COL_KERNEL_gridX), and CS_COL_<KIND>_COUNT the number
+ * of columns; the bulk scans (cs_trace_scan) hand each row over as values indexed by them.
+ */
+/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) enum {
+#define CS_COLUMN(KIND, column, field, TYPE, base, late) CS_COL_##KIND##_##column,
+#define CS_EVENT_TABLE_END(KIND) CS_COL_##KIND##_COUNT };
+#include "cuscope/columns.def"
+/* clang-format on */
+
 /* Name of the table that holds events of a kind, and a short human name ("kernels", "memcpy", ...).
  */
 const char *cs_event_kind_table(enum cs_event_kind kind);
@@ -522,25 +534,26 @@ void cs_iter_close(cs_iter *it);
 
 /*
  * Bulk read of a whole event table, for analyses that load every row (cs_analysis_load): calls
- * row() for each event of kind in time order with the values of the named columns (names as in
- * docs/trace-format.md, at most CS_SCAN_MAX_COLUMNS), a NULL read as null_values[i], and so is an
- * implausible time (an end before its start or more than CS_TS_MAX after it, when both are
- * scanned); an implausible "bytes" reads as 0. Only the named
- * columns are read and no string is looked up, so a scan is several times faster than an iterator.
- * values lives during the call. Stops when row() returns non-zero. Returns 0 (also when row()
- * stopped with a positive value), row()'s value when negative, CS_ERR_INVALID for a column the
- * table does not have, or another cs_err code.
+ * row() for each event of kind in time order with the values of the listed columns (the
+ * CS_COL_<KIND>_<column> constants above, at most CS_SCAN_MAX_COLUMNS of them) at their place in
+ * the row: values[CS_COL_KERNEL_gridX]. A value reads as the iterator reads it: a NULL or
+ * implausible time as CS_TS_UNKNOWN (also an end before its start or more than CS_TS_MAX after
+ * it, when both are listed), a NULL id as CS_ID_NONE, an implausible size and any other NULL as 0;
+ * the columns not listed hold those null values. Only the listed columns are read and no string
+ * is looked up, so a scan is several times faster than an iterator. values lives during the
+ * call. Stops when row() returns non-zero. Returns 0 (also when row() stopped with a positive
+ * value), row()'s value when negative, CS_ERR_INVALID for a column the table does not have, or
+ * another cs_err code.
  */
 #define CS_SCAN_MAX_COLUMNS 32
-int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
-		  const int64_t *null_values, int ncolumns,
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const int *columns, int ncolumns,
 		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
 /*
  * The same for the events first .. end-1 of the table in time order (0-based; end past the last
  * row reads to the end), so that threads, each with its own cs_trace, can read parts of a table.
  */
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
-		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
 
 /* Findings stored in the trace, most costly first. */

@@ -11,6 +11,8 @@
  * than CS_TS_MAX after it as unknown; a size as 0; a negative count as 0), so that what the
  * analyses get is always plausible; the rest of the row is read as it is.
  *
+ * The event tables' columns, and how each is read, come from include/cuscope/columns.def.
+ *
  * A cs_trace is not thread safe: open one per thread.
  */
 #include <stdio.h>
@@ -253,14 +255,14 @@ static int load_meta(cs_trace *t, cs_error *err)
 /* Row count, time bounds and longest event of a table missing from EVENT_TABLE_INFO (a scan). */
 static int compute_table_info(cs_trace *t, enum cs_event_kind kind, struct table_info *ti)
 {
-	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+	int has_end = cs_event_column_find(kind, "end") >= 0;
 	sqlite3_stmt *st = NULL;
 	char sql[256];
 	int rc;
 
 	snprintf(sql, sizeof(sql), "SELECT count(*), min(start), %s, %s FROM %s",
-		 d->has_end ? "max(coalesce(end, start))" : "max(start)",
-		 d->has_end ? "max(CASE WHEN end >= start THEN end - start END)" : "NULL",
+		 has_end ? "max(coalesce(end, start))" : "max(start)",
+		 has_end ? "max(CASE WHEN end >= start THEN end - start END)" : "NULL",
 		 cs_event_kind_table(kind));
 	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -920,6 +922,7 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		 cs_error *err)
 {
 	const struct cs_event_table_def *d;
+	int has_end;
 	cs_filter f = filter ? *filter : cs_filter_all();
 	cs_strbuf sql = CS_STRBUF_INIT;
 	int64_t lo = 1, hi, min_start = CS_TS_UNKNOWN;
@@ -931,12 +934,12 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	if (!t || !out || (int)kind < 0 || kind >= CS_EV_COUNT)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_iter_open: bad argument");
 	d = &cs_event_table_defs[kind];
+	has_end = cs_event_column_find(kind, "end") >= 0;
 	hi = t->info[kind].last_rowid;
 
 	if (f.t0 != CS_TS_UNKNOWN) {
-		int64_t longest = d->has_end && t->info[kind].max_duration > 0
-					  ? t->info[kind].max_duration
-					  : 0;
+		int64_t longest =
+			has_end && t->info[kind].max_duration > 0 ? t->info[kind].max_duration : 0;
 
 		/* Events that overlap [t0, ...) start at t0 - longest or later. */
 		min_start = f.t0 > INT64_MIN + 1 + longest ? f.t0 - longest : INT64_MIN + 1;
@@ -956,8 +959,7 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	if (f.t0 != CS_TS_UNKNOWN) {
 		cs_strbuf_puts(&sql, " AND start >= :minstart");
 		/* an end read as unknown (implausible) makes the event an instant at its start */
-		cs_strbuf_puts(&sql, d->has_end
-					     ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
+		cs_strbuf_puts(&sql, has_end ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
 					       " AND end - start <= :tsmax) OR start >= :t0)"
 					     : " AND start >= :t0");
 	}
@@ -968,9 +970,9 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		cs_strbuf_puts(&sql, " AND start BETWEEN -:tsmax AND :tsmax");
 	if (f.pid >= 0)
 		cs_strbuf_puts(&sql, " AND pid = :pid");
-	if (f.device_id >= 0 && d->has_device)
+	if (f.device_id >= 0 && cs_event_column_find(kind, "deviceId") >= 0)
 		cs_strbuf_puts(&sql, " AND deviceId = :dev");
-	if (f.stream_id >= 0 && d->has_stream)
+	if (f.stream_id >= 0 && cs_event_column_find(kind, "streamId") >= 0)
 		cs_strbuf_puts(&sql, " AND streamId = :stream");
 	cs_strbuf_puts(&sql, " ORDER BY rowid");
 	if (sql.failed) {
@@ -1012,154 +1014,24 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	return CS_OK;
 }
 
-static void read_kernel(cs_trace *t, sqlite3_stmt *st, cs_kernel *k)
-{
-	k->start = col_ts(st, 0);
-	k->end = col_end(st, 1, k->start);
-	k->queued = col_ts(st, 2);
-	k->submitted = col_ts(st, 3);
-	k->launch_start = col_ts(st, 4);
-	k->launch_end = col_end(st, 5, k->launch_start);
-	k->pid = (uint32_t)col_int(st, 6);
-	k->launch_tid = (uint32_t)col_int(st, 7);
-	k->launch_cbid = (int32_t)col_id(st, 8);
-	k->launch_api_kind = (int32_t)col_int(st, 9);
-	k->device_id = (int32_t)col_id(st, 10);
-	k->context_id = (uint32_t)col_int(st, 11);
-	k->stream_id = (uint32_t)col_int(st, 12);
-	k->correlation_id = col_u64(st, 13);
-	k->grid_x = (int32_t)col_int(st, 14);
-	k->grid_y = (int32_t)col_int(st, 15);
-	k->grid_z = (int32_t)col_int(st, 16);
-	k->block_x = (int32_t)col_int(st, 17);
-	k->block_y = (int32_t)col_int(st, 18);
-	k->block_z = (int32_t)col_int(st, 19);
-	k->registers_per_thread = (int32_t)col_int(st, 20);
-	k->static_shared_memory = (int32_t)col_int(st, 21);
-	k->dynamic_shared_memory = (int32_t)col_int(st, 22);
-	k->graph_id = col_id(st, 23);
-	k->graph_node_id = col_id(st, 24);
-	k->name_id = col_id(st, 25);
-	k->stack_id = col_id(st, 26);
-	k->name = cs_trace_string(t, k->name_id);
-}
+/* clang-format off */
+/* Each column read as columns.def's TYPE says; an END is the end of a span from its base. */
+#define READ_TS(st, i, base)    col_ts(st, i)
+#define READ_END(st, i, base)   col_end(st, i, r->base)
+#define READ_INT(st, i, base)   col_int(st, i)
+#define READ_ID(st, i, base)    col_id(st, i)
+#define READ_U64(st, i, base)   col_u64(st, i)
+#define READ_BYTES(st, i, base) col_bytes(st, i)
 
-static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
-{
-	m->start = col_ts(st, 0);
-	m->end = col_end(st, 1, m->start);
-	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_end(st, 3, m->launch_start);
-	m->pid = (uint32_t)col_int(st, 4);
-	m->launch_tid = (uint32_t)col_int(st, 5);
-	m->launch_cbid = (int32_t)col_id(st, 6);
-	m->device_id = (int32_t)col_id(st, 7);
-	m->context_id = (uint32_t)col_int(st, 8);
-	m->stream_id = (uint32_t)col_int(st, 9);
-	m->correlation_id = col_u64(st, 10);
-	m->copy_kind = (int32_t)col_int(st, 11);
-	m->src_kind = (int32_t)col_int(st, 12);
-	m->dst_kind = (int32_t)col_int(st, 13);
-	m->is_async = (int32_t)col_int(st, 14);
-	m->src_device_id = (int32_t)col_id(st, 15);
-	m->dst_device_id = (int32_t)col_id(st, 16);
-	m->bytes = col_bytes(st, 17);
-	m->graph_id = col_id(st, 18);
-	m->graph_node_id = col_id(st, 19);
-	m->stack_id = col_id(st, 20);
-}
-
-static void read_memset(sqlite3_stmt *st, cs_memset *m)
-{
-	m->start = col_ts(st, 0);
-	m->end = col_end(st, 1, m->start);
-	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_end(st, 3, m->launch_start);
-	m->pid = (uint32_t)col_int(st, 4);
-	m->launch_tid = (uint32_t)col_int(st, 5);
-	m->launch_cbid = (int32_t)col_id(st, 6);
-	m->device_id = (int32_t)col_id(st, 7);
-	m->context_id = (uint32_t)col_int(st, 8);
-	m->stream_id = (uint32_t)col_int(st, 9);
-	m->correlation_id = col_u64(st, 10);
-	m->mem_kind = (int32_t)col_int(st, 11);
-	m->is_async = (int32_t)col_int(st, 12);
-	m->value = (uint32_t)col_int(st, 13);
-	m->bytes = col_bytes(st, 14);
-	m->graph_id = col_id(st, 15);
-	m->graph_node_id = col_id(st, 16);
-	m->stack_id = col_id(st, 17);
-}
-
-static void read_memory(sqlite3_stmt *st, cs_memory *m)
-{
-	m->start = col_ts(st, 0);
-	m->pid = (uint32_t)col_int(st, 1);
-	m->tid = (uint32_t)col_int(st, 2);
-	m->device_id = (int32_t)col_id(st, 3);
-	m->context_id = (uint32_t)col_int(st, 4);
-	m->stream_id = col_id(st, 5);
-	m->correlation_id = col_u64(st, 6);
-	m->op = (int32_t)col_int(st, 7);
-	m->mem_kind = (int32_t)col_int(st, 8);
-	m->is_vmm = (int32_t)col_int(st, 9);
-	m->result = (int32_t)col_int(st, 10);
-	m->cbid = (int32_t)col_id(st, 11);
-	m->address = col_u64(st, 12);
-	m->bytes = col_bytes(st, 13);
-	m->stack_id = col_id(st, 14);
-}
-
-static void read_sync(sqlite3_stmt *st, cs_sync *s)
-{
-	s->start = col_ts(st, 0);
-	s->end = col_end(st, 1, s->start);
-	s->pid = (uint32_t)col_int(st, 2);
-	s->tid = (uint32_t)col_int(st, 3);
-	s->device_id = (int32_t)col_id(st, 4);
-	s->context_id = (uint32_t)col_int(st, 5);
-	s->stream_id = col_id(st, 6);
-	s->event_id = col_id(st, 7);
-	s->correlation_id = col_u64(st, 8);
-	s->type = (int32_t)col_int(st, 9);
-	s->cbid = (int32_t)col_id(st, 10);
-	s->api_kind = (int32_t)col_int(st, 11);
-	s->result = (int32_t)col_int(st, 12);
-	s->stack_id = col_id(st, 13);
-}
-
-static void read_api(cs_trace *t, sqlite3_stmt *st, cs_api *a)
-{
-	a->start = col_ts(st, 0);
-	a->end = col_end(st, 1, a->start);
-	a->pid = (uint32_t)col_int(st, 2);
-	a->tid = (uint32_t)col_int(st, 3);
-	a->api_kind = (int32_t)col_int(st, 4);
-	a->cbid = (int32_t)col_id(st, 5);
-	a->correlation_id = col_u64(st, 6);
-	a->result = (int32_t)col_int(st, 7);
-	a->name_id = col_id(st, 8);
-	a->stack_id = col_id(st, 9);
-	a->name = cs_trace_string(t, a->name_id);
-}
-
-static void read_nvtx(cs_trace *t, sqlite3_stmt *st, cs_nvtx *n)
-{
-	n->start = col_ts(st, 0);
-	n->end = col_end(st, 1, n->start);
-	n->pid = (uint32_t)col_int(st, 2);
-	n->tid = (uint32_t)col_int(st, 3);
-	n->end_tid = (uint32_t)col_int(st, 4);
-	n->type = (int32_t)col_int(st, 5);
-	n->depth = (int32_t)col_int(st, 6);
-	n->domain_id = col_id(st, 7);
-	n->text_id = col_id(st, 8);
-	n->range_id = col_id(st, 9);
-	n->color = (uint32_t)col_int(st, 10);
-	n->category = (int32_t)col_int(st, 11);
-	n->text = cs_trace_string(t, n->text_id);
-	n->domain = cs_trace_string(t, n->domain_id);
-}
+/* read_kernel(), read_memcpy(), ...: a row of the iterator's statement into its struct. */
+#define CS_EVENT_TABLE(KIND, name) \
+	static void read_##name(sqlite3_stmt *st, cs_##name *r) \
+	{
+#define CS_COLUMN(KIND, column, field, TYPE, base, late) \
+		r->field = READ_##TYPE(st, CS_COL_##KIND##_##column, base);
+#define CS_EVENT_TABLE_END(KIND) }
+#include "cuscope/columns.def"
+/* clang-format on */
 
 int cs_iter_next(cs_iter *it, cs_event *ev)
 {
@@ -1183,29 +1055,24 @@ int cs_iter_next(cs_iter *it, cs_event *ev)
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = it->kind;
 	switch (it->kind) {
-	case CS_EV_KERNEL:
-		read_kernel(it->t, it->st, &ev->u.kernel);
+		/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: \
+		read_##name(it->st, &ev->u.name); \
 		break;
-	case CS_EV_MEMCPY:
-		read_memcpy(it->st, &ev->u.memcpy);
-		break;
-	case CS_EV_MEMSET:
-		read_memset(it->st, &ev->u.memset);
-		break;
-	case CS_EV_MEMORY:
-		read_memory(it->st, &ev->u.memory);
-		break;
-	case CS_EV_SYNC:
-		read_sync(it->st, &ev->u.sync);
-		break;
-	case CS_EV_API:
-		read_api(it->t, it->st, &ev->u.api);
-		break;
-	case CS_EV_NVTX:
-		read_nvtx(it->t, it->st, &ev->u.nvtx);
-		break;
+#include "cuscope/columns.def"
+		/* clang-format on */
 	case CS_EV_COUNT:
 		break;
+	}
+	/* the strings the ids name */
+	if (it->kind == CS_EV_KERNEL) {
+		ev->u.kernel.name = cs_trace_string(it->t, ev->u.kernel.name_id);
+	} else if (it->kind == CS_EV_API) {
+		ev->u.api.name = cs_trace_string(it->t, ev->u.api.name_id);
+	} else if (it->kind == CS_EV_NVTX) {
+		ev->u.nvtx.text = cs_trace_string(it->t, ev->u.nvtx.text_id);
+		ev->u.nvtx.domain = cs_trace_string(it->t, ev->u.nvtx.domain_id);
 	}
 	return 1;
 }
@@ -1220,98 +1087,65 @@ void cs_iter_close(cs_iter *it)
 
 /* ---- bulk scans ---- */
 
-/* Is name one of the comma-separated columns of a table definition? */
-static int table_has_column(const char *columns, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *c = columns; *c;) {
-		size_t len = strcspn(c, ",");
-
-		if (len == n && !strncmp(c, name, n))
-			return 1;
-		c += len;
-		if (*c == ',')
-			c++;
-	}
-	return 0;
-}
-
-int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
-		  const int64_t *null_values, int ncolumns,
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const int *columns, int ncolumns,
 		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
 {
-	return cs_trace_scan_rows(t, kind, 0, INT64_MAX, columns, null_values, ncolumns, row, arg,
-				  err);
+	return cs_trace_scan_rows(t, kind, 0, INT64_MAX, columns, ncolumns, row, arg, err);
 }
 
-/* What a scanned column holds, for the plausibility bounds. */
-enum scan_class { SCAN_OTHER = 0, SCAN_TS, SCAN_BYTES };
-
-struct scan_plan {
-	unsigned char cls[CS_SCAN_MAX_COLUMNS];
-	int start, end, launch_start, launch_end; /* column indices, -1 when not scanned */
-};
-
-static void scan_plan_init(struct scan_plan *p, const char *const *columns, int ncolumns)
+/* What a NULL in a column reads as. */
+static int64_t null_value(const struct cs_column_def *c)
 {
-	static const char *const ts[] = {"start",     "end",	     "queued",
-					 "submitted", "launchStart", "launchEnd"};
-
-	p->start = p->end = p->launch_start = p->launch_end = -1;
-	for (int i = 0; i < ncolumns; i++) {
-		p->cls[i] = SCAN_OTHER;
-		for (size_t j = 0; j < sizeof(ts) / sizeof(ts[0]); j++)
-			if (!strcmp(columns[i], ts[j]))
-				p->cls[i] = SCAN_TS;
-		if (!strcmp(columns[i], "bytes"))
-			p->cls[i] = SCAN_BYTES;
-		if (!strcmp(columns[i], "start"))
-			p->start = i;
-		else if (!strcmp(columns[i], "end"))
-			p->end = i;
-		else if (!strcmp(columns[i], "launchStart"))
-			p->launch_start = i;
-		else if (!strcmp(columns[i], "launchEnd"))
-			p->launch_end = i;
-	}
-}
-
-/* An end whose start is known (both stored and plausible) reads as null when implausible. */
-static void scan_end(int64_t *values, const int *known, const int64_t *null_values, int s, int e)
-{
-	if (s >= 0 && e >= 0 && known[s] && known[e] &&
-	    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN) {
-		values[e] = null_values[e];
+	switch (c->type) {
+	case CS_COLTYPE_TS:
+	case CS_COLTYPE_END:
+		return CS_TS_UNKNOWN;
+	case CS_COLTYPE_ID:
+		return CS_ID_NONE;
+	default:
+		return 0;
 	}
 }
 
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
-		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
 {
+	const struct cs_event_table_def *d;
 	cs_strbuf sql = CS_STRBUF_INIT;
 	sqlite3_stmt *st = NULL;
-	int64_t values[CS_SCAN_MAX_COLUMNS];
-	int known[CS_SCAN_MAX_COLUMNS];
-	struct scan_plan plan;
+	int64_t values[CS_SCAN_MAX_COLUMNS], nulls[CS_SCAN_MAX_COLUMNS];
+	unsigned char type[CS_SCAN_MAX_COLUMNS];
+	int known[CS_SCAN_MAX_COLUMNS] = {0};
+	int ends[CS_SCAN_MAX_COLUMNS], nends = 0; /* listed ENDs whose start is listed too */
 	int rc, stop = 0;
 
-	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !null_values || !row ||
-	    ncolumns < 1 || ncolumns > CS_SCAN_MAX_COLUMNS)
+	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !row || ncolumns < 1 ||
+	    ncolumns > CS_SCAN_MAX_COLUMNS)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_scan: bad argument");
+	d = &cs_event_table_defs[kind];
+	for (int i = 0; i < d->ncolumns; i++)
+		values[i] = nulls[i] = null_value(&d->col[i]);
 	cs_strbuf_puts(&sql, "SELECT ");
 	for (int i = 0; i < ncolumns; i++) {
-		if (!columns[i] ||
-		    !table_has_column(cs_event_table_defs[kind].columns, columns[i])) {
+		if (columns[i] < 0 || columns[i] >= d->ncolumns) {
 			cs_strbuf_free(&sql);
-			return cs_error_set(
-				err, CS_ERR_INVALID, "cs_trace_scan: %s has no column '%s'",
-				cs_event_kind_table(kind), columns[i] ? columns[i] : "(null)");
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "cs_trace_scan: %s has no column %d",
+					    cs_event_kind_table(kind), columns[i]);
 		}
-		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", columns[i]);
+		type[i] = (unsigned char)d->col[columns[i]].type;
+		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", d->col[columns[i]].name);
 	}
-	scan_plan_init(&plan, columns, ncolumns);
+	for (int i = 0; i < ncolumns; i++) {
+		const struct cs_column_def *c = &d->col[columns[i]];
+
+		for (int j = 0; c->type == CS_COLTYPE_END && j < ncolumns; j++)
+			if (columns[j] == c->base) {
+				ends[nends++] = columns[i];
+				break;
+			}
+	}
 	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
 	cs_strbuf_printf(&sql, " FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
 			 cs_event_kind_table(kind));
@@ -1329,20 +1163,29 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 		for (int i = 0; i < ncolumns; i++) {
 			/* one API call per column: the sqlite3_value_* calls are cheap */
 			sqlite3_value *v = sqlite3_column_value(st, i);
+			int c = columns[i];
 
-			known[i] = sqlite3_value_type(v) != SQLITE_NULL;
-			values[i] = known[i] ? sqlite3_value_int64(v) : null_values[i];
-			if (!known[i] || plan.cls[i] == SCAN_OTHER)
+			known[c] = sqlite3_value_type(v) != SQLITE_NULL;
+			values[c] = known[c] ? sqlite3_value_int64(v) : nulls[c];
+			if (!known[c])
 				continue;
-			if (plan.cls[i] == SCAN_TS && !cs_ts_plausible(values[i])) {
-				values[i] = null_values[i];
-				known[i] = 0;
-			} else if (plan.cls[i] == SCAN_BYTES && !cs_bytes_plausible(values[i])) {
-				values[i] = 0;
+			if ((type[i] == CS_COLTYPE_TS || type[i] == CS_COLTYPE_END) &&
+			    !cs_ts_plausible(values[c])) {
+				values[c] = nulls[c];
+				known[c] = 0;
+			} else if (type[i] == CS_COLTYPE_BYTES && !cs_bytes_plausible(values[c])) {
+				values[c] = 0;
 			}
 		}
-		scan_end(values, known, null_values, plan.start, plan.end);
-		scan_end(values, known, null_values, plan.launch_start, plan.launch_end);
+		/* an end whose start is known (both stored and plausible) reads as null when
+		 * implausible */
+		for (int i = 0; i < nends; i++) {
+			int e = ends[i], s = d->col[e].base;
+
+			if (known[s] && known[e] &&
+			    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN)
+				values[e] = nulls[e];
+		}
 		stop = row(values, arg);
 		if (stop)
 			break;

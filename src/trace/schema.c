@@ -24,63 +24,49 @@
 #define SQLITE_MAGIC "SQLite format 3"
 
 /*
- * Each event table's columns as readers see them (the view, in version 1's order) and as they are
- * stored (the _DATA table): "name@base" is stored as name - base when base is known and as name
- * when it is not (column nameRel); columns after '|' are added to the table after its rows are in,
- * so that a row that has none of them stores none of them (most rows).
+ * Each event table's columns, from columns.def: as readers see them (the view, in version 1's
+ * order) and how they are stored (the _DATA table): a column with a base is stored as column -
+ * base when base is known and as column when it is not (column nameRel); late columns are added
+ * to the table after its rows are in, so that a row that has none of them stores none of them
+ * (most rows).
  */
+
+/* clang-format off */
+/* Per kind, each field's place in its table: the base of a column names a field (or none). */
+#define CS_EVENT_TABLE(KIND, name) enum { FIELD_##KIND##_none = -1,
+#define CS_COLUMN(KIND, column, field, TYPE, base, late) FIELD_##KIND##_##field,
+#define CS_EVENT_TABLE_END(KIND) };
+#include "cuscope/columns.def"
+
+#define CS_EVENT_TABLE(KIND, name) static const struct cs_column_def KIND##_columns[] = {
+#define CS_COLUMN(KIND, column, field, TYPE, base, late) \
+	{#column, #field, CS_COLTYPE_##TYPE, FIELD_##KIND##_##base, late},
+#define CS_EVENT_TABLE_END(KIND) };
+#include "cuscope/columns.def"
+
+/* the comma-separated names: ",a,b,c" + 1 */
+#define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = {(""
+#define CS_COLUMN(KIND, column, field, TYPE, base, late) "," #column
+#define CS_EVENT_TABLE_END(KIND) ) + 1, KIND##_columns, CS_COL_##KIND##_COUNT},
 const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
-	[CS_EV_KERNEL] =
-		{"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
-		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
-		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
-		 "dynamicSharedMemory,graphId,graphNodeId,nameId,stackId",
-		 27, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
-		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,dynamicSharedMemory,"
-		 "nameId|queued@start,submitted@start,graphId,graphNodeId,stackId"},
-	[CS_EV_MEMCPY] =
-		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
-		 "streamId,correlationId,copyKind,srcKind,dstKind,isAsync,srcDeviceId,"
-		 "dstDeviceId,bytes,graphId,graphNodeId,stackId",
-		 21, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "deviceId,contextId,streamId,correlationId,copyKind,srcKind,dstKind,isAsync,"
-		 "srcDeviceId,dstDeviceId,bytes|graphId,graphNodeId,stackId"},
-	[CS_EV_MEMSET] =
-		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
-		 "streamId,correlationId,memKind,isAsync,value,bytes,graphId,graphNodeId,stackId",
-		 18, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "deviceId,contextId,streamId,correlationId,memKind,isAsync,value,bytes|graphId,"
-		 "graphNodeId,stackId"},
-	[CS_EV_MEMORY] =
-		{"start,pid,tid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
-		 "memKind,isVmm,returnValue,cbid,address,bytes,stackId",
-		 15, 0, 1, 1,
-		 "start,pid,tid@pid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
-		 "memKind,isVmm,returnValue,cbid,address,bytes|stackId"},
-	[CS_EV_SYNC] =
-		{"start,end,pid,tid,deviceId,contextId,streamId,eventId,correlationId,syncType,"
-		 "cbid,apiKind,returnValue,stackId",
-		 14, 1, 1, 1,
-		 "start,end@start,pid,tid@pid,deviceId,contextId,streamId,eventId,correlationId,"
-		 "syncType,cbid,apiKind,returnValue|stackId"},
-	[CS_EV_API] = {"start,end,pid,tid,apiKind,cbid,correlationId,returnValue,nameId,stackId",
-		       10, 1, 0, 0,
-		       "start,end@start,pid,tid@pid,apiKind,cbid,correlationId,returnValue,nameId|"
-		       "stackId"},
-	[CS_EV_NVTX] =
-		{"start,end,pid,tid,endTid,nvtxType,depth,domainId,textId,rangeId,color,category",
-		 12, 1, 0, 0,
-		 "start,end@start,pid,tid@pid,endTid@pid,nvtxType,depth,domainId,textId,rangeId,"
-		 "color,"
-		 "category"},
+#include "cuscope/columns.def"
 };
+
+/* The scans hand a row over as an array of CS_SCAN_MAX_COLUMNS values. */
+#define CS_EVENT_TABLE_END(KIND) \
+	_Static_assert(CS_COL_##KIND##_COUNT <= CS_SCAN_MAX_COLUMNS, #KIND " has too many columns");
+#include "cuscope/columns.def"
+/* clang-format on */
+
+int cs_event_column_find(enum cs_event_kind kind, const char *name)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+
+	for (int i = 0; i < d->ncolumns; i++)
+		if (!strcmp(d->col[i].name, name))
+			return i;
+	return -1;
+}
 
 /* Tables other than the event tables, created in main only. */
 static const char *const main_tables_sql[] = {
@@ -231,26 +217,20 @@ struct stored_layout {
 	int n;
 };
 
-/* Parse cs_event_table_defs[kind].storage. */
+/* The stored layout of a kind's table, from its columns. */
 static void stored_layout(enum cs_event_kind kind, struct stored_layout *l)
 {
-	const char *c = cs_event_table_defs[kind].storage;
-	int late = 0;
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
 
 	l->n = 0;
-	while (*c && l->n < STORED_MAX) {
+	for (int i = 0; i < d->ncolumns && l->n < STORED_MAX; i++) {
+		const struct cs_column_def *c = &d->col[i];
 		struct stored_col *sc = &l->col[l->n++];
-		size_t n = strcspn(c, ",|"), at = strcspn(c, "@,|");
 
-		snprintf(sc->name, sizeof(sc->name), "%.*s", (int)at, c);
-		snprintf(sc->base, sizeof(sc->base), "%.*s", at < n ? (int)(n - at - 1) : 0,
-			 c + at + 1);
-		sc->late = late;
-		c += n;
-		if (*c == '|')
-			late = 1;
-		if (*c)
-			c++;
+		snprintf(sc->name, sizeof(sc->name), "%s", c->name);
+		snprintf(sc->base, sizeof(sc->base), "%s",
+			 c->base >= 0 ? d->col[c->base].name : "");
+		sc->late = c->late;
 	}
 }
 
