@@ -383,19 +383,6 @@ typedef struct cs_frame {
 	int32_t line;
 } cs_frame;
 
-typedef struct cs_finding {
-	const char *rule;     /* rule id, e.g. "d2h-sync" */
-	int32_t severity;     /* 1 info, 2 warning, 3 error */
-	int64_t start, end;   /* the time span it covers */
-	const char *steps;    /* JSON array of step indices */
-	const char *evidence; /* JSON object */
-	int64_t lost_ns_per_step;
-	double step_share; /* lost / step time, 0..1 */
-	const char *message;
-	const char *fix;
-	int64_t stack_id;
-} cs_finding;
-
 /* ---- writer ---- */
 
 typedef struct cs_trace_writer cs_trace_writer;
@@ -439,7 +426,6 @@ int cs_writer_add_nvtx(cs_trace_writer *w, const cs_nvtx *n);
  * negative cs_err code.
  */
 int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n);
-int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f);
 /* Build the indices, commit, and move the file onto its final path. Frees the writer in every case.
  */
 int cs_writer_finish(cs_trace_writer *w, cs_error *err);
@@ -474,7 +460,8 @@ typedef struct cs_trace_summary {
 	int64_t start, end; /* first and last timestamp of any event, ns since trace start;
 			     * CS_TS_UNKNOWN when the trace has no event */
 	int64_t counts[CS_EV_COUNT];
-	int64_t processes, devices, streams, strings, stacks, findings;
+	int64_t processes, devices, streams, strings, stacks;
+	int64_t findings; /* rows of a FINDINGS table (docs/trace-format.md): cuscope writes none */
 	int64_t dropped_records;
 } cs_trace_summary;
 int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err);
@@ -555,10 +542,6 @@ int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const int *columns, int 
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
 		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
-
-/* Findings stored in the trace, most costly first. */
-int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
-			  cs_error *err);
 
 /* ---- the timeline overview ---- */
 

@@ -28,7 +28,7 @@ static const char export_usage[] =
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
 	"(ui.perfetto.dev). Kernels, copies and memsets on a process per GPU with a thread per\n"
 	"stream; API calls, waits and NVTX ranges on the host threads; arrows from each launch\n"
-	"to its GPU work; device memory in use as a counter; findings as markers.\n"
+	"to its GPU work; device memory in use as a counter.\n"
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT      chrome (default) or perfetto\n"

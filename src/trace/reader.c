@@ -1,6 +1,6 @@
 /*
  * reader.c - the trace reader: opens a trace read-only, checks it, and serves events, processes,
- * devices, streams, stacks, findings and meta data to the analyzers, exporters and the viewer.
+ * devices, streams, stacks and meta data to the analyzers, exporters and the viewer.
  *
  * Event tables are stored in time order (rowid order is (start, arrival) order, see schema.c), so a
  * time window is found by a binary search on rowid, bounded below by the table's longest event
@@ -519,6 +519,37 @@ const char *cs_trace_string(cs_trace *t, int64_t id)
 
 /* ---- summary, processes, devices, streams ---- */
 
+/*
+ * The rows of the FINDINGS table, 0 when the file has none (docs/trace-format.md): cuscope creates
+ * it empty, for the readers that require it, and nothing reads its rows.
+ */
+static int count_findings(cs_trace *t, int64_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, found = 0;
+
+	*n = 0;
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+		"'FINDINGS'",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		found = sqlite3_column_int(st, 0) > 0;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK || !found)
+		return rc;
+	rc = sqlite3_prepare_v2(t->db, "SELECT count(*) FROM FINDINGS", -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*n = col_int(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -543,7 +574,7 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		t->db,
 		"SELECT (SELECT count(*) FROM PROCESSES), (SELECT count(*) FROM TARGET_INFO_GPU), "
 		"(SELECT count(*) FROM TARGET_INFO_CUDA_STREAM), (SELECT count(*) FROM StringIds), "
-		"(SELECT coalesce(max(id), 0) FROM STACKS), (SELECT count(*) FROM FINDINGS), "
+		"(SELECT coalesce(max(id), 0) FROM STACKS), "
 		"(SELECT total(max(droppedRecords, 0)) FROM PROCESSES)",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -552,13 +583,14 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		out->streams = col_int(st, 2);
 		out->strings = col_int(st, 3);
 		out->stacks = col_int(st, 4);
-		out->findings = col_int(st, 5);
-		out->dropped_records = sqlite3_column_double(st, 6) < 9.2e18
-					       ? (int64_t)sqlite3_column_double(st, 6)
+		out->dropped_records = sqlite3_column_double(st, 5) < 9.2e18
+					       ? (int64_t)sqlite3_column_double(st, 5)
 					       : INT64_MAX;
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		rc = count_findings(t, &out->findings);
 	return rc == SQLITE_OK ? CS_OK : sql_error(t, rc, err);
 }
 
@@ -771,44 +803,6 @@ int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), 
 			"SELECT pid, deviceId, contextId, streamId, isDefault, priority "
 			"FROM TARGET_INFO_CUDA_STREAM ORDER BY pid, deviceId, streamId, rowid",
 			stream_row, &c, err);
-}
-
-static int finding_row(sqlite3_stmt *st, void *ctx)
-{
-	struct each_ctx *c = ctx;
-	int (*cb)(const cs_finding *, void *) = (int (*)(const cs_finding *, void *))c->cb;
-	cs_finding f = {0};
-
-	f.rule = col_text(st, 0);
-	f.severity = (int32_t)col_int(st, 1);
-	f.start = col_ts(st, 2);
-	f.end = col_end(st, 3, f.start);
-	f.steps = col_text(st, 4);
-	f.evidence = col_text(st, 5);
-	f.lost_ns_per_step = col_count(st, 6);
-	f.step_share = sqlite3_column_double(st, 7);
-	if (!(f.step_share >= 0 && f.step_share <= 1)) /* a share, 0..1 */
-		f.step_share = 0;
-	f.message = col_text(st, 8);
-	f.fix = col_text(st, 9);
-	f.stack_id = col_id(st, 10);
-	return cb(&f, c->arg);
-}
-
-int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
-			  cs_error *err)
-{
-	struct each_ctx c = {t, (void *)cb, arg};
-
-	if (!t || !cb)
-		return cs_error_set(err, CS_ERR_INVALID,
-				    "cs_trace_each_finding: no trace or callback");
-	return each_row(
-		t,
-		"SELECT rule, severity, start, end, steps, evidence, lostNsPerStep, stepShare, "
-		"message, fix, stackId FROM FINDINGS ORDER BY lostNsPerStep DESC, severity DESC, "
-		"id",
-		finding_row, &c, err);
 }
 
 /* ---- stacks ---- */

@@ -89,6 +89,7 @@ static const char *const main_tables_sql[] = {
 	"CREATE TABLE STACKS(id INTEGER NOT NULL, depth INTEGER NOT NULL, frameId INTEGER NOT "
 	"NULL, "
 	"PRIMARY KEY(id, depth)) WITHOUT ROWID",
+	/* empty: nothing writes findings, but readers before 2026-12 require the table */
 	"CREATE TABLE FINDINGS(id INTEGER PRIMARY KEY, rule TEXT NOT NULL, severity INTEGER, start "
 	"INTEGER, "
 	"end INTEGER, steps TEXT, evidence TEXT, lostNsPerStep INTEGER, stepShare REAL, message "
@@ -96,11 +97,14 @@ static const char *const main_tables_sql[] = {
 	"fix TEXT, stackId INTEGER)",
 };
 
-/* Every table a file has (besides the event tables); the reader refuses a file that lacks one. */
+/*
+ * The tables a file must have (besides the event tables); the reader refuses a file that lacks
+ * one. Not FINDINGS, which the writer creates empty for older readers (docs/trace-format.md).
+ */
 static const char *const required_tables[] = {
 	"META",		"StringIds",	   CS_TABLE_INFO,
 	"PROCESSES",	"TARGET_INFO_GPU", "TARGET_INFO_CUDA_STREAM",
-	"STACK_FRAMES", "STACKS",	   "FINDINGS",
+	"STACK_FRAMES", "STACKS",
 };
 
 /*

@@ -72,8 +72,7 @@ struct cs_trace_writer {
 	int64_t pending;	     /* rows since the last commit */
 
 	sqlite3_stmt *ev[CS_EV_COUNT];
-	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack,
-		*finding;
+	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack;
 	struct ev_stats stats[CS_EV_COUNT];
 
 	struct hindex strings_idx;
@@ -349,22 +348,15 @@ static int prepare_all(cs_trace_writer *w)
 			  "fileId, line) "
 			  "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 			  &w->frame)) ||
-	    (rc = prepare(w, "INSERT INTO STACKS(id, depth, frameId) VALUES(?, ?, ?)",
-			  &w->stack)) ||
-	    (rc = prepare(
-		     w,
-		     "INSERT INTO FINDINGS(rule, severity, start, end, steps, evidence, "
-		     "lostNsPerStep, "
-		     "stepShare, message, fix, stackId) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     &w->finding)))
+	    (rc = prepare(w, "INSERT INTO STACKS(id, depth, frameId) VALUES(?, ?, ?)", &w->stack)))
 		return rc;
 	return 0;
 }
 
 static void finalize_all(cs_trace_writer *w)
 {
-	sqlite3_stmt **all[] = {&w->meta,   &w->meta_default, &w->string, &w->process, &w->device,
-				&w->stream, &w->frame,	      &w->stack,  &w->finding};
+	sqlite3_stmt **all[] = {&w->meta,   &w->meta_default, &w->string, &w->process,
+				&w->device, &w->stream,	      &w->frame,  &w->stack};
 
 	for (int k = 0; k < CS_EV_COUNT; k++) {
 		sqlite3_finalize(w->ev[k]);
@@ -880,29 +872,6 @@ int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n)
 	w->nstacks++;
 	rc = count_rows(w, n);
 	return rc ? rc : id;
-}
-
-int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f)
-{
-	sqlite3_stmt *st;
-
-	if (!w || !f || !f->rule)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->finding;
-	bind_text(st, 1, f->rule);
-	bind_int(st, 2, f->severity);
-	bind_ts(st, 3, f->start);
-	bind_ts(st, 4, f->end);
-	bind_text(st, 5, f->steps);
-	bind_text(st, 6, f->evidence);
-	bind_int(st, 7, f->lost_ns_per_step);
-	sqlite3_bind_double(st, 8, f->step_share);
-	bind_text(st, 9, f->message);
-	bind_text(st, 10, f->fix);
-	bind_id(st, 11, f->stack_id);
-	return step_row(w, st);
 }
 
 /* ---- the timeline overview ---- */

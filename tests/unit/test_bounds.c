@@ -425,15 +425,6 @@ static int check_device(const cs_device *d, void *arg)
 	return 0;
 }
 
-static int check_finding(const cs_finding *f, void *arg)
-{
-	(*(int *)arg)++;
-	ck_assert(plausible_span(f->start, f->end));
-	ck_assert(f->step_share >= 0 && f->step_share <= 1);
-	ck_assert_int_ge(f->lost_ns_per_step, 0);
-	return 0;
-}
-
 static void write_edited(void)
 {
 	static const char sql[] =
@@ -473,7 +464,6 @@ START_TEST(test_edited_trace)
 	cs_trace *t;
 	cs_error err;
 	cs_trace_summary sum;
-	int findings = 0;
 
 	ck_assert_int_eq(cs_trace_open(edited_db, &t, &err), 0);
 	ck_assert_int_eq(cs_trace_get_summary(t, &sum, &err), 0);
@@ -483,8 +473,7 @@ START_TEST(test_edited_trace)
 	ck_assert_int_eq(sum.dropped_records, 0);
 	ck_assert_int_eq(cs_trace_each_process(t, check_process, NULL, &err), 0);
 	ck_assert_int_eq(cs_trace_each_device(t, check_device, NULL, &err), 0);
-	ck_assert_int_eq(cs_trace_each_finding(t, check_finding, &findings, &err), 0);
-	ck_assert_int_eq(findings, 2);
+	ck_assert_int_eq(sum.findings, 2); /* rows of FINDINGS are counted, never read */
 	cs_trace_close(t);
 	run_ok(info, "info on the edited trace");
 	run_ok(report, "report on the edited trace");
