@@ -14,6 +14,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "util/checked.h"
+#include "util/u64map.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64
@@ -398,18 +399,45 @@ static int merge_memsets(struct load_ctx *c)
 
 /* ---- derived tables ---- */
 
-struct stream_key {
-	uint32_t pid, stream;
-	int32_t device;
-	int32_t group; /* -1 for an empty slot */
+/*
+ * The stream group of (pid, device, stream), numbered in order of first appearance; -1 without
+ * memory. The key is wider than 64 bits, so it is looked up in two steps: (pid, device) gets a
+ * number of its own, then (that number, stream) gives the group. last caches the previous kernel's
+ * answer: a stream's kernels mostly come one after another.
+ */
+struct stream_groups {
+	struct u64map pairs;   /* pid << 32 | device -> int32_t: the pair's number */
+	struct u64map streams; /* pair << 32 | stream -> int32_t: the group */
+	int32_t ngroups;
+	int has_last;
+	uint32_t last_pid, last_stream;
+	int32_t last_device, last_group;
 };
 
-static size_t stream_hash(uint32_t pid, int32_t device, uint32_t stream, size_t mask)
+static int32_t stream_group(struct stream_groups *sg, const cs_a_kernel *k)
 {
-	uint64_t h = ((uint64_t)pid * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)device << 40) ^
-		     ((uint64_t)stream * 0xff51afd7ed558ccdull);
+	int32_t *pair, *group;
+	int created;
 
-	return (size_t)(h ^ (h >> 29)) & mask;
+	if (sg->has_last && sg->last_pid == k->pid && sg->last_device == k->device_id &&
+	    sg->last_stream == k->stream_id)
+		return sg->last_group;
+	pair = u64map_put(&sg->pairs, (uint64_t)k->pid << 32 | (uint32_t)k->device_id, &created);
+	if (!pair)
+		return -1;
+	if (created)
+		*pair = (int32_t)(sg->pairs.n - 1);
+	group = u64map_put(&sg->streams, (uint64_t)(uint32_t)*pair << 32 | k->stream_id, &created);
+	if (!group)
+		return -1;
+	if (created)
+		*group = sg->ngroups++;
+	sg->has_last = 1;
+	sg->last_pid = k->pid;
+	sg->last_device = k->device_id;
+	sg->last_stream = k->stream_id;
+	sg->last_group = *group;
+	return *group;
 }
 
 /*
@@ -418,75 +446,37 @@ static size_t stream_hash(uint32_t pid, int32_t device, uint32_t stream, size_t 
  */
 static int build_stream_order(cs_analysis *a)
 {
-	struct stream_key *slots = NULL;
-	int32_t *group = NULL, ngroups = 0, *first = NULL;
-	size_t nslots = 64, mask = nslots - 1;
+	struct stream_groups sg;
+	int32_t *group = NULL, *first = NULL;
 	int rc = CS_ERR_NOMEM;
 
 	if (a->nkernels > INT32_MAX)
 		return CS_ERR_INVALID;
+	memset(&sg, 0, sizeof(sg));
+	u64map_init(&sg.pairs, sizeof(int32_t));
+	u64map_init(&sg.streams, sizeof(int32_t));
 	a->kernel_stream_order = malloc(((size_t)a->nkernels + 1) * sizeof(int32_t));
 	group = malloc(((size_t)a->nkernels + 1) * sizeof(*group));
-	slots = malloc(nslots * sizeof(*slots));
-	if (!a->kernel_stream_order || !group || !slots)
+	if (!a->kernel_stream_order || !group)
 		goto out;
-	for (size_t s = 0; s < nslots; s++)
-		slots[s].group = -1;
 	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		size_t s = stream_hash(k->pid, k->device_id, k->stream_id, mask);
-
-		while (slots[s].group >= 0 &&
-		       (slots[s].pid != k->pid || slots[s].device != k->device_id ||
-			slots[s].stream != k->stream_id))
-			s = (s + 1) & mask;
-		if (slots[s].group < 0) {
-			slots[s].pid = k->pid;
-			slots[s].device = k->device_id;
-			slots[s].stream = k->stream_id;
-			slots[s].group = ngroups++;
-			if ((size_t)ngroups * 2 > nslots) {
-				/* rehash into a table twice as large */
-				size_t nn = nslots * 2;
-				struct stream_key *ns = malloc(nn * sizeof(*ns));
-
-				group[i] = slots[s].group;
-				if (!ns)
-					goto out;
-				for (size_t x = 0; x < nn; x++)
-					ns[x].group = -1;
-				for (size_t x = 0; x < nslots; x++) {
-					size_t y;
-
-					if (slots[x].group < 0)
-						continue;
-					y = stream_hash(slots[x].pid, slots[x].device,
-							slots[x].stream, nn - 1);
-					while (ns[y].group >= 0)
-						y = (y + 1) & (nn - 1);
-					ns[y] = slots[x];
-				}
-				free(slots);
-				slots = ns;
-				nslots = nn;
-				mask = nn - 1;
-				continue;
-			}
-		}
-		group[i] = slots[s].group;
+		group[i] = stream_group(&sg, &a->kernels[i]);
+		if (group[i] < 0)
+			goto out;
 	}
-	first = calloc((size_t)ngroups + 1, sizeof(*first));
+	first = calloc((size_t)sg.ngroups + 1, sizeof(*first));
 	if (!first)
 		goto out;
 	for (int64_t i = 0; i < a->nkernels; i++)
 		first[group[i] + 1]++;
-	for (int32_t g = 0; g < ngroups; g++)
+	for (int32_t g = 0; g < sg.ngroups; g++)
 		first[g + 1] += first[g];
 	for (int64_t i = 0; i < a->nkernels; i++)
 		a->kernel_stream_order[first[group[i]]++] = (int32_t)i;
 	rc = 0;
 out:
-	free(slots);
+	u64map_free(&sg.pairs);
+	u64map_free(&sg.streams);
 	free(group);
 	free(first);
 	return rc;
