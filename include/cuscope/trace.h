@@ -102,8 +102,8 @@ enum cs_event_kind {
  */
 /* clang-format off */
 #define CS_EVENT_TABLE(KIND, name) enum {
-#define CS_COLUMN(KIND, column, field, TYPE, base, late) CS_COL_##KIND##_##column,
-#define CS_EVENT_TABLE_END(KIND) CS_COL_##KIND##_COUNT };
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) CS_COL_##KIND##_##column,
+#define CS_EVENT_TABLE_END(KIND, name) CS_COL_##KIND##_COUNT };
 #include "cuscope/columns.def"
 /* clang-format on */
 
@@ -200,129 +200,27 @@ enum cs_api_kind {
 	CS_API_DRIVER = 2,
 };
 
-typedef struct cs_kernel {
-	int64_t start, end;	   /* GPU execution, ns since trace start */
-	int64_t queued, submitted; /* CS_TS_UNKNOWN unless latency timestamps were on */
-	int64_t launch_start,
-		launch_end; /* host API call that launched it; CS_TS_UNKNOWN if none */
-	uint32_t pid;
-	uint32_t launch_tid;	 /* host thread of the launch; 0 when unknown */
-	int32_t launch_cbid;	 /* CUPTI callback id of the launch API; CS_ID_NONE when unknown */
-	int32_t launch_api_kind; /* enum cs_api_kind, 0 when unknown */
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t grid_x, grid_y, grid_z;
-	int32_t block_x, block_y, block_z;
-	int32_t registers_per_thread;
-	int32_t static_shared_memory, dynamic_shared_memory;
-	int64_t graph_id, graph_node_id; /* CS_ID_NONE unless launched from a CUDA graph */
-	int64_t name_id;		 /* StringIds.id of the (mangled) kernel name */
-	int64_t stack_id;		 /* CS_ID_NONE when no backtrace */
-	const char *name; /* filled by the reader; ignored by the writer (use name_id) */
-} cs_kernel;
-
-typedef struct cs_memcpy {
-	int64_t start, end;
-	int64_t launch_start, launch_end;
-	uint32_t pid;
-	uint32_t launch_tid;
-	int32_t launch_cbid;
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t copy_kind;		      /* enum cs_copy_kind */
-	int32_t src_kind, dst_kind;	      /* enum cs_mem_kind */
-	int32_t is_async;		      /* 1 for cudaMemcpyAsync and friends */
-	int32_t src_device_id, dst_device_id; /* peer copies; CS_ID_NONE otherwise */
-	int64_t bytes;
-	int64_t graph_id, graph_node_id;
-	int64_t stack_id;
-} cs_memcpy;
-
-typedef struct cs_memset {
-	int64_t start, end;
-	int64_t launch_start, launch_end;
-	uint32_t pid;
-	uint32_t launch_tid;
-	int32_t launch_cbid;
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t mem_kind;
-	int32_t is_async;
-	uint32_t value;
-	int64_t bytes;
-	int64_t graph_id, graph_node_id;
-	int64_t stack_id;
-} cs_memset;
-
-typedef struct cs_memory {
-	int64_t start; /* when the operation happened (host time) */
-	uint32_t pid;
-	uint32_t tid;
-	int32_t device_id;
-	uint32_t context_id;
-	int64_t stream_id; /* CS_ID_NONE for synchronous allocations */
-	uint64_t correlation_id;
-	int32_t op;	  /* enum cs_mem_op */
-	int32_t mem_kind; /* enum cs_mem_kind */
-	int32_t is_vmm;	  /* 1 for cuMemCreate/Map/Unmap/Release/AddressReserve */
-	int32_t result;	  /* CUresult / cudaError_t of the call; 0 = success */
-	int32_t cbid;	  /* API that did it; CS_ID_NONE when from an activity record only */
-	uint64_t address; /* device address, or the VMM handle for create/release */
-	int64_t bytes;	  /* 0 when the API does not say (a free); the reader does not fill it in */
-	int64_t stack_id;
-} cs_memory;
-
-typedef struct cs_sync {
-	int64_t start, end; /* how long the host waited */
-	uint32_t pid;
-	uint32_t tid;
-	int32_t device_id;
-	uint32_t context_id;
-	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
-	int64_t event_id;  /* CS_ID_NONE when not an event wait */
-	uint64_t correlation_id;
-	int32_t type;	  /* enum cs_sync_type */
-	int32_t cbid;	  /* API that waited; CS_ID_NONE when unknown */
-	int32_t api_kind; /* enum cs_api_kind */
-	int32_t result;
-	int64_t stack_id;
-} cs_sync;
-
-typedef struct cs_api {
-	int64_t start, end;
-	uint32_t pid;
-	uint32_t tid;
-	int32_t api_kind; /* enum cs_api_kind */
-	int32_t cbid;	  /* CUPTI callback id */
-	uint64_t correlation_id;
-	int32_t result;	 /* return code */
-	int64_t name_id; /* StringIds.id of the function name */
-	int64_t stack_id;
-	const char *name; /* filled by the reader */
-} cs_api;
-
-typedef struct cs_nvtx {
-	int64_t start, end; /* end == start for marks; CS_TS_UNKNOWN while a range never ended */
-	uint32_t pid;
-	uint32_t tid;	   /* thread that opened the range */
-	uint32_t end_tid;  /* thread that closed it (start/end ranges may cross threads); 0 when
-			      unknown */
-	int32_t type;	   /* enum cs_nvtx_type */
-	int32_t depth;	   /* push/pop nesting depth on its thread, 0 = outermost */
-	int64_t domain_id; /* StringIds.id of the domain name; CS_ID_NONE for the default domain */
-	int64_t text_id;   /* StringIds.id of the message */
-	int64_t range_id;  /* nvtxRangeStart id, CS_ID_NONE otherwise */
-	uint32_t color;	   /* ARGB, 0 when none */
-	int32_t category;
-	const char *text;   /* filled by the reader */
-	const char *domain; /* filled by the reader; NULL for the default domain */
-} cs_nvtx;
+/*
+ * One event of each kind, as the writer takes it and the reader returns it: cs_kernel, cs_memcpy,
+ * cs_memset, cs_memory, cs_sync, cs_api and cs_nvtx have one member per column of their table, in
+ * its order, as include/cuscope/columns.def lists them (with what each holds), then the strings
+ * below, which the reader looks up from the ids and the writer ignores (it takes the ids).
+ */
+#define CS_EVENT_STRINGS_KERNEL const char *name; /* the kernel name of name_id */
+#define CS_EVENT_STRINGS_MEMCPY
+#define CS_EVENT_STRINGS_MEMSET
+#define CS_EVENT_STRINGS_MEMORY
+#define CS_EVENT_STRINGS_SYNC
+#define CS_EVENT_STRINGS_API const char *name; /* the function name of name_id */
+#define CS_EVENT_STRINGS_NVTX                            \
+	const char *text;   /* the message of text_id */ \
+	const char *domain; /* the domain name of domain_id; NULL for the default one */
+/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) typedef struct cs_##name {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) ctype field;
+#define CS_EVENT_TABLE_END(KIND, name) CS_EVENT_STRINGS_##KIND } cs_##name;
+#include "cuscope/columns.def"
+/* clang-format on */
 
 /* One event of any kind, as the reader returns it. */
 typedef struct cs_event {

@@ -676,9 +676,9 @@ int cs_writer_add_stream(cs_trace_writer *w, const cs_stream *s)
 	static void bind_##name(sqlite3_stmt *st, const void *row) \
 	{ \
 		const cs_##name *r = row;
-#define CS_COLUMN(KIND, column, field, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
 		BIND_##TYPE(st, CS_COL_##KIND##_##column + 1, r->field);
-#define CS_EVENT_TABLE_END(KIND) }
+#define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"
 
 #define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = bind_##name,

@@ -367,11 +367,11 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 #define CS_EVENT_TABLE(KIND, name) \
 	static void check_##name(const cs_##name *a, const cs_##name *b) \
 	{
-#define CS_COLUMN(KIND, column, field, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
 		ck_assert_msg((int64_t)a->field == (int64_t)b->field, \
 			      #KIND "." #column ": %lld read, %lld written", \
 			      (long long)a->field, (long long)b->field);
-#define CS_EVENT_TABLE_END(KIND) }
+#define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"
 
 #define MISSING_TS    CS_TS_UNKNOWN
@@ -383,10 +383,10 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 #define CS_EVENT_TABLE(KIND, name) \
 	static void full_columns_##name(const cs_##name *r) \
 	{
-#define CS_COLUMN(KIND, column, field, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
 		ck_assert_msg((int64_t)r->field != (int64_t)MISSING_##TYPE, \
 			      #KIND "." #column " has no value in the full record");
-#define CS_EVENT_TABLE_END(KIND) }
+#define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"
 /* clang-format on */
 
