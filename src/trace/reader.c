@@ -71,6 +71,8 @@ struct cs_trace {
 
 	struct table_info info[CS_EV_COUNT];
 	sqlite3_stmt *probe[CS_EV_COUNT]; /* SELECT start FROM <table> WHERE rowid = ? */
+	/* bit i: the file's table lacks column i of columns.def (written before it was added) */
+	uint32_t absent[CS_EV_COUNT];
 
 	cs_frame *frames;
 	size_t frames_cap;
@@ -332,6 +334,56 @@ static int load_table_info(cs_trace *t, cs_error *err)
 	return CS_OK;
 }
 
+/*
+ * Which columns of columns.def each event table of the file lacks: a column added to a table after
+ * a file was written reads as NULL (its missing value) there, as a later version of the schema
+ * promises (docs/trace-format.md, "Versioning").
+ */
+static int load_columns(cs_trace *t, cs_error *err)
+{
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct cs_event_table_def *d = &cs_event_table_defs[k];
+		sqlite3_stmt *st = NULL;
+		char sql[128];
+		int rc, n;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s", cs_event_kind_table(k));
+		rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+		n = sqlite3_column_count(st);
+		for (int i = 0; i < d->ncolumns; i++) {
+			int found = 0;
+
+			for (int j = 0; j < n && !found; j++) {
+				const char *name = sqlite3_column_name(st, j);
+
+				found = name && !strcmp(name, d->col[i].name);
+			}
+			if (!found)
+				t->absent[k] |= UINT32_C(1) << i;
+		}
+		sqlite3_finalize(st);
+	}
+	return CS_OK;
+}
+
+/* "a, NULL, c": the columns cols[0..n) of a kind's table as the file has them. */
+static void select_list(cs_strbuf *sb, const cs_trace *t, enum cs_event_kind kind, const int *cols,
+			int n)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+
+	for (int i = 0; i < n; i++) {
+		if (i)
+			cs_strbuf_puts(sb, ", ");
+		if (t->absent[kind] & UINT32_C(1) << cols[i])
+			cs_strbuf_puts(sb, "NULL");
+		else
+			cs_strbuf_printf(sb, "\"%s\"", d->col[cols[i]].name);
+	}
+}
+
 int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 {
 	return cs_trace_open_flags(path, 0, out, err);
@@ -379,6 +431,8 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 		rc = load_meta(t, err);
 	if (!rc)
 		rc = load_table_info(t, err);
+	if (!rc)
+		rc = load_columns(t, err);
 	if (rc && t->over_limit)
 		rc = limit_error(t, err);
 	if (rc)
@@ -892,6 +946,12 @@ static int probe_start(cs_trace *t, enum cs_event_kind kind, int64_t rowid, int6
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 0, 1, 2, ...: every column of a table */
+static const int all_columns[CS_SCAN_MAX_COLUMNS] = {
+	0,  1,	2,  3,	4,  5,	6,  7,	8,  9,	10, 11, 12, 13, 14, 15,
+	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+};
+
 /* The first rowid whose start is >= x (rows are in start order), or last_rowid + 1. */
 static int lower_bound(cs_trace *t, enum cs_event_kind kind, int64_t x, int64_t *out)
 {
@@ -948,7 +1008,9 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		hi--;
 	}
 
-	cs_strbuf_printf(&sql, "SELECT %s FROM %s WHERE rowid BETWEEN :lo AND :hi", d->columns,
+	cs_strbuf_puts(&sql, "SELECT ");
+	select_list(&sql, t, kind, all_columns, d->ncolumns);
+	cs_strbuf_printf(&sql, " FROM %s WHERE rowid BETWEEN :lo AND :hi",
 			 cs_event_kind_table(kind));
 	if (f.t0 != CS_TS_UNKNOWN) {
 		cs_strbuf_puts(&sql, " AND start >= :minstart");
@@ -1129,8 +1191,8 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 					    cs_event_kind_table(kind), columns[i]);
 		}
 		type[i] = (unsigned char)d->col[columns[i]].type;
-		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", d->col[columns[i]].name);
 	}
+	select_list(&sql, t, kind, columns, ncolumns);
 	for (int i = 0; i < ncolumns; i++) {
 		const struct cs_column_def *c = &d->col[columns[i]];
 

@@ -1762,6 +1762,66 @@ START_TEST(test_reads_version_1)
 }
 END_TEST
 
+static int count_graph_nodes(const int64_t *v, void *arg)
+{
+	int64_t *c = arg;
+
+	c[0]++;
+	c[1] += v[CS_COL_KERNEL_graphNodeId] == CS_ID_NONE;
+	c[2] += v[CS_COL_KERNEL_gridX] > 0;
+	return 0;
+}
+
+/*
+ * A file written before a column was added to its table (here: a version 1 file without
+ * graphNodeId) reads the column as missing, and every other value as it is.
+ */
+START_TEST(test_reads_a_file_without_a_column)
+{
+	char *v1 = tu_path(tu_source_root(), "tests/data/v1/counts.db");
+	char *path = new_trace_path("old-columns.db"), *data;
+	static const int cols[] = {CS_COL_KERNEL_graphNodeId, CS_COL_KERNEL_gridX};
+	int64_t counts[3] = {0, 0, 0};
+	cs_error err = {0};
+	cs_trace *a, *b;
+	cs_iter *ia, *ib;
+	cs_event ea, eb;
+	size_t len;
+	int n = 0, rc;
+
+	data = tu_read_file(v1, &len);
+	ck_assert_ptr_nonnull(data);
+	ck_assert_int_eq(tu_write_file(path, data, len), 0);
+	free(data);
+	sql_exec(path, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN graphNodeId");
+	a = open_trace(v1);
+	b = open_trace(path);
+	ck_assert_int_eq(cs_iter_open(a, CS_EV_KERNEL, NULL, &ia, &err), CS_OK);
+	ck_assert_int_eq(cs_iter_open(b, CS_EV_KERNEL, NULL, &ib, &err), CS_OK);
+	while ((rc = cs_iter_next(ia, &ea)) == 1) {
+		ck_assert_int_eq(cs_iter_next(ib, &eb), 1);
+		ck_assert_int_eq(eb.u.kernel.graph_node_id, CS_ID_NONE);
+		eb.u.kernel.graph_node_id = ea.u.kernel.graph_node_id;
+		check_kernel(&eb.u.kernel, &ea.u.kernel);
+		n++;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(cs_iter_next(ib, &eb), 0);
+	ck_assert_int_gt(n, 0);
+	cs_iter_close(ia);
+	cs_iter_close(ib);
+	ck_assert_int_eq(cs_trace_scan(b, CS_EV_KERNEL, cols, 2, count_graph_nodes, counts, &err),
+			 CS_OK);
+	ck_assert_int_eq(counts[0], n);
+	ck_assert_int_eq(counts[1], n);
+	ck_assert_int_eq(counts[2], n);
+	cs_trace_close(a);
+	cs_trace_close(b);
+	free(path);
+	free(v1);
+}
+END_TEST
+
 /* ---- the timeline overview ---- */
 
 /*
@@ -2457,6 +2517,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_kernel_size);
 	tcase_add_test(tc, test_stored_layout);
 	tcase_add_test(tc, test_reads_version_1);
+	tcase_add_test(tc, test_reads_a_file_without_a_column);
 	tcase_add_test(tc, test_overview_busy);
 	tcase_add_test(tc, test_overview_absent);
 	tcase_add_test(tc, test_overview_only_for_large_traces);
