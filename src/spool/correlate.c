@@ -30,27 +30,13 @@ int import_write_event(struct importer *im, const cs_event *ev)
 	int rc;
 
 	switch (ev->kind) {
-	case CS_EV_KERNEL:
-		rc = cs_writer_add_kernel(im->w, &ev->u.kernel);
+		/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: \
+		rc = cs_writer_add_##name(im->w, &ev->u.name); \
 		break;
-	case CS_EV_MEMCPY:
-		rc = cs_writer_add_memcpy(im->w, &ev->u.memcpy);
-		break;
-	case CS_EV_MEMSET:
-		rc = cs_writer_add_memset(im->w, &ev->u.memset);
-		break;
-	case CS_EV_MEMORY:
-		rc = cs_writer_add_memory(im->w, &ev->u.memory);
-		break;
-	case CS_EV_SYNC:
-		rc = cs_writer_add_sync(im->w, &ev->u.sync);
-		break;
-	case CS_EV_API:
-		rc = cs_writer_add_api(im->w, &ev->u.api);
-		break;
-	case CS_EV_NVTX:
-		rc = cs_writer_add_nvtx(im->w, &ev->u.nvtx);
-		break;
+#include "cuscope/columns.def"
+		/* clang-format on */
 	default:
 		return cs_error_set(im->err, CS_ERR_INVALID, "unknown event kind %d", ev->kind);
 	}
