@@ -236,6 +236,12 @@ typedef struct cs_event {
 	} u;
 } cs_event;
 
+/*
+ * ev made an event of kind with every column missing (CS_TS_UNKNOWN for a time, CS_ID_NONE for an
+ * id, 0 for the rest) and no strings: a start for filling in what is known.
+ */
+void cs_event_clear(cs_event *ev, enum cs_event_kind kind);
+
 typedef struct cs_process {
 	uint32_t pid;
 	uint32_t ppid;

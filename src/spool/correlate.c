@@ -118,8 +118,7 @@ static int write_api_sync(struct proc_file *pf, uint32_t corr, const struct corr
 	cs_event ev;
 	cs_sync *s = &ev.u.sync;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_SYNC;
+	cs_event_clear(&ev, CS_EV_SYNC);
 	s->start = api->start;
 	s->end = api->end;
 	s->pid = pf->proc->pid;

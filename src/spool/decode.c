@@ -20,8 +20,8 @@
  *   string map keeps each string's text for the module paths and Python names. When the Python
  *   frames were borrowed from the thread waiting in backward() (CS_STACK_PY_BORROWED), a note
  *   frame (kind 3) stands between the two parts.
- * - A new column of an event table (include/cuscope/columns.def) gets its value in the rec_*()
- *   function of its record here.
+ * - Each row starts with every column missing (cs_event_clear); a new column of an event table
+ *   (include/cuscope/columns.def) gets its value in the rec_*() function of its record here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,12 +373,10 @@ static int rec_kernel(struct proc_file *pf, const unsigned char *p, size_t size)
 
 	if (!spool_rec_load(&r, sizeof(r), p, size))
 		return bad_record(pf);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_KERNEL;
+	cs_event_clear(&ev, CS_EV_KERNEL);
 	ts_span(im, r.start, r.end, &k->start, &k->end);
 	/* queued <= submitted <= start, or the latency timestamps are nonsense (graphs, JAX) */
 	bad_latency = r.queued && r.submitted && r.queued > r.submitted;
-	k->queued = k->submitted = CS_TS_UNKNOWN;
 	if (r.queued) {
 		if (bad_latency || (r.start && r.queued > r.start))
 			im->st->unknown_timestamps++;
@@ -391,9 +389,7 @@ static int rec_kernel(struct proc_file *pf, const unsigned char *p, size_t size)
 		else
 			k->submitted = ts_opt(im, r.submitted);
 	}
-	k->launch_start = k->launch_end = CS_TS_UNKNOWN;
 	k->pid = pf->proc->pid;
-	k->launch_cbid = CS_ID_NONE;
 	k->device_id = (int32_t)r.device_id;
 	k->context_id = r.context_id;
 	k->stream_id = r.stream_id;
@@ -410,7 +406,6 @@ static int rec_kernel(struct proc_file *pf, const unsigned char *p, size_t size)
 	k->graph_id = r.graph_id ? (int64_t)r.graph_id : CS_ID_NONE;
 	k->graph_node_id = r.graph_id ? (int64_t)r.graph_node_id : CS_ID_NONE;
 	k->name_id = string_ref(pf, r.name_sid, STR_UNKNOWN);
-	k->stack_id = CS_ID_NONE;
 	rc = note_gpu_record(pf, k->device_id, k->context_id, k->stream_id);
 	return rc ? rc : corr_join_activity(pf, &ev, r.correlation_id);
 }
@@ -424,12 +419,9 @@ static int rec_memcpy(struct proc_file *pf, const unsigned char *p, size_t size)
 
 	if (!spool_rec_load(&r, sizeof(r), p, size))
 		return bad_record(pf);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_MEMCPY;
+	cs_event_clear(&ev, CS_EV_MEMCPY);
 	ts_span(pf->im, r.start, r.end, &m->start, &m->end);
-	m->launch_start = m->launch_end = CS_TS_UNKNOWN;
 	m->pid = pf->proc->pid;
-	m->launch_cbid = CS_ID_NONE;
 	m->device_id = (int32_t)r.device_id;
 	m->context_id = r.context_id;
 	m->stream_id = r.stream_id;
@@ -443,7 +435,6 @@ static int rec_memcpy(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->bytes = size_val(pf->im, r.bytes);
 	m->graph_id = r.graph_id ? (int64_t)r.graph_id : CS_ID_NONE;
 	m->graph_node_id = r.graph_id ? (int64_t)r.graph_node_id : CS_ID_NONE;
-	m->stack_id = CS_ID_NONE;
 	rc = note_gpu_record(pf, m->device_id, m->context_id, m->stream_id);
 	return rc ? rc : corr_join_activity(pf, &ev, r.correlation_id);
 }
@@ -457,12 +448,9 @@ static int rec_memset(struct proc_file *pf, const unsigned char *p, size_t size)
 
 	if (!spool_rec_load(&r, sizeof(r), p, size))
 		return bad_record(pf);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_MEMSET;
+	cs_event_clear(&ev, CS_EV_MEMSET);
 	ts_span(pf->im, r.start, r.end, &m->start, &m->end);
-	m->launch_start = m->launch_end = CS_TS_UNKNOWN;
 	m->pid = pf->proc->pid;
-	m->launch_cbid = CS_ID_NONE;
 	m->device_id = (int32_t)r.device_id;
 	m->context_id = r.context_id;
 	m->stream_id = r.stream_id;
@@ -473,7 +461,6 @@ static int rec_memset(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->bytes = size_val(pf->im, r.bytes);
 	m->graph_id = r.graph_id ? (int64_t)r.graph_id : CS_ID_NONE;
 	m->graph_node_id = r.graph_id ? (int64_t)r.graph_node_id : CS_ID_NONE;
-	m->stack_id = CS_ID_NONE;
 	rc = note_gpu_record(pf, m->device_id, m->context_id, m->stream_id);
 	return rc ? rc : corr_join_activity(pf, &ev, r.correlation_id);
 }
@@ -494,8 +481,7 @@ static int rec_memory(struct proc_file *pf, const unsigned char *p, size_t size)
 	if (!dev)
 		return import_nomem(pf->im);
 	*dev = (int32_t)r.device_id;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_MEMORY;
+	cs_event_clear(&ev, CS_EV_MEMORY);
 	m->start = ts_rel(pf->im, r.timestamp);
 	m->pid = pf->proc->pid;
 	m->tid = r.h.tid;
@@ -508,7 +494,6 @@ static int rec_memory(struct proc_file *pf, const unsigned char *p, size_t size)
 	m->cbid = CS_ID_NONE;
 	m->address = r.address;
 	m->bytes = size_val(pf->im, r.bytes);
-	m->stack_id = CS_ID_NONE;
 	return corr_join_activity(pf, &ev, r.correlation_id);
 }
 
@@ -520,8 +505,7 @@ static int rec_sync(struct proc_file *pf, const unsigned char *p, size_t size)
 
 	if (!spool_rec_load(&r, sizeof(r), p, size))
 		return bad_record(pf);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_SYNC;
+	cs_event_clear(&ev, CS_EV_SYNC);
 	ts_span(pf->im, r.start, r.end, &s->start, &s->end);
 	s->pid = pf->proc->pid;
 	s->tid = r.h.tid;
@@ -548,8 +532,7 @@ static int write_api_memory(struct proc_file *pf, const struct cs_rec_api *r,
 	cs_event ev;
 	cs_memory *m = &ev.u.memory;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_MEMORY;
+	cs_event_clear(&ev, CS_EV_MEMORY);
 	m->start = api->start;
 	m->pid = pf->proc->pid;
 	m->tid = api->tid;
@@ -618,8 +601,7 @@ static int rec_api(struct proc_file *pf, const unsigned char *p, size_t size)
 		cs_event ev;
 		cs_api *a = &ev.u.api;
 
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = CS_EV_API;
+		cs_event_clear(&ev, CS_EV_API);
 		a->start = api.start;
 		a->end = api.end;
 		a->pid = pf->proc->pid;
@@ -673,8 +655,7 @@ static int write_nvtx(struct proc_file *pf, const struct nvtx_open *o, int type,
 	cs_event ev;
 	cs_nvtx *n = &ev.u.nvtx;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = CS_EV_NVTX;
+	cs_event_clear(&ev, CS_EV_NVTX);
 	n->start = o->start;
 	n->end = end;
 	if (end != CS_TS_UNKNOWN && o->start != CS_TS_UNKNOWN && end < o->start) {

@@ -58,6 +58,33 @@ const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
 #include "cuscope/columns.def"
 /* clang-format on */
 
+/* clang-format off */
+#define MISSING_TS    CS_TS_UNKNOWN
+#define MISSING_END   CS_TS_UNKNOWN
+#define MISSING_INT   0
+#define MISSING_ID    CS_ID_NONE
+#define MISSING_U64   0
+#define MISSING_BYTES 0
+void cs_event_clear(cs_event *ev, enum cs_event_kind kind)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	switch (kind) {
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: { \
+		cs_##name *r = &ev->u.name;
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+		r->field = MISSING_##TYPE;
+#define CS_EVENT_TABLE_END(KIND, name) \
+		break; \
+	}
+#include "cuscope/columns.def"
+	case CS_EV_COUNT:
+		break;
+	}
+}
+/* clang-format on */
+
 int cs_event_column_find(enum cs_event_kind kind, const char *name)
 {
 	const struct cs_event_table_def *d = &cs_event_table_defs[kind];

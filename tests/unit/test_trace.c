@@ -388,6 +388,15 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 			      #KIND "." #column " has no value in the full record");
 #define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"
+
+#define CS_EVENT_TABLE(KIND, name) \
+	static void cleared_##name(const cs_##name *r) \
+	{
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+		ck_assert_msg((int64_t)r->field == (int64_t)MISSING_##TYPE, \
+			      #KIND "." #column " is not missing after cs_event_clear");
+#define CS_EVENT_TABLE_END(KIND, name) }
+#include "cuscope/columns.def"
 /* clang-format on */
 
 /* Collected by the each_* callbacks. */
@@ -788,6 +797,37 @@ START_TEST(test_roundtrip_every_field)
 			"exitCode IS NULL AND commandLine IS NULL"),
 		1);
 	free(path);
+}
+END_TEST
+
+/* An event cleared has every column missing, whatever it held, and its kind. */
+START_TEST(test_event_clear)
+{
+	cs_event ev;
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		memset(&ev, 0x5a, sizeof(ev));
+		cs_event_clear(&ev, k);
+		ck_assert_int_eq(ev.kind, k);
+	}
+	memset(&ev, 0x5a, sizeof(ev));
+	cs_event_clear(&ev, CS_EV_KERNEL);
+	cleared_kernel(&ev.u.kernel);
+	ck_assert_ptr_null(ev.u.kernel.name);
+	cs_event_clear(&ev, CS_EV_MEMCPY);
+	cleared_memcpy(&ev.u.memcpy);
+	cs_event_clear(&ev, CS_EV_MEMSET);
+	cleared_memset(&ev.u.memset);
+	cs_event_clear(&ev, CS_EV_MEMORY);
+	cleared_memory(&ev.u.memory);
+	cs_event_clear(&ev, CS_EV_SYNC);
+	cleared_sync(&ev.u.sync);
+	cs_event_clear(&ev, CS_EV_API);
+	cleared_api(&ev.u.api);
+	cs_event_clear(&ev, CS_EV_NVTX);
+	cleared_nvtx(&ev.u.nvtx);
+	ck_assert_ptr_null(ev.u.nvtx.text);
+	ck_assert_ptr_null(ev.u.nvtx.domain);
 }
 END_TEST
 
@@ -2504,6 +2544,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_mem_count);
 	tcase_add_test(tc, test_roundtrip_every_field);
+	tcase_add_test(tc, test_event_clear);
 	tcase_add_test(tc, test_intern);
 	tcase_add_test(tc, test_stack_dedup);
 	tcase_add_test(tc, test_iter_order);
