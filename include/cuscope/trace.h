@@ -95,6 +95,18 @@ enum cs_event_kind {
 	CS_EV_COUNT
 };
 
+/*
+ * The columns of each event table (include/cuscope/columns.def): CS_COL_<KIND>_<column> is the
+ * column's place in its table, 0-based (CS_COL_KERNEL_gridX), and CS_COL_<KIND>_COUNT the number
+ * of columns; the bulk scans (cs_trace_scan) hand each row over as values indexed by them.
+ */
+/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) enum {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) CS_COL_##KIND##_##column,
+#define CS_EVENT_TABLE_END(KIND, name) CS_COL_##KIND##_COUNT };
+#include "cuscope/columns.def"
+/* clang-format on */
+
 /* Name of the table that holds events of a kind, and a short human name ("kernels", "memcpy", ...).
  */
 const char *cs_event_kind_table(enum cs_event_kind kind);
@@ -188,129 +200,27 @@ enum cs_api_kind {
 	CS_API_DRIVER = 2,
 };
 
-typedef struct cs_kernel {
-	int64_t start, end;	   /* GPU execution, ns since trace start */
-	int64_t queued, submitted; /* CS_TS_UNKNOWN unless latency timestamps were on */
-	int64_t launch_start,
-		launch_end; /* host API call that launched it; CS_TS_UNKNOWN if none */
-	uint32_t pid;
-	uint32_t launch_tid;	 /* host thread of the launch; 0 when unknown */
-	int32_t launch_cbid;	 /* CUPTI callback id of the launch API; CS_ID_NONE when unknown */
-	int32_t launch_api_kind; /* enum cs_api_kind, 0 when unknown */
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t grid_x, grid_y, grid_z;
-	int32_t block_x, block_y, block_z;
-	int32_t registers_per_thread;
-	int32_t static_shared_memory, dynamic_shared_memory;
-	int64_t graph_id, graph_node_id; /* CS_ID_NONE unless launched from a CUDA graph */
-	int64_t name_id;		 /* StringIds.id of the (mangled) kernel name */
-	int64_t stack_id;		 /* CS_ID_NONE when no backtrace */
-	const char *name; /* filled by the reader; ignored by the writer (use name_id) */
-} cs_kernel;
-
-typedef struct cs_memcpy {
-	int64_t start, end;
-	int64_t launch_start, launch_end;
-	uint32_t pid;
-	uint32_t launch_tid;
-	int32_t launch_cbid;
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t copy_kind;		      /* enum cs_copy_kind */
-	int32_t src_kind, dst_kind;	      /* enum cs_mem_kind */
-	int32_t is_async;		      /* 1 for cudaMemcpyAsync and friends */
-	int32_t src_device_id, dst_device_id; /* peer copies; CS_ID_NONE otherwise */
-	int64_t bytes;
-	int64_t graph_id, graph_node_id;
-	int64_t stack_id;
-} cs_memcpy;
-
-typedef struct cs_memset {
-	int64_t start, end;
-	int64_t launch_start, launch_end;
-	uint32_t pid;
-	uint32_t launch_tid;
-	int32_t launch_cbid;
-	int32_t device_id;
-	uint32_t context_id;
-	uint32_t stream_id;
-	uint64_t correlation_id;
-	int32_t mem_kind;
-	int32_t is_async;
-	uint32_t value;
-	int64_t bytes;
-	int64_t graph_id, graph_node_id;
-	int64_t stack_id;
-} cs_memset;
-
-typedef struct cs_memory {
-	int64_t start; /* when the operation happened (host time) */
-	uint32_t pid;
-	uint32_t tid;
-	int32_t device_id;
-	uint32_t context_id;
-	int64_t stream_id; /* CS_ID_NONE for synchronous allocations */
-	uint64_t correlation_id;
-	int32_t op;	  /* enum cs_mem_op */
-	int32_t mem_kind; /* enum cs_mem_kind */
-	int32_t is_vmm;	  /* 1 for cuMemCreate/Map/Unmap/Release/AddressReserve */
-	int32_t result;	  /* CUresult / cudaError_t of the call; 0 = success */
-	int32_t cbid;	  /* API that did it; CS_ID_NONE when from an activity record only */
-	uint64_t address; /* device address, or the VMM handle for create/release */
-	int64_t bytes;	  /* 0 when the API does not say (a free); the reader does not fill it in */
-	int64_t stack_id;
-} cs_memory;
-
-typedef struct cs_sync {
-	int64_t start, end; /* how long the host waited */
-	uint32_t pid;
-	uint32_t tid;
-	int32_t device_id;
-	uint32_t context_id;
-	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
-	int64_t event_id;  /* CS_ID_NONE when not an event wait */
-	uint64_t correlation_id;
-	int32_t type;	  /* enum cs_sync_type */
-	int32_t cbid;	  /* API that waited; CS_ID_NONE when unknown */
-	int32_t api_kind; /* enum cs_api_kind */
-	int32_t result;
-	int64_t stack_id;
-} cs_sync;
-
-typedef struct cs_api {
-	int64_t start, end;
-	uint32_t pid;
-	uint32_t tid;
-	int32_t api_kind; /* enum cs_api_kind */
-	int32_t cbid;	  /* CUPTI callback id */
-	uint64_t correlation_id;
-	int32_t result;	 /* return code */
-	int64_t name_id; /* StringIds.id of the function name */
-	int64_t stack_id;
-	const char *name; /* filled by the reader */
-} cs_api;
-
-typedef struct cs_nvtx {
-	int64_t start, end; /* end == start for marks; CS_TS_UNKNOWN while a range never ended */
-	uint32_t pid;
-	uint32_t tid;	   /* thread that opened the range */
-	uint32_t end_tid;  /* thread that closed it (start/end ranges may cross threads); 0 when
-			      unknown */
-	int32_t type;	   /* enum cs_nvtx_type */
-	int32_t depth;	   /* push/pop nesting depth on its thread, 0 = outermost */
-	int64_t domain_id; /* StringIds.id of the domain name; CS_ID_NONE for the default domain */
-	int64_t text_id;   /* StringIds.id of the message */
-	int64_t range_id;  /* nvtxRangeStart id, CS_ID_NONE otherwise */
-	uint32_t color;	   /* ARGB, 0 when none */
-	int32_t category;
-	const char *text;   /* filled by the reader */
-	const char *domain; /* filled by the reader; NULL for the default domain */
-} cs_nvtx;
+/*
+ * One event of each kind, as the writer takes it and the reader returns it: cs_kernel, cs_memcpy,
+ * cs_memset, cs_memory, cs_sync, cs_api and cs_nvtx have one member per column of their table, in
+ * its order, as include/cuscope/columns.def lists them (with what each holds), then the strings
+ * below, which the reader looks up from the ids and the writer ignores (it takes the ids).
+ */
+#define CS_EVENT_STRINGS_KERNEL const char *name; /* the kernel name of name_id */
+#define CS_EVENT_STRINGS_MEMCPY
+#define CS_EVENT_STRINGS_MEMSET
+#define CS_EVENT_STRINGS_MEMORY
+#define CS_EVENT_STRINGS_SYNC
+#define CS_EVENT_STRINGS_API const char *name; /* the function name of name_id */
+#define CS_EVENT_STRINGS_NVTX                            \
+	const char *text;   /* the message of text_id */ \
+	const char *domain; /* the domain name of domain_id; NULL for the default one */
+/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) typedef struct cs_##name {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) ctype field;
+#define CS_EVENT_TABLE_END(KIND, name) CS_EVENT_STRINGS_##KIND } cs_##name;
+#include "cuscope/columns.def"
+/* clang-format on */
 
 /* One event of any kind, as the reader returns it. */
 typedef struct cs_event {
@@ -325,6 +235,12 @@ typedef struct cs_event {
 		cs_nvtx nvtx;
 	} u;
 } cs_event;
+
+/*
+ * ev made an event of kind with every column missing (CS_TS_UNKNOWN for a time, CS_ID_NONE for an
+ * id, 0 for the rest) and no strings: a start for filling in what is known.
+ */
+void cs_event_clear(cs_event *ev, enum cs_event_kind kind);
 
 typedef struct cs_process {
 	uint32_t pid;
@@ -371,19 +287,6 @@ typedef struct cs_frame {
 	int32_t line;
 } cs_frame;
 
-typedef struct cs_finding {
-	const char *rule;     /* rule id, e.g. "d2h-sync" */
-	int32_t severity;     /* 1 info, 2 warning, 3 error */
-	int64_t start, end;   /* the time span it covers */
-	const char *steps;    /* JSON array of step indices */
-	const char *evidence; /* JSON object */
-	int64_t lost_ns_per_step;
-	double step_share; /* lost / step time, 0..1 */
-	const char *message;
-	const char *fix;
-	int64_t stack_id;
-} cs_finding;
-
 /* ---- writer ---- */
 
 typedef struct cs_trace_writer cs_trace_writer;
@@ -427,7 +330,6 @@ int cs_writer_add_nvtx(cs_trace_writer *w, const cs_nvtx *n);
  * negative cs_err code.
  */
 int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n);
-int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f);
 /* Build the indices, commit, and move the file onto its final path. Frees the writer in every case.
  */
 int cs_writer_finish(cs_trace_writer *w, cs_error *err);
@@ -462,7 +364,8 @@ typedef struct cs_trace_summary {
 	int64_t start, end; /* first and last timestamp of any event, ns since trace start;
 			     * CS_TS_UNKNOWN when the trace has no event */
 	int64_t counts[CS_EV_COUNT];
-	int64_t processes, devices, streams, strings, stacks, findings;
+	int64_t processes, devices, streams, strings, stacks;
+	int64_t findings; /* rows of a FINDINGS table (docs/trace-format.md): cuscope writes none */
 	int64_t dropped_records;
 } cs_trace_summary;
 int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err);
@@ -522,30 +425,27 @@ void cs_iter_close(cs_iter *it);
 
 /*
  * Bulk read of a whole event table, for analyses that load every row (cs_analysis_load): calls
- * row() for each event of kind in time order with the values of the named columns (names as in
- * docs/trace-format.md, at most CS_SCAN_MAX_COLUMNS), a NULL read as null_values[i], and so is an
- * implausible time (an end before its start or more than CS_TS_MAX after it, when both are
- * scanned); an implausible "bytes" reads as 0. Only the named
- * columns are read and no string is looked up, so a scan is several times faster than an iterator.
- * values lives during the call. Stops when row() returns non-zero. Returns 0 (also when row()
- * stopped with a positive value), row()'s value when negative, CS_ERR_INVALID for a column the
- * table does not have, or another cs_err code.
+ * row() for each event of kind in time order with the values of the listed columns (the
+ * CS_COL_<KIND>_<column> constants above, at most CS_SCAN_MAX_COLUMNS of them) at their place in
+ * the row: values[CS_COL_KERNEL_gridX]. A value reads as the iterator reads it: a NULL or
+ * implausible time as CS_TS_UNKNOWN (also an end before its start or more than CS_TS_MAX after
+ * it, when both are listed), a NULL id as CS_ID_NONE, an implausible size and any other NULL as 0;
+ * the columns not listed hold those null values. Only the listed columns are read and no string
+ * is looked up, so a scan is several times faster than an iterator. values lives during the
+ * call. Stops when row() returns non-zero. Returns 0 (also when row() stopped with a positive
+ * value), row()'s value when negative, CS_ERR_INVALID for a column the table does not have, or
+ * another cs_err code.
  */
 #define CS_SCAN_MAX_COLUMNS 32
-int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
-		  const int64_t *null_values, int ncolumns,
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const int *columns, int ncolumns,
 		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
 /*
  * The same for the events first .. end-1 of the table in time order (0-based; end past the last
  * row reads to the end), so that threads, each with its own cs_trace, can read parts of a table.
  */
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
-		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
-
-/* Findings stored in the trace, most costly first. */
-int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
-			  cs_error *err);
 
 /* ---- the timeline overview ---- */
 

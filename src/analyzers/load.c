@@ -66,45 +66,45 @@ struct load_ctx {
 	int64_t caps[CS_EV_COUNT]; /* allocated elements of each array */
 };
 
-#define TS   CS_TS_UNKNOWN
-#define NONE CS_ID_NONE
-
-/* The columns each array is filled from, with the value a NULL reads as. */
-static const char *const kernel_cols[] = {
-	"start",     "end",	 "launchStart", "launchEnd", "nameId", "stackId", "pid",
-	"launchTid", "streamId", "deviceId",	"graphId",   "gridX",  "gridY",	  "gridZ"};
-static const int64_t kernel_nulls[] = {TS, TS, TS, TS, NONE, NONE, 0, 0, 0, NONE, NONE, 0, 0, 0};
+/* The columns each array is filled from (include/cuscope/columns.def). */
+static const int kernel_cols[] = {
+	CS_COL_KERNEL_start,	 CS_COL_KERNEL_end,	  CS_COL_KERNEL_launchStart,
+	CS_COL_KERNEL_launchEnd, CS_COL_KERNEL_nameId,	  CS_COL_KERNEL_stackId,
+	CS_COL_KERNEL_pid,	 CS_COL_KERNEL_launchTid, CS_COL_KERNEL_streamId,
+	CS_COL_KERNEL_deviceId,	 CS_COL_KERNEL_graphId,	  CS_COL_KERNEL_gridX,
+	CS_COL_KERNEL_gridY,	 CS_COL_KERNEL_gridZ};
 #define NKERNEL_COLS ((int)(sizeof(kernel_cols) / sizeof(kernel_cols[0])))
 
-static const char *const memcpy_cols[] = {
-	"start",     "end",	 "launchStart", "launchEnd", "bytes",	"stackId", "pid",
-	"launchTid", "streamId", "deviceId",	"copyKind",  "srcKind", "dstKind", "isAsync"};
-static const int64_t memcpy_nulls[] = {TS, TS, TS, TS, 0, NONE, 0, 0, 0, NONE, 0, 0, 0, 0};
+static const int memcpy_cols[] = {
+	CS_COL_MEMCPY_start,	 CS_COL_MEMCPY_end,	  CS_COL_MEMCPY_launchStart,
+	CS_COL_MEMCPY_launchEnd, CS_COL_MEMCPY_bytes,	  CS_COL_MEMCPY_stackId,
+	CS_COL_MEMCPY_pid,	 CS_COL_MEMCPY_launchTid, CS_COL_MEMCPY_streamId,
+	CS_COL_MEMCPY_deviceId,	 CS_COL_MEMCPY_copyKind,  CS_COL_MEMCPY_srcKind,
+	CS_COL_MEMCPY_dstKind,	 CS_COL_MEMCPY_isAsync};
 
-static const char *const memset_cols[] = {"start",    "end",	  "launchStart", "launchEnd",
-					  "bytes",    "stackId",  "pid",	 "launchTid",
-					  "streamId", "deviceId", "memKind",	 "isAsync"};
-static const int64_t memset_nulls[] = {TS, TS, TS, TS, 0, NONE, 0, 0, 0, NONE, 0, 0};
+static const int memset_cols[] = {
+	CS_COL_MEMSET_start,	 CS_COL_MEMSET_end,	  CS_COL_MEMSET_launchStart,
+	CS_COL_MEMSET_launchEnd, CS_COL_MEMSET_bytes,	  CS_COL_MEMSET_stackId,
+	CS_COL_MEMSET_pid,	 CS_COL_MEMSET_launchTid, CS_COL_MEMSET_streamId,
+	CS_COL_MEMSET_deviceId,	 CS_COL_MEMSET_memKind,	  CS_COL_MEMSET_isAsync};
 
-static const char *const memory_cols[] = {
-	"start",    "bytes", "address",	    "stackId", "pid",
-	"deviceId", "isVmm", "returnValue", "memKind", "memoryOperationType"};
-static const int64_t memory_nulls[] = {TS, 0, 0, NONE, 0, NONE, 0, 0, 0, 0};
+static const int memory_cols[] = {CS_COL_MEMORY_start,	 CS_COL_MEMORY_bytes,
+				  CS_COL_MEMORY_address, CS_COL_MEMORY_stackId,
+				  CS_COL_MEMORY_pid,	 CS_COL_MEMORY_deviceId,
+				  CS_COL_MEMORY_isVmm,	 CS_COL_MEMORY_returnValue,
+				  CS_COL_MEMORY_memKind, CS_COL_MEMORY_memoryOperationType};
 
-static const char *const sync_cols[] = {"start", "end",	     "stackId",	 "pid",	      "tid",
-					"streamId", "syncType", "cbid", "returnValue"};
-static const int64_t sync_nulls[] = {TS, TS, NONE, 0, 0, NONE, 0, NONE, 0};
+static const int sync_cols[] = {CS_COL_SYNC_start,    CS_COL_SYNC_end, CS_COL_SYNC_stackId,
+				CS_COL_SYNC_pid,      CS_COL_SYNC_tid, CS_COL_SYNC_streamId,
+				CS_COL_SYNC_syncType, CS_COL_SYNC_cbid, CS_COL_SYNC_returnValue};
 
-static const char *const api_cols[] = {"start", "end", "nameId", "stackId",
-				       "pid",	"tid", "cbid",	 "returnValue"};
-static const int64_t api_nulls[] = {TS, TS, NONE, NONE, 0, 0, NONE, 0};
+static const int api_cols[] = {CS_COL_API_start,   CS_COL_API_end,	  CS_COL_API_nameId,
+			       CS_COL_API_stackId, CS_COL_API_pid,	  CS_COL_API_tid,
+			       CS_COL_API_cbid,	   CS_COL_API_returnValue};
 
-static const char *const nvtx_cols[] = {"start", "end",	     "textId", "pid",
-					"tid",	 "nvtxType", "depth"};
-static const int64_t nvtx_nulls[] = {TS, TS, NONE, 0, 0, 0, 0};
-
-#undef TS
-#undef NONE
+static const int nvtx_cols[] = {CS_COL_NVTX_start, CS_COL_NVTX_end, CS_COL_NVTX_textId,
+				CS_COL_NVTX_pid,   CS_COL_NVTX_tid, CS_COL_NVTX_nvtxType,
+				CS_COL_NVTX_depth};
 
 /* A pointer to the next free element of an array, grown when full; NULL without memory. */
 static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
@@ -119,19 +119,20 @@ static void *next_slot(void **v, int64_t *n, int64_t *cap, size_t size)
 
 static void fill_kernel(cs_a_kernel *d, const int64_t *v)
 {
-	int64_t blocks = cs_sat_mul3(v[11], v[12], v[13]);
+	int64_t blocks =
+		cs_sat_mul3(v[CS_COL_KERNEL_gridX], v[CS_COL_KERNEL_gridY], v[CS_COL_KERNEL_gridZ]);
 
-	d->start = v[0];
-	d->end = v[1];
-	d->launch_start = v[2];
-	d->launch_end = v[3];
-	d->name_id = v[4];
-	d->stack_id = v[5];
-	d->pid = (uint32_t)v[6];
-	d->launch_tid = (uint32_t)v[7];
-	d->stream_id = (uint32_t)v[8];
-	d->device_id = (int32_t)v[9];
-	d->graph = v[10] != CS_ID_NONE;
+	d->start = v[CS_COL_KERNEL_start];
+	d->end = v[CS_COL_KERNEL_end];
+	d->launch_start = v[CS_COL_KERNEL_launchStart];
+	d->launch_end = v[CS_COL_KERNEL_launchEnd];
+	d->name_id = v[CS_COL_KERNEL_nameId];
+	d->stack_id = v[CS_COL_KERNEL_stackId];
+	d->pid = (uint32_t)v[CS_COL_KERNEL_pid];
+	d->launch_tid = (uint32_t)v[CS_COL_KERNEL_launchTid];
+	d->stream_id = (uint32_t)v[CS_COL_KERNEL_streamId];
+	d->device_id = (int32_t)v[CS_COL_KERNEL_deviceId];
+	d->graph = v[CS_COL_KERNEL_graphId] != CS_ID_NONE;
 	d->grid_blocks = blocks > INT32_MAX ? INT32_MAX : blocks < 0 ? 0 : (int32_t)blocks;
 }
 
@@ -170,8 +171,8 @@ static void *kernel_part_run(void *arg)
 		if (kp->rc < 0)
 			return NULL;
 	}
-	kp->rc = cs_trace_scan_rows(t, CS_EV_KERNEL, kp->first, kp->end, kernel_cols, kernel_nulls,
-				    NKERNEL_COLS, row_kernel, kp, &kp->err);
+	kp->rc = cs_trace_scan_rows(t, CS_EV_KERNEL, kp->first, kp->end, kernel_cols, NKERNEL_COLS,
+				    row_kernel, kp, &kp->err);
 	if (kp->rc == CS_ERR_CORRUPT && !kp->err.msg[0])
 		cs_error_set(&kp->err, kp->rc, "cannot read '%s': damaged file (%s)", kp->path,
 			     cs_event_kind_table(CS_EV_KERNEL));
@@ -180,19 +181,33 @@ static void *kernel_part_run(void *arg)
 	return NULL;
 }
 
-/* The columns memcpys and memsets share (the first ten). */
-static void fill_copy(cs_a_copy *d, const int64_t *v)
+/* The columns memcpys and memsets share, at the same place in both tables; bytes and the stack
+ * are at places of their own. */
+#define SAME_PLACE(column)                                                         \
+	_Static_assert((int)CS_COL_MEMCPY_##column == (int)CS_COL_MEMSET_##column, \
+		       #column " of memcpys and memsets")
+SAME_PLACE(start);
+SAME_PLACE(end);
+SAME_PLACE(launchStart);
+SAME_PLACE(launchEnd);
+SAME_PLACE(pid);
+SAME_PLACE(launchTid);
+SAME_PLACE(streamId);
+SAME_PLACE(deviceId);
+#undef SAME_PLACE
+
+static void fill_copy(cs_a_copy *d, const int64_t *v, int64_t bytes, int64_t stack_id)
 {
-	d->start = v[0];
-	d->end = v[1];
-	d->launch_start = v[2];
-	d->launch_end = v[3];
-	d->bytes = v[4];
-	d->stack_id = v[5];
-	d->pid = (uint32_t)v[6];
-	d->launch_tid = (uint32_t)v[7];
-	d->stream_id = (uint32_t)v[8];
-	d->device_id = (int32_t)v[9];
+	d->start = v[CS_COL_MEMCPY_start];
+	d->end = v[CS_COL_MEMCPY_end];
+	d->launch_start = v[CS_COL_MEMCPY_launchStart];
+	d->launch_end = v[CS_COL_MEMCPY_launchEnd];
+	d->bytes = bytes;
+	d->stack_id = stack_id;
+	d->pid = (uint32_t)v[CS_COL_MEMCPY_pid];
+	d->launch_tid = (uint32_t)v[CS_COL_MEMCPY_launchTid];
+	d->stream_id = (uint32_t)v[CS_COL_MEMCPY_streamId];
+	d->device_id = (int32_t)v[CS_COL_MEMCPY_deviceId];
 }
 
 static int row_memcpy(const int64_t *v, void *arg)
@@ -204,11 +219,11 @@ static int row_memcpy(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	fill_copy(d, v);
-	d->copy_kind = (int32_t)v[10];
-	d->src_kind = (int32_t)v[11];
-	d->dst_kind = (int32_t)v[12];
-	d->is_async = (int32_t)v[13];
+	fill_copy(d, v, v[CS_COL_MEMCPY_bytes], v[CS_COL_MEMCPY_stackId]);
+	d->copy_kind = (int32_t)v[CS_COL_MEMCPY_copyKind];
+	d->src_kind = (int32_t)v[CS_COL_MEMCPY_srcKind];
+	d->dst_kind = (int32_t)v[CS_COL_MEMCPY_dstKind];
+	d->is_async = (int32_t)v[CS_COL_MEMCPY_isAsync];
 	d->is_memset = 0;
 	return 0;
 }
@@ -221,11 +236,11 @@ static int row_memset(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	fill_copy(d, v);
+	fill_copy(d, v, v[CS_COL_MEMSET_bytes], v[CS_COL_MEMSET_stackId]);
 	d->copy_kind = CS_COPY_UNKNOWN;
 	d->src_kind = CS_MEM_UNKNOWN;
-	d->dst_kind = (int32_t)v[10];
-	d->is_async = (int32_t)v[11];
+	d->dst_kind = (int32_t)v[CS_COL_MEMSET_memKind];
+	d->is_async = (int32_t)v[CS_COL_MEMSET_isAsync];
 	d->is_memset = 1;
 	return 0;
 }
@@ -239,16 +254,16 @@ static int row_memory(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	d->start = v[0];
-	d->bytes = v[1];
-	d->address = (uint64_t)v[2];
-	d->stack_id = v[3];
-	d->pid = (uint32_t)v[4];
-	d->device_id = (int32_t)v[5];
-	d->is_vmm = (int32_t)v[6];
-	d->result = (int32_t)v[7];
-	d->mem_kind = (int32_t)v[8];
-	d->op = (int32_t)v[9];
+	d->start = v[CS_COL_MEMORY_start];
+	d->bytes = v[CS_COL_MEMORY_bytes];
+	d->address = (uint64_t)v[CS_COL_MEMORY_address];
+	d->stack_id = v[CS_COL_MEMORY_stackId];
+	d->pid = (uint32_t)v[CS_COL_MEMORY_pid];
+	d->device_id = (int32_t)v[CS_COL_MEMORY_deviceId];
+	d->is_vmm = (int32_t)v[CS_COL_MEMORY_isVmm];
+	d->result = (int32_t)v[CS_COL_MEMORY_returnValue];
+	d->mem_kind = (int32_t)v[CS_COL_MEMORY_memKind];
+	d->op = (int32_t)v[CS_COL_MEMORY_memoryOperationType];
 	return 0;
 }
 
@@ -275,16 +290,16 @@ static int row_sync(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	d->start = v[0];
-	d->end = v[1];
-	d->stack_id = v[2];
-	d->pid = (uint32_t)v[3];
-	d->tid = (uint32_t)v[4];
-	d->stream_id = v[5];
-	d->type = (int32_t)v[6];
+	d->start = v[CS_COL_SYNC_start];
+	d->end = v[CS_COL_SYNC_end];
+	d->stack_id = v[CS_COL_SYNC_stackId];
+	d->pid = (uint32_t)v[CS_COL_SYNC_pid];
+	d->tid = (uint32_t)v[CS_COL_SYNC_tid];
+	d->stream_id = v[CS_COL_SYNC_streamId];
+	d->type = (int32_t)v[CS_COL_SYNC_syncType];
 	d->host_wait = cs_sync_type_is_host_wait(d->type);
-	d->cbid = (int32_t)v[7];
-	d->result = (int32_t)v[8];
+	d->cbid = (int32_t)v[CS_COL_SYNC_cbid];
+	d->result = (int32_t)v[CS_COL_SYNC_returnValue];
 	return 0;
 }
 
@@ -330,14 +345,14 @@ static int row_api(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	d->start = v[0];
-	d->end = v[1];
-	d->name_id = v[2];
-	d->stack_id = v[3];
-	d->pid = (uint32_t)v[4];
-	d->tid = (uint32_t)v[5];
-	d->cbid = (int32_t)v[6];
-	d->result = (int32_t)v[7];
+	d->start = v[CS_COL_API_start];
+	d->end = v[CS_COL_API_end];
+	d->name_id = v[CS_COL_API_nameId];
+	d->stack_id = v[CS_COL_API_stackId];
+	d->pid = (uint32_t)v[CS_COL_API_pid];
+	d->tid = (uint32_t)v[CS_COL_API_tid];
+	d->cbid = (int32_t)v[CS_COL_API_cbid];
+	d->result = (int32_t)v[CS_COL_API_returnValue];
 	return 0;
 }
 
@@ -349,28 +364,26 @@ static int row_nvtx(const int64_t *v, void *arg)
 
 	if (!d)
 		return CS_ERR_NOMEM;
-	d->start = v[0];
-	d->end = v[1];
-	d->text_id = v[2];
-	d->pid = (uint32_t)v[3];
-	d->tid = (uint32_t)v[4];
-	d->type = (int32_t)v[5];
-	d->depth = (int32_t)v[6];
+	d->start = v[CS_COL_NVTX_start];
+	d->end = v[CS_COL_NVTX_end];
+	d->text_id = v[CS_COL_NVTX_textId];
+	d->pid = (uint32_t)v[CS_COL_NVTX_pid];
+	d->tid = (uint32_t)v[CS_COL_NVTX_tid];
+	d->type = (int32_t)v[CS_COL_NVTX_nvtxType];
+	d->depth = (int32_t)v[CS_COL_NVTX_depth];
 	return 0;
 }
 
 struct table_load {
 	enum cs_event_kind kind;
-	const char *const *cols;
-	const int64_t *nulls;
+	const int *cols;
 	int ncols;
 	int (*row)(const int64_t *v, void *arg);
 };
 
-#define TABLE(kind, name)                                                                     \
-	{                                                                                     \
-		kind, name##_cols, name##_nulls, (int)(sizeof(name##_cols) / sizeof(char *)), \
-			row_##name                                                            \
+#define TABLE(kind, name)                                                                          \
+	{                                                                                          \
+		kind, name##_cols, (int)(sizeof(name##_cols) / sizeof(name##_cols[0])), row_##name \
 	}
 
 static const struct table_load tables[] = {
@@ -421,18 +434,45 @@ static int merge_memsets(struct load_ctx *c)
 
 /* ---- derived tables ---- */
 
-struct stream_key {
-	uint32_t pid, stream;
-	int32_t device;
-	int32_t group; /* -1 for an empty slot */
+/*
+ * The stream group of (pid, device, stream), numbered in order of first appearance; -1 without
+ * memory. The key is wider than 64 bits, so it is looked up in two steps: (pid, device) gets a
+ * number of its own, then (that number, stream) gives the group. last caches the previous kernel's
+ * answer: a stream's kernels mostly come one after another.
+ */
+struct stream_groups {
+	struct u64map pairs;   /* pid << 32 | device -> int32_t: the pair's number */
+	struct u64map streams; /* pair << 32 | stream -> int32_t: the group */
+	int32_t ngroups;
+	int has_last;
+	uint32_t last_pid, last_stream;
+	int32_t last_device, last_group;
 };
 
-static size_t stream_hash(uint32_t pid, int32_t device, uint32_t stream, size_t mask)
+static int32_t stream_group(struct stream_groups *sg, const cs_a_kernel *k)
 {
-	uint64_t h = ((uint64_t)pid * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)device << 40) ^
-		     ((uint64_t)stream * 0xff51afd7ed558ccdull);
+	int32_t *pair, *group;
+	int created;
 
-	return (size_t)(h ^ (h >> 29)) & mask;
+	if (sg->has_last && sg->last_pid == k->pid && sg->last_device == k->device_id &&
+	    sg->last_stream == k->stream_id)
+		return sg->last_group;
+	pair = u64map_put(&sg->pairs, (uint64_t)k->pid << 32 | (uint32_t)k->device_id, &created);
+	if (!pair)
+		return -1;
+	if (created)
+		*pair = (int32_t)(sg->pairs.n - 1);
+	group = u64map_put(&sg->streams, (uint64_t)(uint32_t)*pair << 32 | k->stream_id, &created);
+	if (!group)
+		return -1;
+	if (created)
+		*group = sg->ngroups++;
+	sg->has_last = 1;
+	sg->last_pid = k->pid;
+	sg->last_device = k->device_id;
+	sg->last_stream = k->stream_id;
+	sg->last_group = *group;
+	return *group;
 }
 
 /*
@@ -441,75 +481,37 @@ static size_t stream_hash(uint32_t pid, int32_t device, uint32_t stream, size_t 
  */
 static int build_stream_order(cs_analysis *a)
 {
-	struct stream_key *slots = NULL;
-	int32_t *group = NULL, ngroups = 0, *first = NULL;
-	size_t nslots = 64, mask = nslots - 1;
+	struct stream_groups sg;
+	int32_t *group = NULL, *first = NULL;
 	int rc = CS_ERR_NOMEM;
 
 	if (a->nkernels > INT32_MAX)
 		return CS_ERR_INVALID;
+	memset(&sg, 0, sizeof(sg));
+	u64map_init(&sg.pairs, sizeof(int32_t));
+	u64map_init(&sg.streams, sizeof(int32_t));
 	a->kernel_stream_order = malloc(((size_t)a->nkernels + 1) * sizeof(int32_t));
 	group = malloc(((size_t)a->nkernels + 1) * sizeof(*group));
-	slots = malloc(nslots * sizeof(*slots));
-	if (!a->kernel_stream_order || !group || !slots)
+	if (!a->kernel_stream_order || !group)
 		goto out;
-	for (size_t s = 0; s < nslots; s++)
-		slots[s].group = -1;
 	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		size_t s = stream_hash(k->pid, k->device_id, k->stream_id, mask);
-
-		while (slots[s].group >= 0 &&
-		       (slots[s].pid != k->pid || slots[s].device != k->device_id ||
-			slots[s].stream != k->stream_id))
-			s = (s + 1) & mask;
-		if (slots[s].group < 0) {
-			slots[s].pid = k->pid;
-			slots[s].device = k->device_id;
-			slots[s].stream = k->stream_id;
-			slots[s].group = ngroups++;
-			if ((size_t)ngroups * 2 > nslots) {
-				/* rehash into a table twice as large */
-				size_t nn = nslots * 2;
-				struct stream_key *ns = malloc(nn * sizeof(*ns));
-
-				group[i] = slots[s].group;
-				if (!ns)
-					goto out;
-				for (size_t x = 0; x < nn; x++)
-					ns[x].group = -1;
-				for (size_t x = 0; x < nslots; x++) {
-					size_t y;
-
-					if (slots[x].group < 0)
-						continue;
-					y = stream_hash(slots[x].pid, slots[x].device,
-							slots[x].stream, nn - 1);
-					while (ns[y].group >= 0)
-						y = (y + 1) & (nn - 1);
-					ns[y] = slots[x];
-				}
-				free(slots);
-				slots = ns;
-				nslots = nn;
-				mask = nn - 1;
-				continue;
-			}
-		}
-		group[i] = slots[s].group;
+		group[i] = stream_group(&sg, &a->kernels[i]);
+		if (group[i] < 0)
+			goto out;
 	}
-	first = calloc((size_t)ngroups + 1, sizeof(*first));
+	first = calloc((size_t)sg.ngroups + 1, sizeof(*first));
 	if (!first)
 		goto out;
 	for (int64_t i = 0; i < a->nkernels; i++)
 		first[group[i] + 1]++;
-	for (int32_t g = 0; g < ngroups; g++)
+	for (int32_t g = 0; g < sg.ngroups; g++)
 		first[g + 1] += first[g];
 	for (int64_t i = 0; i < a->nkernels; i++)
 		a->kernel_stream_order[first[group[i]]++] = (int32_t)i;
 	rc = 0;
 out:
-	free(slots);
+	u64map_free(&sg.pairs);
+	u64map_free(&sg.streams);
 	free(group);
 	free(first);
 	return rc;
@@ -556,8 +558,7 @@ static int load_other_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 	for (size_t k = 0; k < sizeof(tables) / sizeof(tables[0]); k++) {
 		const struct table_load *tl = &tables[k];
 		cs_error serr = {0, ""};
-		int rc = cs_trace_scan(t, tl->kind, tl->cols, tl->nulls, tl->ncols, tl->row, c,
-				       &serr);
+		int rc = cs_trace_scan(t, tl->kind, tl->cols, tl->ncols, tl->row, c, &serr);
 
 		if (rc == CS_ERR_NOMEM)
 			return cs_error_set(err, rc, "out of memory loading '%s'",

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cuscope/progress.h"
 #include "util/checked.h"
+#include "util/u64map.h"
 
 #define STATS_DEFAULT_LIMIT 20
 #define STATS_NCOPY_KINDS   (CS_COPY_PTOP + 1)
@@ -46,12 +47,11 @@ struct kernel_stat {
 	double median, stddev;
 };
 
-/* Kernel stats by name id: a vector and an open-addressing index over it. */
+/* Kernel stats by name id: a vector and an index over it. */
 struct kernel_table {
 	struct kernel_stat *v;
 	size_t n, cap;
-	size_t *slots; /* index + 1 into v, 0 = empty */
-	size_t nslots;
+	struct u64map index; /* name id -> size_t index into v */
 };
 
 struct copy_stat {
@@ -70,55 +70,29 @@ struct stats {
 	struct copy_stat memsets;
 };
 
-static size_t hash_id(int64_t id, size_t nslots)
-{
-	uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 17) & (nslots - 1);
-}
-
-static int kernel_table_grow(struct kernel_table *kt)
-{
-	size_t nslots = kt->nslots ? kt->nslots * 2 : 256;
-	size_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -1;
-	for (size_t i = 0; i < kt->n; i++) {
-		size_t s = hash_id(kt->v[i].name_id, nslots);
-
-		while (slots[s])
-			s = (s + 1) & (nslots - 1);
-		slots[s] = i + 1;
-	}
-	free(kt->slots);
-	kt->slots = slots;
-	kt->nslots = nslots;
-	return 0;
-}
-
 /* The stat of name_id, created (with a copy of name) on first sight. NULL when out of memory. */
 static struct kernel_stat *kernel_table_get(struct kernel_table *kt, int64_t name_id,
 					    const char *name)
 {
 	struct kernel_stat *k;
-	size_t s;
+	size_t *idx;
+	int created;
 
-	if ((kt->n + 1) * 2 > kt->nslots && kernel_table_grow(kt))
+	if (!kt->index.vsize)
+		u64map_init(&kt->index, sizeof(size_t));
+	idx = u64map_put(&kt->index, (uint64_t)name_id, &created);
+	if (!idx)
 		return NULL;
-	s = hash_id(name_id, kt->nslots);
-	while (kt->slots[s]) {
-		k = &kt->v[kt->slots[s] - 1];
-		if (k->name_id == name_id)
-			return k;
-		s = (s + 1) & (kt->nslots - 1);
-	}
+	if (!created)
+		return &kt->v[*idx];
 	if (kt->n == kt->cap) {
 		size_t cap = kt->cap ? kt->cap * 2 : 64;
 		struct kernel_stat *nv = realloc(kt->v, cap * sizeof(*nv));
 
-		if (!nv)
+		if (!nv) {
+			u64map_del(&kt->index, (uint64_t)name_id);
 			return NULL;
+		}
 		kt->v = nv;
 		kt->cap = cap;
 	}
@@ -126,11 +100,13 @@ static struct kernel_stat *kernel_table_get(struct kernel_table *kt, int64_t nam
 	memset(k, 0, sizeof(*k));
 	k->name_id = name_id;
 	k->name = cs_utf8_repair(name ? name : "<unknown>");
-	if (!k->name)
+	if (!k->name) {
+		u64map_del(&kt->index, (uint64_t)name_id);
 		return NULL;
+	}
 	k->min = INT64_MAX;
 	k->max = INT64_MIN;
-	kt->slots[s] = ++kt->n;
+	*idx = kt->n++;
 	return k;
 }
 
@@ -203,7 +179,7 @@ static void stats_free(struct stats *st)
 		free(st->kernels.v[i].durations);
 	}
 	free(st->kernels.v);
-	free(st->kernels.slots);
+	u64map_free(&st->kernels.index);
 }
 
 /* a + b, held at the int64 limits (byte counts of a damaged file can reach them) */

@@ -23,7 +23,6 @@
  *                              marks: instants
  *   device memory              a counter per GPU: the running sum of live allocations
  *                              (cs_mem_count_of says which rows count)
- *   findings                   trace-wide instants
  * An event whose start or end is unknown is left out, never written at 0.
  */
 #include <pthread.h>
@@ -342,7 +341,6 @@ struct driver {
 	struct ex_track **all;
 	size_t nall, capall;
 	uint64_t next_uuid;
-	struct ex_track *findings;
 	int64_t next_gpu_pid; /* chrome pids for GPUs whose device id is taken */
 	int multi_gpu_proc;   /* devices of more than one process: say whose */
 	/* launches */
@@ -723,20 +721,6 @@ static struct ex_track *counter_track(struct driver *d, struct ex_track *g)
 	g->counter->device_id = g->device_id;
 	g->counter->sort_index = -1;
 	return g->counter;
-}
-
-static struct ex_track *findings_track(struct driver *d)
-{
-	if (d->findings)
-		return d->findings;
-	d->findings = track_new(d, EX_TRACK_FINDINGS, NULL, "Findings");
-	if (!d->findings) {
-		fail(d, CS_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	d->findings->pid = d->ex.nprocs ? d->ex.procs[0].pid : 0;
-	d->findings->sort_index = -1;
-	return d->findings;
 }
 
 /* ---- launches ---- */
@@ -1364,82 +1348,6 @@ static int memory_window_start(struct driver *d)
 	return 0;
 }
 
-/* ---- findings ---- */
-
-/* JSON text repaired and printed back compactly, or NULL when it does not parse. */
-static char *json_normalize(const char *s)
-{
-	char *fixed = cs_utf8_repair(s), *out = NULL;
-	cJSON *j;
-
-	if (!fixed)
-		return NULL;
-	j = cJSON_Parse(fixed);
-	if (j)
-		out = cJSON_PrintUnformatted(j);
-	cJSON_Delete(j);
-	free(fixed);
-	return out;
-}
-
-static int on_finding(const cs_finding *f, void *arg)
-{
-	static const char *const severities[] = {"info", "info", "warning", "error"};
-	struct driver *d = arg;
-	struct ex_event e;
-	char *name = NULL, *steps = NULL, *evidence = NULL;
-	size_t n;
-	int rc;
-
-	if (f->start == CS_TS_UNKNOWN)
-		return 0;
-	if ((d->t1 != CS_TS_UNKNOWN && f->start >= d->t1) ||
-	    (d->t0 != CS_TS_UNKNOWN && (f->end != CS_TS_UNKNOWN ? f->end : f->start) < d->t0))
-		return 0;
-	memset(&e, 0, offsetof(struct ex_event, args));
-	e.track = findings_track(d);
-	if (!e.track)
-		return d->failed;
-	e.ts = f->start;
-	e.cat = EX_CAT_FINDING;
-	n = strlen(f->rule ? f->rule : "") + strlen(f->message ? f->message : "") + 3;
-	name = malloc(n);
-	if (!name)
-		return fail(d, CS_ERR_NOMEM, "out of memory");
-	snprintf(name, n, "%s%s%s", f->rule ? f->rule : "", f->message ? ": " : "",
-		 f->message ? f->message : "");
-	e.name = name;
-	if (f->rule)
-		ex_arg_str(&e, EX_KEY_RULE, EX_ARG_STR, f->rule);
-	ex_arg_str(&e, EX_KEY_SEVERITY, EX_ARG_STR,
-		   severities[f->severity >= 1 && f->severity <= 3 ? f->severity : 0]);
-	if (f->message)
-		ex_arg_str(&e, EX_KEY_MESSAGE, EX_ARG_STR, f->message);
-	if (f->fix)
-		ex_arg_str(&e, EX_KEY_FIX, EX_ARG_STR, f->fix);
-	ex_arg_int(&e, EX_KEY_LOST, f->lost_ns_per_step);
-	ex_arg_milli(&e, EX_KEY_SHARE, (int64_t)(f->step_share * 1000 + 0.5));
-	if (f->end != CS_TS_UNKNOWN)
-		ex_arg_int(&e, EX_KEY_END, f->end);
-	if (f->steps) {
-		steps = json_normalize(f->steps);
-		ex_arg_str(&e, EX_KEY_STEPS, steps ? EX_ARG_JSON : EX_ARG_STR,
-			   steps ? steps : f->steps);
-	}
-	if (f->evidence) {
-		evidence = json_normalize(f->evidence);
-		ex_arg_str(&e, EX_KEY_EVIDENCE, evidence ? EX_ARG_JSON : EX_ARG_STR,
-			   evidence ? evidence : f->evidence);
-	}
-	rc = track_use(d, e.track);
-	if (!rc)
-		rc = d->ex.ops->instant(&d->ex, &e);
-	free(name);
-	free(steps);
-	free(evidence);
-	return rc;
-}
-
 /* ---- reading the trace ---- */
 
 struct source {
@@ -2023,8 +1931,6 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		rc = emit_steps(d);
 	if (!rc)
 		rc = export_events(d);
-	if (!rc)
-		rc = cs_trace_each_finding(t, on_finding, d, err);
 	if (!rc && d->failed)
 		rc = d->failed;
 	if (!rc)

@@ -1,6 +1,6 @@
 /*
  * reader.c - the trace reader: opens a trace read-only, checks it, and serves events, processes,
- * devices, streams, stacks, findings and meta data to the analyzers, exporters and the viewer.
+ * devices, streams, stacks and meta data to the analyzers, exporters and the viewer.
  *
  * Event tables are stored in time order (rowid order is (start, arrival) order, see schema.c), so a
  * time window is found by a binary search on rowid, bounded below by the table's longest event
@@ -10,6 +10,8 @@
  * a time (a timestamp as CS_TS_UNKNOWN, or the scan's null value; an end before its start or more
  * than CS_TS_MAX after it as unknown; a size as 0; a negative count as 0), so that what the
  * analyses get is always plausible; the rest of the row is read as it is.
+ *
+ * The event tables' columns, and how each is read, come from include/cuscope/columns.def.
  *
  * A cs_trace is not thread safe: open one per thread.
  */
@@ -69,6 +71,8 @@ struct cs_trace {
 
 	struct table_info info[CS_EV_COUNT];
 	sqlite3_stmt *probe[CS_EV_COUNT]; /* SELECT start FROM <table> WHERE rowid = ? */
+	/* bit i: the file's table lacks column i of columns.def (written before it was added) */
+	uint32_t absent[CS_EV_COUNT];
 
 	cs_frame *frames;
 	size_t frames_cap;
@@ -253,14 +257,14 @@ static int load_meta(cs_trace *t, cs_error *err)
 /* Row count, time bounds and longest event of a table missing from EVENT_TABLE_INFO (a scan). */
 static int compute_table_info(cs_trace *t, enum cs_event_kind kind, struct table_info *ti)
 {
-	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+	int has_end = cs_event_column_find(kind, "end") >= 0;
 	sqlite3_stmt *st = NULL;
 	char sql[256];
 	int rc;
 
 	snprintf(sql, sizeof(sql), "SELECT count(*), min(start), %s, %s FROM %s",
-		 d->has_end ? "max(coalesce(end, start))" : "max(start)",
-		 d->has_end ? "max(CASE WHEN end >= start THEN end - start END)" : "NULL",
+		 has_end ? "max(coalesce(end, start))" : "max(start)",
+		 has_end ? "max(CASE WHEN end >= start THEN end - start END)" : "NULL",
 		 cs_event_kind_table(kind));
 	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -330,6 +334,56 @@ static int load_table_info(cs_trace *t, cs_error *err)
 	return CS_OK;
 }
 
+/*
+ * Which columns of columns.def each event table of the file lacks: a column added to a table after
+ * a file was written reads as NULL (its missing value) there, as a later version of the schema
+ * promises (docs/trace-format.md, "Versioning").
+ */
+static int load_columns(cs_trace *t, cs_error *err)
+{
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const struct cs_event_table_def *d = &cs_event_table_defs[k];
+		sqlite3_stmt *st = NULL;
+		char sql[128];
+		int rc, n;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s", cs_event_kind_table(k));
+		rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return sql_error(t, rc, err);
+		n = sqlite3_column_count(st);
+		for (int i = 0; i < d->ncolumns; i++) {
+			int found = 0;
+
+			for (int j = 0; j < n && !found; j++) {
+				const char *name = sqlite3_column_name(st, j);
+
+				found = name && !strcmp(name, d->col[i].name);
+			}
+			if (!found)
+				t->absent[k] |= UINT32_C(1) << i;
+		}
+		sqlite3_finalize(st);
+	}
+	return CS_OK;
+}
+
+/* "a, NULL, c": the columns cols[0..n) of a kind's table as the file has them. */
+static void select_list(cs_strbuf *sb, const cs_trace *t, enum cs_event_kind kind, const int *cols,
+			int n)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+
+	for (int i = 0; i < n; i++) {
+		if (i)
+			cs_strbuf_puts(sb, ", ");
+		if (t->absent[kind] & UINT32_C(1) << cols[i])
+			cs_strbuf_puts(sb, "NULL");
+		else
+			cs_strbuf_printf(sb, "\"%s\"", d->col[cols[i]].name);
+	}
+}
+
 int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 {
 	return cs_trace_open_flags(path, 0, out, err);
@@ -377,6 +431,8 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 		rc = load_meta(t, err);
 	if (!rc)
 		rc = load_table_info(t, err);
+	if (!rc)
+		rc = load_columns(t, err);
 	if (rc && t->over_limit)
 		rc = limit_error(t, err);
 	if (rc)
@@ -517,6 +573,37 @@ const char *cs_trace_string(cs_trace *t, int64_t id)
 
 /* ---- summary, processes, devices, streams ---- */
 
+/*
+ * The rows of the FINDINGS table, 0 when the file has none (docs/trace-format.md): cuscope creates
+ * it empty, for the readers that require it, and nothing reads its rows.
+ */
+static int count_findings(cs_trace *t, int64_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, found = 0;
+
+	*n = 0;
+	rc = sqlite3_prepare_v2(
+		t->db,
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+		"'FINDINGS'",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		found = sqlite3_column_int(st, 0) > 0;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK || !found)
+		return rc;
+	rc = sqlite3_prepare_v2(t->db, "SELECT count(*) FROM FINDINGS", -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*n = col_int(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -541,7 +628,7 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		t->db,
 		"SELECT (SELECT count(*) FROM PROCESSES), (SELECT count(*) FROM TARGET_INFO_GPU), "
 		"(SELECT count(*) FROM TARGET_INFO_CUDA_STREAM), (SELECT count(*) FROM StringIds), "
-		"(SELECT coalesce(max(id), 0) FROM STACKS), (SELECT count(*) FROM FINDINGS), "
+		"(SELECT coalesce(max(id), 0) FROM STACKS), "
 		"(SELECT total(max(droppedRecords, 0)) FROM PROCESSES)",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -550,13 +637,14 @@ int cs_trace_get_summary(cs_trace *t, cs_trace_summary *out, cs_error *err)
 		out->streams = col_int(st, 2);
 		out->strings = col_int(st, 3);
 		out->stacks = col_int(st, 4);
-		out->findings = col_int(st, 5);
-		out->dropped_records = sqlite3_column_double(st, 6) < 9.2e18
-					       ? (int64_t)sqlite3_column_double(st, 6)
+		out->dropped_records = sqlite3_column_double(st, 5) < 9.2e18
+					       ? (int64_t)sqlite3_column_double(st, 5)
 					       : INT64_MAX;
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		rc = count_findings(t, &out->findings);
 	return rc == SQLITE_OK ? CS_OK : sql_error(t, rc, err);
 }
 
@@ -771,44 +859,6 @@ int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), 
 			stream_row, &c, err);
 }
 
-static int finding_row(sqlite3_stmt *st, void *ctx)
-{
-	struct each_ctx *c = ctx;
-	int (*cb)(const cs_finding *, void *) = (int (*)(const cs_finding *, void *))c->cb;
-	cs_finding f = {0};
-
-	f.rule = col_text(st, 0);
-	f.severity = (int32_t)col_int(st, 1);
-	f.start = col_ts(st, 2);
-	f.end = col_end(st, 3, f.start);
-	f.steps = col_text(st, 4);
-	f.evidence = col_text(st, 5);
-	f.lost_ns_per_step = col_count(st, 6);
-	f.step_share = sqlite3_column_double(st, 7);
-	if (!(f.step_share >= 0 && f.step_share <= 1)) /* a share, 0..1 */
-		f.step_share = 0;
-	f.message = col_text(st, 8);
-	f.fix = col_text(st, 9);
-	f.stack_id = col_id(st, 10);
-	return cb(&f, c->arg);
-}
-
-int cs_trace_each_finding(cs_trace *t, int (*cb)(const cs_finding *f, void *arg), void *arg,
-			  cs_error *err)
-{
-	struct each_ctx c = {t, (void *)cb, arg};
-
-	if (!t || !cb)
-		return cs_error_set(err, CS_ERR_INVALID,
-				    "cs_trace_each_finding: no trace or callback");
-	return each_row(
-		t,
-		"SELECT rule, severity, start, end, steps, evidence, lostNsPerStep, stepShare, "
-		"message, fix, stackId FROM FINDINGS ORDER BY lostNsPerStep DESC, severity DESC, "
-		"id",
-		finding_row, &c, err);
-}
-
 /* ---- stacks ---- */
 
 int cs_trace_get_stack(cs_trace *t, int64_t stack_id, const cs_frame **frames, int *n,
@@ -896,6 +946,12 @@ static int probe_start(cs_trace *t, enum cs_event_kind kind, int64_t rowid, int6
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 0, 1, 2, ...: every column of a table */
+static const int all_columns[CS_SCAN_MAX_COLUMNS] = {
+	0,  1,	2,  3,	4,  5,	6,  7,	8,  9,	10, 11, 12, 13, 14, 15,
+	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+};
+
 /* The first rowid whose start is >= x (rows are in start order), or last_rowid + 1. */
 static int lower_bound(cs_trace *t, enum cs_event_kind kind, int64_t x, int64_t *out)
 {
@@ -920,6 +976,7 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		 cs_error *err)
 {
 	const struct cs_event_table_def *d;
+	int has_end;
 	cs_filter f = filter ? *filter : cs_filter_all();
 	cs_strbuf sql = CS_STRBUF_INIT;
 	int64_t lo = 1, hi, min_start = CS_TS_UNKNOWN;
@@ -931,12 +988,12 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	if (!t || !out || (int)kind < 0 || kind >= CS_EV_COUNT)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_iter_open: bad argument");
 	d = &cs_event_table_defs[kind];
+	has_end = cs_event_column_find(kind, "end") >= 0;
 	hi = t->info[kind].last_rowid;
 
 	if (f.t0 != CS_TS_UNKNOWN) {
-		int64_t longest = d->has_end && t->info[kind].max_duration > 0
-					  ? t->info[kind].max_duration
-					  : 0;
+		int64_t longest =
+			has_end && t->info[kind].max_duration > 0 ? t->info[kind].max_duration : 0;
 
 		/* Events that overlap [t0, ...) start at t0 - longest or later. */
 		min_start = f.t0 > INT64_MIN + 1 + longest ? f.t0 - longest : INT64_MIN + 1;
@@ -951,13 +1008,14 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		hi--;
 	}
 
-	cs_strbuf_printf(&sql, "SELECT %s FROM %s WHERE rowid BETWEEN :lo AND :hi", d->columns,
+	cs_strbuf_puts(&sql, "SELECT ");
+	select_list(&sql, t, kind, all_columns, d->ncolumns);
+	cs_strbuf_printf(&sql, " FROM %s WHERE rowid BETWEEN :lo AND :hi",
 			 cs_event_kind_table(kind));
 	if (f.t0 != CS_TS_UNKNOWN) {
 		cs_strbuf_puts(&sql, " AND start >= :minstart");
 		/* an end read as unknown (implausible) makes the event an instant at its start */
-		cs_strbuf_puts(&sql, d->has_end
-					     ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
+		cs_strbuf_puts(&sql, has_end ? " AND ((end > :t0 AND end <= :tsmax AND end >= start"
 					       " AND end - start <= :tsmax) OR start >= :t0)"
 					     : " AND start >= :t0");
 	}
@@ -968,9 +1026,9 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 		cs_strbuf_puts(&sql, " AND start BETWEEN -:tsmax AND :tsmax");
 	if (f.pid >= 0)
 		cs_strbuf_puts(&sql, " AND pid = :pid");
-	if (f.device_id >= 0 && d->has_device)
+	if (f.device_id >= 0 && cs_event_column_find(kind, "deviceId") >= 0)
 		cs_strbuf_puts(&sql, " AND deviceId = :dev");
-	if (f.stream_id >= 0 && d->has_stream)
+	if (f.stream_id >= 0 && cs_event_column_find(kind, "streamId") >= 0)
 		cs_strbuf_puts(&sql, " AND streamId = :stream");
 	cs_strbuf_puts(&sql, " ORDER BY rowid");
 	if (sql.failed) {
@@ -1012,154 +1070,24 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 	return CS_OK;
 }
 
-static void read_kernel(cs_trace *t, sqlite3_stmt *st, cs_kernel *k)
-{
-	k->start = col_ts(st, 0);
-	k->end = col_end(st, 1, k->start);
-	k->queued = col_ts(st, 2);
-	k->submitted = col_ts(st, 3);
-	k->launch_start = col_ts(st, 4);
-	k->launch_end = col_end(st, 5, k->launch_start);
-	k->pid = (uint32_t)col_int(st, 6);
-	k->launch_tid = (uint32_t)col_int(st, 7);
-	k->launch_cbid = (int32_t)col_id(st, 8);
-	k->launch_api_kind = (int32_t)col_int(st, 9);
-	k->device_id = (int32_t)col_id(st, 10);
-	k->context_id = (uint32_t)col_int(st, 11);
-	k->stream_id = (uint32_t)col_int(st, 12);
-	k->correlation_id = col_u64(st, 13);
-	k->grid_x = (int32_t)col_int(st, 14);
-	k->grid_y = (int32_t)col_int(st, 15);
-	k->grid_z = (int32_t)col_int(st, 16);
-	k->block_x = (int32_t)col_int(st, 17);
-	k->block_y = (int32_t)col_int(st, 18);
-	k->block_z = (int32_t)col_int(st, 19);
-	k->registers_per_thread = (int32_t)col_int(st, 20);
-	k->static_shared_memory = (int32_t)col_int(st, 21);
-	k->dynamic_shared_memory = (int32_t)col_int(st, 22);
-	k->graph_id = col_id(st, 23);
-	k->graph_node_id = col_id(st, 24);
-	k->name_id = col_id(st, 25);
-	k->stack_id = col_id(st, 26);
-	k->name = cs_trace_string(t, k->name_id);
-}
+/* clang-format off */
+/* Each column read as columns.def's TYPE says; an END is the end of a span from its base. */
+#define READ_TS(st, i, base)    col_ts(st, i)
+#define READ_END(st, i, base)   col_end(st, i, r->base)
+#define READ_INT(st, i, base)   col_int(st, i)
+#define READ_ID(st, i, base)    col_id(st, i)
+#define READ_U64(st, i, base)   col_u64(st, i)
+#define READ_BYTES(st, i, base) col_bytes(st, i)
 
-static void read_memcpy(sqlite3_stmt *st, cs_memcpy *m)
-{
-	m->start = col_ts(st, 0);
-	m->end = col_end(st, 1, m->start);
-	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_end(st, 3, m->launch_start);
-	m->pid = (uint32_t)col_int(st, 4);
-	m->launch_tid = (uint32_t)col_int(st, 5);
-	m->launch_cbid = (int32_t)col_id(st, 6);
-	m->device_id = (int32_t)col_id(st, 7);
-	m->context_id = (uint32_t)col_int(st, 8);
-	m->stream_id = (uint32_t)col_int(st, 9);
-	m->correlation_id = col_u64(st, 10);
-	m->copy_kind = (int32_t)col_int(st, 11);
-	m->src_kind = (int32_t)col_int(st, 12);
-	m->dst_kind = (int32_t)col_int(st, 13);
-	m->is_async = (int32_t)col_int(st, 14);
-	m->src_device_id = (int32_t)col_id(st, 15);
-	m->dst_device_id = (int32_t)col_id(st, 16);
-	m->bytes = col_bytes(st, 17);
-	m->graph_id = col_id(st, 18);
-	m->graph_node_id = col_id(st, 19);
-	m->stack_id = col_id(st, 20);
-}
-
-static void read_memset(sqlite3_stmt *st, cs_memset *m)
-{
-	m->start = col_ts(st, 0);
-	m->end = col_end(st, 1, m->start);
-	m->launch_start = col_ts(st, 2);
-	m->launch_end = col_end(st, 3, m->launch_start);
-	m->pid = (uint32_t)col_int(st, 4);
-	m->launch_tid = (uint32_t)col_int(st, 5);
-	m->launch_cbid = (int32_t)col_id(st, 6);
-	m->device_id = (int32_t)col_id(st, 7);
-	m->context_id = (uint32_t)col_int(st, 8);
-	m->stream_id = (uint32_t)col_int(st, 9);
-	m->correlation_id = col_u64(st, 10);
-	m->mem_kind = (int32_t)col_int(st, 11);
-	m->is_async = (int32_t)col_int(st, 12);
-	m->value = (uint32_t)col_int(st, 13);
-	m->bytes = col_bytes(st, 14);
-	m->graph_id = col_id(st, 15);
-	m->graph_node_id = col_id(st, 16);
-	m->stack_id = col_id(st, 17);
-}
-
-static void read_memory(sqlite3_stmt *st, cs_memory *m)
-{
-	m->start = col_ts(st, 0);
-	m->pid = (uint32_t)col_int(st, 1);
-	m->tid = (uint32_t)col_int(st, 2);
-	m->device_id = (int32_t)col_id(st, 3);
-	m->context_id = (uint32_t)col_int(st, 4);
-	m->stream_id = col_id(st, 5);
-	m->correlation_id = col_u64(st, 6);
-	m->op = (int32_t)col_int(st, 7);
-	m->mem_kind = (int32_t)col_int(st, 8);
-	m->is_vmm = (int32_t)col_int(st, 9);
-	m->result = (int32_t)col_int(st, 10);
-	m->cbid = (int32_t)col_id(st, 11);
-	m->address = col_u64(st, 12);
-	m->bytes = col_bytes(st, 13);
-	m->stack_id = col_id(st, 14);
-}
-
-static void read_sync(sqlite3_stmt *st, cs_sync *s)
-{
-	s->start = col_ts(st, 0);
-	s->end = col_end(st, 1, s->start);
-	s->pid = (uint32_t)col_int(st, 2);
-	s->tid = (uint32_t)col_int(st, 3);
-	s->device_id = (int32_t)col_id(st, 4);
-	s->context_id = (uint32_t)col_int(st, 5);
-	s->stream_id = col_id(st, 6);
-	s->event_id = col_id(st, 7);
-	s->correlation_id = col_u64(st, 8);
-	s->type = (int32_t)col_int(st, 9);
-	s->cbid = (int32_t)col_id(st, 10);
-	s->api_kind = (int32_t)col_int(st, 11);
-	s->result = (int32_t)col_int(st, 12);
-	s->stack_id = col_id(st, 13);
-}
-
-static void read_api(cs_trace *t, sqlite3_stmt *st, cs_api *a)
-{
-	a->start = col_ts(st, 0);
-	a->end = col_end(st, 1, a->start);
-	a->pid = (uint32_t)col_int(st, 2);
-	a->tid = (uint32_t)col_int(st, 3);
-	a->api_kind = (int32_t)col_int(st, 4);
-	a->cbid = (int32_t)col_id(st, 5);
-	a->correlation_id = col_u64(st, 6);
-	a->result = (int32_t)col_int(st, 7);
-	a->name_id = col_id(st, 8);
-	a->stack_id = col_id(st, 9);
-	a->name = cs_trace_string(t, a->name_id);
-}
-
-static void read_nvtx(cs_trace *t, sqlite3_stmt *st, cs_nvtx *n)
-{
-	n->start = col_ts(st, 0);
-	n->end = col_end(st, 1, n->start);
-	n->pid = (uint32_t)col_int(st, 2);
-	n->tid = (uint32_t)col_int(st, 3);
-	n->end_tid = (uint32_t)col_int(st, 4);
-	n->type = (int32_t)col_int(st, 5);
-	n->depth = (int32_t)col_int(st, 6);
-	n->domain_id = col_id(st, 7);
-	n->text_id = col_id(st, 8);
-	n->range_id = col_id(st, 9);
-	n->color = (uint32_t)col_int(st, 10);
-	n->category = (int32_t)col_int(st, 11);
-	n->text = cs_trace_string(t, n->text_id);
-	n->domain = cs_trace_string(t, n->domain_id);
-}
+/* read_kernel(), read_memcpy(), ...: a row of the iterator's statement into its struct. */
+#define CS_EVENT_TABLE(KIND, name) \
+	static void read_##name(sqlite3_stmt *st, cs_##name *r) \
+	{
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+		r->field = READ_##TYPE(st, CS_COL_##KIND##_##column, base);
+#define CS_EVENT_TABLE_END(KIND, name) }
+#include "cuscope/columns.def"
+/* clang-format on */
 
 int cs_iter_next(cs_iter *it, cs_event *ev)
 {
@@ -1183,29 +1111,24 @@ int cs_iter_next(cs_iter *it, cs_event *ev)
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = it->kind;
 	switch (it->kind) {
-	case CS_EV_KERNEL:
-		read_kernel(it->t, it->st, &ev->u.kernel);
+		/* clang-format off */
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: \
+		read_##name(it->st, &ev->u.name); \
 		break;
-	case CS_EV_MEMCPY:
-		read_memcpy(it->st, &ev->u.memcpy);
-		break;
-	case CS_EV_MEMSET:
-		read_memset(it->st, &ev->u.memset);
-		break;
-	case CS_EV_MEMORY:
-		read_memory(it->st, &ev->u.memory);
-		break;
-	case CS_EV_SYNC:
-		read_sync(it->st, &ev->u.sync);
-		break;
-	case CS_EV_API:
-		read_api(it->t, it->st, &ev->u.api);
-		break;
-	case CS_EV_NVTX:
-		read_nvtx(it->t, it->st, &ev->u.nvtx);
-		break;
+#include "cuscope/columns.def"
+		/* clang-format on */
 	case CS_EV_COUNT:
 		break;
+	}
+	/* the strings the ids name */
+	if (it->kind == CS_EV_KERNEL) {
+		ev->u.kernel.name = cs_trace_string(it->t, ev->u.kernel.name_id);
+	} else if (it->kind == CS_EV_API) {
+		ev->u.api.name = cs_trace_string(it->t, ev->u.api.name_id);
+	} else if (it->kind == CS_EV_NVTX) {
+		ev->u.nvtx.text = cs_trace_string(it->t, ev->u.nvtx.text_id);
+		ev->u.nvtx.domain = cs_trace_string(it->t, ev->u.nvtx.domain_id);
 	}
 	return 1;
 }
@@ -1220,98 +1143,65 @@ void cs_iter_close(cs_iter *it)
 
 /* ---- bulk scans ---- */
 
-/* Is name one of the comma-separated columns of a table definition? */
-static int table_has_column(const char *columns, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *c = columns; *c;) {
-		size_t len = strcspn(c, ",");
-
-		if (len == n && !strncmp(c, name, n))
-			return 1;
-		c += len;
-		if (*c == ',')
-			c++;
-	}
-	return 0;
-}
-
-int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const char *const *columns,
-		  const int64_t *null_values, int ncolumns,
+int cs_trace_scan(cs_trace *t, enum cs_event_kind kind, const int *columns, int ncolumns,
 		  int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
 {
-	return cs_trace_scan_rows(t, kind, 0, INT64_MAX, columns, null_values, ncolumns, row, arg,
-				  err);
+	return cs_trace_scan_rows(t, kind, 0, INT64_MAX, columns, ncolumns, row, arg, err);
 }
 
-/* What a scanned column holds, for the plausibility bounds. */
-enum scan_class { SCAN_OTHER = 0, SCAN_TS, SCAN_BYTES };
-
-struct scan_plan {
-	unsigned char cls[CS_SCAN_MAX_COLUMNS];
-	int start, end, launch_start, launch_end; /* column indices, -1 when not scanned */
-};
-
-static void scan_plan_init(struct scan_plan *p, const char *const *columns, int ncolumns)
+/* What a NULL in a column reads as. */
+static int64_t null_value(const struct cs_column_def *c)
 {
-	static const char *const ts[] = {"start",     "end",	     "queued",
-					 "submitted", "launchStart", "launchEnd"};
-
-	p->start = p->end = p->launch_start = p->launch_end = -1;
-	for (int i = 0; i < ncolumns; i++) {
-		p->cls[i] = SCAN_OTHER;
-		for (size_t j = 0; j < sizeof(ts) / sizeof(ts[0]); j++)
-			if (!strcmp(columns[i], ts[j]))
-				p->cls[i] = SCAN_TS;
-		if (!strcmp(columns[i], "bytes"))
-			p->cls[i] = SCAN_BYTES;
-		if (!strcmp(columns[i], "start"))
-			p->start = i;
-		else if (!strcmp(columns[i], "end"))
-			p->end = i;
-		else if (!strcmp(columns[i], "launchStart"))
-			p->launch_start = i;
-		else if (!strcmp(columns[i], "launchEnd"))
-			p->launch_end = i;
-	}
-}
-
-/* An end whose start is known (both stored and plausible) reads as null when implausible. */
-static void scan_end(int64_t *values, const int *known, const int64_t *null_values, int s, int e)
-{
-	if (s >= 0 && e >= 0 && known[s] && known[e] &&
-	    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN) {
-		values[e] = null_values[e];
+	switch (c->type) {
+	case CS_COLTYPE_TS:
+	case CS_COLTYPE_END:
+		return CS_TS_UNKNOWN;
+	case CS_COLTYPE_ID:
+		return CS_ID_NONE;
+	default:
+		return 0;
 	}
 }
 
 int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
-		       const char *const *columns, const int64_t *null_values, int ncolumns,
+		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
 {
+	const struct cs_event_table_def *d;
 	cs_strbuf sql = CS_STRBUF_INIT;
 	sqlite3_stmt *st = NULL;
-	int64_t values[CS_SCAN_MAX_COLUMNS];
-	int known[CS_SCAN_MAX_COLUMNS];
-	struct scan_plan plan;
+	int64_t values[CS_SCAN_MAX_COLUMNS], nulls[CS_SCAN_MAX_COLUMNS];
+	unsigned char type[CS_SCAN_MAX_COLUMNS];
+	int known[CS_SCAN_MAX_COLUMNS] = {0};
+	int ends[CS_SCAN_MAX_COLUMNS], nends = 0; /* listed ENDs whose start is listed too */
 	int rc, stop = 0;
 
-	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !null_values || !row ||
-	    ncolumns < 1 || ncolumns > CS_SCAN_MAX_COLUMNS)
+	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !row || ncolumns < 1 ||
+	    ncolumns > CS_SCAN_MAX_COLUMNS)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_scan: bad argument");
+	d = &cs_event_table_defs[kind];
+	for (int i = 0; i < d->ncolumns; i++)
+		values[i] = nulls[i] = null_value(&d->col[i]);
 	cs_strbuf_puts(&sql, "SELECT ");
 	for (int i = 0; i < ncolumns; i++) {
-		if (!columns[i] ||
-		    !table_has_column(cs_event_table_defs[kind].columns, columns[i])) {
+		if (columns[i] < 0 || columns[i] >= d->ncolumns) {
 			cs_strbuf_free(&sql);
-			return cs_error_set(
-				err, CS_ERR_INVALID, "cs_trace_scan: %s has no column '%s'",
-				cs_event_kind_table(kind), columns[i] ? columns[i] : "(null)");
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "cs_trace_scan: %s has no column %d",
+					    cs_event_kind_table(kind), columns[i]);
 		}
-		cs_strbuf_printf(&sql, "%s\"%s\"", i ? ", " : "", columns[i]);
+		type[i] = (unsigned char)d->col[columns[i]].type;
 	}
-	scan_plan_init(&plan, columns, ncolumns);
+	select_list(&sql, t, kind, columns, ncolumns);
+	for (int i = 0; i < ncolumns; i++) {
+		const struct cs_column_def *c = &d->col[columns[i]];
+
+		for (int j = 0; c->type == CS_COLTYPE_END && j < ncolumns; j++)
+			if (columns[j] == c->base) {
+				ends[nends++] = columns[i];
+				break;
+			}
+	}
 	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
 	cs_strbuf_printf(&sql, " FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
 			 cs_event_kind_table(kind));
@@ -1329,20 +1219,29 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 		for (int i = 0; i < ncolumns; i++) {
 			/* one API call per column: the sqlite3_value_* calls are cheap */
 			sqlite3_value *v = sqlite3_column_value(st, i);
+			int c = columns[i];
 
-			known[i] = sqlite3_value_type(v) != SQLITE_NULL;
-			values[i] = known[i] ? sqlite3_value_int64(v) : null_values[i];
-			if (!known[i] || plan.cls[i] == SCAN_OTHER)
+			known[c] = sqlite3_value_type(v) != SQLITE_NULL;
+			values[c] = known[c] ? sqlite3_value_int64(v) : nulls[c];
+			if (!known[c])
 				continue;
-			if (plan.cls[i] == SCAN_TS && !cs_ts_plausible(values[i])) {
-				values[i] = null_values[i];
-				known[i] = 0;
-			} else if (plan.cls[i] == SCAN_BYTES && !cs_bytes_plausible(values[i])) {
-				values[i] = 0;
+			if ((type[i] == CS_COLTYPE_TS || type[i] == CS_COLTYPE_END) &&
+			    !cs_ts_plausible(values[c])) {
+				values[c] = nulls[c];
+				known[c] = 0;
+			} else if (type[i] == CS_COLTYPE_BYTES && !cs_bytes_plausible(values[c])) {
+				values[c] = 0;
 			}
 		}
-		scan_end(values, known, null_values, plan.start, plan.end);
-		scan_end(values, known, null_values, plan.launch_start, plan.launch_end);
+		/* an end whose start is known (both stored and plausible) reads as null when
+		 * implausible */
+		for (int i = 0; i < nends; i++) {
+			int e = ends[i], s = d->col[e].base;
+
+			if (known[s] && known[e] &&
+			    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN)
+				values[e] = nulls[e];
+		}
 		stop = row(values, arg);
 		if (stop)
 			break;

@@ -24,63 +24,76 @@
 #define SQLITE_MAGIC "SQLite format 3"
 
 /*
- * Each event table's columns as readers see them (the view, in version 1's order) and as they are
- * stored (the _DATA table): "name@base" is stored as name - base when base is known and as name
- * when it is not (column nameRel); columns after '|' are added to the table after its rows are in,
- * so that a row that has none of them stores none of them (most rows).
+ * Each event table's columns, from columns.def: as readers see them (the view, in version 1's
+ * order) and how they are stored (the _DATA table): a column with a base is stored as column -
+ * base when base is known and as column when it is not (column nameRel); late columns are added
+ * to the table after its rows are in, so that a row that has none of them stores none of them
+ * (most rows).
  */
+
+/* clang-format off */
+/* Per kind, each field's place in its table: the base of a column names a field (or none). */
+#define CS_EVENT_TABLE(KIND, name) enum { FIELD_##KIND##_none = -1,
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) FIELD_##KIND##_##field,
+#define CS_EVENT_TABLE_END(KIND, name) };
+#include "cuscope/columns.def"
+
+#define CS_EVENT_TABLE(KIND, name) static const struct cs_column_def KIND##_columns[] = {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+	{#column, #field, CS_COLTYPE_##TYPE, FIELD_##KIND##_##base, late},
+#define CS_EVENT_TABLE_END(KIND, name) };
+#include "cuscope/columns.def"
+
+/* the comma-separated names: ",a,b,c" + 1 */
+#define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = {(""
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) "," #column
+#define CS_EVENT_TABLE_END(KIND, name) ) + 1, KIND##_columns, CS_COL_##KIND##_COUNT},
 const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
-	[CS_EV_KERNEL] =
-		{"start,end,queued,submitted,launchStart,launchEnd,pid,launchTid,launchCbid,"
-		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
-		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,"
-		 "dynamicSharedMemory,graphId,graphNodeId,nameId,stackId",
-		 27, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "launchApiKind,deviceId,contextId,streamId,correlationId,gridX,gridY,gridZ,"
-		 "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,dynamicSharedMemory,"
-		 "nameId|queued@start,submitted@start,graphId,graphNodeId,stackId"},
-	[CS_EV_MEMCPY] =
-		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
-		 "streamId,correlationId,copyKind,srcKind,dstKind,isAsync,srcDeviceId,"
-		 "dstDeviceId,bytes,graphId,graphNodeId,stackId",
-		 21, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "deviceId,contextId,streamId,correlationId,copyKind,srcKind,dstKind,isAsync,"
-		 "srcDeviceId,dstDeviceId,bytes|graphId,graphNodeId,stackId"},
-	[CS_EV_MEMSET] =
-		{"start,end,launchStart,launchEnd,pid,launchTid,launchCbid,deviceId,contextId,"
-		 "streamId,correlationId,memKind,isAsync,value,bytes,graphId,graphNodeId,stackId",
-		 18, 1, 1, 1,
-		 "start,end@start,launchStart@start,launchEnd@launchStart,pid,launchTid@pid,"
-		 "launchCbid,"
-		 "deviceId,contextId,streamId,correlationId,memKind,isAsync,value,bytes|graphId,"
-		 "graphNodeId,stackId"},
-	[CS_EV_MEMORY] =
-		{"start,pid,tid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
-		 "memKind,isVmm,returnValue,cbid,address,bytes,stackId",
-		 15, 0, 1, 1,
-		 "start,pid,tid@pid,deviceId,contextId,streamId,correlationId,memoryOperationType,"
-		 "memKind,isVmm,returnValue,cbid,address,bytes|stackId"},
-	[CS_EV_SYNC] =
-		{"start,end,pid,tid,deviceId,contextId,streamId,eventId,correlationId,syncType,"
-		 "cbid,apiKind,returnValue,stackId",
-		 14, 1, 1, 1,
-		 "start,end@start,pid,tid@pid,deviceId,contextId,streamId,eventId,correlationId,"
-		 "syncType,cbid,apiKind,returnValue|stackId"},
-	[CS_EV_API] = {"start,end,pid,tid,apiKind,cbid,correlationId,returnValue,nameId,stackId",
-		       10, 1, 0, 0,
-		       "start,end@start,pid,tid@pid,apiKind,cbid,correlationId,returnValue,nameId|"
-		       "stackId"},
-	[CS_EV_NVTX] =
-		{"start,end,pid,tid,endTid,nvtxType,depth,domainId,textId,rangeId,color,category",
-		 12, 1, 0, 0,
-		 "start,end@start,pid,tid@pid,endTid@pid,nvtxType,depth,domainId,textId,rangeId,"
-		 "color,"
-		 "category"},
+#include "cuscope/columns.def"
 };
+
+/* The scans hand a row over as an array of CS_SCAN_MAX_COLUMNS values. */
+#define CS_EVENT_TABLE_END(KIND, name) \
+	_Static_assert(CS_COL_##KIND##_COUNT <= CS_SCAN_MAX_COLUMNS, #KIND " has too many columns");
+#include "cuscope/columns.def"
+/* clang-format on */
+
+/* clang-format off */
+#define MISSING_TS    CS_TS_UNKNOWN
+#define MISSING_END   CS_TS_UNKNOWN
+#define MISSING_INT   0
+#define MISSING_ID    CS_ID_NONE
+#define MISSING_U64   0
+#define MISSING_BYTES 0
+void cs_event_clear(cs_event *ev, enum cs_event_kind kind)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	switch (kind) {
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: { \
+		cs_##name *r = &ev->u.name;
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+		r->field = MISSING_##TYPE;
+#define CS_EVENT_TABLE_END(KIND, name) \
+		break; \
+	}
+#include "cuscope/columns.def"
+	case CS_EV_COUNT:
+		break;
+	}
+}
+/* clang-format on */
+
+int cs_event_column_find(enum cs_event_kind kind, const char *name)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+
+	for (int i = 0; i < d->ncolumns; i++)
+		if (!strcmp(d->col[i].name, name))
+			return i;
+	return -1;
+}
 
 /* Tables other than the event tables, created in main only. */
 static const char *const main_tables_sql[] = {
@@ -103,6 +116,7 @@ static const char *const main_tables_sql[] = {
 	"CREATE TABLE STACKS(id INTEGER NOT NULL, depth INTEGER NOT NULL, frameId INTEGER NOT "
 	"NULL, "
 	"PRIMARY KEY(id, depth)) WITHOUT ROWID",
+	/* empty: nothing writes findings, but readers before 2026-12 require the table */
 	"CREATE TABLE FINDINGS(id INTEGER PRIMARY KEY, rule TEXT NOT NULL, severity INTEGER, start "
 	"INTEGER, "
 	"end INTEGER, steps TEXT, evidence TEXT, lostNsPerStep INTEGER, stepShare REAL, message "
@@ -110,11 +124,14 @@ static const char *const main_tables_sql[] = {
 	"fix TEXT, stackId INTEGER)",
 };
 
-/* Every table a file has (besides the event tables); the reader refuses a file that lacks one. */
+/*
+ * The tables a file must have (besides the event tables); the reader refuses a file that lacks
+ * one. Not FINDINGS, which the writer creates empty for older readers (docs/trace-format.md).
+ */
 static const char *const required_tables[] = {
 	"META",		"StringIds",	   CS_TABLE_INFO,
 	"PROCESSES",	"TARGET_INFO_GPU", "TARGET_INFO_CUDA_STREAM",
-	"STACK_FRAMES", "STACKS",	   "FINDINGS",
+	"STACK_FRAMES", "STACKS",
 };
 
 /*
@@ -231,26 +248,20 @@ struct stored_layout {
 	int n;
 };
 
-/* Parse cs_event_table_defs[kind].storage. */
+/* The stored layout of a kind's table, from its columns. */
 static void stored_layout(enum cs_event_kind kind, struct stored_layout *l)
 {
-	const char *c = cs_event_table_defs[kind].storage;
-	int late = 0;
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
 
 	l->n = 0;
-	while (*c && l->n < STORED_MAX) {
+	for (int i = 0; i < d->ncolumns && l->n < STORED_MAX; i++) {
+		const struct cs_column_def *c = &d->col[i];
 		struct stored_col *sc = &l->col[l->n++];
-		size_t n = strcspn(c, ",|"), at = strcspn(c, "@,|");
 
-		snprintf(sc->name, sizeof(sc->name), "%.*s", (int)at, c);
-		snprintf(sc->base, sizeof(sc->base), "%.*s", at < n ? (int)(n - at - 1) : 0,
-			 c + at + 1);
-		sc->late = late;
-		c += n;
-		if (*c == '|')
-			late = 1;
-		if (*c)
-			c++;
+		snprintf(sc->name, sizeof(sc->name), "%s", c->name);
+		snprintf(sc->base, sizeof(sc->base), "%s",
+			 c->base >= 0 ? d->col[c->base].name : "");
+		sc->late = c->late;
 	}
 }
 

@@ -1,7 +1,7 @@
 /*
  * trace_internal.h - what the trace store's files (schema.c, writer.c, reader.c) share and nothing
- * else sees: the column lists of the event tables, schema creation and the checks of an opened
- * file.
+ * else sees: the event tables' columns as a table (from include/cuscope/columns.def), schema
+ * creation and the checks of an opened file.
  */
 #ifndef CUSCOPE_TRACE_INTERNAL_H
 #define CUSCOPE_TRACE_INTERNAL_H
@@ -19,19 +19,37 @@
 /* Name under which the writer attaches its staging database. */
 #define CS_STAGE_SCHEMA "stage"
 
+/* How a column is bound and read (columns.def's TYPE). */
+enum cs_column_type {
+	CS_COLTYPE_TS,
+	CS_COLTYPE_END,
+	CS_COLTYPE_INT,
+	CS_COLTYPE_ID,
+	CS_COLTYPE_U64,
+	CS_COLTYPE_BYTES
+};
+
+/* One column of an event table, as columns.def gives it. */
+struct cs_column_def {
+	const char *name;  /* SQL name */
+	const char *field; /* the C struct's member */
+	enum cs_column_type type;
+	int base; /* index of the column it is stored relative to (an END's start), or -1 */
+	int late; /* added to the stored table after its rows (schema.c) */
+};
+
 /* One event table: its columns, in the order the writer binds and the reader reads them. */
 struct cs_event_table_def {
 	const char *columns; /* comma-separated, no spaces; every column is INTEGER */
+	const struct cs_column_def *col;
 	int ncolumns;
-	int has_end;	/* an "end" column (every kind but CS_EV_MEMORY) */
-	int has_device; /* a "deviceId" column */
-	int has_stream; /* a "streamId" column */
-	/* how the columns are stored (schema version 2): schema.c, docs/trace-format.md */
-	const char *storage;
 };
 
-/* Indexed by enum cs_event_kind. */
+/* Indexed by enum cs_event_kind: columns.def as a table (schema.c). */
 extern const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT];
+
+/* The index of the column called name in a kind's table, or -1. */
+int cs_event_column_find(enum cs_event_kind kind, const char *name);
 
 /* Run SQL without parameters; on failure copy SQLite's message into msg. Returns 0 or a cs_err
  * code. */

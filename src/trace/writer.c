@@ -7,7 +7,8 @@
  * sorted by start (see schema.c) and removes the stage. SQLite runs with an in-memory journal and
  * no syncs while writing: crash safety comes from the rename. Prepared statements live as long as
  * the writer; rows are committed every COMMIT_ROWS. Strings, frames and stacks are deduplicated in
- * memory hash tables, never by querying SQLite.
+ * memory hash tables, never by querying SQLite. The event rows are bound column by column as
+ * include/cuscope/columns.def lists them.
  *
  * Not thread safe: one writer is fed from one thread.
  */
@@ -71,8 +72,7 @@ struct cs_trace_writer {
 	int64_t pending;	     /* rows since the last commit */
 
 	sqlite3_stmt *ev[CS_EV_COUNT];
-	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack,
-		*finding;
+	sqlite3_stmt *meta, *meta_default, *string, *process, *device, *stream, *frame, *stack;
 	struct ev_stats stats[CS_EV_COUNT];
 
 	struct hindex strings_idx;
@@ -348,22 +348,15 @@ static int prepare_all(cs_trace_writer *w)
 			  "fileId, line) "
 			  "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 			  &w->frame)) ||
-	    (rc = prepare(w, "INSERT INTO STACKS(id, depth, frameId) VALUES(?, ?, ?)",
-			  &w->stack)) ||
-	    (rc = prepare(
-		     w,
-		     "INSERT INTO FINDINGS(rule, severity, start, end, steps, evidence, "
-		     "lostNsPerStep, "
-		     "stepShare, message, fix, stackId) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     &w->finding)))
+	    (rc = prepare(w, "INSERT INTO STACKS(id, depth, frameId) VALUES(?, ?, ?)", &w->stack)))
 		return rc;
 	return 0;
 }
 
 static void finalize_all(cs_trace_writer *w)
 {
-	sqlite3_stmt **all[] = {&w->meta,   &w->meta_default, &w->string, &w->process, &w->device,
-				&w->stream, &w->frame,	      &w->stack,  &w->finding};
+	sqlite3_stmt **all[] = {&w->meta,   &w->meta_default, &w->string, &w->process,
+				&w->device, &w->stream,	      &w->frame,  &w->stack};
 
 	for (int k = 0; k < CS_EV_COUNT; k++) {
 		sqlite3_finalize(w->ev[k]);
@@ -669,205 +662,76 @@ int cs_writer_add_stream(cs_trace_writer *w, const cs_stream *s)
 
 /* ---- events ---- */
 
-int cs_writer_add_kernel(cs_trace_writer *w, const cs_kernel *k)
-{
-	sqlite3_stmt *st;
+/* clang-format off */
+/* Each column bound as columns.def's TYPE says. */
+#define BIND_TS    bind_ts
+#define BIND_END   bind_ts
+#define BIND_INT   bind_int
+#define BIND_ID    bind_id
+#define BIND_U64   bind_u64
+#define BIND_BYTES bind_int
 
-	if (!w || !k)
+/* bind_kernel(), bind_memcpy(), ...: a row's values into its kind's INSERT statement. */
+#define CS_EVENT_TABLE(KIND, name) \
+	static void bind_##name(sqlite3_stmt *st, const void *row) \
+	{ \
+		const cs_##name *r = row;
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+		BIND_##TYPE(st, CS_COL_##KIND##_##column + 1, r->field);
+#define CS_EVENT_TABLE_END(KIND, name) }
+#include "cuscope/columns.def"
+
+#define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = bind_##name,
+static void (*const bind_row[CS_EV_COUNT])(sqlite3_stmt *st, const void *row) = {
+#include "cuscope/columns.def"
+};
+/* clang-format on */
+
+/* Write one event: start and end (CS_TS_UNKNOWN for instants) feed the table's statistics. */
+static int add_event(cs_trace_writer *w, enum cs_event_kind kind, const void *row, int64_t start,
+		     int64_t end)
+{
+	if (!w)
 		return CS_ERR_INVALID;
 	if (w->failed)
 		return w->failed;
-	st = w->ev[CS_EV_KERNEL];
-	bind_ts(st, 1, k->start);
-	bind_ts(st, 2, k->end);
-	bind_ts(st, 3, k->queued);
-	bind_ts(st, 4, k->submitted);
-	bind_ts(st, 5, k->launch_start);
-	bind_ts(st, 6, k->launch_end);
-	bind_int(st, 7, k->pid);
-	bind_int(st, 8, k->launch_tid);
-	bind_id(st, 9, k->launch_cbid);
-	bind_int(st, 10, k->launch_api_kind);
-	bind_id(st, 11, k->device_id);
-	bind_int(st, 12, k->context_id);
-	bind_int(st, 13, k->stream_id);
-	bind_u64(st, 14, k->correlation_id);
-	bind_int(st, 15, k->grid_x);
-	bind_int(st, 16, k->grid_y);
-	bind_int(st, 17, k->grid_z);
-	bind_int(st, 18, k->block_x);
-	bind_int(st, 19, k->block_y);
-	bind_int(st, 20, k->block_z);
-	bind_int(st, 21, k->registers_per_thread);
-	bind_int(st, 22, k->static_shared_memory);
-	bind_int(st, 23, k->dynamic_shared_memory);
-	bind_id(st, 24, k->graph_id);
-	bind_id(st, 25, k->graph_node_id);
-	bind_id(st, 26, k->name_id);
-	bind_id(st, 27, k->stack_id);
-	return step_event(w, CS_EV_KERNEL, k->start, k->end);
+	bind_row[kind](w->ev[kind], row);
+	return step_event(w, kind, start, end);
+}
+
+int cs_writer_add_kernel(cs_trace_writer *w, const cs_kernel *k)
+{
+	return k ? add_event(w, CS_EV_KERNEL, k, k->start, k->end) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_memcpy(cs_trace_writer *w, const cs_memcpy *m)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !m)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_MEMCPY];
-	bind_ts(st, 1, m->start);
-	bind_ts(st, 2, m->end);
-	bind_ts(st, 3, m->launch_start);
-	bind_ts(st, 4, m->launch_end);
-	bind_int(st, 5, m->pid);
-	bind_int(st, 6, m->launch_tid);
-	bind_id(st, 7, m->launch_cbid);
-	bind_id(st, 8, m->device_id);
-	bind_int(st, 9, m->context_id);
-	bind_int(st, 10, m->stream_id);
-	bind_u64(st, 11, m->correlation_id);
-	bind_int(st, 12, m->copy_kind);
-	bind_int(st, 13, m->src_kind);
-	bind_int(st, 14, m->dst_kind);
-	bind_int(st, 15, m->is_async);
-	bind_id(st, 16, m->src_device_id);
-	bind_id(st, 17, m->dst_device_id);
-	bind_int(st, 18, m->bytes);
-	bind_id(st, 19, m->graph_id);
-	bind_id(st, 20, m->graph_node_id);
-	bind_id(st, 21, m->stack_id);
-	return step_event(w, CS_EV_MEMCPY, m->start, m->end);
+	return m ? add_event(w, CS_EV_MEMCPY, m, m->start, m->end) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_memset(cs_trace_writer *w, const cs_memset *m)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !m)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_MEMSET];
-	bind_ts(st, 1, m->start);
-	bind_ts(st, 2, m->end);
-	bind_ts(st, 3, m->launch_start);
-	bind_ts(st, 4, m->launch_end);
-	bind_int(st, 5, m->pid);
-	bind_int(st, 6, m->launch_tid);
-	bind_id(st, 7, m->launch_cbid);
-	bind_id(st, 8, m->device_id);
-	bind_int(st, 9, m->context_id);
-	bind_int(st, 10, m->stream_id);
-	bind_u64(st, 11, m->correlation_id);
-	bind_int(st, 12, m->mem_kind);
-	bind_int(st, 13, m->is_async);
-	bind_int(st, 14, m->value);
-	bind_int(st, 15, m->bytes);
-	bind_id(st, 16, m->graph_id);
-	bind_id(st, 17, m->graph_node_id);
-	bind_id(st, 18, m->stack_id);
-	return step_event(w, CS_EV_MEMSET, m->start, m->end);
+	return m ? add_event(w, CS_EV_MEMSET, m, m->start, m->end) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_memory(cs_trace_writer *w, const cs_memory *m)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !m)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_MEMORY];
-	bind_ts(st, 1, m->start);
-	bind_int(st, 2, m->pid);
-	bind_int(st, 3, m->tid);
-	bind_id(st, 4, m->device_id);
-	bind_int(st, 5, m->context_id);
-	bind_id(st, 6, m->stream_id);
-	bind_u64(st, 7, m->correlation_id);
-	bind_int(st, 8, m->op);
-	bind_int(st, 9, m->mem_kind);
-	bind_int(st, 10, m->is_vmm);
-	bind_int(st, 11, m->result);
-	bind_id(st, 12, m->cbid);
-	bind_u64(st, 13, m->address);
-	bind_int(st, 14, m->bytes);
-	bind_id(st, 15, m->stack_id);
-	return step_event(w, CS_EV_MEMORY, m->start, CS_TS_UNKNOWN);
+	return m ? add_event(w, CS_EV_MEMORY, m, m->start, CS_TS_UNKNOWN) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_sync(cs_trace_writer *w, const cs_sync *s)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !s)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_SYNC];
-	bind_ts(st, 1, s->start);
-	bind_ts(st, 2, s->end);
-	bind_int(st, 3, s->pid);
-	bind_int(st, 4, s->tid);
-	bind_id(st, 5, s->device_id);
-	bind_int(st, 6, s->context_id);
-	bind_id(st, 7, s->stream_id);
-	bind_id(st, 8, s->event_id);
-	bind_u64(st, 9, s->correlation_id);
-	bind_int(st, 10, s->type);
-	bind_id(st, 11, s->cbid);
-	bind_int(st, 12, s->api_kind);
-	bind_int(st, 13, s->result);
-	bind_id(st, 14, s->stack_id);
-	return step_event(w, CS_EV_SYNC, s->start, s->end);
+	return s ? add_event(w, CS_EV_SYNC, s, s->start, s->end) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_api(cs_trace_writer *w, const cs_api *a)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !a)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_API];
-	bind_ts(st, 1, a->start);
-	bind_ts(st, 2, a->end);
-	bind_int(st, 3, a->pid);
-	bind_int(st, 4, a->tid);
-	bind_int(st, 5, a->api_kind);
-	bind_id(st, 6, a->cbid);
-	bind_u64(st, 7, a->correlation_id);
-	bind_int(st, 8, a->result);
-	bind_id(st, 9, a->name_id);
-	bind_id(st, 10, a->stack_id);
-	return step_event(w, CS_EV_API, a->start, a->end);
+	return a ? add_event(w, CS_EV_API, a, a->start, a->end) : CS_ERR_INVALID;
 }
 
 int cs_writer_add_nvtx(cs_trace_writer *w, const cs_nvtx *n)
 {
-	sqlite3_stmt *st;
-
-	if (!w || !n)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->ev[CS_EV_NVTX];
-	bind_ts(st, 1, n->start);
-	bind_ts(st, 2, n->end);
-	bind_int(st, 3, n->pid);
-	bind_int(st, 4, n->tid);
-	bind_int(st, 5, n->end_tid);
-	bind_int(st, 6, n->type);
-	bind_int(st, 7, n->depth);
-	bind_id(st, 8, n->domain_id);
-	bind_id(st, 9, n->text_id);
-	bind_id(st, 10, n->range_id);
-	bind_int(st, 11, n->color);
-	bind_int(st, 12, n->category);
-	return step_event(w, CS_EV_NVTX, n->start, n->end);
+	return n ? add_event(w, CS_EV_NVTX, n, n->start, n->end) : CS_ERR_INVALID;
 }
 
 /* ---- stacks ---- */
@@ -1008,29 +872,6 @@ int64_t cs_writer_add_stack(cs_trace_writer *w, const cs_frame *frames, int n)
 	w->nstacks++;
 	rc = count_rows(w, n);
 	return rc ? rc : id;
-}
-
-int cs_writer_add_finding(cs_trace_writer *w, const cs_finding *f)
-{
-	sqlite3_stmt *st;
-
-	if (!w || !f || !f->rule)
-		return CS_ERR_INVALID;
-	if (w->failed)
-		return w->failed;
-	st = w->finding;
-	bind_text(st, 1, f->rule);
-	bind_int(st, 2, f->severity);
-	bind_ts(st, 3, f->start);
-	bind_ts(st, 4, f->end);
-	bind_text(st, 5, f->steps);
-	bind_text(st, 6, f->evidence);
-	bind_int(st, 7, f->lost_ns_per_step);
-	sqlite3_bind_double(st, 8, f->step_share);
-	bind_text(st, 9, f->message);
-	bind_text(st, 10, f->fix);
-	bind_id(st, 11, f->stack_id);
-	return step_row(w, st);
 }
 
 /* ---- the timeline overview ---- */

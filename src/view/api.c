@@ -627,109 +627,117 @@ static void note_name(struct part *p, int64_t id)
 		p->max_name = id;
 }
 
-#define TS   CS_TS_UNKNOWN
-#define NONE CS_ID_NONE
-
-/* The columns each track kind is read from, with the value a NULL reads as (as load.c reads). */
-static const char *const kernel_cols[] = {"start",	 "end",	      "pid",
-					  "deviceId",	 "streamId",  "nameId",
-					  "launchStart", "launchEnd", "launchTid"};
-static const int64_t kernel_nulls[] = {TS, TS, 0, NONE, 0, NONE, TS, TS, 0};
-static const char *const memcpy_cols[] = {"start",	 "end",	      "pid",
-					  "deviceId",	 "streamId",  "copyKind",
-					  "launchStart", "launchEnd", "launchTid"};
-static const int64_t memcpy_nulls[] = {TS, TS, 0, NONE, 0, 0, TS, TS, 0};
-static const char *const memset_cols[] = {"start",    "end",	     "pid",	  "deviceId",
-					  "streamId", "launchStart", "launchEnd", "launchTid"};
-static const int64_t memset_nulls[] = {TS, TS, 0, NONE, 0, TS, TS, 0};
-static const char *const sync_cols[] = {"start", "end", "pid", "tid", "syncType"};
-static const int64_t sync_nulls[] = {TS, TS, 0, 0, 0};
-static const char *const api_cols[] = {"start", "end", "pid", "tid", "nameId"};
-static const int64_t api_nulls[] = {TS, TS, 0, 0, NONE};
-static const char *const nvtx_cols[] = {"start", "end", "pid", "tid", "depth", "textId"};
-static const int64_t nvtx_nulls[] = {TS, TS, 0, 0, 0, NONE};
-static const char *const memory_cols[] = {
-	"start",   "pid",	  "deviceId", "memoryOperationType",
-	"memKind", "returnValue", "address",  "bytes"};
-static const int64_t memory_nulls[] = {TS, 0, NONE, 0, 0, 0, 0, 0};
-
-#undef TS
-#undef NONE
+/* The columns each track kind is read from (include/cuscope/columns.def). */
+static const int kernel_cols[] = {CS_COL_KERNEL_start,	  CS_COL_KERNEL_end,
+				  CS_COL_KERNEL_pid,	  CS_COL_KERNEL_deviceId,
+				  CS_COL_KERNEL_streamId, CS_COL_KERNEL_nameId,
+				  CS_COL_KERNEL_launchStart, CS_COL_KERNEL_launchEnd,
+				  CS_COL_KERNEL_launchTid};
+static const int memcpy_cols[] = {CS_COL_MEMCPY_start,	  CS_COL_MEMCPY_end,
+				  CS_COL_MEMCPY_pid,	  CS_COL_MEMCPY_deviceId,
+				  CS_COL_MEMCPY_streamId, CS_COL_MEMCPY_copyKind,
+				  CS_COL_MEMCPY_launchStart, CS_COL_MEMCPY_launchEnd,
+				  CS_COL_MEMCPY_launchTid};
+static const int memset_cols[] = {CS_COL_MEMSET_start, CS_COL_MEMSET_end, CS_COL_MEMSET_pid,
+				  CS_COL_MEMSET_deviceId, CS_COL_MEMSET_streamId,
+				  CS_COL_MEMSET_launchStart, CS_COL_MEMSET_launchEnd,
+				  CS_COL_MEMSET_launchTid};
+static const int sync_cols[] = {CS_COL_SYNC_start, CS_COL_SYNC_end, CS_COL_SYNC_pid,
+				CS_COL_SYNC_tid, CS_COL_SYNC_syncType};
+static const int api_cols[] = {CS_COL_API_start, CS_COL_API_end, CS_COL_API_pid, CS_COL_API_tid,
+			       CS_COL_API_nameId};
+static const int nvtx_cols[] = {CS_COL_NVTX_start, CS_COL_NVTX_end,   CS_COL_NVTX_pid,
+				CS_COL_NVTX_tid,   CS_COL_NVTX_depth, CS_COL_NVTX_textId};
+static const int memory_cols[] = {CS_COL_MEMORY_start,	  CS_COL_MEMORY_pid,
+				  CS_COL_MEMORY_deviceId, CS_COL_MEMORY_memoryOperationType,
+				  CS_COL_MEMORY_memKind,  CS_COL_MEMORY_returnValue,
+				  CS_COL_MEMORY_address,  CS_COL_MEMORY_bytes};
 
 /*
  * The launch call of GPU work (launchStart, launchEnd, launchTid at v[0..2]) on its host thread's
  * launch track, named as the work is: rows without a launch time add nothing.
  */
-static int add_launch(struct part *p, uint32_t pid, const int64_t *v, int64_t name)
+static int add_launch(struct part *p, uint32_t pid, int64_t start, int64_t end, int64_t tid,
+		      int64_t name)
 {
 	struct view_track *t = p->last_launch;
 
-	if (v[0] == CS_TS_UNKNOWN)
+	if (start == CS_TS_UNKNOWN)
 		return 0;
-	if (!t || t->pid != pid || t->tid != (uint32_t)v[2]) {
-		t = track_get(&p->ts, VT_LAUNCH, pid, (uint32_t)v[2], 0);
+	if (!t || t->pid != pid || t->tid != (uint32_t)tid) {
+		t = track_get(&p->ts, VT_LAUNCH, pid, (uint32_t)tid, 0);
 		if (!t)
 			return CS_ERR_NOMEM;
 		p->last_launch = t;
 		p->last = NULL; /* a new track may have moved the tracks */
 	}
-	return track_add(t, v[0], v[1], name, VI_LAUNCH);
+	return track_add(t, start, end, name, VI_LAUNCH);
 }
 
 static int row_kernel(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
 	struct view_track *t =
-		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
-	int64_t name = v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED;
+		part_track(p, VT_STREAM, (uint32_t)v[CS_COL_KERNEL_pid],
+			   (int32_t)v[CS_COL_KERNEL_deviceId], (uint32_t)v[CS_COL_KERNEL_streamId]);
+	int64_t name = v[CS_COL_KERNEL_nameId] >= 0 ? v[CS_COL_KERNEL_nameId] : -1 - PSEUDO_UNNAMED;
 
 	if (part_tick(p))
 		return 1;
-	note_name(p, v[5]);
-	if (!t || track_add(t, v[0], v[1], name, VI_KERNEL))
+	note_name(p, v[CS_COL_KERNEL_nameId]);
+	if (!t || track_add(t, v[CS_COL_KERNEL_start], v[CS_COL_KERNEL_end], name, VI_KERNEL))
 		return CS_ERR_NOMEM;
-	return add_launch(p, (uint32_t)v[2], v + 6, name);
+	return add_launch(p, (uint32_t)v[CS_COL_KERNEL_pid], v[CS_COL_KERNEL_launchStart],
+			  v[CS_COL_KERNEL_launchEnd], v[CS_COL_KERNEL_launchTid], name);
 }
 
 static int row_memcpy(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
 	struct view_track *t =
-		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
-	int code = PSEUDO_MEMCPY + (v[5] >= 0 && v[5] <= 10 ? (int)v[5] : 0);
+		part_track(p, VT_STREAM, (uint32_t)v[CS_COL_MEMCPY_pid],
+			   (int32_t)v[CS_COL_MEMCPY_deviceId], (uint32_t)v[CS_COL_MEMCPY_streamId]);
+	int code =
+		PSEUDO_MEMCPY + (v[CS_COL_MEMCPY_copyKind] >= 0 && v[CS_COL_MEMCPY_copyKind] <= 10
+					 ? (int)v[CS_COL_MEMCPY_copyKind]
+					 : 0);
 
 	if (part_tick(p))
 		return 1;
-	if (!t || track_add(t, v[0], v[1], -1 - code, VI_MEMCPY))
+	if (!t || track_add(t, v[CS_COL_MEMCPY_start], v[CS_COL_MEMCPY_end], -1 - code, VI_MEMCPY))
 		return CS_ERR_NOMEM;
-	return add_launch(p, (uint32_t)v[2], v + 6, -1 - code);
+	return add_launch(p, (uint32_t)v[CS_COL_MEMCPY_pid], v[CS_COL_MEMCPY_launchStart],
+			  v[CS_COL_MEMCPY_launchEnd], v[CS_COL_MEMCPY_launchTid], -1 - code);
 }
 
 static int row_memset(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
 	struct view_track *t =
-		part_track(p, VT_STREAM, (uint32_t)v[2], (int32_t)v[3], (uint32_t)v[4]);
+		part_track(p, VT_STREAM, (uint32_t)v[CS_COL_MEMSET_pid],
+			   (int32_t)v[CS_COL_MEMSET_deviceId], (uint32_t)v[CS_COL_MEMSET_streamId]);
 
 	if (part_tick(p))
 		return 1;
-	if (!t || track_add(t, v[0], v[1], -1 - PSEUDO_MEMSET, VI_MEMSET))
+	if (!t || track_add(t, v[CS_COL_MEMSET_start], v[CS_COL_MEMSET_end], -1 - PSEUDO_MEMSET,
+			    VI_MEMSET))
 		return CS_ERR_NOMEM;
-	return add_launch(p, (uint32_t)v[2], v + 5, -1 - PSEUDO_MEMSET);
+	return add_launch(p, (uint32_t)v[CS_COL_MEMSET_pid], v[CS_COL_MEMSET_launchStart],
+			  v[CS_COL_MEMSET_launchEnd], v[CS_COL_MEMSET_launchTid], -1 - PSEUDO_MEMSET);
 }
 
 static int row_sync(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	int type = (int)v[4];
+	int type = (int)v[CS_COL_SYNC_syncType];
 	struct view_track *t;
 
 	if (part_tick(p))
 		return 1;
-	if (!cs_sync_type_is_host_wait(type) || v[0] == CS_TS_UNKNOWN)
+	if (!cs_sync_type_is_host_wait(type) || v[CS_COL_SYNC_start] == CS_TS_UNKNOWN)
 		return 0;
-	t = part_track(p, VT_THREAD, (uint32_t)v[2], (uint32_t)v[3], 0);
-	return t ? track_add(t, v[0], v[1],
+	t = part_track(p, VT_THREAD, (uint32_t)v[CS_COL_SYNC_pid], (uint32_t)v[CS_COL_SYNC_tid], 0);
+	return t ? track_add(t, v[CS_COL_SYNC_start], v[CS_COL_SYNC_end],
 			     -1 - (PSEUDO_SYNC + (type >= 0 && type <= 102 ? type : 0)), VI_SYNC)
 		 : CS_ERR_NOMEM;
 }
@@ -737,25 +745,34 @@ static int row_sync(const int64_t *v, void *arg)
 static int row_api(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	struct view_track *t = part_track(p, VT_API, (uint32_t)v[2], (uint32_t)v[3], 0);
+	struct view_track *t =
+		part_track(p, VT_API, (uint32_t)v[CS_COL_API_pid], (uint32_t)v[CS_COL_API_tid], 0);
 
 	if (part_tick(p))
 		return 1;
-	note_name(p, v[4]);
-	return t ? track_add(t, v[0], v[1], v[4] >= 0 ? v[4] : -1 - PSEUDO_UNNAMED, VI_API)
+	note_name(p, v[CS_COL_API_nameId]);
+	return t ? track_add(t, v[CS_COL_API_start], v[CS_COL_API_end],
+			     v[CS_COL_API_nameId] >= 0 ? v[CS_COL_API_nameId] : -1 - PSEUDO_UNNAMED,
+			     VI_API)
 		 : CS_ERR_NOMEM;
 }
 
 static int row_nvtx(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	int depth = v[4] < 0 ? 0 : v[4] > 15 ? 15 : (int)v[4];
-	struct view_track *t = part_track(p, VT_NVTX, (uint32_t)v[2], (uint32_t)v[3], depth);
+	int depth = v[CS_COL_NVTX_depth] < 0	? 0
+		    : v[CS_COL_NVTX_depth] > 15 ? 15
+						: (int)v[CS_COL_NVTX_depth];
+	struct view_track *t = part_track(p, VT_NVTX, (uint32_t)v[CS_COL_NVTX_pid],
+					  (uint32_t)v[CS_COL_NVTX_tid], depth);
 
 	if (part_tick(p))
 		return 1;
-	note_name(p, v[5]);
-	return t ? track_add(t, v[0], v[1], v[5] >= 0 ? v[5] : -1 - PSEUDO_UNNAMED, VI_NVTX)
+	note_name(p, v[CS_COL_NVTX_textId]);
+	return t ? track_add(t, v[CS_COL_NVTX_start], v[CS_COL_NVTX_end],
+			     v[CS_COL_NVTX_textId] >= 0 ? v[CS_COL_NVTX_textId]
+							: -1 - PSEUDO_UNNAMED,
+			     VI_NVTX)
 		 : CS_ERR_NOMEM;
 }
 
@@ -778,10 +795,10 @@ static struct live_alloc *live_find(struct part *p, uint32_t pid, int vmm, uint6
 static int row_memory(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	int64_t start = v[0], bytes = v[7];
-	uint32_t pid = (uint32_t)v[1];
-	int32_t device = (int32_t)v[2];
-	uint64_t address = (uint64_t)v[6];
+	int64_t start = v[CS_COL_MEMORY_start], bytes = v[CS_COL_MEMORY_bytes];
+	uint32_t pid = (uint32_t)v[CS_COL_MEMORY_pid];
+	int32_t device = (int32_t)v[CS_COL_MEMORY_deviceId];
+	uint64_t address = (uint64_t)v[CS_COL_MEMORY_address];
 	struct view_track *t;
 	struct live_alloc *l;
 	int64_t delta;
@@ -791,7 +808,9 @@ static int row_memory(const int64_t *v, void *arg)
 		return 1;
 	if (start == CS_TS_UNKNOWN)
 		return 0;
-	count = cs_mem_count_of((int32_t)v[3], (int32_t)v[4], (int32_t)v[5], device, bytes, &vmm);
+	count = cs_mem_count_of((int32_t)v[CS_COL_MEMORY_memoryOperationType],
+				(int32_t)v[CS_COL_MEMORY_memKind],
+				(int32_t)v[CS_COL_MEMORY_returnValue], device, bytes, &vmm);
 	if (count == CS_MEMCOUNT_ALLOC) {
 		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
 		if (!t)
@@ -829,16 +848,14 @@ static int row_memory(const int64_t *v, void *arg)
 
 struct table_scan {
 	enum cs_event_kind kind;
-	const char *const *cols;
-	const int64_t *nulls;
+	const int *cols;
 	int ncols;
 	int (*row)(const int64_t *v, void *arg);
 };
 
-#define SCAN(kind, name)                                                                      \
-	{                                                                                     \
-		kind, name##_cols, name##_nulls, (int)(sizeof(name##_cols) / sizeof(char *)), \
-			row_##name                                                            \
+#define SCAN(kind, name)                                                                           \
+	{                                                                                          \
+		kind, name##_cols, (int)(sizeof(name##_cols) / sizeof(name##_cols[0])), row_##name \
 	}
 
 /* The order matters: a stream's kernels, then its memcpys, then its memsets (sorted runs). */
@@ -857,8 +874,7 @@ static int part_scan(struct part *p, cs_trace *t, const struct table_scan *s, in
 
 	p->last = NULL;
 	p->last_launch = NULL;
-	rc = cs_trace_scan_rows(t, s->kind, first, end, s->cols, s->nulls, s->ncols, s->row, p,
-				&serr);
+	rc = cs_trace_scan_rows(t, s->kind, first, end, s->cols, s->ncols, s->row, p, &serr);
 	/* each track's items of this table form a sorted run */
 	for (size_t i = 0; i < p->ts.ntracks; i++) {
 		struct view_track *tr = &p->ts.tracks[i];
@@ -877,8 +893,8 @@ static int part_scan(struct part *p, cs_trace *t, const struct table_scan *s, in
 static void *part_run(void *arg)
 {
 	static const struct table_scan kernels = {
-		CS_EV_KERNEL, kernel_cols, kernel_nulls,
-		(int)(sizeof(kernel_cols) / sizeof(kernel_cols[0])), row_kernel};
+		CS_EV_KERNEL, kernel_cols, (int)(sizeof(kernel_cols) / sizeof(kernel_cols[0])),
+		row_kernel};
 	struct part *p = arg;
 	cs_trace *t = p->t;
 

@@ -209,26 +209,34 @@ static uint32_t rnd(void)
 struct scan_rows {
 	int64_t starts[16];
 	int n;
+	int stop_col;	     /* stop at the first row whose value here is CS_ID_NONE; -1: never */
+	int64_t unlisted[2]; /* the first row's end and gridX, when they were not listed */
 };
 
 static int scan_row(const int64_t *v, void *arg)
 {
 	struct scan_rows *r = arg;
 
+	/* start is the first column of every table */
 	if (r->n < 16)
-		r->starts[r->n] = v[0];
+		r->starts[r->n] = v[CS_COL_KERNEL_start];
+	if (!r->n) {
+		r->unlisted[0] = v[CS_COL_KERNEL_end];
+		r->unlisted[1] = v[CS_COL_KERNEL_gridX];
+	}
 	r->n++;
-	return v[1] == -42 ? 1 : 0;
+	return r->stop_col >= 0 && v[r->stop_col] == CS_ID_NONE ? 1 : 0;
 }
 
-/* The reader's bulk scan: named columns only, NULLs as given, rows by position, bad columns. */
+/* The reader's bulk scan: listed columns only, each at its place, NULLs as the iterator reads
+ * them, rows by position, bad columns. */
 START_TEST(test_trace_scan)
 {
 	char *path = sample_path("train_small.db");
-	static const char *const cols[] = {"start", "stackId"};
-	static const char *const bad[] = {"start", "nope"};
-	static const char *const inject[] = {"start", "end; DROP TABLE META"};
-	static const int64_t nulls[] = {CS_TS_UNKNOWN, -42};
+	static const int cols[] = {CS_COL_KERNEL_start, CS_COL_KERNEL_stackId};
+	static const int nvtx_cols[] = {CS_COL_NVTX_start};
+	static const int bad[] = {CS_COL_KERNEL_start, CS_COL_KERNEL_COUNT};
+	static const int negative[] = {-1};
 	cs_trace *t = open_trace(path);
 	struct scan_rows r;
 	cs_error err = {0, ""};
@@ -237,12 +245,22 @@ START_TEST(test_trace_scan)
 	cs_filter all = cs_filter_all();
 
 	memset(&r, 0, sizeof(r));
-	/* stackId is NULL in this trace: the first row's -42 stops the scan */
-	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, cols, nulls, 2, scan_row, &r, &err), 0);
+	r.stop_col = CS_COL_KERNEL_stackId;
+	/* stackId is NULL in this trace: it reads as CS_ID_NONE, which stops the scan at once */
+	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, cols, 2, scan_row, &r, &err), 0);
 	ck_assert_int_eq(r.n, 1);
+	/* the columns not listed hold their null values, whatever the row has */
+	ck_assert_int_eq(r.unlisted[0], CS_TS_UNKNOWN);
+	ck_assert_int_eq(r.unlisted[1], 0);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_KERNEL, &all, &it, &err), 0);
+	ck_assert_int_eq(cs_iter_next(it, &ev), 1);
+	ck_assert_int_eq(r.starts[0], ev.u.kernel.start);
+	ck_assert_int_ne(ev.u.kernel.end, CS_TS_UNKNOWN);
+	ck_assert_int_gt(ev.u.kernel.grid_x, 0);
+	cs_iter_close(it);
 	memset(&r, 0, sizeof(r));
-	ck_assert_int_eq(cs_trace_scan_rows(t, CS_EV_NVTX, 5, 10, cols, (const int64_t[]){0, 0}, 1,
-					    scan_row, &r, &err),
+	r.stop_col = -1;
+	ck_assert_int_eq(cs_trace_scan_rows(t, CS_EV_NVTX, 5, 10, nvtx_cols, 1, scan_row, &r, &err),
 			 0);
 	ck_assert_int_eq(r.n, 5);
 	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, &all, &it, &err), 0);
@@ -251,16 +269,21 @@ START_TEST(test_trace_scan)
 			ck_assert_int_eq(r.starts[i - 5], ev.u.nvtx.start);
 	cs_iter_close(it);
 	memset(&r, 0, sizeof(r));
-	ck_assert_int_eq(cs_trace_scan_rows(t, CS_EV_NVTX, 28, INT64_MAX, cols,
-					    (const int64_t[]){0, 0}, 1, scan_row, &r, &err),
-			 0);
+	r.stop_col = -1;
+	ck_assert_int_eq(
+		cs_trace_scan_rows(t, CS_EV_NVTX, 28, INT64_MAX, nvtx_cols, 1, scan_row, &r, &err),
+		0);
 	ck_assert_int_eq(r.n, 2);
-	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, bad, nulls, 2, scan_row, &r, &err),
+	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, bad, 2, scan_row, &r, &err),
 			 CS_ERR_INVALID);
-	ck_assert_msg(strstr(err.msg, "'nope'") != NULL, "%s", err.msg);
-	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, inject, nulls, 2, scan_row, &r, &err),
+	ck_assert_msg(strstr(err.msg, "has no column 27") != NULL, "%s", err.msg);
+	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, negative, 1, scan_row, &r, &err),
 			 CS_ERR_INVALID);
-	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, cols, nulls, 0, scan_row, &r, &err),
+	/* a kernel column number that the NVTX table does not have */
+	ck_assert_int_eq(cs_trace_scan(t, CS_EV_NVTX, (const int[]){CS_COL_KERNEL_stackId}, 1,
+				       scan_row, &r, &err),
+			 CS_ERR_INVALID);
+	ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, cols, 0, scan_row, &r, &err),
 			 CS_ERR_INVALID);
 	cs_trace_close(t);
 	free(path);

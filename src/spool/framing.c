@@ -1,0 +1,197 @@
+/*
+ * framing.c - a spool file cut into records (include/cuscope/spool.h): the first pass, which reads
+ * each file's header and its first CS_REC_CLOCK (in the first PROBE_BYTES), and the buffered
+ * reader of the second pass, which hands over one whole record at a time from a fixed buffer.
+ *
+ * A record whose size is < 8, not a multiple of 8 or past the end of the file ends its file
+ * (SF_TRUNCATED: counted in truncated_files by the caller). A file with a bad header (too short,
+ * wrong magic, newer or unknown version, bad header size, a clock above INT64_MAX ns) is set aside
+ * with the reason (file_info.bad_code, bad_msg).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuscope/files.h"
+#include "spool/import_internal.h"
+
+/* ---- reading ---- */
+
+static ssize_t read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+/* Make need bytes available at buf + pos: 1 when they are, 0 at the end, -1 (errno) on error. */
+int spool_file_fill(struct spool_file *f, size_t need)
+{
+	if (f->len - f->pos >= need)
+		return 1;
+	if (f->pos) {
+		memmove(f->buf, f->buf + f->pos, f->len - f->pos);
+		f->len -= f->pos;
+		f->pos = 0;
+	}
+	while (f->len < need && !f->eof) {
+		ssize_t r = read(f->fd, f->buf + f->len, READ_BUF_SIZE - f->len);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			f->eof = 1;
+		f->len += (size_t)r;
+		f->bytes_read += (uint64_t)r;
+	}
+	return f->len >= need;
+}
+
+/* Next record: 1 (*p, *h filled), 0 at a clean end, SF_TRUNCATED, or -1 (errno) on a read error. */
+int spool_file_next(struct spool_file *f, const unsigned char **p, struct cs_rec *h)
+{
+	int rc = spool_file_fill(f, sizeof(*h));
+
+	if (rc <= 0)
+		return rc < 0 ? rc : f->len > f->pos ? SF_TRUNCATED : 0;
+	memcpy(h, f->buf + f->pos, sizeof(*h));
+	if (h->size < sizeof(*h) || h->size % 8)
+		return SF_TRUNCATED;
+	rc = spool_file_fill(f, h->size);
+	if (rc <= 0)
+		return rc < 0 ? rc : SF_TRUNCATED;
+	*p = f->buf + f->pos;
+	f->pos += h->size;
+	return 1;
+}
+
+/* Copy the fixed part of a record; 0 when the record is too short for it. */
+int spool_rec_load(void *dst, size_t dsize, const void *p, size_t size)
+{
+	if (size < dsize)
+		return 0;
+	memcpy(dst, p, dsize);
+	return 1;
+}
+
+/* ---- first pass ---- */
+
+/* Check a file's header, find its earliest clock pair. Errors only when the file cannot be read. */
+int spool_file_probe(struct importer *im, struct file_info *fi)
+{
+	struct cs_spool_header *h = &fi->h;
+	struct stat st = {0};
+	size_t off;
+	ssize_t n;
+	int fd;
+
+	/*
+	 * Never blocks: a FIFO or a device is refused after an O_NONBLOCK open. In a directory that
+	 * others may write to, such a file or a symbolic link is skipped like a foreign file; named
+	 * on its own it is an error (a link named on its own is followed).
+	 */
+	fd = cs_open_regular(fi->path, im->from_dir);
+	if (fd < 0 && im->from_dir && (errno == CS_ENOTREG || errno == ELOOP)) {
+		fi->bad_code = CS_ERR_INVALID;
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "%s", cs_file_strerror(errno));
+		return 0;
+	}
+	if (fd < 0)
+		return cs_error_set(im->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
+				    "cannot open '%s': %s", fi->path, cs_file_strerror(errno));
+	if (fstat(fd, &st)) {
+		int e = errno;
+
+		close(fd);
+		return cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", fi->path,
+				    strerror(e));
+	}
+	fi->size = (uint64_t)st.st_size;
+	n = read_full(fd, im->buf, PROBE_BYTES);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", fi->path,
+				    strerror(e));
+	}
+	close(fd);
+
+	fi->bad_code = CS_ERR_CORRUPT;
+	if ((size_t)n < sizeof(*h)) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "too short for a spool file header");
+		return 0;
+	}
+	memcpy(h, im->buf, sizeof(*h));
+	if (memcmp(h->magic, CS_SPOOL_MAGIC, sizeof(h->magic))) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "not a cuscope spool file");
+		return 0;
+	}
+	if (h->version > CS_SPOOL_VERSION) {
+		fi->bad_code = CS_ERR_NEWER_SCHEMA;
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg),
+			 "spool format version %" PRIu32 " is newer than this cuscope reads (%d)",
+			 h->version, CS_SPOOL_VERSION);
+		return 0;
+	}
+	if (h->version == 0 || h->header_size < sizeof(*h) || h->header_size > PROBE_BYTES) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg),
+			 "bad spool file header (version %" PRIu32 ", header size %" PRIu32 ")",
+			 h->version, h->header_size);
+		return 0;
+	}
+	if ((size_t)n < h->header_size) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "too short for a spool file header");
+		return 0;
+	}
+	if (h->cupti_ns > (uint64_t)INT64_MAX || h->realtime_ns > (uint64_t)INT64_MAX) {
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg),
+			 "implausible clock in the spool file header (CUPTI %" PRIu64
+			 " ns, real time %" PRIu64 " ns: above 2^63)",
+			 h->cupti_ns, h->realtime_ns);
+		return 0;
+	}
+	fi->bad_code = 0;
+	fi->base_cupti = h->cupti_ns;
+	fi->base_real = h->realtime_ns;
+	/* the first CLOCK record, in case the header has no CUPTI time or a later one */
+	for (off = h->header_size; off + sizeof(struct cs_rec) <= (size_t)n;) {
+		struct cs_rec rh;
+		struct cs_rec_clock c;
+
+		memcpy(&rh, im->buf + off, sizeof(rh));
+		if (rh.size < sizeof(rh) || rh.size % 8 || off + rh.size > (size_t)n)
+			break;
+		if (rh.type == CS_REC_CLOCK &&
+		    spool_rec_load(&c, sizeof(c), im->buf + off, rh.size)) {
+			if (c.cupti_ns && c.cupti_ns <= (uint64_t)INT64_MAX &&
+			    c.realtime_ns <= (uint64_t)INT64_MAX &&
+			    (!fi->base_cupti || c.cupti_ns < fi->base_cupti)) {
+				fi->base_cupti = c.cupti_ns;
+				fi->base_real = c.realtime_ns;
+			}
+			break;
+		}
+		off += rh.size;
+	}
+	return 0;
+}
