@@ -630,6 +630,10 @@ static struct ex_track *gpu_track(struct driver *d, uint32_t pid, int32_t dev)
 }
 
 /* The lane of stream s on GPU g for a slice [start, end]: the first whose last slice has ended. */
+/* Lanes of one stream at most: an overlap lane each time a slice starts before the stream's last one
+ * ended (only CUDA graphs and damaged files overlap). */
+#define MAX_STREAM_LANES 32
+
 static struct ex_track *stream_lane(struct driver *d, struct ex_track *g, uint32_t stream,
 				    int64_t start, int64_t end)
 {
@@ -653,6 +657,13 @@ static struct ex_track *stream_lane(struct driver *d, struct ex_track *g, uint32
 				t->lane_end = end;
 			return t;
 		}
+	}
+	if (lane >= MAX_STREAM_LANES) {
+		/* A stream's work does not overlap itself: this many lanes only come from a damaged
+		 * file, where more lanes would only make the search quadratic. The last one takes it. */
+		if (end > last->lane_end)
+			last->lane_end = end;
+		return last;
 	}
 	if (lane == 1)
 		snprintf(name, sizeof(name), "stream %u (overlap)", stream);
