@@ -52,6 +52,10 @@ programs=(
 	"cuda-core-scan-fixed|cuda-core-scan/fixed.py"
 	"cuda-core-scan-negative_short_cumsum|cuda-core-scan/negative_short_cumsum.py"
 	"cuda-core-scan-negative_nonzero_select|cuda-core-scan/negative_nonzero_select.py"
+	"sync-call-bad|sync-call/bad.py"
+	"sync-call-fixed|sync-call/fixed.py"
+	"sync-call-negative_side_stream|sync-call/negative_side_stream.py"
+	"sync-call-negative_long_step|sync-call/negative_long_step.py"
 )
 
 failed=0

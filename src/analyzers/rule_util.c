@@ -1236,3 +1236,158 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)
 		return cs_error_set(err, rc, "cannot add a finding");
 	return 0;
 }
+
+/* ---- host waits with no device-to-host copy (sync-call) ---- */
+
+/* 1 when a device memory release of pid comes after t and before the first GPU work of pid
+ * launched at or after t (the host released memory right after a wait: the allocator's). */
+static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
+{
+	int64_t next = INT64_MAX;
+
+	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid) {
+			next = cs_launch_time(a->kernels[i].launch_start, a->kernels[i].start);
+			break;
+		}
+	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
+		if (a->copies[i].pid == pid) {
+			int64_t l = cs_launch_time(a->copies[i].launch_start, a->copies[i].start);
+
+			if (l < next)
+				next = l;
+			break;
+		}
+	for (int64_t i = cs_analysis_memory_at(a, t); i < a->nmemory; i++) {
+		const cs_a_memory *r = &a->memory[i];
+
+		if (r->start >= next)
+			break;
+		if (r->pid == pid && cs_a_memory_is_device(r) &&
+		    (r->op == CS_MEMOP_FREE || r->op == CS_MEMOP_VMM_RELEASE ||
+		     r->op == CS_MEMOP_VMM_UNMAP))
+			return 1;
+	}
+	return 0;
+}
+
+int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
+{
+	struct launch_ref *cp = NULL;
+	struct wait_ref *order = NULL;
+	struct ru_gpu_iter it;
+	struct ru_work w;
+	char *keep = NULL;
+	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0;
+	size_t cap = 0, vcap = 0, kcap = 0;
+	int64_t last_next = -1;
+	int last_next_kernel = 0;
+	uint32_t pid = s->pid;
+	int rc = CS_ERR_NOMEM;
+
+	memset(out, 0, sizeof(*out));
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
+			continue;
+		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
+			goto out;
+		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
+		cp[ncp].i = i;
+		ncp++;
+	}
+	cs_sort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
+
+	/* every host wait of the process competes for the idle that follows it; only the
+	 * explicit ones (no copy to wait for, no allocator release after it) are kept */
+	for (int64_t i = 0; i < a->nsyncs; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+		struct ru_d2h_wait *d;
+		int64_t from, lo, hi;
+		int mine;
+
+		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
+			continue;
+		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
+		lo = launch_lower(cp, ncp, from);
+		hi = launch_lower(cp, ncp, wait_end(y));
+		mine = y->type != CS_SYNC_MEMCPY && hi <= lo &&
+		       !release_before_launch(a, pid, wait_end(y));
+		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
+			prev_end = wait_end(y);
+		if (cs_grow((void **)&out->v, &vcap, (size_t)out->n + 1, sizeof(*out->v)) ||
+		    cs_grow((void **)&keep, &kcap, (size_t)out->n + 1, 1))
+			goto out;
+		keep[out->n] = (char)mine;
+		d = &out->v[out->n++];
+		memset(d, 0, sizeof(*d));
+		d->sync = i;
+		d->first_copy = -1;
+		d->step = ru_steady_step(s, y->start);
+		d->idle_start = d->idle_end = d->window_end = wait_end(y);
+	}
+	if (out->n == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
+		goto out;
+	order = malloc((size_t)out->n * sizeof(*order));
+	if (!order)
+		goto out;
+	for (int64_t i = 0; i < out->n; i++) {
+		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
+		order[i].i = i;
+	}
+	cs_sort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
+	/* the same pass as ru_d2h_waits(), over all the waits: the first wait to end before a
+	 * piece of work has the idle before it, whichever rule that wait belongs to */
+	ru_gpu_iter_init(&it, a, pid);
+	while (q < out->n && ru_gpu_next(&it, &w)) {
+		int64_t launched = cs_launch_time(w.launch_start, w.start);
+
+		while (q < out->n && launched >= order[q].end) {
+			struct ru_d2h_wait *d = &out->v[order[q].i];
+			const cs_a_sync *y = &a->syncs[d->sync];
+			int64_t from = y->start, stop;
+
+			if (reach != CS_TS_UNKNOWN && reach > from)
+				from = reach;
+			q++;
+			if (last_next == w.index && last_next_kernel == w.is_kernel) {
+				d->idle_start = d->idle_end = d->window_end = w.start;
+				continue;
+			}
+			last_next = w.index;
+			last_next_kernel = w.is_kernel;
+			d->idle_start = from;
+			d->idle_end = w.start > from ? w.start : from;
+			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
+			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns ||
+			    !keep[order[q - 1].i]) {
+				d->window_end = d->idle_end;
+				continue;
+			}
+			stop = next_host_wait(a, pid, wait_end(y));
+			if (s->v[d->step].end < stop)
+				stop = s->v[d->step].end;
+			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
+		}
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+	}
+	for (int64_t i = 0; i < out->n; i++)
+		if (keep[i])
+			out->v[m++] = out->v[i];
+	out->n = m;
+	rc = 0;
+out:
+	free(cp);
+	free(order);
+	free(keep);
+	if (rc)
+		ru_d2h_free(out);
+	return rc;
+}

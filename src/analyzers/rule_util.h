@@ -290,4 +290,19 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 /* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
 int ru_is_alloc_api(const char *name);
 
+/* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
+
+/*
+ * The explicit host waits of the steps' process: stream, context or event synchronize (and a query
+ * that ended a polling loop) with no device-to-host copy launched since the previous host wait
+ * ended (those are ru_d2h_waits()'s), not a synchronous memcpy, and not followed by a device
+ * memory release before the next launch (the caching allocator's own waits, which the memory
+ * rules judge). Each has its idle, drained flag, refill and cost as ru_d2h_waits() computes them,
+ * in one pass over all the host waits of the process, so that the idle before a piece of work
+ * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
+ * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
+ * Freed with ru_d2h_free().
+ */
+int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
+
 #endif
