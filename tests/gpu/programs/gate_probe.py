@@ -4,10 +4,17 @@ For measuring the gate's run-to-run noise and checking that real regressions fai
 (tests/gpu/gate_noise.sh):
 
     python3 gate_probe.py [--steps 40] [--warmup 5] [--extra-sync] [--slower PCT] [--slower-host PCT]
+                          [--pageable-copy] [--start-barrier DIR]
 
 --extra-sync reads the loss with .item() in every step (one DtoH copy and one host wait per step);
 --slower PCT adds GPU work (torch.cuda._sleep) worth PCT percent of the step time measured in warm-up;
---slower-host PCT adds host work (a busy wait) worth PCT percent of that step time.
+--slower-host PCT adds host work (a busy wait) worth PCT percent of that step time;
+--pageable-copy copies a 64 KiB tensor made on the host (torch.randn, not pinned) to the GPU in every step,
+  with .cuda(non_blocking=True): the copy is from pageable memory whatever non_blocking says, and
+  non_blocking keeps PyTorch from adding a stream synchronization, so the pageable copy is the only change;
+--start-barrier DIR: in a job of several ranks (WORLD_SIZE > 1, RANK set, as torchrun or rank_job.py start
+  them), every rank waits after its warm-up until all ranks got there (a file per rank in DIR), so that the
+  ranks' steady steps share the GPU from the first to the last.
 """
 import os
 import sys
@@ -24,6 +31,8 @@ def extra(p):
     p.add_argument("--extra-sync", action="store_true", help="read the loss with .item() every step")
     p.add_argument("--slower", type=float, default=0.0, help="add GPU work worth PCT%% of a step")
     p.add_argument("--slower-host", type=float, default=0.0, help="add host work worth PCT%% of a step")
+    p.add_argument("--pageable-copy", action="store_true", help="copy a pageable host tensor to the GPU every step")
+    p.add_argument("--start-barrier", metavar="DIR", help="ranks of a job wait for each other after warm-up")
 
 
 a = parse_args(__doc__, extra=extra)
@@ -32,6 +41,21 @@ VOCAB, D, LAYERS, HEADS, BATCH, SEQ, NB = 16384, 1024, 4, 16, 32, 512, 8
 model = GPT(VOCAB, D, LAYERS, HEADS, SEQ).to(DEV)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01, fused=True)
 host_batches = token_batches(NB, BATCH, SEQ, VOCAB).pin_memory()
+
+
+def start_barrier(path, timeout_s=60.0):
+    """Wait until every rank of the job (WORLD_SIZE, RANK) has put its file in `path`."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return
+    rank = int(os.environ.get("RANK", "0"))
+    os.makedirs(path, exist_ok=True)
+    open(os.path.join(path, f"rank{rank}.ready"), "w").close()
+    end = time.monotonic() + timeout_s
+    while sum(os.path.exists(os.path.join(path, f"rank{r}.ready")) for r in range(world)) < world:
+        if time.monotonic() > end:
+            raise SystemExit(f"rank {rank}: the other ranks did not reach the start barrier in {timeout_s:.0f} s")
+        time.sleep(0.001)
 
 
 def sleep_cycles_per_ms():
@@ -59,6 +83,8 @@ for i in range(a.warmup + a.steps):
         if a.slower > 0:
             sleep_cycles = int(sleep_cycles_per_ms() * step_ms * a.slower / 100.0)
         host_s = step_ms * a.slower_host / 100.0 / 1e3
+        if a.start_barrier:
+            start_barrier(a.start_barrier)
         timer.start()
         loss_sum.zero_()
     batch = host_batches[i % NB].to(DEV, non_blocking=True)
@@ -74,6 +100,8 @@ for i in range(a.warmup + a.steps):
         t_end = time.perf_counter() + host_s
         while time.perf_counter() < t_end:
             pass
+    if a.pageable_copy:
+        torch.randn(16384).cuda(non_blocking=True)  # 64 KiB from pageable memory, left unused
     if a.extra_sync:
         loss_sum += loss.item()
     else:
