@@ -661,7 +661,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		int64_t ns = 0;
 		int created;
 
-		if (st < 0)
+		if (st < 0 || k->pid != c->s->pid)
 			continue;
 		g = u64map_put(&ids, (uint64_t)k->name_id, &created);
 		if (!g)
@@ -1067,7 +1067,7 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 			if (grp->peak > out->peak_memory)
 				out->peak_memory = grp->peak;
 		}
-		st = steady_at(c, r->start);
+		st = r->pid == c->s->pid ? steady_at(c, r->start) : -1;
 		if (st < 0)
 			continue;
 		if (is_alloc)

@@ -778,7 +778,12 @@ START_TEST(test_sync_call_committed_traces)
 			line[strcspn(line, "\n")] = 0;
 			load(&l, line, &o);
 			run_rule(&l, "sync-call", &f);
-			ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			if (strstr(line, "pt_sync_no_copy"))
+				/* a torch.cuda.synchronize() every step: the rule's own pattern */
+				ck_assert_msg(f.n == 1, "%s: %d findings", line, f.n);
+			else
+				ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			found_free(&f);
 			unload(&l);
 			seen++;
 		}
