@@ -75,7 +75,9 @@
 		summary: null,
 		analysis: 'pending', /* then 'ready' or 'error' (GET /api/findings) */
 		findings: [],
-		steps: [],
+		steps: [], /* of the primary process (the one with the most kernels) */
+		procSteps: new Map(), /* pid -> the steps of that process */
+		primaryPid: null,
 		findingsMs: null, /* page start to the findings listed */
 		t0: 0,
 		t1: 1,
@@ -356,25 +358,48 @@
 			}
 		}
 		ctx.fillStyle = '#1d2330';
-		ctx.fillText(state.steps.length ? 'steps' : state.analysis === 'ready' ? 'no steps found'
+		ctx.fillText(state.steps.length ? (state.procSteps.size > 1 ? 'steps of process ' + state.primaryPid
+			: 'steps') : state.analysis === 'ready' ? 'no steps found'
 			: 'steps: analysing…', 6, y + STEP_H / 2, LABEL_W - 10);
+	}
+
+	/* A process's own steps, numbered, in its group's header row (a job of several processes). */
+	function drawGroupSteps(row) {
+		const W = canvas.clientWidth;
+		for (const s of state.procSteps.get(row.group) || []) {
+			if (s.end < state.t0 || s.start > state.t1) continue;
+			const x0 = Math.max(LABEL_W, xOf(s.start));
+			const x1 = Math.min(W, xOf(s.end));
+			if (x1 <= x0) continue;
+			ctx.fillStyle = s.warmup ? '#c9cdd5' : s.index % 2 ? '#aac3e6' : '#c5d7f0';
+			ctx.fillRect(x0, row.y + 3, Math.max(1, x1 - x0 - 1), row.h - 6);
+			const text = String(s.index);
+			if (x1 - x0 > ctx.measureText(text).width + 4) {
+				ctx.fillStyle = '#1d2330';
+				ctx.fillText(text, x0 + 3, row.y + row.h / 2);
+			}
+		}
 	}
 
 	/* The findings lane: a row per finding, its affected steps in its severity's colour. */
 	function drawFindingsLane() {
 		if (!state.findings.length) return;
 		const y0 = AXIS_H + STEP_H + 2;
-		const stepByIndex = new Map(state.steps.map((s) => [s.index, s]));
 		state.findings.forEach((f, i) => {
 			const y = y0 + i * FIND_ROW_H;
 			const selected = state.highlight && state.highlight.id === f.id;
-			ctx.fillStyle = SEV_COLORS[f.severity] || '#8a93a3';
-			for (const idx of f.steps) {
-				const s = stepByIndex.get(idx);
-				if (!s || s.end < state.t0 || s.start > state.t1) continue;
-				const x0 = Math.max(LABEL_W, xOf(s.start));
-				const x1 = Math.min(canvas.clientWidth, xOf(s.end));
-				ctx.fillRect(x0, y, Math.max(1, x1 - x0 - 1), FIND_ROW_H - 2);
+			/* its steps in every process it was found in, each in that process's steps */
+			const where = f.processes && f.processes.length ? f.processes : [{ pid: f.pid, steps: f.steps }];
+			for (const p of where) {
+				const stepByIndex = new Map(stepsOf(p.pid).map((s) => [s.index, s]));
+				ctx.fillStyle = SEV_COLORS[p.severity || f.severity] || '#8a93a3';
+				for (const idx of p.steps) {
+					const s = stepByIndex.get(idx);
+					if (!s || s.end < state.t0 || s.start > state.t1) continue;
+					const x0 = Math.max(LABEL_W, xOf(s.start));
+					const x1 = Math.min(canvas.clientWidth, xOf(s.end));
+					ctx.fillRect(x0, y, Math.max(1, x1 - x0 - 1), FIND_ROW_H - 2);
+				}
 			}
 			if (f.focus && f.focus.start !== null) {
 				/* the costliest occurrence: a dark mark */
@@ -613,9 +638,12 @@
 			if (row.group !== undefined) {
 				ctx.fillStyle = '#dfe3ea';
 				ctx.fillRect(0, row.y, w, row.h);
+				if (state.procSteps.size > 1) drawGroupSteps(row);
+				ctx.fillStyle = '#dfe3ea';
+				ctx.fillRect(0, row.y, LABEL_W, row.h);
 				ctx.fillStyle = '#1d2330';
 				ctx.font = 'bold 11px sans-serif';
-				ctx.fillText(groupLabel(row.group), 6, row.y + row.h / 2, w - 12);
+				ctx.fillText(groupLabel(row.group), 6, row.y + row.h / 2, LABEL_W - 10);
 				ctx.font = '11px sans-serif';
 				continue;
 			}
@@ -871,9 +899,14 @@
 		return String(v);
 	}
 
-	/* The step that holds time t, or null. */
-	function stepAt(t) {
-		return state.steps.find((s) => s.start <= t && t < s.end) || null;
+	/* The steps of process pid (those of the primary process when it has none of its own). */
+	function stepsOf(pid) {
+		return (pid !== undefined && state.procSteps.get(pid)) || state.steps;
+	}
+
+	/* The step of process pid (default: the primary one) that holds time t, or null. */
+	function stepAt(t, pid) {
+		return stepsOf(pid).find((s) => s.start <= t && t < s.end) || null;
 	}
 
 	function renderDetails(ev) {
@@ -911,13 +944,15 @@
 		if (links.childNodes.length) box.append(links);
 
 		/* the findings of the step it is in */
-		const step = typeof start === 'number' ? stepAt(start) : null;
+		const pid = f.pid;
+		const step = typeof start === 'number' ? stepAt(start, pid) : null;
 		const belongs = el('div', 'belongs');
 		if (step) {
-			belongs.append(el('h3', null, (step.warmup ? 'Warm-up step ' : 'Step ') + step.index));
-			const pid = f.pid;
-			const mine = state.findings.filter((x) => x.steps.includes(step.index) &&
-				(x.pid === undefined || x.pid === pid));
+			belongs.append(el('h3', null, (step.warmup ? 'Warm-up step ' : 'Step ') + step.index +
+				(state.procSteps.size > 1 ? ' of process ' + pid : '')));
+			/* the findings of this process in this step */
+			const mine = state.findings.filter((x) => (x.pid === pid && x.steps.includes(step.index)) ||
+				(x.processes || []).some((p) => p.pid === pid && p.steps.includes(step.index)));
 			for (const x of mine) {
 				const inFocus = x.focus && x.focus.start !== null && start < x.focus.end &&
 					(end === null ? start : end) >= x.focus.start;
@@ -1205,6 +1240,13 @@
 		const h = hit(x, y);
 		if (h && h.row.group !== undefined) {
 			const pid = h.row.group;
+			const s = x >= LABEL_W && state.procSteps.size > 1 ? stepAt(tOf(x), pid) : null;
+			if (s) {
+				/* a step of this process, in its header: show it */
+				state.userMoved = true;
+				frame(s.start, s.end, 0.03);
+				return;
+			}
 			if (state.collapsed.has(pid)) state.collapsed.delete(pid);
 			else state.collapsed.add(pid);
 			document.body.dataset.collapsed = [...state.collapsed].join(',');
@@ -1256,6 +1298,11 @@
 			const h = hit(x, y);
 			if (!h || x < LABEL_W) {
 				if (h && h.row.track) text = h.row.track.name + ' (pid ' + h.row.track.pid + ')';
+				else if (h) text = (state.collapsed.has(h.row.group) ? 'open' : 'collapse') + ' process ' + h.row.group;
+			} else if (h.row.group !== undefined) {
+				const s = state.procSteps.size > 1 ? stepAt(tOf(x), h.row.group) : null;
+				if (s) text = (s.warmup ? 'warm-up step ' : 'step ') + s.index + ' of process ' + h.row.group +
+					'\n' + fmtDurExact(s.end - s.start) + ' at ' + fmtTime(s.start, 1);
 			} else if (h.row.track && h.row.track.kind === 'memory') {
 				const m = memoryAt(h.row.track.id, tOf(x));
 				if (m) text = h.row.track.name + ': ' + fmtBytes(m.value) + ' in use at ' +
@@ -1394,6 +1441,8 @@
 		if (f.status === 'ready') {
 			state.findings = f.findings;
 			state.steps = f.steps;
+			state.primaryPid = f.pid;
+			state.procSteps = new Map((f.processes || []).map((p) => [p.pid, p.steps]));
 			const warm = f.steps.filter((x) => x.warmup).length;
 			document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
 				' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');

@@ -1175,24 +1175,46 @@ static void focus_of(const cs_report_finding *rf, const cs_steps *steps,
 }
 
 /* The findings answer: the steps and the findings of `cuscope report`. */
-static char *make_findings(const cs_steps *steps, const cs_report *report, double ms,
+/* The steps as the findings answer lists them: index, start, end, warmup. */
+static void add_steps(cJSON *arr, const cs_steps *steps)
+{
+	for (int32_t i = 0; i < steps->n; i++) {
+		const cs_step *s = &steps->v[i];
+		cJSON *o = cJSON_CreateObject();
+
+		add_int(o, "index", s->index);
+		add_int(o, "start", s->start);
+		add_int(o, "end", s->end);
+		cJSON_AddBoolToObject(o, "warmup", s->warmup != 0);
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+/*
+ * The findings answer: the steps of the primary process (the one with the most kernels), every
+ * process with its own steps, and the findings of every process, as `cuscope report` finds them.
+ */
+static char *make_findings(const cs_report_processes *procs, const cs_report *report, double ms,
 			   const struct track_set *tracks)
 {
+	const cs_steps *steps = &procs->v[procs->primary].steps;
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 
 	cJSON_AddStringToObject(root, "status", "ready");
 	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
 	cli_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
-	arr = cJSON_AddArrayToObject(root, "steps");
-	for (int32_t i = 0; i < steps->n; i++) {
-		const cs_step *s = &steps->v[i];
+	add_int(root, "pid", procs->v[procs->primary].pid);
+	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
+	arr = cJSON_AddArrayToObject(root, "processes");
+	for (int32_t i = 0; i < procs->n; i++) {
+		const cs_report_process *p = &procs->v[i];
 
 		o = cJSON_CreateObject();
-		add_int(o, "index", s->index);
-		add_int(o, "start", s->start);
-		add_int(o, "end", s->end);
-		cJSON_AddBoolToObject(o, "warmup", s->warmup != 0);
+		add_int(o, "pid", p->pid);
+		cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+		cli_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
+		add_steps(cJSON_AddArrayToObject(o, "steps"), &p->steps);
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "findings");
@@ -1214,16 +1236,34 @@ static char *make_findings(const cs_steps *steps, const cs_report *report, doubl
 			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
 		add_int(o, "pid", f->pid);
 		{
+			const cs_report_process *fp = cs_report_process_find(procs, f->pid);
 			struct focus fo;
 			cJSON *fj = cJSON_AddObjectToObject(o, "focus");
 
-			focus_of(f, steps, tracks, &fo);
+			/* in the steps of the finding's own process */
+			focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
 			cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
 			cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
 			cli_json_add_int(fj, "step", fo.step, -1);
 		}
 		if (f->evidence)
 			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(f->evidence, 1));
+		/* every process it was found in, with its steps there */
+		st = cJSON_AddArrayToObject(o, "processes");
+		for (int32_t j = 0; j < f->nprocs; j++) {
+			const cs_finding_proc *fp = &f->procs[j];
+			cJSON *po = cJSON_CreateObject(), *ps;
+
+			add_int(po, "pid", fp->pid);
+			cli_json_add_string(po, "severity", cs_severity_name(fp->severity));
+			add_int(po, "lost_ns_per_step", fp->lost_ns_per_step);
+			cli_json_add_int(po, "first", fp->first, CS_TS_UNKNOWN);
+			cli_json_add_int(po, "last", fp->last, CS_TS_UNKNOWN);
+			ps = cJSON_AddArrayToObject(po, "steps");
+			for (int32_t k = 0; k < fp->nsteps; k++)
+				cJSON_AddItemToArray(ps, cli_json_int(fp->steps[k]));
+			cJSON_AddItemToArray(st, po);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	return json_text(root);
@@ -1252,27 +1292,27 @@ static char *run_analysis(const char *path, const struct track_set *tracks, cs_e
 	cs_step_opts so = {NULL, -1, 0};
 	cs_trace *t = NULL;
 	cs_analysis a;
-	cs_steps steps;
+	cs_report_processes procs;
 	cs_report report;
 	struct timespec began;
 	char *json = NULL;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &began);
-	memset(&steps, 0, sizeof(steps));
+	memset(&procs, 0, sizeof(procs));
 	memset(&report, 0, sizeof(report));
 	if (cs_trace_open_flags(path, CS_TRACE_ONE_THREAD, &t, err) < 0)
 		return NULL;
 	rc = cs_analysis_load(t, &a, err);
 	if (rc >= 0) {
-		rc = cs_steps_detect(&a, &so, &steps, err);
-		if (rc >= 0)
-			rc = cs_report_run(&a, &steps, NULL, &report, err);
-		if (rc >= 0 && !(json = make_findings(&steps, &report, ms_since(&began), tracks)))
+		/* every CUDA process with its own steps, as `cuscope report` */
+		rc = cs_report_run_processes(&a, &so, NULL, &procs, &report, err);
+		if (rc >= 0 && procs.n == 0)
+			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
+		if (rc >= 0 && !(json = make_findings(&procs, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
-		if (steps.v)
-			cs_steps_free(&steps);
+		cs_report_processes_free(&procs);
 		cs_analysis_free(&a);
 	}
 	cs_trace_close(t);

@@ -345,6 +345,24 @@ async function features(context, views) {
 		const again = await p2.evaluate(() => window.__viewer.rows.length);
 		check('a group per process, collapsible', groups.length === 2 && after[0] < before && after[1] === String(groups[0].pid) &&
 			again === before, JSON.stringify({ groups, before, after, again }));
+		/* each process's own steps in its group's header; a click on one shows that step */
+		const g2 = await p2.evaluate(() => {
+			const v = window.__viewer;
+			const row = v.rows.filter((r) => r.group !== undefined)[1];
+			const steps = v.procSteps.get(row.group) || [];
+			const s = steps.find((x) => !x.warmup && x.start > v.t0 && x.end < v.t1);
+			return { pid: row.group, y: row.y, n: v.procSteps.size, s, own: steps !== v.steps && steps.length };
+		});
+		const gx = await xOfTime(p2, (g2.s.start + g2.s.end) / 2);
+		const gpx = await pixelAt(p2, gx, g2.y + 10);
+		await p2.mouse.click(b2.x + gx, b2.y + g2.y + 10);
+		await p2.waitForTimeout(100);
+		const gw = await p2.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		check('a job of several processes: each group shows its own steps, a click frames one', g2.n === 2 &&
+			g2.own > 0 && gpx[2] > gpx[0] + 20 && gw[0] <= g2.s.start && gw[1] >= g2.s.end &&
+			gw[1] - gw[0] < 1.2 * (g2.s.end - g2.s.start), JSON.stringify({ g2, gpx, gw }));
+		await p2.keyboard.press('0');
+
 		/* the axis and the steps stay on top while the tracks scroll */
 		await p2.setViewportSize({ width: 1400, height: 420 });
 		await p2.evaluate(() => { document.getElementById('timeline-scroll').scrollTop = 150; });

@@ -1262,6 +1262,16 @@ START_TEST(test_findings_focus)
 	ck_assert_int_eq(jint(focus, "end"), jint(cw, "window_end"));
 	ck_assert_int_eq(jint(focus, "step"), jint(cw, "step"));
 	ck_assert_int_eq(jint(d2h, "pid"), 883);
+	/* one process, whose steps are the answer's */
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
+	ck_assert_int_eq(jint(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"),
+			 883);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "steps")),
+		cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")));
+	ck_assert_int_eq(jint(cJSON_GetArrayItem(cJSON_GetObjectItem(d2h, "processes"), 0), "pid"),
+			 883);
 	cJSON_ArrayForEach(st, cJSON_GetObjectItem(d2h, "steps")) in_steps |=
 		(int64_t)st->valuedouble == jint(focus, "step");
 	ck_assert(in_steps);
