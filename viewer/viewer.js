@@ -643,7 +643,7 @@
 				ctx.fillRect(0, row.y, LABEL_W, row.h);
 				ctx.fillStyle = '#1d2330';
 				ctx.font = 'bold 11px sans-serif';
-				ctx.fillText(groupLabel(row.group), 6, row.y + row.h / 2, LABEL_W - 10);
+				ctx.fillText(fitText(groupLabel(row.group), LABEL_W - 10), 6, row.y + row.h / 2);
 				ctx.font = '11px sans-serif';
 				continue;
 			}
@@ -664,7 +664,7 @@
 			ctx.fillStyle = '#f6f7f9';
 			ctx.fillRect(0, row.y, LABEL_W, row.h + 2);
 			ctx.fillStyle = '#1d2330';
-			ctx.fillText(label(row.track), 14, row.y + row.h / 2, LABEL_W - 18);
+			ctx.fillText(fitText(label(row.track), LABEL_W - 18), 14, row.y + row.h / 2);
 		}
 		drawFlows(top);
 		drawRange(h);
@@ -693,6 +693,28 @@
 			state.detailMs = performance.now() - state.started;
 		}
 		state.itemsDrawn = drawn;
+	}
+
+	/* text cut with an ellipsis to fit width px in the current font (not squeezed) */
+	const fitCache = new Map();
+	function fitText(text, width) {
+		const key = ctx.font + '|' + width + '|' + text;
+		let r = fitCache.get(key);
+		if (r !== undefined) return r;
+		r = text;
+		if (ctx.measureText(r).width > width) {
+			let lo = 0;
+			let hi = text.length;
+			while (lo < hi) {
+				const mid = (lo + hi + 1) >> 1;
+				if (ctx.measureText(text.slice(0, mid) + '\u2026').width <= width) lo = mid;
+				else hi = mid - 1;
+			}
+			r = text.slice(0, lo) + '\u2026';
+		}
+		if (fitCache.size > 2000) fitCache.clear();
+		fitCache.set(key, r);
+		return r;
 	}
 
 	function label(track) {
@@ -1298,7 +1320,8 @@
 			const h = hit(x, y);
 			if (!h || x < LABEL_W) {
 				if (h && h.row.track) text = h.row.track.name + ' (pid ' + h.row.track.pid + ')';
-				else if (h) text = (state.collapsed.has(h.row.group) ? 'open' : 'collapse') + ' process ' + h.row.group;
+				else if (h) text = groupLabel(h.row.group).slice(2) + '\n(click: ' +
+					(state.collapsed.has(h.row.group) ? 'open' : 'collapse') + ')';
 			} else if (h.row.group !== undefined) {
 				const s = state.procSteps.size > 1 ? stepAt(tOf(x), h.row.group) : null;
 				if (s) text = (s.warmup ? 'warm-up step ' : 'step ') + s.index + ' of process ' + h.row.group +
