@@ -686,6 +686,27 @@ START_TEST(test_names_escaped)
 	ck_assert_msg(found, "kernel name not returned repaired: %.300s", body);
 	cJSON_Delete(w);
 	free(body);
+	/* the same name in an event's details and in a search's match */
+	snprintf(path, sizeof(path), "/api/event?track=0&start=1000&end=51000&token=%s",
+		 synth_srv.token);
+	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "onerror=\\\"alert"));
+	w = cJSON_Parse(body);
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "fields"), "name")),
+		HTML_KERNEL_REPAIRED);
+	cJSON_Delete(w);
+	free(body);
+	snprintf(path, sizeof(path), "/api/search?q=ONERROR&t=0&token=%s", synth_srv.token);
+	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
+	w = cJSON_Parse(body);
+	/* the short kernel name, as the window's names_short has it */
+	ck_assert_ptr_nonnull(strstr(
+		cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "match"), "name")),
+		"<img src=x onerror=\"alert('k')\">"));
+	ck_assert_int_eq(jint(w, "total"), 4); /* the 4 kernels of write_synthetic() */
+	cJSON_Delete(w);
+	free(body);
 	w = summary_ready(&synth_srv);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 2);
 	cJSON_Delete(w);
