@@ -638,12 +638,14 @@
 			if (row.group !== undefined) {
 				ctx.fillStyle = '#dfe3ea';
 				ctx.fillRect(0, row.y, w, row.h);
-				if (state.procSteps.size > 1) drawGroupSteps(row);
+				/* the label over the whole row, unless the row shows the process's steps */
+				const steps = state.procSteps.size > 1;
+				if (steps) drawGroupSteps(row);
 				ctx.fillStyle = '#dfe3ea';
 				ctx.fillRect(0, row.y, LABEL_W, row.h);
 				ctx.fillStyle = '#1d2330';
 				ctx.font = 'bold 11px sans-serif';
-				ctx.fillText(fitText(groupLabel(row.group), LABEL_W - 10), 6, row.y + row.h / 2);
+				ctx.fillText(fitText(groupLabel(row.group), steps ? LABEL_W - 10 : w - 12), 6, row.y + row.h / 2);
 				ctx.font = '11px sans-serif';
 				continue;
 			}
