@@ -1451,6 +1451,33 @@
 		return new Promise((resolve) => setTimeout(resolve, ms));
 	}
 
+	/* How the steps were found, beside the findings. */
+	function stepsText(f) {
+		const warm = f.steps.filter((x) => x.warmup).length;
+		document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
+			' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
+		if (f.steps.length) {
+			const input = document.getElementById('step-input');
+			input.min = String(f.steps[0].index);
+			input.max = String(f.steps[f.steps.length - 1].index);
+		}
+	}
+
+	/*
+	 * The steps, found before the rules have run: drawn, and the steady-state steps framed
+	 * (unless the user moved the view), while the findings list still says "analysing…".
+	 */
+	function showEarlySteps(f) {
+		state.steps = f.steps;
+		state.primaryPid = f.pid;
+		state.procSteps = new Map([[f.pid, f.steps]]);
+		stepsText(f);
+		document.body.dataset.steps = 'early';
+		if (!state.summary) return;
+		if (!state.userMoved) showSteps();
+		requestDraw();
+	}
+
 	/* The steps and findings, asked for until the server has run the rules. */
 	async function loadFindings() {
 		let f;
@@ -1461,6 +1488,7 @@
 				f = { status: 'error', error: e.message };
 			}
 			if (f.status !== 'pending') break;
+			if (f.steps && !state.steps.length) showEarlySteps(f);
 			await sleep(FINDINGS_POLL_MS);
 		}
 		if (f.status === 'ready') {
@@ -1468,14 +1496,7 @@
 			state.steps = f.steps;
 			state.primaryPid = f.pid;
 			state.procSteps = new Map((f.processes || []).map((p) => [p.pid, p.steps]));
-			const warm = f.steps.filter((x) => x.warmup).length;
-			document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
-				' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
-			if (f.steps.length) {
-				const input = document.getElementById('step-input');
-				input.min = String(f.steps[0].index);
-				input.max = String(f.steps[f.steps.length - 1].index);
-			}
+			stepsText(f);
 		} else {
 			state.analysisError = f.error || 'unknown error';
 			document.getElementById('steps-text').textContent = '';

@@ -148,6 +148,7 @@ struct view_data {
 	enum view_state timeline, analysis;
 	char timeline_error[CS_ERROR_MSG_MAX], analysis_error[CS_ERROR_MSG_MAX];
 	char *findings; /* the findings answer, once the analysis is done */
+	char *pending;	/* the findings answer while the rules run: "pending", with the steps */
 	int refs;	/* the owner and the loader thread */
 };
 
@@ -1282,37 +1283,74 @@ static char *status_json(const char *status, const char *msg)
 
 /* ---- loading ---- */
 
+static void pause_ms(struct view_data *v, long ms);
+
+/*
+ * Publish the steps of the primary process while the rules run: the findings answer says
+ * "pending" with them, so that the page can frame the steady-state steps before the findings.
+ */
+static void publish_steps(struct view_data *v, const cs_steps *steps)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *json;
+
+	cJSON_AddStringToObject(root, "status", "pending");
+	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cli_json_add_string(root, "step_detail", steps->detail);
+	add_int(root, "pid", steps->pid);
+	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
+	json = json_text(root);
+	pthread_mutex_lock(&v->lock);
+	free(v->pending);
+	v->pending = json;
+	pthread_mutex_unlock(&v->lock);
+}
+
 /*
  * Find the steps and run every rule, as `cuscope report` does by default, on arrays of its own
- * (cs_analysis_load, through a connection of its own). Returns the findings answer, or NULL with
- * err set.
+ * (cs_analysis_load, through a connection of its own); the primary process's steps are published
+ * as soon as they are found. Returns the findings answer, or NULL with err set.
  */
-static char *run_analysis(const char *path, const struct track_set *tracks, cs_error *err)
+static char *run_analysis(struct view_data *v, const struct track_set *tracks, cs_error *err)
 {
 	cs_step_opts so = {NULL, -1, 0};
 	cs_trace *t = NULL;
 	cs_analysis a;
+	cs_steps steps;
 	cs_report_processes procs;
 	cs_report report;
 	struct timespec began;
+	const char *delay;
 	char *json = NULL;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &began);
+	memset(&steps, 0, sizeof(steps));
 	memset(&procs, 0, sizeof(procs));
 	memset(&report, 0, sizeof(report));
-	if (cs_trace_open_flags(path, CS_TRACE_ONE_THREAD, &t, err) < 0)
+	if (cs_trace_open_flags(v->path, CS_TRACE_ONE_THREAD, &t, err) < 0)
 		return NULL;
 	rc = cs_analysis_load(t, &a, err);
 	if (rc >= 0) {
-		/* every CUDA process with its own steps, as `cuscope report` */
-		rc = cs_report_run_processes(&a, &so, NULL, &procs, &report, err);
+		rc = cs_steps_detect(&a, &so, &steps, err);
+		if (rc >= 0) {
+			publish_steps(v, &steps);
+			/* for tests: hold the rules back, so that they see the steps first */
+			delay = getenv("CUSCOPE_VIEW_RULES_DELAY_MS");
+			if (delay)
+				pause_ms(v, strtol(delay, NULL, 10));
+			/* every CUDA process with its own steps, as `cuscope report` */
+			rc = cs_report_run_processes_from(&a, &so, &steps, NULL, &procs, &report,
+							  err);
+		}
 		if (rc >= 0 && procs.n == 0)
 			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
 		if (rc >= 0 && !(json = make_findings(&procs, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		cs_report_processes_free(&procs);
+		if (steps.v)
+			cs_steps_free(&steps);
 		cs_analysis_free(&a);
 	}
 	cs_trace_close(t);
@@ -1329,6 +1367,7 @@ static void data_destroy(struct view_data *v)
 	pthread_mutex_destroy(&v->lock);
 	free(v->summary);
 	free(v->findings);
+	free(v->pending);
 	free(v->path);
 	free(v);
 }
@@ -1395,7 +1434,7 @@ static void *loader_run(void *arg)
 	json = NULL;
 	memset(&err, 0, sizeof(err));
 	if (!atomic_load(&v->stop)) {
-		json = run_analysis(v->path, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
+		json = run_analysis(v, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
 		if (!json && !atomic_load(&v->stop))
 			fprintf(stderr, "cuscope: %s\n", err.msg[0] ? err.msg : "analysis failed");
 	}
@@ -1556,11 +1595,11 @@ char *view_api_findings(struct view_data *v)
 	memcpy(msg, v->analysis_error, sizeof(msg));
 	if (state == VS_READY)
 		r = strdup(v->findings);
+	else if (state == VS_PENDING)
+		r = strdup(v->pending ? v->pending : "{\"status\":\"pending\"}");
 	pthread_mutex_unlock(&v->lock);
 	if (state == VS_FAILED)
 		return status_json("error", msg);
-	if (state == VS_PENDING)
-		return strdup("{\"status\":\"pending\"}");
 	return r;
 }
 

@@ -520,6 +520,24 @@ async function main() {
 		check('no cookie set', cookies.length === 0, JSON.stringify(cookies));
 		await pageB.close();
 
+		/* the steps come before the findings: framed while the rules still run (held back) */
+		const early = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'),
+			{ CUSCOPE_VIEW_RULES_DELAY_MS: '4000' });
+		views.push(early);
+		const pe = await context.newPage();
+		await pe.goto(early.url);
+		await waitRendered(pe);
+		const framedEarly = await waitFor(pe, () => window.__viewer.framedSteps === true, null, 20000);
+		const pend = await pe.evaluate(() => ({ analysis: window.__viewer.analysis, steps: window.__viewer.steps.length,
+			early: document.body.dataset.steps, list: document.getElementById('findings').textContent,
+			span: window.__viewer.t1 - window.__viewer.t0, whole: window.__viewer.summary.end - window.__viewer.summary.start }));
+		check('steps framed while the rules still run, findings "analysing…"', framedEarly && pend.analysis === 'pending' &&
+			pend.steps === 45 && pend.early === 'early' && pend.list.includes('analysing') && pend.span < 0.3 * pend.whole,
+			JSON.stringify(pend));
+		const later = await waitFor(pe, () => window.__viewer.analysis === 'ready', null, 20000);
+		check('then the findings', later && (await pe.locator('#findings li[data-rule="d2h-sync"]').count()) === 1);
+		await pe.close();
+
 		await features(context, views);
 
 		/* 3. a generated trace (it has the writer's overview), its tracks held back: drawn from

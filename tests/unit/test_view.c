@@ -50,7 +50,10 @@ struct server {
 #define OV_HELD_MS "10000"
 
 static char *tmp_dir, *train_db, *d2h_db, *synth_db;
-static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv;
+static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv, early_srv;
+/* The rules of early_srv wait this long after its steps are found (CUSCOPE_VIEW_RULES_DELAY_MS):
+ * longer than the tests before test_steps_before_findings. */
+#define RULES_HELD_MS "60000"
 
 /* ---- the server under test ---- */
 
@@ -1144,6 +1147,45 @@ START_TEST(test_extreme_trace_windows)
 }
 END_TEST
 
+/*
+ * The steps come before the findings: while the rules run (held back), the findings answer says
+ * "pending" with the steps of the primary process, the same as the final answer's (of a server
+ * of the same trace whose rules are not held back).
+ */
+START_TEST(test_steps_before_findings)
+{
+	cJSON *p = NULL, *f;
+	const cJSON *a, *b;
+
+	for (int i = 0; i < 600 && !p; i++) {
+		cJSON *j = api_get(&early_srv, "/api/findings");
+
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "pending");
+		if (cJSON_GetObjectItem(j, "steps"))
+			p = j;
+		else
+			cJSON_Delete(j);
+		usleep(10000);
+	}
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_null(cJSON_GetObjectItem(p, "findings"));
+	ck_assert_int_eq(jint(p, "pid"), 883);
+	f = findings_ready(&d2h_srv);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "steps")),
+			 cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")));
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")), 10);
+	for (a = cJSON_GetObjectItem(p, "steps")->child, b = cJSON_GetObjectItem(f, "steps")->child;
+	     a && b; a = a->next, b = b->next) {
+		ck_assert_int_eq(jint(a, "start"), jint(b, "start"));
+		ck_assert_int_eq(jint(a, "end"), jint(b, "end"));
+	}
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(p, "step_detail")),
+			 cJSON_GetStringValue(cJSON_GetObjectItem(f, "step_detail")));
+	cJSON_Delete(f);
+	cJSON_Delete(p);
+}
+END_TEST
+
 /* ---- launches, arrows, details, ranges, search ---- */
 
 /* The d2h-sync finding's costliest occurrence (its focus) in d2h-sync-bad.db. */
@@ -1572,6 +1614,7 @@ static Suite *view_suite(void)
 	tcase_set_timeout(tc, 60);
 	/* first: its analysis is held back for HELD_MS from the start */
 	tcase_add_test(tc, test_timeline_before_findings);
+	tcase_add_test(tc, test_steps_before_findings);
 	tcase_add_test(tc, test_overview_before_tracks);
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_two_viewers_own_tokens);
@@ -1614,13 +1657,15 @@ int main(void)
 	d2h_db = tu_path(tu_source_root(), "samples/rules/traces/d2h-sync-bad.db");
 	if (server_start(train_db, NULL, &train_srv) || server_start(d2h_db, NULL, &d2h_srv) ||
 	    server_start(synth_db, NULL, &synth_srv) || server_start(d2h_db, HELD_MS, &held_srv) ||
-	    server_start_env(synth_db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", OV_HELD_MS, &ov_srv)) {
+	    server_start_env(synth_db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", OV_HELD_MS, &ov_srv) ||
+	    server_start_env(d2h_db, "CUSCOPE_VIEW_RULES_DELAY_MS", RULES_HELD_MS, &early_srv)) {
 		fprintf(stderr, "test_view: cannot start cuscope view\n");
 		server_stop(&train_srv);
 		server_stop(&d2h_srv);
 		server_stop(&synth_srv);
 		server_stop(&held_srv);
 		server_stop(&ov_srv);
+		server_stop(&early_srv);
 		return 1;
 	}
 	sr = srunner_create(view_suite());
@@ -1632,5 +1677,6 @@ int main(void)
 	server_stop(&synth_srv);
 	server_stop(&held_srv);
 	server_stop(&ov_srv);
+	server_stop(&early_srv);
 	return failed ? 1 : 0;
 }
