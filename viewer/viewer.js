@@ -92,6 +92,7 @@
 		collapsed: new Set(), /* pids whose group is collapsed */
 		userMoved: false, /* the user zoomed or panned: the steps are not framed on their own */
 		framedSteps: false, /* the view was set to the steady-state steps */
+		stepsFramedMs: null, /* page start to the steps framed the first time */
 		renders: 0,
 		frameMs: [], /* the last draw times */
 		firstRenderMs: null, /* page start to the first timeline drawn with events */
@@ -809,6 +810,7 @@
 		if (!span) return false;
 		frame(span[0], span[1], 0.02);
 		state.framedSteps = true;
+		if (state.stepsFramedMs === null) state.stepsFramedMs = performance.now() - state.started;
 		return true;
 	}
 

@@ -613,6 +613,9 @@ async function main() {
 			console.log(`  first timeline drawn from the ${detailAt.o ? 'overview' : 'tracks'}; detail drawn ${
 				(detailAt.d - r3.firstRenderMs).toFixed(0)} ms after it (view start to detail drawn: ${
 				(renderedAt + detailAt.d - r3.firstRenderMs).toFixed(0)} ms)`);
+			const stepsMs = await page2.evaluate(() => window.__viewer.stepsFramedMs);
+			if (stepsMs !== null)
+				console.log(`  view start to the steady-state steps framed: ${(renderedAt + stepsMs - r3.firstRenderMs).toFixed(0)} ms`);
 			console.log(`  view start to findings listed: ${findingsAt.toFixed(0)} ms`);
 			const loadMs = await page2.evaluate(() => window.__viewer.summary.meta.load_ms);
 			console.log(`  timeline read by the server in ${loadMs} ms`);
