@@ -1185,8 +1185,10 @@
 		if (e.button !== 0) return;
 		const rect = canvas.getBoundingClientRect();
 		const x = e.clientX - rect.left;
+		/* Shift+drag, or a drag along the time axis, selects a range; any other drag pans */
+		const onAxis = e.clientY - rect.top - scroller.scrollTop < AXIS_H;
 		drag = { x: e.clientX, y: e.clientY, t0: state.t0, t1: state.t1, moved: false,
-			select: e.shiftKey && x >= LABEL_W, at: tOf(Math.max(LABEL_W, x)) };
+			select: (e.shiftKey || onAxis) && x >= LABEL_W, at: tOf(Math.max(LABEL_W, x)) };
 		if (!drag.select) canvas.classList.add('dragging');
 		e.preventDefault();
 	});

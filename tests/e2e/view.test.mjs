@@ -285,6 +285,18 @@ async function features(context, views) {
 		rng.rows > 2, JSON.stringify(rng));
 	await shot(page, 'viewer-range.png');
 	await page.keyboard.press('Escape');
+	/* a drag along the time axis selects a range too, and does not pan */
+	const beforeAxis = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+	await page.mouse.move(box.x + 450, box.y + 13);
+	await page.mouse.down();
+	await page.mouse.move(box.x + 700, box.y + 13, { steps: 5 });
+	await page.mouse.up();
+	await waitFor(page, () => document.body.dataset.range === 'ready', null, 5000);
+	const axisSel = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1, window.__viewer.range]);
+	check('a drag along the axis selects a range without panning', axisSel[2] && axisSel[0] === beforeAxis[0] &&
+		axisSel[1] === beforeAxis[1] && axisSel[2].t0 > axisSel[0] && axisSel[2].t1 < axisSel[1],
+		JSON.stringify([beforeAxis, axisSel]));
+	await page.keyboard.press('Escape');
 
 	/* search with next and previous: the first match after the view's start, then the next one and back */
 	const viewStart = await page.evaluate(() => window.__viewer.t0);
