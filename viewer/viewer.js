@@ -247,9 +247,13 @@
 		const h = Math.max(y + 8, 120);
 		canvas.style.width = w + 'px';
 		canvas.style.height = h + 'px';
-		canvas.width = Math.round(w * dpr);
-		canvas.height = Math.round(h * dpr);
-		ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+		if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+			/* a new size clears the canvas: draw again at once, not at the next frame */
+			canvas.width = Math.round(w * dpr);
+			canvas.height = Math.round(h * dpr);
+			ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+			if (state.window) draw();
+		}
 	}
 
 	function rowOfTrack(id) {

@@ -296,6 +296,13 @@ async function features(context, views) {
 	check('a drag along the axis selects a range without panning', axisSel[2] && axisSel[0] === beforeAxis[0] &&
 		axisSel[1] === beforeAxis[1] && axisSel[2].t0 > axisSel[0] && axisSel[2].t1 < axisSel[1],
 		JSON.stringify([beforeAxis, axisSel]));
+	/* F frames the selected range */
+	await page.keyboard.press('f');
+	await page.waitForTimeout(50);
+	const fr = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1, window.__viewer.range]);
+	const rs = fr[2].t1 - fr[2].t0;
+	check('F frames the selected range', Math.abs(fr[0] - (fr[2].t0 - 0.05 * rs)) < 2 &&
+		Math.abs(fr[1] - (fr[2].t1 + 0.05 * rs)) < 2, JSON.stringify(fr));
 	await page.keyboard.press('Escape');
 
 	/* search with next and previous: the first match after the view's start, then the next one and back */
