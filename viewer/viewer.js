@@ -75,7 +75,9 @@
 		summary: null,
 		analysis: 'pending', /* then 'ready' or 'error' (GET /api/findings) */
 		findings: [],
-		steps: [],
+		steps: [], /* of the primary process (the one with the most kernels) */
+		procSteps: new Map(), /* pid -> the steps of that process */
+		primaryPid: null,
 		findingsMs: null, /* page start to the findings listed */
 		t0: 0,
 		t1: 1,
@@ -90,6 +92,7 @@
 		collapsed: new Set(), /* pids whose group is collapsed */
 		userMoved: false, /* the user zoomed or panned: the steps are not framed on their own */
 		framedSteps: false, /* the view was set to the steady-state steps */
+		stepsFramedMs: null, /* page start to the steps framed the first time */
 		renders: 0,
 		frameMs: [], /* the last draw times */
 		firstRenderMs: null, /* page start to the first timeline drawn with events */
@@ -244,9 +247,13 @@
 		const h = Math.max(y + 8, 120);
 		canvas.style.width = w + 'px';
 		canvas.style.height = h + 'px';
-		canvas.width = Math.round(w * dpr);
-		canvas.height = Math.round(h * dpr);
-		ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+		if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+			/* a new size clears the canvas: draw again at once, not at the next frame */
+			canvas.width = Math.round(w * dpr);
+			canvas.height = Math.round(h * dpr);
+			ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+			if (state.window) draw();
+		}
 	}
 
 	function rowOfTrack(id) {
@@ -356,25 +363,48 @@
 			}
 		}
 		ctx.fillStyle = '#1d2330';
-		ctx.fillText(state.steps.length ? 'steps' : state.analysis === 'ready' ? 'no steps found'
+		ctx.fillText(state.steps.length ? (state.procSteps.size > 1 ? 'steps of process ' + state.primaryPid
+			: 'steps') : state.analysis === 'ready' ? 'no steps found'
 			: 'steps: analysing…', 6, y + STEP_H / 2, LABEL_W - 10);
+	}
+
+	/* A process's own steps, numbered, in its group's header row (a job of several processes). */
+	function drawGroupSteps(row) {
+		const W = canvas.clientWidth;
+		for (const s of state.procSteps.get(row.group) || []) {
+			if (s.end < state.t0 || s.start > state.t1) continue;
+			const x0 = Math.max(LABEL_W, xOf(s.start));
+			const x1 = Math.min(W, xOf(s.end));
+			if (x1 <= x0) continue;
+			ctx.fillStyle = s.warmup ? '#c9cdd5' : s.index % 2 ? '#aac3e6' : '#c5d7f0';
+			ctx.fillRect(x0, row.y + 3, Math.max(1, x1 - x0 - 1), row.h - 6);
+			const text = String(s.index);
+			if (x1 - x0 > ctx.measureText(text).width + 4) {
+				ctx.fillStyle = '#1d2330';
+				ctx.fillText(text, x0 + 3, row.y + row.h / 2);
+			}
+		}
 	}
 
 	/* The findings lane: a row per finding, its affected steps in its severity's colour. */
 	function drawFindingsLane() {
 		if (!state.findings.length) return;
 		const y0 = AXIS_H + STEP_H + 2;
-		const stepByIndex = new Map(state.steps.map((s) => [s.index, s]));
 		state.findings.forEach((f, i) => {
 			const y = y0 + i * FIND_ROW_H;
 			const selected = state.highlight && state.highlight.id === f.id;
-			ctx.fillStyle = SEV_COLORS[f.severity] || '#8a93a3';
-			for (const idx of f.steps) {
-				const s = stepByIndex.get(idx);
-				if (!s || s.end < state.t0 || s.start > state.t1) continue;
-				const x0 = Math.max(LABEL_W, xOf(s.start));
-				const x1 = Math.min(canvas.clientWidth, xOf(s.end));
-				ctx.fillRect(x0, y, Math.max(1, x1 - x0 - 1), FIND_ROW_H - 2);
+			/* its steps in every process it was found in, each in that process's steps */
+			const where = f.processes && f.processes.length ? f.processes : [{ pid: f.pid, steps: f.steps }];
+			for (const p of where) {
+				const stepByIndex = new Map(stepsOf(p.pid).map((s) => [s.index, s]));
+				ctx.fillStyle = SEV_COLORS[p.severity || f.severity] || '#8a93a3';
+				for (const idx of p.steps) {
+					const s = stepByIndex.get(idx);
+					if (!s || s.end < state.t0 || s.start > state.t1) continue;
+					const x0 = Math.max(LABEL_W, xOf(s.start));
+					const x1 = Math.min(canvas.clientWidth, xOf(s.end));
+					ctx.fillRect(x0, y, Math.max(1, x1 - x0 - 1), FIND_ROW_H - 2);
+				}
 			}
 			if (f.focus && f.focus.start !== null) {
 				/* the costliest occurrence: a dark mark */
@@ -613,9 +643,14 @@
 			if (row.group !== undefined) {
 				ctx.fillStyle = '#dfe3ea';
 				ctx.fillRect(0, row.y, w, row.h);
+				/* the label over the whole row, unless the row shows the process's steps */
+				const steps = state.procSteps.size > 1;
+				if (steps) drawGroupSteps(row);
+				ctx.fillStyle = '#dfe3ea';
+				ctx.fillRect(0, row.y, LABEL_W, row.h);
 				ctx.fillStyle = '#1d2330';
 				ctx.font = 'bold 11px sans-serif';
-				ctx.fillText(groupLabel(row.group), 6, row.y + row.h / 2, w - 12);
+				ctx.fillText(fitText(groupLabel(row.group), steps ? LABEL_W - 10 : w - 12), 6, row.y + row.h / 2);
 				ctx.font = '11px sans-serif';
 				continue;
 			}
@@ -636,7 +671,7 @@
 			ctx.fillStyle = '#f6f7f9';
 			ctx.fillRect(0, row.y, LABEL_W, row.h + 2);
 			ctx.fillStyle = '#1d2330';
-			ctx.fillText(label(row.track), 14, row.y + row.h / 2, LABEL_W - 18);
+			ctx.fillText(fitText(label(row.track), LABEL_W - 18), 14, row.y + row.h / 2);
 		}
 		drawFlows(top);
 		drawRange(h);
@@ -665,6 +700,28 @@
 			state.detailMs = performance.now() - state.started;
 		}
 		state.itemsDrawn = drawn;
+	}
+
+	/* text cut with an ellipsis to fit width px in the current font (not squeezed) */
+	const fitCache = new Map();
+	function fitText(text, width) {
+		const key = ctx.font + '|' + width + '|' + text;
+		let r = fitCache.get(key);
+		if (r !== undefined) return r;
+		r = text;
+		if (ctx.measureText(r).width > width) {
+			let lo = 0;
+			let hi = text.length;
+			while (lo < hi) {
+				const mid = (lo + hi + 1) >> 1;
+				if (ctx.measureText(text.slice(0, mid) + '\u2026').width <= width) lo = mid;
+				else hi = mid - 1;
+			}
+			r = text.slice(0, lo) + '\u2026';
+		}
+		if (fitCache.size > 2000) fitCache.clear();
+		fitCache.set(key, r);
+		return r;
 	}
 
 	function label(track) {
@@ -757,6 +814,7 @@
 		if (!span) return false;
 		frame(span[0], span[1], 0.02);
 		state.framedSteps = true;
+		if (state.stepsFramedMs === null) state.stepsFramedMs = performance.now() - state.started;
 		return true;
 	}
 
@@ -871,9 +929,14 @@
 		return String(v);
 	}
 
-	/* The step that holds time t, or null. */
-	function stepAt(t) {
-		return state.steps.find((s) => s.start <= t && t < s.end) || null;
+	/* The steps of process pid (those of the primary process when it has none of its own). */
+	function stepsOf(pid) {
+		return (pid !== undefined && state.procSteps.get(pid)) || state.steps;
+	}
+
+	/* The step of process pid (default: the primary one) that holds time t, or null. */
+	function stepAt(t, pid) {
+		return stepsOf(pid).find((s) => s.start <= t && t < s.end) || null;
 	}
 
 	function renderDetails(ev) {
@@ -911,13 +974,15 @@
 		if (links.childNodes.length) box.append(links);
 
 		/* the findings of the step it is in */
-		const step = typeof start === 'number' ? stepAt(start) : null;
+		const pid = f.pid;
+		const step = typeof start === 'number' ? stepAt(start, pid) : null;
 		const belongs = el('div', 'belongs');
 		if (step) {
-			belongs.append(el('h3', null, (step.warmup ? 'Warm-up step ' : 'Step ') + step.index));
-			const pid = f.pid;
-			const mine = state.findings.filter((x) => x.steps.includes(step.index) &&
-				(x.pid === undefined || x.pid === pid));
+			belongs.append(el('h3', null, (step.warmup ? 'Warm-up step ' : 'Step ') + step.index +
+				(state.procSteps.size > 1 ? ' of process ' + pid : '')));
+			/* the findings of this process in this step */
+			const mine = state.findings.filter((x) => (x.pid === pid && x.steps.includes(step.index)) ||
+				(x.processes || []).some((p) => p.pid === pid && p.steps.includes(step.index)));
 			for (const x of mine) {
 				const inFocus = x.focus && x.focus.start !== null && start < x.focus.end &&
 					(end === null ? start : end) >= x.focus.start;
@@ -1124,8 +1189,10 @@
 		if (e.button !== 0) return;
 		const rect = canvas.getBoundingClientRect();
 		const x = e.clientX - rect.left;
+		/* Shift+drag, or a drag along the time axis, selects a range; any other drag pans */
+		const onAxis = e.clientY - rect.top - scroller.scrollTop < AXIS_H;
 		drag = { x: e.clientX, y: e.clientY, t0: state.t0, t1: state.t1, moved: false,
-			select: e.shiftKey && x >= LABEL_W, at: tOf(Math.max(LABEL_W, x)) };
+			select: (e.shiftKey || onAxis) && x >= LABEL_W, at: tOf(Math.max(LABEL_W, x)) };
 		if (!drag.select) canvas.classList.add('dragging');
 		e.preventDefault();
 	});
@@ -1205,6 +1272,13 @@
 		const h = hit(x, y);
 		if (h && h.row.group !== undefined) {
 			const pid = h.row.group;
+			const s = x >= LABEL_W && state.procSteps.size > 1 ? stepAt(tOf(x), pid) : null;
+			if (s) {
+				/* a step of this process, in its header: show it */
+				state.userMoved = true;
+				frame(s.start, s.end, 0.03);
+				return;
+			}
 			if (state.collapsed.has(pid)) state.collapsed.delete(pid);
 			else state.collapsed.add(pid);
 			document.body.dataset.collapsed = [...state.collapsed].join(',');
@@ -1256,6 +1330,12 @@
 			const h = hit(x, y);
 			if (!h || x < LABEL_W) {
 				if (h && h.row.track) text = h.row.track.name + ' (pid ' + h.row.track.pid + ')';
+				else if (h) text = groupLabel(h.row.group).slice(2) + '\n(click: ' +
+					(state.collapsed.has(h.row.group) ? 'open' : 'collapse') + ')';
+			} else if (h.row.group !== undefined) {
+				const s = state.procSteps.size > 1 ? stepAt(tOf(x), h.row.group) : null;
+				if (s) text = (s.warmup ? 'warm-up step ' : 'step ') + s.index + ' of process ' + h.row.group +
+					'\n' + fmtDurExact(s.end - s.start) + ' at ' + fmtTime(s.start, 1);
 			} else if (h.row.track && h.row.track.kind === 'memory') {
 				const m = memoryAt(h.row.track.id, tOf(x));
 				if (m) text = h.row.track.name + ': ' + fmtBytes(m.value) + ' in use at ' +
@@ -1379,6 +1459,33 @@
 		return new Promise((resolve) => setTimeout(resolve, ms));
 	}
 
+	/* How the steps were found, beside the findings. */
+	function stepsText(f) {
+		const warm = f.steps.filter((x) => x.warmup).length;
+		document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
+			' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
+		if (f.steps.length) {
+			const input = document.getElementById('step-input');
+			input.min = String(f.steps[0].index);
+			input.max = String(f.steps[f.steps.length - 1].index);
+		}
+	}
+
+	/*
+	 * The steps, found before the rules have run: drawn, and the steady-state steps framed
+	 * (unless the user moved the view), while the findings list still says "analysing…".
+	 */
+	function showEarlySteps(f) {
+		state.steps = f.steps;
+		state.primaryPid = f.pid;
+		state.procSteps = new Map([[f.pid, f.steps]]);
+		stepsText(f);
+		document.body.dataset.steps = 'early';
+		if (!state.summary) return;
+		if (!state.userMoved) showSteps();
+		requestDraw();
+	}
+
 	/* The steps and findings, asked for until the server has run the rules. */
 	async function loadFindings() {
 		let f;
@@ -1389,19 +1496,15 @@
 				f = { status: 'error', error: e.message };
 			}
 			if (f.status !== 'pending') break;
+			if (f.steps && !state.steps.length) showEarlySteps(f);
 			await sleep(FINDINGS_POLL_MS);
 		}
 		if (f.status === 'ready') {
 			state.findings = f.findings;
 			state.steps = f.steps;
-			const warm = f.steps.filter((x) => x.warmup).length;
-			document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
-				' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
-			if (f.steps.length) {
-				const input = document.getElementById('step-input');
-				input.min = String(f.steps[0].index);
-				input.max = String(f.steps[f.steps.length - 1].index);
-			}
+			state.primaryPid = f.pid;
+			state.procSteps = new Map((f.processes || []).map((p) => [p.pid, p.steps]));
+			stepsText(f);
 		} else {
 			state.analysisError = f.error || 'unknown error';
 			document.getElementById('steps-text').textContent = '';

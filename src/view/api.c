@@ -148,6 +148,7 @@ struct view_data {
 	enum view_state timeline, analysis;
 	char timeline_error[CS_ERROR_MSG_MAX], analysis_error[CS_ERROR_MSG_MAX];
 	char *findings; /* the findings answer, once the analysis is done */
+	char *pending;	/* the findings answer while the rules run: "pending", with the steps */
 	int refs;	/* the owner and the loader thread */
 };
 
@@ -1191,24 +1192,46 @@ static void focus_of(const cs_report_finding *rf, const cs_steps *steps,
 }
 
 /* The findings answer: the steps and the findings of `cuscope report`. */
-static char *make_findings(const cs_steps *steps, const cs_report *report, double ms,
+/* The steps as the findings answer lists them: index, start, end, warmup. */
+static void add_steps(cJSON *arr, const cs_steps *steps)
+{
+	for (int32_t i = 0; i < steps->n; i++) {
+		const cs_step *s = &steps->v[i];
+		cJSON *o = cJSON_CreateObject();
+
+		add_int(o, "index", s->index);
+		add_int(o, "start", s->start);
+		add_int(o, "end", s->end);
+		cJSON_AddBoolToObject(o, "warmup", s->warmup != 0);
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+/*
+ * The findings answer: the steps of the primary process (the one with the most kernels), every
+ * process with its own steps, and the findings of every process, as `cuscope report` finds them.
+ */
+static char *make_findings(const cs_report_processes *procs, const cs_report *report, double ms,
 			   const struct track_set *tracks)
 {
+	const cs_steps *steps = &procs->v[procs->primary].steps;
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 
 	cJSON_AddStringToObject(root, "status", "ready");
 	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
 	cli_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
-	arr = cJSON_AddArrayToObject(root, "steps");
-	for (int32_t i = 0; i < steps->n; i++) {
-		const cs_step *s = &steps->v[i];
+	add_int(root, "pid", procs->v[procs->primary].pid);
+	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
+	arr = cJSON_AddArrayToObject(root, "processes");
+	for (int32_t i = 0; i < procs->n; i++) {
+		const cs_report_process *p = &procs->v[i];
 
 		o = cJSON_CreateObject();
-		add_int(o, "index", s->index);
-		add_int(o, "start", s->start);
-		add_int(o, "end", s->end);
-		cJSON_AddBoolToObject(o, "warmup", s->warmup != 0);
+		add_int(o, "pid", p->pid);
+		cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+		cli_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
+		add_steps(cJSON_AddArrayToObject(o, "steps"), &p->steps);
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "findings");
@@ -1230,16 +1253,34 @@ static char *make_findings(const cs_steps *steps, const cs_report *report, doubl
 			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
 		add_int(o, "pid", f->pid);
 		{
+			const cs_report_process *fp = cs_report_process_find(procs, f->pid);
 			struct focus fo;
 			cJSON *fj = cJSON_AddObjectToObject(o, "focus");
 
-			focus_of(f, steps, tracks, &fo);
+			/* in the steps of the finding's own process */
+			focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
 			cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
 			cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
 			cli_json_add_int(fj, "step", fo.step, -1);
 		}
 		if (f->evidence)
 			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(f->evidence, 1));
+		/* every process it was found in, with its steps there */
+		st = cJSON_AddArrayToObject(o, "processes");
+		for (int32_t j = 0; j < f->nprocs; j++) {
+			const cs_finding_proc *fp = &f->procs[j];
+			cJSON *po = cJSON_CreateObject(), *ps;
+
+			add_int(po, "pid", fp->pid);
+			cli_json_add_string(po, "severity", cs_severity_name(fp->severity));
+			add_int(po, "lost_ns_per_step", fp->lost_ns_per_step);
+			cli_json_add_int(po, "first", fp->first, CS_TS_UNKNOWN);
+			cli_json_add_int(po, "last", fp->last, CS_TS_UNKNOWN);
+			ps = cJSON_AddArrayToObject(po, "steps");
+			for (int32_t k = 0; k < fp->nsteps; k++)
+				cJSON_AddItemToArray(ps, cli_json_int(fp->steps[k]));
+			cJSON_AddItemToArray(st, po);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	return json_text(root);
@@ -1258,35 +1299,72 @@ static char *status_json(const char *status, const char *msg)
 
 /* ---- loading ---- */
 
+static void pause_ms(struct view_data *v, long ms);
+
+/*
+ * Publish the steps of the primary process while the rules run: the findings answer says
+ * "pending" with them, so that the page can frame the steady-state steps before the findings.
+ */
+static void publish_steps(struct view_data *v, const cs_steps *steps)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *json;
+
+	cJSON_AddStringToObject(root, "status", "pending");
+	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cli_json_add_string(root, "step_detail", steps->detail);
+	add_int(root, "pid", steps->pid);
+	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
+	json = json_text(root);
+	pthread_mutex_lock(&v->lock);
+	free(v->pending);
+	v->pending = json;
+	pthread_mutex_unlock(&v->lock);
+}
+
 /*
  * Find the steps and run every rule, as `cuscope report` does by default, on arrays of its own
- * (cs_analysis_load, through a connection of its own). Returns the findings answer, or NULL with
- * err set.
+ * (cs_analysis_load, through a connection of its own); the primary process's steps are published
+ * as soon as they are found. Returns the findings answer, or NULL with err set.
  */
-static char *run_analysis(const char *path, const struct track_set *tracks, cs_error *err)
+static char *run_analysis(struct view_data *v, const struct track_set *tracks, cs_error *err)
 {
 	cs_step_opts so = {NULL, -1, 0};
 	cs_trace *t = NULL;
 	cs_analysis a;
 	cs_steps steps;
+	cs_report_processes procs;
 	cs_report report;
 	struct timespec began;
+	const char *delay;
 	char *json = NULL;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &began);
 	memset(&steps, 0, sizeof(steps));
+	memset(&procs, 0, sizeof(procs));
 	memset(&report, 0, sizeof(report));
-	if (cs_trace_open_flags(path, CS_TRACE_ONE_THREAD, &t, err) < 0)
+	if (cs_trace_open_flags(v->path, CS_TRACE_ONE_THREAD, &t, err) < 0)
 		return NULL;
 	rc = cs_analysis_load(t, &a, err);
 	if (rc >= 0) {
 		rc = cs_steps_detect(&a, &so, &steps, err);
-		if (rc >= 0)
-			rc = cs_report_run(&a, &steps, NULL, &report, err);
-		if (rc >= 0 && !(json = make_findings(&steps, &report, ms_since(&began), tracks)))
+		if (rc >= 0) {
+			publish_steps(v, &steps);
+			/* for tests: hold the rules back, so that they see the steps first */
+			delay = getenv("CUSCOPE_VIEW_RULES_DELAY_MS");
+			if (delay)
+				pause_ms(v, strtol(delay, NULL, 10));
+			/* every CUDA process with its own steps, as `cuscope report` */
+			rc = cs_report_run_processes_from(&a, &so, &steps, NULL, &procs, &report,
+							  err);
+		}
+		if (rc >= 0 && procs.n == 0)
+			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
+		if (rc >= 0 && !(json = make_findings(&procs, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
+		cs_report_processes_free(&procs);
 		if (steps.v)
 			cs_steps_free(&steps);
 		cs_analysis_free(&a);
@@ -1305,6 +1383,7 @@ static void data_destroy(struct view_data *v)
 	pthread_mutex_destroy(&v->lock);
 	free(v->summary);
 	free(v->findings);
+	free(v->pending);
 	free(v->path);
 	free(v);
 }
@@ -1371,7 +1450,7 @@ static void *loader_run(void *arg)
 	json = NULL;
 	memset(&err, 0, sizeof(err));
 	if (!atomic_load(&v->stop)) {
-		json = run_analysis(v->path, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
+		json = run_analysis(v, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
 		if (!json && !atomic_load(&v->stop))
 			fprintf(stderr, "cuscope: %s\n", err.msg[0] ? err.msg : "analysis failed");
 	}
@@ -1532,11 +1611,11 @@ char *view_api_findings(struct view_data *v)
 	memcpy(msg, v->analysis_error, sizeof(msg));
 	if (state == VS_READY)
 		r = strdup(v->findings);
+	else if (state == VS_PENDING)
+		r = strdup(v->pending ? v->pending : "{\"status\":\"pending\"}");
 	pthread_mutex_unlock(&v->lock);
 	if (state == VS_FAILED)
 		return status_json("error", msg);
-	if (state == VS_PENDING)
-		return strdup("{\"status\":\"pending\"}");
 	return r;
 }
 
@@ -2001,7 +2080,44 @@ static int64_t track_index(const struct view_data *v, enum view_track_kind kind,
 	return -1;
 }
 
-/* The bytes of the memcpys (or memsets) overlapping [t0, t1), added to each stream's total. */
+/* A scan of the memcpy or memset table for the bytes of a range. */
+struct bytes_scan {
+	struct view_data *v;
+	int64_t t0, t1;
+	int64_t *bytes;
+	int64_t pid, device, stream, id; /* the stream of the previous row and its track */
+};
+
+static const char *const bytes_cols[] = {"start", "end", "pid", "deviceId", "streamId", "bytes"};
+static const int64_t bytes_nulls[] = {CS_TS_UNKNOWN, CS_TS_UNKNOWN, 0, CS_ID_NONE, 0, 0};
+
+/* One row: added when it overlaps [t0, t1) as the reader's filter has it (an unknown end: an
+ * instant at its start). */
+static int bytes_row(const int64_t *x, void *arg)
+{
+	struct bytes_scan *b = arg;
+	int64_t start = x[0], end = x[1];
+
+	if (start == CS_TS_UNKNOWN || start >= b->t1 || x[5] <= 0)
+		return 0;
+	if (!((end != CS_TS_UNKNOWN && end > b->t0) || start >= b->t0))
+		return 0;
+	if (x[2] != b->pid || x[3] != b->device || x[4] != b->stream) {
+		b->pid = x[2];
+		b->device = x[3];
+		b->stream = x[4];
+		b->id = track_index(b->v, VT_STREAM, (uint32_t)x[2], x[3], x[4]);
+	}
+	if (b->id >= 0)
+		cs_sat_accum(&b->bytes[b->id], x[5]);
+	return 0;
+}
+
+/*
+ * The bytes of the memcpys (or memsets) overlapping [t0, t1), added to each stream's total: for
+ * a range of more than an eighth of the trace, one scan of the table's columns (several times
+ * faster than the iterator over many rows), else the iterator and its time index.
+ */
 static void add_bytes(struct view_data *v, enum cs_event_kind kind, int64_t t0, int64_t t1,
 		      int64_t *bytes)
 {
@@ -2010,6 +2126,13 @@ static void add_bytes(struct view_data *v, enum cs_event_kind kind, int64_t t0, 
 	cs_iter *it;
 	cs_event ev;
 
+	if (v->sum.start != CS_TS_UNKNOWN && v->sum.end != CS_TS_UNKNOWN &&
+	    cs_sat_sub(t1, t0) > cs_sat_sub(v->sum.end, v->sum.start) / 8) {
+		struct bytes_scan b = {v, t0, t1, bytes, -1, -1, -1, -1};
+
+		cs_trace_scan(v->trace, kind, bytes_cols, bytes_nulls, 6, bytes_row, &b, &err);
+		return;
+	}
 	f.t0 = t0;
 	f.t1 = t1;
 	if (cs_iter_open(v->trace, kind, &f, &it, &err) < 0)

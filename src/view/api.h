@@ -32,7 +32,10 @@ int view_data_has_overview(struct view_data *v);
 
 /* GET /api/summary: trace meta, time span and tracks; {"status":"loading",...} until then. */
 char *view_api_summary(struct view_data *v);
-/* GET /api/findings: steps and findings; {"status":"pending"} until the rules have run. */
+/*
+ * GET /api/findings: steps and findings; {"status":"pending"} until the rules have run, with the
+ * steps of the primary process once they are found.
+ */
 char *view_api_findings(struct view_data *v);
 /* GET /api/window: the events of every track overlapping [t0, t1), thinned to px columns. */
 char *view_api_window(struct view_data *v, int64_t t0, int64_t t1, int px);

@@ -106,6 +106,13 @@ async function waitRendered(page) {
 	}));
 }
 
+/* A screenshot into the images directory, the mouse moved off the timeline (no tooltip). */
+async function shot(page, name) {
+	await page.mouse.move(5, 795);
+	await page.waitForTimeout(50);
+	await page.screenshot({ path: join(shots, name) });
+}
+
 /* The canvas pixel (CSS coordinates) as [r, g, b, a]. */
 async function pixelAt(page, x, y) {
 	return page.evaluate(([x, y]) => {
@@ -165,7 +172,7 @@ async function features(context, views) {
 	const s10 = await page.evaluate(() => window.__viewer.steps.find((s) => s.index === 10));
 	const px10 = await pixelAt(page, await xOfTime(page, (s10.start + s10.end) / 2), 26 + 12);
 	check('steps drawn numbered in their lane', px10[2] > 150 && px10[0] < 160, px10.join(','));
-	await page.screenshot({ path: join(shots, 'viewer-steps.png') });
+	await shot(page, 'viewer-steps.png');
 
 	/* go to step N */
 	await page.fill('#step-input', '10');
@@ -240,7 +247,7 @@ async function features(context, views) {
 		'correlationId', 'launchStart', 'dynamicSharedMemory'].every((k) => det.keys.includes(k)), det.keys.join(','));
 	check('details: demangled name, its launch call, the finding of its step', !det.name.startsWith('_Z') &&
 		det.launch && det.finding.includes('d2h-sync') && det.stack, JSON.stringify(det));
-	await page.screenshot({ path: join(shots, 'viewer-details.png') });
+	await shot(page, 'viewer-details.png');
 
 	/* tooltip: exact times at this zoom */
 	await page.mouse.move(box.x + (await xOfTime(page, (target.it[0] + target.it[1]) / 2)), box.y + target.y);
@@ -276,27 +283,54 @@ async function features(context, views) {
 	});
 	check('range selection: totals per track (busy, kernels)', rng.kernels > 0 && rng.busy > 0 && rng.busy <= rng.span &&
 		rng.rows > 2, JSON.stringify(rng));
-	await page.screenshot({ path: join(shots, 'viewer-range.png') });
+	await shot(page, 'viewer-range.png');
+	await page.keyboard.press('Escape');
+	/* a drag along the time axis selects a range too, and does not pan */
+	const beforeAxis = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+	await page.mouse.move(box.x + 450, box.y + 13);
+	await page.mouse.down();
+	await page.mouse.move(box.x + 700, box.y + 13, { steps: 5 });
+	await page.mouse.up();
+	await waitFor(page, () => document.body.dataset.range === 'ready', null, 5000);
+	const axisSel = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1, window.__viewer.range]);
+	check('a drag along the axis selects a range without panning', axisSel[2] && axisSel[0] === beforeAxis[0] &&
+		axisSel[1] === beforeAxis[1] && axisSel[2].t0 > axisSel[0] && axisSel[2].t1 < axisSel[1],
+		JSON.stringify([beforeAxis, axisSel]));
+	/* F frames the selected range */
+	await page.keyboard.press('f');
+	await page.waitForTimeout(50);
+	const fr = await page.evaluate(() => [window.__viewer.t0, window.__viewer.t1, window.__viewer.range]);
+	const rs = fr[2].t1 - fr[2].t0;
+	check('F frames the selected range', Math.abs(fr[0] - (fr[2].t0 - 0.05 * rs)) < 2 &&
+		Math.abs(fr[1] - (fr[2].t1 + 0.05 * rs)) < 2, JSON.stringify(fr));
 	await page.keyboard.press('Escape');
 
-	/* search with next and previous */
+	/* search with next and previous: the first match after the view's start, then the next one and back */
+	const viewStart = await page.evaluate(() => window.__viewer.t0);
+	const counter = () => document.getElementById('search-count').textContent;
 	await page.fill('#search', 'reduce_kernel');
 	await page.press('#search', 'Enter');
-	await waitFor(page, () => /^1 \/ \d+$/.test(document.getElementById('search-count').textContent), null, 5000);
-	const s1 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected]);
+	await waitFor(page, () => /^\d+ \/ \d+$/.test(document.getElementById('search-count').textContent) &&
+		document.body.dataset.selected === 'ready', null, 5000);
+	const s1 = await page.evaluate((c) => [document.getElementById('search-count').textContent,
+		window.__viewer.selected], null);
+	const k = Number(s1[0].split(' / ')[0]);
+	const total = Number(s1[0].split(' / ')[1]);
 	await page.press('#search', 'Enter');
-	await waitFor(page, () => document.getElementById('search-count').textContent.startsWith('2 /'), null, 5000);
+	await waitFor(page, (n) => document.getElementById('search-count').textContent.startsWith(n + ' /'), k + 1, 5000);
 	const s2 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected]);
 	await page.click('#search-prev');
-	await waitFor(page, () => document.getElementById('search-count').textContent.startsWith('1 /'), null, 5000);
+	await waitFor(page, (n) => document.getElementById('search-count').textContent.startsWith(n + ' /'), k, 5000);
 	const s3 = await page.evaluate(() => [document.getElementById('search-count').textContent, window.__viewer.selected,
 		window.__viewer.t0, window.__viewer.t1]);
 	await waitFor(page, () => document.body.dataset.selected === 'ready', null, 5000);
 	const found = await page.evaluate(() => document.querySelector('#details .name').textContent);
-	check('search: next and previous walk the matches, the match selected and in view',
-		s2[1].start >= s1[1].start && s3[1].start === s1[1].start && s3[2] <= s1[1].start && s3[3] >= s1[1].end &&
-		found.includes('reduce_kernel'), JSON.stringify([s1, s2, s3, found]));
-	await page.screenshot({ path: join(shots, 'viewer-search.png') });
+	check('search: the first match after the view start, next and previous, the match selected and in view',
+		total > 100 && k >= 1 && s1[1].start >= viewStart && s2[0] === (k + 1) + ' / ' + total &&
+		s3[0] === k + ' / ' + total && s2[1].start >= s1[1].start && s3[1].start === s1[1].start &&
+		s3[2] <= s1[1].start && s3[3] >= s1[1].end && found.includes('reduce_kernel'),
+		JSON.stringify([viewStart, s1, s2, s3, found]));
+	await shot(page, 'viewer-search.png');
 	await page.locator('#timeline').click({ position: { x: 5, y: 5 } });
 
 	/* WASD */
@@ -340,11 +374,30 @@ async function features(context, views) {
 		const b2 = await p2.locator('#timeline').boundingBox();
 		await p2.mouse.click(b2.x + 60, b2.y + groups[0].y + 10);
 		const after = await p2.evaluate(() => [window.__viewer.rows.length, document.body.dataset.collapsed]);
-		await p2.screenshot({ path: join(shots, 'viewer-groups.png') });
+		await shot(p2, 'viewer-groups.png');
 		await p2.mouse.click(b2.x + 60, b2.y + groups[0].y + 10);
 		const again = await p2.evaluate(() => window.__viewer.rows.length);
 		check('a group per process, collapsible', groups.length === 2 && after[0] < before && after[1] === String(groups[0].pid) &&
 			again === before, JSON.stringify({ groups, before, after, again }));
+		/* each process's own steps in its group's header; a click on one shows that step */
+		await p2.waitForTimeout(100);
+		const g2 = await p2.evaluate(() => {
+			const v = window.__viewer;
+			const row = v.rows.filter((r) => r.group !== undefined)[1];
+			const steps = v.procSteps.get(row.group) || [];
+			const s = steps.find((x) => !x.warmup && x.start > v.t0 && x.end < v.t1);
+			return { pid: row.group, y: row.y, n: v.procSteps.size, s, own: steps !== v.steps && steps.length };
+		});
+		const gx = await xOfTime(p2, (g2.s.start + g2.s.end) / 2);
+		const gpx = await pixelAt(p2, gx, g2.y + 10);
+		await p2.mouse.click(b2.x + gx, b2.y + g2.y + 10);
+		await p2.waitForTimeout(100);
+		const gw = await p2.evaluate(() => [window.__viewer.t0, window.__viewer.t1]);
+		check('a job of several processes: each group shows its own steps, a click frames one', g2.n === 2 &&
+			g2.own > 0 && gpx[2] > gpx[0] + 20 && gw[0] <= g2.s.start && gw[1] >= g2.s.end &&
+			gw[1] - gw[0] < 1.2 * (g2.s.end - g2.s.start), JSON.stringify({ g2, gpx, gw }));
+		await p2.keyboard.press('0');
+
 		/* the axis and the steps stay on top while the tracks scroll */
 		await p2.setViewportSize({ width: 1400, height: 420 });
 		await p2.evaluate(() => { document.getElementById('timeline-scroll').scrollTop = 150; });
@@ -486,6 +539,24 @@ async function main() {
 		check('no cookie set', cookies.length === 0, JSON.stringify(cookies));
 		await pageB.close();
 
+		/* the steps come before the findings: framed while the rules still run (held back) */
+		const early = await startView(join(root, 'samples/rules/traces/d2h-sync-bad.db'),
+			{ CUSCOPE_VIEW_RULES_DELAY_MS: '4000' });
+		views.push(early);
+		const pe = await context.newPage();
+		await pe.goto(early.url);
+		await waitRendered(pe);
+		const framedEarly = await waitFor(pe, () => window.__viewer.framedSteps === true, null, 20000);
+		const pend = await pe.evaluate(() => ({ analysis: window.__viewer.analysis, steps: window.__viewer.steps.length,
+			early: document.body.dataset.steps, list: document.getElementById('findings').textContent,
+			span: window.__viewer.t1 - window.__viewer.t0, whole: window.__viewer.summary.end - window.__viewer.summary.start }));
+		check('steps framed while the rules still run, findings "analysing…"', framedEarly && pend.analysis === 'pending' &&
+			pend.steps === 45 && pend.early === 'early' && pend.list.includes('analysing') && pend.span < 0.3 * pend.whole,
+			JSON.stringify(pend));
+		const later = await waitFor(pe, () => window.__viewer.analysis === 'ready', null, 20000);
+		check('then the findings', later && (await pe.locator('#findings li[data-rule="d2h-sync"]').count()) === 1);
+		await pe.close();
+
 		await features(context, views);
 
 		/* 3. a generated trace (it has the writer's overview), its tracks held back: drawn from
@@ -561,6 +632,9 @@ async function main() {
 			console.log(`  first timeline drawn from the ${detailAt.o ? 'overview' : 'tracks'}; detail drawn ${
 				(detailAt.d - r3.firstRenderMs).toFixed(0)} ms after it (view start to detail drawn: ${
 				(renderedAt + detailAt.d - r3.firstRenderMs).toFixed(0)} ms)`);
+			const stepsMs = await page2.evaluate(() => window.__viewer.stepsFramedMs);
+			if (stepsMs !== null)
+				console.log(`  view start to the steady-state steps framed: ${(renderedAt + stepsMs - r3.firstRenderMs).toFixed(0)} ms`);
 			console.log(`  view start to findings listed: ${findingsAt.toFixed(0)} ms`);
 			const loadMs = await page2.evaluate(() => window.__viewer.summary.meta.load_ms);
 			console.log(`  timeline read by the server in ${loadMs} ms`);

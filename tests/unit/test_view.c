@@ -50,7 +50,10 @@ struct server {
 #define OV_HELD_MS "10000"
 
 static char *tmp_dir, *train_db, *d2h_db, *synth_db;
-static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv;
+static struct server train_srv, d2h_srv, synth_srv, held_srv, ov_srv, early_srv;
+/* The rules of early_srv wait this long after its steps are found (CUSCOPE_VIEW_RULES_DELAY_MS):
+ * longer than the tests before test_steps_before_findings. */
+#define RULES_HELD_MS "60000"
 
 /* ---- the server under test ---- */
 
@@ -686,6 +689,27 @@ START_TEST(test_names_escaped)
 	ck_assert_msg(found, "kernel name not returned repaired: %.300s", body);
 	cJSON_Delete(w);
 	free(body);
+	/* the same name in an event's details and in a search's match */
+	snprintf(path, sizeof(path), "/api/event?track=0&start=1000&end=51000&token=%s",
+		 synth_srv.token);
+	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "onerror=\\\"alert"));
+	w = cJSON_Parse(body);
+	ck_assert_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "fields"), "name")),
+		HTML_KERNEL_REPAIRED);
+	cJSON_Delete(w);
+	free(body);
+	snprintf(path, sizeof(path), "/api/search?q=ONERROR&t=0&token=%s", synth_srv.token);
+	ck_assert_int_eq(http_get(&synth_srv, NULL, path, NULL, &body), 200);
+	w = cJSON_Parse(body);
+	/* the short kernel name, as the window's names_short has it */
+	ck_assert_ptr_nonnull(strstr(
+		cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "match"), "name")),
+		"<img src=x onerror=\"alert('k')\">"));
+	ck_assert_int_eq(jint(w, "total"), 4); /* the 4 kernels of write_synthetic() */
+	cJSON_Delete(w);
+	free(body);
 	w = summary_ready(&synth_srv);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w, "tracks")), 2);
 	cJSON_Delete(w);
@@ -1123,6 +1147,45 @@ START_TEST(test_extreme_trace_windows)
 }
 END_TEST
 
+/*
+ * The steps come before the findings: while the rules run (held back), the findings answer says
+ * "pending" with the steps of the primary process, the same as the final answer's (of a server
+ * of the same trace whose rules are not held back).
+ */
+START_TEST(test_steps_before_findings)
+{
+	cJSON *p = NULL, *f;
+	const cJSON *a, *b;
+
+	for (int i = 0; i < 600 && !p; i++) {
+		cJSON *j = api_get(&early_srv, "/api/findings");
+
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "pending");
+		if (cJSON_GetObjectItem(j, "steps"))
+			p = j;
+		else
+			cJSON_Delete(j);
+		usleep(10000);
+	}
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_null(cJSON_GetObjectItem(p, "findings"));
+	ck_assert_int_eq(jint(p, "pid"), 883);
+	f = findings_ready(&d2h_srv);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "steps")),
+			 cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")));
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")), 10);
+	for (a = cJSON_GetObjectItem(p, "steps")->child, b = cJSON_GetObjectItem(f, "steps")->child;
+	     a && b; a = a->next, b = b->next) {
+		ck_assert_int_eq(jint(a, "start"), jint(b, "start"));
+		ck_assert_int_eq(jint(a, "end"), jint(b, "end"));
+	}
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(p, "step_detail")),
+			 cJSON_GetStringValue(cJSON_GetObjectItem(f, "step_detail")));
+	cJSON_Delete(f);
+	cJSON_Delete(p);
+}
+END_TEST
+
 /* ---- launches, arrows, details, ranges, search ---- */
 
 /* The d2h-sync finding's costliest occurrence (its focus) in d2h-sync-bad.db. */
@@ -1262,6 +1325,16 @@ START_TEST(test_findings_focus)
 	ck_assert_int_eq(jint(focus, "end"), jint(cw, "window_end"));
 	ck_assert_int_eq(jint(focus, "step"), jint(cw, "step"));
 	ck_assert_int_eq(jint(d2h, "pid"), 883);
+	/* one process, whose steps are the answer's */
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
+	ck_assert_int_eq(jint(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"),
+			 883);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "steps")),
+		cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps")));
+	ck_assert_int_eq(jint(cJSON_GetArrayItem(cJSON_GetObjectItem(d2h, "processes"), 0), "pid"),
+			 883);
 	cJSON_ArrayForEach(st, cJSON_GetObjectItem(d2h, "steps")) in_steps |=
 		(int64_t)st->valuedouble == jint(focus, "step");
 	ck_assert(in_steps);
@@ -1388,23 +1461,15 @@ START_TEST(test_event_details)
 }
 END_TEST
 
-/* A range's totals: a stream's busy time is the union of its work, its counts and bytes those of
- * the trace's rows in the range. */
-START_TEST(test_range_totals)
+/* The range answer of [t0, t1) on d2h-sync-bad.db against the trace's rows: a stream's busy time
+ * is the union of its work, its counts and bytes those of its rows in the range; 1 when a stream
+ * had kernels in it. */
+static int check_range(const cs_analysis *a, const cJSON *tracks, int64_t t0, int64_t t1)
 {
-	cJSON *sum = summary_ready(&d2h_srv), *r, *tr, *tracks = cJSON_GetObjectItem(sum, "tracks");
-	cs_trace *t;
-	cs_analysis a;
-	cs_error err = {0};
-	int64_t t0, t1;
-	char path[256], *body;
+	cJSON *r, *tr;
+	char path[256];
 	int streams = 0;
 
-	d2h_focus(&t0, &t1);
-	t0 -= 20000000; /* a few steps around it */
-	t1 += 20000000;
-	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
-	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
 	snprintf(path, sizeof(path), "/api/range?t0=%lld&t1=%lld", (long long)t0, (long long)t1);
 	r = api_get(&d2h_srv, path);
 	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(r, "tracks"))
@@ -1416,14 +1481,14 @@ START_TEST(test_range_totals)
 			continue;
 		dev = jint(meta, "device");
 		stream = jint(meta, "stream");
-		for (int64_t i = 0; i < a.nkernels; i++) {
-			const cs_a_kernel *k = &a.kernels[i];
+		for (int64_t i = 0; i < a->nkernels; i++) {
+			const cs_a_kernel *k = &a->kernels[i];
 
 			kernels += k->pid == pid && k->device_id == dev && k->stream_id == stream &&
 				   k->start < t1 && k->end > t0;
 		}
-		for (int64_t i = 0; i < a.ncopies; i++) {
-			const cs_a_copy *c = &a.copies[i];
+		for (int64_t i = 0; i < a->ncopies; i++) {
+			const cs_a_copy *c = &a->copies[i];
 
 			if (c->pid == pid && c->device_id == dev && c->stream_id == stream &&
 			    c->start < t1 && c->end > t0) {
@@ -1431,15 +1496,33 @@ START_TEST(test_range_totals)
 				bytes += c->bytes;
 			}
 		}
-		ck_assert_int_eq(jint(tr, "busy"), stream_union(&a, pid, dev, stream, t0, t1));
+		ck_assert_int_eq(jint(tr, "busy"), stream_union(a, pid, dev, stream, t0, t1));
 		ck_assert_int_eq(jint(tr, "kernels"), kernels);
 		ck_assert_int_eq(jint(tr, "memcpys") + jint(tr, "memsets"), copies);
 		ck_assert_int_eq(jint(tr, "bytes"), bytes);
 		if (kernels)
 			streams++;
 	}
-	ck_assert_int_gt(streams, 0);
 	cJSON_Delete(r);
+	return streams > 0;
+}
+
+/* A range's totals around the finding's costliest occurrence (the bytes through the reader's
+ * index) and over the whole trace (through a scan of the tables). */
+START_TEST(test_range_totals)
+{
+	cJSON *sum = summary_ready(&d2h_srv), *tracks = cJSON_GetObjectItem(sum, "tracks");
+	cs_trace *t;
+	cs_analysis a;
+	cs_error err = {0};
+	int64_t t0, t1;
+	char path[256], *body;
+
+	d2h_focus(&t0, &t1);
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	ck_assert_int_eq(cs_analysis_load(t, &a, &err), 0);
+	ck_assert(check_range(&a, tracks, t0 - 20000000, t1 + 20000000));
+	ck_assert(check_range(&a, tracks, jint(sum, "start"), jint(sum, "end") + 1));
 	snprintf(path, sizeof(path), "/api/range?t0=5&t1=5&token=%s", d2h_srv.token);
 	ck_assert_int_eq(http_get(&d2h_srv, NULL, path, NULL, &body), 400);
 	free(body);
@@ -1541,6 +1624,7 @@ static Suite *view_suite(void)
 	tcase_set_timeout(tc, 60);
 	/* first: its analysis is held back for HELD_MS from the start */
 	tcase_add_test(tc, test_timeline_before_findings);
+	tcase_add_test(tc, test_steps_before_findings);
 	tcase_add_test(tc, test_overview_before_tracks);
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_two_viewers_own_tokens);
@@ -1583,13 +1667,15 @@ int main(void)
 	d2h_db = tu_path(tu_source_root(), "samples/rules/traces/d2h-sync-bad.db");
 	if (server_start(train_db, NULL, &train_srv) || server_start(d2h_db, NULL, &d2h_srv) ||
 	    server_start(synth_db, NULL, &synth_srv) || server_start(d2h_db, HELD_MS, &held_srv) ||
-	    server_start_env(synth_db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", OV_HELD_MS, &ov_srv)) {
+	    server_start_env(synth_db, "CUSCOPE_VIEW_TIMELINE_DELAY_MS", OV_HELD_MS, &ov_srv) ||
+	    server_start_env(d2h_db, "CUSCOPE_VIEW_RULES_DELAY_MS", RULES_HELD_MS, &early_srv)) {
 		fprintf(stderr, "test_view: cannot start cuscope view\n");
 		server_stop(&train_srv);
 		server_stop(&d2h_srv);
 		server_stop(&synth_srv);
 		server_stop(&held_srv);
 		server_stop(&ov_srv);
+		server_stop(&early_srv);
 		return 1;
 	}
 	sr = srunner_create(view_suite());
@@ -1601,5 +1687,6 @@ int main(void)
 	server_stop(&synth_srv);
 	server_stop(&held_srv);
 	server_stop(&ov_srv);
+	server_stop(&early_srv);
 	return failed ? 1 : 0;
 }
