@@ -2086,30 +2086,38 @@ struct bytes_scan {
 	int64_t t0, t1;
 	int64_t *bytes;
 	int64_t pid, device, stream, id; /* the stream of the previous row and its track */
+	const int *col; /* the table's columns: start, end, pid, deviceId, streamId, bytes */
 };
 
-static const char *const bytes_cols[] = {"start", "end", "pid", "deviceId", "streamId", "bytes"};
-static const int64_t bytes_nulls[] = {CS_TS_UNKNOWN, CS_TS_UNKNOWN, 0, CS_ID_NONE, 0, 0};
+/* The columns read, in the order bytes_row() takes them, of the memcpy and the memset table. */
+static const int bytes_cols_memcpy[] = {CS_COL_MEMCPY_start,	CS_COL_MEMCPY_end,
+					CS_COL_MEMCPY_pid,	CS_COL_MEMCPY_deviceId,
+					CS_COL_MEMCPY_streamId, CS_COL_MEMCPY_bytes};
+static const int bytes_cols_memset[] = {CS_COL_MEMSET_start,	CS_COL_MEMSET_end,
+					CS_COL_MEMSET_pid,	CS_COL_MEMSET_deviceId,
+					CS_COL_MEMSET_streamId, CS_COL_MEMSET_bytes};
 
 /* One row: added when it overlaps [t0, t1) as the reader's filter has it (an unknown end: an
  * instant at its start). */
 static int bytes_row(const int64_t *x, void *arg)
 {
 	struct bytes_scan *b = arg;
-	int64_t start = x[0], end = x[1];
+	const int *c = b->col;
+	int64_t start = x[c[0]], end = x[c[1]], pid = x[c[2]], dev = x[c[3]], stream = x[c[4]];
+	int64_t bytes = x[c[5]];
 
-	if (start == CS_TS_UNKNOWN || start >= b->t1 || x[5] <= 0)
+	if (start == CS_TS_UNKNOWN || start >= b->t1 || bytes <= 0)
 		return 0;
 	if (!((end != CS_TS_UNKNOWN && end > b->t0) || start >= b->t0))
 		return 0;
-	if (x[2] != b->pid || x[3] != b->device || x[4] != b->stream) {
-		b->pid = x[2];
-		b->device = x[3];
-		b->stream = x[4];
-		b->id = track_index(b->v, VT_STREAM, (uint32_t)x[2], x[3], x[4]);
+	if (pid != b->pid || dev != b->device || stream != b->stream) {
+		b->pid = pid;
+		b->device = dev;
+		b->stream = stream;
+		b->id = track_index(b->v, VT_STREAM, (uint32_t)pid, dev, stream);
 	}
 	if (b->id >= 0)
-		cs_sat_accum(&b->bytes[b->id], x[5]);
+		cs_sat_accum(&b->bytes[b->id], bytes);
 	return 0;
 }
 
@@ -2128,9 +2136,10 @@ static void add_bytes(struct view_data *v, enum cs_event_kind kind, int64_t t0, 
 
 	if (v->sum.start != CS_TS_UNKNOWN && v->sum.end != CS_TS_UNKNOWN &&
 	    cs_sat_sub(t1, t0) > cs_sat_sub(v->sum.end, v->sum.start) / 8) {
-		struct bytes_scan b = {v, t0, t1, bytes, -1, -1, -1, -1};
+		struct bytes_scan b = {v,  t0, t1, bytes, -1, -1, -1, -1,
+				       kind == CS_EV_MEMSET ? bytes_cols_memset : bytes_cols_memcpy};
 
-		cs_trace_scan(v->trace, kind, bytes_cols, bytes_nulls, 6, bytes_row, &b, &err);
+		cs_trace_scan(v->trace, kind, b.col, 6, bytes_row, &b, &err);
 		return;
 	}
 	f.t0 = t0;
