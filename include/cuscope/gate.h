@@ -120,6 +120,10 @@ typedef struct cs_run_finding {
 		   */
 } cs_run_finding;
 
+/* A run shares its GPU when another process's kernels run during more than this share of its
+ * kernel time (docs/ci.md). */
+#define CS_SHARED_GPU 0.05
+
 typedef struct cs_run {
 	char *path;
 	char *command; /* meta "command", or NULL */
@@ -140,6 +144,9 @@ typedef struct cs_run {
 	double host_waits, d2h_syncs, allocs, frees; /* per step */
 	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
 	int64_t peak_memory;	   /* bytes; the highest of any process and device */
+	/* share of the steps' process's steady kernel time during which kernels of another process
+	 * ran on the same device (two ranks time-sharing a GPU): its GPU times follow their work */
+	double shared_gpu;
 	cs_run_finding *findings;  /* most costly first */
 	int32_t nfindings;
 } cs_run;
@@ -219,6 +226,8 @@ typedef struct cs_diff_row {
 	double spread;	   /* run-to-run standard deviation of the baselines' values (2+ of them) */
 	double margin;	   /* what the change must pass to be beyond that spread (2+ baselines) */
 	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
+	int shared;    /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
+			* gated */
 } cs_diff_row;
 
 /* A finding of base or new, matched to the other run's (NULL when none matched). */
@@ -236,6 +245,8 @@ typedef struct cs_diff {
 	char note[320];	     /* why the runs are not comparable, the alignment, few steady steps */
 	char test_note[320]; /* how timing changes were tested (one baseline, or several) */
 	char host_note[320]; /* the baselines are host-bound: what that means for wall metrics */
+	char shared_note[320]; /* a run shares its GPU with another process: what that means */
+	int shared_gpu;	       /* either run shares its GPU (shared_gpu past CS_SHARED_GPU) */
 	double confidence;   /* the level timing changes are tested at */
 	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
 	double base_busy;    /* the baselines' GPU busy share (their median) */

@@ -309,6 +309,8 @@ static void print_text(const cs_diff *d, int width, int color)
 	print_wrapped("note: ", d->test_note, width);
 	if (d->host_note[0])
 		print_wrapped("note: ", d->host_note, width);
+	if (d->shared_note[0])
+		print_wrapped("note: ", d->shared_note, width);
 	putchar('\n');
 	print_checks(d, width, color);
 	for (int32_t i = 0, first = 1; i < d->nfindings; i++) {

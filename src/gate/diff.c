@@ -643,6 +643,23 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "%d baselines: timing changes are tested on the per-step samples and "
 			 "against the baselines' run-to-run spread (at %g%%)",
 			 d->nbases, 100 * d->confidence);
+	d->shared_gpu = d->new_->shared_gpu > CS_SHARED_GPU;
+	for (int32_t i = 0; i < d->nbases; i++)
+		if (d->bases[i]->shared_gpu > CS_SHARED_GPU)
+			d->shared_gpu = 1;
+	if (d->shared_gpu && d->nbases == 1)
+		snprintf(d->shared_note, sizeof(d->shared_note),
+			 "shared GPU: other processes' kernels ran during %.0f%% (baseline) and "
+			 "%.0f%% (new) of this process's kernel time; its GPU times and GPU busy "
+			 "share follow their work and are not gated against one baseline (give "
+			 "several baselines to gate the total and the busy share on their spread)",
+			 100 * d->base->shared_gpu, 100 * d->new_->shared_gpu);
+	else if (d->shared_gpu)
+		snprintf(d->shared_note, sizeof(d->shared_note),
+			 "shared GPU: other processes' kernels ran during %.0f%% (new) of this "
+			 "process's kernel time; its total kernel time and GPU busy share are gated "
+			 "against the baselines' run-to-run spread, single kernels' times not at all",
+			 100 * d->new_->shared_gpu);
 	if (d->host_bound && d->nbases == 1)
 		snprintf(
 			d->host_note, sizeof(d->host_note),
@@ -715,6 +732,16 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 				if (r->score > 1)
 					r->score = 1;
 			}
+		}
+		if (out->shared_gpu &&
+		    (r->kernel || ((kind == CS_KIND_GPU || r->metric == CS_GM_GPU_BUSY) &&
+				   nbases == 1))) {
+			/* a shared GPU: the other processes' work moves these (a single kernel's
+			 * time by up to 2x in two ranks on one GPU), with one baseline all of them */
+			r->shared = 1;
+			r->worse = r->better = 0;
+			if (r->score > 1)
+				r->score = 1;
 		}
 		if (r->metric == CS_GM_FINDINGS) {
 			/* the new findings beyond their rule's margin count, whatever was fixed;
@@ -862,6 +889,7 @@ static cJSON *row_json(const cs_diff_row *r)
 	cJSON_AddNumberToObject(o, "run_spread", r->spread);
 	cJSON_AddNumberToObject(o, "run_margin", r->margin);
 	cJSON_AddBoolToObject(o, "host_bound_wall", r->host_wall);
+	cJSON_AddBoolToObject(o, "shared_gpu", r->shared);
 	cJSON_AddNumberToObject(o, "score", r->score > 1e300 ? 1e300 : r->score);
 	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
 	return o;
@@ -899,6 +927,11 @@ cJSON *cs_diff_json(const cs_diff *d)
 		cJSON_AddNullToObject(doc, "note");
 	cJSON_AddStringToObject(doc, "test_note", d->test_note);
 	cJSON_AddBoolToObject(doc, "host_bound", d->host_bound);
+	if (d->shared_note[0])
+		cJSON_AddStringToObject(doc, "shared_note", d->shared_note);
+	else
+		cJSON_AddNullToObject(doc, "shared_note");
+	cJSON_AddBoolToObject(doc, "shared_gpu", d->shared_gpu);
 	if (d->host_note[0])
 		cJSON_AddStringToObject(doc, "host_note", d->host_note);
 	else
@@ -1107,9 +1140,10 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 	md_steps(f, d->new_, d->new_scale);
 	fputs(" |\n", f);
 	{
-		const char *notes[] = {d->note, gate ? d->test_note : "", gate ? d->host_note : ""};
+		const char *notes[] = {d->note, gate ? d->test_note : "", gate ? d->host_note : "",
+				       gate ? d->shared_note : ""};
 
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			if (!notes[i][0])
 				continue;
 			fputs("\n> **Note:** ", f);

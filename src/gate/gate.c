@@ -575,9 +575,9 @@ int cs_gate_write_junit(FILE *f, const cs_diff *d)
 	xml_text(f, d->new_->path);
 	fputs("\"/>\n", f);
 	{
-		const char *notes[] = {d->note, d->test_note, d->host_note};
+		const char *notes[] = {d->note, d->test_note, d->host_note, d->shared_note};
 
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			if (!notes[i][0])
 				continue;
 			fputs("      <property name=\"note\" value=\"", f);

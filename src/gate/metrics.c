@@ -615,6 +615,87 @@ static double plain_mean(const struct run_ctx *c, const double *v)
 	return c->steady > 0 ? sum / c->steady : 0;
 }
 
+/* ---- a GPU shared with other processes ---- */
+
+struct span {
+	int64_t start, end;
+	int32_t device;
+};
+
+static int cmp_span(const void *pa, const void *pb)
+{
+	const struct span *x = pa, *y = pb;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * The share of the steps' process's steady kernel time during which a kernel of another process
+ * ran on the same device: the other processes' kernels merged into busy intervals per device,
+ * each kernel of the process cut against them. 0 or CS_ERR_NOMEM.
+ */
+static int shared_gpu(const struct run_ctx *c, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct span *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	int64_t n = 0, m = 0, own = 0, shared = 0;
+
+	out->shared_gpu = 0;
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid == c->s->pid || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
+		    k->end <= k->start)
+			continue;
+		v[n].start = k->start;
+		v[n].end = k->end;
+		v[n].device = k->device_id;
+		n++;
+	}
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_span);
+	for (int64_t i = 0; i < n; i++) { /* merged, per device */
+		if (m > 0 && v[m - 1].device == v[i].device && v[i].start <= v[m - 1].end) {
+			if (v[i].end > v[m - 1].end)
+				v[m - 1].end = v[i].end;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	for (int64_t i = 0; i < a->nkernels && m > 0; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t lo = 0, hi = m;
+
+		if (k->pid != c->s->pid || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
+		    k->end <= k->start || steady_at(c, cs_launch_time(k->launch_start, k->start)) < 0)
+			continue;
+		own += k->end - k->start;
+		/* the first merged interval of the device that ends after the kernel starts */
+		while (lo < hi) {
+			int64_t mid = lo + (hi - lo) / 2;
+
+			if (v[mid].device < k->device_id ||
+			    (v[mid].device == k->device_id && v[mid].end <= k->start))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (int64_t j = lo; j < m && v[j].device == k->device_id && v[j].start < k->end; j++) {
+			int64_t s0 = v[j].start > k->start ? v[j].start : k->start;
+			int64_t s1 = v[j].end < k->end ? v[j].end : k->end;
+
+			if (s1 > s0)
+				shared += s1 - s0;
+		}
+	}
+	free(v);
+	out->shared_gpu = own > 0 ? (double)shared / (double)own : 0;
+	return 0;
+}
+
 /* ---- kernels ---- */
 
 struct kernel_hit {
@@ -1207,6 +1288,11 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	out->timing = s.timing;
 	out->gpu_busy = cs_steps_busy_share(&s);
 	rc = run_step_samples(&c, out);
+	if (rc < 0) {
+		cs_error_set(err, rc, "out of memory");
+		goto out;
+	}
+	rc = shared_gpu(&c, out);
 	if (rc < 0) {
 		cs_error_set(err, rc, "out of memory");
 		goto out;

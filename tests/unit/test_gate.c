@@ -389,6 +389,7 @@ static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
 static char *nvtx1_db, *nvtx4_db;
 static char *second_db, *second_d2h_db; /* two processes; the second reads back in every step */
+static char *second_slow_db; /* two processes sharing the GPU, a kernel 2x slower in both */
 
 static char *write_variant(const char *name, const struct loop *l)
 {
@@ -529,6 +530,10 @@ static void write_traces(void)
 	second_db = write_variant("second.db", &l);
 	l.second_d2h = 1;
 	second_d2h_db = write_variant("second_d2h.db", &l);
+	l = loop_defaults();
+	l.second = 1;
+	l.slow[3] = 2;
+	second_slow_db = write_variant("second_slow.db", &l);
 }
 
 /* ---- JSON of diff ---- */
@@ -1017,6 +1022,32 @@ END_TEST
 
 /* The findings are those of every process: a read-back in the second process alone is a new
  * finding (the metrics of the steps count the work of both processes). */
+START_TEST(test_synthetic_shared_gpu)
+{
+	cJSON *doc;
+	char *xml;
+	struct tu_result r;
+
+	/* two processes whose kernels run at the same time on one device: a kernel's time follows
+	 * the other process's work, so against one baseline GPU times do not fail ... */
+	r = gate_junit(second_db, second_slow_db, NULL, &xml);
+	ck_assert_msg(r.rc == 0, "exit %d: %s%s", r.rc, r.out, r.err);
+	ck_assert_int_eq(junit_failures(xml), 0);
+	ck_assert_msg(strstr(r.out, "shared GPU") != NULL, "%s", r.out);
+	free(xml);
+	tu_result_free(&r);
+	doc = diff_json(second_db, second_slow_db, NULL);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "shared_gpu")));
+	ck_assert(cJSON_IsString(cJSON_GetObjectItem(doc, "shared_note")));
+	cJSON_Delete(doc);
+	/* ... while a slower kernel in a process alone fails */
+	r = gate_junit(base_db, slow_db, NULL, &xml);
+	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
+	free(xml);
+	tu_result_free(&r);
+}
+END_TEST
+
 START_TEST(test_synthetic_d2h_sync_second_process)
 {
 	static const char *const failing[] = {"host_waits",	 "d2h_syncs", "memcpy_dtoh_count",
@@ -1746,6 +1777,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_host_wait);
 	tcase_add_test(syn, test_synthetic_d2h_sync);
 	tcase_add_test(syn, test_synthetic_d2h_sync_second_process);
+	tcase_add_test(syn, test_synthetic_shared_gpu);
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);
 	tcase_add_test(syn, test_synthetic_alloc_per_step);
