@@ -1391,3 +1391,214 @@ out:
 		ru_d2h_free(out);
 	return rc;
 }
+
+/* ---- evidence of the rules about host waits ---- */
+
+struct ru_site {
+	int64_t stack_id;
+	int64_t idle_ns;
+	int64_t waits;
+	int32_t type; /* the sync type of the first wait there */
+};
+
+static int cmp_site_stack(const void *pa, const void *pb)
+{
+	const struct ru_site *x = pa, *y = pb;
+
+	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+static int cmp_site_idle(const void *pa, const void *pb)
+{
+	const struct ru_site *x = pa, *y = pb;
+
+	if (x->idle_ns != y->idle_ns)
+		return x->idle_ns > y->idle_ns ? -1 : 1;
+	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
+			size_t offset, int64_t *tmp)
+{
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = *(const int64_t *)((const char *)per_step + (size_t)steps[i] * size +
+					    offset);
+	return ru_median(tmp, n);
+}
+
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best)
+{
+	static const int32_t type_of[RU_WAIT_TYPES] = {CS_SYNC_UNKNOWN,
+						       CS_SYNC_EVENT_SYNCHRONIZE,
+						       CS_SYNC_STREAM_WAIT_EVENT,
+						       CS_SYNC_STREAM_SYNCHRONIZE,
+						       CS_SYNC_CONTEXT_SYNCHRONIZE,
+						       CS_SYNC_MEMCPY,
+						       CS_SYNC_EVENT_QUERY,
+						       CS_SYNC_STREAM_QUERY};
+	int64_t count[RU_WAIT_TYPES] = {0};
+	cJSON *types;
+
+	*best = -1;
+	for (int64_t i = 0; i < d->n; i++) {
+		const cs_a_sync *y = &a->syncs[d->v[i].sync];
+
+		if (d->v[i].step < 0 || ru_d2h_cost(&d->v[i]) == 0)
+			continue;
+		for (int k = 0; k < RU_WAIT_TYPES; k++)
+			if (type_of[k] == y->type)
+				count[k]++;
+		if (*best < 0 || ru_d2h_cost(&d->v[i]) > ru_d2h_cost(&d->v[*best]))
+			*best = i;
+	}
+	types = cJSON_AddObjectToObject(e, "waits_by_type");
+	if (!types)
+		return CS_ERR_NOMEM;
+	for (int k = 0; k < RU_WAIT_TYPES; k++)
+		if (count[k])
+			cJSON_AddNumberToObject(types, cs_sync_type_name(type_of[k]),
+						(double)count[k]);
+	return 0;
+}
+
+int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
+		      int max, int64_t *stack_id)
+{
+	struct ru_site *v = malloc(((size_t)d->n + 1) * sizeof(*v));
+	int64_t n = 0, m = 0;
+	cJSON *sites;
+
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
+		const cs_a_sync *y = &a->syncs[w->sync];
+
+		if (w->step < 0 || ru_d2h_cost(w) == 0)
+			continue;
+		v[n].stack_id = y->stack_id == CS_ID_NONE && copy_stack
+					? a->copies[w->first_copy].stack_id
+					: y->stack_id;
+		v[n].idle_ns = ru_d2h_cost(w);
+		v[n].waits = 1;
+		v[n].type = y->type;
+		n++;
+	}
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_site_stack);
+	for (int64_t i = 0; i < n; i++) {
+		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
+			cs_sat_accum(&v[m - 1].idle_ns, v[i].idle_ns);
+			v[m - 1].waits += v[i].waits;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	cs_sort(v, (size_t)m, sizeof(*v), cmp_site_idle);
+	if (m > 0)
+		*stack_id = v[0].stack_id;
+	if (m > 1 || (m == 1 && v[0].stack_id != CS_ID_NONE)) {
+		sites = cJSON_AddArrayToObject(e, "sites");
+		for (int64_t i = 0; sites && i < m && i < max; i++) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (!o) {
+				sites = NULL;
+				break;
+			}
+			cJSON_AddNumberToObject(o, "stack_id", (double)v[i].stack_id);
+			cJSON_AddStringToObject(o, "type", cs_sync_type_name(v[i].type));
+			cJSON_AddNumberToObject(o, "waits", (double)v[i].waits);
+			cJSON_AddNumberToObject(o, "idle_ns", (double)v[i].idle_ns);
+			cJSON_AddItemToArray(sites, o);
+		}
+		if (!sites) {
+			free(v);
+			return CS_ERR_NOMEM;
+		}
+	}
+	free(v);
+	return 0;
+}
+
+/* ---- recurring or rare: the decision of the wait rules ---- */
+
+int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost, int32_t *steps,
+		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,
+		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp, struct ru_recur *r)
+{
+	int32_t n = *nsteps;
+	int64_t lost_lo, lost_hi;
+
+	memset(r, 0, sizeof(*r));
+	r->steady = cs_steps_steady(s);
+	r->min_loss_share = min_loss_share;
+	r->min_step_share = min_step_share;
+	/* once is an event, not a pattern of the loop: a pattern recurs */
+	if (r->steady <= 0 || n < min_rare_steps)
+		return 0;
+	/* the share of steady steps with the cost, and its 95% interval (k of n) */
+	ru_share_interval(n, r->steady, &r->steps_lo, &r->steps_hi);
+	r->recurring = n >= min_steps && r->steps_hi >= min_step_share;
+	if (!r->recurring && skip_ends) {
+		int32_t m = 0;
+
+		for (int32_t i = 0; i < n; i++)
+			if (steps[i] != s->warmup && steps[i] != s->n - 1)
+				steps[m++] = steps[i];
+		*nsteps = n = m;
+		if (n < min_rare_steps)
+			return 0;
+	}
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = cost[steps[i]];
+	ru_median_interval(tmp, n, &lost_lo, &lost_hi);
+	if (r->recurring) {
+		/* in (about) every step: the median step's loss, and its 95% interval */
+		r->near_steps = n < min_step_share * r->steady || r->steps_lo < min_step_share;
+		for (int32_t i = 0; i < n; i++)
+			tmp[i] = cost[steps[i]];
+		r->lost = ru_median(tmp, n);
+	} else {
+		/*
+		 * In a few steps only (every Nth step, a rare event): direct evidence however rare.
+		 * What it cost over the steady state, per step: the total divided by the steady
+		 * steps. The steps that have it are where the program put it (counted, not
+		 * sampled); its interval is that of the loss in one of them, times k/n.
+		 */
+		int64_t total = 0;
+
+		for (int32_t i = 0; i < n; i++)
+			cs_sat_accum(&total, cost[steps[i]]);
+		r->lost = total / r->steady;
+		lost_lo = (int64_t)((double)lost_lo * n / r->steady);
+		lost_hi = (int64_t)((double)lost_hi * n / r->steady);
+	}
+	if (step_median > 0) {
+		r->share = (double)r->lost / (double)step_median;
+		r->share_lo = (double)lost_lo / (double)step_median;
+		r->share_hi = (double)lost_hi / (double)step_median;
+	}
+	if (r->share_hi < min_loss_share)
+		return 0;
+	r->near_loss = r->share_lo < min_loss_share;
+	r->near = r->near_loss || r->near_steps;
+	return 1;
+}
+
+void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
+{
+	double affected = r->steady > 0 ? (double)nsteps / (double)r->steady : 0;
+
+	cJSON_AddNumberToObject(e, "loss_share", r->share);
+	cJSON_AddNumberToObject(e, "loss_share_low", r->share_lo);
+	cJSON_AddNumberToObject(e, "loss_share_high", r->share_hi);
+	cJSON_AddNumberToObject(e, "min_loss_share", r->min_loss_share);
+	cJSON_AddNumberToObject(e, "threshold_margin", r->share - r->min_loss_share);
+	cJSON_AddNumberToObject(e, "affected_share", affected);
+	cJSON_AddNumberToObject(e, "affected_share_low", r->steps_lo);
+	cJSON_AddNumberToObject(e, "affected_share_high", r->steps_hi);
+	cJSON_AddNumberToObject(e, "min_affected_share", r->min_step_share);
+	cJSON_AddNumberToObject(e, "affected_share_margin", affected - r->min_step_share);
+	cJSON_AddBoolToObject(e, "near_threshold", r->near);
+	cJSON_AddBoolToObject(e, "recurring", r->recurring);
+}

@@ -305,4 +305,50 @@ int ru_is_alloc_api(const char *name);
  */
 int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
 
+/* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
+
+/* The sync types a finding counts its waits by. */
+#define RU_WAIT_TYPES 8
+/*
+ * The waits of d that cost GPU time, by sync type, added to e as "waits_by_type"; *best is the
+ * costliest of them (-1: none). 0, or CS_ERR_NOMEM.
+ */
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best);
+/*
+ * The call sites of the waits of d that cost GPU time, merged by the wait's stack (with
+ * copy_stack, by the stack of the first copy it waited for when the wait has none), most idle
+ * first: at most max of them added to e as "sites" when there is a stack among them, and the
+ * costliest site's stack given to *stack_id. 0, or CS_ERR_NOMEM.
+ */
+int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
+		      int max, int64_t *stack_id);
+/* The median over the given steps of one int64_t field (at offset) of per-step structs of size
+ * bytes each; tmp has room for n values. */
+int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
+			size_t offset, int64_t *tmp);
+
+/*
+ * Whether a cost seen in some steady steps is a finding, and how sure (d2h-sync, sync-call): in
+ * at least min_steps steps and a 95% interval of their share that reaches min_step_share, the
+ * median cost of those steps (recurring); else, in at least min_rare_steps, the total divided by
+ * the steady steps (a pattern in a few steps; with skip_ends the first and the last steady step,
+ * the loop's boundaries, do not count). A finding when the cost's 95% interval reaches
+ * min_loss_share of step_median; near (info) when an interval holds its threshold.
+ */
+struct ru_recur {
+	int recurring, near, near_loss, near_steps;
+	int32_t steady;
+	int64_t lost; /* per step */
+	double share, share_lo, share_hi; /* lost / step_median, and its interval */
+	double steps_lo, steps_hi;	  /* interval of the share of steady steps */
+	double min_loss_share, min_step_share;
+};
+/* cost: per step index; steps (nsteps of them, may be shortened) the steady steps with a cost;
+ * tmp: room for nsteps values. 1: a finding, in r; 0: none. */
+int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost, int32_t *steps,
+		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,
+		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp, struct ru_recur *r);
+/* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
+void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
+
 #endif

@@ -39,76 +39,11 @@ struct step_sum {
 	int64_t waits, draining, wait_ns, idle_ns, refill_ns;
 };
 
-struct site {
-	int64_t stack_id;
-	int64_t idle_ns;
-	int64_t waits;
-	int32_t type; /* the sync type of the first wait there */
-};
-
-static int cmp_site_stack(const void *pa, const void *pb)
-{
-	const struct site *x = pa, *y = pb;
-
-	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
-}
-
-static int cmp_site_idle(const void *pa, const void *pb)
-{
-	const struct site *x = pa, *y = pb;
-
-	if (x->idle_ns != y->idle_ns)
-		return x->idle_ns > y->idle_ns ? -1 : 1;
-	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
-}
-
 /* Median over the affected steps of one field of the per-step sums. */
 static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
 			    size_t offset, int64_t *tmp)
 {
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = *(const int64_t *)((const char *)&sum[steps[i]] + offset);
-	return ru_median(tmp, n);
-}
-
-/*
- * The call sites of the draining waits, most idle first (merged by the wait's stack). Returns how
- * many, in sites[0..]; -1 without memory.
- */
-static int64_t collect_sites(const cs_analysis *a, const struct ru_d2h *d, struct site **out)
-{
-	struct site *v = malloc(((size_t)d->n + 1) * sizeof(*v));
-	int64_t n = 0, m = 0;
-
-	*out = v;
-	if (!v)
-		return -1;
-	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
-		const cs_a_sync *y = &a->syncs[w->sync];
-		int64_t idle = ru_d2h_cost(w);
-
-		if (w->step < 0 || idle == 0)
-			continue;
-		v[n].stack_id = y->stack_id;
-		v[n].idle_ns = idle;
-		v[n].waits = 1;
-		v[n].type = y->type;
-		n++;
-	}
-	if (n == 0)
-		return 0;
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_site_stack);
-	for (int64_t i = 0; i < n; i++) {
-		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
-			cs_sat_accum(&v[m - 1].idle_ns, v[i].idle_ns);
-			v[m - 1].waits += v[i].waits;
-			continue;
-		}
-		v[m++] = v[i];
-	}
-	cs_sort(v, (size_t)m, sizeof(*v), cmp_site_idle);
-	return m;
+	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
 }
 
 /* Add the median over the affected steps of one per-step field as key. */
@@ -122,43 +57,16 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
 			int64_t *tmp, cs_report_finding *f)
 {
-	cJSON *e = f->evidence, *types, *sites, *ex;
-	int64_t type_count[8] = {0}, best = -1;
-	static const int32_t type_of[8] = {CS_SYNC_UNKNOWN,
-					   CS_SYNC_EVENT_SYNCHRONIZE,
-					   CS_SYNC_STREAM_WAIT_EVENT,
-					   CS_SYNC_STREAM_SYNCHRONIZE,
-					   CS_SYNC_CONTEXT_SYNCHRONIZE,
-					   CS_SYNC_MEMCPY,
-					   CS_SYNC_EVENT_QUERY,
-					   CS_SYNC_STREAM_QUERY};
-	struct site *sv = NULL;
-	int64_t nsites;
-
-	/* which APIs waited, and the costliest wait */
-	for (int64_t i = 0; i < d->n; i++) {
-		const cs_a_sync *y = &a->syncs[d->v[i].sync];
-
-		if (d->v[i].step < 0 || ru_d2h_cost(&d->v[i]) == 0)
-			continue;
-		for (int k = 0; k < 8; k++)
-			if (type_of[k] == y->type)
-				type_count[k]++;
-		if (best < 0 || ru_d2h_cost(&d->v[i]) > ru_d2h_cost(&d->v[best]))
-			best = i;
-	}
+	cJSON *e = f->evidence, *ex;
+	int64_t best = -1;
 
 	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
 		   tmp);
 	add_median(e, "draining_waits_per_step", sum, steps, nsteps,
 		   offsetof(struct step_sum, draining), tmp);
-	types = cJSON_AddObjectToObject(e, "waits_by_type");
-	if (!types)
+	/* which APIs waited, and the costliest wait */
+	if (ru_add_wait_types(e, a, d, &best))
 		return CS_ERR_NOMEM;
-	for (int k = 0; k < 8; k++)
-		if (type_count[k])
-			cJSON_AddNumberToObject(types, cs_sync_type_name(type_of[k]),
-						(double)type_count[k]);
 	add_median(e, "wait_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, wait_ns),
 		   tmp);
 	add_median(e, "refill_ns_per_step", sum, steps, nsteps,
@@ -188,32 +96,8 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	}
 
 	/* call sites, when the trace has backtraces */
-	nsites = collect_sites(a, d, &sv);
-	if (nsites < 0)
+	if (ru_add_wait_sites(e, a, d, 0, MAX_SITES, &f->stack_id))
 		return CS_ERR_NOMEM;
-	if (nsites > 0)
-		f->stack_id = sv[0].stack_id;
-	if (nsites > 1 || (nsites == 1 && sv[0].stack_id != CS_ID_NONE)) {
-		sites = cJSON_AddArrayToObject(e, "sites");
-		if (!sites) {
-			free(sv);
-			return CS_ERR_NOMEM;
-		}
-		for (int64_t i = 0; i < nsites && i < MAX_SITES; i++) {
-			cJSON *o = cJSON_CreateObject();
-
-			if (!o) {
-				free(sv);
-				return CS_ERR_NOMEM;
-			}
-			cJSON_AddNumberToObject(o, "stack_id", (double)sv[i].stack_id);
-			cJSON_AddStringToObject(o, "type", cs_sync_type_name(sv[i].type));
-			cJSON_AddNumberToObject(o, "waits", (double)sv[i].waits);
-			cJSON_AddNumberToObject(o, "idle_ns", (double)sv[i].idle_ns);
-			cJSON_AddItemToArray(sites, o);
-		}
-	}
-	free(sv);
 	cJSON_AddNumberToObject(e, "noise_floor_ns", (double)d->floor_ns);
 	cJSON_AddNumberToObject(e, "back_to_back_pairs", (double)d->floor_pairs);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
@@ -253,13 +137,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const struct ru_d2h *dd, *d;
 	struct ru_d2h waits = {0};
 	struct step_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL, lost;
+	int64_t *idle = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
-	double share, share_lo = 0, share_hi = 0;
-	int64_t lost_lo, lost_hi;
-	int near, near_loss, near_steps, recurring;
-	double steps_lo, steps_hi;
+	struct ru_recur r;
 	char title[400], b1[32], b4[32];
 	int rc;
 
@@ -304,60 +185,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
-	/* once is an event, not a pattern of the loop: a pattern recurs */
-	if (nsteps < MIN_RARE_STEPS)
+	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
+			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
 		goto out;
-	/* the share of steady steps with a drained wait, and its 95% interval (k of n) */
-	ru_share_interval(nsteps, steady, &steps_lo, &steps_hi);
-	recurring = nsteps >= MIN_STEPS && steps_hi >= MIN_STEP_SHARE;
-	if (!recurring) {
-		/*
-		 * A pattern of a few steps must recur inside the loop: the first and the last
-		 * steady step hold the loop's boundaries (a synchronize to start or stop a timer
-		 * after the warm-up or after the last step, which the steps cannot tell from the
-		 * loop's own work), and do not count.
-		 */
-		int32_t m = 0;
-
-		for (int32_t i = 0; i < nsteps; i++)
-			if (steps[i] != s->warmup && steps[i] != s->n - 1)
-				steps[m++] = steps[i];
-		nsteps = m;
-		if (nsteps < MIN_RARE_STEPS)
-			goto out;
-	}
-	for (int32_t i = 0; i < nsteps; i++)
-		tmp[i] = sum[steps[i]].idle_ns;
-	ru_median_interval(tmp, nsteps, &lost_lo, &lost_hi);
-	if (recurring) {
-		/* in (about) every step: the median step's loss, and its 95% interval */
-		near_steps = nsteps < MIN_STEP_SHARE * steady || steps_lo < MIN_STEP_SHARE;
-		lost = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
-	} else {
-		/*
-		 * In a few steps only (every Nth step, a rare event): direct evidence however rare.
-		 * What it cost over the steady state, per step: the total divided by the steady
-		 * steps. The steps that have it are where the program put it (counted, not
-		 * sampled); its interval is that of the loss in one of them, times k/n.
-		 */
-		int64_t total = 0;
-
-		near_steps = 0;
-		for (int32_t i = 0; i < nsteps; i++)
-			cs_sat_accum(&total, sum[steps[i]].idle_ns);
-		lost = total / steady;
-		lost_lo = (int64_t)((double)lost_lo * nsteps / steady);
-		lost_hi = (int64_t)((double)lost_hi * nsteps / steady);
-	}
-	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
-	if (ctx->step_median > 0) {
-		share_lo = (double)lost_lo / (double)ctx->step_median;
-		share_hi = (double)lost_hi / (double)ctx->step_median;
-	}
-	if (share_hi < MIN_LOSS_SHARE)
-		goto out;
-	near_loss = share_lo < MIN_LOSS_SHARE;
-	near = near_loss || near_steps;
 
 	rc = CS_ERR_NOMEM;
 	{
@@ -366,20 +196,20 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 		char b2[96] = "", b3[96] = "";
 
-		if (near_loss)
+		if (r.near_loss)
 			snprintf(b2, sizeof(b2),
 				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
-				 MIN_LOSS_SHARE * 100, share_lo * 100, share_hi * 100);
-		if (near_steps)
+				 MIN_LOSS_SHARE * 100, r.share_lo * 100, r.share_hi * 100);
+		if (r.near_steps)
 			snprintf(b3, sizeof(b3),
 				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
-				 MIN_STEP_SHARE * 100, steps_lo * 100, steps_hi * 100);
-		if (recurring)
+				 MIN_STEP_SHARE * 100, r.steps_lo * 100, r.steps_hi * 100);
+		if (r.recurring)
 			snprintf(title, sizeof(title),
 				 "explicit synchronize drains the GPU %lld time%s per step: "
 				 "%s of GPU idle per step (%.1f%%)%s%s",
 				 (long long)per, per == 1 ? "" : "s",
-				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100, b2, b3);
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2, b3);
 		else
 			snprintf(title, sizeof(title),
 				 "explicit synchronize drains the GPU in %d of %d steady "
@@ -390,12 +220,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 				 ru_fmt_ns(b4, sizeof(b4),
 					   median_field(sum, steps, nsteps,
 							offsetof(struct step_sum, idle_ns), tmp)),
-				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100, b2);
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2);
 	}
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */
 	f = cs_finding_new(
-		RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title,
+		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
 		"Remove the synchronize from the step: CUDA orders the work of a stream by "
 		"itself; order streams with events (wait_stream, record_stream, "
 		"Event.wait) instead of a host wait; to time steps, record CUDA events and "
@@ -405,8 +235,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	if (cs_finding_set_steps(f, steps, nsteps))
 		goto out;
-	f->lost_ns_per_step = lost;
-	f->step_share = share;
+	f->lost_ns_per_step = r.lost;
+	f->step_share = r.share;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct ru_d2h_wait *w = &d->v[i];
 
@@ -418,19 +248,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
-	cJSON_AddNumberToObject(f->evidence, "loss_share", share);
-	cJSON_AddNumberToObject(f->evidence, "loss_share_low", share_lo);
-	cJSON_AddNumberToObject(f->evidence, "loss_share_high", share_hi);
-	cJSON_AddNumberToObject(f->evidence, "min_loss_share", MIN_LOSS_SHARE);
-	cJSON_AddNumberToObject(f->evidence, "threshold_margin", share - MIN_LOSS_SHARE);
-	cJSON_AddNumberToObject(f->evidence, "affected_share", (double)nsteps / (double)steady);
-	cJSON_AddNumberToObject(f->evidence, "affected_share_low", steps_lo);
-	cJSON_AddNumberToObject(f->evidence, "affected_share_high", steps_hi);
-	cJSON_AddNumberToObject(f->evidence, "min_affected_share", MIN_STEP_SHARE);
-	cJSON_AddNumberToObject(f->evidence, "affected_share_margin",
-				(double)nsteps / (double)steady - MIN_STEP_SHARE);
-	cJSON_AddBoolToObject(f->evidence, "near_threshold", near);
-	cJSON_AddBoolToObject(f->evidence, "recurring", recurring);
+	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;

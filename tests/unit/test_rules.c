@@ -2031,6 +2031,326 @@ START_TEST(test_registry)
 }
 END_TEST
 
+/* ---- sync-call ---- */
+
+/* A step of the GPU-bound loop that ends with an explicit wait of type on stream 7 for all the
+ * queued work, then host_ns of Python before the next launch. */
+static void sync_step(struct sim *m, int type, int64_t host_ns, int64_t stack)
+{
+	sim_step_begin(m);
+	busy_step(m);
+	sim_sync(m, type, 7, gpu_end(m), stack);
+	sim_host(m, host_ns);
+	sim_kernel(m, 7, 100 * US);
+	sim_step_end(m);
+}
+
+START_TEST(test_sync_call_drain)
+{
+	struct sim m;
+	struct found f;
+	struct loaded l;
+	cs_frame fr = {2, 0, NULL, "train_step", 0, "train.py", 57};
+	int64_t stack;
+	cJSON *types, *ex;
+
+	sim_open(&m, "sync_drain.db");
+	stack = cs_writer_add_stack(m.w, &fr, 1);
+	ck_assert(stack >= 0);
+	for (int s = 0; s < STEPS; s++)
+		sync_step(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, 300 * US, stack);
+	sim_finish(&m);
+	run_synthetic(&m, "sync-call", &f, &l);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	ck_assert_int_eq(f.v[0].stack_id, stack);
+	/* the 300 us of Python plus the launch, of a ~4.4 ms step */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 290 * US && f.v[0].lost_ns_per_step < 340 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_WARNING);
+	ck_assert(strstr(f.v[0].title, "synchronize") != NULL);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "near_threshold")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(f.v[0].evidence, "recurring")));
+	types = cJSON_GetObjectItem(f.v[0].evidence, "waits_by_type");
+	ck_assert_int_eq(cJSON_GetObjectItem(types, "context_synchronize")->valueint, STEPS - 2);
+	ex = cJSON_GetObjectItem(f.v[0].evidence, "costliest_wait");
+	ck_assert(cJSON_IsObject(ex));
+	ck_assert(cJSON_GetObjectItem(ex, "idle_ns")->valuedouble > 290 * US);
+	ck_assert_int_eq(cJSON_GetObjectItem(f.v[0].evidence, "draining_waits_per_step")->valueint,
+			 1);
+	found_free(&f);
+	/* no copy to wait for: not d2h-sync's */
+	run_rule(&l, "d2h-sync", &f);
+	ck_assert_int_eq(f.n, 0);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
+/* Stream and event synchronize are found alike. */
+START_TEST(test_sync_call_stream_and_event)
+{
+	static const int types[] = {CS_SYNC_STREAM_SYNCHRONIZE, CS_SYNC_EVENT_SYNCHRONIZE};
+
+	for (int t = 0; t < 2; t++) {
+		struct sim m;
+		struct found f;
+
+		sim_open(&m, t ? "sync_event.db" : "sync_stream.db");
+		for (int s = 0; s < STEPS; s++)
+			sync_step(&m, types[t], 300 * US, CS_ID_NONE);
+		sim_finish(&m);
+		ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 1);
+		ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+		found_free(&f);
+		free(m.path);
+	}
+}
+END_TEST
+
+/* A wait for a short kernel on a side stream while the main stream's queue keeps the GPU busy:
+ * nothing drained, no cost, however long the host then takes. */
+START_TEST(test_sync_call_side_stream_busy)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "sync_side.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_kernel(&m, 8, 10 * US);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 8, m.g[8], CS_ID_NONE);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+/* The wait of `.item()` (a device-to-host copy, then a stream synchronize) is d2h-sync's; followed
+ * at once by a torch.cuda.synchronize(), the idle is still d2h-sync's alone. */
+START_TEST(test_sync_call_not_d2h)
+{
+	for (int extra = 0; extra < 2; extra++) {
+		struct sim m;
+		struct found f;
+		struct loaded l;
+
+		sim_open(&m, extra ? "sync_item_then_sync.db" : "sync_item.db");
+		for (int s = 0; s < STEPS; s++) {
+			sim_step_begin(&m);
+			busy_step(&m);
+			sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+			sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+			if (extra)
+				sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, 7, gpu_end(&m),
+					 CS_ID_NONE);
+			sim_host(&m, 300 * US);
+			sim_kernel(&m, 7, 100 * US);
+			sim_step_end(&m);
+		}
+		sim_finish(&m);
+		run_synthetic(&m, "d2h-sync", &f, &l);
+		ck_assert_int_eq(f.n, 1);
+		found_free(&f);
+		run_rule(&l, "sync-call", &f);
+		ck_assert_msg(f.n == 0, "extra %d: %s", extra, f.n ? f.v[0].title : "");
+		unload(&l);
+		free(m.path);
+	}
+}
+END_TEST
+
+/* A synchronize before the next step's device-to-host copy: the synchronize's idle is its own
+ * (the copy is the next work), the copy's wait is d2h-sync's; both found, their costs apart. */
+START_TEST(test_sync_call_then_item)
+{
+	struct sim m;
+	struct found f, g;
+	struct loaded l;
+
+	sim_open(&m, "sync_then_item.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, 7, gpu_end(&m), CS_ID_NONE);
+		sim_host(&m, 200 * US);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	run_synthetic(&m, "sync-call", &f, &l);
+	run_rule(&l, "d2h-sync", &g);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 190 * US && f.v[0].lost_ns_per_step < 240 * US,
+		      "sync-call lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_msg(g.v[0].lost_ns_per_step > 290 * US && g.v[0].lost_ns_per_step < 340 * US,
+		      "d2h-sync lost %lld", (long long)g.v[0].lost_ns_per_step);
+	found_free(&f);
+	found_free(&g);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
+/* The caching allocator's wait before it releases its cache (empty_cache(), a retry at the memory
+ * ceiling): the memory rules', not an explicit synchronize. */
+START_TEST(test_sync_call_allocator_wait)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "sync_allocator.db");
+	for (int s = 0; s < STEPS; s++) {
+		int64_t addr[4];
+
+		sim_step_begin(&m);
+		for (int i = 0; i < 4; i++)
+			addr[i] = sim_alloc(&m, 64 * MIB);
+		busy_step(&m);
+		sim_sync(&m, CS_SYNC_EVENT_SYNCHRONIZE, 7, gpu_end(&m), CS_ID_NONE);
+		for (int i = 0; i < 4; i++)
+			sim_mem(&m, CS_MEMOP_FREE, 0, addr[i], 0, 50 * US);
+		sim_host(&m, 100 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+/* A synchronous memcpy from pageable memory is a copy, not an explicit synchronize. */
+START_TEST(test_sync_call_sync_memcpy)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "sync_memcpy.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_h2d(&m, 7, 4 * MIB, 1, 50 * US);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 0);
+	free(m.path);
+}
+END_TEST
+
+/* A synchronize every 10th step: cheap (300 us after it) it stays silent; followed by 20 ms of
+ * host work (a checkpoint's bookkeeping) it is found as a pattern of a few steps. */
+START_TEST(test_sync_call_every_tenth_step)
+{
+	for (int costly = 0; costly < 2; costly++) {
+		struct sim m;
+		struct found f;
+
+		sim_open(&m, costly ? "sync_tenth_costly.db" : "sync_tenth.db");
+		for (int s = 0; s < 32; s++) {
+			if (s % 10 == 5) {
+				sync_step(&m, CS_SYNC_CONTEXT_SYNCHRONIZE,
+					  costly ? 20 * MS : 300 * US, CS_ID_NONE);
+				continue;
+			}
+			sim_step_begin(&m);
+			busy_step(&m);
+			sim_kernel(&m, 7, 100 * US);
+			sim_step_end(&m);
+		}
+		sim_finish(&m);
+		ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), costly);
+		if (costly) {
+			ck_assert_int_eq(f.v[0].nsteps, 3);
+			ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "recurring")));
+			/* 3 x ~20 ms over 30 steady steps */
+			ck_assert_msg(f.v[0].lost_ns_per_step > 1900 * US &&
+					      f.v[0].lost_ns_per_step < 2200 * US,
+				      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+			found_free(&f);
+		}
+		free(m.path);
+	}
+}
+END_TEST
+
+/* An idle after the wait of about 2% of the step, spread from step to step: the interval of the
+ * median holds the threshold, and the finding is info with its margin. */
+START_TEST(test_sync_call_near_threshold)
+{
+	struct sim m;
+	struct found f;
+	cJSON *e;
+
+	sim_open(&m, "sync_near.db");
+	for (int s = 0; s < 40; s++)
+		sync_step(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, (50 + (s * 37) % 70) * US, CS_ID_NONE);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 1);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+	e = f.v[0].evidence;
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "near_threshold")));
+	ck_assert(cJSON_GetObjectItem(e, "loss_share_low")->valuedouble < 0.02);
+	ck_assert(cJSON_GetObjectItem(e, "loss_share_high")->valuedouble >= 0.02);
+	ck_assert(strstr(f.v[0].title, "near the 2% threshold") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The committed traces: no program of samples/rules or of the corpus calls a synchronize inside
+ * its steady steps (their synchronizes are in setup, after the warm-up and after the loop, or the
+ * allocator's), so the rule finds nothing in any of them. */
+START_TEST(test_sync_call_committed_traces)
+{
+	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
+	int seen = 0;
+
+	for (int d = 0; d < 2; d++) {
+		char *dir = tu_source_file(dirs[d]);
+		char cmd[4096];
+		FILE *p;
+		char line[1024];
+
+		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		while (fgets(line, sizeof(line), p)) {
+			struct loaded l;
+			struct found f;
+			cs_step_opts o = {NULL, -1, 0};
+
+			line[strcspn(line, "\n")] = 0;
+			load(&l, line, &o);
+			run_rule(&l, "sync-call", &f);
+			if (strstr(line, "pt_sync_no_copy"))
+				/* a torch.cuda.synchronize() every step: the rule's own pattern */
+				ck_assert_msg(f.n == 1, "%s: %d findings", line, f.n);
+			else
+				ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			found_free(&f);
+			unload(&l);
+			seen++;
+		}
+		pclose(p);
+		free(dir);
+	}
+	ck_assert_int_ge(seen, 30);
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
 	Suite *s = suite_create("rules");
@@ -2041,6 +2361,23 @@ static Suite *rules_suite(void)
 	tcase_add_loop_test(tc, test_sample_trace, 0, NEXPECTED);
 	tcase_add_test(tc, test_sample_details);
 	suite_add_tcase(s, tc);
+
+	{
+		TCase *tsc = tcase_create("sync-call");
+
+		tcase_set_timeout(tsc, 120);
+		tcase_add_test(tsc, test_sync_call_drain);
+		tcase_add_test(tsc, test_sync_call_stream_and_event);
+		tcase_add_test(tsc, test_sync_call_side_stream_busy);
+		tcase_add_test(tsc, test_sync_call_not_d2h);
+		tcase_add_test(tsc, test_sync_call_then_item);
+		tcase_add_test(tsc, test_sync_call_allocator_wait);
+		tcase_add_test(tsc, test_sync_call_sync_memcpy);
+		tcase_add_test(tsc, test_sync_call_every_tenth_step);
+		tcase_add_test(tsc, test_sync_call_near_threshold);
+		tcase_add_test(tsc, test_sync_call_committed_traces);
+		suite_add_tcase(s, tsc);
+	}
 
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_registry);
