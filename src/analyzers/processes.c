@@ -363,7 +363,6 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		goto nomem;
 	for (int32_t i = 0; i < l.n; i++) {
 		cs_report_process *p = &procs->v[i];
-		cs_report tmp;
 
 		p->pid = l.v[i].pid;
 		p->rank = l.v[i].rank;
@@ -387,8 +386,13 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 				goto out;
 		}
 		procs->n = i + 1;
+	}
+	/* the rules run once every process has its steps: the cross-rank rules compare them */
+	for (int32_t i = 0; i < l.n; i++) {
+		cs_report tmp;
+
 		memset(&tmp, 0, sizeof(tmp));
-		rc = cs_report_run(a, &p->steps, rules, &tmp, err);
+		rc = cs_report_run_with(a, &procs->v[i].steps, procs, rules, &tmp, err);
 		if (rc == 0)
 			rc = merge_findings(a, &m, &tmp, &l.v[i]);
 		cs_report_free(&tmp);
