@@ -101,7 +101,8 @@ typedef struct cs_rank_straggler {
 /*
  * The straggler of the view: the rank most often the slowest among the steady rows, kept when the
  * 95% interval of its share of the slowest places lies above 1/n (what ranks of equal speed give)
- * and the 95% interval of its median lag lies above 0. 1 when found, else 0 (out->entry is -1).
+ * and the 95% interval of its median lag lies above 0, unless it shares its GPU with another
+ * process of the view (contention). 1 when found, else 0 (out->entry is -1).
  */
 int cs_rank_view_straggler(const cs_rank_view *v, cs_rank_straggler *out);
 

@@ -347,6 +347,11 @@ int cs_rank_view_build(const cs_analysis *a, const cs_report_processes *procs, c
 			best = g;
 			r->cause = CS_RANK_CAUSE_IDLE_BEFORE;
 		}
+		/* a GPU idle that the host spent waiting is the wait's */
+		if (r->cause == CS_RANK_CAUSE_IDLE_BEFORE && 2 * w >= r->behind_ns) {
+			best = w;
+			r->cause = CS_RANK_CAUSE_HOST_WAIT;
+		}
 		/* a cause explains the lag when it accounts for at least half of it */
 		if (2 * best < r->behind_ns) {
 			r->cause = CS_RANK_CAUSE_NONE;
@@ -400,7 +405,8 @@ int cs_rank_view_straggler(const cs_rank_view *v, cs_rank_straggler *out)
 	for (int32_t j = 0; j < v->n; j++)
 		if (best < 0 || count[j] > count[best])
 			best = j;
-	if (out->steady == 0 || count[best] == 0)
+	/* a rank slowed by another process on its GPU is contention, not a straggler */
+	if (out->steady == 0 || count[best] == 0 || v->v[best].shares_gpu)
 		goto out;
 	/* ranks of equal speed are each the slowest in 1/n of the steps */
 	ru_share_interval(count[best], out->steady, &lo, &hi);
