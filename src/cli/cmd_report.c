@@ -21,6 +21,7 @@
 #include "cuscope/files.h"
 #include "cuscope/strbuf.h"
 #include "report/report.h"
+#include "cli/report_ranks.h"
 
 #define REPORT_JSON_VERSION 1
 #define EVIDENCE_KEYS_SHOWN 8  /* evidence keys shown without --verbose */
@@ -75,6 +76,7 @@ struct report_view {
 	const cs_steps *s; /* of the primary process: the default step detection's, or --pid's */
 	const cs_report *r;
 	const cs_report_processes *procs; /* every process analysed, each with its steps */
+	const cs_rank_view *ranks;	  /* the processes that communicate, side by side */
 	int multi;			  /* more than one process analysed */
 	const cs_analyzer **rules;	  /* the rules that ran, NULL-terminated */
 	const char *step_range;
@@ -719,6 +721,7 @@ static int print_text(const struct report_view *v)
 			 p->steps.detail);
 		text_steps_table(v, &p->steps, title);
 	}
+	report_ranks_text(v->ranks, v->verbose, v->width);
 	if (v->r->n == 0) {
 		printf("No findings.\n");
 		return 0;
@@ -1060,6 +1063,14 @@ static cJSON *json_report(const struct report_view *v)
 	}
 	if (json_processes(v, doc))
 		goto fail;
+	{
+		cJSON *rk = report_ranks_json(v->ranks);
+
+		if (!rk || !cJSON_AddItemToObject(doc, "ranks", rk)) {
+			cJSON_Delete(rk);
+			goto fail;
+		}
+	}
 	rules = cJSON_AddArrayToObject(doc, "rules");
 	if (!rules)
 		goto fail;
@@ -1270,6 +1281,7 @@ static int print_markdown(const struct report_view *v)
 		count[v->r->v[i]->severity]++;
 	printf("| Findings | %d (%d error, %d warning, %d info) |\n", v->r->n, count[CS_SEV_ERROR],
 	       count[CS_SEV_WARNING], count[CS_SEV_INFO]);
+	report_ranks_markdown(v->ranks);
 	if (v->r->n == 0) {
 		printf("\n**No findings.**\n");
 		return 0;
@@ -1586,6 +1598,7 @@ int cmd_report(int argc, char **argv)
 	const cs_steps *steps;
 	cs_report rep;
 	cs_report_processes procs;
+	cs_rank_view ranks = {NULL, 0, NULL, 0};
 	cs_step_opts so;
 	cs_error err = {0, ""};
 	cs_progress *progress;
@@ -1715,6 +1728,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	steps = &procs.v[procs.primary].steps;
+	rc = cs_rank_view_build(&a, &procs, &ranks, &err);
+	if (rc < 0) {
+		cli_error("cannot analyze '%s': %s", path, err.msg);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 
 	memset(&view, 0, sizeof(view));
 	rc = cs_trace_unended(t, &unended, &view.nunended, &err);
@@ -1729,6 +1748,7 @@ int cmd_report(int argc, char **argv)
 	view.s = steps;
 	view.r = &rep;
 	view.procs = &procs;
+	view.ranks = &ranks;
 	view.multi = procs.n > 1;
 	view.rules = selected;
 	view.step_range = step_range;
@@ -1751,6 +1771,7 @@ int cmd_report(int argc, char **argv)
 out:
 	free(unended);
 	cs_report_free(&rep);
+	cs_rank_view_free(&ranks);
 	cs_report_processes_free(&procs);
 	cs_analysis_free(&a);
 	cs_trace_close(t);

@@ -511,6 +511,78 @@ START_TEST(test_straggler_alone)
 }
 END_TEST
 
+/* The report's cross-rank section in text (-v: the steps too), JSON and markdown. */
+START_TEST(test_report_sections)
+{
+	struct job j = base_job(2);
+	char *path;
+	const char *ta[] = {NULL, "report", "-v", "--step-range", "step", "--warmup", "2", "--width",
+			    "200", NULL, NULL};
+	const char *ja[] = {NULL, "report", "-f", "json", "--step-range", "step", "--warmup", "2",
+			    NULL, NULL};
+	const char *ma[] = {NULL, "report", "-f", "markdown", "--step-range", "step", "--warmup",
+			    "2", NULL, NULL};
+	struct tu_result t, js, md;
+	cJSON *doc, *rk, *sg, *steps;
+
+	j.compute[1] = 5 * MS;
+	path = write_job("report.db", &j);
+	ta[9] = ja[8] = ma[8] = path;
+	t = tu_cuscope(ta);
+	js = tu_cuscope(ja);
+	md = tu_cuscope(ma);
+	ck_assert_msg(t.rc == 0, "%s", t.err);
+	ck_assert_msg(strstr(t.out, "Ranks: 2 processes that communicate (NCCL)"), "%s", t.out);
+	ck_assert_msg(strstr(t.out, "rank 1 (pid 1001) is the slowest in 18 of 18 steady steps"),
+		      "%s", t.out);
+	ck_assert_msg(strstr(t.out, "Slowest rank per step"), "%s", t.out);
+	ck_assert_msg(strstr(t.out, "rank-straggler"), "%s", t.out);
+	ck_assert_msg(js.rc == 0, "%s", js.err);
+	doc = cJSON_Parse(js.out);
+	ck_assert_ptr_nonnull(doc);
+	rk = cJSON_GetObjectItem(doc, "ranks");
+	ck_assert(cJSON_IsObject(rk));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rk, "ranks")), 2);
+	steps = cJSON_GetObjectItem(rk, "steps");
+	ck_assert_int_eq(cJSON_GetArraySize(steps), STEPS);
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 5), "slowest_pid")->valueint,
+			 1001);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 5), "cause")->valuestring,
+			 "compute");
+	sg = cJSON_GetObjectItem(rk, "straggler");
+	ck_assert(cJSON_IsObject(sg));
+	ck_assert_int_eq(cJSON_GetObjectItem(sg, "pid")->valueint, 1001);
+	cJSON_Delete(doc);
+	ck_assert_msg(md.rc == 0, "%s", md.err);
+	ck_assert_msg(strstr(md.out, "### Ranks"), "%s", md.out);
+	tu_result_free(&t);
+	tu_result_free(&js);
+	tu_result_free(&md);
+	free(path);
+}
+END_TEST
+
+/* A trace of one process has no cross-rank section, and "ranks" is null in JSON. */
+START_TEST(test_report_one_process)
+{
+	char *db = tu_path(tu_source_root(), "samples/traces/train_small.db");
+	const char *ja[] = {NULL, "report", "-f", "json", db, NULL};
+	const char *ta[] = {NULL, "report", db, NULL};
+	struct tu_result js = tu_cuscope(ja), t = tu_cuscope(ta);
+	cJSON *doc;
+
+	ck_assert_msg(js.rc == 0, "%s", js.err);
+	doc = cJSON_Parse(js.out);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "ranks")));
+	cJSON_Delete(doc);
+	ck_assert_msg(t.rc == 0, "%s", t.err);
+	ck_assert(strstr(t.out, "Ranks:") == NULL);
+	tu_result_free(&js);
+	tu_result_free(&t);
+	free(db);
+}
+END_TEST
+
 static Suite *ranks_suite(void)
 {
 	Suite *s = suite_create("ranks");
@@ -528,6 +600,8 @@ static Suite *ranks_suite(void)
 	tcase_add_test(tc, test_comm_not_overlapped);
 	tcase_add_test(tc, test_comm_overlapped);
 	tcase_add_test(tc, test_straggler_alone);
+	tcase_add_test(tc, test_report_sections);
+	tcase_add_test(tc, test_report_one_process);
 	suite_add_tcase(s, tc);
 	return s;
 }
