@@ -391,6 +391,9 @@ typedef struct cs_report_processes {
 	cs_report_process *v; /* by rank, then by pid (processes without a rank after) */
 	int32_t n;
 	int32_t primary; /* index of the process the default step detection picks (or o->pid) */
+	/* The processes that communicate side by side (include/cuscope/ranks.h), built once for
+	 * the rules and the report when two or more processes have steps; NULL otherwise. Owned. */
+	struct cs_rank_view *ranks;
 } cs_report_processes;
 
 /*

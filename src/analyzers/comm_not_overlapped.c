@@ -28,6 +28,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
 	cs_rank_view v = {NULL, 0, NULL, 0};
+	const cs_rank_view *vp = NULL;
 	int32_t me = -1;
 	int64_t *lost = NULL, *exposed = NULL, *comm = NULL, *wait = NULL, ne = 0;
 	int64_t comm_total = 0, overlap_total = 0, nk = 0;
@@ -47,31 +48,39 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	exposed = lost + s->n;
 	comm = exposed + s->n;
 	wait = comm + s->n;
-	rc = cs_rank_steps_measure(ctx->a, s, m, err);
-	if (rc < 0)
-		goto out;
+	/* with other ranks: their measures (the report builds them once), and the waiting for the
+	 * slowest rank is not this rule's */
+	if (ctx->procs && ctx->procs->ranks) {
+		vp = ctx->procs->ranks;
+	} else if (ctx->procs) {
+		rc = cs_rank_view_build(ctx->a, ctx->procs, &v, err);
+		if (rc < 0)
+			goto out;
+		vp = &v;
+	}
+	for (int32_t j = 0; vp && j < vp->n; j++)
+		if (vp->v[j].pid == s->pid && vp->v[j].steps->n == s->n)
+			me = j;
+	if (me >= 0) {
+		memcpy(m, vp->v[me].m, (size_t)s->n * sizeof(*m));
+	} else {
+		rc = cs_rank_steps_measure(ctx->a, s, m, err);
+		if (rc < 0)
+			goto out;
+	}
 	for (int32_t i = 0; i < s->n; i++)
 		nk += s->v[i].warmup ? 0 : m[i].comm_kernels;
 	if (nk == 0)
 		goto out;
-	/* with other ranks: the waiting for the slowest one is not this rule's */
-	if (ctx->procs) {
-		rc = cs_rank_view_build(ctx->a, ctx->procs, &v, err);
-		if (rc < 0)
-			goto out;
-		for (int32_t j = 0; j < v.n; j++)
-			if (v.v[j].pid == s->pid)
-				me = j;
-	}
 	for (int32_t i = 0; i < s->n; i++) {
 		int64_t w = 0, x, hide, rest;
 
 		if (s->v[i].warmup || m[i].comm_kernels == 0)
 			continue;
-		if (me >= 0 && i < v.nrows) {
-			for (int32_t j = 0; j < v.n; j++)
-				if (v.v[j].m[i].own_ns - m[i].own_ns > w)
-					w = v.v[j].m[i].own_ns - m[i].own_ns;
+		if (me >= 0 && i < vp->nrows) {
+			for (int32_t j = 0; j < vp->n; j++)
+				if (vp->v[j].m[i].own_ns - m[i].own_ns > w)
+					w = vp->v[j].m[i].own_ns - m[i].own_ns;
 		}
 		x = m[i].comm_exposed_ns - w;
 		if (x < 0)

@@ -9,6 +9,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/ranks.h"
 
 struct pinfo {
 	uint32_t pid;
@@ -388,6 +389,14 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		procs->n = i + 1;
 	}
 	/* the rules run once every process has its steps: the cross-rank rules compare them */
+	if (procs->n >= 2) {
+		procs->ranks = calloc(1, sizeof(*procs->ranks));
+		if (!procs->ranks)
+			goto nomem;
+		rc = cs_rank_view_build(a, procs, procs->ranks, err);
+		if (rc < 0)
+			goto out;
+	}
 	for (int32_t i = 0; i < l.n; i++) {
 		cs_report tmp;
 
@@ -435,6 +444,10 @@ void cs_report_processes_free(cs_report_processes *p)
 {
 	if (!p)
 		return;
+	if (p->ranks) {
+		cs_rank_view_free(p->ranks);
+		free(p->ranks);
+	}
 	for (int32_t i = 0; i < p->n; i++)
 		cs_steps_free(&p->v[i].steps);
 	free(p->v);

@@ -54,9 +54,10 @@ static const char *cause_fix(int cause)
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	cs_report_processes own = {NULL, 0, 0};
+	cs_report_processes own = {NULL, 0, 0, NULL};
 	const cs_report_processes *procs = ctx->procs;
 	cs_rank_view v = {NULL, 0, NULL, 0};
+	const cs_rank_view *vp;
 	cs_rank_straggler sg;
 	cs_report_finding *f = NULL;
 	const cs_rank_entry *e;
@@ -79,23 +80,28 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		}
 		procs = &own;
 	}
-	rc = cs_rank_view_build(ctx->a, procs, &v, err);
-	if (rc < 0)
+	if (procs->ranks) {
+		vp = procs->ranks;
+	} else {
+		rc = cs_rank_view_build(ctx->a, procs, &v, err);
+		if (rc < 0)
+			goto out;
+		vp = &v;
+	}
+	if (!cs_rank_view_straggler(vp, &sg))
 		goto out;
-	if (!cs_rank_view_straggler(&v, &sg))
-		goto out;
-	e = &v.v[sg.entry];
+	e = &vp->v[sg.entry];
 	if (e->pid != ctx->steps->pid || ctx->step_median <= 0)
 		goto out;
 	share = (double)sg.behind_ns / (double)ctx->step_median;
 	if (share < MIN_SHARE)
 		goto out;
-	steps = malloc((size_t)v.nrows * sizeof(*steps));
-	work = malloc((size_t)v.nrows * 2 * sizeof(*work));
+	steps = malloc((size_t)vp->nrows * sizeof(*steps));
+	work = malloc((size_t)vp->nrows * 2 * sizeof(*work));
 	if (!steps || !work)
 		goto nomem;
-	for (int32_t i = 0; i < v.nrows; i++)
-		if (v.rows[i].steady && v.rows[i].slowest == sg.entry && v.rows[i].behind_ns > 0 &&
+	for (int32_t i = 0; i < vp->nrows; i++)
+		if (vp->rows[i].steady && vp->rows[i].slowest == sg.entry && vp->rows[i].behind_ns > 0 &&
 		    i < ctx->steps->n && !ctx->steps->v[i].warmup)
 			steps[n++] = i;
 	if (e->rank != CS_ID_NONE)
@@ -129,18 +135,18 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		ok &= cJSON_AddNumberToObject(ev, "cause_steps", sg.cause_steps) != NULL;
 		ranks = cJSON_AddArrayToObject(ev, "ranks");
 		ok &= ranks != NULL;
-		for (int32_t j = 0; ok && j < v.n; j++) {
+		for (int32_t j = 0; ok && j < vp->n; j++) {
 			cJSON *o = cJSON_CreateObject();
-			int64_t *own = work, *comp = own + v.nrows, m = 0;
+			int64_t *own = work, *comp = own + vp->nrows, m = 0;
 
-			for (int32_t i = 0; i < v.nrows; i++)
-				if (v.rows[i].steady) {
-					own[m] = v.v[j].m[i].own_ns;
-					comp[m++] = v.v[j].m[i].compute_ns;
+			for (int32_t i = 0; i < vp->nrows; i++)
+				if (vp->rows[i].steady) {
+					own[m] = vp->v[j].m[i].own_ns;
+					comp[m++] = vp->v[j].m[i].compute_ns;
 				}
 			ok &= o && cJSON_AddItemToArray(ranks, o);
-			ok &= ok && cJSON_AddNumberToObject(o, "rank", v.v[j].rank) != NULL;
-			ok &= ok && cJSON_AddNumberToObject(o, "pid", v.v[j].pid) != NULL;
+			ok &= ok && cJSON_AddNumberToObject(o, "rank", vp->v[j].rank) != NULL;
+			ok &= ok && cJSON_AddNumberToObject(o, "pid", vp->v[j].pid) != NULL;
 			ok &= ok && cJSON_AddNumberToObject(o, "own_median_ns",
 							    (double)ru_median(own, m)) != NULL;
 			ok &= ok && cJSON_AddNumberToObject(o, "compute_median_ns",

@@ -45,6 +45,25 @@ const char *cs_rank_cause_name(int cause)
 
 /* ---- one process ---- */
 
+/* a + b and a - b held at the int64 limits: timestamps of a damaged trace may be anything */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 struct span {
 	int64_t start, end;
 };
@@ -75,14 +94,34 @@ static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 		int64_t e = u[i].end < t1 ? u[i].end : t1;
 
 		if (e > s)
-			c += e - s;
+			c = sat_add(c, sat_sub(e, s));
 	}
 	return c;
+}
+
+/* A direct-mapped cache of cs_is_nccl_kernel() by name id: a trace has few kernel names and
+ * millions of kernels, and demangling looks a long name up each time. */
+#define NAME_CACHE 4096
+struct name_cache {
+	int64_t id[NAME_CACHE];
+	char nccl[NAME_CACHE];
+};
+
+static int is_nccl_id(const cs_analysis *a, struct name_cache *c, int64_t id)
+{
+	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
+
+	if (c->id[slot] != id) {
+		c->id[slot] = id;
+		c->nccl[slot] = (char)cs_is_nccl_kernel(cs_analysis_string(a, id));
+	}
+	return c->nccl[slot];
 }
 
 int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step *out,
 			  cs_error *err)
 {
+	struct name_cache *cache = NULL;
 	struct span *u = NULL;
 	size_t cap = 0;
 	int64_t nu = 0;
@@ -96,8 +135,11 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 	memset(out, 0, (size_t)s->n * sizeof(*out));
 	if (a->nkernels > 0) {
 		nccl = calloc((size_t)a->nkernels, 1);
-		if (!nccl)
+		cache = calloc(1, sizeof(*cache));
+		if (!nccl || !cache)
 			goto nomem;
+		for (size_t i = 0; i < NAME_CACHE; i++)
+			cache->id[i] = -1;
 	}
 	/* compute kernels of the process, merged into disjoint spans */
 	for (int64_t i = 0; i < a->nkernels; i++) {
@@ -105,7 +147,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		if (cs_is_nccl_kernel(cs_analysis_string(a, k->name_id))) {
+		if (is_nccl_id(a, cache, k->name_id)) {
 			nccl[i] = 1;
 			continue;
 		}
@@ -139,16 +181,17 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
 		if (st < 0)
 			continue;
-		d = k->end - k->start;
+		d = sat_sub(k->end, k->start);
 		if (!nccl[i]) {
-			out[st].compute_ns += d;
+			out[st].compute_ns = sat_add(out[st].compute_ns, d);
 			continue;
 		}
 		/* compute spans never include NCCL kernels, so what covers this one runs on
 		 * another stream */
-		out[st].comm_ns += d;
+		out[st].comm_ns = sat_add(out[st].comm_ns, d);
 		out[st].comm_kernels++;
-		out[st].comm_overlap_ns += covered(u, nu, k->start, k->end);
+		out[st].comm_overlap_ns =
+			sat_add(out[st].comm_overlap_ns, covered(u, nu, k->start, k->end));
 	}
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
@@ -162,20 +205,23 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 			if (s->v[st].start >= y->end)
 				break;
 			if (t1 > t0)
-				out[st].host_wait_ns += t1 - t0;
+				out[st].host_wait_ns =
+					sat_add(out[st].host_wait_ns, sat_sub(t1, t0));
 		}
 	}
 	for (int32_t i = 0; i < s->n; i++) {
 		cs_rank_step *r = &out[i];
 
 		r->time = cs_step_time(s, i);
-		r->comm_exposed_ns = r->comm_ns - r->comm_overlap_ns;
-		r->own_ns = r->time - r->comm_exposed_ns;
+		if (r->time < 0)
+			r->time = 0;
+		r->comm_exposed_ns = sat_sub(r->comm_ns, r->comm_overlap_ns);
+		r->own_ns = sat_sub(r->time, r->comm_exposed_ns);
 		if (r->own_ns < 0)
 			r->own_ns = 0;
 		if (i > 0 && s->v[i].gpu_start != CS_TS_UNKNOWN &&
 		    s->v[i - 1].gpu_end != CS_TS_UNKNOWN && s->v[i].gpu_start > s->v[i - 1].gpu_end)
-			r->idle_before_ns = s->v[i].gpu_start - s->v[i - 1].gpu_end;
+			r->idle_before_ns = sat_sub(s->v[i].gpu_start, s->v[i - 1].gpu_end);
 	}
 	goto out;
 nomem:
@@ -183,6 +229,7 @@ nomem:
 out:
 	free(u);
 	free(nccl);
+	free(cache);
 	return rc;
 }
 
@@ -314,7 +361,7 @@ int cs_rank_view_build(const cs_analysis *a, const cs_report_processes *procs, c
 	for (int32_t i = 0; i < v->nrows; i++) {
 		cs_rank_row *r = &v->rows[i];
 		int32_t slow = 0;
-		int64_t k, w, g, best;
+		int64_t k, w, g, best, half;
 
 		r->index = i;
 		r->steady = 1;
@@ -334,6 +381,7 @@ int cs_rank_view_build(const cs_analysis *a, const cs_report_processes *procs, c
 			r->cause = CS_RANK_CAUSE_SHARED_GPU;
 			continue;
 		}
+		half = r->behind_ns - r->behind_ns / 2; /* at least half of the lag */
 		k = excess(v, slow, i, offsetof(cs_rank_step, compute_ns), tmp);
 		w = excess(v, slow, i, offsetof(cs_rank_step, host_wait_ns), tmp);
 		g = excess(v, slow, i, offsetof(cs_rank_step, idle_before_ns), tmp);
@@ -348,12 +396,12 @@ int cs_rank_view_build(const cs_analysis *a, const cs_report_processes *procs, c
 			r->cause = CS_RANK_CAUSE_IDLE_BEFORE;
 		}
 		/* a GPU idle that the host spent waiting is the wait's */
-		if (r->cause == CS_RANK_CAUSE_IDLE_BEFORE && 2 * w >= r->behind_ns) {
+		if (r->cause == CS_RANK_CAUSE_IDLE_BEFORE && w >= half) {
 			best = w;
 			r->cause = CS_RANK_CAUSE_HOST_WAIT;
 		}
 		/* a cause explains the lag when it accounts for at least half of it */
-		if (2 * best < r->behind_ns) {
+		if (best < half) {
 			r->cause = CS_RANK_CAUSE_NONE;
 			best = 0;
 		}

@@ -1598,7 +1598,6 @@ int cmd_report(int argc, char **argv)
 	const cs_steps *steps;
 	cs_report rep;
 	cs_report_processes procs;
-	cs_rank_view ranks = {NULL, 0, NULL, 0};
 	cs_step_opts so;
 	cs_error err = {0, ""};
 	cs_progress *progress;
@@ -1728,12 +1727,6 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	steps = &procs.v[procs.primary].steps;
-	rc = cs_rank_view_build(&a, &procs, &ranks, &err);
-	if (rc < 0) {
-		cli_error("cannot analyze '%s': %s", path, err.msg);
-		rc = CLI_EXIT_USAGE;
-		goto out;
-	}
 
 	memset(&view, 0, sizeof(view));
 	rc = cs_trace_unended(t, &unended, &view.nunended, &err);
@@ -1748,7 +1741,7 @@ int cmd_report(int argc, char **argv)
 	view.s = steps;
 	view.r = &rep;
 	view.procs = &procs;
-	view.ranks = &ranks;
+	view.ranks = procs.ranks;
 	view.multi = procs.n > 1;
 	view.rules = selected;
 	view.step_range = step_range;
@@ -1771,7 +1764,6 @@ int cmd_report(int argc, char **argv)
 out:
 	free(unended);
 	cs_report_free(&rep);
-	cs_rank_view_free(&ranks);
 	cs_report_processes_free(&procs);
 	cs_analysis_free(&a);
 	cs_trace_close(t);

@@ -32,7 +32,7 @@ static int64_t med(int64_t *v, int32_t n)
 	if (n == 0)
 		return 0;
 	cs_sort(v, (size_t)n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2; /* v >= 0 */
 }
 
 static void rank_medians(const cs_rank_view *rv, int32_t e, int64_t *tmp, struct medians *m)
