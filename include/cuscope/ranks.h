@@ -22,9 +22,9 @@ int cs_is_nccl_kernel(const char *name);
 
 /* What one step of one process holds, ns. */
 typedef struct cs_rank_step {
-	int64_t time;		/* cs_step_time */
-	int64_t compute_ns;	/* GPU time of the kernels that are not NCCL's, launched in the step */
-	int64_t comm_ns;	/* GPU time of NCCL kernels launched in the step */
+	int64_t time;	    /* cs_step_time */
+	int64_t compute_ns; /* GPU time of the kernels that are not NCCL's, launched in the step */
+	int64_t comm_ns;    /* GPU time of NCCL kernels launched in the step */
 	int64_t comm_overlap_ns; /* of comm_ns, the part with a compute kernel of the process
 				  * running on another stream */
 	int64_t comm_exposed_ns; /* comm_ns - comm_overlap_ns */
@@ -46,7 +46,8 @@ enum cs_rank_cause {
 	CS_RANK_CAUSE_NONE = 0,	   /* not the slowest, or no excess that explains half of it */
 	CS_RANK_CAUSE_COMPUTE,	   /* more kernel time */
 	CS_RANK_CAUSE_HOST_WAIT,   /* a longer host wait */
-	CS_RANK_CAUSE_IDLE_BEFORE, /* a longer GPU idle before the step (input pipeline, host work) */
+	CS_RANK_CAUSE_IDLE_BEFORE, /* a longer GPU idle before the step (input pipeline, host work)
+				    */
 	CS_RANK_CAUSE_SHARED_GPU,  /* the rank shares its GPU with another process of the job */
 };
 /* "none", "compute", "host_wait", "idle_before_step", "shared_gpu". */
@@ -63,11 +64,11 @@ typedef struct cs_rank_entry {
 /* One step index, across the ranks. */
 typedef struct cs_rank_row {
 	int32_t index;
-	int32_t steady;	    /* a steady step on every rank */
-	int32_t slowest;    /* entry of the largest own time */
-	int64_t behind_ns;  /* its own time less the median own time of the other ranks */
-	int32_t cause;	    /* enum cs_rank_cause */
-	int64_t cause_ns;   /* the excess of that cause over the other ranks' median */
+	int32_t steady;	   /* a steady step on every rank */
+	int32_t slowest;   /* entry of the largest own time */
+	int64_t behind_ns; /* its own time less the median own time of the other ranks */
+	int32_t cause;	   /* enum cs_rank_cause */
+	int64_t cause_ns;  /* the excess of that cause over the other ranks' median */
 } cs_rank_row;
 
 typedef struct cs_rank_view {

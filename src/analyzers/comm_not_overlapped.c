@@ -111,15 +111,17 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		share = (double)lm / (double)ctx->step_median;
 		if (share < MIN_SHARE || lm <= 0)
 			goto out;
-		snprintf(title, sizeof(title),
-			 "NCCL kernels run with no compute beside them: %s of communication exposed "
-			 "per step, %.0f%% overlapped",
-			 ru_fmt_ns(b1, sizeof(b1), ru_median(exposed, ne)), 100.0 * ov);
-		f = cs_finding_new(RULE_ID, ru_severity(share), title,
-				   "Issue the collectives asynchronously (async_op=True, or DDP, "
-				   "which all-reduces gradient buckets during the backward pass) and "
-				   "wait only where the result is needed; with DDP, keep "
-				   "bucket_cap_mb small enough that the first buckets start early.");
+		snprintf(
+			title, sizeof(title),
+			"NCCL kernels run with no compute beside them: %s of communication exposed "
+			"per step, %.0f%% overlapped",
+			ru_fmt_ns(b1, sizeof(b1), ru_median(exposed, ne)), 100.0 * ov);
+		f = cs_finding_new(
+			RULE_ID, ru_severity(share), title,
+			"Issue the collectives asynchronously (async_op=True, or DDP, "
+			"which all-reduces gradient buckets during the backward pass) and "
+			"wait only where the result is needed; with DDP, keep "
+			"bucket_cap_mb small enough that the first buckets start early.");
 		if (!f || cs_finding_set_steps(f, steps, nsteps))
 			goto nomem;
 		f->lost_ns_per_step = lm;

@@ -37,14 +37,16 @@ static const char *cause_fix(int cause)
 	switch (cause) {
 	case CS_RANK_CAUSE_COMPUTE:
 		return "This rank runs more GPU work per step than the others: balance the work "
-		       "(equal batch and sequence sizes per rank, the same model shards), and check "
+		       "(equal batch and sequence sizes per rank, the same model shards), and "
+		       "check "
 		       "that its GPU is not throttled or shared.";
 	case CS_RANK_CAUSE_HOST_WAIT:
 		return "This rank waits on the host longer each step: remove the synchronizations "
 		       "(.item(), .cpu(), prints) that only it does, such as logging on rank 0.";
 	case CS_RANK_CAUSE_IDLE_BEFORE:
 		return "This rank's GPU idles before each step: its input pipeline or host work is "
-		       "slower; give its DataLoader more workers and pinned memory, or move its extra "
+		       "slower; give its DataLoader more workers and pinned memory, or move its "
+		       "extra "
 		       "host work (logging, checkpoints) out of the step.";
 	default:
 		return "Every other rank waits for this one in its collectives: find what it does "
@@ -101,16 +103,16 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (!steps || !work)
 		goto nomem;
 	for (int32_t i = 0; i < vp->nrows; i++)
-		if (vp->rows[i].steady && vp->rows[i].slowest == sg.entry && vp->rows[i].behind_ns > 0 &&
-		    i < ctx->steps->n && !ctx->steps->v[i].warmup)
+		if (vp->rows[i].steady && vp->rows[i].slowest == sg.entry &&
+		    vp->rows[i].behind_ns > 0 && i < ctx->steps->n && !ctx->steps->v[i].warmup)
 			steps[n++] = i;
 	if (e->rank != CS_ID_NONE)
 		snprintf(who, sizeof(who), "rank %d", e->rank);
 	else
 		snprintf(who, sizeof(who), "pid %u", e->pid);
-	snprintf(title, sizeof(title), "%s is the slowest in %d of %d steps, %s behind the others (%s)",
-		 who, sg.slowest, sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns),
-		 cause_text(sg.cause));
+	snprintf(title, sizeof(title),
+		 "%s is the slowest in %d of %d steps, %s behind the others (%s)", who, sg.slowest,
+		 sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns), cause_text(sg.cause));
 	f = cs_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause));
 	if (!f || cs_finding_set_steps(f, steps, n))
 		goto nomem;
@@ -127,8 +129,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		ok &= cJSON_AddNumberToObject(ev, "slowest_steps", sg.slowest) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "steady_steps", sg.steady) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "behind_ns", (double)sg.behind_ns) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_lo_ns", (double)sg.behind_lo) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_hi_ns", (double)sg.behind_hi) != NULL;
+		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_lo_ns", (double)sg.behind_lo) !=
+		      NULL;
+		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_hi_ns", (double)sg.behind_hi) !=
+		      NULL;
 		ok &= cJSON_AddNumberToObject(ev, "others_own_median_ns", (double)sg.own_median) !=
 		      NULL;
 		ok &= cJSON_AddStringToObject(ev, "cause", cs_rank_cause_name(sg.cause)) != NULL;

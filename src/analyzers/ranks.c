@@ -118,8 +118,7 @@ static int is_nccl_id(const cs_analysis *a, struct name_cache *c, int64_t id)
 	return c->nccl[slot];
 }
 
-int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step *out,
-			  cs_error *err)
+int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step *out, cs_error *err)
 {
 	struct name_cache *cache = NULL;
 	struct span *u = NULL;
@@ -319,7 +318,8 @@ int cs_rank_view_build(const cs_analysis *a, const cs_report_processes *procs, c
 		rc = cs_rank_steps_measure(a, &p->steps, e->m, err);
 		if (rc < 0)
 			goto out;
-		/* a rank of the job communicates: a process without NCCL kernels waits for no one */
+		/* a rank of the job communicates: a process without NCCL kernels waits for no one
+		 */
 		{
 			int comm = 0;
 

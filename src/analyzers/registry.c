@@ -15,8 +15,12 @@ extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
 
 const cs_analyzer *const cs_analyzers[] = {
-	&cs_rule_d2h_sync,	    &cs_rule_empty_cache_in_loop, &cs_rule_memory_ceiling_thrash,
-	&cs_rule_launch_starvation, &cs_rule_cuda_core_scan,	  &cs_rule_rank_straggler,
+	&cs_rule_d2h_sync,
+	&cs_rule_empty_cache_in_loop,
+	&cs_rule_memory_ceiling_thrash,
+	&cs_rule_launch_starvation,
+	&cs_rule_cuda_core_scan,
+	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
 	NULL,
 };

@@ -38,10 +38,14 @@ static int64_t med(int64_t *v, int32_t n)
 static void rank_medians(const cs_rank_view *rv, int32_t e, int64_t *tmp, struct medians *m)
 {
 	static const size_t off[] = {
-		offsetof(cs_rank_step, time),	       offsetof(cs_rank_step, own_ns),
-		offsetof(cs_rank_step, compute_ns),    offsetof(cs_rank_step, comm_ns),
-		offsetof(cs_rank_step, comm_overlap_ns), offsetof(cs_rank_step, comm_exposed_ns),
-		offsetof(cs_rank_step, host_wait_ns),  offsetof(cs_rank_step, idle_before_ns),
+		offsetof(cs_rank_step, time),
+		offsetof(cs_rank_step, own_ns),
+		offsetof(cs_rank_step, compute_ns),
+		offsetof(cs_rank_step, comm_ns),
+		offsetof(cs_rank_step, comm_overlap_ns),
+		offsetof(cs_rank_step, comm_exposed_ns),
+		offsetof(cs_rank_step, host_wait_ns),
+		offsetof(cs_rank_step, idle_before_ns),
 	};
 	int64_t *out[] = {&m->time,    &m->own,	    &m->compute, &m->comm,
 			  &m->overlap, &m->exposed, &m->wait,	 &m->idle};
@@ -52,7 +56,8 @@ static void rank_medians(const cs_rank_view *rv, int32_t e, int64_t *tmp, struct
 
 		for (int32_t i = 0; i < rv->nrows; i++)
 			if (rv->rows[i].steady)
-				tmp[n++] = *(const int64_t *)((const char *)&rv->v[e].m[i] + off[f]);
+				tmp[n++] =
+					*(const int64_t *)((const char *)&rv->v[e].m[i] + off[f]);
 		*out[f] = med(tmp, n);
 	}
 	for (int32_t i = 0; i < rv->nrows; i++)
@@ -94,7 +99,8 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 		const cs_rank_entry *e = &rv->v[sg.entry];
 
 		snprintf(buf, size,
-			 "rank %s (pid %u) is the slowest in %d of %d steady steps, median %s behind "
+			 "rank %s (pid %u) is the slowest in %d of %d steady steps, median %s "
+			 "behind "
 			 "the others (cause: %s in %d of them)",
 			 rank_label(lab, sizeof(lab), e), e->pid, sg.slowest, sg.steady,
 			 cli_fmt_duration(d, sizeof(d), sg.behind_ns), cs_rank_cause_name(sg.cause),
@@ -109,18 +115,16 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 {
 	static const struct cli_column cols[] = {
-		{"Rank", CLI_ALIGN_RIGHT, 0},	   {"PID", CLI_ALIGN_RIGHT, 0},
-		{"Step", CLI_ALIGN_RIGHT, 0},	   {"Own", CLI_ALIGN_RIGHT, 0},
-		{"Compute", CLI_ALIGN_RIGHT, 0},   {"NCCL", CLI_ALIGN_RIGHT, 0},
+		{"Rank", CLI_ALIGN_RIGHT, 0},	    {"PID", CLI_ALIGN_RIGHT, 0},
+		{"Step", CLI_ALIGN_RIGHT, 0},	    {"Own", CLI_ALIGN_RIGHT, 0},
+		{"Compute", CLI_ALIGN_RIGHT, 0},    {"NCCL", CLI_ALIGN_RIGHT, 0},
 		{"Overlapped", CLI_ALIGN_RIGHT, 0}, {"Exposed", CLI_ALIGN_RIGHT, 0},
-		{"Host wait", CLI_ALIGN_RIGHT, 0}, {"Idle before", CLI_ALIGN_RIGHT, 0},
+		{"Host wait", CLI_ALIGN_RIGHT, 0},  {"Idle before", CLI_ALIGN_RIGHT, 0},
 		{"Slowest in", CLI_ALIGN_RIGHT, 0},
 	};
 	static const struct cli_column scols[] = {
-		{"Step", CLI_ALIGN_RIGHT, 0},
-		{"Slowest rank", CLI_ALIGN_RIGHT, 0},
-		{"Behind", CLI_ALIGN_RIGHT, 0},
-		{"Cause", CLI_ALIGN_LEFT, 0},
+		{"Step", CLI_ALIGN_RIGHT, 0},	{"Slowest rank", CLI_ALIGN_RIGHT, 0},
+		{"Behind", CLI_ALIGN_RIGHT, 0}, {"Cause", CLI_ALIGN_LEFT, 0},
 		{"Phase", CLI_ALIGN_LEFT, 0},
 	};
 	struct cli_table t;
@@ -165,7 +169,8 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 	straggler_line(rv, line, sizeof(line));
 	printf("  %s\n\n", line);
 	if (verbose) {
-		printf("Slowest rank per step (own time: the step less its exposed communication):\n");
+		printf("Slowest rank per step (own time: the step less its exposed "
+		       "communication):\n");
 		cli_table_init(&t, scols, 5);
 		for (int32_t i = 0; i < rv->nrows; i++) {
 			const cs_rank_row *r = &rv->rows[i];
@@ -256,8 +261,8 @@ cJSON *report_ranks_json(const cs_rank_view *rv)
 			cJSON *x = cJSON_CreateObject();
 
 			ok &= x && cJSON_AddItemToArray(per, x);
-			ok &= ok && add_i64(x, "pid", rv->v[e].pid) && add_i64(x, "step_ns", m->time) &&
-			      add_i64(x, "own_ns", m->own_ns) &&
+			ok &= ok && add_i64(x, "pid", rv->v[e].pid) &&
+			      add_i64(x, "step_ns", m->time) && add_i64(x, "own_ns", m->own_ns) &&
 			      add_i64(x, "compute_ns", m->compute_ns) &&
 			      add_i64(x, "comm_ns", m->comm_ns) &&
 			      add_i64(x, "comm_overlap_ns", m->comm_overlap_ns) &&
@@ -299,7 +304,8 @@ void report_ranks_markdown(const cs_rank_view *rv)
 		return;
 	printf("\n### Ranks\n\nMedians of %d steady steps, aligned by step index.\n\n"
 	       "| Rank | PID | Step | Own | Compute | NCCL | Overlapped | Exposed | Host wait | "
-	       "Idle before | Slowest in |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+	       "Idle before | Slowest in "
+	       "|\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	       steady_rows(rv));
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;

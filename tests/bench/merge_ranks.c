@@ -136,7 +136,7 @@ static int generate(const char *dir, int ranks, int steps, int per_node, int str
 			col[1][s] = own[(size_t)r * steps + s];
 			col[2][s] = c;
 			col[3][s] = 3 * MS + slow_wait + 200 * US; /* NCCL kernel time */
-			col[4][s] = 3 * MS + slow_wait;		    /* of it exposed */
+			col[4][s] = 3 * MS + slow_wait;		   /* of it exposed */
 			col[5][s] = 0;
 			col[6][s] = 30 * US;
 			/* the collective's end on this node's clock, with 2 us of skew per rank */

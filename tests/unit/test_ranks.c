@@ -16,10 +16,10 @@
 #include "cuscope/ranks.h"
 #include "testutil.h"
 
-#define US 1000LL
-#define MS 1000000LL
-#define MAXR 4
-#define STEPS 20
+#define US     1000LL
+#define MS     1000000LL
+#define MAXR   4
+#define STEPS  20
 #define WARMUP 2
 
 static char *tmp_dir;
@@ -27,15 +27,15 @@ static char *tmp_dir;
 /* What each rank does per step. */
 struct job {
 	int nranks;
-	int64_t compute[MAXR];	   /* GPU time of its 10 compute kernels per step */
-	int64_t gap[MAXR];	   /* GPU idle before its step (host late to launch) */
-	int64_t host_wait[MAXR];   /* a host wait (synchronize) before the step's launches */
+	int64_t compute[MAXR];	    /* GPU time of its 10 compute kernels per step */
+	int64_t gap[MAXR];	    /* GPU idle before its step (host late to launch) */
+	int64_t host_wait[MAXR];    /* a host wait (synchronize) before the step's launches */
 	int64_t warmup_extra[MAXR]; /* extra compute in the warm-up steps only */
-	int jitter;		   /* pseudo-random +-5% on compute */
-	int overlap;		   /* the all-reduce runs beside the second half of the compute */
-	int shared_gpu;		   /* every rank on the same GPU UUID */
-	int no_comm;		   /* no NCCL kernels at all */
-	int64_t transfer;	   /* the all-reduce's own time */
+	int jitter;		    /* pseudo-random +-5% on compute */
+	int overlap;		    /* the all-reduce runs beside the second half of the compute */
+	int shared_gpu;		    /* every rank on the same GPU UUID */
+	int no_comm;		    /* no NCCL kernels at all */
+	int64_t transfer;	    /* the all-reduce's own time */
 };
 
 struct writer {
@@ -97,7 +97,9 @@ static char *write_job(const char *file, const struct job *j)
 	rnd_state = 12345;
 	ck_assert_msg(cs_writer_open(path, 1, &x.w, &err) == 0, "writer: %s", err.msg);
 	x.name_compute = intern(&x, "_ZN2at6native18elementwise_kernelEv");
-	x.name_nccl = intern(&x, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+	x.name_nccl = intern(
+		&x,
+		"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
 	x.name_step = intern(&x, "step");
 	for (int r = 0; r < j->nranks; r++) {
 		cs_process p;
@@ -274,7 +276,8 @@ START_TEST(test_nccl_names)
 	ck_assert(cs_is_nccl_kernel(
 		"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"));
 	ck_assert(cs_is_nccl_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"));
-	ck_assert(cs_is_nccl_kernel("void ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+	ck_assert(cs_is_nccl_kernel(
+		"void ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
 	ck_assert(!cs_is_nccl_kernel("_ZN2at6native18elementwise_kernelEv"));
 	ck_assert(!cs_is_nccl_kernel("my_ncclKernel_copy"));
 	ck_assert(!cs_is_nccl_kernel(NULL));
@@ -516,12 +519,12 @@ START_TEST(test_report_sections)
 {
 	struct job j = base_job(2);
 	char *path;
-	const char *ta[] = {NULL, "report", "-v", "--step-range", "step", "--warmup", "2", "--width",
-			    "200", NULL, NULL};
-	const char *ja[] = {NULL, "report", "-f", "json", "--step-range", "step", "--warmup", "2",
-			    NULL, NULL};
-	const char *ma[] = {NULL, "report", "-f", "markdown", "--step-range", "step", "--warmup",
-			    "2", NULL, NULL};
+	const char *ta[] = {NULL, "report",  "-v",  "--step-range", "step", "--warmup",
+			    "2",  "--width", "200", NULL,	    NULL};
+	const char *ja[] = {NULL,   "report",	"-f", "json", "--step-range",
+			    "step", "--warmup", "2",  NULL,   NULL};
+	const char *ma[] = {NULL,   "report",	"-f", "markdown", "--step-range",
+			    "step", "--warmup", "2",  NULL,	  NULL};
 	struct tu_result t, js, md;
 	cJSON *doc, *rk, *sg, *steps;
 
