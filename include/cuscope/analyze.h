@@ -319,6 +319,9 @@ typedef struct cs_rule_ctx {
 	 * by cs_report_run() for the analyzers of one run; NULL when an analyzer runs on its own.
 	 */
 	struct cs_rule_cache *cache;
+	/* Every process of the report with its steps (the cross-rank rules compare them), when
+	 * cs_report_run_processes() runs the rules; NULL otherwise. */
+	const struct cs_report_processes *procs;
 } cs_rule_ctx;
 
 typedef struct cs_analyzer {
@@ -367,6 +370,10 @@ typedef struct cs_report {
  */
 int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *const *rules,
 		  cs_report *out, cs_error *err);
+/* The same, with every process of the report and its steps given to the rules (ctx->procs). */
+int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
+		       const struct cs_report_processes *procs, const cs_analyzer *const *rules,
+		       cs_report *out, cs_error *err);
 /* Most costly first: total lost time descending, then severity, rule id, first time. */
 void cs_report_sort(cs_report *r);
 void cs_report_free(cs_report *r);
@@ -384,6 +391,9 @@ typedef struct cs_report_processes {
 	cs_report_process *v; /* by rank, then by pid (processes without a rank after) */
 	int32_t n;
 	int32_t primary; /* index of the process the default step detection picks (or o->pid) */
+	/* The processes that communicate side by side (include/cuscope/ranks.h), built once for
+	 * the rules and the report when two or more processes have steps; NULL otherwise. Owned. */
+	struct cs_rank_view *ranks;
 } cs_report_processes;
 
 /*

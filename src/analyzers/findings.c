@@ -219,6 +219,13 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *const *rules,
 		  cs_report *out, cs_error *err)
 {
+	return cs_report_run_with(a, s, NULL, rules, out, err);
+}
+
+int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
+		       const struct cs_report_processes *procs, const cs_analyzer *const *rules,
+		       cs_report *out, cs_error *err)
+{
 	struct run_ctx run = {out, NULL};
 	struct cs_rule_cache cache = {0}; /* what the rules of this run share */
 	cs_rule_ctx ctx;
@@ -240,6 +247,7 @@ int cs_report_run(const cs_analysis *a, const cs_steps *s, const cs_analyzer *co
 		ctx.emit = report_emit;
 		ctx.priv = &run;
 		ctx.cache = &cache;
+		ctx.procs = procs;
 		run.current = *rules;
 		rc = (*rules)->run(&ctx, &rerr);
 		if (rc < 0) {

@@ -666,7 +666,7 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d
 int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
 {
 	struct cs_rule_cache own = {0};
-	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL};
+	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL};
 	const struct ru_d2h *d;
 	struct scan sc;
 	int rc;

@@ -9,6 +9,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/ranks.h"
 
 struct pinfo {
 	uint32_t pid;
@@ -363,7 +364,6 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		goto nomem;
 	for (int32_t i = 0; i < l.n; i++) {
 		cs_report_process *p = &procs->v[i];
-		cs_report tmp;
 
 		p->pid = l.v[i].pid;
 		p->rank = l.v[i].rank;
@@ -387,8 +387,21 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 				goto out;
 		}
 		procs->n = i + 1;
+	}
+	/* the rules run once every process has its steps: the cross-rank rules compare them */
+	if (procs->n >= 2) {
+		procs->ranks = calloc(1, sizeof(*procs->ranks));
+		if (!procs->ranks)
+			goto nomem;
+		rc = cs_rank_view_build(a, procs, procs->ranks, err);
+		if (rc < 0)
+			goto out;
+	}
+	for (int32_t i = 0; i < l.n; i++) {
+		cs_report tmp;
+
 		memset(&tmp, 0, sizeof(tmp));
-		rc = cs_report_run(a, &p->steps, rules, &tmp, err);
+		rc = cs_report_run_with(a, &procs->v[i].steps, procs, rules, &tmp, err);
 		if (rc == 0)
 			rc = merge_findings(a, &m, &tmp, &l.v[i]);
 		cs_report_free(&tmp);
@@ -431,6 +444,10 @@ void cs_report_processes_free(cs_report_processes *p)
 {
 	if (!p)
 		return;
+	if (p->ranks) {
+		cs_rank_view_free(p->ranks);
+		free(p->ranks);
+	}
 	for (int32_t i = 0; i < p->n; i++)
 		cs_steps_free(&p->v[i].steps);
 	free(p->v);

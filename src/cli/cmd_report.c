@@ -21,6 +21,7 @@
 #include "cuscope/files.h"
 #include "cuscope/strbuf.h"
 #include "report/report.h"
+#include "cli/report_ranks.h"
 
 #define REPORT_JSON_VERSION 1
 #define EVIDENCE_KEYS_SHOWN 8  /* evidence keys shown without --verbose */
@@ -35,6 +36,7 @@ static const char report_usage[] =
 	"\n"
 	"Find the performance anti-patterns in a trace: what is wrong, in which training steps,\n"
 	"how much GPU time it costs, where in the source, and how to fix it. Most costly first.\n"
+	"Ranks that communicate (NCCL kernels) are also shown side by side, with the slowest.\n"
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT    text (default), json, markdown or html\n"
@@ -52,7 +54,8 @@ static const char report_usage[] =
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
 	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
 	"                         terminal, no limit otherwise; 0 = no limit)\n"
-	"  -v, --verbose          whole stacks, all evidence and the table of steps\n"
+	"  -v, --verbose          whole stacks, all evidence, the table of steps and the\n"
+	"                         slowest rank of each step\n"
 	"  -h, --help             show this help\n"
 	"\n"
 	"Exit status: 0, or 1 with --fail-on when a finding reaches the level, 2 on bad usage or\n"
@@ -75,6 +78,7 @@ struct report_view {
 	const cs_steps *s; /* of the primary process: the default step detection's, or --pid's */
 	const cs_report *r;
 	const cs_report_processes *procs; /* every process analysed, each with its steps */
+	const cs_rank_view *ranks;	  /* the processes that communicate, side by side */
 	int multi;			  /* more than one process analysed */
 	const cs_analyzer **rules;	  /* the rules that ran, NULL-terminated */
 	const char *step_range;
@@ -719,6 +723,7 @@ static int print_text(const struct report_view *v)
 			 p->steps.detail);
 		text_steps_table(v, &p->steps, title);
 	}
+	report_ranks_text(v->ranks, v->verbose, v->width);
 	if (v->r->n == 0) {
 		printf("No findings.\n");
 		return 0;
@@ -1060,6 +1065,14 @@ static cJSON *json_report(const struct report_view *v)
 	}
 	if (json_processes(v, doc))
 		goto fail;
+	{
+		cJSON *rk = report_ranks_json(v->ranks);
+
+		if (!rk || !cJSON_AddItemToObject(doc, "ranks", rk)) {
+			cJSON_Delete(rk);
+			goto fail;
+		}
+	}
 	rules = cJSON_AddArrayToObject(doc, "rules");
 	if (!rules)
 		goto fail;
@@ -1270,6 +1283,7 @@ static int print_markdown(const struct report_view *v)
 		count[v->r->v[i]->severity]++;
 	printf("| Findings | %d (%d error, %d warning, %d info) |\n", v->r->n, count[CS_SEV_ERROR],
 	       count[CS_SEV_WARNING], count[CS_SEV_INFO]);
+	report_ranks_markdown(v->ranks);
 	if (v->r->n == 0) {
 		printf("\n**No findings.**\n");
 		return 0;
@@ -1729,6 +1743,7 @@ int cmd_report(int argc, char **argv)
 	view.s = steps;
 	view.r = &rep;
 	view.procs = &procs;
+	view.ranks = procs.ranks;
 	view.multi = procs.n > 1;
 	view.rules = selected;
 	view.step_range = step_range;
