@@ -183,6 +183,18 @@ void cli_table_add_row(struct cli_table *t, const char *const *cells);
  * spaces. With width > 0 the shrinkable column is cut to fit lines in width characters.
  */
 void cli_table_print(const struct cli_table *t, FILE *out, int indent, int width);
+/* A word of a table and its terminal colour (an ANSI SGR sequence such as "1;31"). */
+struct cli_mark {
+	const char *word;
+	const char *sgr;
+};
+/* cli_table_print() to stdout; with color, each mark's word in its colour where it is the first
+ * or the last cell of a line. */
+void cli_table_print_marked(const struct cli_table *t, int indent, int width, int color,
+			    const struct cli_mark *marks, int nmarks);
+/* 1 when output to stdout is to be coloured: a terminal, no --no-color (no_color_opt) and no
+ * NO_COLOR in the environment. */
+int cli_use_color(int no_color_opt);
 void cli_table_free(struct cli_table *t);
 
 /* ---- JSON ---- */

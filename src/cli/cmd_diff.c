@@ -37,6 +37,8 @@ static const char diff_usage[] =
 	"  -n, --limit N          kernel rows shown in text and markdown (default 10, 0 = all)\n"
 	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
 	"                         terminal, no limit otherwise; 0 = no limit)\n"
+	"      --no-color         no colour for worse and better (also off with NO_COLOR set,\n"
+	"                         or not on a terminal)\n"
 	"  -h, --help             show this help\n"
 	"\n"
 	"Exit status: 0, or 2 on bad usage or an unreadable trace.\n";
@@ -89,7 +91,7 @@ static void text_findings(const cs_diff *d)
 	}
 }
 
-static int print_text(const cs_diff *d, int limit, int width)
+static int print_text(const cs_diff *d, int limit, int width, int color)
 {
 	static const struct cli_column cols[] = {
 		{"Metric", CLI_ALIGN_LEFT, 1}, {"Base", CLI_ALIGN_RIGHT, 0},
@@ -141,7 +143,11 @@ static int print_text(const cs_diff *d, int limit, int width)
 		}
 		cli_table_add_row(&table, row);
 	}
-	cli_table_print(&table, stdout, 1, width);
+	{
+		static const struct cli_mark marks[] = {{"worse", "1;31"}, {"better", "32"}};
+
+		cli_table_print_marked(&table, 1, width, color, marks, 2);
+	}
 	cli_table_free(&table);
 	if (hidden)
 		printf("... %d more changed kernel %s (--limit 0 shows all)\n", hidden,
@@ -154,6 +160,7 @@ static int print_text(const cs_diff *d, int limit, int width)
 
 enum {
 	OPT_CONFIG = 256,
+	OPT_NO_COLOR,
 };
 
 int cmd_diff(int argc, char **argv)
@@ -166,6 +173,7 @@ int cmd_diff(int argc, char **argv)
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
 		{"limit", required_argument, NULL, 'n'},
 		{"width", required_argument, NULL, 'w'},
+		{"no-color", no_argument, NULL, OPT_NO_COLOR},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -175,7 +183,7 @@ int cmd_diff(int argc, char **argv)
 	cs_run_opts o = {NULL, -1, 0, 0};
 	cs_comparison cmp;
 	cs_error err = {0, ""};
-	int c, rc;
+	int c, rc, no_color = 0;
 
 	while ((c = cli_getopt(argc, argv, "f:n:w:h", longopts)) != -1) {
 		switch (c) {
@@ -195,6 +203,9 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case OPT_CONFIG:
 			config = optarg;
+			break;
+		case OPT_NO_COLOR:
+			no_color = 1;
 			break;
 		case 'n':
 			if (cli_parse_int(argv[0], "--limit", optarg, 0, INT32_MAX, &limit))
@@ -236,7 +247,7 @@ int cmd_diff(int argc, char **argv)
 	} else if (format == DIFF_MARKDOWN) {
 		rc = cs_diff_write_markdown(stdout, &cmp.d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
 	} else {
-		rc = print_text(&cmp.d, (int)limit, cli_output_width((int)width));
+		rc = print_text(&cmp.d, (int)limit, cli_output_width((int)width), cli_use_color(no_color));
 	}
 	rc = cli_finish_output(rc);
 	cs_comparison_free(&cmp);

@@ -128,31 +128,6 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 }
 
 /*
- * Print the table, with FAIL in red when color is set: the table is laid out first (escape
- * sequences would count in its widths), then each line that starts with FAIL is coloured.
- */
-static void print_table(const struct cli_table *table, int width, int color)
-{
-	char *buf = NULL, *line, *save = NULL;
-	size_t size = 0;
-	FILE *m = color ? open_memstream(&buf, &size) : NULL;
-
-	if (!m) {
-		cli_table_print(table, stdout, 1, width);
-		return;
-	}
-	cli_table_print(table, m, 1, width);
-	fclose(m);
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, " FAIL ", 6))
-			printf(" \033[1;31mFAIL\033[0m%s\n", line + 5);
-		else
-			printf("%s\n", line);
-	}
-	free(buf);
-}
-
-/*
  * The checks as a table that fits width (0: no limit): the failed checks, then the passed ones.
  * When the Check column would get fewer than CHECK_MIN
  * characters, the Kind, Threshold and Confidence columns are left out, in that order.
@@ -230,7 +205,11 @@ static void print_checks(const cs_diff *d, int width, int color)
 		free(rows[i]);
 	}
 	free(rows);
-	print_table(&table, width, color);
+	{
+		static const struct cli_mark fail[] = {{"FAIL", "1;31"}};
+
+		cli_table_print_marked(&table, 1, width, color, fail, 1);
+	}
 	cli_table_free(&table);
 }
 
@@ -561,7 +540,7 @@ int cmd_gate(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *config = NULL, *junit = NULL, *markdown = NULL, *path, *no_color_env;
+	const char *config = NULL, *junit = NULL, *markdown = NULL, *path;
 	struct path_list bases = {0};
 	int64_t width = -1;
 	int quiet = 0, list = 0, no_color = 0, c, rc;
@@ -681,11 +660,9 @@ int cmd_gate(int argc, char **argv)
 	if (!rc && !quiet && !(markdown && !strcmp(markdown, "-"))) {
 		int w = cli_output_width((int)width);
 
-		no_color_env = getenv("NO_COLOR");
 		if (width < 0 && w == 0)
 			w = GATE_PIPE_WIDTH;
-		print_text(d, w,
-			   !no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO));
+		print_text(d, w, cli_use_color(no_color));
 	}
 	if (!rc)
 		rc = d->failed ? CLI_EXIT_FINDINGS : CLI_EXIT_OK;

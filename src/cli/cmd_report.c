@@ -1594,7 +1594,7 @@ int cmd_report(int argc, char **argv)
 	const char *output = NULL;
 	struct report_output out;
 	int64_t warmup = -1, pid = 0, width = -1;
-	const char *path, *step_range = NULL, *no_color_env;
+	const char *path, *step_range = NULL;
 	cs_trace *t = NULL;
 	cs_analysis a;
 	const cs_steps *steps;
@@ -1748,9 +1748,7 @@ int cmd_report(int argc, char **argv)
 	view.rules = selected;
 	view.step_range = step_range;
 	view.verbose = verbose;
-	no_color_env = getenv("NO_COLOR");
-	view.color =
-		!no_color && !(no_color_env && *no_color_env) && isatty(STDOUT_FILENO) && !output;
+	view.color = cli_use_color(no_color) && !output;
 	view.width = output ? (width >= 0 ? (int)width : 0) : cli_output_width((int)width);
 	cs_steps_duration_stats(steps, &view.median, &view.p10, &view.p90);
 	view.busy_share = cs_steps_busy_share(steps);

@@ -420,3 +420,60 @@ int cli_json_print(const cJSON *root)
 	cJSON_free(text);
 	return CLI_EXIT_OK;
 }
+
+int cli_use_color(int no_color_opt)
+{
+	const char *env = getenv("NO_COLOR");
+
+	return !no_color_opt && !(env && *env) && isatty(STDOUT_FILENO);
+}
+
+/* The mark whose word line starts (after its blanks) or ends with, as a whole cell; NULL. */
+static const struct cli_mark *line_mark(const char *line, const struct cli_mark *marks, int n,
+					 size_t *at)
+{
+	size_t len = strlen(line), lead = strspn(line, " ");
+
+	while (len > 0 && line[len - 1] == ' ')
+		len--;
+	for (int i = 0; i < n; i++) {
+		size_t w = strlen(marks[i].word);
+
+		if (len >= lead + w && !strncmp(line + lead, marks[i].word, w) &&
+		    (line[lead + w] == ' ' || lead + w == len)) {
+			*at = lead;
+			return &marks[i];
+		}
+		if (len > w && line[len - w - 1] == ' ' && !strncmp(line + len - w, marks[i].word, w)) {
+			*at = len - w;
+			return &marks[i];
+		}
+	}
+	return NULL;
+}
+
+void cli_table_print_marked(const struct cli_table *t, int indent, int width, int color,
+			    const struct cli_mark *marks, int nmarks)
+{
+	char *buf = NULL, *line, *save = NULL;
+	size_t size = 0;
+	FILE *m = color ? open_memstream(&buf, &size) : NULL;
+
+	if (!m) {
+		cli_table_print(t, stdout, indent, width);
+		return;
+	}
+	cli_table_print(t, m, indent, width);
+	fclose(m);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t at = 0;
+		const struct cli_mark *k = line_mark(line, marks, nmarks, &at);
+
+		if (k)
+			printf("%.*s\033[%sm%s\033[0m%s\n", (int)at, line, k->sgr, k->word,
+			       line + at + strlen(k->word));
+		else
+			printf("%s\n", line);
+	}
+	free(buf);
+}

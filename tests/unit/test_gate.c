@@ -1757,6 +1757,36 @@ START_TEST(test_gate_color)
 }
 END_TEST
 
+/* diff on a terminal: "worse" red and "better" green, unless NO_COLOR is set or --no-color given. */
+START_TEST(test_diff_color)
+{
+	char cmd[8192], buf[65536];
+	static const char *const how[] = {"env -u NO_COLOR", "env NO_COLOR=1", "env -u NO_COLOR"};
+	static const char *const opt[] = {"", "", "--no-color"};
+
+	if (access("/usr/bin/script", X_OK)) /* util-linux: runs a command on a terminal */
+		return;
+	for (int i = 0; i < 3; i++) {
+		FILE *p;
+		size_t n;
+
+		snprintf(cmd, sizeof(cmd),
+			 "script -qec \"%s %s diff %s --width 200 %s %s\" /dev/null", how[i],
+			 tu_cuscope_bin(), opt[i], base_db, wait_db);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		n = fread(buf, 1, sizeof(buf) - 1, p);
+		buf[n] = '\0';
+		pclose(p);
+		ck_assert_msg(strstr(buf, "host waits per step"), "%s", buf);
+		if (i == 0)
+			ck_assert_msg(strstr(buf, "\033[1;31mworse\033[0m"), "%s", buf);
+		else
+			ck_assert_msg(!strchr(buf, '\033') && strstr(buf, "worse"), "%d: %s", i, buf);
+	}
+}
+END_TEST
+
 static Suite *gate_suite(void)
 {
 	Suite *s = suite_create("gate");
@@ -1778,6 +1808,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_d2h_sync);
 	tcase_add_test(syn, test_synthetic_d2h_sync_second_process);
 	tcase_add_test(syn, test_synthetic_shared_gpu);
+	tcase_add_test(syn, test_diff_color);
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);
 	tcase_add_test(syn, test_synthetic_alloc_per_step);
