@@ -60,6 +60,9 @@ programs=(
 	"pageable-memcpy-fixed|pageable-memcpy/fixed.py"
 	"pageable-memcpy-negative_gpu_bound|pageable-memcpy/negative_gpu_bound.py"
 	"pageable-memcpy-negative_item|pageable-memcpy/negative_item.py"
+	"allocator-churn-bad|allocator-churn/bad.py"
+	"allocator-churn-fixed|allocator-churn/fixed.py"
+	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
 )
 
 failed=0

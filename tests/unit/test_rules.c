@@ -2538,6 +2538,135 @@ START_TEST(test_pageable_committed_traces)
 }
 END_TEST
 
+/* ---- allocator-churn ---- */
+
+/*
+ * A step whose activations change size every step: the block of the previous step freed
+ * (cudaFree, which waits for the GPU) and a block of a new size allocated before 20 kernels of
+ * 50 us; churn 0: the same block kept from step to step.
+ */
+static void churn_loop(struct sim *m, const char *file, int churn)
+{
+	int64_t prev = 0;
+
+	sim_open(m, file);
+	sim_alloc(m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		if (churn || s == 0) {
+			if (prev)
+				sim_mem(m, CS_MEMOP_FREE, 0, prev, 0, 60 * US);
+			prev = sim_alloc(m, (64 + 2 * s) * MIB);
+		}
+		for (int i = 0; i < 20; i++)
+			sim_kernel(m, 7, 50 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
+START_TEST(test_churn_every_step)
+{
+	struct sim m;
+	struct found f;
+	const cJSON *e;
+
+	churn_loop(&m, "churn.db", 1);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, STEPS - 3);
+	/* the 60 us of the free after the GPU ran dry and the 100 us of the allocation */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 140 * US && f.v[0].lost_ns_per_step < 180 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	e = f.v[0].evidence;
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "allocations_per_step")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "frees_per_step")->valueint, 1);
+	ck_assert_int_ge(cJSON_GetObjectItem(e, "allocation_sizes")->valueint, STEPS - 3);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "recurring")));
+	ck_assert(strstr(f.v[0].fix, "expandable_segments") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The block allocated once and kept: nothing. */
+START_TEST(test_churn_fixed_shape)
+{
+	struct sim m;
+	struct found f;
+
+	churn_loop(&m, "churn_fixed.db", 0);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* empty_cache() every step: its bursts and the allocations that refill the cache are
+ * empty-cache-in-loop's, none of this rule's. */
+START_TEST(test_churn_not_empty_cache)
+{
+	struct sim m;
+	struct found f;
+
+	sim_release_every_step(&m, "churn_empty_cache.db", 0);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The allocator's free-and-retry at the memory ceiling: memory-ceiling-thrash's. */
+START_TEST(test_churn_not_ceiling)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "churn_ceiling.db");
+	ceiling_loop(&m, 1);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_churn_committed_traces)
+{
+	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
+	int seen = 0;
+
+	for (int d = 0; d < 2; d++) {
+		char *dir = tu_source_file(dirs[d]);
+		char cmd[4096];
+		FILE *p;
+		char line[1024];
+
+		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		while (fgets(line, sizeof(line), p)) {
+			struct loaded l;
+			struct found f;
+			cs_step_opts o = {NULL, -1, 0};
+
+			line[strcspn(line, "\n")] = 0;
+			load(&l, line, &o);
+			run_rule(&l, "allocator-churn", &f);
+			ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			found_free(&f);
+			unload(&l);
+			seen++;
+		}
+		pclose(p);
+		free(dir);
+	}
+	ck_assert_int_ge(seen, 30);
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
 	Suite *s = suite_create("rules");
@@ -2617,6 +2746,15 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_pageable_warmup_only);
 	tcase_add_test(ts, test_pageable_read_back_is_d2h);
 	tcase_add_test(ts, test_pageable_committed_traces);
+	suite_add_tcase(s, ts);
+
+	ts = tcase_create("allocator-churn");
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_churn_every_step);
+	tcase_add_test(ts, test_churn_fixed_shape);
+	tcase_add_test(ts, test_churn_not_empty_cache);
+	tcase_add_test(ts, test_churn_not_ceiling);
+	tcase_add_test(ts, test_churn_committed_traces);
 	suite_add_tcase(s, ts);
 	return s;
 }
