@@ -56,6 +56,13 @@ programs=(
 	"sync-call-fixed|sync-call/fixed.py"
 	"sync-call-negative_side_stream|sync-call/negative_side_stream.py"
 	"sync-call-negative_long_step|sync-call/negative_long_step.py"
+	"pageable-memcpy-bad|pageable-memcpy/bad.py"
+	"pageable-memcpy-fixed|pageable-memcpy/fixed.py"
+	"pageable-memcpy-negative_gpu_bound|pageable-memcpy/negative_gpu_bound.py"
+	"pageable-memcpy-negative_item|pageable-memcpy/negative_item.py"
+	"allocator-churn-bad|allocator-churn/bad.py"
+	"allocator-churn-fixed|allocator-churn/fixed.py"
+	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
 )
 
 failed=0

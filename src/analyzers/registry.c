@@ -12,6 +12,8 @@ extern const cs_analyzer cs_rule_memory_ceiling_thrash;
 extern const cs_analyzer cs_rule_launch_starvation;
 extern const cs_analyzer cs_rule_cuda_core_scan;
 extern const cs_analyzer cs_rule_sync_call;
+extern const cs_analyzer cs_rule_pageable_memcpy;
+extern const cs_analyzer cs_rule_allocator_churn;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
 
@@ -22,6 +24,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_launch_starvation,
 	&cs_rule_cuda_core_scan,
 	&cs_rule_sync_call,
+	&cs_rule_pageable_memcpy,
+	&cs_rule_allocator_churn,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
 	NULL,

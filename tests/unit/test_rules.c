@@ -309,6 +309,7 @@ struct sim {
 	int64_t launch_ns;
 	int64_t mem_stack; /* stack of the memory rows written */
 	int mem_kind;	   /* of the memory rows written; 0: device */
+	int h2d_async;	   /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
 };
 
 static int64_t name_id(struct sim *m, const char *name)
@@ -483,7 +484,7 @@ static void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int6
 	c.copy_kind = CS_COPY_HTOD;
 	c.src_kind = pageable ? CS_MEM_PAGEABLE : CS_MEM_PINNED;
 	c.dst_kind = CS_MEM_DEVICE;
-	c.is_async = !pageable;
+	c.is_async = !pageable || m->h2d_async;
 	c.src_device_id = c.dst_device_id = CS_ID_NONE;
 	c.bytes = bytes;
 	c.graph_id = c.graph_node_id = CS_ID_NONE;
@@ -2351,6 +2352,321 @@ START_TEST(test_sync_call_committed_traces)
 }
 END_TEST
 
+/* ---- pageable-memcpy ---- */
+
+/*
+ * A step of a host-bound loop that starts with a host-to-device copy of 64 MiB: pageable (the
+ * call holds the host hold_ns) or pinned, then 50 short kernels launched one by one with Python
+ * between them; with busy, 40 long kernels queued before the copy keep the GPU busy during it.
+ */
+static void pageable_step(struct sim *m, int pageable, int64_t hold_ns, int busy)
+{
+	sim_step_begin(m);
+	if (busy)
+		busy_step(m);
+	sim_h2d(m, 7, 64 * MIB, pageable, hold_ns);
+	for (int i = 0; i < 50; i++) {
+		sim_kernel(m, 7, 20 * US);
+		sim_host(m, 10 * US);
+	}
+	sim_step_end(m);
+}
+
+START_TEST(test_pageable_every_step)
+{
+	struct sim m;
+	struct found f;
+	const cJSON *e, *ex;
+
+	sim_open(&m, "pageable_every.db");
+	m.h2d_async = 1; /* non_blocking=True on pageable memory */
+	for (int s = 0; s < STEPS; s++)
+		pageable_step(&m, 1, 2 * MS, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	/* most of the 2 ms the call held the host (the GPU had finished the previous step; the part
+	 * of the gap before the step's span begins is charged to no step) */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 1500 * US && f.v[0].lost_ns_per_step < 2100 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+	e = f.v[0].evidence;
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "copies_per_step")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "h2d_per_step")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "non_blocking_per_step")->valueint, 1);
+	ck_assert_double_eq(cJSON_GetObjectItem(e, "bytes_per_step")->valuedouble, 64.0 * MIB);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "recurring")));
+	ex = cJSON_GetObjectItem(e, "longest_copy");
+	ck_assert_str_eq(cJSON_GetObjectItem(ex, "src")->valuestring, "pageable");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(ex, "async_call")));
+	ck_assert(strstr(f.v[0].title, "non_blocking") != NULL);
+	ck_assert(strstr(f.v[0].fix, "pin_memory") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The same loop with pinned memory: no finding. */
+START_TEST(test_pageable_pinned_is_clean)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "pageable_pinned.db");
+	for (int s = 0; s < STEPS; s++)
+		pageable_step(&m, 0, 0, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* Pageable copies while 4 ms of kernels are queued ahead: the GPU never idles, no cost. */
+START_TEST(test_pageable_gpu_busy)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "pageable_busy.db");
+	for (int s = 0; s < STEPS; s++)
+		pageable_step(&m, 1, 1 * MS, 1);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* Pageable copies in the warm-up steps and once every tenth step of 2 ms only: in 2 of 18
+ * steady steps, 2 ms each, ~0.2 ms per step of ~2.7 ms: over 2% of the steady state, rare. */
+START_TEST(test_pageable_rare)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "pageable_rare.db");
+	for (int s = 0; s < STEPS; s++)
+		pageable_step(&m, s < 2 || s % 10 == 5, 2 * MS, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, 2);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "recurring")));
+	ck_assert(strstr(f.v[0].title, "in 2 of 18 steady steps") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* Only in the warm-up steps: nothing. */
+START_TEST(test_pageable_warmup_only)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "pageable_warmup.db");
+	for (int s = 0; s < STEPS; s++)
+		pageable_step(&m, s < 2, 2 * MS, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * A synchronous cudaMemcpy of 64 B to pageable memory each step (a scalar read back), the host then
+ * busy 200 us: d2h-sync's finding, and none of this rule's, though the copy is pageable.
+ */
+START_TEST(test_pageable_read_back_is_d2h)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "pageable_read_back.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		sim_d2h(&m, 7, 64, 0, CS_ID_NONE);
+		sim_host(&m, 200 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "d2h-sync", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * The recorded traces: many copy from pageable memory in their steps (inputs, optimizer scalars,
+ * .item() reads), none with GPU idle of 2% of a step outside d2h-sync's read-backs.
+ */
+START_TEST(test_pageable_committed_traces)
+{
+	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
+	int seen = 0;
+
+	for (int d = 0; d < 2; d++) {
+		char *dir = tu_source_file(dirs[d]);
+		char cmd[4096];
+		FILE *p;
+		char line[1024];
+
+		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		while (fgets(line, sizeof(line), p)) {
+			struct loaded l;
+			struct found f;
+			cs_step_opts o = {NULL, -1, 0};
+
+			line[strcspn(line, "\n")] = 0;
+			load(&l, line, &o);
+			run_rule(&l, "pageable-memcpy", &f);
+			ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			found_free(&f);
+			unload(&l);
+			seen++;
+		}
+		pclose(p);
+		free(dir);
+	}
+	ck_assert_int_ge(seen, 30);
+}
+END_TEST
+
+/* ---- allocator-churn ---- */
+
+/*
+ * A step whose activations change size every step: the block of the previous step freed
+ * (cudaFree, which waits for the GPU) and a block of a new size allocated before 20 kernels of
+ * 50 us; churn 0: the same block kept from step to step.
+ */
+static void churn_loop(struct sim *m, const char *file, int churn)
+{
+	int64_t prev = 0;
+
+	sim_open(m, file);
+	sim_alloc(m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		if (churn || s == 0) {
+			if (prev)
+				sim_mem(m, CS_MEMOP_FREE, 0, prev, 0, 60 * US);
+			prev = sim_alloc(m, (64 + 2 * s) * MIB);
+		}
+		for (int i = 0; i < 20; i++)
+			sim_kernel(m, 7, 50 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
+START_TEST(test_churn_every_step)
+{
+	struct sim m;
+	struct found f;
+	const cJSON *e;
+
+	churn_loop(&m, "churn.db", 1);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 1);
+	ck_assert_int_ge(f.v[0].nsteps, STEPS - 3);
+	/* the 60 us of the free after the GPU ran dry and the 100 us of the allocation */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 140 * US && f.v[0].lost_ns_per_step < 180 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	e = f.v[0].evidence;
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "allocations_per_step")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "frees_per_step")->valueint, 1);
+	ck_assert_int_ge(cJSON_GetObjectItem(e, "allocation_sizes")->valueint, STEPS - 3);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "recurring")));
+	ck_assert(strstr(f.v[0].fix, "expandable_segments") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The block allocated once and kept: nothing. */
+START_TEST(test_churn_fixed_shape)
+{
+	struct sim m;
+	struct found f;
+
+	churn_loop(&m, "churn_fixed.db", 0);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* empty_cache() every step: its bursts and the allocations that refill the cache are
+ * empty-cache-in-loop's, none of this rule's. */
+START_TEST(test_churn_not_empty_cache)
+{
+	struct sim m;
+	struct found f;
+
+	sim_release_every_step(&m, "churn_empty_cache.db", 0);
+	ck_assert_int_eq(synthetic_count(&m, "empty-cache-in-loop", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/* The allocator's free-and-retry at the memory ceiling: memory-ceiling-thrash's. */
+START_TEST(test_churn_not_ceiling)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "churn_ceiling.db");
+	ceiling_loop(&m, 1);
+	ck_assert_int_eq(synthetic_count(&m, "memory-ceiling-thrash", &f), 1);
+	found_free(&f);
+	ck_assert_int_eq(synthetic_count(&m, "allocator-churn", &f), 0);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+START_TEST(test_churn_committed_traces)
+{
+	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
+	int seen = 0;
+
+	for (int d = 0; d < 2; d++) {
+		char *dir = tu_source_file(dirs[d]);
+		char cmd[4096];
+		FILE *p;
+		char line[1024];
+
+		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
+		p = popen(cmd, "r");
+		ck_assert(p != NULL);
+		while (fgets(line, sizeof(line), p)) {
+			struct loaded l;
+			struct found f;
+			cs_step_opts o = {NULL, -1, 0};
+
+			line[strcspn(line, "\n")] = 0;
+			load(&l, line, &o);
+			run_rule(&l, "allocator-churn", &f);
+			ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
+			found_free(&f);
+			unload(&l);
+			seen++;
+		}
+		pclose(p);
+		free(dir);
+	}
+	ck_assert_int_ge(seen, 30);
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
 	Suite *s = suite_create("rules");
@@ -2419,6 +2735,26 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_launch_compile_steps_warmup);
 	tcase_add_test(ts, test_scan_kernels);
 	tcase_add_test(ts, test_scan_in_template_arguments);
+	suite_add_tcase(s, ts);
+
+	ts = tcase_create("pageable-memcpy");
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_pageable_every_step);
+	tcase_add_test(ts, test_pageable_pinned_is_clean);
+	tcase_add_test(ts, test_pageable_gpu_busy);
+	tcase_add_test(ts, test_pageable_rare);
+	tcase_add_test(ts, test_pageable_warmup_only);
+	tcase_add_test(ts, test_pageable_read_back_is_d2h);
+	tcase_add_test(ts, test_pageable_committed_traces);
+	suite_add_tcase(s, ts);
+
+	ts = tcase_create("allocator-churn");
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_churn_every_step);
+	tcase_add_test(ts, test_churn_fixed_shape);
+	tcase_add_test(ts, test_churn_not_empty_cache);
+	tcase_add_test(ts, test_churn_not_ceiling);
+	tcase_add_test(ts, test_churn_committed_traces);
 	suite_add_tcase(s, ts);
 	return s;
 }

@@ -1,0 +1,285 @@
+/*
+ * allocator_churn.c - the allocator-churn rule: device memory allocated and freed (cudaMalloc,
+ * cudaFree, or with expandable segments cuMemCreate/cuMemMap/cuMemUnmap/cuMemRelease) through the
+ * steady steps, outside any release burst: the caching allocator meets new block sizes every step
+ * (shapes that change from step to step) and goes to the driver for them, and the host, inside
+ * those calls, launches nothing while the GPU runs out of work.
+ *
+ * The release bursts of empty-cache-in-loop and memory-ceiling-thrash (ru_mem_bursts()), with the
+ * allocations that fill the cache again after each, are theirs: an allocator call from a burst's
+ * first release to its last refilling allocation is left out. The cost is the GPU idle while the
+ * host was in the remaining allocator calls, measured from the trace's API rows.
+ * docs/rules/allocator-churn.md has the decision, its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+/* A recurring pattern: costly allocator calls in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them ... */
+#define MIN_STEPS 3
+/* ... costing at least this share of the median step. */
+#define MIN_LOSS_SHARE 0.02
+/* Fewer steps than that: found when it costs MIN_LOSS_SHARE over the steady state, in at least
+ * this many steps. */
+#define MIN_RARE_STEPS 2
+
+#define RULE_ID "allocator-churn"
+
+struct step_sum {
+	int64_t calls, allocs, frees, bytes, host_ns, idle_ns;
+};
+
+/* An allocator call of device memory: ru_is_alloc_api() without the pinned host calls. */
+static int device_alloc_api(const char *name)
+{
+	return ru_is_alloc_api(name) && strncmp(name, "cudaMallocHost", 14) &&
+	       strncmp(name, "cudaFreeHost", 12) && strncmp(name, "cuMemAllocHost", 14) &&
+	       strncmp(name, "cuMemFreeHost", 13);
+}
+
+/* 1 when t lies in a release burst or the refill after it (the memory rules' time). */
+static int in_burst(const struct ru_mem *m, int64_t t)
+{
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
+
+		if (t >= b->t_first && t <= end)
+			return 1;
+	}
+	return 0;
+}
+
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
+		       int32_t n, size_t offset, int64_t *tmp)
+{
+	cJSON_AddNumberToObject(e, key,
+				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
+}
+
+static int is_step(const int32_t *steps, int32_t n, int32_t st)
+{
+	for (int32_t j = 0; j < n; j++)
+		if (steps[j] == st)
+			return 1;
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_mem m = {0};
+	struct step_sum *sum = NULL;
+	int64_t *idle = NULL, *tmp = NULL, sizes = 0, maxname = -1, best_ns = -1, best = -1;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	signed char *is_alloc = NULL;
+	struct ru_i64 seen = {0};
+	cs_report_finding *f = NULL;
+	struct ru_recur r;
+	char title[400], b1[32], b2[32], near[200] = "";
+	int rc;
+
+	if (steady <= 0 || a->napis == 0)
+		return 0;
+	rc = CS_ERR_NOMEM;
+	if (ru_mem_bursts(a, s, &m))
+		goto out;
+	sum = calloc((size_t)s->n, sizeof(*sum));
+	idle = calloc((size_t)s->n, sizeof(*idle));
+	tmp = calloc((size_t)s->n + (size_t)a->nmemory + 1, sizeof(*tmp));
+	for (int64_t i = 0; i < a->napis; i++)
+		if (a->apis[i].name_id > maxname)
+			maxname = a->apis[i].name_id;
+	is_alloc = malloc((size_t)maxname + 2);
+	if (!sum || !idle || !tmp || !is_alloc)
+		goto out;
+	memset(is_alloc, -1, (size_t)maxname + 2);
+	/* the allocator calls of the steady steps, outside the bursts */
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *x = &a->apis[i];
+		int32_t st;
+
+		if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
+		    x->end == CS_TS_UNKNOWN || x->end < x->start)
+			continue;
+		if (is_alloc[x->name_id] < 0)
+			is_alloc[x->name_id] =
+				(signed char)device_alloc_api(cs_analysis_string(a, x->name_id));
+		if (!is_alloc[x->name_id])
+			continue;
+		st = ru_steady_step(s, x->start);
+		if (st < 0 || in_burst(&m, x->start))
+			continue;
+		sum[st].calls++;
+		cs_sat_accum(&sum[st].host_ns, x->end - x->start);
+		sum[st].idle_ns +=
+			(x->end - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, x->end);
+	}
+	/* the device memory rows of those steps, outside the bursts */
+	for (int64_t i = 0; i < a->nmemory; i++) {
+		const cs_a_memory *x = &a->memory[i];
+		int32_t st;
+
+		if (x->pid != s->pid || x->result != 0 || !cs_a_memory_is_device(x))
+			continue;
+		st = ru_steady_step(s, x->start);
+		if (st < 0 || in_burst(&m, x->start))
+			continue;
+		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
+			sum[st].allocs++;
+			cs_sat_accum(&sum[st].bytes, x->bytes > 0 ? x->bytes : 0);
+			if (ru_i64_push(&seen, x->bytes))
+				goto out;
+		} else if (x->op == CS_MEMOP_FREE || x->op == CS_MEMOP_VMM_RELEASE) {
+			sum[st].frees++;
+		}
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		idle[i] = sum[i].allocs + sum[i].frees > 0 ? sum[i].idle_ns : 0;
+	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
+			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+		goto out_free;
+
+	rc = CS_ERR_NOMEM;
+	ru_sort_i64(seen.v, seen.n);
+	for (int64_t i = 0; i < seen.n; i++)
+		sizes += i == 0 || seen.v[i] != seen.v[i - 1];
+	if (r.near_loss)
+		snprintf(near, sizeof(near),
+			 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
+			 MIN_LOSS_SHARE * 100, r.share_lo * 100, r.share_hi * 100);
+	else if (r.near_steps)
+		snprintf(near, sizeof(near),
+			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+			 MIN_STEP_SHARE * 100, r.steps_lo * 100, r.steps_hi * 100);
+	{
+		int64_t al = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					     offsetof(struct step_sum, allocs), tmp),
+			fr = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					     offsetof(struct step_sum, frees), tmp);
+
+		if (r.recurring)
+			snprintf(
+				title, sizeof(title),
+				"device memory allocated and freed in every step (%lld "
+				"allocation%s, "
+				"%lld free%s per step, %lld sizes): %s of GPU idle per step in the "
+				"allocator calls (%.1f%%)%s",
+				(long long)al, al == 1 ? "" : "s", (long long)fr,
+				fr == 1 ? "" : "s", (long long)sizes,
+				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
+		else
+			snprintf(title, sizeof(title),
+				 "device memory allocated and freed in %d of %d steady steps: %s "
+				 "of GPU "
+				 "idle per step over the steady state in the allocator calls "
+				 "(%.1f%%)%s",
+				 (int)nsteps, (int)steady, ru_fmt_ns(b1, sizeof(b1), r.lost),
+				 r.share * 100, near);
+	}
+	f = cs_finding_new(
+		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		"Keep shapes fixed from step to step (pad or bucket variable lengths, "
+		"drop_last=True) "
+		"or allocate the largest shape once and use slices of it; with "
+		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator grows one segment "
+		"instead of allocating a block per new size.");
+	if (!f)
+		goto out;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto out;
+	f->lost_ns_per_step = r.lost;
+	f->step_share = r.share;
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *x = &a->apis[i];
+		int32_t st;
+
+		if (x->pid != s->pid || x->name_id < 0 || x->name_id > maxname ||
+		    is_alloc[x->name_id] != 1 || x->start == CS_TS_UNKNOWN ||
+		    x->end == CS_TS_UNKNOWN || x->end < x->start)
+			continue;
+		st = ru_steady_step(s, x->start);
+		if (st < 0 || in_burst(&m, x->start) || !is_step(steps, nsteps, st))
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = x->start;
+		f->last = x->end;
+		if (x->end - x->start > best_ns) {
+			best_ns = x->end - x->start;
+			best = i;
+		}
+	}
+	{
+		cJSON *e = f->evidence, *ex;
+
+		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, idle_ns), tmp);
+		add_median(e, "calls_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, calls), tmp);
+		add_median(e, "allocations_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, allocs), tmp);
+		add_median(e, "frees_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, frees), tmp);
+		add_median(e, "bytes_allocated_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, bytes), tmp);
+		add_median(e, "host_ns_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, host_ns), tmp);
+		cJSON_AddNumberToObject(e, "allocation_sizes", (double)sizes);
+		cJSON_AddNumberToObject(e, "release_bursts", m.n);
+		if (best >= 0) {
+			const cs_a_api *x = &a->apis[best];
+
+			ex = cJSON_AddObjectToObject(e, "longest_call");
+			if (!ex)
+				goto out;
+			cJSON_AddStringToObject(ex, "name", cs_analysis_string(a, x->name_id));
+			cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, x->start));
+			cJSON_AddNumberToObject(ex, "start", (double)x->start);
+			cJSON_AddNumberToObject(ex, "end", (double)x->end);
+			if (x->stack_id != CS_ID_NONE)
+				f->stack_id = x->stack_id;
+		}
+		cJSON_AddStringToObject(
+			e, "largest_step_allocation",
+			ru_fmt_bytes(b2, sizeof(b2), seen.n ? seen.v[seen.n - 1] : 0));
+		cJSON_AddNumberToObject(e, "steady_steps", steady);
+		cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+		ru_recur_evidence(e, &r, nsteps);
+	}
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	ru_mem_free(&m);
+	ru_i64_free(&seen);
+	free(is_alloc);
+	free(sum);
+	free(idle);
+	free(tmp);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_allocator_churn = {
+	RULE_ID,
+	"device memory allocated and freed through the steady steps (shapes that change every "
+	"step), outside any release burst; the GPU idles while the host is in the allocator calls",
+	"000 #5, 002 3.5",
+	run,
+};

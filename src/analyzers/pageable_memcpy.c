@@ -1,0 +1,303 @@
+/*
+ * pageable_memcpy.c - the pageable-memcpy rule: inside steady-state steps, host-to-device or
+ * device-to-host copies from or to pageable host memory (a tensor not made with pin_memory, a
+ * NumPy array), whose call holds the host while the driver stages the data through its own pinned
+ * buffer, so that the host launches nothing meanwhile and the GPU runs out of work. A copy asked
+ * for with non_blocking=True (cudaMemcpyAsync) is just as synchronous when the memory is pageable:
+ * the rule counts those apart, as the fix differs (the flag is there, the pinning is missing).
+ *
+ * A copy is pageable as the gate counts it (src/gate/metrics.c): a memcpy, not a memset, whose
+ * source or destination memory kind is pageable. The cost is the GPU idle while such a call held
+ * the host, as launch-starvation splits its gaps (cs_steps_idle_by_cause(), the pageable_copy
+ * cause): idle after a device-to-host wait is d2h-sync's and not counted again here.
+ * docs/rules/pageable-memcpy.md has the decision, its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+/* A recurring pattern: costly pageable copies in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them ... */
+#define MIN_STEPS 3
+/* ... costing at least this share of the median step. */
+#define MIN_LOSS_SHARE 0.02
+/* Fewer steps than that: a pattern in a few steps only, found when it costs MIN_LOSS_SHARE over
+ * the steady state; at least this many of them. */
+#define MIN_RARE_STEPS 2
+
+#define RULE_ID "pageable-memcpy"
+
+struct step_sum {
+	int64_t copies, h2d, d2h, nonblocking, bytes, host_ns, copy_ns, idle_ns;
+};
+
+static int is_pageable(const cs_a_copy *c)
+{
+	return !c->is_memset && (c->src_kind == CS_MEM_PAGEABLE || c->dst_kind == CS_MEM_PAGEABLE);
+}
+
+/*
+ * A device-to-host copy whose call overlaps a host wait that d2h-sync charges (a `.item()`, a
+ * synchronous cudaMemcpy of a scalar): the copy is there to read a value, not to move data, and
+ * its cost is d2h-sync's.
+ */
+static int d2h_owned(const cs_analysis *a, const struct ru_d2h *d, const cs_a_copy *c)
+{
+	if (c->copy_kind != CS_COPY_DTOH || c->launch_end == CS_TS_UNKNOWN)
+		return 0;
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
+		const cs_a_sync *y = &a->syncs[w->sync];
+		int64_t end = w->window_end > y->end ? w->window_end : y->end;
+
+		if (w->step >= 0 && ru_d2h_cost(w) > 0 && c->launch_start <= end &&
+		    y->start <= c->launch_end)
+			return 1;
+	}
+	return 0;
+}
+
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
+		       int32_t n, size_t offset, int64_t *tmp)
+{
+	cJSON_AddNumberToObject(e, key,
+				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
+}
+
+/* The copy of the affected steps that held the host longest, or -1. */
+static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+			    const int32_t *steps, int32_t nsteps)
+{
+	int64_t best = -1, best_ns = -1;
+
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int32_t st;
+		int in = 0;
+
+		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN ||
+		    c->launch_end == CS_TS_UNKNOWN || d2h_owned(a, d, c))
+			continue;
+		st = ru_steady_step(s, c->launch_start);
+		for (int32_t j = 0; j < nsteps && !in; j++)
+			in = steps[j] == st;
+		if (in && c->launch_end - c->launch_start > best_ns) {
+			best_ns = c->launch_end - c->launch_start;
+			best = i;
+		}
+	}
+	return best;
+}
+
+static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
+			int64_t *tmp, cs_report_finding *f)
+{
+	cJSON *e = f->evidence, *ex;
+	int64_t best = longest_copy(a, s, d, steps, nsteps);
+
+	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
+		   tmp);
+	add_median(e, "copies_per_step", sum, steps, nsteps, offsetof(struct step_sum, copies),
+		   tmp);
+	add_median(e, "h2d_per_step", sum, steps, nsteps, offsetof(struct step_sum, h2d), tmp);
+	add_median(e, "d2h_per_step", sum, steps, nsteps, offsetof(struct step_sum, d2h), tmp);
+	add_median(e, "non_blocking_per_step", sum, steps, nsteps,
+		   offsetof(struct step_sum, nonblocking), tmp);
+	add_median(e, "bytes_per_step", sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
+	add_median(e, "host_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, host_ns),
+		   tmp);
+	add_median(e, "copy_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, copy_ns),
+		   tmp);
+	if (best >= 0) {
+		const cs_a_copy *c = &a->copies[best];
+
+		ex = cJSON_AddObjectToObject(e, "longest_copy");
+		if (!ex)
+			return CS_ERR_NOMEM;
+		cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, c->launch_start));
+		cJSON_AddStringToObject(ex, "kind", cs_copy_kind_name(c->copy_kind));
+		cJSON_AddStringToObject(ex, "src", cs_mem_kind_name(c->src_kind));
+		cJSON_AddStringToObject(ex, "dst", cs_mem_kind_name(c->dst_kind));
+		cJSON_AddBoolToObject(ex, "async_call", c->is_async != 0);
+		cJSON_AddNumberToObject(ex, "bytes", (double)c->bytes);
+		cJSON_AddNumberToObject(ex, "call_start", (double)c->launch_start);
+		cJSON_AddNumberToObject(ex, "call_end", (double)c->launch_end);
+		cJSON_AddNumberToObject(ex, "copy_start", (double)c->start);
+		cJSON_AddNumberToObject(ex, "copy_end", (double)c->end);
+		cJSON_AddNumberToObject(ex, "stream", (double)c->stream_id);
+		if (c->stack_id != CS_ID_NONE)
+			f->stack_id = c->stack_id;
+	}
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct cs_rule_cache own = {0};
+	const struct ru_d2h *dd = NULL;
+	struct step_sum *sum = NULL;
+	int64_t *idle = NULL, *by_cause = NULL, *tmp = NULL, any = 0;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	cs_report_finding *f = NULL;
+	struct ru_recur r;
+	char title[400], b1[32], b2[32], b3[128] = "", b4[32];
+	int rc;
+
+	if (steady <= 0)
+		return 0;
+	for (int64_t i = 0; i < a->ncopies && !any; i++)
+		any = a->copies[i].pid == s->pid && is_pageable(&a->copies[i]);
+	if (!any)
+		return 0;
+	rc = CS_ERR_NOMEM;
+	sum = calloc((size_t)s->n, sizeof(*sum));
+	idle = calloc((size_t)s->n, sizeof(*idle));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	by_cause = calloc((size_t)s->n * CS_IDLE_NCAUSES, sizeof(*by_cause));
+	if (!sum || !idle || !tmp || !by_cause)
+		goto out;
+	if (ru_cached_d2h(ctx, &own, &dd))
+		goto out;
+	rc = cs_steps_idle_by_cause(a, s, by_cause, err);
+	if (rc)
+		goto out_free;
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		struct step_sum *x;
+		int32_t st;
+
+		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
+			continue;
+		st = ru_steady_step(s, c->launch_start);
+		if (st < 0 || d2h_owned(a, dd, c))
+			continue;
+		x = &sum[st];
+		x->copies++;
+		x->h2d += c->copy_kind == CS_COPY_HTOD;
+		x->d2h += c->copy_kind == CS_COPY_DTOH;
+		x->nonblocking += c->is_async != 0;
+		cs_sat_accum(&x->bytes, c->bytes > 0 ? c->bytes : 0);
+		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
+			cs_sat_accum(&x->host_ns, c->launch_end - c->launch_start);
+		if (c->end != CS_TS_UNKNOWN && c->start != CS_TS_UNKNOWN && c->end > c->start)
+			cs_sat_accum(&x->copy_ns, c->end - c->start);
+	}
+	/* the idle of a step charged to pageable copies, in the steps that made one */
+	for (int32_t i = 0; i < s->n; i++) {
+		sum[i].idle_ns = sum[i].copies
+					 ? by_cause[(size_t)i * CS_IDLE_NCAUSES + CS_IDLE_PAGEABLE]
+					 : 0;
+		idle[i] = sum[i].idle_ns;
+	}
+	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
+			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+		goto out_free;
+
+	rc = CS_ERR_NOMEM;
+	{
+		int64_t per = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					      offsetof(struct step_sum, copies), tmp),
+			nb = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					     offsetof(struct step_sum, nonblocking), tmp),
+			bytes = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+						offsetof(struct step_sum, bytes), tmp);
+		char near[200] = "";
+
+		if (nb > 0)
+			snprintf(b3, sizeof(b3), ", %lld of them non_blocking", (long long)nb);
+		if (r.near_loss)
+			snprintf(near, sizeof(near),
+				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
+				 MIN_LOSS_SHARE * 100, r.share_lo * 100, r.share_hi * 100);
+		else if (r.near_steps)
+			snprintf(near, sizeof(near),
+				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+				 MIN_STEP_SHARE * 100, r.steps_lo * 100, r.steps_hi * 100);
+		if (r.recurring)
+			snprintf(
+				title, sizeof(title),
+				"%lld cop%s of pageable host memory per step (%s%s) hold the host: "
+				"%s of GPU idle per step (%.1f%%)%s",
+				(long long)per, per == 1 ? "y" : "ies",
+				ru_fmt_bytes(b2, sizeof(b2), bytes), b3,
+				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
+		else
+			snprintf(
+				title, sizeof(title),
+				"copies of pageable host memory hold the host in %d of %d steady "
+				"steps: %s of GPU idle each time, %s per step over the steady "
+				"state (%.1f%%)%s",
+				(int)nsteps, (int)steady,
+				ru_fmt_ns(b4, sizeof(b4),
+					  ru_median_field(sum, sizeof(*sum), steps, nsteps,
+							  offsetof(struct step_sum, idle_ns), tmp)),
+				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
+	}
+	f = cs_finding_new(
+		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		"Copy from and to pinned host memory: DataLoader(pin_memory=True), "
+		"tensor.pin_memory() or a pinned buffer made once (torch.empty(..., "
+		"pin_memory=True)) and reused with copy_(); then non_blocking=True lets the host "
+		"go on launching while the copy runs. non_blocking=True alone does nothing for "
+		"pageable memory.");
+	if (!f)
+		goto out;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto out;
+	f->lost_ns_per_step = r.lost;
+	f->step_share = r.share;
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int32_t st;
+
+		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
+			continue;
+		st = ru_steady_step(s, c->launch_start);
+		if (st < 0 || idle[st] == 0 || d2h_owned(a, dd, c))
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = c->launch_start;
+		f->last = c->launch_end != CS_TS_UNKNOWN ? c->launch_end : c->launch_start;
+	}
+	if (add_evidence(a, s, dd, sum, steps, nsteps, tmp, f))
+		goto out;
+	ru_recur_evidence(f->evidence, &r, nsteps);
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	ru_cache_free(&own);
+	free(sum);
+	free(idle);
+	free(tmp);
+	free(by_cause);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_pageable_memcpy = {
+	RULE_ID,
+	"copies from or to pageable host memory in every step (non_blocking=True ones too) hold "
+	"the host, which launches nothing meanwhile, and the GPU idles",
+	"000 #7, 001 6.1.2",
+	run,
+};
