@@ -117,7 +117,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	char title[400], b1[32], b4[32];
+	char title[400], b1[32];
 	int rc;
 
 	if (steady <= 0)
@@ -166,32 +166,23 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		int64_t per =
 			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
 
-		char b2[96] = "", b3[96] = "";
+		char b2[96], b3[96], rare[200];
 
-		if (r.near_loss)
-			snprintf(b2, sizeof(b2),
-				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
-				 MIN_LOSS_SHARE * 100, r.share_lo * 100, r.share_hi * 100);
-		if (r.near_steps)
-			snprintf(b3, sizeof(b3),
-				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
-				 MIN_STEP_SHARE * 100, r.steps_lo * 100, r.steps_hi * 100);
+		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
 		if (r.recurring)
 			snprintf(title, sizeof(title),
-				 "device-to-host copy and host wait drain the GPU %lld time%s per step: "
-				 "%s of GPU idle per step (%.1f%%)%s%s",
-				 (long long)per, per == 1 ? "" : "s", ru_fmt_ns(b1, sizeof(b1), r.lost),
-				 r.share * 100, b2, b3);
-		else
-			snprintf(title, sizeof(title),
-				 "device-to-host copy and host wait drain the GPU in %d of %d steady "
-				 "steps: %s of GPU idle each time, %s per step over the steady state "
-				 "(%.1f%%)%s",
-				 (int)nsteps, (int)steady,
-				 ru_fmt_ns(b4, sizeof(b4),
+				 "device-to-host copy and host wait drain the GPU %lld time%s per "
+				 "step: %s of GPU idle per step (%.1f%%)%s%s",
+				 (long long)per, per == 1 ? "" : "s",
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2, b3);
+		else {
+			ru_recur_rare_text(&r, nsteps,
 					   median_field(sum, steps, nsteps,
-							offsetof(struct step_sum, idle_ns), tmp)),
-				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2);
+							offsetof(struct step_sum, idle_ns), tmp),
+					   rare, sizeof(rare));
+			snprintf(title, sizeof(title),
+				 "device-to-host copy and host wait drain the GPU %s%s", rare, b2);
+		}
 	}
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */

@@ -152,7 +152,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	char title[400], b1[32], b2[32], b3[128] = "", b4[32];
+	char title[400], b1[32], b2[32], b3[128] = "";
 	int rc;
 
 	if (steady <= 0)
@@ -220,14 +220,14 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 		if (nb > 0)
 			snprintf(b3, sizeof(b3), ", %lld of them non_blocking", (long long)nb);
-		if (r.near_loss)
-			snprintf(near, sizeof(near),
-				 "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
-				 MIN_LOSS_SHARE * 100, r.share_lo * 100, r.share_hi * 100);
-		else if (r.near_steps)
-			snprintf(near, sizeof(near),
-				 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
-				 MIN_STEP_SHARE * 100, r.steps_lo * 100, r.steps_hi * 100);
+		{
+			char steps_near[96];
+
+			/* one of the two: the cost's margin first */
+			ru_recur_near_text(&r, near, sizeof(near), steps_near, sizeof(steps_near));
+			if (!near[0])
+				snprintf(near, sizeof(near), "%s", steps_near);
+		}
 		if (r.recurring)
 			snprintf(
 				title, sizeof(title),
@@ -236,17 +236,16 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 				(long long)per, per == 1 ? "y" : "ies",
 				ru_fmt_bytes(b2, sizeof(b2), bytes), b3,
 				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
-		else
-			snprintf(
-				title, sizeof(title),
-				"copies of pageable host memory hold the host in %d of %d steady "
-				"steps: %s of GPU idle each time, %s per step over the steady "
-				"state (%.1f%%)%s",
-				(int)nsteps, (int)steady,
-				ru_fmt_ns(b4, sizeof(b4),
-					  ru_median_field(sum, sizeof(*sum), steps, nsteps,
-							  offsetof(struct step_sum, idle_ns), tmp)),
-				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
+		else {
+			char rare[200];
+
+			ru_recur_rare_text(&r, nsteps,
+					   ru_median_field(sum, sizeof(*sum), steps, nsteps,
+							   offsetof(struct step_sum, idle_ns), tmp),
+					   rare, sizeof(rare));
+			snprintf(title, sizeof(title),
+				 "copies of pageable host memory hold the host %s%s", rare, near);
+		}
 	}
 	f = cs_finding_new(
 		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,

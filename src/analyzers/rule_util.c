@@ -1174,9 +1174,11 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		goto out;
 	}
 	if (is_rare) {
-		/* what it cost over the steady state, per step; else near the threshold, or nothing */
+		/* what it cost over the steady state, per step; else near the threshold, or nothing
+		 */
 		int64_t total = rare_total(a, s, m, keep, hit), amortized = total / steady;
-		double share = ctx->step_median > 0 ? (double)amortized / (double)ctx->step_median : 0;
+		double share =
+			ctx->step_median > 0 ? (double)amortized / (double)ctx->step_median : 0;
 
 		if (share >= rare_min_share) {
 			sum.rare = 1;
@@ -1583,6 +1585,31 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 	r->near_loss = r->share_lo < min_loss_share;
 	r->near = r->near_loss || r->near_steps;
 	return 1;
+}
+
+void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, char *steps,
+			size_t steps_size)
+{
+	loss[0] = steps[0] = '\0';
+	if (r->near_loss)
+		snprintf(loss, loss_size, "; near the %.0f%% threshold (95%% interval %.1f-%.1f%%)",
+			 r->min_loss_share * 100, r->share_lo * 100, r->share_hi * 100);
+	if (r->near_steps)
+		snprintf(steps, steps_size,
+			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
+			 r->min_step_share * 100, r->steps_lo * 100, r->steps_hi * 100);
+}
+
+void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, char *buf,
+			size_t size)
+{
+	char b1[32], b2[32];
+
+	snprintf(buf, size,
+		 "in %d of %d steady steps: %s of GPU idle each time, %s per step over the steady "
+		 "state (%.1f%%)",
+		 (int)nsteps, (int)r->steady, ru_fmt_ns(b1, sizeof(b1), each),
+		 ru_fmt_ns(b2, sizeof(b2), r->lost), r->share * 100);
 }
 
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)

@@ -138,7 +138,8 @@ static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
 /* A burst: at least this many releases with no allocation between them. */
 #define RU_BURST_MIN_RELEASES 3
 /* A pattern seen in a few steps only (every Nth step) counts when it recurs: at least this many
- * steps have it, and it costs at least RU_MIN_LOSS_SHARE of the median step over the steady state. */
+ * steps have it, and it costs at least RU_MIN_LOSS_SHARE of the median step over the steady state.
+ */
 #define RU_RARE_MIN_STEPS 2
 #define RU_MIN_LOSS_SHARE 0.02
 
@@ -189,15 +190,15 @@ struct ru_mem {
  * caching allocator when a failed allocation comes right before it, or when it interrupts
  * allocating (fewer kernels launched since the previous allocation than half a regular step's:
  * the median kernels of the steady steps) and is followed at once (no GPU work launched in
- * between) by an allocation that would not have fit under the highest reserved level; a backtrace of the first release, when the
- * trace has one, decides instead (emptyCache, or the allocator's release_cached_blocks). A retry is
- * direct when a failed allocation came before it and an allocation follows it with no GPU work
- * launched in between: the driver refused, the allocator released and asked again. A failed
- * allocation stays pending across a run of fewer than RU_BURST_MIN_RELEASES releases (the pages
- * created for the failed request, released before the allocator frees its cache), until an
- * allocation succeeds or a burst takes it. A burst is at a phase switch when its step, or the step
- * before, has another kernel count than the steady steps' median (the work of another phase, an
- * evaluation or a checkpoint, ran in it).
+ * between) by an allocation that would not have fit under the highest reserved level; a backtrace
+ * of the first release, when the trace has one, decides instead (emptyCache, or the allocator's
+ * release_cached_blocks). A retry is direct when a failed allocation came before it and an
+ * allocation follows it with no GPU work launched in between: the driver refused, the allocator
+ * released and asked again. A failed allocation stays pending across a run of fewer than
+ * RU_BURST_MIN_RELEASES releases (the pages created for the failed request, released before the
+ * allocator frees its cache), until an allocation succeeds or a burst takes it. A burst is at a
+ * phase switch when its step, or the step before, has another kernel count than the steady steps'
+ * median (the work of another phase, an evaluation or a checkpoint, ran in it).
  */
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
 void ru_mem_free(struct ru_mem *m);
@@ -235,9 +236,9 @@ struct ru_mem_summary {
 	 * it, and whether the interval holds the threshold (the finding is then info) */
 	double step_share, step_share_lo, step_share_hi, min_step_share;
 	int near;
-	int rare;	    /* in a few steps only, reported for its cost over the steady state */
-	int64_t lost_each;  /* with rare: the mean cost in an affected step */
-	int64_t *tmp; /* scratch for a rule's own medians: room for m->n and s->n values */
+	int rare;	   /* in a few steps only, reported for its cost over the steady state */
+	int64_t lost_each; /* with rare: the mean cost in an affected step */
+	int64_t *tmp;	   /* scratch for a rule's own medians: room for m->n and s->n values */
 };
 
 /*
@@ -338,7 +339,7 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 struct ru_recur {
 	int recurring, near, near_loss, near_steps;
 	int32_t steady;
-	int64_t lost; /* per step */
+	int64_t lost;			  /* per step */
 	double share, share_lo, share_hi; /* lost / step_median, and its interval */
 	double steps_lo, steps_hi;	  /* interval of the share of steady steps */
 	double min_loss_share, min_step_share;
@@ -347,7 +348,16 @@ struct ru_recur {
  * tmp: room for nsteps values. 1: a finding, in r; 0: none. */
 int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost, int32_t *steps,
 		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,
-		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp, struct ru_recur *r);
+		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp,
+		    struct ru_recur *r);
+/* The title's "; near the N% threshold (95% interval a-b%)" for the cost (loss) and for the share
+ * of steps (steps), each empty unless r is near that threshold. */
+void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, char *steps,
+			size_t steps_size);
+/* The title's "in K of N steady steps: X of GPU idle each time, Y per step over the steady state
+ * (Z%)" of a pattern in a few steps (each: the cost in one of them). */
+void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, char *buf,
+			size_t size);
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
