@@ -1,0 +1,478 @@
+/*
+ * rulesim.c - running a rule on a trace, and the simulator of synthetic traces (rulesim.h).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rulesim.h"
+#include "testutil.h"
+
+char *tmp_dir;
+
+/* ---- running a rule ---- */
+
+int collect(cs_rule_ctx *ctx, cs_report_finding *f)
+{
+	struct found *c = ctx->priv;
+
+	ck_assert_int_lt(c->n, 8);
+	c->v[c->n] = *f;
+	f->title = f->fix = NULL;
+	f->steps = NULL;
+	f->nsteps = 0;
+	f->evidence = NULL;
+	c->n++;
+	return 0;
+}
+
+void found_free(struct found *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		free(c->v[i].title);
+		free(c->v[i].fix);
+		free(c->v[i].steps);
+		cJSON_Delete(c->v[i].evidence);
+	}
+	c->n = 0;
+}
+
+void load(struct loaded *l, const char *path, const cs_step_opts *o)
+{
+	cs_error err = {0, ""};
+	int64_t p10, p90;
+
+	ck_assert_msg(cs_trace_open(path, &l->t, &err) == 0, "open %s: %s", path, err.msg);
+	ck_assert_msg(cs_analysis_load(l->t, &l->a, &err) == 0, "load %s: %s", path, err.msg);
+	ck_assert_msg(cs_steps_detect(&l->a, o, &l->s, &err) == 0, "steps %s: %s", path, err.msg);
+	cs_steps_duration_stats(&l->s, &l->median, &p10, &p90);
+}
+
+void unload(struct loaded *l)
+{
+	cs_steps_free(&l->s);
+	cs_analysis_free(&l->a);
+	cs_trace_close(l->t);
+}
+
+void run_rule(struct loaded *l, const char *id, struct found *out)
+{
+	const cs_analyzer *r = cs_analyzer_find(id);
+	cs_rule_ctx ctx;
+	cs_error err = {0, ""};
+
+	ck_assert_msg(r != NULL, "no rule %s", id);
+	memset(out, 0, sizeof(*out));
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.a = &l->a;
+	ctx.steps = &l->s;
+	ctx.step_median = l->median;
+	ctx.emit = collect;
+	ctx.priv = out;
+	ck_assert_msg(r->run(&ctx, &err) == 0, "rule %s: %s", id, err.msg);
+	for (int i = 0; i < out->n; i++) {
+		const cs_report_finding *f = &out->v[i];
+
+		ck_assert_str_eq(f->rule, id);
+		ck_assert(f->severity >= CS_SEV_INFO && f->severity <= CS_SEV_ERROR);
+		ck_assert(f->title && f->title[0] && f->fix && f->fix[0]);
+		ck_assert(cJSON_IsObject(f->evidence));
+		ck_assert(f->lost_ns_per_step >= 0);
+		/* findings are about steady-state steps only */
+		for (int32_t j = 0; j < f->nsteps; j++) {
+			ck_assert(f->steps[j] >= 0 && f->steps[j] < l->s.n);
+			ck_assert_msg(!l->s.v[f->steps[j]].warmup, "%s: warm-up step %d", id,
+				      f->steps[j]);
+		}
+	}
+}
+
+/* ---- synthetic traces ---- */
+
+int64_t name_id(struct sim *m, const char *name)
+{
+	int64_t id = cs_writer_intern(m->w, name);
+
+	ck_assert(id >= 0);
+	return id;
+}
+
+void sim_open(struct sim *m, const char *file)
+{
+	cs_error err = {0, ""};
+	cs_process p;
+	cs_device d;
+
+	memset(m, 0, sizeof(*m));
+	m->path = tu_path(tmp_dir, file);
+	ck_assert_msg(cs_writer_open(m->path, 1, &m->w, &err) == 0, "writer: %s", err.msg);
+	memset(&p, 0, sizeof(p));
+	p.pid = PID;
+	p.start = p.end = CS_TS_UNKNOWN;
+	p.rank = p.local_rank = p.world_size = CS_ID_NONE;
+	p.exit_code = 0;
+	p.used_cuda = 1;
+	ck_assert_int_eq(cs_writer_add_process(m->w, &p), 0);
+	memset(&d, 0, sizeof(d));
+	d.pid = PID;
+	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+	d.name = "Test GPU";
+	d.total_memory = 80 * GIB;
+	d.sm_count = 132;
+	d.compute_major = 9;
+	ck_assert_int_eq(cs_writer_add_device(m->w, &d), 0);
+	m->h = 1 * MS;
+	m->step_text = name_id(m, "step");
+	m->addr = 0x7f0000000000LL;
+	m->launch_ns = 5 * US;
+	m->mem_stack = CS_ID_NONE;
+}
+
+void sim_finish(struct sim *m)
+{
+	cs_error err = {0, ""};
+
+	ck_assert_msg(cs_writer_finish(m->w, &err) == 0, "finish: %s", err.msg);
+}
+
+int64_t gpu_end(const struct sim *m)
+{
+	int64_t e = 0;
+
+	for (int i = 0; i < 16; i++)
+		if (m->g[i] > e)
+			e = m->g[i];
+	return e;
+}
+
+void sim_host(struct sim *m, int64_t ns)
+{
+	m->h += ns;
+}
+
+/* Start of GPU work launched now on a stream: after the launch and after the stream's work. */
+int64_t next_start(struct sim *m, int stream)
+{
+	int64_t s = m->h + m->launch_ns + 1 * US;
+
+	return s > m->g[stream] + 1 * US ? s : m->g[stream] + 1 * US;
+}
+
+void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.launch_start = m->h;
+	k.launch_end = m->h + m->launch_ns;
+	k.start = next_start(m, stream);
+	k.end = k.start + dur;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.pid = PID;
+	k.launch_tid = TID;
+	k.launch_cbid = CS_ID_NONE;
+	k.stream_id = (uint32_t)stream;
+	k.correlation_id = ++m->corr;
+	k.grid_x = 64;
+	k.grid_y = k.grid_z = 1;
+	k.block_x = 256;
+	k.block_y = k.block_z = 1;
+	k.graph_id = k.graph_node_id = CS_ID_NONE;
+	k.name_id = name;
+	k.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
+	m->g[stream] = k.end;
+	m->h = k.launch_end;
+}
+
+void sim_kernel(struct sim *m, int stream, int64_t dur)
+{
+	sim_kernel_named(m, stream, name_id(m, "_ZN2at6native18elementwise_kernelEv"), dur);
+}
+
+/* A device-to-host copy into pinned memory (async) or pageable memory (a synchronous memcpy). */
+void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + m->launch_ns;
+	c.start = next_start(m, stream);
+	c.end = c.start + 2 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = (uint32_t)stream;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_DTOH;
+	c.src_kind = CS_MEM_DEVICE;
+	c.dst_kind = async ? CS_MEM_PINNED : CS_MEM_PAGEABLE;
+	c.is_async = async;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = bytes;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = stack;
+	m->g[stream] = c.end;
+	if (!async) {
+		/* the host waits in the memcpy call until the copy is done: a sync row of its own
+		 */
+		cs_sync y;
+
+		c.launch_end = c.end + 2 * US;
+		memset(&y, 0, sizeof(y));
+		y.start = c.launch_start;
+		y.end = c.launch_end;
+		y.pid = PID;
+		y.tid = TID;
+		y.stream_id = stream;
+		y.event_id = CS_ID_NONE;
+		y.type = CS_SYNC_MEMCPY;
+		y.cbid = CS_ID_NONE;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = stack;
+		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	}
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->h = c.launch_end;
+}
+
+/*
+ * A host-to-device copy on a stream: from pinned memory, launched asynchronously; or from
+ * pageable memory, a call that holds the host for hold_ns while the driver stages the data, then
+ * waits for the copy (a sync row of its own, as sim_d2h).
+ */
+void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hold_ns)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + m->launch_ns;
+	c.start = next_start(m, stream);
+	if (pageable && c.start < m->h + hold_ns)
+		c.start = m->h + hold_ns;
+	c.end = c.start + 2 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = (uint32_t)stream;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = pageable ? CS_MEM_PAGEABLE : CS_MEM_PINNED;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = !pageable || m->h2d_async;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = bytes;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = CS_ID_NONE;
+	m->g[stream] = c.end;
+	if (pageable) {
+		cs_sync y;
+
+		c.launch_end = c.end + 2 * US;
+		memset(&y, 0, sizeof(y));
+		y.start = c.launch_start;
+		y.end = c.launch_end;
+		y.pid = PID;
+		y.tid = TID;
+		y.stream_id = stream;
+		y.event_id = CS_ID_NONE;
+		y.type = CS_SYNC_MEMCPY;
+		y.cbid = CS_ID_NONE;
+		y.api_kind = CS_API_RUNTIME;
+		y.stack_id = CS_ID_NONE;
+		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	}
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->h = c.launch_end;
+}
+
+/* One launch of a CUDA graph of n kernels of dur each, which run back to back on a stream. */
+void sim_graph_launch(struct sim *m, int stream, int n, int64_t dur)
+{
+	int64_t ls = m->h, le = m->h + m->launch_ns;
+
+	for (int i = 0; i < n; i++) {
+		cs_kernel k;
+
+		memset(&k, 0, sizeof(k));
+		k.launch_start = ls;
+		k.launch_end = le;
+		k.start = i == 0 ? next_start(m, stream) : m->g[stream] + 1 * US;
+		k.end = k.start + dur;
+		k.queued = k.submitted = CS_TS_UNKNOWN;
+		k.pid = PID;
+		k.launch_tid = TID;
+		k.launch_cbid = CS_ID_NONE;
+		k.stream_id = (uint32_t)stream;
+		k.correlation_id = ++m->corr;
+		k.grid_x = 64;
+		k.grid_y = k.grid_z = 1;
+		k.block_x = 256;
+		k.block_y = k.block_z = 1;
+		k.graph_id = 1;
+		k.graph_node_id = i;
+		k.name_id = name_id(m, "_ZN2at6native18elementwise_kernelEv");
+		k.stack_id = CS_ID_NONE;
+		ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
+		m->g[stream] = k.end;
+	}
+	m->h = le;
+}
+
+/*
+ * A sync row. Host waits (stream/context/event synchronize) last until until (the GPU work they
+ * wait for is done); queries and stream-wait-event take a few microseconds of host time.
+ */
+void sim_sync(struct sim *m, int type, int stream, int64_t until, int64_t stack)
+{
+	cs_sync y;
+
+	memset(&y, 0, sizeof(y));
+	y.start = m->h;
+	y.end = cs_sync_type_is_host_wait(type) && until > m->h ? until + 3 * US : m->h + 2 * US;
+	y.pid = PID;
+	y.tid = TID;
+	y.stream_id = stream;
+	y.event_id = type == CS_SYNC_STREAM_SYNCHRONIZE ? CS_ID_NONE : 3;
+	y.type = type;
+	y.cbid = CS_ID_NONE;
+	y.api_kind = CS_API_RUNTIME;
+	y.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	m->h = y.end + 1 * US;
+}
+
+/*
+ * An allocator call (API row and memory row) named after its op (cudaMalloc, cudaFree,
+ * cuMemCreate, cuMemRelease); with wait, it waits for the GPU first, as cudaFree does.
+ */
+void sim_mem_call(struct sim *m, int op, int64_t bytes, int64_t address, int result, int64_t api_ns,
+		  int wait)
+{
+	int is_free = op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE;
+	const char *name = op == CS_MEMOP_VMM_CREATE	? "cuMemCreate"
+			   : op == CS_MEMOP_VMM_RELEASE ? "cuMemRelease"
+			   : is_free			? "cudaFree_v3020"
+							: "cudaMalloc_v3020";
+	cs_api x;
+	cs_memory r;
+
+	memset(&x, 0, sizeof(x));
+	x.start = m->h;
+	x.end = m->h + api_ns;
+	if (wait && gpu_end(m) + api_ns > x.end)
+		x.end = gpu_end(m) + api_ns;
+	x.pid = PID;
+	x.tid = TID;
+	x.api_kind = CS_API_RUNTIME;
+	x.cbid = is_free ? 22 : 20;
+	x.correlation_id = ++m->corr;
+	x.result = result;
+	x.name_id = name_id(m, name);
+	x.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
+	memset(&r, 0, sizeof(r));
+	r.start = x.end - 1 * US;
+	r.pid = PID;
+	r.tid = TID;
+	r.stream_id = CS_ID_NONE;
+	r.correlation_id = x.correlation_id;
+	r.op = op;
+	r.mem_kind = m->mem_kind ? m->mem_kind : CS_MEM_DEVICE;
+	r.result = result;
+	r.cbid = x.cbid;
+	r.address = (uint64_t)address;
+	r.bytes = bytes;
+	r.stack_id = m->mem_stack;
+	ck_assert_int_eq(cs_writer_add_memory(m->w, &r), 0);
+	m->h = x.end + 1 * US;
+}
+
+/* An allocator call; frees wait for the GPU first, as cudaFree does. */
+void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int result, int64_t api_ns)
+{
+	sim_mem_call(m, op, bytes, address, result, api_ns,
+		     op == CS_MEMOP_FREE || op == CS_MEMOP_VMM_RELEASE);
+}
+
+int64_t sim_alloc(struct sim *m, int64_t bytes)
+{
+	m->addr += 0x10000000;
+	sim_mem(m, CS_MEMOP_ALLOC, bytes, m->addr, 0, 100 * US);
+	return m->addr;
+}
+
+void sim_step_begin(struct sim *m)
+{
+	m->step_start = m->h;
+}
+
+void sim_step_end(struct sim *m)
+{
+	cs_nvtx n;
+
+	memset(&n, 0, sizeof(n));
+	n.start = m->step_start;
+	n.end = m->h;
+	n.pid = PID;
+	n.tid = n.end_tid = TID;
+	n.type = CS_NVTX_PUSHPOP;
+	n.depth = 0;
+	n.domain_id = CS_ID_NONE;
+	n.text_id = m->step_text;
+	n.range_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_nvtx(m->w, &n), 0);
+	sim_host(m, 10 * US);
+}
+
+/* Load a synthetic trace with its NVTX steps (2 of them warm-up) and run one rule on it. */
+void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l)
+{
+	cs_step_opts o = {"step", 2, 0};
+
+	load(l, m->path, &o);
+	ck_assert_int_eq(l->s.method, CS_STEPS_NVTX);
+	run_rule(l, id, f);
+}
+
+/* How many rules of a synthetic trace found something; f keeps the findings of rule id. */
+int synthetic_count(struct sim *m, const char *id, struct found *f)
+{
+	struct loaded l;
+
+	run_synthetic(m, id, f, &l);
+	unload(&l);
+	return f->n;
+}
+
+/* A GPU-bound step: 40 kernels of 100 us queued far ahead of the GPU. */
+void busy_step(struct sim *m)
+{
+	for (int i = 0; i < 40; i++)
+		sim_kernel(m, 7, 100 * US);
+}
+
+/* One query (cudaEventQuery / cudaStreamQuery) of the host with its result: 0 done, 600 not ready.
+ */
+void sim_query(struct sim *m, int type, int stream, int result)
+{
+	cs_sync y;
+
+	memset(&y, 0, sizeof(y));
+	y.start = m->h;
+	y.end = m->h + 2 * US;
+	y.pid = PID;
+	y.tid = TID;
+	y.stream_id = stream;
+	y.event_id = 3;
+	y.type = type;
+	y.cbid = CS_ID_NONE;
+	y.api_kind = CS_API_RUNTIME;
+	y.result = result;
+	y.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
+	m->h = y.end + 1 * US;
+}

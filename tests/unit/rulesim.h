@@ -1,0 +1,89 @@
+/*
+ * rulesim.h - what the rule tests share: running one rule through the analysis API
+ * (cs_analysis_load, cs_steps_detect, a cs_rule_ctx whose emit keeps the findings) and a small
+ * simulator that writes synthetic traces of one process. Each rule's tests (test_rules*.c) link
+ * rulesim.c.
+ */
+#ifndef CUSCOPE_TESTS_RULESIM_H
+#define CUSCOPE_TESTS_RULESIM_H
+
+#include <stdint.h>
+
+#include "cuscope/analyze.h"
+
+#define PID   4242
+#define TID   4242
+#define US    1000LL
+#define MS    1000000LL
+#define MIB   (1024LL * 1024)
+#define GIB   (1024LL * MIB)
+#define STEPS 20
+
+/* the test program's temporary directory (set in its main, before any sim_open) */
+extern char *tmp_dir;
+
+struct found {
+	cs_report_finding v[8];
+	int n;
+};
+
+struct loaded {
+	cs_trace *t;
+	cs_analysis a;
+	cs_steps s;
+	int64_t median;
+};
+
+/*
+ * A small simulator of one process: a host clock and, per stream, the end of the GPU work queued
+ * on it. Launches take launch_ns of host time; GPU work starts after its launch and after the
+ * stream's previous work. Steps are NVTX ranges named "step".
+ */
+struct sim {
+	cs_trace_writer *w;
+	char *path;
+	int64_t h;     /* host time */
+	int64_t g[16]; /* per stream: end of its GPU work */
+	uint64_t corr;
+	int64_t step_start;
+	int64_t step_text;
+	int64_t addr;
+	int64_t launch_ns;
+	int64_t mem_stack; /* stack of the memory rows written */
+	int mem_kind;	   /* of the memory rows written; 0: device */
+	int h2d_async;	   /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
+};
+
+int collect(cs_rule_ctx *ctx, cs_report_finding *f);
+void found_free(struct found *c);
+void load(struct loaded *l, const char *path, const cs_step_opts *o);
+void unload(struct loaded *l);
+/* Runs rule id on a loaded trace and checks what every finding must hold. */
+void run_rule(struct loaded *l, const char *id, struct found *out);
+
+int64_t name_id(struct sim *m, const char *name);
+void sim_open(struct sim *m, const char *file);
+void sim_finish(struct sim *m);
+int64_t gpu_end(const struct sim *m);
+void sim_host(struct sim *m, int64_t ns);
+int64_t next_start(struct sim *m, int stream);
+void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur);
+void sim_kernel(struct sim *m, int stream, int64_t dur);
+void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack);
+void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hold_ns);
+void sim_graph_launch(struct sim *m, int stream, int n, int64_t dur);
+void sim_sync(struct sim *m, int type, int stream, int64_t until, int64_t stack);
+void sim_mem_call(struct sim *m, int op, int64_t bytes, int64_t address, int result, int64_t api_ns,
+		  int wait);
+void sim_mem(struct sim *m, int op, int64_t bytes, int64_t address, int result, int64_t api_ns);
+int64_t sim_alloc(struct sim *m, int64_t bytes);
+void sim_step_begin(struct sim *m);
+void sim_step_end(struct sim *m);
+void sim_query(struct sim *m, int type, int stream, int result);
+/* Loads a synthetic trace with its NVTX steps (2 of them warm-up) and runs one rule on it. */
+void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l);
+/* How many findings rule id makes on a synthetic trace; f keeps them. */
+int synthetic_count(struct sim *m, const char *id, struct found *f);
+void busy_step(struct sim *m);
+
+#endif
