@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 
@@ -29,7 +30,9 @@ static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
 static uint8_t rt_wait[RT_MAX], drv_wait[DRV_MAX]; /* the host waits for the GPU in this call */
 static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
 static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
-static int api_all, api_census, api_stacks;
+static int api_all, api_census, api_stacks, api_noop;
+static _Atomic uint64_t census_cb_calls,
+	census_cb_ns; /* census: calls of the callback, time in it */
 
 /* The calls whose stack is captured with --backtrace: what analyzers blame. */
 static int class_wants_stack(int cls)
@@ -103,8 +106,7 @@ static void api_fill_args(struct cs_rec_api *r, int cls, const void *params, int
 	}
 }
 
-void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-			      const void *data)
+static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -112,7 +114,6 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	uint64_t now;
 	int cls;
 
-	(void)userdata;
 	if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
 	if (runtime) {
@@ -164,6 +165,32 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		cs_inject_after_wait(now);
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data)
+{
+	uint64_t t0;
+
+	(void)userdata;
+	if (api_noop)
+		return;
+	if (!api_census) {
+		api_callback(domain, cbid, data);
+		return;
+	}
+	t0 = monotonic_ns();
+	api_callback(domain, cbid, data);
+	atomic_fetch_add(&census_cb_ns, monotonic_ns() - t0);
+	atomic_fetch_add(&census_cb_calls, 1);
+}
+
 /* 1 for the calls in which the host waits for the GPU: synchronizations, and the copies and sets
  * without Async in their name. */
 static int class_is_wait(int cls, const char *name)
@@ -206,10 +233,12 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 	return enabled;
 }
 
-int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks)
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks,
+		  int noop)
 {
 	int n = 0;
 
+	api_noop = noop;
 	api_stacks = stacks;
 	api_all = all;
 	api_census = census;
@@ -243,4 +272,8 @@ void cs_api_census_report(void)
 		return;
 	census_print_domain("runtime", CUPTI_CB_DOMAIN_RUNTIME_API, rt_count, RT_MAX, rt_class);
 	census_print_domain("driver", CUPTI_CB_DOMAIN_DRIVER_API, drv_count, DRV_MAX, drv_class);
+	fprintf(stderr, "cuscope census: callbacks %llu, %.1f ns each in cuscope's code\n",
+		(unsigned long long)atomic_load(&census_cb_calls),
+		census_cb_calls ? (double)atomic_load(&census_cb_ns) / (double)census_cb_calls
+				: 0.0);
 }

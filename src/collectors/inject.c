@@ -44,6 +44,8 @@
  *                    per thread (spool_out.c)
  *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
  *                    leave one source or mechanism out (to measure what each costs)
+ *   cb_noop          the API callbacks are enabled but return at once (CUPTI's cost of them
+ *                    without cuscope's code; records no API calls)
  *
  * Nothing here may crash, hang or change the program: every failure turns recording off and
  * returns.
@@ -76,10 +78,11 @@ struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
 	char *capture_nvtx;			       /* fnmatch pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
-	int cb_domains;				       /* 1 runtime, 2 driver, 3 both (default) */
-	int backtrace; /* capture stacks at waits, copies, allocations and frees */
-	int no_pool;   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
-	int staging;   /* events through per-thread staging buffers (spool_out.c) */
+	int cb_noop;	/* callbacks enabled, returning at once: CUPTI's own cost of them */
+	int cb_domains; /* 1 runtime, 2 driver, 3 both (default) */
+	int backtrace;	/* capture stacks at waits, copies, allocations and frees */
+	int no_pool;	/* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
+	int staging;	/* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -88,11 +91,8 @@ struct inject_options {
 	int no_signals;
 };
 
-static struct inject_options opts = {.cupti_buffers = 8,
-				     .flush_ms = 200,
-				     .wait_flush_ms = 20,
-				     .cb_domains = 3,
-				     .staging = 1};
+static struct inject_options opts = {
+	.cupti_buffers = 8, .flush_ms = 200, .wait_flush_ms = 20, .cb_domains = 3, .staging = 1};
 static CUpti_SubscriberHandle subscriber;
 static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
@@ -169,6 +169,8 @@ static void parse_options(void)
 			opts.quiet = 1;
 		else if (strcmp(tok, "no_callbacks") == 0)
 			opts.no_callbacks = 1;
+		else if (strcmp(tok, "cb_noop") == 0)
+			opts.cb_noop = 1;
 		else if (strcmp(tok, "backtrace") == 0)
 			opts.backtrace = 1;
 		else if (strcmp(tok, "no_pool") == 0)
@@ -329,7 +331,8 @@ void cs_inject_after_wait(uint64_t now)
 	 * that in a loop that waits often the decoding stays off the waiting thread; past that (a
 	 * GPU-bound stretch without waits, or the first wait) the waiting thread flushes itself, so
 	 * that a process that ends right after the wait keeps what completed before it. */
-	if (now < atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + 2 * wait_flush_gap()) {
+	if (now <
+	    atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + 2 * wait_flush_gap()) {
 		if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
 		    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
 			wake(wake_fd);
@@ -755,7 +758,7 @@ int InitializeInjection(void)
 		opts.backtrace = 0;
 	if (!opts.no_callbacks)
 		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
-			      opts.backtrace);
+			      opts.backtrace, opts.cb_noop);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

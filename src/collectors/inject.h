@@ -15,7 +15,8 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 			      const void *data);
 /* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both); returns
  * how many ids were enabled. */
-int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks);
+int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks,
+		  int noop);
 /* Print the per-API call counts of census mode on stderr. */
 void cs_api_census_report(void);
 

@@ -3,12 +3,17 @@
 # side by side on the GPU machine in one command (docs/performance.md, "Launch loop").
 #
 #   bash tests/gpu/launch_variants.sh [ROUNDS] [LAUNCHES]     (defaults 7 and 200000; OUT defaults to ./gpu-out)
+#   LAUNCH_PROGRAM=torch bash tests/gpu/launch_variants.sh 5 100000
 #
-# Runs tests/gpu/programs/launch_loop.cu (a host-bound loop of empty-kernel launches) in ROUNDS rounds; each
-# round runs every variant once, in turn: no profiler, then `cuscope record` with each set of development
-# options of the injection library (CUSCOPE_RECORD_EXTRA, src/collectors/inject.c). Prints, per variant, the
-# median and range of the process CPU time per launch and the median added to the no-profiler run of the same
-# round, and writes it to $OUT/launch-variants.txt.
+# Runs a host-bound launch loop in ROUNDS rounds: tests/gpu/programs/launch_loop.cu (empty-kernel launches from
+# C, the default) or, with LAUNCH_PROGRAM=torch, tests/gpu/programs/launch_torch.py (a PyTorch `add_` loop).
+# Each round runs every variant once, in turn: no profiler ("none"), `cuscope record` ("default"), `cuscope
+# record` with each set of development options of the injection library (CUSCOPE_RECORD_EXTRA,
+# src/collectors/inject.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
+# ("torchprof"). Prints, per variant, the median and range of the metric per launch and the median added to
+# the no-profiler run of the same round, and writes it to $OUT/launch-variants.txt. The metric is the
+# process CPU time per launch (cpu_us_per_launch) for the C loop and the wall time per launch (us_per_launch)
+# for the PyTorch loop; METRIC= picks another.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
@@ -22,22 +27,34 @@ log=$OUT/launch-variants.txt
 say() { echo "$*" | tee -a "$log"; }
 
 . tests/gpu/build.sh
-L=$W/launch_loop
-"$NVCC" -O2 -arch=sm_90 -o "$L" tests/gpu/programs/launch_loop.cu || { say "nvcc failed"; exit 2; }
+if [ "${LAUNCH_PROGRAM:-c}" = torch ]; then
+	L=(python3 tests/gpu/programs/launch_torch.py)
+	N=${2:-100000}
+	METRIC=${METRIC:-us_per_launch}
+	DEFAULT_VARIANTS="none default torchprof cb=driver no_callbacks no_callbacks,no_memory,no_sync,no_nvtx"
+else
+	L=("$W/launch_loop")
+	"$NVCC" -O2 -arch=sm_90 -o "$W/launch_loop" tests/gpu/programs/launch_loop.cu || { say "nvcc failed"; exit 2; }
+	METRIC=${METRIC:-cpu_us_per_launch}
+	DEFAULT_VARIANTS="none default no_staging cb=driver no_callbacks no_callbacks,no_memory,no_sync,no_nvtx"
+fi
+say "program: ${L[*]} $N; metric: $METRIC"
 
-# name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope
-VARIANTS=(${LAUNCH_VARIANTS:-none default no_staging cb=driver no_callbacks no_callbacks,no_memory,no_sync,no_nvtx})
+# name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope, "torchprof" under torch.profiler
+VARIANTS=(${LAUNCH_VARIANTS:-$DEFAULT_VARIANTS})
 for r in $(seq 1 "$ROUNDS"); do
 	line="round $r:"
 	for v in "${VARIANTS[@]}"; do
 		if [ "$v" = none ]; then
-			"$L" "$N" >"$W/out" 2>&1
+			"${L[@]}" "$N" >"$W/out" 2>&1
+		elif [ "$v" = torchprof ]; then
+			"${L[@]}" "$N" --torch-profiler >"$W/out" 2>&1
 		elif [ "$v" = default ]; then
-			"$C" record -q -o "$W/t.db" --force -- "$L" "$N" >"$W/out" 2>&1
+			"$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		else
-			CUSCOPE_RECORD_EXTRA=$v "$C" record -q -o "$W/t.db" --force -- "$L" "$N" >"$W/out" 2>&1
+			CUSCOPE_RECORD_EXTRA=$v "$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi
-		x=$(grep -o 'cpu_us_per_launch=[^ ]*' "$W/out" | tail -n 1 | cut -d= -f2)
+		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "$v ${x:-nan}" >>"$W/all"
 		line="$line $v=${x:-FAILED}"
 	done
