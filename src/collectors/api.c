@@ -30,7 +30,8 @@ static uint8_t rt_class[RT_MAX], drv_class[DRV_MAX];
 static uint8_t rt_wait[RT_MAX], drv_wait[DRV_MAX]; /* the host waits for the GPU in this call */
 static uint32_t rt_name[RT_MAX], drv_name[DRV_MAX];
 static _Atomic uint32_t rt_count[RT_MAX], drv_count[DRV_MAX]; /* census mode */
-static int api_all, api_census, api_stacks, api_noop;
+static uint8_t rt_ptsz[RT_MAX], drv_ptsz[DRV_MAX]; /* per-thread default stream variant (_ptsz) */
+static int api_all, api_census, api_stacks, api_noop, api_syncs;
 static _Atomic uint64_t census_cb_calls,
 	census_cb_ns; /* census: calls of the callback, time in it */
 
@@ -106,6 +107,56 @@ static void api_fill_args(struct cs_rec_api *r, int cls, const void *params, int
 	}
 }
 
+/* The type of CS_REC_SYNC a call of a class makes (the importer sets the query types from the
+ * class); 0 for calls that are not synchronizations. */
+static uint32_t sync_type_of(int cls)
+{
+	switch (cls) {
+	case CS_APICLASS_WAIT_STREAM:
+	case CS_APICLASS_QUERY_STREAM:
+		return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	case CS_APICLASS_WAIT_EVENT:
+	case CS_APICLASS_QUERY_EVENT:
+		return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+	case CS_APICLASS_WAIT_DEVICE:
+		return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+	case CS_APICLASS_STREAM_WAIT_EVENT:
+		return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The synchronization record of a wait, query or stream-wait-event call, made here from the call
+ * instead of by CUPTI's SYNCHRONIZATION activity (which costs every kernel launch, docs/
+ * performance.md): the call's times, the context and, for the calls that name a stream (their
+ * first argument), CUPTI's id of that stream. No CUDA event id: CUPTI has no call that maps an
+ * event handle to it.
+ */
+static void api_write_sync(const CUpti_CallbackData *cb, int cls, int ptsz,
+			   const struct cs_rec_api *a)
+{
+	struct cs_rec_sync r;
+	uint32_t id;
+
+	memset(&r, 0, sizeof(r));
+	r.start = a->start;
+	r.end = a->end;
+	r.type = sync_type_of(cls);
+	r.correlation_id = a->correlation_id;
+	r.context_id = cb->contextUid;
+	r.stream_id = UINT32_MAX;
+	r.cuda_event_id = UINT32_MAX;
+	if ((cls == CS_APICLASS_WAIT_STREAM || cls == CS_APICLASS_QUERY_STREAM ||
+	     cls == CS_APICLASS_STREAM_WAIT_EVENT) &&
+	    cb->functionParams && cb->context &&
+	    cuptiGetStreamIdEx(cb->context, *(CUstream const *)cb->functionParams, (uint8_t)ptsz,
+			       &id) == CUPTI_SUCCESS)
+		r.stream_id = id;
+	cs_out_write_event(&r, sizeof(r), CS_REC_SYNC, cs_tid());
+}
+
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
@@ -158,6 +209,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	if (api_stacks && class_wants_stack(cls))
 		r.stack_id = cs_stack_capture();
 	cs_out_write_event(&r, sizeof(r), CS_REC_API, cs_tid());
+	if (api_syncs && sync_type_of(cls))
+		api_write_sync(cb, cls, runtime ? rt_ptsz[cbid] : drv_ptsz[cbid], &r);
 	if (cls == CS_APICLASS_PROFILER_STOP && cs_capture_profiler_api())
 		cs_capture_end(r.end);
 	/* after the call's own record, so that the flush takes it along */
@@ -209,7 +262,7 @@ static int class_is_wait(int cls, const char *name)
 }
 
 static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
-			     uint8_t *classes, uint8_t *waits, uint32_t *names)
+			     uint8_t *classes, uint8_t *waits, uint8_t *ptsz, uint32_t *names)
 {
 	int enabled = 0;
 
@@ -222,6 +275,7 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 		cls = cs_api_class_of(name);
 		classes[id] = (uint8_t)cls;
 		waits[id] = (uint8_t)class_is_wait(cls, name);
+		ptsz[id] = strstr(name, "_ptsz") != NULL || strstr(name, "_ptds") != NULL;
 		/* Queries are recorded: CUPTI reports them as synchronizations, and only the call
 		 * tells that they are not waits. */
 		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
@@ -234,20 +288,21 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 }
 
 int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks,
-		  int noop)
+		  int noop, int syncs)
 {
 	int n = 0;
 
 	api_noop = noop;
+	api_syncs = syncs;
 	api_stacks = stacks;
 	api_all = all;
 	api_census = census;
 	if (domains & 1)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_wait,
-				       rt_name);
+				       rt_ptsz, rt_name);
 	if (domains & 2)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class,
-				       drv_wait, drv_name);
+				       drv_wait, drv_ptsz, drv_name);
 	return n;
 }
 

@@ -46,6 +46,9 @@
  *                    leave one source or mechanism out (to measure what each costs)
  *   cb_noop          the API callbacks are enabled but return at once (CUPTI's cost of them
  *                    without cuscope's code; records no API calls)
+ *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
+ *                    CUDA event ids) instead of from the wait and query callbacks (api.c); that
+ *                    activity costs every kernel launch, the callbacks only the waits
  *
  * Nothing here may crash, hang or change the program: every failure turns recording off and
  * returns.
@@ -78,11 +81,12 @@ struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
 	char *capture_nvtx;			       /* fnmatch pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
-	int cb_noop;	/* callbacks enabled, returning at once: CUPTI's own cost of them */
-	int cb_domains; /* 1 runtime, 2 driver, 3 both (default) */
-	int backtrace;	/* capture stacks at waits, copies, allocations and frees */
-	int no_pool;	/* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
-	int staging;	/* events through per-thread staging buffers (spool_out.c) */
+	int cb_noop;	   /* callbacks enabled, returning at once: CUPTI's own cost of them */
+	int sync_activity; /* sync records from CUPTI's activity, not from the wait callbacks */
+	int cb_domains;	   /* 1 runtime, 2 driver, 3 both (default) */
+	int backtrace;	   /* capture stacks at waits, copies, allocations and frees */
+	int no_pool;	   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
+	int staging;	   /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -171,6 +175,8 @@ static void parse_options(void)
 			opts.no_callbacks = 1;
 		else if (strcmp(tok, "cb_noop") == 0)
 			opts.cb_noop = 1;
+		else if (strcmp(tok, "sync_activity") == 0)
+			opts.sync_activity = 1;
 		else if (strcmp(tok, "backtrace") == 0)
 			opts.backtrace = 1;
 		else if (strcmp(tok, "no_pool") == 0)
@@ -616,7 +622,8 @@ static int enable_activities(void)
 		CUptiResult rc;
 
 		if ((opts.no_memory && kinds[i] == CUPTI_ACTIVITY_KIND_MEMORY2) ||
-		    (opts.no_sync && kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+		    ((opts.no_sync || !opts.sync_activity) &&
+		     kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
 			continue;
 		rc = cuptiActivityEnable(kinds[i]);
 
@@ -758,7 +765,7 @@ int InitializeInjection(void)
 		opts.backtrace = 0;
 	if (!opts.no_callbacks)
 		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
-			      opts.backtrace, opts.cb_noop);
+			      opts.backtrace, opts.cb_noop, !opts.no_sync && !opts.sync_activity);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

@@ -16,7 +16,7 @@ void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 /* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both); returns
  * how many ids were enabled. */
 int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks,
-		  int noop);
+		  int noop, int syncs);
 /* Print the per-API call counts of census mode on stderr. */
 void cs_api_census_report(void);
 

@@ -1,5 +1,7 @@
 /*
- * sync.c - synchronizations: CUPTI SYNCHRONIZATION activity records into CS_REC_SYNC.
+ * sync.c - synchronizations: CUPTI SYNCHRONIZATION activity records into CS_REC_SYNC, with the
+ * development option sync_activity only. By default the wait, query and stream-wait-event callbacks
+ * write CS_REC_SYNC themselves (api.c): the activity costs every kernel launch.
  *
  * The record says what was waited for (stream, event, context) and how long; the API callback with
  * the same correlation id says which call waited. Event and stream queries are not waits: the
