@@ -63,6 +63,16 @@ programs=(
 	"allocator-churn-bad|allocator-churn/bad.py"
 	"allocator-churn-fixed|allocator-churn/fixed.py"
 	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
+	"unfused-optimizer-bad|unfused-optimizer/bad.py"
+	"unfused-optimizer-bad_sgd|unfused-optimizer/bad.py --opt sgd"
+	"unfused-optimizer-fixed|unfused-optimizer/fixed.py"
+	"unfused-optimizer-fixed_foreach|unfused-optimizer/fixed.py --fix foreach"
+	"unfused-optimizer-negative_huge_param|unfused-optimizer/negative_huge_param.py"
+	"zero-grad-memset-bad|zero-grad-memset/bad.py"
+	"zero-grad-memset-bad_optimizer|zero-grad-memset/bad.py --how optimizer"
+	"zero-grad-memset-bad_foreach|zero-grad-memset/bad.py --how foreach"
+	"zero-grad-memset-fixed|zero-grad-memset/fixed.py"
+	"zero-grad-memset-negative_buffer_reset|zero-grad-memset/negative_buffer_reset.py"
 )
 
 failed=0

@@ -14,6 +14,8 @@ extern const cs_analyzer cs_rule_cuda_core_scan;
 extern const cs_analyzer cs_rule_sync_call;
 extern const cs_analyzer cs_rule_pageable_memcpy;
 extern const cs_analyzer cs_rule_allocator_churn;
+extern const cs_analyzer cs_rule_unfused_optimizer;
+extern const cs_analyzer cs_rule_zero_grad_memset;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
 
@@ -26,6 +28,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_sync_call,
 	&cs_rule_pageable_memcpy,
 	&cs_rule_allocator_churn,
+	&cs_rule_unfused_optimizer,
+	&cs_rule_zero_grad_memset,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
 	NULL,

@@ -1629,3 +1629,116 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 	cJSON_AddBoolToObject(e, "near_threshold", r->near);
 	cJSON_AddBoolToObject(e, "recurring", r->recurring);
 }
+
+/* ---- GPU work in the order the host launched it ---- */
+
+static int op_cmp(const void *x, const void *y)
+{
+	const struct ru_op *a = x, *b = y;
+
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->launch != b->launch)
+		return a->launch < b->launch ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int op_push(struct ru_op **v, int64_t *n, size_t *cap, const struct ru_op *o)
+{
+	if (cs_grow((void **)v, cap, (size_t)*n + 1, sizeof(**v)))
+		return CS_ERR_NOMEM;
+	(*v)[(*n)++] = *o;
+	return 0;
+}
+
+/* The steady step of work launched at launch_start (start when unknown), or -1. */
+static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start)
+{
+	int i = cs_steps_find_launch(s, launch_start, start);
+
+	return i >= 0 && !s->v[i].warmup ? i : -1;
+}
+
+int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n)
+{
+	struct ru_op *v = NULL, o;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid != s->pid || k->graph)
+			continue;
+		o.step = op_step(s, k->launch_start, k->start);
+		if (o.step < 0)
+			continue;
+		o.index = i;
+		o.name = k->name_id;
+		o.size = k->grid_blocks;
+		o.launch = cs_launch_time(k->launch_start, k->start);
+		o.tid = k->launch_tid;
+		o.is_kernel = 1;
+		if (op_push(&v, n, &cap, &o))
+			goto fail;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid != s->pid || !c->is_memset)
+			continue;
+		o.step = op_step(s, c->launch_start, c->start);
+		if (o.step < 0)
+			continue;
+		o.index = i;
+		o.name = -1;
+		o.size = c->bytes;
+		o.launch = cs_launch_time(c->launch_start, c->start);
+		o.tid = c->launch_tid;
+		o.is_kernel = 0;
+		if (op_push(&v, n, &cap, &o))
+			goto fail;
+	}
+	cs_sort(v, (size_t)*n, sizeof(*v), op_cmp);
+	*out = v;
+	return 0;
+fail:
+	free(v);
+	*n = 0;
+	return CS_ERR_NOMEM;
+}
+
+int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,
+		      int32_t *period)
+{
+	int32_t best_r = 1, best_p = 1;
+
+	for (int32_t p = 1; p <= pmax && i + 2 * (int64_t)p <= end; p++) {
+		int64_t k = 0;
+		int32_t r;
+
+		while (i + k + p < end && ops[i + k].name == ops[i + k + p].name)
+			k++;
+		r = (int32_t)((k + p) / p);
+		/* the smallest period that covers the most */
+		if (r >= 2 && (int64_t)r * p > (int64_t)best_r * best_p) {
+			best_r = r;
+			best_p = p;
+		}
+	}
+	*period = best_p;
+	return best_r;
+}
+
+int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
+{
+	int64_t busy;
+
+	if (t1 <= t0)
+		return 0;
+	busy = cs_analysis_gpu_busy(a, pid, t0, t1);
+	return busy < t1 - t0 ? t1 - t0 - busy : 0;
+}

@@ -361,4 +361,36 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
+/* ---- GPU work in the order the host launched it (unfused-optimizer, zero-grad-memset) ---- */
+
+/* A kernel or memset of a steady step, as ru_launch_ops() lists it. */
+struct ru_op {
+	int64_t index;	 /* in a->kernels (is_kernel) or a->copies */
+	int64_t name;	 /* the kernel's name id; -1 for a memset */
+	int64_t size;	 /* the kernel's grid blocks, or the memset's bytes */
+	int64_t launch;	 /* host time of the launch (the GPU start when unknown) */
+	int32_t step;	 /* steady step of the launch */
+	uint32_t tid;	 /* launching thread */
+	int is_kernel;
+};
+
+/*
+ * The kernels and memsets of the steps' process launched in steady steps, not replayed from a
+ * CUDA graph (a graph launch is one call however many kernels it holds), sorted by step, then
+ * launching thread, then launch time: the sequence each thread of the program launched in each
+ * step. *out is freed with free(). 0, or CS_ERR_NOMEM.
+ */
+int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n);
+
+/*
+ * The repetition at ops[i..end): the smallest period p (1..pmax) whose name sequence ops[i..i+p)
+ * repeats back to back the most times (r >= 1) from i; *period gets p. Name ids are compared
+ * (memsets all have the name -1).
+ */
+int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,
+		      int32_t *period);
+
+/* GPU idle of process pid in [t0, t1): the time no kernel, copy or memset of it ran. */
+int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
+
 #endif

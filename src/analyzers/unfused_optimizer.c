@@ -1,0 +1,334 @@
+/*
+ * unfused_optimizer.c - the unfused-optimizer rule: inside steady-state steps, the optimizer step
+ * run one parameter tensor at a time (PyTorch's `foreach=False` implementations of Adam, AdamW,
+ * SGD, ...): a run of small elementwise kernels whose name sequence repeats once per tensor, the
+ * same number of times every step, where a multi-tensor kernel per operation (`foreach=True`) or
+ * one fused kernel (`fused=True`) would do the same work in a handful of launches.
+ *
+ * What is measured, from the kernels in the order each host thread launched them in each step
+ * (ru_launch_ops): a unit of at most MAX_PERIOD kernel names repeated at least MIN_REPEATS times
+ * back to back, where
+ *   - every kernel is one of PyTorch's elementwise kernels (the per-tensor update is elementwise:
+ *     `elementwise_kernel` in the name; a multi-tensor kernel, `multi_tensor_apply_kernel`, is
+ *     the fix, never the pattern),
+ *   - each repeat works on one tensor size: its kernels' grids are within a factor of
+ *     MAX_GRID_RATIO of each other (vectorized and unrolled variants of one size differ by that),
+ *   - the repeats are of different tensor sizes (at least two grids among them): the parameters
+ *     of a model, weights and biases, not the same operation on the same shape (the layers of a
+ *     stack or the time steps of a recurrent cell, whose activations have one shape),
+ *   - the unit is not fills only (zero-grad-memset's).
+ * Its cost is what the launches one by one cost the GPU: the GPU idle inside the runs (from the
+ * first kernel's start to the last one's end), which multi-tensor kernels queued at once would
+ * not have. The pattern is reported when that cost recurs in the steady steps like sync-call's
+ * (ru_recur_decide), in the steps whose repeat count is the most common one.
+ * docs/rules/unfused-optimizer.md has the decision, its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+/* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */
+#define MAX_PERIOD 16
+/* A loop over tensors: repeated at least this many times. */
+#define MIN_REPEATS 4
+/* The kernels of one repeat work on one size: grids within this factor. */
+#define MAX_GRID_RATIO 2
+/* A recurring pattern: in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them ... */
+#define MIN_STEPS 3
+/* ... costing at least this share of the median step. */
+#define MIN_LOSS_SHARE 0.02
+#define MIN_RARE_STEPS 2
+
+#define RULE_ID "unfused-optimizer"
+
+struct step_sum {
+	int64_t repeats, kernels, runs, period, longest;
+	int64_t idle_ns, gpu_ns, launch_ns;
+	int64_t first_op; /* ops index of the longest run's first kernel, or -1 */
+	int64_t t_first, t_last;
+};
+
+static int is_elementwise(const char *name)
+{
+	return strstr(name, "elementwise_kernel") && !strstr(name, "multi_tensor_apply");
+}
+
+static int is_fill(const char *name)
+{
+	return strstr(name, "FillFunctor") || strstr(name, "fill_kernel");
+}
+
+/* Whether ops[i..i + p * r) is a per-tensor loop as the file's comment says. */
+static int per_tensor(const cs_analysis *a, const struct ru_op *ops, int64_t i, int32_t p,
+		      int32_t r)
+{
+	int fills = 1, sizes = 0;
+	int64_t size0 = -1;
+
+	for (int32_t j = 0; j < p; j++) {
+		const char *n;
+
+		if (!ops[i + j].is_kernel)
+			return 0;
+		n = cs_analysis_string(a, ops[i + j].name);
+		if (!is_elementwise(n))
+			return 0;
+		if (!is_fill(n))
+			fills = 0;
+	}
+	if (fills)
+		return 0;
+	for (int32_t k = 0; k < r; k++) {
+		int64_t lo = INT64_MAX, hi = 0;
+
+		for (int32_t j = 0; j < p; j++) {
+			int64_t g = ops[i + (int64_t)k * p + j].size;
+
+			lo = g < lo ? g : lo;
+			hi = g > hi ? g : hi;
+		}
+		if (lo <= 0 || hi > MAX_GRID_RATIO * lo)
+			return 0;
+		if (size0 < 0)
+			size0 = lo;
+		else if (lo != size0 && hi != size0)
+			sizes = 1;
+	}
+	return sizes;
+}
+
+/* Add one run to its step's sums. */
+static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+		    int32_t p, int32_t r, struct step_sum *x)
+{
+	int64_t n = (int64_t)p * r, t0 = INT64_MAX, t1 = 0, l0 = INT64_MAX, l1 = 0, gpu = 0;
+
+	for (int64_t j = i; j < i + n; j++) {
+		const cs_a_kernel *k = &a->kernels[ops[j].index];
+		int64_t le = k->launch_end != CS_TS_UNKNOWN ? k->launch_end : ops[j].launch;
+
+		t0 = k->start < t0 ? k->start : t0;
+		t1 = k->end > t1 ? k->end : t1;
+		l0 = ops[j].launch < l0 ? ops[j].launch : l0;
+		l1 = le > l1 ? le : l1;
+		if (k->end > k->start)
+			cs_sat_accum(&gpu, k->end - k->start);
+	}
+	x->runs++;
+	x->repeats += r;
+	x->kernels += n;
+	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
+	cs_sat_accum(&x->gpu_ns, gpu);
+	cs_sat_accum(&x->launch_ns, l1 > l0 ? l1 - l0 : 0);
+	if (x->first_op < 0 || r > x->longest) {
+		x->first_op = i;
+		x->period = p;
+		x->longest = r;
+	}
+	if (x->t_first == 0 || t0 < x->t_first)
+		x->t_first = t0;
+	if (t1 > x->t_last)
+		x->t_last = t1;
+}
+
+/* The most common non-zero repeat count of the steps. */
+static int64_t modal_repeats(const struct step_sum *sum, int32_t n, int64_t *tmp)
+{
+	int32_t m = 0, best_n = 0;
+	int64_t best = 0;
+
+	for (int32_t i = 0; i < n; i++)
+		if (sum[i].repeats > 0)
+			tmp[m++] = sum[i].repeats;
+	ru_sort_i64(tmp, m);
+	for (int32_t i = 0, j; i < m; i = j) {
+		for (j = i; j < m && tmp[j] == tmp[i]; j++)
+			;
+		if (j - i > best_n) {
+			best_n = j - i;
+			best = tmp[i];
+		}
+	}
+	return best;
+}
+
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum,
+		       const int32_t *steps, int32_t n, size_t offset, int64_t *tmp)
+{
+	cJSON_AddNumberToObject(e, key,
+				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
+}
+
+static int add_evidence(const cs_analysis *a, const struct ru_op *ops, const struct step_sum *sum,
+			const int32_t *steps, int32_t n, int64_t *tmp, const cs_steps *s,
+			int64_t modal, cs_report_finding *f)
+{
+	cJSON *e = f->evidence, *unit;
+	const struct step_sum *x = &sum[steps[0]];
+
+	cJSON_AddNumberToObject(e, "repeats_per_step", (double)modal);
+	add_median(e, "tensors", sum, steps, n, offsetof(struct step_sum, longest), tmp);
+	add_median(e, "kernels_per_step", sum, steps, n, offsetof(struct step_sum, kernels), tmp);
+	add_median(e, "runs_per_step", sum, steps, n, offsetof(struct step_sum, runs), tmp);
+	add_median(e, "idle_ns_per_step", sum, steps, n, offsetof(struct step_sum, idle_ns), tmp);
+	add_median(e, "gpu_ns_per_step", sum, steps, n, offsetof(struct step_sum, gpu_ns), tmp);
+	add_median(e, "launch_ns_per_step", sum, steps, n, offsetof(struct step_sum, launch_ns),
+		   tmp);
+	cJSON_AddNumberToObject(e, "kernels_per_tensor", (double)x->period);
+	/* the unit's kernel names, from the first affected step's longest run */
+	unit = cJSON_AddArrayToObject(e, "unit");
+	if (!unit)
+		return CS_ERR_NOMEM;
+	if (x->first_op >= 0) {
+		const cs_a_kernel *k0 = &a->kernels[ops[x->first_op].index];
+
+		for (int64_t j = 0; j < x->period; j++) {
+			cJSON *name = cJSON_CreateString(
+				cs_analysis_string(a, ops[x->first_op + j].name));
+
+			if (!name || !cJSON_AddItemToArray(unit, name)) {
+				cJSON_Delete(name);
+				return CS_ERR_NOMEM;
+			}
+		}
+		if (k0->stack_id != CS_ID_NONE)
+			f->stack_id = k0->stack_id;
+	}
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", n);
+	cJSON_AddNumberToObject(e, "min_repeats", MIN_REPEATS);
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_op *ops = NULL;
+	int64_t nops = 0, *idle = NULL, *tmp = NULL, modal;
+	struct step_sum *sum = NULL;
+	int32_t *steps = NULL, nsteps = 0;
+	cs_report_finding *f = NULL;
+	struct ru_recur r;
+	char title[400], b1[32], b2[32], near1[96], near2[96];
+	int rc = CS_ERR_NOMEM;
+
+	if (cs_steps_steady(s) <= 0)
+		return 0;
+	if (ru_launch_ops(a, s, &ops, &nops))
+		goto out;
+	sum = calloc((size_t)s->n, sizeof(*sum));
+	idle = calloc((size_t)s->n, sizeof(*idle));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sum || !idle || !tmp)
+		goto out;
+	for (int32_t i = 0; i < s->n; i++)
+		sum[i].first_op = -1;
+	/* each (step, thread) sequence: the per-tensor runs in it */
+	for (int64_t b = 0, e; b < nops; b = e) {
+		for (e = b; e < nops && ops[e].step == ops[b].step && ops[e].tid == ops[b].tid; e++)
+			;
+		for (int64_t i = b; i < e;) {
+			int32_t p, rep = ru_repeats_at(ops, i, e, MAX_PERIOD, &p);
+
+			if (rep >= MIN_REPEATS && per_tensor(a, ops, i, p, rep)) {
+				add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step]);
+				i += (int64_t)p * rep;
+			} else if (rep >= MIN_REPEATS)
+				i += (int64_t)p * rep; /* a repetition of something else */
+			else
+				i++;
+		}
+	}
+	/* the same number of tensors every step: the steps of the most common count */
+	modal = modal_repeats(sum, s->n, tmp);
+	for (int32_t i = 0; i < s->n; i++)
+		idle[i] = sum[i].repeats == modal && modal > 0 ? sum[i].idle_ns : 0;
+	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	if (nsteps == 0 || !ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0,
+					     MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+					     MIN_LOSS_SHARE, tmp, &r))
+		goto out;
+	rc = CS_ERR_NOMEM;
+	{
+		int64_t kern = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					       offsetof(struct step_sum, kernels), tmp);
+		int64_t launch = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+						 offsetof(struct step_sum, launch_ns), tmp);
+		char rare[200];
+
+		ru_recur_near_text(&r, near1, sizeof(near1), near2, sizeof(near2));
+		int64_t tensors = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+						  offsetof(struct step_sum, longest), tmp);
+
+		if (r.recurring)
+			snprintf(title, sizeof(title),
+				 "optimizer step one tensor at a time: %lld small kernels per step, "
+				 "repeated for %lld tensors, launched in %s, GPU idle %s per step "
+				 "(%.1f%%)%s%s",
+				 (long long)kern, (long long)tensors,
+				 ru_fmt_ns(b2, sizeof(b2), launch),
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near1, near2);
+		else {
+			ru_recur_rare_text(&r, nsteps,
+					   ru_median_field(sum, sizeof(*sum), steps, nsteps,
+							   offsetof(struct step_sum, idle_ns),
+							   tmp),
+					   rare, sizeof(rare));
+			snprintf(title, sizeof(title),
+				 "optimizer step one tensor at a time (%lld small kernels, "
+				 "repeated for %lld tensors) %s%s",
+				 (long long)kern, (long long)tensors, rare, near1);
+		}
+	}
+	f = cs_finding_new(
+		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		"Use the multi-tensor optimizer: torch.optim.AdamW(..., fused=True) (one kernel "
+		"for all tensors; Adam, AdamW, SGD, Adagrad) or foreach=True (one kernel per "
+		"operation; the default on CUDA when neither foreach nor fused is given: remove "
+		"foreach=False); in a hand-written update loop, use torch._foreach_* on the lists "
+		"of tensors.");
+	if (!f)
+		goto out;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto out;
+	f->lost_ns_per_step = r.lost;
+	f->step_share = r.share;
+	f->first = sum[steps[0]].t_first;
+	f->last = sum[steps[nsteps - 1]].t_last;
+	if (add_evidence(a, ops, sum, steps, nsteps, tmp, s, modal, f))
+		goto out;
+	ru_recur_evidence(f->evidence, &r, nsteps);
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	free(ops);
+	free(sum);
+	free(idle);
+	free(tmp);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_unfused_optimizer = {
+	RULE_ID,
+	"the optimizer step runs a few small kernels per parameter tensor (foreach=False), "
+	"launched one by one, where multi-tensor or fused kernels would do it in a handful",
+	"001 6.5.2",
+	run,
+};

@@ -1,0 +1,327 @@
+/*
+ * zero_grad_memset.c - the zero-grad-memset rule: inside steady-state steps, every gradient
+ * written with zeros (`zero_grad(set_to_none=False)`, `model.zero_grad(False)`, a loop of
+ * `p.grad.zero_()`) where releasing the gradients (`set_to_none=True`) would write nothing, and
+ * the backward pass would store the new gradients instead of adding them into zeros.
+ *
+ * What PyTorch issues for it (aten's zero_() on a CUDA tensor is fill_(0)): one fill kernel per
+ * gradient (`vectorized_elementwise_kernel<..., FillFunctor<T>>`), launched back to back by the
+ * per-tensor loop of nn.Module.zero_grad or Optimizer.zero_grad; or, when the optimizer runs with
+ * foreach, `torch._foreach_zero_` per device and dtype: one or a few
+ * `multi_tensor_apply_kernel<..., ZeroFunctor<...>>` launches over all the gradients. A C program
+ * would use cudaMemsetAsync per buffer. The rule finds, in the order each host thread launched its
+ * work in each step (ru_launch_ops):
+ *   - a run of at least MIN_FILLS fill operations back to back (fill kernels or memsets), of at
+ *     least two different sizes (grid blocks, bytes): a reset of many tensors of different shapes
+ *     at once, as a model's gradients are, unlike the fills a step makes anyway (a loss scaler's
+ *     flag, a buffer reset, the zeros of an output: one or two at a time, or among other kernels);
+ *   - or multi-tensor zero kernels (ZeroFunctor), which PyTorch launches for nothing but
+ *     `_foreach_zero_`;
+ * the same count in most steps. Its cost: the GPU time of those writes plus the GPU idle inside the
+ * run of fills (launched one by one). Unlike the cost rules, a pattern found in most steady steps
+ * is always reported (its severity by cost): it is certain and its fix is free.
+ * docs/rules/zero-grad-memset.md has the decision and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+/* A reset of many tensors: at least this many fills back to back. */
+#define MIN_FILLS 4
+/* In at least this share of the steady steps, and at least this many of them. */
+#define MIN_STEP_SHARE 0.5
+#define MIN_STEPS 3
+
+#define RULE_ID "zero-grad-memset"
+
+struct step_sum {
+	int64_t fills, runs, foreach_zero, memsets;
+	int64_t gpu_ns, idle_ns, launch_ns, cost;
+	int64_t memset_bytes;
+	int64_t t_first, t_last;
+	int64_t first_op; /* ops index of the first write, or -1 */
+};
+
+static int is_fill_kernel(const char *name)
+{
+	return (strstr(name, "FillFunctor") || strstr(name, "fill_kernel")) &&
+	       !strstr(name, "multi_tensor_apply");
+}
+
+static int is_foreach_zero(const char *name)
+{
+	return strstr(name, "multi_tensor_apply") && strstr(name, "ZeroFunctor");
+}
+
+static int is_fill(const cs_analysis *a, const struct ru_op *o)
+{
+	return !o->is_kernel || is_fill_kernel(cs_analysis_string(a, o->name));
+}
+
+static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start, int64_t *end,
+		     int64_t *launch_end)
+{
+	int64_t le;
+
+	if (o->is_kernel) {
+		*start = a->kernels[o->index].start;
+		*end = a->kernels[o->index].end;
+		le = a->kernels[o->index].launch_end;
+	} else {
+		*start = a->copies[o->index].start;
+		*end = a->copies[o->index].end;
+		le = a->copies[o->index].launch_end;
+	}
+	*launch_end = le != CS_TS_UNKNOWN ? le : o->launch;
+}
+
+static void add_write(const cs_analysis *a, const struct ru_op *o, int64_t i,
+		      struct step_sum *x)
+{
+	int64_t t0, t1, le;
+
+	op_times(a, o, &t0, &t1, &le);
+	if (t1 > t0)
+		cs_sat_accum(&x->gpu_ns, t1 - t0);
+	if (!o->is_kernel) {
+		x->memsets++;
+		cs_sat_accum(&x->memset_bytes, o->size);
+	}
+	if (x->first_op < 0)
+		x->first_op = i;
+	if (x->t_first == 0 || t0 < x->t_first)
+		x->t_first = t0;
+	if (t1 > x->t_last)
+		x->t_last = t1;
+}
+
+/* A run of fills ops[i..j): its writes, the GPU idle inside it and its launch time. */
+static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+		    int64_t j, struct step_sum *x)
+{
+	int64_t t0 = INT64_MAX, t1 = 0, l1 = 0;
+
+	for (int64_t k = i; k < j; k++) {
+		int64_t s0, s1, le;
+
+		op_times(a, &ops[k], &s0, &s1, &le);
+		t0 = s0 < t0 ? s0 : t0;
+		t1 = s1 > t1 ? s1 : t1;
+		l1 = le > l1 ? le : l1;
+		add_write(a, &ops[k], k, x);
+	}
+	x->runs++;
+	x->fills += j - i;
+	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
+	cs_sat_accum(&x->launch_ns, l1 > ops[i].launch ? l1 - ops[i].launch : 0);
+}
+
+/* Whether ops[i..j) has at least two sizes. */
+static int sizes_differ(const struct ru_op *ops, int64_t i, int64_t j)
+{
+	for (int64_t k = i + 1; k < j; k++)
+		if (ops[k].size != ops[i].size)
+			return 1;
+	return 0;
+}
+
+/* The most common non-zero write count (fills + multi-tensor zero kernels) of the steps. */
+static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
+{
+	int32_t m = 0, best_n = 0;
+	int64_t best = 0;
+
+	for (int32_t i = 0; i < n; i++)
+		if (sum[i].fills + sum[i].foreach_zero > 0)
+			tmp[m++] = sum[i].fills + sum[i].foreach_zero;
+	ru_sort_i64(tmp, m);
+	for (int32_t i = 0, j; i < m; i = j) {
+		for (j = i; j < m && tmp[j] == tmp[i]; j++)
+			;
+		if (j - i > best_n) {
+			best_n = j - i;
+			best = tmp[i];
+		}
+	}
+	return best;
+}
+
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum,
+		       const int32_t *steps, int32_t n, size_t offset, int64_t *tmp)
+{
+	cJSON_AddNumberToObject(e, key,
+				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct ru_op *ops = NULL;
+	int64_t nops = 0, *cost = NULL, *tmp = NULL, modal, lost;
+	struct step_sum *sum = NULL;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	cs_report_finding *f = NULL;
+	double share, lo, hi;
+	char title[400], b1[32], b2[32];
+	int rc = CS_ERR_NOMEM;
+
+	if (steady <= 0)
+		return 0;
+	if (ru_launch_ops(a, s, &ops, &nops))
+		goto out;
+	sum = calloc((size_t)s->n, sizeof(*sum));
+	cost = calloc((size_t)s->n, sizeof(*cost));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sum || !cost || !tmp)
+		goto out;
+	for (int32_t i = 0; i < s->n; i++)
+		sum[i].first_op = -1;
+	for (int64_t b = 0, e; b < nops; b = e) {
+		for (e = b; e < nops && ops[e].step == ops[b].step && ops[e].tid == ops[b].tid; e++)
+			;
+		for (int64_t i = b, j; i < e; i = j > i ? j : i + 1) {
+			struct step_sum *x = &sum[ops[i].step];
+
+			j = i;
+			if (ops[i].is_kernel &&
+			    is_foreach_zero(cs_analysis_string(a, ops[i].name))) {
+				x->foreach_zero++;
+				add_write(a, &ops[i], i, x);
+				continue;
+			}
+			for (j = i; j < e && is_fill(a, &ops[j]); j++)
+				;
+			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j))
+				add_run(a, s->pid, ops, i, j, x);
+		}
+	}
+	/* the same count every step: the steps of the most common count */
+	modal = modal_count(sum, s->n, tmp);
+	for (int32_t i = 0; i < s->n; i++) {
+		const struct step_sum *x = &sum[i];
+
+		if (modal > 0 && x->fills + x->foreach_zero == modal) {
+			cost[i] = x->gpu_ns;
+			cs_sat_accum(&cost[i], x->idle_ns);
+			/* a pattern with no measurable cost still counts its step */
+			if (cost[i] == 0)
+				cost[i] = 1;
+		}
+		sum[i].cost = cost[i];
+	}
+	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	ru_share_interval(nsteps, steady, &lo, &hi);
+	if (nsteps < MIN_STEPS || hi < MIN_STEP_SHARE)
+		goto out;
+	rc = CS_ERR_NOMEM;
+	for (int32_t i = 0; i < nsteps; i++)
+		tmp[i] = cost[steps[i]];
+	lost = ru_median(tmp, nsteps);
+	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
+	{
+		const struct step_sum *x = &sum[steps[0]];
+
+		if (x->foreach_zero > 0 && x->fills == 0)
+			snprintf(title, sizeof(title),
+				 "gradients zeroed every step (%lld multi-tensor zero kernel%s, "
+				 "_foreach_zero_) instead of set to None: %s of GPU time per step "
+				 "(%.1f%%)",
+				 (long long)x->foreach_zero, x->foreach_zero == 1 ? "" : "s",
+				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100);
+		else
+			snprintf(title, sizeof(title),
+				 "gradients zeroed every step: %lld %s of different sizes back to "
+				 "back, launched in %s, instead of set to None: %s of GPU time per "
+				 "step (%.1f%%)",
+				 (long long)modal, x->memsets == x->fills ? "memsets" : "fills",
+				 ru_fmt_ns(b2, sizeof(b2), x->launch_ns),
+				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100);
+	}
+	/* the pattern is sure; how much it matters is its cost (info below 3% of the step) */
+	f = cs_finding_new(
+		RULE_ID, ru_severity(share), title,
+		"Release the gradients instead of zeroing them: optimizer.zero_grad() or "
+		"model.zero_grad() with set_to_none=True (the default since PyTorch 2.0; remove "
+		"set_to_none=False), or `p.grad = None` in a hand-written loop; the backward pass "
+		"then stores each new gradient instead of adding it into zeros. Code that reads "
+		".grad before the backward pass must then accept None.");
+	if (!f)
+		goto out;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto out;
+	f->lost_ns_per_step = lost;
+	f->step_share = share;
+	f->first = sum[steps[0]].t_first;
+	f->last = sum[steps[nsteps - 1]].t_last;
+	{
+		cJSON *e = f->evidence;
+		const struct step_sum *x = &sum[steps[0]];
+		const struct ru_op *o = x->first_op >= 0 ? &ops[x->first_op] : NULL;
+
+		cJSON_AddNumberToObject(e, "writes_per_step", (double)modal);
+		add_median(e, "fills_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, fills), tmp);
+		add_median(e, "memsets_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, memsets), tmp);
+		add_median(e, "foreach_zero_kernels_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, foreach_zero), tmp);
+		add_median(e, "runs_per_step", sum, steps, nsteps, offsetof(struct step_sum, runs),
+			   tmp);
+		add_median(e, "gpu_ns_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, gpu_ns), tmp);
+		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, idle_ns), tmp);
+		add_median(e, "launch_ns_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, launch_ns), tmp);
+		add_median(e, "memset_bytes_per_step", sum, steps, nsteps,
+			   offsetof(struct step_sum, memset_bytes), tmp);
+		if (o) {
+			int64_t sid = o->is_kernel ? a->kernels[o->index].stack_id
+						   : a->copies[o->index].stack_id;
+
+			cJSON_AddStringToObject(e, "first_write",
+						o->is_kernel ? cs_analysis_string(a, o->name)
+							     : "memset");
+			if (sid != CS_ID_NONE)
+				f->stack_id = sid;
+		}
+		cJSON_AddNumberToObject(e, "min_fills", MIN_FILLS);
+		cJSON_AddNumberToObject(e, "affected_share", (double)nsteps / steady);
+		cJSON_AddNumberToObject(e, "affected_share_lo", lo);
+		cJSON_AddNumberToObject(e, "affected_share_hi", hi);
+		cJSON_AddNumberToObject(e, "min_affected_share", MIN_STEP_SHARE);
+		cJSON_AddNumberToObject(e, "steady_steps", steady);
+		cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+		if (!cJSON_GetObjectItem(e, "min_affected_share"))
+			goto out;
+	}
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	free(ops);
+	free(sum);
+	free(cost);
+	free(tmp);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_zero_grad_memset = {
+	RULE_ID,
+	"every gradient is written with zeros each step (zero_grad(set_to_none=False)): fill "
+	"kernels or memsets that releasing the gradients would not need",
+	"001 6.4",
+	run,
+};
