@@ -63,6 +63,14 @@ programs=(
 	"allocator-churn-bad|allocator-churn/bad.py"
 	"allocator-churn-fixed|allocator-churn/fixed.py"
 	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
+	"unfused-elementwise-bad|unfused-elementwise/bad.py"
+	"unfused-elementwise-fixed|unfused-elementwise/fixed.py"
+	"unfused-elementwise-negative_fused_op|unfused-elementwise/negative_fused_op.py"
+	"no-tensor-cores-bad|no-tensor-cores/bad.py"
+	"no-tensor-cores-fixed|no-tensor-cores/fixed.py"
+	"no-tensor-cores-fixed_tf32|no-tensor-cores/fixed.py --tf32"
+	"no-tensor-cores-negative_small_gemm|no-tensor-cores/negative_small_gemm.py"
+	"no-tensor-cores-negative_odd_shapes|no-tensor-cores/negative_odd_shapes.py"
 )
 
 failed=0
