@@ -16,6 +16,8 @@ extern const cs_analyzer cs_rule_pageable_memcpy;
 extern const cs_analyzer cs_rule_allocator_churn;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
+extern const cs_analyzer cs_rule_unfused_elementwise;
+extern const cs_analyzer cs_rule_no_tensor_cores;
 
 const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_d2h_sync,
@@ -28,6 +30,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_allocator_churn,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
+	&cs_rule_unfused_elementwise,
+	&cs_rule_no_tensor_cores,
 	NULL,
 };
 

@@ -361,4 +361,14 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
+/* ---- kernel names ---- */
+
+/*
+ * The function's own name in a kernel name, into buf (size > 0): for an Itanium-mangled name the
+ * last component of its (nested) name before template arguments begin; for a plain or demangled
+ * name the identifier before the first '<' or '(' after the last "::" or space. The template
+ * arguments (functors, element types) are not part of it.
+ */
+void ru_kernel_own_name(const char *name, char *buf, size_t size);
+
 #endif
