@@ -263,10 +263,10 @@ static int simt_names(const cs_analysis *a, const cs_steps *s, const struct matc
 /* Does a kernel name say it was built for a GPU with tensor cores (sm_70 or later)? */
 static int arch_has_tensor_cores(const char *name)
 {
-	static const char *const tags[] = {"volta",  "turing", "ampere", "ada_",  "hopper",
-					   "sm70",   "sm75",   "sm80",	 "sm86",  "sm89",
-					   "sm90",   "sm100",  "sm120",	 "_70_",  "_75_",
-					   "_80_",   "_86_",   "_89_",	 "_90_"};
+	static const char *const tags[] = {"volta", "turing", "ampere", "ada_", "hopper",
+					   "sm70",  "sm75",   "sm80",	"sm86", "sm89",
+					   "sm90",  "sm100",  "sm120",	"_70_", "_75_",
+					   "_80_",  "_86_",   "_89_",	"_90_"};
 	char s[256];
 	size_t n = strlen(name);
 
@@ -355,8 +355,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct match_ctx c = {s->pid, NULL, 0, GC_SIMT, 1};
 	struct dev_cc cc = {s->pid, -1, -1, 0};
 	int8_t *cls = NULL, *why = NULL;
-	int64_t *simt = NULL, *tensor = NULL, *other = NULL, *gpu = NULL, *lost = NULL,
-		*tmp = NULL, *shortk = NULL;
+	int64_t *simt = NULL, *tensor = NULL, *other = NULL, *gpu = NULL, *lost = NULL, *tmp = NULL,
+		*shortk = NULL;
 	int32_t *steps = NULL, nsteps = 0, nnames_t = 0, steady = cs_steps_steady(s);
 	struct name_time *names = NULL;
 	cs_report_finding *f = NULL;
@@ -443,7 +443,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
 		if (r.recurring)
 			snprintf(title, sizeof(title),
-				 "float32 GEMMs on the CUDA cores (SIMT, no tensor cores) take %s per "
+				 "float32 GEMMs on the CUDA cores (SIMT, no tensor cores) take %s "
+				 "per "
 				 "step (%.0f%% of GPU time); tensor cores would save at least %s "
 				 "(%.1f%% of the step): %s%s%s",
 				 ru_fmt_ns(b1, sizeof(b1), simt_med),
@@ -460,14 +461,17 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		f = cs_finding_new(
 			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
 			cc.major == 7
-				? "Run the matmuls in fp16 on the tensor cores: torch.autocast('cuda', "
+				? "Run the matmuls in fp16 on the tensor cores: "
+				  "torch.autocast('cuda', "
 				  "dtype=torch.float16) with a GradScaler; keep GEMM dimensions "
 				  "multiples of 8."
 				: "Run the matmuls on the tensor cores: torch.autocast('cuda', "
-				  "dtype=torch.bfloat16) around the forward pass, or keep float32 and "
+				  "dtype=torch.bfloat16) around the forward pass, or keep float32 "
+				  "and "
 				  "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
 				  "torch.set_float32_matmul_precision('high'); "
-				  "torch.backends.cudnn.allow_tf32 = True for convolutions); keep GEMM "
+				  "torch.backends.cudnn.allow_tf32 = True for convolutions); keep "
+				  "GEMM "
 				  "dimensions multiples of 8.");
 		if (!f || cs_finding_set_steps(f, steps, nsteps))
 			goto out;
@@ -544,7 +548,8 @@ out_free:
 
 const cs_analyzer cs_rule_no_tensor_cores = {
 	RULE_ID,
-	"GEMMs and convolutions on the float32 SIMT path (CUDA cores) take a real share of the step "
+	"GEMMs and convolutions on the float32 SIMT path (CUDA cores) take a real share of the "
+	"step "
 	"on a GPU with tensor cores: no bf16 autocast, TF32 off",
 	"000 #13, 002 3.4, 001 9.1",
 	run,

@@ -55,7 +55,8 @@ static int is_elementwise_name(const char *name)
 		return 1;
 	if (!strcasestr(own, "elementwise") || strcasestr(own, "index"))
 		return 0;
-	/* a fill writes without reading: zero_grad's and torch.zeros' memsets, not a chain's link */
+	/* a fill writes without reading: zero_grad's and torch.zeros' memsets, not a chain's link
+	 */
 	return !strstr(name, "FillFunctor");
 }
 
@@ -176,8 +177,8 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 		if (d > longest)
 			longest = d;
 		if (q > c0)
-			cs_sat_accum(&idle, idle_between(st->a, kk->pid, kat(st, q - 1)->end,
-							 kk->start));
+			cs_sat_accum(&idle,
+				     idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
 		h = hash_step(h, (uint64_t)kk->name_id);
 	}
 	h = hash_step(h, (uint64_t)kat(st, c0)->grid_blocks);
@@ -195,7 +196,8 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 			break;
 		}
 	if (!k) {
-		if (cs_grow((void **)&st->kinds, &st->kinds_cap, st->nkinds + 1, sizeof(*st->kinds)))
+		if (cs_grow((void **)&st->kinds, &st->kinds_cap, st->nkinds + 1,
+			    sizeof(*st->kinds)))
 			return CS_ERR_NOMEM;
 		k = &st->kinds[st->nkinds++];
 		memset(k, 0, sizeof(*k));
@@ -388,16 +390,17 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cs_sort(st.kinds, st.nkinds, sizeof(*st.kinds), cmp_kind_cost);
 	{
 		char title[400], b1[32], b2[96], b3[96], rare[200], own[128];
-		int64_t chains = median_field(st.sum, steps, nsteps,
-					      offsetof(struct step_sum, chains), tmp);
-		int64_t saved = median_field(st.sum, steps, nsteps,
-					     offsetof(struct step_sum, saved), tmp);
+		int64_t chains =
+			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, chains), tmp);
+		int64_t saved =
+			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, saved), tmp);
 		cJSON *e;
 
 		own[0] = '\0';
 		if (st.nkinds)
-			ru_kernel_own_name(cs_analysis_string(a, kat(&st, st.kinds[0].first)->name_id),
-					   own, sizeof(own));
+			ru_kernel_own_name(
+				cs_analysis_string(a, kat(&st, st.kinds[0].first)->name_id), own,
+				sizeof(own));
 		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
 		if (r.recurring)
 			snprintf(title, sizeof(title),
@@ -411,8 +414,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 							offsetof(struct step_sum, cost), tmp),
 					   rare, sizeof(rare));
 			snprintf(title, sizeof(title),
-				 "chains of same-size element-wise kernels could be fused %s%s", rare,
-				 b2);
+				 "chains of same-size element-wise kernels could be fused %s%s",
+				 rare, b2);
 		}
 		f = cs_finding_new(
 			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
@@ -431,7 +434,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cJSON_AddNumberToObject(e, "chains_per_step", (double)chains);
 		cJSON_AddNumberToObject(e, "chain_kernels_per_step",
 					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, kernels), tmp));
+							     offsetof(struct step_sum, kernels),
+							     tmp));
 		cJSON_AddNumberToObject(e, "launches_saved_per_step", (double)saved);
 		cJSON_AddNumberToObject(e, "chain_kernel_ns_per_step",
 					(double)median_field(st.sum, steps, nsteps,
@@ -443,7 +447,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 							     tmp));
 		cJSON_AddNumberToObject(e, "idle_ns_per_step",
 					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, idle_ns), tmp));
+							     offsetof(struct step_sum, idle_ns),
+							     tmp));
 		cJSON_AddNumberToObject(e, "periodic_kernels_per_step",
 					(double)median_field(st.sum, steps, nsteps,
 							     offsetof(struct step_sum, periodic),

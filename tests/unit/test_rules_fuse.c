@@ -25,24 +25,27 @@
 #include "testutil.h"
 
 #define GEMM_NAME "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
-#define MUL_NAME                                                                                   \
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_15binary_"    \
+#define MUL_NAME                                                                                \
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_15binary_" \
 	"internal10MulFunctorIfEEEESt5arrayIPcLm3EEEEviT0_T1_"
-#define ADD_NAME                                                                                   \
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EE" \
+#define ADD_NAME                                                              \
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_" \
+	"addIfEESt5arrayIPcLm3EE"                                             \
 	"EEviT0_T1_"
-#define TANH_NAME                                                                                  \
-	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_16tanh_kernel_cudaERNS_"           \
+#define TANH_NAME                                                                         \
+	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_16tanh_kernel_cudaERNS_" \
 	"18TensorIteratorBaseEENKUlvE0_clEvENKUlvE0_clEvEUlfE_St5arrayIPcLm2EEEEviT0_T1_"
-#define POW_NAME                                                                                   \
-	"_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_"        \
-	"15pow_tensor_scalar_kernelEvENKUlvE_clEvEUlfE_EEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_"
-#define FILL_NAME                                                                                  \
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_" \
+#define POW_NAME                                                                               \
+	"_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_"    \
+	"15pow_tensor_scalar_kernelEvENKUlvE_clEvEUlfE_EEvRNS_18TensorIteratorBaseERKT_EUliE_" \
+	"EEviT1_"
+#define FILL_NAME                                               \
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_" \
+	"11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"              \
 	"T1_"
-#define GELU_NAME                                                                                  \
-	"_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_18GeluCUDAKernelImplERNS_"         \
-	"18TensorIteratorBaseENS0_8GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16EE_"          \
+#define GELU_NAME                                                                           \
+	"_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_18GeluCUDAKernelImplERNS_" \
+	"18TensorIteratorBaseENS0_8GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16EE_" \
 	"St5arrayIPcLm2EEEEviT0_T1_"
 
 /* Open a synthetic trace like sim_open(), on a device of compute capability major.0. */
@@ -131,7 +134,7 @@ static int trace_count(const char *path, const char *id)
 /* ---- unfused-elementwise ---- */
 
 /* The hand-written tanh GELU: pow, mul, add, mul, tanh, add, mul, mul. */
-static const char *const gelu_chain[] = {POW_NAME, MUL_NAME, ADD_NAME,	MUL_NAME,
+static const char *const gelu_chain[] = {POW_NAME,  MUL_NAME, ADD_NAME, MUL_NAME,
 					 TANH_NAME, ADD_NAME, MUL_NAME, MUL_NAME};
 
 /* Steps of 1 ms of GEMM, eight element-wise kernels of dur each (grid 65536, or alternating
@@ -266,7 +269,8 @@ START_TEST(test_unfused_cut_by_wait)
 		for (int i = 0; i < 8; i++) {
 			sim_kernel_grid(&m, 7, gelu_chain[i], 65536, 60 * US);
 			if (i & 1) {
-				sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(&m), CS_ID_NONE);
+				sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(&m),
+					 CS_ID_NONE);
 				sim_host(&m, 200 * US);
 			}
 		}
@@ -356,11 +360,15 @@ START_TEST(test_ntc_simt_names)
 		"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_"
 		"aligna4_alignc4_execute_kernel__5x_cublas",
 		"ampere_sgemm_128x64_nn",
-		"_Z18sgemm_largek_lds64ILb1ELb0ELi5ELi5ELi4ELi4ELi4ELi34EEvPfPKfS2_iiiiiiS2_S2_ffiiPiS3_",
-		"sm86_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize128x32x8_"
+		"_Z18sgemm_largek_lds64ILb1ELb0ELi5ELi5ELi4ELi4ELi4ELi34EEvPfPKfS2_iiiiiiS2_S2_"
+		"ffiiPiS3_",
+		"sm86_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nhwckrsc_nhwc_"
+		"tilesize128x32x8_"
 		"stage4_warpsize2x1x1_g1_execute_kernel__5x_cudnn",
-		"void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>"
-		"(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned "
+		"void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, "
+		"true>"
+		"(int, int, int, float const*, int, float*, float const*, kernel_conv_params, "
+		"unsigned "
 		"long long, int, float, float, int, float const*, float const*, bool, int, int)",
 		"scudnn_128x64_relu_interior_nn_v1",
 	};
@@ -375,9 +383,9 @@ START_TEST(test_ntc_simt_names)
 		/* 1 ms of SIMT GEMM per step: at least half of it saved, 1 ms of a ~2 ms step */
 		ck_assert_int_eq(f.v[0].lost_ns_per_step, 500 * US);
 		ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
-		ck_assert_str_eq(cJSON_GetObjectItem(f.v[0].evidence, "compute_capability")
-					 ->valuestring,
-				 "9.0");
+		ck_assert_str_eq(
+			cJSON_GetObjectItem(f.v[0].evidence, "compute_capability")->valuestring,
+			"9.0");
 		ck_assert(strstr(f.v[0].fix, "bfloat16") && strstr(f.v[0].fix, "allow_tf32"));
 		found_free(&f);
 	}
@@ -389,9 +397,11 @@ START_TEST(test_ntc_tensor_core_names)
 	static const char *const not_simt[] = {
 		/* tensor cores: MMA shapes, tensorop, nvjet, gmma, tensor-core input types */
 		"nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN",
-		"_ZN7cutlass7Kernel2I56cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_nt_align8EEvNT_"
+		"_ZN7cutlass7Kernel2I56cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_nt_"
+		"align8EEvNT_"
 		"6ParamsE",
-		"_ZN7cutlass7Kernel2I55cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_align1EEvNT_"
+		"_ZN7cutlass7Kernel2I55cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_"
+		"align1EEvNT_"
 		"6ParamsE",
 		"ampere_s1688gemm_128x128_32x3_nn",
 		"volta_h884gemm_64x64_ldg8_nn",
@@ -399,18 +409,22 @@ START_TEST(test_ntc_tensor_core_names)
 		"execute_segment_k_off_kernel__5x_cublas",
 		"sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_"
 		"tensor16x8x8_execute_kernel__5x_cublas",
-		"sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_"
+		"sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+		"tilesize128x128x16_"
 		"stage4_warpsize2x2x1_g1_tensor16x8x8_execute_kernel__5x_cudnn",
 		/* GEMM-like, precision unknown or not float32: not judged */
 		"gemm_fusion_dot_general_11",
 		"triton_tem_fused_mm_0",
-		"_ZN8internal5gemvx6kernelIiiffffLb0ELb1ELb0ELb0ELi8ELb0E18cublasGemvParamsExIi30cublas"
+		"_ZN8internal5gemvx6kernelIiiffffLb0ELb1ELb0ELb0ELi8ELb0E18cublasGemvParamsExIi30cu"
+		"blas"
 		"GemvTensorStridedBatchedIKfES5_S3_IfEfEEENSt9enable_ifIXntT5_EvE4typeET11_",
 		"ampere_dgemm_64x64_nn",
 		/* not GEMMs */
-		"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
+		"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_"
+		"4x1x1_"
 		"cga1x1x1_kernel0_0",
-		"_ZN5cudnn6fusion20convert_dq_to_16bitsILb1EEEvPKvPvjjjjjjjjjjPKfS6_S6_PfS3_S4_S4_bb",
+		"_ZN5cudnn6fusion20convert_dq_to_16bitsILb1EEEvPKvPvjjjjjjjjjjPKfS6_S6_PfS3_S4_S4_"
+		"bb",
 		"loop_convert_fusion",
 		"_ZN2at6native27im2col_kernelIfEEvlPKT_llllllllllllPS2_",
 	};
@@ -448,9 +462,8 @@ START_TEST(test_ntc_device_capability)
 
 	/* no tensor-core kernel in the trace: the device decides */
 	ck_assert_int_eq(gemm_count("cc9.db", name, 50, 264, 0, 9, &f), 1);
-	ck_assert_int_eq(cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence,
-							   "tensor_core_kernels_seen")),
-			 1);
+	ck_assert_int_eq(
+		cJSON_IsFalse(cJSON_GetObjectItem(f.v[0].evidence, "tensor_core_kernels_seen")), 1);
 	found_free(&f);
 	ck_assert_int_eq(gemm_count("cc6.db", name, 50, 264, 0, 6, &f), 0);
 	ck_assert_int_eq(gemm_count("cc6_maxwell.db", "maxwell_sgemm_128x64_nn", 50, 264, 0, 6, &f),
