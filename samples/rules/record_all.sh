@@ -73,6 +73,14 @@ programs=(
 	"zero-grad-memset-bad_foreach|zero-grad-memset/bad.py --how foreach"
 	"zero-grad-memset-fixed|zero-grad-memset/fixed.py"
 	"zero-grad-memset-negative_buffer_reset|zero-grad-memset/negative_buffer_reset.py"
+	"unfused-elementwise-bad|unfused-elementwise/bad.py"
+	"unfused-elementwise-fixed|unfused-elementwise/fixed.py"
+	"unfused-elementwise-negative_fused_op|unfused-elementwise/negative_fused_op.py"
+	"no-tensor-cores-bad|no-tensor-cores/bad.py"
+	"no-tensor-cores-fixed|no-tensor-cores/fixed.py"
+	"no-tensor-cores-fixed_tf32|no-tensor-cores/fixed.py --tf32"
+	"no-tensor-cores-negative_small_gemm|no-tensor-cores/negative_small_gemm.py"
+	"no-tensor-cores-negative_odd_shapes|no-tensor-cores/negative_odd_shapes.py"
 )
 
 failed=0

@@ -18,6 +18,8 @@ extern const cs_analyzer cs_rule_unfused_optimizer;
 extern const cs_analyzer cs_rule_zero_grad_memset;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
+extern const cs_analyzer cs_rule_unfused_elementwise;
+extern const cs_analyzer cs_rule_no_tensor_cores;
 
 const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_d2h_sync,
@@ -32,6 +34,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_zero_grad_memset,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
+	&cs_rule_unfused_elementwise,
+	&cs_rule_no_tensor_cores,
 	NULL,
 };
 

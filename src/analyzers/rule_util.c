@@ -1742,3 +1742,83 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
 	busy = cs_analysis_gpu_busy(a, pid, t0, t1);
 	return busy < t1 - t0 ? t1 - t0 - busy : 0;
 }
+
+/* ---- kernel names ---- */
+
+static int ru_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Length of the source name at *p (digits then that many characters), 0 when malformed. */
+static size_t ru_source_name(const char **p)
+{
+	size_t n = 0;
+
+	while (ru_digit(**p))
+		n = n * 10 + (size_t)(*(*p)++ - '0');
+	if (n == 0 || strnlen(*p, n) < n)
+		return 0;
+	return n;
+}
+
+void ru_kernel_own_name(const char *name, char *buf, size_t size)
+{
+	const char *p = name, *last = NULL, *end;
+	size_t last_n = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (!strncmp(p, "_Z", 2)) {
+		p += 2;
+		if (*p == 'L')
+			p++;
+		if (*p == 'N') {
+			p++;
+			while (*p && strchr("rVKRO", *p))
+				p++;
+			while (*p) {
+				if (ru_digit(*p)) {
+					size_t n = ru_source_name(&p);
+
+					if (!n)
+						break;
+					last = p;
+					last_n = n;
+					p += n;
+				} else if (*p == 'S') {
+					p++; /* a substitution: St, Sa, ..., or S<seq-id>_ */
+					if (*p && (*p >= 'a' && *p <= 'z')) {
+						p++;
+						continue;
+					}
+					while (*p && *p != '_')
+						p++;
+					if (*p)
+						p++;
+				} else {
+					break; /* I (template arguments), E, C/D (ctor/dtor), ... */
+				}
+			}
+		} else if (ru_digit(*p)) {
+			last_n = ru_source_name(&p);
+			last = last_n ? p : NULL;
+		}
+		if (last) {
+			if (last_n >= size)
+				last_n = size - 1;
+			memcpy(buf, last, last_n);
+			buf[last_n] = '\0';
+			return;
+		}
+	}
+	end = name + strcspn(name, "<(");
+	for (p = end; p > name; p--)
+		if (p[-1] == ':' || p[-1] == ' ')
+			break;
+	if ((size_t)(end - p) >= size)
+		end = p + size - 1;
+	memcpy(buf, p, (size_t)(end - p));
+	buf[end - p] = '\0';
+}

@@ -392,5 +392,14 @@ int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t p
 
 /* GPU idle of process pid in [t0, t1): the time no kernel, copy or memset of it ran. */
 int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
+/* ---- kernel names ---- */
+
+/*
+ * The function's own name in a kernel name, into buf (size > 0): for an Itanium-mangled name the
+ * last component of its (nested) name before template arguments begin; for a plain or demangled
+ * name the identifier before the first '<' or '(' after the last "::" or space. The template
+ * arguments (functors, element types) are not part of it.
+ */
+void ru_kernel_own_name(const char *name, char *buf, size_t size);
 
 #endif

@@ -168,7 +168,8 @@ async function main() {
 		check('hostile: the name is in the kernel table as text', text.table.includes('<img src=x onerror="window.__pwned=2">'), text.table.slice(0, 300));
 		check('hostile: the name is in the chart as text', text.chart.includes('<script>window.__pwned=1'), text.chart.slice(0, 200));
 		check('hostile: the embedded data keeps the name whole', text.data.includes(HOSTILE), JSON.stringify(text.data[0]));
-		check('hostile: the scan finding is there', d.findings === 1 && d.articles === 1, d.articles + ' of ' + d.findings);
+		/* cuda-core-scan's, and unfused-elementwise's (the model's eager element-wise glue) */
+		check('hostile: the scan finding is there', d.findings >= 1 && d.articles === d.findings, d.articles + ' of ' + d.findings);
 		check('hostile: charts still drawn', d.stepBars === d.steps && d.kernelBars === d.kernels && d.kernels > 0);
 		await page.close();
 	} catch (e) {

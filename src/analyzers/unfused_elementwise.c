@@ -1,0 +1,486 @@
+/*
+ * unfused_elementwise.c - the unfused-elementwise rule: chains of element-wise kernels back to
+ * back on one stream, each over a tensor of the same size (the same grid), that one fused kernel
+ * (torch.compile, a fused built-in op, a custom kernel) would replace. Each kernel of a chain
+ * reads its inputs from device memory and writes its output back; a fused kernel reads the
+ * chain's inputs once and writes its result once, and is launched once.
+ *
+ * What a chain costs per step, from the trace: its kernels' own GPU time beyond the longest of
+ * them (a fused kernel moves at least as many bytes as the largest of its parts, so at least the
+ * longest kernel's time stays), plus the GPU idle between them (the launches that fusion
+ * removes). Runs of element-wise kernels whose name sequence repeats with a period over several
+ * different grids are left out: that is an optimizer's per-parameter loop (`foreach=False`),
+ * which the unfused-optimizer rule judges. docs/rules/unfused-elementwise.md has the decision,
+ * its thresholds and the measured values.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cuscope/grow.h"
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+#define RULE_ID "unfused-elementwise"
+
+/* A chain is at least this many kernels (one launch and one round trip to memory saved). */
+#define MIN_CHAIN 2
+/* A recurring pattern: in at least this share of the steady steps, and this many ... */
+#define MIN_STEP_SHARE 0.5
+#define MIN_STEPS      3
+/* ... costing at least this share of the median step (see the doc: the cost is an upper bound). */
+#define MIN_LOSS_SHARE 0.05
+/* Fewer steps than that: found when the cost over the steady state reaches MIN_LOSS_SHARE, in at
+ * least this many steps. */
+#define MIN_RARE_STEPS 2
+/* A run whose kernel names repeat with a period of at most MAX_PERIOD kernels, for at least
+ * MIN_PERIODS periods, over at least MIN_PERIOD_GRIDS different grids: a per-parameter loop. */
+#define MAX_PERIOD	 32
+#define MIN_PERIODS	 3
+#define MIN_PERIOD_GRIDS 3
+/* Chains listed in the evidence, and kernel names per chain. */
+#define MAX_CHAINS 3
+#define MAX_NAMES  12
+
+/* Is a kernel name an element-wise kernel of PyTorch (or a Triton pointwise kernel)? */
+static int is_elementwise_name(const char *name)
+{
+	char own[256];
+
+	ru_kernel_own_name(name, own, sizeof(own));
+	if (!strncmp(own, "triton_poi_", 11))
+		return 1;
+	if (!strcasestr(own, "elementwise") || strcasestr(own, "index"))
+		return 0;
+	/* a fill writes without reading: zero_grad's and torch.zeros' memsets, not a chain's link
+	 */
+	return !strstr(name, "FillFunctor");
+}
+
+struct step_sum {
+	int64_t cost, chains, kernels, saved, kernel_ns, longest_ns, idle_ns, periodic;
+};
+
+/* One chain signature: its kernel names and grid, with what it cost over the steady steps. */
+struct chain_kind {
+	uint64_t hash;
+	int64_t grid, len;
+	int64_t first; /* position in kernel_stream_order of an instance's first kernel */
+	int64_t cost, count;
+	int64_t stack_id;
+};
+
+struct state {
+	const cs_analysis *a;
+	const cs_steps *s;
+	const int8_t *ew;
+	struct step_sum *sum;
+	struct chain_kind *kinds;
+	size_t nkinds, kinds_cap;
+	int8_t *skip; /* per position of a run: 1 in a per-parameter loop */
+	size_t skip_cap;
+};
+
+static const cs_a_kernel *kat(const struct state *st, int64_t pos)
+{
+	return &st->a->kernels[st->a->kernel_stream_order[pos]];
+}
+
+/* Did a host wait of the process end between t0 and t1? (The GPU idle there is its.) */
+static int wait_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
+{
+	int64_t i = cs_analysis_sync_at(a, cs_sat_sub(t0, a->sync_longest));
+
+	for (; i < a->nsyncs && a->syncs[i].start < t1; i++) {
+		const cs_a_sync *y = &a->syncs[i];
+
+		if (y->pid == pid && y->host_wait && y->end != CS_TS_UNKNOWN && y->end >= t0 &&
+		    y->end <= t1)
+			return 1;
+	}
+	return 0;
+}
+
+/* GPU idle of the process between the end of one kernel and the start of the next. */
+static int64_t idle_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
+{
+	int64_t idle;
+
+	if (t1 <= t0)
+		return 0;
+	idle = (t1 - t0) - cs_analysis_gpu_busy(a, pid, t0, t1);
+	return idle > 0 ? idle : 0;
+}
+
+/*
+ * Mark the kernels of run [p0, p1) that belong to a per-parameter loop: a stretch whose names
+ * repeat with a period p (name at j equal to name at j + p) for MIN_PERIODS periods or more, over
+ * MIN_PERIOD_GRIDS different grids or more.
+ */
+static void mark_periodic(struct state *st, int64_t p0, int64_t p1)
+{
+	int64_t len = p1 - p0;
+
+	for (int64_t p = 1; p <= MAX_PERIOD && MIN_PERIODS * p <= len; p++) {
+		int64_t j = p0;
+
+		while (j + p < p1) {
+			int64_t e = j;
+
+			while (e + p < p1 && kat(st, e)->name_id == kat(st, e + p)->name_id)
+				e++;
+			/* names repeat over [j, e + p) */
+			if (e + p - j >= MIN_PERIODS * p) {
+				int64_t grids[MIN_PERIOD_GRIDS];
+				int ng = 0;
+
+				for (int64_t q = j; q < e + p && ng < MIN_PERIOD_GRIDS; q += p) {
+					int64_t g = kat(st, q)->grid_blocks;
+					int seen = 0;
+
+					for (int t = 0; t < ng; t++)
+						seen |= grids[t] == g;
+					if (!seen)
+						grids[ng++] = g;
+				}
+				if (ng >= MIN_PERIOD_GRIDS)
+					for (int64_t q = j; q < e + p; q++)
+						st->skip[q - p0] = 1;
+			}
+			j = e + 1;
+		}
+	}
+}
+
+static uint64_t hash_step(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+/* Count the chain [c0, c1) of the run (positions in kernel_stream_order) in its step. */
+static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
+{
+	struct step_sum *x = &st->sum[step];
+	int64_t total = 0, longest = 0, idle = 0, cost;
+	uint64_t h = 0;
+	struct chain_kind *k = NULL;
+
+	for (int64_t q = c0; q < c1; q++) {
+		const cs_a_kernel *kk = kat(st, q);
+		int64_t d = kk->end - kk->start;
+
+		cs_sat_accum(&total, d);
+		if (d > longest)
+			longest = d;
+		if (q > c0)
+			cs_sat_accum(&idle,
+				     idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
+		h = hash_step(h, (uint64_t)kk->name_id);
+	}
+	h = hash_step(h, (uint64_t)kat(st, c0)->grid_blocks);
+	cost = cs_sat_add(total - longest, idle);
+	x->chains++;
+	x->kernels += c1 - c0;
+	x->saved += c1 - c0 - 1;
+	cs_sat_accum(&x->kernel_ns, total);
+	cs_sat_accum(&x->longest_ns, longest);
+	cs_sat_accum(&x->idle_ns, idle);
+	cs_sat_accum(&x->cost, cost);
+	for (size_t i = 0; i < st->nkinds; i++)
+		if (st->kinds[i].hash == h && st->kinds[i].len == c1 - c0) {
+			k = &st->kinds[i];
+			break;
+		}
+	if (!k) {
+		if (cs_grow((void **)&st->kinds, &st->kinds_cap, st->nkinds + 1,
+			    sizeof(*st->kinds)))
+			return CS_ERR_NOMEM;
+		k = &st->kinds[st->nkinds++];
+		memset(k, 0, sizeof(*k));
+		k->hash = h;
+		k->len = c1 - c0;
+		k->grid = kat(st, c0)->grid_blocks;
+		k->first = c0;
+		k->stack_id = CS_ID_NONE;
+	}
+	for (int64_t q = c0; q < c1 && k->stack_id == CS_ID_NONE; q++)
+		k->stack_id = kat(st, q)->stack_id;
+	cs_sat_accum(&k->cost, cost);
+	k->count++;
+	return 0;
+}
+
+/* The chains of one run of element-wise kernels [p0, p1) of one step. */
+static int scan_run(struct state *st, int32_t step, int64_t p0, int64_t p1)
+{
+	int64_t len = p1 - p0, c0;
+
+	if (len < MIN_CHAIN)
+		return 0;
+	if (cs_grow((void **)&st->skip, &st->skip_cap, (size_t)len, 1))
+		return CS_ERR_NOMEM;
+	memset(st->skip, 0, (size_t)len);
+	mark_periodic(st, p0, p1);
+	for (int64_t q = p0; q < p1; q++)
+		st->sum[step].periodic += st->skip[q - p0];
+	c0 = -1;
+	for (int64_t q = p0; q <= p1; q++) {
+		int brk = q == p1 || st->skip[q - p0] ||
+			  (c0 >= 0 && kat(st, q)->grid_blocks != kat(st, c0)->grid_blocks);
+
+		if (brk && c0 >= 0) {
+			if (q - c0 >= MIN_CHAIN && add_chain(st, step, c0, q))
+				return CS_ERR_NOMEM;
+			c0 = -1;
+		}
+		if (q < p1 && !st->skip[q - p0] && c0 < 0)
+			c0 = q;
+	}
+	return 0;
+}
+
+/* Walk the process's kernels stream by stream and count the chains of each steady step. */
+static int find_chains(struct state *st)
+{
+	const cs_analysis *a = st->a;
+	uint32_t pid = st->s->pid;
+	int64_t p0 = -1;
+	int32_t run_step = -1;
+
+	for (int64_t pos = 0; pos <= a->nkernels; pos++) {
+		const cs_a_kernel *k = pos < a->nkernels ? kat(st, pos) : NULL;
+		int32_t step = -1;
+		int ok = k && k->pid == pid && k->name_id >= 0 && st->ew[k->name_id] > 0 &&
+			 k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN && k->end >= k->start;
+
+		if (ok) {
+			step = ru_steady_step(st->s, cs_launch_time(k->launch_start, k->start));
+			ok = step >= 0;
+		}
+		/* the run goes on: same stream, same step, no host wait in between */
+		if (ok && p0 >= 0) {
+			const cs_a_kernel *prev = kat(st, pos - 1);
+
+			if (prev->stream_id != k->stream_id || prev->device_id != k->device_id ||
+			    prev->pid != k->pid || step != run_step ||
+			    wait_between(a, pid, prev->end, k->start)) {
+				if (scan_run(st, run_step, p0, pos))
+					return CS_ERR_NOMEM;
+				p0 = -1;
+			}
+		}
+		if (!ok) {
+			if (p0 >= 0 && scan_run(st, run_step, p0, pos))
+				return CS_ERR_NOMEM;
+			p0 = -1;
+			continue;
+		}
+		if (p0 < 0) {
+			p0 = pos;
+			run_step = step;
+		}
+	}
+	return 0;
+}
+
+static int cmp_kind_cost(const void *pa, const void *pb)
+{
+	const struct chain_kind *x = pa, *y = pb;
+
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
+			    size_t offset, int64_t *tmp)
+{
+	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
+}
+
+static int add_chains(cJSON *e, const struct state *st, int32_t steady)
+{
+	cJSON *arr = cJSON_AddArrayToObject(e, "chains");
+
+	if (!arr)
+		return CS_ERR_NOMEM;
+	for (size_t i = 0; i < st->nkinds && i < MAX_CHAINS; i++) {
+		const struct chain_kind *k = &st->kinds[i];
+		cJSON *o = cJSON_CreateObject(), *names;
+
+		if (!o)
+			return CS_ERR_NOMEM;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddNumberToObject(o, "kernels", (double)k->len);
+		cJSON_AddNumberToObject(o, "grid_blocks", (double)k->grid);
+		cJSON_AddNumberToObject(o, "per_step", (double)k->count / (double)steady);
+		cJSON_AddNumberToObject(o, "cost_ns_per_step", (double)(k->cost / steady));
+		if (k->stack_id != CS_ID_NONE)
+			cJSON_AddNumberToObject(o, "stack_id", (double)k->stack_id);
+		names = cJSON_AddArrayToObject(o, "names");
+		if (!names)
+			return CS_ERR_NOMEM;
+		for (int64_t q = 0; q < k->len && q < MAX_NAMES; q++) {
+			cJSON *nm = cJSON_CreateString(
+				cs_analysis_string(st->a, kat(st, k->first + q)->name_id));
+
+			if (!nm)
+				return CS_ERR_NOMEM;
+			cJSON_AddItemToArray(names, nm);
+		}
+	}
+	return 0;
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct state st;
+	int8_t *ew = NULL;
+	int64_t nnames = 0, *cost = NULL, *tmp = NULL;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	cs_report_finding *f = NULL;
+	struct ru_recur r;
+	int rc = CS_ERR_NOMEM, any = 0;
+
+	memset(&st, 0, sizeof(st));
+	if (steady <= 0 || ctx->step_median <= 0 || !a->kernel_stream_order)
+		return 0;
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].name_id >= nnames)
+			nnames = a->kernels[i].name_id + 1;
+	ew = calloc((size_t)nnames + 1, 1);
+	if (!ew)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		int64_t id = a->kernels[i].name_id;
+
+		if (id < 0 || a->kernels[i].pid != s->pid || ew[id])
+			continue;
+		ew[id] = is_elementwise_name(cs_analysis_string(a, id)) ? 1 : -1;
+		any |= ew[id] > 0;
+	}
+	rc = 0;
+	if (!any)
+		goto out;
+	rc = CS_ERR_NOMEM;
+	st.a = a;
+	st.s = s;
+	st.ew = ew;
+	st.sum = calloc((size_t)s->n, sizeof(*st.sum));
+	cost = calloc((size_t)s->n, sizeof(*cost));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!st.sum || !cost || !tmp || find_chains(&st))
+		goto out;
+	for (int32_t i = 0; i < s->n; i++)
+		cost[i] = st.sum[i].cost;
+	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		goto out;
+	rc = 0;
+	if (!ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 0, MIN_STEPS,
+			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+		goto out;
+	rc = CS_ERR_NOMEM;
+	if (st.nkinds > 1)
+		cs_sort(st.kinds, st.nkinds, sizeof(*st.kinds), cmp_kind_cost);
+	{
+		char title[400], b1[32], b2[96], b3[96], rare[200], own[128];
+		int64_t chains =
+			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, chains), tmp);
+		int64_t saved =
+			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, saved), tmp);
+		cJSON *e;
+
+		own[0] = '\0';
+		if (st.nkinds)
+			ru_kernel_own_name(
+				cs_analysis_string(a, kat(&st, st.kinds[0].first)->name_id), own,
+				sizeof(own));
+		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
+		if (r.recurring)
+			snprintf(title, sizeof(title),
+				 "%lld chains of same-size element-wise kernels per step could be "
+				 "fused: %lld launches and %s of GPU time per step (%.1f%%)%s%s",
+				 (long long)chains, (long long)saved,
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2, b3);
+		else {
+			ru_recur_rare_text(&r, nsteps,
+					   median_field(st.sum, steps, nsteps,
+							offsetof(struct step_sum, cost), tmp),
+					   rare, sizeof(rare));
+			snprintf(title, sizeof(title),
+				 "chains of same-size element-wise kernels could be fused %s%s",
+				 rare, b2);
+		}
+		f = cs_finding_new(
+			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+			"Fuse the chain into one kernel: torch.compile the function (or module) "
+			"that runs these operations, or use the fused built-in (F.gelu(x, "
+			"approximate='tanh'), torch.addcmul, F.silu, ...) or a custom (Triton) "
+			"kernel; each kernel of a chain reads and writes the whole tensor.");
+		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			goto out;
+		f->lost_ns_per_step = r.lost;
+		f->step_share = r.share;
+		f->first = s->v[steps[0]].start;
+		f->last = s->v[steps[nsteps - 1]].end;
+		f->stack_id = st.nkinds ? st.kinds[0].stack_id : CS_ID_NONE;
+		e = f->evidence;
+		cJSON_AddNumberToObject(e, "chains_per_step", (double)chains);
+		cJSON_AddNumberToObject(e, "chain_kernels_per_step",
+					(double)median_field(st.sum, steps, nsteps,
+							     offsetof(struct step_sum, kernels),
+							     tmp));
+		cJSON_AddNumberToObject(e, "launches_saved_per_step", (double)saved);
+		cJSON_AddNumberToObject(e, "chain_kernel_ns_per_step",
+					(double)median_field(st.sum, steps, nsteps,
+							     offsetof(struct step_sum, kernel_ns),
+							     tmp));
+		cJSON_AddNumberToObject(e, "longest_ns_per_step",
+					(double)median_field(st.sum, steps, nsteps,
+							     offsetof(struct step_sum, longest_ns),
+							     tmp));
+		cJSON_AddNumberToObject(e, "idle_ns_per_step",
+					(double)median_field(st.sum, steps, nsteps,
+							     offsetof(struct step_sum, idle_ns),
+							     tmp));
+		cJSON_AddNumberToObject(e, "periodic_kernels_per_step",
+					(double)median_field(st.sum, steps, nsteps,
+							     offsetof(struct step_sum, periodic),
+							     tmp));
+		cJSON_AddStringToObject(e, "costliest_first_kernel", own);
+		cJSON_AddNumberToObject(e, "min_chain", MIN_CHAIN);
+		if (add_chains(e, &st, steady))
+			goto out;
+		ru_recur_evidence(e, &r, nsteps);
+	}
+	rc = ru_emit(ctx, f, err);
+	f = NULL;
+	goto out_free;
+out:
+	if (rc)
+		cs_error_set(err, rc, "out of memory");
+out_free:
+	cs_finding_free(f);
+	free(ew);
+	free(st.sum);
+	free(st.kinds);
+	free(st.skip);
+	free(cost);
+	free(tmp);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_unfused_elementwise = {
+	RULE_ID,
+	"chains of same-size element-wise kernels back to back on one stream, each reading and "
+	"writing the whole tensor, that one fused kernel (torch.compile) would replace",
+	"000 #11, 001 6.2.2, 001 9.3",
+	run,
+};
