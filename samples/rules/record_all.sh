@@ -63,6 +63,12 @@ programs=(
 	"allocator-churn-bad|allocator-churn/bad.py"
 	"allocator-churn-fixed|allocator-churn/fixed.py"
 	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
+	"dataloader-stall-bad|dataloader-stall/bad.py"
+	"dataloader-stall-fixed|dataloader-stall/fixed.py"
+	"dataloader-stall-negative_gpu_bound|dataloader-stall/negative_gpu_bound.py"
+	"dataloader-stall-negative_epoch_boundary|dataloader-stall/negative_epoch_boundary.py"
+	"low-utilization-bad|low-utilization/bad.py"
+	"low-utilization-fixed|low-utilization/fixed.py"
 )
 
 failed=0
