@@ -16,6 +16,8 @@ extern const cs_analyzer cs_rule_pageable_memcpy;
 extern const cs_analyzer cs_rule_allocator_churn;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
+extern const cs_analyzer cs_rule_dataloader_stall;
+extern const cs_analyzer cs_rule_low_utilization;
 
 const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_d2h_sync,
@@ -28,6 +30,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_allocator_churn,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
+	&cs_rule_dataloader_stall,
+	&cs_rule_low_utilization,
 	NULL,
 };
 
@@ -39,4 +43,9 @@ const cs_analyzer *cs_analyzer_find(const char *id)
 		if (!strcmp((*r)->id, id))
 			return *r;
 	return NULL;
+}
+
+int cs_analyzer_after_others(const cs_analyzer *r)
+{
+	return r == &cs_rule_low_utilization;
 }

@@ -491,7 +491,7 @@ START_TEST(test_json_validates)
 		dv = report_json(v.out);
 		ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "trace"), "file"), files[i]);
 		ck_assert_int_eq(json_int(doc, "version"), 1);
-		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 10);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 12);
 		ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"),
 				 cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")));
 		/* JSON is for tools: -v does not change it */
@@ -623,14 +623,14 @@ START_TEST(test_list_rules)
 		"d2h-sync",	      "empty-cache-in-loop", "memory-ceiling-thrash",
 		"launch-starvation",  "cuda-core-scan",	     "sync-call",
 		"pageable-memcpy",    "allocator-churn",     "rank-straggler",
-		"comm-not-overlapped"};
+		"comm-not-overlapped", "dataloader-stall",   "low-utilization"};
 	struct tu_result r = run("--list-rules"), j = run("--list-rules", "--format", "json"),
 			 x = run("--list-rules", train_db);
 	cJSON *doc;
 
 	ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
 	ck_assert_str_eq(r.err, "");
-	for (size_t i = 0; i < 10; i++) {
+	for (size_t i = 0; i < 12; i++) {
 		char line[64];
 
 		snprintf(line, sizeof(line), "\n%s ", ids[i]);
@@ -639,8 +639,8 @@ START_TEST(test_list_rules)
 	ck_assert_int_eq(j.rc, 0);
 	doc = cJSON_Parse(j.out);
 	ck_assert_ptr_nonnull(doc);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 10);
-	for (int i = 0; i < 10; i++) {
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 12);
+	for (int i = 0; i < 12; i++) {
 		const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "rules"), i);
 
 		ck_assert_str_eq(json_str(o, "id"), ids[i]);
@@ -687,9 +687,10 @@ START_TEST(test_rules_and_skip)
 	ck_assert_str_eq(buf, "d2h-sync");
 	ck_assert_int_eq(rules_of(b.out, buf, sizeof(buf)), 2);
 	ck_assert_str_eq(buf, "d2h-sync,cuda-core-scan"); /* registry order */
-	ck_assert_int_eq(rules_of(c.out, buf, sizeof(buf)), 8);
+	ck_assert_int_eq(rules_of(c.out, buf, sizeof(buf)), 10);
 	ck_assert_str_eq(buf, "empty-cache-in-loop,memory-ceiling-thrash,cuda-core-scan,sync-call,"
-			      "pageable-memcpy,allocator-churn,rank-straggler,comm-not-overlapped");
+			      "pageable-memcpy,allocator-churn,rank-straggler,comm-not-overlapped,"
+			      "dataloader-stall,low-utilization");
 	ck_assert_int_eq(rules_of(d.out, buf, sizeof(buf)), 1);
 	ck_assert_str_eq(buf, "cuda-core-scan");
 	tu_assert_one_line_error(&e, "unknown rule");
