@@ -117,8 +117,8 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 	ru_i64_free(&d);
 
 	for (int64_t i = 0; i < a->nsyncs; i++)
-		if (a->syncs[i].pid == pid && push_call(&v, &n, &cap, a->syncs[i].start,
-							a->syncs[i].end, a->syncs[i].tid))
+		if (a->syncs[i].pid == pid &&
+		    push_call(&v, &n, &cap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
 			goto nomem;
 	for (int64_t i = 0; i < a->napis; i++)
 		if (a->apis[i].pid == pid &&
@@ -267,12 +267,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, int32_t *s
 	}
 	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
 	if (r->recurring)
-		snprintf(title, sizeof(title),
-			 "GPU idle at the start of the step while the host prepares the next batch: "
-			 "%s per step (%.1f%%), the training thread making no CUDA call for %s "
-			 "before the batch's copy to the device%s%s",
-			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
-			 ru_fmt_ns(b2, sizeof(b2), stretch), near1, near2);
+		snprintf(
+			title, sizeof(title),
+			"GPU idle at the start of the step while the host prepares the next batch: "
+			"%s per step (%.1f%%), the training thread making no CUDA call for %s "
+			"before the batch's copy to the device%s%s",
+			ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
+			ru_fmt_ns(b2, sizeof(b2), stretch), near1, near2);
 	else {
 		ru_recur_rare_text(r, nsteps, stall, rare, sizeof(rare));
 		snprintf(title, sizeof(title),
@@ -284,13 +285,18 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, int32_t *s
 		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
 		r->recurring
 			? "Have the next batch ready before the step asks for it: load it in "
-			  "DataLoader worker processes (num_workers of a few per GPU, prefetch_factor "
-			  "for uneven batches), pin_memory=True with .to(device, non_blocking=True), "
-			  "persistent_workers=True; move per-item CPU work (decoding, augmentation) "
+			  "DataLoader worker processes (num_workers of a few per GPU, "
+			  "prefetch_factor "
+			  "for uneven batches), pin_memory=True with .to(device, "
+			  "non_blocking=True), "
+			  "persistent_workers=True; move per-item CPU work (decoding, "
+			  "augmentation) "
 			  "out of the training process or onto the GPU."
 			: "A stall in a few steps only: with a DataLoader, persistent_workers=True "
-			  "keeps the workers (and their prefetched batches) across epochs; otherwise "
-			  "prepare the batches of those steps ahead (num_workers, prefetch_factor).");
+			  "keeps the workers (and their prefetched batches) across epochs; "
+			  "otherwise "
+			  "prepare the batches of those steps ahead (num_workers, "
+			  "prefetch_factor).");
 	if (!f)
 		goto nomem;
 	if (cs_finding_set_steps(f, steps, nsteps))
@@ -341,8 +347,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cost[i] = sum[i].stall_ns;
 	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
 		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS,
-			    MIN_STEP_SHARE, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
+			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
 		rc = emit_finding(ctx, sum, steps, nsteps, far, &r, tmp, err);
 	goto out;
 nomem:

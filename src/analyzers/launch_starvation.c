@@ -580,10 +580,11 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
-	f = cs_finding_new(RULE_ID,
-			   near ? CS_SEV_INFO
-				: ru_severity(lost > 0 ? share * (double)own / (double)lost : share),
-			   title, fix);
+	f = cs_finding_new(
+		RULE_ID,
+		near ? CS_SEV_INFO
+		     : ru_severity(lost > 0 ? share * (double)own / (double)lost : share),
+		title, fix);
 	if (!f)
 		goto out;
 	if (cs_finding_set_steps(f, steps, n))

@@ -96,15 +96,16 @@ static int named_causes(const cs_rule_ctx *ctx, struct cause **out, int32_t *n)
 }
 
 struct decision {
-	int64_t med, lo, hi; /* busy share of the steady steps, millionths: median and 95% interval */
+	int64_t med, lo,
+		hi; /* busy share of the steady steps, millionths: median and 95% interval */
 	int near;
-	int64_t idle, step;  /* median idle and step time of the affected steps */
+	int64_t idle, step;		   /* median idle and step time of the affected steps */
 	int64_t by_cause[CS_IDLE_NCAUSES]; /* median timeline idle per cause, affected steps */
-	int64_t queued;	     /* median idle that no cause holds (work was queued) */
+	int64_t queued;			   /* median idle that no cause holds (work was queued) */
 };
 
-static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_t *steps,
-			int32_t n, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_t *steps, int32_t n,
+			cs_error *err)
 {
 	const cs_steps *s = ctx->steps;
 	struct cause *causes = NULL;
@@ -135,7 +136,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 	}
 	if (nc > MAX_TITLE_CAUSES) {
 		len = strlen(named);
-		snprintf(named + len, sizeof(named) - len, " and %d more", (int)(nc - MAX_TITLE_CAUSES));
+		snprintf(named + len, sizeof(named) - len, " and %d more",
+			 (int)(nc - MAX_TITLE_CAUSES));
 	}
 	if (top >= 0)
 		snprintf(tail, sizeof(tail), "; the timeline shows mostly %s (%s per step)",
@@ -145,17 +147,19 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 			 "; the timeline shows GPU idle with work already queued (dependencies "
 			 "between streams, device-side waits)");
 	if (d->near)
-		snprintf(near, sizeof(near), "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
+		snprintf(near, sizeof(near),
+			 "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
 			 MIN_BUSY_SHARE * 100, (double)d->lo / 1e4, (double)d->hi / 1e4);
-	len = (size_t)snprintf(title, sizeof(title), "GPU busy %.0f%% of the step: %s idle per step",
+	len = (size_t)snprintf(title, sizeof(title),
+			       "GPU busy %.0f%% of the step: %s idle per step",
 			       (double)d->med / 1e4, ru_fmt_ns(b1, sizeof(b1), d->idle));
 	if (nc > 0 && len < sizeof(title))
 		len += (size_t)snprintf(title + len, sizeof(title) - len,
 					", largest causes found: %s", named);
 	if (len < sizeof(title)) {
 		if (nc == 0)
-			snprintf(title + len, sizeof(title) - len, "; no other rule explains it%s%s",
-				 tail, near);
+			snprintf(title + len, sizeof(title) - len,
+				 "; no other rule explains it%s%s", tail, near);
 		else if (rest > 0)
 			snprintf(title + len, sizeof(title) - len, "; %s not explained by them%s%s",
 				 ru_fmt_ns(b2, sizeof(b2), rest), tail, near);
@@ -173,12 +177,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 	else
 		snprintf(fix, sizeof(fix),
 			 "Give the GPU more work per host action: larger batches, fewer and larger "
-			 "kernels (torch.compile, CUDA graphs), host work and waits out of the step, "
+			 "kernels (torch.compile, CUDA graphs), host work and waits out of the "
+			 "step, "
 			 "the next batch prepared ahead; the evidence splits the idle by what the "
 			 "timeline shows.");
-	f = cs_finding_new(RULE_ID,
-			   d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median), title,
-			   fix);
+	f = cs_finding_new(RULE_ID, d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median),
+			   title, fix);
 	if (!f || cs_finding_set_steps(f, steps, n))
 		goto nomem;
 	f->lost_ns_per_step = rest;

@@ -64,8 +64,7 @@ START_TEST(test_stall_every_step)
 	 * left out of its cost */
 	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
 	ck_assert(ev(&f.v[0], "idle_ns_left_to_dataloader_stall")->valuedouble > 3.8 * MS);
-	ck_assert_msg(f.v[0].lost_ns_per_step < 1 * MS, "%lld",
-		      (long long)f.v[0].lost_ns_per_step);
+	ck_assert_msg(f.v[0].lost_ns_per_step < 1 * MS, "%lld", (long long)f.v[0].lost_ns_per_step);
 	ck_assert(strstr(f.v[0].title, "dataloader-stall's cost") != NULL);
 	found_free(&f);
 	free(m.path);
