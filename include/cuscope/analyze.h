@@ -322,6 +322,10 @@ typedef struct cs_rule_ctx {
 	/* Every process of the report with its steps (the cross-rank rules compare them), when
 	 * cs_report_run_processes() runs the rules; NULL otherwise. */
 	const struct cs_report_processes *procs;
+	/* The findings of the run so far (of every process: filter on pid), for the analyzers
+	 * that run after the others (cs_analyzer_after_others()); NULL when an analyzer runs on
+	 * its own. */
+	const struct cs_report *found;
 } cs_rule_ctx;
 
 typedef struct cs_analyzer {
@@ -334,6 +338,9 @@ typedef struct cs_analyzer {
 /* The registry (src/analyzers/registry.c): every analyzer, NULL-terminated. */
 extern const cs_analyzer *const cs_analyzers[];
 const cs_analyzer *cs_analyzer_find(const char *id);
+/* 1 when r summarizes the other rules' findings (registry.c lists them): a run calls it after
+ * every other analyzer, with their findings in ctx->found. */
+int cs_analyzer_after_others(const cs_analyzer *r);
 
 /*
  * An analyzer reports a finding so:

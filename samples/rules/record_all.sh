@@ -81,6 +81,12 @@ programs=(
 	"no-tensor-cores-fixed_tf32|no-tensor-cores/fixed.py --tf32"
 	"no-tensor-cores-negative_small_gemm|no-tensor-cores/negative_small_gemm.py"
 	"no-tensor-cores-negative_odd_shapes|no-tensor-cores/negative_odd_shapes.py"
+	"dataloader-stall-bad|dataloader-stall/bad.py"
+	"dataloader-stall-fixed|dataloader-stall/fixed.py"
+	"dataloader-stall-negative_gpu_bound|dataloader-stall/negative_gpu_bound.py"
+	"dataloader-stall-negative_epoch_boundary|dataloader-stall/negative_epoch_boundary.py"
+	"low-utilization-bad|low-utilization/bad.py"
+	"low-utilization-fixed|low-utilization/fixed.py"
 )
 
 failed=0

@@ -237,25 +237,31 @@ int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
 	if (!rules)
 		rules = cs_analyzers;
 	cs_steps_duration_stats(s, &median, &p10, &p90);
-	for (; *rules; rules++) {
-		cs_error rerr = {0, ""};
+	/* two passes: the summaries run once the other rules' findings are in */
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		for (const cs_analyzer *const *r = rules; *r; r++) {
+			cs_error rerr = {0, ""};
 
-		memset(&ctx, 0, sizeof(ctx));
-		ctx.a = a;
-		ctx.steps = s;
-		ctx.step_median = median;
-		ctx.emit = report_emit;
-		ctx.priv = &run;
-		ctx.cache = &cache;
-		ctx.procs = procs;
-		run.current = *rules;
-		rc = (*rules)->run(&ctx, &rerr);
-		if (rc < 0) {
-			rc = cs_error_set(err, rc, "rule %s failed: %s", (*rules)->id,
-					  rerr.msg[0] ? rerr.msg : cs_err_str(rc));
-			break;
+			if (!cs_analyzer_after_others(*r) != !pass)
+				continue;
+			memset(&ctx, 0, sizeof(ctx));
+			ctx.a = a;
+			ctx.steps = s;
+			ctx.step_median = median;
+			ctx.emit = report_emit;
+			ctx.priv = &run;
+			ctx.cache = &cache;
+			ctx.procs = procs;
+			ctx.found = out;
+			run.current = *r;
+			rc = (*r)->run(&ctx, &rerr);
+			if (rc < 0) {
+				rc = cs_error_set(err, rc, "rule %s failed: %s", (*r)->id,
+						  rerr.msg[0] ? rerr.msg : cs_err_str(rc));
+				break;
+			}
+			rc = 0;
 		}
-		rc = 0;
 	}
 	ru_cache_free(&cache);
 	cs_report_sort(out);

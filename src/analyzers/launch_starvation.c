@@ -460,7 +460,8 @@ static const char *cause_words(int c)
 	case CAUSE_WAIT:
 		return "host waits";
 	case CAUSE_INPUT:
-		return "the input pipeline (before the host-to-device copies of a batch)";
+		return "the input pipeline (before the host-to-device copies of a batch; "
+		       "dataloader-stall's cost)";
 	case CAUSE_PAGEABLE:
 		return "copies of pageable memory holding the host";
 	default:
@@ -509,7 +510,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	const cs_steps *s = ctx->steps;
 	cs_report_finding *f;
 	cJSON *e, *by;
-	int64_t lost, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
+	int64_t lost, own, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
 	int64_t launches, gk = 0, kernels = 0;
 	int top = CAUSE_LAUNCH, rc = CS_ERR_NOMEM, graph, done[NCAUSES] = {0};
 	double share;
@@ -518,6 +519,11 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]);
 	lost = ru_median(tmp, n);
+	/* the input pipeline's idle is dataloader-stall's cost: counted in the decision, not in the
+	 * cost (the median idle of the other causes) */
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = counted(&acc[steps[i]]) - acc[steps[i]].idle[CAUSE_INPUT];
+	own = ru_median(tmp, n);
 	for (int c = 0; c < NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = acc[steps[i]].idle[c];
@@ -574,13 +580,17 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
-	f = cs_finding_new(RULE_ID, near ? CS_SEV_INFO : ru_severity(share), title, fix);
+	f = cs_finding_new(
+		RULE_ID,
+		near ? CS_SEV_INFO
+		     : ru_severity(lost > 0 ? share * (double)own / (double)lost : share),
+		title, fix);
 	if (!f)
 		goto out;
 	if (cs_finding_set_steps(f, steps, n))
 		goto out;
-	f->lost_ns_per_step = lost;
-	f->step_share = (double)lost / (double)(ctx->step_median > 0 ? ctx->step_median : dur);
+	f->lost_ns_per_step = own;
+	f->step_share = (double)own / (double)(ctx->step_median > 0 ? ctx->step_median : dur);
 	f->first = s->v[steps[0]].start;
 	f->last = s->v[steps[n - 1]].end;
 	for (int32_t i = 0; i < n; i++) {
@@ -594,6 +604,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "idle_share", share);
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)lost);
+	cJSON_AddNumberToObject(e, "idle_ns_left_to_dataloader_stall", (double)(lost - own));
 	cJSON_AddNumberToObject(e, "step_ns", (double)dur);
 	by = cJSON_AddObjectToObject(e, "idle_ns_by_cause");
 	if (!by)
@@ -666,7 +677,7 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d
 int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
 {
 	struct cs_rule_cache own = {0};
-	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL};
+	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
 	const struct ru_d2h *d;
 	struct scan sc;
 	int rc;

@@ -20,6 +20,8 @@ extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
 extern const cs_analyzer cs_rule_unfused_elementwise;
 extern const cs_analyzer cs_rule_no_tensor_cores;
+extern const cs_analyzer cs_rule_dataloader_stall;
+extern const cs_analyzer cs_rule_low_utilization;
 
 const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_d2h_sync,
@@ -36,6 +38,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_comm_not_overlapped,
 	&cs_rule_unfused_elementwise,
 	&cs_rule_no_tensor_cores,
+	&cs_rule_dataloader_stall,
+	&cs_rule_low_utilization,
 	NULL,
 };
 
@@ -47,4 +51,9 @@ const cs_analyzer *cs_analyzer_find(const char *id)
 		if (!strcmp((*r)->id, id))
 			return *r;
 	return NULL;
+}
+
+int cs_analyzer_after_others(const cs_analyzer *r)
+{
+	return r == &cs_rule_low_utilization;
 }

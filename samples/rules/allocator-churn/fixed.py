@@ -19,6 +19,10 @@ import torch.nn.functional as F  # noqa: E402
 
 from rules_common import DEV, GPT, StepTimer, done, parse_args, token_batches  # noqa: E402
 
+# cuDNN's attention builds a new execution plan for every new sequence length (about 140 ms of host time per
+# step on the H200, recorded 2026-12-01), which would hide the allocator's own cost: flash attention does not.
+torch.backends.cuda.enable_cudnn_sdp(False)
+
 a = parse_args(__doc__)
 VOCAB, D, LAYERS, HEADS, BATCH, SEQ, NB = 8192, 768, 4, 12, 16, 1536, 4
 START, GROW = 128, 32
