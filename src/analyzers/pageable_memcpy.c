@@ -36,6 +36,7 @@
 
 struct step_sum {
 	int64_t copies, h2d, d2h, nonblocking, bytes, host_ns, copy_ns, idle_ns;
+	int64_t waits; /* draining waits right after a blocking copy's call */
 };
 
 static int is_pageable(const cs_a_copy *c)
@@ -152,6 +153,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
+	struct ru_d2h cw = {0};
+	int64_t *copy_wait = NULL;
 	char title[400], b1[32], b2[32], b3[128] = "";
 	int rc;
 
@@ -173,6 +176,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	rc = cs_steps_idle_by_cause(a, s, by_cause, err);
 	if (rc)
 		goto out_free;
+	rc = CS_ERR_NOMEM;
+	if (ru_copy_waits(a, s, &cw) || ru_pageable_copy_waits(a, s->pid, &copy_wait))
+		goto out;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		struct step_sum *x;
@@ -187,7 +193,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		x->copies++;
 		x->h2d += c->copy_kind == CS_COPY_HTOD;
 		x->d2h += c->copy_kind == CS_COPY_DTOH;
-		x->nonblocking += c->is_async != 0;
+		/* an Async call that the copy's code waited for at once was not non_blocking */
+		x->nonblocking += c->is_async != 0 && copy_wait[i] < 0;
 		cs_sat_accum(&x->bytes, c->bytes > 0 ? c->bytes : 0);
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
 			cs_sat_accum(&x->host_ns, c->launch_end - c->launch_start);
@@ -195,12 +202,22 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			cs_sat_accum(&x->copy_ns, c->end - c->start);
 	}
 	/* the idle of a step charged to pageable copies, in the steps that made one */
-	for (int32_t i = 0; i < s->n; i++) {
+	for (int32_t i = 0; i < s->n; i++)
 		sum[i].idle_ns = sum[i].copies
 					 ? by_cause[(size_t)i * CS_IDLE_NCAUSES + CS_IDLE_PAGEABLE]
 					 : 0;
-		idle[i] = sum[i].idle_ns;
+	/* and the idle after the wait a blocking copy made right after its call, which drained the
+	 * queue (PyTorch's .to(device) of a pageable tensor): what sync-call would charge otherwise */
+	for (int64_t i = 0; i < cw.n; i++) {
+		const struct ru_d2h_wait *w = &cw.v[i];
+
+		if (w->step >= 0 && sum[w->step].copies && ru_d2h_cost(w) > 0) {
+			cs_sat_accum(&sum[w->step].idle_ns, ru_d2h_cost(w));
+			sum[w->step].waits++;
+		}
 	}
+	for (int32_t i = 0; i < s->n; i++)
+		idle[i] = sum[i].idle_ns;
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
@@ -218,8 +235,14 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 						offsetof(struct step_sum, bytes), tmp);
 		char near[200] = "";
 
+		int64_t nw = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					     offsetof(struct step_sum, waits), tmp);
+
 		if (nb > 0)
 			snprintf(b3, sizeof(b3), ", %lld of them non_blocking", (long long)nb);
+		else if (nw > 0)
+			snprintf(b3, sizeof(b3),
+				 ", blocking: each waits for all the GPU work queued before it");
 		{
 			char steps_near[96];
 
@@ -285,6 +308,8 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_cache_free(&own);
+	ru_d2h_free(&cw);
+	free(copy_wait);
 	free(sum);
 	free(idle);
 	free(tmp);

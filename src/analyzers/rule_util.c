@@ -1273,7 +1273,9 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 	return 0;
 }
 
-int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
+/* ru_sync_waits() (copy_waits 0) and ru_copy_waits() (1). */
+static int host_waits_of(const cs_analysis *a, const cs_steps *s, int copy_waits,
+			 struct ru_d2h *out)
 {
 	struct launch_ref *cp = NULL;
 	struct wait_ref *order = NULL;
@@ -1285,9 +1287,19 @@ int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 	int64_t last_next = -1;
 	int last_next_kernel = 0;
 	uint32_t pid = s->pid;
+	int64_t *copy_wait = NULL;
+	char *of_copy = NULL; /* per sync: the wait of a blocking copy from pageable memory */
 	int rc = CS_ERR_NOMEM;
 
 	memset(out, 0, sizeof(*out));
+	if (ru_pageable_copy_waits(a, pid, &copy_wait))
+		goto out;
+	of_copy = calloc((size_t)(a->nsyncs > 0 ? a->nsyncs : 1), 1);
+	if (!of_copy)
+		goto out;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		if (copy_wait[i] >= 0)
+			of_copy[copy_wait[i]] = 1;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 
@@ -1314,7 +1326,7 @@ int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
 		lo = launch_lower(cp, ncp, from);
 		hi = launch_lower(cp, ncp, wait_end(y));
-		mine = y->type != CS_SYNC_MEMCPY && hi <= lo &&
+		mine = y->type != CS_SYNC_MEMCPY && hi <= lo && of_copy[i] == copy_waits &&
 		       !release_before_launch(a, pid, wait_end(y));
 		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
 			prev_end = wait_end(y);
@@ -1389,9 +1401,21 @@ out:
 	free(cp);
 	free(order);
 	free(keep);
+	free(copy_wait);
+	free(of_copy);
 	if (rc)
 		ru_d2h_free(out);
 	return rc;
+}
+
+int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
+{
+	return host_waits_of(a, s, 0, out);
+}
+
+int ru_copy_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
+{
+	return host_waits_of(a, s, 1, out);
 }
 
 /* ---- evidence of the rules about host waits ---- */
@@ -1821,4 +1845,93 @@ void ru_kernel_own_name(const char *name, char *buf, size_t size)
 		end = p + size - 1;
 	memcpy(buf, p, (size_t)(end - p));
 	buf[end - p] = '\0';
+}
+
+/* ---- blocking copies from pageable memory ---- */
+
+struct tid_call {
+	uint32_t tid;
+	int64_t t;
+};
+
+static int cmp_tid_call(const void *x, const void *y)
+{
+	const struct tid_call *a = x, *b = y;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The first launch call of thread tid at or after t in the sorted calls, or INT64_MAX. */
+static int64_t next_call(const struct tid_call *v, int64_t n, uint32_t tid, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].t < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].tid == tid ? v[lo].t : INT64_MAX;
+}
+
+static int is_pageable_h2d(const cs_a_copy *c)
+{
+	return !c->is_memset && (c->copy_kind == CS_COPY_HTOD || c->copy_kind == CS_COPY_HTOA) &&
+	       c->src_kind == CS_MEM_PAGEABLE && c->launch_start != CS_TS_UNKNOWN &&
+	       c->launch_end != CS_TS_UNKNOWN;
+}
+
+int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
+{
+	struct tid_call *calls = NULL;
+	size_t cap = 0;
+	int64_t n = 0, *w;
+
+	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
+	if (!w)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		w[i] = -1;
+	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
+		const cs_a_kernel *k = i < a->nkernels ? &a->kernels[i] : NULL;
+		const cs_a_copy *c = k ? NULL : &a->copies[i - a->nkernels];
+		int64_t t = k ? k->launch_start : c->launch_start;
+
+		if ((k ? k->pid : c->pid) != pid || t == CS_TS_UNKNOWN)
+			continue;
+		if (cs_grow((void **)&calls, &cap, (size_t)n + 1, sizeof(*calls))) {
+			free(w);
+			return CS_ERR_NOMEM;
+		}
+		calls[n].tid = k ? k->launch_tid : c->launch_tid;
+		calls[n++].t = t;
+	}
+	cs_sort(calls, (size_t)n, sizeof(*calls), cmp_tid_call);
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int64_t stop;
+
+		if (c->pid != pid || !is_pageable_h2d(c))
+			continue;
+		/* the thread's next launch call after this copy's own */
+		stop = next_call(calls, n, c->launch_tid, c->launch_start + 1);
+		for (int64_t j = cs_analysis_sync_at(a, c->launch_end);
+		     j < a->nsyncs && a->syncs[j].start < stop; j++) {
+			const cs_a_sync *y = &a->syncs[j];
+
+			if (y->pid != pid || y->tid != c->launch_tid)
+				continue;
+			if (y->host_wait)
+				w[i] = j;
+			break;
+		}
+	}
+	free(calls);
+	*wait_of = w;
+	return 0;
 }

@@ -302,9 +302,12 @@ int ru_is_alloc_api(const char *name);
  * in one pass over all the host waits of the process, so that the idle before a piece of work
  * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
  * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
+ * The wait a blocking copy from pageable memory made right after its call
+ * (ru_pageable_copy_waits()) is not explicit: ru_copy_waits() gives those, computed the same way.
  * Freed with ru_d2h_free().
  */
 int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
+int ru_copy_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
 
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 
@@ -401,5 +404,17 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
  * arguments (functors, element types) are not part of it.
  */
 void ru_kernel_own_name(const char *name, char *buf, size_t size);
+
+/* ---- blocking copies from pageable memory ---- */
+
+/*
+ * The wait each host-to-device copy from pageable memory of process pid made right after its call:
+ * the first host wait of the same thread that starts after the copy call ended, with no launch call
+ * (kernel, copy, memset) of that thread between them. That is how PyTorch copies a pageable tensor
+ * to the GPU without non_blocking: the copy, then a synchronize of its stream, which waits for
+ * everything queued before it. (*wait_of)[c] is the sync index of copy c's wait, or -1;
+ * a->ncopies entries, freed with free(). 0, or CS_ERR_NOMEM.
+ */
+int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of);
 
 #endif

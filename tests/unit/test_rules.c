@@ -1581,6 +1581,69 @@ START_TEST(test_sync_call_drain)
 END_TEST
 
 /* Stream and event synchronize are found alike. */
+/*
+ * PyTorch's blocking copy of a pageable tensor (`.to(device)` without non_blocking): a
+ * cudaMemcpyAsync from pageable memory, then a synchronize of its stream that waits for the whole
+ * queue. The GPU idles while the host launches again: pageable-memcpy's cost, not sync-call's (the
+ * program wrote no synchronize).
+ */
+static void blocking_copy_step(struct sim *m)
+{
+	cs_memcpy c;
+
+	sim_step_begin(m);
+	busy_step(m);
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + 20 * US;
+	c.start = next_start(m, 7);
+	c.end = c.start + 10 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = 7;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = CS_MEM_PAGEABLE;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = 1;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = 4 * MIB;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->g[7] = c.end;
+	m->h = c.launch_end + 1 * US;
+	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+	sim_host(m, 300 * US);
+	sim_kernel(m, 7, 100 * US);
+	sim_step_end(m);
+}
+
+START_TEST(test_blocking_pageable_copy_wait)
+{
+	struct sim m;
+	struct found f;
+	struct loaded l;
+
+	sim_open(&m, "blocking_copy.db");
+	for (int s = 0; s < STEPS; s++)
+		blocking_copy_step(&m);
+	sim_finish(&m);
+	run_synthetic(&m, "sync-call", &f, &l);
+	ck_assert_int_eq(f.n, 0);
+	run_rule(&l, "pageable-memcpy", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 290 * US && f.v[0].lost_ns_per_step < 360 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert_msg(strstr(f.v[0].title, "blocking") != NULL, "%s", f.v[0].title);
+	ck_assert(strstr(f.v[0].title, "non_blocking") == NULL);
+	found_free(&f);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_sync_call_stream_and_event)
 {
 	static const int types[] = {CS_SYNC_STREAM_SYNCHRONIZE, CS_SYNC_EVENT_SYNCHRONIZE};
@@ -2175,6 +2238,7 @@ static Suite *rules_suite(void)
 
 		tcase_set_timeout(tsc, 120);
 		tcase_add_test(tsc, test_sync_call_drain);
+		tcase_add_test(tsc, test_blocking_pageable_copy_wait);
 		tcase_add_test(tsc, test_sync_call_stream_and_event);
 		tcase_add_test(tsc, test_sync_call_side_stream_busy);
 		tcase_add_test(tsc, test_sync_call_not_d2h);
