@@ -41,6 +41,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
+#include "report/report.h"
 #include "util/checked.h"
 #include "view/api.h"
 
@@ -1209,10 +1210,12 @@ static void add_steps(cJSON *arr, const cs_steps *steps)
 
 /*
  * The findings answer: the steps of the primary process (the one with the most kernels), every
- * process with its own steps, and the findings of every process, as `cuscope report` finds them.
+ * process with its own steps, and the findings of every process, as `cuscope report` finds them
+ * and as its JSON lists them (report_json_finding: the stacks read through t), each with its index
+ * and focus.
  */
-static char *make_findings(const cs_report_processes *procs, const cs_report *report, double ms,
-			   const struct track_set *tracks)
+static char *make_findings(cs_trace *t, const cs_report_processes *procs, const cs_report *report,
+			   double ms, const struct track_set *tracks)
 {
 	const cs_steps *steps = &procs->v[procs->primary].steps;
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
@@ -1237,51 +1240,24 @@ static char *make_findings(const cs_report_processes *procs, const cs_report *re
 	arr = cJSON_AddArrayToObject(root, "findings");
 	for (int32_t i = 0; i < report->n; i++) {
 		const cs_report_finding *f = report->v[i];
-		cJSON *st;
+		const cs_report_process *fp = cs_report_process_find(procs, f->pid);
+		struct focus fo;
+		cJSON *fj;
 
-		o = cJSON_CreateObject();
-		add_int(o, "id", i);
-		cli_json_add_string(o, "rule", f->rule);
-		cli_json_add_string(o, "severity", cs_severity_name(f->severity));
-		cli_json_add_string(o, "title", f->title);
-		cli_json_add_string(o, "fix", f->fix);
-		cli_json_add_int(o, "first", f->first, CS_TS_UNKNOWN);
-		cli_json_add_int(o, "last", f->last, CS_TS_UNKNOWN);
-		add_int(o, "lost_ns_per_step", f->lost_ns_per_step);
-		st = cJSON_AddArrayToObject(o, "steps");
-		for (int32_t j = 0; j < f->nsteps; j++)
-			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
-		add_int(o, "pid", f->pid);
-		{
-			const cs_report_process *fp = cs_report_process_find(procs, f->pid);
-			struct focus fo;
-			cJSON *fj = cJSON_AddObjectToObject(o, "focus");
-
-			/* in the steps of the finding's own process */
-			focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
-			cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
-			cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
-			cli_json_add_int(fj, "step", fo.step, -1);
-		}
-		if (f->evidence)
-			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(f->evidence, 1));
-		/* every process it was found in, with its steps there */
-		st = cJSON_AddArrayToObject(o, "processes");
-		for (int32_t j = 0; j < f->nprocs; j++) {
-			const cs_finding_proc *fp = &f->procs[j];
-			cJSON *po = cJSON_CreateObject(), *ps;
-
-			add_int(po, "pid", fp->pid);
-			cli_json_add_string(po, "severity", cs_severity_name(fp->severity));
-			add_int(po, "lost_ns_per_step", fp->lost_ns_per_step);
-			cli_json_add_int(po, "first", fp->first, CS_TS_UNKNOWN);
-			cli_json_add_int(po, "last", fp->last, CS_TS_UNKNOWN);
-			ps = cJSON_AddArrayToObject(po, "steps");
-			for (int32_t k = 0; k < fp->nsteps; k++)
-				cJSON_AddItemToArray(ps, cli_json_int(fp->steps[k]));
-			cJSON_AddItemToArray(st, po);
+		/* as `cuscope report --format json` has it, with its index and focus */
+		o = report_json_finding(t, procs, f);
+		if (!o) {
+			cJSON_Delete(root);
+			return NULL;
 		}
 		cJSON_AddItemToArray(arr, o);
+		add_int(o, "id", i);
+		fj = cJSON_AddObjectToObject(o, "focus");
+		/* in the steps of the finding's own process */
+		focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
+		cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
+		cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
+		cli_json_add_int(fj, "step", fo.step, -1);
 	}
 	return json_text(root);
 }
@@ -1361,7 +1337,7 @@ static char *run_analysis(struct view_data *v, const struct track_set *tracks, c
 		}
 		if (rc >= 0 && procs.n == 0)
 			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
-		if (rc >= 0 && !(json = make_findings(&procs, &report, ms_since(&began), tracks)))
+		if (rc >= 0 && !(json = make_findings(t, &procs, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		cs_report_processes_free(&procs);

@@ -1,5 +1,5 @@
 /*
- * report_ranks.c - the cross-rank section of `cuscope report` (report_ranks.h): the ranks of the
+ * ranks.c - the cross-rank section of `cuscope report` (report.h): the ranks of the
  * view side by side, each with the steady-state medians of its step time, own time (the step less
  * its exposed communication, which holds the waiting for others), compute, NCCL time, the share
  * of it overlapped with compute, exposed communication, host waits and the GPU idle before the
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/report_ranks.h"
+#include "report/report.h"
 #include "cuscope/grow.h"
 
 /* The medians of one rank over the steady rows. */
