@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/trace.h"
+#include "cuscope/units.h"
 #include "cuscope/utf8.h"
 
 /* Exit codes. */
@@ -127,14 +128,8 @@ int cli_check_pid(cs_trace *t, const char *path, int64_t pid);
 
 /* ---- formatting (format.c) ---- */
 
-#define CLI_FMT_MAX 48
+/* Durations, sizes and counts: cs_fmt_duration() and the others of cuscope/units.h. */
 
-/* A duration in ns, 3 significant digits: "850 ns", "12.3 us", "4.56 ms", "1.23 s"; "-" unknown. */
-char *cli_fmt_duration(char *buf, size_t size, int64_t ns);
-/* A size in bytes: "512 B", "4.0 KiB", "1.5 MiB", "12.3 GiB". */
-char *cli_fmt_bytes(char *buf, size_t size, int64_t bytes);
-/* An integer with thousands separators: "1,234,567". */
-char *cli_fmt_count(char *buf, size_t size, int64_t n);
 /* Wall-clock time of ns since the epoch, local time: "2025-01-02 03:04:05.678 +0100". */
 char *cli_fmt_walltime(char *buf, size_t size, int64_t ns);
 /* Wall-clock time of ns since the epoch, UTC, ISO 8601: "2025-01-02T02:04:05.678Z". */

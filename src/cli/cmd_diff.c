@@ -65,9 +65,9 @@ static void text_run(const char *label, const cs_run *r, double scale)
 	if (scale > 1)
 		printf(", compared as %d steps", (int)(r->steady * scale));
 	printf("; step time median %s (p10 %s .. p90 %s)\n",
-	       cs_metric_format(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
-	       cs_metric_format(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
-	       cs_metric_format(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
+	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
+	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
+	       cs_fmt_value(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
 }
 
 static void text_findings(const cs_diff *d)
@@ -126,9 +126,9 @@ static int print_text(const cs_diff *d, int limit, int width, int color)
 				 cs_demangle_short(r->kernel));
 		else
 			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
-		cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-		cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-		cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+		cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+		cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+		cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 		if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
 			snprintf(rel, sizeof(rel), "%+.1f%%", 100 * r->rel);
 		else

@@ -103,9 +103,9 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 		snprintf(name, sizeof(name), "%s", clean);
 		free(clean);
 	}
-	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+	cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+	cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+	cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
 		snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch),
 			 fabs(r->rel) >= 1 ? " (%+.0f%%)" : " (%+.1f%%)", 100 * r->rel);
@@ -254,7 +254,7 @@ static void print_base(const cs_diff *d)
 
 	if (d->nbases == 1) {
 		printf("base: %s (step time %s)\n", d->base->path,
-		       cs_metric_format(a, sizeof(a), CS_UNIT_NS,
+		       cs_fmt_value(a, sizeof(a), CS_UNIT_NS,
 					(double)d->base->step_median / d->base_scale, 0));
 		return;
 	}
@@ -265,7 +265,7 @@ static void print_base(const cs_diff *d)
 	mean /= n;
 	printf("base: %d runs, %s .. %s (step time %s, run-to-run spread %.2f%%)\n", d->nbases,
 	       d->bases[0]->path, d->bases[d->nbases - 1]->path,
-	       cs_metric_format(a, sizeof(a), CS_UNIT_NS, mean, 0),
+	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, mean, 0),
 	       mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
 }
 
@@ -281,7 +281,7 @@ static void print_text(const cs_diff *d, int width, int color)
 	       d->checks == 1 ? "check" : "checks");
 	print_base(d);
 	printf("new:  %s (step time %s)\n", d->new_->path,
-	       cs_metric_format(b, sizeof(b), CS_UNIT_NS,
+	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS,
 				(double)d->new_->step_median / d->new_scale, 0));
 	if (d->note[0])
 		print_wrapped("note: ", d->note, width);

@@ -199,7 +199,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	struct stat st;
 	cJSON *doc = NULL, *events;
 	const char *realtime;
-	char when[CLI_FMT_MAX];
+	char when[CS_FMT_MAX];
 	int64_t total = 0, base = INT64_MIN;
 	cs_unended *unended = NULL;
 	int rc, nunended = 0;
@@ -322,7 +322,7 @@ static const char *json_int_text(char *buf, size_t size, const cJSON *o, const c
 	if (v == INT64_MIN)
 		snprintf(buf, size, "-");
 	else if (sep)
-		cli_fmt_count(buf, size, v);
+		cs_fmt_count(buf, size, v);
 	else
 		snprintf(buf, size, "%" PRId64, v);
 	return buf;
@@ -360,8 +360,8 @@ static void info_print_processes(const cJSON *procs, int width)
 		cli_table_init(&table, no_rank, 5);
 	cJSON_ArrayForEach(p, procs)
 	{
-		char pid[CLI_FMT_MAX], ppid[CLI_FMT_MAX], rank[CLI_FMT_MAX], events[CLI_FMT_MAX],
-			dropped[CLI_FMT_MAX];
+		char pid[CS_FMT_MAX], ppid[CS_FMT_MAX], rank[CS_FMT_MAX], events[CS_FMT_MAX],
+			dropped[CS_FMT_MAX];
 		const char *cmd = json_str(p, "command_line", "-");
 		const char *row_rank[] = {
 			json_int_text(pid, sizeof(pid), p, "pid", 0),
@@ -392,12 +392,12 @@ static void info_print_devices(const cJSON *devs, int width)
 	cli_table_init(&table, cols, 7);
 	cJSON_ArrayForEach(d, devs)
 	{
-		char pid[CLI_FMT_MAX], id[CLI_FMT_MAX], mem[CLI_FMT_MAX], sms[CLI_FMT_MAX];
+		char pid[CS_FMT_MAX], id[CS_FMT_MAX], mem[CS_FMT_MAX], sms[CS_FMT_MAX];
 		int64_t bytes = cli_json_get_int(d, "total_memory_bytes", -1);
 		const char *row[] = {json_int_text(pid, sizeof(pid), d, "pid", 0),
 				     json_int_text(id, sizeof(id), d, "device_id", 0),
 				     json_str(d, "name", "-"),
-				     bytes >= 0 ? cli_fmt_bytes(mem, sizeof(mem), bytes) : "-",
+				     bytes >= 0 ? cs_fmt_bytes(mem, sizeof(mem), bytes) : "-",
 				     json_int_text(sms, sizeof(sms), d, "sm_count", 0),
 				     json_str(d, "compute_capability", "-"),
 				     json_str(d, "uuid", "-")};
@@ -411,7 +411,7 @@ static void info_print_devices(const cJSON *devs, int width)
 /* The processes that ended without their end record, and from when their records may be missing. */
 static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 {
-	char a[CLI_FMT_MAX], line[256];
+	char a[CS_FMT_MAX], line[256];
 	int64_t n = cli_json_get_int(doc, "processes_without_end", 0);
 	const cJSON *p;
 
@@ -419,7 +419,7 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 		return;
 	snprintf(line, sizeof(line),
 		 "%s  WARNING: ended by SIGKILL, os._exit or a signal handler of %s own",
-		 cli_fmt_count(a, sizeof(a), n), n == 1 ? "its" : "their");
+		 cs_fmt_count(a, sizeof(a), n), n == 1 ? "its" : "their");
 	info_line("no end record", line);
 	cJSON_ArrayForEach(p, procs)
 	{
@@ -432,13 +432,13 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 			printf("  pid %" PRId64 ": no event recorded\n", cli_json_get_int(p, "pid", -1));
 		else
 			printf("  pid %" PRId64 ": records after %s may be missing\n",
-			       cli_json_get_int(p, "pid", -1), cli_fmt_duration(a, sizeof(a), last));
+			       cli_json_get_int(p, "pid", -1), cs_fmt_duration(a, sizeof(a), last));
 	}
 }
 
 static void info_print_text(const cJSON *doc)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[256];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[256];
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
 	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(doc, "events");
@@ -449,8 +449,8 @@ static void info_print_text(const cJSON *doc)
 	info_line("file", json_str(doc, "file", "-"));
 	v = cli_json_get_int(doc, "size_bytes", -1);
 	if (v >= 0) {
-		snprintf(line, sizeof(line), "%s (%s bytes)", cli_fmt_bytes(a, sizeof(a), v),
-			 cli_fmt_count(b, sizeof(b), v));
+		snprintf(line, sizeof(line), "%s (%s bytes)", cs_fmt_bytes(a, sizeof(a), v),
+			 cs_fmt_count(b, sizeof(b), v));
 		info_line("size", line);
 	} else {
 		info_line("size", "-");
@@ -458,7 +458,7 @@ static void info_print_text(const cJSON *doc)
 	info_line("schema version", json_int_text(a, sizeof(a), doc, "schema_version", 0));
 	version = json_str(doc, "cuscope_version", NULL);
 	if (version) {
-		snprintf(line, sizeof(line), "cuscope %.*s", CLI_FMT_MAX, version);
+		snprintf(line, sizeof(line), "cuscope %.*s", CS_FMT_MAX, version);
 		info_line("written by", line);
 	} else {
 		info_line("written by", "-");
@@ -468,13 +468,13 @@ static void info_print_text(const cJSON *doc)
 	v = cli_json_get_int(doc, "start_realtime_ns", INT64_MIN);
 	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
 	v = cli_json_get_int(doc, "duration_ns", INT64_MIN);
-	info_line("duration", v != INT64_MIN ? cli_fmt_duration(a, sizeof(a), v) : "-");
+	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
 
-	info_line("processes", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
+	info_line("processes", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
 	if (cJSON_GetArraySize(procs) > 0)
 		info_print_processes(procs, width);
 	info_print_without_end(doc, procs);
-	info_line("devices", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
+	info_line("devices", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
 	if (cJSON_GetArraySize(devs) > 0)
 		info_print_devices(devs, width);
 	info_line("streams", json_int_text(a, sizeof(a), doc, "streams", 1));
@@ -490,7 +490,7 @@ static void info_print_text(const cJSON *doc)
 	if (dropped > 0) {
 		snprintf(line, sizeof(line),
 			 "%s  WARNING: records were lost while recording; the trace is incomplete",
-			 cli_fmt_count(a, sizeof(a), dropped));
+			 cs_fmt_count(a, sizeof(a), dropped));
 		info_line("dropped records", line);
 	} else {
 		info_line("dropped records", "0");
@@ -499,7 +499,7 @@ static void info_print_text(const cJSON *doc)
 	if (v > 0) {
 		snprintf(line, sizeof(line),
 			 "%s  WARNING: values outside the plausible bounds, stored as unknown",
-			 cli_fmt_count(a, sizeof(a), v));
+			 cs_fmt_count(a, sizeof(a), v));
 		info_line("implausible", line);
 	}
 }

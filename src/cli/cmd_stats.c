@@ -303,7 +303,7 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		{"Name", CLI_ALIGN_LEFT, 1},
 	};
 	struct cli_table table;
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX];
 	int64_t rest;
 	size_t shown = shown_kernels(st, limit, &rest);
 
@@ -311,27 +311,27 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		printf("CUDA kernels: none\n");
 	} else {
 		printf("CUDA kernels: %s %s of %s %s, %s of GPU time\n\n",
-		       cli_fmt_count(a, sizeof(a), st->kernel_count),
+		       cs_fmt_count(a, sizeof(a), st->kernel_count),
 		       plural(st->kernel_count, "launch", "launches"),
-		       cli_fmt_count(b, sizeof(b), (int64_t)st->kernels.n),
+		       cs_fmt_count(b, sizeof(b), (int64_t)st->kernels.n),
 		       plural((int64_t)st->kernels.n, "kernel", "kernels"),
-		       cli_fmt_duration(c, sizeof(c), st->kernel_time));
+		       cs_fmt_duration(c, sizeof(c), st->kernel_time));
 		cli_table_init(&table, cols, 9);
 		for (size_t i = 0; i < shown; i++) {
 			const struct kernel_stat *k = &st->kernels.v[i];
-			char pct[CLI_FMT_MAX], total[CLI_FMT_MAX], n[CLI_FMT_MAX], avg[CLI_FMT_MAX],
-				med[CLI_FMT_MAX], min[CLI_FMT_MAX], max[CLI_FMT_MAX],
-				sd[CLI_FMT_MAX];
+			char pct[CS_FMT_MAX], total[CS_FMT_MAX], n[CS_FMT_MAX], avg[CS_FMT_MAX],
+				med[CS_FMT_MAX], min[CS_FMT_MAX], max[CS_FMT_MAX],
+				sd[CS_FMT_MAX];
 			const char *row[] = {
 				pct,
-				cli_fmt_duration(total, sizeof(total), k->total),
-				cli_fmt_count(n, sizeof(n), (int64_t)k->n),
-				cli_fmt_duration(avg, sizeof(avg),
+				cs_fmt_duration(total, sizeof(total), k->total),
+				cs_fmt_count(n, sizeof(n), (int64_t)k->n),
+				cs_fmt_duration(avg, sizeof(avg),
 						 llround((double)k->total / (double)k->n)),
-				cli_fmt_duration(med, sizeof(med), llround(k->median)),
-				cli_fmt_duration(min, sizeof(min), k->min),
-				cli_fmt_duration(max, sizeof(max), k->max),
-				cli_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
+				cs_fmt_duration(med, sizeof(med), llround(k->median)),
+				cs_fmt_duration(min, sizeof(min), k->min),
+				cs_fmt_duration(max, sizeof(max), k->max),
+				cs_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
 				cs_demangle_short(k->name),
 			};
 
@@ -342,26 +342,26 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		cli_table_free(&table);
 		if (shown < st->kernels.n)
 			printf("... %s more %s (%.1f%% of GPU time)\n",
-			       cli_fmt_count(a, sizeof(a), (int64_t)(st->kernels.n - shown)),
+			       cs_fmt_count(a, sizeof(a), (int64_t)(st->kernels.n - shown)),
 			       plural((int64_t)(st->kernels.n - shown), "kernel", "kernels"),
 			       percent(rest, st->kernel_time));
 	}
 	if (st->kernel_skipped)
 		printf("%s %s without timestamps skipped\n",
-		       cli_fmt_count(a, sizeof(a), st->kernel_skipped),
+		       cs_fmt_count(a, sizeof(a), st->kernel_skipped),
 		       plural(st->kernel_skipped, "kernel", "kernels"));
 }
 
 /* A row of count, bytes, time and bandwidth, after a label when label is not NULL. */
 static void copy_row(struct cli_table *table, const char *label, const struct copy_stat *c)
 {
-	char count[CLI_FMT_MAX], bytes[CLI_FMT_MAX], time[CLI_FMT_MAX], bw[CLI_FMT_MAX];
+	char count[CS_FMT_MAX], bytes[CS_FMT_MAX], time[CS_FMT_MAX], bw[CS_FMT_MAX];
 	double gbps = bandwidth_gbps(c);
 	const char *row[] = {
 		label,
-		cli_fmt_count(count, sizeof(count), c->count),
-		cli_fmt_bytes(bytes, sizeof(bytes), c->bytes),
-		cli_fmt_duration(time, sizeof(time), c->time_ns),
+		cs_fmt_count(count, sizeof(count), c->count),
+		cs_fmt_bytes(bytes, sizeof(bytes), c->bytes),
+		cs_fmt_duration(time, sizeof(time), c->time_ns),
 		bw,
 	};
 

@@ -104,19 +104,19 @@ const char *report_finding_label(char *buf, size_t size, const struct report_vie
 /* "2.10 ms per step (15.0%) in 40 steps, 84.0 ms in all" for one process of a finding. */
 const char *report_proc_cost(char *buf, size_t size, const cs_finding_proc *p)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX];
 
 	if (p->lost_ns_per_step <= 0)
 		snprintf(buf, size, "in %d %s", p->nsteps,
 			 report_plural(p->nsteps, "step", "steps"));
 	else if (p->nsteps > 0)
 		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
-			 cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
+			 cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
 			 p->nsteps, report_plural(p->nsteps, "step", "steps"),
-			 cli_fmt_duration(b, sizeof(b),
+			 cs_fmt_duration(b, sizeof(b),
 					  cs_lost_total(p->lost_ns_per_step, p->nsteps)));
 	else
-		snprintf(buf, size, "%s", cli_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
+		snprintf(buf, size, "%s", cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
 	return buf;
 }
 
@@ -181,7 +181,7 @@ char *report_frame_text(const cs_frame *f, int full_module)
 			 full_module ? f->module : report_base_name(f->module));
 	else
 		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->pc);
-	r = report_clean_text(buf);
+	r = cs_text_clean(buf);
 	return r;
 }
 
@@ -217,7 +217,7 @@ char *report_where_text(const cs_frame *f, int n)
 /* "pid N ended without its end record: records after T may be missing" */
 const char *report_unended_text(char *buf, size_t size, const cs_unended *u)
 {
-	char t[CLI_FMT_MAX];
+	char t[CS_FMT_MAX];
 
 	if (u->last == CS_TS_UNKNOWN)
 		snprintf(buf, size, "pid %u ended without its end record and recorded nothing",
@@ -226,7 +226,7 @@ const char *report_unended_text(char *buf, size_t size, const cs_unended *u)
 		snprintf(buf, size,
 			 "pid %u ended without its end record (killed, os._exit): records after "
 			 "%s may be missing",
-			 u->pid, cli_fmt_duration(t, sizeof(t), u->last));
+			 u->pid, cs_fmt_duration(t, sizeof(t), u->last));
 	return buf;
 }
 
@@ -256,18 +256,18 @@ char *report_proc_findings(const struct report_view *v, uint32_t pid)
 /* "45 steps, median 12.2 ms, GPU busy 62.8%" or "no steps, 1.20 s, GPU busy 3.1%". */
 const char *report_proc_steps_text(char *buf, size_t size, const cs_steps *s)
 {
-	char a[CLI_FMT_MAX];
+	char a[CS_FMT_MAX];
 	int64_t median, p10, p90;
 
 	if (s->method == CS_STEPS_NONE) {
 		snprintf(buf, size, "no steps, %s, GPU busy %.1f%%",
-			 cli_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
+			 cs_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
 			 100.0 * cs_steps_busy_share(s));
 		return buf;
 	}
 	cs_steps_duration_stats(s, &median, &p10, &p90);
 	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n,
-		 report_plural(s->n, "step", "steps"), cli_fmt_duration(a, sizeof(a), median),
+		 report_plural(s->n, "step", "steps"), cs_fmt_duration(a, sizeof(a), median),
 		 100.0 * cs_steps_busy_share(s));
 	return buf;
 }

@@ -20,7 +20,7 @@
 /* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
 void report_md_puts(const char *s)
 {
-	char *c = report_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	if (!c)
 		return;
@@ -35,7 +35,7 @@ void report_md_puts(const char *s)
 /* Print s as inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
 void report_md_code(const char *s)
 {
-	char *c = report_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	if (!c)
 		return;
@@ -48,7 +48,7 @@ void report_md_code(const char *s)
 
 static void md_finding(const struct report_view *v, const cs_report_finding *f)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], runs[512];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], runs[512];
 	const cJSON *it;
 
 	printf("\n### %s: ", cs_severity_name(f->severity));
@@ -83,8 +83,8 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 	}
 	if (f->lost_ns_per_step > 0)
 		printf("- **GPU time lost:** %s per step (%.1f%% of step time), %s in all\n",
-		       cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
-		       cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 	if (f->stack_id != CS_ID_NONE) {
 		const cs_frame *frames;
 		cs_error err = {0, ""};
@@ -128,7 +128,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 int report_markdown(const struct report_view *v)
 {
 	const cs_steps *s = v->s;
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX];
 	int count[4] = {0};
 
 	printf("## cuscope report: ");
@@ -159,9 +159,9 @@ int report_markdown(const struct report_view *v)
 		report_md_puts(s->detail);
 		printf("), %d warm-up |\n", s->warmup);
 		printf("| Step time | median %s (p10 %s, p90 %s)%s |\n",
-		       cli_fmt_duration(a, sizeof(a), v->median),
-		       cli_fmt_duration(b, sizeof(b), v->p10),
-		       cli_fmt_duration(c, sizeof(c), v->p90),
+		       cs_fmt_duration(a, sizeof(a), v->median),
+		       cs_fmt_duration(b, sizeof(b), v->p10),
+		       cs_fmt_duration(c, sizeof(c), v->p90),
 		       s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
 	}
 	if (!v->multi)
@@ -212,8 +212,8 @@ int report_markdown(const struct report_view *v)
 			}
 		}
 		printf(" | %d | %s (%.1f%%) | %s |\n", f->nsteps,
-		       cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
-		       cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 	}
 	for (int32_t i = 0; i < v->r->n; i++)
 		md_finding(v, v->r->v[i]);

@@ -93,7 +93,7 @@ static double share(int64_t part, int64_t whole)
 static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 {
 	cs_rank_straggler sg;
-	char d[CLI_FMT_MAX], lab[32];
+	char d[CS_FMT_MAX], lab[32];
 
 	if (cs_rank_view_straggler(rv, &sg)) {
 		const cs_rank_entry *e = &rv->v[sg.entry];
@@ -103,7 +103,7 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 			 "behind "
 			 "the others (cause: %s in %d of them)",
 			 rank_label(lab, sizeof(lab), e), e->pid, sg.slowest, sg.steady,
-			 cli_fmt_duration(d, sizeof(d), sg.behind_ns), cs_rank_cause_name(sg.cause),
+			 cs_fmt_duration(d, sizeof(d), sg.behind_ns), cs_rank_cause_name(sg.cause),
 			 sg.cause_steps);
 	} else {
 		snprintf(buf, size,
@@ -144,20 +144,20 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 	cli_table_init(&t, cols, 11);
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;
-		char c[11][CLI_FMT_MAX];
+		char c[11][CS_FMT_MAX];
 		const char *row[11];
 
 		rank_medians(rv, e, tmp, &m);
 		rank_label(c[0], sizeof(c[0]), &rv->v[e]);
 		snprintf(c[1], sizeof(c[1]), "%u", rv->v[e].pid);
-		cli_fmt_duration(c[2], sizeof(c[2]), m.time);
-		cli_fmt_duration(c[3], sizeof(c[3]), m.own);
-		cli_fmt_duration(c[4], sizeof(c[4]), m.compute);
-		cli_fmt_duration(c[5], sizeof(c[5]), m.comm);
+		cs_fmt_duration(c[2], sizeof(c[2]), m.time);
+		cs_fmt_duration(c[3], sizeof(c[3]), m.own);
+		cs_fmt_duration(c[4], sizeof(c[4]), m.compute);
+		cs_fmt_duration(c[5], sizeof(c[5]), m.comm);
 		snprintf(c[6], sizeof(c[6]), "%.0f%%", share(m.overlap, m.comm));
-		cli_fmt_duration(c[7], sizeof(c[7]), m.exposed);
-		cli_fmt_duration(c[8], sizeof(c[8]), m.wait);
-		cli_fmt_duration(c[9], sizeof(c[9]), m.idle);
+		cs_fmt_duration(c[7], sizeof(c[7]), m.exposed);
+		cs_fmt_duration(c[8], sizeof(c[8]), m.wait);
+		cs_fmt_duration(c[9], sizeof(c[9]), m.idle);
 		snprintf(c[10], sizeof(c[10]), "%d%s", m.slowest,
 			 rv->v[e].shares_gpu ? " (shared GPU)" : "");
 		for (int k = 0; k < 11; k++)
@@ -174,13 +174,13 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 		cli_table_init(&t, scols, 5);
 		for (int32_t i = 0; i < rv->nrows; i++) {
 			const cs_rank_row *r = &rv->rows[i];
-			char idx[16], lab[32], d[CLI_FMT_MAX];
+			char idx[16], lab[32], d[CS_FMT_MAX];
 			const char *row[5];
 
 			snprintf(idx, sizeof(idx), "%d", r->index);
 			row[0] = idx;
 			row[1] = rank_label(lab, sizeof(lab), &rv->v[r->slowest]);
-			row[2] = cli_fmt_duration(d, sizeof(d), r->behind_ns);
+			row[2] = cs_fmt_duration(d, sizeof(d), r->behind_ns);
 			row[3] = cs_rank_cause_name(r->cause);
 			row[4] = r->steady ? "steady" : "warm-up";
 			cli_table_add_row(&t, row);
@@ -309,18 +309,18 @@ void report_ranks_markdown(const cs_rank_view *rv)
 	       steady_rows(rv));
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;
-		char c[8][CLI_FMT_MAX], lab[32];
+		char c[8][CS_FMT_MAX], lab[32];
 
 		rank_medians(rv, e, tmp, &m);
 		printf("| %s | %u | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
 		       rank_label(lab, sizeof(lab), &rv->v[e]), rv->v[e].pid,
-		       cli_fmt_duration(c[0], sizeof(c[0]), m.time),
-		       cli_fmt_duration(c[1], sizeof(c[1]), m.own),
-		       cli_fmt_duration(c[2], sizeof(c[2]), m.compute),
-		       cli_fmt_duration(c[3], sizeof(c[3]), m.comm), share(m.overlap, m.comm),
-		       cli_fmt_duration(c[4], sizeof(c[4]), m.exposed),
-		       cli_fmt_duration(c[5], sizeof(c[5]), m.wait),
-		       cli_fmt_duration(c[6], sizeof(c[6]), m.idle), m.slowest);
+		       cs_fmt_duration(c[0], sizeof(c[0]), m.time),
+		       cs_fmt_duration(c[1], sizeof(c[1]), m.own),
+		       cs_fmt_duration(c[2], sizeof(c[2]), m.compute),
+		       cs_fmt_duration(c[3], sizeof(c[3]), m.comm), share(m.overlap, m.comm),
+		       cs_fmt_duration(c[4], sizeof(c[4]), m.exposed),
+		       cs_fmt_duration(c[5], sizeof(c[5]), m.wait),
+		       cs_fmt_duration(c[6], sizeof(c[6]), m.idle), m.slowest);
 	}
 	straggler_line(rv, line, sizeof(line));
 	printf("\n%s\n", line);

@@ -69,13 +69,6 @@ void report_ranks_markdown(const cs_rank_view *rv);
 /* ---- text for people (evidence.c) ---- */
 
 /*
- * A copy of s fit for a terminal, a markdown or an HTML file (malloc'd): invalid UTF-8 repaired,
- * control characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor
- * or change colours. NULL without memory.
- */
-char *report_clean_text(const char *s);
-
-/*
  * An evidence key in words (malloc'd): "idle_ns_per_step" -> "idle per step", "wait_ns" -> "wait
  * time", "share_of_gpu_time" -> "share of GPU time". NULL without memory.
  */

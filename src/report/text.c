@@ -43,7 +43,7 @@ static const char *sev_color(int sev)
 static void print_wrapped(int col, const char *text, int width)
 {
 	int avail = width > 0 ? width - col : 0;
-	char *clean = report_clean_text(text);
+	char *clean = cs_text_clean(text);
 	const char *p = clean;
 
 	if (!clean)
@@ -161,7 +161,7 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 
 static void text_finding(const struct report_view *v, const cs_report_finding *f)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[1024], runs[512];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[1024], runs[512];
 	int32_t steady = cs_steps_steady(report_finding_steps(v, f));
 	int head = (int)(strlen(cs_severity_name(f->severity)) + strlen(f->rule) + 5);
 
@@ -185,12 +185,12 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 	if (f->lost_ns_per_step > 0) {
 		if (f->nsteps > 0)
 			snprintf(line, sizeof(line), "%s per step (%.1f%% of step time), %s in all",
-				 cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step),
+				 cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step),
 				 100.0 * f->step_share,
-				 cli_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+				 cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 		else
 			snprintf(line, sizeof(line), "%s",
-				 cli_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
+				 cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
 		print_field("GPU lost:", line, v->width);
 	}
 	for (int32_t i = 0, shown = 0; v->multi && i < f->nprocs; i++) {
@@ -233,15 +233,15 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 	cli_table_init(&table, cols, 6);
 	for (int32_t i = 0; i < s->n; i++) {
 		const cs_step *st = &s->v[i];
-		char idx[CLI_FMT_MAX], start[CLI_FMT_MAX], dur[CLI_FMT_MAX], busy[CLI_FMT_MAX],
-			kern[CLI_FMT_MAX];
+		char idx[CS_FMT_MAX], start[CS_FMT_MAX], dur[CS_FMT_MAX], busy[CS_FMT_MAX],
+			kern[CS_FMT_MAX];
 		int64_t d = cs_step_time(s, i);
 		const char *row[] = {
 			idx,
-			cli_fmt_duration(start, sizeof(start), st->start),
-			cli_fmt_duration(dur, sizeof(dur), d),
+			cs_fmt_duration(start, sizeof(start), st->start),
+			cs_fmt_duration(dur, sizeof(dur), d),
 			busy,
-			cli_fmt_count(kern, sizeof(kern), st->kernels),
+			cs_fmt_count(kern, sizeof(kern), st->kernels),
 			st->warmup ? "warm-up" : "steady",
 		};
 
@@ -285,10 +285,10 @@ static void text_header(const struct report_view *v)
 {
 	const char *command = cs_trace_meta(v->t, "command");
 	const cs_steps *s = v->s;
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX], line[1024];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX], line[1024];
 	char *clean;
 
-	clean = report_clean_text(v->path);
+	clean = cs_text_clean(v->path);
 	print_header_field("trace:", clean ? clean : "", v->width);
 	free(clean);
 	if (command)
@@ -299,16 +299,16 @@ static void text_header(const struct report_view *v)
 		snprintf(line, sizeof(line), "none found (%s)", s->detail);
 		print_header_field("steps:", line, v->width);
 		snprintf(line, sizeof(line), "%s, GPU busy %.1f%%",
-			 cli_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
+			 cs_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
 			 100.0 * v->busy_share);
 		print_header_field("duration:", line, v->width);
 	} else {
 		snprintf(line, sizeof(line), "%d (%s), %d warm-up", s->n, s->detail, s->warmup);
 		print_header_field("steps:", line, v->width);
 		snprintf(line, sizeof(line), "median %s (p10 %s .. p90 %s), GPU busy %.1f%%%s",
-			 cli_fmt_duration(a, sizeof(a), v->median),
-			 cli_fmt_duration(b, sizeof(b), v->p10),
-			 cli_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share,
+			 cs_fmt_duration(a, sizeof(a), v->median),
+			 cs_fmt_duration(b, sizeof(b), v->p10),
+			 cs_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share,
 			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU"
 						       : "");
 		print_header_field("step time:", line, v->width);
