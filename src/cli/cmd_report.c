@@ -148,9 +148,9 @@ static int list_rules(enum report_format format)
 				cJSON_Delete(o);
 				break;
 			}
-			cli_json_add_string(o, "id", (*r)->id);
-			cli_json_add_string(o, "summary", (*r)->summary);
-			cli_json_add_string(o, "source", (*r)->source);
+			cs_json_add_string(o, "id", (*r)->id);
+			cs_json_add_string(o, "summary", (*r)->summary);
+			cs_json_add_string(o, "source", (*r)->source);
 		}
 		rc = cli_json_print(doc);
 		cJSON_Delete(doc);
@@ -170,21 +170,21 @@ static int list_rules(enum report_format format)
 		return 0;
 	}
 	{
-		static const struct cli_column cols[] = {
-			{"Rule", CLI_ALIGN_LEFT, 0},
-			{"Source", CLI_ALIGN_LEFT, 0},
-			{"Summary", CLI_ALIGN_LEFT, 1},
+		static const struct cs_column cols[] = {
+			{"Rule", CS_ALIGN_LEFT, 0},
+			{"Source", CS_ALIGN_LEFT, 0},
+			{"Summary", CS_ALIGN_LEFT, 1},
 		};
-		struct cli_table table;
+		struct cs_table table;
 
-		cli_table_init(&table, cols, 3);
+		cs_table_init(&table, cols, 3);
 		for (const cs_analyzer *const *r = cs_analyzers; *r; r++) {
 			const char *row[] = {(*r)->id, (*r)->source, (*r)->summary};
 
-			cli_table_add_row(&table, row);
+			cs_table_add_row(&table, row);
 		}
-		cli_table_print(&table, stdout, 0, cli_output_width(-1));
-		cli_table_free(&table);
+		cs_table_print(&table, stdout, 0, cli_output_width(-1));
+		cs_table_free(&table);
 	}
 	return 0;
 }

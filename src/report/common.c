@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -114,7 +115,7 @@ const char *report_proc_cost(char *buf, size_t size, const cs_finding_proc *p)
 			 cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
 			 p->nsteps, report_plural(p->nsteps, "step", "steps"),
 			 cs_fmt_duration(b, sizeof(b),
-					  cs_lost_total(p->lost_ns_per_step, p->nsteps)));
+					 cs_lost_total(p->lost_ns_per_step, p->nsteps)));
 	else
 		snprintf(buf, size, "%s", cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
 	return buf;

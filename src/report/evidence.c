@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
 #include "cuscope/utf8.h"
 #include "report/report.h"
 

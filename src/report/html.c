@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
+#include "cuscope/json.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 
 #define STEP_RUNS_SHOWN 12 /* runs of a finding's steps shown */
@@ -100,10 +102,10 @@ static const char *get_str(const cJSON *o, const char *key)
 
 static int64_t get_int(const cJSON *o, const char *key, int64_t none)
 {
-	return cli_json_get_int(o, key, none);
+	return cs_json_get_int(o, key, none);
 }
 
-/* An array item that is an integer (cli_json_int writes raw numbers), or none. */
+/* An array item that is an integer (cs_json_int writes raw numbers), or none. */
 static int64_t item_int(const cJSON *it, int64_t none)
 {
 	if (cJSON_IsRaw(it) && it->valuestring) {

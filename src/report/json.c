@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -57,8 +58,8 @@ static cJSON *json_clean_copy(const cJSON *v)
 				if (!strcmp(k, "name") && cJSON_IsString(c) &&
 				    strcmp(cs_demangle(c->valuestring), c->valuestring) &&
 				    !cJSON_GetObjectItemCaseSensitive(v, "name_demangled"))
-					cli_json_add_string(r, "name_demangled",
-							    cs_demangle(c->valuestring));
+					cs_json_add_string(r, "name_demangled",
+							   cs_demangle(c->valuestring));
 				free(k);
 			}
 		}
@@ -71,7 +72,7 @@ static cJSON *json_clean_copy(const cJSON *v)
 /* A rank or local rank: the number, or null when not set. */
 static cJSON *json_rank(int32_t rank)
 {
-	return rank != CS_ID_NONE ? cli_json_int(rank) : cJSON_CreateNull();
+	return rank != CS_ID_NONE ? cs_json_int(rank) : cJSON_CreateNull();
 }
 
 static int json_add_rank(cJSON *o, const char *key, int32_t rank)
@@ -96,11 +97,11 @@ static cJSON *json_frame(const cs_frame *f)
 
 	if (!o)
 		return NULL;
-	cli_json_add_string(o, "kind", frame_kind(f->kind));
-	cli_json_add_string(o, "function", f->symbol);
-	cli_json_add_string(o, "file", f->file);
-	cli_json_add_int(o, "line", f->line, 0);
-	cli_json_add_string(o, "module", f->module);
+	cs_json_add_string(o, "kind", frame_kind(f->kind));
+	cs_json_add_string(o, "function", f->symbol);
+	cs_json_add_string(o, "file", f->file);
+	cs_json_add_int(o, "line", f->line, 0);
+	cs_json_add_string(o, "module", f->module);
 	return o;
 }
 
@@ -148,30 +149,30 @@ cJSON *report_json_finding(cs_trace *t, const cs_report_processes *rp, const cs_
 
 	if (!o)
 		return NULL;
-	cli_json_add_string(o, "rule", f->rule);
-	cli_json_add_string(o, "severity", cs_severity_name(f->severity));
-	cli_json_add_string(o, "title", f->title);
+	cs_json_add_string(o, "rule", f->rule);
+	cs_json_add_string(o, "severity", cs_severity_name(f->severity));
+	cs_json_add_string(o, "title", f->title);
 	steps = cJSON_AddArrayToObject(o, "steps");
 	for (int32_t i = 0; steps && i < f->nsteps; i++)
-		cJSON_AddItemToArray(steps, cli_json_int(f->steps[i]));
-	cli_json_add_int(o, "lost_ns_per_step", f->lost_ns_per_step, INT64_MIN);
+		cJSON_AddItemToArray(steps, cs_json_int(f->steps[i]));
+	cs_json_add_int(o, "lost_ns_per_step", f->lost_ns_per_step, INT64_MIN);
 	cJSON_AddNumberToObject(o, "step_share", f->step_share);
-	cli_json_add_int(o, "total_lost_ns", cs_finding_total_lost(f), INT64_MIN);
-	cli_json_add_int(o, "first_ns", f->first, CS_TS_UNKNOWN);
-	cli_json_add_int(o, "last_ns", f->last, CS_TS_UNKNOWN);
+	cs_json_add_int(o, "total_lost_ns", cs_finding_total_lost(f), INT64_MIN);
+	cs_json_add_int(o, "first_ns", f->first, CS_TS_UNKNOWN);
+	cs_json_add_int(o, "last_ns", f->last, CS_TS_UNKNOWN);
 	ev = f->evidence ? json_clean_copy(f->evidence) : cJSON_CreateObject();
 	if (!ev || !cJSON_AddItemToObject(o, "evidence", ev)) {
 		cJSON_Delete(ev);
 		goto fail;
 	}
-	cli_json_add_string(o, "fix", f->fix);
+	cs_json_add_string(o, "fix", f->fix);
 	if (!steps || json_stack(t, f, o))
 		goto fail;
 	{
 		const cs_report_process *p = cs_report_process_find(rp, f->pid);
 		cJSON *procs;
 
-		cli_json_add_int(o, "pid", f->pid, 0);
+		cs_json_add_int(o, "pid", f->pid, 0);
 		if (json_add_rank(o, "rank", p ? p->rank : CS_ID_NONE) ||
 		    json_add_rank(o, "local_rank", p ? p->local_rank : CS_ID_NONE))
 			goto fail;
@@ -186,22 +187,22 @@ cJSON *report_json_finding(cs_trace *t, const cs_report_processes *rp, const cs_
 				cJSON_Delete(e);
 				goto fail;
 			}
-			cli_json_add_int(e, "pid", x->pid, -1);
+			cs_json_add_int(e, "pid", x->pid, -1);
 			if (json_add_rank(e, "rank", x->rank) ||
 			    json_add_rank(e, "local_rank", x->local_rank))
 				goto fail;
-			cli_json_add_string(e, "severity", cs_severity_name(x->severity));
+			cs_json_add_string(e, "severity", cs_severity_name(x->severity));
 			st = cJSON_AddArrayToObject(e, "steps");
 			for (int32_t k = 0; st && k < x->nsteps; k++)
-				cJSON_AddItemToArray(st, cli_json_int(x->steps[k]));
+				cJSON_AddItemToArray(st, cs_json_int(x->steps[k]));
 			if (!st)
 				goto fail;
-			cli_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
+			cs_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
 			cJSON_AddNumberToObject(e, "step_share", x->step_share);
-			cli_json_add_int(e, "total_lost_ns",
-					 cs_lost_total(x->lost_ns_per_step, x->nsteps), INT64_MIN);
-			cli_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
-			cli_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
+			cs_json_add_int(e, "total_lost_ns",
+					cs_lost_total(x->lost_ns_per_step, x->nsteps), INT64_MIN);
+			cs_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
+			cs_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
 		}
 	}
 	return o;
@@ -219,18 +220,18 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 	if (!o)
 		return NULL;
 	cs_steps_duration_stats(s, &median, &p10, &p90);
-	cli_json_add_string(o, "method", cs_step_method_name(s->method));
-	cli_json_add_string(o, "detail", s->detail);
-	cli_json_add_string(o, "step_range", v->step_range);
-	cli_json_add_int(o, "pid", s->pid, 0);
-	cli_json_add_int(o, "count", s->n, -1);
-	cli_json_add_int(o, "warmup", s->warmup, -1);
-	cli_json_add_int(o, "period_kernels", s->period, 0);
-	cli_json_add_int(o, "period_operations", s->period_ops, 0);
-	cli_json_add_string(o, "step_time", cs_step_timing_name(s->timing));
-	cli_json_add_int(o, "median_ns", median, -1);
-	cli_json_add_int(o, "p10_ns", p10, -1);
-	cli_json_add_int(o, "p90_ns", p90, -1);
+	cs_json_add_string(o, "method", cs_step_method_name(s->method));
+	cs_json_add_string(o, "detail", s->detail);
+	cs_json_add_string(o, "step_range", v->step_range);
+	cs_json_add_int(o, "pid", s->pid, 0);
+	cs_json_add_int(o, "count", s->n, -1);
+	cs_json_add_int(o, "warmup", s->warmup, -1);
+	cs_json_add_int(o, "period_kernels", s->period, 0);
+	cs_json_add_int(o, "period_operations", s->period_ops, 0);
+	cs_json_add_string(o, "step_time", cs_step_timing_name(s->timing));
+	cs_json_add_int(o, "median_ns", median, -1);
+	cs_json_add_int(o, "p10_ns", p10, -1);
+	cs_json_add_int(o, "p90_ns", p90, -1);
 	cJSON_AddNumberToObject(o, "gpu_busy_share", cs_steps_busy_share(s));
 	list = cJSON_AddArrayToObject(o, "list");
 	if (!list)
@@ -244,17 +245,17 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 			cJSON_Delete(e);
 			goto fail;
 		}
-		cli_json_add_int(e, "index", st->index, -1);
-		cli_json_add_int(e, "start_ns", st->start, CS_TS_UNKNOWN);
-		cli_json_add_int(e, "end_ns", st->end, CS_TS_UNKNOWN);
-		cli_json_add_int(e, "duration_ns", d, INT64_MIN);
-		cli_json_add_int(e, "host_duration_ns", st->end - st->start, INT64_MIN);
-		cli_json_add_int(e, "gpu_start_ns", st->gpu_start, CS_TS_UNKNOWN);
-		cli_json_add_int(e, "gpu_end_ns", st->gpu_end, CS_TS_UNKNOWN);
-		cli_json_add_int(e, "gpu_busy_ns", st->gpu_busy, INT64_MIN);
+		cs_json_add_int(e, "index", st->index, -1);
+		cs_json_add_int(e, "start_ns", st->start, CS_TS_UNKNOWN);
+		cs_json_add_int(e, "end_ns", st->end, CS_TS_UNKNOWN);
+		cs_json_add_int(e, "duration_ns", d, INT64_MIN);
+		cs_json_add_int(e, "host_duration_ns", st->end - st->start, INT64_MIN);
+		cs_json_add_int(e, "gpu_start_ns", st->gpu_start, CS_TS_UNKNOWN);
+		cs_json_add_int(e, "gpu_end_ns", st->gpu_end, CS_TS_UNKNOWN);
+		cs_json_add_int(e, "gpu_busy_ns", st->gpu_busy, INT64_MIN);
 		cJSON_AddNumberToObject(e, "gpu_busy_share",
 					d > 0 ? (double)st->gpu_busy / (double)d : 0.0);
-		cli_json_add_int(e, "kernels", st->kernels, -1);
+		cs_json_add_int(e, "kernels", st->kernels, -1);
 		cJSON_AddBoolToObject(e, "warmup", st->warmup != 0);
 	}
 	return o;
@@ -278,7 +279,7 @@ static int json_processes(const struct report_view *v, cJSON *doc)
 			cJSON_Delete(o);
 			return -1;
 		}
-		cli_json_add_int(o, "pid", p->pid, -1);
+		cs_json_add_int(o, "pid", p->pid, -1);
 		if (json_add_rank(o, "rank", p->rank) ||
 		    json_add_rank(o, "local_rank", p->local_rank))
 			return -1;
@@ -295,7 +296,7 @@ static int json_processes(const struct report_view *v, cJSON *doc)
 			const cs_report_finding *f = v->r->v[j];
 
 			if (report_finding_proc(f, p->pid) || (f->nprocs == 0 && f->pid == p->pid))
-				cJSON_AddItemToArray(found, cli_json_int(j));
+				cJSON_AddItemToArray(found, cs_json_int(j));
 		}
 	}
 	return 0;
@@ -309,15 +310,15 @@ cJSON *report_json(const struct report_view *v)
 
 	if (!doc)
 		return NULL;
-	cli_json_add_int(doc, "version", REPORT_JSON_VERSION, -1);
+	cs_json_add_int(doc, "version", REPORT_JSON_VERSION, -1);
 	trace = cJSON_AddObjectToObject(doc, "trace");
 	if (!trace)
 		goto fail;
-	cli_json_add_string(trace, "file", v->path);
-	cli_json_add_string(trace, "command", cs_trace_meta(v->t, "command"));
-	cli_json_add_int(trace, "start_ns", v->a->trace_start, INT64_MIN);
-	cli_json_add_int(trace, "end_ns", v->a->trace_end, INT64_MIN);
-	cli_json_add_int(trace, "kernels", v->a->nkernels, -1);
+	cs_json_add_string(trace, "file", v->path);
+	cs_json_add_string(trace, "command", cs_trace_meta(v->t, "command"));
+	cs_json_add_int(trace, "start_ns", v->a->trace_start, INT64_MIN);
+	cs_json_add_int(trace, "end_ns", v->a->trace_end, INT64_MIN);
+	cs_json_add_int(trace, "kernels", v->a->nkernels, -1);
 	{
 		cJSON *arr = cJSON_AddArrayToObject(trace, "processes_without_end");
 
@@ -330,8 +331,8 @@ cJSON *report_json(const struct report_view *v)
 				cJSON_Delete(o);
 				goto fail;
 			}
-			cli_json_add_int(o, "pid", v->unended[i].pid, -1);
-			cli_json_add_int(o, "last_event_ns", v->unended[i].last, CS_TS_UNKNOWN);
+			cs_json_add_int(o, "pid", v->unended[i].pid, -1);
+			cs_json_add_int(o, "last_event_ns", v->unended[i].last, CS_TS_UNKNOWN);
 		}
 	}
 	steps = json_steps(v, v->s);
@@ -370,11 +371,11 @@ cJSON *report_json(const struct report_view *v)
 	summary = cJSON_AddObjectToObject(doc, "summary");
 	if (!summary)
 		goto fail;
-	cli_json_add_int(summary, "findings", v->r->n, -1);
-	cli_json_add_int(summary, "error", count[CS_SEV_ERROR], -1);
-	cli_json_add_int(summary, "warning", count[CS_SEV_WARNING], -1);
-	cli_json_add_int(summary, "info", count[CS_SEV_INFO], -1);
-	cli_json_add_int(summary, "total_lost_ns", total, INT64_MIN);
+	cs_json_add_int(summary, "findings", v->r->n, -1);
+	cs_json_add_int(summary, "error", count[CS_SEV_ERROR], -1);
+	cs_json_add_int(summary, "warning", count[CS_SEV_WARNING], -1);
+	cs_json_add_int(summary, "info", count[CS_SEV_INFO], -1);
+	cs_json_add_int(summary, "total_lost_ns", total, INT64_MIN);
 	return doc;
 fail:
 	cJSON_Delete(doc);

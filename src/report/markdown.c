@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -160,8 +161,7 @@ int report_markdown(const struct report_view *v)
 		printf("), %d warm-up |\n", s->warmup);
 		printf("| Step time | median %s (p10 %s, p90 %s)%s |\n",
 		       cs_fmt_duration(a, sizeof(a), v->median),
-		       cs_fmt_duration(b, sizeof(b), v->p10),
-		       cs_fmt_duration(c, sizeof(c), v->p90),
+		       cs_fmt_duration(b, sizeof(b), v->p10), cs_fmt_duration(c, sizeof(c), v->p90),
 		       s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
 	}
 	if (!v->multi)

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "report/report.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
+#include "cuscope/table.h"
+#include "cuscope/units.h"
+#include "report/report.h"
 
 /* The medians of one rank over the steady rows. */
 struct medians {
@@ -114,20 +116,20 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 
 void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 {
-	static const struct cli_column cols[] = {
-		{"Rank", CLI_ALIGN_RIGHT, 0},	    {"PID", CLI_ALIGN_RIGHT, 0},
-		{"Step", CLI_ALIGN_RIGHT, 0},	    {"Own", CLI_ALIGN_RIGHT, 0},
-		{"Compute", CLI_ALIGN_RIGHT, 0},    {"NCCL", CLI_ALIGN_RIGHT, 0},
-		{"Overlapped", CLI_ALIGN_RIGHT, 0}, {"Exposed", CLI_ALIGN_RIGHT, 0},
-		{"Host wait", CLI_ALIGN_RIGHT, 0},  {"Idle before", CLI_ALIGN_RIGHT, 0},
-		{"Slowest in", CLI_ALIGN_RIGHT, 0},
+	static const struct cs_column cols[] = {
+		{"Rank", CS_ALIGN_RIGHT, 0},	    {"PID", CS_ALIGN_RIGHT, 0},
+		{"Step", CS_ALIGN_RIGHT, 0},	    {"Own", CS_ALIGN_RIGHT, 0},
+		{"Compute", CS_ALIGN_RIGHT, 0},    {"NCCL", CS_ALIGN_RIGHT, 0},
+		{"Overlapped", CS_ALIGN_RIGHT, 0}, {"Exposed", CS_ALIGN_RIGHT, 0},
+		{"Host wait", CS_ALIGN_RIGHT, 0},  {"Idle before", CS_ALIGN_RIGHT, 0},
+		{"Slowest in", CS_ALIGN_RIGHT, 0},
 	};
-	static const struct cli_column scols[] = {
-		{"Step", CLI_ALIGN_RIGHT, 0},	{"Slowest rank", CLI_ALIGN_RIGHT, 0},
-		{"Behind", CLI_ALIGN_RIGHT, 0}, {"Cause", CLI_ALIGN_LEFT, 0},
-		{"Phase", CLI_ALIGN_LEFT, 0},
+	static const struct cs_column scols[] = {
+		{"Step", CS_ALIGN_RIGHT, 0},	{"Slowest rank", CS_ALIGN_RIGHT, 0},
+		{"Behind", CS_ALIGN_RIGHT, 0}, {"Cause", CS_ALIGN_LEFT, 0},
+		{"Phase", CS_ALIGN_LEFT, 0},
 	};
-	struct cli_table t;
+	struct cs_table t;
 	int64_t *tmp;
 	int32_t steady;
 	char line[512];
@@ -141,7 +143,7 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 	printf("Ranks: %d processes that communicate (NCCL), steps aligned by index; medians of %d "
 	       "steady steps:\n",
 	       rv->n, steady);
-	cli_table_init(&t, cols, 11);
+	cs_table_init(&t, cols, 11);
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;
 		char c[11][CS_FMT_MAX];
@@ -162,16 +164,16 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 			 rv->v[e].shares_gpu ? " (shared GPU)" : "");
 		for (int k = 0; k < 11; k++)
 			row[k] = c[k];
-		cli_table_add_row(&t, row);
+		cs_table_add_row(&t, row);
 	}
-	cli_table_print(&t, stdout, 2, width);
-	cli_table_free(&t);
+	cs_table_print(&t, stdout, 2, width);
+	cs_table_free(&t);
 	straggler_line(rv, line, sizeof(line));
 	printf("  %s\n\n", line);
 	if (verbose) {
 		printf("Slowest rank per step (own time: the step less its exposed "
 		       "communication):\n");
-		cli_table_init(&t, scols, 5);
+		cs_table_init(&t, scols, 5);
 		for (int32_t i = 0; i < rv->nrows; i++) {
 			const cs_rank_row *r = &rv->rows[i];
 			char idx[16], lab[32], d[CS_FMT_MAX];
@@ -183,10 +185,10 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 			row[2] = cs_fmt_duration(d, sizeof(d), r->behind_ns);
 			row[3] = cs_rank_cause_name(r->cause);
 			row[4] = r->steady ? "steady" : "warm-up";
-			cli_table_add_row(&t, row);
+			cs_table_add_row(&t, row);
 		}
-		cli_table_print(&t, stdout, 2, width);
-		cli_table_free(&t);
+		cs_table_print(&t, stdout, 2, width);
+		cs_table_free(&t);
 		putchar('\n');
 	}
 	free(tmp);
@@ -194,7 +196,7 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 
 static int add_i64(cJSON *o, const char *key, int64_t v)
 {
-	return cli_json_add_int(o, key, v, INT64_MIN) != NULL;
+	return cs_json_add_int(o, key, v, INT64_MIN) != NULL;
 }
 
 cJSON *report_ranks_json(const cs_rank_view *rv)

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/table.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -48,7 +50,7 @@ static void print_wrapped(int col, const char *text, int width)
 
 	if (!clean)
 		return;
-	if (avail < 20 || (int)cli_text_width(p) <= avail) {
+	if (avail < 20 || (int)cs_text_width(p) <= avail) {
 		printf("%s\n", p);
 		free(clean);
 		return;
@@ -112,8 +114,8 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 		key = report_evidence_label(it->string ? it->string : "?");
 		val = report_evidence_value(it->string, it, verbose);
 		if (key && val) {
-			if (!verbose && width > 0 && (int)cli_text_width(val) > width - 16) {
-				char *t = cli_truncate_middle(
+			if (!verbose && width > 0 && (int)cs_text_width(val) > width - 16) {
+				char *t = cs_truncate_middle(
 					val, (size_t)(width > 40 ? width - 16 : 24));
 
 				if (t) {
@@ -221,16 +223,16 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 /* The table of steps s, under title ("Steps:"). */
 static void text_steps_table(const struct report_view *v, const cs_steps *s, const char *title)
 {
-	static const struct cli_column cols[] = {
-		{"Step", CLI_ALIGN_RIGHT, 0},	  {"Start", CLI_ALIGN_RIGHT, 0},
-		{"Duration", CLI_ALIGN_RIGHT, 0}, {"GPU busy", CLI_ALIGN_RIGHT, 0},
-		{"Kernels", CLI_ALIGN_RIGHT, 0},  {"Phase", CLI_ALIGN_LEFT, 0},
+	static const struct cs_column cols[] = {
+		{"Step", CS_ALIGN_RIGHT, 0},	 {"Start", CS_ALIGN_RIGHT, 0},
+		{"Duration", CS_ALIGN_RIGHT, 0}, {"GPU busy", CS_ALIGN_RIGHT, 0},
+		{"Kernels", CS_ALIGN_RIGHT, 0},	 {"Phase", CS_ALIGN_LEFT, 0},
 	};
-	struct cli_table table;
+	struct cs_table table;
 
 	print_wrapped(0, title, v->width);
 	putchar('\n');
-	cli_table_init(&table, cols, 6);
+	cs_table_init(&table, cols, 6);
 	for (int32_t i = 0; i < s->n; i++) {
 		const cs_step *st = &s->v[i];
 		char idx[CS_FMT_MAX], start[CS_FMT_MAX], dur[CS_FMT_MAX], busy[CS_FMT_MAX],
@@ -248,10 +250,10 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 		snprintf(idx, sizeof(idx), "%d", st->index);
 		snprintf(busy, sizeof(busy), "%.1f%%",
 			 d > 0 ? 100.0 * (double)st->gpu_busy / (double)d : 0.0);
-		cli_table_add_row(&table, row);
+		cs_table_add_row(&table, row);
 	}
-	cli_table_print(&table, stdout, 1, v->width);
-	cli_table_free(&table);
+	cs_table_print(&table, stdout, 1, v->width);
+	cs_table_free(&table);
 	putchar('\n');
 }
 

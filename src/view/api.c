@@ -36,11 +36,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli/cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 #include "util/checked.h"
 #include "view/api.h"
@@ -1024,7 +1025,7 @@ static char *json_text(cJSON *root)
 
 static void add_int(cJSON *obj, const char *key, int64_t value)
 {
-	cJSON_AddItemToObject(obj, key, cli_json_int(value));
+	cJSON_AddItemToObject(obj, key, cs_json_int(value));
 }
 
 static int process_json(const cs_process *p, void *arg)
@@ -1032,9 +1033,9 @@ static int process_json(const cs_process *p, void *arg)
 	cJSON *o = cJSON_CreateObject();
 
 	add_int(o, "pid", p->pid);
-	cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
-	cli_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
-	cli_json_add_string(o, "command", p->command_line);
+	cs_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+	cs_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
+	cs_json_add_string(o, "command", p->command_line);
 	cJSON_AddItemToArray(arg, o);
 	return 0;
 }
@@ -1058,10 +1059,10 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 
 	cJSON_AddStringToObject(root, "status", load_ms >= 0 ? "ready" : "overview");
 	meta = cJSON_AddObjectToObject(root, "meta");
-	cli_json_add_string(meta, "path", v->path);
+	cs_json_add_string(meta, "path", v->path);
 	add_int(meta, "schema_version", cs_trace_schema_version(v->trace));
-	cli_json_add_string(meta, "time_base_ns", cs_trace_meta(v->trace, "time_base_ns"));
-	cli_json_add_string(meta, "cuscope_version", cs_trace_meta(v->trace, "cuscope_version"));
+	cs_json_add_string(meta, "time_base_ns", cs_trace_meta(v->trace, "time_base_ns"));
+	cs_json_add_string(meta, "cuscope_version", cs_trace_meta(v->trace, "cuscope_version"));
 	add_int(meta, "kernels", v->sum.counts[CS_EV_KERNEL]);
 	add_int(meta, "memcpys", v->sum.counts[CS_EV_MEMCPY]);
 	add_int(meta, "memsets", v->sum.counts[CS_EV_MEMSET]);
@@ -1090,9 +1091,9 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 		cJSON_AddStringToObject(o, "kind", track_kind_names[t->kind]);
 		cJSON_AddStringToObject(o, "name", t->name);
 		add_int(o, "pid", t->pid);
-		cli_json_add_int(o, "device", t->device, -1);
-		cli_json_add_int(o, "stream", t->kind == VT_STREAM ? t->stream : -1, -1);
-		cli_json_add_int(o, "tid", t->tid, 0);
+		cs_json_add_int(o, "device", t->device, -1);
+		cs_json_add_int(o, "stream", t->kind == VT_STREAM ? t->stream : -1, -1);
+		cs_json_add_int(o, "tid", t->tid, 0);
 		if (t->kind == VT_NVTX)
 			add_int(o, "depth", t->depth);
 		add_int(o, "events",
@@ -1221,8 +1222,8 @@ static char *make_findings(cs_trace *t, const cs_report_processes *procs, const 
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 
 	cJSON_AddStringToObject(root, "status", "ready");
-	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
-	cli_json_add_string(root, "step_detail", steps->detail);
+	cs_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cs_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
 	add_int(root, "pid", procs->v[procs->primary].pid);
 	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
@@ -1232,8 +1233,8 @@ static char *make_findings(cs_trace *t, const cs_report_processes *procs, const 
 
 		o = cJSON_CreateObject();
 		add_int(o, "pid", p->pid);
-		cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
-		cli_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
+		cs_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+		cs_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
 		add_steps(cJSON_AddArrayToObject(o, "steps"), &p->steps);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -1255,9 +1256,9 @@ static char *make_findings(cs_trace *t, const cs_report_processes *procs, const 
 		fj = cJSON_AddObjectToObject(o, "focus");
 		/* in the steps of the finding's own process */
 		focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
-		cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
-		cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
-		cli_json_add_int(fj, "step", fo.step, -1);
+		cs_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
+		cs_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
+		cs_json_add_int(fj, "step", fo.step, -1);
 	}
 	return json_text(root);
 }
@@ -1269,7 +1270,7 @@ static char *status_json(const char *status, const char *msg)
 
 	cJSON_AddStringToObject(root, "status", status);
 	if (msg)
-		cli_json_add_string(root, "error", msg);
+		cs_json_add_string(root, "error", msg);
 	return json_text(root);
 }
 
@@ -1287,8 +1288,8 @@ static void publish_steps(struct view_data *v, const cs_steps *steps)
 	char *json;
 
 	cJSON_AddStringToObject(root, "status", "pending");
-	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
-	cli_json_add_string(root, "step_detail", steps->detail);
+	cs_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cs_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "pid", steps->pid);
 	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
 	json = json_text(root);
@@ -2207,18 +2208,18 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
 
 static void add_time(cJSON *o, const char *key, int64_t ns)
 {
-	cli_json_add_int(o, key, ns, CS_TS_UNKNOWN);
+	cs_json_add_int(o, key, ns, CS_TS_UNKNOWN);
 }
 
 static void add_id(cJSON *o, const char *key, int64_t id)
 {
-	cli_json_add_int(o, key, id, CS_ID_NONE);
+	cs_json_add_int(o, key, id, CS_ID_NONE);
 }
 
 static void add_text(cJSON *o, const char *key, const char *s)
 {
 	if (s)
-		cli_json_add_string(o, key, s);
+		cs_json_add_string(o, key, s);
 	else
 		cJSON_AddNullToObject(o, key);
 }
@@ -2227,9 +2228,9 @@ static void add_dim3(cJSON *o, const char *key, int32_t x, int32_t y, int32_t z)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, key);
 
-	cJSON_AddItemToArray(a, cli_json_int(x));
-	cJSON_AddItemToArray(a, cli_json_int(y));
-	cJSON_AddItemToArray(a, cli_json_int(z));
+	cJSON_AddItemToArray(a, cs_json_int(x));
+	cJSON_AddItemToArray(a, cs_json_int(y));
+	cJSON_AddItemToArray(a, cs_json_int(z));
 }
 
 /* Every stored field of ev, named as the columns of docs/trace-format.md. */
@@ -2530,13 +2531,13 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 	if (ev.kind == CS_EV_KERNEL || ev.kind == CS_EV_MEMCPY || ev.kind == CS_EV_MEMSET) {
 		/* both ends of the launch: the GPU work and the host call */
 		o = cJSON_AddObjectToObject(root, "gpu");
-		cli_json_add_int(o, "track", track_index(v, VT_STREAM, w.pid, w.device, w.stream),
+		cs_json_add_int(o, "track", track_index(v, VT_STREAM, w.pid, w.device, w.stream),
 				 -1);
 		add_int(o, "start", w.start);
 		add_int(o, "end", item_end(w.start, w.end));
 		if (w.launch_start != CS_TS_UNKNOWN) {
 			o = cJSON_AddObjectToObject(root, "launch");
-			cli_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0),
+			cs_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0),
 					 -1);
 			add_int(o, "start", w.launch_start);
 			add_int(o, "end", item_end(w.launch_start, w.launch_end));
@@ -2556,7 +2557,7 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 							frames[i].kind == 2 ? "python" : "native");
 				add_text(fr, "symbol", frames[i].symbol);
 				add_text(fr, "file", frames[i].file);
-				cli_json_add_int(fr, "line", frames[i].line, 0);
+				cs_json_add_int(fr, "line", frames[i].line, 0);
 				add_text(fr, "module", frames[i].module);
 				add_int(fr, "offset", (int64_t)frames[i].offset);
 				cJSON_AddItemToArray(o, fr);
@@ -2664,7 +2665,7 @@ char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t tra
 	}
 	free(sn.ids);
 	root = cJSON_CreateObject();
-	cli_json_add_string(root, "q", q);
+	cs_json_add_string(root, "q", q);
 	add_int(root, "total", total);
 	if (best_tr < 0) {
 		cJSON_AddNullToObject(root, "match");
@@ -2680,7 +2681,7 @@ char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t tra
 		add_int(m, "track", best_tr);
 		add_int(m, "start", it->start);
 		add_int(m, "end", it->end);
-		cli_json_add_string(m, "name",
+		cs_json_add_string(m, "name",
 				    item_name_style(it) == NS_KERNEL ? cs_demangle_short(text)
 				    : item_name_style(it) == NS_API
 					    ? api_name_plain(text, plain, sizeof(plain))
