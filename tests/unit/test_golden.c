@@ -6,15 +6,21 @@
  * The one thing that varies between machines, the trace's path, is written as the path from the
  * source root (the trace is given to cuscope by its absolute path, which is cut back to that).
  *
+ * Each case runs twice: the cuscope binary, and cmd_report() of the CLI library linked into this
+ * test.
+ *
  * With CUSCOPE_UPDATE_GOLDEN=1 in the environment the test writes the golden files instead of
  * comparing them (scripts/update-golden): a change that is meant to change the report is then a
  * reviewed difference of those files.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli/cli.h"
 #include "testutil.h"
 
 struct golden_case {
@@ -100,28 +106,17 @@ static int first_difference(const char *a, const char *b, char *la, char *lb, si
 	}
 }
 
-START_TEST(test_golden_report)
+/* Compare report's output out (for case c) with its golden file, or write it there when updating.
+ */
+static void check_golden(const struct golden_case *c, const char *raw, int update)
 {
-	const struct golden_case *c = &cases[_i];
-	const char *argv[8] = {NULL, "report"};
-	char *trace = tu_source_file(c->trace);
 	char *rel = malloc(strlen(c->golden) + 32), *golden_path, *prefix, *out;
-	struct tu_result r;
-	int n = 2;
-
-	for (int i = 0; i < 4 && c->args[i]; i++)
-		argv[n++] = c->args[i];
-	argv[n++] = trace;
-	argv[n] = NULL;
-	r = tu_cuscope(argv);
-	ck_assert_msg(r.rc == 0, "%s %s: exit %d: %s", c->trace, c->golden, r.rc, r.err);
-	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->golden, r.err);
 
 	prefix = tu_source_file("");
-	out = replace_all(r.out, prefix, "");
+	out = replace_all(raw, prefix, "");
 	sprintf(rel, "tests/data/golden/%s", c->golden);
 	golden_path = tu_source_file(rel);
-	if (getenv("CUSCOPE_UPDATE_GOLDEN") && !strcmp(getenv("CUSCOPE_UPDATE_GOLDEN"), "1")) {
+	if (update) {
 		ck_assert_msg(!tu_write_file(golden_path, out, strlen(out)), "cannot write %s",
 			      golden_path);
 	} else {
@@ -142,8 +137,74 @@ START_TEST(test_golden_report)
 	free(prefix);
 	free(golden_path);
 	free(rel);
+}
+
+static int updating(void)
+{
+	const char *u = getenv("CUSCOPE_UPDATE_GOLDEN");
+
+	return u && !strcmp(u, "1");
+}
+
+/* The cuscope binary. */
+START_TEST(test_golden_report)
+{
+	const struct golden_case *c = &cases[_i];
+	const char *argv[8] = {NULL, "report"};
+	char *trace = tu_source_file(c->trace);
+	struct tu_result r;
+	int n = 2;
+
+	for (int i = 0; i < 4 && c->args[i]; i++)
+		argv[n++] = c->args[i];
+	argv[n++] = trace;
+	argv[n] = NULL;
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == 0, "%s %s: exit %d: %s", c->trace, c->golden, r.rc, r.err);
+	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->golden, r.err);
+	check_golden(c, r.out, updating());
 	free(trace);
 	tu_result_free(&r);
+}
+END_TEST
+
+/*
+ * The same through cmd_report() of the CLI library, called here with stdout sent to a file: the
+ * command's code as the binary runs it, without a process in between.
+ */
+START_TEST(test_golden_report_linked)
+{
+	const struct golden_case *c = &cases[_i];
+	char *argv[8] = {"report"};
+	char *trace = tu_source_file(c->trace), *dir = tu_tmpdir(), *path = tu_path(dir, "out");
+	char *out;
+	int n = 1, fd, saved, rc;
+
+	for (int i = 0; i < 4 && c->args[i]; i++)
+		argv[n++] = (char *)c->args[i];
+	argv[n++] = trace;
+	argv[n] = NULL;
+	setenv("TZ", "UTC", 1);
+	unsetenv("POSIXLY_CORRECT");
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_ge(fd, 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	cli_getopt_begin();
+	rc = cmd_report(n, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	ck_assert_msg(rc == 0, "%s %s: exit %d", c->trace, c->golden, rc);
+	out = tu_read_file(path, NULL);
+	ck_assert_ptr_nonnull(out);
+	check_golden(c, out, 0);
+	free(out);
+	free(path);
+	free(trace);
 }
 END_TEST
 
@@ -155,6 +216,8 @@ int main(void)
 	int failed;
 
 	tcase_add_loop_test(tc, test_golden_report, 0, NCASES);
+	if (!updating())
+		tcase_add_loop_test(tc, test_golden_report_linked, 0, NCASES);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
