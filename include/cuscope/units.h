@@ -1,7 +1,8 @@
 /*
  * units.h - numbers for people, the one place cuscope writes durations, sizes, counts and shares
- * as text: the commands' tables and headers, the report's renderers and the gate's rows all print
- * through these.
+ * as text: the commands' tables and headers, the report's renderers, the gate's rows and the rules'
+ * titles all print through these. Three styles, kept apart because changing one changes what
+ * cuscope prints: 3 significant digits (tables, report), 4 (gate and diff), and the rules' titles.
  */
 #ifndef CUSCOPE_UNITS_H
 #define CUSCOPE_UNITS_H
@@ -35,5 +36,13 @@ enum cs_metric_unit {
  * ms", "+5.0 pt" for shares). Returns buf.
  */
 char *cs_fmt_value(char *buf, size_t size, int unit, double v, int sign);
+
+/*
+ * A duration as the rules write it in their titles and fixes (ru_fmt_ns): "850 ns", "12.3 us",
+ * "740 us", "4.56 ms", "135 ms", "1.23 s"; a negative one as 0. Returns buf.
+ */
+char *cs_fmt_duration_title(char *buf, size_t size, int64_t ns);
+/* A size as the rules write it (ru_fmt_bytes): "512 B", "4.0 KiB", "13 GiB". Returns buf. */
+char *cs_fmt_bytes_title(char *buf, size_t size, int64_t bytes);
 
 #endif

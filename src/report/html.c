@@ -1,7 +1,7 @@
 /*
  * html.c - `cuscope report --format html`: the report as one self-contained web page.
  *
- * The page is written from the JSON report (cmd_report.c's document, with report_charts() added as
+ * The page is written from the JSON report (report_json()'s document, with report_charts() added as
  * "charts"): the header, the findings with their lines and evidence, and the table of top kernels
  * are HTML written here, every string from the trace escaped; the charts (step time per step, GPU
  * busy and idle by cause per step, device memory over time, top kernels) are SVG drawn by the

@@ -100,7 +100,7 @@ cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_
 /* ---- the HTML report (html.c) ---- */
 
 /*
- * Write the HTML report of doc (the JSON report of cmd_report.c with report_charts() added as
+ * Write the HTML report of doc (the JSON report of report_json() with report_charts() added as
  * "charts") to out: one self-contained page, no request to any other place (inline CSS, script
  * and SVG; a Content-Security-Policy that forbids any fetch). Every string from the trace is
  * HTML-escaped, and the data the charts are drawn from is embedded as JSON with <, >, &, U+2028

@@ -175,3 +175,40 @@ char *cs_fmt_value(char *buf, size_t size, int unit, double v, int sign)
 	snprintf(buf, size, "%s%s", s, body);
 	return buf;
 }
+
+/* ---- the rules' titles ---- */
+
+char *cs_fmt_duration_title(char *buf, size_t size, int64_t ns)
+{
+	double x = (double)ns;
+
+	if (ns < 0)
+		ns = 0;
+	if (ns < 1000)
+		snprintf(buf, size, "%lld ns", (long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, size, x < 100e3 ? "%.1f us" : "%.0f us", x / 1e3);
+	else if (ns < 1000 * 1000000)
+		snprintf(buf, size, x < 100e6 ? "%.2f ms" : "%.0f ms", x / 1e6);
+	else
+		snprintf(buf, size, "%.2f s", x / 1e9);
+	return buf;
+}
+
+char *cs_fmt_bytes_title(char *buf, size_t size, int64_t bytes)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	double x = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%lld B", (long long)bytes);
+		return buf;
+	}
+	while (x >= 1024 && u < 3) {
+		x /= 1024;
+		u++;
+	}
+	snprintf(buf, size, x < 10 ? "%.1f %s" : "%.0f %s", x, unit[u]);
+	return buf;
+}

@@ -1,7 +1,7 @@
 /*
  * test_units.c - the unit formatter and the text sanitizer of src/util (cuscope/units.h,
  * cuscope/utf8.h): rounding at the unit boundaries, signs, unknown values, thousands separators,
- * and what becomes of control characters and invalid UTF-8.
+ * the rules' title style, and what becomes of control characters and invalid UTF-8.
  */
 #include <check.h>
 #include <stdint.h>
@@ -84,6 +84,25 @@ START_TEST(test_value)
 }
 END_TEST
 
+START_TEST(test_title_units)
+{
+	char buf[CS_FMT_MAX];
+
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), -5), "0 ns");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 850), "850 ns");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 12345), "12.3 us");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 99999), "100.0 us");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 740000), "740 us");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 15000000), "15.00 ms");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 135000000), "135 ms");
+	ck_assert_str_eq(cs_fmt_duration_title(buf, sizeof(buf), 1500000000), "1.50 s");
+	ck_assert_str_eq(cs_fmt_bytes_title(buf, sizeof(buf), 1023), "1023 B");
+	ck_assert_str_eq(cs_fmt_bytes_title(buf, sizeof(buf), 4096), "4.0 KiB");
+	ck_assert_str_eq(cs_fmt_bytes_title(buf, sizeof(buf), INT64_C(13) << 30), "13 GiB");
+	ck_assert_str_eq(cs_fmt_bytes_title(buf, sizeof(buf), INT64_C(1) << 50), "1024 TiB");
+}
+END_TEST
+
 START_TEST(test_text_clean)
 {
 	static const struct {
@@ -126,6 +145,7 @@ int main(void)
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_bytes_count);
 	tcase_add_test(tc, test_value);
+	tcase_add_test(tc, test_title_units);
 	tcase_add_test(tc, test_text_clean);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
