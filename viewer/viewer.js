@@ -881,14 +881,14 @@
 		if (li) li.classList.add('selected');
 		document.body.dataset.highlight = String(f.id);
 		state.userMoved = true;
-		if (f.first === null || f.last === null) {
+		if (f.first_ns === null || f.last_ns === null) {
 			state.highlight = null;
 			requestDraw();
 			return;
 		}
-		const fs = f.focus && f.focus.start !== null ? f.focus.start : f.first;
-		const fe = f.focus && f.focus.end !== null ? f.focus.end : f.last;
-		state.highlight = { id: f.id, first: f.first, last: f.last, focusStart: fs, focusEnd: fe };
+		const fs = f.focus && f.focus.start !== null ? f.focus.start : f.first_ns;
+		const fe = f.focus && f.focus.end !== null ? f.focus.end : f.last_ns;
+		state.highlight = { id: f.id, first: f.first_ns, last: f.last_ns, focusStart: fs, focusEnd: fe };
 		frame(fs, Math.max(fe, fs + 2000), 0.1);
 		selectRange(fs, Math.max(fe, fs + 1));
 		scheduleFetch(true);

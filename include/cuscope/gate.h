@@ -18,15 +18,11 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/error.h"
+#include "cuscope/units.h"
 
 /* ---- metrics ---- */
 
-enum cs_metric_unit {
-	CS_UNIT_NS = 0, /* a duration; thresholds in a config are in microseconds */
-	CS_UNIT_BYTES,
-	CS_UNIT_COUNT, /* per step */
-	CS_UNIT_SHARE, /* 0..1; thresholds in a config are in percentage points */
-};
+/* The units of metrics: enum cs_metric_unit (cuscope/units.h). */
 
 /* How a metric is judged (docs/ci.md, "Default thresholds"). */
 enum cs_metric_kind {
@@ -299,11 +295,7 @@ int cs_diff_finding_status(const cs_diff_finding *m);
 /* The diff as JSON (docs/commands/diff.md); NULL without memory. */
 cJSON *cs_diff_json(const cs_diff *d);
 
-/*
- * A value in a metric's unit for people: "18.06 ms", "1.50 MiB", "3", "0.25", "62.5%"; with
- * sign set, a signed change ("+1.20 ms", "+5.0 pt" for shares). Returns buf.
- */
-char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign);
+/* A value in a metric's unit for people: cs_fmt_value() of cuscope/units.h. */
 /*
  * The threshold of a row for people: cs_threshold_format's, and for a wall metric of a host-bound
  * baseline alone the host floor after it ("+2% and +200 us, host-bound +30%"). Returns buf.

@@ -20,4 +20,11 @@ size_t cs_utf8_repair_into(char *out, const char *s);
 /* The same into a new string (malloc'd), or NULL without memory. */
 char *cs_utf8_repair(const char *s);
 
+/*
+ * A copy of s fit for a terminal, a markdown or an HTML file (malloc'd): invalid UTF-8 repaired,
+ * control characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor
+ * or change colours. NULL (for "") is "". NULL without memory.
+ */
+char *cs_text_clean(const char *s);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
+#include "cuscope/units.h"
 #include "analyzers/rule_util.h"
 #include "util/checked.h"
 #include "util/u64map.h"
@@ -106,37 +107,12 @@ void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi)
 
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
 {
-	double x = (double)ns;
-
-	if (ns < 0)
-		ns = 0;
-	if (ns < RU_US)
-		snprintf(buf, size, "%lld ns", (long long)ns);
-	else if (ns < RU_MS)
-		snprintf(buf, size, x < 100e3 ? "%.1f us" : "%.0f us", x / 1e3);
-	else if (ns < 1000 * RU_MS)
-		snprintf(buf, size, x < 100e6 ? "%.2f ms" : "%.0f ms", x / 1e6);
-	else
-		snprintf(buf, size, "%.2f s", x / 1e9);
-	return buf;
+	return cs_fmt_duration_title(buf, size, ns);
 }
 
 const char *ru_fmt_bytes(char *buf, size_t size, int64_t bytes)
 {
-	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-	double x = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, size, "%lld B", (long long)bytes);
-		return buf;
-	}
-	while (x >= 1024 && u < 3) {
-		x /= 1024;
-		u++;
-	}
-	snprintf(buf, size, x < 10 ? "%.1f %s" : "%.0f %s", x, unit[u]);
-	return buf;
+	return cs_fmt_bytes_title(buf, size, bytes);
 }
 
 const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady)

@@ -1,7 +1,8 @@
 /*
  * cli.h - what the cuscope commands share: the command entry points, exit codes, error printing,
- * the option parsing conventions and the output helpers of format.c (durations, sizes, counts,
- * tables, JSON).
+ * the option parsing conventions and the output helpers of format.c (wall-clock times, the
+ * terminal's width, colour, JSON on stdout); units, tables and JSON items are those of src/util
+ * (cuscope/units.h, cuscope/table.h, cuscope/json.h).
  *
  * Every command is `int cmd_NAME(int argc, char **argv)` with argv[0] the command's name; it
  * returns the process exit code. Primary output goes to stdout, errors to stderr as one line
@@ -17,7 +18,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/json.h"
+#include "cuscope/table.h"
 #include "cuscope/trace.h"
+#include "cuscope/units.h"
 #include "cuscope/utf8.h"
 
 /* Exit codes. */
@@ -127,26 +131,12 @@ int cli_check_pid(cs_trace *t, const char *path, int64_t pid);
 
 /* ---- formatting (format.c) ---- */
 
-#define CLI_FMT_MAX 48
+/* Durations, sizes and counts: cs_fmt_duration() and the others of cuscope/units.h. */
 
-/* A duration in ns, 3 significant digits: "850 ns", "12.3 us", "4.56 ms", "1.23 s"; "-" unknown. */
-char *cli_fmt_duration(char *buf, size_t size, int64_t ns);
-/* A size in bytes: "512 B", "4.0 KiB", "1.5 MiB", "12.3 GiB". */
-char *cli_fmt_bytes(char *buf, size_t size, int64_t bytes);
-/* An integer with thousands separators: "1,234,567". */
-char *cli_fmt_count(char *buf, size_t size, int64_t n);
 /* Wall-clock time of ns since the epoch, local time: "2025-01-02 03:04:05.678 +0100". */
 char *cli_fmt_walltime(char *buf, size_t size, int64_t ns);
 /* Wall-clock time of ns since the epoch, UTC, ISO 8601: "2025-01-02T02:04:05.678Z". */
 char *cli_fmt_walltime_iso(char *buf, size_t size, int64_t ns);
-
-/* Display width of a UTF-8 string: the number of characters (code points). */
-size_t cli_text_width(const char *s);
-/*
- * A copy of s (malloc'd) that shows at most width characters: a longer one keeps its beginning and
- * end with "…" in the middle. NULL when out of memory.
- */
-char *cli_truncate_middle(const char *s, size_t width);
 
 /*
  * Width to fit text output in: requested when >= 0 (0 = no limit, from --width), else the
@@ -154,62 +144,14 @@ char *cli_truncate_middle(const char *s, size_t width);
  */
 int cli_output_width(int requested);
 
-/* ---- tables ---- */
+/* ---- colour ---- */
 
-enum cli_align {
-	CLI_ALIGN_LEFT = 0,
-	CLI_ALIGN_RIGHT,
-};
-
-struct cli_column {
-	const char *header;
-	enum cli_align align;
-	int shrink; /* may be truncated in the middle to fit the width (at most one column) */
-};
-
-struct cli_table {
-	const struct cli_column *cols;
-	int ncols;
-	char **cells; /* nrows * ncols copies */
-	size_t nrows, cap;
-	int failed; /* out of memory: rows are missing */
-};
-
-void cli_table_init(struct cli_table *t, const struct cli_column *cols, int ncols);
-/* Append a row of t->ncols strings (copied; NULL prints as empty). */
-void cli_table_add_row(struct cli_table *t, const char *const *cells);
-/*
- * Print the header, a rule and the rows, columns two spaces apart, each line starting with indent
- * spaces. With width > 0 the shrinkable column is cut to fit lines in width characters.
- */
-void cli_table_print(const struct cli_table *t, FILE *out, int indent, int width);
-/* A word of a table and its terminal colour (an ANSI SGR sequence such as "1;31"). */
-struct cli_mark {
-	const char *word;
-	const char *sgr;
-};
-/* cli_table_print() to stdout; with color, each mark's word in its colour where it is the first
- * or the last cell of a line. */
-void cli_table_print_marked(const struct cli_table *t, int indent, int width, int color,
-			    const struct cli_mark *marks, int nmarks);
 /* 1 when output to stdout is to be coloured: a terminal, no --no-color (no_color_opt) and no
  * NO_COLOR in the environment. */
 int cli_use_color(int no_color_opt);
-void cli_table_free(struct cli_table *t);
 
 /* ---- JSON ---- */
 
-/* Add a string, or null when s is NULL; invalid UTF-8 is repaired. Returns the item or NULL. */
-cJSON *cli_json_add_string(cJSON *obj, const char *key, const char *s);
-/*
- * An integer item, printed with all its digits (a cJSON number is a double: ns since the epoch
- * would come out as 1.700000000123e+18).
- */
-cJSON *cli_json_int(int64_t v);
-/* Add an integer item (cli_json_int), or null when v equals none. Returns the item or NULL. */
-cJSON *cli_json_add_int(cJSON *obj, const char *key, int64_t v, int64_t none);
-/* Read back an integer added by cli_json_add_int (or a plain number); none when missing or null. */
-int64_t cli_json_get_int(const cJSON *obj, const char *key, int64_t none);
 /* Print the document (indented) and a newline on stdout; 0, or CLI_EXIT_USAGE without memory. */
 int cli_json_print(const cJSON *root);
 

@@ -65,9 +65,9 @@ static void text_run(const char *label, const cs_run *r, double scale)
 	if (scale > 1)
 		printf(", compared as %d steps", (int)(r->steady * scale));
 	printf("; step time median %s (p10 %s .. p90 %s)\n",
-	       cs_metric_format(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
-	       cs_metric_format(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
-	       cs_metric_format(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
+	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
+	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
+	       cs_fmt_value(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
 }
 
 static void text_findings(const cs_diff *d)
@@ -93,12 +93,12 @@ static void text_findings(const cs_diff *d)
 
 static int print_text(const cs_diff *d, int limit, int width, int color)
 {
-	static const struct cli_column cols[] = {
-		{"Metric", CLI_ALIGN_LEFT, 1}, {"Base", CLI_ALIGN_RIGHT, 0},
-		{"New", CLI_ALIGN_RIGHT, 0},   {"Change", CLI_ALIGN_RIGHT, 0},
-		{"", CLI_ALIGN_RIGHT, 0},      {"", CLI_ALIGN_LEFT, 0},
+	static const struct cs_column cols[] = {
+		{"Metric", CS_ALIGN_LEFT, 1}, {"Base", CS_ALIGN_RIGHT, 0},
+		{"New", CS_ALIGN_RIGHT, 0},   {"Change", CS_ALIGN_RIGHT, 0},
+		{"", CS_ALIGN_RIGHT, 0},      {"", CS_ALIGN_LEFT, 0},
 	};
-	struct cli_table table;
+	struct cs_table table;
 	int kernels = 0, hidden = 0;
 
 	text_run("base:", d->base, d->base_scale);
@@ -106,7 +106,7 @@ static int print_text(const cs_diff *d, int limit, int width, int color)
 	if (d->note[0])
 		printf("note: %s\n", d->note);
 	putchar('\n');
-	cli_table_init(&table, cols, 6);
+	cs_table_init(&table, cols, 6);
 	for (int32_t i = 0; i < d->nrows; i++) {
 		const cs_diff_row *r = &d->rows[i];
 		const cs_metric_def *def = cs_metric_get(r->metric);
@@ -126,9 +126,9 @@ static int print_text(const cs_diff *d, int limit, int width, int color)
 				 cs_demangle_short(r->kernel));
 		else
 			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
-		cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-		cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-		cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+		cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+		cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+		cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 		if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
 			snprintf(rel, sizeof(rel), "%+.1f%%", 100 * r->rel);
 		else
@@ -141,14 +141,14 @@ static int print_text(const cs_diff *d, int limit, int width, int color)
 				free(clean);
 			}
 		}
-		cli_table_add_row(&table, row);
+		cs_table_add_row(&table, row);
 	}
 	{
-		static const struct cli_mark marks[] = {{"worse", "1;31"}, {"better", "32"}};
+		static const struct cs_mark marks[] = {{"worse", "1;31"}, {"better", "32"}};
 
-		cli_table_print_marked(&table, 1, width, color, marks, 2);
+		cs_table_print_marked(&table, 1, width, color, marks, 2);
 	}
-	cli_table_free(&table);
+	cs_table_free(&table);
 	if (hidden)
 		printf("... %d more changed kernel %s (--limit 0 shows all)\n", hidden,
 		       hidden == 1 ? "row" : "rows");

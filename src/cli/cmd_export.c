@@ -266,7 +266,7 @@ static int add_ranked(const cs_process *p, void *arg)
 static void warn_size(cs_trace *t, const cs_export_opts *o, const char *output)
 {
 	cs_error err = {0, ""};
-	char size[CLI_FMT_MAX];
+	char size[CS_FMT_MAX];
 	int64_t bytes;
 
 	if (o->format != CS_EXPORT_CHROME || cs_export_estimate(t, o, &bytes, &err) ||
@@ -276,7 +276,7 @@ static void warn_size(cs_trace *t, const cs_export_opts *o, const char *output)
 		"cuscope: warning: '%s' will be about %s of JSON, more than a browser opens (about "
 		"1 GiB); export some steps (--steps A-B), a window (--time-range) or --format "
 		"perfetto\n",
-		output, cli_fmt_bytes(size, sizeof(size), bytes));
+		output, cs_fmt_bytes(size, sizeof(size), bytes));
 }
 
 static double now_s(void)
@@ -307,7 +307,7 @@ int cmd_export(int argc, char **argv)
 	cs_export_stats st;
 	cs_error err = {0, ""};
 	const char *path, *output = NULL, *time_range = NULL, *steps = NULL, *step_range = NULL;
-	char *out_alloc = NULL, size[CLI_FMT_MAX], events[CLI_FMT_MAX], rows[CLI_FMT_MAX];
+	char *out_alloc = NULL, size[CS_FMT_MAX], events[CS_FMT_MAX], rows[CS_FMT_MAX];
 	int64_t step_a = 0, step_b = 0;
 	size_t n;
 	int c, rc, quiet = 0, force = 0, fmt, per_rank = 0;
@@ -520,15 +520,15 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr,
 				"cuscope: wrote '%s' (%s, the trace with Nsight Systems' names) in "
 				"%.2f s\n",
-				outs[i], cli_fmt_bytes(size, sizeof(size), st.bytes),
+				outs[i], cs_fmt_bytes(size, sizeof(size), st.bytes),
 				now_s() - t_start);
 		else if (!quiet && strcmp(outs[i], "-"))
 			fprintf(stderr,
 				"cuscope: wrote '%s' (%s, %s events from %s trace rows) in %.2f "
 				"s\n",
-				outs[i], cli_fmt_bytes(size, sizeof(size), st.bytes),
-				cli_fmt_count(events, sizeof(events), st.events),
-				cli_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
+				outs[i], cs_fmt_bytes(size, sizeof(size), st.bytes),
+				cs_fmt_count(events, sizeof(events), st.events),
+				cs_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
 	}
 	rc = CLI_EXIT_OK;
 out:

@@ -103,9 +103,9 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 		snprintf(name, sizeof(name), "%s", clean);
 		free(clean);
 	}
-	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+	cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+	cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+	cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
 		snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch),
 			 fabs(r->rel) >= 1 ? " (%+.0f%%)" : " (%+.1f%%)", 100 * r->rel);
@@ -134,23 +134,23 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
  */
 static void print_checks(const cs_diff *d, int width, int color)
 {
-	static const struct cli_column all[NCOLS] = {
-		[COL_RESULT] = {"Result", CLI_ALIGN_LEFT, 0},
-		[COL_CHECK] = {"Check", CLI_ALIGN_LEFT, 1},
-		[COL_KIND] = {"Kind", CLI_ALIGN_LEFT, 0},
-		[COL_BASE] = {"Base", CLI_ALIGN_RIGHT, 0},
-		[COL_NEW] = {"New", CLI_ALIGN_RIGHT, 0},
-		[COL_CHANGE] = {"Change", CLI_ALIGN_RIGHT, 0},
-		[COL_CONF] = {"Confidence", CLI_ALIGN_RIGHT, 0},
-		[COL_THRESHOLD] = {"Threshold", CLI_ALIGN_LEFT, 0},
+	static const struct cs_column all[NCOLS] = {
+		[COL_RESULT] = {"Result", CS_ALIGN_LEFT, 0},
+		[COL_CHECK] = {"Check", CS_ALIGN_LEFT, 1},
+		[COL_KIND] = {"Kind", CS_ALIGN_LEFT, 0},
+		[COL_BASE] = {"Base", CS_ALIGN_RIGHT, 0},
+		[COL_NEW] = {"New", CS_ALIGN_RIGHT, 0},
+		[COL_CHANGE] = {"Change", CS_ALIGN_RIGHT, 0},
+		[COL_CONF] = {"Confidence", CS_ALIGN_RIGHT, 0},
+		[COL_THRESHOLD] = {"Threshold", CS_ALIGN_LEFT, 0},
 	};
 	static const int drop_order[] = {COL_KIND, COL_THRESHOLD, COL_CONF};
-	struct cli_column cols[NCOLS];
+	struct cs_column cols[NCOLS];
 	char ***rows = calloc((size_t)d->nrows + 1, sizeof(*rows));
 	size_t widths[NCOLS];
 	int show[NCOLS], ncols = 0;
 	int32_t n = 0;
-	struct cli_table table;
+	struct cs_table table;
 
 	if (!rows)
 		return;
@@ -165,9 +165,9 @@ static void print_checks(const cs_diff *d, int width, int color)
 			}
 		}
 	for (int c = 0; c < NCOLS; c++) {
-		widths[c] = cli_text_width(all[c].header);
+		widths[c] = cs_text_width(all[c].header);
 		for (int32_t i = 0; i < n; i++) {
-			size_t w = cli_text_width(rows[i][c]);
+			size_t w = cs_text_width(rows[i][c]);
 
 			if (w > widths[c])
 				widths[c] = w;
@@ -191,7 +191,7 @@ static void print_checks(const cs_diff *d, int width, int color)
 	for (int c = 0; c < NCOLS; c++)
 		if (show[c])
 			cols[ncols++] = all[c];
-	cli_table_init(&table, cols, ncols);
+	cs_table_init(&table, cols, ncols);
 	for (int32_t i = 0; i < n; i++) {
 		const char *cells[NCOLS];
 		int k = 0;
@@ -199,18 +199,18 @@ static void print_checks(const cs_diff *d, int width, int color)
 		for (int c = 0; c < NCOLS; c++)
 			if (show[c])
 				cells[k++] = rows[i][c];
-		cli_table_add_row(&table, cells);
+		cs_table_add_row(&table, cells);
 		for (int c = 0; c < NCOLS; c++)
 			free(rows[i][c]);
 		free(rows[i]);
 	}
 	free(rows);
 	{
-		static const struct cli_mark fail[] = {{"FAIL", "1;31"}};
+		static const struct cs_mark fail[] = {{"FAIL", "1;31"}};
 
-		cli_table_print_marked(&table, 1, width, color, fail, 1);
+		cs_table_print_marked(&table, 1, width, color, fail, 1);
 	}
-	cli_table_free(&table);
+	cs_table_free(&table);
 }
 
 /*
@@ -254,7 +254,7 @@ static void print_base(const cs_diff *d)
 
 	if (d->nbases == 1) {
 		printf("base: %s (step time %s)\n", d->base->path,
-		       cs_metric_format(a, sizeof(a), CS_UNIT_NS,
+		       cs_fmt_value(a, sizeof(a), CS_UNIT_NS,
 					(double)d->base->step_median / d->base_scale, 0));
 		return;
 	}
@@ -265,7 +265,7 @@ static void print_base(const cs_diff *d)
 	mean /= n;
 	printf("base: %d runs, %s .. %s (step time %s, run-to-run spread %.2f%%)\n", d->nbases,
 	       d->bases[0]->path, d->bases[d->nbases - 1]->path,
-	       cs_metric_format(a, sizeof(a), CS_UNIT_NS, mean, 0),
+	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, mean, 0),
 	       mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
 }
 
@@ -281,7 +281,7 @@ static void print_text(const cs_diff *d, int width, int color)
 	       d->checks == 1 ? "check" : "checks");
 	print_base(d);
 	printf("new:  %s (step time %s)\n", d->new_->path,
-	       cs_metric_format(b, sizeof(b), CS_UNIT_NS,
+	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS,
 				(double)d->new_->step_median / d->new_scale, 0));
 	if (d->note[0])
 		print_wrapped("note: ", d->note, width);
@@ -312,15 +312,15 @@ static void print_text(const cs_diff *d, int width, int color)
 
 static int list_metrics(const cs_gate_config *c)
 {
-	static const struct cli_column cols[] = {
-		{"Metric", CLI_ALIGN_LEFT, 0},
-		{"Kind", CLI_ALIGN_LEFT, 0},
-		{"Threshold", CLI_ALIGN_LEFT, 0},
-		{"Description", CLI_ALIGN_LEFT, 1},
+	static const struct cs_column cols[] = {
+		{"Metric", CS_ALIGN_LEFT, 0},
+		{"Kind", CS_ALIGN_LEFT, 0},
+		{"Threshold", CS_ALIGN_LEFT, 0},
+		{"Description", CS_ALIGN_LEFT, 1},
 	};
-	struct cli_table table;
+	struct cs_table table;
 
-	cli_table_init(&table, cols, 4);
+	cs_table_init(&table, cols, 4);
 	for (int m = 0; m < CS_GM_COUNT; m++) {
 		const cs_metric_def *def = cs_metric_get(m);
 		char th[128];
@@ -330,10 +330,10 @@ static int list_metrics(const cs_gate_config *c)
 		if (m == CS_GM_KERNEL_TIME && c->t[m].gate && c->t[m].min_share > 0)
 			snprintf(th + strlen(th), sizeof(th) - strlen(th),
 				 ", kernels with >= %g%% of GPU time", 100 * c->t[m].min_share);
-		cli_table_add_row(&table, row);
+		cs_table_add_row(&table, row);
 	}
-	cli_table_print(&table, stdout, 0, cli_output_width(-1));
-	cli_table_free(&table);
+	cs_table_print(&table, stdout, 0, cli_output_width(-1));
+	cs_table_free(&table);
 	printf("\nwall and GPU metrics also need %g%% confidence (Yuen's test on the per-step "
 	       "samples;\nwith several baselines, beyond their run-to-run spread); a baseline "
 	       "whose GPU is\nbusy less than %g%% of the step is host-bound: against it alone, "

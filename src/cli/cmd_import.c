@@ -48,24 +48,24 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 
 static void print_summary(const char *out, const cs_import_stats *st)
 {
-	char size[CLI_FMT_MAX], num[CLI_FMT_MAX];
+	char size[CS_FMT_MAX], num[CS_FMT_MAX];
 	struct stat sb;
 
 	if (stat(out, &sb))
 		sb.st_size = 0;
 	fprintf(stderr, "cuscope: wrote %s (%s, %s process%s;", out,
-		cli_fmt_bytes(size, sizeof(size), (int64_t)sb.st_size),
-		cli_fmt_count(num, sizeof(num), st->processes), st->processes == 1 ? "" : "es");
+		cs_fmt_bytes(size, sizeof(size), (int64_t)sb.st_size),
+		cs_fmt_count(num, sizeof(num), st->processes), st->processes == 1 ? "" : "es");
 	for (int k = 0; k < CS_EV_COUNT; k++)
 		fprintf(stderr, " %s %s,", cs_event_kind_name((enum cs_event_kind)k),
-			cli_fmt_count(num, sizeof(num), st->counts[k]));
-	fprintf(stderr, " dropped %s", cli_fmt_count(num, sizeof(num), st->dropped));
+			cs_fmt_count(num, sizeof(num), st->counts[k]));
+	fprintf(stderr, " dropped %s", cs_fmt_count(num, sizeof(num), st->dropped));
 	if (st->truncated_files)
 		fprintf(stderr, ", truncated files %s",
-			cli_fmt_count(num, sizeof(num), st->truncated_files));
+			cs_fmt_count(num, sizeof(num), st->truncated_files));
 	if (st->implausible)
 		fprintf(stderr, ", implausible values %s",
-			cli_fmt_count(num, sizeof(num), st->implausible));
+			cs_fmt_count(num, sizeof(num), st->implausible));
 	fputs(")\n", stderr);
 }
 

@@ -79,19 +79,19 @@ static int info_add_process(const cs_process *p, void *arg)
 	ctx->pids[ctx->npids].events = 0;
 	ctx->npids++;
 
-	cli_json_add_int(o, "pid", p->pid, -1);
-	cli_json_add_int(o, "ppid", p->ppid, -1);
-	cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
-	cli_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
-	cli_json_add_int(o, "world_size", p->world_size, CS_ID_NONE);
-	cli_json_add_string(o, "command_line", p->command_line);
-	cli_json_add_int(o, "start_ns", p->start, CS_TS_UNKNOWN);
-	cli_json_add_int(o, "end_ns", p->end, CS_TS_UNKNOWN);
-	cli_json_add_int(o, "exit_code", p->exit_code, CS_ID_NONE);
+	cs_json_add_int(o, "pid", p->pid, -1);
+	cs_json_add_int(o, "ppid", p->ppid, -1);
+	cs_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+	cs_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
+	cs_json_add_int(o, "world_size", p->world_size, CS_ID_NONE);
+	cs_json_add_string(o, "command_line", p->command_line);
+	cs_json_add_int(o, "start_ns", p->start, CS_TS_UNKNOWN);
+	cs_json_add_int(o, "end_ns", p->end, CS_TS_UNKNOWN);
+	cs_json_add_int(o, "exit_code", p->exit_code, CS_ID_NONE);
 	cJSON_AddBoolToObject(o, "end_record", p->end != CS_TS_UNKNOWN);
 	cJSON_AddBoolToObject(o, "used_cuda", p->used_cuda != 0);
-	cli_json_add_int(o, "events", 0, -1);
-	cli_json_add_int(o, "dropped_records", p->dropped_records, -1);
+	cs_json_add_int(o, "events", 0, -1);
+	cs_json_add_int(o, "dropped_records", p->dropped_records, -1);
 	return 0;
 fail:
 	ctx->failed = 1;
@@ -110,15 +110,15 @@ static int info_add_device(const cs_device *d, void *arg)
 		return 1;
 	}
 	snprintf(cc, sizeof(cc), "%d.%d", d->compute_major, d->compute_minor);
-	cli_json_add_int(o, "pid", d->pid, -1);
-	cli_json_add_int(o, "device_id", d->device_id, CS_ID_NONE);
-	cli_json_add_string(o, "name", d->name);
-	cli_json_add_string(o, "uuid", d->uuid);
-	cli_json_add_int(o, "total_memory_bytes", d->total_memory, -1);
-	cli_json_add_int(o, "sm_count", d->sm_count, -1);
-	cli_json_add_string(o, "compute_capability", cc);
-	cli_json_add_int(o, "core_clock_khz", d->core_clock_khz, 0); /* 0: unknown */
-	cli_json_add_int(o, "memory_bandwidth_bytes_per_s", d->memory_bandwidth, 0);
+	cs_json_add_int(o, "pid", d->pid, -1);
+	cs_json_add_int(o, "device_id", d->device_id, CS_ID_NONE);
+	cs_json_add_string(o, "name", d->name);
+	cs_json_add_string(o, "uuid", d->uuid);
+	cs_json_add_int(o, "total_memory_bytes", d->total_memory, -1);
+	cs_json_add_int(o, "sm_count", d->sm_count, -1);
+	cs_json_add_string(o, "compute_capability", cc);
+	cs_json_add_int(o, "core_clock_khz", d->core_clock_khz, 0); /* 0: unknown */
+	cs_json_add_int(o, "memory_bandwidth_bytes_per_s", d->memory_bandwidth, 0);
 	return 0;
 }
 
@@ -185,7 +185,7 @@ static int64_t info_implausible(cs_trace *t)
 {
 	const char *text = cs_trace_meta(t, "import_stats");
 	cJSON *st = text ? cJSON_Parse(text) : NULL;
-	int64_t n = st ? cli_json_get_int(st, "implausible_values", 0) : 0;
+	int64_t n = st ? cs_json_get_int(st, "implausible_values", 0) : 0;
 
 	cJSON_Delete(st);
 	return n > 0 ? n : 0;
@@ -199,7 +199,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	struct stat st;
 	cJSON *doc = NULL, *events;
 	const char *realtime;
-	char when[CLI_FMT_MAX];
+	char when[CS_FMT_MAX];
 	int64_t total = 0, base = INT64_MIN;
 	cs_unended *unended = NULL;
 	int rc, nunended = 0;
@@ -210,12 +210,12 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	doc = cJSON_CreateObject();
 	if (!doc)
 		goto nomem;
-	cli_json_add_string(doc, "file", path);
-	cli_json_add_int(doc, "size_bytes", stat(path, &st) == 0 ? (int64_t)st.st_size : -1, -1);
-	cli_json_add_int(doc, "schema_version", cs_trace_schema_version(t), -1);
-	cli_json_add_string(doc, "cuscope_version", cs_trace_meta(t, META_CUSCOPE_VERSION));
-	cli_json_add_string(doc, "command_line", cs_trace_meta(t, META_COMMAND_LINE));
-	cli_json_add_string(doc, "host", cs_trace_meta(t, META_HOST));
+	cs_json_add_string(doc, "file", path);
+	cs_json_add_int(doc, "size_bytes", stat(path, &st) == 0 ? (int64_t)st.st_size : -1, -1);
+	cs_json_add_int(doc, "schema_version", cs_trace_schema_version(t), -1);
+	cs_json_add_string(doc, "cuscope_version", cs_trace_meta(t, META_CUSCOPE_VERSION));
+	cs_json_add_string(doc, "command_line", cs_trace_meta(t, META_COMMAND_LINE));
+	cs_json_add_string(doc, "host", cs_trace_meta(t, META_HOST));
 
 	realtime = cs_trace_meta(t, META_REALTIME_BASE);
 	if (realtime && *realtime) {
@@ -225,13 +225,13 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 		if (*end)
 			base = INT64_MIN;
 	}
-	cli_json_add_string(doc, "start_time",
+	cs_json_add_string(doc, "start_time",
 			    base != INT64_MIN ? cli_fmt_walltime_iso(when, sizeof(when), base)
 					      : NULL);
-	cli_json_add_int(doc, "start_realtime_ns", base, INT64_MIN);
-	cli_json_add_int(doc, "start_ns", s.start, CS_TS_UNKNOWN);
-	cli_json_add_int(doc, "end_ns", s.end, CS_TS_UNKNOWN);
-	cli_json_add_int(doc, "duration_ns",
+	cs_json_add_int(doc, "start_realtime_ns", base, INT64_MIN);
+	cs_json_add_int(doc, "start_ns", s.start, CS_TS_UNKNOWN);
+	cs_json_add_int(doc, "end_ns", s.end, CS_TS_UNKNOWN);
+	cs_json_add_int(doc, "duration_ns",
 			 s.start != CS_TS_UNKNOWN && s.end != CS_TS_UNKNOWN ? s.end - s.start
 									    : INT64_MIN,
 			 INT64_MIN);
@@ -262,7 +262,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	}
 	for (size_t i = 0; i < ctx.npids; i++) {
 		cJSON *p = cJSON_GetArrayItem(ctx.processes, (int)i);
-		cJSON *n = cli_json_int(ctx.pids[i].events);
+		cJSON *n = cs_json_int(ctx.pids[i].events);
 
 		if (!n || !cJSON_ReplaceItemInObject(p, "events", n)) {
 			cJSON_Delete(n);
@@ -276,23 +276,23 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	for (int i = 0; i < nunended; i++)
 		for (size_t k = 0; k < ctx.npids; k++)
 			if (ctx.pids[k].pid == unended[i].pid)
-				cli_json_add_int(cJSON_GetArrayItem(ctx.processes, (int)k),
+				cs_json_add_int(cJSON_GetArrayItem(ctx.processes, (int)k),
 						 "last_event_ns", unended[i].last, CS_TS_UNKNOWN);
 	free(unended);
-	cli_json_add_int(doc, "processes_without_end", nunended, -1);
+	cs_json_add_int(doc, "processes_without_end", nunended, -1);
 
-	cli_json_add_int(doc, "streams", s.streams, -1);
+	cs_json_add_int(doc, "streams", s.streams, -1);
 	events = cJSON_AddObjectToObject(doc, "events");
 	if (!events)
 		goto nomem;
 	for (size_t k = 0; k < INFO_NKINDS; k++)
-		cli_json_add_int(events, info_kinds[k].key, s.counts[info_kinds[k].kind], -1);
-	cli_json_add_int(doc, "events_total", total, -1);
-	cli_json_add_int(doc, "strings", s.strings, -1);
-	cli_json_add_int(doc, "stacks", s.stacks, -1);
-	cli_json_add_int(doc, "findings", s.findings, -1);
-	cli_json_add_int(doc, "dropped_records", s.dropped_records, -1);
-	cli_json_add_int(doc, "implausible_values", info_implausible(t), -1);
+		cs_json_add_int(events, info_kinds[k].key, s.counts[info_kinds[k].kind], -1);
+	cs_json_add_int(doc, "events_total", total, -1);
+	cs_json_add_int(doc, "strings", s.strings, -1);
+	cs_json_add_int(doc, "stacks", s.stacks, -1);
+	cs_json_add_int(doc, "findings", s.findings, -1);
+	cs_json_add_int(doc, "dropped_records", s.dropped_records, -1);
+	cs_json_add_int(doc, "implausible_values", info_implausible(t), -1);
 	free(ctx.pids);
 	return doc;
 
@@ -317,12 +317,12 @@ static const char *json_str(const cJSON *o, const char *key, const char *none)
 /* An integer field as text, "-" when null. */
 static const char *json_int_text(char *buf, size_t size, const cJSON *o, const char *key, int sep)
 {
-	int64_t v = cli_json_get_int(o, key, INT64_MIN);
+	int64_t v = cs_json_get_int(o, key, INT64_MIN);
 
 	if (v == INT64_MIN)
 		snprintf(buf, size, "-");
 	else if (sep)
-		cli_fmt_count(buf, size, v);
+		cs_fmt_count(buf, size, v);
 	else
 		snprintf(buf, size, "%" PRId64, v);
 	return buf;
@@ -335,33 +335,33 @@ static void info_line(const char *label, const char *value)
 
 static void info_print_processes(const cJSON *procs, int width)
 {
-	static const struct cli_column with_rank[] = {
-		{"PID", CLI_ALIGN_RIGHT, 0},	 {"PPID", CLI_ALIGN_RIGHT, 0},
-		{"RANK", CLI_ALIGN_RIGHT, 0},	 {"EVENTS", CLI_ALIGN_RIGHT, 0},
-		{"DROPPED", CLI_ALIGN_RIGHT, 0}, {"COMMAND", CLI_ALIGN_LEFT, 1},
+	static const struct cs_column with_rank[] = {
+		{"PID", CS_ALIGN_RIGHT, 0},	 {"PPID", CS_ALIGN_RIGHT, 0},
+		{"RANK", CS_ALIGN_RIGHT, 0},	 {"EVENTS", CS_ALIGN_RIGHT, 0},
+		{"DROPPED", CS_ALIGN_RIGHT, 0}, {"COMMAND", CS_ALIGN_LEFT, 1},
 	};
-	static const struct cli_column no_rank[] = {
-		{"PID", CLI_ALIGN_RIGHT, 0},	{"PPID", CLI_ALIGN_RIGHT, 0},
-		{"EVENTS", CLI_ALIGN_RIGHT, 0}, {"DROPPED", CLI_ALIGN_RIGHT, 0},
-		{"COMMAND", CLI_ALIGN_LEFT, 1},
+	static const struct cs_column no_rank[] = {
+		{"PID", CS_ALIGN_RIGHT, 0},	{"PPID", CS_ALIGN_RIGHT, 0},
+		{"EVENTS", CS_ALIGN_RIGHT, 0}, {"DROPPED", CS_ALIGN_RIGHT, 0},
+		{"COMMAND", CS_ALIGN_LEFT, 1},
 	};
 	const cJSON *p;
-	struct cli_table table;
+	struct cs_table table;
 	int ranks = 0;
 
 	cJSON_ArrayForEach(p, procs)
 	{
-		if (cli_json_get_int(p, "rank", INT64_MIN) != INT64_MIN)
+		if (cs_json_get_int(p, "rank", INT64_MIN) != INT64_MIN)
 			ranks = 1;
 	}
 	if (ranks)
-		cli_table_init(&table, with_rank, 6);
+		cs_table_init(&table, with_rank, 6);
 	else
-		cli_table_init(&table, no_rank, 5);
+		cs_table_init(&table, no_rank, 5);
 	cJSON_ArrayForEach(p, procs)
 	{
-		char pid[CLI_FMT_MAX], ppid[CLI_FMT_MAX], rank[CLI_FMT_MAX], events[CLI_FMT_MAX],
-			dropped[CLI_FMT_MAX];
+		char pid[CS_FMT_MAX], ppid[CS_FMT_MAX], rank[CS_FMT_MAX], events[CS_FMT_MAX],
+			dropped[CS_FMT_MAX];
 		const char *cmd = json_str(p, "command_line", "-");
 		const char *row_rank[] = {
 			json_int_text(pid, sizeof(pid), p, "pid", 0),
@@ -372,73 +372,73 @@ static void info_print_processes(const cJSON *procs, int width)
 			cmd};
 		const char *row_plain[] = {pid, ppid, events, dropped, cmd};
 
-		cli_table_add_row(&table, ranks ? row_rank : row_plain);
+		cs_table_add_row(&table, ranks ? row_rank : row_plain);
 	}
-	cli_table_print(&table, stdout, 2, width);
-	cli_table_free(&table);
+	cs_table_print(&table, stdout, 2, width);
+	cs_table_free(&table);
 }
 
 static void info_print_devices(const cJSON *devs, int width)
 {
-	static const struct cli_column cols[] = {
-		{"PID", CLI_ALIGN_RIGHT, 0}, {"ID", CLI_ALIGN_RIGHT, 0},
-		{"NAME", CLI_ALIGN_LEFT, 0}, {"MEMORY", CLI_ALIGN_RIGHT, 0},
-		{"SMS", CLI_ALIGN_RIGHT, 0}, {"CC", CLI_ALIGN_RIGHT, 0},
-		{"UUID", CLI_ALIGN_LEFT, 1},
+	static const struct cs_column cols[] = {
+		{"PID", CS_ALIGN_RIGHT, 0}, {"ID", CS_ALIGN_RIGHT, 0},
+		{"NAME", CS_ALIGN_LEFT, 0}, {"MEMORY", CS_ALIGN_RIGHT, 0},
+		{"SMS", CS_ALIGN_RIGHT, 0}, {"CC", CS_ALIGN_RIGHT, 0},
+		{"UUID", CS_ALIGN_LEFT, 1},
 	};
 	const cJSON *d;
-	struct cli_table table;
+	struct cs_table table;
 
-	cli_table_init(&table, cols, 7);
+	cs_table_init(&table, cols, 7);
 	cJSON_ArrayForEach(d, devs)
 	{
-		char pid[CLI_FMT_MAX], id[CLI_FMT_MAX], mem[CLI_FMT_MAX], sms[CLI_FMT_MAX];
-		int64_t bytes = cli_json_get_int(d, "total_memory_bytes", -1);
+		char pid[CS_FMT_MAX], id[CS_FMT_MAX], mem[CS_FMT_MAX], sms[CS_FMT_MAX];
+		int64_t bytes = cs_json_get_int(d, "total_memory_bytes", -1);
 		const char *row[] = {json_int_text(pid, sizeof(pid), d, "pid", 0),
 				     json_int_text(id, sizeof(id), d, "device_id", 0),
 				     json_str(d, "name", "-"),
-				     bytes >= 0 ? cli_fmt_bytes(mem, sizeof(mem), bytes) : "-",
+				     bytes >= 0 ? cs_fmt_bytes(mem, sizeof(mem), bytes) : "-",
 				     json_int_text(sms, sizeof(sms), d, "sm_count", 0),
 				     json_str(d, "compute_capability", "-"),
 				     json_str(d, "uuid", "-")};
 
-		cli_table_add_row(&table, row);
+		cs_table_add_row(&table, row);
 	}
-	cli_table_print(&table, stdout, 2, width);
-	cli_table_free(&table);
+	cs_table_print(&table, stdout, 2, width);
+	cs_table_free(&table);
 }
 
 /* The processes that ended without their end record, and from when their records may be missing. */
 static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 {
-	char a[CLI_FMT_MAX], line[256];
-	int64_t n = cli_json_get_int(doc, "processes_without_end", 0);
+	char a[CS_FMT_MAX], line[256];
+	int64_t n = cs_json_get_int(doc, "processes_without_end", 0);
 	const cJSON *p;
 
 	if (n <= 0)
 		return;
 	snprintf(line, sizeof(line),
 		 "%s  WARNING: ended by SIGKILL, os._exit or a signal handler of %s own",
-		 cli_fmt_count(a, sizeof(a), n), n == 1 ? "its" : "their");
+		 cs_fmt_count(a, sizeof(a), n), n == 1 ? "its" : "their");
 	info_line("no end record", line);
 	cJSON_ArrayForEach(p, procs)
 	{
-		int64_t last = cli_json_get_int(p, "last_event_ns", INT64_MIN);
+		int64_t last = cs_json_get_int(p, "last_event_ns", INT64_MIN);
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(p, "end_record");
 
 		if (!cJSON_IsFalse(e))
 			continue;
 		if (last == INT64_MIN)
-			printf("  pid %" PRId64 ": no event recorded\n", cli_json_get_int(p, "pid", -1));
+			printf("  pid %" PRId64 ": no event recorded\n", cs_json_get_int(p, "pid", -1));
 		else
 			printf("  pid %" PRId64 ": records after %s may be missing\n",
-			       cli_json_get_int(p, "pid", -1), cli_fmt_duration(a, sizeof(a), last));
+			       cs_json_get_int(p, "pid", -1), cs_fmt_duration(a, sizeof(a), last));
 	}
 }
 
 static void info_print_text(const cJSON *doc)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], line[256];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[256];
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
 	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(doc, "events");
@@ -447,10 +447,10 @@ static void info_print_text(const cJSON *doc)
 	const char *version;
 
 	info_line("file", json_str(doc, "file", "-"));
-	v = cli_json_get_int(doc, "size_bytes", -1);
+	v = cs_json_get_int(doc, "size_bytes", -1);
 	if (v >= 0) {
-		snprintf(line, sizeof(line), "%s (%s bytes)", cli_fmt_bytes(a, sizeof(a), v),
-			 cli_fmt_count(b, sizeof(b), v));
+		snprintf(line, sizeof(line), "%s (%s bytes)", cs_fmt_bytes(a, sizeof(a), v),
+			 cs_fmt_count(b, sizeof(b), v));
 		info_line("size", line);
 	} else {
 		info_line("size", "-");
@@ -458,23 +458,23 @@ static void info_print_text(const cJSON *doc)
 	info_line("schema version", json_int_text(a, sizeof(a), doc, "schema_version", 0));
 	version = json_str(doc, "cuscope_version", NULL);
 	if (version) {
-		snprintf(line, sizeof(line), "cuscope %.*s", CLI_FMT_MAX, version);
+		snprintf(line, sizeof(line), "cuscope %.*s", CS_FMT_MAX, version);
 		info_line("written by", line);
 	} else {
 		info_line("written by", "-");
 	}
 	info_line("command", json_str(doc, "command_line", "-"));
 	info_line("host", json_str(doc, "host", "-"));
-	v = cli_json_get_int(doc, "start_realtime_ns", INT64_MIN);
+	v = cs_json_get_int(doc, "start_realtime_ns", INT64_MIN);
 	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
-	v = cli_json_get_int(doc, "duration_ns", INT64_MIN);
-	info_line("duration", v != INT64_MIN ? cli_fmt_duration(a, sizeof(a), v) : "-");
+	v = cs_json_get_int(doc, "duration_ns", INT64_MIN);
+	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
 
-	info_line("processes", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
+	info_line("processes", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
 	if (cJSON_GetArraySize(procs) > 0)
 		info_print_processes(procs, width);
 	info_print_without_end(doc, procs);
-	info_line("devices", cli_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
+	info_line("devices", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(devs)));
 	if (cJSON_GetArraySize(devs) > 0)
 		info_print_devices(devs, width);
 	info_line("streams", json_int_text(a, sizeof(a), doc, "streams", 1));
@@ -486,20 +486,20 @@ static void info_print_text(const cJSON *doc)
 	info_line("strings", json_int_text(a, sizeof(a), doc, "strings", 1));
 	info_line("stacks", json_int_text(a, sizeof(a), doc, "stacks", 1));
 	info_line("findings", json_int_text(a, sizeof(a), doc, "findings", 1));
-	dropped = cli_json_get_int(doc, "dropped_records", 0);
+	dropped = cs_json_get_int(doc, "dropped_records", 0);
 	if (dropped > 0) {
 		snprintf(line, sizeof(line),
 			 "%s  WARNING: records were lost while recording; the trace is incomplete",
-			 cli_fmt_count(a, sizeof(a), dropped));
+			 cs_fmt_count(a, sizeof(a), dropped));
 		info_line("dropped records", line);
 	} else {
 		info_line("dropped records", "0");
 	}
-	v = cli_json_get_int(doc, "implausible_values", 0);
+	v = cs_json_get_int(doc, "implausible_values", 0);
 	if (v > 0) {
 		snprintf(line, sizeof(line),
 			 "%s  WARNING: values outside the plausible bounds, stored as unknown",
-			 cli_fmt_count(a, sizeof(a), v));
+			 cs_fmt_count(a, sizeof(a), v));
 		info_line("implausible", line);
 	}
 }

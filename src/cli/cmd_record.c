@@ -242,11 +242,11 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 
 static void print_summary(const char *output, const cs_import_stats *st)
 {
-	char size[CLI_FMT_MAX];
+	char size[CS_FMT_MAX];
 	struct stat sb;
 	cs_strbuf sb_line = CS_STRBUF_INIT;
 
-	cli_fmt_bytes(size, sizeof(size), stat(output, &sb) == 0 ? (int64_t)sb.st_size : 0);
+	cs_fmt_bytes(size, sizeof(size), stat(output, &sb) == 0 ? (int64_t)sb.st_size : 0);
 	cs_strbuf_printf(&sb_line, "wrote %s (%s): %lld process%s", output, size,
 			 (long long)st->processes, st->processes == 1 ? "" : "es");
 	for (int k = 0; k < CS_EV_COUNT; k++)

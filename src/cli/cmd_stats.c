@@ -295,15 +295,15 @@ static size_t shown_kernels(const struct stats *st, int64_t limit, int64_t *rest
 
 static void stats_print_kernels(const struct stats *st, int64_t limit, int width)
 {
-	static const struct cli_column cols[] = {
-		{"Time(%)", CLI_ALIGN_RIGHT, 0},   {"Total Time", CLI_ALIGN_RIGHT, 0},
-		{"Instances", CLI_ALIGN_RIGHT, 0}, {"Avg", CLI_ALIGN_RIGHT, 0},
-		{"Med", CLI_ALIGN_RIGHT, 0},	   {"Min", CLI_ALIGN_RIGHT, 0},
-		{"Max", CLI_ALIGN_RIGHT, 0},	   {"StdDev", CLI_ALIGN_RIGHT, 0},
-		{"Name", CLI_ALIGN_LEFT, 1},
+	static const struct cs_column cols[] = {
+		{"Time(%)", CS_ALIGN_RIGHT, 0},   {"Total Time", CS_ALIGN_RIGHT, 0},
+		{"Instances", CS_ALIGN_RIGHT, 0}, {"Avg", CS_ALIGN_RIGHT, 0},
+		{"Med", CS_ALIGN_RIGHT, 0},	   {"Min", CS_ALIGN_RIGHT, 0},
+		{"Max", CS_ALIGN_RIGHT, 0},	   {"StdDev", CS_ALIGN_RIGHT, 0},
+		{"Name", CS_ALIGN_LEFT, 1},
 	};
-	struct cli_table table;
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX];
+	struct cs_table table;
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX];
 	int64_t rest;
 	size_t shown = shown_kernels(st, limit, &rest);
 
@@ -311,57 +311,57 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		printf("CUDA kernels: none\n");
 	} else {
 		printf("CUDA kernels: %s %s of %s %s, %s of GPU time\n\n",
-		       cli_fmt_count(a, sizeof(a), st->kernel_count),
+		       cs_fmt_count(a, sizeof(a), st->kernel_count),
 		       plural(st->kernel_count, "launch", "launches"),
-		       cli_fmt_count(b, sizeof(b), (int64_t)st->kernels.n),
+		       cs_fmt_count(b, sizeof(b), (int64_t)st->kernels.n),
 		       plural((int64_t)st->kernels.n, "kernel", "kernels"),
-		       cli_fmt_duration(c, sizeof(c), st->kernel_time));
-		cli_table_init(&table, cols, 9);
+		       cs_fmt_duration(c, sizeof(c), st->kernel_time));
+		cs_table_init(&table, cols, 9);
 		for (size_t i = 0; i < shown; i++) {
 			const struct kernel_stat *k = &st->kernels.v[i];
-			char pct[CLI_FMT_MAX], total[CLI_FMT_MAX], n[CLI_FMT_MAX], avg[CLI_FMT_MAX],
-				med[CLI_FMT_MAX], min[CLI_FMT_MAX], max[CLI_FMT_MAX],
-				sd[CLI_FMT_MAX];
+			char pct[CS_FMT_MAX], total[CS_FMT_MAX], n[CS_FMT_MAX], avg[CS_FMT_MAX],
+				med[CS_FMT_MAX], min[CS_FMT_MAX], max[CS_FMT_MAX],
+				sd[CS_FMT_MAX];
 			const char *row[] = {
 				pct,
-				cli_fmt_duration(total, sizeof(total), k->total),
-				cli_fmt_count(n, sizeof(n), (int64_t)k->n),
-				cli_fmt_duration(avg, sizeof(avg),
+				cs_fmt_duration(total, sizeof(total), k->total),
+				cs_fmt_count(n, sizeof(n), (int64_t)k->n),
+				cs_fmt_duration(avg, sizeof(avg),
 						 llround((double)k->total / (double)k->n)),
-				cli_fmt_duration(med, sizeof(med), llround(k->median)),
-				cli_fmt_duration(min, sizeof(min), k->min),
-				cli_fmt_duration(max, sizeof(max), k->max),
-				cli_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
+				cs_fmt_duration(med, sizeof(med), llround(k->median)),
+				cs_fmt_duration(min, sizeof(min), k->min),
+				cs_fmt_duration(max, sizeof(max), k->max),
+				cs_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
 				cs_demangle_short(k->name),
 			};
 
 			snprintf(pct, sizeof(pct), "%.1f%%", percent(k->total, st->kernel_time));
-			cli_table_add_row(&table, row);
+			cs_table_add_row(&table, row);
 		}
-		cli_table_print(&table, stdout, 1, width);
-		cli_table_free(&table);
+		cs_table_print(&table, stdout, 1, width);
+		cs_table_free(&table);
 		if (shown < st->kernels.n)
 			printf("... %s more %s (%.1f%% of GPU time)\n",
-			       cli_fmt_count(a, sizeof(a), (int64_t)(st->kernels.n - shown)),
+			       cs_fmt_count(a, sizeof(a), (int64_t)(st->kernels.n - shown)),
 			       plural((int64_t)(st->kernels.n - shown), "kernel", "kernels"),
 			       percent(rest, st->kernel_time));
 	}
 	if (st->kernel_skipped)
 		printf("%s %s without timestamps skipped\n",
-		       cli_fmt_count(a, sizeof(a), st->kernel_skipped),
+		       cs_fmt_count(a, sizeof(a), st->kernel_skipped),
 		       plural(st->kernel_skipped, "kernel", "kernels"));
 }
 
 /* A row of count, bytes, time and bandwidth, after a label when label is not NULL. */
-static void copy_row(struct cli_table *table, const char *label, const struct copy_stat *c)
+static void copy_row(struct cs_table *table, const char *label, const struct copy_stat *c)
 {
-	char count[CLI_FMT_MAX], bytes[CLI_FMT_MAX], time[CLI_FMT_MAX], bw[CLI_FMT_MAX];
+	char count[CS_FMT_MAX], bytes[CS_FMT_MAX], time[CS_FMT_MAX], bw[CS_FMT_MAX];
 	double gbps = bandwidth_gbps(c);
 	const char *row[] = {
 		label,
-		cli_fmt_count(count, sizeof(count), c->count),
-		cli_fmt_bytes(bytes, sizeof(bytes), c->bytes),
-		cli_fmt_duration(time, sizeof(time), c->time_ns),
+		cs_fmt_count(count, sizeof(count), c->count),
+		cs_fmt_bytes(bytes, sizeof(bytes), c->bytes),
+		cs_fmt_duration(time, sizeof(time), c->time_ns),
 		bw,
 	};
 
@@ -369,17 +369,17 @@ static void copy_row(struct cli_table *table, const char *label, const struct co
 		snprintf(bw, sizeof(bw), "%.2f GB/s", gbps);
 	else
 		snprintf(bw, sizeof(bw), "-");
-	cli_table_add_row(table, label ? row : row + 1);
+	cs_table_add_row(table, label ? row : row + 1);
 }
 
 static void stats_print_copies(const struct stats *st, int width)
 {
-	static const struct cli_column cols[] = {
-		{"Direction", CLI_ALIGN_LEFT, 0},    {"Count", CLI_ALIGN_RIGHT, 0},
-		{"Total Bytes", CLI_ALIGN_RIGHT, 0}, {"Total Time", CLI_ALIGN_RIGHT, 0},
-		{"Bandwidth", CLI_ALIGN_RIGHT, 0},
+	static const struct cs_column cols[] = {
+		{"Direction", CS_ALIGN_LEFT, 0},    {"Count", CS_ALIGN_RIGHT, 0},
+		{"Total Bytes", CS_ALIGN_RIGHT, 0}, {"Total Time", CS_ALIGN_RIGHT, 0},
+		{"Bandwidth", CS_ALIGN_RIGHT, 0},
 	};
-	struct cli_table table;
+	struct cs_table table;
 	int any = 0;
 
 	for (int d = 0; d < STATS_NCOPY_KINDS; d++)
@@ -388,21 +388,21 @@ static void stats_print_copies(const struct stats *st, int width)
 		printf("\nMemory copies: none\n");
 	} else {
 		printf("\nMemory copies:\n\n");
-		cli_table_init(&table, cols, 5);
+		cs_table_init(&table, cols, 5);
 		for (int d = 0; d < STATS_NCOPY_KINDS; d++)
 			if (st->copies[d].count > 0)
 				copy_row(&table, cs_copy_kind_name(d), &st->copies[d]);
-		cli_table_print(&table, stdout, 1, width);
-		cli_table_free(&table);
+		cs_table_print(&table, stdout, 1, width);
+		cs_table_free(&table);
 	}
 	if (st->memsets.count == 0) {
 		printf("\nMemsets: none\n");
 	} else {
 		printf("\nMemsets:\n\n");
-		cli_table_init(&table, cols + 1, 4);
+		cs_table_init(&table, cols + 1, 4);
 		copy_row(&table, NULL, &st->memsets);
-		cli_table_print(&table, stdout, 1, width);
-		cli_table_free(&table);
+		cs_table_print(&table, stdout, 1, width);
+		cs_table_free(&table);
 	}
 }
 
@@ -417,10 +417,10 @@ static cJSON *copy_json(const char *direction, const struct copy_stat *c)
 	if (!o)
 		return NULL;
 	if (direction)
-		cli_json_add_string(o, "direction", direction);
-	cli_json_add_int(o, "count", c->count, -1);
-	cli_json_add_int(o, "bytes", c->bytes, -1);
-	cli_json_add_int(o, "total_ns", c->time_ns, -1);
+		cs_json_add_string(o, "direction", direction);
+	cs_json_add_int(o, "count", c->count, -1);
+	cs_json_add_int(o, "bytes", c->bytes, -1);
+	cs_json_add_int(o, "total_ns", c->time_ns, -1);
 	if (gbps >= 0)
 		cJSON_AddNumberToObject(o, "bandwidth_gbps", gbps);
 	else
@@ -436,15 +436,15 @@ static cJSON *stats_json(const char *path, int64_t pid, const struct stats *st, 
 
 	if (!doc)
 		return NULL;
-	cli_json_add_string(doc, "file", path);
-	cli_json_add_int(doc, "pid", pid, -1);
+	cs_json_add_string(doc, "file", path);
+	cs_json_add_int(doc, "pid", pid, -1);
 	kern = cJSON_AddObjectToObject(doc, "kernels");
 	if (!kern)
 		goto fail;
-	cli_json_add_int(kern, "total_ns", st->kernel_time, -1);
-	cli_json_add_int(kern, "instances", st->kernel_count, -1);
-	cli_json_add_int(kern, "names", (int64_t)st->kernels.n, -1);
-	cli_json_add_int(kern, "skipped_without_timestamps", st->kernel_skipped, -1);
+	cs_json_add_int(kern, "total_ns", st->kernel_time, -1);
+	cs_json_add_int(kern, "instances", st->kernel_count, -1);
+	cs_json_add_int(kern, "names", (int64_t)st->kernels.n, -1);
+	cs_json_add_int(kern, "skipped_without_timestamps", st->kernel_skipped, -1);
 	top = cJSON_AddArrayToObject(kern, "top");
 	if (!top)
 		goto fail;
@@ -456,22 +456,22 @@ static cJSON *stats_json(const char *path, int64_t pid, const struct stats *st, 
 			cJSON_Delete(o);
 			goto fail;
 		}
-		cli_json_add_string(o, "name", k->name);
-		cli_json_add_string(o, "name_demangled", cs_demangle(k->name));
+		cs_json_add_string(o, "name", k->name);
+		cs_json_add_string(o, "name_demangled", cs_demangle(k->name));
 		cJSON_AddNumberToObject(o, "time_percent", percent(k->total, st->kernel_time));
-		cli_json_add_int(o, "total_ns", k->total, -1);
-		cli_json_add_int(o, "instances", (int64_t)k->n, -1);
+		cs_json_add_int(o, "total_ns", k->total, -1);
+		cs_json_add_int(o, "instances", (int64_t)k->n, -1);
 		cJSON_AddNumberToObject(o, "avg_ns", (double)k->total / (double)k->n);
 		cJSON_AddNumberToObject(o, "median_ns", k->median);
-		cli_json_add_int(o, "min_ns", k->min, -1);
-		cli_json_add_int(o, "max_ns", k->max, -1);
+		cs_json_add_int(o, "min_ns", k->min, -1);
+		cs_json_add_int(o, "max_ns", k->max, -1);
 		cJSON_AddNumberToObject(o, "stddev_ns", k->stddev);
 	}
 	more = cJSON_AddObjectToObject(kern, "more");
 	if (!more)
 		goto fail;
-	cli_json_add_int(more, "names", (int64_t)(st->kernels.n - shown), -1);
-	cli_json_add_int(more, "total_ns", rest, -1);
+	cs_json_add_int(more, "names", (int64_t)(st->kernels.n - shown), -1);
+	cs_json_add_int(more, "total_ns", rest, -1);
 	cJSON_AddNumberToObject(more, "time_percent", percent(rest, st->kernel_time));
 
 	copies = cJSON_AddArrayToObject(doc, "memcpy");

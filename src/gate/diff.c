@@ -20,7 +20,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
-#include "gate/gate_internal.h"
+#include "cuscope/utf8.h"
 
 /* A kernel launched exactly once in this share of the steps is "once per step". */
 #define ONCE_SHARE 0.8
@@ -827,7 +827,7 @@ static cJSON *run_json(const cs_run *r, double scale)
 static cJSON *finding_json(const cs_run_finding *f)
 {
 	cJSON *o = cJSON_CreateObject();
-	char *title = gate_clean_text(f->title);
+	char *title = cs_text_clean(f->title);
 
 	if (!o || !title) {
 		free(title);
@@ -853,12 +853,12 @@ static cJSON *row_json(const cs_diff_row *r)
 	cJSON_AddStringToObject(o, "metric", def->id);
 	cJSON_AddStringToObject(o, "label", def->label);
 	if (r->kernel) {
-		char *k = gate_clean_text(r->kernel);
+		char *k = cs_text_clean(r->kernel);
 
 		if (k)
 			cJSON_AddStringToObject(o, "kernel", k);
 		free(k);
-		k = gate_clean_text(cs_demangle(r->kernel));
+		k = cs_text_clean(cs_demangle(r->kernel));
 		if (k)
 			cJSON_AddStringToObject(o, "kernel_demangled", k);
 		free(k);
@@ -994,7 +994,7 @@ fail:
 /* Text for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
 static void md_text(FILE *f, const char *s)
 {
-	char *c = gate_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	if (!c)
 		return;
@@ -1009,7 +1009,7 @@ static void md_text(FILE *f, const char *s)
 /* Inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
 static void md_code(FILE *f, const char *s)
 {
-	char *c = gate_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	if (!c)
 		return;
@@ -1039,9 +1039,9 @@ static void md_steps(FILE *f, const cs_run *r, double scale)
 	if (scale > 1)
 		fprintf(f, " (compared as %d)", (int)(r->steady * scale));
 	fprintf(f, " | %s (p10 %s .. p90 %s)",
-		cs_metric_format(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
-		cs_metric_format(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
-		cs_metric_format(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
+		cs_fmt_value(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
+		cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
+		cs_fmt_value(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
 }
 
 /* The name of a row: its label, with the kernel name for kernel rows. */
@@ -1070,9 +1070,9 @@ static void md_row(FILE *f, const cs_diff *d, const cs_diff_row *r, int gate)
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char b[64], n[64], ch[64], th[96], conf[32];
 
-	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+	cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+	cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+	cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 	cs_diff_row_threshold(th, sizeof(th), d, r);
 	confidence_cell(conf, sizeof(conf), r);
 	fputs("| ", f);

@@ -15,7 +15,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
-#include "gate/gate_internal.h"
+#include "cuscope/utf8.h"
 
 /* Largest configuration file read. */
 #define CONFIG_MAX (1 << 20)
@@ -482,7 +482,7 @@ void cs_comparison_free(cs_comparison *c)
 
 static void xml_text(FILE *f, const char *s)
 {
-	char *c = gate_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	if (!c)
 		return;
@@ -529,9 +529,9 @@ static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char b[64], n[64], ch[64], th[96], conf[96] = "", c[32], line[512];
 
-	cs_metric_format(b, sizeof(b), def->unit, r->base, 0);
-	cs_metric_format(n, sizeof(n), def->unit, r->new_, 0);
-	cs_metric_format(ch, sizeof(ch), def->unit, r->delta, 1);
+	cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
+	cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
+	cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
 	cs_diff_row_threshold(th, sizeof(th), d, r);
 	if (r->tested)
 		snprintf(conf, sizeof(conf), ", confidence %s",

@@ -24,7 +24,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
-#include "gate/gate_internal.h"
+#include "cuscope/utf8.h"
 #include "util/checked.h"
 #include "util/u64map.h"
 
@@ -142,77 +142,6 @@ const cs_metric_def *cs_metric_get(int id)
 	return id >= 0 && id < CS_GM_COUNT ? &metric_defs[id] : NULL;
 }
 
-/* ---- formatting ---- */
-
-/* v with 4 significant digits (at most 2 decimals below 100, none from 1000 on). */
-static void fmt_sig(char *buf, size_t size, double v, const char *unit)
-{
-	double a = fabs(v);
-	int dec = a >= 1000 ? 0 : a >= 100 ? 1 : 2;
-
-	snprintf(buf, size, "%.*f%s%s", dec, v, unit[0] ? " " : "", unit);
-}
-
-/* A count: "3", "0.5", "12.25" (2 decimals at most, trailing zeros dropped). */
-static void fmt_count(char *buf, size_t size, double v)
-{
-	char *dot;
-	size_t n;
-
-	snprintf(buf, size, "%.2f", v);
-	dot = strchr(buf, '.');
-	if (!dot)
-		return;
-	n = strlen(buf);
-	while (n > 0 && buf[n - 1] == '0')
-		buf[--n] = '\0';
-	if (n > 0 && buf[n - 1] == '.')
-		buf[--n] = '\0';
-	if (!strcmp(buf, "-0"))
-		snprintf(buf, size, "0");
-}
-
-char *cs_metric_format(char *buf, size_t size, int unit, double v, int sign)
-{
-	char body[64];
-	double a = fabs(v);
-	const char *s = !sign ? (v < 0 ? "-" : "") : (v < 0 ? "-" : "+");
-
-	switch (unit) {
-	case CS_UNIT_NS:
-		if (a < 1000)
-			snprintf(body, sizeof(body), "%.0f ns", a);
-		else if (a < 1e6)
-			fmt_sig(body, sizeof(body), a / 1e3, "us");
-		else if (a < 1e9)
-			fmt_sig(body, sizeof(body), a / 1e6, "ms");
-		else
-			fmt_sig(body, sizeof(body), a / 1e9, "s");
-		break;
-	case CS_UNIT_BYTES:
-		if (a < 1024)
-			snprintf(body, sizeof(body), "%.0f B", a);
-		else if (a < MIB)
-			fmt_sig(body, sizeof(body), a / 1024, "KiB");
-		else if (a < 1024 * MIB)
-			fmt_sig(body, sizeof(body), a / MIB, "MiB");
-		else
-			fmt_sig(body, sizeof(body), a / (1024 * MIB), "GiB");
-		break;
-	case CS_UNIT_SHARE:
-		snprintf(body, sizeof(body), sign ? "%.1f pt" : "%.1f%%", 100 * a);
-		break;
-	default:
-		fmt_count(body, sizeof(body), a);
-		break;
-	}
-	if (!strcmp(body, "0") || !strcmp(body, "0 ns") || !strcmp(body, "0 B") ||
-	    !strcmp(body, "0.0 pt") || !strcmp(body, "0.0%"))
-		s = sign ? "" : s;
-	snprintf(buf, size, "%s%s", s, body);
-	return buf;
-}
-
 char *cs_confidence_format(char *buf, size_t size, double c)
 {
 	if (c >= 0.9995)
@@ -260,7 +189,7 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 	} else if (t->rel <= 0 && t->abs <= 0) {
 		snprintf(buf, size, "any %s", dir);
 	} else {
-		cs_metric_format(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs,
+		cs_fmt_value(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs,
 				 1);
 		strip_zeros(a);
 		if (t->rel > 0 && t->abs > 0)
@@ -1358,42 +1287,4 @@ void cs_run_free(cs_run *r)
 	free(r->path);
 	free(r->command);
 	memset(r, 0, sizeof(*r));
-}
-
-/* ---- text for output ---- */
-
-/* Length of the valid UTF-8 sequence at s, or 0 for an invalid one or a control character (C0,
- * DEL, C1). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n = cs_utf8_seq_len(s);
-
-	if (n == 1 && (s[0] < 0x20 || s[0] == 0x7f))
-		return 0;
-	if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) /* U+0080..U+009F */
-		return 0;
-	return n;
-}
-
-char *gate_clean_text(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	char *out = malloc(strlen((const char *)p) + 1), *w = out;
-
-	if (!out)
-		return NULL;
-	while (*p) {
-		size_t n = utf8_len(p);
-
-		if (n == 0) {
-			*w++ = '?';
-			p++;
-		} else {
-			memcpy(w, p, n);
-			w += n;
-			p += n;
-		}
-	}
-	*w = '\0';
-	return out;
 }

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
 #include "report/report.h"
 #include "util/checked.h"
 #include "util/u64map.h"
@@ -26,7 +26,7 @@ static cJSON *proc_idle(const cs_analysis *a, const cs_report_process *p, cs_err
 		goto nomem;
 	if (cs_steps_idle_by_cause(a, s, idle, err) < 0)
 		goto fail;
-	cli_json_add_int(o, "pid", p->pid, -1);
+	cs_json_add_int(o, "pid", p->pid, -1);
 	list = cJSON_AddArrayToObject(o, "idle_by_cause");
 	if (!list)
 		goto nomem;
@@ -39,7 +39,7 @@ static cJSON *proc_idle(const cs_analysis *a, const cs_report_process *p, cs_err
 		}
 		for (int c = 0; c < CS_IDLE_NCAUSES; c++)
 			if (!cJSON_AddItemToArray(
-				    row, cli_json_int(idle[(size_t)i * CS_IDLE_NCAUSES + c])))
+				    row, cs_json_int(idle[(size_t)i * CS_IDLE_NCAUSES + c])))
 				goto nomem;
 	}
 	free(idle);
@@ -133,8 +133,8 @@ static int add_point(cJSON *arr, int64_t t, int64_t level)
 
 	if (!pt || !cJSON_AddItemToArray(arr, pt))
 		goto fail;
-	if (!cJSON_AddItemToArray(pt, cli_json_int(t)) ||
-	    !cJSON_AddItemToArray(pt, cli_json_int(level)))
+	if (!cJSON_AddItemToArray(pt, cs_json_int(t)) ||
+	    !cJSON_AddItemToArray(pt, cs_json_int(level)))
 		return -1;
 	return 0;
 fail:
@@ -220,9 +220,9 @@ static int add_memory(const cs_analysis *a, const cs_report_processes *procs, cJ
 			rc = CS_ERR_NOMEM;
 			break;
 		}
-		cli_json_add_int(o, "pid", tracks[i].pid, -1);
-		cli_json_add_int(o, "device", tracks[i].device, -1);
-		cli_json_add_int(o, "peak_bytes", tracks[i].peak, -1);
+		cs_json_add_int(o, "pid", tracks[i].pid, -1);
+		cs_json_add_int(o, "device", tracks[i].device, -1);
+		cs_json_add_int(o, "peak_bytes", tracks[i].peak, -1);
 		cJSON_AddItemToObject(o, "points", pts);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -291,9 +291,9 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 		if (by_name.used[i])
 			v[n++] = *(struct kstat *)u64map_val(&by_name, i);
 	cs_sort(v, n, sizeof(*v), kstat_cmp);
-	cli_json_add_int(o, "count", count, -1);
-	cli_json_add_int(o, "total_ns", total, -1);
-	cli_json_add_int(o, "names", (int64_t)n, -1);
+	cs_json_add_int(o, "count", count, -1);
+	cs_json_add_int(o, "total_ns", total, -1);
+	cs_json_add_int(o, "names", (int64_t)n, -1);
 	top = cJSON_AddArrayToObject(o, "top");
 	if (!top)
 		goto out;
@@ -305,13 +305,13 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 			cJSON_Delete(e);
 			goto out;
 		}
-		cli_json_add_string(e, "name", name);
-		cli_json_add_string(e, "name_demangled", cs_demangle(name));
-		cli_json_add_string(e, "name_short", cs_demangle_short(name));
-		cli_json_add_int(e, "count", v[i].count, -1);
-		cli_json_add_int(e, "total_ns", v[i].total, -1);
-		cli_json_add_int(e, "mean_ns", v[i].total / v[i].count, -1);
-		cli_json_add_int(e, "max_ns", v[i].max, -1);
+		cs_json_add_string(e, "name", name);
+		cs_json_add_string(e, "name_demangled", cs_demangle(name));
+		cs_json_add_string(e, "name_short", cs_demangle_short(name));
+		cs_json_add_int(e, "count", v[i].count, -1);
+		cs_json_add_int(e, "total_ns", v[i].total, -1);
+		cs_json_add_int(e, "mean_ns", v[i].total / v[i].count, -1);
+		cs_json_add_int(e, "max_ns", v[i].max, -1);
 		cJSON_AddNumberToObject(e, "share",
 					total > 0 ? (double)v[i].total / (double)total : 0.0);
 	}
@@ -347,7 +347,7 @@ cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_
 			goto nomem;
 		}
 	}
-	cli_json_add_int(charts, "device_memory_total", a->device_memory_total, 0);
+	cs_json_add_int(charts, "device_memory_total", a->device_memory_total, 0);
 	if (add_memory(a, procs, charts) || add_kernels(a, procs, charts))
 		goto nomem;
 	return charts;

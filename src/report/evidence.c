@@ -7,34 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
 #include "cuscope/utf8.h"
 #include "report/report.h"
 
 #define ITEMS_SHOWN 3 /* items of a list shown without verbose */
-
-char *report_clean_text(const char *s)
-{
-	char *r = cs_utf8_repair(s ? s : "");
-	unsigned char *p, *w;
-
-	if (!r)
-		return NULL;
-	for (p = w = (unsigned char *)r; *p; p++) {
-		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			*w++ = '?';
-			p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			*w++ = '?';
-		} else {
-			*w++ = *p;
-		}
-	}
-	*w = '\0';
-	return r;
-}
 
 enum unit {
 	UNIT_NONE = 0,
@@ -118,7 +97,7 @@ char *report_evidence_label(const char *key)
 		if (*p == '_')
 			p++;
 	}
-	r = sb.failed ? NULL : report_clean_text(cs_strbuf_str(&sb));
+	r = sb.failed ? NULL : cs_text_clean(cs_strbuf_str(&sb));
 	cs_strbuf_free(&sb);
 	return r;
 }
@@ -126,19 +105,19 @@ char *report_evidence_label(const char *key)
 /* A number in the unit of key. */
 static void number_text(cs_strbuf *sb, const char *key, double d)
 {
-	char buf[CLI_FMT_MAX];
+	char buf[CS_FMT_MAX];
 	int integral = d == (double)(int64_t)d && d > -9.2e18 && d < 9.2e18;
 
 	switch (key_unit(key)) {
 	case UNIT_NS:
 		if (integral) {
-			cs_strbuf_puts(sb, cli_fmt_duration(buf, sizeof(buf), (int64_t)d));
+			cs_strbuf_puts(sb, cs_fmt_duration(buf, sizeof(buf), (int64_t)d));
 			return;
 		}
 		break;
 	case UNIT_BYTES:
 		if (integral) {
-			cs_strbuf_puts(sb, cli_fmt_bytes(buf, sizeof(buf), (int64_t)d));
+			cs_strbuf_puts(sb, cs_fmt_bytes(buf, sizeof(buf), (int64_t)d));
 			return;
 		}
 		break;
@@ -149,7 +128,7 @@ static void number_text(cs_strbuf *sb, const char *key, double d)
 		break;
 	}
 	if (integral)
-		cs_strbuf_puts(sb, cli_fmt_count(buf, sizeof(buf), (int64_t)d));
+		cs_strbuf_puts(sb, cs_fmt_count(buf, sizeof(buf), (int64_t)d));
 	else
 		cs_strbuf_printf(sb, "%.4g", d);
 }
@@ -237,7 +216,7 @@ char *report_evidence_value(const char *key, const cJSON *v, int verbose)
 	char *r;
 
 	value_text(&sb, key, v, verbose);
-	r = sb.failed ? NULL : report_clean_text(cs_strbuf_str(&sb));
+	r = sb.failed ? NULL : cs_text_clean(cs_strbuf_str(&sb));
 	cs_strbuf_free(&sb);
 	return r;
 }

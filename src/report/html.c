@@ -1,7 +1,7 @@
 /*
  * html.c - `cuscope report --format html`: the report as one self-contained web page.
  *
- * The page is written from the JSON report (cmd_report.c's document, with report_charts() added as
+ * The page is written from the JSON report (report_json()'s document, with report_charts() added as
  * "charts"): the header, the findings with their lines and evidence, and the table of top kernels
  * are HTML written here, every string from the trace escaped; the charts (step time per step, GPU
  * busy and idle by cause per step, device memory over time, top kernels) are SVG drawn by the
@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cuscope/demangle.h"
+#include "cuscope/json.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
 #include "report/report.h"
 
 #define STEP_RUNS_SHOWN 12 /* runs of a finding's steps shown */
@@ -26,10 +28,10 @@ extern const char report_js[];
 
 /* ---- escaping ---- */
 
-/* Write s as HTML text or attribute value: cleaned (report_clean_text), &<>"' escaped. */
+/* Write s as HTML text or attribute value: cleaned (cs_text_clean), &<>"' escaped. */
 static void html_text(FILE *out, const char *s)
 {
-	char *c = report_clean_text(s);
+	char *c = cs_text_clean(s);
 
 	for (const char *p = c ? c : ""; *p; p++) {
 		switch (*p) {
@@ -100,10 +102,10 @@ static const char *get_str(const cJSON *o, const char *key)
 
 static int64_t get_int(const cJSON *o, const char *key, int64_t none)
 {
-	return cli_json_get_int(o, key, none);
+	return cs_json_get_int(o, key, none);
 }
 
-/* An array item that is an integer (cli_json_int writes raw numbers), or none. */
+/* An array item that is an integer (cs_json_int writes raw numbers), or none. */
 static int64_t item_int(const cJSON *it, int64_t none)
 {
 	if (cJSON_IsRaw(it) && it->valuestring) {
@@ -124,7 +126,7 @@ static double get_num(const cJSON *o, const char *key)
 
 static const char *dur(char *buf, int64_t ns)
 {
-	return cli_fmt_duration(buf, CLI_FMT_MAX, ns);
+	return cs_fmt_duration(buf, CS_FMT_MAX, ns);
 }
 
 static const char *plural(int64_t n, const char *one, const char *many)
@@ -242,7 +244,7 @@ static void dl_item(FILE *out, const char *label, const char *text)
 /* "45 (period of ...), 4 warm-up" and "median 2.94 ms (p10 .. p90), GPU busy 8.3%" */
 static void steps_items(FILE *out, const cJSON *steps)
 {
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX], line[1024];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX], line[1024];
 	const char *method = get_str(steps, "method"), *detail = get_str(steps, "detail");
 
 	if (method && !strcmp(method, "none")) {
@@ -269,7 +271,7 @@ static void header(FILE *out, const cJSON *doc)
 {
 	const cJSON *trace = get(doc, "trace"), *procs = get(doc, "processes"), *sum, *it;
 	const char *file = get_str(trace, "file"), *command = get_str(trace, "command");
-	char line[1024], t[CLI_FMT_MAX];
+	char line[1024], t[CS_FMT_MAX];
 	int nprocs = cJSON_GetArraySize(procs);
 
 	fputs("<header>\n<h1>cuscope report <span class=\"file\">", out);
@@ -398,7 +400,7 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 	const cJSON *loc = get(f, "location"), *steps = get(f, "steps"), *p;
 	const cJSON *proc = process_of(doc, get_int(f, "pid", -1));
 	int64_t lost = get_int(f, "lost_ns_per_step", 0), nsteps = cJSON_GetArraySize(steps);
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], lab[96], line[1024];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], lab[96], line[1024];
 	cs_strbuf sb = CS_STRBUF_INIT;
 
 	if (!sev || (strcmp(sev, "error") && strcmp(sev, "warning")))
@@ -557,7 +559,7 @@ static void chart_section(FILE *out, const char *id, const char *title, const ch
 static void kernels_table(FILE *out, const cJSON *charts)
 {
 	const cJSON *k = get(charts, "kernels"), *it;
-	char a[CLI_FMT_MAX], b[CLI_FMT_MAX], c[CLI_FMT_MAX], n[CLI_FMT_MAX];
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX], n[CS_FMT_MAX];
 	int i = 0;
 
 	if (cJSON_GetArraySize(get(k, "top")) == 0) {
@@ -569,7 +571,7 @@ static void kernels_table(FILE *out, const cJSON *charts)
 		" names, %s of GPU time in all</caption>\n<thead><tr><th>#</th><th>Kernel</th>"
 		"<th>Count</th><th>Total</th><th>Mean</th><th>Max</th><th>Share</th></tr>"
 		"</thead>\n<tbody>\n",
-		cli_fmt_count(n, sizeof(n), get_int(k, "count", 0)), get_int(k, "names", 0),
+		cs_fmt_count(n, sizeof(n), get_int(k, "count", 0)), get_int(k, "names", 0),
 		dur(a, get_int(k, "total_ns", 0)));
 	cJSON_ArrayForEach(it, get(k, "top"))
 	{
@@ -578,7 +580,7 @@ static void kernels_table(FILE *out, const cJSON *charts)
 		fputs("\">", out);
 		html_text(out, get_str(it, "name_short"));
 		fprintf(out, "</code></td><td class=\"num\">%s</td>",
-			cli_fmt_count(n, sizeof(n), get_int(it, "count", 0)));
+			cs_fmt_count(n, sizeof(n), get_int(it, "count", 0)));
 		fputs("<td class=\"num\">", out);
 		html_text(out, dur(a, get_int(it, "total_ns", 0)));
 		fputs("</td><td class=\"num\">", out);

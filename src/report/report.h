@@ -1,9 +1,8 @@
 /*
- * report.h - what `cuscope report` shares between its output formats beyond the JSON document
- * (src/cli/cmd_report.c): text fit for people (names from the trace cleaned, evidence in words and
- * units), the figures the HTML report charts, and the HTML report itself.
- *
- * Part of the cuscope program (it formats with src/cli/format.c), not of the libraries.
+ * report.h - the renderers of `cuscope report` (src/cli/cmd_report.c runs the analysis, the
+ * renderers print it): the report as text (text.c), as a JSON document (json.c, whose findings the
+ * view's findings answer shares), as markdown (markdown.c) and as one HTML page (html.c, with the
+ * figures of charts.c); the cross-rank section (ranks.c); text fit for people (evidence.c).
  */
 #ifndef CUSCOPE_REPORT_REPORT_H
 #define CUSCOPE_REPORT_REPORT_H
@@ -14,15 +13,60 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/analyze.h"
+#include "cuscope/ranks.h"
+#include "cuscope/trace.h"
+
+/* Everything a renderer prints: the analysis of a trace and how to show it. */
+struct report_view {
+	const cs_unended *unended; /* records after their last one may be missing */
+	int nunended;
+	const char *path;
+	cs_trace *t;
+	const cs_analysis *a;
+	const cs_steps *s; /* of the primary process: the default step detection's, or --pid's */
+	const cs_report *r;
+	const cs_report_processes *procs; /* every process analysed, each with its steps */
+	const cs_rank_view *ranks;	  /* the processes that communicate, side by side */
+	int multi;			  /* more than one process analysed */
+	const cs_analyzer **rules;	  /* the rules that ran, NULL-terminated */
+	const char *step_range;
+	int verbose, color, width;
+	int64_t median, p10, p90;
+	double busy_share; /* GPU busy share of the steady-state step time */
+};
+
+/* ---- the formats ---- */
+
+/* Print the report as text on stdout (colours with v->color, lines fit in v->width). Returns 0. */
+int report_text(const struct report_view *v);
+/* The JSON report (docs/report-format.md); NULL without memory. */
+cJSON *report_json(const struct report_view *v);
+/*
+ * One finding f as the JSON report lists it: rule, severity, title, steps, costs, first_ns and
+ * last_ns, evidence (UTF-8 repaired), fix, location and stack (read from t), pid, ranks and every
+ * process it was found in (procs has their ranks). NULL without memory.
+ */
+cJSON *report_json_finding(cs_trace *t, const cs_report_processes *procs,
+			   const cs_report_finding *f);
+/* Print the report as markdown on stdout. Returns 0. */
+int report_markdown(const struct report_view *v);
+/* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
+void report_md_puts(const char *s);
+/* Print s as markdown code: cleaned, in backticks that it cannot close. */
+void report_md_code(const char *s);
+
+/* ---- the cross-rank section (ranks.c) ---- */
+
+/* Print the section (nothing for a view of fewer than two ranks); verbose adds the table of
+ * steps. */
+void report_ranks_text(const cs_rank_view *rv, int verbose, int width);
+/* The "ranks" object of the JSON report (docs/report-format.md); JSON null for a view of fewer
+ * than two ranks; NULL without memory. */
+cJSON *report_ranks_json(const cs_rank_view *rv);
+/* The "Ranks" section of the markdown report (nothing for fewer than two ranks). */
+void report_ranks_markdown(const cs_rank_view *rv);
 
 /* ---- text for people (evidence.c) ---- */
-
-/*
- * A copy of s fit for a terminal, a markdown or an HTML file (malloc'd): invalid UTF-8 repaired,
- * control characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor
- * or change colours. NULL without memory.
- */
-char *report_clean_text(const char *s);
 
 /*
  * An evidence key in words (malloc'd): "idle_ns_per_step" -> "idle per step", "wait_ns" -> "wait
@@ -56,7 +100,7 @@ cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_
 /* ---- the HTML report (html.c) ---- */
 
 /*
- * Write the HTML report of doc (the JSON report of cmd_report.c with report_charts() added as
+ * Write the HTML report of doc (the JSON report of report_json() with report_charts() added as
  * "charts") to out: one self-contained page, no request to any other place (inline CSS, script
  * and SVG; a Content-Security-Policy that forbids any fetch). Every string from the trace is
  * HTML-escaped, and the data the charts are drawn from is embedded as JSON with <, >, &, U+2028

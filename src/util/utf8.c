@@ -67,3 +67,24 @@ char *cs_utf8_repair(const char *s)
 		cs_utf8_repair_into(out, s);
 	return out;
 }
+
+char *cs_text_clean(const char *s)
+{
+	char *r = cs_utf8_repair(s ? s : "");
+	unsigned char *p, *w;
+
+	if (!r)
+		return NULL;
+	for (p = w = (unsigned char *)r; *p; p++) {
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			*w++ = '?';
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			*w++ = '?';
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+	return r;
+}

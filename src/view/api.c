@@ -36,11 +36,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli/cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/utf8.h"
+#include "report/report.h"
 #include "util/checked.h"
 #include "view/api.h"
 
@@ -1023,7 +1025,7 @@ static char *json_text(cJSON *root)
 
 static void add_int(cJSON *obj, const char *key, int64_t value)
 {
-	cJSON_AddItemToObject(obj, key, cli_json_int(value));
+	cJSON_AddItemToObject(obj, key, cs_json_int(value));
 }
 
 static int process_json(const cs_process *p, void *arg)
@@ -1031,9 +1033,9 @@ static int process_json(const cs_process *p, void *arg)
 	cJSON *o = cJSON_CreateObject();
 
 	add_int(o, "pid", p->pid);
-	cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
-	cli_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
-	cli_json_add_string(o, "command", p->command_line);
+	cs_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+	cs_json_add_int(o, "local_rank", p->local_rank, CS_ID_NONE);
+	cs_json_add_string(o, "command", p->command_line);
 	cJSON_AddItemToArray(arg, o);
 	return 0;
 }
@@ -1057,10 +1059,10 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 
 	cJSON_AddStringToObject(root, "status", load_ms >= 0 ? "ready" : "overview");
 	meta = cJSON_AddObjectToObject(root, "meta");
-	cli_json_add_string(meta, "path", v->path);
+	cs_json_add_string(meta, "path", v->path);
 	add_int(meta, "schema_version", cs_trace_schema_version(v->trace));
-	cli_json_add_string(meta, "time_base_ns", cs_trace_meta(v->trace, "time_base_ns"));
-	cli_json_add_string(meta, "cuscope_version", cs_trace_meta(v->trace, "cuscope_version"));
+	cs_json_add_string(meta, "time_base_ns", cs_trace_meta(v->trace, "time_base_ns"));
+	cs_json_add_string(meta, "cuscope_version", cs_trace_meta(v->trace, "cuscope_version"));
 	add_int(meta, "kernels", v->sum.counts[CS_EV_KERNEL]);
 	add_int(meta, "memcpys", v->sum.counts[CS_EV_MEMCPY]);
 	add_int(meta, "memsets", v->sum.counts[CS_EV_MEMSET]);
@@ -1089,9 +1091,9 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 		cJSON_AddStringToObject(o, "kind", track_kind_names[t->kind]);
 		cJSON_AddStringToObject(o, "name", t->name);
 		add_int(o, "pid", t->pid);
-		cli_json_add_int(o, "device", t->device, -1);
-		cli_json_add_int(o, "stream", t->kind == VT_STREAM ? t->stream : -1, -1);
-		cli_json_add_int(o, "tid", t->tid, 0);
+		cs_json_add_int(o, "device", t->device, -1);
+		cs_json_add_int(o, "stream", t->kind == VT_STREAM ? t->stream : -1, -1);
+		cs_json_add_int(o, "tid", t->tid, 0);
 		if (t->kind == VT_NVTX)
 			add_int(o, "depth", t->depth);
 		add_int(o, "events",
@@ -1209,17 +1211,19 @@ static void add_steps(cJSON *arr, const cs_steps *steps)
 
 /*
  * The findings answer: the steps of the primary process (the one with the most kernels), every
- * process with its own steps, and the findings of every process, as `cuscope report` finds them.
+ * process with its own steps, and the findings of every process, as `cuscope report` finds them
+ * and as its JSON lists them (report_json_finding: the stacks read through t), each with its index
+ * and focus.
  */
-static char *make_findings(const cs_report_processes *procs, const cs_report *report, double ms,
-			   const struct track_set *tracks)
+static char *make_findings(cs_trace *t, const cs_report_processes *procs, const cs_report *report,
+			   double ms, const struct track_set *tracks)
 {
 	const cs_steps *steps = &procs->v[procs->primary].steps;
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 
 	cJSON_AddStringToObject(root, "status", "ready");
-	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
-	cli_json_add_string(root, "step_detail", steps->detail);
+	cs_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cs_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
 	add_int(root, "pid", procs->v[procs->primary].pid);
 	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
@@ -1229,59 +1233,32 @@ static char *make_findings(const cs_report_processes *procs, const cs_report *re
 
 		o = cJSON_CreateObject();
 		add_int(o, "pid", p->pid);
-		cli_json_add_int(o, "rank", p->rank, CS_ID_NONE);
-		cli_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
+		cs_json_add_int(o, "rank", p->rank, CS_ID_NONE);
+		cs_json_add_string(o, "step_method", cs_step_method_name(p->steps.method));
 		add_steps(cJSON_AddArrayToObject(o, "steps"), &p->steps);
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "findings");
 	for (int32_t i = 0; i < report->n; i++) {
 		const cs_report_finding *f = report->v[i];
-		cJSON *st;
+		const cs_report_process *fp = cs_report_process_find(procs, f->pid);
+		struct focus fo;
+		cJSON *fj;
 
-		o = cJSON_CreateObject();
-		add_int(o, "id", i);
-		cli_json_add_string(o, "rule", f->rule);
-		cli_json_add_string(o, "severity", cs_severity_name(f->severity));
-		cli_json_add_string(o, "title", f->title);
-		cli_json_add_string(o, "fix", f->fix);
-		cli_json_add_int(o, "first", f->first, CS_TS_UNKNOWN);
-		cli_json_add_int(o, "last", f->last, CS_TS_UNKNOWN);
-		add_int(o, "lost_ns_per_step", f->lost_ns_per_step);
-		st = cJSON_AddArrayToObject(o, "steps");
-		for (int32_t j = 0; j < f->nsteps; j++)
-			cJSON_AddItemToArray(st, cli_json_int(f->steps[j]));
-		add_int(o, "pid", f->pid);
-		{
-			const cs_report_process *fp = cs_report_process_find(procs, f->pid);
-			struct focus fo;
-			cJSON *fj = cJSON_AddObjectToObject(o, "focus");
-
-			/* in the steps of the finding's own process */
-			focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
-			cli_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
-			cli_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
-			cli_json_add_int(fj, "step", fo.step, -1);
-		}
-		if (f->evidence)
-			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(f->evidence, 1));
-		/* every process it was found in, with its steps there */
-		st = cJSON_AddArrayToObject(o, "processes");
-		for (int32_t j = 0; j < f->nprocs; j++) {
-			const cs_finding_proc *fp = &f->procs[j];
-			cJSON *po = cJSON_CreateObject(), *ps;
-
-			add_int(po, "pid", fp->pid);
-			cli_json_add_string(po, "severity", cs_severity_name(fp->severity));
-			add_int(po, "lost_ns_per_step", fp->lost_ns_per_step);
-			cli_json_add_int(po, "first", fp->first, CS_TS_UNKNOWN);
-			cli_json_add_int(po, "last", fp->last, CS_TS_UNKNOWN);
-			ps = cJSON_AddArrayToObject(po, "steps");
-			for (int32_t k = 0; k < fp->nsteps; k++)
-				cJSON_AddItemToArray(ps, cli_json_int(fp->steps[k]));
-			cJSON_AddItemToArray(st, po);
+		/* as `cuscope report --format json` has it, with its index and focus */
+		o = report_json_finding(t, procs, f);
+		if (!o) {
+			cJSON_Delete(root);
+			return NULL;
 		}
 		cJSON_AddItemToArray(arr, o);
+		add_int(o, "id", i);
+		fj = cJSON_AddObjectToObject(o, "focus");
+		/* in the steps of the finding's own process */
+		focus_of(f, fp ? &fp->steps : steps, tracks, &fo);
+		cs_json_add_int(fj, "start", fo.start, CS_TS_UNKNOWN);
+		cs_json_add_int(fj, "end", fo.end, CS_TS_UNKNOWN);
+		cs_json_add_int(fj, "step", fo.step, -1);
 	}
 	return json_text(root);
 }
@@ -1293,7 +1270,7 @@ static char *status_json(const char *status, const char *msg)
 
 	cJSON_AddStringToObject(root, "status", status);
 	if (msg)
-		cli_json_add_string(root, "error", msg);
+		cs_json_add_string(root, "error", msg);
 	return json_text(root);
 }
 
@@ -1311,8 +1288,8 @@ static void publish_steps(struct view_data *v, const cs_steps *steps)
 	char *json;
 
 	cJSON_AddStringToObject(root, "status", "pending");
-	cli_json_add_string(root, "step_method", cs_step_method_name(steps->method));
-	cli_json_add_string(root, "step_detail", steps->detail);
+	cs_json_add_string(root, "step_method", cs_step_method_name(steps->method));
+	cs_json_add_string(root, "step_detail", steps->detail);
 	add_int(root, "pid", steps->pid);
 	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
 	json = json_text(root);
@@ -1361,7 +1338,7 @@ static char *run_analysis(struct view_data *v, const struct track_set *tracks, c
 		}
 		if (rc >= 0 && procs.n == 0)
 			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
-		if (rc >= 0 && !(json = make_findings(&procs, &report, ms_since(&began), tracks)))
+		if (rc >= 0 && !(json = make_findings(t, &procs, &report, ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		cs_report_processes_free(&procs);
@@ -2231,18 +2208,18 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
 
 static void add_time(cJSON *o, const char *key, int64_t ns)
 {
-	cli_json_add_int(o, key, ns, CS_TS_UNKNOWN);
+	cs_json_add_int(o, key, ns, CS_TS_UNKNOWN);
 }
 
 static void add_id(cJSON *o, const char *key, int64_t id)
 {
-	cli_json_add_int(o, key, id, CS_ID_NONE);
+	cs_json_add_int(o, key, id, CS_ID_NONE);
 }
 
 static void add_text(cJSON *o, const char *key, const char *s)
 {
 	if (s)
-		cli_json_add_string(o, key, s);
+		cs_json_add_string(o, key, s);
 	else
 		cJSON_AddNullToObject(o, key);
 }
@@ -2251,9 +2228,9 @@ static void add_dim3(cJSON *o, const char *key, int32_t x, int32_t y, int32_t z)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, key);
 
-	cJSON_AddItemToArray(a, cli_json_int(x));
-	cJSON_AddItemToArray(a, cli_json_int(y));
-	cJSON_AddItemToArray(a, cli_json_int(z));
+	cJSON_AddItemToArray(a, cs_json_int(x));
+	cJSON_AddItemToArray(a, cs_json_int(y));
+	cJSON_AddItemToArray(a, cs_json_int(z));
 }
 
 /* Every stored field of ev, named as the columns of docs/trace-format.md. */
@@ -2554,13 +2531,13 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 	if (ev.kind == CS_EV_KERNEL || ev.kind == CS_EV_MEMCPY || ev.kind == CS_EV_MEMSET) {
 		/* both ends of the launch: the GPU work and the host call */
 		o = cJSON_AddObjectToObject(root, "gpu");
-		cli_json_add_int(o, "track", track_index(v, VT_STREAM, w.pid, w.device, w.stream),
+		cs_json_add_int(o, "track", track_index(v, VT_STREAM, w.pid, w.device, w.stream),
 				 -1);
 		add_int(o, "start", w.start);
 		add_int(o, "end", item_end(w.start, w.end));
 		if (w.launch_start != CS_TS_UNKNOWN) {
 			o = cJSON_AddObjectToObject(root, "launch");
-			cli_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0),
+			cs_json_add_int(o, "track", track_index(v, VT_LAUNCH, w.pid, w.tid, 0),
 					 -1);
 			add_int(o, "start", w.launch_start);
 			add_int(o, "end", item_end(w.launch_start, w.launch_end));
@@ -2580,7 +2557,7 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 							frames[i].kind == 2 ? "python" : "native");
 				add_text(fr, "symbol", frames[i].symbol);
 				add_text(fr, "file", frames[i].file);
-				cli_json_add_int(fr, "line", frames[i].line, 0);
+				cs_json_add_int(fr, "line", frames[i].line, 0);
 				add_text(fr, "module", frames[i].module);
 				add_int(fr, "offset", (int64_t)frames[i].offset);
 				cJSON_AddItemToArray(o, fr);
@@ -2688,7 +2665,7 @@ char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t tra
 	}
 	free(sn.ids);
 	root = cJSON_CreateObject();
-	cli_json_add_string(root, "q", q);
+	cs_json_add_string(root, "q", q);
 	add_int(root, "total", total);
 	if (best_tr < 0) {
 		cJSON_AddNullToObject(root, "match");
@@ -2704,7 +2681,7 @@ char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t tra
 		add_int(m, "track", best_tr);
 		add_int(m, "start", it->start);
 		add_int(m, "end", it->end);
-		cli_json_add_string(m, "name",
+		cs_json_add_string(m, "name",
 				    item_name_style(it) == NS_KERNEL ? cs_demangle_short(text)
 				    : item_name_style(it) == NS_API
 					    ? api_name_plain(text, plain, sizeof(plain))

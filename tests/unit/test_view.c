@@ -452,9 +452,22 @@ static void check_d2h_findings(const cJSON *j)
 
 		ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(f, "title")));
 		ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(f, "severity")));
-		ck_assert_int_le(jint(f, "first"), jint(f, "last"));
+		ck_assert_int_le(jint(f, "first_ns"), jint(f, "last_ns"));
 		if (rule && !strcmp(rule, "d2h-sync"))
 			found = 1;
+	}
+	/* each finding is the report's, key for key (report_json_finding), with its id and focus */
+	for (int i = 0; i < cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")); i++) {
+		cJSON *vf =
+			cJSON_Duplicate(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "findings"), i), 1);
+		const cJSON *rf = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "findings"), i);
+
+		ck_assert_int_eq(jint(vf, "id"), i);
+		ck_assert_ptr_nonnull(cJSON_GetObjectItem(vf, "focus"));
+		cJSON_DeleteItemFromObject(vf, "id");
+		cJSON_DeleteItemFromObject(vf, "focus");
+		ck_assert_msg(cJSON_Compare(vf, rf, 1), "finding %d differs from the report's", i);
+		cJSON_Delete(vf);
 	}
 	ck_assert_msg(found, "no d2h-sync finding");
 	cJSON_Delete(rep);

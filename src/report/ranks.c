@@ -1,5 +1,5 @@
 /*
- * report_ranks.c - the cross-rank section of `cuscope report` (report_ranks.h): the ranks of the
+ * ranks.c - the cross-rank section of `cuscope report` (report.h): the ranks of the
  * view side by side, each with the steady-state medians of its step time, own time (the step less
  * its exposed communication, which holds the waiting for others), compute, NCCL time, the share
  * of it overlapped with compute, exposed communication, host waits and the GPU idle before the
@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/report_ranks.h"
 #include "cuscope/grow.h"
+#include "cuscope/json.h"
+#include "cuscope/table.h"
+#include "cuscope/units.h"
+#include "report/report.h"
 
 /* The medians of one rank over the steady rows. */
 struct medians {
@@ -93,7 +95,7 @@ static double share(int64_t part, int64_t whole)
 static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 {
 	cs_rank_straggler sg;
-	char d[CLI_FMT_MAX], lab[32];
+	char d[CS_FMT_MAX], lab[32];
 
 	if (cs_rank_view_straggler(rv, &sg)) {
 		const cs_rank_entry *e = &rv->v[sg.entry];
@@ -103,7 +105,7 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 			 "behind "
 			 "the others (cause: %s in %d of them)",
 			 rank_label(lab, sizeof(lab), e), e->pid, sg.slowest, sg.steady,
-			 cli_fmt_duration(d, sizeof(d), sg.behind_ns), cs_rank_cause_name(sg.cause),
+			 cs_fmt_duration(d, sizeof(d), sg.behind_ns), cs_rank_cause_name(sg.cause),
 			 sg.cause_steps);
 	} else {
 		snprintf(buf, size,
@@ -114,20 +116,20 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 
 void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 {
-	static const struct cli_column cols[] = {
-		{"Rank", CLI_ALIGN_RIGHT, 0},	    {"PID", CLI_ALIGN_RIGHT, 0},
-		{"Step", CLI_ALIGN_RIGHT, 0},	    {"Own", CLI_ALIGN_RIGHT, 0},
-		{"Compute", CLI_ALIGN_RIGHT, 0},    {"NCCL", CLI_ALIGN_RIGHT, 0},
-		{"Overlapped", CLI_ALIGN_RIGHT, 0}, {"Exposed", CLI_ALIGN_RIGHT, 0},
-		{"Host wait", CLI_ALIGN_RIGHT, 0},  {"Idle before", CLI_ALIGN_RIGHT, 0},
-		{"Slowest in", CLI_ALIGN_RIGHT, 0},
+	static const struct cs_column cols[] = {
+		{"Rank", CS_ALIGN_RIGHT, 0},	    {"PID", CS_ALIGN_RIGHT, 0},
+		{"Step", CS_ALIGN_RIGHT, 0},	    {"Own", CS_ALIGN_RIGHT, 0},
+		{"Compute", CS_ALIGN_RIGHT, 0},    {"NCCL", CS_ALIGN_RIGHT, 0},
+		{"Overlapped", CS_ALIGN_RIGHT, 0}, {"Exposed", CS_ALIGN_RIGHT, 0},
+		{"Host wait", CS_ALIGN_RIGHT, 0},  {"Idle before", CS_ALIGN_RIGHT, 0},
+		{"Slowest in", CS_ALIGN_RIGHT, 0},
 	};
-	static const struct cli_column scols[] = {
-		{"Step", CLI_ALIGN_RIGHT, 0},	{"Slowest rank", CLI_ALIGN_RIGHT, 0},
-		{"Behind", CLI_ALIGN_RIGHT, 0}, {"Cause", CLI_ALIGN_LEFT, 0},
-		{"Phase", CLI_ALIGN_LEFT, 0},
+	static const struct cs_column scols[] = {
+		{"Step", CS_ALIGN_RIGHT, 0},	{"Slowest rank", CS_ALIGN_RIGHT, 0},
+		{"Behind", CS_ALIGN_RIGHT, 0}, {"Cause", CS_ALIGN_LEFT, 0},
+		{"Phase", CS_ALIGN_LEFT, 0},
 	};
-	struct cli_table t;
+	struct cs_table t;
 	int64_t *tmp;
 	int32_t steady;
 	char line[512];
@@ -141,52 +143,52 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 	printf("Ranks: %d processes that communicate (NCCL), steps aligned by index; medians of %d "
 	       "steady steps:\n",
 	       rv->n, steady);
-	cli_table_init(&t, cols, 11);
+	cs_table_init(&t, cols, 11);
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;
-		char c[11][CLI_FMT_MAX];
+		char c[11][CS_FMT_MAX];
 		const char *row[11];
 
 		rank_medians(rv, e, tmp, &m);
 		rank_label(c[0], sizeof(c[0]), &rv->v[e]);
 		snprintf(c[1], sizeof(c[1]), "%u", rv->v[e].pid);
-		cli_fmt_duration(c[2], sizeof(c[2]), m.time);
-		cli_fmt_duration(c[3], sizeof(c[3]), m.own);
-		cli_fmt_duration(c[4], sizeof(c[4]), m.compute);
-		cli_fmt_duration(c[5], sizeof(c[5]), m.comm);
+		cs_fmt_duration(c[2], sizeof(c[2]), m.time);
+		cs_fmt_duration(c[3], sizeof(c[3]), m.own);
+		cs_fmt_duration(c[4], sizeof(c[4]), m.compute);
+		cs_fmt_duration(c[5], sizeof(c[5]), m.comm);
 		snprintf(c[6], sizeof(c[6]), "%.0f%%", share(m.overlap, m.comm));
-		cli_fmt_duration(c[7], sizeof(c[7]), m.exposed);
-		cli_fmt_duration(c[8], sizeof(c[8]), m.wait);
-		cli_fmt_duration(c[9], sizeof(c[9]), m.idle);
+		cs_fmt_duration(c[7], sizeof(c[7]), m.exposed);
+		cs_fmt_duration(c[8], sizeof(c[8]), m.wait);
+		cs_fmt_duration(c[9], sizeof(c[9]), m.idle);
 		snprintf(c[10], sizeof(c[10]), "%d%s", m.slowest,
 			 rv->v[e].shares_gpu ? " (shared GPU)" : "");
 		for (int k = 0; k < 11; k++)
 			row[k] = c[k];
-		cli_table_add_row(&t, row);
+		cs_table_add_row(&t, row);
 	}
-	cli_table_print(&t, stdout, 2, width);
-	cli_table_free(&t);
+	cs_table_print(&t, stdout, 2, width);
+	cs_table_free(&t);
 	straggler_line(rv, line, sizeof(line));
 	printf("  %s\n\n", line);
 	if (verbose) {
 		printf("Slowest rank per step (own time: the step less its exposed "
 		       "communication):\n");
-		cli_table_init(&t, scols, 5);
+		cs_table_init(&t, scols, 5);
 		for (int32_t i = 0; i < rv->nrows; i++) {
 			const cs_rank_row *r = &rv->rows[i];
-			char idx[16], lab[32], d[CLI_FMT_MAX];
+			char idx[16], lab[32], d[CS_FMT_MAX];
 			const char *row[5];
 
 			snprintf(idx, sizeof(idx), "%d", r->index);
 			row[0] = idx;
 			row[1] = rank_label(lab, sizeof(lab), &rv->v[r->slowest]);
-			row[2] = cli_fmt_duration(d, sizeof(d), r->behind_ns);
+			row[2] = cs_fmt_duration(d, sizeof(d), r->behind_ns);
 			row[3] = cs_rank_cause_name(r->cause);
 			row[4] = r->steady ? "steady" : "warm-up";
-			cli_table_add_row(&t, row);
+			cs_table_add_row(&t, row);
 		}
-		cli_table_print(&t, stdout, 2, width);
-		cli_table_free(&t);
+		cs_table_print(&t, stdout, 2, width);
+		cs_table_free(&t);
 		putchar('\n');
 	}
 	free(tmp);
@@ -194,7 +196,7 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 
 static int add_i64(cJSON *o, const char *key, int64_t v)
 {
-	return cli_json_add_int(o, key, v, INT64_MIN) != NULL;
+	return cs_json_add_int(o, key, v, INT64_MIN) != NULL;
 }
 
 cJSON *report_ranks_json(const cs_rank_view *rv)
@@ -309,18 +311,18 @@ void report_ranks_markdown(const cs_rank_view *rv)
 	       steady_rows(rv));
 	for (int32_t e = 0; e < rv->n; e++) {
 		struct medians m;
-		char c[8][CLI_FMT_MAX], lab[32];
+		char c[8][CS_FMT_MAX], lab[32];
 
 		rank_medians(rv, e, tmp, &m);
 		printf("| %s | %u | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
 		       rank_label(lab, sizeof(lab), &rv->v[e]), rv->v[e].pid,
-		       cli_fmt_duration(c[0], sizeof(c[0]), m.time),
-		       cli_fmt_duration(c[1], sizeof(c[1]), m.own),
-		       cli_fmt_duration(c[2], sizeof(c[2]), m.compute),
-		       cli_fmt_duration(c[3], sizeof(c[3]), m.comm), share(m.overlap, m.comm),
-		       cli_fmt_duration(c[4], sizeof(c[4]), m.exposed),
-		       cli_fmt_duration(c[5], sizeof(c[5]), m.wait),
-		       cli_fmt_duration(c[6], sizeof(c[6]), m.idle), m.slowest);
+		       cs_fmt_duration(c[0], sizeof(c[0]), m.time),
+		       cs_fmt_duration(c[1], sizeof(c[1]), m.own),
+		       cs_fmt_duration(c[2], sizeof(c[2]), m.compute),
+		       cs_fmt_duration(c[3], sizeof(c[3]), m.comm), share(m.overlap, m.comm),
+		       cs_fmt_duration(c[4], sizeof(c[4]), m.exposed),
+		       cs_fmt_duration(c[5], sizeof(c[5]), m.wait),
+		       cs_fmt_duration(c[6], sizeof(c[6]), m.idle), m.slowest);
 	}
 	straggler_line(rv, line, sizeof(line));
 	printf("\n%s\n", line);

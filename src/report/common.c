@@ -1,0 +1,274 @@
+/*
+ * common.c - what the text, JSON and markdown renderers of the report share: processes and their
+ * labels, the steps of a finding as runs, what a finding costs in words, and source locations
+ * (report_internal.h).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/demangle.h"
+#include "cuscope/grow.h"
+#include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
+#include "report/report.h"
+#include "report/report_internal.h"
+
+/* ---- small helpers ---- */
+
+const char *report_plural(int64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The steps of a finding as runs: "3-29", "3-10, 12, 14-29"; at most max_runs (0 = all). */
+void report_step_runs(char *buf, size_t size, const int32_t *steps, int32_t n, int max_runs)
+{
+	size_t len = 0;
+	int runs = 0;
+
+	buf[0] = '\0';
+	for (int32_t i = 0; i < n;) {
+		int32_t j = i;
+		int w;
+
+		while (j + 1 < n && steps[j + 1] == steps[j] + 1)
+			j++;
+		if (max_runs && runs == max_runs) {
+			int32_t rest = 0;
+
+			for (int32_t x = i; x < n; x++)
+				rest++;
+			snprintf(buf + len, size - len, ", ... (%d more)", rest);
+			return;
+		}
+		if (j == i)
+			w = snprintf(buf + len, size - len, "%s%d", runs ? ", " : "", steps[i]);
+		else
+			w = snprintf(buf + len, size - len, "%s%d-%d", runs ? ", " : "", steps[i],
+				     steps[j]);
+		if (w < 0 || (size_t)w >= size - len) {
+			buf[len] = '\0';
+			return;
+		}
+		len += (size_t)w;
+		runs++;
+		i = j + 1;
+	}
+}
+
+/* ---- processes ---- */
+
+/* "rank 1 (pid 1202)", "local rank 0 (pid 1202)" or "pid 1202". */
+const char *report_proc_label(char *buf, size_t size, uint32_t pid, int32_t rank,
+			      int32_t local_rank)
+{
+	if (rank != CS_ID_NONE)
+		snprintf(buf, size, "rank %d (pid %u)", rank, pid);
+	else if (local_rank != CS_ID_NONE)
+		snprintf(buf, size, "local rank %d (pid %u)", local_rank, pid);
+	else
+		snprintf(buf, size, "pid %u", pid);
+	return buf;
+}
+
+/* The entry of pid among a finding's processes, or NULL. */
+const cs_finding_proc *report_finding_proc(const cs_report_finding *f, uint32_t pid)
+{
+	for (int32_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i].pid == pid)
+			return &f->procs[i];
+	return NULL;
+}
+
+/* The steps a finding's step indices and figures refer to: those of its process. */
+const cs_steps *report_finding_steps(const struct report_view *v, const cs_report_finding *f)
+{
+	const cs_report_process *p = cs_report_process_find(v->procs, f->pid);
+
+	return p ? &p->steps : v->s;
+}
+
+/* The label of a finding's process. */
+const char *report_finding_label(char *buf, size_t size, const struct report_view *v,
+				 const cs_report_finding *f)
+{
+	const cs_report_process *p = cs_report_process_find(v->procs, f->pid);
+
+	return report_proc_label(buf, size, f->pid, p ? p->rank : CS_ID_NONE,
+				 p ? p->local_rank : CS_ID_NONE);
+}
+
+/* "2.10 ms per step (15.0%) in 40 steps, 84.0 ms in all" for one process of a finding. */
+const char *report_proc_cost(char *buf, size_t size, const cs_finding_proc *p)
+{
+	char a[CS_FMT_MAX], b[CS_FMT_MAX];
+
+	if (p->lost_ns_per_step <= 0)
+		snprintf(buf, size, "in %d %s", p->nsteps,
+			 report_plural(p->nsteps, "step", "steps"));
+	else if (p->nsteps > 0)
+		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
+			 cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
+			 p->nsteps, report_plural(p->nsteps, "step", "steps"),
+			 cs_fmt_duration(b, sizeof(b),
+					 cs_lost_total(p->lost_ns_per_step, p->nsteps)));
+	else
+		snprintf(buf, size, "%s", cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
+	return buf;
+}
+
+/* ---- source locations ---- */
+
+/* Is file in a library rather than in the user's code? */
+static int library_file(const char *file)
+{
+	const char *p;
+
+	if (!file || !*file)
+		return 1;
+	if (!strncmp(file, "<frozen", 7) || strstr(file, "site-packages/torch") ||
+	    strstr(file, "dist-packages"))
+		return 1;
+	for (p = strstr(file, "lib/python3."); p; p = strstr(p + 1, "lib/python3."))
+		return 1;
+	return 0;
+}
+
+/* The frame that stands for a stack: the innermost in the user's code (docs/commands/report.md). */
+const cs_frame *report_location_frame(const cs_frame *f, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (f[i].file && !library_file(f[i].file))
+			return &f[i];
+	for (int i = 0; i < n; i++)
+		if (f[i].kind == 2)
+			return &f[i];
+	for (int i = 0; i < n; i++)
+		if (f[i].symbol)
+			return &f[i];
+	return n > 0 ? &f[0] : NULL;
+}
+
+const char *report_base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* "file:line in function", "function (module)" or "" (malloc'd, cleaned). */
+char *report_frame_text(const cs_frame *f, int full_module)
+{
+	char buf[2048];
+	char *r;
+
+	if (f->file && f->line > 0)
+		snprintf(buf, sizeof(buf), "%s:%d%s%s", f->file, f->line, f->symbol ? " in " : "",
+			 f->symbol ? f->symbol : "");
+	else if (f->file)
+		snprintf(buf, sizeof(buf), "%s%s%s", f->file, f->symbol ? " in " : "",
+			 f->symbol ? f->symbol : "");
+	else if (f->symbol && f->module)
+		snprintf(buf, sizeof(buf), "%s (%s+0x%" PRIx64 ")", f->symbol,
+			 full_module ? f->module : report_base_name(f->module), f->offset);
+	else if (f->symbol)
+		snprintf(buf, sizeof(buf), "%s", f->symbol);
+	else if (f->module)
+		snprintf(buf, sizeof(buf), "0x%" PRIx64 " (%s)", f->pc,
+			 full_module ? f->module : report_base_name(f->module));
+	else
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->pc);
+	r = cs_text_clean(buf);
+	return r;
+}
+
+/* Does the stack borrow the Python frames of the thread waiting in backward()? The importer puts a
+ * note frame (kind 3) between an autograd engine thread's native frames and those Python frames. */
+int report_stack_borrowed(const cs_frame *f, int n, const cs_frame *loc)
+{
+	for (int i = 0; i < n && &f[i] != loc; i++)
+		if (f[i].kind == 3)
+			return 1;
+	return 0;
+}
+
+/* The text of a stack's location: frame_text of location_frame, or for work of autograd's engine
+ * thread "backward() at LOCATION (autograd engine thread)". NULL when there is none (malloc'd). */
+char *report_where_text(const cs_frame *f, int n)
+{
+	const cs_frame *loc = n > 0 ? report_location_frame(f, n) : NULL;
+	char *s = loc ? report_frame_text(loc, 0) : NULL;
+	char *r;
+	size_t len;
+
+	if (!s || !report_stack_borrowed(f, n, loc))
+		return s;
+	len = strlen(s) + 64;
+	r = malloc(len);
+	if (r)
+		snprintf(r, len, "backward() at %s (autograd engine thread)", s);
+	free(s);
+	return r;
+}
+
+/* "pid N ended without its end record: records after T may be missing" */
+const char *report_unended_text(char *buf, size_t size, const cs_unended *u)
+{
+	char t[CS_FMT_MAX];
+
+	if (u->last == CS_TS_UNKNOWN)
+		snprintf(buf, size, "pid %u ended without its end record and recorded nothing",
+			 u->pid);
+	else
+		snprintf(buf, size,
+			 "pid %u ended without its end record (killed, os._exit): records after "
+			 "%s may be missing",
+			 u->pid, cs_fmt_duration(t, sizeof(t), u->last));
+	return buf;
+}
+
+/*
+ * What was found in process p: "d2h-sync (warning), launch-starvation (info)" or "no findings"
+ * (malloc'd; NULL without memory).
+ */
+char *report_proc_findings(const struct report_view *v, uint32_t pid)
+{
+	cs_strbuf sb = CS_STRBUF_INIT;
+	char *r;
+
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+		const cs_finding_proc *p = report_finding_proc(f, pid);
+
+		if (!p && !(f->nprocs == 0 && f->pid == pid))
+			continue;
+		cs_strbuf_printf(&sb, "%s%s (%s)", sb.len ? ", " : "", f->rule,
+				 cs_severity_name(p ? p->severity : f->severity));
+	}
+	r = sb.failed ? NULL : strdup(sb.len ? cs_strbuf_str(&sb) : "no findings");
+	cs_strbuf_free(&sb);
+	return r;
+}
+
+/* "45 steps, median 12.2 ms, GPU busy 62.8%" or "no steps, 1.20 s, GPU busy 3.1%". */
+const char *report_proc_steps_text(char *buf, size_t size, const cs_steps *s)
+{
+	char a[CS_FMT_MAX];
+	int64_t median, p10, p90;
+
+	if (s->method == CS_STEPS_NONE) {
+		snprintf(buf, size, "no steps, %s, GPU busy %.1f%%",
+			 cs_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
+			 100.0 * cs_steps_busy_share(s));
+		return buf;
+	}
+	cs_steps_duration_stats(s, &median, &p10, &p90);
+	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n,
+		 report_plural(s->n, "step", "steps"), cs_fmt_duration(a, sizeof(a), median),
+		 100.0 * cs_steps_busy_share(s));
+	return buf;
+}

@@ -1,0 +1,221 @@
+/*
+ * markdown.c - the report as markdown, for a CI comment: a summary table, a table of the
+ * findings, and each finding's details in a collapsed section.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/demangle.h"
+#include "cuscope/grow.h"
+#include "cuscope/strbuf.h"
+#include "cuscope/units.h"
+#include "cuscope/utf8.h"
+#include "report/report.h"
+#include "report/report_internal.h"
+
+/* ---- markdown ---- */
+
+/* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
+void report_md_puts(const char *s)
+{
+	char *c = cs_text_clean(s);
+
+	if (!c)
+		return;
+	for (const char *p = c; *p; p++) {
+		if (strchr("\\`*_[]<>|#~&!", *p))
+			putchar('\\');
+		putchar(*p);
+	}
+	free(c);
+}
+
+/* Print s as inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
+void report_md_code(const char *s)
+{
+	char *c = cs_text_clean(s);
+
+	if (!c)
+		return;
+	for (char *p = c; *p; p++)
+		if (*p == '`' || *p == '|')
+			*p = '\'';
+	printf("`%s`", c);
+	free(c);
+}
+
+static void md_finding(const struct report_view *v, const cs_report_finding *f)
+{
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], runs[512];
+	const cJSON *it;
+
+	printf("\n### %s: ", cs_severity_name(f->severity));
+	report_md_code(f->rule);
+	printf(" ");
+	report_md_puts(f->title);
+	printf("\n\n");
+	if (v->multi) {
+		char lab[64];
+
+		printf("- **Process:** ");
+		report_md_puts(report_finding_label(lab, sizeof(lab), v, f));
+		printf("\n");
+		for (int32_t i = 0; i < f->nprocs; i++) {
+			const cs_finding_proc *p = &f->procs[i];
+			char cost[256];
+
+			if (p->pid == f->pid)
+				continue;
+			printf("- **Also in:** ");
+			report_md_puts(report_proc_label(lab, sizeof(lab), p->pid, p->rank,
+							 p->local_rank));
+			printf(": ");
+			report_md_puts(report_proc_cost(cost, sizeof(cost), p));
+			printf("\n");
+		}
+	}
+	if (f->nsteps > 0) {
+		report_step_runs(runs, sizeof(runs), f->steps, f->nsteps, STEP_RUNS_SHOWN);
+		printf("- **Steps:** %d of %d steady-state (%s)\n", f->nsteps,
+		       cs_steps_steady(report_finding_steps(v, f)), runs);
+	}
+	if (f->lost_ns_per_step > 0)
+		printf("- **GPU time lost:** %s per step (%.1f%% of step time), %s in all\n",
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+	if (f->stack_id != CS_ID_NONE) {
+		const cs_frame *frames;
+		cs_error err = {0, ""};
+		int n;
+
+		if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 && n > 0) {
+			char *s = report_where_text(frames, n);
+
+			if (s) {
+				printf("- **Where:** ");
+				report_md_code(s);
+				printf("\n");
+			}
+			free(s);
+		}
+	}
+	if (f->fix && *f->fix) {
+		printf("- **Fix:** ");
+		report_md_puts(f->fix);
+		printf("\n");
+	}
+	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0) {
+		printf("\n<details><summary>Evidence</summary>\n\n| | |\n|---|---|\n");
+		cJSON_ArrayForEach(it, f->evidence)
+		{
+			char *val = report_evidence_value(it->string, it, v->verbose);
+			char *key = report_evidence_label(it->string);
+
+			printf("| ");
+			report_md_puts(key ? key : "");
+			free(key);
+			printf(" | ");
+			report_md_puts(val ? val : "");
+			printf(" |\n");
+			free(val);
+		}
+		printf("\n</details>\n");
+	}
+}
+
+int report_markdown(const struct report_view *v)
+{
+	const cs_steps *s = v->s;
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX];
+	int count[4] = {0};
+
+	printf("## cuscope report: ");
+	report_md_code(report_base_name(v->path));
+	printf("\n\n| | |\n|---|---|\n");
+	for (int32_t i = 0; v->multi && i < v->procs->n; i++) {
+		const cs_report_process *p = &v->procs->v[i];
+		char lab[64], st[256];
+		char *found = report_proc_findings(v, p->pid);
+
+		printf("| Process | ");
+		report_md_puts(report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
+		printf(": ");
+		report_md_puts(report_proc_steps_text(st, sizeof(st), &p->steps));
+		printf("; ");
+		report_md_puts(found ? found : "");
+		printf(" |\n");
+		free(found);
+	}
+	if (v->multi) {
+		/* each process's steps and GPU busy share are in its row */
+	} else if (s->method == CS_STEPS_NONE) {
+		printf("| Steps | none found (");
+		report_md_puts(s->detail);
+		printf(") |\n");
+	} else {
+		printf("| Steps | %d (", s->n);
+		report_md_puts(s->detail);
+		printf("), %d warm-up |\n", s->warmup);
+		printf("| Step time | median %s (p10 %s, p90 %s)%s |\n",
+		       cs_fmt_duration(a, sizeof(a), v->median),
+		       cs_fmt_duration(b, sizeof(b), v->p10), cs_fmt_duration(c, sizeof(c), v->p90),
+		       s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
+	}
+	if (!v->multi)
+		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++) {
+		char line[256];
+
+		printf("| Incomplete | ");
+		report_md_puts(report_unended_text(line, sizeof(line), &v->unended[i]));
+		printf(" |\n");
+	}
+	if (v->nunended > UNENDED_SHOWN)
+		printf("| Incomplete | %d more processes without their end record |\n",
+		       v->nunended - UNENDED_SHOWN);
+	for (int32_t i = 0; i < v->r->n; i++)
+		count[v->r->v[i]->severity]++;
+	printf("| Findings | %d (%d error, %d warning, %d info) |\n", v->r->n, count[CS_SEV_ERROR],
+	       count[CS_SEV_WARNING], count[CS_SEV_INFO]);
+	report_ranks_markdown(v->ranks);
+	if (v->r->n == 0) {
+		printf("\n**No findings.**\n");
+		return 0;
+	}
+	printf("\n| Severity | Rule | Finding |%s Steps | GPU lost per step | Total |\n"
+	       "|---|---|---|%s---:|---:|---:|\n",
+	       v->multi ? " Processes |" : "", v->multi ? "---|" : "");
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+
+		printf("| %s | ", cs_severity_name(f->severity));
+		report_md_code(f->rule);
+		printf(" | ");
+		report_md_puts(f->title);
+		if (v->multi) {
+			char lab[64];
+
+			printf(" | ");
+			if (f->nprocs <= 1) {
+				report_md_puts(report_finding_label(lab, sizeof(lab), v, f));
+			} else {
+				for (int32_t k = 0; k < f->nprocs; k++) {
+					const cs_finding_proc *p = &f->procs[k];
+
+					printf("%s", k ? ", " : "");
+					report_md_puts(report_proc_label(lab, sizeof(lab), p->pid,
+									 p->rank, p->local_rank));
+				}
+			}
+		}
+		printf(" | %d | %s (%.1f%%) | %s |\n", f->nsteps,
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
+	}
+	for (int32_t i = 0; i < v->r->n; i++)
+		md_finding(v, v->r->v[i]);
+	return 0;
+}

@@ -1,0 +1,54 @@
+/*
+ * report_internal.h - what the renderers of the report (text.c, json.c, markdown.c) share, from
+ * common.c: labels, step runs, costs and source locations in words.
+ */
+#ifndef CUSCOPE_REPORT_INTERNAL_H
+#define CUSCOPE_REPORT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/report.h"
+
+#define EVIDENCE_KEYS_SHOWN 8  /* evidence keys shown without --verbose */
+#define STEP_RUNS_SHOWN	    6  /* runs of the step list shown without --verbose */
+#define ALSO_SHOWN	    4  /* other processes of a finding shown without --verbose */
+#define LABEL_WIDTH	    10 /* labels of a finding's fields */
+#define HEADER_LABEL_WIDTH  11 /* labels of the header */
+#define UNENDED_SHOWN	    3  /* processes named in the text and markdown headers */
+
+/* one or many by n */
+const char *report_plural(int64_t n, const char *one, const char *many);
+/* The steps of a finding as runs: "3-29", "3-10, 12, 14-29"; at most max_runs (0 = all). */
+void report_step_runs(char *buf, size_t size, const int32_t *steps, int32_t n, int max_runs);
+/* "rank 1 (pid 1202)", "local rank 0 (pid 1202)" or "pid 1202". */
+const char *report_proc_label(char *buf, size_t size, uint32_t pid, int32_t rank,
+			      int32_t local_rank);
+/* The entry of pid among a finding's processes, or NULL. */
+const cs_finding_proc *report_finding_proc(const cs_report_finding *f, uint32_t pid);
+/* The steps a finding's step indices and figures refer to: those of its process. */
+const cs_steps *report_finding_steps(const struct report_view *v, const cs_report_finding *f);
+/* The label of a finding's process. */
+const char *report_finding_label(char *buf, size_t size, const struct report_view *v,
+				 const cs_report_finding *f);
+/* "2.10 ms per step (15.0%) in 40 steps, 84.0 ms in all" for one process of a finding. */
+const char *report_proc_cost(char *buf, size_t size, const cs_finding_proc *p);
+/* The frame that stands for a stack: the innermost in the user's code (docs/commands/report.md). */
+const cs_frame *report_location_frame(const cs_frame *f, int n);
+/* The last component of a path. */
+const char *report_base_name(const char *path);
+/* "file:line in function", "function (module)" or "" (malloc'd, cleaned). */
+char *report_frame_text(const cs_frame *f, int full_module);
+/* Does the stack borrow the Python frames of the thread waiting in backward()? */
+int report_stack_borrowed(const cs_frame *f, int n, const cs_frame *loc);
+/* The text of a stack's location (report_frame_text of its location frame, or backward() at it for
+ * autograd's engine thread); NULL when there is none (malloc'd). */
+char *report_where_text(const cs_frame *f, int n);
+/* "pid N ended without its end record: records after T may be missing" */
+const char *report_unended_text(char *buf, size_t size, const cs_unended *u);
+/* What was found in process pid, in words (malloc'd; NULL without memory). */
+char *report_proc_findings(const struct report_view *v, uint32_t pid);
+/* The steps of a process in words. */
+const char *report_proc_steps_text(char *buf, size_t size, const cs_steps *s);
+
+#endif
