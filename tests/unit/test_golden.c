@@ -4,7 +4,8 @@
  * renderers, the units or a rule does to the report shows as a difference here.
  *
  * The one thing that varies between machines, the trace's path, is written as the path from the
- * source root (the trace is given to cuscope by its absolute path, which is cut back to that).
+ * source root (the trace is given to cuscope by its absolute path, which is cut back to that; the
+ * rest of the output, such as the recorded command, stays as it is).
  *
  * Each case runs twice: the cuscope binary, and cmd_report() of the CLI library linked into this
  * test.
@@ -112,8 +113,10 @@ static void check_golden(const struct golden_case *c, const char *raw, int updat
 {
 	char *rel = malloc(strlen(c->golden) + 32), *golden_path, *prefix, *out;
 
-	prefix = tu_source_file("");
-	out = replace_all(raw, prefix, "");
+	/* only the trace's own path: a recorded command may also name a file under the tree in
+	 * which it was recorded, which stays as it is */
+	prefix = tu_source_file(c->trace);
+	out = replace_all(raw, prefix, c->trace);
 	sprintf(rel, "tests/data/golden/%s", c->golden);
 	golden_path = tu_source_file(rel);
 	if (update) {
