@@ -214,8 +214,13 @@ static void scan_stalls(const cs_analysis *a, const cs_steps *s, const struct ca
 		    (st = ru_steady_step(s, t)) < 0 || ru_work_launched(&w) <= prev)
 			continue;
 		x = &sum[st];
-		/* at the boundary: before the step's first kernel launch or after its last */
-		if (x->first_kernel != CS_TS_UNKNOWN && t >= x->first_kernel && t <= x->last_kernel)
+		/* at the boundary: before the step's first kernel launch or after its last. Only
+		 * where the program marked its steps: steps found from the kernel sequence's period
+		 * start at whichever kernel began the loop (often the loss accumulation that ends
+		 * a step), so their boundary says nothing about where the program waits for input;
+		 * there, the recurrence over the steps is what tells a stall from host work */
+		if (s->method != CS_STEPS_PERIOD && x->first_kernel != CS_TS_UNKNOWN &&
+		    t >= x->first_kernel && t <= x->last_kernel)
 			continue;
 		c_end = last_call_end(calls, ncalls, longest, c->launch_tid, t);
 		if (c_end == CS_TS_UNKNOWN || t - c_end <= far)

@@ -293,6 +293,14 @@ struct gap_ctx {
 	struct ru_i64 cut;
 };
 
+/* Did the launch call at ls follow a stretch without launch calls far longer than the pace? */
+static int after_far_stretch(const struct calls *calls, int64_t ls)
+{
+	int64_t prev = ls != CS_TS_UNKNOWN ? call_before(calls, ls) : CS_TS_UNKNOWN;
+
+	return prev != CS_TS_UNKNOWN && ls - prev > calls->far;
+}
+
 /*
  * Charges each nanosecond of the gap [g0, g1), ended by work whose launch call started at ls, to
  * one cause: the host time of a pageable copy call, else a host wait, else (input set) the input
@@ -416,10 +424,15 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 			p++;
 		d2h = p < wto->n && wfrom->v[p] < w.start && prev <= wto->v[p];
 		/* a host-to-device copy launched before the step's first kernel or after its last:
-		 * the next batch going in */
+		 * the next batch going in. Steps found from the kernel sequence's period start at
+		 * whichever kernel began the loop, so there the copy need not be at a boundary but
+		 * must end a stretch without launch calls far longer than the launch pace, as
+		 * dataloader-stall decides */
 		input = !d2h && !w.is_kernel && a->copies[w.index].copy_kind == CS_COPY_HTOD &&
-			(acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel ||
-			 t > acc[st].last_kernel);
+			(s->method == CS_STEPS_PERIOD
+				 ? after_far_stretch(&gc->calls, w.launch_start)
+				 : acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel ||
+					   t > acc[st].last_kernel);
 		if (by_time) {
 			if (charge_by_time(s, gc, prev, w.start, w.launch_start, input, d2h, acc))
 				return CS_ERR_NOMEM;
