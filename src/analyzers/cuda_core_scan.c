@@ -29,90 +29,14 @@
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 3
 
-/* Length of the source name at *p (digits then that many characters), 0 when malformed. */
-static size_t source_name(const char **p)
-{
-	size_t n = 0;
 
-	while (isdigit((unsigned char)**p))
-		n = n * 10 + (size_t)(*(*p)++ - '0');
-	if (n == 0 || strnlen(*p, n) < n)
-		return 0;
-	return n;
-}
-
-/*
- * The function's own name in a kernel name, into buf: for an Itanium-mangled name the last
- * component of its (nested) name before template arguments begin; for a plain or demangled name
- * the identifier before the first '<' or '(' after the last "::" or space.
- */
-static void own_name(const char *name, char *buf, size_t size)
-{
-	const char *p = name, *last = NULL, *end;
-	size_t last_n = 0;
-
-	buf[0] = '\0';
-	if (!strncmp(p, "_Z", 2)) {
-		p += 2;
-		if (*p == 'L')
-			p++;
-		if (*p == 'N') {
-			p++;
-			while (*p && strchr("rVKRO", *p))
-				p++;
-			while (*p) {
-				if (isdigit((unsigned char)*p)) {
-					size_t n = source_name(&p);
-
-					if (!n)
-						break;
-					last = p;
-					last_n = n;
-					p += n;
-				} else if (*p == 'S') {
-					/* a substitution: St, Sa, ..., or S<seq-id>_ */
-					p++;
-					if (*p && islower((unsigned char)*p)) {
-						p++;
-						continue;
-					}
-					while (*p && *p != '_')
-						p++;
-					if (*p)
-						p++;
-				} else {
-					break; /* I (template arguments), E, C/D (ctor/dtor), ... */
-				}
-			}
-		} else if (isdigit((unsigned char)*p)) {
-			last_n = source_name(&p);
-			last = last_n ? p : NULL;
-		}
-		if (last) {
-			if (last_n >= size)
-				last_n = size - 1;
-			memcpy(buf, last, last_n);
-			buf[last_n] = '\0';
-			return;
-		}
-	}
-	/* plain or demangled: "void cub::DeviceScanKernel<...>(...)" */
-	end = name + strcspn(name, "<(");
-	for (p = end; p > name; p--)
-		if (p[-1] == ':' || p[-1] == ' ')
-			break;
-	if ((size_t)(end - p) >= size)
-		end = p + size - 1;
-	memcpy(buf, p, (size_t)(end - p));
-	buf[end - p] = '\0';
-}
 
 /* Is a kernel name a scan kernel? */
 static int is_scan_name(const char *name)
 {
 	char own[256];
 
-	own_name(name, own, sizeof(own));
+	ru_kernel_own_name(name, own, sizeof(own));
 	return strcasestr(own, "scan") || strcasestr(own, "cumsum") || strcasestr(own, "cumprod");
 }
 
@@ -135,70 +59,14 @@ static int match_pid(const cs_a_kernel *k, void *arg)
 	return k->pid == ((const struct scan_ctx *)arg)->pid;
 }
 
-struct name_time {
-	int64_t name_id;
-	int64_t ns, launches, blocks;
-	int64_t stack_id;
-};
 
-static int cmp_name_time(const void *pa, const void *pb)
-{
-	const struct name_time *x = pa, *y = pb;
-
-	if (x->ns != y->ns)
-		return x->ns > y->ns ? -1 : 1;
-	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
-}
-
-/* Time, launches and blocks of each scan kernel name in steady steps, most time first. */
-static int scan_names(const cs_analysis *a, const cs_steps *s, const struct scan_ctx *c,
-		      struct name_time **out, int32_t *n, int64_t *launches)
-{
-	struct name_time *v = NULL;
-	int32_t m = 0;
-	size_t cap = 0;
-
-	*launches = 0;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int32_t j;
-
-		if (!match_scan(k, (void *)c) || k->start == CS_TS_UNKNOWN ||
-		    k->end == CS_TS_UNKNOWN || k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
-			continue;
-		(*launches)++;
-		for (j = 0; j < m && v[j].name_id != k->name_id; j++)
-			;
-		if (j == m) {
-			if (cs_grow((void **)&v, &cap, (size_t)m + 1, sizeof(*v))) {
-				free(v);
-				return CS_ERR_NOMEM;
-			}
-			memset(&v[m], 0, sizeof(v[m]));
-			v[m].name_id = k->name_id;
-			v[m].stack_id = CS_ID_NONE;
-			m++;
-		}
-		cs_sat_accum(&v[j].ns, k->end - k->start);
-		v[j].launches++;
-		cs_sat_accum(&v[j].blocks, k->grid_blocks);
-		if (v[j].stack_id == CS_ID_NONE)
-			v[j].stack_id = k->stack_id;
-	}
-	if (m > 1)
-		cs_sort(v, (size_t)m, sizeof(*v), cmp_name_time);
-	*out = v;
-	*n = m;
-	return 0;
-}
 
 static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_t *gpu,
 			const int32_t *steps, int32_t n, int64_t lost, double share, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct name_time *names = NULL;
+	struct ru_name_time *names = NULL;
 	int32_t nnames = 0;
 	int64_t launches = 0, gpu_med, *tmp;
 	cs_report_finding *f = NULL;
@@ -207,12 +75,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	int rc = CS_ERR_NOMEM;
 
 	tmp = malloc(((size_t)n + 1) * sizeof(*tmp));
-	if (!tmp || scan_names(a, s, c, &names, &nnames, &launches))
+	if (!tmp || ru_kernel_names(a, s, match_scan, (void *)c, &names, &nnames, &launches))
 		goto out;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = gpu[steps[i]];
 	gpu_med = ru_median(tmp, n);
-	own_name(nnames ? cs_analysis_string(a, names[0].name_id) : "", own, sizeof(own));
+	ru_kernel_own_name(nnames ? cs_analysis_string(a, names[0].name_id) : "", own, sizeof(own));
 	snprintf(title, sizeof(title),
 		 "scan kernels (cumsum) on CUDA cores take %s per step (%.0f%% of the step, "
 		 "%.0f%% of GPU time): %s",

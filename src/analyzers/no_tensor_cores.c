@@ -204,61 +204,7 @@ static int match_pid(const cs_a_kernel *k, void *arg)
 	return k->pid == ((const struct match_ctx *)arg)->pid;
 }
 
-struct name_time {
-	int64_t name_id;
-	int64_t ns, launches, blocks;
-	int64_t stack_id;
-};
 
-static int cmp_name_time(const void *pa, const void *pb)
-{
-	const struct name_time *x = pa, *y = pb;
-
-	if (x->ns != y->ns)
-		return x->ns > y->ns ? -1 : 1;
-	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
-}
-
-/* Time, launches and blocks of each SIMT GEMM name in steady steps, most time first. */
-static int simt_names(const cs_analysis *a, const cs_steps *s, const struct match_ctx *c,
-		      struct name_time **out, int32_t *n)
-{
-	struct name_time *v = NULL;
-	int32_t m = 0;
-	size_t cap = 0;
-
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int32_t j;
-
-		if (!match_class(k, (void *)c) || k->start == CS_TS_UNKNOWN ||
-		    k->end == CS_TS_UNKNOWN || k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
-			continue;
-		for (j = 0; j < m && v[j].name_id != k->name_id; j++)
-			;
-		if (j == m) {
-			if (cs_grow((void **)&v, &cap, (size_t)m + 1, sizeof(*v))) {
-				free(v);
-				return CS_ERR_NOMEM;
-			}
-			memset(&v[m], 0, sizeof(v[m]));
-			v[m].name_id = k->name_id;
-			v[m].stack_id = CS_ID_NONE;
-			m++;
-		}
-		cs_sat_accum(&v[j].ns, k->end - k->start);
-		v[j].launches++;
-		cs_sat_accum(&v[j].blocks, k->grid_blocks);
-		if (v[j].stack_id == CS_ID_NONE)
-			v[j].stack_id = k->stack_id;
-	}
-	if (m > 1)
-		cs_sort(v, (size_t)m, sizeof(*v), cmp_name_time);
-	*out = v;
-	*n = m;
-	return 0;
-}
 
 /* Does a kernel name say it was built for a GPU with tensor cores (sm_70 or later)? */
 static int arch_has_tensor_cores(const char *name)
@@ -358,7 +304,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *simt = NULL, *tensor = NULL, *other = NULL, *gpu = NULL, *lost = NULL, *tmp = NULL,
 		*shortk = NULL;
 	int32_t *steps = NULL, nsteps = 0, nnames_t = 0, steady = cs_steps_steady(s);
-	struct name_time *names = NULL;
+	struct ru_name_time *names = NULL;
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
 	int rc = CS_ERR_NOMEM, any_simt = 0, any_tensor = 0, arch_tc = 0;
@@ -429,7 +375,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
 		goto out;
 	rc = CS_ERR_NOMEM;
-	if (simt_names(a, s, &c, &names, &nnames_t))
+	if (ru_kernel_names(a, s, match_class, &c, &names, &nnames_t, NULL))
 		goto out;
 	{
 		int64_t simt_med = step_median_of(simt, steps, nsteps, tmp);

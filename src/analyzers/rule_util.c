@@ -1823,6 +1823,62 @@ void ru_kernel_own_name(const char *name, char *buf, size_t size)
 	buf[end - p] = '\0';
 }
 
+/* ---- kernels by name ---- */
+
+static int cmp_name_time(const void *pa, const void *pb)
+{
+	const struct ru_name_time *x = pa, *y = pb;
+
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
+}
+
+int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
+		    int (*match)(const cs_a_kernel *k, void *arg), void *arg,
+		    struct ru_name_time **out, int32_t *n, int64_t *launches)
+{
+	struct ru_name_time *v = NULL;
+	int32_t m = 0;
+	size_t cap = 0;
+
+	if (launches)
+		*launches = 0;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int32_t j;
+
+		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
+		    k->end < k->start ||
+		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
+			continue;
+		if (launches)
+			(*launches)++;
+		for (j = 0; j < m && v[j].name_id != k->name_id; j++)
+			;
+		if (j == m) {
+			if (cs_grow((void **)&v, &cap, (size_t)m + 1, sizeof(*v))) {
+				free(v);
+				return CS_ERR_NOMEM;
+			}
+			memset(&v[m], 0, sizeof(v[m]));
+			v[m].name_id = k->name_id;
+			v[m].stack_id = CS_ID_NONE;
+			m++;
+		}
+		cs_sat_accum(&v[j].ns, k->end - k->start);
+		v[j].launches++;
+		cs_sat_accum(&v[j].blocks, k->grid_blocks);
+		if (v[j].stack_id == CS_ID_NONE)
+			v[j].stack_id = k->stack_id;
+	}
+	if (m > 1)
+		cs_sort(v, (size_t)m, sizeof(*v), cmp_name_time);
+	*out = v;
+	*n = m;
+	return 0;
+}
+
 /* ---- blocking copies from pageable memory ---- */
 
 struct tid_call {

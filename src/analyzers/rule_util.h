@@ -405,6 +405,23 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
  */
 void ru_kernel_own_name(const char *name, char *buf, size_t size);
 
+/* ---- kernels by name ---- */
+
+struct ru_name_time {
+	int64_t name_id;
+	int64_t ns, launches, blocks;
+	int64_t stack_id; /* of the first such kernel that has one */
+};
+
+/*
+ * The kernels that match (match(k, arg) != 0) launched in steady steps, by name: their time,
+ * launches and blocks, most time first (ties by name id). *out is freed with free(); *launches (when
+ * not NULL) gets the number of matching kernels. 0, or CS_ERR_NOMEM.
+ */
+int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
+		    int (*match)(const cs_a_kernel *k, void *arg), void *arg,
+		    struct ru_name_time **out, int32_t *n, int64_t *launches);
+
 /* ---- blocking copies from pageable memory ---- */
 
 /*
