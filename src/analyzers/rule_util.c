@@ -1823,6 +1823,23 @@ void ru_kernel_own_name(const char *name, char *buf, size_t size)
 	buf[end - p] = '\0';
 }
 
+int64_t ru_mode_nonzero(int64_t *v, int32_t n)
+{
+	int32_t best_n = 0;
+	int64_t best = 0;
+
+	ru_sort_i64(v, n);
+	for (int32_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && v[j] == v[i]; j++)
+			;
+		if (v[i] != 0 && j - i > best_n) {
+			best_n = j - i;
+			best = v[i];
+		}
+	}
+	return best;
+}
+
 /* ---- kernels by name ---- */
 
 static int cmp_name_time(const void *pa, const void *pb)

@@ -405,6 +405,10 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
  */
 void ru_kernel_own_name(const char *name, char *buf, size_t size);
 
+/* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0 when
+ * none. */
+int64_t ru_mode_nonzero(int64_t *v, int32_t n);
+
 /* ---- kernels by name ---- */
 
 struct ru_name_time {

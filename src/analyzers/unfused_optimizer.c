@@ -142,22 +142,9 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 /* The most common non-zero repeat count of the steps. */
 static int64_t modal_repeats(const struct step_sum *sum, int32_t n, int64_t *tmp)
 {
-	int32_t m = 0, best_n = 0;
-	int64_t best = 0;
-
 	for (int32_t i = 0; i < n; i++)
-		if (sum[i].repeats > 0)
-			tmp[m++] = sum[i].repeats;
-	ru_sort_i64(tmp, m);
-	for (int32_t i = 0, j; i < m; i = j) {
-		for (j = i; j < m && tmp[j] == tmp[i]; j++)
-			;
-		if (j - i > best_n) {
-			best_n = j - i;
-			best = tmp[i];
-		}
-	}
-	return best;
+		tmp[i] = sum[i].repeats;
+	return ru_mode_nonzero(tmp, n);
 }
 
 static void add_median(cJSON *e, const char *key, const struct step_sum *sum,

@@ -132,22 +132,9 @@ static int sizes_differ(const struct ru_op *ops, int64_t i, int64_t j)
 /* The most common non-zero write count (fills + multi-tensor zero kernels) of the steps. */
 static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
 {
-	int32_t m = 0, best_n = 0;
-	int64_t best = 0;
-
 	for (int32_t i = 0; i < n; i++)
-		if (sum[i].fills + sum[i].foreach_zero > 0)
-			tmp[m++] = sum[i].fills + sum[i].foreach_zero;
-	ru_sort_i64(tmp, m);
-	for (int32_t i = 0, j; i < m; i = j) {
-		for (j = i; j < m && tmp[j] == tmp[i]; j++)
-			;
-		if (j - i > best_n) {
-			best_n = j - i;
-			best = tmp[i];
-		}
-	}
-	return best;
+		tmp[i] = sum[i].fills + sum[i].foreach_zero;
+	return ru_mode_nonzero(tmp, n);
 }
 
 static void add_median(cJSON *e, const char *key, const struct step_sum *sum,
