@@ -215,6 +215,83 @@ char *report_where_text(const cs_frame *f, int n)
 	return r;
 }
 
+static int cmp_site_cost(const void *pa, const void *pb)
+{
+	const struct report_site *x = pa, *y = pb;
+
+	if (x->cost_ns != y->cost_ns)
+		return x->cost_ns > y->cost_ns ? -1 : 1;
+	return strcmp(x->where, y->where);
+}
+
+int report_sites(cs_trace *t, const cs_report_finding *f, struct report_site **out, int64_t *total)
+{
+	const cJSON *sites = f->evidence ? cJSON_GetObjectItem(f->evidence, "sites") : NULL, *o;
+	struct report_site *v = NULL;
+	size_t cap = 0;
+	int n = 0;
+
+	*out = NULL;
+	*total = 0;
+	cJSON_ArrayForEach(o, sites)
+	{
+		const cJSON *id = cJSON_GetObjectItem(o, "stack_id");
+		const cJSON *cnt = cJSON_GetObjectItem(o, "waits");
+		const cJSON *cost = cJSON_GetObjectItem(o, "idle_ns");
+		const cs_frame *frames;
+		cs_error err = {0, ""};
+		char *where;
+		int nf, j;
+
+		if (!cJSON_IsNumber(id) || id->valuedouble < 0 ||
+		    cs_trace_get_stack(t, (int64_t)id->valuedouble, &frames, &nf, &err) < 0 ||
+		    nf == 0 || !(where = report_where_text(frames, nf)))
+			continue;
+		for (j = 0; j < n && strcmp(v[j].where, where); j++)
+			;
+		if (j == n) {
+			if (cs_grow((void **)&v, &cap, (size_t)n + 1, sizeof(*v))) {
+				free(where);
+				break;
+			}
+			const cs_frame *loc = report_location_frame(frames, nf);
+
+			memset(&v[n], 0, sizeof(v[n]));
+			v[n].where = where;
+			/* copied: the trace's stack cache is reused by the next lookup */
+			if (loc && loc->file)
+				v[n].file = strdup(loc->file);
+			if (loc && loc->symbol)
+				v[n].function = strdup(loc->symbol);
+			v[n].line = loc ? loc->line : 0;
+			n++;
+		} else {
+			free(where);
+		}
+		v[j].count += cJSON_IsNumber(cnt) ? (int64_t)cnt->valuedouble : 0;
+		v[j].cost_ns += cJSON_IsNumber(cost) ? (int64_t)cost->valuedouble : 0;
+		*total += cJSON_IsNumber(cost) ? (int64_t)cost->valuedouble : 0;
+	}
+	if (n < 2) {
+		report_sites_free(v, n);
+		*total = 0;
+		return 0;
+	}
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_site_cost);
+	*out = v;
+	return n;
+}
+
+void report_sites_free(struct report_site *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(v[i].where);
+		free(v[i].file);
+		free(v[i].function);
+	}
+	free(v);
+}
+
 /* "pid N ended without its end record: records after T may be missing" */
 const char *report_unended_text(char *buf, size_t size, const cs_unended *u)
 {

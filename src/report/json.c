@@ -105,6 +105,41 @@ static cJSON *json_frame(const cs_frame *f)
 	return o;
 }
 
+/* "locations": each call site of a finding that names several (file, line, function, count,
+ * cost_ns, share), costliest first; absent otherwise ("location" names the one). */
+static int json_locations(cs_trace *t, const cs_report_finding *f, cJSON *o)
+{
+	struct report_site *sites;
+	int64_t total;
+	int n = report_sites(t, f, &sites, &total), rc = 0;
+	cJSON *arr;
+
+	if (n == 0)
+		return 0;
+	arr = cJSON_AddArrayToObject(o, "locations");
+	for (int i = 0; arr && i < n; i++) {
+		cJSON *l = cJSON_CreateObject();
+
+		if (!l || !cJSON_AddItemToArray(arr, l)) {
+			cJSON_Delete(l);
+			arr = NULL;
+			break;
+		}
+		cs_json_add_string(l, "file", sites[i].file);
+		cs_json_add_int(l, "line", sites[i].line, 0);
+		cs_json_add_string(l, "function", sites[i].function);
+		cs_json_add_string(l, "where", sites[i].where);
+		cs_json_add_int(l, "count", sites[i].count, INT64_MIN);
+		cs_json_add_int(l, "cost_ns", sites[i].cost_ns, INT64_MIN);
+		cJSON_AddNumberToObject(l, "share",
+					total > 0 ? (double)sites[i].cost_ns / (double)total : 0.0);
+	}
+	if (!arr)
+		rc = -1;
+	report_sites_free(sites, n);
+	return rc;
+}
+
 static int json_stack(cs_trace *t, const cs_report_finding *f, cJSON *o)
 {
 	cJSON *stack;
@@ -129,6 +164,8 @@ static int json_stack(cs_trace *t, const cs_report_finding *f, cJSON *o)
 	} else if (!cJSON_AddNullToObject(o, "location")) {
 		return -1;
 	}
+	if (json_locations(t, f, o))
+		return -1;
 	stack = cJSON_AddArrayToObject(o, "stack");
 	if (!stack)
 		return -1;

@@ -91,7 +91,27 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 		cs_error err = {0, ""};
 		int n;
 
-		if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 && n > 0) {
+		struct report_site *sites;
+		int64_t total;
+		int ns = report_sites(v->t, f, &sites, &total);
+
+		if (ns > 0) {
+			char c[CS_FMT_MAX];
+
+			printf("- **Where:**\n");
+			for (int i = 0; i < ns && (v->verbose || i < REPORT_SITES_SHOWN); i++) {
+				printf("  - ");
+				report_md_code(sites[i].where);
+				printf(": %lld call%s, %s (%.0f%%)\n", (long long)sites[i].count,
+				       sites[i].count == 1 ? "" : "s",
+				       cs_fmt_duration(c, sizeof(c), sites[i].cost_ns),
+				       total > 0 ? 100.0 * (double)sites[i].cost_ns / (double)total
+						 : 0.0);
+			}
+			if (!v->verbose && ns > REPORT_SITES_SHOWN)
+				printf("  - ... %d more\n", ns - REPORT_SITES_SHOWN);
+			report_sites_free(sites, ns);
+		} else if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 && n > 0) {
 			char *s = report_where_text(frames, n);
 
 			if (s) {

@@ -117,15 +117,15 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 {
 	static const struct cs_column cols[] = {
-		{"Rank", CS_ALIGN_RIGHT, 0},	    {"PID", CS_ALIGN_RIGHT, 0},
-		{"Step", CS_ALIGN_RIGHT, 0},	    {"Own", CS_ALIGN_RIGHT, 0},
-		{"Compute", CS_ALIGN_RIGHT, 0},    {"NCCL", CS_ALIGN_RIGHT, 0},
+		{"Rank", CS_ALIGN_RIGHT, 0},	   {"PID", CS_ALIGN_RIGHT, 0},
+		{"Step", CS_ALIGN_RIGHT, 0},	   {"Own", CS_ALIGN_RIGHT, 0},
+		{"Compute", CS_ALIGN_RIGHT, 0},	   {"NCCL", CS_ALIGN_RIGHT, 0},
 		{"Overlapped", CS_ALIGN_RIGHT, 0}, {"Exposed", CS_ALIGN_RIGHT, 0},
 		{"Host wait", CS_ALIGN_RIGHT, 0},  {"Idle before", CS_ALIGN_RIGHT, 0},
 		{"Slowest in", CS_ALIGN_RIGHT, 0},
 	};
 	static const struct cs_column scols[] = {
-		{"Step", CS_ALIGN_RIGHT, 0},	{"Slowest rank", CS_ALIGN_RIGHT, 0},
+		{"Step", CS_ALIGN_RIGHT, 0},   {"Slowest rank", CS_ALIGN_RIGHT, 0},
 		{"Behind", CS_ALIGN_RIGHT, 0}, {"Cause", CS_ALIGN_LEFT, 0},
 		{"Phase", CS_ALIGN_LEFT, 0},
 	};

@@ -44,6 +44,25 @@ int report_stack_borrowed(const cs_frame *f, int n, const cs_frame *loc);
 /* The text of a stack's location (report_frame_text of its location frame, or backward() at it for
  * autograd's engine thread); NULL when there is none (malloc'd). */
 char *report_where_text(const cs_frame *f, int n);
+
+/* One call site of a finding: where its stacks point, how many calls, what they cost. */
+struct report_site {
+	char *where;	       /* report_where_text() of its stacks */
+	char *file, *function; /* of the location frame of its first stack; NULL when none */
+	int line;
+	int64_t count;	 /* calls (waits) made there */
+	int64_t cost_ns; /* their cost, over the whole trace */
+};
+/*
+ * The call sites of a finding that names several: its evidence's "sites" array (stack_id, waits,
+ * idle_ns, as the wait rules write it), merged by location text, costliest first. 0 when the
+ * finding has fewer than two sites with a location (then its stack_id says where). *out is freed
+ * with report_sites_free(); *total gets the cost of all the sites.
+ */
+int report_sites(cs_trace *t, const cs_report_finding *f, struct report_site **out, int64_t *total);
+void report_sites_free(struct report_site *v, int n);
+/* The sites the text and markdown reports list without -v. */
+#define REPORT_SITES_SHOWN 3
 /* "pid N ended without its end record: records after T may be missing" */
 const char *report_unended_text(char *buf, size_t size, const cs_unended *u);
 /* What was found in process pid, in words (malloc'd; NULL without memory). */

@@ -132,6 +132,34 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 	}
 }
 
+/* A finding with several call sites: a "where:" line each (the costliest REPORT_SITES_SHOWN, all
+ * with -v), with its calls and its share of their cost. 0 when it has fewer than two. */
+static int text_sites(const struct report_view *v, const cs_report_finding *f)
+{
+	struct report_site *sites;
+	int64_t total;
+	int n = report_sites(v->t, f, &sites, &total), shown = v->verbose ? n : REPORT_SITES_SHOWN;
+
+	for (int i = 0; i < n && i < shown; i++) {
+		char line[4096], c[CS_FMT_MAX];
+
+		snprintf(line, sizeof(line), "%s (%lld call%s, %s, %.0f%%)", sites[i].where,
+			 (long long)sites[i].count, sites[i].count == 1 ? "" : "s",
+			 cs_fmt_duration(c, sizeof(c), sites[i].cost_ns),
+			 total > 0 ? 100.0 * (double)sites[i].cost_ns / (double)total : 0.0);
+		print_field(i ? "" : "where:", line, v->width);
+	}
+	if (n > shown) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "... %d more site%s (-v)", n - shown,
+			 n - shown == 1 ? "" : "s");
+		print_field("", line, v->width);
+	}
+	report_sites_free(sites, n);
+	return n;
+}
+
 static void text_stack(const struct report_view *v, const cs_report_finding *f)
 {
 	const cs_frame *frames;
@@ -143,8 +171,9 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 		return;
 	if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
 		return;
-	s = report_where_text(frames, n);
-	if (s)
+	if (text_sites(v, f))
+		s = NULL;
+	else if ((s = report_where_text(frames, n)) != NULL)
 		print_field("where:", s, v->width);
 	free(s);
 	if (!v->verbose)
