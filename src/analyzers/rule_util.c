@@ -1737,10 +1737,10 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
 {
 	int64_t busy;
 
-	if (t1 <= t0)
+	if (t1 <= t0 || t0 == CS_TS_UNKNOWN)
 		return 0;
 	busy = cs_analysis_gpu_busy(a, pid, t0, t1);
-	return busy < t1 - t0 ? t1 - t0 - busy : 0;
+	return busy < cs_sat_sub(t1, t0) ? cs_sat_sub(cs_sat_sub(t1, t0), busy) : 0;
 }
 
 /* ---- kernel names ---- */

@@ -115,19 +115,21 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 		const cs_a_kernel *k = &a->kernels[ops[j].index];
 		int64_t le = k->launch_end != CS_TS_UNKNOWN ? k->launch_end : ops[j].launch;
 
-		t0 = k->start < t0 ? k->start : t0;
-		t1 = k->end > t1 ? k->end : t1;
 		l0 = ops[j].launch < l0 ? ops[j].launch : l0;
 		l1 = le > l1 ? le : l1;
+		if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN)
+			continue; /* a row without its GPU times: no time of its own */
+		t0 = k->start < t0 ? k->start : t0;
+		t1 = k->end > t1 ? k->end : t1;
 		if (k->end > k->start)
-			cs_sat_accum(&gpu, k->end - k->start);
+			cs_sat_accum(&gpu, cs_sat_sub(k->end, k->start));
 	}
 	x->runs++;
 	x->repeats += r;
 	x->kernels += n;
 	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
 	cs_sat_accum(&x->gpu_ns, gpu);
-	cs_sat_accum(&x->launch_ns, l1 > l0 ? l1 - l0 : 0);
+	cs_sat_accum(&x->launch_ns, l1 > l0 ? cs_sat_sub(l1, l0) : 0);
 	if (x->first_op < 0 || r > x->longest) {
 		x->first_op = i;
 		x->period = p;
@@ -147,8 +149,8 @@ static int64_t modal_repeats(const struct step_sum *sum, int32_t n, int64_t *tmp
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum,
-		       const int32_t *steps, int32_t n, size_t offset, int64_t *tmp)
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
+		       int32_t n, size_t offset, int64_t *tmp)
 {
 	cJSON_AddNumberToObject(e, key,
 				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
@@ -242,9 +244,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
-	if (nsteps == 0 || !ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0,
-					     MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
-					     MIN_LOSS_SHARE, tmp, &r))
+	if (nsteps == 0 ||
+	    !ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0, MIN_STEPS,
+			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
 		goto out;
 	rc = CS_ERR_NOMEM;
 	{
@@ -259,18 +261,18 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 						  offsetof(struct step_sum, longest), tmp);
 
 		if (r.recurring)
-			snprintf(title, sizeof(title),
-				 "optimizer step one tensor at a time: %lld small kernels per step, "
-				 "repeated for %lld tensors, launched in %s, GPU idle %s per step "
-				 "(%.1f%%)%s%s",
-				 (long long)kern, (long long)tensors,
-				 ru_fmt_ns(b2, sizeof(b2), launch),
-				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near1, near2);
+			snprintf(
+				title, sizeof(title),
+				"optimizer step one tensor at a time: %lld small kernels per step, "
+				"repeated for %lld tensors, launched in %s, GPU idle %s per step "
+				"(%.1f%%)%s%s",
+				(long long)kern, (long long)tensors,
+				ru_fmt_ns(b2, sizeof(b2), launch),
+				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near1, near2);
 		else {
 			ru_recur_rare_text(&r, nsteps,
 					   ru_median_field(sum, sizeof(*sum), steps, nsteps,
-							   offsetof(struct step_sum, idle_ns),
-							   tmp),
+							   offsetof(struct step_sum, idle_ns), tmp),
 					   rare, sizeof(rare));
 			snprintf(title, sizeof(title),
 				 "optimizer step one tensor at a time (%lld small kernels, "

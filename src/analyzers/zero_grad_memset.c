@@ -34,7 +34,7 @@
 #define MIN_FILLS 4
 /* In at least this share of the steady steps, and at least this many of them. */
 #define MIN_STEP_SHARE 0.5
-#define MIN_STEPS 3
+#define MIN_STEPS      3
 
 #define RULE_ID "zero-grad-memset"
 
@@ -77,16 +77,17 @@ static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start
 		le = a->copies[o->index].launch_end;
 	}
 	*launch_end = le != CS_TS_UNKNOWN ? le : o->launch;
+	if (*start == CS_TS_UNKNOWN || *end == CS_TS_UNKNOWN)
+		*start = *end = o->launch; /* a row without its GPU times: no time of its own */
 }
 
-static void add_write(const cs_analysis *a, const struct ru_op *o, int64_t i,
-		      struct step_sum *x)
+static void add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, struct step_sum *x)
 {
 	int64_t t0, t1, le;
 
 	op_times(a, o, &t0, &t1, &le);
 	if (t1 > t0)
-		cs_sat_accum(&x->gpu_ns, t1 - t0);
+		cs_sat_accum(&x->gpu_ns, cs_sat_sub(t1, t0));
 	if (!o->is_kernel) {
 		x->memsets++;
 		cs_sat_accum(&x->memset_bytes, o->size);
@@ -117,7 +118,7 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 	x->runs++;
 	x->fills += j - i;
 	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
-	cs_sat_accum(&x->launch_ns, l1 > ops[i].launch ? l1 - ops[i].launch : 0);
+	cs_sat_accum(&x->launch_ns, l1 > ops[i].launch ? cs_sat_sub(l1, ops[i].launch) : 0);
 }
 
 /* Whether ops[i..j) has at least two sizes. */
@@ -137,8 +138,8 @@ static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum,
-		       const int32_t *steps, int32_t n, size_t offset, int64_t *tmp)
+static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
+		       int32_t n, size_t offset, int64_t *tmp)
 {
 	cJSON_AddNumberToObject(e, key,
 				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
@@ -171,7 +172,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	for (int64_t b = 0, e; b < nops; b = e) {
 		for (e = b; e < nops && ops[e].step == ops[b].step && ops[e].tid == ops[b].tid; e++)
 			;
-		for (int64_t i = b, j; i < e; i = j > i ? j : i + 1) {
+		for (int64_t i = b, j; i<e; i = j> i ? j : i + 1) {
 			struct step_sum *x = &sum[ops[i].step];
 
 			j = i;

@@ -6,6 +6,8 @@
  * text and markdown reports in words and units, and colours on a terminal only.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <errno.h>
 #include <math.h>
 #include <pty.h>
@@ -577,7 +579,7 @@ static char *run_on_terminal(const char *const *args, const char *env)
 	const char *bin = tu_cuscope_bin();
 	char *out = NULL;
 	size_t len = 0, cap = 0;
-	int fd, status;
+	int fd, status = 0, slave, done = 0;
 	pid_t pid = forkpty(&fd, NULL, NULL, NULL);
 
 	ck_assert_msg(pid >= 0, "forkpty: %s", strerror(errno));
@@ -595,22 +597,45 @@ static char *run_on_terminal(const char *const *args, const char *env)
 		execv(bin, argv);
 		_exit(127);
 	}
+	/* Hold the terminal's other side open here too, so that the child's exit does not hang
+	 * it up before everything it wrote has been read (a read then fails with EIO and what was
+	 * still buffered is lost, which happened on a loaded machine): read until the child has
+	 * ended and nothing more comes. */
+	slave = open(ptsname(fd), O_RDWR | O_NOCTTY);
 	for (;;) {
+		struct pollfd pf = {fd, POLLIN, 0};
 		ssize_t r;
+		int ready = poll(&pf, 1, 200);
 
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			out = realloc(out, cap);
-			ck_assert(out != NULL);
+		if (ready > 0 && (pf.revents & POLLIN)) {
+			if (len + 4096 + 1 > cap) {
+				cap = cap ? cap * 2 : 65536;
+				out = realloc(out, cap);
+				ck_assert(out != NULL);
+			}
+			r = read(fd, out + len, 4096);
+			if (r <= 0)
+				break;
+			len += (size_t)r;
+			continue;
 		}
-		r = read(fd, out + len, 4096);
-		if (r <= 0) /* EIO once the child closed the terminal */
+		if (ready < 0 && errno != EINTR)
 			break;
-		len += (size_t)r;
+		if (!done && waitpid(pid, &status, WNOHANG) == pid)
+			done = 1;
+		else if (done || (ready > 0 && !(pf.revents & POLLIN)))
+			break;
+	}
+	if (!out) {
+		out = malloc(1);
+		ck_assert(out != NULL);
 	}
 	out[len] = '\0';
 	close(fd);
-	waitpid(pid, &status, 0);
+	if (slave >= 0)
+		close(slave);
+	if (!done)
+		waitpid(pid, &status, 0);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	return out;
 }
