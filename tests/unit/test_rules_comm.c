@@ -520,6 +520,63 @@ START_TEST(test_gather_rare)
 }
 END_TEST
 
+/* 20 DDP buckets of 120 us and the loss all-reduced for logging (8 us): one small all-reduce per
+ * step, however short. */
+START_TEST(test_buckets_and_loss)
+{
+	struct job j = base_job();
+	struct result res;
+	char *path;
+
+	j.nar = 21;
+	for (int i = 0; i < j.nar; i++)
+		j.ar[i] = 120 * US;
+	j.ar[20] = 8 * US;
+	path = write_job("loss_ar.db", &j);
+	analyse(&res, path);
+	ck_assert_ptr_null(finding(&res, "small-allreduce-buckets"));
+	release(&res);
+	free(path);
+}
+END_TEST
+
+/* Both rules run on the steps of one process, with no view of the other ranks: the same
+ * findings for that process. */
+START_TEST(test_rules_alone)
+{
+	struct job j = gather_job();
+	struct result res;
+	cs_report out = {NULL, 0, 0};
+	cs_error err = {0, ""};
+	char *path;
+
+	j.nar = 64;
+	for (int i = 0; i < j.nar; i++)
+		j.ar[i] = 15 * US + (i % 4) * 3 * US;
+	path = write_job("alone.db", &j);
+	analyse(&res, path);
+	{
+		const cs_analyzer *two[] = {cs_analyzer_find("small-allreduce-buckets"),
+					    cs_analyzer_find("gather-list-cat"), NULL};
+		const cs_report_process *p = cs_report_process_find(&res.procs, 2001);
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(cs_report_run(&res.a, &p->steps, two, &out, &err), 0);
+	}
+	ck_assert_int_eq(out.n, 2);
+	for (int32_t i = 0; i < out.n; i++) {
+		const cs_report_finding *f = finding(&res, out.v[i]->rule);
+
+		ck_assert_uint_eq(out.v[i]->pid, 2001);
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(out.v[i]->lost_ns_per_step, f->lost_ns_per_step);
+	}
+	cs_report_free(&out);
+	release(&res);
+	free(path);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
 	Suite *s = suite_create("rules_comm");
@@ -536,6 +593,8 @@ static Suite *comm_suite(void)
 	tcase_add_test(tc, test_gather_into_tensor);
 	tcase_add_test(tc, test_gather_unrelated_cat);
 	tcase_add_test(tc, test_gather_rare);
+	tcase_add_test(tc, test_buckets_and_loss);
+	tcase_add_test(tc, test_rules_alone);
 	suite_add_tcase(s, tc);
 	return s;
 }
