@@ -26,6 +26,25 @@
 /* A cost under this share of the median step is not reported. */
 #define MIN_SHARE 0.005
 
+/* a - b and a + b, saturated at the int64 limits (a trace may hold any times) */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 enum { K_OTHER = 0, K_GATHER, K_CAT, K_NCCL };
 
 static int kind_of(const char *name)
@@ -76,7 +95,7 @@ static int by_launch(const void *x, const void *y)
 	return p->i < q->i ? -1 : p->i > q->i;
 }
 
-/* The device-to-device copies of the process on stream, launched in [t0, t1), that started
+/* The device-to-device copies of the process on stream, launched in [t0, t1], that started
  * in [g_end, c_start] (after the all-gather, before the cat): their count into *n and GPU time
  * into *ns. a->copies is sorted by start. */
 static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t t0, int64_t t1,
@@ -100,10 +119,10 @@ static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_
 		if (c->pid != pid || c->is_memset || c->copy_kind != CS_COPY_DTOD ||
 		    c->stream_id != stream || c->start == CS_TS_UNKNOWN || c->end <= c->start)
 			continue;
-		if (l < t0 || l >= t1)
+		if (l < t0 || l > t1)
 			continue;
 		(*n)++;
-		*ns += c->end - c->start;
+		*ns = sat_add(*ns, sat_sub(c->end, c->start));
 	}
 }
 
@@ -171,14 +190,14 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		}
 		if (!c)
 			continue;
-		copy_out(a, s->pid, g->stream_id, launched(g), launched(c) + 1, g->end, c->start,
+		copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start,
 			 &nc, &cns);
 		matches++;
 		copies += nc;
-		copy_ns += cns;
-		cat_ns += c->end - c->start;
-		gather_ns += g->end - g->start;
-		cost[st] += cns + (c->end - c->start);
+		copy_ns = sat_add(copy_ns, cns);
+		cat_ns = sat_add(cat_ns, sat_sub(c->end, c->start));
+		gather_ns = sat_add(gather_ns, sat_sub(g->end, g->start));
+		cost[st] = sat_add(cost[st], sat_add(cns, sat_sub(c->end, c->start)));
 		if (gather_name < 0)
 			gather_name = g->name_id;
 		if (cat_name < 0)
