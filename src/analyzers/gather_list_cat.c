@@ -190,8 +190,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		}
 		if (!c)
 			continue;
-		copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start,
-			 &nc, &cns);
+		copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start, &nc,
+			 &cns);
 		matches++;
 		copies += nc;
 		copy_ns = sat_add(copy_ns, cns);
@@ -216,16 +216,19 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 		if (lm <= 0 || share < MIN_SHARE)
 			goto out;
-		snprintf(title, sizeof(title),
-			 "NCCL all-gather into a list, then concatenated: %.1f all-gathers per step "
-			 "each followed by %.1f copies out of the gathered buffer and a cat kernel, "
-			 "%s of GPU time per step (%s)",
-			 (double)matches / nsteps, (double)copies / (double)matches,
-			 ru_fmt_ns(b1, sizeof(b1), lm), ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
+		snprintf(
+			title, sizeof(title),
+			"NCCL all-gather into a list, then concatenated: %.1f all-gathers per step "
+			"each followed by %.1f copies out of the gathered buffer and a cat kernel, "
+			"%s of GPU time per step (%s)",
+			(double)matches / nsteps, (double)copies / (double)matches,
+			ru_fmt_ns(b1, sizeof(b1), lm),
+			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
 		f = cs_finding_new(
 			RULE_ID, ru_severity(share), title,
-			"Gather into one preallocated tensor: torch.distributed.all_gather_into_tensor"
-			"(output, input) (_all_gather_base in older PyTorch) with output of "
+			"Gather into one preallocated tensor: "
+			"torch.distributed.all_gather_into_tensor(output, input) "
+			"(_all_gather_base in older PyTorch) with output of "
 			"world_size times the input's size, instead of all_gather(list, input) and "
 			"torch.cat(list): no list tensors, no copy-out, no cat.");
 		if (!f || cs_finding_set_steps(f, steps, nsteps))
@@ -240,7 +243,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 			ok &= cJSON_AddNumberToObject(ev, "matches", (double)matches) != NULL;
 			ok &= cJSON_AddNumberToObject(ev, "all_gathers", (double)gathers) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "copy_out_copies", (double)copies) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "copy_out_copies", (double)copies) !=
+			      NULL;
 			ok &= cJSON_AddNumberToObject(ev, "copy_out_ns", (double)copy_ns) != NULL;
 			ok &= cJSON_AddNumberToObject(ev, "cat_ns", (double)cat_ns) != NULL;
 			ok &= cJSON_AddNumberToObject(ev, "all_gather_ns", (double)gather_ns) !=
@@ -269,7 +273,8 @@ out:
 
 const cs_analyzer cs_rule_gather_list_cat = {
 	RULE_ID,
-	"an NCCL all-gather into a list of tensors, then torch.cat of the list: two extra copies of "
+	"an NCCL all-gather into a list of tensors, then torch.cat of the list: two extra copies "
+	"of "
 	"the gathered data",
 	"000 #1",
 	run,

@@ -217,10 +217,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
 		f = cs_finding_new(
 			RULE_ID, ru_severity(share), title,
-			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb (default 25) "
-			"and set gradient_as_bucket_view=True; keep gradients in one contiguous flat "
-			"buffer (views of it per parameter) and all-reduce the buffer, not each "
-			"parameter's gradient.");
+			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
+			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
+			"one contiguous flat buffer (views of it per parameter) and all-reduce "
+			"the buffer, not each parameter's gradient.");
 		if (!f || cs_finding_set_steps(f, steps, nsteps))
 			goto nomem;
 		f->lost_ns_per_step = lm;

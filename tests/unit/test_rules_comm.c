@@ -29,26 +29,26 @@ static char *tmp_dir;
 /* What every rank does in a step. */
 struct job {
 	int nranks;
-	int64_t compute;	  /* GPU time of the 10 compute kernels per step */
-	int nar;		  /* all-reduces per step */
-	int64_t ar[MAXAR];	  /* their kernel times */
-	int overlap;		  /* the all-reduces run beside the compute (DDP buckets) */
-	int gather;		  /* an all-gather per step, after the first 5 compute kernels */
-	int64_t gather_ns;	  /* its kernel time */
-	int copies;		  /* device-to-device copies on the NCCL stream after it */
-	int64_t copy_ns;	  /* each */
-	int cat;		  /* a cat kernel after the all-gather */
-	int cat_after;		  /* compute kernels launched between the all-gather and the cat */
-	int64_t cat_ns;		  /* its kernel time */
-	int gather_every;	  /* the all-gather in one of this many steps (0: every step) */
+	int64_t compute;   /* GPU time of the 10 compute kernels per step */
+	int nar;	   /* all-reduces per step */
+	int64_t ar[MAXAR]; /* their kernel times */
+	int overlap;	   /* the all-reduces run beside the compute (DDP buckets) */
+	int gather;	   /* an all-gather per step, after the first 5 compute kernels */
+	int64_t gather_ns; /* its kernel time */
+	int copies;	   /* device-to-device copies on the NCCL stream after it */
+	int64_t copy_ns;   /* each */
+	int cat;	   /* a cat kernel after the all-gather */
+	int cat_after;	   /* compute kernels launched between the all-gather and the cat */
+	int64_t cat_ns;	   /* its kernel time */
+	int gather_every;  /* the all-gather in one of this many steps (0: every step) */
 };
 
 struct rank {
 	cs_trace_writer *w;
 	uint32_t pid;
 	uint64_t *corr;
-	int64_t h;	 /* host clock */
-	int64_t g[32];	 /* per stream: end of its GPU work */
+	int64_t h;     /* host clock */
+	int64_t g[32]; /* per stream: end of its GPU work */
 	int64_t compute, nccl, gather, cat, step;
 };
 
@@ -163,14 +163,16 @@ static char *write_job(const char *file, const struct job *j)
 	ck_assert_msg(cs_writer_open(path, 1, &w, &err) == 0, "writer: %s", err.msg);
 	names[0] = cs_writer_intern(w, "_ZN2at6native18elementwise_kernelEv");
 	names[1] = cs_writer_intern(
-		w, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+		w,
+		"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
 	names[2] = cs_writer_intern(
 		w, "_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE");
 	/* as CUPTI records it (PyTorch 2.11) */
 	names[3] = cs_writer_intern(
 		w, "_ZN2at6native40_GLOBAL__N__0f1a8107_8_Shape_cu_49f7391c35CatArrayBatchedCopy_"
 		   "alignedK_contigINS1_10OpaqueTypeILj4EEEjLi1ELi128ELi1ELi16EEEvPT_NS1_"
-		   "25CatArrInputTensorMetadataIS5_T0_XT2_EXT3_EEENS1_16TensorSizeStrideIS8_Lj4EEEiS8_");
+		   "25CatArrInputTensorMetadataIS5_T0_XT2_EXT3_EEENS1_16TensorSizeStrideIS8_"
+		   "Lj4EEEiS8_");
 	names[4] = cs_writer_intern(w, "step");
 	for (int i = 0; i < 5; i++)
 		ck_assert(names[i] >= 0);
