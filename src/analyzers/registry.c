@@ -18,6 +18,8 @@ extern const cs_analyzer cs_rule_unfused_optimizer;
 extern const cs_analyzer cs_rule_zero_grad_memset;
 extern const cs_analyzer cs_rule_rank_straggler;
 extern const cs_analyzer cs_rule_comm_not_overlapped;
+extern const cs_analyzer cs_rule_small_allreduce_buckets;
+extern const cs_analyzer cs_rule_gather_list_cat;
 extern const cs_analyzer cs_rule_unfused_elementwise;
 extern const cs_analyzer cs_rule_no_tensor_cores;
 extern const cs_analyzer cs_rule_dataloader_stall;
@@ -36,6 +38,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_zero_grad_memset,
 	&cs_rule_rank_straggler,
 	&cs_rule_comm_not_overlapped,
+	&cs_rule_small_allreduce_buckets,
+	&cs_rule_gather_list_cat,
 	&cs_rule_unfused_elementwise,
 	&cs_rule_no_tensor_cores,
 	&cs_rule_dataloader_stall,

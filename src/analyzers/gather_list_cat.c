@@ -1,0 +1,281 @@
+/*
+ * gather_list_cat.c - the gather-list-cat rule: an NCCL all-gather into a list of tensors,
+ * followed by their concatenation. torch.distributed.all_gather(list, x) gathers into one flat
+ * buffer and copies each rank's part out into the list's tensors (device-to-device copies on the
+ * NCCL stream, after the all-gather kernel); torch.cat(list) then copies it all once more into a
+ * new tensor (a CatArrayBatchedCopy kernel). all_gather_into_tensor writes the gathered tensor in
+ * place and needs neither. The rule matches, in steady steps, an all-gather kernel with a cat
+ * kernel among the next few kernels the process launched, that started after the all-gather
+ * ended (it reads what the all-gather wrote); the device-to-device copies launched between them on
+ * the all-gather's stream are the copy-out. docs/rules/gather-list-cat.md has the criterion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+#include "cuscope/grow.h"
+#include "cuscope/ranks.h"
+
+#define RULE_ID "gather-list-cat"
+
+/* The cat must be among this many kernels (not NCCL's) launched after the all-gather. */
+#define MAX_NEXT 3
+/* All-gathers followed by a cat in at least this share of the steady steps. */
+#define MIN_STEP_SHARE 0.5
+/* A cost under this share of the median step is not reported. */
+#define MIN_SHARE 0.005
+
+/* a - b and a + b, saturated at the int64 limits (a trace may hold any times) */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+enum { K_OTHER = 0, K_GATHER, K_CAT, K_NCCL };
+
+static int kind_of(const char *name)
+{
+	char own[128];
+
+	if (cs_is_nccl_kernel(name))
+		return strstr(name, "AllGather") ? K_GATHER : K_NCCL;
+	/* at::native::(anonymous namespace)::CatArrayBatchedCopy*, mangled or demangled */
+	ru_kernel_own_name(name, own, sizeof(own));
+	if (strncmp(own, "CatArrayBatchedCopy", 19) == 0 || strstr(name, "::CatArrayBatchedCopy"))
+		return K_CAT;
+	return K_OTHER;
+}
+
+#define NAME_CACHE 1024
+struct name_cache {
+	int64_t id[NAME_CACHE];
+	char kind[NAME_CACHE];
+};
+
+static int kind_id(const cs_analysis *a, struct name_cache *c, int64_t id)
+{
+	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
+
+	if (c->id[slot] != id) {
+		c->id[slot] = id;
+		c->kind[slot] = (char)kind_of(cs_analysis_string(a, id));
+	}
+	return c->kind[slot];
+}
+
+static int64_t launched(const cs_a_kernel *k)
+{
+	return k->launch_start != CS_TS_UNKNOWN ? k->launch_start : k->start;
+}
+
+/* a kernel of the process: its launch time and index in a->kernels */
+struct launch {
+	int64_t t, i;
+};
+static int by_launch(const void *x, const void *y)
+{
+	const struct launch *p = x, *q = y;
+
+	if (p->t != q->t)
+		return p->t < q->t ? -1 : 1;
+	return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* The device-to-device copies of the process on stream, launched in [t0, t1], that started
+ * in [g_end, c_start] (after the all-gather, before the cat): their count into *n and GPU time
+ * into *ns. a->copies is sorted by start. */
+static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t t0, int64_t t1,
+		     int64_t g_end, int64_t c_start, int64_t *n, int64_t *ns)
+{
+	int64_t lo = 0, hi = a->ncopies;
+
+	*n = *ns = 0;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (a->copies[mid].start < g_end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int64_t i = lo; i < a->ncopies && a->copies[i].start <= c_start; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int64_t l = c->launch_start != CS_TS_UNKNOWN ? c->launch_start : c->start;
+
+		if (c->pid != pid || c->is_memset || c->copy_kind != CS_COPY_DTOD ||
+		    c->stream_id != stream || c->start == CS_TS_UNKNOWN || c->end <= c->start)
+			continue;
+		if (l < t0 || l > t1)
+			continue;
+		(*n)++;
+		*ns = sat_add(*ns, sat_sub(c->end, c->start));
+	}
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct name_cache *cache = NULL;
+	struct launch *order = NULL;
+	int64_t n = 0, *cost = NULL, *per = NULL, matches = 0, gathers = 0;
+	int64_t copies = 0, copy_ns = 0, cat_ns = 0, gather_ns = 0;
+	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	char *kind = NULL;
+	int64_t gather_name = -1, cat_name = -1;
+	cs_report_finding *f = NULL;
+	char title[320], b1[32], b2[32];
+	int rc = 0;
+
+	if (s->n == 0 || ctx->step_median <= 0 || steady <= 0)
+		return 0;
+	cache = malloc(sizeof(*cache));
+	kind = calloc((size_t)a->nkernels + 1, 1);
+	order = calloc((size_t)a->nkernels + 1, sizeof(*order));
+	cost = calloc((size_t)s->n * 2, sizeof(*cost));
+	steps = calloc((size_t)s->n, sizeof(*steps));
+	if (!cache || !kind || !order || !cost || !steps)
+		goto nomem;
+	per = cost + s->n;
+	for (size_t i = 0; i < NAME_CACHE; i++)
+		cache->id[i] = -1;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
+			continue;
+		kind[i] = (char)kind_id(a, cache, k->name_id);
+		order[n].t = launched(k);
+		order[n++].i = i;
+		if (kind[i] == K_GATHER)
+			gathers++;
+	}
+	if (gathers == 0)
+		goto out;
+	cs_sort(order, (size_t)n, sizeof(*order), by_launch);
+	for (int64_t o = 0; o < n; o++) {
+		const cs_a_kernel *g = &a->kernels[order[o].i], *c = NULL;
+		int64_t nc, cns;
+		int st, seen = 0;
+
+		if (kind[order[o].i] != K_GATHER)
+			continue;
+		st = cs_steps_find_launch(s, g->launch_start, g->start);
+		if (st < 0 || s->v[st].warmup)
+			continue;
+		for (int64_t q = o + 1; q < n && seen < MAX_NEXT; q++) {
+			int kq = kind[order[q].i];
+
+			if (kq == K_GATHER || kq == K_NCCL)
+				break; /* the next collective: no cat of this one */
+			seen++;
+			if (kq == K_CAT && a->kernels[order[q].i].start >= g->end) {
+				c = &a->kernels[order[q].i];
+				break;
+			}
+		}
+		if (!c)
+			continue;
+		copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start, &nc,
+			 &cns);
+		matches++;
+		copies += nc;
+		copy_ns = sat_add(copy_ns, cns);
+		cat_ns = sat_add(cat_ns, sat_sub(c->end, c->start));
+		gather_ns = sat_add(gather_ns, sat_sub(g->end, g->start));
+		cost[st] = sat_add(cost[st], sat_add(cns, sat_sub(c->end, c->start)));
+		if (gather_name < 0)
+			gather_name = g->name_id;
+		if (cat_name < 0)
+			cat_name = c->name_id;
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup && cost[i] > 0)
+			steps[nsteps++] = i;
+	if (matches == 0 || nsteps < 2 || (double)nsteps < MIN_STEP_SHARE * (double)steady)
+		goto out;
+	for (int32_t i = 0; i < nsteps; i++)
+		per[i] = cost[steps[i]];
+	{
+		int64_t lm = ru_median(per, nsteps);
+		double share = (double)lm / (double)ctx->step_median;
+
+		if (lm <= 0 || share < MIN_SHARE)
+			goto out;
+		snprintf(
+			title, sizeof(title),
+			"NCCL all-gather into a list, then concatenated: %.1f all-gathers per step "
+			"each followed by %.1f copies out of the gathered buffer and a cat kernel, "
+			"%s of GPU time per step (%s)",
+			(double)matches / nsteps, (double)copies / (double)matches,
+			ru_fmt_ns(b1, sizeof(b1), lm),
+			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
+		f = cs_finding_new(
+			RULE_ID, ru_severity(share), title,
+			"Gather into one preallocated tensor: "
+			"torch.distributed.all_gather_into_tensor(output, input) "
+			"(_all_gather_base in older PyTorch) with output of "
+			"world_size times the input's size, instead of all_gather(list, input) and "
+			"torch.cat(list): no list tensors, no copy-out, no cat.");
+		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			goto nomem;
+		f->lost_ns_per_step = lm;
+		f->first = s->v[steps[0]].start;
+		f->last = s->v[steps[nsteps - 1]].end;
+		f->stack_id = CS_ID_NONE;
+		{
+			cJSON *ev = f->evidence;
+			int ok = 1;
+
+			ok &= cJSON_AddNumberToObject(ev, "matches", (double)matches) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "all_gathers", (double)gathers) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "copy_out_copies", (double)copies) !=
+			      NULL;
+			ok &= cJSON_AddNumberToObject(ev, "copy_out_ns", (double)copy_ns) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "cat_ns", (double)cat_ns) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "all_gather_ns", (double)gather_ns) !=
+			      NULL;
+			ok &= cJSON_AddStringToObject(ev, "all_gather_kernel",
+						      cs_analysis_string(a, gather_name)) != NULL;
+			ok &= cJSON_AddStringToObject(ev, "cat_kernel",
+						      cs_analysis_string(a, cat_name)) != NULL;
+			if (!ok)
+				goto nomem;
+		}
+	}
+	rc = ctx->emit(ctx, f);
+	goto out;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+out:
+	cs_finding_free(f);
+	free(cache);
+	free(kind);
+	free(order);
+	free(cost);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_gather_list_cat = {
+	RULE_ID,
+	"an NCCL all-gather into a list of tensors, then torch.cat of the list: two extra copies "
+	"of "
+	"the gathered data",
+	"000 #1",
+	run,
+};

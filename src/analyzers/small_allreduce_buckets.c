@@ -1,0 +1,275 @@
+/*
+ * small_allreduce_buckets.c - the small-allreduce-buckets rule: a process runs many small NCCL
+ * all-reduces per step (a DDP bucket_cap_mb far too small, gradients all-reduced one parameter at
+ * a time, gradients that are not in one contiguous buffer), and each pays NCCL's fixed latency.
+ *
+ * Kernel records carry no byte counts, so kernel time stands for size. The fixed latency L is the
+ * time of the smallest all-reduce of the steady steps; an all-reduce is latency-bound when it
+ * took at most twice L. Within a step the latency-bound all-reduces move data that would take
+ * their time less L each at the link's rate; fewer, larger all-reduces (buckets whose data takes
+ * at least BUCKET_FACTOR x L) would carry it, so the step pays (small - buckets) x L of latency
+ * it need not, of which the share of its communication that is exposed (not beside compute, not
+ * waiting for a slower rank) is lost. docs/rules/small-allreduce-buckets.md has the criterion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+#include "cuscope/ranks.h"
+
+#define RULE_ID "small-allreduce-buckets"
+
+/* An all-reduce is latency-bound when it took at most this many times the smallest one. */
+#define SMALL_FACTOR 2
+/* A bucket carries enough when its data takes at least this many times the latency. */
+#define BUCKET_FACTOR 4
+/* The smallest all-reduce must be this short to be a latency: an all-reduce of a few KB takes
+ * well under it on NVLink or InfiniBand, a 25 MB DDP bucket takes longer on any link. */
+#define MAX_LATENCY_NS (50 * RU_US)
+/* Latency-bound all-reduces per steady step (median) before the rule speaks. */
+#define MIN_SMALL 8
+/* A loss under this share of the median step is not reported. */
+#define MIN_SHARE 0.01
+
+/* a - b and a + b, saturated at the int64 limits (a trace may hold any times) */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* 1 when an NCCL kernel name is an all-reduce's. */
+static int is_allreduce(const char *name)
+{
+	return cs_is_nccl_kernel(name) && strstr(name, "AllReduce") != NULL;
+}
+
+/* is_allreduce() of kernel names by id, remembered in a direct-mapped cache. */
+#define NAME_CACHE 1024
+struct name_cache {
+	int64_t id[NAME_CACHE];
+	char yes[NAME_CACHE];
+};
+
+static int allreduce_id(const cs_analysis *a, struct name_cache *c, int64_t id)
+{
+	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
+
+	if (c->id[slot] != id) {
+		c->id[slot] = id;
+		c->yes[slot] = (char)is_allreduce(cs_analysis_string(a, id));
+	}
+	return c->yes[slot];
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	cs_rank_step *m = NULL;
+	cs_rank_view v = {NULL, 0, NULL, 0};
+	const cs_rank_view *vp = NULL;
+	int32_t me = -1, steady = 0, nsteps = 0, *steps = NULL;
+	int64_t *n_all = NULL, *n_small = NULL, *bw = NULL, *t_all = NULL, *lost = NULL;
+	int64_t *excess = NULL, *nb = NULL, *durs = NULL, ndurs = 0, lat = -1;
+	int8_t *is_ar = NULL;
+	struct name_cache *cache = NULL;
+	cs_report_finding *f = NULL;
+	char title[320], b1[32], b2[32], b3[32];
+	int rc = 0;
+
+	if (s->n == 0 || ctx->step_median <= 0)
+		return 0;
+	is_ar = calloc((size_t)a->nkernels + 1, 1);
+	cache = malloc(sizeof(*cache));
+	if (!is_ar || !cache)
+		goto nomem;
+	for (size_t i = 0; i < NAME_CACHE; i++)
+		cache->id[i] = -1;
+	/* the all-reduce kernels of the steady steps: their durations and the smallest */
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+
+		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
+			continue;
+		if (!allreduce_id(a, cache, k->name_id))
+			continue;
+		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		if (st < 0 || s->v[st].warmup)
+			continue;
+		is_ar[i] = 1;
+		ndurs++;
+		if (lat < 0 || sat_sub(k->end, k->start) < lat)
+			lat = sat_sub(k->end, k->start);
+	}
+	if (ndurs == 0 || lat <= 0 || lat > MAX_LATENCY_NS)
+		goto out;
+	n_all = calloc((size_t)s->n * 7, sizeof(*n_all));
+	durs = calloc((size_t)ndurs, sizeof(*durs));
+	m = calloc((size_t)s->n, sizeof(*m));
+	steps = calloc((size_t)s->n, sizeof(*steps));
+	if (!n_all || !durs || !m || !steps)
+		goto nomem;
+	n_small = n_all + s->n;
+	bw = n_small + s->n;
+	t_all = bw + s->n;
+	lost = t_all + s->n;
+	excess = lost + s->n;
+	nb = excess + s->n;
+	ndurs = 0;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+		int64_t d;
+
+		if (!is_ar[i])
+			continue;
+		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		d = sat_sub(k->end, k->start);
+		durs[ndurs++] = d;
+		n_all[st]++;
+		t_all[st] = sat_add(t_all[st], d);
+		if (d <= SMALL_FACTOR * lat) {
+			n_small[st]++;
+			bw[st] += d - lat;
+		}
+	}
+	/* the exposed share of each step's communication, less the waiting for a slower rank
+	 * (the measures of comm-not-overlapped, include/cuscope/ranks.h) */
+	if (ctx->procs && ctx->procs->ranks) {
+		vp = ctx->procs->ranks;
+	} else if (ctx->procs) {
+		rc = cs_rank_view_build(a, ctx->procs, &v, err);
+		if (rc < 0)
+			goto out;
+		vp = &v;
+	}
+	for (int32_t j = 0; vp && j < vp->n; j++)
+		if (vp->v[j].pid == s->pid && vp->v[j].steps->n == s->n)
+			me = j;
+	if (me >= 0) {
+		memcpy(m, vp->v[me].m, (size_t)s->n * sizeof(*m));
+	} else {
+		rc = cs_rank_steps_measure(a, s, m, err);
+		if (rc < 0)
+			goto out;
+	}
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t w = 0, x, b;
+		double frac;
+
+		if (s->v[i].warmup)
+			continue;
+		if (me >= 0 && i < vp->nrows) {
+			for (int32_t j = 0; j < vp->n; j++)
+				if (vp->v[j].m[i].own_ns - m[i].own_ns > w)
+					w = vp->v[j].m[i].own_ns - m[i].own_ns;
+		}
+		b = (bw[i] + BUCKET_FACTOR * lat - 1) / (BUCKET_FACTOR * lat);
+		nb[steady] = b < 1 ? 1 : b;
+		excess[steady] = n_small[i] > nb[steady] ? (n_small[i] - nb[steady]) * lat : 0;
+		x = m[i].comm_exposed_ns - w;
+		frac = m[i].comm_ns > 0 && x > 0 ? (double)x / (double)m[i].comm_ns : 0.0;
+		if (frac > 1.0)
+			frac = 1.0;
+		lost[steady] = (int64_t)((double)excess[steady] * frac);
+		if (lost[steady] > 0)
+			steps[nsteps++] = i;
+		/* compact the per-step counts to the steady steps, for their medians */
+		n_all[steady] = n_all[i];
+		n_small[steady] = n_small[i];
+		t_all[steady] = t_all[i];
+		steady++;
+	}
+	if (steady == 0)
+		goto out;
+	{
+		int64_t small_med = ru_median(n_small, steady);
+		int64_t all_med = ru_median(n_all, steady);
+		int64_t lm = ru_median(lost, steady);
+		int64_t xm = ru_median(excess, steady);
+		int64_t nbm = ru_median(nb, steady);
+		int64_t tm = ru_median(t_all, steady);
+		double share = (double)lm / (double)ctx->step_median;
+
+		if (small_med < MIN_SMALL || lm <= 0 || share < MIN_SHARE)
+			goto out;
+		snprintf(title, sizeof(title),
+			 "%lld NCCL all-reduces per step, %lld of them latency-bound (at most %dx "
+			 "the smallest, %s): %s of fixed latency per step beyond %lld larger "
+			 "buckets, %s of it exposed",
+			 (long long)all_med, (long long)small_med, SMALL_FACTOR,
+			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
+			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
+		f = cs_finding_new(
+			RULE_ID, ru_severity(share), title,
+			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
+			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
+			"one contiguous flat buffer (views of it per parameter) and all-reduce "
+			"the buffer, not each parameter's gradient.");
+		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			goto nomem;
+		f->lost_ns_per_step = lm;
+		f->first = nsteps > 0 ? s->v[steps[0]].start : a->trace_start;
+		f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
+		f->stack_id = CS_ID_NONE;
+		{
+			cJSON *ev = f->evidence;
+			int ok = 1;
+
+			ok &= cJSON_AddNumberToObject(ev, "allreduces_per_step", (double)all_med) !=
+			      NULL;
+			ok &= cJSON_AddNumberToObject(ev, "small_per_step", (double)small_med) !=
+			      NULL;
+			ok &= cJSON_AddNumberToObject(ev, "latency_ns", (double)lat) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "allreduce_median_ns",
+						      (double)ru_median(durs, ndurs)) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "allreduce_ns_per_step", (double)tm) !=
+			      NULL;
+			ok &= cJSON_AddNumberToObject(ev, "buckets_needed", (double)nbm) != NULL;
+			ok &= cJSON_AddNumberToObject(ev, "excess_latency_ns", (double)xm) != NULL;
+			ok &= cJSON_AddStringToObject(
+				      ev, "size_measure",
+				      "kernel time (NCCL kernel records carry no byte counts)") !=
+			      NULL;
+			if (!ok)
+				goto nomem;
+		}
+	}
+	rc = ctx->emit(ctx, f);
+	goto out;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+out:
+	cs_finding_free(f);
+	cs_rank_view_free(&v);
+	free(is_ar);
+	free(cache);
+	free(n_all);
+	free(durs);
+	free(m);
+	free(steps);
+	return rc;
+}
+
+const cs_analyzer cs_rule_small_allreduce_buckets = {
+	RULE_ID,
+	"many small NCCL all-reduces per step, each paying NCCL's fixed latency: buckets too small "
+	"or gradients not contiguous",
+	"000 #3, #14",
+	run,
+};
