@@ -87,6 +87,9 @@ programs=(
 	"dataloader-stall-negative_epoch_boundary|dataloader-stall/negative_epoch_boundary.py"
 	"low-utilization-bad|low-utilization/bad.py"
 	"low-utilization-fixed|low-utilization/fixed.py"
+	"host-created-tensor-bad|host-created-tensor/bad.py"
+	"host-created-tensor-fixed|host-created-tensor/fixed.py"
+	"host-created-tensor-negative_gpu_bound|host-created-tensor/negative_gpu_bound.py"
 )
 
 failed=0

@@ -21,6 +21,7 @@ extern const cs_analyzer cs_rule_comm_not_overlapped;
 extern const cs_analyzer cs_rule_unfused_elementwise;
 extern const cs_analyzer cs_rule_no_tensor_cores;
 extern const cs_analyzer cs_rule_dataloader_stall;
+extern const cs_analyzer cs_rule_host_created_tensor;
 extern const cs_analyzer cs_rule_low_utilization;
 
 const cs_analyzer *const cs_analyzers[] = {
@@ -39,6 +40,7 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_unfused_elementwise,
 	&cs_rule_no_tensor_cores,
 	&cs_rule_dataloader_stall,
+	&cs_rule_host_created_tensor,
 	&cs_rule_low_utilization,
 	NULL,
 };
