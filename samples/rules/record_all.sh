@@ -90,6 +90,9 @@ programs=(
 	"host-created-tensor-bad|host-created-tensor/bad.py"
 	"host-created-tensor-fixed|host-created-tensor/fixed.py"
 	"host-created-tensor-negative_gpu_bound|host-created-tensor/negative_gpu_bound.py"
+	"index-select-embedding-bad|index-select-embedding/bad.py"
+	"index-select-embedding-fixed|index-select-embedding/fixed.py"
+	"index-select-embedding-negative_select_rows|index-select-embedding/negative_select_rows.py"
 )
 
 failed=0

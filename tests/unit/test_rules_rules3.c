@@ -1,10 +1,12 @@
 /*
- * test_rules_rules3.c - the host-created-tensor rule: on synthetic traces (a tensor computed on
+ * test_rules_rules3.c - the host-created-tensor and index-select-embedding rules. host-created-tensor: on synthetic traces (a tensor computed on
  * the host and copied from pageable memory in the middle of each step; the same copy at the step
  * start, which is dataloader-stall's; a pinned copy; the same work queued behind a busy GPU; steps
  * from the kernel period with the copy in the middle or at the start) and on recorded traces of
  * samples/rules/traces and tests/data/corpus (no finding; the dataloader stall stays
- * dataloader-stall's).
+ * dataloader-stall's). index-select-embedding: a lookup whose backward is a zero fill and an
+ * atomic index_add_, and what resembles it (nn.Embedding's backward, a gather in the middle of the
+ * step, an index_add_ into a kept buffer, a cheap one); the same recorded traces.
  */
 #include <check.h>
 #include <stdio.h>
@@ -213,6 +215,98 @@ START_TEST(test_host_created_period_steps)
 }
 END_TEST
 
+/* ---- index-select-embedding ---- */
+
+static const char gather_name[] = "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb";
+static const char fill_name[] =
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+static const char index_add_name[] =
+	"_ZN2at6native19indexFuncLargeIndexIfljLi2ELi2ELin2ELb1ENS0_44_GLOBAL__N__50c743a2_11_Indexing_"
+	"cu_89862edb9ReduceAddEEEvNS_4cuda6detail10TensorInfoIT_T1_EENS6_IKS7_S8_EENS6_IKT0_S8_EEiiS8_"
+	"S8_llRKT6_S7_";
+static const char emb_bwd_name[] =
+	"_ZN2at6native59_GLOBAL__N__4b0cc4ca_26_EmbeddingBackwardKernel_cu_5d1cf09b19compute_grad_"
+	"weightIflEEvPKT0_PKT_S5_llS5_PKlPNS_14AccumulateTypeIS6_Lb1EE4typeEl";
+
+enum lookup { LOOKUP_INDEX_SELECT, LOOKUP_EMBEDDING, LOOKUP_LATE_GATHER, LOOKUP_NO_FILL };
+
+/*
+ * One step of a model with a lookup: the gather (first, or after 20 kernels with
+ * LOOKUP_LATE_GATHER), 30 layers of 100 us, then the backward: 30 layers and the lookup's
+ * backward (a zero fill and an index_add_ of add_ns, or nn.Embedding's backward kernel).
+ */
+static void lookup_step(struct sim *m, enum lookup how, int64_t add_ns)
+{
+	sim_step_begin(m);
+	if (how == LOOKUP_LATE_GATHER)
+		for (int i = 0; i < 20; i++)
+			sim_kernel(m, 7, 100 * US);
+	sim_kernel_named(m, 7, name_id(m, gather_name), 20 * US);
+	for (int i = 0; i < 60; i++)
+		sim_kernel(m, 7, 100 * US);
+	if (how == LOOKUP_EMBEDDING) {
+		sim_kernel_named(m, 7, name_id(m, fill_name), 10 * US);
+		sim_kernel_named(m, 7, name_id(m, emb_bwd_name), add_ns / 4);
+	} else {
+		if (how != LOOKUP_NO_FILL)
+			sim_kernel_named(m, 7, name_id(m, fill_name), 10 * US);
+		sim_kernel_named(m, 7, name_id(m, index_add_name), add_ns);
+	}
+	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+	sim_step_end(m);
+}
+
+START_TEST(test_index_select_lookup)
+{
+	struct sim m;
+	struct found f;
+	const cJSON *e;
+
+	sim_open(&m, "ise_bad.db");
+	for (int s = 0; s < STEPS; s++)
+		lookup_step(&m, LOOKUP_INDEX_SELECT, 1 * MS);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "index-select-embedding", &f), 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	/* the atomic kernel's time: 1 ms of a ~7 ms step */
+	ck_assert_int_eq(f.v[0].lost_ns_per_step, 1 * MS);
+	ck_assert(f.v[0].severity == CS_SEV_ERROR);
+	e = f.v[0].evidence;
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "atomic_kernels_per_step")->valueint, 1);
+	ck_assert_str_eq(cJSON_GetObjectItem(e, "atomic_kernel")->valuestring, index_add_name);
+	ck_assert_str_eq(cJSON_GetObjectItem(e, "lookup_kernel")->valuestring, gather_name);
+	ck_assert(strstr(f.v[0].fix, "nn.Embedding") != NULL);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * Not an embedding written as index_select: nn.Embedding's backward; a gather in the middle of
+ * the step (index_select of activations, rows picked by nonzero); an index_add_ with no zero fill
+ * before it (written by the program into a buffer it keeps); an atomic add of 50 us (under 2%).
+ */
+START_TEST(test_index_select_not_embedding)
+{
+	static const enum lookup hows[] = {LOOKUP_EMBEDDING, LOOKUP_LATE_GATHER, LOOKUP_NO_FILL,
+					   LOOKUP_INDEX_SELECT};
+	struct sim m;
+	struct found f;
+	char file[64];
+
+	for (int h = 0; h < 4; h++) {
+		snprintf(file, sizeof(file), "ise_neg%d.db", h);
+		sim_open(&m, file);
+		for (int s = 0; s < STEPS; s++)
+			lookup_step(&m, hows[h], h == 3 ? 50 * US : 1 * MS);
+		sim_finish(&m);
+		ck_assert_msg(synthetic_count(&m, "index-select-embedding", &f) == 0, "case %d: %s",
+			      h, f.n ? f.v[0].title : "");
+		free(m.path);
+	}
+}
+END_TEST
+
 /* ---- the recorded traces ---- */
 
 static const char *const recorded[] = {
@@ -224,6 +318,9 @@ static const char *const recorded[] = {
 	"samples/rules/traces/launch-starvation-bad.db",
 	"samples/rules/traces/d2h-sync-bad.db",
 	"samples/rules/traces/low-utilization-bad.db",
+	"samples/rules/traces/cuda-core-scan-negative_nonzero_select.db",
+	"samples/rules/traces/cuda-core-scan-negative_short_cumsum.db",
+	"samples/rules/traces/zero-grad-memset-negative_buffer_reset.db",
 	"tests/data/corpus/pt_item_every15.db",
 	"tests/data/corpus/pt_epoch_sync.db",
 };
@@ -239,6 +336,9 @@ START_TEST(test_recorded_none)
 	load(&l, path, NULL);
 	ck_assert_int_gt(cs_steps_steady(&l.s), 3);
 	run_rule(&l, "host-created-tensor", &f);
+	ck_assert_msg(f.n == 0, "%s: %s", recorded[_i], f.n ? f.v[0].title : "");
+	found_free(&f);
+	run_rule(&l, "index-select-embedding", &f);
 	ck_assert_msg(f.n == 0, "%s: %s", recorded[_i], f.n ? f.v[0].title : "");
 	found_free(&f);
 	unload(&l);
@@ -274,6 +374,8 @@ static Suite *rules_rules3_suite(void)
 	tcase_add_test(tc, test_host_created_gpu_busy);
 	tcase_add_test(tc, test_host_created_rare);
 	tcase_add_test(tc, test_host_created_period_steps);
+	tcase_add_test(tc, test_index_select_lookup);
+	tcase_add_test(tc, test_index_select_not_embedding);
 	tcase_add_loop_test(tc, test_recorded_none, 0, NRECORDED);
 	tcase_add_test(tc, test_recorded_loader_kept);
 	suite_add_tcase(s, tc);
