@@ -26,7 +26,7 @@
  * period's phase is the loop's first kernel, which need not be the one right after the batch's
  * copy (in dataloader-stall-bad it was one kernel later).
  */
-#define BOUNDARY_SHARE 0.1
+#define BOUNDARY_SHARE	     0.1
 #define BOUNDARY_MIN_KERNELS 2
 
 struct call {
@@ -149,7 +149,6 @@ static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, u
 	return best;
 }
 
-
 /*
  * Launch times of the first and last kernel of each step, into first[] and last[] (s->n each), and
  * the launch times of the process's steady kernels, sorted, into *times (*ntimes of them).
@@ -248,8 +247,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls 
 	memset(out, 0, sizeof(*out));
 	first = calloc((size_t)s->n + 1, sizeof(*first));
 	last = calloc((size_t)s->n + 1, sizeof(*last));
-	if (!first || !last ||
-	    collect_calls(a, s->pid, &calls, &ncalls, &longest, &out->far))
+	if (!first || !last || collect_calls(a, s->pid, &calls, &ncalls, &longest, &out->far))
 		goto nomem;
 	if (step_kernels(a, s, first, last, &times, &ntimes))
 		goto nomem;

@@ -5,9 +5,10 @@
  * GPU runs out of work, then a large host-to-device copy from pageable memory follows.
  *
  * The copies come from ru_h2d_stalls() (h2d_stalls.c), which also finds dataloader-stall's: a copy
- * at the step boundary is the next batch's, one inside the step this rule's. The cost is the GPU idle while the host made the data
- * (up to the copy's call); the idle while the call itself held the host is pageable-memcpy's.
- * docs/rules/host-created-tensor.md has the decision and the measured values.
+ * at the step boundary is the next batch's, one inside the step this rule's. The cost is the GPU
+ * idle while the host made the data (up to the copy's call); the idle while the call itself held
+ * the host is pageable-memcpy's. docs/rules/host-created-tensor.md has the decision and the
+ * measured values.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -185,7 +186,8 @@ out:
 
 const cs_analyzer cs_rule_host_created_tensor = {
 	RULE_ID,
-	"tensors made on the host and copied to the device inside every step (torch.rand(n).cuda()) "
+	"tensors made on the host and copied to the device inside every step "
+	"(torch.rand(n).cuda()) "
 	"while the GPU idles, where creating them on the device would do",
 	"002 3.3",
 	run,

@@ -31,7 +31,7 @@
 #define MIN_STEPS 3
 /* The lookup is among the step's first kernels: this share of them, and at least LEAD_MIN. */
 #define LEAD_SHARE 0.1
-#define LEAD_MIN 3
+#define LEAD_MIN   3
 
 struct step_sum {
 	int64_t atomic_ns;  /* GPU time of the atomic accumulations after a zero fill */
@@ -42,6 +42,14 @@ struct step_sum {
 	int64_t atomic_max; /* its time */
 	int embedding_bwd;  /* the step runs nn.Embedding's backward */
 };
+
+/* A kernel's GPU time; 0 when a bound is unknown (a damaged or cut trace). */
+static int64_t kernel_ns(const cs_a_kernel *k)
+{
+	if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN || k->end < k->start)
+		return 0;
+	return cs_sat_sub(k->end, k->start);
+}
 
 static int is_gather(const char *own)
 {
@@ -88,7 +96,7 @@ static void scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, i
 		k = &a->kernels[o->index];
 		name = cs_analysis_string(a, o->name);
 		seen++;
-		cs_sat_accum(&x->kernel_ns, k->end - k->start);
+		cs_sat_accum(&x->kernel_ns, kernel_ns(k));
 		if (!name)
 			continue;
 		if (strstr(name, "EmbeddingBackward") || strstr(name, "embedding_backward"))
@@ -101,14 +109,32 @@ static void scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, i
 		}
 		if (gather >= 0 && j > i && is_atomic_add(name, own) &&
 		    is_zero_fill(a, &ops[j - 1])) {
-			cs_sat_accum(&x->atomic_ns, k->end - k->start);
+			cs_sat_accum(&x->atomic_ns, kernel_ns(k));
 			x->atomics++;
-			if (k->end - k->start > x->atomic_max) {
-				x->atomic_max = k->end - k->start;
+			if (kernel_ns(k) > x->atomic_max) {
+				x->atomic_max = kernel_ns(k);
 				x->atomic = o->index;
 			}
 		}
 	}
+}
+
+/* Whether process pid ran an atomic index accumulation at all (the rule's cheap way out). */
+static int any_atomic_add(const cs_analysis *a, uint32_t pid)
+{
+	int64_t last = -1;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const char *name;
+
+		if (a->kernels[i].pid != pid || a->kernels[i].name_id == last)
+			continue;
+		last = a->kernels[i].name_id;
+		name = cs_analysis_string(a, last);
+		if (name && strstr(name, "indexFunc") && strstr(name, "ReduceAdd"))
+			return 1;
+	}
+	return 0;
 }
 
 static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
@@ -143,9 +169,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100, near1, near2);
 	else {
 		ru_recur_rare_text(r, nsteps, atomic, rare, sizeof(rare));
-		snprintf(title, sizeof(title),
-			 "embedding lookup with index_select, its atomic backward (index_add_) %s%s",
-			 rare, near1);
+		snprintf(
+			title, sizeof(title),
+			"embedding lookup with index_select, its atomic backward (index_add_) %s%s",
+			rare, near1);
 	}
 	f = cs_finding_new(
 		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
@@ -173,7 +200,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 
 		cJSON_AddStringToObject(e, "lookup_kernel", cs_analysis_string(a, g->name_id));
 		cJSON_AddStringToObject(e, "atomic_kernel", cs_analysis_string(a, k->name_id));
-		cJSON_AddNumberToObject(e, "longest_atomic_ns", (double)(k->end - k->start));
+		cJSON_AddNumberToObject(e, "longest_atomic_ns", (double)kernel_ns(k));
 		if (k->stack_id != CS_ID_NONE)
 			f->stack_id = k->stack_id;
 		else if (g->stack_id != CS_ID_NONE)
@@ -199,7 +226,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct ru_recur r;
 	int rc = 0;
 
-	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
+	if (cs_steps_steady(s) <= 0 || !any_atomic_add(a, s->pid))
 		return 0;
 	sum = calloc((size_t)s->n + 1, sizeof(*sum));
 	cost = calloc((size_t)s->n + 1, sizeof(*cost));
@@ -209,8 +236,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].gather = sum[i].atomic = -1;
 	for (int64_t i = 0, end; i < nops; i = end) {
-		for (end = i + 1; end < nops && ops[end].step == ops[i].step &&
-				  ops[end].tid == ops[i].tid;
+		for (end = i + 1;
+		     end < nops && ops[end].step == ops[i].step && ops[end].tid == ops[i].tid;
 		     end++)
 			;
 		scan_run(a, ops, i, end, &sum[ops[i].step]);

@@ -309,7 +309,7 @@ struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d;
 	struct ru_d2h d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
-	struct ru_mem mem; /* and its allocator call costs once have_api_cost is set */
+	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
 };
 void ru_cache_free(struct cs_rule_cache *c);
 /* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */

@@ -1,12 +1,13 @@
 /*
- * test_rules_rules3.c - the host-created-tensor and index-select-embedding rules. host-created-tensor: on synthetic traces (a tensor computed on
- * the host and copied from pageable memory in the middle of each step; the same copy at the step
- * start, which is dataloader-stall's; a pinned copy; the same work queued behind a busy GPU; steps
- * from the kernel period with the copy in the middle or at the start) and on recorded traces of
- * samples/rules/traces and tests/data/corpus (no finding; the dataloader stall stays
- * dataloader-stall's). index-select-embedding: a lookup whose backward is a zero fill and an
- * atomic index_add_, and what resembles it (nn.Embedding's backward, a gather in the middle of the
- * step, an index_add_ into a kept buffer, a cheap one); the same recorded traces.
+ * test_rules_rules3.c - the host-created-tensor and index-select-embedding rules.
+ * host-created-tensor: on synthetic traces (a tensor computed on the host and copied from pageable
+ * memory in the middle of each step; the same copy at the step start, which is dataloader-stall's;
+ * a pinned copy; the same work queued behind a busy GPU; steps from the kernel period with the copy
+ * in the middle or at the start) and on recorded traces of samples/rules/traces and
+ * tests/data/corpus (no finding; the dataloader stall stays dataloader-stall's).
+ * index-select-embedding: a lookup whose backward is a zero fill and an atomic index_add_, and what
+ * resembles it (nn.Embedding's backward, a gather in the middle of the step, an index_add_ into a
+ * kept buffer, a cheap one); the same recorded traces.
  */
 #include <check.h>
 #include <stdio.h>
@@ -78,7 +79,8 @@ START_TEST(test_host_created_mid_step)
 }
 END_TEST
 
-/* The same host work and copy before the step's first kernel: the next batch, dataloader-stall's. */
+/* The same host work and copy before the step's first kernel: the next batch, dataloader-stall's.
+ */
 START_TEST(test_host_created_at_start_is_loader)
 {
 	struct sim m;
@@ -204,9 +206,10 @@ START_TEST(test_host_created_period_steps)
 		ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
 		for (int r = 0; r < 2; r++) {
 			run_rule(&l, ids[r], &f);
-			/* in the middle: host-created-tensor's alone; at the start: dataloader-stall's */
-			ck_assert_msg(f.n == ((r == 0) == (at != 0)), "%s at %d: %d findings", ids[r],
-				      at, f.n);
+			/* in the middle: host-created-tensor's alone; at the start:
+			 * dataloader-stall's */
+			ck_assert_msg(f.n == ((r == 0) == (at != 0)), "%s at %d: %d findings",
+				      ids[r], at, f.n);
 			found_free(&f);
 		}
 		unload(&l);
@@ -217,13 +220,15 @@ END_TEST
 
 /* ---- index-select-embedding ---- */
 
-static const char gather_name[] = "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb";
-static const char fill_name[] =
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
-static const char index_add_name[] =
-	"_ZN2at6native19indexFuncLargeIndexIfljLi2ELi2ELin2ELb1ENS0_44_GLOBAL__N__50c743a2_11_Indexing_"
-	"cu_89862edb9ReduceAddEEEvNS_4cuda6detail10TensorInfoIT_T1_EENS6_IKS7_S8_EENS6_IKT0_S8_EEiiS8_"
-	"S8_llRKT6_S7_";
+static const char gather_name[] =
+	"_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb";
+static const char fill_name[] = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+				"11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+static const char index_add_name[] = "_ZN2at6native19indexFuncLargeIndexIfljLi2ELi2ELin2ELb1ENS0_"
+				     "44_GLOBAL__N__50c743a2_11_Indexing_"
+				     "cu_89862edb9ReduceAddEEEvNS_4cuda6detail10TensorInfoIT_T1_"
+				     "EENS6_IKS7_S8_EENS6_IKT0_S8_EEiiS8_"
+				     "S8_llRKT6_S7_";
 static const char emb_bwd_name[] =
 	"_ZN2at6native59_GLOBAL__N__4b0cc4ca_26_EmbeddingBackwardKernel_cu_5d1cf09b19compute_grad_"
 	"weightIflEEvPKT0_PKT_S5_llS5_PKlPNS_14AccumulateTypeIS6_Lb1EE4typeEl";
