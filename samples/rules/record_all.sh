@@ -87,6 +87,12 @@ programs=(
 	"dataloader-stall-negative_epoch_boundary|dataloader-stall/negative_epoch_boundary.py"
 	"low-utilization-bad|low-utilization/bad.py"
 	"low-utilization-fixed|low-utilization/fixed.py"
+	"host-created-tensor-bad|host-created-tensor/bad.py"
+	"host-created-tensor-fixed|host-created-tensor/fixed.py"
+	"host-created-tensor-negative_gpu_bound|host-created-tensor/negative_gpu_bound.py"
+	"index-select-embedding-bad|index-select-embedding/bad.py"
+	"index-select-embedding-fixed|index-select-embedding/fixed.py"
+	"index-select-embedding-negative_select_rows|index-select-embedding/negative_select_rows.py"
 )
 
 failed=0

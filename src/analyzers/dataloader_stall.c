@@ -25,17 +25,6 @@
 #define MIN_STEP_SHARE 0.5
 /* ... and in at least this many of them. */
 #define MIN_STEPS 3
-/*
- * A stretch without CUDA calls is the wait for a batch, not the host's launch pace, beyond this
- * many robust standard deviations (1.4826 median absolute deviations) over the median time
- * between two launch calls, as launch-starvation separates host work from launch overhead.
- */
-#define FAR_K 5.0
-
-struct call {
-	int64_t s, e;
-	uint32_t tid;
-};
 
 struct step_sum {
 	int64_t stall_ns;   /* GPU idle while the training thread made no CUDA call */
@@ -44,199 +33,29 @@ struct step_sum {
 	int64_t bytes;	    /* their bytes */
 	int64_t pageable;   /* of them from pageable memory */
 	int64_t copy;	    /* index in a->copies of the copy after the longest stall, or -1 */
-	int64_t first_kernel, last_kernel; /* launch time of the step's first and last kernel */
 };
 
-static int cmp_call(const void *pa, const void *pb)
+/* The stalls this rule owns (not in_step: those are host-created-tensor's) into sum. */
+static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+		       struct step_sum *sum)
 {
-	const struct call *x = pa, *y = pb;
-
-	return x->s < y->s ? -1 : x->s > y->s;
-}
-
-static int push_call(struct call **v, int64_t *n, size_t *cap, int64_t s, int64_t e, uint32_t tid)
-{
-	if (s == CS_TS_UNKNOWN)
-		return 0;
-	if (e == CS_TS_UNKNOWN || e < s)
-		e = s;
-	if ((size_t)*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct call *nv = realloc(*v, nc * sizeof(*nv));
-
-		if (!nv)
-			return CS_ERR_NOMEM;
-		*v = nv;
-		*cap = nc;
-	}
-	(*v)[*n].s = s;
-	(*v)[*n].e = e;
-	(*v)[(*n)++].tid = tid;
-	return 0;
-}
-
-/*
- * The recorded CUDA calls of process pid (launch calls of kernels, copies and memsets, host waits,
- * API rows), by start, and the host's launch pace: far is the median time from the end of one
- * launch call to the start of the next (0 where calls overlap) plus FAR_K robust standard
- * deviations, measured over the launch calls of the trace.
- */
-static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, int64_t *nout,
-			 int64_t *longest, int64_t *far)
-{
-	struct call *v = NULL;
-	int64_t n = 0, nl, reach = CS_TS_UNKNOWN, usual;
-	size_t cap = 0;
-	struct ru_i64 d = {0};
-
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->kernels[i].launch_start, a->kernels[i].launch_end,
-			      a->kernels[i].launch_tid))
-			goto nomem;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		if (a->copies[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->copies[i].launch_start, a->copies[i].launch_end,
-			      a->copies[i].launch_tid))
-			goto nomem;
-	nl = n;
-	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
-	cs_sort(v, (size_t)nl, sizeof(*v), cmp_call);
-	for (int64_t i = 0; i < nl; i++) {
-		if (i > 0 && v[i].s == v[i - 1].s)
-			continue;
-		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, v[i].s > reach ? v[i].s - reach : 0))
-			goto nomem;
-		if (reach == CS_TS_UNKNOWN || v[i].e > reach)
-			reach = v[i].e;
-	}
-	usual = ru_median(d.v, d.n);
-	for (int64_t i = 0; i < d.n; i++)
-		d.v[i] = d.v[i] > usual ? d.v[i] - usual : usual - d.v[i];
-	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
-	ru_i64_free(&d);
-
-	for (int64_t i = 0; i < a->nsyncs; i++)
-		if (a->syncs[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
-			goto nomem;
-	for (int64_t i = 0; i < a->napis; i++)
-		if (a->apis[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
-			goto nomem;
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_call);
-	*longest = 0;
-	for (int64_t i = 0; i < n; i++)
-		if (v[i].e - v[i].s > *longest)
-			*longest = v[i].e - v[i].s;
-	*out = v;
-	*nout = n;
-	return 0;
-nomem:
-	ru_i64_free(&d);
-	free(v);
-	return CS_ERR_NOMEM;
-}
-
-/* End of the last CUDA call of thread tid that started before t, or CS_TS_UNKNOWN. */
-static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, uint32_t tid,
-			     int64_t t)
-{
-	int64_t lo = 0, hi = n, best = CS_TS_UNKNOWN;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].s < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* back from the last call that started before t, while a call could still end later */
-	for (int64_t i = lo - 1; i >= 0; i--) {
-		if (best != CS_TS_UNKNOWN && v[i].s + longest < best)
-			break;
-		if (v[i].tid == tid && (best == CS_TS_UNKNOWN || v[i].e > best))
-			best = v[i].e;
-	}
-	return best;
-}
-
-/* Launch times of the first and last kernel of each steady step. */
-static void step_kernels(const cs_analysis *a, const cs_steps *s, struct step_sum *sum)
-{
-	for (int32_t i = 0; i < s->n; i++) {
-		sum[i].first_kernel = sum[i].last_kernel = CS_TS_UNKNOWN;
+	for (int32_t i = 0; i < s->n; i++)
 		sum[i].copy = -1;
-	}
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int64_t t = cs_launch_time(k->launch_start, k->start);
-		int st;
+	for (int64_t i = 0; i < h->n; i++) {
+		const struct ru_h2d_stall *y = &h->v[i];
+		const cs_a_copy *c = &a->copies[y->copy];
+		struct step_sum *x = &sum[y->step];
 
-		if (k->pid != s->pid || (st = ru_steady_step(s, t)) < 0)
+		if (y->in_step)
 			continue;
-		if (sum[st].first_kernel == CS_TS_UNKNOWN || t < sum[st].first_kernel)
-			sum[st].first_kernel = t;
-		if (sum[st].last_kernel == CS_TS_UNKNOWN || t > sum[st].last_kernel)
-			sum[st].last_kernel = t;
-	}
-}
-
-/*
- * The stalls of the steady steps into sum: for each host-to-device copy launched at a step
- * boundary after all earlier GPU work had ended, the GPU idle between the end of that work (or
- * the end of the launching thread's last CUDA call, when later) and the copy's launch, when the
- * thread made no CUDA call for longer than far before it.
- */
-static void scan_stalls(const cs_analysis *a, const cs_steps *s, const struct call *calls,
-			int64_t ncalls, int64_t longest, int64_t far, struct step_sum *sum)
-{
-	struct ru_gpu_iter it;
-	struct ru_work w;
-	int64_t reach = CS_TS_UNKNOWN;
-
-	ru_gpu_iter_init(&it, a, s->pid);
-	while (ru_gpu_next(&it, &w)) {
-		int64_t prev = reach, t, c_end, from, to;
-		const cs_a_copy *c;
-		struct step_sum *x;
-		int st;
-
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-		if (w.is_kernel || prev == CS_TS_UNKNOWN || w.start <= prev ||
-		    w.launch_start == CS_TS_UNKNOWN)
-			continue;
-		c = &a->copies[w.index];
-		t = w.launch_start;
-		if (c->is_memset || c->copy_kind != CS_COPY_HTOD ||
-		    (st = ru_steady_step(s, t)) < 0 || ru_work_launched(&w) <= prev)
-			continue;
-		x = &sum[st];
-		/* at the boundary: before the step's first kernel launch or after its last. Only
-		 * where the program marked its steps: steps found from the kernel sequence's period
-		 * start at whichever kernel began the loop (often the loss accumulation that ends
-		 * a step), so their boundary says nothing about where the program waits for input;
-		 * there, the recurrence over the steps is what tells a stall from host work */
-		if (s->method != CS_STEPS_PERIOD && x->first_kernel != CS_TS_UNKNOWN &&
-		    t >= x->first_kernel && t <= x->last_kernel)
-			continue;
-		c_end = last_call_end(calls, ncalls, longest, c->launch_tid, t);
-		if (c_end == CS_TS_UNKNOWN || t - c_end <= far)
-			continue;
-		from = c_end > prev ? c_end : prev;
-		to = t < w.start ? t : w.start;
-		if (to <= from)
-			continue;
-		cs_sat_accum(&x->stall_ns, to - from);
+		cs_sat_accum(&x->stall_ns, y->stall_ns);
 		x->copies++;
 		cs_sat_accum(&x->bytes, c->bytes);
 		if (c->src_kind == CS_MEM_PAGEABLE)
 			x->pageable++;
-		if (t - c_end > x->stretch_ns) {
-			x->stretch_ns = t - c_end;
-			x->copy = w.index;
+		if (y->stretch_ns > x->stretch_ns) {
+			x->stretch_ns = y->stretch_ns;
+			x->copy = y->copy;
 		}
 	}
 }
@@ -333,8 +152,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct step_sum *sum = NULL;
-	struct call *calls = NULL;
-	int64_t ncalls = 0, longest = 0, far = 0, *cost = NULL, *tmp = NULL;
+	struct cs_rule_cache own = {0};
+	const struct ru_h2d_stalls *h = NULL;
+	int64_t *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
 	int rc = 0;
@@ -344,17 +164,16 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	sum = calloc((size_t)s->n + 1, sizeof(*sum));
 	cost = calloc((size_t)s->n + 1, sizeof(*cost));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || collect_calls(a, s->pid, &calls, &ncalls, &longest, &far))
+	if (!sum || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
 		goto nomem;
-	step_kernels(a, s, sum);
-	scan_stalls(a, s, calls, ncalls, longest, far, sum);
+	sum_stalls(a, s, h, sum);
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].stall_ns;
 	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
 		goto nomem;
 	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
 			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = emit_finding(ctx, sum, steps, nsteps, far, &r, tmp, err);
+		rc = emit_finding(ctx, sum, steps, nsteps, h->far, &r, tmp, err);
 	goto out;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
@@ -363,7 +182,7 @@ out:
 	free(cost);
 	free(tmp);
 	free(steps);
-	free(calls);
+	ru_cache_free(&own);
 	return rc;
 }
 

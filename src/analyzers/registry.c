@@ -23,6 +23,8 @@ extern const cs_analyzer cs_rule_gather_list_cat;
 extern const cs_analyzer cs_rule_unfused_elementwise;
 extern const cs_analyzer cs_rule_no_tensor_cores;
 extern const cs_analyzer cs_rule_dataloader_stall;
+extern const cs_analyzer cs_rule_host_created_tensor;
+extern const cs_analyzer cs_rule_index_select_embedding;
 extern const cs_analyzer cs_rule_low_utilization;
 
 const cs_analyzer *const cs_analyzers[] = {
@@ -43,6 +45,8 @@ const cs_analyzer *const cs_analyzers[] = {
 	&cs_rule_unfused_elementwise,
 	&cs_rule_no_tensor_cores,
 	&cs_rule_dataloader_stall,
+	&cs_rule_host_created_tensor,
+	&cs_rule_index_select_embedding,
 	&cs_rule_low_utilization,
 	NULL,
 };

@@ -963,6 +963,22 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d
 	return 0;
 }
 
+int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct ru_h2d_stalls **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_h2d) {
+		int rc = ru_h2d_stalls(ctx->a, ctx->steps, &c->h2d);
+
+		if (rc)
+			return rc;
+		c->have_h2d = 1;
+	}
+	*out = &c->h2d;
+	return 0;
+}
+
 /* ru_mem_bursts() from the cache; with api, also the allocator call costs (alloc_api_cost). */
 static int cached_mem(cs_rule_ctx *ctx, struct cs_rule_cache *own, int api,
 		      const struct ru_mem **out)
@@ -990,6 +1006,7 @@ void ru_cache_free(struct cs_rule_cache *c)
 {
 	ru_d2h_free(&c->d2h);
 	ru_mem_free(&c->mem);
+	ru_h2d_stalls_free(&c->h2d);
 	memset(c, 0, sizeof(*c));
 }
 

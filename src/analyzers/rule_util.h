@@ -268,6 +268,35 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
 		     const struct ru_mem_summary *sum, int32_t n);
 
+/* ---- host-to-device copies after the host stopped calling CUDA (dataloader-stall,
+ * host-created-tensor) ---- */
+
+struct ru_h2d_stall {
+	int64_t copy;	    /* index in a->copies */
+	int32_t step;	    /* steady step of its launch */
+	int64_t stall_ns;   /* GPU idle from the end of the earlier work (or the thread's last CUDA
+			     * call, when later) to the copy's launch call */
+	int64_t stretch_ns; /* the launching thread's time without a CUDA call before it */
+	int in_step;	    /* host-created-tensor's: inside the step, not the next batch's */
+};
+struct ru_h2d_stalls {
+	struct ru_h2d_stall *v;
+	int64_t n;
+	int64_t far; /* the launch pace: median time between launch calls + 5 robust deviations */
+};
+/*
+ * Each host-to-device copy (not a memset) of the steps' process launched in a steady step after
+ * all the process's earlier GPU work had ended, whose launching thread made no recorded CUDA call
+ * (launch, host wait, API row) for longer than far before it. in_step says who owns it: where the
+ * program marked its steps, a copy launched between the step's first and last kernel launch is
+ * host-created-tensor's and one at the boundary dataloader-stall's; with steps from the kernel
+ * sequence's period, whose phase is arbitrary, a copy with more than 10% of the step's kernels
+ * (and more than 2) launched before it and after it is inside. 0, or CS_ERR_NOMEM; freed with
+ * ru_h2d_stalls_free().
+ */
+int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls *out);
+void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
+
 /* ---- what several rules compute alike, once per run ---- */
 
 /*
@@ -277,13 +306,17 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
  * with no cache in its context gets its own, a zeroed one it frees with ru_cache_free().
  */
 struct cs_rule_cache {
-	int have_d2h, have_mem, have_api_cost;
+	int have_d2h, have_mem, have_api_cost, have_h2d;
 	struct ru_d2h d2h;
-	struct ru_mem mem; /* and its allocator call costs once have_api_cost is set */
+	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
+	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
 };
 void ru_cache_free(struct cs_rule_cache *c);
 /* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
 int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out);
+/* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
+int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct ru_h2d_stalls **out);
 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);

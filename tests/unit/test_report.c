@@ -491,7 +491,7 @@ START_TEST(test_json_validates)
 		dv = report_json(v.out);
 		ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "trace"), "file"), files[i]);
 		ck_assert_int_eq(json_int(doc, "version"), 1);
-		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 18);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 20);
 		ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"),
 				 cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")));
 		/* JSON is for tools: -v does not change it */
@@ -631,9 +631,13 @@ START_TEST(test_list_rules)
 					  "zero-grad-memset",
 					  "rank-straggler",
 					  "comm-not-overlapped",
+					  "small-allreduce-buckets",
+					  "gather-list-cat",
 					  "unfused-elementwise",
 					  "no-tensor-cores",
 					  "dataloader-stall",
+					  "host-created-tensor",
+					  "index-select-embedding",
 					  "low-utilization"};
 	struct tu_result r = run("--list-rules"), j = run("--list-rules", "--format", "json"),
 			 x = run("--list-rules", train_db);
@@ -650,7 +654,7 @@ START_TEST(test_list_rules)
 	ck_assert_int_eq(j.rc, 0);
 	doc = cJSON_Parse(j.out);
 	ck_assert_ptr_nonnull(doc);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 18);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 20);
 	for (int i = 0; i < 12; i++) {
 		const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "rules"), i);
 
@@ -698,13 +702,13 @@ START_TEST(test_rules_and_skip)
 	ck_assert_str_eq(buf, "d2h-sync");
 	ck_assert_int_eq(rules_of(b.out, buf, sizeof(buf)), 2);
 	ck_assert_str_eq(buf, "d2h-sync,cuda-core-scan"); /* registry order */
-	ck_assert_int_eq(rules_of(c.out, buf, sizeof(buf)), 16);
-	ck_assert_str_eq(buf,
-			 "empty-cache-in-loop,memory-ceiling-thrash,cuda-core-scan,sync-call,"
-			 "pageable-memcpy,allocator-churn,unfused-optimizer,zero-grad-memset,"
-			 "rank-straggler,comm-not-overlapped,small-allreduce-buckets,"
-			 "gather-list-cat,unfused-elementwise,no-tensor-cores,"
-			 "dataloader-stall,low-utilization");
+	ck_assert_int_eq(rules_of(c.out, buf, sizeof(buf)), 18);
+	ck_assert_str_eq(buf, "empty-cache-in-loop,memory-ceiling-thrash,cuda-core-scan,sync-call,"
+			      "pageable-memcpy,allocator-churn,unfused-optimizer,zero-grad-memset,"
+			      "rank-straggler,comm-not-overlapped,small-allreduce-buckets,"
+			      "gather-list-cat,unfused-elementwise,no-tensor-cores,"
+			      "dataloader-stall,host-created-tensor,index-select-embedding,"
+			      "low-utilization");
 	ck_assert_int_eq(rules_of(d.out, buf, sizeof(buf)), 1);
 	ck_assert_str_eq(buf, "cuda-core-scan");
 	tu_assert_one_line_error(&e, "unknown rule");

@@ -1,0 +1,307 @@
+/*
+ * h2d_stalls.c - the host-to-device copies asked for after the launching thread made no CUDA call
+ * for far longer than its launch pace while the GPU ran out of work: a batch the training thread
+ * prepared (dataloader-stall) or a tensor it made on the host in the middle of the step
+ * (host-created-tensor). One pass finds them; each rule keeps the copies it owns
+ * (ru_h2d_stalls() in rule_util.h says who owns which).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+/*
+ * A stretch without CUDA calls is host work, not the host's launch pace, beyond this many robust
+ * standard deviations (1.4826 median absolute deviations) over the median time between two launch
+ * calls, as launch-starvation separates host work from launch overhead.
+ */
+#define FAR_K 5.0
+/*
+ * With steps from the kernel period, a copy is at the step boundary when at most this share of the
+ * step's kernels (and at least BOUNDARY_MIN_KERNELS) were launched before it, or after it: the
+ * period's phase is the loop's first kernel, which need not be the one right after the batch's
+ * copy (in dataloader-stall-bad it was one kernel later).
+ */
+#define BOUNDARY_SHARE	     0.1
+#define BOUNDARY_MIN_KERNELS 2
+
+struct call {
+	int64_t s, e;
+	uint32_t tid;
+};
+
+static int cmp_call(const void *pa, const void *pb)
+{
+	const struct call *x = pa, *y = pb;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+static int push_call(struct call **v, int64_t *n, size_t *cap, int64_t s, int64_t e, uint32_t tid)
+{
+	if (s == CS_TS_UNKNOWN)
+		return 0;
+	if (e == CS_TS_UNKNOWN || e < s)
+		e = s;
+	if ((size_t)*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct call *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[*n].s = s;
+	(*v)[*n].e = e;
+	(*v)[(*n)++].tid = tid;
+	return 0;
+}
+
+/*
+ * The recorded CUDA calls of process pid (launch calls of kernels, copies and memsets, host waits,
+ * API rows), by start, and the host's launch pace: far is the median time from the end of one
+ * launch call to the start of the next (0 where calls overlap) plus FAR_K robust standard
+ * deviations, measured over the launch calls of the trace.
+ */
+static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, int64_t *nout,
+			 int64_t *longest, int64_t *far)
+{
+	struct call *v = NULL;
+	int64_t n = 0, nl, reach = CS_TS_UNKNOWN, usual;
+	size_t cap = 0;
+	struct ru_i64 d = {0};
+
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid &&
+		    push_call(&v, &n, &cap, a->kernels[i].launch_start, a->kernels[i].launch_end,
+			      a->kernels[i].launch_tid))
+			goto nomem;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		if (a->copies[i].pid == pid &&
+		    push_call(&v, &n, &cap, a->copies[i].launch_start, a->copies[i].launch_end,
+			      a->copies[i].launch_tid))
+			goto nomem;
+	nl = n;
+	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
+	cs_sort(v, (size_t)nl, sizeof(*v), cmp_call);
+	for (int64_t i = 0; i < nl; i++) {
+		if (i > 0 && v[i].s == v[i - 1].s)
+			continue;
+		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, v[i].s > reach ? v[i].s - reach : 0))
+			goto nomem;
+		if (reach == CS_TS_UNKNOWN || v[i].e > reach)
+			reach = v[i].e;
+	}
+	usual = ru_median(d.v, d.n);
+	for (int64_t i = 0; i < d.n; i++)
+		d.v[i] = d.v[i] > usual ? d.v[i] - usual : usual - d.v[i];
+	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
+	ru_i64_free(&d);
+
+	for (int64_t i = 0; i < a->nsyncs; i++)
+		if (a->syncs[i].pid == pid &&
+		    push_call(&v, &n, &cap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
+			goto nomem;
+	for (int64_t i = 0; i < a->napis; i++)
+		if (a->apis[i].pid == pid &&
+		    push_call(&v, &n, &cap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
+			goto nomem;
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_call);
+	*longest = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (v[i].e - v[i].s > *longest)
+			*longest = v[i].e - v[i].s;
+	*out = v;
+	*nout = n;
+	return 0;
+nomem:
+	ru_i64_free(&d);
+	free(v);
+	return CS_ERR_NOMEM;
+}
+
+/* End of the last CUDA call of thread tid that started before t, or CS_TS_UNKNOWN. */
+static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, uint32_t tid,
+			     int64_t t)
+{
+	int64_t lo = 0, hi = n, best = CS_TS_UNKNOWN;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].s < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* back from the last call that started before t, while a call could still end later */
+	for (int64_t i = lo - 1; i >= 0; i--) {
+		if (best != CS_TS_UNKNOWN && v[i].s + longest < best)
+			break;
+		if (v[i].tid == tid && (best == CS_TS_UNKNOWN || v[i].e > best))
+			best = v[i].e;
+	}
+	return best;
+}
+
+/*
+ * Launch times of the first and last kernel of each step, into first[] and last[] (s->n each), and
+ * the launch times of the process's steady kernels, sorted, into *times (*ntimes of them).
+ */
+static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first, int64_t *last,
+			int64_t **times, int64_t *ntimes)
+{
+	int64_t *v = malloc(((size_t)a->nkernels + 1) * sizeof(*v)), n = 0;
+
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < s->n; i++)
+		first[i] = last[i] = CS_TS_UNKNOWN;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t t = cs_launch_time(k->launch_start, k->start);
+		int st;
+
+		if (k->pid != s->pid || (st = ru_steady_step(s, t)) < 0)
+			continue;
+		v[n++] = t;
+		if (first[st] == CS_TS_UNKNOWN || t < first[st])
+			first[st] = t;
+		if (last[st] == CS_TS_UNKNOWN || t > last[st])
+			last[st] = t;
+	}
+	ru_sort_i64(v, n);
+	*times = v;
+	*ntimes = n;
+	return 0;
+}
+
+/* How many of v[0..n) (sorted) are below t. */
+static int64_t count_below(const int64_t *v, int64_t n, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Whether a copy launched at t in step st is inside the step (host-created-tensor's) rather than at
+ * its boundary (the next batch's, dataloader-stall's).
+ */
+static int inside_step(const cs_steps *s, const int64_t *first, const int64_t *last,
+		       const int64_t *times, int64_t ntimes, int32_t st, int64_t t)
+{
+	int64_t lo, hi, before, after, slack;
+
+	if (first[st] == CS_TS_UNKNOWN || t < first[st] || t > last[st])
+		return 0;
+	if (s->method != CS_STEPS_PERIOD)
+		return 1;
+	lo = count_below(times, ntimes, first[st]);
+	hi = count_below(times, ntimes, last[st] + 1);
+	before = count_below(times, ntimes, t) - lo;
+	after = hi - lo - before;
+	slack = (int64_t)(BOUNDARY_SHARE * (double)(hi - lo));
+	if (slack < BOUNDARY_MIN_KERNELS)
+		slack = BOUNDARY_MIN_KERNELS;
+	return before > slack && after > slack;
+}
+
+static int push_stall(struct ru_h2d_stalls *out, size_t *cap, const struct ru_h2d_stall *x)
+{
+	if ((size_t)out->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct ru_h2d_stall *nv = realloc(out->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		out->v = nv;
+		*cap = nc;
+	}
+	out->v[out->n++] = *x;
+	return 0;
+}
+
+int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls *out)
+{
+	struct call *calls = NULL;
+	int64_t ncalls = 0, longest = 0, reach = CS_TS_UNKNOWN, *first = NULL, *last = NULL;
+	int64_t *times = NULL, ntimes = 0;
+	size_t cap = 0;
+	struct ru_gpu_iter it;
+	struct ru_work w;
+
+	memset(out, 0, sizeof(*out));
+	first = calloc((size_t)s->n + 1, sizeof(*first));
+	last = calloc((size_t)s->n + 1, sizeof(*last));
+	if (!first || !last || collect_calls(a, s->pid, &calls, &ncalls, &longest, &out->far))
+		goto nomem;
+	if (step_kernels(a, s, first, last, &times, &ntimes))
+		goto nomem;
+	ru_gpu_iter_init(&it, a, s->pid);
+	while (ru_gpu_next(&it, &w)) {
+		int64_t prev = reach, t, c_end, from, to;
+		const cs_a_copy *c;
+		struct ru_h2d_stall x;
+		int st;
+
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+		if (w.is_kernel || prev == CS_TS_UNKNOWN || w.start <= prev ||
+		    w.launch_start == CS_TS_UNKNOWN)
+			continue;
+		c = &a->copies[w.index];
+		t = w.launch_start;
+		if (c->is_memset || c->copy_kind != CS_COPY_HTOD ||
+		    (st = ru_steady_step(s, t)) < 0 || ru_work_launched(&w) <= prev)
+			continue;
+		c_end = last_call_end(calls, ncalls, longest, c->launch_tid, t);
+		if (c_end == CS_TS_UNKNOWN || t - c_end <= out->far)
+			continue;
+		from = c_end > prev ? c_end : prev;
+		to = t < w.start ? t : w.start;
+		if (to <= from)
+			continue;
+		memset(&x, 0, sizeof(x));
+		x.copy = w.index;
+		x.step = st;
+		x.stall_ns = to - from;
+		x.stretch_ns = t - c_end;
+		/* who owns it: a copy at the step boundary is the next batch's, one inside the
+		 * step a tensor the step made */
+		x.in_step = inside_step(s, first, last, times, ntimes, st, t);
+		if (push_stall(out, &cap, &x))
+			goto nomem;
+	}
+	free(calls);
+	free(first);
+	free(last);
+	free(times);
+	return 0;
+nomem:
+	free(calls);
+	free(first);
+	free(last);
+	free(times);
+	ru_h2d_stalls_free(out);
+	return CS_ERR_NOMEM;
+}
+
+void ru_h2d_stalls_free(struct ru_h2d_stalls *x)
+{
+	free(x->v);
+	memset(x, 0, sizeof(*x));
+}

@@ -1,0 +1,194 @@
+/*
+ * host_created_tensor.c - the host-created-tensor rule: inside the steady steps, a tensor made
+ * on the host (torch.rand(n).cuda(), torch.tensor(list, device="cuda")) and copied to the device
+ * each step: the training thread makes no CUDA call while it computes the data on the CPU, the
+ * GPU runs out of work, then a large host-to-device copy from pageable memory follows.
+ *
+ * The copies come from ru_h2d_stalls() (h2d_stalls.c), which also finds dataloader-stall's: a copy
+ * at the step boundary is the next batch's, one inside the step this rule's. The cost is the GPU
+ * idle while the host made the data (up to the copy's call); the idle while the call itself held
+ * the host is pageable-memcpy's. docs/rules/host-created-tensor.md has the decision and the
+ * measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+#define RULE_ID "host-created-tensor"
+
+/* A recurring pattern: in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them. */
+#define MIN_STEPS 3
+/* A tensor, not a scalar or a flag: copies of at least this many bytes. */
+#define MIN_BYTES (64 * 1024)
+
+struct step_sum {
+	int64_t idle_ns;    /* GPU idle while the thread made the data, no CUDA call */
+	int64_t stretch_ns; /* the longest of its stretches without CUDA calls */
+	int64_t copies;	    /* the copies that ended such a stretch */
+	int64_t bytes;	    /* their bytes */
+	int64_t copy;	    /* index in a->copies of the copy after the longest stretch, or -1 */
+};
+
+static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
+			    size_t offset, int64_t *tmp)
+{
+	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
+}
+
+static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+		       struct step_sum *sum)
+{
+	for (int32_t i = 0; i < s->n; i++)
+		sum[i].copy = -1;
+	for (int64_t i = 0; i < h->n; i++) {
+		const struct ru_h2d_stall *y = &h->v[i];
+		const cs_a_copy *c = &a->copies[y->copy];
+		struct step_sum *x = &sum[y->step];
+
+		if (!y->in_step || c->src_kind != CS_MEM_PAGEABLE || c->bytes < MIN_BYTES)
+			continue;
+		cs_sat_accum(&x->idle_ns, y->stall_ns);
+		x->copies++;
+		cs_sat_accum(&x->bytes, c->bytes);
+		if (y->stretch_ns > x->stretch_ns) {
+			x->stretch_ns = y->stretch_ns;
+			x->copy = y->copy;
+		}
+	}
+}
+
+static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int32_t *steps,
+			int32_t nsteps, int64_t far, const struct ru_recur *r, int64_t *tmp,
+			cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	cs_report_finding *f = NULL;
+	cJSON *e, *ex;
+	int64_t stretch, idle, copies, bytes, best = -1;
+	char title[480], b1[32], b2[32], b3[32], near1[96], near2[96], rare[200];
+
+	stretch = median_field(sum, steps, nsteps, offsetof(struct step_sum, stretch_ns), tmp);
+	idle = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
+	copies = median_field(sum, steps, nsteps, offsetof(struct step_sum, copies), tmp);
+	bytes = median_field(sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
+	for (int32_t i = 0; i < nsteps; i++) {
+		const struct step_sum *x = &sum[steps[i]];
+
+		if (x->copy >= 0 && (best < 0 || x->stretch_ns > sum[best].stretch_ns))
+			best = steps[i];
+	}
+	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
+	if (r->recurring)
+		snprintf(title, sizeof(title),
+			 "tensors made on the host and copied to the GPU inside every step: %s of "
+			 "GPU idle per step (%.1f%%) while the host computes %s of data (no CUDA "
+			 "call for %s), then copies it from pageable memory%s%s",
+			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
+			 ru_fmt_bytes(b3, sizeof(b3), bytes), ru_fmt_ns(b2, sizeof(b2), stretch),
+			 near1, near2);
+	else {
+		ru_recur_rare_text(r, nsteps, idle, rare, sizeof(rare));
+		snprintf(title, sizeof(title),
+			 "a tensor made on the host and copied to the GPU inside the step (%s, no "
+			 "CUDA call for %s) %s%s",
+			 ru_fmt_bytes(b3, sizeof(b3), bytes), ru_fmt_ns(b2, sizeof(b2), stretch),
+			 rare, near1);
+	}
+	f = cs_finding_new(
+		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
+		"Create the tensor on the device: torch.rand(n, device=\"cuda\") instead of "
+		"torch.rand(n).cuda(), torch.zeros/full/arange/randn(..., device=\"cuda\"); data "
+		"that must come from Python (torch.tensor(list)) is made once before the loop, or "
+		"kept on the device and updated there.");
+	if (!f)
+		goto nomem;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto nomem;
+	f->lost_ns_per_step = r->lost;
+	f->step_share = r->share;
+	f->first = s->v[steps[0]].start;
+	f->last = s->v[steps[nsteps - 1]].end;
+	e = f->evidence;
+	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)idle);
+	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)stretch);
+	cJSON_AddNumberToObject(e, "launch_pace_far_ns", (double)far);
+	cJSON_AddNumberToObject(e, "copies_per_step", (double)copies);
+	cJSON_AddNumberToObject(e, "bytes_per_step", (double)bytes);
+	if (best >= 0) {
+		const cs_a_copy *c = &a->copies[sum[best].copy];
+
+		ex = cJSON_AddObjectToObject(e, "longest_stretch_copy");
+		if (!ex)
+			goto nomem;
+		cJSON_AddNumberToObject(ex, "step", best);
+		cJSON_AddNumberToObject(ex, "bytes", (double)c->bytes);
+		cJSON_AddBoolToObject(ex, "async_call", c->is_async != 0);
+		cJSON_AddNumberToObject(ex, "call_start", (double)c->launch_start);
+		cJSON_AddNumberToObject(ex, "call_end", (double)c->launch_end);
+		cJSON_AddNumberToObject(ex, "stream", (double)c->stream_id);
+		if (c->stack_id != CS_ID_NONE)
+			f->stack_id = c->stack_id;
+	}
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	ru_recur_evidence(e, r, nsteps);
+	return ru_emit(ctx, f, err);
+nomem:
+	cs_finding_free(f);
+	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct step_sum *sum = NULL;
+	struct cs_rule_cache own = {0};
+	const struct ru_h2d_stalls *h = NULL;
+	int64_t *cost = NULL, *tmp = NULL;
+	int32_t *steps = NULL, nsteps = 0;
+	struct ru_recur r;
+	int rc = 0;
+
+	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
+		return 0;
+	sum = calloc((size_t)s->n + 1, sizeof(*sum));
+	cost = calloc((size_t)s->n + 1, sizeof(*cost));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sum || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
+		goto nomem;
+	sum_stalls(a, s, h, sum);
+	for (int32_t i = 0; i < s->n; i++)
+		cost[i] = sum[i].idle_ns;
+	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		goto nomem;
+	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
+			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+		rc = emit_finding(ctx, sum, steps, nsteps, h->far, &r, tmp, err);
+	goto out;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+out:
+	free(sum);
+	free(cost);
+	free(tmp);
+	free(steps);
+	ru_cache_free(&own);
+	return rc;
+}
+
+const cs_analyzer cs_rule_host_created_tensor = {
+	RULE_ID,
+	"tensors made on the host and copied to the device inside every step "
+	"(torch.rand(n).cuda()) "
+	"while the GPU idles, where creating them on the device would do",
+	"002 3.3",
+	run,
+};

@@ -1,0 +1,270 @@
+/*
+ * index_select_embedding.c - the index-select-embedding rule: an embedding lookup written as
+ * weight.index_select(0, ids) where nn.Embedding is meant. The forward is the same
+ * gather kernel either way (PyTorch's embedding calls index_select); the backward differs:
+ * nn.Embedding's embedding_dense_backward sorts the indices and sums each row's gradients once
+ * (EmbeddingBackwardKernel.cu), index_select's backward zeroes a gradient the size of the table
+ * and adds every looked-up row into it with atomics (index_add_: indexFuncLargeIndex /
+ * indexFuncSmallIndex<..., ReduceAdd>), which contend on the rows that repeat.
+ *
+ * In each steady step, on one launching thread: a gather among the step's first kernels (the
+ * lookup of the input ids is the model's first layer), later an atomic index accumulation right
+ * after a zero fill of its destination (the backward's zeros), and no embedding backward kernel
+ * in the step (a model that uses nn.Embedding for its lookups uses it for this one too). The cost
+ * is the atomic kernels' GPU time per step: what the sorted backward would take instead depends
+ * on how often indices repeat, which the trace does not show. docs/rules/index-select-embedding.md
+ * has the decision and the measured values.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/rule_util.h"
+#include "util/checked.h"
+
+#define RULE_ID "index-select-embedding"
+
+/* A recurring pattern: in at least this share of the steady steps ... */
+#define MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them. */
+#define MIN_STEPS 3
+/* The lookup is among the step's first kernels: this share of them, and at least LEAD_MIN. */
+#define LEAD_SHARE 0.1
+#define LEAD_MIN   3
+
+struct step_sum {
+	int64_t atomic_ns;  /* GPU time of the atomic accumulations after a zero fill */
+	int64_t atomics;    /* how many */
+	int64_t kernel_ns;  /* GPU time of all the step's kernels */
+	int64_t gather;	    /* kernel index of the lookup, or -1 */
+	int64_t atomic;	    /* kernel index of the longest accumulation, or -1 */
+	int64_t atomic_max; /* its time */
+	int embedding_bwd;  /* the step runs nn.Embedding's backward */
+};
+
+/* A kernel's GPU time; 0 when a bound is unknown (a damaged or cut trace). */
+static int64_t kernel_ns(const cs_a_kernel *k)
+{
+	if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN || k->end < k->start)
+		return 0;
+	return cs_sat_sub(k->end, k->start);
+}
+
+static int is_gather(const char *own)
+{
+	return !strcmp(own, "vectorized_gather_kernel") || !strcmp(own, "indexSelectLargeIndex") ||
+	       !strcmp(own, "indexSelectSmallIndex");
+}
+
+static int is_atomic_add(const char *name, const char *own)
+{
+	return (!strcmp(own, "indexFuncLargeIndex") || !strcmp(own, "indexFuncSmallIndex")) &&
+	       strstr(name, "ReduceAdd") != NULL;
+}
+
+static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
+{
+	const char *name;
+
+	if (!o->is_kernel)
+		return a->copies[o->index].is_memset;
+	name = cs_analysis_string(a, o->name);
+	return name && (strstr(name, "FillFunctor") || strstr(name, "fill_kernel")) &&
+	       !strstr(name, "multi_tensor_apply");
+}
+
+/* One step's run of one thread: ops[i..end). */
+static void scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
+		     struct step_sum *x)
+{
+	int64_t nk = 0, seen = 0, lead, gather = -1;
+	char own[256];
+
+	for (int64_t j = i; j < end; j++)
+		nk += ops[j].is_kernel;
+	lead = (int64_t)(LEAD_SHARE * (double)nk);
+	if (lead < LEAD_MIN)
+		lead = LEAD_MIN;
+	for (int64_t j = i; j < end; j++) {
+		const struct ru_op *o = &ops[j];
+		const cs_a_kernel *k;
+		const char *name;
+
+		if (!o->is_kernel)
+			continue;
+		k = &a->kernels[o->index];
+		name = cs_analysis_string(a, o->name);
+		seen++;
+		cs_sat_accum(&x->kernel_ns, kernel_ns(k));
+		if (!name)
+			continue;
+		if (strstr(name, "EmbeddingBackward") || strstr(name, "embedding_backward"))
+			x->embedding_bwd = 1;
+		ru_kernel_own_name(name, own, sizeof(own));
+		if (gather < 0 && seen <= lead && is_gather(own)) {
+			gather = o->index;
+			if (x->gather < 0)
+				x->gather = gather;
+		}
+		if (gather >= 0 && j > i && is_atomic_add(name, own) &&
+		    is_zero_fill(a, &ops[j - 1])) {
+			cs_sat_accum(&x->atomic_ns, kernel_ns(k));
+			x->atomics++;
+			if (kernel_ns(k) > x->atomic_max) {
+				x->atomic_max = kernel_ns(k);
+				x->atomic = o->index;
+			}
+		}
+	}
+}
+
+/* Whether process pid ran an atomic index accumulation at all (the rule's cheap way out). */
+static int any_atomic_add(const cs_analysis *a, uint32_t pid)
+{
+	int64_t last = -1;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const char *name;
+
+		if (a->kernels[i].pid != pid || a->kernels[i].name_id == last)
+			continue;
+		last = a->kernels[i].name_id;
+		name = cs_analysis_string(a, last);
+		if (name && strstr(name, "indexFunc") && strstr(name, "ReduceAdd"))
+			return 1;
+	}
+	return 0;
+}
+
+static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
+			    size_t offset, int64_t *tmp)
+{
+	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
+}
+
+static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int32_t *steps,
+			int32_t nsteps, const struct ru_recur *r, int64_t *tmp, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	cs_report_finding *f = NULL;
+	cJSON *e;
+	int64_t atomic, atomics, kernel, best = -1;
+	char title[480], b1[32], near1[96], near2[96], rare[200];
+
+	atomic = median_field(sum, steps, nsteps, offsetof(struct step_sum, atomic_ns), tmp);
+	atomics = median_field(sum, steps, nsteps, offsetof(struct step_sum, atomics), tmp);
+	kernel = median_field(sum, steps, nsteps, offsetof(struct step_sum, kernel_ns), tmp);
+	for (int32_t i = 0; i < nsteps; i++)
+		if (sum[steps[i]].atomic >= 0 &&
+		    (best < 0 || sum[steps[i]].atomic_max > sum[best].atomic_max))
+			best = steps[i];
+	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
+	if (r->recurring)
+		snprintf(title, sizeof(title),
+			 "embedding lookup with index_select: its backward adds the gradient rows "
+			 "with atomics (index_add_), %s of GPU time per step (%.1f%%), where "
+			 "nn.Embedding's sorted backward would sum them once%s%s",
+			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100, near1, near2);
+	else {
+		ru_recur_rare_text(r, nsteps, atomic, rare, sizeof(rare));
+		snprintf(
+			title, sizeof(title),
+			"embedding lookup with index_select, its atomic backward (index_add_) %s%s",
+			rare, near1);
+	}
+	f = cs_finding_new(
+		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
+		"Look the rows up with nn.Embedding (or F.embedding(ids, weight)) instead of "
+		"weight.index_select(0, ids): its backward sorts the indices and sums each row's "
+		"gradients once, without atomics (sparse=True too, where the optimizer takes "
+		"sparse gradients).");
+	if (!f)
+		goto nomem;
+	if (cs_finding_set_steps(f, steps, nsteps))
+		goto nomem;
+	f->lost_ns_per_step = r->lost;
+	f->step_share = r->share;
+	f->first = s->v[steps[0]].start;
+	f->last = s->v[steps[nsteps - 1]].end;
+	e = f->evidence;
+	cJSON_AddNumberToObject(e, "atomic_ns_per_step", (double)atomic);
+	cJSON_AddNumberToObject(e, "atomic_kernels_per_step", (double)atomics);
+	cJSON_AddNumberToObject(e, "kernel_ns_per_step", (double)kernel);
+	cJSON_AddNumberToObject(e, "atomic_kernel_share",
+				kernel > 0 ? (double)atomic / (double)kernel : 0);
+	if (best >= 0) {
+		const cs_a_kernel *g = &a->kernels[sum[best].gather];
+		const cs_a_kernel *k = &a->kernels[sum[best].atomic];
+
+		cJSON_AddStringToObject(e, "lookup_kernel", cs_analysis_string(a, g->name_id));
+		cJSON_AddStringToObject(e, "atomic_kernel", cs_analysis_string(a, k->name_id));
+		cJSON_AddNumberToObject(e, "longest_atomic_ns", (double)kernel_ns(k));
+		if (k->stack_id != CS_ID_NONE)
+			f->stack_id = k->stack_id;
+		else if (g->stack_id != CS_ID_NONE)
+			f->stack_id = g->stack_id;
+	}
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	ru_recur_evidence(e, r, nsteps);
+	return ru_emit(ctx, f, err);
+nomem:
+	cs_finding_free(f);
+	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+}
+
+static int run(cs_rule_ctx *ctx, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct step_sum *sum = NULL;
+	struct ru_op *ops = NULL;
+	int64_t nops = 0, *cost = NULL, *tmp = NULL;
+	int32_t *steps = NULL, nsteps = 0;
+	struct ru_recur r;
+	int rc = 0;
+
+	if (cs_steps_steady(s) <= 0 || !any_atomic_add(a, s->pid))
+		return 0;
+	sum = calloc((size_t)s->n + 1, sizeof(*sum));
+	cost = calloc((size_t)s->n + 1, sizeof(*cost));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sum || !cost || !tmp || ru_launch_ops(a, s, &ops, &nops))
+		goto nomem;
+	for (int32_t i = 0; i < s->n; i++)
+		sum[i].gather = sum[i].atomic = -1;
+	for (int64_t i = 0, end; i < nops; i = end) {
+		for (end = i + 1;
+		     end < nops && ops[end].step == ops[i].step && ops[end].tid == ops[i].tid;
+		     end++)
+			;
+		scan_run(a, ops, i, end, &sum[ops[i].step]);
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		cost[i] = sum[i].embedding_bwd ? 0 : sum[i].atomic_ns;
+	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		goto nomem;
+	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
+			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+		rc = emit_finding(ctx, sum, steps, nsteps, &r, tmp, err);
+	goto out;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+out:
+	free(sum);
+	free(cost);
+	free(tmp);
+	free(steps);
+	free(ops);
+	return rc;
+}
+
+const cs_analyzer cs_rule_index_select_embedding = {
+	RULE_ID,
+	"embedding lookups written as index_select, whose backward adds the rows with atomics "
+	"(index_add_) where nn.Embedding's sorted backward would do",
+	"000 #2",
+	run,
+};
