@@ -147,43 +147,29 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
+static void sum_of(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+		   void *sums)
+{
+	sum_stalls(a, s, h, sums);
+}
+
+static int64_t cost_of(const void *sum)
+{
+	return ((const struct step_sum *)sum)->stall_ns;
+}
+
+static int emit_of(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps, int64_t far,
+		   const struct ru_recur *r, int64_t *tmp, cs_error *err)
+{
+	return emit_finding(ctx, sums, steps, nsteps, far, r, tmp, err);
+}
+
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
-	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
-	struct step_sum *sum = NULL;
-	struct cs_rule_cache own = {0};
-	const struct ru_h2d_stalls *h = NULL;
-	int64_t *cost = NULL, *tmp = NULL;
-	int32_t *steps = NULL, nsteps = 0;
-	struct ru_recur r;
-	int rc = 0;
+	static const struct ru_h2d_rule rule = {
+		sizeof(struct step_sum), sum_of, cost_of, emit_of, MIN_STEPS, MIN_STEP_SHARE};
 
-	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
-		return 0;
-	sum = calloc((size_t)s->n + 1, sizeof(*sum));
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
-		goto nomem;
-	sum_stalls(a, s, h, sum);
-	for (int32_t i = 0; i < s->n; i++)
-		cost[i] = sum[i].stall_ns;
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
-		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
-			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = emit_finding(ctx, sum, steps, nsteps, h->far, &r, tmp, err);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-out:
-	free(sum);
-	free(cost);
-	free(tmp);
-	free(steps);
-	ru_cache_free(&own);
-	return rc;
+	return ru_run_h2d_rule(ctx, &rule, err);
 }
 
 const cs_analyzer cs_rule_dataloader_stall = {

@@ -305,3 +305,42 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x)
 	free(x->v);
 	memset(x, 0, sizeof(*x));
 }
+
+int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	struct cs_rule_cache own = {0};
+	const struct ru_h2d_stalls *h = NULL;
+	char *sums = NULL;
+	int64_t *cost = NULL, *tmp = NULL;
+	int32_t *steps = NULL, nsteps = 0;
+	struct ru_recur r;
+	int rc = 0;
+
+	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
+		return 0;
+	sums = calloc((size_t)s->n + 1, rule->sum_size);
+	cost = calloc((size_t)s->n + 1, sizeof(*cost));
+	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
+	if (!sums || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
+		goto nomem;
+	rule->sum(a, s, h, sums);
+	for (int32_t i = 0; i < s->n; i++)
+		cost[i] = rule->cost(sums + (size_t)i * rule->sum_size);
+	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		goto nomem;
+	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, rule->min_steps,
+			    rule->min_step_share, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+		rc = rule->emit(ctx, sums, steps, nsteps, h->far, &r, tmp, err);
+	goto out;
+nomem:
+	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+out:
+	free(sums);
+	free(cost);
+	free(tmp);
+	free(steps);
+	ru_cache_free(&own);
+	return rc;
+}

@@ -471,4 +471,25 @@ int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
  */
 int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of);
 
+/* ---- the rules of the host-to-device stalls ---- */
+
+/* What a rule that charges the host-to-device stalls (dataloader-stall, host-created-tensor) gives
+ * ru_run_h2d_rule(). */
+struct ru_h2d_rule {
+	size_t sum_size; /* of its per-step sum */
+	void (*sum)(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+		    void *sums);
+	int64_t (*cost)(const void *sum); /* one step's cost */
+	int (*emit)(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps,
+		    int64_t far, const struct ru_recur *r, int64_t *tmp, cs_error *err);
+	int32_t min_steps;
+	double min_step_share;
+};
+/*
+ * The whole run of such a rule: the stalls (cached), the per-step sums and costs, the recurrence
+ * (ru_recur_decide with the rule's minimums, RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it
+ * recurs, the rule's emit.
+ */
+int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err);
+
 #endif
