@@ -33,6 +33,8 @@
 
 struct step_sum {
 	int64_t waits, draining, copies, bytes, wait_ns, idle_ns, refill_ns;
+	int64_t stall_ns; /* idle after the waits that was the host preparing a copy to the device
+			   */
 };
 
 /* Median over the affected steps of one field of the per-step sums. */
@@ -106,14 +108,79 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	return 0;
 }
 
+static int cmp_window(const void *pa, const void *pb)
+{
+	const int64_t *x = pa, *y = pb;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/*
+ * The windows in which the host was preparing a copy to the device without making any CUDA call
+ * (ru_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
+ * host-created-tensor's), sorted: [from, to) each. They are GPU idle before distinct copies, so
+ * they do not overlap, and sorted by end they are sorted by start too. NULL (and 0) when there are
+ * none.
+ */
+static int64_t *stall_windows(const cs_analysis *a, const struct ru_h2d_stalls *h, int64_t *n)
+{
+	int64_t *v;
+
+	*n = 0;
+	if (h->n == 0)
+		return NULL;
+	v = malloc((size_t)h->n * 2 * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (int64_t i = 0; i < h->n; i++) {
+		int64_t e = a->copies[h->v[i].copy].launch_start;
+
+		v[2 * i] = e;
+		v[2 * i + 1] = cs_sat_sub(e, h->v[i].stall_ns);
+	}
+	cs_sort(v, (size_t)h->n, 2 * sizeof(*v), cmp_window);
+	*n = h->n;
+	return v;
+}
+
+/*
+ * The part of [t0, t1) (the idle after a wait) inside those windows. Without the wait the host
+ * would have begun that preparation earlier, by at most the time it was held in the wait, and the
+ * GPU would have idled for the rest of it anyway: that rest is the input's idle, not the wait's.
+ */
+static int64_t stall_overlap(const int64_t *v, int64_t n, int64_t t0, int64_t t1)
+{
+	int64_t lo = 0, hi = n, sum = 0;
+
+	if (t1 <= t0 || t0 == CS_TS_UNKNOWN)
+		return 0;
+	while (lo < hi) { /* the first window that ends after t0 */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[2 * mid] <= t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int64_t i = lo; i < n && v[2 * i + 1] < t1; i++) {
+		int64_t b = v[2 * i + 1] > t0 ? v[2 * i + 1] : t0,
+			e = v[2 * i] < t1 ? v[2 * i] : t1;
+
+		if (e > b)
+			cs_sat_accum(&sum, e - b);
+	}
+	return sum;
+}
+
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct ru_d2h *d;
+	const struct ru_h2d_stalls *h = NULL;
 	struct step_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL;
+	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
@@ -123,11 +190,18 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (steady <= 0)
 		return 0;
 	rc = ru_cached_d2h(ctx, &own, &d);
-	if (rc)
+	if (!rc)
+		rc = ru_cached_h2d_stalls(ctx, &own, &h);
+	if (rc) {
+		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");
+	}
 	if (d->n == 0)
 		goto out_free;
 	rc = CS_ERR_NOMEM;
+	win = stall_windows(a, h, &nwin);
+	if (h->n > 0 && !win)
+		goto out;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
@@ -147,9 +221,20 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
 			cs_sat_accum(&x->wait_ns, y->end - y->start);
 		if (ru_d2h_cost(w) > 0) {
+			/* the host could have begun preparing the input while it was held in the
+			 * wait: only the preparation beyond that time was not the wait's doing */
+			int64_t held = y->end != CS_TS_UNKNOWN && y->end > y->start
+					       ? cs_sat_sub(y->end, y->start)
+					       : 0,
+				taken = stall_overlap(win, nwin, w->idle_start, w->idle_end);
+
+			taken = taken > held ? taken - held : 0;
+
 			x->draining++;
-			cs_sat_accum(&x->idle_ns, ru_d2h_cost(w));
+			cs_sat_accum(&x->idle_ns,
+				     ru_d2h_cost(w) > taken ? ru_d2h_cost(w) - taken : 0);
 			cs_sat_accum(&x->refill_ns, w->refill_ns);
+			cs_sat_accum(&x->stall_ns, taken);
 		}
 	}
 	for (int32_t i = 0; i < s->n; i++)
@@ -210,6 +295,15 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
+	{
+		int64_t taken =
+			median_field(sum, steps, nsteps, offsetof(struct step_sum, stall_ns), tmp);
+
+		/* left to dataloader-stall / host-created-tensor: only when there is some */
+		if (taken > 0)
+			cJSON_AddNumberToObject(f->evidence, "idle_left_to_input_stalls_ns",
+						(double)taken);
+	}
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
@@ -222,6 +316,7 @@ out_free:
 	ru_cache_free(&own);
 	free(sum);
 	free(idle);
+	free(win);
 	free(tmp);
 	free(steps);
 	return rc;

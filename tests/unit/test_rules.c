@@ -319,6 +319,49 @@ START_TEST(test_d2h_sites_in_report)
 }
 END_TEST
 
+/*
+ * loss.item() at the end of each step, then 20 ms of host work preparing the next batch with no
+ * CUDA call (a DataLoader without workers), then the batch's copy: the idle after the wait is
+ * mostly the input's. d2h-sync charges only what the wait took from the host (its ~4 ms: the
+ * preparation could have begun then) plus the idle outside the preparation; dataloader-stall has
+ * the rest.
+ */
+START_TEST(test_d2h_then_input_stall)
+{
+	struct sim m;
+	struct found f;
+	struct loaded l;
+
+	sim_open(&m, "d2h_then_stall.db");
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_host(&m, 20 * MS);
+		sim_h2d(&m, 7, 1 * MIB, 0, 0);
+		busy_step(&m);
+		sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, m.g[7], CS_ID_NONE);
+		sim_host(&m, 200 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	run_synthetic(&m, "d2h-sync", &f, &l);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 3 * MS && f.v[0].lost_ns_per_step < 6 * MS,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert(
+		cJSON_GetObjectItem(f.v[0].evidence, "idle_left_to_input_stalls_ns")->valuedouble >
+		10 * MS);
+	found_free(&f);
+	run_rule(&l, "dataloader-stall", &f);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 15 * MS, "lost %lld",
+		      (long long)f.v[0].lost_ns_per_step);
+	found_free(&f);
+	unload(&l);
+	free(m.path);
+}
+END_TEST
+
 START_TEST(test_d2h_sync_memcpy)
 {
 	struct sim m;
@@ -2341,6 +2384,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_registry);
 	tcase_add_test(ts, test_d2h_drain);
 	tcase_add_test(ts, test_d2h_sites_in_report);
+	tcase_add_test(ts, test_d2h_then_input_stall);
 	tcase_add_test(ts, test_d2h_sync_memcpy);
 	tcase_add_test(ts, test_d2h_only_at_end);
 	tcase_add_test(ts, test_d2h_wait_without_idle);
