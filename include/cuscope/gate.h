@@ -145,20 +145,33 @@ typedef struct cs_run {
 	double shared_gpu;
 	cs_run_finding *findings;  /* most costly first */
 	int32_t nfindings;
+	int rank_select; /* enum cs_rank_select the run was loaded with */
+	int32_t rank;	 /* with a rank_select, the rank compared (the process `pid`) */
 } cs_run;
+
+/* Which process of a trace gives the steps that diff and gate compare (--rank). */
+enum cs_rank_select {
+	CS_RANK_DEFAULT = 0, /* the process with the most kernels */
+	CS_RANK_N,	     /* the process of rank cs_run_opts.rank (PROCESSES.rank) */
+	CS_RANK_SLOWEST,     /* the rank with the longest median step of its own */
+};
 
 typedef struct cs_run_opts {
 	const char *step_range; /* NVTX step ranges (cs_step_opts), or NULL */
 	int warmup;		/* -1 = default */
 	int fold;		/* fold kernel names (cs_kernel_fold) */
 	double confidence;	/* cs_comparison_load: the test level; 0 = the config's */
+	int rank_select;	/* enum cs_rank_select */
+	int32_t rank;		/* with CS_RANK_N */
 } cs_run_opts;
 
 /*
  * Read the trace at path, find its steps and run the analyzers, and fill out with its metrics.
  * Per-step values are means over the steady-state steps without the 10% highest and 10% lowest
- * values (docs/commands/diff.md). Errors: those of cs_trace_open(), CS_ERR_INVALID for a step
- * range that matches nothing, CS_ERR_NOMEM.
+ * values (docs/commands/diff.md). With o->rank_select, the steps (and the findings) are those
+ * of the selected rank's process. Errors: those of cs_trace_open(), CS_ERR_INVALID for a step
+ * range that matches nothing or a rank the trace does not have (the message names the ranks
+ * present), CS_ERR_NOMEM.
  */
 int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *err);
 void cs_run_free(cs_run *r);
@@ -289,6 +302,8 @@ void cs_comparison_free(cs_comparison *c);
  * launches" for a kernel row (followed by the kernel's name).
  */
 const char *cs_diff_row_label(const cs_diff_row *r);
+/* The rank a run compares, for people: "rank 1", "rank 1, the slowest", or "" by default. */
+const char *cs_run_rank_label(const cs_run *r, char *buf, size_t size);
 /* What became of a finding: 0 new (only in the new run), 1 fixed (only in the base), 2 in both. */
 int cs_diff_finding_status(const cs_diff_finding *m);
 

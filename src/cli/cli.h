@@ -97,12 +97,13 @@ const char *cli_single_file(const char *cmd, int argc, char **argv);
 
 /*
  * What `cuscope diff` and `cuscope gate` both take to load a trace, as the values of their long
- * options: --fold, --step-range PAT and --warmup N.
+ * options: --fold, --step-range PAT, --warmup N and --rank N|slowest.
  */
 enum {
 	CLI_OPT_FOLD = 512,
 	CLI_OPT_STEP_RANGE,
 	CLI_OPT_WARMUP,
+	CLI_OPT_RANK,
 };
 
 struct cs_run_opts;

@@ -34,6 +34,9 @@ static const char diff_usage[] =
 	"      --config FILE      thresholds that rank changes (the gate's, docs/ci.md)\n"
 	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT (both traces)\n"
 	"      --warmup N         the first N steps of each trace are warm-up\n"
+	"      --rank N|slowest   compare rank N of both traces, or in each trace the rank with\n"
+	"                         the longest median step (default: the process with the most\n"
+	"                         kernels)\n"
 	"  -n, --limit N          kernel rows shown in text and markdown (default 10, 0 = all)\n"
 	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
 	"                         terminal, no limit otherwise; 0 = no limit)\n"
@@ -55,7 +58,11 @@ static void text_run(const char *label, const cs_run *r, double scale)
 {
 	char a[64], b[64], c[64];
 
-	printf("%-6s%s\n", label, r->path);
+	if (r->rank_select != CS_RANK_DEFAULT)
+		printf("%-6s%s (%s: pid %u)\n", label, r->path, cs_run_rank_label(r, a, sizeof(a)),
+		       r->pid);
+	else
+		printf("%-6s%s\n", label, r->path);
 	if (r->method == CS_STEPS_NONE) {
 		printf("      no steps found (%s): the whole trace is compared\n", r->detail);
 		return;
@@ -171,6 +178,7 @@ int cmd_diff(int argc, char **argv)
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
+		{"rank", required_argument, NULL, CLI_OPT_RANK},
 		{"limit", required_argument, NULL, 'n'},
 		{"width", required_argument, NULL, 'w'},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
@@ -180,7 +188,7 @@ int cmd_diff(int argc, char **argv)
 	enum diff_format format = DIFF_TEXT;
 	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1;
 	const char *config = NULL;
-	cs_run_opts o = {NULL, -1, 0, 0};
+	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0};
 	cs_comparison cmp;
 	cs_error err = {0, ""};
 	int c, rc, no_color = 0;
@@ -218,7 +226,7 @@ int cmd_diff(int argc, char **argv)
 		case 'h':
 			fputs(diff_usage, stdout);
 			return cli_finish_output(CLI_EXIT_OK);
-		default: /* --fold, --step-range, --warmup; '?' */
+		default: /* --fold, --step-range, --warmup, --rank; '?' */
 			if (cli_run_option(argv[0], c, optarg, &o))
 				return CLI_EXIT_USAGE;
 			break;

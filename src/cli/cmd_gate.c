@@ -48,6 +48,9 @@ static const char gate_usage[] =
 	"      --fold             fold kernel names before matching them (docs/commands/diff.md)\n"
 	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT (all traces)\n"
 	"      --warmup N         the first N steps of each trace are warm-up\n"
+	"      --rank N|slowest   compare rank N of every trace, or in each trace the rank with\n"
+	"                         the longest median step (default: the process with the most\n"
+	"                         kernels)\n"
 	"  -q, --quiet            no summary on stdout\n"
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
 	"      --list-metrics     list the metrics and their thresholds, then exit\n"
@@ -253,9 +256,12 @@ static void print_base(const cs_diff *d)
 	int32_t n = d->nbases < 256 ? d->nbases : 256;
 
 	if (d->nbases == 1) {
-		printf("base: %s (step time %s)\n", d->base->path,
+		char r[64];
+
+		cs_run_rank_label(d->base, r, sizeof(r));
+		printf("base: %s (%s%sstep time %s)\n", d->base->path, r, r[0] ? ", " : "",
 		       cs_fmt_value(a, sizeof(a), CS_UNIT_NS,
-					(double)d->base->step_median / d->base_scale, 0));
+				    (double)d->base->step_median / d->base_scale, 0));
 		return;
 	}
 	for (int32_t i = 0; i < n; i++) {
@@ -271,7 +277,7 @@ static void print_base(const cs_diff *d)
 
 static void print_text(const cs_diff *d, int width, int color)
 {
-	char b[64];
+	char b[64], r[64];
 
 	if (color && d->failed)
 		printf("cuscope gate: \033[1;31mFAIL\033[0m: ");
@@ -280,9 +286,10 @@ static void print_text(const cs_diff *d, int width, int color)
 	printf("%d of %d %s regressed\n", d->failed, d->checks,
 	       d->checks == 1 ? "check" : "checks");
 	print_base(d);
-	printf("new:  %s (step time %s)\n", d->new_->path,
-	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS,
-				(double)d->new_->step_median / d->new_scale, 0));
+	cs_run_rank_label(d->new_, r, sizeof(r));
+	printf("new:  %s (%s%sstep time %s)\n", d->new_->path, r, r[0] ? ", " : "",
+	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)d->new_->step_median / d->new_scale,
+			    0));
 	if (d->note[0])
 		print_wrapped("note: ", d->note, width);
 	print_wrapped("note: ", d->test_note, width);
@@ -533,6 +540,7 @@ int cmd_gate(int argc, char **argv)
 		{"fold", no_argument, NULL, CLI_OPT_FOLD},
 		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
+		{"rank", required_argument, NULL, CLI_OPT_RANK},
 		{"quiet", no_argument, NULL, 'q'},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
 		{"list-metrics", no_argument, NULL, OPT_LIST_METRICS},
@@ -544,7 +552,7 @@ int cmd_gate(int argc, char **argv)
 	struct path_list bases = {0};
 	int64_t width = -1;
 	int quiet = 0, list = 0, no_color = 0, c, rc;
-	cs_run_opts o = {NULL, -1, 0, 0};
+	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0};
 	cs_gate_config cfg;
 	cs_comparison cmp;
 	const cs_diff *d = &cmp.d;

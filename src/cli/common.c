@@ -191,7 +191,8 @@ int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t 
 
 int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 {
-	int64_t warmup;
+	int64_t warmup, rank;
+	char *end = NULL;
 
 	switch (c) {
 	case CLI_OPT_FOLD:
@@ -206,6 +207,20 @@ int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 		if (cli_parse_int(cmd, "--warmup", arg, 0, INT32_MAX, &warmup))
 			return CLI_EXIT_USAGE;
 		o->warmup = (int)warmup;
+		return 0;
+	case CLI_OPT_RANK:
+		if (!strcmp(arg, "slowest")) {
+			o->rank_select = CS_RANK_SLOWEST;
+			return 0;
+		}
+		errno = 0;
+		rank = *arg >= '0' && *arg <= '9' ? strtoll(arg, &end, 10) : -1;
+		if (rank < 0 || errno || *end || rank > INT32_MAX)
+			return cli_usage_error(
+				cmd, "invalid value '%s' for --rank (a rank number or slowest)",
+				arg);
+		o->rank_select = CS_RANK_N;
+		o->rank = (int32_t)rank;
 		return 0;
 	}
 	return CLI_EXIT_USAGE;

@@ -796,6 +796,16 @@ static const char *unit_name(int unit)
 	return unit >= 0 && unit < 4 ? names[unit] : "count";
 }
 
+const char *cs_run_rank_label(const cs_run *r, char *buf, size_t size)
+{
+	if (r->rank_select == CS_RANK_DEFAULT)
+		snprintf(buf, size, "%s", "");
+	else
+		snprintf(buf, size, "rank %d%s", (int)r->rank,
+			 r->rank_select == CS_RANK_SLOWEST ? ", the slowest" : "");
+	return buf;
+}
+
 static cJSON *run_json(const cs_run *r, double scale)
 {
 	cJSON *o = cJSON_CreateObject(), *st;
@@ -821,6 +831,12 @@ static cJSON *run_json(const cs_run *r, double scale)
 		cJSON_AddNumberToObject(st, "p90_ns", (double)r->step_p90 / scale);
 	}
 	cJSON_AddNumberToObject(o, "findings", r->nfindings);
+	if (r->rank_select != CS_RANK_DEFAULT) {
+		cJSON_AddNumberToObject(o, "rank", r->rank);
+		cJSON_AddNumberToObject(o, "pid", r->pid);
+		cJSON_AddStringToObject(o, "rank_select",
+					r->rank_select == CS_RANK_SLOWEST ? "slowest" : "number");
+	}
 	return o;
 }
 
@@ -1034,6 +1050,11 @@ static void md_steps(FILE *f, const cs_run *r, double scale)
 	if (r->method == CS_STEPS_NONE) {
 		fprintf(f, "none found (whole trace) | ");
 		return;
+	}
+	if (r->rank_select != CS_RANK_DEFAULT) {
+		char rank[64];
+
+		fprintf(f, "%s: ", cs_run_rank_label(r, rank, sizeof(rank)));
 	}
 	fprintf(f, "%d, %d warm-up, %s", r->steps, r->warmup, cs_step_method_name(r->method));
 	if (scale > 1)

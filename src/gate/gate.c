@@ -435,6 +435,8 @@ int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char
 	ro.warmup = o && o->warmup >= 0 ? o->warmup : out->cfg.warmup;
 	ro.fold = (o && o->fold) || out->cfg.fold == 1;
 	ro.confidence = 0;
+	ro.rank_select = o ? o->rank_select : CS_RANK_DEFAULT;
+	ro.rank = o ? o->rank : 0;
 	rc = CS_ERR_NOMEM;
 	out->bases = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->bases));
 	out->base_ptrs = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->base_ptrs));

@@ -23,6 +23,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
+#include "cuscope/ranks.h"
 #include "cuscope/utf8.h"
 #include "cuscope/utf8.h"
 #include "util/checked.h"
@@ -1159,6 +1160,177 @@ out:
 	return rc;
 }
 
+/* ---- the rank compared (--rank) ---- */
+
+struct rank_proc {
+	uint32_t pid;
+	int32_t rank;
+	int64_t kernels;
+};
+
+struct rank_list {
+	struct rank_proc *v;
+	int32_t n;
+	size_t cap;
+};
+
+static int rank_list_add(const cs_process *p, void *arg)
+{
+	struct rank_list *l = arg;
+
+	if (p->rank == CS_ID_NONE)
+		return 0;
+	if (cs_grow((void **)&l->v, &l->cap, (size_t)l->n + 1, sizeof(*l->v)))
+		return CS_ERR_NOMEM;
+	l->v[l->n].pid = p->pid;
+	l->v[l->n].rank = p->rank;
+	l->v[l->n].kernels = 0;
+	l->n++;
+	return 0;
+}
+
+/* By rank, the process with the most kernels first, then by pid. */
+static int rank_proc_cmp(const void *pa, const void *pb)
+{
+	const struct rank_proc *x = pa, *y = pb;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->kernels != y->kernels)
+		return x->kernels > y->kernels ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The ranks of l for a message: "ranks 0, 1" or "no process has a rank". */
+static void rank_list_names(const struct rank_list *l, char *buf, size_t size)
+{
+	size_t off;
+
+	if (l->n == 0) {
+		snprintf(buf, size, "no process of the trace has a rank");
+		return;
+	}
+	off = (size_t)snprintf(buf, size, "%s", l->n == 1 ? "rank" : "ranks");
+	for (int32_t i = 0; i < l->n && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%d", i ? ", " : " ",
+					(int)l->v[i].rank);
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The median own time of the steps s (the steady ones, or all when none is steady): the step
+ * time less the communication that no compute of the rank overlapped, which holds the waiting
+ * for the other ranks (include/cuscope/ranks.h). Without NCCL kernels it is the step time.
+ */
+static int rank_own_median(const cs_analysis *a, const cs_steps *s, int64_t *out, cs_error *err)
+{
+	cs_rank_step *m = calloc((size_t)s->n, sizeof(*m));
+	int64_t *own = calloc((size_t)s->n, sizeof(*own));
+	int32_t n = 0, steady = cs_steps_steady(s);
+	int rc = CS_ERR_NOMEM;
+
+	if (!m || !own) {
+		cs_error_set(err, rc, "out of memory");
+		goto out;
+	}
+	rc = cs_rank_steps_measure(a, s, m, err);
+	if (rc < 0)
+		goto out;
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup || steady == 0)
+			own[n++] = m[i].own_ns;
+	cs_sort(own, (size_t)n, sizeof(*own), cmp_i64);
+	*out = n > 0 ? own[n / 2] : 0;
+out:
+	free(m);
+	free(own);
+	return rc;
+}
+
+/*
+ * The process of the rank o selects, into *pid and *rank: rank o->rank, or the rank with the
+ * longest median step of its own (rank_own_median; steps found as so finds them, on each rank's
+ * own process; on a tie the lower rank). A rank held by
+ * several processes (workers that inherited RANK) is the one of them with the most kernels.
+ */
+static int run_pick_rank(const cs_analysis *a, const cs_step_opts *so, const cs_run_opts *o,
+			 uint32_t *pid, int32_t *rank, cs_error *err)
+{
+	struct rank_list l = {NULL, 0, 0};
+	char names[512];
+	int64_t best = -1;
+	int32_t n = 0;
+	int rc;
+
+	rc = cs_trace_each_process(a->trace, rank_list_add, &l, err);
+	if (rc < 0)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels; i++)
+		for (int32_t j = 0; j < l.n; j++)
+			if (l.v[j].pid == a->kernels[i].pid)
+				l.v[j].kernels++;
+	cs_sort(l.v, (size_t)l.n, sizeof(*l.v), rank_proc_cmp);
+	for (int32_t i = 0; i < l.n; i++) /* one process per rank */
+		if (n == 0 || l.v[i].rank != l.v[n - 1].rank)
+			l.v[n++] = l.v[i];
+	l.n = n;
+	rank_list_names(&l, names, sizeof(names));
+	rc = CS_ERR_INVALID;
+	if (o->rank_select == CS_RANK_N) {
+		for (int32_t i = 0; i < l.n; i++)
+			if (l.v[i].rank == o->rank) {
+				*pid = l.v[i].pid;
+				*rank = l.v[i].rank;
+				rc = 0;
+			}
+		if (rc < 0)
+			cs_error_set(err, rc, "no rank %d (%s)", (int)o->rank, names);
+		goto out;
+	}
+	for (int32_t i = 0; i < l.n; i++) {
+		cs_step_opts ro = *so;
+		cs_steps s;
+		int r;
+
+		ro.pid = l.v[i].pid;
+		r = cs_steps_detect(a, &ro, &s, err);
+		if (r == CS_ERR_NOMEM) {
+			rc = r;
+			goto out;
+		}
+		if (r < 0)
+			continue; /* a step range that matches nothing in this rank */
+		if (s.method != CS_STEPS_NONE && s.n > 0) {
+			int64_t own = 0;
+
+			r = rank_own_median(a, &s, &own, err);
+			if (r < 0) {
+				cs_steps_free(&s);
+				rc = r;
+				goto out;
+			}
+			if (own > best) {
+				best = own;
+				*pid = l.v[i].pid;
+				*rank = l.v[i].rank;
+				rc = 0;
+			}
+		}
+		cs_steps_free(&s);
+	}
+	if (rc < 0)
+		cs_error_set(err, rc, "no rank with steps to pick the slowest from (%s)", names);
+out:
+	free(l.v);
+	return rc;
+}
+
 int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *err)
 {
 	cs_trace *t = NULL;
@@ -1185,6 +1357,12 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	so.step_range = o ? o->step_range : NULL;
 	so.warmup = o ? o->warmup : -1;
 	so.pid = 0;
+	if (o && o->rank_select != CS_RANK_DEFAULT) {
+		out->rank_select = o->rank_select;
+		rc = run_pick_rank(&a, &so, o, &so.pid, &out->rank, err);
+		if (rc < 0)
+			goto out;
+	}
 	rc = cs_steps_detect(&a, &so, &s, err);
 	if (rc < 0)
 		goto out;

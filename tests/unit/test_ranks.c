@@ -586,6 +586,161 @@ START_TEST(test_report_one_process)
 }
 END_TEST
 
+static void assert_between(double v, double lo, double hi, const char *what)
+{
+	ck_assert_msg(v >= lo && v <= hi, "%s: %g not in [%g, %g]", what, v, lo, hi);
+}
+
+/* The run of a diff's JSON ("base" or "new"). */
+static const cJSON *diff_run(const cJSON *doc, const char *which)
+{
+	const cJSON *r = cJSON_GetObjectItem(doc, which);
+
+	ck_assert_msg(cJSON_IsObject(r), "no %s", which);
+	return r;
+}
+
+/* The new - base change of the compute kernel's time per step in a diff's JSON, ns. */
+static double compute_delta(const cJSON *doc)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(doc, "metrics"))
+	{
+		const cJSON *k = cJSON_GetObjectItem(row, "kernel");
+
+		if (!strcmp(cJSON_GetObjectItem(row, "metric")->valuestring, "kernel_time") &&
+		    cJSON_IsString(k) &&
+		    !strcmp(k->valuestring, "_ZN2at6native18elementwise_kernelEv"))
+			return cJSON_GetObjectItem(row, "delta")->valuedouble;
+	}
+	ck_abort_msg("no kernel_time row of the compute kernel");
+	return 0;
+}
+
+static cJSON *diff_doc(const char *base, const char *new_, const char *rank)
+{
+	const char *av[] = {NULL, "diff",   "-f", "json", "--step-range", "step", "--warmup",
+			    "2",  "--rank", rank, base,	  new_,		  NULL};
+	struct tu_result r;
+	cJSON *doc;
+
+	if (!rank) { /* no --rank */
+		av[8] = base;
+		av[9] = new_;
+		av[10] = NULL;
+	}
+	r = tu_cuscope(av);
+	ck_assert_msg(r.rc == 0, "diff --rank %s: %s", rank ? rank : "(none)", r.err);
+	doc = cJSON_Parse(r.out);
+	ck_assert_ptr_nonnull(doc);
+	tu_result_free(&r);
+	return doc;
+}
+
+/*
+ * diff and gate --rank N and --rank slowest: rank 0 runs 4.5 ms of compute per step in BASE and
+ * 4 ms in NEW, rank 1 4 ms in BASE and 5 ms in NEW. Rank 1's compute kernel got 1 ms slower, rank
+ * 0's 0.5 ms faster; the slowest rank is 0 in BASE and 1 in NEW; a rank that the trace lacks is
+ * one line naming the ranks present.
+ */
+START_TEST(test_diff_gate_rank)
+{
+	struct job jb = base_job(2), jn = base_job(2);
+	char *base, *new_;
+	cJSON *doc;
+	const cJSON *b, *n;
+
+	jb.compute[0] = 4500 * US;
+	jn.compute[1] = 5 * MS;
+	base = write_job("rank_base.db", &jb);
+	new_ = write_job("rank_new.db", &jn);
+
+	doc = diff_doc(base, new_, "1");
+	b = diff_run(doc, "base");
+	n = diff_run(doc, "new");
+	ck_assert_int_eq(cJSON_GetObjectItem(b, "rank")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(n, "rank")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(n, "pid")->valueint, 1001);
+	ck_assert_str_eq(cJSON_GetObjectItem(n, "rank_select")->valuestring, "number");
+	assert_between(compute_delta(doc), 800 * US, 1200 * US, "rank 1 compute change");
+	cJSON_Delete(doc);
+
+	doc = diff_doc(base, new_, "0");
+	ck_assert_int_eq(cJSON_GetObjectItem(diff_run(doc, "new"), "pid")->valueint, 1000);
+	assert_between(compute_delta(doc), -650 * US, -350 * US, "rank 0 compute change");
+	cJSON_Delete(doc);
+
+	doc = diff_doc(base, new_, "slowest");
+	b = diff_run(doc, "base");
+	n = diff_run(doc, "new");
+	ck_assert_int_eq(cJSON_GetObjectItem(b, "rank")->valueint, 0);
+	ck_assert_int_eq(cJSON_GetObjectItem(n, "rank")->valueint, 1);
+	ck_assert_str_eq(cJSON_GetObjectItem(n, "rank_select")->valuestring, "slowest");
+	cJSON_Delete(doc);
+
+	/* without --rank: the runs say nothing of a rank */
+	doc = diff_doc(base, new_, NULL);
+	ck_assert_ptr_null(cJSON_GetObjectItem(diff_run(doc, "new"), "rank"));
+	cJSON_Delete(doc);
+
+	{
+		const char *tv[] = {NULL,   "diff",	  "--rank", "1",  "--step-range",
+				    "step", "--no-color", base,	    new_, NULL};
+		const char *gv[] = {NULL,	    "gate", "-b",	  base, "--rank", "1",
+				    "--step-range", "step", "--no-color", new_, NULL};
+		const char *sv[] = {NULL, "gate", "-b", new_, "--rank", "slowest", new_, NULL};
+		struct tu_result t = tu_cuscope(tv), g = tu_cuscope(gv), same = tu_cuscope(sv);
+
+		ck_assert_msg(t.rc == 0, "%s", t.err);
+		ck_assert_msg(strstr(t.out, "new:  ") && strstr(t.out, "(rank 1: pid 1001)"), "%s",
+			      t.out);
+		ck_assert_msg(g.rc == 1, "gate --rank 1: rc %d: %s%s", g.rc, g.out, g.err);
+		ck_assert_msg(strstr(g.out, "(rank 1, step time "), "%s", g.out);
+		ck_assert_msg(same.rc == 0, "gate against itself: rc %d: %s%s", same.rc, same.out,
+			      same.err);
+		ck_assert_msg(strstr(same.out, "(rank 1, the slowest, step time "), "%s", same.out);
+		tu_result_free(&t);
+		tu_result_free(&g);
+		tu_result_free(&same);
+	}
+	{
+		const char *dv[] = {NULL, "diff", "--rank", "3", base, new_, NULL};
+		const char *gv[] = {NULL, "gate", "-b", base, "--rank", "3", new_, NULL};
+		const char *xv[] = {NULL, "diff", "--rank", "-1", base, new_, NULL};
+		const char *yv[] = {NULL, "gate", "-b", base, "--rank", "fastest", new_, NULL};
+		struct tu_result d = tu_cuscope(dv), g = tu_cuscope(gv), x = tu_cuscope(xv),
+				 y = tu_cuscope(yv);
+		struct tu_result *all[] = {&d, &g, &x, &y};
+
+		ck_assert_msg(strstr(d.err, "no rank 3 (ranks 0, 1)"), "%s", d.err);
+		ck_assert_msg(strstr(g.err, "no rank 3 (ranks 0, 1)"), "%s", g.err);
+		ck_assert_msg(strstr(x.err, "invalid value '-1' for --rank"), "%s", x.err);
+		ck_assert_msg(strstr(y.err, "invalid value 'fastest' for --rank"), "%s", y.err);
+		for (int i = 0; i < 4; i++) {
+			tu_assert_one_line_error(all[i], "--rank");
+			tu_result_free(all[i]);
+		}
+	}
+	free(base);
+	free(new_);
+}
+END_TEST
+
+/* A trace without ranks: --rank names none. */
+START_TEST(test_rank_without_ranks)
+{
+	char *db = tu_path(tu_source_root(), "samples/traces/train_small.db");
+	const char *av[] = {NULL, "diff", "--rank", "slowest", db, db, NULL};
+	struct tu_result r = tu_cuscope(av);
+
+	tu_assert_one_line_error(&r, "--rank slowest without ranks");
+	ck_assert_msg(strstr(r.err, "no process of the trace has a rank"), "%s", r.err);
+	tu_result_free(&r);
+	free(db);
+}
+END_TEST
+
 static Suite *ranks_suite(void)
 {
 	Suite *s = suite_create("ranks");
@@ -593,6 +748,8 @@ static Suite *ranks_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_nccl_names);
+	tcase_add_test(tc, test_diff_gate_rank);
+	tcase_add_test(tc, test_rank_without_ranks);
 	tcase_add_test(tc, test_straggler_compute);
 	tcase_add_test(tc, test_straggler_idle_before);
 	tcase_add_test(tc, test_straggler_host_wait);
