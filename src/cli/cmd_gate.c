@@ -251,13 +251,11 @@ static void print_wrapped(const char *prefix, const char *text, int width)
 /* "20.00 ms" and, for several baselines, their run-to-run spread of the step time. */
 static void print_base(const cs_diff *d)
 {
-	char a[64];
+	char a[64], r[64];
 	double v[256], mean = 0;
 	int32_t n = d->nbases < 256 ? d->nbases : 256;
 
 	if (d->nbases == 1) {
-		char r[64];
-
 		cs_run_rank_label(d->base, r, sizeof(r));
 		printf("base: %s (%s%sstep time %s)\n", d->base->path, r, r[0] ? ", " : "",
 		       cs_fmt_value(a, sizeof(a), CS_UNIT_NS,
@@ -269,8 +267,14 @@ static void print_base(const cs_diff *d)
 		mean += v[i];
 	}
 	mean /= n;
-	printf("base: %d runs, %s .. %s (step time %s, run-to-run spread %.2f%%)\n", d->nbases,
-	       d->bases[0]->path, d->bases[d->nbases - 1]->path,
+	if (d->base->rank_select == CS_RANK_N)
+		snprintf(r, sizeof(r), "rank %d, ", (int)d->base->rank);
+	else if (d->base->rank_select == CS_RANK_SLOWEST)
+		snprintf(r, sizeof(r), "the slowest rank of each, ");
+	else
+		r[0] = '\0';
+	printf("base: %d runs, %s .. %s (%sstep time %s, run-to-run spread %.2f%%)\n", d->nbases,
+	       d->bases[0]->path, d->bases[d->nbases - 1]->path, r,
 	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, mean, 0),
 	       mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
 }

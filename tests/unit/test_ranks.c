@@ -700,6 +700,25 @@ START_TEST(test_diff_gate_rank)
 		ck_assert_msg(same.rc == 0, "gate against itself: rc %d: %s%s", same.rc, same.out,
 			      same.err);
 		ck_assert_msg(strstr(same.out, "(rank 1, the slowest, step time "), "%s", same.out);
+		tu_result_free(&same);
+		{
+			const char *mv[] = {NULL, "diff", "-f", "md", "--rank", "slowest",
+					    base, new_, NULL};
+			const char *bv[] = {NULL, "gate", "-b", base, "-b", base, "--rank", "0",
+					    base, NULL};
+
+			same = tu_cuscope(mv);
+			ck_assert_msg(same.rc == 0, "%s", same.err);
+			ck_assert_msg(strstr(same.out, "| rank 0, the slowest: ") &&
+					      strstr(same.out, "| rank 1, the slowest: "),
+				      "%s", same.out);
+			tu_result_free(&same);
+			same = tu_cuscope(bv);
+			ck_assert_msg(same.rc == 0, "%s%s", same.out, same.err);
+			ck_assert_msg(strstr(same.out, "base: 2 runs, ") &&
+					      strstr(same.out, " (rank 0, step time "),
+				      "%s", same.out);
+		}
 		tu_result_free(&t);
 		tu_result_free(&g);
 		tu_result_free(&same);
