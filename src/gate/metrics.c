@@ -190,8 +190,7 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 	} else if (t->rel <= 0 && t->abs <= 0) {
 		snprintf(buf, size, "any %s", dir);
 	} else {
-		cs_fmt_value(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs,
-				 1);
+		cs_fmt_value(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs, 1);
 		strip_zeros(a);
 		if (t->rel > 0 && t->abs > 0)
 			snprintf(buf, size, "%s%g%% and %s", def->higher_is_worse ? "+" : "-",
@@ -561,20 +560,80 @@ static int cmp_span(const void *pa, const void *pb)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
+/* The GPUs of a trace: a process's device number -> one key per physical GPU (its UUID), since
+ * device numbers are per process (CUDA_VISIBLE_DEVICES: every rank's GPU may be its device 0). */
+struct gpu_key {
+	uint32_t pid;
+	int32_t device, key;
+};
+struct gpu_keys {
+	struct gpu_key *v;
+	int32_t n;
+	size_t cap;
+	char (*uuid)[64];
+	int32_t nuuid;
+	size_t ucap;
+};
+
+static int gpu_key_cb(const cs_device *d, void *arg)
+{
+	struct gpu_keys *g = arg;
+	int32_t u;
+
+	if (!d->uuid || !d->uuid[0])
+		return 0;
+	for (u = 0; u < g->nuuid && strncmp(g->uuid[u], d->uuid, 63); u++)
+		;
+	if (u == g->nuuid) {
+		if (cs_grow((void **)&g->uuid, &g->ucap, (size_t)g->nuuid + 1, sizeof(*g->uuid)))
+			return CS_ERR_NOMEM;
+		snprintf(g->uuid[g->nuuid++], sizeof(*g->uuid), "%s", d->uuid);
+	}
+	if (cs_grow((void **)&g->v, &g->cap, (size_t)g->n + 1, sizeof(*g->v)))
+		return CS_ERR_NOMEM;
+	g->v[g->n].pid = d->pid;
+	g->v[g->n].device = d->device_id;
+	g->v[g->n++].key = u;
+	return 0;
+}
+
+/* The key of device dev of process pid: its GPU's; for a process whose devices were not recorded,
+ * the GPU another process has under that number; else one key per device number. */
+static int32_t gpu_key_of(const struct gpu_keys *g, uint32_t pid, int32_t dev)
+{
+	int32_t other = INT32_MIN;
+
+	for (int32_t i = 0; i < g->n; i++) {
+		if (g->v[i].pid == pid && g->v[i].device == dev)
+			return g->v[i].key;
+		if (g->v[i].device == dev && other == INT32_MIN)
+			other = g->v[i].key;
+	}
+	for (int32_t i = 0; i < g->n; i++)
+		if (g->v[i].pid == pid)
+			return -1 - (dev >= 0 ? dev : 0); /* recorded, but not this device */
+	return other != INT32_MIN ? other : -1 - (dev >= 0 ? dev : 0);
+}
+
 /*
  * The share of the steps' process's steady kernel time during which a kernel of another process
- * ran on the same device: the other processes' kernels merged into busy intervals per device,
- * each kernel of the process cut against them. 0 or CS_ERR_NOMEM.
+ * ran on the same GPU (the same UUID; the same device number when the trace has none): the other
+ * processes' kernels merged into busy intervals per GPU, each kernel of the process cut against
+ * them. 0 or CS_ERR_NOMEM.
  */
-static int shared_gpu(const struct run_ctx *c, cs_run *out)
+static int shared_gpu(const struct run_ctx *c, cs_trace *t, cs_run *out)
 {
 	const cs_analysis *a = c->a;
 	struct span *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
 	int64_t n = 0, m = 0, own = 0, shared = 0;
+	struct gpu_keys g = {0};
+	cs_error err = {0, ""};
 
 	out->shared_gpu = 0;
 	if (!v)
 		return CS_ERR_NOMEM;
+	if (cs_trace_each_device(t, gpu_key_cb, &g, &err) < 0)
+		g.n = 0; /* no device table: device numbers alone */
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 
@@ -583,7 +642,7 @@ static int shared_gpu(const struct run_ctx *c, cs_run *out)
 			continue;
 		v[n].start = k->start;
 		v[n].end = k->end;
-		v[n].device = k->device_id;
+		v[n].device = gpu_key_of(&g, k->pid, k->device_id);
 		n++;
 	}
 	cs_sort(v, (size_t)n, sizeof(*v), cmp_span);
@@ -598,22 +657,24 @@ static int shared_gpu(const struct run_ctx *c, cs_run *out)
 	for (int64_t i = 0; i < a->nkernels && m > 0; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 		int64_t lo = 0, hi = m;
+		int32_t key;
 
 		if (k->pid != c->s->pid || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
-		    k->end <= k->start || steady_at(c, cs_launch_time(k->launch_start, k->start)) < 0)
+		    k->end <= k->start ||
+		    steady_at(c, cs_launch_time(k->launch_start, k->start)) < 0)
 			continue;
+		key = gpu_key_of(&g, k->pid, k->device_id);
 		own += k->end - k->start;
 		/* the first merged interval of the device that ends after the kernel starts */
 		while (lo < hi) {
 			int64_t mid = lo + (hi - lo) / 2;
 
-			if (v[mid].device < k->device_id ||
-			    (v[mid].device == k->device_id && v[mid].end <= k->start))
+			if (v[mid].device < key || (v[mid].device == key && v[mid].end <= k->start))
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		for (int64_t j = lo; j < m && v[j].device == k->device_id && v[j].start < k->end; j++) {
+		for (int64_t j = lo; j < m && v[j].device == key && v[j].start < k->end; j++) {
 			int64_t s0 = v[j].start > k->start ? v[j].start : k->start;
 			int64_t s1 = v[j].end < k->end ? v[j].end : k->end;
 
@@ -622,6 +683,8 @@ static int shared_gpu(const struct run_ctx *c, cs_run *out)
 		}
 	}
 	free(v);
+	free(g.v);
+	free(g.uuid);
 	out->shared_gpu = own > 0 ? (double)shared / (double)own : 0;
 	return 0;
 }
@@ -1399,7 +1462,7 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 		cs_error_set(err, rc, "out of memory");
 		goto out;
 	}
-	rc = shared_gpu(&c, out);
+	rc = shared_gpu(&c, t, out);
 	if (rc < 0) {
 		cs_error_set(err, rc, "out of memory");
 		goto out;

@@ -697,6 +697,9 @@ START_TEST(test_diff_gate_rank)
 			      t.out);
 		ck_assert_msg(g.rc == 1, "gate --rank 1: rc %d: %s%s", g.rc, g.out, g.err);
 		ck_assert_msg(strstr(g.out, "(rank 1, step time "), "%s", g.out);
+		/* each rank on its own GPU (its device 0, another UUID): not a shared GPU, so the
+		 * slower kernel is gated */
+		ck_assert_msg(!strstr(g.out, "shared GPU"), "%s", g.out);
 		ck_assert_msg(same.rc == 0, "gate against itself: rc %d: %s%s", same.rc, same.out,
 			      same.err);
 		ck_assert_msg(strstr(same.out, "(rank 1, the slowest, step time "), "%s", same.out);
