@@ -2,6 +2,7 @@
  * rulesim.c - running a rule on a trace, and the simulator of synthetic traces (rulesim.h).
  */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +99,11 @@ int64_t name_id(struct sim *m, const char *name)
 	return id;
 }
 
-void sim_open(struct sim *m, const char *file)
+void sim_open_gpu(struct sim *m, const char *file, const cs_device *gpu)
 {
 	cs_error err = {0, ""};
 	cs_process p;
-	cs_device d;
+	cs_device d = *gpu;
 
 	memset(m, 0, sizeof(*m));
 	m->path = tu_path(tmp_dir, file);
@@ -114,19 +115,26 @@ void sim_open(struct sim *m, const char *file)
 	p.exit_code = 0;
 	p.used_cuda = 1;
 	ck_assert_int_eq(cs_writer_add_process(m->w, &p), 0);
-	memset(&d, 0, sizeof(d));
 	d.pid = PID;
-	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
-	d.name = "Test GPU";
-	d.total_memory = 80 * GIB;
-	d.sm_count = 132;
-	d.compute_major = 9;
 	ck_assert_int_eq(cs_writer_add_device(m->w, &d), 0);
 	m->h = 1 * MS;
 	m->step_text = name_id(m, "step");
 	m->addr = 0x7f0000000000LL;
 	m->launch_ns = 5 * US;
 	m->mem_stack = CS_ID_NONE;
+}
+
+void sim_open(struct sim *m, const char *file)
+{
+	cs_device d;
+
+	memset(&d, 0, sizeof(d));
+	d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+	d.name = "Test GPU";
+	d.total_memory = 80 * GIB;
+	d.sm_count = 132;
+	d.compute_major = 9;
+	sim_open_gpu(m, file, &d);
 }
 
 void sim_finish(struct sim *m)
@@ -475,4 +483,41 @@ void sim_query(struct sim *m, int type, int stream, int result)
 	y.stack_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
 	m->h = y.end + 1 * US;
+}
+
+int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name))
+{
+	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
+	int seen = 0;
+
+	for (int d = 0; d < 2; d++) {
+		char *dir = tu_source_file(dirs[d]);
+		DIR *dh = opendir(dir);
+		struct dirent *de;
+
+		ck_assert_msg(dh != NULL, "%s", dir);
+		while ((de = readdir(dh))) {
+			size_t len = strlen(de->d_name);
+			char *path;
+			struct loaded l;
+			struct found f;
+			int want;
+
+			if (len < 4 || strcmp(de->d_name + len - 3, ".db"))
+				continue;
+			path = tu_path(dir, de->d_name);
+			want = own ? own(de->d_name) : 0;
+			load(&l, path, opts);
+			run_rule(&l, id, &f);
+			ck_assert_msg(f.n == want, "%s: %d findings, %d expected%s%s", de->d_name,
+				      f.n, want, f.n ? ": " : "", f.n ? f.v[0].title : "");
+			found_free(&f);
+			unload(&l);
+			free(path);
+			seen++;
+		}
+		closedir(dh);
+		free(dir);
+	}
+	return seen;
 }

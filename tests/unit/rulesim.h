@@ -62,7 +62,10 @@ void unload(struct loaded *l);
 void run_rule(struct loaded *l, const char *id, struct found *out);
 
 int64_t name_id(struct sim *m, const char *name);
+/* A synthetic trace of one process (PID) on an H200-like GPU (132 SMs, compute capability 9.0). */
 void sim_open(struct sim *m, const char *file);
+/* The same on the GPU gpu describes (its pid is set here). */
+void sim_open_gpu(struct sim *m, const char *file, const cs_device *gpu);
 void sim_finish(struct sim *m);
 int64_t gpu_end(const struct sim *m);
 void sim_host(struct sim *m, int64_t ns);
@@ -85,5 +88,12 @@ void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded
 /* How many findings rule id makes on a synthetic trace; f keeps them. */
 int synthetic_count(struct sim *m, const char *id, struct found *f);
 void busy_step(struct sim *m);
+
+/*
+ * Rule id on every trace committed in samples/rules/traces and tests/data/corpus (steps found with
+ * opts, NULL for the defaults): each must give as many findings as own(file name) says (0 for
+ * every trace when own is NULL). Returns how many traces it ran on.
+ */
+int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name));
 
 #endif

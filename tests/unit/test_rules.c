@@ -1989,44 +1989,22 @@ START_TEST(test_sync_call_near_threshold)
 }
 END_TEST
 
-/* The committed traces: no program of samples/rules or of the corpus calls a synchronize inside
- * its steady steps (their synchronizes are in setup, after the warm-up and after the loop, or the
- * allocator's), so the rule finds nothing in any of them. */
+/* The steps of the committed-trace checks: found by the default detection, warm-up by the traces.
+ */
+static const cs_step_opts committed_opts = {NULL, -1, 0};
+
+/* a torch.cuda.synchronize() every step: the rule's own pattern */
+static int sync_call_own(const char *name)
+{
+	return !strcmp(name, "pt_sync_no_copy.db") || !strcmp(name, "sync-call-bad.db");
+}
+
+/* The committed traces: no other program of samples/rules or of the corpus calls a synchronize
+ * inside its steady steps (their synchronizes are in setup, after the warm-up and after the loop,
+ * or the allocator's), so the rule finds nothing in any of them. */
 START_TEST(test_sync_call_committed_traces)
 {
-	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
-	int seen = 0;
-
-	for (int d = 0; d < 2; d++) {
-		char *dir = tu_source_file(dirs[d]);
-		char cmd[4096];
-		FILE *p;
-		char line[1024];
-
-		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
-		p = popen(cmd, "r");
-		ck_assert(p != NULL);
-		while (fgets(line, sizeof(line), p)) {
-			struct loaded l;
-			struct found f;
-			cs_step_opts o = {NULL, -1, 0};
-
-			line[strcspn(line, "\n")] = 0;
-			load(&l, line, &o);
-			run_rule(&l, "sync-call", &f);
-			if (strstr(line, "pt_sync_no_copy") || strstr(line, "/sync-call-bad.db"))
-				/* a torch.cuda.synchronize() every step: the rule's own pattern */
-				ck_assert_msg(f.n == 1, "%s: %d findings", line, f.n);
-			else
-				ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
-			found_free(&f);
-			unload(&l);
-			seen++;
-		}
-		pclose(p);
-		free(dir);
-	}
-	ck_assert_int_ge(seen, 30);
+	ck_assert_int_ge(committed_traces_expect("sync-call", &committed_opts, sync_call_own), 30);
 }
 END_TEST
 
@@ -2178,47 +2156,22 @@ START_TEST(test_pageable_read_back_is_d2h)
 }
 END_TEST
 
+/* the rule's own samples: non_blocking copies of pageable memory, and a blocking one whose
+ * synchronize drains the GPU */
+static int pageable_own(const char *name)
+{
+	return !strcmp(name, "pageable-memcpy-bad.db") ||
+	       !strcmp(name, "pageable-memcpy-negative_gpu_bound.db");
+}
+
 /*
  * The recorded traces: many copy from pageable memory in their steps (inputs, optimizer scalars,
- * .item() reads), none with GPU idle of 2% of a step outside d2h-sync's read-backs.
+ * .item() reads), none other with GPU idle of 2% of a step outside d2h-sync's read-backs.
  */
 START_TEST(test_pageable_committed_traces)
 {
-	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
-	int seen = 0;
-
-	for (int d = 0; d < 2; d++) {
-		char *dir = tu_source_file(dirs[d]);
-		char cmd[4096];
-		FILE *p;
-		char line[1024];
-
-		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
-		p = popen(cmd, "r");
-		ck_assert(p != NULL);
-		while (fgets(line, sizeof(line), p)) {
-			struct loaded l;
-			struct found f;
-			cs_step_opts o = {NULL, -1, 0};
-
-			line[strcspn(line, "\n")] = 0;
-			load(&l, line, &o);
-			run_rule(&l, "pageable-memcpy", &f);
-			if (strstr(line, "/pageable-memcpy-bad.db") ||
-			    strstr(line, "/pageable-memcpy-negative_gpu_bound.db"))
-				/* the rule's own samples: non_blocking copies of pageable memory,
-				 * and a blocking one whose synchronize drains the GPU */
-				ck_assert_msg(f.n == 1, "%s: %d findings", line, f.n);
-			else
-				ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
-			found_free(&f);
-			unload(&l);
-			seen++;
-		}
-		pclose(p);
-		free(dir);
-	}
-	ck_assert_int_ge(seen, 30);
+	ck_assert_int_ge(committed_traces_expect("pageable-memcpy", &committed_opts, pageable_own),
+			 30);
 }
 END_TEST
 
@@ -2319,35 +2272,7 @@ END_TEST
 
 START_TEST(test_churn_committed_traces)
 {
-	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
-	int seen = 0;
-
-	for (int d = 0; d < 2; d++) {
-		char *dir = tu_source_file(dirs[d]);
-		char cmd[4096];
-		FILE *p;
-		char line[1024];
-
-		snprintf(cmd, sizeof(cmd), "ls '%s'/*.db", dir);
-		p = popen(cmd, "r");
-		ck_assert(p != NULL);
-		while (fgets(line, sizeof(line), p)) {
-			struct loaded l;
-			struct found f;
-			cs_step_opts o = {NULL, -1, 0};
-
-			line[strcspn(line, "\n")] = 0;
-			load(&l, line, &o);
-			run_rule(&l, "allocator-churn", &f);
-			ck_assert_msg(f.n == 0, "%s: %s", line, f.n ? f.v[0].title : "");
-			found_free(&f);
-			unload(&l);
-			seen++;
-		}
-		pclose(p);
-		free(dir);
-	}
-	ck_assert_int_ge(seen, 30);
+	ck_assert_int_ge(committed_traces_expect("allocator-churn", &committed_opts, NULL), 30);
 }
 END_TEST
 

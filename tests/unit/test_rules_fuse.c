@@ -14,11 +14,9 @@
  * traces.
  */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cuscope/analyze.h"
 #include "rulesim.h"
@@ -51,32 +49,15 @@
 /* Open a synthetic trace like sim_open(), on a device of compute capability major.0. */
 static void sim_open_cc(struct sim *m, const char *file, int major)
 {
-	cs_error err = {0, ""};
-	cs_process p;
 	cs_device d;
 
-	memset(m, 0, sizeof(*m));
-	m->path = tu_path(tmp_dir, file);
-	ck_assert_msg(cs_writer_open(m->path, 1, &m->w, &err) == 0, "writer: %s", err.msg);
-	memset(&p, 0, sizeof(p));
-	p.pid = PID;
-	p.start = p.end = CS_TS_UNKNOWN;
-	p.rank = p.local_rank = p.world_size = CS_ID_NONE;
-	p.used_cuda = 1;
-	ck_assert_int_eq(cs_writer_add_process(m->w, &p), 0);
 	memset(&d, 0, sizeof(d));
-	d.pid = PID;
 	d.uuid = "GPU-00000000-0000-0000-0000-000000000001";
 	d.name = "Test GPU";
 	d.total_memory = 16 * GIB;
 	d.sm_count = 28;
 	d.compute_major = major;
-	ck_assert_int_eq(cs_writer_add_device(m->w, &d), 0);
-	m->h = 1 * MS;
-	m->step_text = name_id(m, "step");
-	m->addr = 0x7f0000000000LL;
-	m->launch_ns = 5 * US;
-	m->mem_stack = CS_ID_NONE;
+	sim_open_gpu(m, file, &d);
 }
 
 /* A kernel like sim_kernel_named() with a grid of blocks blocks. */
@@ -475,39 +456,15 @@ START_TEST(test_ntc_device_capability)
 }
 END_TEST
 
+/* the rule's own positive sample; every other trace: nothing */
+static int ntc_own(const char *name)
+{
+	return !strcmp(name, "no-tensor-cores-bad.db");
+}
+
 START_TEST(test_ntc_committed_traces)
 {
-	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};
-
-	int seen = 0;
-
-	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
-		char dir[4096];
-		DIR *dh;
-		struct dirent *de;
-
-		snprintf(dir, sizeof(dir), "%s/%s", tu_source_root(), dirs[d]);
-		dh = opendir(dir);
-		ck_assert_msg(dh != NULL, "%s", dir);
-		while ((de = readdir(dh))) {
-			size_t len = strlen(de->d_name);
-			char path[8192];
-			struct stat st;
-
-			if (len < 4 || strcmp(de->d_name + len - 3, ".db"))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			if (stat(path, &st) || st.st_size == 0)
-				continue;
-			/* the rule's own positive sample; every other trace: nothing */
-			ck_assert_msg(trace_count(path, "no-tensor-cores") ==
-					      (strcmp(de->d_name, "no-tensor-cores-bad.db") == 0),
-				      "%s", de->d_name);
-			seen++;
-		}
-		closedir(dh);
-	}
-	ck_assert_int_gt(seen, 20);
+	ck_assert_int_gt(committed_traces_expect("no-tensor-cores", NULL, ntc_own), 20);
 }
 END_TEST
 
