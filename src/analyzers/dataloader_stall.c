@@ -37,8 +37,10 @@ struct step_sum {
 
 /* The stalls this rule owns (not in_step: those are host-created-tensor's) into sum. */
 static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
-		       struct step_sum *sum)
+		       void *sums)
 {
+	struct step_sum *sum = sums;
+
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].copy = -1;
 	for (int64_t i = 0; i < h->n; i++) {
@@ -66,10 +68,10 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, int32_t *steps,
-			int32_t nsteps, int64_t far, const struct ru_recur *r, int64_t *tmp,
-			cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps,
+			int64_t far, const struct ru_recur *r, int64_t *tmp, cs_error *err)
 {
+	const struct step_sum *sum = sums;
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	cs_report_finding *f = NULL;
@@ -147,27 +149,16 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static void sum_of(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
-		   void *sums)
-{
-	sum_stalls(a, s, h, sums);
-}
-
 static int64_t cost_of(const void *sum)
 {
 	return ((const struct step_sum *)sum)->stall_ns;
 }
 
-static int emit_of(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps, int64_t far,
-		   const struct ru_recur *r, int64_t *tmp, cs_error *err)
-{
-	return emit_finding(ctx, sums, steps, nsteps, far, r, tmp, err);
-}
-
 static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	static const struct ru_h2d_rule rule = {
-		sizeof(struct step_sum), sum_of, cost_of, emit_of, MIN_STEPS, MIN_STEP_SHARE};
+		sizeof(struct step_sum), sum_stalls, cost_of, emit_finding, MIN_STEPS,
+		MIN_STEP_SHARE};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }
