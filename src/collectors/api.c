@@ -35,7 +35,8 @@ static int api_all, api_census, api_stacks, api_noop, api_syncs;
 static _Atomic uint64_t census_cb_calls,
 	census_cb_ns; /* census: calls of the callback, time in it */
 
-/* The calls whose stack is captured with --backtrace: what analyzers blame. */
+/* The calls whose stack is captured at every call with --backtrace: what analyzers blame. Kernel
+ * launches get one per call site (cs_stack_capture_launch). */
 static int class_wants_stack(int cls)
 {
 	switch (cls) {
@@ -206,8 +207,14 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	r.domain = runtime ? 1 : 2;
 	r.api_class = (uint8_t)cls;
 	api_fill_args(&r, cls, cb->functionParams, r.result == 0);
-	if (api_stacks && class_wants_stack(cls))
+	if ((api_stacks & 1) && class_wants_stack(cls))
 		r.stack_id = cs_stack_capture();
+	else if ((api_stacks & 2) && (cls == CS_APICLASS_LAUNCH || cls == CS_APICLASS_GRAPH_LAUNCH))
+		/* the first argument tells the kernel (cudaLaunchKernel's func, cuLaunchKernel's
+		 * f) or the graph apart; the Ex launches pass their config first, which is enough
+		 * to sample by */
+		r.stack_id = cs_stack_capture_launch(
+			cb->functionParams ? *(const void *const *)cb->functionParams : NULL);
 	cs_out_write_event(&r, sizeof(r), CS_REC_API, cs_tid());
 	if (api_syncs && sync_type_of(cls))
 		api_write_sync(cb, cls, runtime ? rt_ptsz[cbid] : drv_ptsz[cbid], &r);

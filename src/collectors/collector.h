@@ -95,6 +95,10 @@ int cs_stacks_python(void);
 /* Capture the calling thread's stack, write it the first time it is seen, and return its
  * process-local id (0 when none). */
 uint32_t cs_stack_capture(void);
+/* The stack of a kernel launch: captured once per Python call site (keyed by its frames), or on a
+ * thread without Python frames for a sample of the launches of each kernel function fn; 0 for the
+ * launches that get none (stacks.c explains the sampling). */
+uint32_t cs_stack_capture_launch(const void *fn);
 void cs_stacks_atfork_prepare(void);
 void cs_stacks_atfork_parent(void);
 void cs_stacks_atfork_child(void);

@@ -32,7 +32,9 @@
  *                    0 = open)
  *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
  *   capture=nvtx:PAT record only inside NVTX ranges whose text matches PAT (fnmatch)
- *   backtrace        capture stacks at waits, copies, allocations and frees
+ *   backtrace        capture stacks at waits, copies, allocations and frees, and at kernel
+ *                    launches once per call site (stacks.c)
+ *   no_launch_stacks with backtrace: no stacks at kernel launches (to measure what they cost)
  *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
  *   flush_ms=N       flush period (default 200)
  *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
@@ -81,12 +83,13 @@ struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
 	char *capture_nvtx;			       /* fnmatch pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
-	int cb_noop;	   /* callbacks enabled, returning at once: CUPTI's own cost of them */
-	int sync_activity; /* sync records from CUPTI's activity, not from the wait callbacks */
-	int cb_domains;	   /* 1 runtime, 2 driver, 3 both (default) */
-	int backtrace;	   /* capture stacks at waits, copies, allocations and frees */
-	int no_pool;	   /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
-	int staging;	   /* events through per-thread staging buffers (spool_out.c) */
+	int cb_noop;	      /* callbacks enabled, returning at once: CUPTI's own cost of them */
+	int sync_activity;    /* sync records from CUPTI's activity, not from the wait callbacks */
+	int cb_domains;	      /* 1 runtime, 2 driver, 3 both (default) */
+	int backtrace;	      /* capture stacks at waits, copies, allocations and frees */
+	int no_launch_stacks; /* ... but not at kernel launches */
+	int no_pool;	      /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
+	int staging;	      /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
@@ -179,6 +182,8 @@ static void parse_options(void)
 			opts.sync_activity = 1;
 		else if (strcmp(tok, "backtrace") == 0)
 			opts.backtrace = 1;
+		else if (strcmp(tok, "no_launch_stacks") == 0)
+			opts.no_launch_stacks = 1;
 		else if (strcmp(tok, "no_pool") == 0)
 			opts.no_pool = 1;
 		else if (strcmp(tok, "no_staging") == 0)
@@ -765,7 +770,8 @@ int InitializeInjection(void)
 		opts.backtrace = 0;
 	if (!opts.no_callbacks)
 		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
-			      opts.backtrace, opts.cb_noop, !opts.no_sync && !opts.sync_activity);
+			      opts.backtrace ? (opts.no_launch_stacks ? 1 : 3) : 0, opts.cb_noop,
+			      !opts.no_sync && !opts.sync_activity);
 	atomic_store(&subscribed, 1);
 	return 1;
 }

@@ -494,6 +494,60 @@ int cs_py_walk(cs_py_frame *out, int max)
 	return 0;
 }
 
+/* ---- a cheap key of the calling thread's frames (launch sites) ---- */
+
+static inline uint64_t key_mix(uint64_t h, uint64_t v)
+{
+	return hash64(h ^ v) + 0x9e3779b97f4a7c15ull;
+}
+
+int cs_py_chain_key(uint64_t *key)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+	uintptr_t ts, f;
+	uint64_t h = 0;
+	int n = 0;
+
+	if (!L || !key)
+		return 0;
+	ts = (uintptr_t)get_this_thread_state();
+	if (!ptr_ok(ts) || rd_ptr(ts, L->ts_thread_id) != (uintptr_t)pthread_self() ||
+	    !ptr_ok(rd_ptr(ts, L->ts_interp)))
+		return 0;
+	f = rd_ptr(ts, L->ts_frame);
+	if (L->chain == CHAIN_CFRAME) {
+		if (!ptr_ok(f))
+			return 0;
+		f = rd_ptr(f, L->cframe_current);
+	}
+	/* The same frames cs_py_walk would visit, each as its code object and the position in it
+	 * (the instruction pointer, or f_lasti on 3.10): no line table is decoded. */
+	for (int steps = 0; f && steps < MAX_STEPS; steps++) {
+		uintptr_t code, at;
+
+		if (L->chain == CHAIN_FRAMEOBJECT) {
+			if (!is_type(f, frame_type))
+				break;
+			code = rd_ptr(f, L->fr_code);
+			at = (uintptr_t)(uint32_t)rd_i32(f, L->fr_instr);
+		} else {
+			if (!ptr_ok(f))
+				break;
+			if (*(const int8_t *)(f + L->fr_owner) == L->owner_cstack) {
+				f = rd_ptr(f, L->fr_previous);
+				continue;
+			}
+			code = rd_ptr(f, L->fr_code);
+			at = rd_ptr(f, L->fr_instr);
+		}
+		h = key_mix(key_mix(h, code), at);
+		n++;
+		f = rd_ptr(f, L->fr_previous);
+	}
+	*key = key_mix(h, (uint64_t)n);
+	return n;
+}
+
 /* ---- the main thread's frames, for a thread without any (cs_py_walk_backward) ---- */
 
 #define MAX_BORROWED 128 /* frames returned by one borrowed walk */

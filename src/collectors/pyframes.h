@@ -44,6 +44,16 @@ typedef struct cs_py_frame {
 int cs_py_walk(cs_py_frame *out, int max);
 
 /*
+ * A 64-bit key of the calling thread's Python frames as cs_py_walk would visit them: each frame's
+ * code object and its position in it (instruction pointer or f_lasti), with no line decoded, so
+ * that the same call site reached the same way gives the same key at the cost of a walk of the
+ * chain. Returns the number of frames in the key (0: none or unsupported, *key unset). Same use as
+ * cs_py_walk. A code object freed and another allocated at its address with the same position
+ * gives the same key: the launch sites that use it accept that rare misattribution.
+ */
+int cs_py_chain_key(uint64_t *key);
+
+/*
  * For a thread without Python frames of its own (cs_py_walk gave none), such as an autograd engine
  * thread running backward's CUDA work: the main thread's frames, innermost first, but only while
  * the main thread is blocked in torch's autograd engine call (innermost frame _engine_run_backward

@@ -16,6 +16,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,9 +191,10 @@ static void code_strings(const void *code, uint32_t *file_sid, uint32_t *func_si
 	pthread_mutex_unlock(&stack_lock);
 }
 
-uint32_t cs_stack_capture(void)
+/* The stack of the caller skip frames above this function's caller. */
+static uint32_t capture(int skip)
 {
-	void *pcs[MAX_NATIVE + SKIP_FRAMES];
+	void *pcs[MAX_NATIVE + SKIP_FRAMES + 1];
 	cs_py_frame py[MAX_PY];
 	struct {
 		struct cs_rec_stack h;
@@ -208,15 +210,17 @@ uint32_t cs_stack_capture(void)
 
 	if (!enabled)
 		return 0;
-	n = backtrace(pcs, MAX_NATIVE + SKIP_FRAMES);
-	depth = n > SKIP_FRAMES ? n - SKIP_FRAMES : 0;
+	n = backtrace(pcs, MAX_NATIVE + SKIP_FRAMES + skip);
+	depth = n > SKIP_FRAMES + skip ? n - SKIP_FRAMES - skip : 0;
+	if (depth > MAX_NATIVE)
+		depth = MAX_NATIVE;
 	if (python_ok) {
 		npy = cs_py_walk(py, MAX_PY);
 		if (!npy && (npy = cs_py_walk_backward(py, MAX_PY)) > 0)
 			flags |= CS_STACK_PY_BORROWED;
 	}
 	for (int i = 0; i < depth; i++) {
-		rec.pc[i] = (uint64_t)(uintptr_t)pcs[i + SKIP_FRAMES];
+		rec.pc[i] = (uint64_t)(uintptr_t)pcs[i + SKIP_FRAMES + skip];
 		h = mix(h, rec.pc[i]);
 	}
 	/* Python frames follow the pcs directly in the record. */
@@ -268,6 +272,120 @@ out:
 	return id;
 }
 
+uint32_t cs_stack_capture(void)
+{
+	return capture(0);
+}
+
+/* ---- launch sites ---- */
+
+/*
+ * A kernel launch's stack is captured the way a wait's is, but launches come a thousand times
+ * more often, from a few call sites that repeat every step, so each launch first computes a key
+ * that tells the call site apart cheaply and captures only the first time it sees that key:
+ *   - a thread with Python frames: cs_py_chain_key(), the code objects and positions of its
+ *     frames (a walk of the chain, no line decoded); every launch from the same Python line
+ *     reached the same way shares the captured stack;
+ *   - a thread without (a C program, an autograd engine thread): native frames cannot be keyed
+ *     without unwinding, which is what costs, so launches are sampled per kernel function instead:
+ *     the first LAUNCH_FIRST launches of each function and then the launches whose count is a power
+ *     of two get a stack, the others none (analyzers take a kernel's location from the launches
+ *     that have one).
+ * Both tables are read without a lock (an entry's value is published before its key) and filled
+ * under launch_lock; when one is full, keys not in it get no stack rather than a capture each.
+ */
+#define LAUNCH_SITES (1 << 14) /* distinct Python call sites keyed */
+#define LAUNCH_FUNCS (1 << 12) /* distinct kernel functions counted */
+#define LAUNCH_FIRST 4
+
+struct launch_site {
+	_Atomic uint64_t key;
+	_Atomic uint32_t id;
+};
+struct launch_func {
+	_Atomic uintptr_t fn;
+	_Atomic uint32_t count;
+};
+static struct launch_site launch_sites[LAUNCH_SITES * 2];
+static struct launch_func launch_funcs[LAUNCH_FUNCS * 2];
+static uint32_t nlaunch_sites, nlaunch_funcs;
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t launch_by_python(uint64_t key)
+{
+	size_t mask = LAUNCH_SITES * 2 - 1, slot;
+	uint32_t id;
+	uint64_t k;
+
+	if (!key)
+		key = 1;
+	for (slot = mix(0, key) & mask;
+	     (k = atomic_load_explicit(&launch_sites[slot].key, memory_order_acquire));
+	     slot = (slot + 1) & mask)
+		if (k == key)
+			return atomic_load_explicit(&launch_sites[slot].id, memory_order_relaxed);
+	if (atomic_load_explicit(&launch_sites[slot].key, memory_order_relaxed) == 0 &&
+	    __atomic_load_n(&nlaunch_sites, __ATOMIC_RELAXED) >= LAUNCH_SITES)
+		return 0;
+	id = capture(1);
+	pthread_mutex_lock(&launch_lock);
+	for (slot = mix(0, key) & mask;
+	     (k = atomic_load_explicit(&launch_sites[slot].key, memory_order_relaxed)) && k != key;
+	     slot = (slot + 1) & mask)
+		;
+	if (!k && nlaunch_sites < LAUNCH_SITES) {
+		atomic_store_explicit(&launch_sites[slot].id, id, memory_order_relaxed);
+		atomic_store_explicit(&launch_sites[slot].key, key, memory_order_release);
+		__atomic_store_n(&nlaunch_sites, nlaunch_sites + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&launch_lock);
+	return id;
+}
+
+static uint32_t launch_sampled(const void *fn)
+{
+	size_t mask = LAUNCH_FUNCS * 2 - 1, slot;
+	uintptr_t want = (uintptr_t)fn ? (uintptr_t)fn : 1, f;
+	uint32_t n;
+
+	for (slot = mix(0, want) & mask;
+	     (f = atomic_load_explicit(&launch_funcs[slot].fn, memory_order_acquire)) && f != want;
+	     slot = (slot + 1) & mask)
+		;
+	if (!f) {
+		pthread_mutex_lock(&launch_lock);
+		for (slot = mix(0, want) & mask;
+		     (f = atomic_load_explicit(&launch_funcs[slot].fn, memory_order_relaxed)) &&
+		     f != want;
+		     slot = (slot + 1) & mask)
+			;
+		if (!f) {
+			if (nlaunch_funcs >= LAUNCH_FUNCS) {
+				pthread_mutex_unlock(&launch_lock);
+				return 0;
+			}
+			atomic_store_explicit(&launch_funcs[slot].fn, want, memory_order_release);
+			nlaunch_funcs++;
+		}
+		pthread_mutex_unlock(&launch_lock);
+	}
+	n = atomic_fetch_add_explicit(&launch_funcs[slot].count, 1, memory_order_relaxed) + 1;
+	if (n > LAUNCH_FIRST && (n & (n - 1)))
+		return 0;
+	return capture(1);
+}
+
+uint32_t cs_stack_capture_launch(const void *fn)
+{
+	uint64_t key;
+
+	if (!enabled)
+		return 0;
+	if (python_ok && cs_py_chain_key(&key) > 0)
+		return launch_by_python(key);
+	return launch_sampled(fn);
+}
+
 void cs_stacks_atfork_prepare(void)
 {
 	pthread_mutex_lock(&stack_lock);
@@ -281,6 +399,7 @@ void cs_stacks_atfork_parent(void)
 void cs_stacks_atfork_child(void)
 {
 	pthread_mutex_init(&stack_lock, NULL);
+	pthread_mutex_init(&launch_lock, NULL);
 	enabled = 0;
 	cs_py_atfork_child();
 }

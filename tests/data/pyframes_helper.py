@@ -22,6 +22,7 @@ with no Python frames reads the frames it borrows from the main thread:
     end NAME
 
 OWN is what that thread's own walk found (always 0), SAME how many of its 100 captures were equal.
+"chain-key SAME DIFFERENT NONZERO": the call-site keys of three calls from one line and one from another.
 Last, "borrow-hammer TRIES HITS BAD": a thread borrowing without pause while the main thread comes
 and goes; BAD counts borrowed stacks that did not start in the engine call.
 
@@ -238,6 +239,30 @@ report("generated", generated["generated_outer"]())
 report("traced", traced())
 report("unicode", generated["caf\u00e9"]())
 report("handler", in_handler())
+
+# The key of a call site (cs_py_chain_key): the same from the same line reached the same way, another
+# from another line, 0 without frames. "chain-key SAME DIFFERENT NONZERO".
+probe.cs_test_chain_key.restype = ctypes.c_ulonglong
+
+
+def key_here():
+    return probe.cs_test_chain_key()
+
+
+def key_from_a():
+    return key_here()
+
+
+def key_from_b():
+    return key_here()
+
+
+keys = []
+for i in range(3):
+    keys.append(key_from_a())
+key_b = key_from_b()
+sys.stdout.write("chain-key {} {} {}\n".format(int(len(set(keys)) == 1), int(key_b != keys[0]),
+                                               int(keys[0] != 0 and key_b != 0)))
 
 probe.cs_test_borrow.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p]

@@ -8,16 +8,19 @@
 #   3. tests/gpu/programs/backward_blame.py: the allocations and frees autograd's engine thread makes in
 #      backward() name the backward() line (tests/gpu/check_backward.py);
 #   4. the cost: the reference step and samples/rules/d2h-sync/bad.py (a sync in every step), alternating
-#      without and with --backtrace, ROUNDS rounds (default 3).
+#      without and with --backtrace, ROUNDS rounds (default 3);
+#   5. launch: tests/gpu/programs/launch_lines.py recorded with the default options: every kernel launch with a
+#      stack names the line that launched it (tests/gpu/check_launch_lines.py), and the kernel findings of
+#      samples/rules/cuda-core-scan/bad.py and launch-starvation/bad.py name their lines (`where:`).
 #
 #   bash tests/gpu/backtraces.sh [ROUNDS] [SECTIONS]   (OUT defaults to ./gpu-out)
 #
-# SECTIONS: a comma-separated subset of gil,scenarios,backward,cost (default: all of them).
+# SECTIONS: a comma-separated subset of gil,scenarios,backward,cost,launch (default: all of them).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
 ROUNDS=${1:-3}
-SECTIONS=,${2:-gil,scenarios,backward,cost},
+SECTIONS=,${2:-gil,scenarios,backward,cost,launch},
 want() { [[ $SECTIONS == *,$1,* ]]; }
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuscope-bt.XXXXXX)
@@ -64,6 +67,29 @@ else
 	say "FAIL backward_blame exited $? (timeout 124 = hang): $(tail -n 5 "$W/bw.out")"
 	fail=1
 fi
+fi
+
+if want launch; then
+say "== launch sites (default options)"
+if timeout 120 "$C" record -o "$W/ll.db" --force -- python3 tests/gpu/programs/launch_lines.py >"$W/ll.out" 2>&1; then
+	python3 tests/gpu/check_launch_lines.py "$W/ll.db" "$W/ll.out" | tee -a "$log" || fail=1
+	"$C" info "$W/ll.db" | grep -iE "stack|kernels" | head -n 4 | tee -a "$log"
+else
+	say "FAIL launch_lines exited $? (timeout 124 = hang): $(tail -n 5 "$W/ll.out")"
+	fail=1
+fi
+for p in cuda-core-scan/bad.py launch-starvation/bad.py; do
+	n=${p%%/*}
+	if timeout 120 "$C" record -q -o "$W/$n.db" --force -- python3 "samples/rules/$p" >/dev/null 2>&1; then
+		"$C" report --no-color "$W/$n.db" | grep -E "^\[|where:|^ +[a-z_./]+\.py:[0-9]+" | head -n 12 | tee -a "$log"
+		"$C" report --no-color "$W/$n.db" | awk -v r="] $n " 'index($0, r) { on = 1 } on && /^$/ { on = 0 } on' |
+			grep -q "where:" ||
+			{ say "FAIL $n: the finding names no line"; fail=1; }
+	else
+		say "FAIL recording $p"
+		fail=1
+	fi
+done
 fi
 
 if want cost; then

@@ -61,6 +61,15 @@ EXPORT int cs_test_capture(char *out, int cap)
 	return n;
 }
 
+/* cs_py_chain_key of the calling thread: the key, or 0 when it has no frames that can be read. */
+EXPORT unsigned long long cs_test_chain_key(void)
+{
+	uint64_t key = 0;
+
+	pthread_once(&init_once, init);
+	return cs_py_chain_key(&key) > 0 ? (unsigned long long)key : 0;
+}
+
 /* cs_py_init's result (after the first capture): 0 when frames can be read, -1 otherwise. */
 EXPORT int cs_test_init_result(void)
 {

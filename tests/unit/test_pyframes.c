@@ -102,6 +102,7 @@ struct run {
 	char build[32]; /* release, debug or free-threaded */
 	int major, minor, init, version, native, repeat_total, repeat_same, borrow_on_main;
 	long hammer_tries, hammer_hits, hammer_bad;
+	int key_same, key_different, key_nonzero; /* chain-key */
 	int nsections;
 	struct section sections[MAX_SECTIONS];
 };
@@ -114,6 +115,7 @@ static void parse(struct run *r)
 	r->init = r->version = r->native = r->repeat_total = r->repeat_same = -2;
 	r->borrow_on_main = -2;
 	r->hammer_tries = r->hammer_hits = r->hammer_bad = -2;
+	r->key_same = r->key_different = r->key_nonzero = -1;
 	for (char *l = strtok_r(r->out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char name[32];
 		int n, own, same;
@@ -124,6 +126,8 @@ static void parse(struct run *r)
 		    sscanf(l, "native %d", &r->native) == 1 ||
 		    sscanf(l, "thread-repeat %d %d", &r->repeat_total, &r->repeat_same) == 2 ||
 		    sscanf(l, "borrow-on-main %d", &r->borrow_on_main) == 1 ||
+		    sscanf(l, "chain-key %d %d %d", &r->key_same, &r->key_different,
+			   &r->key_nonzero) == 3 ||
 		    sscanf(l, "borrow-hammer %ld %ld %ld", &r->hammer_tries, &r->hammer_hits,
 			   &r->hammer_bad) == 3)
 			continue;
@@ -343,6 +347,11 @@ static void check_supported(const struct run *r, const char *interp)
 		      "%s: %d of %d captures on the second thread were the same", interp,
 		      r->repeat_same, r->repeat_total);
 
+	/* Launch sites: one key per call site. */
+	ck_assert_msg(r->key_same == 1 && r->key_different == 1 && r->key_nonzero == 1,
+		      "%s: chain keys: same line %d, another line different %d, nonzero %d", interp,
+		      r->key_same, r->key_different, r->key_nonzero);
+
 	check_borrowed(r, interp);
 }
 
@@ -353,6 +362,7 @@ static void check_unsupported(const struct run *r, const char *interp)
 	ck_assert_msg(r->nsections >= 15 && r->borrow_on_main == 0 && r->hammer_tries > 0 &&
 			      r->hammer_hits == 0,
 		      "%s: the helper stopped early, or borrowed frames", interp);
+	ck_assert_msg(r->key_nonzero == 0, "%s: a chain key from an unsupported version", interp);
 	for (int i = 0; i < r->nsections; i++) {
 		ck_assert_msg(r->sections[i].frames == 0 && r->sections[i].nlines == 0,
 			      "%s (%d.%d), %s: %d frames from an unsupported version", interp,
