@@ -28,8 +28,8 @@
 #define MIN_STEPS      3
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 3
-
-
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
 
 /* Is a kernel name a scan kernel? */
 static int is_scan_name(const char *name)
@@ -58,8 +58,6 @@ static int match_pid(const cs_a_kernel *k, void *arg)
 {
 	return k->pid == ((const struct scan_ctx *)arg)->pid;
 }
-
-
 
 static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_t *gpu,
 			const int32_t *steps, int32_t n, int64_t lost, double share, cs_error *err)
@@ -102,6 +100,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	if (nnames)
 		f->stack_id = names[0].stack_id;
 	e = f->evidence;
+	if (ru_add_kernel_sites(e, a, s, match_scan, (void *)c, MAX_SITES, &f->stack_id))
+		goto out;
 	cJSON_AddNumberToObject(e, "scan_ns_per_step", (double)lost);
 	cJSON_AddNumberToObject(e, "gpu_kernel_ns_per_step", (double)gpu_med);
 	cJSON_AddNumberToObject(e, "share_of_gpu_time",

@@ -42,6 +42,8 @@
 #define MIN_RARE_STEPS 2
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 3
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
 /*
  * A SIMT GEMM kernel whose blocks take less than this per wave (its time over ceil(blocks / SMs))
  * is bound by memory, not by the multiply-adds that tensor cores would speed up: a block's fixed
@@ -203,8 +205,6 @@ static int match_pid(const cs_a_kernel *k, void *arg)
 {
 	return k->pid == ((const struct match_ctx *)arg)->pid;
 }
-
-
 
 /* Does a kernel name say it was built for a GPU with tensor cores (sm_70 or later)? */
 static int arch_has_tensor_cores(const char *name)
@@ -427,6 +427,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		f->last = s->v[steps[nsteps - 1]].end;
 		f->stack_id = nnames_t ? names[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
+		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id))
+			goto out;
 		cJSON_AddNumberToObject(e, "simt_gemm_ns_per_step", (double)simt_med);
 		cJSON_AddNumberToObject(e, "tensor_core_gemm_ns_per_step",
 					(double)step_median_of(tensor, steps, nsteps, tmp));

@@ -236,8 +236,12 @@ int report_sites(cs_trace *t, const cs_report_finding *f, struct report_site **o
 	cJSON_ArrayForEach(o, sites)
 	{
 		const cJSON *id = cJSON_GetObjectItem(o, "stack_id");
-		const cJSON *cnt = cJSON_GetObjectItem(o, "waits");
-		const cJSON *cost = cJSON_GetObjectItem(o, "idle_ns");
+		/* the wait rules count waits and their idle, the kernel rules launches and
+		 * their GPU time */
+		const cJSON *cnt =
+			cJSON_GetObjectItem(o, cJSON_HasObjectItem(o, "count") ? "count" : "waits");
+		const cJSON *cost = cJSON_GetObjectItem(
+			o, cJSON_HasObjectItem(o, "cost_ns") ? "cost_ns" : "idle_ns");
 		const cs_frame *frames;
 		cs_error err = {0, ""};
 		char *where;

@@ -55,7 +55,7 @@ struct report_site {
 };
 /*
  * The call sites of a finding that names several: its evidence's "sites" array (stack_id, waits,
- * idle_ns, as the wait rules write it), merged by location text, costliest first. 0 when the
+ * idle_ns, as the wait rules write it; stack_id, count, cost_ns from the kernel rules), merged by location text, costliest first. 0 when the
  * finding has fewer than two sites with a location (then its stack_id says where). *out is freed
  * with report_sites_free(); *total gets the cost of all the sites.
  */

@@ -122,6 +122,7 @@ void sim_open_gpu(struct sim *m, const char *file, const cs_device *gpu)
 	m->addr = 0x7f0000000000LL;
 	m->launch_ns = 5 * US;
 	m->mem_stack = CS_ID_NONE;
+	m->kernel_stack = CS_ID_NONE;
 }
 
 void sim_open(struct sim *m, const char *file)
@@ -188,7 +189,7 @@ void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
 	k.block_y = k.block_z = 1;
 	k.graph_id = k.graph_node_id = CS_ID_NONE;
 	k.name_id = name;
-	k.stack_id = CS_ID_NONE;
+	k.stack_id = m->kernel_stack;
 	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
 	m->g[stream] = k.end;
 	m->h = k.launch_end;
