@@ -37,6 +37,7 @@
 #include "cuscope/nsys_compat.h"
 #include "cuscope/progress.h"
 #include "export/export.h"
+#include "timeline/timeline.h"
 #include "util/checked.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
@@ -324,13 +325,6 @@ struct launch_slot {
 	uint32_t used;
 };
 
-struct alloc_slot {
-	uint64_t address; /* device address, or the VMM handle */
-	uint32_t pid;
-	uint8_t used, vmm;
-	int64_t bytes;
-};
-
 struct driver {
 	struct exporter ex;
 	cs_error *err;
@@ -345,9 +339,8 @@ struct driver {
 	int multi_gpu_proc;   /* devices of more than one process: say whose */
 	/* launches */
 	struct launch_slot *launches;
-	/* live allocations */
-	struct alloc_slot *allocs;
-	size_t acap, an;
+	/* device memory in use (the timeline's counter) */
+	cs_tl_mem mem;
 	/* names */
 	char *memcpy_names[4096];
 	char api_name[256];
@@ -539,12 +532,7 @@ static struct ex_track *thread_track(struct driver *d, uint32_t pid, uint32_t ti
 	proc = process_track(d, pid);
 	if (!proc)
 		return NULL;
-	if (!tid)
-		snprintf(name, sizeof(name), "unknown thread");
-	else if (tid == pid)
-		snprintf(name, sizeof(name), "thread %u (main)", tid);
-	else
-		snprintf(name, sizeof(name), "thread %u", tid);
+	cs_tl_thread_name(pid, tid, name, sizeof(name));
 	t = track_new(d, EX_TRACK_THREAD, proc, name);
 	if (!t || track_put(d, k1, tid, t)) {
 		fail(d, CS_ERR_NOMEM, "out of memory");
@@ -554,8 +542,7 @@ static struct ex_track *thread_track(struct driver *d, uint32_t pid, uint32_t ti
 	t->tid = tid;
 	t->os_pid = pid;
 	t->os_tid = tid;
-	/* the main thread first, then by thread id, the unknown thread last */
-	t->sort_index = tid == pid ? 0 : tid ? (int64_t)tid : INT32_MAX;
+	t->sort_index = cs_tl_thread_order(pid, tid);
 	return t;
 }
 
@@ -1118,96 +1105,6 @@ static int on_nvtx(struct driver *d, const cs_nvtx *n)
 
 /* ---- device memory ---- */
 
-static size_t alloc_slot_of(const struct driver *d, uint32_t pid, uint64_t address, int vmm)
-{
-	return mix64(address ^ ((uint64_t)pid << 44) ^ (uint64_t)vmm) & (d->acap - 1);
-}
-
-static struct alloc_slot *alloc_find(struct driver *d, uint32_t pid, uint64_t address, int vmm)
-{
-	size_t i;
-
-	if (!d->an)
-		return NULL;
-	for (i = alloc_slot_of(d, pid, address, vmm); d->allocs[i].used;
-	     i = (i + 1) & (d->acap - 1))
-		if (d->allocs[i].address == address && d->allocs[i].pid == pid &&
-		    d->allocs[i].vmm == vmm)
-			return &d->allocs[i];
-	return NULL;
-}
-
-/*
- * Note a live allocation. *prev is the size of the allocation this one replaces: the same address
- * allocated again means it was freed without the free being seen (a dropped record), so the
- * counter drops the old size instead of keeping it forever.
- */
-static int alloc_put(struct driver *d, uint32_t pid, uint64_t address, int vmm, int64_t bytes,
-		     int64_t *prev)
-{
-	struct alloc_slot *s = alloc_find(d, pid, address, vmm);
-	size_t i;
-
-	*prev = 0;
-	if (s) {
-		*prev = s->bytes;
-		s->bytes = bytes;
-		return 0;
-	}
-	if ((d->an + 1) * 2 > d->acap) {
-		size_t ncap = d->acap ? d->acap * 2 : 256;
-		struct alloc_slot *ns = calloc(ncap, sizeof(*ns)), *old = d->allocs;
-		size_t ocap = d->acap;
-
-		if (!ns)
-			return CS_ERR_NOMEM;
-		d->allocs = ns;
-		d->acap = ncap;
-		for (size_t j = 0; j < ocap; j++) {
-			if (!old[j].used)
-				continue;
-			i = alloc_slot_of(d, old[j].pid, old[j].address, old[j].vmm);
-			while (ns[i].used)
-				i = (i + 1) & (ncap - 1);
-			ns[i] = old[j];
-		}
-		free(old);
-	}
-	i = alloc_slot_of(d, pid, address, vmm);
-	while (d->allocs[i].used)
-		i = (i + 1) & (d->acap - 1);
-	d->allocs[i].used = 1;
-	d->allocs[i].pid = pid;
-	d->allocs[i].address = address;
-	d->allocs[i].vmm = (uint8_t)vmm;
-	d->allocs[i].bytes = bytes;
-	d->an++;
-	return 0;
-}
-
-/* Remove a slot, shifting later entries of its probe chain back (no tombstones). */
-static void alloc_del(struct driver *d, struct alloc_slot *s)
-{
-	size_t i = (size_t)(s - d->allocs), j = i;
-
-	d->allocs[i].used = 0;
-	for (;;) {
-		size_t home;
-
-		j = (j + 1) & (d->acap - 1);
-		if (!d->allocs[j].used)
-			break;
-		home = alloc_slot_of(d, d->allocs[j].pid, d->allocs[j].address, d->allocs[j].vmm);
-		/* move j back to i unless its home lies cyclically in (i, j] */
-		if ((i < j) ? (home > i && home <= j) : (home > i || home <= j))
-			continue;
-		d->allocs[i] = d->allocs[j];
-		d->allocs[j].used = 0;
-		i = j;
-	}
-	d->an--;
-}
-
 static int in_window(const struct driver *d, int64_t ts)
 {
 	return d->t0 == CS_TS_UNKNOWN || ts >= d->t0;
@@ -1228,47 +1125,35 @@ static int memory_sample(struct driver *d, struct ex_track *g, int64_t ts, int64
 
 static int on_memory(struct driver *d, const cs_memory *m)
 {
-	struct alloc_slot *s;
+	struct cs_tl_mem_row row = {m->start,	m->pid,	    m->device_id, m->op,
+				    m->mem_kind, m->result, m->address,	  m->bytes};
+	struct cs_tl_mem_level *l = cs_tl_mem_level_of(&d->mem, m->pid, m->device_id);
+	struct cs_tl_mem_change c;
 	struct ex_track *g, *thread;
-	int64_t delta, prev, change;
-	int vmm, rc;
+	int64_t before = l ? l->level : 0, level;
+	int rc;
 
 	if (m->start == CS_TS_UNKNOWN) {
 		d->st.skipped++;
 		return 0;
 	}
-	switch (cs_mem_count_of(m->op, m->mem_kind, m->result, m->device_id, m->bytes, &vmm)) {
-	case CS_MEMCOUNT_ALLOC:
-		if (alloc_put(d, m->pid, m->address, vmm, m->bytes, &prev))
-			return fail(d, CS_ERR_NOMEM, "out of memory");
-		delta = m->bytes - prev;
-		change = m->bytes;
-		break;
-	case CS_MEMCOUNT_FREE:
-		/* only what was allocated inside the trace: the counter never goes below zero */
-		s = alloc_find(d, m->pid, m->address, vmm);
-		if (!s)
-			return 0;
-		delta = change = -s->bytes;
-		alloc_del(d, s);
-		break;
-	default:
-		return 0;
-	}
+	rc = cs_tl_mem_apply(&d->mem, &row, &c);
+	if (rc <= 0)
+		return rc ? fail(d, CS_ERR_NOMEM, "out of memory") : 0;
+	level = d->mem.v[c.level].level;
 	g = gpu_track(d, m->pid, m->device_id);
 	if (!g)
 		return d->failed;
 	if (in_window(d, m->start) && !g->mem_sampled && g->mem_seen && m->start > d->t0) {
 		/* the first change inside the window: the level at its start first */
-		rc = memory_sample(d, g, d->t0, g->mem_in_use);
+		rc = memory_sample(d, g, d->t0, before);
 		if (rc)
 			return rc;
 	}
-	cs_sat_accum(&g->mem_in_use, delta);
 	g->mem_seen = 1;
 	if (!in_window(d, m->start))
 		return 0;
-	rc = memory_sample(d, g, m->start, g->mem_in_use);
+	rc = memory_sample(d, g, m->start, level);
 	if (rc || !d->ex.ops->memory)
 		return rc;
 	thread = thread_track(d, m->pid, m->tid);
@@ -1276,8 +1161,8 @@ static int on_memory(struct driver *d, const cs_memory *m)
 		return d->failed;
 	rc = track_use(d, thread);
 	return rc ? rc
-		  : d->ex.ops->memory(&d->ex, thread, m->start, m->device_id, m->address, change,
-				      g->mem_in_use);
+		  : d->ex.ops->memory(&d->ex, thread, m->start, m->device_id, m->address, c.bytes,
+				      level);
 }
 
 /* ---- steps ---- */
@@ -1350,9 +1235,12 @@ static int memory_window_start(struct driver *d)
 	for (size_t i = 0; i < n; i++) {
 		struct ex_track *g = d->all[i];
 
+		const struct cs_tl_mem_level *l;
+
 		if (g->kind != EX_TRACK_GPU || !g->mem_seen || g->mem_sampled)
 			continue;
-		rc = memory_sample(d, g, d->t0, g->mem_in_use);
+		l = cs_tl_mem_level_of(&d->mem, (uint32_t)g->os_pid, g->device_id);
+		rc = memory_sample(d, g, d->t0, l ? l->level : 0);
 		if (rc)
 			return rc;
 	}
@@ -1779,7 +1667,7 @@ static void driver_free(struct driver *d)
 	free(d->all);
 	free(d->slots);
 	free(d->launches);
-	free(d->allocs);
+	cs_tl_mem_free(&d->mem);
 	for (int i = 0; i < 4096; i++)
 		free(d->memcpy_names[i]);
 	free(d);
@@ -1881,6 +1769,7 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	cs_tl_mem_init(&d->mem);
 	d->err = err;
 	d->ex.err = err;
 	d->ex.t = t;

@@ -129,7 +129,6 @@ struct ex_track {
 	struct ex_track *next_lane; /* streams and async lanes: the next lane */
 	/* GPU tracks: device memory */
 	struct ex_track *counter;
-	int64_t mem_in_use;
 	int mem_seen, mem_sampled;
 };
 

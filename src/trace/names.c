@@ -110,25 +110,6 @@ const char *cs_mem_op_name(int op)
 	return "unknown";
 }
 
-int cs_mem_count_of(int op, int mem_kind, int result, int device_id, int64_t bytes, int *vmm)
-{
-	*vmm = op == CS_MEMOP_VMM_CREATE || op == CS_MEMOP_VMM_RELEASE;
-	if (result != 0 || device_id < 0)
-		return CS_MEMCOUNT_NONE;
-	switch (op) {
-	case CS_MEMOP_ALLOC:
-		if (mem_kind != CS_MEM_DEVICE && mem_kind != CS_MEM_MANAGED)
-			return CS_MEMCOUNT_NONE;
-		/* fall through */
-	case CS_MEMOP_VMM_CREATE:
-		return bytes > 0 ? CS_MEMCOUNT_ALLOC : CS_MEMCOUNT_NONE;
-	case CS_MEMOP_FREE:
-	case CS_MEMOP_VMM_RELEASE:
-		return CS_MEMCOUNT_FREE;
-	}
-	return CS_MEMCOUNT_NONE;
-}
-
 const char *cs_sync_type_name(int type)
 {
 	switch (type) {

@@ -26,6 +26,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
 #include "util/u64map.h"
+#include "timeline/timeline.h"
 #include "trace/trace_internal.h"
 
 #define COMMIT_ROWS   100000
@@ -1036,9 +1037,7 @@ static int ov_row(struct ov_state *o, struct ov_source *src)
 		break;
 	case CS_OV_NVTX:
 		t = ov_track_get(o, src, CS_OV_NVTX, (uint32_t)v[2], (uint32_t)v[3],
-				 v[4] < 0    ? 0
-				 : v[4] > 15 ? 15
-					     : v[4]);
+				 cs_tl_nvtx_depth(v[4]));
 		break;
 	default:
 		t = ov_track_get(o, src, CS_OV_API, (uint32_t)v[2], (uint32_t)v[3], 0);

@@ -3,8 +3,8 @@
  *
  * view_data_load() opens the trace and returns at once; a loader thread then reads the timeline
  * with its own column scans of the event tables (only the columns a track needs, the kernel table
- * split between two threads) and lays the events out on tracks, named as the exporter names them
- * (src/export/export.c):
+ * split between two threads) and lays the events out on the timeline's tracks, keyed, named and
+ * ordered by src/timeline/timeline.c:
  *   stream  kernels, memcpys and memsets of one CUDA stream (pid, device, stream)
  *   thread  host waits (cudaStreamSynchronize, ...) of one host thread (pid, tid)
  *   api     CUDA API calls of one host thread, when the trace has them
@@ -43,21 +43,18 @@
 #include "cuscope/strbuf.h"
 #include "cuscope/utf8.h"
 #include "report/report.h"
+#include "timeline/timeline.h"
 #include "util/checked.h"
 #include "view/api.h"
 
+/* The kinds of track: the timeline's (src/timeline/timeline.h). */
 enum view_track_kind {
-	VT_STREAM = 0,
-	VT_THREAD,
-	VT_API,
-	VT_NVTX,
-	VT_MEMORY,
-	VT_LAUNCH,
-};
-
-static const char *const track_kind_names[] = {
-	[VT_STREAM] = "stream", [VT_THREAD] = "thread", [VT_API] = "api",
-	[VT_NVTX] = "nvtx",	[VT_MEMORY] = "memory", [VT_LAUNCH] = "launch",
+	VT_STREAM = CS_TL_STREAM,
+	VT_THREAD = CS_TL_WAITS,
+	VT_API = CS_TL_API,
+	VT_NVTX = CS_TL_NVTX,
+	VT_MEMORY = CS_TL_MEMORY,
+	VT_LAUNCH = CS_TL_LAUNCH,
 };
 
 /* Event kinds of an item, as the viewer colours them. */
@@ -166,14 +163,9 @@ static double ms_since(const struct timespec *t0)
 
 static uint64_t track_key(enum view_track_kind kind, uint32_t pid, int64_t a, int64_t b)
 {
-	uint64_t h = 1469598103934665603ull;
-	uint64_t parts[4] = {(uint64_t)kind, pid, (uint64_t)a, (uint64_t)b};
+	struct cs_tl_key k = {kind, pid, a, b};
 
-	for (int i = 0; i < 4; i++) {
-		h ^= parts[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-		h *= 1099511628211ull;
-	}
-	return h ? h : 1;
+	return cs_tl_key_hash(&k);
 }
 
 static int hash_grow(struct track_set *s)
@@ -257,34 +249,17 @@ static struct view_track *track_get(struct track_set *s, enum view_track_kind ki
 	t->pid = pid;
 	t->device = -1;
 	t->stream = -1;
-	switch (kind) {
-	case VT_STREAM:
+	if (kind == VT_STREAM || kind == VT_MEMORY) {
 		t->device = (int32_t)a;
-		t->stream = b;
-		snprintf(t->name, sizeof(t->name), "GPU %d stream %lld", t->device,
-			 (long long)t->stream);
-		break;
-	case VT_MEMORY:
-		t->device = (int32_t)a;
-		snprintf(t->name, sizeof(t->name), "GPU %d device memory", t->device);
-		break;
-	case VT_THREAD:
+		t->stream = kind == VT_STREAM ? b : -1;
+	} else {
 		t->tid = (uint32_t)a;
-		snprintf(t->name, sizeof(t->name), "thread %u waits", t->tid);
-		break;
-	case VT_API:
-		t->tid = (uint32_t)a;
-		snprintf(t->name, sizeof(t->name), "thread %u CUDA API", t->tid);
-		break;
-	case VT_LAUNCH:
-		t->tid = (uint32_t)a;
-		snprintf(t->name, sizeof(t->name), "thread %u launches", t->tid);
-		break;
-	case VT_NVTX:
-		t->tid = (uint32_t)a;
-		t->depth = (int32_t)b;
-		snprintf(t->name, sizeof(t->name), "thread %u NVTX %d", t->tid, t->depth);
-		break;
+		t->depth = kind == VT_NVTX ? (int32_t)b : 0;
+	}
+	{
+		struct cs_tl_key k = {kind, pid, a, b};
+
+		cs_tl_track_name(&k, t->name, sizeof(t->name));
 	}
 	s->hkeys[j] = key;
 	s->hvals[j] = (uint32_t)s->ntracks;
@@ -519,30 +494,11 @@ static int track_finish(struct view_track *dst, struct view_track **srcs, int n)
 static int track_order(const void *pa, const void *pb)
 {
 	const struct view_track *x = pa, *y = pb;
+	struct cs_tl_key kx = {x->kind, x->pid, 0, 0}, ky = {y->kind, y->pid, 0, 0};
 
-	/* GPUs first (streams, then their memory), then host threads; by pid, device, stream */
-	static const int rank[] = {[VT_STREAM] = 0, [VT_MEMORY] = 0, [VT_NVTX] = 1,
-				   [VT_API] = 1,    [VT_THREAD] = 1, [VT_LAUNCH] = 1};
-	/* a host thread's tracks: NVTX, API calls, launches, waits */
-	static const int host_rank[] = {[VT_NVTX] = 0,	 [VT_API] = 1,	  [VT_LAUNCH] = 2,
-					[VT_THREAD] = 3, [VT_STREAM] = 4, [VT_MEMORY] = 4};
-
-	if (rank[x->kind] != rank[y->kind])
-		return rank[x->kind] - rank[y->kind];
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (rank[x->kind] == 0) {
-		if (x->device != y->device)
-			return x->device < y->device ? -1 : 1;
-		if (x->kind != y->kind)
-			return x->kind == VT_MEMORY ? 1 : -1;
-		return (x->stream > y->stream) - (x->stream < y->stream);
-	}
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->kind != y->kind) /* NVTX above the API calls above the launches above the waits */
-		return host_rank[x->kind] - host_rank[y->kind];
-	return x->depth - y->depth;
+	track_ab(x, &kx.a, &kx.b);
+	track_ab(y, &ky.a, &ky.b);
+	return cs_tl_key_cmp(&kx, &ky);
 }
 
 /* Loading is done: tracks in display order, memory peaks, and the hash let go (it points at
@@ -583,19 +539,10 @@ struct part {
 	struct view_track *last_launch; /* the launch track of the previous row */
 	int64_t max_name;
 	int64_t rows;
-	/* device memory: allocations alive at the current row */
-	struct live_alloc *live;
-	size_t nlive, live_cap;
+	/* device memory in use at the current row (the timeline's counter) */
+	cs_tl_mem mem;
 	int rc;
 	cs_error err;
-};
-
-struct live_alloc {
-	uint32_t pid;
-	int32_t vmm;
-	uint64_t address;
-	int64_t bytes;
-	size_t track; /* index in the part's tracks (a new track may move them) */
 };
 
 /* Count a row; non-zero when the load should stop (the server is shutting down). */
@@ -763,9 +710,7 @@ static int row_api(const int64_t *v, void *arg)
 static int row_nvtx(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	int depth = v[CS_COL_NVTX_depth] < 0	? 0
-		    : v[CS_COL_NVTX_depth] > 15 ? 15
-						: (int)v[CS_COL_NVTX_depth];
+	int depth = cs_tl_nvtx_depth(v[CS_COL_NVTX_depth]);
 	struct view_track *t = part_track(p, VT_NVTX, (uint32_t)v[CS_COL_NVTX_pid],
 					  (uint32_t)v[CS_COL_NVTX_tid], depth);
 
@@ -779,74 +724,29 @@ static int row_nvtx(const int64_t *v, void *arg)
 		 : CS_ERR_NOMEM;
 }
 
-/* The live allocation at (pid, vmm, address), newest first; NULL when none. */
-static struct live_alloc *live_find(struct part *p, uint32_t pid, int vmm, uint64_t address)
-{
-	for (size_t j = p->nlive; j > 0; j--)
-		if (p->live[j - 1].pid == pid && p->live[j - 1].vmm == vmm &&
-		    p->live[j - 1].address == address)
-			return &p->live[j - 1];
-	return NULL;
-}
-
-/*
- * Device memory in use: the running sum of the device allocations made inside the trace, per GPU
- * of each process, by the exporter's rule (cs_mem_count_of: a free of memory allocated before the
- * trace is ignored, so a counter never goes below zero; an address allocated again replaces the
- * allocation whose free was not seen). Allocations alive at a time are few: a list.
- */
+/* Device memory in use per GPU of each process: the timeline's counter (src/timeline/timeline.h). */
 static int row_memory(const int64_t *v, void *arg)
 {
 	struct part *p = arg;
-	int64_t start = v[CS_COL_MEMORY_start], bytes = v[CS_COL_MEMORY_bytes];
-	uint32_t pid = (uint32_t)v[CS_COL_MEMORY_pid];
-	int32_t device = (int32_t)v[CS_COL_MEMORY_deviceId];
-	uint64_t address = (uint64_t)v[CS_COL_MEMORY_address];
+	struct cs_tl_mem_row row = {v[CS_COL_MEMORY_start],
+				    (uint32_t)v[CS_COL_MEMORY_pid],
+				    (int32_t)v[CS_COL_MEMORY_deviceId],
+				    (int)v[CS_COL_MEMORY_memoryOperationType],
+				    (int)v[CS_COL_MEMORY_memKind],
+				    (int)v[CS_COL_MEMORY_returnValue],
+				    (uint64_t)v[CS_COL_MEMORY_address],
+				    v[CS_COL_MEMORY_bytes]};
+	struct cs_tl_mem_change c;
 	struct view_track *t;
-	struct live_alloc *l;
-	int64_t delta;
-	int vmm, count;
+	int rc;
 
 	if (part_tick(p))
 		return 1;
-	if (start == CS_TS_UNKNOWN)
-		return 0;
-	count = cs_mem_count_of((int32_t)v[CS_COL_MEMORY_memoryOperationType],
-				(int32_t)v[CS_COL_MEMORY_memKind],
-				(int32_t)v[CS_COL_MEMORY_returnValue], device, bytes, &vmm);
-	if (count == CS_MEMCOUNT_ALLOC) {
-		t = track_get(&p->ts, VT_MEMORY, pid, device, 0);
-		if (!t)
-			return CS_ERR_NOMEM;
-		l = live_find(p, pid, vmm, address);
-		if (l && l->track == (size_t)(t - p->ts.tracks)) {
-			delta = bytes - l->bytes;
-			l->bytes = bytes;
-		} else {
-			if (cs_grow((void **)&p->live, &p->live_cap, p->nlive + 1,
-				    sizeof(*p->live)))
-				return CS_ERR_NOMEM;
-			p->live[p->nlive].pid = pid;
-			p->live[p->nlive].vmm = vmm;
-			p->live[p->nlive].address = address;
-			p->live[p->nlive].bytes = bytes;
-			p->live[p->nlive].track = (size_t)(t - p->ts.tracks);
-			p->nlive++;
-			delta = bytes;
-		}
-	} else if (count == CS_MEMCOUNT_FREE) {
-		l = live_find(p, pid, vmm, address);
-		if (!l)
-			return 0;
-		t = &p->ts.tracks[l->track];
-		delta = -l->bytes;
-		*l = p->live[--p->nlive];
-	} else {
-		return 0;
-	}
-	/* the track's current level is its last sample */
-	return sample_add(t, start,
-			  cs_sat_add(t->nsamples ? t->samples[t->nsamples - 1].value : 0, delta));
+	rc = cs_tl_mem_apply(&p->mem, &row, &c);
+	if (rc <= 0)
+		return rc;
+	t = track_get(&p->ts, VT_MEMORY, row.pid, row.device, 0);
+	return t ? sample_add(t, row.start, p->mem.v[c.level].level) : CS_ERR_NOMEM;
 }
 
 struct table_scan {
@@ -911,8 +811,7 @@ static void *part_run(void *arg)
 	for (size_t k = 0; p->others && !p->rc && k < sizeof(other_scans) / sizeof(other_scans[0]);
 	     k++)
 		p->rc = part_scan(p, t, &other_scans[k], 0, INT64_MAX);
-	free(p->live);
-	p->live = NULL;
+	cs_tl_mem_free(&p->mem);
 	if (t != p->t)
 		cs_trace_close(t);
 	return NULL;
@@ -968,6 +867,7 @@ static int load_timeline(struct view_data *v, cs_error *err)
 		parts[i].v = v;
 		parts[i].path = v->path;
 		parts[i].max_name = -1;
+		cs_tl_mem_init(&parts[i].mem);
 	}
 	/* parts[0]: the first kernels on the given trace; parts[1]: the rest on its own */
 	if (nk >= PARALLEL_MIN_KERNELS) {
@@ -1088,7 +988,7 @@ static char *make_summary(struct view_data *v, const struct track_set *ts, doubl
 
 		o = cJSON_CreateObject();
 		add_int(o, "id", (int64_t)i);
-		cJSON_AddStringToObject(o, "kind", track_kind_names[t->kind]);
+		cJSON_AddStringToObject(o, "kind", cs_tl_kind_name(t->kind));
 		cJSON_AddStringToObject(o, "name", t->name);
 		add_int(o, "pid", t->pid);
 		cs_json_add_int(o, "device", t->device, -1);
