@@ -12,9 +12,9 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 int ru_severity(double share)
 {

@@ -42,9 +42,9 @@
 #include "cuscope/json.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
-#include "util/checked.h"
-#include "view/api.h"
+#include "report.h"
+#include "cuscope/checked.h"
+#include "api.h"
 
 enum view_track_kind {
 	VT_STREAM = 0,
