@@ -40,7 +40,7 @@ extern "C" {
  * the largest GPUs (under 2^38), yet a size is also what a program asked for: a failed cudaMalloc
  * of 1 PiB (2^50) or a reservation of GPU virtual address space (49 bits on current GPUs) is real
  * data, not damage. 2^53 is also the largest integer a double holds exactly (the JSON exports).
- * Sums of 2^10 such sizes fit in int64; longer sums saturate (src/util/checked.h).
+ * Sums of 2^10 such sizes fit in int64; longer sums saturate (cuscope/checked.h).
  *
  * A value outside the bounds is unknown: a timestamp reads as CS_TS_UNKNOWN (NULL), a size as 0
  * (what the schema stores for a size that is not known).

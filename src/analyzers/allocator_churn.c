@@ -18,8 +18,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /* A recurring pattern: costly allocator calls in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 #include "cuscope/ranks.h"
 
 #define RULE_ID "comm-not-overlapped"

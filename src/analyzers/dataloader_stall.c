@@ -16,8 +16,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 #define RULE_ID "dataloader-stall"
 

@@ -8,7 +8,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 
 const char *cs_severity_name(int sev)
 {

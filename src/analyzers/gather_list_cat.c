@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
 

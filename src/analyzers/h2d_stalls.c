@@ -11,8 +11,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /*
  * A stretch without CUDA calls is host work, not the host's launch pace, beyond this many robust

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 #define RULE_ID "host-created-tensor"
 

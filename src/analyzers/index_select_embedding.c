@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 #define RULE_ID "index-select-embedding"
 

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 struct kernel_use {
 	int64_t name_id, stack_id;

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 #include "cuscope/grow.h"
-#include "util/checked.h"
+#include "cuscope/checked.h"
 
 #define RULE_ID "launch-starvation"
 

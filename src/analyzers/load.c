@@ -13,8 +13,8 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64

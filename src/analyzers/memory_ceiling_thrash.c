@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 
 #define RULE_ID "memory-ceiling-thrash"
 

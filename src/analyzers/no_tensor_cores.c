@@ -21,8 +21,8 @@
 #include <strings.h>
 
 #include "cuscope/grow.h"
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 #define RULE_ID "no-tensor-cores"
 

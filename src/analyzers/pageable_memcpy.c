@@ -19,8 +19,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /* A recurring pattern: costly pageable copies in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -153,8 +153,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	struct ru_d2h cw = {0};
-	int64_t *copy_wait = NULL;
+	const struct ru_d2h *cw = NULL;
+	const int64_t *copy_wait = NULL;
 	char title[400], b1[32], b2[32], b3[128] = "";
 	int rc;
 
@@ -177,7 +177,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (rc)
 		goto out_free;
 	rc = CS_ERR_NOMEM;
-	if (ru_copy_waits(a, s, &cw) || ru_pageable_copy_waits(a, s->pid, &copy_wait))
+	if (ru_cached_host_waits(ctx, &own, NULL, &cw) ||
+	    ru_cached_pageable_copy_waits(ctx, &own, &copy_wait))
 		goto out;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
@@ -208,8 +209,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 					 : 0;
 	/* and the idle after the wait a blocking copy made right after its call, which drained the
 	 * queue (PyTorch's .to(device) of a pageable tensor): what sync-call would charge otherwise */
-	for (int64_t i = 0; i < cw.n; i++) {
-		const struct ru_d2h_wait *w = &cw.v[i];
+	for (int64_t i = 0; i < cw->n; i++) {
+		const struct ru_d2h_wait *w = &cw->v[i];
 
 		if (w->step >= 0 && sum[w->step].copies && ru_d2h_cost(w) > 0) {
 			cs_sat_accum(&sum[w->step].idle_ns, ru_d2h_cost(w));
@@ -308,8 +309,6 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_cache_free(&own);
-	ru_d2h_free(&cw);
-	free(copy_wait);
 	free(sum);
 	free(idle);
 	free(tmp);

@@ -11,7 +11,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 
 int cs_is_nccl_kernel(const char *name)
 {

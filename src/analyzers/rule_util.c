@@ -12,9 +12,9 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 int ru_severity(double share)
 {
@@ -942,6 +942,9 @@ int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burs
 
 /* ---- once per run ---- */
 
+static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
+		      struct ru_d2h *sync, struct ru_d2h *copy);
+
 /* The cache of ctx's run, or own when the rule runs on its own. */
 static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *own)
 {
@@ -979,6 +982,43 @@ int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 	return 0;
 }
 
+int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_copy_wait) {
+		int rc = ru_pageable_copy_waits(ctx->a, ctx->steps->pid, &c->copy_wait);
+
+		if (rc)
+			return rc;
+		c->have_copy_wait = 1;
+	}
+	*out = c->copy_wait;
+	return 0;
+}
+
+int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **sync,
+			 const struct ru_d2h **copy)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_host_waits) {
+		const int64_t *copy_wait;
+		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
+
+		if (!rc)
+			rc = host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits, &c->copy_waits);
+		if (rc)
+			return rc;
+		c->have_host_waits = 1;
+	}
+	if (sync)
+		*sync = &c->sync_waits;
+	if (copy)
+		*copy = &c->copy_waits;
+	return 0;
+}
+
 /* ru_mem_bursts() from the cache; with api, also the allocator call costs (alloc_api_cost). */
 static int cached_mem(cs_rule_ctx *ctx, struct cs_rule_cache *own, int api,
 		      const struct ru_mem **out)
@@ -1007,6 +1047,9 @@ void ru_cache_free(struct cs_rule_cache *c)
 	ru_d2h_free(&c->d2h);
 	ru_mem_free(&c->mem);
 	ru_h2d_stalls_free(&c->h2d);
+	ru_d2h_free(&c->sync_waits);
+	ru_d2h_free(&c->copy_waits);
+	free(c->copy_wait);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1266,27 +1309,33 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 	return 0;
 }
 
-/* ru_sync_waits() (copy_waits 0) and ru_copy_waits() (1). */
-static int host_waits_of(const cs_analysis *a, const cs_steps *s, int copy_waits,
-			 struct ru_d2h *out)
+/* What host_waits() keeps a wait for. */
+enum { HW_NONE, HW_SYNC, HW_COPY };
+
+/*
+ * The explicit host waits (sync) and the waits of blocking copies from pageable memory (copy) of
+ * the steps' process, in one pass over all its host waits; copy_wait is ru_pageable_copy_waits()
+ * of that process.
+ */
+static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
+		      struct ru_d2h *sync, struct ru_d2h *copy)
 {
+	struct ru_d2h all = {0}, *out = &all;
 	struct launch_ref *cp = NULL;
 	struct wait_ref *order = NULL;
 	struct ru_gpu_iter it;
 	struct ru_work w;
 	char *keep = NULL;
-	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0;
+	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0, ncopy = 0;
 	size_t cap = 0, vcap = 0, kcap = 0;
 	int64_t last_next = -1;
 	int last_next_kernel = 0;
 	uint32_t pid = s->pid;
-	int64_t *copy_wait = NULL;
 	char *of_copy = NULL; /* per sync: the wait of a blocking copy from pageable memory */
 	int rc = CS_ERR_NOMEM;
 
-	memset(out, 0, sizeof(*out));
-	if (ru_pageable_copy_waits(a, pid, &copy_wait))
-		goto out;
+	memset(sync, 0, sizeof(*sync));
+	memset(copy, 0, sizeof(*copy));
 	of_copy = calloc((size_t)(a->nsyncs > 0 ? a->nsyncs : 1), 1);
 	if (!of_copy)
 		goto out;
@@ -1307,26 +1356,27 @@ static int host_waits_of(const cs_analysis *a, const cs_steps *s, int copy_waits
 	cs_sort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
 
 	/* every host wait of the process competes for the idle that follows it; only the
-	 * explicit ones (no copy to wait for, no allocator release after it) are kept */
+	 * explicit ones (no copy to wait for, no allocator release after it) are kept, as a
+	 * pageable copy's wait or as a wait of its own */
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
 		struct ru_d2h_wait *d;
 		int64_t from, lo, hi;
-		int mine;
+		char mine = HW_NONE;
 
 		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
 			continue;
 		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
 		lo = launch_lower(cp, ncp, from);
 		hi = launch_lower(cp, ncp, wait_end(y));
-		mine = y->type != CS_SYNC_MEMCPY && hi <= lo && of_copy[i] == copy_waits &&
-		       !release_before_launch(a, pid, wait_end(y));
+		if (y->type != CS_SYNC_MEMCPY && hi <= lo && !release_before_launch(a, pid, wait_end(y)))
+			mine = of_copy[i] ? HW_COPY : HW_SYNC;
 		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
 			prev_end = wait_end(y);
 		if (cs_grow((void **)&out->v, &vcap, (size_t)out->n + 1, sizeof(*out->v)) ||
 		    cs_grow((void **)&keep, &kcap, (size_t)out->n + 1, 1))
 			goto out;
-		keep[out->n] = (char)mine;
+		keep[out->n] = mine;
 		d = &out->v[out->n++];
 		memset(d, 0, sizeof(*d));
 		d->sync = i;
@@ -1372,7 +1422,7 @@ static int host_waits_of(const cs_analysis *a, const cs_steps *s, int copy_waits
 			d->idle_end = w.start > from ? w.start : from;
 			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
 			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns ||
-			    !keep[order[q - 1].i]) {
+			    keep[order[q - 1].i] == HW_NONE) {
 				d->window_end = d->idle_end;
 				continue;
 			}
@@ -1386,29 +1436,34 @@ static int host_waits_of(const cs_analysis *a, const cs_steps *s, int copy_waits
 			reach = w.end;
 	}
 	for (int64_t i = 0; i < out->n; i++)
-		if (keep[i])
+		ncopy += keep[i] == HW_COPY;
+	if (ncopy > 0) {
+		copy->v = malloc((size_t)ncopy * sizeof(*copy->v));
+		if (!copy->v)
+			goto out;
+	}
+	copy->floor_ns = out->floor_ns;
+	copy->floor_pairs = out->floor_pairs;
+	for (int64_t i = 0; i < out->n; i++) {
+		if (keep[i] == HW_COPY)
+			copy->v[copy->n++] = out->v[i];
+		else if (keep[i] == HW_SYNC)
 			out->v[m++] = out->v[i];
+	}
 	out->n = m;
 	rc = 0;
 out:
 	free(cp);
 	free(order);
 	free(keep);
-	free(copy_wait);
 	free(of_copy);
-	if (rc)
+	if (rc) {
 		ru_d2h_free(out);
+		ru_d2h_free(copy);
+	} else {
+		*sync = all;
+	}
 	return rc;
-}
-
-int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
-{
-	return host_waits_of(a, s, 0, out);
-}
-
-int ru_copy_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
-{
-	return host_waits_of(a, s, 1, out);
 }
 
 /* ---- evidence of the rules about host waits ---- */

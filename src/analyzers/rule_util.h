@@ -300,16 +300,19 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
 /* ---- what several rules compute alike, once per run ---- */
 
 /*
- * The device-to-host waits (d2h-sync, launch-starvation) and the release bursts (the two memory
- * rules) of one analysis and its steps, each computed when a rule first asks for it and kept for
- * the other rules of the run. cs_report_run() keeps one for its run in ctx->cache; a rule run
+ * The device-to-host waits (d2h-sync, launch-starvation), the other host waits (sync-call,
+ * pageable-memcpy), the waits of pageable copies and the release bursts (the two memory rules) of
+ * one analysis and its steps (one process), each computed when a rule first asks for it and kept
+ * for the other rules of the run. cs_report_run() keeps one for its run in ctx->cache; a rule run
  * with no cache in its context gets its own, a zeroed one it frees with ru_cache_free().
  */
 struct cs_rule_cache {
-	int have_d2h, have_mem, have_api_cost, have_h2d;
+	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
 	struct ru_d2h d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
+	struct ru_d2h sync_waits, copy_waits; /* ru_cached_host_waits() */
+	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
 };
 void ru_cache_free(struct cs_rule_cache *c);
 /* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
@@ -317,6 +320,9 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d
 /* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out);
+
+/* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
+int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
@@ -336,11 +342,13 @@ int ru_is_alloc_api(const char *name);
  * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
  * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
  * The wait a blocking copy from pageable memory made right after its call
- * (ru_pageable_copy_waits()) is not explicit: ru_copy_waits() gives those, computed the same way.
- * Freed with ru_d2h_free().
+ * (ru_pageable_copy_waits()) is not explicit: *copy gives those, computed in the same pass.
+ * Both from ctx->cache (else own) as ru_cached_d2h(): the first rule to ask computes them, with
+ * the cached ru_cached_pageable_copy_waits(); read-only. Either pointer may be NULL.
+ * 0 or CS_ERR_NOMEM.
  */
-int ru_sync_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
-int ru_copy_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
+int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **sync,
+			 const struct ru_d2h **copy);
 
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 

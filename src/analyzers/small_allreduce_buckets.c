@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
+#include "rule_util.h"
 #include "cuscope/ranks.h"
 
 #define RULE_ID "small-allreduce-buckets"

@@ -13,8 +13,8 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 /* Period detection (docs/steps.md). */
 #define MIN_OCCURRENCES	   3   /* an anchor kernel repeats at least this often */

@@ -7,7 +7,7 @@
  * this rule's, and the allocator's own waits (a release of device memory follows them) are the
  * memory rules'.
  *
- * The waits and the idle after each come from ru_sync_waits(); this file keeps the waits that cost
+ * The waits and the idle after each come from ru_cached_host_waits(); this file keeps the waits that cost
  * GPU time, decides whether they recur in the steady steps and writes the finding.
  * docs/rules/sync-call.md has the decision, its thresholds and the measured values.
  */
@@ -18,8 +18,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /* A recurring pattern: draining waits in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -134,7 +134,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *dd, *d;
+	const struct ru_d2h *dd, *d, *all;
 	struct ru_d2h waits = {0};
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL;
@@ -148,7 +148,16 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	rc = ru_cached_d2h(ctx, &own, &dd);
 	if (!rc)
-		rc = ru_sync_waits(a, s, &waits);
+		rc = ru_cached_host_waits(ctx, &own, &all, NULL);
+	if (!rc && all->n > 0) {
+		/* a copy: drop_d2h_windows() leaves out some, and the cache's are the other rules' too */
+		waits = *all;
+		waits.v = malloc((size_t)all->n * sizeof(*waits.v));
+		if (waits.v)
+			memcpy(waits.v, all->v, (size_t)all->n * sizeof(*waits.v));
+		else
+			rc = CS_ERR_NOMEM;
+	}
 	if (rc) {
 		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");

@@ -30,8 +30,8 @@
 
 #include "cuscope/grow.h"
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */
 #define MAX_PERIOD 16

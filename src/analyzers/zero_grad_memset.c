@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzers/rule_util.h"
-#include "util/checked.h"
+#include "rule_util.h"
+#include "cuscope/checked.h"
 
 /* A reset of many tensors: at least this many fills back to back. */
 #define MIN_FILLS 4

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"

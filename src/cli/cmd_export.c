@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/export.h"
 #include "cuscope/files.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/progress.h"
 #include "cuscope/files.h"
 #include "cuscope/import.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 /* Meta keys (docs/trace-format.md). */
 #define META_CUSCOPE_VERSION "cuscope_version"

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"

@@ -14,14 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/progress.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/files.h"
 #include "cuscope/strbuf.h"
-#include "report/report.h"
+#include "report.h"
 
 static const char report_usage[] =
 	"usage: cuscope report [OPTIONS] FILE\n"

@@ -14,10 +14,10 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/progress.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 #define STATS_DEFAULT_LIMIT 20
 #define STATS_NCOPY_KINDS   (CS_COPY_PTOP + 1)

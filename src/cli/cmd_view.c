@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 static const char view_usage[] =
 	"usage: cuscope view [OPTIONS] FILE\n"
@@ -31,8 +31,8 @@ static const char view_usage[] =
 
 #ifdef CUSCOPE_HAVE_VIEW
 
-#include "view/api.h"
-#include "view/server.h"
+#include "api.h"
+#include "server.h"
 
 /* 32 hex characters from getrandom(). */
 static int make_token(char out[33])

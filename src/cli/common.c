@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/analyze.h"
 #include "cuscope/gate.h"
 

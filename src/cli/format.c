@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 /* Split ns since the epoch into seconds and milliseconds, flooring for times before 1970. */
 static void split_epoch_ns(int64_t ns, time_t *sec, int *msec)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "cuscope/gate.h"
 
 #ifndef CUSCOPE_VERSION

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/export.h"
+#include "export.h"
 
 struct chrome {
 	int nevents;	    /* written so far: the next one needs a comma */

@@ -36,9 +36,9 @@
 #include "cuscope/grow.h"
 #include "cuscope/nsys_compat.h"
 #include "cuscope/progress.h"
-#include "export/export.h"
-#include "timeline/timeline.h"
-#include "util/checked.h"
+#include "export.h"
+#include "cuscope/checked.h"
+#include "cuscope/timeline.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
 	[EX_CAT_KERNEL] = "kernel",	   [EX_CAT_MEMCPY] = "gpu_memcpy",

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/export.h"
+#include "export.h"
 
 /* Trace */
 #define F_TRACE_PACKET 1

@@ -17,7 +17,7 @@
 #include <zlib.h>
 
 #include "cuscope/files.h"
-#include "export/export.h"
+#include "export.h"
 
 #define GZ_CHUNK (256 * 1024)
 #define GZ_LEVEL 1 /* the fastest: JSON compresses well even so (docs/performance.md) */

@@ -16,7 +16,7 @@
 
 #include "cuscope/analyze.h"
 #include "cuscope/grow.h"
-#include "export/export.h"
+#include "export.h"
 
 /* A slice of the steps' thread: NVTX push/pop range, API call, host wait or launch. */
 struct ival {

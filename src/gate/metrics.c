@@ -26,8 +26,8 @@
 #include "cuscope/ranks.h"
 #include "cuscope/utf8.h"
 #include "cuscope/utf8.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 #define US  1000.0
 #define MIB (1024.0 * 1024.0)

@@ -9,9 +9,9 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/json.h"
-#include "report/report.h"
-#include "util/checked.h"
-#include "util/u64map.h"
+#include "report.h"
+#include "cuscope/checked.h"
+#include "cuscope/u64map.h"
 
 /* ---- idle by cause ---- */
 

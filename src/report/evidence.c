@@ -11,7 +11,7 @@
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
+#include "report.h"
 
 #define ITEMS_SHOWN 3 /* items of a list shown without verbose */
 

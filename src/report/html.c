@@ -18,7 +18,7 @@
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
+#include "report.h"
 
 #define STEP_RUNS_SHOWN 12 /* runs of a finding's steps shown */
 

@@ -13,8 +13,8 @@
 #include "cuscope/json.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
-#include "report/report_internal.h"
+#include "report.h"
+#include "report_internal.h"
 
 #define REPORT_JSON_VERSION 1
 

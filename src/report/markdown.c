@@ -13,8 +13,8 @@
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
-#include "report/report_internal.h"
+#include "report.h"
+#include "report_internal.h"
 
 /* ---- markdown ---- */
 

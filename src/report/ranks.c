@@ -14,7 +14,7 @@
 #include "cuscope/json.h"
 #include "cuscope/table.h"
 #include "cuscope/units.h"
-#include "report/report.h"
+#include "report.h"
 
 /* The medians of one rank over the steady rows. */
 struct medians {

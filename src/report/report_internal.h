@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/report.h"
+#include "report.h"
 
 #define EVIDENCE_KEYS_SHOWN 8  /* evidence keys shown without --verbose */
 #define STEP_RUNS_SHOWN	    6  /* runs of the step list shown without --verbose */

@@ -15,8 +15,8 @@
 #include "cuscope/table.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
-#include "report/report_internal.h"
+#include "report.h"
+#include "report_internal.h"
 
 #define PROCS_SHOWN 16 /* processes listed in the text header without --verbose */
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spool/import_internal.h"
+#include "import_internal.h"
 
 /* Serial-number order of 32-bit correlation ids: the newest seen bounds how long entries wait. */
 static void note_corr(struct proc_file *pf, uint32_t corr)

@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
-#include "spool/import_internal.h"
-#include "util/checked.h"
+#include "import_internal.h"
+#include "cuscope/checked.h"
 
 /* ---- errors ---- */
 

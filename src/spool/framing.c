@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cuscope/files.h"
-#include "spool/import_internal.h"
+#include "import_internal.h"
 
 /* ---- reading ---- */
 

@@ -37,8 +37,8 @@
 #include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
-#include "spool/import_internal.h"
-#include "util/checked.h"
+#include "import_internal.h"
+#include "cuscope/checked.h"
 
 static void report_progress(struct importer *im, uint64_t done)
 {

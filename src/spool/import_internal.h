@@ -14,8 +14,8 @@
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
 #include "cuscope/trace.h"
-#include "spool/symbolize.h"
-#include "util/u64map.h"
+#include "symbolize.h"
+#include "cuscope/u64map.h"
 
 #define READ_BUF_SIZE (1u << 20)  /* more than the largest record (64 KiB) */
 #define PROBE_BYTES   (64u << 10) /* how far the first pass looks for a CLOCK record */

@@ -25,8 +25,8 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
-#include "spool/symbolize.h"
-#include "util/u64map.h"
+#include "symbolize.h"
+#include "cuscope/u64map.h"
 
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

@@ -31,7 +31,7 @@
  * where this counter does the opposite; on the committed expandable-segments traces the two give
  * 137.5 GiB and 128.3 MiB. Moving the gate here changes its output, so it waits for that decision.
  */
-#include "timeline/timeline.h"
+#include "cuscope/timeline.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@
 
 #include "cuscope/error.h"
 #include "cuscope/trace.h"
-#include "util/checked.h"
+#include "cuscope/checked.h"
 
 /* ---- tracks ---- */
 

@@ -23,7 +23,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
-#include "trace/trace_internal.h"
+#include "trace_internal.h"
 
 /*
  * The work limit of a query (docs/trace-format.md, "Reading hostile files"): SQLite's virtual

@@ -19,7 +19,7 @@
 
 #include "cuscope/files.h"
 #include "cuscope/strbuf.h"
-#include "trace/trace_internal.h"
+#include "trace_internal.h"
 
 #define SQLITE_MAGIC "SQLite format 3"
 

@@ -25,9 +25,9 @@
 #include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
-#include "util/u64map.h"
-#include "timeline/timeline.h"
-#include "trace/trace_internal.h"
+#include "cuscope/u64map.h"
+#include "trace_internal.h"
+#include "cuscope/timeline.h"
 
 #define COMMIT_ROWS   100000
 #define PAGE_SIZE_SQL "PRAGMA main.page_size = 8192"

@@ -42,12 +42,12 @@
 #include "cuscope/json.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/utf8.h"
-#include "report/report.h"
-#include "timeline/timeline.h"
-#include "util/checked.h"
-#include "view/api.h"
+#include "report.h"
+#include "cuscope/checked.h"
+#include "api.h"
+#include "cuscope/timeline.h"
 
-/* The kinds of track: the timeline's (src/timeline/timeline.h). */
+/* The kinds of track: the timeline's (include/cuscope/timeline.h). */
 enum view_track_kind {
 	VT_STREAM = CS_TL_STREAM,
 	VT_THREAD = CS_TL_WAITS,
@@ -724,7 +724,7 @@ static int row_nvtx(const int64_t *v, void *arg)
 		 : CS_ERR_NOMEM;
 }
 
-/* Device memory in use per GPU of each process: the timeline's counter (src/timeline/timeline.h). */
+/* Device memory in use per GPU of each process: the timeline's counter (include/cuscope/timeline.h). */
 static int row_memory(const int64_t *v, void *arg)
 {
 	struct part *p = arg;

@@ -31,8 +31,8 @@
 
 #include <microhttpd.h>
 
-#include "view/api.h"
-#include "view/server.h"
+#include "api.h"
+#include "server.h"
 
 #if MHD_VERSION >= 0x00097002
 typedef enum MHD_Result mhd_result;

@@ -15,7 +15,7 @@
 
 #include <cupti.h>
 
-#include "collectors/collector.h"
+#include "collector.h"
 
 #define NAMES 64
 #define BATCH 4096 /* records per CUPTI buffer, about */

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collectors/collector.h"
+#include "collector.h"
 
 static atomic_int done;
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collectors/pyframes.h"
+#include "pyframes.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -19,7 +19,7 @@
 
 #include <cupti.h>
 
-#include "collectors/collector.h"
+#include "collector.h"
 #include "cuscope/import.h"
 #include "cuscope/trace.h"
 #include "testutil.h"

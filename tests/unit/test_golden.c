@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "testutil.h"
 
 struct golden_case {

@@ -2175,6 +2175,75 @@ START_TEST(test_pageable_committed_traces)
 }
 END_TEST
 
+/*
+ * sync-call and pageable-memcpy read their host waits and the pageable copies' waits from the
+ * run's cache, computed in one pass by whichever asks first: run together in either order (and
+ * each twice, so the second reads what the first left in the cache), each finds what it finds on
+ * its own, to the byte of its evidence.
+ */
+START_TEST(test_host_waits_shared_cache)
+{
+	static const char *const traces[] = {"sync-call-bad.db", "pageable-memcpy-bad.db",
+					     "pageable-memcpy-negative_gpu_bound.db",
+					     "d2h-sync-bad.db"};
+	static const char *const ids[] = {"sync-call", "pageable-memcpy"};
+	char *dir = tu_source_file("samples/rules/traces");
+	int total = 0;
+
+	for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+		char *path = tu_path(dir, traces[t]);
+		struct loaded l;
+		struct found alone[2];
+
+		load(&l, path, &committed_opts);
+		for (int r = 0; r < 2; r++)
+			run_rule(&l, ids[r], &alone[r]);
+		for (int order = 0; order < 2; order++) {
+			const cs_analyzer *first = cs_analyzer_find(ids[order]);
+			const cs_analyzer *second = cs_analyzer_find(ids[!order]);
+			const cs_analyzer *rules[] = {first, second, first, second, NULL};
+			cs_report rep = {0};
+			cs_error err = {0, ""};
+			int seen[2] = {0, 0};
+
+			ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s: %s",
+				      traces[t], err.msg);
+			for (int32_t i = 0; i < rep.n; i++) {
+				const cs_report_finding *f = rep.v[i];
+				int r = strcmp(f->rule, ids[0]) == 0 ? 0 : 1;
+				const struct found *a = &alone[r];
+				char *got, *want;
+
+				ck_assert_str_eq(f->rule, ids[r]);
+				ck_assert_msg(seen[r] < 2 * a->n, "%s: %s found more than alone",
+					      traces[t], ids[r]);
+				/* each finding of the rule comes twice; the first of its run alone */
+				ck_assert_str_eq(f->title, a->v[0].title);
+				ck_assert_int_eq(f->lost_ns_per_step, a->v[0].lost_ns_per_step);
+				ck_assert_int_eq(f->nsteps, a->v[0].nsteps);
+				got = cJSON_PrintUnformatted(f->evidence);
+				want = cJSON_PrintUnformatted(a->v[0].evidence);
+				ck_assert_str_eq(got, want);
+				free(got);
+				free(want);
+				seen[r]++;
+				total++;
+			}
+			ck_assert_int_eq(seen[0], 2 * alone[0].n);
+			ck_assert_int_eq(seen[1], 2 * alone[1].n);
+			cs_report_free(&rep);
+		}
+		for (int r = 0; r < 2; r++)
+			found_free(&alone[r]);
+		unload(&l);
+		free(path);
+	}
+	/* sync-call-bad and pageable-memcpy-bad, both orders, each rule run twice */
+	ck_assert_int_ge(total, 8);
+	free(dir);
+}
+END_TEST
+
 /* ---- allocator-churn ---- */
 
 /*
@@ -2302,6 +2371,7 @@ static Suite *rules_suite(void)
 		tcase_add_test(tsc, test_sync_call_every_tenth_step);
 		tcase_add_test(tsc, test_sync_call_near_threshold);
 		tcase_add_test(tsc, test_sync_call_committed_traces);
+		tcase_add_test(tsc, test_host_waits_shared_cache);
 		suite_add_tcase(s, tsc);
 	}
 

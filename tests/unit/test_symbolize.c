@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spool/symbolize.h"
+#include "symbolize.h"
 #include "testutil.h"
 
 /* ---- functions to find ---- */

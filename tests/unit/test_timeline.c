@@ -10,7 +10,7 @@
 
 #include "cuscope/trace.h"
 #include "testutil.h"
-#include "timeline/timeline.h"
+#include "cuscope/timeline.h"
 
 static sqlite3 *open_db(const char *rel)
 {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/u64map.h"
+#include "cuscope/u64map.h"
 
 /* ---- tracks ---- */
 
