@@ -60,9 +60,11 @@ static const char record_usage[] =
 	"      --size-limit SIZE    stop recording a process once its spool data reaches SIZE\n"
 	"                           (e.g. 500M, 4G; default no limit); what is cut is counted as "
 	"dropped\n"
-	"      --backtrace          capture the host call stack (native and Python frames) at "
-	"waits,\n"
-	"                           copies, allocations and frees, so that findings name a line\n"
+	"      --backtrace          capture the host call stack (native and Python frames) at\n"
+	"                           waits, copies, allocations and frees, and once per call site\n"
+	"                           at kernel launches, so that findings name their lines (the\n"
+	"                           default)\n"
+	"      --no-backtrace       capture no host call stacks\n"
 	"      --latency-timestamps record kernel queued/submitted times (costs about 3% of step "
 	"time)\n"
 	"      --cupti-buffers N    CUPTI device buffers per context, 3.2 MB each (default 8)\n"
@@ -347,6 +349,7 @@ int cmd_record(int argc, char **argv)
 		{"size-limit", required_argument, NULL, 'L'},
 		{"latency-timestamps", no_argument, NULL, 'T'},
 		{"backtrace", no_argument, NULL, 'S'},
+		{"no-backtrace", no_argument, NULL, 'N'},
 		{"cupti-buffers", required_argument, NULL, 'B'},
 		{"wait", required_argument, NULL, 'W'},
 		{"keep-spool", no_argument, NULL, 'K'},
@@ -354,7 +357,7 @@ int cmd_record(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct record_opts o = {.output = "cuscope.db", .wait_s = 10};
+	struct record_opts o = {.output = "cuscope.db", .wait_s = 10, .backtrace = 1};
 	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
 	char *options = NULL, *command = NULL, *outcopy;
 	struct sigaction sa, old_sa[8];
@@ -413,6 +416,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'S':
 			o.backtrace = 1;
+			break;
+		case 'N':
+			o.backtrace = 0;
 			break;
 		case 'B':
 			if (cli_parse_int("record", "--cupti-buffers", optarg, 1, 250,

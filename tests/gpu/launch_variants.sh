@@ -8,6 +8,7 @@
 # Runs a host-bound launch loop in ROUNDS rounds: tests/gpu/programs/launch_loop.cu (empty-kernel launches from
 # C, the default) or, with LAUNCH_PROGRAM=torch, tests/gpu/programs/launch_torch.py (a PyTorch `add_` loop).
 # Each round runs every variant once, in turn: no profiler ("none"), `cuscope record` ("default"), `cuscope
+# record --no-backtrace` ("nobt"), `cuscope
 # record` with each set of development options of the injection library (CUSCOPE_RECORD_EXTRA,
 # src/collectors/inject.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
 # ("torchprof"). Prints, per variant, the median and range of the metric per launch and the median added to
@@ -51,6 +52,8 @@ for r in $(seq 1 "$ROUNDS"); do
 			"${L[@]}" "$N" --torch-profiler >"$W/out" 2>&1
 		elif [ "$v" = default ]; then
 			"$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+		elif [ "$v" = nobt ]; then
+			"$C" record -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		else
 			CUSCOPE_RECORD_EXTRA=$v "$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi

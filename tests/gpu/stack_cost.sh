@@ -8,7 +8,8 @@
 #
 #   bash tests/gpu/stack_cost.sh [ROUNDS]      (OUT defaults to ./gpu-out; needs .bench/train_ref.py)
 #
-# STACK_COST_MODES replaces the modes of step 2: a space-separated list of none, record, backtrace and
+# STACK_COST_MODES replaces the modes of step 2: a space-separated list of none, record (the default
+# options), backtrace (--backtrace), nobt (--no-backtrace) and
 # NAME:OPTIONS (record with CUSCOPE_RECORD_EXTRA=OPTIONS, the injection library's development options);
 # STACK_COST_CENSUS=0 skips step 1; STACK_COST_KEEP=1 keeps every recorded trace, packed into
 # $OUT/stack-cost-traces.tar.xz as MODE-ROUND.db (to compare the GPU time and gaps of fast and slow runs).
@@ -38,6 +39,7 @@ run() { # MODE
 	none) python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	record) "$C" record -q -o "$W/record-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	backtrace) "$C" record -q --backtrace -o "$W/backtrace-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	nobt) "$C" record -q --no-backtrace -o "$W/nobt-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record -q -o "$W/${1%%:*}-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	esac
 }
