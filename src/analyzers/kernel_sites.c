@@ -49,8 +49,8 @@ static int cmp_site_ns(const void *x, const void *y)
 	return (a->stack_id > b->stack_id) - (a->stack_id < b->stack_id);
 }
 
-int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stack_id,
-		 int32_t step, int64_t cost_ns)
+int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stack_id, int32_t step,
+		 int64_t cost_ns)
 {
 	struct ru_site_use *x;
 

@@ -492,8 +492,8 @@ struct ru_sites {
 };
 /* Charge cost_ns to a launch (stack_id CS_ID_NONE when it has none) counted in step. 0, or
  * CS_ERR_NOMEM. */
-int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stack_id,
-		 int32_t step, int64_t cost_ns);
+int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stack_id, int32_t step,
+		 int64_t cost_ns);
 /*
  * The call sites of the launches of u, as ru_add_kernel_sites() lists those of kernels, with the
  * costs charged to them: with steps (not NULL) only the launches counted in one of steps[0..nsteps).

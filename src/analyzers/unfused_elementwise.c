@@ -193,10 +193,9 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 		int64_t part = q == qlong ? 0 : kk->end - kk->start;
 
 		if (q > c0)
-			part = cs_sat_add(part, idle_between(st->a, kk->pid, kat(st, q - 1)->end,
-							     kk->start));
-		if (ru_sites_add(&st->sites, kk->name_id, kk->launch_tid, kk->stack_id, step,
-				 part))
+			part = cs_sat_add(
+				part, idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
+		if (ru_sites_add(&st->sites, kk->name_id, kk->launch_tid, kk->stack_id, step, part))
 			return CS_ERR_NOMEM;
 	}
 	h = hash_step(h, (uint64_t)kat(st, c0)->grid_blocks);

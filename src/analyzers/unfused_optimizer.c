@@ -123,8 +123,8 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, 
 		l1 = le > l1 ? le : l1;
 		if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN) {
 			/* a row without its GPU times: no time of its own */
-			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id,
-					 ops[j].step, 0))
+			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, ops[j].step,
+					 0))
 				return CS_ERR_NOMEM;
 			continue;
 		}
@@ -243,8 +243,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			int32_t p, rep = ru_repeats_at(ops, i, e, MAX_PERIOD, &p);
 
 			if (rep >= MIN_REPEATS && per_tensor(a, ops, i, p, rep)) {
-				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step],
-					    &sites))
+				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step], &sites))
 					goto out;
 				i += (int64_t)p * rep;
 			} else if (rep >= MIN_REPEATS)

@@ -93,8 +93,8 @@ static int add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, str
 	const cs_a_copy *c = o->is_kernel ? NULL : &a->copies[o->index];
 
 	op_times(a, o, &t0, &t1, &le);
-	if (ru_sites_add(sites, k ? k->name_id : -1, o->tid, k ? k->stack_id : c->stack_id,
-			 o->step, cs_sat_add(t1 > t0 ? cs_sat_sub(t1, t0) : 0, idle_ns)))
+	if (ru_sites_add(sites, k ? k->name_id : -1, o->tid, k ? k->stack_id : c->stack_id, o->step,
+			 cs_sat_add(t1 > t0 ? cs_sat_sub(t1, t0) : 0, idle_ns)))
 		return CS_ERR_NOMEM;
 	if (t1 > t0)
 		cs_sat_accum(&x->gpu_ns, cs_sat_sub(t1, t0));
