@@ -32,6 +32,8 @@
 /* The lookup is among the step's first kernels: this share of them, and at least LEAD_MIN. */
 #define LEAD_SHARE 0.1
 #define LEAD_MIN   3
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
 
 struct step_sum {
 	int64_t atomic_ns;  /* GPU time of the atomic accumulations after a zero fill */
@@ -74,9 +76,9 @@ static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
 	       !strstr(name, "multi_tensor_apply");
 }
 
-/* One step's run of one thread: ops[i..end). */
-static void scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
-		     struct step_sum *x)
+/* One step's run of one thread: ops[i..end); its atomic accumulations into sites. */
+static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
+		    struct step_sum *x, struct ru_sites *sites)
 {
 	int64_t nk = 0, seen = 0, lead, gather = -1;
 	char own[256];
@@ -111,12 +113,16 @@ static void scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, i
 		    is_zero_fill(a, &ops[j - 1])) {
 			cs_sat_accum(&x->atomic_ns, kernel_ns(k));
 			x->atomics++;
+			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, o->step,
+					 kernel_ns(k)))
+				return CS_ERR_NOMEM;
 			if (kernel_ns(k) > x->atomic_max) {
 				x->atomic_max = kernel_ns(k);
 				x->atomic = o->index;
 			}
 		}
 	}
+	return 0;
 }
 
 /* Whether process pid ran an atomic index accumulation at all (the rule's cheap way out). */
@@ -144,7 +150,8 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 }
 
 static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int32_t *steps,
-			int32_t nsteps, const struct ru_recur *r, int64_t *tmp, cs_error *err)
+			int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
+			struct ru_sites *sites, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -206,6 +213,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 		else if (g->stack_id != CS_ID_NONE)
 			f->stack_id = g->stack_id;
 	}
+	if (ru_sites_evidence(e, sites, steps, nsteps, MAX_SITES, &f->stack_id))
+		goto nomem;
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	ru_recur_evidence(e, r, nsteps);
@@ -224,6 +233,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int64_t nops = 0, *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
+	struct ru_sites sites = {0};
 	int rc = 0;
 
 	if (cs_steps_steady(s) <= 0 || !any_atomic_add(a, s->pid))
@@ -240,7 +250,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		     end < nops && ops[end].step == ops[i].step && ops[end].tid == ops[i].tid;
 		     end++)
 			;
-		scan_run(a, ops, i, end, &sum[ops[i].step]);
+		if (scan_run(a, ops, i, end, &sum[ops[i].step], &sites))
+			goto nomem;
 	}
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].embedding_bwd ? 0 : sum[i].atomic_ns;
@@ -248,11 +259,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto nomem;
 	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
 			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = emit_finding(ctx, sum, steps, nsteps, &r, tmp, err);
+		rc = emit_finding(ctx, sum, steps, nsteps, &r, tmp, &sites, err);
 	goto out;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
+	ru_sites_free(&sites);
 	free(sum);
 	free(cost);
 	free(tmp);

@@ -7,7 +7,9 @@
  * most of the launches of the same name and thread had (the sampled launches stand for the
  * others); a name never seen with a stack stays without a site. The sites are merged by stack and
  * listed most GPU time first in the finding's evidence as "sites" (stack_id, count, cost_ns),
- * which the report renderers show as `where:` lines.
+ * which the report renderers show as `where:` lines. A rule whose cost is not its kernels' own GPU
+ * time (the idle before them, a share of a chain's time) charges each launch its part of the cost
+ * with ru_sites_add() and lists the sites with ru_sites_evidence(), the same way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +18,9 @@
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
-struct kernel_use {
-	int64_t name_id, stack_id;
-	uint32_t tid;
-	int64_t ns;
-};
-
 static int cmp_use(const void *x, const void *y)
 {
-	const struct kernel_use *a = x, *b = y;
+	const struct ru_site_use *a = x, *b = y;
 
 	if (a->name_id != b->name_id)
 		return a->name_id < b->name_id ? -1 : 1;
@@ -53,63 +49,96 @@ static int cmp_site_ns(const void *x, const void *y)
 	return (a->stack_id > b->stack_id) - (a->stack_id < b->stack_id);
 }
 
-int ru_add_kernel_sites(cJSON *e, const cs_analysis *a, const cs_steps *s,
-			int (*match)(const cs_a_kernel *k, void *arg), void *arg, int max,
-			int64_t *stack_id)
+int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stack_id, int32_t step,
+		 int64_t cost_ns)
 {
-	struct kernel_use *u = NULL;
+	struct ru_site_use *x;
+
+	if (cs_grow((void **)&u->v, &u->cap, u->n + 1, sizeof(*u->v)))
+		return CS_ERR_NOMEM;
+	x = &u->v[u->n++];
+	x->name_id = name_id;
+	x->tid = tid;
+	x->stack_id = stack_id == CS_ID_NONE ? -1 : stack_id;
+	x->step = step;
+	x->ns = cost_ns > 0 ? cost_ns : 0;
+	return 0;
+}
+
+void ru_sites_free(struct ru_sites *u)
+{
+	free(u->v);
+	memset(u, 0, sizeof(*u));
+}
+
+/* Keep the uses of the given steps only (steps[0..nsteps), any order). */
+static int keep_steps(struct ru_sites *u, const int32_t *steps, int32_t nsteps)
+{
+	int32_t top = -1;
+	int8_t *in;
+	size_t w = 0;
+
+	for (int32_t i = 0; i < nsteps; i++)
+		if (steps[i] > top)
+			top = steps[i];
+	in = calloc((size_t)top + 2, 1);
+	if (!in)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < nsteps; i++)
+		if (steps[i] >= 0)
+			in[steps[i]] = 1;
+	for (size_t i = 0; i < u->n; i++)
+		if (u->v[i].step >= 0 && u->v[i].step <= top && in[u->v[i].step])
+			u->v[w++] = u->v[i];
+	u->n = w;
+	free(in);
+	return 0;
+}
+
+int ru_sites_evidence(cJSON *e, struct ru_sites *u, const int32_t *steps, int32_t nsteps, int max,
+		      int64_t *stack_id)
+{
+	struct ru_site_use *x;
 	struct site_sum *v = NULL;
-	size_t cap = 0;
-	int64_t n = 0, m = 0;
+	int64_t n, m = 0;
 	int rc = CS_ERR_NOMEM;
 	cJSON *sites;
 
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-
-		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
-		    k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
-			continue;
-		if (cs_grow((void **)&u, &cap, (size_t)n + 1, sizeof(*u)))
-			goto out;
-		u[n].name_id = k->name_id;
-		u[n].tid = k->launch_tid;
-		u[n].stack_id = k->stack_id == CS_ID_NONE ? -1 : k->stack_id;
-		u[n].ns = k->end - k->start;
-		n++;
-	}
+	if (steps && keep_steps(u, steps, nsteps))
+		return CS_ERR_NOMEM;
+	x = u->v;
+	n = (int64_t)u->n;
 	if (!n)
 		return 0;
-	/* Per name and thread: the launches without a stack (sorted first, as -1) take the stack
-	 * with the most launches among the others. */
-	cs_sort(u, (size_t)n, sizeof(*u), cmp_use);
+	/* Per name and thread: the uses without a stack (sorted first, as -1) take the stack with
+	 * the most uses among the others. */
+	cs_sort(x, (size_t)n, sizeof(*x), cmp_use);
 	for (int64_t i = 0, end; i < n; i = end) {
 		int64_t best = -1, best_n = 0;
 
 		for (end = i + 1;
-		     end < n && u[end].name_id == u[i].name_id && u[end].tid == u[i].tid; end++)
+		     end < n && x[end].name_id == x[i].name_id && x[end].tid == x[i].tid; end++)
 			;
 		for (int64_t j = i, run; j < end; j = run) {
-			for (run = j + 1; run < end && u[run].stack_id == u[j].stack_id; run++)
+			for (run = j + 1; run < end && x[run].stack_id == x[j].stack_id; run++)
 				;
-			if (u[j].stack_id >= 0 && run - j > best_n) {
-				best = u[j].stack_id;
+			if (x[j].stack_id >= 0 && run - j > best_n) {
+				best = x[j].stack_id;
 				best_n = run - j;
 			}
 		}
-		for (int64_t j = i; j < end && u[j].stack_id < 0; j++)
-			u[j].stack_id = best;
+		for (int64_t j = i; j < end && x[j].stack_id < 0; j++)
+			x[j].stack_id = best;
 	}
 	v = malloc((size_t)n * sizeof(*v));
 	if (!v)
 		goto out;
 	for (int64_t i = 0; i < n; i++) {
-		if (u[i].stack_id < 0)
+		if (x[i].stack_id < 0)
 			continue;
-		v[m].stack_id = u[i].stack_id;
+		v[m].stack_id = x[i].stack_id;
 		v[m].count = 1;
-		v[m].ns = u[i].ns;
+		v[m].ns = x[i].ns;
 		m++;
 	}
 	cs_sort(v, (size_t)m, sizeof(*v), cmp_site_stack);
@@ -147,7 +176,29 @@ int ru_add_kernel_sites(cJSON *e, const cs_analysis *a, const cs_steps *s,
 	if (!sites)
 		rc = CS_ERR_NOMEM;
 out:
-	free(u);
 	free(v);
+	return rc;
+}
+
+int ru_add_kernel_sites(cJSON *e, const cs_analysis *a, const cs_steps *s,
+			int (*match)(const cs_a_kernel *k, void *arg), void *arg, int max,
+			int64_t *stack_id)
+{
+	struct ru_sites u = {0};
+	int rc = CS_ERR_NOMEM;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
+		    k->end < k->start ||
+		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
+			continue;
+		if (ru_sites_add(&u, k->name_id, k->launch_tid, k->stack_id, -1, k->end - k->start))
+			goto out;
+	}
+	rc = ru_sites_evidence(e, &u, NULL, 0, max, stack_id);
+out:
+	ru_sites_free(&u);
 	return rc;
 }

@@ -31,6 +31,8 @@
  * per-op time (Python, dispatcher) stays launch overhead and only a stretch of other work passes.
  */
 #define FAR_K 5.0
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
 
 /* The causes are those of analyze.h (enum cs_idle_cause), which cs_steps_idle_by_cause() shares. */
 enum cause {
@@ -291,6 +293,7 @@ struct gap_ctx {
 	const struct ivs *waits, *pages;
 	struct calls calls;
 	struct ru_i64 cut;
+	struct ru_sites sites; /* the work after each gap, with the idle the rule counts in it */
 };
 
 /* Did the launch call at ls follow a stretch without launch calls far longer than the pace? */
@@ -391,6 +394,18 @@ static int charge_by_time(const cs_steps *s, struct gap_ctx *gc, int64_t g0, int
 	return 0;
 }
 
+/* The idle of a gap's parts that the finding's cost counts: all but d2h-sync's and the input
+ * pipeline's. */
+static int64_t counted_part(const int64_t *part)
+{
+	int64_t n = 0;
+
+	for (int c = 0; c < NCAUSES; c++)
+		if (c != CAUSE_D2H && c != CAUSE_INPUT)
+			n = cs_sat_add(n, part[c]);
+	return n;
+}
+
 /*
  * The starved gaps of the steady steps into acc: each charged to the step of the work that ends it
  * (the rule's way), or with by_time to the steps whose spans hold it (charge_by_time).
@@ -447,6 +462,17 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 				cs_sat_accum(&acc[st].idle[c], part[c]);
 				acc[st].gaps[c]++;
 			}
+		/* the gap's line: the launch that came late, with the gap's idle but d2h-sync's
+		 * and the input pipeline's (the finding's cost) */
+		if (counted_part(part) > 0) {
+			const cs_a_kernel *k = w.is_kernel ? &a->kernels[w.index] : NULL;
+			const cs_a_copy *cp = w.is_kernel ? NULL : &a->copies[w.index];
+
+			if (ru_sites_add(&gc->sites, k ? k->name_id : -1,
+					 k ? k->launch_tid : cp->launch_tid,
+					 k ? k->stack_id : cp->stack_id, st, counted_part(part)))
+				return CS_ERR_NOMEM;
+		}
 		if (part[CAUSE_D2H] == 0 && gap > acc[st].biggest_gap) {
 			acc[st].biggest_gap = gap;
 			acc[st].biggest_next = w.is_kernel ? w.index : -1;
@@ -517,7 +543,7 @@ static const char *cause_fix(int c, int graph)
  */
 static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int64_t *share_pm,
 			const int32_t *steps, int32_t n, int64_t *tmp, int64_t med, int64_t lo,
-			int64_t hi, int near, cs_error *err)
+			int64_t hi, int near, struct ru_sites *sites, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -641,6 +667,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cJSON_AddNumberToObject(e, "steady_idle_share", (double)med / 1e6);
 	cJSON_AddNumberToObject(e, "threshold_margin", (double)med / 1e6 - MIN_IDLE_SHARE);
 	cJSON_AddBoolToObject(e, "near_threshold", near);
+	if (ru_sites_evidence(e, sites, steps, n, MAX_SITES, &f->stack_id))
+		goto out;
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
 	return ru_emit(ctx, f, err);
@@ -665,6 +693,7 @@ static void scan_free(struct scan *sc)
 	ru_i64_free(&sc->gc.cut);
 	free(sc->gc.calls.v);
 	free(sc->gc.calls.reach);
+	ru_sites_free(&sc->gc.sites);
 	ru_i64_free(&sc->wfrom);
 	ru_i64_free(&sc->wto);
 	free(sc->acc);
@@ -757,7 +786,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	near = lo < MIN_IDLE_SHARE * 1e6;
 	if (!near && (med < MIN_IDLE_SHARE * 1e6 || n < MIN_STEP_SHARE * steady))
 		goto out;
-	rc = emit_finding(ctx, acc, share_pm, steps, n, tmp, med, lo, hi, near, err);
+	rc = emit_finding(ctx, acc, share_pm, steps, n, tmp, med, lo, hi, near, &sc.gc.sites, err);
 	goto done;
 out:
 	if (rc)

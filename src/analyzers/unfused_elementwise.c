@@ -44,6 +44,8 @@
 /* Chains listed in the evidence, and kernel names per chain. */
 #define MAX_CHAINS 3
 #define MAX_NAMES  12
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
 
 /* Is a kernel name an element-wise kernel of PyTorch (or a Triton pointwise kernel)? */
 static int is_elementwise_name(const char *name)
@@ -82,6 +84,7 @@ struct state {
 	size_t nkinds, kinds_cap;
 	int8_t *skip; /* per position of a run: 1 in a per-parameter loop */
 	size_t skip_cap;
+	struct ru_sites sites; /* each chain kernel with its part of its chain's cost */
 };
 
 static const cs_a_kernel *kat(const struct state *st, int64_t pos)
@@ -165,7 +168,7 @@ static uint64_t hash_step(uint64_t h, uint64_t v)
 static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 {
 	struct step_sum *x = &st->sum[step];
-	int64_t total = 0, longest = 0, idle = 0, cost;
+	int64_t total = 0, longest = 0, idle = 0, cost, qlong = c0;
 	uint64_t h = 0;
 	struct chain_kind *k = NULL;
 
@@ -174,12 +177,26 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 		int64_t d = kk->end - kk->start;
 
 		cs_sat_accum(&total, d);
-		if (d > longest)
+		if (d > longest) {
 			longest = d;
+			qlong = q;
+		}
 		if (q > c0)
 			cs_sat_accum(&idle,
 				     idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
 		h = hash_step(h, (uint64_t)kk->name_id);
+	}
+	/* each kernel's part of the cost: the idle before it, and its own time but for the
+	 * longest kernel's (what a fused kernel keeps) */
+	for (int64_t q = c0; q < c1; q++) {
+		const cs_a_kernel *kk = kat(st, q);
+		int64_t part = q == qlong ? 0 : kk->end - kk->start;
+
+		if (q > c0)
+			part = cs_sat_add(
+				part, idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
+		if (ru_sites_add(&st->sites, kk->name_id, kk->launch_tid, kk->stack_id, step, part))
+			return CS_ERR_NOMEM;
 	}
 	h = hash_step(h, (uint64_t)kat(st, c0)->grid_blocks);
 	cost = cs_sat_add(total - longest, idle);
@@ -455,7 +472,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 							     tmp));
 		cJSON_AddStringToObject(e, "costliest_first_kernel", own);
 		cJSON_AddNumberToObject(e, "min_chain", MIN_CHAIN);
-		if (add_chains(e, &st, steady))
+		if (add_chains(e, &st, steady) ||
+		    ru_sites_evidence(e, &st.sites, steps, nsteps, MAX_SITES, &f->stack_id))
 			goto out;
 		ru_recur_evidence(e, &r, nsteps);
 	}
@@ -471,6 +489,7 @@ out_free:
 	free(st.sum);
 	free(st.kinds);
 	free(st.skip);
+	ru_sites_free(&st.sites);
 	free(cost);
 	free(tmp);
 	free(steps);

@@ -47,6 +47,9 @@
 #define MIN_LOSS_SHARE 0.02
 #define MIN_RARE_STEPS 2
 
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
+
 #define RULE_ID "unfused-optimizer"
 
 struct step_sum {
@@ -105,9 +108,10 @@ static int per_tensor(const cs_analysis *a, const struct ru_op *ops, int64_t i, 
 	return sizes;
 }
 
-/* Add one run to its step's sums. */
-static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
-		    int32_t p, int32_t r, struct step_sum *x)
+/* Add one run to its step's sums, and its kernels to sites, each with the GPU idle of the run
+ * before it (after the end of the run's kernels that ended last). */
+static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+		   int32_t p, int32_t r, struct step_sum *x, struct ru_sites *sites)
 {
 	int64_t n = (int64_t)p * r, t0 = INT64_MAX, t1 = 0, l0 = INT64_MAX, l1 = 0, gpu = 0;
 
@@ -117,8 +121,16 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 
 		l0 = ops[j].launch < l0 ? ops[j].launch : l0;
 		l1 = le > l1 ? le : l1;
-		if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN)
-			continue; /* a row without its GPU times: no time of its own */
+		if (k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN) {
+			/* a row without its GPU times: no time of its own */
+			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, ops[j].step,
+					 0))
+				return CS_ERR_NOMEM;
+			continue;
+		}
+		if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, ops[j].step,
+				 t1 > 0 && k->start > t1 ? ru_gpu_idle(a, pid, t1, k->start) : 0))
+			return CS_ERR_NOMEM;
 		t0 = k->start < t0 ? k->start : t0;
 		t1 = k->end > t1 ? k->end : t1;
 		if (k->end > k->start)
@@ -139,6 +151,7 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 		x->t_first = t0;
 	if (t1 > x->t_last)
 		x->t_last = t1;
+	return 0;
 }
 
 /* The most common non-zero repeat count of the steps. */
@@ -207,6 +220,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0;
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
+	struct ru_sites sites = {0};
 	char title[400], b1[32], b2[32], near1[96], near2[96];
 	int rc = CS_ERR_NOMEM;
 
@@ -229,7 +243,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			int32_t p, rep = ru_repeats_at(ops, i, e, MAX_PERIOD, &p);
 
 			if (rep >= MIN_REPEATS && per_tensor(a, ops, i, p, rep)) {
-				add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step]);
+				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step], &sites))
+					goto out;
 				i += (int64_t)p * rep;
 			} else if (rep >= MIN_REPEATS)
 				i += (int64_t)p * rep; /* a repetition of something else */
@@ -295,7 +310,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	f->step_share = r.share;
 	f->first = sum[steps[0]].t_first;
 	f->last = sum[steps[nsteps - 1]].t_last;
-	if (add_evidence(a, ops, sum, steps, nsteps, tmp, s, modal, f))
+	if (add_evidence(a, ops, sum, steps, nsteps, tmp, s, modal, f) ||
+	    ru_sites_evidence(f->evidence, &sites, steps, nsteps, MAX_SITES, &f->stack_id))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);
@@ -306,6 +322,7 @@ out:
 		cs_error_set(err, rc, "out of memory");
 out_free:
 	cs_finding_free(f);
+	ru_sites_free(&sites);
 	free(ops);
 	free(sum);
 	free(idle);

@@ -36,6 +36,9 @@
 #define MIN_STEP_SHARE 0.5
 #define MIN_STEPS      3
 
+/* Call sites listed in the evidence. */
+#define MAX_SITES 5
+
 #define RULE_ID "zero-grad-memset"
 
 struct step_sum {
@@ -81,11 +84,18 @@ static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start
 		*start = *end = o->launch; /* a row without its GPU times: no time of its own */
 }
 
-static void add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, struct step_sum *x)
+/* A write: its GPU time into x, and with idle_ns (the idle of its run before it) into sites. */
+static int add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, struct step_sum *x,
+		     struct ru_sites *sites, int64_t idle_ns)
 {
 	int64_t t0, t1, le;
+	const cs_a_kernel *k = o->is_kernel ? &a->kernels[o->index] : NULL;
+	const cs_a_copy *c = o->is_kernel ? NULL : &a->copies[o->index];
 
 	op_times(a, o, &t0, &t1, &le);
+	if (ru_sites_add(sites, k ? k->name_id : -1, o->tid, k ? k->stack_id : c->stack_id, o->step,
+			 cs_sat_add(t1 > t0 ? cs_sat_sub(t1, t0) : 0, idle_ns)))
+		return CS_ERR_NOMEM;
 	if (t1 > t0)
 		cs_sat_accum(&x->gpu_ns, cs_sat_sub(t1, t0));
 	if (!o->is_kernel) {
@@ -98,11 +108,13 @@ static void add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, st
 		x->t_first = t0;
 	if (t1 > x->t_last)
 		x->t_last = t1;
+	return 0;
 }
 
-/* A run of fills ops[i..j): its writes, the GPU idle inside it and its launch time. */
-static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
-		    int64_t j, struct step_sum *x)
+/* A run of fills ops[i..j): its writes, the GPU idle inside it and its launch time; each write
+ * charged in sites with the idle of the run before it (after the writes that ended last). */
+static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+		   int64_t j, struct step_sum *x, struct ru_sites *sites)
 {
 	int64_t t0 = INT64_MAX, t1 = 0, l1 = 0;
 
@@ -110,15 +122,18 @@ static void add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops,
 		int64_t s0, s1, le;
 
 		op_times(a, &ops[k], &s0, &s1, &le);
+		if (add_write(a, &ops[k], k, x, sites,
+			      t1 > 0 && s0 > t1 ? ru_gpu_idle(a, pid, t1, s0) : 0))
+			return CS_ERR_NOMEM;
 		t0 = s0 < t0 ? s0 : t0;
 		t1 = s1 > t1 ? s1 : t1;
 		l1 = le > l1 ? le : l1;
-		add_write(a, &ops[k], k, x);
 	}
 	x->runs++;
 	x->fills += j - i;
 	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
 	cs_sat_accum(&x->launch_ns, l1 > ops[i].launch ? cs_sat_sub(l1, ops[i].launch) : 0);
+	return 0;
 }
 
 /* Whether ops[i..j) has at least two sizes. */
@@ -154,6 +169,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct step_sum *sum = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
+	struct ru_sites sites = {0};
 	double share, lo, hi;
 	char title[400], b1[32], b2[32];
 	int rc = CS_ERR_NOMEM;
@@ -179,13 +195,15 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			if (ops[i].is_kernel &&
 			    is_foreach_zero(cs_analysis_string(a, ops[i].name))) {
 				x->foreach_zero++;
-				add_write(a, &ops[i], i, x);
+				if (add_write(a, &ops[i], i, x, &sites, 0))
+					goto out;
 				continue;
 			}
 			for (j = i; j < e && is_fill(a, &ops[j]); j++)
 				;
 			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j))
-				add_run(a, s->pid, ops, i, j, x);
+				if (add_run(a, s->pid, ops, i, j, x, &sites))
+					goto out;
 		}
 	}
 	/* the same count every step: the steps of the most common count */
@@ -280,6 +298,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			if (sid != CS_ID_NONE)
 				f->stack_id = sid;
 		}
+		if (ru_sites_evidence(e, &sites, steps, nsteps, MAX_SITES, &f->stack_id))
+			goto out;
 		cJSON_AddNumberToObject(e, "min_fills", MIN_FILLS);
 		cJSON_AddNumberToObject(e, "affected_share", (double)nsteps / steady);
 		cJSON_AddNumberToObject(e, "affected_share_lo", lo);
@@ -298,6 +318,7 @@ out:
 		cs_error_set(err, rc, "out of memory");
 out_free:
 	cs_finding_free(f);
+	ru_sites_free(&sites);
 	free(ops);
 	free(sum);
 	free(cost);
