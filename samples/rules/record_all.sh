@@ -92,6 +92,8 @@ programs=(
 	"host-created-tensor-negative_gpu_bound|host-created-tensor/negative_gpu_bound.py"
 	"index-select-embedding-bad|index-select-embedding/bad.py"
 	"index-select-embedding-fixed|index-select-embedding/fixed.py"
+	"index-select-embedding-bad_bf16|index-select-embedding/bad.py --table-dtype bfloat16"
+	"index-select-embedding-fixed_bf16|index-select-embedding/fixed.py --table-dtype bfloat16"
 	"index-select-embedding-negative_select_rows|index-select-embedding/negative_select_rows.py"
 )
 

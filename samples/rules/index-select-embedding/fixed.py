@@ -7,7 +7,7 @@ gradients once.
 Seen at the CUDA level, per steady step: `vectorized_gather_kernel` first, EmbeddingBackwardKernel kernels in
 the backward, no `indexFuncLargeIndex`. No index-select-embedding finding.
 
-    python3 fixed.py [--steps 40] [--warmup 5]
+    python3 fixed.py [--steps 40] [--warmup 5] [--table-dtype float32|bfloat16]
 """
 import os
 import sys
@@ -18,12 +18,15 @@ import torch.nn.functional as F  # noqa: E402
 
 from rules_common import DEV, GPT, StepTimer, done, parse_args, token_batches  # noqa: E402
 
-a = parse_args(__doc__)
+a = parse_args(__doc__, extra=lambda p: p.add_argument(
+    "--table-dtype", choices=("float32", "bfloat16"), default="float32",
+    help="dtype of the embedding table (bfloat16: its gradient rows are added with bf16 atomics)"))
 VOCAB, D, LAYERS, HEADS, SEQ, BATCH, NB = 32768, 768, 4, 12, 256, 32, 8
 
 
 model = GPT(VOCAB, D, LAYERS, HEADS, SEQ)
 model = model.to(DEV)
+model.tok.to(getattr(torch, a.table_dtype))
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01, fused=True)
 data = token_batches(NB, BATCH, SEQ, VOCAB)
 data[:, :, 2 * SEQ // 3:] = 0  # padding: the last third of each sequence is the pad id
