@@ -26,6 +26,10 @@
 # --budget seconds (default 480) have passed, the scenarios and bench rounds not started yet are skipped, so
 # that a run under a 10-minute limit still ends with its summary; summary.txt is rewritten after every result.
 # Scenario names: --list. Python programs: tests/gpu/programs/ (their conventions: programs/common.py).
+# None of the GPU scripts reads the committed traces (samples/rules/traces, tests/data/corpus: most of the
+# checkout's bytes); when the copy of the checkout sent to the GPU machine must stay small, leave them out:
+#   git sparse-checkout set --no-cone '/*' '!/samples/rules/traces/*.db' '!/tests/data/corpus/*.db'
+# and bring them back with `git sparse-checkout disable`.
 
 set -u
 set -o pipefail
