@@ -168,7 +168,8 @@ int64_t next_start(struct sim *m, int stream)
 	return s > m->g[stream] + 1 * US ? s : m->g[stream] + 1 * US;
 }
 
-void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
+void sim_kernel_shaped(struct sim *m, int stream, int64_t name, int64_t blocks, int64_t threads,
+		       int64_t dur)
 {
 	cs_kernel k;
 
@@ -183,9 +184,9 @@ void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
 	k.launch_cbid = CS_ID_NONE;
 	k.stream_id = (uint32_t)stream;
 	k.correlation_id = ++m->corr;
-	k.grid_x = 64;
+	k.grid_x = (uint32_t)blocks;
 	k.grid_y = k.grid_z = 1;
-	k.block_x = 256;
+	k.block_x = (uint32_t)threads;
 	k.block_y = k.block_z = 1;
 	k.graph_id = k.graph_node_id = CS_ID_NONE;
 	k.name_id = name;
@@ -193,6 +194,16 @@ void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
 	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
 	m->g[stream] = k.end;
 	m->h = k.launch_end;
+}
+
+void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur)
+{
+	sim_kernel_shaped(m, stream, name, 64, 256, dur);
+}
+
+void sim_kernel_grid(struct sim *m, int stream, const char *name, int64_t blocks, int64_t dur)
+{
+	sim_kernel_shaped(m, stream, name_id(m, name), blocks, 128, dur);
 }
 
 void sim_kernel(struct sim *m, int stream, int64_t dur)

@@ -49,10 +49,10 @@ struct sim {
 	int64_t step_text;
 	int64_t addr;
 	int64_t launch_ns;
-	int64_t mem_stack; /* stack of the memory rows written */
+	int64_t mem_stack;    /* stack of the memory rows written */
 	int64_t kernel_stack; /* stack of the kernels' launches (sim_kernel_named) */
-	int mem_kind;	   /* of the memory rows written; 0: device */
-	int h2d_async;	   /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
+	int mem_kind;	      /* of the memory rows written; 0: device */
+	int h2d_async;	      /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
 };
 
 int collect(cs_rule_ctx *ctx, cs_report_finding *f);
@@ -71,7 +71,13 @@ void sim_finish(struct sim *m);
 int64_t gpu_end(const struct sim *m);
 void sim_host(struct sim *m, int64_t ns);
 int64_t next_start(struct sim *m, int stream);
+/* A kernel of blocks blocks of threads threads (its launch's stack: m->kernel_stack). */
+void sim_kernel_shaped(struct sim *m, int stream, int64_t name, int64_t blocks, int64_t threads,
+		       int64_t dur);
+/* 64 blocks of 256 threads. */
 void sim_kernel_named(struct sim *m, int stream, int64_t name, int64_t dur);
+/* blocks blocks of 128 threads, the name as text. */
+void sim_kernel_grid(struct sim *m, int stream, const char *name, int64_t blocks, int64_t dur);
 void sim_kernel(struct sim *m, int stream, int64_t dur);
 void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack);
 void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hold_ns);

@@ -193,34 +193,6 @@ static const char *const ew_names[8] = {
 	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13CUDAFunctorOnSelf_addIfEEEE",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_14addcdiv_cuda_kernelEv"};
 
-/* A kernel like sim_kernel_named() (its stack m->kernel_stack) with a grid of blocks blocks. */
-static void kernel_grid(struct sim *m, int stream, const char *name, int64_t blocks, int64_t dur)
-{
-	cs_kernel k;
-
-	memset(&k, 0, sizeof(k));
-	k.launch_start = m->h;
-	k.launch_end = m->h + m->launch_ns;
-	k.start = next_start(m, stream);
-	k.end = k.start + dur;
-	k.queued = k.submitted = CS_TS_UNKNOWN;
-	k.pid = PID;
-	k.launch_tid = TID;
-	k.launch_cbid = CS_ID_NONE;
-	k.stream_id = (uint32_t)stream;
-	k.correlation_id = ++m->corr;
-	k.grid_x = (uint32_t)blocks;
-	k.grid_y = k.grid_z = 1;
-	k.block_x = 128;
-	k.block_y = k.block_z = 1;
-	k.graph_id = k.graph_node_id = CS_ID_NONE;
-	k.name_id = name_id(m, name);
-	k.stack_id = m->kernel_stack;
-	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
-	m->g[stream] = k.end;
-	m->h = k.launch_end;
-}
-
 /* A memset of bytes on stream, launched from m->kernel_stack. */
 static void memset_at(struct sim *m, int stream, int64_t bytes, int64_t dur)
 {
@@ -322,15 +294,15 @@ START_TEST(test_unfused_elementwise_sites)
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		m.kernel_stack = CS_ID_NONE;
-		kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
+		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
 		m.kernel_stack = st[0];
 		for (int i = 0; i < 4; i++)
-			kernel_grid(&m, 7, ew_names[i], 65536, 100 * US);
+			sim_kernel_grid(&m, 7, ew_names[i], 65536, 100 * US);
 		m.kernel_stack = CS_ID_NONE;
-		kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
+		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
 		m.kernel_stack = st[1];
 		for (int i = 4; i < 6; i++)
-			kernel_grid(&m, 7, ew_names[i], 16384, 50 * US);
+			sim_kernel_grid(&m, 7, ew_names[i], 16384, 50 * US);
 		drain(&m);
 		sim_host(&m, 50 * US);
 		sim_step_end(&m);
@@ -364,7 +336,7 @@ START_TEST(test_unfused_optimizer_sites)
 			for (int o = 0; o < 8; o++) {
 				m.kernel_stack = st[o < 6 ? 0 : 1];
 				sim_host(&m, 20 * US);
-				kernel_grid(&m, 7, ew_names[o], t % 2 ? 2 : 2048, 2 * US);
+				sim_kernel_grid(&m, 7, ew_names[o], t % 2 ? 2 : 2048, 2 * US);
 			}
 		sim_step_end(&m);
 	}
@@ -392,7 +364,7 @@ START_TEST(test_zero_grad_sites)
 			m.kernel_stack = st[t < 12 ? 0 : 1];
 			sim_host(&m, 4 * US);
 			if (t < 12)
-				kernel_grid(&m, 7, FILL_NAME, t % 2 ? 2 : 2048, 2 * US);
+				sim_kernel_grid(&m, 7, FILL_NAME, t % 2 ? 2 : 2048, 2 * US);
 			else
 				memset_at(&m, 7, t % 2 ? 4096 : 4 * MIB, 2 * US);
 		}
@@ -422,14 +394,14 @@ START_TEST(test_index_select_sites)
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		m.kernel_stack = CS_ID_NONE;
-		kernel_grid(&m, 7, GATHER_NAME, 64, 20 * US);
+		sim_kernel_grid(&m, 7, GATHER_NAME, 64, 20 * US);
 		for (int i = 0; i < 60; i++)
 			sim_kernel(&m, 7, 100 * US);
 		for (int i = 0; i < 2; i++) {
 			m.kernel_stack = CS_ID_NONE;
-			kernel_grid(&m, 7, FILL_NAME, 64, 10 * US);
+			sim_kernel_grid(&m, 7, FILL_NAME, 64, 10 * US);
 			m.kernel_stack = st[i];
-			kernel_grid(&m, 7, INDEX_ADD_NAME, 64, i ? 300 * US : 1 * MS);
+			sim_kernel_grid(&m, 7, INDEX_ADD_NAME, 64, i ? 300 * US : 1 * MS);
 		}
 		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(&m), CS_ID_NONE);
 		sim_step_end(&m);

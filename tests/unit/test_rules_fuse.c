@@ -60,35 +60,6 @@ static void sim_open_cc(struct sim *m, const char *file, int major)
 	sim_open_gpu(m, file, &d);
 }
 
-/* A kernel like sim_kernel_named() with a grid of blocks blocks. */
-static void sim_kernel_grid(struct sim *m, int stream, const char *name, int64_t blocks,
-			    int64_t dur)
-{
-	cs_kernel k;
-
-	memset(&k, 0, sizeof(k));
-	k.launch_start = m->h;
-	k.launch_end = m->h + m->launch_ns;
-	k.start = next_start(m, stream);
-	k.end = k.start + dur;
-	k.queued = k.submitted = CS_TS_UNKNOWN;
-	k.pid = PID;
-	k.launch_tid = TID;
-	k.launch_cbid = CS_ID_NONE;
-	k.stream_id = (uint32_t)stream;
-	k.correlation_id = ++m->corr;
-	k.grid_x = (uint32_t)blocks;
-	k.grid_y = k.grid_z = 1;
-	k.block_x = 128;
-	k.block_y = k.block_z = 1;
-	k.graph_id = k.graph_node_id = CS_ID_NONE;
-	k.name_id = name_id(m, name);
-	k.stack_id = CS_ID_NONE;
-	ck_assert_int_eq(cs_writer_add_kernel(m->w, &k), 0);
-	m->g[stream] = k.end;
-	m->h = k.launch_end;
-}
-
 static char *sample_trace(const char *name)
 {
 	char buf[4096];
