@@ -120,6 +120,11 @@ typedef struct cs_run_finding {
  * kernel time (docs/ci.md). */
 #define CS_SHARED_GPU 0.05
 
+/* Fewest timed launch calls whose median is taken as a run's host-speed index: the median of n
+ * calls whose durations vary by 30% is known to about 1.25 * 30% / sqrt(n), 5% at 50, well
+ * inside the host-bound floor. */
+#define CS_HOST_INDEX_MIN 50
+
 typedef struct cs_run {
 	char *path;
 	char *command; /* meta "command", or NULL */
@@ -138,6 +143,10 @@ typedef struct cs_run {
 	double copy_count[CS_NDIRS], copy_bytes[CS_NDIRS]; /* per step */
 	double pageable; /* memcpys from or to pageable host memory, per step */
 	double host_waits, d2h_syncs, allocs, frees; /* per step */
+	/* the median duration of the steady steps' kernel launch calls (ns; 0: fewer than
+	 * CS_HOST_INDEX_MIN of them timed): the same CPU work in every run of a program, so an index
+	 * of how fast its host ran (docs/ci.md, "Host-bound runs") */
+	double launch_call;
 	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
 	int64_t peak_memory;	   /* bytes; the highest of any process and device */
 	/* share of the steps' process's steady kernel time during which kernels of another process
@@ -235,6 +244,8 @@ typedef struct cs_diff_row {
 	double spread;	   /* run-to-run standard deviation of the baselines' values (2+ of them) */
 	double margin;	   /* what the change must pass to be beyond that spread (2+ baselines) */
 	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
+	double host_rel; /* host_wall with a host-speed ratio: the relative change once it is taken
+			  * out (the step time divided by it, the GPU busy share multiplied) */
 	int shared;    /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
 			* gated */
 } cs_diff_row;
@@ -253,13 +264,16 @@ typedef struct cs_diff {
 	int comparable;		      /* 0: steps in one run, none in the other */
 	char note[320];	     /* why the runs are not comparable, the alignment, few steady steps */
 	char test_note[320]; /* how timing changes were tested (one baseline, or several) */
-	char host_note[320]; /* the baselines are host-bound: what that means for wall metrics */
+	char host_note[640]; /* the baselines are host-bound: what that means for wall metrics */
 	char shared_note[320]; /* a run shares its GPU with another process: what that means */
 	int shared_gpu;	       /* either run shares its GPU (shared_gpu past CS_SHARED_GPU) */
 	double confidence;   /* the level timing changes are tested at */
 	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
 	double base_busy;    /* the baselines' GPU busy share (their median) */
 	double host_floor;   /* the config's host_floor */
+	/* one host-bound baseline: new's launch_call over the baseline's, how much slower new's
+	 * host ran (0: either run has no launch_call, or the gate is not of that kind) */
+	double host_speed;
 	cs_diff_row *rows;   /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */

@@ -348,7 +348,8 @@ static int list_metrics(const cs_gate_config *c)
 	printf("\nwall and GPU metrics also need %g%% confidence (Yuen's test on the per-step "
 	       "samples;\nwith several baselines, beyond their run-to-run spread); a baseline "
 	       "whose GPU is\nbusy less than %g%% of the step is host-bound: against it alone, "
-	       "wall metrics fail\nonly past %g%% (docs/ci.md)\n",
+	       "wall metrics fail\nonly past %g%%, with new's host speed (its kernel launch calls' "
+	       "median over the\nbaseline's) taken out (docs/ci.md)\n",
 	       100 * c->confidence, 100 * c->host_bound, 100 * c->host_floor);
 	for (int32_t i = 0; i < c->nkernels; i++) {
 		char th[128];

@@ -479,6 +479,12 @@ static int test_row(cs_diff *d, cs_diff_row *r)
 		vals[i] = row_value(d->bases[i], r, d->base_scales[i]);
 	}
 	scaled_samples(d->new_, r, d->new_scale, xn);
+	if (r->host_wall && d->host_speed > 0) {
+		/* new's samples as if its host had run at the baseline's speed */
+		for (int32_t i = 0; i < d->new_->steady; i++)
+			xn[i] = r->metric == CS_GM_GPU_BUSY ? xn[i] * d->host_speed
+							    : xn[i] / d->host_speed;
+	}
 	if (cs_stat_yuen(xb, nb, xn, d->new_->steady, &st)) {
 		free(xb);
 		free(xn);
@@ -623,6 +629,7 @@ static int match_findings(cs_diff *d)
 /* The notes on how timing changes were tested, and on a host-bound baseline. */
 static void test_notes(cs_diff *d, const cs_gate_config *c)
 {
+	char nb[64], bb[64];
 	double busy[64];
 	int32_t n = d->nbases < 64 ? d->nbases : 64;
 
@@ -660,7 +667,34 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "process's kernel time; its total kernel time and GPU busy share are gated "
 			 "against the baselines' run-to-run spread, single kernels' times not at all",
 			 100 * d->new_->shared_gpu);
-	if (d->host_bound && d->nbases == 1)
+	/* the launch calls measure the host only while they do not wait for the GPU: new must be
+	 * host-bound too (a full launch queue makes each call wait for a kernel to finish) */
+	if (d->host_bound && d->nbases == 1 && d->base->launch_call > 0 &&
+	    d->new_->launch_call > 0 && d->new_->method != CS_STEPS_NONE &&
+	    d->new_->gpu_busy < c->host_bound) {
+		d->host_speed = d->new_->launch_call / d->base->launch_call;
+		snprintf(d->host_note, sizeof(d->host_note),
+			 "host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
+			 "(step time, GPU busy share) follow the host's speed; new's kernel launch "
+			 "calls took %.2fx the baseline's (median %s against %s), so they are "
+			 "compared with new's host taken at the baseline's speed and fail only past "
+			 "%g%%; a change that itself slows the launch path (more CPU threads "
+			 "contending, heavier launches) is taken for a slower host and hidden (give "
+			 "several baselines to gate them on their spread)",
+			 100 * d->base_busy, d->host_speed,
+			 cs_fmt_value(nb, sizeof(nb), CS_UNIT_NS, d->new_->launch_call, 0),
+			 cs_fmt_value(bb, sizeof(bb), CS_UNIT_NS, d->base->launch_call, 0),
+			 100 * c->host_floor);
+	} else if (d->host_bound && d->nbases == 1 && d->base->launch_call > 0 &&
+		   d->new_->launch_call > 0) {
+		snprintf(d->host_note, sizeof(d->host_note),
+			 "host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
+			 "(step time, GPU busy share) follow the host's speed; with one baseline "
+			 "they fail only past %g%%; new's GPU is busy %.0f%%, so its kernel launch "
+			 "calls may wait for the GPU and do not measure its host's speed (give "
+			 "several baselines to gate them on their spread)",
+			 100 * d->base_busy, 100 * c->host_floor, 100 * d->new_->gpu_busy);
+	} else if (d->host_bound && d->nbases == 1)
 		snprintf(
 			d->host_note, sizeof(d->host_note),
 			"host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
@@ -675,6 +709,36 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "against "
 			 "the baselines' run-to-run spread",
 			 100 * d->base_busy);
+}
+
+/*
+ * A wall metric of one host-bound baseline when both runs have a host-speed index (docs/ci.md,
+ * "Host-bound runs"): the step time of a host-bound program is host work, which takes host_speed
+ * times as long on new's host as on the baseline's; its GPU busy share is fixed GPU work over
+ * that step. The change with the ratio taken out must pass the host floor in the bad (good)
+ * direction, and the test of new's samples so corrected (test_row) must be significant.
+ */
+static void host_wall_judge(cs_diff *d, cs_diff_row *r)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	double bad, conf = r->tested ? r->confidence : 0.5;
+
+	if (r->base == 0) {
+		r->host_rel = 0;
+	} else if (r->metric == CS_GM_GPU_BUSY) {
+		r->host_rel = r->new_ * d->host_speed / r->base - 1;
+	} else {
+		r->host_rel = r->new_ / d->host_speed / r->base - 1;
+	}
+	bad = def->higher_is_worse ? r->host_rel : -r->host_rel;
+	r->worse = bad > d->host_floor && (!r->tested || conf >= d->confidence);
+	r->better = -bad > d->host_floor && (!r->tested || 1 - conf >= d->confidence);
+	if (r->worse || r->better) {
+		if (r->score < fabs(r->host_rel) / d->host_floor)
+			r->score = fabs(r->host_rel) / d->host_floor;
+	} else if (r->score > 1) {
+		r->score = 1;
+	}
 }
 
 int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
@@ -714,6 +778,8 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		cs_diff_row *r = &out->rows[i];
 		int kind = cs_metric_get(r->metric)->kind;
 
+		/* one host-bound baseline: a wall metric moves with the host */
+		r->host_wall = kind == CS_KIND_WALL && out->host_bound && nbases == 1;
 		evaluate(r);
 		if ((kind == CS_KIND_WALL || kind == CS_KIND_GPU) && out->comparable &&
 		    test_row(out, r))
@@ -723,10 +789,10 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 			r->worse = 0;
 			r->score = 1;
 		}
-		if (kind == CS_KIND_WALL && out->host_bound && nbases == 1) {
-			/* one host-bound baseline: a wall metric moves with the host; only a change
-			 * past the host floor fails */
-			r->host_wall = 1;
+		if (r->host_wall && out->host_speed > 0) {
+			host_wall_judge(out, r);
+		} else if (r->host_wall) {
+			/* only a change past the host floor fails */
 			if (r->base == 0 || fabs(r->rel) <= c->host_floor) {
 				r->worse = r->better = 0;
 				if (r->score > 1)
@@ -780,7 +846,11 @@ char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_d
 
 	cs_threshold_format(buf, size, r->metric, &r->t);
 	n = strlen(buf);
-	if (r->host_wall && r->gated && n < size)
+	if (r->host_wall && r->gated && n < size && d->host_speed > 0)
+		snprintf(buf + n, size - n, ", host-bound %s%g%% at the baseline's host speed (%+.1f%%)",
+			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
+			 100 * d->host_floor, 100 * r->host_rel);
+	else if (r->host_wall && r->gated && n < size)
 		snprintf(buf + n, size - n, ", host-bound %s%g%%",
 			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
 			 100 * d->host_floor);
@@ -831,6 +901,10 @@ static cJSON *run_json(const cs_run *r, double scale)
 		cJSON_AddNumberToObject(st, "p90_ns", (double)r->step_p90 / scale);
 	}
 	cJSON_AddNumberToObject(o, "findings", r->nfindings);
+	if (r->launch_call > 0)
+		cJSON_AddNumberToObject(o, "launch_call_median_ns", r->launch_call);
+	else
+		cJSON_AddNullToObject(o, "launch_call_median_ns");
 	if (r->rank_select != CS_RANK_DEFAULT) {
 		cJSON_AddNumberToObject(o, "rank", r->rank);
 		cJSON_AddNumberToObject(o, "pid", r->pid);
@@ -859,7 +933,7 @@ static cJSON *finding_json(const cs_run_finding *f)
 	return o;
 }
 
-static cJSON *row_json(const cs_diff_row *r)
+static cJSON *row_json(const cs_diff *d, const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	cJSON *o = cJSON_CreateObject(), *t;
@@ -905,6 +979,10 @@ static cJSON *row_json(const cs_diff_row *r)
 	cJSON_AddNumberToObject(o, "run_spread", r->spread);
 	cJSON_AddNumberToObject(o, "run_margin", r->margin);
 	cJSON_AddBoolToObject(o, "host_bound_wall", r->host_wall);
+	if (r->host_wall && d->host_speed > 0)
+		cJSON_AddNumberToObject(o, "host_adjusted_relative", r->host_rel);
+	else
+		cJSON_AddNullToObject(o, "host_adjusted_relative");
 	cJSON_AddBoolToObject(o, "shared_gpu", r->shared);
 	cJSON_AddNumberToObject(o, "score", r->score > 1e300 ? 1e300 : r->score);
 	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
@@ -943,6 +1021,10 @@ cJSON *cs_diff_json(const cs_diff *d)
 		cJSON_AddNullToObject(doc, "note");
 	cJSON_AddStringToObject(doc, "test_note", d->test_note);
 	cJSON_AddBoolToObject(doc, "host_bound", d->host_bound);
+	if (d->host_speed > 0)
+		cJSON_AddNumberToObject(doc, "host_speed_ratio", d->host_speed);
+	else
+		cJSON_AddNullToObject(doc, "host_speed_ratio");
 	if (d->shared_note[0])
 		cJSON_AddStringToObject(doc, "shared_note", d->shared_note);
 	else
@@ -963,7 +1045,7 @@ cJSON *cs_diff_json(const cs_diff *d)
 	if (!arr)
 		goto fail;
 	for (int32_t i = 0; i < d->nrows; i++) {
-		cJSON *o = row_json(&d->rows[i]);
+		cJSON *o = row_json(d, &d->rows[i]);
 
 		if (!o || !cJSON_AddItemToArray(arr, o)) {
 			cJSON_Delete(o);

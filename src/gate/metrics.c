@@ -710,6 +710,38 @@ static int cmp_run_kernel(const void *pa, const void *pb)
 	return strcmp(((const cs_run_kernel *)pa)->name, ((const cs_run_kernel *)pb)->name);
 }
 
+/*
+ * The host-speed index: the median duration of the kernel launch calls of the steps' process in
+ * steady steps (launch_end - launch_start). The driver's launch path is the same CPU work in
+ * every run of a program, so the median follows the host's clock and its co-tenants. Too few
+ * timed calls leave it 0 (unknown).
+ */
+static int launch_calls(const struct run_ctx *c, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	double *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	int64_t n = 0;
+
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid != c->s->pid || k->launch_start == CS_TS_UNKNOWN ||
+		    k->launch_end == CS_TS_UNKNOWN || k->launch_end < k->launch_start ||
+		    steady_at(c, k->launch_start) < 0)
+			continue;
+		v[n++] = (double)(k->launch_end - k->launch_start);
+	}
+	out->launch_call = 0;
+	if (n >= CS_HOST_INDEX_MIN) {
+		cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
+		out->launch_call = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	}
+	free(v);
+	return 0;
+}
+
 static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 {
 	const cs_analysis *a = c->a;
@@ -760,6 +792,8 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
+	if (launch_calls(c, out) < 0)
+		goto out;
 	out->plain[CS_GM_LAUNCHES] = plain_mean(c, count);
 	out->kernel_samples = malloc(steady_slots(c) * sizeof(*out->kernel_samples));
 	if (!out->kernel_samples)

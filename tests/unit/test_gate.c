@@ -129,6 +129,7 @@ struct loop {
 	const char *const *names;
 	uint32_t seed; /* of the steps' jitter (0: 12345, the same in every variant) */
 	double jitter; /* width of the jitter, a share of step_ns (0: 1%) */
+	double launch_slow; /* duration factor of each kernel launch call, 4 us (0: 1) */
 };
 
 static const char *const default_names[6] = {
@@ -271,6 +272,7 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 	int64_t host = 1 * MS, gpu = 0, range_start = host;
 	uint32_t rnd = l->seed ? l->seed : 12345;
 	double width = l->jitter > 0 ? l->jitter : 0.01;
+	int64_t launch_ns = (int64_t)llround(4 * US * (l->launch_slow > 0 ? l->launch_slow : 1));
 
 	for (int step = 0; step < l->steps; step++) {
 		int64_t t = host, jitter;
@@ -284,8 +286,8 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 
 			memset(&k, 0, sizeof(k));
 			k.launch_start = t;
-			k.launch_end = t + 4 * US;
-			k.start = gpu > t + 5 * US ? gpu : t + 5 * US;
+			k.launch_end = t + launch_ns;
+			k.start = gpu > t + launch_ns + 1 * US ? gpu : t + launch_ns + 1 * US;
 			k.end = k.start + dur;
 			k.queued = k.submitted = CS_TS_UNKNOWN;
 			k.pid = pid;
@@ -384,6 +386,12 @@ static char *pageable_db;
  * step times differ from run to run, a sixth run within their spread, and one far slower; a
  * GPU-bound loop as three steady baselines */
 static char *hb_dir, *hb_base[5], *hb_same_db, *hb_slow_db, *hb_item_db, *gb_base[3];
+/* the host-bound loop of hb_base[0] on a host 40% slower (its launch calls and steps +40%), its
+ * steps +40% with the launch calls unchanged, its steps unchanged on a host 40% faster (launch
+ * calls 0.6x); the GPU-bound loop with launch calls 2x as long and a kernel 20% slower */
+static char *hb_slowhost_db, *hb_slowstep_db, *hb_fasthost_db, *gb_slowlaunch_db;
+/* the host-bound loop made GPU-bound (its kernels 6x as long: 75% busy), launch calls 2x */
+static char *hb_gpubound_db;
 static char *empty_dir;
 static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 steps */
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
@@ -434,6 +442,24 @@ static void write_noise_traces(void)
 	l = host_bound_loop(1.17, 202);
 	l.d2h = 1;
 	hb_item_db = write_variant("hb_item.db", &l);
+	l = host_bound_loop(1.40, 100);
+	l.launch_slow = 1.40;
+	hb_slowhost_db = write_variant("hb_slowhost.db", &l);
+	l = host_bound_loop(1.40, 100);
+	hb_slowstep_db = write_variant("hb_slowstep.db", &l);
+	l = host_bound_loop(1.00, 100);
+	l.launch_slow = 0.60;
+	hb_fasthost_db = write_variant("hb_fasthost.db", &l);
+	l = host_bound_loop(1.00, 100);
+	for (int i = 0; i < 6; i++)
+		l.slow[i] = 1.5;
+	l.launch_slow = 2;
+	hb_gpubound_db = write_variant("hb_gpubound.db", &l);
+	l = loop_defaults();
+	l.seed = 300;
+	l.launch_slow = 2;
+	l.slow[0] = 1.20;
+	gb_slowlaunch_db = write_variant("gb_slowlaunch.db", &l);
 	for (int i = 0; i < 3; i++) {
 		l = loop_defaults();
 		l.step_ns = (int64_t)(8 * MS * gb_scale[i]);
@@ -1156,6 +1182,107 @@ static char *check_line(const char *out, const char *label)
  * With one baseline its wall metrics fail only past the host floor (30%), and the output says
  * why; its counts and GPU time gate as usual.
  */
+/* The text output of the gate of new against the baseline base alone (exit want). */
+static char *gate_one(const char *base, const char *new_, int want)
+{
+	const char *one[] = {base, NULL};
+
+	return gate_bases(one, new_, want, "--width=0");
+}
+
+/*
+ * A host-bound program against one baseline on a host of another speed: its launch calls, the
+ * same CPU work in every run, measure the host's speed; wall metrics are judged with it taken out.
+ */
+START_TEST(test_host_speed)
+{
+	char *out, *line;
+	cJSON *doc;
+	const cJSON *row;
+
+	/* (a) the host 40% slower throughout: launch calls and steps +40%; passes, and says why */
+	out = gate_one(hb_base[0], hb_slowhost_db, 0);
+	ck_assert_msg(strstr(out, "new's kernel launch calls took 1.40x the baseline's (median "
+				  "5.60 us against 4.00 us)") &&
+			      strstr(out, "a change that itself slows the launch path"),
+		      "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " ok ", 4) &&
+			      strstr(line, "host-bound +30% at the baseline's host speed"),
+		      "%s", out);
+	free(line);
+	free(out);
+	doc = diff_json(hb_base[0], hb_slowhost_db, NULL);
+	assert_near(json_num(doc, "host_speed_ratio"), 1.40, 0.001, "host speed ratio");
+	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "launch_call_median_ns"), 4000, 0.5,
+		    "base launch call");
+	row = json_row(doc, "step_time", NULL);
+	ck_assert_msg(json_num(row, "relative") > 0.30, "raw step change past the floor");
+	ck_assert_msg(fabs(json_num(row, "host_adjusted_relative")) < 0.05,
+		      "step change at the baseline's host speed: %g",
+		      json_num(row, "host_adjusted_relative"));
+	row = json_row(doc, "gpu_busy", NULL);
+	ck_assert_msg(fabs(json_num(row, "host_adjusted_relative")) < 0.05,
+		      "busy change at the baseline's host speed");
+	cJSON_Delete(doc);
+	/* without the ratio (the 30% floor on the raw change) the same pair fails */
+	{
+		static const char *const failing[] = {"step_time", NULL};
+
+		/* (b) the step +40% with the launch calls unchanged: the program is slower */
+		assert_gate(hb_base[0], hb_slowstep_db, NULL, 1, failing);
+	}
+	{
+		static const char *const failing[] = {"step_time", "gpu_busy", NULL};
+
+		/* the host 40% faster (launch calls 0.6x) but the step unchanged: the program
+		 * got slower, which the faster host hid from the raw step time and busy share */
+		assert_gate(hb_base[0], hb_fasthost_db, NULL, 1, failing);
+	}
+	doc = diff_json(hb_base[0], hb_slowstep_db, NULL);
+	assert_near(json_num(doc, "host_speed_ratio"), 1, 0.001, "host speed ratio");
+	row = json_row(doc, "step_time", NULL);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
+	ck_assert_msg(json_num(row, "host_adjusted_relative") > 0.30, "step +40%%");
+	cJSON_Delete(doc);
+
+	/* a host-bound baseline against a new run that is not host-bound: its launch calls may
+	 * wait for the GPU, and are not taken for the host's speed */
+	out = gate_one(hb_base[0], hb_gpubound_db, 1);
+	ck_assert_msg(strstr(out, "new's GPU is busy 7") &&
+			      strstr(out, "do not measure its host's speed") &&
+			      !strstr(out, "at the baseline's host speed"),
+		      "%s", out);
+	free(out);
+	doc = diff_json(hb_base[0], hb_gpubound_db, NULL);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_speed_ratio")));
+	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
+		    "new launch call");
+	cJSON_Delete(doc);
+
+	/* (c) a GPU-bound program: its launch calls 2x as long change nothing; a kernel 20%
+	 * slower fails by its GPU time as before */
+	doc = diff_json(gb_base[0], gb_slowlaunch_db, NULL);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(doc, "host_bound")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_speed_ratio")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_note")));
+	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
+		    "new launch call");
+	row = json_row(doc, "step_time", NULL);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(row, "host_adjusted_relative")));
+	cJSON_Delete(doc);
+	out = gate_one(gb_base[0], gb_slowlaunch_db, 1);
+	ck_assert_msg(!strstr(out, "host-bound") && !strstr(out, "launch calls"), "%s", out);
+	free(out);
+	{
+		static const char *const failing[] = {"kernel_time_total",
+						      "kernel_time: sm90_gemm_bf16_tn", NULL};
+
+		assert_gate(gb_base[0], gb_slowlaunch_db, NULL, 1, failing);
+	}
+}
+END_TEST
+
 START_TEST(test_host_bound_one_baseline)
 {
 	const char *one[] = {hb_base[0], NULL};
@@ -1164,9 +1291,10 @@ START_TEST(test_host_bound_one_baseline)
 	const cJSON *row;
 
 	ck_assert_msg(strstr(out, "note: host-bound: the GPU is busy 1") &&
-			      strstr(out,
-				     "wall metrics (step time, GPU busy share) follow the "
-				     "host's speed; with one baseline they fail only past 30%"),
+			      strstr(out, "wall metrics (step time, GPU busy share) follow the "
+					  "host's speed; new's kernel launch calls took 1.00x the "
+					  "baseline's (median 4.00 us against 4.00 us)") &&
+			      strstr(out, "fail only past 30%"),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "note: one baseline: timing changes are tested on the per-step "
 				  "samples of both runs"),
@@ -1817,6 +1945,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_alloc_per_step);
 	tcase_add_test(syn, test_synthetic_pageable_copy);
 	tcase_add_test(syn, test_host_bound_one_baseline);
+	tcase_add_test(syn, test_host_speed);
 	tcase_add_test(syn, test_several_baselines);
 	tcase_add_test(syn, test_several_baselines_gpu_bound);
 	tcase_add_test(syn, test_synthetic_slower_step);
