@@ -2,14 +2,16 @@
  * test_call_sites.c - the call sites of the findings charged to API calls (copies, allocator
  * calls), as the report shows them: each rule, on a synthetic trace whose calls come from two lines
  * of a program (model.py:10 and model.py:20) of different cost, lists both lines with their calls
- * and the cost it charges each, costliest first, in JSON ("locations") and as `where:` lines in the
- * text report.
+ * and the cost it charges each, costliest first, in JSON ("locations"), as `where:` lines in the
+ * text report and under **Where:** in markdown.
  *
  * pageable-memcpy (each copy: the GPU idle while its call held the host), host-created-tensor and
  * dataloader-stall (each copy: the idle of the stall it ended), empty-cache-in-loop and
  * memory-ceiling-thrash (each allocator call of the affected steps: the GPU idle while it ran),
- * allocator-churn (each allocator call outside the bursts: the same). A trace without stacks gives
- * no sites (the committed traces' reports are unchanged: the golden test).
+ * allocator-churn (each allocator call outside the bursts: the same); from a trace without API
+ * rows, the memory rules charge each release of their bursts the idle since the one before it. A
+ * trace without stacks gives no sites (the committed traces' reports are unchanged: the golden
+ * test).
  */
 #include <check.h>
 #include <stdio.h>
@@ -55,7 +57,8 @@ static void check_site(const char *id, const cJSON *l, const struct want *w, int
 /*
  * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists w0's
  * line then w1's (JSON "locations", counts and costs over the affected steps), the finding's
- * location is w0's, and the text report has a `where:` line for each, in that order.
+ * location is w0's, the text report has a `where:` line for each, in that order, and markdown lists
+ * w0's first under **Where:**.
  */
 static void expect_sites(const char *path, const char *id, const struct want *w0,
 			 const struct want *w1)
@@ -64,9 +67,11 @@ static void expect_sites(const char *path, const char *id, const struct want *w0
 			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
 	const char *txt[] = {"cuscope", "report",  "--no-color", "--step-range", "step", "--warmup",
 			     "2",	"--rules", id,		 path,		 NULL};
-	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt);
+	const char *md[] = {"cuscope",	"report", "--format", "markdown", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,	  path,		  NULL};
+	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt), k = tu_cuscope(md);
 	cJSON *doc, *f, *loc;
-	char w[64], w2[64];
+	char w[64], w2[64], wm[96];
 	const char *p1, *p2;
 	int64_t steps;
 
@@ -88,9 +93,14 @@ static void expect_sites(const char *path, const char *id, const struct want *w0
 	p1 = strstr(t.out, w);
 	p2 = p1 ? strstr(p1 + strlen(w), w2) : NULL;
 	ck_assert_msg(p1 && p2, "%s: %s", id, t.out);
+	ck_assert_msg(k.rc == 0, "%s: %s", id, k.err);
+	snprintf(wm, sizeof(wm), "- **Where:**\n  - `model.py:%d in %s`:", w0->line,
+		 w0->line == 10 ? "forward" : "normalize");
+	ck_assert_msg(strstr(k.out, wm), "%s: %s", id, k.out);
 	cJSON_Delete(doc);
 	tu_result_free(&j);
 	tu_result_free(&t);
+	tu_result_free(&k);
 }
 
 /* The finding of rule id on path has no sites and no location. */
@@ -265,6 +275,85 @@ START_TEST(test_empty_cache_sites)
 }
 END_TEST
 
+/* A memory row of op at the end of dur of host time, from stack, with no API row (a trace recorded
+ * without the allocator's API calls). */
+static void mem_row(struct sim *m, int op, int64_t bytes, int64_t address, int64_t dur,
+		    int64_t stack)
+{
+	cs_memory r;
+
+	m->h += dur;
+	memset(&r, 0, sizeof(r));
+	r.start = m->h - 1 * US;
+	r.pid = PID;
+	r.tid = TID;
+	r.stream_id = CS_ID_NONE;
+	r.correlation_id = ++m->corr;
+	r.op = op;
+	r.mem_kind = CS_MEM_DEVICE;
+	r.cbid = op == CS_MEMOP_FREE ? 22 : 20;
+	r.address = (uint64_t)address;
+	r.bytes = bytes;
+	r.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memory(m->w, &r), 0);
+	m->h += 1 * US;
+}
+
+/*
+ * empty-cache-in-loop without API rows: the cost is the GPU idle of each burst, from its first
+ * release to its last. After the step's GPU work has drained, twelve blocks freed 61 us apart,
+ * the first eight from line 10, the last four from line 20: each release is charged the 61 us
+ * since the one before it (the burst's first, none), 7 x 61 us and 4 x 61 us, and the sites add
+ * up to the finding's cost.
+ */
+START_TEST(test_empty_cache_sites_without_api)
+{
+	struct sim m;
+	int64_t st[2], addr[12];
+	struct want w0 = {10, 8, 7 * 61 * US, 7 * 61 * US}, w1 = {20, 4, 4 * 61 * US, 4 * 61 * US};
+	const char *js[] = {"cuscope", "report",   "--format", "json",	  "--step-range",
+			    "step",    "--warmup", "2",	       "--rules", "empty-cache-in-loop",
+			    NULL,      NULL};
+	struct tu_result j;
+	cJSON *doc, *f;
+
+	sim_open(&m, "sites_empty_cache_noapi.db");
+	two_stacks(&m, st);
+	m.addr = 0x10000000;
+	mem_row(&m, CS_MEMOP_ALLOC, 4 * GIB, m.addr, 100 * US, CS_ID_NONE);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 12; i++) {
+			m.addr += 0x10000000;
+			addr[i] = m.addr;
+			mem_row(&m, CS_MEMOP_ALLOC, 64 * MIB, addr[i], 100 * US, CS_ID_NONE);
+			sim_kernel(&m, 7, 200 * US);
+			sim_kernel(&m, 7, 200 * US);
+		}
+		busy_step(&m);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		for (int i = 0; i < 12; i++)
+			mem_row(&m, CS_MEMOP_FREE, 64 * MIB, addr[i], 60 * US, st[i < 8 ? 0 : 1]);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
+	js[10] = m.path;
+	j = tu_cuscope(js);
+	ck_assert_msg(j.rc == 0, "%s", j.err);
+	doc = cJSON_Parse(j.out);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	ck_assert(cJSON_IsFalse(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "cost_from_api_calls")));
+	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(f, "lost_ns_per_step")->valuedouble,
+			 11 * 61 * US);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	free(m.path);
+}
+END_TEST
+
 /*
  * memory-ceiling-thrash: every step (after the first) a request fails in cudaMalloc (200 us) and
  * the allocator frees three cached blocks of 1 GiB (150 us each, the first waiting for the GPU),
@@ -374,6 +463,7 @@ static Suite *sites_suite(void)
 	tcase_add_test(tc, test_host_created_sites);
 	tcase_add_test(tc, test_dataloader_sites);
 	tcase_add_test(tc, test_empty_cache_sites);
+	tcase_add_test(tc, test_empty_cache_sites_without_api);
 	tcase_add_test(tc, test_ceiling_sites);
 	tcase_add_test(tc, test_churn_sites);
 	tcase_add_test(tc, test_no_stacks_no_sites);
