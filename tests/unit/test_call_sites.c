@@ -5,13 +5,13 @@
  * and the cost it charges each, costliest first, in JSON ("locations"), as `where:` lines in the
  * text report and under **Where:** in markdown.
  *
- * pageable-memcpy (each copy: the GPU idle while its call held the host), host-created-tensor and
- * dataloader-stall (each copy: the idle of the stall it ended), empty-cache-in-loop and
- * memory-ceiling-thrash (each allocator call of the affected steps: the GPU idle while it ran),
- * allocator-churn (each allocator call outside the bursts: the same); from a trace without API
- * rows, the memory rules charge each release of their bursts the idle since the one before it. A
- * trace without stacks gives no sites (the committed traces' reports are unchanged: the golden
- * test).
+ * pageable-memcpy (each copy: the GPU idle while its call held the host, and after the wait a
+ * blocking copy made), host-created-tensor and dataloader-stall (each copy: the idle of the stall
+ * it ended), empty-cache-in-loop and memory-ceiling-thrash (each allocator call of the affected
+ * steps: the GPU idle while it ran), allocator-churn (each allocator call outside the bursts: the
+ * same); from a trace without API rows, the memory rules charge each release of their bursts the
+ * idle since the one before it. A trace without stacks gives no sites (the committed traces'
+ * reports are unchanged: the golden test).
  */
 #include <check.h>
 #include <stdio.h>
@@ -157,6 +157,67 @@ START_TEST(test_pageable_sites)
 	sim_open(&m, "sites_pageable.db");
 	two_stacks(&m, st);
 	pageable_trace(&m, st);
+	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/* PyTorch's blocking copy of a pageable tensor from stack: a cudaMemcpyAsync of 4 MiB queued
+ * behind the GPU's work, then a synchronize of its stream that waits for the whole queue. */
+static void blocking_copy(struct sim *m, int64_t stack)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + 20 * US;
+	c.start = next_start(m, 7);
+	c.end = c.start + 10 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = 7;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = CS_MEM_PAGEABLE;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = 1;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = 4 * MIB;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->g[7] = c.end;
+	m->h = c.launch_end + 1 * US;
+	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+}
+
+/*
+ * pageable-memcpy, blocking copies: each step, 4 ms of kernels queued, a blocking copy from line 10
+ * then 300 us of Python before the next kernel, a blocking copy from line 20 then 100 us. The GPU
+ * is busy during the calls; each copy is charged the idle after the wait it made: the Python after
+ * it, and the launch.
+ */
+START_TEST(test_pageable_blocking_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {10, 1, 300 * US, 320 * US}, w1 = {20, 1, 100 * US, 120 * US};
+
+	sim_open(&m, "sites_pageable_blocking.db");
+	two_stacks(&m, st);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		blocking_copy(&m, st[0]);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		blocking_copy(&m, st[1]);
+		sim_host(&m, 100 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
 	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
 	free(m.path);
 }
@@ -460,6 +521,7 @@ static Suite *sites_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pageable_sites);
+	tcase_add_test(tc, test_pageable_blocking_sites);
 	tcase_add_test(tc, test_host_created_sites);
 	tcase_add_test(tc, test_dataloader_sites);
 	tcase_add_test(tc, test_empty_cache_sites);
