@@ -30,6 +30,8 @@
 /* Fewer steps than that: found when it costs MIN_LOSS_SHARE over the steady state, in at least
  * this many steps. */
 #define MIN_RARE_STEPS 2
+/* The call sites listed at most. */
+#define MAX_SITES 5
 
 #define RULE_ID "allocator-churn"
 
@@ -83,6 +85,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	signed char *is_alloc = NULL;
 	struct ru_i64 seen = {0};
+	struct ru_sites sites = {0};
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
 	char title[400], b1[32], b2[32], near[200] = "";
@@ -220,6 +223,11 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			best_ns = x->end - x->start;
 			best = i;
 		}
+		/* each call with the GPU idle while it ran */
+		if (ru_sites_add(&sites, -1, x->tid, x->stack_id, st,
+				 (x->end - x->start) -
+					 cs_analysis_gpu_busy(a, s->pid, x->start, x->end)))
+			goto out;
 	}
 	{
 		cJSON *e = f->evidence, *ex;
@@ -257,6 +265,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		cJSON_AddNumberToObject(e, "steady_steps", steady);
 		cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 		ru_recur_evidence(e, &r, nsteps);
+		if (ru_sites_evidence(e, &sites, NULL, 0, MAX_SITES, &f->stack_id))
+			goto out;
 	}
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
@@ -268,6 +278,7 @@ out_free:
 	cs_finding_free(f);
 	ru_mem_free(&m);
 	ru_i64_free(&seen);
+	ru_sites_free(&sites);
 	free(is_alloc);
 	free(sum);
 	free(idle);

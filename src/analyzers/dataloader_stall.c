@@ -25,6 +25,8 @@
 #define MIN_STEP_SHARE 0.5
 /* ... and in at least this many of them. */
 #define MIN_STEPS 3
+/* The call sites listed at most. */
+#define MAX_SITES 5
 
 struct step_sum {
 	int64_t stall_ns;   /* GPU idle while the training thread made no CUDA call */
@@ -35,7 +37,14 @@ struct step_sum {
 	int64_t copy;	    /* index in a->copies of the copy after the longest stall, or -1 */
 };
 
-/* The stalls this rule owns (not in_step: those are host-created-tensor's) into sum. */
+/* A stall this rule owns (not in_step: those are host-created-tensor's). */
+static int owns(const cs_analysis *a, const struct ru_h2d_stall *y)
+{
+	(void)a;
+	return !y->in_step;
+}
+
+/* The stalls this rule owns into sum. */
 static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
 		       void *sums)
 {
@@ -48,7 +57,7 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 		const cs_a_copy *c = &a->copies[y->copy];
 		struct step_sum *x = &sum[y->step];
 
-		if (y->in_step)
+		if (!owns(a, y))
 			continue;
 		cs_sat_accum(&x->stall_ns, y->stall_ns);
 		x->copies++;
@@ -68,9 +77,11 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps,
-			int64_t far, const struct ru_recur *r, int64_t *tmp, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
+			int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
+			cs_error *err)
 {
+	int64_t far = h->far;
 	const struct step_sum *sum = sums;
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -143,6 +154,9 @@ static int emit_finding(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int3
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	ru_recur_evidence(e, r, nsteps);
+	/* the copies that ended the stalls, each with its stall's idle */
+	if (ru_h2d_sites(e, a, h, owns, steps, nsteps, MAX_SITES, &f->stack_id))
+		goto nomem;
 	return ru_emit(ctx, f, err);
 nomem:
 	cs_finding_free(f);

@@ -24,6 +24,8 @@
 #define MIN_STEP_SHARE 0.25
 /* ... and in at least this many. */
 #define MIN_STEPS 3
+/* The call sites listed at most. */
+#define MAX_SITES 5
 
 static int is_empty_cache(const struct ru_burst *b)
 {
@@ -91,6 +93,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	cJSON_AddNumberToObject(e, "reallocated_bytes_per_burst", (double)realloc_bytes);
 	cJSON_AddNumberToObject(e, "bursts", (double)sum->bursts);
 	ru_mem_evidence(e, ctx, m, sum, n);
+	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id)) {
+		cs_finding_free(f);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
 	return ru_emit(ctx, f, err);
 }
 

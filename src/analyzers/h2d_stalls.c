@@ -306,6 +306,27 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x)
 	memset(x, 0, sizeof(*x));
 }
 
+int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
+		 int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
+		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id)
+{
+	struct ru_sites u = {0};
+	int rc = CS_ERR_NOMEM;
+
+	for (int64_t i = 0; i < h->n; i++) {
+		const struct ru_h2d_stall *y = &h->v[i];
+		const cs_a_copy *c = &a->copies[y->copy];
+
+		if (own(a, y) &&
+		    ru_sites_add(&u, -1, c->launch_tid, c->stack_id, y->step, y->stall_ns))
+			goto out;
+	}
+	rc = ru_sites_evidence(e, &u, steps, nsteps, max, stack_id);
+out:
+	ru_sites_free(&u);
+	return rc;
+}
+
 int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
@@ -332,7 +353,7 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 		goto nomem;
 	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, rule->min_steps,
 			    rule->min_step_share, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = rule->emit(ctx, sums, steps, nsteps, h->far, &r, tmp, err);
+		rc = rule->emit(ctx, h, sums, steps, nsteps, &r, tmp, err);
 	goto out;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");

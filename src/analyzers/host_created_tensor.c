@@ -24,6 +24,8 @@
 #define MIN_STEP_SHARE 0.5
 /* ... and in at least this many of them. */
 #define MIN_STEPS 3
+/* The call sites listed at most. */
+#define MAX_SITES 5
 /* A tensor, not a scalar or a flag: copies of at least this many bytes. */
 #define MIN_BYTES (64 * 1024)
 
@@ -41,6 +43,14 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
 }
 
+/* A stall this rule owns: a tensor's copy from pageable memory inside the step. */
+static int owns(const cs_analysis *a, const struct ru_h2d_stall *y)
+{
+	const cs_a_copy *c = &a->copies[y->copy];
+
+	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= MIN_BYTES;
+}
+
 static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
 		       void *sums)
 {
@@ -53,7 +63,7 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 		const cs_a_copy *c = &a->copies[y->copy];
 		struct step_sum *x = &sum[y->step];
 
-		if (!y->in_step || c->src_kind != CS_MEM_PAGEABLE || c->bytes < MIN_BYTES)
+		if (!owns(a, y))
 			continue;
 		cs_sat_accum(&x->idle_ns, y->stall_ns);
 		x->copies++;
@@ -65,9 +75,11 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 	}
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps,
-			int64_t far, const struct ru_recur *r, int64_t *tmp, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
+			int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
+			cs_error *err)
 {
+	int64_t far = h->far;
 	const struct step_sum *sum = sums;
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -141,6 +153,9 @@ static int emit_finding(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int3
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	ru_recur_evidence(e, r, nsteps);
+	/* the copies that ended the stalls, each with its stall's idle */
+	if (ru_h2d_sites(e, a, h, owns, steps, nsteps, MAX_SITES, &f->stack_id))
+		goto nomem;
 	return ru_emit(ctx, f, err);
 nomem:
 	cs_finding_free(f);

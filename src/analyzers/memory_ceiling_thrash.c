@@ -25,6 +25,8 @@
  * many. */
 #define MIN_STEP_SHARE 0.25
 #define MIN_STEPS      3
+/* The call sites listed at most. */
+#define MAX_SITES 5
 /* A peak at or above this share of the device's memory is the device's limit. */
 #define DEVICE_LIMIT_SHARE 0.9
 
@@ -126,6 +128,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	cJSON_AddNumberToObject(e, "steady_ns", (double)sum->steady_ns);
 	cJSON_AddNumberToObject(e, "steady_state_share", sum->steady_share);
 	cJSON_AddBoolToObject(e, "direct_evidence_only", sum->keep == is_direct);
+	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id)) {
+		cs_finding_free(f);
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	}
 	return ru_emit(ctx, f, err);
 }
 

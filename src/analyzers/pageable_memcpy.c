@@ -33,6 +33,8 @@
 #define MIN_RARE_STEPS 2
 
 #define RULE_ID "pageable-memcpy"
+/* The call sites listed at most. */
+#define MAX_SITES 5
 
 struct step_sum {
 	int64_t copies, h2d, d2h, nonblocking, bytes, host_ns, copy_ns, idle_ns;
@@ -140,6 +142,48 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
 	return 0;
+}
+
+/*
+ * The call sites of the copies the finding charges (those sum counts, in steps): each with the GPU
+ * idle while its call held the host and, for a blocking copy, the idle after the wait it made
+ * right after its call (cw, copy_wait).
+ */
+static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *dd,
+		     const struct ru_d2h *cw, const int64_t *copy_wait, const int32_t *steps,
+		     int32_t nsteps, cs_report_finding *f)
+{
+	struct ru_sites u = {0};
+	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost));
+	int rc = CS_ERR_NOMEM;
+
+	if (!wait_cost)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < cw->n; i++)
+		if (cw->v[i].step >= 0)
+			wait_cost[cw->v[i].sync] = ru_d2h_cost(&cw->v[i]);
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int64_t cost = 0;
+		int32_t st;
+
+		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
+			continue;
+		st = ru_steady_step(s, c->launch_start);
+		if (st < 0 || d2h_owned(a, dd, c))
+			continue;
+		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
+			cost = ru_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
+		if (copy_wait[i] >= 0)
+			cost = cs_sat_add(cost, wait_cost[copy_wait[i]]);
+		if (ru_sites_add(&u, -1, c->launch_tid, c->stack_id, st, cost))
+			goto out;
+	}
+	rc = ru_sites_evidence(f->evidence, &u, steps, nsteps, MAX_SITES, &f->stack_id);
+out:
+	ru_sites_free(&u);
+	free(wait_cost);
+	return rc;
 }
 
 static int run(cs_rule_ctx *ctx, cs_error *err)
@@ -297,7 +341,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			f->first = c->launch_start;
 		f->last = c->launch_end != CS_TS_UNKNOWN ? c->launch_end : c->launch_start;
 	}
-	if (add_evidence(a, s, dd, sum, steps, nsteps, tmp, f))
+	if (add_evidence(a, s, dd, sum, steps, nsteps, tmp, f) ||
+	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);

@@ -920,6 +920,74 @@ void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_m
 	}
 }
 
+/* A release a burst counts (classify_row()'s MEM_RELEASE, less the pages' bookkeeping). */
+static int is_release(const cs_a_memory *r)
+{
+	return cs_a_memory_is_device(r) && r->result == 0 &&
+	       (r->op == CS_MEMOP_FREE || r->op == CS_MEMOP_VMM_RELEASE);
+}
+
+int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
+		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
+		 int64_t *stack_id)
+{
+	struct ru_sites u = {0};
+	uint8_t *hit = calloc((size_t)s->n + 1, 1);
+	int rc = CS_ERR_NOMEM;
+
+	if (!hit)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < m->n; i++)
+		if (m->v[i].step >= 0 && keep(&m->v[i]))
+			hit[m->v[i].step] = 1;
+	if (m->have_api) {
+		/* the allocator calls of those steps, as alloc_api_cost() counts them */
+		for (int64_t i = 0; i < a->napis; i++) {
+			const cs_a_api *x = &a->apis[i];
+			int st;
+
+			if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
+			    x->end == CS_TS_UNKNOWN || x->end < x->start)
+				continue;
+			st = ru_steady_step(s, x->start);
+			if (st < 0 || !hit[st] ||
+			    !ru_is_alloc_api(cs_analysis_string(a, x->name_id)))
+				continue;
+			if (ru_sites_add(&u, -1, x->tid, x->stack_id, st,
+					 (x->end - x->start) -
+						 cs_analysis_gpu_busy(a, s->pid, x->start, x->end)))
+				goto out;
+		}
+	} else {
+		/* the releases of the bursts, each with the idle since the one before it */
+		for (int32_t i = 0; i < m->n; i++) {
+			const struct ru_burst *b = &m->v[i];
+			int64_t prev = CS_TS_UNKNOWN;
+
+			if (b->step < 0 || !keep(b))
+				continue;
+			for (int64_t j = b->first; j <= b->last && j < a->nmemory; j++) {
+				const cs_a_memory *r = &a->memory[j];
+				int64_t cost = 0;
+
+				if (r->pid != s->pid || !is_release(r))
+					continue;
+				if (prev != CS_TS_UNKNOWN && r->start > prev)
+					cost = (r->start - prev) -
+					       cs_analysis_gpu_busy(a, s->pid, prev, r->start);
+				prev = r->start;
+				if (ru_sites_add(&u, -1, 0, r->stack_id, b->step, cost))
+					goto out;
+			}
+		}
+	}
+	rc = ru_sites_evidence(e, &u, steps, n, max, stack_id);
+out:
+	ru_sites_free(&u);
+	free(hit);
+	return rc;
+}
+
 void ru_mem_free(struct ru_mem *m)
 {
 	free(m->v);

@@ -263,6 +263,16 @@ typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
 int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
 		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err);
+/*
+ * The call sites of the allocator calls a memory rule's cost charges, for keep's bursts in steps
+ * (n of them): with API rows each allocator call of those steps with the GPU idle while it ran (what
+ * ru_mem_step_cost() sums), else each release of the bursts with the GPU idle since the burst's
+ * previous release. Listed as ru_sites_evidence() does (at most max, *stack_id the costliest
+ * site's, left alone without stacks). 0, or CS_ERR_NOMEM.
+ */
+int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
+		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
+		 int64_t *stack_id);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
@@ -524,11 +534,20 @@ struct ru_h2d_rule {
 	void (*sum)(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
 		    void *sums);
 	int64_t (*cost)(const void *sum); /* one step's cost */
-	int (*emit)(cs_rule_ctx *ctx, const void *sums, int32_t *steps, int32_t nsteps,
-		    int64_t far, const struct ru_recur *r, int64_t *tmp, cs_error *err);
+	int (*emit)(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
+		    int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
+		    cs_error *err);
 	int32_t min_steps;
 	double min_step_share;
 };
+/*
+ * The call sites of the copies that ended the stalls of h that own() keeps, in steps[0..nsteps),
+ * each charged its stall's idle, as ru_sites_evidence() lists them (at most max, *stack_id the
+ * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
+ */
+int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
+		 int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
+		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id);
 /*
  * The whole run of such a rule: the stalls (cached), the per-step sums and costs, the recurrence
  * (ru_recur_decide with the rule's minimums, RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it

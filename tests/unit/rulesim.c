@@ -123,6 +123,7 @@ void sim_open_gpu(struct sim *m, const char *file, const cs_device *gpu)
 	m->launch_ns = 5 * US;
 	m->mem_stack = CS_ID_NONE;
 	m->kernel_stack = CS_ID_NONE;
+	m->copy_stack = CS_ID_NONE;
 }
 
 void sim_open(struct sim *m, const char *file)
@@ -286,7 +287,7 @@ void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hol
 	c.src_device_id = c.dst_device_id = CS_ID_NONE;
 	c.bytes = bytes;
 	c.graph_id = c.graph_node_id = CS_ID_NONE;
-	c.stack_id = CS_ID_NONE;
+	c.stack_id = m->copy_stack;
 	m->g[stream] = c.end;
 	if (pageable) {
 		cs_sync y;
@@ -392,7 +393,7 @@ void sim_mem_call(struct sim *m, int op, int64_t bytes, int64_t address, int res
 	x.correlation_id = ++m->corr;
 	x.result = result;
 	x.name_id = name_id(m, name);
-	x.stack_id = CS_ID_NONE;
+	x.stack_id = m->mem_stack; /* recorded at the call, as the memory row's */
 	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
 	memset(&r, 0, sizeof(r));
 	r.start = x.end - 1 * US;

@@ -51,6 +51,7 @@ struct sim {
 	int64_t launch_ns;
 	int64_t mem_stack;    /* stack of the memory rows written */
 	int64_t kernel_stack; /* stack of the kernels' launches (sim_kernel_named) */
+	int64_t copy_stack;   /* stack of the host-to-device copies' calls (sim_h2d) */
 	int mem_kind;	      /* of the memory rows written; 0: device */
 	int h2d_async;	      /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
 };

@@ -1,0 +1,551 @@
+/*
+ * test_call_sites.c - the call sites of the findings charged to API calls (copies, allocator
+ * calls), as the report shows them: each rule, on a synthetic trace whose calls come from two lines
+ * of a program (model.py:10 and model.py:20) of different cost, lists both lines with their calls
+ * and the cost it charges each, costliest first, in JSON ("locations"), as `where:` lines in the
+ * text report and under **Where:** in markdown.
+ *
+ * pageable-memcpy (each copy: the GPU idle while its call held the host, and after the wait a
+ * blocking copy made), host-created-tensor and dataloader-stall (each copy: the idle of the stall
+ * it ended), empty-cache-in-loop and memory-ceiling-thrash (each allocator call of the affected
+ * steps: the GPU idle while it ran), allocator-churn (each allocator call outside the bursts: the
+ * same); from a trace without API rows, the memory rules charge each release of their bursts the
+ * idle since the one before it. A trace without stacks gives no sites (the committed traces'
+ * reports are unchanged: the golden test).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+#include "rulesim.h"
+#include "testutil.h"
+
+/* Two lines of a program: st[0] model.py:10 (forward), st[1] model.py:20 (normalize). */
+static void two_stacks(struct sim *m, int64_t *st)
+{
+	cs_frame a = {2, 0, NULL, "forward", 0, "model.py", 10};
+	cs_frame b = {2, 0, NULL, "normalize", 0, "model.py", 20};
+
+	st[0] = cs_writer_add_stack(m->w, &a, 1);
+	st[1] = cs_writer_add_stack(m->w, &b, 1);
+	ck_assert(st[0] >= 0 && st[1] >= 0);
+}
+
+/* What a site is expected to be: its line, calls per affected step, cost per affected step within
+ * [lo, hi]. */
+struct want {
+	int line;
+	int64_t calls, lo, hi;
+};
+
+static void check_site(const char *id, const cJSON *l, const struct want *w, int64_t steps)
+{
+	int64_t n = (int64_t)cJSON_GetObjectItem(l, "count")->valuedouble;
+	int64_t c = (int64_t)cJSON_GetObjectItem(l, "cost_ns")->valuedouble;
+
+	ck_assert_int_eq(cJSON_GetObjectItem(l, "line")->valueint, w->line);
+	ck_assert_str_eq(cJSON_GetObjectItem(l, "file")->valuestring, "model.py");
+	ck_assert_msg(n == w->calls * steps, "%s: line %d: %lld calls in %lld steps", id, w->line,
+		      (long long)n, (long long)steps);
+	ck_assert_msg(c >= w->lo * steps && c <= w->hi * steps,
+		      "%s: line %d: %lld ns in %lld steps (%lld per step)", id, w->line,
+		      (long long)c, (long long)steps, (long long)(c / steps));
+}
+
+/*
+ * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists w0's
+ * line then w1's (JSON "locations", counts and costs over the affected steps), the finding's
+ * location is w0's, the text report has a `where:` line for each, in that order, and markdown lists
+ * w0's first under **Where:**.
+ */
+static void expect_sites(const char *path, const char *id, const struct want *w0,
+			 const struct want *w1)
+{
+	const char *js[] = {"cuscope",	"report", "--format", "json", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
+	const char *txt[] = {"cuscope", "report",  "--no-color", "--step-range", "step", "--warmup",
+			     "2",	"--rules", id,		 path,		 NULL};
+	const char *md[] = {"cuscope",	"report", "--format", "markdown", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,	  path,		  NULL};
+	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt), k = tu_cuscope(md);
+	cJSON *doc, *f, *loc;
+	char w[64], w2[64], wm[96];
+	const char *p1, *p2;
+	int64_t steps;
+
+	ck_assert_msg(j.rc == 0 && t.rc == 0, "%s: %s%s", id, j.err, t.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")), 1);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	steps = cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps"));
+	ck_assert_msg(steps >= STEPS / 2, "%s: %lld steps", id, (long long)steps);
+	loc = cJSON_GetObjectItem(f, "locations");
+	ck_assert_msg(cJSON_GetArraySize(loc) == 2, "%s: %s", id, j.out);
+	check_site(id, cJSON_GetArrayItem(loc, 0), w0, steps);
+	check_site(id, cJSON_GetArrayItem(loc, 1), w1, steps);
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "location"), "line")->valueint,
+			 w0->line);
+	snprintf(w, sizeof(w), "where:    model.py:%d in ", w0->line);
+	snprintf(w2, sizeof(w2), "model.py:%d in ", w1->line);
+	p1 = strstr(t.out, w);
+	p2 = p1 ? strstr(p1 + strlen(w), w2) : NULL;
+	ck_assert_msg(p1 && p2, "%s: %s", id, t.out);
+	ck_assert_msg(k.rc == 0, "%s: %s", id, k.err);
+	snprintf(wm, sizeof(wm), "- **Where:**\n  - `model.py:%d in %s`:", w0->line,
+		 w0->line == 10 ? "forward" : "normalize");
+	ck_assert_msg(strstr(k.out, wm), "%s: %s", id, k.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&k);
+}
+
+/* The finding of rule id on path has no sites and no location. */
+static void expect_no_sites(const char *path, const char *id)
+{
+	const char *js[] = {"cuscope",	"report", "--format", "json", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
+	struct tu_result j = tu_cuscope(js);
+	cJSON *doc, *f;
+
+	ck_assert_msg(j.rc == 0, "%s: %s", id, j.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "locations"));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(f, "location")));
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites"));
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+}
+
+/*
+ * pageable-memcpy: each step, a copy of 64 MiB from pageable memory (non_blocking, so no wait
+ * after it) whose call holds the host 2 ms from line 10 after the GPU ran out of work, 50 kernels
+ * of 5 us with 10 us of Python after each (the GPU keeps up), then one holding it 500 us from line
+ * 20. Each copy is charged the GPU idle during its call: the hold, and the 2 us the call went on
+ * after the copy's own 2 us.
+ */
+static void pageable_trace(struct sim *m, const int64_t *st)
+{
+	m->h2d_async = 1;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		m->copy_stack = st[0];
+		sim_h2d(m, 7, 64 * MIB, 1, 2 * MS);
+		for (int i = 0; i < 50; i++) {
+			sim_kernel(m, 7, 5 * US);
+			sim_host(m, 10 * US);
+		}
+		m->copy_stack = st[1];
+		sim_h2d(m, 7, 64 * MIB, 1, 500 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
+START_TEST(test_pageable_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {10, 1, 2002 * US, 2002 * US}, w1 = {20, 1, 502 * US, 502 * US};
+
+	sim_open(&m, "sites_pageable.db");
+	two_stacks(&m, st);
+	pageable_trace(&m, st);
+	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/* PyTorch's blocking copy of a pageable tensor from stack: a cudaMemcpyAsync of 4 MiB queued
+ * behind the GPU's work, then a synchronize of its stream that waits for the whole queue. */
+static void blocking_copy(struct sim *m, int64_t stack)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + 20 * US;
+	c.start = next_start(m, 7);
+	c.end = c.start + 10 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = 7;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = CS_MEM_PAGEABLE;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = 1;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = 4 * MIB;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->g[7] = c.end;
+	m->h = c.launch_end + 1 * US;
+	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+}
+
+/*
+ * pageable-memcpy, blocking copies: each step, 4 ms of kernels queued, a blocking copy from line 10
+ * then 300 us of Python before the next kernel, a blocking copy from line 20 then 100 us. The GPU
+ * is busy during the calls; each copy is charged the idle after the wait it made: the Python after
+ * it, and the launch.
+ */
+START_TEST(test_pageable_blocking_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {10, 1, 300 * US, 320 * US}, w1 = {20, 1, 100 * US, 120 * US};
+
+	sim_open(&m, "sites_pageable_blocking.db");
+	two_stacks(&m, st);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		blocking_copy(&m, st[0]);
+		sim_host(&m, 300 * US);
+		sim_kernel(&m, 7, 100 * US);
+		blocking_copy(&m, st[1]);
+		sim_host(&m, 100 * US);
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/* Twenty 50 us kernels launched 5 us apart. */
+static void layers(struct sim *m)
+{
+	for (int i = 0; i < 20; i++)
+		sim_kernel(m, 7, 50 * US);
+}
+
+/*
+ * host-created-tensor: inside each step, after 20 layers, 3 ms of host work making a tensor
+ * copied from line 10, 20 layers, 1.5 ms making one copied from line 20, 20 layers. The GPU runs
+ * what is queued before each and idles the rest: before the first the previous step's last 20
+ * layers and this step's first 20 (2 ms, less the 100 us of their launches and the step's end:
+ * about 1.84 ms queued, 1.165 ms idle), before the second 20 layers (about 0.925 ms queued,
+ * 0.575 ms idle).
+ */
+START_TEST(test_host_created_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {10, 1, 1150 * US, 1180 * US}, w1 = {20, 1, 560 * US, 590 * US};
+
+	sim_open(&m, "sites_hct.db");
+	two_stacks(&m, st);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		layers(&m);
+		sim_host(&m, 3 * MS);
+		m.copy_stack = st[0];
+		sim_h2d(&m, 7, 16 * MIB, 1, 300 * US);
+		layers(&m);
+		sim_host(&m, 1500 * US);
+		m.copy_stack = st[1];
+		sim_h2d(&m, 7, 16 * MIB, 1, 300 * US);
+		layers(&m);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "host-created-tensor", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * dataloader-stall: at the start of each step, 4 ms of host work then a batch's copy from line 10,
+ * 1.5 ms more then one from line 20 (a second input), then 1 ms of kernels. The first stall is the
+ * 4 ms less the previous step's kernels still running (about 0.86 ms of them); the second the
+ * whole 1.5 ms from the first copy's call.
+ */
+START_TEST(test_dataloader_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {10, 1, 3100 * US, 3200 * US}, w1 = {20, 1, 1500 * US, 1500 * US};
+
+	sim_open(&m, "sites_loader.db");
+	m.launch_ns = 8 * US;
+	two_stacks(&m, st);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_host(&m, 4 * MS);
+		m.copy_stack = st[0];
+		sim_h2d(&m, 7, 4 * MIB, 1, 0);
+		sim_host(&m, 1500 * US);
+		m.copy_stack = st[1];
+		sim_h2d(&m, 7, 4 * MIB, 1, 0);
+		for (int i = 0; i < 20; i++)
+			sim_kernel(&m, 7, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "dataloader-stall", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * empty-cache-in-loop: 4 GiB of state, then every step 12 blocks of 64 MiB allocated from line 20
+ * (100 us each, between kernels) and all freed from line 10 after the step's GPU work (60 us
+ * each, the first waiting for the GPU). Each allocator call of the step is charged the GPU idle
+ * while it ran: 60 us for each free, plus the 1 us gaps between the queued kernels the first
+ * waited for; for the allocations, the step's first (the GPU drained), 100 us, the others almost
+ * none (kernels queued).
+ */
+START_TEST(test_empty_cache_sites)
+{
+	struct sim m;
+	int64_t st[2], addr[12];
+	struct want w0 = {10, 12, 12 * 60 * US, 800 * US}, w1 = {20, 12, 100 * US, 110 * US};
+
+	sim_open(&m, "sites_empty_cache.db");
+	two_stacks(&m, st);
+	sim_alloc(&m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		m.mem_stack = st[1];
+		for (int i = 0; i < 12; i++) {
+			addr[i] = sim_alloc(&m, 64 * MIB);
+			sim_kernel(&m, 7, 200 * US);
+			sim_kernel(&m, 7, 200 * US);
+		}
+		busy_step(&m);
+		m.mem_stack = st[0];
+		for (int i = 0; i < 12; i++)
+			sim_mem(&m, CS_MEMOP_FREE, 64 * MIB, addr[i], 0, 60 * US);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/* A memory row of op at the end of dur of host time, from stack, with no API row (a trace recorded
+ * without the allocator's API calls). */
+static void mem_row(struct sim *m, int op, int64_t bytes, int64_t address, int64_t dur,
+		    int64_t stack)
+{
+	cs_memory r;
+
+	m->h += dur;
+	memset(&r, 0, sizeof(r));
+	r.start = m->h - 1 * US;
+	r.pid = PID;
+	r.tid = TID;
+	r.stream_id = CS_ID_NONE;
+	r.correlation_id = ++m->corr;
+	r.op = op;
+	r.mem_kind = CS_MEM_DEVICE;
+	r.cbid = op == CS_MEMOP_FREE ? 22 : 20;
+	r.address = (uint64_t)address;
+	r.bytes = bytes;
+	r.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memory(m->w, &r), 0);
+	m->h += 1 * US;
+}
+
+/*
+ * empty-cache-in-loop without API rows: the cost is the GPU idle of each burst, from its first
+ * release to its last. After the step's GPU work has drained, twelve blocks freed 61 us apart,
+ * the first eight from line 10, the last four from line 20: each release is charged the 61 us
+ * since the one before it (the burst's first, none), 7 x 61 us and 4 x 61 us, and the sites add
+ * up to the finding's cost.
+ */
+START_TEST(test_empty_cache_sites_without_api)
+{
+	struct sim m;
+	int64_t st[2], addr[12];
+	struct want w0 = {10, 8, 7 * 61 * US, 7 * 61 * US}, w1 = {20, 4, 4 * 61 * US, 4 * 61 * US};
+	const char *js[] = {"cuscope", "report",   "--format", "json",	  "--step-range",
+			    "step",    "--warmup", "2",	       "--rules", "empty-cache-in-loop",
+			    NULL,      NULL};
+	struct tu_result j;
+	cJSON *doc, *f;
+
+	sim_open(&m, "sites_empty_cache_noapi.db");
+	two_stacks(&m, st);
+	m.addr = 0x10000000;
+	mem_row(&m, CS_MEMOP_ALLOC, 4 * GIB, m.addr, 100 * US, CS_ID_NONE);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 12; i++) {
+			m.addr += 0x10000000;
+			addr[i] = m.addr;
+			mem_row(&m, CS_MEMOP_ALLOC, 64 * MIB, addr[i], 100 * US, CS_ID_NONE);
+			sim_kernel(&m, 7, 200 * US);
+			sim_kernel(&m, 7, 200 * US);
+		}
+		busy_step(&m);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		for (int i = 0; i < 12; i++)
+			mem_row(&m, CS_MEMOP_FREE, 64 * MIB, addr[i], 60 * US, st[i < 8 ? 0 : 1]);
+		sim_host(&m, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
+	js[10] = m.path;
+	j = tu_cuscope(js);
+	ck_assert_msg(j.rc == 0, "%s", j.err);
+	doc = cJSON_Parse(j.out);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	ck_assert(cJSON_IsFalse(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "cost_from_api_calls")));
+	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(f, "lost_ns_per_step")->valuedouble,
+			 11 * 61 * US);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * memory-ceiling-thrash: every step (after the first) a request fails in cudaMalloc (200 us) and
+ * the allocator frees three cached blocks of 1 GiB (150 us each, the first waiting for the GPU),
+ * all from line 10 (the allocator's retry): the frees' 450 us after the GPU drained, and the gaps
+ * of the kernels the failed call and the first free ran beside. The three allocations of 1 GiB of
+ * each step (100 us) come from line 20: two between kernels, the last after the frees (100 us).
+ */
+START_TEST(test_ceiling_sites)
+{
+	struct sim m;
+	int64_t st[2], prev[3] = {0, 0, 0}, cur[3];
+	struct want w0 = {10, 4, 450 * US, 500 * US}, w1 = {20, 3, 100 * US, 110 * US};
+
+	sim_open(&m, "sites_ceiling.db");
+	two_stacks(&m, st);
+	sim_alloc(&m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		m.mem_stack = st[1];
+		for (int i = 0; i < 2; i++) {
+			cur[i] = sim_alloc(&m, 1 * GIB);
+			sim_kernel(&m, 7, 300 * US);
+			sim_kernel(&m, 7, 300 * US);
+		}
+		if (s > 0) {
+			m.mem_stack = st[0];
+			sim_mem(&m, CS_MEMOP_ALLOC, 1 * GIB, 0, 2, 200 * US);
+			for (int i = 0; i < 3; i++)
+				sim_mem(&m, CS_MEMOP_FREE, 1 * GIB, prev[i], 0, 150 * US);
+		}
+		m.mem_stack = st[1];
+		cur[2] = sim_alloc(&m, 1 * GIB);
+		busy_step(&m);
+		memcpy(prev, cur, sizeof(prev));
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	expect_sites(m.path, "memory-ceiling-thrash", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/*
+ * allocator-churn: each step frees the previous step's block from line 10 (cudaFree waits for the
+ * GPU, then 60 us with the GPU idle, plus the 1 us gaps of the queued kernels it waited for) and
+ * allocates one of a new size from line 20 (100 us, the GPU idle), then 20 kernels of 50 us: the
+ * allocation is the costlier line.
+ */
+static void churn_trace(struct sim *m, const int64_t *st)
+{
+	int64_t prev = 0;
+
+	sim_alloc(m, 4 * GIB);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		if (prev) {
+			m->mem_stack = st[0];
+			sim_mem(m, CS_MEMOP_FREE, 0, prev, 0, 60 * US);
+		}
+		m->mem_stack = st[1];
+		prev = sim_alloc(m, (64 + 2 * s) * MIB);
+		for (int i = 0; i < 20; i++)
+			sim_kernel(m, 7, 50 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
+START_TEST(test_churn_sites)
+{
+	struct sim m;
+	int64_t st[2];
+	struct want w0 = {20, 1, 100 * US, 100 * US}, w1 = {10, 1, 60 * US, 80 * US};
+
+	sim_open(&m, "sites_churn.db");
+	two_stacks(&m, st);
+	churn_trace(&m, st);
+	expect_sites(m.path, "allocator-churn", &w0, &w1);
+	free(m.path);
+}
+END_TEST
+
+/* The same traces without stacks: the findings stand, with no sites and no location. */
+START_TEST(test_no_stacks_no_sites)
+{
+	struct sim m;
+	int64_t none[2] = {CS_ID_NONE, CS_ID_NONE};
+
+	sim_open(&m, "sites_pageable_nostack.db");
+	pageable_trace(&m, none);
+	expect_no_sites(m.path, "pageable-memcpy");
+	free(m.path);
+	sim_open(&m, "sites_churn_nostack.db");
+	churn_trace(&m, none);
+	expect_no_sites(m.path, "allocator-churn");
+	free(m.path);
+}
+END_TEST
+
+static Suite *sites_suite(void)
+{
+	Suite *s = suite_create("call_sites");
+	TCase *tc = tcase_create("call_sites");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_pageable_sites);
+	tcase_add_test(tc, test_pageable_blocking_sites);
+	tcase_add_test(tc, test_host_created_sites);
+	tcase_add_test(tc, test_dataloader_sites);
+	tcase_add_test(tc, test_empty_cache_sites);
+	tcase_add_test(tc, test_empty_cache_sites_without_api);
+	tcase_add_test(tc, test_ceiling_sites);
+	tcase_add_test(tc, test_churn_sites);
+	tcase_add_test(tc, test_no_stacks_no_sites);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "test_call_sites: cannot make a temporary directory\n");
+		return 1;
+	}
+	sr = srunner_create(sites_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
