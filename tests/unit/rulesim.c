@@ -534,3 +534,20 @@ int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)
 	}
 	return seen;
 }
+
+int sim_main(Suite *suite, const char *prog)
+{
+	SRunner *sr;
+	int failed;
+
+	tmp_dir = tu_tmpdir();
+	if (!tmp_dir) {
+		fprintf(stderr, "%s: cannot make a temporary directory\n", prog);
+		return 1;
+	}
+	sr = srunner_create(suite);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

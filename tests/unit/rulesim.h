@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <check.h>
+
 #include "cuscope/analyze.h"
 
 #define PID   4242
@@ -103,5 +105,8 @@ void busy_step(struct sim *m);
  * every trace when own is NULL). Returns how many traces it ran on.
  */
 int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name));
+
+/* A rule test program's main: make tmp_dir, run the suite; its exit status. */
+int sim_main(Suite *suite, const char *prog);
 
 #endif

@@ -389,17 +389,5 @@ static Suite *rules_rules3_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	tmp_dir = tu_tmpdir();
-	if (!tmp_dir) {
-		fprintf(stderr, "test_rules_rules3: cannot make a temporary directory\n");
-		return 1;
-	}
-	sr = srunner_create(rules_rules3_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sim_main(rules_rules3_suite(), "test_rules_rules3");
 }
