@@ -1075,7 +1075,8 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
 
 		if (!rc)
-			rc = host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits, &c->copy_waits);
+			rc = host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits,
+					&c->copy_waits);
 		if (rc)
 			return rc;
 		c->have_host_waits = 1;
@@ -1437,7 +1438,8 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
 		lo = launch_lower(cp, ncp, from);
 		hi = launch_lower(cp, ncp, wait_end(y));
-		if (y->type != CS_SYNC_MEMCPY && hi <= lo && !release_before_launch(a, pid, wait_end(y)))
+		if (y->type != CS_SYNC_MEMCPY && hi <= lo &&
+		    !release_before_launch(a, pid, wait_end(y)))
 			mine = of_copy[i] ? HW_COPY : HW_SYNC;
 		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
 			prev_end = wait_end(y);
@@ -1536,29 +1538,6 @@ out:
 
 /* ---- evidence of the rules about host waits ---- */
 
-struct ru_site {
-	int64_t stack_id;
-	int64_t idle_ns;
-	int64_t waits;
-	int32_t type; /* the sync type of the first wait there */
-};
-
-static int cmp_site_stack(const void *pa, const void *pb)
-{
-	const struct ru_site *x = pa, *y = pb;
-
-	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
-}
-
-static int cmp_site_idle(const void *pa, const void *pb)
-{
-	const struct ru_site *x = pa, *y = pb;
-
-	if (x->idle_ns != y->idle_ns)
-		return x->idle_ns > y->idle_ns ? -1 : 1;
-	return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
-}
-
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
 			size_t offset, int64_t *tmp)
 {
@@ -1606,60 +1585,25 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
 int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
 		      int max, int64_t *stack_id)
 {
-	struct ru_site *v = malloc(((size_t)d->n + 1) * sizeof(*v));
-	int64_t n = 0, m = 0;
-	cJSON *sites;
+	struct ru_sites u = {0};
+	int rc = 0;
 
-	if (!v)
-		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < d->n; i++) {
+	for (int64_t i = 0; i < d->n && !rc; i++) {
 		const struct ru_d2h_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 
 		if (w->step < 0 || ru_d2h_cost(w) == 0)
 			continue;
-		v[n].stack_id = y->stack_id == CS_ID_NONE && copy_stack
-					? a->copies[w->first_copy].stack_id
-					: y->stack_id;
-		v[n].idle_ns = ru_d2h_cost(w);
-		v[n].waits = 1;
-		v[n].type = y->type;
-		n++;
+		rc = ru_sites_add(&u, -1, y->tid,
+				  y->stack_id == CS_ID_NONE && copy_stack
+					  ? a->copies[w->first_copy].stack_id
+					  : y->stack_id,
+				  -1, ru_d2h_cost(w));
 	}
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_site_stack);
-	for (int64_t i = 0; i < n; i++) {
-		if (m > 0 && v[m - 1].stack_id == v[i].stack_id) {
-			cs_sat_accum(&v[m - 1].idle_ns, v[i].idle_ns);
-			v[m - 1].waits += v[i].waits;
-			continue;
-		}
-		v[m++] = v[i];
-	}
-	cs_sort(v, (size_t)m, sizeof(*v), cmp_site_idle);
-	if (m > 0)
-		*stack_id = v[0].stack_id;
-	if (m > 1 || (m == 1 && v[0].stack_id != CS_ID_NONE)) {
-		sites = cJSON_AddArrayToObject(e, "sites");
-		for (int64_t i = 0; sites && i < m && i < max; i++) {
-			cJSON *o = cJSON_CreateObject();
-
-			if (!o) {
-				sites = NULL;
-				break;
-			}
-			cJSON_AddNumberToObject(o, "stack_id", (double)v[i].stack_id);
-			cJSON_AddStringToObject(o, "type", cs_sync_type_name(v[i].type));
-			cJSON_AddNumberToObject(o, "waits", (double)v[i].waits);
-			cJSON_AddNumberToObject(o, "idle_ns", (double)v[i].idle_ns);
-			cJSON_AddItemToArray(sites, o);
-		}
-		if (!sites) {
-			free(v);
-			return CS_ERR_NOMEM;
-		}
-	}
-	free(v);
-	return 0;
+	if (!rc)
+		rc = ru_sites_evidence(e, &u, NULL, 0, max, stack_id);
+	ru_sites_free(&u);
+	return rc;
 }
 
 /* ---- recurring or rare: the decision of the wait rules ---- */

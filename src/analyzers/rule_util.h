@@ -372,8 +372,9 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
 /*
  * The call sites of the waits of d that cost GPU time, merged by the wait's stack (with
  * copy_stack, by the stack of the first copy it waited for when the wait has none), most idle
- * first: at most max of them added to e as "sites" when there is a stack among them, and the
- * costliest site's stack given to *stack_id. 0, or CS_ERR_NOMEM.
+ * first, as ru_sites_evidence() lists them (stack_id, count: the waits, cost_ns: their idle): at
+ * most max of them added to e as "sites", and the costliest site's stack given to *stack_id. 0,
+ * or CS_ERR_NOMEM.
  */
 int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
 		      int max, int64_t *stack_id);

@@ -236,12 +236,9 @@ int report_sites(cs_trace *t, const cs_report_finding *f, struct report_site **o
 	cJSON_ArrayForEach(o, sites)
 	{
 		const cJSON *id = cJSON_GetObjectItem(o, "stack_id");
-		/* the wait rules count waits and their idle, the kernel rules launches and
-		 * their GPU time */
-		const cJSON *cnt =
-			cJSON_GetObjectItem(o, cJSON_HasObjectItem(o, "count") ? "count" : "waits");
-		const cJSON *cost = cJSON_GetObjectItem(
-			o, cJSON_HasObjectItem(o, "cost_ns") ? "cost_ns" : "idle_ns");
+		/* the calls made there (waits, launches, copies) and the cost charged to them */
+		const cJSON *cnt = cJSON_GetObjectItem(o, "count");
+		const cJSON *cost = cJSON_GetObjectItem(o, "cost_ns");
 		const cs_frame *frames;
 		cs_error err = {0, ""};
 		char *where;

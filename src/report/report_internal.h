@@ -54,8 +54,8 @@ struct report_site {
 	int64_t cost_ns; /* their cost, over the whole trace */
 };
 /*
- * The call sites of a finding that names several: its evidence's "sites" array (stack_id, waits,
- * idle_ns, as the wait rules write it; stack_id, count, cost_ns from the kernel rules), merged by location text, costliest first. 0 when the
+ * The call sites of a finding that names several: its evidence's "sites" array (stack_id, count,
+ * cost_ns: ru_sites_evidence()), merged by location text, costliest first. 0 when the
  * finding has fewer than two sites with a location (then its stack_id says where). *out is freed
  * with report_sites_free(); *total gets the cost of all the sites.
  */
