@@ -479,7 +479,7 @@ int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
 		    struct ru_name_time **out, int32_t *n, int64_t *launches);
 
 /*
- * The call sites of the kernels that match, launched in steady steps (kernel_sites.c): merged by
+ * The call sites of the kernels that match, launched in steady steps (sites.c): merged by
  * the stack of their launch (a launch without one counted at the stack most launches of its name
  * and thread had), most GPU time first; at most max of them added to e as "sites" (stack_id,
  * count, cost_ns) and the costliest site's stack given to *stack_id (left alone when no kernel

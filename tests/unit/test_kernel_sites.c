@@ -1,5 +1,5 @@
 /*
- * test_kernel_sites.c - the lines that launched a kernel finding's kernels (kernel_sites.c), as the
+ * test_kernel_sites.c - the lines that launched a kernel finding's kernels (sites.c), as the
  * report shows them.
  *
  * A prefix sum launched every step from two Python lines (model.py:10 twice a step, model.py:20

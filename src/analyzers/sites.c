@@ -1,15 +1,18 @@
 /*
- * kernel_sites.c - the call sites of a kernel finding: the lines that launched its kernels.
+ * sites.c - the call sites of a finding: the lines of the program that made the calls it charges
+ * (waits, copies, allocator calls, kernel launches), each with the calls made there and the part of
+ * the finding's cost charged to them.
  *
- * record captures a kernel launch's stack once per Python call site, and on threads without
- * Python frames for a sample of each kernel function's launches (src/collectors/stacks.c), so a
- * kernel either has the stack of its launch or none. A kernel without one is counted at the stack
- * most of the launches of the same name and thread had (the sampled launches stand for the
- * others); a name never seen with a stack stays without a site. The sites are merged by stack and
- * listed most GPU time first in the finding's evidence as "sites" (stack_id, count, cost_ns),
- * which the report renderers show as `where:` lines. A rule whose cost is not its kernels' own GPU
- * time (the idle before them, a share of a chain's time) charges each launch its part of the cost
- * with ru_sites_add() and lists the sites with ru_sites_evidence(), the same way.
+ * A rule charges each call its part with ru_sites_add() and lists the sites with
+ * ru_sites_evidence(); ru_add_kernel_sites() does both for the kernels a match function picks,
+ * charged their own GPU time. record captures a stack at every wait, copy and allocator call, and
+ * at kernel launches once per Python call site and on threads without Python frames for a sample
+ * of each kernel function's launches (src/collectors/stacks.c), so a call either has the stack of
+ * its call site or none. A call without one is counted at the stack most calls of the same kernel
+ * name (or kind) and thread had (the sampled launches stand for the others); a name never seen with
+ * a stack stays without a site. The sites are merged by stack and listed most cost first in the
+ * finding's evidence as "sites" (stack_id, count, cost_ns), which the report renderers show as
+ * `where:` lines.
  */
 #include <stdlib.h>
 #include <string.h>
