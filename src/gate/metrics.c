@@ -27,6 +27,7 @@
 #include "cuscope/utf8.h"
 #include "cuscope/utf8.h"
 #include "cuscope/checked.h"
+#include "cuscope/timeline.h"
 #include "cuscope/u64map.h"
 
 #define US  1000.0
@@ -385,14 +386,6 @@ static uint64_t hash_bytes(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
-}
-
-static uint64_t hash_u64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
 }
 
 /* Kernel names by text; groups are the kernels of one (folded) name. */
@@ -1018,167 +1011,42 @@ out:
 
 /* ---- device memory ---- */
 
-/* Live sizes by (process, address, kind): 0 allocations, 1 VMM handles, 2 mapped pages. */
-struct addr_entry {
-	uint64_t address;
-	uint32_t pid;
-	int32_t kind; /* -1: empty slot */
-	int64_t bytes;
-};
-
-struct addr_map {
-	struct addr_entry *v;
-	size_t n, cap;
-};
-
-static size_t addr_hash(uint64_t address, uint32_t pid, int kind, size_t mask)
-{
-	return (size_t)hash_u64(address ^ ((uint64_t)pid << 40) ^ ((uint64_t)kind << 60)) & mask;
-}
-
-static struct addr_entry *addr_find(struct addr_map *m, uint64_t address, uint32_t pid, int kind,
-				    int insert)
-{
-	size_t h;
-
-	if (insert && (m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		struct addr_entry *v = malloc(cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < cap; i++)
-			v[i].kind = -1;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (m->v[i].kind < 0)
-				continue;
-			h = addr_hash(m->v[i].address, m->v[i].pid, m->v[i].kind, cap - 1);
-			while (v[h].kind >= 0)
-				h = (h + 1) & (cap - 1);
-			v[h] = m->v[i];
-		}
-		free(m->v);
-		m->v = v;
-		m->cap = cap;
-	}
-	if (!m->cap)
-		return NULL;
-	h = addr_hash(address, pid, kind, m->cap - 1);
-	while (m->v[h].kind >= 0 &&
-	       !(m->v[h].address == address && m->v[h].pid == pid && m->v[h].kind == kind))
-		h = (h + 1) & (m->cap - 1);
-	if (m->v[h].kind < 0) {
-		if (!insert)
-			return NULL;
-		m->v[h].address = address;
-		m->v[h].pid = pid;
-		m->v[h].kind = kind;
-		m->v[h].bytes = 0;
-		m->n++;
-	}
-	return &m->v[h];
-}
-
-/* Was the address of r mapped with cuMemMap? (Reserved ranges are not reused by cudaMalloc.) */
-static int mapped_page(struct addr_map *m, const cs_a_memory *r)
-{
-	struct addr_entry *e = addr_find(m, r->address, r->pid, 2, 0);
-
-	return e && e->bytes >= 0;
-}
-
-/* Memory in use of one process on one device. */
-struct mem_group {
-	uint32_t pid;
-	int32_t device;
-	int64_t used, peak;
-};
-
-/* Device memory: pinned and pageable host memory and static module data are not counted. */
 /*
- * Allocations and releases per steady step, and the peak of memory in use. Allocation records of
- * pages mapped with cuMemMap (expandable segments) are left out: their physical memory was counted
- * at cuMemCreate.
+ * The peak of device memory in use and the allocations and frees per steady step, all three from
+ * the timeline's counter (cs_tl_mem_apply in include/cuscope/timeline.h), so that the gate's peak
+ * is the highest point of the memory track that `cuscope export` and `cuscope view` draw. An
+ * allocation or a free is a row that changed a level: the rows of the counter's rule, no others
+ * (a free of memory allocated before the trace changes nothing and is not counted).
  */
 static int run_memory(const struct run_ctx *c, cs_run *out)
 {
 	const cs_analysis *a = c->a;
-	struct addr_map map = {0};
-	struct mem_group groups[64];
-	int ngroups = 0;
+	cs_tl_mem mem;
 	double *allocs = calloc(steady_slots(c), sizeof(*allocs));
 	double *frees = calloc(steady_slots(c), sizeof(*frees));
 	int rc = CS_ERR_NOMEM;
 
+	cs_tl_mem_init(&mem);
 	if (!allocs || !frees)
 		goto out;
 	for (int64_t i = 0; i < a->nmemory; i++) {
 		const cs_a_memory *r = &a->memory[i];
-		struct addr_entry *e;
-		struct mem_group *grp = NULL;
-		int64_t delta = 0;
+		struct cs_tl_mem_row row = {r->start,	 r->pid,    r->device_id, r->op,
+					    r->mem_kind, r->result, r->address,	  r->bytes};
+		struct cs_tl_mem_change ch;
 		int32_t st;
-		int is_alloc = 0, is_free = 0;
 
-		if (r->result != 0 || !cs_a_memory_is_device(r))
+		rc = cs_tl_mem_apply(&mem, &row, &ch);
+		if (rc < 0)
+			goto out;
+		if (!rc)
 			continue;
-		switch (r->op) {
-		case CS_MEMOP_ALLOC:
-		case CS_MEMOP_VMM_CREATE:
-			if (r->op == CS_MEMOP_ALLOC && mapped_page(&map, r))
-				break;
-			e = addr_find(&map, r->address, r->pid, r->op == CS_MEMOP_VMM_CREATE, 1);
-			if (!e)
-				goto out;
-			/* still live: its free was not seen, this allocation replaces it */
-			delta = -e->bytes;
-			e->bytes = r->bytes > 0 ? r->bytes : 0;
-			delta += e->bytes;
-			is_alloc = 1;
-			break;
-		case CS_MEMOP_FREE:
-		case CS_MEMOP_VMM_RELEASE:
-			if (r->op == CS_MEMOP_FREE && mapped_page(&map, r))
-				break;
-			e = addr_find(&map, r->address, r->pid, r->op == CS_MEMOP_VMM_RELEASE, 0);
-			delta = -(e ? e->bytes : r->bytes > 0 ? r->bytes : 0);
-			if (e)
-				e->bytes = 0;
-			is_free = 1;
-			break;
-		case CS_MEMOP_VMM_MAP:
-			e = addr_find(&map, r->address, r->pid, 2, 1);
-			if (!e)
-				goto out;
-			e->bytes = 0;
-			break;
-		default:
-			break;
-		}
-		if (!is_alloc && !is_free)
-			continue;
-		for (int g = 0; g < ngroups; g++)
-			if (groups[g].pid == r->pid && groups[g].device == r->device_id)
-				grp = &groups[g];
-		if (!grp && ngroups < (int)(sizeof(groups) / sizeof(groups[0]))) {
-			grp = &groups[ngroups++];
-			grp->pid = r->pid;
-			grp->device = r->device_id;
-			grp->used = grp->peak = 0;
-		}
-		if (grp) {
-			cs_sat_accum(&grp->used, delta);
-			if (grp->used < 0)
-				grp->used = 0; /* released memory allocated before the recording */
-			if (grp->used > grp->peak)
-				grp->peak = grp->used;
-			if (grp->peak > out->peak_memory)
-				out->peak_memory = grp->peak;
-		}
+		if (mem.v[ch.level].peak > out->peak_memory)
+			out->peak_memory = mem.v[ch.level].peak;
 		st = r->pid == c->s->pid ? steady_at(c, r->start) : -1;
 		if (st < 0)
 			continue;
-		if (is_alloc)
+		if (ch.kind == CS_MEMCOUNT_ALLOC)
 			allocs[st] += 1;
 		else
 			frees[st] += 1;
@@ -1189,7 +1057,7 @@ static int run_memory(const struct run_ctx *c, cs_run *out)
 	out->plain[CS_GM_FREES] = plain_mean(c, frees);
 	rc = 0;
 out:
-	free(map.v);
+	cs_tl_mem_free(&mem);
 	free(allocs);
 	free(frees);
 	return rc;

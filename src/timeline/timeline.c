@@ -23,13 +23,27 @@
  * counter, so that a free takes back what was allocated, a free of memory allocated before the
  * trace counts for nothing (a level never goes below zero), and an address allocated again
  * replaces the allocation whose free was not seen. Export draws it as its counter track and
- * [memory] events, the view as its memory tracks.
+ * [memory] events, the view as its memory tracks, and `cuscope gate` and `cuscope diff` take
+ * their peak device memory and their allocations and frees per step from it (src/gate/metrics.c).
  *
- * Not yet here: the peak device memory of `cuscope gate` (src/gate/metrics.c, run_memory) keeps a
- * rule of its own. It counts rows without a device (the VMM rows of expandable segments: their
- * cuMemCreate under device -1) and leaves out the allocation rows of pages mapped with cuMemMap,
- * where this counter does the opposite; on the committed expandable-segments traces the two give
- * 137.5 GiB and 128.3 MiB. Moving the gate here changes its output, so it waits for that decision.
+ * Which rows measure the memory a process holds. Physical memory is held from cudaMalloc (and
+ * friends) to cudaFree, and from cuMemCreate to cuMemRelease (and the unmap of its last mapping).
+ * A trace of PyTorch's expandable segments has each page twice: the cuMemCreate/cuMemRelease rows
+ * of its handle, recorded without a device (CUPTI's callback does not say where the memory is),
+ * and the allocation/free rows CUPTI's memory activity writes for the page mapped with cuMemMap
+ * and unmapped with cuMemUnmap, on the device; the pages are views of the created memory, so
+ * counting both counts it twice. The counter counts the mapped pages, which carry their device,
+ * and leaves the device-less VMM rows out (cs_mem_count_of: no device, no count). The two
+ * differ by the handles created and not mapped yet (or never: released after a failed growth),
+ * at most one segment's growth. Measured with SQL on the committed traces (one process,
+ * one H200 of 150,109,880,320 bytes), the peak of the pages (+ cudaMalloc) and of the handles
+ * (+ cudaMalloc), bytes:
+ *   memory-ceiling-thrash-bad_expandable    149,292,320,768   149,357,332,480
+ *   memory-ceiling-thrash-fixed_expandable  147,740,428,288   147,740,428,288
+ * and counting both would be 298.5 and 295.3 GB, twice the GPU. On the traces without VMM rows
+ * every allocation row is a cudaMalloc of the caching allocator and there is nothing to choose.
+ * tests/unit/test_timeline.c checks the gate's peak against the export's counter on every
+ * committed trace and against SQL on the expandable one.
  */
 #include "cuscope/timeline.h"
 

@@ -1,13 +1,19 @@
 /*
  * test_timeline.c - the timeline model (src/timeline/timeline.c) on a committed trace, against
  * numbers worked out with SQL on the same file: the device memory levels and peaks, and the order
- * of the tracks of its GPU work and host threads.
+ * of the tracks of its GPU work and host threads; and `cuscope gate`'s peak device memory against
+ * the highest point of `cuscope export`'s memory counter on every committed trace.
  */
 #include <check.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cuscope/export.h"
+#include "cuscope/gate.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 #include "cuscope/timeline.h"
@@ -169,6 +175,173 @@ START_TEST(track_order_matches_sql)
 }
 END_TEST
 
+/* One value of a query on the trace at path (0 when it has no row or fails: a table it lacks). */
+static int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* The highest "Device memory" counter value in the Chrome export of path; -1: none. */
+static int64_t export_counter_max(const char *path, const char *out)
+{
+	cs_trace *t = NULL;
+	cs_export_opts o;
+	cs_error err = {0};
+	char *text;
+	cJSON *root, *ev, *e;
+	int64_t max = -1;
+
+	ck_assert_int_eq(cs_trace_open(path, &t, &err), 0);
+	cs_export_opts_init(&o);
+	ck_assert_msg(cs_export(t, &o, out, NULL, &err) == 0, "%s: %s", path, err.msg);
+	cs_trace_close(t);
+	text = tu_read_file(out, NULL);
+	ck_assert_ptr_nonnull(text);
+	root = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(root);
+	ev = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+	cJSON_ArrayForEach(e, ev)
+	{
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(e, "args"), "allocated");
+
+		if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "C") || !cJSON_IsString(name) ||
+		    strcmp(name->valuestring, "Device memory"))
+			continue;
+		ck_assert(cJSON_IsNumber(v));
+		if ((int64_t)v->valuedouble > max)
+			max = (int64_t)v->valuedouble;
+	}
+	cJSON_Delete(root);
+	free(text);
+	return max;
+}
+
+/*
+ * On every committed trace with memory rows, the gate's peak device memory (cs_run_load, as `gate`
+ * and `diff` have it) is the highest point of the export's memory counter, which is drawn per
+ * (pid, device), and it fits in the largest GPU of the trace (TARGET_INFO_GPU.totalMemory).
+ */
+START_TEST(gate_peak_is_export_counter_max)
+{
+	static const char *const dirs[] = {"samples/traces", "samples/rules/traces", "tests/data/corpus",
+					   "tests/data/abrupt", "tests/data/v1"};
+	char *tmp = tu_tmpdir(), *out = tu_path(tmp, "export.json");
+	int traces = 0, with_memory = 0;
+
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		char *dir = tu_source_file(dirs[d]);
+		DIR *dh = opendir(dir);
+		struct dirent *de;
+
+		ck_assert_ptr_nonnull(dh);
+		while ((de = readdir(dh))) {
+			size_t len = strlen(de->d_name);
+			char *path;
+			cs_run run;
+			cs_run_opts ro = {.warmup = -1};
+			cs_error err = {0};
+			int64_t counted, total, max;
+
+			if (len < 4 || strcmp(de->d_name + len - 3, ".db"))
+				continue;
+			path = tu_path(dir, de->d_name);
+			traces++;
+			counted = sql_int(path, "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE "
+						"returnValue = 0 AND deviceId >= 0 AND bytes > 0 AND "
+						"memoryOperationType = 1 AND memKind IN (3, 5)");
+			memset(&run, 0, sizeof(run));
+			ck_assert_msg(cs_run_load(path, &ro, &run, &err) == 0, "%s: %s", path, err.msg);
+			/* a trace without counted rows has no counter to export */
+			max = counted > 0 ? export_counter_max(path, out) : -1;
+			ck_assert_msg(run.peak_memory == (max < 0 ? 0 : max),
+				      "%s: gate peak %lld, export counter max %lld", path,
+				      (long long)run.peak_memory, (long long)max);
+			ck_assert_msg((counted > 0) == (run.peak_memory > 0), "%s", path);
+			total = sql_int(path, "SELECT max(totalMemory) FROM TARGET_INFO_GPU");
+			if (total > 0)
+				ck_assert_msg(run.peak_memory <= total, "%s: peak %lld > GPU memory %lld",
+					      path, (long long)run.peak_memory, (long long)total);
+			with_memory += counted > 0;
+			cs_run_free(&run);
+			free(path);
+		}
+		closedir(dh);
+		free(dir);
+	}
+	ck_assert_int_gt(traces, 40);
+	ck_assert_int_gt(with_memory, 30);
+	remove(out);
+	free(out);
+	free(tmp);
+}
+END_TEST
+
+/*
+ * PyTorch's expandable segments: physical memory made with cuMemCreate (rows without a device) and
+ * mapped with cuMemMap, whose pages CUPTI records again as allocations on the device (and their
+ * unmaps as frees). The counter counts the pages and not the handles: worked out here in SQL on
+ * the trace, where every free carries the size of its page and no address is allocated twice
+ * without a free between, as the running sum of the page and cudaMalloc rows. The sum of the
+ * handles as well would be twice the memory, more than the GPU has.
+ */
+static const char *const expandable_sql =
+	"WITH r AS (SELECT start, correlationId c, CASE "
+	"WHEN memoryOperationType = 1 AND memKind IN (3, 5) THEN bytes "
+	"WHEN memoryOperationType = 2 THEN -bytes ELSE 0 END dm, CASE "
+	"WHEN memoryOperationType = 3 THEN bytes WHEN memoryOperationType = 4 THEN -bytes ELSE 0 END dv "
+	"FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE returnValue = 0), "
+	"s AS (SELECT sum(dm) OVER w m, sum(dm + dv) OVER w both_ FROM r WINDOW w AS (ORDER BY start, c)) "
+	"SELECT max(m), max(both_) FROM s";
+
+START_TEST(expandable_peak_matches_sql)
+{
+	char *path = tu_source_file("samples/rules/traces/memory-ceiling-thrash-bad_expandable.db");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	cs_run run;
+	cs_run_opts ro = {.warmup = -1};
+	cs_error err = {0};
+	int64_t pages, both, total;
+
+	/* the trace's frees and releases each carry their size; no free is of an unknown address */
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS f WHERE "
+				       "memoryOperationType = 2 AND returnValue = 0 AND NOT EXISTS "
+				       "(SELECT 1 FROM CUDA_GPU_MEMORY_USAGE_EVENTS a WHERE "
+				       "a.memoryOperationType = 1 AND a.address = f.address AND "
+				       "a.bytes = f.bytes AND a.start <= f.start)"),
+			 0);
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, expandable_sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	pages = sqlite3_column_int64(st, 0);
+	both = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	total = sql_int(path, "SELECT max(totalMemory) FROM TARGET_INFO_GPU");
+
+	memset(&run, 0, sizeof(run));
+	ck_assert_int_eq(cs_run_load(path, &ro, &run, &err), 0);
+	ck_assert_int_eq(run.peak_memory, pages);
+	ck_assert_int_le(pages, total);
+	ck_assert_int_gt(pages, total / 10 * 9); /* the program fills the GPU */
+	ck_assert_int_gt(both, total);		 /* counting the handles too double counts */
+	cs_run_free(&run);
+	free(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timeline");
@@ -177,6 +350,9 @@ int main(void)
 	tcase_add_test(tc, memory_levels_match_sql);
 	tcase_add_test(tc, memory_replace_and_unknown_free);
 	tcase_add_test(tc, track_order_matches_sql);
+	tcase_add_test(tc, gate_peak_is_export_counter_max);
+	tcase_add_test(tc, expandable_peak_matches_sql);
+	tcase_set_timeout(tc, 280);
 	SRunner *sr;
 	int failed;
 
