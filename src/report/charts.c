@@ -8,6 +8,7 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/timeline.h"
 #include "cuscope/json.h"
 #include "report.h"
 #include "cuscope/checked.h"
@@ -58,11 +59,8 @@ struct mem_point {
 	int64_t t, level;
 };
 
+/* The changes of one counter of the timeline's (cs_tl_mem, same index). */
 struct mem_track {
-	uint32_t pid;
-	int32_t device;
-	struct u64map live[2]; /* bytes by address: allocations, VMM physical memory */
-	int64_t level, peak;
 	struct mem_point *v;
 	size_t n, cap;
 };
@@ -72,57 +70,17 @@ static int analysed(const cs_report_processes *procs, uint32_t pid)
 	return cs_report_process_find(procs, pid) != NULL;
 }
 
-static struct mem_track *track_of(struct mem_track **tracks, size_t *n, size_t *cap, uint32_t pid,
-				  int32_t device)
+/* Record the level after a change at time at: 0, or CS_ERR_NOMEM. */
+static int track_point(struct mem_track *t, int64_t at, int64_t level)
 {
-	struct mem_track *t;
-
-	for (size_t i = 0; i < *n; i++)
-		if ((*tracks)[i].pid == pid && (*tracks)[i].device == device)
-			return &(*tracks)[i];
-	if (cs_grow((void **)tracks, cap, *n + 1, sizeof(**tracks)))
-		return NULL;
-	t = &(*tracks)[(*n)++];
-	memset(t, 0, sizeof(*t));
-	t->pid = pid;
-	t->device = device;
-	u64map_init(&t->live[0], sizeof(int64_t));
-	u64map_init(&t->live[1], sizeof(int64_t));
-	return t;
-}
-
-/* Apply one memory row to its track: 0, or CS_ERR_NOMEM. */
-static int track_row(struct mem_track *t, const cs_a_memory *m, int kind, int vmm)
-{
-	struct u64map *live = &t->live[vmm ? 1 : 0];
-	int64_t *b;
-	int created;
-
-	if (kind == CS_MEMCOUNT_ALLOC) {
-		b = u64map_put(live, m->address, &created);
-		if (!b)
-			return CS_ERR_NOMEM;
-		/* the same address again: its free was not seen; the old size goes */
-		t->level = cs_sat_add(t->level, m->bytes - (created ? 0 : *b));
-		*b = m->bytes;
-	} else {
-		/* only what was allocated inside the trace: the level never goes below zero */
-		b = u64map_get(live, m->address);
-		if (!b)
-			return 0;
-		t->level = cs_sat_add(t->level, -*b);
-		u64map_del_at(live, (size_t)((unsigned char *)b - live->vals) / live->vsize);
-	}
-	if (t->level > t->peak)
-		t->peak = t->level;
-	if (t->n > 0 && t->v[t->n - 1].t == m->start) {
-		t->v[t->n - 1].level = t->level;
+	if (t->n > 0 && t->v[t->n - 1].t == at) {
+		t->v[t->n - 1].level = level;
 		return 0;
 	}
 	if (cs_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
 		return CS_ERR_NOMEM;
-	t->v[t->n].t = m->start;
-	t->v[t->n++].level = t->level;
+	t->v[t->n].t = at;
+	t->v[t->n++].level = level;
 	return 0;
 }
 
@@ -190,26 +148,40 @@ fail:
 	return NULL;
 }
 
-/* "memory": [{"pid", "device", "peak_bytes", "points"}] of the analysed processes. */
+/* "memory": [{"pid", "device", "peak_bytes", "points"}] of the analysed processes, from the
+ * timeline's device memory counter (include/cuscope/timeline.h). */
 static int add_memory(const cs_analysis *a, const cs_report_processes *procs, cJSON *charts)
 {
+	cs_tl_mem mem;
 	struct mem_track *tracks = NULL;
 	size_t n = 0, cap = 0;
 	cJSON *arr = cJSON_AddArrayToObject(charts, "memory");
 	int rc = arr ? 0 : CS_ERR_NOMEM;
 
+	cs_tl_mem_init(&mem);
 	for (int64_t i = 0; !rc && i < a->nmemory; i++) {
 		const cs_a_memory *m = &a->memory[i];
-		struct mem_track *t;
-		int vmm, kind;
+		struct cs_tl_mem_row row = {m->start,	 m->pid,    m->device_id, m->op,
+					    m->mem_kind, m->result, m->address,	  m->bytes};
+		struct cs_tl_mem_change c;
+		int r;
 
-		if (m->start == CS_TS_UNKNOWN || !analysed(procs, m->pid))
+		if (!analysed(procs, m->pid))
 			continue;
-		kind = cs_mem_count_of(m->op, m->mem_kind, m->result, m->device_id, m->bytes, &vmm);
-		if (kind == CS_MEMCOUNT_NONE)
+		r = cs_tl_mem_apply(&mem, &row, &c);
+		if (r <= 0) {
+			rc = r;
 			continue;
-		t = track_of(&tracks, &n, &cap, m->pid, m->device_id);
-		rc = t ? track_row(t, m, kind, vmm) : CS_ERR_NOMEM;
+		}
+		for (; n < mem.n; n++) {
+			if (cs_grow((void **)&tracks, &cap, n + 1, sizeof(*tracks))) {
+				rc = CS_ERR_NOMEM;
+				break;
+			}
+			memset(&tracks[n], 0, sizeof(tracks[n]));
+		}
+		if (!rc)
+			rc = track_point(&tracks[c.level], m->start, mem.v[c.level].level);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		cJSON *o = cJSON_CreateObject(), *pts = track_points(&tracks[i]);
@@ -220,17 +192,15 @@ static int add_memory(const cs_analysis *a, const cs_report_processes *procs, cJ
 			rc = CS_ERR_NOMEM;
 			break;
 		}
-		cs_json_add_int(o, "pid", tracks[i].pid, -1);
-		cs_json_add_int(o, "device", tracks[i].device, -1);
-		cs_json_add_int(o, "peak_bytes", tracks[i].peak, -1);
+		cs_json_add_int(o, "pid", mem.v[i].pid, -1);
+		cs_json_add_int(o, "device", mem.v[i].device, -1);
+		cs_json_add_int(o, "peak_bytes", mem.v[i].peak, -1);
 		cJSON_AddItemToObject(o, "points", pts);
 	}
-	for (size_t i = 0; i < n; i++) {
-		u64map_free(&tracks[i].live[0]);
-		u64map_free(&tracks[i].live[1]);
+	for (size_t i = 0; i < n; i++)
 		free(tracks[i].v);
-	}
 	free(tracks);
+	cs_tl_mem_free(&mem);
 	return rc;
 }
 

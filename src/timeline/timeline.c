@@ -23,7 +23,8 @@
  * counter, so that a free takes back what was allocated, a free of memory allocated before the
  * trace counts for nothing (a level never goes below zero), and an address allocated again
  * replaces the allocation whose free was not seen. Export draws it as its counter track and
- * [memory] events, the view as its memory tracks, and `cuscope gate` and `cuscope diff` take
+ * [memory] events, the view as its memory tracks, the HTML report as its memory chart
+ * (src/report/charts.c), and `cuscope gate` and `cuscope diff` take
  * their peak device memory and their allocations and frees per step from it (src/gate/metrics.c).
  *
  * Which rows measure the memory a process holds. Physical memory is held from cudaMalloc (and
@@ -107,8 +108,8 @@ static int is_gpu(int kind)
 int cs_tl_key_cmp(const struct cs_tl_key *x, const struct cs_tl_key *y)
 {
 	/* a host thread's tracks: NVTX, API calls, launches, waits */
-	static const int host_rank[CS_TL_KINDS] = {[CS_TL_NVTX] = 0, [CS_TL_API] = 1,
-						   [CS_TL_LAUNCH] = 2, [CS_TL_WAITS] = 3};
+	static const int host_rank[CS_TL_KINDS] = {
+		[CS_TL_NVTX] = 0, [CS_TL_API] = 1, [CS_TL_LAUNCH] = 2, [CS_TL_WAITS] = 3};
 	int gx = is_gpu(x->kind), gy = is_gpu(y->kind);
 
 	if (gx != gy)
@@ -177,7 +178,6 @@ int cs_mem_count_of(int op, int mem_kind, int result, int device_id, int64_t byt
 	}
 	return CS_MEMCOUNT_NONE;
 }
-
 
 void cs_tl_mem_init(cs_tl_mem *m)
 {
@@ -255,8 +255,8 @@ int cs_tl_mem_apply(cs_tl_mem *m, const struct cs_tl_mem_row *r, struct cs_tl_me
 		if (!b)
 			return 0;
 		out->delta = out->bytes = -*b;
-		u64map_del_at(&l->live[vmm],
-			      (size_t)((unsigned char *)b - l->live[vmm].vals) / l->live[vmm].vsize);
+		u64map_del_at(&l->live[vmm], (size_t)((unsigned char *)b - l->live[vmm].vals) /
+						     l->live[vmm].vsize);
 	}
 	cs_sat_accum(&l->level, out->delta);
 	if (l->level > l->peak)
