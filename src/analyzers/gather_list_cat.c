@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rule_util.h"
+#include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
 
@@ -25,25 +26,6 @@
 #define MIN_STEP_SHARE 0.5
 /* A cost under this share of the median step is not reported. */
 #define MIN_SHARE 0.005
-
-/* a - b and a + b, saturated at the int64 limits (a trace may hold any times) */
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_sub_overflow(a, b, &r))
-		return b < 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 enum { K_OTHER = 0, K_GATHER, K_CAT, K_NCCL };
 
@@ -122,7 +104,7 @@ static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_
 		if (l < t0 || l > t1)
 			continue;
 		(*n)++;
-		*ns = sat_add(*ns, sat_sub(c->end, c->start));
+		*ns = cs_sat_add(*ns, cs_sat_sub(c->end, c->start));
 	}
 }
 
@@ -194,10 +176,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			 &cns);
 		matches++;
 		copies += nc;
-		copy_ns = sat_add(copy_ns, cns);
-		cat_ns = sat_add(cat_ns, sat_sub(c->end, c->start));
-		gather_ns = sat_add(gather_ns, sat_sub(g->end, g->start));
-		cost[st] = sat_add(cost[st], sat_add(cns, sat_sub(c->end, c->start)));
+		copy_ns = cs_sat_add(copy_ns, cns);
+		cat_ns = cs_sat_add(cat_ns, cs_sat_sub(c->end, c->start));
+		gather_ns = cs_sat_add(gather_ns, cs_sat_sub(g->end, g->start));
+		cost[st] = cs_sat_add(cost[st], cs_sat_add(cns, cs_sat_sub(c->end, c->start)));
 		if (gather_name < 0)
 			gather_name = g->name_id;
 		if (cat_name < 0)

@@ -12,6 +12,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
 #include "rule_util.h"
+#include "cuscope/checked.h"
 
 int cs_is_nccl_kernel(const char *name)
 {
@@ -45,25 +46,6 @@ const char *cs_rank_cause_name(int cause)
 
 /* ---- one process ---- */
 
-/* a + b and a - b held at the int64 limits: timestamps of a damaged trace may be anything */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_sub_overflow(a, b, &r))
-		return b < 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 struct span {
 	int64_t start, end;
 };
@@ -94,7 +76,7 @@ static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 		int64_t e = u[i].end < t1 ? u[i].end : t1;
 
 		if (e > s)
-			c = sat_add(c, sat_sub(e, s));
+			c = cs_sat_add(c, cs_sat_sub(e, s));
 	}
 	return c;
 }
@@ -180,17 +162,17 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
 		if (st < 0)
 			continue;
-		d = sat_sub(k->end, k->start);
+		d = cs_sat_sub(k->end, k->start);
 		if (!nccl[i]) {
-			out[st].compute_ns = sat_add(out[st].compute_ns, d);
+			out[st].compute_ns = cs_sat_add(out[st].compute_ns, d);
 			continue;
 		}
 		/* compute spans never include NCCL kernels, so what covers this one runs on
 		 * another stream */
-		out[st].comm_ns = sat_add(out[st].comm_ns, d);
+		out[st].comm_ns = cs_sat_add(out[st].comm_ns, d);
 		out[st].comm_kernels++;
 		out[st].comm_overlap_ns =
-			sat_add(out[st].comm_overlap_ns, covered(u, nu, k->start, k->end));
+			cs_sat_add(out[st].comm_overlap_ns, covered(u, nu, k->start, k->end));
 	}
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
@@ -205,7 +187,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 				break;
 			if (t1 > t0)
 				out[st].host_wait_ns =
-					sat_add(out[st].host_wait_ns, sat_sub(t1, t0));
+					cs_sat_add(out[st].host_wait_ns, cs_sat_sub(t1, t0));
 		}
 	}
 	for (int32_t i = 0; i < s->n; i++) {
@@ -214,13 +196,13 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		r->time = cs_step_time(s, i);
 		if (r->time < 0)
 			r->time = 0;
-		r->comm_exposed_ns = sat_sub(r->comm_ns, r->comm_overlap_ns);
-		r->own_ns = sat_sub(r->time, r->comm_exposed_ns);
+		r->comm_exposed_ns = cs_sat_sub(r->comm_ns, r->comm_overlap_ns);
+		r->own_ns = cs_sat_sub(r->time, r->comm_exposed_ns);
 		if (r->own_ns < 0)
 			r->own_ns = 0;
 		if (i > 0 && s->v[i].gpu_start != CS_TS_UNKNOWN &&
 		    s->v[i - 1].gpu_end != CS_TS_UNKNOWN && s->v[i].gpu_start > s->v[i - 1].gpu_end)
-			r->idle_before_ns = sat_sub(s->v[i].gpu_start, s->v[i - 1].gpu_end);
+			r->idle_before_ns = cs_sat_sub(s->v[i].gpu_start, s->v[i - 1].gpu_end);
 	}
 	goto out;
 nomem:

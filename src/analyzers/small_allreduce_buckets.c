@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "rule_util.h"
+#include "cuscope/checked.h"
 #include "cuscope/ranks.h"
 
 #define RULE_ID "small-allreduce-buckets"
@@ -31,25 +32,6 @@
 #define MIN_SMALL 8
 /* A loss under this share of the median step is not reported. */
 #define MIN_SHARE 0.01
-
-/* a - b and a + b, saturated at the int64 limits (a trace may hold any times) */
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_sub_overflow(a, b, &r))
-		return b < 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* 1 when an NCCL kernel name is an all-reduce's. */
 static int is_allreduce(const char *name)
@@ -113,8 +95,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			continue;
 		is_ar[i] = 1;
 		ndurs++;
-		if (lat < 0 || sat_sub(k->end, k->start) < lat)
-			lat = sat_sub(k->end, k->start);
+		if (lat < 0 || cs_sat_sub(k->end, k->start) < lat)
+			lat = cs_sat_sub(k->end, k->start);
 	}
 	if (ndurs == 0 || lat <= 0 || lat > MAX_LATENCY_NS)
 		goto out;
@@ -139,10 +121,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		if (!is_ar[i])
 			continue;
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
-		d = sat_sub(k->end, k->start);
+		d = cs_sat_sub(k->end, k->start);
 		durs[ndurs++] = d;
 		n_all[st]++;
-		t_all[st] = sat_add(t_all[st], d);
+		t_all[st] = cs_sat_add(t_all[st], d);
 		if (d <= SMALL_FACTOR * lat) {
 			n_small[st]++;
 			bw[st] += d - lat;
