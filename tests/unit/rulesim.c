@@ -551,3 +551,33 @@ int sim_main(Suite *suite, const char *prog)
 	srunner_free(sr);
 	return failed ? 1 : 0;
 }
+
+/* PyTorch's blocking copy of a pageable tensor from stack: a cudaMemcpyAsync of 4 MiB queued
+ * behind the GPU's work, then a synchronize of its stream that waits for the whole queue. */
+void sim_blocking_copy(struct sim *m, int64_t stack)
+{
+	cs_memcpy c;
+
+	memset(&c, 0, sizeof(c));
+	c.launch_start = m->h;
+	c.launch_end = m->h + 20 * US;
+	c.start = next_start(m, 7);
+	c.end = c.start + 10 * US;
+	c.pid = PID;
+	c.launch_tid = TID;
+	c.launch_cbid = CS_ID_NONE;
+	c.stream_id = 7;
+	c.correlation_id = ++m->corr;
+	c.copy_kind = CS_COPY_HTOD;
+	c.src_kind = CS_MEM_PAGEABLE;
+	c.dst_kind = CS_MEM_DEVICE;
+	c.is_async = 1;
+	c.src_device_id = c.dst_device_id = CS_ID_NONE;
+	c.bytes = 4 * MIB;
+	c.graph_id = c.graph_node_id = CS_ID_NONE;
+	c.stack_id = stack;
+	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
+	m->g[7] = c.end;
+	m->h = c.launch_end + 1 * US;
+	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+}

@@ -106,6 +106,9 @@ void busy_step(struct sim *m);
  */
 int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name));
 
+/* PyTorch's blocking copy of a pageable tensor (4 MiB, stream 7, its stack: stack), then the
+ * synchronize of its stream that waits for the whole queue. */
+void sim_blocking_copy(struct sim *m, int64_t stack);
 /* A rule test program's main: make tmp_dir, run the suite; its exit status. */
 int sim_main(Suite *suite, const char *prog);
 

@@ -1712,32 +1712,9 @@ END_TEST
  */
 static void blocking_copy_step(struct sim *m)
 {
-	cs_memcpy c;
-
 	sim_step_begin(m);
 	busy_step(m);
-	memset(&c, 0, sizeof(c));
-	c.launch_start = m->h;
-	c.launch_end = m->h + 20 * US;
-	c.start = next_start(m, 7);
-	c.end = c.start + 10 * US;
-	c.pid = PID;
-	c.launch_tid = TID;
-	c.launch_cbid = CS_ID_NONE;
-	c.stream_id = 7;
-	c.correlation_id = ++m->corr;
-	c.copy_kind = CS_COPY_HTOD;
-	c.src_kind = CS_MEM_PAGEABLE;
-	c.dst_kind = CS_MEM_DEVICE;
-	c.is_async = 1;
-	c.src_device_id = c.dst_device_id = CS_ID_NONE;
-	c.bytes = 4 * MIB;
-	c.graph_id = c.graph_node_id = CS_ID_NONE;
-	c.stack_id = CS_ID_NONE;
-	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
-	m->g[7] = c.end;
-	m->h = c.launch_end + 1 * US;
-	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
+	sim_blocking_copy(m, CS_ID_NONE);
 	sim_host(m, 300 * US);
 	sim_kernel(m, 7, 100 * US);
 	sim_step_end(m);
@@ -2221,7 +2198,8 @@ START_TEST(test_host_waits_shared_cache)
 				ck_assert_str_eq(f->rule, ids[r]);
 				ck_assert_msg(seen[r] < 2 * a->n, "%s: %s found more than alone",
 					      traces[t], ids[r]);
-				/* each finding of the rule comes twice; the first of its run alone */
+				/* each finding of the rule comes twice; the first of its run alone
+				 */
 				ck_assert_str_eq(f->title, a->v[0].title);
 				ck_assert_int_eq(f->lost_ns_per_step, a->v[0].lost_ns_per_step);
 				ck_assert_int_eq(f->nsteps, a->v[0].nsteps);
