@@ -581,3 +581,85 @@ void sim_blocking_copy(struct sim *m, int64_t stack)
 	m->h = c.launch_end + 1 * US;
 	sim_sync(m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(m), CS_ID_NONE);
 }
+
+/* ---- call sites (test_kernel_sites, test_call_sites) ---- */
+
+/* Two lines of a program: st[0] model.py:10 (forward), st[1] model.py:20 (normalize). */
+void sim_two_stacks(struct sim *m, int64_t *st)
+{
+	cs_frame a = {2, 0, NULL, "forward", 0, "model.py", 10};
+	cs_frame b = {2, 0, NULL, "normalize", 0, "model.py", 20};
+
+	st[0] = cs_writer_add_stack(m->w, &a, 1);
+	st[1] = cs_writer_add_stack(m->w, &b, 1);
+	ck_assert(st[0] >= 0 && st[1] >= 0);
+}
+
+/* The function of sim_two_stacks' line. */
+static const char *site_func(int line)
+{
+	return line == 10 ? "forward" : "normalize";
+}
+
+static void check_site(const char *id, const cJSON *l, const struct site_want *w, int64_t steps)
+{
+	int64_t n = (int64_t)cJSON_GetObjectItem(l, "count")->valuedouble;
+	int64_t c = (int64_t)cJSON_GetObjectItem(l, "cost_ns")->valuedouble;
+
+	ck_assert_int_eq(cJSON_GetObjectItem(l, "line")->valueint, w->line);
+	ck_assert_str_eq(cJSON_GetObjectItem(l, "file")->valuestring, "model.py");
+	ck_assert_msg(n == w->calls * steps, "%s: line %d: %lld calls in %lld steps", id, w->line,
+		      (long long)n, (long long)steps);
+	ck_assert_msg(c >= w->lo * steps && c <= w->hi * steps,
+		      "%s: line %d: %lld ns in %lld steps (%lld per step)", id, w->line,
+		      (long long)c, (long long)steps, (long long)(c / steps));
+}
+
+/*
+ * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists w0's
+ * line then w1's (JSON "locations", counts and costs over the affected steps), the finding's
+ * location is w0's, the text report has a `where:` line for each, in that order, and markdown lists
+ * w0's first under **Where:**.
+ */
+void sim_expect_sites(const char *path, const char *id, const struct site_want *w0,
+		      const struct site_want *w1)
+{
+	const char *js[] = {"cuscope",	"report", "--format", "json", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
+	const char *txt[] = {"cuscope", "report",  "--no-color", "--step-range", "step", "--warmup",
+			     "2",	"--rules", id,		 path,		 NULL};
+	const char *md[] = {"cuscope",	"report", "--format", "markdown", "--step-range", "step",
+			    "--warmup", "2",	  "--rules",  id,	  path,		  NULL};
+	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt), k = tu_cuscope(md);
+	cJSON *doc, *f, *loc;
+	char w[64], w2[64], wm[96];
+	const char *p1, *p2;
+	int64_t steps;
+
+	ck_assert_msg(j.rc == 0 && t.rc == 0, "%s: %s%s", id, j.err, t.err);
+	doc = cJSON_Parse(j.out);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")), 1);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	steps = cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps"));
+	ck_assert_msg(steps >= STEPS / 2, "%s: %lld steps", id, (long long)steps);
+	loc = cJSON_GetObjectItem(f, "locations");
+	ck_assert_msg(cJSON_GetArraySize(loc) == 2, "%s: %s", id, j.out);
+	check_site(id, cJSON_GetArrayItem(loc, 0), w0, steps);
+	check_site(id, cJSON_GetArrayItem(loc, 1), w1, steps);
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "location"), "line")->valueint,
+			 w0->line);
+	snprintf(w, sizeof(w), "where:    model.py:%d in %s (", w0->line, site_func(w0->line));
+	snprintf(w2, sizeof(w2), "model.py:%d in %s (", w1->line, site_func(w1->line));
+	p1 = strstr(t.out, w);
+	p2 = p1 ? strstr(p1 + strlen(w), w2) : NULL;
+	ck_assert_msg(p1 && p2, "%s: %s", id, t.out);
+	ck_assert_msg(k.rc == 0, "%s: %s", id, k.err);
+	snprintf(wm, sizeof(wm), "- **Where:**\n  - `model.py:%d in %s`:", w0->line,
+		 site_func(w0->line));
+	ck_assert_msg(strstr(k.out, wm), "%s: %s", id, k.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&k);
+}

@@ -109,6 +109,22 @@ int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)
 /* PyTorch's blocking copy of a pageable tensor (4 MiB, stream 7, its stack: stack), then the
  * synchronize of its stream that waits for the whole queue. */
 void sim_blocking_copy(struct sim *m, int64_t stack);
+/* Two lines of a program: st[0] model.py:10 (forward), st[1] model.py:20 (normalize). */
+void sim_two_stacks(struct sim *m, int64_t *st);
+/* What a call site is expected to be: its line, calls per affected step, cost per affected step
+ * within [lo, hi]. */
+struct site_want {
+	int line;
+	int64_t calls, lo, hi;
+};
+/*
+ * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists w0's
+ * line then w1's (JSON "locations", counts and costs over the affected steps), the finding's
+ * location is w0's, the text report has a `where:` line for each with its function, in that order,
+ * and markdown lists w0's first under **Where:**.
+ */
+void sim_expect_sites(const char *path, const char *id, const struct site_want *w0,
+		      const struct site_want *w1);
 /* A rule test program's main: make tmp_dir, run the suite; its exit status. */
 int sim_main(Suite *suite, const char *prog);
 

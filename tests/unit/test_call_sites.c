@@ -22,87 +22,6 @@
 #include "rulesim.h"
 #include "testutil.h"
 
-/* Two lines of a program: st[0] model.py:10 (forward), st[1] model.py:20 (normalize). */
-static void two_stacks(struct sim *m, int64_t *st)
-{
-	cs_frame a = {2, 0, NULL, "forward", 0, "model.py", 10};
-	cs_frame b = {2, 0, NULL, "normalize", 0, "model.py", 20};
-
-	st[0] = cs_writer_add_stack(m->w, &a, 1);
-	st[1] = cs_writer_add_stack(m->w, &b, 1);
-	ck_assert(st[0] >= 0 && st[1] >= 0);
-}
-
-/* What a site is expected to be: its line, calls per affected step, cost per affected step within
- * [lo, hi]. */
-struct want {
-	int line;
-	int64_t calls, lo, hi;
-};
-
-static void check_site(const char *id, const cJSON *l, const struct want *w, int64_t steps)
-{
-	int64_t n = (int64_t)cJSON_GetObjectItem(l, "count")->valuedouble;
-	int64_t c = (int64_t)cJSON_GetObjectItem(l, "cost_ns")->valuedouble;
-
-	ck_assert_int_eq(cJSON_GetObjectItem(l, "line")->valueint, w->line);
-	ck_assert_str_eq(cJSON_GetObjectItem(l, "file")->valuestring, "model.py");
-	ck_assert_msg(n == w->calls * steps, "%s: line %d: %lld calls in %lld steps", id, w->line,
-		      (long long)n, (long long)steps);
-	ck_assert_msg(c >= w->lo * steps && c <= w->hi * steps,
-		      "%s: line %d: %lld ns in %lld steps (%lld per step)", id, w->line,
-		      (long long)c, (long long)steps, (long long)(c / steps));
-}
-
-/*
- * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists w0's
- * line then w1's (JSON "locations", counts and costs over the affected steps), the finding's
- * location is w0's, the text report has a `where:` line for each, in that order, and markdown lists
- * w0's first under **Where:**.
- */
-static void expect_sites(const char *path, const char *id, const struct want *w0,
-			 const struct want *w1)
-{
-	const char *js[] = {"cuscope",	"report", "--format", "json", "--step-range", "step",
-			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
-	const char *txt[] = {"cuscope", "report",  "--no-color", "--step-range", "step", "--warmup",
-			     "2",	"--rules", id,		 path,		 NULL};
-	const char *md[] = {"cuscope",	"report", "--format", "markdown", "--step-range", "step",
-			    "--warmup", "2",	  "--rules",  id,	  path,		  NULL};
-	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt), k = tu_cuscope(md);
-	cJSON *doc, *f, *loc;
-	char w[64], w2[64], wm[96];
-	const char *p1, *p2;
-	int64_t steps;
-
-	ck_assert_msg(j.rc == 0 && t.rc == 0, "%s: %s%s", id, j.err, t.err);
-	doc = cJSON_Parse(j.out);
-	ck_assert_ptr_nonnull(doc);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")), 1);
-	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
-	steps = cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps"));
-	ck_assert_msg(steps >= STEPS / 2, "%s: %lld steps", id, (long long)steps);
-	loc = cJSON_GetObjectItem(f, "locations");
-	ck_assert_msg(cJSON_GetArraySize(loc) == 2, "%s: %s", id, j.out);
-	check_site(id, cJSON_GetArrayItem(loc, 0), w0, steps);
-	check_site(id, cJSON_GetArrayItem(loc, 1), w1, steps);
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "location"), "line")->valueint,
-			 w0->line);
-	snprintf(w, sizeof(w), "where:    model.py:%d in ", w0->line);
-	snprintf(w2, sizeof(w2), "model.py:%d in ", w1->line);
-	p1 = strstr(t.out, w);
-	p2 = p1 ? strstr(p1 + strlen(w), w2) : NULL;
-	ck_assert_msg(p1 && p2, "%s: %s", id, t.out);
-	ck_assert_msg(k.rc == 0, "%s: %s", id, k.err);
-	snprintf(wm, sizeof(wm), "- **Where:**\n  - `model.py:%d in %s`:", w0->line,
-		 w0->line == 10 ? "forward" : "normalize");
-	ck_assert_msg(strstr(k.out, wm), "%s: %s", id, k.out);
-	cJSON_Delete(doc);
-	tu_result_free(&j);
-	tu_result_free(&t);
-	tu_result_free(&k);
-}
-
 /* The finding of rule id on path has no sites and no location. */
 static void expect_no_sites(const char *path, const char *id)
 {
@@ -152,12 +71,12 @@ START_TEST(test_pageable_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	struct want w0 = {10, 1, 2002 * US, 2002 * US}, w1 = {20, 1, 502 * US, 502 * US};
+	struct site_want w0 = {10, 1, 2002 * US, 2002 * US}, w1 = {20, 1, 502 * US, 502 * US};
 
 	sim_open(&m, "sites_pageable.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	pageable_trace(&m, st);
-	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
+	sim_expect_sites(m.path, "pageable-memcpy", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -172,10 +91,10 @@ START_TEST(test_pageable_blocking_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	struct want w0 = {10, 1, 300 * US, 320 * US}, w1 = {20, 1, 100 * US, 120 * US};
+	struct site_want w0 = {10, 1, 300 * US, 320 * US}, w1 = {20, 1, 100 * US, 120 * US};
 
 	sim_open(&m, "sites_pageable_blocking.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		busy_step(&m);
@@ -188,7 +107,7 @@ START_TEST(test_pageable_blocking_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "pageable-memcpy", &w0, &w1);
+	sim_expect_sites(m.path, "pageable-memcpy", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -212,10 +131,10 @@ START_TEST(test_host_created_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	struct want w0 = {10, 1, 1150 * US, 1180 * US}, w1 = {20, 1, 560 * US, 590 * US};
+	struct site_want w0 = {10, 1, 1150 * US, 1180 * US}, w1 = {20, 1, 560 * US, 590 * US};
 
 	sim_open(&m, "sites_hct.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		layers(&m);
@@ -230,7 +149,7 @@ START_TEST(test_host_created_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "host-created-tensor", &w0, &w1);
+	sim_expect_sites(m.path, "host-created-tensor", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -245,11 +164,11 @@ START_TEST(test_dataloader_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	struct want w0 = {10, 1, 3100 * US, 3200 * US}, w1 = {20, 1, 1500 * US, 1500 * US};
+	struct site_want w0 = {10, 1, 3100 * US, 3200 * US}, w1 = {20, 1, 1500 * US, 1500 * US};
 
 	sim_open(&m, "sites_loader.db");
 	m.launch_ns = 8 * US;
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		sim_host(&m, 4 * MS);
@@ -263,7 +182,7 @@ START_TEST(test_dataloader_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "dataloader-stall", &w0, &w1);
+	sim_expect_sites(m.path, "dataloader-stall", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -280,10 +199,10 @@ START_TEST(test_empty_cache_sites)
 {
 	struct sim m;
 	int64_t st[2], addr[12];
-	struct want w0 = {10, 12, 12 * 60 * US, 800 * US}, w1 = {20, 12, 100 * US, 110 * US};
+	struct site_want w0 = {10, 12, 12 * 60 * US, 800 * US}, w1 = {20, 12, 100 * US, 110 * US};
 
 	sim_open(&m, "sites_empty_cache.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	sim_alloc(&m, 4 * GIB);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
@@ -301,7 +220,7 @@ START_TEST(test_empty_cache_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
+	sim_expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -341,7 +260,8 @@ START_TEST(test_empty_cache_sites_without_api)
 {
 	struct sim m;
 	int64_t st[2], addr[12];
-	struct want w0 = {10, 8, 7 * 61 * US, 7 * 61 * US}, w1 = {20, 4, 4 * 61 * US, 4 * 61 * US};
+	struct site_want w0 = {10, 8, 7 * 61 * US, 7 * 61 * US},
+			 w1 = {20, 4, 4 * 61 * US, 4 * 61 * US};
 	const char *js[] = {"cuscope", "report",   "--format", "json",	  "--step-range",
 			    "step",    "--warmup", "2",	       "--rules", "empty-cache-in-loop",
 			    NULL,      NULL};
@@ -349,7 +269,7 @@ START_TEST(test_empty_cache_sites_without_api)
 	cJSON *doc, *f;
 
 	sim_open(&m, "sites_empty_cache_noapi.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	m.addr = 0x10000000;
 	mem_row(&m, CS_MEMOP_ALLOC, 4 * GIB, m.addr, 100 * US, CS_ID_NONE);
 	for (int s = 0; s < STEPS; s++) {
@@ -369,7 +289,7 @@ START_TEST(test_empty_cache_sites_without_api)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
+	sim_expect_sites(m.path, "empty-cache-in-loop", &w0, &w1);
 	js[10] = m.path;
 	j = tu_cuscope(js);
 	ck_assert_msg(j.rc == 0, "%s", j.err);
@@ -396,10 +316,10 @@ START_TEST(test_ceiling_sites)
 {
 	struct sim m;
 	int64_t st[2], prev[3] = {0, 0, 0}, cur[3];
-	struct want w0 = {10, 4, 450 * US, 500 * US}, w1 = {20, 3, 100 * US, 110 * US};
+	struct site_want w0 = {10, 4, 450 * US, 500 * US}, w1 = {20, 3, 100 * US, 110 * US};
 
 	sim_open(&m, "sites_ceiling.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	sim_alloc(&m, 4 * GIB);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
@@ -422,7 +342,7 @@ START_TEST(test_ceiling_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "memory-ceiling-thrash", &w0, &w1);
+	sim_expect_sites(m.path, "memory-ceiling-thrash", &w0, &w1);
 	free(m.path);
 }
 END_TEST
@@ -457,12 +377,12 @@ START_TEST(test_churn_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	struct want w0 = {20, 1, 100 * US, 100 * US}, w1 = {10, 1, 60 * US, 80 * US};
+	struct site_want w0 = {20, 1, 100 * US, 100 * US}, w1 = {10, 1, 60 * US, 80 * US};
 
 	sim_open(&m, "sites_churn.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	churn_trace(&m, st);
-	expect_sites(m.path, "allocator-churn", &w0, &w1);
+	sim_expect_sites(m.path, "allocator-churn", &w0, &w1);
 	free(m.path);
 }
 END_TEST

@@ -223,61 +223,6 @@ static void drain(struct sim *m)
 	sim_sync(m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(m), CS_ID_NONE);
 }
 
-/* Two lines of a program: sites[0] model.py:10 (forward), sites[1] model.py:20 (normalize). */
-static void two_stacks(struct sim *m, int64_t *sites)
-{
-	cs_frame a = {2, 0, NULL, "forward", 0, "model.py", 10};
-	cs_frame b = {2, 0, NULL, "normalize", 0, "model.py", 20};
-
-	sites[0] = cs_writer_add_stack(m->w, &a, 1);
-	sites[1] = cs_writer_add_stack(m->w, &b, 1);
-	ck_assert(sites[0] >= 0 && sites[1] >= 0);
-}
-
-/*
- * Rule id's one finding on path (steps: the NVTX ranges "step", two of them warm-up) lists
- * model.py:10 with n0 launches and cost0 of cost per affected step, then model.py:20 with n1 and
- * cost1 (as JSON "locations"), and the text report has a `where:` line for each, in that order.
- */
-static void expect_sites(const char *path, const char *id, int64_t n0, int64_t cost0, int64_t n1,
-			 int64_t cost1)
-{
-	const char *js[] = {"cuscope",	"report", "--format", "json", "--step-range", "step",
-			    "--warmup", "2",	  "--rules",  id,     path,	      NULL};
-	const char *txt[] = {"cuscope", "report",  "--no-color", "--step-range", "step", "--warmup",
-			     "2",	"--rules", id,		 path,		 NULL};
-	struct tu_result j = tu_cuscope(js), t = tu_cuscope(txt);
-	cJSON *doc, *f, *loc, *l0, *l1;
-	const char *p1, *p2;
-	int64_t steps;
-
-	ck_assert_msg(j.rc == 0 && t.rc == 0, "%s: %s%s", id, j.err, t.err);
-	doc = cJSON_Parse(j.out);
-	ck_assert_ptr_nonnull(doc);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")), 1);
-	f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
-	steps = cJSON_GetArraySize(cJSON_GetObjectItem(f, "steps"));
-	ck_assert_msg(steps >= STEPS / 2, "%s: %lld steps", id, (long long)steps);
-	loc = cJSON_GetObjectItem(f, "locations");
-	ck_assert_msg(cJSON_GetArraySize(loc) == 2, "%s: %s", id, j.out);
-	l0 = cJSON_GetArrayItem(loc, 0);
-	l1 = cJSON_GetArrayItem(loc, 1);
-	ck_assert_int_eq(cJSON_GetObjectItem(l0, "line")->valueint, 10);
-	ck_assert_int_eq(cJSON_GetObjectItem(l1, "line")->valueint, 20);
-	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(l0, "count")->valuedouble, n0 * steps);
-	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(l1, "count")->valuedouble, n1 * steps);
-	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(l0, "cost_ns")->valuedouble, cost0 * steps);
-	ck_assert_int_eq((int64_t)cJSON_GetObjectItem(l1, "cost_ns")->valuedouble, cost1 * steps);
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "location"), "line")->valueint,
-			 10);
-	p1 = strstr(t.out, "where:    model.py:10 in forward (");
-	p2 = strstr(t.out, "model.py:20 in normalize (");
-	ck_assert_msg(p1 && p2 && p1 < p2, "%s: %s", id, t.out);
-	cJSON_Delete(doc);
-	tu_result_free(&j);
-	tu_result_free(&t);
-}
-
 /*
  * unfused-elementwise: a chain of four 100 us kernels from line 10 and one of two 50 us kernels
  * from line 20, each behind a GEMM (queued: the GPU starts each 1 us after the previous one). A
@@ -290,7 +235,7 @@ START_TEST(test_unfused_elementwise_sites)
 	int64_t st[2];
 
 	sim_open(&m, "sites_ew.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		m.kernel_stack = CS_ID_NONE;
@@ -308,7 +253,9 @@ START_TEST(test_unfused_elementwise_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "unfused-elementwise", 4, 303 * US, 2, 51 * US);
+	sim_expect_sites(m.path, "unfused-elementwise",
+			 &(struct site_want){10, 4, 303 * US, 303 * US},
+			 &(struct site_want){20, 2, 51 * US, 51 * US});
 	free(m.path);
 }
 END_TEST
@@ -325,7 +272,7 @@ START_TEST(test_unfused_optimizer_sites)
 	const int64_t gap = 23 * US;
 
 	sim_open(&m, "sites_opt.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		m.kernel_stack = CS_ID_NONE;
@@ -341,7 +288,9 @@ START_TEST(test_unfused_optimizer_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "unfused-optimizer", 60, 59 * gap, 20, 20 * gap);
+	sim_expect_sites(m.path, "unfused-optimizer",
+			 &(struct site_want){10, 60, 59 * gap, 59 * gap},
+			 &(struct site_want){20, 20, 20 * gap, 20 * gap});
 	free(m.path);
 }
 END_TEST
@@ -357,7 +306,7 @@ START_TEST(test_zero_grad_sites)
 	int64_t st[2];
 
 	sim_open(&m, "sites_zero.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		for (int t = 0; t < 16; t++) {
@@ -375,7 +324,10 @@ START_TEST(test_zero_grad_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "zero-grad-memset", 12, 12 * 2 * US + 11 * 7 * US, 4, 4 * 9 * US);
+	sim_expect_sites(
+		m.path, "zero-grad-memset",
+		&(struct site_want){10, 12, 12 * 2 * US + 11 * 7 * US, 12 * 2 * US + 11 * 7 * US},
+		&(struct site_want){20, 4, 4 * 9 * US, 4 * 9 * US});
 	free(m.path);
 }
 END_TEST
@@ -390,7 +342,7 @@ START_TEST(test_index_select_sites)
 	int64_t st[2];
 
 	sim_open(&m, "sites_ise.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		m.kernel_stack = CS_ID_NONE;
@@ -407,7 +359,9 @@ START_TEST(test_index_select_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "index-select-embedding", 1, 1 * MS, 1, 300 * US);
+	sim_expect_sites(m.path, "index-select-embedding",
+			 &(struct site_want){10, 1, 1 * MS, 1 * MS},
+			 &(struct site_want){20, 1, 300 * US, 300 * US});
 	free(m.path);
 }
 END_TEST
@@ -424,7 +378,7 @@ START_TEST(test_launch_starvation_sites)
 	int64_t st[2];
 
 	sim_open(&m, "sites_starve.db");
-	two_stacks(&m, st);
+	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		for (int i = 0; i < 10; i++) {
@@ -438,7 +392,9 @@ START_TEST(test_launch_starvation_sites)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	expect_sites(m.path, "launch-starvation", 10, 9 * 45 * US + 55 * US, 10, 10 * 15 * US);
+	sim_expect_sites(m.path, "launch-starvation",
+			 &(struct site_want){10, 10, 9 * 45 * US + 55 * US, 9 * 45 * US + 55 * US},
+			 &(struct site_want){20, 10, 10 * 15 * US, 10 * 15 * US});
 	free(m.path);
 }
 END_TEST
