@@ -196,6 +196,8 @@ enum cs_api_class {
 		19,			 /* cuMemAddressFree: arg_address = va, arg_bytes = size */
 	CS_APICLASS_PROFILER_START = 20, /* cudaProfilerStart / cuProfilerStart */
 	CS_APICLASS_PROFILER_STOP = 21,
+	CS_APICLASS_HOST_FUNC = 22, /* cudaLaunchHostFunc, cuLaunchHostFunc, stream callbacks: a
+				       host function the stream runs when it gets there */
 	CS_APICLASS_MAX
 };
 

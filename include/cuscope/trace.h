@@ -182,6 +182,9 @@ enum cs_sync_type {
 		100, /* a synchronous memcpy that made the host wait (no CUPTI sync record) */
 	CS_SYNC_EVENT_QUERY = 101, /* queries: not host waits */
 	CS_SYNC_STREAM_QUERY = 102,
+	/* a host function (cudaLaunchHostFunc & co) enqueued right after a device-to-host copy: the
+	 * analysis takes it as a host wait for the copy (never stored in a trace) */
+	CS_SYNC_HOST_FUNC = 103,
 };
 const char *cs_sync_type_name(int type);
 /* 1 when the type is a host wait (the host thread blocked until GPU work finished). */

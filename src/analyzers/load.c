@@ -337,6 +337,147 @@ static int mark_polling_waits(cs_analysis *a)
 	return 0;
 }
 
+/* A launch of GPU work by a thread, for finding what a thread launched last. */
+struct thread_launch {
+	uint64_t thread; /* pid << 32 | tid */
+	int64_t t;	 /* launch time */
+	int64_t copy;	 /* index in a->copies, or -1 for a kernel */
+};
+
+static int cmp_thread_launch(const void *pa, const void *pb)
+{
+	const struct thread_launch *x = pa, *y = pb;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmp_sync_start(const void *pa, const void *pb)
+{
+	const cs_a_sync *x = pa, *y = pb;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int is_host_func(const char *name)
+{
+	static const char *const names[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc",
+					    "cudaStreamAddCallback", "cuStreamAddCallback"};
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(name, names[i], strlen(names[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* The host function call h as a host wait when the last GPU work its thread launched before it
+ * is a device-to-host copy; 1 when it is, 0 when not. */
+static int host_func_wait(const cs_analysis *a, const struct thread_launch *v, int64_t n,
+			  const cs_a_api *h, cs_a_sync *out)
+{
+	uint64_t key = (uint64_t)h->pid << 32 | h->tid;
+	int64_t lo = 0, hi = n;
+	const cs_a_copy *c;
+
+	while (lo < hi) { /* first launch of a later thread, or of this thread at or after h */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].thread < key || (v[mid].thread == key && v[mid].t < h->start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || v[lo - 1].thread != key || v[lo - 1].copy < 0)
+		return 0;
+	c = &a->copies[v[lo - 1].copy];
+	if (c->is_memset || (c->copy_kind != CS_COPY_DTOH && c->copy_kind != CS_COPY_ATOH) ||
+	    c->end == CS_TS_UNKNOWN)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->start = h->start;
+	out->end = h->end != CS_TS_UNKNOWN && h->end > c->end ? h->end : c->end;
+	out->stack_id = h->stack_id;
+	out->pid = h->pid;
+	out->tid = h->tid;
+	out->stream_id = c->stream_id;
+	out->type = CS_SYNC_HOST_FUNC;
+	out->host_wait = 1;
+	out->cbid = h->cbid;
+	return 1;
+}
+
+/*
+ * A host that has the stream call it back after a device-to-host copy (cudaLaunchHostFunc,
+ * cuLaunchHostFunc or a stream callback, enqueued by the thread that launched the copy with no
+ * other GPU work of that thread between: how XLA learns that a transfer is done) can wait for
+ * the copy without any CUDA wait call: its thread blocks on its own notification. Each such call
+ * becomes a host wait (CS_SYNC_HOST_FUNC) from the call to the later of its end and the copy's
+ * end, merged into a->syncs by start. Whether the host really waited shows as for any other wait:
+ * d2h-sync charges it only when the GPU ran out of work before the host launched again. 0, or
+ * CS_ERR_NOMEM.
+ */
+static int add_host_func_waits(cs_analysis *a)
+{
+	struct thread_launch *v = NULL;
+	cs_a_sync *add = NULL, *merged = NULL;
+	int64_t nfunc = 0, n = 0, nadd = 0;
+	int rc = CS_ERR_NOMEM;
+
+	for (int64_t i = 0; i < a->napis; i++)
+		if (is_host_func(cs_analysis_string(a, a->apis[i].name_id)))
+			nfunc++;
+	if (nfunc == 0)
+		return 0;
+	v = malloc(((size_t)a->nkernels + (size_t)a->ncopies + 1) * sizeof(*v));
+	add = malloc((size_t)nfunc * sizeof(*add));
+	if (!v || !add)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t t = cs_launch_time(k->launch_start, k->start);
+
+		if (k->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
+			v[n++] = (struct thread_launch){(uint64_t)k->pid << 32 | k->launch_tid, t, -1};
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+		int64_t t = cs_launch_time(c->launch_start, c->start);
+
+		if (c->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
+			v[n++] = (struct thread_launch){(uint64_t)c->pid << 32 | c->launch_tid, t, i};
+	}
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_thread_launch);
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *h = &a->apis[i];
+
+		if (h->start != CS_TS_UNKNOWN && is_host_func(cs_analysis_string(a, h->name_id)) &&
+		    host_func_wait(a, v, n, h, &add[nadd]))
+			nadd++;
+	}
+	rc = 0;
+	if (nadd == 0)
+		goto out;
+	cs_sort(add, (size_t)nadd, sizeof(*add), cmp_sync_start);
+	rc = CS_ERR_NOMEM;
+	merged = malloc((size_t)(a->nsyncs + nadd) * sizeof(*merged));
+	if (!merged)
+		goto out;
+	/* the recorded waits first on equal starts */
+	for (int64_t i = 0, j = 0, w = 0; i < a->nsyncs || j < nadd; w++)
+		merged[w] = j >= nadd || (i < a->nsyncs && a->syncs[i].start <= add[j].start)
+				    ? a->syncs[i++]
+				    : add[j++];
+	free(a->syncs);
+	a->syncs = merged;
+	a->nsyncs += nadd;
+	rc = 0;
+out:
+	free(v);
+	free(add);
+	return rc;
+}
+
 static int row_api(const int64_t *v, void *arg)
 {
 	struct load_ctx *c = arg;
@@ -684,7 +825,7 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 	free(c.memsets);
 	c.memsets = NULL;
 	drop_dangling_names(a);
-	if (mark_polling_waits(a)) {
+	if (mark_polling_waits(a) || add_host_func_waits(a)) {
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
 				  cs_trace_path(t));
 		goto fail;

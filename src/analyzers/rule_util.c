@@ -1556,7 +1556,8 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
 						       CS_SYNC_CONTEXT_SYNCHRONIZE,
 						       CS_SYNC_MEMCPY,
 						       CS_SYNC_EVENT_QUERY,
-						       CS_SYNC_STREAM_QUERY};
+						       CS_SYNC_STREAM_QUERY,
+						       CS_SYNC_HOST_FUNC};
 	int64_t count[RU_WAIT_TYPES] = {0};
 	cJSON *types;
 

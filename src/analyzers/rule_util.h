@@ -363,7 +363,7 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 
 /* The sync types a finding counts its waits by. */
-#define RU_WAIT_TYPES 8
+#define RU_WAIT_TYPES 9
 /*
  * The waits of d that cost GPU time, by sync type, added to e as "waits_by_type"; *best is the
  * costliest of them (-1: none). 0, or CS_ERR_NOMEM.

@@ -67,6 +67,10 @@ static const struct class_name class_names[] = {
 	{"cuProfilerStart", CS_APICLASS_PROFILER_START},
 	{"cudaProfilerStop", CS_APICLASS_PROFILER_STOP},
 	{"cuProfilerStop", CS_APICLASS_PROFILER_STOP},
+	{"cudaLaunchHostFunc", CS_APICLASS_HOST_FUNC},
+	{"cuLaunchHostFunc", CS_APICLASS_HOST_FUNC},
+	{"cudaStreamAddCallback", CS_APICLASS_HOST_FUNC},
+	{"cuStreamAddCallback", CS_APICLASS_HOST_FUNC},
 };
 
 /* Copy name without version and per-thread-stream suffixes into out. */

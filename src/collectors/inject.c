@@ -48,6 +48,9 @@
  *                    leave one source or mechanism out (to measure what each costs)
  *   cb_noop          the API callbacks are enabled but return at once (CUPTI's cost of them
  *                    without cuscope's code; records no API calls)
+ *   pinned           CUPTI keeps its kernel, copy and set records in pinned host memory
+ *                    (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED) instead of device memory
+ *   no_memcpy2       no MEMCPY2 activity (copies between GPUs)
  *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
  *                    CUDA event ids) instead of from the wait and query callbacks (api.c); that
  *                    activity costs every kernel launch, the callbacks only the waits
@@ -88,6 +91,8 @@ struct inject_options {
 	int cb_domains;	      /* 1 runtime, 2 driver, 3 both (default) */
 	int backtrace;	      /* capture stacks at waits, copies, allocations and frees */
 	int no_launch_stacks; /* ... but not at kernel launches */
+	int pinned;	      /* CUPTI's records in pinned host memory, not device memory */
+	int no_memcpy2;	      /* no MEMCPY2 activity */
 	int no_pool;	      /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
 	int staging;	      /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
@@ -184,6 +189,10 @@ static void parse_options(void)
 			opts.backtrace = 1;
 		else if (strcmp(tok, "no_launch_stacks") == 0)
 			opts.no_launch_stacks = 1;
+		else if (strcmp(tok, "pinned") == 0)
+			opts.pinned = 1;
+		else if (strcmp(tok, "no_memcpy2") == 0)
+			opts.no_memcpy2 = 1;
 		else if (strcmp(tok, "no_pool") == 0)
 			opts.no_pool = 1;
 		else if (strcmp(tok, "no_staging") == 0)
@@ -621,12 +630,20 @@ static int enable_activities(void)
 		cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsz,
 					  &zeroed);
 	}
+	if (opts.pinned) {
+		uint8_t pinned = 1;
+		size_t psz = sizeof(pinned);
+
+		cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &psz,
+					  &pinned);
+	}
 	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return -1;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		CUptiResult rc;
 
 		if ((opts.no_memory && kinds[i] == CUPTI_ACTIVITY_KIND_MEMORY2) ||
+		    (opts.no_memcpy2 && kinds[i] == CUPTI_ACTIVITY_KIND_MEMCPY2) ||
 		    ((opts.no_sync || !opts.sync_activity) &&
 		     kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
 			continue;

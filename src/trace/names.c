@@ -127,6 +127,8 @@ const char *cs_sync_type_name(int type)
 		return "event_query";
 	case CS_SYNC_STREAM_QUERY:
 		return "stream_query";
+	case CS_SYNC_HOST_FUNC:
+		return "host_function";
 	}
 	return "unknown";
 }
@@ -138,6 +140,7 @@ int cs_sync_type_is_host_wait(int type)
 	case CS_SYNC_STREAM_SYNCHRONIZE:
 	case CS_SYNC_CONTEXT_SYNCHRONIZE:
 	case CS_SYNC_MEMCPY:
+	case CS_SYNC_HOST_FUNC:
 		return 1;
 	}
 	return 0;

@@ -7,11 +7,13 @@
 #
 # Runs a host-bound launch loop in ROUNDS rounds: tests/gpu/programs/launch_loop.cu (empty-kernel launches from
 # C, the default) or, with LAUNCH_PROGRAM=torch, tests/gpu/programs/launch_torch.py (a PyTorch `add_` loop).
-# Each round runs every variant once, in turn: no profiler ("none"), `cuscope record` ("default"), `cuscope
+# Each round runs every variant once, in turn, starting one variant later each round (so that no variant
+# always runs first or after the same one): no profiler ("none"), `cuscope record` ("default"), `cuscope
 # record --no-backtrace` ("nobt"), `cuscope
 # record` with each set of development options of the injection library (CUSCOPE_RECORD_EXTRA,
 # src/collectors/inject.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
-# ("torchprof"). Prints, per variant, the median and range of the metric per launch and the median added to
+# ("torchprof"). A variant written LABEL:OPTIONS runs with CUSCOPE_RECORD_EXTRA=OPTIONS under the name LABEL
+# (e.g. floor:no_callbacks,no_memory,no_sync,no_nvtx for CUPTI's kernel records alone). Prints, per variant, the median and range of the metric per launch and the median added to
 # the no-profiler run of the same round, and writes it to $OUT/launch-variants.txt. The metric is the
 # process CPU time per launch (cpu_us_per_launch) for the C loop and the wall time per launch (us_per_launch)
 # for the PyTorch loop; METRIC= picks another.
@@ -45,7 +47,10 @@ say "program: ${L[*]} $N; metric: $METRIC"
 VARIANTS=(${LAUNCH_VARIANTS:-$DEFAULT_VARIANTS})
 for r in $(seq 1 "$ROUNDS"); do
 	line="round $r:"
-	for v in "${VARIANTS[@]}"; do
+	nv=${#VARIANTS[@]}
+	for k in $(seq 0 $((nv - 1))); do
+		v=${VARIANTS[$(((k + r - 1) % nv))]}
+		opt=${v#*:}
 		if [ "$v" = none ]; then
 			"${L[@]}" "$N" >"$W/out" 2>&1
 		elif [ "$v" = torchprof ]; then
@@ -55,16 +60,16 @@ for r in $(seq 1 "$ROUNDS"); do
 		elif [ "$v" = nobt ]; then
 			"$C" record -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		else
-			CUSCOPE_RECORD_EXTRA=$v "$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			CUSCOPE_RECORD_EXTRA=$opt "$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
-		echo "$v ${x:-nan}" >>"$W/all"
-		line="$line $v=${x:-FAILED}"
+		echo "${v%%:*} ${x:-nan}" >>"$W/all"
+		line="$line ${v%%:*}=${x:-FAILED}"
 	done
 	say "$line"
 done
 say ""
-python3 - "$W/all" "${VARIANTS[@]}" <<'PY' | tee -a "$log"
+python3 - "$W/all" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 names = sys.argv[2:]

@@ -498,6 +498,24 @@ void sim_query(struct sim *m, int type, int stream, int result)
 	m->h = y.end + 1 * US;
 }
 
+void sim_host_func(struct sim *m, uint32_t tid)
+{
+	cs_api x;
+
+	memset(&x, 0, sizeof(x));
+	x.start = m->h;
+	x.end = m->h + 1 * US;
+	x.pid = PID;
+	x.tid = tid;
+	x.api_kind = CS_API_DRIVER;
+	x.cbid = 527;
+	x.correlation_id = ++m->corr;
+	x.name_id = name_id(m, "cuLaunchHostFunc");
+	x.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
+	m->h = x.end;
+}
+
 int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name))
 {
 	static const char *const dirs[] = {"samples/rules/traces", "tests/data/corpus"};

@@ -93,6 +93,8 @@ int64_t sim_alloc(struct sim *m, int64_t bytes);
 void sim_step_begin(struct sim *m);
 void sim_step_end(struct sim *m);
 void sim_query(struct sim *m, int type, int stream, int result);
+/* A cuLaunchHostFunc call of thread tid (1 us) at the host's time. */
+void sim_host_func(struct sim *m, uint32_t tid);
 /* Loads a synthetic trace with its NVTX steps (2 of them warm-up) and runs one rule on it. */
 void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l);
 /* How many findings rule id makes on a synthetic trace; f keeps them. */

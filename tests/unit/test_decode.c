@@ -497,6 +497,9 @@ START_TEST(api_classes_from_names)
 	ck_assert_int_eq(cs_api_class_of("cuMemUnmap"), CS_APICLASS_VMM_UNMAP);
 	ck_assert_int_eq(cs_api_class_of("cuMemAddressReserve"), CS_APICLASS_VMM_RESERVE);
 	ck_assert_int_eq(cs_api_class_of("cudaProfilerStart_v4000"), CS_APICLASS_PROFILER_START);
+	ck_assert_int_eq(cs_api_class_of("cuLaunchHostFunc_ptsz"), CS_APICLASS_HOST_FUNC);
+	ck_assert_int_eq(cs_api_class_of("cudaLaunchHostFunc_v10000"), CS_APICLASS_HOST_FUNC);
+	ck_assert_int_eq(cs_api_class_of("cuStreamAddCallback"), CS_APICLASS_HOST_FUNC);
 	/* Look-alikes that are something else. */
 	ck_assert_int_eq(cs_api_class_of("cudaMallocHost_v3020"), CS_APICLASS_OTHER);
 	ck_assert_int_eq(cs_api_class_of("cuMemAllocHost_v2"), CS_APICLASS_OTHER);

@@ -245,6 +245,68 @@ END_TEST
  * every other step, with more host work after it): the report lists each with its calls and share
  * of their cost, in text, JSON ("locations") and markdown.
  */
+/*
+ * XLA's way of reading a value back: a transfer thread launches the copy and enqueues a host
+ * function that tells the Python thread the data is there; no CUDA wait call anywhere. mode 0:
+ * the host waits for it (the next step is launched after the copy ended): d2h-sync. mode 1: the
+ * host launches the next step before the copy ends (a read one step late): nothing. mode 2: the
+ * host function follows a kernel, not a copy (a buffer-ready notification): nothing.
+ */
+static void host_func_steps(const char *file, int mode, struct found *f, struct loaded *l)
+{
+	struct sim m;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		busy_step(&m);
+		if (mode == 2) {
+			sim_host_func(&m, TID);
+			sim_host(&m, 300 * US);
+		} else {
+			sim_d2h(&m, 7, 4, 1, CS_ID_NONE);
+			/* the copy's launch is the transfer thread's: the sim launches on TID */
+			sim_host_func(&m, TID);
+			if (mode == 0 && gpu_end(&m) > m.h)
+				sim_host(&m, gpu_end(&m) - m.h);
+			sim_host(&m, 300 * US);
+		}
+		sim_kernel(&m, 7, 100 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	run_synthetic(&m, "d2h-sync", f, l);
+}
+
+START_TEST(test_d2h_host_func)
+{
+	struct found f;
+	struct loaded l;
+	cJSON *types;
+
+	host_func_steps("d2h_host_func.db", 0, &f, &l);
+	ck_assert_int_eq(f.n, 1);
+	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
+	/* the 300 us after the notification, of a ~4.4 ms step */
+	ck_assert_msg(f.v[0].lost_ns_per_step > 290 * US && f.v[0].lost_ns_per_step < 340 * US,
+		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
+	types = cJSON_GetObjectItem(f.v[0].evidence, "waits_by_type");
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(types, "host_function"));
+	found_free(&f);
+	unload(&l);
+
+	host_func_steps("d2h_host_func_late.db", 1, &f, &l);
+	ck_assert_int_eq(f.n, 0);
+	found_free(&f);
+	unload(&l);
+
+	host_func_steps("d2h_host_func_no_copy.db", 2, &f, &l);
+	ck_assert_int_eq(f.n, 0);
+	found_free(&f);
+	unload(&l);
+}
+END_TEST
+
 START_TEST(test_d2h_sites_in_report)
 {
 	struct sim m;
@@ -2360,6 +2422,7 @@ static Suite *rules_suite(void)
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_registry);
 	tcase_add_test(ts, test_d2h_drain);
+	tcase_add_test(ts, test_d2h_host_func);
 	tcase_add_test(ts, test_d2h_sites_in_report);
 	tcase_add_test(ts, test_d2h_then_input_stall);
 	tcase_add_test(ts, test_d2h_sync_memcpy);
