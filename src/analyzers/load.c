@@ -438,14 +438,16 @@ static int add_host_func_waits(cs_analysis *a)
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 
 		if (k->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
-			v[n++] = (struct thread_launch){(uint64_t)k->pid << 32 | k->launch_tid, t, -1};
+			v[n++] = (struct thread_launch){(uint64_t)k->pid << 32 | k->launch_tid, t,
+							-1};
 	}
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t t = cs_launch_time(c->launch_start, c->start);
 
 		if (c->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
-			v[n++] = (struct thread_launch){(uint64_t)c->pid << 32 | c->launch_tid, t, i};
+			v[n++] = (struct thread_launch){(uint64_t)c->pid << 32 | c->launch_tid, t,
+							i};
 	}
 	cs_sort(v, (size_t)n, sizeof(*v), cmp_thread_launch);
 	for (int64_t i = 0; i < a->napis; i++) {
