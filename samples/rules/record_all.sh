@@ -63,6 +63,8 @@ programs=(
 	"allocator-churn-bad|allocator-churn/bad.py"
 	"allocator-churn-fixed|allocator-churn/fixed.py"
 	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
+	"allocator-churn-bad_no_caching|allocator-churn/bad_no_caching.py"
+	"allocator-churn-fixed_no_caching|allocator-churn/fixed_no_caching.py"
 	"unfused-optimizer-bad|unfused-optimizer/bad.py"
 	"unfused-optimizer-bad_sgd|unfused-optimizer/bad.py --opt sgd"
 	"unfused-optimizer-fixed|unfused-optimizer/fixed.py"
