@@ -6,9 +6,11 @@
 # OUTDIR defaults to samples/rules/traces. Each program is recorded into OUTDIR/<rule>-<name>.db (clean.py into
 # OUTDIR/clean.db) with a time limit of 120 s; its output goes to OUTDIR/logs/<rule>-<name>.log. A failure does
 # not stop the run. One line per program: exit status, trace size in bytes, and the program's final `done` line.
-# The exit status is the number of programs that failed.
+# The exit status is the number of programs that failed. A CUDA C program (a .cu file) is first built with
+# `$NVCC -O2 -arch=$NVCC_ARCH` into a temporary directory (its compiler output in OUTDIR/logs/<name>.build.log).
 #
 # Environment: CUSCOPE (default: cuscope on PATH), PYTHON (default: python3), TIMEOUT (seconds, default 120),
+# NVCC (default: nvcc), NVCC_ARCH (default: sm_90),
 # CUSCOPE_RECORD_OPTS (extra `cuscope record` options, e.g. --latency-timestamps), ONLY (a substring: record
 # only the programs whose trace name contains it).
 set -u
@@ -22,6 +24,10 @@ limit=${TIMEOUT:-120}
 only=${ONLY:-}
 # shellcheck disable=SC2206
 record_opts=(${CUSCOPE_RECORD_OPTS:-})
+nvcc=${NVCC:-nvcc}
+arch=${NVCC_ARCH:-sm_90}
+bindir=$(mktemp -d) || exit 1
+trap 'rm -rf "$bindir"' EXIT
 
 mkdir -p "$out/logs" || exit 1
 out=$(cd "$out" && pwd)
@@ -63,6 +69,10 @@ programs=(
 	"allocator-churn-bad|allocator-churn/bad.py"
 	"allocator-churn-fixed|allocator-churn/fixed.py"
 	"allocator-churn-negative_buckets|allocator-churn/negative_buckets.py"
+	"allocator-churn-bad_no_caching|allocator-churn/bad_no_caching.py"
+	"allocator-churn-fixed_no_caching|allocator-churn/fixed_no_caching.py"
+	"allocator-churn-alloc_per_iter_bad|allocator-churn/alloc_per_iter.cu bad"
+	"allocator-churn-alloc_per_iter_fixed|allocator-churn/alloc_per_iter.cu fixed"
 	"unfused-optimizer-bad|unfused-optimizer/bad.py"
 	"unfused-optimizer-bad_sgd|unfused-optimizer/bad.py --opt sgd"
 	"unfused-optimizer-fixed|unfused-optimizer/fixed.py"
@@ -95,6 +105,8 @@ programs=(
 	"index-select-embedding-bad_bf16|index-select-embedding/bad.py --table-dtype bfloat16"
 	"index-select-embedding-fixed_bf16|index-select-embedding/fixed.py --table-dtype bfloat16"
 	"index-select-embedding-negative_select_rows|index-select-embedding/negative_select_rows.py"
+	"index-select-embedding-bad_skewed|index-select-embedding/bad_skewed.py"
+	"index-select-embedding-fixed_skewed|index-select-embedding/fixed_skewed.py"
 )
 
 failed=0
@@ -109,9 +121,21 @@ for entry in "${programs[@]}"; do
 	argv[0]=samples/rules/${argv[0]}
 	db=$out/$name.db
 	log=$out/logs/$name.log
+	if [[ ${argv[0]} == *.cu ]]; then
+		exe=$bindir/$(basename "${argv[0]}" .cu)
+		if [ ! -x "$exe" ] &&
+			! "$nvcc" -O2 -arch="$arch" -o "$exe" "${argv[0]}" >"$out/logs/$name.build.log" 2>&1; then
+			failed=$((failed + 1))
+			printf '%-50s build failed: see %s\n' "$name" "$out/logs/$name.build.log"
+			continue
+		fi
+		argv=("$exe" "${argv[@]:1}")
+	else
+		argv=("$python" "${argv[@]}")
+	fi
 	start=$(date +%s)
 	timeout -k 10 "$limit" "$cuscope" record "${record_opts[@]}" -o "$db" --force -- \
-		"$python" "${argv[@]}" >"$log" 2>&1
+		"${argv[@]}" >"$log" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - start))
 	last=$(grep '^done ' "$log" | tail -n 1)
