@@ -282,6 +282,10 @@ typedef struct cs_report_finding {
 	int64_t first, last;	  /* time span of the evidence */
 	int64_t lost_ns_per_step; /* estimated GPU time lost per affected step */
 	double step_share;	  /* lost_ns_per_step / median step time, 0..1 */
+	/* the steps lost_ns_per_step is counted over: 0 for the affected steps; the steady steps
+	 * for a pattern of a few steps, whose cost is spread over the steady state (evidence
+	 * "recurring": false; emit sets it) */
+	int32_t lost_steps;
 	int64_t stack_id;	  /* where, when the trace has backtraces; CS_ID_NONE otherwise */
 	cJSON *evidence;	  /* object: counts, bytes, kernel names, times (owned) */
 	/*
@@ -302,6 +306,7 @@ typedef struct cs_finding_proc {
 	int32_t nsteps;
 	int64_t lost_ns_per_step;
 	double step_share;
+	int32_t lost_steps; /* as the finding's */
 	int64_t first, last;
 	int32_t severity;
 } cs_finding_proc;
@@ -356,7 +361,9 @@ cs_report_finding *cs_finding_new(const char *rule, int severity, const char *ti
 void cs_finding_free(cs_report_finding *f);
 /* Set f->steps to a copy of n step indices (sorted, duplicates dropped); 0 or CS_ERR_NOMEM. */
 int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n);
-/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (lost_ns_per_step without steps),
+/* Estimated GPU time lost in all in one process of a finding. */
+int64_t cs_finding_proc_total_lost(const cs_finding_proc *p);
+/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (or * lost_steps when set) (lost_ns_per_step without steps),
  * held at INT64_MAX. cs_lost_total takes the two numbers (a finding's, or one of its processes'). */
 int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps);
 int64_t cs_finding_total_lost(const cs_report_finding *f);

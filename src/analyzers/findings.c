@@ -134,7 +134,12 @@ int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps)
 
 int64_t cs_finding_total_lost(const cs_report_finding *f)
 {
-	return cs_lost_total(f->lost_ns_per_step, f->nsteps);
+	return cs_lost_total(f->lost_ns_per_step, f->lost_steps > 0 ? f->lost_steps : f->nsteps);
+}
+
+int64_t cs_finding_proc_total_lost(const cs_finding_proc *p)
+{
+	return cs_lost_total(p->lost_ns_per_step, p->lost_steps > 0 ? p->lost_steps : p->nsteps);
 }
 
 /* ---- the pipeline ---- */
@@ -197,6 +202,9 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 		copy->fix = strdup("");
 	if (!copy->evidence)
 		copy->evidence = cJSON_CreateObject();
+	/* a pattern of a few steps: its per-step cost is over the steady state (ru_recur) */
+	if (ctx->steps && cJSON_IsFalse(cJSON_GetObjectItem(copy->evidence, "recurring")))
+		copy->lost_steps = cs_steps_steady(ctx->steps);
 	if (!copy->steps || copy->nsteps < 0)
 		copy->nsteps = 0;
 	copy->nsteps = sort_unique(copy->steps, copy->nsteps);

@@ -85,7 +85,7 @@ static int named_causes(const cs_rule_ctx *ctx, struct cause **out, int32_t *n)
 		if (f->pid != ctx->steps->pid || !strcmp(f->rule, RULE_ID) ||
 		    f->lost_ns_per_step <= 0)
 			continue;
-		per = cs_lost_total(f->lost_ns_per_step, f->nsteps) / steady;
+		per = cs_finding_total_lost(f) / steady;
 		if (per <= 0)
 			continue;
 		(*out)[*n].f = f;

@@ -217,6 +217,7 @@ static int add_proc(cs_report_finding *f, const cs_report_finding *g, const stru
 	}
 	p->lost_ns_per_step = g->lost_ns_per_step;
 	p->step_share = g->step_share;
+	p->lost_steps = g->lost_steps;
 	p->first = g->first;
 	p->last = g->last;
 	p->severity = g->severity;

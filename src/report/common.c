@@ -114,8 +114,7 @@ const char *report_proc_cost(char *buf, size_t size, const cs_finding_proc *p)
 		snprintf(buf, size, "%s per step (%.1f%%) in %d %s, %s in all",
 			 cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step), 100.0 * p->step_share,
 			 p->nsteps, report_plural(p->nsteps, "step", "steps"),
-			 cs_fmt_duration(b, sizeof(b),
-					 cs_lost_total(p->lost_ns_per_step, p->nsteps)));
+			 cs_fmt_duration(b, sizeof(b), cs_finding_proc_total_lost(p)));
 	else
 		snprintf(buf, size, "%s", cs_fmt_duration(a, sizeof(a), p->lost_ns_per_step));
 	return buf;

@@ -166,6 +166,9 @@ static int json_stack(cs_trace *t, const cs_report_finding *f, cJSON *o)
 	}
 	if (json_locations(t, f, o))
 		return -1;
+	/* the sites read other stacks: the trace's frame buffer holds the last one read */
+	if (n > 0 && cs_trace_get_stack(t, f->stack_id, &frames, &n, &err) < 0)
+		n = 0;
 	stack = cJSON_AddArrayToObject(o, "stack");
 	if (!stack)
 		return -1;
@@ -237,7 +240,7 @@ cJSON *report_json_finding(cs_trace *t, const cs_report_processes *rp, const cs_
 			cs_json_add_int(e, "lost_ns_per_step", x->lost_ns_per_step, INT64_MIN);
 			cJSON_AddNumberToObject(e, "step_share", x->step_share);
 			cs_json_add_int(e, "total_lost_ns",
-					cs_lost_total(x->lost_ns_per_step, x->nsteps), INT64_MIN);
+					cs_finding_proc_total_lost(x), INT64_MIN);
 			cs_json_add_int(e, "first_ns", x->first, CS_TS_UNKNOWN);
 			cs_json_add_int(e, "last_ns", x->last, CS_TS_UNKNOWN);
 		}

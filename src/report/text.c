@@ -176,7 +176,8 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 	else if ((s = report_where_text(frames, n)) != NULL)
 		print_field("where:", s, v->width);
 	free(s);
-	if (!v->verbose)
+	/* the sites read other stacks: the trace's frame buffer holds the last one read */
+	if (!v->verbose || cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0)
 		return;
 	for (int i = 0; i < n; i++) {
 		char line[4096];
