@@ -22,6 +22,9 @@ finding of that rule of severity --min-severity or worse (default info: any find
   must      + found -> found (true positive)     must      + not found -> missed (false negative)
   must_not  + found -> false (false positive)    must_not  + not found -> clean (true negative)
   neither           -> not judged (counted apart as "unjudged findings" when found)
+A must_not rule whose only findings are info findings that say they are near their threshold (evidence
+near_threshold: the 95% interval of the cost holds the threshold, so another run could fall either side) is
+"near", not false: listed in the note, counted neither false nor clean.
 A rule that did not run in the report (its `rules` list) is not judged either. A program passes when it has
 no missed and no false rule. Programs without a report (skipped, not recorded, report failed) are listed and
 left out of the counts.
@@ -175,11 +178,18 @@ def found_rules(report, min_sev):
 
 # ---- scoring ----
 
+def near_only(findings):
+    """True when every finding is an info finding near its threshold."""
+    return bool(findings) and all(
+        f.get("severity") == "info" and (f.get("evidence") or {}).get("near_threshold") is True
+        for f in findings)
+
+
 def score_program(p, report, min_sev):
     ran = report.get("rules")
     ran = set(ran) if isinstance(ran, list) else None
     found = found_rules(report, min_sev)
-    res = {"found": [], "missed": [], "false": [], "clean": [], "not_run": [], "unjudged_found": []}
+    res = {"found": [], "missed": [], "false": [], "clean": [], "not_run": [], "unjudged_found": [], "near": []}
     for r in p["must"]:
         if ran is not None and r not in ran:
             res["not_run"].append(r)
@@ -189,7 +199,7 @@ def score_program(p, report, min_sev):
         if ran is not None and r not in ran:
             res["not_run"].append(r)
         else:
-            res["false" if r in found else "clean"].append(r)
+            res["near" if near_only(found.get(r)) else "false" if r in found else "clean"].append(r)
     judged = set(p["must"]) | set(p["must_not"])
     res["unjudged_found"] = sorted(r for r in found if r not in judged)
     res["pass"] = not res["missed"] and not res["false"]
@@ -252,8 +262,11 @@ def render(rules, results, min_sev, md):
             continue
         if s:
             res = "pass" if s["pass"] else "FAIL"
+            note = r.get("note", "")
+            if s.get("near"):
+                note = "; ".join(x for x in (note, "near the threshold: " + ", ".join(s["near"])) if x)
             row = [p["name"], res, names(p["must"]), names(s["found"]), names(s["missed"]), names(s["false"]),
-                   names(s["unjudged_found"]), r.get("note", "")]
+                   names(s["unjudged_found"]), note]
         else:
             row = [p["name"], r["state"], names(p["must"]), "", "", "", "", r.get("note", "")]
         pbody.append(row)

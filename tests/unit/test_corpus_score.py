@@ -139,5 +139,29 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 1 and "both must and must_not" in r.stdout and "name used twice" in r.stdout
           and "unknown rule" in r.stdout, f"check finds the problems: {r.stdout}")
 
+# A must_not rule found only as info near its threshold is "near": neither false nor clean; a warning, or an
+# info that is not near its threshold, stays false.
+with tempfile.TemporaryDirectory() as tmp:
+    d = os.path.join(tmp, "traces")
+    os.mkdir(d)
+    labels = os.path.join(tmp, "labels.json")
+    with open(labels, "w") as f:
+        json.dump({"version": 1, "rules": RULES, "programs": [
+            program("n1", [], ["d2h-sync"]), program("n2", [], ["d2h-sync"]), program("n3", [], ["d2h-sync"])]}, f)
+    for name, sev, near in (("n1", "info", True), ("n2", "warning", True), ("n3", "info", False)):
+        rep = report([("d2h-sync", sev)])
+        rep["findings"][0]["evidence"] = {"near_threshold": near}
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump(rep, f)
+    r = run("score", d, "--labels", labels, "--json", os.path.join(tmp, "s.json"))
+    with open(os.path.join(tmp, "s.json")) as f:
+        out = json.load(f)
+    by_prog = {x["name"]: x for x in out["programs"]}
+    d2h = next(c for c in out["rules"] if c["rule"] == "d2h-sync")
+    check(by_prog["n1"]["pass"] and by_prog["n1"]["near"] == ["d2h-sync"], f"n1 near, passes: {by_prog['n1']}")
+    check(not by_prog["n2"]["pass"] and not by_prog["n3"]["pass"], "a warning or a clear info stays false")
+    check((d2h["false"], d2h["clean"]) == (2, 0), f"near counts neither false nor clean: {d2h}")
+    check("near the threshold: d2h-sync" in r.stdout, "the table's note names the near rule")
+
 print(f"{'FAILED' if failures else 'OK'}: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
