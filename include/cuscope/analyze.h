@@ -246,10 +246,11 @@ enum cs_idle_cause {
 	CS_IDLE_INPUT,	    /* the input pipeline: before a batch's host-to-device copies */
 	CS_IDLE_PAGEABLE,   /* a pageable copy call holding the host */
 	CS_IDLE_D2H,	    /* after a device-to-host wait (d2h-sync) */
+	CS_IDLE_ALLOC,	    /* a device allocator call holding the host (allocator-churn) */
 	CS_IDLE_NCAUSES,
 };
 /* The evidence key of a cause: "launch_overhead", "host_work", "host_wait", "input_pipeline",
- * "pageable_copy", "after_d2h_sync". */
+ * "pageable_copy", "after_d2h_sync", "allocator_call". */
 const char *cs_idle_cause_name(int cause);
 /*
  * The GPU idle of each steady-state step of s that the host caused, by cause, as launch-starvation

@@ -6,9 +6,12 @@
  * those calls, launches nothing while the GPU runs out of work.
  *
  * The release bursts of empty-cache-in-loop and memory-ceiling-thrash (ru_mem_bursts()), with the
- * allocations that fill the cache again after each, are theirs: an allocator call from a burst's
- * first release to its last refilling allocation is left out. The cost is the GPU idle while the
- * host was in the remaining allocator calls, measured from the trace's API rows.
+ * allocations that fill the cache again after each, are theirs when they claim them: an allocator
+ * call from a burst's first release to its last refilling allocation is left out when the burst is
+ * a retry or at a phase switch (those rules' own evidence), or when one of the two rules found its
+ * pattern in this process. Bursts no rule claims (a program without the caching allocator frees
+ * tensors in runs too, many per step) are allocator calls like any other. The cost is the GPU idle
+ * while the host was in the remaining allocator calls, measured from the trace's API rows.
  * docs/rules/allocator-churn.md has the decision, its thresholds and the measured values.
  */
 #include <stddef.h>
@@ -39,22 +42,50 @@ struct step_sum {
 	int64_t calls, allocs, frees, bytes, host_ns, idle_ns;
 };
 
-/* An allocator call of device memory: ru_is_alloc_api() without the pinned host calls. */
-static int device_alloc_api(const char *name)
+/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. */
+static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
 {
-	return ru_is_alloc_api(name) && strncmp(name, "cudaMallocHost", 14) &&
-	       strncmp(name, "cudaFreeHost", 12) && strncmp(name, "cuMemAllocHost", 14) &&
-	       strncmp(name, "cuMemFreeHost", 13);
+	int64_t next = INT64_MAX;
+
+	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid && a->kernels[i].start >= t) {
+			next = a->kernels[i].start;
+			break;
+		}
+	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
+		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
+			if (a->copies[i].start < next)
+				next = a->copies[i].start;
+			break;
+		}
+	return next;
 }
 
-/* 1 when t lies in a release burst or the refill after it (the memory rules' time). */
-static int in_burst(const struct ru_mem *m, int64_t t)
+/* 1 when empty-cache-in-loop or memory-ceiling-thrash found its pattern in the steps' process
+ * (they run first), or when the other rules' findings are not known (this rule run alone). */
+static int bursts_claimed(const cs_rule_ctx *ctx)
+{
+	if (!ctx->found)
+		return 1;
+	for (int32_t i = 0; i < ctx->found->n; i++) {
+		const cs_report_finding *f = ctx->found->v[i];
+
+		if (f->pid == ctx->steps->pid && (!strcmp(f->rule, "empty-cache-in-loop") ||
+						  !strcmp(f->rule, "memory-ceiling-thrash")))
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when t lies in a release burst or the refill after it that the memory rules claim (all of
+ * them when claimed, else the retries and the phase switches). */
+static int in_burst(const struct ru_mem *m, int claimed, int64_t t)
 {
 	for (int32_t i = 0; i < m->n; i++) {
 		const struct ru_burst *b = &m->v[i];
 		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
 
-		if (t >= b->t_first && t <= end)
+		if (t >= b->t_first && t <= end && (claimed || b->retry || b->phase_switch))
 			return 1;
 	}
 	return 0;
@@ -84,15 +115,16 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *idle = NULL, *tmp = NULL, sizes = 0, maxname = -1, best_ns = -1, best = -1;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	signed char *is_alloc = NULL;
-	struct ru_i64 seen = {0};
+	struct ru_i64 seen = {0}, calls = {0}; /* calls: the allocator calls, indices in a->apis */
 	struct ru_sites sites = {0};
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
 	char title[400], b1[32], b2[32], near[200] = "";
-	int rc;
+	int rc, claimed;
 
 	if (steady <= 0 || a->napis == 0)
 		return 0;
+	claimed = bursts_claimed(ctx);
 	rc = CS_ERR_NOMEM;
 	if (ru_mem_bursts(a, s, &m))
 		goto out;
@@ -106,26 +138,43 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (!sum || !idle || !tmp || !is_alloc)
 		goto out;
 	memset(is_alloc, -1, (size_t)maxname + 2);
-	/* the allocator calls of the steady steps, outside the bursts */
+	/* the process's allocator calls, by start */
 	for (int64_t i = 0; i < a->napis; i++) {
 		const cs_a_api *x = &a->apis[i];
-		int32_t st;
 
 		if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
 		    x->end == CS_TS_UNKNOWN || x->end < x->start)
 			continue;
 		if (is_alloc[x->name_id] < 0)
-			is_alloc[x->name_id] =
-				(signed char)device_alloc_api(cs_analysis_string(a, x->name_id));
-		if (!is_alloc[x->name_id])
-			continue;
+			is_alloc[x->name_id] = (signed char)ru_is_device_alloc_api(
+				cs_analysis_string(a, x->name_id));
+		if (is_alloc[x->name_id] && ru_i64_push(&calls, i))
+			goto out;
+	}
+	/* those of the steady steps, outside the bursts */
+	for (int64_t k = 0; k < calls.n; k++) {
+		const cs_a_api *x = &a->apis[calls.v[k]];
+		int64_t next_call = k + 1 < calls.n ? calls.v[k + 1] : -1;
+		int32_t st;
+
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, x->start))
+		if (st < 0 || in_burst(&m, claimed, x->start))
 			continue;
 		sum[st].calls++;
 		cs_sat_accum(&sum[st].host_ns, x->end - x->start);
-		sum[st].idle_ns +=
-			(x->end - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, x->end);
+		{
+			/* the GPU idle from the call to the first work that starts after it (a
+			 * cudaFree waits for the device: the host then launches into an empty
+			 * queue), up to the next allocator call */
+			int64_t to = next_work_start(a, s->pid, x->end);
+
+			if (next_call >= 0 && a->apis[next_call].start < to)
+				to = a->apis[next_call].start;
+			if (to == INT64_MAX || to < x->end)
+				to = x->end;
+			sum[st].idle_ns +=
+				(to - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, to);
+		}
 	}
 	/* the device memory rows of those steps, outside the bursts */
 	for (int64_t i = 0; i < a->nmemory; i++) {
@@ -135,7 +184,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		if (x->pid != s->pid || x->result != 0 || !cs_a_memory_is_device(x))
 			continue;
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, x->start))
+		if (st < 0 || in_burst(&m, claimed, x->start))
 			continue;
 		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
 			sum[st].allocs++;
@@ -192,13 +241,34 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 				 (int)nsteps, (int)steady, ru_fmt_ns(b1, sizeof(b1), r.lost),
 				 r.share * 100, near);
 	}
+	if (m.uncached) {
+		/* blocks under any caching allocator's segment, every step: no cache at all */
+		size_t len = strlen(title);
+
+		snprintf(title + len, sizeof(title) - len,
+			 "; blocks under %s asked from the driver in most steps: no caching "
+			 "allocator",
+			 ru_fmt_bytes(b2, sizeof(b2), RU_SEGMENT_MIN_BYTES));
+	}
 	f = cs_finding_new(
 		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
-		"Keep shapes fixed from step to step (pad or bucket variable lengths, "
-		"drop_last=True) "
-		"or allocate the largest shape once and use slices of it; with "
-		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator grows one segment "
-		"instead of allocating a block per new size.");
+		m.uncached
+			? "Allocate once and reuse: in PyTorch, unset "
+			  "PYTORCH_NO_CUDA_MEMORY_CACHING (it turns the caching allocator off: "
+			  "every tensor is a cudaMalloc and a cudaFree, which waits for the "
+			  "device); in CUDA C/C++, allocate buffers before the loop or from a pool "
+			  "(cudaMallocAsync with a memory pool)."
+		: sizes == 1
+			? "The same size is allocated and freed in every step: allocate the "
+			  "buffer once before the loop and reuse it (cudaFree waits for the "
+			  "device), or take it from a pool (cudaMallocAsync, a framework's "
+			  "caching allocator)."
+			: "Keep shapes fixed from step to step (pad or bucket variable lengths, "
+			  "drop_last=True) "
+			  "or allocate the largest shape once and use slices of it; with "
+			  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator grows "
+			  "one "
+			  "segment instead of allocating a block per new size.");
 	if (!f)
 		goto out;
 	if (cs_finding_set_steps(f, steps, nsteps))
@@ -214,7 +284,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		    x->end == CS_TS_UNKNOWN || x->end < x->start)
 			continue;
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, x->start) || !is_step(steps, nsteps, st))
+		if (st < 0 || in_burst(&m, claimed, x->start) || !is_step(steps, nsteps, st))
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = x->start;
@@ -246,6 +316,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			   offsetof(struct step_sum, host_ns), tmp);
 		cJSON_AddNumberToObject(e, "allocation_sizes", (double)sizes);
 		cJSON_AddNumberToObject(e, "release_bursts", m.n);
+		cJSON_AddBoolToObject(e, "uncached", m.uncached);
 		if (best >= 0) {
 			const cs_a_api *x = &a->apis[best];
 
@@ -278,6 +349,7 @@ out_free:
 	cs_finding_free(f);
 	ru_mem_free(&m);
 	ru_i64_free(&seen);
+	ru_i64_free(&calls);
 	ru_sites_free(&sites);
 	free(is_alloc);
 	free(sum);

@@ -42,14 +42,16 @@ enum cause {
 	CAUSE_WAIT = CS_IDLE_WAIT, /* the part of a gap the host spent in a wait */
 	CAUSE_INPUT = CS_IDLE_INPUT, /* a gap before the H2D copies at a step's boundary */
 	CAUSE_PAGEABLE =
-		CS_IDLE_PAGEABLE, /* the part of a gap a pageable copy call held the host */
-	CAUSE_D2H = CS_IDLE_D2H,  /* charged by d2h-sync: not counted here */
+		CS_IDLE_PAGEABLE,    /* the part of a gap a pageable copy call held the host */
+	CAUSE_D2H = CS_IDLE_D2H,     /* charged by d2h-sync: not counted here */
+	CAUSE_ALLOC = CS_IDLE_ALLOC, /* a device allocator call holding the host: allocator-churn's
+					cost, counted in the decision, not in the cost */
 	NCAUSES = CS_IDLE_NCAUSES,
 };
 
-static const char *const cause_key[NCAUSES] = {"launch_overhead", "host_work",
-					       "host_wait",	  "input_pipeline",
-					       "pageable_copy",	  "after_d2h_sync"};
+static const char *const cause_key[NCAUSES] = {"launch_overhead", "host_work",	   "host_wait",
+					       "input_pipeline",  "pageable_copy", "after_d2h_sync",
+					       "allocator_call"};
 
 const char *cs_idle_cause_name(int cause)
 {
@@ -134,8 +136,27 @@ static int ivs_holds(const struct ivs *x, int64_t t)
 
 /* Host waits of the process (stream/context/event synchronize, synchronous memcpy) and the host
  * time of its pageable copy calls, each sorted by start. */
-static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages)
+static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages,
+			  struct ivs *allocs)
 {
+	int64_t cached = -1; /* the name id last found a device allocator call, or not */
+	int is_alloc = 0;
+
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *x = &a->apis[i];
+
+		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN)
+			continue;
+		if (x->name_id != cached) {
+			const char *name = cs_analysis_string(a, x->name_id);
+
+			cached = x->name_id;
+			is_alloc = name && ru_is_device_alloc_api(name);
+		}
+		if (is_alloc && ivs_push(allocs, x->start, x->end))
+			return CS_ERR_NOMEM;
+	}
+	cs_sort(allocs->v, (size_t)allocs->n, sizeof(*allocs->v), cmp_iv);
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
 
@@ -290,7 +311,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 }
 
 struct gap_ctx {
-	const struct ivs *waits, *pages;
+	const struct ivs *waits, *pages, *allocs;
 	struct calls calls;
 	struct ru_i64 cut;
 	struct ru_sites sites; /* the work after each gap, with the idle the rule counts in it */
@@ -306,16 +327,18 @@ static int after_far_stretch(const struct calls *calls, int64_t ls)
 
 /*
  * Charges each nanosecond of the gap [g0, g1), ended by work whose launch call started at ls, to
- * one cause: the host time of a pageable copy call, else a host wait, else (input set) the input
- * pipeline, else host work when the host had made no launch call for far longer than its usual
+ * one cause: the host time of a pageable copy call, else a host wait, else a device allocator call
+ * or the rest of the gap after one that ended in it (cudaFree waits for the device: the host
+ * relaunches into an empty queue, as after any wait), else (input set) the input pipeline, else
+ * host work when the host had made no launch call for far longer than its usual
  * time between two calls (from the end of the previous call plus that usual time to ls), else
  * launch overhead.
  */
 static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int input,
 		      int64_t *out)
 {
-	const struct ivs *set[2] = {c->pages, c->waits};
-	int64_t h0 = g1, h1 = g1,
+	const struct ivs *set[3] = {c->pages, c->waits, c->allocs};
+	int64_t aend = INT64_MAX, h0 = g1, h1 = g1,
 		prev = ls != CS_TS_UNKNOWN ? call_before(&c->calls, ls) : CS_TS_UNKNOWN;
 
 	/* [h0, h1): the host's stretch without launch calls, beyond the usual, inside the gap,
@@ -330,7 +353,11 @@ static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int
 	if (ru_i64_push(&c->cut, g0) || ru_i64_push(&c->cut, g1) || ru_i64_push(&c->cut, h0) ||
 	    ru_i64_push(&c->cut, h1))
 		return CS_ERR_NOMEM;
-	for (int k = 0; k < 2; k++)
+	/* the first allocator call that ended inside the gap */
+	for (int64_t i = ivs_from(c->allocs, g0); i < c->allocs->n && c->allocs->v[i].s < g1; i++)
+		if (c->allocs->v[i].e > g0 && c->allocs->v[i].e < g1 && c->allocs->v[i].e < aend)
+			aend = c->allocs->v[i].e;
+	for (int k = 0; k < 3; k++)
 		for (int64_t i = ivs_from(set[k], g0); i < set[k]->n && set[k]->v[i].s < g1; i++) {
 			const struct iv *x = &set[k]->v[i];
 
@@ -351,6 +378,8 @@ static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int
 			k = CAUSE_PAGEABLE;
 		else if (ivs_holds(c->waits, t))
 			k = CAUSE_WAIT;
+		else if (ivs_holds(c->allocs, t) || t >= aend)
+			k = CAUSE_ALLOC;
 		else if (input)
 			k = CAUSE_INPUT;
 		else if (t >= h0 && t < h1)
@@ -401,7 +430,7 @@ static int64_t counted_part(const int64_t *part)
 	int64_t n = 0;
 
 	for (int c = 0; c < NCAUSES; c++)
-		if (c != CAUSE_D2H && c != CAUSE_INPUT)
+		if (c != CAUSE_D2H && c != CAUSE_INPUT && c != CAUSE_ALLOC)
 			n = cs_sat_add(n, part[c]);
 	return n;
 }
@@ -503,6 +532,8 @@ static const char *cause_words(int c)
 		       "dataloader-stall's cost)";
 	case CAUSE_PAGEABLE:
 		return "copies of pageable memory holding the host";
+	case CAUSE_ALLOC:
+		return "device allocator calls holding the host (allocator-churn's cost)";
 	default:
 		return "launch overhead between short kernels launched one by one";
 	}
@@ -526,6 +557,9 @@ static const char *cause_fix(int c, int graph)
 	case CAUSE_PAGEABLE:
 		return "Pageable copies: copy from pinned memory (pin_memory=True, "
 		       "non_blocking=True) so that the copy call does not hold the host.";
+	case CAUSE_ALLOC:
+		return "Allocator calls: see allocator-churn (device memory allocated and freed "
+		       "inside the steps).";
 	default:
 		return graph ? "Launch overhead: the kernels already run from CUDA graphs; "
 			       "capture more of the step in one graph, fuse small ops "
@@ -561,7 +595,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	/* the input pipeline's idle is dataloader-stall's cost: counted in the decision, not in the
 	 * cost (the median idle of the other causes) */
 	for (int32_t i = 0; i < n; i++)
-		tmp[i] = counted(&acc[steps[i]]) - acc[steps[i]].idle[CAUSE_INPUT];
+		tmp[i] = counted(&acc[steps[i]]) - acc[steps[i]].idle[CAUSE_INPUT] -
+			 acc[steps[i]].idle[CAUSE_ALLOC];
 	own = ru_median(tmp, n);
 	for (int c = 0; c < NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
@@ -681,7 +716,7 @@ out:
  * windows d2h-sync charges, and the sums per step (s->n of them). */
 struct scan {
 	struct ru_i64 wfrom, wto;
-	struct ivs waits, pages;
+	struct ivs waits, pages, allocs;
 	struct gap_ctx gc;
 	struct step_acc *acc;
 };
@@ -690,6 +725,7 @@ static void scan_free(struct scan *sc)
 {
 	free(sc->waits.v);
 	free(sc->pages.v);
+	free(sc->allocs.v);
 	ru_i64_free(&sc->gc.cut);
 	free(sc->gc.calls.v);
 	free(sc->gc.calls.reach);
@@ -707,8 +743,9 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d
 	memset(sc, 0, sizeof(*sc));
 	sc->gc.waits = &sc->waits;
 	sc->gc.pages = &sc->pages;
+	sc->gc.allocs = &sc->allocs;
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
-	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages) ||
+	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages, &sc->allocs) ||
 	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(a, s->pid, &sc->gc.calls) ||
 	    count_launches(a, s, sc->acc) ||
 	    scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, sc->acc, by_time))

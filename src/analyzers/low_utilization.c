@@ -60,6 +60,8 @@ static const char *timeline_words(int c)
 		return "copies of pageable memory holding the host";
 	case CS_IDLE_D2H:
 		return "the idle after device-to-host reads";
+	case CS_IDLE_ALLOC:
+		return "device allocator calls holding the host";
 	default:
 		return "?";
 	}

@@ -587,6 +587,13 @@ int ru_is_alloc_api(const char *name)
 	return 0;
 }
 
+int ru_is_device_alloc_api(const char *name)
+{
+	return ru_is_alloc_api(name) && strncmp(name, "cudaMallocHost", 14) &&
+	       strncmp(name, "cudaFreeHost", 12) && strncmp(name, "cuMemAllocHost", 14) &&
+	       strncmp(name, "cuMemFreeHost", 13);
+}
+
 /*
  * GPU work of pid launched in (t0, t1), counted up to cap. Launches precede starts, so the work
  * launched in the window starts after t0; each stream starts its work in launch order.
@@ -746,9 +753,12 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
 	int64_t regular = -1;
 	int half_step = 0;
+	uint8_t *small = calloc((size_t)s->n + 1, 1); /* steps with an allocation under a segment */
 
 	u64map_init(&map, sizeof(int64_t));
 	memset(out, 0, sizeof(*out));
+	if (!small)
+		goto out;
 	memset(&cur, 0, sizeof(cur));
 	out->device_total = a->device_memory_total;
 	out->reserved_start = -1;
@@ -799,6 +809,8 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 		case MEM_ALLOC:
 			last_alloc_t = r->start;
 			cs_sat_accum(&reserved, bytes);
+			if (st >= 0 && !r->is_vmm && bytes > 0 && bytes < RU_SEGMENT_MIN_BYTES)
+				small[st] = 1;
 			if (st >= 0) {
 				out->steady_allocs++;
 				if (reserved > out->reserved_peak)
@@ -888,8 +900,27 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 		x->direct = x->retry && x->failed_before > 0 && x->next_alloc >= 0 &&
 			    !x->launches_before_next;
 	}
+	/* no cache: in most steady steps the driver is asked for blocks smaller than any caching
+	 * allocator's segment, tensor by tensor; a run of frees is then the program's own, not an
+	 * emptied cache nor a retry, unless the driver refused right before it */
+	{
+		int32_t steady = cs_steps_steady(s), with_small = 0;
+
+		for (int32_t i = 0; i < s->n; i++)
+			with_small += small[i];
+		out->uncached = steady > 0 && with_small >= 3 && 2 * with_small >= steady;
+	}
+	if (out->uncached) {
+		int32_t kept = 0;
+
+		for (int32_t b = 0; b < out->n; b++)
+			if (out->v[b].direct)
+				out->v[kept++] = out->v[b];
+		out->n = kept;
+	}
 	rc = 0;
 out:
+	free(small);
 	u64map_free(&map);
 	if (rc)
 		ru_mem_free(out);

@@ -176,6 +176,7 @@ struct ru_mem {
 	int64_t steady_releases; /* releases in steady steps */
 	int64_t steady_failed;	 /* failed allocations in steady steps */
 	int64_t device_total;	 /* a->device_memory_total */
+	int uncached; /* allocations under RU_SEGMENT_MIN_BYTES in most steady steps: no cache */
 	/* filled by ru_mem_rule_run() once a rule reports: */
 	int64_t *api_idle;  /* per step: GPU idle while the host was in allocator calls */
 	int64_t *api_host;  /* per step: host time in allocator calls */
@@ -201,6 +202,12 @@ struct ru_mem {
  * median (the work of another phase, an evaluation or a checkpoint, ran in it).
  */
 int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
+/* The smallest block a caching allocator asks the driver for: PyTorch's small-block segments are
+ * 2 MiB and its larger requests are rounded up to 2 MiB; a program that allocates less than this,
+ * step after step, allocates tensor by tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1, a C program's
+ * cudaMalloc per buffer), and ru_mem_bursts() marks it uncached and keeps only its direct
+ * retries. */
+#define RU_SEGMENT_MIN_BYTES (1ll << 20)
 void ru_mem_free(struct ru_mem *m);
 
 /* GPU idle of the process while a burst released memory (from its first to its last release). */
@@ -339,6 +346,8 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
 /* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
 int ru_is_alloc_api(const char *name);
+/* ru_is_alloc_api() without the pinned host memory calls (cudaMallocHost, cudaFreeHost, ...). */
+int ru_is_device_alloc_api(const char *name);
 
 /* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
 
