@@ -147,6 +147,12 @@ typedef struct cs_run {
 	 * CS_HOST_INDEX_MIN of them timed): the same CPU work in every run of a program, so an index
 	 * of how fast its host ran (docs/ci.md, "Host-bound runs") */
 	double launch_call;
+	/* the host's launch pace: the median time from one kernel launch to the next on the thread
+	 * that launched most of the steady steps' kernels (ns; 0: fewer than CS_HOST_INDEX_MIN
+	 * intervals). In a host-bound loop every op costs the host about this much, so it follows
+	 * the host's speed, while work added to a step in one place (a stretch without launches)
+	 * leaves it as it was: the gate's host-speed index (docs/ci.md, "Host-bound runs") */
+	double launch_pace;
 	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
 	int64_t peak_memory;	   /* bytes; the highest of any process and device */
 	/* share of the steps' process's steady kernel time during which kernels of another process
@@ -246,6 +252,7 @@ typedef struct cs_diff_row {
 	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
 	double host_rel; /* host_wall with a host-speed ratio: the relative change once it is taken
 			  * out (the step time divided by it, the GPU busy share multiplied) */
+	double host_base; /* several host-bound baselines: their mean at their mean host speed */
 	int shared;    /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
 			* gated */
 } cs_diff_row;
@@ -271,9 +278,13 @@ typedef struct cs_diff {
 	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
 	double base_busy;    /* the baselines' GPU busy share (their median) */
 	double host_floor;   /* the config's host_floor */
-	/* one host-bound baseline: new's launch_call over the baseline's, how much slower new's
-	 * host ran (0: either run has no launch_call, or the gate is not of that kind) */
+	/* host-bound baselines: new's launch pace over the baseline's (several: over their mean),
+	 * how much slower new's host ran (0: a run has no launch pace, or the gate is not of that
+	 * kind) */
 	double host_speed;
+	/* several host-bound baselines with host_speed: each one's launch pace over their mean
+	 * (nbases of them); NULL otherwise */
+	double *host_speeds;
 	cs_diff_row *rows;   /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */

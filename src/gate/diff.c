@@ -479,6 +479,26 @@ static int test_row(cs_diff *d, cs_diff_row *r)
 		vals[i] = row_value(d->bases[i], r, d->base_scales[i]);
 	}
 	scaled_samples(d->new_, r, d->new_scale, xn);
+	if (r->host_wall && d->host_speeds) {
+		/* every baseline at the baselines' mean host speed (new below) */
+		nb = 0;
+		for (int32_t i = 0; i < k; i++) {
+			double s = d->host_speeds[i];
+
+			for (int32_t j = 0; j < d->bases[i]->steady; j++)
+				xb[nb + j] = r->metric == CS_GM_GPU_BUSY ? xb[nb + j] * s
+									 : xb[nb + j] / s;
+			vals[i] = r->metric == CS_GM_GPU_BUSY ? vals[i] * s : vals[i] / s;
+			nb += d->bases[i]->steady;
+		}
+		if (k >= 1) {
+			double mean = 0;
+
+			for (int32_t i = 0; i < k; i++)
+				mean += vals[i] / k;
+			r->host_base = mean;
+		}
+	}
 	if (r->host_wall && d->host_speed > 0) {
 		/* new's samples as if its host had run at the baseline's speed */
 		for (int32_t i = 0; i < d->new_->steady; i++)
@@ -500,6 +520,13 @@ static int test_row(cs_diff *d, cs_diff_row *r)
 	if (k >= 2) {
 		double f = sqrt(1 + 1.0 / k), run_conf;
 
+		if (r->host_wall && d->host_speeds && r->host_base > 0) {
+			/* the change at the common host speed */
+			double nv = r->metric == CS_GM_GPU_BUSY ? r->new_ * d->host_speed
+								: r->new_ / d->host_speed;
+
+			bad = def->higher_is_worse ? nv - r->host_base : r->host_base - nv;
+		}
 		r->spread = cs_stat_sd(vals, k);
 		r->margin = cs_stat_t_quantile(d->confidence, k - 1) * r->spread * f;
 		if (r->spread > 0)
@@ -626,6 +653,32 @@ static int match_findings(cs_diff *d)
 	return 0;
 }
 
+/*
+ * Several host-bound baselines, and a host-bound new run, all with a launch pace: each run's
+ * speed against the baselines' mean pace (d->host_speeds, d->host_speed). 1 when set; 0 when a
+ * run lacks the pace (or memory), and the wall metrics are then gated on their raw spread.
+ */
+static int several_host_speeds(cs_diff *d, const cs_gate_config *c)
+{
+	double mean = 0;
+
+	if (d->nbases < 2 || d->new_->launch_pace <= 0 || d->new_->method == CS_STEPS_NONE ||
+	    d->new_->gpu_busy >= c->host_bound)
+		return 0;
+	for (int32_t i = 0; i < d->nbases; i++) {
+		if (d->bases[i]->launch_pace <= 0)
+			return 0;
+		mean += d->bases[i]->launch_pace / d->nbases;
+	}
+	d->host_speeds = malloc((size_t)d->nbases * sizeof(*d->host_speeds));
+	if (!d->host_speeds)
+		return 0;
+	for (int32_t i = 0; i < d->nbases; i++)
+		d->host_speeds[i] = d->bases[i]->launch_pace / mean;
+	d->host_speed = d->new_->launch_pace / mean;
+	return 1;
+}
+
 /* The notes on how timing changes were tested, and on a host-bound baseline. */
 static void test_notes(cs_diff *d, const cs_gate_config *c)
 {
@@ -667,31 +720,33 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "process's kernel time; its total kernel time and GPU busy share are gated "
 			 "against the baselines' run-to-run spread, single kernels' times not at all",
 			 100 * d->new_->shared_gpu);
-	/* the launch calls measure the host only while they do not wait for the GPU: new must be
-	 * host-bound too (a full launch queue makes each call wait for a kernel to finish) */
-	if (d->host_bound && d->nbases == 1 && d->base->launch_call > 0 &&
-	    d->new_->launch_call > 0 && d->new_->method != CS_STEPS_NONE &&
+	/* the launch pace measures the host only while its launches do not wait for the GPU: new
+	 * must be host-bound too (a full launch queue makes each call wait for a kernel to finish)
+	 */
+	if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
+	    d->new_->launch_pace > 0 && d->new_->method != CS_STEPS_NONE &&
 	    d->new_->gpu_busy < c->host_bound) {
-		d->host_speed = d->new_->launch_call / d->base->launch_call;
+		d->host_speed = d->new_->launch_pace / d->base->launch_pace;
 		snprintf(d->host_note, sizeof(d->host_note),
 			 "host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
-			 "(step time, GPU busy share) follow the host's speed; new's kernel launch "
-			 "calls took %.2fx the baseline's (median %s against %s), so they are "
-			 "compared with new's host taken at the baseline's speed and fail only past "
-			 "%g%%; a change that itself slows the launch path (more CPU threads "
-			 "contending, heavier launches) is taken for a slower host and hidden (give "
-			 "several baselines to gate them on their spread)",
+			 "(step time, GPU busy share) follow the host's speed; new's host launched "
+			 "kernels at %.2fx the baseline's pace (median %s from one launch to the "
+			 "next against %s), so they are compared with new's host taken at the "
+			 "baseline's speed and fail only past %g%%; a change that slows every op "
+			 "alike (a heavier launch path, more work per op) is taken for a slower "
+			 "host "
+			 "and hidden (give several baselines to gate them on their spread)",
 			 100 * d->base_busy, d->host_speed,
-			 cs_fmt_value(nb, sizeof(nb), CS_UNIT_NS, d->new_->launch_call, 0),
-			 cs_fmt_value(bb, sizeof(bb), CS_UNIT_NS, d->base->launch_call, 0),
+			 cs_fmt_value(nb, sizeof(nb), CS_UNIT_NS, d->new_->launch_pace, 0),
+			 cs_fmt_value(bb, sizeof(bb), CS_UNIT_NS, d->base->launch_pace, 0),
 			 100 * c->host_floor);
-	} else if (d->host_bound && d->nbases == 1 && d->base->launch_call > 0 &&
-		   d->new_->launch_call > 0) {
+	} else if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
+		   d->new_->launch_pace > 0) {
 		snprintf(d->host_note, sizeof(d->host_note),
 			 "host-bound: the GPU is busy %.0f%% of the baseline's step: wall metrics "
 			 "(step time, GPU busy share) follow the host's speed; with one baseline "
-			 "they fail only past %g%%; new's GPU is busy %.0f%%, so its kernel launch "
-			 "calls may wait for the GPU and do not measure its host's speed (give "
+			 "they fail only past %g%%; new's GPU is busy %.0f%%, so its kernel "
+			 "launches may wait for the GPU and do not measure its host's speed (give "
 			 "several baselines to gate them on their spread)",
 			 100 * d->base_busy, 100 * c->host_floor, 100 * d->new_->gpu_busy);
 	} else if (d->host_bound && d->nbases == 1)
@@ -702,6 +757,16 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			"they "
 			"fail only past %g%% (give several baselines to gate them on their spread)",
 			100 * d->base_busy, 100 * c->host_floor);
+	else if (d->host_bound && several_host_speeds(d, c))
+		snprintf(
+			d->host_note, sizeof(d->host_note),
+			"host-bound: the GPU is busy %.0f%% of the baselines' step: wall metrics "
+			"(step time, GPU busy share) follow the host's speed, so every run's are "
+			"taken at the baselines' mean host speed (its launch pace, the median time "
+			"from one kernel launch to the next, over theirs: new %.2fx) and gated "
+			"against the spread of the baselines so corrected; a change that slows "
+			"every op alike is taken for a slower host and hidden",
+			100 * d->base_busy, d->host_speed);
 	else if (d->host_bound)
 		snprintf(d->host_note, sizeof(d->host_note),
 			 "host-bound: the GPU is busy %.0f%% of the baselines' step: wall metrics "
@@ -721,9 +786,17 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
-	double bad, conf = r->tested ? r->confidence : 0.5;
+	double bad, conf = r->tested ? r->confidence : 0.5,
+		    floor = d->host_speeds ? r->t.rel : d->host_floor;
 
-	if (r->base == 0) {
+	if (d->host_speeds) {
+		/* several baselines: against their mean at the common speed, past the metric's
+		 * own threshold (the test has the corrected spread) */
+		double nv = r->metric == CS_GM_GPU_BUSY ? r->new_ * d->host_speed
+							: r->new_ / d->host_speed;
+
+		r->host_rel = r->host_base > 0 ? nv / r->host_base - 1 : 0;
+	} else if (r->base == 0) {
 		r->host_rel = 0;
 	} else if (r->metric == CS_GM_GPU_BUSY) {
 		r->host_rel = r->new_ * d->host_speed / r->base - 1;
@@ -731,11 +804,13 @@ static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 		r->host_rel = r->new_ / d->host_speed / r->base - 1;
 	}
 	bad = def->higher_is_worse ? r->host_rel : -r->host_rel;
-	r->worse = bad > d->host_floor && (!r->tested || conf >= d->confidence);
-	r->better = -bad > d->host_floor && (!r->tested || 1 - conf >= d->confidence);
+	if (floor <= 0)
+		floor = d->host_floor;
+	r->worse = bad > floor && (!r->tested || conf >= d->confidence);
+	r->better = -bad > floor && (!r->tested || 1 - conf >= d->confidence);
 	if (r->worse || r->better) {
-		if (r->score < fabs(r->host_rel) / d->host_floor)
-			r->score = fabs(r->host_rel) / d->host_floor;
+		if (r->score < fabs(r->host_rel) / floor)
+			r->score = fabs(r->host_rel) / floor;
 	} else if (r->score > 1) {
 		r->score = 1;
 	}
@@ -778,8 +853,10 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		cs_diff_row *r = &out->rows[i];
 		int kind = cs_metric_get(r->metric)->kind;
 
-		/* one host-bound baseline: a wall metric moves with the host */
-		r->host_wall = kind == CS_KIND_WALL && out->host_bound && nbases == 1;
+		/* host-bound baselines: a wall metric moves with the host (several: only with
+		 * every run's host speed) */
+		r->host_wall = kind == CS_KIND_WALL && out->host_bound &&
+			       (nbases == 1 || out->host_speeds);
 		evaluate(r);
 		if ((kind == CS_KIND_WALL || kind == CS_KIND_GPU) && out->comparable &&
 		    test_row(out, r))
@@ -834,6 +911,8 @@ void cs_diff_free(cs_diff *d)
 	free(d->rows);
 	free(d->findings);
 	free(d->base_scales);
+	free(d->host_speeds);
+	d->host_speeds = NULL;
 	d->rows = NULL;
 	d->findings = NULL;
 	d->base_scales = NULL;
@@ -846,7 +925,10 @@ char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_d
 
 	cs_threshold_format(buf, size, r->metric, &r->t);
 	n = strlen(buf);
-	if (r->host_wall && r->gated && n < size && d->host_speed > 0)
+	if (r->host_wall && r->gated && n < size && d->host_speeds)
+		snprintf(buf + n, size - n, ", host-bound %+.1f%% at the baselines' host speed",
+			 100 * r->host_rel);
+	else if (r->host_wall && r->gated && n < size && d->host_speed > 0)
 		snprintf(buf + n, size - n, ", host-bound %s%g%% at the baseline's host speed (%+.1f%%)",
 			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
 			 100 * d->host_floor, 100 * r->host_rel);
@@ -901,6 +983,10 @@ static cJSON *run_json(const cs_run *r, double scale)
 		cJSON_AddNumberToObject(st, "p90_ns", (double)r->step_p90 / scale);
 	}
 	cJSON_AddNumberToObject(o, "findings", r->nfindings);
+	if (r->launch_pace > 0)
+		cJSON_AddNumberToObject(o, "launch_pace_median_ns", r->launch_pace);
+	else
+		cJSON_AddNullToObject(o, "launch_pace_median_ns");
 	if (r->launch_call > 0)
 		cJSON_AddNumberToObject(o, "launch_call_median_ns", r->launch_call);
 	else

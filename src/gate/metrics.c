@@ -703,12 +703,74 @@ static int cmp_run_kernel(const void *pa, const void *pb)
 	return strcmp(((const cs_run_kernel *)pa)->name, ((const cs_run_kernel *)pb)->name);
 }
 
+/* A kernel launch of the steady steps: its thread and time (launch_pace()). */
+struct tid_time {
+	uint32_t tid;
+	int64_t t;
+};
+
+static int cmp_tid_time(const void *pa, const void *pb)
+{
+	const struct tid_time *x = pa, *y = pb;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+static double median_double(double *v, int64_t n)
+{
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /*
- * The host-speed index: the median duration of the kernel launch calls of the steps' process in
- * steady steps (launch_end - launch_start). The driver's launch path is the same CPU work in
- * every run of a program, so the median follows the host's clock and its co-tenants. Too few
- * timed calls leave it 0 (unknown).
+ * The host's launch pace (cs_run.launch_pace): on the thread with the most kernel launches in the
+ * steady steps, the median time from one launch to the next (the kernels of one graph launch,
+ * which share its time, count once). 0 with fewer than CS_HOST_INDEX_MIN intervals.
  */
+static int launch_pace(const struct run_ctx *c, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct tid_time *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	double *d = NULL;
+	int64_t n = 0, best = 0, best_n = 0, nd = 0;
+
+	out->launch_pace = 0;
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid == c->s->pid && k->launch_start != CS_TS_UNKNOWN &&
+		    steady_at(c, k->launch_start) >= 0)
+			v[n++] = (struct tid_time){k->launch_tid, k->launch_start};
+	}
+	cs_sort(v, (size_t)n, sizeof(*v), cmp_tid_time);
+	for (int64_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && v[j].tid == v[i].tid; j++)
+			;
+		if (j - i > best_n) {
+			best = i;
+			best_n = j - i;
+		}
+	}
+	d = malloc((size_t)(best_n > 0 ? best_n : 1) * sizeof(*d));
+	if (!d) {
+		free(v);
+		return CS_ERR_NOMEM;
+	}
+	for (int64_t i = best + 1; i < best + best_n; i++)
+		if (v[i].t > v[i - 1].t)
+			d[nd++] = (double)(v[i].t - v[i - 1].t);
+	if (nd >= CS_HOST_INDEX_MIN)
+		out->launch_pace = median_double(d, nd);
+	free(d);
+	free(v);
+	return 0;
+}
+
+/* The median duration of the steady steps' kernel launch calls (cs_run.launch_call). */
 static int launch_calls(const struct run_ctx *c, cs_run *out)
 {
 	const cs_analysis *a = c->a;
@@ -727,12 +789,10 @@ static int launch_calls(const struct run_ctx *c, cs_run *out)
 		v[n++] = (double)(k->launch_end - k->launch_start);
 	}
 	out->launch_call = 0;
-	if (n >= CS_HOST_INDEX_MIN) {
-		cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
-		out->launch_call = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	}
+	if (n >= CS_HOST_INDEX_MIN)
+		out->launch_call = median_double(v, n);
 	free(v);
-	return 0;
+	return launch_pace(c, out);
 }
 
 static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)

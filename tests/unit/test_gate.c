@@ -302,7 +302,8 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			k.stack_id = CS_ID_NONE;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = k.end;
-			t += 10 * US;
+			/* the host's pace from one launch to the next follows its speed */
+			t += (int64_t)llround(10 * US * (l->launch_slow > 0 ? l->launch_slow : 1));
 			if (i == 5 && l->log_every && pid == 300 &&
 			    step % l->log_every == l->log_every - 1) {
 				k.launch_start = t;
@@ -392,6 +393,7 @@ static char *hb_dir, *hb_base[5], *hb_same_db, *hb_slow_db, *hb_item_db, *gb_bas
 static char *hb_slowhost_db, *hb_slowstep_db, *hb_fasthost_db, *gb_slowlaunch_db;
 /* the host-bound loop made GPU-bound (its kernels 6x as long: 75% busy), launch calls 2x */
 static char *hb_gpubound_db;
+static char *hb_prog25_db; /* the program 25% slower on a host of a baseline's speed */
 static char *empty_dir;
 static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 steps */
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
@@ -407,7 +409,8 @@ static char *write_variant(const char *name, const struct loop *l)
 	return path;
 }
 
-/* A host-bound loop: 1 ms of GPU work in 8 ms steps scaled by scale, steps +-10%. */
+/* A host-bound loop: 1 ms of GPU work in 8 ms steps scaled by scale, steps +-10%, on a host
+ * whose speed is scale (its launch calls and its pace from one launch to the next too). */
 static struct loop host_bound_loop(double scale, uint32_t seed)
 {
 	struct loop l = loop_defaults();
@@ -415,6 +418,7 @@ static struct loop host_bound_loop(double scale, uint32_t seed)
 	for (int i = 0; i < 6; i++)
 		l.slow[i] = 0.25;
 	l.step_ns = (int64_t)(8 * MS * scale);
+	l.launch_slow = scale;
 	l.jitter = 0.2;
 	l.seed = seed;
 	return l;
@@ -438,6 +442,7 @@ static void write_noise_traces(void)
 	l = host_bound_loop(1.10, 200);
 	hb_same_db = write_variant("hb_same.db", &l);
 	l = host_bound_loop(1.60, 201);
+	l.launch_slow = 1; /* the program is slower, not its host */
 	hb_slow_db = write_variant("hb_slow.db", &l);
 	l = host_bound_loop(1.17, 202);
 	l.d2h = 1;
@@ -446,7 +451,11 @@ static void write_noise_traces(void)
 	l.launch_slow = 1.40;
 	hb_slowhost_db = write_variant("hb_slowhost.db", &l);
 	l = host_bound_loop(1.40, 100);
+	l.launch_slow = 1;
 	hb_slowstep_db = write_variant("hb_slowstep.db", &l);
+	l = host_bound_loop(1.05 * 1.25, 203);
+	l.launch_slow = 1.05;
+	hb_prog25_db = write_variant("hb_prog25.db", &l);
 	l = host_bound_loop(1.00, 100);
 	l.launch_slow = 0.60;
 	hb_fasthost_db = write_variant("hb_fasthost.db", &l);
@@ -1202,9 +1211,10 @@ START_TEST(test_host_speed)
 
 	/* (a) the host 40% slower throughout: launch calls and steps +40%; passes, and says why */
 	out = gate_one(hb_base[0], hb_slowhost_db, 0);
-	ck_assert_msg(strstr(out, "new's kernel launch calls took 1.40x the baseline's (median "
-				  "5.60 us against 4.00 us)") &&
-			      strstr(out, "a change that itself slows the launch path"),
+	ck_assert_msg(strstr(out,
+			     "new's host launched kernels at 1.40x the baseline's pace (median "
+			     "14.00 us from one launch to the next against 10.00 us)") &&
+			      strstr(out, "a change that slows every op alike"),
 		      "%s", out);
 	line = check_line(out, "step time (median)");
 	ck_assert_msg(line && !strncmp(line, " ok ", 4) &&
@@ -1216,6 +1226,10 @@ START_TEST(test_host_speed)
 	assert_near(json_num(doc, "host_speed_ratio"), 1.40, 0.001, "host speed ratio");
 	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "launch_call_median_ns"), 4000, 0.5,
 		    "base launch call");
+	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "launch_pace_median_ns"), 10000, 0.5,
+		    "base launch pace");
+	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_pace_median_ns"), 14000, 0.5,
+		    "new launch pace");
 	row = json_row(doc, "step_time", NULL);
 	ck_assert_msg(json_num(row, "relative") > 0.30, "raw step change past the floor");
 	ck_assert_msg(fabs(json_num(row, "host_adjusted_relative")) < 0.05,
@@ -1292,8 +1306,9 @@ START_TEST(test_host_bound_one_baseline)
 
 	ck_assert_msg(strstr(out, "note: host-bound: the GPU is busy 1") &&
 			      strstr(out, "wall metrics (step time, GPU busy share) follow the "
-					  "host's speed; new's kernel launch calls took 1.00x the "
-					  "baseline's (median 4.00 us against 4.00 us)") &&
+					  "host's speed; new's host launched kernels at 1.17x the "
+					  "baseline's pace (median 11.70 us from one launch to the "
+					  "next against 10.00 us)") &&
 			      strstr(out, "fail only past 30%"),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "note: one baseline: timing changes are tested on the per-step "
@@ -1341,10 +1356,22 @@ START_TEST(test_several_baselines)
 	ck_assert_msg(strstr(out, "note: 5 baselines: timing changes are tested on the per-step "
 				  "samples and against the baselines' run-to-run spread"),
 		      "%s", out);
-	ck_assert_msg(strstr(out, "they are gated against the baselines' run-to-run spread"), "%s",
-		      out);
+	ck_assert_msg(strstr(out,
+			     "so every run's are taken at the baselines' mean host speed (its "
+			     "launch pace, the median time from one kernel launch to the next, "
+			     "over theirs: new 1.0"),
+		      "%s", out);
 	line = check_line(out, "step time (median)");
 	ck_assert_msg(line && !strncmp(line, " ok ", 4), "%s", out);
+	free(line);
+	free(out);
+	/* 25% slower on a host as fast as the fourth baseline's: inside the raw spread of the
+	 * baselines' step times (0.93..1.17), far outside it at a common host speed */
+	out = gate_bases(five, hb_prog25_db, 1, "--width=0");
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6) && strstr(line, "host-bound +2") &&
+			      strstr(line, "at the baselines' host speed"),
+		      "%s", out);
 	free(line);
 	free(out);
 	/* 60% slower: beyond the spread, with its confidence */
@@ -1396,8 +1423,10 @@ START_TEST(test_several_baselines)
 		ck_assert_int_eq(row->tested, 1);
 		ck_assert(row->worse && row->gated);
 		ck_assert_msg(row->confidence >= 0.99, "%g", row->confidence);
-		/* the spread of the five step times (8 ms x 1.00, 1.12, 0.93, 1.05, 1.17) */
-		assert_near(row->spread, 0.0937 * 8 * MS, 0.01 * 8 * MS, "run-to-run spread");
+		/* the five step times (8 ms x 1.00, 1.12, 0.93, 1.05, 1.17, spread 9.4%) on hosts
+		 * of those speeds: at a common host speed only the steps' own jitter is left */
+		ck_assert_msg(row->spread > 0 && row->spread < 0.05 * 8 * MS, "spread %g",
+			      row->spread);
 		ck_assert(row->margin > 3 * row->spread);
 		cs_comparison_free(&cmp);
 	}
