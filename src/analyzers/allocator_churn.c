@@ -42,25 +42,6 @@ struct step_sum {
 	int64_t calls, allocs, frees, bytes, host_ns, idle_ns;
 };
 
-/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. */
-static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
-{
-	int64_t next = INT64_MAX;
-
-	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid && a->kernels[i].start >= t) {
-			next = a->kernels[i].start;
-			break;
-		}
-	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
-		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
-			if (a->copies[i].start < next)
-				next = a->copies[i].start;
-			break;
-		}
-	return next;
-}
-
 /* 1 when empty-cache-in-loop or memory-ceiling-thrash found its pattern in the steps' process
  * (they run first), or when the other rules' findings are not known (this rule run alone). */
 static int bursts_claimed(const cs_rule_ctx *ctx)
@@ -77,15 +58,26 @@ static int bursts_claimed(const cs_rule_ctx *ctx)
 	return 0;
 }
 
-/* 1 when t lies in a release burst or the refill after it that the memory rules claim (all of
- * them when claimed, else the retries and the phase switches). */
-static int in_burst(const struct ru_mem *m, int claimed, int64_t t)
+/* A burst the memory rules claim: all of them when claimed, else the retries and the phase
+ * switches. */
+static int burst_claimed(const struct ru_burst *b, int claimed)
 {
+	return claimed || b->retry || b->phase_switch;
+}
+
+/* 1 when t lies in a claimed release burst or the refill after it, or in a steady step that
+ * holds one (burst_step: the cache was emptied in that step, and every allocation of the step
+ * refills it: with expandable segments the mapping calls that follow the last allocation). */
+static int in_burst(const struct ru_mem *m, int claimed, const uint8_t *burst_step, int32_t st,
+		    int64_t t)
+{
+	if (st >= 0 && burst_step[st])
+		return 1;
 	for (int32_t i = 0; i < m->n; i++) {
 		const struct ru_burst *b = &m->v[i];
 		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
 
-		if (t >= b->t_first && t <= end && (claimed || b->retry || b->phase_switch))
+		if (t >= b->t_first && t <= end && burst_claimed(b, claimed))
 			return 1;
 	}
 	return 0;
@@ -121,6 +113,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct ru_recur r;
 	char title[400], b1[32], b2[32], near[200] = "";
 	int rc, claimed;
+	uint8_t *burst_step = NULL; /* steady steps that hold a claimed burst */
 
 	if (steady <= 0 || a->napis == 0)
 		return 0;
@@ -128,6 +121,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	rc = CS_ERR_NOMEM;
 	if (ru_mem_bursts(a, s, &m))
 		goto out;
+	burst_step = calloc((size_t)s->n + 1, 1);
+	if (!burst_step)
+		goto out;
+	for (int32_t i = 0; i < m.n; i++)
+		if (m.v[i].step >= 0 && m.v[i].step < s->n && burst_claimed(&m.v[i], claimed))
+			burst_step[m.v[i].step] = 1;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + (size_t)a->nmemory + 1, sizeof(*tmp));
@@ -158,23 +157,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		int32_t st;
 
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, claimed, x->start))
+		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		sum[st].calls++;
 		cs_sat_accum(&sum[st].host_ns, x->end - x->start);
-		{
-			/* the GPU idle from the call to the first work that starts after it (a
-			 * cudaFree waits for the device: the host then launches into an empty
-			 * queue), up to the next allocator call */
-			int64_t to = next_work_start(a, s->pid, x->end);
-
-			if (next_call >= 0 && a->apis[next_call].start < to)
-				to = a->apis[next_call].start;
-			if (to == INT64_MAX || to < x->end)
-				to = x->end;
-			sum[st].idle_ns +=
-				(to - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, to);
-		}
+		sum[st].idle_ns += ru_alloc_call_idle(
+			a, s->pid, x, next_call >= 0 ? a->apis[next_call].start : INT64_MAX);
 	}
 	/* the device memory rows of those steps, outside the bursts */
 	for (int64_t i = 0; i < a->nmemory; i++) {
@@ -184,7 +172,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		if (x->pid != s->pid || x->result != 0 || !cs_a_memory_is_device(x))
 			continue;
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, claimed, x->start))
+		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
 			sum[st].allocs++;
@@ -284,7 +272,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		    x->end == CS_TS_UNKNOWN || x->end < x->start)
 			continue;
 		st = ru_steady_step(s, x->start);
-		if (st < 0 || in_burst(&m, claimed, x->start) || !is_step(steps, nsteps, st))
+		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start) ||
+		    !is_step(steps, nsteps, st))
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = x->start;
@@ -350,6 +339,7 @@ out_free:
 	ru_mem_free(&m);
 	ru_i64_free(&seen);
 	ru_i64_free(&calls);
+	free(burst_step);
 	ru_sites_free(&sites);
 	free(is_alloc);
 	free(sum);

@@ -533,7 +533,7 @@ static const char *cause_words(int c)
 	case CAUSE_PAGEABLE:
 		return "copies of pageable memory holding the host";
 	case CAUSE_ALLOC:
-		return "device allocator calls holding the host (allocator-churn's cost)";
+		return "device allocator calls holding the host (the memory rules' cost)";
 	default:
 		return "launch overhead between short kernels launched one by one";
 	}
@@ -558,8 +558,8 @@ static const char *cause_fix(int c, int graph)
 		return "Pageable copies: copy from pinned memory (pin_memory=True, "
 		       "non_blocking=True) so that the copy call does not hold the host.";
 	case CAUSE_ALLOC:
-		return "Allocator calls: see allocator-churn (device memory allocated and freed "
-		       "inside the steps).";
+		return "Allocator calls: see the memory findings (allocator-churn, "
+		       "empty-cache-in-loop, memory-ceiling-thrash).";
 	default:
 		return graph ? "Launch overhead: the kernels already run from CUDA graphs; "
 			       "capture more of the step in one graph, fuse small ops "

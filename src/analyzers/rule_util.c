@@ -671,7 +671,38 @@ static int burst_push(struct ru_mem *m, size_t *cap, const struct ru_burst *b)
 	return 0;
 }
 
-/* Per step: host time and GPU idle in the allocator API calls of the process. */
+/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. */
+static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
+{
+	int64_t next = INT64_MAX;
+
+	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid && a->kernels[i].start >= t) {
+			next = a->kernels[i].start;
+			break;
+		}
+	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
+		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
+			if (a->copies[i].start < next)
+				next = a->copies[i].start;
+			break;
+		}
+	return next;
+}
+
+int64_t ru_alloc_call_idle(const cs_analysis *a, uint32_t pid, const cs_a_api *x, int64_t next_call)
+{
+	int64_t to = next_work_start(a, pid, x->end);
+
+	if (next_call < to)
+		to = next_call;
+	if (to == INT64_MAX || to < x->end)
+		to = x->end;
+	return (to - x->start) - cs_analysis_gpu_busy(a, pid, x->start, to);
+}
+
+/* Per step: host time and GPU idle (ru_alloc_call_idle()) in the allocator API calls of the
+ * process. */
 static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem *m)
 {
 	int64_t maxname = -1;
@@ -691,26 +722,34 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 	if (!is_alloc)
 		return CS_ERR_NOMEM;
 	memset(is_alloc, -1, (size_t)maxname + 1);
-	for (int64_t i = 0; i < a->napis; i++) {
-		const cs_a_api *x = &a->apis[i];
+	for (int64_t i = 0, prev = -1;; i++) {
+		const cs_a_api *x = i < a->napis ? &a->apis[i] : NULL;
 		int st;
 
-		if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
-		    x->end == CS_TS_UNKNOWN || x->end < x->start)
+		if (x && (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
+			  x->end == CS_TS_UNKNOWN || x->end < x->start))
 			continue;
-		if (is_alloc[x->name_id] < 0)
+		if (x && is_alloc[x->name_id] < 0)
 			is_alloc[x->name_id] =
 				(signed char)ru_is_alloc_api(cs_analysis_string(a, x->name_id));
-		if (!is_alloc[x->name_id])
+		if (x && !is_alloc[x->name_id])
 			continue;
+		/* the previous call, now that the next one is known */
+		if (prev >= 0) {
+			const cs_a_api *p = &a->apis[prev];
+
+			st = ru_steady_step(s, p->start);
+			if (st >= 0) {
+				m->api_calls[st]++;
+				cs_sat_accum(&m->api_host[st], p->end - p->start);
+				m->api_idle[st] +=
+					ru_alloc_call_idle(a, s->pid, p, x ? x->start : INT64_MAX);
+			}
+		}
+		if (!x)
+			break;
 		m->have_api = 1;
-		st = ru_steady_step(s, x->start);
-		if (st < 0)
-			continue;
-		m->api_calls[st]++;
-		cs_sat_accum(&m->api_host[st], x->end - x->start);
-		m->api_idle[st] +=
-			(x->end - x->start) - cs_analysis_gpu_busy(a, s->pid, x->start, x->end);
+		prev = i;
 	}
 	free(is_alloc);
 	return 0;

@@ -348,6 +348,12 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 int ru_is_alloc_api(const char *name);
 /* ru_is_alloc_api() without the pinned host memory calls (cudaMallocHost, cudaFreeHost, ...). */
 int ru_is_device_alloc_api(const char *name);
+/* The GPU idle an allocator call x of pid cost: from its start to the first GPU work that starts
+ * after it (a cudaFree waits for the device, and the host then launches into an empty queue),
+ * bounded by next_call (the start of the process's next allocator call; INT64_MAX: none): the
+ * call's own time less the GPU work running during it, and the relaunch after it. */
+int64_t ru_alloc_call_idle(const cs_analysis *a, uint32_t pid, const cs_a_api *x,
+			   int64_t next_call);
 
 /* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
 
