@@ -280,7 +280,9 @@ static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
  * The starved gaps after the work that ended a wait's idle (the iterator stands after it, reach
  * is the end of the GPU work so far): each next piece of work launched after the GPU ran out of
  * work, until one is launched while the GPU is still busy (the host is ahead again) or at or
- * after stop. lead: the time the host waited, the most the refill can be charged.
+ * after stop. lead: the time the host waited, the most the refill can be charged; the wait's
+ * window (window_end) ends where that much is counted, so that the gaps after it stay
+ * launch-starvation's (a host-bound program starves the GPU without the read too).
  */
 static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
 		   struct ru_d2h_wait *d)
@@ -298,8 +300,15 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
 		if (launched == CS_TS_UNKNOWN || launched <= reach)
 			break; /* launched while the GPU was busy: the host is ahead again */
 		if (w.start > reach) {
-			cs_sat_accum(&sum, w.start - reach);
 			gaps++;
+			if (sum + (w.start - reach) >= lead) {
+				/* the wait's lead is used up: the rest of the refill is the host's
+				 * own pace, launch-starvation's to judge */
+				d->window_end = reach + (lead - sum);
+				sum = lead;
+				break;
+			}
+			sum += w.start - reach;
 			d->window_end = w.start;
 		}
 		if (w.end > reach)
