@@ -273,10 +273,20 @@ static void print_base(const cs_diff *d)
 		snprintf(r, sizeof(r), "the slowest rank of each, ");
 	else
 		r[0] = '\0';
-	printf("base: %d runs, %s .. %s (%sstep time %s, run-to-run spread %.2f%%)\n", d->nbases,
+	printf("base: %d runs, %s .. %s (%sstep time %s, run-to-run spread %.2f%%", d->nbases,
 	       d->bases[0]->path, d->bases[d->nbases - 1]->path, r,
 	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, mean, 0),
 	       mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
+	if (d->host_speeds) {
+		/* the same steps at the baselines' mean host speed: the spread the gate tests */
+		mean = 0;
+		for (int32_t i = 0; i < n; i++) {
+			v[i] /= d->host_speeds[i];
+			mean += v[i] / n;
+		}
+		printf(", %.2f%% at one host speed", mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
+	}
+	printf(")\n");
 }
 
 static void print_text(const cs_diff *d, int width, int color)
