@@ -137,6 +137,28 @@ static int library_file(const char *file)
 	return 0;
 }
 
+/* A native frame of CUDA itself, of the profiler or of the C library: the driver, the runtime
+ * (shared, or linked into the program: its cuda* and cudart:: symbols), CUPTI, cuscope's
+ * injection library, libc. Not where the program's code is. */
+static int cuda_or_system_frame(const cs_frame *f)
+{
+	static const char *const modules[] = {"libcuda.so", "libcudart",   "libcupti",
+					      "libcuscope", "libc.so",	   "libpthread",
+					      "ld-linux",   "libstdc++.so"};
+	static const char *const symbols[] = {"cuda",		"__cuda",  "cudart::", "cupti",
+					      "__device_stub_", "__libc_", "_start"};
+	const char *m = report_base_name(f->module), *s = f->symbol;
+
+	for (size_t i = 0; m && i < sizeof(modules) / sizeof(modules[0]); i++)
+		if (!strncmp(m, modules[i], strlen(modules[i])))
+			return 1;
+	for (size_t i = 0; s && i < sizeof(symbols) / sizeof(symbols[0]); i++)
+		if (!strncmp(s, symbols[i], strlen(symbols[i])))
+			return 1;
+	/* the driver API: cu + an upper-case letter (cuMemAlloc, cuLaunchKernel) */
+	return s && s[0] == 'c' && s[1] == 'u' && s[2] >= 'A' && s[2] <= 'Z';
+}
+
 /* The frame that stands for a stack: the innermost in the user's code (docs/commands/report.md). */
 const cs_frame *report_location_frame(const cs_frame *f, int n)
 {
@@ -145,6 +167,10 @@ const cs_frame *report_location_frame(const cs_frame *f, int n)
 			return &f[i];
 	for (int i = 0; i < n; i++)
 		if (f[i].kind == 2)
+			return &f[i];
+	/* native only: the first named frame that is not CUDA's, the profiler's or libc's */
+	for (int i = 0; i < n; i++)
+		if (f[i].symbol && !cuda_or_system_frame(&f[i]))
 			return &f[i];
 	for (int i = 0; i < n; i++)
 		if (f[i].symbol)

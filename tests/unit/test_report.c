@@ -23,6 +23,7 @@ static char *tmp_dir;
 static char *train_db, *counts_db; /* committed */
 static char *clean_db;		   /* GPU busy, nothing to find */
 static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
+static char *native_db; /* the read-back's stack a C program's, without line numbers */
 static char *backward_db;	   /* the same, the stack borrowed by an autograd engine thread */
 static char *second_db; /* two processes without a rank: only the second syncs in every step */
 static char *rank1_db;	/* ranks 0 and 1: only rank 1 (the lower pid) syncs */
@@ -332,6 +333,33 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 
 	if (sync == 2) {
 		stack = add_borrowed_stack(w);
+		need(stack >= 0, "stack");
+	} else if (sync == 3) {
+		/* a C program without debug lines: CUPTI, the driver, the runtime linked into
+		 * the program, the program's own function, libc */
+		cs_frame f[6];
+
+		memset(f, 0, sizeof(f));
+		for (int i = 0; i < 6; i++) {
+			f[i].kind = 1;
+			f[i].pc = 0x7f0000001000ull + (uint64_t)i * 0x100;
+		}
+		f[0].module = "/usr/lib/libcupti.so.13";
+		f[1].module = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+		f[1].symbol = "cuMemcpyDtoH_v2";
+		f[2].module = "/home/user/solver";
+		f[2].symbol = "cudaMemcpy";
+		f[3].module = "/home/user/solver";
+		f[3].symbol = "cudart::cudaApiMemcpy(void*, void const*, unsigned long)";
+		f[3].offset = 0x20;
+		f[4].module = "/home/user/solver";
+		f[4].symbol = "residual_norm";
+		f[4].offset = 0x4d;
+		f[5].module = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+		f[5].symbol = "__libc_start_call_main";
+		/* the runtime's own frame after the program's: only the first counts */
+		f[2].offset = 0x1cb;
+		stack = cs_writer_add_stack(w, f, 6);
 		need(stack >= 0, "stack");
 	} else if (sync) {
 		cs_frame f[4];
@@ -830,6 +858,32 @@ START_TEST(test_findings_output)
 }
 END_TEST
 
+/* A native stack without lines names the program's own function, not the CUDA runtime linked
+ * into it, the driver or libc. */
+START_TEST(test_native_stack_location)
+{
+	struct tu_result j = run("-f", "json", native_db), t = run(native_db);
+	cJSON *doc = report_json(j.out), *f;
+	int located = 0;
+
+	ck_assert_int_eq(t.rc, 0);
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		const cJSON *loc = cJSON_GetObjectItem(f, "location");
+
+		if (!cJSON_IsObject(loc))
+			continue;
+		ck_assert_str_eq(json_str(loc, "function"), "residual_norm");
+		located++;
+	}
+	ck_assert_msg(located > 0, "%s", j.out);
+	ck_assert_msg(strstr(t.out, "where:    residual_norm (solver+0x4d)"), "%s", t.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+}
+END_TEST
+
 /* A stack borrowed by an autograd engine thread names the line that called loss.backward(). */
 START_TEST(test_borrowed_stack_location)
 {
@@ -1232,6 +1286,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_fail_on);
 	tcase_add_test(tc, test_findings_output);
 	tcase_add_test(tc, test_borrowed_stack_location);
+	tcase_add_test(tc, test_native_stack_location);
 	tcase_add_test(tc, test_bad_usage);
 	tcase_add_test(tc, test_pid_and_no_color_env);
 	tcase_add_test(tc, test_every_process_second_only);
@@ -1273,6 +1328,8 @@ int main(void)
 	write_loop(sync_db, 1);
 	backward_db = tu_path(tmp_dir, "backward.db");
 	write_loop(backward_db, 2);
+	native_db = tu_path(tmp_dir, "native.db");
+	write_loop(native_db, 3);
 	{
 		static const struct wproc second[] = {{300, CS_ID_NONE, 0, 0, 0, 0},
 						      {301, CS_ID_NONE, 1, 0, 0, 0}};
