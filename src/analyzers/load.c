@@ -420,16 +420,31 @@ static int host_func_wait(const cs_analysis *a, const struct thread_launch *v, i
 static int add_host_func_waits(cs_analysis *a)
 {
 	struct thread_launch *v = NULL;
+	struct u64map callers; /* the threads that enqueued a host function */
 	cs_a_sync *add = NULL, *merged = NULL;
-	int64_t nfunc = 0, n = 0, nadd = 0;
-	int rc = CS_ERR_NOMEM;
+	int64_t nfunc = 0, n = 0, nadd = 0, nv = 0;
+	int rc = CS_ERR_NOMEM, created;
 
+	u64map_init(&callers, 1);
 	for (int64_t i = 0; i < a->napis; i++)
-		if (is_host_func(cs_analysis_string(a, a->apis[i].name_id)))
+		if (is_host_func(cs_analysis_string(a, a->apis[i].name_id))) {
+			if (!u64map_put(&callers, (uint64_t)a->apis[i].pid << 32 | a->apis[i].tid,
+					&created))
+				goto out;
 			nfunc++;
-	if (nfunc == 0)
+		}
+	if (nfunc == 0) {
+		u64map_free(&callers);
 		return 0;
-	v = malloc(((size_t)a->nkernels + (size_t)a->ncopies + 1) * sizeof(*v));
+	}
+	/* the launches of those threads only */
+	for (int64_t i = 0; i < a->nkernels; i++)
+		nv += u64map_get(&callers, (uint64_t)a->kernels[i].pid << 32 |
+						   a->kernels[i].launch_tid) != NULL;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		nv += u64map_get(&callers, (uint64_t)a->copies[i].pid << 32 |
+						   a->copies[i].launch_tid) != NULL;
+	v = malloc(((size_t)nv + 1) * sizeof(*v));
 	add = malloc((size_t)nfunc * sizeof(*add));
 	if (!v || !add)
 		goto out;
@@ -437,6 +452,8 @@ static int add_host_func_waits(cs_analysis *a)
 		const cs_a_kernel *k = &a->kernels[i];
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 
+		if (!u64map_get(&callers, (uint64_t)k->pid << 32 | k->launch_tid))
+			continue;
 		if (k->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
 			v[n++] = (struct thread_launch){(uint64_t)k->pid << 32 | k->launch_tid, t,
 							-1};
@@ -445,6 +462,8 @@ static int add_host_func_waits(cs_analysis *a)
 		const cs_a_copy *c = &a->copies[i];
 		int64_t t = cs_launch_time(c->launch_start, c->start);
 
+		if (!u64map_get(&callers, (uint64_t)c->pid << 32 | c->launch_tid))
+			continue;
 		if (c->launch_start != CS_TS_UNKNOWN && t != CS_TS_UNKNOWN)
 			v[n++] = (struct thread_launch){(uint64_t)c->pid << 32 | c->launch_tid, t,
 							i};
@@ -475,6 +494,7 @@ static int add_host_func_waits(cs_analysis *a)
 	a->nsyncs += nadd;
 	rc = 0;
 out:
+	u64map_free(&callers);
 	free(v);
 	free(add);
 	return rc;
