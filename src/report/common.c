@@ -132,6 +132,10 @@ static int library_file(const char *file)
 	if (!strncmp(file, "<frozen", 7) || strstr(file, "site-packages/torch") ||
 	    strstr(file, "dist-packages"))
 		return 1;
+	/* native frames' headers: the C++ library, CUDA's, the system's */
+	if (!strncmp(file, "/usr/include/", 13) || strstr(file, "/include/c++/") ||
+	    strstr(file, "/cuda/include/") || strstr(file, "/targets/x86_64-linux/include/"))
+		return 1;
 	for (p = strstr(file, "lib/python3."); p; p = strstr(p + 1, "lib/python3."))
 		return 1;
 	return 0;

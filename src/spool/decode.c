@@ -773,6 +773,8 @@ static void native_frame(struct proc_file *pf, uint64_t pc, cs_frame *f)
 	f->module = res.module;
 	f->symbol = res.symbol;
 	f->offset = res.offset;
+	f->file = res.file;
+	f->line = res.line;
 	pf->im->native_pcs++;
 	if (!res.symbol)
 		pf->im->unsymbolized_pcs++;

@@ -23,6 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef CUSCOPE_HAVE_LIBDW
+#include <elfutils/libdw.h>
+#endif
+
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "symbolize.h"
@@ -63,6 +67,9 @@ struct cs_sym_file {
 	const char *strtab;
 	size_t strtab_len;
 	struct u64map demangled; /* symbol index -> char * (NULL: not a C++ name after all) */
+	void *dwarf;		 /* Dwarf * of the file's debug sections (libdw), or NULL */
+	int dwarf_fd;		 /* its descriptor */
+	int dwarf_state;	 /* 0 not opened yet, 1 open, -1 no line table */
 };
 
 struct cs_symbolizer {
@@ -102,6 +109,12 @@ static void file_free(struct cs_sym_file *f)
 		if (m->used[i])
 			free(*(char **)u64map_val(m, i));
 	u64map_free(m);
+#ifdef CUSCOPE_HAVE_LIBDW
+	if (f->dwarf) {
+		dwarf_end(f->dwarf);
+		close(f->dwarf_fd);
+	}
+#endif
 	if (f->map)
 		munmap(f->map, f->map_len);
 	free(f->loads);
@@ -520,6 +533,47 @@ int cs_modmap_add(struct cs_modmap *m, uint64_t start, uint64_t end, uint64_t of
 	return 0;
 }
 
+/*
+ * The source file and line of ELF virtual address addr in f, from its DWARF line table (a program
+ * or library built with -g); nothing when the file has none or libdw is not there. The file's
+ * debug sections are opened once, the first time; the strings live as long as the symbolizer.
+ */
+static void file_line(struct cs_sym_file *f, uint64_t addr, struct cs_sym_result *out)
+{
+#ifdef CUSCOPE_HAVE_LIBDW
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *src;
+	int line = 0;
+
+	if (f->dwarf_state == 0) {
+		int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+		f->dwarf_state = -1;
+		if (fd >= 0) {
+			f->dwarf = dwarf_begin(fd, DWARF_C_READ);
+			if (f->dwarf) {
+				f->dwarf_fd = fd;
+				f->dwarf_state = 1;
+			} else {
+				close(fd);
+			}
+		}
+	}
+	if (f->dwarf_state < 0 || !dwarf_addrdie(f->dwarf, addr, &cu))
+		return;
+	l = dwarf_getsrc_die(&cu, addr);
+	if (!l || !(src = dwarf_linesrc(l, NULL, NULL)) || dwarf_lineno(l, &line) || line <= 0)
+		return;
+	out->file = src;
+	out->line = line;
+#else
+	(void)f;
+	(void)addr;
+	(void)out;
+#endif
+}
+
 void cs_symbolize(struct cs_modmap *m, uint64_t pc, struct cs_sym_result *out)
 {
 	const struct cs_mapping *map;
@@ -530,6 +584,8 @@ void cs_symbolize(struct cs_modmap *m, uint64_t pc, struct cs_sym_result *out)
 	out->module = NULL;
 	out->symbol = NULL;
 	out->offset = 0;
+	out->file = NULL;
+	out->line = 0;
 	if (!pc)
 		return;
 	/* the call's own instruction: a return address may be the first byte past its function */
@@ -548,4 +604,5 @@ void cs_symbolize(struct cs_modmap *m, uint64_t pc, struct cs_sym_result *out)
 		return;
 	out->symbol = sym_name(map->file, s);
 	out->offset = vaddr + 1 - s->addr;
+	file_line(map->file, vaddr, out);
 }

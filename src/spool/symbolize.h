@@ -43,6 +43,10 @@ struct cs_sym_result {
 	const char *module; /* path of the mapped file; NULL when no mapping holds the pc */
 	const char *symbol; /* demangled function name; NULL when unknown */
 	uint64_t offset;    /* pc - symbol address; without a symbol, the pc's offset in the file */
+	/* the source file and line of the call, from the file's DWARF line table (built with -g;
+	 * only with libdw); NULL and 0 when unknown */
+	const char *file;
+	int line;
 };
 
 /* A symbolizer with an empty cache; NULL when out of memory. */

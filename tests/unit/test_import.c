@@ -1279,6 +1279,8 @@ START_TEST(test_stacks)
 END_TEST
 
 /* A function of this binary for the stacks to point into. */
+/* The lines of import_marker_function, for the file and line of a frame in it (with libdw). */
+static const int marker_first_line = __LINE__ + 1;
 __attribute__((noinline)) static int import_marker_function(int x)
 {
 	static volatile int sink;
@@ -1286,6 +1288,7 @@ __attribute__((noinline)) static int import_marker_function(int x)
 	sink += x;
 	return sink * 7;
 }
+static const int marker_last_line = __LINE__ - 1;
 
 /* A mapping of this process, as /proc/self/maps lists it. */
 struct self_map {
@@ -1342,6 +1345,17 @@ static void check_native(const cs_frame *f, uint64_t pc, const char *module, con
 	else
 		ck_assert_ptr_null(f->symbol);
 	ck_assert_uint_eq(f->offset, offset);
+#ifdef CUSCOPE_HAVE_LIBDW
+	/* this test is built with -g: a frame in its marker function has its file and line */
+	if (symbol && !strcmp(symbol, "import_marker_function")) {
+		ck_assert_msg(f->file && strstr(f->file, "test_import.c"), "%s",
+			      f->file ? f->file : "(no file)");
+		ck_assert_msg(f->line >= marker_first_line && f->line <= marker_last_line,
+			      "line %d not in %d..%d", f->line, marker_first_line,
+			      marker_last_line);
+		return;
+	}
+#endif
 	ck_assert_ptr_null(f->file);
 	ck_assert_int_eq(f->line, 0);
 }

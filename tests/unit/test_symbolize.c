@@ -66,6 +66,19 @@ __attribute__((noinline)) static uintptr_t sym_caller(void)
 	return ra;
 }
 
+/* The line of the call in sym_line_caller (test_line_of_call). */
+static int call_line;
+
+__attribute__((noinline)) static uintptr_t sym_line_caller(void)
+{
+	uintptr_t ra;
+
+	call_line = __LINE__ + 1;
+	ra = return_address();
+	sink++; /* not a tail call */
+	return ra;
+}
+
 /* ---- mappings ---- */
 
 /* The file mappings of this process, as the injection library reads them. */
@@ -169,6 +182,38 @@ START_TEST(test_return_address)
 	/* the first byte of a function, as a return address, belongs to what precedes it */
 	cs_symbolize(&c.m, (uintptr_t)&sym_global_function, &r);
 	ck_assert(r.symbol == NULL || strcmp(r.symbol, "sym_global_function") != 0);
+	ctx_close(&c);
+}
+END_TEST
+
+/* With libdw, a return address into a function of this test (built with -g) names the file and the
+ * line of the call; without it, no file. */
+START_TEST(test_line_of_call)
+{
+	struct ctx c;
+	struct cs_sym_result r;
+	uintptr_t ra = sym_line_caller();
+
+	ctx_open(&c);
+	map_self(&c.m);
+	cs_symbolize(&c.m, ra, &r);
+	ck_assert_str_eq(r.symbol, "sym_line_caller");
+#ifdef CUSCOPE_HAVE_LIBDW
+	ck_assert_ptr_nonnull(r.file);
+	ck_assert_msg(strstr(r.file, "test_symbolize.c") != NULL, "%s", r.file);
+	ck_assert_int_eq(r.line, call_line);
+	/* a library without debug information: its function, no line */
+	{
+		uintptr_t pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getppid") + 1;
+
+		cs_symbolize(&c.m, pc, &r);
+		ck_assert_ptr_null(r.file);
+		ck_assert_int_eq(r.line, 0);
+	}
+#else
+	ck_assert_ptr_null(r.file);
+	ck_assert_int_eq(r.line, 0);
+#endif
 	ctx_close(&c);
 }
 END_TEST
@@ -402,6 +447,7 @@ static Suite *symbolize_suite(void)
 
 	tcase_add_test(tc, test_own_functions);
 	tcase_add_test(tc, test_return_address);
+	tcase_add_test(tc, test_line_of_call);
 	tcase_add_test(tc, test_libc);
 	tcase_add_test(tc, test_unreadable_and_unmapped);
 	tcase_add_test(tc, test_mappings_replaced);
