@@ -166,8 +166,16 @@ static int cuda_or_system_frame(const cs_frame *f)
 /* The frame that stands for a stack: the innermost in the user's code (docs/commands/report.md). */
 const cs_frame *report_location_frame(const cs_frame *f, int n)
 {
+	/* the program's Python lines first: a library built with -g has native files too */
 	for (int i = 0; i < n; i++)
-		if (f[i].file && !library_file(f[i].file))
+		if (f[i].kind != 1 && f[i].file && !library_file(f[i].file))
+			return &f[i];
+	/* then a native frame with a line in the program's own code (built with -g) */
+	for (int i = 0; i < n; i++)
+		if (f[i].kind == 1 && f[i].file && !library_file(f[i].file) &&
+		    !cuda_or_system_frame(&f[i]) &&
+		    !(f[i].module && (strstr(f[i].module, "site-packages") ||
+				      strstr(f[i].module, "dist-packages"))))
 			return &f[i];
 	for (int i = 0; i < n; i++)
 		if (f[i].kind == 2)

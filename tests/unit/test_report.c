@@ -24,6 +24,7 @@ static char *train_db, *counts_db; /* committed */
 static char *clean_db;		   /* GPU busy, nothing to find */
 static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
 static char *native_db; /* the read-back's stack a C program's, without line numbers */
+static char *native_lines_db;	   /* the same program built with -g: its frames have lines */
 static char *backward_db;	   /* the same, the stack borrowed by an autograd engine thread */
 static char *second_db; /* two processes without a rank: only the second syncs in every step */
 static char *rank1_db;	/* ranks 0 and 1: only rank 1 (the lower pid) syncs */
@@ -334,7 +335,7 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 	if (sync == 2) {
 		stack = add_borrowed_stack(w);
 		need(stack >= 0, "stack");
-	} else if (sync == 3) {
+	} else if (sync == 3 || sync == 4) {
 		/* a C program without debug lines: CUPTI, the driver, the runtime linked into
 		 * the program, the program's own function, libc */
 		cs_frame f[6];
@@ -357,6 +358,14 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 		f[4].offset = 0x4d;
 		f[5].module = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 		f[5].symbol = "__libc_start_call_main";
+		if (sync == 4) {
+			/* built with -g: the runtime's inline wrapper in CUDA's header, the
+			 * program's own line */
+			f[2].file = "/usr/local/cuda/targets/x86_64-linux/include/cuda_runtime.h";
+			f[2].line = 120;
+			f[4].file = "/home/user/solver.cu";
+			f[4].line = 57;
+		}
 		/* the runtime's own frame after the program's: only the first counts */
 		f[2].offset = 0x1cb;
 		stack = cs_writer_add_stack(w, f, 6);
@@ -881,6 +890,12 @@ START_TEST(test_native_stack_location)
 	cJSON_Delete(doc);
 	tu_result_free(&j);
 	tu_result_free(&t);
+	/* built with -g: the program's line, not CUDA's header */
+	t = run(native_lines_db);
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_msg(strstr(t.out, "where:    /home/user/solver.cu:57 in residual_norm"), "%s",
+		      t.out);
+	tu_result_free(&t);
 }
 END_TEST
 
@@ -1330,6 +1345,8 @@ int main(void)
 	write_loop(backward_db, 2);
 	native_db = tu_path(tmp_dir, "native.db");
 	write_loop(native_db, 3);
+	native_lines_db = tu_path(tmp_dir, "native_lines.db");
+	write_loop(native_lines_db, 4);
 	{
 		static const struct wproc second[] = {{300, CS_ID_NONE, 0, 0, 0, 0},
 						      {301, CS_ID_NONE, 1, 0, 0, 0}};
