@@ -104,9 +104,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct ru_mem m = {0};
 	struct step_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL, sizes = 0, maxname = -1, best_ns = -1, best = -1;
+	int64_t *idle = NULL, *tmp = NULL, sizes = 0, best_ns = -1, best = -1;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
-	signed char *is_alloc = NULL;
 	struct ru_i64 seen = {0}, calls = {0}; /* calls: the allocator calls, indices in a->apis */
 	struct ru_sites sites = {0};
 	cs_report_finding *f = NULL;
@@ -130,26 +129,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + (size_t)a->nmemory + 1, sizeof(*tmp));
-	for (int64_t i = 0; i < a->napis; i++)
-		if (a->apis[i].name_id > maxname)
-			maxname = a->apis[i].name_id;
-	is_alloc = malloc((size_t)maxname + 2);
-	if (!sum || !idle || !tmp || !is_alloc)
-		goto out;
-	memset(is_alloc, -1, (size_t)maxname + 2);
 	/* the process's allocator calls, by start */
-	for (int64_t i = 0; i < a->napis; i++) {
-		const cs_a_api *x = &a->apis[i];
-
-		if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
-		    x->end == CS_TS_UNKNOWN || x->end < x->start)
-			continue;
-		if (is_alloc[x->name_id] < 0)
-			is_alloc[x->name_id] = (signed char)ru_is_device_alloc_api(
-				cs_analysis_string(a, x->name_id));
-		if (is_alloc[x->name_id] && ru_i64_push(&calls, i))
-			goto out;
-	}
+	if (!sum || !idle || !tmp || ru_alloc_api_calls(a, s->pid, 1, &calls))
+		goto out;
 	/* those of the steady steps, outside the bursts */
 	for (int64_t k = 0; k < calls.n; k++) {
 		const cs_a_api *x = &a->apis[calls.v[k]];
@@ -263,14 +245,11 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	f->lost_ns_per_step = r.lost;
 	f->step_share = r.share;
-	for (int64_t i = 0; i < a->napis; i++) {
+	for (int64_t k = 0; k < calls.n; k++) {
+		int64_t i = calls.v[k];
 		const cs_a_api *x = &a->apis[i];
 		int32_t st;
 
-		if (x->pid != s->pid || x->name_id < 0 || x->name_id > maxname ||
-		    is_alloc[x->name_id] != 1 || x->start == CS_TS_UNKNOWN ||
-		    x->end == CS_TS_UNKNOWN || x->end < x->start)
-			continue;
 		st = ru_steady_step(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start) ||
 		    !is_step(steps, nsteps, st))
@@ -341,7 +320,6 @@ out_free:
 	ru_i64_free(&calls);
 	free(burst_step);
 	ru_sites_free(&sites);
-	free(is_alloc);
 	free(sum);
 	free(idle);
 	free(tmp);

@@ -139,24 +139,16 @@ static int ivs_holds(const struct ivs *x, int64_t t)
 static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages,
 			  struct ivs *allocs)
 {
-	int64_t cached = -1; /* the name id last found a device allocator call, or not */
-	int is_alloc = 0;
+	struct ru_i64 calls = {0};
 
-	for (int64_t i = 0; i < a->napis; i++) {
-		const cs_a_api *x = &a->apis[i];
-
-		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN)
-			continue;
-		if (x->name_id != cached) {
-			const char *name = cs_analysis_string(a, x->name_id);
-
-			cached = x->name_id;
-			is_alloc = name && ru_is_device_alloc_api(name);
-		}
-		if (is_alloc && ivs_push(allocs, x->start, x->end))
+	if (ru_alloc_api_calls(a, pid, 1, &calls))
+		return CS_ERR_NOMEM;
+	for (int64_t k = 0; k < calls.n; k++)
+		if (ivs_push(allocs, a->apis[calls.v[k]].start, a->apis[calls.v[k]].end)) {
+			ru_i64_free(&calls);
 			return CS_ERR_NOMEM;
-	}
-	cs_sort(allocs->v, (size_t)allocs->n, sizeof(*allocs->v), cmp_iv);
+		}
+	ru_i64_free(&calls);
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
 

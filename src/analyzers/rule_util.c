@@ -710,18 +710,11 @@ int64_t ru_alloc_call_idle(const cs_analysis *a, uint32_t pid, const cs_a_api *x
 	return (to - x->start) - cs_analysis_gpu_busy(a, pid, x->start, to);
 }
 
-/* Per step: host time and GPU idle (ru_alloc_call_idle()) in the allocator API calls of the
- * process. */
-static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem *m)
+int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out)
 {
 	int64_t maxname = -1;
-	signed char *is_alloc;
+	signed char *is_alloc; /* name id -> 1 an allocator call, 0 not, -1 not looked at yet */
 
-	m->api_idle = calloc((size_t)s->n + 1, sizeof(*m->api_idle));
-	m->api_host = calloc((size_t)s->n + 1, sizeof(*m->api_host));
-	m->api_calls = calloc((size_t)s->n + 1, sizeof(*m->api_calls));
-	if (!m->api_idle || !m->api_host || !m->api_calls)
-		return CS_ERR_NOMEM;
 	for (int64_t i = 0; i < a->napis; i++)
 		if (a->apis[i].name_id > maxname)
 			maxname = a->apis[i].name_id;
@@ -731,36 +724,53 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 	if (!is_alloc)
 		return CS_ERR_NOMEM;
 	memset(is_alloc, -1, (size_t)maxname + 1);
-	for (int64_t i = 0, prev = -1;; i++) {
-		const cs_a_api *x = i < a->napis ? &a->apis[i] : NULL;
-		int st;
+	for (int64_t i = 0; i < a->napis; i++) {
+		const cs_a_api *x = &a->apis[i];
 
-		if (x && (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
-			  x->end == CS_TS_UNKNOWN || x->end < x->start))
+		if (x->pid != pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
+		    x->end == CS_TS_UNKNOWN || x->end < x->start)
 			continue;
-		if (x && is_alloc[x->name_id] < 0)
+		if (is_alloc[x->name_id] < 0) {
+			const char *name = cs_analysis_string(a, x->name_id);
+
 			is_alloc[x->name_id] =
-				(signed char)ru_is_alloc_api(cs_analysis_string(a, x->name_id));
-		if (x && !is_alloc[x->name_id])
-			continue;
-		/* the previous call, now that the next one is known */
-		if (prev >= 0) {
-			const cs_a_api *p = &a->apis[prev];
-
-			st = ru_steady_step(s, p->start);
-			if (st >= 0) {
-				m->api_calls[st]++;
-				cs_sat_accum(&m->api_host[st], p->end - p->start);
-				m->api_idle[st] +=
-					ru_alloc_call_idle(a, s->pid, p, x ? x->start : INT64_MAX);
-			}
+				(signed char)(device_only ? ru_is_device_alloc_api(name)
+							  : ru_is_alloc_api(name));
 		}
-		if (!x)
-			break;
-		m->have_api = 1;
-		prev = i;
+		if (is_alloc[x->name_id] && ru_i64_push(out, i)) {
+			free(is_alloc);
+			return CS_ERR_NOMEM;
+		}
 	}
 	free(is_alloc);
+	return 0;
+}
+
+/* Per step: host time and GPU idle (ru_alloc_call_idle()) in the allocator API calls of the
+ * process. */
+static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem *m)
+{
+	struct ru_i64 calls = {0};
+
+	m->api_idle = calloc((size_t)s->n + 1, sizeof(*m->api_idle));
+	m->api_host = calloc((size_t)s->n + 1, sizeof(*m->api_host));
+	m->api_calls = calloc((size_t)s->n + 1, sizeof(*m->api_calls));
+	if (!m->api_idle || !m->api_host || !m->api_calls ||
+	    ru_alloc_api_calls(a, s->pid, 0, &calls))
+		return CS_ERR_NOMEM;
+	m->have_api = calls.n > 0;
+	for (int64_t k = 0; k < calls.n; k++) {
+		const cs_a_api *x = &a->apis[calls.v[k]];
+		int st = ru_steady_step(s, x->start);
+
+		if (st < 0)
+			continue;
+		m->api_calls[st]++;
+		cs_sat_accum(&m->api_host[st], x->end - x->start);
+		m->api_idle[st] += ru_alloc_call_idle(
+			a, s->pid, x, k + 1 < calls.n ? a->apis[calls.v[k + 1]].start : INT64_MAX);
+	}
+	ru_i64_free(&calls);
 	return 0;
 }
 

@@ -348,6 +348,10 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 int ru_is_alloc_api(const char *name);
 /* ru_is_alloc_api() without the pinned host memory calls (cudaMallocHost, cudaFreeHost, ...). */
 int ru_is_device_alloc_api(const char *name);
+/* The indices in a->apis of pid's allocator calls with known times (start <= end), by start:
+ * every one (ru_is_alloc_api()), or with device_only the device memory ones
+ * (ru_is_device_alloc_api()); appended to out. 0, or CS_ERR_NOMEM. */
+int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out);
 /* The GPU idle an allocator call x of pid cost: from its start to the first GPU work that starts
  * after it (a cudaFree waits for the device, and the host then launches into an empty queue),
  * bounded by next_call (the start of the process's next allocator call; INT64_MAX: none): the

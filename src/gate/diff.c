@@ -445,6 +445,13 @@ static void scaled_samples(const cs_run *r, const cs_diff_row *row, double scale
 		v[i] = x ? x[i] / f : 0;
 }
 
+/* A wall value of a host-bound run taken at another host's speed: the step time of host work
+ * divided by how much slower the run's host was (speed), the GPU busy share multiplied by it. */
+static double at_host_speed(const cs_diff_row *r, double v, double speed)
+{
+	return r->metric == CS_GM_GPU_BUSY ? v * speed : v / speed;
+}
+
 /*
  * Test a timing row: Yuen's test of new's per-step samples against the baselines' (pooled), and
  * with two baselines or more, the new value against the prediction interval of the baselines'
@@ -482,28 +489,19 @@ static int test_row(cs_diff *d, cs_diff_row *r)
 	if (r->host_wall && d->host_speeds) {
 		/* every baseline at the baselines' mean host speed (new below) */
 		nb = 0;
+		r->host_base = 0;
 		for (int32_t i = 0; i < k; i++) {
-			double s = d->host_speeds[i];
-
 			for (int32_t j = 0; j < d->bases[i]->steady; j++)
-				xb[nb + j] = r->metric == CS_GM_GPU_BUSY ? xb[nb + j] * s
-									 : xb[nb + j] / s;
-			vals[i] = r->metric == CS_GM_GPU_BUSY ? vals[i] * s : vals[i] / s;
+				xb[nb + j] = at_host_speed(r, xb[nb + j], d->host_speeds[i]);
+			vals[i] = at_host_speed(r, vals[i], d->host_speeds[i]);
+			r->host_base += vals[i] / k;
 			nb += d->bases[i]->steady;
-		}
-		if (k >= 1) {
-			double mean = 0;
-
-			for (int32_t i = 0; i < k; i++)
-				mean += vals[i] / k;
-			r->host_base = mean;
 		}
 	}
 	if (r->host_wall && d->host_speed > 0) {
 		/* new's samples as if its host had run at the baseline's speed */
 		for (int32_t i = 0; i < d->new_->steady; i++)
-			xn[i] = r->metric == CS_GM_GPU_BUSY ? xn[i] * d->host_speed
-							    : xn[i] / d->host_speed;
+			xn[i] = at_host_speed(r, xn[i], d->host_speed);
 	}
 	if (cs_stat_yuen(xb, nb, xn, d->new_->steady, &st)) {
 		free(xb);
@@ -522,8 +520,7 @@ static int test_row(cs_diff *d, cs_diff_row *r)
 
 		if (r->host_wall && d->host_speeds && r->host_base > 0) {
 			/* the change at the common host speed */
-			double nv = r->metric == CS_GM_GPU_BUSY ? r->new_ * d->host_speed
-								: r->new_ / d->host_speed;
+			double nv = at_host_speed(r, r->new_, d->host_speed);
 
 			bad = def->higher_is_worse ? nv - r->host_base : r->host_base - nv;
 		}
@@ -777,32 +774,24 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 }
 
 /*
- * A wall metric of one host-bound baseline when both runs have a host-speed index (docs/ci.md,
+ * A wall metric of host-bound baselines when every run has a host-speed index (docs/ci.md,
  * "Host-bound runs"): the step time of a host-bound program is host work, which takes host_speed
- * times as long on new's host as on the baseline's; its GPU busy share is fixed GPU work over
- * that step. The change with the ratio taken out must pass the host floor in the bad (good)
- * direction, and the test of new's samples so corrected (test_row) must be significant.
+ * times as long on new's host as on the baseline's (several: as on their mean); its GPU busy share
+ * is fixed GPU work over that step. The change with the ratio taken out must pass the floor in
+ * the bad (good) direction, and the test of the samples so corrected (test_row) must be
+ * significant.
  */
 static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
+	/* several baselines: against their mean at the common speed, past the metric's own
+	 * threshold (the test has the corrected spread); one: against its value, past the host
+	 * floor */
 	double bad, conf = r->tested ? r->confidence : 0.5,
-		    floor = d->host_speeds ? r->t.rel : d->host_floor;
+		    floor = d->host_speeds ? r->t.rel : d->host_floor,
+		    base = d->host_speeds ? r->host_base : r->base;
 
-	if (d->host_speeds) {
-		/* several baselines: against their mean at the common speed, past the metric's
-		 * own threshold (the test has the corrected spread) */
-		double nv = r->metric == CS_GM_GPU_BUSY ? r->new_ * d->host_speed
-							: r->new_ / d->host_speed;
-
-		r->host_rel = r->host_base > 0 ? nv / r->host_base - 1 : 0;
-	} else if (r->base == 0) {
-		r->host_rel = 0;
-	} else if (r->metric == CS_GM_GPU_BUSY) {
-		r->host_rel = r->new_ * d->host_speed / r->base - 1;
-	} else {
-		r->host_rel = r->new_ / d->host_speed / r->base - 1;
-	}
+	r->host_rel = base > 0 ? at_host_speed(r, r->new_, d->host_speed) / base - 1 : 0;
 	bad = def->higher_is_worse ? r->host_rel : -r->host_rel;
 	if (floor <= 0)
 		floor = d->host_floor;
