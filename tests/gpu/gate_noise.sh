@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gate_noise.sh - the gate's noise study on the GPU machine, in one command (docs/ci.md, "Noise study on the GPU").
 #
-#   bash tests/gpu/gate_noise.sh [--runs N] [--budget SEC] [--steps N] [--jobs N] [--dry-run]
+#   bash tests/gpu/gate_noise.sh [--runs N] [--from I] [--budget SEC] [--steps N] [--jobs N] [--no-analyse] [--dry-run]
 #   bash tests/gpu/gate_noise.sh --analyse DIR [--cuscope PATH] [--jobs N]
 #
 # Builds cuscope (tests/gpu/build.sh), then records three programs N times each (--runs, default 8), in
@@ -11,19 +11,19 @@
 #               kernels a step, GPU busy well under 40%)
 #   two-ranks   tests/gpu/programs/rank_job.py gate_probe.py --steps 25 --start-barrier DIR (two ranks on the
 #               one GPU, RANK/WORLD_SIZE set as torchrun sets them, meeting after their warm-up)
-# and, after the third round, four regressions, each recorded once:
+# and, after the third round, eight regressions, each recorded once (graded, to find the smallest caught):
 #   gpu-bound/reg-item      gate_probe.py --extra-sync     one .item() per step
-#   gpu-bound/reg-gpu5      gate_probe.py --slower 5       +5% GPU work per step (torch.cuda._sleep)
+#   gpu-bound/reg-gpuN      gate_probe.py --slower N       +N% GPU work per step (torch.cuda._sleep), N = 5, 2, 1
 #   gpu-bound/reg-pageable  gate_probe.py --pageable-copy  one pageable H2D copy per step
-#   host-bound/reg-host10   host_bound.py --slower-host 10 +10% host time per step
+#   host-bound/reg-hostN    host_bound.py --slower-host N  +N% host time per step, N = 10, 20, 40
 # Recording stops starting new runs once --budget seconds (default 300) of recording have passed; what was
 # recorded is analysed anyway. Then, for each program (the analysis, which --analyse DIR redoes without a GPU
 # from a directory of traces laid out as PROGRAM/runI.db and PROGRAM/reg-NAME.db):
 #   - every ordered pair of its runs: cuscope gate --baseline runA runB with the defaults (all must pass);
 #   - each run against the N-1 others as baselines (all must pass);
 #   - each regression against every clean run of its program alone, and against all of them as baselines:
-#     it must fail, naming its metric (d2h_syncs or host_waits; kernel_time_total or step_time;
-#     pageable_copies; step_time or gpu_busy);
+#     it must fail, naming its metric (d2h_syncs or host_waits; kernel_time_total, step_time or the added
+#     kernel's kernel_time; pageable_copies; step_time or gpu_busy);
 # and prints the failures with the metric that failed, the per-run values, and a summary table last: per
 # program the runs, GPU busy share, the p10..p90 of the runs' median steps, the pairs and their false failures
 # by metric; per regression its change and what caught it. All of it goes to $OUT/gate-noise.txt; the traces
@@ -33,7 +33,9 @@
 #
 # Options: --runs N (at least 2), --budget SEC (seconds of recording), --steps N (steady steps of every
 # program, default 25), --jobs N (gates run at once, default the CPU count up to 8), --timeout SEC (one
-# recording, default 90), --dry-run (print the build and record commands in order and exit), --analyse DIR,
+# recording, default 90), --from I (record rounds I..N only, the regressions only when I <= 3: a study split over
+# two device calls, whose trace directories are merged for --analyse), --no-analyse (record and pack only),
+# --dry-run (print the build and record commands in order and exit), --analyse DIR,
 # --cuscope PATH (the cuscope of --analyse; default $CUSCOPE, build-gpu/cuscope or build/cuscope). A bare
 # number is --runs. OUT defaults to ./gpu-out. Exit status: 0 when no pair failed, no gate errored and every
 # regression failed its N-baseline gate naming its metric; 1 otherwise; 2 on bad usage or a failed build.
@@ -45,11 +47,12 @@ cd "$ROOT" || exit 2
 OUT=${OUT:-$ROOT/gpu-out}
 PY=${PYTHON:-python3}
 P=tests/gpu/programs
-RUNS=8 BUDGET=300 STEPS=25 TIMEOUT=90 DRY=0 ANALYSE="" C=${CUSCOPE:-}
+RUNS=8 FROM=1 BUDGET=300 STEPS=25 TIMEOUT=90 DRY=0 NO_ANALYSE=0 ANALYSE="" C=${CUSCOPE:-}
 JOBS=$(nproc 2>/dev/null || echo 2)
 [ "$JOBS" -gt 8 ] && JOBS=8
 PROGRAMS="gpu-bound host-bound two-ranks"
-REGRESSIONS="gpu-bound/reg-item gpu-bound/reg-gpu5 gpu-bound/reg-pageable host-bound/reg-host10"
+REGRESSIONS="gpu-bound/reg-item gpu-bound/reg-gpu5 gpu-bound/reg-gpu2 gpu-bound/reg-gpu1 gpu-bound/reg-pageable
+host-bound/reg-host10 host-bound/reg-host20 host-bound/reg-host40"
 
 usage() {
 	sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
@@ -68,6 +71,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) number "$1" "${2-}" 2 && RUNS=$2 && shift ;;
 	--budget) number "$1" "${2-}" 0 && BUDGET=$2 && shift ;;
+	--from) number "$1" "${2-}" 1 && FROM=$2 && shift ;;
+	--no-analyse | --no-analyze) NO_ANALYSE=1 ;;
 	--steps) number "$1" "${2-}" 10 && STEPS=$2 && shift ;;
 	--jobs) number "$1" "${2-}" 1 && JOBS=$2 && shift ;;
 	--timeout) number "$1" "${2-}" 1 && TIMEOUT=$2 && shift ;;
@@ -101,10 +106,13 @@ cuscope, tdir, jobs, log_path, programs = sys.argv[1], sys.argv[2], int(sys.argv
 # regression: (what it is, the checks that name it)
 REGS = {
     "reg-item": ("one .item() per step", {"d2h_syncs", "host_waits"}),
-    "reg-gpu5": ("+5% GPU work per step", {"kernel_time_total", "step_time"}),
     "reg-pageable": ("one pageable H2D copy per step", {"pageable_copies"}),
-    "reg-host10": ("+10% host time per step", {"step_time", "gpu_busy"}),
 }
+for n in (5, 2, 1):
+    # kernel_time: the added work is a kernel of its own, and the gate names it
+    REGS[f"reg-gpu{n}"] = (f"+{n}% GPU work per step", {"kernel_time_total", "step_time", "kernel_time"})
+for n in (10, 20, 40):
+    REGS[f"reg-host{n}"] = (f"+{n}% host time per step", {"step_time", "gpu_busy"})
 log = open(log_path, "a")
 
 
@@ -447,7 +455,7 @@ fi
 # the recording plan, in order: rounds 1-3, the regressions, rounds 4-N ("PROGRAM VARIANT" per line)
 plan() {
 	local i prog
-	for i in $(seq 1 "$RUNS"); do
+	for i in $(seq "$FROM" "$RUNS"); do
 		for prog in $PROGRAMS; do echo "$prog run$i"; done
 		[ "$i" -eq 3 ] || { [ "$i" -eq "$RUNS" ] && [ "$RUNS" -lt 3 ]; } || continue
 		for prog in $REGRESSIONS; do echo "${prog%/*} ${prog#*/}"; done
@@ -463,9 +471,9 @@ program_cmd() {
 	esac
 	case $2 in
 	reg-item) CMD+=(--extra-sync) ;;
-	reg-gpu5) CMD+=(--slower 5) ;;
+	reg-gpu*) CMD+=(--slower "${2#reg-gpu}") ;;
 	reg-pageable) CMD+=(--pageable-copy) ;;
-	reg-host10) CMD+=(--slower-host 10) ;;
+	reg-host*) CMD+=(--slower-host "${2#reg-host}") ;;
 	esac
 }
 
@@ -517,4 +525,5 @@ done < <(plan)
 say "recorded $recorded traces in $((SECONDS - start)) s$([ "$skipped" -gt 0 ] && echo "; budget spent: $skipped not started")"
 pack "$T"
 say "scratch: $W"
+[ "$NO_ANALYSE" = 1 ] && exit 0
 analyse "$T"
