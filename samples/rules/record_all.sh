@@ -105,8 +105,8 @@ programs=(
 	"index-select-embedding-bad_bf16|index-select-embedding/bad.py --table-dtype bfloat16"
 	"index-select-embedding-fixed_bf16|index-select-embedding/fixed.py --table-dtype bfloat16"
 	"index-select-embedding-negative_select_rows|index-select-embedding/negative_select_rows.py"
-	"index-select-embedding-negative_skewed|index-select-embedding/negative_skewed.py"
-	"index-select-embedding-negative_skewed_embedding|index-select-embedding/negative_skewed_embedding.py"
+	"index-select-embedding-skewed|index-select-embedding/skewed.py"
+	"index-select-embedding-skewed_embedding|index-select-embedding/skewed_embedding.py"
 )
 
 failed=0

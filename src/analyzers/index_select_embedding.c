@@ -7,13 +7,16 @@
  * and adds every looked-up row into it with atomics (index_add_: indexFuncLargeIndex /
  * indexFuncSmallIndex<..., ReduceAdd>), which contend on the rows that repeat.
  *
- * In each steady step, on one launching thread: a gather among the step's first kernels (the
- * lookup of the input ids is the model's first layer), later an atomic index accumulation right
- * after a zero fill of its destination (the backward's zeros), and no embedding backward kernel
- * in the step (a model that uses nn.Embedding for its lookups uses it for this one too). The cost
- * is the atomic kernels' GPU time per step: what the sorted backward would take instead depends
- * on how often indices repeat, which the trace does not show. docs/rules/index-select-embedding.md
- * has the decision and the measured values.
+ * In each steady step: a gather among the step's first kernels by launch time (the lookup of the
+ * input ids is the model's first layer), later an atomic index accumulation right after a zero
+ * fill of its destination on the same thread (the backward's zeros; PyTorch launches the
+ * backward from its autograd thread, not the thread of the forward), and no embedding backward
+ * kernel in the step (a model that uses nn.Embedding for its lookups uses it for this one too).
+ * The finding is information, with no cost: the atomic kernels' GPU time is what the backward
+ * takes, and the sorted backward of nn.Embedding, measured on an H200, is not faster (its sort
+ * of the ids costs more than the contended atomics); the trace shows neither the ids' repeats
+ * nor the sort's time. docs/rules/index-select-embedding.md has the decision and the
+ * measurements.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -40,6 +43,7 @@ struct step_sum {
 	int64_t atomics;    /* how many */
 	int64_t kernel_ns;  /* GPU time of all the step's kernels */
 	int64_t gather;	    /* kernel index of the lookup, or -1 */
+	int64_t gather_at;  /* its launch time */
 	int64_t atomic;	    /* kernel index of the longest accumulation, or -1 */
 	int64_t atomic_max; /* its time */
 	int embedding_bwd;  /* the step runs nn.Embedding's backward */
@@ -76,18 +80,59 @@ static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
 	       !strstr(name, "multi_tensor_apply");
 }
 
-/* One step's run of one thread: ops[i..end); its atomic accumulations into sites. */
-static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
-		    struct step_sum *x, struct ru_sites *sites)
+/* Launch times, for qsort. */
+static int cmp_i64(const void *x, const void *y)
 {
-	int64_t nk = 0, seen = 0, lead, gather = -1;
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * One step's ops[i..end) (all its threads): the lookup, the first gather launched among the
+ * step's first kernels in launch order (LEAD_SHARE of them, at least LEAD_MIN). times: room for
+ * end - i launch times.
+ */
+static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
+			int64_t *times, struct step_sum *x)
+{
+	int64_t nk = 0, lead, last;
 	char own[256];
 
 	for (int64_t j = i; j < end; j++)
-		nk += ops[j].is_kernel;
+		if (ops[j].is_kernel)
+			times[nk++] = ops[j].launch;
+	if (nk == 0)
+		return;
+	qsort(times, (size_t)nk, sizeof(*times), cmp_i64);
 	lead = (int64_t)(LEAD_SHARE * (double)nk);
 	if (lead < LEAD_MIN)
 		lead = LEAD_MIN;
+	last = times[(lead < nk ? lead : nk) - 1];
+	for (int64_t j = i; j < end; j++) {
+		const char *name;
+
+		if (!ops[j].is_kernel || ops[j].launch > last ||
+		    (x->gather >= 0 && ops[j].launch >= x->gather_at))
+			continue;
+		name = cs_analysis_string(a, ops[j].name);
+		if (!name)
+			continue;
+		ru_kernel_own_name(name, own, sizeof(own));
+		if (is_gather(own)) {
+			x->gather = ops[j].index;
+			x->gather_at = ops[j].launch;
+		}
+	}
+}
+
+/* One step's run of one thread: ops[i..end); its atomic accumulations after the step's lookup
+ * into sites. */
+static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
+		    struct step_sum *x, struct ru_sites *sites)
+{
+	char own[256];
+
 	for (int64_t j = i; j < end; j++) {
 		const struct ru_op *o = &ops[j];
 		const cs_a_kernel *k;
@@ -97,20 +142,14 @@ static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, in
 			continue;
 		k = &a->kernels[o->index];
 		name = cs_analysis_string(a, o->name);
-		seen++;
 		cs_sat_accum(&x->kernel_ns, kernel_ns(k));
 		if (!name)
 			continue;
 		if (strstr(name, "EmbeddingBackward") || strstr(name, "embedding_backward"))
 			x->embedding_bwd = 1;
 		ru_kernel_own_name(name, own, sizeof(own));
-		if (gather < 0 && seen <= lead && is_gather(own)) {
-			gather = o->index;
-			if (x->gather < 0)
-				x->gather = gather;
-		}
-		if (gather >= 0 && j > i && is_atomic_add(name, own) &&
-		    is_zero_fill(a, &ops[j - 1])) {
+		if (x->gather >= 0 && o->launch > x->gather_at && j > i &&
+		    is_atomic_add(name, own) && is_zero_fill(a, &ops[j - 1])) {
 			cs_sat_accum(&x->atomic_ns, kernel_ns(k));
 			x->atomics++;
 			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, o->step,
@@ -170,29 +209,37 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
 	if (r->recurring)
 		snprintf(title, sizeof(title),
-			 "embedding lookup with index_select: its backward adds the gradient rows "
-			 "with atomics (index_add_), %s of GPU time per step (%.1f%%), where "
-			 "nn.Embedding's sorted backward would sum them once%s%s",
-			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100, near1, near2);
+			 "embedding lookup written with index_select: its backward adds the "
+			 "gradient "
+			 "rows with atomics (index_add_), %s of GPU time per step (%.1f%%)%s%s; "
+			 "nn.Embedding's sorted backward avoids the atomics but is not faster on "
+			 "every GPU: time both",
+			 ru_fmt_ns(b1, sizeof(b1), atomic), r->share * 100, near1, near2);
 	else {
 		ru_recur_rare_text(r, nsteps, atomic, rare, sizeof(rare));
-		snprintf(
-			title, sizeof(title),
-			"embedding lookup with index_select, its atomic backward (index_add_) %s%s",
-			rare, near1);
+		snprintf(title, sizeof(title),
+			 "embedding lookup written with index_select, its atomic backward "
+			 "(index_add_) %s%s; nn.Embedding's sorted backward is not faster on every "
+			 "GPU: time both",
+			 rare, near1);
 	}
+	/* Information: what the sorted backward would save is not known (see the top). */
 	f = cs_finding_new(
-		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
-		"Look the rows up with nn.Embedding (or F.embedding(ids, weight)) instead of "
-		"weight.index_select(0, ids): its backward sorts the indices and sums each row's "
-		"gradients once, without atomics (sparse=True too, where the optimizer takes "
-		"sparse gradients).");
+		RULE_ID, CS_SEV_INFO, title,
+		"Try nn.Embedding (or F.embedding(ids, weight)) instead of "
+		"weight.index_select(0, ids), and keep it if the step gets faster: its backward "
+		"sorts the ids and sums each row's gradients once, without atomics, which pays "
+		"when "
+		"many ids repeat on a GPU whose atomics are slow; on an H200 the sort cost more "
+		"than "
+		"the atomics in every size measured. sparse=True where the optimizer takes sparse "
+		"gradients (SGD, SparseAdam).");
 	if (!f)
 		goto nomem;
 	if (cs_finding_set_steps(f, steps, nsteps))
 		goto nomem;
-	f->lost_ns_per_step = r->lost;
-	f->step_share = r->share;
+	f->lost_ns_per_step = 0;
+	f->step_share = 0;
 	f->first = s->v[steps[0]].start;
 	f->last = s->v[steps[nsteps - 1]].end;
 	e = f->evidence;
@@ -201,6 +248,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 	cJSON_AddNumberToObject(e, "kernel_ns_per_step", (double)kernel);
 	cJSON_AddNumberToObject(e, "atomic_kernel_share",
 				kernel > 0 ? (double)atomic / (double)kernel : 0);
+	cJSON_AddNumberToObject(e, "atomic_step_share", r->share);
+	cJSON_AddBoolToObject(e, "gain_known", 0);
 	if (best >= 0) {
 		const cs_a_kernel *g = &a->kernels[sum[best].gather];
 		const cs_a_kernel *k = &a->kernels[sum[best].atomic];
@@ -230,7 +279,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct step_sum *sum = NULL;
 	struct ru_op *ops = NULL;
-	int64_t nops = 0, *cost = NULL, *tmp = NULL;
+	int64_t nops = 0, *cost = NULL, *tmp = NULL, *times = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
 	struct ru_sites sites = {0};
@@ -245,6 +294,14 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].gather = sum[i].atomic = -1;
+	times = malloc((size_t)(nops + 1) * sizeof(*times));
+	if (!times)
+		goto nomem;
+	for (int64_t i = 0, end; i < nops; i = end) {
+		for (end = i + 1; end < nops && ops[end].step == ops[i].step; end++)
+			;
+		find_lookup(a, ops, i, end, times, &sum[ops[i].step]);
+	}
 	for (int64_t i = 0, end; i < nops; i = end) {
 		for (end = i + 1;
 		     end < nops && ops[end].step == ops[i].step && ops[end].tid == ops[i].tid;
@@ -268,6 +325,7 @@ out:
 	free(sum);
 	free(cost);
 	free(tmp);
+	free(times);
 	free(steps);
 	free(ops);
 	return rc;
@@ -276,7 +334,7 @@ out:
 const cs_analyzer cs_rule_index_select_embedding = {
 	RULE_ID,
 	"embedding lookups written as index_select, whose backward adds the rows with atomics "
-	"(index_add_) where nn.Embedding's sorted backward would do",
+	"(index_add_) where nn.Embedding sorts them (information: not faster on every GPU)",
 	"000 #2",
 	run,
 };

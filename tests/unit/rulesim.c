@@ -181,7 +181,7 @@ void sim_kernel_shaped(struct sim *m, int stream, int64_t name, int64_t blocks, 
 	k.end = k.start + dur;
 	k.queued = k.submitted = CS_TS_UNKNOWN;
 	k.pid = PID;
-	k.launch_tid = TID;
+	k.launch_tid = m->kernel_tid ? m->kernel_tid : TID;
 	k.launch_cbid = CS_ID_NONE;
 	k.stream_id = (uint32_t)stream;
 	k.correlation_id = ++m->corr;

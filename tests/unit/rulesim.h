@@ -56,6 +56,7 @@ struct sim {
 	int64_t copy_stack;   /* stack of the host-to-device copies' calls (sim_h2d) */
 	int mem_kind;	      /* of the memory rows written; 0: device */
 	int h2d_async;	      /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
+	uint32_t kernel_tid;  /* thread that launches the kernels (sim_kernel_shaped); 0: TID */
 };
 
 int collect(cs_rule_ctx *ctx, cs_report_finding *f);

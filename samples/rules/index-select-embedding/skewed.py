@@ -1,4 +1,4 @@
-"""index-select-embedding/negative_skewed.py - a recommender table read with index_select, a few ids very hot.
+"""index-select-embedding/skewed.py - a recommender table read with index_select, a few ids very hot.
 
 A recommender-style model: one table of 2^20 x 128 float32 parameters (512 MiB), each sample 8 categorical
 fields whose ids are looked up in it with `weight.index_select(0, ids)` on the parameter (a hand-written
@@ -11,16 +11,16 @@ the hottest row takes 18.9% of them (the final line's `hot_share`), 133,936 dist
 Written to be the costly case of the pattern, it is not one: index_select's backward (a zero gradient of the
 table, then `index_add_` of every looked-up row with atomic adds, hundreds of thousands on the hot rows) is
 faster here than nn.Embedding's sorted backward. Measured on the H200 (2026-12-02, 40 steps each): 8.25 ms a
-step with index_select, 11.40 ms with F.embedding (negative_skewed_embedding.py, the same model and data): the
-sort of 2^21 ids costs more than the contended adds. A correct analyzer reports no index-select-embedding here
-(the rule charges the atomic kernel only what it costs beyond the sorted backward's kernels, and the two runs
-show there is nothing to gain); a negative that looks like the positive.
+step with index_select, 11.40 ms with F.embedding (skewed_embedding.py, the same model and data): the
+sort of 2^21 ids costs more than the contended adds. A correct analyzer reports the pattern (the atomic
+backward is a third of the step) as information with no cost claimed and no promise that nn.Embedding is
+faster: index-select-embedding at severity info. (Recorded as negative_skewed.py, the trace's command.)
 
 Seen at the CUDA level, per steady step: `vectorized_gather_kernel` first (the lookup), the MLP's GEMMs, then
 in the backward a `FillFunctor` kernel (the zero gradient, 512 MiB) followed by
 `indexFuncLargeIndex<..., ReduceAdd>` over the 2^21 gradient rows; no EmbeddingBackwardKernel kernel.
 
-    python3 negative_skewed.py [--steps 40] [--warmup 5] [--ids N] [--rows N] [--dim N] [--fields N] [--skew S]
+    python3 skewed.py [--steps 40] [--warmup 5] [--ids N] [--rows N] [--dim N] [--fields N] [--skew S]
 """
 import os
 import sys
