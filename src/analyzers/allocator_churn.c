@@ -261,10 +261,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			best_ns = x->end - x->start;
 			best = i;
 		}
-		/* each call with the GPU idle while it ran */
+		/* each call with the idle it is charged in the finding's cost (ru_alloc_call_idle),
+		 * so that the sites' shares add up to the cost */
 		if (ru_sites_add(&sites, -1, x->tid, x->stack_id, st,
-				 (x->end - x->start) -
-					 cs_analysis_gpu_busy(a, s->pid, x->start, x->end)))
+				 ru_alloc_call_idle(a, s->pid, x,
+						    k + 1 < calls.n ? a->apis[calls.v[k + 1]].start
+								    : INT64_MAX)))
 			goto out;
 	}
 	{
