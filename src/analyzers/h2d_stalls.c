@@ -62,6 +62,20 @@ static int push_call(struct call **v, int64_t *n, size_t *cap, int64_t s, int64_
 	return 0;
 }
 
+/* An event or stream query that is not the end of a polling loop (load.c sets host_wait there). */
+static int is_idle_query(const cs_a_sync *y)
+{
+	return (y->type == CS_SYNC_EVENT_QUERY || y->type == CS_SYNC_STREAM_QUERY) && !y->host_wait;
+}
+
+/* The API row of an event or stream query (its polling loops are kept as their sync rows). */
+static int is_query_api(const cs_analysis *a, const cs_a_api *x)
+{
+	const char *name = cs_analysis_string(a, x->name_id);
+
+	return name && (strstr(name, "EventQuery") || strstr(name, "StreamQuery"));
+}
+
 /*
  * The recorded CUDA calls of process pid (launch calls of kernels, copies and memsets, host waits,
  * API rows), by start, and the host's launch pace: far is the median time from the end of one
@@ -103,12 +117,16 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
 	ru_i64_free(&d);
 
+	/* Not the queries that found the work still running or returned at once outside a polling
+	 * loop: they neither feed the GPU nor wait for it. PyTorch's pinned-memory allocator polls
+	 * its blocks' events this way while the training thread pins a batch (DataLoader with
+	 * pin_memory and no workers), in the middle of making the input. */
 	for (int64_t i = 0; i < a->nsyncs; i++)
-		if (a->syncs[i].pid == pid &&
+		if (a->syncs[i].pid == pid && !is_idle_query(&a->syncs[i]) &&
 		    push_call(&v, &n, &cap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
 			goto nomem;
 	for (int64_t i = 0; i < a->napis; i++)
-		if (a->apis[i].pid == pid &&
+		if (a->apis[i].pid == pid && !is_query_api(a, &a->apis[i]) &&
 		    push_call(&v, &n, &cap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
 			goto nomem;
 	cs_sort(v, (size_t)n, sizeof(*v), cmp_call);

@@ -71,6 +71,59 @@ START_TEST(test_stall_every_step)
 }
 END_TEST
 
+/* A cudaEventQuery as PyTorch's pinned-memory allocator makes it while the training thread pins the
+ * batch it made: the sync row and the API row, answered at once. */
+static void pinned_pool_query(struct sim *m)
+{
+	cs_api x;
+
+	memset(&x, 0, sizeof(x));
+	x.start = m->h;
+	x.end = m->h + 2 * US;
+	x.pid = PID;
+	x.tid = TID;
+	x.api_kind = CS_API_RUNTIME;
+	x.cbid = CS_ID_NONE;
+	x.correlation_id = ++m->corr;
+	x.name_id = name_id(m, "cudaEventQuery_v3020");
+	x.stack_id = CS_ID_NONE;
+	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
+	sim_sync(m, CS_SYNC_EVENT_QUERY, 7, 0, CS_ID_NONE);
+}
+
+/*
+ * DataLoader(num_workers=0, pin_memory=True): 5 ms of making the batch, then pinning it, whose
+ * allocator queries its blocks' events 300 us before the copy. The queries neither feed the GPU
+ * nor wait for it: the stall is the 5 ms, found as without them (pt_slow_collate of the corpus).
+ */
+START_TEST(test_stall_pinned_pool_queries)
+{
+	struct sim m;
+	struct found f;
+
+	sim_open(&m, "stall_pin_queries.db");
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_host(&m, 4700 * US);
+		pinned_pool_query(&m);
+		pinned_pool_query(&m);
+		sim_host(&m, 300 * US);
+		sim_h2d(&m, 7, 4 * MIB, 0, 0);
+		for (int i = 0; i < 20; i++)
+			sim_kernel(&m, 7, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "dataloader-stall", &f), 1);
+	ck_assert_msg(f.v[0].lost_ns_per_step > 3800 * US && f.v[0].lost_ns_per_step < 5 * MS,
+		      "%lld", (long long)f.v[0].lost_ns_per_step);
+	ck_assert(ev(&f.v[0], "no_call_stretch_ns")->valuedouble >= 4.9 * MS);
+	found_free(&f);
+	free(m.path);
+}
+END_TEST
+
 /* The same 5 ms of host work per step, but each step has 10 ms of GPU work queued ahead: the
  * batch is ready before the GPU runs out of work. */
 START_TEST(test_stall_hidden_by_gpu_bound_step)
@@ -322,6 +375,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_stall_every_step);
 	tcase_add_test(tc, test_stall_hidden_by_gpu_bound_step);
+	tcase_add_test(tc, test_stall_pinned_pool_queries);
 	tcase_add_test(tc, test_stall_once);
 	tcase_add_test(tc, test_stall_rare);
 	tcase_add_test(tc, test_stall_not_mid_step);
