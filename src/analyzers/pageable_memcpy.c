@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/gpu_links.h"
 #include "cuscope/grow.h"
 
 #include "rule_util.h"
@@ -38,6 +39,8 @@
 
 struct step_sum {
 	int64_t copies, h2d, d2h, nonblocking, bytes, host_ns, copy_ns, idle_ns;
+	int64_t slow_ns; /* the transfers' time beyond the PCIe link's, with nothing else on the GPU
+			  */
 	int64_t waits; /* draining waits right after a blocking copy's call */
 };
 
@@ -65,6 +68,73 @@ static int d2h_owned(const cs_analysis *a, const struct ru_d2h *d, const cs_a_co
 			return 1;
 	}
 	return 0;
+}
+
+/* The PCIe link of a process's device, from the trace's META gpu_links (0 when unknown). */
+struct link_find {
+	uint32_t pid;
+	int32_t device_id;
+	const char *links;
+	double bps;
+};
+
+static int link_cb(const cs_device *d, void *arg)
+{
+	struct link_find *l = arg;
+
+	if (d->pid == l->pid && d->device_id == l->device_id && l->bps <= 0)
+		l->bps = cs_gpu_link_bytes_per_s(l->links, d->uuid);
+	return 0;
+}
+
+static double link_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t device_id)
+{
+	struct link_find l = {pid, device_id, cs_trace_meta(a->trace, "gpu_links"), 0};
+	cs_error err = {0};
+
+	if (!l.links || cs_trace_each_device(a->trace, link_cb, &l, &err))
+		return 0;
+	return l.bps;
+}
+
+/*
+ * What a pageable copy costs beyond the idle around its call: its transfer runs at a fraction of
+ * what the PCIe link moves (the driver stages pageable memory through a pinned buffer of its own),
+ * and while no kernel of the process runs beside it the GPU does nothing else. The copy's time
+ * without a kernel of the process beside it, times the share of the transfer beyond the link's
+ * own time for its bytes: a lower bound of what pinned memory saves, the link's rate being the
+ * most a pinned copy reaches. 0 when the link is unknown or the copy is as fast.
+ */
+static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bps)
+{
+	int64_t dur, alone, busy = 0, reach;
+	double floor_ns, beyond;
+
+	if (bps <= 0 || c->start == CS_TS_UNKNOWN || c->end == CS_TS_UNKNOWN ||
+	    c->end <= c->start || c->bytes <= 0)
+		return 0;
+	dur = c->end - c->start;
+	floor_ns = (double)c->bytes / bps * 1e9;
+	if (floor_ns >= (double)dur)
+		return 0;
+	/* the union of the process's kernels inside the copy (kernels by start) */
+	reach = c->start;
+	for (int64_t i = 0; i < a->nkernels && a->kernels[i].start < c->end; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t s0, s1;
+
+		if (k->pid != c->pid || k->end == CS_TS_UNKNOWN || k->end <= reach)
+			continue;
+		s0 = k->start > reach ? k->start : reach;
+		s1 = k->end < c->end ? k->end : c->end;
+		if (s1 > s0) {
+			busy += s1 - s0;
+			reach = s1;
+		}
+	}
+	alone = dur - busy;
+	beyond = 1.0 - floor_ns / (double)dur;
+	return alone > 0 ? cs_sat_from_double((double)alone * beyond) : 0;
 }
 
 static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
@@ -101,7 +171,7 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 
 static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
 			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
-			int64_t *tmp, cs_report_finding *f)
+			double link_bps, int64_t *tmp, cs_report_finding *f)
 {
 	cJSON *e = f->evidence, *ex;
 	int64_t best = longest_copy(a, s, d, steps, nsteps);
@@ -119,6 +189,10 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		   tmp);
 	add_median(e, "copy_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, copy_ns),
 		   tmp);
+	add_median(e, "slow_transfer_ns_per_step", sum, steps, nsteps,
+		   offsetof(struct step_sum, slow_ns), tmp);
+	if (link_bps > 0)
+		cJSON_AddNumberToObject(e, "link_bytes_per_s", link_bps);
 	if (best >= 0) {
 		const cs_a_copy *c = &a->copies[best];
 
@@ -147,11 +221,12 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 /*
  * The call sites of the copies the finding charges (those sum counts, in steps): each with the GPU
  * idle while its call held the host and, for a blocking copy, the idle after the wait it made
- * right after its call (cw, copy_wait).
+ * right after its call (cw, copy_wait), and its transfer's time beyond the link's (link_bps: the
+ * link of the process's device).
  */
 static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *dd,
 		     const struct ru_d2h *cw, const int64_t *copy_wait, const int32_t *steps,
-		     int32_t nsteps, cs_report_finding *f)
+		     int32_t nsteps, double link_bps, cs_report_finding *f)
 {
 	struct ru_sites u = {0};
 	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost));
@@ -176,6 +251,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 			cost = ru_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
 		if (copy_wait[i] >= 0)
 			cost = cs_sat_add(cost, wait_cost[copy_wait[i]]);
+		cost = cs_sat_add(cost, slow_transfer(a, c, link_bps));
 		if (ru_sites_add(&u, -1, c->launch_tid, c->stack_id, st, cost))
 			goto out;
 	}
@@ -199,7 +275,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct ru_recur r;
 	const struct ru_d2h *cw = NULL;
 	const int64_t *copy_wait = NULL;
-	char title[400], b1[32], b2[32], b3[128] = "";
+	char title[512], b1[32], b2[32], b3[128] = "", b4[160] = "";
+	int32_t link_dev = -1;
+	double bps = 0, link_bps = 0;
 	int rc;
 
 	if (steady <= 0)
@@ -245,6 +323,13 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			cs_sat_accum(&x->host_ns, c->launch_end - c->launch_start);
 		if (c->end != CS_TS_UNKNOWN && c->start != CS_TS_UNKNOWN && c->end > c->start)
 			cs_sat_accum(&x->copy_ns, c->end - c->start);
+		if (c->device_id != link_dev) {
+			link_dev = c->device_id;
+			bps = link_bytes_per_s(a, s->pid, link_dev);
+			if (bps > 0)
+				link_bps = bps;
+		}
+		cs_sat_accum(&x->slow_ns, slow_transfer(a, c, bps));
 	}
 	/* the idle of a step charged to pageable copies, in the steps that made one */
 	for (int32_t i = 0; i < s->n; i++)
@@ -261,8 +346,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			sum[w->step].waits++;
 		}
 	}
+	/* the cost: the idle, and the transfers' time beyond the link's */
 	for (int32_t i = 0; i < s->n; i++)
-		idle[i] = sum[i].idle_ns;
+		idle[i] = cs_sat_add(sum[i].idle_ns, sum[i].slow_ns);
 	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
 		goto out;
 	rc = 0;
@@ -296,14 +382,30 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			if (!near[0])
 				snprintf(near, sizeof(near), "%s", steps_near);
 		}
-		if (r.recurring)
+		int64_t slow = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					       offsetof(struct step_sum, slow_ns), tmp);
+
+		if (slow > 0) {
+			char b5[32], b6[32];
+
 			snprintf(
-				title, sizeof(title),
-				"%lld cop%s of pageable host memory per step (%s%s) hold the host: "
-				"%s of GPU idle per step (%.1f%%)%s",
-				(long long)per, per == 1 ? "y" : "ies",
-				ru_fmt_bytes(b2, sizeof(b2), bytes), b3,
-				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near);
+				b4, sizeof(b4),
+				" and transfer slower than the PCIe link allows (%s a step, %s of "
+				"it beyond the link's time)",
+				ru_fmt_ns(b5, sizeof(b5),
+					  ru_median_field(sum, sizeof(*sum), steps, nsteps,
+							  offsetof(struct step_sum, copy_ns), tmp)),
+				ru_fmt_ns(b6, sizeof(b6), slow));
+		}
+		if (r.recurring)
+			snprintf(title, sizeof(title),
+				 "%lld cop%s of pageable host memory per step (%s%s) hold the "
+				 "host%s: "
+				 "%s of GPU %s per step (%.1f%%)%s",
+				 (long long)per, per == 1 ? "y" : "ies",
+				 ru_fmt_bytes(b2, sizeof(b2), bytes), b3, b4,
+				 ru_fmt_ns(b1, sizeof(b1), r.lost), slow > 0 ? "time lost" : "idle",
+				 r.share * 100, near);
 		else {
 			char rare[200];
 
@@ -341,8 +443,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			f->first = c->launch_start;
 		f->last = c->launch_end != CS_TS_UNKNOWN ? c->launch_end : c->launch_start;
 	}
-	if (add_evidence(a, s, dd, sum, steps, nsteps, tmp, f) ||
-	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, f))
+	if (add_evidence(a, s, dd, sum, steps, nsteps, link_bps, tmp, f) ||
+	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuscope/gpu_links.h"
 #include "cuscope/import.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
@@ -547,6 +548,8 @@ int cmd_record(int argc, char **argv)
 	gethostname(host, sizeof(host) - 1);
 	{
 		char exitbuf[32], startbuf[32];
+		/* the GPUs' PCIe links, where the driver lists them: a pageable copy's cost */
+		char *links = cs_gpu_links_read("/proc", "/sys");
 		const char *meta[] = {"command",
 				      command,
 				      "host",
@@ -559,6 +562,8 @@ int cmd_record(int argc, char **argv)
 				      o.api_all ? "all" : "default",
 				      "record_options",
 				      options,
+				      links ? "gpu_links" : NULL,
+				      links,
 				      NULL};
 		cs_import_opts io = {.overwrite = o.force, .meta = meta};
 
@@ -568,6 +573,7 @@ int cmd_record(int argc, char **argv)
 			io.progress = import_progress;
 		memset(&st, 0, sizeof(st));
 		rc = cs_import_dir(spool, o.output, &io, &st, &err);
+		free(links);
 		if (io.progress)
 			fputs("\r\033[K", stderr);
 	}

@@ -274,7 +274,7 @@ void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hol
 	c.start = next_start(m, stream);
 	if (pageable && c.start < m->h + hold_ns)
 		c.start = m->h + hold_ns;
-	c.end = c.start + 2 * US;
+	c.end = c.start + (m->h2d_ns > 0 ? m->h2d_ns : 2 * US);
 	c.pid = PID;
 	c.launch_tid = TID;
 	c.launch_cbid = CS_ID_NONE;

@@ -57,6 +57,7 @@ struct sim {
 	int mem_kind;	      /* of the memory rows written; 0: device */
 	int h2d_async;	      /* sim_h2d: a pageable copy asked for with cudaMemcpyAsync */
 	uint32_t kernel_tid;  /* thread that launches the kernels (sim_kernel_shaped); 0: TID */
+	int64_t h2d_ns;	      /* sim_h2d: the copy's own time on the GPU; 0: 2 us */
 };
 
 int collect(cs_rule_ctx *ctx, cs_report_finding *f);

@@ -2104,6 +2104,73 @@ START_TEST(test_pageable_every_step)
 }
 END_TEST
 
+/*
+ * 32 MiB pageable copies taking 4 ms each on the GPU, the host held until they end, then 1 ms of
+ * kernels; the trace's META says the GPU sits on a PCIe link of 16 GT/s x16 (31.5 GB/s: 1.065 ms
+ * for 32 MiB). The cost adds the 2.94 ms the transfer takes beyond the link's time; without the
+ * link in the trace, only the idle around the call; with kernels of another stream running beside
+ * the copy, only the copy's time alone on the GPU.
+ */
+START_TEST(test_pageable_slow_transfer)
+{
+	static const char links[] = "[{\"uuid\":\"GPU-00000000-0000-0000-0000-000000000000\","
+				    "\"bus\":\"0000:18:00.0\",\"gts\":16,\"width\":16}]";
+	const double link_ns = 32.0 * MIB / (16e9 * 16 * 128.0 / 130.0 / 8) * 1e9;
+	const int64_t beyond = 4 * MS - (int64_t)link_ns;
+
+	for (int c = 0; c < 3; c++) {
+		struct sim m;
+		struct found f;
+		const cJSON *e;
+		int64_t slow;
+
+		sim_open(&m, c == 0   ? "pageable_slow.db"
+			     : c == 1 ? "pageable_slow_nolink.db"
+				      : "pageable_slow_beside.db");
+		if (c != 1)
+			ck_assert_int_eq(cs_writer_set_meta(m.w, "gpu_links", links), 0);
+		m.h2d_ns = 4 * MS;
+		for (int s = 0; s < STEPS; s++) {
+			sim_step_begin(&m);
+			sim_host(&m, 1500 * US); /* the previous step's kernels end meanwhile */
+			if (c == 2) /* 3 ms of kernels on stream 8, launched before the copy */
+				for (int i = 0; i < 3; i++)
+					sim_kernel(&m, 8, 1 * MS);
+			sim_h2d(&m, 7, 32 * MIB, 1, 0);
+			for (int i = 0; i < 20; i++)
+				sim_kernel(&m, 7, 50 * US);
+			sim_step_end(&m);
+		}
+		sim_finish(&m);
+		ck_assert_int_eq(synthetic_count(&m, "pageable-memcpy", &f), c == 1 ? 0 : 1);
+		if (c == 1) {
+			free(m.path);
+			continue;
+		}
+		e = f.v[0].evidence;
+		slow = (int64_t)cJSON_GetObjectItem(e, "slow_transfer_ns_per_step")->valuedouble;
+		if (c == 0) {
+			ck_assert_msg(slow > beyond - 20 * US && slow < beyond + 20 * US,
+				      "slow %lld, expected %lld", (long long)slow,
+				      (long long)beyond);
+			ck_assert(f.v[0].lost_ns_per_step >= slow);
+			ck_assert(strstr(f.v[0].title, "slower than the PCIe link") != NULL);
+			ck_assert_double_eq_tol(
+				cJSON_GetObjectItem(e, "link_bytes_per_s")->valuedouble,
+				16e9 * 16 * 128.0 / 130.0 / 8, 1);
+		} else {
+			/* 1 ms of the 4 alone on the GPU (and the three launches' time): a quarter
+			 * of the share beyond the link */
+			ck_assert_msg(slow > beyond / 4 - 10 * US && slow < beyond / 4 + 40 * US,
+				      "slow %lld, expected %lld", (long long)slow,
+				      (long long)(beyond / 4));
+		}
+		found_free(&f);
+		free(m.path);
+	}
+}
+END_TEST
+
 /* The same loop with pinned memory: no finding. */
 START_TEST(test_pageable_pinned_is_clean)
 {
@@ -2207,7 +2274,9 @@ static int pageable_own(const char *name)
 	return !strcmp(name, "pageable-memcpy-bad.db") ||
 	       !strcmp(name, "pageable-memcpy-negative_gpu_bound.db") ||
 	       !strcmp(name, "host-created-tensor-bad.db") ||
-	       !strcmp(name, "host-created-tensor-negative_gpu_bound.db");
+	       !strcmp(name, "host-created-tensor-negative_gpu_bound.db") ||
+	       /* the corpus: NumPy batches and the forward's noise, from pageable memory */
+	       !strcmp(name, "pt_numpy_batches.db") || !strcmp(name, "pt_host_noise_layers.db");
 }
 
 /*
@@ -2537,6 +2606,7 @@ static Suite *rules_suite(void)
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_pageable_every_step);
 	tcase_add_test(ts, test_pageable_pinned_is_clean);
+	tcase_add_test(ts, test_pageable_slow_transfer);
 	tcase_add_test(ts, test_pageable_gpu_busy);
 	tcase_add_test(ts, test_pageable_rare);
 	tcase_add_test(ts, test_pageable_warmup_only);
