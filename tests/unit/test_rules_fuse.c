@@ -432,7 +432,9 @@ static int ntc_own(const char *name)
 {
 	/* host-created-tensor-negative_gpu_bound hides its host work behind float32 SIMT GEMMs */
 	return !strcmp(name, "no-tensor-cores-bad.db") ||
-	       !strcmp(name, "host-created-tensor-negative_gpu_bound.db");
+	       !strcmp(name, "host-created-tensor-negative_gpu_bound.db") ||
+	       /* the corpus: float32 convolutions with cuDNN's TF32 off */
+	       !strcmp(name, "pt_conv_fp32_no_tf32.db");
 }
 
 START_TEST(test_ntc_committed_traces)
