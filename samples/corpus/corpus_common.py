@@ -97,6 +97,21 @@ class Timer:
         return (time.perf_counter() - self.t0) * 1e3 / max(1, steps)
 
 
+def timed_loop(torch, step, args, after=None, **numbers):
+    """Call step(i) for i in 0..warmup+steps-1, the last `steps` calls timed; print their mean step time
+    (an info line), call after() when given (more info lines), and print the done line with `numbers`."""
+    for i in range(args.warmup):
+        step(i)
+    t = Timer(torch)
+    t.start()
+    for i in range(args.warmup, args.warmup + args.steps):
+        step(i)
+    info(f"step_ms={t.stop(args.steps):.3f}")
+    if after:
+        after()
+    done(args.steps, **numbers)
+
+
 def done(steps, **numbers):
     """The last line. Floats are printed with 3 decimals; step_ms and other timings belong in info lines."""
     parts = [f"steps={steps}"]

@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, need_torch, parse_args  # noqa: E402
+from corpus_common import need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30, extra=lambda p: p.add_argument("--no-tf32", action="store_true"))
 torch = need_torch()
@@ -30,18 +30,11 @@ x = torch.randn(64, 256, 56, 56, device="cuda", generator=g)
 y = torch.randint(0, 10, (64,), device="cuda", generator=g)
 
 
-def step():
+def step(i):
     opt.zero_grad(set_to_none=True)
     loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
 
 
-for _ in range(args.warmup):
-    step()
-t = Timer(torch)
-t.start()
-for _ in range(args.steps):
-    step()
-info(f"step_ms={t.stop(args.steps):.3f}")
-done(args.steps, tf32=int(not args.no_tf32))
+timed_loop(torch, step, args, tf32=int(not args.no_tf32))

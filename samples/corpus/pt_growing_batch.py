@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, mlp, need_torch, parse_args  # noqa: E402
+from corpus_common import info, mlp, need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30)
 torch = need_torch()
@@ -35,12 +35,4 @@ def step(i):
     opt.step()
 
 
-for i in range(args.warmup):
-    step(i)
-t = Timer(torch)
-t.start()
-for i in range(args.warmup, args.warmup + args.steps):
-    step(i)
-info(f"step_ms={t.stop(args.steps):.3f}")
-info(f"reserved_mib={torch.cuda.memory_reserved() >> 20}")
-done(args.steps)
+timed_loop(torch, step, args, after=lambda: info(f"reserved_mib={torch.cuda.memory_reserved() >> 20}"))

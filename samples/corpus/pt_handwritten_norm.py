@@ -14,7 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, need_torch, parse_args  # noqa: E402
+from corpus_common import need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30)
 torch = need_torch()
@@ -31,7 +31,7 @@ x = torch.randn(8192, W, device="cuda", generator=g)
 y = torch.randn(8192, W, device="cuda", generator=g)
 
 
-def step():
+def step(i):
     opt.zero_grad(set_to_none=True)
     h = x
     for i, lin in enumerate(lins):
@@ -47,11 +47,4 @@ def step():
     opt.step()
 
 
-for _ in range(args.warmup):
-    step()
-t = Timer(torch)
-t.start()
-for _ in range(args.steps):
-    step()
-info(f"step_ms={t.stop(args.steps):.3f}")
-done(args.steps)
+timed_loop(torch, step, args)

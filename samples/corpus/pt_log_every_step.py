@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, mlp, need_torch, parse_args  # noqa: E402
+from corpus_common import mlp, need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30)
 torch = need_torch()
@@ -25,7 +25,7 @@ y = torch.randint(0, 1000, (8192,), device="cuda", generator=g)
 losses, accs = [], []
 
 
-def step():
+def step(i):
     opt.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.bfloat16):
         logits = model(x)
@@ -36,11 +36,4 @@ def step():
     accs.append((logits.argmax(1) == y).float().mean().item())  # and a second one
 
 
-for _ in range(args.warmup):
-    step()
-t = Timer(torch)
-t.start()
-for _ in range(args.steps):
-    step()
-info(f"step_ms={t.stop(args.steps):.3f}")
-done(args.steps, reads_per_step=2)
+timed_loop(torch, step, args, reads_per_step=2)

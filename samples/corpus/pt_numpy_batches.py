@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, mlp, need_torch, parse_args  # noqa: E402
+from corpus_common import mlp, need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30, extra=lambda p: p.add_argument("--pinned", action="store_true"))
 torch = need_torch()
@@ -44,11 +44,4 @@ def step(i):
     opt.step()
 
 
-for i in range(args.warmup):
-    step(i)
-t = Timer(torch)
-t.start()
-for i in range(args.steps):
-    step(i)
-info(f"step_ms={t.stop(args.steps):.3f}")
-done(args.steps, batch_mib=32, pinned=int(args.pinned))
+timed_loop(torch, step, args, batch_mib=32, pinned=int(args.pinned))

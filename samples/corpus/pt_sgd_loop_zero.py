@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_common import Timer, done, info, need_torch, parse_args  # noqa: E402
+from corpus_common import need_torch, parse_args, timed_loop  # noqa: E402
 
 args = parse_args(__doc__, steps=30)
 torch = need_torch()
@@ -26,7 +26,7 @@ x = torch.randn(1024, 512, device="cuda", generator=g)
 y = torch.randn(1024, 1, device="cuda", generator=g)
 
 
-def step():
+def step(i):
     opt.zero_grad(set_to_none=False)  # the trap: fills every gradient with zeros
     with torch.autocast("cuda", dtype=torch.bfloat16):
         out = model(x)
@@ -35,11 +35,4 @@ def step():
     opt.step()
 
 
-for _ in range(args.warmup):
-    step()
-t = Timer(torch)
-t.start()
-for _ in range(args.steps):
-    step()
-info(f"step_ms={t.stop(args.steps):.3f}")
-done(args.steps, params=len(list(model.parameters())))
+timed_loop(torch, step, args, params=len(list(model.parameters())))

@@ -498,22 +498,27 @@ void sim_query(struct sim *m, int type, int stream, int result)
 	m->h = y.end + 1 * US;
 }
 
-void sim_host_func(struct sim *m, uint32_t tid)
+void sim_api_row(struct sim *m, const char *name, int api_kind, int cbid, uint32_t tid, int64_t dur)
 {
 	cs_api x;
 
 	memset(&x, 0, sizeof(x));
 	x.start = m->h;
-	x.end = m->h + 1 * US;
+	x.end = m->h + dur;
 	x.pid = PID;
 	x.tid = tid;
-	x.api_kind = CS_API_DRIVER;
-	x.cbid = 527;
+	x.api_kind = api_kind;
+	x.cbid = cbid;
 	x.correlation_id = ++m->corr;
-	x.name_id = name_id(m, "cuLaunchHostFunc");
+	x.name_id = name_id(m, name);
 	x.stack_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
 	m->h = x.end;
+}
+
+void sim_host_func(struct sim *m, uint32_t tid)
+{
+	sim_api_row(m, "cuLaunchHostFunc", CS_API_DRIVER, 527, tid, 1 * US);
 }
 
 int committed_traces_expect(const char *id, const cs_step_opts *opts, int (*own)(const char *name))

@@ -96,6 +96,9 @@ void sim_step_begin(struct sim *m);
 void sim_step_end(struct sim *m);
 void sim_query(struct sim *m, int type, int stream, int result);
 /* A cuLaunchHostFunc call of thread tid (1 us) at the host's time. */
+/* An API row of the call name on thread tid, taking dur from the host clock (no stack). */
+void sim_api_row(struct sim *m, const char *name, int api_kind, int cbid, uint32_t tid,
+		 int64_t dur);
 void sim_host_func(struct sim *m, uint32_t tid);
 /* Loads a synthetic trace with its NVTX steps (2 of them warm-up) and runs one rule on it. */
 void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l);

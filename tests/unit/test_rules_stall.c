@@ -75,20 +75,11 @@ END_TEST
  * batch it made: the sync row and the API row, answered at once. */
 static void pinned_pool_query(struct sim *m)
 {
-	cs_api x;
+	int64_t h = m->h;
 
-	memset(&x, 0, sizeof(x));
-	x.start = m->h;
-	x.end = m->h + 2 * US;
-	x.pid = PID;
-	x.tid = TID;
-	x.api_kind = CS_API_RUNTIME;
-	x.cbid = CS_ID_NONE;
-	x.correlation_id = ++m->corr;
-	x.name_id = name_id(m, "cudaEventQuery_v3020");
-	x.stack_id = CS_ID_NONE;
-	ck_assert_int_eq(cs_writer_add_api(m->w, &x), 0);
-	sim_sync(m, CS_SYNC_EVENT_QUERY, 7, 0, CS_ID_NONE);
+	sim_api_row(m, "cudaEventQuery_v3020", CS_API_RUNTIME, CS_ID_NONE, TID, 2 * US);
+	m->h = h; /* the same call's sync row */
+	sim_query(m, CS_SYNC_EVENT_QUERY, 7, 0);
 }
 
 /*
