@@ -37,6 +37,13 @@
 #define LEAD_MIN   3
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
+/* Lookups and atomic accumulations of a step paired for the call sites, at most. */
+#define MAX_PAIR 16
+
+/* A kernel of the step and its launch time (the call sites' pairing). */
+struct launched {
+	int64_t index, at;
+};
 
 struct step_sum {
 	int64_t atomic_ns;  /* GPU time of the atomic accumulations after a zero fill */
@@ -47,6 +54,8 @@ struct step_sum {
 	int64_t atomic;	    /* kernel index of the longest accumulation, or -1 */
 	int64_t atomic_max; /* its time */
 	int embedding_bwd;  /* the step runs nn.Embedding's backward */
+	struct launched lookups[MAX_PAIR], adds[MAX_PAIR]; /* the lead's gathers, the atomics */
+	int nlookups, nadds;				   /* how many (at most MAX_PAIR kept) */
 };
 
 /* A kernel's GPU time; 0 when a bound is unknown (a damaged or cut trace). */
@@ -112,24 +121,26 @@ static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i
 	for (int64_t j = i; j < end; j++) {
 		const char *name;
 
-		if (!ops[j].is_kernel || ops[j].launch > last ||
-		    (x->gather >= 0 && ops[j].launch >= x->gather_at))
+		if (!ops[j].is_kernel || ops[j].launch > last)
 			continue;
 		name = cs_analysis_string(a, ops[j].name);
 		if (!name)
 			continue;
 		ru_kernel_own_name(name, own, sizeof(own));
-		if (is_gather(own)) {
+		if (!is_gather(own))
+			continue;
+		if (x->nlookups < MAX_PAIR)
+			x->lookups[x->nlookups++] = (struct launched){ops[j].index, ops[j].launch};
+		if (x->gather < 0 || ops[j].launch < x->gather_at) {
 			x->gather = ops[j].index;
 			x->gather_at = ops[j].launch;
 		}
 	}
 }
 
-/* One step's run of one thread: ops[i..end); its atomic accumulations after the step's lookup
- * into sites. */
+/* One step's run of one thread: ops[i..end); its atomic accumulations after the step's lookup. */
 static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
-		    struct step_sum *x, struct ru_sites *sites)
+		    struct step_sum *x)
 {
 	char own[256];
 
@@ -152,14 +163,42 @@ static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, in
 		    is_atomic_add(name, own) && is_zero_fill(a, &ops[j - 1])) {
 			cs_sat_accum(&x->atomic_ns, kernel_ns(k));
 			x->atomics++;
-			if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, o->step,
-					 kernel_ns(k)))
-				return CS_ERR_NOMEM;
+			if (x->nadds < MAX_PAIR)
+				x->adds[x->nadds++] = (struct launched){o->index, o->launch};
 			if (kernel_ns(k) > x->atomic_max) {
 				x->atomic_max = kernel_ns(k);
 				x->atomic = o->index;
 			}
 		}
+	}
+	return 0;
+}
+
+static int cmp_launched(const void *x, const void *y)
+{
+	const struct launched *a = x, *b = y;
+
+	return (a->at > b->at) - (a->at < b->at);
+}
+
+/*
+ * The call sites of step st: the lookups, where the fix goes (the backward's own line is
+ * autograd's), each charged the time of its atomic accumulation. The backward runs the forward's
+ * operations in reverse, so with as many accumulations as lookups the last lookup goes with the
+ * first accumulation; otherwise every accumulation goes to the first lookup.
+ */
+static int add_sites(const cs_analysis *a, struct step_sum *x, int32_t st, struct ru_sites *sites)
+{
+	int n = x->nlookups, paired = n > 0 && n == x->nadds;
+
+	qsort(x->lookups, (size_t)n, sizeof(x->lookups[0]), cmp_launched);
+	qsort(x->adds, (size_t)x->nadds, sizeof(x->adds[0]), cmp_launched);
+	for (int j = 0; j < x->nadds && n > 0; j++) {
+		const cs_a_kernel *g = &a->kernels[x->lookups[paired ? n - 1 - j : 0].index];
+
+		if (ru_sites_add(sites, g->name_id, g->launch_tid, g->stack_id, st,
+				 kernel_ns(&a->kernels[x->adds[j].index])))
+			return CS_ERR_NOMEM;
 	}
 	return 0;
 }
@@ -257,10 +296,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 		cJSON_AddStringToObject(e, "lookup_kernel", cs_analysis_string(a, g->name_id));
 		cJSON_AddStringToObject(e, "atomic_kernel", cs_analysis_string(a, k->name_id));
 		cJSON_AddNumberToObject(e, "longest_atomic_ns", (double)kernel_ns(k));
-		if (k->stack_id != CS_ID_NONE)
-			f->stack_id = k->stack_id;
-		else if (g->stack_id != CS_ID_NONE)
+		if (g->stack_id != CS_ID_NONE)
 			f->stack_id = g->stack_id;
+		else if (k->stack_id != CS_ID_NONE)
+			f->stack_id = k->stack_id;
 	}
 	if (ru_sites_evidence(e, sites, steps, nsteps, MAX_SITES, &f->stack_id))
 		goto nomem;
@@ -307,9 +346,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		     end < nops && ops[end].step == ops[i].step && ops[end].tid == ops[i].tid;
 		     end++)
 			;
-		if (scan_run(a, ops, i, end, &sum[ops[i].step], &sites))
+		if (scan_run(a, ops, i, end, &sum[ops[i].step]))
 			goto nomem;
 	}
+	for (int32_t i = 0; i < s->n; i++)
+		if (!sum[i].embedding_bwd && sum[i].nadds > 0 && add_sites(a, &sum[i], i, &sites))
+			goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].embedding_bwd ? 0 : sum[i].atomic_ns;
 	if (ru_steps_nonzero(s, cost, &steps, &nsteps))

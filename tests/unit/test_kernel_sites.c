@@ -333,8 +333,10 @@ START_TEST(test_zero_grad_sites)
 END_TEST
 
 /*
- * index-select-embedding: two tables looked up with index_select, the backward of one (line 10)
- * an atomic accumulation of 1 ms, of the other (line 20) one of 300 us, each after its zero fill.
+ * index-select-embedding: two tables looked up with index_select, at lines 10 and 20 of the
+ * forward; the backward (on its own thread and without a line of the model, as autograd's) runs
+ * them in reverse: the second table's atomic accumulation (300 us) first, then the first's (1 ms),
+ * each after its zero fill. The sites are the lookups' lines, each with its own accumulation.
  */
 START_TEST(test_index_select_sites)
 {
@@ -345,16 +347,19 @@ START_TEST(test_index_select_sites)
 	sim_two_stacks(&m, st);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
+		for (int i = 0; i < 2; i++) {
+			m.kernel_stack = st[i];
+			sim_kernel_grid(&m, 7, GATHER_NAME, 64, 20 * US);
+		}
 		m.kernel_stack = CS_ID_NONE;
-		sim_kernel_grid(&m, 7, GATHER_NAME, 64, 20 * US);
 		for (int i = 0; i < 60; i++)
 			sim_kernel(&m, 7, 100 * US);
+		m.kernel_tid = 4343; /* the autograd thread */
 		for (int i = 0; i < 2; i++) {
-			m.kernel_stack = CS_ID_NONE;
 			sim_kernel_grid(&m, 7, FILL_NAME, 64, 10 * US);
-			m.kernel_stack = st[i];
-			sim_kernel_grid(&m, 7, INDEX_ADD_NAME, 64, i ? 300 * US : 1 * MS);
+			sim_kernel_grid(&m, 7, INDEX_ADD_NAME, 64, i ? 1 * MS : 300 * US);
 		}
+		m.kernel_tid = 0;
 		sim_sync(&m, CS_SYNC_STREAM_SYNCHRONIZE, 7, gpu_end(&m), CS_ID_NONE);
 		sim_step_end(&m);
 	}
