@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cuscope/gpu_links.h"
 
 /* Meta keys (docs/trace-format.md). */
 #define META_CUSCOPE_VERSION "cuscope_version"
@@ -56,6 +57,7 @@ struct pid_count {
 struct info_ctx {
 	cJSON *processes;
 	cJSON *devices;
+	const char *gpu_links; /* META gpu_links, or NULL */
 	struct pid_count *pids;
 	size_t npids;
 	int failed; /* out of memory */
@@ -119,6 +121,9 @@ static int info_add_device(const cs_device *d, void *arg)
 	cs_json_add_string(o, "compute_capability", cc);
 	cs_json_add_int(o, "core_clock_khz", d->core_clock_khz, 0); /* 0: unknown */
 	cs_json_add_int(o, "memory_bandwidth_bytes_per_s", d->memory_bandwidth, 0);
+	/* the PCIe link that record found for the GPU (0: unknown) */
+	cs_json_add_int(o, "pcie_link_bytes_per_s",
+			(int64_t)cs_gpu_link_bytes_per_s(ctx->gpu_links, d->uuid), 0);
 	return 0;
 }
 
@@ -245,6 +250,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 		goto fail;
 	if (ctx.failed)
 		goto nomem;
+	ctx.gpu_links = cs_trace_meta(t, "gpu_links");
 	rc = cs_trace_each_device(t, info_add_device, &ctx, err);
 	if (rc < 0)
 		goto fail;
@@ -381,26 +387,35 @@ static void info_print_processes(const cJSON *procs, int width)
 static void info_print_devices(const cJSON *devs, int width)
 {
 	static const struct cs_column cols[] = {
-		{"PID", CS_ALIGN_RIGHT, 0}, {"ID", CS_ALIGN_RIGHT, 0},
-		{"NAME", CS_ALIGN_LEFT, 0}, {"MEMORY", CS_ALIGN_RIGHT, 0},
-		{"SMS", CS_ALIGN_RIGHT, 0}, {"CC", CS_ALIGN_RIGHT, 0},
-		{"UUID", CS_ALIGN_LEFT, 1},
+		{"PID", CS_ALIGN_RIGHT, 0},  {"ID", CS_ALIGN_RIGHT, 0},
+		{"NAME", CS_ALIGN_LEFT, 0},  {"MEMORY", CS_ALIGN_RIGHT, 0},
+		{"SMS", CS_ALIGN_RIGHT, 0},  {"CC", CS_ALIGN_RIGHT, 0},
+		{"PCIE", CS_ALIGN_RIGHT, 0}, {"UUID", CS_ALIGN_LEFT, 1},
 	};
 	const cJSON *d;
 	struct cs_table table;
 
-	cs_table_init(&table, cols, 7);
+	cs_table_init(&table, cols, 8);
 	cJSON_ArrayForEach(d, devs)
 	{
-		char pid[CS_FMT_MAX], id[CS_FMT_MAX], mem[CS_FMT_MAX], sms[CS_FMT_MAX];
-		int64_t bytes = cs_json_get_int(d, "total_memory_bytes", -1);
+		char pid[CS_FMT_MAX], id[CS_FMT_MAX], mem[CS_FMT_MAX], sms[CS_FMT_MAX],
+			link[CS_FMT_MAX + 4] = "-";
+		int64_t bytes = cs_json_get_int(d, "total_memory_bytes", -1),
+			bps = cs_json_get_int(d, "pcie_link_bytes_per_s", 0);
 		const char *row[] = {json_int_text(pid, sizeof(pid), d, "pid", 0),
 				     json_int_text(id, sizeof(id), d, "device_id", 0),
 				     json_str(d, "name", "-"),
 				     bytes >= 0 ? cs_fmt_bytes(mem, sizeof(mem), bytes) : "-",
 				     json_int_text(sms, sizeof(sms), d, "sm_count", 0),
 				     json_str(d, "compute_capability", "-"),
+				     link,
 				     json_str(d, "uuid", "-")};
+
+		if (bps > 0) {
+			char b[CS_FMT_MAX];
+
+			snprintf(link, sizeof(link), "%s/s", cs_fmt_bytes(b, sizeof(b), bps));
+		}
 
 		cs_table_add_row(&table, row);
 	}

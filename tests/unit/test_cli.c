@@ -4,6 +4,7 @@
  * the bad inputs every command must refuse with one line on stderr and exit code 2.
  */
 #include <check.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,11 @@ static void write_sample(const char *path)
 	     cs_writer_errmsg(w));
 	need(cs_writer_set_meta(w, "host", "node7") == 0, cs_writer_errmsg(w));
 	need(cs_writer_set_meta_int(w, "realtime_base_ns", 1700000000123000000LL) == 0,
+	     cs_writer_errmsg(w));
+	/* PCIe 4.0 x16: 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s */
+	need(cs_writer_set_meta(w, "gpu_links",
+				"[{\"uuid\":\"GPU-0a1b2c3d-0000-1111-2222-333344445555\","
+				"\"bus\":\"0000:18:00.0\",\"gts\":16,\"width\":16}]") == 0,
 	     cs_writer_errmsg(w));
 
 	p = process(100, 1, 0, "python train.py --rank 0", 0);
@@ -598,17 +604,13 @@ START_TEST(test_info_text)
 	{
 		const char *p100[] = {"100", "1", "0", "9", "0", "python train.py --rank 0"};
 		const char *p200[] = {"200", "1", "1", "1", "7", "python train.py --rank 1"};
-		const char *dev[] = {"100",
-				     "0",
-				     "NVIDIA H200",
-				     "140.4 GiB",
-				     "132",
-				     "9.0",
-				     "GPU-0a1b2c3d-0000-1111-2222-333344445555"};
+		const char *dev[] = {
+			"100", "0",   "NVIDIA H200", "140.4 GiB",
+			"132", "9.0", "29.3 GiB/s",  "GPU-0a1b2c3d-0000-1111-2222-333344445555"};
 
 		assert_row(r.out, p100[5], p100, 6);
 		assert_row(r.out, p200[5], p200, 6);
-		assert_row(r.out, dev[6], dev, 7);
+		assert_row(r.out, dev[7], dev, 8);
 	}
 	tu_result_free(&r);
 }
@@ -677,6 +679,7 @@ START_TEST(test_info_json)
 	ck_assert(json_num(d, "total_memory_bytes") == 150754820096.0);
 	ck_assert_int_eq(json_num(d, "sm_count"), 132);
 	ck_assert_str_eq(json_str(d, "compute_capability"), "9.0");
+	ck_assert(fabs(json_num(d, "pcie_link_bytes_per_s") - 16e9 * 16 * 128 / 130 / 8) < 2);
 	cJSON_Delete(doc);
 	tu_result_free(&r);
 }
