@@ -138,16 +138,10 @@ int main(void)
 {
 	Suite *s = suite_create("gpu_links");
 	TCase *tc = tcase_create("gpu_links");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_read_links);
 	tcase_add_test(tc, test_nothing_to_read);
 	tcase_add_test(tc, test_bad_values);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include "cuscope/trace.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
+#include "testutil.h"
 
 static const char *dur(int64_t ns)
 {
@@ -139,8 +140,6 @@ int main(void)
 {
 	Suite *s = suite_create("units");
 	TCase *tc = tcase_create("units");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_bytes_count);
@@ -148,9 +147,5 @@ int main(void)
 	tcase_add_test(tc, test_title_units);
 	tcase_add_test(tc, test_text_clean);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(s);
 }

@@ -635,3 +635,14 @@ void tu_write_extreme_trace(const char *path, uint32_t pid, const char *test)
 	}
 	tu_need(cs_writer_finish(w, &err) == 0, test, err.msg);
 }
+
+int tu_run_suite(Suite *suite)
+{
+	SRunner *sr = srunner_create(suite);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

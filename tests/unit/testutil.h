@@ -2,10 +2,14 @@
 #ifndef CUSCOPE_TESTUTIL_H
 #define CUSCOPE_TESTUTIL_H
 
+#include <check.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cuscope/trace.h"
+
+/* Run every test of suite (freed after); EXIT_SUCCESS when none failed, for main's return. */
+int tu_run_suite(Suite *suite);
 
 /* A fresh directory under $TMPDIR (or /tmp); removed with everything in it at exit. */
 char *tu_tmpdir(void);
