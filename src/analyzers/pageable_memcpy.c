@@ -97,29 +97,59 @@ static double link_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t devic
 	return l.bps;
 }
 
+/* Copies below this many bytes are not charged a slow transfer: their time is the DMA's latency
+ * (microseconds, pinned or not), not the link's bandwidth; from 1 MiB (16 us at PCIe 5.0 x16) the
+ * link time dominates. */
+#define SLOW_MIN_BYTES (1 << 20)
+
+/* The longest kernel of process pid (how far before a copy a kernel beside it may start). */
+static int64_t longest_kernel(const cs_analysis *a, uint32_t pid)
+{
+	int64_t longest = 0;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid == pid && k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN &&
+		    k->end - k->start > longest)
+			longest = k->end - k->start;
+	}
+	return longest;
+}
+
 /*
  * What a pageable copy costs beyond the idle around its call: its transfer runs at a fraction of
  * what the PCIe link moves (the driver stages pageable memory through a pinned buffer of its own),
  * and while no kernel of the process runs beside it the GPU does nothing else. The copy's time
  * without a kernel of the process beside it, times the share of the transfer beyond the link's
  * own time for its bytes: a lower bound of what pinned memory saves, the link's rate being the
- * most a pinned copy reaches. 0 when the link is unknown or the copy is as fast.
+ * most a pinned copy reaches. 0 when the link is unknown, the copy is small (SLOW_MIN_BYTES) or as
+ * fast. longest: longest_kernel() of the copy's process.
  */
-static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bps)
+static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bps, int64_t longest)
 {
-	int64_t dur, alone, busy = 0, reach;
+	int64_t dur, alone, busy = 0, reach, lo = 0, hi = a->nkernels;
 	double floor_ns, beyond;
 
 	if (bps <= 0 || c->start == CS_TS_UNKNOWN || c->end == CS_TS_UNKNOWN ||
-	    c->end <= c->start || c->bytes <= 0)
+	    c->end <= c->start || c->bytes < SLOW_MIN_BYTES)
 		return 0;
 	dur = c->end - c->start;
 	floor_ns = (double)c->bytes / bps * 1e9;
 	if (floor_ns >= (double)dur)
 		return 0;
-	/* the union of the process's kernels inside the copy (kernels by start) */
+	/* the first kernel that may overlap the copy (kernels by start) */
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (a->kernels[mid].start < c->start - longest)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the union of the process's kernels inside the copy */
 	reach = c->start;
-	for (int64_t i = 0; i < a->nkernels && a->kernels[i].start < c->end; i++) {
+	for (int64_t i = lo; i < a->nkernels && a->kernels[i].start < c->end; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 		int64_t s0, s1;
 
@@ -229,7 +259,8 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 		     int32_t nsteps, double link_bps, cs_report_finding *f)
 {
 	struct ru_sites u = {0};
-	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost));
+	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost)),
+		longest = link_bps > 0 ? longest_kernel(a, s->pid) : 0;
 	int rc = CS_ERR_NOMEM;
 
 	if (!wait_cost)
@@ -251,7 +282,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 			cost = ru_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
 		if (copy_wait[i] >= 0)
 			cost = cs_sat_add(cost, wait_cost[copy_wait[i]]);
-		cost = cs_sat_add(cost, slow_transfer(a, c, link_bps));
+		cost = cs_sat_add(cost, slow_transfer(a, c, link_bps, longest));
 		if (ru_sites_add(&u, -1, c->launch_tid, c->stack_id, st, cost))
 			goto out;
 	}
@@ -278,6 +309,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	char title[512], b1[32], b2[32], b3[128] = "", b4[160] = "";
 	int32_t link_dev = -1;
 	double bps = 0, link_bps = 0;
+	int64_t longest = 0; /* longest_kernel(), once a link is known */
 	int rc;
 
 	if (steady <= 0)
@@ -326,10 +358,12 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		if (c->device_id != link_dev) {
 			link_dev = c->device_id;
 			bps = link_bytes_per_s(a, s->pid, link_dev);
+			if (bps > 0 && link_bps <= 0)
+				longest = longest_kernel(a, s->pid);
 			if (bps > 0)
 				link_bps = bps;
 		}
-		cs_sat_accum(&x->slow_ns, slow_transfer(a, c, bps));
+		cs_sat_accum(&x->slow_ns, slow_transfer(a, c, bps, longest));
 	}
 	/* the idle of a step charged to pageable copies, in the steps that made one */
 	for (int32_t i = 0; i < s->n; i++)
