@@ -104,7 +104,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct ru_mem m = {0};
 	struct step_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL, sizes = 0, best_ns = -1, best = -1;
+	int64_t *idle = NULL, *tmp = NULL, *call_idle = NULL, sizes = 0, best_ns = -1, best = -1;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	struct ru_i64 seen = {0}, calls = {0}; /* calls: the allocator calls, indices in a->apis */
 	struct ru_sites sites = {0};
@@ -132,10 +132,13 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	/* the process's allocator calls, by start */
 	if (!sum || !idle || !tmp || ru_alloc_api_calls(a, s->pid, 1, &calls))
 		goto out;
-	/* those of the steady steps, outside the bursts */
+	call_idle = calloc((size_t)calls.n + 1, sizeof(*call_idle));
+	if (!call_idle)
+		goto out;
+	/* those of the steady steps, outside the bursts (call_idle: each one's, 0 for the others)
+	 */
 	for (int64_t k = 0; k < calls.n; k++) {
 		const cs_a_api *x = &a->apis[calls.v[k]];
-		int64_t next_call = k + 1 < calls.n ? calls.v[k + 1] : -1;
 		int32_t st;
 
 		st = ru_steady_step(s, x->start);
@@ -143,8 +146,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			continue;
 		sum[st].calls++;
 		cs_sat_accum(&sum[st].host_ns, x->end - x->start);
-		sum[st].idle_ns += ru_alloc_call_idle(
-			a, s->pid, x, next_call >= 0 ? a->apis[next_call].start : INT64_MAX);
+		call_idle[k] = ru_alloc_call_idle(a, &calls, k);
+		sum[st].idle_ns += call_idle[k];
 	}
 	/* the device memory rows of those steps, outside the bursts */
 	for (int64_t i = 0; i < a->nmemory; i++) {
@@ -261,12 +264,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 			best_ns = x->end - x->start;
 			best = i;
 		}
-		/* each call with the idle it is charged in the finding's cost (ru_alloc_call_idle),
-		 * so that the sites' shares add up to the cost */
-		if (ru_sites_add(&sites, -1, x->tid, x->stack_id, st,
-				 ru_alloc_call_idle(a, s->pid, x,
-						    k + 1 < calls.n ? a->apis[calls.v[k + 1]].start
-								    : INT64_MAX)))
+		/* each call with the idle it is charged in the finding's cost, so that the sites'
+		 * shares add up to the cost */
+		if (ru_sites_add(&sites, -1, x->tid, x->stack_id, st, call_idle[k]))
 			goto out;
 	}
 	{
@@ -320,6 +320,7 @@ out_free:
 	ru_mem_free(&m);
 	ru_i64_free(&seen);
 	ru_i64_free(&calls);
+	free(call_idle);
 	free(burst_step);
 	ru_sites_free(&sites);
 	free(sum);

@@ -252,15 +252,14 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
  * The call sites of the copies the finding charges (those sum counts, in steps): each with the GPU
  * idle while its call held the host and, for a blocking copy, the idle after the wait it made
  * right after its call (cw, copy_wait), and its transfer's time beyond the link's (link_bps: the
- * link of the process's device).
+ * link of the process's device; longest: longest_kernel() of the process).
  */
 static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *dd,
 		     const struct ru_d2h *cw, const int64_t *copy_wait, const int32_t *steps,
-		     int32_t nsteps, double link_bps, cs_report_finding *f)
+		     int32_t nsteps, double link_bps, int64_t longest, cs_report_finding *f)
 {
 	struct ru_sites u = {0};
-	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost)),
-		longest = link_bps > 0 ? longest_kernel(a, s->pid) : 0;
+	int64_t *wait_cost = calloc((size_t)a->nsyncs + 1, sizeof(*wait_cost));
 	int rc = CS_ERR_NOMEM;
 
 	if (!wait_cost)
@@ -478,7 +477,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		f->last = c->launch_end != CS_TS_UNKNOWN ? c->launch_end : c->launch_start;
 	}
 	if (add_evidence(a, s, dd, sum, steps, nsteps, link_bps, tmp, f) ||
-	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, f))
+	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, longest, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	rc = ru_emit(ctx, f, err);

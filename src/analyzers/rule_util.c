@@ -699,15 +699,16 @@ static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
 	return next;
 }
 
-int64_t ru_alloc_call_idle(const cs_analysis *a, uint32_t pid, const cs_a_api *x, int64_t next_call)
+int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k)
 {
-	int64_t to = next_work_start(a, pid, x->end);
+	const cs_a_api *x = &a->apis[calls->v[k]];
+	int64_t to = next_work_start(a, x->pid, x->end);
 
-	if (next_call < to)
-		to = next_call;
+	if (k + 1 < calls->n && a->apis[calls->v[k + 1]].start < to)
+		to = a->apis[calls->v[k + 1]].start;
 	if (to == INT64_MAX || to < x->end)
 		to = x->end;
-	return (to - x->start) - cs_analysis_gpu_busy(a, pid, x->start, to);
+	return (to - x->start) - cs_analysis_gpu_busy(a, x->pid, x->start, to);
 }
 
 int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out)
@@ -756,8 +757,10 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 	m->api_host = calloc((size_t)s->n + 1, sizeof(*m->api_host));
 	m->api_calls = calloc((size_t)s->n + 1, sizeof(*m->api_calls));
 	if (!m->api_idle || !m->api_host || !m->api_calls ||
-	    ru_alloc_api_calls(a, s->pid, 0, &calls))
+	    ru_alloc_api_calls(a, s->pid, 0, &calls)) {
+		ru_i64_free(&calls);
 		return CS_ERR_NOMEM;
+	}
 	m->have_api = calls.n > 0;
 	for (int64_t k = 0; k < calls.n; k++) {
 		const cs_a_api *x = &a->apis[calls.v[k]];
@@ -767,8 +770,7 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 			continue;
 		m->api_calls[st]++;
 		cs_sat_accum(&m->api_host[st], x->end - x->start);
-		m->api_idle[st] += ru_alloc_call_idle(
-			a, s->pid, x, k + 1 < calls.n ? a->apis[calls.v[k + 1]].start : INT64_MAX);
+		m->api_idle[st] += ru_alloc_call_idle(a, &calls, k);
 	}
 	ru_i64_free(&calls);
 	return 0;

@@ -352,12 +352,11 @@ int ru_is_device_alloc_api(const char *name);
  * every one (ru_is_alloc_api()), or with device_only the device memory ones
  * (ru_is_device_alloc_api()); appended to out. 0, or CS_ERR_NOMEM. */
 int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out);
-/* The GPU idle an allocator call x of pid cost: from its start to the first GPU work that starts
- * after it (a cudaFree waits for the device, and the host then launches into an empty queue),
- * bounded by next_call (the start of the process's next allocator call; INT64_MAX: none): the
- * call's own time less the GPU work running during it, and the relaunch after it. */
-int64_t ru_alloc_call_idle(const cs_analysis *a, uint32_t pid, const cs_a_api *x,
-			   int64_t next_call);
+/* The GPU idle the allocator call calls->v[k] (a list of ru_alloc_api_calls()) cost: from its
+ * start to the first GPU work of its process that starts after it (a cudaFree waits for the
+ * device, and the host then launches into an empty queue), bounded by the next call of the list:
+ * the call's own time less the GPU work running during it, and the relaunch after it. */
+int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k);
 
 /* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
 
