@@ -16,6 +16,7 @@
 #include "rule_util.h"
 #include "cuscope/grow.h"
 #include "cuscope/checked.h"
+#include "cuscope/launch_cost.h"
 
 #define RULE_ID "launch-starvation"
 
@@ -578,8 +579,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	int64_t lost, own, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
 	int64_t launches, gk = 0, kernels = 0;
 	int top = CAUSE_LAUNCH, rc = CS_ERR_NOMEM, graph, done[NCAUSES] = {0};
-	double share;
-	char title[400], fix[1600] = "", b1[32], b2[32], b3[32], b4[96] = "";
+	int64_t rec;
+	double share, rec_launch_ns, net_share;
+	char title[400], fix[1600] = "", b1[32], b2[32], b3[32], b4[256] = "", b5[32], b6[32];
 
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]);
@@ -635,10 +637,33 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = share_pm[steps[i]];
 	share = (double)ru_median(tmp, n) / 1e6;
-
+	/*
+	 * What recording itself added: every launch call of the step took rec_launch_ns longer
+	 * (measured by record after the program, META launch_cost), so a host that launched each
+	 * kernel just in time started the step's last one up to launches x rec_launch_ns late. The
+	 * idle is counted net of that; when what is left falls below the threshold, the program
+	 * may not starve without the profiler and the finding is info.
+	 */
+	rec_launch_ns = cs_launch_cost_ns(cs_trace_meta(a->trace, CS_META_LAUNCH_COST));
+	rec = (int64_t)((double)launches * rec_launch_ns);
+	if (rec > lost)
+		rec = lost;
+	net_share = dur - rec > 0 ? (double)(lost - rec) / (double)(dur - rec) : 0;
+	own = own > rec ? own - rec : 0;
 	if (near)
 		snprintf(b4, sizeof(b4), "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
 			 MIN_IDLE_SHARE * 100, (double)lo / 1e4, (double)hi / 1e4);
+	if (rec > 0) {
+		size_t len = strlen(b4);
+
+		snprintf(b4 + len, sizeof(b4) - len,
+			 "; up to %s of that idle is recording's own cost (%s per launch)%s",
+			 ru_fmt_ns(b5, sizeof(b5), rec),
+			 ru_fmt_ns(b6, sizeof(b6), (int64_t)rec_launch_ns),
+			 net_share < MIN_IDLE_SHARE ? ", which could account for the finding" : "");
+	}
+	if (net_share < MIN_IDLE_SHARE)
+		near = 1;
 	snprintf(title, sizeof(title),
 		 "GPU waits for the host %.0f%% of the step: %s idle per step, mostly %s (%lld "
 		 "launch calls per step%s, %s of GPU work each, one every %s)%s",
@@ -670,6 +695,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "idle_share", share);
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)lost);
+	cJSON_AddNumberToObject(e, "recording_ns_per_launch", rec_launch_ns);
+	cJSON_AddNumberToObject(e, "recording_ns_per_step", (double)rec);
+	cJSON_AddNumberToObject(e, "idle_share_net_of_recording", net_share);
 	cJSON_AddNumberToObject(e, "idle_ns_left_to_dataloader_stall", (double)(lost - own));
 	cJSON_AddNumberToObject(e, "step_ns", (double)dur);
 	by = cJSON_AddObjectToObject(e, "idle_ns_by_cause");

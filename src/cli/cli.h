@@ -40,6 +40,30 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_view(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+/* ---- recording (cmd_record.c, calibrate.c) ---- */
+
+/* The injection library: $CUSCOPE_INJECT_LIB, beside the executable or in its lib dir. 0 or -1. */
+int cli_find_inject_lib(char *out, size_t cap);
+/* The options a recording with default flags passes the injection library (CUSCOPE_OPTIONS), with
+ * host call stacks or without; malloc'd, NULL without memory. */
+char *cli_record_options(int backtrace);
+
+struct cli_calibrate_opts {
+	const char *lib;     /* the injection library */
+	const char *options; /* CUSCOPE_OPTIONS of the recording measured */
+	const char *tmp_dir; /* where the measuring process's spool directory is made */
+	int rounds, launches;
+	double timeout_s;
+};
+/*
+ * Measure what recording costs a launch (calibrate.c): the META launch_cost value as JSON, or NULL
+ * with why set.
+ */
+cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap);
+/* Remove a directory and what it holds (what can be removed). */
+void cli_remove_tree(const char *dir);
 
 /* ---- errors ---- */
 

@@ -7,12 +7,14 @@
  * docs/commands/info.md.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 #include "cuscope/gpu_links.h"
+#include "cuscope/launch_cost.h"
 
 /* Meta keys (docs/trace-format.md). */
 #define META_CUSCOPE_VERSION "cuscope_version"
@@ -202,8 +204,8 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	struct info_ctx ctx = {0};
 	cs_trace_summary s;
 	struct stat st;
-	cJSON *doc = NULL, *events;
-	const char *realtime;
+	cJSON *doc = NULL, *events, *lc;
+	const char *realtime, *lc_text = cs_trace_meta(t, CS_META_LAUNCH_COST);
 	char when[CS_FMT_MAX];
 	int64_t total = 0, base = INT64_MIN;
 	cs_unended *unended = NULL;
@@ -299,6 +301,16 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cs_json_add_int(doc, "findings", s.findings, -1);
 	cs_json_add_int(doc, "dropped_records", s.dropped_records, -1);
 	cs_json_add_int(doc, "implausible_values", info_implausible(t), -1);
+	/* what recording cost a launch, as record measured it (null when not measured) */
+	lc = cJSON_Parse(lc_text ? lc_text : "null");
+	if (!cJSON_IsObject(lc) || cs_launch_cost_ns(lc_text) <= 0) {
+		cJSON_Delete(lc);
+		lc = cJSON_CreateNull();
+	}
+	if (!lc || !cJSON_AddItemToObject(doc, "launch_cost", lc)) {
+		cJSON_Delete(lc);
+		goto nomem;
+	}
 	free(ctx.pids);
 	return doc;
 
@@ -451,6 +463,29 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 	}
 }
 
+/* What recording cost a launch, and its parts, when record measured it. */
+static void info_print_launch_cost(const cJSON *lc)
+{
+	const cJSON *added = cJSON_GetObjectItemCaseSensitive(lc, "added_wall_ns");
+	char line[512];
+	double parts[3];
+	static const char *const keys[3] = {"attached", "kernel_records", "rest"};
+
+	if (!cJSON_IsObject(lc))
+		return;
+	for (int i = 0; i < 3; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(added, keys[i]);
+
+		parts[i] = cJSON_IsNumber(v) ? v->valuedouble / 1e3 : NAN;
+	}
+	snprintf(line, sizeof(line),
+		 "%.2f us per launch, measured after the run on %.64s (CUPTI attached %+.2f, its "
+		 "kernel records %+.2f, the rest %+.2f)",
+		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(lc, "ns_per_launch")) / 1e3,
+		 json_str(lc, "device", "?"), parts[0], parts[1], parts[2]);
+	info_line("recording cost", line);
+}
+
 static void info_print_text(const cJSON *doc)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[256];
@@ -484,6 +519,7 @@ static void info_print_text(const cJSON *doc)
 	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
 	v = cs_json_get_int(doc, "duration_ns", INT64_MIN);
 	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
+	info_print_launch_cost(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost"));
 
 	info_line("processes", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
 	if (cJSON_GetArraySize(procs) > 0)

@@ -11,7 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "cuscope/gpu_links.h"
 #include "cuscope/import.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
 
@@ -73,6 +74,9 @@ static const char record_usage[] =
 	"processes it\n"
 	"                           started (default 10)\n"
 	"      --keep-spool         keep the spool directory after the import\n"
+	"      --no-calibrate       do not measure what recording costs a launch after COMMAND\n"
+	"                           ends (about 3 s of empty-kernel launches on GPU 0; the\n"
+	"                           trace keeps it for launch-starvation and 'cuscope info')\n"
 	"  -q, --quiet              no summary line\n"
 	"  -h, --help               show this help\n"
 	"\n"
@@ -83,7 +87,7 @@ static const char record_usage[] =
 struct record_opts {
 	const char *output;
 	const char *capture_nvtx; /* pattern, or NULL */
-	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace;
+	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace, calibrate;
 	double delay, duration, wait_s;
 	uint64_t size_limit;
 	int64_t cupti_buffers;
@@ -156,7 +160,7 @@ bad:
 
 /* The injection library: $CUSCOPE_INJECT_LIB, beside the executable (build tree) or in its lib dir.
  */
-static int find_inject_lib(char *out, size_t cap)
+int cli_find_inject_lib(char *out, size_t cap)
 {
 	static const char *const rel[] = {
 		INJECT_LIB_NAME,
@@ -187,20 +191,6 @@ static int find_inject_lib(char *out, size_t cap)
 	return -1;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void remove_tree(const char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static uint64_t now_realtime_ns(void)
 {
 	struct timespec ts;
@@ -217,8 +207,9 @@ static double now_monotonic(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reap the job's other processes (we are their subreaper) for at most wait_s seconds. */
-static void reap_descendants(double wait_s)
+/* Reap the job's other processes (we are their subreaper) for at most wait_s seconds: 0 when
+ * none is left, 1 when some still run. */
+static int reap_descendants(double wait_s)
 {
 	double deadline = now_monotonic() + wait_s;
 
@@ -227,11 +218,11 @@ static void reap_descendants(double wait_s)
 		pid_t p = waitpid(-1, &st, WNOHANG);
 
 		if (p < 0 && errno == ECHILD)
-			return;
+			return 0;
 		if (p > 0)
 			continue;
 		if (now_monotonic() >= deadline)
-			return;
+			return 1;
 		usleep(20000);
 	}
 }
@@ -243,7 +234,7 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 		fprintf(stderr, "\rcuscope: importing %3d%%", (int)(done * 100 / total));
 }
 
-static void print_summary(const char *output, const cs_import_stats *st)
+static void print_summary(const char *output, const cs_import_stats *st, double launch_ns)
 {
 	char size[CS_FMT_MAX];
 	struct stat sb;
@@ -261,6 +252,8 @@ static void print_summary(const char *output, const cs_import_stats *st)
 				 (long long)st->unknown_timestamps);
 	if (st->implausible)
 		cs_strbuf_printf(&sb_line, ", %lld implausible values", (long long)st->implausible);
+	if (launch_ns > 0)
+		cs_strbuf_printf(&sb_line, "; recording cost %.2f us per launch", launch_ns / 1e3);
 	cli_error("%s", cs_strbuf_str(&sb_line));
 	cs_strbuf_free(&sb_line);
 }
@@ -289,7 +282,9 @@ static int check_environment(const char *lib)
 	return 0;
 }
 
-static char *build_options(const struct record_opts *o, uint64_t start_rt)
+/* The injection library's options; calibration: those that decide what a launch costs while
+ * recording (no window, capture or size limit: the calibration records throughout). */
+static char *build_options(const struct record_opts *o, uint64_t start_rt, int calibration)
 {
 	cs_strbuf sb = CS_STRBUF_INIT;
 
@@ -300,15 +295,15 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt)
 		cs_strbuf_puts(&sb, ",latency");
 	if (o->backtrace)
 		cs_strbuf_puts(&sb, ",backtrace");
-	if (o->capture_profiler)
+	if (o->capture_profiler && !calibration)
 		cs_strbuf_puts(&sb, ",capture=profiler");
-	if (o->capture_nvtx)
+	if (o->capture_nvtx && !calibration)
 		cs_strbuf_printf(&sb, ",capture=nvtx:%s", o->capture_nvtx);
-	if (o->size_limit)
+	if (o->size_limit && !calibration)
 		cs_strbuf_printf(&sb, ",limit=%llu", (unsigned long long)o->size_limit);
 	if (o->cupti_buffers > 0)
 		cs_strbuf_printf(&sb, ",buffers=%lld", (long long)o->cupti_buffers);
-	if (o->delay > 0 || o->duration > 0) {
+	if ((o->delay > 0 || o->duration > 0) && !calibration) {
 		uint64_t t0 = o->delay > 0 ? start_rt + (uint64_t)(o->delay * 1e9) : 0;
 		uint64_t t1 =
 			o->duration > 0 ? (t0 ? t0 : start_rt) + (uint64_t)(o->duration * 1e9) : 0;
@@ -324,6 +319,67 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt)
 		return NULL;
 	}
 	return sb.buf;
+}
+
+char *cli_record_options(int backtrace)
+{
+	struct record_opts o = {.backtrace = backtrace};
+
+	return build_options(&o, 0, 1);
+}
+
+/* 1 when the directory holds a file (a process of the job wrote a spool file). */
+static int dir_has_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d)))
+		found = e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * What recording cost a launch in this run, measured once the job is over (calibrate.c): the META
+ * launch_cost value, or NULL (the reason said, but for a job that wrote nothing or was ended by a
+ * signal: whoever stopped it wants the trace, not two more seconds).
+ */
+static char *measure_launch_cost(const struct record_opts *o, const char *lib, const char *outdir,
+				 const char *spool, int others_left, int interrupted)
+{
+	struct cli_calibrate_opts co = {
+		.lib = lib, .tmp_dir = outdir, .rounds = 9, .launches = 10000, .timeout_s = 120};
+	char why[300], *options, *s = NULL;
+	cJSON *j;
+
+	if (!o->calibrate || !dir_has_files(spool) || interrupted)
+		return NULL;
+	if (others_left) {
+		if (!o->quiet)
+			cli_error(
+				"the cost of recording a launch is not measured: processes of the "
+				"job still run");
+		return NULL;
+	}
+	options = build_options(o, 0, 1);
+	if (!options)
+		return NULL;
+	co.options = options;
+	if (isatty(2) && !o->quiet)
+		fputs("cuscope: measuring what recording costs a launch...", stderr);
+	j = cli_calibrate(&co, why, sizeof(why));
+	if (isatty(2) && !o->quiet)
+		fputs("\r\033[K", stderr);
+	if (j)
+		s = cJSON_PrintUnformatted(j);
+	else if (!o->quiet)
+		cli_error("the cost of recording a launch is not measured: %s", why);
+	cJSON_Delete(j);
+	free(options);
+	return s;
 }
 
 static char *join_command(char **argv)
@@ -354,19 +410,22 @@ int cmd_record(int argc, char **argv)
 		{"cupti-buffers", required_argument, NULL, 'B'},
 		{"wait", required_argument, NULL, 'W'},
 		{"keep-spool", no_argument, NULL, 'K'},
+		{"no-calibrate", no_argument, NULL, 'M'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct record_opts o = {.output = "cuscope.db", .wait_s = 10, .backtrace = 1};
+	struct record_opts o = {
+		.output = "cuscope.db", .wait_s = 10, .backtrace = 1, .calibrate = 1};
 	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
 	char *options = NULL, *command = NULL, *outcopy;
 	struct sigaction sa, old_sa[8];
 	static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 	cs_import_stats st;
+	double launch_ns = 0;
 	cs_error err = {0};
 	uint64_t start_rt;
-	int c, status = 0, exit_code = CLI_EXIT_USAGE, rc, exec_pipe[2];
+	int c, status = 0, exit_code = CLI_EXIT_USAGE, rc, exec_pipe[2], others_left;
 	pid_t pid;
 	struct stat sb;
 
@@ -429,6 +488,9 @@ int cmd_record(int argc, char **argv)
 		case 'K':
 			o.keep_spool = 1;
 			break;
+		case 'M':
+			o.calibrate = 0;
+			break;
 		case 'q':
 			o.quiet = 1;
 			break;
@@ -452,7 +514,7 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.output, strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
-	if (find_inject_lib(lib, sizeof(lib))) {
+	if (cli_find_inject_lib(lib, sizeof(lib))) {
 		cli_error("cannot find %s (set CUSCOPE_INJECT_LIB to its path)", INJECT_LIB_NAME);
 		return CLI_EXIT_USAGE;
 	}
@@ -464,7 +526,7 @@ int cmd_record(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	start_rt = now_realtime_ns();
-	options = build_options(&o, start_rt);
+	options = build_options(&o, start_rt, 0);
 	command = join_command(argv + optind);
 	if (!options || !command) {
 		cli_error("out of memory");
@@ -534,7 +596,7 @@ int cmd_record(int argc, char **argv)
 		sigaction(fwd_signals[i], &sa, &old_sa[i]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	reap_descendants(o.wait_s);
+	others_left = reap_descendants(o.wait_s);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
 		sigaction(fwd_signals[i], &old_sa[i], NULL);
 	child_pid = 0;
@@ -550,30 +612,41 @@ int cmd_record(int argc, char **argv)
 		char exitbuf[32], startbuf[32];
 		/* the GPUs' PCIe links, where the driver lists them: a pageable copy's cost */
 		char *links = cs_gpu_links_read("/proc", "/sys");
-		const char *meta[] = {"command",
-				      command,
-				      "host",
-				      host,
-				      "exit_code",
-				      exitbuf,
-				      "record_start_realtime_ns",
-				      startbuf,
-				      "api",
-				      o.api_all ? "all" : "default",
-				      "record_options",
-				      options,
-				      links ? "gpu_links" : NULL,
-				      links,
-				      NULL};
+		/* what recording cost a launch: launch-starvation's cost net of it */
+		char *cost = measure_launch_cost(&o, lib, outdir, spool, others_left,
+						 WIFSIGNALED(status));
+		const char *meta[20] = {"command",
+					command,
+					"host",
+					host,
+					"exit_code",
+					exitbuf,
+					"record_start_realtime_ns",
+					startbuf,
+					"api",
+					o.api_all ? "all" : "default",
+					"record_options",
+					options};
+		size_t nmeta = 12;
 		cs_import_opts io = {.overwrite = o.force, .meta = meta};
 
+		if (links) {
+			meta[nmeta++] = "gpu_links";
+			meta[nmeta++] = links;
+		}
+		if (cost) {
+			meta[nmeta++] = CS_META_LAUNCH_COST;
+			meta[nmeta++] = cost;
+		}
 		snprintf(exitbuf, sizeof(exitbuf), "%d", exit_code);
 		snprintf(startbuf, sizeof(startbuf), "%llu", (unsigned long long)start_rt);
 		if (isatty(2) && !o.quiet)
 			io.progress = import_progress;
 		memset(&st, 0, sizeof(st));
 		rc = cs_import_dir(spool, o.output, &io, &st, &err);
+		launch_ns = cs_launch_cost_ns(cost);
 		free(links);
+		free(cost);
 		if (io.progress)
 			fputs("\r\033[K", stderr);
 	}
@@ -592,10 +665,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (!o.quiet)
-		print_summary(o.output, &st);
+		print_summary(o.output, &st, launch_ns);
 out_spool:
 	if (!o.keep_spool)
-		remove_tree(spool);
+		cli_remove_tree(spool);
 	else if (rc == 0)
 		cli_error("spool files kept in '%s'", spool);
 out:

@@ -3,9 +3,11 @@
  * conventions, opening a trace, checking a --pid, flushing stdout into a pipe.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -340,4 +342,18 @@ int cli_finish_output(int rc)
 		return rc;
 	cli_error("cannot write output: %s", strerror(saved ? saved : EIO));
 	return rc ? rc : CLI_EXIT_USAGE;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void cli_remove_tree(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

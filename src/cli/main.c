@@ -31,17 +31,18 @@ struct cli_command {
 };
 
 #ifdef CUSCOPE_HAVE_RECORD
-#define CLI_CMD_RECORD cmd_record
+#define CLI_CMD_RECORD	  cmd_record
+#define CLI_CMD_CALIBRATE cmd_calibrate
 #else
 /* Builds without CUPTI keep the command so that it can say why it is missing. */
 static int cmd_record_unavailable(int argc, char **argv)
 {
 	(void)argc;
-	(void)argv;
-	cli_error("this build has no CUDA support; record is not available");
+	cli_error("this build has no CUDA support; %s is not available", argv[0]);
 	return CLI_EXIT_USAGE;
 }
-#define CLI_CMD_RECORD cmd_record_unavailable
+#define CLI_CMD_RECORD	  cmd_record_unavailable
+#define CLI_CMD_CALIBRATE cmd_record_unavailable
 #endif
 
 static const struct cli_command cli_commands[] = {
@@ -54,6 +55,7 @@ static const struct cli_command cli_commands[] = {
 	{"diff", cmd_diff, "compare two traces per training step, most significant first", 0},
 	{"gate", cmd_gate, "fail when a trace regressed against a baseline (for CI)", 0},
 	{"view", cmd_view, "serve the trace to the web viewer on 127.0.0.1", 0},
+	{"calibrate", CLI_CMD_CALIBRATE, "measure what recording costs a kernel launch here", 0},
 };
 
 #define CLI_NCOMMANDS (sizeof(cli_commands) / sizeof(cli_commands[0]))
@@ -67,7 +69,7 @@ static void print_usage(FILE *out)
 	      "Commands:\n",
 	      out);
 	for (size_t i = 0; i < CLI_NCOMMANDS; i++)
-		fprintf(out, "  %-8s  %s\n", cli_commands[i].name, cli_commands[i].summary);
+		fprintf(out, "  %-9s  %s\n", cli_commands[i].name, cli_commands[i].summary);
 	fputs("\n"
 	      "Run 'cuscope COMMAND --help' (or 'cuscope help COMMAND') for the options of a "
 	      "command.\n",

@@ -54,6 +54,8 @@
  *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
  *                    CUDA event ids) instead of from the wait and query callbacks (api.c); that
  *                    activity costs every kernel launch, the callbacks only the waits
+ *   calibrate        the process is `cuscope record`'s measurement of what recording costs a
+ *                    launch: cuscope_calibrate_switch() may turn recording on and off
  *
  * Nothing here may crash, hang or change the program: every failure turns recording off and
  * returns.
@@ -75,6 +77,7 @@
 
 #include "collector.h"
 #include "cuscope/files.h"
+#include "cuscope/launch_cost.h"
 #include "inject.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20)
@@ -101,6 +104,7 @@ struct inject_options {
 	unsigned flush_ms;
 	unsigned wait_flush_ms; /* 0: no flush after waits */
 	int no_signals;
+	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
 };
 
 static struct inject_options opts = {
@@ -221,6 +225,8 @@ static void parse_options(void)
 			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
 		else if (strcmp(tok, "no_signals") == 0)
 			opts.no_signals = 1;
+		else if (strcmp(tok, "calibrate") == 0)
+			opts.calibrate = 1;
 		else if (strncmp(tok, "window=", 7) == 0) {
 			char *colon;
 
@@ -603,17 +609,28 @@ static const char *spool_dir(char *buf, size_t cap)
 	return buf;
 }
 
+static const CUpti_ActivityKind activity_kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2, /* copies between GPUs */
+	CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_MEMORY2,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	CUPTI_ACTIVITY_KIND_DEVICE,
+};
+
+/* The activity kinds the options record. */
+static int kind_wanted(CUpti_ActivityKind kind)
+{
+	return !((opts.no_memory && kind == CUPTI_ACTIVITY_KIND_MEMORY2) ||
+		 (opts.no_memcpy2 && kind == CUPTI_ACTIVITY_KIND_MEMCPY2) ||
+		 ((opts.no_sync || !opts.sync_activity) &&
+		  kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+}
+
 static int enable_activities(void)
 {
-	static const CUpti_ActivityKind kinds[] = {
-		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		CUPTI_ACTIVITY_KIND_MEMCPY,
-		CUPTI_ACTIVITY_KIND_MEMCPY2, /* copies between GPUs */
-		CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_MEMORY2,
-		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-		CUPTI_ACTIVITY_KIND_DEVICE,
-	};
+	const CUpti_ActivityKind *kinds = activity_kinds;
 	size_t limit = opts.cupti_buffers,
 	       prealloc = opts.cupti_buffers < 3 ? opts.cupti_buffers : 3;
 	size_t sz = sizeof(size_t);
@@ -639,13 +656,10 @@ static int enable_activities(void)
 	}
 	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return -1;
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+	for (size_t i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++) {
 		CUptiResult rc;
 
-		if ((opts.no_memory && kinds[i] == CUPTI_ACTIVITY_KIND_MEMORY2) ||
-		    (opts.no_memcpy2 && kinds[i] == CUPTI_ACTIVITY_KIND_MEMCPY2) ||
-		    ((opts.no_sync || !opts.sync_activity) &&
-		     kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+		if (!kind_wanted(kinds[i]))
 			continue;
 		rc = cuptiActivityEnable(kinds[i]);
 
@@ -741,6 +755,15 @@ int cs_inject_setup(void)
 	return setup_status;
 }
 
+/* The API callbacks the options ask for. */
+static void enable_callbacks(void)
+{
+	if (!opts.no_callbacks)
+		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
+			      opts.backtrace ? (opts.no_launch_stacks ? 1 : 3) : 0, opts.cb_noop,
+			      !opts.no_sync && !opts.sync_activity);
+}
+
 int InitializeInjection(void) __attribute__((visibility("default")));
 
 int InitializeInjection(void)
@@ -785,10 +808,35 @@ int InitializeInjection(void)
 	 * dlopen/dlsym). */
 	if (opts.backtrace && cs_stacks_init(1))
 		opts.backtrace = 0;
-	if (!opts.no_callbacks)
-		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
-			      opts.backtrace ? (opts.no_launch_stacks ? 1 : 3) : 0, opts.cb_noop,
-			      !opts.no_sync && !opts.sync_activity);
+	enable_callbacks();
 	atomic_store(&subscribed, 1);
 	return 1;
+}
+
+/*
+ * What recording costs a launch is measured by `cuscope record` in a process of its own
+ * (src/cli/calibrate.c): it loads this library, calls InitializeInjection() and runs loops of
+ * launches, switching between them what CUPTI and cuscope do (enum cs_calibrate_mode). Only a
+ * process started with the "calibrate" option may switch.
+ */
+int cuscope_calibrate_switch(int mode) __attribute__((visibility("default")));
+
+int cuscope_calibrate_switch(int mode)
+{
+	if (!opts.calibrate || !atomic_load(&subscribed))
+		return -1;
+	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	for (size_t i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++) {
+		CUpti_ActivityKind k = activity_kinds[i];
+		int on = mode == CS_CALIBRATE_ALL	? kind_wanted(k)
+			 : mode == CS_CALIBRATE_KERNELS ? k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+							: 0;
+
+		if (k != CUPTI_ACTIVITY_KIND_DEVICE)
+			(on ? cuptiActivityEnable : cuptiActivityDisable)(k);
+	}
+	if (mode == CS_CALIBRATE_ALL)
+		enable_callbacks();
+	return 0;
 }

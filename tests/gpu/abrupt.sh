@@ -64,7 +64,7 @@ one_case() {
 		local db=$WORK/$label.$i.db out=$WORK/$label.$i.out
 		rm -f "$db"
 		if [ "$label" != "${label%wait}" ]; then
-			timeout -k 5 120 "$C" record -q -o "$db" --force -- "$@" >"$out" 2>"$out.err" &
+			timeout -k 5 120 "$C" record --no-calibrate -q -o "$db" --force -- "$@" >"$out" 2>"$out.err" &
 			local rp=$!
 			for _ in $(seq 1 600); do grep -q '^synced' "$out" 2>/dev/null && break; sleep 0.05; done
 			sleep 0.2
@@ -72,7 +72,7 @@ one_case() {
 			wait $rp
 			rc=$?
 		else
-			timeout -k 5 120 "$C" record -q -o "$db" --force -- "$@" >"$out" 2>"$out.err" </dev/null
+			timeout -k 5 120 "$C" record --no-calibrate -q -o "$db" --force -- "$@" >"$out" 2>"$out.err" </dev/null
 			rc=$?
 		fi
 		read -r want pid <<<"$(sed -n 's/^kernels \([0-9]*\) pid \([0-9]*\).*/\1 \2/p' "$out" | tail -n 1)"
@@ -136,7 +136,7 @@ if want cost; then
 		if [ "$v" = none ]; then
 			"$@"
 		else
-			CUSCOPE_RECORD_EXTRA=$([ "$v" = - ] || echo "$v") "$C" record -q -o "$WORK/cost.db" --force -- "$@"
+			CUSCOPE_RECORD_EXTRA=$([ "$v" = - ] || echo "$v") "$C" record --no-calibrate -q -o "$WORK/cost.db" --force -- "$@"
 		fi
 	}
 	for r in $(seq 1 "$ROUNDS"); do
@@ -163,7 +163,7 @@ if want cost; then
 	# callbacks of every API, so its loop time is not comparable)
 	for v in "${V[@]}"; do
 		[ "$v" = none ] && continue
-		CUSCOPE_RECORD_EXTRA=census$([ "$v" = - ] || echo ",$v") "$C" record -q -o "$WORK/cost.db" --force -- \
+		CUSCOPE_RECORD_EXTRA=census$([ "$v" = - ] || echo ",$v") "$C" record --no-calibrate -q -o "$WORK/cost.db" --force -- \
 			"$WORK/abrupt_end" syncloop 20000 2 2>&1 | grep -E 'census: (flushes|periodic)' |
 			sed "s/^/syncloop $v: /" | tee -a "$TABLE" "$LOG"
 	done

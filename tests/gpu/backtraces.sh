@@ -33,7 +33,7 @@ fail=0
 
 if want gil; then
 say "== gil_spin with --backtrace"
-if timeout 120 "$C" record --backtrace -o "$W/gil.db" --force -- python3 tests/gpu/programs/gil_spin.py \
+if timeout 120 "$C" record --no-calibrate --backtrace -o "$W/gil.db" --force -- python3 tests/gpu/programs/gil_spin.py \
 	>"$W/gil.out" 2>&1; then
 	line=$(grep '^steps=' "$W/gil.out")
 	item=$(sed -n 's/.*item_line=\([0-9]*\).*/\1/p' <<<"$line")
@@ -56,7 +56,7 @@ fi
 
 if want backward; then
 say "== backward_blame with --backtrace"
-if timeout 120 "$C" record --backtrace -o "$W/bw.db" --force -- python3 tests/gpu/programs/backward_blame.py \
+if timeout 120 "$C" record --no-calibrate --backtrace -o "$W/bw.db" --force -- python3 tests/gpu/programs/backward_blame.py \
 	>"$W/bw.out" 2>&1; then
 	line=$(grep '^steps=' "$W/bw.out")
 	bl=$(sed -n 's/.*backward_line=\([0-9]*\).*/\1/p' <<<"$line")
@@ -71,7 +71,7 @@ fi
 
 if want launch; then
 say "== launch sites (default options)"
-if timeout 120 "$C" record -o "$W/ll.db" --force -- python3 tests/gpu/programs/launch_lines.py >"$W/ll.out" 2>&1; then
+if timeout 120 "$C" record --no-calibrate -o "$W/ll.db" --force -- python3 tests/gpu/programs/launch_lines.py >"$W/ll.out" 2>&1; then
 	python3 tests/gpu/check_launch_lines.py "$W/ll.db" "$W/ll.out" | tee -a "$log" || fail=1
 	"$C" info "$W/ll.db" | grep -iE "stack|kernels" | head -n 4 | tee -a "$log"
 else
@@ -80,7 +80,7 @@ else
 fi
 for p in cuda-core-scan/bad.py launch-starvation/bad.py; do
 	n=${p%%/*}
-	if timeout 120 "$C" record -q -o "$W/$n.db" --force -- python3 "samples/rules/$p" >/dev/null 2>&1; then
+	if timeout 120 "$C" record --no-calibrate -q -o "$W/$n.db" --force -- python3 "samples/rules/$p" >/dev/null 2>&1; then
 		"$C" report --no-color "$W/$n.db" | grep -E "^\[|where:|^ +[a-z_./]+\.py:[0-9]+" | head -n 12 | tee -a "$log"
 		"$C" report --no-color "$W/$n.db" | awk -v r="] $n " 'index($0, r) { on = 1 } on && /^$/ { on = 0 } on' |
 			grep -q "where:" ||
@@ -99,11 +99,11 @@ run_pair() {
 	local name=$1 db=$2 a b
 	shift 2
 	if [ $((r % 2)) = 1 ]; then
-		a=$("$C" record -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
-		b=$("$C" record -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		a=$("$C" record --no-calibrate -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		b=$("$C" record --no-calibrate -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
 	else
-		b=$("$C" record -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
-		a=$("$C" record -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		b=$("$C" record --no-calibrate -q --backtrace -o "$W/$db-b.db" --force -- "$@" 2>/dev/null | tail -n 1)
+		a=$("$C" record --no-calibrate -q -o "$W/$db-a.db" --force -- "$@" 2>/dev/null | tail -n 1)
 	fi
 	say "$name round $r: record $a | record --backtrace $b"
 }

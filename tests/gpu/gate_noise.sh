@@ -482,7 +482,7 @@ if [ "$DRY" = 1 ]; then
 	echo "bash tests/gpu/build.sh   # sourced: cuscope into build-gpu/ (C=build-gpu/cuscope)"
 	plan | while read -r prog variant; do
 		program_cmd "$prog" "$variant" "$W/barrier/$prog-$variant"
-		printf '%s' "build-gpu/cuscope record -q -o $W/gate-noise-traces/$prog/$variant.db --force -- "
+		printf '%s' "build-gpu/cuscope record --no-calibrate -q -o $W/gate-noise-traces/$prog/$variant.db --force -- "
 		printf '%q ' "${CMD[@]}"
 		echo
 	done
@@ -511,7 +511,7 @@ while read -r prog variant; do
 	program_cmd "$prog" "$variant" "$W/barrier/$prog-$variant"
 	mkdir -p "$T/$prog"
 	t0=$SECONDS
-	timeout -k 10 "$TIMEOUT" "$C" record -q -o "$T/$prog/$variant.db" --force -- "${CMD[@]}" \
+	timeout -k 10 "$TIMEOUT" "$C" record --no-calibrate -q -o "$T/$prog/$variant.db" --force -- "${CMD[@]}" \
 		</dev/null >"$T/$prog/$variant.out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ]; then

@@ -56,11 +56,11 @@ for r in $(seq 1 "$ROUNDS"); do
 		elif [ "$v" = torchprof ]; then
 			"${L[@]}" "$N" --torch-profiler >"$W/out" 2>&1
 		elif [ "$v" = default ]; then
-			"$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			"$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		elif [ "$v" = nobt ]; then
-			"$C" record -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			"$C" record --no-calibrate -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		else
-			CUSCOPE_RECORD_EXTRA=$opt "$C" record -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			CUSCOPE_RECORD_EXTRA=$opt "$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "${v%%:*} ${x:-nan}" >>"$W/all"

@@ -46,7 +46,7 @@ BIN=$ROOT/$BUILD/gpu-samples
 PROGS=$ROOT/tests/gpu/programs
 CHECK=$ROOT/tests/gpu/check_trace.py
 
-SCENARIOS="record_cli counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
+SCENARIOS="record_cli calibrate counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
 train_small_nvtx train_small_limit torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
@@ -297,7 +297,7 @@ scenario() {
 	say "== $name: $*"
 	local base=$WORK/$name.base prof=$WORK/$name.prof db=$WORK/$name.db
 	rm -f "$db"
-	[ "$first" = prof ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force ${rec_args[@]+"${rec_args[@]}"} -- "$@"
+	[ "$first" = prof ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force --no-calibrate ${rec_args[@]+"${rec_args[@]}"} -- "$@"
 	if [ $baseline = 1 ]; then
 		run_limited "$base" "$@"
 		log_file "$name: stdout without cuscope" "$base.out" 40
@@ -305,7 +305,7 @@ scenario() {
 	elif [ -n "$base_from" ]; then
 		base=$WORK/$base_from.base
 	fi
-	[ "$first" = base ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force ${rec_args[@]+"${rec_args[@]}"} -- "$@"
+	[ "$first" = base ] && run_limited "$prof" "$CUSCOPE" record -o "$db" --force --no-calibrate ${rec_args[@]+"${rec_args[@]}"} -- "$@"
 	log_file "$name: stdout with cuscope" "$prof.out" 40
 	log_file "$name: stderr with cuscope" "$prof.err" 60
 
@@ -376,6 +376,51 @@ scenario_record_cli() {
 	fi
 }
 
+# What recording costs a launch: `cuscope calibrate`, and the same measurement stored by `record` (the
+# other scenarios record with --no-calibrate, to save its 2-3 s each).
+scenario_calibrate() {
+	selected calibrate || return 0
+	say "== calibrate"
+	local problems
+	problems=$(
+		"$CUSCOPE" calibrate --format json >"$WORK/cal.json" 2>"$WORK/cal.err"
+		rc=$?
+		log "calibrate: exit $rc: $(tr -d '\n\t' <"$WORK/cal.json") $(cat "$WORK/cal.err")"
+		[ "$rc" = 0 ] || echo "cuscope calibrate: exit $rc: $(head -c 200 "$WORK/cal.err")"
+		"$PY" - "$WORK/cal.json" 2>&1 <<'PYEOF' || echo "calibrate's JSON is not as expected"
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = d["wall_ns"]
+problems = []
+if not 0 < d["ns_per_launch"] < 50000: problems.append("ns_per_launch %s" % d["ns_per_launch"])
+if not w["none"] > 0: problems.append("no-profiler loop %s" % w["none"])
+if not w["all"] > w["none"]: problems.append("recording %s not slower than none %s" % (w["all"], w["none"]))
+if d["rounds"] != 9: problems.append("rounds %s" % d["rounds"])
+if problems: print("; ".join(problems)); sys.exit(1)
+PYEOF
+		"$CUSCOPE" record -o "$WORK/cal.db" --force -- "$BIN/launch_loop" 20000 >"$WORK/cal.rec.out" 2>"$WORK/cal.rec.err"
+		rc=$?
+		log "record with calibration: exit $rc, stderr: $(cat "$WORK/cal.rec.err")"
+		[ "$rc" = 0 ] || echo "record with calibration: exit $rc"
+		grep -q 'recording cost [0-9.]* us per launch' "$WORK/cal.rec.err" || echo "record's summary has no recording cost"
+		"$CUSCOPE" info --format json "$WORK/cal.db" | "$PY" -c '
+import json, sys
+lc = json.load(sys.stdin)["launch_cost"]
+sys.exit(0 if lc and lc["ns_per_launch"] > 0 else 1)' || echo "info shows no launch_cost"
+		ls -d "$WORK"/.cuscope-calibrate-* 2>/dev/null && echo "a calibration directory was left behind"
+		"$CUSCOPE" record -q --no-calibrate -o "$WORK/nocal.db" --force -- "$BIN/launch_loop" 20000 >/dev/null 2>&1
+		"$CUSCOPE" info --format json "$WORK/nocal.db" | "$PY" -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin)["launch_cost"] is None else 1)' || echo "--no-calibrate still stored launch_cost"
+	)
+	if [ -n "$problems" ]; then
+		log "$problems"
+		result calibrate FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';')"
+	else
+		result calibrate PASS "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("recording adds %.2f us per launch (attached %+.2f, kernel records %+.2f, rest %+.2f)" % (d["ns_per_launch"]/1e3, d["added_wall_ns"]["attached"]/1e3, d["added_wall_ns"]["kernel_records"]/1e3, d["added_wall_ns"]["rest"]/1e3))' "$WORK/cal.json")"
+	fi
+}
+
 # A program killed while it runs. HOW: term|int (sent to `cuscope record`, which forwards it), kill (SIGKILL
 # straight to the Python process: nothing can forward it), exit (os._exit(3) in the middle of a step).
 SIGNAL_SLACK=2 # steps the trace may miss before the last printed one: the one running at the signal, and one more
@@ -394,13 +439,13 @@ scenario_signal() {
 	exit) want_rc=3 ;;
 	esac
 	if [ "$how" = exit ]; then
-		run_limited "$prefix" "$CUSCOPE" record -o "$db" --force -- "${victim[@]}" --exit-at 150
+		run_limited "$prefix" "$CUSCOPE" record --no-calibrate -o "$db" --force -- "${victim[@]}" --exit-at 150
 	else
 		# Background jobs of a script start with SIGINT ignored, which the program would inherit: undo that.
 		"$PY" -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' \
-			"$CUSCOPE" record -o "$db" --force -- "${victim[@]}" >"$prefix.out" 2>"$prefix.err" </dev/null &
+			"$CUSCOPE" record --no-calibrate -o "$db" --force -- "${victim[@]}" >"$prefix.out" 2>"$prefix.err" </dev/null &
 		rec_pid=$!
 		# Wait for the first steps (Python and CUDA start), then let it run 3 s more.
 		for _ in $(seq 1 600); do
@@ -467,6 +512,7 @@ scenario_2gpu() {
 run_scenarios() {
 	local C=$BIN/counts P=$PROGS
 	scenario_record_cli
+	scenario_calibrate
 	scenario counts -- "$C"
 	scenario counts_ptsz --same-expect-as counts -- "$BIN/counts_ptsz"
 	scenario counts_prof --baseline-from counts --record --capture=profiler-api --check "--scope=prof" -- "$C"
@@ -609,7 +655,7 @@ bench_train() {
 		run_rss "$WORK/bt.A$r" "$PY" "$ref" --steps $steps
 		v=$(value_of step_ms "$WORK/bt.A$r.out") && [ -n "$v" ] && A+=("$v")
 		RA+=("$(cat "$WORK/bt.A$r.rss" 2>/dev/null)")
-		run_rss "$WORK/bt.B$r" "$CUSCOPE" record -q -o "$WORK/bench_train.db" --force -- "$PY" "$ref" --steps $steps
+		run_rss "$WORK/bt.B$r" "$CUSCOPE" record --no-calibrate -q -o "$WORK/bench_train.db" --force -- "$PY" "$ref" --steps $steps
 		v=$(value_of step_ms "$WORK/bt.B$r.out") && [ -n "$v" ] && B+=("$v")
 		RB+=("$(cat "$WORK/bt.B$r.rss" 2>/dev/null)")
 		if [ "$TORCH_PROFILER" = 1 ]; then
@@ -678,7 +724,7 @@ bench_launch() {
 		run_limited "$WORK/bl.A$r" "$BIN/launch_loop" $n
 		v=$(value_of cpu_us_per_launch "$WORK/bl.A$r.out") && [ -n "$v" ] && A+=("$v")
 		WA+=("$(value_of wall_us_per_launch "$WORK/bl.A$r.out")")
-		run_limited "$WORK/bl.B$r" "$CUSCOPE" record -q -o "$WORK/bench_launch.db" --force -- "$BIN/launch_loop" $n
+		run_limited "$WORK/bl.B$r" "$CUSCOPE" record --no-calibrate -q -o "$WORK/bench_launch.db" --force -- "$BIN/launch_loop" $n
 		v=$(value_of cpu_us_per_launch "$WORK/bl.B$r.out") && [ -n "$v" ] && B+=("$v")
 		WB+=("$(value_of wall_us_per_launch "$WORK/bl.B$r.out")")
 		log "launch_loop round $r: cpu us/launch none $(value_of cpu_us_per_launch "$WORK/bl.A$r.out")," \
@@ -708,7 +754,7 @@ bench_launch() {
 	for r in 1 2 3; do
 		run_limited "$WORK/blr.A$r" "$PY" .bench/launch_ref.py --n 100000
 		v=$(value_of us_per_launch "$WORK/blr.A$r.out") && [ -n "$v" ] && A+=("$v")
-		run_limited "$WORK/blr.B$r" "$CUSCOPE" record -q -o "$WORK/bench_launch_ref.db" --force -- \
+		run_limited "$WORK/blr.B$r" "$CUSCOPE" record --no-calibrate -q -o "$WORK/bench_launch_ref.db" --force -- \
 			"$PY" .bench/launch_ref.py --n 100000
 		v=$(value_of us_per_launch "$WORK/blr.B$r.out") && [ -n "$v" ] && B+=("$v")
 	done

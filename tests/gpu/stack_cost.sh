@@ -27,7 +27,7 @@ STEPS=60
 
 if [ "${STACK_COST_CENSUS:-1}" != 0 ]; then
 say "== census (steps: $STEPS + warm-up)"
-CUSCOPE_RECORD_EXTRA=census "$C" record -q -o "$W/census.db" --force -- python3 .bench/train_ref.py --steps $STEPS \
+CUSCOPE_RECORD_EXTRA=census "$C" record --no-calibrate -q -o "$W/census.db" --force -- python3 .bench/train_ref.py --steps $STEPS \
 	>"$W/census.out" 2>"$W/census.err"
 grep 'cuscope census' "$W/census.err" | awk '$NF != "calls=0"' | sort -t= -k3 -n -r | head -40 | tee -a "$log"
 fi
@@ -37,10 +37,10 @@ say "== reference step: ${modes[*]} ($ROUNDS rounds)"
 run() { # MODE
 	case $1 in
 	none) python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	record) "$C" record -q -o "$W/record-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	backtrace) "$C" record -q --backtrace -o "$W/backtrace-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	nobt) "$C" record -q --no-backtrace -o "$W/nobt-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
-	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record -q -o "$W/${1%%:*}-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	record) "$C" record --no-calibrate -q -o "$W/record-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	backtrace) "$C" record --no-calibrate -q --backtrace -o "$W/backtrace-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	nobt) "$C" record --no-calibrate -q --no-backtrace -o "$W/nobt-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
+	*:*) CUSCOPE_RECORD_EXTRA=${1#*:} "$C" record --no-calibrate -q -o "$W/${1%%:*}-$r.db" --force -- python3 .bench/train_ref.py --steps $STEPS 2>/dev/null | tail -n 1 ;;
 	esac
 }
 nm=${#modes[@]}

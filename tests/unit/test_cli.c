@@ -130,6 +130,13 @@ static void write_sample(const char *path)
 				"[{\"uuid\":\"GPU-0a1b2c3d-0000-1111-2222-333344445555\","
 				"\"bus\":\"0000:18:00.0\",\"gts\":16,\"width\":16}]") == 0,
 	     cs_writer_errmsg(w));
+	/* what record measured recording to cost a launch (calibrate.c's value, abridged) */
+	need(cs_writer_set_meta(
+		     w, "launch_cost",
+		     "{\"version\":1,\"ns_per_launch\":1517.4,\"device\":\"NVIDIA H200\","
+		     "\"rounds\":9,\"added_wall_ns\":{\"attached\":1071,"
+		     "\"kernel_records\":353.2,\"rest\":488}}") == 0,
+	     cs_writer_errmsg(w));
 
 	p = process(100, 1, 0, "python train.py --rank 0", 0);
 	need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
@@ -588,6 +595,10 @@ START_TEST(test_info_text)
 	ck_assert_str_eq(info_value(r.out, "start time", v, sizeof(v)),
 			 "2023-11-14 22:13:20.123 +0000");
 	ck_assert_str_eq(info_value(r.out, "duration", v, sizeof(v)), "440 us");
+	ck_assert_str_eq(
+		info_value(r.out, "recording cost", v, sizeof(v)),
+		"1.52 us per launch, measured after the run on NVIDIA H200 (CUPTI attached "
+		"+1.07, its kernel records +0.35, the rest +0.49)");
 	ck_assert_str_eq(info_value(r.out, "processes", v, sizeof(v)), "2");
 	ck_assert_str_eq(info_value(r.out, "devices", v, sizeof(v)), "1");
 	ck_assert_str_eq(info_value(r.out, "streams", v, sizeof(v)), "2");
@@ -642,6 +653,8 @@ START_TEST(test_info_json)
 	ck_assert_int_eq(json_num(doc, "stacks"), 0);
 	ck_assert_int_eq(json_num(doc, "findings"), 0);
 	ck_assert_int_eq(json_num(doc, "dropped_records"), 7);
+	ck_assert(json_num(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost"), "ns_per_launch") ==
+		  1517.4);
 
 	events = cJSON_GetObjectItemCaseSensitive(doc, "events");
 	ck_assert_int_eq(json_num(events, "kernel"), 6);
@@ -735,6 +748,9 @@ START_TEST(test_process_without_end)
 	doc = cJSON_Parse(ij.out);
 	ck_assert(doc != NULL);
 	ck_assert_int_eq(json_num(doc, "processes_without_end"), 1);
+	/* no launch_cost in the trace: null, and no line in the text */
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost")));
+	ck_assert_msg(!strstr(it.out, "recording cost"), "%s", it.out);
 	procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(procs, 0),
 								 "end_record")));

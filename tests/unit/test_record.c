@@ -5,6 +5,7 @@
  * inside a CUDA process is checked by the GPU routine (tests/gpu/run.sh).
  */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,7 +242,74 @@ START_TEST(help_lists_options)
 	ck_assert_ptr_nonnull(strstr(out, "--size-limit"));
 	ck_assert_ptr_nonnull(strstr(out, "--backtrace"));
 	ck_assert_ptr_nonnull(strstr(out, "--latency-timestamps"));
+	ck_assert_ptr_nonnull(strstr(out, "--no-calibrate"));
 	free(out);
+}
+END_TEST
+
+/*
+ * `cuscope calibrate`: on a machine without a GPU (or without the driver) a one-line error and exit
+ * 2, nothing on stdout; with one, the measurement as JSON. Bad options: a one-line error, exit 2.
+ */
+START_TEST(calibrate_measures_or_says_why)
+{
+	const char *argv[] = {tu_cuscope_bin(), "calibrate", "--rounds", "1", "--launches", "256",
+			      "--format",	"json",	     NULL};
+	static const char *const bad[][4] = {
+		{"--rounds", "0", NULL},   {"--rounds", "65", NULL}, {"--launches", "10", NULL},
+		{"--format", "xml", NULL}, {"extra", NULL},	     {"--no-such-option", NULL},
+	};
+	char *out = NULL, *err = NULL;
+	int rc;
+
+	if (!record_available)
+		return;
+	rc = tu_run(argv, NULL, &out, &err);
+	if (rc == 0) {
+		cJSON *j = cJSON_Parse(out), *v = cJSON_GetObjectItem(j, "ns_per_launch");
+
+		ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble >= 0, "%s", out);
+		ck_assert_int_eq(cJSON_GetObjectItem(j, "rounds")->valueint, 1);
+		cJSON_Delete(j);
+	} else {
+		ck_assert_int_eq(rc, 2);
+		ck_assert_str_eq(out, "");
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		ck_assert_msg(!strncmp(err, "cuscope: cannot measure the cost of recording: ", 47),
+			      "%s", err);
+	}
+	free(out);
+	free(err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[8] = {tu_cuscope_bin(), "calibrate"};
+		int n = 2;
+
+		for (int k = 0; bad[i][k]; k++)
+			a[n++] = bad[i][k];
+		a[n] = NULL;
+		out = err = NULL;
+		ck_assert_msg(tu_run(a, NULL, &out, &err) == 2, "case %zu", i);
+		ck_assert_msg(tu_count_lines(err) == 1, "case %zu: stderr '%s'", i, err);
+		ck_assert_str_eq(out, "");
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+/* A job that wrote no spool file is not measured: no word about the cost of recording. */
+START_TEST(no_calibration_without_cuda)
+{
+	const char *args[] = {"--", "sh", "-c", "exit 3", NULL};
+	char *dir = tu_tmpdir(), *err = NULL;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, args, NULL, &err), 3);
+	ck_assert_msg(strstr(err, "never initialized CUDA") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, "cost of recording") == NULL, "%s", err);
+	ck_assert_int_eq(count_entries(dir, ".cuscope-calibrate"), 0);
+	free(err);
 }
 END_TEST
 
@@ -262,6 +330,8 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, another_injection_is_refused);
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, help_lists_options);
+	tcase_add_test(tc, calibrate_measures_or_says_why);
+	tcase_add_test(tc, no_calibration_without_cuda);
 	suite_add_tcase(s, tc);
 	return s;
 }

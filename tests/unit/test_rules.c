@@ -1287,6 +1287,21 @@ END_TEST
 
 /* ---- launch-starvation ---- */
 
+/* Steps of 200 kernels of 2 us, launched (8 us calls) one every 25 us, and the trace finished. */
+static void tiny_kernel_steps(struct sim *m)
+{
+	m->launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		for (int i = 0; i < 200; i++) {
+			sim_kernel(m, 7, 2 * US);
+			sim_host(m, 17 * US);
+		}
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
 START_TEST(test_launch_tiny_kernels)
 {
 	struct sim m;
@@ -1295,16 +1310,7 @@ START_TEST(test_launch_tiny_kernels)
 
 	/* 2 us kernels, one launched every 25 us: the GPU waits for the host */
 	sim_open(&m, "tiny.db");
-	m.launch_ns = 8 * US;
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		for (int i = 0; i < 200; i++) {
-			sim_kernel(&m, 7, 2 * US);
-			sim_host(&m, 17 * US);
-		}
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
+	tiny_kernel_steps(&m);
 	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
 	ck_assert_int_eq(f.v[0].nsteps, STEPS - 2);
 	ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
@@ -1353,6 +1359,72 @@ START_TEST(test_launch_near_threshold)
 	ck_assert(strstr(f.v[0].title, "near the 65% threshold") != NULL);
 	found_free(&f);
 	free(m.path);
+}
+END_TEST
+
+/*
+ * The loop of test_launch_tiny_kernels (200 launches a step, 92% idle) with what recording cost a
+ * launch in the trace's META launch_cost: 2 us a launch takes 400 us off the step's idle and
+ * leaves an error; 20 us a launch (4 ms of the 5 ms step) leaves 60% idle net of recording,
+ * under the threshold, so the finding is info and says recording could account for it; a value
+ * that is not a cost (negative, malformed) changes nothing.
+ */
+START_TEST(test_launch_recording_cost)
+{
+	static const char *const costs[] = {NULL, "{\"ns_per_launch\":2000}",
+					    "{\"ns_per_launch\":20000}", "{\"ns_per_launch\":-5}",
+					    "not json"};
+	int64_t base = 0;
+
+	for (int c = 0; c < 5; c++) {
+		struct sim m;
+		struct found f;
+		const cJSON *e;
+		char name[32];
+		int64_t lost;
+
+		snprintf(name, sizeof(name), "rec_cost%d.db", c);
+		sim_open(&m, name);
+		if (costs[c])
+			ck_assert_int_eq(cs_writer_set_meta(m.w, "launch_cost", costs[c]), 0);
+		tiny_kernel_steps(&m);
+		ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+		e = f.v[0].evidence;
+		lost = f.v[0].lost_ns_per_step;
+		if (c == 0)
+			base = lost;
+		if (c == 0 || c >= 3) {
+			ck_assert_int_eq(lost, base);
+			ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+			ck_assert_double_eq(
+				cJSON_GetObjectItem(e, "recording_ns_per_step")->valuedouble, 0);
+			ck_assert(strstr(f.v[0].title, "recording") == NULL);
+		} else if (c == 1) {
+			ck_assert_int_eq(lost, base - 400 * US);
+			ck_assert_int_eq(f.v[0].severity, CS_SEV_ERROR);
+			ck_assert_double_eq(
+				cJSON_GetObjectItem(e, "recording_ns_per_launch")->valuedouble,
+				2000);
+			ck_assert_double_eq(
+				cJSON_GetObjectItem(e, "recording_ns_per_step")->valuedouble,
+				400 * US);
+			ck_assert_msg(strstr(f.v[0].title,
+					     "up to 400 us of that idle is recording's "
+					     "own cost (2.0 us per launch)") != NULL,
+				      "%s", f.v[0].title);
+			ck_assert(strstr(f.v[0].title, "could account") == NULL);
+		} else {
+			ck_assert_int_eq(lost, base - 4 * MS);
+			ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
+			ck_assert(
+				cJSON_GetObjectItem(e, "idle_share_net_of_recording")->valuedouble <
+				0.65);
+			ck_assert(strstr(f.v[0].title, "which could account for the finding") !=
+				  NULL);
+		}
+		found_free(&f);
+		free(m.path);
+	}
 }
 END_TEST
 
@@ -2595,6 +2667,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_mem_stack_decides);
 	tcase_add_test(ts, test_launch_tiny_kernels);
 	tcase_add_test(ts, test_launch_near_threshold);
+	tcase_add_test(ts, test_launch_recording_cost);
 	tcase_add_test(ts, test_launch_gpu_bound);
 	tcase_add_test(ts, test_launch_host_wait_no_copy);
 	tcase_add_test(ts, test_launch_idle_charged_to_d2h);

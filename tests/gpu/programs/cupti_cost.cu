@@ -13,7 +13,9 @@
  * configuration without anything, taken in the same round. Activity buffers are plain 4 MiB
  * buffers, read and dropped on completion (counted, not decoded), and flushed after every loop,
  * outside the timed part. It also says how many kernel records carry the correlation id that the
- * launch callbacks saw, in the runtime and in the driver domain.
+ * launch callbacks saw, in the runtime and in the driver domain. Before the rounds (no CUPTI, subscribed,
+ * buffer callbacks registered) and after them (nothing enabled, unsubscribed, after cuptiFinalize) the
+ * same loop is timed in sequence ("phase:" lines): what CUPTI costs a launch once it is attached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,17 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The states CUPTI passes through before and after the rotating rounds, measured in sequence (they
+ * cannot alternate): rounds loops, the median CPU per launch of the thread and the process. */
+static void phase(const char *name, int rounds, long n)
+{
+	double t[1024], p[1024];
+
+	for (int r = 0; r < rounds; r++)
+		run_loop(n, &t[r], &p[r]);
+	printf("phase: %-50s thread %.3f process %.3f\n", name, median(t, rounds), median(p, rounds));
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 15;
@@ -227,8 +240,12 @@ int main(int argc, char **argv)
 	pr = (double *)calloc((size_t)rounds * NCONFIG, sizeof(double));
 	CHECK_CUDA(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
 	CHECK_CUDA(cudaFree(0));
+	run_loop(n / 10, &tmp[0][0], &tmp[1][0]); /* warm the launch path */
+	phase("no CUPTI (before subscribing)", rounds, n);
 	CHECK_CUPTI(cuptiSubscribe(&sub, on_api, NULL));
+	phase("subscribed, no activity API called yet", rounds, n);
 	CHECK_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+	phase("activity buffer callbacks registered", rounds, n);
 	for (int c = 0; c < NCONFIG; c++) { /* warm every path once */
 		double a, b;
 
@@ -262,6 +279,13 @@ int main(int argc, char **argv)
 		mp = median(tmp[1], rounds);
 		printf("%-56s %14.3f %+14.3f %14.3f %+14.3f\n", configs[c].name, mt, at, mp, ap);
 	}
+	apply(0);
+	CHECK_CUPTI(cuptiActivityFlushAll(1));
+	phase("after the rounds, nothing enabled", rounds, n);
+	CHECK_CUPTI(cuptiUnsubscribe(sub));
+	phase("unsubscribed", rounds, n);
+	CHECK_CUPTI(cuptiFinalize());
+	phase("after cuptiFinalize", rounds, n);
 	printf("info: %d rounds of %ld launches per configuration; %ld activity records read\n", rounds,
 	       n, records);
 	printf("kernel records: %ld; with the correlation id of a cudaLaunchKernel callback: %ld; of a "

@@ -1,0 +1,31 @@
+/*
+ * launch_cost.h - what recording costs a kernel launch, as `cuscope record` measures it after the
+ * program (src/cli/calibrate.c) and stores it in the trace's META launch_cost; launch-starvation
+ * states its cost net of it, `info` shows it.
+ *
+ * The measurement runs loops of launches of an empty kernel in a process of its own, first with no
+ * profiler, then with the injection library attached and switched between modes round by round.
+ */
+#ifndef CUSCOPE_LAUNCH_COST_H
+#define CUSCOPE_LAUNCH_COST_H
+
+/* What the calibration process switches on between its loops (cuscope_calibrate_switch()). */
+enum cs_calibrate_mode {
+	CS_CALIBRATE_OFF = 0,	  /* CUPTI attached, nothing enabled */
+	CS_CALIBRATE_KERNELS = 1, /* CUPTI's kernel records alone */
+	CS_CALIBRATE_ALL = 2,	  /* everything the recording's options enable */
+};
+
+/* The injection library's switch: int cuscope_calibrate_switch(int mode), 0 when done. */
+#define CS_CALIBRATE_SYMBOL "cuscope_calibrate_switch"
+
+/* The META key. */
+#define CS_META_LAUNCH_COST "launch_cost"
+
+/*
+ * Nanoseconds of wall time that recording adds to a launch, from a launch_cost value (its
+ * "ns_per_launch"); 0 when the value is missing, malformed or not a finite number >= 0.
+ */
+double cs_launch_cost_ns(const char *json);
+
+#endif
