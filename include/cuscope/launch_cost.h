@@ -11,9 +11,10 @@
 
 /* What the calibration process switches on between its loops (cuscope_calibrate_switch()). */
 enum cs_calibrate_mode {
-	CS_CALIBRATE_OFF = 0,	  /* CUPTI attached, nothing enabled */
-	CS_CALIBRATE_KERNELS = 1, /* CUPTI's kernel records alone */
-	CS_CALIBRATE_ALL = 2,	  /* everything the recording's options enable */
+	CS_CALIBRATE_OFF = 0,		  /* CUPTI attached, nothing enabled */
+	CS_CALIBRATE_KERNELS = 1,	  /* CUPTI's kernel records alone */
+	CS_CALIBRATE_ALL = 2,		  /* everything the recording's options enable */
+	CS_CALIBRATE_EMPTY_CALLBACKS = 3, /* the same, the API callbacks returning at once */
 };
 
 /* The injection library's switch: int cuscope_calibrate_switch(int mode), 0 when done. */
@@ -27,5 +28,9 @@ enum cs_calibrate_mode {
  * "ns_per_launch"); 0 when the value is missing, malformed or not a finite number >= 0.
  */
 double cs_launch_cost_ns(const char *json);
+
+/* The words for a part of the cost, a key of the value's "added_wall_ns" ("kernel_records": "its
+ * kernel records"); the key itself when unknown. */
+const char *cs_launch_cost_part_label(const char *key);
 
 #endif

@@ -1,21 +1,21 @@
 /*
  * calibrate.c - what recording costs a kernel launch on this machine: `cuscope calibrate`, and the
  * measurement `cuscope record` makes after the program ends (stored in META launch_cost,
- * cuscope/launch_cost.h; docs/performance.md has what it measured on the H200).
+ * cuscope/launch_cost.h; docs/commands/calibrate.md says how and what it found on the H200).
  *
- * A forked process of its own (so that nothing of CUDA or CUPTI stays in cuscope's) loads the
- * driver, runs loops of launches of an empty kernel (cuLaunchKernel, one block of one thread,
- * compiled from PTX by the driver) and times each loop's wall time and process CPU time:
- *   - first with no profiler: CUPTI is not loaded yet;
- *   - then it loads the injection library with the recording's options, as the driver would for
- *     the program, calls its InitializeInjection() and switches it round by round between CUPTI
- *     attached with nothing enabled, CUPTI's kernel records alone, and everything the options
- *     record (cuscope_calibrate_switch()); the order of the three rotates every round.
- * The launching thread is kept on one CPU throughout (the library's own threads are not).
- * What recording costs a launch is the median loop with everything on less the median loop with
- * no profiler; the switched modes, paired round by round, split it into CUPTI being attached, its
- * kernel records, and the rest (callbacks, other activity kinds, cuscope's own code).
- * The process writes its measurements to a pipe; the parent kills it when it runs past its time.
+ * Two processes of their own (forked, so that nothing of CUDA or CUPTI stays in cuscope's) load the
+ * driver and an empty kernel (compiled from PTX by the driver) on GPU 0 and time loops of launches
+ * of it (cuLaunchKernel, one block of one thread) when told to, one at a time:
+ *   - the bare process never loads CUPTI: the launch with no profiler;
+ *   - the recorded process loads the injection library with the recording's options, as the driver
+ *     would for the program, calls its InitializeInjection(), and before each loop switches it
+ *     (cuscope_calibrate_switch()) to CUPTI attached with nothing enabled, CUPTI's kernel records
+ *     alone, everything with the API callbacks returning at once, or everything.
+ * Every round runs the five loops, the order rotating from round to round, both launching threads
+ * kept on the same CPU (the library's own threads are not), so that a loop with no profiler is
+ * always next to the loops with it. What recording costs a launch is the median over the rounds of
+ * the loop with everything less the loop with no profiler of the same round, in wall time per
+ * launch; the parts are the medians of the differences between the modes, each in its round.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,23 +38,41 @@
 
 #ifdef CUSCOPE_HAVE_RECORD
 
-enum { CAL_NONE, CAL_OFF, CAL_KERNELS, CAL_ALL, CAL_NMODES };
+/* The loops of a round: the first in the bare process, the others in the recorded one. */
+enum { CAL_NONE, CAL_OFF, CAL_KERNELS, CAL_EMPTY_CB, CAL_ALL, CAL_NMODES };
 
-static const char *const mode_key[CAL_NMODES] = {"none", "attached", "kernel_records", "all"};
+static const char *const mode_key[CAL_NMODES] = {"none", "attached", "kernel_records",
+						 "empty_callbacks", "all"};
+static const int mode_switch[CAL_NMODES] = {-1, CS_CALIBRATE_OFF, CS_CALIBRATE_KERNELS,
+					    CS_CALIBRATE_EMPTY_CALLBACKS, CS_CALIBRATE_ALL};
+/* The parts of the cost: the keys of added_wall_ns, each the difference of two modes. */
+static const struct {
+	const char *key;
+	int hi, lo;
+} parts[] = {
+	{"attached", CAL_OFF, CAL_NONE},
+	{"kernel_records", CAL_KERNELS, CAL_OFF},
+	{"other_kinds_and_callbacks", CAL_EMPTY_CB, CAL_KERNELS},
+	{"cuscope_code", CAL_ALL, CAL_EMPTY_CB},
+};
+#define CAL_NPARTS (int)(sizeof(parts) / sizeof(parts[0]))
 
-#define CAL_MAX_ROUNDS	64
-#define CAL_NONE_ROUNDS 5
-#define CAL_SYNC_EVERY	256 /* launches between waits: the queue never fills */
+#define CAL_MAX_ROUNDS 64
+#define CAL_SYNC_EVERY 256 /* launches between waits: the queue never fills */
 
-/* What the measuring process sends back. */
-struct cal_raw {
+/* What a measuring process says once it is ready, and in answer to a loop. */
+struct hello {
 	int ok;
 	char why[256];
 	char device[128];
-	int rounds[CAL_NMODES];
+};
+struct command {
+	int mode; /* enum; -1: exit */
 	int launches;
-	double wall[CAL_NMODES][CAL_MAX_ROUNDS]; /* ns per launch */
-	double cpu[CAL_NMODES][CAL_MAX_ROUNDS];
+};
+struct answer {
+	int rc;		  /* CUDA error of the loop, 0 */
+	double wall, cpu; /* ns per launch */
 };
 
 /* An empty kernel, as PTX the driver compiles for whatever GPU it finds. */
@@ -143,167 +161,6 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 	return 0;
 }
 
-/* Keep the calling thread on the CPU it runs on (on), or let it run anywhere again (off). */
-static void pin(int on)
-{
-	static cpu_set_t all;
-	static int saved;
-	cpu_set_t one;
-	int cpu = sched_getcpu();
-
-	if (!saved)
-		saved = sched_getaffinity(0, sizeof(all), &all) == 0 ? 1 : -1;
-	if (saved < 0)
-		return;
-	if (!on) {
-		sched_setaffinity(0, sizeof(all), &all);
-		return;
-	}
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	sched_setaffinity(0, sizeof(one), &one);
-}
-
-/* The measuring process: fills r (r->ok on success, else r->why). */
-static void measure(struct cal_raw *r, const char *lib, int rounds, int launches)
-{
-	static const int switched[] = {CAL_OFF, CAL_KERNELS, CAL_ALL};
-	struct drv d;
-	void *ctx = NULL, *mod = NULL, *fn = NULL, *inj;
-	int (*init)(void), (*sw)(int), dev = 0, rc;
-
-	if (load_driver(&d, r->why, sizeof(r->why)))
-		return;
-	if ((rc = d.init(0)) || (rc = d.device_get(&dev, 0))) {
-		snprintf(r->why, sizeof(r->why), "no CUDA device (cuInit or cuDeviceGet: error %d)",
-			 rc);
-		return;
-	}
-	d.device_name(r->device, (int)sizeof(r->device) - 1, dev);
-	if ((rc = d.ctx_retain(&ctx, dev)) || (rc = d.ctx_set(ctx)) ||
-	    (rc = d.module_load(&mod, empty_ptx)) ||
-	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty"))) {
-		snprintf(r->why, sizeof(r->why), "cannot load a kernel on %s (CUDA error %d)",
-			 r->device, rc);
-		return;
-	}
-	r->launches = launches;
-	/* the launching thread stays on one CPU: moves between CPUs would add to some loops */
-	pin(1);
-	/* warm up the launch path, then the loops with no profiler */
-	if ((rc = loop(&d, fn, launches / 4 + 1, NULL, NULL)))
-		goto launch_failed;
-	for (int i = 0; i < CAL_NONE_ROUNDS; i++) {
-		if ((rc = loop(&d, fn, launches, &r->wall[CAL_NONE][i], &r->cpu[CAL_NONE][i])))
-			goto launch_failed;
-		r->rounds[CAL_NONE]++;
-	}
-	inj = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	init = inj ? (int (*)(void))dlsym(inj, "InitializeInjection") : NULL;
-	sw = inj ? (int (*)(int))dlsym(inj, CS_CALIBRATE_SYMBOL) : NULL;
-	if (!init || !sw) {
-		const char *e = dlerror();
-
-		snprintf(r->why, sizeof(r->why), "cannot load the injection library '%s'%s%s", lib,
-			 e ? ": " : "", e ? e : "");
-		return;
-	}
-	/* the library's threads (its flush thread) may run on any CPU, as in the program */
-	pin(0);
-	init();
-	pin(1);
-	if (sw(CS_CALIBRATE_ALL)) {
-		snprintf(r->why, sizeof(r->why), "the injection library did not start recording");
-		return;
-	}
-	if ((rc = loop(&d, fn, launches / 4 + 1, NULL, NULL)))
-		goto launch_failed;
-	for (int i = 0; i < rounds; i++) {
-		for (int j = 0; j < 3; j++) {
-			int m = switched[(i + j) % 3];
-
-			sw(m == CAL_OFF	      ? CS_CALIBRATE_OFF
-			   : m == CAL_KERNELS ? CS_CALIBRATE_KERNELS
-					      : CS_CALIBRATE_ALL);
-			if ((rc = loop(&d, fn, launches, &r->wall[m][i], &r->cpu[m][i])))
-				goto launch_failed;
-			r->rounds[m]++;
-		}
-	}
-	sw(CS_CALIBRATE_OFF);
-	r->ok = 1;
-	return;
-launch_failed:
-	snprintf(r->why, sizeof(r->why), "a launch of an empty kernel on %s failed (CUDA error %d)",
-		 r->device, rc);
-}
-
-static void child_main(int fd, const char *lib, const char *options, const char *spool, int rounds,
-		       int launches)
-{
-	struct cal_raw r;
-	char *opts = malloc(strlen(options) + 64);
-	const char *p = (const char *)&r;
-	size_t left = sizeof(r);
-
-	memset(&r, 0, sizeof(r));
-	/* the driver must not load the library at cuInit: it is attached after the loops without */
-	unsetenv("CUDA_INJECTION64_PATH");
-	unsetenv("NVTX_INJECTION64_PATH");
-	unsetenv(CS_ENV_RECORD_PID);
-	setenv(CS_ENV_SPOOL_DIR, spool, 1);
-	if (opts) {
-		sprintf(opts, "%s,calibrate,quiet,no_signals", options);
-		setenv(CS_ENV_OPTIONS, opts, 1);
-		measure(&r, lib, rounds, launches);
-	} else {
-		snprintf(r.why, sizeof(r.why), "out of memory");
-	}
-	while (left > 0) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
-	/* no exit handlers: the injection library's would flush a spool that is thrown away */
-	_exit(0);
-}
-
-/* Read the child's struct within the deadline: 0, or -1 (timed out or short). */
-static int read_raw(int fd, struct cal_raw *r, double timeout_s)
-{
-	char *p = (char *)r;
-	size_t got = 0;
-	double deadline = now_ns(CLOCK_MONOTONIC) + timeout_s * 1e9;
-
-	while (got < sizeof(*r)) {
-		struct pollfd pfd = {fd, POLLIN, 0};
-		double left = deadline - now_ns(CLOCK_MONOTONIC);
-		ssize_t n;
-
-		if (left <= 0)
-			return -1;
-		n = poll(&pfd, 1, (int)(left / 1e6) + 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		n = read(fd, p + got, sizeof(*r) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -337,49 +194,51 @@ static double round_ns(double v)
 	return round(v * 10) / 10;
 }
 
-/* The META value from the measurements. */
-static cJSON *to_json(const struct cal_raw *r)
+/* Median over the rounds of the per-round difference of two modes. */
+static double part(double (*wall)[CAL_MAX_ROUNDS], int hi, int lo, int n)
 {
-	cJSON *root = cJSON_CreateObject(), *wall, *cpu, *added, *range;
-	int n = r->rounds[CAL_ALL];
-	double none = median(r->wall[CAL_NONE], r->rounds[CAL_NONE]);
+	return paired(wall[hi], wall[lo], n);
+}
+
+/* The META value from the rounds' loops (n rounds; wall and cpu in ns per launch). */
+static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CAL_MAX_ROUNDS],
+		      double (*cpu)[CAL_MAX_ROUNDS])
+{
+	cJSON *root = cJSON_CreateObject(), *w, *c, *added, *range;
 	double lo = INFINITY, hi = -INFINITY;
 
 	if (!root)
 		return NULL;
 	for (int i = 0; i < n; i++) {
-		lo = fmin(lo, r->wall[CAL_ALL][i] - none);
-		hi = fmax(hi, r->wall[CAL_ALL][i] - none);
+		lo = fmin(lo, wall[CAL_ALL][i] - wall[CAL_NONE][i]);
+		hi = fmax(hi, wall[CAL_ALL][i] - wall[CAL_NONE][i]);
 	}
-	cJSON_AddNumberToObject(root, "version", 1);
+	cJSON_AddNumberToObject(root, "version", 2);
 	cJSON_AddNumberToObject(root, "ns_per_launch",
-				round_ns(fmax(0, median(r->wall[CAL_ALL], n) - none)));
+				round_ns(fmax(0, part(wall, CAL_ALL, CAL_NONE, n))));
 	range = cJSON_AddArrayToObject(root, "ns_per_launch_range");
 	cJSON_AddItemToArray(range, cJSON_CreateNumber(round_ns(lo)));
 	cJSON_AddItemToArray(range, cJSON_CreateNumber(round_ns(hi)));
-	cJSON_AddStringToObject(root, "device", r->device);
-	cJSON_AddStringToObject(root, "method",
-				"cuLaunchKernel of an empty kernel in a process of its own, a wait "
-				"every 256 launches; wall time per launch, median of the rounds");
-	cJSON_AddNumberToObject(root, "launches_per_round", r->launches);
+	cJSON_AddStringToObject(root, "device", device);
+	cJSON_AddStringToObject(
+		root, "method",
+		"cuLaunchKernel of an empty kernel, a wait every 256 launches; a "
+		"process without and one with the injection library, loops "
+		"alternating on one CPU; wall time per launch, median over the rounds "
+		"of the difference within a round");
+	cJSON_AddNumberToObject(root, "launches_per_round", launches);
 	cJSON_AddNumberToObject(root, "rounds", n);
-	wall = cJSON_AddObjectToObject(root, "wall_ns");
-	cpu = cJSON_AddObjectToObject(root, "process_cpu_ns");
+	w = cJSON_AddObjectToObject(root, "wall_ns");
+	c = cJSON_AddObjectToObject(root, "process_cpu_ns");
 	for (int m = 0; m < CAL_NMODES; m++) {
-		cJSON_AddNumberToObject(wall, mode_key[m],
-					round_ns(median(r->wall[m], r->rounds[m])));
-		cJSON_AddNumberToObject(cpu, mode_key[m],
-					round_ns(median(r->cpu[m], r->rounds[m])));
+		cJSON_AddNumberToObject(w, mode_key[m], round_ns(median(wall[m], n)));
+		cJSON_AddNumberToObject(c, mode_key[m], round_ns(median(cpu[m], n)));
 	}
-	/* the parts, each paired within its rounds but the first (none ran before CUPTI came) */
 	added = cJSON_AddObjectToObject(root, "added_wall_ns");
-	cJSON_AddNumberToObject(added, "attached",
-				round_ns(median(r->wall[CAL_OFF], r->rounds[CAL_OFF]) - none));
-	cJSON_AddNumberToObject(added, "kernel_records",
-				round_ns(paired(r->wall[CAL_KERNELS], r->wall[CAL_OFF], n)));
-	cJSON_AddNumberToObject(added, "rest",
-				round_ns(paired(r->wall[CAL_ALL], r->wall[CAL_KERNELS], n)));
-	if (!wall || !cpu || !added || !range) {
+	for (int k = 0; k < CAL_NPARTS; k++)
+		cJSON_AddNumberToObject(added, parts[k].key,
+					round_ns(part(wall, parts[k].hi, parts[k].lo, n)));
+	if (!w || !c || !added || !range) {
 		cJSON_Delete(root);
 		return NULL;
 	}
@@ -387,85 +246,302 @@ static cJSON *to_json(const struct cal_raw *r)
 }
 
 /* The signals that end a job from the terminal or by kill: while the measurement runs, they end it
- * (the measuring process takes their default action) and not cuscope, which still has a trace to
+ * (the measuring processes take their default action) and not cuscope, which still has a trace to
  * write. */
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
+/* Keep the calling thread on cpu (>= 0), or let it run anywhere (-1). */
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	if (cpu >= 0) {
+		CPU_SET(cpu, &set);
+	} else {
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &set);
+	}
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Read n bytes before the deadline (CLOCK_MONOTONIC ns): 0, or -1 (timed out, closed). */
+static int read_full(int fd, void *buf, size_t n, double deadline)
+{
+	char *p = buf;
+
+	while (n > 0) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		double left = deadline - now_ns(CLOCK_MONOTONIC);
+		ssize_t k;
+
+		if (left <= 0)
+			return -1;
+		k = poll(&pfd, 1, (int)(left / 1e6) + 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		k = read(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/*
+ * A measuring process: set up, say so, then run the loops it is told to until told to exit. lib
+ * NULL: the bare process. cpu: where its launching thread runs.
+ */
+static void worker_main(int in, int out, const char *lib, int cpu)
+{
+	struct hello h;
+	struct command c;
+	struct drv d;
+	void *ctx = NULL, *mod = NULL, *fn = NULL;
+	int (*init)(void) = NULL, (*sw)(int) = NULL, dev = 0, rc;
+
+	memset(&h, 0, sizeof(h));
+	if (load_driver(&d, h.why, sizeof(h.why)))
+		goto say;
+	if ((rc = d.init(0)) || (rc = d.device_get(&dev, 0))) {
+		snprintf(h.why, sizeof(h.why), "no CUDA device (cuInit or cuDeviceGet: error %d)",
+			 rc);
+		goto say;
+	}
+	d.device_name(h.device, (int)sizeof(h.device) - 1, dev);
+	if ((rc = d.ctx_retain(&ctx, dev)) || (rc = d.ctx_set(ctx)) ||
+	    (rc = d.module_load(&mod, empty_ptx)) ||
+	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty"))) {
+		snprintf(h.why, sizeof(h.why), "cannot load a kernel on %s (CUDA error %d)",
+			 h.device, rc);
+		goto say;
+	}
+	if (lib) {
+		void *inj = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+		init = inj ? (int (*)(void))dlsym(inj, "InitializeInjection") : NULL;
+		sw = inj ? (int (*)(int))dlsym(inj, CS_CALIBRATE_SYMBOL) : NULL;
+		if (!init || !sw) {
+			const char *e = dlerror();
+
+			snprintf(h.why, sizeof(h.why), "cannot load the injection library '%s'%s%s",
+				 lib, e ? ": " : "", e ? e : "");
+			goto say;
+		}
+		init();
+		if (sw(CS_CALIBRATE_OFF)) {
+			snprintf(h.why, sizeof(h.why),
+				 "the injection library did not start recording");
+			goto say;
+		}
+	}
+	/* after the driver's and the library's threads started: they run anywhere */
+	pin_to(cpu);
+	h.ok = 1;
+say:
+	if (write_full(out, &h, sizeof(h)) || !h.ok)
+		_exit(0);
+	while (read_full(in, &c, sizeof(c), now_ns(CLOCK_MONOTONIC) + 600e9) == 0 && c.mode >= 0) {
+		struct answer a = {0, 0, 0};
+
+		if (sw)
+			sw(mode_switch[c.mode]);
+		a.rc = loop(&d, fn, c.launches, &a.wall, &a.cpu);
+		if (write_full(out, &a, sizeof(a)))
+			break;
+	}
+	if (sw)
+		sw(CS_CALIBRATE_OFF);
+	/* no exit handlers: the injection library's would flush a spool that is thrown away */
+	_exit(0);
+}
+
+struct worker {
+	pid_t pid;
+	int to, from; /* the parent's ends of its pipes */
+};
+
+/* Start a measuring process (the signals that stop a job end it: see cli_calibrate()). 0 or -1. */
+static int worker_start(struct worker *w, const struct worker *other, const char *lib, int cpu)
+{
+	int down[2], up[2];
+
+	if (pipe2(down, O_CLOEXEC))
+		return -1;
+	if (pipe2(up, O_CLOEXEC)) {
+		close(down[0]);
+		close(down[1]);
+		return -1;
+	}
+	fflush(NULL);
+	w->pid = fork();
+	if (w->pid == 0) {
+		for (size_t i = 0; i < NSTOP; i++)
+			signal(stop_signals[i], SIG_DFL);
+		close(down[1]);
+		close(up[0]);
+		if (other && other->pid > 0) {
+			close(other->to);
+			close(other->from);
+		}
+		worker_main(down[0], up[1], lib, cpu);
+	}
+	close(down[0]);
+	close(up[1]);
+	w->to = down[1];
+	w->from = up[0];
+	if (w->pid < 0) {
+		close(w->to);
+		close(w->from);
+		return -1;
+	}
+	return 0;
+}
+
+/* Tell it to exit (or kill it), and reap it. */
+static void worker_stop(struct worker *w, int kill_it)
+{
+	struct command quit = {-1, 0};
+	int st;
+
+	if (w->pid <= 0)
+		return;
+	if (kill_it || write_full(w->to, &quit, sizeof(quit)))
+		kill(w->pid, SIGKILL);
+	close(w->to);
+	close(w->from);
+	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	w->pid = 0;
+}
+
+/* Run one loop in a worker; the answer, or -1 (why said). */
+static int run_loop_in(struct worker *w, int mode, int launches, double deadline, struct answer *a,
+		       const char *device, char *why, size_t cap)
+{
+	struct command c = {mode, launches};
+
+	if (write_full(w->to, &c, sizeof(c)) || read_full(w->from, a, sizeof(*a), deadline)) {
+		snprintf(why, cap,
+			 now_ns(CLOCK_MONOTONIC) >= deadline
+				 ? "the measurement took too long"
+				 : "a measuring process ended before its loops");
+		return -1;
+	}
+	if (a->rc) {
+		snprintf(why, cap, "a launch of an empty kernel on %s failed (CUDA error %d)",
+			 device, a->rc);
+		return -1;
+	}
+	return 0;
+}
+
 cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 {
-	char spool[PATH_MAX];
-	struct cal_raw *r = NULL;
-	cJSON *out = NULL;
-	int fds[2] = {-1, -1}, status = 0, rounds = o->rounds;
+	static double wall[CAL_NMODES][CAL_MAX_ROUNDS], cpu[CAL_NMODES][CAL_MAX_ROUNDS];
+	char spool[PATH_MAX], *opts = NULL;
+	struct worker bare = {0, -1, -1}, rec = {0, -1, -1};
+	struct hello hb, hr;
+	struct answer a;
 	struct sigaction ign, old[NSTOP];
-	pid_t pid;
+	double deadline = now_ns(CLOCK_MONOTONIC) + o->timeout_s * 1e9;
+	int rounds = o->rounds < CAL_MAX_ROUNDS ? o->rounds : CAL_MAX_ROUNDS, failed = 1;
+	int at = sched_getcpu();
+	cJSON *out = NULL;
 
-	memset(&ign, 0, sizeof(ign));
-	ign.sa_handler = SIG_IGN;
-	sigemptyset(&ign.sa_mask);
-	for (size_t i = 0; i < NSTOP; i++)
-		old[i].sa_handler = SIG_ERR; /* not replaced yet */
-
-	if (rounds > CAL_MAX_ROUNDS)
-		rounds = CAL_MAX_ROUNDS;
 	snprintf(spool, sizeof(spool), "%s/.cuscope-calibrate-XXXXXX", o->tmp_dir);
 	if (!mkdtemp(spool)) {
 		snprintf(why, cap, "cannot create a directory in '%s': %s", o->tmp_dir,
 			 strerror(errno));
 		return NULL;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r || pipe2(fds, O_CLOEXEC)) {
-		snprintf(why, cap, "%s", r ? strerror(errno) : "out of memory");
-		goto out;
+	opts = malloc(strlen(o->options) + 64);
+	if (!opts) {
+		snprintf(why, cap, "out of memory");
+		cli_remove_tree(spool);
+		return NULL;
 	}
-	fflush(NULL);
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
 	for (size_t i = 0; i < NSTOP; i++)
 		sigaction(stop_signals[i], &ign, &old[i]);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(why, cap, "cannot fork: %s", strerror(errno));
+	/*
+	 * The environment both processes start with: the driver must not load the library at cuInit
+	 * (the recorded process attaches it itself), and the library writes its spool file into a
+	 * directory of its own that is thrown away.
+	 */
+	unsetenv("CUDA_INJECTION64_PATH");
+	unsetenv("NVTX_INJECTION64_PATH");
+	unsetenv(CS_ENV_RECORD_PID);
+	setenv(CS_ENV_SPOOL_DIR, spool, 1);
+	sprintf(opts, "%s,calibrate,quiet,no_signals", o->options);
+	setenv(CS_ENV_OPTIONS, opts, 1);
+	if (worker_start(&bare, NULL, NULL, at) || worker_start(&rec, &bare, o->lib, at)) {
+		snprintf(why, cap, "cannot start a measuring process: %s", strerror(errno));
 		goto out;
 	}
-	if (pid == 0) {
-		for (size_t i = 0; i < NSTOP; i++)
-			signal(stop_signals[i], SIG_DFL);
-		close(fds[0]);
-		child_main(fds[1], o->lib, o->options, spool, rounds, o->launches);
-	}
-	close(fds[1]);
-	fds[1] = -1;
-	if (read_raw(fds[0], r, o->timeout_s)) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
-			snprintf(why, cap, "the measuring process died (signal %d)",
-				 WTERMSIG(status));
-		else
-			snprintf(why, cap, "the measurement took longer than %.0f s", o->timeout_s);
+	if (read_full(bare.from, &hb, sizeof(hb), deadline) ||
+	    read_full(rec.from, &hr, sizeof(hr), deadline)) {
+		snprintf(why, cap, "a measuring process did not start (in %.0f s)", o->timeout_s);
 		goto out;
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	r->why[sizeof(r->why) - 1] = r->device[sizeof(r->device) - 1] = '\0';
-	if (!r->ok) {
-		snprintf(why, cap, "%s", r->why);
+	hb.why[sizeof(hb.why) - 1] = hr.why[sizeof(hr.why) - 1] = '\0';
+	hb.device[sizeof(hb.device) - 1] = '\0';
+	if (!hb.ok || !hr.ok) {
+		snprintf(why, cap, "%s", !hb.ok ? hb.why : hr.why);
 		goto out;
 	}
-	out = to_json(r);
+	/* a round to warm every mode up, not counted; then the rounds, the order rotating */
+	for (int r = -1; r < rounds; r++) {
+		for (int j = 0; j < CAL_NMODES; j++) {
+			int m = (r + 1 + j) % CAL_NMODES;
+
+			if (run_loop_in(m == CAL_NONE ? &bare : &rec, m,
+					r < 0 ? o->launches / 4 + 1 : o->launches, deadline, &a,
+					hb.device, why, cap))
+				goto out;
+			if (r >= 0) {
+				wall[m][r] = a.wall;
+				cpu[m][r] = a.cpu;
+			}
+		}
+	}
+	failed = 0;
+	out = to_json(hb.device, rounds, o->launches, wall, cpu);
 	if (!out)
 		snprintf(why, cap, "out of memory");
 out:
+	worker_stop(&bare, failed);
+	worker_stop(&rec, failed);
 	for (size_t i = 0; i < NSTOP; i++)
-		if (old[i].sa_handler != SIG_ERR)
-			sigaction(stop_signals[i], &old[i], NULL);
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	free(r);
+		sigaction(stop_signals[i], &old[i], NULL);
+	unsetenv(CS_ENV_SPOOL_DIR);
+	unsetenv(CS_ENV_OPTIONS);
+	free(opts);
 	cli_remove_tree(spool);
 	return out;
 }
@@ -475,14 +551,16 @@ out:
 static const char calibrate_usage[] =
 	"usage: cuscope calibrate [options]\n"
 	"\n"
-	"Measure what recording costs a kernel launch on this machine: loops of launches of an\n"
-	"empty kernel on GPU 0, first with no profiler, then with cuscope's injection library\n"
-	"switched between CUPTI attached and idle, CUPTI's kernel records alone, and everything\n"
-	"'cuscope record' records, in turn. 'cuscope record' makes the same measurement after the\n"
-	"program ends and stores it in the trace ('cuscope info' shows it).\n"
+	"Measure what recording adds to a kernel launch on this machine, and its parts: loops of\n"
+	"launches of an empty kernel on GPU 0, in turn in a process without a profiler and in one\n"
+	"with cuscope's injection library switched between CUPTI attached and idle, CUPTI's kernel\n"
+	"records alone, everything with the API callbacks returning at once, and everything\n"
+	"'cuscope record' records. 'cuscope record' makes the same measurement after the program\n"
+	"ends and keeps it in the trace ('cuscope info' shows it; launch-starvation's cost is net\n"
+	"of it).\n"
 	"\n"
 	"options:\n"
-	"      --rounds N       rounds of each mode (default 9, at most 64)\n"
+	"      --rounds N       rounds of the five loops (default 9, at most 64)\n"
 	"      --launches N     launches per loop (default 10000)\n"
 	"      --no-backtrace   measure recording without host call stacks\n"
 	"  -f, --format FORMAT  text (default) or json\n"
@@ -495,27 +573,31 @@ static void print_text(const cJSON *j)
 {
 	static const char *const labels[CAL_NMODES] = {
 		"no profiler", "CUPTI attached, nothing enabled", "CUPTI's kernel records alone",
-		"cuscope record"};
+		"everything, callbacks returning at once", "cuscope record"};
 	const cJSON *wall = cJSON_GetObjectItemCaseSensitive(j, "wall_ns");
 	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(j, "process_cpu_ns");
 	const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_wall_ns");
 	const cJSON *range = cJSON_GetObjectItemCaseSensitive(j, "ns_per_launch_range");
+	const cJSON *p;
 
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive((o), (k)))
 	printf("%s: %d rounds of %d launches of an empty kernel\n\n",
 	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "device")),
 	       (int)NUM(j, "rounds"), (int)NUM(j, "launches_per_round"));
-	printf("%-34s %12s %14s\n", "mode", "wall us", "process CPU us");
+	printf("%-42s %10s %15s\n", "mode", "wall us", "process CPU us");
 	for (int m = 0; m < CAL_NMODES; m++)
-		printf("%-34s %12.3f %14.3f\n", labels[m], NUM(wall, mode_key[m]) / 1e3,
+		printf("%-42s %10.3f %15.3f\n", labels[m], NUM(wall, mode_key[m]) / 1e3,
 		       NUM(cpu, mode_key[m]) / 1e3);
-	printf("\nrecording adds %.3f us per launch (rounds %.3f..%.3f): CUPTI attached %+.3f, "
-	       "its kernel records %+.3f, the rest %+.3f\n",
+	printf("\nrecording adds %.3f us per launch (rounds %.3f..%.3f); per part, the median over "
+	       "the rounds:\n",
 	       NUM(j, "ns_per_launch") / 1e3,
 	       cJSON_GetNumberValue(cJSON_GetArrayItem(range, 0)) / 1e3,
-	       cJSON_GetNumberValue(cJSON_GetArrayItem(range, 1)) / 1e3,
-	       NUM(added, "attached") / 1e3, NUM(added, "kernel_records") / 1e3,
-	       NUM(added, "rest") / 1e3);
+	       cJSON_GetNumberValue(cJSON_GetArrayItem(range, 1)) / 1e3);
+	cJSON_ArrayForEach(p, added)
+	{
+		printf("  %-40s %+10.3f\n", cs_launch_cost_part_label(p->string),
+		       cJSON_GetNumberValue(p) / 1e3);
+	}
 #undef NUM
 }
 

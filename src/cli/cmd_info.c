@@ -7,7 +7,6 @@
  * docs/commands/info.md.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 #include "cli.h"
 #include "cuscope/gpu_links.h"
 #include "cuscope/launch_cost.h"
+#include "cuscope/strbuf.h"
 
 /* Meta keys (docs/trace-format.md). */
 #define META_CUSCOPE_VERSION "cuscope_version"
@@ -466,24 +466,28 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 /* What recording cost a launch, and its parts, when record measured it. */
 static void info_print_launch_cost(const cJSON *lc)
 {
-	const cJSON *added = cJSON_GetObjectItemCaseSensitive(lc, "added_wall_ns");
-	char line[512];
-	double parts[3];
-	static const char *const keys[3] = {"attached", "kernel_records", "rest"};
+	const cJSON *added = cJSON_GetObjectItemCaseSensitive(lc, "added_wall_ns"), *p;
+	cs_strbuf sb = CS_STRBUF_INIT;
+	const char *sep = " (";
 
 	if (!cJSON_IsObject(lc))
 		return;
-	for (int i = 0; i < 3; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(added, keys[i]);
-
-		parts[i] = cJSON_IsNumber(v) ? v->valuedouble / 1e3 : NAN;
+	cs_strbuf_printf(
+		&sb, "%.2f us per launch, measured after the run on %.64s",
+		cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(lc, "ns_per_launch")) / 1e3,
+		json_str(lc, "device", "?"));
+	cJSON_ArrayForEach(p, added)
+	{
+		if (!cJSON_IsNumber(p))
+			continue;
+		cs_strbuf_printf(&sb, "%s%.64s %+.2f", sep, cs_launch_cost_part_label(p->string),
+				 p->valuedouble / 1e3);
+		sep = ", ";
 	}
-	snprintf(line, sizeof(line),
-		 "%.2f us per launch, measured after the run on %.64s (CUPTI attached %+.2f, its "
-		 "kernel records %+.2f, the rest %+.2f)",
-		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(lc, "ns_per_launch")) / 1e3,
-		 json_str(lc, "device", "?"), parts[0], parts[1], parts[2]);
-	info_line("recording cost", line);
+	if (*sep == ',')
+		cs_strbuf_puts(&sb, ")");
+	info_line("recording cost", sb.failed ? "?" : cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
 }
 
 static void info_print_text(const cJSON *doc)

@@ -755,12 +755,12 @@ int cs_inject_setup(void)
 	return setup_status;
 }
 
-/* The API callbacks the options ask for. */
-static void enable_callbacks(void)
+/* The API callbacks the options ask for; noop: returning at once (calibration). */
+static void enable_callbacks(int noop)
 {
 	if (!opts.no_callbacks)
 		cs_api_enable(subscriber, opts.api_all, opts.census, opts.cb_domains,
-			      opts.backtrace ? (opts.no_launch_stacks ? 1 : 3) : 0, opts.cb_noop,
+			      opts.backtrace ? (opts.no_launch_stacks ? 1 : 3) : 0, noop,
 			      !opts.no_sync && !opts.sync_activity);
 }
 
@@ -808,7 +808,7 @@ int InitializeInjection(void)
 	 * dlopen/dlsym). */
 	if (opts.backtrace && cs_stacks_init(1))
 		opts.backtrace = 0;
-	enable_callbacks();
+	enable_callbacks(opts.cb_noop);
 	atomic_store(&subscribed, 1);
 	return 1;
 }
@@ -823,20 +823,22 @@ int cuscope_calibrate_switch(int mode) __attribute__((visibility("default")));
 
 int cuscope_calibrate_switch(int mode)
 {
+	int all = mode == CS_CALIBRATE_ALL || mode == CS_CALIBRATE_EMPTY_CALLBACKS;
+
 	if (!opts.calibrate || !atomic_load(&subscribed))
 		return -1;
 	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	for (size_t i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++) {
 		CUpti_ActivityKind k = activity_kinds[i];
-		int on = mode == CS_CALIBRATE_ALL	? kind_wanted(k)
-			 : mode == CS_CALIBRATE_KERNELS ? k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-							: 0;
+		int on = all ? kind_wanted(k)
+			     : mode == CS_CALIBRATE_KERNELS &&
+					 k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 
 		if (k != CUPTI_ACTIVITY_KIND_DEVICE)
 			(on ? cuptiActivityEnable : cuptiActivityDisable)(k);
 	}
-	if (mode == CS_CALIBRATE_ALL)
-		enable_callbacks();
+	if (all)
+		enable_callbacks(mode == CS_CALIBRATE_EMPTY_CALLBACKS ? 1 : opts.cb_noop);
 	return 0;
 }

@@ -395,6 +395,7 @@ problems = []
 if not 0 < d["ns_per_launch"] < 50000: problems.append("ns_per_launch %s" % d["ns_per_launch"])
 if not w["none"] > 0: problems.append("no-profiler loop %s" % w["none"])
 if not w["all"] > w["none"]: problems.append("recording %s not slower than none %s" % (w["all"], w["none"]))
+if set(w) != {"none", "attached", "kernel_records", "empty_callbacks", "all"}: problems.append("modes %s" % sorted(w))
 if d["rounds"] != 9: problems.append("rounds %s" % d["rounds"])
 if problems: print("; ".join(problems)); sys.exit(1)
 PYEOF
@@ -417,7 +418,7 @@ sys.exit(0 if json.load(sys.stdin)["launch_cost"] is None else 1)' || echo "--no
 		log "$problems"
 		result calibrate FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';')"
 	else
-		result calibrate PASS "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("recording adds %.2f us per launch (attached %+.2f, kernel records %+.2f, rest %+.2f)" % (d["ns_per_launch"]/1e3, d["added_wall_ns"]["attached"]/1e3, d["added_wall_ns"]["kernel_records"]/1e3, d["added_wall_ns"]["rest"]/1e3))' "$WORK/cal.json")"
+		result calibrate PASS "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("recording adds %.2f us per launch (" % (d["ns_per_launch"]/1e3) + ", ".join("%s %+.2f" % (k, v/1e3) for k, v in d["added_wall_ns"].items()) + ")")' "$WORK/cal.json")"
 	fi
 }
 

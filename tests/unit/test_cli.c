@@ -133,9 +133,10 @@ static void write_sample(const char *path)
 	/* what record measured recording to cost a launch (calibrate.c's value, abridged) */
 	need(cs_writer_set_meta(
 		     w, "launch_cost",
-		     "{\"version\":1,\"ns_per_launch\":1517.4,\"device\":\"NVIDIA H200\","
+		     "{\"version\":2,\"ns_per_launch\":1517.4,\"device\":\"NVIDIA H200\","
 		     "\"rounds\":9,\"added_wall_ns\":{\"attached\":1071,"
-		     "\"kernel_records\":353.2,\"rest\":488}}") == 0,
+		     "\"kernel_records\":353.2,\"other_kinds_and_callbacks\":288,"
+		     "\"cuscope_code\":-21}}") == 0,
 	     cs_writer_errmsg(w));
 
 	p = process(100, 1, 0, "python train.py --rank 0", 0);
@@ -598,7 +599,8 @@ START_TEST(test_info_text)
 	ck_assert_str_eq(
 		info_value(r.out, "recording cost", v, sizeof(v)),
 		"1.52 us per launch, measured after the run on NVIDIA H200 (CUPTI attached "
-		"+1.07, its kernel records +0.35, the rest +0.49)");
+		"+1.07, its kernel records +0.35, other kinds and callbacks +0.29, cuscope's "
+		"code -0.02)");
 	ck_assert_str_eq(info_value(r.out, "processes", v, sizeof(v)), "2");
 	ck_assert_str_eq(info_value(r.out, "devices", v, sizeof(v)), "1");
 	ck_assert_str_eq(info_value(r.out, "streams", v, sizeof(v)), "2");
