@@ -27,6 +27,12 @@ void cs_out_write_event(void *rec, size_t size, uint16_t type, uint32_t tid);
 void cs_out_set_staging(int on);
 /* Write what is buffered to the file. */
 void cs_out_flush(void);
+/* Have wake called (on the writing thread, once per buffer) when the shared buffer is half full:
+ * it is to make the flush thread call cs_out_drain(). NULL: the thread that fills the buffer writes
+ * it. */
+void cs_out_set_drain_wake(void (*wake)(void));
+/* Write the shared buffer out (what was staged per thread stays there). */
+void cs_out_drain(void);
 /* Flush and close; later writes are dropped. */
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */

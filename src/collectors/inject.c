@@ -320,6 +320,15 @@ static void wake(int fd)
 	while (n < 0 && errno == EINTR);
 }
 
+/* The spool's shared buffer is half full: the flush thread writes it (cs_out_set_drain_wake). */
+static atomic_int drain_pending;
+
+static void wake_for_drain(void)
+{
+	atomic_store(&drain_pending, 1);
+	wake(wake_fd);
+}
+
 /* The time after a flush after a wait before the next one, CUPTI ns. */
 static uint64_t wait_flush_gap(void)
 {
@@ -439,6 +448,8 @@ static void *flush_main(void *arg)
 		}
 		if (atomic_load(&flush_stop) || !cs_inject_active())
 			continue;
+		if (atomic_exchange(&drain_pending, 0))
+			cs_out_drain();
 		cuptiGetTimestamp(&now);
 		if (atomic_load(&wait_flush_pending) &&
 		    now >= atomic_load(&wait_flush_end) + wait_flush_gap() &&
@@ -478,6 +489,7 @@ static void inject_shutdown(void)
 		atomic_store(&flush_stop, 1);
 		wake(wake_fd);
 		pthread_join(flush_thread, NULL);
+		cs_out_set_drain_wake(NULL); /* no one left to drain: the writers do */
 	}
 	if (cs_inject_active()) {
 		if (atomic_load(&subscribed))
@@ -576,6 +588,7 @@ static void atfork_child(void)
 	/* The child has none of the parent's threads and cannot use CUDA: record nothing there. */
 	atomic_store(&active, 0);
 	flush_thread_started = 0;
+	cs_out_set_drain_wake(NULL);
 	pthread_mutex_init(&pool_lock, NULL); /* a thread of the parent may have held it */
 	cs_out_atfork_child();
 	cs_stacks_atfork_child();
@@ -734,6 +747,7 @@ static void process_setup_once(void)
 	    pthread_create(&flush_thread, NULL, flush_main, NULL) == 0) {
 		flush_thread_started = 1;
 		pthread_setname_np(flush_thread, "cuscope-flush");
+		cs_out_set_drain_wake(wake_for_drain);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	atexit(inject_shutdown);

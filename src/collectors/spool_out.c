@@ -2,8 +2,11 @@
  * spool_out.c - the profiled process's spool file and its string table.
  *
  * Records are appended to an in-memory buffer under a short lock; full buffers are swapped out and
- * written with write(2) outside that lock, by the flush thread (every few hundred ms) or by the
- * thread that filled the buffer. What was written survives the process being killed. A child made
+ * written with write(2) outside that lock, by the flush thread: every few hundred ms, and as soon
+ * as the buffer is half full (the thread that filled it half wakes it, cs_out_set_drain_wake), so
+ * that the program's threads do not pay for writing the file. Only when the buffer fills up before
+ * the flush thread got to it does the thread that filled it write it. What was written survives
+ * the process being killed. A child made
  * by fork() writes nothing: the atfork handlers leave it with no file (CUDA cannot be used in it
  * anyway).
  *
@@ -46,6 +49,8 @@ static uint64_t out_limit, out_written;
 static atomic_uint_fast64_t out_records, out_dropped;
 static atomic_uint_fast64_t
 	out_staged; /* bytes staged, not yet in the shared buffer (with a limit) */
+static void (*drain_wake)(void); /* asks the flush thread to call cs_out_drain() */
+static atomic_int drain_asked;	 /* since the last drain */
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -116,6 +121,7 @@ static void out_drain(void)
 	full = &bufs[active];
 	active ^= 1;
 	bufs[active].len = 0;
+	atomic_store_explicit(&drain_asked, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&rec_lock);
 	if (full->len && out_fd >= 0) {
 		if (write_all(out_fd, full->data, full->len) == 0)
@@ -129,6 +135,8 @@ static void out_drain(void)
  * shared buffer. */
 static void shared_append(const void *data, size_t size, size_t padded)
 {
+	int ask;
+
 	pthread_mutex_lock(&rec_lock);
 	while (bufs[active].len + padded > OUT_BUF_SIZE) {
 		pthread_mutex_unlock(&rec_lock);
@@ -138,7 +146,22 @@ static void shared_append(const void *data, size_t size, size_t padded)
 	memcpy(bufs[active].data + bufs[active].len, data, size);
 	memset(bufs[active].data + bufs[active].len + size, 0, padded - size);
 	bufs[active].len += padded;
+	ask = bufs[active].len >= OUT_BUF_SIZE / 2 && drain_wake &&
+	      !atomic_exchange_explicit(&drain_asked, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&rec_lock);
+	if (ask)
+		drain_wake();
+}
+
+void cs_out_set_drain_wake(void (*wake)(void))
+{
+	drain_wake = wake;
+}
+
+void cs_out_drain(void)
+{
+	if (out_fd >= 0)
+		out_drain();
 }
 
 /* The record's padded size with its header set, or 0 when it is not written (counted as

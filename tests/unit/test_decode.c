@@ -601,6 +601,79 @@ START_TEST(writer_under_load_loses_nothing)
 }
 END_TEST
 
+/* ---- the flush thread writes the file ---- */
+
+static atomic_int drain_wakes;
+
+static void count_wake(void)
+{
+	atomic_fetch_add(&drain_wakes, 1);
+}
+
+/* Bytes in the spool directory's spool file (the only file in it before the import). */
+static off_t spool_bytes(void)
+{
+	char cmd[4200], buf[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "cat '%s'/* | wc -c", spool_dir);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), p));
+	pclose(p);
+	return (off_t)atoll(buf);
+}
+
+static void write_kernels(int from, int n)
+{
+	for (int i = from; i < from + n; i++) {
+		struct cs_rec_kernel k;
+
+		memset(&k, 0, sizeof(k));
+		k.start = BASE + 1000ull * (uint64_t)i;
+		k.end = k.start + 100;
+		k.correlation_id = (uint32_t)i + 1;
+		cs_out_write(&k, sizeof(k), CS_REC_KERNEL, 0);
+	}
+}
+
+/*
+ * With a flush thread to wake, the thread that fills the shared buffer half way wakes it once and
+ * writes nothing itself; cs_out_drain() (the flush thread's) writes it. A buffer that fills up
+ * before the flush thread comes is written by the thread that filled it: nothing is lost.
+ */
+START_TEST(half_full_buffer_is_written_by_the_flush_thread)
+{
+	const int half = (int)((1u << 20) / sizeof(struct cs_rec_kernel)) + 16; /* > 1 MiB */
+	cs_import_stats st;
+	off_t before;
+	cs_trace *t;
+
+	open_spool();
+	atomic_store(&drain_wakes, 0);
+	cs_out_set_drain_wake(count_wake);
+	cs_out_drain(); /* the header and clock record out */
+	before = spool_bytes();
+	write_kernels(0, half);
+	ck_assert_int_eq(atomic_load(&drain_wakes), 1);
+	ck_assert_int_eq(spool_bytes(), before); /* the writer wrote nothing */
+	write_kernels(half, 100);
+	ck_assert_int_eq(atomic_load(&drain_wakes), 1); /* once per buffer */
+	cs_out_drain();
+	ck_assert_int_gt(spool_bytes(), before + (off_t)half * (off_t)sizeof(struct cs_rec_kernel));
+	/* no one drains now: the writer fills the buffer (a wake at its half) and writes it itself,
+	 * then half fills the next one (a wake) */
+	before = spool_bytes();
+	write_kernels(half + 100, 3 * half);
+	ck_assert_int_eq(atomic_load(&drain_wakes), 3);
+	ck_assert_int_gt(spool_bytes(), before);
+	cs_out_set_drain_wake(NULL);
+	t = import_spool(&st);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL], 4 * half + 100);
+	cs_trace_close(t);
+}
+END_TEST
+
 /* ---- per-thread staging of events ---- */
 
 #define STAGE_THREADS	 6
@@ -922,6 +995,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, api_classes_from_names);
 	tcase_add_test(tc, intern_is_consistent_across_threads);
 	tcase_add_test(tc, writer_under_load_loses_nothing);
+	tcase_add_test(tc, half_full_buffer_is_written_by_the_flush_thread);
 	tcase_add_test(tc, staged_events_arrive_whole_and_after_their_names);
 	tcase_add_test(tc, staging_buffers_of_exited_threads_are_freed);
 	tcase_add_test(tc, end_record_follows_staged_events);
