@@ -611,7 +611,7 @@ int cmd_calibrate(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_calibrate_opts o = {.rounds = 9, .launches = 10000, .timeout_s = 300};
+	struct cli_calibrate_opts o = {.rounds = 9, .launches = 10000};
 	enum cli_format fmt = CLI_FORMAT_TEXT;
 	int64_t v;
 	int c, backtrace = 1, rc;
@@ -651,6 +651,8 @@ int cmd_calibrate(int argc, char **argv)
 		cli_error("cannot find libcuscope-inject.so (set CUSCOPE_INJECT_LIB to its path)");
 		return CLI_EXIT_USAGE;
 	}
+	/* a minute to start and warm up, and 20 us per launch (five times a slow one) */
+	o.timeout_s = 60 + 5.0 * o.rounds * o.launches * 20e-6;
 	options = cli_record_options(backtrace);
 	if (!options) {
 		cli_error("out of memory");

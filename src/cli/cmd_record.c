@@ -351,7 +351,7 @@ static char *measure_launch_cost(const struct record_opts *o, const char *lib, c
 				 const char *spool, int others_left, int interrupted)
 {
 	struct cli_calibrate_opts co = {
-		.lib = lib, .tmp_dir = outdir, .rounds = 9, .launches = 10000, .timeout_s = 120};
+		.lib = lib, .tmp_dir = outdir, .rounds = 9, .launches = 10000, .timeout_s = 30};
 	char why[300], *options, *s = NULL;
 	cJSON *j;
 
