@@ -401,6 +401,7 @@ static int worker_start(struct worker *w, const struct worker *other, const char
 	if (w->pid == 0) {
 		for (size_t i = 0; i < NSTOP; i++)
 			signal(stop_signals[i], SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		close(down[1]);
 		close(up[0]);
 		if (other && other->pid > 0) {
@@ -466,7 +467,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	struct worker bare = {0, -1, -1}, rec = {0, -1, -1};
 	struct hello hb, hr;
 	struct answer a;
-	struct sigaction ign, old[NSTOP];
+	struct sigaction ign, old[NSTOP], old_pipe;
 	double deadline = now_ns(CLOCK_MONOTONIC) + o->timeout_s * 1e9;
 	int rounds = o->rounds < CAL_MAX_ROUNDS ? o->rounds : CAL_MAX_ROUNDS, failed = 1;
 	int at = sched_getcpu();
@@ -489,6 +490,9 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	sigemptyset(&ign.sa_mask);
 	for (size_t i = 0; i < NSTOP; i++)
 		sigaction(stop_signals[i], &ign, &old[i]);
+	/* a measuring process that died makes the next command to it fail, not end cuscope (record
+	 * runs with the SIGPIPE disposition it inherited) */
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	/*
 	 * The environment both processes start with: the driver must not load the library at cuInit
 	 * (the recorded process attaches it itself), and the library writes its spool file into a
@@ -539,6 +543,7 @@ out:
 	worker_stop(&rec, failed);
 	for (size_t i = 0; i < NSTOP; i++)
 		sigaction(stop_signals[i], &old[i], NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	unsetenv(CS_ENV_SPOOL_DIR);
 	unsetenv(CS_ENV_OPTIONS);
 	free(opts);
