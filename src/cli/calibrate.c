@@ -266,30 +266,14 @@ static void pin_to(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-static int write_full(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* Read n bytes before the deadline (CLOCK_MONOTONIC ns): 0, or -1 (timed out, closed). */
-static int read_full(int fd, void *buf, size_t n, double deadline)
+/* Read (out 0) or write (out 1) n bytes through a pipe before the deadline (CLOCK_MONOTONIC ns):
+ * 0, or -1 (timed out, closed, the other end gone). */
+static int pipe_io(int fd, void *buf, size_t n, double deadline, int out)
 {
 	char *p = buf;
 
 	while (n > 0) {
-		struct pollfd pfd = {fd, POLLIN, 0};
+		struct pollfd pfd = {fd, out ? POLLOUT : POLLIN, 0};
 		double left = deadline - now_ns(CLOCK_MONOTONIC);
 		ssize_t k;
 
@@ -300,7 +284,7 @@ static int read_full(int fd, void *buf, size_t n, double deadline)
 			continue;
 		if (k <= 0)
 			return -1;
-		k = read(fd, p, n);
+		k = out ? write(fd, p, n) : read(fd, p, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -309,6 +293,17 @@ static int read_full(int fd, void *buf, size_t n, double deadline)
 		n -= (size_t)k;
 	}
 	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t n, double deadline)
+{
+	return pipe_io(fd, buf, n, deadline, 0);
+}
+
+/* A message of a few bytes: a pipe takes it at once unless the reader is gone. */
+static int write_full(int fd, void *buf, size_t n)
+{
+	return pipe_io(fd, buf, n, now_ns(CLOCK_MONOTONIC) + 60e9, 1);
 }
 
 /*

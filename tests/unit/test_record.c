@@ -7,6 +7,7 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,54 @@ START_TEST(calibrate_measures_or_says_why)
 }
 END_TEST
 
+/*
+ * The measuring processes against a driver without a GPU (tests/fakecuda, found first through
+ * LD_LIBRARY_PATH): the bare one starts and answers; the recorded one, given a library that has no
+ * switch (the fake driver stands in for the injection library), says why; cuscope prints that on
+ * one line, exits 2 and leaves nothing in TMPDIR.
+ */
+START_TEST(calibrate_reports_what_a_measuring_process_says)
+{
+	const char *fake = getenv("CUSCOPE_FAKE_CUDA");
+	const char *argv[] = {tu_cuscope_bin(), "calibrate", "--rounds", "1",
+			      "--launches",	"256",	     NULL};
+	char *dir = tu_tmpdir(), *copy, *out = NULL, *err = NULL;
+	char ld[4200], lib[4200], tmp[4200];
+	const char *env[] = {ld, lib, tmp, NULL};
+
+	if (!record_available || !fake)
+		return;
+	copy = strdup(fake);
+	snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", dirname(copy));
+	snprintf(lib, sizeof(lib), "CUSCOPE_INJECT_LIB=%s", fake);
+	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
+	ck_assert_int_eq(tu_run(argv, env, &out, &err), 2);
+	ck_assert_str_eq(out, "");
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_msg(strstr(err, "cannot measure the cost of recording: cannot load the injection "
+				  "library") != NULL &&
+			      strstr(err, "cuscope_calibrate_switch") != NULL,
+		      "%s", err);
+	ck_assert_int_eq(count_entries(dir, ".cuscope-calibrate"), 0);
+	free(out);
+	free(err);
+	/* the real library: CUPTI cannot attach to the fake driver, so recording never starts */
+	if (getenv("CUSCOPE_INJECT_LIB")) {
+		snprintf(lib, sizeof(lib), "CUSCOPE_INJECT_LIB=%s", getenv("CUSCOPE_INJECT_LIB"));
+		out = err = NULL;
+		ck_assert_int_eq(tu_run(argv, env, &out, &err), 2);
+		ck_assert_str_eq(out, "");
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		ck_assert_msg(!strncmp(err, "cuscope: cannot measure the cost of recording: ", 47),
+			      "%s", err);
+		ck_assert_int_eq(count_entries(dir, ".cuscope-calibrate"), 0);
+		free(out);
+		free(err);
+	}
+	free(copy);
+}
+END_TEST
+
 /* A job that wrote no spool file is not measured: no word about the cost of recording. */
 START_TEST(no_calibration_without_cuda)
 {
@@ -331,6 +380,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, help_lists_options);
 	tcase_add_test(tc, calibrate_measures_or_says_why);
+	tcase_add_test(tc, calibrate_reports_what_a_measuring_process_says);
 	tcase_add_test(tc, no_calibration_without_cuda);
 	suite_add_tcase(s, tc);
 	return s;
