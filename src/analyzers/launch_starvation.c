@@ -579,7 +579,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	int64_t lost, own, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
 	int64_t launches, gk = 0, kernels = 0;
 	int top = CAUSE_LAUNCH, rc = CS_ERR_NOMEM, graph, done[NCAUSES] = {0};
-	int64_t rec;
+	int64_t rec, left_to_stall;
 	double share, rec_launch_ns, net_share;
 	char title[400], fix[1600] = "", b1[32], b2[32], b3[32], b4[256] = "", b5[32], b6[32];
 
@@ -649,6 +649,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	if (rec > lost)
 		rec = lost;
 	net_share = dur - rec > 0 ? (double)(lost - rec) / (double)(dur - rec) : 0;
+	left_to_stall = lost - own;
 	own = own > rec ? own - rec : 0;
 	if (near)
 		snprintf(b4, sizeof(b4), "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
@@ -695,10 +696,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "idle_share", share);
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)lost);
-	cJSON_AddNumberToObject(e, "recording_ns_per_launch", rec_launch_ns);
-	cJSON_AddNumberToObject(e, "recording_ns_per_step", (double)rec);
-	cJSON_AddNumberToObject(e, "idle_share_net_of_recording", net_share);
-	cJSON_AddNumberToObject(e, "idle_ns_left_to_dataloader_stall", (double)(lost - own));
+	if (rec_launch_ns > 0) { /* record measured it (META launch_cost) */
+		cJSON_AddNumberToObject(e, "recording_ns_per_launch", rec_launch_ns);
+		cJSON_AddNumberToObject(e, "recording_ns_per_step", (double)rec);
+		cJSON_AddNumberToObject(e, "idle_share_net_of_recording", net_share);
+	}
+	cJSON_AddNumberToObject(e, "idle_ns_left_to_dataloader_stall", (double)left_to_stall);
 	cJSON_AddNumberToObject(e, "step_ns", (double)dur);
 	by = cJSON_AddObjectToObject(e, "idle_ns_by_cause");
 	if (!by)
