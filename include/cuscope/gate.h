@@ -376,5 +376,9 @@ double cs_stat_t_quantile(double p, double df);
 int cs_stat_yuen(const double *x, int32_t nx, const double *y, int32_t ny, cs_stat_test *out);
 /* The sample standard deviation of n values (0 below 2). */
 double cs_stat_sd(const double *v, int32_t n);
+/* The median of n values (0 for none); sorts v. */
+double cs_stat_median(double *v, int64_t n);
+/* qsort order of doubles, ascending. */
+int cs_stat_cmp_double(const void *pa, const void *pb);
 
 #endif

@@ -45,13 +45,6 @@ int cs_diff_finding_status(const cs_diff_finding *m)
 
 /* ---- step alignment ---- */
 
-static int cmp_double(const void *pa, const void *pb)
-{
-	double x = *(const double *)pa, y = *(const double *)pb;
-
-	return (x > y) - (x < y);
-}
-
 static int cmp_name_ref(const void *pa, const void *pb)
 {
 	return strcmp(*(const char *const *)pa, *(const char *const *)pb);
@@ -83,8 +76,7 @@ static int steps_per_step(const cs_run *fine, const cs_run *coarse)
 		free(v);
 		return 1;
 	}
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
-	median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	median = cs_stat_median(v, n);
 	free(v);
 	k = floor(median + 0.5);
 	if (k < 2 || fabs(median - k) > 0.25 || k > 1000)
@@ -685,8 +677,7 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 
 	for (int32_t i = 0; i < n; i++)
 		busy[i] = d->bases[i]->gpu_busy;
-	cs_sort(busy, (size_t)n, sizeof(*busy), cmp_double);
-	d->base_busy = n % 2 ? busy[n / 2] : (busy[n / 2 - 1] + busy[n / 2]) / 2;
+	d->base_busy = cs_stat_median(busy, n);
 	d->host_bound = d->bases[0]->method != CS_STEPS_NONE && d->base_busy < c->host_bound;
 	if (d->nbases == 1)
 		snprintf(d->test_note, sizeof(d->test_note),

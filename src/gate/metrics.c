@@ -471,13 +471,6 @@ static int32_t trim_count(int32_t n)
 	return n / 10 > 1 ? n / 10 : 1;
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-	double x = *(const double *)pa, y = *(const double *)pb;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Trimmed mean of n values: zeros zeros and the m = n - zeros values of v (sorted here). Returns
  * 0 when n is 0.
@@ -489,7 +482,7 @@ static double trimmed_mean(double *v, int32_t m, int32_t zeros)
 
 	if (n <= 0)
 		return 0;
-	cs_sort(v, (size_t)m, sizeof(*v), cmp_double);
+	cs_sort(v, (size_t)m, sizeof(*v), cs_stat_cmp_double);
 	/* values below 0 do not occur: the zeros come first */
 	for (int32_t i = k; i < n - k; i++)
 		if (i >= zeros)
@@ -718,12 +711,6 @@ static int cmp_tid_time(const void *pa, const void *pb)
 	return (x->t > y->t) - (x->t < y->t);
 }
 
-static double median_double(double *v, int64_t n)
-{
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /*
  * The host's launch pace (cs_run.launch_pace): on the thread with the most kernel launches in the
  * steady steps, the median time from one launch to the next (the kernels of one graph launch,
@@ -764,7 +751,7 @@ static int launch_pace(const struct run_ctx *c, cs_run *out)
 		if (v[i].t > v[i - 1].t)
 			d[nd++] = (double)(v[i].t - v[i - 1].t);
 	if (nd >= CS_HOST_INDEX_MIN)
-		out->launch_pace = median_double(d, nd);
+		out->launch_pace = cs_stat_median(d, nd);
 	free(d);
 	free(v);
 	return 0;
@@ -790,7 +777,7 @@ static int launch_calls(const struct run_ctx *c, cs_run *out)
 	}
 	out->launch_call = 0;
 	if (n >= CS_HOST_INDEX_MIN)
-		out->launch_call = median_double(v, n);
+		out->launch_call = cs_stat_median(v, n);
 	free(v);
 	return launch_pace(c, out);
 }
