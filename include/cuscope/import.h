@@ -50,5 +50,7 @@ int cs_import_files(const char *const *paths, int n, const char *out_path,
  */
 int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *opts,
 		  cs_import_stats *stats, cs_error *err);
+/* 1 when dir holds a file cs_import_dir() would import (by its name), 0 when not or unreadable. */
+int cs_import_dir_has_spool(const char *dir);
 
 #endif

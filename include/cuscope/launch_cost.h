@@ -28,6 +28,9 @@ enum cs_calibrate_mode {
  * "ns_per_launch"); 0 when the value is missing, malformed or not a finite number >= 0.
  */
 double cs_launch_cost_ns(const char *json);
+/* The same of a value already parsed (NULL: 0). */
+struct cJSON;
+double cs_launch_cost_ns_of(const struct cJSON *value);
 
 /* The words for a part of the cost, a key of the value's "added_wall_ns" ("kernel_records": "its
  * kernel records"); the key itself when unknown. */

@@ -33,7 +33,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuscope/gate.h"
 #include "cuscope/launch_cost.h"
+#include "cuscope/progress.h"
 #include "cuscope/spool.h"
 
 #ifdef CUSCOPE_HAVE_RECORD
@@ -161,43 +163,28 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
+/* The median of a mode's rounds (v stays in round order: the modes are paired by round). */
 static double median(const double *v, int n)
 {
 	double s[CAL_MAX_ROUNDS];
 
-	if (n <= 0)
-		return 0;
 	memcpy(s, v, (size_t)n * sizeof(*s));
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	return cs_stat_median(s, n);
 }
 
-/* Median over the rounds of a[i] - b[i] (modes measured in the same round). */
-static double paired(const double *a, const double *b, int n)
+/* Median over the rounds of the difference of two modes, each round's with each round's. */
+static double paired(double (*wall)[CAL_MAX_ROUNDS], int hi, int lo, int n)
 {
 	double d[CAL_MAX_ROUNDS];
 
 	for (int i = 0; i < n; i++)
-		d[i] = a[i] - b[i];
-	return median(d, n);
+		d[i] = wall[hi][i] - wall[lo][i];
+	return cs_stat_median(d, n);
 }
 
 static double round_ns(double v)
 {
 	return round(v * 10) / 10;
-}
-
-/* Median over the rounds of the per-round difference of two modes. */
-static double part(double (*wall)[CAL_MAX_ROUNDS], int hi, int lo, int n)
-{
-	return paired(wall[hi], wall[lo], n);
 }
 
 /* The META value from the rounds' loops (n rounds; wall and cpu in ns per launch). */
@@ -215,7 +202,7 @@ static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CA
 	}
 	cJSON_AddNumberToObject(root, "version", 2);
 	cJSON_AddNumberToObject(root, "ns_per_launch",
-				round_ns(fmax(0, part(wall, CAL_ALL, CAL_NONE, n))));
+				round_ns(fmax(0, paired(wall, CAL_ALL, CAL_NONE, n))));
 	range = cJSON_AddArrayToObject(root, "ns_per_launch_range");
 	cJSON_AddItemToArray(range, cJSON_CreateNumber(round_ns(lo)));
 	cJSON_AddItemToArray(range, cJSON_CreateNumber(round_ns(hi)));
@@ -237,7 +224,7 @@ static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CA
 	added = cJSON_AddObjectToObject(root, "added_wall_ns");
 	for (int k = 0; k < CAL_NPARTS; k++)
 		cJSON_AddNumberToObject(added, parts[k].key,
-					round_ns(part(wall, parts[k].hi, parts[k].lo, n)));
+					round_ns(paired(wall, parts[k].hi, parts[k].lo, n)));
 	if (!w || !c || !added || !range) {
 		cJSON_Delete(root);
 		return NULL;
@@ -251,18 +238,15 @@ static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CA
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
-/* Keep the calling thread on cpu (>= 0), or let it run anywhere (-1). */
+/* Keep the calling thread on cpu (-1: unknown, left as it is). */
 static void pin_to(int cpu)
 {
 	cpu_set_t set;
 
+	if (cpu < 0)
+		return;
 	CPU_ZERO(&set);
-	if (cpu >= 0) {
-		CPU_SET(cpu, &set);
-	} else {
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			CPU_SET(i, &set);
-	}
+	CPU_SET(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
@@ -466,6 +450,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	double deadline = now_ns(CLOCK_MONOTONIC) + o->timeout_s * 1e9;
 	int rounds = o->rounds < CAL_MAX_ROUNDS ? o->rounds : CAL_MAX_ROUNDS, failed = 1;
 	int at = sched_getcpu();
+	cs_progress *pg = NULL;
 	cJSON *out = NULL;
 
 	snprintf(spool, sizeof(spool), "%s/.cuscope-calibrate-XXXXXX", o->tmp_dir);
@@ -514,8 +499,11 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 		snprintf(why, cap, "%s", !hb.ok ? hb.why : hr.why);
 		goto out;
 	}
+	/* a progress line (a thread of its own: after the forks) on a terminal */
+	pg = o->progress ? cs_progress_start(o->progress) : NULL;
 	/* a round to warm every mode up, not counted; then the rounds, the order rotating */
 	for (int r = -1; r < rounds; r++) {
+		cs_progress_set(pg, r + 1, rounds + 1);
 		for (int j = 0; j < CAL_NMODES; j++) {
 			int m = (r + 1 + j) % CAL_NMODES;
 
@@ -534,6 +522,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	if (!out)
 		snprintf(why, cap, "out of memory");
 out:
+	cs_progress_end(pg);
 	worker_stop(&bare, failed);
 	worker_stop(&rec, failed);
 	for (size_t i = 0; i < NSTOP; i++)
@@ -611,7 +600,9 @@ int cmd_calibrate(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_calibrate_opts o = {.rounds = 9, .launches = 10000};
+	struct cli_calibrate_opts o = {.rounds = CLI_CALIBRATE_ROUNDS,
+				       .launches = CLI_CALIBRATE_LAUNCHES,
+				       .progress = "measuring what recording costs a launch"};
 	enum cli_format fmt = CLI_FORMAT_TEXT;
 	int64_t v;
 	int c, backtrace = 1, rc;
@@ -647,10 +638,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("calibrate", "unexpected argument '%s'", argv[optind]);
-	if (cli_find_inject_lib(lib, sizeof(lib))) {
-		cli_error("cannot find libcuscope-inject.so (set CUSCOPE_INJECT_LIB to its path)");
+	if (cli_find_inject_lib(lib, sizeof(lib)))
 		return CLI_EXIT_USAGE;
-	}
 	/* a minute to start and warm up, and 20 us per launch (five times a slow one) */
 	o.timeout_s = 60 + 5.0 * o.rounds * o.launches * 20e-6;
 	options = cli_record_options(backtrace);
@@ -661,11 +650,7 @@ int cmd_calibrate(int argc, char **argv)
 	o.lib = lib;
 	o.options = options;
 	o.tmp_dir = tmp && *tmp ? tmp : "/tmp";
-	if (isatty(2))
-		fprintf(stderr, "cuscope: measuring (%d rounds)...", o.rounds);
 	j = cli_calibrate(&o, why, sizeof(why));
-	if (isatty(2))
-		fputs("\r\033[K", stderr);
 	free(options);
 	if (!j) {
 		cli_error("cannot measure the cost of recording: %s", why);

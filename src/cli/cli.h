@@ -44,16 +44,24 @@ int cmd_calibrate(int argc, char **argv);
 
 /* ---- recording (cmd_record.c, calibrate.c) ---- */
 
-/* The injection library: $CUSCOPE_INJECT_LIB, beside the executable or in its lib dir. 0 or -1. */
+/* The injection library: $CUSCOPE_INJECT_LIB, beside the executable or in its lib dir. 0, or -1
+ * after saying it cannot be found. */
 int cli_find_inject_lib(char *out, size_t cap);
 /* The options a recording with default flags passes the injection library (CUSCOPE_OPTIONS), with
  * host call stacks or without; malloc'd, NULL without memory. */
 char *cli_record_options(int backtrace);
 
+/* What `cuscope calibrate` and record's measurement run by default: rounds of the five loops, and
+ * launches per loop. */
+#define CLI_CALIBRATE_ROUNDS   9
+#define CLI_CALIBRATE_LAUNCHES 10000
+
 struct cli_calibrate_opts {
 	const char *lib;     /* the injection library */
 	const char *options; /* CUSCOPE_OPTIONS of the recording measured */
 	const char *tmp_dir; /* where the measuring process's spool directory is made */
+	const char
+		*progress; /* what a terminal's progress line says (cuscope/progress.h), or NULL */
 	int rounds, launches;
 	double timeout_s;
 };

@@ -303,7 +303,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cs_json_add_int(doc, "implausible_values", info_implausible(t), -1);
 	/* what recording cost a launch, as record measured it (null when not measured) */
 	lc = cJSON_Parse(lc_text ? lc_text : "null");
-	if (!cJSON_IsObject(lc) || cs_launch_cost_ns(lc_text) <= 0) {
+	if (!cJSON_IsObject(lc) || cs_launch_cost_ns_of(lc) <= 0) {
 		cJSON_Delete(lc);
 		lc = cJSON_CreateNull();
 	}

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -160,7 +159,7 @@ bad:
 
 /* The injection library: $CUSCOPE_INJECT_LIB, beside the executable (build tree) or in its lib dir.
  */
-int cli_find_inject_lib(char *out, size_t cap)
+static int find_inject_lib(char *out, size_t cap)
 {
 	static const char *const rel[] = {
 		INJECT_LIB_NAME,
@@ -188,6 +187,14 @@ int cli_find_inject_lib(char *out, size_t cap)
 		if (access(cand, R_OK) == 0 && realpath(cand, out))
 			return 0;
 	}
+	return -1;
+}
+
+int cli_find_inject_lib(char *out, size_t cap)
+{
+	if (find_inject_lib(out, cap) == 0)
+		return 0;
+	cli_error("cannot find %s (set CUSCOPE_INJECT_LIB to its path)", INJECT_LIB_NAME);
 	return -1;
 }
 
@@ -328,20 +335,6 @@ char *cli_record_options(int backtrace)
 	return build_options(&o, 0, 1);
 }
 
-/* 1 when the directory holds a file (a process of the job wrote a spool file). */
-static int dir_has_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int found = 0;
-
-	while (d && !found && (e = readdir(d)))
-		found = e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /*
  * What recording cost a launch in this run, measured once the job is over (calibrate.c): the META
  * launch_cost value, or NULL (the reason said, but for a job that wrote nothing or was ended by a
@@ -351,11 +344,16 @@ static char *measure_launch_cost(const struct record_opts *o, const char *lib, c
 				 const char *spool, int others_left, int interrupted)
 {
 	struct cli_calibrate_opts co = {
-		.lib = lib, .tmp_dir = outdir, .rounds = 9, .launches = 10000, .timeout_s = 30};
+		.lib = lib,
+		.tmp_dir = outdir,
+		.rounds = CLI_CALIBRATE_ROUNDS,
+		.launches = CLI_CALIBRATE_LAUNCHES,
+		.timeout_s = 30,
+		.progress = o->quiet ? NULL : "measuring what recording costs a launch"};
 	char why[300], *options, *s = NULL;
 	cJSON *j;
 
-	if (!o->calibrate || !dir_has_files(spool) || interrupted)
+	if (!o->calibrate || !cs_import_dir_has_spool(spool) || interrupted)
 		return NULL;
 	if (others_left) {
 		if (!o->quiet)
@@ -368,11 +366,7 @@ static char *measure_launch_cost(const struct record_opts *o, const char *lib, c
 	if (!options)
 		return NULL;
 	co.options = options;
-	if (isatty(2) && !o->quiet)
-		fputs("cuscope: measuring what recording costs a launch...", stderr);
 	j = cli_calibrate(&co, why, sizeof(why));
-	if (isatty(2) && !o->quiet)
-		fputs("\r\033[K", stderr);
 	if (j)
 		s = cJSON_PrintUnformatted(j);
 	else if (!o->quiet)
@@ -514,10 +508,8 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.output, strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
-	if (cli_find_inject_lib(lib, sizeof(lib))) {
-		cli_error("cannot find %s (set CUSCOPE_INJECT_LIB to its path)", INJECT_LIB_NAME);
+	if (cli_find_inject_lib(lib, sizeof(lib)))
 		return CLI_EXIT_USAGE;
-	}
 	if (check_environment(lib))
 		return CLI_EXIT_USAGE;
 	snprintf(spool, sizeof(spool), "%s/.cuscope-spool-XXXXXX", outdir);

@@ -643,7 +643,6 @@ static int kind_wanted(CUpti_ActivityKind kind)
 
 static int enable_activities(void)
 {
-	const CUpti_ActivityKind *kinds = activity_kinds;
 	size_t limit = opts.cupti_buffers,
 	       prealloc = opts.cupti_buffers < 3 ? opts.cupti_buffers : 3;
 	size_t sz = sizeof(size_t);
@@ -672,11 +671,11 @@ static int enable_activities(void)
 	for (size_t i = 0; i < sizeof(activity_kinds) / sizeof(activity_kinds[0]); i++) {
 		CUptiResult rc;
 
-		if (!kind_wanted(kinds[i]))
+		if (!kind_wanted(activity_kinds[i]))
 			continue;
-		rc = cuptiActivityEnable(kinds[i]);
+		rc = cuptiActivityEnable(activity_kinds[i]);
 
-		if (rc != CUPTI_SUCCESS && kinds[i] != CUPTI_ACTIVITY_KIND_DEVICE) {
+		if (rc != CUPTI_SUCCESS && activity_kinds[i] != CUPTI_ACTIVITY_KIND_DEVICE) {
 			const char *s = NULL;
 
 			cuptiGetResultString(rc, &s);

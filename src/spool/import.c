@@ -390,10 +390,31 @@ static int spool_name_cmp(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
+/* A spool file's name: "*.cuspool". */
+static int is_spool_name(const char *name)
+{
+	size_t len = strlen(name), suffix = strlen(CS_SPOOL_SUFFIX);
+
+	return len > suffix && strcmp(name + len - suffix, CS_SPOOL_SUFFIX) == 0;
+}
+
+int cs_import_dir_has_spool(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d)))
+		found = is_spool_name(de->d_name);
+	if (d)
+		closedir(d);
+	return found;
+}
+
 int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *opts,
 		  cs_import_stats *stats, cs_error *err)
 {
-	size_t suffix = strlen(CS_SPOOL_SUFFIX), n = 0, cap = 0;
+	size_t n = 0, cap = 0;
 	char **paths = NULL;
 	struct dirent *de;
 	DIR *d;
@@ -409,7 +430,7 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 		size_t len = strlen(de->d_name);
 		char *path;
 
-		if (len <= suffix || strcmp(de->d_name + len - suffix, CS_SPOOL_SUFFIX))
+		if (!is_spool_name(de->d_name))
 			continue;
 		if (cs_grow((void **)&paths, &cap, n + 1, sizeof(*paths))) {
 			rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");

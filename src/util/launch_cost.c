@@ -8,17 +8,23 @@
 
 #include "cuscope/launch_cost.h"
 
+double cs_launch_cost_ns_of(const cJSON *value)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(value, "ns_per_launch");
+
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 ? v->valuedouble
+										    : 0;
+}
+
 double cs_launch_cost_ns(const char *json)
 {
-	cJSON *root, *v;
-	double ns = 0;
+	cJSON *root;
+	double ns;
 
 	if (!json)
 		return 0;
 	root = cJSON_Parse(json);
-	v = cJSON_GetObjectItemCaseSensitive(root, "ns_per_launch");
-	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
-		ns = v->valuedouble;
+	ns = cs_launch_cost_ns_of(root);
 	cJSON_Delete(root);
 	return ns;
 }
