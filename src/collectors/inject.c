@@ -24,7 +24,7 @@
  *
  * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
  *   api=all          record every runtime and driver API call
- *   census           count calls per API id, and the flushes after waits with their time, and
+ *   census           count calls per API id, and the flushes with their time and CPU time, and
  *                    print them at exit (for development)
  *   latency          turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
  *   limit=BYTES      stop recording once the spool file reaches BYTES
@@ -51,6 +51,10 @@
  *   pinned           CUPTI keeps its kernel, copy and set records in pinned host memory
  *                    (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED) instead of device memory
  *   no_memcpy2       no MEMCPY2 activity (copies between GPUs)
+ *   zero_all         a completed activity buffer is zeroed whole for reuse, not only its valid
+ *                    bytes (to measure what that costs)
+ *   check_tails      count the completed activity buffers with a byte that is not zero past
+ *                    their valid bytes (scans each buffer: slow) and print it at exit
  *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
  *                    CUDA event ids) instead of from the wait and query callbacks (api.c); that
  *                    activity costs every kernel launch, the callbacks only the waits
@@ -97,6 +101,8 @@ struct inject_options {
 	int pinned;	      /* CUPTI's records in pinned host memory, not device memory */
 	int no_memcpy2;	      /* no MEMCPY2 activity */
 	int no_pool;	      /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
+	int zero_all;	      /* a completed buffer zeroed whole, not only where CUPTI wrote */
+	int check_tails;      /* count completed buffers with a byte written past the valid ones */
 	int staging;	      /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
@@ -219,6 +225,10 @@ static void parse_options(void)
 			opts.limit = strtoull(tok + 6, NULL, 10);
 		else if (strncmp(tok, "buffers=", 8) == 0)
 			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
+		else if (strcmp(tok, "zero_all") == 0)
+			opts.zero_all = 1;
+		else if (strcmp(tok, "check_tails") == 0)
+			opts.check_tails = 1;
 		else if (strncmp(tok, "flush_ms=", 9) == 0)
 			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
 		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
@@ -261,12 +271,37 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*max_records = 0;
 }
 
-/* Zero a completed buffer and keep it for buffer_requested, or free it when the pool is full. */
-static void buffer_recycle(uint8_t *buffer)
+/* check_tails: completed buffers, and those with a byte that is not zero past the valid ones */
+static _Atomic uint64_t tails_checked, tails_dirty;
+
+/* 1 when a byte of buffer[from, ACTIVITY_BUFFER_SIZE) is not zero. */
+static int tail_dirty(const uint8_t *buffer, size_t from)
+{
+	for (size_t i = from; i < ACTIVITY_BUFFER_SIZE; i++)
+		if (buffer[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * Zero a completed buffer and keep it for buffer_requested, or free it when the pool is full.
+ * CUPTI writes only the first `valid` bytes of a buffer it was given zeroed (the attribute asks for
+ * zeros so that it need not write the fields a record leaves unset), so only those are zeroed:
+ * a flush that returns a buffer holding a few records costs a memset of those, not of 4 MiB
+ * (the check_tails option checks that every byte past `valid` is still zero).
+ */
+static void buffer_recycle(uint8_t *buffer, size_t valid)
 {
 	if (!opts.no_pool) {
-		/* all of it: CUPTI expects a zeroed buffer, not only where it wrote last time */
-		memset(buffer, 0, ACTIVITY_BUFFER_SIZE);
+		size_t dirty = opts.zero_all || valid > ACTIVITY_BUFFER_SIZE ? ACTIVITY_BUFFER_SIZE
+									     : valid;
+
+		if (opts.check_tails) {
+			atomic_fetch_add(&tails_checked, 1);
+			if (tail_dirty(buffer, dirty))
+				atomic_fetch_add(&tails_dirty, 1);
+		}
+		memset(buffer, 0, dirty);
 		pthread_mutex_lock(&pool_lock);
 		if (pool_len < BUFFER_POOL_MAX) {
 			pool[pool_len++] = buffer;
@@ -307,7 +342,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 			cs_out_add_dropped(dropped);
 	}
 	(void)size;
-	buffer_recycle(buffer);
+	buffer_recycle(buffer, valid);
 }
 
 static void wake(int fd)
@@ -336,14 +371,23 @@ static uint64_t wait_flush_gap(void)
 }
 
 /* census: flushes after waits made by the waiting threads [0] and the flush thread [1], the
- * periodic flushes of CUPTI [2], and their time in ns */
-static _Atomic uint64_t census_flushes[3], census_flush_ns[3];
+ * periodic flushes of CUPTI [2], their time and the CPU time of the thread in them, in ns */
+static _Atomic uint64_t census_flushes[3], census_flush_ns[3], census_flush_cpu_ns[3];
+static uint64_t census_flush_thread_cpu_ns; /* the flush thread's CPU time, all of it */
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
  * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
 static void flush_completed(int on_flush_thread)
 {
-	uint64_t t0 = 0, t1 = 0;
+	uint64_t t0 = 0, t1 = 0, cpu0 = opts.census ? thread_cpu_ns() : 0;
 
 	atomic_store(&wait_flush_pending, 0);
 	cuptiGetTimestamp(&t0);
@@ -354,6 +398,7 @@ static void flush_completed(int on_flush_thread)
 	if (opts.census) {
 		atomic_fetch_add(&census_flushes[on_flush_thread], 1);
 		atomic_fetch_add(&census_flush_ns[on_flush_thread], t1 - t0);
+		atomic_fetch_add(&census_flush_cpu_ns[on_flush_thread], thread_cpu_ns() - cpu0);
 	}
 }
 
@@ -420,7 +465,7 @@ static int ms_until(uint64_t now, uint64_t deadline)
 static void *flush_main(void *arg)
 {
 	unsigned ticks = 0;
-	uint64_t now = 0, next_tick;
+	uint64_t now = 0, next_tick, cpu0;
 
 	(void)arg;
 	cuptiGetTimestamp(&now);
@@ -461,6 +506,7 @@ static void *flush_main(void *arg)
 		if (now < next_tick)
 			continue;
 		next_tick = now + (uint64_t)opts.flush_ms * 1000000ull;
+		cpu0 = opts.census ? thread_cpu_ns() : 0;
 		/* skipped while a waiting thread flushes: that flush delivers the same */
 		if (atomic_load(&subscribed) && !atomic_flag_test_and_set(&wait_flush_busy)) {
 			cuptiActivityFlushAll(0);
@@ -472,12 +518,15 @@ static void *flush_main(void *arg)
 			cuptiGetTimestamp(&t1);
 			atomic_fetch_add(&census_flushes[2], 1);
 			atomic_fetch_add(&census_flush_ns[2], t1 - now);
+			atomic_fetch_add(&census_flush_cpu_ns[2], thread_cpu_ns() - cpu0);
 		}
 		if (++ticks % 25 == 0)
 			cs_write_clock_record(now);
 		report_dropped(0);
 		cs_out_flush();
 	}
+	if (opts.census)
+		census_flush_thread_cpu_ns = thread_cpu_ns();
 	return NULL;
 }
 
@@ -502,12 +551,23 @@ static void inject_shutdown(void)
 		cs_api_census_report();
 		if (opts.census)
 			for (int i = 0; i < 3; i++)
-				fprintf(stderr, "cuscope census: %s: %llu, %.1f us in all\n",
+				fprintf(stderr,
+					"cuscope census: %s: %llu, %.1f us in all, %.1f us of "
+					"CPU\n",
 					i == 0	 ? "flushes after waits on the waiting threads"
 					: i == 1 ? "flushes after waits on the flush thread"
 						 : "periodic flushes",
 					(unsigned long long)census_flushes[i],
-					(double)census_flush_ns[i] / 1e3);
+					(double)census_flush_ns[i] / 1e3,
+					(double)census_flush_cpu_ns[i] / 1e3);
+		if (opts.census)
+			fprintf(stderr, "cuscope census: the flush thread's CPU time: %.1f us\n",
+				(double)census_flush_thread_cpu_ns / 1e3);
+		if (opts.check_tails)
+			fprintf(stderr,
+				"cuscope check_tails: %llu activity buffers completed, %llu with "
+				"a byte written past the valid ones\n",
+				(unsigned long long)tails_checked, (unsigned long long)tails_dirty);
 		/* Buffers that arrive later (context teardown) are freed by buffer_completed,
 		 * unread. */
 		cuptiUnsubscribe(subscriber);
