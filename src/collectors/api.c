@@ -180,7 +180,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	}
 	if (!cs_inject_active())
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (cb->correlationData)
 			*cb->correlationData = now;
@@ -192,7 +192,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	cls = runtime ? rt_class[cbid] : drv_class[cbid];
 	memset(&r, 0, sizeof(r));
 	r.start = cb->correlationData ? *cb->correlationData : 0;
-	r.end = now;
+	r.end = now > r.start ? now : r.start; /* a new clock anchor between them (clock.c) */
 	if (cls == CS_APICLASS_PROFILER_START && cs_capture_profiler_api())
 		cs_capture_begin(r.start);
 	if (!cs_capture_keep_host(r.start)) {

@@ -54,6 +54,17 @@ uint32_t cs_intern(const char *s, size_t len);
 /* The calling thread's Linux thread id (cached). */
 uint32_t cs_tid(void);
 
+/* ---- clock.c: the host time of callback records, in CUPTI's time base (CLOCK_REALTIME ns) ---- */
+/* Decide once per process whether the TSC may be read (want_tsc, an invariant TSC and a kernel that
+ * keeps time with it) and take the first anchor; 1 when it may. */
+int cs_clock_init(int want_tsc);
+/* Take a new anchor (the flush thread, once per flush period). */
+void cs_clock_anchor(void);
+/* Now, in CUPTI time: the TSC converted once a rate is known, else cuptiGetTimestamp(). */
+uint64_t cs_clock_now(void);
+/* 1 when cs_clock_now() reads the TSC now. */
+int cs_clock_uses_tsc(void);
+
 /* ---- decoders of CUPTI activity records (one file per source) ---- */
 struct CUpti_Activity;
 /* kernels.c */

@@ -53,6 +53,8 @@
  *   no_memcpy2       no MEMCPY2 activity (copies between GPUs)
  *   zero_all         a completed activity buffer is zeroed whole for reuse, not only its valid
  *                    bytes (to measure what that costs)
+ *   clock=cupti      the callbacks time calls with cuptiGetTimestamp() even where the TSC could
+ *                    be read (clock.c)
  *   check_tails      count the completed activity buffers with a byte that is not zero past
  *                    their valid bytes (scans each buffer: slow) and print it at exit
  *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
@@ -111,6 +113,7 @@ struct inject_options {
 	unsigned wait_flush_ms; /* 0: no flush after waits */
 	int no_signals;
 	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
+	int clock_cupti; /* callbacks read cuptiGetTimestamp(), never the TSC (clock.c) */
 };
 
 static struct inject_options opts = {
@@ -229,6 +232,8 @@ static void parse_options(void)
 			opts.zero_all = 1;
 		else if (strcmp(tok, "check_tails") == 0)
 			opts.check_tails = 1;
+		else if (strcmp(tok, "clock=cupti") == 0)
+			opts.clock_cupti = 1;
 		else if (strncmp(tok, "flush_ms=", 9) == 0)
 			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
 		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
@@ -506,6 +511,7 @@ static void *flush_main(void *arg)
 		if (now < next_tick)
 			continue;
 		next_tick = now + (uint64_t)opts.flush_ms * 1000000ull;
+		cs_clock_anchor();
 		cpu0 = opts.census ? thread_cpu_ns() : 0;
 		/* skipped while a waiting thread flushes: that flush delivers the same */
 		if (atomic_load(&subscribed) && !atomic_flag_test_and_set(&wait_flush_busy)) {
@@ -561,8 +567,12 @@ static void inject_shutdown(void)
 					(double)census_flush_ns[i] / 1e3,
 					(double)census_flush_cpu_ns[i] / 1e3);
 		if (opts.census)
-			fprintf(stderr, "cuscope census: the flush thread's CPU time: %.1f us\n",
-				(double)census_flush_thread_cpu_ns / 1e3);
+			fprintf(stderr,
+				"cuscope census: the flush thread's CPU time: %.1f us; the "
+				"callbacks' "
+				"clock: %s\n",
+				(double)census_flush_thread_cpu_ns / 1e3,
+				cs_clock_uses_tsc() ? "TSC" : "cuptiGetTimestamp");
 		if (opts.check_tails)
 			fprintf(stderr,
 				"cuscope check_tails: %llu activity buffers completed, %llu with "
@@ -770,6 +780,7 @@ static void process_setup_once(void)
 	sigset_t all, old;
 
 	parse_options();
+	cs_clock_init(!opts.clock_cupti);
 	if (getenv("CUSCOPE_DEBUG_CRASH"))
 		signal(SIGSEGV, debug_crash_handler);
 	owner_pid = getpid();

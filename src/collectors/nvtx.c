@@ -132,7 +132,7 @@ static void capture_on_push(const char *text)
 
 	if (tls_capture_depth >= 0 || !capture_matches(text))
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	cs_capture_begin(now);
 	tls_capture_depth = tls_depth;
 }
@@ -144,7 +144,7 @@ static void capture_on_pop(int d)
 
 	if (tls_capture_depth < 0 || d != tls_capture_depth)
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	cs_capture_end(now);
 	tls_capture_depth = -1;
 }
@@ -157,7 +157,7 @@ static void capture_on_start(const char *text, uint64_t id)
 		return;
 	if (!atomic_compare_exchange_strong(&capture_range_id, &none, id))
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	cs_capture_begin(now);
 }
 
@@ -167,7 +167,7 @@ static void capture_on_end(uint64_t id)
 
 	if (!id || !atomic_compare_exchange_strong(&capture_range_id, &expected, 0))
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	cs_capture_end(now);
 }
 
@@ -179,7 +179,7 @@ static void nvtx_emit(int op, uint32_t domain, uint32_t text, const nvtxEventAtt
 
 	if (!cs_inject_active())
 		return;
-	cuptiGetTimestamp(&now);
+	now = cs_clock_now();
 	if (!cs_capture_keep_host(now))
 		return;
 	memset(&r, 0, sizeof(r));

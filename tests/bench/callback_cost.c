@@ -8,7 +8,8 @@
  *
  * Each round times LAUNCHES enter/exit pairs with the callbacks doing their work and with them
  * returning at once (the `cb_noop` option: what is left is the call itself), and prints the thread
- * CPU time per launch of both and their difference (median over the rounds). On a GPU machine
+ * CPU time per launch of both and their difference (median over the rounds). CUSCOPE_RECORD_EXTRA
+ * adds development options of the injection library (e.g. clock=cupti). On a GPU machine
  * `cuscope calibrate` measures the same part ("cuscope's code") with CUPTI calling.
  */
 #include <stdio.h>
@@ -79,7 +80,7 @@ int main(int argc, char **argv)
 	long n = argc > 1 ? atol(argv[1]) : 2000000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	double work[64], noop[64], diff[64];
-	char dir[] = "/tmp/cuscope-callback-bench.XXXXXX", cmd[64];
+	char dir[] = "/tmp/cuscope-callback-bench.XXXXXX", cmd[64], opts[512];
 
 	if (n < 1 || rounds < 1 || rounds > 64) {
 		fprintf(stderr, "usage: callback_cost [LAUNCHES] [ROUNDS (1..64)]\n");
@@ -90,7 +91,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setenv(CS_ENV_SPOOL_DIR, dir, 1);
-	setenv(CS_ENV_OPTIONS, "v=1,backtrace,quiet,no_signals", 1);
+	/* CUSCOPE_RECORD_EXTRA adds development options, as it does for `cuscope record` */
+	snprintf(opts, sizeof(opts), "v=1,backtrace,quiet,no_signals%s%s",
+		 getenv("CUSCOPE_RECORD_EXTRA") ? "," : "",
+		 getenv("CUSCOPE_RECORD_EXTRA") ? getenv("CUSCOPE_RECORD_EXTRA") : "");
+	setenv(CS_ENV_OPTIONS, opts, 1);
 	if (cs_inject_setup() || cs_stacks_init(0)) {
 		fprintf(stderr, "callback_cost: cannot set up recording into %s\n", dir);
 		return 1;
