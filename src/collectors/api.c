@@ -3,9 +3,9 @@
  * allocations.
  *
  * Callbacks are enabled only on the API ids that a class in enum cs_api_class names (all ids with
- * --api=all). At enter the callback stores cuptiGetTimestamp() in CUPTI's per-call scratch; at exit
- * it writes one CS_REC_API with both times, the return code and, for memory calls, the
- * address/handle and size. A driver call made inside a runtime call (cudaLaunchKernel calls
+ * --api=all). At enter the callback stores the time (cs_clock_now(), clock.c) in CUPTI's per-call
+ * scratch; at exit it writes one CS_REC_API with both times, the return code and, for memory calls,
+ * the address/handle and size. A driver call made inside a runtime call (cudaLaunchKernel calls
  * cuLaunchKernel) is skipped: the runtime call is what the program made and what the GPU records
  * correlate with.
  *
