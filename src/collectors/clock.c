@@ -126,7 +126,17 @@ void cs_clock_anchor(void)
 		return;
 	m = ((unsigned __int128)(now.rt - last.rt) << 32) / (now.tsc - last.tsc);
 	now.mult = (uint64_t)m;
+	/* A rate no TSC has (outside 0.1 to 10 ns per tick), or one that moved by more than NTP
+	 * ever slews the clock (0.05%) since the last: the realtime clock was set, or the counter
+	 * jumped (a virtual machine moved). The new pair is kept with the old rate, which puts
+	 * reads back on CUPTI's clock from here on; without an old rate, the TSC waits for the next
+	 * pair. */
+	if (m < ((unsigned __int128)1 << 32) / 10 || m > ((unsigned __int128)10 << 32) ||
+	    (last.mult && (m > last.mult + last.mult / 2000 || m < last.mult - last.mult / 2000)))
+		now.mult = last.mult;
 	last = now;
+	if (!now.mult)
+		return;
 	atomic_fetch_add_explicit(&a_seq, 1, memory_order_acq_rel);
 	atomic_store_explicit(&a_tsc, now.tsc, memory_order_relaxed);
 	atomic_store_explicit(&a_rt, now.rt, memory_order_relaxed);
