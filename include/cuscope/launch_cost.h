@@ -9,6 +9,8 @@
 #ifndef CUSCOPE_LAUNCH_COST_H
 #define CUSCOPE_LAUNCH_COST_H
 
+#include <stddef.h>
+
 /* What the calibration process switches on between its loops (cuscope_calibrate_switch()). */
 enum cs_calibrate_mode {
 	CS_CALIBRATE_OFF = 0,		  /* CUPTI attached, nothing enabled */
@@ -20,8 +22,9 @@ enum cs_calibrate_mode {
 /* The injection library's switch: int cuscope_calibrate_switch(int mode), 0 when done. */
 #define CS_CALIBRATE_SYMBOL "cuscope_calibrate_switch"
 
-/* The META key. */
-#define CS_META_LAUNCH_COST "launch_cost"
+/* The META key, and the version of its value that this cuscope writes (and reads, with older). */
+#define CS_META_LAUNCH_COST    "launch_cost"
+#define CS_LAUNCH_COST_VERSION 2
 
 /*
  * Nanoseconds of wall time that recording adds to a launch, from a launch_cost value (its
@@ -31,6 +34,14 @@ double cs_launch_cost_ns(const char *json);
 /* The same of a value already parsed (NULL: 0). */
 struct cJSON;
 double cs_launch_cost_ns_of(const struct cJSON *value);
+
+/*
+ * Read a file that `cuscope calibrate --format json` wrote, for a trace's META launch_cost
+ * (`cuscope import --launch-cost`): the value, compact and malloc'd, or NULL with what is wrong in
+ * why (cap bytes): the file cannot be read, is not JSON, has no ns_per_launch, or is of a newer
+ * version.
+ */
+char *cs_launch_cost_load(const char *path, char *why, size_t cap);
 
 /* The words for a part of the cost, a key of the value's "added_wall_ns" ("kernel_records": "its
  * kernel records"); the key itself when unknown. */

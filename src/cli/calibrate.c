@@ -200,7 +200,7 @@ static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CA
 		lo = fmin(lo, wall[CAL_ALL][i] - wall[CAL_NONE][i]);
 		hi = fmax(hi, wall[CAL_ALL][i] - wall[CAL_NONE][i]);
 	}
-	cJSON_AddNumberToObject(root, "version", 2);
+	cJSON_AddNumberToObject(root, "version", CS_LAUNCH_COST_VERSION);
 	cJSON_AddNumberToObject(root, "ns_per_launch",
 				round_ns(fmax(0, paired(wall, CAL_ALL, CAL_NONE, n))));
 	range = cJSON_AddArrayToObject(root, "ns_per_launch_range");

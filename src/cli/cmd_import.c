@@ -14,13 +14,15 @@
 #include "cuscope/progress.h"
 #include "cuscope/files.h"
 #include "cuscope/import.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/spool.h"
 
 #define IMPORT_DEFAULT_OUTPUT "cuscope.db"
 
 static void import_usage(FILE *out)
 {
-	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] [SPOOL_DIR | SPOOL_FILE...]\n"
+	fputs("usage: cuscope import [-o FILE] [--force] [--api=all] [--launch-cost FILE]\n"
+	      "                      [SPOOL_DIR | SPOOL_FILE...]\n"
 	      "\n"
 	      "Turn the spool files libcuscope-inject.so wrote (one per process, PID.cuspool) into "
 	      "one trace.\n"
@@ -36,6 +38,14 @@ static void import_usage(FILE *out)
 	      "      --api=all      keep every API call as a row; by default launch, async copy "
 	      "and memset\n"
 	      "                     calls are folded into the GPU rows they made (--api=default)\n"
+	      "      --launch-cost FILE\n"
+	      "                     keep in the trace what recording cost a launch: FILE is the "
+	      "JSON "
+	      "output\n"
+	      "                     of 'cuscope calibrate' run on the machine that recorded (what "
+	      "'cuscope\n"
+	      "                     record' measures itself; 'cuscope info' shows it, and\n"
+	      "                     launch-starvation's cost is net of it)\n"
 	      "  -h, --help         show this help\n",
 	      out);
 }
@@ -46,7 +56,7 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 	cs_progress_set(arg, (int64_t)done, (int64_t)total);
 }
 
-static void print_summary(const char *out, const cs_import_stats *st)
+static void print_summary(const char *out, const cs_import_stats *st, double launch_ns)
 {
 	char size[CS_FMT_MAX], num[CS_FMT_MAX];
 	struct stat sb;
@@ -66,6 +76,8 @@ static void print_summary(const char *out, const cs_import_stats *st)
 	if (st->implausible)
 		fprintf(stderr, ", implausible values %s",
 			cs_fmt_count(num, sizeof(num), st->implausible));
+	if (launch_ns > 0)
+		fprintf(stderr, "; recording cost %.2f us per launch", launch_ns / 1e3);
 	fputs(")\n", stderr);
 }
 
@@ -94,13 +106,16 @@ int cmd_import(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
 		{"api", required_argument, NULL, 'A'},
+		{"launch-cost", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *out = IMPORT_DEFAULT_OUTPUT;
 	char host[256] = "";
 	/* what `cuscope record` says about its traces, where import knows it */
-	const char *meta[] = {"api", "default", "host", host, NULL};
+	const char *meta[7], *cost_path = NULL;
+	char *cost = NULL, why[600];
+	size_t nmeta = 0;
 	cs_import_opts opts;
 	cs_import_stats st;
 	cs_progress *progress;
@@ -127,6 +142,9 @@ int cmd_import(int argc, char **argv)
 				return cli_usage_error(
 					argv[0], "invalid value '%s' for --api (all or default)",
 					optarg);
+			break;
+		case 'L':
+			cost_path = optarg;
 			break;
 		case 'h':
 			import_usage(stdout);
@@ -174,11 +192,22 @@ int cmd_import(int argc, char **argv)
 					       "'%s' is a directory; give one spool directory or "
 					       "spool files",
 					       argv[i]);
-	if (api_all)
-		meta[1] = "all";
+	if (cost_path && !(cost = cs_launch_cost_load(cost_path, why, sizeof(why)))) {
+		cli_error("%s", why);
+		return CLI_EXIT_USAGE;
+	}
+	meta[nmeta++] = "api";
+	meta[nmeta++] = api_all ? "all" : "default";
 	/* the spool files are read on the machine that wrote them */
-	if (gethostname(host, sizeof(host) - 1))
-		meta[2] = NULL;
+	if (gethostname(host, sizeof(host) - 1) == 0) {
+		meta[nmeta++] = "host";
+		meta[nmeta++] = host;
+	}
+	if (cost) {
+		meta[nmeta++] = CS_META_LAUNCH_COST;
+		meta[nmeta++] = cost;
+	}
+	meta[nmeta] = NULL;
 	opts.meta = meta;
 	progress = cs_progress_start("importing");
 	if (progress) {
@@ -194,10 +223,12 @@ int cmd_import(int argc, char **argv)
 	cs_progress_end(progress);
 	if (rc < 0) {
 		cli_error("%s", err.msg[0] ? err.msg : cs_err_str(rc));
+		free(cost);
 		return CLI_EXIT_USAGE;
 	}
 	if (err.msg[0])
 		cli_error("warning: %s", err.msg);
-	print_summary(out, &st);
+	print_summary(out, &st, cs_launch_cost_ns(cost));
+	free(cost);
 	return CLI_EXIT_OK;
 }

@@ -1,12 +1,19 @@
 /*
  * launch_cost.c - reading the trace's META launch_cost (cuscope/launch_cost.h).
  */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cuscope/files.h"
 #include "cuscope/launch_cost.h"
+
+#define LAUNCH_COST_FILE_MAX (64 * 1024) /* a calibration's JSON is under 2 KiB */
 
 double cs_launch_cost_ns_of(const cJSON *value)
 {
@@ -44,4 +51,79 @@ const char *cs_launch_cost_part_label(const char *key)
 		if (strcmp(labels[i].key, key) == 0)
 			return labels[i].label;
 	return key ? key : "?";
+}
+
+/* The file's text (malloc'd, NUL-terminated), or NULL with why. */
+static char *read_small(const char *path, char *why, size_t cap)
+{
+	int fd = cs_open_regular(path, 0);
+	char *text;
+	size_t n = 0;
+
+	if (fd < 0) {
+		snprintf(why, cap, "cannot read '%s': %s", path, cs_file_strerror(errno));
+		return NULL;
+	}
+	text = malloc(LAUNCH_COST_FILE_MAX + 1);
+	while (text && n <= LAUNCH_COST_FILE_MAX) {
+		ssize_t r = read(fd, text + n, LAUNCH_COST_FILE_MAX + 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
+			free(text);
+			text = NULL;
+		}
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (text && n > LAUNCH_COST_FILE_MAX) {
+		snprintf(why, cap, "'%s' is larger than a calibration (%d KiB)", path,
+			 LAUNCH_COST_FILE_MAX / 1024);
+		free(text);
+		return NULL;
+	}
+	if (!text) {
+		if (!why[0])
+			snprintf(why, cap, "out of memory");
+		return NULL;
+	}
+	text[n] = '\0';
+	return text;
+}
+
+char *cs_launch_cost_load(const char *path, char *why, size_t cap)
+{
+	char *text, *out = NULL;
+	cJSON *root;
+	const cJSON *ns, *version;
+
+	why[0] = '\0';
+	text = read_small(path, why, cap);
+	if (!text)
+		return NULL;
+	root = cJSON_Parse(text);
+	free(text);
+	ns = cJSON_GetObjectItemCaseSensitive(root, "ns_per_launch");
+	version = cJSON_GetObjectItemCaseSensitive(root, "version");
+	if (!cJSON_IsObject(root))
+		snprintf(why, cap, "'%s' is not JSON ('cuscope calibrate --format json' writes it)",
+			 path);
+	else if (cJSON_IsNumber(version) && version->valuedouble > CS_LAUNCH_COST_VERSION)
+		snprintf(
+			why, cap,
+			"'%s' was written by a newer cuscope (version %g; this one reads up to %d)",
+			path, version->valuedouble, CS_LAUNCH_COST_VERSION);
+	else if (!cJSON_IsNumber(ns) || !isfinite(ns->valuedouble) || ns->valuedouble < 0)
+		snprintf(why, cap,
+			 "'%s' has no ns_per_launch: not what 'cuscope calibrate --format json' "
+			 "writes",
+			 path);
+	else if (!(out = cJSON_PrintUnformatted(root)))
+		snprintf(why, cap, "out of memory");
+	cJSON_Delete(root);
+	return out;
 }

@@ -2204,6 +2204,91 @@ START_TEST(test_cli_import)
 }
 END_TEST
 
+/* --launch-cost: a calibration's JSON kept in META launch_cost, shown by the summary and by info;
+ * a file that is not one is refused before anything is written. */
+START_TEST(test_cli_import_launch_cost)
+{
+	char *dir = tu_tmpdir(), *cal = tu_tmpdir(), *out = tu_path(cal, "run.db");
+	char *cost = tu_path(cal, "cost.json"), *bad = tu_path(cal, "bad.json");
+	static const char calibration[] =
+		"{\"version\":2,\"ns_per_launch\":1840.5,\"ns_per_launch_range\":[1200,2600],"
+		"\"device\":\"NVIDIA H200\",\"added_wall_ns\":{\"attached\":600.2,"
+		"\"kernel_records\":410.0,\"other_kinds_and_callbacks\":80.1,"
+		"\"cuscope_code\":430.9}}\n";
+	static const struct {
+		const char *text, *says;
+	} refused[] = {
+		{"not json at all", "is not JSON"},
+		{"[1, 2]", "is not JSON"},
+		{"{\"version\": 2, \"device\": \"x\"}", "has no ns_per_launch"},
+		{"{\"version\": 2, \"ns_per_launch\": -3}", "has no ns_per_launch"},
+		{"{\"version\": 3, \"ns_per_launch\": 1000}", "newer cuscope (version 3"},
+	};
+	struct spool s;
+
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	ck_assert_int_eq(tu_write_file(cost, calibration, strlen(calibration)), 0);
+	{
+		const char *argv[] = {NULL, "import", "--launch-cost", cost, "-o", out, dir, NULL};
+		struct tu_result r = tu_cuscope(argv);
+
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert_int_eq(tu_count_lines(r.err), 1);
+		ck_assert_msg(strstr(r.err, "dropped 0; recording cost 1.84 us per launch)\n"),
+			      "summary: %s", r.err);
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "info", "--format", "json", out, NULL};
+		struct tu_result r = tu_cuscope(argv);
+
+		ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+		ck_assert_msg(strstr(r.out, "\"launch_cost\":") && strstr(r.out, "1840.5"),
+			      "info: %s", r.out);
+		ck_assert_msg(strstr(r.out, "\"cuscope_code\""), "info: %s", r.out);
+		tu_result_free(&r);
+	}
+	{
+		const char *argv[] = {NULL, "info", out, NULL};
+		struct tu_result r = tu_cuscope(argv);
+
+		ck_assert_msg(strstr(r.out, "recording cost") && strstr(r.out, "1.84 us"),
+			      "info: %s", r.out);
+		tu_result_free(&r);
+	}
+	ck_assert_int_eq(unlink(out), 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		const char *argv[] = {NULL, "import", "--launch-cost", bad, "-o", out, dir, NULL};
+		struct tu_result r;
+
+		ck_assert_int_eq(tu_write_file(bad, refused[i].text, strlen(refused[i].text)), 0);
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, refused[i].says);
+		ck_assert_msg(strstr(r.err, "bad.json"), "names the file: %s", r.err);
+		ck_assert(!tu_file_exists(out));
+		tu_result_free(&r);
+	}
+	{
+		const char *missing = "/nonexistent/cost.json", *dev = "/dev/null";
+		const char *argv[] = {NULL, "import", "--launch-cost", missing, "-o", out,
+				      dir,  NULL};
+		struct tu_result r = tu_cuscope(argv);
+
+		tu_assert_one_line_error(&r, "cannot read '/nonexistent/cost.json'");
+		tu_result_free(&r);
+		argv[3] = dev;
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "not a regular file");
+		tu_result_free(&r);
+		ck_assert(!tu_file_exists(out));
+	}
+	free(out);
+	free(cost);
+	free(bad);
+}
+END_TEST
+
 /* -o naming a spool file being read (by its name, a link, or as a file of the directory read):
  * refused with --force too, the spool file untouched. */
 START_TEST(test_cli_import_output_is_input)
@@ -2535,8 +2620,9 @@ START_TEST(test_implausible_values)
 		ck_assert_msg(!strstr(o, "-9223") && !strstr(e, "runtime error"), "info: %s%s", o,
 			      e);
 		/* and says how many values the import took for implausible */
-		ck_assert_msg(strstr(o, "implausible       14  WARNING: values outside the plausible"),
-			      "info: %s", o);
+		ck_assert_msg(
+			strstr(o, "implausible       14  WARNING: values outside the plausible"),
+			"info: %s", o);
 		free(o);
 		free(e);
 	}
@@ -2658,7 +2744,8 @@ END_TEST
  */
 START_TEST(test_recorded_spool)
 {
-	char *src = tu_source_file("tests/data/spool-counts/3381.cuspool"), *dir = tu_tmpdir(), *dst;
+	char *src = tu_source_file("tests/data/spool-counts/3381.cuspool"), *dir = tu_tmpdir(),
+	     *dst;
 	size_t len;
 	char *data = tu_read_file(src, &len);
 	struct imported im;
@@ -2755,6 +2842,7 @@ static Suite *import_suite(void)
 	tcase_set_timeout(load, 240);
 	suite_add_tcase(s, load);
 	tcase_add_test(cli, test_cli_import);
+	tcase_add_test(cli, test_cli_import_launch_cost);
 	tcase_add_test(cli, test_cli_import_not_regular);
 	tcase_add_test(cli, test_cli_import_output_is_input);
 	tcase_add_test(cli, test_default_spool_dir);
