@@ -14,7 +14,10 @@
 # src/collectors/inject.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
 # ("torchprof"). A variant written LABEL:OPTIONS runs with CUSCOPE_RECORD_EXTRA=OPTIONS under the name LABEL
 # (e.g. floor:no_callbacks,no_memory,no_sync,no_nvtx for CUPTI's kernel records alone). Prints, per variant, the median and range of the metric per launch and the median added to
-# the no-profiler run of the same round, and writes it to $OUT/launch-variants.txt. The metric is the
+# the no-profiler run of the same round and the median ratio to it, and writes it to
+# $OUT/launch-variants.txt; with the variants the launch-overhead targets compare (a variant named floor,
+# or torchprof), also default less floor per round, default over none per round and the rounds where
+# default is at or below torch.profiler. The metric is the
 # process CPU time per launch (cpu_us_per_launch) for the C loop and the wall time per launch (us_per_launch)
 # for the PyTorch loop; METRIC= picks another.
 set -u
@@ -63,28 +66,49 @@ for r in $(seq 1 "$ROUNDS"); do
 			CUSCOPE_RECORD_EXTRA=$opt "$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
-		echo "${v%%:*} ${x:-nan}" >>"$W/all"
+		echo "$r ${v%%:*} ${x:-nan}" >>"$W/all"
 		line="$line ${v%%:*}=${x:-FAILED}"
 	done
 	say "$line"
 done
 say ""
-python3 - "$W/all" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
+python3 - "$W/all" "$METRIC" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
 import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-names = sys.argv[2:]
-by = {n: [float(v) for k, v in rows if k == n and v != "nan"] for n in names}
-base = by.get("none", [])
-print(f"{'variant':44s} {'cpu us/launch median':>20s} {'range':>17s} {'added (median)':>15s}")
+metric, names = sys.argv[2], sys.argv[3:]
+# round -> variant -> value (a round cut short by a time limit keeps what it measured)
+rounds = {}
+for line in open(sys.argv[1]):
+    r, n, v = line.split()
+    if v != "nan":
+        rounds.setdefault(int(r), {})[n] = float(v)
+def paired(a, b, f):
+    """f(a, b) of every round that measured both, in round order"""
+    return [f(x[a], x[b]) for _, x in sorted(rounds.items()) if a in x and b in x]
+med = statistics.median
+print(f"{'variant':44s} {metric + ' median':>22s} {'range':>17s} {'added (median)':>15s} {'x none (median)':>16s}")
 for n in names:
-    xs = by[n]
+    xs = [x[n] for x in rounds.values() if n in x]
     if not xs:
-        print(f"{n:44s} {'failed':>20s}")
+        print(f"{n:44s} {'failed':>22s}")
         continue
-    rng = f"{min(xs):.3f}..{max(xs):.3f}"
-    add = ""
-    if n != "none" and len(base) == len(xs):
-        add = f"{statistics.median([x - b for x, b in zip(xs, base)]):+.3f}"
-    print(f"{n:44s} {statistics.median(xs):20.3f} {rng:>17s} {add:>15s}")
+    add = paired(n, "none", lambda a, b: a - b) if n != "none" else []
+    ratio = paired(n, "none", lambda a, b: a / b) if n != "none" else []
+    print(f"{n:44s} {med(xs):22.3f} {f'{min(xs):.3f}..{max(xs):.3f}':>17s} "
+          f"{f'{med(add):+.3f}' if add else '':>15s} {f'{med(ratio):.3f}' if ratio else '':>16s}")
+# the launch-overhead targets (docs/performance.md), where the variants they compare ran
+if "default" in names and "floor" in names:
+    d = paired("default", "floor", lambda a, b: a - b)
+    if d:
+        print(f"default less floor, per round: {', '.join(f'{x:.3f}' for x in d)}; median {med(d):.3f} "
+              "(target: at most 0.3 us of CPU for the C loop)")
+if "default" in names and "none" in names and "torchprof" in names:
+    d = paired("default", "none", lambda a, b: 100 * (a / b - 1))
+    if d:
+        print(f"default over none, per round: {', '.join(f'{x:+.1f}%' for x in d)}; median {med(d):+.1f}% "
+              "(target: at most +25% for the PyTorch loop)")
+if "default" in names and "torchprof" in names:
+    d = paired("default", "torchprof", lambda a, b: a <= b)
+    if d:
+        print(f"default at or below torch.profiler in {sum(d)} of {len(d)} rounds")
 PY
 say "scratch: $W"
