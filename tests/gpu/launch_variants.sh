@@ -19,7 +19,7 @@
 # or torchprof), also default less floor per round, default over none per round and the rounds where
 # default is at or below torch.profiler. The metric is the
 # process CPU time per launch (cpu_us_per_launch) for the C loop and the wall time per launch (us_per_launch)
-# for the PyTorch loop; METRIC= picks another.
+# for the PyTorch loop; METRIC= picks another. LAUNCH_CPUS=LIST runs every variant under taskset -c LIST.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
@@ -46,6 +46,17 @@ else
 fi
 say "program: ${L[*]} $N; metric: $METRIC"
 
+# LAUNCH_CPUS (a taskset list, e.g. 4-7): every variant's process and its threads on those CPUs only, the same
+# for all, so that no variant gets other cores for its helper threads or a quieter core by chance
+pinned() {
+	if [ -n "${LAUNCH_CPUS:-}" ]; then
+		taskset -c "$LAUNCH_CPUS" "$@"
+	else
+		"$@"
+	fi
+}
+say "CPUs: ${LAUNCH_CPUS:-any}"
+
 # name and CUSCOPE_RECORD_EXTRA of each variant; "none" runs without cuscope, "torchprof" under torch.profiler
 VARIANTS=(${LAUNCH_VARIANTS:-$DEFAULT_VARIANTS})
 for r in $(seq 1 "$ROUNDS"); do
@@ -55,15 +66,15 @@ for r in $(seq 1 "$ROUNDS"); do
 		v=${VARIANTS[$(((k + r - 1) % nv))]}
 		opt=${v#*:}
 		if [ "$v" = none ]; then
-			"${L[@]}" "$N" >"$W/out" 2>&1
+			pinned "${L[@]}" "$N" >"$W/out" 2>&1
 		elif [ "$v" = torchprof ]; then
-			"${L[@]}" "$N" --torch-profiler >"$W/out" 2>&1
+			pinned "${L[@]}" "$N" --torch-profiler >"$W/out" 2>&1
 		elif [ "$v" = default ]; then
-			"$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			pinned "$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		elif [ "$v" = nobt ]; then
-			"$C" record --no-calibrate -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			pinned "$C" record --no-calibrate -q --no-backtrace -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		else
-			CUSCOPE_RECORD_EXTRA=$opt "$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
+			CUSCOPE_RECORD_EXTRA=$opt pinned "$C" record --no-calibrate -q -o "$W/t.db" --force -- "${L[@]}" "$N" >"$W/out" 2>&1
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "$r ${v%%:*} ${x:-nan}" >>"$W/all"
