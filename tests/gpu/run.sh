@@ -46,7 +46,7 @@ BIN=$ROOT/$BUILD/gpu-samples
 PROGS=$ROOT/tests/gpu/programs
 CHECK=$ROOT/tests/gpu/check_trace.py
 
-SCENARIOS="record_cli calibrate counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
+SCENARIOS="record_cli calibrate clock counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
 train_small_nvtx train_small_limit torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
@@ -422,6 +422,29 @@ sys.exit(0 if json.load(sys.stdin)["launch_cost"] is None else 1)' || echo "--no
 	fi
 }
 
+# The callbacks' clock (src/collectors/clock.c): the TSC exactly where the kernel keeps time with it and the CPU's
+# TSC is invariant (constant_tsc and nonstop_tsc in /proc/cpuinfo), else cuptiGetTimestamp; the census says which.
+scenario_clock() {
+	selected clock || return 0
+	say "== clock"
+	local src want got
+	src=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
+	want=cuptiGetTimestamp
+	if [ "$src" = tsc ] && grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo; then
+		want=TSC
+	fi
+	# 1 s of work: the TSC is read once the flush thread's second anchor (200 ms) gives a rate
+	CUSCOPE_RECORD_EXTRA=census "$CUSCOPE" record --no-calibrate -o "$WORK/clock.db" --force -- \
+		"$BIN/timed_loop" 1 >"$WORK/clock.out" 2>"$WORK/clock.err"
+	got=$(grep -o "the callbacks' clock: [A-Za-z]*" "$WORK/clock.err" | tail -n 1 | sed 's/.*: //')
+	log "clock: clock source ${src:-?}, expected $want, census: ${got:-none}"
+	if [ "$got" = "$want" ]; then
+		result clock PASS "callbacks read $got (clock source ${src:-?})"
+	else
+		result clock FAIL "callbacks read ${got:-?}, expected $want (clock source ${src:-?})"
+	fi
+}
+
 # A program killed while it runs. HOW: term|int (sent to `cuscope record`, which forwards it), kill (SIGKILL
 # straight to the Python process: nothing can forward it), exit (os._exit(3) in the middle of a step).
 SIGNAL_SLACK=2 # steps the trace may miss before the last printed one: the one running at the signal, and one more
@@ -514,6 +537,7 @@ run_scenarios() {
 	local C=$BIN/counts P=$PROGS
 	scenario_record_cli
 	scenario_calibrate
+	scenario_clock
 	scenario counts -- "$C"
 	scenario counts_ptsz --same-expect-as counts -- "$BIN/counts_ptsz"
 	scenario counts_prof --baseline-from counts --record --capture=profiler-api --check "--scope=prof" -- "$C"
