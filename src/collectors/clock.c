@@ -31,15 +31,10 @@
 #define HAVE_TSC 0
 #endif
 
-/* An anchor: CUPTI time rt at TSC value tsc, and ns per tick as a 32.32 fixed-point multiplier. */
-struct anchor {
-	uint64_t tsc, rt, mult;
-};
-
 static atomic_int tsc_on;		     /* the TSC is read, once a rate is known */
 static _Atomic uint64_t a_tsc, a_rt, a_mult; /* the anchor readers use; a_mult 0: no rate yet */
 static atomic_uint a_seq;		     /* odd while the flush thread writes the anchor */
-static struct anchor last;		     /* the writer's last pair */
+static struct cs_clock_anchor last;	     /* the writer's last pair */
 
 static uint64_t cupti_now(void)
 {
@@ -77,9 +72,9 @@ static int kernel_uses_tsc(void)
 }
 
 /* A (TSC, CUPTI time) pair: the TSC halfway through the tightest of three CUPTI reads. */
-static struct anchor take_pair(void)
+static struct cs_clock_anchor take_pair(void)
 {
-	struct anchor best = {0, 0, 0};
+	struct cs_clock_anchor best = {0, 0, 0};
 	uint64_t best_span = UINT64_MAX;
 
 	for (int i = 0; i < 3; i++) {
@@ -94,6 +89,34 @@ static struct anchor take_pair(void)
 	return best;
 }
 #endif
+
+int cs_clock_next(const struct cs_clock_anchor *last, uint64_t tsc, uint64_t rt,
+		  struct cs_clock_anchor *next)
+{
+	unsigned __int128 m;
+
+	/* Too close to the last pair to tell a rate: keep that one. */
+	if (tsc >= last->tsc && tsc - last->tsc <= 1000000u)
+		return 0;
+	/*
+	 * The rate between the last two pairs, unless it is one no TSC has (outside 0.1 to 10 ns
+	 * per tick) or moved by more than NTP ever slews the clock (0.05%) since the last, or
+	 * either clock went back: the realtime clock was set, or the counter jumped (a virtual
+	 * machine moved). Then the new pair is kept with the old rate, which puts reads back on
+	 * CUPTI's clock from here on; without an old rate, the TSC waits for the next pair.
+	 */
+	next->tsc = tsc;
+	next->rt = rt;
+	next->mult = last->mult;
+	if (tsc > last->tsc && rt > last->rt) {
+		m = ((unsigned __int128)(rt - last->rt) << 32) / (tsc - last->tsc);
+		if (m >= ((unsigned __int128)1 << 32) / 10 && m <= ((unsigned __int128)10 << 32) &&
+		    (!last->mult ||
+		     (m <= last->mult + last->mult / 2000 && m >= last->mult - last->mult / 2000)))
+			next->mult = (uint64_t)m;
+	}
+	return 1;
+}
 
 int cs_clock_init(int want_tsc)
 {
@@ -114,26 +137,13 @@ int cs_clock_init(int want_tsc)
 void cs_clock_anchor(void)
 {
 #if HAVE_TSC
-	struct anchor now;
-	unsigned __int128 m;
+	struct cs_clock_anchor now;
 
 	if (!atomic_load_explicit(&tsc_on, memory_order_relaxed))
 		return;
 	now = take_pair();
-	/* The rate between the last two pairs; none when they are too close to tell it (or the
-	 * realtime clock was set back between them: the old rate stays, if any). */
-	if (now.tsc <= last.tsc + 1000000u || now.rt <= last.rt)
+	if (!cs_clock_next(&last, now.tsc, now.rt, &now))
 		return;
-	m = ((unsigned __int128)(now.rt - last.rt) << 32) / (now.tsc - last.tsc);
-	now.mult = (uint64_t)m;
-	/* A rate no TSC has (outside 0.1 to 10 ns per tick), or one that moved by more than NTP
-	 * ever slews the clock (0.05%) since the last: the realtime clock was set, or the counter
-	 * jumped (a virtual machine moved). The new pair is kept with the old rate, which puts
-	 * reads back on CUPTI's clock from here on; without an old rate, the TSC waits for the next
-	 * pair. */
-	if (m < ((unsigned __int128)1 << 32) / 10 || m > ((unsigned __int128)10 << 32) ||
-	    (last.mult && (m > last.mult + last.mult / 2000 || m < last.mult - last.mult / 2000)))
-		now.mult = last.mult;
 	last = now;
 	if (!now.mult)
 		return;

@@ -37,7 +37,8 @@ void cs_out_drain(void);
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */
 void cs_out_set_limit(uint64_t bytes);
-/* Records written (staged ones included; exact when no thread is writing) and records dropped so far. */
+/* Records written (staged ones included; exact when no thread is writing) and records dropped so
+ * far. */
 uint64_t cs_out_records(void);
 uint64_t cs_out_dropped(void);
 /* Count records lost elsewhere (CUPTI) so that they show in the trace. */
@@ -60,6 +61,16 @@ uint32_t cs_tid(void);
 int cs_clock_init(int want_tsc);
 /* Take a new anchor (the flush thread, once per flush period). */
 void cs_clock_anchor(void);
+/* An anchor: CUPTI time rt at TSC value tsc, and ns per tick as a 32.32 fixed-point multiplier (0:
+ * no rate yet). */
+struct cs_clock_anchor {
+	uint64_t tsc, rt, mult;
+};
+/* cs_clock_anchor()'s rule: the anchor after last once the pair (tsc, rt) is taken, in *next; 0
+ * (last stays) when the pair is too close to last to tell a rate. A rate no TSC has, one that moved
+ * by more than 0.05% from last's, or a clock that went back keeps last's rate with the new pair. */
+int cs_clock_next(const struct cs_clock_anchor *last, uint64_t tsc, uint64_t rt,
+		  struct cs_clock_anchor *next);
 /* Now, in CUPTI time: the TSC converted once a rate is known, else cuptiGetTimestamp(). */
 uint64_t cs_clock_now(void);
 /* 1 when cs_clock_now() reads the TSC now. */

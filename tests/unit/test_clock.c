@@ -151,6 +151,41 @@ START_TEST(later_reads_are_not_earlier)
 }
 END_TEST
 
+/* The anchor rule alone, on made-up pairs: 3 GHz (1/3 ns per tick), a pair every 200 ms. */
+START_TEST(anchor_rule)
+{
+	const uint64_t mult = (1ull << 32) / 3, t0 = 1000000000000ull, r0 = 1700000000000000000ull;
+	struct cs_clock_anchor first = {t0, r0, 0}, a, b;
+
+	/* too close to tell a rate: nothing changes */
+	ck_assert_int_eq(cs_clock_next(&first, t0 + 1000, r0 + 333, &a), 0);
+	/* the first rate */
+	ck_assert_int_eq(cs_clock_next(&first, t0 + 600000000, r0 + 200000000, &a), 1);
+	ck_assert_uint_eq(a.tsc, t0 + 600000000);
+	ck_assert_uint_eq(a.rt, r0 + 200000000);
+	ck_assert_uint_le(a.mult > mult ? a.mult - mult : mult - a.mult, 1);
+	/* NTP slewing by 100 ppm: followed */
+	ck_assert_int_eq(cs_clock_next(&a, a.tsc + 600000000, a.rt + 200020000, &b), 1);
+	ck_assert_uint_gt(b.mult, a.mult);
+	ck_assert_uint_eq(b.rt, a.rt + 200020000);
+	/* the realtime clock set forward by 1 s: the pair moves, the rate stays */
+	ck_assert_int_eq(cs_clock_next(&a, a.tsc + 600000000, a.rt + 1200000000, &b), 1);
+	ck_assert_uint_eq(b.mult, a.mult);
+	ck_assert_uint_eq(b.rt, a.rt + 1200000000);
+	/* ... and set back by an hour */
+	ck_assert_int_eq(cs_clock_next(&a, a.tsc + 600000000, a.rt - 3600000000000ull, &b), 1);
+	ck_assert_uint_eq(b.mult, a.mult);
+	ck_assert_uint_eq(b.rt, a.rt - 3600000000000ull);
+	/* the counter jumped back (a virtual machine moved): the pair moves, the rate stays */
+	ck_assert_int_eq(cs_clock_next(&a, a.tsc - 5000000000ull, a.rt + 200000000, &b), 1);
+	ck_assert_uint_eq(b.mult, a.mult);
+	ck_assert_uint_eq(b.tsc, a.tsc - 5000000000ull);
+	/* a first rate no TSC has (100 GHz): no rate yet */
+	ck_assert_int_eq(cs_clock_next(&first, t0 + 20000000000ull, r0 + 200000000, &b), 1);
+	ck_assert_uint_eq(b.mult, 0);
+}
+END_TEST
+
 static Suite *clock_suite(void)
 {
 	Suite *s = suite_create("clock");
@@ -161,6 +196,7 @@ static Suite *clock_suite(void)
 	tcase_add_test(tc, tsc_needs_two_anchors_then_agrees_with_cupti);
 	tcase_add_test(tc, reads_while_anchors_change);
 	tcase_add_test(tc, later_reads_are_not_earlier);
+	tcase_add_test(tc, anchor_rule);
 	suite_add_tcase(s, tc);
 	return s;
 }
