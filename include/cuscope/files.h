@@ -28,6 +28,9 @@ const char *cs_file_strerror(int e);
 int cs_open_regular(const char *path, int nofollow);
 /* 0 when path is not there or is a regular file (stat, following links); else -1, CS_ENOTREG. */
 int cs_check_regular(const char *path);
+/* Read up to n bytes from fd into buf, retrying short reads and EINTR: the bytes read (fewer only
+ * at end of file), or -1 with errno set. */
+ssize_t cs_read_full(int fd, void *buf, size_t n);
 
 /*
  * The default spool directory, when CUSCOPE_SPOOL_DIR is not set: $TMPDIR/cuscope-spool-UID, or

@@ -21,25 +21,6 @@
 
 /* ---- reading ---- */
 
-static ssize_t read_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = read(fd, (char *)buf + got, n - got);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
 /* Make need bytes available at buf + pos: 1 when they are, 0 at the end, -1 (errno) on error. */
 int spool_file_fill(struct spool_file *f, size_t need)
 {
@@ -126,7 +107,7 @@ int spool_file_probe(struct importer *im, struct file_info *fi)
 				    strerror(e));
 	}
 	fi->size = (uint64_t)st.st_size;
-	n = read_full(fd, im->buf, PROBE_BYTES);
+	n = cs_read_full(fd, im->buf, PROBE_BYTES);
 	if (n < 0) {
 		int e = errno;
 

@@ -540,7 +540,8 @@ int cs_schema_check_file(const char *path, cs_error *err)
 	unsigned char h[100];
 	char ebuf[128];
 	struct stat st;
-	size_t got = 0;
+	size_t got;
+	ssize_t n;
 	uint32_t page_size, pages;
 	int fd;
 
@@ -568,22 +569,15 @@ int cs_schema_check_file(const char *path, cs_error *err)
 	if (fd < 0)
 		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
 				    errno_text(errno, ebuf, sizeof(ebuf)));
-	while (got < sizeof(h)) {
-		ssize_t n = read(fd, h + got, sizeof(h) - got);
+	n = cs_read_full(fd, h, sizeof(h));
+	if (n < 0) {
+		int e = errno;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-
-			close(fd);
-			return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
-					    errno_text(e, ebuf, sizeof(ebuf)));
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
+		close(fd);
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(e, ebuf, sizeof(ebuf)));
 	}
+	got = (size_t)n;
 	close(fd);
 
 	if (memcmp(h, SQLITE_MAGIC, got < 16 ? got : 16) != 0)

@@ -54,6 +54,25 @@ int cs_check_regular(const char *path)
 	return 0;
 }
 
+ssize_t cs_read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
 const char *cs_default_spool_dir(char *buf, size_t cap)
 {
 	const char *tmp = getenv("TMPDIR");

@@ -15,12 +15,19 @@
 
 #define LAUNCH_COST_FILE_MAX (64 * 1024) /* a calibration's JSON is under 2 KiB */
 
-double cs_launch_cost_ns_of(const cJSON *value)
+/* The value's ns_per_launch when it is a finite number >= 0, else NULL. */
+static const cJSON *ns_per_launch(const cJSON *value)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(value, "ns_per_launch");
 
-	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 ? v->valuedouble
-										    : 0;
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 ? v : NULL;
+}
+
+double cs_launch_cost_ns_of(const cJSON *value)
+{
+	const cJSON *v = ns_per_launch(value);
+
+	return v ? v->valuedouble : 0;
 }
 
 double cs_launch_cost_ns(const char *json)
@@ -58,29 +65,21 @@ static char *read_small(const char *path, char *why, size_t cap)
 {
 	int fd = cs_open_regular(path, 0);
 	char *text;
-	size_t n = 0;
+	ssize_t n;
 
 	if (fd < 0) {
 		snprintf(why, cap, "cannot read '%s': %s", path, cs_file_strerror(errno));
 		return NULL;
 	}
 	text = malloc(LAUNCH_COST_FILE_MAX + 1);
-	while (text && n <= LAUNCH_COST_FILE_MAX) {
-		ssize_t r = read(fd, text + n, LAUNCH_COST_FILE_MAX + 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
-			free(text);
-			text = NULL;
-		}
-		if (r <= 0)
-			break;
-		n += (size_t)r;
+	n = text ? cs_read_full(fd, text, LAUNCH_COST_FILE_MAX + 1) : 0;
+	if (n < 0) {
+		snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
+		free(text);
+		text = NULL;
 	}
 	close(fd);
-	if (text && n > LAUNCH_COST_FILE_MAX) {
+	if (text && (size_t)n > LAUNCH_COST_FILE_MAX) {
 		snprintf(why, cap, "'%s' is larger than a calibration (%d KiB)", path,
 			 LAUNCH_COST_FILE_MAX / 1024);
 		free(text);
@@ -99,7 +98,7 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap)
 {
 	char *text, *out = NULL;
 	cJSON *root;
-	const cJSON *ns, *version;
+	const cJSON *version;
 
 	why[0] = '\0';
 	text = read_small(path, why, cap);
@@ -107,7 +106,6 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap)
 		return NULL;
 	root = cJSON_Parse(text);
 	free(text);
-	ns = cJSON_GetObjectItemCaseSensitive(root, "ns_per_launch");
 	version = cJSON_GetObjectItemCaseSensitive(root, "version");
 	if (!cJSON_IsObject(root))
 		snprintf(why, cap, "'%s' is not JSON ('cuscope calibrate --format json' writes it)",
@@ -117,7 +115,7 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap)
 			why, cap,
 			"'%s' was written by a newer cuscope (version %g; this one reads up to %d)",
 			path, version->valuedouble, CS_LAUNCH_COST_VERSION);
-	else if (!cJSON_IsNumber(ns) || !isfinite(ns->valuedouble) || ns->valuedouble < 0)
+	else if (!ns_per_launch(root))
 		snprintf(why, cap,
 			 "'%s' has no ns_per_launch: not what 'cuscope calibrate --format json' "
 			 "writes",
