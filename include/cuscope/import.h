@@ -52,5 +52,7 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 		  cs_import_stats *stats, cs_error *err);
 /* 1 when dir holds a file cs_import_dir() would import (by its name), 0 when not or unreadable. */
 int cs_import_dir_has_spool(const char *dir);
+/* 1 when a file of that name (no directory) is one cs_import_dir() imports: "*.cuspool". */
+int cs_import_is_spool_name(const char *name);
 
 #endif

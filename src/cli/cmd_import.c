@@ -15,7 +15,6 @@
 #include "cuscope/files.h"
 #include "cuscope/import.h"
 #include "cuscope/launch_cost.h"
-#include "cuscope/spool.h"
 
 #define IMPORT_DEFAULT_OUTPUT "cuscope.db"
 
@@ -84,12 +83,11 @@ static void print_summary(const char *out, const cs_import_stats *st, double lau
 /* 1 when out is an existing spool file of the directory dir (a file a dir import reads). */
 static int spool_in_dir(const char *out, const char *dir)
 {
-	size_t n = strlen(out), sfx = strlen(CS_SPOOL_SUFFIX);
 	const char *slash = strrchr(out, '/');
 	char parent[4096];
 	struct stat a, b;
 
-	if (n <= sfx || strcmp(out + n - sfx, CS_SPOOL_SUFFIX) || stat(out, &a) || stat(dir, &b) ||
+	if (!cs_import_is_spool_name(slash ? slash + 1 : out) || stat(out, &a) || stat(dir, &b) ||
 	    !S_ISDIR(b.st_mode))
 		return 0;
 	if (!slash)

@@ -390,8 +390,7 @@ static int spool_name_cmp(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
-/* A spool file's name: "*.cuspool". */
-static int is_spool_name(const char *name)
+int cs_import_is_spool_name(const char *name)
 {
 	size_t len = strlen(name), suffix = strlen(CS_SPOOL_SUFFIX);
 
@@ -405,7 +404,7 @@ int cs_import_dir_has_spool(const char *dir)
 	int found = 0;
 
 	while (d && !found && (de = readdir(d)))
-		found = is_spool_name(de->d_name);
+		found = cs_import_is_spool_name(de->d_name);
 	if (d)
 		closedir(d);
 	return found;
@@ -430,7 +429,7 @@ int cs_import_dir(const char *dir, const char *out_path, const cs_import_opts *o
 		size_t len = strlen(de->d_name);
 		char *path;
 
-		if (!is_spool_name(de->d_name))
+		if (!cs_import_is_spool_name(de->d_name))
 			continue;
 		if (cs_grow((void **)&paths, &cap, n + 1, sizeof(*paths))) {
 			rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
