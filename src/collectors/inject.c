@@ -388,6 +388,31 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* census: one flush of kind k (the index of census_flushes) that took wall_ns and began when the
+ * thread's CPU time was cpu0 */
+static void census_add_flush(int k, uint64_t wall_ns, uint64_t cpu0)
+{
+	atomic_fetch_add(&census_flushes[k], 1);
+	atomic_fetch_add(&census_flush_ns[k], wall_ns);
+	atomic_fetch_add(&census_flush_cpu_ns[k], thread_cpu_ns() - cpu0);
+}
+
+static void census_report(void)
+{
+	static const char *const kind[3] = {"flushes after waits on the waiting threads",
+					    "flushes after waits on the flush thread",
+					    "periodic flushes"};
+
+	for (int i = 0; i < 3; i++)
+		fprintf(stderr, "cuscope census: %s: %llu, %.1f us in all, %.1f us of CPU\n",
+			kind[i], (unsigned long long)census_flushes[i],
+			(double)census_flush_ns[i] / 1e3, (double)census_flush_cpu_ns[i] / 1e3);
+	fprintf(stderr,
+		"cuscope census: the flush thread's CPU time: %.1f us; the callbacks' clock: %s\n",
+		(double)census_flush_thread_cpu_ns / 1e3,
+		cs_clock_uses_tsc() ? "TSC" : "cuptiGetTimestamp");
+}
+
 /* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
  * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
 static void flush_completed(int on_flush_thread)
@@ -400,11 +425,8 @@ static void flush_completed(int on_flush_thread)
 	cs_out_flush();
 	cuptiGetTimestamp(&t1);
 	atomic_store(&wait_flush_end, t1);
-	if (opts.census) {
-		atomic_fetch_add(&census_flushes[on_flush_thread], 1);
-		atomic_fetch_add(&census_flush_ns[on_flush_thread], t1 - t0);
-		atomic_fetch_add(&census_flush_cpu_ns[on_flush_thread], thread_cpu_ns() - cpu0);
-	}
+	if (opts.census)
+		census_add_flush(on_flush_thread, t1 - t0, cpu0);
 }
 
 void cs_inject_after_wait(uint64_t now)
@@ -522,9 +544,7 @@ static void *flush_main(void *arg)
 			uint64_t t1 = 0;
 
 			cuptiGetTimestamp(&t1);
-			atomic_fetch_add(&census_flushes[2], 1);
-			atomic_fetch_add(&census_flush_ns[2], t1 - now);
-			atomic_fetch_add(&census_flush_cpu_ns[2], thread_cpu_ns() - cpu0);
+			census_add_flush(2, t1 - now, cpu0);
 		}
 		if (++ticks % 25 == 0)
 			cs_write_clock_record(now);
@@ -556,23 +576,7 @@ static void inject_shutdown(void)
 	if (atomic_exchange(&subscribed, 0)) {
 		cs_api_census_report();
 		if (opts.census)
-			for (int i = 0; i < 3; i++)
-				fprintf(stderr,
-					"cuscope census: %s: %llu, %.1f us in all, %.1f us of "
-					"CPU\n",
-					i == 0	 ? "flushes after waits on the waiting threads"
-					: i == 1 ? "flushes after waits on the flush thread"
-						 : "periodic flushes",
-					(unsigned long long)census_flushes[i],
-					(double)census_flush_ns[i] / 1e3,
-					(double)census_flush_cpu_ns[i] / 1e3);
-		if (opts.census)
-			fprintf(stderr,
-				"cuscope census: the flush thread's CPU time: %.1f us; the "
-				"callbacks' "
-				"clock: %s\n",
-				(double)census_flush_thread_cpu_ns / 1e3,
-				cs_clock_uses_tsc() ? "TSC" : "cuptiGetTimestamp");
+			census_report();
 		if (opts.check_tails)
 			fprintf(stderr,
 				"cuscope check_tails: %llu activity buffers completed, %llu with "
