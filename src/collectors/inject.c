@@ -36,6 +36,9 @@
  *                    launches once per call site (stacks.c)
  *   no_launch_stacks with backtrace: no stacks at kernel launches (to measure what they cost)
  *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
+ *   buffer_kb=N      size of the activity buffers handed to CUPTI, KiB (default 4096; 64..65536):
+ *                    CUPTI returns a buffer only once every record in it has completed, so
+ *                    smaller ones let a flush take what completed while later work still runs
  *   flush_ms=N       flush period (default 200)
  *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
  *                    after waits)
@@ -86,7 +89,7 @@
 #include "cuscope/launch_cost.h"
 #include "inject.h"
 
-#define ACTIVITY_BUFFER_SIZE (4u << 20)
+#define ACTIVITY_BUFFER_SIZE (4u << 20) /* the default; buffer_kb=N */
 #define BUFFER_POOL_MAX	     8 /* zeroed activity buffers kept for reuse */
 /* How long a fatal signal waits for the flush thread before the process ends anyway. */
 #define FATAL_FLUSH_TIMEOUT_MS 3000
@@ -109,6 +112,7 @@ struct inject_options {
 	uint64_t limit;
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
+	size_t buffer_size; /* of the activity buffers handed to CUPTI, bytes */
 	unsigned flush_ms;
 	unsigned wait_flush_ms; /* 0: no flush after waits */
 	int no_signals;
@@ -116,8 +120,12 @@ struct inject_options {
 	int clock_cupti; /* callbacks read cuptiGetTimestamp(), never the TSC (clock.c) */
 };
 
-static struct inject_options opts = {
-	.cupti_buffers = 8, .flush_ms = 200, .wait_flush_ms = 20, .cb_domains = 3, .staging = 1};
+static struct inject_options opts = {.cupti_buffers = 8,
+				     .buffer_size = ACTIVITY_BUFFER_SIZE,
+				     .flush_ms = 200,
+				     .wait_flush_ms = 20,
+				     .cb_domains = 3,
+				     .staging = 1};
 static CUpti_SubscriberHandle subscriber;
 static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
@@ -228,6 +236,8 @@ static void parse_options(void)
 			opts.limit = strtoull(tok + 6, NULL, 10);
 		else if (strncmp(tok, "buffers=", 8) == 0)
 			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
+		else if (strncmp(tok, "buffer_kb=", 10) == 0)
+			opts.buffer_size = (size_t)strtoull(tok + 10, NULL, 10) << 10;
 		else if (strcmp(tok, "zero_all") == 0)
 			opts.zero_all = 1;
 		else if (strcmp(tok, "check_tails") == 0)
@@ -255,6 +265,10 @@ static void parse_options(void)
 		opts.flush_ms = 10;
 	if (opts.cupti_buffers < 1)
 		opts.cupti_buffers = 1;
+	if (opts.buffer_size < (64u << 10))
+		opts.buffer_size = 64u << 10;
+	if (opts.buffer_size > (64u << 20))
+		opts.buffer_size = 64u << 20;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -262,27 +276,27 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	uint8_t *b = NULL;
 
 	if (opts.no_pool) {
-		b = aligned_alloc(8, ACTIVITY_BUFFER_SIZE);
+		b = aligned_alloc(8, opts.buffer_size);
 	} else {
 		pthread_mutex_lock(&pool_lock);
 		if (pool_len > 0)
 			b = pool[--pool_len];
 		pthread_mutex_unlock(&pool_lock);
 		if (!b)
-			b = calloc(1, ACTIVITY_BUFFER_SIZE); /* malloc's alignment is enough */
+			b = calloc(1, opts.buffer_size); /* malloc's alignment is enough */
 	}
 	*buffer = b;
-	*size = b ? ACTIVITY_BUFFER_SIZE : 0;
+	*size = b ? opts.buffer_size : 0;
 	*max_records = 0;
 }
 
 /* check_tails: completed buffers, and those with a byte that is not zero past the valid ones */
 static _Atomic uint64_t tails_checked, tails_dirty;
 
-/* 1 when a byte of buffer[from, ACTIVITY_BUFFER_SIZE) is not zero. */
+/* 1 when a byte of buffer[from, opts.buffer_size) is not zero. */
 static int tail_dirty(const uint8_t *buffer, size_t from)
 {
-	for (size_t i = from; i < ACTIVITY_BUFFER_SIZE; i++)
+	for (size_t i = from; i < opts.buffer_size; i++)
 		if (buffer[i])
 			return 1;
 	return 0;
@@ -292,14 +306,14 @@ static int tail_dirty(const uint8_t *buffer, size_t from)
  * Zero a completed buffer and keep it for buffer_requested, or free it when the pool is full.
  * CUPTI writes only the first `valid` bytes of a buffer it was given zeroed (the attribute asks for
  * zeros so that it need not write the fields a record leaves unset), so only those are zeroed:
- * a flush that returns a buffer holding a few records costs a memset of those, not of 4 MiB
+ * a flush that returns a buffer holding a few records costs a memset of those, not of the whole
+ * buffer (4 MiB by default)
  * (the check_tails option checks that every byte past `valid` is still zero).
  */
 static void buffer_recycle(uint8_t *buffer, size_t valid)
 {
 	if (!opts.no_pool) {
-		size_t dirty = opts.zero_all || valid > ACTIVITY_BUFFER_SIZE ? ACTIVITY_BUFFER_SIZE
-									     : valid;
+		size_t dirty = opts.zero_all || valid > opts.buffer_size ? opts.buffer_size : valid;
 
 		if (opts.check_tails) {
 			atomic_fetch_add(&tails_checked, 1);
