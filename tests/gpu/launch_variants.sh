@@ -15,7 +15,8 @@
 # ("torchprof"). A variant written LABEL:OPTIONS runs with CUSCOPE_RECORD_EXTRA=OPTIONS under the name LABEL
 # (e.g. floor:no_callbacks,no_memory,no_sync,no_nvtx for CUPTI's kernel records alone). Prints, per variant, the median and range of the metric per launch and the median added to
 # the no-profiler run of the same round and the median ratio to it, and writes it to
-# $OUT/launch-variants.txt; with the variants the launch-overhead targets compare (a variant named floor,
+# $OUT/launch-variants.txt (each run's info line, with every metric the program printed, goes to
+# $OUT/launch-variants-runs.txt); with the variants the launch-overhead targets compare (a variant named floor,
 # or torchprof), also default less floor per round, default over none per round and the rounds where
 # default is at or below torch.profiler. The metric is the
 # process CPU time per launch (cpu_us_per_launch) for the C loop and the wall time per launch (us_per_launch)
@@ -30,6 +31,7 @@ mkdir -p "$OUT"
 W=$(mktemp -d /tmp/cuscope-launch.XXXXXX)
 log=$OUT/launch-variants.txt
 : >"$log"
+: >"$OUT/launch-variants-runs.txt" # every run's info line (all its metrics): round, variant, line
 say() { echo "$*" | tee -a "$log"; }
 
 . tests/gpu/build.sh
@@ -78,6 +80,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "$r ${v%%:*} ${x:-nan}" >>"$W/all"
+		echo "$r ${v%%:*} $(grep '^info:' "$W/out" | tail -n 1)" >>"$OUT/launch-variants-runs.txt"
 		line="$line ${v%%:*}=${x:-FAILED}"
 	done
 	say "$line"
