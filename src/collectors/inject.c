@@ -42,6 +42,10 @@
  *   flush_ms=N       flush period (default 200)
  *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
  *                    after waits)
+ *   wait_flush_async a wait that would flush on the waiting thread (the last flush is two periods
+ *                    old) wakes the flush thread to flush at once instead: the program's thread
+ *                    does not pay for the flush, and what completed before the wait is in the file
+ *                    only once that flush is done (a process gone before then loses it)
  *   no_signals       leave signal dispositions alone (no flush when a default-action signal ends
  *                    the process)
  *   quiet            no messages on stderr
@@ -115,6 +119,7 @@ struct inject_options {
 	size_t buffer_size; /* of the activity buffers handed to CUPTI, bytes */
 	unsigned flush_ms;
 	unsigned wait_flush_ms; /* 0: no flush after waits */
+	int wait_flush_async;	/* the flush thread makes every flush after a wait, at once */
 	int no_signals;
 	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
 	int clock_cupti; /* callbacks read cuptiGetTimestamp(), never the TSC (clock.c) */
@@ -145,6 +150,7 @@ static atomic_int fatal_signal; /* the signal being handled; 0 when none */
  * it and the flush thread is to flush once wait_flush_ms have passed. */
 static _Atomic uint64_t wait_flush_end;
 static atomic_int wait_flush_pending;
+static atomic_int wait_flush_urgent; /* wait_flush_async: the pending flush is due at once */
 static atomic_flag wait_flush_busy = ATOMIC_FLAG_INIT;
 
 /*
@@ -248,6 +254,8 @@ static void parse_options(void)
 			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
 		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
 			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
+		else if (strcmp(tok, "wait_flush_async") == 0)
+			opts.wait_flush_async = 1;
 		else if (strcmp(tok, "no_signals") == 0)
 			opts.no_signals = 1;
 		else if (strcmp(tok, "calibrate") == 0)
@@ -459,6 +467,14 @@ void cs_inject_after_wait(uint64_t now)
 			wake(wake_fd);
 		return;
 	}
+	if (opts.wait_flush_async && flush_thread_started) {
+		/* the flush thread flushes at once instead: the program's thread goes on, and what
+		 * completed before the wait is in the file once that flush is done */
+		atomic_store(&wait_flush_urgent, 1);
+		atomic_store(&wait_flush_pending, 1);
+		wake(wake_fd);
+		return;
+	}
 	if (atomic_flag_test_and_set(&wait_flush_busy))
 		return; /* another thread is flushing */
 	flush_completed(0);
@@ -517,7 +533,9 @@ static void *flush_main(void *arg)
 		int sig;
 
 		if (atomic_load(&wait_flush_pending)) {
-			uint64_t due = atomic_load(&wait_flush_end) + wait_flush_gap();
+			uint64_t due = atomic_load(&wait_flush_urgent)
+					       ? 0
+					       : atomic_load(&wait_flush_end) + wait_flush_gap();
 
 			if (due < deadline)
 				deadline = due;
@@ -538,8 +556,10 @@ static void *flush_main(void *arg)
 			cs_out_drain();
 		cuptiGetTimestamp(&now);
 		if (atomic_load(&wait_flush_pending) &&
-		    now >= atomic_load(&wait_flush_end) + wait_flush_gap() &&
+		    (atomic_load(&wait_flush_urgent) ||
+		     now >= atomic_load(&wait_flush_end) + wait_flush_gap()) &&
 		    !atomic_flag_test_and_set(&wait_flush_busy)) {
+			atomic_store(&wait_flush_urgent, 0);
 			if (atomic_load(&subscribed))
 				flush_completed(1);
 			atomic_flag_clear(&wait_flush_busy);
