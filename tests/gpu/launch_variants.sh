@@ -86,9 +86,9 @@ for r in $(seq 1 "$ROUNDS"); do
 	say "$line"
 done
 say ""
-python3 - "$W/all" "$METRIC" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
+python3 - "$W/all" "$METRIC" "${LAUNCH_PROGRAM:-c}" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
 import statistics, sys
-metric, names = sys.argv[2], sys.argv[3:]
+metric, program, names = sys.argv[2], sys.argv[3], sys.argv[4:]
 # round -> variant -> value (a round cut short by a time limit keeps what it measured)
 rounds = {}
 for line in open(sys.argv[1]):
@@ -113,13 +113,13 @@ for n in names:
 if "default" in names and "floor" in names:
     d = paired("default", "floor", lambda a, b: a - b)
     if d:
-        print(f"default less floor, per round: {', '.join(f'{x:.3f}' for x in d)}; median {med(d):.3f} "
-              "(target: at most 0.3 us of CPU for the C loop)")
+        print(f"default less floor, per round: {', '.join(f'{x:.3f}' for x in d)}; median {med(d):.3f}"
+              + (" (target: at most 0.3 us of CPU for the C loop)" if program == "c" else ""))
 if "default" in names and "none" in names and "torchprof" in names:
     d = paired("default", "none", lambda a, b: 100 * (a / b - 1))
     if d:
-        print(f"default over none, per round: {', '.join(f'{x:+.1f}%' for x in d)}; median {med(d):+.1f}% "
-              "(target: at most +25% for the PyTorch loop)")
+        print(f"default over none, per round: {', '.join(f'{x:+.1f}%' for x in d)}; median {med(d):+.1f}%"
+              + (" (target: at most +25% for the PyTorch loop)" if program == "torch" else ""))
 if "default" in names and "torchprof" in names:
     d = paired("default", "torchprof", lambda a, b: a <= b)
     if d:
