@@ -46,6 +46,9 @@
  *                    old) wakes the flush thread to flush at once instead: the program's thread
  *                    does not pay for the flush, and what completed before the wait is in the file
  *                    only once that flush is done (a process gone before then loses it)
+ *   wait_flush_budget=N  the waiting threads flush themselves only while those flushes take at
+ *                    most N thousandths of the time since recording began (plus 20 ms at first:
+ *                    flush_budget.c); past that, as wait_flush_async (0: no limit, the default)
  *   no_signals       leave signal dispositions alone (no flush when a default-action signal ends
  *                    the process)
  *   quiet            no messages on stderr
@@ -91,6 +94,7 @@
 #include "collector.h"
 #include "cuscope/files.h"
 #include "cuscope/launch_cost.h"
+#include "flush_budget.h"
 #include "inject.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20) /* the default; buffer_kb=N */
@@ -120,6 +124,7 @@ struct inject_options {
 	unsigned flush_ms;
 	unsigned wait_flush_ms; /* 0: no flush after waits */
 	int wait_flush_async;	/* the flush thread makes every flush after a wait, at once */
+	unsigned wait_flush_budget; /* permille of the time the waiting threads' flushes may take */
 	int no_signals;
 	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
 	int clock_cupti; /* callbacks read cuptiGetTimestamp(), never the TSC (clock.c) */
@@ -150,7 +155,11 @@ static atomic_int fatal_signal; /* the signal being handled; 0 when none */
  * it and the flush thread is to flush once wait_flush_ms have passed. */
 static _Atomic uint64_t wait_flush_end;
 static atomic_int wait_flush_pending;
-static atomic_int wait_flush_urgent; /* wait_flush_async: the pending flush is due at once */
+static atomic_int wait_flush_urgent; /* the pending flush is due at once */
+/* wait_flush_budget: the waiting threads' flushes (used under wait_flush_busy); what they may take
+ * before any share of the time is earned, CUPTI ns */
+static struct cs_flush_budget wait_budget;
+#define WAIT_FLUSH_ALLOWANCE_NS (20ull * 1000000ull)
 static atomic_flag wait_flush_busy = ATOMIC_FLAG_INIT;
 
 /*
@@ -256,6 +265,8 @@ static void parse_options(void)
 			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
 		else if (strcmp(tok, "wait_flush_async") == 0)
 			opts.wait_flush_async = 1;
+		else if (strncmp(tok, "wait_flush_budget=", 18) == 0)
+			opts.wait_flush_budget = (unsigned)strtoul(tok + 18, NULL, 10);
 		else if (strcmp(tok, "no_signals") == 0)
 			opts.no_signals = 1;
 		else if (strcmp(tok, "calibrate") == 0)
@@ -273,6 +284,8 @@ static void parse_options(void)
 		opts.flush_ms = 10;
 	if (opts.cupti_buffers < 1)
 		opts.cupti_buffers = 1;
+	if (opts.wait_flush_budget > 1000)
+		opts.wait_flush_budget = 1000;
 	if (opts.buffer_size < (64u << 10))
 		opts.buffer_size = 64u << 10;
 	if (opts.buffer_size > (64u << 20))
@@ -437,7 +450,7 @@ static void census_report(void)
 
 /* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
  * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
-static void flush_completed(int on_flush_thread)
+static uint64_t flush_completed(int on_flush_thread)
 {
 	uint64_t t0 = 0, t1 = 0, cpu0 = opts.census ? thread_cpu_ns() : 0;
 
@@ -449,6 +462,15 @@ static void flush_completed(int on_flush_thread)
 	atomic_store(&wait_flush_end, t1);
 	if (opts.census)
 		census_add_flush(on_flush_thread, t1 - t0, cpu0);
+	return t1 > t0 ? t1 - t0 : 0;
+}
+
+/* The flush thread makes the pending flush at once. */
+static void flush_soon(void)
+{
+	atomic_store(&wait_flush_urgent, 1);
+	atomic_store(&wait_flush_pending, 1);
+	wake(wake_fd);
 }
 
 void cs_inject_after_wait(uint64_t now)
@@ -470,14 +492,24 @@ void cs_inject_after_wait(uint64_t now)
 	if (opts.wait_flush_async && flush_thread_started) {
 		/* the flush thread flushes at once instead: the program's thread goes on, and what
 		 * completed before the wait is in the file once that flush is done */
-		atomic_store(&wait_flush_urgent, 1);
-		atomic_store(&wait_flush_pending, 1);
-		wake(wake_fd);
+		flush_soon();
 		return;
 	}
 	if (atomic_flag_test_and_set(&wait_flush_busy))
 		return; /* another thread is flushing */
-	flush_completed(0);
+	if (opts.wait_flush_budget && flush_thread_started &&
+	    !cs_flush_budget_allows(&wait_budget, now)) {
+		/* this thread's flushes took their share of the time: the flush thread's turn */
+		atomic_flag_clear(&wait_flush_busy);
+		flush_soon();
+		return;
+	}
+	{
+		uint64_t took = flush_completed(0);
+
+		if (opts.wait_flush_budget)
+			cs_flush_budget_spend(&wait_budget, took);
+	}
 	atomic_flag_clear(&wait_flush_busy);
 }
 
@@ -832,6 +864,7 @@ static void process_setup_once(void)
 	}
 	cs_out_set_limit(opts.limit);
 	cs_out_set_staging(opts.staging);
+	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget, WAIT_FLUSH_ALLOWANCE_NS);
 	if (opts.window_t0 || opts.window_t1) {
 		struct timespec rt;
 		int64_t offset;
