@@ -8,7 +8,9 @@
 # 1. samples/corpus/pt_epoch_sync.py, a GPU-bound loop that reads its loss once per epoch of 10 steps (about
 #    110 ms), so that every read comes more than two flush periods after the last flush and the waiting thread
 #    flushes itself: ROUNDS rounds in rotating order of no profiler ("none"), cuscope's defaults ("default") and
-#    each variant of WAIT_FLUSH_VARIANTS (LABEL:CUSCOPE_RECORD_EXTRA, default "async:wait_flush_async").
+#    each variant of WAIT_FLUSH_VARIANTS (LABEL:CUSCOPE_RECORD_EXTRA, default "async:wait_flush_async
+#    budget:wait_flush_budget=2": the flush thread makes those flushes at once; the waiting thread makes them
+#    while they take at most 0.2% of the time, then the flush thread).
 #    Per run: the program's step_ms, and from the trace the host's time from the end of each steady read's
 #    synchronize to the next kernel launch of that thread (median: what the GPU waits for after the read) and
 #    d2h-sync's share of the step (0 when it does not report).
@@ -29,7 +31,7 @@ say() { printf '%s\n' "$*" | tee -a "$log"; }
 . tests/gpu/build.sh
 W=$(mktemp -d /tmp/cuscope-wait-flush.XXXXXX)
 PROG=(python3 samples/corpus/pt_epoch_sync.py)
-VARIANTS=(none default ${WAIT_FLUSH_VARIANTS:-async:wait_flush_async})
+VARIANTS=(none default ${WAIT_FLUSH_VARIANTS:-async:wait_flush_async budget:wait_flush_budget=2})
 
 # the median time from the end of a synchronize to the next launch on the same thread, in us, over the reads
 # after the first (the first follows start-up); and d2h-sync's step share from the report
