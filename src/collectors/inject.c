@@ -473,6 +473,14 @@ static void flush_soon(void)
 	wake(wake_fd);
 }
 
+/* The flush thread flushes once a period has passed since the last flush. */
+static void flush_later(void)
+{
+	if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
+	    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
+		wake(wake_fd);
+}
+
 void cs_inject_after_wait(uint64_t now)
 {
 	if (!opts.wait_flush_ms || !atomic_load_explicit(&subscribed, memory_order_relaxed) ||
@@ -484,9 +492,7 @@ void cs_inject_after_wait(uint64_t now)
 	 * that a process that ends right after the wait keeps what completed before it. */
 	if (now <
 	    atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + 2 * wait_flush_gap()) {
-		if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
-		    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
-			wake(wake_fd);
+		flush_later();
 		return;
 	}
 	if (opts.wait_flush_async && flush_thread_started) {
@@ -495,8 +501,12 @@ void cs_inject_after_wait(uint64_t now)
 		flush_soon();
 		return;
 	}
-	if (atomic_flag_test_and_set(&wait_flush_busy))
-		return; /* another thread is flushing */
+	if (atomic_flag_test_and_set(&wait_flush_busy)) {
+		/* another thread is flushing, perhaps since before this wait's work completed: the
+		 * flush thread flushes again once a period has passed */
+		flush_later();
+		return;
+	}
 	if (opts.wait_flush_budget && flush_thread_started &&
 	    !cs_flush_budget_allows(&wait_budget, now)) {
 		/* this thread's flushes took their share of the time: the flush thread's turn */
