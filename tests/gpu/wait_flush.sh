@@ -18,7 +18,8 @@
 #    and CPU time).
 # 3. tests/gpu/abrupt.sh's loss runs (every kernel of a GPU-bound loop that ends right after a synchronize, by
 #    _exit, signals or SIGKILL) under each variant, WAIT_FLUSH_RUNS times each (default 3).
-# Writes $OUT/wait-flush.txt.
+# WAIT_FLUSH_PARTS picks the parts (default "1 2 3"; all three with three variants take about ten minutes, a
+# device call's limit: run 3 in a call of its own). Writes $OUT/wait-flush.txt.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
@@ -60,6 +61,10 @@ f = [x["step_share"] for x in json.load(sys.stdin).get("findings", []) if x.get(
 print("%.2f%%" % (100 * f[0]) if f else "0")' 2>/dev/null || echo "?"
 }
 
+PARTS=" ${WAIT_FLUSH_PARTS:-1 2 3} "
+part() { case $PARTS in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if part 1; then
 say "== 1. ${PROG[*]}: ${VARIANTS[*]} ($ROUNDS rounds)"
 nv=${#VARIANTS[@]}
 for r in $(seq 1 "$ROUNDS"); do
@@ -97,7 +102,9 @@ for n in names:
     print(f"{n:10s} step median {statistics.median(xs):.3f} ms"
           + (f"; over none per round {', '.join(f'{p:+.1f}%' for p in d)}, median {statistics.median(d):+.1f}%" if d else ""))
 PY
+fi
 
+if part 2; then
 say "== 2. census (flushes)"
 for v in "${VARIANTS[@]}"; do
 	[ "$v" = none ] && continue
@@ -106,7 +113,9 @@ for v in "${VARIANTS[@]}"; do
 	CUSCOPE_RECORD_EXTRA=$extra "$C" record --no-calibrate -q -o "$W/census.db" --force -- "${PROG[@]}" >/dev/null 2>"$W/census.err"
 	grep 'cuscope census: .*flush' "$W/census.err" | sed "s/^/${v%%:*}: /" | tee -a "$log"
 done
+fi
 
+if part 3; then
 say "== 3. loss when the job ends right after a synchronize (abrupt.sh, $RUNS runs each)"
 for v in "${VARIANTS[@]}"; do
 	[ "$v" = none ] && continue
@@ -117,4 +126,5 @@ for v in "${VARIANTS[@]}"; do
 	CUSCOPE_RECORD_EXTRA=$extra OUT=$W/abrupt-${v%%:*}-py bash tests/gpu/abrupt.sh --runs "$RUNS" --only py >/dev/null 2>&1
 	cat "$W/abrupt-${v%%:*}/abrupt.txt" "$W/abrupt-${v%%:*}-py/abrupt.txt" 2>/dev/null | tee -a "$log"
 done
+fi
 say "scratch: $W"
