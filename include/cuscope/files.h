@@ -31,6 +31,10 @@ int cs_check_regular(const char *path);
 /* Read up to n bytes from fd into buf, retrying short reads and EINTR: the bytes read (fewer only
  * at end of file), or -1 with errno set. */
 ssize_t cs_read_full(int fd, void *buf, size_t n);
+/* The whole file at path, malloc'd and NUL-terminated, when it holds at most max bytes; else NULL
+ * with errno set: EFBIG when it holds more, CS_ENOTREG when regular_only and it is not a regular
+ * file (a FIFO or a device is read as it comes otherwise), ENOMEM, or what open or read said. */
+char *cs_read_small_file(const char *path, size_t max, int regular_only);
 
 /*
  * The default spool directory, when CUSCOPE_SPOOL_DIR is not set: $TMPDIR/cuscope-spool-UID, or

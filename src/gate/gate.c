@@ -14,6 +14,7 @@
 
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
+#include "cuscope/files.h"
 #include "cuscope/gate.h"
 #include "cuscope/utf8.h"
 
@@ -299,34 +300,20 @@ static int line_of(const char *text, const char *p)
 	return line;
 }
 
+/* The config's text; any file that reads (a FIFO, /dev/stdin, a process substitution too). */
 static char *read_config(struct config_reader *r)
 {
-	FILE *f = fopen(r->path, "rb");
-	char *text;
-	size_t n;
+	char *text = cs_read_small_file(r->path, CONFIG_MAX, 0);
 
-	if (!f) {
-		cs_error_set(r->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
-			     "cannot read config '%s': %s", r->path, strerror(errno));
-		return NULL;
-	}
-	text = malloc(CONFIG_MAX + 1);
-	if (!text) {
-		fclose(f);
+	if (text)
+		return text;
+	if (errno == ENOMEM)
 		cs_error_set(r->err, CS_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	n = fread(text, 1, CONFIG_MAX + 1, f);
-	if (ferror(f) || n > CONFIG_MAX) {
-		cs_error_set(r->err, CS_ERR_IO, "cannot read config '%s': %s", r->path,
-			     ferror(f) ? strerror(errno ? errno : EIO) : "larger than 1 MiB");
-		fclose(f);
-		free(text);
-		return NULL;
-	}
-	fclose(f);
-	text[n] = '\0';
-	return text;
+	else
+		cs_error_set(r->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
+			     "cannot read config '%s': %s", r->path,
+			     errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+	return NULL;
 }
 
 int cs_gate_config_load(const char *path, cs_gate_config *c, cs_error *err)

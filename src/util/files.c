@@ -73,6 +73,33 @@ ssize_t cs_read_full(int fd, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
+char *cs_read_small_file(const char *path, size_t max, int regular_only)
+{
+	int fd = regular_only ? cs_open_regular(path, 0) : open(path, O_RDONLY | O_CLOEXEC);
+	char *text;
+	ssize_t n;
+	int e = 0;
+
+	if (fd < 0)
+		return NULL;
+	text = malloc(max + 1);
+	n = text ? cs_read_full(fd, text, max + 1) : -1;
+	if (!text)
+		e = ENOMEM;
+	else if (n < 0)
+		e = errno;
+	else if ((size_t)n > max)
+		e = EFBIG;
+	close(fd);
+	if (e) {
+		free(text);
+		errno = e;
+		return NULL;
+	}
+	text[n] = '\0';
+	return text;
+}
+
 const char *cs_default_spool_dir(char *buf, size_t cap)
 {
 	const char *tmp = getenv("TMPDIR");

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,40 +59,6 @@ const char *cs_launch_cost_part_label(const char *key)
 	return key ? key : "?";
 }
 
-/* The file's text (malloc'd, NUL-terminated), or NULL with why. */
-static char *read_small(const char *path, char *why, size_t cap)
-{
-	int fd = cs_open_regular(path, 0);
-	char *text;
-	ssize_t n;
-
-	if (fd < 0) {
-		snprintf(why, cap, "cannot read '%s': %s", path, cs_file_strerror(errno));
-		return NULL;
-	}
-	text = malloc(LAUNCH_COST_FILE_MAX + 1);
-	n = text ? cs_read_full(fd, text, LAUNCH_COST_FILE_MAX + 1) : 0;
-	if (n < 0) {
-		snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
-		free(text);
-		text = NULL;
-	}
-	close(fd);
-	if (text && (size_t)n > LAUNCH_COST_FILE_MAX) {
-		snprintf(why, cap, "'%s' is larger than a calibration (%d KiB)", path,
-			 LAUNCH_COST_FILE_MAX / 1024);
-		free(text);
-		return NULL;
-	}
-	if (!text) {
-		if (!why[0])
-			snprintf(why, cap, "out of memory");
-		return NULL;
-	}
-	text[n] = '\0';
-	return text;
-}
-
 char *cs_launch_cost_load(const char *path, char *why, size_t cap)
 {
 	char *text, *out = NULL;
@@ -101,9 +66,17 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap)
 	const cJSON *version;
 
 	why[0] = '\0';
-	text = read_small(path, why, cap);
-	if (!text)
+	text = cs_read_small_file(path, LAUNCH_COST_FILE_MAX, 1);
+	if (!text) {
+		if (errno == EFBIG)
+			snprintf(why, cap, "'%s' is larger than a calibration (%d KiB)", path,
+				 LAUNCH_COST_FILE_MAX / 1024);
+		else if (errno == ENOMEM)
+			snprintf(why, cap, "out of memory");
+		else
+			snprintf(why, cap, "cannot read '%s': %s", path, cs_file_strerror(errno));
 		return NULL;
+	}
 	root = cJSON_Parse(text);
 	free(text);
 	version = cJSON_GetObjectItemCaseSensitive(root, "version");

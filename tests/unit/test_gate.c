@@ -866,6 +866,45 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
+/* The config file itself: missing, larger than 1 MiB, or not a regular file (read as it comes). */
+START_TEST(test_config_file)
+{
+	char *big = malloc((1 << 20) + 2), *p, *dir = tmp_file("a-directory");
+	cs_gate_config c;
+	cs_error err = {0, ""};
+
+	cs_gate_config_defaults(&c);
+	p = tmp_file("missing.json");
+	ck_assert_int_eq(cs_gate_config_load(p, &c, &err), CS_ERR_NOT_FOUND);
+	ck_assert_msg(strstr(err.msg, "cannot read config") && strstr(err.msg, p), "%s", err.msg);
+	free(p);
+	/* a 1 MiB + 1 byte config (JSON padded with spaces) is refused, 1 MiB is read */
+	ck_assert_ptr_nonnull(big);
+	memset(big, ' ', (1 << 20) + 1);
+	memcpy(big, "{}", 2);
+	big[(1 << 20) + 1] = '\0';
+	p = write_config("big.json", big);
+	err.msg[0] = '\0';
+	ck_assert_int_lt(cs_gate_config_load(p, &c, &err), 0);
+	ck_assert_msg(strstr(err.msg, "larger than 1 MiB") && strstr(err.msg, p), "%s", err.msg);
+	free(p);
+	big[1 << 20] = '\0';
+	p = write_config("1mib.json", big);
+	ck_assert_msg(cs_gate_config_load(p, &c, &err) == 0, "%s", err.msg);
+	free(p);
+	free(big);
+	/* a directory opens but does not read */
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	err.msg[0] = '\0';
+	ck_assert_int_lt(cs_gate_config_load(dir, &c, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot read config") && strstr(err.msg, "directory"), "%s",
+		      err.msg);
+	rmdir(dir);
+	free(dir);
+	cs_gate_config_free(&c);
+}
+END_TEST
+
 /* ---- committed traces ---- */
 
 START_TEST(test_trace_against_itself_passes)
@@ -1957,6 +1996,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(lib, test_fold_names);
 	tcase_add_test(lib, test_config_units);
 	tcase_add_test(lib, test_config_errors);
+	tcase_add_test(lib, test_config_file);
 	tcase_add_test(lib, test_statistics);
 	tcase_add_test(lib, test_findings_near_threshold);
 	tcase_add_test(real, test_trace_against_itself_passes);

@@ -2283,6 +2283,23 @@ START_TEST(test_cli_import_launch_cost)
 		tu_result_free(&r);
 		ck_assert(!tu_file_exists(out));
 	}
+	{
+		/* a valid calibration padded past 64 KiB is not one */
+		const char *argv[] = {NULL, "import", "--launch-cost", bad, "-o", out, dir, NULL};
+		size_t n = 64 * 1024 + 1;
+		char *big = malloc(n);
+		struct tu_result r;
+
+		ck_assert_ptr_nonnull(big);
+		memset(big, ' ', n);
+		memcpy(big, "{\"ns_per_launch\": 1}", 20);
+		ck_assert_int_eq(tu_write_file(bad, big, n), 0);
+		r = tu_cuscope(argv);
+		tu_assert_one_line_error(&r, "is larger than a calibration (64 KiB)");
+		tu_result_free(&r);
+		ck_assert(!tu_file_exists(out));
+		free(big);
+	}
 	free(out);
 	free(cost);
 	free(bad);
