@@ -54,28 +54,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 	say "$line"
 done
-python3 - "$W/all" <<'PY' | tee -a "$log"
-import statistics, sys
-v, rounds = {}, {}
-for line in open(sys.argv[1]):
-    m, x, r = line.split()[:3]
-    if x != "nan":
-        v.setdefault(m, []).append(float(x))
-        rounds.setdefault(r, {})[m] = float(x)
-base = statistics.median(v.get("none", [float("nan")]))
-for m in v:
-    xs = v[m]
-    if xs:
-        med = statistics.median(xs)
-        print(f"{m:10s} median {med:.3f} ms  range {min(xs):.3f}..{max(xs):.3f}  vs none {100 * (med / base - 1):+.1f}%")
-# each mode against the run without a profiler of the same round (the target of the launch-overhead
-# work: `record` within 1.5% of none)
-for m in v:
-    d = [100 * (x[m] / x["none"] - 1) for _, x in sorted(rounds.items(), key=lambda kv: int(kv[0]))
-         if m != "none" and m in x and "none" in x]
-    if d:
-        print(f"{m:10s} over none per round: {', '.join(f'{p:+.1f}%' for p in d)}; median {statistics.median(d):+.1f}%")
-PY
+python3 tests/gpu/rounds.py "$W/all" ms | tee -a "$log"
 [ -f "$W/backtrace-1.db" ] && "$C" info "$W/backtrace-1.db" 2>/dev/null | grep -iE "stack|size|api" | tee -a "$log"
 if [ "${STACK_COST_KEEP:-0}" = 1 ]; then
 	cp "$W/all" "$W/steps.txt"

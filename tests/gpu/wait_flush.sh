@@ -84,24 +84,11 @@ for r in $(seq 1 "$ROUNDS"); do
 		else
 			line="$line $name=${ms:-FAILED}(gap $(trace_numbers "$db") us, d2h $(d2h_share "$db"))"
 		fi
-		echo "$r $name ${ms:-nan}" >>"$W/all"
+		echo "$name ${ms:-nan} $r" >>"$W/all"
 	done
 	say "$line"
 done
-python3 - "$W/all" <<'PY' | tee -a "$log"
-import statistics, sys
-rounds = {}
-for line in open(sys.argv[1]):
-    r, n, v = line.split()
-    if v != "nan":
-        rounds.setdefault(r, {})[n] = float(v)
-names = sorted({n for x in rounds.values() for n in x}, key=lambda n: (n != "none", n != "default", n))
-for n in names:
-    xs = [x[n] for x in rounds.values() if n in x]
-    d = [100 * (x[n] / x["none"] - 1) for x in rounds.values() if n != "none" and n in x and "none" in x]
-    print(f"{n:10s} step median {statistics.median(xs):.3f} ms"
-          + (f"; over none per round {', '.join(f'{p:+.1f}%' for p in d)}, median {statistics.median(d):+.1f}%" if d else ""))
-PY
+python3 tests/gpu/rounds.py "$W/all" ms | tee -a "$log"
 fi
 
 if part 2; then
