@@ -2,10 +2,11 @@
 
 MLP steps of ~10 ms of GEMMs; the loss is summed on the GPU and read with `.item()` once per epoch of 10 steps
 (4 reads in 40 steady steps), then the epoch's summary is printed. Each read drains the queue; under cuscope
-the host prints and relaunches 1.5-2 ms later (measured on the H200), 1.4-1.8% of a 110 ms epoch, near
-d2h-sync's 2% floor, most of it cuscope's own flush after the read (docs/performance.md, "The same flush in the
-committed traces"): a run may report it as info near the threshold (counted "near" by the scorer, not false),
-never warning or error.
+the host prints and relaunches 0.4-1.0 ms later (0.25 ms when cuscope's flush after the read is left to its
+flush thread; measured on the H200, docs/performance.md, "The flush after sparse waits, with a share of the
+time"; the committed trace, recorded earlier, shows 1.5-2 ms), under 2% of a 110 ms epoch, d2h-sync's floor:
+a run may report it as info near the threshold (counted "near" by the scorer, not false), never warning or
+error.
 Labels: nothing of the five (d2h-sync must not: periodic, cheap).
 """
 import os

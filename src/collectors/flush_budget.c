@@ -8,7 +8,9 @@
  * flushes are made on the waiting thread only while their time stays within PERMILLE thousandths of
  * the time since recording began, plus an allowance that lets the first ones through whatever their
  * cost: a token bucket that fills at PERMILLE ns per us and holds at most the allowance. The others
- * are left to the flush thread, at once.
+ * are left to the flush thread, at once. A flush that costs more than the allowance is charged the
+ * allowance (the debt never goes below minus the allowance), so that however long one flush took,
+ * a flush is allowed again once the time it takes to earn the allowance has passed.
  *
  * Pure arithmetic on the caller's times; the caller serializes the calls.
  */
@@ -48,5 +50,5 @@ void cs_flush_budget_spend(struct cs_flush_budget *b, uint64_t ns)
 {
 	int64_t s = ns > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)ns;
 
-	b->tokens = b->tokens - s < -(INT64_MAX / 2) ? -(INT64_MAX / 2) : b->tokens - s;
+	b->tokens = b->tokens - s < -b->cap ? -b->cap : b->tokens - s;
 }

@@ -20,7 +20,7 @@ void cs_flush_budget_init(struct cs_flush_budget *b, uint64_t now, unsigned perm
 			  uint64_t allowance_ns);
 /* 1 when a flush at time now is within the budget. */
 int cs_flush_budget_allows(struct cs_flush_budget *b, uint64_t now);
-/* A flush that took ns. */
+/* A flush that took ns; the debt stops at minus the allowance. */
 void cs_flush_budget_spend(struct cs_flush_budget *b, uint64_t ns);
 
 #endif

@@ -42,13 +42,10 @@
  *   flush_ms=N       flush period (default 200)
  *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
  *                    after waits)
- *   wait_flush_async a wait that would flush on the waiting thread (the last flush is two periods
- *                    old) wakes the flush thread to flush at once instead: the program's thread
- *                    does not pay for the flush, and what completed before the wait is in the file
- *                    only once that flush is done (a process gone before then loses it)
  *   wait_flush_budget=N  the waiting threads flush themselves only while those flushes take at
- *                    most N thousandths of the time since recording began (plus 20 ms at first:
- *                    flush_budget.c); past that, as wait_flush_async (0: no limit, the default)
+ *                    most N thousandths of the program's time, saved up for at most 1 s
+ *                    (flush_budget.c); past that, a wait that would flush on the waiting thread
+ *                    wakes the flush thread to flush at once instead (default 2; 0: no limit)
  *   no_signals       leave signal dispositions alone (no flush when a default-action signal ends
  *                    the process)
  *   quiet            no messages on stderr
@@ -122,8 +119,7 @@ struct inject_options {
 	size_t cupti_buffers;
 	size_t buffer_size; /* of the activity buffers handed to CUPTI, bytes */
 	unsigned flush_ms;
-	unsigned wait_flush_ms; /* 0: no flush after waits */
-	int wait_flush_async;	/* the flush thread makes every flush after a wait, at once */
+	unsigned wait_flush_ms;	    /* 0: no flush after waits */
 	unsigned wait_flush_budget; /* permille of the time the waiting threads' flushes may take */
 	int no_signals;
 	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
@@ -134,6 +130,7 @@ static struct inject_options opts = {.cupti_buffers = 8,
 				     .buffer_size = ACTIVITY_BUFFER_SIZE,
 				     .flush_ms = 200,
 				     .wait_flush_ms = 20,
+				     .wait_flush_budget = 2,
 				     .cb_domains = 3,
 				     .staging = 1};
 static CUpti_SubscriberHandle subscriber;
@@ -156,10 +153,10 @@ static atomic_int fatal_signal; /* the signal being handled; 0 when none */
 static _Atomic uint64_t wait_flush_end;
 static atomic_int wait_flush_pending;
 static atomic_int wait_flush_urgent; /* the pending flush is due at once */
-/* wait_flush_budget: the waiting threads' flushes (used under wait_flush_busy); what they may take
- * before any share of the time is earned, CUPTI ns */
+/* wait_flush_budget: the waiting threads' flushes (used under wait_flush_busy). What they may take
+ * at once is what the share earns in WAIT_FLUSH_SAVED_NS. */
 static struct cs_flush_budget wait_budget;
-#define WAIT_FLUSH_ALLOWANCE_NS (20ull * 1000000ull)
+#define WAIT_FLUSH_SAVED_NS 1000000000ull
 static atomic_flag wait_flush_busy = ATOMIC_FLAG_INIT;
 
 /*
@@ -263,8 +260,6 @@ static void parse_options(void)
 			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
 		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
 			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
-		else if (strcmp(tok, "wait_flush_async") == 0)
-			opts.wait_flush_async = 1;
 		else if (strncmp(tok, "wait_flush_budget=", 18) == 0)
 			opts.wait_flush_budget = (unsigned)strtoul(tok + 18, NULL, 10);
 		else if (strcmp(tok, "no_signals") == 0)
@@ -368,12 +363,19 @@ static void report_dropped(int force)
 	cs_out_write(&r, sizeof(r), CS_REC_DROPPED, 0);
 }
 
+/* census: the buffers CUPTI handed back, their valid bytes and the time in buffer_completed
+ * (decoding and recycling: cuscope's part of a flush) */
+static _Atomic uint64_t census_buffers, census_buffer_bytes, census_buffer_ns;
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
 				      size_t size, size_t valid)
 {
 	CUpti_Activity *rec = NULL;
 	size_t dropped = 0;
+	uint64_t t0 = 0, t1 = 0;
 
+	if (opts.census)
+		cuptiGetTimestamp(&t0);
 	if (cs_inject_active() && valid > 0) {
 		while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 			cs_decode_activity(rec);
@@ -383,6 +385,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	}
 	(void)size;
 	buffer_recycle(buffer, valid);
+	if (opts.census) {
+		cuptiGetTimestamp(&t1);
+		atomic_fetch_add(&census_buffers, 1);
+		atomic_fetch_add(&census_buffer_bytes, valid);
+		atomic_fetch_add(&census_buffer_ns, t1 - t0);
+	}
 }
 
 static void wake(int fd)
@@ -413,6 +421,8 @@ static uint64_t wait_flush_gap(void)
 /* census: flushes after waits made by the waiting threads [0] and the flush thread [1], the
  * periodic flushes of CUPTI [2], their time and the CPU time of the thread in them, in ns */
 static _Atomic uint64_t census_flushes[3], census_flush_ns[3], census_flush_cpu_ns[3];
+static _Atomic uint64_t
+	census_flushall_ns[3];		    /* of census_flush_ns, inside cuptiActivityFlushAll */
 static uint64_t census_flush_thread_cpu_ns; /* the flush thread's CPU time, all of it */
 
 static uint64_t thread_cpu_ns(void)
@@ -425,10 +435,11 @@ static uint64_t thread_cpu_ns(void)
 
 /* census: one flush of kind k (the index of census_flushes) that took wall_ns and began when the
  * thread's CPU time was cpu0 */
-static void census_add_flush(int k, uint64_t wall_ns, uint64_t cpu0)
+static void census_add_flush(int k, uint64_t wall_ns, uint64_t flushall_ns, uint64_t cpu0)
 {
 	atomic_fetch_add(&census_flushes[k], 1);
 	atomic_fetch_add(&census_flush_ns[k], wall_ns);
+	atomic_fetch_add(&census_flushall_ns[k], flushall_ns);
 	atomic_fetch_add(&census_flush_cpu_ns[k], thread_cpu_ns() - cpu0);
 }
 
@@ -439,9 +450,17 @@ static void census_report(void)
 					    "periodic flushes"};
 
 	for (int i = 0; i < 3; i++)
-		fprintf(stderr, "cuscope census: %s: %llu, %.1f us in all, %.1f us of CPU\n",
+		fprintf(stderr,
+			"cuscope census: %s: %llu, %.1f us in all (%.1f in cuptiActivityFlushAll), "
+			"%.1f us of CPU\n",
 			kind[i], (unsigned long long)census_flushes[i],
-			(double)census_flush_ns[i] / 1e3, (double)census_flush_cpu_ns[i] / 1e3);
+			(double)census_flush_ns[i] / 1e3, (double)census_flushall_ns[i] / 1e3,
+			(double)census_flush_cpu_ns[i] / 1e3);
+	fprintf(stderr,
+		"cuscope census: buffers handed back: %llu, %.1f KiB of records, %.1f us in "
+		"buffer_completed\n",
+		(unsigned long long)census_buffers, (double)census_buffer_bytes / 1024.0,
+		(double)census_buffer_ns / 1e3);
 	fprintf(stderr,
 		"cuscope census: the flush thread's CPU time: %.1f us; the callbacks' clock: %s\n",
 		(double)census_flush_thread_cpu_ns / 1e3,
@@ -452,16 +471,18 @@ static void census_report(void)
  * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
 static uint64_t flush_completed(int on_flush_thread)
 {
-	uint64_t t0 = 0, t1 = 0, cpu0 = opts.census ? thread_cpu_ns() : 0;
+	uint64_t t0 = 0, tf = 0, t1 = 0, cpu0 = opts.census ? thread_cpu_ns() : 0;
 
 	atomic_store(&wait_flush_pending, 0);
 	cuptiGetTimestamp(&t0);
 	cuptiActivityFlushAll(0);
+	if (opts.census)
+		cuptiGetTimestamp(&tf);
 	cs_out_flush();
 	cuptiGetTimestamp(&t1);
 	atomic_store(&wait_flush_end, t1);
 	if (opts.census)
-		census_add_flush(on_flush_thread, t1 - t0, cpu0);
+		census_add_flush(on_flush_thread, t1 - t0, tf - t0, cpu0);
 	return t1 > t0 ? t1 - t0 : 0;
 }
 
@@ -495,12 +516,6 @@ void cs_inject_after_wait(uint64_t now)
 		flush_later();
 		return;
 	}
-	if (opts.wait_flush_async && flush_thread_started) {
-		/* the flush thread flushes at once instead: the program's thread goes on, and what
-		 * completed before the wait is in the file once that flush is done */
-		flush_soon();
-		return;
-	}
 	if (atomic_flag_test_and_set(&wait_flush_busy)) {
 		/* another thread is flushing, perhaps since before this wait's work completed: the
 		 * flush thread flushes again once a period has passed */
@@ -509,7 +524,9 @@ void cs_inject_after_wait(uint64_t now)
 	}
 	if (opts.wait_flush_budget && flush_thread_started &&
 	    !cs_flush_budget_allows(&wait_budget, now)) {
-		/* this thread's flushes took their share of the time: the flush thread's turn */
+		/* this thread's flushes took their share of the time: the flush thread flushes at
+		 * once instead, and the program's thread goes on (what completed before the wait is
+		 * in the file once that flush is done: a process gone before then loses it) */
 		atomic_flag_clear(&wait_flush_busy);
 		flush_soon();
 		return;
@@ -620,7 +637,7 @@ static void *flush_main(void *arg)
 			uint64_t t1 = 0;
 
 			cuptiGetTimestamp(&t1);
-			census_add_flush(2, t1 - now, cpu0);
+			census_add_flush(2, t1 - now, t1 - now, cpu0);
 		}
 		if (++ticks % 25 == 0)
 			cs_write_clock_record(now);
@@ -874,7 +891,8 @@ static void process_setup_once(void)
 	}
 	cs_out_set_limit(opts.limit);
 	cs_out_set_staging(opts.staging);
-	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget, WAIT_FLUSH_ALLOWANCE_NS);
+	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
+			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);
 	if (opts.window_t0 || opts.window_t1) {
 		struct timespec rt;
 		int64_t offset;

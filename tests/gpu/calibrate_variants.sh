@@ -6,7 +6,7 @@
 #   bash tests/gpu/calibrate_variants.sh [ROUNDS]    (default 3; OUT defaults to ./gpu-out)
 #
 # CALIBRATE_VARIANTS is a space-separated list of LABEL:CUSCOPE_RECORD_EXTRA and "default" (default:
-# "default wf100:wait_flush_ms=100 nowf:wait_flush_ms=0 async:wait_flush_async small:buffer_kb=256"). Each round
+# "default wf100:wait_flush_ms=100 nowf:wait_flush_ms=0 nobudget:wait_flush_budget=0 small:buffer_kb=256"). Each round
 # runs one calibration of every variant (its own 9 rounds of five loops), starting one variant later each round.
 # Prints, per variant, the median over the calibrations of what recording adds and of each part (us per launch),
 # and writes $OUT/calibrate-variants.txt.
@@ -20,7 +20,7 @@ log=$OUT/calibrate-variants.txt
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 . tests/gpu/build.sh
 W=$(mktemp -d /tmp/cuscope-calibrate.XXXXXX)
-VARIANTS=(${CALIBRATE_VARIANTS:-default wf100:wait_flush_ms=100 nowf:wait_flush_ms=0 async:wait_flush_async small:buffer_kb=256})
+VARIANTS=(${CALIBRATE_VARIANTS:-default wf100:wait_flush_ms=100 nowf:wait_flush_ms=0 nobudget:wait_flush_budget=0 small:buffer_kb=256})
 nv=${#VARIANTS[@]}
 for r in $(seq 1 "$ROUNDS"); do
 	for k in $(seq 0 $((nv - 1))); do

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# wait_flush.sh - what the flush after a host wait costs the program's thread, and whether the flush thread can
-# make it instead (development option wait_flush_async) without losing what a job ended right after a wait had
-# completed. On the GPU machine, from the repository root (.deps carried):
+# wait_flush.sh - what the flush after a host wait costs the program's thread, and what its budget (the share of
+# the time those flushes may take, past which the flush thread makes them: `wait_flush_budget=N`, default 2)
+# saves, without losing what a job ended right after a wait had completed. On the GPU machine, from the repository root (.deps carried):
 #
 #   bash tests/gpu/wait_flush.sh [ROUNDS]     (default 5; OUT defaults to ./gpu-out)
 #
 # 1. samples/corpus/pt_epoch_sync.py, a GPU-bound loop that reads its loss once per epoch of 10 steps (about
 #    110 ms), so that every read comes more than two flush periods after the last flush and the waiting thread
 #    flushes itself: ROUNDS rounds in rotating order of no profiler ("none"), cuscope's defaults ("default") and
-#    each variant of WAIT_FLUSH_VARIANTS (LABEL:CUSCOPE_RECORD_EXTRA, default "async:wait_flush_async
-#    budget:wait_flush_budget=2": the flush thread makes those flushes at once; the waiting thread makes them
-#    while they take at most 0.2% of the time, then the flush thread).
+#    each variant of WAIT_FLUSH_VARIANTS (LABEL:CUSCOPE_RECORD_EXTRA, default "nobudget:wait_flush_budget=0":
+#    the waiting thread makes every such flush itself, as before the budget).
 #    Per run: the program's step_ms, and from the trace the host's time from the end of each steady read's
 #    synchronize to the next kernel launch of that thread (median: what the GPU waits for after the read) and
 #    d2h-sync's share of the step (0 when it does not report).
@@ -18,6 +17,7 @@
 #    and CPU time).
 # 3. tests/gpu/abrupt.sh's loss runs (every kernel of a GPU-bound loop that ends right after a synchronize, by
 #    _exit, signals or SIGKILL) under each variant, WAIT_FLUSH_RUNS times each (default 3).
+# WAIT_FLUSH_ARGS go to the program of parts 1 and 2 (e.g. "--steps 400": a run long enough for the share).
 # WAIT_FLUSH_PARTS picks the parts (default "1 2 3"; all three with three variants take about ten minutes, a
 # device call's limit: run 3 in a call of its own). Writes $OUT/wait-flush.txt.
 set -u
@@ -31,8 +31,8 @@ log=$OUT/wait-flush.txt
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 . tests/gpu/build.sh
 W=$(mktemp -d /tmp/cuscope-wait-flush.XXXXXX)
-PROG=(python3 samples/corpus/pt_epoch_sync.py)
-VARIANTS=(none default ${WAIT_FLUSH_VARIANTS:-async:wait_flush_async budget:wait_flush_budget=2})
+PROG=(python3 samples/corpus/pt_epoch_sync.py ${WAIT_FLUSH_ARGS:-})
+VARIANTS=(none default ${WAIT_FLUSH_VARIANTS:-nobudget:wait_flush_budget=0})
 
 # the median time from the end of a synchronize to the next launch on the same thread, in us, over the reads
 # after the first (the first follows start-up); and d2h-sync's step share from the report
@@ -98,7 +98,7 @@ for v in "${VARIANTS[@]}"; do
 	extra=census
 	[ "$v" = default ] || extra="census,${v#*:}"
 	CUSCOPE_RECORD_EXTRA=$extra "$C" record --no-calibrate -q -o "$W/census.db" --force -- "${PROG[@]}" >/dev/null 2>"$W/census.err"
-	grep 'cuscope census: .*flush' "$W/census.err" | sed "s/^/${v%%:*}: /" | tee -a "$log"
+	grep -E 'cuscope census: .*(flush|buffers)' "$W/census.err" | sed "s/^/${v%%:*}: /" | tee -a "$log"
 done
 fi
 

@@ -75,6 +75,23 @@ START_TEST(savings_capped)
 }
 END_TEST
 
+/* One flush that took far longer than the allowance is charged the allowance: at 2 permille and a
+ * 2 ms allowance, flushing is allowed again just over 1 s later, not 15 s. */
+START_TEST(debt_capped)
+{
+	struct cs_flush_budget b;
+
+	cs_flush_budget_init(&b, 0, 2, 2 * MS);
+	cs_flush_budget_spend(&b, 30 * MS);
+	ck_assert_int_eq(b.tokens, -(int64_t)(2 * MS));
+	ck_assert(!cs_flush_budget_allows(&b, 1000 * MS)); /* back to 0 */
+	ck_assert(cs_flush_budget_allows(&b, 1001 * MS));
+	/* and an overdraft within the allowance is kept as it is */
+	cs_flush_budget_spend(&b, 1 * MS + 2000);
+	ck_assert_int_eq(b.tokens, -(int64_t)(1 * MS));
+}
+END_TEST
+
 /* A clock that goes back earns nothing and does not move the last time back. */
 START_TEST(clock_back)
 {
@@ -109,6 +126,7 @@ static Suite *flush_budget_suite(void)
 	tcase_add_test(tc, earns_its_share);
 	tcase_add_test(tc, bounds_periodic_flushes);
 	tcase_add_test(tc, savings_capped);
+	tcase_add_test(tc, debt_capped);
 	tcase_add_test(tc, clock_back);
 	tcase_add_test(tc, no_share);
 	suite_add_tcase(s, tc);
