@@ -14,6 +14,8 @@
 #   step   the reference training step (.bench/train_ref.py, 60 steps): `cuscope record` at most +1.5% over no
 #          profiler (median of the per-round ratios), beside the floor.
 #
+# TARGETS_VARIANTS adds LABEL:OPTIONS variants (CUSCOPE_RECORD_EXTRA) to every part's rounds, e.g.
+# "drv:launch_layer=driver": their medians are in the tables, the verdicts stay those of the defaults.
 # TARGETS picks the parts (default "c torch step"; about 1, 3 and 4 minutes with 5 rounds). Each part runs
 # launch_variants.sh or stack_cost.sh (their tables in $OUT/targets-*.txt); the verdicts go to
 # $OUT/targets.txt. Exits 0 whether or not a target is met (a benchmark, not a test); 2 when a part could not
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
 ROUNDS=${1:-5}
 FLOOR=floor:no_callbacks,no_memory,no_sync,no_nvtx
+EXTRA=${TARGETS_VARIANTS:-}
 mkdir -p "$OUT"
 verdicts=$OUT/targets.txt
 : >"$verdicts"
@@ -47,7 +50,7 @@ report() { printf '%s\n' "$*" | tee -a "$verdicts"; }
 for part in ${TARGETS:-c torch step}; do
 	case $part in
 	c)
-		OUT=$W/c METRIC=thread_cpu_us_per_launch LAUNCH_VARIANTS="none default $FLOOR" \
+		OUT=$W/c METRIC=thread_cpu_us_per_launch LAUNCH_VARIANTS="none default $FLOOR $EXTRA" \
 			bash tests/gpu/launch_variants.sh "$ROUNDS" 200000 >/dev/null 2>&1
 		t=$W/c/launch-variants.txt
 		cp "$t" "$OUT/targets-c.txt" 2>/dev/null || { report "c: did not run"; status=2; continue; }
@@ -55,7 +58,7 @@ for part in ${TARGETS:-c torch step}; do
 		report "C loop: cuscope less floor ${x:-?} us of the launching thread's CPU per launch (median of $ROUNDS rounds; target at most 0.3): $(verdict "$x" 0.3)"
 		;;
 	torch)
-		OUT=$W/torch LAUNCH_PROGRAM=torch LAUNCH_VARIANTS="none default torchprof $FLOOR" \
+		OUT=$W/torch LAUNCH_PROGRAM=torch LAUNCH_VARIANTS="none default torchprof $FLOOR $EXTRA" \
 			bash tests/gpu/launch_variants.sh "$ROUNDS" 60000 >/dev/null 2>&1
 		t=$W/torch/launch-variants.txt
 		cp "$t" "$OUT/targets-torch.txt" 2>/dev/null || { report "torch: did not run"; status=2; continue; }
@@ -67,7 +70,7 @@ for part in ${TARGETS:-c torch step}; do
 		;;
 	step)
 		[ -f .bench/train_ref.py ] || { report "step: .bench/train_ref.py not carried"; status=2; continue; }
-		OUT=$W/step STACK_COST_CENSUS=0 STACK_COST_MODES="none record $FLOOR" \
+		OUT=$W/step STACK_COST_CENSUS=0 STACK_COST_MODES="none record $FLOOR $EXTRA" \
 			bash tests/gpu/stack_cost.sh "$ROUNDS" >/dev/null 2>&1
 		t=$W/step/stack-cost.txt
 		cp "$t" "$OUT/targets-step.txt" 2>/dev/null || { report "step: did not run"; status=2; continue; }
