@@ -12,10 +12,13 @@
  *   every record of work the wait covered is complete, so a default flush delivers it: the waiting
  *   thread flushes CUPTI and the spool at the wait's exit, unless the last such flush ended less
  *   than 2 x wait_flush_ms (20) ago: then the flush thread does it once wait_flush_ms have passed
- *   since the last one. So what completed before a wait reaches the spool file at once or within
- *   wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by the flush thread when
- *   the program waits often. A periodic default flush alone delivers nothing while the host
- *   runs ahead of a busy GPU (a buffer holding an unfinished record is not returned).
+ *   since the last one. The waiting threads' own flushes take at most wait_flush_budget
+ *   thousandths (2) of the time, saved up for 1 s (flush_budget.c); past that the flush thread
+ *   makes them at once. So what completed before a wait reaches the spool file at once, within a
+ *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by
+ *   the flush thread when the program waits often. A periodic default flush alone delivers nothing
+ *   while the host runs ahead of a busy GPU (a buffer holding an unfinished record is not
+ *   returned).
  * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
  *   handler wakes the flush thread, which forces a flush and writes the process's end record, waits
  *   for it (at most FATAL_FLUSH_TIMEOUT_MS), restores the default action and raises the signal
