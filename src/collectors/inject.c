@@ -431,8 +431,8 @@ static uint64_t wait_flush_gap(void)
 /* census: flushes after waits made by the waiting threads [0] and the flush thread [1], the
  * periodic flushes of CUPTI [2], their time and the CPU time of the thread in them, in ns */
 static _Atomic uint64_t census_flushes[3], census_flush_ns[3], census_flush_cpu_ns[3];
-static _Atomic uint64_t
-	census_flushall_ns[3];		    /* of census_flush_ns, inside cuptiActivityFlushAll */
+/* of census_flush_ns, the time inside cuptiActivityFlushAll */
+static _Atomic uint64_t census_flushall_ns[3];
 static uint64_t census_flush_thread_cpu_ns; /* the flush thread's CPU time, all of it */
 
 static uint64_t thread_cpu_ns(void)
