@@ -238,6 +238,45 @@ static int inside_step(const cs_steps *s, const int64_t *first, const int64_t *l
 	return before > slack && after > slack;
 }
 
+/* (stall index, stack id) pairs by stack id */
+static int cmp_by_stack(const void *pa, const void *pb)
+{
+	int64_t x = ((const int64_t *)pa)[1], y = ((const int64_t *)pb)[1];
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * With steps from the kernel period, whose phase is arbitrary, a step's boundary can fall next to
+ * one of the copies a call site makes several times inside every step (a tensor made on the host
+ * in each layer): the same code in the same loop. A call site whose stalls are mostly inside the
+ * steps is inside at the boundary too; a batch is copied from a site of its own, at the boundary.
+ * Copies without a stack keep what their position says.
+ */
+static int sites_decide(const cs_analysis *a, struct ru_h2d_stalls *out)
+{
+	int64_t(*k)[2] = malloc((size_t)out->n * sizeof(*k));
+
+	if (!k)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < out->n; i++) {
+		k[i][0] = i;
+		k[i][1] = a->copies[out->v[i].copy].stack_id;
+	}
+	qsort(k, (size_t)out->n, sizeof(*k), cmp_by_stack);
+	for (int64_t i = 0, j; i < out->n; i = j) {
+		int64_t in = 0;
+
+		for (j = i; j < out->n && k[j][1] == k[i][1]; j++)
+			in += out->v[k[j][0]].in_step != 0;
+		if (k[i][1] != CS_ID_NONE && 2 * in > j - i)
+			for (int64_t m = i; m < j; m++)
+				out->v[k[m][0]].in_step = 1;
+	}
+	free(k);
+	return 0;
+}
+
 static int push_stall(struct ru_h2d_stalls *out, size_t *cap, const struct ru_h2d_stall *x)
 {
 	if ((size_t)out->n == *cap) {
@@ -304,6 +343,8 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls 
 		if (push_stall(out, &cap, &x))
 			goto nomem;
 	}
+	if (s->method == CS_STEPS_PERIOD && out->n && sites_decide(a, out))
+		goto nomem;
 	free(calls);
 	free(first);
 	free(last);

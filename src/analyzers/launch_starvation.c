@@ -521,8 +521,9 @@ static const char *cause_words(int c)
 	case CAUSE_WAIT:
 		return "host waits";
 	case CAUSE_INPUT:
-		return "the input pipeline (before the host-to-device copies of a batch; "
-		       "dataloader-stall's cost)";
+		return "the input pipeline (host work before host-to-device copies: of a batch, "
+		       "dataloader-stall's cost, or of tensors made on the host, "
+		       "host-created-tensor's)";
 	case CAUSE_PAGEABLE:
 		return "copies of pageable memory holding the host";
 	case CAUSE_ALLOC:
@@ -546,7 +547,8 @@ static const char *cause_fix(int c, int graph)
 	case CAUSE_INPUT:
 		return "Input pipeline: have the next batch ready before the step needs it "
 		       "(DataLoader num_workers and prefetch_factor, pin_memory, copies with "
-		       "non_blocking=True).";
+		       "non_blocking=True), and make tensors on the device rather than on the "
+		       "host (see dataloader-stall and host-created-tensor).";
 	case CAUSE_PAGEABLE:
 		return "Pageable copies: copy from pinned memory (pin_memory=True, "
 		       "non_blocking=True) so that the copy call does not hold the host.";

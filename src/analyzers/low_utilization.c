@@ -55,7 +55,8 @@ static const char *timeline_words(int c)
 	case CS_IDLE_WAIT:
 		return "host waits";
 	case CS_IDLE_INPUT:
-		return "the wait for the next batch";
+		return "host work before host-to-device copies (a batch, or tensors made on the "
+		       "host)";
 	case CS_IDLE_PAGEABLE:
 		return "copies of pageable memory holding the host";
 	case CS_IDLE_D2H:

@@ -204,6 +204,87 @@ START_TEST(test_stall_not_mid_step)
 }
 END_TEST
 
+/*
+ * No NVTX (steps from the kernel period): the step's first two kernels, then five layers of 20
+ * kernels each preceded by 3 ms of host work making a 16 MiB tensor copied from pageable memory,
+ * then 20 kernels of backward. The first copy comes 2 kernels into the step, so close to the
+ * period's arbitrary boundary that its position alone would make it the next batch's. With
+ * batch_site, it is made at a line of its own (model.py:20: a batch), else at the same line as
+ * the four inside the step (model.py:10: the same code in the layer loop). hct and dls get
+ * host-created-tensor's and dataloader-stall's findings.
+ */
+static void layer_noise(const char *file, int batch_site, struct found *hct, struct found *dls)
+{
+	struct sim m;
+	struct loaded l;
+	int64_t st[2], names[7][20];
+	char name[32];
+
+	sim_open(&m, file);
+	m.launch_ns = 8 * US;
+	sim_two_stacks(&m, st);
+	/* every kernel of the step its own name, so that the period is the whole step */
+	for (int k = 0; k < 7; k++)
+		for (int i = 0; i < 20; i++) {
+			snprintf(name, sizeof(name), "layer%d_op%d", k, i);
+			names[k][i] = name_id(&m, name);
+		}
+	for (int s = 0; s < STEPS; s++) {
+		sim_kernel_named(&m, 7, names[0][0], 50 * US);
+		sim_kernel_named(&m, 7, names[0][1], 50 * US);
+		for (int k = 0; k < 5; k++) {
+			sim_host(&m, 3 * MS);
+			m.copy_stack = k == 0 && batch_site ? st[1] : st[0];
+			sim_h2d(&m, 7, 16 * MIB, 1, 300 * US);
+			for (int i = 0; i < 20; i++)
+				sim_kernel_named(&m, 7, names[k + 1][i], 50 * US);
+		}
+		for (int i = 0; i < 20; i++)
+			sim_kernel_named(&m, 7, names[6][i], 50 * US);
+	}
+	sim_finish(&m);
+	load(&l, m.path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	run_rule(&l, "host-created-tensor", hct);
+	run_rule(&l, "dataloader-stall", dls);
+	unload(&l);
+	free(m.path);
+}
+
+/* The copy next to the boundary is made where the four inside the step are: all five are
+ * host-created-tensor's, none is a batch. */
+START_TEST(test_stall_site_inside_steps)
+{
+	struct found hct, dls;
+
+	layer_noise("stall_layer_noise.db", 0, &hct, &dls);
+	ck_assert_int_eq(dls.n, 0);
+	ck_assert_int_eq(hct.n, 1);
+	ck_assert_msg(ev(&hct.v[0], "copies_per_step")->valuedouble == 5, "%g",
+		      ev(&hct.v[0], "copies_per_step")->valuedouble);
+	found_free(&hct);
+	found_free(&dls);
+}
+END_TEST
+
+/* The same with the first copy made at a line of its own: a batch at the step's start
+ * (dataloader-stall's) and four tensors made inside the step (host-created-tensor's). */
+START_TEST(test_stall_site_of_its_own)
+{
+	struct found hct, dls;
+
+	layer_noise("stall_layer_batch.db", 1, &hct, &dls);
+	ck_assert_int_eq(dls.n, 1);
+	ck_assert_msg(ev(&dls.v[0], "h2d_copies_per_step")->valuedouble == 1, "%g",
+		      ev(&dls.v[0], "h2d_copies_per_step")->valuedouble);
+	ck_assert_int_eq(hct.n, 1);
+	ck_assert_msg(ev(&hct.v[0], "copies_per_step")->valuedouble == 4, "%g",
+		      ev(&hct.v[0], "copies_per_step")->valuedouble);
+	found_free(&hct);
+	found_free(&dls);
+}
+END_TEST
+
 /* The rules of ids (NULL-terminated) run together as a report runs them; out gets the findings. */
 static void run_together(const char *path, const char *const *ids, cs_report *out)
 {
@@ -370,6 +451,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_stall_once);
 	tcase_add_test(tc, test_stall_rare);
 	tcase_add_test(tc, test_stall_not_mid_step);
+	tcase_add_test(tc, test_stall_site_inside_steps);
+	tcase_add_test(tc, test_stall_site_of_its_own);
 	tcase_add_test(tc, test_low_util_names_causes);
 	tcase_add_test(tc, test_low_util_timeline);
 	tcase_add_test(tc, test_low_util_busy);
