@@ -268,11 +268,8 @@ static int class_is_wait(int cls, const char *name)
 	}
 }
 
-/* skip_launches: leave the domain's kernel launches off (they are recorded from the launch the
- * other domain makes inside them). */
 static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, int max,
-			     uint8_t *classes, uint8_t *waits, uint8_t *ptsz, uint32_t *names,
-			     int skip_launches)
+			     uint8_t *classes, uint8_t *waits, uint8_t *ptsz, uint32_t *names)
 {
 	int enabled = 0;
 
@@ -289,8 +286,6 @@ static int api_enable_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 		/* Queries are recorded: CUPTI reports them as synchronizations, and only the call
 		 * tells that they are not waits. */
 		if (cls == CS_APICLASS_OTHER && !api_all && !api_census)
-			continue;
-		if (skip_launches && cls == CS_APICLASS_LAUNCH)
 			continue;
 		names[id] = cs_intern(name, (size_t)-1);
 		if (cuptiEnableCallback(1, sub, domain, (CUpti_CallbackId)id) == CUPTI_SUCCESS)
@@ -311,10 +306,10 @@ int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, 
 	api_census = census;
 	if (domains & 1)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, RT_MAX, rt_class, rt_wait,
-				       rt_ptsz, rt_name, (domains & 6) == 6);
+				       rt_ptsz, rt_name);
 	if (domains & 2)
 		n += api_enable_domain(sub, CUPTI_CB_DOMAIN_DRIVER_API, DRV_MAX, drv_class,
-				       drv_wait, drv_ptsz, drv_name, 0);
+				       drv_wait, drv_ptsz, drv_name);
 	return n;
 }
 

@@ -15,8 +15,8 @@
  *   since the last one. The waiting threads' own flushes take at most wait_flush_budget
  *   thousandths (2) of the time, saved up for 1 s (flush_budget.c); past that the flush thread
  *   makes them at once. So what completed before a wait reaches the spool file at once, within a
- *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by
- *   the flush thread when the program waits often. A periodic default flush alone delivers nothing
+ *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made
+ * by the flush thread when the program waits often. A periodic default flush alone delivers nothing
  *   while the host runs ahead of a busy GPU (a buffer holding an unfinished record is not
  *   returned).
  * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
@@ -56,10 +56,6 @@
  *                    per thread (spool_out.c)
  *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
  *                    leave one source or mechanism out (to measure what each costs)
- *   launch_layer=driver  kernel launches recorded from the driver's launch call only: a runtime
- *                    launch (cudaLaunchKernel) makes one (cuLaunchKernel), so CUPTI calls two
- *                    callbacks per launch instead of four; the record is the driver call's, with
- *                    its name and times (every other runtime call as before)
  *   cb_noop          the API callbacks are enabled but return at once (CUPTI's cost of them
  *                    without cuscope's code; records no API calls)
  *   pinned           CUPTI keeps its kernel, copy and set records in pinned host memory
@@ -112,8 +108,7 @@ struct inject_options {
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
 	int cb_noop;	      /* callbacks enabled, returning at once: CUPTI's own cost of them */
 	int sync_activity;    /* sync records from CUPTI's activity, not from the wait callbacks */
-	int cb_domains;	      /* 1 runtime, 2 driver, 3 both (default), 7 both but launches on the
-			       * driver only */
+	int cb_domains;	      /* 1 runtime, 2 driver, 3 both (default) */
 	int backtrace;	      /* capture stacks at waits, copies, allocations and frees */
 	int no_launch_stacks; /* ... but not at kernel launches */
 	int pinned;	      /* CUPTI's records in pinned host memory, not device memory */
@@ -242,8 +237,6 @@ static void parse_options(void)
 			opts.cb_domains = 1;
 		else if (strcmp(tok, "cb=driver") == 0)
 			opts.cb_domains = 2;
-		else if (strcmp(tok, "launch_layer=driver") == 0)
-			opts.cb_domains = 7;
 		else if (strcmp(tok, "no_memory") == 0)
 			opts.no_memory = 1;
 		else if (strcmp(tok, "no_sync") == 0)

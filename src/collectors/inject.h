@@ -13,8 +13,7 @@ int cs_capture_profiler_api(void);
 
 void CUPTIAPI cs_api_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data);
-/* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both; with 4 as
- * well, kernel launches in the driver domain only); stacks:
+/* Enable the callbacks cuscope records in the domains given (1 runtime, 2 driver, 3 both); stacks:
  * 1 at waits, copies, allocations and frees, 2 at kernel launches (per call site); returns how many
  * ids were enabled. */
 int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, int stacks,

@@ -15,11 +15,12 @@
 #          profiler (median of the per-round ratios), beside the floor.
 #
 # TARGETS_VARIANTS adds LABEL:OPTIONS variants (CUSCOPE_RECORD_EXTRA) to every part's rounds, e.g.
-# "drv:launch_layer=driver": their medians are in the tables, the verdicts stay those of the defaults.
+# "nobudget:wait_flush_budget=0": their medians are in the tables, the verdicts stay those of the defaults.
 # TARGETS picks the parts (default "c torch step"; about 1, 3 and 4 minutes with 5 rounds). Each part runs
 # launch_variants.sh or stack_cost.sh (their tables in $OUT/targets-*.txt); the verdicts go to
-# $OUT/targets.txt. Exits 0 whether or not a target is met (a benchmark, not a test); 2 when a part could not
-# run.
+# $OUT/targets.txt. LAUNCH_CPUS=LIST (e.g. 4-7) runs the C and PyTorch loops under taskset -c LIST: on the
+# shared H200 it narrowed the C loop's spread from 0.9 to 0.5 us (docs/performance.md, 2026-12-02). Exits 0
+# whether or not a target is met (a benchmark, not a test); 2 when a part could not run.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
