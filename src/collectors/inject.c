@@ -15,8 +15,8 @@
  *   since the last one. The waiting threads' own flushes take at most wait_flush_budget
  *   thousandths (2) of the time, saved up for 1 s (flush_budget.c); past that the flush thread
  *   makes them at once. So what completed before a wait reaches the spool file at once, within a
- *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made
- * by the flush thread when the program waits often. A periodic default flush alone delivers nothing
+ *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by
+ *   the flush thread when the program waits often. A periodic default flush alone delivers nothing
  *   while the host runs ahead of a busy GPU (a buffer holding an unfinished record is not
  *   returned).
  * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
