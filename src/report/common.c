@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/checked.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
@@ -385,5 +386,72 @@ const char *report_proc_steps_text(char *buf, size_t size, const cs_steps *s)
 	snprintf(buf, size, "%d %s, median %s, GPU busy %.1f%%", s->n,
 		 report_plural(s->n, "step", "steps"), cs_fmt_duration(a, sizeof(a), median),
 		 100.0 * cs_steps_busy_share(s));
+	return buf;
+}
+
+/* ---- the GPU idle the host caused ---- */
+
+/* The causes in words, in enum cs_idle_cause's order. */
+static const char *const idle_cause_words[CS_IDLE_NCAUSES] = {
+	"launch overhead", "host work",	      "host waits",	 "input pipeline",
+	"pageable copies", "after D2H syncs", "allocator calls",
+};
+
+int report_host_idle(const cs_analysis *a, const cs_steps *s, struct report_host_idle *out)
+{
+	int64_t *idle, sum[CS_IDLE_NCAUSES] = {0}, total = 0;
+	int all = cs_steps_steady(s) == 0;
+	cs_error err = {0};
+
+	memset(out, 0, sizeof(*out));
+	if (s->method == CS_STEPS_NONE || s->n <= 0)
+		return 0;
+	idle = calloc((size_t)s->n * CS_IDLE_NCAUSES, sizeof(*idle));
+	if (!idle || cs_steps_idle_by_cause(a, s, idle, &err) < 0) {
+		free(idle);
+		return CS_ERR_NOMEM;
+	}
+	/* shares of the steady steps' time, summed as cs_steps_busy_share() sums the busy time */
+	for (int32_t i = 0; i < s->n; i++) {
+		if (s->v[i].warmup && !all)
+			continue;
+		cs_sat_accum(&total, cs_step_time(s, i));
+		for (int c = 0; c < CS_IDLE_NCAUSES; c++)
+			cs_sat_accum(&sum[c], idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c]);
+	}
+	free(idle);
+	if (total <= 0)
+		return 0;
+	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {
+		out->share[c] = (double)sum[c] / (double)total;
+		out->total += out->share[c];
+	}
+	out->known = 1;
+	return 0;
+}
+
+const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h)
+{
+	int order[CS_IDLE_NCAUSES], n = 0;
+	size_t len;
+
+	for (int c = 0; c < CS_IDLE_NCAUSES; c++)
+		if (h->share[c] >= REPORT_HOST_IDLE_SHOWN)
+			order[n++] = c;
+	/* largest first (a handful of causes: insertion sort) */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && h->share[order[j]] > h->share[order[j - 1]]; j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	snprintf(buf, size, "%.1f%% of the step waiting for the host", 100.0 * h->total);
+	len = strlen(buf);
+	for (int i = 0; i < n && len < size; i++) {
+		snprintf(buf + len, size - len, "%s%s %.1f%%", i ? ", " : ": ",
+			 idle_cause_words[order[i]], 100.0 * h->share[order[i]]);
+		len += strlen(buf + len);
+	}
 	return buf;
 }

@@ -19,8 +19,9 @@
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
 #include "report.h"
+#include "report_internal.h"
 
-#define STEP_RUNS_SHOWN 12 /* runs of a finding's steps shown */
+#define HTML_STEP_RUNS_SHOWN 12 /* runs of a finding's steps shown */
 
 /* report.css and report.js (report_assets.c, made by src/report/embed.py) */
 extern const char report_css[];
@@ -265,6 +266,15 @@ static void steps_items(FILE *out, const cJSON *steps)
 	}
 	snprintf(line, sizeof(line), "%.1f%%", 100.0 * get_num(steps, "gpu_busy_share"));
 	dl_item(out, "GPU busy", line);
+	if (cJSON_IsNumber(get(steps, "host_idle_share"))) {
+		const cJSON *by = get(steps, "host_idle_share_by_cause");
+		struct report_host_idle h = {1, get_num(steps, "host_idle_share"), {0}};
+
+		for (int c = 0; c < CS_IDLE_NCAUSES; c++)
+			h.share[c] = get_num(by, cs_idle_cause_name(c));
+		if (h.total >= REPORT_HOST_IDLE_SHOWN)
+			dl_item(out, "GPU idle", report_host_idle_text(line, sizeof(line), &h));
+	}
 }
 
 static void header(FILE *out, const cJSON *doc)
@@ -419,7 +429,7 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 
 		cs_strbuf_printf(&sb, "%" PRId64 " of %" PRId64 " steady-state %s: ", nsteps,
 				 steady, plural(steady, "step", "steps"));
-		step_runs(&sb, steps, STEP_RUNS_SHOWN);
+		step_runs(&sb, steps, HTML_STEP_RUNS_SHOWN);
 		dl_item(out, "steps", cs_strbuf_str(&sb));
 		cs_strbuf_reset(&sb);
 	}

@@ -251,6 +251,30 @@ fail:
 	return NULL;
 }
 
+/* host_idle_share and host_idle_share_by_cause of a steps object (null without steps); -1 without
+ * memory. */
+static int json_host_idle(const struct report_view *v, const cs_steps *s, cJSON *o)
+{
+	struct report_host_idle h;
+	cJSON *by;
+
+	if (report_host_idle(v->a, s, &h))
+		return -1;
+	if (!h.known)
+		return cJSON_AddNullToObject(o, "host_idle_share") &&
+				       cJSON_AddNullToObject(o, "host_idle_share_by_cause")
+			       ? 0
+			       : -1;
+	cJSON_AddNumberToObject(o, "host_idle_share", h.total);
+	by = cJSON_AddObjectToObject(o, "host_idle_share_by_cause");
+	if (!by)
+		return -1;
+	for (int c = 0; c < CS_IDLE_NCAUSES; c++)
+		if (!cJSON_AddNumberToObject(by, cs_idle_cause_name(c), h.share[c]))
+			return -1;
+	return 0;
+}
+
 /* A steps object: the top level's (the primary process's) or a process's. */
 static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 {
@@ -273,6 +297,8 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 	cs_json_add_int(o, "p10_ns", p10, -1);
 	cs_json_add_int(o, "p90_ns", p90, -1);
 	cJSON_AddNumberToObject(o, "gpu_busy_share", cs_steps_busy_share(s));
+	if (json_host_idle(v, s, o))
+		goto fail;
 	list = cJSON_AddArrayToObject(o, "list");
 	if (!list)
 		goto fail;

@@ -184,8 +184,18 @@ int report_markdown(const struct report_view *v)
 		       cs_fmt_duration(b, sizeof(b), v->p10), cs_fmt_duration(c, sizeof(c), v->p90),
 		       s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU" : "");
 	}
-	if (!v->multi)
+	if (!v->multi) {
+		struct report_host_idle h;
+		char line[512];
+
 		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+		if (!report_host_idle(v->a, s, &h) && h.known &&
+		    h.total >= REPORT_HOST_IDLE_SHOWN) {
+			printf("| GPU idle | ");
+			report_md_puts(report_host_idle_text(line, sizeof(line), &h));
+			printf(" |\n");
+		}
+	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++) {
 		char line[256];
 

@@ -70,4 +70,19 @@ char *report_proc_findings(const struct report_view *v, uint32_t pid);
 /* The steps of a process in words. */
 const char *report_proc_steps_text(char *buf, size_t size, const cs_steps *s);
 
+/* The GPU idle of a process's steady steps that its host caused, as launch-starvation splits it
+ * (cs_steps_idle_by_cause), in shares of the steps' time summed as the GPU busy share is. */
+struct report_host_idle {
+	int known; /* 0: no steps */
+	double total;
+	double share[CS_IDLE_NCAUSES];
+};
+/* Causes under this share are left out of the words. */
+#define REPORT_HOST_IDLE_SHOWN 0.005
+/* Fill *out for the steps s; 0, or CS_ERR_NOMEM. */
+int report_host_idle(const cs_analysis *a, const cs_steps *s, struct report_host_idle *out);
+/* "46.7% of the step waiting for the host: launch overhead 39.6%, host work 6.5%" (causes of at
+ * least REPORT_HOST_IDLE_SHOWN, largest first). */
+const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h);
+
 #endif

@@ -313,6 +313,18 @@ static void text_processes(const struct report_view *v)
 	}
 }
 
+/* "GPU idle:" under the step time, when the host left the GPU idle for a share worth naming
+ * (whether or not a rule reports it: launch-starvation reports from 65%). */
+static void text_host_idle(const struct report_view *v)
+{
+	struct report_host_idle h;
+	char line[512];
+
+	if (report_host_idle(v->a, v->s, &h) || !h.known || h.total < REPORT_HOST_IDLE_SHOWN)
+		return;
+	print_header_field("GPU idle:", report_host_idle_text(line, sizeof(line), &h), v->width);
+}
+
 static void text_header(const struct report_view *v)
 {
 	const char *command = cs_trace_meta(v->t, "command");
@@ -344,6 +356,7 @@ static void text_header(const struct report_view *v)
 			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU"
 						       : "");
 		print_header_field("step time:", line, v->width);
+		text_host_idle(v);
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
 		print_header_field(

@@ -575,6 +575,85 @@ START_TEST(test_json_steps)
 }
 END_TEST
 
+/* The causes of the "GPU idle:" line and their shares in the JSON report (docs/commands/report.md).
+ */
+static void check_host_idle(const char *db, double min_total, double max_total)
+{
+	struct tu_result t = run(db), j = run("-f", "json", db);
+	cJSON *doc = report_json(j.out);
+	const cJSON *st = cJSON_GetObjectItem(doc, "steps"), *by, *it, *largest = NULL;
+	const cJSON *ps = cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "processes"), 0), "steps");
+	double total, busy, sum = 0;
+	const char *line;
+
+	ck_assert_msg(t.rc == 0 && j.rc == 0, "%s: exit %d/%d", db, t.rc, j.rc);
+	total = cJSON_GetObjectItem(st, "host_idle_share")->valuedouble;
+	busy = cJSON_GetObjectItem(st, "gpu_busy_share")->valuedouble;
+	ck_assert_msg(total >= min_total && total <= max_total, "%s: host idle %f", db, total);
+	/* busy and host-caused idle are disjoint parts of the same steps' time */
+	ck_assert_msg(total + busy <= 1.0 + 1e-9, "%s: busy %f + idle %f", db, busy, total);
+	by = cJSON_GetObjectItem(st, "host_idle_share_by_cause");
+	ck_assert_int_eq(cJSON_GetArraySize(by), 7);
+	cJSON_ArrayForEach(it, by)
+	{
+		ck_assert(it->valuedouble >= 0);
+		sum += it->valuedouble;
+		if (!largest || it->valuedouble > largest->valuedouble)
+			largest = it;
+	}
+	ck_assert_msg(fabs(sum - total) < 1e-9, "%s: causes add up to %f, not %f", db, sum, total);
+	/* the only process's steps object says the same */
+	ck_assert(cJSON_GetObjectItem(ps, "host_idle_share")->valuedouble == total);
+	line = strstr(t.out, "GPU idle:  ");
+	if (total < 0.005) {
+		ck_assert_msg(line == NULL, "%s", t.out);
+	} else {
+		char words[64];
+
+		ck_assert_msg(line != NULL, "%s", t.out);
+		/* the largest cause comes first, in words */
+		snprintf(words, sizeof(words), "the host: %s", largest->string);
+		for (char *c = words; *c; c++)
+			if (*c == '_')
+				*c = ' ';
+		ck_assert_msg(strncmp(strstr(line, "the host: "), words, strlen(words)) == 0,
+			      "%s / %s", line, words);
+	}
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&j);
+}
+
+START_TEST(test_host_idle)
+{
+	struct tu_result n = run(counts_db), nj = run("-f", "json", counts_db);
+	struct tu_result h = run("-f", "html", train_db), hc = run("-f", "html", clean_db);
+	struct tu_result m = run("-f", "markdown", train_db);
+	cJSON *doc = report_json(nj.out);
+
+	/* train_small: 9.6% busy, the rest the host's launch pace and its work between launches */
+	check_host_idle(train_db, 0.85, 0.91);
+	/* the GPU busy with queued work throughout: no line */
+	check_host_idle(clean_db, 0, 0.005);
+	/* no steps: nothing to say */
+	ck_assert(cJSON_IsNull(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "steps"), "host_idle_share")));
+	ck_assert_msg(strstr(n.out, "GPU idle:") == NULL, "%s", n.out);
+	/* the HTML header and the markdown table say it too, in the same words */
+	ck_assert(strstr(h.out, "<dt>GPU idle</dt><dd>") != NULL);
+	ck_assert(strstr(h.out, "of the step waiting for the host: host work ") != NULL);
+	ck_assert(strstr(hc.out, "<dt>GPU idle</dt>") == NULL);
+	ck_assert(strstr(m.out, "| GPU idle | ") != NULL);
+	cJSON_Delete(doc);
+	tu_result_free(&n);
+	tu_result_free(&nj);
+	tu_result_free(&h);
+	tu_result_free(&hc);
+	tu_result_free(&m);
+}
+END_TEST
+
 /* The validator itself: a missing key or a wrong type fails. */
 START_TEST(test_schema_catches_mistakes)
 {
@@ -1294,6 +1373,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_text_no_structure);
 	tcase_add_test(tc, test_json_validates);
 	tcase_add_test(tc, test_json_steps);
+	tcase_add_test(tc, test_host_idle);
 	tcase_add_test(tc, test_schema_catches_mistakes);
 	tcase_add_test(tc, test_markdown);
 	tcase_add_test(tc, test_list_rules);
