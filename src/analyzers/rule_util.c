@@ -1592,6 +1592,13 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 				stop = s->v[d->step].end;
 			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
 			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
+			/* an explicit synchronize gives the host nothing it needs: without it the
+			 * host would have gone on at once, its next launch that much earlier and no
+			 * more, so the wait costs at most the time it held the host (a 5 us
+			 * synchronize in the middle of host work costs 5 us, not the host work
+			 * after it) */
+			if (keep[order[q - 1].i] == HW_SYNC && d->cost > wait_end(y) - y->start)
+				d->cost = wait_end(y) - y->start;
 		}
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
