@@ -1483,6 +1483,27 @@ START_TEST(test_launch_host_wait_no_copy)
 }
 END_TEST
 
+/* A host-bound loop of 50 short kernels a step, then 2.6 ms of host CPU work with a short
+ * torch.cuda.synchronize() (wait_ns) in its middle, written to file. */
+static void wait_in_host_work(struct sim *m, const char *file, int64_t wait_ns)
+{
+	sim_open(m, file);
+	m->launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(m);
+		for (int i = 0; i < 50; i++) {
+			sim_kernel(m, 7, 2 * US);
+			sim_host(m, 17 * US);
+		}
+		sim_host(m, 1300 * US);
+		sim_sync(m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, m->h + wait_ns, CS_ID_NONE);
+		sim_host(m, 1300 * US);
+		sim_kernel(m, 7, 2 * US);
+		sim_step_end(m);
+	}
+	sim_finish(m);
+}
+
 /* A short wait inside a long gap of host work: the gap is host work, the wait only its own 5 us. */
 START_TEST(test_launch_short_wait_in_host_work)
 {
@@ -1490,22 +1511,7 @@ START_TEST(test_launch_short_wait_in_host_work)
 	struct found f;
 	cJSON *by;
 
-	sim_open(&m, "wait_in_host_work.db");
-	m.launch_ns = 8 * US;
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		for (int i = 0; i < 50; i++) {
-			sim_kernel(&m, 7, 2 * US);
-			sim_host(&m, 17 * US);
-		}
-		/* 2.6 ms of host CPU work, a 5 us torch.cuda.synchronize() in its middle */
-		sim_host(&m, 1300 * US);
-		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, m.h + 2 * US, CS_ID_NONE);
-		sim_host(&m, 1300 * US);
-		sim_kernel(&m, 7, 2 * US);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
+	wait_in_host_work(&m, "wait_in_host_work.db", 2 * US);
 	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
 	by = cJSON_GetObjectItem(f.v[0].evidence, "idle_ns_by_cause");
 	ck_assert(cJSON_GetObjectItem(by, "host_work")->valuedouble > 2.5 * MS);
@@ -1902,21 +1908,7 @@ START_TEST(test_sync_call_short_wait_in_host_work)
 	struct sim m;
 	struct found f;
 
-	sim_open(&m, "sync_in_host_work.db");
-	m.launch_ns = 8 * US;
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		for (int i = 0; i < 50; i++) {
-			sim_kernel(&m, 7, 2 * US);
-			sim_host(&m, 17 * US);
-		}
-		sim_host(&m, 1300 * US);
-		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, m.h + 5 * US, CS_ID_NONE);
-		sim_host(&m, 1300 * US);
-		sim_kernel(&m, 7, 2 * US);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
+	wait_in_host_work(&m, "sync_in_host_work.db", 5 * US);
 	ck_assert_int_eq(synthetic_count(&m, "sync-call", &f), 0);
 	free(m.path);
 }
