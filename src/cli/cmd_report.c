@@ -88,7 +88,7 @@ static int print_html(const struct report_view *v)
 		cli_error("out of memory");
 		return CLI_EXIT_USAGE;
 	}
-	charts = report_charts(v->a, v->procs, &err);
+	charts = report_charts(v, &err);
 	if (!charts || !cJSON_AddItemToObject(doc, "charts", charts)) {
 		cJSON_Delete(charts);
 		cli_error("cannot chart '%s': %s", v->path, err.msg[0] ? err.msg : "out of memory");
@@ -356,6 +356,7 @@ int cmd_report(int argc, char **argv)
 	cs_error err = {0, ""};
 	cs_progress *progress;
 	struct report_view view;
+	struct report_idle_cache idle = {NULL, 0};
 	cs_unended *unended = NULL;
 
 	while ((c = cli_getopt(argc, argv, "f:o:p:w:vh", longopts)) != -1) {
@@ -504,6 +505,7 @@ int cmd_report(int argc, char **argv)
 	view.width = output ? (width >= 0 ? (int)width : 0) : cli_output_width((int)width);
 	cs_steps_duration_stats(steps, &view.median, &view.p10, &view.p90);
 	view.busy_share = cs_steps_busy_share(steps);
+	view.idle = &idle;
 
 	if (output && (rc = output_begin(&out, output, path, force)) != 0)
 		goto out;
@@ -514,6 +516,7 @@ int cmd_report(int argc, char **argv)
 				rc = CLI_EXIT_FINDINGS;
 	rc = output ? output_end(&out, output, rc) : cli_finish_output(rc);
 out:
+	report_idle_cache_free(&idle);
 	free(unended);
 	cs_report_free(&rep);
 	cs_report_processes_free(&procs);

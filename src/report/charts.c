@@ -17,16 +17,16 @@
 /* ---- idle by cause ---- */
 
 /* {"pid": P, "idle_by_cause": [[ns per cause] per step]} for one process. */
-static cJSON *proc_idle(const cs_analysis *a, const cs_report_process *p, cs_error *err)
+static cJSON *proc_idle(const struct report_view *v, const cs_report_process *p, cs_error *err)
 {
 	const cs_steps *s = &p->steps;
-	int64_t *idle = calloc((size_t)s->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
+	const int64_t *idle = report_steps_idle(v, s, err);
 	cJSON *o = cJSON_CreateObject(), *list;
 
-	if (!idle || !o)
-		goto nomem;
-	if (cs_steps_idle_by_cause(a, s, idle, err) < 0)
+	if (!idle)
 		goto fail;
+	if (!o)
+		goto nomem;
 	cs_json_add_int(o, "pid", p->pid, -1);
 	list = cJSON_AddArrayToObject(o, "idle_by_cause");
 	if (!list)
@@ -43,12 +43,10 @@ static cJSON *proc_idle(const cs_analysis *a, const cs_report_process *p, cs_err
 				    row, cs_json_int(idle[(size_t)i * CS_IDLE_NCAUSES + c])))
 				goto nomem;
 	}
-	free(idle);
 	return o;
 nomem:
 	cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 fail:
-	free(idle);
 	cJSON_Delete(o);
 	return NULL;
 }
@@ -292,8 +290,10 @@ out:
 	return rc;
 }
 
-cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_error *err)
+cJSON *report_charts(const struct report_view *v, cs_error *err)
 {
+	const cs_analysis *a = v->a;
+	const cs_report_processes *procs = v->procs;
 	cJSON *charts = cJSON_CreateObject(), *causes, *arr;
 
 	if (!charts)
@@ -306,7 +306,7 @@ cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_
 		if (!cJSON_AddItemToArray(causes, cJSON_CreateString(cs_idle_cause_name(c))))
 			goto nomem;
 	for (int32_t i = 0; i < procs->n; i++) {
-		cJSON *p = proc_idle(a, &procs->v[i], err);
+		cJSON *p = proc_idle(v, &procs->v[i], err);
 
 		if (!p) {
 			cJSON_Delete(charts);

@@ -397,20 +397,62 @@ static const char *const idle_cause_words[CS_IDLE_NCAUSES] = {
 	"pageable copies", "after D2H syncs", "allocator calls",
 };
 
-int report_host_idle(const cs_analysis *a, const cs_steps *s, struct report_host_idle *out)
+void report_idle_cache_free(struct report_idle_cache *c)
 {
-	int64_t *idle, sum[CS_IDLE_NCAUSES] = {0}, total = 0;
+	for (int32_t i = 0; i < c->n; i++)
+		free(c->v[i]);
+	free(c->v);
+	c->v = NULL;
+	c->n = 0;
+}
+
+const int64_t *report_steps_idle(const struct report_view *v, const cs_steps *s, cs_error *err)
+{
+	struct report_idle_cache *c = v->idle;
+	int32_t i = 0;
+	int64_t *idle;
+
+	while (i < v->procs->n && &v->procs->v[i].steps != s)
+		i++;
+	if (!c || i == v->procs->n) {
+		cs_error_set(err, CS_ERR_INVALID, "steps of no process of the report");
+		return NULL;
+	}
+	if (!c->v) {
+		c->v = calloc((size_t)v->procs->n, sizeof(*c->v));
+		if (!c->v) {
+			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+			return NULL;
+		}
+		c->n = v->procs->n;
+	}
+	if (c->v[i])
+		return c->v[i];
+	idle = calloc((size_t)s->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
+	if (!idle) {
+		cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (cs_steps_idle_by_cause(v->a, s, idle, err) < 0) {
+		free(idle);
+		return NULL;
+	}
+	return c->v[i] = idle;
+}
+
+int report_host_idle(const struct report_view *v, const cs_steps *s, struct report_host_idle *out)
+{
+	int64_t sum[CS_IDLE_NCAUSES] = {0}, total = 0;
 	int all = cs_steps_steady(s) == 0;
+	const int64_t *idle;
 	cs_error err = {0};
 
 	memset(out, 0, sizeof(*out));
 	if (s->method == CS_STEPS_NONE || s->n <= 0)
 		return 0;
-	idle = calloc((size_t)s->n * CS_IDLE_NCAUSES, sizeof(*idle));
-	if (!idle || cs_steps_idle_by_cause(a, s, idle, &err) < 0) {
-		free(idle);
-		return CS_ERR_NOMEM;
-	}
+	idle = report_steps_idle(v, s, &err);
+	if (!idle)
+		return err.code ? err.code : CS_ERR_NOMEM;
 	/* shares of the steady steps' time, summed as cs_steps_busy_share() sums the busy time */
 	for (int32_t i = 0; i < s->n; i++) {
 		if (s->v[i].warmup && !all)
@@ -419,7 +461,6 @@ int report_host_idle(const cs_analysis *a, const cs_steps *s, struct report_host
 		for (int c = 0; c < CS_IDLE_NCAUSES; c++)
 			cs_sat_accum(&sum[c], idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c]);
 	}
-	free(idle);
 	if (total <= 0)
 		return 0;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {

@@ -258,7 +258,7 @@ static int json_host_idle(const struct report_view *v, const cs_steps *s, cJSON 
 	struct report_host_idle h;
 	cJSON *by;
 
-	if (report_host_idle(v->a, s, &h))
+	if (report_host_idle(v, s, &h))
 		return -1;
 	if (!h.known)
 		return cJSON_AddNullToObject(o, "host_idle_share") &&

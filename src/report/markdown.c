@@ -189,8 +189,7 @@ int report_markdown(const struct report_view *v)
 		char line[512];
 
 		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
-		if (!report_host_idle(v->a, s, &h) && h.known &&
-		    h.total >= REPORT_HOST_IDLE_SHOWN) {
+		if (!report_host_idle(v, s, &h) && h.known && h.total >= REPORT_HOST_IDLE_SHOWN) {
 			printf("| GPU idle | ");
 			report_md_puts(report_host_idle_text(line, sizeof(line), &h));
 			printf(" |\n");

@@ -16,6 +16,22 @@
 #include "cuscope/ranks.h"
 #include "cuscope/trace.h"
 
+/*
+ * The GPU idle of each step of each process of procs by cause (cs_steps_idle_by_cause(): one scan
+ * of the process's GPU work), made the first time a renderer asks for a process's
+ * (report_steps_idle()), so that the text header, the JSON steps objects and the HTML charts share
+ * one scan per process. cmd_report.c owns it (report_idle_cache_free()).
+ */
+struct report_idle_cache {
+	int64_t **v; /* per process, s->n * CS_IDLE_NCAUSES values; NULL until asked */
+	int32_t n;
+};
+void report_idle_cache_free(struct report_idle_cache *c);
+struct report_view;
+/* The GPU idle of each step of s (those of a process of v->procs) by cause, from v->idle: idle[i *
+ * CS_IDLE_NCAUSES + cause] for step i; NULL with err set on failure. */
+const int64_t *report_steps_idle(const struct report_view *v, const cs_steps *s, cs_error *err);
+
 /* Everything a renderer prints: the analysis of a trace and how to show it. */
 struct report_view {
 	const cs_unended *unended; /* records after their last one may be missing */
@@ -33,6 +49,7 @@ struct report_view {
 	int verbose, color, width;
 	int64_t median, p10, p90;
 	double busy_share; /* GPU busy share of the steady-state step time */
+	struct report_idle_cache *idle; /* filled as renderers ask */
 };
 
 /* ---- the formats ---- */
@@ -88,14 +105,14 @@ char *report_evidence_value(const char *key, const cJSON *v, int verbose);
 
 /*
  * What the HTML report charts that the JSON report does not hold, computed from the loaded
- * trace: for each process of procs, the GPU idle of each step by cause (cs_steps_idle_by_cause);
+ * trace: for each process of v->procs, the GPU idle of each step by cause (report_steps_idle());
  * the device memory in use of each process and GPU over time (at most REPORT_MEMORY_POINTS points
  * each: the highest level of each interval); and the kernels of those processes with the most GPU
  * time (REPORT_TOP_KERNELS). NULL with err set on failure.
  */
 #define REPORT_MEMORY_POINTS 1200
 #define REPORT_TOP_KERNELS   20
-cJSON *report_charts(const cs_analysis *a, const cs_report_processes *procs, cs_error *err);
+cJSON *report_charts(const struct report_view *v, cs_error *err);
 
 /* ---- the HTML report (html.c) ---- */
 

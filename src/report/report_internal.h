@@ -79,8 +79,9 @@ struct report_host_idle {
 };
 /* Causes under this share are left out of the words. */
 #define REPORT_HOST_IDLE_SHOWN 0.005
-/* Fill *out for the steps s; 0, or CS_ERR_NOMEM. */
-int report_host_idle(const cs_analysis *a, const cs_steps *s, struct report_host_idle *out);
+/* Fill *out for the steps s (those of a process of v->procs); 0, or CS_ERR_NOMEM. */
+int report_host_idle(const struct report_view *v, const cs_steps *s, struct report_host_idle *out);
+
 /* "46.7% of the step waiting for the host: launch overhead 39.6%, host work 6.5%" (causes of at
  * least REPORT_HOST_IDLE_SHOWN, largest first). */
 const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h);

@@ -320,7 +320,7 @@ static void text_host_idle(const struct report_view *v)
 	struct report_host_idle h;
 	char line[512];
 
-	if (report_host_idle(v->a, v->s, &h) || !h.known || h.total < REPORT_HOST_IDLE_SHOWN)
+	if (report_host_idle(v, v->s, &h) || !h.known || h.total < REPORT_HOST_IDLE_SHOWN)
 		return;
 	print_header_field("GPU idle:", report_host_idle_text(line, sizeof(line), &h), v->width);
 }
