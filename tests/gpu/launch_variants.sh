@@ -80,15 +80,17 @@ for r in $(seq 1 "$ROUNDS"); do
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "$r ${v%%:*} ${x:-nan}" >>"$W/all"
-		echo "$r ${v%%:*} $(grep '^info:' "$W/out" | tail -n 1)" >>"$OUT/launch-variants-runs.txt"
+		echo "$r ${v%%:*} $(grep '^chunks:' "$W/out" | tail -n 1)" >>"$W/chunks"
+		echo "$r ${v%%:*} $(grep "^info:" "$W/out" | tail -n 1) $(grep "^chunks:" "$W/out" | tail -n 1)" >>"$OUT/launch-variants-runs.txt"
 		line="$line ${v%%:*}=${x:-FAILED}"
 	done
 	say "$line"
 done
 say ""
-python3 - "$W/all" "$METRIC" "${LAUNCH_PROGRAM:-c}" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
+touch "$W/chunks"
+python3 - "$W/all" "$METRIC" "${LAUNCH_PROGRAM:-c}" "$W/chunks" "${VARIANTS[@]%%:*}" <<'PY' | tee -a "$log"
 import statistics, sys
-metric, program, names = sys.argv[2], sys.argv[3], sys.argv[4:]
+metric, program, names = sys.argv[2], sys.argv[3], sys.argv[5:]
 # round -> variant -> value (a round cut short by a time limit keeps what it measured)
 rounds = {}
 for line in open(sys.argv[1]):
@@ -124,5 +126,22 @@ if "default" in names and "torchprof" in names:
     d = paired("default", "torchprof", lambda a, b: a <= b)
     if d:
         print(f"default at or below torch.profiler in {sum(d)} of {len(d)} rounds")
+# The PyTorch loop prints its wall time per launch for each tenth of the loop ("chunks:"). On the shared H200
+# a run moves between a quiet state and one 2..4 us a launch slower, in mid-run and with no profiler too
+# (docs/performance.md, session 16): the lower quartile of all the tenths of a variant is its time in the
+# quiet state, and "slow tenths" the share of tenths over 1.2 times that.
+tenths = {}
+for line in open(sys.argv[4]):
+    f = line.split()
+    if len(f) > 3 and f[2] == "chunks:":
+        tenths.setdefault(f[1], []).extend(float(x) for x in f[3:] if "=" not in x)
+if tenths:
+    q1 = {n: statistics.quantiles(v, n=4)[0] for n, v in tenths.items() if len(v) >= 4}
+    print(f"quiet state, lower quartile of the tenths of every run ({metric}):")
+    for n in names:
+        if n in q1:
+            slow = sum(x > 1.2 * q1[n] for x in tenths[n]) / len(tenths[n])
+            over = f" {100 * (q1[n] / q1['none'] - 1):+.1f}% over none" if n != "none" and "none" in q1 else ""
+            print(f"  {n:42s} {q1[n]:8.3f}  slow tenths {100 * slow:3.0f}%{over}")
 PY
 say "scratch: $W"
