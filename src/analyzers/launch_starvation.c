@@ -20,9 +20,14 @@
 
 #define RULE_ID "launch-starvation"
 
-/* The GPU waits for the host at least this share of the step, in the median steady step ... */
-#define MIN_IDLE_SHARE 0.65
-/* ... and in at least this share of the steady steps, and this many. */
+/*
+ * A step is starved when the GPU waits for the host at least as long as it works: the host's
+ * idle (every counted cause but the allocator calls, which are the memory rules') is at least the
+ * step's GPU busy time. Then the host, not the GPU, sets the step's pace: a GPU twice as fast
+ * would shorten the step by less than a host that launched in no time. The median steady step
+ * must be so ...
+ */
+/* ... and at least this share of the steady steps, and this many. */
 #define MIN_STEP_SHARE 0.5
 #define MIN_STEPS      3
 /*
@@ -513,6 +518,12 @@ static int64_t counted(const struct step_acc *x)
 	return n;
 }
 
+/* The host's own idle in a step: every counted cause but the allocator calls. */
+static int64_t host_idle(const struct step_acc *x)
+{
+	return cs_sat_sub(counted(x), x->idle[CAUSE_ALLOC]);
+}
+
 static const char *cause_words(int c)
 {
 	switch (c) {
@@ -567,12 +578,13 @@ static const char *cause_fix(int c, int graph)
 }
 
 /*
- * med, lo and hi: the median idle share of the steady steps and its 95% interval, in millionths;
- * near: the interval holds the threshold (the finding is info).
+ * med, lo and hi: the median margin of the steady steps (the host's idle less the GPU's busy
+ * time, as a share of the step) and its 95% interval, in millionths; near: the interval holds 0
+ * (the finding is info).
  */
-static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int64_t *share_pm,
-			const int32_t *steps, int32_t n, int64_t *tmp, int64_t med, int64_t lo,
-			int64_t hi, int near, struct ru_sites *sites, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int32_t *steps,
+			int32_t n, int64_t *tmp, int64_t med, int64_t lo, int64_t hi, int near,
+			struct ru_sites *sites, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -581,8 +593,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	int64_t lost, own, cause_med[NCAUSES], gaps_med[NCAUSES], work, work_ns, dur, best_gap = 0;
 	int64_t launches, gk = 0, kernels = 0;
 	int top = CAUSE_LAUNCH, rc = CS_ERR_NOMEM, graph, done[NCAUSES] = {0};
-	int64_t rec, left_to_stall;
-	double share, rec_launch_ns, net_share;
+	int64_t rec, left_to_stall, host, busy;
+	double share, busy_share, rec_launch_ns, net_share;
 	char title[400], fix[1600] = "", b1[32], b2[32], b3[32], b4[256] = "", b5[32], b6[32];
 
 	for (int32_t i = 0; i < n; i++)
@@ -637,14 +649,19 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		tmp[i] = s->v[steps[i]].end - s->v[steps[i]].start;
 	dur = ru_median(tmp, n);
 	for (int32_t i = 0; i < n; i++)
-		tmp[i] = share_pm[steps[i]];
-	share = (double)ru_median(tmp, n) / 1e6;
+		tmp[i] = host_idle(&acc[steps[i]]);
+	host = ru_median(tmp, n);
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = s->v[steps[i]].gpu_busy;
+	busy = ru_median(tmp, n);
+	share = dur > 0 ? (double)host / (double)dur : 0;
+	busy_share = dur > 0 ? (double)busy / (double)dur : 0;
 	/*
 	 * What recording itself added: every launch call of the step took rec_launch_ns longer
 	 * (measured by record after the program, META launch_cost), so a host that launched each
 	 * kernel just in time started the step's last one up to launches x rec_launch_ns late. The
-	 * idle is counted net of that; when what is left falls below the threshold, the program
-	 * may not starve without the profiler and the finding is info.
+	 * idle is counted net of that; when the host's idle left is shorter than the GPU's busy
+	 * time, the program may not starve without the profiler and the finding is info.
 	 */
 	rec_launch_ns = cs_launch_cost_ns(cs_trace_meta(a->trace, CS_META_LAUNCH_COST));
 	rec = (int64_t)((double)launches * rec_launch_ns);
@@ -654,8 +671,11 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	left_to_stall = lost - own;
 	own = own > rec ? own - rec : 0;
 	if (near)
-		snprintf(b4, sizeof(b4), "; near the %.0f%% threshold (95%% interval %.0f-%.0f%%)",
-			 MIN_IDLE_SHARE * 100, (double)lo / 1e4, (double)hi / 1e4);
+		snprintf(
+			b4, sizeof(b4),
+			"; near the threshold, the GPU working about as long (the host's idle less "
+			"its work, 95%% interval %+.0f..%+.0f%% of the step)",
+			(double)lo / 1e4, (double)hi / 1e4);
 	if (rec > 0) {
 		size_t len = strlen(b4);
 
@@ -663,21 +683,19 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 			 "; up to %s of that idle is recording's own cost (%s per launch)%s",
 			 ru_fmt_ns(b5, sizeof(b5), rec),
 			 ru_fmt_ns(b6, sizeof(b6), (int64_t)rec_launch_ns),
-			 net_share < MIN_IDLE_SHARE ? ", which could account for the finding" : "");
+			 host - rec < busy ? ", which could account for the finding" : "");
 	}
-	if (net_share < MIN_IDLE_SHARE)
+	if (host - rec < busy)
 		near = 1;
 	snprintf(title, sizeof(title),
-		 "GPU waits for the host %.0f%% of the step: %s idle per step, mostly %s (%lld "
-		 "launch calls per step%s, %s of GPU work each, one every %s)%s",
-		 share * 100, ru_fmt_ns(b1, sizeof(b1), lost), cause_words(top),
+		 "GPU waits for the host %.0f%% of the step and works %.0f%%: %s idle per step, "
+		 "mostly %s (%lld launch calls per step%s, %s of GPU work each, one every %s)%s",
+		 share * 100, busy_share * 100, ru_fmt_ns(b1, sizeof(b1), lost), cause_words(top),
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
 	f = cs_finding_new(
-		RULE_ID,
-		near ? CS_SEV_INFO
-		     : ru_severity(lost > 0 ? share * (double)own / (double)lost : share),
+		RULE_ID, near ? CS_SEV_INFO : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
 		title, fix);
 	if (!f)
 		goto out;
@@ -696,7 +714,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 		}
 	}
 	e = f->evidence;
-	cJSON_AddNumberToObject(e, "idle_share", share);
+	cJSON_AddNumberToObject(e, "idle_share", dur > 0 ? (double)lost / (double)dur : 0);
+	cJSON_AddNumberToObject(e, "host_idle_share", share);
+	cJSON_AddNumberToObject(e, "busy_share", busy_share);
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)lost);
 	if (rec_launch_ns > 0) { /* record measured it (META launch_cost) */
 		cJSON_AddNumberToObject(e, "recording_ns_per_launch", rec_launch_ns);
@@ -721,11 +741,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int6
 	cJSON_AddNumberToObject(e, "mean_launch_interval_ns", (double)(work > 0 ? dur / work : 0));
 	cJSON_AddNumberToObject(e, "launch_calls_per_step", (double)launches);
 	cJSON_AddBoolToObject(e, "graph_launched", graph);
-	cJSON_AddNumberToObject(e, "min_idle_share", MIN_IDLE_SHARE);
-	cJSON_AddNumberToObject(e, "idle_share_low", (double)lo / 1e6);
-	cJSON_AddNumberToObject(e, "idle_share_high", (double)hi / 1e6);
-	cJSON_AddNumberToObject(e, "steady_idle_share", (double)med / 1e6);
-	cJSON_AddNumberToObject(e, "threshold_margin", (double)med / 1e6 - MIN_IDLE_SHARE);
+	cJSON_AddNumberToObject(e, "host_bound_margin_low", (double)lo / 1e6);
+	cJSON_AddNumberToObject(e, "host_bound_margin_high", (double)hi / 1e6);
+	cJSON_AddNumberToObject(e, "threshold_margin", (double)med / 1e6);
 	cJSON_AddBoolToObject(e, "near_threshold", near);
 	if (ru_sites_evidence(e, sites, steps, n, MAX_SITES, &f->stack_id))
 		goto out;
@@ -810,7 +828,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const struct ru_d2h *d;
 	struct scan sc;
 	struct step_acc *acc;
-	int64_t *share_pm = NULL, *tmp = NULL, med, lo, hi;
+	int64_t *margin_pm = NULL, *tmp = NULL, med, lo, hi;
 	int near;
 	int32_t *steps = NULL, n = 0, m = 0, steady = cs_steps_steady(s);
 	int rc;
@@ -821,34 +839,36 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
 	rc = CS_ERR_NOMEM;
-	share_pm = calloc((size_t)s->n, sizeof(*share_pm));
+	margin_pm = calloc((size_t)s->n, sizeof(*margin_pm));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (scan_steps(a, s, d, &sc, 0) || !share_pm || !tmp || !steps)
+	if (scan_steps(a, s, d, &sc, 0) || !margin_pm || !tmp || !steps)
 		goto out;
 	acc = sc.acc;
 
-	/* share of each steady step the GPU waited for the host, in millionths */
+	/* how much longer the GPU waited for the host than it worked in each steady step, as
+	 * millionths of the step: starved from 0 up */
 	for (int32_t i = 0; i < s->n; i++) {
-		int64_t dur = s->v[i].end - s->v[i].start;
+		int64_t dur = s->v[i].end - s->v[i].start, host = host_idle(&acc[i]);
 
 		if (s->v[i].warmup || dur <= 0)
 			continue;
-		share_pm[i] = cs_sat_from_double((double)counted(&acc[i]) * 1e6 / (double)dur);
-		tmp[m++] = share_pm[i];
-		if (share_pm[i] >= MIN_IDLE_SHARE * 1e6)
+		margin_pm[i] =
+			cs_sat_from_double((double)(host - s->v[i].gpu_busy) * 1e6 / (double)dur);
+		tmp[m++] = margin_pm[i];
+		if (margin_pm[i] >= 0 && host > 0)
 			steps[n++] = i;
 	}
 	med = ru_median(tmp, m);
 	/* the 95% interval of the median: a threshold inside it makes the finding info */
 	ru_median_interval(tmp, m, &lo, &hi);
 	rc = 0;
-	if (hi < MIN_IDLE_SHARE * 1e6 || n < MIN_STEPS)
+	if (hi < 0 || n < MIN_STEPS)
 		goto out;
-	near = lo < MIN_IDLE_SHARE * 1e6;
-	if (!near && (med < MIN_IDLE_SHARE * 1e6 || n < MIN_STEP_SHARE * steady))
+	near = lo < 0;
+	if (!near && (med < 0 || n < MIN_STEP_SHARE * steady))
 		goto out;
-	rc = emit_finding(ctx, acc, share_pm, steps, n, tmp, med, lo, hi, near, &sc.gc.sites, err);
+	rc = emit_finding(ctx, acc, steps, n, tmp, med, lo, hi, near, &sc.gc.sites, err);
 	goto done;
 out:
 	if (rc)
@@ -856,7 +876,7 @@ out:
 done:
 	ru_cache_free(&own);
 	scan_free(&sc);
-	free(share_pm);
+	free(margin_pm);
 	free(tmp);
 	free(steps);
 	return rc;

@@ -314,7 +314,8 @@ static void text_processes(const struct report_view *v)
 }
 
 /* "GPU idle:" under the step time, when the host left the GPU idle for a share worth naming
- * (whether or not a rule reports it: launch-starvation reports from 65%). */
+ * (whether or not a rule reports it: launch-starvation reports when it is at least the GPU busy
+ * time). */
 static void text_host_idle(const struct report_view *v)
 {
 	struct report_host_idle h;
