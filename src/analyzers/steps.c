@@ -22,6 +22,7 @@
 #define REGULAR_SHARE	   0.8 /* share of an anchor's gaps that are near the median gap */
 #define MIN_COVERAGE	   0.3 /* share of the kernel sequence an anchor's repetitions span */
 #define MAX_SPAN_RATIO	   2.0 /* an anchor's span: at most this many (occurrences - 1) gaps */
+#define WARMUP_GAPS	   2   /* gaps of warm-up steps left out of that span (autotuning) */
 #define PRESENT_SHARE	   0.5 /* a step kernel: in at least this share of the periods */
 #define ONCE_SHARE	   0.8 /* a once-per-step kernel: exactly once in this share of the periods */
 #define LONG_CONTENT_SHARE 0.05 /* work of a long period missing from most short ones */
@@ -590,7 +591,7 @@ struct anchor {
 static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gaps,
 			  struct anchor *an)
 {
-	int32_t g, tol, near = 0;
+	int32_t g, tol, near = 0, trim = 0;
 
 	if (c < MIN_OCCURRENCES)
 		return 0;
@@ -609,8 +610,21 @@ static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gap
 	an->coverage = pos[c - 1] - pos[0];
 	if (an->regular < REGULAR_SHARE || (double)an->coverage < MIN_COVERAGE * (double)n)
 		return 0;
-	/* evenly over its span: not bursts far apart (a kernel of two evaluation phases) */
-	if ((double)an->coverage > MAX_SPAN_RATIO * (double)(c - 1) * (double)g)
+	/*
+	 * Evenly over its span: not bursts far apart (a kernel of two evaluation phases). The span
+	 * is taken after the warm-up: from the end of the last gap out of tolerance among the
+	 * first (1 - REGULAR_SHARE) of the gaps, the share of irregular gaps a regular kernel may
+	 * have. A first step that autotunes (torch.compile benchmarking its kernels, hundreds of
+	 * them between a kernel's first and second run) is one such gap; a burst in the middle is
+	 * not.
+	 */
+	for (int32_t i = 1; i < c && i <= WARMUP_GAPS; i++) {
+		int32_t d = pos[i] - pos[i - 1];
+
+		if (d < g - tol || d > g + tol)
+			trim = i;
+	}
+	if ((double)(pos[c - 1] - pos[trim]) > MAX_SPAN_RATIO * (double)(c - 1 - trim) * (double)g)
 		return 0;
 	an->count = c;
 	an->gap = g;
@@ -719,6 +733,14 @@ static int long_period_holds(const cs_analysis *a, const struct seq *s, const st
 	int32_t min_count = lng->count / 2 > MIN_OCCURRENCES ? lng->count / 2 : MIN_OCCURRENCES;
 
 	*holds = 1;
+	/*
+	 * A short period that is no level of the long one: its repetitions lie within fewer than
+	 * half of the long periods, a loop run in a step or two, as torch.compile benchmarking a
+	 * kernel hundreds of times at its first run. A level of the step (layers, micro-batches)
+	 * or a step with an occasional extra spans (nearly) all the long anchor's repetitions.
+	 */
+	if (2 * occurrences_in(p, lng->sym, from, to) < lng->count)
+		return 0;
 	seen = malloc((size_t)s->nsym * sizeof(*seen));
 	present = calloc((size_t)s->nsym, sizeof(*present));
 	if (!seen || !present) {

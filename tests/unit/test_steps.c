@@ -636,6 +636,46 @@ START_TEST(test_period_warmup_and_setup)
 }
 END_TEST
 
+/*
+ * torch.compile autotuning at a kernel's first run (pt_compile_cumsum of the corpus): 45 steps of
+ * 8 kernels, but inside the first one the compiler benchmarks a kernel 800 times, each run after
+ * a cache-clearing fill: 1,600 kernels of a 2-kernel pattern, more than the 360 of the loop. The
+ * loop's kernels are regular once the first gap (the benchmark) is left out of their span; the
+ * benchmark's fill must not make 800 steps of 2.
+ */
+START_TEST(test_period_autotune_in_first_step)
+{
+	static const int step[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	char *path;
+
+	for (int i = 0; i < 6; i++)
+		push(s, 100 + i); /* setup */
+	for (int r = 0; r < 45; r++) {
+		push_all(s, step, 4);
+		if (r == 0)
+			for (int b = 0; b < 800; b++) {
+				push(s, 50); /* the fill that clears the L2 cache */
+				push(s, 51); /* the candidate kernel */
+			}
+		push_all(s, step + 4, 4);
+	}
+	path = write_sequence("autotune.db", s->v, s->n);
+
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.period, 8);
+	ck_assert_msg(l.s.n >= 43 && l.s.n <= 45, "%d steps: %s", l.s.n, l.s.detail);
+	/* the steady steps hold the loop's 8 kernels, the benchmark in a warm-up step */
+	for (int i = l.s.warmup; i < l.s.n - 1; i++)
+		ck_assert_int_eq(l.s.v[i].kernels, 8);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
 /* Gradient accumulation: 4 micro-batches, then the optimizer once per step. */
 START_TEST(test_period_gradient_accumulation)
 {
@@ -1493,6 +1533,7 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_counts_no_structure);
 	tcase_add_test(tc, test_nvtx_pattern_no_match);
 	tcase_add_test(tc, test_period_warmup_and_setup);
+	tcase_add_test(tc, test_period_autotune_in_first_step);
 	tcase_add_test(tc, test_period_gradient_accumulation);
 	tcase_add_test(tc, test_period_accumulation_fused_optimizer);
 	tcase_add_test(tc, test_period_occasional_kernel);
