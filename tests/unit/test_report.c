@@ -484,6 +484,23 @@ START_TEST(test_text_train_small)
 }
 END_TEST
 
+/*
+ * Evidence in nanoseconds that is not a whole number (a measured rate: what recording cost a
+ * launch, 1774.x ns in cu_relaunch_starved's trace) reads as a duration, not a bare number.
+ */
+START_TEST(test_evidence_fractional_ns)
+{
+	char *db = tu_source_file("tests/data/corpus/cu_relaunch_starved.db");
+	struct tu_result v = run("-v", db);
+
+	ck_assert_msg(v.rc == 0, "exit %d: %s", v.rc, v.err);
+	ck_assert_msg(strstr(v.out, "recording time per launch: 1.77 us\n") != NULL, "%s", v.out);
+	ck_assert_msg(strstr(v.out, "mean work time: 2.73 us\n") != NULL, "%s", v.out);
+	tu_result_free(&v);
+	free(db);
+}
+END_TEST
+
 START_TEST(test_text_clean_says_no_findings)
 {
 	struct tu_result r = run(clean_db), v = run("-v", clean_db);
@@ -1372,6 +1389,7 @@ static Suite *report_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_text_train_small);
 	tcase_add_test(tc, test_text_clean_says_no_findings);
+	tcase_add_test(tc, test_evidence_fractional_ns);
 	tcase_add_test(tc, test_text_no_structure);
 	tcase_add_test(tc, test_json_validates);
 	tcase_add_test(tc, test_json_steps);
