@@ -496,3 +496,17 @@ const char *report_host_idle_text(char *buf, size_t size, const struct report_ho
 	}
 	return buf;
 }
+
+const char *report_proc_line_text(const struct report_view *v, char *buf, size_t size,
+				  const cs_steps *s)
+{
+	struct report_host_idle h;
+	size_t len;
+
+	report_proc_steps_text(buf, size, s);
+	len = strlen(buf);
+	if (!report_host_idle(v, s, &h) && h.known && h.total >= REPORT_HOST_IDLE_SHOWN &&
+	    len < size)
+		snprintf(buf + len, size - len, ", waiting for the host %.1f%%", 100.0 * h.total);
+	return buf;
+}

@@ -318,7 +318,8 @@ static void header(FILE *out, const cJSON *doc)
 		fprintf(out,
 			"<table class=\"procs\">\n<caption>%d processes, each with its own "
 			"steps</caption>\n<thead><tr><th>Process</th><th>Steps</th>"
-			"<th>Median step</th><th>GPU busy</th><th>Findings</th></tr></thead>\n"
+			"<th>Median step</th><th>GPU busy</th><th>Waiting for the host</th>"
+			"<th>Findings</th></tr></thead>\n"
 			"<tbody>\n",
 			nprocs);
 		cJSON_ArrayForEach(it, procs)
@@ -340,8 +341,13 @@ static void header(FILE *out, const cJSON *doc)
 			fprintf(out, "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">",
 				get_int(s, "count", 0));
 			html_text(out, dur(t, get_int(s, "median_ns", 0)));
-			fprintf(out, "</td><td class=\"num\">%.1f%%</td><td>",
+			fprintf(out, "</td><td class=\"num\">%.1f%%</td><td class=\"num\">",
 				100.0 * get_num(s, "gpu_busy_share"));
+			/* the text header's share: left out under 0.5%, and without steps */
+			if (cJSON_IsNumber(get(s, "host_idle_share")) &&
+			    get_num(s, "host_idle_share") >= 0.005)
+				fprintf(out, "%.1f%%", 100.0 * get_num(s, "host_idle_share"));
+			fputs("</td><td>", out);
 			html_text(out, sb.len ? cs_strbuf_str(&sb) : "none");
 			fputs("</td></tr>\n", out);
 			cs_strbuf_free(&sb);

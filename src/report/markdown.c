@@ -157,13 +157,13 @@ int report_markdown(const struct report_view *v)
 	printf("\n\n| | |\n|---|---|\n");
 	for (int32_t i = 0; v->multi && i < v->procs->n; i++) {
 		const cs_report_process *p = &v->procs->v[i];
-		char lab[64], st[256];
+		char lab[64], st[320];
 		char *found = report_proc_findings(v, p->pid);
 
 		printf("| Process | ");
 		report_md_puts(report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
 		printf(": ");
-		report_md_puts(report_proc_steps_text(st, sizeof(st), &p->steps));
+		report_md_puts(report_proc_line_text(v, st, sizeof(st), &p->steps));
 		printf("; ");
 		report_md_puts(found ? found : "");
 		printf(" |\n");

@@ -86,4 +86,10 @@ int report_host_idle(const struct report_view *v, const cs_steps *s, struct repo
  * least REPORT_HOST_IDLE_SHOWN, largest first). */
 const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h);
 
+/* A process's steps in words for the header's list of processes: report_proc_steps_text(), and
+ * ", waiting for the host 14.3%" when the host left the GPU idle that much of them (at least
+ * REPORT_HOST_IDLE_SHOWN). */
+const char *report_proc_line_text(const struct report_view *v, char *buf, size_t size,
+				  const cs_steps *s);
+
 #endif

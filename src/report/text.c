@@ -298,20 +298,12 @@ static void text_processes(const struct report_view *v)
 	print_header_field("processes:", line, v->width);
 	for (int32_t i = 0; i < shown; i++) {
 		const cs_report_process *p = &v->procs->v[i];
-		struct report_host_idle h;
-		char lab[64], st[256], idle[64] = "";
+		char lab[64], st[320];
 		char *found = report_proc_findings(v, p->pid);
 
-		/* the GPU idle line's total, per process (its causes are in the JSON steps object)
-		 */
-		if (!report_host_idle(v, &p->steps, &h) && h.known &&
-		    h.total >= REPORT_HOST_IDLE_SHOWN)
-			snprintf(idle, sizeof(idle), ", waiting for the host %.1f%%",
-				 100.0 * h.total);
-		snprintf(line, sizeof(line), "%s: %s%s; %s",
+		snprintf(line, sizeof(line), "%s: %s; %s",
 			 report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
-			 report_proc_steps_text(st, sizeof(st), &p->steps), idle,
-			 found ? found : "");
+			 report_proc_line_text(v, st, sizeof(st), &p->steps), found ? found : "");
 		print_header_field("", line, v->width);
 		free(found);
 	}

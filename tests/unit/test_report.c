@@ -1119,7 +1119,8 @@ START_TEST(test_every_process_second_only)
 {
 	struct tu_result j = run("-f", "json", second_db), t = run("--width", "100", second_db),
 			 m = run("-f", "markdown", second_db), v = run("-v", second_db),
-			 fail = run("--fail-on", "warning", second_db);
+			 fail = run("--fail-on", "warning", second_db),
+			 h = run("-f", "html", second_db);
 	cJSON *doc = report_json(j.out), *procs = cJSON_GetObjectItem(doc, "processes");
 	const cJSON *f = finding_of(doc, "d2h-sync"), *p0, *p1;
 
@@ -1184,12 +1185,22 @@ START_TEST(test_every_process_second_only)
 	ck_assert_msg(strstr(m.out, "| Process | pid 301: 20 steps") &&
 			      strstr(m.out, "- **Process:** pid 301\n"),
 		      "%s", m.out);
+	/* the share each process's GPU waited for the host, in every format's list of processes */
+	ck_assert_msg(strstr(m.out, ", waiting for the host 14.3%; d2h-sync (error) |") &&
+			      strstr(m.out, "GPU busy 100.0%; no findings |"),
+		      "%s", m.out);
+	ck_assert_int_eq(h.rc, 0);
+	ck_assert_msg(strstr(h.out, "<th>GPU busy</th><th>Waiting for the host</th>") &&
+			      strstr(h.out, "<td class=\"num\">14.3%</td><td>d2h-sync</td>") &&
+			      strstr(h.out, "<td class=\"num\">100.0%</td><td class=\"num\"></td>"),
+		      "%s", h.out);
 	/* --fail-on sees findings of every process */
 	ck_assert_int_eq(fail.rc, 1);
 	cJSON_Delete(doc);
 	tu_result_free(&j);
 	tu_result_free(&t);
 	tu_result_free(&m);
+	tu_result_free(&h);
 	tu_result_free(&v);
 	tu_result_free(&fail);
 }
