@@ -828,7 +828,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const struct ru_d2h *d;
 	struct scan sc;
 	struct step_acc *acc;
-	int64_t *margin_pm = NULL, *tmp = NULL, med, lo, hi;
+	int64_t *tmp = NULL, med, lo, hi;
 	int near;
 	int32_t *steps = NULL, n = 0, m = 0, steady = cs_steps_steady(s);
 	int rc;
@@ -839,24 +839,23 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (rc)
 		return cs_error_set(err, rc, "out of memory");
 	rc = CS_ERR_NOMEM;
-	margin_pm = calloc((size_t)s->n, sizeof(*margin_pm));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (scan_steps(a, s, d, &sc, 0) || !margin_pm || !tmp || !steps)
+	if (scan_steps(a, s, d, &sc, 0) || !tmp || !steps)
 		goto out;
 	acc = sc.acc;
 
 	/* how much longer the GPU waited for the host than it worked in each steady step, as
 	 * millionths of the step: starved from 0 up */
 	for (int32_t i = 0; i < s->n; i++) {
-		int64_t dur = s->v[i].end - s->v[i].start, host = host_idle(&acc[i]);
+		int64_t dur = s->v[i].end - s->v[i].start, host = host_idle(&acc[i]), margin_pm;
 
 		if (s->v[i].warmup || dur <= 0)
 			continue;
-		margin_pm[i] =
+		margin_pm =
 			cs_sat_from_double((double)(host - s->v[i].gpu_busy) * 1e6 / (double)dur);
-		tmp[m++] = margin_pm[i];
-		if (margin_pm[i] >= 0 && host > 0)
+		tmp[m++] = margin_pm;
+		if (margin_pm >= 0 && host > 0)
 			steps[n++] = i;
 	}
 	med = ru_median(tmp, m);
@@ -876,7 +875,6 @@ out:
 done:
 	ru_cache_free(&own);
 	scan_free(&sc);
-	free(margin_pm);
 	free(tmp);
 	free(steps);
 	return rc;

@@ -613,10 +613,9 @@ static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gap
 	/*
 	 * Evenly over its span: not bursts far apart (a kernel of two evaluation phases). The span
 	 * is taken after the warm-up: from the end of the last gap out of tolerance among the
-	 * first (1 - REGULAR_SHARE) of the gaps, the share of irregular gaps a regular kernel may
-	 * have. A first step that autotunes (torch.compile benchmarking its kernels, hundreds of
-	 * them between a kernel's first and second run) is one such gap; a burst in the middle is
-	 * not.
+	 * first WARMUP_GAPS. A first step that autotunes (torch.compile benchmarking its kernels,
+	 * hundreds of them between a kernel's first and second run) is one such gap; a burst in
+	 * the middle is not.
 	 */
 	for (int32_t i = 1; i < c && i <= WARMUP_GAPS; i++) {
 		int32_t d = pos[i] - pos[i - 1];

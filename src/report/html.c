@@ -345,7 +345,7 @@ static void header(FILE *out, const cJSON *doc)
 				100.0 * get_num(s, "gpu_busy_share"));
 			/* the text header's share: left out under 0.5%, and without steps */
 			if (cJSON_IsNumber(get(s, "host_idle_share")) &&
-			    get_num(s, "host_idle_share") >= 0.005)
+			    get_num(s, "host_idle_share") >= REPORT_HOST_IDLE_SHOWN)
 				fprintf(out, "%.1f%%", 100.0 * get_num(s, "host_idle_share"));
 			fputs("</td><td>", out);
 			html_text(out, sb.len ? cs_strbuf_str(&sb) : "none");

@@ -80,8 +80,9 @@ for r in $(seq 1 "$ROUNDS"); do
 		fi
 		x=$(grep -o "\b$METRIC=[^ ]*" "$W/out" | tail -n 1 | cut -d= -f2)
 		echo "$r ${v%%:*} ${x:-nan}" >>"$W/all"
-		echo "$r ${v%%:*} $(grep '^chunks:' "$W/out" | tail -n 1)" >>"$W/chunks"
-		echo "$r ${v%%:*} $(grep "^info:" "$W/out" | tail -n 1) $(grep "^chunks:" "$W/out" | tail -n 1)" >>"$OUT/launch-variants-runs.txt"
+		chunks=$(grep '^chunks:' "$W/out" | tail -n 1)
+		echo "$r ${v%%:*} $chunks" >>"$W/chunks"
+		echo "$r ${v%%:*} $(grep '^info:' "$W/out" | tail -n 1) $chunks" >>"$OUT/launch-variants-runs.txt"
 		line="$line ${v%%:*}=${x:-FAILED}"
 	done
 	say "$line"

@@ -6,9 +6,9 @@ Each iteration is one `x.add_(1.0)` on a 256-element CUDA tensor: one kernel of 
 more slowly than the GPU runs it. Prints the wall time and the process CPU time (user + system) per launch of the
 timed loop, on one line: `us_per_launch=W cpu_us_per_launch=C launches=N`, and on a second line how the loop
 went: `chunks: ...` the wall time per launch of each tenth of the loop (a slow run slow throughout, or slow in
-bursts), the page faults (minor, major) and the context switches (voluntary, involuntary) of the process during it. With --torch-profiler the timed loop
-runs inside torch.profiler.profile(activities=[CPU, CUDA]), which records every aten op and every kernel; the
-profiler's start and its processing after the loop are outside the timing.
+bursts), the page faults (minor, major) and the context switches (voluntary, involuntary) of the process during
+it. With --torch-profiler the timed loop runs inside torch.profiler.profile(activities=[CPU, CUDA]), which records
+every aten op and every kernel; the profiler's start and its processing after the loop are outside the timing.
 """
 import argparse
 import resource
@@ -22,7 +22,8 @@ def cpu_seconds():
     return ru.ru_utime + ru.ru_stime
 
 
-def loop(x, n, tenths):
+def loop(x, n):
+    """wall and CPU seconds of n launches, and the `chunks:` line of the loop"""
     torch.cuda.synchronize()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     c0, t0 = cpu_seconds(), time.perf_counter()
@@ -35,10 +36,10 @@ def loop(x, n, tenths):
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     per = [(b - a) / max(1, n // 10) * 1e6 for a, b in zip(marks, marks[1:])]
-    tenths.append("chunks: " + " ".join(f"{u:.2f}" for u in per) +
-                  f" minflt={r1.ru_minflt - r0.ru_minflt} majflt={r1.ru_majflt - r0.ru_majflt}"
-                  f" nvcsw={r1.ru_nvcsw - r0.ru_nvcsw} nivcsw={r1.ru_nivcsw - r0.ru_nivcsw}")
-    return wall, cpu
+    chunks = ("chunks: " + " ".join(f"{u:.2f}" for u in per) +
+              f" minflt={r1.ru_minflt - r0.ru_minflt} majflt={r1.ru_majflt - r0.ru_majflt}"
+              f" nvcsw={r1.ru_nvcsw - r0.ru_nvcsw} nivcsw={r1.ru_nivcsw - r0.ru_nivcsw}")
+    return wall, cpu, chunks
 
 
 def main():
@@ -47,23 +48,22 @@ def main():
     p.add_argument("--torch-profiler", action="store_true")
     a = p.parse_args()
     x = torch.ones(256, device="cuda")
-    tenths = []
     for _ in range(2000):
         x.add_(1.0)
     if a.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            wall, cpu = loop(x, a.launches, tenths)
+            wall, cpu, chunks = loop(x, a.launches)
         n = sum(1 for e in prof.events() if e.device_type.name == "CUDA")
         print(f"torch.profiler recorded {n} GPU events")
     else:
-        wall, cpu = loop(x, a.launches, tenths)
+        wall, cpu, chunks = loop(x, a.launches)
     expect = 1.0 + 2000 + a.launches
     assert x[0].item() == expect, (x[0].item(), expect)
     print(f"us_per_launch={wall / a.launches * 1e6:.3f} cpu_us_per_launch={cpu / a.launches * 1e6:.3f} "
           f"launches={a.launches}")
-    print(tenths[0])
+    print(chunks)
 
 
 if __name__ == "__main__":
