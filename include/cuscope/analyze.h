@@ -71,7 +71,8 @@ typedef struct cs_a_sync {
 	uint32_t pid, tid;
 	int64_t stream_id; /* CS_ID_NONE when not stream-specific */
 	int32_t type;	   /* enum cs_sync_type */
-	int32_t host_wait; /* cs_sync_type_is_host_wait(type), or a query that ended a polling loop */
+	int32_t host_wait; /* cs_sync_type_is_host_wait(type), or a query that ended a polling loop
+			    */
 	int32_t cbid;
 	int32_t result; /* the call's result: 0 = success (for a query: done) */
 } cs_a_sync;
@@ -140,6 +141,9 @@ int64_t cs_analysis_copy_overlapping(const cs_analysis *a, int64_t t);
  * process pid (0 = every process), clipped to the window, ns.
  */
 int64_t cs_analysis_gpu_busy(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
+/* The time of the last event of process pid (the latest start or end of any kind), as
+ * cs_trace_unended() gives it; CS_TS_UNKNOWN when it has none. */
+int64_t cs_analysis_last_time(const cs_analysis *a, uint32_t pid);
 /* Host time a piece of GPU work was launched: launch_start, or start when that is unknown. */
 static inline int64_t cs_launch_time(int64_t launch_start, int64_t start)
 {
@@ -287,8 +291,8 @@ typedef struct cs_report_finding {
 	 * for a pattern of a few steps, whose cost is spread over the steady state (evidence
 	 * "recurring": false; emit sets it) */
 	int32_t lost_steps;
-	int64_t stack_id;	  /* where, when the trace has backtraces; CS_ID_NONE otherwise */
-	cJSON *evidence;	  /* object: counts, bytes, kernel names, times (owned) */
+	int64_t stack_id; /* where, when the trace has backtraces; CS_ID_NONE otherwise */
+	cJSON *evidence;  /* object: counts, bytes, kernel names, times (owned) */
 	/*
 	 * The process the finding is of: its steps, figures, evidence and stack (emit fills it
 	 * from the steps' process). When cs_report_run_processes() found the same finding in
@@ -364,8 +368,9 @@ void cs_finding_free(cs_report_finding *f);
 int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n);
 /* Estimated GPU time lost in all in one process of a finding. */
 int64_t cs_finding_proc_total_lost(const cs_finding_proc *p);
-/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (or * lost_steps when set) (lost_ns_per_step without steps),
- * held at INT64_MAX. cs_lost_total takes the two numbers (a finding's, or one of its processes'). */
+/* Estimated GPU time lost in all: lost_ns_per_step * nsteps (or * lost_steps when set)
+ * (lost_ns_per_step without steps), held at INT64_MAX. cs_lost_total takes the two numbers (a
+ * finding's, or one of its processes'). */
 int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps);
 int64_t cs_finding_total_lost(const cs_report_finding *f);
 
@@ -400,6 +405,9 @@ typedef struct cs_report_process {
 	uint32_t pid;
 	int32_t rank, local_rank; /* RANK and LOCAL_RANK of the PROCESSES table; CS_ID_NONE */
 	cs_steps steps;
+	/* cs_steps_idle_by_cause() of steps when a rule computed it, for the report to reuse (the
+	 * GPU idle line); NULL otherwise. Owned. */
+	int64_t *idle_by_cause;
 } cs_report_process;
 
 typedef struct cs_report_processes {

@@ -390,6 +390,10 @@ typedef struct cs_unended {
 /* The processes of t without an end record, in PROCESSES order: *out (malloc'd, NULL when none)
  * and *n. CS_OK or a cs_err code with err set. */
 int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err);
+/* The same list without the time of the last event (CS_TS_UNKNOWN in each): for a caller that has
+ * the events in memory already (cs_analysis_last_time() in analyze.h), which spares a scan of every
+ * event table per process. */
+int cs_trace_unended_pids(cs_trace *t, cs_unended **out, int *n, cs_error *err);
 int cs_trace_each_device(cs_trace *t, int (*cb)(const cs_device *d, void *arg), void *arg,
 			 cs_error *err);
 int cs_trace_each_stream(cs_trace *t, int (*cb)(const cs_stream *s, void *arg), void *arg,

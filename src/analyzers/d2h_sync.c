@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
 #include "rule_util.h"
@@ -108,13 +109,6 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	return 0;
 }
 
-static int cmp_window(const void *pa, const void *pb)
-{
-	const int64_t *x = pa, *y = pb;
-
-	return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
  * (ru_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
@@ -138,7 +132,11 @@ static int64_t *stall_windows(const cs_analysis *a, const struct ru_h2d_stalls *
 		v[2 * i] = e;
 		v[2 * i + 1] = cs_sat_sub(e, h->v[i].stall_ns);
 	}
-	cs_sort(v, (size_t)h->n, 2 * sizeof(*v), cmp_window);
+	{
+		static const cs_sort_key from = {0, CS_KEY_I64};
+
+		cs_sort_records(v, (size_t)h->n, 2 * sizeof(*v), &from, 1);
+	}
 	*n = h->n;
 	return v;
 }

@@ -8,6 +8,7 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/timings.h"
 #include "rule_util.h"
 
 const char *cs_severity_name(int sev)
@@ -234,8 +235,19 @@ int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
 		       const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 		       cs_report *out, cs_error *err)
 {
-	struct run_ctx run = {out, NULL};
 	struct cs_rule_cache cache = {0}; /* what the rules of this run share */
+	int rc = ru_report_run_cached(a, s, procs, rules, &cache, out, err);
+
+	ru_cache_free(&cache);
+	return rc;
+}
+
+int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
+			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
+			 struct cs_rule_cache *cache, cs_report *out, cs_error *err)
+{
+	struct run_ctx run = {out, NULL};
+	cs_stopwatch w;
 	cs_rule_ctx ctx;
 	int64_t median, p10, p90;
 	int rc = 0;
@@ -258,11 +270,13 @@ int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
 			ctx.step_median = median;
 			ctx.emit = report_emit;
 			ctx.priv = &run;
-			ctx.cache = &cache;
+			ctx.cache = cache;
 			ctx.procs = procs;
 			ctx.found = out;
 			run.current = *r;
+			cs_stopwatch_start(&w);
 			rc = (*r)->run(&ctx, &rerr);
+			cs_timings_add((*r)->id, &w);
 			if (rc < 0) {
 				rc = cs_error_set(err, rc, "rule %s failed: %s", (*r)->id,
 						  rerr.msg[0] ? rerr.msg : cs_err_str(rc));
@@ -271,7 +285,6 @@ int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
 			rc = 0;
 		}
 	}
-	ru_cache_free(&cache);
 	cs_report_sort(out);
 	return rc;
 }

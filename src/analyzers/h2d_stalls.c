@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
 #include "rule_util.h"
@@ -33,13 +34,8 @@ struct call {
 	int64_t s, e;
 	uint32_t tid;
 };
-
-static int cmp_call(const void *pa, const void *pb)
-{
-	const struct call *x = pa, *y = pb;
-
-	return x->s < y->s ? -1 : x->s > y->s;
-}
+/* by start (stable) */
+static const cs_sort_key call_key = {offsetof(struct call, s), CS_KEY_I64};
 
 static int push_call(struct call **v, int64_t *n, size_t *cap, int64_t s, int64_t e, uint32_t tid)
 {
@@ -102,7 +98,7 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 			goto nomem;
 	nl = n;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
-	cs_sort(v, (size_t)nl, sizeof(*v), cmp_call);
+	cs_sort_records(v, (size_t)nl, sizeof(*v), &call_key, 1);
 	for (int64_t i = 0; i < nl; i++) {
 		if (i > 0 && v[i].s == v[i - 1].s)
 			continue;
@@ -129,7 +125,7 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 		if (a->apis[i].pid == pid && !is_query_api(a, &a->apis[i]) &&
 		    push_call(&v, &n, &cap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
 			goto nomem;
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_call);
+	cs_sort_records(v, (size_t)n, sizeof(*v), &call_key, 1);
 	*longest = 0;
 	for (int64_t i = 0; i < n; i++)
 		if (v[i].e - v[i].s > *longest)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "rule_util.h"
+#include "cuscope/sort.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "index-select-embedding"
@@ -90,13 +91,6 @@ static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
 }
 
 /* Launch times, for qsort. */
-static int cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return (a > b) - (a < b);
-}
-
 /*
  * One step's ops[i..end) (all its threads): the lookup, the first gather launched among the
  * step's first kernels in launch order (LEAD_SHARE of them, at least LEAD_MIN). times: room for
@@ -113,7 +107,7 @@ static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i
 			times[nk++] = ops[j].launch;
 	if (nk == 0)
 		return;
-	qsort(times, (size_t)nk, sizeof(*times), cmp_i64);
+	cs_sort_i64(times, (size_t)nk);
 	lead = (int64_t)(LEAD_SHARE * (double)nk);
 	if (lead < LEAD_MIN)
 		lead = LEAD_MIN;
@@ -317,7 +311,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct step_sum *sum = NULL;
-	struct ru_op *ops = NULL;
+	const struct ru_op *ops = NULL;
+	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *cost = NULL, *tmp = NULL, *times = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
@@ -329,7 +324,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	sum = calloc((size_t)s->n + 1, sizeof(*sum));
 	cost = calloc((size_t)s->n + 1, sizeof(*cost));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || ru_launch_ops(a, s, &ops, &nops))
+	if (!sum || !cost || !tmp || ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].gather = sum[i].atomic = -1;
@@ -369,7 +364,7 @@ out:
 	free(tmp);
 	free(times);
 	free(steps);
-	free(ops);
+	ru_cache_free(&own);
 	return rc;
 }
 

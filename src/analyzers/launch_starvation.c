@@ -10,10 +10,12 @@
  * thresholds and the measured values.
  */
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rule_util.h"
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/checked.h"
 #include "cuscope/launch_cost.h"
@@ -82,6 +84,8 @@ struct step_acc {
 struct iv {
 	int64_t s, e;
 };
+/* by start (stable) */
+static const cs_sort_key iv_key = {offsetof(struct iv, s), CS_KEY_I64};
 struct ivs {
 	struct iv *v;
 	int64_t n, cap, longest;
@@ -105,13 +109,6 @@ static int ivs_push(struct ivs *x, int64_t s, int64_t e)
 	if (e - s > x->longest)
 		x->longest = e - s;
 	return 0;
-}
-
-static int cmp_iv(const void *pa, const void *pb)
-{
-	const struct iv *x = pa, *y = pb;
-
-	return x->s < y->s ? -1 : x->s > y->s;
 }
 
 /* First interval that may overlap [t, ...): every earlier one starts before t - longest. */
@@ -174,8 +171,8 @@ static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits,
 		if (ivs_push(pages, c->launch_start, c->launch_end))
 			return CS_ERR_NOMEM;
 	}
-	cs_sort(waits->v, (size_t)waits->n, sizeof(*waits->v), cmp_iv);
-	cs_sort(pages->v, (size_t)pages->n, sizeof(*pages->v), cmp_iv);
+	cs_sort_records(waits->v, (size_t)waits->n, sizeof(*waits->v), &iv_key, 1);
+	cs_sort_records(pages->v, (size_t)pages->n, sizeof(*pages->v), &iv_key, 1);
 	return 0;
 }
 
@@ -230,7 +227,7 @@ static int launch_calls(const cs_analysis *a, uint32_t pid, struct calls *c)
 		if (a->copies[i].pid == pid &&
 		    push_launch(&x, a->copies[i].launch_start, a->copies[i].launch_end))
 			goto nomem;
-	cs_sort(x.v, (size_t)x.n, sizeof(*x.v), cmp_iv);
+	cs_sort_records(x.v, (size_t)x.n, sizeof(*x.v), &iv_key, 1);
 	for (int64_t i = 0; i < x.n; i++)
 		if (n == 0 || x.v[i].s != x.v[n - 1].s)
 			x.v[n++] = x.v[i];
@@ -473,8 +470,8 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 		input = !d2h && !w.is_kernel && a->copies[w.index].copy_kind == CS_COPY_HTOD &&
 			(s->method == CS_STEPS_PERIOD
 				 ? after_far_stretch(&gc->calls, w.launch_start)
-				 : acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel ||
-					   t > acc[st].last_kernel);
+				 : acc[st].first_kernel == CS_TS_UNKNOWN ||
+					   t < acc[st].first_kernel || t > acc[st].last_kernel);
 		if (by_time) {
 			if (charge_by_time(s, gc, prev, w.start, w.launch_start, input, d2h, acc))
 				return CS_ERR_NOMEM;
@@ -796,10 +793,11 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d
 	return 0;
 }
 
-int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
+/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits */
+static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *idle)
 {
-	struct cs_rule_cache own = {0};
-	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
 	const struct ru_d2h *d;
 	struct scan sc;
 	int rc;
@@ -808,16 +806,43 @@ int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idl
 		memset(idle, 0, (size_t)s->n * CS_IDLE_NCAUSES * sizeof(*idle));
 	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
 		return 0;
-	rc = ru_cached_d2h(&ctx, &own, &d);
+	rc = ru_cached_d2h(ctx, own, &d);
 	if (rc)
-		return cs_error_set(err, rc, "out of memory");
+		return rc;
 	rc = scan_steps(a, s, d, &sc, 1);
 	for (int32_t i = 0; !rc && i < s->n; i++)
 		for (int c = 0; c < NCAUSES; c++)
 			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = sc.acc[i].idle[c];
 	scan_free(&sc);
+	return rc;
+}
+
+int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
+{
+	struct cs_rule_cache own = {0};
+	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
+	int rc = idle_by_cause(&ctx, &own, idle);
+
 	ru_cache_free(&own);
 	return rc ? cs_error_set(err, rc, "out of memory") : 0;
+}
+
+int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+{
+	struct cs_rule_cache *c = ctx->cache ? ctx->cache : own;
+
+	if (!c->idle) {
+		int64_t *idle = calloc((size_t)ctx->steps->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
+		int rc = idle ? idle_by_cause(ctx, own, idle) : CS_ERR_NOMEM;
+
+		if (rc) {
+			free(idle);
+			return rc;
+		}
+		c->idle = idle;
+	}
+	*out = c->idle;
+	return 0;
 }
 
 static int run(cs_rule_ctx *ctx, cs_error *err)

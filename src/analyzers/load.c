@@ -8,9 +8,11 @@
  * the trace summary, so a large trace is read into arrays allocated once, at their final size.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/checked.h"
@@ -94,8 +96,8 @@ static const int memory_cols[] = {CS_COL_MEMORY_start,	 CS_COL_MEMORY_bytes,
 				  CS_COL_MEMORY_isVmm,	 CS_COL_MEMORY_returnValue,
 				  CS_COL_MEMORY_memKind, CS_COL_MEMORY_memoryOperationType};
 
-static const int sync_cols[] = {CS_COL_SYNC_start,    CS_COL_SYNC_end, CS_COL_SYNC_stackId,
-				CS_COL_SYNC_pid,      CS_COL_SYNC_tid, CS_COL_SYNC_streamId,
+static const int sync_cols[] = {CS_COL_SYNC_start,    CS_COL_SYNC_end,	CS_COL_SYNC_stackId,
+				CS_COL_SYNC_pid,      CS_COL_SYNC_tid,	CS_COL_SYNC_streamId,
 				CS_COL_SYNC_syncType, CS_COL_SYNC_cbid, CS_COL_SYNC_returnValue};
 
 static const int api_cols[] = {CS_COL_API_start,   CS_COL_API_end,	  CS_COL_API_nameId,
@@ -344,15 +346,6 @@ struct thread_launch {
 	int64_t copy;	 /* index in a->copies, or -1 for a kernel */
 };
 
-static int cmp_thread_launch(const void *pa, const void *pb)
-{
-	const struct thread_launch *x = pa, *y = pb;
-
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->t < y->t ? -1 : x->t > y->t;
-}
-
 static int cmp_sync_start(const void *pa, const void *pb)
 {
 	const cs_a_sync *x = pa, *y = pb;
@@ -468,7 +461,14 @@ static int add_host_func_waits(cs_analysis *a)
 			v[n++] = (struct thread_launch){(uint64_t)c->pid << 32 | c->launch_tid, t,
 							i};
 	}
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_thread_launch);
+	{
+		static const cs_sort_key keys[] = {
+			{offsetof(struct thread_launch, thread), CS_KEY_U64},
+			{offsetof(struct thread_launch, t), CS_KEY_I64},
+		};
+
+		cs_sort_records(v, (size_t)n, sizeof(*v), keys, 2);
+	}
 	for (int64_t i = 0; i < a->napis; i++) {
 		const cs_a_api *h = &a->apis[i];
 
@@ -988,6 +988,40 @@ int64_t cs_analysis_copy_overlapping(const cs_analysis *a, int64_t t)
 	if (!a->index)
 		return 0;
 	return reach_search(a->index->copy_reach, a->index->ncopy_reach, a->ncopies, t);
+}
+
+/* later of *last and the event [start, end] (end unknown: start; start unknown: nothing) */
+static void last_of(int64_t *last, int64_t start, int64_t end)
+{
+	int64_t t = end != CS_TS_UNKNOWN && end > start ? end : start;
+
+	if (start != CS_TS_UNKNOWN && (*last == CS_TS_UNKNOWN || t > *last))
+		*last = t;
+}
+
+int64_t cs_analysis_last_time(const cs_analysis *a, uint32_t pid)
+{
+	int64_t last = CS_TS_UNKNOWN;
+
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].pid == pid)
+			last_of(&last, a->kernels[i].start, a->kernels[i].end);
+	for (int64_t i = 0; i < a->ncopies; i++)
+		if (a->copies[i].pid == pid)
+			last_of(&last, a->copies[i].start, a->copies[i].end);
+	for (int64_t i = 0; i < a->nmemory; i++)
+		if (a->memory[i].pid == pid)
+			last_of(&last, a->memory[i].start, CS_TS_UNKNOWN);
+	for (int64_t i = 0; i < a->nsyncs; i++)
+		if (a->syncs[i].pid == pid)
+			last_of(&last, a->syncs[i].start, a->syncs[i].end);
+	for (int64_t i = 0; i < a->napis; i++)
+		if (a->apis[i].pid == pid)
+			last_of(&last, a->apis[i].start, a->apis[i].end);
+	for (int64_t i = 0; i < a->nnvtx; i++)
+		if (a->nvtx[i].pid == pid)
+			last_of(&last, a->nvtx[i].start, a->nvtx[i].end);
+	return last;
 }
 
 int64_t cs_analysis_gpu_busy(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)

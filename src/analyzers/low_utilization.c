@@ -234,7 +234,9 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	int64_t *busy_pm = NULL, *tmp = NULL, *idle = NULL, *by = NULL;
+	int64_t *busy_pm = NULL, *tmp = NULL, *idle = NULL;
+	const int64_t *by = NULL;
+	struct cs_rule_cache own = {0};
 	int32_t *steps = NULL, n = 0, m = 0, steady = cs_steps_steady(s);
 	struct decision d;
 	int rc = 0;
@@ -274,12 +276,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 		tmp[i] = cs_step_time(s, steps[i]);
 	d.step = ru_median(tmp, n);
 	/* what the timeline shows: the host-caused idle by cause, and the rest (work was queued) */
-	by = calloc((size_t)s->n * CS_IDLE_NCAUSES + 1, sizeof(*by));
-	if (!by)
+	if (ru_cached_idle_by_cause(ctx, &own, &by))
 		goto nomem;
-	rc = cs_steps_idle_by_cause(a, s, by, err);
-	if (rc < 0)
-		goto out;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = by[(size_t)steps[i] * CS_IDLE_NCAUSES + (size_t)c];
@@ -301,7 +299,7 @@ out:
 	free(busy_pm);
 	free(tmp);
 	free(idle);
-	free(by);
+	ru_cache_free(&own);
 	free(steps);
 	return rc;
 }

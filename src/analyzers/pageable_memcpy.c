@@ -41,7 +41,7 @@ struct step_sum {
 	int64_t copies, h2d, d2h, nonblocking, bytes, host_ns, copy_ns, idle_ns;
 	int64_t slow_ns; /* the transfers' time beyond the PCIe link's, with nothing else on the GPU
 			  */
-	int64_t waits; /* draining waits right after a blocking copy's call */
+	int64_t waits;	 /* draining waits right after a blocking copy's call */
 };
 
 static int is_pageable(const cs_a_copy *c)
@@ -299,7 +299,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	struct cs_rule_cache own = {0};
 	const struct ru_d2h *dd = NULL;
 	struct step_sum *sum = NULL;
-	int64_t *idle = NULL, *by_cause = NULL, *tmp = NULL, any = 0;
+	int64_t *idle = NULL, *tmp = NULL, any = 0;
+	const int64_t *by_cause = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
@@ -321,15 +322,10 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	by_cause = calloc((size_t)s->n * CS_IDLE_NCAUSES, sizeof(*by_cause));
-	if (!sum || !idle || !tmp || !by_cause)
+	if (!sum || !idle || !tmp)
 		goto out;
-	if (ru_cached_d2h(ctx, &own, &dd))
+	if (ru_cached_d2h(ctx, &own, &dd) || ru_cached_idle_by_cause(ctx, &own, &by_cause))
 		goto out;
-	rc = cs_steps_idle_by_cause(a, s, by_cause, err);
-	if (rc)
-		goto out_free;
-	rc = CS_ERR_NOMEM;
 	if (ru_cached_host_waits(ctx, &own, NULL, &cw) ||
 	    ru_cached_pageable_copy_waits(ctx, &own, &copy_wait))
 		goto out;
@@ -370,7 +366,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 					 ? by_cause[(size_t)i * CS_IDLE_NCAUSES + CS_IDLE_PAGEABLE]
 					 : 0;
 	/* and the idle after the wait a blocking copy made right after its call, which drained the
-	 * queue (PyTorch's .to(device) of a pageable tensor): what sync-call would charge otherwise */
+	 * queue (PyTorch's .to(device) of a pageable tensor): what sync-call would charge otherwise
+	 */
 	for (int64_t i = 0; i < cw->n; i++) {
 		const struct ru_d2h_wait *w = &cw->v[i];
 
@@ -492,7 +489,6 @@ out_free:
 	free(sum);
 	free(idle);
 	free(tmp);
-	free(by_cause);
 	free(steps);
 	return rc;
 }

@@ -9,7 +9,10 @@
 
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/timings.h"
 #include "cuscope/ranks.h"
+
+#include "rule_util.h"
 
 struct pinfo {
 	uint32_t pid;
@@ -321,6 +324,7 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 			 cs_report *out, cs_error *err)
 {
 	cs_step_opts def = {NULL, -1, 0};
+	cs_stopwatch w;
 	struct pinfo_list l = {NULL, 0, 0};
 	struct merge m;
 	cs_steps first;
@@ -332,6 +336,7 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		o = &def;
 	memset(procs, 0, sizeof(*procs));
 	memset(&m, 0, sizeof(m));
+	cs_stopwatch_start(&w);
 	m.out = out;
 	m.base = out->n;
 	/* the process the steps come from by default (or o->pid): an error here (a pattern that
@@ -389,6 +394,7 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		}
 		procs->n = i + 1;
 	}
+	cs_timings_add("finding the steps", &w);
 	/* the rules run once every process has its steps: the cross-rank rules compare them */
 	if (procs->n >= 2) {
 		procs->ranks = calloc(1, sizeof(*procs->ranks));
@@ -399,10 +405,15 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 			goto out;
 	}
 	for (int32_t i = 0; i < l.n; i++) {
+		struct cs_rule_cache cache = {0};
 		cs_report tmp;
 
 		memset(&tmp, 0, sizeof(tmp));
-		rc = cs_report_run_with(a, &procs->v[i].steps, procs, rules, &tmp, err);
+		rc = ru_report_run_cached(a, &procs->v[i].steps, procs, rules, &cache, &tmp, err);
+		/* the GPU idle by cause a rule computed is the report's too */
+		procs->v[i].idle_by_cause = cache.idle;
+		cache.idle = NULL;
+		ru_cache_free(&cache);
 		if (rc == 0)
 			rc = merge_findings(a, &m, &tmp, &l.v[i]);
 		cs_report_free(&tmp);
@@ -449,8 +460,10 @@ void cs_report_processes_free(cs_report_processes *p)
 		cs_rank_view_free(p->ranks);
 		free(p->ranks);
 	}
-	for (int32_t i = 0; i < p->n; i++)
+	for (int32_t i = 0; i < p->n; i++) {
 		cs_steps_free(&p->v[i].steps);
+		free(p->v[i].idle_by_cause);
+	}
 	free(p->v);
 	memset(p, 0, sizeof(*p));
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
 #include "rule_util.h"
@@ -48,17 +49,10 @@ void ru_i64_free(struct ru_i64 *x)
 	memset(x, 0, sizeof(*x));
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-
-	return (x > y) - (x < y);
-}
-
 void ru_sort_i64(int64_t *v, int64_t n)
 {
 	if (n > 1)
-		cs_sort(v, (size_t)n, sizeof(*v), cmp_i64);
+		cs_sort_i64(v, (size_t)n);
 }
 
 int64_t ru_median(int64_t *v, int64_t n)
@@ -212,14 +206,11 @@ struct launch_ref {
 	int64_t i; /* copy index */
 };
 
-static int cmp_launch_ref(const void *pa, const void *pb)
-{
-	const struct launch_ref *x = pa, *y = pb;
-
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return (x->i > y->i) - (x->i < y->i);
-}
+/* by launch time, then index */
+static const cs_sort_key launch_ref_keys[] = {
+	{offsetof(struct launch_ref, t), CS_KEY_I64},
+	{offsetof(struct launch_ref, i), CS_KEY_I64},
+};
 
 /* First element of v[0..n) with t >= key. */
 static int64_t launch_lower(const struct launch_ref *v, int64_t n, int64_t key)
@@ -255,14 +246,11 @@ struct wait_ref {
 	int64_t i; /* in out->v */
 };
 
-static int cmp_wait_ref(const void *pa, const void *pb)
-{
-	const struct wait_ref *x = pa, *y = pb;
-
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
-	return (x->i > y->i) - (x->i < y->i);
-}
+/* by end, then index */
+static const cs_sort_key wait_ref_keys[] = {
+	{offsetof(struct wait_ref, end), CS_KEY_I64},
+	{offsetof(struct wait_ref, i), CS_KEY_I64},
+};
 
 /* Start of the first host wait of pid that starts at or after t; INT64_MAX when none. */
 static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
@@ -380,7 +368,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		rc = 0;
 		goto out;
 	}
-	cs_sort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
+	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
 
 	/* the host waits that waited for one of them */
 	for (int64_t i = 0; i < a->nsyncs; i++) {
@@ -442,7 +430,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
 		order[i].i = i;
 	}
-	cs_sort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
+	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
 	ru_gpu_iter_init(&it, a, pid);
 	while (q < out->n && ru_gpu_next(&it, &w)) {
 		int64_t launched = cs_launch_time(w.launch_start, w.start);
@@ -1125,6 +1113,23 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d
 	return 0;
 }
 
+int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
+			 int64_t *n)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_ops) {
+		int rc = ru_launch_ops(ctx->a, ctx->steps, &c->ops, &c->nops);
+
+		if (rc)
+			return rc;
+		c->have_ops = 1;
+	}
+	*out = c->ops;
+	*n = c->nops;
+	return 0;
+}
+
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out)
 {
@@ -1210,6 +1215,8 @@ void ru_cache_free(struct cs_rule_cache *c)
 	ru_d2h_free(&c->sync_waits);
 	ru_d2h_free(&c->copy_waits);
 	free(c->copy_wait);
+	free(c->idle);
+	free(c->ops);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1513,7 +1520,7 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 		cp[ncp].i = i;
 		ncp++;
 	}
-	cs_sort(cp, (size_t)ncp, sizeof(*cp), cmp_launch_ref);
+	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
 
 	/* every host wait of the process competes for the idle that follows it; only the
 	 * explicit ones (no copy to wait for, no allocator release after it) are kept, as a
@@ -1558,7 +1565,7 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
 		order[i].i = i;
 	}
-	cs_sort(order, (size_t)out->n, sizeof(*order), cmp_wait_ref);
+	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
 	/* the same pass as ru_d2h_waits(), over all the waits: the first wait to end before a
 	 * piece of work has the idle before it, whichever rule that wait belongs to */
 	ru_gpu_iter_init(&it, a, pid);
@@ -1815,18 +1822,14 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 
 /* ---- GPU work in the order the host launched it ---- */
 
-static int op_cmp(const void *x, const void *y)
-{
-	const struct ru_op *a = x, *b = y;
-
-	if (a->step != b->step)
-		return a->step < b->step ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->launch != b->launch)
-		return a->launch < b->launch ? -1 : 1;
-	return a->index < b->index ? -1 : a->index > b->index;
-}
+/* by step, then launching thread, then launch time, then index (kernels before memsets of the
+ * same index: they are listed first) */
+static const cs_sort_key op_keys[] = {
+	{offsetof(struct ru_op, step), CS_KEY_I32},
+	{offsetof(struct ru_op, tid), CS_KEY_U32},
+	{offsetof(struct ru_op, launch), CS_KEY_I64},
+	{offsetof(struct ru_op, index), CS_KEY_I64},
+};
 
 static int op_push(struct ru_op **v, int64_t *n, size_t *cap, const struct ru_op *o)
 {
@@ -1885,7 +1888,7 @@ int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, i
 		if (op_push(&v, n, &cap, &o))
 			goto fail;
 	}
-	cs_sort(v, (size_t)*n, sizeof(*v), op_cmp);
+	cs_sort_records(v, (size_t)*n, sizeof(*v), op_keys, 4);
 	*out = v;
 	return 0;
 fail:
@@ -2086,14 +2089,11 @@ struct tid_call {
 	int64_t t;
 };
 
-static int cmp_tid_call(const void *x, const void *y)
-{
-	const struct tid_call *a = x, *b = y;
-
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return (a->t > b->t) - (a->t < b->t);
-}
+/* by thread, then time */
+static const cs_sort_key tid_call_keys[] = {
+	{offsetof(struct tid_call, tid), CS_KEY_U32},
+	{offsetof(struct tid_call, t), CS_KEY_I64},
+};
 
 /* The first launch call of thread tid at or after t in the sorted calls, or INT64_MAX. */
 static int64_t next_call(const struct tid_call *v, int64_t n, uint32_t tid, int64_t t)
@@ -2143,7 +2143,7 @@ int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of
 		calls[n].tid = k ? k->launch_tid : c->launch_tid;
 		calls[n++].t = t;
 	}
-	cs_sort(calls, (size_t)n, sizeof(*calls), cmp_tid_call);
+	cs_sort_records(calls, (size_t)n, sizeof(*calls), tid_call_keys, 2);
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t stop;

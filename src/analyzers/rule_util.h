@@ -272,10 +272,10 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err);
 /*
  * The call sites of the allocator calls a memory rule's cost charges, for keep's bursts in steps
- * (n of them): with API rows each allocator call of those steps with the GPU idle while it ran (what
- * ru_mem_step_cost() sums), else each release of the bursts with the GPU idle since the burst's
- * previous release. Listed as ru_sites_evidence() does (at most max, *stack_id the costliest
- * site's, left alone without stacks). 0, or CS_ERR_NOMEM.
+ * (n of them): with API rows each allocator call of those steps with the GPU idle while it ran
+ * (what ru_mem_step_cost() sums), else each release of the bursts with the GPU idle since the
+ * burst's previous release. Listed as ru_sites_evidence() does (at most max, *stack_id the
+ * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
  */
 int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
 		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
@@ -329,14 +329,32 @@ struct cs_rule_cache {
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
 	struct ru_d2h sync_waits, copy_waits; /* ru_cached_host_waits() */
-	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
+	int64_t *copy_wait;		      /* ru_pageable_copy_waits() of the steps' process */
+	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
+	 * takes it for its GPU idle line (cs_report_process.idle_by_cause) */
+	int64_t *idle;
+	struct ru_op *ops; /* ru_cached_launch_ops(), once have_ops is set */
+	int64_t nops;
+	int have_ops;
 };
 void ru_cache_free(struct cs_rule_cache *c);
+/* cs_report_run_with() with the cache given, which keeps what the rules computed (the caller
+ * frees it with ru_cache_free()). */
+int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
+			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
+			 struct cs_rule_cache *cache, cs_report *out, cs_error *err);
 /* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
 int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out);
 /* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out);
+
+/* cs_steps_idle_by_cause() of ctx's analysis and steps (with the cached device-to-host waits), as
+ * ru_cached_d2h(): steps->n * CS_IDLE_NCAUSES entries. */
+int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
+/* ru_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
+int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
+			 int64_t *n);
 
 /* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
@@ -438,12 +456,12 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
 /* A kernel or memset of a steady step, as ru_launch_ops() lists it. */
 struct ru_op {
-	int64_t index;	 /* in a->kernels (is_kernel) or a->copies */
-	int64_t name;	 /* the kernel's name id; -1 for a memset */
-	int64_t size;	 /* the kernel's grid blocks, or the memset's bytes */
-	int64_t launch;	 /* host time of the launch (the GPU start when unknown) */
-	int32_t step;	 /* steady step of the launch */
-	uint32_t tid;	 /* launching thread */
+	int64_t index;	/* in a->kernels (is_kernel) or a->copies */
+	int64_t name;	/* the kernel's name id; -1 for a memset */
+	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
+	int64_t launch; /* host time of the launch (the GPU start when unknown) */
+	int32_t step;	/* steady step of the launch */
+	uint32_t tid;	/* launching thread */
 	int is_kernel;
 };
 
@@ -475,8 +493,8 @@ int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
  */
 void ru_kernel_own_name(const char *name, char *buf, size_t size);
 
-/* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0 when
- * none. */
+/* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
+ * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);
 
 /* ---- kernels by name ---- */
@@ -489,8 +507,8 @@ struct ru_name_time {
 
 /*
  * The kernels that match (match(k, arg) != 0) launched in steady steps, by name: their time,
- * launches and blocks, most time first (ties by name id). *out is freed with free(); *launches (when
- * not NULL) gets the number of matching kernels. 0, or CS_ERR_NOMEM.
+ * launches and blocks, most time first (ties by name id). *out is freed with free(); *launches
+ * (when not NULL) gets the number of matching kernels. 0, or CS_ERR_NOMEM.
  */
 int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
 		    int (*match)(const cs_a_kernel *k, void *arg), void *arg,
@@ -525,8 +543,8 @@ int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stac
 		 int64_t cost_ns);
 /*
  * The call sites of the launches of u, as ru_add_kernel_sites() lists those of kernels, with the
- * costs charged to them: with steps (not NULL) only the launches counted in one of steps[0..nsteps).
- * Reorders and filters u. 0, or CS_ERR_NOMEM.
+ * costs charged to them: with steps (not NULL) only the launches counted in one of
+ * steps[0..nsteps). Reorders and filters u. 0, or CS_ERR_NOMEM.
  */
 int ru_sites_evidence(cJSON *e, struct ru_sites *u, const int32_t *steps, int32_t nsteps, int max,
 		      int64_t *stack_id);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/checked.h"
@@ -1413,8 +1414,6 @@ static void choose_timing(const cs_analysis *a, cs_steps *s)
  */
 #define WARMUP_K 5.0
 
-static int cmp_int64(const void *pa, const void *pb);
-
 int32_t cs_steps_default_warmup(const cs_steps *s)
 {
 	int64_t *d, med, mad, far;
@@ -1427,11 +1426,11 @@ int32_t cs_steps_default_warmup(const cs_steps *s)
 		return 0;
 	for (int32_t i = 0; i < n; i++)
 		d[i] = s->v[i].end - s->v[i].start;
-	cs_sort(d, (size_t)n, sizeof(*d), cmp_int64);
+	cs_sort_i64(d, (size_t)n);
 	med = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
 	for (int32_t i = 0; i < n; i++)
 		d[i] = d[i] > med ? d[i] - med : med - d[i];
-	cs_sort(d, (size_t)n, sizeof(*d), cmp_int64);
+	cs_sort_i64(d, (size_t)n);
 	mad = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
 	free(d);
 	far = med + (int64_t)(WARMUP_K * 1.4826 * (double)mad);
@@ -1579,13 +1578,6 @@ int32_t cs_steps_steady(const cs_steps *s)
 	return s && s->n > s->warmup ? s->n - s->warmup : 0;
 }
 
-static int cmp_int64(const void *pa, const void *pb)
-{
-	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-
-	return (x > y) - (x < y);
-}
-
 /* Value at quantile q of sorted v[0..n), interpolated between neighbours. */
 static int64_t quantile(const int64_t *v, int32_t n, double q)
 {
@@ -1622,7 +1614,7 @@ static int64_t *steady_values(const cs_steps *s, const int64_t *per_step, int no
 			continue;
 		v[(*m)++] = x;
 	}
-	cs_sort(v, (size_t)*m, sizeof(*v), cmp_int64);
+	cs_sort_i64(v, (size_t)*m);
 	return v;
 }
 

@@ -214,7 +214,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_op *ops = NULL;
+	const struct ru_op *ops = NULL;
+	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *idle = NULL, *tmp = NULL, modal;
 	struct step_sum *sum = NULL;
 	int32_t *steps = NULL, nsteps = 0;
@@ -226,7 +227,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 	if (cs_steps_steady(s) <= 0)
 		return 0;
-	if (ru_launch_ops(a, s, &ops, &nops))
+	if (ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto out;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
@@ -323,7 +324,7 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_sites_free(&sites);
-	free(ops);
+	ru_cache_free(&own);
 	free(sum);
 	free(idle);
 	free(tmp);

@@ -164,7 +164,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_op *ops = NULL;
+	const struct ru_op *ops = NULL;
+	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *cost = NULL, *tmp = NULL, modal, lost;
 	struct step_sum *sum = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
@@ -176,7 +177,7 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 
 	if (steady <= 0)
 		return 0;
-	if (ru_launch_ops(a, s, &ops, &nops))
+	if (ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto out;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	cost = calloc((size_t)s->n, sizeof(*cost));
@@ -319,7 +320,7 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_sites_free(&sites);
-	free(ops);
+	ru_cache_free(&own);
 	free(sum);
 	free(cost);
 	free(tmp);

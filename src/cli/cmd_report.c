@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cuscope/progress.h"
+#include "cuscope/timings.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
@@ -354,6 +355,7 @@ int cmd_report(int argc, char **argv)
 	cs_report_processes procs;
 	cs_step_opts so;
 	cs_error err = {0, ""};
+	cs_stopwatch w;
 	cs_progress *progress;
 	struct report_view view;
 	struct report_idle_cache idle = {NULL, 0};
@@ -452,7 +454,9 @@ int cmd_report(int argc, char **argv)
 		return rc;
 	}
 	progress = cs_progress_start("reading the trace");
+	cs_stopwatch_start(&w);
 	rc = cs_analysis_load(t, &a, &err);
+	cs_timings_add("reading the trace", &w);
 	if (rc < 0) {
 		cs_progress_end(progress);
 		rc = cli_trace_error(path, rc, &err);
@@ -466,6 +470,7 @@ int cmd_report(int argc, char **argv)
 	memset(&rep, 0, sizeof(rep));
 	memset(&procs, 0, sizeof(procs));
 	rc = cs_report_run_processes(&a, &so, selected, &procs, &rep, &err);
+	cs_stopwatch_start(&w);
 	cs_progress_end(progress);
 	if (rc < 0 && procs.n == 0) {
 		/* the steps could not be found: a --step-range that matches nothing */
@@ -484,11 +489,13 @@ int cmd_report(int argc, char **argv)
 	steps = &procs.v[procs.primary].steps;
 
 	memset(&view, 0, sizeof(view));
-	rc = cs_trace_unended(t, &unended, &view.nunended, &err);
+	rc = cs_trace_unended_pids(t, &unended, &view.nunended, &err);
 	if (rc < 0) {
 		rc = cli_trace_error(path, rc, &err);
 		goto out;
 	}
+	for (int i = 0; i < view.nunended; i++)
+		unended[i].last = cs_analysis_last_time(&a, unended[i].pid);
 	view.unended = unended;
 	view.path = path;
 	view.t = t;
@@ -510,6 +517,7 @@ int cmd_report(int argc, char **argv)
 	if (output && (rc = output_begin(&out, output, path, force)) != 0)
 		goto out;
 	rc = report_formats[format].print(&view);
+	cs_timings_add("rendering", &w);
 	if (rc == 0 && fail_on > 0)
 		for (int32_t i = 0; i < rep.n; i++)
 			if (rep.v[i]->severity >= fail_on)
@@ -522,5 +530,6 @@ out:
 	cs_report_processes_free(&procs);
 	cs_analysis_free(&a);
 	cs_trace_close(t);
+	cs_timings_print();
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 
@@ -130,19 +131,12 @@ static int kernel_stat_add(struct kernel_stat *k, int64_t duration)
 	return 0;
 }
 
-static int cmp_int64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Median and sample standard deviation (n - 1, as nsys); frees the durations. */
 static void kernel_stat_finish(struct kernel_stat *k)
 {
 	double mean = (double)k->total / (double)k->n, sq = 0;
 
-	cs_sort(k->durations, k->n, sizeof(*k->durations), cmp_int64);
+	cs_sort_i64(k->durations, k->n);
 	if (k->n % 2)
 		k->median = (double)k->durations[k->n / 2];
 	else
@@ -296,10 +290,10 @@ static size_t shown_kernels(const struct stats *st, int64_t limit, int64_t *rest
 static void stats_print_kernels(const struct stats *st, int64_t limit, int width)
 {
 	static const struct cs_column cols[] = {
-		{"Time(%)", CS_ALIGN_RIGHT, 0},   {"Total Time", CS_ALIGN_RIGHT, 0},
+		{"Time(%)", CS_ALIGN_RIGHT, 0},	  {"Total Time", CS_ALIGN_RIGHT, 0},
 		{"Instances", CS_ALIGN_RIGHT, 0}, {"Avg", CS_ALIGN_RIGHT, 0},
-		{"Med", CS_ALIGN_RIGHT, 0},	   {"Min", CS_ALIGN_RIGHT, 0},
-		{"Max", CS_ALIGN_RIGHT, 0},	   {"StdDev", CS_ALIGN_RIGHT, 0},
+		{"Med", CS_ALIGN_RIGHT, 0},	  {"Min", CS_ALIGN_RIGHT, 0},
+		{"Max", CS_ALIGN_RIGHT, 0},	  {"StdDev", CS_ALIGN_RIGHT, 0},
 		{"Name", CS_ALIGN_LEFT, 1},
 	};
 	struct cs_table table;
@@ -320,14 +314,13 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		for (size_t i = 0; i < shown; i++) {
 			const struct kernel_stat *k = &st->kernels.v[i];
 			char pct[CS_FMT_MAX], total[CS_FMT_MAX], n[CS_FMT_MAX], avg[CS_FMT_MAX],
-				med[CS_FMT_MAX], min[CS_FMT_MAX], max[CS_FMT_MAX],
-				sd[CS_FMT_MAX];
+				med[CS_FMT_MAX], min[CS_FMT_MAX], max[CS_FMT_MAX], sd[CS_FMT_MAX];
 			const char *row[] = {
 				pct,
 				cs_fmt_duration(total, sizeof(total), k->total),
 				cs_fmt_count(n, sizeof(n), (int64_t)k->n),
 				cs_fmt_duration(avg, sizeof(avg),
-						 llround((double)k->total / (double)k->n)),
+						llround((double)k->total / (double)k->n)),
 				cs_fmt_duration(med, sizeof(med), llround(k->median)),
 				cs_fmt_duration(min, sizeof(min), k->min),
 				cs_fmt_duration(max, sizeof(max), k->max),

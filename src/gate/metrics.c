@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
@@ -1228,13 +1229,6 @@ static void rank_list_names(const struct rank_list *l, char *buf, size_t size)
 					(int)l->v[i].rank);
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * The median own time of the steps s (the steady ones, or all when none is steady): the step
  * time less the communication that no compute of the rank overlapped, which holds the waiting
@@ -1257,7 +1251,7 @@ static int rank_own_median(const cs_analysis *a, const cs_steps *s, int64_t *out
 	for (int32_t i = 0; i < s->n; i++)
 		if (!s->v[i].warmup || steady == 0)
 			own[n++] = m[i].own_ns;
-	cs_sort(own, (size_t)n, sizeof(*own), cmp_i64);
+	cs_sort_i64(own, (size_t)n);
 	*out = n > 0 ? own[n / 2] : 0;
 out:
 	free(m);

@@ -428,6 +428,8 @@ const int64_t *report_steps_idle(const struct report_view *v, const cs_steps *s,
 	}
 	if (c->v[i])
 		return c->v[i];
+	if (v->procs->v[i].idle_by_cause)
+		return v->procs->v[i].idle_by_cause;
 	idle = calloc((size_t)s->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
 	if (!idle) {
 		cs_error_set(err, CS_ERR_NOMEM, "out of memory");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/json.h"
 #include "cuscope/table.h"
@@ -22,18 +23,11 @@ struct medians {
 	int32_t slowest; /* steady rows where it is the slowest */
 };
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int64_t med(int64_t *v, int32_t n)
 {
 	if (n == 0)
 		return 0;
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_i64);
+	cs_sort_i64(v, (size_t)n);
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2; /* v >= 0 */
 }
 

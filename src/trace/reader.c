@@ -772,7 +772,7 @@ static int unended_add(const cs_process *p, void *arg)
 	return 0;
 }
 
-int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err)
+static int unended(cs_trace *t, cs_unended **out, int *n, int last, cs_error *err)
 {
 	struct unended_list u = {NULL, 0, 0};
 	int rc;
@@ -784,7 +784,7 @@ int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err)
 	rc = cs_trace_each_process(t, unended_add, &u, err);
 	if (rc == CS_ERR_NOMEM)
 		rc = cs_error_set(err, rc, "out of memory");
-	for (int i = 0; rc >= 0 && i < u.n; i++)
+	for (int i = 0; last && rc >= 0 && i < u.n; i++)
 		rc = process_last_time(t, u.v[i].pid, &u.v[i].last, err);
 	if (rc < 0) {
 		free(u.v);
@@ -793,6 +793,16 @@ int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err)
 	*out = u.v;
 	*n = u.n;
 	return CS_OK;
+}
+
+int cs_trace_unended(cs_trace *t, cs_unended **out, int *n, cs_error *err)
+{
+	return unended(t, out, n, 1, err);
+}
+
+int cs_trace_unended_pids(cs_trace *t, cs_unended **out, int *n, cs_error *err)
+{
+	return unended(t, out, n, 0, err);
 }
 
 static int device_row(sqlite3_stmt *st, void *ctx)

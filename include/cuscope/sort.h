@@ -1,0 +1,36 @@
+/*
+ * sort.h - sorting large arrays fast: integers and records ordered by integer fields, by radix
+ * (linear in the number of elements, stable), for the arrays of millions of events the analysis
+ * sorts. cs_sort() in grow.h remains for small arrays and orders no integer key can express.
+ */
+#ifndef CUSCOPE_SORT_H
+#define CUSCOPE_SORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sort v[0..n) ascending. */
+void cs_sort_i64(int64_t *v, size_t n);
+
+/* The type of a key field of a record. */
+enum cs_key_type {
+	CS_KEY_I64 = 0,
+	CS_KEY_I32,
+	CS_KEY_U32,
+	CS_KEY_U64,
+};
+
+/* A field of a record: its offset in the record (offsetof) and its type. */
+typedef struct cs_sort_key {
+	size_t offset;
+	enum cs_key_type type;
+} cs_sort_key;
+
+/*
+ * Sort n records of size bytes each by the keys (the first decides, then the second, ...), all
+ * ascending; records with equal keys keep their order (stable, as a merge sort). Uses n * size
+ * bytes of scratch memory, and a merge sort in place of it when that cannot be had.
+ */
+void cs_sort_records(void *base, size_t n, size_t size, const cs_sort_key *keys, int nkeys);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * sort.c - least-significant-digit radix sort of integers and of records by integer fields
+ * (include/cuscope/sort.h).
+ *
+ * Each key is turned into an unsigned 64-bit value of the same order (the sign bit flipped), and
+ * the records are distributed by one byte of it per pass, the least significant first, each pass
+ * stable; the keys are taken last to first, so the first key decides. One pass over the input
+ * counts every byte of every key, and a byte that is the same in all records takes no pass (event
+ * times of one trace differ only in their low five or six bytes).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+#include "cuscope/sort.h"
+
+/* Below this many elements a comparison sort is as fast. */
+#define RADIX_MIN 256
+
+static uint64_t key_of(const unsigned char *rec, const cs_sort_key *k)
+{
+	switch (k->type) {
+	case CS_KEY_I32: {
+		int32_t v;
+
+		memcpy(&v, rec + k->offset, sizeof(v));
+		return (uint64_t)(uint32_t)v ^ 0x80000000u;
+	}
+	case CS_KEY_U32: {
+		uint32_t v;
+
+		memcpy(&v, rec + k->offset, sizeof(v));
+		return v;
+	}
+	case CS_KEY_U64: {
+		uint64_t v;
+
+		memcpy(&v, rec + k->offset, sizeof(v));
+		return v;
+	}
+	case CS_KEY_I64:
+	default: {
+		int64_t v;
+
+		memcpy(&v, rec + k->offset, sizeof(v));
+		return (uint64_t)v ^ 0x8000000000000000ull;
+	}
+	}
+}
+
+static int key_bytes(const cs_sort_key *k)
+{
+	return k->type == CS_KEY_I64 || k->type == CS_KEY_U64 ? 8 : 4;
+}
+
+/* the keys of the comparison fallback */
+struct cmp_arg {
+	const cs_sort_key *keys;
+	int nkeys;
+};
+
+static int cmp_records(const void *a, const void *b, void *arg)
+{
+	const struct cmp_arg *c = arg;
+
+	for (int i = 0; i < c->nkeys; i++) {
+		uint64_t x = key_of(a, &c->keys[i]), y = key_of(b, &c->keys[i]);
+
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+static void sort_by_comparison(void *base, size_t n, size_t size, const cs_sort_key *keys,
+			       int nkeys)
+{
+	struct cmp_arg c = {keys, nkeys};
+
+	/* glibc's qsort_r is a stable merge sort when it can have its scratch memory */
+	qsort_r(base, n, size, cmp_records, &c);
+}
+
+/* count[b][byte] over the records (b numbers the bytes from the last key's least significant one
+ * up) */
+static void count_bytes(const unsigned char *base, size_t n, size_t size, const cs_sort_key *keys,
+			int nkeys, size_t (*count)[256])
+{
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *rec = base + i * size;
+		int b = 0;
+
+		for (int k = nkeys - 1; k >= 0; k--) {
+			uint64_t v = key_of(rec, &keys[k]);
+
+			for (int j = 0; j < key_bytes(&keys[k]); j++, b++)
+				count[b][(v >> (8 * j)) & 0xff]++;
+		}
+	}
+}
+
+/* Turn count[b] into the first position of each byte value; 0 when every record has the same
+ * byte there (the pass is not needed). */
+static int offsets(size_t *c, size_t n)
+{
+	size_t pos = 0;
+
+	for (int x = 0; x < 256; x++)
+		if (c[x] == n)
+			return 0;
+	for (int x = 0; x < 256; x++) {
+		size_t m = c[x];
+
+		c[x] = pos;
+		pos += m;
+	}
+	return 1;
+}
+
+void cs_sort_records(void *base, size_t n, size_t size, const cs_sort_key *keys, int nkeys)
+{
+	size_t(*count)[256];
+	unsigned char *src = base, *dst, *tmp;
+	int nbytes = 0, b = 0;
+
+	if (n < 2 || nkeys <= 0)
+		return;
+	for (int k = 0; k < nkeys; k++)
+		nbytes += key_bytes(&keys[k]);
+	if (n < RADIX_MIN || n > SIZE_MAX / size) {
+		sort_by_comparison(base, n, size, keys, nkeys);
+		return;
+	}
+	count = calloc((size_t)nbytes, sizeof(*count));
+	tmp = count ? cs_big_alloc(n * size) : NULL;
+	if (!tmp) {
+		free(count);
+		sort_by_comparison(base, n, size, keys, nkeys);
+		return;
+	}
+	count_bytes(src, n, size, keys, nkeys, count);
+	dst = tmp;
+	for (int k = nkeys - 1; k >= 0; k--) {
+		for (int j = 0; j < key_bytes(&keys[k]); j++, b++) {
+			size_t *c = count[b];
+			unsigned char *t;
+
+			if (!offsets(c, n))
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				const unsigned char *rec = src + i * size;
+				uint64_t v = key_of(rec, &keys[k]);
+
+				memcpy(dst + c[(v >> (8 * j)) & 0xff]++ * size, rec, size);
+			}
+			/* the next pass reads what this one wrote */
+			t = src;
+			src = dst;
+			dst = t;
+		}
+	}
+	if (src != base)
+		memcpy(base, src, n * size);
+	free(count);
+	free(tmp);
+}
+
+void cs_sort_i64(int64_t *v, size_t n)
+{
+	static const cs_sort_key key = {0, CS_KEY_I64};
+	size_t(*count)[256];
+	uint64_t *src = (uint64_t *)v, *dst, *tmp;
+
+	if (n < RADIX_MIN) {
+		sort_by_comparison(v, n, sizeof(*v), &key, 1);
+		return;
+	}
+	tmp = n <= SIZE_MAX / sizeof(*v) ? cs_big_alloc(n * sizeof(*v)) : NULL;
+	count = tmp ? calloc(8, sizeof(*count)) : NULL;
+	if (!count) {
+		free(tmp);
+		sort_by_comparison(v, n, sizeof(*v), &key, 1);
+		return;
+	}
+	/* the same passes as cs_sort_records(), on the values themselves */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = src[i] ^ 0x8000000000000000ull;
+
+		for (int j = 0; j < 8; j++)
+			count[j][(x >> (8 * j)) & 0xff]++;
+	}
+	dst = tmp;
+	for (int j = 0; j < 8; j++) {
+		size_t *c = count[j];
+		uint64_t *t;
+
+		if (!offsets(c, n))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			dst[c[((src[i] ^ 0x8000000000000000ull) >> (8 * j)) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != (uint64_t *)v)
+		memcpy(v, src, n * sizeof(*v));
+	free(count);
+	free(tmp);
+}

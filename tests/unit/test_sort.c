@@ -1,0 +1,178 @@
+/*
+ * test_sort.c - the radix sorts of src/util/sort.c (cuscope/sort.h) against a comparison sort:
+ * signed values and the extremes, equal keys keeping their order (the analysis relies on glibc's
+ * stable merge sort order), records by several keys of each type, and the small and empty arrays
+ * that take the comparison path.
+ */
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/sort.h"
+#include "testutil.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void check_i64(size_t n, int64_t (*gen)(size_t i))
+{
+	int64_t *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = w[i] = gen(i);
+	cs_sort_i64(v, n);
+	qsort(w, n, sizeof(*w), cmp_i64);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(v[i] == w[i], "n %zu, at %zu: %lld, not %lld", n, i, (long long)v[i],
+			      (long long)w[i]);
+	free(v);
+	free(w);
+}
+
+static int64_t gen_any(size_t i)
+{
+	(void)i;
+	return (int64_t)next();
+}
+
+static int64_t gen_times(size_t i)
+{
+	/* event times of a trace: the high bytes alike */
+	return (int64_t)(next() % 5000000000ull) + (int64_t)(i % 3);
+}
+
+static int64_t gen_extremes(size_t i)
+{
+	static const int64_t x[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, INT64_MAX - 1};
+
+	return x[(i + next() % 3) % 7];
+}
+
+static int64_t gen_few(size_t i)
+{
+	(void)i;
+	return (int64_t)(next() % 4) - 2;
+}
+
+START_TEST(test_sort_i64)
+{
+	size_t sizes[] = {0, 1, 2, 255, 256, 257, 1000, 100000};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		check_i64(sizes[k], gen_any);
+		check_i64(sizes[k], gen_times);
+		check_i64(sizes[k], gen_extremes);
+		check_i64(sizes[k], gen_few);
+	}
+}
+END_TEST
+
+struct rec {
+	int32_t a;
+	uint32_t b;
+	int64_t c;
+	uint64_t d;
+	int64_t order; /* position before sorting: equal keys keep it */
+};
+
+static int cmp_rec(const void *x, const void *y)
+{
+	const struct rec *p = x, *q = y;
+
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	if (p->b != q->b)
+		return p->b < q->b ? -1 : 1;
+	if (p->c != q->c)
+		return p->c < q->c ? -1 : 1;
+	if (p->d != q->d)
+		return p->d < q->d ? -1 : 1;
+	return (p->order > q->order) - (p->order < q->order);
+}
+
+START_TEST(test_sort_records)
+{
+	static const cs_sort_key keys[] = {
+		{offsetof(struct rec, a), CS_KEY_I32},
+		{offsetof(struct rec, b), CS_KEY_U32},
+		{offsetof(struct rec, c), CS_KEY_I64},
+		{offsetof(struct rec, d), CS_KEY_U64},
+	};
+	size_t sizes[] = {0, 1, 3, 300, 50000};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		struct rec *v = calloc(n + 1, sizeof(*v)), *w = calloc(n + 1, sizeof(*w));
+
+		for (size_t i = 0; i < n; i++) {
+			/* few distinct values, so that every key decides somewhere and many
+			 * records tie on all four */
+			v[i].a = (int32_t)(next() % 5) - 2;
+			v[i].b = next() % 2 ? UINT32_MAX : (uint32_t)(next() % 3);
+			v[i].c = next() % 2 ? INT64_MIN : (int64_t)(next() % 3) - 1;
+			v[i].d = next() % 2 ? UINT64_MAX : next() % 2;
+			v[i].order = (int64_t)i;
+			w[i] = v[i];
+		}
+		cs_sort_records(v, n, sizeof(*v), keys, 4);
+		qsort(w, n, sizeof(*w), cmp_rec);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
+				      "n %zu: record %zu out of place (order %lld, expected %lld)",
+				      n, i, (long long)v[i].order, (long long)w[i].order);
+		free(v);
+		free(w);
+	}
+}
+END_TEST
+
+START_TEST(test_sort_records_first_key_decides)
+{
+	/* one key of two: the second key's order only among equal first keys */
+	static const cs_sort_key keys[] = {
+		{offsetof(struct rec, c), CS_KEY_I64},
+		{offsetof(struct rec, a), CS_KEY_I32},
+	};
+	struct rec v[400];
+
+	memset(v, 0, sizeof(v));
+	for (int i = 0; i < 400; i++) {
+		v[i].c = 399 - i / 2;
+		v[i].a = i % 2 ? -5 : 5;
+		v[i].order = i;
+	}
+	cs_sort_records(v, 400, sizeof(v[0]), keys, 2);
+	for (int i = 0; i < 400; i++) {
+		ck_assert_int_eq(v[i].c, 200 + i / 2);
+		ck_assert_int_eq(v[i].a, i % 2 ? 5 : -5);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sort");
+	TCase *tc = tcase_create("sort");
+
+	tcase_add_test(tc, test_sort_i64);
+	tcase_add_test(tc, test_sort_records);
+	tcase_add_test(tc, test_sort_records_first_key_decides);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
