@@ -338,11 +338,23 @@ typedef struct cs_rule_ctx {
 	const struct cs_report *found;
 } cs_rule_ctx;
 
+/*
+ * The large facts of a process that the rules of one report share (src/analyzers/facts/), as
+ * flags: a report keeps each while a rule still to run names it in its facts, and frees it after
+ * the last one. A rule that reads a fact it does not name gets it computed again.
+ */
+enum cs_fact_flag {
+	CS_FACT_LAUNCH_CALLS = 1, /* the process's launch calls by start (facts/launch_calls.h) */
+	CS_FACT_LAUNCH_ORDER = 2, /* its GPU work in launch order per thread (ru_launch_ops) */
+};
+
 typedef struct cs_analyzer {
 	const char *id;	     /* "d2h-sync" */
 	const char *summary; /* one line for --list-rules */
 	const char *source;  /* guide passage: "000 #12, 002 3.2" */
-	int (*run)(cs_rule_ctx *ctx, cs_error *err);
+	/* look for the pattern in ctx's steps and emit what is found: 0, or a cs_err code */
+	int (*check)(cs_rule_ctx *ctx, cs_error *err);
+	unsigned facts; /* enum cs_fact_flag: the shared facts it reads */
 } cs_analyzer;
 
 /* The registry (src/analyzers/registry.c): every analyzer, NULL-terminated. */

@@ -28,8 +28,9 @@ typedef struct cs_sort_key {
 
 /*
  * Sort n records of size bytes each by the keys (the first decides, then the second, ...), all
- * ascending; records with equal keys keep their order (stable, as a merge sort). Uses n * size
- * bytes of scratch memory, and a merge sort in place of it when that cannot be had.
+ * ascending; records with equal keys keep their order (stable, as a merge sort). Records under 40
+ * bytes are sorted by radix with n * size bytes of scratch memory; larger ones, or when that
+ * memory cannot be had, by glibc's merge sort.
  */
 void cs_sort_records(void *base, size_t n, size_t size, const cs_sort_key *keys, int nkeys);
 

@@ -98,7 +98,7 @@ static int is_step(const int32_t *steps, int32_t n, int32_t st)
 	return 0;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -335,5 +335,6 @@ const cs_analyzer cs_rule_allocator_churn = {
 	"device memory allocated and freed through the steady steps (shapes that change every "
 	"step), outside any release burst; the GPU idles while the host is in the allocator calls",
 	"000 #5, 002 3.5",
-	run,
+	check,
+	0,
 };

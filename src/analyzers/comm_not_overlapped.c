@@ -23,7 +23,7 @@
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 4
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
@@ -185,5 +185,6 @@ const cs_analyzer cs_rule_comm_not_overlapped = {
 	"NCCL kernels run with no compute on other streams beside them: the step waits for the "
 	"communication in full",
 	"000 #4, #14",
-	run,
+	check,
+	0,
 };

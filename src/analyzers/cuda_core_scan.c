@@ -140,7 +140,7 @@ out:
 	return 0;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -210,5 +210,6 @@ const cs_analyzer cs_rule_cuda_core_scan = {
 	"scan kernels (cumsum over a long dimension) take a large share of the step on the CUDA "
 	"cores; a triangular-matrix matmul runs on the tensor cores",
 	"000 #13",
-	run,
+	check,
+	0,
 };

@@ -170,7 +170,7 @@ static int64_t stall_overlap(const int64_t *v, int64_t n, int64_t t0, int64_t t1
 	return sum;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -325,5 +325,6 @@ const cs_analyzer cs_rule_d2h_sync = {
 	"a device-to-host copy and a host wait in every step drain the GPU, which idles until "
 	"the host launches again",
 	"000 #12, 002 3.2",
-	run,
+	check,
+	CS_FACT_LAUNCH_CALLS,
 };

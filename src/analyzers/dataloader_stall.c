@@ -168,7 +168,7 @@ static int64_t cost_of(const void *sum)
 	return ((const struct step_sum *)sum)->stall_ns;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	static const struct ru_h2d_rule rule = {
 		sizeof(struct step_sum), sum_stalls, cost_of, emit_finding, MIN_STEPS,
@@ -182,5 +182,6 @@ const cs_analyzer cs_rule_dataloader_stall = {
 	"the GPU idles at the start of the steps while the training thread, making no CUDA "
 	"call, prepares the next batch",
 	"001 5.4, 6.1",
-	run,
+	check,
+	0,
 };

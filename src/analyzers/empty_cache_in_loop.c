@@ -42,8 +42,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	char title[400], b1[32], b2[32], b3[48], b4[32], near[96] = "";
 	cJSON *e;
 
-	realloc_bytes = ru_burst_median(m, is_empty_cache,
-					offsetof(struct ru_burst, realloc_bytes), sum->tmp);
+	realloc_bytes = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, realloc_bytes),
+					sum->tmp);
 	if (sum->near)
 		snprintf(near, sizeof(near),
 			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
@@ -51,7 +51,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 			 sum->step_share_hi * 100);
 	if (sum->rare)
 		snprintf(title, sizeof(title),
-			 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
+			 "the allocator's cache is emptied inside the steps: %lld cached blocks "
+			 "(%s) "
 			 "released and allocated again %s, %s of GPU idle each time, %s per step "
 			 "over the steady state (%.1f%%)",
 			 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
@@ -60,7 +61,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 			 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100);
 	else
 		snprintf(title, sizeof(title),
-			 "the allocator's cache is emptied inside the steps: %lld cached blocks (%s) "
+			 "the allocator's cache is emptied inside the steps: %lld cached blocks "
+			 "(%s) "
 			 "released and allocated again %s, %s of GPU idle per step (%.1f%%)%s",
 			 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
 			 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
@@ -100,10 +102,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	return ru_emit(ctx, f, err);
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, 1, 0.0, emit_finding,
-			       err);
+	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, 1, 0.0,
+			       emit_finding, err);
 }
 
 const cs_analyzer cs_rule_empty_cache_in_loop = {
@@ -111,5 +113,6 @@ const cs_analyzer cs_rule_empty_cache_in_loop = {
 	"the allocator's cache is emptied inside the steps (torch.cuda.empty_cache()) and "
 	"allocated again with slow cudaMalloc calls",
 	"000 #6",
-	run,
+	check,
+	0,
 };

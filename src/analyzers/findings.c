@@ -242,6 +242,20 @@ int cs_report_run_with(const cs_analysis *a, const cs_steps *s,
 	return rc;
 }
 
+/* The facts that the rules after r (in this pass, then in the summary pass) read. */
+static unsigned facts_after(const cs_analyzer *const *rules, const cs_analyzer *const *r, int pass)
+{
+	unsigned facts = 0;
+
+	for (const cs_analyzer *const *q = r + 1; *q; q++)
+		if (!cs_analyzer_after_others(*q) == !pass)
+			facts |= (*q)->facts;
+	for (const cs_analyzer *const *q = rules; !pass && *q; q++)
+		if (cs_analyzer_after_others(*q))
+			facts |= (*q)->facts;
+	return facts;
+}
+
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 			 struct cs_rule_cache *cache, cs_report *out, cs_error *err)
@@ -275,7 +289,9 @@ int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			ctx.found = out;
 			run.current = *r;
 			cs_stopwatch_start(&w);
-			rc = (*r)->run(&ctx, &rerr);
+			rc = (*r)->check(&ctx, &rerr);
+			/* the large facts no later rule reads are freed now, not at the end */
+			ru_cache_trim(cache, facts_after(rules, r, pass));
 			cs_timings_add((*r)->id, &w);
 			if (rc < 0) {
 				rc = cs_error_set(err, rc, "rule %s failed: %s", (*r)->id,

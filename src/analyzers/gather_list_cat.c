@@ -108,7 +108,7 @@ static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_
 	}
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -259,5 +259,6 @@ const cs_analyzer cs_rule_gather_list_cat = {
 	"of "
 	"the gathered data",
 	"000 #1",
-	run,
+	check,
+	0,
 };

@@ -12,6 +12,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
+#include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -76,29 +77,22 @@ static int is_query_api(const cs_analysis *a, const cs_a_api *x)
  * The recorded CUDA calls of process pid (launch calls of kernels, copies and memsets, host waits,
  * API rows), by start, and the host's launch pace: far is the median time from the end of one
  * launch call to the start of the next (0 where calls overlap) plus FAR_K robust standard
- * deviations, measured over the launch calls of the trace.
+ * deviations, measured over the launch calls of the trace (lc, the process's launch calls by
+ * start). Among calls that start together the launch calls come first.
  */
-static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, int64_t *nout,
-			 int64_t *longest, int64_t *far)
+static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_launch_calls *lc,
+			 struct call **out, int64_t *nout, int64_t *longest, int64_t *far)
 {
-	struct call *v = NULL;
-	int64_t n = 0, nl, reach = CS_TS_UNKNOWN, usual;
-	size_t cap = 0;
+	struct call *v = NULL, *w = NULL;
+	int64_t n = 0, nl, nw = 0, reach = CS_TS_UNKNOWN, usual;
+	size_t cap = 0, wcap = 0;
 	struct ru_i64 d = {0};
 
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->kernels[i].launch_start, a->kernels[i].launch_end,
-			      a->kernels[i].launch_tid))
-			goto nomem;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		if (a->copies[i].pid == pid &&
-		    push_call(&v, &n, &cap, a->copies[i].launch_start, a->copies[i].launch_end,
-			      a->copies[i].launch_tid))
+	for (int64_t i = 0; i < lc->n; i++)
+		if (push_call(&v, &n, &cap, lc->v[i].start, lc->v[i].end, lc->v[i].tid))
 			goto nomem;
 	nl = n;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
-	cs_sort_records(v, (size_t)nl, sizeof(*v), &call_key, 1);
 	for (int64_t i = 0; i < nl; i++) {
 		if (i > 0 && v[i].s == v[i - 1].s)
 			continue;
@@ -119,13 +113,20 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 	 * pin_memory and no workers), in the middle of making the input. */
 	for (int64_t i = 0; i < a->nsyncs; i++)
 		if (a->syncs[i].pid == pid && !is_idle_query(&a->syncs[i]) &&
-		    push_call(&v, &n, &cap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
+		    push_call(&w, &nw, &wcap, a->syncs[i].start, a->syncs[i].end, a->syncs[i].tid))
 			goto nomem;
 	for (int64_t i = 0; i < a->napis; i++)
 		if (a->apis[i].pid == pid && !is_query_api(a, &a->apis[i]) &&
-		    push_call(&v, &n, &cap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
+		    push_call(&w, &nw, &wcap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
 			goto nomem;
-	cs_sort_records(v, (size_t)n, sizeof(*v), &call_key, 1);
+	cs_sort_records(w, (size_t)nw, sizeof(*w), &call_key, 1);
+	/* merged behind the launch calls, which come first among equal starts */
+	if (cs_grow((void **)&v, &cap, (size_t)(nl + nw), sizeof(*v)))
+		goto nomem;
+	for (int64_t i = nl - 1, j = nw - 1, k = nl + nw - 1; j >= 0; k--)
+		v[k] = i >= 0 && v[i].s > w[j].s ? v[i--] : w[j--];
+	n = nl + nw;
+	free(w);
 	*longest = 0;
 	for (int64_t i = 0; i < n; i++)
 		if (v[i].e - v[i].s > *longest)
@@ -136,6 +137,7 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct call **out, 
 nomem:
 	ru_i64_free(&d);
 	free(v);
+	free(w);
 	return CS_ERR_NOMEM;
 }
 
@@ -288,7 +290,8 @@ static int push_stall(struct ru_h2d_stalls *out, size_t *cap, const struct ru_h2
 	return 0;
 }
 
-int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls *out)
+int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_launch_calls *lc,
+		  struct ru_h2d_stalls *out)
 {
 	struct call *calls = NULL;
 	int64_t ncalls = 0, longest = 0, reach = CS_TS_UNKNOWN, *first = NULL, *last = NULL;
@@ -300,7 +303,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls 
 	memset(out, 0, sizeof(*out));
 	first = calloc((size_t)s->n + 1, sizeof(*first));
 	last = calloc((size_t)s->n + 1, sizeof(*last));
-	if (!first || !last || collect_calls(a, s->pid, &calls, &ncalls, &longest, &out->far))
+	if (!first || !last || collect_calls(a, s->pid, lc, &calls, &ncalls, &longest, &out->far))
 		goto nomem;
 	if (step_kernels(a, s, first, last, &times, &ntimes))
 		goto nomem;

@@ -167,7 +167,7 @@ static int64_t cost_of(const void *sum)
 	return ((const struct step_sum *)sum)->idle_ns;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	static const struct ru_h2d_rule rule = {
 		sizeof(struct step_sum), sum_stalls, cost_of, emit_finding, MIN_STEPS,
@@ -182,5 +182,6 @@ const cs_analyzer cs_rule_host_created_tensor = {
 	"(torch.rand(n).cuda()) "
 	"while the GPU idles, where creating them on the device would do",
 	"002 3.3",
-	run,
+	check,
+	0,
 };

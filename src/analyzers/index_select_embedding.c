@@ -306,7 +306,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -373,5 +373,6 @@ const cs_analyzer cs_rule_index_select_embedding = {
 	"embedding lookups written as index_select, whose backward adds the rows with atomics "
 	"(index_add_) where nn.Embedding sorts them (information: not faster on every GPU)",
 	"000 #2",
-	run,
+	check,
+	0,
 };

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
@@ -213,21 +214,16 @@ static int push_launch(struct ivs *x, int64_t ls, int64_t le)
 	return ivs_push(x, ls, le != CS_TS_UNKNOWN && le > ls ? le : ls + 1);
 }
 
-static int launch_calls(const cs_analysis *a, uint32_t pid, struct calls *c)
+static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 {
 	struct ivs x = {0};
 	struct ru_i64 d = {0};
 	int64_t n = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid &&
-		    push_launch(&x, a->kernels[i].launch_start, a->kernels[i].launch_end))
+	/* by start already */
+	for (int64_t i = 0; i < lc->n; i++)
+		if (push_launch(&x, lc->v[i].start, lc->v[i].end))
 			goto nomem;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		if (a->copies[i].pid == pid &&
-		    push_launch(&x, a->copies[i].launch_start, a->copies[i].launch_end))
-			goto nomem;
-	cs_sort_records(x.v, (size_t)x.n, sizeof(*x.v), &iv_key, 1);
 	for (int64_t i = 0; i < x.n; i++)
 		if (n == 0 || x.v[i].s != x.v[n - 1].s)
 			x.v[n++] = x.v[i];
@@ -778,7 +774,7 @@ static void scan_free(struct scan *sc)
 /* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
  * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
 static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
-		      struct scan *sc, int by_time)
+		      const struct fact_launch_calls *lc, struct scan *sc, int by_time)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->gc.waits = &sc->waits;
@@ -786,7 +782,7 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d
 	sc->gc.allocs = &sc->allocs;
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
 	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages, &sc->allocs) ||
-	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(a, s->pid, &sc->gc.calls) ||
+	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(lc, &sc->gc.calls) ||
 	    count_launches(a, s, sc->acc) ||
 	    scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, sc->acc, by_time))
 		return CS_ERR_NOMEM;
@@ -798,6 +794,7 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *i
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
+	const struct fact_launch_calls *lc;
 	const struct ru_d2h *d;
 	struct scan sc;
 	int rc;
@@ -807,9 +804,11 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *i
 	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
 		return 0;
 	rc = ru_cached_d2h(ctx, own, &d);
+	if (rc == 0)
+		rc = ru_cached_launch_calls(ctx, own, &lc);
 	if (rc)
 		return rc;
-	rc = scan_steps(a, s, d, &sc, 1);
+	rc = scan_steps(a, s, d, lc, &sc, 1);
 	for (int32_t i = 0; !rc && i < s->n; i++)
 		for (int c = 0; c < NCAUSES; c++)
 			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = sc.acc[i].idle[c];
@@ -845,12 +844,14 @@ int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const i
 	return 0;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct ru_d2h *d;
+	const struct fact_launch_calls *lc;
+	const int64_t *idle;
 	struct scan sc;
 	struct step_acc *acc;
 	int64_t *tmp = NULL, med, lo, hi;
@@ -861,12 +862,21 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (steady <= 0 || a->nkernels == 0)
 		return 0;
 	rc = ru_cached_d2h(ctx, &own, &d);
-	if (rc)
+	if (rc == 0)
+		rc = ru_cached_launch_calls(ctx, &own, &lc);
+	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
+	 * read, is made now, while the launch calls it needs are at hand: the report frees them
+	 * after this rule */
+	if (rc == 0)
+		rc = ru_cached_idle_by_cause(ctx, &own, &idle);
+	if (rc) {
+		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");
+	}
 	rc = CS_ERR_NOMEM;
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (scan_steps(a, s, d, &sc, 0) || !tmp || !steps)
+	if (scan_steps(a, s, d, lc, &sc, 0) || !tmp || !steps)
 		goto out;
 	acc = sc.acc;
 
@@ -910,5 +920,6 @@ const cs_analyzer cs_rule_launch_starvation = {
 	"the GPU keeps running out of work inside the steps: the host launches kernels slower "
 	"than they run",
 	"000 #12, 001 6.3-6.4",
-	run,
+	check,
+	CS_FACT_LAUNCH_CALLS,
 };

@@ -230,7 +230,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -309,5 +309,6 @@ const cs_analyzer cs_rule_low_utilization = {
 	"the GPU is busy less than half of the step; a summary naming the other rules' findings "
 	"that explain the idle, largest first",
 	"000 #12, 001 6.2.1, 6.3-6.4",
-	run,
+	check,
+	0,
 };

@@ -135,10 +135,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	return ru_emit(ctx, f, err);
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
-	return ru_mem_rule_run(ctx, is_retry, is_direct, MIN_STEPS, MIN_STEP_SHARE, 0, 0.0, emit_finding,
-			       err);
+	return ru_mem_rule_run(ctx, is_retry, is_direct, MIN_STEPS, MIN_STEP_SHARE, 0, 0.0,
+			       emit_finding, err);
 }
 
 const cs_analyzer cs_rule_memory_ceiling_thrash = {
@@ -146,5 +146,6 @@ const cs_analyzer cs_rule_memory_ceiling_thrash = {
 	"the working set is at the memory limit: every step the allocator frees its cache, waits "
 	"and allocates again",
 	"000 #10, 002 3.5",
-	run,
+	check,
+	0,
 };

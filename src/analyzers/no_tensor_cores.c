@@ -294,7 +294,7 @@ static int64_t step_median_of(const int64_t *per_step, const int32_t *steps, int
 	return ru_median(tmp, n);
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -500,5 +500,6 @@ const cs_analyzer cs_rule_no_tensor_cores = {
 	"step "
 	"on a GPU with tensor cores: no bf16 autocast, TF32 off",
 	"000 #13, 002 3.4, 001 9.1",
-	run,
+	check,
+	0,
 };

@@ -292,7 +292,7 @@ out:
 	return rc;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -498,5 +498,6 @@ const cs_analyzer cs_rule_pageable_memcpy = {
 	"copies from or to pageable host memory in every step (non_blocking=True ones too) hold "
 	"the host, which launches nothing meanwhile, and the GPU idles",
 	"000 #7, 001 6.1.2",
-	run,
+	check,
+	0,
 };

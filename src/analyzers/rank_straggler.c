@@ -54,7 +54,7 @@ static const char *cause_fix(int cause)
 	}
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	cs_report_processes own = {NULL, 0, 0, NULL};
 	const cs_report_processes *procs = ctx->procs;
@@ -177,5 +177,6 @@ const cs_analyzer cs_rule_rank_straggler = {
 	"one rank of a multi-process job is consistently the slowest and the others wait for it in "
 	"their collectives",
 	"000 #4, #14",
-	run,
+	check,
+	0,
 };

@@ -13,6 +13,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
+#include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"
@@ -1113,6 +1114,24 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d
 	return 0;
 }
 
+int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			   const struct fact_launch_calls **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->launch_calls) {
+		struct fact_launch_calls *f = calloc(1, sizeof(*f));
+
+		if (!f || fact_launch_calls(ctx->a, ctx->steps->pid, f)) {
+			free(f);
+			return CS_ERR_NOMEM;
+		}
+		c->launch_calls = f;
+	}
+	*out = c->launch_calls;
+	return 0;
+}
+
 int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
 			 int64_t *n)
 {
@@ -1136,8 +1155,11 @@ int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_h2d) {
-		int rc = ru_h2d_stalls(ctx->a, ctx->steps, &c->h2d);
+		const struct fact_launch_calls *lc;
+		int rc = ru_cached_launch_calls(ctx, own, &lc);
 
+		if (rc == 0)
+			rc = ru_h2d_stalls(ctx->a, ctx->steps, lc, &c->h2d);
 		if (rc)
 			return rc;
 		c->have_h2d = 1;
@@ -1207,6 +1229,21 @@ static int cached_mem(cs_rule_ctx *ctx, struct cs_rule_cache *own, int api,
 	return 0;
 }
 
+void ru_cache_trim(struct cs_rule_cache *c, unsigned keep)
+{
+	if (!(keep & CS_FACT_LAUNCH_CALLS) && c->launch_calls) {
+		fact_launch_calls_free(c->launch_calls);
+		free(c->launch_calls);
+		c->launch_calls = NULL;
+	}
+	if (!(keep & CS_FACT_LAUNCH_ORDER)) {
+		free(c->ops);
+		c->ops = NULL;
+		c->nops = 0;
+		c->have_ops = 0;
+	}
+}
+
 void ru_cache_free(struct cs_rule_cache *c)
 {
 	ru_d2h_free(&c->d2h);
@@ -1216,6 +1253,9 @@ void ru_cache_free(struct cs_rule_cache *c)
 	ru_d2h_free(&c->copy_waits);
 	free(c->copy_wait);
 	free(c->idle);
+	if (c->launch_calls)
+		fact_launch_calls_free(c->launch_calls);
+	free(c->launch_calls);
 	free(c->ops);
 	memset(c, 0, sizeof(*c));
 }

@@ -13,6 +13,8 @@
 
 #include "cuscope/analyze.h"
 
+struct fact_launch_calls;
+
 #define RU_US 1000LL
 #define RU_MS 1000000LL
 
@@ -311,7 +313,8 @@ struct ru_h2d_stalls {
  * (and more than 2) launched before it and after it is inside. 0, or CS_ERR_NOMEM; freed with
  * ru_h2d_stalls_free().
  */
-int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, struct ru_h2d_stalls *out);
+int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_launch_calls *lc,
+		  struct ru_h2d_stalls *out);
 void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
 
 /* ---- what several rules compute alike, once per run ---- */
@@ -333,11 +336,15 @@ struct cs_rule_cache {
 	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
 	 * takes it for its GPU idle line (cs_report_process.idle_by_cause) */
 	int64_t *idle;
-	struct ru_op *ops; /* ru_cached_launch_ops(), once have_ops is set */
+	struct fact_launch_calls *launch_calls; /* ru_cached_launch_calls(), NULL until asked */
+	struct ru_op *ops;			/* ru_cached_launch_ops(), once have_ops is set */
 	int64_t nops;
 	int have_ops;
 };
 void ru_cache_free(struct cs_rule_cache *c);
+/* Free the facts of c (enum cs_fact_flag) that are not in keep; asked again, they are computed
+ * again. */
+void ru_cache_trim(struct cs_rule_cache *c, unsigned keep);
 /* cs_report_run_with() with the cache given, which keeps what the rules computed (the caller
  * frees it with ru_cache_free()). */
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
@@ -352,6 +359,9 @@ int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 /* cs_steps_idle_by_cause() of ctx's analysis and steps (with the cached device-to-host waits), as
  * ru_cached_d2h(): steps->n * CS_IDLE_NCAUSES entries. */
 int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
+/* fact_launch_calls() of the steps' process (facts/launch_calls.h), as ru_cached_d2h(). */
+int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			   const struct fact_launch_calls **out);
 /* ru_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
 int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
 			 int64_t *n);

@@ -57,7 +57,7 @@ static int allreduce_id(const cs_analysis *a, struct name_cache *c, int64_t id)
 	return c->yes[slot];
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -253,5 +253,6 @@ const cs_analyzer cs_rule_small_allreduce_buckets = {
 	"many small NCCL all-reduces per step, each paying NCCL's fixed latency: buckets too small "
 	"or gradients not contiguous",
 	"000 #3, #14",
-	run,
+	check,
+	0,
 };

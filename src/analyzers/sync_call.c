@@ -7,8 +7,8 @@
  * this rule's, and the allocator's own waits (a release of device memory follows them) are the
  * memory rules'.
  *
- * The waits and the idle after each come from ru_cached_host_waits(); this file keeps the waits that cost
- * GPU time, decides whether they recur in the steady steps and writes the finding.
+ * The waits and the idle after each come from ru_cached_host_waits(); this file keeps the waits
+ * that cost GPU time, decides whether they recur in the steady steps and writes the finding.
  * docs/rules/sync-call.md has the decision, its thresholds and the measured values.
  */
 #include <stddef.h>
@@ -129,7 +129,7 @@ static void drop_d2h_windows(const struct ru_d2h *dd, struct ru_d2h *w)
 	w->n = m;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -150,7 +150,8 @@ static int run(cs_rule_ctx *ctx, cs_error *err)
 	if (!rc)
 		rc = ru_cached_host_waits(ctx, &own, &all, NULL);
 	if (!rc && all->n > 0) {
-		/* a copy: drop_d2h_windows() leaves out some, and the cache's are the other rules' too */
+		/* a copy: drop_d2h_windows() leaves out some, and the cache's are the other rules'
+		 * too */
 		waits = *all;
 		waits.v = malloc((size_t)all->n * sizeof(*waits.v));
 		if (waits.v)
@@ -270,5 +271,6 @@ const cs_analyzer cs_rule_sync_call = {
 	"an explicit synchronize (device, stream or event) in every step, with no copy to wait "
 	"for, drains the GPU, which idles until the host launches again",
 	"000 #12, 002 3.2",
-	run,
+	check,
+	0,
 };

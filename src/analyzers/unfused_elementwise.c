@@ -353,7 +353,7 @@ static int add_chains(cJSON *e, const struct state *st, int32_t steady)
 	return 0;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -501,5 +501,6 @@ const cs_analyzer cs_rule_unfused_elementwise = {
 	"chains of same-size element-wise kernels back to back on one stream, each reading and "
 	"writing the whole tensor, that one fused kernel (torch.compile) would replace",
 	"000 #11, 001 6.2.2, 001 9.3",
-	run,
+	check,
+	0,
 };

@@ -210,7 +210,7 @@ static int add_evidence(const cs_analysis *a, const struct ru_op *ops, const str
 	return 0;
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -337,5 +337,6 @@ const cs_analyzer cs_rule_unfused_optimizer = {
 	"the optimizer step runs a few small kernels per parameter tensor (foreach=False), "
 	"launched one by one, where multi-tensor or fused kernels would do it in a handful",
 	"001 6.5.2",
-	run,
+	check,
+	CS_FACT_LAUNCH_ORDER,
 };

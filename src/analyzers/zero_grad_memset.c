@@ -160,7 +160,7 @@ static void add_median(cJSON *e, const char *key, const struct step_sum *sum, co
 				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
 }
 
-static int run(cs_rule_ctx *ctx, cs_error *err)
+static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -333,5 +333,6 @@ const cs_analyzer cs_rule_zero_grad_memset = {
 	"every gradient is written with zeros each step (zero_grad(set_to_none=False)): fill "
 	"kernels or memsets that releasing the gradients would not need",
 	"001 6.4",
-	run,
+	check,
+	CS_FACT_LAUNCH_ORDER,
 };

@@ -71,7 +71,7 @@ void run_rule(struct loaded *l, const char *id, struct found *out)
 	ctx.step_median = l->median;
 	ctx.emit = collect;
 	ctx.priv = out;
-	ck_assert_msg(r->run(&ctx, &err) == 0, "rule %s: %s", id, err.msg);
+	ck_assert_msg(r->check(&ctx, &err) == 0, "rule %s: %s", id, err.msg);
 	for (int i = 0; i < out->n; i++) {
 		const cs_report_finding *f = &out->v[i];
 

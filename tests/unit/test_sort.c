@@ -142,6 +142,43 @@ START_TEST(test_sort_records)
 }
 END_TEST
 
+/* records of 40 bytes or more take glibc's merge sort: the same order */
+struct wide {
+	struct rec r;
+	char pad[16];
+};
+
+static int cmp_wide(const void *x, const void *y)
+{
+	return cmp_rec(&((const struct wide *)x)->r, &((const struct wide *)y)->r);
+}
+
+START_TEST(test_sort_wide_records)
+{
+	static const cs_sort_key keys[] = {
+		{offsetof(struct wide, r.a), CS_KEY_I32},
+		{offsetof(struct wide, r.b), CS_KEY_U32},
+		{offsetof(struct wide, r.c), CS_KEY_I64},
+	};
+	size_t n = 20000;
+	struct wide *v = calloc(n, sizeof(*v)), *w = calloc(n, sizeof(*w));
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].r.a = (int32_t)(next() % 5) - 2;
+		v[i].r.b = (uint32_t)(next() % 3);
+		v[i].r.c = (int64_t)(next() % 3) - 1;
+		v[i].r.order = (int64_t)i; /* d stays 0: ties on the three keys keep this order */
+		w[i] = v[i];
+	}
+	cs_sort_records(v, n, sizeof(*v), keys, 3);
+	qsort(w, n, sizeof(*w), cmp_wide);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(v[i].r.order, w[i].r.order);
+	free(v);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_sort_records_first_key_decides)
 {
 	/* one key of two: the second key's order only among equal first keys */
@@ -172,6 +209,7 @@ int main(void)
 
 	tcase_add_test(tc, test_sort_i64);
 	tcase_add_test(tc, test_sort_records);
+	tcase_add_test(tc, test_sort_wide_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
