@@ -104,7 +104,12 @@ typedef struct cs_run_kernel {
 	double count_per_step; /* launches */
 	double share;	       /* of the GPU time of all kernels in steady steps, 0..1 */
 	double once;	       /* share of the steady steps that launched it exactly once */
-	double *samples;       /* its GPU time in each steady step, ns (steady values) */
+	/* its GPU time in the steady steps that launched it: sample_ns[i] in steady step
+	 * sample_step[i] (ascending), nsamples of them; 0 in every other steady step. Kept sparse:
+	 * a trace of 50,000 kernel names and 3,845 steps would take 1.5 GB as full rows. */
+	int32_t *sample_step;
+	double *sample_ns;
+	int32_t nsamples;
 } cs_run_kernel;
 
 typedef struct cs_run_finding {
@@ -144,8 +149,8 @@ typedef struct cs_run {
 	double pageable; /* memcpys from or to pageable host memory, per step */
 	double host_waits, d2h_syncs, allocs, frees; /* per step */
 	/* the median duration of the steady steps' kernel launch calls (ns; 0: fewer than
-	 * CS_HOST_INDEX_MIN of them timed): the same CPU work in every run of a program, so an index
-	 * of how fast its host ran (docs/ci.md, "Host-bound runs") */
+	 * CS_HOST_INDEX_MIN of them timed): the same CPU work in every run of a program, so an
+	 * index of how fast its host ran (docs/ci.md, "Host-bound runs") */
 	double launch_call;
 	/* the host's launch pace: the median time from one kernel launch to the next on the thread
 	 * that launched most of the steady steps' kernels (ns; 0: fewer than CS_HOST_INDEX_MIN
@@ -158,7 +163,7 @@ typedef struct cs_run {
 	/* share of the steps' process's steady kernel time during which kernels of another process
 	 * ran on the same device (two ranks time-sharing a GPU): its GPU times follow their work */
 	double shared_gpu;
-	cs_run_finding *findings;  /* most costly first */
+	cs_run_finding *findings; /* most costly first */
 	int32_t nfindings;
 	int rank_select; /* enum cs_rank_select the run was loaded with */
 	int32_t rank;	 /* with a rank_select, the rank compared (the process `pid`) */
@@ -249,12 +254,12 @@ typedef struct cs_diff_row {
 	double confidence; /* one-sided confidence that new is worse, 0..1 */
 	double spread;	   /* run-to-run standard deviation of the baselines' values (2+ of them) */
 	double margin;	   /* what the change must pass to be beyond that spread (2+ baselines) */
-	int host_wall; /* a wall metric of a host-bound baseline alone: the host floor applies */
-	double host_rel; /* host_wall with a host-speed ratio: the relative change once it is taken
-			  * out (the step time divided by it, the GPU busy share multiplied) */
+	int host_wall;	  /* a wall metric of a host-bound baseline alone: the host floor applies */
+	double host_rel;  /* host_wall with a host-speed ratio: the relative change once it is taken
+			   * out (the step time divided by it, the GPU busy share multiplied) */
 	double host_base; /* several host-bound baselines: their mean at their mean host speed */
-	int shared;    /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
-			* gated */
+	int shared; /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
+		     * gated */
 } cs_diff_row;
 
 /* A finding of base or new, matched to the other run's (NULL when none matched). */
@@ -274,10 +279,10 @@ typedef struct cs_diff {
 	char host_note[640]; /* the baselines are host-bound: what that means for wall metrics */
 	char shared_note[320]; /* a run shares its GPU with another process: what that means */
 	int shared_gpu;	       /* either run shares its GPU (shared_gpu past CS_SHARED_GPU) */
-	double confidence;   /* the level timing changes are tested at */
-	int host_bound;	     /* the baselines' GPU busy share is under the config's host_bound */
-	double base_busy;    /* the baselines' GPU busy share (their median) */
-	double host_floor;   /* the config's host_floor */
+	double confidence;     /* the level timing changes are tested at */
+	int host_bound;	       /* the baselines' GPU busy share is under the config's host_bound */
+	double base_busy;      /* the baselines' GPU busy share (their median) */
+	double host_floor;     /* the config's host_floor */
 	/* host-bound baselines: new's launch pace over the baseline's (several: over their mean),
 	 * how much slower new's host ran (0: a run has no launch pace, or the gate is not of that
 	 * kind) */
@@ -285,7 +290,7 @@ typedef struct cs_diff {
 	/* several host-bound baselines with host_speed: each one's launch pace over their mean
 	 * (nbases of them); NULL otherwise */
 	double *host_speeds;
-	cs_diff_row *rows;   /* most significant first */
+	cs_diff_row *rows; /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */
 	int32_t nfindings, nnew, nfixed;
@@ -378,7 +383,5 @@ int cs_stat_yuen(const double *x, int32_t nx, const double *y, int32_t ny, cs_st
 double cs_stat_sd(const double *v, int32_t n);
 /* The median of n values (0 for none); sorts v. */
 double cs_stat_median(double *v, int64_t n);
-/* qsort order of doubles, ascending. */
-int cs_stat_cmp_double(const void *pa, const void *pb);
 
 #endif

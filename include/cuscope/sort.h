@@ -12,6 +12,10 @@
 /* Sort v[0..n) ascending. */
 void cs_sort_i64(int64_t *v, size_t n);
 
+/* Sort v[0..n) ascending (-0.0 before 0.0; NaNs, which the analysis never makes, last or
+ * first by their sign). */
+void cs_sort_double(double *v, size_t n);
+
 /* The type of a key field of a record. */
 enum cs_key_type {
 	CS_KEY_I64 = 0,

@@ -73,33 +73,37 @@ static int is_query_api(const cs_analysis *a, const cs_a_api *x)
 	return name && (strstr(name, "EventQuery") || strstr(name, "StreamQuery"));
 }
 
+/* A launch call's end as the stalls take it: its start when unknown or earlier. */
+static int64_t launch_end(const struct fact_launch_call *c)
+{
+	return c->end == CS_TS_UNKNOWN || c->end < c->start ? c->start : c->end;
+}
+
 /*
- * The recorded CUDA calls of process pid (launch calls of kernels, copies and memsets, host waits,
- * API rows), by start, and the host's launch pace: far is the median time from the end of one
- * launch call to the start of the next (0 where calls overlap) plus FAR_K robust standard
- * deviations, measured over the launch calls of the trace (lc, the process's launch calls by
- * start). Among calls that start together the launch calls come first.
+ * The recorded CUDA calls of process pid other than its launch calls (host waits, API rows), by
+ * start, into *out (*nout of them, the longest *longest ns), and the host's launch pace from its
+ * launch calls lc (by start): far is the median time from the end of one launch call to the start
+ * of the next (0 where calls overlap) plus FAR_K robust standard deviations, measured over the
+ * launch calls of the trace.
  */
 static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_launch_calls *lc,
 			 struct call **out, int64_t *nout, int64_t *longest, int64_t *far)
 {
-	struct call *v = NULL, *w = NULL;
-	int64_t n = 0, nl, nw = 0, reach = CS_TS_UNKNOWN, usual;
-	size_t cap = 0, wcap = 0;
+	struct call *w = NULL;
+	int64_t nw = 0, reach = CS_TS_UNKNOWN, usual;
+	size_t wcap = 0;
 	struct ru_i64 d = {0};
 
-	for (int64_t i = 0; i < lc->n; i++)
-		if (push_call(&v, &n, &cap, lc->v[i].start, lc->v[i].end, lc->v[i].tid))
-			goto nomem;
-	nl = n;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
-	for (int64_t i = 0; i < nl; i++) {
-		if (i > 0 && v[i].s == v[i - 1].s)
+	for (int64_t i = 0; i < lc->n; i++) {
+		int64_t s = lc->v[i].start, e = launch_end(&lc->v[i]);
+
+		if (i > 0 && s == lc->v[i - 1].start)
 			continue;
-		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, v[i].s > reach ? v[i].s - reach : 0))
+		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, s > reach ? s - reach : 0))
 			goto nomem;
-		if (reach == CS_TS_UNKNOWN || v[i].e > reach)
-			reach = v[i].e;
+		if (reach == CS_TS_UNKNOWN || e > reach)
+			reach = e;
 	}
 	usual = ru_median(d.v, d.n);
 	for (int64_t i = 0; i < d.n; i++)
@@ -120,25 +124,44 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 		    push_call(&w, &nw, &wcap, a->apis[i].start, a->apis[i].end, a->apis[i].tid))
 			goto nomem;
 	cs_sort_records(w, (size_t)nw, sizeof(*w), &call_key, 1);
-	/* merged behind the launch calls, which come first among equal starts */
-	if (cs_grow((void **)&v, &cap, (size_t)(nl + nw), sizeof(*v)))
-		goto nomem;
-	for (int64_t i = nl - 1, j = nw - 1, k = nl + nw - 1; j >= 0; k--)
-		v[k] = i >= 0 && v[i].s > w[j].s ? v[i--] : w[j--];
-	n = nl + nw;
-	free(w);
 	*longest = 0;
-	for (int64_t i = 0; i < n; i++)
-		if (v[i].e - v[i].s > *longest)
-			*longest = v[i].e - v[i].s;
-	*out = v;
-	*nout = n;
+	for (int64_t i = 0; i < nw; i++)
+		if (w[i].e - w[i].s > *longest)
+			*longest = w[i].e - w[i].s;
+	*out = w;
+	*nout = nw;
 	return 0;
 nomem:
 	ru_i64_free(&d);
-	free(v);
 	free(w);
 	return CS_ERR_NOMEM;
+}
+
+/* End of the last launch call of thread tid that started before t (lc by start, none longer than
+ * longest), or CS_TS_UNKNOWN. */
+static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longest, uint32_t tid,
+			       int64_t t)
+{
+	int64_t best = CS_TS_UNKNOWN, lo = 0, hi = lc->n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (lc->v[mid].start < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* back from the last call that started before t, while a call could still end later */
+	for (int64_t i = lo - 1; i >= 0; i--) {
+		int64_t e = launch_end(&lc->v[i]);
+
+		if (best != CS_TS_UNKNOWN && lc->v[i].start + longest < best)
+			break;
+		if (lc->v[i].tid == tid && (best == CS_TS_UNKNOWN || e > best))
+			best = e;
+	}
+	return best;
 }
 
 /* End of the last CUDA call of thread tid that started before t, or CS_TS_UNKNOWN. */
@@ -295,6 +318,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 {
 	struct call *calls = NULL;
 	int64_t ncalls = 0, longest = 0, reach = CS_TS_UNKNOWN, *first = NULL, *last = NULL;
+	int64_t longest_launch = 0;
 	int64_t *times = NULL, ntimes = 0;
 	size_t cap = 0;
 	struct ru_gpu_iter it;
@@ -307,6 +331,9 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 		goto nomem;
 	if (step_kernels(a, s, first, last, &times, &ntimes))
 		goto nomem;
+	for (int64_t i = 0; i < lc->n; i++)
+		if (launch_end(&lc->v[i]) - lc->v[i].start > longest_launch)
+			longest_launch = launch_end(&lc->v[i]) - lc->v[i].start;
 	ru_gpu_iter_init(&it, a, s->pid);
 	while (ru_gpu_next(&it, &w)) {
 		int64_t prev = reach, t, c_end, from, to;
@@ -324,7 +351,14 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 		if (c->is_memset || c->copy_kind != CS_COPY_HTOD ||
 		    (st = ru_steady_step(s, t)) < 0 || ru_work_launched(&w) <= prev)
 			continue;
+		/* the thread's last CUDA call: a launch call, or another */
 		c_end = last_call_end(calls, ncalls, longest, c->launch_tid, t);
+		{
+			int64_t l_end = last_launch_end(lc, longest_launch, c->launch_tid, t);
+
+			if (c_end == CS_TS_UNKNOWN || (l_end != CS_TS_UNKNOWN && l_end > c_end))
+				c_end = l_end;
+		}
 		if (c_end == CS_TS_UNKNOWN || t - c_end <= out->far)
 			continue;
 		from = c_end > prev ? c_end : prev;

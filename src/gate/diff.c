@@ -408,11 +408,11 @@ static int exact_increase(const cs_diff *d, const cs_diff_row *r)
 
 /* ---- the test of timing rows (docs/ci.md, "How timing checks are judged") ---- */
 
-/* The per-step samples of a row's metric in a run (steady values each), or NULL. */
-static const double *row_samples(const cs_run *r, const cs_diff_row *row)
+/* The per-step samples of a row's metric in a run (steady values each), or NULL: for a kernel's
+ * row, the kernel's own in *k. */
+static const double *row_samples(const cs_run *r, const cs_diff_row *row, const cs_run_kernel **k)
 {
-	const cs_run_kernel *k;
-
+	*k = NULL;
 	switch (row->metric) {
 	case CS_GM_STEP_TIME:
 		return r->step_samples;
@@ -421,8 +421,8 @@ static const double *row_samples(const cs_run *r, const cs_diff_row *row)
 	case CS_GM_KERNEL_TOTAL:
 		return r->kernel_samples;
 	case CS_GM_KERNEL_TIME:
-		k = cs_run_kernel_find(r, row->kernel);
-		return k ? k->samples : NULL;
+		*k = cs_run_kernel_find(r, row->kernel);
+		return NULL;
 	}
 	return NULL;
 }
@@ -430,11 +430,15 @@ static const double *row_samples(const cs_run *r, const cs_diff_row *row)
 /* Samples of a run scaled to compared steps into v (r->steady values; zeros without any). */
 static void scaled_samples(const cs_run *r, const cs_diff_row *row, double scale, double *v)
 {
-	const double *x = row_samples(r, row);
+	const cs_run_kernel *k;
+	const double *x = row_samples(r, row, &k);
 	double f = row->metric == CS_GM_GPU_BUSY ? 1 : scale;
 
 	for (int32_t i = 0; i < r->steady; i++)
 		v[i] = x ? x[i] / f : 0;
+	for (int32_t i = 0; k && i < k->nsamples; i++)
+		if (k->sample_step[i] >= 0 && k->sample_step[i] < r->steady)
+			v[k->sample_step[i]] = k->sample_ns[i] / f;
 }
 
 /* A wall value of a host-bound run taken at another host's speed: the step time of host work
@@ -703,11 +707,13 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "several baselines to gate the total and the busy share on their spread)",
 			 100 * d->base->shared_gpu, 100 * d->new_->shared_gpu);
 	else if (d->shared_gpu)
-		snprintf(d->shared_note, sizeof(d->shared_note),
-			 "shared GPU: other processes' kernels ran during %.0f%% (new) of this "
-			 "process's kernel time; its total kernel time and GPU busy share are gated "
-			 "against the baselines' run-to-run spread, single kernels' times not at all",
-			 100 * d->new_->shared_gpu);
+		snprintf(
+			d->shared_note, sizeof(d->shared_note),
+			"shared GPU: other processes' kernels ran during %.0f%% (new) of this "
+			"process's kernel time; its total kernel time and GPU busy share are gated "
+			"against the baselines' run-to-run spread, single kernels' times not at "
+			"all",
+			100 * d->new_->shared_gpu);
 	/* the launch pace measures the host only while its launches do not wait for the GPU: new
 	 * must be host-bound too (a full launch queue makes each call wait for a kernel to finish)
 	 */
@@ -857,10 +863,11 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 			}
 		}
 		if (out->shared_gpu &&
-		    (r->kernel || ((kind == CS_KIND_GPU || r->metric == CS_GM_GPU_BUSY) &&
-				   nbases == 1))) {
+		    (r->kernel ||
+		     ((kind == CS_KIND_GPU || r->metric == CS_GM_GPU_BUSY) && nbases == 1))) {
 			/* a shared GPU: the other processes' work moves these (a single kernel's
-			 * time by up to 2x in two ranks on one GPU), with one baseline all of them */
+			 * time by up to 2x in two ranks on one GPU), with one baseline all of them
+			 */
 			r->shared = 1;
 			r->worse = r->better = 0;
 			if (r->score > 1)
@@ -909,9 +916,10 @@ char *cs_diff_row_threshold(char *buf, size_t size, const cs_diff *d, const cs_d
 		snprintf(buf + n, size - n, ", host-bound %+.1f%% at the baselines' host speed",
 			 100 * r->host_rel);
 	else if (r->host_wall && r->gated && n < size && d->host_speed > 0)
-		snprintf(buf + n, size - n, ", host-bound %s%g%% at the baseline's host speed (%+.1f%%)",
-			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",
-			 100 * d->host_floor, 100 * r->host_rel);
+		snprintf(buf + n, size - n,
+			 ", host-bound %s%g%% at the baseline's host speed (%+.1f%%)",
+			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-", 100 * d->host_floor,
+			 100 * r->host_rel);
 	else if (r->host_wall && r->gated && n < size)
 		snprintf(buf + n, size - n, ", host-bound %s%g%%",
 			 cs_metric_get(r->metric)->higher_is_worse ? "+" : "-",

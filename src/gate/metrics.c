@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -483,7 +484,7 @@ static double trimmed_mean(double *v, int32_t m, int32_t zeros)
 
 	if (n <= 0)
 		return 0;
-	cs_sort(v, (size_t)m, sizeof(*v), cs_stat_cmp_double);
+	cs_sort_double(v, (size_t)m);
 	/* values below 0 do not occur: the zeros come first */
 	for (int32_t i = k; i < n - k; i++)
 		if (i >= zeros)
@@ -683,15 +684,6 @@ struct kernel_hit {
 	int64_t ns;
 };
 
-static int cmp_hit(const void *pa, const void *pb)
-{
-	const struct kernel_hit *x = pa, *y = pb;
-
-	if (x->group != y->group)
-		return x->group < y->group ? -1 : 1;
-	return (x->step > y->step) - (x->step < y->step);
-}
-
 static int cmp_run_kernel(const void *pa, const void *pb)
 {
 	return strcmp(((const cs_run_kernel *)pa)->name, ((const cs_run_kernel *)pb)->name);
@@ -841,7 +833,14 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		goto out;
 	memcpy(out->kernel_samples, time, (size_t)c->steady * sizeof(*time));
 
-	cs_sort(hits, (size_t)nhits, sizeof(*hits), cmp_hit);
+	{
+		static const cs_sort_key by_group_step[] = {
+			{offsetof(struct kernel_hit, group), CS_KEY_I32},
+			{offsetof(struct kernel_hit, step), CS_KEY_I32},
+		};
+
+		cs_sort_records(hits, (size_t)nhits, sizeof(*hits), by_group_step, 2);
+	}
 	out->kernels = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*out->kernels));
 	if (!out->kernels)
 		goto out;
@@ -850,9 +849,16 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		int64_t gtotal = 0;
 		cs_run_kernel *rk = &out->kernels[out->nkernels];
 
-		rk->samples = calloc(steady_slots(c), sizeof(*rk->samples));
-		if (!rk->samples)
+		for (int64_t j = i; j < nhits && hits[j].group == g; j++)
+			if (j == i || hits[j].step != hits[j - 1].step)
+				rk->nsamples++;
+		rk->sample_step = malloc((size_t)rk->nsamples * sizeof(*rk->sample_step));
+		rk->sample_ns = malloc((size_t)rk->nsamples * sizeof(*rk->sample_ns));
+		if (!rk->sample_step || !rk->sample_ns) {
+			free(rk->sample_step);
+			free(rk->sample_ns);
 			goto out;
+		}
 		while (i < nhits && hits[i].group == g) {
 			int32_t st = hits[i].step, n = 0;
 			int64_t ns = 0;
@@ -861,7 +867,8 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 				cs_sat_accum(&ns, hits[i].ns);
 				n++;
 			}
-			rk->samples[st] = (double)ns;
+			rk->sample_step[m] = st;
+			rk->sample_ns[m] = (double)ns;
 			vt[m] = (double)ns;
 			vc[m] = n;
 			m++;
@@ -1457,7 +1464,8 @@ void cs_run_free(cs_run *r)
 {
 	for (int32_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].name);
-		free(r->kernels[i].samples);
+		free(r->kernels[i].sample_step);
+		free(r->kernels[i].sample_ns);
 	}
 	free(r->step_samples);
 	free(r->busy_samples);

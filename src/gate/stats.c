@@ -11,6 +11,7 @@
 
 #include "cuscope/gate.h"
 #include "cuscope/grow.h"
+#include "cuscope/sort.h"
 
 /* Continued fraction of the incomplete beta function (modified Lentz). */
 static double beta_cf(double a, double b, double x)
@@ -96,18 +97,11 @@ double cs_stat_t_quantile(double p, double df)
 	return (lo + hi) / 2;
 }
 
-int cs_stat_cmp_double(const void *pa, const void *pb)
-{
-	double x = *(const double *)pa, y = *(const double *)pb;
-
-	return (x > y) - (x < y);
-}
-
 double cs_stat_median(double *v, int64_t n)
 {
 	if (n <= 0)
 		return 0;
-	cs_sort(v, (size_t)n, sizeof(*v), cs_stat_cmp_double);
+	cs_sort_double(v, (size_t)n);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -129,7 +123,7 @@ static int32_t trimmed_stats(double *v, int32_t n, double *mean, double *d)
 	int32_t g = yuen_trim(n), h = n - 2 * g;
 	double sum = 0, wsum = 0, wmean, ss = 0;
 
-	cs_sort(v, (size_t)n, sizeof(*v), cs_stat_cmp_double);
+	cs_sort_double(v, (size_t)n);
 	for (int32_t i = g; i < n - g; i++)
 		sum += v[i];
 	*mean = h > 0 ? sum / h : 0;

@@ -214,3 +214,45 @@ void cs_sort_i64(int64_t *v, size_t n)
 	free(count);
 	free(tmp);
 }
+
+/* a double's bits as an int64 of the same order: negative values with their other bits flipped */
+static int64_t double_key(double d)
+{
+	int64_t x;
+
+	memcpy(&x, &d, sizeof(x));
+	return x < 0 ? x ^ INT64_MAX : x;
+}
+
+static double key_double(int64_t x)
+{
+	double d;
+
+	x = x < 0 ? x ^ INT64_MAX : x;
+	memcpy(&d, &x, sizeof(d));
+	return d;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	int64_t x = double_key(*(const double *)a), y = double_key(*(const double *)b);
+
+	return (x > y) - (x < y);
+}
+
+void cs_sort_double(double *v, size_t n)
+{
+	int64_t *x = n >= RADIX_MIN ? malloc(n * sizeof(*x)) : NULL;
+
+	if (!x) {
+		cs_sort(v, n, sizeof(*v), cmp_double);
+		return;
+	}
+	/* the keys sorted, then turned back into the values */
+	for (size_t i = 0; i < n; i++)
+		x[i] = double_key(v[i]);
+	cs_sort_i64(x, n);
+	for (size_t i = 0; i < n; i++)
+		v[i] = key_double(x[i]);
+	free(x);
+}

@@ -5,10 +5,10 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cuscope/trace.h"
 #include "cuscope/units.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -37,7 +37,7 @@ char *cs_fmt_duration(char *buf, size_t size, int64_t ns)
 	uint64_t mag;
 	char tmp[CS_FMT_MAX];
 
-	if (ns == CS_TS_UNKNOWN) {
+	if (ns == INT64_MIN) { /* CS_TS_UNKNOWN of trace.h, which util does not include */
 		snprintf(buf, size, "-");
 		return buf;
 	}

@@ -83,6 +83,48 @@ START_TEST(test_sort_i64)
 }
 END_TEST
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+START_TEST(test_sort_double)
+{
+	size_t sizes[] = {0, 1, 7, 255, 256, 5000};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		double *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
+
+		for (size_t i = 0; i < n; i++) {
+			switch (next() % 4) {
+			case 0:
+				v[i] = (double)(int64_t)(next() % 1000) -
+				       500; /* whole, some equal */
+				break;
+			case 1:
+				v[i] = (double)(next() % 1000000) / 7.0 * (next() % 2 ? 1 : -1);
+				break;
+			case 2:
+				v[i] = next() % 2 ? 1e300 : -1e-300;
+				break;
+			default:
+				v[i] = 0.0;
+			}
+			w[i] = v[i];
+		}
+		cs_sort_double(v, n);
+		qsort(w, n, sizeof(*w), cmp_double);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_msg(v[i] == w[i], "n %zu, at %zu: %g, not %g", n, i, v[i], w[i]);
+		free(v);
+		free(w);
+	}
+}
+END_TEST
+
 struct rec {
 	int32_t a;
 	uint32_t b;
@@ -208,6 +250,7 @@ int main(void)
 	TCase *tc = tcase_create("sort");
 
 	tcase_add_test(tc, test_sort_i64);
+	tcase_add_test(tc, test_sort_double);
 	tcase_add_test(tc, test_sort_records);
 	tcase_add_test(tc, test_sort_wide_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
