@@ -1310,6 +1310,17 @@ START_TEST(test_per_rank)
 		tu_result_free(&res);
 	}
 	ck_assert_int_eq(count_files(dir), 2);
+	/* a directory that is not there is made, with its parents (HTA reads a directory) */
+	{
+		char *sub = tu_path(dir, "traces/job/job.json"), *made;
+
+		ck_assert_int_eq(run_export(per_rank, sub, ranks_db, &err), 0);
+		free(err);
+		made = tu_path(dir, "traces/job");
+		ck_assert_int_eq(count_files(made), 2);
+		free(made);
+		free(sub);
+	}
 	free(out);
 	free(dir);
 }
