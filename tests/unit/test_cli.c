@@ -1042,6 +1042,39 @@ START_TEST(test_stats_width)
 }
 END_TEST
 
+/* Rows grouped by the name as recorded are told apart: the seven multi_tensor_apply_kernel rows of
+ * train_small's optimizer show their template arguments, no two Name cells the same. */
+START_TEST(test_stats_rows_distinct)
+{
+	char *trace = tu_source_file("samples/traces/train_small.db");
+	struct tu_result r = run("stats", "--limit", "0", "--width", "0", trace);
+	char *names[256];
+	int n = 0, multi = 0;
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	for (char *line = strtok(r.out, "\n"); line && n < 256; line = strtok(NULL, "\n")) {
+		/* a kernel row: "  15.1%  ...  NAME", the name after the last column of numbers */
+		char *name = strstr(line, "  ");
+
+		if (!strchr(line, '%') || !strstr(line, "us  ") || !name)
+			continue;
+		for (char *p = line; (p = strstr(p, "  ")) != NULL; p++)
+			name = p;
+		while (*name == ' ')
+			name++;
+		for (int i = 0; i < n; i++)
+			ck_assert_msg(strcmp(names[i], name), "two rows named %s", name);
+		names[n++] = name;
+		if (strstr(name, "multi_tensor_apply_kernel<"))
+			multi++;
+	}
+	ck_assert_int_eq(multi, 7);
+	ck_assert_int_ge(n, 20);
+	tu_result_free(&r);
+	free(trace);
+}
+END_TEST
+
 /*
  * Kernel names of a committed PyTorch trace: stats shows them demangled and short, its JSON keeps
  * the raw (mangled) name and adds the demangled one (for a name that is not mangled, the same).
@@ -1059,7 +1092,8 @@ START_TEST(test_stats_demangled)
 	ck_assert_msg(strstr(t.out, "  at::native::tensor_kernel_scan_innermost_dim<float, "
 				    "plus<float>>\n"),
 		      "%s", t.out);
-	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>>\n"), "%s",
+	/* two reduce_kernel<512, 1, ...> that differ inside ReduceOp<...>: numbered */
+	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>> #2\n"), "%s",
 		      t.out);
 	ck_assert_msg(strstr(t.out, "  nvjet_sm90_tst_") != NULL, "%s", t.out);
 	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
@@ -1869,6 +1903,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_width);
 	tcase_add_test(tc, test_stats_closed_pipe);
 	tcase_add_test(tc, test_stats_demangled);
+	tcase_add_test(tc, test_stats_rows_distinct);
 	tcase_add_test(tc, test_diff_gate_demangled);
 	tcase_add_test(tc, test_names_mixed);
 	tcase_add_test(tc, test_bad_missing_file);
