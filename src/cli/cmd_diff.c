@@ -1,7 +1,7 @@
 /*
  * cmd_diff.c - `cuscope diff BASE NEW`: two traces of one program side by side, per training
  * step: step time, GPU busy share, kernel time and launches (all, and by kernel name), memcpys by
- * direction, host waits, device allocations, peak device memory and findings, most significant
+ * direction, host waits, device allocations, peak device memory and findings, regressions first, most significant
  * change first, as text, JSON or markdown.
  *
  * The numbers come from src/gate/ (cs_comparison_load); this file parses the options and
@@ -25,7 +25,8 @@ static const char diff_usage[] =
 	"counts\n"
 	"by direction, pageable copies, host waits, device-to-host syncs, device allocations, "
 	"peak\n"
-	"device memory, and the findings that are new or fixed. Most significant change first.\n"
+	"device memory, and the findings that are new or fixed. Regressions first, then\n"
+	"improvements, each most significant first.\n"
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT    text (default), json or markdown\n"
