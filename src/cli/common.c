@@ -269,25 +269,34 @@ int cli_open_trace(const char *path, cs_trace **out, int flags)
 	return 0;
 }
 
+#define PIDS_LISTED 8 /* a --pid the trace lacks: the error lists at most this many it has */
+
 struct pid_check {
 	uint32_t pid;
 	int found;
+	int n;			   /* processes of the trace */
+	char list[PIDS_LISTED * 12]; /* the first PIDS_LISTED of them, "883, 884" */
 };
 
 static int pid_cb(const cs_process *p, void *arg)
 {
 	struct pid_check *c = arg;
+	size_t len = strlen(c->list);
 
 	if (p->pid == c->pid) {
 		c->found = 1;
 		return 1;
 	}
+	if (c->n < PIDS_LISTED)
+		snprintf(c->list + len, sizeof(c->list) - len, "%s%" PRIu32, c->n ? ", " : "",
+			 p->pid);
+	c->n++;
 	return 0;
 }
 
 int cli_check_pid(cs_trace *t, const char *path, int64_t pid)
 {
-	struct pid_check c = {(uint32_t)pid, 0};
+	struct pid_check c = {(uint32_t)pid, 0, 0, ""};
 	cs_filter f = cs_filter_all();
 	cs_error err = {0, ""};
 	int rc;
@@ -314,7 +323,11 @@ int cli_check_pid(cs_trace *t, const char *path, int64_t pid)
 	}
 	if (c.found)
 		return 0;
-	cli_error("no process %" PRId64 " in '%s'", pid, path);
+	if (c.n == 0)
+		cli_error("no process %" PRId64 " in '%s' (it has no process rows)", pid, path);
+	else
+		cli_error("no process %" PRId64 " in '%s' (it has pid%s %s%s)", pid, path,
+			  c.n == 1 ? "" : "s", c.list, c.n > PIDS_LISTED ? ", ..." : "");
 	return CLI_EXIT_USAGE;
 }
 

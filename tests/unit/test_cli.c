@@ -522,6 +522,8 @@ START_TEST(test_unknown_pid)
 
 	tu_assert_one_line_error(&a, "stats --pid 4242");
 	ck_assert_msg(strstr(a.err, "no process 4242"), "%s", a.err);
+	/* and says which pids the trace has */
+	ck_assert_msg(strstr(a.err, "(it has pids 100, 200)"), "%s", a.err);
 	tu_assert_one_line_error(&b, "report --pid 4242");
 	ck_assert_msg(strstr(b.err, "no process 4242"), "%s", b.err);
 	tu_assert_one_line_error(&c, "export --pid 4242");
