@@ -149,8 +149,23 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 		int len = (int)strcspn(word, "=");
 		const char *near;
 
+		char ambiguous[512] = "";
+		int nprefix = 0;
+
+		/* a prefix of several long options (a unique one is the option itself, as in GNU
+		 * getopt_long and git) */
+		for (const struct option *o = longopts; len > 2 && o && o->name; o++)
+			if (!strncmp(o->name, word + 2, (size_t)len - 2)) {
+				size_t used = strlen(ambiguous);
+
+				snprintf(ambiguous + used, sizeof(ambiguous) - used, "%s--%s",
+					 nprefix ? ", " : "", o->name);
+				nprefix++;
+			}
 		if (c == ':')
 			cli_usage_error(argv[0], "option '%.*s' needs a value", len, word);
+		else if (nprefix > 1 && !is_long_option(longopts, word + 2, (size_t)len - 2))
+			cli_usage_error(argv[0], "option '%.*s' is ambiguous: %s", len, word, ambiguous);
 		else if (word[len] == '=' && is_long_option(longopts, word + 2, (size_t)len - 2))
 			cli_usage_error(argv[0], "option '%.*s' takes no value", len, word);
 		else if ((near = closest_long_option(longopts, word + 2, (size_t)len - 2)) != NULL)

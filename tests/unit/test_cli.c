@@ -511,6 +511,25 @@ START_TEST(test_unknown_option_suggests)
 }
 END_TEST
 
+/* Long options may be abbreviated to a unique prefix in every command (GNU getopt_long, as git);
+ * a prefix of several is an error that names them. */
+START_TEST(test_abbreviated_options)
+{
+	struct tu_result a = run("stats", "--form", "json", sample_db),
+			 b = run("export", "--f", "json", sample_db),
+			 c = run("report", "--verb", "--no-col", sample_db);
+
+	ck_assert_msg(a.rc == 0 && a.out[0] == '{', "rc %d: %s", a.rc, a.err);
+	tu_assert_one_line_error(&b, "export --f");
+	ck_assert_str_eq(b.err, "cuscope: option '--f' is ambiguous: --format, --force; try "
+				"'cuscope export --help'\n");
+	ck_assert_msg(c.rc == 0, "rc %d: %s", c.rc, c.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+}
+END_TEST
+
 /* A --pid the trace does not have is an error in every command that takes one. */
 START_TEST(test_unknown_pid)
 {
@@ -1892,6 +1911,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_option);
 	tcase_add_test(tc, test_options_after_operands);
 	tcase_add_test(tc, test_unknown_option_suggests);
+	tcase_add_test(tc, test_abbreviated_options);
 	tcase_add_test(tc, test_unknown_pid);
 	tcase_add_test(tc, test_export_force);
 	tcase_add_test(tc, test_missing_and_extra_file);
