@@ -243,6 +243,7 @@ int cmd_diff(int argc, char **argv)
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
+	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
 	if (format == DIFF_JSON) {
 		cJSON *doc = cs_diff_json(&cmp.d);
 

@@ -206,6 +206,25 @@ int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t 
 	return 0;
 }
 
+void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t steps, int32_t used)
+{
+	if (asked < 0 || steps <= 0 || asked <= used)
+		return;
+	fprintf(stderr,
+		"cuscope: note: %" PRId64 " warm-up steps asked (--warmup), but pid %" PRIu32
+		" of '%s' has %" PRId32 " step%s: the first %" PRId32 " are warm-up, the last "
+		"the only steady one\n",
+		asked, pid, path, steps, steps == 1 ? "" : "s", used);
+}
+
+void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c)
+{
+	for (int32_t i = 0; i < c->nbases; i++)
+		cli_note_warmup(asked, c->bases[i].path, c->bases[i].pid, c->bases[i].steps,
+				c->bases[i].warmup);
+	cli_note_warmup(asked, c->new_.path, c->new_.pid, c->new_.steps, c->new_.warmup);
+}
+
 int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 {
 	int64_t warmup, rank;

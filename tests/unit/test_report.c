@@ -870,6 +870,26 @@ static int expected_fail(const char *json, int level)
 	return fail ? 1 : 0;
 }
 
+/* A --warmup the steps cannot give is taken as far as it goes, and a note on stderr says so; one
+ * that fits says nothing. */
+START_TEST(test_warmup_past_steps)
+{
+	char *trace = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
+	struct tu_result big = run("--warmup", "100", trace), fits = run("--warmup", "10", trace);
+
+	ck_assert_int_eq(big.rc, 0);
+	ck_assert_msg(strstr(big.out, "45 (") && strstr(big.out, "44 warm-up"), "%s", big.out);
+	ck_assert_msg(strstr(big.err, "note: 100 warm-up steps asked (--warmup), but pid 883") &&
+			      strstr(big.err, "has 45 steps: the first 44 are warm-up"),
+		      "%s", big.err);
+	ck_assert_int_eq(fits.rc, 0);
+	ck_assert_msg(!strstr(fits.err, "warm-up"), "%s", fits.err);
+	tu_result_free(&big);
+	tu_result_free(&fits);
+	free(trace);
+}
+END_TEST
+
 START_TEST(test_fail_on)
 {
 	static const char *const levels[] = {"info", "warning", "error"};
@@ -1450,6 +1470,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_findings_output);
 	tcase_add_test(tc, test_borrowed_stack_location);
 	tcase_add_test(tc, test_text_where_after_sites);
+	tcase_add_test(tc, test_warmup_past_steps);
 	tcase_add_test(tc, test_native_stack_location);
 	tcase_add_test(tc, test_bad_usage);
 	tcase_add_test(tc, test_pid_and_no_color_env);
