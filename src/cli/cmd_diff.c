@@ -1,8 +1,8 @@
 /*
  * cmd_diff.c - `cuscope diff BASE NEW`: two traces of one program side by side, per training
  * step: step time, GPU busy share, kernel time and launches (all, and by kernel name), memcpys by
- * direction, host waits, device allocations, peak device memory and findings, regressions first, most significant
- * change first, as text, JSON or markdown.
+ * direction, host waits, device allocations, peak device memory and findings, regressions first,
+ * most significant change first, as text, JSON or markdown.
  *
  * The numbers come from src/gate/ (cs_comparison_load); this file parses the options and
  * prints. `cuscope gate` (cmd_gate.c) judges the same diff against thresholds.

@@ -249,7 +249,8 @@ static int make_output_dir(const char *output, char *made[MAX_MADE_DIRS], int *n
 		*p = '\0';
 		if (stat(dir, &sb) != 0) {
 			if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-				cli_error("cannot create the directory '%s': %s", dir, strerror(errno));
+				cli_error("cannot create the directory '%s': %s", dir,
+					  strerror(errno));
 				free(dir);
 				return -1;
 			}

@@ -337,7 +337,7 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 				cs_fmt_duration(total, sizeof(total), k->total),
 				cs_fmt_count(n, sizeof(n), (int64_t)k->n),
 				cs_fmt_duration(avg, sizeof(avg),
-						 llround((double)k->total / (double)k->n)),
+						llround((double)k->total / (double)k->n)),
 				cs_fmt_duration(med, sizeof(med), llround(k->median)),
 				cs_fmt_duration(min, sizeof(min), k->min),
 				cs_fmt_duration(max, sizeof(max), k->max),

@@ -165,7 +165,8 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 		if (c == ':')
 			cli_usage_error(argv[0], "option '%.*s' needs a value", len, word);
 		else if (nprefix > 1 && !is_long_option(longopts, word + 2, (size_t)len - 2))
-			cli_usage_error(argv[0], "option '%.*s' is ambiguous: %s", len, word, ambiguous);
+			cli_usage_error(argv[0], "option '%.*s' is ambiguous: %s", len, word,
+					ambiguous);
 		else if (word[len] == '=' && is_long_option(longopts, word + 2, (size_t)len - 2))
 			cli_usage_error(argv[0], "option '%.*s' takes no value", len, word);
 		else if ((near = closest_long_option(longopts, word + 2, (size_t)len - 2)) != NULL)
@@ -308,7 +309,7 @@ int cli_open_trace(const char *path, cs_trace **out, int flags)
 struct pid_check {
 	uint32_t pid;
 	int found;
-	int n;			   /* processes of the trace */
+	int n;			     /* processes of the trace */
 	char list[PIDS_LISTED * 12]; /* the first PIDS_LISTED of them, "883, 884" */
 };
 

@@ -84,8 +84,10 @@ static int tail_break(const char *s, size_t i)
 		return 1;
 	if (c == ':')
 		return i == 0 || s[i - 1] != ':';
-	return i > 0 && (s[i - 1] == '_' || s[i - 1] == ' ' || s[i - 1] == ',' || s[i - 1] == '.' ||
-			 s[i - 1] == '-') && c != ' ';
+	return i > 0 &&
+	       (s[i - 1] == '_' || s[i - 1] == ' ' || s[i - 1] == ',' || s[i - 1] == '.' ||
+		s[i - 1] == '-') &&
+	       c != ' ';
 }
 
 /* The first namespace qualifier of a name ("at::" of "at::native::f<...>"): its length, 0 when it
@@ -139,7 +141,8 @@ char *cs_truncate_name(const char *s, size_t width)
 		if (base + 3 > width) {
 			keep = 0;
 		} else {
-			for (k = keep; k > 0 && (!head_break(s[base + k]) || s[base + k] == '.'); k--)
+			for (k = keep; k > 0 && (!head_break(s[base + k]) || s[base + k] == '.');
+			     k--)
 				;
 			keep = k;
 		}

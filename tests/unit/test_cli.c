@@ -1114,8 +1114,8 @@ START_TEST(test_stats_demangled)
 				    "plus<float>>\n"),
 		      "%s", t.out);
 	/* two reduce_kernel<512, 1, ...> that differ inside ReduceOp<...>: numbered */
-	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>> #2\n"), "%s",
-		      t.out);
+	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>> #2\n"),
+		      "%s", t.out);
 	ck_assert_msg(strstr(t.out, "  nvjet_sm90_tst_") != NULL, "%s", t.out);
 	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
 

@@ -167,12 +167,12 @@ static void *demangle_many(void *arg)
 START_TEST(test_short_distinct)
 {
 	const char *names[] = {
-		"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_"
-		"apply_kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt"
-		"10multipliesIfEfEEEvT_T0_DpT1_",
-		"_ZN2at6native54_GLOBAL__N__f8a10d72_21_ForeachPointwiseOp_cu_ef478fac25multi_tensor_apply_"
-		"kernelINS1_28TensorListScalarListMetadataIfLi3EEENS1_28PointwiseOpScalarListFunctorIfLi3ELi"
-		"3ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_",
+		"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_"
+		"tensor_apply_kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIf"
+		"Li1ELi1ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_",
+		"_ZN2at6native54_GLOBAL__N__f8a10d72_21_ForeachPointwiseOp_cu_ef478fac25multi_ten"
+		"sor_apply_kernelINS1_28TensorListScalarListMetadataIfLi3EEENS1_28PointwiseOpScal"
+		"arListFunctorIfLi3ELi3ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_",
 		"void f<int>(int)",
 		"void g<int>(int)",
 		"void f<int>(int, int)",
@@ -205,12 +205,15 @@ START_TEST(test_truncate_name)
 		size_t width;
 		const char *want;
 	} cases[] = {
-		{"at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 3ul>>",
+		{"at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, "
+		 "3ul>>",
 		 29, "vectorized_\xe2\x80\xa6<char*, 3ul>>"},
-		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 29, "reduce_kernel<512, 1, \xe2\x80\xa6>"},
+		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 29,
+		 "reduce_kernel<512, 1, \xe2\x80\xa6>"},
 		{"at::native::unrolled_elementwise_kernel<...>", 29,
 		 "unrolled_elementwise_kernel\xe2\x80\xa6"},
-		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 40, "reduce_kernel<512, 1, ReduceOp<...>>"},
+		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 40,
+		 "reduce_kernel<512, 1, ReduceOp<...>>"},
 		{"DtoH bytes per step", 29, "DtoH bytes per step"},
 	};
 

@@ -1327,8 +1327,8 @@ START_TEST(test_per_rank)
 END_TEST
 
 /* TensorBoard's profiler plugin drops a step whose range intersects the next on its thread, in
- * floating-point microseconds (ts + dur as a reader adds them): every ProfilerStep#N of the README's
- * trace ends before the next one of its thread starts, read as JSON numbers. */
+ * floating-point microseconds (ts + dur as a reader adds them): every ProfilerStep#N of the
+ * README's trace ends before the next one of its thread starts, read as JSON numbers. */
 START_TEST(test_profiler_steps_apart)
 {
 	char *trace = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
@@ -1354,7 +1354,8 @@ START_TEST(test_profiler_steps_apart)
 			    num_of(steps[i], "tid") != num_of(steps[j], "tid") || next < ts)
 				continue;
 			ck_assert_msg(end < next, "%s ends at %.6f, %s starts at %.6f",
-				      str_of(steps[i], "name"), end, str_of(steps[j], "name"), next);
+				      str_of(steps[i], "name"), end, str_of(steps[j], "name"),
+				      next);
 		}
 	cJSON_Delete(doc);
 	free(text);

@@ -1056,9 +1056,10 @@ START_TEST(test_borrowed_stack_location)
 }
 END_TEST
 
-/* A finding whose call sites do not resolve to a line (allocator-churn's on a trace recorded without
- * PyTorch's caching allocator): the text's where: line names the finding's own location, the line
- * that JSON, markdown and HTML name, not a frame of the last site's stack that the sites read. */
+/* A finding whose call sites do not resolve to a line (allocator-churn's on a trace recorded
+ * without PyTorch's caching allocator): the text's where: line names the finding's own location,
+ * the line that JSON, markdown and HTML name, not a frame of the last site's stack that the sites
+ * read. */
 START_TEST(test_text_where_after_sites)
 {
 	char *trace = tu_source_file("samples/rules/traces/allocator-churn-bad_no_caching.db");
@@ -1074,8 +1075,8 @@ START_TEST(test_text_where_after_sites)
 	ck_assert_int_eq(t.rc, 0);
 	ck_assert_int_eq(m.rc, 0);
 	ck_assert_str_eq(json_str(f, "rule"), "allocator-churn");
-	ck_assert(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")) >
-		  0);
+	ck_assert(cJSON_GetArraySize(
+			  cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")) > 0);
 	ck_assert_int_eq(json_int(loc, "line"), 63);
 	snprintf(want, sizeof(want), "backward() at %s:63 in main (autograd engine thread)",
 		 json_str(loc, "file"));
