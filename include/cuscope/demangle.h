@@ -29,6 +29,15 @@ const char *cs_demangle(const char *name);
 const char *cs_demangle_short(const char *name);
 
 /*
+ * The short names of n kernels shown together (the rows of a table), told apart: a name whose
+ * short form another row of the list shares keeps its template arguments, however long
+ * (`multi_tensor_apply_kernel<TensorListMetadata<1>, BinaryOpScalarFunctor<float, 1, 1, 0>,
+ * multiplies<float>, float>`), and rows that still read the same get " #1", " #2", ... in list
+ * order. out[i] are malloc'd for the caller to free. 0, or -1 without memory (out[] all NULL).
+ */
+int cs_demangle_short_distinct(const char *const *names, size_t n, char **out);
+
+/*
  * The demangled name of a mangled C++ name ("_Z..."), malloc'd for the caller to free; NULL for any
  * other name, a malformed one, or without memory. No cache: for callers that keep their own (the
  * symbolizer's per-module symbols).

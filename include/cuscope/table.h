@@ -16,6 +16,13 @@ size_t cs_text_width(const char *s);
  * end with "…" in the middle. NULL when out of memory.
  */
 char *cs_truncate_middle(const char *s, size_t width);
+/*
+ * As cs_truncate_middle for a name (a kernel's, a metric's): a C++ name longer than width loses its
+ * leading namespaces first ("at::native::"), and a cut in the middle moves to a break near it
+ * (after "_", "::", ", " or before "<") rather than inside a word: "vectorized_…<char*, 3ul>>"
+ * rather than "at::native::ve…y<char*, 3ul>>". The table printer cuts its cells so.
+ */
+char *cs_truncate_name(const char *s, size_t width);
 
 enum cs_align {
 	CS_ALIGN_LEFT = 0,
@@ -25,7 +32,7 @@ enum cs_align {
 struct cs_column {
 	const char *header;
 	enum cs_align align;
-	int shrink; /* may be truncated in the middle to fit the width (at most one column) */
+	int shrink; /* may be cut (cs_truncate_name) to fit the width (at most one column) */
 };
 
 struct cs_table {

@@ -139,6 +139,13 @@ enum {
 };
 
 struct cs_run_opts;
+/* A --warmup of asked steps that the steps of the trace at path (process pid: steps found, used
+ * taken as warm-up) cannot all give: a note on stderr that says how many were. Nothing when asked
+ * is -1 (not given) or fits. The second: for every run of a comparison (diff, gate). */
+void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t steps, int32_t used);
+struct cs_comparison;
+void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c);
+
 /*
  * Take the option c that cli_getopt returned, with its value arg, into o. 0 when it was one of
  * them; CLI_EXIT_USAGE when its value is bad (the error printed) or c is another option (nothing

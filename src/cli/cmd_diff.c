@@ -1,8 +1,8 @@
 /*
  * cmd_diff.c - `cuscope diff BASE NEW`: two traces of one program side by side, per training
  * step: step time, GPU busy share, kernel time and launches (all, and by kernel name), memcpys by
- * direction, host waits, device allocations, peak device memory and findings, most significant
- * change first, as text, JSON or markdown.
+ * direction, host waits, device allocations, peak device memory and findings, regressions first,
+ * most significant change first, as text, JSON or markdown.
  *
  * The numbers come from src/gate/ (cs_comparison_load); this file parses the options and
  * prints. `cuscope gate` (cmd_gate.c) judges the same diff against thresholds.
@@ -25,7 +25,8 @@ static const char diff_usage[] =
 	"counts\n"
 	"by direction, pageable copies, host waits, device-to-host syncs, device allocations, "
 	"peak\n"
-	"device memory, and the findings that are new or fixed. Most significant change first.\n"
+	"device memory, and the findings that are new or fixed. Regressions first, then\n"
+	"improvements, each most significant first.\n"
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT    text (default), json or markdown\n"
@@ -242,6 +243,7 @@ int cmd_diff(int argc, char **argv)
 		cli_error("%s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
+	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
 	if (format == DIFF_JSON) {
 		cJSON *doc = cs_diff_json(&cmp.d);
 

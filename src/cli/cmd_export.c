@@ -55,7 +55,8 @@ static const char export_usage[] =
 	"      --no-profiler-steps  no ProfilerStep#N slices (finding the steps loads the trace\n"
 	"                           as report does: about 110 MB a million rows)\n"
 	"      --per-rank           one file per rank, as HTA reads them: OUT's name with\n"
-	"                           .rankN before its extension (run.rank0.json, run.rank1.json)\n"
+	"                           .rankN before its extension (run.rank0.json, run.rank1.json);\n"
+	"                           OUT's directory is made when missing\n"
 	"      --force              replace OUT when it exists\n"
 	"  -q, --quiet              no summary line on standard error\n"
 	"  -h, --help               show this help\n";
@@ -220,6 +221,54 @@ static int refuse_existing(const char *output)
 }
 
 /* name with ".rankN" before its extension (".json", ".json.gz", ".pftrace"), or at its end. */
+/* --per-rank: the directory of OUT (traces/ of traces/job.json), made with its missing parents,
+ * as HTA reads a directory of files. The directories made are kept in made[] (innermost last), so
+ * that a failed export can remove them again. 0, or -1 after the error line. */
+#define MAX_MADE_DIRS 32
+static int make_output_dir(const char *output, char *made[MAX_MADE_DIRS], int *nmade)
+{
+	char *dir = strdup(output), *slash;
+	struct stat sb;
+
+	*nmade = 0;
+	if (!dir) {
+		cli_error("out of memory");
+		return -1;
+	}
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir) {
+		free(dir);
+		return 0;
+	}
+	*slash = '\0';
+	for (char *p = dir + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (stat(dir, &sb) != 0) {
+			if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+				cli_error("cannot create the directory '%s': %s", dir,
+					  strerror(errno));
+				free(dir);
+				return -1;
+			}
+			if (*nmade < MAX_MADE_DIRS)
+				made[(*nmade)++] = strdup(dir);
+		} else if (!S_ISDIR(sb.st_mode)) {
+			cli_error("cannot write into '%s': not a directory", dir);
+			free(dir);
+			return -1;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	free(dir);
+	return 0;
+}
+
 static char *rank_output(const char *name, int32_t rank)
 {
 	const char *base = strrchr(name, '/'), *dot, *end = name + strlen(name);
@@ -317,6 +366,8 @@ int cmd_export(int argc, char **argv)
 	int nouts = 0;
 	cs_trace *t;
 	double t_start;
+	char *made[MAX_MADE_DIRS];
+	int nmade = 0;
 
 	cs_export_opts_init(&opts);
 	while ((c = cli_getopt(argc, argv, "f:o:t:s:p:qh", longopts)) != -1) {
@@ -482,6 +533,10 @@ int cmd_export(int argc, char **argv)
 		}
 		opts.steps = found_steps;
 	}
+	if (per_rank && make_output_dir(output, made, &nmade)) {
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	for (int i = 0; i < nouts; i++) {
 		cs_export_opts o = opts;
 
@@ -513,6 +568,8 @@ int cmd_export(int argc, char **argv)
 			/* no half of a set of files: the ones written before go too */
 			for (int j = 0; j < i; j++)
 				unlink(outs[j]);
+			for (int j = nmade - 1; j >= 0; j--) /* and the directories made for them */
+				rmdir(made[j]);
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}
@@ -536,6 +593,8 @@ out:
 	cs_export_steps_free(found_steps);
 	for (int i = 0; i < nouts; i++)
 		free(outs[i]);
+	for (int i = 0; i < nmade; i++)
+		free(made[i]);
 	free(outs);
 	free(ranks);
 	free(out_alloc);

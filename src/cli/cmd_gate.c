@@ -671,6 +671,7 @@ int cmd_gate(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out_paths;
 	}
+	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
 	if (!d->comparable) {
 		cli_error("cannot compare '%s' with '%s': %s", path, d->base->path, d->note);
 		goto out;

@@ -33,7 +33,7 @@ static void import_usage(FILE *out)
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output FILE  trace to write (default: " IMPORT_DEFAULT_OUTPUT ")\n"
-	      "  -f, --force        replace FILE when it exists\n"
+	      "      --force        replace FILE when it exists\n"
 	      "      --api=all      keep every API call as a row; by default launch, async copy "
 	      "and memset\n"
 	      "                     calls are folded into the GPU rows they made (--api=default)\n"

@@ -44,7 +44,7 @@ static const char record_usage[] =
 	"\n"
 	"options:\n"
 	"  -o, --output FILE        trace to write (default cuscope.db)\n"
-	"  -f, --force              overwrite FILE if it exists\n"
+	"      --force              overwrite FILE if it exists\n"
 	"      --api=default|all    all: record every CUDA runtime and driver API call (large "
 	"traces);\n"
 	"                           default: launches, copies, waits, allocations, profiler "

@@ -487,6 +487,9 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	steps = &procs.v[procs.primary].steps;
+	for (int32_t i = 0; i < procs.n; i++)
+		cli_note_warmup(warmup, path, procs.v[i].steps.pid, procs.v[i].steps.n,
+				procs.v[i].steps.warmup);
 
 	memset(&view, 0, sizeof(view));
 	rc = cs_trace_unended_pids(t, &unended, &view.nunended, &err);

@@ -310,6 +310,16 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		       cs_fmt_count(b, sizeof(b), (int64_t)st->kernels.n),
 		       plural((int64_t)st->kernels.n, "kernel", "kernels"),
 		       cs_fmt_duration(c, sizeof(c), st->kernel_time));
+		/* rows grouped by the name as recorded, told apart where their short names agree */
+		const char **raw = calloc(shown ? shown : 1, sizeof(*raw));
+		char **names = calloc(shown ? shown : 1, sizeof(*names));
+
+		for (size_t i = 0; raw && i < shown; i++)
+			raw[i] = st->kernels.v[i].name;
+		if (!raw || !names || cs_demangle_short_distinct(raw, shown, names)) {
+			free(names);
+			names = NULL;
+		}
 		cs_table_init(&table, cols, 9);
 		for (size_t i = 0; i < shown; i++) {
 			const struct kernel_stat *k = &st->kernels.v[i];
@@ -325,7 +335,7 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 				cs_fmt_duration(min, sizeof(min), k->min),
 				cs_fmt_duration(max, sizeof(max), k->max),
 				cs_fmt_duration(sd, sizeof(sd), llround(k->stddev)),
-				cs_demangle_short(k->name),
+				names ? names[i] : cs_demangle_short(k->name),
 			};
 
 			snprintf(pct, sizeof(pct), "%.1f%%", percent(k->total, st->kernel_time));
@@ -333,6 +343,10 @@ static void stats_print_kernels(const struct stats *st, int64_t limit, int width
 		}
 		cs_table_print(&table, stdout, 1, width);
 		cs_table_free(&table);
+		for (size_t i = 0; names && i < shown; i++)
+			free(names[i]);
+		free(names);
+		free(raw);
 		if (shown < st->kernels.n)
 			printf("... %s more %s (%.1f%% of GPU time)\n",
 			       cs_fmt_count(a, sizeof(a), (int64_t)(st->kernels.n - shown)),

@@ -19,10 +19,10 @@ static const char view_usage[] =
 	"Serve the trace to cuscope's web viewer on 127.0.0.1 and print the URL to open: a\n"
 	"timeline of GPU streams, host threads, NVTX ranges and device memory, with the findings\n"
 	"of `cuscope report` beside it. The URL carries a random token that every request needs.\n"
+	"view never starts a browser: open the URL it prints.\n"
 	"\n"
 	"Options:\n"
-	"  -p, --port N           listen on port N (default 0: any free port)\n"
-	"      --no-open          do not start a browser (the default: view never starts one)\n"
+	"      --port N           listen on port N (default 0: any free port)\n"
 	"      --timeout SEC      stop after SEC seconds (default: run until interrupted)\n"
 	"  -h, --help             show this help\n"
 	"\n"
@@ -137,7 +137,6 @@ int cmd_view(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"port", required_argument, NULL, 'p'},
-		{"no-open", no_argument, NULL, 'n'},
 		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -152,8 +151,6 @@ int cmd_view(int argc, char **argv)
 		case 'p':
 			if (cli_parse_int(argv[0], "--port", optarg, 0, 65535, &port))
 				return CLI_EXIT_USAGE;
-			break;
-		case 'n':
 			break;
 		case 't':
 			if (cli_parse_int(argv[0], "--timeout", optarg, 1, 86400 * 365, &timeout))

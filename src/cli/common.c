@@ -149,8 +149,24 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 		int len = (int)strcspn(word, "=");
 		const char *near;
 
+		char ambiguous[512] = "";
+		int nprefix = 0;
+
+		/* a prefix of several long options (a unique one is the option itself, as in GNU
+		 * getopt_long and git) */
+		for (const struct option *o = longopts; len > 2 && o && o->name; o++)
+			if (!strncmp(o->name, word + 2, (size_t)len - 2)) {
+				size_t used = strlen(ambiguous);
+
+				snprintf(ambiguous + used, sizeof(ambiguous) - used, "%s--%s",
+					 nprefix ? ", " : "", o->name);
+				nprefix++;
+			}
 		if (c == ':')
 			cli_usage_error(argv[0], "option '%.*s' needs a value", len, word);
+		else if (nprefix > 1 && !is_long_option(longopts, word + 2, (size_t)len - 2))
+			cli_usage_error(argv[0], "option '%.*s' is ambiguous: %s", len, word,
+					ambiguous);
 		else if (word[len] == '=' && is_long_option(longopts, word + 2, (size_t)len - 2))
 			cli_usage_error(argv[0], "option '%.*s' takes no value", len, word);
 		else if ((near = closest_long_option(longopts, word + 2, (size_t)len - 2)) != NULL)
@@ -189,6 +205,25 @@ int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t 
 		return cli_usage_error(cmd, "invalid value '%s' for %s", arg, option);
 	*out = v;
 	return 0;
+}
+
+void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t steps, int32_t used)
+{
+	if (asked < 0 || steps <= 0 || asked <= used)
+		return;
+	fprintf(stderr,
+		"cuscope: note: %" PRId64 " warm-up steps asked (--warmup), but pid %" PRIu32
+		" of '%s' has %" PRId32 " step%s: the first %" PRId32 " are warm-up, the last "
+		"the only steady one\n",
+		asked, pid, path, steps, steps == 1 ? "" : "s", used);
+}
+
+void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c)
+{
+	for (int32_t i = 0; i < c->nbases; i++)
+		cli_note_warmup(asked, c->bases[i].path, c->bases[i].pid, c->bases[i].steps,
+				c->bases[i].warmup);
+	cli_note_warmup(asked, c->new_.path, c->new_.pid, c->new_.steps, c->new_.warmup);
 }
 
 int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
@@ -269,25 +304,34 @@ int cli_open_trace(const char *path, cs_trace **out, int flags)
 	return 0;
 }
 
+#define PIDS_LISTED 8 /* a --pid the trace lacks: the error lists at most this many it has */
+
 struct pid_check {
 	uint32_t pid;
 	int found;
+	int n;			     /* processes of the trace */
+	char list[PIDS_LISTED * 12]; /* the first PIDS_LISTED of them, "883, 884" */
 };
 
 static int pid_cb(const cs_process *p, void *arg)
 {
 	struct pid_check *c = arg;
+	size_t len = strlen(c->list);
 
 	if (p->pid == c->pid) {
 		c->found = 1;
 		return 1;
 	}
+	if (c->n < PIDS_LISTED)
+		snprintf(c->list + len, sizeof(c->list) - len, "%s%" PRIu32, c->n ? ", " : "",
+			 p->pid);
+	c->n++;
 	return 0;
 }
 
 int cli_check_pid(cs_trace *t, const char *path, int64_t pid)
 {
-	struct pid_check c = {(uint32_t)pid, 0};
+	struct pid_check c = {(uint32_t)pid, 0, 0, ""};
 	cs_filter f = cs_filter_all();
 	cs_error err = {0, ""};
 	int rc;
@@ -314,7 +358,11 @@ int cli_check_pid(cs_trace *t, const char *path, int64_t pid)
 	}
 	if (c.found)
 		return 0;
-	cli_error("no process %" PRId64 " in '%s'", pid, path);
+	if (c.n == 0)
+		cli_error("no process %" PRId64 " in '%s' (it has no process rows)", pid, path);
+	else
+		cli_error("no process %" PRId64 " in '%s' (it has pid%s %s%s)", pid, path,
+			  c.n == 1 ? "" : "s", c.list, c.n > PIDS_LISTED ? ", ..." : "");
 	return CLI_EXIT_USAGE;
 }
 

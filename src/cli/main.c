@@ -54,7 +54,7 @@ static const struct cli_command cli_commands[] = {
 	{"stats", cmd_stats, "summarize kernel, memcpy and memset time", 0},
 	{"report", cmd_report, "find performance anti-patterns, most costly first", 0},
 	{"export", cmd_export, "write the trace for chrome://tracing or ui.perfetto.dev", 0},
-	{"diff", cmd_diff, "compare two traces per training step, most significant first", 0},
+	{"diff", cmd_diff, "compare two traces per training step, regressions first", 0},
 	{"gate", cmd_gate, "fail when a trace regressed against a baseline (for CI)", 0},
 	{"view", cmd_view, "serve the trace to the web viewer on 127.0.0.1", 0},
 	{"calibrate", CLI_CMD_CALIBRATE, "measure what recording costs a kernel launch here", 0},

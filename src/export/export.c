@@ -1214,6 +1214,18 @@ static int emit_steps(struct driver *d)
 		e.name = name;
 		e.ts = st->start;
 		e.dur = st->end - st->start;
+		/* A step ends where the next one on its row starts; in microseconds with three
+		 * decimals, a reader's ts + dur in floating point can land past the next ts, and
+		 * TensorBoard's profiler plugin drops steps that intersect: end 1 ns before it. */
+		for (int j = i + 1; j < d->nsteps && d->steps[j].pid == st->pid; j++) {
+			const struct ex_step *nx = &d->steps[j];
+
+			if (nx->tid != st->tid || nx->own_lane != st->own_lane)
+				continue;
+			if (nx->start <= st->end && nx->start - st->start > 1)
+				e.dur = nx->start - 1 - st->start;
+			break;
+		}
 		e.cat = EX_CAT_NVTX; /* user_annotation, as torch.profiler writes its steps */
 		rc = track_use(d, e.track);
 		if (!rc)

@@ -234,11 +234,15 @@ static void evaluate(cs_diff_row *r)
 	r->better = r->score > 1 && bad < 0;
 }
 
-/* Most significant first; ties by metric, then kernel name. */
+/* Regressions first, then improvements, then the rest; each most significant first; ties by
+ * metric, then kernel name. */
 static int cmp_row(const void *pa, const void *pb)
 {
 	const cs_diff_row *x = pa, *y = pb;
+	int gx = x->worse ? 0 : x->better ? 1 : 2, gy = y->worse ? 0 : y->better ? 1 : 2;
 
+	if (gx != gy)
+		return gx < gy ? -1 : 1;
 	if (x->score != y->score)
 		return x->score > y->score ? -1 : 1;
 	if (fabs(x->rel) != fabs(y->rel))

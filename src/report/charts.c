@@ -223,8 +223,10 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 {
 	struct u64map by_name;
 	struct kstat *v = NULL;
-	size_t n = 0;
+	size_t n = 0, nshown = 0;
 	int64_t count = 0, total = 0;
+	const char **raw = NULL;
+	char **shorts = NULL;
 	cJSON *o = cJSON_AddObjectToObject(charts, "kernels"), *top;
 	int rc = CS_ERR_NOMEM;
 
@@ -265,6 +267,16 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 	top = cJSON_AddArrayToObject(o, "top");
 	if (!top)
 		goto out;
+	/* rows grouped by the name as recorded, told apart where their short names agree */
+	nshown = n < REPORT_TOP_KERNELS ? n : REPORT_TOP_KERNELS;
+	raw = calloc(nshown ? nshown : 1, sizeof(*raw));
+	shorts = calloc(nshown ? nshown : 1, sizeof(*shorts));
+	for (size_t i = 0; raw && i < nshown; i++)
+		raw[i] = cs_analysis_string(a, v[i].name_id);
+	if (!raw || !shorts || cs_demangle_short_distinct(raw, nshown, shorts)) {
+		free(shorts);
+		shorts = NULL;
+	}
 	for (size_t i = 0; i < n && i < REPORT_TOP_KERNELS; i++) {
 		const char *name = cs_analysis_string(a, v[i].name_id);
 		cJSON *e = cJSON_CreateObject();
@@ -275,7 +287,7 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 		}
 		cs_json_add_string(e, "name", name);
 		cs_json_add_string(e, "name_demangled", cs_demangle(name));
-		cs_json_add_string(e, "name_short", cs_demangle_short(name));
+		cs_json_add_string(e, "name_short", shorts ? shorts[i] : cs_demangle_short(name));
 		cs_json_add_int(e, "count", v[i].count, -1);
 		cs_json_add_int(e, "total_ns", v[i].total, -1);
 		cs_json_add_int(e, "mean_ns", v[i].total / v[i].count, -1);
@@ -285,6 +297,10 @@ static int add_kernels(const cs_analysis *a, const cs_report_processes *procs, c
 	}
 	rc = 0;
 out:
+	for (size_t i = 0; shorts && i < nshown; i++)
+		free(shorts[i]);
+	free(shorts);
+	free(raw);
 	free(v);
 	u64map_free(&by_name);
 	return rc;

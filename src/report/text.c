@@ -169,15 +169,14 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 
 	if (f->stack_id == CS_ID_NONE)
 		return;
-	if (cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
-		return;
-	if (text_sites(v, f))
-		s = NULL;
-	else if ((s = report_where_text(frames, n)) != NULL)
+	/* the sites first: they read other stacks, and the trace's frame buffer holds the last one
+	 * read, so the finding's own stack is read after them (as markdown and HTML do) */
+	if (!text_sites(v, f) && cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 &&
+	    n > 0 && (s = report_where_text(frames, n)) != NULL) {
 		print_field("where:", s, v->width);
-	free(s);
-	/* the sites read other stacks: the trace's frame buffer holds the last one read */
-	if (!v->verbose || cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0)
+		free(s);
+	}
+	if (!v->verbose || cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
 		return;
 	for (int i = 0; i < n; i++) {
 		char line[4096];

@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,14 +91,14 @@ static size_t matching(const char *s, size_t n, size_t i)
 	return n;
 }
 
-static char *brief_args(char *w, const char *a, size_t n);
+static char *brief_args(char *w, const char *a, size_t n, size_t max);
 
 /*
  * One template argument a[0..n), briefly, written at w: a lambda as its enclosing function
  * ("masked_fill_kernel::lambda"), a type or value without its namespaces, its own template
  * arguments kept when short and plain, else "<...>". Returns the end of what was written.
  */
-static char *brief_arg(char *w, const char *a, size_t n)
+static char *brief_arg(char *w, const char *a, size_t n, size_t max)
 {
 	size_t i, last = 0;
 
@@ -132,7 +133,7 @@ static char *brief_arg(char *w, const char *a, size_t n)
 						size_t e = matching(a, i, b);
 
 						*w++ = '<';
-						w = brief_args(w, a + b + 1, e - b - 1);
+						w = brief_args(w, a + b + 1, e - b - 1, max);
 						*w++ = '>';
 					}
 					memcpy(w, "::", 2);
@@ -172,8 +173,9 @@ static char *brief_arg(char *w, const char *a, size_t n)
 	return w;
 }
 
-/* The outer template arguments a[0..n) (between '<' and '>'), briefly, at w. */
-static char *brief_args(char *w, const char *a, size_t n)
+/* The outer template arguments a[0..n) (between '<' and '>'), briefly, at w; "..." when that is
+ * longer than max. */
+static char *brief_args(char *w, const char *a, size_t n, size_t max)
 {
 	char *begin = w;
 	size_t i, arg = 0;
@@ -188,19 +190,20 @@ static char *brief_args(char *w, const char *a, size_t n)
 				memcpy(w, ", ", 2);
 				w += 2;
 			}
-			w = brief_arg(w, a + arg, i - arg);
+			w = brief_arg(w, a + arg, i - arg, max);
 			arg = i + 1;
 		}
 	}
-	if ((size_t)(w - begin) > BRIEF_ARGS_MAX) {
+	if ((size_t)(w - begin) > max) {
 		memcpy(begin, "...", 3);
 		w = begin + 3;
 	}
 	return w;
 }
 
-/* The short form of full (malloc'd), or NULL when it is full itself or without memory. */
-static char *shorten(const char *full)
+/* The short form of full (malloc'd), its first template arguments briefly when no longer than
+ * max, or NULL when it is full itself or without memory. */
+static char *shorten(const char *full, size_t max)
 {
 	size_t n = strlen(full), start = 0, i;
 	int depth = 0, first = 1;
@@ -250,7 +253,7 @@ static char *shorten(const char *full)
 			*w++ = '<';
 			if (e > i + 1) {
 				if (first) {
-					w = brief_args(w, full + i + 1, e - i - 1);
+					w = brief_args(w, full + i + 1, e - i - 1, max);
 				} else {
 					memcpy(w, "...", 3);
 					w += 3;
@@ -307,7 +310,7 @@ static const char *lookup(const char *name, int short_form)
 			goto out;
 		dem = cs_demangle_alloc(name);
 		e.full = dem ? dem : e.raw;
-		sh = shorten(e.full);
+		sh = shorten(e.full, BRIEF_ARGS_MAX);
 		e.shrt = sh ? sh : e.full;
 		slots[s] = e;
 		nused++;
@@ -345,4 +348,76 @@ const char *cs_demangle_short(const char *name)
 	if (!name || (strncmp(name, "_Z", 2) && !strpbrk(name, "<( ")))
 		return name;
 	return lookup(name, 1);
+}
+
+int cs_demangle_short_distinct(const char *const *names, size_t n, char **out)
+{
+	char *same = calloc(n ? n : 1, 1);
+
+	if (!same)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *sh = cs_demangle_short(names[i]);
+
+		out[i] = strdup(sh ? sh : "");
+		if (!out[i])
+			goto nomem;
+	}
+	/* rows that read the same: their template arguments however long */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (!strcmp(out[i], out[j]) && names[i] && names[j] &&
+			    strcmp(names[i], names[j]))
+				same[i] = same[j] = 1;
+	for (size_t i = 0; i < n; i++) {
+		const char *full;
+		char *longer;
+
+		if (!same[i])
+			continue;
+		full = cs_demangle(names[i]);
+		longer = shorten(full, (size_t)-1);
+		if (!longer)
+			longer = strdup(full);
+		if (!longer)
+			goto nomem;
+		free(out[i]);
+		out[i] = longer;
+	}
+	/* and those that still do: " #1", " #2", ... in the order of the list */
+	for (size_t i = 0; i < n; i++) {
+		int k = 0, dup = 0;
+
+		for (size_t j = 0; j < n; j++) {
+			if (j == i || !names[i] || !names[j] || !strcmp(names[i], names[j]) ||
+			    strcmp(out[i], out[j]))
+				continue;
+			dup = 1;
+			k += j < i;
+		}
+		same[i] = dup ? (char)(k + 1 > 127 ? 127 : k + 1) : 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		char *numbered;
+
+		if (!same[i])
+			continue;
+		len = strlen(out[i]) + 24;
+		numbered = malloc(len);
+		if (!numbered)
+			goto nomem;
+		snprintf(numbered, len, "%s #%d", out[i], same[i]);
+		free(out[i]);
+		out[i] = numbered;
+	}
+	free(same);
+	return 0;
+nomem:
+	for (size_t i = 0; i < n; i++) {
+		free(out[i]);
+		out[i] = NULL;
+	}
+	free(same);
+	return -1;
 }

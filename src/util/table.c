@@ -1,6 +1,7 @@
 /*
  * table.c - text tables for people (include/cuscope/table.h): the width of UTF-8 text, a cut in
- * the middle that keeps both ends, and a table printer that fits a width, with the first or last
+ * the middle that keeps both ends (of a name: without its namespaces first, at a break between its
+ * words when one is near), and a table printer that fits a width, with the first or last
  * cell of a line coloured where asked.
  */
 #include <stdio.h>
@@ -65,6 +66,122 @@ char *cs_truncate_middle(const char *s, size_t width)
 	return out;
 }
 
+/* ---- names cut at sensible places ---- */
+
+/* A character after which a name may be cut (its head ends there) */
+static int head_break(char c)
+{
+	return c == ':' || c == '_' || c == ' ' || c == ',' || c == '<' || c == '(' || c == '/' ||
+	       c == '-' || c == '.';
+}
+
+/* A character at which the kept end of a name may start */
+static int tail_break(const char *s, size_t i)
+{
+	char c = s[i];
+
+	if (c == '<' || c == '(' || c == '/')
+		return 1;
+	if (c == ':')
+		return i == 0 || s[i - 1] != ':';
+	return i > 0 &&
+	       (s[i - 1] == '_' || s[i - 1] == ' ' || s[i - 1] == ',' || s[i - 1] == '.' ||
+		s[i - 1] == '-') &&
+	       c != ' ';
+}
+
+/* The first namespace qualifier of a name ("at::" of "at::native::f<...>"): its length, 0 when it
+ * has none before its template arguments. */
+static size_t leading_qualifier(const char *s)
+{
+	int depth = 0;
+
+	for (size_t i = 0; s[i]; i++) {
+		char c = s[i];
+
+		if (c == '(' || c == '[')
+			depth++;
+		else if ((c == ')' || c == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && (c == '<' || c == ' '))
+			return 0;
+		else if (depth == 0 && c == ':' && s[i + 1] == ':')
+			return s[i + 2] ? i + 2 : 0;
+	}
+	return 0;
+}
+
+char *cs_truncate_name(const char *s, size_t width)
+{
+	size_t len, tail, head, slack, base;
+	char *out;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p >= 0x80)
+			return cs_truncate_middle(s, width);
+	len = strlen(s);
+	if (len <= width || width < 8)
+		return cs_truncate_middle(s, width);
+	/* the namespaces first: the name itself says more */
+	while (len > width) {
+		size_t q = leading_qualifier(s);
+
+		if (!q)
+			break;
+		s += q;
+		len -= q;
+	}
+	if (len <= width)
+		return strdup(s);
+	/* a template whose name fits: the name and the first of its arguments that fit */
+	base = strcspn(s, "<");
+	if (base < len && base + 1 < width && s[len - 1] == '>') {
+		size_t keep = width - base - 3, k; /* "<", "…", ">" */
+
+		if (base + 3 > width) {
+			keep = 0;
+		} else {
+			for (k = keep; k > 0 && (!head_break(s[base + k]) || s[base + k] == '.');
+			     k--)
+				;
+			keep = k;
+		}
+		out = malloc(width * 4 + 8);
+		if (!out)
+			return NULL;
+		if (keep == 0) {
+			memcpy(out, s, base);
+			strcpy(out + base, CS_ELLIPSIS);
+		} else {
+			memcpy(out, s, base + 1 + keep);
+			strcpy(out + base + 1 + keep, CS_ELLIPSIS ">");
+		}
+		return out;
+	}
+	/* then the middle, the kept ends starting and ending at a break when one is near */
+	tail = width - 1 - width / 2;
+	slack = tail / 2;
+	for (size_t k = 0; k <= slack; k++)
+		if (tail_break(s, len - tail + k)) {
+			tail -= k;
+			break;
+		}
+	head = width - 1 - tail;
+	slack = head / 2;
+	for (size_t k = 0; k <= slack; k++)
+		if (head_break(s[head - k - 1])) {
+			head -= k;
+			break;
+		}
+	out = malloc(head + strlen(CS_ELLIPSIS) + tail + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, s, head);
+	strcpy(out + head, CS_ELLIPSIS);
+	memcpy(out + head + strlen(CS_ELLIPSIS), s + len - tail, tail + 1);
+	return out;
+}
+
 /* ---- tables ---- */
 
 void cs_table_init(struct cs_table *t, const struct cs_column *cols, int ncols)
@@ -125,7 +242,7 @@ static void print_cell(FILE *out, const struct cs_column *col, const char *text,
 	char *cut = NULL;
 
 	if (w > width) {
-		cut = cs_truncate_middle(text, width);
+		cut = cs_truncate_name(text, width);
 		if (cut) {
 			text = cut;
 			w = cs_text_width(cut);

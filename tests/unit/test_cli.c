@@ -511,6 +511,25 @@ START_TEST(test_unknown_option_suggests)
 }
 END_TEST
 
+/* Long options may be abbreviated to a unique prefix in every command (GNU getopt_long, as git);
+ * a prefix of several is an error that names them. */
+START_TEST(test_abbreviated_options)
+{
+	struct tu_result a = run("stats", "--form", "json", sample_db),
+			 b = run("export", "--f", "json", sample_db),
+			 c = run("report", "--verb", "--no-col", sample_db);
+
+	ck_assert_msg(a.rc == 0 && a.out[0] == '{', "rc %d: %s", a.rc, a.err);
+	tu_assert_one_line_error(&b, "export --f");
+	ck_assert_str_eq(b.err, "cuscope: option '--f' is ambiguous: --format, --force; try "
+				"'cuscope export --help'\n");
+	ck_assert_msg(c.rc == 0, "rc %d: %s", c.rc, c.err);
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+}
+END_TEST
+
 /* A --pid the trace does not have is an error in every command that takes one. */
 START_TEST(test_unknown_pid)
 {
@@ -522,6 +541,8 @@ START_TEST(test_unknown_pid)
 
 	tu_assert_one_line_error(&a, "stats --pid 4242");
 	ck_assert_msg(strstr(a.err, "no process 4242"), "%s", a.err);
+	/* and says which pids the trace has */
+	ck_assert_msg(strstr(a.err, "(it has pids 100, 200)"), "%s", a.err);
 	tu_assert_one_line_error(&b, "report --pid 4242");
 	ck_assert_msg(strstr(b.err, "no process 4242"), "%s", b.err);
 	tu_assert_one_line_error(&c, "export --pid 4242");
@@ -1042,6 +1063,39 @@ START_TEST(test_stats_width)
 }
 END_TEST
 
+/* Rows grouped by the name as recorded are told apart: the seven multi_tensor_apply_kernel rows of
+ * train_small's optimizer show their template arguments, no two Name cells the same. */
+START_TEST(test_stats_rows_distinct)
+{
+	char *trace = tu_source_file("samples/traces/train_small.db");
+	struct tu_result r = run("stats", "--limit", "0", "--width", "0", trace);
+	char *names[256];
+	int n = 0, multi = 0;
+
+	ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+	for (char *line = strtok(r.out, "\n"); line && n < 256; line = strtok(NULL, "\n")) {
+		/* a kernel row: "  15.1%  ...  NAME", the name after the last column of numbers */
+		char *name = strstr(line, "  ");
+
+		if (!strchr(line, '%') || !strstr(line, "us  ") || !name)
+			continue;
+		for (char *p = line; (p = strstr(p, "  ")) != NULL; p++)
+			name = p;
+		while (*name == ' ')
+			name++;
+		for (int i = 0; i < n; i++)
+			ck_assert_msg(strcmp(names[i], name), "two rows named %s", name);
+		names[n++] = name;
+		if (strstr(name, "multi_tensor_apply_kernel<"))
+			multi++;
+	}
+	ck_assert_int_eq(multi, 7);
+	ck_assert_int_ge(n, 20);
+	tu_result_free(&r);
+	free(trace);
+}
+END_TEST
+
 /*
  * Kernel names of a committed PyTorch trace: stats shows them demangled and short, its JSON keeps
  * the raw (mangled) name and adds the demangled one (for a name that is not mangled, the same).
@@ -1059,8 +1113,9 @@ START_TEST(test_stats_demangled)
 	ck_assert_msg(strstr(t.out, "  at::native::tensor_kernel_scan_innermost_dim<float, "
 				    "plus<float>>\n"),
 		      "%s", t.out);
-	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>>\n"), "%s",
-		      t.out);
+	/* two reduce_kernel<512, 1, ...> that differ inside ReduceOp<...>: numbered */
+	ck_assert_msg(strstr(t.out, "  at::native::reduce_kernel<512, 1, ReduceOp<...>> #2\n"),
+		      "%s", t.out);
 	ck_assert_msg(strstr(t.out, "  nvjet_sm90_tst_") != NULL, "%s", t.out);
 	ck_assert_msg(strstr(t.out, "_ZN") == NULL, "%s", t.out);
 
@@ -1856,6 +1911,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_bad_option);
 	tcase_add_test(tc, test_options_after_operands);
 	tcase_add_test(tc, test_unknown_option_suggests);
+	tcase_add_test(tc, test_abbreviated_options);
 	tcase_add_test(tc, test_unknown_pid);
 	tcase_add_test(tc, test_export_force);
 	tcase_add_test(tc, test_missing_and_extra_file);
@@ -1869,6 +1925,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stats_width);
 	tcase_add_test(tc, test_stats_closed_pipe);
 	tcase_add_test(tc, test_stats_demangled);
+	tcase_add_test(tc, test_stats_rows_distinct);
 	tcase_add_test(tc, test_diff_gate_demangled);
 	tcase_add_test(tc, test_names_mixed);
 	tcase_add_test(tc, test_bad_missing_file);

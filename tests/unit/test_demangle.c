@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuscope/demangle.h"
+#include "cuscope/table.h"
 #include "cuscope/trace.h"
 
 #include "testutil.h"
@@ -160,6 +161,72 @@ static void *demangle_many(void *arg)
 }
 
 /* Threads (export's formatter, the viewer's server) share the cache. */
+/* Rows of a table grouped by mangled name and shown by short name are told apart: the six
+ * multi_tensor_apply_kernel<...> of an optimizer step keep their template arguments, rows that
+ * still read the same are numbered, and a row alone keeps its short name. */
+START_TEST(test_short_distinct)
+{
+	const char *names[] = {
+		"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_"
+		"tensor_apply_kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIf"
+		"Li1ELi1ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_",
+		"_ZN2at6native54_GLOBAL__N__f8a10d72_21_ForeachPointwiseOp_cu_ef478fac25multi_ten"
+		"sor_apply_kernelINS1_28TensorListScalarListMetadataIfLi3EEENS1_28PointwiseOpScal"
+		"arListFunctorIfLi3ELi3ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_",
+		"void f<int>(int)",
+		"void g<int>(int)",
+		"void f<int>(int, int)",
+		"nvjet_sm90_tst_192x128",
+	};
+	char *out[6];
+
+	ck_assert_str_eq(cs_demangle_short(names[0]), cs_demangle_short(names[1]));
+	ck_assert_int_eq(cs_demangle_short_distinct(names, 6, out), 0);
+	ck_assert_str_eq(out[0], "at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+				 "TensorListMetadata<1>, BinaryOpScalarFunctor<float, 1, 1, 0>, "
+				 "multiplies<float>, float>");
+	ck_assert_str_eq(out[1], "at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+				 "TensorListScalarListMetadata<float, 3>, "
+				 "PointwiseOpScalarListFunctor<float, 3, 3, 0>, divides<float>>");
+	ck_assert_str_eq(out[2], "f<int> #1");
+	ck_assert_str_eq(out[3], "g<int>");
+	ck_assert_str_eq(out[4], "f<int> #2");
+	ck_assert_str_eq(out[5], "nvjet_sm90_tst_192x128");
+	for (int i = 0; i < 6; i++)
+		free(out[i]);
+}
+END_TEST
+
+/* A name cut to fit a column: namespaces go first, and the cut falls between words. */
+START_TEST(test_truncate_name)
+{
+	static const struct {
+		const char *in;
+		size_t width;
+		const char *want;
+	} cases[] = {
+		{"at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, "
+		 "3ul>>",
+		 29, "vectorized_\xe2\x80\xa6<char*, 3ul>>"},
+		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 29,
+		 "reduce_kernel<512, 1, \xe2\x80\xa6>"},
+		{"at::native::unrolled_elementwise_kernel<...>", 29,
+		 "unrolled_elementwise_kernel\xe2\x80\xa6"},
+		{"at::native::reduce_kernel<512, 1, ReduceOp<...>>", 40,
+		 "reduce_kernel<512, 1, ReduceOp<...>>"},
+		{"DtoH bytes per step", 29, "DtoH bytes per step"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = cs_truncate_name(cases[i].in, cases[i].width);
+
+		ck_assert_str_eq(got, cases[i].want);
+		ck_assert_uint_le(cs_text_width(got), cases[i].width);
+		free(got);
+	}
+}
+END_TEST
+
 START_TEST(test_threads)
 {
 	pthread_t th[4];
@@ -185,6 +252,8 @@ static Suite *demangle_suite(void)
 	tcase_add_test(tc, test_not_mangled);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_short_distinct);
+	tcase_add_test(tc, test_truncate_name);
 	suite_add_tcase(s, tc);
 	return s;
 }

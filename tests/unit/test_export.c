@@ -1310,8 +1310,56 @@ START_TEST(test_per_rank)
 		tu_result_free(&res);
 	}
 	ck_assert_int_eq(count_files(dir), 2);
+	/* a directory that is not there is made, with its parents (HTA reads a directory) */
+	{
+		char *sub = tu_path(dir, "traces/job/job.json"), *made;
+
+		ck_assert_int_eq(run_export(per_rank, sub, ranks_db, &err), 0);
+		free(err);
+		made = tu_path(dir, "traces/job");
+		ck_assert_int_eq(count_files(made), 2);
+		free(made);
+		free(sub);
+	}
 	free(out);
 	free(dir);
+}
+END_TEST
+
+/* TensorBoard's profiler plugin drops a step whose range intersects the next on its thread, in
+ * floating-point microseconds (ts + dur as a reader adds them): every ProfilerStep#N of the
+ * README's trace ends before the next one of its thread starts, read as JSON numbers. */
+START_TEST(test_profiler_steps_apart)
+{
+	char *trace = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
+	char *text = export_json(trace, NULL, NULL);
+	cJSON *doc = parse(text);
+	const cJSON *e, *steps[256];
+	int n = 0;
+
+	cJSON_ArrayForEach(e, events_of(doc))
+	{
+		const char *name = str_of(e, "name");
+
+		if (name && !strncmp(name, "ProfilerStep#", 13) && n < 256)
+			steps[n++] = e;
+	}
+	ck_assert_int_eq(n, 45);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			double ts = num_of(steps[i], "ts"), end = ts + num_of(steps[i], "dur");
+			double next = num_of(steps[j], "ts");
+
+			if (i == j || num_of(steps[i], "pid") != num_of(steps[j], "pid") ||
+			    num_of(steps[i], "tid") != num_of(steps[j], "tid") || next < ts)
+				continue;
+			ck_assert_msg(end < next, "%s ends at %.6f, %s starts at %.6f",
+				      str_of(steps[i], "name"), end, str_of(steps[j], "name"),
+				      next);
+		}
+	cJSON_Delete(doc);
+	free(text);
+	free(trace);
 }
 END_TEST
 
@@ -1806,6 +1854,7 @@ static Suite *export_suite(void)
 	tcase_add_test(tc, test_hta_rank_and_devices);
 	tcase_add_test(tc, test_per_rank);
 	tcase_add_test(tc, test_profiler_steps);
+	tcase_add_test(tc, test_profiler_steps_apart);
 	tcase_add_test(tc, test_memory_events);
 	tcase_add_test(tc, test_size_estimate);
 	suite_add_tcase(s, tc);

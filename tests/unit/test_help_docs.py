@@ -79,6 +79,15 @@ for c in commands:
     usage = re.sub(r"^(usage|cuscope): ", "", text.split("\n")[0])
     check("cuscope-%s.1 has the usage" % c, usage.replace("-", "\\-") in page, usage)
 
+# 2b. a short option means one thing in every command that lists it (-f --format, -p --pid, ...)
+meaning = {}
+for c in commands:
+    for m in re.finditer(r"^\s{1,8}(-[A-Za-z0-9]), (--[a-z0-9-]+)", help_of([c, "--help"]), re.M):
+        meaning.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(c)
+for short, longs in sorted(meaning.items()):
+    check("%s means one option in every command" % short, len(longs) == 1, longs)
+check("-f is --format", set(meaning.get("-f", {})) == {"--format"}, meaning.get("-f"))
+
 # 3. completing in bash
 cases = [
     (["cuscope", "rep"], ["report"]),

@@ -870,6 +870,26 @@ static int expected_fail(const char *json, int level)
 	return fail ? 1 : 0;
 }
 
+/* A --warmup the steps cannot give is taken as far as it goes, and a note on stderr says so; one
+ * that fits says nothing. */
+START_TEST(test_warmup_past_steps)
+{
+	char *trace = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
+	struct tu_result big = run("--warmup", "100", trace), fits = run("--warmup", "10", trace);
+
+	ck_assert_int_eq(big.rc, 0);
+	ck_assert_msg(strstr(big.out, "45 (") && strstr(big.out, "44 warm-up"), "%s", big.out);
+	ck_assert_msg(strstr(big.err, "note: 100 warm-up steps asked (--warmup), but pid 883") &&
+			      strstr(big.err, "has 45 steps: the first 44 are warm-up"),
+		      "%s", big.err);
+	ck_assert_int_eq(fits.rc, 0);
+	ck_assert_msg(!strstr(fits.err, "warm-up"), "%s", fits.err);
+	tu_result_free(&big);
+	tu_result_free(&fits);
+	free(trace);
+}
+END_TEST
+
 START_TEST(test_fail_on)
 {
 	static const char *const levels[] = {"info", "warning", "error"};
@@ -1033,6 +1053,44 @@ START_TEST(test_borrowed_stack_location)
 	tu_result_free(&j);
 	tu_result_free(&t);
 	tu_result_free(&v);
+}
+END_TEST
+
+/* A finding whose call sites do not resolve to a line (allocator-churn's on a trace recorded
+ * without PyTorch's caching allocator): the text's where: line names the finding's own location,
+ * the line that JSON, markdown and HTML name, not a frame of the last site's stack that the sites
+ * read. */
+START_TEST(test_text_where_after_sites)
+{
+	char *trace = tu_source_file("samples/rules/traces/allocator-churn-bad_no_caching.db");
+	struct tu_result j = run("-f", "json", "--rules", "allocator-churn", trace),
+			 t = run("--rules", "allocator-churn", trace),
+			 m = run("-f", "markdown", "--rules", "allocator-churn", trace);
+	cJSON *doc = report_json(j.out);
+	const cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+	const cJSON *loc = cJSON_GetObjectItem(f, "location");
+	const char *where;
+	char want[512];
+
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_int_eq(m.rc, 0);
+	ck_assert_str_eq(json_str(f, "rule"), "allocator-churn");
+	ck_assert(cJSON_GetArraySize(
+			  cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")) > 0);
+	ck_assert_int_eq(json_int(loc, "line"), 63);
+	snprintf(want, sizeof(want), "backward() at %s:63 in main (autograd engine thread)",
+		 json_str(loc, "file"));
+	where = strstr(t.out, "where:");
+	ck_assert_msg(where != NULL, "%s", t.out);
+	ck_assert_msg(!strncmp(where + strlen("where:    "), want, strlen(want)), "want %s in\n%s",
+		      want, t.out);
+	ck_assert_msg(strstr(t.out, "uncached_delete") == NULL, "%s", t.out);
+	ck_assert_msg(strstr(m.out, want) != NULL, "%s", m.out);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&m);
+	free(trace);
 }
 END_TEST
 
@@ -1412,6 +1470,8 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_fail_on);
 	tcase_add_test(tc, test_findings_output);
 	tcase_add_test(tc, test_borrowed_stack_location);
+	tcase_add_test(tc, test_text_where_after_sites);
+	tcase_add_test(tc, test_warmup_past_steps);
 	tcase_add_test(tc, test_native_stack_location);
 	tcase_add_test(tc, test_bad_usage);
 	tcase_add_test(tc, test_pid_and_no_color_env);
