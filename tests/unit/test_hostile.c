@@ -1,0 +1,158 @@
+/*
+ * test_hostile.c - crafted files from someone else (docs/security.md): SQL in a file's names never
+ * runs, schema objects a trace may not hold are refused at open with one line, a WAL-mode trace
+ * is read without a file made beside it, values near the int64 limits and ids outside the enums
+ * neither crash nor overflow, outputs never replace what is not a regular file, and text from a
+ * trace is escaped on a terminal.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "testutil.h"
+
+static char *tmp_dir;
+static char *counts_db;
+
+static void exec_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+/* A copy of from named name in the temporary directory (malloc'd path). */
+static char *copy_file(const char *from, const char *name)
+{
+	char *to = tu_path(tmp_dir, name);
+	size_t len;
+	char *data = tu_read_file(from, &len);
+
+	ck_assert(data != NULL);
+	ck_assert_int_eq(tu_write_file(to, data, len), 0);
+	free(data);
+	return to;
+}
+
+/* Each of the reading commands on path: exit 2 with one line on stderr that contains reason. */
+static void assert_every_command_refuses(const char *path, const char *reason)
+{
+	char *out = tu_path(tmp_dir, "refused.json"), *nsys = tu_path(tmp_dir, "refused.sqlite");
+	const char *info[] = {NULL, "info", path, NULL};
+	const char *stats[] = {NULL, "stats", path, NULL};
+	const char *report[] = {NULL, "report", path, NULL};
+	const char *exp[] = {NULL, "export", "-o", out, path, NULL};
+	const char *ns[] = {NULL, "export", "--format", "nsys-sqlite", "-o", nsys, path, NULL};
+	const char *diff[] = {NULL, "diff", counts_db, path, NULL};
+	const char *gate[] = {NULL, "gate", "--baseline", counts_db, path, NULL};
+	const char **cmds[] = {info, stats, report, exp, ns, diff, gate};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		struct tu_result r = tu_cuscope(cmds[i]);
+
+		tu_assert_one_line_error(&r, cmds[i][1]);
+		ck_assert_msg(strstr(r.err, reason), "%s: %s", cmds[i][1], r.err);
+		tu_result_free(&r);
+	}
+	ck_assert(!tu_file_exists(out));
+	ck_assert(!tu_file_exists(nsys));
+	free(out);
+	free(nsys);
+}
+
+/* Schema objects a trace may not hold: each refused by every command at open, on one line. */
+START_TEST(test_schema_objects)
+{
+	static const struct {
+		const char *sql, *reason;
+	} cases[] = {
+		{"CREATE TRIGGER t AFTER INSERT ON StringIds BEGIN DELETE FROM META; END",
+		 "it holds a trigger"},
+		{"CREATE TRIGGER t2 BEFORE DELETE ON META BEGIN SELECT 1; END", "it holds a trigger"},
+		/* a strings view that calls printf for every string */
+		{"ALTER TABLE StringIds RENAME TO s0; CREATE VIEW StringIds AS SELECT id, "
+		 "printf('%.*c', 100000000, 'x') AS value FROM s0",
+		 "StringIds is not a table"},
+		/* recursive views on the side tables */
+		{"ALTER TABLE STACK_FRAMES RENAME TO f0; CREATE VIEW STACK_FRAMES AS WITH RECURSIVE "
+		 "r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT f0.* FROM r, f0",
+		 "STACK_FRAMES is not a table"},
+		{"ALTER TABLE PROCESSES RENAME TO p0; CREATE VIEW PROCESSES AS SELECT * FROM p0",
+		 "PROCESSES is not a table"},
+		/* a generated column that calls printf */
+		{"DROP TABLE TARGET_INFO_GPU; CREATE TABLE TARGET_INFO_GPU(pid INTEGER NOT NULL, "
+		 "deviceId INTEGER NOT NULL, uuid TEXT, name TEXT AS (printf('%.*c', 100000000, "
+		 "'x')), totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor "
+		 "INTEGER, clockRate INTEGER, memoryBandwidth INTEGER)",
+		 "TARGET_INFO_GPU has a generated column"},
+		{"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL_DATA ADD COLUMN g INTEGER AS (abs(pid))",
+		 "CUPTI_ACTIVITY_KIND_KERNEL_DATA has a generated column"},
+		/* a side table without the columns the reader reads */
+		{"DROP TABLE STACKS; CREATE TABLE STACKS(id INTEGER, depth INTEGER)",
+		 "STACKS has no column frameId"},
+		{"CREATE VIRTUAL TABLE fts USING fts5(a)", "it holds a virtual table"},
+	};
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path;
+
+		snprintf(name, sizeof(name), "objects-%zu.db", i);
+		path = copy_file(counts_db, name);
+		exec_sql(path, cases[i].sql);
+		assert_every_command_refuses(path, cases[i].reason);
+		free(path);
+	}
+}
+END_TEST
+
+/* A trace in WAL mode is read without a -wal or -shm file made beside it. */
+START_TEST(test_wal_leaves_nothing)
+{
+	char *path = copy_file(counts_db, "wal.db"), *wal, *shm;
+	const char *info[] = {NULL, "info", path, NULL};
+	const char *report[] = {NULL, "report", path, NULL};
+	struct tu_result r;
+
+	exec_sql(path, "PRAGMA journal_mode = WAL");
+	wal = malloc(strlen(path) + 8);
+	shm = malloc(strlen(path) + 8);
+	sprintf(wal, "%s-wal", path);
+	sprintf(shm, "%s-shm", path);
+	ck_assert(!tu_file_exists(wal) && !tu_file_exists(shm));
+	r = tu_cuscope(info);
+	ck_assert_msg(r.rc == 0, "info: %s", r.err);
+	tu_result_free(&r);
+	r = tu_cuscope(report);
+	ck_assert_msg(r.rc <= 1, "report: %s", r.err);
+	tu_result_free(&r);
+	ck_assert_msg(!tu_file_exists(wal) && !tu_file_exists(shm), "a file beside %s", path);
+	free(wal);
+	free(shm);
+	free(path);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hostile");
+	TCase *tc = tcase_create("hostile");
+
+	tmp_dir = tu_tmpdir();
+	tu_need(tmp_dir != NULL, "test_hostile", "a temporary directory");
+	counts_db = tu_source_file("samples/traces/counts.db");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_schema_objects);
+	tcase_add_test(tc, test_wal_leaves_nothing);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
