@@ -18,7 +18,7 @@
 #include "testutil.h"
 
 static char *tmp_dir;
-static char *counts_db;
+static char *counts_db, *train_db;
 
 static void exec_sql(const char *path, const char *sql)
 {
@@ -41,6 +41,39 @@ static char *copy_file(const char *from, const char *name)
 	ck_assert_int_eq(tu_write_file(to, data, len), 0);
 	free(data);
 	return to;
+}
+
+/* The CREATE statement of object name in the file at path (malloc'd). */
+static char *schema_sql(const char *path, const char *name)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char *sql;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE name = ?", -1, &st, NULL),
+		SQLITE_OK);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	sql = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return sql;
+}
+
+/* s with the first `from` replaced by `to` (malloc'd; from must be there). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+	char *out;
+
+	ck_assert_msg(at != NULL, "'%s' not in '%s'", from, s);
+	out = malloc(strlen(s) + strlen(to) + 1);
+	memcpy(out, s, (size_t)(at - s));
+	strcpy(out + (at - s), to);
+	strcat(out, at + strlen(from));
+	return out;
 }
 
 /* Each of the reading commands on path: exit 2 with one line on stderr that contains reason. */
@@ -68,6 +101,67 @@ static void assert_every_command_refuses(const char *path, const char *reason)
 	free(out);
 	free(nsys);
 }
+
+/*
+ * A column name of an event view that closes the quotes of the nsys copy's SQL: before, the copy
+ * ran the COMMIT and ATTACH that follow it, and dropped the META table of another trace; now the
+ * names in the copy's SQL are cuscope's own, and the copy is made without that column.
+ */
+START_TEST(test_nsys_column_injection)
+{
+	char *path = copy_file(train_db, "inject.db"), *victim = copy_file(counts_db, "victim.db");
+	char *out = tu_path(tmp_dir, "inject.sqlite"), *view, *evil, *alias, *sql, *before, *after;
+	const char *argv[] = {NULL, "export", "--format", "nsys-sqlite", "-o", out, path, NULL};
+	size_t nbefore, nafter;
+	struct tu_result r;
+
+	view = schema_sql(path, "CUPTI_ACTIVITY_KIND_MEMSET");
+	evil = malloc(strlen(victim) + 256);
+	sprintf(evil,
+		"graphNodeId AS \"value\"\" FROM CUPTI_ACTIVITY_KIND_MEMSET x; COMMIT; ATTACH '%s' "
+		"AS v; DROP TABLE v.META; --\"",
+		victim);
+	alias = replace(view, "graphNodeId AS graphNodeId", evil);
+	sql = malloc(strlen(alias) + 64);
+	sprintf(sql, "DROP VIEW CUPTI_ACTIVITY_KIND_MEMSET; %s", alias);
+	exec_sql(path, sql);
+	before = tu_read_file(victim, &nbefore);
+
+	r = tu_cuscope(argv);
+	after = tu_read_file(victim, &nafter);
+	ck_assert_msg(nbefore == nafter && !memcmp(before, after, nbefore),
+		      "the copy ran SQL from the file: %s", r.err);
+	ck_assert_msg(!strstr(r.err, "victim"), "the copy ran SQL from the file: %s", r.err);
+	ck_assert_msg(r.rc == 0, "export: %s", r.err);
+	tu_result_free(&r);
+	free(before);
+	free(after);
+	free(view);
+	free(evil);
+	free(alias);
+	free(sql);
+	free(out);
+	free(victim);
+	free(path);
+}
+END_TEST
+
+/* `export --format nsys-sqlite` of counts.db failed: "database table is locked". */
+START_TEST(test_nsys_counts)
+{
+	char *out = tu_path(tmp_dir, "counts.sqlite");
+	const char *argv[] = {NULL, "export", "--format", "nsys-sqlite", "-o", out, counts_db, NULL};
+	const char *info[] = {NULL, "info", out, NULL};
+	struct tu_result r = tu_cuscope(argv);
+
+	ck_assert_msg(r.rc == 0, "export: %s", r.err);
+	tu_result_free(&r);
+	r = tu_cuscope(info);
+	ck_assert_msg(r.rc == 0, "info of the copy: %s", r.err);
+	tu_result_free(&r);
+	free(out);
+}
+END_TEST
 
 /* Schema objects a trace may not hold: each refused by every command at open, on one line. */
 START_TEST(test_schema_objects)
@@ -150,7 +244,10 @@ int main(void)
 	tmp_dir = tu_tmpdir();
 	tu_need(tmp_dir != NULL, "test_hostile", "a temporary directory");
 	counts_db = tu_source_file("samples/traces/counts.db");
+	train_db = tu_source_file("samples/traces/train_small.db");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_nsys_column_injection);
+	tcase_add_test(tc, test_nsys_counts);
 	tcase_add_test(tc, test_schema_objects);
 	tcase_add_test(tc, test_wal_leaves_nothing);
 	suite_add_tcase(s, tc);
