@@ -66,6 +66,7 @@ struct cs_trace {
 	int strings_loaded; /* 0 not yet, 1 array, 2 one by one */
 	char **strings;	    /* indexed by id */
 	int64_t nstrings;   /* slots in strings */
+	int64_t string_rows; /* rows of StringIds */
 	sqlite3_stmt *string_stmt;
 	struct loose_string *loose;
 
@@ -528,6 +529,7 @@ static void load_strings(cs_trace *t)
 		max_id = col_int(st, 1);
 	}
 	sqlite3_finalize(st);
+	t->string_rows = count > 0 ? count : 0;
 	if (max_id < 0 || (max_id > STRINGS_ARRAY_MAX && max_id > 4 * count))
 		return;
 	t->strings = calloc((size_t)max_id + 1, sizeof(char *));
@@ -586,6 +588,15 @@ const char *cs_trace_string(cs_trace *t, int64_t id)
 	if (t->strings_loaded == 1)
 		return id < t->nstrings ? t->strings[id] : NULL;
 	return lookup_string(t, id);
+}
+
+int64_t cs_trace_string_rows(cs_trace *t)
+{
+	if (!t)
+		return 0;
+	if (!t->strings_loaded)
+		load_strings(t);
+	return t->string_rows;
 }
 
 /* ---- summary, processes, devices, streams ---- */

@@ -146,6 +146,103 @@ START_TEST(test_nsys_column_injection)
 }
 END_TEST
 
+/* A run on a crafted file: no crash, no sanitizer report, exit 0, 1 or 2, one line on exit 2. */
+static void assert_survives(const char **argv, const char *what)
+{
+	struct tu_result r = tu_cuscope(argv);
+
+	ck_assert_msg(r.rc >= 0 && r.rc <= 2, "%s: exit %d: %s", what, r.rc, r.err);
+	ck_assert_msg(!strstr(r.err, "runtime error:") && !strstr(r.err, "Sanitizer"), "%s: %s",
+		      what, r.err);
+	if (r.rc == 2)
+		tu_assert_one_line_error(&r, what);
+	tu_result_free(&r);
+}
+
+/* Host waits of a type that the exporter's table of names did not hold (CS_SYNC_HOST_FUNC, 103,
+ * and others): chrome and perfetto crashed (SIGSEGV) on an index out of a char *[5]. */
+START_TEST(test_export_unknown_sync_type)
+{
+	static const int types[] = {103, 100, 5, 99, 1000000};
+	char *path = copy_file(train_db, "sync.db"), *out = tu_path(tmp_dir, "sync.out");
+	char sql[160];
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		const char *chrome[] = {NULL, "export", "--force", "-o", out, path, NULL};
+		const char *pf[] = {NULL, "export", "--force", "--format", "perfetto",
+				    "-o", out,	    path,      NULL};
+		struct tu_result r;
+
+		snprintf(sql, sizeof(sql),
+			 "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION_DATA SET syncType = %d",
+			 types[i]);
+		exec_sql(path, sql);
+		r = tu_cuscope(chrome);
+		ck_assert_msg(r.rc == 0, "chrome, type %d: exit %d: %s", types[i], r.rc, r.err);
+		tu_result_free(&r);
+		r = tu_cuscope(pf);
+		ck_assert_msg(r.rc == 0, "perfetto, type %d: exit %d: %s", types[i], r.rc, r.err);
+		tu_result_free(&r);
+	}
+	free(out);
+	free(path);
+}
+END_TEST
+
+/*
+ * Kernel and API names whose string ids are near INT64_MAX (the strings exist): report, diff and
+ * gate failed with "out of memory" (arrays sized by the largest name id; id + 1 overflowed).
+ */
+START_TEST(test_string_ids_near_limit)
+{
+	char *path = copy_file(train_db, "ids.db");
+	const char *report[] = {NULL, "report", path, NULL};
+	const char *gate[] = {NULL, "gate", "--baseline", train_db, path, NULL};
+	const char *diff[] = {NULL, "diff", train_db, path, NULL};
+	const char *stats[] = {NULL, "stats", path, NULL};
+	const char **cmds[] = {report, gate, diff, stats};
+
+	exec_sql(path, "INSERT INTO StringIds VALUES (9223372036854775807, 'huge_kernel'), "
+		       "(9223372036854775806, 'cudaMalloc'), (40000000000, 'cudaFree');"
+		       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL_DATA SET nameId = 9223372036854775807 "
+		       "WHERE rowid % 3 = 0;"
+		       "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME_DATA SET nameId = 9223372036854775806 "
+		       "WHERE rowid % 3 = 0;"
+		       "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME_DATA SET nameId = 40000000000 "
+		       "WHERE rowid % 3 = 1");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		struct tu_result r = tu_cuscope(cmds[i]);
+
+		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s: exit %d: %s", cmds[i][1], r.rc, r.err);
+		tu_result_free(&r);
+	}
+	free(path);
+}
+END_TEST
+
+/*
+ * Values at the int64 limits where cuscope adds them (the sanitizer build reports an overflow):
+ * perfetto's timestamps from a realtime base near INT64_MAX, stats' time of the kernels beyond
+ * --limit, the steps' spans.
+ */
+START_TEST(test_extreme_arithmetic)
+{
+	char *path = tu_path(tmp_dir, "extreme.db"), *out = tu_path(tmp_dir, "extreme.pftrace");
+	const char *pf[] = {NULL, "export", "--force", "--format", "perfetto", "-o", out, path, NULL};
+	const char *stats[] = {NULL, "stats", "--limit", "1", path, NULL};
+	const char *report[] = {NULL, "report", path, NULL};
+
+	tu_write_extreme_trace(path, 4242, "test_hostile");
+	exec_sql(path, "INSERT OR REPLACE INTO META VALUES ('realtime_base_ns', "
+		       "'9223372036854775807')");
+	assert_survives(pf, "export --format perfetto");
+	assert_survives(stats, "stats --limit 1");
+	assert_survives(report, "report");
+	free(out);
+	free(path);
+}
+END_TEST
+
 /* `export --format nsys-sqlite` of counts.db failed: "database table is locked". */
 START_TEST(test_nsys_counts)
 {
@@ -250,6 +347,9 @@ int main(void)
 	tcase_add_test(tc, test_nsys_counts);
 	tcase_add_test(tc, test_schema_objects);
 	tcase_add_test(tc, test_wal_leaves_nothing);
+	tcase_add_test(tc, test_export_unknown_sync_type);
+	tcase_add_test(tc, test_string_ids_near_limit);
+	tcase_add_test(tc, test_extreme_arithmetic);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
