@@ -201,24 +201,6 @@ static char *default_output(const char *path, const char *ext)
 	return out;
 }
 
-/*
- * Whether output exists as something export would replace: a file or a link, which --force
- * replaces (a device or a FIFO is written in place, as -o /dev/null); prints why when it does.
- */
-static int refuse_existing(const char *output)
-{
-	struct stat sb;
-
-	if (lstat(output, &sb) || S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ||
-	    S_ISSOCK(sb.st_mode) || S_ISBLK(sb.st_mode))
-		return 0;
-	if (S_ISLNK(sb.st_mode) && stat(output, &sb) == 0 &&
-	    (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
-		return 0;
-	cli_error("'%s' exists; use --force to replace it", output);
-	return 1;
-}
-
 /* name with ".rankN" before its extension (".json", ".json.gz", ".pftrace"), or at its end. */
 static char *rank_output(const char *name, int32_t rank)
 {
@@ -462,7 +444,7 @@ int cmd_export(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}
-		if (!force && strcmp(outs[i], "-") && refuse_existing(outs[i])) {
+		if (cli_output_check(outs[i], force, opts.format == CS_EXPORT_NSYS_SQLITE)) {
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}

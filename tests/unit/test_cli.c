@@ -1590,14 +1590,14 @@ START_TEST(test_output_failed_write_keeps_previous)
 		r1 = tu_cuscope(argv);
 	}
 	{
-		const char *argv[] = {NULL,	 "gate", "-q",	"--baseline", trace,
-				      "--junit", xml,	 trace, NULL};
+		const char *argv[] = {NULL,	 "gate", "-q",	"--force", "--baseline",
+				      trace,	 "--junit", xml, trace,	  NULL};
 
 		r2 = tu_cuscope(argv);
 	}
 	{
-		const char *argv[] = {NULL,	    "gate", "-q",  "--baseline", trace,
-				      "--markdown", md,	    trace, NULL};
+		const char *argv[] = {NULL,	    "gate", "-q",	"--force", "--baseline",
+				      trace,	    "--markdown", md,	trace,	   NULL};
 
 		r3 = tu_cuscope(argv);
 	}

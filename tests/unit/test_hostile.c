@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -333,6 +334,101 @@ START_TEST(test_wal_leaves_nothing)
 }
 END_TEST
 
+/* One line, exit 2, containing what; nothing on stdout. */
+static void assert_refused_with(const char **argv, const char *what)
+{
+	struct tu_result r = tu_cuscope(argv);
+
+	tu_assert_one_line_error(&r, argv[1]);
+	ck_assert_msg(strstr(r.err, what), "%s: %s", argv[1], r.err);
+	tu_result_free(&r);
+}
+
+/*
+ * The one rule of every command that writes: an existing file is replaced only with --force
+ * (gate's --junit and --markdown replaced it without); what is not a regular file is never
+ * replaced (import --force renamed the trace over a FIFO), nor written through a link (report -o
+ * and gate --junit wrote through a link to a device).
+ */
+START_TEST(test_outputs)
+{
+	char *file = tu_path(tmp_dir, "out-file"), *fifo = tu_path(tmp_dir, "out-fifo");
+	char *lnull = tu_path(tmp_dir, "out-link-null"), *lfifo = tu_path(tmp_dir, "out-link-fifo");
+	char *blk = tu_path(tmp_dir, "out-blk"), *spool = tu_source_file("tests/data/spool");
+	const char *const targets[] = {lnull, lfifo, fifo, blk};
+	struct stat st;
+	int have_blk;
+
+	ck_assert_int_eq(tu_write_file(file, "old\n", 4), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(symlink("/dev/null", lnull), 0);
+	ck_assert_int_eq(symlink(fifo, lfifo), 0);
+	/* a block device node (of a loop device that is not there): only as root */
+	have_blk = mknod(blk, S_IFBLK | 0600, makedev(7, 250)) == 0;
+
+	/* an existing file: refused without --force by every command, and left as it was */
+	{
+		const char *gj[] = {NULL, "gate", "--baseline", counts_db, "--junit", file,
+				    counts_db, NULL};
+		const char *gm[] = {NULL, "gate", "--baseline", counts_db, "--markdown", file,
+				    counts_db, NULL};
+		const char *rep[] = {NULL, "report", "-o", file, counts_db, NULL};
+		const char *exp[] = {NULL, "export", "-o", file, counts_db, NULL};
+		const char *imp[] = {NULL, "import", "-o", file, spool, NULL};
+		const char *gjf[] = {NULL, "gate", "--force", "--baseline", counts_db,
+				     "--junit", file, counts_db, NULL};
+		const char **cmds[] = {gj, gm, rep, exp, imp};
+		struct tu_result r;
+		char *data;
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			assert_refused_with(cmds[i], "exists; use --force to replace it");
+		data = tu_read_file(file, NULL);
+		ck_assert_str_eq(data, "old\n");
+		free(data);
+		r = tu_cuscope(gjf);
+		ck_assert_msg(r.rc == 0, "gate --force --junit: %s", r.err);
+		tu_result_free(&r);
+		data = tu_read_file(file, NULL);
+		ck_assert_msg(strstr(data, "<testsuite"), "%s", data);
+		free(data);
+	}
+	/* links to a device or a FIFO, a FIFO for a trace, a block device: refused, even with
+	 * --force, and left as they were */
+	for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+		const char *out = targets[t];
+		const char *rep[] = {NULL, "report", "--force", "-o", out, counts_db, NULL};
+		const char *gj[] = {NULL, "gate", "--force", "--baseline", counts_db, "--junit",
+				    out, counts_db, NULL};
+		const char *exp[] = {NULL, "export", "--force", "-o", out, counts_db, NULL};
+		const char *ns[] = {NULL, "export", "--force", "--format", "nsys-sqlite", "-o",
+				    out, counts_db, NULL};
+		const char *imp[] = {NULL, "import", "--force", "-o", out, spool, NULL};
+		const char **cmds[] = {rep, gj, exp, ns, imp};
+
+		if (out == blk && !have_blk)
+			continue;
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			/* a FIFO named directly is written in place by all but a trace's writers */
+			if (out == fifo && cmds[i] != ns && cmds[i] != imp)
+				continue;
+			assert_refused_with(cmds[i], "not a regular file");
+		}
+	}
+	ck_assert(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	ck_assert(lstat(lnull, &st) == 0 && S_ISLNK(st.st_mode));
+	ck_assert(lstat(lfifo, &st) == 0 && S_ISLNK(st.st_mode));
+	ck_assert(!have_blk || (lstat(blk, &st) == 0 && S_ISBLK(st.st_mode)));
+	unlink(blk);
+	free(file);
+	free(fifo);
+	free(lnull);
+	free(lfifo);
+	free(blk);
+	free(spool);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile");
@@ -350,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, test_export_unknown_sync_type);
 	tcase_add_test(tc, test_string_ids_near_limit);
 	tcase_add_test(tc, test_extreme_arithmetic);
+	tcase_add_test(tc, test_outputs);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
