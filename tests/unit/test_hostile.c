@@ -429,6 +429,58 @@ START_TEST(test_outputs)
 }
 END_TEST
 
+/* 1 when s holds a control character other than a newline: C0, DEL or C1 (U+0080..U+009F). */
+static int has_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+		    (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+			return 1;
+	return 0;
+}
+
+/*
+ * Kernel names, a command line, a host and a GPU name holding terminal escapes (clear the screen,
+ * set the title, colours, C1 CSI): info, stats, diff, gate and report print them escaped (ESC as
+ * ^[), never raw; info, stats, diff and gate printed them raw before.
+ */
+START_TEST(test_terminal_escapes)
+{
+	char *path = copy_file(train_db, "escapes.db");
+	const char *info[] = {NULL, "info", path, NULL};
+	const char *stats[] = {NULL, "stats", path, NULL};
+	const char *diff[] = {NULL, "diff", train_db, path, NULL};
+	const char *gate[] = {NULL, "gate", "--baseline", train_db, path, NULL};
+	const char *report[] = {NULL, "report", "-v", path, NULL};
+	const char **cmds[] = {info, stats, diff, gate, report};
+
+	exec_sql(path, "UPDATE StringIds SET value = char(27) || ']0;title' || char(7) || char(27) "
+		       "|| '[2J' || value || char(155) || char(127) || char(9) WHERE id IN "
+		       "(SELECT nameId FROM CUPTI_ACTIVITY_KIND_KERNEL_DATA);"
+		       "UPDATE PROCESSES SET commandLine = char(27) || '[31mpython3 ' || "
+		       "commandLine;"
+		       "UPDATE TARGET_INFO_GPU SET name = name || char(27) || '[5m';"
+		       "UPDATE META SET value = value || char(27) || '[1m' WHERE key IN "
+		       "('command', 'host')");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		struct tu_result r = tu_cuscope(cmds[i]);
+
+		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s: exit %d: %s", cmds[i][1], r.rc, r.err);
+		ck_assert_msg(!has_control(r.out), "%s printed a control character: %.2000s",
+			      cmds[i][1], r.out);
+		ck_assert_msg(!has_control(r.err), "%s: %s", cmds[i][1], r.err);
+		tu_result_free(&r);
+	}
+	{
+		struct tu_result r = tu_cuscope(stats);
+
+		ck_assert_msg(strstr(r.out, "^[]0;title^G^[[2J"), "stats: %.2000s", r.out);
+		tu_result_free(&r);
+	}
+	free(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile");
@@ -447,6 +499,7 @@ int main(void)
 	tcase_add_test(tc, test_string_ids_near_limit);
 	tcase_add_test(tc, test_extreme_arithmetic);
 	tcase_add_test(tc, test_outputs);
+	tcase_add_test(tc, test_terminal_escapes);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
