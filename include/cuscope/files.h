@@ -17,7 +17,8 @@
 /* errno for a path that exists but is not a regular file (a FIFO, a device, a directory). */
 #define CS_ENOTREG EMEDIUMTYPE
 
-/* strerror(e), but "not a regular file" for CS_ENOTREG and "is a symbolic link" for ELOOP. */
+/* strerror(e), but "not a regular file" for CS_ENOTREG, "is a symbolic link" for ELOOP and "exists;
+ * use --force to replace it" for EEXIST. */
 const char *cs_file_strerror(int e);
 
 /*
@@ -56,13 +57,24 @@ int cs_private_dir(const char *dir, int create, char *why, size_t cap);
 int cs_same_file(const char *a, const char *b);
 
 /*
- * An output file written atomically: cs_outfile_open() creates "PATH.tmp.RANDOM" beside path with
- * O_CREAT|O_EXCL|O_NOFOLLOW (a link planted there is not followed: the open fails), mode 0666 less
- * the umask; write to fd; cs_outfile_commit() closes fd (unless it is -1: the caller closed it, for
- * example through fclose) and renames the temporary onto path, so a failed write leaves the file
- * that was there untouched. An existing path that is not a regular file (/dev/null, a FIFO) is
- * written in place instead (direct), since a rename would replace it; a FIFO or socket there that
- * belongs to another user is refused (EPERM). On any failure the temporary is removed.
+ * Whether path may be an output (docs/security.md, "Outputs"), the one rule of every command that
+ * writes: 0 when nothing is there; when a regular file, a link to one or a dangling link is there
+ * and force (it is replaced: a link is replaced, not written through); or when path names a
+ * character device or a FIFO of this user directly, or through /dev/stdout, /dev/stderr,
+ * /dev/fd/N or /proc/self/fd/N (*direct = 1: written in place, as -o /dev/null, never replaced).
+ * Else -1 with errno: EEXIST (a file there and no force), EISDIR, EPERM (another user's FIFO) or
+ * CS_ENOTREG (a block device, a socket, a link to a device or a FIFO).
+ */
+int cs_output_check(const char *path, int force, int *direct);
+
+/*
+ * An output file written atomically: cs_outfile_open() checks path with cs_output_check(), then
+ * creates "PATH.tmp.RANDOM" beside it with O_CREAT|O_EXCL|O_NOFOLLOW (a link planted there is not
+ * followed: the open fails), mode 0666 less the umask; write to fd; cs_outfile_commit() closes fd
+ * (unless it is -1: the caller closed it, for example through fclose) and renames the temporary
+ * onto path, so a failed write leaves the file that was there untouched. A character device or
+ * FIFO that cs_output_check() lets through is written in place instead (direct). On any failure
+ * the temporary is removed.
  */
 typedef struct cs_outfile {
 	char *path, *tmp;
@@ -70,7 +82,7 @@ typedef struct cs_outfile {
 	int direct;
 } cs_outfile;
 
-int cs_outfile_open(cs_outfile *o, const char *path);
+int cs_outfile_open(cs_outfile *o, const char *path, int force);
 int cs_outfile_commit(cs_outfile *o);
 void cs_outfile_abort(cs_outfile *o);
 /*

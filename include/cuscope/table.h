@@ -44,7 +44,8 @@ struct cs_table {
 };
 
 void cs_table_init(struct cs_table *t, const struct cs_column *cols, int ncols);
-/* Append a row of t->ncols strings (copied; NULL prints as empty). */
+/* Append a row of t->ncols strings (copied through cs_text_clean(): control characters escaped;
+ * NULL prints as empty). */
 void cs_table_add_row(struct cs_table *t, const char *const *cells);
 /*
  * Print the header, a rule and the rows, columns two spaces apart, each line starting with indent

@@ -362,6 +362,8 @@ int cs_trace_schema_version(const cs_trace *t);
 const char *cs_trace_meta(cs_trace *t, const char *key);
 /* A string by its StringIds id, or NULL. Lives until the trace is closed. */
 const char *cs_trace_string(cs_trace *t, int64_t id);
+/* The rows of StringIds: what bounds the name ids the analyses keep (cs_analysis_load()). */
+int64_t cs_trace_string_rows(cs_trace *t);
 
 typedef struct cs_trace_summary {
 	int64_t start, end; /* first and last timestamp of any event, ns since trace start;

@@ -22,8 +22,9 @@ char *cs_utf8_repair(const char *s);
 
 /*
  * A copy of s fit for a terminal, a markdown or an HTML file (malloc'd): invalid UTF-8 repaired,
- * control characters (C0, DEL, C1) shown as '?', so that names from a trace cannot move the cursor
- * or change colours. NULL (for "") is "". NULL without memory.
+ * control characters escaped as cat -v and less show them, so that names from a trace cannot move
+ * the cursor, change colours or set the title: C0 in caret notation (ESC "^[", TAB "^I", newline
+ * "^J"), DEL "^?", C1 as "<U+009B>" (docs/security.md). NULL (for "") is "". NULL without memory.
  */
 char *cs_text_clean(const char *s);
 

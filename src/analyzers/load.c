@@ -784,16 +784,27 @@ static int load_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 }
 
 /*
- * A name id without a string (only in a damaged file) reads as no name: the rules keep arrays
- * indexed by name id, which such an id (up to 2^63) would make huge.
+ * A name id without a string (only in a damaged file), or above CS_NAME_ID_MAX(strings), reads as
+ * no name: the rules keep arrays indexed by name id (of max id + 1 entries), which such an id (up
+ * to 2^63) would make huge or overflow. cuscope numbers strings from 1 without gaps, so only a
+ * crafted file has an id beyond four times its strings.
  */
+#define CS_NAME_ID_MAX(rows) cs_sat_add(cs_sat_mul((rows), 4), 1024)
+
+static int name_kept(cs_analysis *a, int64_t id, int64_t max)
+{
+	return id >= 0 && id <= max && cs_trace_string(a->trace, id);
+}
+
 static void drop_dangling_names(cs_analysis *a)
 {
+	int64_t max = CS_NAME_ID_MAX(cs_trace_string_rows(a->trace));
+
 	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].name_id >= 0 && !cs_trace_string(a->trace, a->kernels[i].name_id))
+		if (a->kernels[i].name_id >= 0 && !name_kept(a, a->kernels[i].name_id, max))
 			a->kernels[i].name_id = CS_ID_NONE;
 	for (int64_t i = 0; i < a->napis; i++)
-		if (a->apis[i].name_id >= 0 && !cs_trace_string(a->trace, a->apis[i].name_id))
+		if (a->apis[i].name_id >= 0 && !name_kept(a, a->apis[i].name_id, max))
 			a->apis[i].name_id = CS_ID_NONE;
 }
 

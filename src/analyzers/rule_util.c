@@ -708,7 +708,9 @@ int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, stru
 	for (int64_t i = 0; i < a->napis; i++)
 		if (a->apis[i].name_id > maxname)
 			maxname = a->apis[i].name_id;
-	if (maxname < 0)
+	/* name ids are at most 4 times the strings plus 1024 (cs_analysis_load()): the array stays
+	 * as small as the trace's strings, whatever ids a crafted file holds */
+	if (maxname < 0 || maxname == INT64_MAX)
 		return 0;
 	is_alloc = malloc((size_t)maxname + 1);
 	if (!is_alloc)

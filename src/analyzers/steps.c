@@ -1425,21 +1425,21 @@ int32_t cs_steps_default_warmup(const cs_steps *s)
 	if (!d)
 		return 0;
 	for (int32_t i = 0; i < n; i++)
-		d[i] = s->v[i].end - s->v[i].start;
+		d[i] = cs_sat_sub(s->v[i].end, s->v[i].start); /* times from the trace */
 	cs_sort_i64(d, (size_t)n);
-	med = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+	med = n % 2 ? d[n / 2] : cs_midpoint(d[n / 2 - 1], d[n / 2]);
 	for (int32_t i = 0; i < n; i++)
-		d[i] = d[i] > med ? d[i] - med : med - d[i];
+		d[i] = d[i] > med ? cs_sat_sub(d[i], med) : cs_sat_sub(med, d[i]);
 	cs_sort_i64(d, (size_t)n);
-	mad = n % 2 ? d[n / 2] : d[n / 2 - 1] + (d[n / 2] - d[n / 2 - 1]) / 2;
+	mad = n % 2 ? d[n / 2] : cs_midpoint(d[n / 2 - 1], d[n / 2]);
 	free(d);
-	far = med + (int64_t)(WARMUP_K * 1.4826 * (double)mad);
+	far = cs_sat_add(med, cs_sat_from_double(WARMUP_K * 1.4826 * (double)mad));
 	/* warm-up ends after the last outlier that keeps the outliers at least half of the steps
 	 * so far (within the first half of the steps): compilation and autotuning come at the
 	 * start, one after another or with a few normal steps among them, while the rare outliers
 	 * of the steady state (evaluation, a checkpoint) never make up half of a prefix */
 	for (int32_t i = 0, k = 0; i < n / 2; i++)
-		if (s->v[i].end - s->v[i].start > far && 2 * ++k >= i + 1)
+		if (cs_sat_sub(s->v[i].end, s->v[i].start) > far && 2 * ++k >= i + 1)
 			warmup = i + 1;
 	return warmup;
 }

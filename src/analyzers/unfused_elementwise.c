@@ -370,7 +370,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	for (int64_t i = 0; i < a->nkernels; i++)
 		if (a->kernels[i].name_id >= nnames)
-			nnames = a->kernels[i].name_id + 1;
+			nnames = cs_sat_add(a->kernels[i].name_id, 1); /* bounded by the strings: load.c */
 	ew = calloc((size_t)nnames + 1, 1);
 	if (!ew)
 		goto out;

@@ -82,6 +82,13 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * CLI_EXIT_USAGE. cmd NULL points at 'cuscope --help'.
  */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The one rule of every output (cs_output_check(), docs/security.md): 0 when path ("-" is stdout)
+ * may be written; else one line ("'X' exists; use --force to replace it", "cannot write 'X': not
+ * a regular file") and CLI_EXIT_USAGE. file_only: the output is a file that is renamed into place
+ * (a trace), so a device or a FIFO is refused too.
+ */
+int cli_output_check(const char *path, int force, int file_only);
 
 /* ---- option parsing ---- */
 

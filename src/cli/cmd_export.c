@@ -202,24 +202,6 @@ static char *default_output(const char *path, const char *ext)
 	return out;
 }
 
-/*
- * Whether output exists as something export would replace: a file or a link, which --force
- * replaces (a device or a FIFO is written in place, as -o /dev/null); prints why when it does.
- */
-static int refuse_existing(const char *output)
-{
-	struct stat sb;
-
-	if (lstat(output, &sb) || S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ||
-	    S_ISSOCK(sb.st_mode) || S_ISBLK(sb.st_mode))
-		return 0;
-	if (S_ISLNK(sb.st_mode) && stat(output, &sb) == 0 &&
-	    (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
-		return 0;
-	cli_error("'%s' exists; use --force to replace it", output);
-	return 1;
-}
-
 /* name with ".rankN" before its extension (".json", ".json.gz", ".pftrace"), or at its end. */
 /* --per-rank: the directory of OUT (traces/ of traces/job.json), made with its missing parents,
  * as HTA reads a directory of files. The directories made are kept in made[] (innermost last), so
@@ -513,7 +495,7 @@ int cmd_export(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}
-		if (!force && strcmp(outs[i], "-") && refuse_existing(outs[i])) {
+		if (cli_output_check(outs[i], force, opts.format == CS_EXPORT_NSYS_SQLITE)) {
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}

@@ -45,6 +45,7 @@ static const char gate_usage[] =
 	"      --junit FILE       write JUnit XML: one testcase per check\n"
 	"      --markdown FILE    write a markdown summary for a CI comment ('-': stdout,\n"
 	"                         instead of the text summary)\n"
+	"      --force            replace the --junit and --markdown files when they exist\n"
 	"      --fold             fold kernel names before matching them (docs/commands/diff.md)\n"
 	"      --step-range PAT   steps are the NVTX ranges whose text matches PAT (all traces)\n"
 	"      --warmup N         the first N steps of each trace are warm-up\n"
@@ -379,15 +380,18 @@ static int list_metrics(const cs_gate_config *c)
  * failed write leaves the file that was there intact. Prints the error and returns CLI_EXIT_USAGE
  * on failure.
  */
-static int write_report(const char *path, const cs_diff *d, int junit)
+static int write_report(const char *path, const cs_diff *d, int junit, int force)
 {
 	cs_outfile out;
 	FILE *f = stdout;
 	int rc;
 
 	if (strcmp(path, "-")) {
-		if (cs_outfile_open(&out, path)) {
-			cli_error("cannot write '%s': %s", path, strerror(errno));
+		if (cs_outfile_open(&out, path, force)) {
+			if (errno == EEXIST)
+				cli_error("'%s' exists; use --force to replace it", path);
+			else
+				cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
 		f = fdopen(out.fd, "w");
@@ -538,6 +542,7 @@ static int parse_confidence(const char *cmd, const char *arg, double *out)
 
 enum {
 	OPT_JUNIT = 256,
+	OPT_FORCE,
 	OPT_MARKDOWN,
 	OPT_LIST_METRICS,
 	OPT_CONFIDENCE,
@@ -552,6 +557,7 @@ int cmd_gate(int argc, char **argv)
 		{"confidence", required_argument, NULL, OPT_CONFIDENCE},
 		{"junit", required_argument, NULL, OPT_JUNIT},
 		{"markdown", required_argument, NULL, OPT_MARKDOWN},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"fold", no_argument, NULL, CLI_OPT_FOLD},
 		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
@@ -566,7 +572,7 @@ int cmd_gate(int argc, char **argv)
 	const char *config = NULL, *junit = NULL, *markdown = NULL, *path;
 	struct path_list bases = {0};
 	int64_t width = -1;
-	int quiet = 0, list = 0, no_color = 0, c, rc;
+	int quiet = 0, list = 0, no_color = 0, force = 0, c, rc;
 	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0};
 	cs_gate_config cfg;
 	cs_comparison cmp;
@@ -596,6 +602,9 @@ int cmd_gate(int argc, char **argv)
 			break;
 		case OPT_MARKDOWN:
 			markdown = optarg;
+			break;
+		case OPT_FORCE:
+			force = 1;
 			break;
 		case 'q':
 			quiet = 1;
@@ -666,6 +675,10 @@ int cmd_gate(int argc, char **argv)
 		cli_usage_error(argv[0], "--junit and --markdown name the same file");
 		goto out_paths;
 	}
+	/* before the comparison's work: an output there is replaced only with --force */
+	if ((junit && cli_output_check(junit, force, 0)) ||
+	    (markdown && cli_output_check(markdown, force, 0)))
+		goto out_paths;
 	if (cs_comparison_load(config, &o, (const char *const *)bases.v, bases.n, path, &cmp,
 			       &err) < 0) {
 		cli_error("%s", err.msg);
@@ -678,9 +691,9 @@ int cmd_gate(int argc, char **argv)
 	}
 	rc = 0;
 	if (junit)
-		rc = write_report(junit, d, 1);
+		rc = write_report(junit, d, 1, force);
 	if (!rc && markdown)
-		rc = write_report(markdown, d, 0);
+		rc = write_report(markdown, d, 0, force);
 	if (!rc && !quiet && !(markdown && !strcmp(markdown, "-"))) {
 		int w = cli_output_width((int)width);
 

@@ -180,10 +180,8 @@ int cmd_import(int argc, char **argv)
 			cli_error("'%s' is an input; write the trace to another file", out);
 			return CLI_EXIT_USAGE;
 		}
-	if (!opts.overwrite && access(out, F_OK) == 0) {
-		cli_error("'%s' exists; use --force to replace it", out);
+	if (cli_output_check(out, opts.overwrite, 1))
 		return CLI_EXIT_USAGE;
-	}
 	for (int i = optind; i < argc && npaths > 1; i++)
 		if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
 			return cli_usage_error(argv[0],

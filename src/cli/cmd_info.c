@@ -15,6 +15,7 @@
 #include "cuscope/gpu_links.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/utf8.h"
 
 /* Meta keys (docs/trace-format.md). */
 #define META_CUSCOPE_VERSION "cuscope_version"
@@ -346,9 +347,13 @@ static const char *json_int_text(char *buf, size_t size, const cJSON *o, const c
 	return buf;
 }
 
+/* value may come from the trace (the command, the host, a GPU's name): escaped for a terminal */
 static void info_line(const char *label, const char *value)
 {
-	printf("%-17s %s\n", label, value);
+	char *clean = cs_text_clean(value);
+
+	printf("%-17s %s\n", label, clean ? clean : "");
+	free(clean);
 }
 
 static void info_print_processes(const cJSON *procs, int width)

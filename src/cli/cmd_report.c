@@ -250,20 +250,14 @@ struct report_output {
  */
 static int output_begin(struct report_output *o, const char *path, const char *trace, int force)
 {
-	struct stat sb;
-
 	o->saved_stdout = -1;
-	if (!force && lstat(path, &sb) == 0 &&
-	    (S_ISREG(sb.st_mode) ||
-	     (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)))) {
-		cli_error("'%s' exists; use --force to replace it", path);
+	if (cli_output_check(path, force, 0))
 		return CLI_EXIT_USAGE;
-	}
 	if (cs_same_file(path, trace)) {
 		cli_error("cannot write the report over its trace '%s'", path);
 		return CLI_EXIT_USAGE;
 	}
-	if (cs_outfile_open(&o->file, path) < 0) {
+	if (cs_outfile_open(&o->file, path, force) < 0) {
 		cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
 		return CLI_EXIT_USAGE;
 	}

@@ -281,7 +281,7 @@ static size_t shown_kernels(const struct stats *st, int64_t limit, int64_t *rest
 
 	*rest_time = 0;
 	for (size_t i = shown; i < st->kernels.n; i++)
-		*rest_time += st->kernels.v[i].total;
+		cs_sat_accum(rest_time, st->kernels.v[i].total);
 	return shown;
 }
 

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cuscope/analyze.h"
+#include "cuscope/files.h"
 #include "cuscope/gate.h"
 
 void cli_error(const char *fmt, ...)
@@ -27,6 +28,23 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int cli_output_check(const char *path, int force, int file_only)
+{
+	int direct = 0;
+
+	if (!strcmp(path, "-") && !file_only)
+		return 0;
+	if (cs_output_check(path, force, &direct) == 0 && !(direct && file_only))
+		return 0;
+	if (direct)
+		errno = CS_ENOTREG;
+	if (errno == EEXIST)
+		cli_error("'%s' exists; use --force to replace it", path);
+	else
+		cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
+	return CLI_EXIT_USAGE;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

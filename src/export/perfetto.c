@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/checked.h"
 #include "export.h"
 
 /* Trace */
@@ -419,7 +420,7 @@ static void put_args(struct perfetto *p, const struct ex_event *e)
 
 static uint64_t timestamp(const struct exporter *ex, int64_t ts)
 {
-	int64_t v = ex->base_ns + ts;
+	int64_t v = cs_sat_add(ex->base_ns, ts); /* ts: any time of the trace */
 
 	return v > 0 ? (uint64_t)v : 0;
 }

@@ -163,14 +163,15 @@ int ex_sink_open(const char *path, int gzip, struct ex_sink **out, cs_error *err
 		fd_sink_free(s);
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 	}
-	if (cs_outfile_open(&s->out, path) == 0)
+	/* force: the command checked the output first (cli_output_check(), --force) */
+	if (cs_outfile_open(&s->out, path, 1) == 0)
 		s->fd = s->out.fd;
 	if (s->fd < 0) {
 		int e = errno;
 
 		fd_sink_free(s);
 		return cs_error_set(err, e == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
-				    "cannot write '%s': %s", path, strerror(e));
+				    "cannot write '%s': %s", path, cs_file_strerror(e));
 	}
 	*out = &s->base;
 	return 0;

@@ -28,12 +28,16 @@
 #include "cuscope/demangle.h"
 #include "cuscope/nsys_compat.h"
 #include "cuscope/trace.h"
+#include "trace_internal.h"
 
 struct nsys {
 	sqlite3 *db;
 	cs_error *err;
 	const char *src;
 	sqlite3_stmt *find, *add; /* StringIds by value; a new string */
+	struct cs_sql_guard guard; /* of the reading rules of copy_authorizer() */
+	int denied;		   /* copy_authorizer() refused something */
+	int internal;		   /* exec_internal() runs */
 };
 
 static int sql_fail(struct nsys *n, const char *what)
@@ -49,19 +53,40 @@ static int exec(struct nsys *n, const char *sql)
 	return 0;
 }
 
+/*
+ * An ALTER TABLE or the VACUUM of this file (its text is ours alone): SQLite runs SQL of its own for
+ * them (functions on sqlite_master; VACUUM attaches a temporary database), which copy_authorizer()
+ * lets run while it does, and the one attached database VACUUM needs.
+ */
+static int exec_internal(struct nsys *n, const char *sql)
+{
+	int rc;
+
+	n->internal = 1;
+	sqlite3_limit(n->db, SQLITE_LIMIT_ATTACHED, 1);
+	rc = exec(n, sql);
+	sqlite3_limit(n->db, SQLITE_LIMIT_ATTACHED, 0);
+	n->internal = 0;
+	return rc;
+}
+
 /* The StringIds id of s, added when the copy does not have it; < 0 on failure. */
 static int64_t intern(struct nsys *n, const char *s)
 {
 	int64_t id = -1;
 
-	sqlite3_reset(n->find);
 	sqlite3_bind_text(n->find, 1, s, -1, SQLITE_STATIC);
 	if (sqlite3_step(n->find) == SQLITE_ROW)
-		return sqlite3_column_int64(n->find, 0);
-	sqlite3_reset(n->add);
+		id = sqlite3_column_int64(n->find, 0);
+	/* reset before anything else runs: a statement left running locks StringIds, whose
+	 * insert below, or a later DROP of its index, then fails ("database table is locked") */
+	sqlite3_reset(n->find);
+	if (id >= 0)
+		return id;
 	sqlite3_bind_text(n->add, 1, s, -1, SQLITE_STATIC);
 	if (sqlite3_step(n->add) == SQLITE_DONE)
 		id = sqlite3_last_insert_rowid(n->db);
+	sqlite3_reset(n->add);
 	return id;
 }
 
@@ -84,33 +109,47 @@ static const char *object_type(struct nsys *n, const char *name)
 	return type;
 }
 
-/* x."a", x."b", ...: the columns of table but rowid (a version 2 view names it) into out. */
-static int columns_of(struct nsys *n, const char *table, char *out, size_t size)
+/*
+ * x."a", x."b", ...: the columns of the event table of kind as columns.def names them, each one
+ * the file's table lacks (written before it was added) as NULL AS "a". The names put into SQL are
+ * cuscope's own: a name read from the file is only compared, never pasted (a column called
+ * 'a" FROM x; ATTACH ...' is a column the copy does not have). Columns the file has beyond
+ * columns.def (a later cuscope's) are not copied.
+ */
+static int columns_of(struct nsys *n, enum cs_event_kind kind, char *out, size_t size)
 {
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
 	sqlite3_stmt *st = NULL;
+	uint64_t have = 0;
 	size_t len = 0;
 	char sql[128];
 
 	out[0] = '\0';
-	snprintf(sql, sizeof(sql), "SELECT name FROM pragma_table_info('%s')", table);
+	snprintf(sql, sizeof(sql), "PRAGMA table_xinfo(\"%s\")", cs_event_kind_table(kind));
 	if (sqlite3_prepare_v2(n->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(n, "columns");
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *c = (const char *)sqlite3_column_text(st, 0);
-		int k;
+		const char *c = (const char *)sqlite3_column_text(st, 1);
 
-		if (!c || !strcmp(c, "rowid"))
-			continue;
-		k = snprintf(out + len, size - len, "%sx.\"%s\"", len ? ", " : "", c);
-		if (k < 0 || (size_t)k >= size - len) {
-			sqlite3_finalize(st);
-			return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s': too many columns",
-					    n->src);
-		}
-		len += (size_t)k;
+		for (int i = 0; c && i < d->ncolumns && i < 64; i++)
+			if (!strcmp(c, d->col[i].name))
+				have |= UINT64_C(1) << i;
 	}
 	sqlite3_finalize(st);
-	return len ? 0 : cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src, table);
+	if (!have)
+		return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src,
+				    cs_event_kind_table(kind));
+	for (int i = 0; i < d->ncolumns && i < 64; i++) {
+		int k = snprintf(out + len, size - len,
+				 have & UINT64_C(1) << i ? "%sx.\"%s\"" : "%sNULL AS \"%s\"",
+				 len ? ", " : "", d->col[i].name);
+
+		if (k < 0 || (size_t)k >= size - len)
+			return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s': too many columns",
+					    n->src);
+		len += (size_t)k;
+	}
+	return 0;
 }
 
 /*
@@ -118,15 +157,16 @@ static int columns_of(struct nsys *n, const char *table, char *out, size_t size)
  * columns (as x.name; select reads it as "x" and keeps its rows in rowid order): its view and
  * _DATA table (version 2) or its table (version 1) go.
  */
-static int rebuild(struct nsys *n, const char *table, const char *select)
+static int rebuild(struct nsys *n, enum cs_event_kind kind, const char *select)
 {
 	char sql[8192], cols[4096], body[6144];
+	const char *table = cs_event_kind_table(kind);
 	const char *type = object_type(n, table);
 	int rc;
 
 	if (!type)
 		return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src, table);
-	rc = columns_of(n, table, cols, sizeof(cols));
+	rc = columns_of(n, kind, cols, sizeof(cols));
 	if (rc)
 		return rc;
 	snprintf(body, sizeof(body), select, cols);
@@ -141,7 +181,7 @@ static int rebuild(struct nsys *n, const char *table, const char *select)
 	}
 	if (!rc) {
 		snprintf(sql, sizeof(sql), "ALTER TABLE nsys_new RENAME TO %s", table);
-		rc = exec(n, sql);
+		rc = exec_internal(n, sql);
 	}
 	return rc;
 }
@@ -408,24 +448,24 @@ static int add_names(struct nsys *n)
 	if (!rc)
 		rc = thread_names(n);
 	if (!rc)
-		rc = rebuild(n, "CUPTI_ACTIVITY_KIND_KERNEL",
+		rc = rebuild(n, CS_EV_KERNEL,
 			     "SELECT %s, x.pid << 24 AS globalPid, nm.shortName AS shortName, "
 			     "nm.demangledName AS demangledName, x.nameId AS mangledName "
 			     "FROM CUPTI_ACTIVITY_KIND_KERNEL x LEFT JOIN temp.nsys_names nm "
 			     "ON nm.nameId = x.nameId ORDER BY x.rowid");
 	if (!rc)
 		rc = rebuild(
-			n, "CUPTI_ACTIVITY_KIND_MEMCPY",
+			n, CS_EV_MEMCPY,
 			"SELECT %s, x.pid << 24 AS globalPid FROM CUPTI_ACTIVITY_KIND_MEMCPY x "
 			"ORDER BY x.rowid");
 	if (!rc)
 		rc = rebuild(
-			n, "CUPTI_ACTIVITY_KIND_MEMSET",
+			n, CS_EV_MEMSET,
 			"SELECT %s, x.pid << 24 AS globalPid FROM CUPTI_ACTIVITY_KIND_MEMSET x "
 			"ORDER BY x.rowid");
 	/* the API rows and the launches without one, in time order (unknown starts first) */
 	if (!rc)
-		rc = rebuild(n, "CUPTI_ACTIVITY_KIND_RUNTIME",
+		rc = rebuild(n, CS_EV_API,
 			     "SELECT start, \"end\", pid, tid, apiKind, cbid, correlationId, "
 			     "returnValue, nameId, stackId, (pid << 24) | (tid & 16777215) AS "
 			     "globalTid, fromLaunch FROM (SELECT %s, 0 AS fromLaunch, x.rowid AS "
@@ -438,7 +478,7 @@ static int add_names(struct nsys *n)
 			     "fromLaunch, ord");
 	if (!rc)
 		rc = rebuild(
-			n, "NVTX_EVENTS",
+			n, CS_EV_NVTX,
 			"SELECT %s, s.value AS text, CASE x.nvtxType WHEN 1 THEN 59 WHEN 2 "
 			"THEN 60 WHEN 3 THEN 34 END AS eventType, (x.pid << 24) | (x.tid & "
 			"16777215) AS globalTid, CASE WHEN x.endTid != 0 THEN (x.pid << 24) | "
@@ -448,9 +488,11 @@ static int add_names(struct nsys *n)
 		rc = exec(n, "INSERT OR REPLACE INTO EVENT_TABLE_INFO SELECT "
 			     "'CUPTI_ACTIVITY_KIND_RUNTIME', count(*), min(start), "
 			     "max(coalesce(\"end\", start)), max(\"end\" - start) FROM "
-			     "CUPTI_ACTIVITY_KIND_RUNTIME;"
-			     "ALTER TABLE TARGET_INFO_GPU ADD COLUMN id INTEGER;"
-			     "UPDATE TARGET_INFO_GPU SET id = deviceId;"
+			     "CUPTI_ACTIVITY_KIND_RUNTIME");
+	if (!rc)
+		rc = exec_internal(n, "ALTER TABLE TARGET_INFO_GPU ADD COLUMN id INTEGER");
+	if (!rc)
+		rc = exec(n, "UPDATE TARGET_INFO_GPU SET id = deviceId;"
 			     "INSERT OR REPLACE INTO META VALUES ('nsys_compat', '1')");
 	if (!rc)
 		rc = exec(n, enum_sql);
@@ -458,26 +500,87 @@ static int add_names(struct nsys *n)
 	sqlite3_finalize(n->add);
 	n->find = n->add = NULL;
 	if (!rc)
-		rc = exec(n, "DROP INDEX nsys_string_value; COMMIT; VACUUM");
+		rc = exec(n, "DROP INDEX nsys_string_value; COMMIT");
+	if (!rc)
+		rc = exec_internal(n, "VACUUM");
 	else
 		sqlite3_exec(n->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
 
-/* Copy the database at src into the new file tmp. */
+/*
+ * What SQL may do on the copy: this file's statements, and nothing a file could add. Reading goes
+ * through the same rules as a reader's (guard.c: inside a view, only an event table's view reading
+ * its _DATA table); writing is creating, filling, altering and dropping the tables and the index
+ * that add_names() makes, at top level (no trigger: the copy has none, and they are off). No
+ * ATTACH, DETACH, view, trigger or virtual table, no function beyond the aggregates and coalesce().
+ */
+static int copy_authorizer(void *arg, int action, const char *a1, const char *a2, const char *db,
+			   const char *inner)
+{
+	struct nsys *n = arg;
+
+	(void)db;
+	/* what SQLite runs for an ALTER TABLE or VACUUM of ours: an ATTACH only of a temporary */
+	if (n->internal && !inner && (action != SQLITE_ATTACH || (a1 && !a1[0])))
+		return SQLITE_OK;
+	switch (action) {
+	case SQLITE_FUNCTION:
+	case SQLITE_SELECT:
+	case SQLITE_READ:
+		/* the reader's rules, which know the event views */
+		return cs_sql_read_authorizer(&n->guard, action, a1, a2, db, inner);
+	case SQLITE_INSERT:
+	case SQLITE_UPDATE:
+	case SQLITE_DELETE:
+	case SQLITE_CREATE_TABLE:
+	case SQLITE_CREATE_TEMP_TABLE:
+	case SQLITE_CREATE_INDEX:
+	case SQLITE_CREATE_TEMP_INDEX:
+	case SQLITE_DROP_TABLE:
+	case SQLITE_DROP_VIEW:
+	case SQLITE_DROP_INDEX:
+	case SQLITE_ALTER_TABLE:
+	case SQLITE_REINDEX: /* of the index made on StringIds */
+	case SQLITE_TRANSACTION:
+		if (!inner)
+			return SQLITE_OK;
+		break;
+	case SQLITE_PRAGMA:
+		if (!inner && a1 &&
+		    (!sqlite3_stricmp(a1, "table_xinfo") || !sqlite3_stricmp(a1, "journal_mode")))
+			return SQLITE_OK;
+		break;
+	default:
+		break;
+	}
+	n->denied = 1;
+	return SQLITE_DENY;
+}
+
+/*
+ * Copy the database at src into the new file tmp, and check the copy as a reader checks a trace
+ * (cs_schema_check_db(): what is checked is what the copy holds, whatever src became since the
+ * trace was opened); the copy's connection is hardened like a reader's, with copy_authorizer().
+ */
 static int copy_db(struct nsys *n, const char *tmp)
 {
 	sqlite3 *from = NULL;
 	sqlite3_backup *b;
+	char *uri = cs_sql_ro_uri(n->src);
 	int rc;
 
-	rc = sqlite3_open_v2(n->src, &from, SQLITE_OPEN_READONLY, NULL);
+	if (!uri)
+		return cs_error_set(n->err, CS_ERR_NOMEM, "out of memory");
+	rc = sqlite3_open_v2(uri, &from, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	free(uri);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(from);
 		return cs_error_set(n->err, CS_ERR_NOT_FOUND, "cannot open '%s'", n->src);
 	}
 	rc = sqlite3_open_v2(tmp, &n->db, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK) {
+		cs_sql_harden(n->db, 1);
 		b = sqlite3_backup_init(n->db, "main", from, "main");
 		rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
 		if (b)
@@ -486,12 +589,17 @@ static int copy_db(struct nsys *n, const char *tmp)
 	sqlite3_close(from);
 	if (rc != SQLITE_DONE)
 		return sql_fail(n, "copy");
-	return 0;
+	rc = cs_schema_check_db(n->db, n->src, NULL, &n->guard, n->err);
+	if (rc)
+		return rc;
+	sqlite3_set_authorizer(n->db, copy_authorizer, n);
+	/* a trace in WAL mode gives a copy in WAL mode: the copy is one file */
+	return exec(n, "PRAGMA journal_mode = DELETE");
 }
 
 int cs_nsys_compat_write(const char *src, const char *out, int64_t *bytes, cs_error *err)
 {
-	struct nsys n = {NULL, err, src, NULL, NULL};
+	struct nsys n = {NULL, err, src, NULL, NULL, {0}, 0, 0};
 	struct stat sb;
 	char *tmp;
 	int fd, rc;

@@ -66,6 +66,7 @@ struct cs_trace {
 	int strings_loaded; /* 0 not yet, 1 array, 2 one by one */
 	char **strings;	    /* indexed by id */
 	int64_t nstrings;   /* slots in strings */
+	int64_t string_rows; /* rows of StringIds */
 	sqlite3_stmt *string_stmt;
 	struct loose_string *loose;
 
@@ -81,6 +82,7 @@ struct cs_trace {
 	 * running with what it runs in between, and the most allowed */
 	int64_t work, work_limit;
 	int over_limit; /* the limit interrupted the last statement */
+	struct cs_sql_guard guard; /* the connection's authorizer's */
 };
 
 struct cs_iter {
@@ -209,9 +211,16 @@ static void work_limit_set(cs_trace *t)
 	struct stat st;
 	int64_t limit = WORK_FLOOR;
 
-	if (!stat(t->path, &st) && st.st_size > 0 && st.st_size < INT64_MAX / WORK_PER_BYTE &&
-	    (int64_t)st.st_size * WORK_PER_BYTE > limit)
-		limit = (int64_t)st.st_size * WORK_PER_BYTE;
+	int64_t bytes;
+
+	/* the bytes the file holds on disk: a sparse file's apparent size does not lift the limit */
+	if (!stat(t->path, &st) && st.st_size > 0) {
+		bytes = st.st_blocks < INT64_MAX / 512 ? (int64_t)st.st_blocks * 512 : INT64_MAX;
+		if (bytes > st.st_size)
+			bytes = st.st_size;
+		if (bytes < INT64_MAX / WORK_PER_BYTE && bytes * WORK_PER_BYTE > limit)
+			limit = bytes * WORK_PER_BYTE;
+	}
 	t->work_limit = limit / WORK_STEP;
 	sqlite3_progress_handler(t->db, WORK_STEP, work_progress, t);
 	sqlite3_trace_v2(t->db, SQLITE_TRACE_STMT, work_statement, t);
@@ -392,6 +401,7 @@ int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *err)
 {
 	cs_trace *t;
+	char *uri;
 	int rc;
 
 	if (out)
@@ -407,10 +417,17 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 		free(t);
 		return cs_error_set(err, CS_ERR_NOMEM, "cannot open '%s': out of memory", path);
 	}
-	rc = sqlite3_open_v2(path, &t->db,
-			     SQLITE_OPEN_READONLY |
+	uri = cs_sql_ro_uri(path);
+	if (!uri) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "cannot open '%s': out of memory", path);
+		goto fail;
+	}
+	/* immutable: no lock, and no -wal, -shm or -journal file read or made beside the trace */
+	rc = sqlite3_open_v2(uri, &t->db,
+			     SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
 				     (flags & CS_TRACE_ONE_THREAD ? SQLITE_OPEN_NOMUTEX : 0),
 			     NULL);
+	free(uri);
 	if (rc != SQLITE_OK) {
 		int code = cs_sql_code(rc);
 
@@ -422,11 +439,12 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 					  path, t->db ? sqlite3_errmsg(t->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
+	cs_sql_harden(t->db, 0);
 	sqlite3_busy_timeout(t->db, 2000);
 	sqlite3_exec(t->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL);
 	work_limit_set(t);
 
-	rc = cs_schema_check_db(t->db, path, &t->version, err);
+	rc = cs_schema_check_db(t->db, path, &t->version, &t->guard, err);
 	if (!rc)
 		rc = load_meta(t, err);
 	if (!rc)
@@ -511,6 +529,7 @@ static void load_strings(cs_trace *t)
 		max_id = col_int(st, 1);
 	}
 	sqlite3_finalize(st);
+	t->string_rows = count > 0 ? count : 0;
 	if (max_id < 0 || (max_id > STRINGS_ARRAY_MAX && max_id > 4 * count))
 		return;
 	t->strings = calloc((size_t)max_id + 1, sizeof(char *));
@@ -569,6 +588,15 @@ const char *cs_trace_string(cs_trace *t, int64_t id)
 	if (t->strings_loaded == 1)
 		return id < t->nstrings ? t->strings[id] : NULL;
 	return lookup_string(t, id);
+}
+
+int64_t cs_trace_string_rows(cs_trace *t)
+{
+	if (!t)
+		return 0;
+	if (!t->strings_loaded)
+		load_strings(t);
+	return t->string_rows;
 }
 
 /* ---- summary, processes, devices, streams ---- */

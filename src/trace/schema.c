@@ -125,16 +125,6 @@ static const char *const main_tables_sql[] = {
 };
 
 /*
- * The tables a file must have (besides the event tables); the reader refuses a file that lacks
- * one. Not FINDINGS, which the writer creates empty for older readers (docs/trace-format.md).
- */
-static const char *const required_tables[] = {
-	"META",		"StringIds",	   CS_TABLE_INFO,
-	"PROCESSES",	"TARGET_INFO_GPU", "TARGET_INFO_CUDA_STREAM",
-	"STACK_FRAMES", "STACKS",
-};
-
-/*
  * Secondary indices built once the data is in place. Deliberately empty: event tables
  * are clustered by start (rowid order), StringIds, META and STACKS are keyed by what the reader
  * looks up, and a per-stream index on kernels, (deviceId, streamId, start), would cost about 18
@@ -618,64 +608,42 @@ static int check_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
 /*
  * What reading an event table may do: read that table or, behind its view, its _DATA table, and
  * call coalesce() (build_kind()'s views); no other table, function or recursion. A file whose event
- * table does more was not written by cuscope.
+ * table does more was not written by cuscope. The connection's authorizer (guard.c) decides.
  */
-struct event_read {
-	const char *table;
-	int denied;
-};
-
-static int event_read_check(void *arg, int action, const char *a1, const char *a2, const char *db,
-			    const char *view)
-{
-	struct event_read *e = arg;
-	size_t n = strlen(e->table);
-
-	(void)db;
-	(void)view;
-	if (action == SQLITE_SELECT)
-		return SQLITE_OK;
-	if (action == SQLITE_READ && a1 && !strncmp(a1, e->table, n) &&
-	    (!a1[n] || !strcmp(a1 + n, "_DATA")))
-		return SQLITE_OK;
-	if (action == SQLITE_FUNCTION && a2 && !sqlite3_stricmp(a2, "coalesce"))
-		return SQLITE_OK;
-	e->denied = 1;
-	return SQLITE_DENY;
-}
-
-static int check_event_tables(sqlite3 *db, const char *path, cs_error *err)
+static int check_event_tables(sqlite3 *db, const char *path, struct cs_sql_guard *g, cs_error *err)
 {
 	for (int k = 0; k < CS_EV_COUNT; k++) {
-		struct event_read e = {cs_event_kind_table(k), 0};
+		const char *table = cs_event_kind_table(k);
 		sqlite3_stmt *st = NULL;
 		char sql[128];
 		int rc;
 
-		snprintf(sql, sizeof(sql), "SELECT * FROM %s", e.table);
-		sqlite3_set_authorizer(db, event_read_check, &e);
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s", table);
+		g->denied = 0;
 		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-		sqlite3_set_authorizer(db, NULL, NULL);
 		sqlite3_finalize(st);
-		if (e.denied)
+		if (g->denied)
 			return cs_error_set(
 				err, CS_ERR_NOT_TRACE,
 				"cannot open '%s': not a cuscope trace (%s is not a table "
 				"or view that cuscope writes)",
-				path, e.table);
+				path, table);
 		if (rc != SQLITE_OK)
 			return check_failed(db, rc, path, err);
 	}
 	return CS_OK;
 }
 
-int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *err)
+int cs_schema_check_db(sqlite3 *db, const char *path, int *version, struct cs_sql_guard *g,
+		       cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	const char *text;
 	char *end;
 	long v;
-	int rc, found;
+	int rc;
+
+	cs_sql_guard_reader(db, g);
 
 	/* sqlite_master first: reading it fails on a damaged header or first page. */
 	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
@@ -728,32 +696,8 @@ int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *er
 		*version = (int)v;
 
 	/* event tables are views over _DATA tables from version 2 on, tables before */
-	rc = sqlite3_prepare_v2(db,
-				"SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND "
-				"name = ?",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return check_failed(db, rc, path, err);
-	for (int i = 0;
-	     i < (int)(sizeof(required_tables) / sizeof(required_tables[0])) + CS_EV_COUNT; i++) {
-		int nreq = (int)(sizeof(required_tables) / sizeof(required_tables[0]));
-		const char *name = i < nreq ? required_tables[i] : cs_event_kind_table(i - nreq);
-
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-		found = rc == SQLITE_ROW;
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-			sqlite3_finalize(st);
-			return check_failed(db, rc, path, err);
-		}
-		if (!found) {
-			sqlite3_finalize(st);
-			return cs_error_set(err, CS_ERR_CORRUPT,
-					    "cannot open '%s': damaged file (table %s is missing)",
-					    path, name);
-		}
-	}
-	sqlite3_finalize(st);
-	return check_event_tables(db, path, err);
+	rc = cs_schema_check_objects(db, path, err);
+	if (rc)
+		return rc;
+	return check_event_tables(db, path, g, err);
 }

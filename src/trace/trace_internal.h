@@ -69,7 +69,36 @@ int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_
 /* Checks of a file before SQLite opens it: exists, is not empty, is SQLite, is as long as its
  * header says. */
 int cs_schema_check_file(const char *path, cs_error *err);
-/* Checks of an opened file: a cuscope trace, of a schema this build reads, with every table. */
-int cs_schema_check_db(sqlite3 *db, const char *path, int *version, cs_error *err);
+
+/* ---- guard.c: connections to files from elsewhere (docs/security.md) ---- */
+
+/* The longest string, blob or row a connection to a trace reads (SQLITE_LIMIT_LENGTH). */
+#define CS_SQL_MAX_LENGTH (8 * 1024 * 1024)
+
+/* What the authorizer of a reading connection saw: denied is set when it refused something. */
+struct cs_sql_guard {
+	int denied;
+};
+
+/* "file:PATH?mode=ro&immutable=1", PATH percent-encoded: open with SQLITE_OPEN_URI. Read-only and
+ * without locks, so that no -wal, -shm or -journal file is made or read beside a trace. Malloc'd. */
+char *cs_sql_ro_uri(const char *path);
+/* Defensive mode, no trusted schema, no triggers, no extensions, and tight sqlite3_limit()s
+ * (copy: the nsys copy, whose queries unite a few selects). */
+void cs_sql_harden(sqlite3 *db, int copy);
+/* The authorizer of a connection that reads a trace (guard.c says what it lets through); g's
+ * denied is set when it refuses. */
+void cs_sql_guard_reader(sqlite3 *db, struct cs_sql_guard *g);
+/* That authorizer (arg: a struct cs_sql_guard *), for one that adds to it (the nsys copy's). */
+int cs_sql_read_authorizer(void *arg, int action, const char *a1, const char *a2, const char *db,
+			   const char *inner);
+/* The schema objects of the file: no trigger, no virtual table, the side tables tables with the
+ * columns a reader reads, the event tables tables or views over tables, no generated column in
+ * any of them. A one-line error otherwise. */
+int cs_schema_check_objects(sqlite3 *db, const char *path, cs_error *err);
+/* All the checks of an opened file (schema version, objects, event tables); installs the reading
+ * authorizer with g, which stays. *version gets the schema version. */
+int cs_schema_check_db(sqlite3 *db, const char *path, int *version, struct cs_sql_guard *g,
+		       cs_error *err);
 
 #endif

@@ -420,10 +420,16 @@ int cs_writer_open(const char *path, int overwrite, cs_trace_writer **out, cs_er
 		*out = NULL;
 	if (!path || !*path || !out)
 		return cs_error_set(err, CS_ERR_INVALID, "cs_writer_open: no path");
-	if (stat(path, &sb) == 0) {
+	if (lstat(path, &sb) == 0) {
+		if (S_ISLNK(sb.st_mode) && stat(path, &sb)) /* a dangling link: replaced */
+			sb.st_mode = S_IFREG;
 		if (S_ISDIR(sb.st_mode))
 			return cs_error_set(err, CS_ERR_INVALID,
 					    "cannot write '%s': is a directory", path);
+		/* the trace is renamed onto path: a device, a FIFO or a socket would be replaced */
+		if (!S_ISREG(sb.st_mode))
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "cannot write '%s': not a regular file", path);
 		if (!overwrite)
 			return cs_error_set(err, CS_ERR_EXISTS,
 					    "'%s' exists (use --force to overwrite)", path);
@@ -1290,6 +1296,8 @@ static int sync_file(const char *path)
 
 static int rename_into_place(cs_trace_writer *w, cs_error *err)
 {
+	struct stat sb;
+
 	if (!w->overwrite) {
 		if (renameat2(AT_FDCWD, w->tmp_path, AT_FDCWD, w->path, RENAME_NOREPLACE) == 0)
 			return 0;
@@ -1302,6 +1310,10 @@ static int rename_into_place(cs_trace_writer *w, cs_error *err)
 			return cs_error_set(err, CS_ERR_EXISTS,
 					    "'%s' exists (use --force to overwrite)", w->path);
 	}
+	/* never renamed over what is not a file (a device or a FIFO put there since the open) */
+	if (lstat(w->path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+		return cs_error_set(err, CS_ERR_INVALID, "cannot write '%s': not a regular file",
+				    w->path);
 	if (rename(w->tmp_path, w->path) == 0)
 		return 0;
 failed:

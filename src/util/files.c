@@ -18,6 +18,8 @@ const char *cs_file_strerror(int e)
 		return "not a regular file";
 	if (e == ELOOP)
 		return "is a symbolic link";
+	if (e == EEXIST)
+		return "exists; use --force to replace it";
 	return strerror(e);
 }
 
@@ -214,31 +216,66 @@ char *cs_make_temp_beside(const char *path, const char *suffix)
 	return name;
 }
 
-int cs_outfile_open(cs_outfile *o, const char *path)
+/* The process's own descriptors by name: written in place, though they are links. */
+static int own_descriptor(const char *path)
 {
-	struct stat st;
+	return !strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") ||
+	       !strncmp(path, "/dev/fd/", 8) || !strncmp(path, "/proc/self/fd/", 14);
+}
 
-	memset(o, 0, sizeof(*o));
-	o->fd = -1;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+int cs_output_check(const char *path, int force, int *direct)
+{
+	struct stat l, st;
+
+	*direct = 0;
+	if (lstat(path, &l))
+		return errno == ENOENT ? 0 : -1;
+	if (S_ISDIR(l.st_mode)) {
 		errno = EISDIR;
 		return -1;
 	}
-	o->path = strdup(path);
-	if (!o->path)
+	if (S_ISLNK(l.st_mode) && stat(path, &st)) /* a dangling link: replaced, as a file */
+		st = l;
+	else if (!S_ISLNK(l.st_mode))
+		st = l;
+	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+		if (force)
+			return 0;
+		errno = EEXIST;
 		return -1;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/*
-		 * A device or a FIFO: a file renamed over it would replace it. A FIFO or socket
-		 * of another user (planted where the output goes) would hand it the output, or
-		 * never be read: refused.
-		 */
-		if (!S_ISCHR(st.st_mode) && st.st_uid != geteuid()) {
-			free(o->path);
-			o->path = NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return -1;
+	}
+	/* a character device or a FIFO is written in place (-o /dev/null), never replaced; a block
+	 * device or a socket never, nor anything but a file through another link */
+	if ((S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) &&
+	    (!S_ISLNK(l.st_mode) || own_descriptor(path))) {
+		/* a FIFO of another user (planted where the output goes) would hand it the output */
+		if (S_ISFIFO(st.st_mode) && st.st_uid != geteuid()) {
 			errno = EPERM;
 			return -1;
 		}
+		*direct = 1;
+		return 0;
+	}
+	errno = CS_ENOTREG;
+	return -1;
+}
+
+int cs_outfile_open(cs_outfile *o, const char *path, int force)
+{
+	int direct;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (cs_output_check(path, force, &direct))
+		return -1;
+	o->path = strdup(path);
+	if (!o->path)
+		return -1;
+	if (direct) {
 		o->direct = 1;
 		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	} else {

@@ -209,7 +209,8 @@ void cs_table_add_row(struct cs_table *t, const char *const *cells)
 		t->cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
-		char *c = strdup(cells[i] ? cells[i] : "");
+		/* cells hold names from traces: escaped, so that none reaches a terminal raw */
+		char *c = cs_text_clean(cells[i]);
 
 		if (!c) {
 			for (size_t j = 0; j < i; j++)

@@ -70,21 +70,34 @@ char *cs_utf8_repair(const char *s)
 
 char *cs_text_clean(const char *s)
 {
-	char *r = cs_utf8_repair(s ? s : "");
-	unsigned char *p, *w;
+	static const char hex[] = "0123456789ABCDEF";
+	char *r = cs_utf8_repair(s ? s : ""), *out, *w;
+	const unsigned char *p;
 
 	if (!r)
 		return NULL;
-	for (p = w = (unsigned char *)r; *p; p++) {
-		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			*w++ = '?';
+	/* at most 4 bytes out per byte in: a C1 character's 2 bytes become "<U+0085>" */
+	out = malloc(4 * strlen(r) + 1);
+	if (!out) {
+		free(r);
+		return NULL;
+	}
+	for (p = (const unsigned char *)r, w = out; *p; p++) {
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1: as less shows it */
+			memcpy(w, "<U+00", 5);
+			w[5] = hex[p[1] >> 4];
+			w[6] = hex[p[1] & 15];
+			w[7] = '>';
+			w += 8;
 			p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			*w++ = '?';
+		} else if (*p < 0x20 || *p == 0x7f) { /* C0 and DEL in caret notation: ESC is ^[ */
+			*w++ = '^';
+			*w++ = *p == 0x7f ? '?' : (char)(*p + 0x40);
 		} else {
-			*w++ = *p;
+			*w++ = (char)*p;
 		}
 	}
 	*w = '\0';
-	return r;
+	free(r);
+	return out;
 }

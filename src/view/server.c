@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,33 +61,59 @@ struct view_server {
 };
 
 /*
- * The owner of the client's socket of a connection from peer to our port: /proc/net/tcp lists
- * every TCP socket of this network namespace with its uid, addresses as the raw 32-bit value and
- * ports in host order, in hex. -1 when it cannot be told (no /proc, not listed).
+ * The uid of the socket that file (/proc/net/tcp or tcp6) lists with the local address addr (in
+ * hex, as the file writes it) and port, connected to our_port; -1 when it lists none. *readable is
+ * set when the file could be read.
  */
-static long peer_uid(const struct sockaddr_in *peer, int our_port)
+static long uid_in(const char *file, const char *addr, unsigned int port, int our_port,
+		   int *readable)
 {
-	FILE *f = fopen("/proc/net/tcp", "re");
-	char line[512];
+	FILE *f = fopen(file, "re");
+	char line[512], la[33];
+	unsigned int lp, rp;
+	unsigned long u;
 	long uid = -1;
 
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int la, lp, ra, rp, st;
-		unsigned long u;
-
-		if (sscanf(line, " %*u: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %lu", &la, &lp, &ra, &rp,
-			   &st, &u) != 6)
-			continue;
-		if (la == peer->sin_addr.s_addr && lp == ntohs(peer->sin_port) &&
-		    rp == (unsigned int)our_port) {
+	*readable = 1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*u: %32[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x %lu",
+			   la, &lp, &rp, &u) == 4 &&
+		    !strcasecmp(la, addr) && lp == port && rp == (unsigned int)our_port) {
 			uid = (long)u;
 			break;
 		}
-	}
 	fclose(f);
 	return uid;
+}
+
+/*
+ * The owner of the client's socket of a connection from peer to our port: /proc/net/tcp lists
+ * every IPv4 TCP socket of this network namespace with its uid, addresses as the raw 32-bit value
+ * and ports in host order, in hex. A client can also reach our IPv4 socket from an IPv6 one,
+ * through the mapped address ::ffff:127.0.0.1: its socket is then listed in /proc/net/tcp6 only,
+ * the address as four raw 32-bit words. Returns the uid; -1 when neither file can be read (no
+ * /proc: nothing to tell by); -2 when they can but list no such socket (refused: its owner is
+ * unknown).
+ */
+static long peer_uid(const struct sockaddr_in *peer, int our_port)
+{
+	static const unsigned char mapped[4] = {0, 0, 0xff, 0xff};
+	unsigned int port = ntohs(peer->sin_port);
+	char v4[16], v6[40];
+	int readable = 0;
+	uint32_t w;
+	long uid;
+
+	memcpy(&w, mapped, sizeof(w));
+	snprintf(v4, sizeof(v4), "%08X", (unsigned int)peer->sin_addr.s_addr);
+	snprintf(v6, sizeof(v6), "%08X%08X%08X%08X", 0u, 0u, (unsigned int)w,
+		 (unsigned int)peer->sin_addr.s_addr);
+	uid = uid_in("/proc/net/tcp", v4, port, our_port, &readable);
+	if (uid < 0)
+		uid = uid_in("/proc/net/tcp6", v6, port, our_port, &readable);
+	return uid < 0 && readable ? -2 : uid;
 }
 
 /* Accept a connection unless its client's socket belongs to another user. */
@@ -98,13 +125,20 @@ static mhd_result accept_policy(void *cls, const struct sockaddr *addr, socklen_
 	if (len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
 		return MHD_NO;
 	uid = peer_uid((const struct sockaddr_in *)addr, s->port);
-	if (uid < 0 || uid == (long)geteuid())
+	if (uid == -1 || uid == (long)geteuid())
 		return MHD_YES;
-	if (!atomic_exchange(&s->refused_told, 1))
-		fprintf(stderr,
-			"cuscope: refused a connection from another user (uid %ld); the viewer "
-			"serves only uid %ld\n",
-			uid, (long)geteuid());
+	if (!atomic_exchange(&s->refused_told, 1)) {
+		if (uid >= 0)
+			fprintf(stderr,
+				"cuscope: refused a connection from another user (uid %ld); the "
+				"viewer serves only uid %ld\n",
+				uid, (long)geteuid());
+		else
+			fprintf(stderr,
+				"cuscope: refused a connection whose owner /proc/net does not "
+				"tell; the viewer serves only uid %ld\n",
+				(long)geteuid());
+	}
 	return MHD_NO;
 }
 
@@ -331,7 +365,9 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	addr.sin_family = AF_INET;
 	addr.sin_port = htons((uint16_t)port);
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* loopback only, never INADDR_ANY */
-	if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(s->fd, 64) ||
+	/* a long backlog: a burst of connections from other users, closed at accept, does not make
+	 * the kernel reset this user's */
+	if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(s->fd, SOMAXCONN) ||
 	    getsockname(s->fd, (struct sockaddr *)&addr, &len)) {
 		int e = errno;
 

@@ -95,9 +95,10 @@ static struct tu_result gate_junit(const char *base, const char *new_, const cha
 	snprintf(name, sizeof(name), "junit-%d.xml", n++);
 	path = tmp_file(name);
 	if (config)
-		r = run("gate", "--baseline", base, "--junit", path, "--config", config, new_);
+		r = run("gate", "--force", "--baseline", base, "--junit", path, "--config", config,
+			new_);
 	else
-		r = run("gate", "--baseline", base, "--junit", path, new_);
+		r = run("gate", "--force", "--baseline", base, "--junit", path, new_);
 	*xml = tu_read_file(path, NULL);
 	if (r.rc == 0 || r.rc == 1)
 		ck_assert_msg(*xml != NULL, "no JUnit file (exit %d: %s)", r.rc, r.err);

@@ -1383,6 +1383,30 @@ static int32_t warmup_of(const int64_t *us, int32_t n)
 	return cs_steps_default_warmup(&s);
 }
 
+/*
+ * A first step whose span passes INT64_MAX (times from a crafted trace): it is the one outlier, so
+ * warm-up; its span wrapped to a negative one before (steps.c read end - start unchecked).
+ */
+START_TEST(test_warmup_extreme_span)
+{
+	cs_step v[9];
+	cs_steps s;
+
+	memset(&s, 0, sizeof(s));
+	memset(v, 0, sizeof(v));
+	v[0].start = -(INT64_C(3) << 61);
+	v[0].end = INT64_C(3) << 61;
+	for (int32_t i = 1; i < 9; i++) {
+		v[i].start = v[i - 1].end;
+		v[i].end = v[i].start + 10000 * US;
+		v[i].index = i;
+	}
+	s.v = v;
+	s.n = 9;
+	ck_assert_int_eq(cs_steps_default_warmup(&s), 1);
+}
+END_TEST
+
 START_TEST(test_warmup_defaults)
 {
 	int64_t d[40];
@@ -1563,6 +1587,7 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_nvtx_outermost_one_thread);
 	tcase_add_test(tc, test_profiler_pairs);
 	tcase_add_test(tc, test_warmup_defaults);
+	tcase_add_test(tc, test_warmup_extreme_span);
 	tcase_add_test(tc, test_steps_find);
 	tcase_add_test(tc, test_duration_stats);
 	tcase_add_test(tc, test_steps_kernel_time);

@@ -110,11 +110,12 @@ START_TEST(test_text_clean)
 		const char *in, *out;
 	} cases[] = {
 		{"at::native::reduce_kernel<512, 1>", "at::native::reduce_kernel<512, 1>"},
-		{"red\033[31mtext", "red?[31mtext"}, /* ESC */
-		{"a\tb\nc\x7f", "a?b?c?"},	     /* C0 and DEL */
+		{"red\033[31mtext", "red^[[31mtext"}, /* ESC */
+		{"a\tb\nc\x7f\x01", "a^Ib^Jc^?^A"},	/* C0 and DEL */
+		{"t\033]0;title\007", "t^[]0;title^G"},	/* the title (OSC ... BEL) */
 		{"x\xc2\x9b"
-		 "1m",
-		 "x?1m"},						  /* C1 (CSI) */
+		 "1m\xc2\x85",
+		 "x<U+009B>1m<U+0085>"},				  /* C1 (CSI, NEL) */
 		{"caf\xc3\xa9 \xe2\x80\xa6", "caf\xc3\xa9 \xe2\x80\xa6"}, /* kept */
 		{"bad\xff", "bad" CS_UTF8_REPLACEMENT}, /* invalid byte repaired */
 		{"", ""},

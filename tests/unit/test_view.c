@@ -1027,6 +1027,69 @@ START_TEST(test_other_user_refused)
 }
 END_TEST
 
+/*
+ * The same through IPv6: a client of another user that connects to ::ffff:127.0.0.1 (its socket
+ * listed in /proc/net/tcp6 only) is closed unanswered too; it was served before. Needs root, and
+ * IPv6 on the loopback.
+ */
+START_TEST(test_other_user_mapped_refused)
+{
+	const struct server *s = &d2h_srv;
+	int fds[2], status;
+	pid_t pid;
+	char got[64] = "";
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_other_user_mapped_refused: not root\n");
+		return;
+	}
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sockaddr_in6 a;
+		char req[256], buf[64];
+		ssize_t n;
+		int fd;
+
+		close(fds[0]);
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		fd = socket(AF_INET6, SOCK_STREAM, 0);
+		memset(&a, 0, sizeof(a));
+		a.sin6_family = AF_INET6;
+		a.sin6_port = htons((uint16_t)s->port);
+		inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+			dprintf(fds[1], "skip");
+			_exit(0);
+		}
+		snprintf(req, sizeof(req),
+			 "GET /api/summary HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Cuscope-Token: "
+			 "%s\r\nConnection: close\r\n\r\n",
+			 s->port, s->token);
+		if (write(fd, req, strlen(req)) < 0) {
+			dprintf(fds[1], "-1");
+			_exit(0);
+		}
+		n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		dprintf(fds[1], "%d", n > 12 && !strncmp(buf, "HTTP/1.", 7) ? atoi(buf + 9) : -1);
+		_exit(0);
+	}
+	close(fds[1]);
+	ck_assert_int_ge(read(fds[0], got, sizeof(got) - 1), 1);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!strcmp(got, "skip")) {
+		fprintf(stderr, "test_other_user_mapped_refused: no IPv6 on the loopback\n");
+		return;
+	}
+	ck_assert_msg(atoi(got) < 0, "another user got HTTP %s over IPv6", got);
+}
+END_TEST
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -1642,6 +1705,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_token_and_host);
 	tcase_add_test(tc, test_two_viewers_own_tokens);
 	tcase_add_test(tc, test_other_user_refused);
+	tcase_add_test(tc, test_other_user_mapped_refused);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
 	tcase_add_test(tc, test_window_busy_and_thinning);

@@ -1,0 +1,302 @@
+/*
+ * guard.c - reading a file that someone else wrote (docs/security.md): how a connection to it is
+ * opened (read-only and immutable: no lock, no -wal or -shm beside it), hardened (defensive mode,
+ * no trusted schema, no triggers, tight limits), what SQL may do on it (an authorizer on every
+ * connection that reads it), and which schema objects a trace may hold (checked at open).
+ *
+ * SQLite's guidance for databases from untrusted sources ("Defense Against The Dark Arts",
+ * sqlite.org/security.html) is followed item by item; what each check refuses is in
+ * docs/trace-format.md, "Reading hostile files".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/trace.h"
+#include "trace_internal.h"
+
+char *cs_sql_ro_uri(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path);
+	char *uri = malloc(3 * n + 40), *p;
+
+	if (!uri)
+		return NULL;
+	/* "file:rel" or "file://" "/abs": an empty authority, so "//x" stays a path */
+	p = uri + sprintf(uri, path[0] == '/' ? "file://" : "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		    strchr("/-._~", *s)) {
+			*p++ = (char)*s;
+		} else {
+			*p++ = '%';
+			*p++ = hex[*s >> 4];
+			*p++ = hex[*s & 15];
+		}
+	}
+	strcpy(p, "?mode=ro&immutable=1");
+	return uri;
+}
+
+void cs_sql_harden(sqlite3 *db, int copy)
+{
+	static const struct {
+		int id, value;
+	} limits[] = {
+		{SQLITE_LIMIT_LENGTH, CS_SQL_MAX_LENGTH},
+		{SQLITE_LIMIT_SQL_LENGTH, 100000},
+		{SQLITE_LIMIT_COLUMN, 256},
+		{SQLITE_LIMIT_EXPR_DEPTH, 64},
+		{SQLITE_LIMIT_VDBE_OP, 100000},
+		{SQLITE_LIMIT_FUNCTION_ARG, 8},
+		{SQLITE_LIMIT_ATTACHED, 0},
+		{SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 64},
+		{SQLITE_LIMIT_VARIABLE_NUMBER, 32},
+		{SQLITE_LIMIT_TRIGGER_DEPTH, 1},
+		{SQLITE_LIMIT_WORKER_THREADS, 0},
+	};
+
+	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		sqlite3_limit(db, limits[i].id, limits[i].value);
+	/* the nsys copy unites the API rows and the launches, and the thread ids of four tables */
+	sqlite3_limit(db, SQLITE_LIMIT_COMPOUND_SELECT, copy ? 8 : 2);
+}
+
+/* 1 when name is one of the event tables' names (the views of version 2, the tables of 1). */
+static int event_table(const char *name)
+{
+	for (int k = 0; name && k < CS_EV_COUNT; k++)
+		if (!sqlite3_stricmp(name, cs_event_kind_table(k)))
+			return 1;
+	return 0;
+}
+
+/* 1 when table is view's _DATA table ("X_DATA" for the view X). */
+static int data_of(const char *table, const char *view)
+{
+	size_t n = strlen(view);
+
+	return table && !sqlite3_strnicmp(table, view, (int)n) && !sqlite3_stricmp(table + n, "_DATA");
+}
+
+/*
+ * What SQL may do on a connection that reads a trace: read tables and call the aggregates and
+ * coalesce() that the reader's queries call; inside a view, only an event table's view reading
+ * its _DATA table through coalesce() (build_kind()'s views in schema.c). No recursion, no attached
+ * database, no pragma but the table listing of the open checks, no writing.
+ */
+int cs_sql_read_authorizer(void *arg, int action, const char *a1, const char *a2, const char *db,
+			   const char *inner)
+{
+	static const char *const functions[] = {"coalesce", "count", "min", "max", "total"};
+	struct cs_sql_guard *g = arg;
+
+	(void)db;
+	switch (action) {
+	case SQLITE_SELECT:
+		if (!inner || event_table(inner))
+			return SQLITE_OK;
+		break;
+	case SQLITE_READ:
+		if (!inner || (event_table(inner) && data_of(a1, inner)))
+			return SQLITE_OK;
+		break;
+	case SQLITE_FUNCTION:
+		for (size_t i = 0; a2 && i < sizeof(functions) / sizeof(functions[0]); i++)
+			if (!sqlite3_stricmp(a2, functions[i]) && (!inner || i == 0))
+				return SQLITE_OK;
+		break;
+	case SQLITE_PRAGMA:
+		if (!inner && a1 && !sqlite3_stricmp(a1, "table_xinfo"))
+			return SQLITE_OK;
+		break;
+	default:
+		break;
+	}
+	if (g)
+		g->denied = 1;
+	return SQLITE_DENY;
+}
+
+void cs_sql_guard_reader(sqlite3 *db, struct cs_sql_guard *g)
+{
+	sqlite3_set_authorizer(db, cs_sql_read_authorizer, g);
+}
+
+/* ---- the schema objects a trace may hold ---- */
+
+/* The tables other than the event tables that a reader reads, and the columns it reads of each. */
+static const struct {
+	const char *name;
+	int required;
+	const char *columns[13];
+} side_tables[] = {
+	{"META", 1, {"key", "value"}},
+	{"StringIds", 1, {"id", "value"}},
+	{CS_TABLE_INFO, 1, {"tableName", "rowCount", "minStart", "maxEnd", "maxDuration"}},
+	{"PROCESSES",
+	 1,
+	 {"pid", "ppid", "start", "end", "commandLine", "rank", "localRank", "worldSize",
+	  "exitCode", "usedCuda", "droppedRecords", "cuptiDeviceBytes"}},
+	{"TARGET_INFO_GPU",
+	 1,
+	 {"pid", "deviceId", "uuid", "name", "totalMemory", "smCount", "computeMajor",
+	  "computeMinor", "clockRate", "memoryBandwidth"}},
+	{"TARGET_INFO_CUDA_STREAM",
+	 1,
+	 {"pid", "deviceId", "contextId", "streamId", "isDefault", "priority"}},
+	{"STACK_FRAMES", 1, {"id", "kind", "pc", "moduleId", "symbolId", "offset", "fileId", "line"}},
+	{"STACKS", 1, {"id", "depth", "frameId"}},
+	{"FINDINGS", 0, {NULL}},
+	{"TIMELINE_OVERVIEW_TRACKS",
+	 0,
+	 {"trackId", "kind", "pid", "deviceId", "streamId", "tid", "depth", "events", "busy"}},
+	{"TIMELINE_OVERVIEW", 0, {"trackId", "bin", "busy", "events"}},
+};
+#define NSIDE ((int)(sizeof(side_tables) / sizeof(side_tables[0])))
+
+static int refuse(const char *path, cs_error *err, const char *what, const char *name)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), what, name);
+	return cs_error_set(err, CS_ERR_NOT_TRACE, "cannot open '%s': not a cuscope trace (%s)",
+			    path, why);
+}
+
+static int sql_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
+{
+	int code = cs_sql_code(rc);
+
+	if (code == CS_ERR_CORRUPT)
+		return cs_error_set(err, code, "cannot open '%s': truncated or damaged file", path);
+	return cs_error_set(err, code ? code : CS_ERR_SQL, "cannot open '%s': %s", path,
+			    sqlite3_errmsg(db));
+}
+
+/*
+ * Table name (one of ours) exists: no generated column, and every column of columns (NULL-ended,
+ * may be NULL) there.
+ */
+static int check_table_columns(sqlite3 *db, const char *path, const char *name,
+			       const char *const *columns, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	uint32_t found = 0;
+	int rc, i;
+
+	char sql[128];
+
+	/* name is one of cuscope's own (side_tables[], an event table), never one from the file */
+	snprintf(sql, sizeof(sql), "PRAGMA table_xinfo(\"%s\")", name);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_failed(db, rc, path, err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(st, 1);
+
+		if (sqlite3_column_int(st, 6) != 0) { /* 2, 3: generated; 1: of a virtual table */
+			sqlite3_finalize(st);
+			return refuse(path, err, "%s has a generated column", name);
+		}
+		for (i = 0; columns && columns[i] && i < 32; i++)
+			if (c && !sqlite3_stricmp(c, columns[i]))
+				found |= UINT32_C(1) << i;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_failed(db, rc, path, err);
+	for (i = 0; columns && columns[i] && i < 32; i++)
+		if (!(found & UINT32_C(1) << i)) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "%%s has no column %s", columns[i]);
+			return refuse(path, err, what, name);
+		}
+	return CS_OK;
+}
+
+int cs_schema_check_objects(sqlite3 *db, const char *path, cs_error *err)
+{
+	/* per side table and event table: 0 absent, 1 a table, 2 a view; and the _DATA tables */
+	int side[NSIDE] = {0}, ev[CS_EV_COUNT] = {0}, data[CS_EV_COUNT] = {0};
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "SELECT type, name, sql FROM sqlite_master", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_failed(db, rc, path, err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		const char *sql = (const char *)sqlite3_column_text(st, 2);
+		int is_table = type && !strcmp(type, "table"), is_view = type && !strcmp(type, "view");
+		const char *why = NULL, *what = NULL;
+
+		if (!type || !name)
+			continue;
+		if (!strcmp(type, "trigger"))
+			why = "it holds a trigger";
+		else if (is_table && sql && !sqlite3_strnicmp(sql, "CREATE VIRTUAL", 14))
+			why = "it holds a virtual table";
+		for (int i = 0; !why && i < NSIDE; i++)
+			if (!sqlite3_stricmp(name, side_tables[i].name)) {
+				side[i] = is_table ? 1 : 2;
+				if (!is_table)
+					why = "%s is not a table", what = side_tables[i].name;
+			}
+		for (int k = 0; !why && k < CS_EV_COUNT; k++) {
+			const char *t = cs_event_kind_table(k);
+
+			if (!sqlite3_stricmp(name, t)) {
+				ev[k] = is_table ? 1 : is_view ? 2 : 0;
+				if (!is_table && !is_view)
+					why = "%s is not a table or view", what = t;
+			} else if (data_of(name, t)) {
+				data[k] = 1;
+				if (!is_table)
+					why = "%s_DATA is not a table", what = t;
+			}
+		}
+		if (why) {
+			sqlite3_finalize(st);
+			return refuse(path, err, why, what);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_failed(db, rc, path, err);
+
+	for (int i = 0; i < NSIDE; i++) {
+		if (!side[i] && side_tables[i].required)
+			return cs_error_set(err, CS_ERR_CORRUPT,
+					    "cannot open '%s': damaged file (table %s is missing)",
+					    path, side_tables[i].name);
+		if (side[i] && (rc = check_table_columns(db, path, side_tables[i].name,
+							 side_tables[i].columns, err)))
+			return rc;
+	}
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const char *t = cs_event_kind_table(k);
+		char name[96];
+
+		if (!ev[k])
+			return cs_error_set(err, CS_ERR_CORRUPT,
+					    "cannot open '%s': damaged file (table %s is missing)",
+					    path, t);
+		if (ev[k] == 2 && !data[k])
+			return cs_error_set(err, CS_ERR_CORRUPT,
+					    "cannot open '%s': damaged file (table %s_DATA is "
+					    "missing)",
+					    path, t);
+		snprintf(name, sizeof(name), ev[k] == 1 ? "%s" : "%s_DATA", t);
+		if ((rc = check_table_columns(db, path, name, NULL, err)))
+			return rc;
+	}
+	return CS_OK;
+}
