@@ -221,6 +221,49 @@ START_TEST(test_sort_wide_records)
 }
 END_TEST
 
+/* records of 16 and 24 bytes (sort.c copies those sizes with fixed moves) */
+struct r16 {
+	int64_t key, order;
+};
+struct r24 {
+	int64_t key;
+	uint32_t tid;
+	int64_t order;
+};
+
+START_TEST(test_sort_small_records)
+{
+	static const cs_sort_key k16 = {offsetof(struct r16, key), CS_KEY_I64};
+	static const cs_sort_key k24[] = {
+		{offsetof(struct r24, tid), CS_KEY_U32},
+		{offsetof(struct r24, key), CS_KEY_I64},
+	};
+	size_t n = 3000;
+	struct r16 *a = calloc(n, sizeof(*a));
+	struct r24 *b = calloc(n, sizeof(*b));
+
+	for (size_t i = 0; i < n; i++) {
+		a[i].key = (int64_t)(next() % 100) - 50;
+		a[i].order = (int64_t)i;
+		b[i].key = (int64_t)(next() % 100);
+		b[i].tid = (uint32_t)(next() % 3);
+		b[i].order = (int64_t)i;
+	}
+	cs_sort_records(a, n, sizeof(*a), &k16, 1);
+	cs_sort_records(b, n, sizeof(*b), k24, 2);
+	for (size_t i = 1; i < n; i++) {
+		ck_assert(a[i - 1].key < a[i].key ||
+			  (a[i - 1].key == a[i].key && a[i - 1].order < a[i].order));
+		ck_assert(b[i - 1].tid < b[i].tid ||
+			  (b[i - 1].tid == b[i].tid &&
+			   (b[i - 1].key < b[i].key ||
+			    (b[i - 1].key == b[i].key && b[i - 1].order < b[i].order))));
+	}
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(test_sort_records_first_key_decides)
 {
 	/* one key of two: the second key's order only among equal first keys */
@@ -253,6 +296,7 @@ int main(void)
 	tcase_add_test(tc, test_sort_double);
 	tcase_add_test(tc, test_sort_records);
 	tcase_add_test(tc, test_sort_wide_records);
+	tcase_add_test(tc, test_sort_small_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
