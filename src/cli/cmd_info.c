@@ -13,8 +13,10 @@
 
 #include "cli.h"
 #include "cuscope/gpu_links.h"
+#include "cuscope/grow.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/strbuf.h"
+#include "cuscope/u64map.h"
 #include "cuscope/utf8.h"
 
 /* Meta keys (docs/trace-format.md). */
@@ -55,6 +57,7 @@ static const struct {
 struct pid_count {
 	uint32_t pid;
 	int64_t events;
+	cJSON *obj; /* its object in processes */
 };
 
 struct info_ctx {
@@ -62,26 +65,34 @@ struct info_ctx {
 	cJSON *devices;
 	const char *gpu_links; /* META gpu_links, or NULL */
 	struct pid_count *pids;
-	size_t npids;
+	size_t npids, cap;
+	/* pid -> size_t: its first slot in pids (a trace may list 40,000 processes) */
+	struct u64map index;
 	int failed; /* out of memory */
 };
 
 static int info_add_process(const cs_process *p, void *arg)
 {
 	struct info_ctx *ctx = arg;
-	struct pid_count *np = realloc(ctx->pids, (ctx->npids + 1) * sizeof(*np));
+	size_t *slot;
+	int created;
 	cJSON *o;
 
-	if (!np)
+	if (cs_grow((void **)&ctx->pids, &ctx->cap, ctx->npids + 1, sizeof(*ctx->pids)))
 		goto fail;
-	ctx->pids = np;
 	o = cJSON_CreateObject();
 	if (!o || !cJSON_AddItemToArray(ctx->processes, o)) {
 		cJSON_Delete(o);
 		goto fail;
 	}
+	slot = u64map_put(&ctx->index, p->pid, &created);
+	if (!slot)
+		goto fail;
+	if (created) /* a pid listed twice: its events go to the first */
+		*slot = ctx->npids;
 	ctx->pids[ctx->npids].pid = p->pid;
 	ctx->pids[ctx->npids].events = 0;
+	ctx->pids[ctx->npids].obj = o;
 	ctx->npids++;
 
 	cs_json_add_int(o, "pid", p->pid, -1);
@@ -170,12 +181,10 @@ static int info_count_per_process(cs_trace *t, struct info_ctx *ctx, cs_error *e
 			uint32_t pid = event_pid(&ev);
 
 			if (ctx->pids[last].pid != pid) {
-				for (size_t i = 0; i < ctx->npids; i++) {
-					if (ctx->pids[i].pid == pid) {
-						last = i;
-						break;
-					}
-				}
+				const size_t *slot = u64map_get(&ctx->index, pid);
+
+				if (slot)
+					last = *slot;
 			}
 			if (ctx->pids[last].pid == pid)
 				ctx->pids[last].events++;
@@ -212,6 +221,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	cs_unended *unended = NULL;
 	int rc, nunended = 0;
 
+	u64map_init(&ctx.index, sizeof(size_t));
 	rc = cs_trace_get_summary(t, &s, err);
 	if (rc < 0)
 		goto fail;
@@ -234,15 +244,15 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 			base = INT64_MIN;
 	}
 	cs_json_add_string(doc, "start_time",
-			    base != INT64_MIN ? cli_fmt_walltime_iso(when, sizeof(when), base)
-					      : NULL);
+			   base != INT64_MIN ? cli_fmt_walltime_iso(when, sizeof(when), base)
+					     : NULL);
 	cs_json_add_int(doc, "start_realtime_ns", base, INT64_MIN);
 	cs_json_add_int(doc, "start_ns", s.start, CS_TS_UNKNOWN);
 	cs_json_add_int(doc, "end_ns", s.end, CS_TS_UNKNOWN);
 	cs_json_add_int(doc, "duration_ns",
-			 s.start != CS_TS_UNKNOWN && s.end != CS_TS_UNKNOWN ? s.end - s.start
-									    : INT64_MIN,
-			 INT64_MIN);
+			s.start != CS_TS_UNKNOWN && s.end != CS_TS_UNKNOWN ? s.end - s.start
+									   : INT64_MIN,
+			INT64_MIN);
 
 	ctx.processes = cJSON_AddArrayToObject(doc, "processes");
 	ctx.devices = cJSON_AddArrayToObject(doc, "devices");
@@ -270,7 +280,7 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 			goto fail;
 	}
 	for (size_t i = 0; i < ctx.npids; i++) {
-		cJSON *p = cJSON_GetArrayItem(ctx.processes, (int)i);
+		cJSON *p = ctx.pids[i].obj;
 		cJSON *n = cs_json_int(ctx.pids[i].events);
 
 		if (!n || !cJSON_ReplaceItemInObject(p, "events", n)) {
@@ -282,11 +292,15 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 	rc = cs_trace_unended(t, &unended, &nunended, err);
 	if (rc < 0)
 		goto fail;
-	for (int i = 0; i < nunended; i++)
-		for (size_t k = 0; k < ctx.npids; k++)
-			if (ctx.pids[k].pid == unended[i].pid)
-				cs_json_add_int(cJSON_GetArrayItem(ctx.processes, (int)k),
-						 "last_event_ns", unended[i].last, CS_TS_UNKNOWN);
+	/* both in PROCESSES order, the processes without an end a part of all of them: each its
+	 * own row, even where a pid is listed twice */
+	for (size_t i = 0, k = 0; i < (size_t)nunended; i++) {
+		while (k < ctx.npids && ctx.pids[k].pid != unended[i].pid)
+			k++;
+		if (k == ctx.npids)
+			break;
+		cs_json_add_int(ctx.pids[k++].obj, "last_event_ns", unended[i].last, CS_TS_UNKNOWN);
+	}
 	free(unended);
 	cs_json_add_int(doc, "processes_without_end", nunended, -1);
 
@@ -313,12 +327,14 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 		goto nomem;
 	}
 	free(ctx.pids);
+	u64map_free(&ctx.index);
 	return doc;
 
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 fail:
 	free(ctx.pids);
+	u64map_free(&ctx.index);
 	cJSON_Delete(doc);
 	*code = rc;
 	return NULL;
@@ -359,12 +375,12 @@ static void info_line(const char *label, const char *value)
 static void info_print_processes(const cJSON *procs, int width)
 {
 	static const struct cs_column with_rank[] = {
-		{"PID", CS_ALIGN_RIGHT, 0},	 {"PPID", CS_ALIGN_RIGHT, 0},
-		{"RANK", CS_ALIGN_RIGHT, 0},	 {"EVENTS", CS_ALIGN_RIGHT, 0},
+		{"PID", CS_ALIGN_RIGHT, 0},	{"PPID", CS_ALIGN_RIGHT, 0},
+		{"RANK", CS_ALIGN_RIGHT, 0},	{"EVENTS", CS_ALIGN_RIGHT, 0},
 		{"DROPPED", CS_ALIGN_RIGHT, 0}, {"COMMAND", CS_ALIGN_LEFT, 1},
 	};
 	static const struct cs_column no_rank[] = {
-		{"PID", CS_ALIGN_RIGHT, 0},	{"PPID", CS_ALIGN_RIGHT, 0},
+		{"PID", CS_ALIGN_RIGHT, 0},    {"PPID", CS_ALIGN_RIGHT, 0},
 		{"EVENTS", CS_ALIGN_RIGHT, 0}, {"DROPPED", CS_ALIGN_RIGHT, 0},
 		{"COMMAND", CS_ALIGN_LEFT, 1},
 	};
@@ -461,7 +477,8 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 		if (!cJSON_IsFalse(e))
 			continue;
 		if (last == INT64_MIN)
-			printf("  pid %" PRId64 ": no event recorded\n", cs_json_get_int(p, "pid", -1));
+			printf("  pid %" PRId64 ": no event recorded\n",
+			       cs_json_get_int(p, "pid", -1));
 		else
 			printf("  pid %" PRId64 ": records after %s may be missing\n",
 			       cs_json_get_int(p, "pid", -1), cs_fmt_duration(a, sizeof(a), last));

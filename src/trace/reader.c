@@ -23,6 +23,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/trace.h"
+#include "cuscope/u64map.h"
 #include "trace_internal.h"
 
 /*
@@ -63,9 +64,9 @@ struct cs_trace {
 	int nmeta;
 	char **meta_keys, **meta_values;
 
-	int strings_loaded; /* 0 not yet, 1 array, 2 one by one */
-	char **strings;	    /* indexed by id */
-	int64_t nstrings;   /* slots in strings */
+	int strings_loaded;  /* 0 not yet, 1 array, 2 one by one */
+	char **strings;	     /* indexed by id */
+	int64_t nstrings;    /* slots in strings */
 	int64_t string_rows; /* rows of StringIds */
 	sqlite3_stmt *string_stmt;
 	struct loose_string *loose;
@@ -81,7 +82,7 @@ struct cs_trace {
 	/* the work limit: progress handler calls (WORK_STEP instructions each) of the statement now
 	 * running with what it runs in between, and the most allowed */
 	int64_t work, work_limit;
-	int over_limit; /* the limit interrupted the last statement */
+	int over_limit;		   /* the limit interrupted the last statement */
 	struct cs_sql_guard guard; /* the connection's authorizer's */
 };
 
@@ -213,7 +214,8 @@ static void work_limit_set(cs_trace *t)
 
 	int64_t bytes;
 
-	/* the bytes the file holds on disk: a sparse file's apparent size does not lift the limit */
+	/* the bytes the file holds on disk: a sparse file's apparent size does not lift the limit
+	 */
 	if (!stat(t->path, &st) && st.st_size > 0) {
 		bytes = st.st_blocks < INT64_MAX / 512 ? (int64_t)st.st_blocks * 512 : INT64_MAX;
 		if (bytes > st.st_size)
@@ -745,39 +747,67 @@ int cs_trace_each_process(cs_trace *t, int (*cb)(const cs_process *p, void *arg)
 		process_row, &c, err);
 }
 
-/* The time of the last event of process pid, CS_TS_UNKNOWN when it has none. */
-static int process_last_time(cs_trace *t, uint32_t pid, int64_t *out, cs_error *err)
+/*
+ * The time of the last event of each process of u (n of them, each with last = CS_TS_UNKNOWN): one
+ * query per event table, grouped by pid (a trace may list tens of thousands of processes).
+ */
+static int processes_last_time(cs_trace *t, cs_unended *u, int n, cs_error *err)
 {
-	*out = CS_TS_UNKNOWN;
-	for (int k = 0; k < CS_EV_COUNT; k++) {
+	struct u64map index;				     /* pid -> int: its first place in u */
+	int *next = malloc(((size_t)n + 1) * sizeof(*next)); /* the next place of the same pid */
+	int rc = CS_OK;
+
+	u64map_init(&index, sizeof(int));
+	if (!next)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	for (int i = n - 1; i >= 0; i--) {
+		int created, *slot = u64map_put(&index, u[i].pid, &created);
+
+		if (!slot) {
+			u64map_free(&index);
+			free(next);
+			return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		}
+		next[i] = created ? -1 : *slot;
+		*slot = i;
+	}
+	for (int k = 0; k < CS_EV_COUNT && rc == CS_OK; k++) {
 		char sql[256];
 		sqlite3_stmt *st = NULL;
-		int rc;
 
 		if (t->info[k].rows == 0)
 			continue;
 		/* memory operations are instants: no end column */
-		snprintf(sql, sizeof(sql), "SELECT MAX(%s) FROM %s WHERE pid = ?",
+		snprintf(sql, sizeof(sql), "SELECT pid, MAX(%s) FROM %s GROUP BY pid",
 			 k == CS_EV_MEMORY ? "start" : "MAX(start, COALESCE(\"end\", start))",
 			 cs_event_kind_table((enum cs_event_kind)k));
 		rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			return sql_error(t, rc, err);
-		sqlite3_bind_int64(st, 1, pid);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			int64_t v = col_ts(st, 0);
-
-			if (v != CS_TS_UNKNOWN && (*out == CS_TS_UNKNOWN || v > *out))
-				*out = v;
-		} else if (rc != SQLITE_DONE) {
+		if (rc != SQLITE_OK) {
 			rc = sql_error(t, rc, err);
-			sqlite3_finalize(st);
-			return rc;
+			break;
 		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const int *slot;
+			int64_t v;
+
+			if (sqlite3_column_type(st, 0) != SQLITE_INTEGER)
+				continue;
+			slot = u64map_get(&index, (uint64_t)sqlite3_column_int64(st, 0));
+			if (!slot)
+				continue;
+			v = col_ts(st, 1);
+			/* every process listed under that pid, as a query per pid gave */
+			for (int i = *slot; i >= 0; i = next[i])
+				if (v != CS_TS_UNKNOWN &&
+				    (u[i].last == CS_TS_UNKNOWN || v > u[i].last))
+					u[i].last = v;
+		}
+		rc = rc == SQLITE_DONE ? CS_OK : sql_error(t, rc, err);
 		sqlite3_finalize(st);
 	}
-	return CS_OK;
+	u64map_free(&index);
+	free(next);
+	return rc;
 }
 
 struct unended_list {
@@ -812,8 +842,8 @@ static int unended(cs_trace *t, cs_unended **out, int *n, int last, cs_error *er
 	rc = cs_trace_each_process(t, unended_add, &u, err);
 	if (rc == CS_ERR_NOMEM)
 		rc = cs_error_set(err, rc, "out of memory");
-	for (int i = 0; last && rc >= 0 && i < u.n; i++)
-		rc = process_last_time(t, u.v[i].pid, &u.v[i].last, err);
+	if (last && rc >= 0)
+		rc = processes_last_time(t, u.v, u.n, err);
 	if (rc < 0) {
 		free(u.v);
 		return rc;

@@ -724,6 +724,66 @@ END_TEST
 /* ---- stats ---- */
 
 /*
+ * Thousands of processes without their end record (a crafted file, or a job of many short-lived
+ * workers): info gives each its own last event, from one query per table, and a pid listed twice
+ * gets it on both rows. Process 1000 + i ran one kernel ending at (i + 1) * 10 us; the processes
+ * from 3000 on ran nothing.
+ */
+START_TEST(test_many_processes_without_end)
+{
+	char *path = tu_path(tmp_dir, "many-no-end.db");
+	const int nproc = 3000, nrun = 2000;
+	cs_trace_writer *w;
+	cs_error err;
+	cs_process p;
+	cs_kernel k;
+	struct tu_result ij;
+	cJSON *doc, *procs, *o;
+	int64_t a;
+	int row = 0;
+
+	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
+	for (int i = 0; i <= nproc; i++) {
+		/* the last one lists pid 1005 again */
+		p = process((uint32_t)(i < nproc ? 1000 + i : 1005), 1, CS_ID_NONE, "./worker", 0);
+		p.end = CS_TS_UNKNOWN;
+		p.exit_code = CS_ID_NONE;
+		need(cs_writer_add_process(w, &p) == 0, cs_writer_errmsg(w));
+	}
+	a = cs_writer_intern(w, "A");
+	need(a >= 0, "cannot intern");
+	for (int i = 0; i < nrun; i++) {
+		k = kernel_at((uint32_t)(1000 + i), a, i * 10 * US, (i + 1) * 10 * US);
+		need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
+	}
+	need(cs_writer_finish(w, &err) == 0, err.msg);
+
+	ij = run("info", "--format", "json", path);
+	ck_assert_msg(ij.rc == 0, "rc %d: %s", ij.rc, ij.err);
+	doc = cJSON_Parse(ij.out);
+	ck_assert(doc != NULL);
+	ck_assert_int_eq(json_num(doc, "processes_without_end"), nproc + 1);
+	procs = cJSON_GetObjectItemCaseSensitive(doc, "processes");
+	ck_assert_int_eq(cJSON_GetArraySize(procs), nproc + 1);
+	cJSON_ArrayForEach(o, procs) {
+		int64_t pid = json_num(o, "pid");
+		cJSON *last = cJSON_GetObjectItemCaseSensitive(o, "last_event_ns");
+
+		if (pid - 1000 < nrun)
+			ck_assert_msg(cJSON_IsNumber(last) &&
+					      (int64_t)last->valuedouble == (pid - 1000 + 1) * 10 * US,
+				      "row %d, pid %lld", row, (long long)pid);
+		else
+			ck_assert_msg(!last || cJSON_IsNull(last), "row %d, pid %lld", row,
+				      (long long)pid);
+		row++;
+	}
+	cJSON_Delete(doc);
+	free(path);
+}
+END_TEST
+
+/*
  * A process without its end record (killed by SIGKILL, os._exit): info counts it and says from when
  * its records may be missing; report names it in its header (text, JSON, markdown) even when it has
  * no finding to print. Process 100 ended (end set), process 200 did not: its last event ends at
@@ -1917,6 +1977,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_info_text);
 	tcase_add_test(tc, test_info_json);
 	tcase_add_test(tc, test_process_without_end);
+	tcase_add_test(tc, test_many_processes_without_end);
 	tcase_add_test(tc, test_abrupt_traces);
 	tcase_add_test(tc, test_stats_text);
 	tcase_add_test(tc, test_stats_limit_and_pid);
