@@ -138,6 +138,9 @@ static void scatter(const unsigned char *src, unsigned char *dst, size_t n, size
 		    const cs_sort_key *k, int j, size_t *c)
 {
 	switch (size) {
+	case 8:
+		SCATTER(8)
+		break;
 	case 16:
 		SCATTER(16)
 		break;
@@ -200,44 +203,8 @@ void cs_sort_records(void *base, size_t n, size_t size, const cs_sort_key *keys,
 void cs_sort_i64(int64_t *v, size_t n)
 {
 	static const cs_sort_key key = {0, CS_KEY_I64};
-	size_t(*count)[256];
-	uint64_t *src = (uint64_t *)v, *dst, *tmp;
 
-	if (n < RADIX_MIN) {
-		sort_by_comparison(v, n, sizeof(*v), &key, 1);
-		return;
-	}
-	tmp = n <= SIZE_MAX / sizeof(*v) ? cs_big_alloc(n * sizeof(*v)) : NULL;
-	count = tmp ? calloc(8, sizeof(*count)) : NULL;
-	if (!count) {
-		free(tmp);
-		sort_by_comparison(v, n, sizeof(*v), &key, 1);
-		return;
-	}
-	/* the same passes as cs_sort_records(), on the values themselves */
-	for (size_t i = 0; i < n; i++) {
-		uint64_t x = src[i] ^ 0x8000000000000000ull;
-
-		for (int j = 0; j < 8; j++)
-			count[j][(x >> (8 * j)) & 0xff]++;
-	}
-	dst = tmp;
-	for (int j = 0; j < 8; j++) {
-		size_t *c = count[j];
-		uint64_t *t;
-
-		if (!offsets(c, n))
-			continue;
-		for (size_t i = 0; i < n; i++)
-			dst[c[((src[i] ^ 0x8000000000000000ull) >> (8 * j)) & 0xff]++] = src[i];
-		t = src;
-		src = dst;
-		dst = t;
-	}
-	if (src != (uint64_t *)v)
-		memcpy(v, src, n * sizeof(*v));
-	free(count);
-	free(tmp);
+	cs_sort_records(v, n, sizeof(*v), &key, 1);
 }
 
 /* a double's bits as an int64 of the same order: negative values with their other bits flipped */
