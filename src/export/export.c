@@ -1001,25 +1001,6 @@ static int on_api(struct driver *d, const cs_api *a)
 	return rc ? rc : d->ex.ops->slice(&d->ex, &e);
 }
 
-/* The syncType argument of a wait: a switch, since a crafted trace's type can be any integer that
- * cs_sync_type_is_host_wait() takes (CS_SYNC_HOST_FUNC, which no table of names here held). */
-static const char *sync_type_arg(int type)
-{
-	switch (type) {
-	case CS_SYNC_EVENT_SYNCHRONIZE:
-		return "event_synchronize";
-	case CS_SYNC_STREAM_SYNCHRONIZE:
-		return "stream_synchronize";
-	case CS_SYNC_CONTEXT_SYNCHRONIZE:
-		return "context_synchronize";
-	case CS_SYNC_MEMCPY:
-		return "memcpy";
-	case CS_SYNC_HOST_FUNC:
-		return "host_func";
-	}
-	return "unknown";
-}
-
 static int on_sync(struct driver *d, const cs_sync *s)
 {
 	struct ex_event e;
@@ -1047,7 +1028,8 @@ static int on_sync(struct driver *d, const cs_sync *s)
 	if (s->event_id != CS_ID_NONE)
 		ex_arg_int(&e, EX_KEY_EVENT, s->event_id);
 	ex_arg_int(&e, EX_KEY_CORRELATION, (int64_t)s->correlation_id);
-	ex_arg_str(&e, EX_KEY_SYNC_TYPE, EX_ARG_STR, sync_type_arg(s->type));
+	/* the trace's own names of the types (a switch: a crafted type can be any integer) */
+	ex_arg_str(&e, EX_KEY_SYNC_TYPE, EX_ARG_STR, cs_sync_type_name(s->type));
 	rc = track_use(d, e.track);
 	return rc ? rc : d->ex.ops->slice(&d->ex, &e);
 }
