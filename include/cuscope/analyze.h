@@ -266,6 +266,45 @@ const char *cs_idle_cause_name(int cause);
  */
 int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err);
 
+/* ---- fixes as edits of the run (docs/replay.md) ---- */
+
+/* What a fix changes in the run: each item names a recorded element (its target) and what
+ * becomes of it, or of the host call that holds it. */
+enum cs_edit_kind {
+	CS_EDIT_NO_WAIT = 1, /* the call holding the target no longer waits for the GPU: it takes
+			      * what such a call takes when it does not wait */
+	CS_EDIT_DROP_CALL,   /* the call holding the target is not made (no time, no wait) */
+	CS_EDIT_CALL_TIME,   /* the call holding the target takes value ns and does not wait */
+	CS_EDIT_GPU_TIME,    /* the target's GPU work (a kernel, copy or memset) takes value ns */
+	CS_EDIT_HOST_CUT,    /* the host time before the call holding the target shrinks by value */
+	CS_EDIT_ASYNC,	     /* the call holding the target becomes an asynchronous launch: it takes
+			      * what the process's launch calls take (their median) and waits for
+			      * nothing */
+};
+/* What an edit item's index is an index of. */
+enum cs_edit_target {
+	CS_EDIT_KERNEL = 0, /* a->kernels */
+	CS_EDIT_COPY,	    /* a->copies */
+	CS_EDIT_SYNC,	    /* a->syncs */
+	CS_EDIT_API,	    /* a->apis */
+};
+typedef struct cs_edit_item {
+	int32_t kind;	/* enum cs_edit_kind */
+	int32_t target; /* enum cs_edit_target */
+	int64_t index;
+	int64_t value; /* ns, where the kind takes one */
+} cs_edit_item;
+typedef struct cs_edit {
+	cs_edit_item *v;
+	int64_t n;
+	size_t cap;
+} cs_edit;
+/* Add an item to *e (allocated on first use): 0 or CS_ERR_NOMEM. */
+int cs_edit_add(cs_edit **e, int kind, int target, int64_t index, int64_t value);
+/* Append every item of src to *dst: 0 or CS_ERR_NOMEM. */
+int cs_edit_merge(cs_edit **dst, const cs_edit *src);
+void cs_edit_free(cs_edit *e);
+
 /* ---- findings ---- */
 
 enum cs_severity {
@@ -301,6 +340,15 @@ typedef struct cs_report_finding {
 	uint32_t pid;
 	struct cs_finding_proc *procs; /* owned; NULL until cs_report_run_processes() */
 	int32_t nprocs;
+	/*
+	 * The fix as an edit of the run (owned; NULL when the rule states none), and what
+	 * replaying the run with it saves: saving_ns over the steady steps in all (the report sets
+	 * lost_ns_per_step and step_share from it), saving_share of their time; saving_ns is -1
+	 * until a replay measured it.
+	 */
+	cs_edit *edit;
+	int64_t saving_ns;
+	double saving_share;
 } cs_report_finding;
 
 /* One process a finding was found in, with what it costs there. */
@@ -420,6 +468,10 @@ typedef struct cs_report_process {
 	/* cs_steps_idle_by_cause() of steps when a rule computed it, for the report to reuse (the
 	 * GPU idle line); NULL otherwise. Owned. */
 	int64_t *idle_by_cause;
+	/* The replay of its run (docs/replay.md): the steady steps' mean time replayed as recorded
+	 * and with the fix of every finding that states one applied together, ns; 0 when the
+	 * findings stated no fix. */
+	int64_t replay_step_ns, fix_all_step_ns;
 } cs_report_process;
 
 typedef struct cs_report_processes {

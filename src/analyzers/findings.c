@@ -10,6 +10,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/timings.h"
 #include "rule_util.h"
+#include "deps.h"
 
 const char *cs_severity_name(int sev)
 {
@@ -51,6 +52,7 @@ cs_report_finding *cs_finding_new(const char *rule, int severity, const char *ti
 	f->evidence = cJSON_CreateObject();
 	f->first = f->last = CS_TS_UNKNOWN;
 	f->stack_id = CS_ID_NONE;
+	f->saving_ns = -1;
 	if (!f->title || !f->fix || !f->evidence) {
 		cs_finding_free(f);
 		return NULL;
@@ -68,6 +70,8 @@ static void finding_clear(cs_report_finding *f)
 	for (int32_t i = 0; i < f->nprocs; i++)
 		free(f->procs[i].steps);
 	free(f->procs);
+	cs_edit_free(f->edit);
+	f->edit = NULL;
 	f->title = f->fix = NULL;
 	f->steps = NULL;
 	f->nsteps = 0;
@@ -120,6 +124,39 @@ int cs_finding_set_steps(cs_report_finding *f, const int32_t *steps, int32_t n)
 	f->steps = v;
 	f->nsteps = n > 0 ? n : 0;
 	return 0;
+}
+
+int cs_edit_add(cs_edit **e, int kind, int target, int64_t index, int64_t value)
+{
+	cs_edit_item *it;
+
+	if (!*e && !(*e = calloc(1, sizeof(**e))))
+		return CS_ERR_NOMEM;
+	if (cs_grow((void **)&(*e)->v, &(*e)->cap, (size_t)(*e)->n + 1, sizeof(*(*e)->v)))
+		return CS_ERR_NOMEM;
+	it = &(*e)->v[(*e)->n++];
+	it->kind = kind;
+	it->target = target;
+	it->index = index;
+	it->value = value;
+	return 0;
+}
+
+int cs_edit_merge(cs_edit **dst, const cs_edit *src)
+{
+	for (int64_t i = 0; src && i < src->n; i++)
+		if (cs_edit_add(dst, src->v[i].kind, src->v[i].target, src->v[i].index,
+				src->v[i].value))
+			return CS_ERR_NOMEM;
+	return 0;
+}
+
+void cs_edit_free(cs_edit *e)
+{
+	if (!e)
+		return;
+	free(e->v);
+	free(e);
 }
 
 int64_t cs_lost_total(int64_t lost_ns_per_step, int32_t nsteps)
@@ -186,6 +223,7 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 	f->evidence = NULL;
 	f->procs = NULL;
 	f->nprocs = 0;
+	f->edit = NULL;
 
 	if (!copy->pid && ctx->steps)
 		copy->pid = ctx->steps->pid;
@@ -256,6 +294,67 @@ static unsigned facts_after(const cs_analyzer *const *rules, const cs_analyzer *
 	return facts;
 }
 
+/*
+ * Replay the run of s's process without and with each fix that the findings out->v[from..] state
+ * as edits (facts/deps.h), and make the saving of the replay their cost: saving_ns and
+ * saving_share, and lost_ns_per_step and step_share from them. Then replay every fix together
+ * for the report's header (cache->fix_all_step_ns).
+ */
+static int replay_savings(const cs_analysis *a, const cs_steps *s, int64_t median, cs_report *out,
+			  int32_t from, struct cs_rule_cache *cache)
+{
+	struct fact_deps *d = NULL;
+	cs_edit *all = NULL;
+	int64_t base = 0, ed = 0;
+	int32_t nspan;
+	int any = 0, rc = CS_ERR_NOMEM;
+
+	for (int32_t i = from; i < out->n; i++)
+		any |= out->v[i]->edit != NULL && out->v[i]->pid == s->pid;
+	if (!any)
+		return 0;
+	if (fact_deps_build(a, s, &d))
+		return CS_ERR_NOMEM;
+	if (!d || (nspan = fact_deps_span_steps(d)) <= 0) {
+		fact_deps_free(d);
+		return 0;
+	}
+	if (fact_deps_replay(d, NULL, NULL, &base))
+		goto out;
+	if (base <= 0) {
+		rc = 0;
+		goto out;
+	}
+	for (int32_t i = from; i < out->n; i++) {
+		cs_report_finding *f = out->v[i];
+		int64_t saving;
+		int32_t per;
+
+		if (!f->edit || f->pid != s->pid)
+			continue;
+		if (fact_deps_replay(d, f->edit, NULL, &ed) || cs_edit_merge(&all, f->edit))
+			goto out;
+		/* over the steady steps, as many as the span counts */
+		saving = base > ed ? (base - ed) / nspan * cs_steps_steady(s) : 0;
+		f->saving_ns = saving;
+		f->saving_share = (double)(base > ed ? base - ed : 0) / (double)base;
+		per = f->lost_steps > 0 ? f->lost_steps : f->nsteps > 0 ? f->nsteps : cs_steps_steady(s);
+		f->lost_ns_per_step = per > 0 ? saving / per : saving;
+		f->step_share = median > 0 ? (double)f->lost_ns_per_step / (double)median : 0;
+		if (f->step_share > 1)
+			f->step_share = 1;
+	}
+	if (fact_deps_replay(d, all, NULL, &ed))
+		goto out;
+	cache->replay_step_ns = base / nspan;
+	cache->fix_all_step_ns = ed / nspan;
+	rc = 0;
+out:
+	cs_edit_free(all);
+	fact_deps_free(d);
+	return rc;
+}
+
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 			 struct cs_rule_cache *cache, cs_report *out, cs_error *err)
@@ -264,6 +363,7 @@ int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 	cs_stopwatch w;
 	cs_rule_ctx ctx;
 	int64_t median, p10, p90;
+	int32_t from;
 	int rc = 0;
 
 	if (!a || !s || !out)
@@ -271,6 +371,7 @@ int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 	if (!rules)
 		rules = cs_analyzers;
 	cs_steps_duration_stats(s, &median, &p10, &p90);
+	from = out->n;
 	/* two passes: the summaries run once the other rules' findings are in */
 	for (int pass = 0; pass < 2 && rc == 0; pass++) {
 		for (const cs_analyzer *const *r = rules; *r; r++) {
@@ -299,6 +400,14 @@ int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 				break;
 			}
 			rc = 0;
+		}
+		/* the summaries read the costs: the replay's come before them */
+		if (pass == 0 && rc == 0) {
+			cs_stopwatch_start(&w);
+			rc = replay_savings(a, s, median, out, from, cache);
+			cs_timings_add("replay", &w);
+			if (rc < 0)
+				rc = cs_error_set(err, rc, "out of memory");
 		}
 	}
 	cs_report_sort(out);

@@ -97,6 +97,32 @@ static double link_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t devic
 	return l.bps;
 }
 
+/*
+ * The rate a pinned copy of process pid on device_id reaches, for the fix's edit: the link's
+ * (link_bytes_per_s()) when the trace knows it; else the fastest pinned copy of at least
+ * SLOW_MIN_BYTES the process made; else that of PCIe 4.0 x16 (16 GT/s x 16 lanes x 128/130 / 8,
+ * 31.5 GB/s), the slowest link of the GPUs CUPTI 12 and later profile in a server (docs/replay.md).
+ */
+#define PCIE4_X16_BYTES_PER_S (16e9 * 16 * 128.0 / 130.0 / 8)
+static double pinned_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t device_id,
+				 double link_bps)
+{
+	double best = 0;
+
+	if (link_bps > 0)
+		return link_bps;
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid == pid && c->device_id == device_id && c->bytes >= (1 << 20) &&
+		    c->end > c->start && !c->is_memset &&
+		    (c->src_kind == CS_MEM_PINNED || c->dst_kind == CS_MEM_PINNED) &&
+		    (double)c->bytes * 1e9 / (double)(c->end - c->start) > best)
+			best = (double)c->bytes * 1e9 / (double)(c->end - c->start);
+	}
+	return best > 0 ? best : PCIE4_X16_BYTES_PER_S;
+}
+
 /* Copies below this many bytes are not charged a slow transfer: their time is the DMA's latency
  * (microseconds, pinned or not), not the link's bandwidth; from 1 MiB (16 us at PCIe 5.0 x16) the
  * link time dominates. */
@@ -308,8 +334,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const int64_t *copy_wait = NULL;
 	char title[512], b1[32], b2[32], b3[128] = "", b4[160] = "";
 	int32_t link_dev = -1;
-	double bps = 0, link_bps = 0;
+	double bps = 0, link_bps = 0, pinned_bps = 0;
 	int64_t longest = 0; /* longest_kernel(), once a link is known */
+	cs_edit *edit = NULL; /* the fix as an edit of the run (docs/replay.md) */
 	int rc;
 
 	if (steady <= 0)
@@ -357,8 +384,18 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				longest = longest_kernel(a, s->pid);
 			if (bps > 0)
 				link_bps = bps;
+			pinned_bps = pinned_bytes_per_s(a, s->pid, link_dev, bps);
 		}
 		cs_sat_accum(&x->slow_ns, slow_transfer(a, c, bps, longest));
+		/* pinned and non_blocking: the call holds the host no longer than an asynchronous
+		 * one, and the transfer runs at the link's speed (when known and faster) */
+		if (cs_edit_add(&edit, CS_EDIT_ASYNC, CS_EDIT_COPY, i, 0))
+			goto out;
+		if (c->bytes > 0 && c->end > c->start &&
+		    (double)c->bytes * 1e9 / pinned_bps < (double)(c->end - c->start) &&
+		    cs_edit_add(&edit, CS_EDIT_GPU_TIME, CS_EDIT_COPY, i,
+				(int64_t)((double)c->bytes * 1e9 / pinned_bps)))
+			goto out;
 	}
 	/* the idle of a step charged to pageable copies, in the steps that made one */
 	for (int32_t i = 0; i < s->n; i++)
@@ -375,6 +412,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			cs_sat_accum(&sum[w->step].idle_ns, ru_d2h_cost(w));
 			sum[w->step].waits++;
 		}
+		if (w->step >= 0 && sum[w->step].copies &&
+		    cs_edit_add(&edit, CS_EDIT_NO_WAIT, CS_EDIT_SYNC, w->sync, 0))
+			goto out;
 	}
 	/* the cost: the idle, and the transfers' time beyond the link's */
 	for (int32_t i = 0; i < s->n; i++)
@@ -477,6 +517,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, longest, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
+	f->edit = edit;
+	edit = NULL;
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;
@@ -485,6 +527,7 @@ out:
 		cs_error_set(err, rc, "out of memory");
 out_free:
 	cs_finding_free(f);
+	cs_edit_free(edit);
 	ru_cache_free(&own);
 	free(sum);
 	free(idle);

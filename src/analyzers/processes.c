@@ -413,6 +413,8 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 		/* the GPU idle by cause a rule computed is the report's too */
 		procs->v[i].idle_by_cause = cache.idle;
 		cache.idle = NULL;
+		procs->v[i].replay_step_ns = cache.replay_step_ns;
+		procs->v[i].fix_all_step_ns = cache.fix_all_step_ns;
 		ru_cache_free(&cache);
 		if (rc == 0)
 			rc = merge_findings(a, &m, &tmp, &l.v[i]);

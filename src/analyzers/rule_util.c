@@ -2209,3 +2209,19 @@ int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of
 	*wait_of = w;
 	return 0;
 }
+
+int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies)
+{
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct ru_d2h_wait *w = &d->v[i];
+
+		if (w->step < 0)
+			continue;
+		if (cs_edit_add(&f->edit, CS_EDIT_NO_WAIT, CS_EDIT_SYNC, w->sync, 0))
+			return CS_ERR_NOMEM;
+		if (copies && w->first_copy >= 0 &&
+		    cs_edit_add(&f->edit, CS_EDIT_NO_WAIT, CS_EDIT_COPY, w->first_copy, 0))
+			return CS_ERR_NOMEM;
+	}
+	return 0;
+}

@@ -340,6 +340,9 @@ struct cs_rule_cache {
 	struct ru_op *ops;			/* ru_cached_launch_ops(), once have_ops is set */
 	int64_t nops;
 	int have_ops;
+	/* the replay of the run (facts/deps.h) after the rules: the steady steps' mean time
+	 * replayed as recorded and with every finding's fix, ns; 0 when nothing was replayed */
+	int64_t replay_step_ns, fix_all_step_ns;
 };
 void ru_cache_free(struct cs_rule_cache *c);
 /* Free the facts of c (enum cs_fact_flag) that are not in keep; asked again, they are computed
@@ -368,6 +371,13 @@ int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 
 /* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
+
+/*
+ * The fix of a finding about the waits of d as an edit of the run (docs/replay.md): no wait of a
+ * steady step holds the host; with copies, neither does the call of the first copy each waited
+ * for. 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);

@@ -198,6 +198,11 @@ cJSON *report_json_finding(cs_trace *t, const cs_report_processes *rp, const cs_
 	cs_json_add_int(o, "lost_ns_per_step", f->lost_ns_per_step, INT64_MIN);
 	cJSON_AddNumberToObject(o, "step_share", f->step_share);
 	cs_json_add_int(o, "total_lost_ns", cs_finding_total_lost(f), INT64_MIN);
+	if (f->saving_ns >= 0) {
+		/* the cost above is this replayed saving (docs/replay.md) */
+		cs_json_add_int(o, "saving_ns", f->saving_ns, INT64_MIN);
+		cJSON_AddNumberToObject(o, "saving_share", f->saving_share);
+	}
 	cs_json_add_int(o, "first_ns", f->first, CS_TS_UNKNOWN);
 	cs_json_add_int(o, "last_ns", f->last, CS_TS_UNKNOWN);
 	ev = f->evidence ? json_clean_copy(f->evidence) : cJSON_CreateObject();
@@ -297,6 +302,21 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 	cs_json_add_int(o, "p10_ns", p10, -1);
 	cs_json_add_int(o, "p90_ns", p90, -1);
 	cJSON_AddNumberToObject(o, "gpu_busy_share", cs_steps_busy_share(s));
+	{
+		const cs_report_process *p = cs_report_process_find(v->procs, s->pid);
+
+		if (p && p->replay_step_ns > 0) {
+			cJSON *fa = cJSON_AddObjectToObject(o, "fix_all");
+
+			if (!fa)
+				goto fail;
+			cs_json_add_int(fa, "replayed_step_ns", p->replay_step_ns, INT64_MIN);
+			cs_json_add_int(fa, "step_ns", p->fix_all_step_ns, INT64_MIN);
+			cJSON_AddNumberToObject(fa, "saving_share",
+						1.0 - (double)p->fix_all_step_ns /
+							      (double)p->replay_step_ns);
+		}
+	}
 	if (json_host_idle(v, s, o))
 		goto fail;
 	list = cJSON_AddArrayToObject(o, "list");

@@ -83,7 +83,8 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 		       cs_steps_steady(report_finding_steps(v, f)), runs);
 	}
 	if (f->lost_ns_per_step > 0)
-		printf("- **GPU time lost:** %s per step (%.1f%% of step time), %s in all\n",
+		printf("- **%s:** %s per step (%.1f%% of step time), %s in all\n",
+		       f->saving_ns >= 0 ? "Fixing it saves (replayed)" : "GPU time lost",
 		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
 		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 	if (f->stack_id != CS_ID_NONE) {

@@ -222,7 +222,8 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 		else
 			snprintf(line, sizeof(line), "%s",
 				 cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
-		print_field("GPU lost:", line, v->width);
+		/* a replayed saving (docs/replay.md), or the idle the rule charged */
+		print_field(f->saving_ns >= 0 ? "saves:" : "GPU lost:", line, v->width);
 	}
 	for (int32_t i = 0, shown = 0; v->multi && i < f->nprocs; i++) {
 		const cs_finding_proc *p = &f->procs[i];
@@ -312,6 +313,22 @@ static void text_processes(const struct report_view *v)
 	}
 }
 
+/* "if fixed:" under the step time: the run replayed with every finding's fix (docs/replay.md) */
+static void text_fix_all(const struct report_view *v)
+{
+	const cs_report_process *p = cs_report_process_find(v->procs, v->s->pid);
+	char line[256], a[32], b[32];
+
+	if (!p || p->replay_step_ns <= 0)
+		return;
+	snprintf(line, sizeof(line),
+		 "every fix below together: %s a step instead of %s (%+.1f%%), replayed",
+		 cs_fmt_duration(a, sizeof(a), p->fix_all_step_ns),
+		 cs_fmt_duration(b, sizeof(b), p->replay_step_ns),
+		 100.0 * ((double)p->fix_all_step_ns / (double)p->replay_step_ns - 1.0));
+	print_header_field("if fixed:", line, v->width);
+}
+
 /* "GPU idle:" under the step time, when the host left the GPU idle for a share worth naming
  * (whether or not a rule reports it: launch-starvation reports when it is at least the GPU busy
  * time). */
@@ -357,6 +374,7 @@ static void text_header(const struct report_view *v)
 						       : "");
 		print_header_field("step time:", line, v->width);
 		text_host_idle(v);
+		text_fix_all(v);
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
 		print_header_field(

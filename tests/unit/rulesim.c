@@ -24,6 +24,7 @@ int collect(cs_rule_ctx *ctx, cs_report_finding *f)
 	f->steps = NULL;
 	f->nsteps = 0;
 	f->evidence = NULL;
+	f->edit = NULL;
 	c->n++;
 	return 0;
 }
@@ -35,6 +36,7 @@ void found_free(struct found *c)
 		free(c->v[i].fix);
 		free(c->v[i].steps);
 		cJSON_Delete(c->v[i].evidence);
+		cs_edit_free(c->v[i].edit);
 	}
 	c->n = 0;
 }

@@ -2544,7 +2544,11 @@ START_TEST(test_host_waits_shared_cache)
 				/* each finding of the rule comes twice; the first of its run alone
 				 */
 				ck_assert_str_eq(f->title, a->v[0].title);
-				ck_assert_int_eq(f->lost_ns_per_step, a->v[0].lost_ns_per_step);
+				/* a rule run alone charges its idle; in a report, a fix
+				 * stated as an edit costs what the replay saves */
+				if (f->saving_ns < 0)
+					ck_assert_int_eq(f->lost_ns_per_step,
+							 a->v[0].lost_ns_per_step);
 				ck_assert_int_eq(f->nsteps, a->v[0].nsteps);
 				got = cJSON_PrintUnformatted(f->evidence);
 				want = cJSON_PrintUnformatted(a->v[0].evidence);

@@ -1,0 +1,228 @@
+/*
+ * test_replay.c - the replay of a run's dependencies (src/analyzers/facts/deps.c,
+ * docs/replay.md).
+ *
+ * First: replaying the unedited model of every committed trace gives its recorded step times
+ * back (the median of the steady steps within 3%, the p90 within 5%). Then edits on those traces
+ * move the step times the way the fix would: dropping a recorded wait never makes a step slower,
+ * making GPU work longer slows a GPU-bound run and not a host-bound one.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/analyze.h"
+#include "cuscope/sort.h"
+#include "deps.h"
+#include "testutil.h"
+
+struct loaded {
+	cs_trace *t;
+	cs_analysis a;
+	cs_steps s;
+	struct fact_deps *d;
+};
+
+static int load(struct loaded *l, const char *path)
+{
+	cs_error err = {0, ""};
+
+	memset(l, 0, sizeof(*l));
+	if (cs_trace_open(path, &l->t, &err) < 0)
+		return -1;
+	ck_assert_int_eq(cs_analysis_load(l->t, &l->a, &err), 0);
+	if (cs_steps_detect(&l->a, NULL, &l->s, &err) < 0) {
+		cs_analysis_free(&l->a);
+		cs_trace_close(l->t);
+		return -1;
+	}
+	ck_assert_int_eq(fact_deps_build(&l->a, &l->s, &l->d), 0);
+	return 0;
+}
+
+static void unload(struct loaded *l)
+{
+	fact_deps_free(l->d);
+	cs_steps_free(&l->s);
+	cs_analysis_free(&l->a);
+	cs_trace_close(l->t);
+}
+
+/* Median and p90 of the steady steps of v (as cs_steps_duration_stats() takes them). */
+static void stats(const cs_steps *s, const int64_t *v, int64_t *med, int64_t *p90)
+{
+	int32_t n = cs_steps_steady(s) > 0 ? cs_steps_steady(s) : s->n, from = s->n - n;
+	int64_t *x = malloc((size_t)(n > 0 ? n : 1) * sizeof(*x));
+
+	ck_assert_ptr_nonnull(x);
+	memcpy(x, v + from, (size_t)n * sizeof(*x));
+	cs_sort_i64(x, (size_t)n);
+	*med = x[(n - 1) / 2];
+	*p90 = x[(int32_t)((n - 1) * 0.9)];
+	free(x);
+}
+
+static double rel(int64_t x, int64_t ref)
+{
+	return ref > 0 ? (double)(x > ref ? x - ref : ref - x) / (double)ref : 0;
+}
+
+/* Every .db of dir: replayed unedited, its step times as recorded. Returns the traces checked. */
+static int check_dir(const char *rel_dir)
+{
+	char *dir = tu_source_file(rel_dir);
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dp) {
+		free(dir);
+		return 0;
+	}
+	while ((de = readdir(dp))) {
+		size_t len = strlen(de->d_name);
+		char path[4096];
+		struct loaded l;
+		int64_t *rec, *rep, m0, p0, m1, p1;
+
+		if (len < 4 || strcmp(de->d_name + len - 3, ".db"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (load(&l, path))
+			continue;
+		if (!l.d || l.s.n < 2) {
+			unload(&l);
+			continue;
+		}
+		rec = malloc((size_t)l.s.n * sizeof(*rec));
+		rep = malloc((size_t)l.s.n * sizeof(*rep));
+		ck_assert(rec && rep);
+		for (int32_t i = 0; i < l.s.n; i++)
+			rec[i] = cs_step_time(&l.s, i);
+		ck_assert_int_eq(fact_deps_replay(l.d, NULL, rep, NULL), 0);
+		stats(&l.s, rec, &m0, &p0);
+		stats(&l.s, rep, &m1, &p1);
+		ck_assert_msg(rel(m1, m0) <= 0.03 && rel(p1, p0) <= 0.05,
+			      "%s: replayed median %lld p90 %lld, recorded %lld %lld", path,
+			      (long long)m1, (long long)p1, (long long)m0, (long long)p0);
+		free(rec);
+		free(rep);
+		unload(&l);
+		n++;
+	}
+	closedir(dp);
+	free(dir);
+	return n;
+}
+
+START_TEST(test_unedited_replay_is_the_recording)
+{
+	int n = check_dir("samples/rules/traces") + check_dir("tests/data/corpus") +
+		check_dir("samples/traces") + check_dir("tests/data/savings");
+
+	ck_assert_int_gt(n, 0);
+}
+END_TEST
+
+static char *trace_path(const char *name)
+{
+	char rel_path[256];
+
+	snprintf(rel_path, sizeof(rel_path), "samples/rules/traces/%s", name);
+	return tu_source_file(rel_path);
+}
+
+/* The replay is monotone: without any host wait of the steady steps no run gets slower, and it
+ * gets faster where the waits held the host. */
+START_TEST(test_no_wait_never_slower)
+{
+	static const char *const names[] = {"d2h-sync-bad.db", "sync-call-bad.db",
+					    "pageable-memcpy-negative_gpu_bound.db",
+					    "allocator-churn-bad_no_caching.db"};
+	int faster = 0;
+
+	for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
+		char *path = trace_path(names[c]);
+		struct loaded l;
+		cs_edit *e = NULL;
+		int64_t base, ed;
+
+		if (!tu_file_exists(path) || load(&l, path)) {
+			free(path);
+			continue;
+		}
+		ck_assert_ptr_nonnull(l.d);
+		for (int64_t i = 0; i < l.a.nsyncs; i++)
+			if (l.a.syncs[i].pid == l.s.pid && l.a.syncs[i].host_wait &&
+			    cs_steps_find(&l.s, l.a.syncs[i].start) >= l.s.warmup)
+				ck_assert_int_eq(
+					cs_edit_add(&e, CS_EDIT_NO_WAIT, CS_EDIT_SYNC, i, 0), 0);
+		ck_assert_ptr_nonnull(e);
+		ck_assert_int_eq(fact_deps_replay(l.d, NULL, NULL, &base), 0);
+		ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &ed), 0);
+		ck_assert_int_gt(base, 0);
+		ck_assert_msg(ed <= base, "%s: %lld -> %lld", names[c], (long long)base,
+			      (long long)ed);
+		faster += ed < base - base / 100;
+		cs_edit_free(e);
+		unload(&l);
+		free(path);
+	}
+	ck_assert_int_gt(faster, 0);
+}
+END_TEST
+
+/* GPU time doubled: a GPU-bound run's steps get about twice as long (a fed queue), a host-bound
+ * run's (the launch-starved loop) change little. */
+START_TEST(test_gpu_time_matters_where_gpu_bound)
+{
+	static const struct {
+		const char *name;
+		double lo, hi; /* the edited span over the recorded */
+	} cases[] = {
+		{"launch-starvation-negative_gpu_bound.db", 1.7, 2.1},
+		{"launch-starvation-bad.db", 1.0, 1.2},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char *path = trace_path(cases[c].name);
+		struct loaded l;
+		cs_edit *e = NULL;
+		int64_t base, ed;
+		double r;
+
+		if (!tu_file_exists(path) || load(&l, path)) {
+			free(path);
+			continue;
+		}
+		for (int64_t i = 0; i < l.a.nkernels; i++)
+			if (l.a.kernels[i].pid == l.s.pid)
+				ck_assert_int_eq(
+					cs_edit_add(
+						&e, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i,
+						2 * (l.a.kernels[i].end - l.a.kernels[i].start)),
+					0);
+		ck_assert_int_eq(fact_deps_replay(l.d, NULL, NULL, &base), 0);
+		ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &ed), 0);
+		r = (double)ed / (double)base;
+		ck_assert_msg(r >= cases[c].lo && r <= cases[c].hi, "%s: %.3f", cases[c].name, r);
+		cs_edit_free(e);
+		unload(&l);
+		free(path);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("replay");
+	TCase *tc = tcase_create("replay");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_unedited_replay_is_the_recording);
+	tcase_add_test(tc, test_no_wait_never_slower);
+	tcase_add_test(tc, test_gpu_time_matters_where_gpu_bound);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
