@@ -95,7 +95,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	cJSON_AddNumberToObject(e, "reallocated_bytes_per_burst", (double)realloc_bytes);
 	cJSON_AddNumberToObject(e, "bursts", (double)sum->bursts);
 	ru_mem_evidence(e, ctx, m, sum, n);
-	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id)) {
+	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id) ||
+	    ru_edit_bursts(f, a, ctx->steps, m, sum->keep)) {
 		cs_finding_free(f);
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 	}

@@ -128,7 +128,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	cJSON_AddNumberToObject(e, "steady_ns", (double)sum->steady_ns);
 	cJSON_AddNumberToObject(e, "steady_state_share", sum->steady_share);
 	cJSON_AddBoolToObject(e, "direct_evidence_only", sum->keep == is_direct);
-	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id)) {
+	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id) ||
+	    ru_edit_bursts(f, a, ctx->steps, m, sum->keep)) {
 		cs_finding_free(f);
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 	}

@@ -2225,3 +2225,50 @@ int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies)
 	}
 	return 0;
 }
+
+int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b))
+{
+	struct ru_i64 calls = {0};
+	int rc = ru_alloc_api_calls(a, s->pid, 1, &calls);
+
+	for (int32_t i = 0; rc == 0 && i < m->n; i++) {
+		const struct ru_burst *b = &m->v[i];
+		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
+
+		if (b->step < 0 || !keep(b))
+			continue;
+		for (int64_t k = 0; rc == 0 && k < calls.n; k++) {
+			const cs_a_api *x = &a->apis[calls.v[k]];
+
+			if (x->start >= b->t_first && x->start <= end)
+				rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_API, calls.v[k],
+						 0);
+		}
+		for (int64_t k = cs_analysis_sync_at(a, b->t_first);
+		     rc == 0 && b->retry && k < a->nsyncs && a->syncs[k].start <= end; k++)
+			if (a->syncs[k].pid == s->pid && a->syncs[k].host_wait)
+				rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_SYNC, k, 0);
+	}
+	free(calls.v);
+	return rc ? CS_ERR_NOMEM : 0;
+}
+
+int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const struct ru_h2d_stalls *h,
+		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
+		const int32_t *steps, int32_t nsteps, int device)
+{
+	for (int64_t i = 0; i < h->n; i++) {
+		const struct ru_h2d_stall *y = &h->v[i];
+		int in = 0;
+
+		for (int32_t k = 0; k < nsteps && !in; k++)
+			in = steps[k] == y->step;
+		if (!in || !own(a, y))
+			continue;
+		if (cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, y->copy, y->stretch_ns) ||
+		    (device && cs_edit_add(&f->edit, CS_EDIT_ASYNC, CS_EDIT_COPY, y->copy, 0)))
+			return CS_ERR_NOMEM;
+	}
+	return 0;
+}

@@ -379,6 +379,15 @@ int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, c
  */
 int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
 
+/*
+ * The fix of a memory rule as an edit of the run (docs/replay.md): the device allocator calls of
+ * the steps' process from the first release of each burst keep() holds to the last allocation that
+ * filled the cache again are not made, nor, for a retry, the synchronizations in that window (the
+ * allocator's wait for every stream before it frees). 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b));
+
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
@@ -605,6 +614,15 @@ struct ru_h2d_rule {
 int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
 		 int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
 		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id);
+/*
+ * The fix of an input rule as an edit of the run (docs/replay.md): the host time without a CUDA
+ * call before each copy own() holds in steps (the batch or the tensor being made) is gone from
+ * the launching thread; with device, the copy becomes the launch of a kernel that makes the data
+ * on the device (its call an asynchronous launch). 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const struct ru_h2d_stalls *h,
+		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
+		const int32_t *steps, int32_t nsteps, int device);
 /*
  * The whole run of such a rule: the stalls (cached), the per-step sums and costs, the recurrence
  * (ru_recur_decide with the rule's minimums, RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it

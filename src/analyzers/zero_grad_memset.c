@@ -171,6 +171,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_sites sites = {0};
+	struct ru_i64 writes = {0}; /* the zeroing writes, indices in ops */
 	double share, lo, hi;
 	char title[400], b1[32], b2[32];
 	int rc = CS_ERR_NOMEM;
@@ -196,15 +197,20 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			if (ops[i].is_kernel &&
 			    is_foreach_zero(cs_analysis_string(a, ops[i].name))) {
 				x->foreach_zero++;
-				if (add_write(a, &ops[i], i, x, &sites, 0))
+				if (add_write(a, &ops[i], i, x, &sites, 0) ||
+				    ru_i64_push(&writes, i))
 					goto out;
 				continue;
 			}
 			for (j = i; j < e && is_fill(a, &ops[j]); j++)
 				;
-			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j))
+			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j)) {
 				if (add_run(a, s->pid, ops, i, j, x, &sites))
 					goto out;
+				for (int64_t k = i; k < j; k++)
+					if (ru_i64_push(&writes, k))
+						goto out;
+			}
 		}
 	}
 	/* the same count every step: the steps of the most common count */
@@ -311,6 +317,17 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (!cJSON_GetObjectItem(e, "min_affected_share"))
 			goto out;
 	}
+	/* the fix as an edit of the run: with the gradients set to None no write is launched
+	 * (docs/replay.md) */
+	for (int64_t k = 0; k < writes.n; k++) {
+		const struct ru_op *o = &ops[writes.v[k]];
+		int target = o->is_kernel ? CS_EDIT_KERNEL : CS_EDIT_COPY;
+
+		if (cost[o->step] > 0 &&
+		    (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, target, o->index, 0) ||
+		     cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, target, o->index, 0)))
+			goto out;
+	}
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;
@@ -320,6 +337,7 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_sites_free(&sites);
+	free(writes.v);
 	ru_cache_free(&own);
 	free(sum);
 	free(cost);
