@@ -100,7 +100,10 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	if (nnames)
 		f->stack_id = names[0].stack_id;
 	e = f->evidence;
-	if (ru_add_kernel_sites(e, a, s, match_scan, (void *)c, MAX_SITES, &f->stack_id))
+	/* the fix as an edit: the scans' time gone, the upper bound the rule states (the matmul
+	 * that replaces them takes a fraction of it; docs/replay.md) */
+	if (ru_add_kernel_sites(e, a, s, match_scan, (void *)c, MAX_SITES, &f->stack_id) ||
+	    ru_edit_kernel_time(f, a, s, steps, n, match_scan, (void *)c, 0))
 		goto out;
 	cJSON_AddNumberToObject(e, "scan_ns_per_step", (double)lost);
 	cJSON_AddNumberToObject(e, "gpu_kernel_ns_per_step", (double)gpu_med);

@@ -575,6 +575,67 @@ static const char *cause_fix(int c, int graph)
  * time, as a share of the step) and its 95% interval, in millionths; near: the interval holds 0
  * (the finding is info).
  */
+struct launch_ref {
+	uint32_t tid;
+	int32_t step;
+	int64_t start;
+	int64_t kernel;
+};
+
+/*
+ * The fix as an edit of the run (docs/replay.md): the kernels each thread launches in a step go
+ * into one CUDA graph, launched by the first launch call; the others are not made, nor is the host
+ * time between two launches of a thread that is at most far (the launch pace: what is longer is
+ * host work a graph does not take away, and only far of it goes). Kernels already replayed from a
+ * graph are left as they are. 0 or CS_ERR_NOMEM.
+ */
+static int edit_graph(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		      const int32_t *steps, int32_t n, int64_t far)
+{
+	struct launch_ref *v;
+	int64_t nv = 0;
+	uint8_t *in = calloc((size_t)s->n + 1, 1);
+	int rc = 0;
+
+	if (!in)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < n; i++)
+		in[steps[i]] = 1;
+	v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	if (!v) {
+		free(in);
+		return CS_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+
+		if (k->pid != s->pid || k->graph || k->launch_start == CS_TS_UNKNOWN)
+			continue;
+		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		if (st < 0 || !in[st])
+			continue;
+		v[nv++] = (struct launch_ref){k->launch_tid, st, k->launch_start, i};
+	}
+	{
+		static const cs_sort_key keys[] = {{offsetof(struct launch_ref, tid), CS_KEY_U32},
+						   {offsetof(struct launch_ref, start), CS_KEY_I64}};
+
+		cs_sort_records(v, (size_t)nv, sizeof(*v), keys, 2);
+	}
+	for (int64_t i = 1; i < nv && rc == 0; i++) {
+		if (v[i].tid != v[i - 1].tid || v[i].step != v[i - 1].step)
+			continue; /* the graph's launch */
+		rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, v[i].kernel, 0);
+		if (rc == 0 && far > 0)
+			rc = cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, v[i].kernel,
+					 far == INT64_MAX ? INT64_MAX : far);
+	}
+	free(v);
+	free(in);
+	return rc ? CS_ERR_NOMEM : 0;
+}
+
 static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int32_t *steps,
 			int32_t n, int64_t *tmp, int64_t med, int64_t lo, int64_t hi, int near,
 			struct ru_sites *sites, cs_error *err)
@@ -742,6 +803,17 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int3
 		goto out;
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
+	if (!graph) {
+		struct cs_rule_cache own_cache = {0};
+		const struct ru_h2d_stalls *h;
+
+		if (ru_cached_h2d_stalls(ctx, &own_cache, &h) ||
+		    edit_graph(f, a, s, steps, n, INT64_MAX)) {
+			ru_cache_free(&own_cache);
+			goto out;
+		}
+		ru_cache_free(&own_cache);
+	}
 	return ru_emit(ctx, f, err);
 out:
 	cs_finding_free(f);

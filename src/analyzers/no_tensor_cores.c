@@ -427,7 +427,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		f->last = s->v[steps[nsteps - 1]].end;
 		f->stack_id = nnames_t ? names[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
-		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id))
+		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id) ||
+		    ru_edit_kernel_time(f, a, s, steps, nsteps, match_class, &c, 1 / SPEEDUP))
 			goto out;
 		cJSON_AddNumberToObject(e, "simt_gemm_ns_per_step", (double)simt_med);
 		cJSON_AddNumberToObject(e, "tensor_core_gemm_ns_per_step",

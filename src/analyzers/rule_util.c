@@ -2272,3 +2272,32 @@ int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const struct ru_h2d_
 	}
 	return 0;
 }
+
+int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			const int32_t *steps, int32_t n,
+			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor)
+{
+	uint8_t *in = calloc((size_t)s->n + 1, 1);
+	int rc = 0;
+
+	if (!in)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < n; i++)
+		if (steps[i] >= 0 && steps[i] < s->n)
+			in[steps[i]] = 1;
+	for (int64_t i = 0; i < a->nkernels && rc == 0; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int st;
+
+		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
+		    k->end <= k->start)
+			continue;
+		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		if (st < 0 || !in[st] || !match(k, arg))
+			continue;
+		rc = cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i,
+				 (int64_t)((double)(k->end - k->start) * factor));
+	}
+	free(in);
+	return rc ? CS_ERR_NOMEM : 0;
+}

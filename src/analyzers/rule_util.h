@@ -388,6 +388,15 @@ int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
 int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b));
 
+/*
+ * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the
+ * steps' process launched in one of the n steps for which match(k, arg) is non-zero runs its
+ * recorded time times factor. 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			const int32_t *steps, int32_t n,
+			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor);
+
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 

@@ -28,6 +28,8 @@ enum { CL_LAUNCH = 0, CL_SYNC, CL_COPY, CL_API, CL_N };
 /* A latency beyond CAP_TIMES typical ones (and beyond CAP_FLOOR_NS) is not the edge's own. */
 #define CAP_TIMES    4
 #define CAP_FLOOR_NS 20000
+/* Pieces of queued work the GPU's own gap between two is the median of, at least. */
+#define MIN_QUEUED 20
 /* How far back among the work (calls) ended before a start to look for another stream's
  * (thread's). */
 #define DEP_LOOKBACK 64
@@ -375,14 +377,31 @@ static int typical_latencies(struct fact_deps *d)
 			v[nl++] = o->start - d->calls[o->call].start;
 	}
 	d->typ_launch = median_of(v, nl);
+	/* queued: launched at least a typical launch latency before its predecessor ended, so that
+	 * the gap is the GPU's own and not the end of a launch that came just in time */
 	for (int64_t i = 0; i < d->nops; i++) {
 		const struct op *o = &d->ops[i];
 
 		if (i > d->stream_first[o->stream] && o->call >= 0 &&
-		    d->calls[o->call].start < d->ops[i - 1].end && o->start >= d->ops[i - 1].end)
+		    d->calls[o->call].start + d->typ_launch <= d->ops[i - 1].end &&
+		    o->start >= d->ops[i - 1].end)
 			v[ns++] = o->start - d->ops[i - 1].end;
 	}
-	d->typ_stream = median_of(v, ns);
+	if (ns < MIN_QUEUED) {
+		/* a run that never queued: the shortest gaps between two pieces of work of a
+		 * stream (their 5th percentile) */
+		ns = 0;
+		for (int64_t i = 0; i < d->nops; i++) {
+			const struct op *o = &d->ops[i];
+
+			if (i > d->stream_first[o->stream] && o->start >= d->ops[i - 1].end)
+				v[ns++] = o->start - d->ops[i - 1].end;
+		}
+		cs_sort_i64(v, (size_t)ns);
+		d->typ_stream = ns > 0 ? v[ns / 20] : 0;
+	} else {
+		d->typ_stream = median_of(v, ns);
+	}
 	free(v);
 	return 0;
 }
@@ -639,6 +658,8 @@ int fact_deps_build(const cs_analysis *a, const cs_steps *s, struct fact_deps **
 	decide_edges(d, by_end);
 	if (decide_waits(d, by_end) || decide_host_deps(d))
 		goto fail;
+	d->stats.launch_lat = d->typ_launch;
+	d->stats.stream_gap = d->typ_stream;
 	d->stats.calls = d->ncalls;
 	d->stats.ops = d->nops;
 	d->stats.threads = d->nthreads;
