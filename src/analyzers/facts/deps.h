@@ -44,12 +44,12 @@ int32_t fact_deps_span_steps(const struct fact_deps *d);
 
 /* What the model knows about the process, for tests and the evidence. */
 struct fact_deps_stats {
-	int64_t calls, ops, waits; /* call groups, GPU work, calls that waited for GPU work */
-	int64_t cross_edges;	   /* GPU work seen waiting for another stream's */
-	int64_t host_edges;	   /* calls seen woken by another thread's */
+	int64_t calls, ops, waits;	/* call groups, GPU work, calls that waited for GPU work */
+	int64_t cross_edges;		/* GPU work seen waiting for another stream's */
+	int64_t host_edges;		/* calls seen woken by another thread's */
 	int64_t launch_lat, stream_gap; /* the typical latencies of a launch and between two
 					 * pieces of queued work of a stream, ns */
-	int64_t unexplained_ns;	   /* GPU start delays no edge explains */
+	int64_t unexplained_ns;		/* GPU start delays no edge explains */
 	int32_t threads, streams;
 };
 void fact_deps_stats(const struct fact_deps *d, struct fact_deps_stats *out);
