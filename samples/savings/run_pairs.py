@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,16 +47,30 @@ def device_name():
 
 
 def run(cmd, log, timeout):
-    """Run cmd from the repository root; its output (stdout and stderr) goes to log. Returns (rc, output, s)."""
+    """Run cmd from the repository root; its output (stdout and stderr) goes to log. Returns (rc, output, s).
+
+    The program runs in its own process group, which is ended as a whole (SIGTERM, then SIGKILL) when it
+    outlives `timeout`: a recorded program must not outlive its `cuscope record`."""
     t0 = time.time()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, env=env)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        rc, out = 124, (e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
-        out += f"\n[run_pairs] timed out after {timeout} s\n"
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        out = (p.communicate()[0] or "") + f"\n[run_pairs] timed out after {timeout:.0f} s\n"
+        rc = 124
     with open(log, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n" + out + f"\n[run_pairs] rc={rc} seconds={time.time() - t0:.1f}\n")
     return rc, out, time.time() - t0
@@ -73,12 +88,19 @@ def summarize(rounds):
             "saving": round(med(sav), 4), "spread": round(max(sav) - min(sav), 4)}
 
 
+def timeout_of(p, a):
+    """A program's time limit: its timeout_s (default 150 s), but no more than 20 s past the budget."""
+    t = p.get("timeout_s", 150)
+    if a.budget:
+        t = min(t, max(30, a.budget - (time.time() - a.start) + 20))
+    return t
+
+
 def measure_pair(p, a, logs):
     """Returns the rounds [{bad_ms, fixed_ms}] and an error text (None when all went well)."""
-    timeout = p.get("timeout_s", 240)
     if not p["separate"]:
         cmd = with_python(p["cmd"], a.python) + ["ab"] + p["measure_args"]
-        rc, out, _ = run(cmd, os.path.join(logs, p["name"] + "-ab.log"), timeout)
+        rc, out, _ = run(cmd, os.path.join(logs, p["name"] + "-ab.log"), timeout_of(p, a))
         rounds = [{"bad_ms": float(m.group(2)), "fixed_ms": float(m.group(3))}
                   for m in map(ROUND_RE.match, out.splitlines()) if m]
         if rc != 0 or not rounds:
@@ -89,7 +111,7 @@ def measure_pair(p, a, logs):
         ms = {}
         for variant in (("bad", "fixed") if r % 2 else ("fixed", "bad")):
             cmd = with_python(p["cmd"], a.python) + [variant] + p["measure_args"]
-            rc, out, _ = run(cmd, os.path.join(logs, f"{p['name']}-{variant}{r}.log"), timeout)
+            rc, out, _ = run(cmd, os.path.join(logs, f"{p['name']}-{variant}{r}.log"), timeout_of(p, a))
             m = [m for m in map(DONE_RE.match, out.splitlines()) if m]
             if rc != 0 or not m:
                 return rounds, f"{variant} run {r} exited {rc}"
@@ -103,7 +125,7 @@ def record(p, a, variant, traces, logs):
     db = os.path.join(traces, name + ".db")
     cmd = [a.cuscope, "record", "-o", db, "--force", "--"] + with_python(p["cmd"], a.python) + [variant]
     cmd += p["record_args"]
-    rc, out, _ = run(cmd, os.path.join(logs, name + "-record.log"), p.get("timeout_s", 240))
+    rc, out, _ = run(cmd, os.path.join(logs, name + "-record.log"), timeout_of(p, a))
     if rc != 0 or not os.path.exists(db):
         return None, f"record {variant} exited {rc}"
     return {"file": name + ".db", "bytes": os.path.getsize(db), "args": p["record_args"]}, None
@@ -123,7 +145,7 @@ def table(results, out=sys.stdout):
 
 
 def cmd_measure(a):
-    start = a.start or time.time()
+    a.start = start = a.start or time.time()
     pairs = load_pairs()
     only = [s for s in (a.only or "").split(",") if s]
     if only:
