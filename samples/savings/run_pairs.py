@@ -4,6 +4,7 @@
     run_pairs.py measure --out DIR [--budget SEC] [--start EPOCH] [--only SUBSTR[,SUBSTR...]]
                  [--record bad|both|none] [--cuscope PATH] [--python PY] [--command TEXT]
     run_pairs.py merge A.json B.json ... -o OUT.json     # one measured.json from several device calls
+    run_pairs.py install DIR [DIR...] [--limit-mb 12]    # results of measure.sh calls into the repository
     run_pairs.py table MEASURED.json                     # the markdown table of the README
 
 measure: for every pair (in pairs.json order) whose name contains one of the --only substrings:
@@ -11,8 +12,14 @@ measure: for every pair (in pairs.json order) whose name contains one of the --o
     `separate` pairs: 5 rounds of one `CMD bad` and one `CMD fixed` process, bad first in odd rounds;
   - then `cuscope record -o DIR/traces/NAME.db --force -- CMD bad` (and NAME-fixed.db with --record both).
 Before each pair, if the time since --start plus the pair's est_s would pass --budget, the pair and all
-later ones are skipped (listed in the output and in measured.json). Each program's output goes to
-DIR/logs/NAME-WHAT.log. Writes DIR/measured.json and prints a table.
+later ones are skipped (listed in the output and in measured.json, and as an ONLY= line that measures
+them in a later call). Each program's output goes to DIR/logs/NAME-WHAT.log. Writes DIR/measured.json and
+prints a table.
+
+install: DIR holds what a measure.sh call left in its OUT (measured.json, traces.tar.gz or its .partNN
+pieces). The measured.json files are merged into samples/savings/measured.json (a pair measured twice: the
+later DIR wins) and the traces copied into tests/data/savings/: every NAME.db, and the NAME-fixed.db too
+when all of them together stay within --limit-mb (else none of the fixed ones).
 """
 import argparse
 import datetime
@@ -194,6 +201,7 @@ def cmd_measure(a):
     print(f"\ndevice: {name} (driver {driver}); {len(doc['pairs'])} pairs in {time.time() - start:.0f} s")
     if doc["skipped"]:
         print("skipped (budget): " + " ".join(doc["skipped"]))
+        print("to measure them: ONLY=" + ",".join(doc["skipped"]))
     table(doc["pairs"])
     return 1 if any(r.get("error") for r in doc["pairs"]) else 0
 
@@ -214,6 +222,69 @@ def cmd_merge(a):
     with open(a.output, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    return 0
+
+
+def cmd_install(a):
+    import glob
+    import shutil
+    import tarfile
+    import tempfile
+    dest = os.path.join(ROOT, "tests", "data", "savings")
+    tmp = tempfile.mkdtemp(prefix="savings-")
+    measured, traces = [], {}
+    for d in a.dirs:
+        measured.append(os.path.join(d, "measured.json"))
+        parts = sorted(glob.glob(os.path.join(d, "traces.tar.gz.part*")))
+        tar = os.path.join(d, "traces.tar.gz")
+        if parts:
+            tar = os.path.join(tmp, "joined.tar.gz")
+            with open(tar, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as f:
+                        shutil.copyfileobj(f, out)
+        if os.path.exists(tar):
+            sub = os.path.join(tmp, str(len(measured)))
+            with tarfile.open(tar) as t:
+                t.extractall(sub, filter="data")
+            for db in glob.glob(os.path.join(sub, "traces", "*.db")):
+                traces[os.path.basename(db)] = db  # a later DIR wins
+    merged = os.path.join(tmp, "merged.json")
+    cmd_merge(argparse.Namespace(files=measured, output=merged, about=""))
+    with open(merged) as f:
+        doc = json.load(f)
+    names = {r["name"] for r in doc["pairs"]}
+    bad = {n: traces[n + ".db"] for n in names if n + ".db" in traces}
+    fixed = {n: traces[n + "-fixed.db"] for n in names if n + "-fixed.db" in traces}
+    total = sum(os.path.getsize(p) for p in list(bad.values()) + list(fixed.values()))
+    keep_fixed = total <= a.limit_mb * 1024 * 1024
+    os.makedirs(dest, exist_ok=True)
+    for r in doc["pairs"]:
+        n = r["name"]
+        r["trace"] = f"tests/data/savings/{n}.db" if n in bad else None
+        r["trace_fixed"] = f"tests/data/savings/{n}-fixed.db" if n in fixed and keep_fixed else None
+        if n in bad:
+            shutil.copyfile(bad[n], os.path.join(dest, n + ".db"))
+        if r["trace_fixed"]:
+            shutil.copyfile(fixed[n], os.path.join(dest, n + "-fixed.db"))
+    doc["about"] = ("Measured savings of the pairs of samples/savings (README.md there): per pair the per-round "
+                    "step times of bad and fixed (ms per step, each the wall time of a block of steps / its "
+                    "steps), the median over the rounds of (bad - fixed) / bad as `saving`, the largest minus "
+                    "the smallest per-round saving as `spread`, and the device. `runs`: the measure.sh calls "
+                    "that produced them (date, device, command). Traces of the bad variants: `trace`.")
+    if fixed and not keep_fixed:
+        doc["fixed_traces"] = (f"not kept: with them the traces would take {total / 2**20:.1f} MiB, over "
+                               f"{a.limit_mb} MiB")
+    out = os.path.join(HERE, "measured.json")
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    shutil.rmtree(tmp)
+    print(f"{out}: {len(doc['pairs'])} pairs; {len(bad)} bad traces"
+          f"{f', {len(fixed)} fixed traces' if keep_fixed else ''} in {dest}")
+    if doc["missing"]:
+        print("not measured: " + " ".join(doc["missing"]))
+    table(doc["pairs"])
     return 0
 
 
@@ -239,12 +310,15 @@ def main():
     g.add_argument("files", nargs="+")
     g.add_argument("-o", "--output", required=True)
     g.add_argument("--about", default="")
+    i = sub.add_parser("install")
+    i.add_argument("dirs", nargs="+")
+    i.add_argument("--limit-mb", type=float, default=12)
     t = sub.add_parser("table")
     t.add_argument("file")
     a = ap.parse_args()
     if a.cmd == "measure":
         a.out = os.path.abspath(a.out)
-    return {"measure": cmd_measure, "merge": cmd_merge, "table": cmd_table}[a.cmd](a)
+    return {"measure": cmd_measure, "merge": cmd_merge, "install": cmd_install, "table": cmd_table}[a.cmd](a)
 
 
 if __name__ == "__main__":
