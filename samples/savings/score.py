@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""score.py - compare cuscope's predicted savings with the measured ones of samples/savings.
+
+    python3 samples/savings/score.py [--measured samples/savings/measured.json] [--traces tests/data/savings]
+                                     [--cuscope PATH] [--json]
+
+For each pair of measured.json, runs `cuscope report --format json TRACES/<name>.db` (cuscope from --cuscope,
+else $CUSCOPE, else build/cuscope) and prints a markdown table:
+
+  - measured: the median saving of the ab rounds, % of the bad step time;
+  - predicted: the sum over the findings of the pair's rule (for a pair whose rule is "none", of its
+    pattern_rule: a correct prediction there is about 0) of each finding's `saving_share` if the report has
+    it, else its `step_share`; 0 when the rule found nothing ("no finding");
+  - fix-all: the report's top-level `fix_all.saving_share`, when present;
+  - within: whether |predicted - measured| <= max(25% of |measured|, 2 points);
+  - on fixed: the same prediction on <name>-fixed.db, when that trace exists (it should be about 0).
+
+A pair without its trace is listed as "no trace", one whose report fails as "report failed"; neither counts
+in the fraction printed last (pairs within tolerance / pairs scored). --json prints the rows as JSON instead.
+Exit status 0 (2 when measured.json cannot be read).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def report(cuscope, db):
+    """The JSON report of db, or None (with the reason) when it cannot be made."""
+    try:
+        p = subprocess.run([cuscope, "report", "--format", "json", db], capture_output=True, text=True,
+                           timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if p.returncode not in (0, 1):  # --fail-on is not used: 1 should not happen, but is not a broken report
+        return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    try:
+        return json.loads(p.stdout), None
+    except ValueError as e:
+        return None, "bad JSON: %s" % e
+
+
+def share(finding):
+    for key in ("saving_share", "step_share"):
+        v = finding.get(key)
+        if isinstance(v, (int, float)):
+            return float(v), key
+    return 0.0, None
+
+
+def predict(rep, rule):
+    """(predicted share, number of findings of rule, keys used) of a report."""
+    total, n, keys = 0.0, 0, set()
+    for f in rep.get("findings") or []:
+        if f.get("rule") == rule:
+            s, key = share(f)
+            total += s
+            n += 1
+            if key:
+                keys.add(key)
+    return min(total, 1.0), n, sorted(keys)
+
+
+def fix_all(rep):
+    fa = rep.get("fix_all")
+    if isinstance(fa, dict) and isinstance(fa.get("saving_share"), (int, float)):
+        return float(fa["saving_share"])
+    return None
+
+
+def within(pred_pct, meas_pct):
+    return abs(pred_pct - meas_pct) <= max(0.25 * abs(meas_pct), 2.0)
+
+
+def pct(v):
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--measured", default=os.path.join(HERE, "measured.json"))
+    ap.add_argument("--traces", default=os.path.join(ROOT, "tests", "data", "savings"))
+    ap.add_argument("--cuscope", default=os.environ.get("CUSCOPE") or os.path.join(ROOT, "build", "cuscope"))
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    a = ap.parse_args()
+    try:
+        with open(a.measured) as f:
+            pairs = json.load(f)["pairs"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"score.py: cannot read {a.measured}: {e}", file=sys.stderr)
+        return 2
+
+    rows = []
+    for p in pairs:
+        rule = p.get("rule", "none")
+        judged = p.get("pattern_rule") if rule == "none" else rule
+        row = {"name": p["name"], "rule": rule, "judged_rule": judged,
+               "measured": p.get("saving") if p.get("rounds") else None}
+        db = os.path.join(a.traces, p["name"] + ".db")
+        if row["measured"] is None:
+            row["status"] = "not measured"
+        elif not os.path.exists(db):
+            row["status"] = "no trace"
+        else:
+            rep, err = report(a.cuscope, db)
+            if rep is None:
+                row["status"] = f"report failed: {err}"
+            else:
+                pred, n, keys = predict(rep, judged) if judged else (0.0, 0, [])
+                row.update(status="ok", predicted=pred, findings=n, keys=keys, fix_all=fix_all(rep),
+                           within=within(100 * pred, 100 * row["measured"]))
+        fixed_db = os.path.join(a.traces, p["name"] + "-fixed.db")
+        if os.path.exists(fixed_db) and judged:
+            rep, err = report(a.cuscope, fixed_db)
+            row["predicted_on_fixed"] = predict(rep, judged)[0] if rep else None
+        rows.append(row)
+
+    if a.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+        return 0
+    print("| pair | rule | measured | predicted | fix-all | within | on fixed |")
+    print("|---|---|---:|---:|---:|---|---:|")
+    scored = ok = 0
+    for r in rows:
+        rule = r["rule"] if r["rule"] != "none" else f"none ({r['judged_rule']})"
+        if r["status"] != "ok":
+            print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {r['status']} | - | - | "
+                  f"{pct(r.get('predicted_on_fixed'))} |")
+            continue
+        scored += 1
+        ok += r["within"]
+        pred = pct(r["predicted"]) + ("" if r["findings"] else " (no finding)")
+        print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {pred} | {pct(r['fix_all'])} | "
+              f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} |")
+    frac = f"{ok / scored:.2f}" if scored else "-"
+    print(f"\nwithin tolerance (max(25% of measured, 2 points)): {ok} of {scored} scored pairs ({frac}); "
+          f"{len(rows) - scored} not scored")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
