@@ -11,7 +11,7 @@ else $CUSCOPE, else build/cuscope) and prints a markdown table:
   - predicted: the sum over the findings of the pair's rule (for a pair whose rule is "none", of its
     pattern_rule: a correct prediction there is about 0) of each finding's `saving_share` if the report has
     it, else its `step_share`; 0 when the rule found nothing ("no finding");
-  - fix-all: the report's top-level `fix_all.saving_share`, when present;
+  - fix-all: the report's `steps.fix_all.saving_share`, when present;
   - within: whether |predicted - measured| <= max(25% of |measured|, 2 points);
   - on fixed: the same prediction on <name>-fixed.db, when that trace exists (it should be about 0).
 
@@ -66,7 +66,7 @@ def predict(rep, rule):
 
 
 def fix_all(rep):
-    fa = rep.get("fix_all")
+    fa = rep.get("fix_all") or (rep.get("steps") or {}).get("fix_all")
     if isinstance(fa, dict) and isinstance(fa.get("saving_share"), (int, float)):
         return float(fa["saving_share"])
     return None
