@@ -167,6 +167,24 @@ static int device_cb(const cs_device *d, void *arg)
 	return 0;
 }
 
+/*
+ * The tensor cores' dense peak over FP32 FFMA on the data-center GPU of a compute capability, from
+ * the datasheets, in the format the fix uses there (TF32 where it exists, else FP16/BF16): 7.0 V100
+ * and 7.5 T4 (FP16) 8x, 8.0 A100 (TF32) 8x, 8.6 A10 (FP16) 2x, 8.9 L4/L40 (FP16) 4x, 9.0 H100/H200
+ * (TF32: 494 against 67 TFLOPS) 7.4x. The fix's edit runs each SIMT GEMM that much faster;
+ * other and unknown GPUs get SPEEDUP, the bound every one of them reaches.
+ */
+static double datasheet_speedup(int major, int minor)
+{
+	if (major == 7)
+		return 8.0;
+	if (major == 8)
+		return minor == 0 ? 8.0 : minor == 6 ? 2.0 : minor == 9 ? 4.0 : SPEEDUP;
+	if (major == 9)
+		return 7.4;
+	return SPEEDUP;
+}
+
 /* The SIMT GEMMs that MIN_WAVE_NS leaves out, for match_ctx.want. */
 #define GC_SIMT_SHORT 10
 
@@ -428,7 +446,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		f->stack_id = nnames_t ? names[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
 		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id) ||
-		    ru_edit_kernel_time(f, a, s, steps, nsteps, match_class, &c, 1 / SPEEDUP))
+		    ru_edit_kernel_time(f, a, s, steps, nsteps, match_class, &c,
+					1 / datasheet_speedup(cc.major, cc.minor)))
 			goto out;
 		cJSON_AddNumberToObject(e, "simt_gemm_ns_per_step", (double)simt_med);
 		cJSON_AddNumberToObject(e, "tensor_core_gemm_ns_per_step",

@@ -49,14 +49,21 @@ static int is_pageable(const cs_a_copy *c)
 	return !c->is_memset && (c->src_kind == CS_MEM_PAGEABLE || c->dst_kind == CS_MEM_PAGEABLE);
 }
 
+/* Copies below this many bytes are not charged a slow transfer: their time is the DMA's latency
+ * (microseconds, pinned or not), not the link's bandwidth; from 1 MiB (16 us at PCIe 5.0 x16) the
+ * link time dominates. */
+#define SLOW_MIN_BYTES (1 << 20)
+
 /*
- * A device-to-host copy whose call overlaps a host wait that d2h-sync charges (a `.item()`, a
- * synchronous cudaMemcpy of a scalar): the copy is there to read a value, not to move data, and
- * its cost is d2h-sync's.
+ * A device-to-host copy under SLOW_MIN_BYTES whose call overlaps a host wait that d2h-sync charges
+ * (a `.item()`, a synchronous cudaMemcpy of a scalar): the copy is there to read a value, not to
+ * move data, and its cost is d2h-sync's. A larger one moves data, whatever waits for it: pinned
+ * memory is its fix, and it is this rule's.
  */
 static int d2h_owned(const cs_analysis *a, const struct ru_d2h *d, const cs_a_copy *c)
 {
-	if (c->copy_kind != CS_COPY_DTOH || c->launch_end == CS_TS_UNKNOWN)
+	if (c->copy_kind != CS_COPY_DTOH || c->launch_end == CS_TS_UNKNOWN ||
+	    c->bytes >= SLOW_MIN_BYTES)
 		return 0;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct ru_d2h_wait *w = &d->v[i];
@@ -122,11 +129,6 @@ static double pinned_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t dev
 	}
 	return best > 0 ? best : PCIE4_X16_BYTES_PER_S;
 }
-
-/* Copies below this many bytes are not charged a slow transfer: their time is the DMA's latency
- * (microseconds, pinned or not), not the link's bandwidth; from 1 MiB (16 us at PCIe 5.0 x16) the
- * link time dominates. */
-#define SLOW_MIN_BYTES (1 << 20)
 
 /* The longest kernel of process pid (how far before a copy a kernel beside it may start). */
 static int64_t longest_kernel(const cs_analysis *a, uint32_t pid)

@@ -327,6 +327,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		    (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, target, o->index, 0) ||
 		     cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, target, o->index, 0)))
 			goto out;
+		/* nor the host's dispatch of each write after the first of a run: the time since
+		 * the previous write's launch on the thread */
+		if (cost[o->step] > 0 && k > 0 && writes.v[k - 1] == writes.v[k] - 1 &&
+		    ops[writes.v[k - 1]].tid == o->tid && ops[writes.v[k - 1]].step == o->step &&
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, target, o->index, INT64_MAX))
+			goto out;
 	}
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
