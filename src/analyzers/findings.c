@@ -313,7 +313,7 @@ static int replay_savings(const cs_analysis *a, const cs_steps *s, int64_t media
 		any |= out->v[i]->edit != NULL && out->v[i]->pid == s->pid;
 	if (!any)
 		return 0;
-	if (fact_deps_build(a, s, &d))
+	if (fact_deps_build(a, s, FACT_DEPS_UNPROFILED, &d))
 		return CS_ERR_NOMEM;
 	if (!d || (nspan = fact_deps_span_steps(d)) <= 0) {
 		fact_deps_free(d);

@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cs_timings_add("loading and finding the steps", &w);
-	if (fact_deps_build(&a, &s, &d) || !d) {
+	if (fact_deps_build(&a, &s, FACT_DEPS_UNPROFILED, &d) || !d) {
 		fprintf(stderr, "replay_cost: no model (no GPU work, or no memory)\n");
 		return 1;
 	}

@@ -37,7 +37,7 @@ static int load(struct loaded *l, const char *path)
 		cs_trace_close(l->t);
 		return -1;
 	}
-	ck_assert_int_eq(fact_deps_build(&l->a, &l->s, &l->d), 0);
+	ck_assert_int_eq(fact_deps_build(&l->a, &l->s, 0, &l->d), 0);
 	return 0;
 }
 

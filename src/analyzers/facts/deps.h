@@ -23,11 +23,20 @@
 
 struct fact_deps; /* opaque */
 
+/* How to build the model. */
+enum fact_deps_flag {
+	/* the run without the profiler: each launch call takes what recording added to it less
+	 * (the trace's META launch_cost, measured by `record` after the program), so that a replay
+	 * predicts the program as it runs alone */
+	FACT_DEPS_UNPROFILED = 1,
+};
+
 /*
- * Build the model of process pid of a (the process of steps s, which says how step times are
- * measured). 0, CS_ERR_NOMEM; *out is NULL when the process has no GPU work.
+ * Build the model of the process of steps s (which also say how step times are measured), with
+ * flags (enum fact_deps_flag). 0, CS_ERR_NOMEM; *out is NULL when the process has no GPU work.
  */
-int fact_deps_build(const cs_analysis *a, const cs_steps *s, struct fact_deps **out);
+int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags,
+		    struct fact_deps **out);
 void fact_deps_free(struct fact_deps *d);
 
 /*
