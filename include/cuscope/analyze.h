@@ -157,6 +157,8 @@ enum cs_step_method {
 	CS_STEPS_NVTX,	   /* NVTX ranges named by --step-range */
 	CS_STEPS_PROFILER, /* cudaProfilerStart/Stop */
 	CS_STEPS_PERIOD,   /* the repeating period of the kernel sequence */
+	CS_STEPS_WINDOWS,  /* none of those: the run cut into windows of equal length (with
+			    * cs_step_opts.windows), for the rules to run on */
 };
 
 typedef struct cs_step {
@@ -181,6 +183,9 @@ typedef struct cs_step_opts {
 	const char *step_range; /* fnmatch pattern of NVTX range text, or NULL */
 	int warmup;		/* steps to mark as warm-up; -1 = default */
 	uint32_t pid; /* process to take steps from; 0 = the process with the most kernels */
+	/* when no steps are found: 1 cuts the process's launches into windows of equal length
+	 * (CS_STEPS_WINDOWS, docs/steps.md), 0 makes the whole trace one step (CS_STEPS_NONE) */
+	int windows;
 } cs_step_opts;
 
 typedef struct cs_steps {
@@ -234,7 +239,7 @@ void cs_steps_kernel_time(const cs_analysis *a, const cs_steps *s,
  * steady; with nonzero_only, over the steps whose value is not 0 (0 when there are none).
  */
 int64_t cs_steps_median(const cs_steps *s, const int64_t *per_step, int nonzero_only);
-/* Name of a step detection method: "none", "nvtx", "profiler", "period". */
+/* Name of a step detection method: "none", "nvtx", "profiler", "period", "windows". */
 const char *cs_step_method_name(int method);
 
 /*

@@ -122,7 +122,8 @@ static double pinned_bytes_per_s(const cs_analysis *a, uint32_t pid, int32_t dev
 		const cs_a_copy *c = &a->copies[i];
 
 		if (c->pid == pid && c->device_id == device_id && c->bytes >= (1 << 20) &&
-		    c->end > c->start && !c->is_memset &&
+		    c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN && c->end > c->start &&
+		    !c->is_memset &&
 		    (c->src_kind == CS_MEM_PINNED || c->dst_kind == CS_MEM_PINNED) &&
 		    (double)c->bytes * 1e9 / (double)(c->end - c->start) > best)
 			best = (double)c->bytes * 1e9 / (double)(c->end - c->start);
@@ -393,7 +394,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		 * one, and the transfer runs at the link's speed (when known and faster) */
 		if (cs_edit_add(&edit, CS_EDIT_ASYNC, CS_EDIT_COPY, i, 0))
 			goto out;
-		if (c->bytes > 0 && c->end > c->start &&
+		if (c->bytes > 0 && c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN &&
+		    c->end > c->start &&
 		    (double)c->bytes * 1e9 / pinned_bps < (double)(c->end - c->start) &&
 		    cs_edit_add(&edit, CS_EDIT_GPU_TIME, CS_EDIT_COPY, i,
 				(int64_t)((double)c->bytes * 1e9 / pinned_bps)))

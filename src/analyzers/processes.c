@@ -323,7 +323,7 @@ static int run_processes(const cs_analysis *a, const cs_step_opts *o, const cs_s
 			 const cs_analyzer *const *rules, cs_report_processes *procs,
 			 cs_report *out, cs_error *err)
 {
-	cs_step_opts def = {NULL, -1, 0};
+	cs_step_opts def = {NULL, -1, 0, 0};
 	cs_stopwatch w;
 	struct pinfo_list l = {NULL, 0, 0};
 	struct merge m;

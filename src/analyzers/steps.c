@@ -16,6 +16,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"
+#include "cuscope/units.h"
 
 /* Period detection (docs/steps.md). */
 #define MIN_OCCURRENCES	   3   /* an anchor kernel repeats at least this often */
@@ -59,6 +60,8 @@ const char *cs_step_method_name(int method)
 		return "profiler";
 	case CS_STEPS_PERIOD:
 		return "period";
+	case CS_STEPS_WINDOWS:
+		return "windows";
 	default:
 		return "none";
 	}
@@ -1444,9 +1447,67 @@ int32_t cs_steps_default_warmup(const cs_steps *s)
 	return warmup;
 }
 
+/*
+ * Windows for a run without steps: the span of the process's launches (kernels, copies and
+ * memsets) cut into WINDOWS windows of equal length, fewer when the process launched fewer than
+ * WINDOW_OPS pieces of work per window; none for a process of fewer than MIN_WINDOW_OPS (a run too
+ * short to have a rate). Each window ends where the
+ * next begins; the last at the end of the last work. The rules then run on them as on steps
+ * (docs/steps.md, "Runs without steps").
+ */
+#define WINDOWS	   20
+#define WINDOW_OPS 10
+#define MIN_WINDOW_OPS 100
+static int steps_windows(const cs_analysis *a, cs_steps *st, struct span_list *out)
+{
+	int64_t first = INT64_MAX, last = INT64_MIN, end = INT64_MIN, n = 0, w;
+	int32_t nw;
+	char b1[32];
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (k->pid != st->pid || k->launch_start == CS_TS_UNKNOWN)
+			continue;
+		n++;
+		first = k->launch_start < first ? k->launch_start : first;
+		last = k->launch_start > last ? k->launch_start : last;
+		if (k->end != CS_TS_UNKNOWN && k->end > end)
+			end = k->end;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (c->pid != st->pid || c->launch_start == CS_TS_UNKNOWN)
+			continue;
+		n++;
+		first = c->launch_start < first ? c->launch_start : first;
+		last = c->launch_start > last ? c->launch_start : last;
+		if (c->end != CS_TS_UNKNOWN && c->end > end)
+			end = c->end;
+	}
+	nw = n / WINDOW_OPS < WINDOWS ? (int32_t)(n / WINDOW_OPS) : WINDOWS;
+	if (n < MIN_WINDOW_OPS || nw < MIN_STEPS || last <= first)
+		return 0;
+	w = (last - first) / nw;
+	if (w <= 0)
+		return 0;
+	for (int32_t i = 0; i < nw; i++) {
+		int64_t b = first + (int64_t)i * w,
+			e = i + 1 < nw ? b + w : (end > last ? end : last + 1);
+
+		if (span_add(out, b, e))
+			return CS_ERR_NOMEM;
+	}
+	snprintf(st->detail, sizeof(st->detail),
+		 "no repeating step: the launches of pid %u cut into %d windows of %s", st->pid,
+		 nw, cs_fmt_duration(b1, sizeof(b1), w));
+	return 0;
+}
+
 int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, cs_error *err)
 {
-	cs_step_opts def = {NULL, -1, 0};
+	cs_step_opts def = {NULL, -1, 0, 0};
 	struct span_list spans = {NULL, 0, 0};
 	int32_t warmup;
 	int rc = 0, one_kernel = 0;
@@ -1476,6 +1537,15 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 				goto nomem;
 			if (spans.n > 0)
 				out->method = CS_STEPS_PERIOD;
+		}
+	}
+	if (spans.n == 0 && o->windows) {
+		rc = steps_windows(a, out, &spans);
+		if (rc < 0)
+			goto nomem;
+		if (spans.n > 0) {
+			out->method = CS_STEPS_WINDOWS;
+			out->period = out->period_ops = 0;
 		}
 	}
 	if (spans.n == 0) {

@@ -148,7 +148,7 @@ static int steps_window(cs_trace *t, const char *path, const char *step_range, i
 {
 	cs_analysis an;
 	cs_steps steps;
-	cs_step_opts so = {step_range, -1, 0};
+	cs_step_opts so = {step_range, -1, 0, 0};
 	cs_error err = {0, ""};
 	int rc;
 

@@ -461,6 +461,7 @@ int cmd_report(int argc, char **argv)
 	so.step_range = step_range;
 	so.warmup = (int)warmup;
 	so.pid = (uint32_t)pid;
+	so.windows = 1; /* a run without steps gets windows for the rules (docs/steps.md) */
 	memset(&rep, 0, sizeof(rep));
 	memset(&procs, 0, sizeof(procs));
 	rc = cs_report_run_processes(&a, &so, selected, &procs, &rep, &err);

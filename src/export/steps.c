@@ -176,7 +176,7 @@ static void tally(struct tid_count *c, uint32_t tid)
 static int process_steps(const cs_analysis *a, uint32_t pid, const char *step_range,
 			 struct ex_step **out, int *n, size_t *cap)
 {
-	cs_step_opts so = {step_range, -1, pid};
+	cs_step_opts so = {step_range, -1, pid, 0};
 	cs_steps steps;
 	cs_error err = {0, ""};
 	struct tid_count *counts = NULL;

@@ -1206,7 +1206,7 @@ static void publish_steps(struct view_data *v, const cs_steps *steps)
  */
 static char *run_analysis(struct view_data *v, const struct track_set *tracks, cs_error *err)
 {
-	cs_step_opts so = {NULL, -1, 0};
+	cs_step_opts so = {NULL, -1, 0, 1}; /* windows: the report's steps (docs/steps.md) */
 	cs_trace *t = NULL;
 	cs_analysis a;
 	cs_steps steps;

@@ -454,7 +454,7 @@ void sim_step_end(struct sim *m)
 /* Load a synthetic trace with its NVTX steps (2 of them warm-up) and run one rule on it. */
 void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded *l)
 {
-	cs_step_opts o = {"step", 2, 0};
+	cs_step_opts o = {"step", 2, 0, 0};
 
 	load(l, m->path, &o);
 	ck_assert_int_eq(l->s.method, CS_STEPS_NVTX);

@@ -1371,7 +1371,7 @@ START_TEST(test_profiler_steps)
 	cs_error err = {0, ""};
 	cs_analysis an;
 	cs_steps steps;
-	cs_step_opts so = {NULL, -1, 0};
+	cs_step_opts so = {NULL, -1, 0, 0};
 	const cJSON *e;
 	int n = 0, last = -1;
 	regex_t re;

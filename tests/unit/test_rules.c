@@ -1688,7 +1688,7 @@ END_TEST
 START_TEST(test_launch_compile_steps_warmup)
 {
 	static const int64_t compile_ms[3] = {900, 400, 120};
-	cs_step_opts o = {"step", -1, 0};
+	cs_step_opts o = {"step", -1, 0, 0};
 	struct sim m;
 	struct found f;
 	struct loaded l;
@@ -2234,7 +2234,7 @@ END_TEST
 
 /* The steps of the committed-trace checks: found by the default detection, warm-up by the traces.
  */
-static const cs_step_opts committed_opts = {NULL, -1, 0};
+static const cs_step_opts committed_opts = {NULL, -1, 0, 0};
 
 /* a torch.cuda.synchronize() every step: the rule's own pattern. (torch.compile's worker process
  * in pt_compile_cumsum synchronizes while it benchmarks its kernels, 12 context synchronizes of

@@ -251,7 +251,7 @@ struct result {
 static void analyse(struct result *res, const char *path)
 {
 	static const cs_analyzer *rules[4];
-	cs_step_opts o = {"step", WARMUP, 0};
+	cs_step_opts o = {"step", WARMUP, 0, 0};
 	cs_error err = {0, ""};
 
 	rules[0] = cs_analyzer_find("small-allreduce-buckets");

@@ -197,7 +197,7 @@ START_TEST(test_host_created_period_steps)
 	struct sim m;
 	struct found f;
 	struct loaded l;
-	cs_step_opts o = {NULL, 2, 0};
+	cs_step_opts o = {NULL, 2, 0, 0};
 	static const char *const ids[2] = {"host-created-tensor", "dataloader-stall"};
 
 	for (int at = 0; at <= 20; at += 20) {

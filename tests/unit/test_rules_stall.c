@@ -289,7 +289,7 @@ END_TEST
 static void run_together(const char *path, const char *const *ids, cs_report *out)
 {
 	struct loaded l;
-	cs_step_opts o = {"step", 2, 0};
+	cs_step_opts o = {"step", 2, 0, 0};
 	const cs_analyzer *rules[8];
 	cs_error err = {0, ""};
 	int n = 0;

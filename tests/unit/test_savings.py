@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 13
+MIN_WITHIN = 15
 MAX_LOUD = 1
 
 

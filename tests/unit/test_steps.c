@@ -462,7 +462,7 @@ END_TEST
 START_TEST(test_train_small_nvtx_and_period)
 {
 	char *path = sample_path("train_small.db");
-	cs_step_opts nvtx = {"step*", -1, 0};
+	cs_step_opts nvtx = {"step*", -1, 0, 0};
 	struct loaded a, b;
 
 	load(&a, path, &nvtx);
@@ -499,9 +499,9 @@ END_TEST
 START_TEST(test_train_small_without_nvtx)
 {
 	char *orig = sample_path("train_small.db"), *copy = copy_file(orig, "no-nvtx.db");
-	cs_step_opts nvtx = {"step*", -1, 0};
+	cs_step_opts nvtx = {"step*", -1, 0, 0};
 	struct loaded a, b;
-	cs_step_opts want = {"step*", -1, 0};
+	cs_step_opts want = {"step*", -1, 0, 0};
 	cs_steps s;
 	cs_error err = {0, ""};
 
@@ -550,6 +550,54 @@ START_TEST(test_rule_sample_traces)
 }
 END_TEST
 
+/*
+ * A run without steps gets windows when asked (cs_step_opts.windows): the C++ loop of
+ * samples/savings/c_malloc_uneven.cu, whose iterations differ in length, and c_tiny_graph.cu, one
+ * kernel repeated; without the option (diff, gate) they stay one step. A run too short to have a
+ * rate (counts.db, a few dozen operations) gets no windows.
+ */
+START_TEST(test_windows_without_steps)
+{
+	static const char *const names[] = {"c_malloc_uneven.db", "c_tiny_graph.db"};
+	cs_step_opts win = {NULL, -1, 0, 1};
+	char *counts = sample_path("counts.db");
+	struct loaded l;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char rel[128], *path;
+
+		snprintf(rel, sizeof(rel), "tests/data/savings/%s", names[i]);
+		path = tu_source_file(rel);
+		if (!tu_file_exists(path)) {
+			free(path);
+			continue;
+		}
+		load(&l, path, NULL);
+		ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+		ck_assert_int_eq(l.s.n, 1);
+		unload(&l);
+		load(&l, path, &win);
+		ck_assert_msg(l.s.method == CS_STEPS_WINDOWS, "%s: %s", names[i], l.s.detail);
+		ck_assert_int_ge(l.s.n, 3);
+		ck_assert_int_le(l.s.n, 20);
+		ck_assert_str_eq(cs_step_method_name(l.s.method), "windows");
+		ck_assert_msg(strstr(l.s.detail, "windows of"), "%s", l.s.detail);
+		for (int32_t k = 0; k < l.s.n; k++) {
+			ck_assert(l.s.v[k].end > l.s.v[k].start);
+			if (k + 1 < l.s.n)
+				ck_assert(l.s.v[k].end == l.s.v[k + 1].start);
+			ck_assert_int_gt(l.s.v[k].kernels, 0);
+		}
+		unload(&l);
+		free(path);
+	}
+	load(&l, counts, &win);
+	ck_assert_int_eq(l.s.method, CS_STEPS_NONE);
+	unload(&l);
+	free(counts);
+}
+END_TEST
+
 START_TEST(test_counts_no_structure)
 {
 	char *path = sample_path("counts.db");
@@ -574,7 +622,7 @@ END_TEST
 START_TEST(test_nvtx_pattern_no_match)
 {
 	char *path = sample_path("counts.db");
-	cs_step_opts o = {"epoch*", -1, 0};
+	cs_step_opts o = {"epoch*", -1, 0, 0};
 	struct loaded l;
 	cs_steps s;
 	cs_error err = {0, ""};
@@ -1314,7 +1362,7 @@ static char *write_ranges(const char *file, int profiler_pairs)
 START_TEST(test_nvtx_outermost_one_thread)
 {
 	char *path = write_ranges("ranges.db", 0);
-	cs_step_opts o = {"step*", -1, 0};
+	cs_step_opts o = {"step*", -1, 0, 0};
 	struct loaded l;
 
 	load(&l, path, &o);
@@ -1411,7 +1459,7 @@ START_TEST(test_warmup_defaults)
 {
 	int64_t d[40];
 	char *path = sample_path("train_small.db");
-	cs_step_opts o = {NULL, 5, 0};
+	cs_step_opts o = {NULL, 5, 0, 0};
 	struct loaded l;
 
 	/* steps of 10 ms +- 0.3 ms */
@@ -1534,7 +1582,7 @@ static int match_named_a(const cs_a_kernel *k, void *arg)
 START_TEST(test_steps_kernel_time)
 {
 	char *path = write_ranges("kernel-time.db", 0);
-	cs_step_opts o = {"step*", -1, 0};
+	cs_step_opts o = {"step*", -1, 0, 0};
 	struct loaded l;
 	int64_t out[10], a_id;
 
@@ -1562,6 +1610,7 @@ static Suite *steps_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_trace_scan);
 	tcase_add_test(tc, test_load_train_small);
+	tcase_add_test(tc, test_windows_without_steps);
 	tcase_add_test(tc, test_load_overlap_and_busy);
 	tcase_add_test(tc, test_load_large_two_threads);
 	tcase_add_test(tc, test_train_small_nvtx_and_period);

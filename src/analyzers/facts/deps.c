@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/checked.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/sort.h"
 #include "deps.h"
@@ -31,6 +32,13 @@ enum { CL_LAUNCH = 0, CL_SYNC, CL_COPY, CL_API, CL_N };
 #define CAP_FLOOR_NS 20000
 /* Pieces of queued work the GPU's own gap between two is the median of, at least. */
 #define MIN_QUEUED 20
+/*
+ * The GPU's gap between two queued kernels of a stream where a trace cannot show it (no work was
+ * ever queued): the median of the queued ones of the committed traces recorded on H100 and H200
+ * (1.06 us d2h-sync-bad, 1.09 us launch-starvation-bad, 1.50 us clean; 0.42 us between the nodes of
+ * a CUDA graph, launch-starvation-fixed), docs/replay.md.
+ */
+#define QUEUED_GAP_NS 1100
 /* How far back among the work (calls) ended before a start to look for another stream's
  * (thread's). */
 #define DEP_LOOKBACK 64
@@ -392,7 +400,8 @@ static int typical_latencies(struct fact_deps *d)
 	}
 	if (ns < MIN_QUEUED) {
 		/* a run that never queued: the shortest gaps between two pieces of work of a
-		 * stream (their 5th percentile) */
+		 * stream (their 5th percentile), at most what the GPU takes between two queued
+		 * kernels where it was seen (QUEUED_GAP_NS) */
 		ns = 0;
 		for (int64_t i = 0; i < d->nops; i++) {
 			const struct op *o = &d->ops[i];
@@ -401,7 +410,7 @@ static int typical_latencies(struct fact_deps *d)
 				v[ns++] = o->start - d->ops[i - 1].end;
 		}
 		cs_sort_i64(v, (size_t)ns);
-		d->typ_stream = ns > 0 ? v[ns / 20] : 0;
+		d->typ_stream = ns > 0 && v[ns / 20] < QUEUED_GAP_NS ? v[ns / 20] : QUEUED_GAP_NS;
 	} else {
 		d->typ_stream = median_of(v, ns);
 	}
@@ -803,7 +812,7 @@ static int overrides_make(const struct fact_deps *d, const cs_edit *e, struct ov
 			break;
 		case CS_EDIT_HOST_CUT:
 			if (g >= 0)
-				o->gap_cut[g] += val;
+				o->gap_cut[g] = cs_sat_add(o->gap_cut[g], val);
 			break;
 		}
 	}
