@@ -9,6 +9,8 @@
  * dropped (an edit of the size d2h-sync or sync-call makes), and prints each phase's CPU time and
  * the peak memory when it ended (docs/performance.md, "Replay").
  */
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,6 +35,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setenv("CUSCOPE_TIMINGS", "1", 1);
+	/* as cuscope's main() does: large arrays reused from the heap, not mapped and faulted in
+	 * again */
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 	cs_stopwatch_start(&w);
 	if (cs_trace_open(argv[1], &t, &err) < 0 || cs_analysis_load(t, &a, &err) < 0 ||
 	    cs_steps_detect(&a, NULL, &s, &err) < 0) {
