@@ -85,6 +85,10 @@ struct state {
 	int8_t *skip; /* per position of a run: 1 in a per-parameter loop */
 	size_t skip_cap;
 	struct ru_sites sites; /* each chain kernel with its part of its chain's cost */
+	/* the fix as an edit of the run (docs/replay.md): each chain one kernel, launched once,
+	 * that takes the longest kernel's time; the others are not launched, nor is the host's
+	 * dispatch between them */
+	cs_edit *edit;
 };
 
 static const cs_a_kernel *kat(const struct state *st, int64_t pos)
@@ -226,6 +230,16 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 	}
 	for (int64_t q = c0; q < c1 && k->stack_id == CS_ID_NONE; q++)
 		k->stack_id = kat(st, q)->stack_id;
+	for (int64_t q = c0; q < c1; q++) {
+		int64_t ki = st->a->kernel_stream_order[q];
+
+		if (q == qlong)
+			continue;
+		if (cs_edit_add(&st->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ki, 0) ||
+		    cs_edit_add(&st->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ki, 0) ||
+		    (q > c0 && cs_edit_add(&st->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ki, INT64_MAX)))
+			return CS_ERR_NOMEM;
+	}
 	cs_sat_accum(&k->cost, cost);
 	k->count++;
 	return 0;
@@ -477,6 +491,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		ru_recur_evidence(e, &r, nsteps);
 	}
+	f->edit = st.edit;
+	st.edit = NULL;
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;
@@ -489,6 +505,7 @@ out_free:
 	free(st.sum);
 	free(st.kinds);
 	free(st.skip);
+	cs_edit_free(st.edit);
 	ru_sites_free(&st.sites);
 	free(cost);
 	free(tmp);
