@@ -343,6 +343,10 @@ static int replay_savings(const cs_analysis *a, const cs_steps *s, int64_t media
 		f->step_share = median > 0 ? (double)f->lost_ns_per_step / (double)median : 0;
 		if (f->step_share > 1)
 			f->step_share = 1;
+		/* a fix that saves little is not an error, whatever the rule saw: the severity of
+		 * the saving over the steady state, when lower */
+		if (ru_severity(f->saving_share) < f->severity)
+			f->severity = ru_severity(f->saving_share);
 	}
 	if (fact_deps_replay(d, all, NULL, &ed))
 		goto out;
