@@ -512,3 +512,14 @@ const char *report_proc_line_text(const struct report_view *v, char *buf, size_t
 		snprintf(buf + len, size - len, ", waiting for the host %.1f%%", 100.0 * h.total);
 	return buf;
 }
+
+const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns)
+{
+	char a[CS_FMT_MAX], b[CS_FMT_MAX];
+
+	snprintf(buf, size, "every fix below together: %s a step instead of %s (%+.1f%%), replayed",
+		 cs_fmt_duration(a, sizeof(a), fixed_ns),
+		 cs_fmt_duration(b, sizeof(b), replayed_ns),
+		 replayed_ns > 0 ? 100.0 * ((double)fixed_ns / (double)replayed_ns - 1.0) : 0.0);
+	return buf;
+}

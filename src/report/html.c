@@ -275,6 +275,11 @@ static void steps_items(FILE *out, const cJSON *steps)
 		if (h.total >= REPORT_HOST_IDLE_SHOWN)
 			dl_item(out, "GPU idle", report_host_idle_text(line, sizeof(line), &h));
 	}
+	if (cJSON_IsObject(get(steps, "fix_all")))
+		dl_item(out, "if fixed",
+			report_fix_all_text(line, sizeof(line),
+					    get_int(get(steps, "fix_all"), "replayed_step_ns", 0),
+					    get_int(get(steps, "fix_all"), "step_ns", 0)));
 }
 
 static void header(FILE *out, const cJSON *doc)
@@ -446,7 +451,8 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 				 dur(b, get_int(f, "total_lost_ns", 0)));
 		else
 			snprintf(line, sizeof(line), "%s", dur(a, lost));
-		dl_item(out, "GPU lost", line);
+		/* a replayed saving (docs/replay.md), or the time the rule charged */
+		dl_item(out, get(f, "saving_ns") ? "saves (replayed)" : "GPU lost", line);
 	}
 	cJSON_ArrayForEach(p, get(f, "processes"))
 	{

@@ -189,7 +189,13 @@ int report_markdown(const struct report_view *v)
 		struct report_host_idle h;
 		char line[512];
 
+		const cs_report_process *p = cs_report_process_find(v->procs, s->pid);
+
 		printf("| GPU busy | %.1f%% |\n", 100.0 * v->busy_share);
+		if (p && p->replay_step_ns > 0)
+			printf("| If fixed | %s |\n",
+			       report_fix_all_text(line, sizeof(line), p->replay_step_ns,
+						   p->fix_all_step_ns));
 		if (!report_host_idle(v, s, &h) && h.known && h.total >= REPORT_HOST_IDLE_SHOWN) {
 			printf("| GPU idle | ");
 			report_md_puts(report_host_idle_text(line, sizeof(line), &h));

@@ -85,6 +85,9 @@ int report_host_idle(const struct report_view *v, const cs_steps *s, struct repo
 /* "46.7% of the step waiting for the host: launch overhead 39.6%, host work 6.5%" (causes of at
  * least REPORT_HOST_IDLE_SHOWN, largest first). */
 const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h);
+/* "every fix below together: 11.6 ms a step instead of 12.0 ms (-3.7%), replayed": the mean steady
+ * step replayed with every finding's fix against replayed as recorded (docs/replay.md). */
+const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns);
 
 /* A process's steps in words for the header's list of processes: report_proc_steps_text(), and
  * ", waiting for the host 14.3%" when the host left the GPU idle that much of them (at least

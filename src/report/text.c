@@ -317,16 +317,14 @@ static void text_processes(const struct report_view *v)
 static void text_fix_all(const struct report_view *v)
 {
 	const cs_report_process *p = cs_report_process_find(v->procs, v->s->pid);
-	char line[256], a[32], b[32];
+	char line[256];
 
 	if (!p || p->replay_step_ns <= 0)
 		return;
-	snprintf(line, sizeof(line),
-		 "every fix below together: %s a step instead of %s (%+.1f%%), replayed",
-		 cs_fmt_duration(a, sizeof(a), p->fix_all_step_ns),
-		 cs_fmt_duration(b, sizeof(b), p->replay_step_ns),
-		 100.0 * ((double)p->fix_all_step_ns / (double)p->replay_step_ns - 1.0));
-	print_header_field("if fixed:", line, v->width);
+	print_header_field(
+		"if fixed:",
+		report_fix_all_text(line, sizeof(line), p->replay_step_ns, p->fix_all_step_ns),
+		v->width);
 }
 
 /* "GPU idle:" under the step time, when the host left the GPU idle for a share worth naming
