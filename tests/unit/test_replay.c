@@ -214,6 +214,59 @@ START_TEST(test_gpu_time_matters_where_gpu_bound)
 }
 END_TEST
 
+/*
+ * A long run (tests/bench/gen_trace: 1.2 million events, about 460 steps): the model holds a window
+ * of 200 steady steps in the middle, a small part of the run, and replays them as recorded.
+ */
+START_TEST(test_long_run_window)
+{
+	const char *gen = getenv("CUSCOPE_GEN_TRACE");
+	char *dir, *path;
+	struct loaded l;
+	struct fact_deps_stats st;
+	int64_t *rec, *rep, ops = 0, base = 0, ed = 0;
+	cs_edit *e = NULL;
+
+	if (!gen || !tu_file_exists(gen))
+		return;
+	dir = tu_tmpdir();
+	path = tu_path(dir, "long.db");
+	{
+		const char *argv[] = {gen, "--events", "1200000", path, NULL};
+
+		ck_assert_int_eq(tu_run(argv, NULL, NULL, NULL), 0);
+	}
+	ck_assert_int_eq(load(&l, path), 0);
+	ck_assert_ptr_nonnull(l.d);
+	ck_assert_int_gt(cs_steps_steady(&l.s), 400);
+	ck_assert_int_eq(fact_deps_span_steps(l.d), 200);
+	fact_deps_stats(l.d, &st);
+	for (int64_t i = 0; i < l.a.nkernels; i++)
+		ops += l.a.kernels[i].pid == l.s.pid;
+	ck_assert_msg(st.ops < ops / 2, "%lld of %lld operations", (long long)st.ops,
+		      (long long)ops);
+	rec = malloc((size_t)l.s.n * sizeof(*rec));
+	rep = malloc((size_t)l.s.n * sizeof(*rep));
+	ck_assert(rec && rep);
+	ck_assert_int_eq(fact_deps_replay(l.d, NULL, rep, &base), 0);
+	for (int32_t i = 0; i < l.s.n; i++)
+		ck_assert_msg(rep[i] == cs_step_time(&l.s, i), "step %d: %lld, recorded %lld", i,
+			      (long long)rep[i], (long long)cs_step_time(&l.s, i));
+	ck_assert_int_gt(base, 0);
+	for (int64_t i = 0; i < l.a.nsyncs; i++)
+		if (l.a.syncs[i].pid == l.s.pid && l.a.syncs[i].host_wait)
+			ck_assert_int_eq(cs_edit_add(&e, CS_EDIT_NO_WAIT, CS_EDIT_SYNC, i, 0), 0);
+	ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &ed), 0);
+	ck_assert(ed <= base);
+	cs_edit_free(e);
+	free(rec);
+	free(rep);
+	unload(&l);
+	free(path);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("replay");
@@ -223,6 +276,7 @@ int main(void)
 	tcase_add_test(tc, test_unedited_replay_is_the_recording);
 	tcase_add_test(tc, test_no_wait_never_slower);
 	tcase_add_test(tc, test_gpu_time_matters_where_gpu_bound);
+	tcase_add_test(tc, test_long_run_window);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -30,6 +30,12 @@ enum { CL_LAUNCH = 0, CL_SYNC, CL_COPY, CL_API, CL_N };
 /* A latency beyond CAP_TIMES typical ones (and beyond CAP_FLOOR_NS) is not the edge's own. */
 #define CAP_TIMES    4
 #define CAP_FLOOR_NS 20000
+/*
+ * The steady steps a model holds at most: a long run's savings are those of a window of this many
+ * steps in the middle of its steady state (a pattern of one step in ten shows about 20 times in
+ * it), so that building and replaying stay proportionate to the window, not to the run.
+ */
+#define MAX_SPAN_STEPS 200
 /* Pieces of queued work the GPU's own gap between two is the median of, at least. */
 #define MIN_QUEUED 20
 /*
@@ -88,6 +94,10 @@ struct fact_deps {
 	int32_t *kernel_op, *copy_op, *kernel_call, *copy_call, *sync_call, *api_call;
 	int64_t typ_launch, typ_stream; /* typical latencies, ns */
 	int64_t launch_call;		/* the median duration of a launch call, ns */
+	/* the steps the model holds: from the first launch of step from to the end of step last
+	 * (every steady step, or MAX_SPAN_STEPS of them in the middle: fact_deps_build()) */
+	int32_t from, last;
+	int64_t t0, t1;
 	struct fact_deps_stats stats;
 };
 
@@ -129,8 +139,15 @@ static void iv_add(struct iv *v, int64_t *k, uint32_t tid, uint32_t what, int64_
 	(*k)++;
 }
 
-static int collect_calls(const cs_analysis *a, uint32_t pid, struct iv **out, int64_t *n)
+/* In the model's time window? */
+static int in_window(const struct fact_deps *d, int64_t t)
 {
+	return t != CS_TS_UNKNOWN && t >= d->t0 && t <= d->t1;
+}
+
+static int collect_calls(const struct fact_deps *d, uint32_t pid, struct iv **out, int64_t *n)
+{
+	const cs_analysis *a = d->a;
 	int64_t cap = 0, k = 0;
 	struct iv *v;
 
@@ -148,25 +165,25 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, struct iv **out, in
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *x = &a->kernels[i];
 
-		if (x->pid == pid)
+		if (x->pid == pid && in_window(d, x->launch_start))
 			iv_add(v, &k, x->launch_tid, W_KERNEL, x->launch_start, x->launch_end, i);
 	}
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *x = &a->copies[i];
 
-		if (x->pid == pid)
+		if (x->pid == pid && in_window(d, x->launch_start))
 			iv_add(v, &k, x->launch_tid, W_COPY, x->launch_start, x->launch_end, i);
 	}
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *x = &a->syncs[i];
 
-		if (x->pid == pid && x->type != CS_SYNC_STREAM_WAIT_EVENT)
+		if (x->pid == pid && x->type != CS_SYNC_STREAM_WAIT_EVENT && in_window(d, x->start))
 			iv_add(v, &k, x->tid, W_SYNC, x->start, x->end, i);
 	}
 	for (int64_t i = 0; i < a->napis; i++) {
 		const cs_a_api *x = &a->apis[i];
 
-		if (x->pid == pid)
+		if (x->pid == pid && in_window(d, x->start))
 			iv_add(v, &k, x->tid, W_API, x->start, x->end, i);
 	}
 	{
@@ -307,7 +324,8 @@ static int build_ops(struct fact_deps *d)
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *x = &a->kernels[i];
 
-		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN)
+		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN ||
+		    !in_window(d, cs_launch_time(x->launch_start, x->start)))
 			continue;
 		k[n].stream = (uint64_t)(uint32_t)x->device_id << 32 | x->stream_id;
 		k[n].start = x->start;
@@ -317,7 +335,8 @@ static int build_ops(struct fact_deps *d)
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *x = &a->copies[i];
 
-		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN)
+		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN ||
+		    !in_window(d, cs_launch_time(x->launch_start, x->start)))
 			continue;
 		k[n].stream = (uint64_t)(uint32_t)x->device_id << 32 | x->stream_id;
 		k[n].start = x->start;
@@ -646,8 +665,7 @@ static void unprofile(struct fact_deps *d, double rec)
 	d->launch_call = d->launch_call > (int64_t)rec ? d->launch_call - (int64_t)rec : 0;
 }
 
-int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags,
-		    struct fact_deps **out)
+int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags, struct fact_deps **out)
 {
 	struct fact_deps *d;
 	struct iv *v = NULL;
@@ -671,7 +689,18 @@ int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags,
 	if (!d->kernel_op || !d->kernel_call || !d->copy_op || !d->copy_call || !d->sync_call ||
 	    !d->api_call)
 		goto fail;
-	if (collect_calls(a, s->pid, &v, &n) || build_calls(d, v, n))
+	/* the steps it holds */
+	d->from = s->warmup;
+	d->last = s->n - 1;
+	d->t0 = INT64_MIN;
+	d->t1 = INT64_MAX;
+	if (d->last - d->from > MAX_SPAN_STEPS) {
+		d->from = s->warmup + (d->last - d->from - MAX_SPAN_STEPS) / 2;
+		d->last = d->from + MAX_SPAN_STEPS;
+		d->t0 = s->v[d->from].start;
+		d->t1 = s->v[d->last].end;
+	}
+	if (collect_calls(d, s->pid, &v, &n) || build_calls(d, v, n))
 		goto fail;
 	free(v);
 	v = NULL;
@@ -1040,6 +1069,10 @@ static void step_times(const struct sim *m, int64_t *step_ns)
 		const cs_step *st = &s->v[i];
 		int64_t t = CS_TS_UNKNOWN, shift = lr[i] != CS_TS_UNKNOWN ? lp[i] - lr[i] : 0;
 
+		if (d->t0 != INT64_MIN && (i < d->from || i > d->last)) {
+			step_ns[i] = cs_step_time(s, i); /* outside the window: as recorded */
+			continue;
+		}
 		if (s->timing == CS_STEP_TIME_GPU && gs[i] != CS_TS_UNKNOWN) {
 			for (int32_t j = i + 1; j < s->n && t == CS_TS_UNKNOWN; j++)
 				if (gs[j] != CS_TS_UNKNOWN)
@@ -1066,17 +1099,16 @@ static void step_times(const struct sim *m, int64_t *step_ns)
 
 int32_t fact_deps_span_steps(const struct fact_deps *d)
 {
-	int32_t n = d->s->n - 1 - d->s->warmup;
+	int32_t n = d->last - d->from;
 
 	return n > 0 ? n : 0;
 }
 
-/* The span of fact_deps_replay(): steps warmup .. n-2. */
+/* The span of fact_deps_replay(): steps from .. last-1. */
 static int64_t steady_span(const struct sim *m)
 {
 	const struct fact_deps *d = m->d;
-	const cs_steps *s = d->s;
-	int32_t from = s->warmup, last = s->n - 1;
+	int32_t from = d->from, last = d->last;
 	int64_t first_launch = CS_TS_UNKNOWN, last_launch = CS_TS_UNKNOWN, gpu_end = CS_TS_UNKNOWN;
 	int64_t rec_first = CS_TS_UNKNOWN, rec_last = CS_TS_UNKNOWN;
 

@@ -41,11 +41,13 @@ void fact_deps_free(struct fact_deps *d);
 
 /*
  * Replay the model with the edits of e (NULL: none) and write each step's time (as cs_step_time()
- * measures it, of the replayed times) into step_ns (s->n slots, or NULL), and into *span the time
- * the steady steps but the last took in all (fact_deps_span_steps() of them): from the first
- * launch of the first to the later of the first launch of the last and the end of the GPU work
- * launched before it. The span is what a fix saves: unlike a step's time it holds both the host's
- * and the GPU's part, whichever sets the pace once the fix is in. 0 or CS_ERR_NOMEM.
+ * measures it, of the replayed times; the recorded one for a step outside the model's window)
+ * into step_ns (s->n slots, or NULL), and into *span the time the model's steps but the last took
+ * in all (fact_deps_span_steps() of them): from the first launch of the first to the later of the
+ * first launch of the last and the end of the GPU work launched before it. The span is what a fix
+ * saves: unlike a step's time it holds both the host's and the GPU's part, whichever sets the pace
+ * once the fix is in. The model holds the steady steps, or a window of 200 of them in the middle
+ * of a longer run. 0 or CS_ERR_NOMEM.
  */
 int fact_deps_replay(const struct fact_deps *d, const cs_edit *e, int64_t *step_ns, int64_t *span);
 /* How many steps the span counts (0: too few steady steps for one). */
