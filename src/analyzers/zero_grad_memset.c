@@ -60,6 +60,93 @@ static int is_foreach_zero(const char *name)
 	return strstr(name, "multi_tensor_apply") && strstr(name, "ZeroFunctor");
 }
 
+/* PyTorch's element-wise add: what AccumulateGrad launches to add a new gradient into one
+ * already there (zeroed, when the step zeroed it). */
+static int is_add_kernel(const char *name)
+{
+	return strstr(name, "vectorized_elementwise_kernel") && strstr(name, "CUDAFunctor_add");
+}
+
+/*
+ * With the gradients set to None the backward pass stores each new gradient instead of adding it
+ * into the zeros: for each zeroing fill kernel of an affected step, the first element-wise add of
+ * the same grid launched after that step's writes (and before the next zeroing) is not launched
+ * either. writes: indices in ops of the writes; cost: per step, non-zero for the affected ones.
+ * 0 or CS_ERR_NOMEM.
+ */
+static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			    const struct ru_op *ops, const struct ru_i64 *writes,
+			    const int64_t *cost)
+{
+	struct ru_i64 when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
+	struct ru_i64 grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
+	uint8_t *used = NULL;	   /* per entry of grids: an add was matched to it */
+	int rc = CS_ERR_NOMEM;
+
+	for (int64_t k = 0; k < writes->n; k++) {
+		const struct ru_op *o = &ops[writes->v[k]];
+
+		if (o->launch < 0 || o->launch >= (INT64_MAX >> 21) || o->step >= (1 << 20))
+			continue;
+		if (ru_i64_push(&when, o->launch << 20 | o->step))
+			goto out;
+		if (cost[o->step] > 0 && o->is_kernel && o->size > 0 && o->size < INT32_MAX &&
+		    ru_i64_push(&grids, (int64_t)o->step << 32 | o->size))
+			goto out;
+	}
+	ru_sort_i64(when.v, when.n);
+	ru_sort_i64(grids.v, grids.n);
+	used = calloc((size_t)grids.n + 1, 1);
+	if (!used)
+		goto out;
+	for (int64_t i = 0; i < a->nkernels && grids.n > 0; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		int64_t key, lo = 0, hi = when.n, round;
+
+		if (k->pid != s->pid || k->launch_start == CS_TS_UNKNOWN || k->launch_start < 0 ||
+		    k->launch_start >= (INT64_MAX >> 21) || k->grid_blocks <= 0 ||
+		    k->grid_blocks >= INT32_MAX ||
+		    !is_add_kernel(cs_analysis_string(a, k->name_id)))
+			continue;
+		while (lo < hi) { /* the last write launched before the add: its round */
+			int64_t mid = lo + (hi - lo) / 2;
+
+			if ((when.v[mid] >> 20) < k->launch_start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0)
+			continue;
+		round = when.v[lo - 1] & ((1 << 20) - 1);
+		key = round << 32 | k->grid_blocks;
+		lo = 0;
+		hi = grids.n;
+		while (lo < hi) { /* the first entry >= key */
+			int64_t mid = lo + (hi - lo) / 2;
+
+			if (grids.v[mid] < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		while (lo < grids.n && grids.v[lo] == key && used[lo])
+			lo++; /* the first unused entry of the key */
+		if (lo >= grids.n || grids.v[lo] != key)
+			continue;
+		used[lo] = 1;
+		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, i, 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i, 0))
+			goto out;
+	}
+	rc = 0;
+out:
+	free(when.v);
+	free(grids.v);
+	free(used);
+	return rc;
+}
+
 static int is_fill(const cs_analysis *a, const struct ru_op *o)
 {
 	return !o->is_kernel || is_fill_kernel(cs_analysis_string(a, o->name));
@@ -334,6 +421,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, target, o->index, INT64_MAX))
 			goto out;
 	}
+	if (edit_accumulates(f, a, s, ops, &writes, cost))
+		goto out;
 	rc = ru_emit(ctx, f, err);
 	f = NULL;
 	goto out_free;

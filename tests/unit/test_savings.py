@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 15
+MIN_WITHIN = 16
 MAX_LOUD = 1
 
 
