@@ -26,6 +26,7 @@
 #include <sqlite3.h>
 
 #include "cuscope/demangle.h"
+#include "cuscope/files.h"
 #include "cuscope/nsys_compat.h"
 #include "cuscope/trace.h"
 #include "trace_internal.h"
@@ -602,21 +603,17 @@ int cs_nsys_compat_write(const char *src, const char *out, int64_t *bytes, cs_er
 	struct nsys n = {NULL, err, src, NULL, NULL, {0}, 0, 0};
 	struct stat sb;
 	char *tmp;
-	int fd, rc;
+	int rc;
 
 	if (bytes)
 		*bytes = 0;
-	tmp = malloc(strlen(out) + 16);
+	/* a new file (nothing already there is opened) with the mode every output gets: 0666
+	 * less the umask, not mkstemp's 0600 */
+	tmp = cs_make_temp_beside(out, ".tmp.");
 	if (!tmp)
-		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	sprintf(tmp, "%s.tmp.XXXXXX", out);
-	fd = mkstemp(tmp); /* a new file: nothing already there is opened */
-	if (fd < 0) {
-		rc = cs_error_set(err, CS_ERR_IO, "cannot create '%s': %s", out, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	close(fd);
+		return errno == ENOMEM ? cs_error_set(err, CS_ERR_NOMEM, "out of memory")
+				       : cs_error_set(err, CS_ERR_IO, "cannot create '%s': %s", out,
+						      strerror(errno));
 	rc = copy_db(&n, tmp);
 	if (!rc)
 		rc = add_names(&n);

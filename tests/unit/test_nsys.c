@@ -5,10 +5,12 @@
  * the copy is still a cuscope trace of the same schema version; bad input.
  */
 #include <check.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -330,6 +332,28 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* The copy gets the mode every output of cuscope gets, 0666 less the umask (mkstemp's 0600
+ * before), and no temporary is left beside it. */
+START_TEST(test_output_mode)
+{
+	mode_t old = umask(022);
+	char *out = nsys_copy(train_db, "mode.sqlite");
+	struct stat sb;
+	DIR *d;
+	struct dirent *de;
+
+	umask(old);
+	ck_assert_int_eq(stat(out, &sb), 0);
+	ck_assert_msg((sb.st_mode & 0777) == 0644, "mode %o", (unsigned)(sb.st_mode & 0777));
+	d = opendir(tmp_dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		ck_assert_msg(!strstr(de->d_name, "mode.sqlite.tmp"), "left: %s", de->d_name);
+	closedir(d);
+	free(out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("nsys");
@@ -346,6 +370,7 @@ int main(void)
 	d2h_db = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_top_kernels);
+	tcase_add_test(tc, test_output_mode);
 	tcase_add_test(tc, test_copies_by_kind);
 	tcase_add_test(tc, test_nvtx_ranges);
 	tcase_add_test(tc, test_kernel_launch_join);
