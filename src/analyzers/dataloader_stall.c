@@ -156,7 +156,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const v
 	ru_recur_evidence(e, r, nsteps);
 	/* the copies that ended the stalls, each with its stall's idle */
 	if (ru_h2d_sites(e, a, h, owns, steps, nsteps, MAX_SITES, &f->stack_id) ||
-	    ru_edit_h2d(f, a, h, owns, steps, nsteps, 0))
+	    ru_edit_h2d(f, a, s, h, owns, steps, nsteps, 0))
 		goto nomem;
 	return ru_emit(ctx, f, err);
 nomem:

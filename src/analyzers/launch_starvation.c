@@ -570,11 +570,6 @@ static const char *cause_fix(int c, int graph)
 	}
 }
 
-/*
- * med, lo and hi: the median margin of the steady steps (the host's idle less the GPU's busy
- * time, as a share of the step) and its 95% interval, in millionths; near: the interval holds 0
- * (the finding is info).
- */
 struct launch_ref {
 	uint32_t tid;
 	int32_t step;
@@ -585,22 +580,19 @@ struct launch_ref {
 /*
  * The fix as an edit of the run (docs/replay.md): the kernels each thread launches in a step go
  * into one CUDA graph, launched by the first launch call; the others are not made, nor is the host
- * time between two launches of a thread that is at most far (the launch pace: what is longer is
- * host work a graph does not take away, and only far of it goes). Kernels already replayed from a
- * graph are left as they are. 0 or CS_ERR_NOMEM.
+ * time before them on their thread (the Python between captured launches does not run). Kernels
+ * already replayed from a graph are left as they are. 0 or CS_ERR_NOMEM.
  */
 static int edit_graph(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		      const int32_t *steps, int32_t n, int64_t far)
+		      const int32_t *steps, int32_t n)
 {
 	struct launch_ref *v;
 	int64_t nv = 0;
-	uint8_t *in = calloc((size_t)s->n + 1, 1);
+	uint8_t *in = ru_steps_mask(s, steps, n);
 	int rc = 0;
 
 	if (!in)
 		return CS_ERR_NOMEM;
-	for (int32_t i = 0; i < n; i++)
-		in[steps[i]] = 1;
 	v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
 	if (!v) {
 		free(in);
@@ -618,8 +610,9 @@ static int edit_graph(cs_report_finding *f, const cs_analysis *a, const cs_steps
 		v[nv++] = (struct launch_ref){k->launch_tid, st, k->launch_start, i};
 	}
 	{
-		static const cs_sort_key keys[] = {{offsetof(struct launch_ref, tid), CS_KEY_U32},
-						   {offsetof(struct launch_ref, start), CS_KEY_I64}};
+		static const cs_sort_key keys[] = {
+			{offsetof(struct launch_ref, tid), CS_KEY_U32},
+			{offsetof(struct launch_ref, start), CS_KEY_I64}};
 
 		cs_sort_records(v, (size_t)nv, sizeof(*v), keys, 2);
 	}
@@ -627,15 +620,20 @@ static int edit_graph(cs_report_finding *f, const cs_analysis *a, const cs_steps
 		if (v[i].tid != v[i - 1].tid || v[i].step != v[i - 1].step)
 			continue; /* the graph's launch */
 		rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, v[i].kernel, 0);
-		if (rc == 0 && far > 0)
+		if (rc == 0)
 			rc = cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, v[i].kernel,
-					 far == INT64_MAX ? INT64_MAX : far);
+					 INT64_MAX);
 	}
 	free(v);
 	free(in);
 	return rc ? CS_ERR_NOMEM : 0;
 }
 
+/*
+ * med, lo and hi: the median margin of the steady steps (the host's idle less the GPU's busy
+ * time, as a share of the step) and its 95% interval, in millionths; near: the interval holds 0
+ * (the finding is info).
+ */
 static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int32_t *steps,
 			int32_t n, int64_t *tmp, int64_t med, int64_t lo, int64_t hi, int near,
 			struct ru_sites *sites, cs_error *err)
@@ -803,17 +801,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int3
 		goto out;
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
-	if (!graph) {
-		struct cs_rule_cache own_cache = {0};
-		const struct ru_h2d_stalls *h;
-
-		if (ru_cached_h2d_stalls(ctx, &own_cache, &h) ||
-		    edit_graph(f, a, s, steps, n, INT64_MAX)) {
-			ru_cache_free(&own_cache);
-			goto out;
-		}
-		ru_cache_free(&own_cache);
-	}
+	if (!graph && edit_graph(f, a, s, steps, n))
+		goto out;
 	return ru_emit(ctx, f, err);
 out:
 	cs_finding_free(f);

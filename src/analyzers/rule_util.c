@@ -2210,6 +2210,16 @@ int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of
 	return 0;
 }
 
+uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n)
+{
+	uint8_t *in = calloc((size_t)s->n + 1, 1);
+
+	for (int32_t i = 0; in && i < n; i++)
+		if (steps[i] >= 0 && steps[i] < s->n)
+			in[steps[i]] = 1;
+	return in;
+}
+
 int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies)
 {
 	for (int64_t i = 0; i < d->n; i++) {
@@ -2242,8 +2252,8 @@ int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s
 			const cs_a_api *x = &a->apis[calls.v[k]];
 
 			if (x->start >= b->t_first && x->start <= end)
-				rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_API, calls.v[k],
-						 0);
+				rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_API,
+						 calls.v[k], 0);
 		}
 		for (int64_t k = cs_analysis_sync_at(a, b->t_first);
 		     rc == 0 && b->retry && k < a->nsyncs && a->syncs[k].start <= end; k++)
@@ -2254,37 +2264,38 @@ int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s
 	return rc ? CS_ERR_NOMEM : 0;
 }
 
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const struct ru_h2d_stalls *h,
+int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		const struct ru_h2d_stalls *h,
 		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
 		const int32_t *steps, int32_t nsteps, int device)
 {
-	for (int64_t i = 0; i < h->n; i++) {
-		const struct ru_h2d_stall *y = &h->v[i];
-		int in = 0;
+	uint8_t *in = ru_steps_mask(s, steps, nsteps);
+	int rc = 0;
 
-		for (int32_t k = 0; k < nsteps && !in; k++)
-			in = steps[k] == y->step;
-		if (!in || !own(a, y))
+	if (!in)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < h->n && rc == 0; i++) {
+		const struct ru_h2d_stall *y = &h->v[i];
+
+		if (y->step < 0 || y->step >= s->n || !in[y->step] || !own(a, y))
 			continue;
-		if (cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, y->copy, y->stretch_ns) ||
-		    (device && cs_edit_add(&f->edit, CS_EDIT_ASYNC, CS_EDIT_COPY, y->copy, 0)))
-			return CS_ERR_NOMEM;
+		rc = cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, y->copy, y->stretch_ns);
+		if (rc == 0 && device)
+			rc = cs_edit_add(&f->edit, CS_EDIT_ASYNC, CS_EDIT_COPY, y->copy, 0);
 	}
-	return 0;
+	free(in);
+	return rc ? CS_ERR_NOMEM : 0;
 }
 
 int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 			const int32_t *steps, int32_t n,
 			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor)
 {
-	uint8_t *in = calloc((size_t)s->n + 1, 1);
+	uint8_t *in = ru_steps_mask(s, steps, n);
 	int rc = 0;
 
 	if (!in)
 		return CS_ERR_NOMEM;
-	for (int32_t i = 0; i < n; i++)
-		if (steps[i] >= 0 && steps[i] < s->n)
-			in[steps[i]] = 1;
 	for (int64_t i = 0; i < a->nkernels && rc == 0; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 		int st;

@@ -372,6 +372,10 @@ int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 /* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
 
+/* The steps steps[0..n) of s as a mask: s->n + 1 bytes, 1 at each of them (steps out of range left
+ * out); malloc'd, NULL without memory. */
+uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
+
 /*
  * The fix of a finding about the waits of d as an edit of the run (docs/replay.md): no wait of a
  * steady step holds the host; with copies, neither does the call of the first copy each waited
@@ -629,7 +633,8 @@ int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
  * the launching thread; with device, the copy becomes the launch of a kernel that makes the data
  * on the device (its call an asynchronous launch). 0 or CS_ERR_NOMEM.
  */
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const struct ru_h2d_stalls *h,
+int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		const struct ru_h2d_stalls *h,
 		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
 		const int32_t *steps, int32_t nsteps, int device);
 /*

@@ -67,6 +67,22 @@ static int is_add_kernel(const char *name)
 	return strstr(name, "vectorized_elementwise_kernel") && strstr(name, "CUDAFunctor_add");
 }
 
+/* The first position of v (n values, ascending) whose value is at least key; n when none. */
+static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * With the gradients set to None the backward pass stores each new gradient instead of adding it
  * into the zeros: for each zeroing fill kernel of an affected step, the first element-wise add of
@@ -101,35 +117,20 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 		goto out;
 	for (int64_t i = 0; i < a->nkernels && grids.n > 0; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
-		int64_t key, lo = 0, hi = when.n, round;
+		int64_t key, lo, round;
 
 		if (k->pid != s->pid || k->launch_start == CS_TS_UNKNOWN || k->launch_start < 0 ||
 		    k->launch_start >= (INT64_MAX >> 21) || k->grid_blocks <= 0 ||
 		    k->grid_blocks >= INT32_MAX ||
 		    !is_add_kernel(cs_analysis_string(a, k->name_id)))
 			continue;
-		while (lo < hi) { /* the last write launched before the add: its round */
-			int64_t mid = lo + (hi - lo) / 2;
-
-			if ((when.v[mid] >> 20) < k->launch_start)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		/* the last write launched before the add: its round */
+		lo = first_at_least(when.v, when.n, k->launch_start << 20);
 		if (lo == 0)
 			continue;
 		round = when.v[lo - 1] & ((1 << 20) - 1);
 		key = round << 32 | k->grid_blocks;
-		lo = 0;
-		hi = grids.n;
-		while (lo < hi) { /* the first entry >= key */
-			int64_t mid = lo + (hi - lo) / 2;
-
-			if (grids.v[mid] < key)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = first_at_least(grids.v, grids.n, key);
 		while (lo < grids.n && grids.v[lo] == key && used[lo])
 			lo++; /* the first unused entry of the key */
 		if (lo >= grids.n || grids.v[lo] != key)

@@ -466,20 +466,31 @@ static int32_t *order_by(const int64_t *key, size_t stride, int64_t n)
 	return out;
 }
 
-/* The last position in by_end whose op ended at or before t, or -1. */
-static int64_t last_end_at(const struct fact_deps *d, const int32_t *by_end, int64_t t)
+/*
+ * The last position p of order (n indices sorted by the time at key + index * stride, as
+ * order_by() makes them) whose time is at most t, or -1.
+ */
+static int64_t last_at_most(const int64_t *key, size_t stride, const int32_t *order, int64_t n,
+			    int64_t t)
 {
-	int64_t lo = 0, hi = d->nops;
+	int64_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
-		if (d->ops[by_end[mid]].end <= t)
+		if (*(const int64_t *)(const void *)((const char *)key +
+						     (size_t)order[mid] * stride) <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo - 1;
+}
+
+/* The last position in by_end whose op ended at or before t, or -1. */
+static int64_t last_end_at(const struct fact_deps *d, const int32_t *by_end, int64_t t)
+{
+	return last_at_most(&d->ops[0].end, sizeof(*d->ops), by_end, d->nops, t);
 }
 
 static void decide_edges(struct fact_deps *d, const int32_t *by_end)
@@ -614,17 +625,10 @@ static int decide_host_deps(struct fact_deps *d)
 		struct call *c = &d->calls[g];
 		int64_t idle_from =
 			g == d->thread_first[c->thread] ? CS_TS_UNKNOWN : d->calls[g - 1].end;
-		int64_t lo = 0, hi = d->ncalls;
+		int64_t last = last_at_most(&d->calls[0].end, sizeof(*d->calls), by_end, d->ncalls,
+					    c->start);
 
-		while (lo < hi) { /* the first call ending after c's start */
-			int64_t mid = lo + (hi - lo) / 2;
-
-			if (d->calls[by_end[mid]].end <= c->start)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (int64_t p = lo - 1, back = 0; p >= 0 && back < DEP_LOOKBACK; p--, back++) {
+		for (int64_t p = last, back = 0; p >= 0 && back < DEP_LOOKBACK; p--, back++) {
 			const struct call *o = &d->calls[by_end[p]];
 
 			if (idle_from != CS_TS_UNKNOWN && o->end <= idle_from)
