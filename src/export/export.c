@@ -20,7 +20,8 @@
  *                              on the host thread; an ac2g flow from it to the GPU work
  *   API rows, host waits       slices on the host thread (pid, tid)
  *   NVTX                       push/pop: slices on their thread; start/end: async ranges;
- *                              marks: instants
+ *                              marks: instants; Chrome JSON: a gpu_user_annotation span of each
+ *                              push/pop range on each stream running work launched inside it
  *   device memory              a counter per GPU: the running sum of live allocations
  *                              (cs_mem_count_of says which rows count)
  * An event whose start or end is unknown is left out, never written at 0.
@@ -41,10 +42,15 @@
 #include "cuscope/timeline.h"
 
 const char *const ex_cat_names[EX_CAT_COUNT] = {
-	[EX_CAT_KERNEL] = "kernel",	   [EX_CAT_MEMCPY] = "gpu_memcpy",
-	[EX_CAT_MEMSET] = "gpu_memset",	   [EX_CAT_RUNTIME] = "cuda_runtime",
-	[EX_CAT_DRIVER] = "cuda_driver",   [EX_CAT_SYNC] = "cuda_sync",
-	[EX_CAT_NVTX] = "user_annotation", [EX_CAT_FINDING] = "finding",
+	[EX_CAT_KERNEL] = "kernel",
+	[EX_CAT_MEMCPY] = "gpu_memcpy",
+	[EX_CAT_MEMSET] = "gpu_memset",
+	[EX_CAT_RUNTIME] = "cuda_runtime",
+	[EX_CAT_DRIVER] = "cuda_driver",
+	[EX_CAT_SYNC] = "cuda_sync",
+	[EX_CAT_NVTX] = "user_annotation",
+	[EX_CAT_FINDING] = "finding",
+	[EX_CAT_GPU_ANNOTATION] = "gpu_user_annotation",
 };
 
 const char *const ex_key_names[EX_KEY_COUNT] = {
@@ -348,7 +354,8 @@ struct driver {
 	int failed; /* a cs_err code */
 	struct ex_step *steps;
 	int nsteps;
-	int64_t rows_total; /* rows of the trace, for the progress line (0: unknown) */
+	int64_t rows_total;  /* rows of the trace, for the progress line (0: unknown) */
+	int gpu_annotations; /* write gpu_user_annotation spans (Chrome JSON) */
 };
 
 #define GPU_PID_BASE (1 << 30) /* above any Linux pid (pid_max is at most 2^22) */
@@ -757,6 +764,171 @@ struct gpu_op {
 	int cls, is_async;
 };
 
+/* ---- GPU spans of NVTX ranges (Kineto's gpu_user_annotation) ---- */
+
+/*
+ * Each host thread remembers its last ANNO_RANGES push/pop ranges; the GPU work launched inside
+ * a range (its launch call starts within the range, on the range's thread) widens the range's
+ * span on the stream lane the work went to. A range's spans are written when it is forgotten
+ * (ANNO_RANGES newer ranges began on its thread) or at the end: GPU work launched inside a range
+ * that ran after that many newer ranges began on its thread is left out of the span. Ranges come
+ * in the order of their starts, and push/pop ranges nest: the ranges that hold a launch are the
+ * last one that began before it and its enclosing ones (parent), a walk as deep as the nesting.
+ */
+#define ANNO_RANGES 1024 /* a power of two: cs_grow() doubles from 64 */
+#define ANNO_LANES  8	 /* streams (lanes) a range's span is kept on; further ones are left out */
+
+struct anno_span {
+	struct ex_track *lane;
+	int64_t start, end;
+};
+
+struct anno_range {
+	int64_t start, end;
+	uint64_t seq, parent; /* parent: the seq of the enclosing range + 1, 0 for none */
+	char *name;
+	uint64_t name_iid;
+	int nspans;
+	struct anno_span spans[ANNO_LANES];
+};
+
+struct ex_annos {
+	struct anno_range *v; /* a ring: the oldest at head, seq first_seq */
+	size_t cap, head, n;
+	uint64_t first_seq;
+};
+
+/* The remembered range of sequence number seq + 1 (0: none), or NULL. */
+static struct anno_range *anno_get(struct ex_annos *a, uint64_t seq1)
+{
+	if (!seq1 || seq1 - 1 < a->first_seq || seq1 - 1 >= a->first_seq + a->n)
+		return NULL;
+	return &a->v[(a->head + (seq1 - 1 - a->first_seq)) % a->cap];
+}
+
+static int anno_flush(struct driver *d, struct anno_range *r)
+{
+	int rc = 0;
+
+	for (int i = 0; i < r->nspans && !rc; i++) {
+		struct ex_event e;
+
+		memset(&e, 0, offsetof(struct ex_event, args));
+		e.track = r->spans[i].lane;
+		e.ts = r->spans[i].start;
+		e.dur = r->spans[i].end - r->spans[i].start;
+		e.name = r->name ? r->name : "(unnamed)";
+		e.name_iid = r->name ? r->name_iid : EX_IID_STATIC + 2;
+		e.cat = EX_CAT_GPU_ANNOTATION;
+		ex_arg_int(&e, EX_KEY_DEVICE, e.track->device_id);
+		ex_arg_int(&e, EX_KEY_STREAM, e.track->stream_id);
+		rc = d->ex.ops->slice(&d->ex, &e);
+	}
+	free(r->name);
+	r->name = NULL;
+	r->nspans = 0;
+	return rc;
+}
+
+/* Remember push/pop range n of thread t, named name. */
+static int anno_add(struct driver *d, struct ex_track *t, const cs_nvtx *n, const char *name)
+{
+	struct ex_annos *a = t->annos;
+	struct anno_range *r, *p;
+	uint64_t seq;
+	int rc = 0;
+
+	if (!a) {
+		a = t->annos = calloc(1, sizeof(*a));
+		if (!a)
+			return fail(d, CS_ERR_NOMEM, "out of memory");
+	}
+	if (a->n == ANNO_RANGES) {
+		rc = anno_flush(d, &a->v[a->head]);
+		a->head = (a->head + 1) % a->cap;
+		a->first_seq++;
+		a->n--;
+	} else if (a->n == a->cap && cs_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v))) {
+		/* it grows only before it is full, while head is 0 */
+		return fail(d, CS_ERR_NOMEM, "out of memory");
+	}
+	seq = a->first_seq + a->n;
+	/* the enclosing range: the previous one or one of its enclosing ones */
+	p = anno_get(a, seq);
+	while (p && p->end < n->end)
+		p = anno_get(a, p->parent);
+	r = &a->v[(a->head + a->n) % a->cap];
+	memset(r, 0, sizeof(*r));
+	r->start = n->start;
+	r->end = n->end;
+	r->seq = seq;
+	r->parent = p ? p->seq + 1 : 0;
+	r->name_iid = EX_IID_STRINGS + 2 * (uint64_t)n->text_id;
+	a->n++;
+	if (name && !(r->name = strdup(name)))
+		return fail(d, CS_ERR_NOMEM, "out of memory");
+	return rc;
+}
+
+/* GPU work [start, end] on lane, launched at launch on host thread t: widen the spans of the
+ * ranges of t that hold the launch. */
+static void anno_widen(struct ex_track *t, int64_t launch, struct ex_track *lane, int64_t start,
+		       int64_t end)
+{
+	struct ex_annos *a = t->annos;
+	struct anno_range *r;
+	size_t lo = 0, hi;
+
+	if (!a || !a->n)
+		return;
+	/* the last range that began at or before the launch */
+	hi = a->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a->v[(a->head + mid) % a->cap].start <= launch)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	r = lo ? &a->v[(a->head + lo - 1) % a->cap] : NULL;
+	for (; r; r = anno_get(a, r->parent)) {
+		int j;
+
+		if (launch > r->end)
+			continue;
+		for (j = 0; j < r->nspans && r->spans[j].lane != lane; j++)
+			;
+		if (j == r->nspans) {
+			if (j == ANNO_LANES)
+				continue;
+			r->spans[j].lane = lane;
+			r->spans[j].start = start;
+			r->spans[j].end = end;
+			r->nspans++;
+			continue;
+		}
+		if (start < r->spans[j].start)
+			r->spans[j].start = start;
+		if (end > r->spans[j].end)
+			r->spans[j].end = end;
+	}
+}
+
+/* Write the spans of every range still remembered, thread by thread, oldest first. */
+static int anno_flush_all(struct driver *d)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < d->nall && !rc; i++) {
+		struct ex_annos *a = d->all[i]->annos;
+
+		for (; a && a->n && !rc; a->n--, a->first_seq++, a->head = (a->head + 1) % a->cap)
+			rc = anno_flush(d, &a->v[a->head]);
+	}
+	return rc;
+}
+
 /* The gpu_op of a cs_kernel, cs_memcpy or cs_memset x (the fields they share), of class cls. */
 #define GPU_OP_OF(x, api_kind, cls, is_async)                                                \
 	{                                                                                    \
@@ -790,6 +962,7 @@ static int emit_gpu_op(struct driver *d, const struct gpu_op *op, struct ex_even
 		rc = d->ex.ops->slice(&d->ex, e);
 	if (rc || !launch)
 		return rc;
+	anno_widen(host, op->launch_start, lane, op->start, op->end);
 	if (!launch_seen(d, op->pid, op->correlation)) {
 		/* no API row for it (the default: launches are folded into the GPU rows) */
 		struct ex_event l;
@@ -1076,6 +1249,8 @@ static int on_nvtx(struct driver *d, const cs_nvtx *n)
 		e.track = e.thread;
 		e.dur = n->end - n->start;
 		rc = track_use(d, e.track);
+		if (!rc && d->gpu_annotations)
+			rc = anno_add(d, e.thread, n, n->text);
 		return rc ? rc : d->ex.ops->slice(&d->ex, &e);
 	case CS_NVTX_MARK:
 		e.track = e.thread;
@@ -1520,6 +1695,8 @@ static int export_events(struct driver *d)
 	pthread_mutex_destroy(&p->mu);
 	if (!rc)
 		rc = memory_window_start(d);
+	if (!rc)
+		rc = anno_flush_all(d);
 out:
 	merge_close(p->src);
 	free(p->ev);
@@ -1667,6 +1844,13 @@ static void driver_free(struct driver *d)
 	free(d->ex.props);
 	free(d->steps);
 	for (size_t i = 0; i < d->nall; i++) {
+		struct ex_annos *a = d->all[i]->annos;
+
+		for (size_t k = 0; a && k < a->n; k++)
+			free(a->v[(a->head + k) % a->cap].name);
+		if (a)
+			free(a->v);
+		free(a);
 		free(d->all[i]->name);
 		free(d->all[i]->labels);
 		free(d->all[i]);
@@ -1788,6 +1972,7 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 	switch (o->format) {
 	case CS_EXPORT_CHROME:
 		d->ex.ops = &ex_chrome_ops;
+		d->gpu_annotations = 1;
 		break;
 	case CS_EXPORT_PERFETTO:
 		d->ex.ops = &ex_perfetto_ops;

@@ -130,6 +130,8 @@ struct ex_track {
 	/* GPU tracks: device memory */
 	struct ex_track *counter;
 	int mem_seen, mem_sampled;
+	/* host threads: their recent NVTX push/pop ranges (Chrome's gpu_user_annotation) */
+	struct ex_annos *annos;
 };
 
 /* ---- events ---- */
@@ -144,6 +146,7 @@ enum ex_cat {
 	EX_CAT_SYNC,
 	EX_CAT_NVTX,
 	EX_CAT_FINDING,
+	EX_CAT_GPU_ANNOTATION,
 	EX_CAT_COUNT
 };
 extern const char *const ex_cat_names[EX_CAT_COUNT];

@@ -3,15 +3,18 @@
  * (include/cuscope/nsys_compat.h, docs/trace-format.md "Nsight Systems names").
  *
  * The trace is copied with SQLite's backup API, then, in one transaction on the copy:
- *   - CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _RUNTIME and NVTX_EVENTS become plain tables
- *     (as in schema version 1, which readers of version 2 read too) with nsys's columns added at
- *     the end: globalPid, shortName, demangledName, mangledName (kernels), globalTid
- *     (API calls), text, eventType, globalTid, endGlobalTid (NVTX);
+ *   - CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _SYNCHRONIZATION, _RUNTIME,
+ *     CUDA_GPU_MEMORY_USAGE_EVENTS and NVTX_EVENTS become plain tables (as in schema version 1,
+ *     which readers of version 2 read too) with nsys's columns added at the end: globalPid,
+ *     shortName, demangledName, mangledName, launchType (kernels), globalPid (copies, sets,
+ *     waits, memory), globalTid, callchainId (API calls), text, eventType, globalTid,
+ *     endGlobalTid (NVTX);
  *   - CUPTI_ACTIVITY_KIND_RUNTIME gets a row for each launch that the trace folded into its GPU
- *     work (record's default), so that the join on correlationId finds the launch, and
- *     EVENT_TABLE_INFO counts them;
- *   - TARGET_INFO_GPU gets nsys's id, and the tables ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND,
- *     ENUM_NSYS_EVENT_TYPE and ThreadNames are added; META says nsys_compat = 1.
+ *     work (record's default), named as CUPTI names the call, so that the join on correlationId
+ *     finds the launch, and EVENT_TABLE_INFO counts them;
+ *   - PROCESSES gets globalPid and name, TARGET_INFO_GPU id, chipName and busLocation,
+ *     TARGET_INFO_CUDA_STREAM processId; the tables ThreadNames, CUDA_CALLCHAINS,
+ *     META_DATA_EXPORT and the ENUM_ tables are added; META says nsys_compat = 1.
  * Demangled names are new strings in StringIds. Only SQL of this file touches the copy; every
  * value goes in as a bound parameter.
  */
@@ -233,32 +236,37 @@ out:
 	return rc;
 }
 
-/* The calls that start GPU work, by CUPTI callback id, as the exporter names them. */
+/*
+ * The calls that start GPU work, by CUPTI callback id, named as CUPTI names the callback
+ * (cudaLaunchKernel_v7000, cuLaunchKernel): what a recorded API row of the same call holds
+ * (`record --api=all`), and what Nsight Systems writes.
+ */
 static const char *launch_name(int api_kind, int cls, int cbid, int is_async)
 {
 	static const struct {
 		int api, cls, cbid;
 		const char *name;
 	} names[] = {
-		{1, 0, 211, "cudaLaunchKernel"},
-		{1, 0, 214, "cudaLaunchKernel_ptsz"},
-		{1, 0, 430, "cudaLaunchKernelExC"},
-		{1, 0, 311, "cudaGraphLaunch"},
-		{1, 0, 312, "cudaGraphLaunch_ptsz"},
-		{1, 0, 269, "cudaLaunchCooperativeKernel"},
+		{1, 0, 211, "cudaLaunchKernel_v7000"},
+		{1, 0, 214, "cudaLaunchKernel_ptsz_v7000"},
+		{1, 0, 430, "cudaLaunchKernelExC_v11060"},
+		{1, 0, 311, "cudaGraphLaunch_v10000"},
+		{1, 0, 312, "cudaGraphLaunch_ptsz_v10000"},
+		{1, 0, 269, "cudaLaunchCooperativeKernel_v9000"},
+		{1, 0, 270, "cudaLaunchCooperativeKernel_ptsz_v9000"},
 		{2, 0, 307, "cuLaunchKernel"},
 		{2, 0, 652, "cuLaunchKernelEx"},
 		{2, 0, 514, "cuGraphLaunch"},
 		{2, 0, 477, "cuLaunchCooperativeKernel"},
-		{1, 1, 31, "cudaMemcpy"},
-		{1, 1, 41, "cudaMemcpyAsync"},
-		{1, 1, 225, "cudaMemcpyAsync_ptsz"},
+		{1, 1, 31, "cudaMemcpy_v3020"},
+		{1, 1, 41, "cudaMemcpyAsync_v3020"},
+		{1, 1, 225, "cudaMemcpyAsync_ptsz_v7000"},
 		{2, 1, 277, "cuMemcpyHtoDAsync_v2"},
 		{2, 1, 279, "cuMemcpyDtoHAsync_v2"},
 		{2, 1, 281, "cuMemcpyDtoDAsync_v2"},
 		{2, 1, 306, "cuMemcpyAsync"},
-		{1, 2, 49, "cudaMemset"},
-		{1, 2, 51, "cudaMemsetAsync"},
+		{1, 2, 49, "cudaMemset_v3020"},
+		{1, 2, 51, "cudaMemsetAsync_v3020"},
 		{2, 2, 220, "cuMemsetD32Async"},
 		{2, 2, 216, "cuMemsetD8Async"},
 	};
@@ -268,10 +276,10 @@ static const char *launch_name(int api_kind, int cls, int cbid, int is_async)
 		    (!api_kind || names[i].api == api_kind))
 			return names[i].name;
 	if (cls == 1)
-		return is_async ? "cudaMemcpyAsync" : "cudaMemcpy";
+		return is_async ? "cudaMemcpyAsync_v3020" : "cudaMemcpy_v3020";
 	if (cls == 2)
-		return is_async ? "cudaMemsetAsync" : "cudaMemset";
-	return api_kind == 2 ? "cuLaunchKernel" : "cudaLaunchKernel";
+		return is_async ? "cudaMemsetAsync_v3020" : "cudaMemset_v3020";
+	return api_kind == 2 ? "cuLaunchKernel" : "cudaLaunchKernel_v7000";
 }
 
 /*
@@ -343,26 +351,37 @@ out:
 	return rc;
 }
 
-/* ThreadNames: every thread of the trace, named after its process's program (cuscope does not
- * record thread names; Linux names a thread so unless it renames itself). */
-static int thread_names(struct nsys *n)
+/*
+ * ThreadNames: every thread of the trace, named after its process's program (cuscope does not
+ * record thread names; Linux names a thread so unless it renames itself); and nsys's
+ * PROCESSES.globalPid and name (the program: the last part of the first word of the command line).
+ */
+static int process_names(struct nsys *n)
 {
-	sqlite3_stmt *sel = NULL, *ins = NULL;
+	sqlite3_stmt *sel = NULL, *ins = NULL, *upd = NULL;
 	int rc = exec(n, "CREATE TABLE ThreadNames(nameId INTEGER, priority INTEGER, "
 			 "globalTid INTEGER);"
 			 "CREATE TEMP TABLE nsys_proc(pid INTEGER PRIMARY KEY, nameId INTEGER)");
 
+	if (!rc)
+		rc = exec_internal(n, "ALTER TABLE PROCESSES ADD COLUMN globalPid INTEGER;"
+				      "ALTER TABLE PROCESSES ADD COLUMN name TEXT");
+	if (!rc)
+		rc = exec(n, "UPDATE PROCESSES SET globalPid = pid << 24");
 	if (rc)
 		return rc;
 	if (sqlite3_prepare_v2(n->db, "SELECT pid, commandLine FROM PROCESSES", -1, &sel, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_prepare_v2(n->db, "INSERT OR IGNORE INTO temp.nsys_proc VALUES (?, ?)", -1,
-			       &ins, NULL) != SQLITE_OK) {
-		rc = sql_fail(n, "thread names");
+			       &ins, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(n->db, "UPDATE PROCESSES SET name = ? WHERE pid = ?", -1, &upd,
+			       NULL) != SQLITE_OK) {
+		rc = sql_fail(n, "process names");
 		goto out;
 	}
 	while (!rc && sqlite3_step(sel) == SQLITE_ROW) {
 		const char *cmd = (const char *)sqlite3_column_text(sel, 1), *p, *slash;
+		int64_t pid = sqlite3_column_int64(sel, 0);
 		char name[16];
 		size_t len;
 		int64_t id;
@@ -373,6 +392,16 @@ static int thread_names(struct nsys *n)
 			if (*p == '/')
 				slash = p + 1;
 		len -= (size_t)(slash - cmd);
+		sqlite3_reset(upd);
+		if (len)
+			sqlite3_bind_text(upd, 1, slash, (int)len, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(upd, 1);
+		sqlite3_bind_int64(upd, 2, pid);
+		if (sqlite3_step(upd) != SQLITE_DONE) {
+			rc = sql_fail(n, "process names");
+			break;
+		}
 		if (len > 15) /* a thread's name holds 15 bytes */
 			len = 15;
 		memcpy(name, slash, len);
@@ -383,7 +412,7 @@ static int thread_names(struct nsys *n)
 			break;
 		}
 		sqlite3_reset(ins);
-		sqlite3_bind_int64(ins, 1, sqlite3_column_int64(sel, 0));
+		sqlite3_bind_int64(ins, 1, pid);
 		sqlite3_bind_int64(ins, 2, id);
 		if (sqlite3_step(ins) != SQLITE_DONE)
 			rc = sql_fail(n, "thread names");
@@ -399,23 +428,90 @@ static int thread_names(struct nsys *n)
 out:
 	sqlite3_finalize(sel);
 	sqlite3_finalize(ins);
+	sqlite3_finalize(upd);
+	return rc;
+}
+
+/*
+ * nsys's chipName for the GPUs of a compute capability that only one chip has (GH100 for 9.0);
+ * the others (8.6: GA102 to GA107, ...) stay NULL, as cuscope does not record the chip.
+ */
+static int chip_names(struct nsys *n)
+{
+	static const struct {
+		int major, minor;
+		const char *chip;
+	} chips[] = {
+		{6, 0, "GP100"}, {7, 0, "GV100"}, {7, 2, "GV10B"},  {8, 0, "GA100"},
+		{8, 7, "GA10B"}, {9, 0, "GH100"}, {10, 0, "GB100"},
+	};
+	sqlite3_stmt *upd = NULL;
+	int rc = exec_internal(n, "ALTER TABLE TARGET_INFO_GPU ADD COLUMN id INTEGER;"
+				  "ALTER TABLE TARGET_INFO_GPU ADD COLUMN chipName TEXT;"
+				  "ALTER TABLE TARGET_INFO_GPU ADD COLUMN busLocation TEXT");
+
+	if (!rc)
+		rc = exec(n, "UPDATE TARGET_INFO_GPU SET id = deviceId");
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(n->db,
+			       "UPDATE TARGET_INFO_GPU SET chipName = ? WHERE computeMajor = ? AND "
+			       "computeMinor = ?",
+			       -1, &upd, NULL) != SQLITE_OK)
+		return sql_fail(n, "chip names");
+	for (size_t i = 0; !rc && i < sizeof(chips) / sizeof(chips[0]); i++) {
+		sqlite3_reset(upd);
+		sqlite3_bind_text(upd, 1, chips[i].chip, -1, SQLITE_STATIC);
+		sqlite3_bind_int(upd, 2, chips[i].major);
+		sqlite3_bind_int(upd, 3, chips[i].minor);
+		if (sqlite3_step(upd) != SQLITE_DONE)
+			rc = sql_fail(n, "chip names");
+	}
+	sqlite3_finalize(upd);
+	return rc;
+}
+
+/* META_DATA_EXPORT: what wrote the copy, and the nsys export schema whose names it follows. */
+static int export_meta(struct nsys *n)
+{
+	static const char *const rows[][2] = {
+		{"EXPORT_PRODUCT", "cuscope"},
+		{"EXPORT_PRODUCT_VERSION", CUSCOPE_VERSION},
+		{"EXPORT_SCHEMA_VERSION", "3.16.1"},
+	};
+	sqlite3_stmt *ins = NULL;
+	int rc = exec(n, "CREATE TABLE META_DATA_EXPORT(name TEXT NOT NULL, value TEXT)");
+
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(n->db, "INSERT INTO META_DATA_EXPORT VALUES (?, ?)", -1, &ins,
+			       NULL) != SQLITE_OK)
+		return sql_fail(n, "META_DATA_EXPORT");
+	for (size_t i = 0; !rc && i < sizeof(rows) / sizeof(rows[0]); i++) {
+		sqlite3_reset(ins);
+		sqlite3_bind_text(ins, 1, rows[i][0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, rows[i][1], -1, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = sql_fail(n, "META_DATA_EXPORT");
+	}
+	sqlite3_finalize(ins);
 	return rc;
 }
 
 static const char enum_sql[] =
 	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
 	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES"
-	" (0, 'CUDA_MEMCPY_OPER_UNKNOWN', 'Unknown'),"
-	" (1, 'CUDA_MEMCPY_OPER_HTOD', 'Host-to-Device'),"
-	" (2, 'CUDA_MEMCPY_OPER_DTOH', 'Device-to-Host'),"
-	" (3, 'CUDA_MEMCPY_OPER_HTOA', 'Host-to-Array'),"
-	" (4, 'CUDA_MEMCPY_OPER_ATOH', 'Array-to-Host'),"
-	" (5, 'CUDA_MEMCPY_OPER_ATOA', 'Array-to-Array'),"
-	" (6, 'CUDA_MEMCPY_OPER_ATOD', 'Array-to-Device'),"
-	" (7, 'CUDA_MEMCPY_OPER_DTOA', 'Device-to-Array'),"
-	" (8, 'CUDA_MEMCPY_OPER_DTOD', 'Device-to-Device'),"
-	" (9, 'CUDA_MEMCPY_OPER_HTOH', 'Host-to-Host'),"
-	" (10, 'CUDA_MEMCPY_OPER_PTOP', 'Peer-to-Peer');"
+	" (0, 'CUDA_MEMCPY_KIND_UNKNOWN', 'Unknown'),"
+	" (1, 'CUDA_MEMCPY_KIND_HTOD', 'Host-to-Device'),"
+	" (2, 'CUDA_MEMCPY_KIND_DTOH', 'Device-to-Host'),"
+	" (3, 'CUDA_MEMCPY_KIND_HTOA', 'Host-to-Array'),"
+	" (4, 'CUDA_MEMCPY_KIND_ATOH', 'Array-to-Host'),"
+	" (5, 'CUDA_MEMCPY_KIND_ATOA', 'Array-to-Array'),"
+	" (6, 'CUDA_MEMCPY_KIND_ATOD', 'Array-to-Device'),"
+	" (7, 'CUDA_MEMCPY_KIND_DTOA', 'Device-to-Array'),"
+	" (8, 'CUDA_MEMCPY_KIND_DTOD', 'Device-to-Device'),"
+	" (9, 'CUDA_MEMCPY_KIND_HTOH', 'Host-to-Host'),"
+	" (10, 'CUDA_MEMCPY_KIND_PTOP', 'Peer-to-Peer');"
 	"CREATE TABLE ENUM_CUDA_MEM_KIND(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
 	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES"
 	" (0, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown'),"
@@ -430,7 +526,31 @@ static const char enum_sql[] =
 	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES"
 	" (34, 'NvtxMark', 'NVTX Mark'),"
 	" (59, 'NvtxPushPopRange', 'NVTX PushPop Range'),"
-	" (60, 'NvtxStartEndRange', 'NVTX StartEnd Range');";
+	" (60, 'NvtxStartEndRange', 'NVTX StartEnd Range');"
+	/* CUPTI's synchronization types, then cuscope's own (trace-format.md) */
+	"CREATE TABLE ENUM_CUPTI_SYNC_TYPE(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
+	"INSERT INTO ENUM_CUPTI_SYNC_TYPE VALUES"
+	" (0, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN', 'Unknown'),"
+	" (1, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE', 'Event sync'),"
+	" (2, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT', 'Stream wait sync'),"
+	" (3, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE', 'Stream sync'),"
+	" (4, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE', 'Context sync'),"
+	" (100, 'CUSCOPE_SYNCHRONIZATION_TYPE_MEMCPY', 'Memcpy sync'),"
+	" (101, 'CUSCOPE_SYNCHRONIZATION_TYPE_EVENT_QUERY', 'Event query'),"
+	" (102, 'CUSCOPE_SYNCHRONIZATION_TYPE_STREAM_QUERY', 'Stream query');"
+	"CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE(id INTEGER PRIMARY KEY, name TEXT, label TEXT);"
+	"INSERT INTO ENUM_CUDA_KERNEL_LAUNCH_TYPE VALUES"
+	" (0, 'CUDA_KERNEL_LAUNCH_TYPE_UNKNOWN', 'Unknown'),"
+	" (1, 'CUDA_KERNEL_LAUNCH_TYPE_REGULAR', 'Regular'),"
+	" (2, 'CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE', 'Coop Single Device'),"
+	" (3, 'CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE', 'Coop Multi Device');"
+	/* the call stacks of the API rows (callchainId), innermost frame at depth 0 */
+	"CREATE TABLE CUDA_CALLCHAINS(id INTEGER NOT NULL, symbol INTEGER, module INTEGER, "
+	"unresolved INTEGER, originalIP INTEGER, stackDepth INTEGER NOT NULL, "
+	"PRIMARY KEY (id, stackDepth));"
+	"INSERT INTO CUDA_CALLCHAINS SELECT s.id, f.symbolId, coalesce(f.moduleId, f.fileId), "
+	"f.symbolId IS NULL, f.pc, s.depth FROM STACKS s JOIN STACK_FRAMES f ON f.id = s.frameId "
+	"ORDER BY s.id, s.depth;";
 
 /* Everything the copy gets, in one transaction. */
 static int add_names(struct nsys *n)
@@ -447,13 +567,19 @@ static int add_names(struct nsys *n)
 	if (!rc)
 		rc = launches(n);
 	if (!rc)
-		rc = thread_names(n);
+		rc = process_names(n);
 	if (!rc)
-		rc = rebuild(n, CS_EV_KERNEL,
-			     "SELECT %s, x.pid << 24 AS globalPid, nm.shortName AS shortName, "
-			     "nm.demangledName AS demangledName, x.nameId AS mangledName "
-			     "FROM CUPTI_ACTIVITY_KIND_KERNEL x LEFT JOIN temp.nsys_names nm "
-			     "ON nm.nameId = x.nameId ORDER BY x.rowid");
+		rc = rebuild(
+			n, CS_EV_KERNEL,
+			"SELECT %s, x.pid << 24 AS globalPid, nm.shortName AS shortName, "
+			"nm.demangledName AS demangledName, x.nameId AS mangledName, "
+			"CASE WHEN x.launchCbid IS NULL THEN 0 WHEN x.launchApiKind IN (0, 1) "
+			"AND x.launchCbid IN (269, 270) OR x.launchApiKind IN (0, 2) AND "
+			"x.launchCbid IN (477, 478) THEN 2 WHEN x.launchApiKind IN (0, 1) AND "
+			"x.launchCbid = 272 OR x.launchApiKind IN (0, 2) AND x.launchCbid = 480 "
+			"THEN 3 ELSE 1 END AS launchType "
+			"FROM CUPTI_ACTIVITY_KIND_KERNEL x LEFT JOIN temp.nsys_names nm "
+			"ON nm.nameId = x.nameId ORDER BY x.rowid");
 	if (!rc)
 		rc = rebuild(
 			n, CS_EV_MEMCPY,
@@ -469,7 +595,8 @@ static int add_names(struct nsys *n)
 		rc = rebuild(n, CS_EV_API,
 			     "SELECT start, \"end\", pid, tid, apiKind, cbid, correlationId, "
 			     "returnValue, nameId, stackId, (pid << 24) | (tid & 16777215) AS "
-			     "globalTid, fromLaunch FROM (SELECT %s, 0 AS fromLaunch, x.rowid AS "
+			     "globalTid, fromLaunch, stackId AS callchainId FROM (SELECT %s, 0 AS "
+			     "fromLaunch, x.rowid AS "
 			     "ord FROM CUPTI_ACTIVITY_KIND_RUNTIME x UNION ALL SELECT l.start, "
 			     "l.\"end\", l.pid, l.tid, CASE WHEN l.apiKind = 2 THEN 2 ELSE 1 END, "
 			     "l.cbid, l.correlationId, 0, nm.nameId, l.stackId, 1, l.ord FROM "
@@ -477,6 +604,15 @@ static int add_names(struct nsys *n)
 			     "AND nm.apiKind IS l.apiKind AND nm.cbid IS l.cbid AND nm.isAsync IS "
 			     "l.isAsync WHERE l.api = 0) ORDER BY start IS NOT NULL, start, "
 			     "fromLaunch, ord");
+	if (!rc)
+		rc = rebuild(n, CS_EV_SYNC,
+			     "SELECT %s, x.pid << 24 AS globalPid FROM "
+			     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION x ORDER BY x.rowid");
+	if (!rc)
+		rc = rebuild(
+			n, CS_EV_MEMORY,
+			"SELECT %s, x.pid << 24 AS globalPid FROM CUDA_GPU_MEMORY_USAGE_EVENTS "
+			"x ORDER BY x.rowid");
 	if (!rc)
 		rc = rebuild(
 			n, CS_EV_NVTX,
@@ -491,12 +627,18 @@ static int add_names(struct nsys *n)
 			     "max(coalesce(\"end\", start)), max(\"end\" - start) FROM "
 			     "CUPTI_ACTIVITY_KIND_RUNTIME");
 	if (!rc)
-		rc = exec_internal(n, "ALTER TABLE TARGET_INFO_GPU ADD COLUMN id INTEGER");
+		rc = chip_names(n);
 	if (!rc)
-		rc = exec(n, "UPDATE TARGET_INFO_GPU SET id = deviceId;"
-			     "INSERT OR REPLACE INTO META VALUES ('nsys_compat', '1')");
+		rc = exec(n, "INSERT OR REPLACE INTO META VALUES ('nsys_compat', '1')");
+	if (!rc)
+		rc = export_meta(n);
 	if (!rc)
 		rc = exec(n, enum_sql);
+	if (!rc)
+		rc = exec_internal(n, "ALTER TABLE TARGET_INFO_CUDA_STREAM ADD COLUMN processId "
+				      "INTEGER");
+	if (!rc)
+		rc = exec(n, "UPDATE TARGET_INFO_CUDA_STREAM SET processId = pid");
 	sqlite3_finalize(n->find);
 	sqlite3_finalize(n->add);
 	n->find = n->add = NULL;

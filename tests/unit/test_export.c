@@ -1226,6 +1226,148 @@ START_TEST(test_hta_rank_and_devices)
 }
 END_TEST
 
+/* An X slice as HTA reads it: pid, tid, start and end in ns, name. */
+struct xslice {
+	int64_t pid, tid, ts, end;
+	const char *name;
+};
+
+static int xslice_cmp(const void *a, const void *b)
+{
+	const struct xslice *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/*
+ * What Holistic Trace Analysis reads: CUDA calls as cuda_runtime/cuda_driver, NVTX push/pop
+ * ranges as user_annotation on the host thread, and for each range a gpu_user_annotation slice on
+ * each stream its GPU work ran on, from the first start to the last end of the work launched
+ * inside the range on its thread. The spans are computed here from the exported launches (by
+ * correlation id) and GPU slices and compared with the exported ones one for one; they nest with
+ * the stream's slices (check_nesting), inside the spans of the enclosing ranges.
+ */
+START_TEST(test_gpu_user_annotations)
+{
+	const char *files[] = {counts_db, train_db};
+
+	for (int f = 0; f < 2; f++) {
+		char *text = export_json(files[f], NULL, NULL);
+		cJSON *doc = parse(text);
+		size_t n = (size_t)cJSON_GetArraySize(events_of(doc));
+		int nr = 0, ng = 0, nw = 0, nl = 0, nwant = 0, nruntime = 0, inner = 0;
+		struct xslice *ranges = calloc(n, sizeof(*ranges)), *gpu = calloc(n, sizeof(*gpu));
+		struct xslice *got = calloc(n, sizeof(*got)), *want = calloc(n, sizeof(*want));
+		int64_t *lcorr = calloc(n, sizeof(int64_t)), *ltid = calloc(n, sizeof(int64_t));
+		int64_t *lts = calloc(n, sizeof(int64_t)), *gcorr = calloc(n, sizeof(int64_t));
+		const cJSON *e;
+
+		ck_assert(ranges && gpu && got && want && lcorr && ltid && lts && gcorr);
+		check_nesting(doc);
+		cJSON_ArrayForEach(e, events_of(doc))
+		{
+			const char *cat = str_of(e, "cat");
+			const cJSON *args = cJSON_GetObjectItem(e, "args");
+			struct xslice x;
+
+			if (!ph_is(e, "X"))
+				continue;
+			ck_assert_ptr_nonnull(cat);
+			x.pid = (int64_t)num_of(e, "pid");
+			x.tid = (int64_t)num_of(e, "tid");
+			x.ts = ns_of(e, "ts");
+			x.end = x.ts + ns_of(e, "dur");
+			x.name = str_of(e, "name");
+			if (!strcmp(cat, "user_annotation") &&
+			    strncmp(x.name, "ProfilerStep#", 13)) {
+				ranges[nr++] = x;
+			} else if (!strcmp(cat, "gpu_user_annotation")) {
+				ck_assert_int_eq((int64_t)num_of(args, "stream"),
+						 x.tid & 0xffffffff);
+				got[ng++] = x;
+			} else if (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver")) {
+				nruntime += !strcmp(cat, "cuda_runtime");
+				lcorr[nl] = (int64_t)num_of(args, "correlation");
+				ltid[nl] = x.tid;
+				lts[nl++] = x.ts;
+			} else if (!strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") ||
+				   !strcmp(cat, "gpu_memset")) {
+				gcorr[nw] = (int64_t)num_of(args, "correlation");
+				gpu[nw++] = x;
+			} else {
+				/* no other slice claims to be a CUDA call */
+				ck_assert_msg(strncmp(x.name, "cuda", 4) ||
+						      !strcmp(cat, "cuda_sync"),
+					      "%s in category %s", x.name, cat);
+			}
+		}
+		ck_assert_int_gt(nr, 3);
+		ck_assert_int_gt(nruntime, 0);
+		for (int r = 0; r < nr; r++) {
+			int first = nwant; /* this range's spans are want[first..nwant) */
+
+			for (int g = 0; g < nw; g++) {
+				int l = 0, k = first;
+
+				while (l < nl && lcorr[l] != gcorr[g])
+					l++;
+				if (l == nl || ltid[l] != ranges[r].tid || lts[l] < ranges[r].ts ||
+				    lts[l] > ranges[r].end)
+					continue;
+				while (k < nwant &&
+				       (want[k].pid != gpu[g].pid || want[k].tid != gpu[g].tid))
+					k++;
+				if (k == nwant) {
+					want[nwant] = gpu[g];
+					want[nwant++].name = ranges[r].name;
+					continue;
+				}
+				want[k].ts = gpu[g].ts < want[k].ts ? gpu[g].ts : want[k].ts;
+				want[k].end = gpu[g].end > want[k].end ? gpu[g].end : want[k].end;
+			}
+		}
+		ck_assert_int_gt(nwant, 3);
+		ck_assert_int_eq(ng, nwant);
+		qsort(want, (size_t)nwant, sizeof(*want), xslice_cmp);
+		qsort(got, (size_t)ng, sizeof(*got), xslice_cmp);
+		for (int i = 0; i < ng; i++)
+			ck_assert_msg(!xslice_cmp(&want[i], &got[i]),
+				      "span %s on %" PRId64 "/%" PRId64 ": %" PRId64 "..%" PRId64
+				      " exported, %" PRId64 "..%" PRId64 " from the launches",
+				      got[i].name, got[i].pid, got[i].tid, got[i].ts, got[i].end,
+				      want[i].ts, want[i].end);
+		/* a span that lies inside another one of the same stream (nested ranges) */
+		for (int i = 0; i < ng; i++)
+			for (int j = 0; j < ng; j++)
+				inner += i != j && got[i].pid == got[j].pid &&
+					 got[i].tid == got[j].tid && got[i].ts >= got[j].ts &&
+					 got[i].end <= got[j].end &&
+					 strcmp(got[i].name, got[j].name);
+		if (files[f] == counts_db) /* its "counts" range holds the others */
+			ck_assert_int_gt(inner, 0);
+		cJSON_Delete(doc);
+		free(text);
+		free(ranges);
+		free(gpu);
+		free(got);
+		free(want);
+		free(lcorr);
+		free(ltid);
+		free(lts);
+		free(gcorr);
+	}
+}
+END_TEST
+
 START_TEST(test_per_rank)
 {
 	char *dir = tu_tmpdir(), *out = tu_path(dir, "job.json"), *err = NULL;
@@ -1852,6 +1994,7 @@ static Suite *export_suite(void)
 	tcase_add_test(tc, test_perfetto);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_hta_rank_and_devices);
+	tcase_add_test(tc, test_gpu_user_annotations);
 	tcase_add_test(tc, test_per_rank);
 	tcase_add_test(tc, test_profiler_steps);
 	tcase_add_test(tc, test_profiler_steps_apart);

@@ -1,7 +1,8 @@
 /*
  * test_nsys.c - `cuscope export --format nsys-sqlite`: typical Nsight Systems SQL (top kernels by
- * name, copies by kind, NVTX ranges, a kernel and its launch, devices, threads) run on the copy
- * of recorded traces, each answer checked against the trace read through cuscope's own reader;
+ * name, copies by kind, NVTX ranges, a kernel and its launch, devices, threads, waits by type,
+ * calls by process, call stacks) run on the copy of recorded traces, each answer checked against
+ * the trace read through cuscope's own reader or its own tables;
  * the copy is still a cuscope trace of the same schema version; bad input.
  */
 #include <check.h>
@@ -307,6 +308,156 @@ START_TEST(test_kernel_launch_join)
 }
 END_TEST
 
+/* query_int() on the trace itself (read-only), for the numbers a query on the copy must give. */
+static int64_t trace_int(const char *path, const char *sql)
+{
+	sqlite3 *db = open_db(path);
+	int64_t v = query_int(db, sql);
+
+	sqlite3_close(db);
+	return v;
+}
+
+/*
+ * The queries nsys users run, each joined the way nsys's own tables are joined, on the copies of
+ * recorded traces (runtime and driver API, stacks, a version 1 trace): none loses a row to a
+ * missing table, column or enum value, and each answer matches the trace.
+ */
+START_TEST(test_nsys_queries)
+{
+	static const char *const files[] = {
+		"samples/traces/counts.db",
+		"samples/traces/train_small.db",
+		"tests/data/corpus/jax_float_every_step.db",
+		"samples/rules/traces/allocator-churn-alloc_per_iter_bad.db",
+		"tests/data/v1/counts.db",
+	};
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		char *src = tu_source_file(files[f]), name[32], *copy;
+		sqlite3 *db;
+		sqlite3_stmt *st = NULL;
+		int rows = 0;
+
+		snprintf(name, sizeof(name), "queries%zu.sqlite", f);
+		copy = nsys_copy(src, name);
+		db = open_db(copy);
+
+		/* kernel time by name: every kernel of the trace, each name with GPU time */
+		ck_assert_int_eq(sqlite3_prepare_v2(
+					 db,
+					 "SELECT s.value, count(*), sum(k.end - k.start) FROM "
+					 "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = "
+					 "k.shortName GROUP BY s.value ORDER BY 3 DESC",
+					 -1, &st, NULL),
+				 SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			ck_assert_int_gt(strlen((const char *)sqlite3_column_text(st, 0)), 0);
+			ck_assert_int_gt(sqlite3_column_int64(st, 2), 0);
+			rows++;
+		}
+		sqlite3_finalize(st);
+		ck_assert_int_gt(rows, 0);
+		ck_assert_int_eq(query_int(db, "SELECT sum(k.end - k.start) FROM "
+					       "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
+					       "s.id = k.shortName"),
+				 trace_int(src, "SELECT sum(end - start) FROM "
+						"CUPTI_ACTIVITY_KIND_KERNEL"));
+
+		/* launch types: every kernel has one; a cooperative launch is one */
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+					       "JOIN ENUM_CUDA_KERNEL_LAUNCH_TYPE e ON e.id = "
+					       "k.launchType"),
+				 trace_int(src, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"));
+		ck_assert_int_eq(query_int(db,
+					   "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+					   "JOIN ENUM_CUDA_KERNEL_LAUNCH_TYPE e ON e.id = "
+					   "k.launchType WHERE e.name = "
+					   "'CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE'"),
+				 trace_int(src, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL "
+						"WHERE launchCbid = 269"));
+
+		/* waits by type: no row lost to the enum; stream syncs counted as in the trace */
+		ck_assert_int_gt(query_int(db, "SELECT count(*) FROM "
+					       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
+				 0);
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM "
+					       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y JOIN "
+					       "ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType JOIN "
+					       "PROCESSES p ON p.globalPid = y.globalPid"),
+				 trace_int(src, "SELECT count(*) FROM "
+						"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"));
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM "
+					       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y JOIN "
+					       "ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType WHERE "
+					       "e.label = 'Stream sync'"),
+				 trace_int(src,
+					   "SELECT count(*) FROM "
+					   "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE syncType "
+					   "= 3"));
+
+		/* API calls by process: every call finds its process, named after its program */
+		ck_assert_int_eq(query_int(db,
+					   "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+					   "JOIN PROCESSES p ON p.globalPid = (r.globalTid >> 24) "
+					   "<< 24 WHERE p.name IS NOT NULL AND p.name != '' AND "
+					   "instr(p.name, '/') = 0"),
+				 query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+		ck_assert_int_gt(
+			query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"),
+			trace_int(src, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM PROCESSES p WHERE "
+					       "instr(p.commandLine, p.name) = 0"),
+				 0);
+		/* one naming: CUPTI's names, a version suffix on every runtime call, the calls
+		 * made from the GPU work's launch ones too */
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+					       "JOIN StringIds s ON s.id = r.nameId WHERE s.value "
+					       "LIKE 'cuda%' AND s.value NOT GLOB '*_v[0-9]*'"),
+				 0);
+		ck_assert_int_gt(query_int(db,
+					   "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+					   "JOIN StringIds s ON s.id = r.nameId WHERE fromLaunch = "
+					   "1 AND s.value IN ('cudaLaunchKernel_v7000', "
+					   "'cuLaunchKernel', 'cuGraphLaunch')"),
+				 0);
+		/* call stacks: callchainId is the call's stack, innermost frame at depth 0 */
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+					       "JOIN CUDA_CALLCHAINS c ON c.id = r.callchainId AND "
+					       "c.stackDepth = 0"),
+				 query_int(db, "SELECT count(callchainId) FROM "
+					       "CUPTI_ACTIVITY_KIND_RUNTIME"));
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM CUDA_CALLCHAINS"),
+				 trace_int(src, "SELECT count(*) FROM STACKS"));
+
+		/* device memory and streams by process */
+		ck_assert_int_eq(
+			query_int(db, "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS m "
+				      "JOIN PROCESSES p ON p.globalPid = m.globalPid"),
+			trace_int(src, "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS"));
+		ck_assert_int_eq(query_int(db,
+					   "SELECT count(*) FROM TARGET_INFO_CUDA_STREAM s JOIN "
+					   "PROCESSES p ON p.pid = s.processId"),
+				 trace_int(src, "SELECT count(*) FROM TARGET_INFO_CUDA_STREAM"));
+		ck_assert_int_gt(query_int(db, "SELECT count(*) FROM TARGET_INFO_CUDA_STREAM"), 0);
+
+		/* GPUs: the H100/H200 of these recordings are GH100; no bus location recorded */
+		ck_assert_int_gt(query_int(db, "SELECT count(*) FROM TARGET_INFO_GPU"), 0);
+		ck_assert_int_eq(query_int(db,
+					   "SELECT count(*) FROM TARGET_INFO_GPU WHERE name LIKE "
+					   "'NVIDIA H%' AND computeMajor = 9 AND chipName = "
+					   "'GH100' AND busLocation IS NULL AND id = deviceId"),
+				 query_int(db, "SELECT count(*) FROM TARGET_INFO_GPU"));
+		ck_assert_int_eq(query_int(db, "SELECT count(*) FROM META_DATA_EXPORT WHERE name = "
+					       "'EXPORT_SCHEMA_VERSION' AND value GLOB '3.*'"),
+				 1);
+		sqlite3_close(db);
+		free(copy);
+		free(src);
+	}
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
 	char *out = tu_path(tmp_dir, "bad.sqlite");
@@ -374,6 +525,7 @@ int main(void)
 	tcase_add_test(tc, test_copies_by_kind);
 	tcase_add_test(tc, test_nvtx_ranges);
 	tcase_add_test(tc, test_kernel_launch_join);
+	tcase_add_test(tc, test_nsys_queries);
 	tcase_add_test(tc, test_bad_input);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
