@@ -13,7 +13,11 @@ else $CUSCOPE, else build/cuscope) and prints a markdown table:
     it, else its `step_share`; 0 when the rule found nothing ("no finding");
   - fix-all: the report's `steps.fix_all.saving_share`, when present;
   - within: whether |predicted - measured| <= max(25% of |measured|, 2 points);
-  - on fixed: the same prediction on <name>-fixed.db, when that trace exists (it should be about 0).
+  - on fixed: the same prediction on <name>-fixed.db, when that trace exists (it should be about 0);
+  - bad step, replayed / measured: the step time the report's model of the bad run replays to without the
+    profiler's launch cost (`steps.fix_all.replayed_step_ns`, present when there is a finding) over the bad variant's
+    measured step time: above 1, the recording's host was slower than the profiler's calibrated cost says,
+    and a saving that depends on host time (a wait's refill) is over-predicted.
 
 A pair without its trace is listed as "no trace", one whose report fails as "report failed"; neither counts
 in the fraction printed last (pairs within tolerance / pairs scored). --json prints the rows as JSON instead.
@@ -65,6 +69,15 @@ def predict(rep, rule):
     return min(total, 1.0), n, sorted(keys)
 
 
+def replayed_bad_ms(rep):
+    """The step time the model of the bad run replays to without the profiler's launch cost (ms), or None."""
+    fa = rep.get("fix_all") or (rep.get("steps") or {}).get("fix_all")
+    v = fa.get("replayed_step_ns") if isinstance(fa, dict) else None
+    if isinstance(v, (int, float)) and v > 0:
+        return v / 1e6
+    return None
+
+
 def fix_all(rep):
     fa = rep.get("fix_all") or (rep.get("steps") or {}).get("fix_all")
     if isinstance(fa, dict) and isinstance(fa.get("saving_share"), (int, float)):
@@ -78,6 +91,11 @@ def within(pred_pct, meas_pct):
 
 def pct(v):
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def ratio(r):
+    v = r.get("replayed_over_measured")
+    return "-" if v is None else f"{v:.2f}"
 
 
 def main():
@@ -111,7 +129,10 @@ def main():
                 row["status"] = f"report failed: {err}"
             else:
                 pred, n, keys = predict(rep, judged) if judged else (0.0, 0, [])
+                rb = replayed_bad_ms(rep)
                 row.update(status="ok", predicted=pred, findings=n, keys=keys, fix_all=fix_all(rep),
+                           replayed_bad_ms=rb,
+                           replayed_over_measured=(rb / p["bad_ms"] if rb and p.get("bad_ms") else None),
                            within=within(100 * pred, 100 * row["measured"]))
         fixed_db = os.path.join(a.traces, p["name"] + "-fixed.db")
         if os.path.exists(fixed_db) and judged:
@@ -123,20 +144,20 @@ def main():
         json.dump(rows, sys.stdout, indent=1)
         print()
         return 0
-    print("| pair | rule | measured | predicted | fix-all | within | on fixed |")
-    print("|---|---|---:|---:|---:|---|---:|")
+    print("| pair | rule | measured | predicted | fix-all | within | on fixed | bad step: replayed / measured |")
+    print("|---|---|---:|---:|---:|---|---:|---:|")
     scored = ok = 0
     for r in rows:
         rule = r["rule"] if r["rule"] != "none" else f"none ({r['judged_rule']})"
         if r["status"] != "ok":
             print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {r['status']} | - | - | "
-                  f"{pct(r.get('predicted_on_fixed'))} |")
+                  f"{pct(r.get('predicted_on_fixed'))} | - |")
             continue
         scored += 1
         ok += r["within"]
         pred = pct(r["predicted"]) + ("" if r["findings"] else " (no finding)")
         print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {pred} | {pct(r['fix_all'])} | "
-              f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} |")
+              f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} | {ratio(r)} |")
     frac = f"{ok / scored:.2f}" if scored else "-"
     print(f"\nwithin tolerance (max(25% of measured, 2 points)): {ok} of {scored} scored pairs ({frac}); "
           f"{len(rows) - scored} not scored")
