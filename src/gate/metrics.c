@@ -548,59 +548,149 @@ static int cmp_span(const void *pa, const void *pb)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* The GPUs of a trace: a process's device number -> one key per physical GPU (its UUID), since
- * device numbers are per process (CUDA_VISIBLE_DEVICES: every rank's GPU may be its device 0). */
+/*
+ * The GPUs of a trace: a process's device number -> one key per physical GPU (its UUID), since
+ * device numbers are per process (CUDA_VISIBLE_DEVICES: every rank's GPU may be its device 0).
+ * The device rows are sorted, never scanned per kernel or per device: a trace listing 40,000 GPUs
+ * costs O(n log n).
+ */
+struct gpu_row {
+	char uuid[64];
+	uint32_t pid;
+	int32_t device, order; /* order: the row's place in the device table */
+};
 struct gpu_key {
 	uint32_t pid;
-	int32_t device, key;
+	int32_t device, key, order;
 };
 struct gpu_keys {
-	struct gpu_key *v;
+	struct gpu_row *rows; /* while the table is read */
+	size_t rcap;
+	struct gpu_key *v;	/* by pid, device, order */
+	struct gpu_key *by_dev; /* by device, order */
 	int32_t n;
-	size_t cap;
-	char (*uuid)[64];
-	int32_t nuuid;
-	size_t ucap;
 };
 
 static int gpu_key_cb(const cs_device *d, void *arg)
 {
 	struct gpu_keys *g = arg;
-	int32_t u;
+	struct gpu_row *r;
 
 	if (!d->uuid || !d->uuid[0])
 		return 0;
-	for (u = 0; u < g->nuuid && strncmp(g->uuid[u], d->uuid, 63); u++)
-		;
-	if (u == g->nuuid) {
-		if (cs_grow((void **)&g->uuid, &g->ucap, (size_t)g->nuuid + 1, sizeof(*g->uuid)))
-			return CS_ERR_NOMEM;
-		snprintf(g->uuid[g->nuuid++], sizeof(*g->uuid), "%s", d->uuid);
-	}
-	if (cs_grow((void **)&g->v, &g->cap, (size_t)g->n + 1, sizeof(*g->v)))
+	if (g->n == INT32_MAX)
+		return 0;
+	if (cs_grow((void **)&g->rows, &g->rcap, (size_t)g->n + 1, sizeof(*g->rows)))
 		return CS_ERR_NOMEM;
-	g->v[g->n].pid = d->pid;
-	g->v[g->n].device = d->device_id;
-	g->v[g->n++].key = u;
+	r = &g->rows[g->n];
+	snprintf(r->uuid, sizeof(r->uuid), "%s", d->uuid);
+	r->pid = d->pid;
+	r->device = d->device_id;
+	r->order = g->n++;
 	return 0;
+}
+
+static int cmp_row_uuid(const void *pa, const void *pb)
+{
+	const struct gpu_row *x = pa, *y = pb;
+	int c = strcmp(x->uuid, y->uuid);
+
+	return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+static int cmp_key_pid(const void *pa, const void *pb)
+{
+	const struct gpu_key *x = pa, *y = pb;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static int cmp_key_dev(const void *pa, const void *pb)
+{
+	const struct gpu_key *x = pa, *y = pb;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+/* One key per distinct UUID, and the rows sorted for gpu_key_of. 0 or CS_ERR_NOMEM. */
+static int gpu_keys_index(struct gpu_keys *g)
+{
+	int32_t key = -1;
+
+	if (g->n == 0)
+		return 0;
+	g->v = malloc((size_t)g->n * sizeof(*g->v));
+	g->by_dev = malloc((size_t)g->n * sizeof(*g->by_dev));
+	if (!g->v || !g->by_dev)
+		return CS_ERR_NOMEM;
+	cs_sort(g->rows, (size_t)g->n, sizeof(*g->rows), cmp_row_uuid);
+	for (int32_t i = 0; i < g->n; i++) {
+		const struct gpu_row *r = &g->rows[i];
+
+		if (i == 0 || strcmp(r->uuid, g->rows[i - 1].uuid))
+			key++;
+		g->v[i] = (struct gpu_key){r->pid, r->device, key, r->order};
+	}
+	memcpy(g->by_dev, g->v, (size_t)g->n * sizeof(*g->v));
+	cs_sort(g->v, (size_t)g->n, sizeof(*g->v), cmp_key_pid);
+	cs_sort(g->by_dev, (size_t)g->n, sizeof(*g->by_dev), cmp_key_dev);
+	free(g->rows);
+	g->rows = NULL;
+	return 0;
+}
+
+static void gpu_keys_free(struct gpu_keys *g)
+{
+	free(g->rows);
+	free(g->v);
+	free(g->by_dev);
+}
+
+/* The first row of v (n rows sorted by cmp) that is not less than key. */
+static int32_t key_lower_bound(const struct gpu_key *v, int32_t n, const struct gpu_key *key,
+			       int (*cmp)(const void *, const void *))
+{
+	int32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+
+		if (cmp(&v[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* The key of device dev of process pid: its GPU's; for a process whose devices were not recorded,
  * the GPU another process has under that number; else one key per device number. */
 static int32_t gpu_key_of(const struct gpu_keys *g, uint32_t pid, int32_t dev)
 {
-	int32_t other = INT32_MIN;
+	struct gpu_key want = {pid, dev, 0, INT32_MIN};
+	int32_t i;
 
-	for (int32_t i = 0; i < g->n; i++) {
-		if (g->v[i].pid == pid && g->v[i].device == dev)
-			return g->v[i].key;
-		if (g->v[i].device == dev && other == INT32_MIN)
-			other = g->v[i].key;
-	}
-	for (int32_t i = 0; i < g->n; i++)
-		if (g->v[i].pid == pid)
-			return -1 - (dev >= 0 ? dev : 0); /* recorded, but not this device */
-	return other != INT32_MIN ? other : -1 - (dev >= 0 ? dev : 0);
+	if (g->n == 0 || !g->v)
+		return -1 - (dev >= 0 ? dev : 0);
+	/* the process's own row for the device, the first of the table when several */
+	i = key_lower_bound(g->v, g->n, &want, cmp_key_pid);
+	if (i < g->n && g->v[i].pid == pid && g->v[i].device == dev)
+		return g->v[i].key;
+	want.device = INT32_MIN;
+	i = key_lower_bound(g->v, g->n, &want, cmp_key_pid);
+	if (i < g->n && g->v[i].pid == pid)
+		return -1 - (dev >= 0 ? dev : 0); /* recorded, but not this device */
+	want.device = dev;
+	i = key_lower_bound(g->by_dev, g->n, &want, cmp_key_dev);
+	if (i < g->n && g->by_dev[i].device == dev)
+		return g->by_dev[i].key;
+	return -1 - (dev >= 0 ? dev : 0);
 }
 
 /*
@@ -622,6 +712,11 @@ static int shared_gpu(const struct run_ctx *c, cs_trace *t, cs_run *out)
 		return CS_ERR_NOMEM;
 	if (cs_trace_each_device(t, gpu_key_cb, &g, &err) < 0)
 		g.n = 0; /* no device table: device numbers alone */
+	if (gpu_keys_index(&g)) {
+		free(v);
+		gpu_keys_free(&g);
+		return CS_ERR_NOMEM;
+	}
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 
@@ -671,8 +766,7 @@ static int shared_gpu(const struct run_ctx *c, cs_trace *t, cs_run *out)
 		}
 	}
 	free(v);
-	free(g.v);
-	free(g.uuid);
+	gpu_keys_free(&g);
 	out->shared_gpu = own > 0 ? (double)shared / (double)own : 0;
 	return 0;
 }

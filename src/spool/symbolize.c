@@ -17,6 +17,7 @@
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -471,65 +472,88 @@ void cs_modmap_init(struct cs_modmap *m, struct cs_symbolizer *s)
 
 void cs_modmap_free(struct cs_modmap *m)
 {
-	free(m->v);
-	m->v = NULL;
-	m->n = m->cap = 0;
+	tdestroy(m->root, free);
+	m->root = NULL;
+	m->n = 0;
 }
 
-/* Index of the first mapping that ends after addr (mappings are sorted and disjoint). */
-static size_t first_ending_after(const struct cs_modmap *m, uint64_t addr)
+/*
+ * The tree's order: a range before another is less, ranges that overlap are equal. The mappings
+ * in the tree never overlap, so a range compares greater, then equal, then less as it is compared
+ * with them from the lowest to the highest: a search finds one of those it overlaps.
+ */
+static int range_cmp(const void *a, const void *b)
 {
-	size_t lo = 0, hi = m->n;
+	const struct cs_mapping *x = a, *y = b;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	if (x->end <= y->start)
+		return -1;
+	return x->start >= y->end ? 1 : 0;
+}
 
-		if (m->v[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+/* The mapping that holds addr, or NULL. */
+static struct cs_mapping *mapping_at(const struct cs_modmap *m, uint64_t addr)
+{
+	struct cs_mapping key = {.start = addr, .end = addr + 1};
+	struct cs_mapping **p;
+
+	if (addr == UINT64_MAX) /* no mapping ends past it */
+		return NULL;
+	p = tfind(&key, &m->root, range_cmp);
+	return p ? *p : NULL;
+}
+
+/* Put a copy of x in the tree, which holds nothing it overlaps; -1 when out of memory. */
+static int mapping_put(struct cs_modmap *m, const struct cs_mapping *x)
+{
+	struct cs_mapping *c = malloc(sizeof(*c));
+
+	if (!c)
+		return -1;
+	*c = *x;
+	if (!tsearch(c, &m->root, range_cmp)) {
+		free(c);
+		return -1;
 	}
-	return lo;
+	m->n++;
+	return 0;
 }
 
 int cs_modmap_add(struct cs_modmap *m, uint64_t start, uint64_t end, uint64_t offset,
 		  const char *path, size_t len)
 {
-	struct cs_mapping add[3];
-	struct cs_sym_file *f;
-	size_t i, j, nadd = 0;
+	struct cs_mapping add = {start, end, offset, NULL}, left = {0, 0, 0, NULL}, right = left;
+	struct cs_mapping **p, *o;
 
 	if (end <= start)
 		return 0;
-	f = file_get(m->sym, path, len);
-	if (!f)
+	add.file = file_get(m->sym, path, len);
+	if (!add.file)
 		return -1;
-	i = first_ending_after(m, start);
+	p = tfind(&add, &m->root, range_cmp);
 	/* the same mapping again: nothing changes */
-	if (i < m->n && m->v[i].start == start && m->v[i].end == end && m->v[i].offset == offset &&
-	    m->v[i].file == f)
+	if (p && (*p)->start == start && (*p)->end == end && (*p)->offset == offset &&
+	    (*p)->file == add.file)
 		return 0;
-	for (j = i; j < m->n && m->v[j].start < end; j++)
-		;
-	/* [i, j) overlap the new range: keep what sticks out on either side */
-	if (i < j && m->v[i].start < start) {
-		add[nadd] = m->v[i];
-		add[nadd++].end = start;
+	/* what the new range overlaps goes, but for what sticks out on either side */
+	for (; p; p = tfind(&add, &m->root, range_cmp)) {
+		o = *p;
+		tdelete(o, &m->root, range_cmp);
+		m->n--;
+		if (o->start < start) {
+			left = *o;
+			left.end = start;
+		}
+		if (o->end > end) {
+			right = *o;
+			right.offset += end - o->start;
+			right.start = end;
+		}
+		free(o);
 	}
-	add[nadd].start = start;
-	add[nadd].end = end;
-	add[nadd].offset = offset;
-	add[nadd++].file = f;
-	if (i < j && m->v[j - 1].end > end) {
-		add[nadd] = m->v[j - 1];
-		add[nadd].offset += end - m->v[j - 1].start;
-		add[nadd++].start = end;
-	}
-	if (cs_grow((void **)&m->v, &m->cap, m->n - (j - i) + nadd, sizeof(*m->v)))
+	if (mapping_put(m, &add) || (left.end > left.start && mapping_put(m, &left)) ||
+	    (right.end > right.start && mapping_put(m, &right)))
 		return -1;
-	memmove(m->v + i + nadd, m->v + j, (m->n - j) * sizeof(*m->v));
-	memcpy(m->v + i, add, nadd * sizeof(*add));
-	m->n = m->n - (j - i) + nadd;
 	return 0;
 }
 
@@ -579,7 +603,6 @@ void cs_symbolize(struct cs_modmap *m, uint64_t pc, struct cs_sym_result *out)
 	const struct cs_mapping *map;
 	const struct sym *s;
 	uint64_t a, off, vaddr;
-	size_t i;
 
 	out->module = NULL;
 	out->symbol = NULL;
@@ -590,10 +613,9 @@ void cs_symbolize(struct cs_modmap *m, uint64_t pc, struct cs_sym_result *out)
 		return;
 	/* the call's own instruction: a return address may be the first byte past its function */
 	a = pc - 1;
-	i = first_ending_after(m, a);
-	if (i == m->n || m->v[i].start > a)
+	map = mapping_at(m, a);
+	if (!map)
 		return;
-	map = &m->v[i];
 	off = a - map->start + map->offset;
 	out->module = map->file->path;
 	out->offset = off + 1;

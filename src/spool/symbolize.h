@@ -6,7 +6,7 @@
  * are still there. A cs_symbolizer caches what it learnt of each file (its program headers and
  * its function symbols, sorted) for the whole import: the processes of a job map the same
  * libraries, and each file is read once. A cs_modmap holds the mappings of one process (the
- * CS_REC_MODULE records), sorted by address.
+ * CS_REC_MODULE records), ordered by address.
  *
  * Lookup: the pc minus 1 (a return address can point past the end of its call's function) is
  * found in a mapping, turned into an offset in the file, then into the ELF virtual address through
@@ -31,11 +31,15 @@ struct cs_mapping {
 	struct cs_sym_file *file;
 };
 
-/* The mappings of one process, sorted by start, never overlapping. */
+/*
+ * The mappings of one process, never overlapping, in a balanced tree ordered by address (tsearch):
+ * adding a mapping and looking up a pc take O(log n) in the mappings, in whatever order the
+ * records come.
+ */
 struct cs_modmap {
 	struct cs_symbolizer *sym;
-	struct cs_mapping *v;
-	size_t n, cap;
+	void *root; /* tsearch() tree of struct cs_mapping * */
+	size_t n;   /* mappings in the tree */
 };
 
 /* What a pc resolves to. The strings live as long as the symbolizer. */
@@ -61,7 +65,8 @@ void cs_modmap_free(struct cs_modmap *m);
 /*
  * Map [start, end) to path (len bytes, no NUL needed) from file offset offset. What the new
  * mapping overlaps of earlier ones is replaced, as mmap(MAP_FIXED) does. The file is opened only
- * when a pc is looked up in it. Returns 0, or -1 when out of memory; an empty range is ignored.
+ * when a pc is looked up in it. Returns 0, or -1 when out of memory (the map may then lack what
+ * the new mapping overlapped); an empty range is ignored.
  */
 int cs_modmap_add(struct cs_modmap *m, uint64_t start, uint64_t end, uint64_t offset,
 		  const char *path, size_t len);

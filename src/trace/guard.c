@@ -2,7 +2,8 @@
  * guard.c - reading a file that someone else wrote (docs/security.md): how a connection to it is
  * opened (read-only and immutable: no lock, no -wal or -shm beside it), hardened (defensive mode,
  * no trusted schema, no triggers, tight limits), what SQL may do on it (an authorizer on every
- * connection that reads it), and which schema objects a trace may hold (checked at open).
+ * connection that reads it), and which schema objects a trace may hold, with which columns of
+ * which declared types (checked at open).
  *
  * SQLite's guidance for databases from untrusted sources ("Defense Against The Dark Arts",
  * sqlite.org/security.html) is followed item by item; what each check refuses is in
@@ -130,33 +131,44 @@ void cs_sql_guard_reader(sqlite3 *db, struct cs_sql_guard *g)
 
 /* ---- the schema objects a trace may hold ---- */
 
-/* The tables other than the event tables that a reader reads, and the columns it reads of each. */
+/*
+ * The tables other than the event tables that a reader reads, the columns it reads of each, and
+ * how it reads them (types: one letter per column, I an integer, T text).
+ */
 static const struct {
 	const char *name;
 	int required;
+	const char *types;
 	const char *columns[13];
 } side_tables[] = {
-	{"META", 1, {"key", "value"}},
-	{"StringIds", 1, {"id", "value"}},
-	{CS_TABLE_INFO, 1, {"tableName", "rowCount", "minStart", "maxEnd", "maxDuration"}},
+	{"META", 1, "TT", {"key", "value"}},
+	{"StringIds", 1, "IT", {"id", "value"}},
+	{CS_TABLE_INFO, 1, "TIIII", {"tableName", "rowCount", "minStart", "maxEnd", "maxDuration"}},
 	{"PROCESSES",
 	 1,
+	 "IIIITIIIIIII",
 	 {"pid", "ppid", "start", "end", "commandLine", "rank", "localRank", "worldSize",
 	  "exitCode", "usedCuda", "droppedRecords", "cuptiDeviceBytes"}},
 	{"TARGET_INFO_GPU",
 	 1,
+	 "IITTIIIIII",
 	 {"pid", "deviceId", "uuid", "name", "totalMemory", "smCount", "computeMajor",
 	  "computeMinor", "clockRate", "memoryBandwidth"}},
 	{"TARGET_INFO_CUDA_STREAM",
 	 1,
+	 "IIIIII",
 	 {"pid", "deviceId", "contextId", "streamId", "isDefault", "priority"}},
-	{"STACK_FRAMES", 1, {"id", "kind", "pc", "moduleId", "symbolId", "offset", "fileId", "line"}},
-	{"STACKS", 1, {"id", "depth", "frameId"}},
-	{"FINDINGS", 0, {NULL}},
+	{"STACK_FRAMES",
+	 1,
+	 "IIIIIIII",
+	 {"id", "kind", "pc", "moduleId", "symbolId", "offset", "fileId", "line"}},
+	{"STACKS", 1, "III", {"id", "depth", "frameId"}},
+	{"FINDINGS", 0, "", {NULL}},
 	{"TIMELINE_OVERVIEW_TRACKS",
 	 0,
+	 "ITIIIIIII",
 	 {"trackId", "kind", "pid", "deviceId", "streamId", "tid", "depth", "events", "busy"}},
-	{"TIMELINE_OVERVIEW", 0, {"trackId", "bin", "busy", "events"}},
+	{"TIMELINE_OVERVIEW", 0, "IIII", {"trackId", "bin", "busy", "events"}},
 };
 #define NSIDE ((int)(sizeof(side_tables) / sizeof(side_tables[0])))
 
@@ -180,11 +192,67 @@ static int sql_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
 }
 
 /*
- * Table name (one of ours) exists: no generated column, and every column of columns (NULL-ended,
- * may be NULL) there.
+ * The type a column declared as decl is read as, by SQLite's affinity rules (sqlite.org/
+ * datatype3.html, 3.1): 'I' INTEGER, 'T' TEXT, 'B' BLOB, 'R' REAL, 'N' NUMERIC; 0 for no
+ * declared type (values are kept as they were stored: what CREATE TABLE ... AS SELECT gives a
+ * column computed by an expression, as the nsys copy's event tables have).
+ */
+static char affinity(const char *decl)
+{
+	static const struct {
+		const char *word;
+		char type;
+	} words[] = {{"INT", 'I'},  {"CHAR", 'T'}, {"CLOB", 'T'}, {"TEXT", 'T'},
+		     {"BLOB", 'B'}, {"REAL", 'R'}, {"FLOA", 'R'}, {"DOUB", 'R'}};
+	size_t n = decl ? strlen(decl) : 0;
+
+	if (n == 0)
+		return 0;
+	for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+		size_t len = strlen(words[w].word);
+
+		for (size_t i = 0; i + len <= n; i++)
+			if (!sqlite3_strnicmp(decl + i, words[w].word, (int)len))
+				return words[w].type;
+	}
+	return 'N';
+}
+
+/* A name from the file, for a message: at most size - 1 bytes, printable ASCII ('?' for the
+ * rest). */
+static void clean_name(char *out, size_t size, const char *name)
+{
+	size_t n = 0;
+
+	for (; name && *name && n + 1 < size; name++)
+		out[n++] = *name >= 0x20 && *name < 0x7f ? *name : '?';
+	out[n] = '\0';
+}
+
+/* The type an event table's stored column is read as: 'I' for a column of columns.def (or its
+ * nameRel form, stored relative to its base), 0 for a column the reader does not read. */
+static char event_column_type(int kind, const char *column)
+{
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
+
+	for (int i = 0; column && i < d->ncolumns; i++) {
+		size_t n = strlen(d->col[i].name);
+
+		if (!sqlite3_strnicmp(column, d->col[i].name, (int)n) &&
+		    (!column[n] || (d->col[i].base >= 0 && !sqlite3_stricmp(column + n, "Rel"))))
+			return 'I';
+	}
+	return 0;
+}
+
+/*
+ * Table name (one of ours) exists: no generated column, every column of columns (NULL-ended,
+ * may be NULL) there, and each declared with the type the reader reads it as (types[i], or for
+ * event table kind >= 0 every column of columns.def), or with none.
  */
 static int check_table_columns(sqlite3 *db, const char *path, const char *name,
-			       const char *const *columns, cs_error *err)
+			       const char *const *columns, const char *types, int kind,
+			       cs_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	uint32_t found = 0;
@@ -199,14 +267,31 @@ static int check_table_columns(sqlite3 *db, const char *path, const char *name,
 		return sql_failed(db, rc, path, err);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *c = (const char *)sqlite3_column_text(st, 1);
+		const char *decl = (const char *)sqlite3_column_text(st, 2);
+		char want = kind >= 0 ? event_column_type(kind, c) : 0, got;
 
 		if (sqlite3_column_int(st, 6) != 0) { /* 2, 3: generated; 1: of a virtual table */
 			sqlite3_finalize(st);
 			return refuse(path, err, "%s has a generated column", name);
 		}
 		for (i = 0; columns && columns[i] && i < 32; i++)
-			if (c && !sqlite3_stricmp(c, columns[i]))
+			if (c && !sqlite3_stricmp(c, columns[i])) {
 				found |= UINT32_C(1) << i;
+				want = types[i];
+			}
+		got = affinity(decl);
+		if (want && got && got != want) {
+			char col[40], type[40];
+
+			clean_name(col, sizeof(col), c);
+			clean_name(type, sizeof(type), decl);
+			sqlite3_finalize(st);
+			return cs_error_set(
+				err, CS_ERR_NOT_TRACE,
+				"cannot open '%s': not a cuscope trace (%s.%s is declared "
+				"%s, not %s)",
+				path, name, col, type, want == 'I' ? "INTEGER" : "TEXT");
+		}
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -277,8 +362,9 @@ int cs_schema_check_objects(sqlite3 *db, const char *path, cs_error *err)
 			return cs_error_set(err, CS_ERR_CORRUPT,
 					    "cannot open '%s': damaged file (table %s is missing)",
 					    path, side_tables[i].name);
-		if (side[i] && (rc = check_table_columns(db, path, side_tables[i].name,
-							 side_tables[i].columns, err)))
+		if (side[i] &&
+		    (rc = check_table_columns(db, path, side_tables[i].name, side_tables[i].columns,
+					      side_tables[i].types, -1, err)))
 			return rc;
 	}
 	for (int k = 0; k < CS_EV_COUNT; k++) {
@@ -295,7 +381,7 @@ int cs_schema_check_objects(sqlite3 *db, const char *path, cs_error *err)
 					    "missing)",
 					    path, t);
 		snprintf(name, sizeof(name), ev[k] == 1 ? "%s" : "%s_DATA", t);
-		if ((rc = check_table_columns(db, path, name, NULL, err)))
+		if ((rc = check_table_columns(db, path, name, NULL, NULL, k, err)))
 			return rc;
 	}
 	return CS_OK;

@@ -11,9 +11,12 @@
  * Content-Security-Policy that allows only this origin.
  *
  * A slow or stuck client cannot hold up the others: connections are served by several threads,
- * one that sends nothing for CONN_TIMEOUT_S seconds is closed, and the connections one address
- * may hold are limited. The API answers themselves are computed one at a time (api_lock). Every
- * local client connects from 127.0.0.1, so that limit cannot tell users apart: a connection whose
+ * one that sends nothing for CONN_TIMEOUT_S seconds is closed, and one whose request's headers
+ * are not all in HEADER_DEADLINE_S seconds after it began waiting for them (a header line every
+ * few seconds) is closed by a watchdog thread. At most CONN_MAX connections are held: past that a
+ * new one closes the one that has waited longest for its headers, so slow clients cannot keep a
+ * new one out. The API answers themselves are computed one at a time (api_lock). Every local
+ * client connects from 127.0.0.1, so those limits cannot tell users apart: a connection whose
  * socket belongs to another user (its owner in /proc/net/tcp) is closed as soon as it is accepted,
  * so other users can neither guess tokens nor hold connections.
  */
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -44,10 +48,21 @@ typedef int mhd_result;
 #define TOKEN_HEADER "X-Cuscope-Token"
 #define MAX_PX	     20000
 #define MAX_TIME     ((int64_t)1 << 62)
-/* threads serving connections; a client idle this long is closed; connections per address */
-#define POOL_THREADS   4
-#define CONN_TIMEOUT_S 5
-#define CONN_PER_IP    64
+/* threads serving connections; a client idle this long is closed; a request's headers must be in
+ * this long after the connection began waiting for them; connections held at once (libmicrohttpd
+ * refuses past twice as many, those closed but not yet cleaned up counted) */
+#define POOL_THREADS	  4
+#define CONN_TIMEOUT_S	  5
+#define HEADER_DEADLINE_S 10
+#define CONN_MAX	  64
+
+/* A connection the server holds (the socket context of libmicrohttpd's connection). */
+struct conn {
+	int fd;
+	double waiting; /* since when it waits for a request's headers; 0 while in a request */
+	int closing;	/* its socket was shut down: libmicrohttpd closes it next */
+	struct conn *prev, *next;
+};
 
 struct view_server {
 	struct MHD_Daemon *daemon;
@@ -58,7 +73,146 @@ struct view_server {
 	char host_ip[32], host_name[32]; /* the Host values accepted */
 	pthread_mutex_t api_lock;	 /* one API answer computed at a time */
 	atomic_int refused_told;	 /* a refused user was mentioned on stderr */
+	pthread_mutex_t conn_lock;	 /* the list below and its counts */
+	struct conn *conns;		 /* oldest first */
+	int nconns, nclosing;
+	pthread_t watchdog;
+	pthread_cond_t stop_cond;
+	int stop, watchdog_started;
 };
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shut x's socket down (with conn_lock held): libmicrohttpd sees the end and closes the
+ * connection. The socket is still open: it is closed only after NOTIFY_CLOSED, which takes the
+ * lock. */
+static void conn_close(struct view_server *s, struct conn *x)
+{
+	if (x->closing)
+		return;
+	shutdown(x->fd, SHUT_RDWR);
+	x->closing = 1;
+	s->nclosing++;
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			      enum MHD_ConnectionNotificationCode code)
+{
+	struct view_server *s = cls;
+	struct conn *x = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		x = info ? calloc(1, sizeof(*x)) : NULL;
+		if (!x)
+			return; /* not watched: the idle timeout still closes it */
+		x->fd = info->connect_fd;
+		x->waiting = mono_s();
+		pthread_mutex_lock(&s->conn_lock);
+		if (s->conns) { /* a ring: s->conns->prev is the newest */
+			x->prev = s->conns->prev;
+			x->next = s->conns;
+			x->prev->next = x;
+			s->conns->prev = x;
+		} else {
+			x->prev = x->next = x;
+			s->conns = x;
+		}
+		s->nconns++;
+		pthread_mutex_unlock(&s->conn_lock);
+		*socket_context = x;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && x) {
+		pthread_mutex_lock(&s->conn_lock);
+		if (x->next == x) {
+			s->conns = NULL;
+		} else {
+			x->prev->next = x->next;
+			x->next->prev = x->prev;
+			if (s->conns == x)
+				s->conns = x->next;
+		}
+		s->nconns--;
+		s->nclosing -= x->closing;
+		pthread_mutex_unlock(&s->conn_lock);
+		free(x);
+		*socket_context = NULL;
+	}
+}
+
+/* Mark connection c as waiting for a request's headers since now (waiting) or in a request. */
+static void conn_waiting(struct view_server *s, struct MHD_Connection *c, int waiting)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *x = info ? info->socket_context : NULL;
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&s->conn_lock);
+	x->waiting = waiting ? mono_s() : 0;
+	pthread_mutex_unlock(&s->conn_lock);
+}
+
+/* A request is over (answered or not): the connection waits for the next one's headers. */
+static void request_completed(void *cls, struct MHD_Connection *c, void **state,
+			      enum MHD_RequestTerminationCode toe)
+{
+	(void)state;
+	(void)toe;
+	conn_waiting(cls, c, 1);
+}
+
+/* Close the connections whose headers are late, once a second until the server stops. */
+static void *watchdog_main(void *arg)
+{
+	struct view_server *s = arg;
+
+	pthread_mutex_lock(&s->conn_lock);
+	while (!s->stop) {
+		struct timespec until;
+		double now = mono_s();
+		struct conn *x = s->conns;
+
+		for (int i = 0; x && i < s->nconns; i++, x = x->next)
+			if (x->waiting > 0 && now - x->waiting > HEADER_DEADLINE_S)
+				conn_close(s, x);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&s->stop_cond, &s->conn_lock, &until);
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+	return NULL;
+}
+
+/* Room for one more connection: past CONN_MAX, close the one that has waited longest for its
+ * headers; 0 when every connection is in a request. */
+static int make_room(struct view_server *s)
+{
+	struct conn *x = s->conns, *oldest = NULL;
+	int ok = 1;
+
+	pthread_mutex_lock(&s->conn_lock);
+	if (s->nconns - s->nclosing >= CONN_MAX) {
+		for (int i = 0; x && i < s->nconns; i++, x = x->next)
+			if (!x->closing && x->waiting > 0 &&
+			    (!oldest || x->waiting < oldest->waiting))
+				oldest = x;
+		if (oldest)
+			conn_close(s, oldest);
+		else
+			ok = 0;
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+	return ok;
+}
 
 /*
  * The uid of the socket that file (/proc/net/tcp or tcp6) lists with the local address addr (in
@@ -126,7 +280,7 @@ static mhd_result accept_policy(void *cls, const struct sockaddr *addr, socklen_
 		return MHD_NO;
 	uid = peer_uid((const struct sockaddr_in *)addr, s->port);
 	if (uid == -1 || uid == (long)geteuid())
-		return MHD_YES;
+		return make_room(s) ? MHD_YES : MHD_NO;
 	if (!atomic_exchange(&s->refused_told, 1)) {
 		if (uid >= 0)
 			fprintf(stderr,
@@ -308,7 +462,8 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 	(void)version;
 	(void)upload;
 	if (!*state) {
-		/* first call of a request: headers only */
+		/* first call of a request: its headers are in */
+		conn_waiting(s, c, 0);
 		*state = s;
 		return MHD_YES;
 	}
@@ -380,14 +535,30 @@ int view_server_start(struct view_data *v, int port, const char *token, struct v
 	snprintf(s->host_ip, sizeof(s->host_ip), "127.0.0.1:%d", s->port);
 	snprintf(s->host_name, sizeof(s->host_name), "localhost:%d", s->port);
 	pthread_mutex_init(&s->api_lock, NULL);
+	pthread_mutex_init(&s->conn_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->stop_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	/* poll or epoll: no FD_SETSIZE limit on the connections select would have */
-	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0,
-				     accept_policy, s, handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)POOL_THREADS,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S,
-				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONN_PER_IP,
-				     MHD_OPTION_END);
-	if (!s->daemon) {
+	s->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, accept_policy, s, handle, s,
+		MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned int)POOL_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)CONN_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)(2 * CONN_MAX), MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
+		MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
+	if (s->daemon && !pthread_create(&s->watchdog, NULL, watchdog_main, s))
+		s->watchdog_started = 1;
+	if (!s->daemon || !s->watchdog_started) {
+		if (s->daemon)
+			MHD_stop_daemon(s->daemon);
+		pthread_cond_destroy(&s->stop_cond);
+		pthread_mutex_destroy(&s->conn_lock);
 		pthread_mutex_destroy(&s->api_lock);
 		close(s->fd);
 		free(s);
@@ -402,7 +573,14 @@ void view_server_stop(struct view_server *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->conn_lock);
+	s->stop = 1;
+	pthread_cond_signal(&s->stop_cond);
+	pthread_mutex_unlock(&s->conn_lock);
+	pthread_join(s->watchdog, NULL);
 	MHD_stop_daemon(s->daemon);
+	pthread_cond_destroy(&s->stop_cond);
+	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->api_lock);
 	close(s->fd);
 	free(s);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -128,9 +129,11 @@ struct loop {
 			 * the loop too ... */
 	int second_d2h; /* ... with this many DtoH copies each followed by a host wait per step */
 	const char *const *names;
-	uint32_t seed; /* of the steps' jitter (0: 12345, the same in every variant) */
-	double jitter; /* width of the jitter, a share of step_ns (0: 1%) */
-	double launch_slow; /* duration factor of each kernel launch call, 4 us (0: 1) */
+	uint32_t seed;		 /* of the steps' jitter (0: 12345, the same in every variant) */
+	double jitter;		 /* width of the jitter, a share of step_ns (0: 1%) */
+	double launch_slow;	 /* duration factor of each kernel launch call, 4 us (0: 1) */
+	int other_gpus;		 /* device rows of processes without events, each its own GPU */
+	const char *second_uuid; /* with second: a device 0 row of pid 301 after them, this GPU */
 };
 
 static const char *const default_names[6] = {
@@ -249,6 +252,27 @@ static void write_loop(const char *path, const struct loop *l)
 	add_process_device(w);
 	if (l->second)
 		tu_add_process(w, 301, "python3 train.py", "test_gate");
+	for (int i = 0; i < l->other_gpus; i++) {
+		cs_device d;
+		char uuid[64];
+
+		memset(&d, 0, sizeof(d));
+		d.pid = 100000 + (uint32_t)i;
+		d.device_id = i % 8;
+		snprintf(uuid, sizeof(uuid), "GPU-%08d-0000-0000-0000-000000000000", i + 1);
+		d.uuid = uuid;
+		d.name = "NVIDIA H200";
+		need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
+	}
+	if (l->second && l->second_uuid) {
+		cs_device d;
+
+		memset(&d, 0, sizeof(d));
+		d.pid = 301;
+		d.uuid = l->second_uuid;
+		d.name = "NVIDIA H200";
+		need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
+	}
 	for (int i = 0; i < 6; i++) {
 		ids[i] = cs_writer_intern(w, l->names[i]);
 		need(ids[i] >= 0, "intern");
@@ -1120,6 +1144,48 @@ START_TEST(test_synthetic_shared_gpu)
 	ck_assert_msg(r.rc == 1, "exit %d: %s%s", r.rc, r.out, r.err);
 	free(xml);
 	tu_result_free(&r);
+}
+END_TEST
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#define MANY_GPUS 100000
+
+/*
+ * Two processes and 100,000 GPUs of other processes in the device table (a crafted file): each
+ * GPU's device number and UUID were looked up by a scan per device and per kernel (3.9 s for
+ * 40,000); diff takes well under a second and still tells whether the second process ran on the
+ * first's GPU: the same UUID is shared, another UUID under the same device number is not.
+ */
+START_TEST(test_many_gpus)
+{
+	static const char *const uuids[2] = {"GPU-00000000-0000-0000-0000-000000000000",
+					     "GPU-ffffffff-0000-0000-0000-000000000000"};
+	struct loop l = loop_defaults();
+	double t0, took;
+	cJSON *doc;
+	char *path;
+
+	l.second = 1;
+	l.other_gpus = MANY_GPUS;
+	for (int k = 0; k < 2; k++) {
+		l.second_uuid = uuids[k];
+		path = write_variant(k ? "many_gpus_apart.db" : "many_gpus_shared.db", &l);
+		t0 = now_s();
+		doc = diff_json(path, path, NULL);
+		took = now_s() - t0;
+		printf("diff with %d GPUs: %.2f s\n", MANY_GPUS, took);
+		ck_assert_msg(took < 10.0, "diff took %.1f s", took);
+		ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItem(doc, "shared_gpu")), k == 0);
+		cJSON_Delete(doc);
+		free(path);
+	}
 }
 END_TEST
 
@@ -1999,7 +2065,8 @@ START_TEST(test_gate_color)
 }
 END_TEST
 
-/* diff on a terminal: "worse" red and "better" green, unless NO_COLOR is set or --no-color given. */
+/* diff on a terminal: "worse" red and "better" green, unless NO_COLOR is set or --no-color given.
+ */
 START_TEST(test_diff_color)
 {
 	char cmd[8192], buf[65536];
@@ -2024,7 +2091,8 @@ START_TEST(test_diff_color)
 		if (i == 0)
 			ck_assert_msg(strstr(buf, "\033[1;31mworse\033[0m"), "%s", buf);
 		else
-			ck_assert_msg(!strchr(buf, '\033') && strstr(buf, "worse"), "%d: %s", i, buf);
+			ck_assert_msg(!strchr(buf, '\033') && strstr(buf, "worse"), "%d: %s", i,
+				      buf);
 	}
 }
 END_TEST
@@ -2051,6 +2119,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_d2h_sync);
 	tcase_add_test(syn, test_synthetic_d2h_sync_second_process);
 	tcase_add_test(syn, test_synthetic_shared_gpu);
+	tcase_add_test(syn, test_many_gpus);
 	tcase_add_test(syn, test_diff_color);
 	tcase_add_test(syn, test_synthetic_slow_kernel);
 	tcase_add_test(syn, test_synthetic_extra_copy);

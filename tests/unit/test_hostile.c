@@ -292,6 +292,34 @@ START_TEST(test_schema_objects)
 		{"DROP TABLE STACKS; CREATE TABLE STACKS(id INTEGER, depth INTEGER)",
 		 "STACKS has no column frameId"},
 		{"CREATE VIRTUAL TABLE fts USING fts5(a)", "it holds a virtual table"},
+		/* columns declared with another type than the reader reads them as */
+		{"DROP TABLE STACKS; CREATE TABLE STACKS(id INTEGER, depth TEXT, frameId INTEGER)",
+		 "(STACKS.depth is declared TEXT, not INTEGER)"},
+		{"DROP TABLE StringIds; CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value "
+		 "INTEGER)",
+		 "(StringIds.value is declared INTEGER, not TEXT)"},
+		{"DROP TABLE PROCESSES; CREATE TABLE PROCESSES(pid INTEGER, ppid INTEGER, start "
+		 "INTEGER, end INTEGER, commandLine BLOB, rank INTEGER, localRank INTEGER, "
+		 "worldSize INTEGER, exitCode INTEGER, usedCuda INTEGER, droppedRecords INTEGER, "
+		 "cuptiDeviceBytes INTEGER)",
+		 "(PROCESSES.commandLine is declared BLOB, not TEXT)"},
+		{"DROP TABLE TARGET_INFO_CUDA_STREAM; CREATE TABLE TARGET_INFO_CUDA_STREAM(pid "
+		 "INTEGER, deviceId INTEGER, contextId INTEGER, streamId FLOAT, isDefault INTEGER, "
+		 "priority INTEGER)",
+		 "(TARGET_INFO_CUDA_STREAM.streamId is declared FLOAT, not INTEGER)"},
+		/* an event table's stored column, and one stored relative to its base */
+		{"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL_DATA RENAME COLUMN nameId TO n0; "
+		 "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL_DATA ADD COLUMN nameId TEXT",
+		 "(CUPTI_ACTIVITY_KIND_KERNEL_DATA.nameId is declared TEXT, not INTEGER)"},
+		{"ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY_DATA RENAME COLUMN endRel TO e0; "
+		 "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY_DATA ADD COLUMN endRel NUMERIC",
+		 "(CUPTI_ACTIVITY_KIND_MEMCPY_DATA.endRel is declared NUMERIC, not INTEGER)"},
+		/* a declared type that would move the cursor and fill the message: shown cut and
+		 * escaped */
+		{"DROP TABLE STACKS; CREATE TABLE STACKS(id INTEGER, depth "
+		 "\"\x1b[2J%s%n\x1b]0;t\x07TEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXTTEXT\", "
+		 "frameId INTEGER)",
+		 "(STACKS.depth is declared ?[2J%s%n?]0;t?TEXTTEXTTEXTTEXTTEXTTEXTT, not INTEGER)"},
 	};
 	char name[32];
 

@@ -319,6 +319,80 @@ START_TEST(test_mappings_replaced)
 }
 END_TEST
 
+/*
+ * Mappings added in a random order, overlapping each other, checked after each batch against a
+ * painted map of every address: the tree must give what a flat array of owners gives.
+ */
+#define PAINT_SPAN 4096
+#define PAINT_BASE 0x100000ull
+
+START_TEST(test_mappings_random_order)
+{
+	static const char *const paths[] = {"/x/p0.so", "/x/p1.so", "/x/p2.so", "/x/p3.so"};
+	static int owner[PAINT_SPAN];
+	static uint64_t file_off[PAINT_SPAN];
+	static int stamp[PAINT_SPAN]; /* the add that mapped the address */
+	static const uint64_t lens[] = {1, 2, 3, 8, 16, 32, 64, 900};
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+	struct ctx c;
+	struct cs_sym_result r;
+	int bad = 0, checked = 0;
+
+	for (int a = 0; a < PAINT_SPAN; a++)
+		owner[a] = -1;
+	ctx_open(&c);
+	for (int i = 1; i <= 3000; i++) {
+		uint64_t start, len, off;
+		int k;
+
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		start = state % PAINT_SPAN;
+		len = lens[(state >> 20) % 8];
+		if (start + len > PAINT_SPAN)
+			len = PAINT_SPAN - start;
+		off = (state >> 32) % 100000;
+		k = (int)((state >> 40) % 4);
+		ck_assert_int_eq(cs_modmap_add(&c.m, PAINT_BASE + start, PAINT_BASE + start + len,
+					       off, paths[k], strlen(paths[k])),
+				 0);
+		for (uint64_t a = start; a < start + len; a++) {
+			owner[a] = k;
+			file_off[a] = off + (a - start);
+			stamp[a] = i;
+		}
+		if (i % 250)
+			continue;
+		/* every address, and the first one past the span */
+		for (int a = 0; a <= PAINT_SPAN; a++) {
+			int want = a < PAINT_SPAN ? owner[a] : -1;
+
+			cs_symbolize(&c.m, PAINT_BASE + (uint64_t)a + 1, &r);
+			checked++;
+			if (want < 0 ? r.module != NULL
+				     : !r.module || strcmp(r.module, paths[want]) ||
+					       r.offset != file_off[a] + 1)
+				bad++;
+		}
+	}
+	ck_assert_int_eq(checked, 12 * (PAINT_SPAN + 1));
+	ck_assert_int_eq(bad, 0);
+	/* one mapping per run of addresses that one add mapped (an add cut in two makes two) */
+	{
+		size_t runs = 0;
+
+		for (int a = 0; a < PAINT_SPAN; a++)
+			if (owner[a] >= 0 &&
+			    (a == 0 || owner[a - 1] < 0 || stamp[a - 1] != stamp[a]))
+				runs++;
+		ck_assert_uint_gt(runs, 50);
+		ck_assert_uint_eq(c.m.n, runs);
+	}
+	ctx_close(&c);
+}
+END_TEST
+
 /* ---- speed ---- */
 
 /* The largest regular .so file of dir (not following links to smaller names twice). */
@@ -451,6 +525,7 @@ static Suite *symbolize_suite(void)
 	tcase_add_test(tc, test_libc);
 	tcase_add_test(tc, test_unreadable_and_unmapped);
 	tcase_add_test(tc, test_mappings_replaced);
+	tcase_add_test(tc, test_mappings_random_order);
 	suite_add_tcase(s, tc);
 	tcase_add_test(speed, test_speed);
 	tcase_set_timeout(speed, 120);

@@ -1142,6 +1142,82 @@ START_TEST(test_stalled_client_does_not_block)
 }
 END_TEST
 
+#define SLOW_CLIENTS 70 /* more than the 64 connections the server holds */
+
+/* 1 when the server closed fd (the end, or a reset), without waiting. */
+static int closed_by_server(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*
+ * Clients of the same user that send their request's headers a line every 2 s (never idle for the
+ * 5 s timeout): each is closed 10 s after it connected, never later, and while 70 of them are
+ * connected another client is answered at once (the 65th and later close the longest waiting).
+ */
+START_TEST(test_slow_headers_deadline)
+{
+	static const char start[] = "GET /api/summary HTTP/1.1\r\n", line[] = "X-Slow: 1\r\n";
+	struct server own, *s = &own;
+	int fd[SLOW_CLIENTS], open_n = SLOW_CLIENTS;
+	double opened[SLOW_CLIENTS], held[SLOW_CLIENTS], t, t0, last_drip;
+	char hdr[128], *body;
+
+	ck_assert_int_eq(server_start(train_db, NULL, &own), 0);
+	t0 = now_s();
+	for (int i = 0; i < SLOW_CLIENTS; i++) {
+		fd[i] = connect_to(s);
+		ck_assert_int_ge(fd[i], 0);
+		opened[i] = now_s();
+		held[i] = -1;
+		ck_assert_int_eq(send(fd[i], start, strlen(start), MSG_NOSIGNAL),
+				 (ssize_t)strlen(start));
+		usleep(10000);
+	}
+	snprintf(hdr, sizeof(hdr), "X-Cuscope-Token: %s\r\n", s->token);
+	for (int k = 0; k < 3; k++) {
+		t = now_s();
+		ck_assert_int_eq(http_get(s, NULL, "/api/summary", hdr, &body), 200);
+		free(body);
+		t = now_s() - t;
+		ck_assert_msg(t < 1.0, "answered after %.2f s with slow clients", t);
+	}
+	/* a header line into each every 2 s, for up to 16 s; note when each is closed */
+	last_drip = now_s();
+	while (open_n > 0 && now_s() - t0 < 16.0) {
+		int drip = now_s() - last_drip >= 2.0;
+
+		for (int i = 0; i < SLOW_CLIENTS; i++) {
+			if (held[i] >= 0)
+				continue;
+			if (closed_by_server(fd[i]) ||
+			    (drip && send(fd[i], line, strlen(line), MSG_NOSIGNAL) < 0)) {
+				held[i] = now_s() - opened[i];
+				open_n--;
+			}
+		}
+		if (drip)
+			last_drip = now_s();
+		usleep(100000);
+	}
+	for (int i = 0; i < SLOW_CLIENTS; i++) {
+		ck_assert_msg(held[i] >= 0, "client %d sending a header line every 2 s still open",
+			      i);
+		ck_assert_msg(held[i] < 12.5, "client %d held %.1f s", i, held[i]);
+		close(fd[i]);
+	}
+	printf("slow clients: the first closed after %.1f s, the last after %.1f s\n", held[0],
+	       held[SLOW_CLIENTS - 1]);
+	/* the last one ran into the deadline, not an eviction: at least 9 s */
+	ck_assert_msg(held[SLOW_CLIENTS - 1] >= 9.0, "the last client closed after %.1f s",
+		      held[SLOW_CLIENTS - 1]);
+	server_stop(&own);
+}
+END_TEST
+
 /* A window answer: JSON, every track's busy time within the window, items that end after they
  * start. */
 static void check_extreme_window(const struct server *s, const char *what, long long t0,
@@ -1723,6 +1799,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_search_and_api_names);
 	/* last: it takes a few seconds, with a server of its own */
 	tcase_add_test(tc, test_stalled_client_does_not_block);
+	tcase_add_test(tc, test_slow_headers_deadline);
 	suite_add_tcase(s, tc);
 	return s;
 }
