@@ -513,6 +513,11 @@ const char *report_proc_line_text(const struct report_view *v, char *buf, size_t
 	return buf;
 }
 
+double report_cost_share(const cs_report_finding *f)
+{
+	return f->saving_ns >= 0 ? f->saving_share : f->step_share;
+}
+
 const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX];

@@ -447,7 +447,8 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 	if (lost > 0) {
 		if (nsteps > 0)
 			snprintf(line, sizeof(line), "%s per step (%.1f%% of step time), %s in all",
-				 dur(a, lost), 100.0 * get_num(f, "step_share"),
+				 dur(a, lost),
+				 100.0 * get_num(f, get(f, "saving_ns") ? "saving_share" : "step_share"),
 				 dur(b, get_int(f, "total_lost_ns", 0)));
 		else
 			snprintf(line, sizeof(line), "%s", dur(a, lost));

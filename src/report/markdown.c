@@ -85,7 +85,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 	if (f->lost_ns_per_step > 0)
 		printf("- **%s:** %s per step (%.1f%% of step time), %s in all\n",
 		       f->saving_ns >= 0 ? "Fixing it saves (replayed)" : "GPU time lost",
-		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * report_cost_share(f),
 		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 	if (f->stack_id != CS_ID_NONE) {
 		const cs_frame *frames;
@@ -248,7 +248,7 @@ int report_markdown(const struct report_view *v)
 			}
 		}
 		printf(" | %d | %s (%.1f%%) | %s |\n", f->nsteps,
-		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * f->step_share,
+		       cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step), 100.0 * report_cost_share(f),
 		       cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 	}
 	for (int32_t i = 0; i < v->r->n; i++)

@@ -88,6 +88,11 @@ const char *report_host_idle_text(char *buf, size_t size, const struct report_ho
 /* "every fix below together: 11.6 ms a step instead of 12.0 ms (-3.7%), replayed": the mean steady
  * step replayed with every finding's fix against replayed as recorded (docs/replay.md). */
 const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns);
+/* The share of the step that a finding's cost is: a replayed saving's of the mean steady step as
+ * replayed (the share the header's "if fixed" line gives for every fix together), otherwise the
+ * rule's of the median step. A cost in a few steps only is spread over all the steady steps, so
+ * the mean, which holds those steps, is what it is a share of. */
+double report_cost_share(const cs_report_finding *f);
 
 /* A process's steps in words for the header's list of processes: report_proc_steps_text(), and
  * ", waiting for the host 14.3%" when the host left the GPU idle that much of them (at least

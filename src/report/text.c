@@ -217,7 +217,7 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 		if (f->nsteps > 0)
 			snprintf(line, sizeof(line), "%s per step (%.1f%% of step time), %s in all",
 				 cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step),
-				 100.0 * f->step_share,
+				 100.0 * report_cost_share(f),
 				 cs_fmt_duration(b, sizeof(b), cs_finding_total_lost(f)));
 		else
 			snprintf(line, sizeof(line), "%s",

@@ -21,6 +21,7 @@
 
 static char *tmp_dir;
 static char *train_db, *counts_db; /* committed */
+static char *rare_db;		   /* committed: an evaluation with 1,028 read-backs in 3 of 30 steps */
 static char *clean_db;		   /* GPU busy, nothing to find */
 static char *sync_db;		   /* a device-to-host copy and a host wait in every step */
 static char *native_db; /* the read-back's stack a C program's, without line numbers */
@@ -983,6 +984,49 @@ START_TEST(test_findings_output)
 }
 END_TEST
 
+/* A cost in a few steps only is spread over the steady steps: the share printed beside the saving
+ * per step is the replayed saving's share of the mean step (JSON saving_share, the header's "if
+ * fixed"), not that amount over the median step, which leaves the slow steps out. */
+START_TEST(test_rare_saving_share)
+{
+	struct tu_result j = run("-f", "json", rare_db), t = run(rare_db),
+			 m = run("-f", "markdown", rare_db);
+	cJSON *doc = report_json(j.out), *f, *fa;
+	char want[64], median[64];
+	int seen = 0;
+
+	ck_assert_int_eq(t.rc, 0);
+	ck_assert_int_eq(m.rc, 0);
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+	{
+		double saving, median_share;
+
+		if (strcmp(json_str(f, "rule"), "d2h-sync") != 0)
+			continue;
+		seen++;
+		saving = cJSON_GetObjectItem(f, "saving_share")->valuedouble;
+		median_share = cJSON_GetObjectItem(f, "step_share")->valuedouble;
+		/* the two differ here, so that the test tells them apart */
+		ck_assert_msg(median_share > saving * 1.2, "%f %f", median_share, saving);
+		snprintf(want, sizeof(want), "(%.1f%% of step time)", 100.0 * saving);
+		snprintf(median, sizeof(median), "(%.1f%% of step time)", 100.0 * median_share);
+		ck_assert_msg(strstr(t.out, want) != NULL, "%s missing:\n%s", want, t.out);
+		ck_assert_msg(strstr(m.out, want) != NULL, "%s missing:\n%s", want, m.out);
+		ck_assert_msg(strstr(t.out, median) == NULL, "%s", t.out);
+		/* one fix alone here: the header's every-fix-together share is the same */
+		fa = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "steps"), "fix_all");
+		ck_assert_ptr_nonnull(fa);
+		ck_assert_double_eq_tol(cJSON_GetObjectItem(fa, "saving_share")->valuedouble, saving,
+					1e-3);
+	}
+	ck_assert_int_eq(seen, 1);
+	cJSON_Delete(doc);
+	tu_result_free(&j);
+	tu_result_free(&t);
+	tu_result_free(&m);
+}
+END_TEST
+
 /* A native stack without lines names the program's own function, not the CUDA runtime linked
  * into it, the driver or libc. */
 START_TEST(test_native_stack_location)
@@ -1469,6 +1513,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_rules_and_skip);
 	tcase_add_test(tc, test_fail_on);
 	tcase_add_test(tc, test_findings_output);
+	tcase_add_test(tc, test_rare_saving_share);
 	tcase_add_test(tc, test_borrowed_stack_location);
 	tcase_add_test(tc, test_text_where_after_sites);
 	tcase_add_test(tc, test_warmup_past_steps);
@@ -1499,6 +1544,7 @@ int main(void)
 	}
 	train_db = tu_source_file("samples/traces/train_small.db");
 	counts_db = tu_source_file("samples/traces/counts.db");
+	rare_db = tu_source_file("tests/data/savings/rare_eval_item.db");
 	schema_path = tu_source_file("docs/report-schema.json");
 	text = tu_read_file(schema_path, NULL);
 	schema = text ? cJSON_Parse(text) : NULL;
