@@ -142,7 +142,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const cs_a_api *x = &a->apis[calls.v[k]];
 		int32_t st;
 
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		sum[st].calls++;
@@ -159,7 +159,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (x->pid != s->pid || x->result != 0 || !cs_a_memory_is_device(x))
 			continue;
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
@@ -256,7 +256,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const cs_a_api *x = &a->apis[i];
 		int32_t st;
 
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start) ||
 		    !is_step(steps, nsteps, st))
 			continue;
@@ -297,7 +297,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			if (!ex)
 				goto out;
 			cJSON_AddStringToObject(ex, "name", cs_analysis_string(a, x->name_id));
-			cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, x->start));
+			cJSON_AddNumberToObject(ex, "step", cs_steps_find_steady(s, x->start));
 			cJSON_AddNumberToObject(ex, "start", (double)x->start);
 			cJSON_AddNumberToObject(ex, "end", (double)x->end);
 			if (x->stack_id != CS_ID_NONE)

@@ -217,7 +217,7 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN ||
 		    c->launch_end == CS_TS_UNKNOWN || d2h_owned(a, d, c))
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		for (int32_t j = 0; j < nsteps && !in; j++)
 			in = steps[j] == st;
 		if (in && c->launch_end - c->launch_start > best_ns) {
@@ -258,7 +258,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		ex = cJSON_AddObjectToObject(e, "longest_copy");
 		if (!ex)
 			return CS_ERR_NOMEM;
-		cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, c->launch_start));
+		cJSON_AddNumberToObject(ex, "step", cs_steps_find_steady(s, c->launch_start));
 		cJSON_AddStringToObject(ex, "kind", cs_copy_kind_name(c->copy_kind));
 		cJSON_AddStringToObject(ex, "src", cs_mem_kind_name(c->src_kind));
 		cJSON_AddStringToObject(ex, "dst", cs_mem_kind_name(c->dst_kind));
@@ -303,7 +303,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
@@ -366,7 +366,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		x = &sum[st];
@@ -510,7 +510,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || idle[st] == 0 || d2h_owned(a, dd, c))
 			continue;
 		if (f->first == CS_TS_UNKNOWN)

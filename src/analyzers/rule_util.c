@@ -13,6 +13,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
+#include "gpu_order.h"
 #include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
@@ -25,15 +26,6 @@ int ru_severity(double share)
 	if (share >= 0.03)
 		return CS_SEV_WARNING;
 	return CS_SEV_INFO;
-}
-
-int ru_steady_step(const cs_steps *s, int64_t t)
-{
-	int st = cs_steps_find(s, t);
-
-	if (st < 0 || s->v[st].warmup)
-		return -1;
-	return st;
 }
 
 int ru_i64_push(struct ru_i64 *x, int64_t v)
@@ -54,16 +46,6 @@ void ru_sort_i64(int64_t *v, int64_t n)
 {
 	if (n > 1)
 		cs_sort_i64(v, (size_t)n);
-}
-
-int64_t ru_median(int64_t *v, int64_t n)
-{
-	if (n <= 0)
-		return 0;
-	ru_sort_i64(v, n);
-	if (n % 2)
-		return v[n / 2];
-	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
 }
 
 void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
@@ -132,72 +114,6 @@ int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, 
 			v[(*n)++] = i;
 	*out = v;
 	return 0;
-}
-
-/* ---- GPU work in start order ---- */
-
-void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid)
-{
-	it->a = a;
-	it->pid = pid;
-	it->k = 0;
-	it->c = 0;
-}
-
-static int kernel_ok(const cs_a_kernel *k, uint32_t pid)
-{
-	return (!pid || k->pid == pid) && k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN &&
-	       k->end >= k->start;
-}
-
-static int copy_ok(const cs_a_copy *c, uint32_t pid)
-{
-	return (!pid || c->pid == pid) && c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN &&
-	       c->end >= c->start;
-}
-
-int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w)
-{
-	const cs_analysis *a = it->a;
-	int have_k, have_c;
-
-	while (it->k < a->nkernels && !kernel_ok(&a->kernels[it->k], it->pid))
-		it->k++;
-	while (it->c < a->ncopies && !copy_ok(&a->copies[it->c], it->pid))
-		it->c++;
-	have_k = it->k < a->nkernels;
-	have_c = it->c < a->ncopies;
-	if (!have_k && !have_c)
-		return 0;
-	if (have_k && (!have_c || a->kernels[it->k].start <= a->copies[it->c].start)) {
-		const cs_a_kernel *k = &a->kernels[it->k];
-
-		w->start = k->start;
-		w->end = k->end;
-		w->launch_start = k->launch_start;
-		w->launch_end = k->launch_end;
-		w->index = it->k++;
-		w->is_kernel = 1;
-		w->graph = k->graph;
-	} else {
-		const cs_a_copy *c = &a->copies[it->c];
-
-		w->start = c->start;
-		w->end = c->end;
-		w->launch_start = c->launch_start;
-		w->launch_end = c->launch_end;
-		w->index = it->c++;
-		w->is_kernel = 0;
-		w->graph = 0;
-	}
-	return 1;
-}
-
-int64_t ru_work_launched(const struct ru_work *w)
-{
-	if (w->launch_end != CS_TS_UNKNOWN)
-		return w->launch_end;
-	return w->launch_start;
 }
 
 /* ---- device-to-host waits ---- */
@@ -273,16 +189,16 @@ static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
  * window (window_end) ends where that much is counted, so that the gaps after it stay
  * launch-starvation's (a host-bound program starves the GPU without the read too).
  */
-static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
+static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
 		   struct ru_d2h_wait *d)
 {
-	struct ru_work w;
+	struct fact_gpu_work w;
 	int64_t sum = 0;
 	int32_t gaps = 0;
 
 	d->window_end = d->idle_end;
-	for (int n = 0; n < REFILL_MAX_WORK && ru_gpu_next(&it, &w); n++) {
-		int64_t launched = ru_work_launched(&w);
+	for (int n = 0; n < REFILL_MAX_WORK && fact_gpu_next(&it, &w); n++) {
+		int64_t launched = fact_gpu_launched(&w);
 
 		if (cs_launch_time(w.launch_start, w.start) >= stop)
 			break;
@@ -315,15 +231,15 @@ static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t l
  */
 static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns, int64_t *pairs)
 {
-	struct ru_gpu_iter it;
-	struct ru_work w;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
 	struct ru_i64 gaps = {0};
 	int64_t reach = CS_TS_UNKNOWN;
 
 	*floor_ns = *pairs = 0;
-	ru_gpu_iter_init(&it, a, pid);
-	while (ru_gpu_next(&it, &w)) {
-		int64_t launched = ru_work_launched(&w);
+	fact_gpu_iter_init(&it, a, pid);
+	while (fact_gpu_next(&it, &w)) {
+		int64_t launched = fact_gpu_launched(&w);
 
 		if (reach != CS_TS_UNKNOWN && launched != CS_TS_UNKNOWN && launched < reach &&
 		    w.start >= reach && ru_i64_push(&gaps, w.start - reach)) {
@@ -334,7 +250,7 @@ static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor
 			reach = w.end;
 	}
 	*pairs = gaps.n;
-	*floor_ns = ru_median(gaps.v, gaps.n);
+	*floor_ns = cs_median_i64(gaps.v, gaps.n);
 	ru_i64_free(&gaps);
 	return 0;
 }
@@ -343,8 +259,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 {
 	struct launch_ref *cp = NULL;
 	struct wait_ref *order = NULL;
-	struct ru_gpu_iter it;
-	struct ru_work w;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
 	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
 	size_t cap = 0;
 	int64_t last_next = -1;
@@ -406,7 +322,7 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		memset(d, 0, sizeof(*d));
 		d->sync = i;
 		d->first_copy = cp[lo].i;
-		d->step = ru_steady_step(s, y->start);
+		d->step = cs_steps_find_steady(s, y->start);
 		d->copies = (int32_t)(hi - lo);
 		for (int64_t j = lo; j < hi; j++)
 			cs_sat_accum(&d->bytes, a->copies[cp[j].i].bytes);
@@ -432,8 +348,8 @@ int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
 		order[i].i = i;
 	}
 	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
-	ru_gpu_iter_init(&it, a, pid);
-	while (q < out->n && ru_gpu_next(&it, &w)) {
+	fact_gpu_iter_init(&it, a, pid);
+	while (q < out->n && fact_gpu_next(&it, &w)) {
 		int64_t launched = cs_launch_time(w.launch_start, w.start);
 
 		while (q < out->n && launched >= order[q].end) {
@@ -755,7 +671,7 @@ static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem
 	m->have_api = calls.n > 0;
 	for (int64_t k = 0; k < calls.n; k++) {
 		const cs_a_api *x = &a->apis[calls.v[k]];
-		int st = ru_steady_step(s, x->start);
+		int st = cs_steps_find_steady(s, x->start);
 
 		if (st < 0)
 			continue;
@@ -779,7 +695,7 @@ static int regular_kernels(const cs_steps *s, int64_t *out)
 		if (!s->v[i].warmup)
 			v[n++] = s->v[i].kernels;
 	if (n > 0)
-		*out = ru_median(v, n);
+		*out = cs_median_i64(v, n);
 	free(v);
 	return 0;
 }
@@ -824,7 +740,7 @@ int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
 			goto out;
 		if (cls == MEM_OTHER)
 			continue;
-		st = ru_steady_step(s, r->start);
+		st = cs_steps_find_steady(s, r->start);
 		if (st >= 0 && !seen_steady) {
 			seen_steady = 1;
 			out->reserved_start = reserved;
@@ -1031,7 +947,7 @@ int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct
 			if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
 			    x->end == CS_TS_UNKNOWN || x->end < x->start)
 				continue;
-			st = ru_steady_step(s, x->start);
+			st = cs_steps_find_steady(s, x->start);
 			if (st < 0 || !hit[st] ||
 			    !ru_is_alloc_api(cs_analysis_string(a, x->name_id)))
 				continue;
@@ -1087,7 +1003,7 @@ int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burs
 	for (int32_t i = 0; i < m->n; i++)
 		if (keep(&m->v[i]))
 			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
-	return ru_median(tmp, n);
+	return cs_median_i64(tmp, n);
 }
 
 /* ---- once per run ---- */
@@ -1286,7 +1202,7 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 		sum->steady_share = 1;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = cost[steps[i]];
-	sum->lost = ru_median(tmp, n);
+	sum->lost = cs_median_i64(tmp, n);
 	sum->share = ctx->step_median > 0 ? (double)sum->lost / (double)ctx->step_median : 0;
 	for (int32_t i = 0; i < m->n; i++)
 		sum->bursts += keep(&m->v[i]) != 0;
@@ -1298,10 +1214,10 @@ static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
 		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_after), tmp);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
-	sum->calls = ru_median(tmp, n);
+	sum->calls = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = m->api_host ? m->api_host[steps[i]] : 0;
-	sum->host = ru_median(tmp, n);
+	sum->host = cs_median_i64(tmp, n);
 	return 0;
 }
 
@@ -1532,8 +1448,8 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 	struct ru_d2h all = {0}, *out = &all;
 	struct launch_ref *cp = NULL;
 	struct wait_ref *order = NULL;
-	struct ru_gpu_iter it;
-	struct ru_work w;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
 	char *keep = NULL;
 	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0, ncopy = 0;
 	size_t cap = 0, vcap = 0, kcap = 0;
@@ -1591,7 +1507,7 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 		memset(d, 0, sizeof(*d));
 		d->sync = i;
 		d->first_copy = -1;
-		d->step = ru_steady_step(s, y->start);
+		d->step = cs_steps_find_steady(s, y->start);
 		d->idle_start = d->idle_end = d->window_end = wait_end(y);
 	}
 	if (out->n == 0) {
@@ -1610,8 +1526,8 @@ static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *co
 	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
 	/* the same pass as ru_d2h_waits(), over all the waits: the first wait to end before a
 	 * piece of work has the idle before it, whichever rule that wait belongs to */
-	ru_gpu_iter_init(&it, a, pid);
-	while (q < out->n && ru_gpu_next(&it, &w)) {
+	fact_gpu_iter_init(&it, a, pid);
+	while (q < out->n && fact_gpu_next(&it, &w)) {
 		int64_t launched = cs_launch_time(w.launch_start, w.start);
 
 		while (q < out->n && launched >= order[q].end) {
@@ -1691,7 +1607,7 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = *(const int64_t *)((const char *)per_step + (size_t)steps[i] * size +
 					    offset);
-	return ru_median(tmp, n);
+	return cs_median_i64(tmp, n);
 }
 
 int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best)
@@ -1791,7 +1707,7 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 		r->near_steps = n < min_step_share * r->steady || r->steps_lo < min_step_share;
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = cost[steps[i]];
-		r->lost = ru_median(tmp, n);
+		r->lost = cs_median_i64(tmp, n);
 	} else {
 		/*
 		 * In a few steps only (every Nth step, a rare event): direct evidence however rare.
@@ -2095,7 +2011,7 @@ int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
 
 		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
 		    k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
+		    cs_steps_find_steady(s, cs_launch_time(k->launch_start, k->start)) < 0)
 			continue;
 		if (launches)
 			(*launches)++;

@@ -21,9 +21,6 @@ struct fact_launch_calls;
 /* Severity of a finding by its estimated loss share of the step: error >= 10%, warning >= 3%. */
 int ru_severity(double share);
 
-/* Index of the steady-state (not warm-up) step that contains host time t, or -1. */
-int ru_steady_step(const cs_steps *s, int64_t t);
-
 /* A growing array of int64 values. */
 struct ru_i64 {
 	int64_t *v;
@@ -34,8 +31,6 @@ int ru_i64_push(struct ru_i64 *x, int64_t v);
 void ru_i64_free(struct ru_i64 *x);
 /* Sort v[0..n) ascending. */
 void ru_sort_i64(int64_t *v, int64_t n);
-/* Median of v[0..n) (v is sorted in place); 0 when n is 0. */
-int64_t ru_median(int64_t *v, int64_t n);
 
 /*
  * The distribution-free 95% confidence interval of the median of v[0..n) (sorted in place), into
@@ -61,29 +56,6 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
-
-/* ---- the GPU work of a process, in start order ---- */
-
-struct ru_work {
-	int64_t start, end;
-	int64_t launch_start, launch_end; /* CS_TS_UNKNOWN when not known */
-	int64_t index;			  /* in a->kernels or a->copies */
-	int is_kernel;
-	int graph; /* a kernel replayed from a CUDA graph */
-};
-
-/* Merges kernels and copies (memsets included) of one process (pid 0: all) by start. */
-struct ru_gpu_iter {
-	const cs_analysis *a;
-	uint32_t pid;
-	int64_t k, c;
-};
-void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid);
-/* Next piece of GPU work with known start and end; 0 at the end. */
-int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w);
-
-/* Host time the launch of w was finished: launch_end, else launch_start, else CS_TS_UNKNOWN. */
-int64_t ru_work_launched(const struct ru_work *w);
 
 /* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
 
