@@ -16,6 +16,7 @@
 
 #include "gpu_order.h"
 #include "launch_calls.h"
+#include "d2h_waits.h"
 #include "rule_util.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
@@ -179,12 +180,12 @@ static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits,
 }
 
 /* The windows d2h-sync charges, by start: [idle_start, window_end] of the waits that cost. */
-static int d2h_windows(const struct ru_d2h *d, struct ru_i64 *from, struct ru_i64 *to)
+static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct ru_i64 *to)
 {
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 
-		if (w->step < 0 || ru_d2h_cost(w) == 0)
+		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
 		if (ru_i64_push(from, w->idle_start) || ru_i64_push(to, w->window_end))
 			return CS_ERR_NOMEM;
@@ -836,7 +837,7 @@ static void scan_free(struct scan *sc)
 
 /* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
  * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
-static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 		      const struct fact_launch_calls *lc, struct scan *sc, int by_time)
 {
 	memset(sc, 0, sizeof(*sc));
@@ -858,7 +859,7 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *i
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_calls *lc;
-	const struct ru_d2h *d;
+	const struct fact_waits *d;
 	struct scan sc;
 	int rc;
 
@@ -912,7 +913,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *d;
+	const struct fact_waits *d;
 	const struct fact_launch_calls *lc;
 	const int64_t *idle;
 	struct scan sc;

@@ -1,9 +1,8 @@
 /*
  * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
- * small growing arrays, number formatting for titles, a walk over a process's GPU work in start
- * order, the device-to-host waits that d2h-sync reports and launch-starvation leaves to it, the
- * release bursts of the device memory allocator that empty-cache-in-loop and
- * memory-ceiling-thrash tell apart, and the cache that computes both once per run.
+ * small growing arrays, number formatting for titles, the release bursts of the device memory
+ * allocator that empty-cache-in-loop and memory-ceiling-thrash tell apart, and the cache that
+ * computes them and the facts of facts/ (the host waits, the launch calls) once per run.
  */
 #ifndef CUSCOPE_RULE_UTIL_H
 #define CUSCOPE_RULE_UTIL_H
@@ -12,6 +11,7 @@
 #include <stdint.h>
 
 #include "cuscope/analyze.h"
+#include "d2h_waits.h"
 
 struct fact_launch_calls;
 
@@ -56,56 +56,6 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
-
-/* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
-
-struct ru_d2h_wait {
-	int64_t sync;		      /* index in a->syncs */
-	int64_t first_copy;	      /* index in a->copies of the first copy it waited for */
-	int32_t step;		      /* steady step of the wait, or -1 */
-	int32_t copies;		      /* DtoH copies since the previous host wait */
-	int64_t bytes;		      /* their bytes */
-	int drained;		      /* all GPU work queued before the wait ended had ended */
-	int64_t idle_start, idle_end; /* the GPU idle right after the wait (none: equal) */
-	int64_t refill_ns;	      /* starved gaps while the queue refilled, at most the lead */
-	int64_t window_end;	      /* end of the time after the wait that it is charged for */
-	int32_t refill_gaps;	      /* gaps counted in refill_ns */
-	int64_t cost;		      /* GPU time it cost: see ru_d2h_waits() */
-};
-struct ru_d2h {
-	struct ru_d2h_wait *v;
-	int64_t n;
-	/* The GPU's own gap between two pieces of work when the next was already queued (the
-	 * median over the process's back-to-back pairs), and how many pairs it comes from. */
-	int64_t floor_ns;
-	int64_t floor_pairs;
-};
-
-/*
- * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
- * process that waited for a device-to-host copy launched since the previous host wait, each with
- * the GPU idle after it. A wait drained the GPU when every piece of GPU work launched before it
- * ended had ended by the time it returned (the GPU had nothing left to run); its idle runs from
- * the later of the wait's start and the end of that work to the start of the first work launched
- * after it. A drained wait whose idle is longer than the GPU's own back-to-back gap (floor_ns,
- * measured in the same trace) costs that idle in full, plus the starved gaps that follow while
- * the host refills the queue (each next piece of work launched only after the GPU ran out of
- * work), until work is queued ahead again, the next host wait or the end of the step, counted up
- * to the lead the host had before the wait (the time it waited). A query is a host wait only when
- * it ends a polling loop (load.c marks it: done right after not ready, same thread and stream);
- * other queries and stream-wait-event are never listed.
- */
-int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
-void ru_d2h_free(struct ru_d2h *d);
-static inline int64_t ru_d2h_idle(const struct ru_d2h_wait *w)
-{
-	return w->idle_end > w->idle_start ? w->idle_end - w->idle_start : 0;
-}
-/* GPU time a wait cost: nothing unless it drained the GPU, else the idle and the refill. */
-static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
-{
-	return w->cost;
-}
 
 /* ---- release bursts of the device memory allocator ---- */
 
@@ -300,11 +250,11 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
  */
 struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
-	struct ru_d2h d2h;
+	struct fact_waits d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
-	struct ru_d2h sync_waits, copy_waits; /* ru_cached_host_waits() */
-	int64_t *copy_wait;		      /* ru_pageable_copy_waits() of the steps' process */
+	struct fact_waits sync_waits, copy_waits; /* ru_cached_host_waits() */
+	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
 	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
 	 * takes it for its GPU idle line (cs_report_process.idle_by_cause) */
 	int64_t *idle;
@@ -325,8 +275,14 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep);
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 			 struct cs_rule_cache *cache, cs_report *out, cs_error *err);
-/* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
-int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out);
+/* fact_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM.
+ */
+int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out);
+/* fact_host_waits() of the steps' process (facts/d2h_waits.h), as ru_cached_d2h(): the first rule
+ * to ask computes them, with the cached ru_cached_pageable_copy_waits(); read-only. Either pointer
+ * may be NULL. 0 or CS_ERR_NOMEM. */
+int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_waits **sync, const struct fact_waits **copy);
 /* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out);
@@ -353,7 +309,7 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
  * steady step holds the host; with copies, neither does the call of the first copy each waited
  * for. 0 or CS_ERR_NOMEM.
  */
-int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
+int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copies);
 
 /*
  * The fix of a memory rule as an edit of the run (docs/replay.md): the device allocator calls of
@@ -390,26 +346,6 @@ int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, stru
  * the call's own time less the GPU work running during it, and the relaunch after it. */
 int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k);
 
-/* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
-
-/*
- * The explicit host waits of the steps' process: stream, context or event synchronize (and a query
- * that ended a polling loop) with no device-to-host copy launched since the previous host wait
- * ended (those are ru_d2h_waits()'s), not a synchronous memcpy, and not followed by a device
- * memory release before the next launch (the caching allocator's own waits, which the memory
- * rules judge). Each has its idle, drained flag, refill and cost as ru_d2h_waits() computes them,
- * in one pass over all the host waits of the process, so that the idle before a piece of work
- * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
- * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
- * The wait a blocking copy from pageable memory made right after its call
- * (ru_pageable_copy_waits()) is not explicit: *copy gives those, computed in the same pass.
- * Both from ctx->cache (else own) as ru_cached_d2h(): the first rule to ask computes them, with
- * the cached ru_cached_pageable_copy_waits(); read-only. Either pointer may be NULL.
- * 0 or CS_ERR_NOMEM.
- */
-int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **sync,
-			 const struct ru_d2h **copy);
-
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 
 /* The sync types a finding counts its waits by. */
@@ -418,7 +354,7 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
  * The waits of d that cost GPU time, by sync type, added to e as "waits_by_type"; *best is the
  * costliest of them (-1: none). 0, or CS_ERR_NOMEM.
  */
-int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best);
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int64_t *best);
 /*
  * The call sites of the waits of d that cost GPU time, merged by the wait's stack (with
  * copy_stack, by the stack of the first copy it waited for when the wait has none), most idle
@@ -426,7 +362,7 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
  * most max of them added to e as "sites", and the costliest site's stack given to *stack_id. 0,
  * or CS_ERR_NOMEM.
  */
-int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
+int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int copy_stack,
 		      int max, int64_t *stack_id);
 /* The median over the given steps of one int64_t field (at offset) of per-step structs of size
  * bytes each; tmp has room for n values. */
