@@ -153,37 +153,129 @@ static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor
 	return 0;
 }
 
-int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *out)
+/* The device-to-host copies of pid, by launch time: *n of them into *out, freed with free(). 0,
+ * or CS_ERR_NOMEM. */
+static int d2h_copies(const cs_analysis *a, uint32_t pid, struct launch_ref **out, int64_t *n)
 {
 	struct launch_ref *cp = NULL;
-	struct wait_ref *order = NULL;
-	struct fact_gpu_iter it;
-	struct fact_gpu_work w;
-	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
 	size_t cap = 0;
-	int64_t last_next = -1;
-	int last_next_kernel = 0;
-	uint32_t pid = s->pid;
-	int rc = CS_ERR_NOMEM;
 
-	memset(out, 0, sizeof(*out));
-	/* the device-to-host copies of the process, by launch time */
+	*out = NULL;
+	*n = 0;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 
 		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
 			continue;
-		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
-			goto out;
-		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
-		cp[ncp].i = i;
-		ncp++;
+		if (cs_grow((void **)&cp, &cap, (size_t)*n + 1, sizeof(*cp))) {
+			free(cp);
+			*n = 0;
+			return CS_ERR_NOMEM;
+		}
+		cp[*n].t = cs_launch_time(c->launch_start, c->start);
+		cp[*n].i = i;
+		(*n)++;
 	}
+	cs_sort_records(cp, (size_t)*n, sizeof(*cp), launch_ref_keys, 2);
+	*out = cp;
+	return 0;
+}
+
+/* What fact_host_waits() keeps a wait for. */
+enum { HW_NONE, HW_SYNC, HW_COPY };
+
+/*
+ * The idle after each wait of out (out->n > 0), and out's floor, in one pass over the GPU work of
+ * the steps' process: the first work launched after a wait ended is the work that ends its idle;
+ * everything that started before it (the running reach) was queued before. keep (per wait of out,
+ * fact_host_waits()'s; NULL: every wait is kept) leaves a wait kept for nothing without refill
+ * and cost, and caps an explicit synchronize's cost. 0, or CS_ERR_NOMEM.
+ */
+static int idle_pass(const cs_analysis *a, const cs_steps *s, struct fact_waits *out,
+		     const char *keep)
+{
+	struct wait_ref *order;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
+	int64_t q = 0, reach = CS_TS_UNKNOWN;
+	int64_t last_next = -1;
+	int last_next_kernel = 0;
+	uint32_t pid = s->pid;
+
+	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
+		return CS_ERR_NOMEM;
+	order = malloc((size_t)out->n * sizeof(*order));
+	if (!order)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < out->n; i++) {
+		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
+		order[i].i = i;
+	}
+	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
+	fact_gpu_iter_init(&it, a, pid);
+	while (q < out->n && fact_gpu_next(&it, &w)) {
+		int64_t launched = cs_launch_time(w.launch_start, w.start);
+
+		while (q < out->n && launched >= order[q].end) {
+			struct fact_wait *d = &out->v[order[q].i];
+			const cs_a_sync *y = &a->syncs[d->sync];
+			int64_t from = y->start, stop;
+
+			if (reach != CS_TS_UNKNOWN && reach > from)
+				from = reach;
+			q++;
+			if (last_next == w.index && last_next_kernel == w.is_kernel) {
+				/* an earlier wait before this work has the idle already */
+				d->idle_start = d->idle_end = d->window_end = w.start;
+				continue;
+			}
+			last_next = w.index;
+			last_next_kernel = w.is_kernel;
+			d->idle_start = from;
+			d->idle_end = w.start > from ? w.start : from;
+			/* drained: all work queued before the wait had ended when it returned */
+			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
+			if (d->step < 0 || !d->drained || fact_wait_idle(d) <= out->floor_ns ||
+			    (keep && keep[order[q - 1].i] == HW_NONE)) {
+				d->window_end = d->idle_end;
+				continue;
+			}
+			/* the GPU drained: charge the refill too, up to the time the host waited */
+			stop = next_host_wait(a, pid, wait_end(y));
+			if (s->v[d->step].end < stop)
+				stop = s->v[d->step].end;
+			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+			d->cost = cs_sat_add(fact_wait_idle(d), d->refill_ns);
+			/* an explicit synchronize gives the host nothing it needs: without it the
+			 * host would have gone on at once, its next launch that much earlier and no
+			 * more, so the wait costs at most the time it held the host (a 5 us
+			 * synchronize in the middle of host work costs 5 us, not the host work
+			 * after it) */
+			if (keep && keep[order[q - 1].i] == HW_SYNC &&
+			    d->cost > wait_end(y) - y->start)
+				d->cost = wait_end(y) - y->start;
+		}
+		if (reach == CS_TS_UNKNOWN || w.end > reach)
+			reach = w.end;
+	}
+	free(order);
+	return 0;
+}
+
+int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *out)
+{
+	struct launch_ref *cp = NULL;
+	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN;
+	uint32_t pid = s->pid;
+	int rc = CS_ERR_NOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (d2h_copies(a, pid, &cp, &ncp))
+		goto out;
 	if (ncp == 0) {
 		rc = 0;
 		goto out;
 	}
-	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
 
 	/* the host waits that waited for one of them */
 	for (int64_t i = 0; i < a->nsyncs; i++) {
@@ -230,63 +322,11 @@ int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *o
 		rc = 0;
 		goto out;
 	}
-	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
+	if (idle_pass(a, s, out, NULL))
 		goto out;
-
-	/*
-	 * The idle after each wait, in one pass over the GPU work: the first work launched after
-	 * the wait ended is the work that ends the idle; everything that started before it (the
-	 * running reach) was queued before.
-	 */
-	order = malloc((size_t)out->n * sizeof(*order));
-	if (!order)
-		goto out;
-	for (int64_t i = 0; i < out->n; i++) {
-		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
-		order[i].i = i;
-	}
-	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
-	fact_gpu_iter_init(&it, a, pid);
-	while (q < out->n && fact_gpu_next(&it, &w)) {
-		int64_t launched = cs_launch_time(w.launch_start, w.start);
-
-		while (q < out->n && launched >= order[q].end) {
-			struct fact_wait *d = &out->v[order[q].i];
-			const cs_a_sync *y = &a->syncs[d->sync];
-			int64_t from = y->start, stop;
-
-			if (reach != CS_TS_UNKNOWN && reach > from)
-				from = reach;
-			q++;
-			if (last_next == w.index && last_next_kernel == w.is_kernel) {
-				/* an earlier wait before this work has the idle already */
-				d->idle_start = d->idle_end = d->window_end = w.start;
-				continue;
-			}
-			last_next = w.index;
-			last_next_kernel = w.is_kernel;
-			d->idle_start = from;
-			d->idle_end = w.start > from ? w.start : from;
-			/* drained: all work queued before the wait had ended when it returned */
-			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
-			if (d->step < 0 || !d->drained || fact_wait_idle(d) <= out->floor_ns) {
-				d->window_end = d->idle_end;
-				continue;
-			}
-			/* the GPU drained: charge the refill too, up to the time the host waited */
-			stop = next_host_wait(a, pid, wait_end(y));
-			if (s->v[d->step].end < stop)
-				stop = s->v[d->step].end;
-			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
-			d->cost = cs_sat_add(fact_wait_idle(d), d->refill_ns);
-		}
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-	}
 	rc = 0;
 out:
 	free(cp);
-	free(order);
 	if (rc)
 		fact_waits_free(out);
 	return rc;
@@ -332,9 +372,6 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 	return 0;
 }
 
-/* What fact_host_waits() keeps a wait for. */
-enum { HW_NONE, HW_SYNC, HW_COPY };
-
 /*
  * The explicit host waits (sync) and the waits of blocking copies from pageable memory (copy) of
  * the steps' process, in one pass over all its host waits; copy_wait is ru_pageable_copy_waits()
@@ -345,14 +382,9 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 {
 	struct fact_waits all = {0}, *out = &all;
 	struct launch_ref *cp = NULL;
-	struct wait_ref *order = NULL;
-	struct fact_gpu_iter it;
-	struct fact_gpu_work w;
 	char *keep = NULL;
-	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0, ncopy = 0;
-	size_t cap = 0, vcap = 0, kcap = 0;
-	int64_t last_next = -1;
-	int last_next_kernel = 0;
+	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, m = 0, ncopy = 0;
+	size_t vcap = 0, kcap = 0;
 	uint32_t pid = s->pid;
 	char *of_copy = NULL; /* per sync: the wait of a blocking copy from pageable memory */
 	int rc = CS_ERR_NOMEM;
@@ -365,18 +397,8 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 	for (int64_t i = 0; i < a->ncopies; i++)
 		if (copy_wait[i] >= 0)
 			of_copy[copy_wait[i]] = 1;
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-
-		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
-			continue;
-		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
-			goto out;
-		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
-		cp[ncp].i = i;
-		ncp++;
-	}
-	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
+	if (d2h_copies(a, pid, &cp, &ncp))
+		goto out;
 
 	/* every host wait of the process competes for the idle that follows it; only the
 	 * explicit ones (no copy to wait for, no allocator release after it) are kept, as a
@@ -412,60 +434,10 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 		rc = 0;
 		goto out;
 	}
-	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
-		goto out;
-	order = malloc((size_t)out->n * sizeof(*order));
-	if (!order)
-		goto out;
-	for (int64_t i = 0; i < out->n; i++) {
-		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
-		order[i].i = i;
-	}
-	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
 	/* the same pass as fact_d2h_waits(), over all the waits: the first wait to end before a
 	 * piece of work has the idle before it, whichever rule that wait belongs to */
-	fact_gpu_iter_init(&it, a, pid);
-	while (q < out->n && fact_gpu_next(&it, &w)) {
-		int64_t launched = cs_launch_time(w.launch_start, w.start);
-
-		while (q < out->n && launched >= order[q].end) {
-			struct fact_wait *d = &out->v[order[q].i];
-			const cs_a_sync *y = &a->syncs[d->sync];
-			int64_t from = y->start, stop;
-
-			if (reach != CS_TS_UNKNOWN && reach > from)
-				from = reach;
-			q++;
-			if (last_next == w.index && last_next_kernel == w.is_kernel) {
-				d->idle_start = d->idle_end = d->window_end = w.start;
-				continue;
-			}
-			last_next = w.index;
-			last_next_kernel = w.is_kernel;
-			d->idle_start = from;
-			d->idle_end = w.start > from ? w.start : from;
-			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
-			if (d->step < 0 || !d->drained || fact_wait_idle(d) <= out->floor_ns ||
-			    keep[order[q - 1].i] == HW_NONE) {
-				d->window_end = d->idle_end;
-				continue;
-			}
-			stop = next_host_wait(a, pid, wait_end(y));
-			if (s->v[d->step].end < stop)
-				stop = s->v[d->step].end;
-			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
-			d->cost = cs_sat_add(fact_wait_idle(d), d->refill_ns);
-			/* an explicit synchronize gives the host nothing it needs: without it the
-			 * host would have gone on at once, its next launch that much earlier and no
-			 * more, so the wait costs at most the time it held the host (a 5 us
-			 * synchronize in the middle of host work costs 5 us, not the host work
-			 * after it) */
-			if (keep[order[q - 1].i] == HW_SYNC && d->cost > wait_end(y) - y->start)
-				d->cost = wait_end(y) - y->start;
-		}
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-	}
+	if (idle_pass(a, s, out, keep))
+		goto out;
 	for (int64_t i = 0; i < out->n; i++)
 		ncopy += keep[i] == HW_COPY;
 	if (ncopy > 0) {
@@ -485,7 +457,6 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 	rc = 0;
 out:
 	free(cp);
-	free(order);
 	free(keep);
 	free(of_copy);
 	if (rc) {
