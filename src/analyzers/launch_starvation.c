@@ -17,6 +17,7 @@
 #include "gpu_order.h"
 #include "launch_calls.h"
 #include "d2h_waits.h"
+#include "release_bursts.h"
 #include "rule_util.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
@@ -145,16 +146,16 @@ static int ivs_holds(const struct ivs *x, int64_t t)
 static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages,
 			  struct ivs *allocs)
 {
-	struct ru_i64 calls = {0};
+	struct fact_alloc_calls calls = {0};
 
-	if (ru_alloc_api_calls(a, pid, 1, &calls))
+	if (fact_alloc_calls(a, pid, 1, &calls))
 		return CS_ERR_NOMEM;
 	for (int64_t k = 0; k < calls.n; k++)
 		if (ivs_push(allocs, a->apis[calls.v[k]].start, a->apis[calls.v[k]].end)) {
-			ru_i64_free(&calls);
+			fact_alloc_calls_free(&calls);
 			return CS_ERR_NOMEM;
 		}
-	ru_i64_free(&calls);
+	fact_alloc_calls_free(&calls);
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
 

@@ -1,8 +1,8 @@
 /*
  * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
- * small growing arrays, number formatting for titles, the release bursts of the device memory
- * allocator that empty-cache-in-loop and memory-ceiling-thrash tell apart, and the cache that
- * computes them and the facts of facts/ (the host waits, the launch calls) once per run.
+ * small growing arrays, number formatting for titles, the run of the two rules about release
+ * bursts, evidence and call sites, and the cache that computes the facts of facts/ (the host
+ * waits, the release bursts, the launch calls) once per run.
  */
 #ifndef CUSCOPE_RULE_UTIL_H
 #define CUSCOPE_RULE_UTIL_H
@@ -12,6 +12,7 @@
 
 #include "cuscope/analyze.h"
 #include "d2h_waits.h"
+#include "release_bursts.h"
 
 struct fact_launch_calls;
 
@@ -57,120 +58,13 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
 
-/* ---- release bursts of the device memory allocator ---- */
-
-/* A burst: at least this many releases with no allocation between them. */
-#define RU_BURST_MIN_RELEASES 3
 /* A pattern seen in a few steps only (every Nth step) counts when it recurs: at least this many
  * steps have it, and it costs at least RU_MIN_LOSS_SHARE of the median step over the steady state.
  */
 #define RU_RARE_MIN_STEPS 2
 #define RU_MIN_LOSS_SHARE 0.02
 
-struct ru_burst {
-	int64_t first, last;	  /* memory row indices of the first and last release */
-	int64_t t_first, t_last;  /* their times */
-	int32_t step;		  /* steady step of the first release, or -1 */
-	int64_t releases;	  /* releases in the burst */
-	int64_t bytes;		  /* bytes released */
-	int32_t failed_before;	  /* failed allocations just before the burst */
-	int64_t failed_bytes;	  /* the largest of them */
-	int64_t failed_row;	  /* memory row of the last of them, or -1 */
-	int64_t next_alloc;	  /* memory row of the next allocation, or -1 */
-	int64_t next_alloc_bytes; /* its bytes */
-	int launches_before_next; /* GPU work launched between the burst and that allocation */
-	int64_t prev_alloc_t;	  /* the allocation (or failed one) before the burst; or unknown */
-	int launches_since_alloc; /* kernels launched since then, up to half a step + 1 */
-	int phase_switch;	  /* in a step whose work is not the regular step's, or right after
-				   * one: at a switch of phase (train/eval), see ru_mem_bursts() */
-	int64_t realloc_bytes;	  /* bytes allocated after the burst, until the next burst */
-	int64_t t_realloc_end;	  /* time of the last of those allocations (0: none) */
-	int64_t reserved_before;  /* reserved device memory when the burst began */
-	int64_t reserved_after;	  /* and when it ended */
-	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
-	int direct;		  /* a retry proven by a failed allocation: see ru_mem_bursts() */
-};
-
-struct ru_mem {
-	struct ru_burst *v;
-	int32_t n;
-	int64_t reserved_peak;	 /* highest reserved device memory in steady steps */
-	int64_t reserved_start;	 /* reserved when the first steady step began */
-	int64_t steady_allocs;	 /* allocations in steady steps */
-	int64_t steady_releases; /* releases in steady steps */
-	int64_t steady_failed;	 /* failed allocations in steady steps */
-	int64_t device_total;	 /* a->device_memory_total */
-	int uncached; /* allocations under RU_SEGMENT_MIN_BYTES in most steady steps: no cache */
-	/* filled by ru_mem_rule_run() once a rule reports: */
-	int64_t *api_idle;  /* per step: GPU idle while the host was in allocator calls */
-	int64_t *api_host;  /* per step: host time in allocator calls */
-	int32_t *api_calls; /* per step: allocator calls */
-	int have_api;	    /* the trace has API rows for allocator calls */
-};
-
-/*
- * Reserved device memory of the steps' process (allocations minus releases; with expandable
- * segments physical memory created minus released, the allocation records of mapped pages not
- * counted twice), its release bursts, and what surrounds each burst. A burst is a retry of the
- * caching allocator when a failed allocation comes right before it, or when it interrupts
- * allocating (fewer kernels launched since the previous allocation than half a regular step's:
- * the median kernels of the steady steps) and is followed at once (no GPU work launched in
- * between) by an allocation that would not have fit under the highest reserved level; a backtrace
- * of the first release, when the trace has one, decides instead (emptyCache, or the allocator's
- * release_cached_blocks). A retry is direct when a failed allocation came before it and an
- * allocation follows it with no GPU work launched in between: the driver refused, the allocator
- * released and asked again. A failed allocation stays pending across a run of fewer than
- * RU_BURST_MIN_RELEASES releases (the pages created for the failed request, released before the
- * allocator frees its cache), until an allocation succeeds or a burst takes it. A burst is at a
- * phase switch when its step, or the step before, has another kernel count than the steady steps'
- * median (the work of another phase, an evaluation or a checkpoint, ran in it).
- */
-int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
-/* The smallest block a caching allocator asks the driver for: PyTorch's small-block segments are
- * 2 MiB and its larger requests are rounded up to 2 MiB; a program that allocates less than this,
- * step after step, allocates tensor by tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1, a C program's
- * cudaMalloc per buffer), and ru_mem_bursts() marks it uncached and keeps only its direct
- * retries. */
-#define RU_SEGMENT_MIN_BYTES (1ll << 20)
-void ru_mem_free(struct ru_mem *m);
-
-/* GPU idle of the process while a burst released memory (from its first to its last release). */
-int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst *b);
-/*
- * GPU time lost per step to the allocator calls: the GPU idle during them when the trace has
- * their API rows, else the idle during the step's bursts. Fills per_step (s->n slots) for the
- * steps where keep(burst) holds for one of the step's bursts, 0 elsewhere.
- */
-void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		      int (*keep)(const struct ru_burst *b), int64_t *per_step);
-
-/*
- * Median over the bursts for which keep() holds of the int64_t field at offset in struct ru_burst
- * (offsetof(struct ru_burst, bytes), ...); tmp has room for m->n values.
- */
-int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
-			size_t offset, int64_t *tmp);
-
-/* What both memory rules say of the bursts they keep: medians over the affected steps (lost,
- * calls, host) and over the kept bursts (the rest). */
-struct ru_mem_summary {
-	int64_t lost;	/* GPU idle per affected step (ru_mem_step_cost) */
-	double share;	/* lost / the median step */
-	int64_t bursts; /* bursts kept */
-	int64_t releases, bytes, reserved_before, reserved_after; /* per kept burst */
-	int64_t calls, host; /* allocator calls, and the host time in them, per affected step */
-	int64_t total;	     /* the cost summed over the affected steps */
-	int64_t steady_ns;   /* the steady steps' durations, summed */
-	double steady_share; /* total / steady_ns: the share of the steady state lost */
-	int (*keep)(const struct ru_burst *b); /* the bursts the finding is about */
-	/* the share of steady steps with such a burst, its 95% interval, the rule's threshold for
-	 * it, and whether the interval holds the threshold (the finding is then info) */
-	double step_share, step_share_lo, step_share_hi, min_step_share;
-	int near;
-	int rare;	   /* in a few steps only, reported for its cost over the steady state */
-	int64_t lost_each; /* with rare: the mean cost in an affected step */
-	int64_t *tmp;	   /* scratch for a rule's own medians: room for m->n and s->n values */
-};
+/* ---- the rules of the release bursts (empty-cache-in-loop, memory-ceiling-thrash) ---- */
 
 /*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
@@ -188,26 +82,26 @@ struct ru_mem_summary {
  * without a burst): sum->rare is set, sum->lost is that cost per step and
  * sum->lost_each the mean cost in an affected step.
  */
-typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
-			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
-			      cs_error *err);
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
-		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct fact_bursts *m,
+			      const struct fact_bursts_summary *sum, const int32_t *steps,
+			      int32_t n, cs_error *err);
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct fact_burst *b),
+		    int (*direct)(const struct fact_burst *b), int32_t min_steps, double min_share,
 		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err);
 /*
  * The call sites of the allocator calls a memory rule's cost charges, for keep's bursts in steps
  * (n of them): with API rows each allocator call of those steps with the GPU idle while it ran
- * (what ru_mem_step_cost() sums), else each release of the bursts with the GPU idle since the
+ * (what fact_bursts_step_cost() sums), else each release of the bursts with the GPU idle since the
  * burst's previous release. Listed as ru_sites_evidence() does (at most max, *stack_id the
  * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
  */
-int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
+int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct fact_bursts *m,
+		 int (*keep)(const struct fact_burst *b), const int32_t *steps, int32_t n, int max,
 		 int64_t *stack_id);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
-void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
-		     const struct ru_mem_summary *sum, int32_t n);
+void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts *m,
+		     const struct fact_bursts_summary *sum, int32_t n);
 
 /* ---- host-to-device copies after the host stopped calling CUDA (dataloader-stall,
  * host-created-tensor) ---- */
@@ -252,7 +146,7 @@ struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
 	struct fact_waits d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
-	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
+	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
 	struct fact_waits sync_waits, copy_waits; /* ru_cached_host_waits() */
 	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
 	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
@@ -318,7 +212,7 @@ int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copie
  * allocator's wait for every stream before it frees). 0 or CS_ERR_NOMEM.
  */
 int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b));
+		   const struct fact_bursts *m, int (*keep)(const struct fact_burst *b));
 
 /*
  * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the
@@ -331,20 +225,6 @@ int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_ste
 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
-
-/* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
-int ru_is_alloc_api(const char *name);
-/* ru_is_alloc_api() without the pinned host memory calls (cudaMallocHost, cudaFreeHost, ...). */
-int ru_is_device_alloc_api(const char *name);
-/* The indices in a->apis of pid's allocator calls with known times (start <= end), by start:
- * every one (ru_is_alloc_api()), or with device_only the device memory ones
- * (ru_is_device_alloc_api()); appended to out. 0, or CS_ERR_NOMEM. */
-int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out);
-/* The GPU idle the allocator call calls->v[k] (a list of ru_alloc_api_calls()) cost: from its
- * start to the first GPU work of its process that starts after it (a cudaFree waits for the
- * device, and the host then launches into an empty queue), bounded by the next call of the list:
- * the call's own time less the GPU work running during it, and the relaunch after it. */
-int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k);
 
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 
