@@ -204,6 +204,8 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 void cs_steps_free(cs_steps *s);
 /* Index of the step containing host time t, or -1. */
 int cs_steps_find(const cs_steps *s, int64_t t);
+/* The steady-state (not warm-up) step that contains host time t, or -1. */
+int cs_steps_find_steady(const cs_steps *s, int64_t t);
 /*
  * Time of step i, ns: the GPU's period with CS_STEP_TIME_GPU (from the GPU start of its first work
  * to the next step's; the last step to its GPU end; the span for a step without GPU work), else

@@ -11,6 +11,9 @@
 
 /* Sort v[0..n) ascending. */
 void cs_sort_i64(int64_t *v, size_t n);
+/* Median of v[0..n) (v is sorted in place; of an even count the midpoint of the middle two); 0
+ * when n is 0. */
+int64_t cs_median_i64(int64_t *v, int64_t n);
 
 /* Sort v[0..n) ascending (-0.0 before 0.0; NaNs, which the analysis never makes, last or
  * first by their sign). */

@@ -5,13 +5,13 @@
  * (shapes that change from step to step) and goes to the driver for them, and the host, inside
  * those calls, launches nothing while the GPU runs out of work.
  *
- * The release bursts of empty-cache-in-loop and memory-ceiling-thrash (ru_mem_bursts()), with the
- * allocations that fill the cache again after each, are theirs when they claim them: an allocator
- * call from a burst's first release to its last refilling allocation is left out when the burst is
- * a retry or at a phase switch (those rules' own evidence), or when one of the two rules found its
- * pattern in this process. Bursts no rule claims (a program without the caching allocator frees
- * tensors in runs too, many per step) are allocator calls like any other. The cost is the GPU idle
- * while the host was in the remaining allocator calls, measured from the trace's API rows.
+ * The release bursts of empty-cache-in-loop and memory-ceiling-thrash (fact_release_bursts()), with
+ * the allocations that fill the cache again after each, are theirs when they claim them: an
+ * allocator call from a burst's first release to its last refilling allocation is left out when the
+ * burst is a retry or at a phase switch (those rules' own evidence), or when one of the two rules
+ * found its pattern in this process. Bursts no rule claims (a program without the caching allocator
+ * frees tensors in runs too, many per step) are allocator calls like any other. The cost is the GPU
+ * idle while the host was in the remaining allocator calls, measured from the trace's API rows.
  * docs/rules/allocator-churn.md has the decision, its thresholds and the measured values.
  */
 #include <stddef.h>
@@ -21,6 +21,7 @@
 
 #include "cuscope/grow.h"
 
+#include "release_bursts.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -60,7 +61,7 @@ static int bursts_claimed(const cs_rule_ctx *ctx)
 
 /* A burst the memory rules claim: all of them when claimed, else the retries and the phase
  * switches. */
-static int burst_claimed(const struct ru_burst *b, int claimed)
+static int burst_claimed(const struct fact_burst *b, int claimed)
 {
 	return claimed || b->retry || b->phase_switch;
 }
@@ -68,13 +69,13 @@ static int burst_claimed(const struct ru_burst *b, int claimed)
 /* 1 when t lies in a claimed release burst or the refill after it, or in a steady step that
  * holds one (burst_step: the cache was emptied in that step, and every allocation of the step
  * refills it: with expandable segments the mapping calls that follow the last allocation). */
-static int in_burst(const struct ru_mem *m, int claimed, const uint8_t *burst_step, int32_t st,
+static int in_burst(const struct fact_bursts *m, int claimed, const uint8_t *burst_step, int32_t st,
 		    int64_t t)
 {
 	if (st >= 0 && burst_step[st])
 		return 1;
 	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
+		const struct fact_burst *b = &m->v[i];
 		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
 
 		if (t >= b->t_first && t <= end && burst_claimed(b, claimed))
@@ -102,11 +103,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_mem m = {0};
+	struct fact_bursts m = {0};
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *call_idle = NULL, sizes = 0, best_ns = -1, best = -1;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
-	struct ru_i64 seen = {0}, calls = {0}; /* calls: the allocator calls, indices in a->apis */
+	struct ru_i64 seen = {0};
+	struct fact_alloc_calls calls = {0}; /* the allocator calls */
 	struct ru_sites sites = {0};
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
@@ -119,7 +121,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	claimed = bursts_claimed(ctx);
 	rc = CS_ERR_NOMEM;
-	if (ru_mem_bursts(a, s, &m))
+	if (fact_release_bursts(a, s, &m))
 		goto out;
 	burst_step = calloc((size_t)s->n + 1, 1);
 	if (!burst_step)
@@ -131,7 +133,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + (size_t)a->nmemory + 1, sizeof(*tmp));
 	/* the process's allocator calls, by start */
-	if (!sum || !idle || !tmp || ru_alloc_api_calls(a, s->pid, 1, &calls))
+	if (!sum || !idle || !tmp || fact_alloc_calls(a, s->pid, 1, &calls))
 		goto out;
 	call_idle = calloc((size_t)calls.n + 1, sizeof(*call_idle));
 	if (!call_idle)
@@ -142,12 +144,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const cs_a_api *x = &a->apis[calls.v[k]];
 		int32_t st;
 
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		sum[st].calls++;
 		cs_sat_accum(&sum[st].host_ns, x->end - x->start);
-		call_idle[k] = ru_alloc_call_idle(a, &calls, k);
+		call_idle[k] = fact_alloc_call_idle(a, &calls, k);
 		sum[st].idle_ns += call_idle[k];
 		if (cs_edit_add(&edit, CS_EDIT_DROP_CALL, CS_EDIT_API, calls.v[k], 0))
 			goto out;
@@ -159,7 +161,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (x->pid != s->pid || x->result != 0 || !cs_a_memory_is_device(x))
 			continue;
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start))
 			continue;
 		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
@@ -224,7 +226,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		snprintf(title + len, sizeof(title) - len,
 			 "; blocks under %s asked from the driver in most steps: no caching "
 			 "allocator",
-			 ru_fmt_bytes(b2, sizeof(b2), RU_SEGMENT_MIN_BYTES));
+			 ru_fmt_bytes(b2, sizeof(b2), FACT_SEGMENT_MIN_BYTES));
 	}
 	f = cs_finding_new(
 		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
@@ -256,7 +258,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const cs_a_api *x = &a->apis[i];
 		int32_t st;
 
-		st = ru_steady_step(s, x->start);
+		st = cs_steps_find_steady(s, x->start);
 		if (st < 0 || in_burst(&m, claimed, burst_step, st, x->start) ||
 		    !is_step(steps, nsteps, st))
 			continue;
@@ -297,7 +299,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			if (!ex)
 				goto out;
 			cJSON_AddStringToObject(ex, "name", cs_analysis_string(a, x->name_id));
-			cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, x->start));
+			cJSON_AddNumberToObject(ex, "step", cs_steps_find_steady(s, x->start));
 			cJSON_AddNumberToObject(ex, "start", (double)x->start);
 			cJSON_AddNumberToObject(ex, "end", (double)x->end);
 			if (x->stack_id != CS_ID_NONE)
@@ -323,9 +325,9 @@ out:
 out_free:
 	cs_finding_free(f);
 	cs_edit_free(edit);
-	ru_mem_free(&m);
+	fact_bursts_free(&m);
 	ru_i64_free(&seen);
-	ru_i64_free(&calls);
+	fact_alloc_calls_free(&calls);
 	free(call_idle);
 	free(burst_step);
 	ru_sites_free(&sites);

@@ -13,6 +13,7 @@
 
 #include "rule_util.h"
 #include "cuscope/ranks.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "comm-not-overlapped"
 
@@ -106,7 +107,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (ov >= MAX_OVERLAP_SHARE)
 		goto out;
 	{
-		int64_t lm = ru_median(lost, ne);
+		int64_t lm = cs_median_i64(lost, ne);
 
 		share = (double)lm / (double)ctx->step_median;
 		if (share < MIN_SHARE || lm <= 0)
@@ -115,7 +116,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			title, sizeof(title),
 			"NCCL kernels run with no compute beside them: %s of communication exposed "
 			"per step, %.0f%% overlapped",
-			ru_fmt_ns(b1, sizeof(b1), ru_median(exposed, ne)), 100.0 * ov);
+			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
 		f = cs_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
@@ -133,13 +134,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		cJSON *ev = f->evidence, *names;
 		int ok = 1, nn = 0;
 
-		ok &= cJSON_AddNumberToObject(ev, "comm_median_ns", (double)ru_median(comm, ne)) !=
-		      NULL;
+		ok &= cJSON_AddNumberToObject(ev, "comm_median_ns",
+					      (double)cs_median_i64(comm, ne)) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "overlapped_share", ov) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "exposed_median_ns",
-					      (double)ru_median(exposed, ne)) != NULL;
+					      (double)cs_median_i64(exposed, ne)) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "rank_wait_median_ns",
-					      (double)ru_median(wait, ne)) != NULL;
+					      (double)cs_median_i64(wait, ne)) != NULL;
 		ok &= cJSON_AddNumberToObject(ev, "nccl_kernels", (double)nk) != NULL;
 		ok &= cJSON_AddStringToObject(ev, "hideable_median",
 					      ru_fmt_ns(b2, sizeof(b2), f->lost_ns_per_step)) !=

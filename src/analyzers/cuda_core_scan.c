@@ -18,6 +18,7 @@
 #include "cuscope/grow.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "cuda-core-scan"
 
@@ -77,7 +78,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 		goto out;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = gpu[steps[i]];
-	gpu_med = ru_median(tmp, n);
+	gpu_med = cs_median_i64(tmp, n);
 	ru_kernel_own_name(nnames ? cs_analysis_string(a, names[0].name_id) : "", own, sizeof(own));
 	snprintf(title, sizeof(title),
 		 "scan kernels (cumsum) on CUDA cores take %s per step (%.0f%% of the step, "

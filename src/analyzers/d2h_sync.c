@@ -3,7 +3,7 @@
  * host wait (`.item()`, `.cpu()`, `.tolist()`, `nonzero()`, `if (t != 0).all():`) that drains
  * the GPU's queue, so that the GPU idles until the host launches again.
  *
- * The waits and the idle after each come from ru_d2h_waits(); this file keeps the waits that cost
+ * The waits and the idle after each come from fact_d2h_waits(); this file keeps the waits that cost
  * GPU time, decides whether they recur in the steady steps and writes the finding.
  * docs/rules/d2h-sync.md has the decision, its thresholds and the measured values.
  */
@@ -15,6 +15,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
+#include "d2h_waits.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -52,7 +53,7 @@ static void add_median(cJSON *e, const char *key, const struct step_sum *sum, co
 	cJSON_AddNumberToObject(e, key, (double)median_field(sum, steps, n, offset, tmp));
 }
 
-static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
 			int64_t *tmp, cs_report_finding *f)
 {
@@ -76,7 +77,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	add_median(e, "waits_per_step", sum, steps, nsteps, offsetof(struct step_sum, waits), tmp);
 
 	if (best >= 0) {
-		const struct ru_d2h_wait *w = &d->v[best];
+		const struct fact_wait *w = &d->v[best];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		const cs_a_copy *c = &a->copies[w->first_copy];
 
@@ -93,7 +94,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		cJSON_AddStringToObject(ex, "copy_dst", cs_mem_kind_name(c->dst_kind));
 		cJSON_AddNumberToObject(ex, "idle_start", (double)w->idle_start);
 		cJSON_AddNumberToObject(ex, "idle_end", (double)w->idle_end);
-		cJSON_AddNumberToObject(ex, "idle_ns", (double)ru_d2h_idle(w));
+		cJSON_AddNumberToObject(ex, "idle_ns", (double)fact_wait_idle(w));
 		cJSON_AddNumberToObject(ex, "refill_gaps", w->refill_gaps);
 		cJSON_AddNumberToObject(ex, "refill_ns", (double)w->refill_ns);
 		cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
@@ -175,7 +176,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *d;
+	const struct fact_waits *d;
 	const struct ru_h2d_stalls *h = NULL;
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
@@ -206,7 +207,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (!sum || !idle || !tmp)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		struct step_sum *x;
 
@@ -218,7 +219,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		cs_sat_accum(&x->bytes, w->bytes);
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
 			cs_sat_accum(&x->wait_ns, y->end - y->start);
-		if (ru_d2h_cost(w) > 0) {
+		if (fact_wait_cost(w) > 0) {
 			/* the host could have begun preparing the input while it was held in the
 			 * wait: only the preparation beyond that time was not the wait's doing */
 			int64_t held = y->end != CS_TS_UNKNOWN && y->end > y->start
@@ -230,7 +231,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 			x->draining++;
 			cs_sat_accum(&x->idle_ns,
-				     ru_d2h_cost(w) > taken ? ru_d2h_cost(w) - taken : 0);
+				     fact_wait_cost(w) > taken ? fact_wait_cost(w) - taken : 0);
 			cs_sat_accum(&x->refill_ns, w->refill_ns);
 			cs_sat_accum(&x->stall_ns, taken);
 		}
@@ -283,9 +284,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	f->lost_ns_per_step = r.lost;
 	f->step_share = r.share;
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 
-		if (w->step < 0 || ru_d2h_cost(w) == 0)
+		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = a->copies[w->first_copy].start;

@@ -6,14 +6,15 @@
  *
  * A burst of releases is this rule's when nothing forced it: no allocation failed before it and no
  * allocation that would not have fit followed it at once (those are memory-ceiling-thrash's,
- * ru_mem_bursts()). docs/rules/empty-cache-in-loop.md has the decision, its thresholds and the
- * measured values.
+ * fact_release_bursts()). docs/rules/empty-cache-in-loop.md has the decision, its thresholds and
+ * the measured values.
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "release_bursts.h"
 #include "rule_util.h"
 
 #define RULE_ID "empty-cache-in-loop"
@@ -27,14 +28,15 @@
 /* The call sites listed at most. */
 #define MAX_SITES 5
 
-static int is_empty_cache(const struct ru_burst *b)
+static int is_empty_cache(const struct fact_burst *b)
 {
 	return b->step >= 0 && !b->retry && !b->phase_switch &&
 	       b->realloc_bytes >= MIN_REALLOC_SHARE * (double)b->bytes;
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct ru_mem_summary *sum,
-			const int32_t *steps, int32_t n, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
+			const struct fact_bursts_summary *sum, const int32_t *steps, int32_t n,
+			cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	cs_report_finding *f;
@@ -42,8 +44,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	char title[400], b1[32], b2[32], b3[48], b4[32], near[96] = "";
 	cJSON *e;
 
-	realloc_bytes = ru_burst_median(m, is_empty_cache, offsetof(struct ru_burst, realloc_bytes),
-					sum->tmp);
+	realloc_bytes = fact_bursts_median(m, is_empty_cache,
+					   offsetof(struct fact_burst, realloc_bytes), sum->tmp);
 	if (sum->near)
 		snprintf(near, sizeof(near),
 			 "; near the %.0f%% threshold of steps (95%% interval %.0f-%.0f%%)",
@@ -78,7 +80,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	f->lost_ns_per_step = sum->lost;
 	f->step_share = sum->share;
 	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
+		const struct fact_burst *b = &m->v[i];
 
 		if (!is_empty_cache(b))
 			continue;

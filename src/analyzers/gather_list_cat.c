@@ -17,6 +17,7 @@
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "gather-list-cat"
 
@@ -193,7 +194,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	for (int32_t i = 0; i < nsteps; i++)
 		per[i] = cost[steps[i]];
 	{
-		int64_t lm = ru_median(per, nsteps);
+		int64_t lm = cs_median_i64(per, nsteps);
 		double share = (double)lm / (double)ctx->step_median;
 
 		if (lm <= 0 || share < MIN_SHARE)

@@ -12,6 +12,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
+#include "gpu_order.h"
 #include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
@@ -105,10 +106,10 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 		if (reach == CS_TS_UNKNOWN || e > reach)
 			reach = e;
 	}
-	usual = ru_median(d.v, d.n);
+	usual = cs_median_i64(d.v, d.n);
 	for (int64_t i = 0; i < d.n; i++)
 		d.v[i] = d.v[i] > usual ? d.v[i] - usual : usual - d.v[i];
-	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
+	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_i64(d.v, d.n));
 	ru_i64_free(&d);
 
 	/* Not the queries that found the work still running or returned at once outside a polling
@@ -206,7 +207,7 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = ru_steady_step(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
 			continue;
 		v[n++] = t;
 		if (first[st] == CS_TS_UNKNOWN || t < first[st])
@@ -321,8 +322,8 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 	int64_t longest_launch = 0;
 	int64_t *times = NULL, ntimes = 0;
 	size_t cap = 0;
-	struct ru_gpu_iter it;
-	struct ru_work w;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
 
 	memset(out, 0, sizeof(*out));
 	first = calloc((size_t)s->n + 1, sizeof(*first));
@@ -334,8 +335,8 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 	for (int64_t i = 0; i < lc->n; i++)
 		if (launch_end(&lc->v[i]) - lc->v[i].start > longest_launch)
 			longest_launch = launch_end(&lc->v[i]) - lc->v[i].start;
-	ru_gpu_iter_init(&it, a, s->pid);
-	while (ru_gpu_next(&it, &w)) {
+	fact_gpu_iter_init(&it, a, s->pid);
+	while (fact_gpu_next(&it, &w)) {
 		int64_t prev = reach, t, c_end, from, to;
 		const cs_a_copy *c;
 		struct ru_h2d_stall x;
@@ -349,7 +350,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 		c = &a->copies[w.index];
 		t = w.launch_start;
 		if (c->is_memset || c->copy_kind != CS_COPY_HTOD ||
-		    (st = ru_steady_step(s, t)) < 0 || ru_work_launched(&w) <= prev)
+		    (st = cs_steps_find_steady(s, t)) < 0 || fact_gpu_launched(&w) <= prev)
 			continue;
 		/* the thread's last CUDA call: a launch call, or another */
 		c_end = last_call_end(calls, ncalls, longest, c->launch_tid, t);

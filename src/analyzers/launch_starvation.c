@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_order.h"
 #include "launch_calls.h"
+#include "d2h_waits.h"
+#include "release_bursts.h"
 #include "rule_util.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
@@ -143,16 +146,16 @@ static int ivs_holds(const struct ivs *x, int64_t t)
 static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits, struct ivs *pages,
 			  struct ivs *allocs)
 {
-	struct ru_i64 calls = {0};
+	struct fact_alloc_calls calls = {0};
 
-	if (ru_alloc_api_calls(a, pid, 1, &calls))
+	if (fact_alloc_calls(a, pid, 1, &calls))
 		return CS_ERR_NOMEM;
 	for (int64_t k = 0; k < calls.n; k++)
 		if (ivs_push(allocs, a->apis[calls.v[k]].start, a->apis[calls.v[k]].end)) {
-			ru_i64_free(&calls);
+			fact_alloc_calls_free(&calls);
 			return CS_ERR_NOMEM;
 		}
-	ru_i64_free(&calls);
+	fact_alloc_calls_free(&calls);
 	for (int64_t i = 0; i < a->nsyncs; i++) {
 		const cs_a_sync *y = &a->syncs[i];
 
@@ -178,12 +181,12 @@ static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits,
 }
 
 /* The windows d2h-sync charges, by start: [idle_start, window_end] of the waits that cost. */
-static int d2h_windows(const struct ru_d2h *d, struct ru_i64 *from, struct ru_i64 *to)
+static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct ru_i64 *to)
 {
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 
-		if (w->step < 0 || ru_d2h_cost(w) == 0)
+		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
 		if (ru_i64_push(from, w->idle_start) || ru_i64_push(to, w->window_end))
 			return CS_ERR_NOMEM;
@@ -238,11 +241,11 @@ static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 		    ru_i64_push(&d, c->v[i].s > c->reach[i - 1] ? c->v[i].s - c->reach[i - 1] : 0))
 			goto nomem;
 	}
-	c->usual = ru_median(d.v, d.n);
+	c->usual = cs_median_i64(d.v, d.n);
 	/* the robust standard deviation: 1.4826 median absolute deviations */
 	for (int64_t i = 0; i < d.n; i++)
 		d.v[i] = d.v[i] > c->usual ? d.v[i] - c->usual : c->usual - d.v[i];
-	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)ru_median(d.v, d.n));
+	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_i64(d.v, d.n));
 	ru_i64_free(&d);
 	return 0;
 nomem:
@@ -278,7 +281,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = ru_steady_step(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
 			continue;
 		acc[st].kernels++;
 		if (acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel)
@@ -296,7 +299,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 	ru_sort_i64(g.v, g.n);
 	for (int64_t i = 0; i < g.n; i++)
 		if (i == 0 || g.v[i] != g.v[i - 1])
-			acc[ru_steady_step(s, g.v[i])].launches++;
+			acc[cs_steps_find_steady(s, g.v[i])].launches++;
 	ru_i64_free(&g);
 	return 0;
 }
@@ -434,15 +437,16 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 		     const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc,
 		     int by_time)
 {
-	struct ru_gpu_iter it;
-	struct ru_work w;
+	struct fact_gpu_iter it;
+	struct fact_gpu_work w;
 	int64_t reach = CS_TS_UNKNOWN, p = 0;
 
-	ru_gpu_iter_init(&it, a, s->pid);
-	while (ru_gpu_next(&it, &w)) {
-		int64_t launched = ru_work_launched(&w), prev = reach, gap, t;
+	fact_gpu_iter_init(&it, a, s->pid);
+	while (fact_gpu_next(&it, &w)) {
+		int64_t launched = fact_gpu_launched(&w), prev = reach, gap, t;
 		int64_t part[NCAUSES] = {0};
-		int st = ru_steady_step(s, t = cs_launch_time(w.launch_start, w.start)), input, d2h;
+		int st = cs_steps_find_steady(s, t = cs_launch_time(w.launch_start, w.start)),
+		    input, d2h;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
@@ -651,20 +655,20 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int3
 
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]);
-	lost = ru_median(tmp, n);
+	lost = cs_median_i64(tmp, n);
 	/* the input pipeline's idle is dataloader-stall's cost: counted in the decision, not in the
 	 * cost (the median idle of the other causes) */
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = counted(&acc[steps[i]]) - acc[steps[i]].idle[CAUSE_INPUT] -
 			 acc[steps[i]].idle[CAUSE_ALLOC];
-	own = ru_median(tmp, n);
+	own = cs_median_i64(tmp, n);
 	for (int c = 0; c < NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = acc[steps[i]].idle[c];
-		cause_med[c] = ru_median(tmp, n);
+		cause_med[c] = cs_median_i64(tmp, n);
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = acc[steps[i]].gaps[c];
-		gaps_med[c] = ru_median(tmp, n);
+		gaps_med[c] = cs_median_i64(tmp, n);
 	}
 	/* The main cause, once every median is known. */
 	for (int c = 0; c < NCAUSES; c++)
@@ -672,13 +676,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int3
 			top = c;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = acc[steps[i]].work;
-	work = ru_median(tmp, n);
+	work = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = acc[steps[i]].work_ns;
-	work_ns = ru_median(tmp, n);
+	work_ns = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = acc[steps[i]].launches;
-	launches = ru_median(tmp, n);
+	launches = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++) {
 		gk += acc[steps[i]].graph_kernels;
 		kernels += acc[steps[i]].kernels;
@@ -699,13 +703,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_acc *acc, const int3
 	}
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = s->v[steps[i]].end - s->v[steps[i]].start;
-	dur = ru_median(tmp, n);
+	dur = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = host_idle(&acc[steps[i]]);
-	host = ru_median(tmp, n);
+	host = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = s->v[steps[i]].gpu_busy;
-	busy = ru_median(tmp, n);
+	busy = cs_median_i64(tmp, n);
 	share = dur > 0 ? (double)host / (double)dur : 0;
 	busy_share = dur > 0 ? (double)busy / (double)dur : 0;
 	/*
@@ -834,7 +838,7 @@ static void scan_free(struct scan *sc)
 
 /* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
  * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
-static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 		      const struct fact_launch_calls *lc, struct scan *sc, int by_time)
 {
 	memset(sc, 0, sizeof(*sc));
@@ -856,7 +860,7 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *i
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_calls *lc;
-	const struct ru_d2h *d;
+	const struct fact_waits *d;
 	struct scan sc;
 	int rc;
 
@@ -910,7 +914,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *d;
+	const struct fact_waits *d;
 	const struct fact_launch_calls *lc;
 	const int64_t *idle;
 	struct scan sc;
@@ -954,7 +958,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (margin_pm >= 0 && host > 0)
 			steps[n++] = i;
 	}
-	med = ru_median(tmp, m);
+	med = cs_median_i64(tmp, m);
 	/* the 95% interval of the median: a threshold inside it makes the finding info */
 	ru_median_interval(tmp, m, &lo, &hi);
 	rc = 0;

@@ -15,6 +15,7 @@
 
 #include "rule_util.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "low-utilization"
 
@@ -261,7 +262,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (busy_pm[i] < MIN_BUSY_SHARE * 1e6)
 			steps[n++] = i;
 	}
-	d.med = ru_median(tmp, m);
+	d.med = cs_median_i64(tmp, m);
 	ru_median_interval(tmp, m, &d.lo, &d.hi);
 	/* the 95% interval of the median wholly over the threshold, or too few steps: nothing */
 	if (d.lo >= MIN_BUSY_SHARE * 1e6 || n < MIN_STEPS)
@@ -271,17 +272,17 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = idle[steps[i]];
-	d.idle = ru_median(tmp, n);
+	d.idle = cs_median_i64(tmp, n);
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = cs_step_time(s, steps[i]);
-	d.step = ru_median(tmp, n);
+	d.step = cs_median_i64(tmp, n);
 	/* what the timeline shows: the host-caused idle by cause, and the rest (work was queued) */
 	if (ru_cached_idle_by_cause(ctx, &own, &by))
 		goto nomem;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = by[(size_t)steps[i] * CS_IDLE_NCAUSES + (size_t)c];
-		d.by_cause[c] = ru_median(tmp, n);
+		d.by_cause[c] = cs_median_i64(tmp, n);
 	}
 	for (int32_t i = 0; i < n; i++) {
 		int64_t q = idle[steps[i]];
@@ -290,7 +291,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			q -= by[(size_t)steps[i] * CS_IDLE_NCAUSES + (size_t)c];
 		tmp[i] = q > 0 ? q : 0;
 	}
-	d.queued = ru_median(tmp, n);
+	d.queued = cs_median_i64(tmp, n);
 	rc = emit_finding(ctx, &d, steps, n, err);
 	goto out;
 nomem:

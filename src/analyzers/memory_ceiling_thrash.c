@@ -4,8 +4,8 @@
  * frees its cached blocks and retries; reserved memory climbs to the ceiling and drops every step
  * ("memory use jumping up and down").
  *
- * The retries come from ru_mem_bursts(): a burst of releases right after a failed allocation, or
- * followed at once (no GPU work launched in between) by an allocation that would not have fit
+ * The retries come from fact_release_bursts(): a burst of releases right after a failed allocation,
+ * or followed at once (no GPU work launched in between) by an allocation that would not have fit
  * under the highest reserved level. PyTorch's own cap (set_per_process_memory_fraction) refuses
  * before calling CUDA, so a failed call is evidence but not required. A failed allocation followed
  * by releases and a retry is direct evidence and is reported however rarely it happens; retries
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "release_bursts.h"
 #include "rule_util.h"
 
 #define RULE_ID "memory-ceiling-thrash"
@@ -30,19 +31,20 @@
 /* A peak at or above this share of the device's memory is the device's limit. */
 #define DEVICE_LIMIT_SHARE 0.9
 
-static int is_retry(const struct ru_burst *b)
+static int is_retry(const struct fact_burst *b)
 {
 	return b->step >= 0 && b->retry;
 }
 
 /* A failed allocation, releases and the retried allocation: thrash whenever it happens. */
-static int is_direct(const struct ru_burst *b)
+static int is_direct(const struct fact_burst *b)
 {
 	return b->step >= 0 && b->direct;
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct ru_mem_summary *sum,
-			const int32_t *steps, int32_t n, cs_error *err)
+static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
+			const struct fact_bursts_summary *sum, const int32_t *steps, int32_t n,
+			cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	cs_report_finding *f;
@@ -53,7 +55,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	cJSON *e;
 
 	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
+		const struct fact_burst *b = &m->v[i];
 
 		if (!sum->keep(b))
 			continue;
@@ -107,7 +109,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct ru_mem *m, const struct r
 	else
 		f->stack_id = stack;
 	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
+		const struct fact_burst *b = &m->v[i];
 
 		if (!sum->keep(b))
 			continue;

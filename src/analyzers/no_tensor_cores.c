@@ -23,6 +23,7 @@
 #include "cuscope/grow.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "no-tensor-cores"
 
@@ -309,7 +310,7 @@ static int64_t step_median_of(const int64_t *per_step, const int32_t *steps, int
 {
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = per_step[steps[i]];
-	return ru_median(tmp, n);
+	return cs_median_i64(tmp, n);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)

@@ -20,6 +20,7 @@
 #include "cuscope/gpu_links.h"
 #include "cuscope/grow.h"
 
+#include "d2h_waits.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -60,17 +61,17 @@ static int is_pageable(const cs_a_copy *c)
  * move data, and its cost is d2h-sync's. A larger one moves data, whatever waits for it: pinned
  * memory is its fix, and it is this rule's.
  */
-static int d2h_owned(const cs_analysis *a, const struct ru_d2h *d, const cs_a_copy *c)
+static int d2h_owned(const cs_analysis *a, const struct fact_waits *d, const cs_a_copy *c)
 {
 	if (c->copy_kind != CS_COPY_DTOH || c->launch_end == CS_TS_UNKNOWN ||
 	    c->bytes >= SLOW_MIN_BYTES)
 		return 0;
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		int64_t end = w->window_end > y->end ? w->window_end : y->end;
 
-		if (w->step >= 0 && ru_d2h_cost(w) > 0 && c->launch_start <= end &&
+		if (w->step >= 0 && fact_wait_cost(w) > 0 && c->launch_start <= end &&
 		    y->start <= c->launch_end)
 			return 1;
 	}
@@ -204,7 +205,7 @@ static void add_median(cJSON *e, const char *key, const struct step_sum *sum, co
 }
 
 /* The copy of the affected steps that held the host longest, or -1. */
-static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			    const int32_t *steps, int32_t nsteps)
 {
 	int64_t best = -1, best_ns = -1;
@@ -217,7 +218,7 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN ||
 		    c->launch_end == CS_TS_UNKNOWN || d2h_owned(a, d, c))
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		for (int32_t j = 0; j < nsteps && !in; j++)
 			in = steps[j] == st;
 		if (in && c->launch_end - c->launch_start > best_ns) {
@@ -228,7 +229,7 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 	return best;
 }
 
-static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
 			double link_bps, int64_t *tmp, cs_report_finding *f)
 {
@@ -258,7 +259,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 		ex = cJSON_AddObjectToObject(e, "longest_copy");
 		if (!ex)
 			return CS_ERR_NOMEM;
-		cJSON_AddNumberToObject(ex, "step", ru_steady_step(s, c->launch_start));
+		cJSON_AddNumberToObject(ex, "step", cs_steps_find_steady(s, c->launch_start));
 		cJSON_AddStringToObject(ex, "kind", cs_copy_kind_name(c->copy_kind));
 		cJSON_AddStringToObject(ex, "src", cs_mem_kind_name(c->src_kind));
 		cJSON_AddStringToObject(ex, "dst", cs_mem_kind_name(c->dst_kind));
@@ -283,8 +284,8 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
  * right after its call (cw, copy_wait), and its transfer's time beyond the link's (link_bps: the
  * link of the process's device; longest: longest_kernel() of the process).
  */
-static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *dd,
-		     const struct ru_d2h *cw, const int64_t *copy_wait, const int32_t *steps,
+static int add_sites(const cs_analysis *a, const cs_steps *s, const struct fact_waits *dd,
+		     const struct fact_waits *cw, const int64_t *copy_wait, const int32_t *steps,
 		     int32_t nsteps, double link_bps, int64_t longest, cs_report_finding *f)
 {
 	struct ru_sites u = {0};
@@ -295,7 +296,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 		return CS_ERR_NOMEM;
 	for (int64_t i = 0; i < cw->n; i++)
 		if (cw->v[i].step >= 0)
-			wait_cost[cw->v[i].sync] = ru_d2h_cost(&cw->v[i]);
+			wait_cost[cw->v[i].sync] = fact_wait_cost(&cw->v[i]);
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t cost = 0;
@@ -303,7 +304,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct ru_d2
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
@@ -326,14 +327,14 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *dd = NULL;
+	const struct fact_waits *dd = NULL;
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, any = 0;
 	const int64_t *by_cause = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	const struct ru_d2h *cw = NULL;
+	const struct fact_waits *cw = NULL;
 	const int64_t *copy_wait = NULL;
 	char title[512], b1[32], b2[32], b3[128] = "", b4[160] = "";
 	int32_t link_dev = -1;
@@ -366,7 +367,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		x = &sum[st];
@@ -410,10 +411,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	 * queue (PyTorch's .to(device) of a pageable tensor): what sync-call would charge otherwise
 	 */
 	for (int64_t i = 0; i < cw->n; i++) {
-		const struct ru_d2h_wait *w = &cw->v[i];
+		const struct fact_wait *w = &cw->v[i];
 
-		if (w->step >= 0 && sum[w->step].copies && ru_d2h_cost(w) > 0) {
-			cs_sat_accum(&sum[w->step].idle_ns, ru_d2h_cost(w));
+		if (w->step >= 0 && sum[w->step].copies && fact_wait_cost(w) > 0) {
+			cs_sat_accum(&sum[w->step].idle_ns, fact_wait_cost(w));
 			sum[w->step].waits++;
 		}
 		if (w->step >= 0 && sum[w->step].copies &&
@@ -510,7 +511,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
 			continue;
-		st = ru_steady_step(s, c->launch_start);
+		st = cs_steps_find_steady(s, c->launch_start);
 		if (st < 0 || idle[st] == 0 || d2h_owned(a, dd, c))
 			continue;
 		if (f->first == CS_TS_UNKNOWN)

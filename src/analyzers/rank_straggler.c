@@ -12,6 +12,7 @@
 
 #include "rule_util.h"
 #include "cuscope/ranks.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "rank-straggler"
 
@@ -152,9 +153,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			ok &= ok && cJSON_AddNumberToObject(o, "rank", vp->v[j].rank) != NULL;
 			ok &= ok && cJSON_AddNumberToObject(o, "pid", vp->v[j].pid) != NULL;
 			ok &= ok && cJSON_AddNumberToObject(o, "own_median_ns",
-							    (double)ru_median(own, m)) != NULL;
+							    (double)cs_median_i64(own, m)) != NULL;
 			ok &= ok && cJSON_AddNumberToObject(o, "compute_median_ns",
-							    (double)ru_median(comp, m)) != NULL;
+							    (double)cs_median_i64(comp, m)) != NULL;
 		}
 		if (!ok)
 			goto nomem;

@@ -13,6 +13,7 @@
 #include "cuscope/ranks.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 int cs_is_nccl_kernel(const char *name)
 {
@@ -255,7 +256,7 @@ static const char *uuid_find(const struct uuids *l, uint32_t pid)
 
 static int64_t median_of(int64_t *v, int64_t n)
 {
-	return n > 0 ? ru_median(v, n) : 0;
+	return n > 0 ? cs_median_i64(v, n) : 0;
 }
 
 /* The excess of rank e's field (at offset off of cs_rank_step) in row i over the others' median. */
@@ -455,7 +456,7 @@ int cs_rank_view_straggler(const cs_rank_view *v, cs_rank_straggler *out)
 			ncause[r->cause]++;
 	}
 	ru_median_interval(lag, nl, &out->behind_lo, &out->behind_hi);
-	out->behind_ns = ru_median(lag, nl);
+	out->behind_ns = cs_median_i64(lag, nl);
 	if (out->behind_lo <= 0)
 		goto out;
 	out->own_median = median_of(others, no);

@@ -1,8 +1,7 @@
 /*
- * rule_util.c - helpers the rules share: severities, steady steps, formatting, the walk over a
- * process's GPU work, device-to-host waits with the GPU idle after them, and the allocator's
- * release bursts with the reserved memory around them (docs/rules/ explains how each rule uses
- * them), both computed once per run.
+ * rule_util.c - helpers the rules share: severities, formatting, the run of the rules about the
+ * allocator's release bursts (docs/rules/ explains how each rule uses them), evidence and call
+ * sites, and the cache that computes the facts of facts/ once per run.
  */
 #include <math.h>
 #include <stddef.h>
@@ -13,6 +12,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/units.h"
+#include "gpu_order.h"
 #include "launch_calls.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
@@ -25,15 +25,6 @@ int ru_severity(double share)
 	if (share >= 0.03)
 		return CS_SEV_WARNING;
 	return CS_SEV_INFO;
-}
-
-int ru_steady_step(const cs_steps *s, int64_t t)
-{
-	int st = cs_steps_find(s, t);
-
-	if (st < 0 || s->v[st].warmup)
-		return -1;
-	return st;
 }
 
 int ru_i64_push(struct ru_i64 *x, int64_t v)
@@ -54,16 +45,6 @@ void ru_sort_i64(int64_t *v, int64_t n)
 {
 	if (n > 1)
 		cs_sort_i64(v, (size_t)n);
-}
-
-int64_t ru_median(int64_t *v, int64_t n)
-{
-	if (n <= 0)
-		return 0;
-	ru_sort_i64(v, n);
-	if (n % 2)
-		return v[n / 2];
-	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
 }
 
 void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
@@ -134,874 +115,6 @@ int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, 
 	return 0;
 }
 
-/* ---- GPU work in start order ---- */
-
-void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid)
-{
-	it->a = a;
-	it->pid = pid;
-	it->k = 0;
-	it->c = 0;
-}
-
-static int kernel_ok(const cs_a_kernel *k, uint32_t pid)
-{
-	return (!pid || k->pid == pid) && k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN &&
-	       k->end >= k->start;
-}
-
-static int copy_ok(const cs_a_copy *c, uint32_t pid)
-{
-	return (!pid || c->pid == pid) && c->start != CS_TS_UNKNOWN && c->end != CS_TS_UNKNOWN &&
-	       c->end >= c->start;
-}
-
-int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w)
-{
-	const cs_analysis *a = it->a;
-	int have_k, have_c;
-
-	while (it->k < a->nkernels && !kernel_ok(&a->kernels[it->k], it->pid))
-		it->k++;
-	while (it->c < a->ncopies && !copy_ok(&a->copies[it->c], it->pid))
-		it->c++;
-	have_k = it->k < a->nkernels;
-	have_c = it->c < a->ncopies;
-	if (!have_k && !have_c)
-		return 0;
-	if (have_k && (!have_c || a->kernels[it->k].start <= a->copies[it->c].start)) {
-		const cs_a_kernel *k = &a->kernels[it->k];
-
-		w->start = k->start;
-		w->end = k->end;
-		w->launch_start = k->launch_start;
-		w->launch_end = k->launch_end;
-		w->index = it->k++;
-		w->is_kernel = 1;
-		w->graph = k->graph;
-	} else {
-		const cs_a_copy *c = &a->copies[it->c];
-
-		w->start = c->start;
-		w->end = c->end;
-		w->launch_start = c->launch_start;
-		w->launch_end = c->launch_end;
-		w->index = it->c++;
-		w->is_kernel = 0;
-		w->graph = 0;
-	}
-	return 1;
-}
-
-int64_t ru_work_launched(const struct ru_work *w)
-{
-	if (w->launch_end != CS_TS_UNKNOWN)
-		return w->launch_end;
-	return w->launch_start;
-}
-
-/* ---- device-to-host waits ---- */
-
-struct launch_ref {
-	int64_t t; /* launch time */
-	int64_t i; /* copy index */
-};
-
-/* by launch time, then index */
-static const cs_sort_key launch_ref_keys[] = {
-	{offsetof(struct launch_ref, t), CS_KEY_I64},
-	{offsetof(struct launch_ref, i), CS_KEY_I64},
-};
-
-/* First element of v[0..n) with t >= key. */
-static int64_t launch_lower(const struct launch_ref *v, int64_t n, int64_t key)
-{
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].t < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int is_d2h_copy(const cs_a_copy *c)
-{
-	if (c->is_memset)
-		return 0;
-	return c->copy_kind == CS_COPY_DTOH || c->copy_kind == CS_COPY_ATOH;
-}
-
-static int64_t wait_end(const cs_a_sync *y)
-{
-	return y->end != CS_TS_UNKNOWN && y->end >= y->start ? y->end : y->start;
-}
-
-/* Order of waits by the time they ended (ties by index). */
-struct wait_ref {
-	int64_t end;
-	int64_t i; /* in out->v */
-};
-
-/* by end, then index */
-static const cs_sort_key wait_ref_keys[] = {
-	{offsetof(struct wait_ref, end), CS_KEY_I64},
-	{offsetof(struct wait_ref, i), CS_KEY_I64},
-};
-
-/* Start of the first host wait of pid that starts at or after t; INT64_MAX when none. */
-static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
-{
-	for (int64_t i = cs_analysis_sync_at(a, t); i < a->nsyncs; i++)
-		if (a->syncs[i].pid == pid && a->syncs[i].host_wait)
-			return a->syncs[i].start;
-	return INT64_MAX;
-}
-
-/* Work scanned at most while the queue refills after one wait. */
-#define REFILL_MAX_WORK 4096
-
-/*
- * The starved gaps after the work that ended a wait's idle (the iterator stands after it, reach
- * is the end of the GPU work so far): each next piece of work launched after the GPU ran out of
- * work, until one is launched while the GPU is still busy (the host is ahead again) or at or
- * after stop. lead: the time the host waited, the most the refill can be charged; the wait's
- * window (window_end) ends where that much is counted, so that the gaps after it stay
- * launch-starvation's (a host-bound program starves the GPU without the read too).
- */
-static void refill(struct ru_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
-		   struct ru_d2h_wait *d)
-{
-	struct ru_work w;
-	int64_t sum = 0;
-	int32_t gaps = 0;
-
-	d->window_end = d->idle_end;
-	for (int n = 0; n < REFILL_MAX_WORK && ru_gpu_next(&it, &w); n++) {
-		int64_t launched = ru_work_launched(&w);
-
-		if (cs_launch_time(w.launch_start, w.start) >= stop)
-			break;
-		if (launched == CS_TS_UNKNOWN || launched <= reach)
-			break; /* launched while the GPU was busy: the host is ahead again */
-		if (w.start > reach) {
-			gaps++;
-			if (sum + (w.start - reach) >= lead) {
-				/* the wait's lead is used up: the rest of the refill is the host's
-				 * own pace, launch-starvation's to judge */
-				d->window_end = reach + (lead - sum);
-				sum = lead;
-				break;
-			}
-			sum += w.start - reach;
-			d->window_end = w.start;
-		}
-		if (w.end > reach)
-			reach = w.end;
-	}
-	d->refill_ns = sum < lead ? sum : lead;
-	d->refill_gaps = gaps;
-}
-
-/*
- * The GPU's own gap between two pieces of work of pid when the second was already queued: in
- * start order, each piece launched (its launch call returned) before the GPU work so far ended and
- * starting at or after that end leaves a gap the host did not cause. The median of those gaps, and
- * how many there were (0: none, and a floor of 0).
- */
-static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns, int64_t *pairs)
-{
-	struct ru_gpu_iter it;
-	struct ru_work w;
-	struct ru_i64 gaps = {0};
-	int64_t reach = CS_TS_UNKNOWN;
-
-	*floor_ns = *pairs = 0;
-	ru_gpu_iter_init(&it, a, pid);
-	while (ru_gpu_next(&it, &w)) {
-		int64_t launched = ru_work_launched(&w);
-
-		if (reach != CS_TS_UNKNOWN && launched != CS_TS_UNKNOWN && launched < reach &&
-		    w.start >= reach && ru_i64_push(&gaps, w.start - reach)) {
-			ru_i64_free(&gaps);
-			return CS_ERR_NOMEM;
-		}
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-	}
-	*pairs = gaps.n;
-	*floor_ns = ru_median(gaps.v, gaps.n);
-	ru_i64_free(&gaps);
-	return 0;
-}
-
-int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out)
-{
-	struct launch_ref *cp = NULL;
-	struct wait_ref *order = NULL;
-	struct ru_gpu_iter it;
-	struct ru_work w;
-	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN;
-	size_t cap = 0;
-	int64_t last_next = -1;
-	int last_next_kernel = 0;
-	uint32_t pid = s->pid;
-	int rc = CS_ERR_NOMEM;
-
-	memset(out, 0, sizeof(*out));
-	/* the device-to-host copies of the process, by launch time */
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-
-		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
-			continue;
-		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
-			goto out;
-		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
-		cp[ncp].i = i;
-		ncp++;
-	}
-	if (ncp == 0) {
-		rc = 0;
-		goto out;
-	}
-	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
-
-	/* the host waits that waited for one of them */
-	for (int64_t i = 0; i < a->nsyncs; i++) {
-		const cs_a_sync *y = &a->syncs[i];
-		struct ru_d2h_wait *d;
-		int64_t lo, hi, from, to;
-
-		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
-			continue;
-		if (y->type == CS_SYNC_MEMCPY) {
-			/* a synchronous memcpy: the copy launched during the wait itself */
-			from = y->start;
-			to = wait_end(y) + 1;
-		} else {
-			/* a synchronize: the copies launched since the previous host wait */
-			from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
-			to = wait_end(y);
-		}
-		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
-			prev_end = wait_end(y);
-		lo = launch_lower(cp, ncp, from);
-		hi = launch_lower(cp, ncp, to);
-		if (hi <= lo)
-			continue;
-		if (out->n % 256 == 0) {
-			struct ru_d2h_wait *nv =
-				realloc(out->v, (size_t)(out->n + 256) * sizeof(*nv));
-
-			if (!nv)
-				goto out;
-			out->v = nv;
-		}
-		d = &out->v[out->n++];
-		memset(d, 0, sizeof(*d));
-		d->sync = i;
-		d->first_copy = cp[lo].i;
-		d->step = ru_steady_step(s, y->start);
-		d->copies = (int32_t)(hi - lo);
-		for (int64_t j = lo; j < hi; j++)
-			cs_sat_accum(&d->bytes, a->copies[cp[j].i].bytes);
-		d->idle_start = d->idle_end = d->window_end = wait_end(y);
-	}
-	if (out->n == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
-		goto out;
-
-	/*
-	 * The idle after each wait, in one pass over the GPU work: the first work launched after
-	 * the wait ended is the work that ends the idle; everything that started before it (the
-	 * running reach) was queued before.
-	 */
-	order = malloc((size_t)out->n * sizeof(*order));
-	if (!order)
-		goto out;
-	for (int64_t i = 0; i < out->n; i++) {
-		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
-		order[i].i = i;
-	}
-	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
-	ru_gpu_iter_init(&it, a, pid);
-	while (q < out->n && ru_gpu_next(&it, &w)) {
-		int64_t launched = cs_launch_time(w.launch_start, w.start);
-
-		while (q < out->n && launched >= order[q].end) {
-			struct ru_d2h_wait *d = &out->v[order[q].i];
-			const cs_a_sync *y = &a->syncs[d->sync];
-			int64_t from = y->start, stop;
-
-			if (reach != CS_TS_UNKNOWN && reach > from)
-				from = reach;
-			q++;
-			if (last_next == w.index && last_next_kernel == w.is_kernel) {
-				/* an earlier wait before this work has the idle already */
-				d->idle_start = d->idle_end = d->window_end = w.start;
-				continue;
-			}
-			last_next = w.index;
-			last_next_kernel = w.is_kernel;
-			d->idle_start = from;
-			d->idle_end = w.start > from ? w.start : from;
-			/* drained: all work queued before the wait had ended when it returned */
-			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
-			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns) {
-				d->window_end = d->idle_end;
-				continue;
-			}
-			/* the GPU drained: charge the refill too, up to the time the host waited */
-			stop = next_host_wait(a, pid, wait_end(y));
-			if (s->v[d->step].end < stop)
-				stop = s->v[d->step].end;
-			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
-			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
-		}
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-	}
-	rc = 0;
-out:
-	free(cp);
-	free(order);
-	if (rc)
-		ru_d2h_free(out);
-	return rc;
-}
-
-void ru_d2h_free(struct ru_d2h *d)
-{
-	free(d->v);
-	memset(d, 0, sizeof(*d));
-}
-
-/* ---- release bursts ---- */
-
-/* Releases further apart than this belong to different bursts. */
-#define BURST_MAX_GAP (5 * RU_MS)
-
-/* What a memory row means for reserved memory. */
-enum mem_class {
-	MEM_OTHER = 0,
-	MEM_ALLOC,   /* reserved grows */
-	MEM_RELEASE, /* reserved shrinks */
-	MEM_FAILED,  /* an allocation that failed */
-};
-
-/*
- * Sizes by address (a u64map of int64_t): of live allocations (kind 0), VMM handles (kind 1);
- * mapped pages (kind 2).
- */
-static uint64_t addr_key(uint64_t address, int kind)
-{
-	return (address << 2) ^ (uint64_t)kind ^ ((address >> 62) << 2);
-}
-
-static int addr_put(struct u64map *m, uint64_t address, int kind, int64_t val)
-{
-	int created;
-	int64_t *v = u64map_put(m, addr_key(address, kind), &created);
-
-	if (!v)
-		return CS_ERR_NOMEM;
-	*v = val;
-	return 0;
-}
-
-/* Value of a key, or -1 when absent. */
-static int64_t addr_get(const struct u64map *m, uint64_t address, int kind)
-{
-	const int64_t *v = u64map_get(m, addr_key(address, kind));
-
-	return v ? *v : -1;
-}
-
-/*
- * Classify one memory row and the bytes it moves. Allocation records of pages mapped with
- * cuMemMap (expandable segments) are left out: the physical memory was counted at cuMemCreate.
- * So is host memory (pinned buffers come and go with data loading, not with the GPU's allocator).
- */
-static int classify_row(struct u64map *m, const cs_a_memory *r, int *cls, int64_t *bytes)
-{
-	int64_t b;
-	int rc = 0;
-
-	*cls = MEM_OTHER;
-	*bytes = r->bytes > 0 ? r->bytes : 0;
-	if (!cs_a_memory_is_device(r))
-		return 0;
-	switch (r->op) {
-	case CS_MEMOP_ALLOC:
-	case CS_MEMOP_VMM_CREATE:
-		if (r->result != 0) {
-			*cls = MEM_FAILED;
-			break;
-		}
-		if (r->op == CS_MEMOP_ALLOC && addr_get(m, r->address, 2) >= 0)
-			break; /* a mapped page */
-		*cls = MEM_ALLOC;
-		rc = addr_put(m, r->address, r->op == CS_MEMOP_VMM_CREATE, *bytes);
-		break;
-	case CS_MEMOP_FREE:
-	case CS_MEMOP_VMM_RELEASE:
-		if (r->result != 0)
-			break;
-		if (r->op == CS_MEMOP_FREE && addr_get(m, r->address, 2) >= 0)
-			break;
-		*cls = MEM_RELEASE;
-		b = addr_get(m, r->address, r->op == CS_MEMOP_VMM_RELEASE);
-		if (*bytes == 0 && b > 0)
-			*bytes = b;
-		break;
-	case CS_MEMOP_VMM_MAP:
-		if (r->result == 0)
-			rc = addr_put(m, r->address, 2, *bytes);
-		break;
-	default:
-		break;
-	}
-	return rc;
-}
-
-int ru_is_alloc_api(const char *name)
-{
-	static const char *const prefixes[] = {
-		"cudaMalloc",	"cudaFree", "cuMemAlloc", "cuMemFree",	    "cuMemCreate",
-		"cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess",
-	};
-
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return 1;
-	return 0;
-}
-
-int ru_is_device_alloc_api(const char *name)
-{
-	return ru_is_alloc_api(name) && strncmp(name, "cudaMallocHost", 14) &&
-	       strncmp(name, "cudaFreeHost", 12) && strncmp(name, "cuMemAllocHost", 14) &&
-	       strncmp(name, "cuMemFreeHost", 13);
-}
-
-/*
- * GPU work of pid launched in (t0, t1), counted up to cap. Launches precede starts, so the work
- * launched in the window starts after t0; each stream starts its work in launch order.
- */
-static int launched_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1, int cap)
-{
-	int64_t i = cs_analysis_kernel_at(a, t0), j = cs_analysis_copy_at(a, t0), seen;
-	int n = 0;
-
-	for (seen = 0; i < a->nkernels && seen < 4096 && n < cap; i++, seen++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int64_t l = cs_launch_time(k->launch_start, k->start);
-
-		if (k->pid != pid)
-			continue;
-		if (l > t0 && l < t1)
-			n++;
-		else if (l >= t1 && k->start >= t1)
-			break;
-	}
-	for (seen = 0; j < a->ncopies && seen < 4096 && n < cap; j++, seen++) {
-		const cs_a_copy *c = &a->copies[j];
-		int64_t l = cs_launch_time(c->launch_start, c->start);
-
-		if (c->pid != pid)
-			continue;
-		if (l > t0 && l < t1)
-			n++;
-		else if (l >= t1 && c->start >= t1)
-			break;
-	}
-	return n < cap ? n : cap;
-}
-
-/*
- * What the backtrace of a release says: 1 when the caching allocator released blocks to serve an
- * allocation, -1 when the program asked for it (empty_cache), 0 when there is no stack or it does
- * not say.
- */
-static int stack_says(const cs_analysis *a, int64_t stack_id)
-{
-	static const char *const retry[] = {"release_available_cached_blocks",
-					    "release_cached_blocks", "garbage_collect",
-					    "DeviceCachingAllocator::malloc"};
-	static const char *const asked[] = {"emptyCache", "empty_cache"};
-	const cs_frame *fr = NULL;
-	int n = 0;
-
-	if (stack_id == CS_ID_NONE || !a->trace ||
-	    cs_trace_get_stack(a->trace, stack_id, &fr, &n, NULL) < 0)
-		return 0;
-	for (int i = 0; i < n; i++) {
-		const char *sym = fr[i].symbol ? fr[i].symbol : "";
-
-		/* A note (kind 3): the frames below it are another thread's, waiting in backward();
-		 * they do not say why this thread released memory. */
-		if (fr[i].kind == 3)
-			break;
-		/* innermost first: the first known frame decides */
-		for (size_t k = 0; k < sizeof(asked) / sizeof(asked[0]); k++)
-			if (strstr(sym, asked[k]))
-				return -1;
-		for (size_t k = 0; k < sizeof(retry) / sizeof(retry[0]); k++)
-			if (strstr(sym, retry[k]))
-				return 1;
-	}
-	return 0;
-}
-
-static int burst_push(struct ru_mem *m, size_t *cap, const struct ru_burst *b)
-{
-	if (cs_grow((void **)&m->v, cap, (size_t)m->n + 1, sizeof(*m->v)))
-		return CS_ERR_NOMEM;
-	m->v[m->n++] = *b;
-	return 0;
-}
-
-/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. */
-static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
-{
-	int64_t next = INT64_MAX;
-
-	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid && a->kernels[i].start >= t) {
-			next = a->kernels[i].start;
-			break;
-		}
-	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
-		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
-			if (a->copies[i].start < next)
-				next = a->copies[i].start;
-			break;
-		}
-	return next;
-}
-
-int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k)
-{
-	const cs_a_api *x = &a->apis[calls->v[k]];
-	int64_t to = next_work_start(a, x->pid, x->end);
-
-	if (k + 1 < calls->n && a->apis[calls->v[k + 1]].start < to)
-		to = a->apis[calls->v[k + 1]].start;
-	if (to == INT64_MAX || to < x->end)
-		to = x->end;
-	return (to - x->start) - cs_analysis_gpu_busy(a, x->pid, x->start, to);
-}
-
-int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out)
-{
-	int64_t maxname = -1;
-	signed char *is_alloc; /* name id -> 1 an allocator call, 0 not, -1 not looked at yet */
-
-	for (int64_t i = 0; i < a->napis; i++)
-		if (a->apis[i].name_id > maxname)
-			maxname = a->apis[i].name_id;
-	/* name ids are at most 4 times the strings plus 1024 (cs_analysis_load()): the array stays
-	 * as small as the trace's strings, whatever ids a crafted file holds */
-	if (maxname < 0 || maxname == INT64_MAX)
-		return 0;
-	is_alloc = malloc((size_t)maxname + 1);
-	if (!is_alloc)
-		return CS_ERR_NOMEM;
-	memset(is_alloc, -1, (size_t)maxname + 1);
-	for (int64_t i = 0; i < a->napis; i++) {
-		const cs_a_api *x = &a->apis[i];
-
-		if (x->pid != pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
-		    x->end == CS_TS_UNKNOWN || x->end < x->start)
-			continue;
-		if (is_alloc[x->name_id] < 0) {
-			const char *name = cs_analysis_string(a, x->name_id);
-
-			is_alloc[x->name_id] =
-				(signed char)(device_only ? ru_is_device_alloc_api(name)
-							  : ru_is_alloc_api(name));
-		}
-		if (is_alloc[x->name_id] && ru_i64_push(out, i)) {
-			free(is_alloc);
-			return CS_ERR_NOMEM;
-		}
-	}
-	free(is_alloc);
-	return 0;
-}
-
-/* Per step: host time and GPU idle (ru_alloc_call_idle()) in the allocator API calls of the
- * process. */
-static int alloc_api_cost(const cs_analysis *a, const cs_steps *s, struct ru_mem *m)
-{
-	struct ru_i64 calls = {0};
-
-	m->api_idle = calloc((size_t)s->n + 1, sizeof(*m->api_idle));
-	m->api_host = calloc((size_t)s->n + 1, sizeof(*m->api_host));
-	m->api_calls = calloc((size_t)s->n + 1, sizeof(*m->api_calls));
-	if (!m->api_idle || !m->api_host || !m->api_calls ||
-	    ru_alloc_api_calls(a, s->pid, 0, &calls)) {
-		ru_i64_free(&calls);
-		return CS_ERR_NOMEM;
-	}
-	m->have_api = calls.n > 0;
-	for (int64_t k = 0; k < calls.n; k++) {
-		const cs_a_api *x = &a->apis[calls.v[k]];
-		int st = ru_steady_step(s, x->start);
-
-		if (st < 0)
-			continue;
-		m->api_calls[st]++;
-		cs_sat_accum(&m->api_host[st], x->end - x->start);
-		m->api_idle[st] += ru_alloc_call_idle(a, &calls, k);
-	}
-	ru_i64_free(&calls);
-	return 0;
-}
-
-/* The kernels of a regular step: the median over the steady steps (-1 without any). */
-static int regular_kernels(const cs_steps *s, int64_t *out)
-{
-	int64_t *v = malloc(((size_t)s->n + 1) * sizeof(*v)), n = 0;
-
-	*out = -1;
-	if (!v)
-		return CS_ERR_NOMEM;
-	for (int32_t i = 0; i < s->n; i++)
-		if (!s->v[i].warmup)
-			v[n++] = s->v[i].kernels;
-	if (n > 0)
-		*out = ru_median(v, n);
-	free(v);
-	return 0;
-}
-
-/* 1 when step i's work is not the steady steps' (another phase ran in it: an evaluation, a
- * checkpoint): its kernel count differs from the regular one. */
-static int irregular_step(const cs_steps *s, int32_t i, int64_t regular)
-{
-	if (i < 0 || i >= s->n || regular < 0)
-		return 0;
-	return s->v[i].kernels != regular;
-}
-
-int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out)
-{
-	struct u64map map;
-	struct ru_burst cur;
-	int64_t reserved = 0, pending_failed = 0, pending_failed_bytes = 0, pending_failed_row = -1;
-	int64_t last_release_t = CS_TS_UNKNOWN, last_alloc_t = CS_TS_UNKNOWN;
-	size_t cap = 0;
-	int32_t open = -1; /* open: burst still taking allocations into realloc_bytes */
-	int in_burst = 0, rc = CS_ERR_NOMEM, seen_steady = 0;
-	int64_t regular = -1;
-	int half_step = 0;
-	uint8_t *small = calloc((size_t)s->n + 1, 1); /* steps with an allocation under a segment */
-
-	u64map_init(&map, sizeof(int64_t));
-	memset(out, 0, sizeof(*out));
-	if (!small)
-		goto out;
-	memset(&cur, 0, sizeof(cur));
-	out->device_total = a->device_memory_total;
-	out->reserved_start = -1;
-	for (int64_t i = 0; i < a->nmemory; i++) {
-		const cs_a_memory *r = &a->memory[i];
-		int cls, st;
-		int64_t bytes;
-
-		if (r->pid != s->pid || r->start == CS_TS_UNKNOWN)
-			continue;
-		if (classify_row(&map, r, &cls, &bytes))
-			goto out;
-		if (cls == MEM_OTHER)
-			continue;
-		st = ru_steady_step(s, r->start);
-		if (st >= 0 && !seen_steady) {
-			seen_steady = 1;
-			out->reserved_start = reserved;
-		}
-		if (in_burst && (cls != MEM_RELEASE || r->start - last_release_t > BURST_MAX_GAP)) {
-			/* the burst ended */
-			cur.reserved_after = reserved;
-			if (cur.releases >= RU_BURST_MIN_RELEASES) {
-				if (burst_push(out, &cap, &cur))
-					goto out;
-				open = out->n - 1;
-			} else if (cur.failed_before) {
-				/* too few releases to be the allocator's: the failure is still
-				 * pending for the burst that follows */
-				pending_failed += cur.failed_before;
-				if (cur.failed_bytes > pending_failed_bytes)
-					pending_failed_bytes = cur.failed_bytes;
-				if (pending_failed_row < 0)
-					pending_failed_row = cur.failed_row;
-			}
-			in_burst = 0;
-		}
-		switch (cls) {
-		case MEM_FAILED:
-			last_alloc_t = r->start;
-			pending_failed++;
-			if (bytes > pending_failed_bytes)
-				pending_failed_bytes = bytes;
-			pending_failed_row = i;
-			if (st >= 0)
-				out->steady_failed++;
-			break;
-		case MEM_ALLOC:
-			last_alloc_t = r->start;
-			cs_sat_accum(&reserved, bytes);
-			if (st >= 0 && !r->is_vmm && bytes > 0 && bytes < RU_SEGMENT_MIN_BYTES)
-				small[st] = 1;
-			if (st >= 0) {
-				out->steady_allocs++;
-				if (reserved > out->reserved_peak)
-					out->reserved_peak = reserved;
-			}
-			if (open >= 0) {
-				struct ru_burst *b = &out->v[open];
-
-				if (b->next_alloc < 0) {
-					b->next_alloc = i;
-					b->next_alloc_bytes = bytes;
-				}
-				cs_sat_accum(&b->realloc_bytes, bytes);
-				b->t_realloc_end = r->start;
-			}
-			pending_failed = pending_failed_bytes = 0;
-			pending_failed_row = -1;
-			break;
-		case MEM_RELEASE:
-			if (!in_burst) {
-				memset(&cur, 0, sizeof(cur));
-				in_burst = 1;
-				cur.first = i;
-				cur.t_first = r->start;
-				cur.step = (int32_t)st;
-				cur.failed_before = (int32_t)pending_failed;
-				cur.failed_bytes = pending_failed_bytes;
-				cur.failed_row = pending_failed_row;
-				cur.next_alloc = -1;
-				cur.reserved_before = reserved;
-				cur.prev_alloc_t = last_alloc_t;
-			}
-			cur.last = i;
-			cur.t_last = r->start;
-			cur.releases++;
-			cs_sat_accum(&cur.bytes, bytes);
-			reserved -= bytes;
-			if (st >= 0)
-				out->steady_releases++;
-			last_release_t = r->start;
-			pending_failed = pending_failed_bytes = 0;
-			pending_failed_row = -1;
-			break;
-		}
-	}
-	if (in_burst) {
-		cur.reserved_after = reserved;
-		if (cur.releases >= RU_BURST_MIN_RELEASES && burst_push(out, &cap, &cur))
-			goto out;
-	}
-	if (out->reserved_start < 0)
-		out->reserved_start = 0;
-
-	/* what surrounds each burst */
-	if (out->n > 0 && regular_kernels(s, &regular))
-		goto out;
-	half_step = regular > 0 ? (int)(regular / 2) : 0;
-	for (int32_t b = 0; b < out->n; b++) {
-		struct ru_burst *x = &out->v[b];
-		int says = stack_says(a, a->memory[x->first].stack_id);
-
-		if (x->next_alloc >= 0)
-			x->launches_before_next = launched_between(
-				a, s->pid, x->t_last, a->memory[x->next_alloc].start, 1);
-		x->phase_switch = x->step >= 0 && (irregular_step(s, x->step, regular) ||
-						   irregular_step(s, x->step - 1, regular));
-		/* in the middle of allocating: fewer kernels launched since the previous
-		 * allocation than half a regular step's */
-		x->launches_since_alloc = x->prev_alloc_t == CS_TS_UNKNOWN
-						  ? INT32_MAX
-						  : launched_between(a, s->pid, x->prev_alloc_t,
-								     x->t_first, half_step + 1);
-		/*
-		 * A retry: the allocator was refused (a failed call), or, in the middle of
-		 * allocating, it freed its cache and at once (no GPU work launched) allocated a
-		 * block that would not have fit under the highest reserved level. A backtrace,
-		 * when there is one, decides.
-		 */
-		if (says)
-			x->retry = says > 0;
-		else
-			x->retry = x->failed_before > 0 ||
-				   (x->next_alloc >= 0 && !x->launches_before_next &&
-				    x->launches_since_alloc <= half_step &&
-				    x->reserved_before + x->next_alloc_bytes > out->reserved_peak);
-		/* direct: refused by the driver, released, and asked again at once */
-		x->direct = x->retry && x->failed_before > 0 && x->next_alloc >= 0 &&
-			    !x->launches_before_next;
-	}
-	/* no cache: in most steady steps the driver is asked for blocks smaller than any caching
-	 * allocator's segment, tensor by tensor; a run of frees is then the program's own, not an
-	 * emptied cache nor a retry, unless the driver refused right before it */
-	{
-		int32_t steady = cs_steps_steady(s), with_small = 0;
-
-		for (int32_t i = 0; i < s->n; i++)
-			with_small += small[i];
-		out->uncached = steady > 0 && with_small >= 3 && 2 * with_small >= steady;
-	}
-	if (out->uncached) {
-		int32_t kept = 0;
-
-		for (int32_t b = 0; b < out->n; b++)
-			if (out->v[b].direct)
-				out->v[kept++] = out->v[b];
-		out->n = kept;
-	}
-	rc = 0;
-out:
-	free(small);
-	u64map_free(&map);
-	if (rc)
-		ru_mem_free(out);
-	return rc;
-}
-
-int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst *b)
-{
-	if (b->t_last <= b->t_first)
-		return 0;
-	return (b->t_last - b->t_first) - cs_analysis_gpu_busy(a, pid, b->t_first, b->t_last);
-}
-
-void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		      int (*keep)(const struct ru_burst *b), int64_t *per_step)
-{
-	for (int32_t i = 0; i < s->n; i++)
-		per_step[i] = 0;
-	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
-
-		if (b->step < 0 || !keep(b))
-			continue;
-		if (m->have_api)
-			per_step[b->step] = m->api_idle[b->step];
-		else
-			cs_sat_accum(&per_step[b->step], ru_burst_idle(a, s->pid, b));
-	}
-}
-
 /* A release a burst counts (classify_row()'s MEM_RELEASE, less the pages' bookkeeping). */
 static int is_release(const cs_a_memory *r)
 {
@@ -1009,8 +122,8 @@ static int is_release(const cs_a_memory *r)
 	       (r->op == CS_MEMOP_FREE || r->op == CS_MEMOP_VMM_RELEASE);
 }
 
-int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
+int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct fact_bursts *m,
+		 int (*keep)(const struct fact_burst *b), const int32_t *steps, int32_t n, int max,
 		 int64_t *stack_id)
 {
 	struct ru_sites u = {0};
@@ -1023,7 +136,7 @@ int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct
 		if (m->v[i].step >= 0 && keep(&m->v[i]))
 			hit[m->v[i].step] = 1;
 	if (m->have_api) {
-		/* the allocator calls of those steps, as alloc_api_cost() counts them */
+		/* the allocator calls of those steps, as fact_bursts_api_cost() counts them */
 		for (int64_t i = 0; i < a->napis; i++) {
 			const cs_a_api *x = &a->apis[i];
 			int st;
@@ -1031,9 +144,9 @@ int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct
 			if (x->pid != s->pid || x->name_id < 0 || x->start == CS_TS_UNKNOWN ||
 			    x->end == CS_TS_UNKNOWN || x->end < x->start)
 				continue;
-			st = ru_steady_step(s, x->start);
+			st = cs_steps_find_steady(s, x->start);
 			if (st < 0 || !hit[st] ||
-			    !ru_is_alloc_api(cs_analysis_string(a, x->name_id)))
+			    !fact_is_alloc_api(cs_analysis_string(a, x->name_id)))
 				continue;
 			if (ru_sites_add(&u, -1, x->tid, x->stack_id, st,
 					 (x->end - x->start) -
@@ -1043,7 +156,7 @@ int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct
 	} else {
 		/* the releases of the bursts, each with the idle since the one before it */
 		for (int32_t i = 0; i < m->n; i++) {
-			const struct ru_burst *b = &m->v[i];
+			const struct fact_burst *b = &m->v[i];
 			int64_t prev = CS_TS_UNKNOWN;
 
 			if (b->step < 0 || !keep(b))
@@ -1070,30 +183,7 @@ out:
 	return rc;
 }
 
-void ru_mem_free(struct ru_mem *m)
-{
-	free(m->v);
-	free(m->api_idle);
-	free(m->api_host);
-	free(m->api_calls);
-	memset(m, 0, sizeof(*m));
-}
-
-int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
-			size_t offset, int64_t *tmp)
-{
-	int64_t n = 0;
-
-	for (int32_t i = 0; i < m->n; i++)
-		if (keep(&m->v[i]))
-			tmp[n++] = *(const int64_t *)((const char *)&m->v[i] + offset);
-	return ru_median(tmp, n);
-}
-
 /* ---- once per run ---- */
-
-static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
-		      struct ru_d2h *sync, struct ru_d2h *copy);
 
 /* The cache of ctx's run, or own when the rule runs on its own. */
 static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *own)
@@ -1101,12 +191,12 @@ static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *ow
 	return ctx->cache ? ctx->cache : own;
 }
 
-int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out)
+int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_d2h) {
-		int rc = ru_d2h_waits(ctx->a, ctx->steps, &c->d2h);
+		int rc = fact_d2h_waits(ctx->a, ctx->steps, &c->d2h);
 
 		if (rc)
 			return rc;
@@ -1185,8 +275,8 @@ int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, c
 	return 0;
 }
 
-int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **sync,
-			 const struct ru_d2h **copy)
+int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_waits **sync, const struct fact_waits **copy)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
@@ -1195,8 +285,8 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
 
 		if (!rc)
-			rc = host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits,
-					&c->copy_waits);
+			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits,
+					     &c->copy_waits);
 		if (rc)
 			return rc;
 		c->have_host_waits = 1;
@@ -1208,21 +298,22 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 	return 0;
 }
 
-/* ru_mem_bursts() from the cache; with api, also the allocator call costs (alloc_api_cost). */
+/* fact_release_bursts() from the cache; with api, also the allocator call costs (alloc_api_cost).
+ */
 static int cached_mem(cs_rule_ctx *ctx, struct cs_rule_cache *own, int api,
-		      const struct ru_mem **out)
+		      const struct fact_bursts **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 	int rc;
 
 	if (!c->have_mem) {
-		rc = ru_mem_bursts(ctx->a, ctx->steps, &c->mem);
+		rc = fact_release_bursts(ctx->a, ctx->steps, &c->mem);
 		if (rc)
 			return rc;
 		c->have_mem = 1;
 	}
 	if (api && !c->have_api_cost) {
-		rc = alloc_api_cost(ctx->a, ctx->steps, &c->mem);
+		rc = fact_bursts_api_cost(ctx->a, ctx->steps, &c->mem);
 		if (rc)
 			return rc;
 		c->have_api_cost = 1;
@@ -1248,11 +339,11 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep)
 
 void ru_cache_free(struct cs_rule_cache *c)
 {
-	ru_d2h_free(&c->d2h);
-	ru_mem_free(&c->mem);
+	fact_waits_free(&c->d2h);
+	fact_bursts_free(&c->mem);
 	ru_h2d_stalls_free(&c->h2d);
-	ru_d2h_free(&c->sync_waits);
-	ru_d2h_free(&c->copy_waits);
+	fact_waits_free(&c->sync_waits);
+	fact_waits_free(&c->copy_waits);
 	free(c->copy_wait);
 	free(c->idle);
 	if (c->launch_calls)
@@ -1262,52 +353,9 @@ void ru_cache_free(struct cs_rule_cache *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* The medians of struct ru_mem_summary; 0, or CS_ERR_NOMEM. */
-static int mem_summary(const cs_rule_ctx *ctx, const struct ru_mem *m,
-		       int (*keep)(const struct ru_burst *b), const int64_t *cost,
-		       const int32_t *steps, int32_t n, struct ru_mem_summary *sum)
-{
-	const cs_steps *s = ctx->steps;
-	int64_t *tmp;
-
-	memset(sum, 0, sizeof(*sum));
-	tmp = malloc(((size_t)(m->n > s->n ? m->n : s->n) + 1) * sizeof(*tmp));
-	if (!tmp)
-		return CS_ERR_NOMEM;
-	sum->tmp = tmp;
-	sum->keep = keep;
-	for (int32_t i = 0; i < n; i++)
-		cs_sat_accum(&sum->total, cost[steps[i]]);
-	for (int32_t i = 0; i < s->n; i++)
-		if (!s->v[i].warmup && s->v[i].end > s->v[i].start)
-			cs_sat_accum(&sum->steady_ns, s->v[i].end - s->v[i].start);
-	sum->steady_share = sum->steady_ns > 0 ? (double)sum->total / (double)sum->steady_ns : 0;
-	if (sum->steady_share > 1)
-		sum->steady_share = 1;
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = cost[steps[i]];
-	sum->lost = ru_median(tmp, n);
-	sum->share = ctx->step_median > 0 ? (double)sum->lost / (double)ctx->step_median : 0;
-	for (int32_t i = 0; i < m->n; i++)
-		sum->bursts += keep(&m->v[i]) != 0;
-	sum->releases = ru_burst_median(m, keep, offsetof(struct ru_burst, releases), tmp);
-	sum->bytes = ru_burst_median(m, keep, offsetof(struct ru_burst, bytes), tmp);
-	sum->reserved_before =
-		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_before), tmp);
-	sum->reserved_after =
-		ru_burst_median(m, keep, offsetof(struct ru_burst, reserved_after), tmp);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_calls ? m->api_calls[steps[i]] : 0;
-	sum->calls = ru_median(tmp, n);
-	for (int32_t i = 0; i < n; i++)
-		tmp[i] = m->api_host ? m->api_host[steps[i]] : 0;
-	sum->host = ru_median(tmp, n);
-	return 0;
-}
-
 /* Marks in hit the steps of the bursts keep() holds for and lists them in steps; how many. */
-static int32_t steps_with(const cs_steps *s, const struct ru_mem *m,
-			  int (*keep)(const struct ru_burst *b), uint8_t *hit, int32_t *steps)
+static int32_t steps_with(const cs_steps *s, const struct fact_bursts *m,
+			  int (*keep)(const struct fact_burst *b), uint8_t *hit, int32_t *steps)
 {
 	int32_t n = 0;
 
@@ -1321,51 +369,15 @@ static int32_t steps_with(const cs_steps *s, const struct ru_mem *m,
 	return n;
 }
 
-/*
- * What bursts in a few steps cost in all: each one's disruption window, from its first release to
- * the last allocation that filled the cache again (before the next burst), is charged the GPU idle
- * in it beyond the idle share of the steady steps without a burst (hit marks the steps with one).
- */
-static int64_t rare_total(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-			  int (*keep)(const struct ru_burst *b), const uint8_t *hit)
-{
-	int64_t busy = 0, span = 0, total = 0;
-	double idle_share;
-
-	for (int32_t i = 0; i < s->n; i++) {
-		const cs_step *st = &s->v[i];
-
-		if (st->warmup || hit[i] || st->end <= st->start)
-			continue;
-		cs_sat_accum(&span, st->end - st->start);
-		cs_sat_accum(&busy, cs_analysis_gpu_busy(a, s->pid, st->start, st->end));
-	}
-	idle_share = span > 0 ? 1 - (double)busy / (double)span : 0;
-	if (idle_share < 0)
-		idle_share = 0;
-	for (int32_t i = 0; i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
-		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last, idle;
-
-		if (b->step < 0 || !keep(b) || end <= b->t_first)
-			continue;
-		idle = (end - b->t_first) - cs_analysis_gpu_busy(a, s->pid, b->t_first, end);
-		idle -= (int64_t)(idle_share * (double)(end - b->t_first));
-		if (idle > 0)
-			cs_sat_accum(&total, idle);
-	}
-	return total;
-}
-
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
-		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct fact_burst *b),
+		    int (*direct)(const struct fact_burst *b), int32_t min_steps, double min_share,
 		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_mem *m;
-	struct ru_mem_summary sum = {0};
+	const struct fact_bursts *m;
+	struct fact_bursts_summary sum = {0};
 	int64_t *cost = NULL;
 	int32_t *steps = NULL, n = 0, nd, steady = cs_steps_steady(s);
 	uint8_t *hit = NULL;
@@ -1412,8 +424,8 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	ru_mem_step_cost(a, s, m, keep, cost);
-	rc = mem_summary(ctx, m, keep, cost, steps, n, &sum);
+	fact_bursts_step_cost(a, s, m, keep, cost);
+	rc = fact_bursts_summarize(s, ctx->step_median, m, keep, cost, steps, n, &sum);
 	if (rc) {
 		rc = cs_error_set(err, rc, "out of memory");
 		goto out;
@@ -1421,7 +433,8 @@ int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
 	if (is_rare) {
 		/* what it cost over the steady state, per step; else near the threshold, or nothing
 		 */
-		int64_t total = rare_total(a, s, m, keep, hit), amortized = total / steady;
+		int64_t total = fact_bursts_rare_total(a, s, m, keep, hit),
+			amortized = total / steady;
 		double share =
 			ctx->step_median > 0 ? (double)amortized / (double)ctx->step_median : 0;
 
@@ -1450,8 +463,8 @@ out:
 	return rc;
 }
 
-void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
-		     const struct ru_mem_summary *sum, int32_t n)
+void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts *m,
+		     const struct fact_bursts_summary *sum, int32_t n)
 {
 	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)sum->lost);
 	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)sum->calls);
@@ -1484,205 +497,6 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)
 	return 0;
 }
 
-/* ---- host waits with no device-to-host copy (sync-call) ---- */
-
-/* 1 when a device memory release of pid comes after t and before the first GPU work of pid
- * launched at or after t (the host released memory right after a wait: the allocator's). */
-static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
-{
-	int64_t next = INT64_MAX;
-
-	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid) {
-			next = cs_launch_time(a->kernels[i].launch_start, a->kernels[i].start);
-			break;
-		}
-	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
-		if (a->copies[i].pid == pid) {
-			int64_t l = cs_launch_time(a->copies[i].launch_start, a->copies[i].start);
-
-			if (l < next)
-				next = l;
-			break;
-		}
-	for (int64_t i = cs_analysis_memory_at(a, t); i < a->nmemory; i++) {
-		const cs_a_memory *r = &a->memory[i];
-
-		if (r->start >= next)
-			break;
-		if (r->pid == pid && cs_a_memory_is_device(r) &&
-		    (r->op == CS_MEMOP_FREE || r->op == CS_MEMOP_VMM_RELEASE ||
-		     r->op == CS_MEMOP_VMM_UNMAP))
-			return 1;
-	}
-	return 0;
-}
-
-/* What host_waits() keeps a wait for. */
-enum { HW_NONE, HW_SYNC, HW_COPY };
-
-/*
- * The explicit host waits (sync) and the waits of blocking copies from pageable memory (copy) of
- * the steps' process, in one pass over all its host waits; copy_wait is ru_pageable_copy_waits()
- * of that process.
- */
-static int host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
-		      struct ru_d2h *sync, struct ru_d2h *copy)
-{
-	struct ru_d2h all = {0}, *out = &all;
-	struct launch_ref *cp = NULL;
-	struct wait_ref *order = NULL;
-	struct ru_gpu_iter it;
-	struct ru_work w;
-	char *keep = NULL;
-	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN, q = 0, reach = CS_TS_UNKNOWN, m = 0, ncopy = 0;
-	size_t cap = 0, vcap = 0, kcap = 0;
-	int64_t last_next = -1;
-	int last_next_kernel = 0;
-	uint32_t pid = s->pid;
-	char *of_copy = NULL; /* per sync: the wait of a blocking copy from pageable memory */
-	int rc = CS_ERR_NOMEM;
-
-	memset(sync, 0, sizeof(*sync));
-	memset(copy, 0, sizeof(*copy));
-	of_copy = calloc((size_t)(a->nsyncs > 0 ? a->nsyncs : 1), 1);
-	if (!of_copy)
-		goto out;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		if (copy_wait[i] >= 0)
-			of_copy[copy_wait[i]] = 1;
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-
-		if (c->pid != pid || !is_d2h_copy(c) || c->start == CS_TS_UNKNOWN)
-			continue;
-		if (cs_grow((void **)&cp, &cap, (size_t)ncp + 1, sizeof(*cp)))
-			goto out;
-		cp[ncp].t = cs_launch_time(c->launch_start, c->start);
-		cp[ncp].i = i;
-		ncp++;
-	}
-	cs_sort_records(cp, (size_t)ncp, sizeof(*cp), launch_ref_keys, 2);
-
-	/* every host wait of the process competes for the idle that follows it; only the
-	 * explicit ones (no copy to wait for, no allocator release after it) are kept, as a
-	 * pageable copy's wait or as a wait of its own */
-	for (int64_t i = 0; i < a->nsyncs; i++) {
-		const cs_a_sync *y = &a->syncs[i];
-		struct ru_d2h_wait *d;
-		int64_t from, lo, hi;
-		char mine = HW_NONE;
-
-		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
-			continue;
-		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
-		lo = launch_lower(cp, ncp, from);
-		hi = launch_lower(cp, ncp, wait_end(y));
-		if (y->type != CS_SYNC_MEMCPY && hi <= lo &&
-		    !release_before_launch(a, pid, wait_end(y)))
-			mine = of_copy[i] ? HW_COPY : HW_SYNC;
-		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
-			prev_end = wait_end(y);
-		if (cs_grow((void **)&out->v, &vcap, (size_t)out->n + 1, sizeof(*out->v)) ||
-		    cs_grow((void **)&keep, &kcap, (size_t)out->n + 1, 1))
-			goto out;
-		keep[out->n] = mine;
-		d = &out->v[out->n++];
-		memset(d, 0, sizeof(*d));
-		d->sync = i;
-		d->first_copy = -1;
-		d->step = ru_steady_step(s, y->start);
-		d->idle_start = d->idle_end = d->window_end = wait_end(y);
-	}
-	if (out->n == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
-		goto out;
-	order = malloc((size_t)out->n * sizeof(*order));
-	if (!order)
-		goto out;
-	for (int64_t i = 0; i < out->n; i++) {
-		order[i].end = wait_end(&a->syncs[out->v[i].sync]);
-		order[i].i = i;
-	}
-	cs_sort_records(order, (size_t)out->n, sizeof(*order), wait_ref_keys, 2);
-	/* the same pass as ru_d2h_waits(), over all the waits: the first wait to end before a
-	 * piece of work has the idle before it, whichever rule that wait belongs to */
-	ru_gpu_iter_init(&it, a, pid);
-	while (q < out->n && ru_gpu_next(&it, &w)) {
-		int64_t launched = cs_launch_time(w.launch_start, w.start);
-
-		while (q < out->n && launched >= order[q].end) {
-			struct ru_d2h_wait *d = &out->v[order[q].i];
-			const cs_a_sync *y = &a->syncs[d->sync];
-			int64_t from = y->start, stop;
-
-			if (reach != CS_TS_UNKNOWN && reach > from)
-				from = reach;
-			q++;
-			if (last_next == w.index && last_next_kernel == w.is_kernel) {
-				d->idle_start = d->idle_end = d->window_end = w.start;
-				continue;
-			}
-			last_next = w.index;
-			last_next_kernel = w.is_kernel;
-			d->idle_start = from;
-			d->idle_end = w.start > from ? w.start : from;
-			d->drained = reach == CS_TS_UNKNOWN || reach <= wait_end(y);
-			if (d->step < 0 || !d->drained || ru_d2h_idle(d) <= out->floor_ns ||
-			    keep[order[q - 1].i] == HW_NONE) {
-				d->window_end = d->idle_end;
-				continue;
-			}
-			stop = next_host_wait(a, pid, wait_end(y));
-			if (s->v[d->step].end < stop)
-				stop = s->v[d->step].end;
-			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
-			d->cost = cs_sat_add(ru_d2h_idle(d), d->refill_ns);
-			/* an explicit synchronize gives the host nothing it needs: without it the
-			 * host would have gone on at once, its next launch that much earlier and no
-			 * more, so the wait costs at most the time it held the host (a 5 us
-			 * synchronize in the middle of host work costs 5 us, not the host work
-			 * after it) */
-			if (keep[order[q - 1].i] == HW_SYNC && d->cost > wait_end(y) - y->start)
-				d->cost = wait_end(y) - y->start;
-		}
-		if (reach == CS_TS_UNKNOWN || w.end > reach)
-			reach = w.end;
-	}
-	for (int64_t i = 0; i < out->n; i++)
-		ncopy += keep[i] == HW_COPY;
-	if (ncopy > 0) {
-		copy->v = malloc((size_t)ncopy * sizeof(*copy->v));
-		if (!copy->v)
-			goto out;
-	}
-	copy->floor_ns = out->floor_ns;
-	copy->floor_pairs = out->floor_pairs;
-	for (int64_t i = 0; i < out->n; i++) {
-		if (keep[i] == HW_COPY)
-			copy->v[copy->n++] = out->v[i];
-		else if (keep[i] == HW_SYNC)
-			out->v[m++] = out->v[i];
-	}
-	out->n = m;
-	rc = 0;
-out:
-	free(cp);
-	free(order);
-	free(keep);
-	free(of_copy);
-	if (rc) {
-		ru_d2h_free(out);
-		ru_d2h_free(copy);
-	} else {
-		*sync = all;
-	}
-	return rc;
-}
-
 /* ---- evidence of the rules about host waits ---- */
 
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
@@ -1691,10 +505,10 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = *(const int64_t *)((const char *)per_step + (size_t)steps[i] * size +
 					    offset);
-	return ru_median(tmp, n);
+	return cs_median_i64(tmp, n);
 }
 
-int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best)
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int64_t *best)
 {
 	static const int32_t type_of[RU_WAIT_TYPES] = {CS_SYNC_UNKNOWN,
 						       CS_SYNC_EVENT_SYNCHRONIZE,
@@ -1712,12 +526,12 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
 	for (int64_t i = 0; i < d->n; i++) {
 		const cs_a_sync *y = &a->syncs[d->v[i].sync];
 
-		if (d->v[i].step < 0 || ru_d2h_cost(&d->v[i]) == 0)
+		if (d->v[i].step < 0 || fact_wait_cost(&d->v[i]) == 0)
 			continue;
 		for (int k = 0; k < RU_WAIT_TYPES; k++)
 			if (type_of[k] == y->type)
 				count[k]++;
-		if (*best < 0 || ru_d2h_cost(&d->v[i]) > ru_d2h_cost(&d->v[*best]))
+		if (*best < 0 || fact_wait_cost(&d->v[i]) > fact_wait_cost(&d->v[*best]))
 			*best = i;
 	}
 	types = cJSON_AddObjectToObject(e, "waits_by_type");
@@ -1730,23 +544,23 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
 	return 0;
 }
 
-int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
+int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int copy_stack,
 		      int max, int64_t *stack_id)
 {
 	struct ru_sites u = {0};
 	int rc = 0;
 
 	for (int64_t i = 0; i < d->n && !rc; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 
-		if (w->step < 0 || ru_d2h_cost(w) == 0)
+		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
 		rc = ru_sites_add(&u, -1, y->tid,
 				  y->stack_id == CS_ID_NONE && copy_stack
 					  ? a->copies[w->first_copy].stack_id
 					  : y->stack_id,
-				  -1, ru_d2h_cost(w));
+				  -1, fact_wait_cost(w));
 	}
 	if (!rc)
 		rc = ru_sites_evidence(e, &u, NULL, 0, max, stack_id);
@@ -1791,7 +605,7 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 		r->near_steps = n < min_step_share * r->steady || r->steps_lo < min_step_share;
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = cost[steps[i]];
-		r->lost = ru_median(tmp, n);
+		r->lost = cs_median_i64(tmp, n);
 	} else {
 		/*
 		 * In a few steps only (every Nth step, a rare event): direct evidence however rare.
@@ -2095,7 +909,7 @@ int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
 
 		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
 		    k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
+		    cs_steps_find_steady(s, cs_launch_time(k->launch_start, k->start)) < 0)
 			continue;
 		if (launches)
 			(*launches)++;
@@ -2220,10 +1034,10 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n)
 	return in;
 }
 
-int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies)
+int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copies)
 {
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 
 		if (w->step < 0)
 			continue;
@@ -2237,13 +1051,13 @@ int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies)
 }
 
 int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b))
+		   const struct fact_bursts *m, int (*keep)(const struct fact_burst *b))
 {
-	struct ru_i64 calls = {0};
-	int rc = ru_alloc_api_calls(a, s->pid, 1, &calls);
+	struct fact_alloc_calls calls = {0};
+	int rc = fact_alloc_calls(a, s->pid, 1, &calls);
 
 	for (int32_t i = 0; rc == 0 && i < m->n; i++) {
-		const struct ru_burst *b = &m->v[i];
+		const struct fact_burst *b = &m->v[i];
 		int64_t end = b->t_realloc_end > b->t_last ? b->t_realloc_end : b->t_last;
 
 		if (b->step < 0 || !keep(b))

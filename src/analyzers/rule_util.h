@@ -1,9 +1,8 @@
 /*
  * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
- * small growing arrays, number formatting for titles, a walk over a process's GPU work in start
- * order, the device-to-host waits that d2h-sync reports and launch-starvation leaves to it, the
- * release bursts of the device memory allocator that empty-cache-in-loop and
- * memory-ceiling-thrash tell apart, and the cache that computes both once per run.
+ * small growing arrays, number formatting for titles, the run of the two rules about release
+ * bursts, evidence and call sites, and the cache that computes the facts of facts/ (the host
+ * waits, the release bursts, the launch calls) once per run.
  */
 #ifndef CUSCOPE_RULE_UTIL_H
 #define CUSCOPE_RULE_UTIL_H
@@ -12,6 +11,8 @@
 #include <stdint.h>
 
 #include "cuscope/analyze.h"
+#include "d2h_waits.h"
+#include "release_bursts.h"
 
 struct fact_launch_calls;
 
@@ -20,9 +21,6 @@ struct fact_launch_calls;
 
 /* Severity of a finding by its estimated loss share of the step: error >= 10%, warning >= 3%. */
 int ru_severity(double share);
-
-/* Index of the steady-state (not warm-up) step that contains host time t, or -1. */
-int ru_steady_step(const cs_steps *s, int64_t t);
 
 /* A growing array of int64 values. */
 struct ru_i64 {
@@ -34,8 +32,6 @@ int ru_i64_push(struct ru_i64 *x, int64_t v);
 void ru_i64_free(struct ru_i64 *x);
 /* Sort v[0..n) ascending. */
 void ru_sort_i64(int64_t *v, int64_t n);
-/* Median of v[0..n) (v is sorted in place); 0 when n is 0. */
-int64_t ru_median(int64_t *v, int64_t n);
 
 /*
  * The distribution-free 95% confidence interval of the median of v[0..n) (sorted in place), into
@@ -62,193 +58,13 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
 
-/* ---- the GPU work of a process, in start order ---- */
-
-struct ru_work {
-	int64_t start, end;
-	int64_t launch_start, launch_end; /* CS_TS_UNKNOWN when not known */
-	int64_t index;			  /* in a->kernels or a->copies */
-	int is_kernel;
-	int graph; /* a kernel replayed from a CUDA graph */
-};
-
-/* Merges kernels and copies (memsets included) of one process (pid 0: all) by start. */
-struct ru_gpu_iter {
-	const cs_analysis *a;
-	uint32_t pid;
-	int64_t k, c;
-};
-void ru_gpu_iter_init(struct ru_gpu_iter *it, const cs_analysis *a, uint32_t pid);
-/* Next piece of GPU work with known start and end; 0 at the end. */
-int ru_gpu_next(struct ru_gpu_iter *it, struct ru_work *w);
-
-/* Host time the launch of w was finished: launch_end, else launch_start, else CS_TS_UNKNOWN. */
-int64_t ru_work_launched(const struct ru_work *w);
-
-/* ---- device-to-host copies followed by a host wait (d2h-sync) ---- */
-
-struct ru_d2h_wait {
-	int64_t sync;		      /* index in a->syncs */
-	int64_t first_copy;	      /* index in a->copies of the first copy it waited for */
-	int32_t step;		      /* steady step of the wait, or -1 */
-	int32_t copies;		      /* DtoH copies since the previous host wait */
-	int64_t bytes;		      /* their bytes */
-	int drained;		      /* all GPU work queued before the wait ended had ended */
-	int64_t idle_start, idle_end; /* the GPU idle right after the wait (none: equal) */
-	int64_t refill_ns;	      /* starved gaps while the queue refilled, at most the lead */
-	int64_t window_end;	      /* end of the time after the wait that it is charged for */
-	int32_t refill_gaps;	      /* gaps counted in refill_ns */
-	int64_t cost;		      /* GPU time it cost: see ru_d2h_waits() */
-};
-struct ru_d2h {
-	struct ru_d2h_wait *v;
-	int64_t n;
-	/* The GPU's own gap between two pieces of work when the next was already queued (the
-	 * median over the process's back-to-back pairs), and how many pairs it comes from. */
-	int64_t floor_ns;
-	int64_t floor_pairs;
-};
-
-/*
- * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
- * process that waited for a device-to-host copy launched since the previous host wait, each with
- * the GPU idle after it. A wait drained the GPU when every piece of GPU work launched before it
- * ended had ended by the time it returned (the GPU had nothing left to run); its idle runs from
- * the later of the wait's start and the end of that work to the start of the first work launched
- * after it. A drained wait whose idle is longer than the GPU's own back-to-back gap (floor_ns,
- * measured in the same trace) costs that idle in full, plus the starved gaps that follow while
- * the host refills the queue (each next piece of work launched only after the GPU ran out of
- * work), until work is queued ahead again, the next host wait or the end of the step, counted up
- * to the lead the host had before the wait (the time it waited). A query is a host wait only when
- * it ends a polling loop (load.c marks it: done right after not ready, same thread and stream);
- * other queries and stream-wait-event are never listed.
- */
-int ru_d2h_waits(const cs_analysis *a, const cs_steps *s, struct ru_d2h *out);
-void ru_d2h_free(struct ru_d2h *d);
-static inline int64_t ru_d2h_idle(const struct ru_d2h_wait *w)
-{
-	return w->idle_end > w->idle_start ? w->idle_end - w->idle_start : 0;
-}
-/* GPU time a wait cost: nothing unless it drained the GPU, else the idle and the refill. */
-static inline int64_t ru_d2h_cost(const struct ru_d2h_wait *w)
-{
-	return w->cost;
-}
-
-/* ---- release bursts of the device memory allocator ---- */
-
-/* A burst: at least this many releases with no allocation between them. */
-#define RU_BURST_MIN_RELEASES 3
 /* A pattern seen in a few steps only (every Nth step) counts when it recurs: at least this many
  * steps have it, and it costs at least RU_MIN_LOSS_SHARE of the median step over the steady state.
  */
 #define RU_RARE_MIN_STEPS 2
 #define RU_MIN_LOSS_SHARE 0.02
 
-struct ru_burst {
-	int64_t first, last;	  /* memory row indices of the first and last release */
-	int64_t t_first, t_last;  /* their times */
-	int32_t step;		  /* steady step of the first release, or -1 */
-	int64_t releases;	  /* releases in the burst */
-	int64_t bytes;		  /* bytes released */
-	int32_t failed_before;	  /* failed allocations just before the burst */
-	int64_t failed_bytes;	  /* the largest of them */
-	int64_t failed_row;	  /* memory row of the last of them, or -1 */
-	int64_t next_alloc;	  /* memory row of the next allocation, or -1 */
-	int64_t next_alloc_bytes; /* its bytes */
-	int launches_before_next; /* GPU work launched between the burst and that allocation */
-	int64_t prev_alloc_t;	  /* the allocation (or failed one) before the burst; or unknown */
-	int launches_since_alloc; /* kernels launched since then, up to half a step + 1 */
-	int phase_switch;	  /* in a step whose work is not the regular step's, or right after
-				   * one: at a switch of phase (train/eval), see ru_mem_bursts() */
-	int64_t realloc_bytes;	  /* bytes allocated after the burst, until the next burst */
-	int64_t t_realloc_end;	  /* time of the last of those allocations (0: none) */
-	int64_t reserved_before;  /* reserved device memory when the burst began */
-	int64_t reserved_after;	  /* and when it ended */
-	int retry;		  /* the allocator's free-and-retry: see ru_mem_bursts() */
-	int direct;		  /* a retry proven by a failed allocation: see ru_mem_bursts() */
-};
-
-struct ru_mem {
-	struct ru_burst *v;
-	int32_t n;
-	int64_t reserved_peak;	 /* highest reserved device memory in steady steps */
-	int64_t reserved_start;	 /* reserved when the first steady step began */
-	int64_t steady_allocs;	 /* allocations in steady steps */
-	int64_t steady_releases; /* releases in steady steps */
-	int64_t steady_failed;	 /* failed allocations in steady steps */
-	int64_t device_total;	 /* a->device_memory_total */
-	int uncached; /* allocations under RU_SEGMENT_MIN_BYTES in most steady steps: no cache */
-	/* filled by ru_mem_rule_run() once a rule reports: */
-	int64_t *api_idle;  /* per step: GPU idle while the host was in allocator calls */
-	int64_t *api_host;  /* per step: host time in allocator calls */
-	int32_t *api_calls; /* per step: allocator calls */
-	int have_api;	    /* the trace has API rows for allocator calls */
-};
-
-/*
- * Reserved device memory of the steps' process (allocations minus releases; with expandable
- * segments physical memory created minus released, the allocation records of mapped pages not
- * counted twice), its release bursts, and what surrounds each burst. A burst is a retry of the
- * caching allocator when a failed allocation comes right before it, or when it interrupts
- * allocating (fewer kernels launched since the previous allocation than half a regular step's:
- * the median kernels of the steady steps) and is followed at once (no GPU work launched in
- * between) by an allocation that would not have fit under the highest reserved level; a backtrace
- * of the first release, when the trace has one, decides instead (emptyCache, or the allocator's
- * release_cached_blocks). A retry is direct when a failed allocation came before it and an
- * allocation follows it with no GPU work launched in between: the driver refused, the allocator
- * released and asked again. A failed allocation stays pending across a run of fewer than
- * RU_BURST_MIN_RELEASES releases (the pages created for the failed request, released before the
- * allocator frees its cache), until an allocation succeeds or a burst takes it. A burst is at a
- * phase switch when its step, or the step before, has another kernel count than the steady steps'
- * median (the work of another phase, an evaluation or a checkpoint, ran in it).
- */
-int ru_mem_bursts(const cs_analysis *a, const cs_steps *s, struct ru_mem *out);
-/* The smallest block a caching allocator asks the driver for: PyTorch's small-block segments are
- * 2 MiB and its larger requests are rounded up to 2 MiB; a program that allocates less than this,
- * step after step, allocates tensor by tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1, a C program's
- * cudaMalloc per buffer), and ru_mem_bursts() marks it uncached and keeps only its direct
- * retries. */
-#define RU_SEGMENT_MIN_BYTES (1ll << 20)
-void ru_mem_free(struct ru_mem *m);
-
-/* GPU idle of the process while a burst released memory (from its first to its last release). */
-int64_t ru_burst_idle(const cs_analysis *a, uint32_t pid, const struct ru_burst *b);
-/*
- * GPU time lost per step to the allocator calls: the GPU idle during them when the trace has
- * their API rows, else the idle during the step's bursts. Fills per_step (s->n slots) for the
- * steps where keep(burst) holds for one of the step's bursts, 0 elsewhere.
- */
-void ru_mem_step_cost(const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		      int (*keep)(const struct ru_burst *b), int64_t *per_step);
-
-/*
- * Median over the bursts for which keep() holds of the int64_t field at offset in struct ru_burst
- * (offsetof(struct ru_burst, bytes), ...); tmp has room for m->n values.
- */
-int64_t ru_burst_median(const struct ru_mem *m, int (*keep)(const struct ru_burst *b),
-			size_t offset, int64_t *tmp);
-
-/* What both memory rules say of the bursts they keep: medians over the affected steps (lost,
- * calls, host) and over the kept bursts (the rest). */
-struct ru_mem_summary {
-	int64_t lost;	/* GPU idle per affected step (ru_mem_step_cost) */
-	double share;	/* lost / the median step */
-	int64_t bursts; /* bursts kept */
-	int64_t releases, bytes, reserved_before, reserved_after; /* per kept burst */
-	int64_t calls, host; /* allocator calls, and the host time in them, per affected step */
-	int64_t total;	     /* the cost summed over the affected steps */
-	int64_t steady_ns;   /* the steady steps' durations, summed */
-	double steady_share; /* total / steady_ns: the share of the steady state lost */
-	int (*keep)(const struct ru_burst *b); /* the bursts the finding is about */
-	/* the share of steady steps with such a burst, its 95% interval, the rule's threshold for
-	 * it, and whether the interval holds the threshold (the finding is then info) */
-	double step_share, step_share_lo, step_share_hi, min_step_share;
-	int near;
-	int rare;	   /* in a few steps only, reported for its cost over the steady state */
-	int64_t lost_each; /* with rare: the mean cost in an affected step */
-	int64_t *tmp;	   /* scratch for a rule's own medians: room for m->n and s->n values */
-};
+/* ---- the rules of the release bursts (empty-cache-in-loop, memory-ceiling-thrash) ---- */
 
 /*
  * The run of a rule about release bursts (empty-cache-in-loop, memory-ceiling-thrash): the steady
@@ -266,26 +82,26 @@ struct ru_mem_summary {
  * without a burst): sum->rare is set, sum->lost is that cost per step and
  * sum->lost_each the mean cost in an affected step.
  */
-typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct ru_mem *m,
-			      const struct ru_mem_summary *sum, const int32_t *steps, int32_t n,
-			      cs_error *err);
-int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct ru_burst *b),
-		    int (*direct)(const struct ru_burst *b), int32_t min_steps, double min_share,
+typedef int (*ru_mem_emit_fn)(cs_rule_ctx *ctx, const struct fact_bursts *m,
+			      const struct fact_bursts_summary *sum, const int32_t *steps,
+			      int32_t n, cs_error *err);
+int ru_mem_rule_run(cs_rule_ctx *ctx, int (*keep)(const struct fact_burst *b),
+		    int (*direct)(const struct fact_burst *b), int32_t min_steps, double min_share,
 		    int rare, double rare_min_share, ru_mem_emit_fn emit, cs_error *err);
 /*
  * The call sites of the allocator calls a memory rule's cost charges, for keep's bursts in steps
  * (n of them): with API rows each allocator call of those steps with the GPU idle while it ran
- * (what ru_mem_step_cost() sums), else each release of the bursts with the GPU idle since the
+ * (what fact_bursts_step_cost() sums), else each release of the bursts with the GPU idle since the
  * burst's previous release. Listed as ru_sites_evidence() does (at most max, *stack_id the
  * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
  */
-int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct ru_mem *m,
-		 int (*keep)(const struct ru_burst *b), const int32_t *steps, int32_t n, int max,
+int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct fact_bursts *m,
+		 int (*keep)(const struct fact_burst *b), const int32_t *steps, int32_t n, int max,
 		 int64_t *stack_id);
 /* The evidence both memory rules give (docs/rules/): the summary, the reserved peak, failed
  * allocations, the device's memory and the steps. */
-void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct ru_mem *m,
-		     const struct ru_mem_summary *sum, int32_t n);
+void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts *m,
+		     const struct fact_bursts_summary *sum, int32_t n);
 
 /* ---- host-to-device copies after the host stopped calling CUDA (dataloader-stall,
  * host-created-tensor) ---- */
@@ -328,11 +144,11 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
  */
 struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
-	struct ru_d2h d2h;
+	struct fact_waits d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
-	struct ru_mem mem;	  /* and its allocator call costs once have_api_cost is set */
-	struct ru_d2h sync_waits, copy_waits; /* ru_cached_host_waits() */
-	int64_t *copy_wait;		      /* ru_pageable_copy_waits() of the steps' process */
+	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
+	struct fact_waits sync_waits, copy_waits; /* ru_cached_host_waits() */
+	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
 	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
 	 * takes it for its GPU idle line (cs_report_process.idle_by_cause) */
 	int64_t *idle;
@@ -353,8 +169,14 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep);
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 			 struct cs_rule_cache *cache, cs_report *out, cs_error *err);
-/* ru_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM. */
-int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **out);
+/* fact_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM.
+ */
+int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out);
+/* fact_host_waits() of the steps' process (facts/d2h_waits.h), as ru_cached_d2h(): the first rule
+ * to ask computes them, with the cached ru_cached_pageable_copy_waits(); read-only. Either pointer
+ * may be NULL. 0 or CS_ERR_NOMEM. */
+int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_waits **sync, const struct fact_waits **copy);
 /* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out);
@@ -381,7 +203,7 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
  * steady step holds the host; with copies, neither does the call of the first copy each waited
  * for. 0 or CS_ERR_NOMEM.
  */
-int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
+int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copies);
 
 /*
  * The fix of a memory rule as an edit of the run (docs/replay.md): the device allocator calls of
@@ -390,7 +212,7 @@ int ru_edit_no_waits(cs_report_finding *f, const struct ru_d2h *d, int copies);
  * allocator's wait for every stream before it frees). 0 or CS_ERR_NOMEM.
  */
 int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		   const struct ru_mem *m, int (*keep)(const struct ru_burst *b));
+		   const struct fact_bursts *m, int (*keep)(const struct fact_burst *b));
 
 /*
  * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the
@@ -404,40 +226,6 @@ int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_ste
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
-/* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
-int ru_is_alloc_api(const char *name);
-/* ru_is_alloc_api() without the pinned host memory calls (cudaMallocHost, cudaFreeHost, ...). */
-int ru_is_device_alloc_api(const char *name);
-/* The indices in a->apis of pid's allocator calls with known times (start <= end), by start:
- * every one (ru_is_alloc_api()), or with device_only the device memory ones
- * (ru_is_device_alloc_api()); appended to out. 0, or CS_ERR_NOMEM. */
-int ru_alloc_api_calls(const cs_analysis *a, uint32_t pid, int device_only, struct ru_i64 *out);
-/* The GPU idle the allocator call calls->v[k] (a list of ru_alloc_api_calls()) cost: from its
- * start to the first GPU work of its process that starts after it (a cudaFree waits for the
- * device, and the host then launches into an empty queue), bounded by the next call of the list:
- * the call's own time less the GPU work running during it, and the relaunch after it. */
-int64_t ru_alloc_call_idle(const cs_analysis *a, const struct ru_i64 *calls, int64_t k);
-
-/* ---- host waits with no device-to-host copy to wait for (sync-call) ---- */
-
-/*
- * The explicit host waits of the steps' process: stream, context or event synchronize (and a query
- * that ended a polling loop) with no device-to-host copy launched since the previous host wait
- * ended (those are ru_d2h_waits()'s), not a synchronous memcpy, and not followed by a device
- * memory release before the next launch (the caching allocator's own waits, which the memory
- * rules judge). Each has its idle, drained flag, refill and cost as ru_d2h_waits() computes them,
- * in one pass over all the host waits of the process, so that the idle before a piece of work
- * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
- * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
- * The wait a blocking copy from pageable memory made right after its call
- * (ru_pageable_copy_waits()) is not explicit: *copy gives those, computed in the same pass.
- * Both from ctx->cache (else own) as ru_cached_d2h(): the first rule to ask computes them, with
- * the cached ru_cached_pageable_copy_waits(); read-only. Either pointer may be NULL.
- * 0 or CS_ERR_NOMEM.
- */
-int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_d2h **sync,
-			 const struct ru_d2h **copy);
-
 /* ---- evidence of the rules about host waits (d2h-sync, sync-call) ---- */
 
 /* The sync types a finding counts its waits by. */
@@ -446,7 +234,7 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
  * The waits of d that cost GPU time, by sync type, added to e as "waits_by_type"; *best is the
  * costliest of them (-1: none). 0, or CS_ERR_NOMEM.
  */
-int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int64_t *best);
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int64_t *best);
 /*
  * The call sites of the waits of d that cost GPU time, merged by the wait's stack (with
  * copy_stack, by the stack of the first copy it waited for when the wait has none), most idle
@@ -454,7 +242,7 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, in
  * most max of them added to e as "sites", and the costliest site's stack given to *stack_id. 0,
  * or CS_ERR_NOMEM.
  */
-int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct ru_d2h *d, int copy_stack,
+int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int copy_stack,
 		      int max, int64_t *stack_id);
 /* The median over the given steps of one int64_t field (at offset) of per-step structs of size
  * bytes each; tmp has room for n values. */

@@ -195,7 +195,7 @@ int ru_add_kernel_sites(cJSON *e, const cs_analysis *a, const cs_steps *s,
 
 		if (!match(k, arg) || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
 		    k->end < k->start ||
-		    ru_steady_step(s, cs_launch_time(k->launch_start, k->start)) < 0)
+		    cs_steps_find_steady(s, cs_launch_time(k->launch_start, k->start)) < 0)
 			continue;
 		if (ru_sites_add(&u, k->name_id, k->launch_tid, k->stack_id, -1, k->end - k->start))
 			goto out;

@@ -18,6 +18,7 @@
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
+#include "cuscope/sort.h"
 
 #define RULE_ID "small-allreduce-buckets"
 
@@ -180,12 +181,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (steady == 0)
 		goto out;
 	{
-		int64_t small_med = ru_median(n_small, steady);
-		int64_t all_med = ru_median(n_all, steady);
-		int64_t lm = ru_median(lost, steady);
-		int64_t xm = ru_median(excess, steady);
-		int64_t nbm = ru_median(nb, steady);
-		int64_t tm = ru_median(t_all, steady);
+		int64_t small_med = cs_median_i64(n_small, steady);
+		int64_t all_med = cs_median_i64(n_all, steady);
+		int64_t lm = cs_median_i64(lost, steady);
+		int64_t xm = cs_median_i64(excess, steady);
+		int64_t nbm = cs_median_i64(nb, steady);
+		int64_t tm = cs_median_i64(t_all, steady);
 		double share = (double)lm / (double)ctx->step_median;
 
 		if (small_med < MIN_SMALL || lm <= 0 || share < MIN_SHARE)
@@ -219,7 +220,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			      NULL;
 			ok &= cJSON_AddNumberToObject(ev, "latency_ns", (double)lat) != NULL;
 			ok &= cJSON_AddNumberToObject(ev, "allreduce_median_ns",
-						      (double)ru_median(durs, ndurs)) != NULL;
+						      (double)cs_median_i64(durs, ndurs)) != NULL;
 			ok &= cJSON_AddNumberToObject(ev, "allreduce_ns_per_step", (double)tm) !=
 			      NULL;
 			ok &= cJSON_AddNumberToObject(ev, "buckets_needed", (double)nbm) != NULL;

@@ -1638,6 +1638,15 @@ int cs_steps_find(const cs_steps *s, int64_t t)
 	return t < s->v[lo - 1].end ? lo - 1 : -1;
 }
 
+int cs_steps_find_steady(const cs_steps *s, int64_t t)
+{
+	int st = cs_steps_find(s, t);
+
+	if (st < 0 || s->v[st].warmup)
+		return -1;
+	return st;
+}
+
 int cs_steps_find_launch(const cs_steps *s, int64_t launch_start, int64_t start)
 {
 	return cs_steps_find(s, cs_launch_time(launch_start, start));

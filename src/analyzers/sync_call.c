@@ -18,6 +18,7 @@
 
 #include "cuscope/grow.h"
 
+#include "d2h_waits.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -53,7 +54,7 @@ static void add_median(cJSON *e, const char *key, const struct step_sum *sum, co
 	cJSON_AddNumberToObject(e, key, (double)median_field(sum, steps, n, offset, tmp));
 }
 
-static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru_d2h *d,
+static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
 			int64_t *tmp, cs_report_finding *f)
 {
@@ -74,7 +75,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 	add_median(e, "waits_per_step", sum, steps, nsteps, offsetof(struct step_sum, waits), tmp);
 
 	if (best >= 0) {
-		const struct ru_d2h_wait *w = &d->v[best];
+		const struct fact_wait *w = &d->v[best];
 		const cs_a_sync *y = &a->syncs[w->sync];
 
 		ex = cJSON_AddObjectToObject(e, "costliest_wait");
@@ -89,7 +90,7 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
 			cJSON_AddNumberToObject(ex, "stream", (double)y->stream_id);
 		cJSON_AddNumberToObject(ex, "idle_start", (double)w->idle_start);
 		cJSON_AddNumberToObject(ex, "idle_end", (double)w->idle_end);
-		cJSON_AddNumberToObject(ex, "idle_ns", (double)ru_d2h_idle(w));
+		cJSON_AddNumberToObject(ex, "idle_ns", (double)fact_wait_idle(w));
 		cJSON_AddNumberToObject(ex, "refill_gaps", w->refill_gaps);
 		cJSON_AddNumberToObject(ex, "refill_ns", (double)w->refill_ns);
 		cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
@@ -109,18 +110,18 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct ru
  * Leave out a wait whose charged window overlaps one that d2h-sync charges (waits of several
  * threads ending out of order): the same idle is never reported twice.
  */
-static void drop_d2h_windows(const struct ru_d2h *dd, struct ru_d2h *w)
+static void drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 {
 	int64_t m = 0;
 
 	for (int64_t i = 0; i < w->n; i++) {
-		const struct ru_d2h_wait *x = &w->v[i];
+		const struct fact_wait *x = &w->v[i];
 		int clash = 0;
 
 		for (int64_t j = 0; x->cost > 0 && j < dd->n && !clash; j++) {
-			const struct ru_d2h_wait *y = &dd->v[j];
+			const struct fact_wait *y = &dd->v[j];
 
-			clash = ru_d2h_cost(y) > 0 && y->step >= 0 &&
+			clash = fact_wait_cost(y) > 0 && y->step >= 0 &&
 				y->idle_start < x->window_end && x->idle_start < y->window_end;
 		}
 		if (!clash)
@@ -134,8 +135,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct ru_d2h *dd, *d, *all;
-	struct ru_d2h waits = {0};
+	const struct fact_waits *dd, *d, *all;
+	struct fact_waits waits = {0};
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
@@ -174,7 +175,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (!sum || !idle || !tmp)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
 		struct step_sum *x;
 
@@ -184,9 +185,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		x->waits++;
 		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
 			cs_sat_accum(&x->wait_ns, y->end - y->start);
-		if (ru_d2h_cost(w) > 0) {
+		if (fact_wait_cost(w) > 0) {
 			x->draining++;
-			cs_sat_accum(&x->idle_ns, ru_d2h_cost(w));
+			cs_sat_accum(&x->idle_ns, fact_wait_cost(w));
 			cs_sat_accum(&x->refill_ns, w->refill_ns);
 		}
 	}
@@ -238,9 +239,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	f->lost_ns_per_step = r.lost;
 	f->step_share = r.share;
 	for (int64_t i = 0; i < d->n; i++) {
-		const struct ru_d2h_wait *w = &d->v[i];
+		const struct fact_wait *w = &d->v[i];
 
-		if (w->step < 0 || ru_d2h_cost(w) == 0)
+		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = a->syncs[w->sync].start;
@@ -261,7 +262,7 @@ out:
 out_free:
 	cs_finding_free(f);
 	ru_cache_free(&own);
-	ru_d2h_free(&waits);
+	fact_waits_free(&waits);
 	free(sum);
 	free(idle);
 	free(tmp);

@@ -289,7 +289,8 @@ static int find_chains(struct state *st)
 			 k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN && k->end >= k->start;
 
 		if (ok) {
-			step = ru_steady_step(st->s, cs_launch_time(k->launch_start, k->start));
+			step = cs_steps_find_steady(st->s,
+						    cs_launch_time(k->launch_start, k->start));
 			ok = step >= 0;
 		}
 		/* the run goes on: same stream, same step, no host wait in between */

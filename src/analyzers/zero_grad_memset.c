@@ -29,6 +29,7 @@
 
 #include "rule_util.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 /* A reset of many tensors: at least this many fills back to back. */
 #define MIN_FILLS 4
@@ -324,7 +325,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = CS_ERR_NOMEM;
 	for (int32_t i = 0; i < nsteps; i++)
 		tmp[i] = cost[steps[i]];
-	lost = ru_median(tmp, nsteps);
+	lost = cs_median_i64(tmp, nsteps);
 	share = ctx->step_median > 0 ? (double)lost / (double)ctx->step_median : 0;
 	{
 		const struct step_sum *x = &sum[steps[0]];

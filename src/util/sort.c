@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/sort.h"
 
@@ -205,6 +206,17 @@ void cs_sort_i64(int64_t *v, size_t n)
 	static const cs_sort_key key = {0, CS_KEY_I64};
 
 	cs_sort_records(v, n, sizeof(*v), &key, 1);
+}
+
+int64_t cs_median_i64(int64_t *v, int64_t n)
+{
+	if (n <= 0)
+		return 0;
+	if (n > 1)
+		cs_sort_i64(v, (size_t)n);
+	if (n % 2)
+		return v[n / 2];
+	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
 }
 
 /* a double's bits as an int64 of the same order: negative values with their other bits flipped */

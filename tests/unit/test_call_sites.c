@@ -377,7 +377,7 @@ START_TEST(test_churn_sites)
 {
 	struct sim m;
 	int64_t st[2];
-	/* each call charged what the finding charges it (ru_alloc_call_idle): the allocation its
+	/* each call charged what the finding charges it (fact_alloc_call_idle): the allocation its
 	 * 100 us and the relaunch after it, the free its 60 us up to the allocation */
 	struct site_want w0 = {20, 1, 100 * US, 110 * US}, w1 = {10, 1, 60 * US, 80 * US};
 
