@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "cuscope/grow.h"
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
@@ -37,7 +38,7 @@ static int is_scan_name(const char *name)
 {
 	char own[256];
 
-	ru_kernel_own_name(name, own, sizeof(own));
+	fact_kernel_own_name(name, own, sizeof(own));
 	return strcasestr(own, "scan") || strcasestr(own, "cumsum") || strcasestr(own, "cumprod");
 }
 
@@ -65,7 +66,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct ru_name_time *names = NULL;
+	struct fact_name_time *names = NULL;
 	int32_t nnames = 0;
 	int64_t launches = 0, gpu_med, *tmp;
 	cs_report_finding *f = NULL;
@@ -74,12 +75,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	int rc = CS_ERR_NOMEM;
 
 	tmp = malloc(((size_t)n + 1) * sizeof(*tmp));
-	if (!tmp || ru_kernel_names(a, s, match_scan, (void *)c, &names, &nnames, &launches))
+	if (!tmp || fact_kernel_names(a, s, match_scan, (void *)c, &names, &nnames, &launches))
 		goto out;
 	for (int32_t i = 0; i < n; i++)
 		tmp[i] = gpu[steps[i]];
 	gpu_med = cs_median_i64(tmp, n);
-	ru_kernel_own_name(nnames ? cs_analysis_string(a, names[0].name_id) : "", own, sizeof(own));
+	fact_kernel_own_name(nnames ? cs_analysis_string(a, names[0].name_id) : "", own, sizeof(own));
 	snprintf(title, sizeof(title),
 		 "scan kernels (cumsum) on CUDA cores take %s per step (%.0f%% of the step, "
 		 "%.0f%% of GPU time): %s",

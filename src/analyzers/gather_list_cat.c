@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
@@ -37,7 +38,7 @@ static int kind_of(const char *name)
 	if (cs_is_nccl_kernel(name))
 		return strstr(name, "AllGather") ? K_GATHER : K_NCCL;
 	/* at::native::(anonymous namespace)::CatArrayBatchedCopy*, mangled or demangled */
-	ru_kernel_own_name(name, own, sizeof(own));
+	fact_kernel_own_name(name, own, sizeof(own));
 	if (strncmp(own, "CatArrayBatchedCopy", 19) == 0 || strstr(name, "::CatArrayBatchedCopy"))
 		return K_CAT;
 	return K_OTHER;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/sort.h"
 #include "cuscope/checked.h"
@@ -120,7 +121,7 @@ static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i
 		name = cs_analysis_string(a, ops[j].name);
 		if (!name)
 			continue;
-		ru_kernel_own_name(name, own, sizeof(own));
+		fact_kernel_own_name(name, own, sizeof(own));
 		if (!is_gather(own))
 			continue;
 		if (x->nlookups < MAX_PAIR)
@@ -152,7 +153,7 @@ static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, in
 			continue;
 		if (strstr(name, "EmbeddingBackward") || strstr(name, "embedding_backward"))
 			x->embedding_bwd = 1;
-		ru_kernel_own_name(name, own, sizeof(own));
+		fact_kernel_own_name(name, own, sizeof(own));
 		if (x->gather >= 0 && o->launch > x->gather_at && j > i &&
 		    is_atomic_add(name, own) && is_zero_fill(a, &ops[j - 1])) {
 			cs_sat_accum(&x->atomic_ns, kernel_ns(k));

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "cuscope/grow.h"
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
@@ -302,7 +303,7 @@ static void display_name(const char *name, char *buf, size_t size)
 			p = e;
 		}
 	}
-	ru_kernel_own_name(name, buf, size);
+	fact_kernel_own_name(name, buf, size);
 }
 
 static int64_t step_median_of(const int64_t *per_step, const int32_t *steps, int32_t n,
@@ -323,7 +324,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *simt = NULL, *tensor = NULL, *other = NULL, *gpu = NULL, *lost = NULL, *tmp = NULL,
 		*shortk = NULL;
 	int32_t *steps = NULL, nsteps = 0, nnames_t = 0, steady = cs_steps_steady(s);
-	struct ru_name_time *names = NULL;
+	struct fact_name_time *names = NULL;
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
 	int rc = CS_ERR_NOMEM, any_simt = 0, any_tensor = 0, arch_tc = 0;
@@ -394,7 +395,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
 		goto out;
 	rc = CS_ERR_NOMEM;
-	if (ru_kernel_names(a, s, match_class, &c, &names, &nnames_t, NULL))
+	if (fact_kernel_names(a, s, match_class, &c, &names, &nnames_t, NULL))
 		goto out;
 	{
 		int64_t simt_med = step_median_of(simt, steps, nsteps, tmp);

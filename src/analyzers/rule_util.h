@@ -313,36 +313,12 @@ int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t p
 
 /* GPU idle of process pid in [t0, t1): the time no kernel, copy or memset of it ran. */
 int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
-/* ---- kernel names ---- */
-
-/*
- * The function's own name in a kernel name, into buf (size > 0): for an Itanium-mangled name the
- * last component of its (nested) name before template arguments begin; for a plain or demangled
- * name the identifier before the first '<' or '(' after the last "::" or space. The template
- * arguments (functors, element types) are not part of it.
- */
-void ru_kernel_own_name(const char *name, char *buf, size_t size);
 
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);
 
-/* ---- kernels by name ---- */
-
-struct ru_name_time {
-	int64_t name_id;
-	int64_t ns, launches, blocks;
-	int64_t stack_id; /* of the first such kernel that has one */
-};
-
-/*
- * The kernels that match (match(k, arg) != 0) launched in steady steps, by name: their time,
- * launches and blocks, most time first (ties by name id). *out is freed with free(); *launches
- * (when not NULL) gets the number of matching kernels. 0, or CS_ERR_NOMEM.
- */
-int ru_kernel_names(const cs_analysis *a, const cs_steps *s,
-		    int (*match)(const cs_a_kernel *k, void *arg), void *arg,
-		    struct ru_name_time **out, int32_t *n, int64_t *launches);
+/* ---- kernels' call sites (their names and time by name: facts/kernel_names.h) ---- */
 
 /*
  * The call sites of the kernels that match, launched in steady steps (sites.c): merged by

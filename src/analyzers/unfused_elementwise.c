@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "cuscope/grow.h"
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 
@@ -52,7 +53,7 @@ static int is_elementwise_name(const char *name)
 {
 	char own[256];
 
-	ru_kernel_own_name(name, own, sizeof(own));
+	fact_kernel_own_name(name, own, sizeof(own));
 	if (!strncmp(own, "triton_poi_", 11))
 		return 1;
 	if (!strcasestr(own, "elementwise") || strcasestr(own, "index"))
@@ -430,7 +431,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		own[0] = '\0';
 		if (st.nkinds)
-			ru_kernel_own_name(
+			fact_kernel_own_name(
 				cs_analysis_string(a, kat(&st, st.kinds[0].first)->name_id), own,
 				sizeof(own));
 		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));

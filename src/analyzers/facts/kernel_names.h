@@ -1,0 +1,41 @@
+/*
+ * kernel_names.h - a fact of the analysis: what a kernel's name says, and the kernels of the
+ * steady steps grouped by name. cuda-core-scan, no-tensor-cores, unfused-elementwise,
+ * gather-list-cat and index-select-embedding read the function's own name; cuda-core-scan and
+ * no-tensor-cores the time by name of the kernels they match.
+ *
+ * A fact takes what it is made of as parameters and knows nothing of the rules' cache.
+ */
+#ifndef CUSCOPE_FACT_KERNEL_NAMES_H
+#define CUSCOPE_FACT_KERNEL_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuscope/analyze.h"
+
+/*
+ * The function's own name in a kernel name, into buf (size > 0): for an Itanium-mangled name the
+ * last component of its (nested) name before template arguments begin; for a plain or demangled
+ * name the identifier before the first '<' or '(' after the last "::" or space. The template
+ * arguments (functors, element types) are not part of it.
+ */
+void fact_kernel_own_name(const char *name, char *buf, size_t size);
+
+/* The kernels of one name. */
+struct fact_name_time {
+	int64_t name_id;
+	int64_t ns, launches, blocks;
+	int64_t stack_id; /* of the first such kernel that has one */
+};
+
+/*
+ * The kernels that match (match(k, arg) != 0) launched in steady steps of s, by name: their time,
+ * launches and blocks, most time first (ties by name id). *out is freed with free(); *launches
+ * (when not NULL) gets the number of matching kernels. 0, or CS_ERR_NOMEM.
+ */
+int fact_kernel_names(const cs_analysis *a, const cs_steps *s,
+		      int (*match)(const cs_a_kernel *k, void *arg), void *arg,
+		      struct fact_name_time **out, int32_t *n, int64_t *launches);
+
+#endif
