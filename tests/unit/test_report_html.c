@@ -322,7 +322,7 @@ END_TEST
 START_TEST(test_html_chart_figures)
 {
 	struct tu_result r = run("-f", "html", job_db);
-	const cJSON *charts, *it, *procs, *kernels;
+	const cJSON *charts, *it, *procs, *kernels, *words;
 	char *raw;
 	cJSON *doc;
 	int n = 0;
@@ -331,6 +331,24 @@ START_TEST(test_html_chart_figures)
 	ck_assert_int_eq(r.rc, 0);
 	doc = page_data(r.out, &raw);
 	charts = cJSON_GetObjectItemCaseSensitive(doc, "charts");
+
+	/* the legends' words, one per cause key: the text header's, never the key */
+	words = cJSON_GetObjectItemCaseSensitive(charts, "idle_cause_words");
+	ck_assert_int_eq(cJSON_GetArraySize(words), CS_IDLE_NCAUSES);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(charts, "idle_causes")),
+		CS_IDLE_NCAUSES);
+	cJSON_ArrayForEach(it, words)
+	{
+		ck_assert(cJSON_IsString(it) && strchr(it->valuestring, '_') == NULL);
+		n++;
+	}
+	ck_assert_str_eq(cJSON_GetArrayItem(words, CS_IDLE_ALLOC)->valuestring, "allocator calls");
+	ck_assert_str_eq(cJSON_GetArrayItem(words, CS_IDLE_D2H)->valuestring, "after D2H syncs");
+	/* the charts' script names no cause itself */
+	ck_assert(strstr(r.out, "CAUSE_WORDS") == NULL);
+	ck_assert(strstr(r.out, "a longer step is cut at the top") != NULL);
+	n = 0;
 
 	/* device memory: per rank, 8 MiB kept and 2 MiB in each step: a peak of 10, 8 at the end */
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(charts, "memory"))
