@@ -10,6 +10,8 @@
 #ifndef CUSCOPE_DEMANGLE_H
 #define CUSCOPE_DEMANGLE_H
 
+#include <stddef.h>
+
 /*
  * The demangled name of a mangled C++ name ("_Z..."), e.g.
  * `void at::native::reduce_kernel<512, 1, ...>(at::native::ReduceOp<...>)`; any other name, and a
@@ -43,5 +45,12 @@ int cs_demangle_short_distinct(const char *const *names, size_t n, char **out);
  * symbolizer's per-module symbols).
  */
 char *cs_demangle_alloc(const char *name);
+
+/*
+ * The name of a CUDA API function without the version suffix CUPTI gives it in buf
+ * (cudaFree_v3020 -> cudaFree, cuMemAlloc_v2 -> cuMemAlloc); any other name, and one that does not
+ * fit in buf, is returned as it is (the same pointer).
+ */
+const char *cs_api_name_plain(const char *name, char *buf, size_t size);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cuscope/timeline.h"
 #include "cuscope/json.h"
 #include "report.h"
+#include "report_internal.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"
 
@@ -310,16 +311,19 @@ cJSON *report_charts(const struct report_view *v, cs_error *err)
 {
 	const cs_analysis *a = v->a;
 	const cs_report_processes *procs = v->procs;
-	cJSON *charts = cJSON_CreateObject(), *causes, *arr;
+	cJSON *charts = cJSON_CreateObject(), *causes, *words, *arr;
 
 	if (!charts)
 		goto nomem;
 	causes = cJSON_AddArrayToObject(charts, "idle_causes");
+	/* the legends' words: those of the text report's header */
+	words = cJSON_AddArrayToObject(charts, "idle_cause_words");
 	arr = cJSON_AddArrayToObject(charts, "processes");
-	if (!causes || !arr)
+	if (!causes || !words || !arr)
 		goto nomem;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++)
-		if (!cJSON_AddItemToArray(causes, cJSON_CreateString(cs_idle_cause_name(c))))
+		if (!cJSON_AddItemToArray(causes, cJSON_CreateString(cs_idle_cause_name(c))) ||
+		    !cJSON_AddItemToArray(words, cJSON_CreateString(report_idle_cause_words(c))))
 			goto nomem;
 	for (int32_t i = 0; i < procs->n; i++) {
 		cJSON *p = proc_idle(v, &procs->v[i], err);

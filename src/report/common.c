@@ -397,6 +397,11 @@ static const char *const idle_cause_words[CS_IDLE_NCAUSES] = {
 	"pageable copies", "after D2H syncs", "allocator calls",
 };
 
+const char *report_idle_cause_words(int cause)
+{
+	return cause >= 0 && cause < CS_IDLE_NCAUSES ? idle_cause_words[cause] : "?";
+}
+
 void report_idle_cache_free(struct report_idle_cache *c)
 {
 	for (int32_t i = 0; i < c->n; i++)

@@ -624,13 +624,15 @@ int report_html_write(FILE *out, const cJSON *doc)
 	findings(out, doc);
 	chart_section(out, "step-time", "Step time per step",
 		      "Warm-up steps are pale; the dashed line is the median of the steady-state "
-		      "steps.");
+		      "steps. The axis fits the steady-state steps: a longer step is cut at the "
+		      "top, marked with a break, its time written above it.");
 	chart_section(
 		out, "busy", "GPU busy and idle by cause, per step",
 		"The idle of steady-state steps that the host caused is split by cause as the "
 		"launch-starvation rule splits it (docs/rules/launch-starvation.md); the rest "
 		"of the idle (work already queued, the idle of warm-up steps) is "
-		"<em>other idle</em>.");
+		"<em>other idle</em>. The axis is that of the step time's chart: longer steps "
+		"are cut.");
 	chart_section(out, "memory", "Device memory in use",
 		      "Allocations minus frees of each process on each GPU, made inside the trace; "
 		      "with many changes, the highest level of each short interval.");

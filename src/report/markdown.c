@@ -132,9 +132,12 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 		printf("\n<details><summary>Evidence</summary>\n\n| | |\n|---|---|\n");
 		cJSON_ArrayForEach(it, f->evidence)
 		{
-			char *val = report_evidence_value(it->string, it, v->verbose);
-			char *key = report_evidence_label(it->string);
+			char *val, *key;
 
+			if (!report_evidence_shown(it->string, v->verbose))
+				continue;
+			val = report_evidence_value(it->string, it, v->verbose);
+			key = report_evidence_label(it->string);
 			printf("| ");
 			report_md_puts(key ? key : "");
 			free(key);

@@ -101,6 +101,16 @@ char *report_evidence_label(const char *key);
  */
 char *report_evidence_value(const char *key, const cJSON *v, int verbose);
 
+/*
+ * Is the evidence key shown: without verbose, times since the trace start ("wait_start") and the
+ * stacks of call sites ("sites", "stack_id"; the "where:" lines name them) are not. Inside an
+ * object, report_evidence_value() shows an interval (wait_start, wait_end) as its duration ("wait
+ * 308 us"; at its start with verbose), other times with verbose only, to the microsecond
+ * ("5.265482 s"); mangled kernel names demangled and CUDA API names without CUPTI's version
+ * suffix ("cudaFree", not "cudaFree_v3020").
+ */
+int report_evidence_shown(const char *key, int verbose);
+
 /* ---- the figures of the HTML report (charts.c) ---- */
 
 /*

@@ -9,14 +9,9 @@
 	const data = JSON.parse(document.getElementById('cuscope-data').textContent);
 	const charts = data.charts || {};
 	const processes = data.processes || [];
-	const CAUSE_WORDS = {
-		launch_overhead: 'launch overhead',
-		host_work: 'host work',
-		host_wait: 'host waits',
-		input_pipeline: 'input pipeline',
-		pageable_copy: 'pageable copies',
-		after_d2h_sync: 'after D2H sync',
-	};
+	// the causes in the words of the text report's header (charts.idle_cause_words, in the order
+	// of charts.idle_causes), never the JSON keys
+	const causeWords = charts.idle_cause_words || [];
 	const CAUSE_COLORS = {
 		launch_overhead: '#ef6c00',
 		host_work: '#8e24aa',
@@ -24,6 +19,7 @@
 		input_pipeline: '#00838f',
 		pageable_copy: '#6d4c41',
 		after_d2h_sync: '#ad1457',
+		allocator_call: '#f9a825',
 	};
 	const BUSY_COLOR = '#2e7d32';
 	const OTHER_COLOR = '#b0bec5';
@@ -117,16 +113,42 @@
 		return p ? p.idle_by_cause : [];
 	}
 
+	// The top of a step chart's axis: the largest value of the steady-state steps (of all steps
+	// when none is steady), so that a first step forty times as long as the others does not
+	// flatten them; a taller bar is cut at the top (cutMark).
+	function steadyMax(list, values) {
+		const steady = values.filter((v, i) => !list[i].warmup);
+		return niceMax(Math.max(0, ...(steady.length ? steady : values)));
+	}
+
 	// Bars of a value per step: geometry shared by the two step charts.
 	function stepFrame(svg, n, max, fmt) {
-		const g = { x0: 80, x1: W - 20, top: 16, h: 220 };
+		const g = { x0: 80, x1: W - 20, top: 30, h: 220 };
 		g.bw = (g.x1 - g.x0) / Math.max(n, 1);
 		yAxis(svg, g.x0, g.x1, g.top, g.h, max, fmt);
 		const every = Math.max(1, Math.ceil(n / 20));
 		for (let i = 0; i < n; i += every) label(svg, g.x0 + (i + 0.5) * g.bw, g.top + g.h + 16, String(i), { 'text-anchor': 'middle' });
 		label(svg, (g.x0 + g.x1) / 2, g.top + g.h + 34, 'step', { 'text-anchor': 'middle' });
-		g.y = (v) => g.top + g.h - (g.h * v) / max;
+		g.y = (v) => g.top + g.h - (g.h * Math.min(v, max)) / max;
+		g.labelEnd = -Infinity;
 		return g;
+	}
+
+	// The mark of bar i cut at the top of the axis: a break across it, and its value above
+	// the chart (left out where it would cover the previous one; the tooltip has it too).
+	function cutMark(svg, g, i, value, what) {
+		const x = g.x0 + i * g.bw + g.bw * 0.1, w = Math.max(g.bw * 0.8, 0.5);
+		const m = el('path', {
+			class: 'cut',
+			d: 'M' + x.toFixed(1) + ',' + (g.top + 9) + 'l' + w.toFixed(1) + ',-4M' + x.toFixed(1) + ',' + (g.top + 13) + 'l' + w.toFixed(1) + ',-4',
+		}, svg);
+		tip(m, what + ': ' + fmtNs(value) + ', cut at ' + fmtNs(g.max));
+		const str = fmtNs(value);
+		const cx = x + w / 2, half = 3.3 * str.length;
+		if (cx - half > g.labelEnd + 4) {
+			label(svg, cx, g.top - 4, str, { class: 'cutlabel', 'text-anchor': 'middle' });
+			g.labelEnd = cx + half;
+		}
 	}
 
 	function drawStepTime(pid) {
@@ -137,17 +159,20 @@
 			none(fig, 'No steps were found' + (s && s.detail ? ' (' + s.detail + ').' : '.'));
 			return;
 		}
-		const svg = svgIn(fig, 280);
-		const max = niceMax(Math.max(...list.map((x) => x.duration_ns)));
+		const svg = svgIn(fig, 294);
+		const max = steadyMax(list, list.map((x) => x.duration_ns));
 		const g = stepFrame(svg, list.length, max, fmtNs);
+		g.max = max;
 		list.forEach((st, i) => {
 			const y = g.y(Math.max(st.duration_ns, 0));
 			const r = el('rect', {
 				class: 'bar' + (st.warmup ? ' warmup' : ''),
 				x: g.x0 + i * g.bw + g.bw * 0.1, y: y,
 				width: Math.max(g.bw * 0.8, 0.5), height: g.top + g.h - y, fill: '#2f6fd0',
+				'data-ns': st.duration_ns,
 			}, svg);
 			tip(r, 'step ' + st.index + ': ' + fmtNs(st.duration_ns) + (st.warmup ? ' (warm-up)' : '') + ', GPU busy ' + pct(st.gpu_busy_share) + ', ' + st.kernels + ' kernels');
+			if (st.duration_ns > max) cutMark(svg, g, i, st.duration_ns, 'step ' + st.index + (st.warmup ? ' (warm-up)' : ''));
 		});
 		if (s.median_ns > 0) {
 			const y = g.y(s.median_ns);
@@ -179,7 +204,7 @@
 			causes.forEach((c, k) => {
 				const v = (row[k] || 0) * fit;
 				if (v > 0) {
-					parts.push([CAUSE_WORDS[c] || c, v, CAUSE_COLORS[c] || '#999']);
+					parts.push([causeWords[k] || c, v, CAUSE_COLORS[c] || '#999']);
 					used.add(c);
 					charged += v;
 				}
@@ -187,14 +212,19 @@
 			parts.push(['other idle', Math.max(0, st.duration_ns - busy - charged), OTHER_COLOR]);
 			return parts;
 		});
-		const max = niceMax(Math.max(...stacks.map((p) => p.reduce((a, x) => a + x[1], 0))));
-		const svg = svgIn(fig, 300);
+		const totals = stacks.map((p) => p.reduce((a, x) => a + x[1], 0));
+		const max = steadyMax(list, totals);
+		const svg = svgIn(fig, 314);
 		const g = stepFrame(svg, list.length, max, fmtNs);
+		g.max = max;
 		stacks.forEach((parts, i) => {
 			let acc = 0;
 			const st = list[i];
 			for (const [name, v, color] of parts) {
-				if (v <= 0) continue;
+				if (v <= 0 || acc >= max) {
+					acc += Math.max(v, 0);
+					continue;
+				}
 				const y0 = g.y(acc), y1 = g.y(acc + v);
 				const r = el('rect', {
 					class: 'bar seg' + (st.warmup ? ' warmup' : ''),
@@ -204,11 +234,14 @@
 				tip(r, 'step ' + st.index + (st.warmup ? ' (warm-up)' : '') + ': ' + name + ' ' + fmtNs(v) + ' of ' + fmtNs(st.duration_ns) + ' (' + pct(st.duration_ns > 0 ? v / st.duration_ns : 0) + ')');
 				acc += v;
 			}
+			if (totals[i] > max) cutMark(svg, g, i, totals[i], 'step ' + st.index + (st.warmup ? ' (warm-up)' : ''));
 		});
 		const items = [['GPU busy', BUSY_COLOR]];
-		for (const c of causes) if (used.has(c)) items.push([CAUSE_WORDS[c] || c, CAUSE_COLORS[c] || '#999']);
+		causes.forEach((c, k) => {
+			if (used.has(c)) items.push([causeWords[k] || c, CAUSE_COLORS[c] || '#999']);
+		});
 		items.push(['other idle', OTHER_COLOR]);
-		legend(svg, 80, 292, items);
+		legend(svg, 80, 306, items);
 	}
 
 	function drawMemory() {

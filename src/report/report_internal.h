@@ -77,6 +77,9 @@ struct report_host_idle {
 	double total;
 	double share[CS_IDLE_NCAUSES];
 };
+/* An idle cause (enum cs_idle_cause) in words: "launch overhead", "allocator calls"; "?" past the
+ * last. The text header, the HTML header and the HTML charts' legends use these. */
+const char *report_idle_cause_words(int cause);
 /* Causes under this share are left out of the words. */
 #define REPORT_HOST_IDLE_SHOWN 0.005
 /* Fill *out for the steps s (those of a process of v->procs); 0, or CS_ERR_NOMEM. */

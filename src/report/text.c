@@ -100,12 +100,15 @@ static void print_header_field(const char *label, const char *text, int width)
 static void text_evidence(const cJSON *ev, int verbose, int width)
 {
 	const cJSON *it;
-	int n = cJSON_GetArraySize(ev), shown = 0;
+	int n = 0, shown = 0;
 
+	cJSON_ArrayForEach(it, ev) n += report_evidence_shown(it->string, verbose);
 	cJSON_ArrayForEach(it, ev)
 	{
 		char *key, *val, line[4096];
 
+		if (!report_evidence_shown(it->string, verbose))
+			continue;
 		if (!verbose && shown == EVIDENCE_KEYS_SHOWN) {
 			snprintf(line, sizeof(line), "... %d more (-v shows all)", n - shown);
 			print_field("", line, width);

@@ -421,3 +421,20 @@ nomem:
 	free(same);
 	return -1;
 }
+
+const char *cs_api_name_plain(const char *name, char *buf, size_t size)
+{
+	size_t n, i;
+
+	if (!name)
+		return NULL;
+	n = strlen(name);
+	i = n;
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i == n || i < 3 || name[i - 1] != 'v' || name[i - 2] != '_' || i - 2 >= size)
+		return name;
+	memcpy(buf, name, i - 2);
+	buf[i - 2] = '\0';
+	return buf;
+}

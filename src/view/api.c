@@ -1543,23 +1543,6 @@ static void json_string_to(cs_strbuf *b, const char *text, int first)
 	free(fixed);
 }
 
-/*
- * The name of a CUDA API function without the version suffix CUPTI gives it
- * (cudaMemcpy_v3020 -> cudaMemcpy, cuMemAlloc_v2 -> cuMemAlloc) in buf; other names as they are.
- */
-static const char *api_name_plain(const char *name, char *buf, size_t size)
-{
-	size_t n = strlen(name), i = n;
-
-	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
-		i--;
-	if (i == n || i < 3 || name[i - 1] != 'v' || name[i - 2] != '_' || i - 2 >= size)
-		return name;
-	memcpy(buf, name, i - 2);
-	buf[i - 2] = '\0';
-	return buf;
-}
-
 /* How an item's name is shown: as recorded, a kernel's demangled, an API call's plain. */
 enum name_style {
 	NS_PLAIN = 0,
@@ -1589,7 +1572,7 @@ static int32_t name_index(struct view_data *v, struct name_table *nt, int64_t ke
 		shrt = cs_demangle_short(text);
 		full = cs_demangle(text);
 	} else if (style == NS_API) {
-		shrt = full = api_name_plain(text, plain, sizeof(plain));
+		shrt = full = cs_api_name_plain(text, plain, sizeof(plain));
 	}
 	json_string_to(&nt->json, text, nt->n == 0);
 	json_string_to(&nt->shrt, shrt, nt->n == 0);
@@ -2240,7 +2223,7 @@ static void event_fields(cJSON *f, const cs_event *ev)
 
 		add_text(f, "name", a->name);
 		add_text(f, "namePlain",
-			 a->name ? api_name_plain(a->name, plain, sizeof(plain)) : NULL);
+			 a->name ? cs_api_name_plain(a->name, plain, sizeof(plain)) : NULL);
 		add_time(f, "start", a->start);
 		add_time(f, "end", a->end);
 		add_int(f, "pid", a->pid);
@@ -2477,7 +2460,7 @@ static int name_matches(struct view_data *v, int64_t key, const char *q)
 	const char *full = cs_demangle(text);
 
 	return strcasestr(text, q) || (full != text && strcasestr(full, q)) ||
-	       strcasestr(api_name_plain(text, plain, sizeof(plain)), q);
+	       strcasestr(cs_api_name_plain(text, plain, sizeof(plain)), q);
 }
 
 /* What is known of the names of one search: 0 not looked at yet, 1 no match, 2 a match. */
@@ -2584,7 +2567,7 @@ char *view_api_search(struct view_data *v, const char *q, int64_t t, int64_t tra
 		cs_json_add_string(m, "name",
 				    item_name_style(it) == NS_KERNEL ? cs_demangle_short(text)
 				    : item_name_style(it) == NS_API
-					    ? api_name_plain(text, plain, sizeof(plain))
+					    ? cs_api_name_plain(text, plain, sizeof(plain))
 					    : text);
 	}
 	return json_text(root);

@@ -6,7 +6,10 @@
 // request is recorded and refused, and checks that the page renders without a script error, asks
 // for nothing else, draws each chart from data (bars per step, stacked segments, a memory line with
 // points, a bar per top kernel, as many as the embedded JSON holds), lists the findings, and shows
-// the hostile name as text: no dialog, no script run, no element made from it. Saves a screenshot
+// the hostile name as text: no dialog, no script run, no element made from it; on a trace whose
+// first step is 40 times the others, that the charts' axes fit the steady steps (a steady bar at
+// least a tenth of the chart's height, the warm-up bars cut and marked) and that the legend is in
+// words. Saves a screenshot
 // to $CUSCOPE_E2E_SHOTS (docs/images when unset) as report-html.png.
 //
 // Prints a Check-style summary line, "N%: Checks: N, Failures: F, Errors: E", which scripts/test
@@ -151,7 +154,48 @@ async function main() {
 			await page.close();
 		}
 
-		/* 2. the hostile kernel name stays text */
+		/* 2. a first step 40 times the others (490 ms, then 12 ms): the axes fit the steady
+		 * steps, the warm-up bars are cut and marked with their time, the legend is in words */
+		{
+			const { page, pageErrors } = await open(context, report(join(root, 'samples/rules/traces/d2h-sync-bad.db'), 'warmup'));
+			const c = await page.evaluate(() => {
+				const data = JSON.parse(document.getElementById('cuscope-data').textContent);
+				const list = data.steps.list;
+				const chart = (id) => {
+					const axis = document.querySelector(id + ' svg line.axis');
+					const grid = [...document.querySelectorAll(id + ' svg line.grid')];
+					const h = Number(axis.getAttribute('y1')) - Number(grid[grid.length - 1].getAttribute('y1'));
+					const bars = [...document.querySelectorAll(id + ' svg rect.bar')];
+					return { h, bars, cut: document.querySelectorAll(id + ' svg path.cut').length, labels: [...document.querySelectorAll(id + ' svg text.cutlabel')].map((t) => t.textContent) };
+				};
+				const st = chart('#chart-step-time');
+				const steady = list.findIndex((x) => !x.warmup);
+				const bar = st.bars[steady];
+				/* the busy chart's segments of that step, stacked */
+				const busy = chart('#chart-busy');
+				const x = bar.getAttribute('x');
+				const segs = busy.bars.filter((r) => r.getAttribute('x') === x);
+				return {
+					first: list[0].duration_ns, median: data.steps.median_ns,
+					ratio: Number(bar.getAttribute('height')) / st.h,
+					busyRatio: segs.reduce((a, r) => a + Number(r.getAttribute('height')), 0) / busy.h,
+					cut: st.cut, busyCut: busy.cut, labels: st.labels,
+					tallest: Math.max(...st.bars.map((r) => Number(r.getAttribute('height')))), chartH: st.h,
+					legend: [...document.querySelectorAll('#chart-busy .legend text')].map((t) => t.textContent),
+				};
+			});
+			check('warmup: no script error', pageErrors.length === 0, pageErrors.join('; '));
+			check('warmup: the first step is over 20 times the median', c.first > 20 * c.median, c.first + ' ns, median ' + c.median + ' ns');
+			check('warmup: a steady step is over a tenth of the step chart', c.ratio >= 0.1, c.ratio.toFixed(3));
+			check('warmup: a steady step is over a tenth of the busy chart', c.busyRatio >= 0.1, c.busyRatio.toFixed(3));
+			check('warmup: no bar past the chart', c.tallest <= c.chartH + 0.01, c.tallest + ' of ' + c.chartH);
+			check('warmup: the cut bars marked with their time', c.cut >= 1 && c.busyCut >= 1 && c.labels.some((l) => /^4\d\d ms$/.test(l)), c.cut + ' cut, labels ' + c.labels.join(', '));
+			await page.locator('#step-time').screenshot({ path: join(shots, 'report-html-warmup.png') });
+			check('warmup: the legend in words', c.legend.includes('after D2H syncs') && c.legend.every((l) => !l.includes('_')), c.legend.join(', '));
+			await page.close();
+		}
+
+		/* 3. the hostile kernel name stays text */
 		const { page, requests, dialogs, pageErrors } = await open(context, report(hostileTrace(), 'hostile'));
 		const d = await drawn(page);
 		const text = await page.evaluate(() => ({

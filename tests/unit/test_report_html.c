@@ -322,7 +322,7 @@ END_TEST
 START_TEST(test_html_chart_figures)
 {
 	struct tu_result r = run("-f", "html", job_db);
-	const cJSON *charts, *it, *procs, *kernels;
+	const cJSON *charts, *it, *procs, *kernels, *words;
 	char *raw;
 	cJSON *doc;
 	int n = 0;
@@ -331,6 +331,24 @@ START_TEST(test_html_chart_figures)
 	ck_assert_int_eq(r.rc, 0);
 	doc = page_data(r.out, &raw);
 	charts = cJSON_GetObjectItemCaseSensitive(doc, "charts");
+
+	/* the legends' words, one per cause key: the text header's, never the key */
+	words = cJSON_GetObjectItemCaseSensitive(charts, "idle_cause_words");
+	ck_assert_int_eq(cJSON_GetArraySize(words), CS_IDLE_NCAUSES);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(charts, "idle_causes")),
+		CS_IDLE_NCAUSES);
+	cJSON_ArrayForEach(it, words)
+	{
+		ck_assert(cJSON_IsString(it) && strchr(it->valuestring, '_') == NULL);
+		n++;
+	}
+	ck_assert_str_eq(cJSON_GetArrayItem(words, CS_IDLE_ALLOC)->valuestring, "allocator calls");
+	ck_assert_str_eq(cJSON_GetArrayItem(words, CS_IDLE_D2H)->valuestring, "after D2H syncs");
+	/* the charts' script names no cause itself */
+	ck_assert(strstr(r.out, "CAUSE_WORDS") == NULL);
+	ck_assert(strstr(r.out, "a longer step is cut at the top") != NULL);
+	n = 0;
 
 	/* device memory: per rank, 8 MiB kept and 2 MiB in each step: a peak of 10, 8 at the end */
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(charts, "memory"))
@@ -573,6 +591,58 @@ START_TEST(test_evidence_in_words)
 }
 END_TEST
 
+/*
+ * Times since the trace start in the evidence: an interval is its duration ("wait 308 us"), the
+ * times themselves only with -v and in HTML, to the microsecond; API names without CUPTI's version
+ * suffix; the call sites' stack ids only with -v. The JSON keeps them all.
+ */
+START_TEST(test_evidence_times_and_names)
+{
+	char *d2h = tu_source_file("samples/rules/traces/d2h-sync-bad.db");
+	char *churn = tu_source_file("samples/rules/traces/allocator-churn-bad_no_caching.db");
+	struct tu_result m = run("-f", "md", d2h), tv = run("-v", d2h), j = run("-f", "json", d2h),
+			 h = run("-f", "html", churn), cm = run("-f", "md", churn);
+	const char *at;
+	char *v;
+
+	ck_assert_int_eq(m.rc, 0);
+	/* markdown: the costliest wait's times as durations; no "5.27 s" four times */
+	v = line_value(m.out, "| costliest wait | ");
+	ck_assert(v != NULL);
+	ck_assert_msg(strstr(v, "wait 308 us") && !strstr(v, "wait start") && !strstr(v, " s,") &&
+			      !strstr(v, "window end"),
+		      "%s", v);
+	free(v);
+	/* -v: the duration, and where it starts to the microsecond */
+	v = line_value(tv.out, "costliest wait: ");
+	ck_assert(v != NULL);
+	ck_assert_msg(strstr(v, "wait 308 us at 5.265482 s") && strstr(v, "window end 5.266420 s"),
+		      "%s", v);
+	free(v);
+	/* the JSON unchanged */
+	ck_assert(strstr(j.out, "\"wait_start\":\t5265481532") != NULL);
+	/* HTML: the longest allocator call by its plain name, its duration, not raw nanoseconds */
+	ck_assert_int_eq(h.rc, 0);
+	at = strstr(h.out, "<tr><th>longest call</th><td>");
+	ck_assert(at != NULL);
+	v = line_value(at, "<td>");
+	ck_assert_msg(!strncmp(v, "cudaMalloc (step ", 17) && strstr(v, " us at ") &&
+			      !strstr(v, "_v3020") && !strstr(v, "start "),
+		      "%s", v);
+	free(v);
+	/* the call sites: the "where:" lines name them; their stack ids only with -v */
+	ck_assert(strstr(cm.out, "| sites |") == NULL && strstr(cm.out, "stack id") == NULL);
+	ck_assert(strstr(cm.out, "bad_no_caching.py:") != NULL);
+	tu_result_free(&m);
+	tu_result_free(&tv);
+	tu_result_free(&j);
+	tu_result_free(&h);
+	tu_result_free(&cm);
+	free(d2h);
+	free(churn);
+}
+END_TEST
+
 /* Run cuscope with args on a terminal (a pseudo-terminal), extra environment env; its output. */
 static char *run_on_terminal(const char *const *args, const char *env)
 {
@@ -692,6 +762,7 @@ static Suite *report_html_suite(void)
 	tcase_add_test(tc, test_html_findings_and_processes);
 	tcase_add_test(tc, test_output_file);
 	tcase_add_test(tc, test_evidence_in_words);
+	tcase_add_test(tc, test_evidence_times_and_names);
 	tcase_add_test(tc, test_colour_on_terminal_only);
 	suite_add_tcase(s, tc);
 	return s;
