@@ -43,6 +43,27 @@ double cs_launch_cost_ns_of(const struct cJSON *value);
  */
 char *cs_launch_cost_load(const char *path, char *why, size_t cap);
 
+/*
+ * The cost of recording beyond a launch's calibrated one: META call_tails, written by the importer
+ * from each process's CS_REC_CALL_TAILS (docs/trace-format.md):
+ *   {"PID": {"launch": {"calls": N, "ns": T}, "stack": {...}, "other": {...}}, ...}
+ * the time the library spent on the program's threads after the end of the calls it recorded, per
+ * kind of call (enum cs_tail_kind: launches, calls with a stack captured, the others).
+ */
+#define CS_META_CALL_TAILS "call_tails"
+/* Its kinds, in the order of enum cs_tail_kind (spool.h): "launch", "stack", "other". */
+#define CS_CALL_TAIL_KINDS 3
+
+/*
+ * The mean of that time per call of each kind for process pid, in ns (mean_ns[CS_CALL_TAIL_KINDS]): 1
+ * when the value has the process, else 0 with mean_ns all 0 (no value, malformed, another
+ * process; a kind without calls or with a value that is not a finite number >= 0 reads as 0).
+ */
+int cs_call_tails_mean(const char *json, unsigned pid, double *mean_ns);
+/* The cuscope_code part of a launch_cost value (what the library's own code adds to a launch, in
+ * ns; 0 when missing): the part of the calibrated cost that call_tails also counts. */
+double cs_launch_cost_own_code_ns(const char *json);
+
 /* The words for a part of the cost, a key of the value's "added_wall_ns" ("kernel_records": "its
  * kernel records"); the key itself when unknown. */
 const char *cs_launch_cost_part_label(const char *key);

@@ -57,6 +57,7 @@ enum cs_rec_type {
 	CS_REC_STACK = 13,
 	CS_REC_END = 14,    /* the process shut the library down cleanly */
 	CS_REC_MODULE = 15, /* a mapped file, for symbolizing native pcs */
+	CS_REC_CALL_TAILS = 16, /* the library's own time after recorded calls, before CS_REC_END */
 	CS_REC_TYPE_MAX
 };
 
@@ -284,6 +285,28 @@ struct cs_rec_module {
 	uint64_t offset;     /* file offset of start */
 	uint32_t path_sid;   /* string id of the file path */
 	uint32_t pad;
+};
+
+/* Kinds of recorded calls, by what the library does after the call's end on its thread. */
+enum cs_tail_kind {
+	CS_TAIL_LAUNCH = 0, /* kernel and graph launches: the call site's key, sometimes a stack */
+	CS_TAIL_STACK = 1,  /* the calls whose stack is captured at every call (waits, copies,
+			     * allocations, frees; see docs/backtraces.md), and a flush after a wait */
+	CS_TAIL_OTHER = 2,  /* the other recorded calls */
+	CS_TAIL_KINDS = 3,
+};
+
+/*
+ * What the library spent on the program's threads after the end of the calls it recorded (the
+ * call's end is read at the top of its exit callback; what follows - the stack, the record, a
+ * flush after a wait - lies between the call and the thread's next one): per kind, the calls and
+ * the nanoseconds. Written once, just before CS_REC_END; a process without it (killed, older
+ * library) has no such figures.
+ */
+struct cs_rec_call_tails {
+	struct cs_rec h;
+	uint64_t calls[CS_TAIL_KINDS];
+	uint64_t ns[CS_TAIL_KINDS];
 };
 
 struct cs_rec_end {

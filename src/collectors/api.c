@@ -34,6 +34,8 @@ static uint8_t rt_ptsz[RT_MAX], drv_ptsz[DRV_MAX]; /* per-thread default stream 
 static int api_all, api_census, api_stacks, api_noop, api_syncs;
 static _Atomic uint64_t census_cb_calls,
 	census_cb_ns; /* census: calls of the callback, time in it */
+/* The library's time after the end of each recorded call, per enum cs_tail_kind */
+static _Atomic uint64_t tail_calls[CS_TAIL_KINDS], tail_ns[CS_TAIL_KINDS];
 
 /* The calls whose stack is captured at every call with --backtrace: what analyzers blame. Kernel
  * launches get one per call site (cs_stack_capture_launch). */
@@ -158,6 +160,30 @@ static void api_write_sync(const CUpti_CallbackData *cb, int cls, int ptsz,
 	cs_out_write_event(&r, sizeof(r), CS_REC_SYNC, cs_tid());
 }
 
+/* Count what this exit callback took after the call's end (end: the time read at its top). */
+static void tail_add(int cls, uint64_t end)
+{
+	uint64_t now = cs_clock_now();
+	int k = cls == CS_APICLASS_LAUNCH || cls == CS_APICLASS_GRAPH_LAUNCH ? CS_TAIL_LAUNCH
+		: class_wants_stack(cls)				      ? CS_TAIL_STACK
+									      : CS_TAIL_OTHER;
+
+	atomic_fetch_add_explicit(&tail_calls[k], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&tail_ns[k], now > end ? now - end : 0, memory_order_relaxed);
+}
+
+void cs_api_write_call_tails(void)
+{
+	struct cs_rec_call_tails r;
+
+	memset(&r, 0, sizeof(r));
+	for (int k = 0; k < CS_TAIL_KINDS; k++) {
+		r.calls[k] = atomic_load_explicit(&tail_calls[k], memory_order_relaxed);
+		r.ns[k] = atomic_load_explicit(&tail_ns[k], memory_order_relaxed);
+	}
+	cs_out_write(&r, sizeof(r), CS_REC_CALL_TAILS, cs_tid());
+}
+
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
@@ -223,6 +249,7 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	/* after the call's own record, so that the flush takes it along */
 	if (runtime ? rt_wait[cbid] : drv_wait[cbid])
 		cs_inject_after_wait(now);
+	tail_add(cls, now);
 }
 
 static uint64_t monotonic_ns(void)

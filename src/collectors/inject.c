@@ -552,6 +552,7 @@ static void write_end(int32_t exit_code)
 	cuptiGetTimestamp(&now);
 	cs_write_clock_record(now);
 	report_dropped(1);
+	cs_api_write_call_tails();
 	memset(&end, 0, sizeof(end));
 	end.timestamp = now;
 	end.exit_code = exit_code;

@@ -20,6 +20,8 @@ int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, 
 		  int noop, int syncs);
 /* Print the per-API call counts of census mode on stderr. */
 void cs_api_census_report(void);
+/* Write the CS_REC_CALL_TAILS of the calls recorded so far (before the process's end record). */
+void cs_api_write_call_tails(void);
 
 /* Set up recording in this process once (spool file, fork/exit hooks, flush thread); 0 when
  * recording. */

@@ -887,6 +887,18 @@ int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned c
 		return rec_stack(pf, p, h->size);
 	case CS_REC_MODULE:
 		return rec_module(pf, p, h->size);
+	case CS_REC_CALL_TAILS: {
+		struct cs_rec_call_tails t;
+
+		if (!spool_rec_load(&t, sizeof(t), p, h->size))
+			return bad_record(pf);
+		pf->proc->has_tails = 1;
+		for (int k = 0; k < CS_TAIL_KINDS; k++) {
+			cs_sat_accum(&pf->proc->tail_calls[k], count_val(pf->im, t.calls[k]));
+			cs_sat_accum(&pf->proc->tail_ns[k], count_val(pf->im, t.ns[k]));
+		}
+		return 0;
+	}
 	case CS_REC_END:
 		if (!spool_rec_load(&e, sizeof(e), p, h->size))
 			return bad_record(pf);

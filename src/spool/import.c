@@ -36,6 +36,7 @@
 
 #include "cuscope/files.h"
 #include "cuscope/grow.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/strbuf.h"
 #include "import_internal.h"
 #include "cuscope/checked.h"
@@ -121,6 +122,39 @@ out:
 
 /* ---- the whole import ---- */
 
+/* META call_tails (docs/trace-format.md): per process that wrote CS_REC_CALL_TAILS, per kind of
+ * call, the calls and the nanoseconds the library spent after their ends. */
+_Static_assert(CS_CALL_TAIL_KINDS == CS_TAIL_KINDS, "call_tails kinds");
+
+static int write_call_tails(struct importer *im)
+{
+	static const char *const kind[CS_TAIL_KINDS] = {"launch", "stack", "other"};
+	cs_strbuf sb = CS_STRBUF_INIT;
+	int n = 0, rc = 0;
+
+	for (size_t i = 0; i < im->nprocs; i++) {
+		const struct proc_info *p = im->procs[i];
+
+		if (!p->has_tails)
+			continue;
+		cs_strbuf_printf(&sb, "%s\"%" PRIu32 "\":{", n++ ? "," : "{", p->pid);
+		for (int k = 0; k < CS_TAIL_KINDS; k++)
+			cs_strbuf_printf(&sb, "%s\"%s\":{\"calls\":%" PRId64 ",\"ns\":%" PRId64 "}",
+					 k ? "," : "", kind[k], p->tail_calls[k], p->tail_ns[k]);
+		cs_strbuf_puts(&sb, "}");
+	}
+	if (!n)
+		return 0;
+	cs_strbuf_puts(&sb, "}");
+	if (sb.failed) {
+		cs_strbuf_free(&sb);
+		return import_nomem(im);
+	}
+	rc = cs_writer_set_meta(im->w, CS_META_CALL_TAILS, cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
+	return rc;
+}
+
 static int write_meta(struct importer *im, const cs_import_opts *opts)
 {
 	cs_import_stats *st = im->st;
@@ -159,6 +193,8 @@ static int write_meta(struct importer *im, const cs_import_opts *opts)
 	}
 	if (!rc)
 		rc = cs_writer_set_meta(im->w, "import_stats", cs_strbuf_str(&sb));
+	if (!rc)
+		rc = write_call_tails(im);
 	cs_strbuf_free(&sb);
 	return rc < 0 ? import_writer_error(im, rc) : 0;
 }

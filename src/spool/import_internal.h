@@ -59,6 +59,9 @@ struct proc_info {
 	char *cmdline;
 	int used_cuda;
 	int64_t dropped, cupti_bytes;
+	/* CS_REC_CALL_TAILS: the library's time after recorded calls, per enum cs_tail_kind */
+	int has_tails;
+	int64_t tail_calls[CS_TAIL_KINDS], tail_ns[CS_TAIL_KINDS];
 	struct u64map devices;	/* device id -> (set) */
 	struct u64map streams;	/* context << 32 | stream -> (set) */
 	struct u64map contexts; /* context id -> int32_t device id */

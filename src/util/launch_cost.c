@@ -42,6 +42,53 @@ double cs_launch_cost_ns(const char *json)
 	return ns;
 }
 
+/* A finite number >= 0 at key of o, else 0. */
+static double num_at(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0
+		       ? v->valuedouble
+		       : 0;
+}
+
+int cs_call_tails_mean(const char *json, unsigned pid, double *mean_ns)
+{
+	static const char *const kind[CS_CALL_TAIL_KINDS] = {"launch", "stack", "other"};
+	cJSON *root;
+	const cJSON *p;
+	char key[16];
+
+	for (int k = 0; k < CS_CALL_TAIL_KINDS; k++)
+		mean_ns[k] = 0;
+	if (!json)
+		return 0;
+	root = cJSON_Parse(json);
+	snprintf(key, sizeof(key), "%u", pid);
+	p = cJSON_GetObjectItemCaseSensitive(root, key);
+	if (!cJSON_IsObject(p)) {
+		cJSON_Delete(root);
+		return 0;
+	}
+	for (int k = 0; k < CS_CALL_TAIL_KINDS; k++) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, kind[k]);
+		double calls = num_at(o, "calls"), ns = num_at(o, "ns");
+
+		mean_ns[k] = calls >= 1 ? ns / calls : 0;
+	}
+	cJSON_Delete(root);
+	return 1;
+}
+
+double cs_launch_cost_own_code_ns(const char *json)
+{
+	cJSON *root = json ? cJSON_Parse(json) : NULL;
+	double ns = num_at(cJSON_GetObjectItemCaseSensitive(root, "added_wall_ns"), "cuscope_code");
+
+	cJSON_Delete(root);
+	return ns;
+}
+
 const char *cs_launch_cost_part_label(const char *key)
 {
 	static const struct {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cuscope/import.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/spool.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
@@ -366,6 +367,18 @@ static void sp_end(struct spool *s, uint64_t ts, int exit_code, uint64_t dropped
 	r.exit_code = exit_code;
 	r.dropped = dropped;
 	sp_rec(s, CS_REC_END, TID, &r, sizeof(r), NULL, 0);
+}
+
+static void sp_call_tails(struct spool *s, const uint64_t *calls, const uint64_t *ns)
+{
+	struct cs_rec_call_tails r;
+
+	memset(&r, 0, sizeof(r));
+	for (int k = 0; k < CS_TAIL_KINDS; k++) {
+		r.calls[k] = calls[k];
+		r.ns[k] = ns[k];
+	}
+	sp_rec(s, CS_REC_CALL_TAILS, TID, &r, sizeof(r), NULL, 0);
 }
 
 /* Write the spool to dir/name and free it; returns the path. */
@@ -1762,6 +1775,60 @@ START_TEST(test_two_processes)
 }
 END_TEST
 
+/* Each process's CS_REC_CALL_TAILS becomes its entry of META call_tails, which
+ * cs_call_tails_mean() reads back as the mean per call; a process without one has no entry, and a
+ * trace without any has no key. */
+START_TEST(test_call_tails)
+{
+	static const uint64_t calls[CS_TAIL_KINDS] = {10, 4, 0}, ns[CS_TAIL_KINDS] = {25000, 36000, 7};
+	char *dir = tu_tmpdir();
+	struct spool s;
+	struct imported im;
+	double mean[CS_CALL_TAIL_KINDS];
+
+	build_small(&s, PID_A, 1, 0);
+	sp_call_tails(&s, calls, ns);
+	sp_end(&s, T(20000), 0, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	build_small(&s, PID_B, 7, 1000000);
+	free(sp_save(&s, dir, "5353.cuspool"));
+	import_dir(&im, dir, NULL);
+	ck_assert_str_eq(cs_trace_meta(im.t, CS_META_CALL_TAILS),
+			 "{\"4242\":{\"launch\":{\"calls\":10,\"ns\":25000},\"stack\":{\"calls\":4,"
+			 "\"ns\":36000},\"other\":{\"calls\":0,\"ns\":7}}}");
+	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_A, mean), 1);
+	ck_assert_double_eq_tol(mean[CS_TAIL_LAUNCH], 2500, 1e-9);
+	ck_assert_double_eq_tol(mean[CS_TAIL_STACK], 9000, 1e-9);
+	ck_assert_double_eq_tol(mean[CS_TAIL_OTHER], 0, 1e-9); /* no calls: no mean */
+	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_B, mean), 0);
+	ck_assert_double_eq_tol(mean[CS_TAIL_LAUNCH], 0, 1e-9);
+	imported_close(&im);
+
+	dir = tu_tmpdir();
+	build_small(&s, PID_A, 1, 0);
+	free(sp_save(&s, dir, "4242.cuspool"));
+	import_dir(&im, dir, NULL);
+	ck_assert_ptr_null(cs_trace_meta(im.t, CS_META_CALL_TAILS));
+	imported_close(&im);
+
+	/* what the reader makes of values it did not write */
+	ck_assert_int_eq(cs_call_tails_mean(NULL, 1, mean), 0);
+	ck_assert_int_eq(cs_call_tails_mean("not json", 1, mean), 0);
+	ck_assert_int_eq(cs_call_tails_mean("{\"1\":{\"launch\":{\"calls\":-2,\"ns\":5},"
+					    "\"stack\":{\"calls\":2,\"ns\":\"x\"},"
+					    "\"other\":{\"calls\":4,\"ns\":10}}}",
+					    1, mean),
+			 1);
+	ck_assert_double_eq_tol(mean[0], 0, 1e-9);
+	ck_assert_double_eq_tol(mean[1], 0, 1e-9);
+	ck_assert_double_eq_tol(mean[2], 2.5, 1e-9);
+	ck_assert_double_eq_tol(
+		cs_launch_cost_own_code_ns("{\"ns_per_launch\":900,\"added_wall_ns\":{\"cuscope_code\":118}}"),
+		118, 1e-9);
+	ck_assert_double_eq_tol(cs_launch_cost_own_code_ns("{\"ns_per_launch\":900}"), 0, 1e-9);
+}
+END_TEST
+
 START_TEST(test_same_pid_merged_and_no_process_record)
 {
 	char *dir = tu_tmpdir();
@@ -2928,6 +2995,7 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_stack_bad_records);
 	tcase_add_test(tc, test_truncated_file);
 	tcase_add_test(tc, test_two_processes);
+	tcase_add_test(tc, test_call_tails);
 	tcase_add_test(tc, test_same_pid_merged_and_no_process_record);
 	tcase_add_test(tc, test_bad_headers);
 	tcase_add_test(tc, test_progress);

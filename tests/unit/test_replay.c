@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "cuscope/analyze.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/sort.h"
 #include "deps.h"
 #include "testutil.h"
@@ -173,6 +176,78 @@ START_TEST(test_no_wait_never_slower)
 }
 END_TEST
 
+/* Replayed without the profiler, with and without the recorder's time after each call (META
+ * call_tails) in a copy of the trace: the base of the replay in *plain and *cut. */
+static void replay_with_tails(const char *src, const char *tails_json, int64_t *plain, int64_t *cut,
+			      int64_t *calls)
+{
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "t.db"), *data;
+	size_t len = 0;
+	struct fact_deps_stats st;
+	struct loaded l;
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	char value[512];
+
+	data = tu_read_file(src, &len);
+	ck_assert_ptr_nonnull(data);
+	ck_assert_int_eq(tu_write_file(path, data, len), 0);
+	free(data);
+	for (int pass = 0; pass < 2; pass++) {
+		struct fact_deps *d = NULL;
+
+		ck_assert_int_eq(load(&l, path), 0);
+		ck_assert_int_eq(fact_deps_build(&l.a, &l.s, FACT_DEPS_UNPROFILED, &d), 0);
+		ck_assert_ptr_nonnull(d);
+		ck_assert_int_eq(fact_deps_replay(d, NULL, NULL, pass ? cut : plain), 0);
+		fact_deps_stats(d, &st);
+		*calls = st.calls;
+		if (!pass)
+			snprintf(value, sizeof(value), tails_json, (unsigned)l.s.pid);
+		fact_deps_free(d);
+		unload(&l);
+		if (pass)
+			break;
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO META VALUES (?, ?)",
+						    -1, &q, NULL),
+				 SQLITE_OK);
+		sqlite3_bind_text(q, 1, CS_META_CALL_TAILS, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
+		ck_assert_int_eq(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		sqlite3_close(db);
+	}
+	free(path);
+	free(dir);
+}
+
+/* The recorder's measured time after each call comes out of the host time that follows it: a
+ * host-bound run replays faster by at most that time per call, and by a good part of it. */
+START_TEST(test_call_tails_taken_out)
+{
+	char *path = tu_source_file("tests/data/savings/d2h_item_host.db");
+	int64_t plain = 0, cut = 0, calls = 0;
+
+	if (!tu_file_exists(path)) {
+		free(path);
+		return;
+	}
+	replay_with_tails(path,
+			  "{\"%u\":{\"launch\":{\"calls\":1000,\"ns\":2000000},"
+			  "\"stack\":{\"calls\":10,\"ns\":20000},\"other\":{\"calls\":10,\"ns\":20000}}}",
+			  &plain, &cut, &calls);
+	ck_assert_int_gt(plain, 0);
+	ck_assert_msg(cut < plain, "%lld -> %lld", (long long)plain, (long long)cut);
+	/* never more than 2 us a call of the whole model */
+	ck_assert_int_le(plain - cut, 2000 * calls);
+	/* the launch-bound loop's calls are nearly all in its span: most of it comes out */
+	ck_assert_msg(plain - cut > 2000 * calls / 4, "%lld of %lld calls x 2 us",
+		      (long long)(plain - cut), (long long)calls);
+	free(path);
+}
+END_TEST
+
 /* GPU time doubled: a GPU-bound run's steps get about twice as long (a fed queue), a host-bound
  * run's (the launch-starved loop) change little. */
 START_TEST(test_gpu_time_matters_where_gpu_bound)
@@ -277,6 +352,7 @@ int main(void)
 	tcase_add_test(tc, test_no_wait_never_slower);
 	tcase_add_test(tc, test_gpu_time_matters_where_gpu_bound);
 	tcase_add_test(tc, test_long_run_window);
+	tcase_add_test(tc, test_call_tails_taken_out);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -69,6 +69,7 @@ struct call {
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
 	uint8_t launches; /* it holds a launch call */
+	uint8_t tail;	  /* the kind (enum cs_tail_kind) of the call that ends it */
 };
 
 struct op {
@@ -227,6 +228,22 @@ static int iv_class(const struct iv *x)
 	}
 }
 
+/* What the recorder does after the call's end (META call_tails' kinds, in the order of enum
+ * cs_tail_kind): a launch; a wait or a copy, whose stack it captures; anything else. */
+static int iv_tail(const cs_analysis *a, const struct iv *x)
+{
+	switch (x->what) {
+	case W_KERNEL:
+		return 0;
+	case W_COPY:
+		return a->copies[x->index].is_memset ? 2 : 1;
+	case W_SYNC:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
 static int32_t *new_map(int64_t n)
 {
 	size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(int32_t);
@@ -263,6 +280,7 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 			c->wait_op = -1;
 			c->host_dep = -1;
 			c->cls = (uint8_t)iv_class(x);
+			c->tail = (uint8_t)iv_tail(d->a, x);
 			if (newthread) {
 				d->thread_first[nthreads++] = (int32_t)g;
 				cur_tid = x->tid;
@@ -272,8 +290,10 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 			c->thread = nthreads - 1;
 		} else {
 			c = &d->calls[g];
-			if (x->end > c->end)
+			if (x->end >= c->end) {
 				c->end = x->end;
+				c->tail = (uint8_t)iv_tail(d->a, x);
+			}
 		}
 		c->may_wait |= (uint8_t)iv_may_wait(d->a, x);
 		c->launches |= x->what == W_KERNEL || x->what == W_COPY;
@@ -656,17 +676,32 @@ static int decide_host_deps(struct fact_deps *d)
 
 /* Without the profiler: each call that launches takes rec ns less when it does not wait (at
  * least nothing). */
-static void unprofile(struct fact_deps *d, double rec)
+/*
+ * Take out of the model what recording added to the host (docs/replay.md): rec, the calibrated
+ * cost of a launch, from each launch call; and, where the trace has them (META call_tails), the
+ * recorder's measured mean time after each kind of call from the host time that follows such a
+ * call. The calibrated cost holds the library's own code (own_code), which call_tails counts too:
+ * with call_tails, a launch loses rec less that.
+ */
+static void unprofile(struct fact_deps *d, double rec, double own_code, const double *tail)
 {
-	if (!(rec > 0))
-		return;
+	int have_tails = tail && (tail[0] > 0 || tail[1] > 0 || tail[2] > 0);
+
+	if (have_tails)
+		rec = rec > own_code ? rec - own_code : 0;
 	for (int64_t g = 0; g < d->ncalls; g++) {
 		struct call *c = &d->calls[g];
 
-		if (c->launches)
+		if (c->launches && rec > 0)
 			c->base = c->base > (int64_t)rec ? c->base - (int64_t)rec : 0;
+		if (have_tails && g > 0 && g != d->thread_first[c->thread]) {
+			int64_t cut = (int64_t)tail[d->calls[g - 1].tail];
+
+			c->gap = c->gap > cut ? c->gap - cut : 0;
+		}
 	}
-	d->launch_call = d->launch_call > (int64_t)rec ? d->launch_call - (int64_t)rec : 0;
+	if (rec > 0)
+		d->launch_call = d->launch_call > (int64_t)rec ? d->launch_call - (int64_t)rec : 0;
 }
 
 int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags, struct fact_deps **out)
@@ -719,8 +754,13 @@ int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags, str
 	decide_edges(d, by_end);
 	if (decide_waits(d, by_end) || decide_host_deps(d))
 		goto fail;
-	if ((flags & FACT_DEPS_UNPROFILED) && a->trace)
-		unprofile(d, cs_launch_cost_ns(cs_trace_meta(a->trace, CS_META_LAUNCH_COST)));
+	if ((flags & FACT_DEPS_UNPROFILED) && a->trace) {
+		const char *cost = cs_trace_meta(a->trace, CS_META_LAUNCH_COST);
+		double tail[CS_CALL_TAIL_KINDS];
+
+		cs_call_tails_mean(cs_trace_meta(a->trace, CS_META_CALL_TAILS), s->pid, tail);
+		unprofile(d, cs_launch_cost_ns(cost), cs_launch_cost_own_code_ns(cost), tail);
+	}
 	d->stats.launch_lat = d->typ_launch;
 	d->stats.stream_gap = d->typ_stream;
 	d->stats.calls = d->ncalls;

@@ -26,8 +26,9 @@ struct fact_deps; /* opaque */
 /* How to build the model. */
 enum fact_deps_flag {
 	/* the run without the profiler: each launch call takes what recording added to it less
-	 * (the trace's META launch_cost, measured by `record` after the program), so that a replay
-	 * predicts the program as it runs alone */
+	 * (the trace's META launch_cost, measured by `record` after the program) and the host time
+	 * after each call the recorder's mean time after a call of its kind (META call_tails,
+	 * measured on every call), so that a replay predicts the program as it runs alone */
 	FACT_DEPS_UNPROFILED = 1,
 };
 
