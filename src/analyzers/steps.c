@@ -1409,17 +1409,42 @@ static void choose_timing(const cs_analysis *a, cs_steps *s)
 
 /*
  * Warm-up steps run far longer than the steady ones (compilation, autotuning, the allocator
- * growing): a step is an outlier when its host span is more than WARMUP_K robust standard
- * deviations (1.4826 median absolute deviations) over the median span of all the steps. For
+ * growing), or run a part of the step: a step is an outlier when its host span is more than
+ * WARMUP_K robust standard deviations (1.4826 median absolute deviations) over the median span
+ * of all the steps, or (below) when it launches fewer kernels than most steps. For
  * normally spread step times 5 are passed once in 3.5 million steps, so only such work passes;
  * the median and the deviation ignore up to half of the steps being outliers. The steps' own
  * count of warm-up iterations is not known, and no fixed share of them is taken.
  */
 #define WARMUP_K 5.0
 
+/* The kernel count most steps launch, or -1 when fewer than half of the steps launch one count
+ * (a model whose steps launch varying work: then the count says nothing about warm-up). */
+static int64_t common_kernel_count(const cs_steps *s)
+{
+	int64_t *k, best = -1;
+	int32_t n = s->n, run = 0, most = 0;
+
+	k = malloc((size_t)n * sizeof(*k));
+	if (!k)
+		return -1;
+	for (int32_t i = 0; i < n; i++)
+		k[i] = s->v[i].kernels;
+	cs_sort_i64(k, (size_t)n);
+	for (int32_t i = 0; i < n; i++) {
+		run = i > 0 && k[i] == k[i - 1] ? run + 1 : 1;
+		if (run > most) {
+			most = run;
+			best = k[i];
+		}
+	}
+	free(k);
+	return 2 * most >= n ? best : -1;
+}
+
 int32_t cs_steps_default_warmup(const cs_steps *s)
 {
-	int64_t *d, med, mad, far;
+	int64_t *d, med, mad, far, common;
 	int32_t n = s ? s->n : 0, warmup = 0;
 
 	if (n < 3)
@@ -1441,9 +1466,17 @@ int32_t cs_steps_default_warmup(const cs_steps *s)
 	 * so far (within the first half of the steps): compilation and autotuning come at the
 	 * start, one after another or with a few normal steps among them, while the rare outliers
 	 * of the steady state (evaluation, a checkpoint) never make up half of a prefix */
-	for (int32_t i = 0, k = 0; i < n / 2; i++)
-		if (cs_sat_sub(s->v[i].end, s->v[i].start) > far && 2 * ++k >= i + 1)
+	/* a step at the start that launches fewer kernels than most steps do is a part of a step,
+	 * however long (a compiled model run in pieces before its whole graph is compiled), when
+	 * most steps launch one count (one that launches more does extra work: logging, a check) */
+	common = common_kernel_count(s);
+	for (int32_t i = 0, k = 0; i < n / 2; i++) {
+		int outlier = cs_sat_sub(s->v[i].end, s->v[i].start) > far ||
+			      (common >= 0 && s->v[i].kernels < common);
+
+		if (outlier && 2 * ++k >= i + 1)
 			warmup = i + 1;
+	}
 	return warmup;
 }
 

@@ -1455,6 +1455,53 @@ START_TEST(test_warmup_extreme_span)
 }
 END_TEST
 
+/*
+ * Part steps at the start: torch.compile runs the model in pieces before its whole graph is
+ * compiled (samples/savings/compile_item.py: steps of 63 kernels, 1.3 ms, against 123 and 3.0 ms,
+ * between compilation steps of seconds). Fewer kernels than most steps launch makes them warm-up
+ * however short; more kernels (a log line) or kernel counts that vary from step to step do not.
+ */
+START_TEST(test_warmup_part_steps)
+{
+	cs_step v[40];
+	cs_steps s;
+	int64_t t = 0;
+
+	memset(&s, 0, sizeof(s));
+	memset(v, 0, sizeof(v));
+	for (int32_t i = 0; i < 40; i++) {
+		int64_t us = 3000 + (i * 37 % 7 - 3) * 20, k = 123;
+
+		if (i == 0 || i == 5)
+			us = 2000000, k = i ? 3126 : 121; /* compilation */
+		else if (i < 5)
+			us = 1300, k = 63; /* the compiled pieces */
+		else if (i == 6)
+			us = 32800, k = 237;
+		v[i].start = t;
+		v[i].end = t += us * US;
+		v[i].kernels = k;
+		v[i].index = i;
+	}
+	s.v = v;
+	s.n = 40;
+	ck_assert_int_eq(cs_steps_default_warmup(&s), 7);
+	/* by their spans alone, only the first step would be (2 of 6 long ones by step 5) */
+	for (int32_t i = 1; i < 5; i++)
+		v[i].kernels = 123;
+	ck_assert_int_eq(cs_steps_default_warmup(&s), 1);
+	/* a step that launches more kernels at a normal span stays steady */
+	for (int32_t i = 1; i < 5; i++)
+		v[i].end = v[i].start + 3000 * US, v[i].kernels = 124;
+	ck_assert_int_eq(cs_steps_default_warmup(&s), 1);
+	/* counts that vary from step to step say nothing: most steps must launch one count */
+	for (int32_t i = 0; i < 40; i++)
+		v[i].kernels = 100 + i;
+	v[1].kernels = v[2].kernels = 1;
+	ck_assert_int_eq(cs_steps_default_warmup(&s), 1);
+}
+END_TEST
+
 START_TEST(test_warmup_defaults)
 {
 	int64_t d[40];
@@ -1636,6 +1683,7 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_nvtx_outermost_one_thread);
 	tcase_add_test(tc, test_profiler_pairs);
 	tcase_add_test(tc, test_warmup_defaults);
+	tcase_add_test(tc, test_warmup_part_steps);
 	tcase_add_test(tc, test_warmup_extreme_span);
 	tcase_add_test(tc, test_steps_find);
 	tcase_add_test(tc, test_duration_stats);
