@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 16
+MIN_WITHIN = 17
 MAX_LOUD = 1
 
 
