@@ -303,6 +303,11 @@ static void worker_main(int in, int out, const char *lib, int cpu)
 	int (*init)(void) = NULL, (*sw)(int) = NULL, dev = 0, rc;
 
 	memset(&h, 0, sizeof(h));
+	if (!lib) {
+		/* the bare process never has CUPTI, whatever the caller's environment holds */
+		unsetenv("CUDA_INJECTION64_PATH");
+		unsetenv("NVTX_INJECTION64_PATH");
+	}
 	if (load_driver(&d, h.why, sizeof(h.why)))
 		goto say;
 	if ((rc = d.init(0)) || (rc = d.device_get(&dev, 0))) {
@@ -535,6 +540,54 @@ out:
 	return out;
 }
 
+/*
+ * The bare launch alone (the host-speed probe of record, host_probe.c): a process without a
+ * profiler runs one loop of launches to warm up, then `loops` loops of `launches`; their wall time
+ * per launch in wall[0..loops). The caller's signals are left as they are (nothing to keep: no
+ * trace is being written). 0, or -1 with why set.
+ */
+int cli_bare_launch_loops(int loops, int launches, double timeout_s, double *wall, char *device,
+			  size_t dcap, char *why, size_t cap)
+{
+	struct worker bare = {0, -1, -1};
+	struct hello h;
+	struct answer a;
+	struct sigaction ign, old_pipe;
+	double deadline = now_ns(CLOCK_MONOTONIC) + timeout_s * 1e9;
+	int failed = 1;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	if (worker_start(&bare, NULL, NULL, -1)) {
+		snprintf(why, cap, "cannot start a measuring process: %s", strerror(errno));
+		goto out;
+	}
+	if (read_full(bare.from, &h, sizeof(h), deadline)) {
+		snprintf(why, cap, "the measuring process did not start (in %.0f s)", timeout_s);
+		goto out;
+	}
+	h.why[sizeof(h.why) - 1] = h.device[sizeof(h.device) - 1] = '\0';
+	if (!h.ok) {
+		snprintf(why, cap, "%s", h.why);
+		goto out;
+	}
+	snprintf(device, dcap, "%s", h.device);
+	for (int r = -1; r < loops; r++) {
+		if (run_loop_in(&bare, CAL_NONE, r < 0 ? launches / 4 + 1 : launches, deadline, &a,
+				h.device, why, cap))
+			goto out;
+		if (r >= 0)
+			wall[r] = a.wall;
+	}
+	failed = 0;
+out:
+	worker_stop(&bare, failed);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	return failed ? -1 : 0;
+}
+
 /* ---- cuscope calibrate ---- */
 
 static const char calibrate_usage[] =
@@ -552,6 +605,9 @@ static const char calibrate_usage[] =
 	"      --rounds N       rounds of the five loops (default 9, at most 64)\n"
 	"      --launches N     launches per loop (default 10000)\n"
 	"      --no-backtrace   measure recording without host call stacks\n"
+	"      --host-speed     measure only the host's speed, as 'cuscope record' does before\n"
+	"                       and after the program: a fixed CPU workload and launches of an\n"
+	"                       empty kernel without a profiler (see 'cuscope info', 'gate')\n"
 	"  -f, --format FORMAT  text (default) or json\n"
 	"  -h, --help           show this help\n"
 	"\n"
@@ -590,6 +646,38 @@ static void print_text(const cJSON *j)
 #undef NUM
 }
 
+/* calibrate --host-speed: the probe record runs before and after the program, alone. */
+static int host_speed_main(enum cli_format fmt)
+{
+	struct cli_host_probe p;
+	char *json;
+	cJSON *j;
+	int rc;
+
+	cli_host_probe(&p, 1);
+	json = cli_host_probe_json(&p, NULL);
+	j = json ? cJSON_Parse(json) : NULL;
+	free(json);
+	if (!j) {
+		cli_error("out of memory");
+		return CLI_EXIT_USAGE;
+	}
+	if (fmt == CLI_FORMAT_JSON) {
+		rc = cli_json_print(j);
+	} else {
+		printf("CPU work:     %.1f ns per 1000 steps (spread %.1f%%)\n", p.cpu_ns,
+		       100 * p.cpu_spread);
+		if (p.launch_ns > 0)
+			printf("bare launch:  %.3f us on %s (spread %.1f%%)\n", p.launch_ns / 1e3,
+			       p.device, 100 * p.launch_spread);
+		else
+			printf("bare launch:  not measured: %s\n", p.why);
+		rc = CLI_EXIT_OK;
+	}
+	cJSON_Delete(j);
+	return cli_finish_output(rc);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -597,6 +685,7 @@ int cmd_calibrate(int argc, char **argv)
 		{"launches", required_argument, NULL, 'L'},
 		{"no-backtrace", no_argument, NULL, 'N'},
 		{"format", required_argument, NULL, 'f'},
+		{"host-speed", no_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -605,7 +694,7 @@ int cmd_calibrate(int argc, char **argv)
 				       .progress = "measuring what recording costs a launch"};
 	enum cli_format fmt = CLI_FORMAT_TEXT;
 	int64_t v;
-	int c, backtrace = 1, rc;
+	int c, backtrace = 1, rc, host_speed = 0;
 	char lib[PATH_MAX], why[300], *options;
 	const char *tmp = getenv("TMPDIR");
 	cJSON *j;
@@ -625,6 +714,9 @@ int cmd_calibrate(int argc, char **argv)
 		case 'N':
 			backtrace = 0;
 			break;
+		case 'H':
+			host_speed = 1;
+			break;
 		case 'f':
 			if (cli_parse_format("calibrate", optarg, &fmt))
 				return CLI_EXIT_USAGE;
@@ -638,6 +730,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("calibrate", "unexpected argument '%s'", argv[optind]);
+	if (host_speed)
+		return host_speed_main(fmt);
 	if (cli_find_inject_lib(lib, sizeof(lib)))
 		return CLI_EXIT_USAGE;
 	/* a minute to start and warm up, and 20 us per launch (five times a slow one) */

@@ -28,6 +28,7 @@
 #define CLI_EXIT_OK	  0
 #define CLI_EXIT_FINDINGS 1 /* findings or gate failures (report, gate) */
 #define CLI_EXIT_USAGE	  2 /* bad input or bad usage */
+#define CLI_EXIT_INCONCLUSIVE 3 /* gate: nothing regressed but what the host's speed explains */
 
 /* ---- commands (one file each) ---- */
 
@@ -70,6 +71,27 @@ struct cli_calibrate_opts {
  * with why set.
  */
 cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap);
+/*
+ * Loops of launches of an empty kernel in a process without a profiler (calibrate.c): after one to
+ * warm up, `loops` loops of `launches`, their wall ns per launch in wall[]; device (dcap bytes) the
+ * GPU's name. 0, or -1 with why set (no driver, no GPU, a failed launch, past timeout_s).
+ */
+int cli_bare_launch_loops(int loops, int launches, double timeout_s, double *wall, char *device,
+			  size_t dcap, char *why, size_t cap);
+/*
+ * The host-speed probe (host_probe.c): a fixed CPU workload and, with launch, the bare launch of an
+ * empty kernel. cli_host_probe() measures into *p; cli_host_probe_json() makes META host_speed
+ * (cuscope/host_speed.h) of the probes before and after the program (after may be NULL), or NULL
+ * when neither measured anything.
+ */
+struct cli_host_probe {
+	double cpu_ns, cpu_spread;	 /* ns per unit of the CPU work; 0: not measured */
+	double launch_ns, launch_spread; /* ns per bare launch; 0: not measured */
+	char device[128];
+	char why[256]; /* why the launch was not measured */
+};
+void cli_host_probe(struct cli_host_probe *p, int launch);
+char *cli_host_probe_json(const struct cli_host_probe *before, const struct cli_host_probe *after);
 /* Remove a directory and what it holds (what can be removed). */
 void cli_remove_tree(const char *dir);
 

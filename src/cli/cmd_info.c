@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cuscope/gpu_links.h"
 #include "cuscope/grow.h"
+#include "cuscope/host_speed.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/u64map.h"
@@ -326,6 +327,18 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 		cJSON_Delete(lc);
 		goto nomem;
 	}
+	/* the host's speed before and after the program, as record's probes measured it */
+	{
+		const char *hs_text = cs_trace_meta(t, CS_META_HOST_SPEED);
+		cs_host_speed hs;
+		cJSON *hj = cs_host_speed_parse(hs_text, &hs) ? cJSON_Parse(hs_text)
+							      : cJSON_CreateNull();
+
+		if (!hj || !cJSON_AddItemToObject(doc, "host_speed", hj)) {
+			cJSON_Delete(hj);
+			goto nomem;
+		}
+	}
 	free(ctx.pids);
 	u64map_free(&ctx.index);
 	return doc;
@@ -485,6 +498,41 @@ static void info_print_without_end(const cJSON *doc, const cJSON *procs)
 	}
 }
 
+/* "before B, after A" of a probe's pair (ns scaled by div, printed with unit), or "-". */
+static void probe_pair(cs_strbuf *sb, const cJSON *pair, double div, const char *unit)
+{
+	static const char *const when[2] = {"before", "after"};
+	const char *sep = "";
+
+	for (int w = 0; w < 2; w++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(pair, when[w]);
+
+		if (!cJSON_IsNumber(v))
+			continue;
+		cs_strbuf_printf(sb, "%s%.2f %s %s", sep, v->valuedouble / div, unit, when[w]);
+		sep = ", ";
+	}
+}
+
+/* The host's speed as record's probes measured it before and after the program. */
+static void info_print_host_speed(const cJSON *hs)
+{
+	const cJSON *launch = cJSON_GetObjectItemCaseSensitive(hs, "launch_ns");
+	cs_strbuf sb = CS_STRBUF_INIT;
+
+	if (!cJSON_IsObject(hs))
+		return;
+	cs_strbuf_puts(&sb, "CPU work (1000 steps) ");
+	probe_pair(&sb, cJSON_GetObjectItemCaseSensitive(hs, "cpu_ns"), 1e3, "us");
+	if (cJSON_IsObject(launch)) {
+		cs_strbuf_puts(&sb, "; bare launch ");
+		probe_pair(&sb, launch, 1e3, "us");
+		cs_strbuf_printf(&sb, " on %.64s", json_str(hs, "device", "?"));
+	}
+	info_line("host speed", sb.failed ? "?" : cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
+}
+
 /* What recording cost a launch, and its parts, when record measured it. */
 static void info_print_launch_cost(const cJSON *lc)
 {
@@ -546,6 +594,7 @@ static void info_print_text(const cJSON *doc)
 	v = cs_json_get_int(doc, "duration_ns", INT64_MIN);
 	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
 	info_print_launch_cost(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost"));
+	info_print_host_speed(cJSON_GetObjectItemCaseSensitive(doc, "host_speed"));
 
 	info_line("processes", cs_fmt_count(a, sizeof(a), cJSON_GetArraySize(procs)));
 	if (cJSON_GetArraySize(procs) > 0)

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "cuscope/gpu_links.h"
 #include "cuscope/import.h"
+#include "cuscope/host_speed.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/spool.h"
 #include "cuscope/strbuf.h"
@@ -76,6 +77,10 @@ static const char record_usage[] =
 	"      --no-calibrate       do not measure what recording costs a launch after COMMAND\n"
 	"                           ends (about 3 s of empty-kernel launches on GPU 0; the\n"
 	"                           trace keeps it for launch-starvation and 'cuscope info')\n"
+	"      --no-host-probe      do not measure the host's speed before and after COMMAND\n"
+	"                           (a fixed CPU workload and empty-kernel launches, about\n"
+	"                           0.5 s each time; 'cuscope gate' compares host-bound runs\n"
+	"                           at equal host speed with it)\n"
 	"  -q, --quiet              no summary line\n"
 	"  -h, --help               show this help\n"
 	"\n"
@@ -87,6 +92,7 @@ struct record_opts {
 	const char *output;
 	const char *capture_nvtx; /* pattern, or NULL */
 	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace, calibrate;
+	int host_probe;
 	double delay, duration, wait_s;
 	uint64_t size_limit;
 	int64_t cupti_buffers;
@@ -376,6 +382,24 @@ static char *measure_launch_cost(const struct record_opts *o, const char *lib, c
 	return s;
 }
 
+/*
+ * META host_speed of the probes: the one before the program (probe[0], zeroed when not run) and
+ * one after it, run here unless the job was stopped by a signal, left processes running (they
+ * would compete with the probe) or recorded nothing. NULL when nothing was measured.
+ */
+static char *host_speed_meta(const struct record_opts *o, struct cli_host_probe probe[2],
+			     const char *spool, int others_left, int interrupted)
+{
+	int after = o->host_probe && !interrupted && !others_left &&
+		    cs_import_dir_has_spool(spool);
+
+	if (!o->host_probe)
+		return NULL;
+	if (after)
+		cli_host_probe(&probe[1], probe[0].launch_ns > 0);
+	return cli_host_probe_json(&probe[0], after ? &probe[1] : NULL);
+}
+
 static char *join_command(char **argv)
 {
 	cs_strbuf sb = CS_STRBUF_INIT;
@@ -405,13 +429,16 @@ int cmd_record(int argc, char **argv)
 		{"wait", required_argument, NULL, 'W'},
 		{"keep-spool", no_argument, NULL, 'K'},
 		{"no-calibrate", no_argument, NULL, 'M'},
+		{"no-host-probe", no_argument, NULL, 'P'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct record_opts o = {
-		.output = "cuscope.db", .wait_s = 10, .backtrace = 1, .calibrate = 1};
+		.output = "cuscope.db", .wait_s = 10, .backtrace = 1, .calibrate = 1,
+			    .host_probe = 1};
 	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
+	struct cli_host_probe probe[2];
 	char *options = NULL, *command = NULL, *outcopy;
 	struct sigaction sa, old_sa[8];
 	static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -485,6 +512,9 @@ int cmd_record(int argc, char **argv)
 		case 'M':
 			o.calibrate = 0;
 			break;
+		case 'P':
+			o.host_probe = 0;
+			break;
 		case 'q':
 			o.quiet = 1;
 			break;
@@ -517,6 +547,10 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot create a spool directory in '%s': %s", outdir, strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
+	/* the host's speed before the program: nothing of it runs yet, nothing of ours is set */
+	memset(probe, 0, sizeof(probe));
+	if (o.host_probe)
+		cli_host_probe(&probe[0], 1);
 	start_rt = now_realtime_ns();
 	options = build_options(&o, start_rt, 0);
 	command = join_command(argv + optind);
@@ -604,6 +638,8 @@ int cmd_record(int argc, char **argv)
 		char exitbuf[32], startbuf[32];
 		/* the GPUs' PCIe links, where the driver lists them: a pageable copy's cost */
 		char *links = cs_gpu_links_read("/proc", "/sys");
+		/* the host's speed after it (not after a signal or with processes left) */
+		char *speed = host_speed_meta(&o, probe, spool, others_left, WIFSIGNALED(status));
 		/* what recording cost a launch: launch-starvation's cost net of it */
 		char *cost = measure_launch_cost(&o, lib, outdir, spool, others_left,
 						 WIFSIGNALED(status));
@@ -630,6 +666,10 @@ int cmd_record(int argc, char **argv)
 			meta[nmeta++] = CS_META_LAUNCH_COST;
 			meta[nmeta++] = cost;
 		}
+		if (speed) {
+			meta[nmeta++] = CS_META_HOST_SPEED;
+			meta[nmeta++] = speed;
+		}
 		snprintf(exitbuf, sizeof(exitbuf), "%d", exit_code);
 		snprintf(startbuf, sizeof(startbuf), "%llu", (unsigned long long)start_rt);
 		if (isatty(2) && !o.quiet)
@@ -639,6 +679,7 @@ int cmd_record(int argc, char **argv)
 		launch_ns = cs_launch_cost_ns(cost);
 		free(links);
 		free(cost);
+		free(speed);
 		if (io.progress)
 			fputs("\r\033[K", stderr);
 	}

@@ -8,10 +8,12 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/host_speed.h"
 #include "testutil.h"
 
 static int record_available;
@@ -346,6 +348,76 @@ START_TEST(calibrate_reports_what_a_measuring_process_says)
 }
 END_TEST
 
+/*
+ * The host-speed probe alone: the CPU work anywhere; the bare launch against the fake driver
+ * (found first through LD_LIBRARY_PATH), which answers launches at once; without a driver it says
+ * why, exit 0 all the same.
+ */
+START_TEST(calibrate_host_speed)
+{
+	const char *fake = getenv("CUSCOPE_FAKE_CUDA");
+	const char *argv[] = {tu_cuscope_bin(), "calibrate", "--host-speed", "--format", "json",
+			      NULL};
+	const char *text[] = {tu_cuscope_bin(), "calibrate", "--host-speed", NULL};
+	char ld[4200], *copy, *out = NULL, *err = NULL;
+	const char *env[] = {ld, NULL};
+	cs_host_speed hs;
+	double noise;
+
+	if (!record_available)
+		return;
+	snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=/nonexistent");
+	ck_assert_int_eq(tu_run(text, env, &out, &err), 0);
+	ck_assert_msg(strstr(out, "CPU work:") && strstr(out, "ns per 1000 steps") &&
+			      strstr(out, "bare launch:  not measured: "),
+		      "%s%s", out, err);
+	free(out);
+	free(err);
+	if (!fake)
+		return;
+	copy = strdup(fake);
+	snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", dirname(copy));
+	out = err = NULL;
+	ck_assert_int_eq(tu_run(argv, env, &out, &err), 0);
+	ck_assert_msg(cs_host_speed_parse(out, &hs) == 1, "%s%s", out, err);
+	ck_assert(hs.ns[CS_PROBE_CPU][CS_PROBE_BEFORE] > 0);
+	ck_assert(hs.ns[CS_PROBE_LAUNCH][CS_PROBE_BEFORE] > 0);
+	ck_assert(hs.ns[CS_PROBE_CPU][CS_PROBE_AFTER] == 0);
+	ck_assert_msg(strstr(out, "\"device\":") != NULL, "%s", out);
+	/* one measurement: its index, and its spread for noise */
+	ck_assert(cs_host_speed_index(&hs, CS_PROBE_LAUNCH, &noise) ==
+		  hs.ns[CS_PROBE_LAUNCH][CS_PROBE_BEFORE]);
+	ck_assert(noise == hs.spread[CS_PROBE_LAUNCH][CS_PROBE_BEFORE]);
+	free(out);
+	free(err);
+	free(copy);
+}
+END_TEST
+
+/* META host_speed read back: before and after, the noise, what is malformed or newer. */
+START_TEST(host_speed_values)
+{
+	cs_host_speed hs;
+	double noise = -1;
+
+	ck_assert_int_eq(
+		cs_host_speed_parse("{\"version\":1,\"launch_ns\":{\"before\":2000,\"after\":2200},"
+				    "\"launch_spread\":{\"before\":0.05,\"after\":0.2},"
+				    "\"cpu_ns\":{\"before\":-3,\"after\":\"x\"}}",
+				    &hs),
+		1);
+	ck_assert(fabs(cs_host_speed_index(&hs, CS_PROBE_LAUNCH, &noise) - 2100) < 1e-9);
+	ck_assert(fabs(noise - 0.2) < 1e-9); /* the after's spread beats the 10% between them */
+	ck_assert(cs_host_speed_index(&hs, CS_PROBE_CPU, &noise) == 0 && noise == 0);
+	ck_assert_int_eq(cs_host_speed_parse("{\"version\":2,\"cpu_ns\":{\"before\":1}}", &hs), 0);
+	ck_assert_int_eq(cs_host_speed_parse("{\"version\":1}", &hs), 0);
+	ck_assert_int_eq(cs_host_speed_parse("[1]", &hs), 0);
+	ck_assert_int_eq(cs_host_speed_parse("not json", &hs), 0);
+	ck_assert_int_eq(cs_host_speed_parse(NULL, &hs), 0);
+	ck_assert(hs.ns[CS_PROBE_CPU][0] == 0);
+}
+END_TEST
+
 /* A job that wrote no spool file is not measured: no word about the cost of recording. */
 START_TEST(no_calibration_without_cuda)
 {
@@ -368,6 +440,8 @@ static Suite *record_suite(void)
 	TCase *tc = tcase_create("record");
 
 	tcase_add_unchecked_fixture(tc, probe_record, NULL);
+	tcase_add_test(tc, calibrate_host_speed);
+	tcase_add_test(tc, host_speed_values);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, unavailable_without_cuda);
 	tcase_add_test(tc, exit_status_passes_through);
