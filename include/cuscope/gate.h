@@ -158,6 +158,10 @@ typedef struct cs_run {
 	 * the host's speed, while work added to a step in one place (a stretch without launches)
 	 * leaves it as it was: the gate's host-speed index (docs/ci.md, "Host-bound runs") */
 	double launch_pace;
+	/* record's host-speed probes (cuscope/host_speed.h): each kind's index, the mean of its
+	 * measurements before and after the program (ns; 0: not measured), and how far the probe
+	 * moved by itself (a share: before against after, the spread of its blocks) */
+	double probe_ns[2], probe_noise[2];
 	double plain[CS_GM_COUNT]; /* count metrics: the plain (untrimmed) mean per steady step */
 	int64_t peak_memory;	   /* bytes; the highest of any process and device */
 	/* share of the steps' process's steady kernel time during which kernels of another process
@@ -260,6 +264,9 @@ typedef struct cs_diff_row {
 	double host_base; /* several host-bound baselines: their mean at their mean host speed */
 	int shared; /* a GPU-time metric (or GPU busy) of a shared GPU against one baseline: not
 		     * gated */
+	/* a wall metric of host-bound runs that fails as recorded and passes at the baseline's
+	 * host speed, which the host-speed probes say differs: neither worse nor passed */
+	int inconclusive;
 } cs_diff_row;
 
 /* A finding of base or new, matched to the other run's (NULL when none matched). */
@@ -290,12 +297,20 @@ typedef struct cs_diff {
 	/* several host-bound baselines with host_speed: each one's launch pace over their mean
 	 * (nbases of them); NULL otherwise */
 	double *host_speeds;
+	/* host_speed came from record's host-speed probes (1 + enum: CS_PROBE_CPU or
+	 * CS_PROBE_LAUNCH), not the launch pace; 0 otherwise. probe_noise: how far the probes of
+	 * the runs move by themselves (a share); probe_differs: host_speed is past it */
+	int probe;
+	double probe_ratio; /* new's probe index over the baselines' mean */
+	double probe_noise;
+	int probe_differs;
 	cs_diff_row *rows; /* most significant first */
 	int32_t nrows;
 	cs_diff_finding *findings; /* new, then fixed, then persisting */
 	int32_t nfindings, nnew, nfixed;
 	int32_t nnew_gated;	/* new findings that are not near their rule's threshold */
 	int32_t checks, failed; /* gated rows and those worse than their threshold */
+	int32_t inconclusive;	/* gated rows explained by the host's speed alone */
 } cs_diff;
 
 /*

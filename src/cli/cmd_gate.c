@@ -60,7 +60,9 @@ static const char gate_usage[] =
 	"  -h, --help             show this help\n"
 	"\n"
 	"Exit status: 0 when no check regressed, 1 when one did, 2 on bad usage, an unreadable\n"
-	"trace or config, or traces whose steps cannot be compared.\n";
+	"trace or config, or traces whose steps cannot be compared, 3 when none regressed but\n"
+	"a wall check fails as recorded and passes at the baseline's host speed, which the\n"
+	"host-speed probes of 'cuscope record' say differs (inconclusive: the host was slower).\n";
 
 /* Text width in a pipe or a file: CI logs are read in a browser. */
 #define GATE_PIPE_WIDTH 120
@@ -87,7 +89,7 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
 	char name[4096], b[64], n[64], ch[96], th[96], conf[32], *clean;
-	const char *row[NCOLS] = {r->worse ? "FAIL" : "ok",
+	const char *row[NCOLS] = {r->worse ? "FAIL" : r->inconclusive ? "INCONCLUSIVE" : "ok",
 				  name,
 				  r->kernel ? "kernel" : cs_metric_kind_name(def->kind),
 				  b,
@@ -162,7 +164,7 @@ static void print_checks(const cs_diff *d, int width, int color)
 		for (int32_t i = 0; i < d->nrows; i++) {
 			const cs_diff_row *r = &d->rows[i];
 
-			if (r->gated && r->worse == !pass) {
+			if (r->gated && (r->worse || r->inconclusive) == !pass) {
 				rows[n] = check_cells(d, r);
 				if (rows[n])
 					n++;
@@ -210,9 +212,9 @@ static void print_checks(const cs_diff *d, int width, int color)
 	}
 	free(rows);
 	{
-		static const struct cs_mark fail[] = {{"FAIL", "1;31"}};
+		static const struct cs_mark fail[] = {{"FAIL", "1;31"}, {"INCONCLUSIVE", "1;33"}};
 
-		cs_table_print_marked(&table, 1, width, color, fail, 1);
+		cs_table_print_marked(&table, 1, width, color, fail, 2);
 	}
 	cs_table_free(&table);
 }
@@ -296,10 +298,17 @@ static void print_text(const cs_diff *d, int width, int color)
 
 	if (color && d->failed)
 		printf("cuscope gate: \033[1;31mFAIL\033[0m: ");
+	else if (color && d->inconclusive)
+		printf("cuscope gate: \033[1;33mINCONCLUSIVE\033[0m: ");
 	else
-		printf("cuscope gate: %s: ", d->failed ? "FAIL" : "PASS");
-	printf("%d of %d %s regressed\n", d->failed, d->checks,
-	       d->checks == 1 ? "check" : "checks");
+		printf("cuscope gate: %s: ", d->failed	       ? "FAIL"
+					     : d->inconclusive ? "INCONCLUSIVE"
+							       : "PASS");
+	printf("%d of %d %s regressed", d->failed, d->checks, d->checks == 1 ? "check" : "checks");
+	if (d->inconclusive)
+		printf("; %d inconclusive: the host was %.0f%% %s (host-speed probe)", d->inconclusive,
+		       100 * fabs(d->probe_ratio - 1), d->probe_ratio > 1 ? "slower" : "faster");
+	putchar('\n');
 	print_base(d);
 	cs_run_rank_label(d->new_, r, sizeof(r));
 	printf("new:  %s (%s%sstep time %s)\n", d->new_->path, r, r[0] ? ", " : "",
@@ -702,7 +711,7 @@ int cmd_gate(int argc, char **argv)
 		print_text(d, w, cli_use_color(no_color));
 	}
 	if (!rc)
-		rc = d->failed ? CLI_EXIT_FINDINGS : CLI_EXIT_OK;
+		rc = d->failed ? CLI_EXIT_FINDINGS : d->inconclusive ? CLI_EXIT_INCONCLUSIVE : CLI_EXIT_OK;
 	rc = cli_finish_output(rc);
 out:
 	cs_comparison_free(&cmp);

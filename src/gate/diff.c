@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/host_speed.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
@@ -676,6 +677,54 @@ static int several_host_speeds(cs_diff *d, const cs_gate_config *c)
 	return 1;
 }
 
+/*
+ * Host-bound baselines, and record's host-speed probes in every run (cuscope/host_speed.h): each
+ * run's host speed is its probe's index (the bare launch where every run has one, else the CPU
+ * work) over the baselines' mean, in place of the launch pace. The probes do not depend on the
+ * program, so a change that slows the program's own launches is not taken for a slower host. A
+ * run whose ratio is within the probes' noise (its own and the noisiest baseline's) is taken at
+ * speed 1: the hosts are the same as far as the probes can tell. Sets d->host_speed (and
+ * d->host_speeds with several baselines), d->probe, d->probe_noise, d->probe_differs; 1 when
+ * set, 0 when a run lacks a probe of both kinds (or memory).
+ */
+static int probe_speeds(cs_diff *d)
+{
+	double mean = 0, noise = 0, ratio;
+	int kind = -1;
+
+	for (int k = CS_PROBE_LAUNCH; k >= CS_PROBE_CPU && kind < 0; k--) {
+		int all = d->new_->probe_ns[k] > 0;
+
+		for (int32_t i = 0; all && i < d->nbases; i++)
+			all = d->bases[i]->probe_ns[k] > 0;
+		if (all)
+			kind = k;
+	}
+	if (kind < 0)
+		return 0;
+	for (int32_t i = 0; i < d->nbases; i++) {
+		mean += d->bases[i]->probe_ns[kind] / d->nbases;
+		noise = fmax(noise, d->bases[i]->probe_noise[kind]);
+	}
+	if (d->nbases > 1) {
+		d->host_speeds = malloc((size_t)d->nbases * sizeof(*d->host_speeds));
+		if (!d->host_speeds)
+			return 0;
+		for (int32_t i = 0; i < d->nbases; i++) {
+			ratio = d->bases[i]->probe_ns[kind] / mean;
+			d->host_speeds[i] =
+				fabs(ratio - 1) > d->bases[i]->probe_noise[kind] + noise ? ratio : 1;
+		}
+	}
+	ratio = d->new_->probe_ns[kind] / mean;
+	d->probe = kind + 1;
+	d->probe_ratio = ratio;
+	d->probe_noise = d->new_->probe_noise[kind] + noise;
+	d->probe_differs = fabs(ratio - 1) > d->probe_noise;
+	d->host_speed = d->probe_differs ? ratio : 1;
+	return 1;
+}
+
 /* The notes on how timing changes were tested, and on a host-bound baseline. */
 static void test_notes(cs_diff *d, const cs_gate_config *c)
 {
@@ -721,7 +770,22 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 	/* the launch pace measures the host only while its launches do not wait for the GPU: new
 	 * must be host-bound too (a full launch queue makes each call wait for a kernel to finish)
 	 */
-	if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
+	if (d->host_bound && probe_speeds(d))
+		snprintf(d->host_note, sizeof(d->host_note),
+			 "host-bound: the GPU is busy %.0f%% of the baseline%s step: wall metrics "
+			 "(step time, GPU busy share) follow the host's speed; record's host-speed "
+			 "probe (%s) took %.2fx the baseline%s time on new's host (the probes' own "
+			 "noise %.1f%%)%s",
+			 100 * d->base_busy, d->nbases > 1 ? "s'" : "'s",
+			 d->probe == 1 + CS_PROBE_LAUNCH ? "a bare kernel launch" : "fixed CPU work",
+			 d->probe_ratio,
+			 d->nbases > 1 ? "s'" : "'s", 100 * d->probe_noise,
+			 d->probe_differs
+				 ? ", so they are compared at the baseline's host speed, and a "
+				   "change that this alone explains is inconclusive, not a "
+				   "regression"
+				 : ": the same host speed, so they are compared as recorded");
+	else if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
 	    d->new_->launch_pace > 0 && d->new_->method != CS_STEPS_NONE &&
 	    d->new_->gpu_busy < c->host_bound) {
 		d->host_speed = d->new_->launch_pace / d->base->launch_pace;
@@ -806,6 +870,29 @@ static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 	}
 }
 
+/*
+ * A wall metric judged at the baseline's host speed by the host-speed probes, which say the hosts
+ * differ: when it passes so but would fail as recorded (its change past the same floor in the bad
+ * direction), the host's speed alone explains the change: inconclusive, neither a regression nor
+ * a pass (docs/ci.md, "The host-speed probe").
+ */
+static void probe_inconclusive(cs_diff *d, cs_diff_row *r)
+{
+	const cs_metric_def *def = cs_metric_get(r->metric);
+	double floor = d->host_speeds ? r->t.rel : d->host_floor, raw, bad;
+
+	/* only a slower host explains a worse change: on a faster one the change taken at the
+	 * baseline's speed is the larger */
+	if (!d->probe || !d->probe_differs || d->host_speed <= 1 || r->worse || r->base <= 0)
+		return;
+	if (floor <= 0)
+		floor = d->host_floor;
+	raw = r->new_ / r->base - 1;
+	bad = def->higher_is_worse ? raw : -raw;
+	if (bad > floor)
+		r->inconclusive = 1;
+}
+
 int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
 		    const cs_gate_config *c, cs_diff *out, cs_error *err)
 {
@@ -858,6 +945,7 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		}
 		if (r->host_wall && out->host_speed > 0) {
 			host_wall_judge(out, r);
+			probe_inconclusive(out, r);
 		} else if (r->host_wall) {
 			/* only a change past the host floor fails */
 			if (r->base == 0 || fabs(r->rel) <= c->host_floor) {
@@ -888,6 +976,7 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		if (r->gated) {
 			out->checks++;
 			out->failed += r->worse;
+			out->inconclusive += r->inconclusive;
 		}
 	}
 	cs_sort(out->rows, (size_t)out->nrows, sizeof(*out->rows), cmp_row);
@@ -1063,7 +1152,11 @@ static cJSON *row_json(const cs_diff *d, const cs_diff_row *r)
 		cJSON_AddNullToObject(o, "host_adjusted_relative");
 	cJSON_AddBoolToObject(o, "shared_gpu", r->shared);
 	cJSON_AddNumberToObject(o, "score", r->score > 1e300 ? 1e300 : r->score);
-	cJSON_AddStringToObject(o, "status", r->worse ? "worse" : r->better ? "better" : "within");
+	cJSON_AddStringToObject(o, "status",
+				r->worse	  ? "worse"
+				: r->inconclusive ? "inconclusive"
+				: r->better	  ? "better"
+						  : "within");
 	return o;
 }
 
@@ -1117,6 +1210,17 @@ cJSON *cs_diff_json(const cs_diff *d)
 		goto fail;
 	cJSON_AddNumberToObject(x, "checks", d->checks);
 	cJSON_AddNumberToObject(x, "failed", d->failed);
+	cJSON_AddNumberToObject(x, "inconclusive", d->inconclusive);
+	if (d->probe) {
+		cJSON *p = cJSON_AddObjectToObject(doc, "host_probe");
+
+		cJSON_AddStringToObject(p, "kind", d->probe == 1 + CS_PROBE_LAUNCH ? "launch" : "cpu");
+		cJSON_AddNumberToObject(p, "ratio", d->probe_ratio);
+		cJSON_AddNumberToObject(p, "noise", d->probe_noise);
+		cJSON_AddBoolToObject(p, "differs", d->probe_differs);
+	} else {
+		cJSON_AddNullToObject(doc, "host_probe");
+	}
 	cJSON_AddNumberToObject(x, "confidence_level", d->confidence);
 	cJSON_AddNumberToObject(x, "new_findings_gated", d->nnew_gated);
 	arr = cJSON_AddArrayToObject(doc, "metrics");
@@ -1258,7 +1362,7 @@ static void md_row(FILE *f, const cs_diff *d, const cs_diff_row *r, int gate)
 	confidence_cell(conf, sizeof(conf), r);
 	fputs("| ", f);
 	if (gate)
-		fputs(r->worse ? "**FAIL** | " : "ok | ", f);
+		fputs(r->worse ? "**FAIL** | " : r->inconclusive ? "**INCONCLUSIVE** | " : "ok | ", f);
 	md_row_name(f, r);
 	if (gate)
 		fprintf(f, " | %s", cs_metric_kind_name(def->kind));
@@ -1299,7 +1403,12 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 {
 	int kernels = 0, passed = 0;
 
-	if (gate)
+	if (gate && d->inconclusive && !d->failed)
+		fprintf(f,
+			"## cuscope gate: INCONCLUSIVE (0 of %d checks regressed; %d inconclusive: "
+			"the host was %.0f%% slower)\n\n",
+			d->checks, d->inconclusive, 100 * (d->probe_ratio - 1));
+	else if (gate)
 		fprintf(f, "## cuscope gate: %s (%d of %d checks regressed)\n\n",
 			d->failed ? "FAIL" : "PASS", d->failed, d->checks);
 	else
@@ -1337,18 +1446,18 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			"| Result | Check | Kind | Base | New | Change | Confidence | Threshold |\n"
 			"|---|---|---|---:|---:|---:|---:|---|\n";
 
-		if (d->failed) {
+		if (d->failed || d->inconclusive) {
 			fprintf(f, "\n%s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
-				if (d->rows[i].gated && d->rows[i].worse)
+				if (d->rows[i].gated && (d->rows[i].worse || d->rows[i].inconclusive))
 					md_row(f, d, &d->rows[i], 1);
 		}
-		passed = d->checks - d->failed;
+		passed = d->checks - d->failed - d->inconclusive;
 		if (passed > 0) {
 			fprintf(f, "\n<details><summary>%d check%s passed</summary>\n\n%s", passed,
 				passed == 1 ? "" : "s", head);
 			for (int32_t i = 0; i < d->nrows; i++)
-				if (d->rows[i].gated && !d->rows[i].worse)
+				if (d->rows[i].gated && !d->rows[i].worse && !d->rows[i].inconclusive)
 					md_row(f, d, &d->rows[i], 1);
 			fputs("\n</details>\n", f);
 		}

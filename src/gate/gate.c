@@ -548,12 +548,13 @@ static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 int cs_gate_write_junit(FILE *f, const cs_diff *d)
 {
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-	fprintf(f, "<testsuites name=\"cuscope gate\" tests=\"%d\" failures=\"%d\">\n", d->checks,
-		d->failed);
+	fprintf(f,
+		"<testsuites name=\"cuscope gate\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
+		d->checks, d->failed, d->inconclusive);
 	fprintf(f,
 		"  <testsuite name=\"cuscope gate\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
-		"skipped=\"0\">\n",
-		d->checks, d->failed);
+		"skipped=\"%d\">\n",
+		d->checks, d->failed, d->inconclusive);
 	fputs("    <properties>\n      <property name=\"base\" value=\"", f);
 	xml_text(f, d->base->path);
 	for (int32_t i = 1; i < d->nbases; i++) {
@@ -582,6 +583,13 @@ int cs_gate_write_junit(FILE *f, const cs_diff *d)
 			continue;
 		fputs("    <testcase classname=\"cuscope.gate\" name=\"", f);
 		junit_name(f, r);
+		if (r->inconclusive) {
+			/* neither failed nor passed: a skipped test, its message says why */
+			fputs("\" time=\"0\">\n      <skipped message=\"inconclusive: the host was ", f);
+			fprintf(f, "%.0f%% slower (host-speed probe)", 100 * (d->probe_ratio - 1));
+			fputs("\"/>\n    </testcase>\n", f);
+			continue;
+		}
 		if (!r->worse) {
 			fputs("\" time=\"0\"/>\n", f);
 			continue;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/host_speed.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
@@ -1479,6 +1480,14 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	if (command && !(out->command = strdup(command))) {
 		rc = CS_ERR_NOMEM;
 		goto out;
+	}
+	{
+		/* record's host-speed probes (cuscope/host_speed.h), when it ran them */
+		cs_host_speed hs;
+
+		if (cs_host_speed_parse(cs_trace_meta(t, CS_META_HOST_SPEED), &hs))
+			for (int k = 0; k < CS_PROBE_KINDS; k++)
+				out->probe_ns[k] = cs_host_speed_index(&hs, k, &out->probe_noise[k]);
 	}
 	out->method = s.method;
 	out->steps = s.n;

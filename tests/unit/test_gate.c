@@ -22,6 +22,7 @@
 
 #include "cuscope/analyze.h"
 #include "cuscope/gate.h"
+#include "cuscope/host_speed.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 
@@ -134,6 +135,9 @@ struct loop {
 	double launch_slow;	 /* duration factor of each kernel launch call, 4 us (0: 1) */
 	int other_gpus;		 /* device rows of processes without events, each its own GPU */
 	const char *second_uuid; /* with second: a device 0 row of pid 301 after them, this GPU */
+	/* record's host-speed probe: the bare launch before and after the program (ns; 0: no
+	 * META host_speed), each with a spread of 1% */
+	double probe_before, probe_after;
 };
 
 static const char *const default_names[6] = {
@@ -249,6 +253,17 @@ static void write_loop(const char *path, const struct loop *l)
 
 	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
 	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
+	if (l->probe_before > 0) {
+		char hs[512];
+
+		snprintf(hs, sizeof(hs),
+			 "{\"version\":1,\"cpu_ns\":{\"before\":7000,\"after\":7000},"
+			 "\"cpu_spread\":{\"before\":0.01,\"after\":0.01},"
+			 "\"launch_ns\":{\"before\":%.1f,\"after\":%.1f},"
+			 "\"launch_spread\":{\"before\":0.01,\"after\":0.01}}",
+			 l->probe_before, l->probe_after);
+		need(cs_writer_set_meta(w, CS_META_HOST_SPEED, hs) == 0, cs_writer_errmsg(w));
+	}
 	add_process_device(w);
 	if (l->second)
 		tu_add_process(w, 301, "python3 train.py", "test_gate");
@@ -419,6 +434,13 @@ static char *hb_slowhost_db, *hb_slowstep_db, *hb_fasthost_db, *gb_slowlaunch_db
 /* the host-bound loop made GPU-bound (its kernels 6x as long: 75% busy), launch calls 2x */
 static char *hb_gpubound_db;
 static char *hb_prog25_db; /* the program 25% slower on a host of a baseline's speed */
+/* the same loops with record's host-speed probe (a bare launch of 2.5 us on the baseline's
+ * host): five baselines whose probes follow their hosts; one baseline; the host 40% slower
+ * (probe 3.5 us); the program 40% slower on the same host (probe 2.5 us); the program's own
+ * launches 40% slower with its steps, on the same host; the program 20% slower on a host of
+ * the baselines' mean speed; the host 40% slower by a probe that moved 40% by itself */
+static char *hbp_base[5], *hbp_slowhost_db, *hbp_slowstep_db, *hbp_slowlaunch_db;
+static char *hbp_prog20_db, *hbp_noisy_db;
 static char *empty_dir;
 static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 steps */
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
@@ -484,6 +506,31 @@ static void write_noise_traces(void)
 	l = host_bound_loop(1.00, 100);
 	l.launch_slow = 0.60;
 	hb_fasthost_db = write_variant("hb_fasthost.db", &l);
+	need(mkdir(tmp_file("hbp"), 0700) == 0, "mkdir");
+	for (int i = 0; i < 5; i++) {
+		l = host_bound_loop(hb_scale[i], 100 + (uint32_t)i);
+		l.probe_before = l.probe_after = 2500 * hb_scale[i];
+		snprintf(name, sizeof(name), "hbp/run%d.db", i);
+		hbp_base[i] = write_variant(name, &l);
+	}
+	l = host_bound_loop(1.40, 100);
+	l.probe_before = l.probe_after = 3500;
+	hbp_slowhost_db = write_variant("hbp_slowhost.db", &l);
+	l = host_bound_loop(1.40, 100);
+	l.launch_slow = 1;
+	l.probe_before = 2500, l.probe_after = 2520;
+	hbp_slowstep_db = write_variant("hbp_slowstep.db", &l);
+	l = host_bound_loop(1.40, 100);
+	l.probe_before = l.probe_after = 2500;
+	hbp_slowlaunch_db = write_variant("hbp_slowlaunch.db", &l);
+	/* on a host of the baselines' mean speed (their probes: 2.5 us x 1.054) */
+	l = host_bound_loop(1.054 * 1.20, 204);
+	l.launch_slow = 1.054;
+	l.probe_before = l.probe_after = 2500 * 1.054;
+	hbp_prog20_db = write_variant("hbp_prog20.db", &l);
+	l = host_bound_loop(1.40, 100);
+	l.probe_before = 2600, l.probe_after = 4000;
+	hbp_noisy_db = write_variant("hbp_noisy.db", &l);
 	l = host_bound_loop(1.00, 100);
 	for (int i = 0; i < 6; i++)
 		l.slow[i] = 1.5;
@@ -1304,6 +1351,71 @@ static char *gate_one(const char *base, const char *new_, int want)
 
 	return gate_bases(one, new_, want, "--width=0");
 }
+
+/*
+ * Host-bound runs with record's host-speed probe: wall metrics are compared at equal host speed
+ * by the probe, which does not depend on the program; a change the host's speed explains alone is
+ * inconclusive (exit 3), never a regression; what the program itself made slower still fails.
+ */
+START_TEST(test_host_probe)
+{
+	static const char *const step[] = {"step_time", NULL};
+	char *out, *line, *xml;
+	struct tu_result r;
+	cJSON *doc;
+	const cJSON *row;
+
+	/* (a) the host 40% slower by the probe, the step +40%: inconclusive, exit 3 */
+	out = gate_one(hbp_base[0], hbp_slowhost_db, 3);
+	ck_assert_msg(strstr(out, "cuscope gate: INCONCLUSIVE: 0 of ") &&
+			      strstr(out, "inconclusive: the host was 40% slower (host-speed probe)") &&
+			      strstr(out, "probe (a bare kernel launch) took 1.40x the baseline's"),
+		      "%s", out);
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && strstr(line, "INCONCLUSIVE"), "%s", out);
+	free(line);
+	free(out);
+	r = gate_junit(hbp_base[0], hbp_slowhost_db, NULL, &xml);
+	ck_assert_int_eq(r.rc, 3);
+	ck_assert_msg(junit_failures(xml) == 0 && strstr(xml, "<skipped message=\"inconclusive: "
+								"the host was 40% slower"),
+		      "%s", xml);
+	free(xml);
+	tu_result_free(&r);
+	doc = diff_json(hbp_base[0], hbp_slowhost_db, NULL);
+	row = cJSON_GetObjectItem(doc, "host_probe");
+	assert_near(json_num(row, "ratio"), 1.40, 0.001, "probe ratio");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "differs")));
+	row = json_row(doc, "step_time", NULL);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "inconclusive");
+	cJSON_Delete(doc);
+	/* (b) the step +40% on a host the probe finds as fast (within its noise): fails */
+	assert_gate(hbp_base[0], hbp_slowstep_db, NULL, 1, step);
+	/* (c) the program's own launches and steps 40% slower, the host as fast: fails, where the
+	 * launch pace alone (no probe) takes it for a slower host and passes it */
+	assert_gate(hbp_base[0], hbp_slowlaunch_db, NULL, 1, step);
+	assert_gate(hb_base[0], hb_slowhost_db, NULL, 0, NULL);
+	/* (d) a probe that moved 40% by itself between before and after says nothing: fails */
+	out = gate_one(hbp_base[0], hbp_noisy_db, 1);
+	ck_assert_msg(strstr(out, "the same host speed, so they are compared as recorded"), "%s",
+		      out);
+	free(out);
+	/* (e) five baselines on hosts of different speeds: the host 33% slower than their mean is
+	 * inconclusive, the program 20% slower on a host of their mean speed fails at 99% */
+	out = gate_bases((const char *const[]){hbp_base[0], hbp_base[1], hbp_base[2], hbp_base[3],
+					       hbp_base[4], NULL},
+			 hbp_slowhost_db, 3, "--width=0");
+	ck_assert_msg(strstr(out, "INCONCLUSIVE"), "%s", out);
+	free(out);
+	out = gate_bases((const char *const[]){hbp_base[0], hbp_base[1], hbp_base[2], hbp_base[3],
+					       hbp_base[4], NULL},
+			 hbp_prog20_db, 1, "--width=0");
+	line = check_line(out, "step time (median)");
+	ck_assert_msg(line && !strncmp(line, " FAIL ", 6), "%s", out);
+	free(line);
+	free(out);
+}
+END_TEST
 
 /*
  * A host-bound program against one baseline on a host of another speed: its launch calls, the
@@ -2127,6 +2239,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_synthetic_pageable_copy);
 	tcase_add_test(syn, test_host_bound_one_baseline);
 	tcase_add_test(syn, test_host_speed);
+	tcase_add_test(syn, test_host_probe);
 	tcase_add_test(syn, test_several_baselines);
 	tcase_add_test(syn, test_several_baselines_gpu_bound);
 	tcase_add_test(syn, test_synthetic_slower_step);
