@@ -44,11 +44,24 @@ static int is_time_key(const char *key)
 		     (n > 4 && !strcmp(key + n - 4, "_end")));
 }
 
+/*
+ * Is key one of the numbers a rule decided with rather than a fact of the run: a threshold
+ * ("min_busy_share", "min_repeats"), an interval's bound ("loss_share_low", "..._high"), a margin
+ * ("threshold_margin", "affected_share_margin"), "near_threshold"? They tell how sure the rule
+ * is, which -v and the JSON keep; the finding's severity and wording already say it.
+ */
+static int is_decision_key(const char *key)
+{
+	return !strncmp(key, "min_", 4) || !strncmp(key, "max_", 4) || has_word(key, "low") ||
+	       has_word(key, "high") || has_word(key, "margin") || has_word(key, "threshold");
+}
+
 int report_evidence_shown(const char *key, int verbose)
 {
-	/* times since the trace start, and the stacks the "where:" lines name */
+	/* times since the trace start, the stacks the "where:" lines name, the rule's decision */
 	return verbose || !key ||
-	       !(is_time_key(key) || !strcmp(key, "sites") || !strcmp(key, "stack_id"));
+	       !(is_time_key(key) || !strcmp(key, "sites") || !strcmp(key, "stack_id") ||
+		 is_decision_key(key));
 }
 
 /* A string value as people read it: a mangled kernel name demangled (short without verbose), a
