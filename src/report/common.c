@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +475,7 @@ int report_host_idle(const struct report_view *v, const cs_steps *s, struct repo
 		out->share[c] = (double)sum[c] / (double)total;
 		out->total += out->share[c];
 	}
+	out->queued = fmax(0, 1 - cs_steps_busy_share(s) - out->total);
 	out->known = 1;
 	return 0;
 }
@@ -501,6 +503,8 @@ const char *report_host_idle_text(char *buf, size_t size, const struct report_ho
 			 idle_cause_words[order[i]], 100.0 * h->share[order[i]]);
 		len += strlen(buf + len);
 	}
+	if (h->queued >= REPORT_QUEUED_IDLE_SHOWN && len < size)
+		snprintf(buf + len, size - len, "; %.1f%% with its next work queued", 100.0 * h->queued);
 	return buf;
 }
 

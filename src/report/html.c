@@ -10,6 +10,7 @@
  * report.css and report.js), and a Content-Security-Policy forbids every request.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,10 +269,11 @@ static void steps_items(FILE *out, const cJSON *steps)
 	dl_item(out, "GPU busy", line);
 	if (cJSON_IsNumber(get(steps, "host_idle_share"))) {
 		const cJSON *by = get(steps, "host_idle_share_by_cause");
-		struct report_host_idle h = {1, get_num(steps, "host_idle_share"), {0}};
+		struct report_host_idle h = {1, get_num(steps, "host_idle_share"), {0}, 0};
 
 		for (int c = 0; c < CS_IDLE_NCAUSES; c++)
 			h.share[c] = get_num(by, cs_idle_cause_name(c));
+		h.queued = fmax(0, 1 - get_num(steps, "gpu_busy_share") - h.total);
 		if (h.total >= REPORT_HOST_IDLE_SHOWN)
 			dl_item(out, "GPU idle", report_host_idle_text(line, sizeof(line), &h));
 	}

@@ -76,12 +76,18 @@ struct report_host_idle {
 	int known; /* 0: no steps */
 	double total;
 	double share[CS_IDLE_NCAUSES];
+	/* the rest of the GPU's idle: its next work was already queued (the GPU's own gap from one
+	 * kernel to the next, a wait on another stream's work): 1 - busy share - total, >= 0 */
+	double queued;
 };
 /* An idle cause (enum cs_idle_cause) in words: "launch overhead", "allocator calls"; "?" past the
  * last. The text header, the HTML header and the HTML charts' legends use these. */
 const char *report_idle_cause_words(int cause);
 /* Causes under this share are left out of the words. */
 #define REPORT_HOST_IDLE_SHOWN 0.005
+/* The idle with work queued is named from this share of the step: below it, the gaps of a busy
+ * GPU between kernels it runs back to back. */
+#define REPORT_QUEUED_IDLE_SHOWN 0.05
 /* Fill *out for the steps s (those of a process of v->procs); 0, or CS_ERR_NOMEM. */
 int report_host_idle(const struct report_view *v, const cs_steps *s, struct report_host_idle *out);
 

@@ -672,6 +672,49 @@ START_TEST(test_host_idle)
 }
 END_TEST
 
+/*
+ * The rest of the GPU's idle, its next work already queued, is named from 5% of the step: a C++
+ * loop of 1.5 us kernels launched one by one (28.5%: the GPU's own gap from one kernel to the next
+ * queued one), a CUDA graph of short kernels (15.5%); train_small (9.6% busy, the rest the host's)
+ * and a GPU-bound trace do not have it.
+ */
+START_TEST(test_queued_idle)
+{
+	static const struct {
+		const char *path;
+		const char *words; /* NULL: not named */
+	} cases[] = {
+		{"tests/data/savings/c_tiny_graph.db", "host work 3.1%; 28.5% with its next work queued"},
+		{"samples/rules/traces/launch-starvation-fixed.db",
+		 "launch overhead 2.4%; 15.5% with its next work queued"},
+		{"samples/traces/train_small.db", NULL},
+		{"samples/rules/traces/host-created-tensor-negative_gpu_bound.db", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = tu_source_file(cases[i].path);
+		struct tu_result t, h;
+
+		if (!tu_file_exists(path)) {
+			free(path);
+			continue;
+		}
+		t = run(path);
+		h = run("-f", "html", path);
+		ck_assert_int_eq(t.rc, 0);
+		if (cases[i].words) {
+			ck_assert_msg(strstr(t.out, cases[i].words) != NULL, "%s", t.out);
+			ck_assert_msg(strstr(h.out, cases[i].words) != NULL, "%s", cases[i].path);
+		} else {
+			ck_assert_msg(strstr(t.out, "next work queued") == NULL, "%s", t.out);
+		}
+		tu_result_free(&t);
+		tu_result_free(&h);
+		free(path);
+	}
+}
+END_TEST
+
 /* The validator itself: a missing key or a wrong type fails. */
 START_TEST(test_schema_catches_mistakes)
 {
@@ -1507,6 +1550,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_json_validates);
 	tcase_add_test(tc, test_json_steps);
 	tcase_add_test(tc, test_host_idle);
+	tcase_add_test(tc, test_queued_idle);
 	tcase_add_test(tc, test_schema_catches_mistakes);
 	tcase_add_test(tc, test_markdown);
 	tcase_add_test(tc, test_list_rules);
