@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuscope/markdown.h"
 #include "cuscope/progress.h"
 #include "cuscope/timings.h"
 #include "cuscope/grow.h"
@@ -161,11 +162,11 @@ static int list_rules(enum report_format format)
 		printf("| Rule | Source | Summary |\n|---|---|---|\n");
 		for (const cs_analyzer *const *r = cs_analyzers; *r; r++) {
 			printf("| ");
-			report_md_code((*r)->id);
+			cs_md_code(stdout, (*r)->id);
 			printf(" | ");
-			report_md_puts((*r)->source);
+			cs_md_text(stdout, (*r)->source);
 			printf(" | ");
-			report_md_puts((*r)->summary);
+			cs_md_text(stdout, (*r)->summary);
 			printf(" |\n");
 		}
 		return 0;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cuscope/host_speed.h"
+#include "cuscope/markdown.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
@@ -1271,35 +1272,6 @@ fail:
 
 /* ---- markdown ---- */
 
-/* Text for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
-static void md_text(FILE *f, const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	if (!c)
-		return;
-	for (const char *p = c; *p; p++) {
-		if (strchr("\\`*_[]<>|#~&!", *p))
-			fputc('\\', f);
-		fputc(*p, f);
-	}
-	free(c);
-}
-
-/* Inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
-static void md_code(FILE *f, const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	if (!c)
-		return;
-	for (char *p = c; *p; p++)
-		if (*p == '`' || *p == '|')
-			*p = '\'';
-	fprintf(f, "`%s`", c);
-	free(c);
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -1332,10 +1304,10 @@ static void md_steps(FILE *f, const cs_run *r, double scale)
 /* The name of a row: its label, with the kernel name for kernel rows. */
 static void md_row_name(FILE *f, const cs_diff_row *r)
 {
-	md_text(f, cs_diff_row_label(r));
+	cs_md_text(f, cs_diff_row_label(r));
 	if (r->kernel) {
 		fputs(": ", f);
-		md_code(f, cs_demangle_short(r->kernel));
+		cs_md_code(f, cs_demangle_short(r->kernel));
 	}
 }
 
@@ -1390,9 +1362,9 @@ static void md_findings(FILE *f, const cs_diff *d)
 		int l = cs_diff_finding_status(m);
 
 		fprintf(f, "- **%s** %s ", what[l], cs_severity_name(x->severity));
-		md_code(f, x->rule);
+		cs_md_code(f, x->rule);
 		fputs(": ", f);
-		md_text(f, x->title);
+		cs_md_text(f, x->title);
 		if (l == 0 && x->near)
 			fputs(" (near its threshold: not gated)", f);
 		fputc('\n', f);
@@ -1419,13 +1391,13 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			fprintf(f, "| base %d | ", i + 1);
 		else
 			fputs("| base | ", f);
-		md_code(f, base_name(d->bases[i]->path));
+		cs_md_code(f, base_name(d->bases[i]->path));
 		fputs(" | ", f);
 		md_steps(f, d->bases[i], d->base_scales[i]);
 		fputs(" |\n", f);
 	}
 	fputs("| new | ", f);
-	md_code(f, base_name(d->new_->path));
+	cs_md_code(f, base_name(d->new_->path));
 	fputs(" | ", f);
 	md_steps(f, d->new_, d->new_scale);
 	fputs(" |\n", f);
@@ -1437,7 +1409,7 @@ int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 			if (!notes[i][0])
 				continue;
 			fputs("\n> **Note:** ", f);
-			md_text(f, notes[i]);
+			cs_md_text(f, notes[i]);
 			fputc('\n', f);
 		}
 	}

@@ -10,6 +10,7 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
+#include "cuscope/markdown.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
@@ -18,50 +19,21 @@
 
 /* ---- markdown ---- */
 
-/* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
-void report_md_puts(const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	if (!c)
-		return;
-	for (const char *p = c; *p; p++) {
-		if (strchr("\\`*_[]<>|#~&!", *p))
-			putchar('\\');
-		putchar(*p);
-	}
-	free(c);
-}
-
-/* Print s as inline code (cleaned; backticks and pipes cannot end the span or a table cell). */
-void report_md_code(const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	if (!c)
-		return;
-	for (char *p = c; *p; p++)
-		if (*p == '`' || *p == '|')
-			*p = '\'';
-	printf("`%s`", c);
-	free(c);
-}
-
 static void md_finding(const struct report_view *v, const cs_report_finding *f)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], runs[512];
 	const cJSON *it;
 
 	printf("\n### %s: ", cs_severity_name(f->severity));
-	report_md_code(f->rule);
+	cs_md_code(stdout, f->rule);
 	printf(" ");
-	report_md_puts(f->title);
+	cs_md_text(stdout, f->title);
 	printf("\n\n");
 	if (v->multi) {
 		char lab[64];
 
 		printf("- **Process:** ");
-		report_md_puts(report_finding_label(lab, sizeof(lab), v, f));
+		cs_md_text(stdout, report_finding_label(lab, sizeof(lab), v, f));
 		printf("\n");
 		for (int32_t i = 0; i < f->nprocs; i++) {
 			const cs_finding_proc *p = &f->procs[i];
@@ -70,10 +42,10 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 			if (p->pid == f->pid)
 				continue;
 			printf("- **Also in:** ");
-			report_md_puts(report_proc_label(lab, sizeof(lab), p->pid, p->rank,
+			cs_md_text(stdout, report_proc_label(lab, sizeof(lab), p->pid, p->rank,
 							 p->local_rank));
 			printf(": ");
-			report_md_puts(report_proc_cost(cost, sizeof(cost), p));
+			cs_md_text(stdout, report_proc_cost(cost, sizeof(cost), p));
 			printf("\n");
 		}
 	}
@@ -102,7 +74,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 			printf("- **Where:**\n");
 			for (int i = 0; i < ns && (v->verbose || i < REPORT_SITES_SHOWN); i++) {
 				printf("  - ");
-				report_md_code(sites[i].where);
+				cs_md_code(stdout, sites[i].where);
 				printf(": %lld call%s, %s (%.0f%%)\n", (long long)sites[i].count,
 				       sites[i].count == 1 ? "" : "s",
 				       cs_fmt_duration(c, sizeof(c), sites[i].cost_ns),
@@ -117,7 +89,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 
 			if (s) {
 				printf("- **Where:** ");
-				report_md_code(s);
+				cs_md_code(stdout, s);
 				printf("\n");
 			}
 			free(s);
@@ -125,7 +97,7 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 	}
 	if (f->fix && *f->fix) {
 		printf("- **Fix:** ");
-		report_md_puts(f->fix);
+		cs_md_text(stdout, f->fix);
 		printf("\n");
 	}
 	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0) {
@@ -139,10 +111,10 @@ static void md_finding(const struct report_view *v, const cs_report_finding *f)
 			val = report_evidence_value(it->string, it, v->verbose);
 			key = report_evidence_label(it->string);
 			printf("| ");
-			report_md_puts(key ? key : "");
+			cs_md_text(stdout, key ? key : "");
 			free(key);
 			printf(" | ");
-			report_md_puts(val ? val : "");
+			cs_md_text(stdout, val ? val : "");
 			printf(" |\n");
 			free(val);
 		}
@@ -157,7 +129,7 @@ int report_markdown(const struct report_view *v)
 	int count[4] = {0};
 
 	printf("## cuscope report: ");
-	report_md_code(report_base_name(v->path));
+	cs_md_code(stdout, report_base_name(v->path));
 	printf("\n\n| | |\n|---|---|\n");
 	for (int32_t i = 0; v->multi && i < v->procs->n; i++) {
 		const cs_report_process *p = &v->procs->v[i];
@@ -165,11 +137,11 @@ int report_markdown(const struct report_view *v)
 		char *found = report_proc_findings(v, p->pid);
 
 		printf("| Process | ");
-		report_md_puts(report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
+		cs_md_text(stdout, report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank));
 		printf(": ");
-		report_md_puts(report_proc_line_text(v, st, sizeof(st), &p->steps));
+		cs_md_text(stdout, report_proc_line_text(v, st, sizeof(st), &p->steps));
 		printf("; ");
-		report_md_puts(found ? found : "");
+		cs_md_text(stdout, found ? found : "");
 		printf(" |\n");
 		free(found);
 	}
@@ -177,11 +149,11 @@ int report_markdown(const struct report_view *v)
 		/* each process's steps and GPU busy share are in its row */
 	} else if (s->method == CS_STEPS_NONE) {
 		printf("| Steps | none found (");
-		report_md_puts(s->detail);
+		cs_md_text(stdout, s->detail);
 		printf(") |\n");
 	} else {
 		printf("| Steps | %d (", s->n);
-		report_md_puts(s->detail);
+		cs_md_text(stdout, s->detail);
 		printf("), %d warm-up |\n", s->warmup);
 		printf("| Step time | median %s (p10 %s, p90 %s)%s |\n",
 		       cs_fmt_duration(a, sizeof(a), v->median),
@@ -201,7 +173,7 @@ int report_markdown(const struct report_view *v)
 						   p->fix_all_step_ns));
 		if (!report_host_idle(v, s, &h) && h.known && h.total >= REPORT_HOST_IDLE_SHOWN) {
 			printf("| GPU idle | ");
-			report_md_puts(report_host_idle_text(line, sizeof(line), &h));
+			cs_md_text(stdout, report_host_idle_text(line, sizeof(line), &h));
 			printf(" |\n");
 		}
 	}
@@ -209,7 +181,7 @@ int report_markdown(const struct report_view *v)
 		char line[256];
 
 		printf("| Incomplete | ");
-		report_md_puts(report_unended_text(line, sizeof(line), &v->unended[i]));
+		cs_md_text(stdout, report_unended_text(line, sizeof(line), &v->unended[i]));
 		printf(" |\n");
 	}
 	if (v->nunended > UNENDED_SHOWN)
@@ -231,21 +203,21 @@ int report_markdown(const struct report_view *v)
 		const cs_report_finding *f = v->r->v[i];
 
 		printf("| %s | ", cs_severity_name(f->severity));
-		report_md_code(f->rule);
+		cs_md_code(stdout, f->rule);
 		printf(" | ");
-		report_md_puts(f->title);
+		cs_md_text(stdout, f->title);
 		if (v->multi) {
 			char lab[64];
 
 			printf(" | ");
 			if (f->nprocs <= 1) {
-				report_md_puts(report_finding_label(lab, sizeof(lab), v, f));
+				cs_md_text(stdout, report_finding_label(lab, sizeof(lab), v, f));
 			} else {
 				for (int32_t k = 0; k < f->nprocs; k++) {
 					const cs_finding_proc *p = &f->procs[k];
 
 					printf("%s", k ? ", " : "");
-					report_md_puts(report_proc_label(lab, sizeof(lab), p->pid,
+					cs_md_text(stdout, report_proc_label(lab, sizeof(lab), p->pid,
 									 p->rank, p->local_rank));
 				}
 			}

@@ -67,10 +67,6 @@ cJSON *report_json_finding(cs_trace *t, const cs_report_processes *procs,
 			   const cs_report_finding *f);
 /* Print the report as markdown on stdout. Returns 0. */
 int report_markdown(const struct report_view *v);
-/* Print s for a markdown table cell or paragraph: cleaned, markdown punctuation escaped. */
-void report_md_puts(const char *s);
-/* Print s as markdown code: cleaned, in backticks that it cannot close. */
-void report_md_code(const char *s);
 
 /* ---- the cross-rank section (ranks.c) ---- */
 

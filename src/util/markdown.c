@@ -1,0 +1,35 @@
+/*
+ * markdown.c - text from a trace written into markdown (cuscope/markdown.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/markdown.h"
+#include "cuscope/utf8.h"
+
+void cs_md_text(FILE *f, const char *s)
+{
+	char *c = cs_text_clean(s);
+
+	if (!c)
+		return;
+	for (const char *p = c; *p; p++) {
+		if (strchr("\\`*_[]<>|#~&!", *p))
+			fputc('\\', f);
+		fputc(*p, f);
+	}
+	free(c);
+}
+
+void cs_md_code(FILE *f, const char *s)
+{
+	char *c = cs_text_clean(s);
+
+	if (!c)
+		return;
+	for (char *p = c; *p; p++)
+		if (*p == '`' || *p == '|')
+			*p = '\'';
+	fprintf(f, "`%s`", c);
+	free(c);
+}
