@@ -223,6 +223,8 @@ int cli_use_color(int no_color_opt);
 
 /* Print the document (indented) and a newline on stdout; 0, or CLI_EXIT_USAGE without memory. */
 int cli_json_print(const cJSON *root);
+/* The same on f. */
+int cli_json_fprint(FILE *f, const cJSON *root);
 
 /* Flush stdout at the end of a command: a closed pipe is not an error, other write errors are. */
 int cli_finish_output(int rc);

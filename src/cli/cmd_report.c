@@ -72,7 +72,7 @@ static int print_json(const struct report_view *v)
 		cli_error("out of memory");
 		return CLI_EXIT_USAGE;
 	}
-	rc = cli_json_print(doc);
+	rc = cli_json_fprint(v->out, doc);
 	cJSON_Delete(doc);
 	return rc;
 }
@@ -95,7 +95,7 @@ static int print_html(const struct report_view *v)
 		cJSON_Delete(charts);
 		cli_error("cannot chart '%s': %s", v->path, err.msg[0] ? err.msg : "out of memory");
 		rc = CLI_EXIT_USAGE;
-	} else if (report_html_write(stdout, doc)) {
+	} else if (report_html_write(v->out, doc)) {
 		cli_error("out of memory");
 		rc = CLI_EXIT_USAGE;
 	}
@@ -242,16 +242,18 @@ static int parse_rule_list(const char *option, const char *list, char *sel)
 /* Where the report goes with -o: a file written under a temporary name, renamed at the end. */
 struct report_output {
 	cs_outfile file;
-	int saved_stdout; /* the standard output, while stdout writes to the file */
+	FILE *fp; /* the renderers write here (a stream of its own on a copy of file.fd) */
 };
 
 /*
- * Send stdout to a temporary file beside path: 0, or CLI_EXIT_USAGE after one line saying why
- * (path exists without --force, is the trace itself, or cannot be written).
+ * Open the report's file beside path: 0, or CLI_EXIT_USAGE after one line saying why (path
+ * exists without --force, is the trace itself, or cannot be written).
  */
 static int output_begin(struct report_output *o, const char *path, const char *trace, int force)
 {
-	o->saved_stdout = -1;
+	int fd;
+
+	o->fp = NULL;
 	if (cli_output_check(path, force, 0))
 		return CLI_EXIT_USAGE;
 	if (cs_same_file(path, trace)) {
@@ -262,14 +264,13 @@ static int output_begin(struct report_output *o, const char *path, const char *t
 		cli_error("cannot write '%s': %s", path, cs_file_strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
-	fflush(stdout);
-	o->saved_stdout = dup(STDOUT_FILENO);
-	if (o->saved_stdout < 0 || dup2(o->file.fd, STDOUT_FILENO) < 0) {
+	fd = dup(o->file.fd);
+	o->fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!o->fp) {
 		int e = errno;
 
-		if (o->saved_stdout >= 0)
-			close(o->saved_stdout);
-		o->saved_stdout = -1;
+		if (fd >= 0)
+			close(fd);
 		cs_outfile_abort(&o->file);
 		cli_error("cannot write '%s': %s", path, strerror(e));
 		return CLI_EXIT_USAGE;
@@ -278,16 +279,15 @@ static int output_begin(struct report_output *o, const char *path, const char *t
 }
 
 /*
- * Give stdout back and put the file in place, or remove it when the report failed (rc 2) or could
- * not be written whole. Returns rc, or CLI_EXIT_USAGE after the error.
+ * Close the report's stream and put the file in place, or remove it when the report failed (rc
+ * 2) or could not be written whole. Returns rc, or CLI_EXIT_USAGE after the error.
  */
 static int output_end(struct report_output *o, const char *path, int rc)
 {
-	int failed = fflush(stdout) != 0 || ferror(stdout), e = errno;
+	int failed = fflush(o->fp) != 0 || ferror(o->fp), e = errno;
 
-	dup2(o->saved_stdout, STDOUT_FILENO);
-	close(o->saved_stdout);
-	clearerr(stdout);
+	failed |= fclose(o->fp) != 0;
+	o->fp = NULL;
 	if (failed || rc == CLI_EXIT_USAGE) {
 		cs_outfile_abort(&o->file);
 		if (failed)
@@ -512,9 +512,12 @@ int cmd_report(int argc, char **argv)
 	cs_steps_duration_stats(steps, &view.median, &view.p10, &view.p90);
 	view.busy_share = cs_steps_busy_share(steps);
 	view.idle = &idle;
+	view.out = stdout;
 
 	if (output && (rc = output_begin(&out, output, path, force)) != 0)
 		goto out;
+	if (output)
+		view.out = out.fp;
 	rc = report_formats[format].print(&view);
 	cs_timings_add("rendering", &w);
 	if (rc == 0 && fail_on > 0)

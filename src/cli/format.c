@@ -79,7 +79,7 @@ int cli_output_width(int requested)
 
 /* ---- JSON ---- */
 
-int cli_json_print(const cJSON *root)
+int cli_json_fprint(FILE *f, const cJSON *root)
 {
 	char *text = cJSON_Print(root);
 
@@ -87,10 +87,15 @@ int cli_json_print(const cJSON *root)
 		cli_error("out of memory");
 		return CLI_EXIT_USAGE;
 	}
-	fputs(text, stdout);
-	fputc('\n', stdout);
+	fputs(text, f);
+	fputc('\n', f);
 	cJSON_free(text);
 	return CLI_EXIT_OK;
+}
+
+int cli_json_print(const cJSON *root)
+{
+	return cli_json_fprint(stdout, root);
 }
 
 int cli_use_color(int no_color_opt)

@@ -108,7 +108,7 @@ static void straggler_line(const cs_rank_view *rv, char *buf, size_t size)
 	}
 }
 
-void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
+void report_ranks_text(FILE *out, const cs_rank_view *rv, int verbose, int width)
 {
 	static const struct cs_column cols[] = {
 		{"Rank", CS_ALIGN_RIGHT, 0},	   {"PID", CS_ALIGN_RIGHT, 0},
@@ -134,7 +134,7 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 	if (!tmp)
 		return;
 	steady = steady_rows(rv);
-	printf("Ranks: %d processes that communicate (NCCL), steps aligned by index; medians of %d "
+	fprintf(out, "Ranks: %d processes that communicate (NCCL), steps aligned by index; medians of %d "
 	       "steady steps:\n",
 	       rv->n, steady);
 	cs_table_init(&t, cols, 11);
@@ -160,12 +160,12 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 			row[k] = c[k];
 		cs_table_add_row(&t, row);
 	}
-	cs_table_print(&t, stdout, 2, width);
+	cs_table_print(&t, out, 2, width);
 	cs_table_free(&t);
 	straggler_line(rv, line, sizeof(line));
-	printf("  %s\n\n", line);
+	fprintf(out, "  %s\n\n", line);
 	if (verbose) {
-		printf("Slowest rank per step (own time: the step less its exposed "
+		fprintf(out, "Slowest rank per step (own time: the step less its exposed "
 		       "communication):\n");
 		cs_table_init(&t, scols, 5);
 		for (int32_t i = 0; i < rv->nrows; i++) {
@@ -181,9 +181,9 @@ void report_ranks_text(const cs_rank_view *rv, int verbose, int width)
 			row[4] = r->steady ? "steady" : "warm-up";
 			cs_table_add_row(&t, row);
 		}
-		cs_table_print(&t, stdout, 2, width);
+		cs_table_print(&t, out, 2, width);
 		cs_table_free(&t);
-		putchar('\n');
+		fputc('\n', out);
 	}
 	free(tmp);
 }
@@ -288,7 +288,7 @@ fail:
 	return NULL;
 }
 
-void report_ranks_markdown(const cs_rank_view *rv)
+void report_ranks_markdown(FILE *out, const cs_rank_view *rv)
 {
 	int64_t *tmp;
 	char line[512];
@@ -298,7 +298,7 @@ void report_ranks_markdown(const cs_rank_view *rv)
 	tmp = malloc((size_t)rv->nrows * sizeof(*tmp));
 	if (!tmp)
 		return;
-	printf("\n### Ranks\n\nMedians of %d steady steps, aligned by step index.\n\n"
+	fprintf(out, "\n### Ranks\n\nMedians of %d steady steps, aligned by step index.\n\n"
 	       "| Rank | PID | Step | Own | Compute | NCCL | Overlapped | Exposed | Host wait | "
 	       "Idle before | Slowest in "
 	       "|\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -308,7 +308,7 @@ void report_ranks_markdown(const cs_rank_view *rv)
 		char c[8][CS_FMT_MAX], lab[32];
 
 		rank_medians(rv, e, tmp, &m);
-		printf("| %s | %u | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
+		fprintf(out, "| %s | %u | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
 		       rank_label(lab, sizeof(lab), &rv->v[e]), rv->v[e].pid,
 		       cs_fmt_duration(c[0], sizeof(c[0]), m.time),
 		       cs_fmt_duration(c[1], sizeof(c[1]), m.own),
@@ -319,6 +319,6 @@ void report_ranks_markdown(const cs_rank_view *rv)
 		       cs_fmt_duration(c[6], sizeof(c[6]), m.idle), m.slowest);
 	}
 	straggler_line(rv, line, sizeof(line));
-	printf("\n%s\n", line);
+	fprintf(out, "\n%s\n", line);
 	free(tmp);
 }

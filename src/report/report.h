@@ -50,11 +50,12 @@ struct report_view {
 	int64_t median, p10, p90;
 	double busy_share; /* GPU busy share of the steady-state step time */
 	struct report_idle_cache *idle; /* filled as renderers ask */
+	FILE *out;			/* where the text and markdown renderers write */
 };
 
 /* ---- the formats ---- */
 
-/* Print the report as text on stdout (colours with v->color, lines fit in v->width). Returns 0. */
+/* Print the report as text on v->out (colours with v->color, lines fit in v->width). Returns 0. */
 int report_text(const struct report_view *v);
 /* The JSON report (docs/report-format.md); NULL without memory. */
 cJSON *report_json(const struct report_view *v);
@@ -72,12 +73,12 @@ int report_markdown(const struct report_view *v);
 
 /* Print the section (nothing for a view of fewer than two ranks); verbose adds the table of
  * steps. */
-void report_ranks_text(const cs_rank_view *rv, int verbose, int width);
+void report_ranks_text(FILE *out, const cs_rank_view *rv, int verbose, int width);
 /* The "ranks" object of the JSON report (docs/report-format.md); JSON null for a view of fewer
  * than two ranks; NULL without memory. */
 cJSON *report_ranks_json(const cs_rank_view *rv);
 /* The "Ranks" section of the markdown report (nothing for fewer than two ranks). */
-void report_ranks_markdown(const cs_rank_view *rv);
+void report_ranks_markdown(FILE *out, const cs_rank_view *rv);
 
 /* ---- text for people (evidence.c) ---- */
 

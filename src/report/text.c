@@ -42,7 +42,7 @@ static const char *sev_color(int sev)
  * Print text (cleaned) from column col on, wrapping at spaces to fit width (0 = no limit), each
  * continuation line indented to col; ends the line.
  */
-static void print_wrapped(int col, const char *text, int width)
+static void print_wrapped(FILE *out, int col, const char *text, int width)
 {
 	int avail = width > 0 ? width - col : 0;
 	char *clean = cs_text_clean(text);
@@ -51,7 +51,7 @@ static void print_wrapped(int col, const char *text, int width)
 	if (!clean)
 		return;
 	if (avail < 20 || (int)cs_text_width(p) <= avail) {
-		printf("%s\n", p);
+		fprintf(out, "%s\n", p);
 		free(clean);
 		return;
 	}
@@ -69,7 +69,7 @@ static void print_wrapped(int col, const char *text, int width)
 		}
 		if (*end && *end != ' ' && brk && brk > p)
 			end = brk;
-		printf("%*s%.*s\n", first ? 0 : col, "", (int)(end - p), p);
+		fprintf(out, "%*s%.*s\n", first ? 0 : col, "", (int)(end - p), p);
 		p = end;
 		while (*p == ' ')
 			p++;
@@ -78,26 +78,26 @@ static void print_wrapped(int col, const char *text, int width)
 }
 
 /* Print "label:   text" after lead spaces, the label padded to label_width, text wrapped. */
-static void print_field_at(int lead, int label_width, const char *label, const char *text,
-			   int width)
+static void print_field_at(FILE *out, int lead, int label_width, const char *label,
+			   const char *text, int width)
 {
-	printf("%*s%-*s", lead, "", label_width, label);
-	print_wrapped(lead + label_width, text, width);
+	fprintf(out, "%*s%-*s", lead, "", label_width, label);
+	print_wrapped(out, lead + label_width, text, width);
 }
 
 /* A field of a finding, under its title line. */
-static void print_field(const char *label, const char *text, int width)
+static void print_field(FILE *out, const char *label, const char *text, int width)
 {
-	print_field_at(4, LABEL_WIDTH, label, text, width);
+	print_field_at(out, 4, LABEL_WIDTH, label, text, width);
 }
 
 /* A line of the header. */
-static void print_header_field(const char *label, const char *text, int width)
+static void print_header_field(FILE *out, const char *label, const char *text, int width)
 {
-	print_field_at(0, HEADER_LABEL_WIDTH, label, text, width);
+	print_field_at(out, 0, HEADER_LABEL_WIDTH, label, text, width);
 }
 
-static void text_evidence(const cJSON *ev, int verbose, int width)
+static void text_evidence(FILE *out, const cJSON *ev, int verbose, int width)
 {
 	const cJSON *it;
 	int n = 0, shown = 0;
@@ -111,7 +111,7 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 			continue;
 		if (!verbose && shown == EVIDENCE_KEYS_SHOWN) {
 			snprintf(line, sizeof(line), "... %d more (-v shows all)", n - shown);
-			print_field("", line, width);
+			print_field(out, "", line, width);
 			break;
 		}
 		key = report_evidence_label(it->string ? it->string : "?");
@@ -127,7 +127,7 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
 				}
 			}
 			snprintf(line, sizeof(line), "%s: %s", key, val);
-			print_field(shown ? "" : "evidence:", line, verbose ? width : 0);
+			print_field(out, shown ? "" : "evidence:", line, verbose ? width : 0);
 		}
 		free(key);
 		free(val);
@@ -139,6 +139,7 @@ static void text_evidence(const cJSON *ev, int verbose, int width)
  * with -v), with its calls and its share of their cost. 0 when it has fewer than two. */
 static int text_sites(const struct report_view *v, const cs_report_finding *f)
 {
+	FILE *out = v->out;
 	struct report_site *sites;
 	int64_t total;
 	int n = report_sites(v->t, f, &sites, &total), shown = v->verbose ? n : REPORT_SITES_SHOWN;
@@ -150,14 +151,14 @@ static int text_sites(const struct report_view *v, const cs_report_finding *f)
 			 (long long)sites[i].count, sites[i].count == 1 ? "" : "s",
 			 cs_fmt_duration(c, sizeof(c), sites[i].cost_ns),
 			 total > 0 ? 100.0 * (double)sites[i].cost_ns / (double)total : 0.0);
-		print_field(i ? "" : "where:", line, v->width);
+		print_field(out, i ? "" : "where:", line, v->width);
 	}
 	if (n > shown) {
 		char line[64];
 
 		snprintf(line, sizeof(line), "... %d more site%s (-v)", n - shown,
 			 n - shown == 1 ? "" : "s");
-		print_field("", line, v->width);
+		print_field(out, "", line, v->width);
 	}
 	report_sites_free(sites, n);
 	return n;
@@ -165,6 +166,7 @@ static int text_sites(const struct report_view *v, const cs_report_finding *f)
 
 static void text_stack(const struct report_view *v, const cs_report_finding *f)
 {
+	FILE *out = v->out;
 	const cs_frame *frames;
 	cs_error err = {0, ""};
 	int n;
@@ -176,7 +178,7 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 	 * read, so the finding's own stack is read after them (as markdown and HTML do) */
 	if (!text_sites(v, f) && cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) == 0 &&
 	    n > 0 && (s = report_where_text(frames, n)) != NULL) {
-		print_field("where:", s, v->width);
+		print_field(out, "where:", s, v->width);
 		free(s);
 	}
 	if (!v->verbose || cs_trace_get_stack(v->t, f->stack_id, &frames, &n, &err) < 0 || n == 0)
@@ -188,33 +190,34 @@ static void text_stack(const struct report_view *v, const cs_report_finding *f)
 		if (!s)
 			continue;
 		snprintf(line, sizeof(line), "#%-2d %s", i, s);
-		print_field(i ? "" : "stack:", line, 0);
+		print_field(out, i ? "" : "stack:", line, 0);
 		free(s);
 	}
 }
 
 static void text_finding(const struct report_view *v, const cs_report_finding *f)
 {
+	FILE *out = v->out;
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[1024], runs[512];
 	int32_t steady = cs_steps_steady(report_finding_steps(v, f));
 	int head = (int)(strlen(cs_severity_name(f->severity)) + strlen(f->rule) + 5);
 
 	if (v->color)
-		printf("%s[%s]%s %s%s%s  ", sev_color(f->severity), cs_severity_name(f->severity),
+		fprintf(out, "%s[%s]%s %s%s%s  ", sev_color(f->severity), cs_severity_name(f->severity),
 		       C_RESET, C_BOLD, f->rule, C_RESET);
 	else
-		printf("[%s] %s  ", cs_severity_name(f->severity), f->rule);
+		fprintf(out, "[%s] %s  ", cs_severity_name(f->severity), f->rule);
 	/* the title after "[severity] rule  ", wrapped under itself */
-	print_wrapped(head, f->title ? f->title : "", v->width);
+	print_wrapped(out, head, f->title ? f->title : "", v->width);
 
 	if (v->multi)
-		print_field("process:", report_finding_label(line, sizeof(line), v, f), v->width);
+		print_field(out, "process:", report_finding_label(line, sizeof(line), v, f), v->width);
 	if (f->nsteps > 0) {
 		report_step_runs(runs, sizeof(runs), f->steps, f->nsteps,
 				 v->verbose ? 0 : STEP_RUNS_SHOWN);
 		snprintf(line, sizeof(line), "%d of %d steady-state %s: %s", f->nsteps, steady,
 			 report_plural(steady, "step", "steps"), runs);
-		print_field("steps:", line, v->width);
+		print_field(out, "steps:", line, v->width);
 	}
 	if (f->lost_ns_per_step > 0) {
 		if (f->nsteps > 0)
@@ -226,7 +229,7 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 			snprintf(line, sizeof(line), "%s",
 				 cs_fmt_duration(a, sizeof(a), f->lost_ns_per_step));
 		/* a replayed saving (docs/replay.md), or the idle the rule charged */
-		print_field(f->saving_ns >= 0 ? "saves:" : "GPU lost:", line, v->width);
+		print_field(out, f->saving_ns >= 0 ? "saves:" : "GPU lost:", line, v->width);
 	}
 	for (int32_t i = 0, shown = 0; v->multi && i < f->nprocs; i++) {
 		const cs_finding_proc *p = &f->procs[i];
@@ -237,25 +240,26 @@ static void text_finding(const struct report_view *v, const cs_report_finding *f
 		if (!v->verbose && shown == ALSO_SHOWN) {
 			snprintf(line, sizeof(line), "... %d more (-v shows all)",
 				 f->nprocs - 1 - shown);
-			print_field("", line, v->width);
+			print_field(out, "", line, v->width);
 			break;
 		}
 		snprintf(line, sizeof(line), "%s: %s",
 			 report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
 			 report_proc_cost(cost, sizeof(cost), p));
-		print_field(shown++ ? "" : "also in:", line, v->width);
+		print_field(out, shown++ ? "" : "also in:", line, v->width);
 	}
 	if (f->evidence && cJSON_GetArraySize(f->evidence) > 0)
-		text_evidence(f->evidence, v->verbose, v->width);
+		text_evidence(out, f->evidence, v->verbose, v->width);
 	if (f->fix && *f->fix)
-		print_field("fix:", f->fix, v->width);
+		print_field(out, "fix:", f->fix, v->width);
 	text_stack(v, f);
-	putchar('\n');
+	fputc('\n', out);
 }
 
 /* The table of steps s, under title ("Steps:"). */
 static void text_steps_table(const struct report_view *v, const cs_steps *s, const char *title)
 {
+	FILE *out = v->out;
 	static const struct cs_column cols[] = {
 		{"Step", CS_ALIGN_RIGHT, 0},	 {"Start", CS_ALIGN_RIGHT, 0},
 		{"Duration", CS_ALIGN_RIGHT, 0}, {"GPU busy", CS_ALIGN_RIGHT, 0},
@@ -263,8 +267,8 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 	};
 	struct cs_table table;
 
-	print_wrapped(0, title, v->width);
-	putchar('\n');
+	print_wrapped(out, 0, title, v->width);
+	fputc('\n', out);
 	cs_table_init(&table, cols, 6);
 	for (int32_t i = 0; i < s->n; i++) {
 		const cs_step *st = &s->v[i];
@@ -285,20 +289,21 @@ static void text_steps_table(const struct report_view *v, const cs_steps *s, con
 			 d > 0 ? 100.0 * (double)st->gpu_busy / (double)d : 0.0);
 		cs_table_add_row(&table, row);
 	}
-	cs_table_print(&table, stdout, 1, v->width);
+	cs_table_print(&table, out, 1, v->width);
 	cs_table_free(&table);
-	putchar('\n');
+	fputc('\n', out);
 }
 
 /* The header's list of the processes analysed, one line each. */
 static void text_processes(const struct report_view *v)
 {
+	FILE *out = v->out;
 	char line[1024];
 	int32_t n = v->procs->n, shown = v->verbose || n <= PROCS_SHOWN ? n : PROCS_SHOWN - 1;
 
 	snprintf(line, sizeof(line), "%d analysed, each with its own steps%s", n,
 		 v->verbose ? "" : " (-v: how they were found)");
-	print_header_field("processes:", line, v->width);
+	print_header_field(out, "processes:", line, v->width);
 	for (int32_t i = 0; i < shown; i++) {
 		const cs_report_process *p = &v->procs->v[i];
 		char lab[64], st[320];
@@ -307,24 +312,25 @@ static void text_processes(const struct report_view *v)
 		snprintf(line, sizeof(line), "%s: %s; %s",
 			 report_proc_label(lab, sizeof(lab), p->pid, p->rank, p->local_rank),
 			 report_proc_line_text(v, st, sizeof(st), &p->steps), found ? found : "");
-		print_header_field("", line, v->width);
+		print_header_field(out, "", line, v->width);
 		free(found);
 	}
 	if (shown < n) {
 		snprintf(line, sizeof(line), "... %d more (-v shows all)", n - shown);
-		print_header_field("", line, v->width);
+		print_header_field(out, "", line, v->width);
 	}
 }
 
 /* "if fixed:" under the step time: the run replayed with every finding's fix (docs/replay.md) */
 static void text_fix_all(const struct report_view *v)
 {
+	FILE *out = v->out;
 	const cs_report_process *p = cs_report_process_find(v->procs, v->s->pid);
 	char line[256];
 
 	if (!p || p->replay_step_ns <= 0)
 		return;
-	print_header_field(
+	print_header_field(out, 
 		"if fixed:",
 		report_fix_all_text(line, sizeof(line), p->replay_step_ns, p->fix_all_step_ns),
 		v->width);
@@ -335,59 +341,61 @@ static void text_fix_all(const struct report_view *v)
  * time). */
 static void text_host_idle(const struct report_view *v)
 {
+	FILE *out = v->out;
 	struct report_host_idle h;
 	char line[512];
 
 	if (report_host_idle(v, v->s, &h) || !h.known || h.total < REPORT_HOST_IDLE_SHOWN)
 		return;
-	print_header_field("GPU idle:", report_host_idle_text(line, sizeof(line), &h), v->width);
+	print_header_field(out, "GPU idle:", report_host_idle_text(line, sizeof(line), &h), v->width);
 }
 
 static void text_header(const struct report_view *v)
 {
+	FILE *out = v->out;
 	const char *command = cs_trace_meta(v->t, "command");
 	const cs_steps *s = v->s;
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX], line[1024];
 	char *clean;
 
 	clean = cs_text_clean(v->path);
-	print_header_field("trace:", clean ? clean : "", v->width);
+	print_header_field(out, "trace:", clean ? clean : "", v->width);
 	free(clean);
 	if (command)
-		print_header_field("command:", command, v->width);
+		print_header_field(out, "command:", command, v->width);
 	if (v->multi) {
 		text_processes(v);
 	} else if (s->method == CS_STEPS_NONE) {
 		snprintf(line, sizeof(line), "none found (%s)", s->detail);
-		print_header_field("steps:", line, v->width);
+		print_header_field(out, "steps:", line, v->width);
 		snprintf(line, sizeof(line), "%s, GPU busy %.1f%%",
 			 cs_fmt_duration(a, sizeof(a), s->n ? s->v[0].end - s->v[0].start : 0),
 			 100.0 * v->busy_share);
-		print_header_field("duration:", line, v->width);
+		print_header_field(out, "duration:", line, v->width);
 	} else {
 		snprintf(line, sizeof(line), "%d (%s), %d warm-up", s->n, s->detail, s->warmup);
-		print_header_field("steps:", line, v->width);
+		print_header_field(out, "steps:", line, v->width);
 		snprintf(line, sizeof(line), "median %s (p10 %s .. p90 %s), GPU busy %.1f%%%s",
 			 cs_fmt_duration(a, sizeof(a), v->median),
 			 cs_fmt_duration(b, sizeof(b), v->p10),
 			 cs_fmt_duration(c, sizeof(c), v->p90), 100.0 * v->busy_share,
 			 s->timing == CS_STEP_TIME_GPU ? "; GPU-bound: step time from the GPU"
 						       : "");
-		print_header_field("step time:", line, v->width);
+		print_header_field(out, "step time:", line, v->width);
 		text_host_idle(v);
 		text_fix_all(v);
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++)
-		print_header_field(
+		print_header_field(out, 
 			"warning:", report_unended_text(line, sizeof(line), &v->unended[i]),
 			v->width);
 	if (v->nunended > UNENDED_SHOWN) {
 		snprintf(line, sizeof(line),
 			 "%d more processes without their end record (cuscope info)",
 			 v->nunended - UNENDED_SHOWN);
-		print_header_field("warning:", line, v->width);
+		print_header_field(out, "warning:", line, v->width);
 	}
-	putchar('\n');
+	fputc('\n', out);
 }
 
 struct located {
@@ -406,6 +414,7 @@ static int located_cmp(const void *a, const void *b)
 /* The findings that have a source location, grouped by it (one line of rules per location). */
 static void text_by_location(const struct report_view *v)
 {
+	FILE *out = v->out;
 	struct located *l = calloc((size_t)(v->r->n > 0 ? v->r->n : 0) + 1, sizeof(*l));
 	int32_t n = 0;
 
@@ -425,18 +434,18 @@ static void text_by_location(const struct report_view *v)
 	}
 	if (n > 0) {
 		cs_sort(l, (size_t)n, sizeof(*l), located_cmp);
-		printf("By source location:\n");
+		fprintf(out, "By source location:\n");
 		for (int32_t i = 0; i < n; i++) {
 			const cs_report_finding *f = v->r->v[l[i].finding];
 			int first = i == 0 || strcmp(l[i].where, l[i - 1].where) != 0;
 			int last = i == n - 1 || strcmp(l[i].where, l[i + 1].where) != 0;
 
 			if (first)
-				printf("  %s\n      ", l[i].where);
-			printf("%s (%s)%s", f->rule, cs_severity_name(f->severity),
+				fprintf(out, "  %s\n      ", l[i].where);
+			fprintf(out, "%s (%s)%s", f->rule, cs_severity_name(f->severity),
 			       last ? "\n" : ", ");
 		}
-		putchar('\n');
+		fputc('\n', out);
 	}
 	for (int32_t i = 0; i < n; i++)
 		free(l[i].where);
@@ -445,6 +454,7 @@ static void text_by_location(const struct report_view *v)
 
 int report_text(const struct report_view *v)
 {
+	FILE *out = v->out;
 	int count[4] = {0};
 
 	text_header(v);
@@ -461,9 +471,9 @@ int report_text(const struct report_view *v)
 			 p->steps.detail);
 		text_steps_table(v, &p->steps, title);
 	}
-	report_ranks_text(v->ranks, v->verbose, v->width);
+	report_ranks_text(out, v->ranks, v->verbose, v->width);
 	if (v->r->n == 0) {
-		printf("No findings.\n");
+		fprintf(out, "No findings.\n");
 		return 0;
 	}
 	for (int32_t i = 0; i < v->r->n; i++) {
@@ -471,7 +481,7 @@ int report_text(const struct report_view *v)
 		count[v->r->v[i]->severity]++;
 	}
 	text_by_location(v);
-	printf("%d %s: %d error%s, %d warning%s, %d info\n", v->r->n,
+	fprintf(out, "%d %s: %d error%s, %d warning%s, %d info\n", v->r->n,
 	       report_plural(v->r->n, "finding", "findings"), count[CS_SEV_ERROR],
 	       count[CS_SEV_ERROR] == 1 ? "" : "s", count[CS_SEV_WARNING],
 	       count[CS_SEV_WARNING] == 1 ? "" : "s", count[CS_SEV_INFO]);
