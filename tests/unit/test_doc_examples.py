@@ -34,7 +34,7 @@ OUTPUT_ROW = re.compile(r"^cuscope [a-z]+\s{2,}[0-9]")
 # Examples not run, each with why: they record a program (a GPU and the program named), measure this
 # machine's GPU, or are the body of a shell loop over such recordings.
 SKIP = {
-    "cuscope record -o run.db -- python3 samples/rules/d2h-sync/bad.py": "records on a GPU",
+    "cuscope record -o item.db -- python3 samples/savings/d2h_item_balanced.py bad": "records on a GPU",
     "build/cuscope record -o run.db -- python3 train.py --steps 60 --seed 0": "records train.py on a GPU",
     "for a in noise/*.db; do for b in noise/*.db; do [ \"$a\" = \"$b\" ] || cuscope diff -f json \"$a\" \"$b\"; "
     "done; done |": "a loop over the recordings above",
@@ -58,6 +58,7 @@ SKIP = {
 # rest must exit 0 and print something.
 EXPECT = {
     "cuscope report run.db": (0, r"^\[warning\] d2h-sync "),
+    "cuscope report item.db": (0, r"^    where: +\S*samples/savings/d2h_item_balanced\.py:34 in Pair\.step$"),
     "cuscope report --step-range 'step*' -v samples/traces/train_small.db  # its steps are NVTX ranges step0, step1, ...":
         (0, r"^steps: +30 \(NVTX ranges 'step\*'"),
     "cuscope report --rules d2h-sync,launch-starvation run.db": (0, r"d2h-sync"),
@@ -85,6 +86,7 @@ SERVE_SECONDS = 4
 BAD = "samples/rules/traces/d2h-sync-bad.db"
 FIXED = "samples/rules/traces/d2h-sync-fixed.db"
 FILES = {
+    "item.db": "tests/data/savings/d2h_item_balanced.db",
     "run.db": BAD, "new.db": BAD, "base.db": FIXED, "old.db": FIXED, "main.db": FIXED,
     "main1.db": FIXED, "main2.db": FIXED, "main3.db": FIXED,
     "base1.db": FIXED, "base2.db": FIXED, "base3.db": FIXED,
