@@ -527,13 +527,35 @@ double report_cost_share(const cs_report_finding *f)
 	return f->saving_ns >= 0 ? f->saving_share : f->step_share;
 }
 
-const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns)
+const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns,
+				double sum_share)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX];
+	double together = replayed_ns > 0 ? 1.0 - (double)fixed_ns / (double)replayed_ns : 0.0;
+	size_t len;
 
 	snprintf(buf, size, "every fix below together: %s a step instead of %s (%+.1f%%), replayed",
 		 cs_fmt_duration(a, sizeof(a), fixed_ns),
-		 cs_fmt_duration(b, sizeof(b), replayed_ns),
-		 replayed_ns > 0 ? 100.0 * ((double)fixed_ns / (double)replayed_ns - 1.0) : 0.0);
+		 cs_fmt_duration(b, sizeof(b), replayed_ns), -100.0 * together);
+	len = strlen(buf);
+	/* the findings' savings overlap when they add up to more than all the fixes save: what one
+	 * fix saves, another's saving already counted (a wait that both a sync and a copy end) */
+	if (sum_share > together + REPORT_OVERLAP_SHOWN && len < size)
+		snprintf(buf + len, size - len,
+			 "; the findings' own savings add up to %.1f%%: they overlap",
+			 100.0 * sum_share);
 	return buf;
+}
+
+double report_savings_sum(const struct report_view *v, uint32_t pid)
+{
+	double sum = 0;
+
+	for (int32_t i = 0; i < v->r->n; i++) {
+		const cs_report_finding *f = v->r->v[i];
+
+		if (f->pid == pid && f->saving_ns >= 0)
+			sum += f->saving_share;
+	}
+	return sum;
 }

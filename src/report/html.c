@@ -281,7 +281,8 @@ static void steps_items(FILE *out, const cJSON *steps)
 		dl_item(out, "if fixed",
 			report_fix_all_text(line, sizeof(line),
 					    get_int(get(steps, "fix_all"), "replayed_step_ns", 0),
-					    get_int(get(steps, "fix_all"), "step_ns", 0)));
+					    get_int(get(steps, "fix_all"), "step_ns", 0),
+					    get_num(get(steps, "fix_all"), "findings_saving_share")));
 }
 
 static void header(FILE *out, const cJSON *doc)

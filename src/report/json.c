@@ -315,6 +315,8 @@ static cJSON *json_steps(const struct report_view *v, const cs_steps *s)
 			cJSON_AddNumberToObject(fa, "saving_share",
 						1.0 - (double)p->fix_all_step_ns /
 							      (double)p->replay_step_ns);
+			cJSON_AddNumberToObject(fa, "findings_saving_share",
+						report_savings_sum(v, p->pid));
 		}
 	}
 	if (json_host_idle(v, s, o))

@@ -172,7 +172,7 @@ int report_markdown(const struct report_view *v)
 		if (p && p->replay_step_ns > 0)
 			fprintf(out, "| If fixed | %s |\n",
 			       report_fix_all_text(line, sizeof(line), p->replay_step_ns,
-						   p->fix_all_step_ns));
+						   p->fix_all_step_ns, report_savings_sum(v, p->pid)));
 		if (!report_host_idle(v, s, &h) && h.known && h.total >= REPORT_HOST_IDLE_SHOWN) {
 			fprintf(out, "| GPU idle | ");
 			cs_md_text(out, report_host_idle_text(line, sizeof(line), &h));

@@ -88,6 +88,9 @@ const char *report_idle_cause_words(int cause);
 /* The idle with work queued is named from this share of the step: below it, the gaps of a busy
  * GPU between kernels it runs back to back. */
 #define REPORT_QUEUED_IDLE_SHOWN 0.05
+/* The findings' savings are said to overlap when they add up to more than every fix together
+ * saves by this share of the step (rounding of the replays aside). */
+#define REPORT_OVERLAP_SHOWN 0.01
 /* Fill *out for the steps s (those of a process of v->procs); 0, or CS_ERR_NOMEM. */
 int report_host_idle(const struct report_view *v, const cs_steps *s, struct report_host_idle *out);
 
@@ -96,7 +99,14 @@ int report_host_idle(const struct report_view *v, const cs_steps *s, struct repo
 const char *report_host_idle_text(char *buf, size_t size, const struct report_host_idle *h);
 /* "every fix below together: 11.6 ms a step instead of 12.0 ms (-3.7%), replayed": the mean steady
  * step replayed with every finding's fix against replayed as recorded (docs/replay.md). */
-const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns);
+const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns,
+				double sum_share);
+/*
+ * The findings' own replayed savings of process pid added up, as shares of its mean steady step
+ * (saving_share; findings without a replayed saving left out): beside the saving of every fix
+ * together it says whether they overlap (report_fix_all_text()).
+ */
+double report_savings_sum(const struct report_view *v, uint32_t pid);
 /* The share of the step that a finding's cost is: a replayed saving's of the mean steady step as
  * replayed (the share the header's "if fixed" line gives for every fix together), otherwise the
  * rule's of the median step. A cost in a few steps only is spread over all the steady steps, so

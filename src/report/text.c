@@ -332,7 +332,8 @@ static void text_fix_all(const struct report_view *v)
 		return;
 	print_header_field(out, 
 		"if fixed:",
-		report_fix_all_text(line, sizeof(line), p->replay_step_ns, p->fix_all_step_ns),
+		report_fix_all_text(line, sizeof(line), p->replay_step_ns, p->fix_all_step_ns,
+				    report_savings_sum(v, p->pid)),
 		v->width);
 }
 

@@ -715,6 +715,47 @@ START_TEST(test_queued_idle)
 }
 END_TEST
 
+/*
+ * Findings whose savings overlap say so in the "if fixed:" line: launch-starvation-bad's three
+ * fixes save 94.1% one by one and 89.6% together (the optimizer's and the chains' launches are part
+ * of the launch overhead); d2h_item_balanced's one finding saves what every fix together does.
+ */
+START_TEST(test_overlap_said)
+{
+	char *bad = tu_source_file("samples/rules/traces/launch-starvation-bad.db");
+	char *one = tu_source_file("tests/data/savings/d2h_item_balanced.db");
+	struct tu_result t = run(bad), m = run("-f", "markdown", bad), h = run("-f", "html", bad);
+	struct tu_result j = run("-f", "json", bad), o = run(one);
+	cJSON *doc = report_json(j.out);
+	const cJSON *fa = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "steps"), "fix_all");
+	double sum = 0;
+	const cJSON *it;
+	const char *words = "; the findings' own savings add up to 94.1%: they overlap";
+
+	ck_assert_msg(strstr(t.out, words) != NULL, "%s", t.out);
+	ck_assert_msg(strstr(m.out, words) != NULL, "%s", m.out);
+	ck_assert(strstr(h.out, "add up to 94.1%: they overlap") != NULL);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "findings"))
+	{
+		const cJSON *s = cJSON_GetObjectItem(it, "saving_share");
+
+		if (cJSON_IsNumber(s))
+			sum += s->valuedouble;
+	}
+	ck_assert(fabs(cJSON_GetObjectItem(fa, "findings_saving_share")->valuedouble - sum) < 1e-9);
+	ck_assert(sum > cJSON_GetObjectItem(fa, "saving_share")->valuedouble + 0.01);
+	ck_assert_msg(strstr(o.out, "if fixed:") && !strstr(o.out, "overlap"), "%s", o.out);
+	cJSON_Delete(doc);
+	tu_result_free(&t);
+	tu_result_free(&m);
+	tu_result_free(&h);
+	tu_result_free(&j);
+	tu_result_free(&o);
+	free(bad);
+	free(one);
+}
+END_TEST
+
 /* The validator itself: a missing key or a wrong type fails. */
 START_TEST(test_schema_catches_mistakes)
 {
@@ -1551,6 +1592,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_json_steps);
 	tcase_add_test(tc, test_host_idle);
 	tcase_add_test(tc, test_queued_idle);
+	tcase_add_test(tc, test_overlap_said);
 	tcase_add_test(tc, test_schema_catches_mistakes);
 	tcase_add_test(tc, test_markdown);
 	tcase_add_test(tc, test_list_rules);
