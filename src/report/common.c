@@ -547,6 +547,85 @@ const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int
 	return buf;
 }
 
+/* The rules that report each cause's idle (docs/rules/), NULL-terminated. */
+static const char *const cause_rules[CS_IDLE_NCAUSES][4] = {
+	[CS_IDLE_LAUNCH] = {"launch-starvation", "unfused-optimizer", "unfused-elementwise", NULL},
+	[CS_IDLE_HOST] = {"launch-starvation", "host-created-tensor", NULL},
+	[CS_IDLE_WAIT] = {"sync-call", NULL},
+	[CS_IDLE_INPUT] = {"dataloader-stall", NULL},
+	[CS_IDLE_PAGEABLE] = {"pageable-memcpy", NULL},
+	[CS_IDLE_D2H] = {"d2h-sync", NULL},
+	[CS_IDLE_ALLOC] = {"allocator-churn", "memory-ceiling-thrash", "empty-cache-in-loop", NULL},
+};
+
+static int has_finding(const struct report_view *v, uint32_t pid, const char *rule)
+{
+	for (int32_t i = 0; i < v->r->n; i++)
+		if (v->r->v[i]->pid == pid && !strcmp(v->r->v[i]->rule, rule))
+			return 1;
+	return 0;
+}
+
+/* A cause with no finding of its rules, from REPORT_IDLE_EXPLAINED of the step. */
+static int unexplained(const struct report_view *v, uint32_t pid, const struct report_host_idle *h,
+		       int c)
+{
+	if (h->share[c] < REPORT_IDLE_EXPLAINED)
+		return 0;
+	for (int k = 0; cause_rules[c][k]; k++)
+		if (has_finding(v, pid, cause_rules[c][k]))
+			return 0;
+	return 1;
+}
+
+const char *report_idle_unexplained_text(const struct report_view *v, uint32_t pid, double busy,
+					 const struct report_host_idle *h, char *buf, size_t size)
+{
+	size_t len = 0;
+	int n = 0, launch, host;
+
+	if (!h->known || has_finding(v, pid, "low-utilization"))
+		return NULL;
+	buf[0] = '\0';
+	/* the launch pace and the host's work: launch-starvation's, one decision for both */
+	launch = unexplained(v, pid, h, CS_IDLE_LAUNCH);
+	host = unexplained(v, pid, h, CS_IDLE_HOST);
+	if (launch || host) {
+		char what[96];
+		int c = launch ? CS_IDLE_LAUNCH : CS_IDLE_HOST;
+
+		if (launch && host)
+			snprintf(what, sizeof(what), "%s %.1f%% and %s %.1f%%",
+				 idle_cause_words[CS_IDLE_LAUNCH], 100.0 * h->share[CS_IDLE_LAUNCH],
+				 idle_cause_words[CS_IDLE_HOST], 100.0 * h->share[CS_IDLE_HOST]);
+		else
+			snprintf(what, sizeof(what), "%s %.1f%%", idle_cause_words[c],
+				 100.0 * h->share[c]);
+		snprintf(buf, size,
+			 "no finding for %s (launch-starvation reports when the host's idle is at "
+			 "least the GPU's busy time: here %.1f%% against %.1f%%)",
+			 what, 100.0 * (h->total - h->share[CS_IDLE_ALLOC]), 100.0 * busy);
+		len = strlen(buf);
+		n++;
+	}
+	for (int c = 0; c < CS_IDLE_NCAUSES && len < size; c++) {
+		if (c == CS_IDLE_LAUNCH || c == CS_IDLE_HOST || !unexplained(v, pid, h, c))
+			continue;
+		snprintf(buf + len, size - len, "%s%s %.1f%% (under %s's threshold)",
+			 n++ ? "; " : "no finding for ", idle_cause_words[c], 100.0 * h->share[c],
+			 cause_rules[c][0]);
+		len += strlen(buf + len);
+	}
+	if (h->queued >= REPORT_IDLE_EXPLAINED && len < size) {
+		snprintf(buf + len, size - len,
+			 "%swork queued %.1f%% (no rule: the GPU's own gaps between kernels, waits on "
+			 "other streams)",
+			 n++ ? "; " : "no finding for ", 100.0 * h->queued);
+		len += strlen(buf + len);
+	}
+	return n ? buf : NULL;
+}
+
 double report_savings_sum(const struct report_view *v, uint32_t pid)
 {
 	double sum = 0;

@@ -276,6 +276,9 @@ static void steps_items(FILE *out, const cJSON *steps)
 		h.queued = fmax(0, 1 - get_num(steps, "gpu_busy_share") - h.total);
 		if (h.total >= REPORT_HOST_IDLE_SHOWN)
 			dl_item(out, "GPU idle", report_host_idle_text(line, sizeof(line), &h));
+		if (cJSON_IsString(get(steps, "idle_without_finding")))
+			dl_item(out, "without a finding",
+				get(steps, "idle_without_finding")->valuestring);
 	}
 	if (cJSON_IsObject(get(steps, "fix_all")))
 		dl_item(out, "if fixed",

@@ -267,10 +267,20 @@ static int json_host_idle(const struct report_view *v, const cs_steps *s, cJSON 
 		return -1;
 	if (!h.known)
 		return cJSON_AddNullToObject(o, "host_idle_share") &&
-				       cJSON_AddNullToObject(o, "host_idle_share_by_cause")
+				       cJSON_AddNullToObject(o, "host_idle_share_by_cause") &&
+				       cJSON_AddNullToObject(o, "idle_without_finding")
 			       ? 0
 			       : -1;
 	cJSON_AddNumberToObject(o, "host_idle_share", h.total);
+	{
+		char line[1024];
+		const char *t = report_idle_unexplained_text(v, s->pid, cs_steps_busy_share(s), &h,
+							     line, sizeof(line));
+
+		if (!(t ? cs_json_add_string(o, "idle_without_finding", t) != NULL
+			: cJSON_AddNullToObject(o, "idle_without_finding") != NULL))
+			return -1;
+	}
 	by = cJSON_AddObjectToObject(o, "host_idle_share_by_cause");
 	if (!by)
 		return -1;

@@ -177,6 +177,12 @@ int report_markdown(const struct report_view *v)
 			fprintf(out, "| GPU idle | ");
 			cs_md_text(out, report_host_idle_text(line, sizeof(line), &h));
 			fprintf(out, " |\n");
+			if (report_idle_unexplained_text(v, s->pid, v->busy_share, &h, line,
+							 sizeof(line))) {
+				fprintf(out, "| Without a finding | ");
+				cs_md_text(out, line);
+				fprintf(out, " |\n");
+			}
 		}
 	}
 	for (int i = 0; i < v->nunended && i < UNENDED_SHOWN; i++) {

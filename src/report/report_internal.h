@@ -102,6 +102,16 @@ const char *report_host_idle_text(char *buf, size_t size, const struct report_ho
 const char *report_fix_all_text(char *buf, size_t size, int64_t replayed_ns, int64_t fixed_ns,
 				double sum_share);
 /*
+ * The idle of the "GPU idle:" line that no finding of process pid explains, from
+ * REPORT_IDLE_EXPLAINED of the step, each with why its rule did not report it ("no finding for
+ * launch overhead 8.1% and host work 6.0%: launch-starvation reports when the host's idle is at
+ * least the GPU's busy time, here 14.1% against 84.2%"), or NULL when every such share has a
+ * finding (low-utilization's explains them all).
+ */
+#define REPORT_IDLE_EXPLAINED 0.05
+const char *report_idle_unexplained_text(const struct report_view *v, uint32_t pid, double busy,
+					 const struct report_host_idle *h, char *buf, size_t size);
+/*
  * The findings' own replayed savings of process pid added up, as shares of its mean steady step
  * (saving_share; findings without a replayed saving left out): beside the saving of every fix
  * together it says whether they overlap (report_fix_all_text()).

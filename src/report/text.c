@@ -349,6 +349,8 @@ static void text_host_idle(const struct report_view *v)
 	if (report_host_idle(v, v->s, &h) || !h.known || h.total < REPORT_HOST_IDLE_SHOWN)
 		return;
 	print_header_field(out, "GPU idle:", report_host_idle_text(line, sizeof(line), &h), v->width);
+	if (report_idle_unexplained_text(v, v->s->pid, v->busy_share, &h, line, sizeof(line)))
+		print_header_field(out, "", line, v->width);
 }
 
 static void text_header(const struct report_view *v)

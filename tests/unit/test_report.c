@@ -756,6 +756,50 @@ START_TEST(test_overlap_said)
 }
 END_TEST
 
+/*
+ * Every idle share of the "GPU idle:" line from 5% of the step is explained by a finding or says
+ * why none: d2h-sync-bad's launch overhead and host work (launch-starvation's decision), a C++
+ * loop's idle with work queued (no rule); none where low-utilization explains the idle.
+ */
+START_TEST(test_idle_without_finding)
+{
+	static const struct {
+		const char *path, *words; /* NULL: nothing said */
+	} cases[] = {
+		{"samples/rules/traces/d2h-sync-bad.db",
+		 "no finding for launch overhead 20.0% and host work 7.1% (launch-starvation reports "
+		 "when the host's idle is at least the GPU's busy time: here 34.7% against 62.8%)"},
+		{"tests/data/savings/c_devsync.db",
+		 "work queued 20.7% (no rule: the GPU's own gaps between kernels, waits on other "
+		 "streams)"},
+		{"tests/data/savings/c_tiny_graph.db", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = tu_source_file(cases[i].path);
+		struct tu_result t = run("--width", "0", path), m = run("-f", "markdown", path);
+		struct tu_result j = run("-f", "json", path);
+		cJSON *doc = report_json(j.out);
+		const cJSON *w = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "steps"),
+						     "idle_without_finding");
+
+		if (cases[i].words) {
+			ck_assert_msg(strstr(t.out, cases[i].words) != NULL, "%s", t.out);
+			ck_assert_msg(strstr(m.out, "| Without a finding | ") != NULL, "%s", m.out);
+			ck_assert(cJSON_IsString(w) && strstr(w->valuestring, cases[i].words));
+		} else {
+			ck_assert_msg(strstr(t.out, "no finding for") == NULL, "%s", t.out);
+			ck_assert(cJSON_IsNull(w));
+		}
+		cJSON_Delete(doc);
+		tu_result_free(&t);
+		tu_result_free(&m);
+		tu_result_free(&j);
+		free(path);
+	}
+}
+END_TEST
+
 /* The validator itself: a missing key or a wrong type fails. */
 START_TEST(test_schema_catches_mistakes)
 {
@@ -1593,6 +1637,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, test_host_idle);
 	tcase_add_test(tc, test_queued_idle);
 	tcase_add_test(tc, test_overlap_said);
+	tcase_add_test(tc, test_idle_without_finding);
 	tcase_add_test(tc, test_schema_catches_mistakes);
 	tcase_add_test(tc, test_markdown);
 	tcase_add_test(tc, test_list_rules);
