@@ -352,10 +352,6 @@ const char *cs_run_rank_label(const cs_run *r, char *buf, size_t size);
 /* What became of a finding: 0 new (only in the new run), 1 fixed (only in the base), 2 in both. */
 int cs_diff_finding_status(const cs_diff_finding *m);
 
-/* The diff as JSON (docs/commands/diff.md); NULL without memory. */
-cJSON *cs_diff_json(const cs_diff *d);
-
-/* A value in a metric's unit for people: cs_fmt_value() of cuscope/units.h. */
 /*
  * The threshold of a row for people: cs_threshold_format's, and for a wall metric of a host-bound
  * baseline alone the host floor after it ("+2% and +200 us, host-bound +30%"). Returns buf.
@@ -369,14 +365,7 @@ char *cs_confidence_format(char *buf, size_t size, double c);
  */
 char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold *t);
 
-/*
- * Markdown of a diff (gate 0: `cuscope diff`, the most significant rows, at most limit kernel rows;
- * 0 = all) or of a gate's checks (gate 1: verdict, failures, then the passing checks folded).
- * Returns 0 or CS_ERR_IO.
- */
-int cs_diff_write_markdown(FILE *f, const cs_diff *d, int gate, int limit);
-/* JUnit XML: one testcase per check, a <failure> naming metric, base, new and threshold. */
-int cs_gate_write_junit(FILE *f, const cs_diff *d);
+/* The renderers of a diff (JSON, markdown, JUnit, text) are the report's: src/report/report.h. */
 
 /* ---- statistics (stats.c; docs/ci.md) ---- */
 

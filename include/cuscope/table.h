@@ -57,9 +57,9 @@ struct cs_mark {
 	const char *word;
 	const char *sgr;
 };
-/* cs_table_print() to stdout; with color, each mark's word in its colour where it is the first
- * or the last cell of a line. */
-void cs_table_print_marked(const struct cs_table *t, int indent, int width, int color,
+/* cs_table_print(); with color, each mark's word in its colour where it is the first or the last
+ * cell of a line. */
+void cs_table_print_marked(const struct cs_table *t, FILE *out, int indent, int width, int color,
 			   const struct cs_mark *marks, int nmarks);
 void cs_table_free(struct cs_table *t);
 

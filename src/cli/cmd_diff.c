@@ -14,6 +14,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
+#include "report.h"
 
 #define DIFF_DEFAULT_LIMIT 10
 
@@ -52,117 +53,6 @@ enum diff_format {
 	DIFF_JSON,
 	DIFF_MARKDOWN,
 };
-
-/* ---- text ---- */
-
-static void text_run(const char *label, const cs_run *r, double scale)
-{
-	char a[64], b[64], c[64];
-
-	if (r->rank_select != CS_RANK_DEFAULT)
-		printf("%-6s%s (%s: pid %u)\n", label, r->path, cs_run_rank_label(r, a, sizeof(a)),
-		       r->pid);
-	else
-		printf("%-6s%s\n", label, r->path);
-	if (r->method == CS_STEPS_NONE) {
-		printf("      no steps found (%s): the whole trace is compared\n", r->detail);
-		return;
-	}
-	printf("      %d steps (%s), %d warm-up", r->steps, cs_step_method_name(r->method),
-	       r->warmup);
-	if (scale > 1)
-		printf(", compared as %d steps", (int)(r->steady * scale));
-	printf("; step time median %s (p10 %s .. p90 %s)\n",
-	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, (double)r->step_median / scale, 0),
-	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)r->step_p10 / scale, 0),
-	       cs_fmt_value(c, sizeof(c), CS_UNIT_NS, (double)r->step_p90 / scale, 0));
-}
-
-static void text_findings(const cs_diff *d)
-{
-	static const char *const what[] = {"new", "fixed", "persisting"};
-
-	if (d->nfindings == 0) {
-		printf("\nFindings: none in either trace\n");
-		return;
-	}
-	printf("\nFindings:\n");
-	for (int32_t i = 0; i < d->nfindings; i++) {
-		const cs_diff_finding *m = &d->findings[i];
-		const cs_run_finding *f = m->new_ ? m->new_ : m->base;
-		int l = cs_diff_finding_status(m);
-		char *title = cs_utf8_repair(f->title);
-
-		printf("  %-10s  [%s] %s  %s\n", what[l], cs_severity_name(f->severity), f->rule,
-		       title ? title : "");
-		free(title);
-	}
-}
-
-static int print_text(const cs_diff *d, int limit, int width, int color)
-{
-	static const struct cs_column cols[] = {
-		{"Metric", CS_ALIGN_LEFT, 1}, {"Base", CS_ALIGN_RIGHT, 0},
-		{"New", CS_ALIGN_RIGHT, 0},   {"Change", CS_ALIGN_RIGHT, 0},
-		{"", CS_ALIGN_RIGHT, 0},      {"", CS_ALIGN_LEFT, 0},
-	};
-	struct cs_table table;
-	int kernels = 0, hidden = 0;
-
-	text_run("base:", d->base, d->base_scale);
-	text_run("new:", d->new_, d->new_scale);
-	if (d->note[0])
-		printf("note: %s\n", d->note);
-	putchar('\n');
-	cs_table_init(&table, cols, 6);
-	for (int32_t i = 0; i < d->nrows; i++) {
-		const cs_diff_row *r = &d->rows[i];
-		const cs_metric_def *def = cs_metric_get(r->metric);
-		char name[4096], b[64], n[64], ch[64], rel[32];
-		const char *row[] = {name, b,	n,
-				     ch,   rel, r->worse ? "worse" : r->better ? "better" : ""};
-
-		if (r->kernel && r->score <= 1)
-			continue;
-		if (r->kernel && limit > 0 && kernels >= limit) {
-			hidden++;
-			continue;
-		}
-		kernels += r->kernel != NULL;
-		if (r->kernel)
-			snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r),
-				 cs_demangle_short(r->kernel));
-		else
-			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
-		cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
-		cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
-		cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
-		if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
-			snprintf(rel, sizeof(rel), "%+.1f%%", 100 * r->rel);
-		else
-			rel[0] = '\0';
-		{
-			char *clean = cs_utf8_repair(name);
-
-			if (clean) {
-				snprintf(name, sizeof(name), "%s", clean);
-				free(clean);
-			}
-		}
-		cs_table_add_row(&table, row);
-	}
-	{
-		static const struct cs_mark marks[] = {{"worse", "1;31"}, {"better", "32"}};
-
-		cs_table_print_marked(&table, 1, width, color, marks, 2);
-	}
-	cs_table_free(&table);
-	if (hidden)
-		printf("... %d more changed kernel %s (--limit 0 shows all)\n", hidden,
-		       hidden == 1 ? "row" : "rows");
-	text_findings(d);
-	return 0;
-}
 
 /* ---- the command ---- */
 
@@ -245,7 +135,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
 	if (format == DIFF_JSON) {
-		cJSON *doc = cs_diff_json(&cmp.d);
+		cJSON *doc = report_diff_json(&cmp.d);
 
 		if (doc) {
 			rc = cli_json_print(doc);
@@ -255,9 +145,10 @@ int cmd_diff(int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 		}
 	} else if (format == DIFF_MARKDOWN) {
-		rc = cs_diff_write_markdown(stdout, &cmp.d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
+		rc = report_diff_markdown(stdout, &cmp.d, 0, (int)limit) ? CLI_EXIT_USAGE : 0;
 	} else {
-		rc = print_text(&cmp.d, (int)limit, cli_output_width((int)width), cli_use_color(no_color));
+		rc = report_diff_text(stdout, &cmp.d, (int)limit, cli_output_width((int)width),
+				      cli_use_color(no_color));
 	}
 	rc = cli_finish_output(rc);
 	cs_comparison_free(&cmp);

@@ -23,6 +23,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/files.h"
 #include "cuscope/gate.h"
+#include "report.h"
 #include "cuscope/grow.h"
 
 static const char gate_usage[] =
@@ -66,280 +67,6 @@ static const char gate_usage[] =
 
 /* Text width in a pipe or a file: CI logs are read in a browser. */
 #define GATE_PIPE_WIDTH 120
-
-/* ---- text ---- */
-
-enum {
-	COL_RESULT,
-	COL_CHECK,
-	COL_KIND,
-	COL_BASE,
-	COL_NEW,
-	COL_CHANGE,
-	COL_CONF,
-	COL_THRESHOLD,
-	NCOLS
-};
-
-/* The Check column keeps at least this many characters; columns are dropped to leave it that. */
-#define CHECK_MIN 28
-
-/* The cells of a check's row (malloc'd strings; NULL without memory). */
-static char **check_cells(const cs_diff *d, const cs_diff_row *r)
-{
-	const cs_metric_def *def = cs_metric_get(r->metric);
-	char name[4096], b[64], n[64], ch[96], th[96], conf[32], *clean;
-	const char *row[NCOLS] = {r->worse ? "FAIL" : r->inconclusive ? "INCONCLUSIVE" : "ok",
-				  name,
-				  r->kernel ? "kernel" : cs_metric_kind_name(def->kind),
-				  b,
-				  n,
-				  ch,
-				  conf,
-				  th};
-	char **cells = calloc(NCOLS, sizeof(*cells));
-
-	if (!cells)
-		return NULL;
-	/* a kernel's row is its time per step: the name alone, its kind says "kernel" */
-	snprintf(name, sizeof(name), "%s",
-		 r->kernel ? cs_demangle_short(r->kernel) : cs_diff_row_label(r));
-	clean = cs_utf8_repair(name);
-	if (clean) {
-		snprintf(name, sizeof(name), "%s", clean);
-		free(clean);
-	}
-	cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
-	cs_fmt_value(n, sizeof(n), def->unit, r->new_, 0);
-	cs_fmt_value(ch, sizeof(ch), def->unit, r->delta, 1);
-	if (r->base != 0 && r->delta != 0 && def->unit != CS_UNIT_SHARE)
-		snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch),
-			 fabs(r->rel) >= 1 ? " (%+.0f%%)" : " (%+.1f%%)", 100 * r->rel);
-	if (r->tested)
-		cs_confidence_format(conf, sizeof(conf), r->confidence);
-	else
-		snprintf(conf, sizeof(conf), "%s",
-			 r->t.gate && r->t.rel <= 0 && r->t.abs <= 0 ? "exact" : "-");
-	cs_diff_row_threshold(th, sizeof(th), d, r);
-	for (int c = 0; c < NCOLS; c++) {
-		cells[c] = strdup(row[c]);
-		if (!cells[c]) {
-			for (int j = 0; j < c; j++)
-				free(cells[j]);
-			free(cells);
-			return NULL;
-		}
-	}
-	return cells;
-}
-
-/*
- * The checks as a table that fits width (0: no limit): the failed checks, then the passed ones.
- * When the Check column would get fewer than CHECK_MIN
- * characters, the Kind, Threshold and Confidence columns are left out, in that order.
- */
-static void print_checks(const cs_diff *d, int width, int color)
-{
-	static const struct cs_column all[NCOLS] = {
-		[COL_RESULT] = {"Result", CS_ALIGN_LEFT, 0},
-		[COL_CHECK] = {"Check", CS_ALIGN_LEFT, 1},
-		[COL_KIND] = {"Kind", CS_ALIGN_LEFT, 0},
-		[COL_BASE] = {"Base", CS_ALIGN_RIGHT, 0},
-		[COL_NEW] = {"New", CS_ALIGN_RIGHT, 0},
-		[COL_CHANGE] = {"Change", CS_ALIGN_RIGHT, 0},
-		[COL_CONF] = {"Confidence", CS_ALIGN_RIGHT, 0},
-		[COL_THRESHOLD] = {"Threshold", CS_ALIGN_LEFT, 0},
-	};
-	static const int drop_order[] = {COL_KIND, COL_THRESHOLD, COL_CONF};
-	struct cs_column cols[NCOLS];
-	char ***rows = calloc((size_t)d->nrows + 1, sizeof(*rows));
-	size_t widths[NCOLS];
-	int show[NCOLS], ncols = 0;
-	int32_t n = 0;
-	struct cs_table table;
-
-	if (!rows)
-		return;
-	for (int pass = 0; pass < 2; pass++)
-		for (int32_t i = 0; i < d->nrows; i++) {
-			const cs_diff_row *r = &d->rows[i];
-
-			if (r->gated && (r->worse || r->inconclusive) == !pass) {
-				rows[n] = check_cells(d, r);
-				if (rows[n])
-					n++;
-			}
-		}
-	for (int c = 0; c < NCOLS; c++) {
-		widths[c] = cs_text_width(all[c].header);
-		for (int32_t i = 0; i < n; i++) {
-			size_t w = cs_text_width(rows[i][c]);
-
-			if (w > widths[c])
-				widths[c] = w;
-		}
-		show[c] = 1;
-	}
-	for (size_t k = 0; width > 0 && k < sizeof(drop_order) / sizeof(drop_order[0]); k++) {
-		size_t others = 1; /* the indent */
-		int shown = 0;
-
-		for (int c = 0; c < NCOLS; c++)
-			if (show[c] && c != COL_CHECK) {
-				others += widths[c];
-				shown++;
-			}
-		others += (size_t)shown * 2;
-		if (others + CHECK_MIN <= (size_t)width)
-			break;
-		show[drop_order[k]] = 0;
-	}
-	for (int c = 0; c < NCOLS; c++)
-		if (show[c])
-			cols[ncols++] = all[c];
-	cs_table_init(&table, cols, ncols);
-	for (int32_t i = 0; i < n; i++) {
-		const char *cells[NCOLS];
-		int k = 0;
-
-		for (int c = 0; c < NCOLS; c++)
-			if (show[c])
-				cells[k++] = rows[i][c];
-		cs_table_add_row(&table, cells);
-		for (int c = 0; c < NCOLS; c++)
-			free(rows[i][c]);
-		free(rows[i]);
-	}
-	free(rows);
-	{
-		static const struct cs_mark fail[] = {{"FAIL", "1;31"}, {"INCONCLUSIVE", "1;33"}};
-
-		cs_table_print_marked(&table, 1, width, color, fail, 2);
-	}
-	cs_table_free(&table);
-}
-
-/*
- * Print prefix and text, the text wrapped at spaces to lines of at most width characters (0: no
- * limit), its continuation lines indented as far as the prefix.
- */
-static void print_wrapped(const char *prefix, const char *text, int width)
-{
-	size_t indent = strlen(prefix), col = indent;
-	const char *p = text;
-
-	fputs(prefix, stdout);
-	while (*p) {
-		const char *end = strchr(p, ' ');
-		size_t len = end ? (size_t)(end - p) : strlen(p), w = 0;
-
-		for (size_t i = 0; i < len; i++)
-			w += ((unsigned char)p[i] & 0xc0) != 0x80;
-		if (width > 0 && col > indent && col + 1 + w > (size_t)width) {
-			printf("\n%*s", (int)indent, "");
-			col = indent;
-		} else if (col > indent) {
-			putchar(' ');
-			col++;
-		}
-		fwrite(p, 1, len, stdout);
-		col += w;
-		p += len;
-		while (*p == ' ')
-			p++;
-	}
-	putchar('\n');
-}
-
-/* "20.00 ms" and, for several baselines, their run-to-run spread of the step time. */
-static void print_base(const cs_diff *d)
-{
-	char a[64], r[64];
-	double v[256], mean = 0;
-	int32_t n = d->nbases < 256 ? d->nbases : 256;
-
-	if (d->nbases == 1) {
-		cs_run_rank_label(d->base, r, sizeof(r));
-		printf("base: %s (%s%sstep time %s)\n", d->base->path, r, r[0] ? ", " : "",
-		       cs_fmt_value(a, sizeof(a), CS_UNIT_NS,
-				    (double)d->base->step_median / d->base_scale, 0));
-		return;
-	}
-	for (int32_t i = 0; i < n; i++) {
-		v[i] = (double)d->bases[i]->step_median / d->base_scales[i];
-		mean += v[i];
-	}
-	mean /= n;
-	if (d->base->rank_select == CS_RANK_N)
-		snprintf(r, sizeof(r), "rank %d, ", (int)d->base->rank);
-	else if (d->base->rank_select == CS_RANK_SLOWEST)
-		snprintf(r, sizeof(r), "the slowest rank of each, ");
-	else
-		r[0] = '\0';
-	printf("base: %d runs, %s .. %s (%sstep time %s, run-to-run spread %.2f%%", d->nbases,
-	       d->bases[0]->path, d->bases[d->nbases - 1]->path, r,
-	       cs_fmt_value(a, sizeof(a), CS_UNIT_NS, mean, 0),
-	       mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
-	if (d->host_speeds) {
-		/* the same steps at the baselines' mean host speed: the spread the gate tests */
-		mean = 0;
-		for (int32_t i = 0; i < n; i++) {
-			v[i] /= d->host_speeds[i];
-			mean += v[i] / n;
-		}
-		printf(", %.2f%% at one host speed", mean > 0 ? 100 * cs_stat_sd(v, n) / mean : 0);
-	}
-	printf(")\n");
-}
-
-static void print_text(const cs_diff *d, int width, int color)
-{
-	char b[64], r[64];
-
-	if (color && d->failed)
-		printf("cuscope gate: \033[1;31mFAIL\033[0m: ");
-	else if (color && d->inconclusive)
-		printf("cuscope gate: \033[1;33mINCONCLUSIVE\033[0m: ");
-	else
-		printf("cuscope gate: %s: ", d->failed	       ? "FAIL"
-					     : d->inconclusive ? "INCONCLUSIVE"
-							       : "PASS");
-	printf("%d of %d %s regressed", d->failed, d->checks, d->checks == 1 ? "check" : "checks");
-	if (d->inconclusive)
-		printf("; %d inconclusive: the host was %.0f%% %s (host-speed probe)", d->inconclusive,
-		       100 * fabs(d->probe_ratio - 1), d->probe_ratio > 1 ? "slower" : "faster");
-	putchar('\n');
-	print_base(d);
-	cs_run_rank_label(d->new_, r, sizeof(r));
-	printf("new:  %s (%s%sstep time %s)\n", d->new_->path, r, r[0] ? ", " : "",
-	       cs_fmt_value(b, sizeof(b), CS_UNIT_NS, (double)d->new_->step_median / d->new_scale,
-			    0));
-	if (d->note[0])
-		print_wrapped("note: ", d->note, width);
-	print_wrapped("note: ", d->test_note, width);
-	if (d->host_note[0])
-		print_wrapped("note: ", d->host_note, width);
-	if (d->shared_note[0])
-		print_wrapped("note: ", d->shared_note, width);
-	putchar('\n');
-	print_checks(d, width, color);
-	for (int32_t i = 0, first = 1; i < d->nfindings; i++) {
-		const cs_run_finding *f = d->findings[i].new_;
-		char *title, head[128], text[4096];
-
-		if (!f || d->findings[i].base)
-			continue;
-		if (first)
-			printf("\nNew findings:\n");
-		first = 0;
-		title = cs_utf8_repair(f->title);
-		snprintf(head, sizeof(head), "  [%s] %s  ", cs_severity_name(f->severity), f->rule);
-		snprintf(text, sizeof(text), "%s%s", title ? title : "",
-			 f->near ? " (near its threshold: not gated)" : "");
-		print_wrapped(head, text, width);
-		free(title);
-	}
-}
 
 static int list_metrics(const cs_gate_config *c)
 {
@@ -412,7 +139,7 @@ static int write_report(const char *path, const cs_diff *d, int junit, int force
 		out.fd = -1; /* the stream owns it now */
 	}
 	errno = 0;
-	rc = junit ? cs_gate_write_junit(f, d) : cs_diff_write_markdown(f, d, 1, 0);
+	rc = junit ? report_gate_junit(f, d) : report_diff_markdown(f, d, 1, 0);
 	if (f != stdout) {
 		if (fclose(f) && !rc)
 			rc = CS_ERR_IO;
@@ -708,7 +435,7 @@ int cmd_gate(int argc, char **argv)
 
 		if (width < 0 && w == 0)
 			w = GATE_PIPE_WIDTH;
-		print_text(d, w, cli_use_color(no_color));
+		report_gate_text(stdout, d, w, cli_use_color(no_color));
 	}
 	if (!rc)
 		rc = d->failed ? CLI_EXIT_FINDINGS : d->inconclusive ? CLI_EXIT_INCONCLUSIVE : CLI_EXIT_OK;

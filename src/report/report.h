@@ -108,6 +108,27 @@ char *report_evidence_value(const char *key, const cJSON *v, int verbose);
  */
 int report_evidence_shown(const char *key, int verbose);
 
+/* ---- diff and gate (compare.c) ---- */
+
+struct cs_diff;
+/* The diff as JSON (docs/commands/diff.md); NULL without memory. */
+cJSON *report_diff_json(const struct cs_diff *d);
+/*
+ * Markdown of a diff (gate 0: `cuscope diff`, the most significant rows, at most limit kernel rows;
+ * 0 = all) or of a gate's checks (gate 1: verdict, failures, then the passing checks folded).
+ * Returns 0 or CS_ERR_IO.
+ */
+int report_diff_markdown(FILE *f, const struct cs_diff *d, int gate, int limit);
+/* JUnit XML: one testcase per check, a <failure> naming metric, base, new and threshold. */
+int report_gate_junit(FILE *f, const struct cs_diff *d);
+/*
+ * The diff as text: both runs, the notes, the metrics' table (at most limit kernel rows, 0 = all)
+ * fit in width (0: no limit), the findings. Returns 0.
+ */
+int report_diff_text(FILE *f, const struct cs_diff *d, int limit, int width, int color);
+/* The gate as text: the verdict, both runs, the notes, the checks' table, the new findings. */
+void report_gate_text(FILE *f, const struct cs_diff *d, int width, int color);
+
 /* ---- the figures of the HTML report (charts.c) ---- */
 
 /*

@@ -346,7 +346,7 @@ static const struct cs_mark *line_mark(const char *line, const struct cs_mark *m
 	return NULL;
 }
 
-void cs_table_print_marked(const struct cs_table *t, int indent, int width, int color,
+void cs_table_print_marked(const struct cs_table *t, FILE *out, int indent, int width, int color,
 			   const struct cs_mark *marks, int nmarks)
 {
 	char *buf = NULL, *line, *save = NULL;
@@ -354,7 +354,7 @@ void cs_table_print_marked(const struct cs_table *t, int indent, int width, int 
 	FILE *m = color ? open_memstream(&buf, &size) : NULL;
 
 	if (!m) {
-		cs_table_print(t, stdout, indent, width);
+		cs_table_print(t, out, indent, width);
 		return;
 	}
 	cs_table_print(t, m, indent, width);
@@ -364,10 +364,10 @@ void cs_table_print_marked(const struct cs_table *t, int indent, int width, int 
 		const struct cs_mark *k = line_mark(line, marks, nmarks, &at);
 
 		if (k)
-			printf("%.*s\033[%sm%s\033[0m%s\n", (int)at, line, k->sgr, k->word,
-			       line + at + strlen(k->word));
+			fprintf(out, "%.*s\033[%sm%s\033[0m%s\n", (int)at, line, k->sgr, k->word,
+				line + at + strlen(k->word));
 		else
-			printf("%s\n", line);
+			fprintf(out, "%s\n", line);
 	}
 	free(buf);
 }
