@@ -20,9 +20,14 @@
  *   string map keeps each string's text for the module paths and Python names. When the Python
  *   frames were borrowed from the thread waiting in backward() (CS_STACK_PY_BORROWED), a note
  *   frame (kind 3) stands between the two parts.
+ * - Rings (`record --ring`): the events of a ring's segments that started before its window (the
+ *   last CS_REC_RING's window_start, before which the deleted segments may have held events) are
+ *   left out and counted (proc_info.ring_cut): the trace starts where nothing is missing. Every
+ *   event record begins with its start (or its only timestamp) right after the record header.
  * - Each row starts with every column missing (cs_event_clear); a new column of an event table
  *   (include/cuscope/columns.def) gets its value in the rec_*() function of its record here.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -849,11 +854,42 @@ static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 	return 0;
 }
 
+_Static_assert(offsetof(struct cs_rec_kernel, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memcpy, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memset, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memory, timestamp) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_sync, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_api, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_nvtx, timestamp) == sizeof(struct cs_rec),
+	       "event records begin with their start");
+
+/* An event of a ring's segment: 1 when it started before the window (left out, counted). */
+static int ring_cut(struct proc_file *pf, const struct cs_rec *h, const unsigned char *p)
+{
+	uint64_t start;
+
+	if (!cs_rec_is_event(h->type) || h->size < sizeof(*h) + sizeof(start))
+		return 0;
+	memcpy(&start, p + sizeof(*h), sizeof(start));
+	if (!start)
+		return 0;
+	if (start < pf->ring.window_start) {
+		cs_sat_accum(&pf->proc->ring_cut, 1);
+		pf->im->ring_cut++;
+		return 1;
+	}
+	if (start > pf->proc->ring_last)
+		pf->proc->ring_last = start;
+	return 0;
+}
+
 int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned char *p)
 {
 	struct cs_rec_dropped d;
 	struct cs_rec_end e;
 
+	if (pf->in_segment && ring_cut(pf, h, p))
+		return 0;
 	switch (h->type) {
 	case CS_REC_STRING:
 		return rec_string(pf, p, h->size);
@@ -899,6 +935,12 @@ int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned c
 		}
 		return 0;
 	}
+	case CS_REC_RING:
+		if (!spool_rec_load(&pf->ring, sizeof(pf->ring), p, h->size))
+			return bad_record(pf);
+		pf->has_ring = pf->proc->has_ring = 1;
+		pf->proc->ring = pf->ring;
+		return 0;
 	case CS_REC_END:
 		if (!spool_rec_load(&e, sizeof(e), p, h->size))
 			return bad_record(pf);

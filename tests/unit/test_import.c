@@ -1906,7 +1906,7 @@ START_TEST(test_bad_headers)
 	/* a newer version */
 	memset(&s, 0, sizeof(s));
 	sp_header(&s, PID_A, T(0), BASE_REAL);
-	((struct cs_spool_header *)s.buf)->version = CS_SPOOL_VERSION + 1;
+	((struct cs_spool_header *)s.buf)->version = CS_SPOOL_VERSION_RING + 1;
 	free(bad);
 	bad = sp_save(&s, dir, "newer.cuspool");
 	one[0] = bad;
