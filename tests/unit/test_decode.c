@@ -1060,6 +1060,29 @@ static uint32_t ring_stack(void)
 	return 1;
 }
 
+/* `cuscope info` on the trace import_spool() wrote: its ring line has want (NULL: none), and the
+ * JSON its ring object. */
+static void assert_info_ring(const char *want)
+{
+	char *db = tu_path(spool_dir, "t.db");
+	const char *text[] = {NULL, "info", db, NULL};
+	const char *json[] = {NULL, "info", "--format", "json", db, NULL};
+	struct tu_result r = tu_cuscope(text);
+
+	ck_assert_int_eq(r.rc, 0);
+	if (want)
+		ck_assert_msg(strstr(r.out, "\nring              ") && strstr(r.out, want),
+			      "%s", r.out);
+	else
+		ck_assert_msg(!strstr(r.out, "\nring "), "%s", r.out);
+	tu_result_free(&r);
+	r = tu_cuscope(json);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(!!strstr(r.out, "\"ring\":"), !!want);
+	tu_result_free(&r);
+	free(db);
+}
+
 /*
  * A long stream through a small ring: the disk stays within the ring and one segment, and the
  * trace holds exactly the events that started after the window's start (none missing after it,
@@ -1169,6 +1192,7 @@ START_TEST(ring_keeps_the_last_window)
 	ck_assert_int_eq(st.dropped, 0);
 	cJSON_Delete(ring);
 	cs_trace_close(t);
+	assert_info_ring("the last 256.0 KiB of each process; kept ");
 }
 END_TEST
 
@@ -1233,6 +1257,7 @@ START_TEST(no_ring_no_segments)
 	t = import_spool(NULL);
 	ck_assert_ptr_null(cs_trace_meta(t, CS_META_RING));
 	cs_trace_close(t);
+	assert_info_ring(NULL);
 	free(path);
 }
 END_TEST
