@@ -60,8 +60,8 @@ enum cs_rec_type {
 	CS_REC_NVTX = 11,
 	CS_REC_DROPPED = 12,
 	CS_REC_STACK = 13,
-	CS_REC_END = 14,    /* the process shut the library down cleanly */
-	CS_REC_MODULE = 15, /* a mapped file, for symbolizing native pcs */
+	CS_REC_END = 14,	/* the process shut the library down cleanly */
+	CS_REC_MODULE = 15,	/* a mapped file, for symbolizing native pcs */
 	CS_REC_CALL_TAILS = 16, /* the library's own time after recorded calls, before CS_REC_END */
 	CS_REC_RING = 17,	/* a ring's budget and what it deleted (main file of a ring only) */
 	CS_REC_TYPE_MAX
@@ -319,7 +319,8 @@ struct cs_rec_call_tails {
  * A ring (`record --ring`): its budget, and what the segments deleted so far held. Written to the
  * main file when the ring starts and before each segment is deleted, so that the last one read
  * says what the trace lacks: every event that started before window_start may be missing, every
- * later one is in a segment that is still there.
+ * later one is in a segment that is still there; GPU work of a call whose correlation id is not
+ * after last_corr may have lost its call.
  */
 struct cs_rec_ring {
 	struct cs_rec h;
@@ -330,6 +331,8 @@ struct cs_rec_ring {
 	uint64_t bytes_dropped;	  /* bytes of the deleted segments */
 	uint32_t segments_dropped;
 	uint32_t first_segment; /* number of the oldest segment still there */
+	uint32_t last_corr;	/* the latest correlation id of an API call in them; 0 none */
+	uint32_t pad;
 };
 
 /*

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,19 +73,21 @@ struct ring_seg {
 	uint64_t bytes, records;
 	uint64_t closed; /* CUPTI ns */
 	uint64_t last;	 /* the latest start of an event in it, CUPTI ns; 0 when none */
+	uint32_t corr;	 /* the latest correlation id of an API call in it; 0 when none */
 };
 
 /* Everything under io_lock once the file is open. */
 static struct {
 	int on;
-	uint64_t bytes, ns;	    /* the budget: one of them is 0 */
-	uint64_t (*now)(void);	    /* CUPTI time */
-	char stem[4096];	    /* the main file's path less CS_SPOOL_SUFFIX */
-	int fd;			    /* the current segment, -1 when none */
-	uint32_t n;		    /* its number */
-	uint64_t len, records;	    /* its bytes (header included) and records */
-	uint64_t opened;	    /* CUPTI ns */
-	uint64_t last;		    /* the latest start of an event in it */
+	uint64_t bytes, ns;		       /* the budget: one of them is 0 */
+	uint64_t (*now)(void);		       /* CUPTI time */
+	char stem[4096];		       /* the main file's path less CS_SPOOL_SUFFIX */
+	int fd;				       /* the current segment, -1 when none */
+	uint32_t n;			       /* its number */
+	uint64_t len, records;		       /* its bytes (header included) and records */
+	uint64_t opened;		       /* CUPTI ns */
+	uint64_t last;			       /* the latest start of an event in it */
+	uint32_t corr;			       /* the latest correlation id of an API call in it */
 	struct ring_seg closed[RING_SEGS_MAX]; /* oldest first */
 	int nclosed;
 	struct cs_rec_ring rec; /* the totals, as last written */
@@ -221,6 +224,7 @@ static int ring_open_segment(uint64_t now)
 	ring.records = 0;
 	ring.opened = now;
 	ring.last = 0;
+	ring.corr = 0;
 	return 0;
 }
 
@@ -236,6 +240,8 @@ static void ring_delete_oldest(void)
 	/* every event that started after it is in a later segment */
 	if ((s->last ? s->last : s->closed) > ring.rec.window_start)
 		ring.rec.window_start = s->last ? s->last : s->closed;
+	if (s->corr && (!ring.rec.last_corr || (int32_t)(s->corr - ring.rec.last_corr) > 0))
+		ring.rec.last_corr = s->corr;
 	ring.rec.first_segment = ring.nclosed > 1 ? ring.closed[1].n : ring.n;
 	ring_write_rec();
 	ring_seg_path(path, sizeof(path), s->n);
@@ -247,9 +253,9 @@ static void ring_delete_oldest(void)
 /* Delete the closed segments that fell out of the window. */
 static void ring_trim(uint64_t now)
 {
-	while (ring.nclosed > 0 &&
-	       (ring.bytes ? ring.nclosed > RING_PARTS
-			   : ring.nclosed == RING_SEGS_MAX || ring.closed[0].closed + ring.ns < now))
+	while (ring.nclosed > 0 && (ring.bytes ? ring.nclosed > RING_PARTS
+					       : ring.nclosed == RING_SEGS_MAX ||
+							 ring.closed[0].closed + ring.ns < now))
 		ring_delete_oldest();
 }
 
@@ -259,8 +265,8 @@ static void ring_switch(uint64_t now)
 	if (ring.fd >= 0) {
 		if (ring.nclosed == RING_SEGS_MAX)
 			ring_delete_oldest();
-		ring.closed[ring.nclosed++] =
-			(struct ring_seg){ring.n, ring.len, ring.records, now, ring.last};
+		ring.closed[ring.nclosed++] = (struct ring_seg){ring.n, ring.len,  ring.records,
+								now,	ring.last, ring.corr};
 		close(ring.fd);
 		ring.fd = -1;
 	}
@@ -309,6 +315,14 @@ static void ring_write(const char *p, size_t n)
 				memcpy(&start, p + j + sizeof(*r), sizeof(start));
 				if (start > ring.last)
 					ring.last = start;
+			}
+			if (r->type == CS_REC_API && size >= sizeof(struct cs_rec_api)) {
+				uint32_t corr;
+
+				memcpy(&corr, p + j + offsetof(struct cs_rec_api, correlation_id),
+				       sizeof(corr));
+				if (corr && (!ring.corr || (int32_t)(corr - ring.corr) > 0))
+					ring.corr = corr;
 			}
 			j += size;
 			records++;

@@ -142,6 +142,7 @@ static int import_file(struct importer *im, const struct file_info *fi)
 	u64map_init(&pf.nvtx_stacks, sizeof(struct nvtx_stack));
 	u64map_init(&pf.nvtx_ranges, sizeof(struct nvtx_open));
 	u64map_init(&pf.vmm, sizeof(int64_t));
+	u64map_init(&pf.ring_cut_corr, 1);
 	pf.proc = import_proc_get(im, &fi->h);
 	if (!pf.proc)
 		return import_nomem(im);
@@ -247,8 +248,8 @@ static int write_ring_meta(struct importer *im)
 		budget_ns = p->ring.budget_ns;
 		cs_strbuf_printf(&procs, "%s\"%" PRIu32 "\":{", n++ ? "," : "", p->pid);
 		ring_members(&procs, s, e, p->ring.segments_dropped,
-			     u64_sat(p->ring.records_dropped),
-			     u64_sat(p->ring.bytes_dropped), p->ring_cut);
+			     u64_sat(p->ring.records_dropped), u64_sat(p->ring.bytes_dropped),
+			     p->ring_cut);
 		cs_strbuf_puts(&procs, "}");
 		if (s != CS_TS_UNKNOWN && (start == CS_TS_UNKNOWN || s > start))
 			start = s;

@@ -134,7 +134,6 @@ struct importer {
 	/* for meta "import_stats" */
 	int64_t skipped_files, bad_records, unknown_records, bad_refs, nvtx_unmatched;
 	int64_t native_pcs, unsymbolized_pcs;
-	int64_t ring_cut; /* events of rings left out: before their window (decode.c) */
 };
 
 /* State of the file being read (one process). */
@@ -152,9 +151,11 @@ struct proc_file {
 	int have_corr;
 	size_t npending, next_sweep;
 	int64_t dropped, end_dropped;
-	/* a ring: its last CS_REC_RING; in_segment once the segments are read */
+	/* a ring: its last CS_REC_RING; in_segment once the segments are read; the correlation ids
+	 * of the calls left out (decode.c) */
 	int has_ring, in_segment;
 	struct cs_rec_ring ring;
+	struct u64map ring_cut_corr;
 };
 
 /* What a string reference without a defined string stands for. */
@@ -199,6 +200,8 @@ int import_write_event(struct importer *im, const cs_event *ev);
 int api_class_is_folded(int cls);
 /* An activity record with a correlation id: joined now, or kept until its API record comes. */
 int corr_join_activity(struct proc_file *pf, cs_event *ev, uint32_t corr);
+/* A call left out (a ring's cut): drop the records waiting for it; returns how many. */
+int64_t corr_drop_pending(struct proc_file *pf, uint32_t corr);
 /* An API call that GPU rows, a CUPTI sync record or a memory record may join. */
 int corr_join_api(struct proc_file *pf, uint32_t corr, const struct corr_entry *api);
 /*
