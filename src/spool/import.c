@@ -102,7 +102,8 @@ out:
 
 /*
  * The segments of a ring after its main file: those the ring had not deleted (pf->ring's first
- * segment on), in order, as one stream. A segment deleted since the first pass is left out.
+ * segment on), in order, as one stream. A segment deleted since the first pass, or replaced by a
+ * link or a FIFO, is left out.
  */
 static int import_segments(struct importer *im, struct proc_file *pf, const struct file_info *fi)
 {
@@ -115,8 +116,8 @@ static int import_segments(struct importer *im, struct proc_file *pf, const stru
 		if (seg->n < pf->ring.first_segment)
 			continue; /* deleted by the ring, or about to be */
 		fd = cs_open_regular(seg->path, 1);
-		if (fd < 0 && errno == ENOENT)
-			continue;
+		if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == CS_ENOTREG))
+			continue; /* deleted, or replaced by something else, since the first pass */
 		if (fd < 0)
 			return cs_error_set(im->err, CS_ERR_IO, "cannot open '%s': %s", seg->path,
 					    cs_file_strerror(errno));
