@@ -316,9 +316,9 @@ struct cs_rec_call_tails {
 };
 
 /*
- * A ring (`record --ring`): its budget, and what the segments deleted so far held. Written to the
- * main file when the ring starts and before each segment is deleted, so that the last one read
- * says what the trace lacks: every event that started before window_start may be missing, every
+ * A ring (`record --ring`): its budget, and what the segments deleted so far held. Written right
+ * after the main file's header when the ring starts, and rewritten there before each segment is
+ * deleted (a reader takes the last one it finds), so that it says what the trace lacks: every event that started before window_start may be missing, every
  * later one is in a segment that is still there; GPU work of a call whose correlation id is not
  * after last_corr may have lost its call.
  */

@@ -24,8 +24,8 @@
  * its devices) and the DROPPED counts go to the process's main file, which is never cut; every
  * other record goes to the current segment, "<stem>.<n>.cuseg". When the segment holds a quarter of
  * the ring's size, or covers a quarter of its duration, the next one is opened; segments beyond
- * the newest four (size), or closed more than the duration ago, are deleted, after a CS_REC_RING
- * record in the main file says what they held. All of it happens where the buffer is written (the
+ * the newest four (size), or closed more than the duration ago, are deleted, after the CS_REC_RING
+ * record right after the main file's header, rewritten in place, says what they held. All of it happens where the buffer is written (the
  * drain, under io_lock): on the flush thread, or on the thread that filled the buffer before the
  * flush thread got to it, as before.
  */
@@ -91,7 +91,8 @@ static struct {
 	struct ring_seg closed[RING_SEGS_MAX]; /* oldest first */
 	int nclosed;
 	struct cs_rec_ring rec; /* the totals, as last written */
-} ring = {.fd = -1};
+	int rec_fd;		/* the main file, not in append mode: rec is rewritten in place */
+} ring = {.fd = -1, .rec_fd = -1};
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -128,7 +129,7 @@ static int write_header(int fd, uint32_t version, uint64_t cupti_ns)
 }
 
 static int ring_open_segment(uint64_t now);
-static void ring_write_rec(void);
+static int ring_write_rec(void);
 
 void cs_out_set_ring(uint64_t bytes, uint64_t ns, uint64_t (*now)(void))
 {
@@ -175,13 +176,17 @@ int cs_out_open(const char *dir, uint64_t cupti_ns)
 		ring.rec.budget_bytes = ring.bytes;
 		ring.rec.budget_ns = ring.ns;
 		ring.rec.first_segment = 1;
-		ring_write_rec();
-		if (ring_open_segment(cupti_ns)) {
+		ring.rec_fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (ring.rec_fd < 0 || ring_write_rec() || ring_open_segment(cupti_ns)) {
+			if (ring.rec_fd >= 0)
+				close(ring.rec_fd);
+			ring.rec_fd = -1;
 			close(fd);
 			unlink(path);
 			out_fd = -1;
 			return -1;
 		}
+		out_written += sizeof(ring.rec);
 	}
 	return 0;
 }
@@ -193,14 +198,29 @@ static void ring_seg_path(char *buf, size_t cap, uint32_t n)
 	snprintf(buf, cap, "%s.%u%s", ring.stem, n, CS_SPOOL_SEG_SUFFIX);
 }
 
-/* The totals to the main file (they say what the deleted segments held). */
-static void ring_write_rec(void)
+/* The totals to the main file, in the place of the previous ones, right after the header (they
+ * say what the deleted segments held; the file does not grow with them). 0 on success. */
+static int ring_write_rec(void)
 {
+	const char *p = (const char *)&ring.rec;
+	size_t n = sizeof(ring.rec);
+	off_t at = sizeof(struct cs_spool_header);
+
 	ring.rec.h.type = CS_REC_RING;
 	ring.rec.h.size = sizeof(ring.rec);
 	ring.rec.h.tid = 0;
-	if (write_all(out_fd, (const char *)&ring.rec, sizeof(ring.rec)) == 0)
-		out_written += sizeof(ring.rec);
+	while (n > 0) {
+		ssize_t w = pwrite(ring.rec_fd, p, n, at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+		at += w;
+	}
+	return 0;
 }
 
 /* Open segment ring.n + 1 as the current one; 0 on success (else no segment: events are lost). */
@@ -582,6 +602,9 @@ void cs_out_close(void)
 	if (ring.fd >= 0)
 		close(ring.fd);
 	ring.fd = -1;
+	if (ring.rec_fd >= 0)
+		close(ring.rec_fd);
+	ring.rec_fd = -1;
 	pthread_mutex_unlock(&io_lock);
 }
 
@@ -752,6 +775,9 @@ void cs_out_atfork_child(void)
 	if (ring.fd >= 0)
 		close(ring.fd);
 	ring.fd = -1;
+	if (ring.rec_fd >= 0)
+		close(ring.rec_fd);
+	ring.rec_fd = -1;
 	ring.on = 0;
 	bufs[0].len = bufs[1].len = 0;
 	tls_tid = 0;
