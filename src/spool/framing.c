@@ -16,9 +16,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -339,9 +339,12 @@ int spool_file_probe(struct importer *im, struct file_info *fi)
 		return rc;
 	if (!has_suffix(fi->path, CS_SPOOL_SUFFIX)) {
 		fi->bad_code = CS_ERR_INVALID;
-		snprintf(fi->bad_msg, sizeof(fi->bad_msg),
-			 "a segment of a ring: import its %s file or its directory",
-			 CS_SPOOL_SUFFIX);
+		snprintf(fi->bad_msg, sizeof(fi->bad_msg), "%s",
+			 has_suffix(fi->path, CS_SPOOL_SEG_SUFFIX)
+				 ? "a segment of a ring: import its " CS_SPOOL_SUFFIX
+				   " file or its directory"
+				 : "a ring's main file must be named *" CS_SPOOL_SUFFIX
+				   " (its segments are found by that name)");
 		return 0;
 	}
 	fi->ring = 1;
