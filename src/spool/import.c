@@ -25,6 +25,10 @@
  *   such a CLOCK record is ignored (framing.c).
  * - Files with the same pid (a pid reused in the job: "<pid>-<n>.cuspool") make one process row;
  *   their ids (strings, stacks, correlations, mappings) stay apart.
+ * - A ring's main file and its segments (`record --ring`; framing.c finds them) are read as one
+ *   file: the main file, then the segments the ring kept, in order, with one set of ids and one
+ *   correlation join; decode.c leaves out what started before the window; META "ring" says what
+ *   was kept and cut.
  */
 #include <dirent.h>
 #include <errno.h>
