@@ -199,28 +199,16 @@ static void ring_seg_path(char *buf, size_t cap, uint32_t n)
 }
 
 /* The totals to the main file, in the place of the previous ones, right after the header (they
- * say what the deleted segments held; the file does not grow with them). 0 on success. */
+ * say what the deleted segments held; the file does not grow with them), through a descriptor of
+ * its own that does not append. 0 on success. */
 static int ring_write_rec(void)
 {
-	const char *p = (const char *)&ring.rec;
-	size_t n = sizeof(ring.rec);
-	off_t at = sizeof(struct cs_spool_header);
-
 	ring.rec.h.type = CS_REC_RING;
 	ring.rec.h.size = sizeof(ring.rec);
 	ring.rec.h.tid = 0;
-	while (n > 0) {
-		ssize_t w = pwrite(ring.rec_fd, p, n, at);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-		at += w;
-	}
-	return 0;
+	if (lseek(ring.rec_fd, sizeof(struct cs_spool_header), SEEK_SET) < 0)
+		return -1;
+	return write_all(ring.rec_fd, (const char *)&ring.rec, sizeof(ring.rec));
 }
 
 /* Open segment ring.n + 1 as the current one; 0 on success (else no segment: events are lost). */
@@ -590,14 +578,11 @@ void cs_out_flush(void)
 	out_drain();
 }
 
-void cs_out_close(void)
+/* Close the spool file and a ring's segment; later writes are dropped. */
+static void close_files(void)
 {
-	if (out_fd < 0)
-		return;
-	stage_commit_all();
-	out_drain();
-	pthread_mutex_lock(&io_lock);
-	close(out_fd);
+	if (out_fd >= 0)
+		close(out_fd);
 	out_fd = -1;
 	if (ring.fd >= 0)
 		close(ring.fd);
@@ -605,6 +590,16 @@ void cs_out_close(void)
 	if (ring.rec_fd >= 0)
 		close(ring.rec_fd);
 	ring.rec_fd = -1;
+}
+
+void cs_out_close(void)
+{
+	if (out_fd < 0)
+		return;
+	stage_commit_all();
+	out_drain();
+	pthread_mutex_lock(&io_lock);
+	close_files();
 	pthread_mutex_unlock(&io_lock);
 }
 
@@ -769,15 +764,7 @@ void cs_out_atfork_child(void)
 	pthread_mutex_init(&rec_lock, NULL);
 	pthread_mutex_init(&io_lock, NULL);
 	pthread_mutex_init(&str_lock, NULL);
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
-	if (ring.fd >= 0)
-		close(ring.fd);
-	ring.fd = -1;
-	if (ring.rec_fd >= 0)
-		close(ring.rec_fd);
-	ring.rec_fd = -1;
+	close_files();
 	ring.on = 0;
 	bufs[0].len = bufs[1].len = 0;
 	tls_tid = 0;
