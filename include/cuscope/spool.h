@@ -23,7 +23,12 @@
 
 #define CS_SPOOL_MAGIC	 "CUSPOOL\0"
 #define CS_SPOOL_VERSION 1
-#define CS_SPOOL_SUFFIX	 ".cuspool"
+/* The version of the files of a ring (`record --ring`): the process's main file, which holds the
+ * definitions and never loses a record, and its segments "<stem>.<n>.cuseg", which hold the events
+ * of the last window (docs/spool-format.md, "Ring files"). Files without a ring stay version 1. */
+#define CS_SPOOL_VERSION_RING 2
+#define CS_SPOOL_SUFFIX	      ".cuspool"
+#define CS_SPOOL_SEG_SUFFIX   ".cuseg"
 /* Environment the library reads. */
 #define CS_ENV_SPOOL_DIR \
 	"CUSCOPE_SPOOL_DIR" /* where to write; default: $TMPDIR or /tmp, "cuscope-spool-UID" */
@@ -55,9 +60,10 @@ enum cs_rec_type {
 	CS_REC_NVTX = 11,
 	CS_REC_DROPPED = 12,
 	CS_REC_STACK = 13,
-	CS_REC_END = 14,    /* the process shut the library down cleanly */
-	CS_REC_MODULE = 15, /* a mapped file, for symbolizing native pcs */
+	CS_REC_END = 14,	/* the process shut the library down cleanly */
+	CS_REC_MODULE = 15,	/* a mapped file, for symbolizing native pcs */
 	CS_REC_CALL_TAILS = 16, /* the library's own time after recorded calls, before CS_REC_END */
+	CS_REC_RING = 17,	/* a ring's budget and what it deleted (main file of a ring only) */
 	CS_REC_TYPE_MAX
 };
 
@@ -308,6 +314,37 @@ struct cs_rec_call_tails {
 	uint64_t calls[CS_TAIL_KINDS];
 	uint64_t ns[CS_TAIL_KINDS];
 };
+
+/*
+ * A ring (`record --ring`): its budget, and what the segments deleted so far held. Written right
+ * after the main file's header when the ring starts, and rewritten there before each segment is
+ * deleted (a reader takes the last one it finds), so that it says what the trace lacks: every event that started before window_start may be missing, every
+ * later one is in a segment that is still there; GPU work of a call whose correlation id is not
+ * after last_corr may have lost its call.
+ */
+struct cs_rec_ring {
+	struct cs_rec h;
+	uint64_t budget_bytes;	  /* the ring's size, 0 when it is a duration */
+	uint64_t budget_ns;	  /* the ring's duration, 0 when it is a size */
+	uint64_t window_start;	  /* CUPTI ns: when the newest deleted segment was closed; 0 none */
+	uint64_t records_dropped; /* records of the deleted segments */
+	uint64_t bytes_dropped;	  /* bytes of the deleted segments */
+	uint32_t segments_dropped;
+	uint32_t first_segment; /* number of the oldest segment still there */
+	uint32_t last_corr;	/* the latest correlation id of an API call in them; 0 none */
+	uint32_t pad;
+};
+
+/*
+ * The records of events (API calls, GPU work, memory, waits, NVTX), whose first field after the
+ * header is the event's start (or its one timestamp): a ring's window is cut by it.
+ */
+static inline int cs_rec_is_event(uint16_t type)
+{
+	return type == CS_REC_KERNEL || type == CS_REC_MEMCPY || type == CS_REC_MEMSET ||
+	       type == CS_REC_MEMORY || type == CS_REC_SYNC || type == CS_REC_API ||
+	       type == CS_REC_NVTX;
+}
 
 struct cs_rec_end {
 	struct cs_rec h;

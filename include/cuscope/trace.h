@@ -25,6 +25,9 @@ extern "C" {
 #define CS_TS_UNKNOWN	  INT64_MIN
 /* No value for an optional id column (stream, graph, stack, ...): stored as NULL. */
 #define CS_ID_NONE (-1)
+/* Meta key of a trace recorded with `record --ring`: the window kept and what was cut before it
+ * (docs/trace-format.md). */
+#define CS_META_RING "ring"
 
 /*
  * Plausibility bounds (docs/trace-format.md, "Plausible values"), the same for the importer, the

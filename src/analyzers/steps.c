@@ -14,6 +14,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
+#include "cuscope/json.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"
 #include "cuscope/units.h"
@@ -1538,6 +1539,40 @@ static int steps_windows(const cs_analysis *a, cs_steps *st, struct span_list *o
 	return 0;
 }
 
+/* 1 when the trace is of record --ring and the ring of process pid deleted segments (META ring). */
+static int ring_cut(const cs_analysis *a, uint32_t pid)
+{
+	const char *text = a->trace ? cs_trace_meta(a->trace, CS_META_RING) : NULL;
+	cJSON *ring = text ? cJSON_Parse(text) : NULL;
+	char key[16];
+	int cut;
+
+	snprintf(key, sizeof(key), "%u", pid);
+	cut = cs_json_get_int(cJSON_GetObjectItemCaseSensitive(
+				      cJSON_GetObjectItemCaseSensitive(ring, "processes"), key),
+			      "segments_dropped", 0) > 0;
+	cJSON_Delete(ring);
+	return cut;
+}
+
+/*
+ * A ring that deleted segments starts its trace in the middle of a step: the events before its
+ * window's start are gone, so the first step of the period may hold only its end. It is left out,
+ * and the detail says so. NVTX and profiler steps need nothing: a range whose start was cut is
+ * not a step.
+ */
+static void ring_drop_first(const cs_analysis *a, cs_steps *st, struct span_list *spans)
+{
+	size_t len = strlen(st->detail);
+
+	if (spans->n < 2 || !ring_cut(a, st->pid))
+		return;
+	memmove(spans->v, spans->v + 1, (size_t)(spans->n - 1) * sizeof(*spans->v));
+	spans->n--;
+	snprintf(st->detail + len, sizeof(st->detail) - len, "%s",
+		 "; the first step, cut by --ring, left out");
+}
+
 int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, cs_error *err)
 {
 	cs_step_opts def = {NULL, -1, 0, 0};
@@ -1568,8 +1603,10 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 			rc = steps_sequence(a, out, &spans, &one_kernel);
 			if (rc < 0)
 				goto nomem;
-			if (spans.n > 0)
+			if (spans.n > 0) {
 				out->method = CS_STEPS_PERIOD;
+				ring_drop_first(a, out, &spans);
+			}
 		}
 	}
 	if (spans.n == 0 && o->windows) {

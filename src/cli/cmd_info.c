@@ -339,6 +339,17 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 			goto nomem;
 		}
 	}
+	/* a trace of record --ring: the window kept and what was cut (only then) */
+	if (cs_trace_meta(t, CS_META_RING)) {
+		cJSON *ring = cJSON_Parse(cs_trace_meta(t, CS_META_RING));
+
+		if (cJSON_IsObject(ring) && !cJSON_AddItemToObject(doc, "ring", ring)) {
+			cJSON_Delete(ring);
+			goto nomem;
+		}
+		if (!cJSON_IsObject(ring))
+			cJSON_Delete(ring);
+	}
 	free(ctx.pids);
 	u64map_free(&ctx.index);
 	return doc;
@@ -560,6 +571,45 @@ static void info_print_launch_cost(const cJSON *lc)
 	cs_strbuf_free(&sb);
 }
 
+/* A trace of record --ring: the budget, the window kept and what was cut before it. */
+static void info_print_ring(const cJSON *ring)
+{
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], c[CS_FMT_MAX];
+	int64_t size = cs_json_get_int(ring, "size_bytes", 0);
+	int64_t start = cs_json_get_int(ring, "window_start_ns", CS_TS_UNKNOWN);
+	int64_t end = cs_json_get_int(ring, "window_end_ns", CS_TS_UNKNOWN);
+	int64_t segs = cs_json_get_int(ring, "segments_dropped", 0);
+	cs_strbuf sb = CS_STRBUF_INIT;
+
+	if (!cJSON_IsObject(ring))
+		return;
+	if (size > 0)
+		cs_strbuf_printf(&sb, "the last %s of each process",
+				 cs_fmt_bytes(a, sizeof(a), size));
+	else
+		cs_strbuf_printf(
+			&sb, "the last %s of each process",
+			cs_fmt_duration(a, sizeof(a), cs_json_get_int(ring, "duration_ns", 0)));
+	if (!segs) {
+		cs_strbuf_puts(&sb, "; nothing cut (the whole run is kept)");
+	} else {
+		if (start != CS_TS_UNKNOWN && end != CS_TS_UNKNOWN && end >= start)
+			cs_strbuf_printf(&sb, "; kept %s from %s",
+					 cs_fmt_duration(a, sizeof(a), end - start),
+					 cs_fmt_duration(b, sizeof(b), start));
+		cs_strbuf_printf(
+			&sb, "; cut before it: %s segments, %s records (%s)",
+			cs_fmt_count(a, sizeof(a), segs),
+			cs_fmt_count(b, sizeof(b), cs_json_get_int(ring, "records_dropped", 0)),
+			cs_fmt_bytes(c, sizeof(c), cs_json_get_int(ring, "bytes_dropped", 0)));
+		cs_strbuf_printf(
+			&sb, ", and %s events that started before it",
+			cs_fmt_count(a, sizeof(a), cs_json_get_int(ring, "records_cut", 0)));
+	}
+	info_line("ring", sb.failed ? "?" : cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
+}
+
 static void info_print_text(const cJSON *doc)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[256];
@@ -593,6 +643,7 @@ static void info_print_text(const cJSON *doc)
 	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
 	v = cs_json_get_int(doc, "duration_ns", INT64_MIN);
 	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
+	info_print_ring(cJSON_GetObjectItemCaseSensitive(doc, "ring"));
 	info_print_launch_cost(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost"));
 	info_print_host_speed(cJSON_GetObjectItemCaseSensitive(doc, "host_speed"));
 

@@ -62,6 +62,13 @@ static const char record_usage[] =
 	"      --size-limit SIZE    stop recording a process once its spool data reaches SIZE\n"
 	"                           (e.g. 500M, 4G; default no limit); what is cut is counted as "
 	"dropped\n"
+	"      --ring SIZE|DURATION keep only the last SIZE (e.g. 2GiB, 512M) or DURATION (e.g. "
+	"30s,\n"
+	"                           5m, 2h; m is minutes) of each process's events, in bounded "
+	"disk,\n"
+	"                           for a job of any length; the trace holds that window, less "
+	"the\n"
+	"                           step cut at its start (docs/recording.md)\n"
 	"      --backtrace          capture the host call stack (native and Python frames) at\n"
 	"                           waits, copies, allocations and frees, and once per call site\n"
 	"                           at kernel launches, so that findings name their lines (the\n"
@@ -95,6 +102,7 @@ struct record_opts {
 	int host_probe;
 	double delay, duration, wait_s;
 	uint64_t size_limit;
+	uint64_t ring_bytes, ring_ns; /* --ring: one of them */
 	int64_t cupti_buffers;
 };
 
@@ -121,7 +129,7 @@ static int parse_seconds(const char *opt, const char *arg, double *out)
 	return 0;
 }
 
-static int parse_size(const char *arg, uint64_t *out)
+static int parse_size(const char *opt, const char *arg, uint64_t *out)
 {
 	char *end;
 	double v = strtod(arg, &end);
@@ -160,7 +168,53 @@ static int parse_size(const char *arg, uint64_t *out)
 	*out = (uint64_t)(v * mult);
 	return 0;
 bad:
-	return cli_usage_error("record", "invalid value '%s' for --size-limit", arg);
+	return cli_usage_error("record", "invalid value '%s' for %s", arg, opt);
+}
+
+/* The smallest ring: its segments (a quarter) must hold many of the largest records (64 KiB). */
+#define RING_MIN_BYTES (1ull << 20)
+#define RING_MIN_NS    1000000000ull
+
+/*
+ * --ring SIZE|DURATION: a duration ends in s, m (minutes), min, h or d; a size in K, M, G or T,
+ * with or without i and B (parse_size). Lower-case m is minutes, so 512m is not a size.
+ */
+static int parse_ring(const char *arg, uint64_t *bytes, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}, {"d", 86400e9}};
+	char *end;
+	double v = strtod(arg, &end);
+
+	*bytes = *ns = 0;
+	if (end == arg || !(v > 0) || v > 1e15)
+		goto bad;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			if (v * units[i].ns < (double)RING_MIN_NS || v * units[i].ns > 1e7 * 1e9)
+				return cli_usage_error("record",
+						       "--ring %s: a duration ring must be from 1s "
+						       "to 115d",
+						       arg);
+			*ns = (uint64_t)(v * units[i].ns);
+			return 0;
+		}
+	}
+	if (!*end || !strchr("KkMGgTt", *end))
+		goto bad;
+	if (parse_size("--ring", arg, bytes))
+		return -1;
+	if (*bytes < RING_MIN_BYTES)
+		return cli_usage_error("record", "--ring %s: a size ring must be at least 1MiB",
+				       arg);
+	return 0;
+bad:
+	return cli_usage_error("record",
+			       "invalid value '%s' for --ring: give a size (2GiB, 512M) or a "
+			       "duration (30s, 5m, 2h)",
+			       arg);
 }
 
 /* The injection library: $CUSCOPE_INJECT_LIB, beside the executable (build tree) or in its lib dir.
@@ -314,6 +368,10 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt, int c
 		cs_strbuf_printf(&sb, ",capture=nvtx:%s", o->capture_nvtx);
 	if (o->size_limit && !calibration)
 		cs_strbuf_printf(&sb, ",limit=%llu", (unsigned long long)o->size_limit);
+	if (o->ring_bytes && !calibration)
+		cs_strbuf_printf(&sb, ",ring_bytes=%llu", (unsigned long long)o->ring_bytes);
+	if (o->ring_ns && !calibration)
+		cs_strbuf_printf(&sb, ",ring_ns=%llu", (unsigned long long)o->ring_ns);
 	if (o->cupti_buffers > 0)
 		cs_strbuf_printf(&sb, ",buffers=%lld", (long long)o->cupti_buffers);
 	if ((o->delay > 0 || o->duration > 0) && !calibration) {
@@ -422,6 +480,7 @@ int cmd_record(int argc, char **argv)
 		{"duration", required_argument, NULL, 'U'},
 		{"capture", required_argument, NULL, 'C'},
 		{"size-limit", required_argument, NULL, 'L'},
+		{"ring", required_argument, NULL, 'R'},
 		{"latency-timestamps", no_argument, NULL, 'T'},
 		{"backtrace", no_argument, NULL, 'S'},
 		{"no-backtrace", no_argument, NULL, 'N'},
@@ -489,7 +548,11 @@ int cmd_record(int argc, char **argv)
 						       optarg);
 			break;
 		case 'L':
-			if (parse_size(optarg, &o.size_limit))
+			if (parse_size("--size-limit", optarg, &o.size_limit))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'R':
+			if (parse_ring(optarg, &o.ring_bytes, &o.ring_ns))
 				return CLI_EXIT_USAGE;
 			break;
 		case 'T':
@@ -527,6 +590,10 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error("record", "no command to run");
+	if ((o.ring_bytes || o.ring_ns) && o.size_limit)
+		return cli_usage_error(
+			"record", "--ring and --size-limit cannot be used together: a ring keeps "
+				  "the last SIZE, --size-limit the first");
 	if (!o.force && stat(o.output, &sb) == 0) {
 		cli_error("'%s' exists (use --force to overwrite)", o.output);
 		return CLI_EXIT_USAGE;

@@ -18,6 +18,9 @@
 
 /* Open "<dir>/<pid>.cuspool" and write its header. 0 on success. */
 int cs_out_open(const char *dir, uint64_t cupti_ns);
+/* Before cs_out_open: keep only the last bytes (or, bytes 0, the last ns of CUPTI time) of the
+ * events, in segments (spool_out.c); now reads CUPTI time. Both 0: no ring (the default). */
+void cs_out_set_ring(uint64_t bytes, uint64_t ns, uint64_t (*now)(void));
 /* Append one record (h.size bytes). Thread safe; never blocks on a reader. */
 void cs_out_write(void *rec, size_t size, uint16_t type, uint32_t tid);
 /* Append one event record (API call, GPU activity): like cs_out_write, through the calling thread's

@@ -31,6 +31,9 @@
  *                    print them at exit (for development)
  *   latency          turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
  *   limit=BYTES      stop recording once the spool file reaches BYTES
+ *   ring_bytes=BYTES keep only the last BYTES of the events, in segments (spool_out.c); the
+ *                    limit is then ignored
+ *   ring_ns=NS       keep only the events of the last NS nanoseconds, in segments
  *   window=T0:T1     record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns;
  *                    0 = open)
  *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
@@ -118,6 +121,7 @@ struct inject_options {
 	int check_tails;      /* count completed buffers with a byte written past the valid ones */
 	int staging;	      /* events through per-thread staging buffers (spool_out.c) */
 	uint64_t limit;
+	uint64_t ring_bytes, ring_ns;  /* record --ring: one of them, or neither */
 	uint64_t window_t0, window_t1; /* realtime ns */
 	size_t cupti_buffers;
 	size_t buffer_size; /* of the activity buffers handed to CUPTI, bytes */
@@ -249,6 +253,10 @@ static void parse_options(void)
 			opts.capture_nvtx = strdup(tok + 13);
 		else if (strncmp(tok, "limit=", 6) == 0)
 			opts.limit = strtoull(tok + 6, NULL, 10);
+		else if (strncmp(tok, "ring_bytes=", 11) == 0)
+			opts.ring_bytes = strtoull(tok + 11, NULL, 10);
+		else if (strncmp(tok, "ring_ns=", 8) == 0)
+			opts.ring_ns = strtoull(tok + 8, NULL, 10);
 		else if (strncmp(tok, "buffers=", 8) == 0)
 			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
 		else if (strncmp(tok, "buffer_kb=", 10) == 0)
@@ -889,11 +897,12 @@ static void process_setup_once(void)
 	dir = spool_dir(dirbuf, sizeof(dirbuf));
 	if (!dir)
 		return; /* spool_dir() said why */
+	cs_out_set_ring(opts.ring_bytes, opts.ring_ns, cs_clock_now);
 	if (cs_out_open(dir, now)) {
 		inject_log("cannot create a spool file in '%s'; this process runs unprofiled", dir);
 		return;
 	}
-	cs_out_set_limit(opts.limit);
+	cs_out_set_limit(opts.ring_bytes || opts.ring_ns ? 0 : opts.limit);
 	cs_out_set_staging(opts.staging);
 	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
 			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);

@@ -18,11 +18,22 @@
  * modules) and the bookkeeping records always go straight to the shared buffer, so a definition
  * precedes every use of it in the file whatever thread uses it; everything staged is moved before
  * the END and DROPPED records.
+ *
+ * A ring (cs_out_set_ring, `record --ring`) keeps only the last window of the events, in segments
+ * (docs/spool-format.md, "Ring files"): the definitions (strings, stacks, modules, the process and
+ * its devices) and the DROPPED counts go to the process's main file, which is never cut; every
+ * other record goes to the current segment, "<stem>.<n>.cuseg". When the segment holds a quarter of
+ * the ring's size, or covers a quarter of its duration, the next one is opened; segments beyond
+ * the newest four (size), or closed more than the duration ago, are deleted, after the CS_REC_RING
+ * record right after the main file's header, rewritten in place, says what they held. All of it happens where the buffer is written (the
+ * drain, under io_lock): on the flush thread, or on the thread that filled the buffer before the
+ * flush thread got to it, as before.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +63,37 @@ static atomic_uint_fast64_t
 static void (*drain_wake)(void); /* asks the flush thread to call cs_out_drain() */
 static atomic_int drain_asked;	 /* since the last drain */
 
+/* ---- ring ---- */
+
+#define RING_PARTS    4	 /* a segment holds 1/RING_PARTS of the ring */
+#define RING_SEGS_MAX 64 /* closed segments followed (a duration's may be more than RING_PARTS) */
+
+struct ring_seg {
+	uint32_t n;
+	uint64_t bytes, records;
+	uint64_t closed; /* CUPTI ns */
+	uint64_t last;	 /* the latest start of an event in it, CUPTI ns; 0 when none */
+	uint32_t corr;	 /* the latest correlation id of an API call in it; 0 when none */
+};
+
+/* Everything under io_lock once the file is open. */
+static struct {
+	int on;
+	uint64_t bytes, ns;		       /* the budget: one of them is 0 */
+	uint64_t (*now)(void);		       /* CUPTI time */
+	char stem[4096];		       /* the main file's path less CS_SPOOL_SUFFIX */
+	int fd;				       /* the current segment, -1 when none */
+	uint32_t n;			       /* its number */
+	uint64_t len, records;		       /* its bytes (header included) and records */
+	uint64_t opened;		       /* CUPTI ns */
+	uint64_t last;			       /* the latest start of an event in it */
+	uint32_t corr;			       /* the latest correlation id of an API call in it */
+	struct ring_seg closed[RING_SEGS_MAX]; /* oldest first */
+	int nclosed;
+	struct cs_rec_ring rec; /* the totals, as last written */
+	int rec_fd;		/* the main file, not in append mode: rec is rewritten in place */
+} ring = {.fd = -1, .rec_fd = -1};
+
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
@@ -68,11 +110,38 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Write a file's header; 0 on success. */
+static int write_header(int fd, uint32_t version, uint64_t cupti_ns)
+{
+	struct cs_spool_header h;
+	struct timespec ts;
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CS_SPOOL_MAGIC, sizeof(h.magic));
+	h.version = version;
+	h.header_size = sizeof(h);
+	h.pid = (uint32_t)getpid();
+	h.ppid = (uint32_t)getppid();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h.realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	h.cupti_ns = cupti_ns;
+	return write_all(fd, (const char *)&h, sizeof(h));
+}
+
+static int ring_open_segment(uint64_t now);
+static int ring_write_rec(void);
+
+void cs_out_set_ring(uint64_t bytes, uint64_t ns, uint64_t (*now)(void))
+{
+	ring.on = (bytes || ns) && now;
+	ring.bytes = ring.on ? bytes : 0;
+	ring.ns = ring.on && !bytes ? ns : 0;
+	ring.now = now;
+}
+
 int cs_out_open(const char *dir, uint64_t cupti_ns)
 {
 	char path[4096];
-	struct cs_spool_header h;
-	struct timespec ts;
 	int fd = -1;
 
 	bufs[0].data = malloc(OUT_BUF_SIZE);
@@ -93,22 +162,191 @@ int cs_out_open(const char *dir, uint64_t cupti_ns)
 	}
 	if (fd < 0)
 		return -1;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, CS_SPOOL_MAGIC, sizeof(h.magic));
-	h.version = CS_SPOOL_VERSION;
-	h.header_size = sizeof(h);
-	h.pid = (uint32_t)getpid();
-	h.ppid = (uint32_t)getppid();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	h.realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	h.cupti_ns = cupti_ns;
-	if (write_all(fd, (const char *)&h, sizeof(h))) {
+	if (write_header(fd, ring.on ? CS_SPOOL_VERSION_RING : CS_SPOOL_VERSION, cupti_ns)) {
 		close(fd);
 		return -1;
 	}
-	out_written = sizeof(h);
+	out_written = sizeof(struct cs_spool_header);
 	out_fd = fd;
+	if (ring.on) {
+		size_t len = strlen(path) - strlen(CS_SPOOL_SUFFIX);
+
+		memcpy(ring.stem, path, len);
+		ring.stem[len] = '\0';
+		ring.rec.budget_bytes = ring.bytes;
+		ring.rec.budget_ns = ring.ns;
+		ring.rec.first_segment = 1;
+		ring.rec_fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (ring.rec_fd < 0 || ring_write_rec() || ring_open_segment(cupti_ns)) {
+			if (ring.rec_fd >= 0)
+				close(ring.rec_fd);
+			ring.rec_fd = -1;
+			close(fd);
+			unlink(path);
+			out_fd = -1;
+			return -1;
+		}
+		out_written += sizeof(ring.rec);
+	}
 	return 0;
+}
+
+/* ---- ring: segments ---- */
+
+static void ring_seg_path(char *buf, size_t cap, uint32_t n)
+{
+	snprintf(buf, cap, "%s.%u%s", ring.stem, n, CS_SPOOL_SEG_SUFFIX);
+}
+
+/* The totals to the main file, in the place of the previous ones, right after the header (they
+ * say what the deleted segments held; the file does not grow with them), through a descriptor of
+ * its own that does not append. 0 on success. */
+static int ring_write_rec(void)
+{
+	ring.rec.h.type = CS_REC_RING;
+	ring.rec.h.size = sizeof(ring.rec);
+	ring.rec.h.tid = 0;
+	if (lseek(ring.rec_fd, sizeof(struct cs_spool_header), SEEK_SET) < 0)
+		return -1;
+	return write_all(ring.rec_fd, (const char *)&ring.rec, sizeof(ring.rec));
+}
+
+/* Open segment ring.n + 1 as the current one; 0 on success (else no segment: events are lost). */
+static int ring_open_segment(uint64_t now)
+{
+	char path[sizeof(ring.stem) + 32];
+	int fd;
+
+	ring_seg_path(path, sizeof(path), ring.n + 1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write_header(fd, CS_SPOOL_VERSION_RING, now)) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	ring.fd = fd;
+	ring.n++;
+	ring.len = sizeof(struct cs_spool_header);
+	ring.records = 0;
+	ring.opened = now;
+	ring.last = 0;
+	ring.corr = 0;
+	return 0;
+}
+
+/* Delete the oldest closed segment, after the main file says what it held. */
+static void ring_delete_oldest(void)
+{
+	char path[sizeof(ring.stem) + 32];
+	struct ring_seg *s = &ring.closed[0];
+
+	ring.rec.segments_dropped++;
+	ring.rec.records_dropped += s->records;
+	ring.rec.bytes_dropped += s->bytes;
+	/* every event that started after it is in a later segment */
+	if ((s->last ? s->last : s->closed) > ring.rec.window_start)
+		ring.rec.window_start = s->last ? s->last : s->closed;
+	if (s->corr && (!ring.rec.last_corr || (int32_t)(s->corr - ring.rec.last_corr) > 0))
+		ring.rec.last_corr = s->corr;
+	ring.rec.first_segment = ring.nclosed > 1 ? ring.closed[1].n : ring.n;
+	ring_write_rec();
+	ring_seg_path(path, sizeof(path), s->n);
+	unlink(path);
+	memmove(&ring.closed[0], &ring.closed[1], (size_t)(ring.nclosed - 1) * sizeof(*s));
+	ring.nclosed--;
+}
+
+/* Delete the closed segments that fell out of the window. */
+static void ring_trim(uint64_t now)
+{
+	while (ring.nclosed > 0 && (ring.bytes ? ring.nclosed > RING_PARTS
+					       : ring.nclosed == RING_SEGS_MAX ||
+							 ring.closed[0].closed + ring.ns < now))
+		ring_delete_oldest();
+}
+
+/* Close the current segment and open the next. */
+static void ring_switch(uint64_t now)
+{
+	if (ring.fd >= 0) {
+		if (ring.nclosed == RING_SEGS_MAX)
+			ring_delete_oldest();
+		ring.closed[ring.nclosed++] = (struct ring_seg){ring.n, ring.len,  ring.records,
+								now,	ring.last, ring.corr};
+		close(ring.fd);
+		ring.fd = -1;
+	}
+	ring_trim(now);
+	ring_open_segment(now);
+}
+
+/* Definitions and counts go to the main file; the rest to the segments. */
+static int ring_main_type(uint16_t type)
+{
+	return type == CS_REC_STRING || type == CS_REC_STACK || type == CS_REC_MODULE ||
+	       type == CS_REC_PROCESS || type == CS_REC_DEVICE || type == CS_REC_DROPPED;
+}
+
+/* Write n bytes of whole records: each run of main-file records to the main file, each run of
+ * the others to the segments, switching segments where one is full. */
+static void ring_write(const char *p, size_t n)
+{
+	uint64_t now = ring.now();
+	size_t i = 0;
+
+	if (ring.ns && now - ring.opened >= ring.ns / RING_PARTS && ring.records)
+		ring_switch(now);
+	while (i < n) {
+		const struct cs_rec *h = (const struct cs_rec *)(p + i);
+		int to_main = ring_main_type(h->type);
+		uint64_t records = 0;
+		size_t j = i;
+
+		if (!to_main && ring.bytes && ring.records &&
+		    ring.len + h->size > ring.bytes / RING_PARTS)
+			ring_switch(now);
+		while (j < n) {
+			const struct cs_rec *r = (const struct cs_rec *)(p + j);
+			size_t size = r->size;
+
+			if (size < sizeof(*r) || size > n - j)
+				size = n - j; /* cannot happen: the buffer holds whole records */
+			if (ring_main_type(r->type) != to_main ||
+			    (!to_main && ring.bytes && j > i &&
+			     ring.len + (j - i) + size > ring.bytes / RING_PARTS))
+				break;
+			if (!to_main && cs_rec_is_event(r->type) && size >= sizeof(*r) + 8) {
+				uint64_t start;
+
+				memcpy(&start, p + j + sizeof(*r), sizeof(start));
+				if (start > ring.last)
+					ring.last = start;
+			}
+			if (r->type == CS_REC_API && size >= sizeof(struct cs_rec_api)) {
+				uint32_t corr;
+
+				memcpy(&corr, p + j + offsetof(struct cs_rec_api, correlation_id),
+				       sizeof(corr));
+				if (corr && (!ring.corr || (int32_t)(corr - ring.corr) > 0))
+					ring.corr = corr;
+			}
+			j += size;
+			records++;
+		}
+		if (to_main) {
+			if (write_all(out_fd, p + i, j - i) == 0)
+				out_written += j - i;
+		} else if (ring.fd >= 0 && write_all(ring.fd, p + i, j - i) == 0) {
+			ring.len += j - i;
+			ring.records += records;
+		} else {
+			atomic_fetch_add(&out_dropped, records);
+		}
+		i = j;
+	}
+	ring_trim(now);
 }
 
 /* Swap the active buffer out and write it. Called without rec_lock held. */
@@ -123,7 +361,9 @@ static void out_drain(void)
 	bufs[active].len = 0;
 	atomic_store_explicit(&drain_asked, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&rec_lock);
-	if (full->len && out_fd >= 0) {
+	if (ring.on && out_fd >= 0) {
+		ring_write(full->data, full->len);
+	} else if (full->len && out_fd >= 0) {
 		if (write_all(out_fd, full->data, full->len) == 0)
 			out_written += full->len;
 	}
@@ -338,6 +578,20 @@ void cs_out_flush(void)
 	out_drain();
 }
 
+/* Close the spool file and a ring's segment; later writes are dropped. */
+static void close_files(void)
+{
+	if (out_fd >= 0)
+		close(out_fd);
+	out_fd = -1;
+	if (ring.fd >= 0)
+		close(ring.fd);
+	ring.fd = -1;
+	if (ring.rec_fd >= 0)
+		close(ring.rec_fd);
+	ring.rec_fd = -1;
+}
+
 void cs_out_close(void)
 {
 	if (out_fd < 0)
@@ -345,8 +599,7 @@ void cs_out_close(void)
 	stage_commit_all();
 	out_drain();
 	pthread_mutex_lock(&io_lock);
-	close(out_fd);
-	out_fd = -1;
+	close_files();
 	pthread_mutex_unlock(&io_lock);
 }
 
@@ -511,9 +764,8 @@ void cs_out_atfork_child(void)
 	pthread_mutex_init(&rec_lock, NULL);
 	pthread_mutex_init(&io_lock, NULL);
 	pthread_mutex_init(&str_lock, NULL);
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
+	close_files();
+	ring.on = 0;
 	bufs[0].len = bufs[1].len = 0;
 	tls_tid = 0;
 	/* The forking thread's staging buffer may be locked by a thread of the parent: the child's

@@ -346,6 +346,25 @@ int corr_join_activity(struct proc_file *pf, cs_event *ev, uint32_t corr)
 	return maybe_sweep(pf);
 }
 
+/* A call left out (a ring's cut): drop the records waiting for it; returns how many. */
+int64_t corr_drop_pending(struct proc_file *pf, uint32_t corr)
+{
+	struct corr_entry *e = u64map_get(&pf->corr, corr);
+	struct pending *pn, *next;
+	int64_t n = 0;
+
+	if (!e || e->has_api)
+		return 0;
+	for (pn = e->pending; pn; pn = next) {
+		next = pn->next;
+		free(pn);
+		pf->npending--;
+		n++;
+	}
+	u64map_del(&pf->corr, corr);
+	return n;
+}
+
 /* An API call that GPU rows, a CUPTI sync record or a memory record may join. */
 int corr_join_api(struct proc_file *pf, uint32_t corr, const struct corr_entry *api)
 {

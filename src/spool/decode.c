@@ -20,9 +20,15 @@
  *   string map keeps each string's text for the module paths and Python names. When the Python
  *   frames were borrowed from the thread waiting in backward() (CS_STACK_PY_BORROWED), a note
  *   frame (kind 3) stands between the two parts.
+ * - Rings (`record --ring`): the events of a ring's segments that started before its window (the
+ *   last CS_REC_RING's window_start, before which the deleted segments may have held events), and
+ *   those whose call did (correlation id not after its last_corr, or a call left out here) are
+ *   left out and counted (proc_info.ring_cut): the trace starts where nothing is missing. Every
+ *   event record begins with its start (or its only timestamp) right after the record header.
  * - Each row starts with every column missing (cs_event_clear); a new column of an event table
  *   (include/cuscope/columns.def) gets its value in the rec_*() function of its record here.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -849,11 +855,81 @@ static int rec_stack(struct proc_file *pf, const unsigned char *p, size_t size)
 	return 0;
 }
 
+_Static_assert(offsetof(struct cs_rec_kernel, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memcpy, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memset, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_memory, timestamp) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_sync, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_api, start) == sizeof(struct cs_rec) &&
+		       offsetof(struct cs_rec_nvtx, timestamp) == sizeof(struct cs_rec),
+	       "event records begin with their start");
+
+/* Where the records that carry a correlation id have it (0: none). */
+static const uint16_t corr_offset[CS_REC_TYPE_MAX] = {
+	[CS_REC_KERNEL] = offsetof(struct cs_rec_kernel, correlation_id),
+	[CS_REC_MEMCPY] = offsetof(struct cs_rec_memcpy, correlation_id),
+	[CS_REC_MEMSET] = offsetof(struct cs_rec_memset, correlation_id),
+	[CS_REC_MEMORY] = offsetof(struct cs_rec_memory, correlation_id),
+	[CS_REC_SYNC] = offsetof(struct cs_rec_sync, correlation_id),
+	[CS_REC_API] = offsetof(struct cs_rec_api, correlation_id),
+};
+
+/* The correlation id of a record that has one (0: none). */
+static uint32_t rec_correlation(const struct cs_rec *h, const unsigned char *p)
+{
+	size_t off = h->type < CS_REC_TYPE_MAX ? corr_offset[h->type] : 0;
+	uint32_t corr = 0;
+
+	if (off && h->size >= off + sizeof(corr))
+		memcpy(&corr, p + off, sizeof(corr));
+	return corr;
+}
+
+/*
+ * An event of a ring's segment: 1 when it is left out (counted), 0 when kept, a negative code
+ * without memory. Left out: it started before the window, or
+ * its call did (its correlation id is not after the latest one of the deleted segments, or its
+ * call was left out here). A call left out takes the GPU records already waiting for it along.
+ */
+static int ring_cut(struct proc_file *pf, const struct cs_rec *h, const unsigned char *p)
+{
+	uint32_t corr = rec_correlation(h, p);
+	uint64_t start = 0;
+	int cut;
+
+	if (!cs_rec_is_event(h->type) || h->size < sizeof(*h) + sizeof(start))
+		return 0;
+	memcpy(&start, p + sizeof(*h), sizeof(start));
+	cut = (start && start < pf->ring.window_start) ||
+	      (corr && pf->ring.last_corr && (int32_t)(corr - pf->ring.last_corr) <= 0) ||
+	      (corr && u64map_get(&pf->ring_cut_corr, corr));
+	if (!cut) {
+		if (start > pf->proc->ring_last)
+			pf->proc->ring_last = start;
+		return 0;
+	}
+	if (h->type == CS_REC_API && corr) {
+		int created;
+
+		if (!u64map_put(&pf->ring_cut_corr, corr, &created))
+			return import_nomem(pf->im);
+		cs_sat_accum(&pf->proc->ring_cut, corr_drop_pending(pf, corr));
+	}
+	cs_sat_accum(&pf->proc->ring_cut, 1);
+	return 1;
+}
+
 int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned char *p)
 {
 	struct cs_rec_dropped d;
 	struct cs_rec_end e;
 
+	if (pf->in_segment) {
+		int cut = ring_cut(pf, h, p);
+
+		if (cut)
+			return cut < 0 ? cut : 0;
+	}
 	switch (h->type) {
 	case CS_REC_STRING:
 		return rec_string(pf, p, h->size);
@@ -899,6 +975,12 @@ int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned c
 		}
 		return 0;
 	}
+	case CS_REC_RING:
+		if (!spool_rec_load(&pf->ring, sizeof(pf->ring), p, h->size))
+			return bad_record(pf);
+		pf->has_ring = pf->proc->has_ring = 1;
+		pf->proc->ring = pf->ring;
+		return 0;
 	case CS_REC_END:
 		if (!spool_rec_load(&e, sizeof(e), p, h->size))
 			return bad_record(pf);
@@ -978,4 +1060,5 @@ void proc_file_free(struct proc_file *pf)
 	u64map_free(&pf->nvtx_stacks);
 	u64map_free(&pf->nvtx_ranges);
 	u64map_free(&pf->vmm);
+	u64map_free(&pf->ring_cut_corr);
 }

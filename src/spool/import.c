@@ -25,6 +25,10 @@
  *   such a CLOCK record is ignored (framing.c).
  * - Files with the same pid (a pid reused in the job: "<pid>-<n>.cuspool") make one process row;
  *   their ids (strings, stacks, correlations, mappings) stay apart.
+ * - A ring's main file and its segments (`record --ring`; framing.c finds them) are read as one
+ *   file: the main file, then the segments the ring kept, in order, with one set of ids and one
+ *   correlation join; decode.c leaves out what started before the window; META "ring" says what
+ *   was kept and cut.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,14 +54,89 @@ static void report_progress(struct importer *im, uint64_t done)
 	}
 }
 
-static int import_file(struct importer *im, const struct file_info *fi)
+/* Read the records of one open file, from header_size on, into pf. */
+static int read_records(struct importer *im, struct proc_file *pf, int fd, const char *path,
+			uint32_t header_size)
 {
 	struct spool_file sf;
-	struct proc_file pf;
 	uint64_t done0 = im->done;
-	int rc = 0;
+	int rc;
 
 	memset(&sf, 0, sizeof(sf));
+	sf.buf = im->buf;
+	sf.fd = fd;
+#ifdef POSIX_FADV_SEQUENTIAL
+	posix_fadvise(sf.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	/* the first pass checked the header */
+	rc = spool_file_fill(&sf, header_size);
+	if (rc <= 0) {
+		rc = cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", path,
+				  rc < 0 ? strerror(errno) : "the file got shorter");
+		goto out;
+	}
+	rc = 0;
+	sf.pos = header_size;
+	for (;;) {
+		const unsigned char *p;
+		struct cs_rec h;
+		int r = spool_file_next(&sf, &p, &h);
+
+		if (r < 0) {
+			rc = cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", path,
+					  strerror(errno));
+			goto out;
+		}
+		if (r == SF_TRUNCATED)
+			im->st->truncated_files++;
+		if (r != 1)
+			break;
+		rc = import_record(pf, &h, p);
+		if (!rc)
+			rc = im->sticky_rc;
+		if (rc)
+			goto out;
+		report_progress(im, done0 + sf.bytes_read);
+	}
+out:
+	im->done = done0 + sf.bytes_read;
+	im->st->bytes_read += (int64_t)sf.bytes_read;
+	return rc;
+}
+
+/*
+ * The segments of a ring after its main file: those the ring had not deleted (pf->ring's first
+ * segment on), in order, as one stream. A segment deleted since the first pass, or replaced by a
+ * link or a FIFO, is left out.
+ */
+static int import_segments(struct importer *im, struct proc_file *pf, const struct file_info *fi)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < fi->nsegs && !rc; i++) {
+		const struct spool_seg *seg = &fi->segs[i];
+		int fd;
+
+		if (seg->n < pf->ring.first_segment)
+			continue; /* deleted by the ring, or about to be */
+		fd = cs_open_regular(seg->path, 1);
+		if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == CS_ENOTREG))
+			continue; /* deleted, or replaced by something else, since the first pass */
+		if (fd < 0)
+			return cs_error_set(im->err, CS_ERR_IO, "cannot open '%s': %s", seg->path,
+					    cs_file_strerror(errno));
+		pf->in_segment = 1;
+		rc = read_records(im, pf, fd, seg->path, seg->header_size);
+		close(fd);
+	}
+	return rc;
+}
+
+static int import_file(struct importer *im, const struct file_info *fi)
+{
+	struct proc_file pf;
+	int fd, rc = 0;
+
 	memset(&pf, 0, sizeof(pf));
 	pf.im = im;
 	pf.next_sweep = SWEEP_MIN;
@@ -68,55 +147,23 @@ static int import_file(struct importer *im, const struct file_info *fi)
 	u64map_init(&pf.nvtx_stacks, sizeof(struct nvtx_stack));
 	u64map_init(&pf.nvtx_ranges, sizeof(struct nvtx_open));
 	u64map_init(&pf.vmm, sizeof(int64_t));
+	u64map_init(&pf.ring_cut_corr, 1);
 	pf.proc = import_proc_get(im, &fi->h);
 	if (!pf.proc)
 		return import_nomem(im);
 
-	sf.buf = im->buf;
 	/* replaced by a FIFO or a link since the first pass: refused, not waited on */
-	sf.fd = cs_open_regular(fi->path, im->from_dir);
-	if (sf.fd < 0)
+	fd = cs_open_regular(fi->path, im->from_dir);
+	if (fd < 0)
 		return cs_error_set(im->err, errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO,
 				    "cannot open '%s': %s", fi->path, cs_file_strerror(errno));
-#ifdef POSIX_FADV_SEQUENTIAL
-	posix_fadvise(sf.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
-	/* the first pass checked the header */
-	rc = spool_file_fill(&sf, fi->h.header_size);
-	if (rc <= 0) {
-		rc = cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", fi->path,
-				  rc < 0 ? strerror(errno) : "the file got shorter");
-		goto out;
-	}
-	rc = 0;
-	sf.pos = fi->h.header_size;
-	for (;;) {
-		const unsigned char *p;
-		struct cs_rec h;
-		int r = spool_file_next(&sf, &p, &h);
-
-		if (r < 0) {
-			rc = cs_error_set(im->err, CS_ERR_IO, "cannot read '%s': %s", fi->path,
-					  strerror(errno));
-			goto out;
-		}
-		if (r == SF_TRUNCATED)
-			im->st->truncated_files++;
-		if (r != 1)
-			break;
-		rc = import_record(&pf, &h, p);
-		if (!rc)
-			rc = im->sticky_rc;
-		if (rc)
-			goto out;
-		report_progress(im, done0 + sf.bytes_read);
-	}
-	rc = import_finish_file(&pf);
-out:
-	im->done = done0 + sf.bytes_read;
-	im->st->bytes_read += (int64_t)sf.bytes_read;
+	rc = read_records(im, &pf, fd, fi->path, fi->h.header_size);
+	close(fd);
+	if (!rc && fi->ring)
+		rc = import_segments(im, &pf, fi);
+	if (!rc)
+		rc = import_finish_file(&pf);
 	proc_file_free(&pf);
-	close(sf.fd);
 	return rc;
 }
 
@@ -152,6 +199,86 @@ static int write_call_tails(struct importer *im)
 	}
 	rc = cs_writer_set_meta(im->w, CS_META_CALL_TAILS, cs_strbuf_str(&sb));
 	cs_strbuf_free(&sb);
+	return rc;
+}
+
+static int64_t u64_sat(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+/* The window of a ring process as ns since the trace start, or CS_TS_UNKNOWN. */
+static int64_t ring_time(struct importer *im, uint64_t raw)
+{
+	if (!raw || raw > (uint64_t)INT64_MAX)
+		return CS_TS_UNKNOWN;
+	return (int64_t)raw - (int64_t)im->base_cupti;
+}
+
+static void ring_members(cs_strbuf *sb, int64_t start, int64_t end, int64_t segments,
+			 int64_t records, int64_t bytes, int64_t cut)
+{
+	if (start != CS_TS_UNKNOWN)
+		cs_strbuf_printf(sb, "\"window_start_ns\":%" PRId64 ",", start);
+	if (end != CS_TS_UNKNOWN)
+		cs_strbuf_printf(sb, "\"window_end_ns\":%" PRId64 ",", end);
+	cs_strbuf_printf(sb,
+			 "\"segments_dropped\":%" PRId64 ",\"records_dropped\":%" PRId64
+			 ",\"bytes_dropped\":%" PRId64 ",\"records_cut\":%" PRId64,
+			 segments, records, bytes, cut);
+}
+
+/*
+ * META ring (docs/trace-format.md): for a trace of `record --ring`, the budget, and per process
+ * and for the whole trace the window kept (from the latest window start: before it, events may be
+ * missing) and what was cut: segments deleted, their records and bytes, and the events of the
+ * segments kept that started before the window (left out).
+ */
+static int write_ring_meta(struct importer *im)
+{
+	cs_strbuf sb = CS_STRBUF_INIT, procs = CS_STRBUF_INIT;
+	int64_t start = CS_TS_UNKNOWN, end = CS_TS_UNKNOWN, seg = 0, rec = 0, bytes = 0, cut = 0;
+	uint64_t budget_bytes = 0, budget_ns = 0;
+	int n = 0, rc;
+
+	for (size_t i = 0; i < im->nprocs; i++) {
+		const struct proc_info *p = im->procs[i];
+		int64_t s = p->ring.segments_dropped ? ring_time(im, p->ring.window_start)
+						     : CS_TS_UNKNOWN;
+		int64_t e = ring_time(im, p->ring_last);
+
+		if (!p->has_ring)
+			continue;
+		budget_bytes = p->ring.budget_bytes;
+		budget_ns = p->ring.budget_ns;
+		cs_strbuf_printf(&procs, "%s\"%" PRIu32 "\":{", n++ ? "," : "", p->pid);
+		ring_members(&procs, s, e, p->ring.segments_dropped,
+			     u64_sat(p->ring.records_dropped), u64_sat(p->ring.bytes_dropped),
+			     p->ring_cut);
+		cs_strbuf_puts(&procs, "}");
+		if (s != CS_TS_UNKNOWN && (start == CS_TS_UNKNOWN || s > start))
+			start = s;
+		if (e != CS_TS_UNKNOWN && (end == CS_TS_UNKNOWN || e > end))
+			end = e;
+		seg += p->ring.segments_dropped;
+		cs_sat_accum(&rec, u64_sat(p->ring.records_dropped));
+		cs_sat_accum(&bytes, u64_sat(p->ring.bytes_dropped));
+		cs_sat_accum(&cut, p->ring_cut);
+	}
+	if (!n) {
+		cs_strbuf_free(&procs);
+		return 0;
+	}
+	cs_strbuf_printf(&sb, "{\"size_bytes\":%" PRId64 ",\"duration_ns\":%" PRId64 ",",
+			 u64_sat(budget_bytes), u64_sat(budget_ns));
+	ring_members(&sb, start, end, seg, rec, bytes, cut);
+	cs_strbuf_printf(&sb, ",\"processes\":{%s}}", cs_strbuf_str(&procs));
+	if (sb.failed || procs.failed)
+		rc = import_nomem(im);
+	else
+		rc = cs_writer_set_meta(im->w, CS_META_RING, cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
+	cs_strbuf_free(&procs);
 	return rc;
 }
 
@@ -195,6 +322,8 @@ static int write_meta(struct importer *im, const cs_import_opts *opts)
 		rc = cs_writer_set_meta(im->w, "import_stats", cs_strbuf_str(&sb));
 	if (!rc)
 		rc = write_call_tails(im);
+	if (!rc)
+		rc = write_ring_meta(im);
 	cs_strbuf_free(&sb);
 	return rc < 0 ? import_writer_error(im, rc) : 0;
 }
@@ -402,6 +531,11 @@ out:
 	free(im.frames);
 	cs_symbolizer_free(im.sym);
 	free(im.buf);
+	for (int i = 0; fi && i < n; i++) {
+		for (size_t k = 0; k < fi[i].nsegs; k++)
+			free(fi[i].segs[k].path);
+		free(fi[i].segs);
+	}
 	free(fi);
 	cs_strbuf_free(&warning);
 	return rc;

@@ -41,10 +41,19 @@ struct spool_file {
 	uint64_t bytes_read;
 };
 
+/* A segment of a ring, "<stem>.<n>.cuseg". */
+struct spool_seg {
+	char *path;
+	uint32_t n, header_size;
+};
+
 /* What the first pass learnt about a file. */
 struct file_info {
 	const char *path;
-	uint64_t size;
+	uint64_t size; /* a ring's: its segments' too */
+	int ring;      /* the main file of a ring: segs[0..nsegs) follow it, by n */
+	struct spool_seg *segs;
+	size_t nsegs;
 	struct cs_spool_header h;
 	uint64_t base_cupti, base_real; /* earliest clock pair of the file; cupti 0 when none */
 	int bad_code; /* 0 when the file is read, else why it is skipped (bad_msg) */
@@ -62,6 +71,12 @@ struct proc_info {
 	/* CS_REC_CALL_TAILS: the library's time after recorded calls, per enum cs_tail_kind */
 	int has_tails;
 	int64_t tail_calls[CS_TAIL_KINDS], tail_ns[CS_TAIL_KINDS];
+	/* a ring (CS_REC_RING): the last record of its main file, the latest event start of its
+	 * segments (raw CUPTI ns) and the events left out because they started before its window */
+	int has_ring;
+	struct cs_rec_ring ring;
+	uint64_t ring_last;
+	int64_t ring_cut;
 	struct u64map devices;	/* device id -> (set) */
 	struct u64map streams;	/* context << 32 | stream -> (set) */
 	struct u64map contexts; /* context id -> int32_t device id */
@@ -136,6 +151,11 @@ struct proc_file {
 	int have_corr;
 	size_t npending, next_sweep;
 	int64_t dropped, end_dropped;
+	/* a ring: its last CS_REC_RING; in_segment once the segments are read; the correlation ids
+	 * of the calls left out (decode.c) */
+	int has_ring, in_segment;
+	struct cs_rec_ring ring;
+	struct u64map ring_cut_corr;
 };
 
 /* What a string reference without a defined string stands for. */
@@ -180,6 +200,8 @@ int import_write_event(struct importer *im, const cs_event *ev);
 int api_class_is_folded(int cls);
 /* An activity record with a correlation id: joined now, or kept until its API record comes. */
 int corr_join_activity(struct proc_file *pf, cs_event *ev, uint32_t corr);
+/* A call left out (a ring's cut): drop the records waiting for it; returns how many. */
+int64_t corr_drop_pending(struct proc_file *pf, uint32_t corr);
 /* An API call that GPU rows, a CUPTI sync record or a memory record may join. */
 int corr_join_api(struct proc_file *pf, uint32_t corr, const struct corr_entry *api);
 /*

@@ -48,7 +48,7 @@ CHECK=$ROOT/tests/gpu/check_trace.py
 
 SCENARIOS="record_cli calibrate clock counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
-train_small_nvtx train_small_limit torch_eager cuda_graph
+train_small_nvtx train_small_limit ring torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
@@ -522,6 +522,83 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
 	fi
 }
 
+# --ring: signal_victim.py's GPU steps (an NVTX range "step<N>" each, "step N" printed after it) run for about
+# 10-20 s through a 2 MiB ring, about 12 times the ring. While it runs, the spool directory's segments stay within
+# the ring and one segment (2.5 MiB), sampled every 0.1 s; the main file holds only definitions (its names grow by
+# one "step<N>" a step). The trace holds the last steps, every one of them, up to the last printed, and not the
+# first; META ring says segments were dropped; report's steps say the first period step was left out (logged).
+RING_STEPS=20000
+RING_KIB=2048
+scenario_ring() {
+	selected ring || return 0
+	say "== ring"
+	local dir=$WORK/ring prefix=$WORK/ring db=$WORK/ring/ring.db rec_pid t0 seg main max_seg=0 max_main=0 last problems
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	t0=$(now)
+	"$CUSCOPE" record --no-calibrate --ring "${RING_KIB}K" -o "$db" -- "$PY" "$PROGS/signal_victim.py" \
+		--step-ms 0 --max-steps "$RING_STEPS" >"$prefix.out" 2>"$prefix.err" </dev/null &
+	rec_pid=$!
+	while alive "$rec_pid"; do
+		seg=$(find "$dir" -name '*.cuseg' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+		main=$(find "$dir" -name '*.cuspool' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+		[ "$seg" -gt "$max_seg" ] && max_seg=$seg
+		[ "$main" -gt "$max_main" ] && max_main=$main
+		if awk -v a="$t0" -v b="$(now)" -v m="$TIMEOUT" 'BEGIN { exit !(b - a > m) }'; then
+			log "ring: still running after $TIMEOUT s: killed"
+			kill -KILL "$rec_pid"
+		fi
+		sleep 0.1
+	done
+	wait "$rec_pid"
+	echo $? >"$prefix.rc"
+	elapsed "$t0" >"$prefix.sec"
+	log_file "ring: stdout" "$prefix.out" 5
+	log_file "ring: stderr" "$prefix.err" 40
+	log "ring: at most $max_seg bytes of segments and $max_main bytes of main files during the run"
+	if [ "$(cat "$prefix.rc")" = 77 ]; then
+		result ring SKIP "$(grep '^info: skipped' "$prefix.out" | head -n 1 | sed 's/^info: skipped: //')"
+		return
+	fi
+	last=$(grep '^step ' "$prefix.out" | tail -n 1 | cut -d' ' -f2)
+	problems=$(
+		rc=$(cat "$prefix.rc")
+		[ "$rc" = 0 ] || echo "exit status $rc (expected 0)"
+		[ "${last:-0}" = $((RING_STEPS - 1)) ] || echo "the program printed steps up to ${last:-none}"
+		[ "$max_seg" -le $((RING_KIB * 1024 * 5 / 4)) ] ||
+			echo "$max_seg bytes of segments during the run: more than the ring and one segment"
+		[ "$max_seg" -ge $((RING_KIB * 1024 / 2)) ] || echo "only $max_seg bytes of segments: the ring never filled"
+		check_recorded ring "$db" --expect "nvtx_max.step=$((RING_STEPS - 1)) kernels>=1 exit_code=0"
+		"$PY" - "$db" "$RING_STEPS" 2>"$WORK/ring.kept" <<'PYEOF'
+import json, re, sqlite3, sys
+db, steps = sys.argv[1], int(sys.argv[2])
+c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+ring = json.loads(c.execute("SELECT value FROM META WHERE key = 'ring'").fetchone()[0])
+got = sorted({int(m.group(1)) for (v,) in c.execute(
+    "SELECT DISTINCT s.value FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId")
+    for m in [re.fullmatch(r"step(\d+)", v or "")] if m})
+if ring["segments_dropped"] < 1: print(f"META ring dropped no segment: {ring}")
+if not got: print("no step range in the trace")
+elif got[-1] != steps - 1: print(f"the last step in the trace is {got[-1]}, not {steps - 1}")
+elif got[0] < 1000: print(f"the trace still holds step {got[0]}: the ring kept the start")
+elif len(got) != got[-1] - got[0] + 1: print(f"steps {got[0]}..{got[-1]} with {got[-1] - got[0] + 1 - len(got)} missing")
+print(f"INFO ring: steps {got[0] if got else '-'}..{got[-1] if got else '-'} kept; {ring['segments_dropped']} segments, "
+      f"{ring['records_dropped']} records dropped; {ring['records_cut']} cut at the window's start", file=sys.stderr)
+PYEOF
+	)
+	log_file "ring: kept" "$WORK/ring.kept" 5
+	"$CUSCOPE" report -v "$db" 2>&1 | grep -i -m 3 'step' >"$WORK/ring.steps"
+	log_file "ring: report's steps" "$WORK/ring.steps" 3
+	local notes
+	notes="$(sed 's/^INFO ring: //' "$WORK/ring.kept" | head -n 1); segments <= $max_seg B, main file <= $max_main B; $(cat "$prefix.sec")s"
+	if [ -n "$problems" ]; then
+		log "$problems"
+		result ring FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';') [$notes]"
+	else
+		result ring PASS "$notes"
+	fi
+}
+
 # A scenario that needs two GPUs: run as `scenario`, or skipped (and said so) on a machine with one.
 NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 scenario_2gpu() {
@@ -562,6 +639,7 @@ run_scenarios() {
 	# a spool cut at 64 KiB: the trace opens and counts what was cut as dropped
 	scenario train_small_limit --baseline-from train_small --record --size-limit --record 64K \
 		--check "--scope=sizecap" --check --allow-dropped -- "$PY" samples/pytorch/train_small.py
+	scenario_ring
 	scenario torch_eager -- "$PY" "$P/torch_eager.py"
 	scenario cuda_graph -- "$PY" "$P/cuda_graph.py"
 	scenario torch_profiler_inside -- "$PY" "$P/torch_profiler_inside.py"

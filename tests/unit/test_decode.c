@@ -7,6 +7,7 @@
  * spool writer under load, and a forked child writing nothing.
  */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "collector.h"
 #include "cuscope/import.h"
+#include "cuscope/json.h"
 #include "cuscope/trace.h"
 #include "testutil.h"
 
@@ -978,6 +980,289 @@ START_TEST(forked_child_writes_nothing)
 }
 END_TEST
 
+/* ---- the ring (record --ring) ---- */
+
+#define RING_BYTES (256u << 10)
+#define RING_ITERS 40000 /* about 5 MiB of records: twenty rings */
+#define RING_NAMES 50	 /* kernel names, all defined in the first iterations */
+#define RING_BATCH 64	 /* kernels are handed over in batches, after their launches */
+
+static uint64_t ring_clock;
+
+static uint64_t ring_now(void)
+{
+	return ring_clock;
+}
+
+/* Bytes of the files of dir whose names end in suffix. */
+static uint64_t dir_bytes(const char *dir, const char *suffix, int *files)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t sum = 0;
+
+	ck_assert_ptr_nonnull(d);
+	*files = 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name), k = strlen(suffix);
+		struct stat sb;
+		char *path;
+
+		if (n <= k || strcmp(de->d_name + n - k, suffix))
+			continue;
+		path = tu_path(dir, de->d_name);
+		if (stat(path, &sb) == 0) {
+			sum += (uint64_t)sb.st_size;
+			(*files)++;
+		}
+		free(path);
+	}
+	closedir(d);
+	return sum;
+}
+
+static uint64_t ring_kernel_start(uint32_t i)
+{
+	return BASE + 1000ull * i + 300;
+}
+
+static void ring_kernel(uint32_t i)
+{
+	CUpti_ActivityKernel10 k;
+	char name[32];
+
+	memset(&k, 0, sizeof(k));
+	snprintf(name, sizeof(name), "ring_kernel_%u", i % RING_NAMES);
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = ring_kernel_start(i);
+	k.end = k.start + 400;
+	k.correlationId = i + 1;
+	k.streamId = 7;
+	k.name = name;
+	cs_decode_activity(&k);
+}
+
+/* A stack of one Python frame, written once at the start (into the main file). */
+static uint32_t ring_stack(void)
+{
+	struct {
+		struct cs_rec_stack s;
+		struct cs_rec_pyframe f;
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.s.id = 1;
+	r.s.py_depth = 1;
+	r.f.file_sid = cs_intern("train.py", (size_t)-1);
+	r.f.func_sid = cs_intern("step", (size_t)-1);
+	r.f.line = 42;
+	cs_out_write(&r, sizeof(r), CS_REC_STACK, 0);
+	return 1;
+}
+
+/* `cuscope info` on the trace import_spool() wrote: its ring line has want (NULL: none), and the
+ * JSON its ring object. */
+static void assert_info_ring(const char *want)
+{
+	char *db = tu_path(spool_dir, "t.db");
+	const char *text[] = {NULL, "info", db, NULL};
+	const char *json[] = {NULL, "info", "--format", "json", db, NULL};
+	struct tu_result r = tu_cuscope(text);
+
+	ck_assert_int_eq(r.rc, 0);
+	if (want)
+		ck_assert_msg(strstr(r.out, "\nring              ") && strstr(r.out, want), "%s",
+			      r.out);
+	else
+		ck_assert_msg(!strstr(r.out, "\nring "), "%s", r.out);
+	tu_result_free(&r);
+	r = tu_cuscope(json);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(!!strstr(r.out, "\"ring\":"), !!want);
+	tu_result_free(&r);
+	free(db);
+}
+
+/*
+ * A long stream through a small ring: the disk stays within the ring and one segment, and the
+ * trace holds exactly the events that started after the window's start (none missing after it,
+ * none before it), with their names and stacks, and META says what was cut.
+ */
+START_TEST(ring_keeps_the_last_window)
+{
+	uint64_t max_segs = 0, main_bytes;
+	uint32_t stack, first = 0;
+	int64_t base;
+	cs_import_stats st;
+	int files, kernels = 0;
+	const char *meta;
+	cJSON *ring, *procs;
+	cs_trace *t;
+	cs_event ev;
+
+	ring_clock = BASE;
+	cs_out_set_ring(RING_BYTES, 0, ring_now);
+	open_spool();
+	stack = ring_stack();
+	for (uint32_t i = 0; i < RING_ITERS; i++) {
+		struct cs_rec_api r;
+
+		ring_clock = BASE + 1000ull * i + 100;
+		memset(&r, 0, sizeof(r));
+		r.start = BASE + 1000ull * i;
+		r.end = r.start + 100;
+		r.correlation_id = i + 1;
+		r.cbid = 211;
+		r.domain = 1;
+		r.api_class = CS_APICLASS_LAUNCH;
+		r.stack_id = stack;
+		r.name_sid = cs_intern("cudaLaunchKernel_v7000", (size_t)-1);
+		cs_out_write_event(&r, sizeof(r), CS_REC_API, 1234);
+		if ((i + 1) % RING_BATCH == 0)
+			for (uint32_t k = i + 1 - RING_BATCH; k <= i; k++)
+				ring_kernel(k);
+		if (i % 500 == 0) {
+			uint64_t segs;
+
+			cs_out_flush();
+			segs = dir_bytes(spool_dir, CS_SPOOL_SEG_SUFFIX, &files);
+			if (segs > max_segs)
+				max_segs = segs;
+		}
+	}
+	cs_out_flush();
+	main_bytes = dir_bytes(spool_dir, CS_SPOOL_SUFFIX, &files);
+	ck_assert_int_eq(files, 1);
+	/* the ring and one segment, whatever the length of the run */
+	ck_assert_msg(max_segs <= RING_BYTES + RING_BYTES / 4, "%llu bytes of segments",
+		      (unsigned long long)max_segs);
+	ck_assert_uint_ge(max_segs, RING_BYTES);
+	/* the main file holds the definitions only: the names, the stack, a few counts */
+	ck_assert_msg(main_bytes < 16 * 1024, "%llu bytes in the main file",
+		      (unsigned long long)main_bytes);
+
+	t = import_spool(&st);
+	meta = cs_trace_meta(t, CS_META_RING);
+	ck_assert_ptr_nonnull(meta);
+	ring = cJSON_Parse(meta);
+	ck_assert_ptr_nonnull(ring);
+	ck_assert_int_eq(cs_json_get_int(ring, "size_bytes", -1), RING_BYTES);
+	ck_assert_int_gt(cs_json_get_int(ring, "segments_dropped", 0), 10);
+	ck_assert_int_gt(cs_json_get_int(ring, "records_dropped", 0), 30000);
+	base = (int64_t)(strtoull(cs_trace_meta(t, "time_base_ns"), NULL, 10) - BASE);
+	/* the trace starts at the window's start */
+	ck_assert_int_eq(cs_json_get_int(ring, "window_start_ns", -1), 0);
+	procs = cJSON_GetObjectItemCaseSensitive(ring, "processes");
+	ck_assert_int_eq(cJSON_GetArraySize(procs), 1);
+	/* every kernel that started after the window's start, and only those, with its name, its
+	 * launch and the launch's stack */
+	while (next_event(t, CS_EV_KERNEL, &ev) == 1) {
+		char want[32];
+		const cs_frame *frames;
+		int nframes;
+		cs_error err = {0};
+		uint32_t i = ev.u.kernel.correlation_id - 1;
+
+		if (!kernels++) {
+			int64_t w = cs_json_get_int(ring, "window_start_ns", -1);
+
+			first = i;
+			ck_assert_int_gt(ev.u.kernel.start, w);
+			ck_assert_int_gt(ev.u.kernel.launch_start, w);
+			/* the kernel before it was left out: its launch came before the window */
+			ck_assert_int_le((int64_t)(1000ull * (i - 1)) - base, w);
+		}
+		ck_assert_uint_eq(i, first + (uint32_t)kernels - 1);
+		snprintf(want, sizeof(want), "ring_kernel_%u", i % RING_NAMES);
+		ck_assert_str_eq(ev.u.kernel.name, want);
+		/* every kernel kept has its launch, and the launch its stack */
+		ck_assert_int_eq(ev.u.kernel.launch_start, (int64_t)(1000ull * i) - base);
+		ck_assert_int_ge(
+			cs_trace_get_stack(t, ev.u.kernel.stack_id, &frames, &nframes, &err), 0);
+		ck_assert_int_eq(nframes, 1);
+		ck_assert_str_eq(frames[0].symbol, "step");
+		ck_assert_str_eq(frames[0].file, "train.py");
+	}
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	ck_assert_uint_eq(first + (uint32_t)kernels, RING_ITERS);
+	/* at least the ring's size of records is kept: 4 segments, less what the cut left out */
+	ck_assert_int_ge((int64_t)kernels *
+				 (sizeof(struct cs_rec_api) + sizeof(struct cs_rec_kernel)),
+			 RING_BYTES * 3 / 4);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL], kernels);
+	ck_assert_int_eq(st.dropped, 0);
+	cJSON_Delete(ring);
+	cs_trace_close(t);
+	assert_info_ring("the last 256.0 KiB of each process; kept ");
+}
+END_TEST
+
+/* A duration ring: segments cover a quarter of it; those closed more than it ago are deleted. */
+START_TEST(ring_by_duration_keeps_the_last_seconds)
+{
+	const uint64_t dur = 4000000; /* 4 ms of CUPTI time: 4000 iterations */
+	cs_import_stats st;
+	int files, kernels = 0;
+	cs_trace *t;
+	cs_event ev;
+
+	ring_clock = BASE;
+	cs_out_set_ring(0, dur, ring_now);
+	open_spool();
+	for (uint32_t i = 0; i < 20000; i++) {
+		ring_clock = BASE + 1000ull * i;
+		ring_kernel(i);
+		if (i % 100 == 0)
+			cs_out_flush();
+	}
+	cs_out_flush();
+	/* 4 ms in segments of 1 ms, and the one being written */
+	dir_bytes(spool_dir, CS_SPOOL_SEG_SUFFIX, &files);
+	ck_assert_int_le(files, 6);
+	t = import_spool(&st);
+	while (next_event(t, CS_EV_KERNEL, &ev) == 1)
+		kernels++;
+	next_event(NULL, CS_EV_KERNEL, NULL);
+	/* at least the last 4 ms, at most a segment (1 ms) and a flush more */
+	ck_assert_int_ge(kernels, 4000);
+	ck_assert_int_le(kernels, 5200);
+	ck_assert_ptr_nonnull(cs_trace_meta(t, CS_META_RING));
+	cs_trace_close(t);
+}
+END_TEST
+
+/* Without a ring the file is version 1, one file, and no ring meta. */
+START_TEST(no_ring_no_segments)
+{
+	char name[64], *path;
+	struct cs_spool_header h;
+	int files;
+	size_t len;
+	cs_trace *t;
+
+	open_spool();
+	ring_kernel(1);
+	cs_out_flush();
+	ck_assert_uint_eq(dir_bytes(spool_dir, CS_SPOOL_SEG_SUFFIX, &files), 0);
+	snprintf(name, sizeof(name), "%d%s", (int)getpid(), CS_SPOOL_SUFFIX);
+	path = tu_path(spool_dir, name);
+	free(tu_read_file(path, &len));
+	ck_assert_uint_ge(len, sizeof(h));
+	{
+		char *data = tu_read_file(path, &len);
+
+		memcpy(&h, data, sizeof(h));
+		free(data);
+	}
+	ck_assert_uint_eq(h.version, CS_SPOOL_VERSION);
+	t = import_spool(NULL);
+	ck_assert_ptr_null(cs_trace_meta(t, CS_META_RING));
+	cs_trace_close(t);
+	assert_info_ring(NULL);
+	free(path);
+}
+END_TEST
+
 static Suite *decode_suite(void)
 {
 	Suite *s = suite_create("decode");
@@ -1002,6 +1287,9 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, size_limit_counts_staged_events);
 	tcase_add_test(tc, size_limit_counts_what_it_cuts);
 	tcase_add_test(tc, forked_child_writes_nothing);
+	tcase_add_test(tc, ring_keeps_the_last_window);
+	tcase_add_test(tc, ring_by_duration_keeps_the_last_seconds);
+	tcase_add_test(tc, no_ring_no_segments);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -46,6 +46,7 @@ SKIP = {
         "a loop body over the recordings above",
     "cuscope record -o run.db -- python3 train.py --epochs 1": "records train.py on a GPU",
     "cuscope record --capture=nvtx:'step*' -o steps.db -- python3 train.py": "records train.py on a GPU",
+    "cuscope record --ring 2GiB -o last.db -- python3 train.py --epochs 100": "records train.py on a GPU",
     "cuscope record --no-backtrace -o bare.db -- torchrun --nproc_per_node=2 train.py":
         "records a torchrun job on GPUs",
     "cuscope calibrate": "measures launches on a GPU",

@@ -1868,6 +1868,118 @@ START_TEST(test_same_pid_merged_and_no_process_record)
 }
 END_TEST
 
+/* The header of a ring's file (main or segment): version CS_SPOOL_VERSION_RING. */
+static void sp_ring_header(struct spool *s, uint64_t cupti_ns)
+{
+	memset(s, 0, sizeof(*s));
+	sp_header(s, PID_A, cupti_ns, BASE_REAL + cupti_ns - BASE_CUPTI);
+	((struct cs_spool_header *)s->buf)->version = CS_SPOOL_VERSION_RING;
+}
+
+/*
+ * A ring's files, written by hand: the main file (definitions, a RING record that deleted segment
+ * 1 and cut at T(5000) and correlation id 5), a segment 1 left behind (the process was killed
+ * between the RING record and the unlink), segments 2 and 3, a link to segment 3 and names that
+ * are not segments. One process, its segments from 2 on in order, as one stream: the events that
+ * started before the window, those whose call did and the records that waited for such a call are
+ * left out; the rest are joined to their calls across segments; time zero is the window's start.
+ */
+START_TEST(test_ring_files_read_as_one_stream)
+{
+	char *dir = tu_tmpdir(), *seg2, *seg3, *link3, *main_path, *out;
+	const char *one[1];
+	struct cs_rec_ring ring;
+	struct imported im;
+	struct events k;
+	cs_import_stats st;
+	cs_error err = {0, ""};
+	struct spool s;
+	const char *meta;
+
+	sp_ring_header(&s, T(0));
+	sp_string(&s, 1, "ring_kernel");
+	sp_process(&s, PID_A, -1, "python train.py");
+	sp_device(&s, 0, "NVIDIA H100");
+	memset(&ring, 0, sizeof(ring));
+	ring.budget_bytes = 1 << 20;
+	ring.window_start = T(5000);
+	ring.records_dropped = 10;
+	ring.bytes_dropped = 1000;
+	ring.segments_dropped = 1;
+	ring.first_segment = 2;
+	ring.last_corr = 5;
+	sp_rec(&s, CS_REC_RING, 0, &ring, sizeof(ring), NULL, 0);
+	main_path = sp_save(&s, dir, "4242.cuspool");
+
+	sp_ring_header(&s, T(100)); /* deleted by the ring: not read */
+	for (uint32_t c = 1; c <= 3; c++) {
+		sp_call(&s, c, CS_APICLASS_LAUNCH, T(100 * c), T(100 * c + 50), 211);
+		sp_kernel(&s, c, T(100 * c + 60), T(100 * c + 90), 1);
+	}
+	free(sp_save(&s, dir, "4242.1.cuseg"));
+
+	sp_ring_header(&s, T(6000));
+	sp_kernel(&s, 4, T(5500), T(5600), 1);			   /* its call was deleted */
+	sp_call(&s, 6, CS_APICLASS_LAUNCH, T(4000), T(4100), 211); /* before the window */
+	sp_kernel(&s, 6, T(6100), T(6200), 1);			   /* its call was left out */
+	sp_kernel(&s, 10, T(6200), T(6300), 1);			   /* waits for a call left out */
+	sp_call(&s, 10, CS_APICLASS_LAUNCH, T(4500), T(4600), 211);
+	sp_kernel(&s, 8, T(7100), T(7200), 1); /* before its call: joined when it comes */
+	sp_call(&s, 8, CS_APICLASS_LAUNCH, T(7000), T(7050), 211);
+	sp_call(&s, 7, CS_APICLASS_LAUNCH, T(6500), T(6550), 211);
+	seg2 = sp_save(&s, dir, "4242.2.cuseg");
+
+	sp_ring_header(&s, T(8000));
+	sp_kernel(&s, 7, T(8100), T(8200), 1); /* its call in the segment before */
+	sp_call(&s, 9, CS_APICLASS_LAUNCH, T(8300), T(8350), 211);
+	sp_kernel(&s, 9, T(8400), T(8500), 1);
+	sp_end(&s, T(9000), 0, 0);
+	seg3 = sp_save(&s, dir, "4242.3.cuseg");
+	link3 = tu_path(dir, "4242.4.cuseg");
+	ck_assert_int_eq(symlink(seg3, link3), 0);
+	free(sp_save(&s, dir, "4242.x.cuseg"));	  /* not a segment's name */
+	free(sp_save(&s, dir, "4242-1.5.cuseg")); /* a segment of a main file that is not there */
+
+	import_dir(&im, dir, NULL);
+	ck_assert_int_eq(im.st.files, 1);
+	ck_assert_int_eq(im.st.processes, 1);
+	k = read_events(im.t, CS_EV_KERNEL);
+	ck_assert_int_eq(k.n, 3);
+	for (uint32_t c = 7; c <= 9; c++)
+		ck_assert_int_ne(find_one(&k, PID_A, c)->u.kernel.launch_start, CS_TS_UNKNOWN);
+	ck_assert_int_eq(find_one(&k, PID_A, 8)->u.kernel.launch_start, 2000);
+	ck_assert_str_eq(find_one(&k, PID_A, 9)->u.kernel.name, "ring_kernel");
+	for (int i = 0; i < k.n; i++)
+		free((char *)k.v[i].u.kernel.name);
+	free(k.v);
+	/* time zero is the window's start */
+	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000005000");
+	meta = cs_trace_meta(im.t, CS_META_RING);
+	ck_assert_ptr_nonnull(meta);
+	ck_assert_msg(strstr(meta, "\"size_bytes\":1048576,\"duration_ns\":0,\"window_start_ns\":0,"
+				   "\"window_end_ns\":3400,\"segments_dropped\":1,\"records_dropped\":10,"
+				   "\"bytes_dropped\":1000,\"records_cut\":5,\"processes\":{\"4242\":{"),
+		      "%s", meta);
+	imported_close(&im);
+
+	/* a segment named on its own means nothing without its main file */
+	one[0] = seg2;
+	out = tu_path(dir, "seg.db");
+	ck_assert_int_eq(cs_import_files(one, 1, out, NULL, &st, &err), CS_ERR_INVALID);
+	ck_assert_msg(strstr(err.msg, "a segment of a ring"), "%s", err.msg);
+	ck_assert(!tu_file_exists(out));
+	/* the main file named on its own brings its segments */
+	one[0] = main_path;
+	ck_assert_int_eq(cs_import_files(one, 1, out, NULL, &st, &err), 0);
+	ck_assert_int_eq(st.counts[CS_EV_KERNEL], 3);
+	free(out);
+	free(main_path);
+	free(seg2);
+	free(seg3);
+	free(link3);
+}
+END_TEST
+
 START_TEST(test_bad_headers)
 {
 	char *dir = tu_tmpdir(), *bad, *out;
@@ -1906,7 +2018,7 @@ START_TEST(test_bad_headers)
 	/* a newer version */
 	memset(&s, 0, sizeof(s));
 	sp_header(&s, PID_A, T(0), BASE_REAL);
-	((struct cs_spool_header *)s.buf)->version = CS_SPOOL_VERSION + 1;
+	((struct cs_spool_header *)s.buf)->version = CS_SPOOL_VERSION_RING + 1;
 	free(bad);
 	bad = sp_save(&s, dir, "newer.cuspool");
 	one[0] = bad;
@@ -2998,6 +3110,7 @@ static Suite *import_suite(void)
 	tcase_add_test(tc, test_call_tails);
 	tcase_add_test(tc, test_same_pid_merged_and_no_process_record);
 	tcase_add_test(tc, test_bad_headers);
+	tcase_add_test(tc, test_ring_files_read_as_one_stream);
 	tcase_add_test(tc, test_progress);
 	tcase_add_test(tc, test_no_output_left_behind);
 	suite_add_tcase(s, tc);

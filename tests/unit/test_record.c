@@ -206,6 +206,15 @@ START_TEST(bad_options)
 		{"--duration", "-1", "--", "true", NULL},
 		{"--size-limit", "0", "--", "true", NULL},
 		{"--size-limit", "12Q", "--", "true", NULL},
+		{"--ring", "10", "--", "true", NULL}, /* no unit */
+		{"--ring", "5x", "--", "true", NULL},
+		{"--ring", "", "--", "true", NULL},
+		{"--ring", "0s", "--", "true", NULL},
+		{"--ring", "-1G", "--", "true", NULL},
+		{"--ring", "100K", "--", "true", NULL}, /* under 1MiB */
+		{"--ring", "0.5s", "--", "true", NULL}, /* under 1s */
+		{"--ring", "200d", "--", "true", NULL}, /* over 1e7 s */
+		{"--ring", "2G", "--size-limit", "1G", "true", NULL},
 		{"--capture=bogus", "--", "true", NULL},
 		{"--capture=nvtx:", "--", "true", NULL},
 		{"--api=some", "--", "true", NULL},
@@ -232,6 +241,41 @@ START_TEST(bad_options)
 }
 END_TEST
 
+/* --ring reaches the library as ring_bytes or ring_ns (m is minutes, M MiB); without it, neither.
+ */
+START_TEST(ring_reaches_the_library)
+{
+	static const struct {
+		const char *arg, *want;
+	} cases[] = {
+		{"2GiB", ",ring_bytes=2147483648"}, {"512M", ",ring_bytes=536870912"},
+		{"5m", ",ring_ns=300000000000"},    {"1.5h", ",ring_ns=5400000000000"},
+		{"30s", ",ring_ns=30000000000"},    {NULL, NULL},
+	};
+	char *dir = tu_tmpdir();
+
+	if (!record_available)
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *with[] = {"--ring", cases[i].arg, "--",
+				      "sh",	"-c",	      "echo \"$CUSCOPE_OPTIONS\"",
+				      NULL};
+		const char **args = cases[i].arg ? with : with + 3;
+		char *out = NULL, *err = NULL;
+		int rc = run_record(dir, args, &out, &err);
+
+		ck_assert_msg(rc == 0, "case %zu: exit %d: %s", i, rc, err);
+		if (cases[i].want)
+			ck_assert_msg(strstr(out, cases[i].want), "case %zu: '%s'", i, out);
+		else
+			ck_assert_msg(!strstr(out, "ring_"), "'%s'", out);
+		free(out);
+		free(err);
+	}
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+}
+END_TEST
+
 START_TEST(help_lists_options)
 {
 	const char *argv[] = {tu_cuscope_bin(), "record", "--help", NULL};
@@ -243,6 +287,7 @@ START_TEST(help_lists_options)
 	ck_assert_ptr_nonnull(strstr(out, "--output"));
 	ck_assert_ptr_nonnull(strstr(out, "--capture"));
 	ck_assert_ptr_nonnull(strstr(out, "--size-limit"));
+	ck_assert_ptr_nonnull(strstr(out, "--ring SIZE|DURATION"));
 	ck_assert_ptr_nonnull(strstr(out, "--backtrace"));
 	ck_assert_ptr_nonnull(strstr(out, "--latency-timestamps"));
 	ck_assert_ptr_nonnull(strstr(out, "--no-calibrate"));
@@ -453,6 +498,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, another_injection_is_refused);
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, help_lists_options);
+	tcase_add_test(tc, ring_reaches_the_library);
 	tcase_add_test(tc, calibrate_measures_or_says_why);
 	tcase_add_test(tc, calibrate_reports_what_a_measuring_process_says);
 	tcase_add_test(tc, no_calibration_without_cuda);

@@ -684,6 +684,62 @@ START_TEST(test_period_warmup_and_setup)
 }
 END_TEST
 
+/* Give the trace at path a META ring whose process pid dropped segments, and load it. */
+static void load_with_ring(struct loaded *l, const char *path, uint32_t pid, int segments)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql),
+		 "INSERT OR REPLACE INTO META VALUES ('ring', '{\"size_bytes\":1048576,"
+		 "\"duration_ns\":0,\"segments_dropped\":%d,\"processes\":{\"%u\":"
+		 "{\"segments_dropped\":%d}}}')",
+		 segments, pid, segments);
+	exec_sql(path, sql);
+	load(l, path, NULL);
+}
+
+/*
+ * A trace of record --ring whose ring deleted segments starts in the middle of a step: the period's
+ * first step, which may hold only its end, is left out and the detail says so; a ring that cut
+ * nothing, and another process's cut, leave the steps alone.
+ */
+START_TEST(test_period_ring_cut_drops_first_step)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	struct loaded l;
+	int32_t n0;
+	int64_t second;
+	char *path;
+
+	for (int i = 13; i < STEADY_LEN; i++)
+		push(s, steady_step[i]); /* the end of a step whose start the ring deleted */
+	for (int r = 0; r < 40; r++)
+		push_all(s, steady_step, STEADY_LEN);
+	path = write_sequence("ring.db", s->v, s->n);
+	load(&l, path, NULL);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	n0 = l.s.n;
+	ck_assert_int_ge(n0, 39);
+	second = l.s.v[1].start;
+	unload(&l);
+
+	load_with_ring(&l, path, PID, 0); /* a ring that cut nothing */
+	ck_assert_int_eq(l.s.n, n0);
+	unload(&l);
+	load_with_ring(&l, path, PID + 1, 3); /* another process's cut */
+	ck_assert_int_eq(l.s.n, n0);
+	unload(&l);
+	load_with_ring(&l, path, PID, 3);
+	ck_assert_int_eq(l.s.method, CS_STEPS_PERIOD);
+	ck_assert_int_eq(l.s.n, n0 - 1);
+	ck_assert_int_eq(l.s.v[0].start, second);
+	ck_assert_msg(strstr(l.s.detail, "cut by --ring"), "%s", l.s.detail);
+	unload(&l);
+	free(path);
+	free(s);
+}
+END_TEST
+
 /*
  * torch.compile autotuning at a kernel's first run (pt_compile_cumsum of the corpus): 45 steps of
  * 8 kernels, but inside the first one the compiler benchmarks a kernel 800 times, each run after
@@ -1666,6 +1722,7 @@ static Suite *steps_suite(void)
 	tcase_add_test(tc, test_counts_no_structure);
 	tcase_add_test(tc, test_nvtx_pattern_no_match);
 	tcase_add_test(tc, test_period_warmup_and_setup);
+	tcase_add_test(tc, test_period_ring_cut_drops_first_step);
 	tcase_add_test(tc, test_period_autotune_in_first_step);
 	tcase_add_test(tc, test_period_gradient_accumulation);
 	tcase_add_test(tc, test_period_accumulation_fused_optimizer);
