@@ -678,22 +678,16 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 
 /* ---- GPU work in the order the host launched it ---- */
 
-/* by step, then launching thread, then launch time, then index (kernels before memsets of the
- * same index: they are listed first) */
+/*
+ * By step, then launching thread, then launch time. Equal keys keep the order of the list, which
+ * ru_launch_ops() makes by index, a kernel before the memset of the same index: the order of a
+ * comparison of the index too, without sorting by it.
+ */
 static const cs_sort_key op_keys[] = {
 	{offsetof(struct ru_op, step), CS_KEY_I32},
 	{offsetof(struct ru_op, tid), CS_KEY_U32},
 	{offsetof(struct ru_op, launch), CS_KEY_I64},
-	{offsetof(struct ru_op, index), CS_KEY_I64},
 };
-
-static int op_push(struct ru_op **v, int64_t *n, size_t *cap, const struct ru_op *o)
-{
-	if (cs_grow((void **)v, cap, (size_t)*n + 1, sizeof(**v)))
-		return CS_ERR_NOMEM;
-	(*v)[(*n)++] = *o;
-	return 0;
-}
 
 /* The steady step of work launched at launch_start (start when unknown), or -1. */
 static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start)
@@ -703,54 +697,72 @@ static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start)
 	return i >= 0 && !s->v[i].warmup ? i : -1;
 }
 
+/* Adds kernel i to v[*n] when it is a launch of a steady step of s's process. */
+static void op_kernel(const cs_analysis *a, const cs_steps *s, int64_t i, struct ru_op *v,
+		      int64_t *n)
+{
+	const cs_a_kernel *k = &a->kernels[i];
+	struct ru_op *o = &v[*n];
+
+	if (k->pid != s->pid || k->graph)
+		return;
+	o->step = op_step(s, k->launch_start, k->start);
+	if (o->step < 0)
+		return;
+	o->index = (uint32_t)i;
+	/* load.c bounds name ids by the strings' count: only a file of billions of them would
+	 * reach this */
+	o->name = k->name_id <= INT32_MAX ? (int32_t)k->name_id : CS_ID_NONE;
+	o->size = k->grid_blocks;
+	o->launch = cs_launch_time(k->launch_start, k->start);
+	o->tid = k->launch_tid;
+	o->is_kernel = 1;
+	(*n)++;
+}
+
+/* Adds copy i to v[*n] when it is a memset of a steady step of s's process. */
+static void op_memset(const cs_analysis *a, const cs_steps *s, int64_t i, struct ru_op *v,
+		      int64_t *n)
+{
+	const cs_a_copy *c = &a->copies[i];
+	struct ru_op *o = &v[*n];
+
+	if (c->pid != s->pid || !c->is_memset)
+		return;
+	o->step = op_step(s, c->launch_start, c->start);
+	if (o->step < 0)
+		return;
+	o->index = (uint32_t)i;
+	o->name = -1;
+	o->size = c->bytes;
+	o->launch = cs_launch_time(c->launch_start, c->start);
+	o->tid = c->launch_tid;
+	o->is_kernel = 0;
+	(*n)++;
+}
+
 int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n)
 {
-	struct ru_op *v = NULL, o;
-	size_t cap = 0;
+	struct ru_op *v;
 
 	*out = NULL;
 	*n = 0;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-
-		if (k->pid != s->pid || k->graph)
-			continue;
-		o.step = op_step(s, k->launch_start, k->start);
-		if (o.step < 0)
-			continue;
-		o.index = i;
-		o.name = k->name_id;
-		o.size = k->grid_blocks;
-		o.launch = cs_launch_time(k->launch_start, k->start);
-		o.tid = k->launch_tid;
-		o.is_kernel = 1;
-		if (op_push(&v, n, &cap, &o))
-			goto fail;
+	/* an index has 31 bits in a ru_op (load.c refuses more kernels) */
+	if (a->nkernels > INT32_MAX || a->ncopies > INT32_MAX)
+		return CS_ERR_NOMEM;
+	/* room for all: the pages of what stays unused are never touched */
+	v = cs_big_alloc((size_t)(a->nkernels + a->ncopies) * sizeof(*v));
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->nkernels || i < a->ncopies; i++) {
+		if (i < a->nkernels)
+			op_kernel(a, s, i, v, n);
+		if (i < a->ncopies)
+			op_memset(a, s, i, v, n);
 	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-
-		if (c->pid != s->pid || !c->is_memset)
-			continue;
-		o.step = op_step(s, c->launch_start, c->start);
-		if (o.step < 0)
-			continue;
-		o.index = i;
-		o.name = -1;
-		o.size = c->bytes;
-		o.launch = cs_launch_time(c->launch_start, c->start);
-		o.tid = c->launch_tid;
-		o.is_kernel = 0;
-		if (op_push(&v, n, &cap, &o))
-			goto fail;
-	}
-	cs_sort_records(v, (size_t)*n, sizeof(*v), op_keys, 4);
+	cs_sort_records(v, (size_t)*n, sizeof(*v), op_keys, 3);
 	*out = v;
 	return 0;
-fail:
-	free(v);
-	*n = 0;
-	return CS_ERR_NOMEM;
 }
 
 int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,

@@ -286,13 +286,14 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
 /* A kernel or memset of a steady step, as ru_launch_ops() lists it. */
 struct ru_op {
-	int64_t index;	/* in a->kernels (is_kernel) or a->copies */
-	int64_t name;	/* the kernel's name id; -1 for a memset */
-	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
 	int64_t launch; /* host time of the launch (the GPU start when unknown) */
+	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
+	int32_t name;	/* the kernel's name id; -1 for a memset */
 	int32_t step;	/* steady step of the launch */
 	uint32_t tid;	/* launching thread */
-	int is_kernel;
+	/* 32 bytes in all, so that the millions of them sort by radix (sort.h) */
+	uint32_t index : 31; /* in a->kernels (is_kernel) or a->copies */
+	uint32_t is_kernel : 1;
 };
 
 /*
