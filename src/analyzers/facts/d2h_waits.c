@@ -148,7 +148,7 @@ static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor
 			reach = w.end;
 	}
 	*pairs = n;
-	*floor_ns = cs_median_i64(gaps, n);
+	*floor_ns = cs_median_select_i64(gaps, n);
 	free(gaps);
 	return 0;
 }
