@@ -241,11 +241,13 @@ static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 		    ru_i64_push(&d, c->v[i].s > c->reach[i - 1] ? c->v[i].s - c->reach[i - 1] : 0))
 			goto nomem;
 	}
-	c->usual = cs_median_i64(d.v, d.n);
+	/* millions of gaps, read in no order after: selected, not sorted */
+	c->usual = cs_median_select_i64(d.v, d.n);
 	/* the robust standard deviation: 1.4826 median absolute deviations */
 	for (int64_t i = 0; i < d.n; i++)
 		d.v[i] = d.v[i] > c->usual ? d.v[i] - c->usual : c->usual - d.v[i];
-	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_i64(d.v, d.n));
+	c->far = c->usual +
+		 cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d.v, d.n));
 	ru_i64_free(&d);
 	return 0;
 nomem:
@@ -836,10 +838,14 @@ static void scan_free(struct scan *sc)
 	free(sc->acc);
 }
 
-/* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
- * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
-static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-		      const struct fact_launch_calls *lc, struct scan *sc, int by_time)
+/*
+ * Make what a scan of the starved gaps of the steady steps of s reads, with the device-to-host
+ * waits d: the host intervals, the launch calls and the launches per step in sc->acc. 0 or
+ * CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). The rule and the idle by
+ * cause both scan the gaps, each on a copy of these sums (scan_idle()).
+ */
+static int scan_prepare(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
+			const struct fact_launch_calls *lc, struct scan *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->gc.waits = &sc->waits;
@@ -848,36 +854,58 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
 	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages, &sc->allocs) ||
 	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(lc, &sc->gc.calls) ||
-	    count_launches(a, s, sc->acc) ||
-	    scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, sc->acc, by_time))
+	    count_launches(a, s, sc->acc))
 		return CS_ERR_NOMEM;
 	return 0;
 }
 
-/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits */
-static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *idle)
+/* The GPU idle of each step by cause (s->n * CS_IDLE_NCAUSES into idle) from a prepared scan,
+ * which it leaves as it was. */
+static int scan_idle(const cs_analysis *a, const cs_steps *s, struct scan *sc, int64_t *idle)
+{
+	struct step_acc *acc = malloc(((size_t)s->n + 1) * sizeof(*acc));
+
+	if (!acc)
+		return CS_ERR_NOMEM;
+	memcpy(acc, sc->acc, (size_t)s->n * sizeof(*acc));
+	if (scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, acc, 1)) {
+		free(acc);
+		return CS_ERR_NOMEM;
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		for (int c = 0; c < NCAUSES; c++)
+			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = acc[i].idle[c];
+	free(acc);
+	return 0;
+}
+
+/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits, from the
+ * prepared scan sc, or a scan of its own when sc is NULL */
+static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, struct scan *sc,
+			 int64_t *idle)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_calls *lc;
 	const struct fact_waits *d;
-	struct scan sc;
+	struct scan mine;
 	int rc;
 
 	if (s->n > 0)
 		memset(idle, 0, (size_t)s->n * CS_IDLE_NCAUSES * sizeof(*idle));
 	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
 		return 0;
+	if (sc)
+		return scan_idle(a, s, sc, idle);
 	rc = ru_cached_d2h(ctx, own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, own, &lc);
 	if (rc)
 		return rc;
-	rc = scan_steps(a, s, d, lc, &sc, 1);
-	for (int32_t i = 0; !rc && i < s->n; i++)
-		for (int c = 0; c < NCAUSES; c++)
-			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = sc.acc[i].idle[c];
-	scan_free(&sc);
+	rc = scan_prepare(a, s, d, lc, &mine);
+	if (rc == 0)
+		rc = scan_idle(a, s, &mine, idle);
+	scan_free(&mine);
 	return rc;
 }
 
@@ -885,19 +913,21 @@ int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idl
 {
 	struct cs_rule_cache own = {0};
 	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
-	int rc = idle_by_cause(&ctx, &own, idle);
+	int rc = idle_by_cause(&ctx, &own, NULL, idle);
 
 	ru_cache_free(&own);
 	return rc ? cs_error_set(err, rc, "out of memory") : 0;
 }
 
-int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+/* ru_cached_idle_by_cause() from the prepared scan sc (NULL: a scan of its own) */
+static int cached_idle(cs_rule_ctx *ctx, struct cs_rule_cache *own, struct scan *sc,
+		       const int64_t **out)
 {
 	struct cs_rule_cache *c = ctx->cache ? ctx->cache : own;
 
 	if (!c->idle) {
 		int64_t *idle = calloc((size_t)ctx->steps->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
-		int rc = idle ? idle_by_cause(ctx, own, idle) : CS_ERR_NOMEM;
+		int rc = idle ? idle_by_cause(ctx, own, sc, idle) : CS_ERR_NOMEM;
 
 		if (rc) {
 			free(idle);
@@ -907,6 +937,11 @@ int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const i
 	}
 	*out = c->idle;
 	return 0;
+}
+
+int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+{
+	return cached_idle(ctx, own, NULL, out);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)
@@ -929,11 +964,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = ru_cached_d2h(ctx, &own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, &own, &lc);
-	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
-	 * read, is made now, while the launch calls it needs are at hand: the report frees them
-	 * after this rule */
-	if (rc == 0)
-		rc = ru_cached_idle_by_cause(ctx, &own, &idle);
 	if (rc) {
 		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");
@@ -941,7 +971,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = CS_ERR_NOMEM;
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (scan_steps(a, s, d, lc, &sc, 0) || !tmp || !steps)
+	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
+	 * read, is made now, from the same host intervals and launch calls as the rule's scan: the
+	 * report frees the launch calls after this rule */
+	if (scan_prepare(a, s, d, lc, &sc) || !tmp || !steps)
+		goto out;
+	rc = cached_idle(ctx, &own, &sc, &idle);
+	if (rc)
+		goto out;
+	rc = CS_ERR_NOMEM;
+	if (scan_gaps(a, s, &sc.gc, &sc.wfrom, &sc.wto, sc.acc, 0))
 		goto out;
 	acc = sc.acc;
 
