@@ -241,6 +241,40 @@ int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 	return 0;
 }
 
+int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *m,
+		     const cs_rank_view **vp, int32_t *me, cs_error *err)
+{
+	const cs_steps *s = ctx->steps;
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	/* the report's view, of two processes or more (one process compares with no one) */
+	*vp = ctx->procs ? ctx->procs->ranks : NULL;
+	*me = -1;
+	for (int32_t j = 0; *vp && j < (*vp)->n; j++)
+		if ((*vp)->v[j].pid == s->pid && (*vp)->v[j].steps->n == s->n)
+			*me = j;
+	if (*me >= 0) {
+		memcpy(m, (*vp)->v[*me].m, (size_t)s->n * sizeof(*m));
+		return 0;
+	}
+	/* several rules ask: each measured every kernel of the process again */
+	if (!c->measures) {
+		cs_rank_step *x = calloc((size_t)s->n + 1, sizeof(*x));
+		int rc;
+
+		if (!x)
+			return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		rc = cs_rank_steps_measure(ctx->a, s, x, err);
+		if (rc < 0) {
+			free(x);
+			return rc;
+		}
+		c->measures = x;
+	}
+	memcpy(m, c->measures, (size_t)s->n * sizeof(*m));
+	return 0;
+}
+
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out)
 {
@@ -350,6 +384,7 @@ void ru_cache_free(struct cs_rule_cache *c)
 		fact_launch_calls_free(c->launch_calls);
 	free(c->launch_calls);
 	free(c->ops);
+	free(c->measures);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cuscope/analyze.h"
+#include "cuscope/ranks.h"
 #include "d2h_waits.h"
 #include "release_bursts.h"
 
@@ -156,6 +157,7 @@ struct cs_rule_cache {
 	struct ru_op *ops;			/* ru_cached_launch_ops(), once have_ops is set */
 	int64_t nops;
 	int have_ops;
+	cs_rank_step *measures; /* ru_rank_measures() of a process not in a rank view, or NULL */
 	/* the replay of the run (facts/deps.h) after the rules: the steady steps' mean time
 	 * replayed as recorded and with every finding's fix, ns; 0 when nothing was replayed */
 	int64_t replay_step_ns, fix_all_step_ns;
@@ -190,6 +192,15 @@ int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 /* ru_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
 int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
 			 int64_t *n);
+
+/*
+ * The measures of the steps of ctx's process (cs_rank_steps_measure(), steps->n of them into m):
+ * from its entry in the report's rank view when it has one (*vp the view, *me the entry), else
+ * measured when a rule first asks and kept as ru_cached_d2h() keeps its fact (*vp NULL or the
+ * view, *me -1). 0, or a negative error set in err.
+ */
+int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *m,
+		     const cs_rank_view **vp, int32_t *me, cs_error *err);
 
 /* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);

@@ -63,7 +63,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
-	cs_rank_view v = {NULL, 0, NULL, 0};
+	struct cs_rule_cache own = {0};
 	const cs_rank_view *vp = NULL;
 	int32_t me = -1, steady = 0, nsteps = 0, *steps = NULL;
 	int64_t *n_all = NULL, *n_small = NULL, *bw = NULL, *t_all = NULL, *lost = NULL;
@@ -133,24 +133,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	/* the exposed share of each step's communication, less the waiting for a slower rank
 	 * (the measures of comm-not-overlapped, include/cuscope/ranks.h) */
-	if (ctx->procs && ctx->procs->ranks) {
-		vp = ctx->procs->ranks;
-	} else if (ctx->procs) {
-		rc = cs_rank_view_build(a, ctx->procs, &v, err);
-		if (rc < 0)
-			goto out;
-		vp = &v;
-	}
-	for (int32_t j = 0; vp && j < vp->n; j++)
-		if (vp->v[j].pid == s->pid && vp->v[j].steps->n == s->n)
-			me = j;
-	if (me >= 0) {
-		memcpy(m, vp->v[me].m, (size_t)s->n * sizeof(*m));
-	} else {
-		rc = cs_rank_steps_measure(a, s, m, err);
-		if (rc < 0)
-			goto out;
-	}
+	rc = ru_rank_measures(ctx, &own, m, &vp, &me, err);
+	if (rc < 0)
+		goto out;
 	for (int32_t i = 0; i < s->n; i++) {
 		int64_t w = 0, x, b;
 		double frac;
@@ -239,7 +224,7 @@ nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	cs_finding_free(f);
-	cs_rank_view_free(&v);
+	ru_cache_free(&own);
 	free(is_ar);
 	free(cache);
 	free(n_all);
