@@ -204,6 +204,11 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 void cs_steps_free(cs_steps *s);
 /* Index of the step containing host time t, or -1. */
 int cs_steps_find(const cs_steps *s, int64_t t);
+/* cs_steps_find() for times asked in about their order: *hint (-1 at first) keeps the step of
+ * the last search, and a time in it or between it and the next takes no search. */
+int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint);
+/* cs_steps_find_steady() with a hint, as cs_steps_find_near(). */
+int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint);
 /* The steady-state (not warm-up) step that contains host time t, or -1. */
 int cs_steps_find_steady(const cs_steps *s, int64_t t);
 /*

@@ -1638,6 +1638,38 @@ int cs_steps_find(const cs_steps *s, int64_t t)
 	return t < s->v[lo - 1].end ? lo - 1 : -1;
 }
 
+int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int j = *hint;
+
+	if (!s || s->n <= 0 || t == CS_TS_UNKNOWN)
+		return -1;
+	/* the same step as last time: j is the last step whose start is <= t */
+	if (j < 0 || j >= s->n || s->v[j].start > t || (j + 1 < s->n && s->v[j + 1].start <= t)) {
+		int lo = 0, hi = s->n;
+
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+
+			if (s->v[mid].start <= t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0)
+			return -1;
+		*hint = j = lo - 1;
+	}
+	return t < s->v[j].end ? j : -1;
+}
+
+int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int st = cs_steps_find_near(s, t, hint);
+
+	return st >= 0 && !s->v[st].warmup ? st : -1;
+}
+
 int cs_steps_find_steady(const cs_steps *s, int64_t t)
 {
 	int st = cs_steps_find(s, t);
