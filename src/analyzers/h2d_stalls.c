@@ -198,6 +198,7 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 			int64_t **times, int64_t *ntimes)
 {
 	int64_t *v = malloc(((size_t)a->nkernels + 1) * sizeof(*v)), n = 0;
+	int hint = -1;
 
 	if (!v)
 		return CS_ERR_NOMEM;
@@ -208,7 +209,7 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
 			continue;
 		v[n++] = t;
 		if (first[st] == CS_TS_UNKNOWN || t < first[st])

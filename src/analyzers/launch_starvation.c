@@ -275,6 +275,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_acc *acc)
 {
 	struct ru_i64 g = {0};
+	int hint = -1;
 
 	for (int32_t i = 0; i < s->n; i++)
 		acc[i].first_kernel = acc[i].last_kernel = CS_TS_UNKNOWN;
@@ -283,7 +284,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
 			continue;
 		acc[st].kernels++;
 		if (acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel)
@@ -442,12 +443,14 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 	struct fact_gpu_iter it;
 	struct fact_gpu_work w;
 	int64_t reach = CS_TS_UNKNOWN, p = 0;
+	int hint = -1;
 
 	fact_gpu_iter_init(&it, a, s->pid);
 	while (fact_gpu_next(&it, &w)) {
 		int64_t launched = fact_gpu_launched(&w), prev = reach, gap, t;
 		int64_t part[NCAUSES] = {0};
-		int st = cs_steps_find_steady(s, t = cs_launch_time(w.launch_start, w.start)),
+		int st = cs_steps_find_steady_near(s, t = cs_launch_time(w.launch_start, w.start),
+						   &hint),
 		    input, d2h;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)

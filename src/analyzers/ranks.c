@@ -51,13 +51,6 @@ struct span {
 	int64_t start, end;
 };
 
-static int span_cmp(const void *pa, const void *pb)
-{
-	const struct span *x = pa, *y = pb;
-
-	return (x->start > y->start) - (x->start < y->start);
-}
-
 /* Length of [t0, t1) covered by the merged, sorted spans u[0..n). */
 static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 {
@@ -108,7 +101,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 	size_t cap = 0;
 	int64_t nu = 0;
 	char *nccl = NULL; /* per kernel of the process: 1 for NCCL */
-	int rc = 0;
+	int rc = 0, hint = -1;
 
 	if (!a || !s || (s->n > 0 && !out))
 		return cs_error_set(err, CS_ERR_INVALID, "cs_rank_steps_measure: bad argument");
@@ -139,7 +132,12 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		u[nu].end = k->end;
 		nu++;
 	}
-	cs_sort(u, (size_t)nu, sizeof(*u), span_cmp);
+	{
+		/* the merged spans are the same in any order of equal starts */
+		static const cs_sort_key by_start = {offsetof(struct span, start), CS_KEY_I64};
+
+		cs_sort_records(u, (size_t)nu, sizeof(*u), &by_start, 1);
+	}
 	{
 		int64_t m = 0;
 
@@ -160,7 +158,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		st = cs_steps_find_near(s, cs_launch_time(k->launch_start, k->start), &hint);
 		if (st < 0)
 			continue;
 		d = cs_sat_sub(k->end, k->start);
