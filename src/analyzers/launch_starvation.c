@@ -202,57 +202,49 @@ static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct r
  * than far (FAR_K robust standard deviations over the usual) is not the host's launch pace.
  */
 struct calls {
-	struct iv *v;
-	int64_t n, cap, longest;
-	int64_t *reach; /* reach[i]: the latest end of v[0..i] */
+	int64_t *start; /* distinct starts of the calls, ascending */
+	int64_t n;
+	int64_t *reach; /* reach[i]: the latest end of the calls up to start[i] */
 	int64_t usual;	/* median time between two calls */
 	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
 };
 
-/* A launch call [launch_start, launch_end] of pid's GPU work (one ns when its end is unknown). */
-static int push_launch(struct ivs *x, int64_t ls, int64_t le)
-{
-	if (ls == CS_TS_UNKNOWN)
-		return 0;
-	return ivs_push(x, ls, le != CS_TS_UNKNOWN && le > ls ? le : ls + 1);
-}
-
 static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 {
-	struct ivs x = {0};
-	struct ru_i64 d = {0};
-	int64_t n = 0;
+	int64_t n = 0, *d, nd = 0;
 
-	/* by start already */
-	for (int64_t i = 0; i < lc->n; i++)
-		if (push_launch(&x, lc->v[i].start, lc->v[i].end))
-			goto nomem;
-	for (int64_t i = 0; i < x.n; i++)
-		if (n == 0 || x.v[i].s != x.v[n - 1].s)
-			x.v[n++] = x.v[i];
-	c->v = x.v;
-	c->n = n;
-	c->reach = malloc(((size_t)n + 1) * sizeof(*c->reach));
-	if (!c->reach)
-		goto nomem;
-	for (int64_t i = 0; i < n; i++) {
-		c->reach[i] = i > 0 && c->reach[i - 1] > c->v[i].e ? c->reach[i - 1] : c->v[i].e;
-		if (i > 0 &&
-		    ru_i64_push(&d, c->v[i].s > c->reach[i - 1] ? c->v[i].s - c->reach[i - 1] : 0))
-			goto nomem;
+	/* every array at its final size: grown by doubling, the millions of calls were copied
+	 * again and again, the old array and the new both in memory at the report's peak */
+	c->start = malloc(((size_t)lc->n + 1) * sizeof(*c->start));
+	c->reach = malloc(((size_t)lc->n + 1) * sizeof(*c->reach));
+	if (!c->start || !c->reach)
+		return CS_ERR_NOMEM;
+	/* by start already: the first call of each start, with its end (one ns when unknown) */
+	for (int64_t i = 0; i < lc->n; i++) {
+		int64_t ls = lc->v[i].start, le = lc->v[i].end, e;
+
+		e = le != CS_TS_UNKNOWN && le > ls ? le : ls + 1;
+		if (ls == CS_TS_UNKNOWN || e <= ls || (n > 0 && ls == c->start[n - 1]))
+			continue;
+		c->start[n] = ls;
+		/* the latest end so far */
+		c->reach[n] = n > 0 && c->reach[n - 1] > e ? c->reach[n - 1] : e;
+		n++;
 	}
+	c->n = n;
+	d = malloc(((size_t)n + 1) * sizeof(*d));
+	if (!d)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 1; i < n; i++)
+		d[nd++] = c->start[i] > c->reach[i - 1] ? c->start[i] - c->reach[i - 1] : 0;
 	/* millions of gaps, read in no order after: selected, not sorted */
-	c->usual = cs_median_select_i64(d.v, d.n);
+	c->usual = cs_median_select_i64(d, nd);
 	/* the robust standard deviation: 1.4826 median absolute deviations */
-	for (int64_t i = 0; i < d.n; i++)
-		d.v[i] = d.v[i] > c->usual ? d.v[i] - c->usual : c->usual - d.v[i];
-	c->far = c->usual +
-		 cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d.v, d.n));
-	ru_i64_free(&d);
+	for (int64_t i = 0; i < nd; i++)
+		d[i] = d[i] > c->usual ? d[i] - c->usual : c->usual - d[i];
+	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d, nd));
+	free(d);
 	return 0;
-nomem:
-	ru_i64_free(&d);
-	return CS_ERR_NOMEM;
 }
 
 /* End of the host's last launch call that started before t, or CS_TS_UNKNOWN. */
@@ -263,7 +255,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
-		if (c->v[mid].s < t)
+		if (c->start[mid] < t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -833,7 +825,7 @@ static void scan_free(struct scan *sc)
 	free(sc->pages.v);
 	free(sc->allocs.v);
 	ru_i64_free(&sc->gc.cut);
-	free(sc->gc.calls.v);
+	free(sc->gc.calls.start);
 	free(sc->gc.calls.reach);
 	ru_sites_free(&sc->gc.sites);
 	ru_i64_free(&sc->wfrom);
