@@ -11,6 +11,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
@@ -75,28 +76,9 @@ static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 	return c;
 }
 
-/* A direct-mapped cache of cs_is_nccl_kernel() by name id: a trace has few kernel names and
- * millions of kernels, and demangling looks a long name up each time. */
-#define NAME_CACHE 4096
-struct name_cache {
-	int64_t id[NAME_CACHE];
-	char nccl[NAME_CACHE];
-};
-
-static int is_nccl_id(const cs_analysis *a, struct name_cache *c, int64_t id)
-{
-	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
-
-	if (c->id[slot] != id) {
-		c->id[slot] = id;
-		c->nccl[slot] = (char)cs_is_nccl_kernel(cs_analysis_string(a, id));
-	}
-	return c->nccl[slot];
-}
-
 int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step *out, cs_error *err)
 {
-	struct name_cache *cache = NULL;
+	struct fact_name_memo *cache = NULL;
 	struct span *u = NULL;
 	size_t cap = 0;
 	int64_t nu = 0;
@@ -110,11 +92,11 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 	memset(out, 0, (size_t)s->n * sizeof(*out));
 	if (a->nkernels > 0) {
 		nccl = calloc((size_t)a->nkernels, 1);
-		cache = calloc(1, sizeof(*cache));
+		/* a trace has few kernel names and millions of kernels, and demangling looks a long
+		 * name up each time */
+		cache = fact_name_memo_new(cs_is_nccl_kernel);
 		if (!nccl || !cache)
 			goto nomem;
-		for (size_t i = 0; i < NAME_CACHE; i++)
-			cache->id[i] = -1;
 	}
 	/* compute kernels of the process, merged into disjoint spans */
 	for (int64_t i = 0; i < a->nkernels; i++) {
@@ -122,7 +104,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		if (is_nccl_id(a, cache, k->name_id)) {
+		if (fact_name_memo_get(cache, a, k->name_id)) {
 			nccl[i] = 1;
 			continue;
 		}

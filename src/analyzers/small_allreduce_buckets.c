@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
@@ -40,24 +41,6 @@ static int is_allreduce(const char *name)
 	return cs_is_nccl_kernel(name) && strstr(name, "AllReduce") != NULL;
 }
 
-/* is_allreduce() of kernel names by id, remembered in a direct-mapped cache. */
-#define NAME_CACHE 1024
-struct name_cache {
-	int64_t id[NAME_CACHE];
-	char yes[NAME_CACHE];
-};
-
-static int allreduce_id(const cs_analysis *a, struct name_cache *c, int64_t id)
-{
-	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
-
-	if (c->id[slot] != id) {
-		c->id[slot] = id;
-		c->yes[slot] = (char)is_allreduce(cs_analysis_string(a, id));
-	}
-	return c->yes[slot];
-}
-
 static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
@@ -69,7 +52,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *n_all = NULL, *n_small = NULL, *bw = NULL, *t_all = NULL, *lost = NULL;
 	int64_t *excess = NULL, *nb = NULL, *durs = NULL, ndurs = 0, lat = -1;
 	int8_t *is_ar = NULL;
-	struct name_cache *cache = NULL;
+	struct fact_name_memo *cache = NULL;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32], b3[32];
 	int rc = 0;
@@ -77,11 +60,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
 	is_ar = calloc((size_t)a->nkernels + 1, 1);
-	cache = malloc(sizeof(*cache));
+	cache = fact_name_memo_new(is_allreduce);
 	if (!is_ar || !cache)
 		goto nomem;
-	for (size_t i = 0; i < NAME_CACHE; i++)
-		cache->id[i] = -1;
 	/* the all-reduce kernels of the steady steps: their durations and the smallest */
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -89,7 +70,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		if (!allreduce_id(a, cache, k->name_id))
+		if (!fact_name_memo_get(cache, a, k->name_id))
 			continue;
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
 		if (st < 0 || s->v[st].warmup)
