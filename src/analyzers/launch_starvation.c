@@ -202,48 +202,91 @@ static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct r
  * than far (FAR_K robust standard deviations over the usual) is not the host's launch pace.
  */
 struct calls {
-	int64_t *start; /* distinct starts of the calls, ascending */
+	const struct fact_launch_call *v; /* the launch calls fact, by start */
 	int64_t n;
-	int64_t *reach; /* reach[i]: the latest end of the calls up to start[i] */
+	int64_t *reach; /* reach[i]: the latest end of the calls of v[0..i] (see launch_calls()) */
 	int64_t usual;	/* median time between two calls */
 	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
 };
 
-static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
+/*
+ * The calls of lc that count: the first of each start (with its end, one ns when unknown), in
+ * order; each(call's start, the latest end of those before it, arg) for each.
+ */
+static void each_call(const struct fact_launch_calls *lc,
+		      void (*each)(int64_t i, int64_t start, int64_t end, int64_t reach, void *arg),
+		      void *arg)
 {
-	int64_t n = 0, *d, nd = 0;
+	int64_t reach = CS_TS_UNKNOWN, prev = CS_TS_UNKNOWN;
 
-	/* every array at its final size: grown by doubling, the millions of calls were copied
-	 * again and again, the old array and the new both in memory at the report's peak */
-	c->start = malloc(((size_t)lc->n + 1) * sizeof(*c->start));
-	c->reach = malloc(((size_t)lc->n + 1) * sizeof(*c->reach));
-	if (!c->start || !c->reach)
-		return CS_ERR_NOMEM;
-	/* by start already: the first call of each start, with its end (one ns when unknown) */
 	for (int64_t i = 0; i < lc->n; i++) {
 		int64_t ls = lc->v[i].start, le = lc->v[i].end, e;
 
 		e = le != CS_TS_UNKNOWN && le > ls ? le : ls + 1;
-		if (ls == CS_TS_UNKNOWN || e <= ls || (n > 0 && ls == c->start[n - 1]))
+		if (ls == CS_TS_UNKNOWN || e <= ls || (prev != CS_TS_UNKNOWN && ls == prev))
 			continue;
-		c->start[n] = ls;
-		/* the latest end so far */
-		c->reach[n] = n > 0 && c->reach[n - 1] > e ? c->reach[n - 1] : e;
-		n++;
+		each(i, ls, e, reach, arg);
+		prev = ls;
+		reach = reach != CS_TS_UNKNOWN && reach > e ? reach : e;
 	}
-	c->n = n;
-	d = malloc(((size_t)n + 1) * sizeof(*d));
-	if (!d)
+}
+
+/* the gaps from the latest end of the calls before each to its start (0 when they overlap) */
+struct gaps {
+	int64_t *v, n;
+};
+
+static void add_gap(int64_t i, int64_t start, int64_t end, int64_t reach, void *arg)
+{
+	struct gaps *g = arg;
+
+	(void)i;
+	(void)end;
+	if (reach != CS_TS_UNKNOWN)
+		g->v[g->n++] = start > reach ? start - reach : 0;
+}
+
+/* reach[] of struct calls at each call counted */
+static void add_reach(int64_t i, int64_t start, int64_t end, int64_t before, void *arg)
+{
+	struct calls *c = arg;
+
+	(void)start;
+	c->reach[i] = before != CS_TS_UNKNOWN && before > end ? before : end;
+}
+
+static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
+{
+	struct gaps g = {malloc(((size_t)lc->n + 1) * sizeof(*g.v)), 0};
+
+	/*
+	 * The calls are the fact's, with the latest end so far beside each, and the pace comes
+	 * from the gaps, made and dropped first: no copy of the millions of calls, and the gaps
+	 * and the ends never in memory at once (this is the report's peak).
+	 */
+	if (!g.v)
 		return CS_ERR_NOMEM;
-	for (int64_t i = 1; i < n; i++)
-		d[nd++] = c->start[i] > c->reach[i - 1] ? c->start[i] - c->reach[i - 1] : 0;
+	each_call(lc, add_gap, &g);
 	/* millions of gaps, read in no order after: selected, not sorted */
-	c->usual = cs_median_select_i64(d, nd);
+	c->usual = cs_median_select_i64(g.v, g.n);
 	/* the robust standard deviation: 1.4826 median absolute deviations */
-	for (int64_t i = 0; i < nd; i++)
-		d[i] = d[i] > c->usual ? d[i] - c->usual : c->usual - d[i];
-	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d, nd));
-	free(d);
+	for (int64_t i = 0; i < g.n; i++)
+		g.v[i] = g.v[i] > c->usual ? g.v[i] - c->usual : c->usual - g.v[i];
+	c->far = c->usual +
+		 cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(g.v, g.n));
+	free(g.v);
+	c->v = lc->v;
+	c->n = lc->n;
+	c->reach = malloc(((size_t)lc->n + 1) * sizeof(*c->reach));
+	if (!c->reach)
+		return CS_ERR_NOMEM;
+	for (int64_t k = 0; k < c->n; k++)
+		c->reach[k] = CS_TS_UNKNOWN;
+	each_call(lc, add_reach, c);
+	/* a call not counted (another of the same start) has the reach of the one before */
+	for (int64_t k = 1; k < c->n; k++)
+		if (c->reach[k] == CS_TS_UNKNOWN)
+			c->reach[k] = c->reach[k - 1];
 	return 0;
 }
 
@@ -255,7 +298,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
-		if (c->start[mid] < t)
+		if (c->v[mid].start < t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -825,7 +868,6 @@ static void scan_free(struct scan *sc)
 	free(sc->pages.v);
 	free(sc->allocs.v);
 	ru_i64_free(&sc->gc.cut);
-	free(sc->gc.calls.start);
 	free(sc->gc.calls.reach);
 	ru_sites_free(&sc->gc.sites);
 	ru_i64_free(&sc->wfrom);

@@ -83,7 +83,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 	size_t cap = 0;
 	int64_t nu = 0;
 	char *nccl = NULL; /* per kernel of the process: 1 for NCCL */
-	int rc = 0, hint = -1;
+	int rc = 0, hint = -1, sorted = 1;
 
 	if (!a || !s || (s->n > 0 && !out))
 		return cs_error_set(err, CS_ERR_INVALID, "cs_rank_steps_measure: bad argument");
@@ -98,8 +98,13 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		if (!nccl || !cache)
 			goto nomem;
 	}
-	/* compute kernels of the process, merged into disjoint spans */
-	for (int64_t i = 0; i < a->nkernels; i++) {
+	/*
+	 * Compute kernels of the process, merged into disjoint spans as they come: the kernels are
+	 * by start, so that only the merged spans are kept (not one per kernel, sorted). Spans
+	 * merged in any order make the same union, so a file whose kernels are out of order gets
+	 * its partial spans sorted and merged again.
+	 */
+	for (int64_t i = 0, last = INT64_MIN; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
@@ -108,21 +113,24 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 			nccl[i] = 1;
 			continue;
 		}
+		sorted &= k->start >= last;
+		last = k->start;
+		if (nu > 0 && k->start >= u[nu - 1].start && k->start <= u[nu - 1].end) {
+			if (k->end > u[nu - 1].end)
+				u[nu - 1].end = k->end;
+			continue;
+		}
 		if (cs_grow((void **)&u, &cap, (size_t)nu + 1, sizeof(*u)))
 			goto nomem;
 		u[nu].start = k->start;
 		u[nu].end = k->end;
 		nu++;
 	}
-	{
-		/* the merged spans are the same in any order of equal starts */
+	if (!sorted) {
 		static const cs_sort_key by_start = {offsetof(struct span, start), CS_KEY_I64};
-
-		cs_sort_records(u, (size_t)nu, sizeof(*u), &by_start, 1);
-	}
-	{
 		int64_t m = 0;
 
+		cs_sort_records(u, (size_t)nu, sizeof(*u), &by_start, 1);
 		for (int64_t i = 0; i < nu; i++) {
 			if (m > 0 && u[i].start <= u[m - 1].end) {
 				if (u[i].end > u[m - 1].end)
