@@ -1062,5 +1062,5 @@ const cs_analyzer cs_rule_launch_starvation = {
 	"than they run",
 	"000 #12, 001 6.3-6.4",
 	check,
-	CS_FACT_LAUNCH_CALLS,
+	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
 };

@@ -363,6 +363,14 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep)
 		free(c->launch_calls);
 		c->launch_calls = NULL;
 	}
+	if (!(keep & CS_FACT_WAITS)) {
+		fact_waits_free(&c->d2h);
+		fact_waits_free(&c->sync_waits);
+		fact_waits_free(&c->copy_waits);
+		free(c->copy_wait);
+		c->copy_wait = NULL;
+		c->have_d2h = c->have_host_waits = c->have_copy_wait = 0;
+	}
 	if (!(keep & CS_FACT_LAUNCH_ORDER)) {
 		free(c->ops);
 		c->ops = NULL;

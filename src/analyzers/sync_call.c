@@ -303,5 +303,5 @@ const cs_analyzer cs_rule_sync_call = {
 	"for, drains the GPU, which idles until the host launches again",
 	"000 #12, 002 3.2",
 	check,
-	0,
+	CS_FACT_WAITS,
 };
