@@ -7,6 +7,7 @@
  * docs/steps.md explains the period detector and why it decides as it does.
  */
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,16 +408,12 @@ struct op_merge {
 	int64_t ncopies, ci;
 };
 
-static int cmp_copy_ref(const void *pa, const void *pb)
-{
-	const struct copy_ref *x = pa, *y = pb;
-
-	if (x->launch != y->launch)
-		return x->launch < y->launch ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->idx > y->idx) - (x->idx < y->idx);
-}
+/* (launch time, start, index): a total order, the same by any sort */
+static const cs_sort_key copy_ref_keys[] = {
+	{offsetof(struct copy_ref, launch), CS_KEY_I64},
+	{offsetof(struct copy_ref, start), CS_KEY_I64},
+	{offsetof(struct copy_ref, idx), CS_KEY_I32},
+};
 
 static int op_open(const cs_analysis *a, uint32_t pid, int with_copies, struct op_merge *m)
 {
@@ -443,7 +440,7 @@ static int op_open(const cs_analysis *a, uint32_t pid, int with_copies, struct o
 		m->copies[m->ncopies].idx = (int32_t)i;
 		m->ncopies++;
 	}
-	cs_sort(m->copies, (size_t)m->ncopies, sizeof(*m->copies), cmp_copy_ref);
+	cs_sort_records(m->copies, (size_t)m->ncopies, sizeof(*m->copies), copy_ref_keys, 3);
 	m->next_kernel = merge_next(&m->km);
 	return 0;
 }
