@@ -937,17 +937,15 @@ static int is_pageable_h2d(const cs_a_copy *c)
 	       c->launch_end != CS_TS_UNKNOWN;
 }
 
-int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
+/* The launch calls of pid by thread, then start: *n of them into *out, freed with free(). */
+static int tid_calls(const cs_analysis *a, uint32_t pid, struct tid_call **out, int64_t *n)
 {
-	struct tid_call *calls = NULL;
-	size_t cap = 0;
-	int64_t n = 0, *w;
+	struct tid_call *calls = malloc(((size_t)(a->nkernels + a->ncopies) + 1) * sizeof(*calls));
 
-	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
-	if (!w)
+	*out = calls;
+	*n = 0;
+	if (!calls)
 		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		w[i] = -1;
 	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
 		const cs_a_kernel *k = i < a->nkernels ? &a->kernels[i] : NULL;
 		const cs_a_copy *c = k ? NULL : &a->copies[i - a->nkernels];
@@ -955,20 +953,35 @@ int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of
 
 		if ((k ? k->pid : c->pid) != pid || t == CS_TS_UNKNOWN)
 			continue;
-		if (cs_grow((void **)&calls, &cap, (size_t)n + 1, sizeof(*calls))) {
-			free(w);
-			return CS_ERR_NOMEM;
-		}
-		calls[n].tid = k ? k->launch_tid : c->launch_tid;
-		calls[n++].t = t;
+		calls[*n].tid = k ? k->launch_tid : c->launch_tid;
+		calls[(*n)++].t = t;
 	}
-	cs_sort_records(calls, (size_t)n, sizeof(*calls), tid_call_keys, 2);
+	cs_sort_records(calls, (size_t)*n, sizeof(*calls), tid_call_keys, 2);
+	return 0;
+}
+
+int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
+{
+	struct tid_call *calls = NULL;
+	int64_t n = 0, *w;
+
+	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
+	if (!w)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		w[i] = -1;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t stop;
 
 		if (c->pid != pid || !is_pageable_h2d(c))
 			continue;
+		/* every launch call of the process, sorted: made for the first pageable copy (many
+		 * traces have none) */
+		if (!calls && tid_calls(a, pid, &calls, &n)) {
+			free(w);
+			return CS_ERR_NOMEM;
+		}
 		/* the thread's next launch call after this copy's own */
 		stop = next_call(calls, n, c->launch_tid, c->launch_start + 1);
 		for (int64_t j = cs_analysis_sync_at(a, c->launch_end);
