@@ -191,12 +191,32 @@ static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *ow
 	return ctx->cache ? ctx->cache : own;
 }
 
+/* fact_gpu_floor() of the steps' process, which both waits' facts take: computed once. */
+static int cached_floor(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_floor **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_floor) {
+		int rc = fact_gpu_floor(ctx->a, ctx->steps->pid, &c->floor);
+
+		if (rc)
+			return rc;
+		c->have_floor = 1;
+	}
+	*out = &c->floor;
+	return 0;
+}
+
 int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_d2h) {
-		int rc = fact_d2h_waits(ctx->a, ctx->steps, &c->d2h);
+		const struct fact_floor *floor;
+		int rc = cached_floor(ctx, own, &floor);
+
+		if (!rc)
+			rc = fact_d2h_waits(ctx->a, ctx->steps, floor, &c->d2h);
 
 		if (rc)
 			return rc;
@@ -316,10 +336,13 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 
 	if (!c->have_host_waits) {
 		const int64_t *copy_wait;
+		const struct fact_floor *floor;
 		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
 
 		if (!rc)
-			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits,
+			rc = cached_floor(ctx, own, &floor);
+		if (!rc)
+			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, floor, &c->sync_waits,
 					     &c->copy_waits);
 		if (rc)
 			return rc;

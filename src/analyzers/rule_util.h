@@ -145,6 +145,8 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
  */
 struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
+	int have_floor;
+	struct fact_floor floor; /* the waits' floor (fact_gpu_floor), once have_floor is set */
 	struct fact_waits d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
