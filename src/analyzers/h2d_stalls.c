@@ -93,28 +93,28 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 	struct call *w = NULL;
 	int64_t nw = 0, reach = CS_TS_UNKNOWN, usual;
 	size_t wcap = 0;
-	struct ru_i64 d = {0};
+	/* the gaps, at their final size: grown by doubling, millions were copied again and again */
+	int64_t *d = malloc(((size_t)lc->n + 1) * sizeof(*d)), nd = 0;
 
-	/* at its final size: grown by doubling, the millions of gaps were copied again and again */
-	d.v = malloc(((size_t)lc->n + 1) * sizeof(*d.v));
-	d.cap = d.v ? (size_t)lc->n + 1 : 0;
+	if (!d)
+		return CS_ERR_NOMEM;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
 	for (int64_t i = 0; i < lc->n; i++) {
 		int64_t s = lc->v[i].start, e = launch_end(&lc->v[i]);
 
 		if (i > 0 && s == lc->v[i - 1].start)
 			continue;
-		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, s > reach ? s - reach : 0))
-			goto nomem;
+		if (reach != CS_TS_UNKNOWN)
+			d[nd++] = s > reach ? s - reach : 0;
 		if (reach == CS_TS_UNKNOWN || e > reach)
 			reach = e;
 	}
 	/* millions of gaps, read in no order after: selected, not sorted */
-	usual = cs_median_select_i64(d.v, d.n);
-	for (int64_t i = 0; i < d.n; i++)
-		d.v[i] = d.v[i] > usual ? d.v[i] - usual : usual - d.v[i];
-	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d.v, d.n));
-	ru_i64_free(&d);
+	usual = cs_median_select_i64(d, nd);
+	for (int64_t i = 0; i < nd; i++)
+		d[i] = d[i] > usual ? d[i] - usual : usual - d[i];
+	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d, nd));
+	free(d);
 
 	/* Not the queries that found the work still running or returned at once outside a polling
 	 * loop: they neither feed the GPU nor wait for it. PyTorch's pinned-memory allocator polls
@@ -137,7 +137,6 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 	*nout = nw;
 	return 0;
 nomem:
-	ru_i64_free(&d);
 	free(w);
 	return CS_ERR_NOMEM;
 }
