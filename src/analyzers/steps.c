@@ -546,39 +546,6 @@ out:
 	return rc;
 }
 
-/* k-th smallest of v[0..n) (v is reordered). */
-static int32_t select_kth(int32_t *v, int64_t n, int64_t k)
-{
-	int64_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		int32_t pivot = v[lo + (hi - lo) / 2];
-		int64_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (v[i] < pivot)
-				i++;
-			while (v[j] > pivot)
-				j--;
-			if (i <= j) {
-				int32_t t = v[i];
-
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return v[k];
-	}
-	return v[k];
-}
-
 struct anchor {
 	int32_t sym;
 	int32_t count;
@@ -598,7 +565,7 @@ static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gap
 		return 0;
 	for (int32_t i = 1; i < c; i++)
 		gaps[i - 1] = pos[i] - pos[i - 1];
-	g = select_kth(gaps, c - 1, (c - 2) / 2);
+	g = cs_select_i32(gaps, c - 1, (c - 2) / 2);
 	if (g < MIN_PERIOD)
 		return 0;
 	tol = g / 4;
@@ -1042,7 +1009,7 @@ static int describe_period(const struct seq *s, const int64_t *bounds, int64_t n
 		for (int64_t i = bounds[k]; i < bounds[k + 1]; i++)
 			copies[k] += s->is_copy[s->sym[i]];
 	}
-	c = select_kth(copies, nb, (nb - 1) / 2);
+	c = cs_select_i32(copies, nb, (nb - 1) / 2);
 	free(copies);
 	if (c >= g)
 		c = g - 1;
@@ -1616,23 +1583,9 @@ void cs_steps_free(cs_steps *s)
 
 int cs_steps_find(const cs_steps *s, int64_t t)
 {
-	int lo = 0, hi;
+	int hint = -1;
 
-	if (!s || s->n <= 0 || t == CS_TS_UNKNOWN)
-		return -1;
-	hi = s->n;
-	/* the last step whose start is <= t */
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (s->v[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return -1;
-	return t < s->v[lo - 1].end ? lo - 1 : -1;
+	return cs_steps_find_near(s, t, &hint);
 }
 
 int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
@@ -1641,7 +1594,8 @@ int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
 
 	if (!s || s->n <= 0 || t == CS_TS_UNKNOWN)
 		return -1;
-	/* the same step as last time: j is the last step whose start is <= t */
+	/* the step of the last search when it is the last step whose start is <= t, else a
+	 * binary search for that step */
 	if (j < 0 || j >= s->n || s->v[j].start > t || (j + 1 < s->n && s->v[j + 1].start <= t)) {
 		int lo = 0, hi = s->n;
 

@@ -11,6 +11,23 @@
 /* Buckets of start times: about this many calls each on an even spread. */
 #define BUCKET_CALLS 1024
 
+/* Call i of pid, of its kernels then its copies, into *c: 1, or 0 when its start is not known
+ * or it is another process's. */
+static int call_at(const cs_analysis *a, uint32_t pid, int64_t i, struct fact_launch_call *c)
+{
+	if (i < a->nkernels) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		*c = (struct fact_launch_call){k->launch_start, k->launch_end, k->launch_tid, 0};
+		return k->pid == pid && k->launch_start != CS_TS_UNKNOWN;
+	} else {
+		const cs_a_copy *y = &a->copies[i - a->nkernels];
+
+		*c = (struct fact_launch_call){y->launch_start, y->launch_end, y->launch_tid, 1};
+		return y->pid == pid && y->launch_start != CS_TS_UNKNOWN;
+	}
+}
+
 /*
  * The calls of pid, kernels then copies, each to the bucket of its start ((start - t0) >> shift):
  * with v NULL counted in at[], else written at v[at[bucket]++].
@@ -18,29 +35,16 @@
 static void place(const cs_analysis *a, uint32_t pid, int64_t t0, int shift, int64_t *at,
 		  struct fact_launch_call *v)
 {
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
+	struct fact_launch_call c;
+
+	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
 		int64_t b;
 
-		if (k->pid != pid || k->launch_start == CS_TS_UNKNOWN)
+		if (!call_at(a, pid, i, &c))
 			continue;
-		b = (int64_t)((uint64_t)(k->launch_start - t0) >> shift);
+		b = (int64_t)((uint64_t)(c.start - t0) >> shift);
 		if (v)
-			v[at[b]++] = (struct fact_launch_call){k->launch_start, k->launch_end,
-							       k->launch_tid, 0};
-		else
-			at[b]++;
-	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-		int64_t b;
-
-		if (c->pid != pid || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		b = (int64_t)((uint64_t)(c->launch_start - t0) >> shift);
-		if (v)
-			v[at[b]++] = (struct fact_launch_call){c->launch_start, c->launch_end,
-							       c->launch_tid, 1};
+			v[at[b]++] = c;
 		else
 			at[b]++;
 	}
@@ -49,26 +53,16 @@ static void place(const cs_analysis *a, uint32_t pid, int64_t t0, int shift, int
 /* The earliest and latest known launch start of pid's work; how many calls there are. */
 static int64_t span(const cs_analysis *a, uint32_t pid, int64_t *t0, int64_t *t1)
 {
+	struct fact_launch_call c;
 	int64_t n = 0;
 
 	*t0 = INT64_MAX;
 	*t1 = INT64_MIN;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		int64_t t = a->kernels[i].launch_start;
-
-		if (a->kernels[i].pid != pid || t == CS_TS_UNKNOWN)
+	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
+		if (!call_at(a, pid, i, &c))
 			continue;
-		*t0 = t < *t0 ? t : *t0;
-		*t1 = t > *t1 ? t : *t1;
-		n++;
-	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		int64_t t = a->copies[i].launch_start;
-
-		if (a->copies[i].pid != pid || t == CS_TS_UNKNOWN)
-			continue;
-		*t0 = t < *t0 ? t : *t0;
-		*t1 = t > *t1 ? t : *t1;
+		*t0 = c.start < *t0 ? c.start : *t0;
+		*t1 = c.start > *t1 ? c.start : *t1;
 		n++;
 	}
 	return n;
