@@ -204,6 +204,11 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 void cs_steps_free(cs_steps *s);
 /* Index of the step containing host time t, or -1. */
 int cs_steps_find(const cs_steps *s, int64_t t);
+/* cs_steps_find() for times asked in about their order: *hint (-1 at first) keeps the step of
+ * the last search, and a time in it or between it and the next takes no search. */
+int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint);
+/* cs_steps_find_steady() with a hint, as cs_steps_find_near(). */
+int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint);
 /* The steady-state (not warm-up) step that contains host time t, or -1. */
 int cs_steps_find_steady(const cs_steps *s, int64_t t);
 /*
@@ -401,6 +406,9 @@ typedef struct cs_rule_ctx {
 enum cs_fact_flag {
 	CS_FACT_LAUNCH_CALLS = 1, /* the process's launch calls by start (facts/launch_calls.h) */
 	CS_FACT_LAUNCH_ORDER = 2, /* its GPU work in launch order per thread (ru_launch_ops) */
+	/* its host waits: the device-to-host ones (facts/d2h_waits.h), the others and the waits
+	 * of pageable copies (ru_cached_host_waits) */
+	CS_FACT_WAITS = 4,
 };
 
 typedef struct cs_analyzer {

@@ -14,6 +14,12 @@ void cs_sort_i64(int64_t *v, size_t n);
 /* Median of v[0..n) (v is sorted in place; of an even count the midpoint of the middle two); 0
  * when n is 0. */
 int64_t cs_median_i64(int64_t *v, int64_t n);
+/* The same median in linear time, for arrays that are not read in order afterwards: v is left
+ * in some order of its values, not sorted. */
+int64_t cs_median_select_i64(int64_t *v, int64_t n);
+/* The k-th smallest of v[0..n) (0 <= k < n), in linear time: v is reordered, with it at v[k]. */
+int64_t cs_select_i64(int64_t *v, int64_t n, int64_t k);
+int32_t cs_select_i32(int32_t *v, int64_t n, int64_t k);
 
 /* Sort v[0..n) ascending (-0.0 before 0.0; NaNs, which the analysis never makes, last or
  * first by their sign). */

@@ -28,7 +28,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
-	cs_rank_view v = {NULL, 0, NULL, 0};
+	struct cs_rule_cache own = {0};
 	const cs_rank_view *vp = NULL;
 	int32_t me = -1;
 	int64_t *lost = NULL, *exposed = NULL, *comm = NULL, *wait = NULL, ne = 0;
@@ -51,24 +51,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	wait = comm + s->n;
 	/* with other ranks: their measures (the report builds them once), and the waiting for the
 	 * slowest rank is not this rule's */
-	if (ctx->procs && ctx->procs->ranks) {
-		vp = ctx->procs->ranks;
-	} else if (ctx->procs) {
-		rc = cs_rank_view_build(ctx->a, ctx->procs, &v, err);
-		if (rc < 0)
-			goto out;
-		vp = &v;
-	}
-	for (int32_t j = 0; vp && j < vp->n; j++)
-		if (vp->v[j].pid == s->pid && vp->v[j].steps->n == s->n)
-			me = j;
-	if (me >= 0) {
-		memcpy(m, vp->v[me].m, (size_t)s->n * sizeof(*m));
-	} else {
-		rc = cs_rank_steps_measure(ctx->a, s, m, err);
-		if (rc < 0)
-			goto out;
-	}
+	rc = ru_rank_measures(ctx, &own, m, &vp, &me, err);
+	if (rc < 0)
+		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		nk += s->v[i].warmup ? 0 : m[i].comm_kernels;
 	if (nk == 0)
@@ -174,7 +159,7 @@ nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	cs_finding_free(f);
-	cs_rank_view_free(&v);
+	ru_cache_free(&own);
 	free(m);
 	free(lost);
 	free(steps);

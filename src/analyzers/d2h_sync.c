@@ -331,5 +331,5 @@ const cs_analyzer cs_rule_d2h_sync = {
 	"the host launches again",
 	"000 #12, 002 3.2",
 	check,
-	CS_FACT_LAUNCH_CALLS,
+	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
 };

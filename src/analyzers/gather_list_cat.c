@@ -44,23 +44,6 @@ static int kind_of(const char *name)
 	return K_OTHER;
 }
 
-#define NAME_CACHE 1024
-struct name_cache {
-	int64_t id[NAME_CACHE];
-	char kind[NAME_CACHE];
-};
-
-static int kind_id(const cs_analysis *a, struct name_cache *c, int64_t id)
-{
-	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
-
-	if (c->id[slot] != id) {
-		c->id[slot] = id;
-		c->kind[slot] = (char)kind_of(cs_analysis_string(a, id));
-	}
-	return c->kind[slot];
-}
-
 static int64_t launched(const cs_a_kernel *k)
 {
 	return k->launch_start != CS_TS_UNKNOWN ? k->launch_start : k->start;
@@ -114,7 +97,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	struct name_cache *cache = NULL;
+	struct fact_name_memo *cache = NULL;
 	struct launch *order = NULL;
 	int64_t n = 0, *cost = NULL, *per = NULL, matches = 0, gathers = 0;
 	int64_t copies = 0, copy_ns = 0, cat_ns = 0, gather_ns = 0;
@@ -127,7 +110,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 	if (s->n == 0 || ctx->step_median <= 0 || steady <= 0)
 		return 0;
-	cache = malloc(sizeof(*cache));
+	cache = fact_name_memo_new(kind_of);
 	kind = calloc((size_t)a->nkernels + 1, 1);
 	order = calloc((size_t)a->nkernels + 1, sizeof(*order));
 	cost = calloc((size_t)s->n * 2, sizeof(*cost));
@@ -135,14 +118,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (!cache || !kind || !order || !cost || !steps)
 		goto nomem;
 	per = cost + s->n;
-	for (size_t i = 0; i < NAME_CACHE; i++)
-		cache->id[i] = -1;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		kind[i] = (char)kind_id(a, cache, k->name_id);
+		kind[i] = (char)fact_name_memo_get(cache, a, k->name_id);
 		order[n].t = launched(k);
 		order[n++].i = i;
 		if (kind[i] == K_GATHER)

@@ -93,24 +93,28 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 	struct call *w = NULL;
 	int64_t nw = 0, reach = CS_TS_UNKNOWN, usual;
 	size_t wcap = 0;
-	struct ru_i64 d = {0};
+	/* the gaps, at their final size: grown by doubling, millions were copied again and again */
+	int64_t *d = malloc(((size_t)lc->n + 1) * sizeof(*d)), nd = 0;
 
+	if (!d)
+		return CS_ERR_NOMEM;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
 	for (int64_t i = 0; i < lc->n; i++) {
 		int64_t s = lc->v[i].start, e = launch_end(&lc->v[i]);
 
 		if (i > 0 && s == lc->v[i - 1].start)
 			continue;
-		if (reach != CS_TS_UNKNOWN && ru_i64_push(&d, s > reach ? s - reach : 0))
-			goto nomem;
+		if (reach != CS_TS_UNKNOWN)
+			d[nd++] = s > reach ? s - reach : 0;
 		if (reach == CS_TS_UNKNOWN || e > reach)
 			reach = e;
 	}
-	usual = cs_median_i64(d.v, d.n);
-	for (int64_t i = 0; i < d.n; i++)
-		d.v[i] = d.v[i] > usual ? d.v[i] - usual : usual - d.v[i];
-	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_i64(d.v, d.n));
-	ru_i64_free(&d);
+	/* millions of gaps, read in no order after: selected, not sorted */
+	usual = cs_median_select_i64(d, nd);
+	for (int64_t i = 0; i < nd; i++)
+		d[i] = d[i] > usual ? d[i] - usual : usual - d[i];
+	*far = usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(d, nd));
+	free(d);
 
 	/* Not the queries that found the work still running or returned at once outside a polling
 	 * loop: they neither feed the GPU nor wait for it. PyTorch's pinned-memory allocator polls
@@ -133,7 +137,6 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 	*nout = nw;
 	return 0;
 nomem:
-	ru_i64_free(&d);
 	free(w);
 	return CS_ERR_NOMEM;
 }
@@ -190,15 +193,17 @@ static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, u
 }
 
 /*
- * Launch times of the first and last kernel of each step, into first[] and last[] (s->n each), and
- * the launch times of the process's steady kernels, sorted, into *times (*ntimes of them).
+ * Launch times of the first and last kernel of each step, into first[] and last[] (s->n each),
+ * and with times set the launch times of the process's steady kernels, sorted, into *times
+ * (*ntimes of them).
  */
 static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first, int64_t *last,
 			int64_t **times, int64_t *ntimes)
 {
-	int64_t *v = malloc(((size_t)a->nkernels + 1) * sizeof(*v)), n = 0;
+	int64_t *v = times ? malloc(((size_t)a->nkernels + 1) * sizeof(*v)) : NULL, n = 0;
+	int hint = -1;
 
-	if (!v)
+	if (times && !v)
 		return CS_ERR_NOMEM;
 	for (int32_t i = 0; i < s->n; i++)
 		first[i] = last[i] = CS_TS_UNKNOWN;
@@ -207,14 +212,17 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
 			continue;
-		v[n++] = t;
+		if (v)
+			v[n++] = t;
 		if (first[st] == CS_TS_UNKNOWN || t < first[st])
 			first[st] = t;
 		if (last[st] == CS_TS_UNKNOWN || t > last[st])
 			last[st] = t;
 	}
+	if (!times)
+		return 0;
 	ru_sort_i64(v, n);
 	*times = v;
 	*ntimes = n;
@@ -238,11 +246,11 @@ static int64_t count_below(const int64_t *v, int64_t n, int64_t t)
 }
 
 /*
- * Whether a copy launched at t in step st is inside the step (host-created-tensor's) rather than at
- * its boundary (the next batch's, dataloader-stall's).
+ * Whether a copy launched at t in step st is inside the step (host-created-tensor's: 1) rather than
+ * at its boundary (the next batch's, dataloader-stall's: 0); CS_ERR_NOMEM.
  */
-static int inside_step(const cs_steps *s, const int64_t *first, const int64_t *last,
-		       const int64_t *times, int64_t ntimes, int32_t st, int64_t t)
+static int inside_step(const cs_analysis *a, const cs_steps *s, int64_t *first, int64_t *last,
+		       int64_t **times, int64_t *ntimes, int32_t st, int64_t t)
 {
 	int64_t lo, hi, before, after, slack;
 
@@ -250,9 +258,13 @@ static int inside_step(const cs_steps *s, const int64_t *first, const int64_t *l
 		return 0;
 	if (s->method != CS_STEPS_PERIOD)
 		return 1;
-	lo = count_below(times, ntimes, first[st]);
-	hi = count_below(times, ntimes, last[st] + 1);
-	before = count_below(times, ntimes, t) - lo;
+	/* the sorted launch times of millions of kernels, made for the first copy that needs
+	 * them: most traces have none */
+	if (!*times && step_kernels(a, s, first, last, times, ntimes))
+		return CS_ERR_NOMEM;
+	lo = count_below(*times, *ntimes, first[st]);
+	hi = count_below(*times, *ntimes, last[st] + 1);
+	before = count_below(*times, *ntimes, t) - lo;
 	after = hi - lo - before;
 	slack = (int64_t)(BOUNDARY_SHARE * (double)(hi - lo));
 	if (slack < BOUNDARY_MIN_KERNELS)
@@ -330,7 +342,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 	last = calloc((size_t)s->n + 1, sizeof(*last));
 	if (!first || !last || collect_calls(a, s->pid, lc, &calls, &ncalls, &longest, &out->far))
 		goto nomem;
-	if (step_kernels(a, s, first, last, &times, &ntimes))
+	if (step_kernels(a, s, first, last, NULL, NULL))
 		goto nomem;
 	for (int64_t i = 0; i < lc->n; i++)
 		if (launch_end(&lc->v[i]) - lc->v[i].start > longest_launch)
@@ -373,8 +385,8 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 		x.stretch_ns = t - c_end;
 		/* who owns it: a copy at the step boundary is the next batch's, one inside the
 		 * step a tensor the step made */
-		x.in_step = inside_step(s, first, last, times, ntimes, st, t);
-		if (push_stall(out, &cap, &x))
+		x.in_step = inside_step(a, s, first, last, &times, &ntimes, st, t);
+		if (x.in_step < 0 || push_stall(out, &cap, &x))
 			goto nomem;
 	}
 	if (s->method == CS_STEPS_PERIOD && out->n && sites_decide(a, out))

@@ -202,55 +202,92 @@ static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct r
  * than far (FAR_K robust standard deviations over the usual) is not the host's launch pace.
  */
 struct calls {
-	struct iv *v;
-	int64_t n, cap, longest;
-	int64_t *reach; /* reach[i]: the latest end of v[0..i] */
+	const struct fact_launch_call *v; /* the launch calls fact, by start */
+	int64_t n;
+	int64_t *reach; /* reach[i]: the latest end of the calls of v[0..i] (see launch_calls()) */
 	int64_t usual;	/* median time between two calls */
 	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
 };
 
-/* A launch call [launch_start, launch_end] of pid's GPU work (one ns when its end is unknown). */
-static int push_launch(struct ivs *x, int64_t ls, int64_t le)
+/*
+ * The calls of lc that count: the first of each start (with its end, one ns when unknown), in
+ * order; each(call's start, the latest end of those before it, arg) for each.
+ */
+static void each_call(const struct fact_launch_calls *lc,
+		      void (*each)(int64_t i, int64_t start, int64_t end, int64_t reach, void *arg),
+		      void *arg)
 {
-	if (ls == CS_TS_UNKNOWN)
-		return 0;
-	return ivs_push(x, ls, le != CS_TS_UNKNOWN && le > ls ? le : ls + 1);
+	int64_t reach = CS_TS_UNKNOWN, prev = CS_TS_UNKNOWN;
+
+	for (int64_t i = 0; i < lc->n; i++) {
+		int64_t ls = lc->v[i].start, le = lc->v[i].end, e;
+
+		e = le != CS_TS_UNKNOWN && le > ls ? le : ls + 1;
+		if (ls == CS_TS_UNKNOWN || e <= ls || (prev != CS_TS_UNKNOWN && ls == prev))
+			continue;
+		each(i, ls, e, reach, arg);
+		prev = ls;
+		reach = reach != CS_TS_UNKNOWN && reach > e ? reach : e;
+	}
+}
+
+/* the gaps from the latest end of the calls before each to its start (0 when they overlap) */
+struct gaps {
+	int64_t *v, n;
+};
+
+static void add_gap(int64_t i, int64_t start, int64_t end, int64_t reach, void *arg)
+{
+	struct gaps *g = arg;
+
+	(void)i;
+	(void)end;
+	if (reach != CS_TS_UNKNOWN)
+		g->v[g->n++] = start > reach ? start - reach : 0;
+}
+
+/* reach[] of struct calls at each call counted */
+static void add_reach(int64_t i, int64_t start, int64_t end, int64_t before, void *arg)
+{
+	struct calls *c = arg;
+
+	(void)start;
+	c->reach[i] = before != CS_TS_UNKNOWN && before > end ? before : end;
 }
 
 static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 {
-	struct ivs x = {0};
-	struct ru_i64 d = {0};
-	int64_t n = 0;
+	struct gaps g = {malloc(((size_t)lc->n + 1) * sizeof(*g.v)), 0};
 
-	/* by start already */
-	for (int64_t i = 0; i < lc->n; i++)
-		if (push_launch(&x, lc->v[i].start, lc->v[i].end))
-			goto nomem;
-	for (int64_t i = 0; i < x.n; i++)
-		if (n == 0 || x.v[i].s != x.v[n - 1].s)
-			x.v[n++] = x.v[i];
-	c->v = x.v;
-	c->n = n;
-	c->reach = malloc(((size_t)n + 1) * sizeof(*c->reach));
-	if (!c->reach)
-		goto nomem;
-	for (int64_t i = 0; i < n; i++) {
-		c->reach[i] = i > 0 && c->reach[i - 1] > c->v[i].e ? c->reach[i - 1] : c->v[i].e;
-		if (i > 0 &&
-		    ru_i64_push(&d, c->v[i].s > c->reach[i - 1] ? c->v[i].s - c->reach[i - 1] : 0))
-			goto nomem;
-	}
-	c->usual = cs_median_i64(d.v, d.n);
+	/*
+	 * The calls are the fact's, with the latest end so far beside each, and the pace comes
+	 * from the gaps, made and dropped first: no copy of the millions of calls, and the gaps
+	 * and the ends never in memory at once (this is the report's peak).
+	 */
+	if (!g.v)
+		return CS_ERR_NOMEM;
+	each_call(lc, add_gap, &g);
+	/* millions of gaps, read in no order after: selected, not sorted */
+	c->usual = cs_median_select_i64(g.v, g.n);
 	/* the robust standard deviation: 1.4826 median absolute deviations */
-	for (int64_t i = 0; i < d.n; i++)
-		d.v[i] = d.v[i] > c->usual ? d.v[i] - c->usual : c->usual - d.v[i];
-	c->far = c->usual + cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_i64(d.v, d.n));
-	ru_i64_free(&d);
+	for (int64_t i = 0; i < g.n; i++)
+		g.v[i] = g.v[i] > c->usual ? g.v[i] - c->usual : c->usual - g.v[i];
+	c->far = c->usual +
+		 cs_sat_from_double(FAR_K * 1.4826 * (double)cs_median_select_i64(g.v, g.n));
+	free(g.v);
+	c->v = lc->v;
+	c->n = lc->n;
+	c->reach = malloc(((size_t)lc->n + 1) * sizeof(*c->reach));
+	if (!c->reach)
+		return CS_ERR_NOMEM;
+	for (int64_t k = 0; k < c->n; k++)
+		c->reach[k] = CS_TS_UNKNOWN;
+	each_call(lc, add_reach, c);
+	/* a call not counted (another of the same start) has the reach of the one before */
+	for (int64_t k = 1; k < c->n; k++)
+		if (c->reach[k] == CS_TS_UNKNOWN)
+			c->reach[k] = c->reach[k - 1];
 	return 0;
-nomem:
-	ru_i64_free(&d);
-	return CS_ERR_NOMEM;
 }
 
 /* End of the host's last launch call that started before t, or CS_TS_UNKNOWN. */
@@ -261,7 +298,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
-		if (c->v[mid].s < t)
+		if (c->v[mid].start < t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -273,6 +310,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_acc *acc)
 {
 	struct ru_i64 g = {0};
+	int hint = -1;
 
 	for (int32_t i = 0; i < s->n; i++)
 		acc[i].first_kernel = acc[i].last_kernel = CS_TS_UNKNOWN;
@@ -281,7 +319,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 		int64_t t = cs_launch_time(k->launch_start, k->start);
 		int st;
 
-		if (k->pid != s->pid || (st = cs_steps_find_steady(s, t)) < 0)
+		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
 			continue;
 		acc[st].kernels++;
 		if (acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel)
@@ -440,12 +478,14 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 	struct fact_gpu_iter it;
 	struct fact_gpu_work w;
 	int64_t reach = CS_TS_UNKNOWN, p = 0;
+	int hint = -1;
 
 	fact_gpu_iter_init(&it, a, s->pid);
 	while (fact_gpu_next(&it, &w)) {
 		int64_t launched = fact_gpu_launched(&w), prev = reach, gap, t;
 		int64_t part[NCAUSES] = {0};
-		int st = cs_steps_find_steady(s, t = cs_launch_time(w.launch_start, w.start)),
+		int st = cs_steps_find_steady_near(s, t = cs_launch_time(w.launch_start, w.start),
+						   &hint),
 		    input, d2h;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
@@ -828,7 +868,6 @@ static void scan_free(struct scan *sc)
 	free(sc->pages.v);
 	free(sc->allocs.v);
 	ru_i64_free(&sc->gc.cut);
-	free(sc->gc.calls.v);
 	free(sc->gc.calls.reach);
 	ru_sites_free(&sc->gc.sites);
 	ru_i64_free(&sc->wfrom);
@@ -836,10 +875,14 @@ static void scan_free(struct scan *sc)
 	free(sc->acc);
 }
 
-/* Scan the starved gaps of the steady steps of s (by_time: as scan_gaps()), with the
- * device-to-host waits d: 0 or CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). */
-static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-		      const struct fact_launch_calls *lc, struct scan *sc, int by_time)
+/*
+ * Make what a scan of the starved gaps of the steady steps of s reads, with the device-to-host
+ * waits d: the host intervals, the launch calls and the launches per step in sc->acc. 0 or
+ * CS_ERR_NOMEM (sc is to be freed with scan_free() in both cases). The rule and the idle by
+ * cause both scan the gaps, each on a copy of these sums (scan_idle()).
+ */
+static int scan_prepare(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
+			const struct fact_launch_calls *lc, struct scan *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->gc.waits = &sc->waits;
@@ -848,36 +891,58 @@ static int scan_steps(const cs_analysis *a, const cs_steps *s, const struct fact
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
 	if (!sc->acc || host_intervals(a, s->pid, &sc->waits, &sc->pages, &sc->allocs) ||
 	    d2h_windows(d, &sc->wfrom, &sc->wto) || launch_calls(lc, &sc->gc.calls) ||
-	    count_launches(a, s, sc->acc) ||
-	    scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, sc->acc, by_time))
+	    count_launches(a, s, sc->acc))
 		return CS_ERR_NOMEM;
 	return 0;
 }
 
-/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits */
-static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, int64_t *idle)
+/* The GPU idle of each step by cause (s->n * CS_IDLE_NCAUSES into idle) from a prepared scan,
+ * which it leaves as it was. */
+static int scan_idle(const cs_analysis *a, const cs_steps *s, struct scan *sc, int64_t *idle)
+{
+	struct step_acc *acc = malloc(((size_t)s->n + 1) * sizeof(*acc));
+
+	if (!acc)
+		return CS_ERR_NOMEM;
+	memcpy(acc, sc->acc, (size_t)s->n * sizeof(*acc));
+	if (scan_gaps(a, s, &sc->gc, &sc->wfrom, &sc->wto, acc, 1)) {
+		free(acc);
+		return CS_ERR_NOMEM;
+	}
+	for (int32_t i = 0; i < s->n; i++)
+		for (int c = 0; c < NCAUSES; c++)
+			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = acc[i].idle[c];
+	free(acc);
+	return 0;
+}
+
+/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits, from the
+ * prepared scan sc, or a scan of its own when sc is NULL */
+static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, struct scan *sc,
+			 int64_t *idle)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_calls *lc;
 	const struct fact_waits *d;
-	struct scan sc;
+	struct scan mine;
 	int rc;
 
 	if (s->n > 0)
 		memset(idle, 0, (size_t)s->n * CS_IDLE_NCAUSES * sizeof(*idle));
 	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
 		return 0;
+	if (sc)
+		return scan_idle(a, s, sc, idle);
 	rc = ru_cached_d2h(ctx, own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, own, &lc);
 	if (rc)
 		return rc;
-	rc = scan_steps(a, s, d, lc, &sc, 1);
-	for (int32_t i = 0; !rc && i < s->n; i++)
-		for (int c = 0; c < NCAUSES; c++)
-			idle[(size_t)i * CS_IDLE_NCAUSES + (size_t)c] = sc.acc[i].idle[c];
-	scan_free(&sc);
+	rc = scan_prepare(a, s, d, lc, &mine);
+	if (rc == 0)
+		rc = scan_idle(a, s, &mine, idle);
+	scan_free(&mine);
 	return rc;
 }
 
@@ -885,19 +950,21 @@ int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idl
 {
 	struct cs_rule_cache own = {0};
 	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
-	int rc = idle_by_cause(&ctx, &own, idle);
+	int rc = idle_by_cause(&ctx, &own, NULL, idle);
 
 	ru_cache_free(&own);
 	return rc ? cs_error_set(err, rc, "out of memory") : 0;
 }
 
-int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+/* ru_cached_idle_by_cause() from the prepared scan sc (NULL: a scan of its own) */
+static int cached_idle(cs_rule_ctx *ctx, struct cs_rule_cache *own, struct scan *sc,
+		       const int64_t **out)
 {
 	struct cs_rule_cache *c = ctx->cache ? ctx->cache : own;
 
 	if (!c->idle) {
 		int64_t *idle = calloc((size_t)ctx->steps->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
-		int rc = idle ? idle_by_cause(ctx, own, idle) : CS_ERR_NOMEM;
+		int rc = idle ? idle_by_cause(ctx, own, sc, idle) : CS_ERR_NOMEM;
 
 		if (rc) {
 			free(idle);
@@ -907,6 +974,11 @@ int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const i
 	}
 	*out = c->idle;
 	return 0;
+}
+
+int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+{
+	return cached_idle(ctx, own, NULL, out);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)
@@ -929,11 +1001,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = ru_cached_d2h(ctx, &own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, &own, &lc);
-	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
-	 * read, is made now, while the launch calls it needs are at hand: the report frees them
-	 * after this rule */
-	if (rc == 0)
-		rc = ru_cached_idle_by_cause(ctx, &own, &idle);
 	if (rc) {
 		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");
@@ -941,7 +1008,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = CS_ERR_NOMEM;
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (scan_steps(a, s, d, lc, &sc, 0) || !tmp || !steps)
+	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
+	 * read, is made now, from the same host intervals and launch calls as the rule's scan: the
+	 * report frees the launch calls after this rule */
+	if (scan_prepare(a, s, d, lc, &sc) || !tmp || !steps)
+		goto out;
+	rc = cached_idle(ctx, &own, &sc, &idle);
+	if (rc)
+		goto out;
+	rc = CS_ERR_NOMEM;
+	if (scan_gaps(a, s, &sc.gc, &sc.wfrom, &sc.wto, sc.acc, 0))
 		goto out;
 	acc = sc.acc;
 
@@ -986,5 +1062,5 @@ const cs_analyzer cs_rule_launch_starvation = {
 	"than they run",
 	"000 #12, 001 6.3-6.4",
 	check,
-	CS_FACT_LAUNCH_CALLS,
+	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
 };

@@ -547,5 +547,5 @@ const cs_analyzer cs_rule_pageable_memcpy = {
 	"the host, which launches nothing meanwhile, and the GPU idles",
 	"000 #7, 001 6.1.2",
 	check,
-	0,
+	CS_FACT_WAITS,
 };

@@ -59,7 +59,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	cs_report_processes own = {NULL, 0, 0, NULL};
 	const cs_report_processes *procs = ctx->procs;
-	cs_rank_view v = {NULL, 0, NULL, 0};
 	const cs_rank_view *vp;
 	cs_rank_straggler sg;
 	cs_report_finding *f = NULL;
@@ -83,15 +82,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		}
 		procs = &own;
 	}
-	if (procs->ranks) {
-		vp = procs->ranks;
-	} else {
-		rc = cs_rank_view_build(ctx->a, procs, &v, err);
-		if (rc < 0)
-			goto out;
-		vp = &v;
-	}
-	if (!cs_rank_view_straggler(vp, &sg))
+	/* the report builds the view of two processes or more (cs_report_run_processes); one
+	 * process is no one's straggler */
+	vp = procs->ranks;
+	if (!vp || !cs_rank_view_straggler(vp, &sg))
 		goto out;
 	e = &vp->v[sg.entry];
 	if (e->pid != ctx->steps->pid || ctx->step_median <= 0)
@@ -168,7 +162,6 @@ out:
 	cs_finding_free(f);
 	free(steps);
 	free(work);
-	cs_rank_view_free(&v);
 	cs_report_processes_free(&own);
 	return rc;
 }

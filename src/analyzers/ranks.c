@@ -11,6 +11,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
@@ -51,13 +52,6 @@ struct span {
 	int64_t start, end;
 };
 
-static int span_cmp(const void *pa, const void *pb)
-{
-	const struct span *x = pa, *y = pb;
-
-	return (x->start > y->start) - (x->start < y->start);
-}
-
 /* Length of [t0, t1) covered by the merged, sorted spans u[0..n). */
 static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 {
@@ -82,33 +76,14 @@ static int64_t covered(const struct span *u, int64_t n, int64_t t0, int64_t t1)
 	return c;
 }
 
-/* A direct-mapped cache of cs_is_nccl_kernel() by name id: a trace has few kernel names and
- * millions of kernels, and demangling looks a long name up each time. */
-#define NAME_CACHE 4096
-struct name_cache {
-	int64_t id[NAME_CACHE];
-	char nccl[NAME_CACHE];
-};
-
-static int is_nccl_id(const cs_analysis *a, struct name_cache *c, int64_t id)
-{
-	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
-
-	if (c->id[slot] != id) {
-		c->id[slot] = id;
-		c->nccl[slot] = (char)cs_is_nccl_kernel(cs_analysis_string(a, id));
-	}
-	return c->nccl[slot];
-}
-
 int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step *out, cs_error *err)
 {
-	struct name_cache *cache = NULL;
+	struct fact_name_memo *cache = NULL;
 	struct span *u = NULL;
 	size_t cap = 0;
 	int64_t nu = 0;
 	char *nccl = NULL; /* per kernel of the process: 1 for NCCL */
-	int rc = 0;
+	int rc = 0, hint = -1, sorted = 1;
 
 	if (!a || !s || (s->n > 0 && !out))
 		return cs_error_set(err, CS_ERR_INVALID, "cs_rank_steps_measure: bad argument");
@@ -117,20 +92,32 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 	memset(out, 0, (size_t)s->n * sizeof(*out));
 	if (a->nkernels > 0) {
 		nccl = calloc((size_t)a->nkernels, 1);
-		cache = calloc(1, sizeof(*cache));
+		/* a trace has few kernel names and millions of kernels, and demangling looks a long
+		 * name up each time */
+		cache = fact_name_memo_new(cs_is_nccl_kernel);
 		if (!nccl || !cache)
 			goto nomem;
-		for (size_t i = 0; i < NAME_CACHE; i++)
-			cache->id[i] = -1;
 	}
-	/* compute kernels of the process, merged into disjoint spans */
-	for (int64_t i = 0; i < a->nkernels; i++) {
+	/*
+	 * Compute kernels of the process, merged into disjoint spans as they come: the kernels are
+	 * by start, so that only the merged spans are kept (not one per kernel, sorted). Spans
+	 * merged in any order make the same union, so a file whose kernels are out of order gets
+	 * its partial spans sorted and merged again.
+	 */
+	for (int64_t i = 0, last = INT64_MIN; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		if (is_nccl_id(a, cache, k->name_id)) {
+		if (fact_name_memo_get(cache, a, k->name_id)) {
 			nccl[i] = 1;
+			continue;
+		}
+		sorted &= k->start >= last;
+		last = k->start;
+		if (nu > 0 && k->start >= u[nu - 1].start && k->start <= u[nu - 1].end) {
+			if (k->end > u[nu - 1].end)
+				u[nu - 1].end = k->end;
 			continue;
 		}
 		if (cs_grow((void **)&u, &cap, (size_t)nu + 1, sizeof(*u)))
@@ -139,10 +126,11 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 		u[nu].end = k->end;
 		nu++;
 	}
-	cs_sort(u, (size_t)nu, sizeof(*u), span_cmp);
-	{
+	if (!sorted) {
+		static const cs_sort_key by_start = {offsetof(struct span, start), CS_KEY_I64};
 		int64_t m = 0;
 
+		cs_sort_records(u, (size_t)nu, sizeof(*u), &by_start, 1);
 		for (int64_t i = 0; i < nu; i++) {
 			if (m > 0 && u[i].start <= u[m - 1].end) {
 				if (u[i].end > u[m - 1].end)
@@ -160,7 +148,7 @@ int cs_rank_steps_measure(const cs_analysis *a, const cs_steps *s, cs_rank_step 
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		st = cs_steps_find_launch(s, k->launch_start, k->start);
+		st = cs_steps_find_near(s, cs_launch_time(k->launch_start, k->start), &hint);
 		if (st < 0)
 			continue;
 		d = cs_sat_sub(k->end, k->start);

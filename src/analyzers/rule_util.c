@@ -191,12 +191,32 @@ static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *ow
 	return ctx->cache ? ctx->cache : own;
 }
 
+/* fact_gpu_floor() of the steps' process, which both waits' facts take: computed once. */
+static int cached_floor(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_floor **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->have_floor) {
+		int rc = fact_gpu_floor(ctx->a, ctx->steps->pid, &c->floor);
+
+		if (rc)
+			return rc;
+		c->have_floor = 1;
+	}
+	*out = &c->floor;
+	return 0;
+}
+
 int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_d2h) {
-		int rc = fact_d2h_waits(ctx->a, ctx->steps, &c->d2h);
+		const struct fact_floor *floor;
+		int rc = cached_floor(ctx, own, &floor);
+
+		if (!rc)
+			rc = fact_d2h_waits(ctx->a, ctx->steps, floor, &c->d2h);
 
 		if (rc)
 			return rc;
@@ -241,6 +261,40 @@ int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 	return 0;
 }
 
+int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *m,
+		     const cs_rank_view **vp, int32_t *me, cs_error *err)
+{
+	const cs_steps *s = ctx->steps;
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	/* the report's view, of two processes or more (one process compares with no one) */
+	*vp = ctx->procs ? ctx->procs->ranks : NULL;
+	*me = -1;
+	for (int32_t j = 0; *vp && j < (*vp)->n; j++)
+		if ((*vp)->v[j].pid == s->pid && (*vp)->v[j].steps->n == s->n)
+			*me = j;
+	if (*me >= 0) {
+		memcpy(m, (*vp)->v[*me].m, (size_t)s->n * sizeof(*m));
+		return 0;
+	}
+	/* several rules ask: each measured every kernel of the process again */
+	if (!c->measures) {
+		cs_rank_step *x = calloc((size_t)s->n + 1, sizeof(*x));
+		int rc;
+
+		if (!x)
+			return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		rc = cs_rank_steps_measure(ctx->a, s, x, err);
+		if (rc < 0) {
+			free(x);
+			return rc;
+		}
+		c->measures = x;
+	}
+	memcpy(m, c->measures, (size_t)s->n * sizeof(*m));
+	return 0;
+}
+
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct ru_h2d_stalls **out)
 {
@@ -282,10 +336,13 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 
 	if (!c->have_host_waits) {
 		const int64_t *copy_wait;
+		const struct fact_floor *floor;
 		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
 
 		if (!rc)
-			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, &c->sync_waits,
+			rc = cached_floor(ctx, own, &floor);
+		if (!rc)
+			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, floor, &c->sync_waits,
 					     &c->copy_waits);
 		if (rc)
 			return rc;
@@ -329,6 +386,14 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep)
 		free(c->launch_calls);
 		c->launch_calls = NULL;
 	}
+	if (!(keep & CS_FACT_WAITS)) {
+		fact_waits_free(&c->d2h);
+		fact_waits_free(&c->sync_waits);
+		fact_waits_free(&c->copy_waits);
+		free(c->copy_wait);
+		c->copy_wait = NULL;
+		c->have_d2h = c->have_host_waits = c->have_copy_wait = 0;
+	}
 	if (!(keep & CS_FACT_LAUNCH_ORDER)) {
 		free(c->ops);
 		c->ops = NULL;
@@ -350,6 +415,7 @@ void ru_cache_free(struct cs_rule_cache *c)
 		fact_launch_calls_free(c->launch_calls);
 	free(c->launch_calls);
 	free(c->ops);
+	free(c->measures);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -678,79 +744,133 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 
 /* ---- GPU work in the order the host launched it ---- */
 
-/* by step, then launching thread, then launch time, then index (kernels before memsets of the
- * same index: they are listed first) */
+/*
+ * Within a step: by launching thread, then launch time. Equal keys keep the order of the list,
+ * which ru_launch_ops() makes by index, a kernel before the memset of the same index: the order
+ * of a comparison of the index too, without sorting by it.
+ */
 static const cs_sort_key op_keys[] = {
-	{offsetof(struct ru_op, step), CS_KEY_I32},
 	{offsetof(struct ru_op, tid), CS_KEY_U32},
 	{offsetof(struct ru_op, launch), CS_KEY_I64},
-	{offsetof(struct ru_op, index), CS_KEY_I64},
 };
 
-static int op_push(struct ru_op **v, int64_t *n, size_t *cap, const struct ru_op *o)
+/* The steady step of work launched at launch_start (start when unknown), or -1; *hint as
+ * cs_steps_find_near() keeps it. */
+static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start, int *hint)
 {
-	if (cs_grow((void **)v, cap, (size_t)*n + 1, sizeof(**v)))
-		return CS_ERR_NOMEM;
-	(*v)[(*n)++] = *o;
-	return 0;
-}
-
-/* The steady step of work launched at launch_start (start when unknown), or -1. */
-static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start)
-{
-	int i = cs_steps_find_launch(s, launch_start, start);
+	int i = cs_steps_find_near(s, cs_launch_time(launch_start, start), hint);
 
 	return i >= 0 && !s->v[i].warmup ? i : -1;
 }
 
+/* The steady step of kernel i when it is a launch of s's process, else -1. */
+static int32_t kernel_step(const cs_analysis *a, const cs_steps *s, int64_t i, int *hint)
+{
+	const cs_a_kernel *k = &a->kernels[i];
+
+	if (k->pid != s->pid || k->graph)
+		return -1;
+	return op_step(s, k->launch_start, k->start, hint);
+}
+
+/* The steady step of copy i when it is a memset of s's process, else -1. */
+static int32_t memset_step(const cs_analysis *a, const cs_steps *s, int64_t i, int *hint)
+{
+	const cs_a_copy *c = &a->copies[i];
+
+	if (c->pid != s->pid || !c->is_memset)
+		return -1;
+	return op_step(s, c->launch_start, c->start, hint);
+}
+
+/*
+ * Each kernel and memset of a steady step, by index, a kernel before the memset of the same
+ * index, to its step: with fill unset counted in at[step], else written at v[at[step]++].
+ */
+static void op_pass(const cs_analysis *a, const cs_steps *s, int64_t *at, struct ru_op *v,
+		    int fill)
+{
+	int hk = -1, hc = -1;
+
+	for (int64_t i = 0; i < a->nkernels || i < a->ncopies; i++) {
+		int32_t st = i < a->nkernels ? kernel_step(a, s, i, &hk) : -1;
+
+		if (st >= 0 && fill) {
+			const cs_a_kernel *k = &a->kernels[i];
+			struct ru_op *o = &v[at[st]++];
+
+			o->step = st;
+			o->index = (uint32_t)i;
+			/* load.c bounds name ids by the strings' count: only a file of billions of
+			 * them would reach this */
+			o->name = k->name_id <= INT32_MAX ? (int32_t)k->name_id : CS_ID_NONE;
+			o->size = k->grid_blocks;
+			o->launch = cs_launch_time(k->launch_start, k->start);
+			o->tid = k->launch_tid;
+			o->is_kernel = 1;
+		} else if (st >= 0) {
+			at[st]++;
+		}
+		st = i < a->ncopies ? memset_step(a, s, i, &hc) : -1;
+		if (st >= 0 && fill) {
+			const cs_a_copy *c = &a->copies[i];
+			struct ru_op *o = &v[at[st]++];
+
+			o->step = st;
+			o->index = (uint32_t)i;
+			o->name = -1;
+			o->size = c->bytes;
+			o->launch = cs_launch_time(c->launch_start, c->start);
+			o->tid = c->launch_tid;
+			o->is_kernel = 0;
+		} else if (st >= 0) {
+			at[st]++;
+		}
+	}
+}
+
 int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n)
 {
-	struct ru_op *v = NULL, o;
-	size_t cap = 0;
+	struct ru_op *v = NULL;
+	int64_t *at;
 
 	*out = NULL;
 	*n = 0;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
+	/* an index has 31 bits in a ru_op (load.c refuses more kernels) */
+	if (a->nkernels > INT32_MAX || a->ncopies > INT32_MAX)
+		return CS_ERR_NOMEM;
+	at = calloc((size_t)s->n + 1, sizeof(*at));
+	if (!at)
+		return CS_ERR_NOMEM;
+	/*
+	 * Sorted by step as a counting sort makes it, straight into place: a pass counts each
+	 * step's work, a second writes it, and then each step's few thousand are sorted alone.
+	 * A sort of the whole array would need a second array as large (the radix sort's), or
+	 * pointers to every record and a comparison each (a merge sort's).
+	 */
+	op_pass(a, s, at, NULL, 0);
+	/* at[st]: where step st begins, then (after the second pass) where the next begins */
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t c = at[i];
 
-		if (k->pid != s->pid || k->graph)
-			continue;
-		o.step = op_step(s, k->launch_start, k->start);
-		if (o.step < 0)
-			continue;
-		o.index = i;
-		o.name = k->name_id;
-		o.size = k->grid_blocks;
-		o.launch = cs_launch_time(k->launch_start, k->start);
-		o.tid = k->launch_tid;
-		o.is_kernel = 1;
-		if (op_push(&v, n, &cap, &o))
-			goto fail;
+		at[i] = *n;
+		*n += c;
 	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
+	v = cs_big_alloc((size_t)(*n + 1) * sizeof(*v));
+	if (!v) {
+		free(at);
+		*n = 0;
+		return CS_ERR_NOMEM;
+	}
+	op_pass(a, s, at, v, 1);
+	for (int32_t i = 0; i < s->n; i++) {
+		int64_t b = i > 0 ? at[i - 1] : 0;
 
-		if (c->pid != s->pid || !c->is_memset)
-			continue;
-		o.step = op_step(s, c->launch_start, c->start);
-		if (o.step < 0)
-			continue;
-		o.index = i;
-		o.name = -1;
-		o.size = c->bytes;
-		o.launch = cs_launch_time(c->launch_start, c->start);
-		o.tid = c->launch_tid;
-		o.is_kernel = 0;
-		if (op_push(&v, n, &cap, &o))
-			goto fail;
+		cs_sort_records(v + b, (size_t)(at[i] - b), sizeof(*v), op_keys, 2);
 	}
-	cs_sort_records(v, (size_t)*n, sizeof(*v), op_keys, 4);
+	free(at);
 	*out = v;
 	return 0;
-fail:
-	free(v);
-	*n = 0;
-	return CS_ERR_NOMEM;
 }
 
 int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,
@@ -840,17 +960,15 @@ static int is_pageable_h2d(const cs_a_copy *c)
 	       c->launch_end != CS_TS_UNKNOWN;
 }
 
-int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
+/* The launch calls of pid by thread, then start: *n of them into *out, freed with free(). */
+static int tid_calls(const cs_analysis *a, uint32_t pid, struct tid_call **out, int64_t *n)
 {
-	struct tid_call *calls = NULL;
-	size_t cap = 0;
-	int64_t n = 0, *w;
+	struct tid_call *calls = malloc(((size_t)(a->nkernels + a->ncopies) + 1) * sizeof(*calls));
 
-	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
-	if (!w)
+	*out = calls;
+	*n = 0;
+	if (!calls)
 		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		w[i] = -1;
 	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
 		const cs_a_kernel *k = i < a->nkernels ? &a->kernels[i] : NULL;
 		const cs_a_copy *c = k ? NULL : &a->copies[i - a->nkernels];
@@ -858,20 +976,35 @@ int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of
 
 		if ((k ? k->pid : c->pid) != pid || t == CS_TS_UNKNOWN)
 			continue;
-		if (cs_grow((void **)&calls, &cap, (size_t)n + 1, sizeof(*calls))) {
-			free(w);
-			return CS_ERR_NOMEM;
-		}
-		calls[n].tid = k ? k->launch_tid : c->launch_tid;
-		calls[n++].t = t;
+		calls[*n].tid = k ? k->launch_tid : c->launch_tid;
+		calls[(*n)++].t = t;
 	}
-	cs_sort_records(calls, (size_t)n, sizeof(*calls), tid_call_keys, 2);
+	cs_sort_records(calls, (size_t)*n, sizeof(*calls), tid_call_keys, 2);
+	return 0;
+}
+
+int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
+{
+	struct tid_call *calls = NULL;
+	int64_t n = 0, *w;
+
+	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
+	if (!w)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		w[i] = -1;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t stop;
 
 		if (c->pid != pid || !is_pageable_h2d(c))
 			continue;
+		/* every launch call of the process, sorted: made for the first pageable copy (many
+		 * traces have none) */
+		if (!calls && tid_calls(a, pid, &calls, &n)) {
+			free(w);
+			return CS_ERR_NOMEM;
+		}
 		/* the thread's next launch call after this copy's own */
 		stop = next_call(calls, n, c->launch_tid, c->launch_start + 1);
 		for (int64_t j = cs_analysis_sync_at(a, c->launch_end);

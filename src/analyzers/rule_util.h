@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cuscope/analyze.h"
+#include "cuscope/ranks.h"
 #include "d2h_waits.h"
 #include "release_bursts.h"
 
@@ -144,6 +145,8 @@ void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
  */
 struct cs_rule_cache {
 	int have_d2h, have_mem, have_api_cost, have_h2d, have_host_waits, have_copy_wait;
+	int have_floor;
+	struct fact_floor floor; /* the waits' floor (fact_gpu_floor), once have_floor is set */
 	struct fact_waits d2h;
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
@@ -156,6 +159,7 @@ struct cs_rule_cache {
 	struct ru_op *ops;			/* ru_cached_launch_ops(), once have_ops is set */
 	int64_t nops;
 	int have_ops;
+	cs_rank_step *measures; /* ru_rank_measures() of a process not in a rank view, or NULL */
 	/* the replay of the run (facts/deps.h) after the rules: the steady steps' mean time
 	 * replayed as recorded and with every finding's fix, ns; 0 when nothing was replayed */
 	int64_t replay_step_ns, fix_all_step_ns;
@@ -190,6 +194,15 @@ int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 /* ru_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
 int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
 			 int64_t *n);
+
+/*
+ * The measures of the steps of ctx's process (cs_rank_steps_measure(), steps->n of them into m):
+ * from its entry in the report's rank view when it has one (*vp the view, *me the entry), else
+ * measured when a rule first asks and kept as ru_cached_d2h() keeps its fact (*vp NULL or the
+ * view, *me -1). 0, or a negative error set in err.
+ */
+int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *m,
+		     const cs_rank_view **vp, int32_t *me, cs_error *err);
 
 /* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
@@ -286,13 +299,14 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
 /* A kernel or memset of a steady step, as ru_launch_ops() lists it. */
 struct ru_op {
-	int64_t index;	/* in a->kernels (is_kernel) or a->copies */
-	int64_t name;	/* the kernel's name id; -1 for a memset */
-	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
 	int64_t launch; /* host time of the launch (the GPU start when unknown) */
+	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
+	int32_t name;	/* the kernel's name id; -1 for a memset */
 	int32_t step;	/* steady step of the launch */
 	uint32_t tid;	/* launching thread */
-	int is_kernel;
+	/* 32 bytes in all, so that the millions of them sort by radix (sort.h) */
+	uint32_t index : 31; /* in a->kernels (is_kernel) or a->copies */
+	uint32_t is_kernel : 1;
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
@@ -40,36 +41,18 @@ static int is_allreduce(const char *name)
 	return cs_is_nccl_kernel(name) && strstr(name, "AllReduce") != NULL;
 }
 
-/* is_allreduce() of kernel names by id, remembered in a direct-mapped cache. */
-#define NAME_CACHE 1024
-struct name_cache {
-	int64_t id[NAME_CACHE];
-	char yes[NAME_CACHE];
-};
-
-static int allreduce_id(const cs_analysis *a, struct name_cache *c, int64_t id)
-{
-	size_t slot = (size_t)((uint64_t)id % NAME_CACHE);
-
-	if (c->id[slot] != id) {
-		c->id[slot] = id;
-		c->yes[slot] = (char)is_allreduce(cs_analysis_string(a, id));
-	}
-	return c->yes[slot];
-}
-
 static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
-	cs_rank_view v = {NULL, 0, NULL, 0};
+	struct cs_rule_cache own = {0};
 	const cs_rank_view *vp = NULL;
 	int32_t me = -1, steady = 0, nsteps = 0, *steps = NULL;
 	int64_t *n_all = NULL, *n_small = NULL, *bw = NULL, *t_all = NULL, *lost = NULL;
 	int64_t *excess = NULL, *nb = NULL, *durs = NULL, ndurs = 0, lat = -1;
 	int8_t *is_ar = NULL;
-	struct name_cache *cache = NULL;
+	struct fact_name_memo *cache = NULL;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32], b3[32];
 	int rc = 0;
@@ -77,11 +60,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
 	is_ar = calloc((size_t)a->nkernels + 1, 1);
-	cache = malloc(sizeof(*cache));
+	cache = fact_name_memo_new(is_allreduce);
 	if (!is_ar || !cache)
 		goto nomem;
-	for (size_t i = 0; i < NAME_CACHE; i++)
-		cache->id[i] = -1;
 	/* the all-reduce kernels of the steady steps: their durations and the smallest */
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -89,7 +70,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end <= k->start)
 			continue;
-		if (!allreduce_id(a, cache, k->name_id))
+		if (!fact_name_memo_get(cache, a, k->name_id))
 			continue;
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
 		if (st < 0 || s->v[st].warmup)
@@ -133,24 +114,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	/* the exposed share of each step's communication, less the waiting for a slower rank
 	 * (the measures of comm-not-overlapped, include/cuscope/ranks.h) */
-	if (ctx->procs && ctx->procs->ranks) {
-		vp = ctx->procs->ranks;
-	} else if (ctx->procs) {
-		rc = cs_rank_view_build(a, ctx->procs, &v, err);
-		if (rc < 0)
-			goto out;
-		vp = &v;
-	}
-	for (int32_t j = 0; vp && j < vp->n; j++)
-		if (vp->v[j].pid == s->pid && vp->v[j].steps->n == s->n)
-			me = j;
-	if (me >= 0) {
-		memcpy(m, vp->v[me].m, (size_t)s->n * sizeof(*m));
-	} else {
-		rc = cs_rank_steps_measure(a, s, m, err);
-		if (rc < 0)
-			goto out;
-	}
+	rc = ru_rank_measures(ctx, &own, m, &vp, &me, err);
+	if (rc < 0)
+		goto out;
 	for (int32_t i = 0; i < s->n; i++) {
 		int64_t w = 0, x, b;
 		double frac;
@@ -239,7 +205,7 @@ nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	cs_finding_free(f);
-	cs_rank_view_free(&v);
+	ru_cache_free(&own);
 	free(is_ar);
 	free(cache);
 	free(n_all);

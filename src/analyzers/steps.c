@@ -7,6 +7,7 @@
  * docs/steps.md explains the period detector and why it decides as it does.
  */
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,16 +409,12 @@ struct op_merge {
 	int64_t ncopies, ci;
 };
 
-static int cmp_copy_ref(const void *pa, const void *pb)
-{
-	const struct copy_ref *x = pa, *y = pb;
-
-	if (x->launch != y->launch)
-		return x->launch < y->launch ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->idx > y->idx) - (x->idx < y->idx);
-}
+/* (launch time, start, index): a total order, the same by any sort */
+static const cs_sort_key copy_ref_keys[] = {
+	{offsetof(struct copy_ref, launch), CS_KEY_I64},
+	{offsetof(struct copy_ref, start), CS_KEY_I64},
+	{offsetof(struct copy_ref, idx), CS_KEY_I32},
+};
 
 static int op_open(const cs_analysis *a, uint32_t pid, int with_copies, struct op_merge *m)
 {
@@ -444,7 +441,7 @@ static int op_open(const cs_analysis *a, uint32_t pid, int with_copies, struct o
 		m->copies[m->ncopies].idx = (int32_t)i;
 		m->ncopies++;
 	}
-	cs_sort(m->copies, (size_t)m->ncopies, sizeof(*m->copies), cmp_copy_ref);
+	cs_sort_records(m->copies, (size_t)m->ncopies, sizeof(*m->copies), copy_ref_keys, 3);
 	m->next_kernel = merge_next(&m->km);
 	return 0;
 }
@@ -550,39 +547,6 @@ out:
 	return rc;
 }
 
-/* k-th smallest of v[0..n) (v is reordered). */
-static int32_t select_kth(int32_t *v, int64_t n, int64_t k)
-{
-	int64_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		int32_t pivot = v[lo + (hi - lo) / 2];
-		int64_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (v[i] < pivot)
-				i++;
-			while (v[j] > pivot)
-				j--;
-			if (i <= j) {
-				int32_t t = v[i];
-
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return v[k];
-	}
-	return v[k];
-}
-
 struct anchor {
 	int32_t sym;
 	int32_t count;
@@ -602,7 +566,7 @@ static int regular_symbol(const int32_t *pos, int32_t c, int64_t n, int32_t *gap
 		return 0;
 	for (int32_t i = 1; i < c; i++)
 		gaps[i - 1] = pos[i] - pos[i - 1];
-	g = select_kth(gaps, c - 1, (c - 2) / 2);
+	g = cs_select_i32(gaps, c - 1, (c - 2) / 2);
 	if (g < MIN_PERIOD)
 		return 0;
 	tol = g / 4;
@@ -1046,7 +1010,7 @@ static int describe_period(const struct seq *s, const int64_t *bounds, int64_t n
 		for (int64_t i = bounds[k]; i < bounds[k + 1]; i++)
 			copies[k] += s->is_copy[s->sym[i]];
 	}
-	c = select_kth(copies, nb, (nb - 1) / 2);
+	c = cs_select_i32(copies, nb, (nb - 1) / 2);
 	free(copies);
 	if (c >= g)
 		c = g - 1;
@@ -1689,23 +1653,42 @@ void cs_steps_free(cs_steps *s)
 
 int cs_steps_find(const cs_steps *s, int64_t t)
 {
-	int lo = 0, hi;
+	int hint = -1;
+
+	return cs_steps_find_near(s, t, &hint);
+}
+
+int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int j = *hint;
 
 	if (!s || s->n <= 0 || t == CS_TS_UNKNOWN)
 		return -1;
-	hi = s->n;
-	/* the last step whose start is <= t */
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
+	/* the step of the last search when it is the last step whose start is <= t, else a
+	 * binary search for that step */
+	if (j < 0 || j >= s->n || s->v[j].start > t || (j + 1 < s->n && s->v[j + 1].start <= t)) {
+		int lo = 0, hi = s->n;
 
-		if (s->v[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+
+			if (s->v[mid].start <= t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0)
+			return -1;
+		*hint = j = lo - 1;
 	}
-	if (lo == 0)
-		return -1;
-	return t < s->v[lo - 1].end ? lo - 1 : -1;
+	return t < s->v[j].end ? j : -1;
+}
+
+int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int st = cs_steps_find_near(s, t, hint);
+
+	return st >= 0 && !s->v[st].warmup ? st : -1;
 }
 
 int cs_steps_find_steady(const cs_steps *s, int64_t t)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
+#include "cuscope/sort.h"
 
 #include "d2h_waits.h"
 #include "rule_util.h"
@@ -106,28 +107,53 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 	return 0;
 }
 
+/* A window that d2h-sync charges: [s, e) of a costly wait of a steady step. */
+struct window {
+	int64_t s, e;
+};
+
 /*
  * Leave out a wait whose charged window overlaps one that d2h-sync charges (waits of several
- * threads ending out of order): the same idle is never reported twice.
+ * threads ending out of order): the same idle is never reported twice. Each wait of w is held
+ * against the windows by start with the latest end among those that start before its window
+ * ends, not against every window (both lists have a wait a step or more). 0 or CS_ERR_NOMEM.
  */
-static void drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
+static int drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 {
-	int64_t m = 0;
+	static const cs_sort_key by_start = {offsetof(struct window, s), CS_KEY_I64};
+	struct window *y = malloc(((size_t)dd->n + 1) * sizeof(*y));
+	int64_t m = 0, ny = 0;
 
+	if (!y)
+		return CS_ERR_NOMEM;
+	for (int64_t j = 0; j < dd->n; j++)
+		if (fact_wait_cost(&dd->v[j]) > 0 && dd->v[j].step >= 0)
+			y[ny++] = (struct window){dd->v[j].idle_start, dd->v[j].window_end};
+	cs_sort_records(y, (size_t)ny, sizeof(*y), &by_start, 1);
+	/* y[j].e: the latest end of y[0..j] */
+	for (int64_t j = 1; j < ny; j++)
+		if (y[j - 1].e > y[j].e)
+			y[j].e = y[j - 1].e;
 	for (int64_t i = 0; i < w->n; i++) {
 		const struct fact_wait *x = &w->v[i];
-		int clash = 0;
+		int64_t lo = 0, hi = ny;
 
-		for (int64_t j = 0; x->cost > 0 && j < dd->n && !clash; j++) {
-			const struct fact_wait *y = &dd->v[j];
+		/* lo: how many windows start before x's window ends */
+		while (x->cost > 0 && lo < hi) {
+			int64_t mid = lo + (hi - lo) / 2;
 
-			clash = fact_wait_cost(y) > 0 && y->step >= 0 &&
-				y->idle_start < x->window_end && x->idle_start < y->window_end;
+			if (y[mid].s < x->window_end)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
-		if (!clash)
-			w->v[m++] = *x;
+		if (x->cost > 0 && lo > 0 && x->idle_start < y[lo - 1].e)
+			continue;
+		w->v[m++] = *x;
 	}
 	w->n = m;
+	free(y);
+	return 0;
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)
@@ -167,8 +193,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	d = &waits;
 	if (d->n == 0)
 		goto out_free;
-	drop_d2h_windows(dd, &waits);
 	rc = CS_ERR_NOMEM;
+	if (drop_d2h_windows(dd, &waits))
+		goto out;
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	idle = calloc((size_t)s->n, sizeof(*idle));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
@@ -276,5 +303,5 @@ const cs_analyzer cs_rule_sync_call = {
 	"for, drains the GPU, which idles until the host launches again",
 	"000 #12, 002 3.2",
 	check,
-	0,
+	CS_FACT_WAITS,
 };

@@ -282,6 +282,7 @@ static int find_chains(struct state *st)
 	uint32_t pid = st->s->pid;
 	int64_t p0 = -1;
 	int32_t run_step = -1;
+	int hint = -1;
 
 	for (int64_t pos = 0; pos <= a->nkernels; pos++) {
 		const cs_a_kernel *k = pos < a->nkernels ? kat(st, pos) : NULL;
@@ -290,8 +291,8 @@ static int find_chains(struct state *st)
 			 k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN && k->end >= k->start;
 
 		if (ok) {
-			step = cs_steps_find_steady(st->s,
-						    cs_launch_time(k->launch_start, k->start));
+			step = cs_steps_find_steady_near(
+				st->s, cs_launch_time(k->launch_start, k->start), &hint);
 			ok = step >= 0;
 		}
 		/* the run goes on: same stream, same step, no host wait in between */

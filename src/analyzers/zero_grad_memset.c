@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_names.h"
 #include "rule_util.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
@@ -59,6 +60,15 @@ static int is_fill_kernel(const char *name)
 static int is_foreach_zero(const char *name)
 {
 	return strstr(name, "multi_tensor_apply") && strstr(name, "ZeroFunctor");
+}
+
+/* What the scan of the launch order asks of a kernel name, as bits (a fact_name_memo's test). */
+enum { NAME_FILL = 1, NAME_FOREACH_ZERO = 2 };
+
+static int name_kind(const char *name)
+{
+	return (is_fill_kernel(name) ? NAME_FILL : 0) |
+	       (is_foreach_zero(name) ? NAME_FOREACH_ZERO : 0);
 }
 
 /* PyTorch's element-wise add: what AccumulateGrad launches to add a new gradient into one
@@ -149,9 +159,9 @@ out:
 	return rc;
 }
 
-static int is_fill(const cs_analysis *a, const struct ru_op *o)
+static int is_fill(const cs_analysis *a, struct fact_name_memo *names, const struct ru_op *o)
 {
-	return !o->is_kernel || is_fill_kernel(cs_analysis_string(a, o->name));
+	return !o->is_kernel || (fact_name_memo_get(names, a, o->name) & NAME_FILL);
 }
 
 static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start, int64_t *end,
@@ -261,6 +271,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	struct ru_sites sites = {0};
 	struct ru_i64 writes = {0}; /* the zeroing writes, indices in ops */
+	/* name_kind() of each name: millions of ops, tens of thousands of names */
+	struct fact_name_memo *names = NULL;
 	double share, lo, hi;
 	char title[400], b1[32], b2[32];
 	int rc = CS_ERR_NOMEM;
@@ -272,7 +284,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	sum = calloc((size_t)s->n, sizeof(*sum));
 	cost = calloc((size_t)s->n, sizeof(*cost));
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp)
+	names = fact_name_memo_new(name_kind);
+	if (!sum || !cost || !tmp || !names)
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].first_op = -1;
@@ -284,14 +297,14 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 			j = i;
 			if (ops[i].is_kernel &&
-			    is_foreach_zero(cs_analysis_string(a, ops[i].name))) {
+			    (fact_name_memo_get(names, a, ops[i].name) & NAME_FOREACH_ZERO)) {
 				x->foreach_zero++;
 				if (add_write(a, &ops[i], i, x, &sites, 0) ||
 				    ru_i64_push(&writes, i))
 					goto out;
 				continue;
 			}
-			for (j = i; j < e && is_fill(a, &ops[j]); j++)
+			for (j = i; j < e && is_fill(a, names, &ops[j]); j++)
 				;
 			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j)) {
 				if (add_run(a, s->pid, ops, i, j, x, &sites))
@@ -440,6 +453,7 @@ out_free:
 	free(cost);
 	free(tmp);
 	free(steps);
+	free(names);
 	return rc;
 }
 

@@ -219,6 +219,72 @@ int64_t cs_median_i64(int64_t *v, int64_t n)
 	return cs_midpoint(v[n / 2 - 1], v[n / 2]);
 }
 
+/*
+ * The k-th smallest of v[0..n) (0 <= k < n), put at v[k], the smaller ones before it and the
+ * larger after it (Hoare's selection, the pivot the median of three: linear on average, and on
+ * the sorted or nearly sorted arrays of event times too). One body for each integer type.
+ */
+#define SELECT(NAME, T)                                                                   \
+	T NAME(T *v, int64_t n, int64_t k)                                                 \
+	{                                                                                  \
+		int64_t lo = 0, hi = n - 1;                                                \
+                                                                                           \
+		while (hi > lo) {                                                          \
+			int64_t mid = lo + (hi - lo) / 2, i = lo, j = hi;                  \
+			T p, t;                                                            \
+                                                                                           \
+			/* v[lo] <= v[mid] <= v[hi] */                                     \
+			if (v[mid] < v[lo])                                                \
+				t = v[mid], v[mid] = v[lo], v[lo] = t;                     \
+			if (v[hi] < v[lo])                                                 \
+				t = v[hi], v[hi] = v[lo], v[lo] = t;                       \
+			if (v[hi] < v[mid])                                                \
+				t = v[hi], v[hi] = v[mid], v[mid] = t;                     \
+			p = v[mid];                                                        \
+			while (i <= j) {                                                   \
+				while (v[i] < p)                                           \
+					i++;                                               \
+				while (v[j] > p)                                           \
+					j--;                                               \
+				if (i <= j) {                                              \
+					t = v[i], v[i] = v[j], v[j] = t;                   \
+					i++;                                               \
+					j--;                                               \
+				}                                                          \
+			}                                                                  \
+			/* v[lo..j] <= p <= v[i..hi], and v[j+1..i-1] == p */              \
+			if (k <= j)                                                        \
+				hi = j;                                                    \
+			else if (k >= i)                                                   \
+				lo = i;                                                    \
+			else                                                               \
+				break;                                                     \
+		}                                                                          \
+		return v[k];                                                               \
+	}
+
+SELECT(cs_select_i64, int64_t)
+SELECT(cs_select_i32, int32_t)
+
+#undef SELECT
+
+int64_t cs_median_select_i64(int64_t *v, int64_t n)
+{
+	int64_t below;
+
+	if (n <= 0)
+		return 0;
+	cs_select_i64(v, n, n / 2);
+	if (n % 2)
+		return v[n / 2];
+	/* the other middle value: the largest of the smaller half */
+	below = v[0];
+	for (int64_t i = 1; i < n / 2; i++)
+		if (v[i] > below)
+			below = v[i];
+	return cs_midpoint(below, v[n / 2]);
+}
+
 /* a double's bits as an int64 of the same order: negative values with their other bits flipped */
 static int64_t double_key(double d)
 {

@@ -2,7 +2,7 @@
  * test_sort.c - the radix sorts of src/util/sort.c (cuscope/sort.h) against a comparison sort:
  * signed values and the extremes, equal keys keeping their order (the analysis relies on glibc's
  * stable merge sort order), records by several keys of each type, and the small and empty arrays
- * that take the comparison path.
+ * that take the comparison path; the median by selection against the median of the sorted array.
  */
 #include <check.h>
 #include <stddef.h>
@@ -80,6 +80,52 @@ START_TEST(test_sort_i64)
 		check_i64(sizes[k], gen_extremes);
 		check_i64(sizes[k], gen_few);
 	}
+}
+END_TEST
+
+static int64_t gen_sorted(size_t i)
+{
+	return (int64_t)i * 3 - 500;
+}
+
+static int64_t gen_descending(size_t i)
+{
+	return -(int64_t)i;
+}
+
+START_TEST(test_median_select)
+{
+	size_t sizes[] = {0, 1, 2, 3, 4, 5, 255, 256, 1000, 1001, 100000};
+	int64_t (*gens[])(size_t) = {gen_any, gen_times, gen_extremes, gen_few, gen_sorted,
+				     gen_descending};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (size_t g = 0; g < sizeof(gens) / sizeof(gens[0]); g++) {
+			size_t n = sizes[k];
+			int64_t *v = malloc((n + 1) * sizeof(*v)), *w = malloc((n + 1) * sizeof(*w));
+
+			for (size_t i = 0; i < n; i++)
+				v[i] = w[i] = gens[g](i);
+			ck_assert_msg(cs_median_select_i64(v, (int64_t)n) ==
+					      cs_median_i64(w, (int64_t)n),
+				      "n %zu, generator %zu", n, g);
+			/* w is sorted now: every rank of a 32-bit copy */
+			for (size_t k = 0; k < n; k += n / 7 + 1) {
+				int32_t *x = malloc((n + 1) * sizeof(*x));
+
+				for (size_t i = 0; i < n; i++)
+					x[i] = (int32_t)(v[i] >> 32);
+				ck_assert_int_eq(cs_select_i32(x, (int64_t)n, (int64_t)k),
+						 (int32_t)(w[k] >> 32));
+				free(x);
+			}
+			/* the same values, in another order */
+			cs_sort_i64(v, n);
+			for (size_t i = 0; i < n; i++)
+				ck_assert(v[i] == w[i]);
+			free(v);
+			free(w);
+		}
 }
 END_TEST
 
@@ -293,6 +339,7 @@ int main(void)
 	TCase *tc = tcase_create("sort");
 
 	tcase_add_test(tc, test_sort_i64);
+	tcase_add_test(tc, test_median_select);
 	tcase_add_test(tc, test_sort_double);
 	tcase_add_test(tc, test_sort_records);
 	tcase_add_test(tc, test_sort_wide_records);

@@ -117,13 +117,7 @@ static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t
 	d->refill_gaps = gaps;
 }
 
-/*
- * The GPU's own gap between two pieces of work of pid when the second was already queued: in
- * start order, each piece launched (its launch call returned) before the GPU work so far ended and
- * starting at or after that end leaves a gap the host did not cause. The median of those gaps, and
- * how many there were (0: none, and a floor of 0).
- */
-static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor_ns, int64_t *pairs)
+int fact_gpu_floor(const cs_analysis *a, uint32_t pid, struct fact_floor *out)
 {
 	struct fact_gpu_iter it;
 	struct fact_gpu_work w;
@@ -131,7 +125,7 @@ static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor
 	size_t cap = 0;
 	int64_t reach = CS_TS_UNKNOWN;
 
-	*floor_ns = *pairs = 0;
+	out->ns = out->pairs = 0;
 	fact_gpu_iter_init(&it, a, pid);
 	while (fact_gpu_next(&it, &w)) {
 		int64_t launched = fact_gpu_launched(&w);
@@ -147,8 +141,8 @@ static int back_to_back_floor(const cs_analysis *a, uint32_t pid, int64_t *floor
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
 			reach = w.end;
 	}
-	*pairs = n;
-	*floor_ns = cs_median_i64(gaps, n);
+	out->pairs = n;
+	out->ns = cs_median_select_i64(gaps, n);
 	free(gaps);
 	return 0;
 }
@@ -191,8 +185,8 @@ enum { HW_NONE, HW_SYNC, HW_COPY };
  * fact_host_waits()'s; NULL: every wait is kept) leaves a wait kept for nothing without refill
  * and cost, and caps an explicit synchronize's cost. 0, or CS_ERR_NOMEM.
  */
-static int idle_pass(const cs_analysis *a, const cs_steps *s, struct fact_waits *out,
-		     const char *keep)
+static int idle_pass(const cs_analysis *a, const cs_steps *s, const struct fact_floor *floor,
+		     struct fact_waits *out, const char *keep)
 {
 	struct wait_ref *order;
 	struct fact_gpu_iter it;
@@ -202,8 +196,8 @@ static int idle_pass(const cs_analysis *a, const cs_steps *s, struct fact_waits 
 	int last_next_kernel = 0;
 	uint32_t pid = s->pid;
 
-	if (back_to_back_floor(a, pid, &out->floor_ns, &out->floor_pairs))
-		return CS_ERR_NOMEM;
+	out->floor_ns = floor->ns;
+	out->floor_pairs = floor->pairs;
 	order = malloc((size_t)out->n * sizeof(*order));
 	if (!order)
 		return CS_ERR_NOMEM;
@@ -262,7 +256,8 @@ static int idle_pass(const cs_analysis *a, const cs_steps *s, struct fact_waits 
 	return 0;
 }
 
-int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *out)
+int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, const struct fact_floor *floor,
+		   struct fact_waits *out)
 {
 	struct launch_ref *cp = NULL;
 	int64_t ncp = 0, prev_end = CS_TS_UNKNOWN;
@@ -322,7 +317,7 @@ int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *o
 		rc = 0;
 		goto out;
 	}
-	if (idle_pass(a, s, out, NULL))
+	if (idle_pass(a, s, floor, out, NULL))
 		goto out;
 	rc = 0;
 out:
@@ -378,7 +373,7 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
  * of that process.
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
-		    struct fact_waits *sync, struct fact_waits *copy)
+		    const struct fact_floor *floor, struct fact_waits *sync, struct fact_waits *copy)
 {
 	struct fact_waits all = {0}, *out = &all;
 	struct launch_ref *cp = NULL;
@@ -436,7 +431,7 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 	}
 	/* the same pass as fact_d2h_waits(), over all the waits: the first wait to end before a
 	 * piece of work has the idle before it, whichever rule that wait belongs to */
-	if (idle_pass(a, s, out, keep))
+	if (idle_pass(a, s, floor, out, keep))
 		goto out;
 	for (int64_t i = 0; i < out->n; i++)
 		ncopy += keep[i] == HW_COPY;

@@ -39,6 +39,18 @@ struct fact_waits {
 };
 
 /*
+ * The GPU's own gap between two pieces of work of process pid when the second was already queued:
+ * in start order, each piece launched (its launch call returned) before the GPU work so far ended
+ * and starting at or after that end leaves a gap the host did not cause. ns is the median of those
+ * gaps, pairs how many there were (0: none, and ns 0). The waits' facts below take it as their
+ * floor; it is computed once for both. 0, or CS_ERR_NOMEM.
+ */
+struct fact_floor {
+	int64_t ns, pairs;
+};
+int fact_gpu_floor(const cs_analysis *a, uint32_t pid, struct fact_floor *out);
+
+/*
  * The host waits (stream, context or event synchronize, a synchronous memcpy) of the steps'
  * process that waited for a device-to-host copy launched since the previous host wait, each with
  * the GPU idle after it. A wait drained the GPU when every piece of GPU work launched before it
@@ -52,7 +64,8 @@ struct fact_waits {
  * it ends a polling loop (load.c marks it: done right after not ready, same thread and stream);
  * other queries and stream-wait-event are never listed.
  */
-int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, struct fact_waits *out);
+int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, const struct fact_floor *floor,
+		   struct fact_waits *out);
 void fact_waits_free(struct fact_waits *d);
 static inline int64_t fact_wait_idle(const struct fact_wait *w)
 {
@@ -81,6 +94,6 @@ static inline int64_t fact_wait_cost(const struct fact_wait *w)
  * both freed with fact_waits_free().
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
-		    struct fact_waits *sync, struct fact_waits *copy);
+		    const struct fact_floor *floor, struct fact_waits *sync, struct fact_waits *copy);
 
 #endif

@@ -148,3 +148,26 @@ int fact_kernel_names(const cs_analysis *a, const cs_steps *s,
 	*n = m;
 	return 0;
 }
+
+struct fact_name_memo *fact_name_memo_new(int (*test)(const char *name))
+{
+	struct fact_name_memo *m = malloc(sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->test = test;
+	for (size_t i = 0; i < FACT_NAME_MEMO; i++)
+		m->id[i] = -1;
+	return m;
+}
+
+int fact_name_memo_get(struct fact_name_memo *m, const cs_analysis *a, int64_t id)
+{
+	size_t slot = (size_t)((uint64_t)id % FACT_NAME_MEMO);
+
+	if (m->id[slot] != id) {
+		m->id[slot] = id;
+		m->answer[slot] = (signed char)m->test(cs_analysis_string(a, id));
+	}
+	return m->answer[slot];
+}

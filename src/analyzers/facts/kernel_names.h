@@ -22,6 +22,23 @@
  */
 void fact_kernel_own_name(const char *name, char *buf, size_t size);
 
+/*
+ * What a test of kernel names said of the name ids asked, kept (a rule asks it for every kernel
+ * of millions, of tens of thousands of names): a table of FACT_NAME_MEMO slots addressed by id,
+ * where another id of the same slot replaces the one kept. Made with fact_name_memo_new(), freed
+ * with free().
+ */
+#define FACT_NAME_MEMO 65536
+struct fact_name_memo {
+	int (*test)(const char *name); /* its answers fit a signed char */
+	int64_t id[FACT_NAME_MEMO];
+	signed char answer[FACT_NAME_MEMO];
+};
+/* A memo of test, or NULL without memory. */
+struct fact_name_memo *fact_name_memo_new(int (*test)(const char *name));
+/* test() of the text of name id (cs_analysis_string). */
+int fact_name_memo_get(struct fact_name_memo *m, const cs_analysis *a, int64_t id);
+
 /* The kernels of one name. */
 struct fact_name_time {
 	int64_t name_id;

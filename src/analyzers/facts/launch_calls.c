@@ -8,35 +8,108 @@
 #include "cuscope/sort.h"
 #include "launch_calls.h"
 
+/* Buckets of start times: about this many calls each on an even spread. */
+#define BUCKET_CALLS 1024
+
+/* Call i of pid, of its kernels then its copies, into *c: 1, or 0 when its start is not known
+ * or it is another process's. */
+static int call_at(const cs_analysis *a, uint32_t pid, int64_t i, struct fact_launch_call *c)
+{
+	if (i < a->nkernels) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		*c = (struct fact_launch_call){k->launch_start, k->launch_end, k->launch_tid, 0};
+		return k->pid == pid && k->launch_start != CS_TS_UNKNOWN;
+	} else {
+		const cs_a_copy *y = &a->copies[i - a->nkernels];
+
+		*c = (struct fact_launch_call){y->launch_start, y->launch_end, y->launch_tid, 1};
+		return y->pid == pid && y->launch_start != CS_TS_UNKNOWN;
+	}
+}
+
+/*
+ * The calls of pid, kernels then copies, each to the bucket of its start ((start - t0) >> shift):
+ * with v NULL counted in at[], else written at v[at[bucket]++].
+ */
+static void place(const cs_analysis *a, uint32_t pid, int64_t t0, int shift, int64_t *at,
+		  struct fact_launch_call *v)
+{
+	struct fact_launch_call c;
+
+	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
+		int64_t b;
+
+		if (!call_at(a, pid, i, &c))
+			continue;
+		b = (int64_t)((uint64_t)(c.start - t0) >> shift);
+		if (v)
+			v[at[b]++] = c;
+		else
+			at[b]++;
+	}
+}
+
+/* The earliest and latest known launch start of pid's work; how many calls there are. */
+static int64_t span(const cs_analysis *a, uint32_t pid, int64_t *t0, int64_t *t1)
+{
+	struct fact_launch_call c;
+	int64_t n = 0;
+
+	*t0 = INT64_MAX;
+	*t1 = INT64_MIN;
+	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
+		if (!call_at(a, pid, i, &c))
+			continue;
+		*t0 = c.start < *t0 ? c.start : *t0;
+		*t1 = c.start > *t1 ? c.start : *t1;
+		n++;
+	}
+	return n;
+}
+
 int fact_launch_calls(const cs_analysis *a, uint32_t pid, struct fact_launch_calls *out)
 {
 	static const cs_sort_key by_start = {offsetof(struct fact_launch_call, start), CS_KEY_I64};
-	int64_t n = 0;
+	int64_t t0, t1, n = span(a, pid, &t0, &t1), nb, *at;
+	int shift = 0;
 
 	memset(out, 0, sizeof(*out));
-	for (int64_t i = 0; i < a->nkernels; i++)
-		n += a->kernels[i].pid == pid && a->kernels[i].launch_start != CS_TS_UNKNOWN;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		n += a->copies[i].pid == pid && a->copies[i].launch_start != CS_TS_UNKNOWN;
 	out->v = cs_big_alloc((size_t)(n + 1) * sizeof(*out->v));
 	if (!out->v)
 		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-
-		if (k->pid == pid && k->launch_start != CS_TS_UNKNOWN)
-			out->v[out->n++] = (struct fact_launch_call){k->launch_start, k->launch_end,
-								     k->launch_tid, 0};
+	if (n == 0)
+		return 0;
+	/*
+	 * Sorted as a bucket sort makes it, straight into place: the calls go to buckets of start
+	 * times in their order (kernels, then copies), and each bucket is sorted alone, stably.
+	 * That is the order of a stable sort of the whole, without a second array as large (a
+	 * radix sort's: 200 MiB for the 8 million calls of the 10-million-event trace).
+	 */
+	while (((uint64_t)(t1 - t0) >> shift) >= (uint64_t)(n / BUCKET_CALLS + 1))
+		shift++;
+	nb = (int64_t)((uint64_t)(t1 - t0) >> shift) + 1;
+	at = calloc((size_t)nb + 1, sizeof(*at));
+	if (!at) {
+		fact_launch_calls_free(out);
+		return CS_ERR_NOMEM;
 	}
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
+	place(a, pid, t0, shift, at, NULL);
+	/* at[b]: where bucket b begins, then (after the second pass) where the next begins */
+	for (int64_t b = 0; b < nb; b++) {
+		int64_t c = at[b];
 
-		if (c->pid == pid && c->launch_start != CS_TS_UNKNOWN)
-			out->v[out->n++] = (struct fact_launch_call){c->launch_start, c->launch_end,
-								     c->launch_tid, 1};
+		at[b] = out->n;
+		out->n += c;
 	}
-	/* stable: among equal starts the kernels' calls first, each array in its order */
-	cs_sort_records(out->v, (size_t)out->n, sizeof(*out->v), &by_start, 1);
+	place(a, pid, t0, shift, at, out->v);
+	for (int64_t b = 0; b < nb; b++) {
+		int64_t from = b > 0 ? at[b - 1] : 0;
+
+		cs_sort_records(out->v + from, (size_t)(at[b] - from), sizeof(*out->v), &by_start,
+				1);
+	}
+	free(at);
 	return 0;
 }
 
