@@ -297,11 +297,11 @@ typedef struct cs_diff {
 	/* several host-bound baselines with host_speed: each one's launch pace over their mean
 	 * (nbases of them); NULL otherwise */
 	double *host_speeds;
-	/* host_speed came from record's host-speed probes (1 + enum: CS_PROBE_CPU or
-	 * CS_PROBE_LAUNCH), not the launch pace; 0 otherwise. probe_noise: how far the probes of
-	 * the runs move by themselves (a share); probe_differs: host_speed is past it */
+	/* record's host-speed probes in every run: 1 + their kind (CS_PROBE_CPU, CS_PROBE_LAUNCH),
+	 * 0 without; new's index over the baselines' mean, the probes' own noise (a share), the ratio
+	 * past it. They mark inconclusive checks and do not set host_speed (diff.c, probe_speeds()) */
 	int probe;
-	double probe_ratio; /* new's probe index over the baselines' mean */
+	double probe_ratio;
 	double probe_noise;
 	int probe_differs;
 	cs_diff_row *rows; /* most significant first */

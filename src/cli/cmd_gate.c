@@ -62,8 +62,8 @@ static const char gate_usage[] =
 	"\n"
 	"Exit status: 0 when no check regressed, 1 when one did, 2 on bad usage, an unreadable\n"
 	"trace or config, or traces whose steps cannot be compared, 3 when none regressed but\n"
-	"a wall check fails as recorded and passes at the baseline's host speed, which the\n"
-	"host-speed probes of 'cuscope record' say differs (inconclusive: the host was slower).\n";
+	"a wall check fails as recorded on a host that the host-speed probes of 'cuscope record'\n"
+	"find slower, which explains it (inconclusive: the host was slower).\n";
 
 /* Text width in a pipe or a file: CI logs are read in a browser. */
 #define GATE_PIPE_WIDTH 120

@@ -679,18 +679,17 @@ static int several_host_speeds(cs_diff *d, const cs_gate_config *c)
 }
 
 /*
- * Host-bound baselines, and record's host-speed probes in every run (cuscope/host_speed.h): each
- * run's host speed is its probe's index (the bare launch where every run has one, else the CPU
- * work) over the baselines' mean, in place of the launch pace. The probes do not depend on the
- * program, so a change that slows the program's own launches is not taken for a slower host. A
- * run whose ratio is within the probes' noise (its own and the noisiest baseline's) is taken at
- * speed 1: the hosts are the same as far as the probes can tell. Sets d->host_speed (and
- * d->host_speeds with several baselines), d->probe, d->probe_noise, d->probe_differs; 1 when
- * set, 0 when a run lacks a probe of both kinds (or memory).
+ * Record's host-speed probes (cuscope/host_speed.h), when every run has one of a kind (the bare
+ * launch where all have it, else the CPU work): new's index over the baselines' mean
+ * (d->probe_ratio), how far the probes move by themselves (d->probe_noise: new's and the noisiest
+ * baseline's), and whether the ratio is past that (d->probe_differs). The probes run outside the
+ * program, before and after it: they do not replace the launch pace as the host's speed (on the
+ * GPU machine they missed a slow state that the program's launch pace followed, docs/ci.md); they
+ * only tell a change that a slower host explains from a regression (probe_inconclusive()).
  */
-static int probe_speeds(cs_diff *d)
+static void probe_speeds(cs_diff *d)
 {
-	double mean = 0, noise = 0, ratio;
+	double mean = 0, noise = 0;
 	int kind = -1;
 
 	for (int k = CS_PROBE_LAUNCH; k >= CS_PROBE_CPU && kind < 0; k--) {
@@ -702,28 +701,15 @@ static int probe_speeds(cs_diff *d)
 			kind = k;
 	}
 	if (kind < 0)
-		return 0;
+		return;
 	for (int32_t i = 0; i < d->nbases; i++) {
 		mean += d->bases[i]->probe_ns[kind] / d->nbases;
 		noise = fmax(noise, d->bases[i]->probe_noise[kind]);
 	}
-	if (d->nbases > 1) {
-		d->host_speeds = malloc((size_t)d->nbases * sizeof(*d->host_speeds));
-		if (!d->host_speeds)
-			return 0;
-		for (int32_t i = 0; i < d->nbases; i++) {
-			ratio = d->bases[i]->probe_ns[kind] / mean;
-			d->host_speeds[i] =
-				fabs(ratio - 1) > d->bases[i]->probe_noise[kind] + noise ? ratio : 1;
-		}
-	}
-	ratio = d->new_->probe_ns[kind] / mean;
 	d->probe = kind + 1;
-	d->probe_ratio = ratio;
+	d->probe_ratio = d->new_->probe_ns[kind] / mean;
 	d->probe_noise = d->new_->probe_noise[kind] + noise;
-	d->probe_differs = fabs(ratio - 1) > d->probe_noise;
-	d->host_speed = d->probe_differs ? ratio : 1;
-	return 1;
+	d->probe_differs = fabs(d->probe_ratio - 1) > d->probe_noise;
 }
 
 /* The notes on how timing changes were tested, and on a host-bound baseline. */
@@ -771,22 +757,7 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 	/* the launch pace measures the host only while its launches do not wait for the GPU: new
 	 * must be host-bound too (a full launch queue makes each call wait for a kernel to finish)
 	 */
-	if (d->host_bound && probe_speeds(d))
-		snprintf(d->host_note, sizeof(d->host_note),
-			 "host-bound: the GPU is busy %.0f%% of the baseline%s step: wall metrics "
-			 "(step time, GPU busy share) follow the host's speed; record's host-speed "
-			 "probe (%s) took %.2fx the baseline%s time on new's host (the probes' own "
-			 "noise %.1f%%)%s",
-			 100 * d->base_busy, d->nbases > 1 ? "s'" : "'s",
-			 d->probe == 1 + CS_PROBE_LAUNCH ? "a bare kernel launch" : "fixed CPU work",
-			 d->probe_ratio,
-			 d->nbases > 1 ? "s'" : "'s", 100 * d->probe_noise,
-			 d->probe_differs
-				 ? ", so they are compared at the baseline's host speed, and a "
-				   "change that this alone explains is inconclusive, not a "
-				   "regression"
-				 : ": the same host speed, so they are compared as recorded");
-	else if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
+	if (d->host_bound && d->nbases == 1 && d->base->launch_pace > 0 &&
 	    d->new_->launch_pace > 0 && d->new_->method != CS_STEPS_NONE &&
 	    d->new_->gpu_busy < c->host_bound) {
 		d->host_speed = d->new_->launch_pace / d->base->launch_pace;
@@ -837,6 +808,21 @@ static void test_notes(cs_diff *d, const cs_gate_config *c)
 			 "against "
 			 "the baselines' run-to-run spread",
 			 100 * d->base_busy);
+	if (d->host_bound)
+		probe_speeds(d);
+	if (d->probe) {
+		size_t len = strlen(d->host_note);
+
+		snprintf(d->host_note + len, sizeof(d->host_note) - len,
+			 "; record's host-speed probe (%s) took %.2fx the baseline%s time on new's "
+			 "host (its own noise %.1f%%)%s",
+			 d->probe == 1 + CS_PROBE_LAUNCH ? "a bare kernel launch" : "fixed CPU work",
+			 d->probe_ratio, d->nbases > 1 ? "s'" : "'s", 100 * d->probe_noise,
+			 d->probe_differs && d->probe_ratio > 1
+				 ? ": a wall check that only so slow a host explains is "
+				   "inconclusive, not a regression"
+				 : "");
+	}
 }
 
 /*
@@ -872,26 +858,31 @@ static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 }
 
 /*
- * A wall metric judged at the baseline's host speed by the host-speed probes, which say the hosts
- * differ: when it passes so but would fail as recorded (its change past the same floor in the bad
- * direction), the host's speed alone explains the change: inconclusive, neither a regression nor
- * a pass (docs/ci.md, "The host-speed probe").
+ * A wall metric of host-bound runs on a host that the probes find slower than the baselines' past
+ * their noise: when its change as recorded is past its floor in the bad direction (it would fail
+ * without any host speed taken out) and it is not a regression at the launch pace's host speed or
+ * at the probe's, the slower host alone explains it: inconclusive, neither a regression nor a pass
+ * (docs/ci.md, "The host-speed probe").
  */
 static void probe_inconclusive(cs_diff *d, cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
-	double floor = d->host_speeds ? r->t.rel : d->host_floor, raw, bad;
+	double floor = d->host_speeds ? r->t.rel : d->host_floor;
+	double base = d->host_speeds && r->host_base > 0 ? r->host_base : r->base, raw, bad, at;
 
-	/* only a slower host explains a worse change: on a faster one the change taken at the
-	 * baseline's speed is the larger */
-	if (!d->probe || !d->probe_differs || d->host_speed <= 1 || r->worse || r->base <= 0)
+	if (!r->host_wall || !d->probe_differs || d->probe_ratio <= 1 || r->base <= 0 || base <= 0)
 		return;
 	if (floor <= 0)
 		floor = d->host_floor;
 	raw = r->new_ / r->base - 1;
 	bad = def->higher_is_worse ? raw : -raw;
-	if (bad > floor)
-		r->inconclusive = 1;
+	if (bad <= floor)
+		return;
+	at = at_host_speed(r, r->new_, d->probe_ratio) / base - 1;
+	if (r->worse && (def->higher_is_worse ? at : -at) > floor)
+		return;
+	r->worse = 0;
+	r->inconclusive = 1;
 }
 
 int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *new_,
@@ -946,7 +937,6 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		}
 		if (r->host_wall && out->host_speed > 0) {
 			host_wall_judge(out, r);
-			probe_inconclusive(out, r);
 		} else if (r->host_wall) {
 			/* only a change past the host floor fails */
 			if (r->base == 0 || fabs(r->rel) <= c->host_floor) {
@@ -955,6 +945,8 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 					r->score = 1;
 			}
 		}
+		if (r->gated)
+			probe_inconclusive(out, r);
 		if (out->shared_gpu &&
 		    (r->kernel ||
 		     ((kind == CS_KIND_GPU || r->metric == CS_GM_GPU_BUSY) && nbases == 1))) {
