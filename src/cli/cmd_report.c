@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuscope/markdown.h"
+#include "cuscope/escape.h"
 #include "cuscope/progress.h"
 #include "cuscope/timings.h"
 #include "cuscope/grow.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "cuscope/host_speed.h"
-#include "cuscope/markdown.h"
+#include "cuscope/escape.h"
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"

@@ -12,7 +12,7 @@
 #include "cuscope/demangle.h"
 #include "cuscope/gate.h"
 #include "cuscope/host_speed.h"
-#include "cuscope/markdown.h"
+#include "cuscope/escape.h"
 #include "cuscope/table.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
@@ -447,45 +447,13 @@ int report_diff_markdown(FILE *f, const cs_diff *d, int gate, int limit)
 
 /* ---- JUnit XML ---- */
 
-/* ---- JUnit XML ---- */
-
-static void xml_text(FILE *f, const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	if (!c)
-		return;
-	for (const char *p = c; *p; p++) {
-		switch (*p) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
-			fputc(*p, f);
-		}
-	}
-	free(c);
-}
-
 /* "step_time", "kernel_time: NAME" */
 static void junit_name(FILE *f, const cs_diff_row *r)
 {
-	xml_text(f, cs_metric_get(r->metric)->id);
+	cs_xml_text(f, cs_metric_get(r->metric)->id);
 	if (r->kernel) {
 		fputs(": ", f);
-		xml_text(f, r->kernel);
+		cs_xml_text(f, r->kernel);
 	}
 }
 
@@ -508,7 +476,7 @@ static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 	junit_name(f, r);
 	if (r->kernel && strcmp(cs_demangle(r->kernel), r->kernel)) {
 		fputs(" (", f);
-		xml_text(f, cs_demangle(r->kernel));
+		cs_xml_text(f, cs_demangle(r->kernel));
 		fputc(')', f);
 	}
 	if (r->metric == CS_GM_FINDINGS) {
@@ -522,7 +490,7 @@ static void junit_message(FILE *f, const cs_diff *d, const cs_diff_row *r)
 		snprintf(line, sizeof(line), " (%s): base %s, new %s (%s%s), threshold %s",
 			 def->label, b, n, ch, conf, th);
 	}
-	xml_text(f, line);
+	cs_xml_text(f, line);
 }
 
 int report_gate_junit(FILE *f, const cs_diff *d)
@@ -536,13 +504,13 @@ int report_gate_junit(FILE *f, const cs_diff *d)
 		"skipped=\"%d\">\n",
 		d->checks, d->failed, d->inconclusive);
 	fputs("    <properties>\n      <property name=\"base\" value=\"", f);
-	xml_text(f, d->base->path);
+	cs_xml_text(f, d->base->path);
 	for (int32_t i = 1; i < d->nbases; i++) {
 		fputs("\"/>\n      <property name=\"base\" value=\"", f);
-		xml_text(f, d->bases[i]->path);
+		cs_xml_text(f, d->bases[i]->path);
 	}
 	fputs("\"/>\n      <property name=\"new\" value=\"", f);
-	xml_text(f, d->new_->path);
+	cs_xml_text(f, d->new_->path);
 	fputs("\"/>\n", f);
 	{
 		const char *notes[] = {d->note, d->test_note, d->host_note, d->shared_note};
@@ -551,7 +519,7 @@ int report_gate_junit(FILE *f, const cs_diff *d)
 			if (!notes[i][0])
 				continue;
 			fputs("      <property name=\"note\" value=\"", f);
-			xml_text(f, notes[i]);
+			cs_xml_text(f, notes[i]);
 			fputs("\"/>\n", f);
 		}
 	}
@@ -587,11 +555,11 @@ int report_gate_junit(FILE *f, const cs_diff *d)
 				fputs(x->near ? "\nnew finding (near its threshold, not gated): ["
 					      : "\nnew finding: [",
 				      f);
-				xml_text(f, cs_severity_name(x->severity));
+				cs_xml_text(f, cs_severity_name(x->severity));
 				fputs("] ", f);
-				xml_text(f, x->rule);
+				cs_xml_text(f, x->rule);
 				fputs(": ", f);
-				xml_text(f, x->title);
+				cs_xml_text(f, x->title);
 			}
 		}
 		fputs("</failure>\n    </testcase>\n", f);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cuscope/demangle.h"
+#include "cuscope/escape.h"
 #include "cuscope/json.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
@@ -29,35 +30,6 @@ extern const char report_css[];
 extern const char report_js[];
 
 /* ---- escaping ---- */
-
-/* Write s as HTML text or attribute value: cleaned (cs_text_clean), &<>"' escaped. */
-static void html_text(FILE *out, const char *s)
-{
-	char *c = cs_text_clean(s);
-
-	for (const char *p = c ? c : ""; *p; p++) {
-		switch (*p) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&#39;", out);
-			break;
-		default:
-			fputc(*p, out);
-		}
-	}
-	free(c);
-}
 
 /*
  * Write doc as JSON fit for the inside of a <script> element: "<", ">" and "&" as \u003c, \u003e
@@ -229,7 +201,7 @@ static void head(FILE *out, const cJSON *doc)
 	      "<meta name=\"generator\" content=\"cuscope " CUSCOPE_VERSION "\">\n<title>",
 	      out);
 	fputs("cuscope report: ", out);
-	html_text(out, base ? base : "");
+	cs_xml_text(out, base ? base : "");
 	fputs("</title>\n<style>\n", out);
 	fputs(report_css, out);
 	fputs("</style>\n</head>\n<body>\n", out);
@@ -239,7 +211,7 @@ static void head(FILE *out, const cJSON *doc)
 static void dl_item(FILE *out, const char *label, const char *text)
 {
 	fprintf(out, "<dt>%s</dt><dd>", label);
-	html_text(out, text);
+	cs_xml_text(out, text);
 	fputs("</dd>\n", out);
 }
 
@@ -296,7 +268,7 @@ static void header(FILE *out, const cJSON *doc)
 	int nprocs = cJSON_GetArraySize(procs);
 
 	fputs("<header>\n<h1>cuscope report <span class=\"file\">", out);
-	html_text(out, file ? file : "");
+	cs_xml_text(out, file ? file : "");
 	fputs("</span></h1>\n<dl class=\"meta\">\n", out);
 	if (command)
 		dl_item(out, "command", command);
@@ -348,10 +320,10 @@ static void header(FILE *out, const cJSON *doc)
 						 get_str(f, "rule") ? get_str(f, "rule") : "?");
 			}
 			fputs("<tr><td>", out);
-			html_text(out, proc_label(lab, sizeof(lab), it));
+			cs_xml_text(out, proc_label(lab, sizeof(lab), it));
 			fprintf(out, "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">",
 				get_int(s, "count", 0));
-			html_text(out, dur(t, get_int(s, "median_ns", 0)));
+			cs_xml_text(out, dur(t, get_int(s, "median_ns", 0)));
 			fprintf(out, "</td><td class=\"num\">%.1f%%</td><td class=\"num\">",
 				100.0 * get_num(s, "gpu_busy_share"));
 			/* the text header's share: left out under 0.5%, and without steps */
@@ -359,7 +331,7 @@ static void header(FILE *out, const cJSON *doc)
 			    get_num(s, "host_idle_share") >= REPORT_HOST_IDLE_SHOWN)
 				fprintf(out, "%.1f%%", 100.0 * get_num(s, "host_idle_share"));
 			fputs("</td><td>", out);
-			html_text(out, sb.len ? cs_strbuf_str(&sb) : "none");
+			cs_xml_text(out, sb.len ? cs_strbuf_str(&sb) : "none");
 			fputs("</td></tr>\n", out);
 			cs_strbuf_free(&sb);
 		}
@@ -386,9 +358,9 @@ static void evidence(FILE *out, const cJSON *ev)
 
 		val = report_evidence_value(it->string, it, 1);
 		fputs("<tr><th>", out);
-		html_text(out, label ? label : "");
+		cs_xml_text(out, label ? label : "");
 		fputs("</th><td>", out);
-		html_text(out, val ? val : "");
+		cs_xml_text(out, val ? val : "");
 		fputs("</td></tr>\n", out);
 		free(label);
 		free(val);
@@ -414,7 +386,7 @@ static void stack(FILE *out, const cJSON *frames)
 		frame_text(&sb, fr);
 		fprintf(out, "<li class=\"%s\"><code>",
 			kind && !strcmp(kind, "python") ? "python" : "native");
-		html_text(out, cs_strbuf_str(&sb));
+		cs_xml_text(out, cs_strbuf_str(&sb));
 		fputs("</code></li>\n", out);
 		cs_strbuf_free(&sb);
 	}
@@ -434,9 +406,9 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 		sev = "info";
 	fprintf(out, "<article class=\"finding sev-%s\" id=\"finding-%d\">\n<h3>", sev, index + 1);
 	fprintf(out, "<span class=\"badge sev-%s\">%s</span> <code class=\"rule\">", sev, sev);
-	html_text(out, rule ? rule : "");
+	cs_xml_text(out, rule ? rule : "");
 	fputs("</code> <span class=\"title\">", out);
-	html_text(out, get_str(f, "title"));
+	cs_xml_text(out, get_str(f, "title"));
 	fputs("</span></h3>\n<dl>\n", out);
 	if (multi)
 		dl_item(out, "process", proc_label(lab, sizeof(lab), proc ? proc : f));
@@ -484,7 +456,7 @@ static void finding(FILE *out, const cJSON *doc, const cJSON *f, int index, int 
 		fputs("<dt>where</dt><dd class=\"where\"><code>", out);
 		if (cJSON_IsTrue(get(loc, "autograd_engine_thread")))
 			fputs("backward() at ", out);
-		html_text(out, cs_strbuf_str(&sb));
+		cs_xml_text(out, cs_strbuf_str(&sb));
 		fputs("</code>", out);
 		if (cJSON_IsTrue(get(loc, "autograd_engine_thread")))
 			fputs(" (autograd engine thread)", out);
@@ -538,7 +510,7 @@ static void by_location(FILE *out, const cJSON *findings)
 			      "<th>Where</th><th>Findings</th></tr></thead>\n<tbody>\n",
 			      out);
 		fputs("<tr><td><code>", out);
-		html_text(out, where[i]);
+		cs_xml_text(out, where[i]);
 		fputs("</code></td><td>", out);
 		for (int j = i, k = 0; j < n; j++) {
 			const cJSON *g = cJSON_GetArrayItem(findings, j);
@@ -546,9 +518,9 @@ static void by_location(FILE *out, const cJSON *findings)
 			if (!where[j] || strcmp(where[j], where[i]))
 				continue;
 			fprintf(out, "%s<a href=\"#finding-%d\">", k++ ? ", " : "", j + 1);
-			html_text(out, get_str(g, "rule"));
+			cs_xml_text(out, get_str(g, "rule"));
 			fputs(" (", out);
-			html_text(out, get_str(g, "severity"));
+			cs_xml_text(out, get_str(g, "severity"));
 			fputs(")</a>", out);
 		}
 		fputs("</td></tr>\n", out);
@@ -605,17 +577,17 @@ static void kernels_table(FILE *out, const cJSON *charts)
 	cJSON_ArrayForEach(it, get(k, "top"))
 	{
 		fprintf(out, "<tr><td class=\"num\">%d</td><td class=\"name\"><code title=\"", ++i);
-		html_text(out, get_str(it, "name_demangled"));
+		cs_xml_text(out, get_str(it, "name_demangled"));
 		fputs("\">", out);
-		html_text(out, get_str(it, "name_short"));
+		cs_xml_text(out, get_str(it, "name_short"));
 		fprintf(out, "</code></td><td class=\"num\">%s</td>",
 			cs_fmt_count(n, sizeof(n), get_int(it, "count", 0)));
 		fputs("<td class=\"num\">", out);
-		html_text(out, dur(a, get_int(it, "total_ns", 0)));
+		cs_xml_text(out, dur(a, get_int(it, "total_ns", 0)));
 		fputs("</td><td class=\"num\">", out);
-		html_text(out, dur(b, get_int(it, "mean_ns", 0)));
+		cs_xml_text(out, dur(b, get_int(it, "mean_ns", 0)));
 		fputs("</td><td class=\"num\">", out);
-		html_text(out, dur(c, get_int(it, "max_ns", 0)));
+		cs_xml_text(out, dur(c, get_int(it, "max_ns", 0)));
 		fprintf(out, "</td><td class=\"num\">%.1f%%</td></tr>\n",
 			100.0 * get_num(it, "share"));
 	}

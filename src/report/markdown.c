@@ -10,7 +10,7 @@
 
 #include "cuscope/demangle.h"
 #include "cuscope/grow.h"
-#include "cuscope/markdown.h"
+#include "cuscope/escape.h"
 #include "cuscope/strbuf.h"
 #include "cuscope/units.h"
 #include "cuscope/utf8.h"
