@@ -16,40 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-static char dir[4096], in_path[4200], out_path[4200];
-
-/* A private directory for the input and the export's copy, in memory when /dev/shm is there. */
-static void make_dir(void)
-{
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-
-	snprintf(dir, sizeof dir, "%s/cuscope-fuzz-trace-XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("fuzz_trace: mkdtemp");
-		abort();
-	}
-	snprintf(in_path, sizeof in_path, "%s/in.db", dir);
-	snprintf(out_path, sizeof out_path, "%s/out.sqlite", dir);
-}
-
-static void remove_dir(void)
-{
-	unlink(in_path);
-	unlink(out_path);
-	rmdir(dir);
-}
-
-static int write_input(const uint8_t *data, size_t size)
-{
-	FILE *f = fopen(in_path, "wb");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fwrite(data, 1, size, f) == size;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
+#include "fuzz_files.h"
 
 /* Run one command as main() would, its stdout going to /dev/null. */
 static void run(int (*cmd)(int, char **), const char *const *args)
@@ -84,26 +51,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	close(fd);
 	setenv("TZ", "UTC", 1);
 	unsetenv("POSIXLY_CORRECT");
-	make_dir();
-	atexit(remove_dir);
+	fuzz_files_init("trace", "in.db", "out.sqlite");
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *info[] = {"info", in_path, NULL};
-	const char *info_json[] = {"info", "--format", "json", in_path, NULL};
-	const char *stats[] = {"stats", in_path, NULL};
-	const char *report[] = {"report", in_path, NULL};
-	const char *report_json[] = {"report", "--format", "json", in_path, NULL};
-	const char *chrome[] = {"export", "--quiet", "-o", "/dev/null", in_path, NULL};
+	const char *info[] = {"info", fuzz_in_path, NULL};
+	const char *info_json[] = {"info", "--format", "json", fuzz_in_path, NULL};
+	const char *stats[] = {"stats", fuzz_in_path, NULL};
+	const char *report[] = {"report", fuzz_in_path, NULL};
+	const char *report_json[] = {"report", "--format", "json", fuzz_in_path, NULL};
+	const char *chrome[] = {"export", "--quiet", "-o", "/dev/null", fuzz_in_path, NULL};
 	const char *nsys[] = {"export", "--quiet", "--format", "nsys-sqlite", "--force",
-			      "-o",	out_path,  in_path,    NULL};
+			      "-o",	fuzz_out_path,  fuzz_in_path,    NULL};
 
-	if (write_input(data, size)) {
-		perror("fuzz_trace: write");
-		abort();
-	}
+	fuzz_files_write(data, size);
 	run(cmd_info, info);
 	run(cmd_info, info_json);
 	run(cmd_stats, stats);
@@ -111,6 +74,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(cmd_report, report_json);
 	run(cmd_export, chrome);
 	run(cmd_export, nsys);
-	unlink(out_path);
+	unlink(fuzz_out_path);
 	return 0;
 }
