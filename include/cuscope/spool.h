@@ -35,6 +35,16 @@
 #define CS_ENV_OPTIONS "CUSCOPE_OPTIONS" /* comma-separated options set by `cuscope record` */
 #define CS_ENV_RECORD_PID \
 	"CUSCOPE_RECORD_PID" /* pid of the `cuscope record` that owns the spool dir */
+/* A dump of a running recording (`cuscope dump`, docs/recording.md): the requester makes the
+ * directory "<spool dir>/dump-<n>", then writes n to "<spool dir>/dump.req" (by rename); each
+ * process's flush thread checks that file every flush period and, for a number it has not served,
+ * puts its files into the directory (cs_out_snapshot) and writes "<its spool file's name>.done"
+ * there, holding the main file's length and the snapshot's status. "session" holds what the
+ * recording is (the output it will write, its command, its options), for the dump's trace. */
+#define CS_DUMP_REQUEST	    "dump.req"
+#define CS_DUMP_DIR_PREFIX  "dump-"
+#define CS_DUMP_DONE_SUFFIX ".done"
+#define CS_SESSION_FILE	    "session"
 
 struct cs_spool_header {
 	char magic[8];

@@ -28,6 +28,11 @@ extern "C" {
 /* Meta key of a trace recorded with `record --ring`: the window kept and what was cut before it
  * (docs/trace-format.md). */
 #define CS_META_RING "ring"
+/* META key of a dump of a running recording (`cuscope dump`): JSON {"n", "realtime_ns",
+ * "processes", "running", "answered", "late"}: the dump's number in its recording, when it was taken,
+ * the processes with spool files, those still running, those that put their files aside in time
+ * and those taken as their files were. */
+#define CS_META_DUMP "dump"
 
 /*
  * Plausibility bounds (docs/trace-format.md, "Plausible values"), the same for the importer, the

@@ -42,6 +42,20 @@ int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* ---- dumps of a running recording (cmd_dump.c) ---- */
+
+struct cs_import_stats;
+/* "wrote FILE (size, N processes; kernels N, ...)" on stderr, after an import (cmd_import.c). */
+void cli_import_summary(const char *out, const struct cs_import_stats *st, double launch_ns);
+/* Write the session file of a recording into its spool directory: the output (made absolute), the
+ * command, CUSCOPE_OPTIONS, the start (CLOCK_REALTIME ns) and this process's id. 0 or -1. */
+int cli_session_write(const char *spool, const char *output, const char *command,
+		      const char *options, uint64_t start_rt);
+/* Dump the recording of spool into output (NULL: "<recording's output>.dump-N.db"); waits at most
+ * timeout_s for its processes. Says what it wrote unless quiet; returns a CLI_EXIT_ code. */
+int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet);
 
 /* ---- recording (cmd_record.c, calibrate.c) ---- */
 

@@ -55,7 +55,7 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 	cs_progress_set(arg, (int64_t)done, (int64_t)total);
 }
 
-static void print_summary(const char *out, const cs_import_stats *st, double launch_ns)
+void cli_import_summary(const char *out, const cs_import_stats *st, double launch_ns)
 {
 	char size[CS_FMT_MAX], num[CS_FMT_MAX];
 	struct stat sb;
@@ -224,7 +224,7 @@ int cmd_import(int argc, char **argv)
 	}
 	if (err.msg[0])
 		cli_error("warning: %s", err.msg);
-	print_summary(out, &st, cs_launch_cost_ns(cost));
+	cli_import_summary(out, &st, cs_launch_cost_ns(cost));
 	free(cost);
 	return CLI_EXIT_OK;
 }

@@ -209,6 +209,24 @@ static int64_t info_implausible(cs_trace *t)
 	return n > 0 ? n : 0;
 }
 
+/* Add META key, a JSON object, to doc under the same key (nothing when it is missing or not an
+ * object); -1 without memory. */
+static int add_meta_object(cJSON *doc, cs_trace *t, const char *key)
+{
+	const char *text = cs_trace_meta(t, key);
+	cJSON *o = text ? cJSON_Parse(text) : NULL;
+
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return 0;
+	}
+	if (!cJSON_AddItemToObject(doc, key, o)) {
+		cJSON_Delete(o);
+		return -1;
+	}
+	return 0;
+}
+
 /* Read everything info shows into a JSON document. NULL on failure, with *code and err set. */
 static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *err)
 {
@@ -339,17 +357,10 @@ static cJSON *info_collect(cs_trace *t, const char *path, int *code, cs_error *e
 			goto nomem;
 		}
 	}
-	/* a trace of record --ring: the window kept and what was cut (only then) */
-	if (cs_trace_meta(t, CS_META_RING)) {
-		cJSON *ring = cJSON_Parse(cs_trace_meta(t, CS_META_RING));
-
-		if (cJSON_IsObject(ring) && !cJSON_AddItemToObject(doc, "ring", ring)) {
-			cJSON_Delete(ring);
-			goto nomem;
-		}
-		if (!cJSON_IsObject(ring))
-			cJSON_Delete(ring);
-	}
+	/* a trace of record --ring: the window kept and what was cut; of cuscope dump: which dump
+	 * (only then) */
+	if (add_meta_object(doc, t, CS_META_RING) || add_meta_object(doc, t, CS_META_DUMP))
+		goto nomem;
 	free(ctx.pids);
 	u64map_free(&ctx.index);
 	return doc;
@@ -610,6 +621,29 @@ static void info_print_ring(const cJSON *ring)
 	cs_strbuf_free(&sb);
 }
 
+/* A dump of a running recording (cuscope dump): which, when, and who answered. */
+static void info_print_dump(const cJSON *dump)
+{
+	char a[CS_FMT_MAX];
+	int64_t late = cs_json_get_int(dump, "late", 0);
+	cs_strbuf sb = CS_STRBUF_INIT;
+
+	if (!cJSON_IsObject(dump))
+		return;
+	cs_strbuf_printf(&sb, "%lld of a running recording, taken %s; %lld of %lld running "
+			      "process%s answered",
+			 (long long)cs_json_get_int(dump, "n", 0),
+			 cli_fmt_walltime(a, sizeof(a), cs_json_get_int(dump, "realtime_ns", 0)),
+			 (long long)cs_json_get_int(dump, "answered", 0),
+			 (long long)cs_json_get_int(dump, "running", 0),
+			 cs_json_get_int(dump, "running", 0) == 1 ? "" : "es");
+	if (late)
+		cs_strbuf_printf(&sb, ", %lld taken as %s files were", (long long)late,
+				 late == 1 ? "its" : "their");
+	info_line("dump", sb.failed ? "?" : cs_strbuf_str(&sb));
+	cs_strbuf_free(&sb);
+}
+
 static void info_print_text(const cJSON *doc)
 {
 	char a[CS_FMT_MAX], b[CS_FMT_MAX], line[256];
@@ -643,6 +677,7 @@ static void info_print_text(const cJSON *doc)
 	info_line("start time", v != INT64_MIN ? cli_fmt_walltime(a, sizeof(a), v) : "-");
 	v = cs_json_get_int(doc, "duration_ns", INT64_MIN);
 	info_line("duration", v != INT64_MIN ? cs_fmt_duration(a, sizeof(a), v) : "-");
+	info_print_dump(cJSON_GetObjectItemCaseSensitive(doc, CS_META_DUMP));
 	info_print_ring(cJSON_GetObjectItemCaseSensitive(doc, "ring"));
 	info_print_launch_cost(cJSON_GetObjectItemCaseSensitive(doc, "launch_cost"));
 	info_print_host_speed(cJSON_GetObjectItemCaseSensitive(doc, "host_speed"));

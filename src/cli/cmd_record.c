@@ -80,6 +80,10 @@ static const char record_usage[] =
 	"      --wait SEC           after COMMAND exits, wait at most SEC seconds for the "
 	"processes it\n"
 	"                           started (default 10)\n"
+	"      --dump-on signal=SIG write a dump of the job on signal SIG to this process (e.g.\n"
+	"                           signal=USR2: kill -USR2 <record pid>) instead of passing it "
+	"on;\n"
+	"                           'cuscope dump PID' dumps any recording (docs/recording.md)\n"
 	"      --keep-spool         keep the spool directory after the import\n"
 	"      --no-calibrate       do not measure what recording costs a launch after COMMAND\n"
 	"                           ends (about 3 s of empty-kernel launches on GPU 0; the\n"
@@ -100,6 +104,7 @@ struct record_opts {
 	const char *capture_nvtx; /* pattern, or NULL */
 	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace, calibrate;
 	int host_probe;
+	int dump_signal; /* --dump-on signal=SIG, 0 when none */
 	double delay, duration, wait_s;
 	uint64_t size_limit;
 	uint64_t ring_bytes, ring_ns; /* --ring: one of them */
@@ -107,6 +112,48 @@ struct record_opts {
 };
 
 static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t dump_asked;
+
+static void ask_dump(int sig)
+{
+	(void)sig;
+	dump_asked = 1;
+}
+
+/* --dump-on TRIGGER: signal=SIG (a name, with or without SIG, or a number). */
+static int parse_dump_on(const char *arg, int *sig)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+		     {"WINCH", SIGWINCH}, {"PWR", SIGPWR},  {"URG", SIGURG}};
+	const char *v;
+	char *end;
+	long n;
+
+	if (strncmp(arg, "signal=", 7))
+		return cli_usage_error("record", "invalid value '%s' for --dump-on (signal=SIG)",
+				       arg);
+	v = arg + 7;
+	if (!strncmp(v, "SIG", 3))
+		v += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(v, names[i].name)) {
+			*sig = names[i].sig;
+			return 0;
+		}
+	n = strtol(v, &end, 10);
+	if (*v && !*end && n > 0 && n < SIGRTMAX && n != SIGKILL && n != SIGSTOP &&
+	    n != SIGCHLD && n != SIGINT && n != SIGTERM && n != SIGQUIT) {
+		*sig = (int)n;
+		return 0;
+	}
+	return cli_usage_error("record",
+			       "invalid signal '%s' for --dump-on (USR1, USR2, HUP, WINCH, PWR, URG "
+			       "or a number other than INT, TERM, QUIT, KILL, STOP, CHLD)",
+			       arg + 7);
+}
 
 static void forward_signal(int sig, siginfo_t *info, void *ctx)
 {
@@ -489,6 +536,7 @@ int cmd_record(int argc, char **argv)
 		{"keep-spool", no_argument, NULL, 'K'},
 		{"no-calibrate", no_argument, NULL, 'M'},
 		{"no-host-probe", no_argument, NULL, 'P'},
+		{"dump-on", required_argument, NULL, 'd'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -499,7 +547,7 @@ int cmd_record(int argc, char **argv)
 	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
 	struct cli_host_probe probe[2];
 	char *options = NULL, *command = NULL, *outcopy;
-	struct sigaction sa, old_sa[8];
+	struct sigaction sa, old_sa[8], old_dump_sa;
 	static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 	cs_import_stats st;
 	double launch_ns = 0;
@@ -578,6 +626,10 @@ int cmd_record(int argc, char **argv)
 		case 'P':
 			o.host_probe = 0;
 			break;
+		case 'd':
+			if (parse_dump_on(optarg, &o.dump_signal))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'q':
 			o.quiet = 1;
 			break;
@@ -626,6 +678,10 @@ int cmd_record(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out_spool;
 	}
+	if (cli_session_write(spool, o.output, command, options, start_rt))
+		cli_error("warning: cannot write the session file in '%s' (%s); 'cuscope dump' will "
+			  "not find this recording",
+			  spool, strerror(errno));
 	{
 		char pidbuf[32];
 
@@ -686,12 +742,28 @@ int cmd_record(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
-		sigaction(fwd_signals[i], &sa, &old_sa[i]);
+		if (fwd_signals[i] != o.dump_signal)
+			sigaction(fwd_signals[i], &sa, &old_sa[i]);
+	if (o.dump_signal) {
+		/* no SA_RESTART: the signal ends the wait below, which then dumps */
+		struct sigaction ds;
+
+		memset(&ds, 0, sizeof(ds));
+		ds.sa_handler = ask_dump;
+		sigemptyset(&ds.sa_mask);
+		sigaction(o.dump_signal, &ds, &old_dump_sa);
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+		if (dump_asked) {
+			dump_asked = 0;
+			cli_dump(spool, NULL, 0, 10.0, o.quiet);
+		}
 	others_left = reap_descendants(o.wait_s);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
-		sigaction(fwd_signals[i], &old_sa[i], NULL);
+		if (fwd_signals[i] != o.dump_signal)
+			sigaction(fwd_signals[i], &old_sa[i], NULL);
+	if (o.dump_signal)
+		sigaction(o.dump_signal, &old_dump_sa, NULL);
 	child_pid = 0;
 	if (WIFEXITED(status))
 		exit_code = WEXITSTATUS(status);

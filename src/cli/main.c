@@ -49,6 +49,7 @@ static int cmd_record_unavailable(int argc, char **argv)
 
 static const struct cli_command cli_commands[] = {
 	{"record", CLI_CMD_RECORD, "run a CUDA program and record a trace of it", CLI_RUNS_PROGRAM},
+	{"dump", cmd_dump, "write the trace of a job still being recorded, without stopping it", 0},
 	{"import", cmd_import, "turn spool files written without record into a trace", 0},
 	{"info", cmd_info, "show what a trace holds", 0},
 	{"stats", cmd_stats, "summarize kernel, memcpy and memset time", 0},

@@ -36,6 +36,22 @@ void cs_out_flush(void);
 void cs_out_set_drain_wake(void (*wake)(void));
 /* Write the shared buffer out (what was staged per thread stays there). */
 void cs_out_drain(void);
+/* A dump (`cuscope dump`): write what is staged and buffered, then put the process's files as
+ * they are into dir under their own names: without a ring the file is linked (*main_len: its
+ * length now, what the dump holds of it); with one the main file is copied and the segments
+ * linked, the current segment closed first unless empty (the next one is opened). Thread safe;
+ * 0 on success, -1 when the file is not open or a copy or link failed. */
+int cs_out_snapshot(const char *dir, uint64_t *main_len);
+/* The process's (main) spool file, NULL when none is open. */
+const char *cs_out_path(void);
+
+/* ---- dump.c: dumps on request ---- */
+
+/* After cs_out_open into dir: serve dumps when under `cuscope record`. */
+void cs_dump_setup(const char *dir);
+/* On the flush thread, once per flush period (now: CUPTI ns): serve the dumps asked for since the
+ * last look. */
+void cs_dump_poll(uint64_t now);
 /* Flush and close; later writes are dropped. */
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */

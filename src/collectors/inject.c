@@ -655,6 +655,7 @@ static void *flush_main(void *arg)
 			cs_write_clock_record(now);
 		report_dropped(0);
 		cs_out_flush();
+		cs_dump_poll(now);
 	}
 	if (opts.census)
 		census_flush_thread_cpu_ns = thread_cpu_ns();
@@ -903,6 +904,7 @@ static void process_setup_once(void)
 		return;
 	}
 	cs_out_set_limit(opts.ring_bytes || opts.ring_ns ? 0 : opts.limit);
+	cs_dump_setup(dir);
 	cs_out_set_staging(opts.staging);
 	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
 			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);

@@ -56,6 +56,7 @@ static pthread_mutex_t io_lock = PTHREAD_MUTEX_INITIALIZER;  /* one drain at a t
 static struct out_buf bufs[2];
 static int active;
 static int out_fd = -1;
+static char out_path[4096]; /* the process's (main) spool file */
 static uint64_t out_limit, out_written;
 static atomic_uint_fast64_t out_records, out_dropped;
 static atomic_uint_fast64_t
@@ -168,6 +169,7 @@ int cs_out_open(const char *dir, uint64_t cupti_ns)
 	}
 	out_written = sizeof(struct cs_spool_header);
 	out_fd = fd;
+	snprintf(out_path, sizeof(out_path), "%s", path);
 	if (ring.on) {
 		size_t len = strlen(path) - strlen(CS_SPOOL_SUFFIX);
 
@@ -590,6 +592,78 @@ static void close_files(void)
 	if (ring.rec_fd >= 0)
 		close(ring.rec_fd);
 	ring.rec_fd = -1;
+}
+
+/* Copy the file at src, whole, to dst (created); 0 on success. */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0)
+		goto done;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write_all(out, buf, (size_t)n))
+			goto done;
+	rc = n < 0 ? -1 : 0;
+done:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+/* Link path into dir under its own name; 0 on success. */
+static int link_into(const char *path, const char *dir)
+{
+	char dst[8192];
+	const char *base = strrchr(path, '/');
+
+	snprintf(dst, sizeof(dst), "%s/%s", dir, base ? base + 1 : path);
+	return link(path, dst) ? -1 : 0;
+}
+
+int cs_out_snapshot(const char *dir, uint64_t *main_len)
+{
+	char dst[8192], seg[sizeof(ring.stem) + 32];
+	const char *base = strrchr(out_path, '/');
+	int rc = 0;
+
+	if (out_fd < 0)
+		return -1;
+	stage_commit_all();
+	out_drain();
+	pthread_mutex_lock(&io_lock);
+	*main_len = out_written;
+	if (!ring.on) {
+		rc = link_into(out_path, dir);
+	} else {
+		/* the main file's RING record is rewritten in place: a copy says what the linked
+		 * segments are; the current segment is closed so that the links hold it whole */
+		snprintf(dst, sizeof(dst), "%s/%s", dir, base ? base + 1 : out_path);
+		rc = copy_file(out_path, dst);
+		for (int i = 0; i < ring.nclosed && !rc; i++) {
+			ring_seg_path(seg, sizeof(seg), ring.closed[i].n);
+			rc = link_into(seg, dir);
+		}
+		if (!rc && ring.fd >= 0) {
+			ring_seg_path(seg, sizeof(seg), ring.n);
+			rc = link_into(seg, dir);
+			if (!rc && ring.records)
+				ring_switch(ring.now());
+		}
+	}
+	pthread_mutex_unlock(&io_lock);
+	return rc;
+}
+
+const char *cs_out_path(void)
+{
+	return out_fd >= 0 ? out_path : NULL;
 }
 
 void cs_out_close(void)

@@ -48,7 +48,7 @@ CHECK=$ROOT/tests/gpu/check_trace.py
 
 SCENARIOS="record_cli calibrate clock counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
-train_small_nvtx train_small_limit ring torch_eager cuda_graph
+train_small_nvtx train_small_limit ring dump torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
@@ -522,6 +522,121 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
 	fi
 }
 
+# dump: signal_victim.py's steps through a 2 MiB ring (--step-ms 1, about 10 s); once the ring has wrapped, `cuscope dump PID`
+# (PID: the Python process) writes dump 1 and, 2 s later, SIGUSR2 to record (--dump-on signal=USR2) writes dump 2; the
+# job goes on and ends with status 0 after --max-steps. Each dump is a trace that info and report read, holding a
+# window of whole steps (the NVTX ranges "step<N>") that ends near the step printed when it was taken; dump 2's last
+# step is later than dump 1's; the job's own trace is written as usual. Then the same without a ring: dump 1 holds
+# every step from the first. The dumps' wall time is logged.
+DUMP_STEPS=6000
+scenario_dump() {
+	selected dump || return 0
+	say "== dump"
+	local dir=$WORK/dump prefix=$WORK/dump/job problems="" notes="" mode ring_arg first db pyid t0 rec_pid i n d
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for mode in ring plain; do
+		ring_arg="" first=200
+		[ "$mode" = ring ] && ring_arg="--ring 2048K" first=2500
+		db=$dir/$mode.db
+		rm -f "$dir/$mode.pid"
+		# shellcheck disable=SC2086
+		"$CUSCOPE" record --no-calibrate --no-host-probe $ring_arg --dump-on signal=USR2 -o "$db" -- \
+			"$PY" "$PROGS/signal_victim.py" --step-ms 1 --max-steps "$DUMP_STEPS" --pidfile "$dir/$mode.pid" \
+			>"$prefix.$mode.out" 2>"$prefix.$mode.err" </dev/null &
+		rec_pid=$!
+		for i in $(seq 1 600); do
+			# the ring (about 1,700 steps) has wrapped before its first dump
+			[ -s "$dir/$mode.pid" ] && [ "$(grep -c '^step' "$prefix.$mode.out")" -ge "$first" ] && break
+			alive "$rec_pid" || break
+			sleep 0.1
+		done
+		pyid=$(cat "$dir/$mode.pid" 2>/dev/null)
+		if [ -z "$pyid" ] || ! alive "$rec_pid"; then
+			problems="$problems; $mode: the job did not start (or ended before its dump)"
+			wait "$rec_pid"
+			continue
+		fi
+		t0=$(now)
+		grep '^step' "$prefix.$mode.out" | tail -n 1 >"$prefix.$mode.at1"
+		"$CUSCOPE" dump "$pyid" >"$prefix.$mode.dump1" 2>&1 || problems="$problems; $mode: cuscope dump $pyid failed"
+		log "dump ($mode): cuscope dump took $(elapsed "$t0") s (the job was at $(cat "$prefix.$mode.at1"))"
+		sleep 2
+		grep '^step' "$prefix.$mode.out" | tail -n 1 >"$prefix.$mode.at2"
+		t0=$(now)
+		kill -USR2 "$rec_pid"
+		for i in $(seq 1 200); do
+			[ -s "$dir/$mode.dump-2.db" ] && break
+			sleep 0.1
+		done
+		log "dump ($mode): dump 2 after SIGUSR2 in $(elapsed "$t0") s (the job was at $(cat "$prefix.$mode.at2"))"
+		wait "$rec_pid"
+		echo $? >"$prefix.$mode.rc"
+		log_file "dump ($mode): cuscope dump" "$prefix.$mode.dump1" 5
+		log_file "dump ($mode): record's stderr" "$prefix.$mode.err" 20
+		[ "$(cat "$prefix.$mode.rc")" = 0 ] || problems="$problems; $mode: the job ended with $(cat "$prefix.$mode.rc")"
+		for n in 1 2; do
+			d=$dir/$mode.dump-$n.db
+			if [ ! -s "$d" ]; then
+				problems="$problems; $mode: no dump $n"
+				continue
+			fi
+			"$CUSCOPE" info "$d" >"$prefix.$mode.info$n" 2>&1 || problems="$problems; $mode: info cannot read dump $n"
+			"$CUSCOPE" report "$d" >"$prefix.$mode.report$n" 2>&1
+			[ $? -le 1 ] || problems="$problems; $mode: report cannot read dump $n"
+			log_file "dump ($mode): info of dump $n" "$prefix.$mode.info$n" 12
+		done
+		"$PY" - "$dir/$mode.dump-1.db" "$dir/$mode.dump-2.db" "$db" "$mode" "$prefix.$mode.at1" "$prefix.$mode.at2" \
+			"$DUMP_STEPS" >>"$prefix.checks" 2>&1 <<'PYEOF'
+import json, re, sqlite3, sys
+d1, d2, whole, mode, at1, at2, total = sys.argv[1:8]
+def steps(db):
+    try:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        got = sorted(int(s[4:]) for (s,) in c.execute(
+            "SELECT DISTINCT s.value FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId") if re.fullmatch(r"step\d+", s))
+        meta = dict(c.execute("SELECT key, value FROM META"))
+        return got, meta
+    except Exception as e:
+        print(f"FAIL {mode}: {db}: {e}")
+        return [], {}
+def printed(path):
+    t = open(path).read().split()
+    return int(t[1]) if len(t) > 1 else -1
+s1, m1 = steps(d1)
+s2, m2 = steps(d2)
+sw, mw = steps(whole)
+p1, p2 = printed(at1), printed(at2)
+for n, s, m, p in ((1, s1, m1, p1), (2, s2, m2, p2)):
+    if not s:
+        print(f"FAIL {mode}: dump {n} holds no step"); continue
+    if s != list(range(s[0], s[-1] + 1)):
+        print(f"FAIL {mode}: dump {n} misses steps between {s[0]} and {s[-1]}")
+    if s[-1] < p:
+        print(f"FAIL {mode}: dump {n} ends at step {s[-1]}, before step {p} printed when it was asked for")
+    if "dump" not in m:
+        print(f"FAIL {mode}: dump {n} has no META dump")
+    if mode == "plain" and s[0] > 1:
+        print(f"FAIL {mode}: dump {n} starts at step {s[0]}, not at the first")
+    if mode == "ring" and s[0] < 50:
+        print(f"FAIL {mode}: dump {n} starts at step {s[0]}: the ring kept the start")
+    print(f"INFO {mode}: dump {n}: steps {s[0]}..{s[-1]} (asked at step {p}); {m.get('dump')}")
+if s1 and s2 and s2[-1] <= s1[-1]:
+    print(f"FAIL {mode}: dump 2 ends at step {s2[-1]}, not after dump 1's {s1[-1]}")
+if not sw or sw[-1] != int(total) - 1:
+    print(f"FAIL {mode}: the job's trace ends at step {sw[-1] if sw else '-'}, not {int(total) - 1}")
+PYEOF
+	done
+	log_file "dump: checks" "$prefix.checks" 20
+	problems="$problems$(grep '^FAIL' "$prefix.checks" | sed 's/^FAIL /; /' | tr -d '\n')"
+	notes=$(grep '^INFO' "$prefix.checks" | sed 's/^INFO //' | cut -c1-80 | tr '\n' ';')
+	if [ -n "$problems" ]; then
+		result dump FAIL "${problems#; } [$notes]"
+	else
+		result dump PASS "$notes"
+	fi
+}
+
 # --ring: signal_victim.py's GPU steps (an NVTX range "step<N>" each, "step N" printed after it) run for about
 # 10-20 s through a 2 MiB ring, about 12 times the ring. While it runs, the spool directory's segments stay within
 # the ring and one segment (2.5 MiB), sampled every 0.1 s; the main file holds only definitions (its names grow by
@@ -640,6 +755,7 @@ run_scenarios() {
 	scenario train_small_limit --baseline-from train_small --record --size-limit --record 64K \
 		--check "--scope=sizecap" --check --allow-dropped -- "$PY" samples/pytorch/train_small.py
 	scenario_ring
+	scenario_dump
 	scenario torch_eager -- "$PY" "$P/torch_eager.py"
 	scenario cuda_graph -- "$PY" "$P/cuda_graph.py"
 	scenario torch_profiler_inside -- "$PY" "$P/torch_profiler_inside.py"

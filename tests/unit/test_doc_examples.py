@@ -24,7 +24,7 @@ import tempfile
 binary, src, build = (os.path.abspath(a) for a in sys.argv[1:4])
 checks = failures = 0
 
-COMMANDS = "record|import|info|stats|report|export|view|diff|gate|calibrate"
+COMMANDS = "record|dump|import|info|stats|report|export|view|diff|gate|calibrate"
 EXAMPLE = re.compile(r"^(?:\$ |run: )?(?:build/)?cuscope (?:%s)\b(?!:)" % COMMANDS)
 # a usage synopsis (`cuscope diff [OPTIONS] BASE NEW`), not an example
 SYNOPSIS = re.compile(r"\[-|\[[A-Z]|\b(?:FILE|BASE|NEW|OPTIONS|SPOOL_DIR|COMMAND)\b")
@@ -47,6 +47,16 @@ SKIP = {
     "cuscope record -o run.db -- python3 train.py --epochs 1": "records train.py on a GPU",
     "cuscope record --capture=nvtx:'step*' -o steps.db -- python3 train.py": "records train.py on a GPU",
     "cuscope record --ring 2GiB -o last.db -- python3 train.py --epochs 100": "records train.py on a GPU",
+    "cuscope record --ring 30m --dump-on signal=USR2 -o last.db -- python3 train.py --epochs 100":
+        "records train.py on a GPU",
+    "cuscope record --ring 2GiB -o last.db -- python3 train.py --epochs 100 &": "records train.py on a GPU",
+    "cuscope dump $!                # later, from any shell of the same user: last.dump-1.db":
+        "dumps a job being recorded on a GPU",
+    "cuscope dump 4242                      # 4242: a rank of the job, or its cuscope record":
+        "dumps a job being recorded on a GPU",
+    "cuscope dump --all                     # every recording of this user, each beside its own trace":
+        "dumps a job being recorded on a GPU",
+    "cuscope dump -o before-the-spike.db 4242": "dumps a job being recorded on a GPU",
     "cuscope record --no-backtrace -o bare.db -- torchrun --nproc_per_node=2 train.py":
         "records a torchrun job on GPUs",
     "cuscope calibrate": "measures launches on a GPU",

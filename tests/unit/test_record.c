@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "cuscope/host_speed.h"
@@ -121,6 +122,38 @@ START_TEST(signals_sent_to_record_reach_the_program)
 	ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
 	ck_assert_str_eq(out, "status=42\n");
 	free(out);
+}
+END_TEST
+
+/* --dump-on signal=SIG: record takes the signal for a dump (here of a job with no CUDA process yet:
+ * it says so) instead of passing it on; without it the signal reaches the program. */
+START_TEST(dump_signal_is_taken_not_passed_on)
+{
+	const char *with[] = {"--no-calibrate", "--no-host-probe", "--dump-on", "signal=USR2",
+			      "--", "sh", "-c", "kill -USR2 $CUSCOPE_RECORD_PID; sleep 0.5; echo ran",
+			      NULL};
+	const char *without[] = {"--no-calibrate", "--no-host-probe", "--", "sh", "-c",
+				 "kill -USR2 $CUSCOPE_RECORD_PID; sleep 0.5; echo ran", NULL};
+	const char *bad[] = {"--dump-on", "signal=KILL", "--", "true", NULL};
+	char *dir = tu_tmpdir(), *out = NULL, *err = NULL;
+
+	if (!record_available)
+		return;
+	ck_assert_int_eq(run_record(dir, with, &out, &err), 0);
+	ck_assert_str_eq(out, "ran\n");
+	ck_assert_msg(strstr(err, "no CUDA process yet"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_record(dir, without, &out, &err), 128 + SIGUSR2);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_record(dir, bad, &out, &err), 2);
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "--dump-on"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
 }
 END_TEST
 
@@ -493,6 +526,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, signal_death_is_128_plus_signal);
 	tcase_add_test(tc, signals_sent_to_record_reach_the_program);
 	tcase_add_test(tc, output_passes_through);
+	tcase_add_test(tc, dump_signal_is_taken_not_passed_on);
 	tcase_add_test(tc, exec_failure);
 	tcase_add_test(tc, existing_output_is_refused);
 	tcase_add_test(tc, another_injection_is_refused);

@@ -1,0 +1,379 @@
+/*
+ * test_dump.c - `cuscope dump` against processes that write spool files as the injection library
+ * does (src/collectors/spool_out.c and dump.c linked here; no GPU): a job is dumped twice while it
+ * keeps running, with and without a ring; a process that never answers is taken as its files are;
+ * bad input gets one line and leaves nothing behind.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "collector.h"
+#include "cuscope/import.h"
+#include "cuscope/json.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define BASE  1700000000000000000ull /* a CUPTI timestamp: ns since the epoch */
+#define BATCH 64
+#define STEP  20000 /* ns between launches */
+#define PAIR  (sizeof(struct cs_rec_api) + sizeof(struct cs_rec_kernel))
+
+/* The capture window lives in inject.c, which needs libcupti: keep everything. */
+int cs_capture_keep(uint64_t ts)
+{
+	(void)ts;
+	return 1;
+}
+
+static uint64_t clock_ns;
+
+static uint64_t now(void)
+{
+	return clock_ns;
+}
+
+/* What `cuscope record` leaves in its spool directory for a dump. */
+static void write_session(const char *dir, const char *output)
+{
+	char *path = tu_path(dir, CS_SESSION_FILE), text[8192];
+	int n = snprintf(text, sizeof(text),
+			 "output\t%s\ncommand\tpython train.py\noptions\tbacktrace\nstart\t%llu\n"
+			 "record_pid\t%d\n",
+			 output, (unsigned long long)(BASE / 1000000000ull * 1000000000ull),
+			 (int)getpid());
+
+	ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
+	free(path);
+}
+
+/* The profiled process: launches (an API record and its kernel) with the clock advancing, a
+ * flush and a look at the dump request after each batch, for at most 30 s or until killed.
+ * answer 0: never looks (a process stuck in the driver). */
+static void job(const char *dir, uint64_t ring_bytes, int answer)
+{
+	uint32_t name, api, corr = 0;
+	time_t t0 = time(NULL);
+
+	setenv(CS_ENV_RECORD_PID, "1", 1);
+	clock_ns = BASE;
+	cs_capture_configure(0, 0, 0);
+	if (ring_bytes)
+		cs_out_set_ring(ring_bytes, 0, now);
+	if (cs_out_open(dir, BASE))
+		_exit(3);
+	cs_write_clock_record(BASE);
+	cs_dump_setup(dir);
+	name = cs_intern("_Z6kernelPfi", (size_t)-1);
+	api = cs_intern("cudaLaunchKernel_v7000", (size_t)-1);
+	while (time(NULL) - t0 < 30) {
+		uint32_t first = corr + 1;
+		struct timespec ts = {0, 2000000};
+
+		for (int b = 0; b < BATCH; b++) {
+			struct cs_rec_api a;
+
+			memset(&a, 0, sizeof(a));
+			a.start = clock_ns;
+			a.end = clock_ns + 3000;
+			a.correlation_id = ++corr;
+			a.cbid = 211;
+			a.domain = 1;
+			a.api_class = CS_APICLASS_LAUNCH;
+			a.name_sid = api;
+			cs_out_write_event(&a, sizeof(a), CS_REC_API, 77);
+			clock_ns += STEP;
+		}
+		for (uint32_t c = first; c <= corr; c++) {
+			struct cs_rec_kernel k;
+
+			memset(&k, 0, sizeof(k));
+			k.start = clock_ns - (uint64_t)(corr - c + 1) * STEP + 5000;
+			k.end = k.start + STEP / 2;
+			k.correlation_id = c;
+			k.stream_id = 7;
+			k.name_sid = name;
+			cs_out_write_event(&k, sizeof(k), CS_REC_KERNEL, 0);
+		}
+		cs_out_flush();
+		if (answer)
+			cs_dump_poll(clock_ns);
+		nanosleep(&ts, NULL);
+	}
+	_exit(0);
+}
+
+static pid_t start_job(const char *dir, uint64_t ring_bytes, int answer)
+{
+	pid_t pid = fork();
+	char name[64];
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		job(dir, ring_bytes, answer);
+	/* its spool file exists and holds a few batches */
+	snprintf(name, sizeof(name), "%d%s", (int)pid, CS_SPOOL_SUFFIX);
+	for (int i = 0; i < 500; i++) {
+		char *path = tu_path(dir, name);
+		struct stat sb;
+		/* a ring's main file holds only definitions: give it time for a few segments */
+		int ready = stat(path, &sb) == 0 && (ring_bytes || sb.st_size > 64 * 1024);
+		struct timespec ts = {0, 10000000}, more = {0, 300000000};
+
+		free(path);
+		if (ready) {
+			if (ring_bytes)
+				nanosleep(&more, NULL);
+			return pid;
+		}
+		nanosleep(&ts, NULL);
+	}
+	ck_abort_msg("the job wrote no spool file");
+	return pid;
+}
+
+static void stop_job(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
+/* Kernels in the trace at path, and its META dump parsed (NULL when none). */
+static int64_t kernels_of(const char *path, cJSON **dump)
+{
+	cs_trace *t = NULL;
+	cs_trace_summary s;
+	cs_error err = {0};
+	const char *m;
+
+	ck_assert_msg(cs_trace_open(path, &t, &err) == 0, "open %s: %s", path, err.msg);
+	ck_assert_int_eq(cs_trace_get_summary(t, &s, &err), 0);
+	m = cs_trace_meta(t, CS_META_DUMP);
+	if (dump)
+		*dump = m ? cJSON_Parse(m) : NULL;
+	cs_trace_close(t);
+	return s.counts[CS_EV_KERNEL];
+}
+
+static int json_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "no %s", key);
+	return v->valueint;
+}
+
+/* Entries of dir whose name starts with prefix. */
+static int count_entries(const char *dir, const char *prefix)
+{
+	char cmd[4400];
+	char *out = NULL;
+	int n;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -c '^%s' || true", dir, prefix);
+	{
+		const char *argv[] = {"sh", "-c", cmd, NULL};
+
+		ck_assert_int_eq(tu_run(argv, NULL, &out, NULL), 0);
+	}
+	n = atoi(out);
+	free(out);
+	return n;
+}
+
+static void dump_twice(uint64_t ring_bytes)
+{
+	char *dir = tu_tmpdir(), *trace = tu_path(dir, "job.db"), *d1, *d2;
+	const char *argv[] = {NULL, "dump", dir, NULL};
+	struct tu_result r;
+	cJSON *meta;
+	int64_t k1, k2;
+	pid_t pid;
+
+	write_session(dir, trace);
+	pid = start_job(dir, ring_bytes, 1);
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == 0, "dump: %d %s", r.rc, r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "dump 1 of 'python train.py'"));
+	tu_result_free(&r);
+	d1 = tu_path(dir, "job.dump-1.db");
+	k1 = kernels_of(d1, &meta);
+	ck_assert_int_gt(k1, 0);
+	ck_assert_ptr_nonnull(meta);
+	ck_assert_int_eq(json_int(meta, "n"), 1);
+	ck_assert_int_eq(json_int(meta, "running"), 1);
+	ck_assert_int_eq(json_int(meta, "answered"), 1);
+	ck_assert_int_eq(json_int(meta, "late"), 0);
+	cJSON_Delete(meta);
+	{
+		const char *info[] = {NULL, "info", d1, NULL};
+		struct tu_result ri = tu_cuscope(info);
+
+		ck_assert_int_eq(ri.rc, 0);
+		ck_assert_msg(strstr(ri.out, "1 of a running recording, taken ") &&
+				      strstr(ri.out, "; 1 of 1 running process answered"),
+			      "%s", ri.out);
+		tu_result_free(&ri);
+	}
+	/* the job goes on: its file grows, and a second dump holds later work */
+	ck_assert_int_eq(kill(pid, 0), 0);
+	{
+		struct timespec ts = {0, 300000000};
+
+		nanosleep(&ts, NULL);
+	}
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == 0, "second dump: %d %s", r.rc, r.err);
+	tu_result_free(&r);
+	d2 = tu_path(dir, "job.dump-2.db");
+	k2 = kernels_of(d2, NULL);
+	if (!ring_bytes)
+		ck_assert_msg(k2 > k1, "second dump %lld kernels, first %lld", (long long)k2,
+			      (long long)k1);
+	else
+		/* a ring holds between its size and 1.25 times it of launches (a call and a
+		 * kernel record each), never the whole run */
+		ck_assert_msg((uint64_t)k2 * PAIR >= ring_bytes / 2 &&
+				      (uint64_t)k2 * PAIR <= ring_bytes * 5 / 4,
+			      "%lld kernels in a %llu-byte ring", (long long)k2,
+			      (unsigned long long)ring_bytes);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	/* nothing of the dumps is left in the spool directory but the request */
+	ck_assert_int_eq(count_entries(dir, CS_DUMP_DIR_PREFIX), 0);
+	stop_job(pid);
+	free(d1);
+	free(d2);
+	free(trace);
+	free(dir);
+}
+
+START_TEST(a_running_job_is_dumped_twice)
+{
+	dump_twice(0);
+}
+END_TEST
+
+START_TEST(a_ring_is_dumped_with_its_window)
+{
+	char *dir;
+	pid_t pid;
+
+	dump_twice(1u << 20);
+	/* the ring goes on deleting segments after a dump: no more than 4 closed and the current */
+	dir = tu_tmpdir();
+	write_session(dir, "/nonexistent/job.db");
+	pid = start_job(dir, 1u << 20, 1);
+	{
+		const char *argv[] = {NULL, "dump", "-o", NULL, dir, NULL};
+		char *out = tu_path(dir, "x.db");
+		struct tu_result r;
+		struct timespec ts = {0, 500000000};
+
+		argv[3] = out;
+		r = tu_cuscope(argv);
+		ck_assert_msg(r.rc == 0, "dump -o: %s", r.err);
+		tu_result_free(&r);
+		nanosleep(&ts, NULL);
+		ck_assert_int_le(count_entries(dir, "[0-9]*\\.[0-9]*\\.cuseg"), 6);
+		free(out);
+	}
+	stop_job(pid);
+	free(dir);
+}
+END_TEST
+
+START_TEST(a_process_that_does_not_answer_is_taken_as_it_is)
+{
+	char *dir = tu_tmpdir(), *trace = tu_path(dir, "job.db"), *d1;
+	const char *argv[] = {NULL, "dump", "--timeout", "0.5", dir, NULL};
+	struct tu_result r;
+	cJSON *meta;
+	pid_t pid;
+
+	write_session(dir, trace);
+	pid = start_job(dir, 0, 0);
+	r = tu_cuscope(argv);
+	ck_assert_msg(r.rc == 0, "dump: %s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "did not answer within 0.5 s"));
+	tu_result_free(&r);
+	d1 = tu_path(dir, "job.dump-1.db");
+	ck_assert_int_gt(kernels_of(d1, &meta), 0);
+	ck_assert_int_eq(json_int(meta, "answered"), 0);
+	ck_assert_int_eq(json_int(meta, "late"), 1);
+	cJSON_Delete(meta);
+	stop_job(pid);
+	free(d1);
+	free(trace);
+	free(dir);
+}
+END_TEST
+
+START_TEST(bad_input_gets_one_line)
+{
+	char *dir = tu_tmpdir(), *trace = tu_path(dir, "job.db"), *taken = tu_path(dir, "t.db");
+	struct {
+		const char *argv[8];
+		const char *says;
+	} cases[] = {
+		{{NULL, "dump", NULL}, "missing PID"},
+		{{NULL, "dump", "--all", "12", NULL}, "not both"},
+		{{NULL, "dump", "12", "13", NULL}, "one PID"},
+		{{NULL, "dump", "abc", NULL}, "not a process id"},
+		{{NULL, "dump", "999999999", NULL}, "not a job"},
+		{{NULL, "dump", "--timeout", "x", dir, NULL}, "--timeout"},
+		{{NULL, "dump", "--timeout", "0", dir, NULL}, "--timeout"},
+		{{NULL, "dump", "--bogus", dir, NULL}, "--bogus"},
+		{{NULL, "dump", "/", NULL}, "not the spool directory"},
+		/* a recording with no CUDA process yet */
+		{{NULL, "dump", dir, NULL}, "no CUDA process"},
+		/* an existing output */
+		{{NULL, "dump", "-o", taken, dir, NULL}, "exists"},
+	};
+
+	write_session(dir, trace);
+	ck_assert_int_eq(tu_write_file(taken, "keep", 4), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tu_result r = tu_cuscope(cases[i].argv);
+		size_t len;
+		char *kept;
+
+		tu_assert_one_line_error(&r, cases[i].says);
+		ck_assert_msg(strstr(r.err, cases[i].says), "case %zu: %s", i, r.err);
+		tu_result_free(&r);
+		/* nothing written, nothing left */
+		ck_assert(!tu_file_exists(trace));
+		ck_assert_int_eq(count_entries(dir, "job.dump"), 0);
+		ck_assert_int_eq(count_entries(dir, CS_DUMP_DIR_PREFIX), 0);
+		kept = tu_read_file(taken, &len);
+		ck_assert_str_eq(kept, "keep");
+		free(kept);
+	}
+	free(taken);
+	free(trace);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dump");
+	TCase *tc = tcase_create("dump");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_running_job_is_dumped_twice);
+	tcase_add_test(tc, a_ring_is_dumped_with_its_window);
+	tcase_add_test(tc, a_process_that_does_not_answer_is_taken_as_it_is);
+	tcase_add_test(tc, bad_input_gets_one_line);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
