@@ -9,6 +9,7 @@
  * are waited for too, for a bounded time), imports the spool files into one trace and returns the
  * program's exit status (128+signal when killed).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -80,10 +81,17 @@ static const char record_usage[] =
 	"      --wait SEC           after COMMAND exits, wait at most SEC seconds for the "
 	"processes it\n"
 	"                           started (default 10)\n"
-	"      --dump-on signal=SIG write a dump of the job on signal SIG to this process (e.g.\n"
-	"                           signal=USR2: kill -USR2 <record pid>) instead of passing it "
-	"on;\n"
-	"                           'cuscope dump PID' dumps any recording (docs/recording.md)\n"
+	"      --dump-on TRIGGER    write a dump of the job (its trace so far, or the ring's "
+	"window)\n"
+	"                           when TRIGGER happens, and go on (repeat for several):\n"
+	"                           signal=SIG: on signal SIG to this process (e.g. signal=USR2:\n"
+	"                           kill -USR2 <record pid>), which is then not passed on;\n"
+	"                           slow-step=K[:PATTERN]: when a step takes more than K times "
+	"the\n"
+	"                           median of the recent steps, steps being the NVTX ranges "
+	"whose\n"
+	"                           text matches PATTERN (default 'step*'); 'cuscope dump PID'\n"
+	"                           dumps any recording (docs/recording.md)\n"
 	"      --keep-spool         keep the spool directory after the import\n"
 	"      --no-calibrate       do not measure what recording costs a launch after COMMAND\n"
 	"                           ends (about 3 s of empty-kernel launches on GPU 0; the\n"
@@ -104,7 +112,9 @@ struct record_opts {
 	const char *capture_nvtx; /* pattern, or NULL */
 	int force, api_all, capture_profiler, latency, keep_spool, quiet, backtrace, calibrate;
 	int host_probe;
-	int dump_signal; /* --dump-on signal=SIG, 0 when none */
+	int dump_signal;	  /* --dump-on signal=SIG, 0 when none */
+	double slow_step;	  /* --dump-on slow-step=K, 0 when none */
+	const char *step_pattern; /* its steps' NVTX pattern, NULL: step* */
 	double delay, duration, wait_s;
 	uint64_t size_limit;
 	uint64_t ring_bytes, ring_ns; /* --ring: one of them */
@@ -120,8 +130,27 @@ static void ask_dump(int sig)
 	dump_asked = 1;
 }
 
-/* --dump-on TRIGGER: signal=SIG (a name, with or without SIG, or a number). */
-static int parse_dump_on(const char *arg, int *sig)
+/* --dump-on slow-step=K[:PATTERN]: K above 1 (at most 1000); the pattern without a comma. */
+static int parse_slow_step(const char *arg, double *k, const char **pattern)
+{
+	const char *v = arg + strlen("slow-step=");
+	char *end;
+
+	*k = strtod(v, &end);
+	if (end == v || !(*k > 1.0) || *k > 1000 || (*end && *end != ':') ||
+	    (*end == ':' && (!end[1] || strchr(end + 1, ','))))
+		return cli_usage_error("record",
+				       "invalid value '%s' for --dump-on (slow-step=K or "
+				       "slow-step=K:PATTERN, K a number above 1, PATTERN without "
+				       "commas)",
+				       arg);
+	*pattern = *end == ':' ? end + 1 : NULL;
+	return 0;
+}
+
+/* --dump-on TRIGGER: signal=SIG (a name, with or without SIG, or a number), or
+ * slow-step=K[:PATTERN]. */
+static int parse_dump_on(const char *arg, int *sig, double *k, const char **pattern)
 {
 	static const struct {
 		const char *name;
@@ -132,9 +161,12 @@ static int parse_dump_on(const char *arg, int *sig)
 	char *end;
 	long n;
 
+	if (!strncmp(arg, "slow-step=", 10))
+		return parse_slow_step(arg, k, pattern);
 	if (strncmp(arg, "signal=", 7))
-		return cli_usage_error("record", "invalid value '%s' for --dump-on (signal=SIG)",
-				       arg);
+		return cli_usage_error(
+			"record", "invalid value '%s' for --dump-on (signal=SIG or slow-step=K)",
+			arg);
 	v = arg + 7;
 	if (!strncmp(v, "SIG", 3))
 		v += 3;
@@ -372,6 +404,61 @@ static void print_summary(const char *output, const cs_import_stats *st, double 
 	cs_strbuf_free(&sb_line);
 }
 
+/* The slow-step notices of the processes ("slow.<pid>.<n>", slow_step.c): each one read, said,
+ * removed and dumped (one dump for the notices found together). */
+static void dump_slow_steps(const char *spool, const struct record_opts *o)
+{
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && (de = readdir(d))) {
+		char path[PATH_MAX + 300];
+		unsigned long long dur = 0, median = 0;
+		FILE *f;
+
+		if (strncmp(de->d_name, "slow.", 5))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%llu %llu", &dur, &median) == 2 && !o->quiet)
+			cli_error("process %ld: a step took %.1f ms, %.1f times the median of the "
+				  "recent steps (%.1f ms): dumping",
+				  strtol(de->d_name + 5, NULL, 10), (double)dur / 1e6,
+				  median ? (double)dur / (double)median : 0.0, (double)median / 1e6);
+		if (f)
+			fclose(f);
+		unlink(path);
+		found = 1;
+	}
+	if (d)
+		closedir(d);
+	if (found)
+		cli_dump(spool, NULL, 0, 10.0, o->quiet);
+}
+
+/* Wait for the program; meanwhile, dump when asked by --dump-on's signal or a slow step's notice
+ * (looked for every 200 ms, only with slow-step). */
+static void wait_program(pid_t pid, int *status, const char *spool, const struct record_opts *o)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, o->slow_step > 0 ? WNOHANG : 0);
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return;
+		if (dump_asked) {
+			dump_asked = 0;
+			cli_dump(spool, NULL, 0, 10.0, o->quiet);
+		}
+		if (o->slow_step > 0 && r == 0) {
+			struct timespec ts = {0, 200 * 1000 * 1000};
+
+			dump_slow_steps(spool, o);
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 static int check_environment(const char *lib)
 {
 	static const char *const vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"};
@@ -421,6 +508,10 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt, int c
 		cs_strbuf_printf(&sb, ",ring_ns=%llu", (unsigned long long)o->ring_ns);
 	if (o->cupti_buffers > 0)
 		cs_strbuf_printf(&sb, ",buffers=%lld", (long long)o->cupti_buffers);
+	if (o->slow_step > 0 && !calibration)
+		cs_strbuf_printf(&sb, ",slow_step=%g", o->slow_step);
+	if (o->step_pattern && !calibration)
+		cs_strbuf_printf(&sb, ",step_pattern=%s", o->step_pattern);
 	if ((o->delay > 0 || o->duration > 0) && !calibration) {
 		uint64_t t0 = o->delay > 0 ? start_rt + (uint64_t)(o->delay * 1e9) : 0;
 		uint64_t t1 =
@@ -627,7 +718,7 @@ int cmd_record(int argc, char **argv)
 			o.host_probe = 0;
 			break;
 		case 'd':
-			if (parse_dump_on(optarg, &o.dump_signal))
+			if (parse_dump_on(optarg, &o.dump_signal, &o.slow_step, &o.step_pattern))
 				return CLI_EXIT_USAGE;
 			break;
 		case 'q':
@@ -753,11 +844,7 @@ int cmd_record(int argc, char **argv)
 		sigemptyset(&ds.sa_mask);
 		sigaction(o.dump_signal, &ds, &old_dump_sa);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		if (dump_asked) {
-			dump_asked = 0;
-			cli_dump(spool, NULL, 0, 10.0, o.quiet);
-		}
+	wait_program(pid, &status, spool, &o);
 	others_left = reap_descendants(o.wait_s);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
 		if (fwd_signals[i] != o.dump_signal)

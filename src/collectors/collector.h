@@ -52,6 +52,16 @@ void cs_dump_setup(const char *dir);
 /* On the flush thread, once per flush period (now: CUPTI ns): serve the dumps asked for since the
  * last look. */
 void cs_dump_poll(uint64_t now);
+
+/* ---- slow_step.c: --dump-on slow-step=K ---- */
+
+/* Judge the NVTX ranges matching pattern as steps: one over k x the recent median writes a notice
+ * into spool for `cuscope record` to dump. Off unless called with k > 1. */
+void cs_slow_step_setup(const char *spool, double k, const char *pattern);
+/* The steps' pattern, NULL when off. */
+const char *cs_slow_step_pattern(void);
+/* A step ended (CUPTI ns); 1 when it made a notice. Thread safe. */
+int cs_slow_step_end(uint64_t start, uint64_t end);
 /* Flush and close; later writes are dropped. */
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */

@@ -38,6 +38,9 @@
  *                    0 = open)
  *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
  *   capture=nvtx:PAT record only inside NVTX ranges whose text matches PAT (fnmatch)
+ *   slow_step=K      (record --dump-on slow-step) a step over K x the median of the recent ones
+ *                    makes a notice for record to dump (slow_step.c)
+ *   step_pattern=PAT the steps of slow_step: NVTX ranges whose text matches PAT (default step*)
  *   backtrace        capture stacks at waits, copies, allocations and frees, and at kernel
  *                    launches once per call site (stacks.c)
  *   no_launch_stacks with backtrace: no stacks at kernel launches (to measure what they cost)
@@ -108,6 +111,8 @@
 struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
 	char *capture_nvtx;			       /* fnmatch pattern */
+	double slow_step;			       /* --dump-on slow-step=K; 0 off */
+	char *step_pattern;			       /* its steps' NVTX pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
 	int cb_noop;	      /* callbacks enabled, returning at once: CUPTI's own cost of them */
 	int sync_activity;    /* sync records from CUPTI's activity, not from the wait callbacks */
@@ -251,6 +256,10 @@ static void parse_options(void)
 			opts.capture_profiler = 1;
 		else if (strncmp(tok, "capture=nvtx:", 13) == 0)
 			opts.capture_nvtx = strdup(tok + 13);
+		else if (strncmp(tok, "slow_step=", 10) == 0)
+			opts.slow_step = strtod(tok + 10, NULL);
+		else if (strncmp(tok, "step_pattern=", 13) == 0)
+			opts.step_pattern = strdup(tok + 13);
 		else if (strncmp(tok, "limit=", 6) == 0)
 			opts.limit = strtoull(tok + 6, NULL, 10);
 		else if (strncmp(tok, "ring_bytes=", 11) == 0)
@@ -905,6 +914,8 @@ static void process_setup_once(void)
 	}
 	cs_out_set_limit(opts.ring_bytes || opts.ring_ns ? 0 : opts.limit);
 	cs_dump_setup(dir);
+	if (getenv(CS_ENV_RECORD_PID))
+		cs_slow_step_setup(dir, opts.slow_step, opts.step_pattern ? opts.step_pattern : "step*");
 	cs_out_set_staging(opts.staging);
 	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
 			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);

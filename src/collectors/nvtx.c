@@ -119,10 +119,25 @@ static const char *attr_plain_text(const nvtxEventAttributes_t *a, char *buf, si
 	}
 }
 
-/* The text to match against --capture=nvtx:PATTERN, only worked out when there is a pattern. */
+/* The text to match against --capture=nvtx:PATTERN and the steps of --dump-on slow-step, only
+ * worked out when there is a pattern. */
 static const char *capture_text(const nvtxEventAttributes_t *a, char *buf, size_t cap)
 {
-	return cs_capture_nvtx_pattern() ? attr_plain_text(a, buf, cap) : NULL;
+	return cs_capture_nvtx_pattern() || cs_slow_step_pattern() ? attr_plain_text(a, buf, cap)
+								   : NULL;
+}
+
+/* --dump-on slow-step: the step range this thread pushed (its depth, -1 when none) and its start;
+ * the start/end range of a step (0 when none). */
+static __thread int tls_step_depth __attribute__((tls_model("initial-exec"))) = -1;
+static __thread uint64_t tls_step_start __attribute__((tls_model("initial-exec")));
+static atomic_uint_fast64_t step_range_id, step_range_start;
+
+static int step_matches(const char *text)
+{
+	const char *pat = cs_slow_step_pattern();
+
+	return pat && text && fnmatch(pat, text, 0) == 0;
 }
 
 /* A push of text is about to be recorded at the current depth: open the capture when it matches. */
@@ -224,6 +239,12 @@ static nvtxRangeId_t start_common(uint32_t domain, uint32_t text, const nvtxEven
 
 	if (cs_capture_nvtx_pattern())
 		capture_on_start(plain, id);
+	if (step_matches(plain)) {
+		uint64_t none = 0;
+
+		if (atomic_compare_exchange_strong(&step_range_id, &none, id))
+			atomic_store(&step_range_start, cs_clock_now());
+	}
 	nvtx_emit(CS_NVTX_OP_START, domain, text, a, id);
 	return id;
 }
@@ -250,9 +271,14 @@ static nvtxRangeId_t start_w(const wchar_t *m)
 
 static void end_common(uint32_t domain, nvtxRangeId_t id)
 {
+	uint64_t expected = id;
+
 	nvtx_emit(CS_NVTX_OP_END, domain, 0, NULL, id);
 	if (cs_capture_nvtx_pattern())
 		capture_on_end(id);
+	if (id && cs_slow_step_pattern() &&
+	    atomic_compare_exchange_strong(&step_range_id, &expected, 0))
+		cs_slow_step_end(atomic_load(&step_range_start), cs_clock_now());
 }
 
 static void range_end(nvtxRangeId_t id)
@@ -265,6 +291,10 @@ static int push_common(uint32_t domain, uint32_t text, const nvtxEventAttributes
 {
 	if (cs_capture_nvtx_pattern())
 		capture_on_push(plain);
+	if (tls_step_depth < 0 && step_matches(plain)) {
+		tls_step_depth = tls_depth;
+		tls_step_start = cs_clock_now();
+	}
 	nvtx_emit(CS_NVTX_OP_PUSH, domain, text, a, 0);
 	return tls_depth++;
 }
@@ -276,6 +306,10 @@ static int pop_common(uint32_t domain)
 		tls_depth--;
 	if (cs_capture_nvtx_pattern())
 		capture_on_pop(tls_depth);
+	if (tls_step_depth >= 0 && tls_depth == tls_step_depth) {
+		cs_slow_step_end(tls_step_start, cs_clock_now());
+		tls_step_depth = -1;
+	}
 	return tls_depth;
 }
 

@@ -364,6 +364,52 @@ START_TEST(bad_input_gets_one_line)
 }
 END_TEST
 
+/* --dump-on slow-step: a step over K times the recent median makes one notice; warm-up steps and
+ * steps under K do not; notices are spaced. */
+START_TEST(a_slow_step_makes_a_notice)
+{
+	char *dir = tu_tmpdir();
+	uint64_t t = BASE, ms = 1000000;
+	int notices = 0;
+
+	cs_slow_step_setup(dir, 3.0, "step*");
+	ck_assert_str_eq(cs_slow_step_pattern(), "step*");
+	/* warm-up: a 10 s first step is not judged */
+	ck_assert_int_eq(cs_slow_step_end(t, t + 10000 * ms), 0);
+	t += 10000 * ms;
+	for (int i = 0; i < 20; i++, t += 10 * ms)
+		notices += cs_slow_step_end(t, t + 10 * ms);
+	ck_assert_int_eq(notices, 0);
+	/* 2.5 x: under K */
+	ck_assert_int_eq(cs_slow_step_end(t, t + 25 * ms), 0);
+	t += 25 * ms;
+	/* 5 x: a notice, holding the step and the median */
+	ck_assert_int_eq(cs_slow_step_end(t, t + 50 * ms), 1);
+	t += 50 * ms;
+	{
+		char name[64], *path, *text;
+		size_t len;
+		unsigned long long dur = 0, median = 0;
+
+		snprintf(name, sizeof(name), "slow.%d.0", (int)getpid());
+		path = tu_path(dir, name);
+		text = tu_read_file(path, &len);
+		ck_assert_ptr_nonnull(text);
+		ck_assert_int_eq(sscanf(text, "%llu %llu", &dur, &median), 2);
+		ck_assert_int_eq(dur, 50 * ms);
+		ck_assert_int_eq(median, 10 * ms);
+		free(text);
+		free(path);
+	}
+	/* another within a minute: none */
+	ck_assert_int_eq(cs_slow_step_end(t, t + 80 * ms), 0);
+	t += 61000 * ms;
+	ck_assert_int_eq(cs_slow_step_end(t, t + 80 * ms), 1);
+	ck_assert_int_eq(count_entries(dir, "slow."), 2);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dump");
@@ -374,6 +420,7 @@ int main(void)
 	tcase_add_test(tc, a_ring_is_dumped_with_its_window);
 	tcase_add_test(tc, a_process_that_does_not_answer_is_taken_as_it_is);
 	tcase_add_test(tc, bad_input_gets_one_line);
+	tcase_add_test(tc, a_slow_step_makes_a_notice);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

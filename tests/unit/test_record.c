@@ -157,6 +157,51 @@ START_TEST(dump_signal_is_taken_not_passed_on)
 }
 END_TEST
 
+/* --dump-on slow-step=K: a notice in the spool directory (what a process writes after a slow step)
+ * makes record dump the job and go on; here the "process" is the shell, with a committed spool file
+ * of its own, which does not answer the dump and is taken as its file is once it ends. */
+START_TEST(slow_step_notice_makes_a_dump)
+{
+	char *dir = tu_tmpdir(), *spool = tu_source_file("tests/data/spool/4242.cuspool");
+	char script[2048], *out = NULL, *err = NULL, *dump = tu_path(dir, "out.dump-1.db");
+	const char *args[] = {"--no-calibrate", "--no-host-probe", "--dump-on", "slow-step=3",
+			      "--", "sh", "-c", script, NULL};
+	const char *bad[][6] = {{"--dump-on", "slow-step=1", "--", "true", NULL},
+				{"--dump-on", "slow-step=x", "--", "true", NULL},
+				{"--dump-on", "slow-step=2:", "--", "true", NULL},
+				{"--dump-on", "slow-step=2:a,b", "--", "true", NULL},
+				{"--dump-on", "slow", "--", "true", NULL}};
+
+	if (!record_available)
+		return;
+	snprintf(script, sizeof(script),
+		 "case \"$CUSCOPE_OPTIONS\" in *slow_step=3*step_pattern*) exit 9;; "
+		 "*slow_step=3*) ;; *) exit 8;; esac; "
+		 "cp '%s' \"$CUSCOPE_SPOOL_DIR/$$.cuspool\" && "
+		 "echo '50000000 10000000 1' > \"$CUSCOPE_SPOOL_DIR/slow.$$.0\" && sleep 1.5 && "
+		 "echo ran",
+		 spool);
+	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_str_eq(out, "ran\n");
+	ck_assert_msg(strstr(err, "a step took 50.0 ms, 5.0 times the median of the recent steps "
+				  "(10.0 ms): dumping"),
+		      "%s", err);
+	ck_assert_msg(tu_file_exists(dump), "no %s: %s", dump, err);
+	free(out);
+	free(err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(run_record(dir, bad[i], &out, &err), 2);
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		ck_assert_ptr_nonnull(strstr(err, "--dump-on"));
+		free(out);
+		free(err);
+	}
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+	free(dump);
+	free(spool);
+}
+END_TEST
+
 START_TEST(output_passes_through)
 {
 	const char *args[] = {"--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL};
@@ -527,6 +572,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, signals_sent_to_record_reach_the_program);
 	tcase_add_test(tc, output_passes_through);
 	tcase_add_test(tc, dump_signal_is_taken_not_passed_on);
+	tcase_add_test(tc, slow_step_notice_makes_a_dump);
 	tcase_add_test(tc, exec_failure);
 	tcase_add_test(tc, existing_output_is_refused);
 	tcase_add_test(tc, another_injection_is_refused);
