@@ -44,7 +44,10 @@ int cmd_view(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 
-/* ---- dumps of a running recording (cmd_dump.c) ---- */
+/* ---- dumps of a running recording (cmd_dump.c, hang_report.c) ---- */
+
+/* record --hang-after's default, seconds. */
+#define CLI_HANG_AFTER_S 300
 
 struct cs_import_stats;
 /* "wrote FILE (size, N processes; kernels N, ...)" on stderr, after an import (cmd_import.c). */
@@ -54,8 +57,15 @@ void cli_import_summary(const char *out, const struct cs_import_stats *st, doubl
 int cli_session_write(const char *spool, const char *output, const char *command,
 		      const char *options, uint64_t start_rt);
 /* Dump the recording of spool into output (NULL: "<recording's output>.dump-N.db"); waits at most
- * timeout_s for its processes. Says what it wrote unless quiet; returns a CLI_EXIT_ code. */
-int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet);
+ * timeout_s for its processes. Says what it wrote unless quiet, and puts its path into written
+ * (cap bytes, when not NULL); returns a CLI_EXIT_ code. */
+int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet,
+	     char *written, size_t cap);
+/* 1 when a process of the recording at spool left a hang notice (src/collectors/hang.c). */
+int cli_hang_notices(const char *spool);
+/* Write the hang report of the notices in spool (which it removes) to out, with what the dump
+ * (NULL when none was written) tells of the streams and NCCL; returns the notices read. */
+int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump);
 
 /* ---- recording (cmd_record.c, calibrate.c) ---- */
 

@@ -368,7 +368,8 @@ static unsigned last_request(const char *spool)
 	return n;
 }
 
-int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet)
+int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet,
+	     char *written, size_t cap)
 {
 	struct session s;
 	struct proc_file *pf = NULL;
@@ -513,6 +514,8 @@ int cli_dump(const char *spool, const char *output, int force, double timeout_s,
 			  n, s.command, now_s() - t0, npf, npf == 1 ? "" : "es", live, answered);
 		cli_import_summary(out, &st, 0);
 	}
+	if (written && cap)
+		snprintf(written, cap, "%s", out);
 	rc = CLI_EXIT_OK;
 out_dir:
 	cli_remove_tree(dir);
@@ -703,7 +706,7 @@ int cmd_dump(int argc, char **argv)
 	if (output && !*output)
 		return cli_usage_error(argv[0], "empty output file name");
 	if (!all && stat(argv[optind], &sb) == 0 && S_ISDIR(sb.st_mode))
-		return cli_dump(argv[optind], output, force, timeout_s, quiet);
+		return cli_dump(argv[optind], output, force, timeout_s, quiet, NULL, 0);
 	if (!all) {
 		char *end;
 		long pid = strtol(argv[optind], &end, 10);
@@ -730,7 +733,7 @@ int cmd_dump(int argc, char **argv)
 				       nfound);
 	}
 	for (size_t i = 0; i < nfound; i++)
-		if (cli_dump(found[i].spool, output, force, timeout_s, quiet))
+		if (cli_dump(found[i].spool, output, force, timeout_s, quiet, NULL, 0))
 			rc = CLI_EXIT_USAGE;
 	free(found);
 	return rc;

@@ -92,6 +92,11 @@ static const char record_usage[] =
 	"whose\n"
 	"                           text matches PATTERN (default 'step*'); 'cuscope dump PID'\n"
 	"                           dumps any recording (docs/recording.md)\n"
+	"      --hang-after SEC     when a thread has waited for the GPU (or spun on a query) for "
+	"SEC\n"
+	"                           seconds and no GPU work has completed since, write a dump "
+	"and a\n"
+	"                           hang report beside the output (default 300; 0: never)\n"
 	"      --keep-spool         keep the spool directory after the import\n"
 	"      --no-calibrate       do not measure what recording costs a launch after COMMAND\n"
 	"                           ends (about 3 s of empty-kernel launches on GPU 0; the\n"
@@ -114,6 +119,7 @@ struct record_opts {
 	int host_probe;
 	int dump_signal;	  /* --dump-on signal=SIG, 0 when none */
 	double slow_step;	  /* --dump-on slow-step=K, 0 when none */
+	double hang_after;	  /* --hang-after SEC, 0 when off */
 	const char *step_pattern; /* its steps' NVTX pattern, NULL: step* */
 	double delay, duration, wait_s;
 	uint64_t size_limit;
@@ -434,26 +440,67 @@ static void dump_slow_steps(const char *spool, const struct record_opts *o)
 	if (d)
 		closedir(d);
 	if (found)
-		cli_dump(spool, NULL, 0, 10.0, o->quiet);
+		cli_dump(spool, NULL, 0, 10.0, o->quiet, NULL, 0);
 }
 
-/* Wait for the program; meanwhile, dump when asked by --dump-on's signal or a slow step's notice
- * (looked for every 200 ms, only with slow-step). */
-static void wait_program(pid_t pid, int *status, const char *spool, const struct record_opts *o)
+/* A process left a hang notice: dump, then write the hang report beside the dump (or the output)
+ * as "<stem>.hang.txt" and show it on stderr. */
+static void dump_hang(const char *spool, const char *command, const struct record_opts *o)
 {
+	char dump[PATH_MAX + 64] = "", txt[PATH_MAX + 80], line[512];
+	const char *base;
+	size_t stem;
+	FILE *f;
+
+	if (!o->quiet)
+		cli_error("a thread has waited for the GPU for over %g s and no GPU work has completed "
+			  "since: dumping",
+			  o->hang_after);
+	if (cli_dump(spool, NULL, 0, 10.0, o->quiet, dump, sizeof(dump)))
+		dump[0] = '\0';
+	base = dump[0] ? dump : o->output;
+	stem = strlen(base);
+	if (stem > 3 && !strcmp(base + stem - 3, ".db"))
+		stem -= 3;
+	snprintf(txt, sizeof(txt), "%.*s.hang.txt", (int)stem, base);
+	f = fopen(txt, "w");
+	if (!f) {
+		cli_error("cannot write '%s': %s", txt, strerror(errno));
+		cli_hang_report(stderr, spool, command, dump[0] ? dump : NULL);
+		return;
+	}
+	cli_hang_report(f, spool, command, dump[0] ? dump : NULL);
+	if (fclose(f) == 0 && !o->quiet && (f = fopen(txt, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			fprintf(stderr, "cuscope: %s", line);
+		fclose(f);
+		cli_error("hang report written to '%s'", txt);
+	}
+}
+
+/* Wait for the program; meanwhile, dump when asked by --dump-on's signal, a slow step's notice or
+ * a hang notice (looked for every 200 ms, with slow-step or --hang-after). */
+static void wait_program(pid_t pid, int *status, const char *spool, const char *command,
+			 const struct record_opts *o)
+{
+	int poll = o->slow_step > 0 || o->hang_after > 0;
+
 	for (;;) {
-		pid_t r = waitpid(pid, status, o->slow_step > 0 ? WNOHANG : 0);
+		pid_t r = waitpid(pid, status, poll ? WNOHANG : 0);
 
 		if (r == pid || (r < 0 && errno != EINTR))
 			return;
 		if (dump_asked) {
 			dump_asked = 0;
-			cli_dump(spool, NULL, 0, 10.0, o->quiet);
+			cli_dump(spool, NULL, 0, 10.0, o->quiet, NULL, 0);
 		}
-		if (o->slow_step > 0 && r == 0) {
+		if (poll && r == 0) {
 			struct timespec ts = {0, 200 * 1000 * 1000};
 
-			dump_slow_steps(spool, o);
+			if (o->slow_step > 0)
+				dump_slow_steps(spool, o);
+			if (o->hang_after > 0 && cli_hang_notices(spool))
+				dump_hang(spool, command, o);
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -508,6 +555,9 @@ static char *build_options(const struct record_opts *o, uint64_t start_rt, int c
 		cs_strbuf_printf(&sb, ",ring_ns=%llu", (unsigned long long)o->ring_ns);
 	if (o->cupti_buffers > 0)
 		cs_strbuf_printf(&sb, ",buffers=%lld", (long long)o->cupti_buffers);
+	if (o->hang_after > 0 && !calibration)
+		cs_strbuf_printf(&sb, ",hang_after_ms=%llu",
+				 (unsigned long long)(o->hang_after * 1000.0 + 0.5));
 	if (o->slow_step > 0 && !calibration)
 		cs_strbuf_printf(&sb, ",slow_step=%g", o->slow_step);
 	if (o->step_pattern && !calibration)
@@ -628,13 +678,14 @@ int cmd_record(int argc, char **argv)
 		{"no-calibrate", no_argument, NULL, 'M'},
 		{"no-host-probe", no_argument, NULL, 'P'},
 		{"dump-on", required_argument, NULL, 'd'},
+		{"hang-after", required_argument, NULL, 'H'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct record_opts o = {
 		.output = "cuscope.db", .wait_s = 10, .backtrace = 1, .calibrate = 1,
-			    .host_probe = 1};
+			    .host_probe = 1, .hang_after = CLI_HANG_AFTER_S};
 	char lib[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX + 32], host[256] = "";
 	struct cli_host_probe probe[2];
 	char *options = NULL, *command = NULL, *outcopy;
@@ -716,6 +767,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			o.host_probe = 0;
+			break;
+		case 'H':
+			if (parse_seconds("--hang-after", optarg, &o.hang_after))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'd':
 			if (parse_dump_on(optarg, &o.dump_signal, &o.slow_step, &o.step_pattern))
@@ -844,7 +899,7 @@ int cmd_record(int argc, char **argv)
 		sigemptyset(&ds.sa_mask);
 		sigaction(o.dump_signal, &ds, &old_dump_sa);
 	}
-	wait_program(pid, &status, spool, &o);
+	wait_program(pid, &status, spool, command, &o);
 	others_left = reap_descendants(o.wait_s);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
 		if (fwd_signals[i] != o.dump_signal)

@@ -184,6 +184,34 @@ void cs_api_write_call_tails(void)
 	cs_out_write(&r, sizeof(r), CS_REC_CALL_TAILS, cs_tid());
 }
 
+const char *cs_api_call_name(int domain, uint32_t cbid)
+{
+	const char *name = NULL;
+
+	if (cuptiGetCallbackName(domain == 1 ? CUPTI_CB_DOMAIN_RUNTIME_API
+					     : CUPTI_CB_DOMAIN_DRIVER_API,
+				 cbid, &name) != CUPTI_SUCCESS)
+		return NULL;
+	return name;
+}
+
+/* At a call's exit, for --hang-after (hang.c): a wait ends; a query that says "not ready" (600 in
+ * both APIs) begins or goes on spinning, any other answer ends it; a launch is counted. */
+static void hang_note(const CUpti_CallbackData *cb, int cls, int runtime, CUpti_CallbackId cbid,
+		      uint64_t start)
+{
+	int result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
+
+	if (runtime ? rt_wait[cbid] : drv_wait[cbid])
+		cs_hang_leave();
+	else if (cls == CS_APICLASS_QUERY_STREAM || cls == CS_APICLASS_QUERY_EVENT)
+		result == 600 ? cs_hang_enter(CS_HANG_QUERY, runtime ? 1 : 2, cbid, cb->correlationId,
+					      start)
+			      : cs_hang_leave();
+	else if (cls == CS_APICLASS_LAUNCH || cls == CS_APICLASS_GRAPH_LAUNCH)
+		cs_hang_launched(cb->correlationId);
+}
+
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
@@ -210,6 +238,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (cb->correlationData)
 			*cb->correlationData = now;
+		if (runtime ? rt_wait[cbid] : drv_wait[cbid])
+			cs_hang_enter(CS_HANG_WAIT, runtime ? 1 : 2, cbid, cb->correlationId, now);
 		cs_capture_note_corr(cb->correlationId);
 		if (api_census)
 			atomic_fetch_add(runtime ? &rt_count[cbid] : &drv_count[cbid], 1);
@@ -218,6 +248,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	cls = runtime ? rt_class[cbid] : drv_class[cbid];
 	memset(&r, 0, sizeof(r));
 	r.start = cb->correlationData ? *cb->correlationData : 0;
+	if (cs_hang_on())
+		hang_note(cb, cls, runtime, cbid, r.start);
 	r.end = now > r.start ? now : r.start; /* a new clock anchor between them (clock.c) */
 	if (cls == CS_APICLASS_PROFILER_START && cs_capture_profiler_api())
 		cs_capture_begin(r.start);

@@ -62,6 +62,24 @@ void cs_slow_step_setup(const char *spool, double k, const char *pattern);
 const char *cs_slow_step_pattern(void);
 /* A step ended (CUPTI ns); 1 when it made a notice. Thread safe. */
 int cs_slow_step_end(uint64_t start, uint64_t end);
+
+/* ---- hang.c: --hang-after SEC ---- */
+
+#define CS_HANG_WAIT  1 /* in a wait */
+#define CS_HANG_QUERY 2 /* spinning on a query that says "not ready" */
+/* Follow waits from now on: a hang is after ns in a wait with no GPU work completed since it
+ * began; namer gives a call's name (domain 1 runtime, 2 driver). Off unless called with after > 0. */
+void cs_hang_setup(const char *dir, uint64_t after, const char *(*namer)(int domain, uint32_t cbid));
+int cs_hang_on(void);
+/* The calling thread begins waiting (start: CUPTI ns) or leaves its wait. */
+void cs_hang_enter(int kind, int domain, uint32_t cbid, uint32_t corr, uint64_t start);
+void cs_hang_leave(void);
+/* GPU work that ended at end (CUPTI ns) was delivered; a launch of correlation id corr was made. */
+void cs_hang_gpu_done(uint64_t end, uint32_t corr);
+void cs_hang_launched(uint32_t corr);
+/* On the flush thread, once per flush period: write the notice "hang.<pid>" for a hang not yet
+ * reported; 1 when it did. */
+int cs_hang_poll(uint64_t now);
 /* Flush and close; later writes are dropped. */
 void cs_out_close(void);
 /* Stop writing after this many bytes (0 = no limit); records past it are counted as dropped. */

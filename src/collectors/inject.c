@@ -38,6 +38,8 @@
  *                    0 = open)
  *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
  *   capture=nvtx:PAT record only inside NVTX ranges whose text matches PAT (fnmatch)
+ *   hang_after_ms=N  (record --hang-after) a thread in a wait, or spinning on a query, for N ms
+ *                    with no GPU work completed since makes a notice for record (hang.c)
  *   slow_step=K      (record --dump-on slow-step) a step over K x the median of the recent ones
  *                    makes a notice for record to dump (slow_step.c)
  *   step_pattern=PAT the steps of slow_step: NVTX ranges whose text matches PAT (default step*)
@@ -112,6 +114,7 @@ struct inject_options {
 	int api_all, census, latency, quiet, capture_profiler;
 	char *capture_nvtx;			       /* fnmatch pattern */
 	double slow_step;			       /* --dump-on slow-step=K; 0 off */
+	uint64_t hang_after_ms;			       /* --hang-after; 0 off */
 	char *step_pattern;			       /* its steps' NVTX pattern */
 	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
 	int cb_noop;	      /* callbacks enabled, returning at once: CUPTI's own cost of them */
@@ -256,6 +259,8 @@ static void parse_options(void)
 			opts.capture_profiler = 1;
 		else if (strncmp(tok, "capture=nvtx:", 13) == 0)
 			opts.capture_nvtx = strdup(tok + 13);
+		else if (strncmp(tok, "hang_after_ms=", 14) == 0)
+			opts.hang_after_ms = strtoull(tok + 14, NULL, 10);
 		else if (strncmp(tok, "slow_step=", 10) == 0)
 			opts.slow_step = strtod(tok + 10, NULL);
 		else if (strncmp(tok, "step_pattern=", 13) == 0)
@@ -665,6 +670,7 @@ static void *flush_main(void *arg)
 		report_dropped(0);
 		cs_out_flush();
 		cs_dump_poll(now);
+		cs_hang_poll(now);
 	}
 	if (opts.census)
 		census_flush_thread_cpu_ns = thread_cpu_ns();
@@ -916,6 +922,8 @@ static void process_setup_once(void)
 	cs_dump_setup(dir);
 	if (getenv(CS_ENV_RECORD_PID))
 		cs_slow_step_setup(dir, opts.slow_step, opts.step_pattern ? opts.step_pattern : "step*");
+	if (getenv(CS_ENV_RECORD_PID) && !opts.no_callbacks)
+		cs_hang_setup(dir, opts.hang_after_ms * 1000000ull, cs_api_call_name);
 	cs_out_set_staging(opts.staging);
 	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
 			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);

@@ -22,6 +22,8 @@ int cs_api_enable(CUpti_SubscriberHandle sub, int all, int census, int domains, 
 void cs_api_census_report(void);
 /* Write the CS_REC_CALL_TAILS of the calls recorded so far (before the process's end record). */
 void cs_api_write_call_tails(void);
+/* The name of a runtime (domain 1) or driver (2) call, NULL when unknown (hang.c's namer). */
+const char *cs_api_call_name(int domain, uint32_t cbid);
 
 /* Set up recording in this process once (spool file, fork/exit hooks, flush thread); 0 when
  * recording. */

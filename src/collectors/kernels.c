@@ -47,6 +47,7 @@ void cs_decode_kernel(const void *activity)
 	const CUpti_ActivityKernel10 *k = activity;
 	struct cs_rec_kernel r;
 
+	cs_hang_gpu_done(k->end, k->correlationId);
 	if (!cs_capture_keep_gpu(k->correlationId, k->start))
 		return;
 	memset(&r, 0, sizeof(r));

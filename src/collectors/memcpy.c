@@ -39,6 +39,7 @@ void cs_decode_memcpy(const void *activity)
 
 	uint32_t corr = m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId;
 
+	cs_hang_gpu_done(m->end, corr);
 	if (!cs_capture_keep_gpu(corr, m->start))
 		return;
 	memset(&r, 0, sizeof(r));
@@ -67,6 +68,7 @@ void cs_decode_memset(const void *activity)
 	const CUpti_ActivityMemset4 *m = activity;
 	struct cs_rec_memset r;
 
+	cs_hang_gpu_done(m->end, m->correlationId);
 	if (!cs_capture_keep_gpu(m->correlationId, m->start))
 		return;
 	memset(&r, 0, sizeof(r));

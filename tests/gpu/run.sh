@@ -48,7 +48,7 @@ CHECK=$ROOT/tests/gpu/check_trace.py
 
 SCENARIOS="record_cli calibrate clock counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
-train_small_nvtx train_small_limit ring dump torch_eager cuda_graph
+train_small_nvtx train_small_limit ring dump hang torch_eager cuda_graph
 torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
@@ -651,6 +651,52 @@ PYEOF
 	fi
 }
 
+# hang: hang_sleep.py's kernel spins on the GPU for 6 s while the host waits in torch.cuda.synchronize() (mode
+# wait) or polls the stream's query() (mode spin), under record --hang-after 2. Record must say so while it runs,
+# write a dump and the hang report beside it (the waiting or spinning thread and its call, no GPU work completed
+# for at least 2 s, the last kernel of each stream), and the job still ends with status 0 and its own trace.
+scenario_hang() {
+	selected hang || return 0
+	say "== hang"
+	local dir=$WORK/hang mode db rc problems="" notes="" report
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for mode in wait spin; do
+		db=$dir/$mode.db
+		timeout "$TIMEOUT" "$CUSCOPE" record --no-calibrate --no-host-probe --hang-after 2 -o "$db" -- \
+			"$PY" "$PROGS/hang_sleep.py" --seconds 6 --mode "$mode" >"$dir/$mode.out" 2>"$dir/$mode.err" </dev/null
+		rc=$?
+		log_file "hang ($mode): stdout" "$dir/$mode.out" 5
+		log_file "hang ($mode): stderr" "$dir/$mode.err" 30
+		if [ "$rc" = 77 ]; then
+			result hang SKIP "$(grep '^info: skipped' "$dir/$mode.out" | head -n 1)"
+			return 0
+		fi
+		[ "$rc" = 0 ] || problems="$problems; $mode: exit $rc"
+		report=$dir/$mode.dump-1.hang.txt
+		if [ ! -s "$report" ]; then
+			problems="$problems; $mode: no hang report"
+			continue
+		fi
+		log_file "hang ($mode): report" "$report" 30
+		if [ "$mode" = wait ]; then
+			grep -q 'waiting in cu[a-zA-Z]*Synchronize' "$report" || problems="$problems; wait: the report does not name the wait"
+		else
+			grep -q 'spinning on cu[a-zA-Z]*Query' "$report" || problems="$problems; spin: the report does not name the query"
+		fi
+		grep -q 'no GPU work has completed for [2-9]' "$report" || problems="$problems; $mode: no 'no GPU work has completed for N s'"
+		grep -q 'last completed kernel' "$report" || problems="$problems; $mode: no stream's last kernel"
+		"$CUSCOPE" info "$dir/$mode.dump-1.db" >/dev/null 2>&1 || problems="$problems; $mode: info cannot read the dump"
+		"$CUSCOPE" info "$db" >/dev/null 2>&1 || problems="$problems; $mode: no trace of the job"
+		notes="$notes$mode: $(grep -m 1 -o '\(waiting in\|spinning on\) [^ ]* for [0-9.]* s' "$report"); "
+	done
+	if [ -n "$problems" ]; then
+		result hang FAIL "${problems#; } [$notes]"
+	else
+		result hang PASS "$notes"
+	fi
+}
+
 # --ring: signal_victim.py's GPU steps (an NVTX range "step<N>" each, "step N" printed after it) run for about
 # 10-20 s through a 2 MiB ring, about 12 times the ring. While it runs, the spool directory's segments stay within
 # the ring and one segment (2.5 MiB), sampled every 0.1 s; the main file holds only definitions (its names grow by
@@ -770,6 +816,7 @@ run_scenarios() {
 		--check "--scope=sizecap" --check --allow-dropped -- "$PY" samples/pytorch/train_small.py
 	scenario_ring
 	scenario_dump
+	scenario_hang
 	scenario torch_eager -- "$PY" "$P/torch_eager.py"
 	scenario cuda_graph -- "$PY" "$P/cuda_graph.py"
 	scenario torch_profiler_inside -- "$PY" "$P/torch_profiler_inside.py"

@@ -410,6 +410,59 @@ START_TEST(a_slow_step_makes_a_notice)
 }
 END_TEST
 
+/* --hang-after: a wait longer than the threshold with no GPU work completed since it began makes
+ * one notice; GPU work completing, or the wait ending, keeps it quiet; a query spin counts from its
+ * first "not ready". */
+START_TEST(a_hang_makes_one_notice)
+{
+	char *dir = tu_tmpdir(), name[64], *path, *text;
+	uint64_t ms = 1000000, t = BASE;
+	size_t len;
+
+	snprintf(name, sizeof(name), "hang.%d", (int)getpid());
+	path = tu_path(dir, name);
+	cs_hang_setup(dir, 100 * ms, NULL);
+	ck_assert(cs_hang_on());
+	cs_hang_launched(40);
+	cs_hang_gpu_done(t + 1 * ms, 39);
+	/* a wait of 50 ms: not yet */
+	cs_hang_enter(CS_HANG_WAIT, 1, 131, 41, t + 2 * ms);
+	ck_assert_int_eq(cs_hang_poll(t + 52 * ms), 0);
+	/* GPU work completes during it: not a hang */
+	cs_hang_gpu_done(t + 60 * ms, 40);
+	ck_assert_int_eq(cs_hang_poll(t + 200 * ms), 0);
+	cs_hang_leave();
+	/* a wait with nothing completing: one notice after 100 ms, not two */
+	cs_hang_launched(42);
+	cs_hang_enter(CS_HANG_WAIT, 1, 131, 43, t + 300 * ms);
+	ck_assert_int_eq(cs_hang_poll(t + 350 * ms), 0);
+	ck_assert_int_eq(cs_hang_poll(t + 401 * ms), 1);
+	ck_assert_int_eq(cs_hang_poll(t + 600 * ms), 0);
+	text = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "gpu_done 1700000000060000000\n") &&
+			      strstr(text, "launched 42 40\n") &&
+			      strstr(text, " wait 1700000000300000000 43 ?\n"),
+		      "%s", text);
+	free(text);
+	unlink(path);
+	/* the wait ends: the next hang is reported again; a query spinning counts from its first
+	 * "not ready" */
+	cs_hang_leave();
+	ck_assert_int_eq(cs_hang_poll(t + 700 * ms), 0);
+	cs_hang_enter(CS_HANG_QUERY, 1, 140, 50, t + 800 * ms);
+	cs_hang_enter(CS_HANG_QUERY, 1, 140, 51, t + 850 * ms);
+	ck_assert_int_eq(cs_hang_poll(t + 880 * ms), 0);
+	ck_assert_int_eq(cs_hang_poll(t + 901 * ms), 1);
+	text = tu_read_file(path, &len);
+	ck_assert_ptr_nonnull(strstr(text, " query 1700000000800000000 50 "));
+	free(text);
+	cs_hang_leave();
+	free(path);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dump");
@@ -421,6 +474,7 @@ int main(void)
 	tcase_add_test(tc, a_process_that_does_not_answer_is_taken_as_it_is);
 	tcase_add_test(tc, bad_input_gets_one_line);
 	tcase_add_test(tc, a_slow_step_makes_a_notice);
+	tcase_add_test(tc, a_hang_makes_one_notice);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -202,6 +202,58 @@ START_TEST(slow_step_notice_makes_a_dump)
 }
 END_TEST
 
+/* --hang-after: a hang notice in the spool directory (what a process writes when a thread has
+ * waited too long with no GPU work completing) makes record dump and write the hang report beside
+ * the dump; here the "process" is the shell with a committed spool file of its own. */
+START_TEST(hang_notice_makes_a_report)
+{
+	char *dir = tu_tmpdir(), *spool = tu_source_file("tests/data/spool/4242.cuspool");
+	char script[2048], *out = NULL, *err = NULL, *report = tu_path(dir, "out.dump-1.hang.txt");
+	const char *args[] = {"--no-calibrate", "--no-host-probe", "--hang-after", "0.5",
+			      "--", "sh", "-c", script, NULL};
+	char *text;
+	size_t len;
+
+	if (!record_available)
+		return;
+	snprintf(script, sizeof(script),
+		 "case \"$CUSCOPE_OPTIONS\" in *hang_after_ms=500*) ;; *) exit 8;; esac; "
+		 "cp '%s' \"$CUSCOPE_SPOOL_DIR/$$.cuspool\" && "
+		 "printf 'now 3000000000\\ngpu_done 1000000000\\nlaunched 12 10\\n"
+		 "thread 77 wait 1500000000 11 cudaStreamSynchronize\\n' >"
+		 "\"$CUSCOPE_SPOOL_DIR/hang.$$\" && sleep 1.5 && echo ran",
+		 spool);
+	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_str_eq(out, "ran\n");
+	ck_assert_msg(strstr(err, "hang report written to"), "%s", err);
+	text = tu_read_file(report, &len);
+	ck_assert_msg(text, "no %s: %s", report, err);
+	ck_assert_msg(strstr(text, ": no GPU work has completed for 2.0 s\n") &&
+			      strstr(text, "  thread 77: waiting in cudaStreamSynchronize for 1.5 s "
+					   "(correlation id 11)\n") &&
+			      strstr(text, "correlation ids up to 12 launched, 10 the last "
+					   "completed") &&
+			      strstr(text, ": last completed kernel ") &&
+			      strstr(text, "the trace of the time before: "),
+		      "%s", text);
+	free(text);
+	free(out);
+	free(err);
+	/* default: on, at 300 s; 0 turns it off; a bad value is refused */
+	{
+		const char *bad[] = {"--hang-after", "soon", "--", "true", NULL};
+
+		ck_assert_int_eq(run_record(dir, bad, &out, &err), 2);
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		free(out);
+		free(err);
+	}
+	ck_assert_int_eq(count_entries(dir, ".cuscope-spool"), 0);
+	free(report);
+	free(spool);
+}
+END_TEST
+
 START_TEST(output_passes_through)
 {
 	const char *args[] = {"--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL};
@@ -573,6 +625,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, output_passes_through);
 	tcase_add_test(tc, dump_signal_is_taken_not_passed_on);
 	tcase_add_test(tc, slow_step_notice_makes_a_dump);
+	tcase_add_test(tc, hang_notice_makes_a_report);
 	tcase_add_test(tc, exec_failure);
 	tcase_add_test(tc, existing_output_is_refused);
 	tcase_add_test(tc, another_injection_is_refused);

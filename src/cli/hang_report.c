@@ -1,0 +1,244 @@
+/*
+ * hang_report.c - what `cuscope record --hang-after SEC` says about a hang: the processes' notices
+ * ("hang.<pid>" in the spool directory, src/collectors/hang.c: the threads waiting, since when, the
+ * latest GPU work completed and what was launched after it) and, from the dump written at that
+ * moment, the last GPU work completed on each stream and the NCCL kernels each process completed:
+ * of several processes, the one with fewer is the one the others wait for in a collective.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cuscope/grow.h"
+#include "cuscope/trace.h"
+
+#define HANG_MAX_PROCS	 64
+#define HANG_MAX_STREAMS 256
+
+struct notice {
+	long pid;
+	unsigned long long now, gpu_done;
+	unsigned last_corr, done_corr;
+	char threads[4096]; /* the thread lines, as reported */
+};
+
+struct stream_last {
+	uint32_t pid, stream;
+	int64_t end;
+	char name[160];
+};
+
+struct proc_nccl {
+	uint32_t pid;
+	int64_t completed;
+	char last[160];
+};
+
+static int has_nccl(const char *name)
+{
+	for (const char *p = name; p && *p; p++)
+		if (tolower((unsigned char)p[0]) == 'n' && !strncasecmp(p, "nccl", 4))
+			return 1;
+	return 0;
+}
+
+/* Read "hang.<pid>" notices of spool into n[] (at most max), removing them. */
+static int read_notices(const char *spool, struct notice *n, int max)
+{
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	int count = 0;
+
+	while (d && count < max && (de = readdir(d))) {
+		char path[4400], line[512];
+		char *end;
+		FILE *f;
+		long pid;
+
+		if (strncmp(de->d_name, "hang.", 5))
+			continue;
+		pid = strtol(de->d_name + 5, &end, 10);
+		if (*end || pid <= 0)
+			continue; /* a temporary file being written */
+		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		memset(&n[count], 0, sizeof(n[count]));
+		n[count].pid = pid;
+		while (fgets(line, sizeof(line), f)) {
+			size_t used = strlen(n[count].threads);
+
+			if (sscanf(line, "now %llu", &n[count].now) == 1 ||
+			    sscanf(line, "gpu_done %llu", &n[count].gpu_done) == 1 ||
+			    sscanf(line, "launched %u %u", &n[count].last_corr,
+				   &n[count].done_corr) == 2)
+				continue;
+			if (!strncmp(line, "thread ", 7) && used + strlen(line) < sizeof(n[count].threads))
+				strcat(n[count].threads, line);
+		}
+		fclose(f);
+		unlink(path);
+		count++;
+	}
+	if (d)
+		closedir(d);
+	return count;
+}
+
+/* The last GPU work completed per stream and the NCCL kernels per process, from the dump. */
+static int scan_dump(const char *trace, struct stream_last *s, int *ns, struct proc_nccl *p, int *np)
+{
+	cs_trace *t = NULL;
+	cs_iter *it = NULL;
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	cs_event ev;
+	int rc;
+
+	*ns = *np = 0;
+	if (cs_trace_open(trace, &t, &err))
+		return -1;
+	if (cs_iter_open(t, CS_EV_KERNEL, &f, &it, &err)) {
+		cs_trace_close(t);
+		return -1;
+	}
+	while ((rc = cs_iter_next(it, &ev)) > 0) {
+		const cs_kernel *k = &ev.u.kernel;
+		int i;
+
+		for (i = 0; i < *ns && (s[i].pid != k->pid || s[i].stream != k->stream_id); i++)
+			;
+		if (i == *ns && *ns < HANG_MAX_STREAMS) {
+			memset(&s[i], 0, sizeof(s[i]));
+			s[i].pid = k->pid;
+			s[i].stream = k->stream_id;
+			s[i].end = INT64_MIN;
+			(*ns)++;
+		}
+		if (i < *ns && k->end != CS_TS_UNKNOWN && k->end >= s[i].end) {
+			s[i].end = k->end;
+			snprintf(s[i].name, sizeof(s[i].name), "%s", k->name ? k->name : "?");
+		}
+		if (!has_nccl(k->name))
+			continue;
+		for (i = 0; i < *np && p[i].pid != k->pid; i++)
+			;
+		if (i == *np && *np < HANG_MAX_PROCS) {
+			memset(&p[i], 0, sizeof(p[i]));
+			p[i].pid = k->pid;
+			(*np)++;
+		}
+		if (i < *np) {
+			p[i].completed++;
+			snprintf(p[i].last, sizeof(p[i].last), "%s", k->name);
+		}
+	}
+	cs_iter_close(it);
+	cs_trace_close(t);
+	return rc < 0 ? -1 : 0;
+}
+
+int cli_hang_notices(const char *spool)
+{
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d))) {
+		char *end;
+
+		found = !strncmp(de->d_name, "hang.", 5) && strtol(de->d_name + 5, &end, 10) > 0 &&
+			!*end;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump)
+{
+	static struct notice n[HANG_MAX_PROCS];
+	static struct stream_last s[HANG_MAX_STREAMS];
+	static struct proc_nccl p[HANG_MAX_PROCS];
+	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, scanned;
+	int64_t last_end = INT64_MIN;
+
+	if (!nn)
+		return 0;
+	scanned = dump && scan_dump(dump, s, &ns, p, &np) == 0;
+	for (int i = 0; i < ns; i++)
+		if (s[i].end > last_end)
+			last_end = s[i].end;
+	fprintf(out, "hang report of '%s'\n", command);
+	for (int i = 0; i < nn; i++) {
+		double quiet = n[i].now > n[i].gpu_done && n[i].gpu_done
+				       ? (double)(n[i].now - n[i].gpu_done) / 1e9
+				       : -1;
+		char *line = n[i].threads, *next;
+
+		if (quiet >= 0)
+			fprintf(out, "process %ld: no GPU work has completed for %.1f s\n", n[i].pid,
+				quiet);
+		else
+			fprintf(out, "process %ld: no GPU work has completed since it began\n",
+				n[i].pid);
+		for (; line && *line; line = next) {
+			unsigned tid = 0, corr = 0;
+			unsigned long long start = 0;
+			char kind[16] = "", name[256] = "";
+
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			if (sscanf(line, "thread %u %15s %llu %u %255s", &tid, kind, &start, &corr,
+				   name) < 4)
+				continue;
+			fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
+				!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
+				n[i].now > start ? (double)(n[i].now - start) / 1e9 : 0.0, corr);
+		}
+		if ((int32_t)(n[i].last_corr - n[i].done_corr) > 0)
+			fprintf(out,
+				"  work launched after the last that completed: correlation ids up "
+				"to %u launched, %u the last completed\n",
+				n[i].last_corr, n[i].done_corr);
+	}
+	if (ns)
+		fprintf(out, "the last kernel completed on each stream (from the dump):\n");
+	for (int j = 0; j < ns; j++)
+		fprintf(out,
+			"  process %u stream %u: last completed kernel %.120s, %.1f s before the "
+			"last GPU work of the dump\n",
+			s[j].pid, s[j].stream, s[j].name, (double)(last_end - s[j].end) / 1e9);
+	if (np > 1) {
+		int lo = 0, hi = 0;
+
+		for (int i = 1; i < np; i++) {
+			if (p[i].completed < p[lo].completed)
+				lo = i;
+			if (p[i].completed > p[hi].completed)
+				hi = i;
+		}
+		fprintf(out, "NCCL kernels completed by process:");
+		for (int i = 0; i < np; i++)
+			fprintf(out, " %u: %lld", p[i].pid, (long long)p[i].completed);
+		fputc('\n', out);
+		if (p[lo].completed < p[hi].completed)
+			fprintf(out,
+				"process %u completed fewer collectives than process %u (%lld against "
+				"%lld): the others wait for it in a collective it has not launched or "
+				"not finished (its last: %.120s)\n",
+				p[lo].pid, p[hi].pid, (long long)p[lo].completed,
+				(long long)p[hi].completed, p[lo].last);
+	}
+	if (!scanned)
+		fprintf(out, "(no dump could be read: the streams' last work is not known)\n");
+	else
+		fprintf(out, "the trace of the time before: %s\n", dump);
+	return nn;
+}

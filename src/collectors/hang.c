@@ -1,0 +1,189 @@
+/*
+ * hang.c - `record --hang-after SEC`: a host thread that has been in a CUDA wait (a synchronize, a
+ * blocking copy) or has spun on a query that says "not ready" for longer than SEC, while no GPU
+ * work has completed since it began, is a hang. The flush thread looks once per flush period; on a
+ * hang the process writes a notice "hang.<pid>" into the spool directory (once per hang) and
+ * `cuscope record`, which looks for notices, writes a dump and the hang report
+ * (src/cli/cmd_record.c). Nothing here stops or signals the program.
+ *
+ * The waiting threads each own a slot (HANG_SLOTS in all; threads past them are not followed): the
+ * API callbacks set it at a wait's enter and clear it at its exit (two stores a wait); a query that
+ * returns "not ready" sets it when unset, one that returns anything else clears it. The decoders of
+ * GPU records tell the latest end of completed GPU work and its correlation id, and each launch
+ * stores its correlation id in its thread's slot, so that the notice can say whether work was
+ * launched after the last that completed.
+ */
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+
+#define HANG_SLOTS 256
+
+/* A cache line each: a thread writes only its own. */
+struct hang_slot {
+	_Atomic uint64_t start; /* CUPTI ns of the wait's start; 0: not waiting */
+	_Atomic uint32_t tid, corr, cbid;
+	_Atomic int kind; /* CS_HANG_WAIT, CS_HANG_QUERY */
+	_Atomic int domain;
+	_Atomic uint32_t last_launch; /* the correlation id of its latest launch */
+} __attribute__((aligned(64)));
+
+static struct hang_slot slots[HANG_SLOTS];
+static atomic_uint nslots;
+static __thread int tls_slot __attribute__((tls_model("initial-exec"))) = -1;
+static _Atomic uint64_t gpu_done;	 /* latest end of GPU work delivered, CUPTI ns */
+static _Atomic uint32_t corr_done; /* the latest correlation id of completed GPU work */
+static uint64_t after_ns;
+static char notice_path[4200];
+static uint64_t reported; /* the start of the wait last reported; 0 none */
+static const char *(*name_of)(int domain, uint32_t cbid);
+
+void cs_hang_setup(const char *dir, uint64_t after, const char *(*namer)(int, uint32_t))
+{
+	if (!dir || !after)
+		return;
+	after_ns = after;
+	name_of = namer;
+	snprintf(notice_path, sizeof(notice_path), "%s/hang.%d", dir, (int)getpid());
+}
+
+int cs_hang_on(void)
+{
+	return after_ns != 0;
+}
+
+static struct hang_slot *my_slot(void)
+{
+	if (tls_slot < 0) {
+		unsigned n = atomic_fetch_add(&nslots, 1);
+
+		if (n >= HANG_SLOTS) {
+			atomic_store(&nslots, HANG_SLOTS);
+			tls_slot = HANG_SLOTS; /* not followed */
+			return NULL;
+		}
+		tls_slot = (int)n;
+	}
+	return tls_slot < HANG_SLOTS ? &slots[tls_slot] : NULL;
+}
+
+void cs_hang_enter(int kind, int domain, uint32_t cbid, uint32_t corr, uint64_t start)
+{
+	struct hang_slot *s;
+
+	if (!after_ns || !(s = my_slot()))
+		return;
+	if (kind == CS_HANG_QUERY && atomic_load_explicit(&s->start, memory_order_relaxed))
+		return; /* spinning: the first "not ready" tells since when */
+	atomic_store_explicit(&s->tid, cs_tid(), memory_order_relaxed);
+	atomic_store_explicit(&s->corr, corr, memory_order_relaxed);
+	atomic_store_explicit(&s->cbid, cbid, memory_order_relaxed);
+	atomic_store_explicit(&s->domain, domain, memory_order_relaxed);
+	atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+	atomic_store_explicit(&s->start, start ? start : 1, memory_order_release);
+}
+
+void cs_hang_leave(void)
+{
+	if (after_ns && tls_slot >= 0 && tls_slot < HANG_SLOTS)
+		atomic_store_explicit(&slots[tls_slot].start, 0, memory_order_relaxed);
+}
+
+void cs_hang_gpu_done(uint64_t end, uint32_t corr)
+{
+	uint64_t cur = atomic_load_explicit(&gpu_done, memory_order_relaxed);
+
+	if (!after_ns)
+		return;
+	while (end > cur &&
+	       !atomic_compare_exchange_weak_explicit(&gpu_done, &cur, end, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	if (corr && (int32_t)(corr - atomic_load_explicit(&corr_done, memory_order_relaxed)) > 0)
+		atomic_store_explicit(&corr_done, corr, memory_order_relaxed);
+}
+
+void cs_hang_launched(uint32_t corr)
+{
+	struct hang_slot *s;
+
+	if (after_ns && (s = my_slot()))
+		atomic_store_explicit(&s->last_launch, corr, memory_order_relaxed);
+}
+
+int cs_hang_poll(uint64_t now)
+{
+	char text[8192];
+	size_t len = 0;
+	uint64_t done = atomic_load(&gpu_done), oldest = 0;
+	unsigned n = atomic_load(&nslots);
+	uint32_t launched = 0;
+	int fd, hung = 0;
+
+	if (!after_ns)
+		return 0;
+	if (n > HANG_SLOTS)
+		n = HANG_SLOTS;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t start = atomic_load_explicit(&slots[i].start, memory_order_acquire);
+
+		if (!start || now < start || now - start < after_ns || done >= start)
+			continue;
+		if (!oldest || start < oldest)
+			oldest = start;
+		hung++;
+	}
+	if (!hung) {
+		reported = 0; /* a later hang is reported again */
+		return 0;
+	}
+	if (reported)
+		return 0;
+	reported = oldest;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t c = atomic_load_explicit(&slots[i].last_launch, memory_order_relaxed);
+
+		if (c && (!launched || (int32_t)(c - launched) > 0))
+			launched = c;
+	}
+	/* "now NS", "gpu_done NS", "launched LAST_CORR DONE_CORR", then a line per thread:
+	 * "thread TID KIND START CORR NAME" */
+	len += (size_t)snprintf(text + len, sizeof(text) - len,
+				"now %llu\ngpu_done %llu\nlaunched %u %u\n", (unsigned long long)now,
+				(unsigned long long)done, launched, atomic_load(&corr_done));
+	for (unsigned i = 0; i < n && len < sizeof(text) - 300; i++) {
+		uint64_t start = atomic_load_explicit(&slots[i].start, memory_order_acquire);
+		const char *name;
+
+		if (!start || now < start || now - start < after_ns || done >= start)
+			continue;
+		name = name_of ? name_of(atomic_load(&slots[i].domain), atomic_load(&slots[i].cbid))
+			       : NULL;
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "thread %u %s %llu %u %.200s\n",
+					atomic_load(&slots[i].tid),
+					atomic_load(&slots[i].kind) == CS_HANG_QUERY ? "query" : "wait",
+					(unsigned long long)start, atomic_load(&slots[i].corr),
+					name ? name : "?");
+	}
+	{
+		char tmp[sizeof(notice_path) + 8];
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp", notice_path);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return 0;
+		if (write(fd, text, len) != (ssize_t)len || close(fd)) {
+			unlink(tmp);
+			return 0;
+		}
+		if (rename(tmp, notice_path)) {
+			unlink(tmp);
+			return 0;
+		}
+	}
+	return 1;
+}
