@@ -884,6 +884,21 @@ START_TEST(test_column_info)
 
 			ck_assert_msg(c[i].label && c[i].label[0], "%s has no label", c[i].name);
 			ck_assert_str_ne(cs_column_unit_name(c[i].unit), "");
+			/* printable, and as it is in JSON (the exporters write it unescaped) */
+			for (const char *p = c[i].label; *p; p++)
+				ck_assert_msg(*p >= ' ' && *p <= '~' && *p != '"' && *p != '\\',
+					      "%s: label %s", c[i].name, c[i].label);
+			/* a column of several tables is labelled alike in each */
+			for (int other = 0; other < kind; other++) {
+				int m;
+				const cs_column_info *o = cs_event_columns(other, &m);
+
+				for (int j = 0; j < m; j++)
+					if (!strcmp(o[j].name, c[i].name)) {
+						ck_assert_str_eq(o[j].label, c[i].label);
+						ck_assert_int_eq(o[j].unit, c[i].unit);
+					}
+			}
 			if (c[i].unit != CS_COLUNIT_DIM)
 				continue;
 			/* x, y, z in a row, one label */
