@@ -51,8 +51,6 @@
 	const SUMMARY_POLL_MS = 20; /* ask again this soon while the server reads the trace */
 	const FINDINGS_POLL_MS = 150; /* and this soon while it runs the rules */
 	const DETAIL_POLL_MS = 50; /* and this soon while it draws from the overview */
-	const TIME_KEYS = new Set(['start', 'end', 'queued', 'submitted', 'launchStart', 'launchEnd']);
-	const BYTE_KEYS = new Set(['bytes', 'staticSharedMemory', 'dynamicSharedMemory']);
 
 	const canvas = document.getElementById('timeline');
 	const scroller = document.getElementById('timeline-scroll');
@@ -921,11 +919,12 @@
 		requestDraw();
 	}
 
-	function fieldText(key, v) {
+	/* A field of the details as its unit (the server's "columns": include/cuscope/columns.def) says. */
+	function fieldText(v, unit) {
 		if (v === null || v === undefined) return '—';
 		if (Array.isArray(v)) return '(' + v.join(', ') + ')';
-		if (TIME_KEYS.has(key) && typeof v === 'number') return fmtTime(v, 1) + '  [' + v + ' ns]';
-		if (BYTE_KEYS.has(key) && typeof v === 'number') return fmtBytes(v) + (v >= 1024 ? ' (' + v + ' B)' : '');
+		if (unit === 'ns' && typeof v === 'number') return fmtTime(v, 1) + '  [' + v + ' ns]';
+		if (unit === 'bytes' && typeof v === 'number') return fmtBytes(v) + (v >= 1024 ? ' (' + v + ' B)' : '');
 		return String(v);
 	}
 
@@ -999,7 +998,10 @@
 		const table = el('table', 'fields');
 		for (const key of Object.keys(f)) {
 			const tr = el('tr');
-			tr.append(el('td', 'key', key), el('td', 'value', fieldText(key, f[key])));
+			const col = (ev.columns && ev.columns[key]) || {};
+			const k = el('td', 'key', key);
+			if (col.label) k.title = col.label + (col.unit && col.unit !== 'none' ? ' (' + col.unit + ')' : '');
+			tr.append(k, el('td', 'value', fieldText(f[key], col.unit)));
 			tr.dataset.key = key;
 			table.append(tr);
 		}

@@ -110,10 +110,52 @@ enum cs_event_kind {
  */
 /* clang-format off */
 #define CS_EVENT_TABLE(KIND, name) enum {
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) CS_COL_##KIND##_##column,
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) CS_COL_##KIND##_##column,
 #define CS_EVENT_TABLE_END(KIND, name) CS_COL_##KIND##_COUNT };
 #include "cuscope/columns.def"
 /* clang-format on */
+
+/* What a column's number is, and so how it is shown (columns.def's UNIT says what each holds). */
+enum cs_column_unit {
+	CS_COLUNIT_NONE = 0,
+	CS_COLUNIT_NS,
+	CS_COLUNIT_BYTES,
+	CS_COLUNIT_COUNT,
+	CS_COLUNIT_DIM,
+	CS_COLUNIT_ID,
+	CS_COLUNIT_STRING,
+	CS_COLUNIT_FLAG,
+	CS_COLUNIT_CODE,
+	CS_COLUNIT_COPY_KIND,
+	CS_COLUNIT_MEM_KIND,
+	CS_COLUNIT_MEM_OP,
+	CS_COLUNIT_SYNC_TYPE,
+	CS_COLUNIT_ADDRESS,
+	CS_COLUNIT_COLOR,
+};
+
+struct cs_event;
+
+/* One column of an event table as people see it (columns.def). */
+typedef struct cs_column_info {
+	const char *name;  /* the SQL name (docs/trace-format.md): CS_COL_<KIND>_<name> */
+	const char *label; /* the name for people ("registers per thread") */
+	enum cs_column_unit unit;
+	int has_none; /* 1: the value none stands for a missing one (TS, END and ID columns) */
+	int64_t none; /* CS_TS_UNKNOWN or CS_ID_NONE */
+} cs_column_info;
+
+/* The columns of kind's table in their order, indexed by CS_COL_<KIND>_<column>; *n: how many
+ * (0 and NULL for a kind out of range). */
+const cs_column_info *cs_event_columns(enum cs_event_kind kind, int *n);
+/* The value of column col (CS_COL_<KIND>_<column>) of ev; a U64 column with the same bits, a
+ * column out of range 0. */
+int64_t cs_event_value(const struct cs_event *ev, int col);
+/* The unit's name: "ns", "bytes", "count", "dim", "id", "copy_kind", ... (enum cs_column_unit) */
+const char *cs_column_unit_name(enum cs_column_unit unit);
+/* The name of value v of a unit whose values have names (COPY_KIND, MEM_KIND, MEM_OP,
+ * SYNC_TYPE); NULL for the other units. */
+const char *cs_column_value_name(enum cs_column_unit unit, int64_t v);
 
 /* Name of the table that holds events of a kind, and a short human name ("kernels", "memcpy", ...).
  */
@@ -228,7 +270,7 @@ enum cs_api_kind {
 	const char *domain; /* the domain name of domain_id; NULL for the default one */
 /* clang-format off */
 #define CS_EVENT_TABLE(KIND, name) typedef struct cs_##name {
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) ctype field;
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) ctype field;
 #define CS_EVENT_TABLE_END(KIND, name) CS_EVENT_STRINGS_##KIND } cs_##name;
 #include "cuscope/columns.def"
 /* clang-format on */

@@ -53,29 +53,46 @@ const char *const ex_cat_names[EX_CAT_COUNT] = {
 	[EX_CAT_GPU_ANNOTATION] = "gpu_user_annotation",
 };
 
-const char *const ex_key_names[EX_KEY_COUNT] = {
-	[EX_KEY_DEVICE] = "device",
-	[EX_KEY_CONTEXT] = "context",
-	[EX_KEY_STREAM] = "stream",
-	[EX_KEY_CORRELATION] = "correlation",
-	[EX_KEY_REGISTERS] = "registers per thread",
-	[EX_KEY_SHARED_MEMORY] = "shared memory",
+/*
+ * The arguments that show a column, and which: they are named by the column's label in
+ * include/cuscope/columns.def (ex_key_names_init()), so that the viewer's details and the exports
+ * name a column alike. Which columns an event's args show, in which order and beside which derived
+ * values, stays in the on_*() functions below: Kineto's order (device, context, stream,
+ * correlation, registers per thread, shared memory, blocks per SM, warps per SM, grid, block) is
+ * not the tables' order.
+ */
+#define KEY_COLUMN(KIND, column) {CS_EV_##KIND + 1, CS_COL_##KIND##_##column}
+static const struct {
+	uint8_t kind; /* enum cs_event_kind + 1; 0: the argument shows no column */
+	uint8_t col;  /* CS_COL_<KIND>_<column> */
+} key_columns[EX_KEY_COUNT] = {
+	[EX_KEY_DEVICE] = KEY_COLUMN(KERNEL, deviceId),
+	[EX_KEY_CONTEXT] = KEY_COLUMN(KERNEL, contextId),
+	[EX_KEY_STREAM] = KEY_COLUMN(KERNEL, streamId),
+	[EX_KEY_CORRELATION] = KEY_COLUMN(KERNEL, correlationId),
+	[EX_KEY_REGISTERS] = KEY_COLUMN(KERNEL, registersPerThread),
+	[EX_KEY_GRID] = KEY_COLUMN(KERNEL, gridX),
+	[EX_KEY_BLOCK] = KEY_COLUMN(KERNEL, blockX),
+	[EX_KEY_GRAPH] = KEY_COLUMN(KERNEL, graphId),
+	[EX_KEY_GRAPH_NODE] = KEY_COLUMN(KERNEL, graphNodeId),
+	[EX_KEY_BYTES] = KEY_COLUMN(MEMCPY, bytes),
+	[EX_KEY_VALUE] = KEY_COLUMN(MEMSET, value),
+	[EX_KEY_CBID] = KEY_COLUMN(API, cbid),
+	[EX_KEY_RESULT] = KEY_COLUMN(API, returnValue),
+	[EX_KEY_EVENT] = KEY_COLUMN(SYNC, eventId),
+	[EX_KEY_SYNC_TYPE] = KEY_COLUMN(SYNC, syncType),
+	[EX_KEY_DOMAIN] = KEY_COLUMN(NVTX, domainId),
+	[EX_KEY_COLOR] = KEY_COLUMN(NVTX, color),
+	[EX_KEY_CATEGORY] = KEY_COLUMN(NVTX, category),
+};
+#undef KEY_COLUMN
+
+/* The names of the arguments that show no column: values the exporter derives, and findings'. */
+const char *ex_key_names[EX_KEY_COUNT] = {
+	[EX_KEY_SHARED_MEMORY] = "shared memory", /* static + dynamic */
 	[EX_KEY_BLOCKS_PER_SM] = "blocks per SM",
 	[EX_KEY_WARPS_PER_SM] = "warps per SM",
-	[EX_KEY_GRID] = "grid",
-	[EX_KEY_BLOCK] = "block",
-	[EX_KEY_GRAPH] = "graph id",
-	[EX_KEY_GRAPH_NODE] = "graph node id",
-	[EX_KEY_BYTES] = "bytes",
 	[EX_KEY_BANDWIDTH] = "memory bandwidth (GB/s)",
-	[EX_KEY_VALUE] = "value",
-	[EX_KEY_CBID] = "cbid",
-	[EX_KEY_RESULT] = "return value",
-	[EX_KEY_EVENT] = "event",
-	[EX_KEY_SYNC_TYPE] = "sync type",
-	[EX_KEY_DOMAIN] = "domain",
-	[EX_KEY_COLOR] = "color",
-	[EX_KEY_CATEGORY] = "category",
 	[EX_KEY_RULE] = "rule",
 	[EX_KEY_SEVERITY] = "severity",
 	[EX_KEY_MESSAGE] = "message",
@@ -89,6 +106,26 @@ const char *const ex_key_names[EX_KEY_COUNT] = {
 	[EX_KEY_KERNEL_NAME] = "kernel",
 	[EX_KEY_MANGLED_NAME] = "mangled name",
 };
+
+static void key_names_fill(void)
+{
+	for (int k = 0; k < EX_KEY_COUNT; k++) {
+		int n;
+		const cs_column_info *c;
+
+		if (!key_columns[k].kind)
+			continue;
+		c = cs_event_columns((enum cs_event_kind)(key_columns[k].kind - 1), &n);
+		ex_key_names[k] = c && key_columns[k].col < n ? c[key_columns[k].col].label : "?";
+	}
+}
+
+void ex_key_names_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, key_names_fill);
+}
 
 /* ---- formatting helpers shared by the backends ---- */
 
@@ -1957,6 +1994,7 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 			stats->bytes = bytes;
 		return r;
 	}
+	ex_key_names_init();
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");

@@ -151,7 +151,7 @@ enum ex_cat {
 };
 extern const char *const ex_cat_names[EX_CAT_COUNT];
 
-/* Argument names, shared so that a backend can intern them. */
+/* Argument names, shared so that a backend can intern them (ex_key_names). */
 enum ex_key {
 	EX_KEY_DEVICE = 0,
 	EX_KEY_CONTEXT,
@@ -189,7 +189,11 @@ enum ex_key {
 	EX_KEY_MANGLED_NAME,
 	EX_KEY_COUNT
 };
-extern const char *const ex_key_names[EX_KEY_COUNT];
+/* The name of each, set by ex_key_names_init(): an argument that shows a column is named by the
+ * column's label in include/cuscope/columns.def (export.c's key_columns). */
+extern const char *ex_key_names[EX_KEY_COUNT];
+/* Fill in ex_key_names from columns.def (once; cs_export() calls it before any output). */
+void ex_key_names_init(void);
 
 enum ex_arg_type {
 	EX_ARG_INT = 0,

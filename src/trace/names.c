@@ -2,9 +2,11 @@
  * names.c - names of the trace store's enums: event kinds (and their tables), copy directions,
  * memory kinds, memory operations and synchronization types, as reports, exporters and the CLI
  * print them; and what two readers must read alike from them: which waits are host waits, which
- * memory rows move the device memory counter.
+ * memory rows move the device memory counter; the event tables' columns as people see them
+ * (their labels and units, from include/cuscope/columns.def).
  */
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cuscope/trace.h"
 
@@ -144,4 +146,107 @@ int cs_sync_type_is_host_wait(int type)
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- the columns as people see them ---- */
+
+/* clang-format off */
+#define NONE_TS    1, CS_TS_UNKNOWN
+#define NONE_END   1, CS_TS_UNKNOWN
+#define NONE_INT   0, 0
+#define NONE_ID    1, CS_ID_NONE
+#define NONE_U64   0, 0
+#define NONE_BYTES 0, 0
+#define CS_EVENT_TABLE(KIND, name) static const cs_column_info KIND##_info[] = {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
+	{#column, label, CS_COLUNIT_##UNIT, NONE_##TYPE},
+#define CS_EVENT_TABLE_END(KIND, name) };
+#include "cuscope/columns.def"
+
+#define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = {KIND##_info, CS_COL_##KIND##_COUNT},
+static const struct {
+	const cs_column_info *col;
+	int n;
+} event_columns[CS_EV_COUNT] = {
+#include "cuscope/columns.def"
+};
+/* clang-format on */
+
+const cs_column_info *cs_event_columns(enum cs_event_kind kind, int *n)
+{
+	if ((int)kind < 0 || kind >= CS_EV_COUNT) {
+		*n = 0;
+		return NULL;
+	}
+	*n = event_columns[kind].n;
+	return event_columns[kind].col;
+}
+
+/* clang-format off */
+int64_t cs_event_value(const cs_event *ev, int col)
+{
+	switch (ev->kind) {
+#define CS_EVENT_TABLE(KIND, name) \
+	case CS_EV_##KIND: { \
+		const cs_##name *r = &ev->u.name; \
+		switch (col) {
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
+		case CS_COL_##KIND##_##column: \
+			return (int64_t)r->field;
+#define CS_EVENT_TABLE_END(KIND, name) \
+		default: \
+			return 0; \
+		} \
+	}
+#include "cuscope/columns.def"
+	case CS_EV_COUNT:
+		break;
+	}
+	return 0;
+}
+/* clang-format on */
+
+static const char *const unit_names[] = {
+	[CS_COLUNIT_NONE] = "none",
+	[CS_COLUNIT_NS] = "ns",
+	[CS_COLUNIT_BYTES] = "bytes",
+	[CS_COLUNIT_COUNT] = "count",
+	[CS_COLUNIT_DIM] = "dim",
+	[CS_COLUNIT_ID] = "id",
+	[CS_COLUNIT_STRING] = "string",
+	[CS_COLUNIT_FLAG] = "flag",
+	[CS_COLUNIT_CODE] = "code",
+	[CS_COLUNIT_COPY_KIND] = "copy_kind",
+	[CS_COLUNIT_MEM_KIND] = "mem_kind",
+	[CS_COLUNIT_MEM_OP] = "mem_op",
+	[CS_COLUNIT_SYNC_TYPE] = "sync_type",
+	[CS_COLUNIT_ADDRESS] = "address",
+	[CS_COLUNIT_COLOR] = "color",
+};
+
+const char *cs_column_unit_name(enum cs_column_unit unit)
+{
+	if ((int)unit < 0 || (size_t)unit >= sizeof(unit_names) / sizeof(unit_names[0]) ||
+	    !unit_names[unit])
+		return "none";
+	return unit_names[unit];
+}
+
+const char *cs_column_value_name(enum cs_column_unit unit, int64_t v)
+{
+	/* the name functions take an int: a value past it has no name */
+	int i = v < INT32_MIN || v > INT32_MAX ? -1 : (int)v;
+
+	switch (unit) {
+	case CS_COLUNIT_COPY_KIND:
+		return cs_copy_kind_name(i);
+	case CS_COLUNIT_MEM_KIND:
+		return cs_mem_kind_name(i);
+	case CS_COLUNIT_MEM_OP:
+		return cs_mem_op_name(i);
+	case CS_COLUNIT_SYNC_TYPE:
+		return cs_sync_type_name(i);
+	default:
+		return NULL;
+	}
 }

@@ -1151,7 +1151,7 @@ int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, 
 #define CS_EVENT_TABLE(KIND, name) \
 	static void read_##name(sqlite3_stmt *st, cs_##name *r) \
 	{
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		r->field = READ_##TYPE(st, CS_COL_##KIND##_##column, base);
 #define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"

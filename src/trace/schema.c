@@ -34,19 +34,19 @@
 /* clang-format off */
 /* Per kind, each field's place in its table: the base of a column names a field (or none). */
 #define CS_EVENT_TABLE(KIND, name) enum { FIELD_##KIND##_none = -1,
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) FIELD_##KIND##_##field,
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) FIELD_##KIND##_##field,
 #define CS_EVENT_TABLE_END(KIND, name) };
 #include "cuscope/columns.def"
 
 #define CS_EVENT_TABLE(KIND, name) static const struct cs_column_def KIND##_columns[] = {
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 	{#column, #field, CS_COLTYPE_##TYPE, FIELD_##KIND##_##base, late},
 #define CS_EVENT_TABLE_END(KIND, name) };
 #include "cuscope/columns.def"
 
 /* the comma-separated names: ",a,b,c" + 1 */
 #define CS_EVENT_TABLE(KIND, name) [CS_EV_##KIND] = {(""
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) "," #column
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) "," #column
 #define CS_EVENT_TABLE_END(KIND, name) ) + 1, KIND##_columns, CS_COL_##KIND##_COUNT},
 const struct cs_event_table_def cs_event_table_defs[CS_EV_COUNT] = {
 #include "cuscope/columns.def"
@@ -73,7 +73,7 @@ void cs_event_clear(cs_event *ev, enum cs_event_kind kind)
 #define CS_EVENT_TABLE(KIND, name) \
 	case CS_EV_##KIND: { \
 		cs_##name *r = &ev->u.name;
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		r->field = MISSING_##TYPE;
 #define CS_EVENT_TABLE_END(KIND, name) \
 		break; \

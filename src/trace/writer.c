@@ -683,7 +683,7 @@ int cs_writer_add_stream(cs_trace_writer *w, const cs_stream *s)
 	static void bind_##name(sqlite3_stmt *st, const void *row) \
 	{ \
 		const cs_##name *r = row;
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		BIND_##TYPE(st, CS_COL_##KIND##_##column + 1, r->field);
 #define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"

@@ -2089,16 +2089,6 @@ char *view_api_range(struct view_data *v, int64_t t0, int64_t t1)
 
 /* ---- the details of one event ---- */
 
-static void add_time(cJSON *o, const char *key, int64_t ns)
-{
-	cs_json_add_int(o, key, ns, CS_TS_UNKNOWN);
-}
-
-static void add_id(cJSON *o, const char *key, int64_t id)
-{
-	cs_json_add_int(o, key, id, CS_ID_NONE);
-}
-
 static void add_text(cJSON *o, const char *key, const char *s)
 {
 	if (s)
@@ -2107,153 +2097,79 @@ static void add_text(cJSON *o, const char *key, const char *s)
 		cJSON_AddNullToObject(o, key);
 }
 
-static void add_dim3(cJSON *o, const char *key, int32_t x, int32_t y, int32_t z)
+/*
+ * What the details show of an event beside its columns, first: the strings looked up from its
+ * string ids, with the kernel's demangled and the API call's plain name.
+ */
+static void event_names(cJSON *f, const cs_event *ev)
 {
-	cJSON *a = cJSON_AddArrayToObject(o, key);
+	char plain[256];
 
-	cJSON_AddItemToArray(a, cs_json_int(x));
-	cJSON_AddItemToArray(a, cs_json_int(y));
-	cJSON_AddItemToArray(a, cs_json_int(z));
-}
-
-/* Every stored field of ev, named as the columns of docs/trace-format.md. */
-static void event_fields(cJSON *f, const cs_event *ev)
-{
 	switch (ev->kind) {
-	case CS_EV_KERNEL: {
-		const cs_kernel *k = &ev->u.kernel;
-
-		add_text(f, "name", k->name);
-		add_text(f, "nameDemangled", cs_demangle(k->name));
-		add_time(f, "start", k->start);
-		add_time(f, "end", k->end);
-		add_time(f, "queued", k->queued);
-		add_time(f, "submitted", k->submitted);
-		add_time(f, "launchStart", k->launch_start);
-		add_time(f, "launchEnd", k->launch_end);
-		add_int(f, "pid", k->pid);
-		add_int(f, "launchTid", k->launch_tid);
-		add_id(f, "launchCbid", k->launch_cbid);
-		add_int(f, "launchApiKind", k->launch_api_kind);
-		add_id(f, "deviceId", k->device_id);
-		add_int(f, "contextId", k->context_id);
-		add_int(f, "streamId", k->stream_id);
-		add_int(f, "correlationId", (int64_t)k->correlation_id);
-		add_dim3(f, "grid", k->grid_x, k->grid_y, k->grid_z);
-		add_dim3(f, "block", k->block_x, k->block_y, k->block_z);
-		add_int(f, "registersPerThread", k->registers_per_thread);
-		add_int(f, "staticSharedMemory", k->static_shared_memory);
-		add_int(f, "dynamicSharedMemory", k->dynamic_shared_memory);
-		add_id(f, "graphId", k->graph_id);
-		add_id(f, "graphNodeId", k->graph_node_id);
-		add_id(f, "stackId", k->stack_id);
+	case CS_EV_KERNEL:
+		add_text(f, "name", ev->u.kernel.name);
+		add_text(f, "nameDemangled", cs_demangle(ev->u.kernel.name));
 		break;
-	}
-	case CS_EV_MEMCPY: {
-		const cs_memcpy *m = &ev->u.memcpy;
-
-		add_time(f, "start", m->start);
-		add_time(f, "end", m->end);
-		add_time(f, "launchStart", m->launch_start);
-		add_time(f, "launchEnd", m->launch_end);
-		add_int(f, "pid", m->pid);
-		add_int(f, "launchTid", m->launch_tid);
-		add_id(f, "launchCbid", m->launch_cbid);
-		add_id(f, "deviceId", m->device_id);
-		add_int(f, "contextId", m->context_id);
-		add_int(f, "streamId", m->stream_id);
-		add_int(f, "correlationId", (int64_t)m->correlation_id);
-		add_text(f, "copyKind", cs_copy_kind_name(m->copy_kind));
-		add_text(f, "srcKind", cs_mem_kind_name(m->src_kind));
-		add_text(f, "dstKind", cs_mem_kind_name(m->dst_kind));
-		add_int(f, "isAsync", m->is_async);
-		add_id(f, "srcDeviceId", m->src_device_id);
-		add_id(f, "dstDeviceId", m->dst_device_id);
-		add_int(f, "bytes", m->bytes);
-		add_id(f, "graphId", m->graph_id);
-		add_id(f, "graphNodeId", m->graph_node_id);
-		add_id(f, "stackId", m->stack_id);
-		break;
-	}
-	case CS_EV_MEMSET: {
-		const cs_memset *m = &ev->u.memset;
-
-		add_time(f, "start", m->start);
-		add_time(f, "end", m->end);
-		add_time(f, "launchStart", m->launch_start);
-		add_time(f, "launchEnd", m->launch_end);
-		add_int(f, "pid", m->pid);
-		add_int(f, "launchTid", m->launch_tid);
-		add_id(f, "launchCbid", m->launch_cbid);
-		add_id(f, "deviceId", m->device_id);
-		add_int(f, "contextId", m->context_id);
-		add_int(f, "streamId", m->stream_id);
-		add_int(f, "correlationId", (int64_t)m->correlation_id);
-		add_text(f, "memKind", cs_mem_kind_name(m->mem_kind));
-		add_int(f, "isAsync", m->is_async);
-		add_int(f, "value", m->value);
-		add_int(f, "bytes", m->bytes);
-		add_id(f, "graphId", m->graph_id);
-		add_id(f, "graphNodeId", m->graph_node_id);
-		add_id(f, "stackId", m->stack_id);
-		break;
-	}
-	case CS_EV_SYNC: {
-		const cs_sync *s = &ev->u.sync;
-
-		add_text(f, "syncType", cs_sync_type_name(s->type));
-		add_time(f, "start", s->start);
-		add_time(f, "end", s->end);
-		add_int(f, "pid", s->pid);
-		add_int(f, "tid", s->tid);
-		add_id(f, "deviceId", s->device_id);
-		add_int(f, "contextId", s->context_id);
-		add_id(f, "streamId", s->stream_id);
-		add_id(f, "eventId", s->event_id);
-		add_int(f, "correlationId", (int64_t)s->correlation_id);
-		add_id(f, "cbid", s->cbid);
-		add_int(f, "apiKind", s->api_kind);
-		add_int(f, "result", s->result);
-		add_id(f, "stackId", s->stack_id);
-		break;
-	}
-	case CS_EV_API: {
-		const cs_api *a = &ev->u.api;
-		char plain[256];
-
-		add_text(f, "name", a->name);
+	case CS_EV_API:
+		add_text(f, "name", ev->u.api.name);
 		add_text(f, "namePlain",
-			 a->name ? cs_api_name_plain(a->name, plain, sizeof(plain)) : NULL);
-		add_time(f, "start", a->start);
-		add_time(f, "end", a->end);
-		add_int(f, "pid", a->pid);
-		add_int(f, "tid", a->tid);
-		add_int(f, "apiKind", a->api_kind);
-		add_int(f, "cbid", a->cbid);
-		add_int(f, "correlationId", (int64_t)a->correlation_id);
-		add_int(f, "result", a->result);
-		add_id(f, "stackId", a->stack_id);
+			 ev->u.api.name ? cs_api_name_plain(ev->u.api.name, plain, sizeof(plain))
+					: NULL);
 		break;
-	}
-	case CS_EV_NVTX: {
-		const cs_nvtx *n = &ev->u.nvtx;
-
-		add_text(f, "text", n->text);
-		add_text(f, "domain", n->domain);
-		add_time(f, "start", n->start);
-		add_time(f, "end", n->end);
-		add_int(f, "pid", n->pid);
-		add_int(f, "tid", n->tid);
-		add_int(f, "endTid", n->end_tid);
-		add_int(f, "type", n->type);
-		add_int(f, "depth", n->depth);
-		add_id(f, "rangeId", n->range_id);
-		add_int(f, "color", n->color);
-		add_int(f, "category", n->category);
+	case CS_EV_NVTX:
+		add_text(f, "text", ev->u.nvtx.text);
+		add_text(f, "domain", ev->u.nvtx.domain);
 		break;
-	}
 	default:
 		break;
+	}
+}
+
+/* The label and unit of a key of the details, in cols. */
+static void column_of_key(cJSON *cols, const char *key, const cs_column_info *c)
+{
+	cJSON *o = cJSON_AddObjectToObject(cols, key);
+
+	cs_json_add_string(o, "label", c->label);
+	cJSON_AddStringToObject(o, "unit", cs_column_unit_name(c->unit));
+}
+
+/*
+ * Every stored column of ev, named as the columns of docs/trace-format.md (include/cuscope/
+ * columns.def), after the strings of event_names(): a missing time or id null, a value of an
+ * enumeration cuscope names by its name, the three columns of a DIM (gridX, gridY, gridZ) one
+ * array under their name without the axis ("grid"). cols gets each key's label and unit.
+ */
+static void event_fields(cJSON *f, cJSON *cols, const cs_event *ev)
+{
+	int n;
+	const cs_column_info *c = cs_event_columns(ev->kind, &n);
+
+	event_names(f, ev);
+	for (int i = 0; i < n; i++) {
+		int64_t v = cs_event_value(ev, i);
+		const char *name = cs_column_value_name(c[i].unit, v);
+
+		if (c[i].unit == CS_COLUNIT_DIM && i + 2 < n) {
+			char key[64];
+			size_t len = strlen(c[i].name);
+			cJSON *a;
+
+			snprintf(key, sizeof(key), "%.*s", (int)(len ? len - 1 : 0), c[i].name);
+			a = cJSON_AddArrayToObject(f, key);
+			for (int k = 0; k < 3; k++)
+				cJSON_AddItemToArray(a, cs_json_int(cs_event_value(ev, i + k)));
+			column_of_key(cols, key, &c[i]);
+			i += 2;
+			continue;
+		}
+		if (c[i].has_none)
+			cs_json_add_int(f, c[i].name, v, c[i].none);
+		else if (name)
+			cs_json_add_string(f, c[i].name, name);
+		else
+			add_int(f, c[i].name, v);
+		column_of_key(cols, c[i].name, &c[i]);
 	}
 }
 
@@ -2410,7 +2326,7 @@ char *view_api_event(struct view_data *v, int64_t track, int64_t start, int64_t 
 	cJSON_AddStringToObject(root, "kind", event_kind_names[ev.kind]);
 	add_int(root, "track", track);
 	fields = cJSON_AddObjectToObject(root, "fields");
-	event_fields(fields, &ev);
+	event_fields(fields, cJSON_AddObjectToObject(root, "columns"), &ev);
 	if (ev.kind == CS_EV_KERNEL || ev.kind == CS_EV_MEMCPY || ev.kind == CS_EV_MEMSET) {
 		/* both ends of the launch: the GPU work and the host call */
 		o = cJSON_AddObjectToObject(root, "gpu");

@@ -238,6 +238,8 @@ async function features(context, views) {
 	await waitFor(page, () => document.body.dataset.selected === 'ready', null, 5000);
 	const det = await page.evaluate(() => ({
 		keys: [...document.querySelectorAll('#details tr')].map((r) => r.dataset.key),
+		start: (document.querySelector('#details tr[data-key="start"] .value') || {}).textContent,
+		streamTitle: (document.querySelector('#details tr[data-key="streamId"] .key') || {}).title,
 		name: document.querySelector('#details .name').textContent,
 		launch: !!document.querySelector('#details .go-launch'),
 		finding: [...document.querySelectorAll('#details .belongs button')].map((b) => b.dataset.rule),
@@ -245,6 +247,8 @@ async function features(context, views) {
 	}));
 	check('details: every stored field of the kernel', ['grid', 'block', 'registersPerThread', 'streamId',
 		'correlationId', 'launchStart', 'dynamicSharedMemory'].every((k) => det.keys.includes(k)), det.keys.join(','));
+	check('details: formatted by the unit and labelled as columns.def says', / ns\]$/.test(det.start || '') &&
+		det.streamTitle === 'stream (id)', JSON.stringify([det.start, det.streamTitle]));
 	check('details: demangled name, its launch call, the finding of its step', !det.name.startsWith('_Z') &&
 		det.launch && det.finding.includes('d2h-sync') && det.stack, JSON.stringify(det));
 	await shot(page, 'viewer-details.png');

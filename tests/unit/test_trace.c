@@ -367,7 +367,7 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 #define CS_EVENT_TABLE(KIND, name) \
 	static void check_##name(const cs_##name *a, const cs_##name *b) \
 	{
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		ck_assert_msg((int64_t)a->field == (int64_t)b->field, \
 			      #KIND "." #column ": %lld read, %lld written", \
 			      (long long)a->field, (long long)b->field);
@@ -383,7 +383,7 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 #define CS_EVENT_TABLE(KIND, name) \
 	static void full_columns_##name(const cs_##name *r) \
 	{
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		ck_assert_msg((int64_t)r->field != (int64_t)MISSING_##TYPE, \
 			      #KIND "." #column " has no value in the full record");
 #define CS_EVENT_TABLE_END(KIND, name) }
@@ -392,9 +392,30 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 #define CS_EVENT_TABLE(KIND, name) \
 	static void cleared_##name(const cs_##name *r) \
 	{
-#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late) \
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) \
 		ck_assert_msg((int64_t)r->field == (int64_t)MISSING_##TYPE, \
 			      #KIND "." #column " is not missing after cs_event_clear");
+#define CS_EVENT_TABLE_END(KIND, name) }
+#include "cuscope/columns.def"
+
+/* info_<kind>(): cs_event_columns() and cs_event_value() say what columns.def says, column by
+ * column, of an event that holds r. */
+#define CS_EVENT_TABLE(KIND, name) \
+	static void info_##name(const cs_##name *r) \
+	{ \
+		cs_event ev = {.kind = CS_EV_##KIND}; \
+		int n; \
+		const cs_column_info *c = cs_event_columns(CS_EV_##KIND, &n); \
+		ev.u.name = *r; \
+		ck_assert_int_eq(n, CS_COL_##KIND##_COUNT);
+#define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, text, UNIT) \
+		ck_assert_str_eq(c[CS_COL_##KIND##_##column].name, #column); \
+		ck_assert_str_eq(c[CS_COL_##KIND##_##column].label, text); \
+		ck_assert_int_eq(c[CS_COL_##KIND##_##column].unit, CS_COLUNIT_##UNIT); \
+		ck_assert_int_eq(c[CS_COL_##KIND##_##column].has_none, \
+				 MISSING_##TYPE == CS_TS_UNKNOWN || MISSING_##TYPE == CS_ID_NONE); \
+		ck_assert_msg(cs_event_value(&ev, CS_COL_##KIND##_##column) == (int64_t)r->field, \
+			      #KIND "." #column ": cs_event_value() is not the field");
 #define CS_EVENT_TABLE_END(KIND, name) }
 #include "cuscope/columns.def"
 /* clang-format on */
@@ -828,6 +849,82 @@ START_TEST(test_event_clear)
 	cleared_nvtx(&ev.u.nvtx);
 	ck_assert_ptr_null(ev.u.nvtx.text);
 	ck_assert_ptr_null(ev.u.nvtx.domain);
+}
+END_TEST
+
+/*
+ * The columns as people see them: every column has a label and a unit, a DIM comes as x, y, z in a
+ * row under one label, the names of the enumerations' values are the trace's own, and
+ * cs_event_value() reads each column's field.
+ */
+START_TEST(test_column_info)
+{
+	cs_kernel k = full_kernel(7, 9);
+	cs_memcpy mc = full_memcpy(9);
+	cs_memset ms = full_memset();
+	cs_memory mm = full_memory();
+	cs_sync sy = full_sync();
+	cs_api ap = full_api(7);
+	cs_nvtx nv = full_nvtx(5, 6);
+	int n;
+
+	info_kernel(&k);
+	info_memcpy(&mc);
+	info_memset(&ms);
+	info_memory(&mm);
+	info_sync(&sy);
+	info_api(&ap);
+	info_nvtx(&nv);
+	for (int kind = 0; kind < CS_EV_COUNT; kind++) {
+		const cs_column_info *c = cs_event_columns(kind, &n);
+
+		ck_assert_int_gt(n, 0);
+		for (int i = 0; i < n; i++) {
+			size_t len = strlen(c[i].name);
+
+			ck_assert_msg(c[i].label && c[i].label[0], "%s has no label", c[i].name);
+			ck_assert_str_ne(cs_column_unit_name(c[i].unit), "");
+			/* printable, and as it is in JSON (the exporters write it unescaped) */
+			for (const char *p = c[i].label; *p; p++)
+				ck_assert_msg(*p >= ' ' && *p <= '~' && *p != '"' && *p != '\\',
+					      "%s: label %s", c[i].name, c[i].label);
+			/* a column of several tables is labelled alike in each */
+			for (int other = 0; other < kind; other++) {
+				int m;
+				const cs_column_info *o = cs_event_columns(other, &m);
+
+				for (int j = 0; j < m; j++)
+					if (!strcmp(o[j].name, c[i].name)) {
+						ck_assert_str_eq(o[j].label, c[i].label);
+						ck_assert_int_eq(o[j].unit, c[i].unit);
+					}
+			}
+			if (c[i].unit != CS_COLUNIT_DIM)
+				continue;
+			/* x, y, z in a row, one label */
+			ck_assert_msg(i + 2 < n && c[i].name[len - 1] == 'X', "%s", c[i].name);
+			ck_assert_int_eq(c[i + 1].unit, CS_COLUNIT_DIM);
+			ck_assert_int_eq(c[i + 2].unit, CS_COLUNIT_DIM);
+			ck_assert_int_eq(c[i + 1].name[len - 1], 'Y');
+			ck_assert_int_eq(c[i + 2].name[len - 1], 'Z');
+			ck_assert_int_eq(strncmp(c[i].name, c[i + 2].name, len - 1), 0);
+			ck_assert_str_eq(c[i].label, c[i + 1].label);
+			ck_assert_str_eq(c[i].label, c[i + 2].label);
+			i += 2;
+		}
+	}
+	ck_assert_ptr_null(cs_event_columns(CS_EV_COUNT, &n));
+	ck_assert_int_eq(n, 0);
+	ck_assert_str_eq(cs_column_unit_name(CS_COLUNIT_NS), "ns");
+	ck_assert_str_eq(cs_column_unit_name(CS_COLUNIT_BYTES), "bytes");
+	ck_assert_str_eq(cs_column_value_name(CS_COLUNIT_COPY_KIND, CS_COPY_DTOH), "DtoH");
+	ck_assert_str_eq(cs_column_value_name(CS_COLUNIT_MEM_KIND, CS_MEM_PINNED), "pinned");
+	ck_assert_str_eq(cs_column_value_name(CS_COLUNIT_MEM_OP, CS_MEMOP_FREE), "free");
+	ck_assert_str_eq(cs_column_value_name(CS_COLUNIT_SYNC_TYPE, CS_SYNC_STREAM_SYNCHRONIZE),
+			 "stream_synchronize");
+	ck_assert_str_eq(cs_column_value_name(CS_COLUNIT_COPY_KIND, (int64_t)1 << 40), "unknown");
+	ck_assert_ptr_null(cs_column_value_name(CS_COLUNIT_CODE, 1));
+	ck_assert_ptr_null(cs_column_value_name(CS_COLUNIT_ID, 1));
 }
 END_TEST
 
@@ -2545,6 +2642,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_mem_count);
 	tcase_add_test(tc, test_roundtrip_every_field);
 	tcase_add_test(tc, test_event_clear);
+	tcase_add_test(tc, test_column_info);
 	tcase_add_test(tc, test_intern);
 	tcase_add_test(tc, test_stack_dedup);
 	tcase_add_test(tc, test_iter_order);

@@ -1613,6 +1613,128 @@ START_TEST(test_event_details)
 }
 END_TEST
 
+/* The id of the summary's track of kind with these keys (stream: device, stream; thread and api:
+ * tid; nvtx: tid, depth), or -1. */
+static int track_of(const cJSON *sum, const char *kind, int64_t pid, int64_t a, int64_t b)
+{
+	const cJSON *tr;
+
+	cJSON_ArrayForEach(tr, cJSON_GetObjectItem(sum, "tracks"))
+	{
+		const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(tr, "kind"));
+
+		if (!k || strcmp(k, kind) || jint(tr, "pid") != pid)
+			continue;
+		if (!strcmp(kind, "stream") ? jint(tr, "device") == a && jint(tr, "stream") == b
+		    : !strcmp(kind, "nvtx") ? jint(tr, "tid") == a && jint(tr, "depth") == b
+					    : jint(tr, "tid") == a)
+			return (int)jint(tr, "id");
+	}
+	return -1;
+}
+
+/*
+ * The details of an event have a key for every column of its kind in include/cuscope/columns.def
+ * (the three axes of a DIM one key, "grid" for gridX, gridY, gridZ), with the column's label and
+ * unit in "columns": one event of each kind the tracks draw, from d2h-sync-bad.db.
+ */
+START_TEST(test_event_details_every_column)
+{
+	static const enum cs_event_kind kinds[] = {CS_EV_KERNEL, CS_EV_MEMCPY, CS_EV_MEMSET,
+						   CS_EV_SYNC,	 CS_EV_API,    CS_EV_NVTX};
+	static const char *const answer_kind[] = {"kernel", "memcpy", "memset",
+						  "sync",   "api",    "nvtx"};
+	cJSON *sum = summary_ready(&d2h_srv);
+	cs_trace *t;
+	cs_error err = {0};
+
+	ck_assert_int_eq(cs_trace_open(d2h_db, &t, &err), 0);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		cs_filter f = cs_filter_all();
+		cs_iter *it;
+		cs_event ev;
+		int track = -1, n;
+		int64_t start = 0, end = 0;
+		const cs_column_info *c = cs_event_columns(kinds[k], &n);
+		cJSON *ans, *fields, *cols, *extra;
+		char path[256];
+
+		ck_assert_int_eq(cs_iter_open(t, kinds[k], &f, &it, &err), 0);
+		while (track < 0 && cs_iter_next(it, &ev) == 1) {
+			start = cs_event_value(&ev, 0);
+			end = cs_event_value(&ev, 1);
+			if (start == CS_TS_UNKNOWN || end == CS_TS_UNKNOWN || end < start)
+				continue;
+			switch (kinds[k]) {
+			case CS_EV_KERNEL:
+				track = track_of(sum, "stream", ev.u.kernel.pid, ev.u.kernel.device_id,
+						 ev.u.kernel.stream_id);
+				break;
+			case CS_EV_MEMCPY:
+				track = track_of(sum, "stream", ev.u.memcpy.pid, ev.u.memcpy.device_id,
+						 ev.u.memcpy.stream_id);
+				break;
+			case CS_EV_MEMSET:
+				track = track_of(sum, "stream", ev.u.memset.pid, ev.u.memset.device_id,
+						 ev.u.memset.stream_id);
+				break;
+			case CS_EV_SYNC:
+				if (cs_sync_type_is_host_wait(ev.u.sync.type))
+					track = track_of(sum, "thread", ev.u.sync.pid, ev.u.sync.tid, 0);
+				break;
+			case CS_EV_API:
+				track = track_of(sum, "api", ev.u.api.pid, ev.u.api.tid, 0);
+				break;
+			case CS_EV_NVTX:
+				if (ev.u.nvtx.type == CS_NVTX_PUSHPOP && ev.u.nvtx.depth >= 0 &&
+				    ev.u.nvtx.depth < 15)
+					track = track_of(sum, "nvtx", ev.u.nvtx.pid, ev.u.nvtx.tid,
+							 ev.u.nvtx.depth);
+				break;
+			default:
+				break;
+			}
+		}
+		cs_iter_close(it);
+		ck_assert_msg(track >= 0, "no drawn %s in the trace", answer_kind[k]);
+		snprintf(path, sizeof(path), "/api/event?track=%d&start=%lld&end=%lld", track,
+			 (long long)start, (long long)end);
+		ans = api_get(&d2h_srv, path);
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ans, "status")), "ok");
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ans, "kind")),
+				 answer_kind[k]);
+		fields = cJSON_GetObjectItem(ans, "fields");
+		cols = cJSON_GetObjectItem(ans, "columns");
+		ck_assert_ptr_nonnull(fields);
+		ck_assert_ptr_nonnull(cols);
+		for (int i = 0; i < n; i++) {
+			char key[64];
+			const cJSON *col;
+
+			snprintf(key, sizeof(key), "%.*s",
+				 (int)strlen(c[i].name) - (c[i].unit == CS_COLUNIT_DIM), c[i].name);
+			ck_assert_msg(cJSON_GetObjectItemCaseSensitive(fields, key) != NULL,
+				      "%s details lack %s (column %s)", answer_kind[k], key, c[i].name);
+			col = cJSON_GetObjectItemCaseSensitive(cols, key);
+			ck_assert_msg(col != NULL, "%s: no label and unit for %s", answer_kind[k], key);
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(col, "label")),
+					 c[i].label);
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(col, "unit")),
+					 cs_column_unit_name(c[i].unit));
+		}
+		/* the times as stored, and nothing in "columns" that is not a column */
+		ck_assert_int_eq(jint(fields, "start"), start);
+		cJSON_ArrayForEach(extra, cols)
+		{
+			ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(fields, extra->string));
+		}
+		cJSON_Delete(ans);
+	}
+	cs_trace_close(t);
+	cJSON_Delete(sum);
+}
+END_TEST
+
 /* The range answer of [t0, t1) on d2h-sync-bad.db against the trace's rows: a stream's busy time
  * is the union of its work, its counts and bytes those of its rows in the range; 1 when a stream
  * had kernels in it. */
@@ -1795,6 +1917,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_window_flows);
 	tcase_add_test(tc, test_findings_focus);
 	tcase_add_test(tc, test_event_details);
+	tcase_add_test(tc, test_event_details_every_column);
 	tcase_add_test(tc, test_range_totals);
 	tcase_add_test(tc, test_search_and_api_names);
 	/* last: it takes a few seconds, with a server of its own */
