@@ -849,6 +849,16 @@ int cmd_record(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out_spool;
 	}
+	if (o.dump_signal) {
+		/* before the program starts, which may send it at once; no SA_RESTART: the signal
+		 * ends the wait below, which then dumps; exec gives the program the default back */
+		struct sigaction ds;
+
+		memset(&ds, 0, sizeof(ds));
+		ds.sa_handler = ask_dump;
+		sigemptyset(&ds.sa_mask);
+		sigaction(o.dump_signal, &ds, &old_dump_sa);
+	}
 	pid = fork();
 	if (pid < 0) {
 		cli_error("cannot start '%s': %s", argv[optind], strerror(errno));
@@ -890,15 +900,6 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
 		if (fwd_signals[i] != o.dump_signal)
 			sigaction(fwd_signals[i], &sa, &old_sa[i]);
-	if (o.dump_signal) {
-		/* no SA_RESTART: the signal ends the wait below, which then dumps */
-		struct sigaction ds;
-
-		memset(&ds, 0, sizeof(ds));
-		ds.sa_handler = ask_dump;
-		sigemptyset(&ds.sa_mask);
-		sigaction(o.dump_signal, &ds, &old_dump_sa);
-	}
 	wait_program(pid, &status, spool, command, &o);
 	others_left = reap_descendants(o.wait_s);
 	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)

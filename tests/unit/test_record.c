@@ -132,8 +132,10 @@ START_TEST(dump_signal_is_taken_not_passed_on)
 	const char *with[] = {"--no-calibrate", "--no-host-probe", "--dump-on", "signal=USR2",
 			      "--", "sh", "-c", "kill -USR2 $CUSCOPE_RECORD_PID; sleep 0.5; echo ran",
 			      NULL};
+	/* record passes signals on once the program runs: the program waits for that first */
 	const char *without[] = {"--no-calibrate", "--no-host-probe", "--", "sh", "-c",
-				 "kill -USR2 $CUSCOPE_RECORD_PID; sleep 0.5; echo ran", NULL};
+				 "sleep 0.5; kill -USR2 $CUSCOPE_RECORD_PID; sleep 0.5; echo ran",
+				 NULL};
 	const char *bad[] = {"--dump-on", "signal=KILL", "--", "true", NULL};
 	char *dir = tu_tmpdir(), *out = NULL, *err = NULL;
 
