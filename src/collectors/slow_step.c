@@ -5,7 +5,8 @@
  * `cuscope record`, which looks for notices, writes a dump (src/cli/cmd_dump.c). The first
  * SLOW_WARMUP steps (compilation, the caching allocator filling) are never judged, a median needs
  * SLOW_MIN steps, and notices are at most one per SLOW_GAP_NS and SLOW_MAX per process, so that a
- * job that slows down for good makes a few dumps, not one per step.
+ * job that slows down for good makes a few dumps, not one per step. Two steps ending at once on
+ * two threads: the second is not judged (the lock is only ever tried).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -81,9 +82,9 @@ int cs_slow_step_end(uint64_t start, uint64_t end)
 	uint64_t dur = end > start ? end - start : 0, sorted[SLOW_WINDOW], median;
 	int noticed = 0;
 
-	if (!slow.pattern)
+	/* never wait: a child forked while another thread held the lock keeps it held */
+	if (!slow.pattern || pthread_mutex_trylock(&slow.lock))
 		return 0;
-	pthread_mutex_lock(&slow.lock);
 	if (slow.seen++ < SLOW_WARMUP)
 		goto out;
 	if (slow.n >= SLOW_MIN) {
