@@ -308,7 +308,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct fact_
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
-			cost = ru_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
+			cost = fact_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
 		if (copy_wait[i] >= 0)
 			cost = cs_sat_add(cost, wait_cost[copy_wait[i]]);
 		cost = cs_sat_add(cost, slow_transfer(a, c, link_bps, longest));

@@ -244,13 +244,13 @@ int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 	return 0;
 }
 
-int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
-			 int64_t *n)
+int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_launch_op **out, int64_t *n)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_ops) {
-		int rc = ru_launch_ops(ctx->a, ctx->steps, &c->ops, &c->nops);
+		int rc = fact_launch_ops(ctx->a, ctx->steps, &c->ops, &c->nops);
 
 		if (rc)
 			return rc;
@@ -319,7 +319,7 @@ int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, c
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
 	if (!c->have_copy_wait) {
-		int rc = ru_pageable_copy_waits(ctx->a, ctx->steps->pid, &c->copy_wait);
+		int rc = fact_pageable_copy_waits(ctx->a, ctx->steps->pid, &c->copy_wait);
 
 		if (rc)
 			return rc;
@@ -742,169 +742,6 @@ void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 	cJSON_AddBoolToObject(e, "recurring", r->recurring);
 }
 
-/* ---- GPU work in the order the host launched it ---- */
-
-/*
- * Within a step: by launching thread, then launch time. Equal keys keep the order of the list,
- * which ru_launch_ops() makes by index, a kernel before the memset of the same index: the order
- * of a comparison of the index too, without sorting by it.
- */
-static const cs_sort_key op_keys[] = {
-	{offsetof(struct ru_op, tid), CS_KEY_U32},
-	{offsetof(struct ru_op, launch), CS_KEY_I64},
-};
-
-/* The steady step of work launched at launch_start (start when unknown), or -1; *hint as
- * cs_steps_find_near() keeps it. */
-static int32_t op_step(const cs_steps *s, int64_t launch_start, int64_t start, int *hint)
-{
-	int i = cs_steps_find_near(s, cs_launch_time(launch_start, start), hint);
-
-	return i >= 0 && !s->v[i].warmup ? i : -1;
-}
-
-/* The steady step of kernel i when it is a launch of s's process, else -1. */
-static int32_t kernel_step(const cs_analysis *a, const cs_steps *s, int64_t i, int *hint)
-{
-	const cs_a_kernel *k = &a->kernels[i];
-
-	if (k->pid != s->pid || k->graph)
-		return -1;
-	return op_step(s, k->launch_start, k->start, hint);
-}
-
-/* The steady step of copy i when it is a memset of s's process, else -1. */
-static int32_t memset_step(const cs_analysis *a, const cs_steps *s, int64_t i, int *hint)
-{
-	const cs_a_copy *c = &a->copies[i];
-
-	if (c->pid != s->pid || !c->is_memset)
-		return -1;
-	return op_step(s, c->launch_start, c->start, hint);
-}
-
-/*
- * Each kernel and memset of a steady step, by index, a kernel before the memset of the same
- * index, to its step: with fill unset counted in at[step], else written at v[at[step]++].
- */
-static void op_pass(const cs_analysis *a, const cs_steps *s, int64_t *at, struct ru_op *v,
-		    int fill)
-{
-	int hk = -1, hc = -1;
-
-	for (int64_t i = 0; i < a->nkernels || i < a->ncopies; i++) {
-		int32_t st = i < a->nkernels ? kernel_step(a, s, i, &hk) : -1;
-
-		if (st >= 0 && fill) {
-			const cs_a_kernel *k = &a->kernels[i];
-			struct ru_op *o = &v[at[st]++];
-
-			o->step = st;
-			o->index = (uint32_t)i;
-			/* load.c bounds name ids by the strings' count: only a file of billions of
-			 * them would reach this */
-			o->name = k->name_id <= INT32_MAX ? (int32_t)k->name_id : CS_ID_NONE;
-			o->size = k->grid_blocks;
-			o->launch = cs_launch_time(k->launch_start, k->start);
-			o->tid = k->launch_tid;
-			o->is_kernel = 1;
-		} else if (st >= 0) {
-			at[st]++;
-		}
-		st = i < a->ncopies ? memset_step(a, s, i, &hc) : -1;
-		if (st >= 0 && fill) {
-			const cs_a_copy *c = &a->copies[i];
-			struct ru_op *o = &v[at[st]++];
-
-			o->step = st;
-			o->index = (uint32_t)i;
-			o->name = -1;
-			o->size = c->bytes;
-			o->launch = cs_launch_time(c->launch_start, c->start);
-			o->tid = c->launch_tid;
-			o->is_kernel = 0;
-		} else if (st >= 0) {
-			at[st]++;
-		}
-	}
-}
-
-int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n)
-{
-	struct ru_op *v = NULL;
-	int64_t *at;
-
-	*out = NULL;
-	*n = 0;
-	/* an index has 31 bits in a ru_op (load.c refuses more kernels) */
-	if (a->nkernels > INT32_MAX || a->ncopies > INT32_MAX)
-		return CS_ERR_NOMEM;
-	at = calloc((size_t)s->n + 1, sizeof(*at));
-	if (!at)
-		return CS_ERR_NOMEM;
-	/*
-	 * Sorted by step as a counting sort makes it, straight into place: a pass counts each
-	 * step's work, a second writes it, and then each step's few thousand are sorted alone.
-	 * A sort of the whole array would need a second array as large (the radix sort's), or
-	 * pointers to every record and a comparison each (a merge sort's).
-	 */
-	op_pass(a, s, at, NULL, 0);
-	/* at[st]: where step st begins, then (after the second pass) where the next begins */
-	for (int32_t i = 0; i < s->n; i++) {
-		int64_t c = at[i];
-
-		at[i] = *n;
-		*n += c;
-	}
-	v = cs_big_alloc((size_t)(*n + 1) * sizeof(*v));
-	if (!v) {
-		free(at);
-		*n = 0;
-		return CS_ERR_NOMEM;
-	}
-	op_pass(a, s, at, v, 1);
-	for (int32_t i = 0; i < s->n; i++) {
-		int64_t b = i > 0 ? at[i - 1] : 0;
-
-		cs_sort_records(v + b, (size_t)(at[i] - b), sizeof(*v), op_keys, 2);
-	}
-	free(at);
-	*out = v;
-	return 0;
-}
-
-int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,
-		      int32_t *period)
-{
-	int32_t best_r = 1, best_p = 1;
-
-	for (int32_t p = 1; p <= pmax && i + 2 * (int64_t)p <= end; p++) {
-		int64_t k = 0;
-		int32_t r;
-
-		while (i + k + p < end && ops[i + k].name == ops[i + k + p].name)
-			k++;
-		r = (int32_t)((k + p) / p);
-		/* the smallest period that covers the most */
-		if (r >= 2 && (int64_t)r * p > (int64_t)best_r * best_p) {
-			best_r = r;
-			best_p = p;
-		}
-	}
-	*period = best_p;
-	return best_r;
-}
-
-int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
-{
-	int64_t busy;
-
-	if (t1 <= t0 || t0 == CS_TS_UNKNOWN)
-		return 0;
-	busy = cs_analysis_gpu_busy(a, pid, t0, t1);
-	return busy < cs_sat_sub(t1, t0) ? cs_sat_sub(cs_sat_sub(t1, t0), busy) : 0;
-}
-
 /* ---- kernel names ---- */
 
 int64_t ru_mode_nonzero(int64_t *v, int32_t n)
@@ -922,105 +759,6 @@ int64_t ru_mode_nonzero(int64_t *v, int32_t n)
 		}
 	}
 	return best;
-}
-
-/* ---- blocking copies from pageable memory ---- */
-
-struct tid_call {
-	uint32_t tid;
-	int64_t t;
-};
-
-/* by thread, then time */
-static const cs_sort_key tid_call_keys[] = {
-	{offsetof(struct tid_call, tid), CS_KEY_U32},
-	{offsetof(struct tid_call, t), CS_KEY_I64},
-};
-
-/* The first launch call of thread tid at or after t in the sorted calls, or INT64_MAX. */
-static int64_t next_call(const struct tid_call *v, int64_t n, uint32_t tid, int64_t t)
-{
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].t < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].tid == tid ? v[lo].t : INT64_MAX;
-}
-
-static int is_pageable_h2d(const cs_a_copy *c)
-{
-	return !c->is_memset && (c->copy_kind == CS_COPY_HTOD || c->copy_kind == CS_COPY_HTOA) &&
-	       c->src_kind == CS_MEM_PAGEABLE && c->launch_start != CS_TS_UNKNOWN &&
-	       c->launch_end != CS_TS_UNKNOWN;
-}
-
-/* The launch calls of pid by thread, then start: *n of them into *out, freed with free(). */
-static int tid_calls(const cs_analysis *a, uint32_t pid, struct tid_call **out, int64_t *n)
-{
-	struct tid_call *calls = malloc(((size_t)(a->nkernels + a->ncopies) + 1) * sizeof(*calls));
-
-	*out = calls;
-	*n = 0;
-	if (!calls)
-		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
-		const cs_a_kernel *k = i < a->nkernels ? &a->kernels[i] : NULL;
-		const cs_a_copy *c = k ? NULL : &a->copies[i - a->nkernels];
-		int64_t t = k ? k->launch_start : c->launch_start;
-
-		if ((k ? k->pid : c->pid) != pid || t == CS_TS_UNKNOWN)
-			continue;
-		calls[*n].tid = k ? k->launch_tid : c->launch_tid;
-		calls[(*n)++].t = t;
-	}
-	cs_sort_records(calls, (size_t)*n, sizeof(*calls), tid_call_keys, 2);
-	return 0;
-}
-
-int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of)
-{
-	struct tid_call *calls = NULL;
-	int64_t n = 0, *w;
-
-	w = malloc((size_t)(a->ncopies > 0 ? a->ncopies : 1) * sizeof(*w));
-	if (!w)
-		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		w[i] = -1;
-	for (int64_t i = 0; i < a->ncopies; i++) {
-		const cs_a_copy *c = &a->copies[i];
-		int64_t stop;
-
-		if (c->pid != pid || !is_pageable_h2d(c))
-			continue;
-		/* every launch call of the process, sorted: made for the first pageable copy (many
-		 * traces have none) */
-		if (!calls && tid_calls(a, pid, &calls, &n)) {
-			free(w);
-			return CS_ERR_NOMEM;
-		}
-		/* the thread's next launch call after this copy's own */
-		stop = next_call(calls, n, c->launch_tid, c->launch_start + 1);
-		for (int64_t j = cs_analysis_sync_at(a, c->launch_end);
-		     j < a->nsyncs && a->syncs[j].start < stop; j++) {
-			const cs_a_sync *y = &a->syncs[j];
-
-			if (y->pid != pid || y->tid != c->launch_tid)
-				continue;
-			if (y->host_wait)
-				w[i] = j;
-			break;
-		}
-	}
-	free(calls);
-	*wait_of = w;
-	return 0;
 }
 
 uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n)

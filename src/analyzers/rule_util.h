@@ -13,6 +13,8 @@
 #include "cuscope/analyze.h"
 #include "cuscope/ranks.h"
 #include "d2h_waits.h"
+#include "launch_ops.h"
+#include "pageable_copies.h"
 #include "release_bursts.h"
 
 struct fact_launch_calls;
@@ -151,12 +153,12 @@ struct cs_rule_cache {
 	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
 	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
 	struct fact_waits sync_waits, copy_waits; /* ru_cached_host_waits() */
-	int64_t *copy_wait; /* ru_pageable_copy_waits() of the steps' process */
+	int64_t *copy_wait; /* fact_pageable_copy_waits() of the steps' process */
 	/* ru_cached_idle_by_cause(): steps->n * CS_IDLE_NCAUSES (NULL until asked); the report
 	 * takes it for its GPU idle line (cs_report_process.idle_by_cause) */
 	int64_t *idle;
 	struct fact_launch_calls *launch_calls; /* ru_cached_launch_calls(), NULL until asked */
-	struct ru_op *ops;			/* ru_cached_launch_ops(), once have_ops is set */
+	struct fact_launch_op *ops;		/* ru_cached_launch_ops(), once have_ops is set */
 	int64_t nops;
 	int have_ops;
 	cs_rank_step *measures; /* ru_rank_measures() of a process not in a rank view, or NULL */
@@ -191,9 +193,9 @@ int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const i
 /* fact_launch_calls() of the steps' process (facts/launch_calls.h), as ru_cached_d2h(). */
 int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			   const struct fact_launch_calls **out);
-/* ru_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
-int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct ru_op **out,
-			 int64_t *n);
+/* fact_launch_ops() of ctx's analysis and steps, as ru_cached_d2h(); read-only. */
+int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_launch_op **out, int64_t *n);
 
 /*
  * The measures of the steps of ctx's process (cs_rank_steps_measure(), steps->n of them into m):
@@ -204,7 +206,7 @@ int ru_cached_launch_ops(cs_rule_ctx *ctx, struct cs_rule_cache *own, const stru
 int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *m,
 		     const cs_rank_view **vp, int32_t *me, cs_error *err);
 
-/* ru_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
+/* fact_pageable_copy_waits() of the steps' process, as ru_cached_d2h(): a->ncopies entries. */
 int ru_cached_pageable_copy_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
 
 /* The steps steps[0..n) of s as a mask: s->n + 1 bytes, 1 at each of them (steps out of range left
@@ -295,39 +297,6 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 
-/* ---- GPU work in the order the host launched it (unfused-optimizer, zero-grad-memset) ---- */
-
-/* A kernel or memset of a steady step, as ru_launch_ops() lists it. */
-struct ru_op {
-	int64_t launch; /* host time of the launch (the GPU start when unknown) */
-	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
-	int32_t name;	/* the kernel's name id; -1 for a memset */
-	int32_t step;	/* steady step of the launch */
-	uint32_t tid;	/* launching thread */
-	/* 32 bytes in all, so that the millions of them sort by radix (sort.h) */
-	uint32_t index : 31; /* in a->kernels (is_kernel) or a->copies */
-	uint32_t is_kernel : 1;
-};
-
-/*
- * The kernels and memsets of the steps' process launched in steady steps, not replayed from a
- * CUDA graph (a graph launch is one call however many kernels it holds), sorted by step, then
- * launching thread, then launch time: the sequence each thread of the program launched in each
- * step. *out is freed with free(). 0, or CS_ERR_NOMEM.
- */
-int ru_launch_ops(const cs_analysis *a, const cs_steps *s, struct ru_op **out, int64_t *n);
-
-/*
- * The repetition at ops[i..end): the smallest period p (1..pmax) whose name sequence ops[i..i+p)
- * repeats back to back the most times (r >= 1) from i; *period gets p. Name ids are compared
- * (memsets all have the name -1).
- */
-int32_t ru_repeats_at(const struct ru_op *ops, int64_t i, int64_t end, int32_t pmax,
-		      int32_t *period);
-
-/* GPU idle of process pid in [t0, t1): the time no kernel, copy or memset of it ran. */
-int64_t ru_gpu_idle(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1);
-
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);
@@ -369,18 +338,6 @@ int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stac
 int ru_sites_evidence(cJSON *e, struct ru_sites *u, const int32_t *steps, int32_t nsteps, int max,
 		      int64_t *stack_id);
 void ru_sites_free(struct ru_sites *u);
-
-/* ---- blocking copies from pageable memory ---- */
-
-/*
- * The wait each host-to-device copy from pageable memory of process pid made right after its call:
- * the first host wait of the same thread that starts after the copy call ended, with no launch call
- * (kernel, copy, memset) of that thread between them. That is how PyTorch copies a pageable tensor
- * to the GPU without non_blocking: the copy, then a synchronize of its stream, which waits for
- * everything queued before it. (*wait_of)[c] is the sync index of copy c's wait, or -1;
- * a->ncopies entries, freed with free(). 0, or CS_ERR_NOMEM.
- */
-int ru_pageable_copy_waits(const cs_analysis *a, uint32_t pid, int64_t **wait_of);
 
 /* ---- the rules of the host-to-device stalls ---- */
 
