@@ -112,12 +112,12 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
- * (ru_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
+ * (fact_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
  * host-created-tensor's), sorted: [from, to) each. They are GPU idle before distinct copies, so
  * they do not overlap, and sorted by end they are sorted by start too. NULL (and 0) when there are
  * none.
  */
-static int64_t *stall_windows(const cs_analysis *a, const struct ru_h2d_stalls *h, int64_t *n)
+static int64_t *stall_windows(const cs_analysis *a, const struct fact_h2d_stalls *h, int64_t *n)
 {
 	int64_t *v;
 
@@ -177,7 +177,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *d;
-	const struct ru_h2d_stalls *h = NULL;
+	const struct fact_h2d_stalls *h = NULL;
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);

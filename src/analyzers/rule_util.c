@@ -296,7 +296,7 @@ int ru_rank_measures(cs_rule_ctx *ctx, struct cs_rule_cache *own, cs_rank_step *
 }
 
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
-			 const struct ru_h2d_stalls **out)
+			 const struct fact_h2d_stalls **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
@@ -305,7 +305,7 @@ int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 		int rc = ru_cached_launch_calls(ctx, own, &lc);
 
 		if (rc == 0)
-			rc = ru_h2d_stalls(ctx->a, ctx->steps, lc, &c->h2d);
+			rc = fact_h2d_stalls(ctx->a, ctx->steps, lc, &c->h2d);
 		if (rc)
 			return rc;
 		c->have_h2d = 1;
@@ -406,7 +406,7 @@ void ru_cache_free(struct cs_rule_cache *c)
 {
 	fact_waits_free(&c->d2h);
 	fact_bursts_free(&c->mem);
-	ru_h2d_stalls_free(&c->h2d);
+	fact_h2d_stalls_free(&c->h2d);
 	fact_waits_free(&c->sync_waits);
 	fact_waits_free(&c->copy_waits);
 	free(c->copy_wait);
@@ -812,29 +812,6 @@ int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s
 				rc = cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_SYNC, k, 0);
 	}
 	free(calls.v);
-	return rc ? CS_ERR_NOMEM : 0;
-}
-
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		const struct ru_h2d_stalls *h,
-		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
-		const int32_t *steps, int32_t nsteps, int device)
-{
-	uint8_t *in = ru_steps_mask(s, steps, nsteps);
-	int rc = 0;
-
-	if (!in)
-		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < h->n && rc == 0; i++) {
-		const struct ru_h2d_stall *y = &h->v[i];
-
-		if (y->step < 0 || y->step >= s->n || !in[y->step] || !own(a, y))
-			continue;
-		rc = cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, y->copy, y->stretch_ns);
-		if (rc == 0 && device)
-			rc = cs_edit_add(&f->edit, CS_EDIT_ASYNC, CS_EDIT_COPY, y->copy, 0);
-	}
-	free(in);
 	return rc ? CS_ERR_NOMEM : 0;
 }
 

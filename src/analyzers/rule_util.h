@@ -13,6 +13,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/ranks.h"
 #include "d2h_waits.h"
+#include "h2d_stalls.h"
 #include "launch_ops.h"
 #include "pageable_copies.h"
 #include "release_bursts.h"
@@ -106,36 +107,6 @@ int ru_mem_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts *m,
 		     const struct fact_bursts_summary *sum, int32_t n);
 
-/* ---- host-to-device copies after the host stopped calling CUDA (dataloader-stall,
- * host-created-tensor) ---- */
-
-struct ru_h2d_stall {
-	int64_t copy;	    /* index in a->copies */
-	int32_t step;	    /* steady step of its launch */
-	int64_t stall_ns;   /* GPU idle from the end of the earlier work (or the thread's last CUDA
-			     * call, when later) to the copy's launch call */
-	int64_t stretch_ns; /* the launching thread's time without a CUDA call before it */
-	int in_step;	    /* host-created-tensor's: inside the step, not the next batch's */
-};
-struct ru_h2d_stalls {
-	struct ru_h2d_stall *v;
-	int64_t n;
-	int64_t far; /* the launch pace: median time between launch calls + 5 robust deviations */
-};
-/*
- * Each host-to-device copy (not a memset) of the steps' process launched in a steady step after
- * all the process's earlier GPU work had ended, whose launching thread made no recorded CUDA call
- * (launch, host wait, API row) for longer than far before it. in_step says who owns it: where the
- * program marked its steps, a copy launched between the step's first and last kernel launch is
- * host-created-tensor's and one at the boundary dataloader-stall's; with steps from the kernel
- * sequence's period, whose phase is arbitrary, a copy with more than 10% of the step's kernels
- * (and more than 2) launched before it and after it is inside. 0, or CS_ERR_NOMEM; freed with
- * ru_h2d_stalls_free().
- */
-int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_launch_calls *lc,
-		  struct ru_h2d_stalls *out);
-void ru_h2d_stalls_free(struct ru_h2d_stalls *x);
-
 /* ---- what several rules compute alike, once per run ---- */
 
 /*
@@ -150,7 +121,7 @@ struct cs_rule_cache {
 	int have_floor;
 	struct fact_floor floor; /* the waits' floor (fact_gpu_floor), once have_floor is set */
 	struct fact_waits d2h;
-	struct ru_h2d_stalls h2d; /* ru_h2d_stalls(), once have_h2d is set */
+	struct fact_h2d_stalls h2d; /* fact_h2d_stalls(), once have_h2d is set */
 	struct fact_bursts mem;	  /* and its allocator call costs once have_api_cost is set */
 	struct fact_waits sync_waits, copy_waits; /* ru_cached_host_waits() */
 	int64_t *copy_wait; /* fact_pageable_copy_waits() of the steps' process */
@@ -183,9 +154,9 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact
  * may be NULL. 0 or CS_ERR_NOMEM. */
 int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct fact_waits **sync, const struct fact_waits **copy);
-/* ru_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
+/* fact_h2d_stalls() of ctx's analysis and steps, as ru_cached_d2h(). */
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
-			 const struct ru_h2d_stalls **out);
+			 const struct fact_h2d_stalls **out);
 
 /* cs_steps_idle_by_cause() of ctx's analysis and steps (with the cached device-to-host waits), as
  * ru_cached_d2h(): steps->n * CS_IDLE_NCAUSES entries. */
@@ -338,45 +309,5 @@ int ru_sites_add(struct ru_sites *u, int64_t name_id, uint32_t tid, int64_t stac
 int ru_sites_evidence(cJSON *e, struct ru_sites *u, const int32_t *steps, int32_t nsteps, int max,
 		      int64_t *stack_id);
 void ru_sites_free(struct ru_sites *u);
-
-/* ---- the rules of the host-to-device stalls ---- */
-
-/* What a rule that charges the host-to-device stalls (dataloader-stall, host-created-tensor) gives
- * ru_run_h2d_rule(). */
-struct ru_h2d_rule {
-	size_t sum_size; /* of its per-step sum */
-	void (*sum)(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
-		    void *sums);
-	int64_t (*cost)(const void *sum); /* one step's cost */
-	int (*emit)(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
-		    int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
-		    cs_error *err);
-	int32_t min_steps;
-	double min_step_share;
-};
-/*
- * The call sites of the copies that ended the stalls of h that own() keeps, in steps[0..nsteps),
- * each charged its stall's idle, as ru_sites_evidence() lists them (at most max, *stack_id the
- * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
- */
-int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
-		 int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
-		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id);
-/*
- * The fix of an input rule as an edit of the run (docs/replay.md): the host time without a CUDA
- * call before each copy own() holds in steps (the batch or the tensor being made) is gone from
- * the launching thread; with device, the copy becomes the launch of a kernel that makes the data
- * on the device (its call an asynchronous launch). 0 or CS_ERR_NOMEM.
- */
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		const struct ru_h2d_stalls *h,
-		int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
-		const int32_t *steps, int32_t nsteps, int device);
-/*
- * The whole run of such a rule: the stalls (cached), the per-step sums and costs, the recurrence
- * (ru_recur_decide with the rule's minimums, RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it
- * recurs, the rule's emit.
- */
-int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err);
 
 #endif
