@@ -385,7 +385,7 @@ typedef struct cs_rule_ctx {
 	int (*emit)(struct cs_rule_ctx *ctx, cs_report_finding *f);
 	void *priv;
 	/*
-	 * What several analyzers compute alike from a and steps (src/analyzers/rule_util.h), kept
+	 * What several analyzers compute alike from a and steps (src/analyzers/cache.h), kept
 	 * by cs_report_run() for the analyzers of one run; NULL when an analyzer runs on its own.
 	 */
 	struct cs_rule_cache *cache;

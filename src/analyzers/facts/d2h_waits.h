@@ -5,7 +5,7 @@
  * launch-starvation leaves their windows to it; sync-call and pageable-memcpy report the others.
  *
  * A fact takes what it is made of as parameters and knows nothing of the rules' cache; the cache
- * (rule_util.h, ru_cached_d2h and ru_cached_host_waits) computes each once per process and run.
+ * (cache.h, ru_cached_d2h and ru_cached_host_waits) computes each once per process and run.
  */
 #ifndef CUSCOPE_FACT_D2H_WAITS_H
 #define CUSCOPE_FACT_D2H_WAITS_H
