@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "release_bursts.h"
+#include "mem_rules.h"
 #include "rule_util.h"
 
 #define RULE_ID "memory-ceiling-thrash"
