@@ -22,7 +22,9 @@
 #include "cuscope/grow.h"
 
 #include "release_bursts.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly allocator calls in at least this share of the steady steps ... */

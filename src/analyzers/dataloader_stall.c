@@ -17,7 +17,9 @@
 #include "cuscope/grow.h"
 
 #include "h2d_rules.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "dataloader-stall"

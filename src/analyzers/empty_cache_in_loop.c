@@ -16,7 +16,7 @@
 
 #include "release_bursts.h"
 #include "mem_rules.h"
-#include "rule_util.h"
+#include "finding_kit.h"
 
 #define RULE_ID "empty-cache-in-loop"
 

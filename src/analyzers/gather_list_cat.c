@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "finding_kit.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"

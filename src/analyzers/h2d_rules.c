@@ -6,7 +6,12 @@
 #include <stdlib.h>
 
 #include "h2d_rules.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "edits.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
+#include "sites.h"
 
 int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 		const struct fact_h2d_stalls *h,

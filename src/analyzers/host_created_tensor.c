@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "h2d_rules.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "host-created-tensor"

@@ -24,7 +24,11 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/sort.h"
 #include "cuscope/checked.h"
 

@@ -8,7 +8,10 @@
 
 #include "cache.h"
 #include "mem_rules.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "release_bursts.h"
+#include "sites.h"
 
 /* A release a burst counts (classify_row()'s MEM_RELEASE, less the pages' bookkeeping). */
 static int is_release(const cs_a_memory *r)

@@ -21,7 +21,11 @@
 #include "cuscope/grow.h"
 
 #include "d2h_waits.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly pageable copies in at least this share of the steady steps ... */

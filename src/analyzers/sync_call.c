@@ -20,7 +20,11 @@
 #include "cuscope/sort.h"
 
 #include "d2h_waits.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "edits.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "wait_evidence.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: draining waits in at least this share of the steady steps ... */

@@ -30,7 +30,11 @@
 
 #include "cuscope/grow.h"
 
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */

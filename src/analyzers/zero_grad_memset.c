@@ -28,7 +28,10 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 

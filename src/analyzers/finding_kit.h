@@ -1,24 +1,17 @@
 /*
- * rule_util.h - helpers the rules of src/analyzers share (private to the analyzers): severities,
- * small growing arrays, number formatting for titles, the run of the two rules about release
- * bursts, evidence and call sites, and the cache that computes the facts of facts/ (the host
- * waits, the release bursts, the launch calls) once per run.
+ * finding_kit.h - what the rules of src/analyzers build their findings with (private to the
+ * analyzers): the severity of a share, the titles' numbers and step counts, medians, modes and
+ * 95% intervals of per-step values, a growing array of int64 values, and the hand-over of a
+ * finding to the report. What they derive from the run is in facts/ (read through cache.h); the
+ * decision of a recurring cost is recurrence.h, call sites sites.h, edits of the run edits.h.
  */
-#ifndef CUSCOPE_RULE_UTIL_H
-#define CUSCOPE_RULE_UTIL_H
+#ifndef CUSCOPE_FINDING_KIT_H
+#define CUSCOPE_FINDING_KIT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cuscope/analyze.h"
-#include "cache.h"
-#include "edits.h"
-#include "recurrence.h"
-#include "sites.h"
-#include "wait_evidence.h"
-#include "d2h_waits.h"
-#include "launch_ops.h"
-#include "release_bursts.h"
 
 #define RU_US 1000LL
 #define RU_MS 1000000LL

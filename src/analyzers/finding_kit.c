@@ -1,7 +1,6 @@
 /*
- * rule_util.c - helpers the rules share: severities, formatting, the run of the rules about the
- * allocator's release bursts (docs/rules/ explains how each rule uses them), evidence and call
- * sites, and the cache that computes the facts of facts/ once per run.
+ * finding_kit.c - what the rules build their findings with: severities, the titles' numbers,
+ * medians, modes and intervals of per-step values, and the hand-over of a finding (finding_kit.h).
  */
 #include <math.h>
 #include <stddef.h>
@@ -9,14 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuscope/sort.h"
 #include "cuscope/grow.h"
+#include "cuscope/sort.h"
 #include "cuscope/units.h"
-#include "gpu_order.h"
-#include "launch_calls.h"
-#include "rule_util.h"
-#include "cuscope/checked.h"
-#include "cuscope/u64map.h"
+#include "finding_kit.h"
 
 int ru_severity(double share)
 {
@@ -135,8 +130,6 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 					    offset);
 	return cs_median_i64(tmp, n);
 }
-
-/* ---- kernel names ---- */
 
 int64_t ru_mode_nonzero(int64_t *v, int32_t n)
 {
