@@ -22,20 +22,6 @@ int ru_severity(double share)
 	return CS_SEV_INFO;
 }
 
-int ru_i64_push(struct ru_i64 *x, int64_t v)
-{
-	if (cs_grow((void **)&x->v, &x->cap, (size_t)x->n + 1, sizeof(*x->v)))
-		return CS_ERR_NOMEM;
-	x->v[x->n++] = v;
-	return 0;
-}
-
-void ru_i64_free(struct ru_i64 *x)
-{
-	free(x->v);
-	memset(x, 0, sizeof(*x));
-}
-
 void ru_sort_i64(int64_t *v, int64_t n)
 {
 	if (n > 1)

@@ -1,9 +1,9 @@
 /*
  * finding_kit.h - what the rules of src/analyzers build their findings with (private to the
  * analyzers): the severity of a share, the titles' numbers and step counts, medians, modes and
- * 95% intervals of per-step values, a growing array of int64 values, and the hand-over of a
- * finding to the report. What they derive from the run is in facts/ (read through cache.h); the
- * decision of a recurring cost is recurrence.h, call sites sites.h, edits of the run edits.h.
+ * 95% intervals of per-step values, and the hand-over of a finding to the report. What they
+ * derive from the run is in facts/ (read through cache.h); the decision of a recurring cost is
+ * recurrence.h, call sites sites.h, edits of the run edits.h.
  */
 #ifndef CUSCOPE_FINDING_KIT_H
 #define CUSCOPE_FINDING_KIT_H
@@ -19,14 +19,6 @@
 /* Severity of a finding by its estimated loss share of the step: error >= 10%, warning >= 3%. */
 int ru_severity(double share);
 
-/* A growing array of int64 values. */
-struct ru_i64 {
-	int64_t *v;
-	int64_t n;
-	size_t cap;
-};
-int ru_i64_push(struct ru_i64 *x, int64_t v);
-void ru_i64_free(struct ru_i64 *x);
 /* Sort v[0..n) ascending. */
 void ru_sort_i64(int64_t *v, int64_t n);
 

@@ -184,14 +184,14 @@ static int host_intervals(const cs_analysis *a, uint32_t pid, struct ivs *waits,
 }
 
 /* The windows d2h-sync charges, by start: [idle_start, window_end] of the waits that cost. */
-static int d2h_windows(const struct fact_waits *d, struct ru_i64 *from, struct ru_i64 *to)
+static int d2h_windows(const struct fact_waits *d, struct cs_i64s *from, struct cs_i64s *to)
 {
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 
 		if (w->step < 0 || fact_wait_cost(w) == 0)
 			continue;
-		if (ru_i64_push(from, w->idle_start) || ru_i64_push(to, w->window_end))
+		if (cs_i64s_push(from, w->idle_start) || cs_i64s_push(to, w->window_end))
 			return CS_ERR_NOMEM;
 	}
 	return 0;
@@ -312,7 +312,7 @@ static int64_t call_before(const struct calls *c, int64_t t)
 /* Kernel launch calls per step: graph launches (distinct launch times of graph kernels) once. */
 static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_acc *acc)
 {
-	struct ru_i64 g = {0};
+	struct cs_i64s g = {0};
 	int hint = -1;
 
 	for (int32_t i = 0; i < s->n; i++)
@@ -334,21 +334,21 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct step_a
 			continue;
 		}
 		acc[st].graph_kernels++;
-		if (ru_i64_push(&g, k->launch_start))
+		if (cs_i64s_push(&g, k->launch_start))
 			return CS_ERR_NOMEM;
 	}
 	ru_sort_i64(g.v, g.n);
 	for (int64_t i = 0; i < g.n; i++)
 		if (i == 0 || g.v[i] != g.v[i - 1])
 			acc[cs_steps_find_steady(s, g.v[i])].launches++;
-	ru_i64_free(&g);
+	cs_i64s_free(&g);
 	return 0;
 }
 
 struct gap_ctx {
 	const struct ivs *waits, *pages, *allocs;
 	struct calls calls;
-	struct ru_i64 cut;
+	struct cs_i64s cut;
 	struct ru_sites sites; /* the work after each gap, with the idle the rule counts in it */
 };
 
@@ -385,8 +385,8 @@ static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int
 			h1 = h0 = g1;
 	}
 	c->cut.n = 0;
-	if (ru_i64_push(&c->cut, g0) || ru_i64_push(&c->cut, g1) || ru_i64_push(&c->cut, h0) ||
-	    ru_i64_push(&c->cut, h1))
+	if (cs_i64s_push(&c->cut, g0) || cs_i64s_push(&c->cut, g1) || cs_i64s_push(&c->cut, h0) ||
+	    cs_i64s_push(&c->cut, h1))
 		return CS_ERR_NOMEM;
 	/* the first allocator call that ended inside the gap */
 	for (int64_t i = ivs_from(c->allocs, g0); i < c->allocs->n && c->allocs->v[i].s < g1; i++)
@@ -398,8 +398,8 @@ static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int
 
 			if (x->e <= g0)
 				continue;
-			if ((x->s > g0 && ru_i64_push(&c->cut, x->s)) ||
-			    (x->e < g1 && ru_i64_push(&c->cut, x->e)))
+			if ((x->s > g0 && cs_i64s_push(&c->cut, x->s)) ||
+			    (x->e < g1 && cs_i64s_push(&c->cut, x->e)))
 				return CS_ERR_NOMEM;
 		}
 	ru_sort_i64(c->cut.v, c->cut.n);
@@ -475,7 +475,7 @@ static int64_t counted_part(const int64_t *part)
  * (the rule's way), or with by_time to the steps whose spans hold it (charge_by_time).
  */
 static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc,
-		     const struct ru_i64 *wfrom, const struct ru_i64 *wto, struct step_acc *acc,
+		     const struct cs_i64s *wfrom, const struct cs_i64s *wto, struct step_acc *acc,
 		     int by_time)
 {
 	struct fact_gpu_iter it;
@@ -859,7 +859,7 @@ out:
 /* What one scan of a process's starved gaps holds: the host intervals, the launch calls, the
  * windows d2h-sync charges, and the sums per step (s->n of them). */
 struct scan {
-	struct ru_i64 wfrom, wto;
+	struct cs_i64s wfrom, wto;
 	struct ivs waits, pages, allocs;
 	struct gap_ctx gc;
 	struct step_acc *acc;
@@ -870,11 +870,11 @@ static void scan_free(struct scan *sc)
 	free(sc->waits.v);
 	free(sc->pages.v);
 	free(sc->allocs.v);
-	ru_i64_free(&sc->gc.cut);
+	cs_i64s_free(&sc->gc.cut);
 	free(sc->gc.calls.reach);
 	ru_sites_free(&sc->gc.sites);
-	ru_i64_free(&sc->wfrom);
-	ru_i64_free(&sc->wto);
+	cs_i64s_free(&sc->wfrom);
+	cs_i64s_free(&sc->wto);
 	free(sc->acc);
 }
 

@@ -33,6 +33,7 @@
 #include "launch_ops.h"
 #include "sites.h"
 #include "cuscope/checked.h"
+#include "cuscope/grow.h"
 #include "cuscope/sort.h"
 
 /* A reset of many tensors: at least this many fills back to back. */
@@ -105,11 +106,11 @@ static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
  * 0 or CS_ERR_NOMEM.
  */
 static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-			    const struct fact_launch_op *ops, const struct ru_i64 *writes,
+			    const struct fact_launch_op *ops, const struct cs_i64s *writes,
 			    const int64_t *cost)
 {
-	struct ru_i64 when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
-	struct ru_i64 grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
+	struct cs_i64s when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
+	struct cs_i64s grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
 	uint8_t *used = NULL;	   /* per entry of grids: an add was matched to it */
 	int rc = CS_ERR_NOMEM;
 
@@ -118,10 +119,10 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 
 		if (o->launch < 0 || o->launch >= (INT64_MAX >> 21) || o->step >= (1 << 20))
 			continue;
-		if (ru_i64_push(&when, o->launch << 20 | o->step))
+		if (cs_i64s_push(&when, o->launch << 20 | o->step))
 			goto out;
 		if (cost[o->step] > 0 && o->is_kernel && o->size > 0 && o->size < INT32_MAX &&
-		    ru_i64_push(&grids, (int64_t)o->step << 32 | o->size))
+		    cs_i64s_push(&grids, (int64_t)o->step << 32 | o->size))
 			goto out;
 	}
 	ru_sort_i64(when.v, when.n);
@@ -274,7 +275,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_sites sites = {0};
-	struct ru_i64 writes = {0}; /* the zeroing writes, indices in ops */
+	struct cs_i64s writes = {0}; /* the zeroing writes, indices in ops */
 	/* name_kind() of each name: millions of ops, tens of thousands of names */
 	struct fact_name_memo *names = NULL;
 	double share, lo, hi;
@@ -304,7 +305,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			    (fact_name_memo_get(names, a, ops[i].name) & NAME_FOREACH_ZERO)) {
 				x->foreach_zero++;
 				if (add_write(a, &ops[i], i, x, &sites, 0) ||
-				    ru_i64_push(&writes, i))
+				    cs_i64s_push(&writes, i))
 					goto out;
 				continue;
 			}
@@ -314,7 +315,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				if (add_run(a, s->pid, ops, i, j, x, &sites))
 					goto out;
 				for (int64_t k = i; k < j; k++)
-					if (ru_i64_push(&writes, k))
+					if (cs_i64s_push(&writes, k))
 						goto out;
 			}
 		}
