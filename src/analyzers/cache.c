@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "idle_by_cause.h"
 #include "launch_calls.h"
 #include "launch_ops.h"
 #include "pageable_copies.h"
@@ -237,4 +238,68 @@ void ru_cache_free(struct cs_rule_cache *c)
 	free(c->ops);
 	free(c->measures);
 	memset(c, 0, sizeof(*c));
+}
+
+/* cs_steps_idle_by_cause() with the context's cache for the device-to-host waits and the launch
+ * calls, from the prepared scan sc, or a scan of its own when sc is NULL */
+static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+			 const struct fact_idle_scan *sc, int64_t *idle)
+{
+	const cs_analysis *a = ctx->a;
+	const cs_steps *s = ctx->steps;
+	const struct fact_launch_calls *lc;
+	const struct fact_waits *d;
+	struct fact_idle_scan mine;
+	int rc;
+
+	if (s->n > 0)
+		memset(idle, 0, (size_t)s->n * CS_IDLE_NCAUSES * sizeof(*idle));
+	if (cs_steps_steady(s) <= 0 || a->nkernels == 0)
+		return 0;
+	if (sc)
+		return fact_idle_by_cause(a, s, sc, idle);
+	rc = ru_cached_d2h(ctx, own, &d);
+	if (rc == 0)
+		rc = ru_cached_launch_calls(ctx, own, &lc);
+	if (rc)
+		return rc;
+	rc = fact_idle_scan_prepare(a, s, d, lc, &mine);
+	if (rc == 0)
+		rc = fact_idle_by_cause(a, s, &mine, idle);
+	fact_idle_scan_free(&mine);
+	return rc;
+}
+
+int cs_steps_idle_by_cause(const cs_analysis *a, const cs_steps *s, int64_t *idle, cs_error *err)
+{
+	struct cs_rule_cache own = {0};
+	cs_rule_ctx ctx = {a, s, 0, NULL, NULL, NULL, NULL, NULL};
+	int rc = idle_by_cause(&ctx, &own, NULL, idle);
+
+	ru_cache_free(&own);
+	return rc ? cs_error_set(err, rc, "out of memory") : 0;
+}
+
+int ru_cached_idle_by_cause_from(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+				 const struct fact_idle_scan *sc, const int64_t **out)
+{
+	struct cs_rule_cache *c = cache_of(ctx, own);
+
+	if (!c->idle) {
+		int64_t *idle = calloc((size_t)ctx->steps->n * CS_IDLE_NCAUSES + 1, sizeof(*idle));
+		int rc = idle ? idle_by_cause(ctx, own, sc, idle) : CS_ERR_NOMEM;
+
+		if (rc) {
+			free(idle);
+			return rc;
+		}
+		c->idle = idle;
+	}
+	*out = c->idle;
+	return 0;
+}
+
+int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out)
+{
+	return ru_cached_idle_by_cause_from(ctx, own, NULL, out);
 }

@@ -15,6 +15,7 @@
 #include "h2d_stalls.h"
 #include "release_bursts.h"
 
+struct fact_idle_scan;
 struct fact_launch_calls;
 struct fact_launch_op;
 
@@ -67,9 +68,14 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			 const struct fact_h2d_stalls **out);
 
-/* cs_steps_idle_by_cause() of ctx's analysis and steps (with the cached device-to-host waits), as
- * ru_cached_d2h(): steps->n * CS_IDLE_NCAUSES entries. */
+/* cs_steps_idle_by_cause() of ctx's analysis and steps (facts/idle_by_cause.h, with the cached
+ * device-to-host waits and launch calls), as ru_cached_d2h(): steps->n * CS_IDLE_NCAUSES entries.
+ */
 int ru_cached_idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own, const int64_t **out);
+/* ru_cached_idle_by_cause(), made when it is not cached yet from the scan sc a rule prepared
+ * (fact_idle_scan_prepare()), or a scan of its own when sc is NULL. */
+int ru_cached_idle_by_cause_from(cs_rule_ctx *ctx, struct cs_rule_cache *own,
+				 const struct fact_idle_scan *sc, const int64_t **out);
 /* fact_launch_calls() of the steps' process (facts/launch_calls.h), as ru_cached_d2h(). */
 int ru_cached_launch_calls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 			   const struct fact_launch_calls **out);
