@@ -369,8 +369,8 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 
 /*
  * The explicit host waits (sync) and the waits of blocking copies from pageable memory (copy) of
- * the steps' process, in one pass over all its host waits; copy_wait is fact_pageable_copy_waits()
- * of that process.
+ * the steps' process, in one pass over all its host waits; copy_wait is
+ * fact_pageable_copy_waits() of that process.
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
 		    const struct fact_floor *floor, struct fact_waits *sync, struct fact_waits *copy)
