@@ -162,7 +162,7 @@ static int64_t longest_kernel(const cs_analysis *a, uint32_t pid)
  */
 static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bps, int64_t longest)
 {
-	int64_t dur, alone, busy = 0, reach, lo = 0, hi = a->nkernels;
+	int64_t dur, alone, busy = 0, reach, lo;
 	double floor_ns, beyond;
 
 	if (bps <= 0 || c->start == CS_TS_UNKNOWN || c->end == CS_TS_UNKNOWN ||
@@ -173,14 +173,7 @@ static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bp
 	if (floor_ns >= (double)dur)
 		return 0;
 	/* the first kernel that may overlap the copy (kernels by start) */
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (a->kernels[mid].start < c->start - longest)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cs_analysis_kernel_at(a, c->start - longest);
 	/* the union of the process's kernels inside the copy */
 	reach = c->start;
 	for (int64_t i = lo; i < a->nkernels && a->kernels[i].start < c->end; i++) {

@@ -124,17 +124,9 @@ static int drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 			y[j].e = y[j - 1].e;
 	for (int64_t i = 0; i < w->n; i++) {
 		const struct fact_wait *x = &w->v[i];
-		int64_t lo = 0, hi = ny;
-
 		/* lo: how many windows start before x's window ends */
-		while (x->cost > 0 && lo < hi) {
-			int64_t mid = lo + (hi - lo) / 2;
+		int64_t lo = x->cost > 0 ? cs_lower_bound_i64(y, sizeof(*y), ny, x->window_end) : 0;
 
-			if (y[mid].s < x->window_end)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (x->cost > 0 && lo > 0 && x->idle_start < y[lo - 1].e)
 			continue;
 		w->v[m++] = *x;

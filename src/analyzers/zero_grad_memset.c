@@ -85,17 +85,7 @@ static int is_add_kernel(const char *name)
 /* The first position of v (n values, ascending) whose value is at least key; n when none. */
 static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, key);
 }
 
 /*

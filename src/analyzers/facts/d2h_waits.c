@@ -26,17 +26,7 @@ static const cs_sort_key launch_ref_keys[] = {
 /* First element of v[0..n) with t >= key. */
 static int64_t launch_lower(const struct launch_ref *v, int64_t n, int64_t key)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].t < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, key);
 }
 
 static int is_d2h_copy(const cs_a_copy *c)

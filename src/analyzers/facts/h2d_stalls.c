@@ -146,16 +146,8 @@ nomem:
 static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longest, uint32_t tid,
 			       int64_t t)
 {
-	int64_t best = CS_TS_UNKNOWN, lo = 0, hi = lc->n;
+	int64_t best = CS_TS_UNKNOWN, lo = cs_lower_bound_i64(lc->v, sizeof(*lc->v), lc->n, t);
 
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (lc->v[mid].start < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* back from the last call that started before t, while a call could still end later */
 	for (int64_t i = lo - 1; i >= 0; i--) {
 		int64_t e = launch_end(&lc->v[i]);
@@ -172,16 +164,8 @@ static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longe
 static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, uint32_t tid,
 			     int64_t t)
 {
-	int64_t lo = 0, hi = n, best = CS_TS_UNKNOWN;
+	int64_t lo = cs_lower_bound_i64(v, sizeof(*v), n, t), best = CS_TS_UNKNOWN;
 
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].s < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* back from the last call that started before t, while a call could still end later */
 	for (int64_t i = lo - 1; i >= 0; i--) {
 		if (best != CS_TS_UNKNOWN && v[i].s + longest < best)
@@ -233,17 +217,7 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 /* How many of v[0..n) (sorted) are below t. */
 static int64_t count_below(const int64_t *v, int64_t n, int64_t t)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, t);
 }
 
 /*

@@ -73,18 +73,7 @@ static int ivs_push(struct ivs *x, int64_t s, int64_t e)
 /* First interval that may overlap [t, ...): every earlier one starts before t - longest. */
 static int64_t ivs_from(const struct ivs *x, int64_t t)
 {
-	int64_t lo = 0, hi = x->n;
-
-	t -= x->longest;
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (x->v[mid].s < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(x->v, sizeof(*x->v), x->n, t - x->longest);
 }
 
 /* 1 when time t lies in one of the intervals. */
@@ -248,16 +237,8 @@ static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 /* End of the host's last launch call that started before t, or CS_TS_UNKNOWN. */
 static int64_t call_before(const struct calls *c, int64_t t)
 {
-	int64_t lo = 0, hi = c->n;
+	int64_t lo = cs_lower_bound_i64(c->v, sizeof(*c->v), c->n, t);
 
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (c->v[mid].start < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo > 0 ? c->reach[lo - 1] : CS_TS_UNKNOWN;
 }
 
