@@ -385,7 +385,7 @@ typedef struct cs_rule_ctx {
 	int (*emit)(struct cs_rule_ctx *ctx, cs_report_finding *f);
 	void *priv;
 	/*
-	 * What several analyzers compute alike from a and steps (src/analyzers/rule_util.h), kept
+	 * What several analyzers compute alike from a and steps (src/analyzers/cache.h), kept
 	 * by cs_report_run() for the analyzers of one run; NULL when an analyzer runs on its own.
 	 */
 	struct cs_rule_cache *cache;
@@ -405,7 +405,7 @@ typedef struct cs_rule_ctx {
  */
 enum cs_fact_flag {
 	CS_FACT_LAUNCH_CALLS = 1, /* the process's launch calls by start (facts/launch_calls.h) */
-	CS_FACT_LAUNCH_ORDER = 2, /* its GPU work in launch order per thread (ru_launch_ops) */
+	CS_FACT_LAUNCH_ORDER = 2, /* its GPU work in launch order per thread (fact_launch_ops) */
 	/* its host waits: the device-to-host ones (facts/d2h_waits.h), the others and the waits
 	 * of pageable copies (ru_cached_host_waits) */
 	CS_FACT_WAITS = 4,

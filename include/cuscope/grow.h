@@ -3,6 +3,7 @@
 #define CUSCOPE_GROW_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /*
@@ -10,6 +11,17 @@
  * the room doubles, from 64. Returns 0, or CS_ERR_NOMEM with *p and *cap as they were.
  */
 int cs_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* A growing array of int64 values; zeroed, it is empty. */
+struct cs_i64s {
+	int64_t *v;
+	int64_t n;
+	size_t cap;
+};
+/* Append v: 0, or CS_ERR_NOMEM with x as it was. */
+int cs_i64s_push(struct cs_i64s *x, int64_t v);
+/* Free x's values and empty it. */
+void cs_i64s_free(struct cs_i64s *x);
 
 /* Arrays of this many bytes or more are aligned to (transparent) huge pages by cs_big_alloc. */
 #define CS_HUGE_PAGE	  ((size_t)2 << 20)

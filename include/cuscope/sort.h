@@ -21,6 +21,12 @@ int64_t cs_median_select_i64(int64_t *v, int64_t n);
 int64_t cs_select_i64(int64_t *v, int64_t n, int64_t k);
 int32_t cs_select_i32(int32_t *v, int64_t n, int64_t k);
 
+/*
+ * The first of the n records of base (size bytes each, sorted by their first member, an int64_t:
+ * a time, or the value itself) whose first member is t or more; n when none. A binary search.
+ */
+int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t);
+
 /* Sort v[0..n) ascending (-0.0 before 0.0; NaNs, which the analysis never makes, last or
  * first by their sign). */
 void cs_sort_double(double *v, size_t n);

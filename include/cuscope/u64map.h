@@ -2,7 +2,8 @@
  * u64map.h - an open-addressing hash map from uint64_t keys to fixed-size values: the spool
  * importer's string, stack and correlation id maps of one process, the trace writer's overview
  * tracks, the analyzers' kernel name ids (steps.c), stream groups (load.c) and allocation sizes by
- * address (rule_util.c), the gate's kernel name ids and the kernel table of `cuscope stats`.
+ * address (facts/release_bursts.c), the gate's kernel name ids and the kernel table of `cuscope
+ * stats`.
  *
  * Linear probing with backward-shift deletion, so that deleting keeps probe chains short and needs
  * no tombstones. Values are stored inline; a pointer to a value stays valid until the next

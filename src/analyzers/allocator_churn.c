@@ -22,7 +22,9 @@
 #include "cuscope/grow.h"
 
 #include "release_bursts.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly allocator calls in at least this share of the steady steps ... */
@@ -107,7 +109,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *call_idle = NULL, sizes = 0, best_ns = -1, best = -1;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
-	struct ru_i64 seen = {0};
+	struct cs_i64s seen = {0};
 	struct fact_alloc_calls calls = {0}; /* the allocator calls */
 	struct ru_sites sites = {0};
 	cs_report_finding *f = NULL;
@@ -167,7 +169,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (x->op == CS_MEMOP_ALLOC || x->op == CS_MEMOP_VMM_CREATE) {
 			sum[st].allocs++;
 			cs_sat_accum(&sum[st].bytes, x->bytes > 0 ? x->bytes : 0);
-			if (ru_i64_push(&seen, x->bytes))
+			if (cs_i64s_push(&seen, x->bytes))
 				goto out;
 		} else if (x->op == CS_MEMOP_FREE || x->op == CS_MEMOP_VMM_RELEASE) {
 			sum[st].frees++;
@@ -326,7 +328,7 @@ out_free:
 	cs_finding_free(f);
 	cs_edit_free(edit);
 	fact_bursts_free(&m);
-	ru_i64_free(&seen);
+	cs_i64s_free(&seen);
 	fact_alloc_calls_free(&calls);
 	free(call_idle);
 	free(burst_step);

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 

@@ -17,7 +17,9 @@
 
 #include "cuscope/grow.h"
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "edits.h"
+#include "finding_kit.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 

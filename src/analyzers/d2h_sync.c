@@ -16,7 +16,12 @@
 #include "cuscope/grow.h"
 
 #include "d2h_waits.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "edits.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
+#include "wait_evidence.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: draining waits in at least this share of the steady steps ... */
@@ -78,46 +83,29 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 
 	if (best >= 0) {
 		const struct fact_wait *w = &d->v[best];
-		const cs_a_sync *y = &a->syncs[w->sync];
 		const cs_a_copy *c = &a->copies[w->first_copy];
 
-		ex = cJSON_AddObjectToObject(e, "costliest_wait");
+		ex = ru_costliest_wait(e, a, w);
 		if (!ex)
 			return CS_ERR_NOMEM;
-		cJSON_AddNumberToObject(ex, "step", w->step);
-		cJSON_AddStringToObject(ex, "type", cs_sync_type_name(y->type));
-		cJSON_AddNumberToObject(ex, "wait_start", (double)y->start);
-		cJSON_AddNumberToObject(ex, "wait_end",
-					(double)(y->end != CS_TS_UNKNOWN ? y->end : y->start));
 		cJSON_AddNumberToObject(ex, "copy_start", (double)c->start);
 		cJSON_AddNumberToObject(ex, "copy_bytes", (double)c->bytes);
 		cJSON_AddStringToObject(ex, "copy_dst", cs_mem_kind_name(c->dst_kind));
-		cJSON_AddNumberToObject(ex, "idle_start", (double)w->idle_start);
-		cJSON_AddNumberToObject(ex, "idle_end", (double)w->idle_end);
-		cJSON_AddNumberToObject(ex, "idle_ns", (double)fact_wait_idle(w));
-		cJSON_AddNumberToObject(ex, "refill_gaps", w->refill_gaps);
-		cJSON_AddNumberToObject(ex, "refill_ns", (double)w->refill_ns);
-		cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
+		ru_costliest_wait_idle(ex, w);
 	}
 
 	/* call sites, when the trace has backtraces */
-	if (ru_add_wait_sites(e, a, d, 1, MAX_SITES, &f->stack_id))
-		return CS_ERR_NOMEM;
-	cJSON_AddNumberToObject(e, "noise_floor_ns", (double)d->floor_ns);
-	cJSON_AddNumberToObject(e, "back_to_back_pairs", (double)d->floor_pairs);
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
-	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
-	return 0;
+	return ru_add_wait_sites(e, a, s, d, nsteps, 1, MAX_SITES, &f->stack_id);
 }
 
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
- * (ru_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
+ * (fact_h2d_stalls(): the next batch, dataloader-stall's, or a tensor made on the host,
  * host-created-tensor's), sorted: [from, to) each. They are GPU idle before distinct copies, so
  * they do not overlap, and sorted by end they are sorted by start too. NULL (and 0) when there are
  * none.
  */
-static int64_t *stall_windows(const cs_analysis *a, const struct ru_h2d_stalls *h, int64_t *n)
+static int64_t *stall_windows(const cs_analysis *a, const struct fact_h2d_stalls *h, int64_t *n)
 {
 	int64_t *v;
 
@@ -177,13 +165,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *d;
-	const struct ru_h2d_stalls *h = NULL;
+	const struct fact_h2d_stalls *h = NULL;
 	struct step_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	char title[400], b1[32];
+	char title[400];
 	int rc;
 
 	if (steady <= 0)
@@ -246,28 +234,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 
 	rc = CS_ERR_NOMEM;
-	{
-		int64_t per =
-			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
-
-		char b2[96], b3[96], rare[200];
-
-		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
-		if (r.recurring)
-			snprintf(title, sizeof(title),
-				 "device-to-host copy and host wait drain the GPU %lld time%s per "
-				 "step: %s of GPU idle per step (%.1f%%)%s%s",
-				 (long long)per, per == 1 ? "" : "s",
-				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2, b3);
-		else {
-			ru_recur_rare_text(&r, nsteps,
-					   median_field(sum, steps, nsteps,
-							offsetof(struct step_sum, idle_ns), tmp),
-					   rare, sizeof(rare));
-			snprintf(title, sizeof(title),
-				 "device-to-host copy and host wait drain the GPU %s%s", rare, b2);
-		}
-	}
+	ru_wait_title(title, sizeof(title), "device-to-host copy and host wait drain", &r,
+		      median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp),
+		      r.recurring ? 0
+				  : median_field(sum, steps, nsteps,
+						 offsetof(struct step_sum, idle_ns), tmp),
+		      nsteps);
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */
 	f = cs_finding_new(

@@ -16,7 +16,10 @@
 
 #include "cuscope/grow.h"
 
-#include "rule_util.h"
+#include "h2d_rules.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "dataloader-stall"
@@ -38,14 +41,14 @@ struct step_sum {
 };
 
 /* A stall this rule owns (not in_step: those are host-created-tensor's). */
-static int owns(const cs_analysis *a, const struct ru_h2d_stall *y)
+static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 {
 	(void)a;
 	return !y->in_step;
 }
 
 /* The stalls this rule owns into sum. */
-static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_h2d_stalls *h,
 		       void *sums)
 {
 	struct step_sum *sum = sums;
@@ -53,7 +56,7 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].copy = -1;
 	for (int64_t i = 0; i < h->n; i++) {
-		const struct ru_h2d_stall *y = &h->v[i];
+		const struct fact_h2d_stall *y = &h->v[i];
 		const cs_a_copy *c = &a->copies[y->copy];
 		struct step_sum *x = &sum[y->step];
 
@@ -77,7 +80,7 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
+static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const void *sums,
 			int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
 			cs_error *err)
 {

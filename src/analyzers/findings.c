@@ -9,7 +9,8 @@
 #include "cuscope/grow.h"
 #include "cuscope/analyze.h"
 #include "cuscope/timings.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
 #include "deps.h"
 
 const char *cs_severity_name(int sev)

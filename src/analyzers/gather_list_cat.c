@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "finding_kit.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
@@ -68,18 +68,9 @@ static int by_launch(const void *x, const void *y)
 static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t t0, int64_t t1,
 		     int64_t g_end, int64_t c_start, int64_t *n, int64_t *ns)
 {
-	int64_t lo = 0, hi = a->ncopies;
-
 	*n = *ns = 0;
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (a->copies[mid].start < g_end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (int64_t i = lo; i < a->ncopies && a->copies[i].start <= c_start; i++) {
+	for (int64_t i = cs_analysis_copy_at(a, g_end);
+	     i < a->ncopies && a->copies[i].start <= c_start; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int64_t l = c->launch_start != CS_TS_UNKNOWN ? c->launch_start : c->start;
 

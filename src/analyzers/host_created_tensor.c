@@ -4,10 +4,10 @@
  * each step: the training thread makes no CUDA call while it computes the data on the CPU, the
  * GPU runs out of work, then a large host-to-device copy from pageable memory follows.
  *
- * The copies come from ru_h2d_stalls() (h2d_stalls.c), which also finds dataloader-stall's: a copy
- * at the step boundary is the next batch's, one inside the step this rule's. The cost is the GPU
- * idle while the host made the data (up to the copy's call); the idle while the call itself held
- * the host is pageable-memcpy's. docs/rules/host-created-tensor.md has the decision and the
+ * The copies come from fact_h2d_stalls() (facts/h2d_stalls.c), which also finds dataloader-stall's:
+ * a copy at the step boundary is the next batch's, one inside the step this rule's. The cost is the
+ * GPU idle while the host made the data (up to the copy's call); the idle while the call itself
+ * held the host is pageable-memcpy's. docs/rules/host-created-tensor.md has the decision and the
  * measured values.
  */
 #include <stddef.h>
@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule_util.h"
+#include "h2d_rules.h"
+#include "finding_kit.h"
+#include "h2d_stalls.h"
+#include "recurrence.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "host-created-tensor"
@@ -44,14 +47,14 @@ static int64_t median_field(const struct step_sum *sum, const int32_t *steps, in
 }
 
 /* A stall this rule owns: a tensor's copy from pageable memory inside the step. */
-static int owns(const cs_analysis *a, const struct ru_h2d_stall *y)
+static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 {
 	const cs_a_copy *c = &a->copies[y->copy];
 
 	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= MIN_BYTES;
 }
 
-static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_h2d_stalls *h,
+static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_h2d_stalls *h,
 		       void *sums)
 {
 	struct step_sum *sum = sums;
@@ -59,7 +62,7 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].copy = -1;
 	for (int64_t i = 0; i < h->n; i++) {
-		const struct ru_h2d_stall *y = &h->v[i];
+		const struct fact_h2d_stall *y = &h->v[i];
 		const cs_a_copy *c = &a->copies[y->copy];
 		struct step_sum *x = &sum[y->step];
 
@@ -75,7 +78,7 @@ static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct ru_
 	}
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct ru_h2d_stalls *h, const void *sums,
+static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const void *sums,
 			int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
 			cs_error *err)
 {

@@ -24,7 +24,11 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/sort.h"
 #include "cuscope/checked.h"
 
@@ -80,7 +84,7 @@ static int is_atomic_add(const char *name, const char *own)
 	       strstr(name, "ReduceAdd") != NULL;
 }
 
-static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
+static int is_zero_fill(const cs_analysis *a, const struct fact_launch_op *o)
 {
 	const char *name;
 
@@ -97,8 +101,8 @@ static int is_zero_fill(const cs_analysis *a, const struct ru_op *o)
  * step's first kernels in launch order (LEAD_SHARE of them, at least LEAD_MIN). times: room for
  * end - i launch times.
  */
-static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
-			int64_t *times, struct step_sum *x)
+static void find_lookup(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i,
+			int64_t end, int64_t *times, struct step_sum *x)
 {
 	int64_t nk = 0, lead, last;
 	char own[256];
@@ -134,13 +138,13 @@ static void find_lookup(const cs_analysis *a, const struct ru_op *ops, int64_t i
 }
 
 /* One step's run of one thread: ops[i..end); its atomic accumulations after the step's lookup. */
-static int scan_run(const cs_analysis *a, const struct ru_op *ops, int64_t i, int64_t end,
+static int scan_run(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i, int64_t end,
 		    struct step_sum *x)
 {
 	char own[256];
 
 	for (int64_t j = i; j < end; j++) {
-		const struct ru_op *o = &ops[j];
+		const struct fact_launch_op *o = &ops[j];
 		const cs_a_kernel *k;
 		const char *name;
 
@@ -312,7 +316,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct step_sum *sum = NULL;
-	const struct ru_op *ops = NULL;
+	const struct fact_launch_op *ops = NULL;
 	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *cost = NULL, *tmp = NULL, *times = NULL;
 	int32_t *steps = NULL, nsteps = 0;

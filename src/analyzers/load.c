@@ -922,51 +922,34 @@ const char *cs_analysis_string(const cs_analysis *a, int64_t id)
 
 /* ---- lookups ---- */
 
-/* First index of a start-sorted array whose start is >= t (start is each element's first member).
- */
-static int64_t lower_bound(const void *base, size_t size, int64_t n, int64_t t)
-{
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (*(const int64_t *)((const char *)base + (size_t)mid * size) < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int64_t cs_analysis_kernel_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->kernels, sizeof(*a->kernels), a->nkernels, t);
+	return cs_lower_bound_i64(a->kernels, sizeof(*a->kernels), a->nkernels, t);
 }
 
 int64_t cs_analysis_copy_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->copies, sizeof(*a->copies), a->ncopies, t);
+	return cs_lower_bound_i64(a->copies, sizeof(*a->copies), a->ncopies, t);
 }
 
 int64_t cs_analysis_sync_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->syncs, sizeof(*a->syncs), a->nsyncs, t);
+	return cs_lower_bound_i64(a->syncs, sizeof(*a->syncs), a->nsyncs, t);
 }
 
 int64_t cs_analysis_memory_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->memory, sizeof(*a->memory), a->nmemory, t);
+	return cs_lower_bound_i64(a->memory, sizeof(*a->memory), a->nmemory, t);
 }
 
 int64_t cs_analysis_api_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->apis, sizeof(*a->apis), a->napis, t);
+	return cs_lower_bound_i64(a->apis, sizeof(*a->apis), a->napis, t);
 }
 
 int64_t cs_analysis_nvtx_at(const cs_analysis *a, int64_t t)
 {
-	return lower_bound(a->nvtx, sizeof(*a->nvtx), a->nnvtx, t);
+	return cs_lower_bound_i64(a->nvtx, sizeof(*a->nvtx), a->nnvtx, t);
 }
 
 /* First block whose reach is beyond t, as an element index (n when none). */

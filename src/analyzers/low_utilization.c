@@ -13,7 +13,8 @@
 
 #include "cuscope/grow.h"
 
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 

@@ -18,7 +18,8 @@
 #include <string.h>
 
 #include "release_bursts.h"
-#include "rule_util.h"
+#include "mem_rules.h"
+#include "finding_kit.h"
 
 #define RULE_ID "memory-ceiling-thrash"
 

@@ -21,7 +21,11 @@
 #include "cuscope/grow.h"
 
 #include "d2h_waits.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly pageable copies in at least this share of the steady steps ... */
@@ -158,7 +162,7 @@ static int64_t longest_kernel(const cs_analysis *a, uint32_t pid)
  */
 static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bps, int64_t longest)
 {
-	int64_t dur, alone, busy = 0, reach, lo = 0, hi = a->nkernels;
+	int64_t dur, alone, busy = 0, reach, lo;
 	double floor_ns, beyond;
 
 	if (bps <= 0 || c->start == CS_TS_UNKNOWN || c->end == CS_TS_UNKNOWN ||
@@ -169,14 +173,7 @@ static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bp
 	if (floor_ns >= (double)dur)
 		return 0;
 	/* the first kernel that may overlap the copy (kernels by start) */
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (a->kernels[mid].start < c->start - longest)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cs_analysis_kernel_at(a, c->start - longest);
 	/* the union of the process's kernels inside the copy */
 	reach = c->start;
 	for (int64_t i = lo; i < a->nkernels && a->kernels[i].start < c->end; i++) {
@@ -308,7 +305,7 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct fact_
 		if (st < 0 || d2h_owned(a, dd, c))
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
-			cost = ru_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
+			cost = fact_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
 		if (copy_wait[i] >= 0)
 			cost = cs_sat_add(cost, wait_cost[copy_wait[i]]);
 		cost = cs_sat_add(cost, slow_transfer(a, c, link_bps, longest));

@@ -12,7 +12,7 @@
 #include "cuscope/timings.h"
 #include "cuscope/ranks.h"
 
-#include "rule_util.h"
+#include "cache.h"
 
 struct pinfo {
 	uint32_t pid;

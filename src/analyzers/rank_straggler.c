@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule_util.h"
+#include "finding_kit.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 

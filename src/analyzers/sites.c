@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
-#include "rule_util.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 static int cmp_use(const void *x, const void *y)

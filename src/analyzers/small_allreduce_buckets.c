@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"

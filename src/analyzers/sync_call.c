@@ -20,7 +20,11 @@
 #include "cuscope/sort.h"
 
 #include "d2h_waits.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "edits.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "wait_evidence.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: draining waits in at least this share of the steady steps ... */
@@ -79,32 +83,16 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 		const struct fact_wait *w = &d->v[best];
 		const cs_a_sync *y = &a->syncs[w->sync];
 
-		ex = cJSON_AddObjectToObject(e, "costliest_wait");
+		ex = ru_costliest_wait(e, a, w);
 		if (!ex)
 			return CS_ERR_NOMEM;
-		cJSON_AddNumberToObject(ex, "step", w->step);
-		cJSON_AddStringToObject(ex, "type", cs_sync_type_name(y->type));
-		cJSON_AddNumberToObject(ex, "wait_start", (double)y->start);
-		cJSON_AddNumberToObject(ex, "wait_end",
-					(double)(y->end != CS_TS_UNKNOWN ? y->end : y->start));
 		if (y->stream_id != CS_ID_NONE)
 			cJSON_AddNumberToObject(ex, "stream", (double)y->stream_id);
-		cJSON_AddNumberToObject(ex, "idle_start", (double)w->idle_start);
-		cJSON_AddNumberToObject(ex, "idle_end", (double)w->idle_end);
-		cJSON_AddNumberToObject(ex, "idle_ns", (double)fact_wait_idle(w));
-		cJSON_AddNumberToObject(ex, "refill_gaps", w->refill_gaps);
-		cJSON_AddNumberToObject(ex, "refill_ns", (double)w->refill_ns);
-		cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
+		ru_costliest_wait_idle(ex, w);
 	}
 
 	/* call sites, when the trace has backtraces */
-	if (ru_add_wait_sites(e, a, d, 0, MAX_SITES, &f->stack_id))
-		return CS_ERR_NOMEM;
-	cJSON_AddNumberToObject(e, "noise_floor_ns", (double)d->floor_ns);
-	cJSON_AddNumberToObject(e, "back_to_back_pairs", (double)d->floor_pairs);
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
-	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
-	return 0;
+	return ru_add_wait_sites(e, a, s, d, nsteps, 0, MAX_SITES, &f->stack_id);
 }
 
 /* A window that d2h-sync charges: [s, e) of a costly wait of a steady step. */
@@ -136,17 +124,9 @@ static int drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 			y[j].e = y[j - 1].e;
 	for (int64_t i = 0; i < w->n; i++) {
 		const struct fact_wait *x = &w->v[i];
-		int64_t lo = 0, hi = ny;
-
 		/* lo: how many windows start before x's window ends */
-		while (x->cost > 0 && lo < hi) {
-			int64_t mid = lo + (hi - lo) / 2;
+		int64_t lo = x->cost > 0 ? cs_lower_bound_i64(y, sizeof(*y), ny, x->window_end) : 0;
 
-			if (y[mid].s < x->window_end)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (x->cost > 0 && lo > 0 && x->idle_start < y[lo - 1].e)
 			continue;
 		w->v[m++] = *x;
@@ -168,7 +148,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	char title[400], b1[32];
+	char title[400];
 	int rc;
 
 	if (steady <= 0)
@@ -228,28 +208,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 
 	rc = CS_ERR_NOMEM;
-	{
-		int64_t per =
-			median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp);
-
-		char b2[96], b3[96], rare[200];
-
-		ru_recur_near_text(&r, b2, sizeof(b2), b3, sizeof(b3));
-		if (r.recurring)
-			snprintf(title, sizeof(title),
-				 "explicit synchronize drains the GPU %lld time%s per step: %s of "
-				 "GPU idle per step (%.1f%%)%s%s",
-				 (long long)per, per == 1 ? "" : "s",
-				 ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, b2, b3);
-		else {
-			ru_recur_rare_text(&r, nsteps,
-					   median_field(sum, steps, nsteps,
-							offsetof(struct step_sum, idle_ns), tmp),
-					   rare, sizeof(rare));
-			snprintf(title, sizeof(title), "explicit synchronize drains the GPU %s%s",
-				 rare, b2);
-		}
-	}
+	ru_wait_title(title, sizeof(title), "explicit synchronize drains", &r,
+		      median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp),
+		      r.recurring ? 0
+				  : median_field(sum, steps, nsteps,
+						 offsetof(struct step_sum, idle_ns), tmp),
+		      nsteps);
 	/* a value whose interval holds the threshold could fall either side of it in another run:
 	 * info, with the margin in the evidence */
 	f = cs_finding_new(

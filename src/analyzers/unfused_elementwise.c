@@ -22,7 +22,9 @@
 
 #include "cuscope/grow.h"
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "finding_kit.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 #define RULE_ID "unfused-elementwise"

@@ -6,7 +6,7 @@
  * one fused kernel (`fused=True`) would do the same work in a handful of launches.
  *
  * What is measured, from the kernels in the order each host thread launched them in each step
- * (ru_launch_ops): a unit of at most MAX_PERIOD kernel names repeated at least MIN_REPEATS times
+ * (fact_launch_ops): a unit of at most MAX_PERIOD kernel names repeated at least MIN_REPEATS times
  * back to back, where
  *   - every kernel is one of PyTorch's elementwise kernels (the per-tensor update is elementwise:
  *     `elementwise_kernel` in the name; a multi-tensor kernel, `multi_tensor_apply_kernel`, is
@@ -30,7 +30,11 @@
 
 #include "cuscope/grow.h"
 
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "recurrence.h"
+#include "sites.h"
 #include "cuscope/checked.h"
 
 /* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */
@@ -70,7 +74,7 @@ static int is_fill(const char *name)
 }
 
 /* Whether ops[i..i + p * r) is a per-tensor loop as the file's comment says. */
-static int per_tensor(const cs_analysis *a, const struct ru_op *ops, int64_t i, int32_t p,
+static int per_tensor(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i, int32_t p,
 		      int32_t r)
 {
 	int fills = 1, sizes = 0;
@@ -110,7 +114,7 @@ static int per_tensor(const cs_analysis *a, const struct ru_op *ops, int64_t i, 
 
 /* Add one run to its step's sums, and its kernels to sites, each with the GPU idle of the run
  * before it (after the end of the run's kernels that ended last). */
-static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_op *ops, int64_t i,
 		   int32_t p, int32_t r, struct step_sum *x, struct ru_sites *sites)
 {
 	int64_t n = (int64_t)p * r, t0 = INT64_MAX, t1 = 0, l0 = INT64_MAX, l1 = 0, gpu = 0;
@@ -129,7 +133,7 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, 
 			continue;
 		}
 		if (ru_sites_add(sites, k->name_id, k->launch_tid, k->stack_id, ops[j].step,
-				 t1 > 0 && k->start > t1 ? ru_gpu_idle(a, pid, t1, k->start) : 0))
+				 t1 > 0 && k->start > t1 ? fact_gpu_idle(a, pid, t1, k->start) : 0))
 			return CS_ERR_NOMEM;
 		t0 = k->start < t0 ? k->start : t0;
 		t1 = k->end > t1 ? k->end : t1;
@@ -139,7 +143,7 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, 
 	x->runs++;
 	x->repeats += r;
 	x->kernels += n;
-	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
+	cs_sat_accum(&x->idle_ns, fact_gpu_idle(a, pid, t0, t1));
 	cs_sat_accum(&x->gpu_ns, gpu);
 	cs_sat_accum(&x->launch_ns, l1 > l0 ? cs_sat_sub(l1, l0) : 0);
 	if (x->first_op < 0 || r > x->longest) {
@@ -169,9 +173,9 @@ static void add_median(cJSON *e, const char *key, const struct step_sum *sum, co
 				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
 }
 
-static int add_evidence(const cs_analysis *a, const struct ru_op *ops, const struct step_sum *sum,
-			const int32_t *steps, int32_t n, int64_t *tmp, const cs_steps *s,
-			int64_t modal, cs_report_finding *f)
+static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
+			const struct step_sum *sum, const int32_t *steps, int32_t n, int64_t *tmp,
+			const cs_steps *s, int64_t modal, cs_report_finding *f)
 {
 	cJSON *e = f->evidence, *unit;
 	const struct step_sum *x = &sum[steps[0]];
@@ -214,7 +218,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	const struct ru_op *ops = NULL;
+	const struct fact_launch_op *ops = NULL;
 	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *idle = NULL, *tmp = NULL, modal;
 	struct step_sum *sum = NULL;
@@ -241,7 +245,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		for (e = b; e < nops && ops[e].step == ops[b].step && ops[e].tid == ops[b].tid; e++)
 			;
 		for (int64_t i = b; i < e;) {
-			int32_t p, rep = ru_repeats_at(ops, i, e, MAX_PERIOD, &p);
+			int32_t p, rep = fact_repeats_at(ops, i, e, MAX_PERIOD, &p);
 
 			if (rep >= MIN_REPEATS && per_tensor(a, ops, i, p, rep)) {
 				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step], &sites))

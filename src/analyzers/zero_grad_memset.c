@@ -10,7 +10,7 @@
  * foreach, `torch._foreach_zero_` per device and dtype: one or a few
  * `multi_tensor_apply_kernel<..., ZeroFunctor<...>>` launches over all the gradients. A C program
  * would use cudaMemsetAsync per buffer. The rule finds, in the order each host thread launched its
- * work in each step (ru_launch_ops):
+ * work in each step (fact_launch_ops):
  *   - a run of at least MIN_FILLS fill operations back to back (fill kernels or memsets), of at
  *     least two different sizes (grid blocks, bytes): a reset of many tensors of different shapes
  *     at once, as a model's gradients are, unlike the fills a step makes anyway (a loss scaler's
@@ -28,8 +28,12 @@
 #include <string.h>
 
 #include "kernel_names.h"
-#include "rule_util.h"
+#include "cache.h"
+#include "finding_kit.h"
+#include "launch_ops.h"
+#include "sites.h"
 #include "cuscope/checked.h"
+#include "cuscope/grow.h"
 #include "cuscope/sort.h"
 
 /* A reset of many tensors: at least this many fills back to back. */
@@ -81,17 +85,7 @@ static int is_add_kernel(const char *name)
 /* The first position of v (n values, ascending) whose value is at least key; n when none. */
 static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, key);
 }
 
 /*
@@ -102,23 +96,23 @@ static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
  * 0 or CS_ERR_NOMEM.
  */
 static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-			    const struct ru_op *ops, const struct ru_i64 *writes,
+			    const struct fact_launch_op *ops, const struct cs_i64s *writes,
 			    const int64_t *cost)
 {
-	struct ru_i64 when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
-	struct ru_i64 grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
+	struct cs_i64s when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
+	struct cs_i64s grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
 	uint8_t *used = NULL;	   /* per entry of grids: an add was matched to it */
 	int rc = CS_ERR_NOMEM;
 
 	for (int64_t k = 0; k < writes->n; k++) {
-		const struct ru_op *o = &ops[writes->v[k]];
+		const struct fact_launch_op *o = &ops[writes->v[k]];
 
 		if (o->launch < 0 || o->launch >= (INT64_MAX >> 21) || o->step >= (1 << 20))
 			continue;
-		if (ru_i64_push(&when, o->launch << 20 | o->step))
+		if (cs_i64s_push(&when, o->launch << 20 | o->step))
 			goto out;
 		if (cost[o->step] > 0 && o->is_kernel && o->size > 0 && o->size < INT32_MAX &&
-		    ru_i64_push(&grids, (int64_t)o->step << 32 | o->size))
+		    cs_i64s_push(&grids, (int64_t)o->step << 32 | o->size))
 			goto out;
 	}
 	ru_sort_i64(when.v, when.n);
@@ -159,13 +153,14 @@ out:
 	return rc;
 }
 
-static int is_fill(const cs_analysis *a, struct fact_name_memo *names, const struct ru_op *o)
+static int is_fill(const cs_analysis *a, struct fact_name_memo *names,
+		   const struct fact_launch_op *o)
 {
 	return !o->is_kernel || (fact_name_memo_get(names, a, o->name) & NAME_FILL);
 }
 
-static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start, int64_t *end,
-		     int64_t *launch_end)
+static void op_times(const cs_analysis *a, const struct fact_launch_op *o, int64_t *start,
+		     int64_t *end, int64_t *launch_end)
 {
 	int64_t le;
 
@@ -184,8 +179,8 @@ static void op_times(const cs_analysis *a, const struct ru_op *o, int64_t *start
 }
 
 /* A write: its GPU time into x, and with idle_ns (the idle of its run before it) into sites. */
-static int add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, struct step_sum *x,
-		     struct ru_sites *sites, int64_t idle_ns)
+static int add_write(const cs_analysis *a, const struct fact_launch_op *o, int64_t i,
+		     struct step_sum *x, struct ru_sites *sites, int64_t idle_ns)
 {
 	int64_t t0, t1, le;
 	const cs_a_kernel *k = o->is_kernel ? &a->kernels[o->index] : NULL;
@@ -212,7 +207,7 @@ static int add_write(const cs_analysis *a, const struct ru_op *o, int64_t i, str
 
 /* A run of fills ops[i..j): its writes, the GPU idle inside it and its launch time; each write
  * charged in sites with the idle of the run before it (after the writes that ended last). */
-static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, int64_t i,
+static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_op *ops, int64_t i,
 		   int64_t j, struct step_sum *x, struct ru_sites *sites)
 {
 	int64_t t0 = INT64_MAX, t1 = 0, l1 = 0;
@@ -222,7 +217,7 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, 
 
 		op_times(a, &ops[k], &s0, &s1, &le);
 		if (add_write(a, &ops[k], k, x, sites,
-			      t1 > 0 && s0 > t1 ? ru_gpu_idle(a, pid, t1, s0) : 0))
+			      t1 > 0 && s0 > t1 ? fact_gpu_idle(a, pid, t1, s0) : 0))
 			return CS_ERR_NOMEM;
 		t0 = s0 < t0 ? s0 : t0;
 		t1 = s1 > t1 ? s1 : t1;
@@ -230,13 +225,13 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct ru_op *ops, 
 	}
 	x->runs++;
 	x->fills += j - i;
-	cs_sat_accum(&x->idle_ns, ru_gpu_idle(a, pid, t0, t1));
+	cs_sat_accum(&x->idle_ns, fact_gpu_idle(a, pid, t0, t1));
 	cs_sat_accum(&x->launch_ns, l1 > ops[i].launch ? cs_sat_sub(l1, ops[i].launch) : 0);
 	return 0;
 }
 
 /* Whether ops[i..j) has at least two sizes. */
-static int sizes_differ(const struct ru_op *ops, int64_t i, int64_t j)
+static int sizes_differ(const struct fact_launch_op *ops, int64_t i, int64_t j)
 {
 	for (int64_t k = i + 1; k < j; k++)
 		if (ops[k].size != ops[i].size)
@@ -263,14 +258,14 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
-	const struct ru_op *ops = NULL;
+	const struct fact_launch_op *ops = NULL;
 	struct cs_rule_cache own = {0};
 	int64_t nops = 0, *cost = NULL, *tmp = NULL, modal, lost;
 	struct step_sum *sum = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_sites sites = {0};
-	struct ru_i64 writes = {0}; /* the zeroing writes, indices in ops */
+	struct cs_i64s writes = {0}; /* the zeroing writes, indices in ops */
 	/* name_kind() of each name: millions of ops, tens of thousands of names */
 	struct fact_name_memo *names = NULL;
 	double share, lo, hi;
@@ -300,7 +295,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			    (fact_name_memo_get(names, a, ops[i].name) & NAME_FOREACH_ZERO)) {
 				x->foreach_zero++;
 				if (add_write(a, &ops[i], i, x, &sites, 0) ||
-				    ru_i64_push(&writes, i))
+				    cs_i64s_push(&writes, i))
 					goto out;
 				continue;
 			}
@@ -310,7 +305,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				if (add_run(a, s->pid, ops, i, j, x, &sites))
 					goto out;
 				for (int64_t k = i; k < j; k++)
-					if (ru_i64_push(&writes, k))
+					if (cs_i64s_push(&writes, k))
 						goto out;
 			}
 		}
@@ -378,7 +373,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	{
 		cJSON *e = f->evidence;
 		const struct step_sum *x = &sum[steps[0]];
-		const struct ru_op *o = x->first_op >= 0 ? &ops[x->first_op] : NULL;
+		const struct fact_launch_op *o = x->first_op >= 0 ? &ops[x->first_op] : NULL;
 
 		cJSON_AddNumberToObject(e, "writes_per_step", (double)modal);
 		add_median(e, "fills_per_step", sum, steps, nsteps,
@@ -422,7 +417,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	/* the fix as an edit of the run: with the gradients set to None no write is launched
 	 * (docs/replay.md) */
 	for (int64_t k = 0; k < writes.n; k++) {
-		const struct ru_op *o = &ops[writes.v[k]];
+		const struct fact_launch_op *o = &ops[writes.v[k]];
 		int target = o->is_kernel ? CS_EDIT_KERNEL : CS_EDIT_COPY;
 
 		if (cost[o->step] > 0 &&

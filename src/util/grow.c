@@ -1,6 +1,7 @@
 /* grow.c - growing arrays (include/cuscope/grow.h). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "cuscope/error.h"
@@ -23,6 +24,20 @@ int cs_grow(void **p, size_t *cap, size_t need, size_t size)
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+int cs_i64s_push(struct cs_i64s *x, int64_t v)
+{
+	if (cs_grow((void **)&x->v, &x->cap, (size_t)x->n + 1, sizeof(*x->v)))
+		return CS_ERR_NOMEM;
+	x->v[x->n++] = v;
+	return 0;
+}
+
+void cs_i64s_free(struct cs_i64s *x)
+{
+	free(x->v);
+	memset(x, 0, sizeof(*x));
 }
 
 void *cs_big_alloc(size_t bytes)

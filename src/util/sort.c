@@ -208,6 +208,21 @@ void cs_sort_i64(int64_t *v, size_t n)
 	cs_sort_records(v, n, sizeof(*v), &key, 1);
 }
 
+int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (*(const int64_t *)(const void *)((const char *)base + (size_t)mid * size) < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int64_t cs_median_i64(int64_t *v, int64_t n)
 {
 	if (n <= 0)

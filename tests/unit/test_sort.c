@@ -333,6 +333,28 @@ START_TEST(test_sort_records_first_key_decides)
 }
 END_TEST
 
+START_TEST(test_lower_bound)
+{
+	/* records by their first member, with equal runs; and plain values */
+	struct span {
+		int64_t t, other;
+	} v[] = {{-3, 9}, {1, 8}, {1, 7}, {4, 6}, {4, 5}, {4, 4}, {10, 3}};
+	int64_t x[] = {2, 2, 5};
+
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, INT64_MIN), 0);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, -3), 0);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, 1), 1);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, 2), 3);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, 4), 3);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, 10), 6);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 7, 11), 7);
+	ck_assert_int_eq(cs_lower_bound_i64(v, sizeof(v[0]), 0, 4), 0);
+	ck_assert_int_eq(cs_lower_bound_i64(x, sizeof(x[0]), 3, 2), 0);
+	ck_assert_int_eq(cs_lower_bound_i64(x, sizeof(x[0]), 3, 3), 2);
+	ck_assert_int_eq(cs_lower_bound_i64(NULL, sizeof(x[0]), 0, 3), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sort");
@@ -345,6 +367,7 @@ int main(void)
 	tcase_add_test(tc, test_sort_wide_records);
 	tcase_add_test(tc, test_sort_small_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
+	tcase_add_test(tc, test_lower_bound);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

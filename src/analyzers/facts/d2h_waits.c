@@ -26,17 +26,7 @@ static const cs_sort_key launch_ref_keys[] = {
 /* First element of v[0..n) with t >= key. */
 static int64_t launch_lower(const struct launch_ref *v, int64_t n, int64_t key)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].t < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, key);
 }
 
 static int is_d2h_copy(const cs_a_copy *c)
@@ -369,8 +359,8 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 
 /*
  * The explicit host waits (sync) and the waits of blocking copies from pageable memory (copy) of
- * the steps' process, in one pass over all its host waits; copy_wait is ru_pageable_copy_waits()
- * of that process.
+ * the steps' process, in one pass over all its host waits; copy_wait is
+ * fact_pageable_copy_waits() of that process.
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
 		    const struct fact_floor *floor, struct fact_waits *sync, struct fact_waits *copy)

@@ -5,7 +5,7 @@
  * launch-starvation leaves their windows to it; sync-call and pageable-memcpy report the others.
  *
  * A fact takes what it is made of as parameters and knows nothing of the rules' cache; the cache
- * (rule_util.h, ru_cached_d2h and ru_cached_host_waits) computes each once per process and run.
+ * (cache.h, ru_cached_d2h and ru_cached_host_waits) computes each once per process and run.
  */
 #ifndef CUSCOPE_FACT_D2H_WAITS_H
 #define CUSCOPE_FACT_D2H_WAITS_H
@@ -89,8 +89,8 @@ static inline int64_t fact_wait_cost(const struct fact_wait *w)
  * goes to the first wait that ended before it was launched, whichever rule that wait is of: a
  * wait's idle is never also a device-to-host wait's. copies, bytes are 0 and first_copy is -1.
  * The wait a blocking copy from pageable memory made right after its call
- * (ru_pageable_copy_waits()) is not explicit: *copy gives those, computed in the same pass.
- * copy_wait is the process's ru_pageable_copy_waits() (a->ncopies entries). 0 or CS_ERR_NOMEM;
+ * (fact_pageable_copy_waits()) is not explicit: *copy gives those, computed in the same pass.
+ * copy_wait is the process's fact_pageable_copy_waits() (a->ncopies entries). 0 or CS_ERR_NOMEM;
  * both freed with fact_waits_free().
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,

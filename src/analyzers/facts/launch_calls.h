@@ -5,7 +5,7 @@
  * gather and sort the same ten million calls each.
  *
  * A fact takes what it is made of as parameters and knows nothing of the rules' cache; the cache
- * (rule_util.h, ru_cached_launch_calls) computes it once per process and run.
+ * (cache.h, ru_cached_launch_calls) computes it once per process and run.
  */
 #ifndef CUSCOPE_FACT_LAUNCH_CALLS_H
 #define CUSCOPE_FACT_LAUNCH_CALLS_H

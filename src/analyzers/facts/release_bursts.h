@@ -6,7 +6,7 @@
  * and launch-starvation read the allocator calls.
  *
  * A fact takes what it is made of as parameters and knows nothing of the rules' cache; the cache
- * (rule_util.h) computes the bursts and their call costs once per process and run.
+ * (cache.h, ru_cached_bursts) computes the bursts and their call costs once per process and run.
  */
 #ifndef CUSCOPE_FACT_RELEASE_BURSTS_H
 #define CUSCOPE_FACT_RELEASE_BURSTS_H

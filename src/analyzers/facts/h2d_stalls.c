@@ -3,7 +3,7 @@
  * for far longer than its launch pace while the GPU ran out of work: a batch the training thread
  * prepared (dataloader-stall) or a tensor it made on the host in the middle of the step
  * (host-created-tensor). One pass finds them; each rule keeps the copies it owns
- * (ru_h2d_stalls() in rule_util.h says who owns which).
+ * (facts/h2d_stalls.h says who owns which).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -12,10 +12,10 @@
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 
-#include "gpu_order.h"
-#include "launch_calls.h"
-#include "rule_util.h"
 #include "cuscope/checked.h"
+#include "gpu_order.h"
+#include "h2d_stalls.h"
+#include "launch_calls.h"
 
 /*
  * A stretch without CUDA calls is host work, not the host's launch pace, beyond this many robust
@@ -146,16 +146,8 @@ nomem:
 static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longest, uint32_t tid,
 			       int64_t t)
 {
-	int64_t best = CS_TS_UNKNOWN, lo = 0, hi = lc->n;
+	int64_t best = CS_TS_UNKNOWN, lo = cs_lower_bound_i64(lc->v, sizeof(*lc->v), lc->n, t);
 
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (lc->v[mid].start < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* back from the last call that started before t, while a call could still end later */
 	for (int64_t i = lo - 1; i >= 0; i--) {
 		int64_t e = launch_end(&lc->v[i]);
@@ -172,16 +164,8 @@ static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longe
 static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, uint32_t tid,
 			     int64_t t)
 {
-	int64_t lo = 0, hi = n, best = CS_TS_UNKNOWN;
+	int64_t lo = cs_lower_bound_i64(v, sizeof(*v), n, t), best = CS_TS_UNKNOWN;
 
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].s < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* back from the last call that started before t, while a call could still end later */
 	for (int64_t i = lo - 1; i >= 0; i--) {
 		if (best != CS_TS_UNKNOWN && v[i].s + longest < best)
@@ -223,7 +207,8 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 	}
 	if (!times)
 		return 0;
-	ru_sort_i64(v, n);
+	if (n > 1)
+		cs_sort_i64(v, (size_t)n);
 	*times = v;
 	*ntimes = n;
 	return 0;
@@ -232,17 +217,7 @@ static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first,
 /* How many of v[0..n) (sorted) are below t. */
 static int64_t count_below(const int64_t *v, int64_t n, int64_t t)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_i64(v, sizeof(*v), n, t);
 }
 
 /*
@@ -287,7 +262,7 @@ static int cmp_by_stack(const void *pa, const void *pb)
  * steps is inside at the boundary too; a batch is copied from a site of its own, at the boundary.
  * Copies without a stack keep what their position says.
  */
-static int sites_decide(const cs_analysis *a, struct ru_h2d_stalls *out)
+static int sites_decide(const cs_analysis *a, struct fact_h2d_stalls *out)
 {
 	int64_t(*k)[2] = malloc((size_t)out->n * sizeof(*k));
 
@@ -311,11 +286,11 @@ static int sites_decide(const cs_analysis *a, struct ru_h2d_stalls *out)
 	return 0;
 }
 
-static int push_stall(struct ru_h2d_stalls *out, size_t *cap, const struct ru_h2d_stall *x)
+static int push_stall(struct fact_h2d_stalls *out, size_t *cap, const struct fact_h2d_stall *x)
 {
 	if ((size_t)out->n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
-		struct ru_h2d_stall *nv = realloc(out->v, nc * sizeof(*nv));
+		struct fact_h2d_stall *nv = realloc(out->v, nc * sizeof(*nv));
 
 		if (!nv)
 			return CS_ERR_NOMEM;
@@ -326,8 +301,8 @@ static int push_stall(struct ru_h2d_stalls *out, size_t *cap, const struct ru_h2
 	return 0;
 }
 
-int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_launch_calls *lc,
-		  struct ru_h2d_stalls *out)
+int fact_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_launch_calls *lc,
+		    struct fact_h2d_stalls *out)
 {
 	struct call *calls = NULL;
 	int64_t ncalls = 0, longest = 0, reach = CS_TS_UNKNOWN, *first = NULL, *last = NULL;
@@ -351,7 +326,7 @@ int ru_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_lau
 	while (fact_gpu_next(&it, &w)) {
 		int64_t prev = reach, t, c_end, from, to;
 		const cs_a_copy *c;
-		struct ru_h2d_stall x;
+		struct fact_h2d_stall x;
 		int st;
 
 		if (reach == CS_TS_UNKNOWN || w.end > reach)
@@ -401,72 +376,12 @@ nomem:
 	free(first);
 	free(last);
 	free(times);
-	ru_h2d_stalls_free(out);
+	fact_h2d_stalls_free(out);
 	return CS_ERR_NOMEM;
 }
 
-void ru_h2d_stalls_free(struct ru_h2d_stalls *x)
+void fact_h2d_stalls_free(struct fact_h2d_stalls *x)
 {
 	free(x->v);
 	memset(x, 0, sizeof(*x));
-}
-
-int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct ru_h2d_stalls *h,
-		 int (*own)(const cs_analysis *a, const struct ru_h2d_stall *y),
-		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id)
-{
-	struct ru_sites u = {0};
-	int rc = CS_ERR_NOMEM;
-
-	for (int64_t i = 0; i < h->n; i++) {
-		const struct ru_h2d_stall *y = &h->v[i];
-		const cs_a_copy *c = &a->copies[y->copy];
-
-		if (own(a, y) &&
-		    ru_sites_add(&u, -1, c->launch_tid, c->stack_id, y->step, y->stall_ns))
-			goto out;
-	}
-	rc = ru_sites_evidence(e, &u, steps, nsteps, max, stack_id);
-out:
-	ru_sites_free(&u);
-	return rc;
-}
-
-int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err)
-{
-	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
-	struct cs_rule_cache own = {0};
-	const struct ru_h2d_stalls *h = NULL;
-	char *sums = NULL;
-	int64_t *cost = NULL, *tmp = NULL;
-	int32_t *steps = NULL, nsteps = 0;
-	struct ru_recur r;
-	int rc = 0;
-
-	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
-		return 0;
-	sums = calloc((size_t)s->n + 1, rule->sum_size);
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sums || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
-		goto nomem;
-	rule->sum(a, s, h, sums);
-	for (int32_t i = 0; i < s->n; i++)
-		cost[i] = rule->cost(sums + (size_t)i * rule->sum_size);
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
-		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, rule->min_steps,
-			    rule->min_step_share, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = rule->emit(ctx, h, sums, steps, nsteps, &r, tmp, err);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-out:
-	free(sums);
-	free(cost);
-	free(tmp);
-	free(steps);
-	ru_cache_free(&own);
-	return rc;
 }

@@ -1,0 +1,34 @@
+/*
+ * edits.h - the fixes of findings as edits of the run (docs/replay.md) that several rules make
+ * alike: no host wait, a kernel that runs faster; and the steps a finding names as a mask.
+ * Those of one family of rules are with its run (h2d_rules.h, mem_rules.h).
+ */
+#ifndef CUSCOPE_EDITS_H
+#define CUSCOPE_EDITS_H
+
+#include <stdint.h>
+
+#include "cuscope/analyze.h"
+#include "d2h_waits.h"
+
+/* The steps steps[0..n) of s as a mask: s->n + 1 bytes, 1 at each of them (steps out of range left
+ * out); malloc'd, NULL without memory. */
+uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
+
+/*
+ * The fix of a finding about the waits of d as an edit of the run (docs/replay.md): no wait of a
+ * steady step holds the host; with copies, neither does the call of the first copy each waited
+ * for. 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copies);
+
+/*
+ * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the
+ * steps' process launched in one of the n steps for which match(k, arg) is non-zero runs its
+ * recorded time times factor. 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			const int32_t *steps, int32_t n,
+			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * finding_kit.c - what the rules build their findings with: severities, the titles' numbers,
+ * medians, modes and intervals of per-step values, and the hand-over of a finding (finding_kit.h).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuscope/grow.h"
+#include "cuscope/sort.h"
+#include "cuscope/units.h"
+#include "finding_kit.h"
+
+int ru_severity(double share)
+{
+	if (share >= 0.10)
+		return CS_SEV_ERROR;
+	if (share >= 0.03)
+		return CS_SEV_WARNING;
+	return CS_SEV_INFO;
+}
+
+void ru_sort_i64(int64_t *v, int64_t n)
+{
+	if (n > 1)
+		cs_sort_i64(v, (size_t)n);
+}
+
+void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi)
+{
+	double half, w;
+	int64_t a, b;
+
+	*lo = *hi = 0;
+	if (n <= 0)
+		return;
+	ru_sort_i64(v, n);
+	half = (double)n / 2;
+	w = 0.98 * sqrt((double)n);
+	a = (int64_t)floor(half - w);
+	b = (int64_t)ceil(half + w) - 1;
+	*lo = v[a < 0 ? 0 : a];
+	*hi = v[b >= n ? n - 1 : b < 0 ? 0 : b];
+}
+
+void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi)
+{
+	const double z = 1.96;
+	double p, d, c, h;
+
+	*lo = 0;
+	*hi = 1;
+	if (n <= 0)
+		return;
+	p = (double)k / (double)n;
+	d = 1 + z * z / (double)n;
+	c = (p + z * z / (2.0 * (double)n)) / d;
+	h = z * sqrt(p * (1 - p) / (double)n + z * z / (4.0 * (double)n * (double)n)) / d;
+	*lo = c - h > 0 ? c - h : 0;
+	*hi = c + h < 1 ? c + h : 1;
+}
+
+const char *ru_fmt_ns(char *buf, size_t size, int64_t ns)
+{
+	return cs_fmt_duration_title(buf, size, ns);
+}
+
+const char *ru_fmt_bytes(char *buf, size_t size, int64_t bytes)
+{
+	return cs_fmt_bytes_title(buf, size, bytes);
+}
+
+const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady)
+{
+	if (n >= steady)
+		snprintf(buf, size, "every step");
+	else
+		snprintf(buf, size, "in %d of %d steps", n, steady);
+	return buf;
+}
+
+int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n)
+{
+	int32_t *v = malloc(((size_t)s->n + 1) * sizeof(*v));
+
+	*out = NULL;
+	*n = 0;
+	if (!v)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < s->n; i++)
+		if (!s->v[i].warmup && per_step[i])
+			v[(*n)++] = i;
+	*out = v;
+	return 0;
+}
+
+int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)
+{
+	int rc = ctx->emit(ctx, f);
+
+	cs_finding_free(f);
+	if (rc < 0)
+		return cs_error_set(err, rc, "cannot add a finding");
+	return 0;
+}
+
+/* ---- evidence of the rules about host waits ---- */
+
+int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
+			size_t offset, int64_t *tmp)
+{
+	for (int32_t i = 0; i < n; i++)
+		tmp[i] = *(const int64_t *)((const char *)per_step + (size_t)steps[i] * size +
+					    offset);
+	return cs_median_i64(tmp, n);
+}
+
+int64_t ru_mode_nonzero(int64_t *v, int32_t n)
+{
+	int32_t best_n = 0;
+	int64_t best = 0;
+
+	ru_sort_i64(v, n);
+	for (int32_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && v[j] == v[i]; j++)
+			;
+		if (v[i] != 0 && j - i > best_n) {
+			best_n = j - i;
+			best = v[i];
+		}
+	}
+	return best;
+}
