@@ -130,6 +130,11 @@ struct record_opts {
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t dump_asked;
 
+static void child_ended(int sig)
+{
+	(void)sig;
+}
+
 static void ask_dump(int sig)
 {
 	(void)sig;
@@ -484,12 +489,19 @@ static void wait_program(pid_t pid, int *status, const char *spool, const char *
 			 const struct record_opts *o)
 {
 	int poll = o->slow_step > 0 || o->hang_after > 0;
+	struct sigaction chld, old_chld;
 
+	/* the program's end interrupts the sleep below: no 200 ms added to every recording */
+	memset(&chld, 0, sizeof(chld));
+	chld.sa_handler = child_ended;
+	sigemptyset(&chld.sa_mask);
+	if (poll)
+		sigaction(SIGCHLD, &chld, &old_chld);
 	for (;;) {
 		pid_t r = waitpid(pid, status, poll ? WNOHANG : 0);
 
 		if (r == pid || (r < 0 && errno != EINTR))
-			return;
+			break;
 		if (dump_asked) {
 			dump_asked = 0;
 			cli_dump(spool, NULL, 0, 10.0, o->quiet, NULL, 0);
@@ -504,6 +516,8 @@ static void wait_program(pid_t pid, int *status, const char *spool, const char *
 			nanosleep(&ts, NULL);
 		}
 	}
+	if (poll)
+		sigaction(SIGCHLD, &old_chld, NULL);
 }
 
 static int check_environment(const char *lib)
