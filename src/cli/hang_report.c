@@ -32,6 +32,14 @@ struct stream_last {
 	char name[160];
 };
 
+/* The last kernel each thread launched from a call site with a recorded stack. */
+struct thread_site {
+	uint32_t pid, tid;
+	int64_t start, stack;
+};
+
+#define HANG_MAX_THREADS 1024
+
 struct proc_nccl {
 	uint32_t pid;
 	int64_t completed;
@@ -90,8 +98,10 @@ static int read_notices(const char *spool, struct notice *n, int max)
 	return count;
 }
 
-/* The last GPU work completed per stream and the NCCL kernels per process, from the dump. */
-static int scan_dump(const char *trace, struct stream_last *s, int *ns, struct proc_nccl *p, int *np)
+/* The last GPU work completed per stream, the NCCL kernels per process and each thread's last
+ * launch site, from the dump (left open in *tp for the stacks). */
+static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, int *ns,
+		     struct proc_nccl *p, int *np, struct thread_site *th, int *nth)
 {
 	cs_trace *t = NULL;
 	cs_iter *it = NULL;
@@ -100,7 +110,8 @@ static int scan_dump(const char *trace, struct stream_last *s, int *ns, struct p
 	cs_event ev;
 	int rc;
 
-	*ns = *np = 0;
+	*ns = *np = *nth = 0;
+	*tp = NULL;
 	if (cs_trace_open(trace, &t, &err))
 		return -1;
 	if (cs_iter_open(t, CS_EV_KERNEL, &f, &it, &err)) {
@@ -124,6 +135,18 @@ static int scan_dump(const char *trace, struct stream_last *s, int *ns, struct p
 			s[i].end = k->end;
 			snprintf(s[i].name, sizeof(s[i].name), "%s", k->name ? k->name : "?");
 		}
+		if (k->stack_id != CS_ID_NONE && k->launch_tid) {
+			for (i = 0; i < *nth && (th[i].pid != k->pid || th[i].tid != k->launch_tid);
+			     i++)
+				;
+			if (i == *nth && *nth < HANG_MAX_THREADS)
+				th[(*nth)++] = (struct thread_site){k->pid, k->launch_tid, INT64_MIN,
+								    CS_ID_NONE};
+			if (i < *nth && k->launch_start >= th[i].start) {
+				th[i].start = k->launch_start;
+				th[i].stack = k->stack_id;
+			}
+		}
 		if (!has_nccl(k->name))
 			continue;
 		for (i = 0; i < *np && p[i].pid != k->pid; i++)
@@ -139,8 +162,44 @@ static int scan_dump(const char *trace, struct stream_last *s, int *ns, struct p
 		}
 	}
 	cs_iter_close(it);
-	cs_trace_close(t);
-	return rc < 0 ? -1 : 0;
+	if (rc < 0) {
+		cs_trace_close(t);
+		return -1;
+	}
+	*tp = t;
+	return 0;
+}
+
+/* "  its last launch with a recorded site: f.py:12 in step < g.py:40 in main" (Python frames when
+ * the stack has them, else native symbols; three at most). */
+static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth, long pid,
+		       unsigned tid)
+{
+	const cs_frame *f;
+	cs_error err = {0, ""};
+	int n, shown = 0, python = 0;
+
+	for (int i = 0; i < nth; i++) {
+		if ((long)th[i].pid != pid || th[i].tid != tid || th[i].stack == CS_ID_NONE ||
+		    cs_trace_get_stack(t, th[i].stack, &f, &n, &err))
+			continue;
+		for (int j = 0; j < n; j++)
+			python |= f[j].kind == 2;
+		fprintf(out, "    its last launch with a recorded site:");
+		for (int j = 0; j < n && shown < 3; j++) {
+			if (python ? f[j].kind != 2 : !f[j].symbol)
+				continue;
+			if (python)
+				fprintf(out, "%s %s:%d in %s", shown ? " <" : "",
+					f[j].file ? f[j].file : "?", f[j].line,
+					f[j].symbol ? f[j].symbol : "?");
+			else
+				fprintf(out, "%s %.100s", shown ? " <" : "", f[j].symbol);
+			shown++;
+		}
+		fputc('\n', out);
+		return;
+	}
 }
 
 int cli_hang_notices(const char *spool)
@@ -165,12 +224,14 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 	static struct notice n[HANG_MAX_PROCS];
 	static struct stream_last s[HANG_MAX_STREAMS];
 	static struct proc_nccl p[HANG_MAX_PROCS];
-	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, scanned;
+	static struct thread_site th[HANG_MAX_THREADS];
+	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, scanned;
+	cs_trace *t = NULL;
 	int64_t last_end = INT64_MIN;
 
 	if (!nn)
 		return 0;
-	scanned = dump && scan_dump(dump, s, &ns, p, &np) == 0;
+	scanned = dump && scan_dump(dump, &t, s, &ns, p, &np, th, &nth) == 0;
 	for (int i = 0; i < ns; i++)
 		if (s[i].end > last_end)
 			last_end = s[i].end;
@@ -201,6 +262,8 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 			fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
 				!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
 				n[i].now > start ? (double)(n[i].now - start) / 1e9 : 0.0, corr);
+			if (t)
+				print_site(out, t, th, nth, n[i].pid, tid);
 		}
 		if ((int32_t)(n[i].last_corr - n[i].done_corr) > 0)
 			fprintf(out,
@@ -240,5 +303,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 		fprintf(out, "(no dump could be read: the streams' last work is not known)\n");
 	else
 		fprintf(out, "the trace of the time before: %s\n", dump);
+	if (t)
+		cs_trace_close(t);
 	return nn;
 }

@@ -686,6 +686,8 @@ scenario_hang() {
 		fi
 		grep -q 'no GPU work has completed for [2-9]' "$report" || problems="$problems; $mode: no 'no GPU work has completed for N s'"
 		grep -q 'last completed kernel' "$report" || problems="$problems; $mode: no stream's last kernel"
+		grep -q 'its last launch with a recorded site: .*hang_sleep\.py:' "$report" ||
+			problems="$problems; $mode: no launch site in hang_sleep.py"
 		"$CUSCOPE" info "$dir/$mode.dump-1.db" >/dev/null 2>&1 || problems="$problems; $mode: info cannot read the dump"
 		"$CUSCOPE" info "$db" >/dev/null 2>&1 || problems="$problems; $mode: no trace of the job"
 		notes="$notes$mode: $(grep -m 1 -o '\(waiting in\|spinning on\) [^ ]* for [0-9.]* s' "$report"); "
