@@ -490,7 +490,9 @@ void cs_iter_close(cs_iter *it);
  * implausible time as CS_TS_UNKNOWN (also an end before its start or more than CS_TS_MAX after
  * it, when both are listed), a NULL id as CS_ID_NONE, an implausible size and any other NULL as 0;
  * the columns not listed hold those null values. Only the listed columns are read and no string
- * is looked up, so a scan is several times faster than an iterator. values lives during the
+ * is looked up, so a scan is several times faster than an iterator. When SQLite reads the range
+ * by one walk of the table in rowid order (any trace cuscope wrote), one step of an aggregate
+ * statement hands every row over, row() being called from inside it. values lives during the
  * call. Stops when row() returns non-zero. Returns 0 (also when row() stopped with a positive
  * value), row()'s value when negative, CS_ERR_INVALID for a column the table does not have, or
  * another cs_err code.

@@ -86,15 +86,17 @@ static int data_of(const char *table, const char *view)
 }
 
 /*
- * What SQL may do on a connection that reads a trace: read tables and call the aggregates and
- * coalesce() that the reader's queries call; inside a view, only an event table's view reading
+ * What SQL may do on a connection that reads a trace: read tables and call the aggregates
+ * (cuscope's own cs_scan() of the bulk scans among them) and coalesce() that the reader's queries
+ * call; inside a view, only an event table's view reading
  * its _DATA table through coalesce() (build_kind()'s views in schema.c). No recursion, no attached
  * database, no pragma but the table listing of the open checks, no writing.
  */
 int cs_sql_read_authorizer(void *arg, int action, const char *a1, const char *a2, const char *db,
 			   const char *inner)
 {
-	static const char *const functions[] = {"coalesce", "count", "min", "max", "total"};
+	static const char *const functions[] = {"coalesce", "count", "min", "max", "total",
+						 "cs_scan"};
 	struct cs_sql_guard *g = arg;
 
 	(void)db;

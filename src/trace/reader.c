@@ -395,6 +395,9 @@ static void select_list(cs_strbuf *sb, const cs_trace *t, enum cs_event_kind kin
 	}
 }
 
+/* cs_scan(), the aggregate of the bulk scans */
+static int scan_register(sqlite3 *db);
+
 int cs_trace_open(const char *path, cs_trace **out, cs_error *err)
 {
 	return cs_trace_open_flags(path, 0, out, err);
@@ -442,6 +445,7 @@ int cs_trace_open_flags(const char *path, int flags, cs_trace **out, cs_error *e
 		goto fail;
 	}
 	cs_sql_harden(t->db, 0);
+	scan_register(t->db);
 	sqlite3_busy_timeout(t->db, 2000);
 	sqlite3_exec(t->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL);
 	work_limit_set(t);
@@ -1231,87 +1235,155 @@ static int64_t null_value(const struct cs_column_def *c)
 	}
 }
 
-int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
-		       const int *columns, int ncolumns,
-		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
-{
+/* A scan under way: the columns asked for, how each is read, and where its rows go. */
+struct scan {
 	const struct cs_event_table_def *d;
-	cs_strbuf sql = CS_STRBUF_INIT;
-	sqlite3_stmt *st = NULL;
-	int64_t values[CS_SCAN_MAX_COLUMNS], nulls[CS_SCAN_MAX_COLUMNS];
+	const int *columns;
+	int ncolumns;
 	unsigned char type[CS_SCAN_MAX_COLUMNS];
-	int known[CS_SCAN_MAX_COLUMNS] = {0};
-	int ends[CS_SCAN_MAX_COLUMNS], nends = 0; /* listed ENDs whose start is listed too */
-	int rc, stop = 0;
+	int64_t values[CS_SCAN_MAX_COLUMNS], nulls[CS_SCAN_MAX_COLUMNS];
+	int known[CS_SCAN_MAX_COLUMNS];
+	int ends[CS_SCAN_MAX_COLUMNS], nends; /* listed ENDs whose start is listed too */
+	int (*row)(const int64_t *values, void *arg);
+	void *arg;
+	int stop; /* row()'s last value */
+};
 
-	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !row || ncolumns < 1 ||
-	    ncolumns > CS_SCAN_MAX_COLUMNS)
-		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_scan: bad argument");
-	d = &cs_event_table_defs[kind];
-	for (int i = 0; i < d->ncolumns; i++)
-		values[i] = nulls[i] = null_value(&d->col[i]);
-	cs_strbuf_puts(&sql, "SELECT ");
-	for (int i = 0; i < ncolumns; i++) {
-		if (columns[i] < 0 || columns[i] >= d->ncolumns) {
-			cs_strbuf_free(&sql);
-			return cs_error_set(err, CS_ERR_INVALID,
-					    "cs_trace_scan: %s has no column %d",
-					    cs_event_kind_table(kind), columns[i]);
+/* One row's values (v[i]: the column columns[i]) as cs_trace_scan() hands them over; row()'s
+ * value. */
+static int scan_row(struct scan *s, sqlite3_value **v)
+{
+	int64_t *values = s->values;
+	int *known = s->known;
+
+	for (int i = 0; i < s->ncolumns; i++) {
+		int c = s->columns[i];
+
+		known[c] = sqlite3_value_type(v[i]) != SQLITE_NULL;
+		values[c] = known[c] ? sqlite3_value_int64(v[i]) : s->nulls[c];
+		if (!known[c])
+			continue;
+		if ((s->type[i] == CS_COLTYPE_TS || s->type[i] == CS_COLTYPE_END) &&
+		    !cs_ts_plausible(values[c])) {
+			values[c] = s->nulls[c];
+			known[c] = 0;
+		} else if (s->type[i] == CS_COLTYPE_BYTES && !cs_bytes_plausible(values[c])) {
+			values[c] = 0;
 		}
-		type[i] = (unsigned char)d->col[columns[i]].type;
 	}
-	select_list(&sql, t, kind, columns, ncolumns);
-	for (int i = 0; i < ncolumns; i++) {
-		const struct cs_column_def *c = &d->col[columns[i]];
+	/* an end whose start is known (both stored and plausible) reads as null when implausible */
+	for (int i = 0; i < s->nends; i++) {
+		int e = s->ends[i], b = s->d->col[e].base;
 
-		for (int j = 0; c->type == CS_COLTYPE_END && j < ncolumns; j++)
-			if (columns[j] == c->base) {
-				ends[nends++] = columns[i];
-				break;
-			}
+		if (known[b] && known[e] && cs_ts_end_clean(values[b], values[e]) == CS_TS_UNKNOWN)
+			values[e] = s->nulls[e];
 	}
-	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
-	cs_strbuf_printf(&sql, " FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
-			 cs_event_kind_table(kind));
-	if (sql.failed) {
-		cs_strbuf_free(&sql);
-		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	return s->row(values, s->arg);
+}
+
+/*
+ * The aggregate cs_scan(scan, columns...) hands each row it steps over to the scan (a pointer
+ * bound to its first argument): one statement step reads the whole range, and the values come as
+ * the arguments of the call, without a sqlite3_column_*() call (and the connection's mutex) per
+ * column. A row() that stops the scan ends the statement with an error the scan recognizes.
+ */
+#define SCAN_POINTER "cuscope-scan"
+
+static void scan_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct scan *s = argc > 0 ? sqlite3_value_pointer(argv[0], SCAN_POINTER) : NULL;
+
+	if (!s || argc - 1 != s->ncolumns) {
+		sqlite3_result_error(ctx, "cs_scan: bad arguments", -1);
+		return;
 	}
-	rc = sqlite3_prepare_v2(t->db, cs_strbuf_str(&sql), -1, &st, NULL);
-	cs_strbuf_free(&sql);
+	s->stop = scan_row(s, argv + 1);
+	if (s->stop)
+		sqlite3_result_error(ctx, "cs_scan: stopped", -1);
+}
+
+static void scan_final(sqlite3_context *ctx)
+{
+	sqlite3_result_null(ctx);
+}
+
+static int scan_register(sqlite3 *db)
+{
+	return sqlite3_create_function_v2(db, "cs_scan", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+					  NULL, scan_step, scan_final, NULL);
+}
+
+/*
+ * The plan of the statement sql when SQLite reads its rows by one walk of one table, no sort and no
+ * subquery (EXPLAIN QUERY PLAN: a single SCAN or SEARCH, no temporary b-tree): its one line, which
+ * names the table and how it is walked, into plan (of len bytes); 0 when the plan is another.
+ */
+static int plain_plan(cs_trace *t, const char *sql, char *plan, size_t len)
+{
+	cs_strbuf q = CS_STRBUF_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc, rows = 0, plain = 1, args;
+
+	cs_strbuf_printf(&q, "EXPLAIN QUERY PLAN %s", sql);
+	if (q.failed) {
+		cs_strbuf_free(&q);
+		return 0;
+	}
+	args = sqlite3_limit(t->db, SQLITE_LIMIT_FUNCTION_ARG, CS_SCAN_MAX_COLUMNS + 1);
+	rc = sqlite3_prepare_v2(t->db, cs_strbuf_str(&q), -1, &st, NULL);
+	sqlite3_limit(t->db, SQLITE_LIMIT_FUNCTION_ARG, args);
+	cs_strbuf_free(&q);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *detail = (const char *)sqlite3_column_text(st, 3);
+
+		if (++rows > 1 || !detail ||
+		    (strncmp(detail, "SCAN ", 5) && strncmp(detail, "SEARCH ", 7)) ||
+		    strstr(detail, "TEMP B-TREE") || strlen(detail) >= len)
+			plain = 0;
+		else
+			strcpy(plan, detail);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE && rows == 1 && plain;
+}
+
+/*
+ * 1 when the aggregate statement (cs_scan() of the rows of one event table) sees the rows in the
+ * order of the ordered one (the same SELECT ... ORDER BY rowid): both walk the same table the same
+ * way, and the ordered one needs no sort. So on a trace cuscope wrote (a view that SQLite flattens
+ * into a walk of its _DATA table, or a table); not on a view that sorts its rows itself (not
+ * flattened into the aggregate) or numbers them in another order (the ordered one sorts).
+ */
+static int scan_in_order(cs_trace *t, const char *ordered, const char *aggregate)
+{
+	char a[256], b[256];
+
+	return plain_plan(t, ordered, a, sizeof(a)) && plain_plan(t, aggregate, b, sizeof(b)) &&
+	       !strcmp(a, b);
+}
+
+/* The scan by stepping the ordered statement sql row by row. */
+static int scan_stepped(cs_trace *t, struct scan *s, const char *sql, int64_t first, int64_t end,
+			cs_error *err)
+{
+	sqlite3_value *v[CS_SCAN_MAX_COLUMNS];
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return sql_error(t, rc, err);
 	sqlite3_bind_int64(st, 1, first < 0 ? 0 : first);
 	sqlite3_bind_int64(st, 2, end);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		for (int i = 0; i < ncolumns; i++) {
-			/* one API call per column: the sqlite3_value_* calls are cheap */
-			sqlite3_value *v = sqlite3_column_value(st, i);
-			int c = columns[i];
-
-			known[c] = sqlite3_value_type(v) != SQLITE_NULL;
-			values[c] = known[c] ? sqlite3_value_int64(v) : nulls[c];
-			if (!known[c])
-				continue;
-			if ((type[i] == CS_COLTYPE_TS || type[i] == CS_COLTYPE_END) &&
-			    !cs_ts_plausible(values[c])) {
-				values[c] = nulls[c];
-				known[c] = 0;
-			} else if (type[i] == CS_COLTYPE_BYTES && !cs_bytes_plausible(values[c])) {
-				values[c] = 0;
-			}
-		}
-		/* an end whose start is known (both stored and plausible) reads as null when
-		 * implausible */
-		for (int i = 0; i < nends; i++) {
-			int e = ends[i], s = d->col[e].base;
-
-			if (known[s] && known[e] &&
-			    cs_ts_end_clean(values[s], values[e]) == CS_TS_UNKNOWN)
-				values[e] = nulls[e];
-		}
-		stop = row(values, arg);
-		if (stop)
+		for (int i = 0; i < s->ncolumns; i++)
+			v[i] = sqlite3_column_value(st, i);
+		s->stop = scan_row(s, v);
+		if (s->stop)
 			break;
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -1320,7 +1392,98 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 		return rc;
 	}
 	sqlite3_finalize(st);
-	return stop < 0 ? stop : CS_OK;
+	return s->stop < 0 ? s->stop : CS_OK;
+}
+
+/* The scan by one step of the aggregate statement sql (cs_scan(?3, columns...)). */
+static int scan_aggregate(cs_trace *t, struct scan *s, const char *sql, int64_t first,
+			  int64_t end, cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, args;
+
+	/* the hardened limit of 8 arguments, lifted for this statement (its view's expressions
+	 * included) only */
+	args = sqlite3_limit(t->db, SQLITE_LIMIT_FUNCTION_ARG, CS_SCAN_MAX_COLUMNS + 1);
+	rc = sqlite3_prepare_v2(t->db, sql, -1, &st, NULL);
+	sqlite3_limit(t->db, SQLITE_LIMIT_FUNCTION_ARG, args);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	sqlite3_bind_int64(st, 1, first < 0 ? 0 : first);
+	sqlite3_bind_int64(st, 2, end);
+	sqlite3_bind_pointer(st, 3, s, SCAN_POINTER, NULL);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE && !s->stop) {
+		rc = sql_error(t, rc, err);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	return s->stop < 0 ? s->stop : CS_OK;
+}
+
+int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int64_t end,
+		       const int *columns, int ncolumns,
+		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err)
+{
+	cs_strbuf list = CS_STRBUF_INIT, sql = CS_STRBUF_INIT, agg = CS_STRBUF_INIT;
+	struct scan *s;
+	int rc;
+
+	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !columns || !row || ncolumns < 1 ||
+	    ncolumns > CS_SCAN_MAX_COLUMNS)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_scan: bad argument");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	s->d = &cs_event_table_defs[kind];
+	s->columns = columns;
+	s->ncolumns = ncolumns;
+	s->row = row;
+	s->arg = arg;
+	for (int i = 0; i < s->d->ncolumns; i++)
+		s->values[i] = s->nulls[i] = null_value(&s->d->col[i]);
+	for (int i = 0; i < ncolumns; i++) {
+		if (columns[i] < 0 || columns[i] >= s->d->ncolumns) {
+			free(s);
+			return cs_error_set(err, CS_ERR_INVALID,
+					    "cs_trace_scan: %s has no column %d",
+					    cs_event_kind_table(kind), columns[i]);
+		}
+		s->type[i] = (unsigned char)s->d->col[columns[i]].type;
+	}
+	for (int i = 0; i < ncolumns; i++) {
+		const struct cs_column_def *c = &s->d->col[columns[i]];
+
+		for (int j = 0; c->type == CS_COLTYPE_END && j < ncolumns; j++)
+			if (columns[j] == c->base) {
+				s->ends[s->nends++] = columns[i];
+				break;
+			}
+	}
+	select_list(&list, t, kind, columns, ncolumns);
+	/* rows are numbered 1..N in time order: the n-th event (from 0) has rowid n + 1 */
+	cs_strbuf_printf(&sql, "SELECT %s FROM %s WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid",
+			 cs_strbuf_str(&list), cs_event_kind_table(kind));
+	if (list.failed || sql.failed) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	} else {
+		cs_strbuf_printf(&agg,
+				 "SELECT cs_scan(?3, %s) FROM %s WHERE rowid > ?1 AND rowid <= ?2",
+				 cs_strbuf_str(&list), cs_event_kind_table(kind));
+		if (agg.failed)
+			rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+		else if (scan_in_order(t, cs_strbuf_str(&sql), cs_strbuf_str(&agg)))
+			rc = scan_aggregate(t, s, cs_strbuf_str(&agg), first, end, err);
+		else
+			rc = scan_stepped(t, s, cs_strbuf_str(&sql), first, end, err);
+	}
+	cs_strbuf_free(&agg);
+	cs_strbuf_free(&list);
+	cs_strbuf_free(&sql);
+	free(s);
+	return rc;
 }
 
 /* ---- the timeline overview ---- */

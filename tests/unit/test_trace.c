@@ -2175,6 +2175,67 @@ START_TEST(test_work_limit)
 }
 END_TEST
 
+struct scan_starts {
+	int64_t start[64];
+	int n;
+};
+
+static int scan_start(const int64_t *v, void *arg)
+{
+	struct scan_starts *r = arg;
+
+	if (r->n < 64)
+		r->start[r->n] = v[CS_COL_KERNEL_start];
+	r->n++;
+	return 0;
+}
+
+/*
+ * The bulk scan hands rows over in rowid order whatever the file's view does: through one step of
+ * its aggregate when the view is read by one walk of its table in rowid order (a trace as written),
+ * row by row through the ordered statement when the view sorts its rows itself.
+ */
+START_TEST(test_scan_order)
+{
+	char *path = new_trace_path("sorted_view.db");
+	cs_trace_writer *w = open_writer(path);
+	static const int cols[] = {CS_COL_KERNEL_start, CS_COL_KERNEL_end};
+	struct scan_starts r;
+	cs_error err = {0};
+	cs_trace *t;
+
+	for (int i = 0; i < 50; i++) {
+		cs_kernel k = plain_kernel(1000 + (int64_t)i * 5000, 3000 + (int64_t)i * 5000);
+
+		ck_assert_int_eq(cs_writer_add_kernel(w, &k), CS_OK);
+	}
+	finish_writer(w);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			sql_exec(path, "DROP VIEW CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW "
+				       "CUPTI_ACTIVITY_KIND_KERNEL AS SELECT rowid AS rowid, start AS "
+				       "start, start + endRel AS end FROM "
+				       "CUPTI_ACTIVITY_KIND_KERNEL_DATA ORDER BY start DESC");
+		t = open_trace(path);
+		memset(&r, 0, sizeof(r));
+		ck_assert_int_eq(cs_trace_scan(t, CS_EV_KERNEL, cols, 2, scan_start, &r, &err),
+				 CS_OK);
+		ck_assert_int_eq(r.n, 50);
+		for (int i = 0; i < 50; i++)
+			ck_assert_int_eq(r.start[i], 1000 + (int64_t)i * 5000);
+		memset(&r, 0, sizeof(r));
+		ck_assert_int_eq(cs_trace_scan_rows(t, CS_EV_KERNEL, 10, 20, cols, 2, scan_start, &r,
+						    &err),
+				 CS_OK);
+		ck_assert_int_eq(r.n, 10);
+		for (int i = 0; i < 10; i++)
+			ck_assert_int_eq(r.start[i], 1000 + (int64_t)(i + 10) * 5000);
+		cs_trace_close(t);
+	}
+	free(path);
+}
+END_TEST
+
 /* One track the many-tracks test writes, and what the overview should say of it. */
 struct ov_expect {
 	int kind;
@@ -2663,6 +2724,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_overview_many_tracks);
 	tcase_add_test(tc, test_overview_hostile);
 	tcase_add_test(tc, test_work_limit);
+	tcase_add_test(tc, test_scan_order);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_open_text_file);
 	tcase_add_test(tc, test_open_empty_file);
