@@ -425,7 +425,9 @@ int cmd_export(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	if (output && !output[0])
 		return cli_usage_error(argv[0], "empty output name");
-	rc = cli_open_trace(path, &t, 0); /* its reader thread shares it */
+	/* one thread at a time: the exporter's reader thread uses it alone between its start and
+	 * its join (src/export/export.c, export_events) */
+	rc = cli_open_trace(path, &t, CS_TRACE_ONE_THREAD);
 	if (rc)
 		return rc;
 	rc = cli_check_pid(t, path, opts.pid);

@@ -385,6 +385,7 @@ struct driver {
 	/* device memory in use (the timeline's counter) */
 	cs_tl_mem mem;
 	/* names */
+	struct name_memo *kernel_names; /* KERNEL_NAMES slots by name id, made on first use */
 	char *memcpy_names[4096];
 	char api_name[256];
 	cs_export_stats st;
@@ -396,6 +397,19 @@ struct driver {
 };
 
 #define GPU_PID_BASE (1 << 30) /* above any Linux pid (pid_max is at most 2^22) */
+
+/*
+ * A kernel name's demangled forms, by its name id: a kernel's slice asks for them once per kernel,
+ * and the demangler's cache hashes the whole (often long) name each time. The forms are those of
+ * cs_demangle_short() and cs_demangle(), which give a name the same strings every time.
+ */
+#define KERNEL_NAMES (1 << 16)
+struct name_memo {
+	const char *name; /* the recorded name; NULL: an empty slot */
+	int64_t id;
+	const char *shrt, *full;
+	int shrt_differs, full_differs; /* from the recorded name */
+};
 
 static uint64_t mix64(uint64_t k)
 {
@@ -1033,6 +1047,28 @@ static int known_span(int64_t start, int64_t end)
 	return start != CS_TS_UNKNOWN && end != CS_TS_UNKNOWN && end >= start;
 }
 
+/* The demangled forms of k's name (k->name is set), from the memo of its name id. */
+static const struct name_memo *kernel_name(struct driver *d, const cs_kernel *k)
+{
+	static struct name_memo one; /* no memo (out of memory): the forms of this kernel */
+	struct name_memo *m = &one;
+
+	if (!d->kernel_names)
+		d->kernel_names = calloc(KERNEL_NAMES, sizeof(*d->kernel_names));
+	if (d->kernel_names) {
+		m = &d->kernel_names[(uint64_t)k->name_id & (KERNEL_NAMES - 1)];
+		if (m->name == k->name && m->id == k->name_id)
+			return m;
+	}
+	m->name = k->name;
+	m->id = k->name_id;
+	m->shrt = cs_demangle_short(k->name);
+	m->full = cs_demangle(k->name);
+	m->shrt_differs = strcmp(m->shrt, k->name) != 0;
+	m->full_differs = strcmp(m->full, k->name) != 0;
+	return m;
+}
+
 static int on_kernel(struct driver *d, const cs_kernel *k)
 {
 	struct ex_event e;
@@ -1051,11 +1087,13 @@ static int on_kernel(struct driver *d, const cs_kernel *k)
 	if (k->name) {
 		/* the short demangled name on the slice; the whole one and the recorded one in its
 		 * args (docs/commands/export.md) */
-		e.name = cs_demangle_short(k->name);
+		const struct name_memo *m = kernel_name(d, k);
+
+		e.name = m->shrt;
 		e.name_iid = EX_IID_STRINGS + 2 * (uint64_t)k->name_id;
-		if (strcmp(e.name, k->name)) {
-			ex_arg_str(&e, EX_KEY_KERNEL_NAME, EX_ARG_STR, cs_demangle(k->name));
-			if (strcmp(cs_demangle(k->name), k->name))
+		if (m->shrt_differs) {
+			ex_arg_str(&e, EX_KEY_KERNEL_NAME, EX_ARG_STR, m->full);
+			if (m->full_differs)
 				ex_arg_str(&e, EX_KEY_MANGLED_NAME, EX_ARG_STR, k->name);
 		}
 	} else {
@@ -1868,6 +1906,7 @@ static int load_info(struct driver *d)
 
 static void driver_free(struct driver *d)
 {
+	free(d->kernel_names);
 	for (int i = 0; i < d->ex.nprocs; i++)
 		free(d->ex.procs[i].command_line);
 	free(d->ex.procs);

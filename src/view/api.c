@@ -869,14 +869,16 @@ static int load_timeline(struct view_data *v, cs_error *err)
 		parts[i].max_name = -1;
 		cs_tl_mem_init(&parts[i].mem);
 	}
-	/* parts[0]: the first kernels on the given trace; parts[1]: the rest on its own */
+	/* parts[0]: the first kernels; parts[1]: the rest, then the other tables */
 	if (nk >= PARALLEL_MIN_KERNELS) {
 		/* a row of the other tables costs about 3/4 of a kernel row (fewer columns) */
 		int64_t half = (nk + other * 3 / 4) / 2;
 
 		split = half < nk ? half : nk;
 	}
-	parts[0].t = v->trace;
+	/* each part on a connection of its own, without SQLite's locking on every call: the
+	 * server's (v->trace, serialized) answers the summary from the overview meanwhile */
+	parts[0].t = NULL;
 	parts[0].kfirst = 0;
 	parts[0].kend = split;
 	parts[1].kfirst = split;
@@ -885,7 +887,7 @@ static int load_timeline(struct view_data *v, cs_error *err)
 	if (split > 0)
 		threaded = pthread_create(&thread, NULL, part_run, &parts[1]) == 0;
 	if (!threaded) {
-		/* one thread reads everything, on the given trace */
+		/* one thread reads everything */
 		parts[0].kend = nk;
 		parts[0].others = 1;
 	}
