@@ -28,32 +28,36 @@ void cs_dump_setup(const char *dir)
 	snprintf(dump_req_path, sizeof(dump_req_path), "%s/%s", dir, CS_DUMP_REQUEST);
 }
 
-/* Write "<dir>/<name>.done" (by rename, so that it appears whole): the main file's length and
- * the snapshot's status. */
+int cs_file_put(const char *dir, const char *name, const char *text, size_t len)
+{
+	char tmp[8400], path[8400];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len || close(fd) || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Write "<dir>/<name>.done": the main file's length and the snapshot's status. */
 static void dump_done(const char *dir, uint64_t len, int rc)
 {
 	const char *path = cs_out_path(), *base;
-	char tmp[8400], done[8400], text[64];
-	int fd, n;
+	char name[4200], text[64];
+	int n;
 
 	if (!path)
 		return;
 	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	snprintf(tmp, sizeof(tmp), "%s/.%s%s", dir, base, CS_DUMP_DONE_SUFFIX);
-	snprintf(done, sizeof(done), "%s/%s%s", dir, base, CS_DUMP_DONE_SUFFIX);
+	snprintf(name, sizeof(name), "%s%s", base ? base + 1 : path, CS_DUMP_DONE_SUFFIX);
 	n = snprintf(text, sizeof(text), "%llu %d\n", (unsigned long long)len, rc);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (write(fd, text, (size_t)n) != n) {
-		close(fd);
-		unlink(tmp);
-		return;
-	}
-	close(fd);
-	if (rename(tmp, done))
-		unlink(tmp);
+	cs_file_put(dir, name, text, (size_t)n);
 }
 
 void cs_dump_poll(uint64_t now)

@@ -13,7 +13,6 @@
  * stores its correlation id in its thread's slot, so that the notice can say whether work was
  * launched after the last that completed.
  */
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +37,7 @@ static __thread int tls_slot __attribute__((tls_model("initial-exec"))) = -1;
 static _Atomic uint64_t gpu_done;	 /* latest end of GPU work delivered, CUPTI ns */
 static _Atomic uint32_t corr_done; /* the latest correlation id of completed GPU work */
 static uint64_t after_ns;
-static char notice_path[4200];
+static char notice_dir[4096], notice_name[64]; /* "hang.<pid>" in the spool directory */
 static uint64_t reported; /* the start of the wait last reported; 0 none */
 static const char *(*name_of)(int domain, uint32_t cbid);
 
@@ -48,7 +47,8 @@ void cs_hang_setup(const char *dir, uint64_t after, const char *(*namer)(int, ui
 		return;
 	after_ns = after;
 	name_of = namer;
-	snprintf(notice_path, sizeof(notice_path), "%s/hang.%d", dir, (int)getpid());
+	snprintf(notice_dir, sizeof(notice_dir), "%s", dir);
+	snprintf(notice_name, sizeof(notice_name), "hang.%d", (int)getpid());
 }
 
 int cs_hang_on(void)
@@ -122,7 +122,7 @@ int cs_hang_poll(uint64_t now)
 	uint64_t done = atomic_load(&gpu_done), oldest = 0;
 	unsigned n = atomic_load(&nslots);
 	uint32_t launched = 0;
-	int fd, hung = 0;
+	int hung = 0;
 
 	if (!after_ns)
 		return 0;
@@ -169,21 +169,5 @@ int cs_hang_poll(uint64_t now)
 					(unsigned long long)start, atomic_load(&slots[i].corr),
 					name ? name : "?");
 	}
-	{
-		char tmp[sizeof(notice_path) + 8];
-
-		snprintf(tmp, sizeof(tmp), "%s.tmp", notice_path);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return 0;
-		if (write(fd, text, len) != (ssize_t)len || close(fd)) {
-			unlink(tmp);
-			return 0;
-		}
-		if (rename(tmp, notice_path)) {
-			unlink(tmp);
-			return 0;
-		}
-	}
-	return 1;
+	return cs_file_put(notice_dir, notice_name, text, len) ? 0 : 1;
 }

@@ -8,7 +8,6 @@
  * job that slows down for good makes a few dumps, not one per step. Two steps ending at once on
  * two threads: the second is not judged (the lock is only ever tried).
  */
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,22 +58,13 @@ static int cmp_u64(const void *a, const void *b)
 /* Write "slow.<pid>.<n>": the step's duration, the median, its end (CUPTI ns). */
 static void write_notice(uint64_t dur, uint64_t median, uint64_t end)
 {
-	char path[4200], tmp[4200], text[128];
-	int fd, len;
+	char name[64], text[128];
+	int len;
 
-	snprintf(path, sizeof(path), "%s/slow.%d.%u", slow.spool, (int)getpid(), slow.notices);
-	snprintf(tmp, sizeof(tmp), "%s/.slow.%d.%u", slow.spool, (int)getpid(), slow.notices);
+	snprintf(name, sizeof(name), "slow.%d.%u", (int)getpid(), slow.notices);
 	len = snprintf(text, sizeof(text), "%llu %llu %llu\n", (unsigned long long)dur,
 		       (unsigned long long)median, (unsigned long long)end);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, text, (size_t)len) != len || close(fd)) {
-		unlink(tmp);
-		return;
-	}
-	if (rename(tmp, path))
-		unlink(tmp);
+	cs_file_put(slow.spool, name, text, (size_t)len);
 }
 
 int cs_slow_step_end(uint64_t start, uint64_t end)
