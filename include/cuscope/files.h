@@ -68,6 +68,13 @@ int cs_same_file(const char *a, const char *b);
 int cs_output_check(const char *path, int force, int *direct);
 
 /*
+ * Write text as "<dir>/<name>", whole: into "<dir>/.<name>" first (mode 0600), then renamed, so
+ * that a reader of the directory never sees part of it (the spool's dump requests and answers,
+ * slow-step and hang notices). Two writers of one name must not run at once. 0 or -1, errno set.
+ */
+int cs_file_put(const char *dir, const char *name, const char *text, size_t len);
+
+/*
  * An output file written atomically: cs_outfile_open() checks path with cs_output_check(), then
  * creates "PATH.tmp.RANDOM" beside it with O_CREAT|O_EXCL|O_NOFOLLOW (a link planted there is not
  * followed: the open fails), mode 0666 less the umask; write to fd; cs_outfile_commit() closes fd

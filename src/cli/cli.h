@@ -61,8 +61,13 @@ int cli_session_write(const char *spool, const char *output, const char *command
  * (cap bytes, when not NULL); returns a CLI_EXIT_ code. */
 int cli_dump(const char *spool, const char *output, int force, double timeout_s, int quiet,
 	     char *written, size_t cap);
-/* 1 when a process of the recording at spool left a hang notice (src/collectors/hang.c). */
-int cli_hang_notices(const char *spool);
+/* The notices the processes of the recording at spool left, in one read of the directory: *slow
+ * = 1 for a slow-step notice ("slow.<pid>.<n>", src/collectors/slow_step.c), *hang = 1 for a hang
+ * notice ("hang.<pid>", src/collectors/hang.c). */
+void cli_notices(const char *spool, int *slow, int *hang);
+/* The length of path without the extension of its last component (".db" of "a/x.db"; none of
+ * "a.b/x"): where "<stem>.dump-N.db" and "<stem>.hang.txt" are made. */
+int cli_path_stem(const char *path);
 /* Write the hang report of the notices in spool (which it removes) to out, with what the dump
  * (NULL when none was written) tells of the streams and NCCL; returns the notices read. */
 int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump);

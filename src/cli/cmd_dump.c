@@ -318,37 +318,19 @@ static void dump_progress(uint64_t done, uint64_t total, void *arg)
 /* The default output: the recording's with ".dump-<n>" before its extension. */
 static void default_output(char *buf, size_t cap, const char *output, unsigned n)
 {
-	const char *slash = strrchr(output, '/');
-	const char *dot = strrchr(slash ? slash : output, '.');
-	int stem = dot && dot != (slash ? slash + 1 : output) ? (int)(dot - output)
-							     : (int)strlen(output);
+	int stem = cli_path_stem(output);
 
-	snprintf(buf, cap, "%.*s.dump-%u%s", stem, output, n, dot && stem < (int)strlen(output)
-								     ? dot
-								     : ".db");
+	snprintf(buf, cap, "%.*s.dump-%u%s", stem, output, n,
+		 output[stem] ? output + stem : ".db");
 }
 
 /* Ask for the directory n's snapshot: "dump.req" holds n, replaced whole. */
 static int write_request(const char *spool, unsigned n)
 {
-	char path[4200], tmp[4200], text[32];
-	int fd, len;
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%u\n", n);
 
-	snprintf(path, sizeof(path), "%s/%s", spool, CS_DUMP_REQUEST);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", spool, CS_DUMP_REQUEST, (int)getpid());
-	len = snprintf(text, sizeof(text), "%u\n", n);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (write(fd, text, (size_t)len) != len || close(fd)) {
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, path)) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return cs_file_put(spool, CS_DUMP_REQUEST, text, (size_t)len);
 }
 
 /* The number after the last request, from "dump.req" (0 when none). */

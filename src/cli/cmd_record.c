@@ -454,7 +454,6 @@ static void dump_hang(const char *spool, const char *command, const struct recor
 {
 	char dump[PATH_MAX + 64] = "", txt[PATH_MAX + 80], line[512];
 	const char *base;
-	size_t stem;
 	FILE *f;
 
 	if (!o->quiet)
@@ -464,10 +463,7 @@ static void dump_hang(const char *spool, const char *command, const struct recor
 	if (cli_dump(spool, NULL, 0, 10.0, o->quiet, dump, sizeof(dump)))
 		dump[0] = '\0';
 	base = dump[0] ? dump : o->output;
-	stem = strlen(base);
-	if (stem > 3 && !strcmp(base + stem - 3, ".db"))
-		stem -= 3;
-	snprintf(txt, sizeof(txt), "%.*s.hang.txt", (int)stem, base);
+	snprintf(txt, sizeof(txt), "%.*s.hang.txt", cli_path_stem(base), base);
 	f = fopen(txt, "w");
 	if (!f) {
 		cli_error("cannot write '%s': %s", txt, strerror(errno));
@@ -508,10 +504,12 @@ static void wait_program(pid_t pid, int *status, const char *spool, const char *
 		}
 		if (poll && r == 0) {
 			struct timespec ts = {0, 200 * 1000 * 1000};
+			int slow, hang;
 
-			if (o->slow_step > 0)
+			cli_notices(spool, &slow, &hang);
+			if (slow && o->slow_step > 0)
 				dump_slow_steps(spool, o);
-			if (o->hang_after > 0 && cli_hang_notices(spool))
+			if (hang && o->hang_after > 0)
 				dump_hang(spool, command, o);
 			nanosleep(&ts, NULL);
 		}

@@ -202,21 +202,30 @@ static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int
 	}
 }
 
-int cli_hang_notices(const char *spool)
+void cli_notices(const char *spool, int *slow, int *hang)
 {
 	DIR *d = opendir(spool);
 	struct dirent *de;
-	int found = 0;
+	char *end;
 
-	while (d && !found && (de = readdir(d))) {
-		char *end;
-
-		found = !strncmp(de->d_name, "hang.", 5) && strtol(de->d_name + 5, &end, 10) > 0 &&
-			!*end;
+	*slow = *hang = 0;
+	while (d && (de = readdir(d))) {
+		if (!strncmp(de->d_name, "slow.", 5))
+			*slow = 1;
+		else if (!strncmp(de->d_name, "hang.", 5) && strtol(de->d_name + 5, &end, 10) > 0 &&
+			 !*end)
+			*hang = 1;
 	}
 	if (d)
 		closedir(d);
-	return found;
+}
+
+int cli_path_stem(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	const char *dot = strrchr(base, '.');
+
+	return dot && dot != base ? (int)(dot - path) : (int)strlen(path);
 }
 
 int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump)

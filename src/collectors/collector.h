@@ -47,10 +47,6 @@ const char *cs_out_path(void);
 
 /* ---- dump.c: dumps on request ---- */
 
-/* Write text as "<dir>/<name>", whole: into "<dir>/.<name>" first, then renamed, so that a reader
- * of the directory never sees part of it (dumps' answers, slow-step and hang notices). 0 or -1. */
-int cs_file_put(const char *dir, const char *name, const char *text, size_t len);
-
 /* After cs_out_open into dir: serve dumps when under `cuscope record`. */
 void cs_dump_setup(const char *dir);
 /* On the flush thread, once per flush period (now: CUPTI ns): serve the dumps asked for since the

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "cuscope/files.h"
 
 static char dump_req_path[4200]; /* "<spool dir>/dump.req"; empty when not under record */
 static char dump_spool[4096];
@@ -26,23 +27,6 @@ void cs_dump_setup(const char *dir)
 		return;
 	snprintf(dump_spool, sizeof(dump_spool), "%s", dir);
 	snprintf(dump_req_path, sizeof(dump_req_path), "%s/%s", dir, CS_DUMP_REQUEST);
-}
-
-int cs_file_put(const char *dir, const char *name, const char *text, size_t len)
-{
-	char tmp[8400], path[8400];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s", dir, name);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (write(fd, text, len) != (ssize_t)len || close(fd) || rename(tmp, path)) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
 }
 
 /* Write "<dir>/<name>.done": the main file's length and the snapshot's status. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "cuscope/files.h"
 
 #define HANG_SLOTS 256
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "cuscope/files.h"
 
 #define SLOW_WINDOW  64
 #define SLOW_WARMUP  3

@@ -328,3 +328,22 @@ void cs_outfile_abort(cs_outfile *o)
 	o->path = o->tmp = NULL;
 	errno = e;
 }
+
+int cs_file_put(const char *dir, const char *name, const char *text, size_t len)
+{
+	char tmp[8400], path[8400];
+	int fd, e;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len || close(fd) || rename(tmp, path)) {
+		e = errno;
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
