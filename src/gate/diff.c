@@ -405,7 +405,8 @@ out:
  * Host-bound runs: the places of new's step (the k-th launch of a kernel name, cs_run.gaps) whose
  * host time before the launch grew, at the baselines' host speed, past the host_gap threshold:
  * its relative part a share of the baselines' step time, its absolute part in ns (the row's
- * threshold becomes the larger, in ns). Only those places get a row: a step has hundreds of
+ * threshold becomes the larger, in ns; with one baseline, also the host floor of the place's own
+ * time). Only those places get a row: a step has hundreds of
  * them. A place that a baseline lacks is not compared (the program changed there; the counts
  * and kernel rows say how).
  */
@@ -435,6 +436,10 @@ static int host_gap_rows(cs_diff *d, int32_t *cap, const cs_gate_config *c)
 			raw += v / d->nbases;
 			base += v / (d->host_speeds ? d->host_speeds[b] : 1) / d->nbases;
 		}
+		/* one baseline cannot show how much the place moves between runs: as a host-bound
+		 * wall metric, it must also pass the host floor of its own time */
+		if (d->nbases == 1)
+			floor = fmax(floor, d->host_floor * base);
 		if (b < d->nbases || g->time_per_step / d->new_scale / sn - base <= floor)
 			continue;
 		if (add_row(d, cap, CS_GM_HOST_GAP, g->name, raw, g->time_per_step / d->new_scale,
