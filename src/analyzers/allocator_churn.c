@@ -182,7 +182,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = 0;
 	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
 			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
-		goto out_free;
+		goto out;
 
 	rc = CS_ERR_NOMEM;
 	ru_sort_i64(seen.v, seen.n);
@@ -230,8 +230,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 "allocator",
 			 ru_fmt_bytes(b2, sizeof(b2), FACT_SEGMENT_MIN_BYTES));
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		m.uncached
 			? "Allocate once and reuse: in PyTorch, unset "
 			  "PYTORCH_NO_CUDA_MEMORY_CACHING (it turns the caching allocator off: "
@@ -248,13 +248,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			  "or allocate the largest shape once and use slices of it; with "
 			  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator grows "
 			  "one "
-			  "segment instead of allocating a block per new size.");
+			  "segment instead of allocating a block per new size.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	for (int64_t k = 0; k < calls.n; k++) {
 		int64_t i = calls.v[k];
 		const cs_a_api *x = &a->apis[i];
@@ -318,14 +315,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	f->edit = edit;
 	edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	cs_edit_free(edit);
 	fact_bursts_free(&m);
 	cs_i64s_free(&seen);

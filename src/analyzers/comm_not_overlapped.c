@@ -103,19 +103,17 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"NCCL kernels run with no compute beside them: %s of communication exposed "
 			"per step, %.0f%% overlapped",
 			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
-		f = cs_finding_new(
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
 			"which all-reduces gradient buckets during the backward pass) and "
 			"wait only where the result is needed; with DDP, keep "
-			"bucket_cap_mb small enough that the first buckets start early.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			"bucket_cap_mb small enough that the first buckets start early.",
+			steps, nsteps, lm);
+		if (!f)
 			goto nomem;
-		f->lost_ns_per_step = lm;
 	}
-	f->first = nsteps > 0 ? s->v[steps[0]].start : ctx->a->trace_start;
-	f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : ctx->a->trace_end;
-	f->stack_id = CS_ID_NONE;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
 		cJSON *ev = f->evidence, *names;
 		int ok = 1, nn = 0;
@@ -154,12 +152,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (!ok)
 			goto nomem;
 	}
-	rc = ctx->emit(ctx, f);
+	rc = 0;
 	goto out;
 nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	rc = CS_ERR_NOMEM;
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(m);
 	free(lost);

@@ -184,7 +184,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return cs_error_set(err, rc, "out of memory");
 	}
 	if (d->n == 0)
-		goto out_free;
+		goto out;
 	rc = CS_ERR_NOMEM;
 	win = stall_windows(a, h, &nwin);
 	if (h->n > 0 && !win)
@@ -240,21 +240,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				  : median_field(sum, steps, nsteps,
 						 offsetof(struct step_sum, idle_ns), tmp),
 		      nsteps);
-	/* a value whose interval holds the threshold could fall either side of it in another run:
-	 * info, with the margin in the evidence */
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Keep the value on the GPU (accumulate losses and metrics in device "
 		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
 		"ignore_index instead of a host check) and read it every N steps or after "
 		"the loop; when a value is needed on the host, copy it with "
-		"non_blocking=True into pinned memory and read it a step later.");
+		"non_blocking=True into pinned memory and read it a step later.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 
@@ -280,14 +275,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	 * holds the host (docs/replay.md) */
 	if (ru_edit_no_waits(f, d, 1))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(sum);
 	free(idle);

@@ -121,8 +121,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const
 			 "call for %s) %s%s",
 			 ru_fmt_ns(b3, sizeof(b3), stretch), rare, near1);
 	}
-	f = cs_finding_new(
-		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
+	f = ru_recur_finding(
+		RULE_ID, r, title,
 		r->recurring
 			? "Have the next batch ready before the step asks for it: load it in "
 			  "DataLoader worker processes (num_workers of a few per GPU, "
@@ -136,15 +136,11 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const
 			  "keeps the workers (and their prefetched batches) across epochs; "
 			  "otherwise "
 			  "prepare the batches of those steps ahead (num_workers, "
-			  "prefetch_factor).");
+			  "prefetch_factor).",
+		steps, nsteps);
 	if (!f)
 		goto nomem;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto nomem;
-	f->lost_ns_per_step = r->lost;
-	f->step_share = r->share;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[nsteps - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	if (best >= 0)
 		f->stack_id = a->copies[sum[best].copy].stack_id;
 	e = f->evidence;

@@ -180,19 +180,17 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			(double)matches / nsteps, (double)copies / (double)matches,
 			ru_fmt_ns(b1, sizeof(b1), lm),
 			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
-		f = cs_finding_new(
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Gather into one preallocated tensor: "
 			"torch.distributed.all_gather_into_tensor(output, input) "
 			"(_all_gather_base in older PyTorch) with output of "
 			"world_size times the input's size, instead of all_gather(list, input) and "
-			"torch.cat(list): no list tensors, no copy-out, no cat.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			"torch.cat(list): no list tensors, no copy-out, no cat.",
+			steps, nsteps, lm);
+		if (!f)
 			goto nomem;
-		f->lost_ns_per_step = lm;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
-		f->stack_id = CS_ID_NONE;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
 			int ok = 1;
@@ -213,12 +211,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				goto nomem;
 		}
 	}
-	rc = ctx->emit(ctx, f);
+	rc = 0;
 	goto out;
 nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	rc = CS_ERR_NOMEM;
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(cache);
 	free(kind);
 	free(order);

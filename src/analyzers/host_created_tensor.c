@@ -118,20 +118,16 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const
 			 ru_fmt_bytes(b3, sizeof(b3), bytes), ru_fmt_ns(b2, sizeof(b2), stretch),
 			 rare, near1);
 	}
-	f = cs_finding_new(
-		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
+	f = ru_recur_finding(
+		RULE_ID, r, title,
 		"Create the tensor on the device: torch.rand(n, device=\"cuda\") instead of "
 		"torch.rand(n).cuda(), torch.zeros/full/arange/randn(..., device=\"cuda\"); data "
 		"that must come from Python (torch.tensor(list)) is made once before the loop, or "
-		"kept on the device and updated there.");
+		"kept on the device and updated there.",
+		steps, nsteps);
 	if (!f)
 		goto nomem;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto nomem;
-	f->lost_ns_per_step = r->lost;
-	f->step_share = r->share;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[nsteps - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)idle);
 	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)stretch);

@@ -262,7 +262,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 			 rare, near1);
 	}
 	/* Information: what the sorted backward would save is not known (see the top). */
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, CS_SEV_INFO, title,
 		"Try nn.Embedding (or F.embedding(ids, weight)) instead of "
 		"weight.index_select(0, ids), and keep it if the step gets faster: its backward "
@@ -271,15 +271,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 		"many ids repeat on a GPU whose atomics are slow; on an H200 the sort cost more "
 		"than "
 		"the atomics in every size measured. sparse=True where the optimizer takes sparse "
-		"gradients (SGD, SparseAdam).");
+		"gradients (SGD, SparseAdam).",
+		steps, nsteps, 0);
 	if (!f)
 		goto nomem;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto nomem;
-	f->lost_ns_per_step = 0;
 	f->step_share = 0;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[nsteps - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "atomic_ns_per_step", (double)atomic);
 	cJSON_AddNumberToObject(e, "atomic_kernels_per_step", (double)atomics);

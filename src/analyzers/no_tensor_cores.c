@@ -427,8 +427,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "float32 GEMMs on the CUDA cores (SIMT, no tensor cores) %s: %s%s",
 				 rare, own, b2);
 		}
-		f = cs_finding_new(
-			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		f = ru_recur_finding(
+			RULE_ID, &r, title,
 			cc.major == 7
 				? "Run the matmuls in fp16 on the tensor cores: "
 				  "torch.autocast('cuda', "
@@ -441,13 +441,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				  "torch.set_float32_matmul_precision('high'); "
 				  "torch.backends.cudnn.allow_tf32 = True for convolutions); keep "
 				  "GEMM "
-				  "dimensions multiples of 8.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+				  "dimensions multiples of 8.",
+			steps, nsteps);
+		if (!f)
 			goto out;
-		f->lost_ns_per_step = r.lost;
-		f->step_share = r.share;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		f->stack_id = nnames_t ? names[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
 		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id) ||
@@ -497,14 +495,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		}
 		ru_recur_evidence(e, &r, nsteps);
 	}
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(cls);
 	free(why);
 	free(simt);

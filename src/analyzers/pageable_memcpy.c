@@ -426,7 +426,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = 0;
 	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
 			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
-		goto out_free;
+		goto out;
 
 	rc = CS_ERR_NOMEM;
 	{
@@ -489,19 +489,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "copies of pageable host memory hold the host %s%s", rare, near);
 		}
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Copy from and to pinned host memory: DataLoader(pin_memory=True), "
 		"tensor.pin_memory() or a pinned buffer made once (torch.empty(..., "
 		"pin_memory=True)) and reused with copy_(); then non_blocking=True lets the host "
 		"go on launching while the copy runs. non_blocking=True alone does nothing for "
-		"pageable memory.");
+		"pageable memory.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int32_t st;
@@ -521,14 +518,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	f->edit = edit;
 	edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	cs_edit_free(edit);
 	ru_cache_free(&own);
 	free(sum);

@@ -108,13 +108,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	snprintf(title, sizeof(title),
 		 "%s is the slowest in %d of %d steps, %s behind the others (%s)", who, sg.slowest,
 		 sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns), cause_text(sg.cause));
-	f = cs_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause));
-	if (!f || cs_finding_set_steps(f, steps, n))
+	f = ru_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
+			   sg.behind_ns);
+	if (!f)
 		goto nomem;
-	f->lost_ns_per_step = sg.behind_ns;
-	f->first = n > 0 ? ctx->steps->v[steps[0]].start : ctx->a->trace_start;
-	f->last = n > 0 ? ctx->steps->v[steps[n - 1]].end : ctx->a->trace_end;
-	f->stack_id = CS_ID_NONE;
+	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
 		int ok = 1;
@@ -154,12 +152,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (!ok)
 			goto nomem;
 	}
-	rc = ctx->emit(ctx, f);
+	rc = 0;
 	goto out;
 nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	rc = CS_ERR_NOMEM;
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(steps);
 	free(work);
 	cs_report_processes_free(&own);

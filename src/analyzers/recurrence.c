@@ -96,6 +96,17 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 		 ru_fmt_ns(b2, sizeof(b2), r->lost), r->share * 100);
 }
 
+cs_report_finding *ru_recur_finding(const char *rule, const struct ru_recur *r, const char *title,
+				    const char *fix, const int32_t *steps, int32_t nsteps)
+{
+	cs_report_finding *f = ru_finding_new(rule, r->near ? CS_SEV_INFO : ru_severity(r->share),
+					      title, fix, steps, nsteps, r->lost);
+
+	if (f)
+		f->step_share = r->share;
+	return f;
+}
+
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)
 {
 	double affected = r->steady > 0 ? (double)nsteps / (double)r->steady : 0;

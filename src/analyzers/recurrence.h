@@ -48,6 +48,14 @@ void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, 
  * (Z%)" of a pattern in a few steps (each: the cost in one of them). */
 void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, char *buf,
 			size_t size);
+/*
+ * The finding of rule about a cost r decided on (ru_finding_new(): steps[0..nsteps), title, fix):
+ * r's loss per step and share of the step, whose severity it has (ru_severity()); info when r is
+ * near a threshold, as a value whose interval holds it could fall either side of it in another
+ * run. NULL without memory.
+ */
+cs_report_finding *ru_recur_finding(const char *rule, const struct ru_recur *r, const char *title,
+				    const char *fix, const int32_t *steps, int32_t nsteps);
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 

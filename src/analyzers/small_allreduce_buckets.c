@@ -165,18 +165,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 (long long)all_med, (long long)small_med, SMALL_FACTOR,
 			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
-		f = cs_finding_new(
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
 			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
 			"one contiguous flat buffer (views of it per parameter) and all-reduce "
-			"the buffer, not each parameter's gradient.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			"the buffer, not each parameter's gradient.",
+			steps, nsteps, lm);
+		if (!f)
 			goto nomem;
-		f->lost_ns_per_step = lm;
-		f->first = nsteps > 0 ? s->v[steps[0]].start : a->trace_start;
-		f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
-		f->stack_id = CS_ID_NONE;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
 			int ok = 1;
@@ -200,12 +198,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				goto nomem;
 		}
 	}
-	rc = ctx->emit(ctx, f);
+	rc = 0;
 	goto out;
 nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
+	rc = CS_ERR_NOMEM;
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(is_ar);
 	free(cache);

@@ -172,7 +172,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	d = &waits;
 	if (d->n == 0)
-		goto out_free;
+		goto out;
 	rc = CS_ERR_NOMEM;
 	if (drop_d2h_windows(dd, &waits))
 		goto out;
@@ -214,21 +214,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				  : median_field(sum, steps, nsteps,
 						 offsetof(struct step_sum, idle_ns), tmp),
 		      nsteps);
-	/* a value whose interval holds the threshold could fall either side of it in another run:
-	 * info, with the margin in the evidence */
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Remove the synchronize from the step: CUDA orders the work of a stream by "
 		"itself; order streams with events (wait_stream, record_stream, "
 		"Event.wait) instead of a host wait; to time steps, record CUDA events and "
 		"read their elapsed time a step later or after the loop; synchronize only "
-		"where the host must see the result.");
+		"where the host must see the result.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 
@@ -244,14 +239,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	/* the fix as an edit of the run: no synchronize of the steady steps (docs/replay.md) */
 	if (ru_edit_no_waits(f, d, 0))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	fact_waits_free(&waits);
 	free(sum);

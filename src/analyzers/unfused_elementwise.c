@@ -453,18 +453,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "chains of same-size element-wise kernels could be fused %s%s",
 				 rare, b2);
 		}
-		f = cs_finding_new(
-			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		f = ru_recur_finding(
+			RULE_ID, &r, title,
 			"Fuse the chain into one kernel: torch.compile the function (or module) "
 			"that runs these operations, or use the fused built-in (F.gelu(x, "
 			"approximate='tanh'), torch.addcmul, F.silu, ...) or a custom (Triton) "
-			"kernel; each kernel of a chain reads and writes the whole tensor.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			"kernel; each kernel of a chain reads and writes the whole tensor.",
+			steps, nsteps);
+		if (!f)
 			goto out;
-		f->lost_ns_per_step = r.lost;
-		f->step_share = r.share;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		f->stack_id = st.nkinds ? st.kinds[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
 		cJSON_AddNumberToObject(e, "chains_per_step", (double)chains);
@@ -498,14 +496,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	f->edit = st.edit;
 	st.edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(ew);
 	free(st.sum);
 	free(st.kinds);

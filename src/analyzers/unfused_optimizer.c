@@ -300,33 +300,25 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 (long long)kern, (long long)tensors, rare, near1);
 		}
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Use the multi-tensor optimizer: torch.optim.AdamW(..., fused=True) (one kernel "
 		"for all tensors; Adam, AdamW, SGD, Adagrad) or foreach=True (one kernel per "
 		"operation; the default on CUDA when neither foreach nor fused is given: remove "
 		"foreach=False); in a hand-written update loop, use torch._foreach_* on the lists "
-		"of tensors.");
+		"of tensors.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	f->first = sum[steps[0]].t_first;
 	f->last = sum[steps[nsteps - 1]].t_last;
 	if (add_evidence(a, ops, sum, steps, nsteps, tmp, s, modal, f) ||
 	    ru_sites_evidence(f->evidence, &sites, steps, nsteps, MAX_SITES, &f->stack_id))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_sites_free(&sites);
 	ru_cache_free(&own);
 	free(sum);

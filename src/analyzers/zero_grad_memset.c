@@ -355,18 +355,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100);
 	}
 	/* the pattern is sure; how much it matters is its cost (info below 3% of the step) */
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, ru_severity(share), title,
 		"Release the gradients instead of zeroing them: optimizer.zero_grad() or "
 		"model.zero_grad() with set_to_none=True (the default since PyTorch 2.0; remove "
 		"set_to_none=False), or `p.grad = None` in a hand-written loop; the backward pass "
 		"then stores each new gradient instead of adding it into zeros. Code that reads "
-		".grad before the backward pass must then accept None.");
+		".grad before the backward pass must then accept None.",
+		steps, nsteps, lost);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = lost;
 	f->step_share = share;
 	f->first = sum[steps[0]].t_first;
 	f->last = sum[steps[nsteps - 1]].t_last;
@@ -433,14 +431,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (edit_accumulates(f, a, s, ops, &writes, cost))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_sites_free(&sites);
 	free(writes.v);
 	ru_cache_free(&own);
