@@ -177,11 +177,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].allocs + sum[i].frees > 0 ? sum[i].idle_ns : 0;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, idle, 1, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 
 	rc = CS_ERR_NOMEM;

@@ -79,10 +79,11 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 	rule->sum(a, s, h, sums);
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = rule->cost(sums + (size_t)i * rule->sum_size);
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+	rc = ru_recur_find(s, ctx->step_median, cost, 1, rule->min_steps, rule->min_step_share,
+			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc < 0)
 		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, rule->min_steps,
-			    rule->min_step_share, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+	if (rc)
 		rc = rule->emit(ctx, h, sums, steps, nsteps, &r, tmp, err);
 	goto out;
 nomem:

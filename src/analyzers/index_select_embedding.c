@@ -351,10 +351,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].embedding_bwd ? 0 : sum[i].atomic_ns;
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+	rc = ru_recur_find(s, ctx->step_median, cost, 1, MIN_STEPS, MIN_STEP_SHARE,
+			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc < 0)
 		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
-			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+	if (rc)
 		rc = emit_finding(ctx, sum, steps, nsteps, &r, tmp, &sites, err);
 	goto out;
 nomem:

@@ -391,11 +391,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cs_steps_kernel_time(a, s, match_pid, &c, gpu);
 	for (int32_t i = 0; i < s->n; i++)
 		lost[i] = (int64_t)((double)simt[i] * (1.0 - 1.0 / SPEEDUP));
-	if (ru_steps_nonzero(s, lost, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, lost, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, lost, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	if (fact_kernel_names(a, s, match_class, &c, &names, &nnames_t, NULL))

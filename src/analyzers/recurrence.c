@@ -96,6 +96,17 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 		 ru_fmt_ns(b2, sizeof(b2), r->lost), r->share * 100);
 }
 
+int ru_recur_find(const cs_steps *s, int64_t step_median, const int64_t *cost, int skip_ends,
+		  int32_t min_steps, double min_step_share, int32_t min_rare_steps,
+		  double min_loss_share, int64_t *tmp, int32_t **steps, int32_t *nsteps,
+		  struct ru_recur *r)
+{
+	if (ru_steps_nonzero(s, cost, steps, nsteps))
+		return CS_ERR_NOMEM;
+	return ru_recur_decide(s, step_median, cost, *steps, nsteps, skip_ends, min_steps,
+			       min_step_share, min_rare_steps, min_loss_share, tmp, r);
+}
+
 cs_report_finding *ru_recur_finding(const char *rule, const struct ru_recur *r, const char *title,
 				    const char *fix, const int32_t *steps, int32_t nsteps)
 {

@@ -40,6 +40,16 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,
 		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp,
 		    struct ru_recur *r);
+/*
+ * ru_recur_decide() on the steady steps whose cost (per step index) is non-zero
+ * (ru_steps_nonzero()), which it gives to *steps (malloc'd, the caller frees it; *nsteps of
+ * them, as ru_recur_decide() leaves them); the other parameters are ru_recur_decide()'s. 1: a
+ * finding, in r; 0: none; CS_ERR_NOMEM.
+ */
+int ru_recur_find(const cs_steps *s, int64_t step_median, const int64_t *cost, int skip_ends,
+		  int32_t min_steps, double min_step_share, int32_t min_rare_steps,
+		  double min_loss_share, int64_t *tmp, int32_t **steps, int32_t *nsteps,
+		  struct ru_recur *r);
 /* The title's "; near the N% threshold (95% interval a-b%)" for the cost (loss) and for the share
  * of steps (steps), each empty unless r is near that threshold. */
 void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, char *steps,

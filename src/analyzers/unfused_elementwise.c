@@ -415,11 +415,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = st.sum[i].cost;
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, cost, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	if (st.nkinds > 1)

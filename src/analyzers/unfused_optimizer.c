@@ -261,12 +261,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	modal = modal_repeats(sum, s->n, tmp);
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].repeats == modal && modal > 0 ? sum[i].idle_ns : 0;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (nsteps == 0 ||
-	    !ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, idle, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	{
