@@ -148,6 +148,15 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 	return cs_median_i64(tmp, n);
 }
 
+void ru_add_medians(cJSON *e, const struct ru_median_key *keys, size_t nkeys, const void *per_step,
+		    size_t size, const int32_t *steps, int32_t n, int64_t *tmp)
+{
+	for (size_t i = 0; i < nkeys; i++)
+		cJSON_AddNumberToObject(
+			e, keys[i].key,
+			(double)ru_median_field(per_step, size, steps, n, keys[i].offset, tmp));
+}
+
 int64_t ru_mode_nonzero(int64_t *v, int32_t n)
 {
 	int32_t best_n = 0;

@@ -78,6 +78,19 @@ int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err);
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
 			size_t offset, int64_t *tmp);
 
+/* A per-step field whose median over a finding's steps is in its evidence. */
+struct ru_median_key {
+	const char *key; /* the evidence's name for it */
+	size_t offset;	 /* of the int64_t field in the per-step struct */
+};
+/*
+ * The medians over the steps steps[0..n) of fields of per-step structs of size bytes each (by
+ * step index), added to e as keys[0..nkeys) name them, in that order (ru_median_field(); tmp has
+ * room for n values).
+ */
+void ru_add_medians(cJSON *e, const struct ru_median_key *keys, size_t nkeys, const void *per_step,
+		    size_t size, const int32_t *steps, int32_t n, int64_t *tmp);
+
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);
