@@ -86,13 +86,6 @@ static int in_burst(const struct fact_bursts *m, int claimed, const uint8_t *bur
 	return 0;
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int is_step(const int32_t *steps, int32_t n, int32_t st)
 {
 	for (int32_t j = 0; j < n; j++)
@@ -274,18 +267,19 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	{
 		cJSON *e = f->evidence, *ex;
 
-		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, idle_ns), tmp);
-		add_median(e, "calls_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, calls), tmp);
-		add_median(e, "allocations_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, allocs), tmp);
-		add_median(e, "frees_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, frees), tmp);
-		add_median(e, "bytes_allocated_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, bytes), tmp);
-		add_median(e, "host_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, host_ns), tmp);
+		{
+			static const struct ru_median_key medians[] = {
+				{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+				{"calls_per_step", offsetof(struct step_sum, calls)},
+				{"allocations_per_step", offsetof(struct step_sum, allocs)},
+				{"frees_per_step", offsetof(struct step_sum, frees)},
+				{"bytes_allocated_per_step", offsetof(struct step_sum, bytes)},
+				{"host_ns_per_step", offsetof(struct step_sum, host_ns)},
+			};
+
+			ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum,
+				       sizeof(*sum), steps, nsteps, tmp);
+		}
 		cJSON_AddNumberToObject(e, "allocation_sizes", (double)sizes);
 		cJSON_AddNumberToObject(e, "release_bursts", m.n);
 		cJSON_AddBoolToObject(e, "uncached", m.uncached);

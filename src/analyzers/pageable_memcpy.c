@@ -194,13 +194,6 @@ static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bp
 	return alone > 0 ? cs_sat_from_double((double)alone * beyond) : 0;
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 /* The copy of the affected steps that held the host longest, or -1. */
 static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			    const int32_t *steps, int32_t nsteps)
@@ -233,21 +226,22 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 	cJSON *e = f->evidence, *ex;
 	int64_t best = longest_copy(a, s, d, steps, nsteps);
 
-	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
-		   tmp);
-	add_median(e, "copies_per_step", sum, steps, nsteps, offsetof(struct step_sum, copies),
-		   tmp);
-	add_median(e, "h2d_per_step", sum, steps, nsteps, offsetof(struct step_sum, h2d), tmp);
-	add_median(e, "d2h_per_step", sum, steps, nsteps, offsetof(struct step_sum, d2h), tmp);
-	add_median(e, "non_blocking_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, nonblocking), tmp);
-	add_median(e, "bytes_per_step", sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
-	add_median(e, "host_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, host_ns),
-		   tmp);
-	add_median(e, "copy_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, copy_ns),
-		   tmp);
-	add_median(e, "slow_transfer_ns_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, slow_ns), tmp);
+	{
+		static const struct ru_median_key medians[] = {
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"copies_per_step", offsetof(struct step_sum, copies)},
+			{"h2d_per_step", offsetof(struct step_sum, h2d)},
+			{"d2h_per_step", offsetof(struct step_sum, d2h)},
+			{"non_blocking_per_step", offsetof(struct step_sum, nonblocking)},
+			{"bytes_per_step", offsetof(struct step_sum, bytes)},
+			{"host_ns_per_step", offsetof(struct step_sum, host_ns)},
+			{"copy_ns_per_step", offsetof(struct step_sum, copy_ns)},
+			{"slow_transfer_ns_per_step", offsetof(struct step_sum, slow_ns)},
+		};
+
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum, sizeof(*sum),
+			       steps, nsteps, tmp);
+	}
 	if (link_bps > 0)
 		cJSON_AddNumberToObject(e, "link_bytes_per_s", link_bps);
 	if (best >= 0) {

@@ -166,13 +166,6 @@ static int64_t modal_repeats(const struct step_sum *sum, int32_t n, int64_t *tmp
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 			const struct step_sum *sum, const int32_t *steps, int32_t n, int64_t *tmp,
 			const cs_steps *s, int64_t modal, cs_report_finding *f)
@@ -181,13 +174,19 @@ static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 	const struct step_sum *x = &sum[steps[0]];
 
 	cJSON_AddNumberToObject(e, "repeats_per_step", (double)modal);
-	add_median(e, "tensors", sum, steps, n, offsetof(struct step_sum, longest), tmp);
-	add_median(e, "kernels_per_step", sum, steps, n, offsetof(struct step_sum, kernels), tmp);
-	add_median(e, "runs_per_step", sum, steps, n, offsetof(struct step_sum, runs), tmp);
-	add_median(e, "idle_ns_per_step", sum, steps, n, offsetof(struct step_sum, idle_ns), tmp);
-	add_median(e, "gpu_ns_per_step", sum, steps, n, offsetof(struct step_sum, gpu_ns), tmp);
-	add_median(e, "launch_ns_per_step", sum, steps, n, offsetof(struct step_sum, launch_ns),
-		   tmp);
+	{
+		static const struct ru_median_key medians[] = {
+			{"tensors", offsetof(struct step_sum, longest)},
+			{"kernels_per_step", offsetof(struct step_sum, kernels)},
+			{"runs_per_step", offsetof(struct step_sum, runs)},
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"gpu_ns_per_step", offsetof(struct step_sum, gpu_ns)},
+			{"launch_ns_per_step", offsetof(struct step_sum, launch_ns)},
+		};
+
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum, sizeof(*sum),
+			       steps, n, tmp);
+	}
 	cJSON_AddNumberToObject(e, "kernels_per_tensor", (double)x->period);
 	/* the unit's kernel names, from the first affected step's longest run */
 	unit = cJSON_AddArrayToObject(e, "unit");

@@ -247,13 +247,6 @@ static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
@@ -374,22 +367,22 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const struct fact_launch_op *o = x->first_op >= 0 ? &ops[x->first_op] : NULL;
 
 		cJSON_AddNumberToObject(e, "writes_per_step", (double)modal);
-		add_median(e, "fills_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, fills), tmp);
-		add_median(e, "memsets_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, memsets), tmp);
-		add_median(e, "foreach_zero_kernels_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, foreach_zero), tmp);
-		add_median(e, "runs_per_step", sum, steps, nsteps, offsetof(struct step_sum, runs),
-			   tmp);
-		add_median(e, "gpu_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, gpu_ns), tmp);
-		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, idle_ns), tmp);
-		add_median(e, "launch_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, launch_ns), tmp);
-		add_median(e, "memset_bytes_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, memset_bytes), tmp);
+		{
+			static const struct ru_median_key medians[] = {
+				{"fills_per_step", offsetof(struct step_sum, fills)},
+				{"memsets_per_step", offsetof(struct step_sum, memsets)},
+				{"foreach_zero_kernels_per_step",
+				 offsetof(struct step_sum, foreach_zero)},
+				{"runs_per_step", offsetof(struct step_sum, runs)},
+				{"gpu_ns_per_step", offsetof(struct step_sum, gpu_ns)},
+				{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+				{"launch_ns_per_step", offsetof(struct step_sum, launch_ns)},
+				{"memset_bytes_per_step", offsetof(struct step_sum, memset_bytes)},
+			};
+
+			ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum,
+				       sizeof(*sum), steps, nsteps, tmp);
+		}
 		if (o) {
 			int64_t sid = o->is_kernel ? a->kernels[o->index].stack_id
 						   : a->copies[o->index].stack_id;
