@@ -38,7 +38,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	char title[256], b1[32], b2[32];
 	double share, ov;
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
@@ -46,7 +46,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	lost = calloc((size_t)s->n * 4, sizeof(*lost));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!m || !lost || !steps)
-		goto nomem;
+		goto out;
 	exposed = lost + s->n;
 	comm = exposed + s->n;
 	wait = comm + s->n;
@@ -103,6 +103,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"NCCL kernels run with no compute beside them: %s of communication exposed "
 			"per step, %.0f%% overlapped",
 			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
+		rc = CS_ERR_NOMEM;
 		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
@@ -111,7 +112,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"bucket_cap_mb small enough that the first buckets start early.",
 			steps, nsteps, lm);
 		if (!f)
-			goto nomem;
+			goto out;
 	}
 	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
@@ -149,13 +150,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				nn++;
 			}
 		}
-		if (!ok)
-			goto nomem;
+		if (ok)
+			rc = 0;
 	}
-	rc = 0;
-	goto out;
-nomem:
-	rc = CS_ERR_NOMEM;
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);

@@ -97,7 +97,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int64_t gather_name = -1, cat_name = -1;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32];
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0 || steady <= 0)
 		return 0;
@@ -107,7 +107,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cost = calloc((size_t)s->n * 2, sizeof(*cost));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!cache || !kind || !order || !cost || !steps)
-		goto nomem;
+		goto out;
+	rc = 0;
 	per = cost + s->n;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -180,6 +181,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			(double)matches / nsteps, (double)copies / (double)matches,
 			ru_fmt_ns(b1, sizeof(b1), lm),
 			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
+		rc = CS_ERR_NOMEM;
 		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Gather into one preallocated tensor: "
@@ -189,7 +191,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"torch.cat(list): no list tensors, no copy-out, no cat.",
 			steps, nsteps, lm);
 		if (!f)
-			goto nomem;
+			goto out;
 		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
@@ -207,14 +209,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 						      cs_analysis_string(a, gather_name)) != NULL;
 			ok &= cJSON_AddStringToObject(ev, "cat_kernel",
 						      cs_analysis_string(a, cat_name)) != NULL;
-			if (!ok)
-				goto nomem;
+			if (ok)
+				rc = 0;
 		}
 	}
-	rc = 0;
-	goto out;
-nomem:
-	rc = CS_ERR_NOMEM;
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	free(cache);

@@ -93,10 +93,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	share = (double)sg.behind_ns / (double)ctx->step_median;
 	if (share < MIN_SHARE)
 		goto out;
+	rc = CS_ERR_NOMEM;
 	steps = malloc((size_t)vp->nrows * sizeof(*steps));
 	work = malloc((size_t)vp->nrows * 2 * sizeof(*work));
 	if (!steps || !work)
-		goto nomem;
+		goto out;
 	for (int32_t i = 0; i < vp->nrows; i++)
 		if (vp->rows[i].steady && vp->rows[i].slowest == sg.entry &&
 		    vp->rows[i].behind_ns > 0 && i < ctx->steps->n && !ctx->steps->v[i].warmup)
@@ -111,7 +112,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	f = ru_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
 			   sg.behind_ns);
 	if (!f)
-		goto nomem;
+		goto out;
 	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
@@ -149,13 +150,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			ok &= ok && cJSON_AddNumberToObject(o, "compute_median_ns",
 							    (double)cs_median_i64(comp, m)) != NULL;
 		}
-		if (!ok)
-			goto nomem;
+		if (ok)
+			rc = 0;
 	}
-	rc = 0;
-	goto out;
-nomem:
-	rc = CS_ERR_NOMEM;
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	free(steps);

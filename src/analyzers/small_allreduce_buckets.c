@@ -56,14 +56,15 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct fact_name_memo *cache = NULL;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32], b3[32];
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
 	is_ar = calloc((size_t)a->nkernels + 1, 1);
 	cache = fact_name_memo_new(is_allreduce);
 	if (!is_ar || !cache)
-		goto nomem;
+		goto out;
+	rc = 0;
 	/* the all-reduce kernels of the steady steps: their durations and the smallest */
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -83,12 +84,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (ndurs == 0 || lat <= 0 || lat > MAX_LATENCY_NS)
 		goto out;
+	rc = CS_ERR_NOMEM;
 	n_all = calloc((size_t)s->n * 7, sizeof(*n_all));
 	durs = calloc((size_t)ndurs, sizeof(*durs));
 	m = calloc((size_t)s->n, sizeof(*m));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!n_all || !durs || !m || !steps)
-		goto nomem;
+		goto out;
 	n_small = n_all + s->n;
 	bw = n_small + s->n;
 	t_all = bw + s->n;
@@ -165,6 +167,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 (long long)all_med, (long long)small_med, SMALL_FACTOR,
 			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
+		rc = CS_ERR_NOMEM;
 		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
@@ -173,7 +176,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"the buffer, not each parameter's gradient.",
 			steps, nsteps, lm);
 		if (!f)
-			goto nomem;
+			goto out;
 		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
@@ -194,14 +197,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				      ev, "size_measure",
 				      "kernel time (NCCL kernel records carry no byte counts)") !=
 			      NULL;
-			if (!ok)
-				goto nomem;
+			if (ok)
+				rc = 0;
 		}
 	}
-	rc = 0;
-	goto out;
-nomem:
-	rc = CS_ERR_NOMEM;
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
