@@ -82,6 +82,22 @@ static int d2h_owned(const cs_analysis *a, const struct fact_waits *d, const cs_
 	return 0;
 }
 
+/*
+ * The steady step in which c is a copy this rule charges: a copy from or to pageable memory of the
+ * steps' process, its call started in a steady step of s, that d2h-sync does not own (d2h_owned(),
+ * with d2h-sync's waits d). -1 when c is none.
+ */
+static int32_t charged_step(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
+			    const cs_a_copy *c)
+{
+	int32_t st;
+
+	if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
+		return -1;
+	st = cs_steps_find_steady(s, c->launch_start);
+	return st < 0 || d2h_owned(a, d, c) ? -1 : st;
+}
+
 /* The PCIe link of a process's device, from the trace's META gpu_links (0 when unknown). */
 struct link_find {
 	uint32_t pid;
@@ -205,10 +221,9 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 		int32_t st;
 		int in = 0;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN ||
-		    c->launch_end == CS_TS_UNKNOWN || d2h_owned(a, d, c))
+		if (c->launch_end == CS_TS_UNKNOWN)
 			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
+		st = charged_step(a, s, d, c);
 		for (int32_t j = 0; j < nsteps && !in; j++)
 			in = steps[j] == st;
 		if (in && c->launch_end - c->launch_start > best_ns) {
@@ -293,10 +308,8 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct fact_
 		int64_t cost = 0;
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0)
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
 			cost = fact_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
@@ -356,10 +369,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		struct step_sum *x;
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0)
 			continue;
 		x = &sum[st];
 		x->copies++;
@@ -495,10 +506,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const cs_a_copy *c = &a->copies[i];
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || idle[st] == 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0 || idle[st] == 0)
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = c->launch_start;
