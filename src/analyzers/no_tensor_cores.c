@@ -97,18 +97,25 @@ static int has_conv(const char *s)
 	return 0;
 }
 
+/* name in lower case into s (size bytes), cut to fit. */
+static void lower_copy(char *s, size_t size, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n >= size)
+		n = size - 1;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (char)tolower((unsigned char)name[i]);
+	s[n] = '\0';
+}
+
 /* Does the name say float32 SIMT? reason: index into class_reason. */
 static int gemm_class_of(const char *name, int *reason)
 {
 	char s[1024];
-	size_t n = strlen(name);
 
 	*reason = 0;
-	if (n >= sizeof(s))
-		n = sizeof(s) - 1;
-	for (size_t i = 0; i < n; i++)
-		s[i] = (char)tolower((unsigned char)name[i]);
-	s[n] = '\0';
+	lower_copy(s, sizeof(s), name);
 	/* PyTorch's own kernels (im2col, depthwise convolutions, reductions) and attention kernels
 	 * are not cuBLAS/cuDNN GEMMs */
 	if (!strncmp(s, "_zn2at6native", 13) || has(s, "at::native") || has(s, "sdpa") ||
@@ -237,13 +244,8 @@ static int arch_has_tensor_cores(const char *name)
 					   "sm90",  "sm100",  "sm120",	"_70_", "_75_",
 					   "_80_",  "_86_",   "_89_",	"_90_"};
 	char s[256];
-	size_t n = strlen(name);
 
-	if (n >= sizeof(s))
-		n = sizeof(s) - 1;
-	for (size_t i = 0; i < n; i++)
-		s[i] = (char)tolower((unsigned char)name[i]);
-	s[n] = '\0';
+	lower_copy(s, sizeof(s), name);
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
 		if (strstr(s, tags[i]))
 			return 1;

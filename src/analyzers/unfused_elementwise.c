@@ -423,6 +423,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (st.nkinds > 1)
 		cs_sort(st.kinds, st.nkinds, sizeof(*st.kinds), cmp_kind_cost);
 	{
+		static const struct ru_median_key medians[] = {
+			{"chain_kernel_ns_per_step", offsetof(struct step_sum, kernel_ns)},
+			{"longest_ns_per_step", offsetof(struct step_sum, longest_ns)},
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"periodic_kernels_per_step", offsetof(struct step_sum, periodic)},
+		};
 		char title[400], b1[32], b2[96], b3[96], rare[200], own[128];
 		int64_t chains =
 			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, chains), tmp);
@@ -469,22 +475,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 							     offsetof(struct step_sum, kernels),
 							     tmp));
 		cJSON_AddNumberToObject(e, "launches_saved_per_step", (double)saved);
-		cJSON_AddNumberToObject(e, "chain_kernel_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, kernel_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "longest_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, longest_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "idle_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, idle_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "periodic_kernels_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, periodic),
-							     tmp));
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), st.sum,
+			       sizeof(*st.sum), steps, nsteps, tmp);
 		cJSON_AddStringToObject(e, "costliest_first_kernel", own);
 		cJSON_AddNumberToObject(e, "min_chain", MIN_CHAIN);
 		if (add_chains(e, &st, steady) ||
