@@ -243,6 +243,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		steps, nsteps);
 	if (!f)
 		goto out;
+	/* the fix as an edit of the run: the finding's from now on */
+	f->edit = edit;
+	edit = NULL;
 	for (int64_t k = 0; k < calls.n; k++) {
 		int64_t i = calls.v[k];
 		const cs_a_api *x = &a->apis[i];
@@ -305,8 +308,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (ru_sites_evidence(e, &sites, NULL, 0, MAX_SITES, &f->stack_id))
 			goto out;
 	}
-	f->edit = edit;
-	edit = NULL;
 	rc = 0;
 out:
 	rc = ru_finish(ctx, f, rc, err);

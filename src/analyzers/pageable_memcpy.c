@@ -502,6 +502,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		steps, nsteps);
 	if (!f)
 		goto out;
+	/* the fix as an edit of the run: the finding's from now on */
+	f->edit = edit;
+	edit = NULL;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int32_t st;
@@ -517,8 +520,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, longest, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
-	f->edit = edit;
-	edit = NULL;
 	rc = 0;
 out:
 	rc = ru_finish(ctx, f, rc, err);

@@ -466,6 +466,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			steps, nsteps);
 		if (!f)
 			goto out;
+		/* the fix as an edit of the run: the finding's from now on */
+		f->edit = st.edit;
+		st.edit = NULL;
 		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		f->stack_id = st.nkinds ? st.kinds[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
@@ -484,8 +487,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		ru_recur_evidence(e, &r, nsteps);
 	}
-	f->edit = st.edit;
-	st.edit = NULL;
 	rc = 0;
 out:
 	rc = ru_finish(ctx, f, rc, err);
