@@ -179,11 +179,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	win = stall_windows(a, h, &nwin);
 	if (h->n > 0 && !win)
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
 	cs = calloc((size_t)s->n, sizeof(*cs));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cs || !idle || !tmp)
+	if (!sum || !cs)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];

@@ -125,10 +125,8 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 
 	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
 		return 0;
-	sum = calloc((size_t)s->n + 1, sizeof(*sum));
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
+	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
+	if (!sum || ru_cached_h2d_stalls(ctx, &own, &h))
 		goto nomem;
 	sum_stalls(a, s, h, rule->own, sum);
 	for (int32_t i = 0; i < s->n; i++)

@@ -323,10 +323,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 	if (cs_steps_steady(s) <= 0 || !any_atomic_add(a, s->pid))
 		return 0;
-	sum = calloc((size_t)s->n + 1, sizeof(*sum));
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || ru_cached_launch_ops(ctx, &own, &ops, &nops))
+	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
+	if (!sum || ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].gather = sum[i].atomic = -1;

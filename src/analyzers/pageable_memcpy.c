@@ -354,10 +354,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (!any)
 		return 0;
 	rc = CS_ERR_NOMEM;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
 	if (ru_cached_d2h(ctx, &own, &dd) || ru_cached_idle_by_cause(ctx, &own, &by_cause))
 		goto out;

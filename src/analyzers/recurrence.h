@@ -41,6 +41,12 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp,
 		    struct ru_recur *r);
 /*
+ * The arrays a rule decides with for the steps of s, zeroed: its per-step sums (returned, s->n + 1
+ * structs of size bytes), *cost (s->n + 1 values: the cost by step index) and *tmp (s->n + 1
+ * values: ru_recur_find()'s room). NULL without memory, and then none of them is allocated.
+ */
+void *ru_recur_arrays(const cs_steps *s, size_t size, int64_t **cost, int64_t **tmp);
+/*
  * ru_recur_decide() on the steady steps whose cost (per step index) is non-zero
  * (ru_steps_nonzero()), which it gives to *steps (malloc'd, the caller frees it; *nsteps of
  * them, as ru_recur_decide() leaves them); the other parameters are ru_recur_decide()'s. 1: a

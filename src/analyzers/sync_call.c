@@ -150,10 +150,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	rc = CS_ERR_NOMEM;
 	if (drop_d2h_windows(dd, &waits))
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++)
 		if (d->v[i].step >= 0)

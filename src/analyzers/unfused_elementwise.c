@@ -408,10 +408,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	st.a = a;
 	st.s = s;
 	st.ew = ew;
-	st.sum = calloc((size_t)s->n, sizeof(*st.sum));
-	cost = calloc((size_t)s->n, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!st.sum || !cost || !tmp || find_chains(&st))
+	st.sum = ru_recur_arrays(s, sizeof(*st.sum), &cost, &tmp);
+	if (!st.sum || find_chains(&st))
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = st.sum[i].cost;

@@ -232,10 +232,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	if (ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].first_op = -1;
