@@ -86,13 +86,6 @@ static int in_burst(const struct fact_bursts *m, int claimed, const uint8_t *bur
 	return 0;
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int is_step(const int32_t *steps, int32_t n, int32_t st)
 {
 	for (int32_t j = 0; j < n; j++)
@@ -177,12 +170,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].allocs + sum[i].frees > 0 ? sum[i].idle_ns : 0;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+	rc = ru_recur_find(s, ctx->step_median, idle, 1, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
-		goto out_free;
 
 	rc = CS_ERR_NOMEM;
 	ru_sort_i64(seen.v, seen.n);
@@ -230,8 +221,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 "allocator",
 			 ru_fmt_bytes(b2, sizeof(b2), FACT_SEGMENT_MIN_BYTES));
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		m.uncached
 			? "Allocate once and reuse: in PyTorch, unset "
 			  "PYTORCH_NO_CUDA_MEMORY_CACHING (it turns the caching allocator off: "
@@ -248,13 +239,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			  "or allocate the largest shape once and use slices of it; with "
 			  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator grows "
 			  "one "
-			  "segment instead of allocating a block per new size.");
+			  "segment instead of allocating a block per new size.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
+	/* the fix as an edit of the run: the finding's from now on */
+	f->edit = edit;
+	edit = NULL;
 	for (int64_t k = 0; k < calls.n; k++) {
 		int64_t i = calls.v[k];
 		const cs_a_api *x = &a->apis[i];
@@ -279,18 +270,19 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	{
 		cJSON *e = f->evidence, *ex;
 
-		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, idle_ns), tmp);
-		add_median(e, "calls_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, calls), tmp);
-		add_median(e, "allocations_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, allocs), tmp);
-		add_median(e, "frees_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, frees), tmp);
-		add_median(e, "bytes_allocated_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, bytes), tmp);
-		add_median(e, "host_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, host_ns), tmp);
+		{
+			static const struct ru_median_key medians[] = {
+				{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+				{"calls_per_step", offsetof(struct step_sum, calls)},
+				{"allocations_per_step", offsetof(struct step_sum, allocs)},
+				{"frees_per_step", offsetof(struct step_sum, frees)},
+				{"bytes_allocated_per_step", offsetof(struct step_sum, bytes)},
+				{"host_ns_per_step", offsetof(struct step_sum, host_ns)},
+			};
+
+			ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum,
+				       sizeof(*sum), steps, nsteps, tmp);
+		}
 		cJSON_AddNumberToObject(e, "allocation_sizes", (double)sizes);
 		cJSON_AddNumberToObject(e, "release_bursts", m.n);
 		cJSON_AddBoolToObject(e, "uncached", m.uncached);
@@ -316,16 +308,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (ru_sites_evidence(e, &sites, NULL, 0, MAX_SITES, &f->stack_id))
 			goto out;
 	}
-	f->edit = edit;
-	edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	cs_edit_free(edit);
 	fact_bursts_free(&m);
 	cs_i64s_free(&seen);

@@ -38,7 +38,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	char title[256], b1[32], b2[32];
 	double share, ov;
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
@@ -46,7 +46,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	lost = calloc((size_t)s->n * 4, sizeof(*lost));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!m || !lost || !steps)
-		goto nomem;
+		goto out;
 	exposed = lost + s->n;
 	comm = exposed + s->n;
 	wait = comm + s->n;
@@ -103,19 +103,18 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"NCCL kernels run with no compute beside them: %s of communication exposed "
 			"per step, %.0f%% overlapped",
 			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
-		f = cs_finding_new(
+		rc = CS_ERR_NOMEM;
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
 			"which all-reduces gradient buckets during the backward pass) and "
 			"wait only where the result is needed; with DDP, keep "
-			"bucket_cap_mb small enough that the first buckets start early.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
-			goto nomem;
-		f->lost_ns_per_step = lm;
+			"bucket_cap_mb small enough that the first buckets start early.",
+			steps, nsteps, lm);
+		if (!f)
+			goto out;
 	}
-	f->first = nsteps > 0 ? s->v[steps[0]].start : ctx->a->trace_start;
-	f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : ctx->a->trace_end;
-	f->stack_id = CS_ID_NONE;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
 		cJSON *ev = f->evidence, *names;
 		int ok = 1, nn = 0;
@@ -151,15 +150,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				nn++;
 			}
 		}
-		if (!ok)
-			goto nomem;
+		if (ok)
+			rc = 0;
 	}
-	rc = ctx->emit(ctx, f);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(m);
 	free(lost);

@@ -88,19 +88,18 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 		 "%.0f%% of GPU time): %s",
 		 ru_fmt_ns(b1, sizeof(b1), lost), share * 100,
 		 gpu_med > 0 ? 100.0 * (double)lost / (double)gpu_med : 0.0, own);
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, ru_severity(share), title,
 		"Compute the prefix sum as a matmul on the tensor cores: multiply blocks "
 		"of the scanned dimension (e.g. 256) by an upper-triangular matrix of ones "
 		"in bf16/tf32, then add the running totals of the blocks (a short "
 		"cumsum); the estimate is an upper bound, the matmul takes a fraction of "
-		"this time.");
-	if (!f || cs_finding_set_steps(f, steps, n))
+		"this time.",
+		steps, n, lost);
+	if (!f)
 		goto out;
-	f->lost_ns_per_step = lost;
 	f->step_share = share;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[n - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, n);
 	if (nnames)
 		f->stack_id = names[0].stack_id;
 	e = f->evidence;

@@ -38,48 +38,37 @@
 
 #define RULE_ID "d2h-sync"
 
-struct step_sum {
-	int64_t waits, draining, copies, bytes, wait_ns, idle_ns, refill_ns;
+/* What the waits of one step waited for, beside their sums (struct ru_wait_sum). */
+struct copy_sum {
+	int64_t copies, bytes;
 	int64_t stall_ns; /* idle after the waits that was the host preparing a copy to the device
 			   */
 };
 
-/* Median over the affected steps of one field of the per-step sums. */
-static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
+/* Median over the affected steps of one field of the per-step copy sums. */
+static int64_t median_field(const struct copy_sum *cs, const int32_t *steps, int32_t n,
 			    size_t offset, int64_t *tmp)
 {
-	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
-}
-
-/* Add the median over the affected steps of one per-step field as key. */
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key, (double)median_field(sum, steps, n, offset, tmp));
+	return ru_median_field(cs, sizeof(*cs), steps, n, offset, tmp);
 }
 
 static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
-			int64_t *tmp, cs_report_finding *f)
+			const struct ru_wait_sum *sum, const struct copy_sum *cs,
+			const int32_t *steps, int32_t nsteps, int64_t *tmp, cs_report_finding *f)
 {
 	cJSON *e = f->evidence, *ex;
 	int64_t best = -1;
 
-	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
-		   tmp);
-	add_median(e, "draining_waits_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, draining), tmp);
 	/* which APIs waited, and the costliest wait */
-	if (ru_add_wait_types(e, a, d, &best))
+	if (ru_add_wait_types(e, a, d, sum, steps, nsteps, tmp, &best))
 		return CS_ERR_NOMEM;
-	add_median(e, "copies_per_step", sum, steps, nsteps, offsetof(struct step_sum, copies),
-		   tmp);
-	add_median(e, "bytes_per_step", sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
-	add_median(e, "wait_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, wait_ns),
-		   tmp);
-	add_median(e, "refill_ns_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, refill_ns), tmp);
-	add_median(e, "waits_per_step", sum, steps, nsteps, offsetof(struct step_sum, waits), tmp);
+	cJSON_AddNumberToObject(
+		e, "copies_per_step",
+		(double)median_field(cs, steps, nsteps, offsetof(struct copy_sum, copies), tmp));
+	cJSON_AddNumberToObject(
+		e, "bytes_per_step",
+		(double)median_field(cs, steps, nsteps, offsetof(struct copy_sum, bytes), tmp));
+	ru_add_wait_times(e, sum, steps, nsteps, tmp);
 
 	if (best >= 0) {
 		const struct fact_wait *w = &d->v[best];
@@ -166,7 +155,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *d;
 	const struct fact_h2d_stalls *h = NULL;
-	struct step_sum *sum = NULL;
+	struct ru_wait_sum *sum = NULL;
+	struct copy_sum *cs = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
@@ -184,91 +174,63 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return cs_error_set(err, rc, "out of memory");
 	}
 	if (d->n == 0)
-		goto out_free;
+		goto out;
 	rc = CS_ERR_NOMEM;
 	win = stall_windows(a, h, &nwin);
 	if (h->n > 0 && !win)
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	cs = calloc((size_t)s->n, sizeof(*cs));
+	if (!sum || !cs)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
-		struct step_sum *x;
+		int64_t taken = 0;
 
 		if (w->step < 0)
 			continue;
-		x = &sum[w->step];
-		x->waits++;
-		x->copies += w->copies;
-		cs_sat_accum(&x->bytes, w->bytes);
-		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
-			cs_sat_accum(&x->wait_ns, y->end - y->start);
 		if (fact_wait_cost(w) > 0) {
 			/* the host could have begun preparing the input while it was held in the
 			 * wait: only the preparation beyond that time was not the wait's doing */
 			int64_t held = y->end != CS_TS_UNKNOWN && y->end > y->start
 					       ? cs_sat_sub(y->end, y->start)
-					       : 0,
-				taken = stall_overlap(win, nwin, w->idle_start, w->idle_end);
+					       : 0;
 
+			taken = stall_overlap(win, nwin, w->idle_start, w->idle_end);
 			taken = taken > held ? taken - held : 0;
-
-			x->draining++;
-			cs_sat_accum(&x->idle_ns,
-				     fact_wait_cost(w) > taken ? fact_wait_cost(w) - taken : 0);
-			cs_sat_accum(&x->refill_ns, w->refill_ns);
-			cs_sat_accum(&x->stall_ns, taken);
 		}
+		ru_wait_sum_add(&sum[w->step], a, w, taken);
+		cs[w->step].copies += w->copies;
+		cs_sat_accum(&cs[w->step].bytes, w->bytes);
+		cs_sat_accum(&cs[w->step].stall_ns, taken);
 	}
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].idle_ns;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, idle, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 
 	rc = CS_ERR_NOMEM;
-	ru_wait_title(title, sizeof(title), "device-to-host copy and host wait drain", &r,
-		      median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp),
-		      r.recurring ? 0
-				  : median_field(sum, steps, nsteps,
-						 offsetof(struct step_sum, idle_ns), tmp),
-		      nsteps);
-	/* a value whose interval holds the threshold could fall either side of it in another run:
-	 * info, with the margin in the evidence */
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	ru_wait_title(title, sizeof(title), "device-to-host copy and host wait drain", &r, sum,
+		      steps, nsteps, tmp);
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Keep the value on the GPU (accumulate losses and metrics in device "
 		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
 		"ignore_index instead of a host check) and read it every N steps or after "
 		"the loop; when a value is needed on the host, copy it with "
-		"non_blocking=True into pinned memory and read it a step later.");
+		"non_blocking=True into pinned memory and read it a step later.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
-	for (int64_t i = 0; i < d->n; i++) {
-		const struct fact_wait *w = &d->v[i];
-
-		if (w->step < 0 || fact_wait_cost(w) == 0)
-			continue;
-		if (f->first == CS_TS_UNKNOWN)
-			f->first = a->copies[w->first_copy].start;
-		f->last = w->window_end;
-	}
-	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
+	ru_wait_span(f, a, d, 1);
+	if (add_evidence(a, s, d, sum, cs, steps, nsteps, tmp, f))
 		goto out;
 	{
 		int64_t taken =
-			median_field(sum, steps, nsteps, offsetof(struct step_sum, stall_ns), tmp);
+			median_field(cs, steps, nsteps, offsetof(struct copy_sum, stall_ns), tmp);
 
 		/* left to dataloader-stall / host-created-tensor: only when there is some */
 		if (taken > 0)
@@ -280,16 +242,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	 * holds the host (docs/replay.md) */
 	if (ru_edit_no_waits(f, d, 1))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(sum);
+	free(cs);
 	free(idle);
 	free(win);
 	free(tmp);

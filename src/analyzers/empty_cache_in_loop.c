@@ -70,26 +70,20 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 			 (long long)sum->releases, ru_fmt_bytes(b1, sizeof(b1), sum->bytes),
 			 ru_fmt_steps(b3, sizeof(b3), n, cs_steps_steady(ctx->steps)),
 			 ru_fmt_ns(b2, sizeof(b2), sum->lost), sum->share * 100, near);
-	f = cs_finding_new(RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->share), title,
+	f = ru_finding_new(RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->share), title,
 			   "Take torch.cuda.empty_cache() out of the training step: call it once "
 			   "after setup, or at train/eval switches; to limit fragmentation set "
-			   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True instead.");
-	if (!f || cs_finding_set_steps(f, steps, n)) {
-		cs_finding_free(f);
+			   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True instead.",
+			   steps, n, sum->lost);
+	if (!f)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	}
-	f->lost_ns_per_step = sum->lost;
 	f->step_share = sum->share;
+	/* the release that opened the burst in the middle affected step */
 	for (int32_t i = 0; i < m->n; i++) {
 		const struct fact_burst *b = &m->v[i];
 
-		if (!is_empty_cache(b))
-			continue;
-		if (f->first == CS_TS_UNKNOWN)
-			f->first = b->t_first;
-		f->last = b->t_last;
-		/* the release that opened the burst in the middle affected step */
-		if (b->step <= steps[n / 2] && a->memory[b->first].stack_id != CS_ID_NONE)
+		if (is_empty_cache(b) && b->step <= steps[n / 2] &&
+		    a->memory[b->first].stack_id != CS_ID_NONE)
 			f->stack_id = a->memory[b->first].stack_id;
 	}
 	e = f->evidence;
@@ -98,12 +92,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 	cJSON_AddNumberToObject(e, "reallocated_bytes_per_burst", (double)realloc_bytes);
 	cJSON_AddNumberToObject(e, "bursts", (double)sum->bursts);
 	ru_mem_evidence(e, ctx, m, sum, n);
-	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id) ||
-	    ru_edit_bursts(f, a, ctx->steps, m, sum->keep)) {
-		cs_finding_free(f);
-		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	}
-	return ru_emit(ctx, f, err);
+	return ru_mem_finish(ctx, f, m, sum->keep, steps, n, MAX_SITES, err);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)

@@ -106,6 +106,37 @@ int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err)
 	return 0;
 }
 
+cs_report_finding *ru_finding_new(const char *rule, int severity, const char *title,
+				  const char *fix, const int32_t *steps, int32_t nsteps,
+				  int64_t lost)
+{
+	cs_report_finding *f = cs_finding_new(rule, severity, title, fix);
+
+	if (f && cs_finding_set_steps(f, steps, nsteps)) {
+		cs_finding_free(f);
+		return NULL;
+	}
+	if (f)
+		f->lost_ns_per_step = lost;
+	return f;
+}
+
+void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		     const int32_t *steps, int32_t nsteps)
+{
+	f->first = nsteps > 0 ? s->v[steps[0]].start : a->trace_start;
+	f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
+}
+
+int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
+{
+	if (rc < 0) {
+		cs_finding_free(f);
+		return err && err->code ? rc : cs_error_set(err, rc, "out of memory");
+	}
+	return f ? ru_emit(ctx, f, err) : 0;
+}
+
 /* ---- evidence of the rules about host waits ---- */
 
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
@@ -115,6 +146,15 @@ int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps,
 		tmp[i] = *(const int64_t *)((const char *)per_step + (size_t)steps[i] * size +
 					    offset);
 	return cs_median_i64(tmp, n);
+}
+
+void ru_add_medians(cJSON *e, const struct ru_median_key *keys, size_t nkeys, const void *per_step,
+		    size_t size, const int32_t *steps, int32_t n, int64_t *tmp)
+{
+	for (size_t i = 0; i < nkeys; i++)
+		cJSON_AddNumberToObject(
+			e, keys[i].key,
+			(double)ru_median_field(per_step, size, steps, n, keys[i].offset, tmp));
 }
 
 int64_t ru_mode_nonzero(int64_t *v, int32_t n)

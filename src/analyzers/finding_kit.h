@@ -50,10 +50,46 @@ int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, 
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
+/*
+ * A new finding (cs_finding_new()) of rule, with severity, title and fix, about the steady steps
+ * steps[0..nsteps), which lose lost ns per step: those steps and lost_ns_per_step set, the rest as
+ * cs_finding_new() leaves it. NULL without memory.
+ */
+cs_report_finding *ru_finding_new(const char *rule, int severity, const char *title,
+				  const char *fix, const int32_t *steps, int32_t nsteps,
+				  int64_t lost);
+
+/*
+ * f's first and last: the start of the step steps[0] of s and the end of the step
+ * steps[nsteps - 1]; the start and the end of the trace of a when nsteps is 0.
+ */
+void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		     const int32_t *steps, int32_t nsteps);
+
+/*
+ * The end of a rule's check: with rc 0, f handed to the report (ru_emit(); nothing when f is
+ * NULL: no finding); with rc an error code (negative), f freed and err set to it as "out of
+ * memory", unless a callee has set err already. Returns 0 or the error.
+ */
+int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err);
+
 /* The median over the given steps of one int64_t field (at offset) of per-step structs of size
  * bytes each; tmp has room for n values. */
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,
 			size_t offset, int64_t *tmp);
+
+/* A per-step field whose median over a finding's steps is in its evidence. */
+struct ru_median_key {
+	const char *key; /* the evidence's name for it */
+	size_t offset;	 /* of the int64_t field in the per-step struct */
+};
+/*
+ * The medians over the steps steps[0..n) of fields of per-step structs of size bytes each (by
+ * step index), added to e as keys[0..nkeys) name them, in that order (ru_median_field(); tmp has
+ * room for n values).
+ */
+void ru_add_medians(cJSON *e, const struct ru_median_key *keys, size_t nkeys, const void *per_step,
+		    size_t size, const int32_t *steps, int32_t n, int64_t *tmp);
 
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */

@@ -61,6 +61,18 @@ cs_report_finding *cs_finding_new(const char *rule, int severity, const char *ti
 	return f;
 }
 
+/* f owns nothing any more: its members are freed or given away. */
+static void finding_forget(cs_report_finding *f)
+{
+	f->title = f->fix = NULL;
+	f->steps = NULL;
+	f->nsteps = 0;
+	f->evidence = NULL;
+	f->procs = NULL;
+	f->nprocs = 0;
+	f->edit = NULL;
+}
+
 /* Free what f owns, not f itself. */
 static void finding_clear(cs_report_finding *f)
 {
@@ -72,13 +84,7 @@ static void finding_clear(cs_report_finding *f)
 		free(f->procs[i].steps);
 	free(f->procs);
 	cs_edit_free(f->edit);
-	f->edit = NULL;
-	f->title = f->fix = NULL;
-	f->steps = NULL;
-	f->nsteps = 0;
-	f->evidence = NULL;
-	f->procs = NULL;
-	f->nprocs = 0;
+	finding_forget(f);
 }
 
 void cs_finding_free(cs_report_finding *f)
@@ -218,13 +224,7 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 	}
 	*copy = *f;
 	/* f gave its members away */
-	f->title = f->fix = NULL;
-	f->steps = NULL;
-	f->nsteps = 0;
-	f->evidence = NULL;
-	f->procs = NULL;
-	f->nprocs = 0;
-	f->edit = NULL;
+	finding_forget(f);
 
 	if (!copy->pid && ctx->steps)
 		copy->pid = ctx->steps->pid;

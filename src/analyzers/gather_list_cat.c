@@ -97,7 +97,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int64_t gather_name = -1, cat_name = -1;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32];
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0 || steady <= 0)
 		return 0;
@@ -107,7 +107,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cost = calloc((size_t)s->n * 2, sizeof(*cost));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!cache || !kind || !order || !cost || !steps)
-		goto nomem;
+		goto out;
+	rc = 0;
 	per = cost + s->n;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -180,19 +181,18 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			(double)matches / nsteps, (double)copies / (double)matches,
 			ru_fmt_ns(b1, sizeof(b1), lm),
 			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
-		f = cs_finding_new(
+		rc = CS_ERR_NOMEM;
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"Gather into one preallocated tensor: "
 			"torch.distributed.all_gather_into_tensor(output, input) "
 			"(_all_gather_base in older PyTorch) with output of "
 			"world_size times the input's size, instead of all_gather(list, input) and "
-			"torch.cat(list): no list tensors, no copy-out, no cat.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
-			goto nomem;
-		f->lost_ns_per_step = lm;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
-		f->stack_id = CS_ID_NONE;
+			"torch.cat(list): no list tensors, no copy-out, no cat.",
+			steps, nsteps, lm);
+		if (!f)
+			goto out;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
 			int ok = 1;
@@ -209,16 +209,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 						      cs_analysis_string(a, gather_name)) != NULL;
 			ok &= cJSON_AddStringToObject(ev, "cat_kernel",
 						      cs_analysis_string(a, cat_name)) != NULL;
-			if (!ok)
-				goto nomem;
+			if (ok)
+				rc = 0;
 		}
 	}
-	rc = ctx->emit(ctx, f);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(cache);
 	free(kind);
 	free(order);

@@ -1,9 +1,12 @@
 /*
  * h2d_rules.c - the run of the rules of the host-to-device stalls (dataloader-stall,
- * host-created-tensor), the call sites of the copies they charge and their fix as an edit
- * (h2d_rules.h).
+ * host-created-tensor), their per-step sums and the end of their finding: the call sites of the
+ * copies they charge and their fix as an edit (h2d_rules.h).
  */
+#include <stddef.h>
 #include <stdlib.h>
+
+#include "cuscope/checked.h"
 
 #include "h2d_rules.h"
 #include "cache.h"
@@ -13,10 +16,10 @@
 #include "recurrence.h"
 #include "sites.h"
 
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		const struct fact_h2d_stalls *h,
-		int (*own)(const cs_analysis *a, const struct fact_h2d_stall *y),
-		const int32_t *steps, int32_t nsteps, int device)
+/* The fix as an edit of the run (ru_h2d_finish()). 0 or CS_ERR_NOMEM. */
+static int edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+		    const struct fact_h2d_stalls *h, ru_h2d_own_fn own, const int32_t *steps,
+		    int32_t nsteps, int device)
 {
 	uint8_t *in = ru_steps_mask(s, steps, nsteps);
 	int rc = 0;
@@ -36,9 +39,10 @@ int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 	return rc ? CS_ERR_NOMEM : 0;
 }
 
-int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct fact_h2d_stalls *h,
-		 int (*own)(const cs_analysis *a, const struct fact_h2d_stall *y),
-		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id)
+/* The call sites of the copies (ru_h2d_finish()). 0, or CS_ERR_NOMEM. */
+static int h2d_sites(cJSON *e, const cs_analysis *a, const struct fact_h2d_stalls *h,
+		     ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, int max,
+		     int64_t *stack_id)
 {
 	struct ru_sites u = {0};
 	int rc = CS_ERR_NOMEM;
@@ -57,13 +61,63 @@ out:
 	return rc;
 }
 
+/* The stalls of h that own() keeps into sum, by step (s->n of them). */
+static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_h2d_stalls *h,
+		       ru_h2d_own_fn own, struct ru_h2d_sum *sum)
+{
+	for (int32_t i = 0; i < s->n; i++)
+		sum[i].copy = -1;
+	for (int64_t i = 0; i < h->n; i++) {
+		const struct fact_h2d_stall *y = &h->v[i];
+		const cs_a_copy *c = &a->copies[y->copy];
+		struct ru_h2d_sum *x = &sum[y->step];
+
+		if (!own(a, y))
+			continue;
+		cs_sat_accum(&x->idle_ns, y->stall_ns);
+		x->copies++;
+		cs_sat_accum(&x->bytes, c->bytes);
+		if (c->src_kind == CS_MEM_PAGEABLE)
+			x->pageable++;
+		if (y->stretch_ns > x->stretch_ns) {
+			x->stretch_ns = y->stretch_ns;
+			x->copy = y->copy;
+		}
+	}
+}
+
+/* The sums over steps[0..nsteps) into m; tmp has room for nsteps values. */
+static void median_sums(const struct ru_h2d_sum *sum, const int32_t *steps, int32_t nsteps,
+			int64_t *tmp, struct ru_h2d_median *m)
+{
+	m->stretch_ns = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+					offsetof(struct ru_h2d_sum, stretch_ns), tmp);
+	m->idle_ns = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+				     offsetof(struct ru_h2d_sum, idle_ns), tmp);
+	m->copies = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+				    offsetof(struct ru_h2d_sum, copies), tmp);
+	m->bytes = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+				   offsetof(struct ru_h2d_sum, bytes), tmp);
+	m->pageable = m->all = 0;
+	m->best = -1;
+	for (int32_t i = 0; i < nsteps; i++) {
+		const struct ru_h2d_sum *x = &sum[steps[i]];
+
+		m->pageable += x->pageable;
+		m->all += x->copies;
+		if (x->copy >= 0 && (m->best < 0 || x->stretch_ns > sum[m->best].stretch_ns))
+			m->best = steps[i];
+	}
+}
+
 int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct fact_h2d_stalls *h = NULL;
-	char *sums = NULL;
+	struct ru_h2d_sum *sum = NULL;
+	struct ru_h2d_median m;
 	int64_t *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
@@ -71,27 +125,43 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 
 	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
 		return 0;
-	sums = calloc((size_t)s->n + 1, rule->sum_size);
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sums || !cost || !tmp || ru_cached_h2d_stalls(ctx, &own, &h))
+	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
+	if (!sum || ru_cached_h2d_stalls(ctx, &own, &h))
 		goto nomem;
-	rule->sum(a, s, h, sums);
+	sum_stalls(a, s, h, rule->own, sum);
 	for (int32_t i = 0; i < s->n; i++)
-		cost[i] = rule->cost(sums + (size_t)i * rule->sum_size);
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+		cost[i] = sum[i].idle_ns;
+	rc = ru_recur_find(s, ctx->step_median, cost, 1, rule->min_steps, rule->min_step_share,
+			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc < 0)
 		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, rule->min_steps,
-			    rule->min_step_share, RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
-		rc = rule->emit(ctx, h, sums, steps, nsteps, &r, tmp, err);
+	if (rc) {
+		median_sums(sum, steps, nsteps, tmp, &m);
+		rc = rule->emit(ctx, h, sum, &m, steps, nsteps, &r, err);
+	}
 	goto out;
 nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
-	free(sums);
+	free(sum);
 	free(cost);
 	free(tmp);
 	free(steps);
 	ru_cache_free(&own);
 	return rc;
+}
+
+int ru_h2d_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_h2d_stalls *h,
+		  ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
+		  int max, int device, cs_error *err)
+{
+	cJSON *e = f->evidence;
+
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	ru_recur_evidence(e, r, nsteps);
+	if (h2d_sites(e, ctx->a, h, own, steps, nsteps, max, &f->stack_id) ||
+	    edit_h2d(f, ctx->a, ctx->steps, h, own, steps, nsteps, device))
+		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+	return ru_emit(ctx, f, err);
 }

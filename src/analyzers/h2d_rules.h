@@ -1,7 +1,8 @@
 /*
  * h2d_rules.h - what the two rules of the host-to-device stalls (dataloader-stall,
- * host-created-tensor; the stalls: facts/h2d_stalls.h) share: their run, the call sites of the
- * copies they charge and the fix as an edit of the run.
+ * host-created-tensor; the stalls: facts/h2d_stalls.h) share: their run, their per-step sums,
+ * and the end of their finding: the steps, the call sites of the copies they charge and the fix
+ * as an edit of the run.
  */
 #ifndef CUSCOPE_H2D_RULES_H
 #define CUSCOPE_H2D_RULES_H
@@ -14,42 +15,59 @@
 
 struct ru_recur;
 
+/* The stalls a rule owns, summed in one step. */
+struct ru_h2d_sum {
+	int64_t idle_ns;    /* GPU idle while the launching thread made no CUDA call: the cost */
+	int64_t stretch_ns; /* the longest of its stretches without CUDA calls */
+	int64_t copies;	    /* host-to-device copies that ended a stall */
+	int64_t bytes;	    /* their bytes */
+	int64_t pageable;   /* of them from pageable memory */
+	int64_t copy;	    /* index in a->copies of the copy after the longest stretch, or -1 */
+};
+
+/* Those sums over the affected steps of a finding. */
+struct ru_h2d_median {
+	int64_t idle_ns, stretch_ns, copies, bytes; /* the medians of the steps' sums */
+	int64_t pageable,
+		all;  /* the copies from pageable memory, and all of them, in those steps */
+	int32_t best; /* the step of the longest stretch that ended at a copy; -1: none */
+};
+
+/* A stall that a rule owns: non-zero when it charges y. */
+typedef int (*ru_h2d_own_fn)(const cs_analysis *a, const struct fact_h2d_stall *y);
+
 /* What a rule that charges the host-to-device stalls (dataloader-stall, host-created-tensor) gives
  * ru_run_h2d_rule(). */
 struct ru_h2d_rule {
-	size_t sum_size; /* of its per-step sum */
-	void (*sum)(const cs_analysis *a, const cs_steps *s, const struct fact_h2d_stalls *h,
-		    void *sums);
-	int64_t (*cost)(const void *sum); /* one step's cost */
-	int (*emit)(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const void *sums,
-		    int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
-		    cs_error *err);
+	ru_h2d_own_fn own;
+	/* the finding about steps[0..nsteps) (the sums sum by step index, m) that r decided on */
+	int (*emit)(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const struct ru_h2d_sum *sum,
+		    const struct ru_h2d_median *m, const int32_t *steps, int32_t nsteps,
+		    const struct ru_recur *r, cs_error *err);
 	int32_t min_steps;
 	double min_step_share;
 };
+
 /*
- * The call sites of the copies that ended the stalls of h that own() keeps, in steps[0..nsteps),
- * each charged its stall's idle, as ru_sites_evidence() lists them (at most max, *stack_id the
- * costliest site's, left alone without stacks). 0, or CS_ERR_NOMEM.
- */
-int ru_h2d_sites(cJSON *e, const cs_analysis *a, const struct fact_h2d_stalls *h,
-		 int (*own)(const cs_analysis *a, const struct fact_h2d_stall *y),
-		 const int32_t *steps, int32_t nsteps, int max, int64_t *stack_id);
-/*
- * The fix of an input rule as an edit of the run (docs/replay.md): the host time without a CUDA
- * call before each copy own() holds in steps (the batch or the tensor being made) is gone from
- * the launching thread; with device, the copy becomes the launch of a kernel that makes the data
- * on the device (its call an asynchronous launch). 0 or CS_ERR_NOMEM.
- */
-int ru_edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-		const struct fact_h2d_stalls *h,
-		int (*own)(const cs_analysis *a, const struct fact_h2d_stall *y),
-		const int32_t *steps, int32_t nsteps, int device);
-/*
- * The whole run of such a rule: the stalls (cached), the per-step sums and costs, the recurrence
- * (ru_recur_decide with the rule's minimums, RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it
- * recurs, the rule's emit.
+ * The whole run of such a rule: the stalls (cached) that own() keeps summed by step, their idle
+ * the cost; the recurrence (ru_recur_find() with the rule's minimums, RU_RARE_MIN_STEPS and
+ * RU_MIN_LOSS_SHARE) and, when it recurs, the rule's emit with the medians of the affected steps.
  */
 int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err);
+
+/*
+ * The end of the finding f of such a rule about steps[0..nsteps), its own evidence written: the
+ * steady and affected steps and r's evidence (ru_recur_evidence()); the call sites of the copies
+ * that ended the stalls of h that own() keeps in those steps, each charged its stall's idle, as
+ * ru_sites_evidence() lists them (at most max, f's stack the costliest site's, left alone without
+ * stacks); the fix as an edit of the run (docs/replay.md): the host time without a CUDA call
+ * before each of those copies (the batch or the tensor being made) is gone from the launching
+ * thread and, with device, the copy becomes the launch of a kernel that makes the data on the
+ * device (its call an asynchronous launch). Then f is handed to the report (ru_emit()); f is
+ * freed. 0, or the error, set in err.
+ */
+int ru_h2d_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_h2d_stalls *h,
+		  ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
+		  int max, int device, cs_error *err);
 
 #endif

@@ -32,20 +32,6 @@
 /* A tensor, not a scalar or a flag: copies of at least this many bytes. */
 #define MIN_BYTES (64 * 1024)
 
-struct step_sum {
-	int64_t idle_ns;    /* GPU idle while the thread made the data, no CUDA call */
-	int64_t stretch_ns; /* the longest of its stretches without CUDA calls */
-	int64_t copies;	    /* the copies that ended such a stretch */
-	int64_t bytes;	    /* their bytes */
-	int64_t copy;	    /* index in a->copies of the copy after the longest stretch, or -1 */
-};
-
-static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
-			    size_t offset, int64_t *tmp)
-{
-	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
-}
-
 /* A stall this rule owns: a tensor's copy from pageable memory inside the step. */
 static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 {
@@ -54,53 +40,16 @@ static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= MIN_BYTES;
 }
 
-static void sum_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_h2d_stalls *h,
-		       void *sums)
-{
-	struct step_sum *sum = sums;
-
-	for (int32_t i = 0; i < s->n; i++)
-		sum[i].copy = -1;
-	for (int64_t i = 0; i < h->n; i++) {
-		const struct fact_h2d_stall *y = &h->v[i];
-		const cs_a_copy *c = &a->copies[y->copy];
-		struct step_sum *x = &sum[y->step];
-
-		if (!owns(a, y))
-			continue;
-		cs_sat_accum(&x->idle_ns, y->stall_ns);
-		x->copies++;
-		cs_sat_accum(&x->bytes, c->bytes);
-		if (y->stretch_ns > x->stretch_ns) {
-			x->stretch_ns = y->stretch_ns;
-			x->copy = y->copy;
-		}
-	}
-}
-
-static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const void *sums,
-			int32_t *steps, int32_t nsteps, const struct ru_recur *r, int64_t *tmp,
+static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
+			const struct ru_h2d_sum *sum, const struct ru_h2d_median *m,
+			const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
 			cs_error *err)
 {
-	int64_t far = h->far;
-	const struct step_sum *sum = sums;
 	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
 	cs_report_finding *f = NULL;
 	cJSON *e, *ex;
-	int64_t stretch, idle, copies, bytes, best = -1;
 	char title[480], b1[32], b2[32], b3[32], near1[96], near2[96], rare[200];
 
-	stretch = median_field(sum, steps, nsteps, offsetof(struct step_sum, stretch_ns), tmp);
-	idle = median_field(sum, steps, nsteps, offsetof(struct step_sum, idle_ns), tmp);
-	copies = median_field(sum, steps, nsteps, offsetof(struct step_sum, copies), tmp);
-	bytes = median_field(sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
-	for (int32_t i = 0; i < nsteps; i++) {
-		const struct step_sum *x = &sum[steps[i]];
-
-		if (x->copy >= 0 && (best < 0 || x->stretch_ns > sum[best].stretch_ns))
-			best = steps[i];
-	}
 	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
 	if (r->recurring)
 		snprintf(title, sizeof(title),
@@ -108,43 +57,39 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const
 			 "GPU idle per step (%.1f%%) while the host computes %s of data (no CUDA "
 			 "call for %s), then copies it from pageable memory%s%s",
 			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
-			 ru_fmt_bytes(b3, sizeof(b3), bytes), ru_fmt_ns(b2, sizeof(b2), stretch),
-			 near1, near2);
+			 ru_fmt_bytes(b3, sizeof(b3), m->bytes),
+			 ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), near1, near2);
 	else {
-		ru_recur_rare_text(r, nsteps, idle, rare, sizeof(rare));
+		ru_recur_rare_text(r, nsteps, m->idle_ns, rare, sizeof(rare));
 		snprintf(title, sizeof(title),
 			 "a tensor made on the host and copied to the GPU inside the step (%s, no "
 			 "CUDA call for %s) %s%s",
-			 ru_fmt_bytes(b3, sizeof(b3), bytes), ru_fmt_ns(b2, sizeof(b2), stretch),
-			 rare, near1);
+			 ru_fmt_bytes(b3, sizeof(b3), m->bytes),
+			 ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), rare, near1);
 	}
-	f = cs_finding_new(
-		RULE_ID, r->near ? CS_SEV_INFO : ru_severity(r->share), title,
+	f = ru_recur_finding(
+		RULE_ID, r, title,
 		"Create the tensor on the device: torch.rand(n, device=\"cuda\") instead of "
 		"torch.rand(n).cuda(), torch.zeros/full/arange/randn(..., device=\"cuda\"); data "
 		"that must come from Python (torch.tensor(list)) is made once before the loop, or "
-		"kept on the device and updated there.");
+		"kept on the device and updated there.",
+		steps, nsteps);
 	if (!f)
-		goto nomem;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto nomem;
-	f->lost_ns_per_step = r->lost;
-	f->step_share = r->share;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[nsteps - 1]].end;
+		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+	ru_finding_span(f, a, ctx->steps, steps, nsteps);
 	e = f->evidence;
-	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)idle);
-	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)stretch);
-	cJSON_AddNumberToObject(e, "launch_pace_far_ns", (double)far);
-	cJSON_AddNumberToObject(e, "copies_per_step", (double)copies);
-	cJSON_AddNumberToObject(e, "bytes_per_step", (double)bytes);
-	if (best >= 0) {
-		const cs_a_copy *c = &a->copies[sum[best].copy];
+	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)m->idle_ns);
+	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)m->stretch_ns);
+	cJSON_AddNumberToObject(e, "launch_pace_far_ns", (double)h->far);
+	cJSON_AddNumberToObject(e, "copies_per_step", (double)m->copies);
+	cJSON_AddNumberToObject(e, "bytes_per_step", (double)m->bytes);
+	if (m->best >= 0) {
+		const cs_a_copy *c = &a->copies[sum[m->best].copy];
 
 		ex = cJSON_AddObjectToObject(e, "longest_stretch_copy");
 		if (!ex)
-			goto nomem;
-		cJSON_AddNumberToObject(ex, "step", best);
+			return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+		cJSON_AddNumberToObject(ex, "step", m->best);
 		cJSON_AddNumberToObject(ex, "bytes", (double)c->bytes);
 		cJSON_AddBoolToObject(ex, "async_call", c->is_async != 0);
 		cJSON_AddNumberToObject(ex, "call_start", (double)c->launch_start);
@@ -153,29 +98,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const
 		if (c->stack_id != CS_ID_NONE)
 			f->stack_id = c->stack_id;
 	}
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
-	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
-	ru_recur_evidence(e, r, nsteps);
-	/* the copies that ended the stalls, each with its stall's idle */
-	if (ru_h2d_sites(e, a, h, owns, steps, nsteps, MAX_SITES, &f->stack_id) ||
-	    ru_edit_h2d(f, a, s, h, owns, steps, nsteps, 1))
-		goto nomem;
-	return ru_emit(ctx, f, err);
-nomem:
-	cs_finding_free(f);
-	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-}
-
-static int64_t cost_of(const void *sum)
-{
-	return ((const struct step_sum *)sum)->idle_ns;
+	return ru_h2d_finish(ctx, f, h, owns, steps, nsteps, r, MAX_SITES, 1, err);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)
 {
-	static const struct ru_h2d_rule rule = {
-		sizeof(struct step_sum), sum_stalls, cost_of, emit_finding, MIN_STEPS,
-		MIN_STEP_SHARE};
+	static const struct ru_h2d_rule rule = {owns, emit_finding, MIN_STEPS, MIN_STEP_SHARE};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }

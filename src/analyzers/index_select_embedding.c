@@ -262,7 +262,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 			 rare, near1);
 	}
 	/* Information: what the sorted backward would save is not known (see the top). */
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, CS_SEV_INFO, title,
 		"Try nn.Embedding (or F.embedding(ids, weight)) instead of "
 		"weight.index_select(0, ids), and keep it if the step gets faster: its backward "
@@ -271,15 +271,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 		"many ids repeat on a GPU whose atomics are slow; on an H200 the sort cost more "
 		"than "
 		"the atomics in every size measured. sparse=True where the optimizer takes sparse "
-		"gradients (SGD, SparseAdam).");
+		"gradients (SGD, SparseAdam).",
+		steps, nsteps, 0);
 	if (!f)
 		goto nomem;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto nomem;
-	f->lost_ns_per_step = 0;
 	f->step_share = 0;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[nsteps - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "atomic_ns_per_step", (double)atomic);
 	cJSON_AddNumberToObject(e, "atomic_kernels_per_step", (double)atomics);
@@ -326,10 +323,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 	if (cs_steps_steady(s) <= 0 || !any_atomic_add(a, s->pid))
 		return 0;
-	sum = calloc((size_t)s->n + 1, sizeof(*sum));
-	cost = calloc((size_t)s->n + 1, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !cost || !tmp || ru_cached_launch_ops(ctx, &own, &ops, &nops))
+	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
+	if (!sum || ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].gather = sum[i].atomic = -1;
@@ -354,10 +349,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto nomem;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].embedding_bwd ? 0 : sum[i].atomic_ns;
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
+	rc = ru_recur_find(s, ctx->step_median, cost, 1, MIN_STEPS, MIN_STEP_SHARE,
+			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc < 0)
 		goto nomem;
-	if (ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 1, MIN_STEPS, MIN_STEP_SHARE,
-			    RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &r))
+	if (rc)
 		rc = emit_finding(ctx, sum, steps, nsteps, &r, tmp, &sites, err);
 	goto out;
 nomem:

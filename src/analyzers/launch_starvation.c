@@ -288,17 +288,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_idle_step *acc, cons
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, near ? CS_SEV_INFO : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
-		title, fix);
+		title, fix, steps, n, own);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, n))
-		goto out;
-	f->lost_ns_per_step = own;
 	f->step_share = (double)own / (double)(ctx->step_median > 0 ? ctx->step_median : dur);
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[n - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, n);
 	for (int32_t i = 0; i < n; i++) {
 		const struct fact_idle_step *x = &acc[steps[i]];
 

@@ -186,14 +186,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 			 "step, "
 			 "the next batch prepared ahead; the evidence splits the idle by what the "
 			 "timeline shows.");
-	f = cs_finding_new(RULE_ID, d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median),
-			   title, fix);
-	if (!f || cs_finding_set_steps(f, steps, n))
+	f = ru_finding_new(RULE_ID, d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median),
+			   title, fix, steps, n, rest);
+	if (!f)
 		goto nomem;
-	f->lost_ns_per_step = rest;
 	f->step_share = (double)rest / step_median;
-	f->first = s->v[steps[0]].start;
-	f->last = s->v[steps[n - 1]].end;
+	ru_finding_span(f, ctx->a, s, steps, n);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "busy_share", (double)d->med / 1e6);
 	cJSON_AddNumberToObject(e, "busy_share_low", (double)d->lo / 1e6);

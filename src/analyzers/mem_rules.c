@@ -242,3 +242,22 @@ int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s
 	free(calls.v);
 	return rc ? CS_ERR_NOMEM : 0;
 }
+
+int ru_mem_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_bursts *m,
+		  int (*keep)(const struct fact_burst *b), const int32_t *steps, int32_t n, int max,
+		  cs_error *err)
+{
+	for (int32_t i = 0; i < m->n; i++) {
+		const struct fact_burst *b = &m->v[i];
+
+		if (!keep(b))
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = b->t_first;
+		f->last = b->t_last;
+	}
+	if (ru_mem_sites(f->evidence, ctx->a, ctx->steps, m, keep, steps, n, max, &f->stack_id) ||
+	    ru_edit_bursts(f, ctx->a, ctx->steps, m, keep))
+		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+	return ru_emit(ctx, f, err);
+}

@@ -56,4 +56,14 @@ void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts 
 int ru_edit_bursts(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 		   const struct fact_bursts *m, int (*keep)(const struct fact_burst *b));
 
+/*
+ * The end of a memory rule's finding f, its own evidence written: f's first and last the bounds
+ * of the bursts of m that keep() holds, their call sites in steps[0..n) (ru_mem_sites(), at most
+ * max) and the fix (ru_edit_bursts()); then f handed to the report (ru_emit()). f is freed. 0, or
+ * the error, set in err.
+ */
+int ru_mem_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_bursts *m,
+		  int (*keep)(const struct fact_burst *b), const int32_t *steps, int32_t n, int max,
+		  cs_error *err);
+
 #endif

@@ -92,32 +92,21 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 		 failed_bursts ? ", after a failed allocation"
 			       : ", refused by the framework's own cap (no failed CUDA call)",
 		 ru_fmt_ns(b4, sizeof(b4), lost), sum->steady_share * 100, near);
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, sum->near ? CS_SEV_INFO : ru_severity(sum->steady_share), title,
 		"Bring the peak below the limit: smaller micro-batches with gradient "
 		"accumulation, activation checkpointing, bf16/AMP, or a higher memory cap; "
 		"allocate on one stream (or record_stream the tensors used across "
 		"streams), and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against "
-		"fragmentation.");
-	if (!f || cs_finding_set_steps(f, steps, n)) {
-		cs_finding_free(f);
+		"fragmentation.",
+		steps, n, lost);
+	if (!f)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	}
-	f->lost_ns_per_step = lost;
 	f->step_share = sum->steady_share;
 	if (failed_row >= 0 && a->memory[failed_row].stack_id != CS_ID_NONE)
 		f->stack_id = a->memory[failed_row].stack_id;
 	else
 		f->stack_id = stack;
-	for (int32_t i = 0; i < m->n; i++) {
-		const struct fact_burst *b = &m->v[i];
-
-		if (!sum->keep(b))
-			continue;
-		if (f->first == CS_TS_UNKNOWN)
-			f->first = b->t_first;
-		f->last = b->t_last;
-	}
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "releases_per_retry", (double)sum->releases);
 	cJSON_AddNumberToObject(e, "bytes_per_retry", (double)sum->bytes);
@@ -131,12 +120,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 	cJSON_AddNumberToObject(e, "steady_ns", (double)sum->steady_ns);
 	cJSON_AddNumberToObject(e, "steady_state_share", sum->steady_share);
 	cJSON_AddBoolToObject(e, "direct_evidence_only", sum->keep == is_direct);
-	if (ru_mem_sites(e, a, ctx->steps, m, sum->keep, steps, n, MAX_SITES, &f->stack_id) ||
-	    ru_edit_bursts(f, a, ctx->steps, m, sum->keep)) {
-		cs_finding_free(f);
-		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	}
-	return ru_emit(ctx, f, err);
+	return ru_mem_finish(ctx, f, m, sum->keep, steps, n, MAX_SITES, err);
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)

@@ -97,18 +97,25 @@ static int has_conv(const char *s)
 	return 0;
 }
 
+/* name in lower case into s (size bytes), cut to fit. */
+static void lower_copy(char *s, size_t size, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n >= size)
+		n = size - 1;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (char)tolower((unsigned char)name[i]);
+	s[n] = '\0';
+}
+
 /* Does the name say float32 SIMT? reason: index into class_reason. */
 static int gemm_class_of(const char *name, int *reason)
 {
 	char s[1024];
-	size_t n = strlen(name);
 
 	*reason = 0;
-	if (n >= sizeof(s))
-		n = sizeof(s) - 1;
-	for (size_t i = 0; i < n; i++)
-		s[i] = (char)tolower((unsigned char)name[i]);
-	s[n] = '\0';
+	lower_copy(s, sizeof(s), name);
 	/* PyTorch's own kernels (im2col, depthwise convolutions, reductions) and attention kernels
 	 * are not cuBLAS/cuDNN GEMMs */
 	if (!strncmp(s, "_zn2at6native", 13) || has(s, "at::native") || has(s, "sdpa") ||
@@ -237,13 +244,8 @@ static int arch_has_tensor_cores(const char *name)
 					   "sm90",  "sm100",  "sm120",	"_70_", "_75_",
 					   "_80_",  "_86_",   "_89_",	"_90_"};
 	char s[256];
-	size_t n = strlen(name);
 
-	if (n >= sizeof(s))
-		n = sizeof(s) - 1;
-	for (size_t i = 0; i < n; i++)
-		s[i] = (char)tolower((unsigned char)name[i]);
-	s[n] = '\0';
+	lower_copy(s, sizeof(s), name);
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
 		if (strstr(s, tags[i]))
 			return 1;
@@ -391,11 +393,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	cs_steps_kernel_time(a, s, match_pid, &c, gpu);
 	for (int32_t i = 0; i < s->n; i++)
 		lost[i] = (int64_t)((double)simt[i] * (1.0 - 1.0 / SPEEDUP));
-	if (ru_steps_nonzero(s, lost, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, lost, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, lost, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	if (fact_kernel_names(a, s, match_class, &c, &names, &nnames_t, NULL))
@@ -427,8 +427,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "float32 GEMMs on the CUDA cores (SIMT, no tensor cores) %s: %s%s",
 				 rare, own, b2);
 		}
-		f = cs_finding_new(
-			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		f = ru_recur_finding(
+			RULE_ID, &r, title,
 			cc.major == 7
 				? "Run the matmuls in fp16 on the tensor cores: "
 				  "torch.autocast('cuda', "
@@ -441,13 +441,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				  "torch.set_float32_matmul_precision('high'); "
 				  "torch.backends.cudnn.allow_tf32 = True for convolutions); keep "
 				  "GEMM "
-				  "dimensions multiples of 8.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+				  "dimensions multiples of 8.",
+			steps, nsteps);
+		if (!f)
 			goto out;
-		f->lost_ns_per_step = r.lost;
-		f->step_share = r.share;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		f->stack_id = nnames_t ? names[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
 		if (ru_add_kernel_sites(e, a, s, match_class, &c, MAX_SITES, &f->stack_id) ||
@@ -497,14 +495,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		}
 		ru_recur_evidence(e, &r, nsteps);
 	}
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(cls);
 	free(why);
 	free(simt);

@@ -82,6 +82,22 @@ static int d2h_owned(const cs_analysis *a, const struct fact_waits *d, const cs_
 	return 0;
 }
 
+/*
+ * The steady step in which c is a copy this rule charges: a copy from or to pageable memory of the
+ * steps' process, its call started in a steady step of s, that d2h-sync does not own (d2h_owned(),
+ * with d2h-sync's waits d). -1 when c is none.
+ */
+static int32_t charged_step(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
+			    const cs_a_copy *c)
+{
+	int32_t st;
+
+	if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
+		return -1;
+	st = cs_steps_find_steady(s, c->launch_start);
+	return st < 0 || d2h_owned(a, d, c) ? -1 : st;
+}
+
 /* The PCIe link of a process's device, from the trace's META gpu_links (0 when unknown). */
 struct link_find {
 	uint32_t pid;
@@ -194,13 +210,6 @@ static int64_t slow_transfer(const cs_analysis *a, const cs_a_copy *c, double bp
 	return alone > 0 ? cs_sat_from_double((double)alone * beyond) : 0;
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 /* The copy of the affected steps that held the host longest, or -1. */
 static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
 			    const int32_t *steps, int32_t nsteps)
@@ -212,10 +221,9 @@ static int64_t longest_copy(const cs_analysis *a, const cs_steps *s, const struc
 		int32_t st;
 		int in = 0;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN ||
-		    c->launch_end == CS_TS_UNKNOWN || d2h_owned(a, d, c))
+		if (c->launch_end == CS_TS_UNKNOWN)
 			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
+		st = charged_step(a, s, d, c);
 		for (int32_t j = 0; j < nsteps && !in; j++)
 			in = steps[j] == st;
 		if (in && c->launch_end - c->launch_start > best_ns) {
@@ -233,21 +241,22 @@ static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fa
 	cJSON *e = f->evidence, *ex;
 	int64_t best = longest_copy(a, s, d, steps, nsteps);
 
-	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
-		   tmp);
-	add_median(e, "copies_per_step", sum, steps, nsteps, offsetof(struct step_sum, copies),
-		   tmp);
-	add_median(e, "h2d_per_step", sum, steps, nsteps, offsetof(struct step_sum, h2d), tmp);
-	add_median(e, "d2h_per_step", sum, steps, nsteps, offsetof(struct step_sum, d2h), tmp);
-	add_median(e, "non_blocking_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, nonblocking), tmp);
-	add_median(e, "bytes_per_step", sum, steps, nsteps, offsetof(struct step_sum, bytes), tmp);
-	add_median(e, "host_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, host_ns),
-		   tmp);
-	add_median(e, "copy_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, copy_ns),
-		   tmp);
-	add_median(e, "slow_transfer_ns_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, slow_ns), tmp);
+	{
+		static const struct ru_median_key medians[] = {
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"copies_per_step", offsetof(struct step_sum, copies)},
+			{"h2d_per_step", offsetof(struct step_sum, h2d)},
+			{"d2h_per_step", offsetof(struct step_sum, d2h)},
+			{"non_blocking_per_step", offsetof(struct step_sum, nonblocking)},
+			{"bytes_per_step", offsetof(struct step_sum, bytes)},
+			{"host_ns_per_step", offsetof(struct step_sum, host_ns)},
+			{"copy_ns_per_step", offsetof(struct step_sum, copy_ns)},
+			{"slow_transfer_ns_per_step", offsetof(struct step_sum, slow_ns)},
+		};
+
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum, sizeof(*sum),
+			       steps, nsteps, tmp);
+	}
 	if (link_bps > 0)
 		cJSON_AddNumberToObject(e, "link_bytes_per_s", link_bps);
 	if (best >= 0) {
@@ -299,10 +308,8 @@ static int add_sites(const cs_analysis *a, const cs_steps *s, const struct fact_
 		int64_t cost = 0;
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0)
 			continue;
 		if (c->launch_end != CS_TS_UNKNOWN && c->launch_end > c->launch_start)
 			cost = fact_gpu_idle(a, s->pid, c->launch_start, c->launch_end);
@@ -347,10 +354,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (!any)
 		return 0;
 	rc = CS_ERR_NOMEM;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
 	if (ru_cached_d2h(ctx, &own, &dd) || ru_cached_idle_by_cause(ctx, &own, &by_cause))
 		goto out;
@@ -362,10 +367,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		struct step_sum *x;
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0)
 			continue;
 		x = &sum[st];
 		x->copies++;
@@ -421,12 +424,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	/* the cost: the idle, and the transfers' time beyond the link's */
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = cs_sat_add(sum[i].idle_ns, sum[i].slow_ns);
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
+	rc = ru_recur_find(s, ctx->step_median, idle, 1, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
-		goto out_free;
 
 	rc = CS_ERR_NOMEM;
 	{
@@ -489,27 +490,25 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "copies of pageable host memory hold the host %s%s", rare, near);
 		}
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Copy from and to pinned host memory: DataLoader(pin_memory=True), "
 		"tensor.pin_memory() or a pinned buffer made once (torch.empty(..., "
 		"pin_memory=True)) and reused with copy_(); then non_blocking=True lets the host "
 		"go on launching while the copy runs. non_blocking=True alone does nothing for "
-		"pageable memory.");
+		"pageable memory.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
+	/* the fix as an edit of the run: the finding's from now on */
+	f->edit = edit;
+	edit = NULL;
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *c = &a->copies[i];
 		int32_t st;
 
-		if (c->pid != s->pid || !is_pageable(c) || c->launch_start == CS_TS_UNKNOWN)
-			continue;
-		st = cs_steps_find_steady(s, c->launch_start);
-		if (st < 0 || idle[st] == 0 || d2h_owned(a, dd, c))
+		st = charged_step(a, s, dd, c);
+		if (st < 0 || idle[st] == 0)
 			continue;
 		if (f->first == CS_TS_UNKNOWN)
 			f->first = c->launch_start;
@@ -519,16 +518,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	    add_sites(a, s, dd, cw, copy_wait, steps, nsteps, link_bps, longest, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
-	f->edit = edit;
-	edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	cs_edit_free(edit);
 	ru_cache_free(&own);
 	free(sum);

@@ -93,10 +93,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	share = (double)sg.behind_ns / (double)ctx->step_median;
 	if (share < MIN_SHARE)
 		goto out;
+	rc = CS_ERR_NOMEM;
 	steps = malloc((size_t)vp->nrows * sizeof(*steps));
 	work = malloc((size_t)vp->nrows * 2 * sizeof(*work));
 	if (!steps || !work)
-		goto nomem;
+		goto out;
 	for (int32_t i = 0; i < vp->nrows; i++)
 		if (vp->rows[i].steady && vp->rows[i].slowest == sg.entry &&
 		    vp->rows[i].behind_ns > 0 && i < ctx->steps->n && !ctx->steps->v[i].warmup)
@@ -108,13 +109,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	snprintf(title, sizeof(title),
 		 "%s is the slowest in %d of %d steps, %s behind the others (%s)", who, sg.slowest,
 		 sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns), cause_text(sg.cause));
-	f = cs_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause));
-	if (!f || cs_finding_set_steps(f, steps, n))
-		goto nomem;
-	f->lost_ns_per_step = sg.behind_ns;
-	f->first = n > 0 ? ctx->steps->v[steps[0]].start : ctx->a->trace_start;
-	f->last = n > 0 ? ctx->steps->v[steps[n - 1]].end : ctx->a->trace_end;
-	f->stack_id = CS_ID_NONE;
+	f = ru_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
+			   sg.behind_ns);
+	if (!f)
+		goto out;
+	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
 		int ok = 1;
@@ -151,15 +150,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			ok &= ok && cJSON_AddNumberToObject(o, "compute_median_ns",
 							    (double)cs_median_i64(comp, m)) != NULL;
 		}
-		if (!ok)
-			goto nomem;
+		if (ok)
+			rc = 0;
 	}
-	rc = ctx->emit(ctx, f);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(steps);
 	free(work);
 	cs_report_processes_free(&own);

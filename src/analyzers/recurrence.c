@@ -1,6 +1,7 @@
 /* recurrence.c - recurring or rare: whether a cost of some steady steps is a finding
  * (recurrence.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuscope/checked.h"
@@ -94,6 +95,43 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 		 "state (%.1f%%)",
 		 (int)nsteps, (int)r->steady, ru_fmt_ns(b1, sizeof(b1), each),
 		 ru_fmt_ns(b2, sizeof(b2), r->lost), r->share * 100);
+}
+
+void *ru_recur_arrays(const cs_steps *s, size_t size, int64_t **cost, int64_t **tmp)
+{
+	void *sum = calloc((size_t)s->n + 1, size);
+
+	*cost = calloc((size_t)s->n + 1, sizeof(**cost));
+	*tmp = calloc((size_t)s->n + 1, sizeof(**tmp));
+	if (sum && *cost && *tmp)
+		return sum;
+	free(sum);
+	free(*cost);
+	free(*tmp);
+	*cost = *tmp = NULL;
+	return NULL;
+}
+
+int ru_recur_find(const cs_steps *s, int64_t step_median, const int64_t *cost, int skip_ends,
+		  int32_t min_steps, double min_step_share, int32_t min_rare_steps,
+		  double min_loss_share, int64_t *tmp, int32_t **steps, int32_t *nsteps,
+		  struct ru_recur *r)
+{
+	if (ru_steps_nonzero(s, cost, steps, nsteps))
+		return CS_ERR_NOMEM;
+	return ru_recur_decide(s, step_median, cost, *steps, nsteps, skip_ends, min_steps,
+			       min_step_share, min_rare_steps, min_loss_share, tmp, r);
+}
+
+cs_report_finding *ru_recur_finding(const char *rule, const struct ru_recur *r, const char *title,
+				    const char *fix, const int32_t *steps, int32_t nsteps)
+{
+	cs_report_finding *f = ru_finding_new(rule, r->near ? CS_SEV_INFO : ru_severity(r->share),
+					      title, fix, steps, nsteps, r->lost);
+
+	if (f)
+		f->step_share = r->share;
+	return f;
 }
 
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps)

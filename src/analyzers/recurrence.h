@@ -40,6 +40,22 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,
 		    int32_t min_rare_steps, double min_loss_share, int64_t *tmp,
 		    struct ru_recur *r);
+/*
+ * The arrays a rule decides with for the steps of s, zeroed: its per-step sums (returned, s->n + 1
+ * structs of size bytes), *cost (s->n + 1 values: the cost by step index) and *tmp (s->n + 1
+ * values: ru_recur_find()'s room). NULL without memory, and then none of them is allocated.
+ */
+void *ru_recur_arrays(const cs_steps *s, size_t size, int64_t **cost, int64_t **tmp);
+/*
+ * ru_recur_decide() on the steady steps whose cost (per step index) is non-zero
+ * (ru_steps_nonzero()), which it gives to *steps (malloc'd, the caller frees it; *nsteps of
+ * them, as ru_recur_decide() leaves them); the other parameters are ru_recur_decide()'s. 1: a
+ * finding, in r; 0: none; CS_ERR_NOMEM.
+ */
+int ru_recur_find(const cs_steps *s, int64_t step_median, const int64_t *cost, int skip_ends,
+		  int32_t min_steps, double min_step_share, int32_t min_rare_steps,
+		  double min_loss_share, int64_t *tmp, int32_t **steps, int32_t *nsteps,
+		  struct ru_recur *r);
 /* The title's "; near the N% threshold (95% interval a-b%)" for the cost (loss) and for the share
  * of steps (steps), each empty unless r is near that threshold. */
 void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, char *steps,
@@ -48,6 +64,14 @@ void ru_recur_near_text(const struct ru_recur *r, char *loss, size_t loss_size, 
  * (Z%)" of a pattern in a few steps (each: the cost in one of them). */
 void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, char *buf,
 			size_t size);
+/*
+ * The finding of rule about a cost r decided on (ru_finding_new(): steps[0..nsteps), title, fix):
+ * r's loss per step and share of the step, whose severity it has (ru_severity()); info when r is
+ * near a threshold, as a value whose interval holds it could fall either side of it in another
+ * run. NULL without memory.
+ */
+cs_report_finding *ru_recur_finding(const char *rule, const struct ru_recur *r, const char *title,
+				    const char *fix, const int32_t *steps, int32_t nsteps);
 /* r's shares, intervals, thresholds and margins as evidence (nsteps: the affected steps). */
 void ru_recur_evidence(cJSON *e, const struct ru_recur *r, int32_t nsteps);
 

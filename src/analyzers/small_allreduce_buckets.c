@@ -56,14 +56,15 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct fact_name_memo *cache = NULL;
 	cs_report_finding *f = NULL;
 	char title[320], b1[32], b2[32], b3[32];
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (s->n == 0 || ctx->step_median <= 0)
 		return 0;
 	is_ar = calloc((size_t)a->nkernels + 1, 1);
 	cache = fact_name_memo_new(is_allreduce);
 	if (!is_ar || !cache)
-		goto nomem;
+		goto out;
+	rc = 0;
 	/* the all-reduce kernels of the steady steps: their durations and the smallest */
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -83,12 +84,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (ndurs == 0 || lat <= 0 || lat > MAX_LATENCY_NS)
 		goto out;
+	rc = CS_ERR_NOMEM;
 	n_all = calloc((size_t)s->n * 7, sizeof(*n_all));
 	durs = calloc((size_t)ndurs, sizeof(*durs));
 	m = calloc((size_t)s->n, sizeof(*m));
 	steps = calloc((size_t)s->n, sizeof(*steps));
 	if (!n_all || !durs || !m || !steps)
-		goto nomem;
+		goto out;
 	n_small = n_all + s->n;
 	bw = n_small + s->n;
 	t_all = bw + s->n;
@@ -165,18 +167,17 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 (long long)all_med, (long long)small_med, SMALL_FACTOR,
 			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
-		f = cs_finding_new(
+		rc = CS_ERR_NOMEM;
+		f = ru_finding_new(
 			RULE_ID, ru_severity(share), title,
 			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
 			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
 			"one contiguous flat buffer (views of it per parameter) and all-reduce "
-			"the buffer, not each parameter's gradient.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
-			goto nomem;
-		f->lost_ns_per_step = lm;
-		f->first = nsteps > 0 ? s->v[steps[0]].start : a->trace_start;
-		f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
-		f->stack_id = CS_ID_NONE;
+			"the buffer, not each parameter's gradient.",
+			steps, nsteps, lm);
+		if (!f)
+			goto out;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			cJSON *ev = f->evidence;
 			int ok = 1;
@@ -196,16 +197,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				      ev, "size_measure",
 				      "kernel time (NCCL kernel records carry no byte counts)") !=
 			      NULL;
-			if (!ok)
-				goto nomem;
+			if (ok)
+				rc = 0;
 		}
 	}
-	rc = ctx->emit(ctx, f);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(is_ar);
 	free(cache);

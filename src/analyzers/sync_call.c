@@ -41,43 +41,17 @@
 
 #define RULE_ID "sync-call"
 
-struct step_sum {
-	int64_t waits, draining, wait_ns, idle_ns, refill_ns;
-};
-
-/* Median over the affected steps of one field of the per-step sums. */
-static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,
-			    size_t offset, int64_t *tmp)
-{
-	return ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp);
-}
-
-/* Add the median over the affected steps of one per-step field as key. */
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key, (double)median_field(sum, steps, n, offset, tmp));
-}
-
 static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			const struct step_sum *sum, const int32_t *steps, int32_t nsteps,
+			const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
 			int64_t *tmp, cs_report_finding *f)
 {
 	cJSON *e = f->evidence, *ex;
 	int64_t best = -1;
 
-	add_median(e, "idle_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, idle_ns),
-		   tmp);
-	add_median(e, "draining_waits_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, draining), tmp);
 	/* which APIs waited, and the costliest wait */
-	if (ru_add_wait_types(e, a, d, &best))
+	if (ru_add_wait_types(e, a, d, sum, steps, nsteps, tmp, &best))
 		return CS_ERR_NOMEM;
-	add_median(e, "wait_ns_per_step", sum, steps, nsteps, offsetof(struct step_sum, wait_ns),
-		   tmp);
-	add_median(e, "refill_ns_per_step", sum, steps, nsteps,
-		   offsetof(struct step_sum, refill_ns), tmp);
-	add_median(e, "waits_per_step", sum, steps, nsteps, offsetof(struct step_sum, waits), tmp);
+	ru_add_wait_times(e, sum, steps, nsteps, tmp);
 
 	if (best >= 0) {
 		const struct fact_wait *w = &d->v[best];
@@ -143,7 +117,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *dd, *d, *all;
 	struct fact_waits waits = {0};
-	struct step_sum *sum = NULL;
+	struct ru_wait_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
@@ -172,86 +146,46 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	d = &waits;
 	if (d->n == 0)
-		goto out_free;
+		goto out;
 	rc = CS_ERR_NOMEM;
 	if (drop_d2h_windows(dd, &waits))
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
-	for (int64_t i = 0; i < d->n; i++) {
-		const struct fact_wait *w = &d->v[i];
-		const cs_a_sync *y = &a->syncs[w->sync];
-		struct step_sum *x;
-
-		if (w->step < 0)
-			continue;
-		x = &sum[w->step];
-		x->waits++;
-		if (y->end != CS_TS_UNKNOWN && y->end > y->start)
-			cs_sat_accum(&x->wait_ns, y->end - y->start);
-		if (fact_wait_cost(w) > 0) {
-			x->draining++;
-			cs_sat_accum(&x->idle_ns, fact_wait_cost(w));
-			cs_sat_accum(&x->refill_ns, w->refill_ns);
-		}
-	}
+	for (int64_t i = 0; i < d->n; i++)
+		if (d->v[i].step >= 0)
+			ru_wait_sum_add(&sum[d->v[i].step], a, &d->v[i], 0);
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].idle_ns;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 1, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, idle, 1, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 
 	rc = CS_ERR_NOMEM;
-	ru_wait_title(title, sizeof(title), "explicit synchronize drains", &r,
-		      median_field(sum, steps, nsteps, offsetof(struct step_sum, draining), tmp),
-		      r.recurring ? 0
-				  : median_field(sum, steps, nsteps,
-						 offsetof(struct step_sum, idle_ns), tmp),
-		      nsteps);
-	/* a value whose interval holds the threshold could fall either side of it in another run:
-	 * info, with the margin in the evidence */
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	ru_wait_title(title, sizeof(title), "explicit synchronize drains", &r, sum, steps, nsteps,
+		      tmp);
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Remove the synchronize from the step: CUDA orders the work of a stream by "
 		"itself; order streams with events (wait_stream, record_stream, "
 		"Event.wait) instead of a host wait; to time steps, record CUDA events and "
 		"read their elapsed time a step later or after the loop; synchronize only "
-		"where the host must see the result.");
+		"where the host must see the result.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
-	for (int64_t i = 0; i < d->n; i++) {
-		const struct fact_wait *w = &d->v[i];
-
-		if (w->step < 0 || fact_wait_cost(w) == 0)
-			continue;
-		if (f->first == CS_TS_UNKNOWN)
-			f->first = a->syncs[w->sync].start;
-		f->last = w->window_end;
-	}
+	ru_wait_span(f, a, d, 0);
 	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
 	/* the fix as an edit of the run: no synchronize of the steady steps (docs/replay.md) */
 	if (ru_edit_no_waits(f, d, 0))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	fact_waits_free(&waits);
 	free(sum);

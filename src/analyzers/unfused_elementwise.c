@@ -408,23 +408,25 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	st.a = a;
 	st.s = s;
 	st.ew = ew;
-	st.sum = calloc((size_t)s->n, sizeof(*st.sum));
-	cost = calloc((size_t)s->n, sizeof(*cost));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!st.sum || !cost || !tmp || find_chains(&st))
+	st.sum = ru_recur_arrays(s, sizeof(*st.sum), &cost, &tmp);
+	if (!st.sum || find_chains(&st))
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = st.sum[i].cost;
-	if (ru_steps_nonzero(s, cost, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (!ru_recur_decide(s, ctx->step_median, cost, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, cost, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	if (st.nkinds > 1)
 		cs_sort(st.kinds, st.nkinds, sizeof(*st.kinds), cmp_kind_cost);
 	{
+		static const struct ru_median_key medians[] = {
+			{"chain_kernel_ns_per_step", offsetof(struct step_sum, kernel_ns)},
+			{"longest_ns_per_step", offsetof(struct step_sum, longest_ns)},
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"periodic_kernels_per_step", offsetof(struct step_sum, periodic)},
+		};
 		char title[400], b1[32], b2[96], b3[96], rare[200], own[128];
 		int64_t chains =
 			median_field(st.sum, steps, nsteps, offsetof(struct step_sum, chains), tmp);
@@ -453,18 +455,19 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 "chains of same-size element-wise kernels could be fused %s%s",
 				 rare, b2);
 		}
-		f = cs_finding_new(
-			RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+		f = ru_recur_finding(
+			RULE_ID, &r, title,
 			"Fuse the chain into one kernel: torch.compile the function (or module) "
 			"that runs these operations, or use the fused built-in (F.gelu(x, "
 			"approximate='tanh'), torch.addcmul, F.silu, ...) or a custom (Triton) "
-			"kernel; each kernel of a chain reads and writes the whole tensor.");
-		if (!f || cs_finding_set_steps(f, steps, nsteps))
+			"kernel; each kernel of a chain reads and writes the whole tensor.",
+			steps, nsteps);
+		if (!f)
 			goto out;
-		f->lost_ns_per_step = r.lost;
-		f->step_share = r.share;
-		f->first = s->v[steps[0]].start;
-		f->last = s->v[steps[nsteps - 1]].end;
+		/* the fix as an edit of the run: the finding's from now on */
+		f->edit = st.edit;
+		st.edit = NULL;
+		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		f->stack_id = st.nkinds ? st.kinds[0].stack_id : CS_ID_NONE;
 		e = f->evidence;
 		cJSON_AddNumberToObject(e, "chains_per_step", (double)chains);
@@ -473,22 +476,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 							     offsetof(struct step_sum, kernels),
 							     tmp));
 		cJSON_AddNumberToObject(e, "launches_saved_per_step", (double)saved);
-		cJSON_AddNumberToObject(e, "chain_kernel_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, kernel_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "longest_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, longest_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "idle_ns_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, idle_ns),
-							     tmp));
-		cJSON_AddNumberToObject(e, "periodic_kernels_per_step",
-					(double)median_field(st.sum, steps, nsteps,
-							     offsetof(struct step_sum, periodic),
-							     tmp));
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), st.sum,
+			       sizeof(*st.sum), steps, nsteps, tmp);
 		cJSON_AddStringToObject(e, "costliest_first_kernel", own);
 		cJSON_AddNumberToObject(e, "min_chain", MIN_CHAIN);
 		if (add_chains(e, &st, steady) ||
@@ -496,16 +485,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		ru_recur_evidence(e, &r, nsteps);
 	}
-	f->edit = st.edit;
-	st.edit = NULL;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	free(ew);
 	free(st.sum);
 	free(st.kinds);

@@ -166,13 +166,6 @@ static int64_t modal_repeats(const struct step_sum *sum, int32_t n, int64_t *tmp
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 			const struct step_sum *sum, const int32_t *steps, int32_t n, int64_t *tmp,
 			const cs_steps *s, int64_t modal, cs_report_finding *f)
@@ -181,13 +174,19 @@ static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 	const struct step_sum *x = &sum[steps[0]];
 
 	cJSON_AddNumberToObject(e, "repeats_per_step", (double)modal);
-	add_median(e, "tensors", sum, steps, n, offsetof(struct step_sum, longest), tmp);
-	add_median(e, "kernels_per_step", sum, steps, n, offsetof(struct step_sum, kernels), tmp);
-	add_median(e, "runs_per_step", sum, steps, n, offsetof(struct step_sum, runs), tmp);
-	add_median(e, "idle_ns_per_step", sum, steps, n, offsetof(struct step_sum, idle_ns), tmp);
-	add_median(e, "gpu_ns_per_step", sum, steps, n, offsetof(struct step_sum, gpu_ns), tmp);
-	add_median(e, "launch_ns_per_step", sum, steps, n, offsetof(struct step_sum, launch_ns),
-		   tmp);
+	{
+		static const struct ru_median_key medians[] = {
+			{"tensors", offsetof(struct step_sum, longest)},
+			{"kernels_per_step", offsetof(struct step_sum, kernels)},
+			{"runs_per_step", offsetof(struct step_sum, runs)},
+			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+			{"gpu_ns_per_step", offsetof(struct step_sum, gpu_ns)},
+			{"launch_ns_per_step", offsetof(struct step_sum, launch_ns)},
+		};
+
+		ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum, sizeof(*sum),
+			       steps, n, tmp);
+	}
 	cJSON_AddNumberToObject(e, "kernels_per_tensor", (double)x->period);
 	/* the unit's kernel names, from the first affected step's longest run */
 	unit = cJSON_AddArrayToObject(e, "unit");
@@ -233,10 +232,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	if (ru_cached_launch_ops(ctx, &own, &ops, &nops))
 		goto out;
-	sum = calloc((size_t)s->n, sizeof(*sum));
-	idle = calloc((size_t)s->n, sizeof(*idle));
-	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
-	if (!sum || !idle || !tmp)
+	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
+	if (!sum)
 		goto out;
 	for (int32_t i = 0; i < s->n; i++)
 		sum[i].first_op = -1;
@@ -261,12 +258,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	modal = modal_repeats(sum, s->n, tmp);
 	for (int32_t i = 0; i < s->n; i++)
 		idle[i] = sum[i].repeats == modal && modal > 0 ? sum[i].idle_ns : 0;
-	if (ru_steps_nonzero(s, idle, &steps, &nsteps))
-		goto out;
-	rc = 0;
-	if (nsteps == 0 ||
-	    !ru_recur_decide(s, ctx->step_median, idle, steps, &nsteps, 0, MIN_STEPS,
-			     MIN_STEP_SHARE, MIN_RARE_STEPS, MIN_LOSS_SHARE, tmp, &r))
+	rc = ru_recur_find(s, ctx->step_median, idle, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
+			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	{
@@ -300,33 +294,25 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 (long long)kern, (long long)tensors, rare, near1);
 		}
 	}
-	f = cs_finding_new(
-		RULE_ID, r.near ? CS_SEV_INFO : ru_severity(r.share), title,
+	f = ru_recur_finding(
+		RULE_ID, &r, title,
 		"Use the multi-tensor optimizer: torch.optim.AdamW(..., fused=True) (one kernel "
 		"for all tensors; Adam, AdamW, SGD, Adagrad) or foreach=True (one kernel per "
 		"operation; the default on CUDA when neither foreach nor fused is given: remove "
 		"foreach=False); in a hand-written update loop, use torch._foreach_* on the lists "
-		"of tensors.");
+		"of tensors.",
+		steps, nsteps);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = r.lost;
-	f->step_share = r.share;
 	f->first = sum[steps[0]].t_first;
 	f->last = sum[steps[nsteps - 1]].t_last;
 	if (add_evidence(a, ops, sum, steps, nsteps, tmp, s, modal, f) ||
 	    ru_sites_evidence(f->evidence, &sites, steps, nsteps, MAX_SITES, &f->stack_id))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_sites_free(&sites);
 	ru_cache_free(&own);
 	free(sum);

@@ -1,11 +1,42 @@
-/* wait_evidence.c - what the findings of the rules about host waits say alike (wait_evidence.h). */
+/* wait_evidence.c - what the rules about host waits sum and say alike (wait_evidence.h). */
+#include <stddef.h>
 #include <stdio.h>
 
+#include "cuscope/checked.h"
 #include "finding_kit.h"
 #include "sites.h"
 #include "wait_evidence.h"
 
-int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d, int64_t *best)
+/* The medians of the waits' sums in a finding's evidence, first and after the sync types. */
+static const struct ru_median_key idle_medians[] = {
+	{"idle_ns_per_step", offsetof(struct ru_wait_sum, idle_ns)},
+	{"draining_waits_per_step", offsetof(struct ru_wait_sum, draining)},
+};
+static const struct ru_median_key time_medians[] = {
+	{"wait_ns_per_step", offsetof(struct ru_wait_sum, wait_ns)},
+	{"refill_ns_per_step", offsetof(struct ru_wait_sum, refill_ns)},
+	{"waits_per_step", offsetof(struct ru_wait_sum, waits)},
+};
+
+void ru_wait_sum_add(struct ru_wait_sum *x, const cs_analysis *a, const struct fact_wait *w,
+		     int64_t taken)
+{
+	const cs_a_sync *y = &a->syncs[w->sync];
+	int64_t cost = fact_wait_cost(w);
+
+	x->waits++;
+	if (y->end != CS_TS_UNKNOWN && y->end > y->start)
+		cs_sat_accum(&x->wait_ns, y->end - y->start);
+	if (cost > 0) {
+		x->draining++;
+		cs_sat_accum(&x->idle_ns, cost > taken ? cost - taken : 0);
+		cs_sat_accum(&x->refill_ns, w->refill_ns);
+	}
+}
+
+int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d,
+		      const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
+		      int64_t *tmp, int64_t *best)
 {
 	static const int32_t type_of[RU_WAIT_TYPES] = {CS_SYNC_UNKNOWN,
 						       CS_SYNC_EVENT_SYNCHRONIZE,
@@ -19,6 +50,8 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d
 	int64_t count[RU_WAIT_TYPES] = {0};
 	cJSON *types;
 
+	ru_add_medians(e, idle_medians, sizeof(idle_medians) / sizeof(*idle_medians), sum,
+		       sizeof(*sum), steps, nsteps, tmp);
 	*best = -1;
 	for (int64_t i = 0; i < d->n; i++) {
 		const cs_a_sync *y = &a->syncs[d->v[i].sync];
@@ -39,6 +72,13 @@ int ru_add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d
 			cJSON_AddNumberToObject(types, cs_sync_type_name(type_of[k]),
 						(double)count[k]);
 	return 0;
+}
+
+void ru_add_wait_times(cJSON *e, const struct ru_wait_sum *sum, const int32_t *steps,
+		       int32_t nsteps, int64_t *tmp)
+{
+	ru_add_medians(e, time_medians, sizeof(time_medians) / sizeof(*time_medians), sum,
+		       sizeof(*sum), steps, nsteps, tmp);
 }
 
 int ru_add_wait_sites(cJSON *e, const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
@@ -96,9 +136,12 @@ void ru_costliest_wait_idle(cJSON *ex, const struct fact_wait *w)
 	cJSON_AddNumberToObject(ex, "window_end", (double)w->window_end);
 }
 
-void ru_wait_title(char *buf, size_t size, const char *what, const struct ru_recur *r, int64_t per,
-		   int64_t each, int32_t nsteps)
+void ru_wait_title(char *buf, size_t size, const char *what, const struct ru_recur *r,
+		   const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
+		   int64_t *tmp)
 {
+	int64_t per = ru_median_field(sum, sizeof(*sum), steps, nsteps,
+				      offsetof(struct ru_wait_sum, draining), tmp);
 	char b1[32], b2[96], b3[96], rare[200];
 
 	ru_recur_near_text(r, b2, sizeof(b2), b3, sizeof(b3));
@@ -108,7 +151,25 @@ void ru_wait_title(char *buf, size_t size, const char *what, const struct ru_rec
 			 what, (long long)per, per == 1 ? "" : "s",
 			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100, b2, b3);
 	} else {
-		ru_recur_rare_text(r, nsteps, each, rare, sizeof(rare));
+		ru_recur_rare_text(r, nsteps,
+				   ru_median_field(sum, sizeof(*sum), steps, nsteps,
+						   offsetof(struct ru_wait_sum, idle_ns), tmp),
+				   rare, sizeof(rare));
 		snprintf(buf, size, "%s the GPU %s%s", what, rare, b2);
+	}
+}
+
+void ru_wait_span(cs_report_finding *f, const cs_analysis *a, const struct fact_waits *d,
+		  int copy_start)
+{
+	for (int64_t i = 0; i < d->n; i++) {
+		const struct fact_wait *w = &d->v[i];
+
+		if (w->step < 0 || fact_wait_cost(w) == 0)
+			continue;
+		if (f->first == CS_TS_UNKNOWN)
+			f->first = copy_start ? a->copies[w->first_copy].start
+					      : a->syncs[w->sync].start;
+		f->last = w->window_end;
 	}
 }

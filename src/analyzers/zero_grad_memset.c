@@ -247,13 +247,6 @@ static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
 	return ru_mode_nonzero(tmp, n);
 }
 
-static void add_median(cJSON *e, const char *key, const struct step_sum *sum, const int32_t *steps,
-		       int32_t n, size_t offset, int64_t *tmp)
-{
-	cJSON_AddNumberToObject(e, key,
-				(double)ru_median_field(sum, sizeof(*sum), steps, n, offset, tmp));
-}
-
 static int check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
@@ -355,18 +348,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 				 ru_fmt_ns(b1, sizeof(b1), lost), share * 100);
 	}
 	/* the pattern is sure; how much it matters is its cost (info below 3% of the step) */
-	f = cs_finding_new(
+	f = ru_finding_new(
 		RULE_ID, ru_severity(share), title,
 		"Release the gradients instead of zeroing them: optimizer.zero_grad() or "
 		"model.zero_grad() with set_to_none=True (the default since PyTorch 2.0; remove "
 		"set_to_none=False), or `p.grad = None` in a hand-written loop; the backward pass "
 		"then stores each new gradient instead of adding it into zeros. Code that reads "
-		".grad before the backward pass must then accept None.");
+		".grad before the backward pass must then accept None.",
+		steps, nsteps, lost);
 	if (!f)
 		goto out;
-	if (cs_finding_set_steps(f, steps, nsteps))
-		goto out;
-	f->lost_ns_per_step = lost;
 	f->step_share = share;
 	f->first = sum[steps[0]].t_first;
 	f->last = sum[steps[nsteps - 1]].t_last;
@@ -376,22 +367,22 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		const struct fact_launch_op *o = x->first_op >= 0 ? &ops[x->first_op] : NULL;
 
 		cJSON_AddNumberToObject(e, "writes_per_step", (double)modal);
-		add_median(e, "fills_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, fills), tmp);
-		add_median(e, "memsets_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, memsets), tmp);
-		add_median(e, "foreach_zero_kernels_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, foreach_zero), tmp);
-		add_median(e, "runs_per_step", sum, steps, nsteps, offsetof(struct step_sum, runs),
-			   tmp);
-		add_median(e, "gpu_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, gpu_ns), tmp);
-		add_median(e, "idle_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, idle_ns), tmp);
-		add_median(e, "launch_ns_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, launch_ns), tmp);
-		add_median(e, "memset_bytes_per_step", sum, steps, nsteps,
-			   offsetof(struct step_sum, memset_bytes), tmp);
+		{
+			static const struct ru_median_key medians[] = {
+				{"fills_per_step", offsetof(struct step_sum, fills)},
+				{"memsets_per_step", offsetof(struct step_sum, memsets)},
+				{"foreach_zero_kernels_per_step",
+				 offsetof(struct step_sum, foreach_zero)},
+				{"runs_per_step", offsetof(struct step_sum, runs)},
+				{"gpu_ns_per_step", offsetof(struct step_sum, gpu_ns)},
+				{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
+				{"launch_ns_per_step", offsetof(struct step_sum, launch_ns)},
+				{"memset_bytes_per_step", offsetof(struct step_sum, memset_bytes)},
+			};
+
+			ru_add_medians(e, medians, sizeof(medians) / sizeof(*medians), sum,
+				       sizeof(*sum), steps, nsteps, tmp);
+		}
 		if (o) {
 			int64_t sid = o->is_kernel ? a->kernels[o->index].stack_id
 						   : a->copies[o->index].stack_id;
@@ -433,14 +424,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (edit_accumulates(f, a, s, ops, &writes, cost))
 		goto out;
-	rc = ru_emit(ctx, f, err);
-	f = NULL;
-	goto out_free;
+	rc = 0;
 out:
-	if (rc)
-		cs_error_set(err, rc, "out of memory");
-out_free:
-	cs_finding_free(f);
+	rc = ru_finish(ctx, f, rc, err);
 	ru_sites_free(&sites);
 	free(writes.v);
 	ru_cache_free(&own);

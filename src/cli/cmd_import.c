@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuscope/strbuf.h"
 #include "cuscope/progress.h"
 #include "cuscope/files.h"
 #include "cuscope/import.h"
@@ -57,27 +58,28 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 
 void cli_import_summary(const char *out, const cs_import_stats *st, double launch_ns)
 {
-	char size[CS_FMT_MAX], num[CS_FMT_MAX];
+	char size[CS_FMT_MAX];
 	struct stat sb;
+	cs_strbuf line = CS_STRBUF_INIT;
 
-	if (stat(out, &sb))
-		sb.st_size = 0;
-	fprintf(stderr, "cuscope: wrote %s (%s, %s process%s;", out,
-		cs_fmt_bytes(size, sizeof(size), (int64_t)sb.st_size),
-		cs_fmt_count(num, sizeof(num), st->processes), st->processes == 1 ? "" : "es");
+	cs_fmt_bytes(size, sizeof(size), stat(out, &sb) == 0 ? (int64_t)sb.st_size : 0);
+	cs_strbuf_printf(&line, "wrote %s (%s): %lld process%s", out, size,
+			 (long long)st->processes, st->processes == 1 ? "" : "es");
 	for (int k = 0; k < CS_EV_COUNT; k++)
-		fprintf(stderr, " %s %s,", cs_event_kind_name((enum cs_event_kind)k),
-			cs_fmt_count(num, sizeof(num), st->counts[k]));
-	fprintf(stderr, " dropped %s", cs_fmt_count(num, sizeof(num), st->dropped));
+		cs_strbuf_printf(&line, ", %lld %s", (long long)st->counts[k],
+				 cs_event_kind_name((enum cs_event_kind)k));
+	cs_strbuf_printf(&line, "; %lld dropped", (long long)st->dropped);
 	if (st->truncated_files)
-		fprintf(stderr, ", truncated files %s",
-			cs_fmt_count(num, sizeof(num), st->truncated_files));
+		cs_strbuf_printf(&line, ", %lld truncated files", (long long)st->truncated_files);
+	if (st->unknown_timestamps)
+		cs_strbuf_printf(&line, ", %lld unknown timestamps",
+				 (long long)st->unknown_timestamps);
 	if (st->implausible)
-		fprintf(stderr, ", implausible values %s",
-			cs_fmt_count(num, sizeof(num), st->implausible));
+		cs_strbuf_printf(&line, ", %lld implausible values", (long long)st->implausible);
 	if (launch_ns > 0)
-		fprintf(stderr, "; recording cost %.2f us per launch", launch_ns / 1e3);
-	fputs(")\n", stderr);
+		cs_strbuf_printf(&line, "; recording cost %.2f us per launch", launch_ns / 1e3);
+	cli_error("%s", cs_strbuf_str(&line));
+	cs_strbuf_free(&line);
 }
 
 /* 1 when out is an existing spool file of the directory dir (a file a dir import reads). */

@@ -391,30 +391,6 @@ static void import_progress(uint64_t done, uint64_t total, void *arg)
 		fprintf(stderr, "\rcuscope: importing %3d%%", (int)(done * 100 / total));
 }
 
-static void print_summary(const char *output, const cs_import_stats *st, double launch_ns)
-{
-	char size[CS_FMT_MAX];
-	struct stat sb;
-	cs_strbuf sb_line = CS_STRBUF_INIT;
-
-	cs_fmt_bytes(size, sizeof(size), stat(output, &sb) == 0 ? (int64_t)sb.st_size : 0);
-	cs_strbuf_printf(&sb_line, "wrote %s (%s): %lld process%s", output, size,
-			 (long long)st->processes, st->processes == 1 ? "" : "es");
-	for (int k = 0; k < CS_EV_COUNT; k++)
-		cs_strbuf_printf(&sb_line, ", %lld %s", (long long)st->counts[k],
-				 cs_event_kind_name((enum cs_event_kind)k));
-	cs_strbuf_printf(&sb_line, "; %lld dropped", (long long)st->dropped);
-	if (st->unknown_timestamps)
-		cs_strbuf_printf(&sb_line, ", %lld unknown timestamps",
-				 (long long)st->unknown_timestamps);
-	if (st->implausible)
-		cs_strbuf_printf(&sb_line, ", %lld implausible values", (long long)st->implausible);
-	if (launch_ns > 0)
-		cs_strbuf_printf(&sb_line, "; recording cost %.2f us per launch", launch_ns / 1e3);
-	cli_error("%s", cs_strbuf_str(&sb_line));
-	cs_strbuf_free(&sb_line);
-}
-
 /* The slow-step notices of the processes ("slow.<pid>.<n>", slow_step.c): each one read, said,
  * removed and dumped (one dump for the notices found together). */
 static void dump_slow_steps(const char *spool, const struct record_opts *o)
@@ -992,7 +968,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (!o.quiet)
-		print_summary(o.output, &st, launch_ns);
+		cli_import_summary(o.output, &st, launch_ns);
 out_spool:
 	if (!o.keep_spool)
 		cli_remove_tree(spool);

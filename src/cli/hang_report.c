@@ -23,7 +23,7 @@ struct notice {
 	long pid;
 	unsigned long long now, gpu_done;
 	unsigned last_corr, done_corr;
-	char threads[4096]; /* the thread lines, as reported */
+	char threads[32768]; /* the thread lines and their frame lines, as reported */
 };
 
 struct stream_last {
@@ -62,7 +62,7 @@ static int read_notices(const char *spool, struct notice *n, int max)
 	int count = 0;
 
 	while (d && count < max && (de = readdir(d))) {
-		char path[4400], line[512];
+		char path[4400], line[1024];
 		char *end;
 		FILE *f;
 		long pid;
@@ -86,7 +86,8 @@ static int read_notices(const char *spool, struct notice *n, int max)
 			    sscanf(line, "launched %u %u", &n[count].last_corr,
 				   &n[count].done_corr) == 2)
 				continue;
-			if (!strncmp(line, "thread ", 7) && used + strlen(line) < sizeof(n[count].threads))
+			if ((!strncmp(line, "thread ", 7) || !strncmp(line, "frame ", 6)) &&
+			    used + strlen(line) < sizeof(n[count].threads))
 				strcat(n[count].threads, line);
 		}
 		fclose(f);
@@ -257,17 +258,27 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 		else
 			fprintf(out, "process %ld: no GPU work has completed since it began\n",
 				n[i].pid);
+		int frames = 0;
+
 		for (; line && *line; line = next) {
 			unsigned tid = 0, corr = 0;
 			unsigned long long start = 0;
-			char kind[16] = "", name[256] = "";
+			char kind[16] = "", name[256] = "", file[600] = "", func[300] = "";
+			int at = 0;
 
 			next = strchr(line, '\n');
 			if (next)
 				*next++ = '\0';
+			if (sscanf(line, "frame %u %d %599[^\t]\t%299[^\n]", &tid, &at, file, func) ==
+			    4) {
+				fprintf(out, "    %s %s:%d in %s\n", frames++ ? "         " : "Python:  ",
+					file, at, func);
+				continue;
+			}
 			if (sscanf(line, "thread %u %15s %llu %u %255s", &tid, kind, &start, &corr,
 				   name) < 4)
 				continue;
+			frames = 0;
 			fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
 				!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
 				n[i].now > start ? (double)(n[i].now - start) / 1e9 : 0.0, corr);

@@ -71,6 +71,13 @@ int cs_slow_step_end(uint64_t start, uint64_t end);
  * began; namer gives a call's name (domain 1 runtime, 2 driver). Off unless called with after > 0. */
 void cs_hang_setup(const char *dir, uint64_t after, const char *(*namer)(int domain, uint32_t cbid));
 int cs_hang_on(void);
+/* Python frames of the waiting threads in the notice: state() gives the calling thread's
+ * interpreter state (0: none), kept at each wait; frames(state, thread, buf, cap) writes the
+ * frames of that blocked thread as "frame TID LINE FILE<TAB>FUNC" lines (tid given in the
+ * buffer's first line), returning the bytes written. Either may be NULL. */
+void cs_hang_set_python(uintptr_t (*state)(void),
+			size_t (*frames)(uintptr_t ts, uint64_t thread, uint32_t tid, char *buf,
+					 size_t cap));
 /* The calling thread begins waiting (start: CUPTI ns) or leaves its wait. */
 void cs_hang_enter(int kind, int domain, uint32_t cbid, uint32_t corr, uint64_t start);
 void cs_hang_leave(void);

@@ -13,6 +13,7 @@
  * stores its correlation id in its thread's slot, so that the notice can say whether work was
  * launched after the last that completed.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,8 @@ struct hang_slot {
 	_Atomic int kind; /* CS_HANG_WAIT, CS_HANG_QUERY */
 	_Atomic int domain;
 	_Atomic uint32_t last_launch; /* the correlation id of its latest launch */
+	_Atomic uintptr_t py_state;   /* its Python thread state (0: none) */
+	_Atomic uint64_t thread;      /* its pthread_t */
 } __attribute__((aligned(64)));
 
 static struct hang_slot slots[HANG_SLOTS];
@@ -41,6 +44,16 @@ static uint64_t after_ns;
 static char notice_dir[4096], notice_name[64]; /* "hang.<pid>" in the spool directory */
 static uint64_t reported; /* the start of the wait last reported; 0 none */
 static const char *(*name_of)(int domain, uint32_t cbid);
+static uintptr_t (*py_state_of)(void);
+static size_t (*py_frames_of)(uintptr_t ts, uint64_t thread, uint32_t tid, char *buf, size_t cap);
+
+void cs_hang_set_python(uintptr_t (*state)(void),
+			size_t (*frames)(uintptr_t ts, uint64_t thread, uint32_t tid, char *buf,
+					 size_t cap))
+{
+	py_state_of = state;
+	py_frames_of = frames;
+}
 
 void cs_hang_setup(const char *dir, uint64_t after, const char *(*namer)(int, uint32_t))
 {
@@ -85,6 +98,8 @@ void cs_hang_enter(int kind, int domain, uint32_t cbid, uint32_t corr, uint64_t 
 	atomic_store_explicit(&s->cbid, cbid, memory_order_relaxed);
 	atomic_store_explicit(&s->domain, domain, memory_order_relaxed);
 	atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+	atomic_store_explicit(&s->py_state, py_state_of ? py_state_of() : 0, memory_order_relaxed);
+	atomic_store_explicit(&s->thread, (uint64_t)pthread_self(), memory_order_relaxed);
 	atomic_store_explicit(&s->start, start ? start : 1, memory_order_release);
 }
 
@@ -118,7 +133,7 @@ void cs_hang_launched(uint32_t corr)
 
 int cs_hang_poll(uint64_t now)
 {
-	char text[8192];
+	char text[32768];
 	size_t len = 0;
 	uint64_t done = atomic_load(&gpu_done), oldest = 0;
 	unsigned n = atomic_load(&nslots);
@@ -152,7 +167,8 @@ int cs_hang_poll(uint64_t now)
 			launched = c;
 	}
 	/* "now NS", "gpu_done NS", "launched LAST_CORR DONE_CORR", then a line per thread:
-	 * "thread TID KIND START CORR NAME" */
+	 * "thread TID KIND START CORR NAME", each followed by its Python frames, innermost first:
+	 * "frame TID LINE FILE<TAB>FUNC" */
 	len += (size_t)snprintf(text + len, sizeof(text) - len,
 				"now %llu\ngpu_done %llu\nlaunched %u %u\n", (unsigned long long)now,
 				(unsigned long long)done, launched, atomic_load(&corr_done));
@@ -169,6 +185,10 @@ int cs_hang_poll(uint64_t now)
 					atomic_load(&slots[i].kind) == CS_HANG_QUERY ? "query" : "wait",
 					(unsigned long long)start, atomic_load(&slots[i].corr),
 					name ? name : "?");
+		if (py_frames_of && atomic_load(&slots[i].py_state) && len < sizeof(text) - 300)
+			len += py_frames_of(atomic_load(&slots[i].py_state),
+					    atomic_load(&slots[i].thread), atomic_load(&slots[i].tid),
+					    text + len, sizeof(text) - 300 - len);
 	}
 	return cs_file_put(notice_dir, notice_name, text, len) ? 0 : 1;
 }

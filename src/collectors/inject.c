@@ -104,6 +104,7 @@
 #include "cuscope/launch_cost.h"
 #include "flush_budget.h"
 #include "inject.h"
+#include "pyframes.h"
 
 #define ACTIVITY_BUFFER_SIZE (4u << 20) /* the default; buffer_kb=N */
 #define BUFFER_POOL_MAX	     8 /* zeroed activity buffers kept for reuse */
@@ -896,6 +897,35 @@ static void debug_crash_handler(int sig)
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
+/* --hang-after: the Python frames of a thread blocked in a CUDA wait, for the hang notice (hang.c):
+ * "frame TID LINE FILE<TAB>FUNC" lines, innermost first, read from the flush thread with safe
+ * reads while the thread stays in one call (none when it kept moving). */
+static size_t hang_py_frames(uintptr_t ts, uint64_t thread, uint32_t tid, char *buf, size_t cap)
+{
+	cs_py_frame f[24];
+	int n = 0;
+	size_t len = 0;
+
+	/* a thread that spins on a query runs between its reads: a read holds while it sleeps or
+	 * queries, so a few tries find it still */
+	for (int i = 0; i < 50 && n <= 0; i++)
+		n = cs_py_walk_other(ts, thread, f, 24);
+
+	for (int i = 0; i < n; i++) {
+		char file[512], func[256];
+		int w;
+
+		if (cs_py_code_strings_other(f[i].code, file, sizeof(file), func, sizeof(func)))
+			continue;
+		w = snprintf(buf + len, cap - len, "frame %u %d %s\t%s\n", tid, (int)f[i].line,
+			     file, func);
+		if (w < 0 || (size_t)w >= cap - len)
+			break;
+		len += (size_t)w;
+	}
+	return len;
+}
+
 
 static void process_setup_once(void)
 {
@@ -922,8 +952,10 @@ static void process_setup_once(void)
 	cs_dump_setup(dir);
 	if (getenv(CS_ENV_RECORD_PID))
 		cs_slow_step_setup(dir, opts.slow_step, opts.step_pattern ? opts.step_pattern : "step*");
-	if (getenv(CS_ENV_RECORD_PID) && !opts.no_callbacks)
+	if (getenv(CS_ENV_RECORD_PID) && !opts.no_callbacks) {
 		cs_hang_setup(dir, opts.hang_after_ms * 1000000ull, cs_api_call_name);
+		cs_hang_set_python(cs_py_thread_state, hang_py_frames);
+	}
 	cs_out_set_staging(opts.staging);
 	cs_flush_budget_init(&wait_budget, now, opts.wait_flush_budget,
 			     WAIT_FLUSH_SAVED_NS / 1000u * opts.wait_flush_budget);

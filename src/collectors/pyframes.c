@@ -671,13 +671,13 @@ static int autograd_entry(const struct py_layout *L, uintptr_t code)
 	return 0;
 }
 
-/* The innermost frame of the main thread's chain (0 when none or when ts is not the main thread's
- * state any more). Safe reads only. */
-static uintptr_t main_head(const struct py_layout *L, uintptr_t ts)
+/* The innermost frame of thread's chain (0 when none or when ts is not that thread's state any
+ * more). Safe reads only. */
+static uintptr_t thread_head(const struct py_layout *L, uintptr_t ts, pthread_t thread)
 {
 	uintptr_t tid, interp, f;
 
-	if (srd_ptr(ts, L->ts_thread_id, &tid) || tid != (uintptr_t)main_thread ||
+	if (srd_ptr(ts, L->ts_thread_id, &tid) || tid != (uintptr_t)thread ||
 	    srd_ptr(ts, L->ts_interp, &interp) || !ptr_ok(interp) || srd_ptr(ts, L->ts_frame, &f))
 		return 0;
 	if (L->chain == CHAIN_CFRAME && (!ptr_ok(f) || srd_ptr(f, L->cframe_current, &f)))
@@ -685,7 +685,7 @@ static uintptr_t main_head(const struct py_layout *L, uintptr_t ts)
 	return f;
 }
 
-/* One frame of the main thread's chain, read with safe reads. */
+/* One frame of another thread's chain, read with safe reads. */
 struct borrowed_frame {
 	uintptr_t code, next;
 	uintptr_t instr; /* what says where the frame is: f_lasti (3.10), the instruction pointer */
@@ -750,23 +750,23 @@ static int frame_instr(const struct py_layout *L, uintptr_t f, uintptr_t *instr)
 	return 0;
 }
 
-int cs_py_walk_backward(cs_py_frame *out, int max)
+/*
+ * The frames of thread (state ts), innermost first, read with safe reads while it stays in one
+ * call: when the innermost frame is hidden (a call being set up), or fails entry (when given),
+ * or the chain's head or the innermost frame's instruction moved during the walk, none.
+ */
+static int walk_borrowed(const struct py_layout *L, uintptr_t ts, pthread_t thread,
+			 int (*entry)(const struct py_layout *, uintptr_t), cs_py_frame *out,
+			 int max)
 {
-	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
-	uintptr_t ts = __atomic_load_n(&main_ts, __ATOMIC_ACQUIRE);
 	uintptr_t head, f, first = 0, first_instr = 0, instr;
 	int64_t at[MAX_BORROWED];
 	int32_t line[MAX_BORROWED];
 	int n = 0;
 
-	if (!L || !ts || !safe_reads || !out || max <= 0)
-		return 0;
 	if (max > MAX_BORROWED)
 		max = MAX_BORROWED;
-	/* not from the main thread itself, nor from a child forked since it was noted */
-	if (pthread_equal(pthread_self(), main_thread) || getpid() != main_pid)
-		return 0;
-	head = f = main_head(L, ts);
+	head = f = thread_head(L, ts, thread);
 	for (int steps = 0; f && n < max && steps < MAX_STEPS; steps++) {
 		struct borrowed_frame b;
 		int r = borrowed_frame(L, f, &b);
@@ -774,14 +774,12 @@ int cs_py_walk_backward(cs_py_frame *out, int max)
 		if (r < 0)
 			break;
 		/* A hidden frame above the first one (a call being set up, an entry of the
-		 * evaluation loop): the main thread is running, not blocked in a call. */
+		 * evaluation loop): the thread is running, not blocked in a call. */
 		if (!r && !n)
 			return 0;
 		if (r > 0) {
-			/* The innermost frame decides: anywhere but in the engine call, the
-			 * main thread may be running and its frames change under the reader. */
 			if (!n) {
-				if (!autograd_entry(L, b.code))
+				if (entry && !entry(L, b.code))
 					return 0;
 				first = f;
 				first_instr = b.instr;
@@ -797,11 +795,43 @@ int cs_py_walk_backward(cs_py_frame *out, int max)
 		return 0;
 	/* Still blocked in the same call, at the same instruction: the frames read are the ones it
 	 * had all along, and the code objects they run are alive. */
-	if (main_head(L, ts) != head || frame_instr(L, first, &instr) || instr != first_instr)
+	if (thread_head(L, ts, thread) != head || frame_instr(L, first, &instr) ||
+	    instr != first_instr)
 		return 0;
 	for (int i = 0; i < n; i++)
 		out[i].line = line[i] >= 0 ? line[i] : code_line(L, (uintptr_t)out[i].code, at[i]);
 	return n;
+}
+
+int cs_py_walk_backward(cs_py_frame *out, int max)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+	uintptr_t ts = __atomic_load_n(&main_ts, __ATOMIC_ACQUIRE);
+
+	if (!L || !ts || !safe_reads || !out || max <= 0)
+		return 0;
+	/* not from the main thread itself, nor from a child forked since it was noted */
+	if (pthread_equal(pthread_self(), main_thread) || getpid() != main_pid)
+		return 0;
+	/* The innermost frame decides: anywhere but in the engine call, the main thread may be
+	 * running and its frames change under the reader. */
+	return walk_borrowed(L, ts, main_thread, autograd_entry, out, max);
+}
+
+uintptr_t cs_py_thread_state(void)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+
+	return L ? (uintptr_t)get_this_thread_state() : 0;
+}
+
+int cs_py_walk_other(uintptr_t ts, uint64_t thread, cs_py_frame *out, int max)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+
+	if (!L || !ts || !safe_reads || !out || max <= 0 || pthread_equal(pthread_self(), thread))
+		return 0;
+	return walk_borrowed(L, ts, (pthread_t)thread, NULL, out, max);
 }
 
 void cs_py_atfork_child(void)
@@ -893,6 +923,65 @@ static int read_str(const struct py_layout *L, uintptr_t s, char *buf, size_t ca
 			break;
 	}
 	buf[len] = '\0';
+	return 0;
+}
+
+/* read_str with safe reads: at most the first SAFE_STR_UNITS characters (the string of a code
+ * object another thread runs, which may be gone by the time it is read). */
+#define SAFE_STR_UNITS 240
+static int safe_read_str(const struct py_layout *L, uintptr_t s, char *buf, size_t cap)
+{
+	uint8_t raw[4 * SAFE_STR_UNITS];
+	uint32_t state, kind;
+	int32_t st;
+	int64_t n;
+	uintptr_t data;
+	size_t len = 0;
+
+	if (!buf || !cap)
+		return 0;
+	buf[0] = '\0';
+	if (!safe_is_type(s, unicode_type) || srd_i64(s, L->str_length, &n) ||
+	    srd_i32(s, L->str_state, &st))
+		return -1;
+	state = (uint32_t)st;
+	kind = (state >> 2) & 7;
+	if (n < 0 || n > MAX_STR || (kind != 1 && kind != 2 && kind != 4))
+		return -1;
+	if (state & (1u << 5)) {
+		data = s + ((state & (1u << 6)) ? L->str_ascii_size : L->str_compact_size);
+	} else if ((L->str_ready && !(state & L->str_ready)) ||
+		   srd_ptr(s, L->str_compact_size, &data)) {
+		return -1;
+	}
+	if (n > SAFE_STR_UNITS)
+		n = SAFE_STR_UNITS;
+	if (n && safe_read(raw, data, (size_t)n * kind))
+		return -1;
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t c = kind == 1	 ? raw[i]
+			     : kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
+					 : (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+						   (uint32_t)raw[4 * i + 2] << 16 |
+						   (uint32_t)raw[4 * i + 3] << 24;
+
+		if (put_utf8(buf, cap, &len, c))
+			break;
+	}
+	buf[len] = '\0';
+	return 0;
+}
+
+int cs_py_code_strings_other(const void *code, char *file, size_t file_cap, char *func,
+			     size_t func_cap)
+{
+	const struct py_layout *L = __atomic_load_n(&layout, __ATOMIC_ACQUIRE);
+	uintptr_t co = (uintptr_t)code, f, n;
+
+	if (!L || !safe_reads || !safe_is_type(co, code_type) || srd_ptr(co, L->co_filename, &f) ||
+	    srd_ptr(co, L->co_name, &n) || safe_read_str(L, f, file, file_cap) ||
+	    safe_read_str(L, n, func, func_cap))
+		return -1;
 	return 0;
 }
 

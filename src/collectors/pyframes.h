@@ -65,6 +65,19 @@ int cs_py_chain_key(uint64_t *key);
  */
 int cs_py_walk_backward(cs_py_frame *out, int max);
 
+/* The calling thread's Python thread state (an opaque address for cs_py_walk_other), 0 when the
+ * interpreter is not known or the thread has none. One thread-local read: cheap enough for every
+ * CUDA wait. */
+uintptr_t cs_py_thread_state(void);
+
+/*
+ * The frames of another thread (its state ts from cs_py_thread_state, its pthread_t as thread),
+ * innermost first, while that thread stays blocked in one call, as cs_py_walk_backward reads the
+ * main thread's: safe reads (process_vm_readv), proven stable over the walk; 0 frames when the
+ * thread is running, is the caller, or ts is no longer its state. No lock, no allocation.
+ */
+int cs_py_walk_other(uintptr_t ts, uint64_t thread, cs_py_frame *out, int max);
+
 /* In a child after fork(): forget the parent's main thread. */
 void cs_py_atfork_child(void);
 
@@ -76,5 +89,10 @@ void cs_py_atfork_child(void);
  * Either buffer may be NULL (cap 0) when that string is not wanted. Takes no lock.
  */
 int cs_py_code_strings(const void *code, char *file, size_t file_cap, char *func, size_t func_cap);
+
+/* cs_py_code_strings for a code pointer of cs_py_walk_other (another thread's frame, which may
+ * be gone by now): safe reads only, the first 240 characters of each string at most. */
+int cs_py_code_strings_other(const void *code, char *file, size_t file_cap, char *func,
+			     size_t func_cap);
 
 #endif

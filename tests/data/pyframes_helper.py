@@ -272,6 +272,17 @@ report_borrowed("backward-state", train_step, 1)  # mark:main_backward_state
 report_borrowed("backward-old", train_step_old)  # mark:main_backward_old
 report_borrowed("elsewhere", blocked_elsewhere)
 report_borrowed("impostor", _engine_run_backward)
+
+# A thread blocked in a call (as in a CUDA wait) read by another thread (--hang-after's notice).
+probe.cs_test_walk_blocked.argtypes = probe.cs_test_borrow.argtypes
+probe.cs_test_walk_blocked.restype = ctypes.c_int
+
+
+def wait_for_gpu(f, args):
+    return f(*args)  # mark:blocked_call
+
+
+report_borrowed("blocked", lambda f, args: wait_for_gpu(probe.cs_test_walk_blocked, args))
 sys.stdout.write("borrow-on-main {}\n".format(
     autograd.backward(probe.cs_test_borrow_here, ())))
 

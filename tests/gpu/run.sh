@@ -654,7 +654,8 @@ PYEOF
 # hang: hang_sleep.py's kernel spins on the GPU for 6 s while the host waits in torch.cuda.synchronize() (mode
 # wait) or polls the stream's query() (mode spin), under record --hang-after 2. Record must say so while it runs,
 # write a dump and the hang report beside it (the waiting or spinning thread and its call, no GPU work completed
-# for at least 2 s, the last kernel of each stream), and the job still ends with status 0 and its own trace.
+# for at least 2 s, the last kernel of each stream; the waiting thread's Python frames down to hang_sleep.py),
+# and the job still ends with status 0 and its own trace.
 scenario_hang() {
 	selected hang || return 0
 	say "== hang"
@@ -688,6 +689,13 @@ scenario_hang() {
 		grep -q 'last completed kernel' "$report" || problems="$problems; $mode: no stream's last kernel"
 		grep -q 'its last launch with a recorded site: .*hang_sleep\.py:' "$report" ||
 			problems="$problems; $mode: no launch site in hang_sleep.py"
+		# the waiting thread's Python frames at the hang, down to the program's line (blocked
+		# in synchronize: required; spinning between query() and sleep(): when a read held)
+		if grep -q '^ *\(Python: *\)\{0,1\}/.*hang_sleep\.py:[0-9]* in <module>$' "$report"; then
+			notes="$notes$mode: Python frames; "
+		elif [ "$mode" = wait ]; then
+			problems="$problems; wait: no Python frames down to hang_sleep.py"
+		fi
 		"$CUSCOPE" info "$dir/$mode.dump-1.db" >/dev/null 2>&1 || problems="$problems; $mode: info cannot read the dump"
 		"$CUSCOPE" info "$db" >/dev/null 2>&1 || problems="$problems; $mode: no trace of the job"
 		notes="$notes$mode: $(grep -m 1 -o '\(waiting in\|spinning on\) [^ ]* for [0-9.]* s' "$report"); "

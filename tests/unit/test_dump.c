@@ -5,6 +5,7 @@
  * bad input gets one line and leaves nothing behind.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,15 +414,31 @@ END_TEST
 /* --hang-after: a wait longer than the threshold with no GPU work completed since it began makes
  * one notice; GPU work completing, or the wait ending, keeps it quiet; a query spin counts from its
  * first "not ready". */
+/* A Python thread state for the hang slots, and frames that say which state and thread they were
+ * asked for. */
+static uintptr_t fake_py_state(void)
+{
+	return 0x1234;
+}
+
+static size_t fake_py_frames(uintptr_t ts, uint64_t thread, uint32_t tid, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "frame %u 7 /x/state-%lu.py\tf%llu\n", tid, (unsigned long)ts,
+			 (unsigned long long)thread);
+
+	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 START_TEST(a_hang_makes_one_notice)
 {
-	char *dir = tu_tmpdir(), name[64], *path, *text;
+	char *dir = tu_tmpdir(), name[64], want[256], *path, *text;
 	uint64_t ms = 1000000, t = BASE;
 	size_t len;
 
 	snprintf(name, sizeof(name), "hang.%d", (int)getpid());
 	path = tu_path(dir, name);
 	cs_hang_setup(dir, 100 * ms, NULL);
+	cs_hang_set_python(fake_py_state, fake_py_frames);
 	ck_assert(cs_hang_on());
 	cs_hang_launched(40);
 	cs_hang_gpu_done(t + 1 * ms, 39);
@@ -444,6 +461,10 @@ START_TEST(a_hang_makes_one_notice)
 			      strstr(text, "launched 42 40\n") &&
 			      strstr(text, " wait 1700000000300000000 43 ?\n"),
 		      "%s", text);
+	/* the waiting thread's Python frames follow its line, from the state it had at the wait */
+	snprintf(want, sizeof(want), " 43 ?\nframe %u 7 /x/state-4660.py\tf%llu\n", cs_tid(),
+		 (unsigned long long)(uint64_t)pthread_self());
+	ck_assert_msg(strstr(text, want), "%s", text);
 	free(text);
 	unlink(path);
 	/* the wait ends: the next hang is reported again; a query spinning counts from its first

@@ -251,6 +251,13 @@ static void check_borrowed(const struct run *r, const char *interp)
 	expect_mark(s, 1, "train_step_old", "backward_call_old", interp);
 	expect_mark(s, 2, "report_borrowed", "report_borrowed", interp);
 	expect_mark(s, 3, "<module>", "main_backward_old", interp);
+	/* a thread blocked in a call, read from another thread: its own frames, down to the line
+	 * that called the wait (the lambda and report_borrowed above it) */
+	s = borrowed(r, "blocked", 4, interp);
+	expect_mark(s, 0, "wait_for_gpu", "blocked_call", interp);
+	ck_assert_msg(strstr(s->lines[1], "<lambda>:") != NULL, "%s, blocked: frame 1 is '%s'",
+		      interp, s->lines[1]);
+	expect_mark(s, 2, "report_borrowed", "report_borrowed", interp);
 	/* blocked anywhere else, or in a function of the right name in the wrong file: nothing */
 	borrowed(r, "elsewhere", 0, interp);
 	borrowed(r, "impostor", 0, interp);

@@ -222,7 +222,9 @@ START_TEST(hang_notice_makes_a_report)
 		 "case \"$CUSCOPE_OPTIONS\" in *hang_after_ms=500*) ;; *) exit 8;; esac; "
 		 "cp '%s' \"$CUSCOPE_SPOOL_DIR/$$.cuspool\" && "
 		 "printf 'now 3000000000\\ngpu_done 1000000000\\nlaunched 12 10\\n"
-		 "thread 77 wait 1500000000 11 cudaStreamSynchronize\\n' >"
+		 "thread 77 wait 1500000000 11 cudaStreamSynchronize\\n"
+		 "frame 77 985 /py/torch/cuda/__init__.py\\tsynchronize\\n"
+		 "frame 77 40 /w/train job.py\\tmain\\n' >"
 		 "\"$CUSCOPE_SPOOL_DIR/hang.$$\" && sleep 1.5 && echo ran",
 		 spool);
 	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
@@ -232,7 +234,10 @@ START_TEST(hang_notice_makes_a_report)
 	ck_assert_msg(text, "no %s: %s", report, err);
 	ck_assert_msg(strstr(text, ": no GPU work has completed for 2.0 s\n") &&
 			      strstr(text, "  thread 77: waiting in cudaStreamSynchronize for 1.5 s "
-					   "(correlation id 11)\n") &&
+					   "(correlation id 11)\n"
+					   "    Python:   /py/torch/cuda/__init__.py:985 in "
+					   "synchronize\n"
+					   "              /w/train job.py:40 in main\n") &&
 			      strstr(text, "correlation ids up to 12 launched, 10 the last "
 					   "completed") &&
 			      strstr(text, ": last completed kernel ") &&
