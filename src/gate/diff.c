@@ -416,7 +416,7 @@ static int host_gap_rows(cs_diff *d, int32_t *cap, const cs_gate_config *c)
 	const cs_run *n = d->new_;
 	double sn = d->host_speed > 0 ? d->host_speed : 1, step = 0;
 
-	if (!d->host_bound || !d->comparable || !t->gate)
+	if (!d->host_bound || !d->comparable)
 		return 0;
 	for (int32_t b = 0; b < d->nbases; b++)
 		step += (double)d->bases[b]->step_median / d->base_scales[b] /

@@ -128,12 +128,13 @@ static const cs_metric_def metric_defs[CS_GM_COUNT] = {
 		{"peak_memory", "peak device memory", CS_UNIT_BYTES, 1, {1, 0.10, 256 * MIB, 0}, B},
 	[CS_GM_FINDINGS] =
 		{"findings", "findings", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, CS_KIND_FINDINGS},
-	/* relative: a share of the step time, not of the place's own time (docs/ci.md) */
+	/* relative: a share of the step time, not of the place's own time; shown, not gated until
+	 * the GPU noise study has measured its false failures (docs/ci.md) */
 	[CS_GM_HOST_GAP] = {"host_gap",
 			    "host time before a launch",
 			    CS_UNIT_NS,
 			    1,
-			    {1, 0.02, 200 * US, 0},
+			    {0, 0.02, 200 * US, 0},
 			    W},
 };
 
@@ -191,7 +192,12 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 	const char *dir = def->higher_is_worse ? "increase" : "decrease";
 	char a[64];
 
-	if (!t->gate) {
+	if (!t->gate && metric == CS_GM_HOST_GAP) {
+		cs_fmt_value(a, sizeof(a), def->unit, t->abs, 1);
+		strip_zeros(a);
+		snprintf(buf, size, "not gated (when gated: +%g%% of the step and %s)", 100 * t->rel,
+			 a);
+	} else if (!t->gate) {
 		snprintf(buf, size, "not gated");
 	} else if (metric == CS_GM_FINDINGS) {
 		if (t->abs > 0)
