@@ -60,6 +60,7 @@ enum cs_metric_id {
 	CS_GM_FREES,	   /* device memory releases per steady-state step */
 	CS_GM_PEAK_MEMORY, /* highest device memory allocated, bytes */
 	CS_GM_FINDINGS,	   /* findings of the analyzers; the gate counts the new ones */
+	CS_GM_HOST_GAP,	   /* host-bound: host time before one launch of the step (cs_run.gaps) */
 	CS_GM_COUNT
 };
 
@@ -110,6 +111,8 @@ typedef struct cs_run_kernel {
 	int32_t *sample_step;
 	double *sample_ns;
 	int32_t nsamples;
+	/* cs_run.gaps: the host time before the place-th launch (1-based) of name in the step */
+	int32_t place;
 } cs_run_kernel;
 
 typedef struct cs_run_finding {
@@ -145,6 +148,12 @@ typedef struct cs_run {
 	double kernel_total, launches; /* per step */
 	cs_run_kernel *kernels;	       /* by name */
 	int32_t nkernels;
+	/* the host's time before each launch of the step on the launch pace's thread, one entry
+	 * per place (the place-th launch of a kernel name in the step), by name and place: its
+	 * time_per_step the trimmed mean of that time, count_per_step the share of the steady
+	 * steps that have the place (docs/ci.md, "Host time at one place") */
+	cs_run_kernel *gaps;
+	int32_t ngaps;
 	double copy_count[CS_NDIRS], copy_bytes[CS_NDIRS]; /* per step */
 	double pageable; /* memcpys from or to pageable host memory, per step */
 	double host_waits, d2h_syncs, allocs, frees; /* per step */
@@ -201,6 +210,8 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 void cs_run_free(cs_run *r);
 /* The kernel named name, or NULL. */
 const cs_run_kernel *cs_run_kernel_find(const cs_run *r, const char *name);
+/* The host time before the place-th launch of name in the step (cs_run.gaps), or NULL. */
+const cs_run_kernel *cs_run_gap_find(const cs_run *r, const char *name, int32_t place);
 
 /*
  * A kernel name with its template noise folded (malloc'd; NULL without memory): demangled, the
@@ -245,6 +256,7 @@ const cs_threshold *cs_gate_kernel_threshold(const cs_gate_config *c, const char
 typedef struct cs_diff_row {
 	int metric;	    /* enum cs_metric_id */
 	const char *kernel; /* kernel rows: the name (lives as long as the runs) */
+	int32_t place;	    /* host_gap rows: the place-th launch of kernel in the step */
 	double base, new_;  /* in the metric's unit, per compared step (base: of the baselines) */
 	double delta;	    /* new_ - base */
 	double rel;	    /* delta / base; 0 when base is 0 */
@@ -347,6 +359,9 @@ void cs_comparison_free(cs_comparison *c);
  * launches" for a kernel row (followed by the kernel's name).
  */
 const char *cs_diff_row_label(const cs_diff_row *r);
+/* The kernel of a kernel or host_gap row as shown (demangled, shortened): "NAME", or "launch K of
+ * NAME" for a host_gap row; written into buf. */
+const char *cs_diff_row_kernel(char *buf, size_t size, const cs_diff_row *r);
 /* The rank a run compares, for people: "rank 1", "rank 1, the slowest", or "" by default. */
 const char *cs_run_rank_label(const cs_run *r, char *buf, size_t size);
 /* What became of a finding: 0 new (only in the new run), 1 fixed (only in the base), 2 in both. */

@@ -37,7 +37,18 @@ const char *cs_diff_row_label(const cs_diff_row *r)
 		return "kernel time";
 	if (r->metric == CS_GM_KERNEL_COUNT)
 		return "kernel launches";
+	if (r->metric == CS_GM_HOST_GAP)
+		return "host time before";
 	return cs_metric_get(r->metric)->label;
+}
+
+const char *cs_diff_row_kernel(char *buf, size_t size, const cs_diff_row *r)
+{
+	if (r->place > 0)
+		snprintf(buf, size, "launch %d of %s", (int)r->place, cs_demangle_short(r->kernel));
+	else
+		snprintf(buf, size, "%s", cs_demangle_short(r->kernel));
+	return buf;
 }
 
 int cs_diff_finding_status(const cs_diff_finding *m)
@@ -303,6 +314,10 @@ static double row_value(const cs_run *r, const cs_diff_row *row, double scale)
 {
 	const cs_run_kernel *k;
 
+	if (row->metric == CS_GM_HOST_GAP) {
+		k = cs_run_gap_find(r, row->kernel, row->place);
+		return k ? k->time_per_step / scale : 0;
+	}
 	if (row->metric != CS_GM_KERNEL_TIME && row->metric != CS_GM_KERNEL_COUNT)
 		return run_value(r, row->metric, scale);
 	k = cs_run_kernel_find(r, row->kernel);
@@ -387,6 +402,57 @@ out:
 }
 
 /*
+ * Host-bound runs: the places of new's step (the k-th launch of a kernel name, cs_run.gaps) whose
+ * host time before the launch grew, at the baselines' host speed, past the host_gap threshold:
+ * its relative part a share of the baselines' step time, its absolute part in ns (the row's
+ * threshold becomes the larger, in ns; with one baseline, also the host floor of the place's own
+ * time). Only those places get a row: a step has hundreds of
+ * them. A place that a baseline lacks is not compared (the program changed there; the counts
+ * and kernel rows say how).
+ */
+static int host_gap_rows(cs_diff *d, int32_t *cap, const cs_gate_config *c)
+{
+	const cs_threshold *t = &c->t[CS_GM_HOST_GAP];
+	const cs_run *n = d->new_;
+	double sn = d->host_speed > 0 ? d->host_speed : 1, step = 0;
+
+	if (!d->host_bound || !d->comparable)
+		return 0;
+	for (int32_t b = 0; b < d->nbases; b++)
+		step += (double)d->bases[b]->step_median / d->base_scales[b] /
+			(d->host_speeds ? d->host_speeds[b] : 1) / d->nbases;
+	for (int32_t i = 0; i < n->ngaps; i++) {
+		const cs_run_kernel *g = &n->gaps[i];
+		double base = 0, raw = 0, floor = fmax(t->rel * step, t->abs);
+		int32_t b;
+
+		for (b = 0; b < d->nbases; b++) {
+			const cs_run_kernel *x = cs_run_gap_find(d->bases[b], g->name, g->place);
+			double v;
+
+			if (!x)
+				break;
+			v = x->time_per_step / d->base_scales[b];
+			raw += v / d->nbases;
+			base += v / (d->host_speeds ? d->host_speeds[b] : 1) / d->nbases;
+		}
+		/* one baseline cannot show how much the place moves between runs: as a host-bound
+		 * wall metric, it must also pass the host floor of its own time */
+		if (d->nbases == 1)
+			floor = fmax(floor, d->host_floor * base);
+		if (b < d->nbases || g->time_per_step / d->new_scale / sn - base <= floor)
+			continue;
+		if (add_row(d, cap, CS_GM_HOST_GAP, g->name, raw, g->time_per_step / d->new_scale,
+			    t))
+			return CS_ERR_NOMEM;
+		d->rows[d->nrows - 1].place = g->place;
+		d->rows[d->nrows - 1].t.rel = 0;
+		d->rows[d->nrows - 1].t.abs = floor;
+	}
+	return 0;
+}
+
+/*
  * An exact count (both floors 0) that increased: is the increase more than one event over a
  * whole run? A periodic event (a log line with a read-back every 10 steps) adds 1/n to the mean
  * of n steps for each occurrence, and where the warm-up ends moves one occurrence in or out; so
@@ -428,6 +494,9 @@ static const double *row_samples(const cs_run *r, const cs_diff_row *row, const 
 		return r->kernel_samples;
 	case CS_GM_KERNEL_TIME:
 		*k = cs_run_kernel_find(r, row->kernel);
+		return NULL;
+	case CS_GM_HOST_GAP:
+		*k = cs_run_gap_find(r, row->kernel, row->place);
 		return NULL;
 	}
 	return NULL;
@@ -858,6 +927,25 @@ static void host_wall_judge(cs_diff *d, cs_diff_row *r)
 }
 
 /*
+ * A host_gap row (host_gap_rows()): worse when its growth at the baselines' host speed is past
+ * the row's threshold (in ns) and the test of its samples (test_row, at the same speed) is
+ * significant; never better (only grown places have rows).
+ */
+static void host_gap_judge(cs_diff *d, cs_diff_row *r)
+{
+	double nv = r->new_ / (d->host_speed > 0 ? d->host_speed : 1);
+	double base = d->host_speeds && r->host_base > 0 ? r->host_base : r->base;
+	double bad = nv - base;
+
+	r->host_rel = base > 0 ? nv / base - 1 : 0;
+	r->worse = bad > r->t.abs && (!r->tested || r->confidence >= d->confidence);
+	r->better = 0;
+	r->score = r->t.abs > 0 ? bad / r->t.abs : 0;
+	if (!r->worse && r->score > 1)
+		r->score = 1;
+}
+
+/*
  * A wall metric of host-bound runs on a host that the probes find slower than the baselines' past
  * their noise: when its change as recorded is past its floor in the bad direction (it would fail
  * without any host speed taken out) and it is not a regression at the launch pace's host speed or
@@ -914,6 +1002,11 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		}
 		if (m == CS_GM_KERNEL_COUNT)
 			continue;
+		if (m == CS_GM_HOST_GAP) {
+			if (host_gap_rows(out, &cap, c))
+				goto fail;
+			continue;
+		}
 		if (add_row(out, &cap, m, NULL, 0, run_value(new_, m, out->new_scale), &c->t[m]))
 			goto fail;
 		out->rows[out->nrows - 1].base = base_value(out, &out->rows[out->nrows - 1]);
@@ -935,7 +1028,9 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 			r->worse = 0;
 			r->score = 1;
 		}
-		if (r->host_wall && out->host_speed > 0) {
+		if (r->metric == CS_GM_HOST_GAP) {
+			host_gap_judge(out, r);
+		} else if (r->host_wall && out->host_speed > 0) {
 			host_wall_judge(out, r);
 		} else if (r->host_wall) {
 			/* only a change past the host floor fails */
@@ -947,7 +1042,7 @@ int cs_diff_compute(const cs_run *const *bases, int32_t nbases, const cs_run *ne
 		}
 		if (r->gated)
 			probe_inconclusive(out, r);
-		if (out->shared_gpu &&
+		if (out->shared_gpu && r->metric != CS_GM_HOST_GAP &&
 		    (r->kernel ||
 		     ((kind == CS_KIND_GPU || r->metric == CS_GM_GPU_BUSY) && nbases == 1))) {
 			/* a shared GPU: the other processes' work moves these (a single kernel's

@@ -128,6 +128,14 @@ static const cs_metric_def metric_defs[CS_GM_COUNT] = {
 		{"peak_memory", "peak device memory", CS_UNIT_BYTES, 1, {1, 0.10, 256 * MIB, 0}, B},
 	[CS_GM_FINDINGS] =
 		{"findings", "findings", CS_UNIT_COUNT, 1, {1, 0, 0, 0}, CS_KIND_FINDINGS},
+	/* relative: a share of the step time, not of the place's own time; shown, not gated until
+	 * the GPU noise study has measured its false failures (docs/ci.md) */
+	[CS_GM_HOST_GAP] = {"host_gap",
+			    "host time before a launch",
+			    CS_UNIT_NS,
+			    1,
+			    {0, 0.02, 200 * US, 0},
+			    W},
 };
 
 #undef G
@@ -184,7 +192,12 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 	const char *dir = def->higher_is_worse ? "increase" : "decrease";
 	char a[64];
 
-	if (!t->gate) {
+	if (!t->gate && metric == CS_GM_HOST_GAP) {
+		cs_fmt_value(a, sizeof(a), def->unit, t->abs, 1);
+		strip_zeros(a);
+		snprintf(buf, size, "not gated (when gated: +%g%% of the step and %s)", 100 * t->rel,
+			 a);
+	} else if (!t->gate) {
 		snprintf(buf, size, "not gated");
 	} else if (metric == CS_GM_FINDINGS) {
 		if (t->abs > 0)
@@ -196,7 +209,10 @@ char *cs_threshold_format(char *buf, size_t size, int metric, const cs_threshold
 	} else {
 		cs_fmt_value(a, sizeof(a), def->unit, def->higher_is_worse ? t->abs : -t->abs, 1);
 		strip_zeros(a);
-		if (t->rel > 0 && t->abs > 0)
+		if (metric == CS_GM_HOST_GAP && t->rel > 0)
+			snprintf(buf, size, "+%g%% of the step%s%s", 100 * t->rel,
+				 t->abs > 0 ? " and " : "", t->abs > 0 ? a : "");
+		else if (t->rel > 0 && t->abs > 0)
 			snprintf(buf, size, "%s%g%% and %s", def->higher_is_worse ? "+" : "-",
 				 100 * t->rel, a);
 		else if (t->rel > 0)
@@ -804,7 +820,7 @@ static int cmp_tid_time(const void *pa, const void *pb)
  * steady steps, the median time from one launch to the next (the kernels of one graph launch,
  * which share its time, count once). 0 with fewer than CS_HOST_INDEX_MIN intervals.
  */
-static int launch_pace(const struct run_ctx *c, cs_run *out)
+static int launch_pace(const struct run_ctx *c, cs_run *out, uint32_t *tid)
 {
 	const cs_analysis *a = c->a;
 	struct tid_time *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
@@ -840,13 +856,15 @@ static int launch_pace(const struct run_ctx *c, cs_run *out)
 			d[nd++] = (double)(v[i].t - v[i - 1].t);
 	if (nd >= CS_HOST_INDEX_MIN)
 		out->launch_pace = cs_stat_median(d, nd);
+	*tid = best_n > 0 ? v[best].tid : 0;
 	free(d);
 	free(v);
 	return 0;
 }
 
-/* The median duration of the steady steps' kernel launch calls (cs_run.launch_call). */
-static int launch_calls(const struct run_ctx *c, cs_run *out)
+/* The median duration of the steady steps' kernel launch calls (cs_run.launch_call), and the
+ * launch pace with its thread (*tid). */
+static int launch_calls(const struct run_ctx *c, cs_run *out, uint32_t *tid)
 {
 	const cs_analysis *a = c->a;
 	double *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
@@ -867,7 +885,154 @@ static int launch_calls(const struct run_ctx *c, cs_run *out)
 	if (n >= CS_HOST_INDEX_MIN)
 		out->launch_call = cs_stat_median(v, n);
 	free(v);
-	return launch_pace(c, out);
+	return launch_pace(c, out, tid);
+}
+
+/* ---- host time at each place of the step (cs_run.gaps) ---- */
+
+/* A launch of the launch pace's thread in a steady step. */
+struct gap_launch {
+	int64_t start, end; /* the launch call */
+	int32_t step, group;
+};
+
+/* A gap before a launch: its place (the index of cs_run.gaps being built), step and length. */
+struct gap_hit {
+	int32_t place, step;
+	int64_t ns;
+};
+
+static int cmp_gap(const void *pa, const void *pb)
+{
+	const cs_run_kernel *x = pa, *y = pb;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->place > y->place) - (x->place < y->place);
+}
+
+/*
+ * The host's time before each launch of the steady steps on the thread of the launch pace (tid):
+ * from the end of that thread's previous launch call (in the same step or the one before) to
+ * the start of this one, whatever the host did in between (Python, other CUDA calls, waits).
+ * Each place of the step is the k-th launch of a kernel name in it (group: the name's index in
+ * gname, the names as compared); out->gaps gets one entry per place, its per-step samples and
+ * trimmed mean as a kernel's time (cs_run_kernel, place = k). The kernels of one graph launch,
+ * which share its call, count once. Work added to a host-bound step in one place shows there
+ * in full, however much the rest of the step varies (docs/ci.md, "Host time at one place").
+ */
+static int host_gaps(const struct run_ctx *c, const struct u64map *ids, char *const *gname,
+		     uint32_t tid, cs_run *out)
+{
+	const cs_analysis *a = c->a;
+	struct gap_launch *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	struct gap_hit *hits = NULL;
+	struct u64map places; /* (group << 32 | k) -> place */
+	int32_t *occ = NULL, nplaces = 0, cap = 0;
+	double *vt = malloc(steady_slots(c) * sizeof(*vt));
+	int64_t n = 0, nhits = 0;
+	int rc = CS_ERR_NOMEM;
+
+	u64map_init(&places, sizeof(int32_t));
+	if (!v || !vt)
+		goto out;
+	for (int64_t i = 0; tid && i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+		const int32_t *g;
+		int32_t st;
+
+		if (k->pid != c->s->pid || k->launch_tid != tid || k->launch_start == CS_TS_UNKNOWN ||
+		    k->launch_end == CS_TS_UNKNOWN || (st = steady_at(c, k->launch_start)) < 0 ||
+		    !(g = u64map_get(ids, (uint64_t)k->name_id)))
+			continue;
+		v[n++] = (struct gap_launch){k->launch_start, k->launch_end, st, *g};
+	}
+	{
+		static const cs_sort_key by_start[] = {
+			{offsetof(struct gap_launch, start), CS_KEY_I64},
+		};
+
+		cs_sort_records(v, (size_t)n, sizeof(*v), by_start, 1);
+	}
+	hits = malloc((size_t)(n > 0 ? n : 1) * sizeof(*hits));
+	occ = calloc((size_t)(a->nkernels > 0 ? a->nkernels : 1), sizeof(*occ));
+	if (!hits || !occ)
+		goto out;
+	for (int64_t i = 0, first = 0; i < n; i++) {
+		int32_t *p;
+		uint64_t key;
+		int created;
+
+		if (i > 0 && v[i].step != v[i - 1].step) {
+			for (int64_t j = first; j < i; j++) /* a new step: count afresh */
+				occ[v[j].group] = 0;
+			first = i;
+		}
+		if (i > 0 && v[i].start == v[i - 1].start)
+			continue; /* a kernel of the same graph launch */
+		key = (uint64_t)(uint32_t)v[i].group << 32 | (uint32_t)occ[v[i].group]++;
+		if (i == 0 || v[i].step - v[i - 1].step > 1)
+			continue; /* no launch of this thread before it in this step or the last */
+		p = u64map_put(&places, key, &created);
+		if (!p)
+			goto out;
+		if (created) {
+			if (nplaces == cap) {
+				int32_t ncap = cap ? 2 * cap : 256;
+				cs_run_kernel *nv = realloc(out->gaps, (size_t)ncap * sizeof(*nv));
+
+				if (!nv)
+					goto out;
+				out->gaps = nv;
+				cap = ncap;
+			}
+			memset(&out->gaps[nplaces], 0, sizeof(out->gaps[nplaces]));
+			out->gaps[nplaces].name = strdup(gname[v[i].group]);
+			out->gaps[nplaces].place = occ[v[i].group];
+			if (!out->gaps[nplaces].name)
+				goto out;
+			*p = nplaces++;
+			out->ngaps = nplaces;
+		}
+		hits[nhits++] = (struct gap_hit){*p, v[i].step,
+						 v[i].start > v[i - 1].end ? v[i].start - v[i - 1].end
+									   : 0};
+	}
+	{
+		static const cs_sort_key by_place_step[] = {
+			{offsetof(struct gap_hit, place), CS_KEY_I32},
+			{offsetof(struct gap_hit, step), CS_KEY_I32},
+		};
+
+		cs_sort_records(hits, (size_t)nhits, sizeof(*hits), by_place_step, 2);
+	}
+	for (int64_t i = 0; i < nhits;) {
+		cs_run_kernel *g = &out->gaps[hits[i].place];
+		int64_t j = i;
+		int32_t m = 0;
+
+		for (; j < nhits && hits[j].place == hits[i].place; j++)
+			; /* one hit per step: the k-th launch of a name happens once in it */
+		g->sample_step = malloc((size_t)(j - i) * sizeof(*g->sample_step));
+		g->sample_ns = malloc((size_t)(j - i) * sizeof(*g->sample_ns));
+		if (!g->sample_step || !g->sample_ns)
+			goto out;
+		for (; i < j; i++, m++) {
+			g->sample_step[m] = hits[i].step;
+			vt[m] = g->sample_ns[m] = (double)hits[i].ns;
+		}
+		g->nsamples = m;
+		g->count_per_step = (double)m / (double)c->steady;
+		g->time_per_step = trimmed_mean(vt, m, c->steady - m);
+	}
+	cs_sort(out->gaps, (size_t)out->ngaps, sizeof(*out->gaps), cmp_gap);
+	rc = 0;
+out:
+	u64map_free(&places);
+	free(v);
+	free(hits);
+	free(occ);
+	free(vt);
+	return rc;
 }
 
 static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
@@ -878,7 +1043,9 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		ids; /* StringIds id -> int32_t group: each name looked up (and folded) once */
 	struct kernel_hit *hits = NULL;
 	double *time = NULL, *count = NULL, *vt = NULL, *vc = NULL;
+	char **gname = NULL; /* group -> its name in out->kernels */
 	int64_t nhits = 0, total = 0;
+	uint32_t tid = 0;
 	int rc = CS_ERR_NOMEM;
 
 	u64map_init(&ids, sizeof(int32_t));
@@ -920,7 +1087,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
-	if (launch_calls(c, out) < 0)
+	if (launch_calls(c, out, &tid) < 0)
 		goto out;
 	out->plain[CS_GM_LAUNCHES] = plain_mean(c, count);
 	out->kernel_samples = malloc(steady_slots(c) * sizeof(*out->kernel_samples));
@@ -937,7 +1104,8 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		cs_sort_records(hits, (size_t)nhits, sizeof(*hits), by_group_step, 2);
 	}
 	out->kernels = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*out->kernels));
-	if (!out->kernels)
+	gname = calloc((size_t)(names.n > 0 ? names.n : 1), sizeof(*gname));
+	if (!out->kernels || !gname)
 		goto out;
 	for (int64_t i = 0; i < nhits;) {
 		int32_t g = hits[i].group, m = 0, once = 0;
@@ -970,7 +1138,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 			once += n == 1;
 			cs_sat_accum(&gtotal, ns);
 		}
-		rk->name = names.names[g];
+		rk->name = gname[g] = names.names[g];
 		names.names[g] = NULL;
 		rk->time_per_step = trimmed_mean(vt, m, c->steady - m);
 		rk->count_per_step = trimmed_mean(vc, m, c->steady - m);
@@ -978,9 +1146,10 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		rk->once = (double)once / (double)c->steady;
 		out->nkernels++;
 	}
+	rc = host_gaps(c, &ids, gname, tid, out);
 	cs_sort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
-	rc = 0;
 out:
+	free(gname);
 	name_table_free(&names);
 	u64map_free(&ids);
 	free(hits);
@@ -989,6 +1158,26 @@ out:
 	free(vt);
 	free(vc);
 	return rc;
+}
+
+const cs_run_kernel *cs_run_gap_find(const cs_run *r, const char *name, int32_t place)
+{
+	int32_t lo = 0, hi = r->ngaps;
+
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(r->gaps[mid].name, name);
+
+		if (!c)
+			c = (r->gaps[mid].place > place) - (r->gaps[mid].place < place);
+		if (c == 0)
+			return &r->gaps[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 const cs_run_kernel *cs_run_kernel_find(const cs_run *r, const char *name)
@@ -1573,6 +1762,12 @@ void cs_run_free(cs_run *r)
 	free(r->step_samples);
 	free(r->busy_samples);
 	free(r->kernel_samples);
+	for (int32_t i = 0; i < r->ngaps; i++) {
+		free(r->gaps[i].name);
+		free(r->gaps[i].sample_step);
+		free(r->gaps[i].sample_ns);
+	}
+	free(r->gaps);
 	for (int32_t i = 0; i < r->nfindings; i++) {
 		free(r->findings[i].rule);
 		free(r->findings[i].title);

@@ -109,6 +109,8 @@ static cJSON *row_json(const cs_diff *d, const cs_diff_row *r)
 			cJSON_AddStringToObject(o, "kernel_demangled", k);
 		free(k);
 	}
+	if (r->place > 0)
+		cJSON_AddNumberToObject(o, "place", r->place);
 	cJSON_AddStringToObject(o, "unit", unit_name(def->unit));
 	cJSON_AddBoolToObject(o, "higher_is_worse", def->higher_is_worse);
 	cJSON_AddNumberToObject(o, "base", r->base);
@@ -304,6 +306,8 @@ static void md_row_name(FILE *f, const cs_diff_row *r)
 	cs_md_text(f, cs_diff_row_label(r));
 	if (r->kernel) {
 		fputs(": ", f);
+		if (r->place > 0)
+			fprintf(f, "launch %d of ", (int)r->place);
 		cs_md_code(f, cs_demangle_short(r->kernel));
 	}
 }
@@ -455,6 +459,8 @@ static void junit_name(FILE *f, const cs_diff_row *r)
 		fputs(": ", f);
 		cs_xml_text(f, r->kernel);
 	}
+	if (r->place > 0)
+		fprintf(f, " #%d", (int)r->place);
 }
 
 /*
@@ -641,9 +647,11 @@ int report_diff_text(FILE *f, const cs_diff *d, int limit, int width, int color)
 			continue;
 		}
 		kernels += r->kernel != NULL;
+		char kn[2048];
+
 		if (r->kernel)
 			snprintf(name, sizeof(name), "%s: %s", cs_diff_row_label(r),
-				 cs_demangle_short(r->kernel));
+				 cs_diff_row_kernel(kn, sizeof(kn), r));
 		else
 			snprintf(name, sizeof(name), "%s", cs_diff_row_label(r));
 		cs_fmt_value(b, sizeof(b), def->unit, r->base, 0);
@@ -697,10 +705,10 @@ enum {
 static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 {
 	const cs_metric_def *def = cs_metric_get(r->metric);
-	char name[4096], b[64], n[64], ch[96], th[96], conf[32], *clean;
+	char name[4096], kn[2048], b[64], n[64], ch[96], th[96], conf[32], *clean;
 	const char *row[NCOLS] = {r->worse ? "FAIL" : r->inconclusive ? "INCONCLUSIVE" : "ok",
 				  name,
-				  r->kernel ? "kernel" : cs_metric_kind_name(def->kind),
+				  r->kernel && !r->place ? "kernel" : cs_metric_kind_name(def->kind),
 				  b,
 				  n,
 				  ch,
@@ -711,8 +719,12 @@ static char **check_cells(const cs_diff *d, const cs_diff_row *r)
 	if (!cells)
 		return NULL;
 	/* a kernel's row is its time per step: the name alone, its kind says "kernel" */
-	snprintf(name, sizeof(name), "%s",
-		 r->kernel ? cs_demangle_short(r->kernel) : cs_diff_row_label(r));
+	if (r->place > 0)
+		snprintf(name, sizeof(name), "%s %s", cs_diff_row_label(r),
+			 cs_diff_row_kernel(kn, sizeof(kn), r));
+	else
+		snprintf(name, sizeof(name), "%s",
+			 r->kernel ? cs_demangle_short(r->kernel) : cs_diff_row_label(r));
 	clean = cs_utf8_repair(name);
 	if (clean) {
 		snprintf(name, sizeof(name), "%s", clean);

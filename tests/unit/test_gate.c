@@ -138,6 +138,10 @@ struct loop {
 	/* record's host-speed probe: the bare launch before and after the program (ns; 0: no
 	 * META host_speed), each with a spread of 1% */
 	double probe_before, probe_after;
+	/* host work of this many ns right before the launch of kernel host_at (0..5) in every
+	 * step, within the step's time (0: none) */
+	int64_t host_at_ns;
+	int host_at;
 };
 
 static const char *const default_names[6] = {
@@ -324,6 +328,8 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			cs_kernel k;
 			int64_t dur = (int64_t)llround((double)kernel_us[i] * US * l->slow[i]);
 
+			if (l->host_at_ns && i == l->host_at)
+				t += l->host_at_ns;
 			memset(&k, 0, sizeof(k));
 			k.launch_start = t;
 			k.launch_end = t + launch_ns;
@@ -441,6 +447,9 @@ static char *hb_prog25_db; /* the program 25% slower on a host of a baseline's s
  * the baselines' mean speed; the host 40% slower by a probe that moved 40% by itself */
 static char *hbp_base[5], *hbp_slowhost_db, *hbp_slowstep_db, *hbp_slowlaunch_db;
 static char *hbp_prog20_db, *hbp_noisy_db;
+/* the host-bound loop with 0.8 ms of host work (10% of the step) added before its relu_kernel, on
+ * a host of a baseline's speed, its steps as long as before (the step time does not show it) */
+static char *hb_place_db;
 static char *empty_dir;
 static char *logged41_db, *item40_db, *item41_db; /* periodic events, 40 and 41 steps */
 static char *slower1_db, *slower5_db, *logged_db, *tmpl_a_db, *tmpl_b_db, *realloc_db;
@@ -531,6 +540,10 @@ static void write_noise_traces(void)
 	l = host_bound_loop(1.40, 100);
 	l.probe_before = 2600, l.probe_after = 4000;
 	hbp_noisy_db = write_variant("hbp_noisy.db", &l);
+	l = host_bound_loop(1.00, 205);
+	l.host_at = 1;
+	l.host_at_ns = 800 * US;
+	hb_place_db = write_variant("hb_place.db", &l);
 	l = host_bound_loop(1.00, 100);
 	for (int i = 0; i < 6; i++)
 		l.slow[i] = 1.5;
@@ -1654,6 +1667,52 @@ START_TEST(test_several_baselines)
 END_TEST
 
 /* Three steady GPU-bound baselines: a 5% slower step fails, a 1% slower one passes (floor). */
+/*
+ * Host time at one place (host_gap, docs/ci.md): 0.8 ms of host work before one launch, which the
+ * step time of this loop does not show, is found at its place against five baselines and against
+ * one, once host_gap is gated; by default diff shows it and the gate does not fail on it. A run
+ * within the baselines' spread has no such place.
+ */
+START_TEST(test_host_gap)
+{
+	const char *five[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4], NULL};
+	const char *one[] = {hb_base[0], NULL};
+	char *cfg = write_config("host_gap.json", "{\"metrics\": {\"host_gap\": {\"gate\": true}}}");
+	char opt[4200], *out, *line;
+	cJSON *doc;
+	const cJSON *row;
+
+	snprintf(opt, sizeof(opt), "--config=%s", cfg);
+	for (int k = 0; k < 2; k++) {
+		out = gate_bases(k ? one : five, hb_place_db, 1, opt);
+		line = check_line(out, "host time before launch 1 of relu_kernel");
+		ck_assert_msg(line && !strncmp(line, " FAIL ", 6), "%d baselines: %s", k ? 1 : 5,
+			      out);
+		free(line);
+		line = check_line(out, "step time (median)");
+		ck_assert_msg(line && !strncmp(line, " ok ", 4), "%s", out);
+		free(line);
+		free(out);
+	}
+	/* not gated by default: the gate passes, diff shows the place */
+	out = gate_bases(five, hb_place_db, 0, "--width=0");
+	free(out);
+	doc = diff_json(hb_base[0], hb_place_db, NULL);
+	row = json_row(doc, "host_gap", "relu_kernel");
+	ck_assert_msg(row != NULL, "no host_gap row");
+	ck_assert_int_eq((int)json_num(row, "place"), 1);
+	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(row, "gated")));
+	assert_near(json_num(row, "delta"), 800 * US, 0.05 * 800 * US, "the place's growth");
+	cJSON_Delete(doc);
+	/* a run within the spread: no place grew */
+	out = gate_bases(five, hb_same_db, 0, opt);
+	ck_assert_msg(!strstr(out, "host time before"), "%s", out);
+	free(out);
+	free(cfg);
+}
+END_TEST
+
 START_TEST(test_several_baselines_gpu_bound)
 {
 	const char *three[] = {gb_base[0], gb_base[1], gb_base[2], NULL};
@@ -2242,6 +2301,7 @@ static Suite *gate_suite(void)
 	tcase_add_test(syn, test_host_speed);
 	tcase_add_test(syn, test_host_probe);
 	tcase_add_test(syn, test_several_baselines);
+	tcase_add_test(syn, test_host_gap);
 	tcase_add_test(syn, test_several_baselines_gpu_bound);
 	tcase_add_test(syn, test_synthetic_slower_step);
 	tcase_add_test(syn, test_synthetic_every_n_steps);
