@@ -2,7 +2,7 @@
 # gate_noise.sh - the gate's noise study on the GPU machine, in one command (docs/ci.md, "Noise study on the GPU").
 #
 #   bash tests/gpu/gate_noise.sh [--runs N] [--from I] [--budget SEC] [--steps N] [--jobs N] [--no-analyse] [--dry-run]
-#   bash tests/gpu/gate_noise.sh --analyse DIR [--cuscope PATH] [--jobs N]
+#   bash tests/gpu/gate_noise.sh --analyse DIR [--cuscope PATH] [--jobs N] [--config FILE]
 #
 # Builds cuscope (tests/gpu/build.sh), then records three programs N times each (--runs, default 8), in
 # rounds (run i of every program, then run i+1), each recording about 5 to 8 s with Python's start:
@@ -36,7 +36,8 @@
 # recording, default 90), --from I (record rounds I..N only, the regressions only when I <= 3: a study split over
 # two device calls, whose trace directories are merged for --analyse), --no-analyse (record and pack only),
 # --dry-run (print the build and record commands in order and exit), --analyse DIR,
-# --cuscope PATH (the cuscope of --analyse; default $CUSCOPE, build-gpu/cuscope or build/cuscope). A bare
+# --cuscope PATH (the cuscope of --analyse; default $CUSCOPE, build-gpu/cuscope or build/cuscope), --config FILE
+# (a gate configuration every gate of the analysis reads, e.g. one that gates host_gap). A bare
 # number is --runs. OUT defaults to ./gpu-out. Exit status: 0 when no pair failed, no gate errored and every
 # regression failed its N-baseline gate naming its metric; 1 otherwise; 2 on bad usage or a failed build.
 set -u
@@ -47,7 +48,7 @@ cd "$ROOT" || exit 2
 OUT=${OUT:-$ROOT/gpu-out}
 PY=${PYTHON:-python3}
 P=tests/gpu/programs
-RUNS=8 FROM=1 BUDGET=300 STEPS=25 TIMEOUT=90 DRY=0 NO_ANALYSE=0 ANALYSE="" C=${CUSCOPE:-}
+RUNS=8 FROM=1 BUDGET=300 STEPS=25 TIMEOUT=90 DRY=0 NO_ANALYSE=0 ANALYSE="" C=${CUSCOPE:-} CONFIG=
 JOBS=$(nproc 2>/dev/null || echo 2)
 [ "$JOBS" -gt 8 ] && JOBS=8
 PROGRAMS="gpu-bound host-bound two-ranks"
@@ -78,6 +79,7 @@ while [ $# -gt 0 ]; do
 	--timeout) number "$1" "${2-}" 1 && TIMEOUT=$2 && shift ;;
 	--analyse | --analyze) [ -n "${2-}" ] || die "$1 needs a directory"; ANALYSE=$2; shift ;;
 	--cuscope) [ -n "${2-}" ] || die "$1 needs a path"; C=$2; shift ;;
+	--config) [ -f "${2-}" ] || die "$1 needs a configuration file"; CONFIG=$2; shift ;;
 	--dry-run) DRY=1 ;;
 	-h | --help) usage 0 ;;
 	[0-9]*) number --runs "$1" 2 && RUNS=$1 ;;
@@ -91,7 +93,7 @@ say() { echo "$*" | tee -a "$log"; }
 
 # analyse DIR: steps 2-4 on the traces under DIR (PROGRAM/runI.db, PROGRAM/reg-NAME.db); the summary last.
 analyse() {
-	"$PY" - "$C" "$1" "$JOBS" "$log" "$PROGRAMS" <<'PY'
+	"$PY" - "$C" "$1" "$JOBS" "$log" "$PROGRAMS" "$CONFIG" <<'PY'
 import concurrent.futures as cf
 import json
 import os
@@ -103,6 +105,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 cuscope, tdir, jobs, log_path, programs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5].split()
+config = sys.argv[6] if len(sys.argv) > 6 else ""
 # regression: (what it is, the checks that name it)
 REGS = {
     "reg-item": ("one .item() per step", {"d2h_syncs", "host_waits"}),
@@ -163,7 +166,7 @@ def gate(baselines, new):
     """cuscope gate -q: (exit status, [(check, change)] of the failed checks, error line)."""
     fd, junit = tempfile.mkstemp(suffix=".xml", dir=scratch)
     os.close(fd)
-    args = [cuscope, "gate", "-q", "--junit", junit]
+    args = [cuscope, "gate", "-q", "--junit", junit] + (["--config", config] if config else [])
     for b in baselines:
         args += ["--baseline", b]
     args.append(new)
