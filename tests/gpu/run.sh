@@ -712,19 +712,28 @@ scenario_hang() {
 # the ring and one segment (2.5 MiB), sampled every 0.1 s; the main file holds only definitions (its names grow by
 # one "step<N>" a step). The trace holds the last steps, every one of them, up to the last printed, and not the
 # first; META ring says segments were dropped; report's steps say the first period step was left out (logged).
+# The program's resident memory, sampled with the segments, grows by at most 10% (or 32 MiB) after the first
+# quarter of the steps (the ring keeps turning; the notes give its range).
 RING_STEPS=20000
 RING_KIB=2048
 scenario_ring() {
 	selected ring || return 0
 	say "== ring"
 	local dir=$WORK/ring prefix=$WORK/ring db=$WORK/ring/ring.db rec_pid t0 seg main max_seg=0 max_main=0 last problems
+	local pid="" rss rss_samples=$WORK/ring.rss
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	t0=$(now)
+	: >"$rss_samples"
 	"$CUSCOPE" record --no-calibrate --ring "${RING_KIB}K" -o "$db" -- "$PY" "$PROGS/signal_victim.py" \
-		--step-ms 0 --max-steps "$RING_STEPS" >"$prefix.out" 2>"$prefix.err" </dev/null &
+		--step-ms 0 --max-steps "$RING_STEPS" --pidfile "$prefix.pid" >"$prefix.out" 2>"$prefix.err" </dev/null &
 	rec_pid=$!
 	while alive "$rec_pid"; do
+		# the program's resident memory over the run (KiB), each sample with its step
+		[ -z "$pid" ] && [ -s "$prefix.pid" ] && pid=$(cat "$prefix.pid")
+		if [ -n "$pid" ] && rss=$(ps -o rss= -p "$pid" 2>/dev/null); then
+			echo "$(grep -c '^step ' "$prefix.out") ${rss// /}" >>"$rss_samples"
+		fi
 		seg=$(find "$dir" -name '*.cuseg' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
 		main=$(find "$dir" -name '*.cuspool' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
 		[ "$seg" -gt "$max_seg" ] && max_seg=$seg
@@ -753,6 +762,11 @@ scenario_ring() {
 		[ "$max_seg" -le $((RING_KIB * 1024 * 5 / 4)) ] ||
 			echo "$max_seg bytes of segments during the run: more than the ring and one segment"
 		[ "$max_seg" -ge $((RING_KIB * 1024 / 2)) ] || echo "only $max_seg bytes of segments: the ring never filled"
+		# memory stays flat: from a quarter of the steps on, the resident memory grows by at most
+		# 10% (and 32 MiB) however long the ring keeps turning
+		awk -v n="$RING_STEPS" '$1 >= n / 4 { if (!lo) lo = $2; hi = $2 > hi ? $2 : hi }
+			END { if (lo && (hi - lo > lo / 10 && hi - lo > 32768))
+				printf "resident memory grew from %d to %d KiB after step %d\n", lo, hi, n / 4 }' "$rss_samples"
 		check_recorded ring "$db" --expect "nvtx_max.step=$((RING_STEPS - 1)) kernels>=1 exit_code=0"
 		"$PY" - "$db" "$RING_STEPS" 2>"$WORK/ring.kept" <<'PYEOF'
 import json, re, sqlite3, sys
@@ -775,7 +789,7 @@ PYEOF
 	"$CUSCOPE" report -v "$db" 2>&1 | grep -i -m 3 'step' >"$WORK/ring.steps"
 	log_file "ring: report's steps" "$WORK/ring.steps" 3
 	local notes
-	notes="$(sed 's/^INFO ring: //' "$WORK/ring.kept" | head -n 1); segments <= $max_seg B, main file <= $max_main B; $(cat "$prefix.sec")s"
+	notes="$(sed 's/^INFO ring: //' "$WORK/ring.kept" | head -n 1); segments <= $max_seg B, main file <= $max_main B; $(awk -v n="$RING_STEPS" '$1 >= n / 4 { if (!lo) lo = $2; hi = $2 > hi ? $2 : hi } END { printf "resident %d..%d KiB from step %d", lo, hi, n / 4 }' "$rss_samples"); $(cat "$prefix.sec")s"
 	if [ -n "$problems" ]; then
 		log "$problems"
 		result ring FAIL "$(echo "$problems" | head -n 2 | tr '\n' ';') [$notes]"
