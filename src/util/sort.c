@@ -223,6 +223,50 @@ int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t)
 	return lo;
 }
 
+#define KEY_AT(i) (*(const int64_t *)(const void *)((const char *)base + (size_t)(i) * size))
+
+int64_t cs_lower_bound_near_i64(const void *base, size_t size, int64_t n, int64_t t, int64_t *hint)
+{
+	int64_t h = *hint, lo, hi, step = 1;
+
+	if (h < 0)
+		h = 0;
+	if (h > n)
+		h = n;
+	if (h < n && KEY_AT(h) < t) {
+		/* the answer is after h: [lo, hi] holds it */
+		lo = h + 1;
+		hi = h + 1;
+		while (hi < n && KEY_AT(hi) < t) {
+			lo = hi + 1;
+			hi = n - hi > step ? hi + step : n;
+			step *= 2;
+		}
+	} else {
+		/* the answer is at h or before it */
+		hi = h;
+		lo = h;
+		while (lo > 0 && KEY_AT(lo - 1) >= t) {
+			hi = lo - 1;
+			lo = lo - 1 > step ? lo - 1 - step : 0;
+			step *= 2;
+		}
+	}
+	/* every key before lo is < t; every key from hi on is >= t (or hi == n) */
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (KEY_AT(mid) < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*hint = lo;
+	return lo;
+}
+
+#undef KEY_AT
+
 int64_t cs_median_i64(int64_t *v, int64_t n)
 {
 	if (n <= 0)

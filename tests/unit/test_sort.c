@@ -355,6 +355,25 @@ START_TEST(test_lower_bound)
 }
 END_TEST
 
+/* The search from a hint gives the binary search's answer from every hint, on runs of equal keys. */
+START_TEST(test_lower_bound_near)
+{
+	int64_t v[300];
+
+	for (int i = 0; i < 300; i++)
+		v[i] = (i / 3) * 2; /* 0 0 0 2 2 2 4 ... */
+	for (int64_t n = 0; n <= 300; n += n < 10 ? 1 : 37)
+		for (int64_t t = -2; t <= 202; t++)
+			for (int64_t h = -1; h <= n + 1; h++) {
+				int64_t hint = h, want = cs_lower_bound_i64(v, sizeof(v[0]), n, t);
+
+				ck_assert_int_eq(cs_lower_bound_near_i64(v, sizeof(v[0]), n, t, &hint),
+						 want);
+				ck_assert_int_eq(hint, want);
+			}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sort");
@@ -368,6 +387,7 @@ int main(void)
 	tcase_add_test(tc, test_sort_small_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
 	tcase_add_test(tc, test_lower_bound);
+	tcase_add_test(tc, test_lower_bound_near);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
