@@ -1719,7 +1719,7 @@ int cs_steps_find(const cs_steps *s, int64_t t)
 	return cs_steps_find_near(s, t, &hint);
 }
 
-int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
+int cs_steps_find_search(const cs_steps *s, int64_t t, int *hint)
 {
 	int j = *hint;
 
@@ -1743,13 +1743,6 @@ int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
 		*hint = j = lo - 1;
 	}
 	return t < s->v[j].end ? j : -1;
-}
-
-int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint)
-{
-	int st = cs_steps_find_near(s, t, hint);
-
-	return st >= 0 && !s->v[st].warmup ? st : -1;
 }
 
 int cs_steps_find_steady(const cs_steps *s, int64_t t)
