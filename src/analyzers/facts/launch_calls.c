@@ -29,20 +29,22 @@ static int call_at(const cs_analysis *a, uint32_t pid, int64_t i, struct fact_la
 }
 
 /*
- * The calls of pid, kernels then copies, each to the bucket of its start ((start - t0) >> shift):
- * with v NULL counted in at[], else written at v[at[bucket]++].
+ * The calls of pid, kernels then copies, each to the bucket of its start ((start - t0) >> shift,
+ * the starts before t0 in the first and after t1 in the last): with v NULL counted in at[], else
+ * written at v[at[bucket]++].
  */
-static void place(const cs_analysis *a, uint32_t pid, int64_t t0, int shift, int64_t *at,
-		  struct fact_launch_call *v)
+static void place(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1, int shift,
+		  int64_t *at, struct fact_launch_call *v)
 {
 	struct fact_launch_call c;
 
 	for (int64_t i = 0; i < a->nkernels + a->ncopies; i++) {
-		int64_t b;
+		int64_t b, t;
 
 		if (!call_at(a, pid, i, &c))
 			continue;
-		b = (int64_t)((uint64_t)(c.start - t0) >> shift);
+		t = c.start < t0 ? t0 : c.start > t1 ? t1 : c.start;
+		b = (int64_t)((uint64_t)(t - t0) >> shift);
 		if (v)
 			v[at[b]++] = c;
 		else
@@ -71,15 +73,19 @@ static int64_t span(const cs_analysis *a, uint32_t pid, int64_t *t0, int64_t *t1
 int fact_launch_calls(const cs_analysis *a, uint32_t pid, struct fact_launch_calls *out)
 {
 	static const cs_sort_key by_start = {offsetof(struct fact_launch_call, start), CS_KEY_I64};
-	int64_t t0, t1, n = span(a, pid, &t0, &t1), nb, *at;
+	int64_t t0 = a->trace_start, t1 = a->trace_end, n = a->nkernels + a->ncopies, nb, *at;
 	int shift = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->v = cs_big_alloc((size_t)(n + 1) * sizeof(*out->v));
-	if (!out->v)
-		return CS_ERR_NOMEM;
-	if (n == 0)
-		return 0;
+	/* buckets over the trace's span, sized for every kernel and copy: no pass to find the span
+	 * of the calls and their number (any buckets in the order of the starts give the same
+	 * order); the calls' own span where the trace's is not known */
+	if (t0 == CS_TS_UNKNOWN || t1 == CS_TS_UNKNOWN || t1 < t0)
+		n = span(a, pid, &t0, &t1);
+	if (n == 0 || t1 < t0) {
+		out->v = cs_big_alloc(sizeof(*out->v));
+		return out->v ? 0 : CS_ERR_NOMEM;
+	}
 	/*
 	 * Sorted as a bucket sort makes it, straight into place: the calls go to buckets of start
 	 * times in their order (kernels, then copies), and each bucket is sorted alone, stably.
@@ -90,11 +96,9 @@ int fact_launch_calls(const cs_analysis *a, uint32_t pid, struct fact_launch_cal
 		shift++;
 	nb = (int64_t)((uint64_t)(t1 - t0) >> shift) + 1;
 	at = calloc((size_t)nb + 1, sizeof(*at));
-	if (!at) {
-		fact_launch_calls_free(out);
+	if (!at)
 		return CS_ERR_NOMEM;
-	}
-	place(a, pid, t0, shift, at, NULL);
+	place(a, pid, t0, t1, shift, at, NULL);
 	/* at[b]: where bucket b begins, then (after the second pass) where the next begins */
 	for (int64_t b = 0; b < nb; b++) {
 		int64_t c = at[b];
@@ -102,7 +106,13 @@ int fact_launch_calls(const cs_analysis *a, uint32_t pid, struct fact_launch_cal
 		at[b] = out->n;
 		out->n += c;
 	}
-	place(a, pid, t0, shift, at, out->v);
+	out->v = cs_big_alloc((size_t)(out->n + 1) * sizeof(*out->v));
+	if (!out->v) {
+		free(at);
+		out->n = 0;
+		return CS_ERR_NOMEM;
+	}
+	place(a, pid, t0, t1, shift, at, out->v);
 	for (int64_t b = 0; b < nb; b++) {
 		int64_t from = b > 0 ? at[b - 1] : 0;
 
