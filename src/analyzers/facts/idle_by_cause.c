@@ -166,7 +166,7 @@ static void each_call(const struct fact_launch_calls *lc,
 	int64_t reach = CS_TS_UNKNOWN, prev = CS_TS_UNKNOWN;
 
 	for (int64_t i = 0; i < lc->n; i++) {
-		int64_t ls = lc->v[i].start, le = lc->v[i].end, e;
+		int64_t ls = lc->v[i].start, le = fact_launch_call_end(lc, &lc->v[i]), e;
 
 		e = le != CS_TS_UNKNOWN && le > ls ? le : ls + 1;
 		if (ls == CS_TS_UNKNOWN || e <= ls || (prev != CS_TS_UNKNOWN && ls == prev))
