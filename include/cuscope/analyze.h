@@ -123,6 +123,9 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err);
 void cs_analysis_free(cs_analysis *a);
 /* Text of a StringIds id ("" when unknown); lives as long as the trace. */
 const char *cs_analysis_string(const cs_analysis *a, int64_t id);
+/* One more than the largest kernel name id (0 when none): the size of an array by name id, which
+ * load.c keeps small (name ids beyond the strings are dropped). Found while loading. */
+int64_t cs_analysis_kernel_names(const cs_analysis *a);
 /* Index of the first element of a start-sorted array with start >= t (binary search). */
 int64_t cs_analysis_kernel_at(const cs_analysis *a, int64_t t);
 int64_t cs_analysis_copy_at(const cs_analysis *a, int64_t t);

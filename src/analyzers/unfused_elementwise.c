@@ -398,9 +398,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	memset(&st, 0, sizeof(st));
 	if (steady <= 0 || ctx->step_median <= 0 || !a->kernel_stream_order)
 		return 0;
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].name_id >= nnames)
-			nnames = cs_sat_add(a->kernels[i].name_id, 1); /* bounded by the strings: load.c */
+	nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
 	ew = calloc((size_t)nnames + 1, 1);
 	if (!ew)
 		goto out;
