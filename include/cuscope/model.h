@@ -120,6 +120,9 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err);
 void cs_analysis_free(cs_analysis *a);
 /* Text of a StringIds id ("" when unknown); lives as long as the trace. */
 const char *cs_analysis_string(const cs_analysis *a, int64_t id);
+/* One more than the largest kernel name id (0 when none): the size of an array by name id, which
+ * load.c keeps small (name ids beyond the strings are dropped). Found while loading. */
+int64_t cs_analysis_kernel_names(const cs_analysis *a);
 /* Index of the first element of a start-sorted array with start >= t (binary search). */
 int64_t cs_analysis_kernel_at(const cs_analysis *a, int64_t t);
 int64_t cs_analysis_copy_at(const cs_analysis *a, int64_t t);
@@ -201,11 +204,27 @@ int cs_steps_detect(const cs_analysis *a, const cs_step_opts *o, cs_steps *out, 
 void cs_steps_free(cs_steps *s);
 /* Index of the step containing host time t, or -1. */
 int cs_steps_find(const cs_steps *s, int64_t t);
+/* cs_steps_find_near() when the hint's step is not the answer: a binary search. */
+int cs_steps_find_search(const cs_steps *s, int64_t t, int *hint);
 /* cs_steps_find() for times asked in about their order: *hint (-1 at first) keeps the step of
- * the last search, and a time in it or between it and the next takes no search. */
-int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint);
+ * the last search, and a time in it or between it and the next takes no search (inline: the
+ * rules ask it for each of millions of kernels). */
+static inline int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int j = *hint;
+
+	if (s && j >= 0 && j < s->n && t != CS_TS_UNKNOWN && s->v[j].start <= t &&
+	    (j + 1 >= s->n || s->v[j + 1].start > t))
+		return t < s->v[j].end ? j : -1;
+	return cs_steps_find_search(s, t, hint);
+}
 /* cs_steps_find_steady() with a hint, as cs_steps_find_near(). */
-int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint);
+static inline int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint)
+{
+	int st = cs_steps_find_near(s, t, hint);
+
+	return st >= 0 && !s->v[st].warmup ? st : -1;
+}
 /* The steady-state (not warm-up) step that contains host time t, or -1. */
 int cs_steps_find_steady(const cs_steps *s, int64_t t);
 /*

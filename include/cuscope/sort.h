@@ -26,6 +26,13 @@ int32_t cs_select_i32(int32_t *v, int64_t n, int64_t k);
  * a time, or the value itself) whose first member is t or more; n when none. A binary search.
  */
 int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t);
+/*
+ * The same answer, searched from *hint (the answer of a previous search, or any index; updated to
+ * this one): a galloping search out from the hint, then a binary search in the stretch found, so
+ * that queries in or near time order cost a few steps instead of log n reads spread over the
+ * array.
+ */
+int64_t cs_lower_bound_near_i64(const void *base, size_t size, int64_t n, int64_t t, int64_t *hint);
 
 /* Sort v[0..n) ascending (-0.0 before 0.0; NaNs, which the analysis never makes, last or
  * first by their sign). */

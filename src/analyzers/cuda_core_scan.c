@@ -159,9 +159,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 
 	if (steady <= 0 || ctx->step_median <= 0)
 		return 0;
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].name_id >= c.nnames)
-			c.nnames = cs_sat_add(a->kernels[i].name_id, 1); /* bounded by the strings: load.c */
+	c.nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
 	is_scan = calloc((size_t)c.nnames + 1, 1);
 	if (!is_scan)
 		goto out;

@@ -202,22 +202,28 @@ static int add_sites(const cs_analysis *a, struct step_sum *x, int32_t st, struc
 	return 0;
 }
 
-/* Whether process pid ran an atomic index accumulation at all (the rule's cheap way out). */
+static int atomic_add_name(const char *name)
+{
+	return name && strstr(name, "indexFunc") && strstr(name, "ReduceAdd");
+}
+
+/* Whether process pid ran an atomic index accumulation at all (the rule's cheap way out). Each
+ * name is looked at once (a memo by name id): the kernels' names change at almost every kernel. */
 static int any_atomic_add(const cs_analysis *a, uint32_t pid)
 {
+	struct fact_name_memo *memo = fact_name_memo_new(atomic_add_name);
 	int64_t last = -1;
+	int any = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const char *name;
-
+	for (int64_t i = 0; i < a->nkernels && !any; i++) {
 		if (a->kernels[i].pid != pid || a->kernels[i].name_id == last)
 			continue;
 		last = a->kernels[i].name_id;
-		name = cs_analysis_string(a, last);
-		if (name && strstr(name, "indexFunc") && strstr(name, "ReduceAdd"))
-			return 1;
+		any = memo && last >= 0 ? fact_name_memo_get(memo, a, last)
+					: atomic_add_name(cs_analysis_string(a, last));
 	}
-	return 0;
+	free(memo);
+	return any;
 }
 
 static int64_t median_field(const struct step_sum *sum, const int32_t *steps, int32_t n,

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "cuscope/grow.h"
+#include "cuscope/sort.h"
 #include "kernel_names.h"
 #include "finding_kit.h"
 #include "recurrence.h"
@@ -87,6 +88,8 @@ struct state {
 	size_t nkinds, kinds_cap;
 	int8_t *skip; /* per position of a run: 1 in a per-parameter loop */
 	size_t skip_cap;
+	int64_t *names; /* per position of a run: the kernel's name id (mark_periodic()) */
+	size_t names_cap;
 	struct ru_sites sites; /* each chain kernel with its part of its chain's cost */
 	/* the fix as an edit of the run (docs/replay.md): each chain one kernel, launched once,
 	 * that takes the longest kernel's time; the others are not launched, nor is the host's
@@ -99,10 +102,12 @@ static const cs_a_kernel *kat(const struct state *st, int64_t pos)
 	return &st->a->kernels[st->a->kernel_stream_order[pos]];
 }
 
-/* Did a host wait of the process end between t0 and t1? (The GPU idle there is its.) */
-static int wait_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1)
+/* Did a host wait of the process end between t0 and t1? (The GPU idle there is its.) The search
+ * starts at *hint, the last one's answer (the kernels come in time order, stream by stream). */
+static int wait_between(const cs_analysis *a, uint32_t pid, int64_t t0, int64_t t1, int64_t *hint)
 {
-	int64_t i = cs_analysis_sync_at(a, cs_sat_sub(t0, a->sync_longest));
+	int64_t i = cs_lower_bound_near_i64(a->syncs, sizeof(*a->syncs), a->nsyncs,
+					    cs_sat_sub(t0, a->sync_longest), hint);
 
 	for (; i < a->nsyncs && a->syncs[i].start < t1; i++) {
 		const cs_a_sync *y = &a->syncs[i];
@@ -133,6 +138,7 @@ static int64_t idle_between(const cs_analysis *a, uint32_t pid, int64_t t0, int6
 static void mark_periodic(struct state *st, int64_t p0, int64_t p1)
 {
 	int64_t len = p1 - p0;
+	const int64_t *nm = st->names; /* nm[q - p0]: name id at position q */
 
 	for (int64_t p = 1; p <= MAX_PERIOD && MIN_PERIODS * p <= len; p++) {
 		int64_t j = p0;
@@ -140,7 +146,7 @@ static void mark_periodic(struct state *st, int64_t p0, int64_t p1)
 		while (j + p < p1) {
 			int64_t e = j;
 
-			while (e + p < p1 && kat(st, e)->name_id == kat(st, e + p)->name_id)
+			while (e + p < p1 && nm[e - p0] == nm[e + p - p0])
 				e++;
 			/* names repeat over [j, e + p) */
 			if (e + p - j >= MIN_PERIODS * p) {
@@ -255,9 +261,13 @@ static int scan_run(struct state *st, int32_t step, int64_t p0, int64_t p1)
 
 	if (len < MIN_CHAIN)
 		return 0;
-	if (cs_grow((void **)&st->skip, &st->skip_cap, (size_t)len, 1))
+	if (cs_grow((void **)&st->skip, &st->skip_cap, (size_t)len, 1) ||
+	    cs_grow((void **)&st->names, &st->names_cap, (size_t)len, sizeof(*st->names)))
 		return CS_ERR_NOMEM;
 	memset(st->skip, 0, (size_t)len);
+	/* the names once, for the periods' comparisons */
+	for (int64_t q = p0; q < p1; q++)
+		st->names[q - p0] = kat(st, q)->name_id;
 	mark_periodic(st, p0, p1);
 	for (int64_t q = p0; q < p1; q++)
 		st->sum[step].periodic += st->skip[q - p0];
@@ -285,6 +295,7 @@ static int find_chains(struct state *st)
 	int64_t p0 = -1;
 	int32_t run_step = -1;
 	int hint = -1;
+	int64_t wait_hint = 0;
 
 	for (int64_t pos = 0; pos <= a->nkernels; pos++) {
 		const cs_a_kernel *k = pos < a->nkernels ? kat(st, pos) : NULL;
@@ -303,7 +314,7 @@ static int find_chains(struct state *st)
 
 			if (prev->stream_id != k->stream_id || prev->device_id != k->device_id ||
 			    prev->pid != k->pid || step != run_step ||
-			    wait_between(a, pid, prev->end, k->start)) {
+			    wait_between(a, pid, prev->end, k->start, &wait_hint)) {
 				if (scan_run(st, run_step, p0, pos))
 					return CS_ERR_NOMEM;
 				p0 = -1;
@@ -387,9 +398,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	memset(&st, 0, sizeof(st));
 	if (steady <= 0 || ctx->step_median <= 0 || !a->kernel_stream_order)
 		return 0;
-	for (int64_t i = 0; i < a->nkernels; i++)
-		if (a->kernels[i].name_id >= nnames)
-			nnames = cs_sat_add(a->kernels[i].name_id, 1); /* bounded by the strings: load.c */
+	nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
 	ew = calloc((size_t)nnames + 1, 1);
 	if (!ew)
 		goto out;
@@ -492,6 +501,7 @@ out:
 	free(st.sum);
 	free(st.kinds);
 	free(st.skip);
+	free(st.names);
 	cs_edit_free(st.edit);
 	ru_sites_free(&st.sites);
 	free(cost);

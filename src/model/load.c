@@ -28,6 +28,7 @@ struct cs_analysis_index {
 	int64_t nkernel_reach;
 	int64_t *copy_reach;
 	int64_t ncopy_reach;
+	int64_t kernel_names; /* cs_analysis_kernel_names() */
 };
 
 /* ---- growing arrays ---- */
@@ -798,11 +799,16 @@ static int name_kept(cs_analysis *a, int64_t id, int64_t max)
 
 static void drop_dangling_names(cs_analysis *a)
 {
-	int64_t max = CS_NAME_ID_MAX(cs_trace_string_rows(a->trace));
+	int64_t max = CS_NAME_ID_MAX(cs_trace_string_rows(a->trace)), end = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++)
+	for (int64_t i = 0; i < a->nkernels; i++) {
 		if (a->kernels[i].name_id >= 0 && !name_kept(a, a->kernels[i].name_id, max))
 			a->kernels[i].name_id = CS_ID_NONE;
+		if (a->kernels[i].name_id >= end)
+			end = cs_sat_add(a->kernels[i].name_id, 1);
+	}
+	if (a->index)
+		a->index->kernel_names = end;
 	for (int64_t i = 0; i < a->napis; i++)
 		if (a->apis[i].name_id >= 0 && !name_kept(a, a->apis[i].name_id, max))
 			a->apis[i].name_id = CS_ID_NONE;
@@ -975,6 +981,18 @@ int64_t cs_analysis_kernel_overlapping(const cs_analysis *a, int64_t t)
 	if (!a->index)
 		return 0;
 	return reach_search(a->index->kernel_reach, a->index->nkernel_reach, a->nkernels, t);
+}
+
+int64_t cs_analysis_kernel_names(const cs_analysis *a)
+{
+	int64_t end = 0;
+
+	if (a->index)
+		return a->index->kernel_names;
+	for (int64_t i = 0; i < a->nkernels; i++)
+		if (a->kernels[i].name_id >= end)
+			end = cs_sat_add(a->kernels[i].name_id, 1);
+	return end;
 }
 
 int64_t cs_analysis_copy_overlapping(const cs_analysis *a, int64_t t)

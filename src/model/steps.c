@@ -286,22 +286,29 @@ struct seq {
 	uint8_t *is_copy; /* per symbol: a memcpy or memset */
 };
 
-/* Launch-order key of a kernel: (launch time, start, index). */
-static int launch_before(const cs_a_kernel *k, int32_t x, int32_t y)
-{
-	int64_t lx = cs_launch_time(k[x].launch_start, k[x].start);
-	int64_t ly = cs_launch_time(k[y].launch_start, k[y].start);
+struct run {
+	int64_t pos, end;     /* in kernel_stream_order */
+	int64_t launch, start; /* launch time and start of the kernel at pos */
+	int32_t idx;	       /* its index */
+};
 
-	if (lx != ly)
-		return lx < ly;
-	if (k[x].start != k[y].start)
-		return k[x].start < k[y].start;
-	return x < y;
+/* Launch-order key of a run's next kernel: (launch time, start, index). */
+static int launch_before(const struct run *x, const struct run *y)
+{
+	if (x->launch != y->launch)
+		return x->launch < y->launch;
+	if (x->start != y->start)
+		return x->start < y->start;
+	return x->idx < y->idx;
 }
 
-struct run {
-	int64_t pos, end; /* in kernel_stream_order */
-};
+/* The run's key from the kernel at its pos. */
+static void run_head(struct run *r, const cs_a_kernel *k, const int32_t *order)
+{
+	r->idx = order[r->pos];
+	r->launch = cs_launch_time(k[r->idx].launch_start, k[r->idx].start);
+	r->start = k[r->idx].start;
+}
 
 /*
  * The kernels of one process in launch order. Each stream runs its kernels in the order they were
@@ -321,11 +328,9 @@ static void heap_down(struct merge *m, int i)
 	for (;;) {
 		int l = 2 * i + 1, r = l + 1, x = i;
 
-		if (l < m->nruns &&
-		    launch_before(m->k, m->order[m->runs[l].pos], m->order[m->runs[x].pos]))
+		if (l < m->nruns && launch_before(&m->runs[l], &m->runs[x]))
 			x = l;
-		if (r < m->nruns &&
-		    launch_before(m->k, m->order[m->runs[r].pos], m->order[m->runs[x].pos]))
+		if (r < m->nruns && launch_before(&m->runs[r], &m->runs[x]))
 			x = r;
 		if (x == i)
 			return;
@@ -362,6 +367,7 @@ static int merge_open(const cs_analysis *a, uint32_t pid, struct merge *m)
 			}
 			m->runs[m->nruns].pos = i;
 			m->runs[m->nruns].end = j;
+			run_head(&m->runs[m->nruns], m->k, order);
 			m->nruns++;
 			m->n += j - i;
 		}
@@ -379,9 +385,11 @@ static int32_t merge_next(struct merge *m)
 
 	if (m->nruns == 0)
 		return -1;
-	idx = m->order[m->runs[0].pos++];
-	if (m->runs[0].pos == m->runs[0].end)
+	idx = m->runs[0].idx;
+	if (++m->runs[0].pos == m->runs[0].end)
 		m->runs[0] = m->runs[--m->nruns];
+	else
+		run_head(&m->runs[0], m->k, m->order);
 	heap_down(m, 0);
 	return idx;
 }
@@ -497,37 +505,87 @@ static void op_close(struct op_merge *m)
 #define COPY_KEY   0x4000000000000000ull /* symbol keys of copies: COPY_KEY | kind */
 #define MEMSET_KEY (COPY_KEY | 0xffffull)
 
-static int seq_build(const cs_analysis *a, uint32_t pid, int with_copies, struct seq *s)
+/*
+ * The operations of one process in launch order, merged once for every pass of the step search
+ * (the sequences with copies and without, the spans of the steps): op[i] is a kernel's index, or
+ * -1 - index of a copy. ncopies: how many are copies.
+ */
+struct launch_order {
+	int32_t *op;
+	int64_t n, ncopies;
+};
+
+static int launch_order_build(const cs_analysis *a, uint32_t pid, int with_copies,
+			      struct launch_order *o)
 {
 	struct op_merge m;
-	struct u64map ids; /* name id or copy key -> int32_t symbol */
-	size_t cap = 0, cap2 = 0;
 	int32_t idx;
 	int is_copy, rc;
 
-	memset(s, 0, sizeof(*s));
-	u64map_init(&ids, sizeof(int32_t));
+	memset(o, 0, sizeof(*o));
 	rc = op_open(a, pid, with_copies, &m);
 	if (rc)
 		return rc;
+	o->op = malloc(((size_t)op_count(&m) + 1) * sizeof(*o->op));
+	if (!o->op) {
+		op_close(&m);
+		return CS_ERR_NOMEM;
+	}
+	while ((idx = op_next(&m, &is_copy)) >= 0) {
+		o->op[o->n++] = is_copy ? -1 - idx : idx;
+		o->ncopies += is_copy;
+	}
+	op_close(&m);
+	return 0;
+}
+
+/* Symbols of the kernel name ids below this are kept in an array by id, the others in a map. */
+#define DENSE_NAME_IDS (1 << 22)
+
+static int seq_build(const cs_analysis *a, const struct launch_order *o, int with_copies,
+		     struct seq *s)
+{
+	struct u64map ids; /* name id or copy key -> int32_t symbol */
+	int32_t *dense = NULL; /* symbol of name id i, -1 when none yet */
+	size_t cap = 0, cap2 = 0, dcap = 0;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	u64map_init(&ids, sizeof(int32_t));
 	rc = CS_ERR_NOMEM;
-	s->sym = malloc(((size_t)op_count(&m) + 1) * sizeof(*s->sym));
+	s->sym = malloc(((size_t)(with_copies ? o->n : o->n - o->ncopies) + 1) * sizeof(*s->sym));
 	if (!s->sym)
 		goto out;
-	while ((idx = op_next(&m, &is_copy)) >= 0) {
+	for (int64_t i = 0; i < o->n; i++) {
+		int32_t op = o->op[i], idx = op >= 0 ? op : -1 - op;
+		int is_copy = op < 0;
 		uint64_t key;
 		int created;
 		int32_t *sym;
 
+		if (is_copy && !with_copies)
+			continue;
 		if (is_copy)
 			key = a->copies[idx].is_memset
 				      ? MEMSET_KEY
 				      : COPY_KEY | (uint64_t)(uint32_t)a->copies[idx].copy_kind;
 		else
 			key = (uint64_t)a->kernels[idx].name_id;
-		sym = u64map_put(&ids, key, &created);
-		if (!sym)
-			goto out;
+		if (key < DENSE_NAME_IDS) {
+			if (key >= dcap) {
+				size_t old = dcap;
+
+				if (cs_grow((void **)&dense, &dcap, (size_t)key + 1, sizeof(*dense)))
+					goto out;
+				memset(dense + old, 0xff, (dcap - old) * sizeof(*dense));
+			}
+			sym = &dense[key];
+			created = *sym < 0;
+		} else {
+			sym = u64map_put(&ids, key, &created);
+			if (!sym)
+				goto out;
+		}
 		if (created) {
 			if (cs_grow((void **)&s->name_id, &cap, (size_t)s->nsym + 1,
 				    sizeof(*s->name_id)) ||
@@ -542,7 +600,7 @@ static int seq_build(const cs_analysis *a, uint32_t pid, int with_copies, struct
 	}
 	rc = 0;
 out:
-	op_close(&m);
+	free(dense);
 	u64map_free(&ids);
 	return rc;
 }
@@ -939,28 +997,24 @@ static int64_t find_loop_start(const struct seq *s, const struct period *p)
 /*
  * Host-time spans of the steps that start at sequence positions bounds[0..nb) (ascending; the last
  * step ends before position bounds[nb]): from the launch of a step's first operation to the launch
- * of the next step's first, the last one to its last GPU end. The launch order is merged again
- * rather than kept, to spare an array as long as the sequence.
+ * of the next step's first, the last one to its last GPU end.
  */
-static int spans_of_bounds(const cs_analysis *a, uint32_t pid, int with_copies,
+static int spans_of_bounds(const cs_analysis *a, const struct launch_order *o, int with_copies,
 			   const int64_t *bounds, int64_t nb, struct span_list *out)
 {
-	struct op_merge m;
 	int64_t pos = 0, k = 0, last_end = CS_TS_UNKNOWN, *starts;
-	int32_t idx;
-	int is_copy, rc;
+	int rc = 0;
 
 	starts = malloc((size_t)(nb + 1) * sizeof(*starts));
 	if (!starts)
 		return CS_ERR_NOMEM;
-	rc = op_open(a, pid, with_copies, &m);
-	if (rc) {
-		free(starts);
-		return rc;
-	}
-	while (pos < bounds[nb] && (idx = op_next(&m, &is_copy)) >= 0) {
+	for (int64_t i = 0; i < o->n && pos < bounds[nb]; i++) {
+		int32_t op = o->op[i], idx = op >= 0 ? op : -1 - op;
+		int is_copy = op < 0;
 		int64_t launch, start, end;
 
+		if (is_copy && !with_copies)
+			continue;
 		if (is_copy) {
 			launch = a->copies[idx].launch_start;
 			start = a->copies[idx].start;
@@ -980,7 +1034,6 @@ static int spans_of_bounds(const cs_analysis *a, uint32_t pid, int with_copies,
 		}
 		pos++;
 	}
-	op_close(&m);
 	for (int64_t i = 0; i < k && !rc; i++) {
 		int64_t end = i + 1 < k ? starts[i + 1] : last_end;
 
@@ -1065,9 +1118,9 @@ static int one_repeated_kernel(const struct seq *s)
 	return (int)first;
 }
 
-static int steps_period(const cs_analysis *a, uint32_t pid, int with_copies, struct span_list *out,
-			int32_t *period, int32_t *period_ops, int *one_kernel, char *detail,
-			size_t dsize)
+static int steps_period(const cs_analysis *a, const struct launch_order *o, uint32_t pid,
+			int with_copies, struct span_list *out, int32_t *period, int32_t *period_ops,
+			int *one_kernel, char *detail, size_t dsize)
 {
 	struct seq s;
 	struct period p;
@@ -1077,7 +1130,7 @@ static int steps_period(const cs_analysis *a, uint32_t pid, int with_copies, str
 
 	memset(&s, 0, sizeof(s));
 	memset(&p, 0, sizeof(p));
-	rc = seq_build(a, pid, with_copies, &s);
+	rc = seq_build(a, o, with_copies, &s);
 	if (rc)
 		goto out;
 	if (s.n < (int64_t)MIN_PERIOD * MIN_STEPS)
@@ -1179,7 +1232,7 @@ static int steps_period(const cs_analysis *a, uint32_t pid, int with_copies, str
 	if (nb < MIN_STEPS)
 		goto out;
 
-	rc = spans_of_bounds(a, pid, with_copies, bounds, nb, out);
+	rc = spans_of_bounds(a, o, with_copies, bounds, nb, out);
 	if (rc)
 		goto out;
 	rc = describe_period(&s, bounds, nb, g, pid, period, period_ops, detail, dsize);
@@ -1213,21 +1266,29 @@ static int steps_sequence(const cs_analysis *a, cs_steps *st, struct span_list *
 	int unused = 0, rc;
 	char detail[sizeof(st->detail)];
 	int64_t copies = 0;
+	struct launch_order o;
 
 	/* a process without copies: its whole sequence is its kernels, one search does */
 	for (int64_t i = 0; i < a->ncopies && !copies; i++)
 		copies += a->copies[i].pid == st->pid &&
 			  cs_launch_time(a->copies[i].launch_start, a->copies[i].start) !=
 				  CS_TS_UNKNOWN;
+	/* the launch order, merged once for both searches */
+	rc = launch_order_build(a, st->pid, copies > 0, &o);
+	if (rc)
+		return rc;
 	if (copies) {
-		rc = steps_period(a, st->pid, 1, out, &st->period, &st->period_ops, one_kernel,
+		rc = steps_period(a, &o, st->pid, 1, out, &st->period, &st->period_ops, one_kernel,
 				  st->detail, sizeof(st->detail));
-		if (rc < 0)
+		if (rc < 0) {
+			free(o.op);
 			return rc;
+		}
 	}
 	detail[0] = '\0';
-	rc = steps_period(a, st->pid, 0, &k, &kperiod, &kops, copies ? &unused : one_kernel, detail,
-			  sizeof(detail));
+	rc = steps_period(a, &o, st->pid, 0, &k, &kperiod, &kops, copies ? &unused : one_kernel,
+			  detail, sizeof(detail));
+	free(o.op);
 	if (rc < 0 || k.n == 0 || (out->n > 0 && st->period > kperiod)) {
 		free(k.v);
 		return rc;
@@ -1658,7 +1719,7 @@ int cs_steps_find(const cs_steps *s, int64_t t)
 	return cs_steps_find_near(s, t, &hint);
 }
 
-int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
+int cs_steps_find_search(const cs_steps *s, int64_t t, int *hint)
 {
 	int j = *hint;
 
@@ -1682,13 +1743,6 @@ int cs_steps_find_near(const cs_steps *s, int64_t t, int *hint)
 		*hint = j = lo - 1;
 	}
 	return t < s->v[j].end ? j : -1;
-}
-
-int cs_steps_find_steady_near(const cs_steps *s, int64_t t, int *hint)
-{
-	int st = cs_steps_find_near(s, t, hint);
-
-	return st >= 0 && !s->v[st].warmup ? st : -1;
 }
 
 int cs_steps_find_steady(const cs_steps *s, int64_t t)

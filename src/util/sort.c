@@ -158,13 +158,39 @@ static void scatter(const unsigned char *src, unsigned char *dst, size_t n, size
 
 #undef SCATTER
 
+/* 1 when the records are in order already (a stable sort leaves them as they are): the analysis
+ * sorts arrays that often come in order (launch times of kernels by start, a process's copies).
+ * Stops at the first pair out of order. */
+static int in_order(const unsigned char *base, size_t n, size_t size, const cs_sort_key *keys,
+		    int nkeys)
+{
+	struct cmp_arg c = {keys, nkeys};
+
+	if (nkeys == 1) {
+		uint64_t prev = key_of(base, keys);
+
+		for (size_t i = 1; i < n; i++) {
+			uint64_t v = key_of(base + i * size, keys);
+
+			if (v < prev)
+				return 0;
+			prev = v;
+		}
+		return 1;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (cmp_records(base + (i - 1) * size, base + i * size, &c) > 0)
+			return 0;
+	return 1;
+}
+
 void cs_sort_records(void *base, size_t n, size_t size, const cs_sort_key *keys, int nkeys)
 {
 	size_t(*count)[256];
 	unsigned char *src = base, *dst, *tmp;
 	int nbytes = 0, b = 0;
 
-	if (n < 2 || nkeys <= 0)
+	if (n < 2 || nkeys <= 0 || in_order(base, n, size, keys, nkeys))
 		return;
 	for (int k = 0; k < nkeys; k++)
 		nbytes += key_bytes(&keys[k]);
@@ -222,6 +248,50 @@ int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t)
 	}
 	return lo;
 }
+
+#define KEY_AT(i) (*(const int64_t *)(const void *)((const char *)base + (size_t)(i) * size))
+
+int64_t cs_lower_bound_near_i64(const void *base, size_t size, int64_t n, int64_t t, int64_t *hint)
+{
+	int64_t h = *hint, lo, hi, step = 1;
+
+	if (h < 0)
+		h = 0;
+	if (h > n)
+		h = n;
+	if (h < n && KEY_AT(h) < t) {
+		/* the answer is after h: [lo, hi] holds it */
+		lo = h + 1;
+		hi = h + 1;
+		while (hi < n && KEY_AT(hi) < t) {
+			lo = hi + 1;
+			hi = n - hi > step ? hi + step : n;
+			step *= 2;
+		}
+	} else {
+		/* the answer is at h or before it */
+		hi = h;
+		lo = h;
+		while (lo > 0 && KEY_AT(lo - 1) >= t) {
+			hi = lo - 1;
+			lo = lo - 1 > step ? lo - 1 - step : 0;
+			step *= 2;
+		}
+	}
+	/* every key before lo is < t; every key from hi on is >= t (or hi == n) */
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (KEY_AT(mid) < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*hint = lo;
+	return lo;
+}
+
+#undef KEY_AT
 
 int64_t cs_median_i64(int64_t *v, int64_t n)
 {
@@ -283,12 +353,88 @@ SELECT(cs_select_i32, int32_t)
 
 #undef SELECT
 
+/* Arrays this long find their median from a sample first (median_sampled()). */
+#define SAMPLED_MIN   (1 << 16)
+#define SAMPLE_SIZE   16384
+#define SAMPLE_MARGIN 512 /* sample ranks each side of the middle: about 8 standard deviations */
+
+/*
+ * The values of ranks r0 and r1 (r0 <= r1) of v[0..n) into *x0 and *x1, in one pass that leaves v
+ * as it is: a sample of v brackets the middle between two of its values lo and hi, the pass counts
+ * the values below lo, equal to lo and to hi, and keeps those in between, among which the ranks
+ * are selected. 1 when found; 0 when the ranks fall outside the bracket (or memory is short): then
+ * the caller selects in the whole array.
+ */
+static int median_sampled(const int64_t *v, int64_t n, int64_t r0, int64_t r1, int64_t *x0,
+			  int64_t *x1)
+{
+	int64_t lo, hi, below = 0, eq_lo = 0, eq_hi = 0, nin = 0, cap = n / 8;
+	int64_t *in = malloc(((size_t)cap + 1) * sizeof(*in)), r[2] = {r0, r1}, *x[2] = {x0, x1};
+	int64_t *sample = malloc(SAMPLE_SIZE * sizeof(*sample));
+
+	if (!in || !sample) {
+		free(in);
+		free(sample);
+		return 0;
+	}
+	for (int64_t i = 0; i < SAMPLE_SIZE; i++)
+		sample[i] = v[(int64_t)((__int128)i * n / SAMPLE_SIZE)];
+	cs_sort_i64(sample, SAMPLE_SIZE);
+	lo = sample[SAMPLE_SIZE / 2 - SAMPLE_MARGIN];
+	hi = sample[SAMPLE_SIZE / 2 + SAMPLE_MARGIN];
+	free(sample);
+	/* without branches on the values, which come in no order */
+	for (int64_t i = 0, two = lo != hi; i < n; i++) {
+		int64_t y = v[i];
+
+		below += y < lo;
+		eq_lo += y == lo;
+		eq_hi += (y == hi) & two;
+		in[nin] = y;
+		nin += (y > lo) & (y < hi);
+		if (nin == cap) {
+			free(in);
+			return 0;
+		}
+	}
+	/* ranks: [0, below) below lo, then eq_lo of lo, nin between, eq_hi of hi (none when
+	 * lo == hi: those counted as lo), the rest above */
+	for (int j = 0; j < 2; j++) {
+		int64_t q = r[j] - below;
+
+		if (q < 0) {
+			free(in);
+			return 0;
+		}
+		if (q < eq_lo) {
+			*x[j] = lo;
+			continue;
+		}
+		q -= eq_lo;
+		if (q < nin) {
+			*x[j] = cs_select_i64(in, nin, q);
+			continue;
+		}
+		q -= nin;
+		if (q < eq_hi) {
+			*x[j] = hi;
+			continue;
+		}
+		free(in);
+		return 0;
+	}
+	free(in);
+	return 1;
+}
+
 int64_t cs_median_select_i64(int64_t *v, int64_t n)
 {
-	int64_t below;
+	int64_t below, x0, x1;
 
 	if (n <= 0)
 		return 0;
+	if (n >= SAMPLED_MIN && median_sampled(v, n, n % 2 ? n / 2 : n / 2 - 1, n / 2, &x0, &x1))
+		return n % 2 ? x1 : cs_midpoint(x0, x1);
 	cs_select_i64(v, n, n / 2);
 	if (n % 2)
 		return v[n / 2];

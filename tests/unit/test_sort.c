@@ -95,7 +95,7 @@ static int64_t gen_descending(size_t i)
 
 START_TEST(test_median_select)
 {
-	size_t sizes[] = {0, 1, 2, 3, 4, 5, 255, 256, 1000, 1001, 100000};
+	size_t sizes[] = {0, 1, 2, 3, 4, 5, 255, 256, 1000, 1001, 100000, 100001, 131072};
 	int64_t (*gens[])(size_t) = {gen_any, gen_times, gen_extremes, gen_few, gen_sorted,
 				     gen_descending};
 
@@ -126,6 +126,21 @@ START_TEST(test_median_select)
 			free(v);
 			free(w);
 		}
+}
+END_TEST
+
+/* A long array whose evenly spaced sample misleads (every eighth value large, the others small):
+ * the median by selection in the whole array after all. */
+START_TEST(test_median_select_misleading_sample)
+{
+	size_t n = 131072;
+	int64_t *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = w[i] = i % 8 ? (int64_t)(i % 8) : 1000000 + (int64_t)i;
+	ck_assert_int_eq(cs_median_select_i64(v, (int64_t)n), cs_median_i64(w, (int64_t)n));
+	free(v);
+	free(w);
 }
 END_TEST
 
@@ -227,6 +242,67 @@ START_TEST(test_sort_records)
 		free(v);
 		free(w);
 	}
+}
+END_TEST
+
+/* Records in order or nearly (left as they are when in order): the order of the comparison sort,
+ * equal keys in their order. */
+START_TEST(test_sort_nearly_sorted)
+{
+	static const cs_sort_key keys[] = {
+		{offsetof(struct rec, a), CS_KEY_I32},
+		{offsetof(struct rec, b), CS_KEY_U32},
+		{offsetof(struct rec, c), CS_KEY_I64},
+		{offsetof(struct rec, d), CS_KEY_U64},
+	};
+	size_t sizes[] = {2, 100, 300, 5000, 50000};
+	/* pairs swapped per 1000 records: none, a few, many */
+	int swaps[] = {0, 3, 200, 1000};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (size_t m = 0; m < sizeof(swaps) / sizeof(swaps[0]); m++) {
+			size_t n = sizes[k];
+			struct rec *v = calloc(n + 1, sizeof(*v)), *w = calloc(n + 1, sizeof(*w));
+
+			for (size_t i = 0; i < n; i++) {
+				/* ascending c with runs of equal keys */
+				v[i].a = 0;
+				v[i].b = 7;
+				v[i].c = (int64_t)(i / 3) - 100;
+				v[i].d = 0;
+			}
+			for (size_t x = 0; x < n * (size_t)swaps[m] / 1000; x++) {
+				size_t i = next() % n, j = i + next() % 20;
+				struct rec t;
+
+				if (j >= n)
+					continue;
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+			for (size_t i = 0; i < n; i++) {
+				v[i].order = (int64_t)i;
+				w[i] = v[i];
+			}
+			cs_sort_records(v, n, sizeof(*v), keys, 4);
+			qsort(w, n, sizeof(*w), cmp_rec);
+			for (size_t i = 0; i < n; i++)
+				ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
+					      "n %zu, swaps %d: record %zu out of place (order %lld, "
+					      "expected %lld)",
+					      n, swaps[m], i, (long long)v[i].order,
+					      (long long)w[i].order);
+			/* one key */
+			for (size_t i = 0; i < n; i++)
+				w[i] = v[n - 1 - i];
+			cs_sort_records(w, n, sizeof(*w), &keys[2], 1);
+			for (size_t i = 1; i < n; i++)
+				ck_assert(w[i - 1].c < w[i].c ||
+					  (w[i - 1].c == w[i].c && w[i - 1].order > w[i].order));
+			free(v);
+			free(w);
+		}
 }
 END_TEST
 
@@ -355,6 +431,25 @@ START_TEST(test_lower_bound)
 }
 END_TEST
 
+/* The search from a hint gives the binary search's answer from every hint, on runs of equal keys. */
+START_TEST(test_lower_bound_near)
+{
+	int64_t v[300];
+
+	for (int i = 0; i < 300; i++)
+		v[i] = (i / 3) * 2; /* 0 0 0 2 2 2 4 ... */
+	for (int64_t n = 0; n <= 300; n += n < 10 ? 1 : 37)
+		for (int64_t t = -2; t <= 202; t++)
+			for (int64_t h = -1; h <= n + 1; h++) {
+				int64_t hint = h, want = cs_lower_bound_i64(v, sizeof(v[0]), n, t);
+
+				ck_assert_int_eq(cs_lower_bound_near_i64(v, sizeof(v[0]), n, t, &hint),
+						 want);
+				ck_assert_int_eq(hint, want);
+			}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sort");
@@ -362,12 +457,15 @@ int main(void)
 
 	tcase_add_test(tc, test_sort_i64);
 	tcase_add_test(tc, test_median_select);
+	tcase_add_test(tc, test_median_select_misleading_sample);
 	tcase_add_test(tc, test_sort_double);
 	tcase_add_test(tc, test_sort_records);
+	tcase_add_test(tc, test_sort_nearly_sorted);
 	tcase_add_test(tc, test_sort_wide_records);
 	tcase_add_test(tc, test_sort_small_records);
 	tcase_add_test(tc, test_sort_records_first_key_decides);
 	tcase_add_test(tc, test_lower_bound);
+	tcase_add_test(tc, test_lower_bound_near);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -54,9 +54,10 @@ static const cs_sort_key wait_ref_keys[] = {
 };
 
 /* Start of the first host wait of pid that starts at or after t; INT64_MAX when none. */
-static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t)
+static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t, int64_t *hint)
 {
-	for (int64_t i = cs_analysis_sync_at(a, t); i < a->nsyncs; i++)
+	for (int64_t i = cs_lower_bound_near_i64(a->syncs, sizeof(*a->syncs), a->nsyncs, t, hint);
+	     i < a->nsyncs; i++)
 		if (a->syncs[i].pid == pid && a->syncs[i].host_wait)
 			return a->syncs[i].start;
 	return INT64_MAX;
@@ -182,7 +183,7 @@ static int idle_pass(const cs_analysis *a, const cs_steps *s, const struct fact_
 	struct fact_gpu_iter it;
 	struct fact_gpu_work w;
 	int64_t q = 0, reach = CS_TS_UNKNOWN;
-	int64_t last_next = -1;
+	int64_t last_next = -1, sync_hint = 0;
 	int last_next_kernel = 0;
 	uint32_t pid = s->pid;
 
@@ -225,7 +226,7 @@ static int idle_pass(const cs_analysis *a, const cs_steps *s, const struct fact_
 				continue;
 			}
 			/* the GPU drained: charge the refill too, up to the time the host waited */
-			stop = next_host_wait(a, pid, wait_end(y));
+			stop = next_host_wait(a, pid, wait_end(y), &sync_hint);
 			if (s->v[d->step].end < stop)
 				stop = s->v[d->step].end;
 			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
@@ -325,18 +326,28 @@ void fact_waits_free(struct fact_waits *d)
 
 /* ---- host waits with no device-to-host copy (sync-call) ---- */
 
+/* Where the last searches of release_before_launch() ended: the waits come nearly in time order. */
+struct at_hints {
+	int64_t kernel, copy, memory;
+};
+
 /* 1 when a device memory release of pid comes after t and before the first GPU work of pid
  * launched at or after t (the host released memory right after a wait: the allocator's). */
-static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
+static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t,
+				 struct at_hints *h)
 {
 	int64_t next = INT64_MAX;
 
-	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
+	for (int64_t i = cs_lower_bound_near_i64(a->kernels, sizeof(*a->kernels), a->nkernels, t,
+						 &h->kernel);
+	     i < a->nkernels; i++)
 		if (a->kernels[i].pid == pid) {
 			next = cs_launch_time(a->kernels[i].launch_start, a->kernels[i].start);
 			break;
 		}
-	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
+	for (int64_t i = cs_lower_bound_near_i64(a->copies, sizeof(*a->copies), a->ncopies, t,
+						 &h->copy);
+	     i < a->ncopies; i++)
 		if (a->copies[i].pid == pid) {
 			int64_t l = cs_launch_time(a->copies[i].launch_start, a->copies[i].start);
 
@@ -344,7 +355,9 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t)
 				next = l;
 			break;
 		}
-	for (int64_t i = cs_analysis_memory_at(a, t); i < a->nmemory; i++) {
+	for (int64_t i = cs_lower_bound_near_i64(a->memory, sizeof(*a->memory), a->nmemory, t,
+						 &h->memory);
+	     i < a->nmemory; i++) {
 		const cs_a_memory *r = &a->memory[i];
 
 		if (r->start >= next)
@@ -372,6 +385,8 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 	size_t vcap = 0, kcap = 0;
 	uint32_t pid = s->pid;
 	char *of_copy = NULL; /* per sync: the wait of a blocking copy from pageable memory */
+	struct at_hints hints = {0, 0, 0};
+	int64_t lo_hint = 0, hi_hint = 0;
 	int rc = CS_ERR_NOMEM;
 
 	memset(sync, 0, sizeof(*sync));
@@ -397,10 +412,10 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 		if (y->pid != pid || !y->host_wait || y->start == CS_TS_UNKNOWN)
 			continue;
 		from = prev_end != CS_TS_UNKNOWN ? prev_end : INT64_MIN;
-		lo = launch_lower(cp, ncp, from);
-		hi = launch_lower(cp, ncp, wait_end(y));
+		lo = cs_lower_bound_near_i64(cp, sizeof(*cp), ncp, from, &lo_hint);
+		hi = cs_lower_bound_near_i64(cp, sizeof(*cp), ncp, wait_end(y), &hi_hint);
 		if (y->type != CS_SYNC_MEMCPY && hi <= lo &&
-		    !release_before_launch(a, pid, wait_end(y)))
+		    !release_before_launch(a, pid, wait_end(y), &hints))
 			mine = of_copy[i] ? HW_COPY : HW_SYNC;
 		if (prev_end == CS_TS_UNKNOWN || wait_end(y) > prev_end)
 			prev_end = wait_end(y);

@@ -75,9 +75,11 @@ static int is_query_api(const cs_analysis *a, const cs_a_api *x)
 }
 
 /* A launch call's end as the stalls take it: its start when unknown or earlier. */
-static int64_t launch_end(const struct fact_launch_call *c)
+static int64_t launch_end(const struct fact_launch_calls *lc, const struct fact_launch_call *c)
 {
-	return c->end == CS_TS_UNKNOWN || c->end < c->start ? c->start : c->end;
+	int64_t end = fact_launch_call_end(lc, c);
+
+	return end == CS_TS_UNKNOWN || end < c->start ? c->start : end;
 }
 
 /*
@@ -100,7 +102,7 @@ static int collect_calls(const cs_analysis *a, uint32_t pid, const struct fact_l
 		return CS_ERR_NOMEM;
 	/* the launch pace, from the launch calls alone (the kernels of one graph launch: once) */
 	for (int64_t i = 0; i < lc->n; i++) {
-		int64_t s = lc->v[i].start, e = launch_end(&lc->v[i]);
+		int64_t s = lc->v[i].start, e = launch_end(lc, &lc->v[i]);
 
 		if (i > 0 && s == lc->v[i - 1].start)
 			continue;
@@ -150,11 +152,11 @@ static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longe
 
 	/* back from the last call that started before t, while a call could still end later */
 	for (int64_t i = lo - 1; i >= 0; i--) {
-		int64_t e = launch_end(&lc->v[i]);
+		int64_t e = launch_end(lc, &lc->v[i]);
 
 		if (best != CS_TS_UNKNOWN && lc->v[i].start + longest < best)
 			break;
-		if (lc->v[i].tid == tid && (best == CS_TS_UNKNOWN || e > best))
+		if (fact_launch_call_tid(lc, &lc->v[i]) == tid && (best == CS_TS_UNKNOWN || e > best))
 			best = e;
 	}
 	return best;
@@ -320,8 +322,8 @@ int fact_h2d_stalls(const cs_analysis *a, const cs_steps *s, const struct fact_l
 	if (step_kernels(a, s, first, last, NULL, NULL))
 		goto nomem;
 	for (int64_t i = 0; i < lc->n; i++)
-		if (launch_end(&lc->v[i]) - lc->v[i].start > longest_launch)
-			longest_launch = launch_end(&lc->v[i]) - lc->v[i].start;
+		if (launch_end(lc, &lc->v[i]) - lc->v[i].start > longest_launch)
+			longest_launch = launch_end(lc, &lc->v[i]) - lc->v[i].start;
 	fact_gpu_iter_init(&it, a, s->pid);
 	while (fact_gpu_next(&it, &w)) {
 		int64_t prev = reach, t, c_end, from, to;

@@ -48,6 +48,7 @@ static const cs_sort_key iv_key = {offsetof(struct iv, s), CS_KEY_I64};
 struct ivs {
 	struct iv *v;
 	int64_t n, cap, longest;
+	int64_t hint; /* the last search's answer: the gaps' searches come in time order */
 };
 
 static int ivs_push(struct ivs *x, int64_t s, int64_t e)
@@ -71,13 +72,13 @@ static int ivs_push(struct ivs *x, int64_t s, int64_t e)
 }
 
 /* First interval that may overlap [t, ...): every earlier one starts before t - longest. */
-static int64_t ivs_from(const struct ivs *x, int64_t t)
+static int64_t ivs_from(struct ivs *x, int64_t t)
 {
-	return cs_lower_bound_i64(x->v, sizeof(*x->v), x->n, t - x->longest);
+	return cs_lower_bound_near_i64(x->v, sizeof(*x->v), x->n, t - x->longest, &x->hint);
 }
 
 /* 1 when time t lies in one of the intervals. */
-static int ivs_holds(const struct ivs *x, int64_t t)
+static int ivs_holds(struct ivs *x, int64_t t)
 {
 	for (int64_t i = ivs_from(x, t); i < x->n && x->v[i].s <= t; i++)
 		if (t < x->v[i].e)
@@ -151,6 +152,7 @@ struct calls {
 	int64_t *reach; /* reach[i]: the latest end of the calls of v[0..i] (see launch_calls()) */
 	int64_t usual;	/* median time between two calls */
 	int64_t far;	/* usual + FAR_K robust standard deviations: see launch_calls() */
+	int64_t hint;	/* the last search's answer (call_before()) */
 };
 
 /*
@@ -164,7 +166,7 @@ static void each_call(const struct fact_launch_calls *lc,
 	int64_t reach = CS_TS_UNKNOWN, prev = CS_TS_UNKNOWN;
 
 	for (int64_t i = 0; i < lc->n; i++) {
-		int64_t ls = lc->v[i].start, le = lc->v[i].end, e;
+		int64_t ls = lc->v[i].start, le = fact_launch_call_end(lc, &lc->v[i]), e;
 
 		e = le != CS_TS_UNKNOWN && le > ls ? le : ls + 1;
 		if (ls == CS_TS_UNKNOWN || e <= ls || (prev != CS_TS_UNKNOWN && ls == prev))
@@ -235,9 +237,9 @@ static int launch_calls(const struct fact_launch_calls *lc, struct calls *c)
 }
 
 /* End of the host's last launch call that started before t, or CS_TS_UNKNOWN. */
-static int64_t call_before(const struct calls *c, int64_t t)
+static int64_t call_before(struct calls *c, int64_t t)
 {
-	int64_t lo = cs_lower_bound_i64(c->v, sizeof(*c->v), c->n, t);
+	int64_t lo = cs_lower_bound_near_i64(c->v, sizeof(*c->v), c->n, t, &c->hint);
 
 	return lo > 0 ? c->reach[lo - 1] : CS_TS_UNKNOWN;
 }
@@ -280,13 +282,13 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct fact_i
 }
 
 struct gap_ctx {
-	const struct ivs *waits, *pages, *allocs;
+	struct ivs *waits, *pages, *allocs;
 	struct calls calls;
 	struct cs_i64s cut;
 };
 
 /* Did the launch call at ls follow a stretch without launch calls far longer than the pace? */
-static int after_far_stretch(const struct calls *calls, int64_t ls)
+static int after_far_stretch(struct calls *calls, int64_t ls)
 {
 	int64_t prev = ls != CS_TS_UNKNOWN ? call_before(calls, ls) : CS_TS_UNKNOWN;
 
@@ -305,7 +307,7 @@ static int after_far_stretch(const struct calls *calls, int64_t ls)
 static int charge_gap(struct gap_ctx *c, int64_t g0, int64_t g1, int64_t ls, int input,
 		      int64_t *out)
 {
-	const struct ivs *set[3] = {c->pages, c->waits, c->allocs};
+	struct ivs *set[3] = {c->pages, c->waits, c->allocs};
 	int64_t aend = INT64_MAX, h0 = g1, h1 = g1,
 		prev = ls != CS_TS_UNKNOWN ? call_before(&c->calls, ls) : CS_TS_UNKNOWN;
 

@@ -196,17 +196,23 @@ static int burst_push(struct fact_bursts *m, size_t *cap, const struct fact_burs
 	return 0;
 }
 
-/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. */
-static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
+/* Start of the first GPU work of pid that starts at or after t; INT64_MAX when none. The searches
+ * start from *khint and *chint (the calls come in time order). */
+static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t, int64_t *khint,
+			       int64_t *chint)
 {
 	int64_t next = INT64_MAX;
 
-	for (int64_t i = cs_analysis_kernel_at(a, t); i < a->nkernels; i++)
+	for (int64_t i = cs_lower_bound_near_i64(a->kernels, sizeof(*a->kernels), a->nkernels, t,
+						 khint);
+	     i < a->nkernels; i++)
 		if (a->kernels[i].pid == pid && a->kernels[i].start >= t) {
 			next = a->kernels[i].start;
 			break;
 		}
-	for (int64_t i = cs_analysis_copy_at(a, t); i < a->ncopies; i++)
+	for (int64_t i = cs_lower_bound_near_i64(a->copies, sizeof(*a->copies), a->ncopies, t,
+						 chint);
+	     i < a->ncopies; i++)
 		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
 			if (a->copies[i].start < next)
 				next = a->copies[i].start;
@@ -215,10 +221,10 @@ static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t)
 	return next;
 }
 
-int64_t fact_alloc_call_idle(const cs_analysis *a, const struct fact_alloc_calls *calls, int64_t k)
+int64_t fact_alloc_call_idle(const cs_analysis *a, struct fact_alloc_calls *calls, int64_t k)
 {
 	const cs_a_api *x = &a->apis[calls->v[k]];
-	int64_t to = next_work_start(a, x->pid, x->end);
+	int64_t to = next_work_start(a, x->pid, x->end, &calls->kernel_hint, &calls->copy_hint);
 
 	if (k + 1 < calls->n && a->apis[calls->v[k + 1]].start < to)
 		to = a->apis[calls->v[k + 1]].start;

@@ -154,6 +154,8 @@ struct fact_alloc_calls {
 	int64_t *v;
 	int64_t n;
 	size_t cap;
+	/* where fact_alloc_call_idle()'s last searches of the kernels and copies ended */
+	int64_t kernel_hint, copy_hint;
 };
 /* Name of an allocator API (cudaMalloc, cudaFree, cuMemCreate, ...): 1 when it is one. */
 int fact_is_alloc_api(const char *name);
@@ -169,6 +171,6 @@ void fact_alloc_calls_free(struct fact_alloc_calls *c);
  * start to the first GPU work of its process that starts after it (a cudaFree waits for the
  * device, and the host then launches into an empty queue), bounded by the next call of the list:
  * the call's own time less the GPU work running during it, and the relaunch after it. */
-int64_t fact_alloc_call_idle(const cs_analysis *a, const struct fact_alloc_calls *calls, int64_t k);
+int64_t fact_alloc_call_idle(const cs_analysis *a, struct fact_alloc_calls *calls, int64_t k);
 
 #endif
