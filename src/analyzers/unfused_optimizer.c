@@ -97,7 +97,7 @@ static int per_tensor(const cs_analysis *a, const struct fact_launch_op *ops, in
 		int64_t lo = INT64_MAX, hi = 0;
 
 		for (int32_t j = 0; j < p; j++) {
-			int64_t g = ops[i + (int64_t)k * p + j].size;
+			int64_t g = fact_launch_op_size(a, &ops[i + (int64_t)k * p + j]);
 
 			lo = g < lo ? g : lo;
 			hi = g > hi ? g : hi;

@@ -111,8 +111,10 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 			continue;
 		if (cs_i64s_push(&when, o->launch << 20 | o->step))
 			goto out;
-		if (cost[o->step] > 0 && o->is_kernel && o->size > 0 && o->size < INT32_MAX &&
-		    cs_i64s_push(&grids, (int64_t)o->step << 32 | o->size))
+		int64_t size = fact_launch_op_size(a, o);
+
+		if (cost[o->step] > 0 && o->is_kernel && size > 0 && size < INT32_MAX &&
+		    cs_i64s_push(&grids, (int64_t)o->step << 32 | size))
 			goto out;
 	}
 	ru_sort_i64(when.v, when.n);
@@ -194,7 +196,7 @@ static int add_write(const cs_analysis *a, const struct fact_launch_op *o, int64
 		cs_sat_accum(&x->gpu_ns, cs_sat_sub(t1, t0));
 	if (!o->is_kernel) {
 		x->memsets++;
-		cs_sat_accum(&x->memset_bytes, o->size);
+		cs_sat_accum(&x->memset_bytes, c->bytes);
 	}
 	if (x->first_op < 0)
 		x->first_op = i;
@@ -231,10 +233,13 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_
 }
 
 /* Whether ops[i..j) has at least two sizes. */
-static int sizes_differ(const struct fact_launch_op *ops, int64_t i, int64_t j)
+static int sizes_differ(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i,
+			int64_t j)
 {
+	int64_t size = fact_launch_op_size(a, &ops[i]);
+
 	for (int64_t k = i + 1; k < j; k++)
-		if (ops[k].size != ops[i].size)
+		if (fact_launch_op_size(a, &ops[k]) != size)
 			return 1;
 	return 0;
 }
@@ -294,7 +299,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			}
 			for (j = i; j < e && is_fill(a, names, &ops[j]); j++)
 				;
-			if (j - i >= MIN_FILLS && sizes_differ(ops, i, j)) {
+			if (j - i >= MIN_FILLS && sizes_differ(a, ops, i, j)) {
 				if (add_run(a, s->pid, ops, i, j, x, &sites))
 					goto out;
 				for (int64_t k = i; k < j; k++)

@@ -70,7 +70,6 @@ static void op_pass(const cs_analysis *a, const cs_steps *s, int64_t *at, struct
 			/* load.c bounds name ids by the strings' count: only a file of billions of
 			 * them would reach this */
 			o->name = k->name_id <= INT32_MAX ? (int32_t)k->name_id : CS_ID_NONE;
-			o->size = k->grid_blocks;
 			o->launch = cs_launch_time(k->launch_start, k->start);
 			o->tid = k->launch_tid;
 			o->is_kernel = 1;
@@ -85,7 +84,6 @@ static void op_pass(const cs_analysis *a, const cs_steps *s, int64_t *at, struct
 			o->step = st;
 			o->index = (uint32_t)i;
 			o->name = -1;
-			o->size = c->bytes;
 			o->launch = cs_launch_time(c->launch_start, c->start);
 			o->tid = c->launch_tid;
 			o->is_kernel = 0;

@@ -17,14 +17,20 @@
 /* A kernel or memset of a steady step, as fact_launch_ops() lists it. */
 struct fact_launch_op {
 	int64_t launch; /* host time of the launch (the GPU start when unknown) */
-	int64_t size;	/* the kernel's grid blocks, or the memset's bytes */
 	int32_t name;	/* the kernel's name id; -1 for a memset */
 	int32_t step;	/* steady step of the launch */
 	uint32_t tid;	/* launching thread */
-	/* 32 bytes in all, so that the millions of them sort by radix (sort.h) */
+	/* 24 bytes in all: the millions of them sort by radix (sort.h), and their size is read
+	 * from the kernel or the memset (fact_launch_op_size) */
 	uint32_t index : 31; /* in a->kernels (is_kernel) or a->copies */
 	uint32_t is_kernel : 1;
 };
+
+/* The kernel's grid blocks, or the memset's bytes, of op. */
+static inline int64_t fact_launch_op_size(const cs_analysis *a, const struct fact_launch_op *op)
+{
+	return op->is_kernel ? a->kernels[op->index].grid_blocks : a->copies[op->index].bytes;
+}
 
 /*
  * The kernels and memsets of the steps' process launched in steady steps, not replayed from a
