@@ -877,61 +877,22 @@ static int put_utf8(char *buf, size_t cap, size_t *len, uint32_t c)
 	return 0;
 }
 
-/*
- * Copy a str object as UTF-8. The state word holds interned (bits 0-1), kind (2-4: 1, 2 or 4
- * bytes a code point), compact (5) and ascii (6) in every supported version; bit 7 was "ready"
- * up to 3.11 and is "statically allocated" since 3.12. Compact ASCII data follows PyASCIIObject,
- * other compact data follows PyCompactUnicodeObject, and a legacy (non-compact) string points
- * to its data from the word after PyCompactUnicodeObject.
- */
-static int read_str(const struct py_layout *L, uintptr_t s, char *buf, size_t cap)
-{
-	uint32_t state, kind;
-	int64_t n;
-	uintptr_t data;
-	size_t len = 0;
-
-	if (!buf || !cap)
-		return 0;
-	buf[0] = '\0';
-	if (!is_type(s, unicode_type))
-		return -1;
-	n = rd_i64(s, L->str_length);
-	state = (uint32_t)rd_i32(s, L->str_state);
-	kind = (state >> 2) & 7;
-	if (n < 0 || n > MAX_STR || (kind != 1 && kind != 2 && kind != 4))
-		return -1;
-	if (state & (1u << 5)) {
-		data = s + ((state & (1u << 6)) ? L->str_ascii_size : L->str_compact_size);
-	} else {
-		if (L->str_ready && !(state & L->str_ready))
-			return -1; /* a legacy string not made ready has only wchar_t data */
-		data = rd_ptr(s, L->str_compact_size);
-		if (data < 4096 || data >= USER_ADDR_END || (data & (kind - 1)))
-			return -1;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		uint32_t c;
-
-		if (kind == 1)
-			c = ((const uint8_t *)data)[i];
-		else if (kind == 2)
-			c = ((const uint16_t *)data)[i];
-		else
-			c = ((const uint32_t *)data)[i];
-		if (put_utf8(buf, cap, &len, c))
-			break;
-	}
-	buf[len] = '\0';
-	return 0;
-}
-
-/* read_str with safe reads: at most the first SAFE_STR_UNITS characters (the string of a code
- * object another thread runs, which may be gone by the time it is read). */
+/* A string of a code object another thread runs (which may be gone by the time it is read) is
+ * copied with safe reads, its first SAFE_STR_UNITS characters at most. */
 #define SAFE_STR_UNITS 240
-static int safe_read_str(const struct py_layout *L, uintptr_t s, char *buf, size_t cap)
+
+/*
+ * Copy a str object as UTF-8; with safe, through safe reads only. The state word holds interned
+ * (bits 0-1), kind (2-4: 1, 2 or 4 bytes a code point), compact (5) and ascii (6) in every
+ * supported version; bit 7 was "ready" up to 3.11 and is "statically allocated" since 3.12.
+ * Compact ASCII data follows PyASCIIObject, other compact data follows PyCompactUnicodeObject,
+ * and a legacy (non-compact) string points to its data from the word after
+ * PyCompactUnicodeObject.
+ */
+static int copy_str(const struct py_layout *L, uintptr_t s, char *buf, size_t cap, int safe)
 {
 	uint8_t raw[4 * SAFE_STR_UNITS];
+	const uint8_t *p;
 	uint32_t state, kind;
 	int32_t st;
 	int64_t n;
@@ -941,29 +902,43 @@ static int safe_read_str(const struct py_layout *L, uintptr_t s, char *buf, size
 	if (!buf || !cap)
 		return 0;
 	buf[0] = '\0';
-	if (!safe_is_type(s, unicode_type) || srd_i64(s, L->str_length, &n) ||
-	    srd_i32(s, L->str_state, &st))
+	if (safe ? !safe_is_type(s, unicode_type) || srd_i64(s, L->str_length, &n) ||
+			   srd_i32(s, L->str_state, &st)
+		 : !is_type(s, unicode_type))
 		return -1;
+	if (!safe) {
+		n = rd_i64(s, L->str_length);
+		st = rd_i32(s, L->str_state);
+	}
 	state = (uint32_t)st;
 	kind = (state >> 2) & 7;
 	if (n < 0 || n > MAX_STR || (kind != 1 && kind != 2 && kind != 4))
 		return -1;
 	if (state & (1u << 5)) {
 		data = s + ((state & (1u << 6)) ? L->str_ascii_size : L->str_compact_size);
-	} else if ((L->str_ready && !(state & L->str_ready)) ||
-		   srd_ptr(s, L->str_compact_size, &data)) {
-		return -1;
+	} else {
+		if (L->str_ready && !(state & L->str_ready))
+			return -1; /* a legacy string not made ready has only wchar_t data */
+		if (safe ? srd_ptr(s, L->str_compact_size, &data)
+			 : ((data = rd_ptr(s, L->str_compact_size)), 0))
+			return -1;
+		if (data < 4096 || data >= USER_ADDR_END || (data & (kind - 1)))
+			return -1;
 	}
-	if (n > SAFE_STR_UNITS)
-		n = SAFE_STR_UNITS;
-	if (n && safe_read(raw, data, (size_t)n * kind))
-		return -1;
+	p = (const uint8_t *)data;
+	if (safe) {
+		if (n > SAFE_STR_UNITS)
+			n = SAFE_STR_UNITS;
+		if (n && safe_read(raw, data, (size_t)n * kind))
+			return -1;
+		p = raw;
+	}
 	for (int64_t i = 0; i < n; i++) {
-		uint32_t c = kind == 1	 ? raw[i]
-			     : kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
-					 : (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
-						   (uint32_t)raw[4 * i + 2] << 16 |
-						   (uint32_t)raw[4 * i + 3] << 24;
+		const uint8_t *u = p + i * kind; /* little-endian code units */
+		uint32_t c = kind == 1	 ? u[0]
+			     : kind == 2 ? (uint32_t)u[0] | (uint32_t)u[1] << 8
+					 : (uint32_t)u[0] | (uint32_t)u[1] << 8 |
+						   (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
 
 		if (put_utf8(buf, cap, &len, c))
 			break;
@@ -979,8 +954,8 @@ int cs_py_code_strings_other(const void *code, char *file, size_t file_cap, char
 	uintptr_t co = (uintptr_t)code, f, n;
 
 	if (!L || !safe_reads || !safe_is_type(co, code_type) || srd_ptr(co, L->co_filename, &f) ||
-	    srd_ptr(co, L->co_name, &n) || safe_read_str(L, f, file, file_cap) ||
-	    safe_read_str(L, n, func, func_cap))
+	    srd_ptr(co, L->co_name, &n) || copy_str(L, f, file, file_cap, 1) ||
+	    copy_str(L, n, func, func_cap, 1))
 		return -1;
 	return 0;
 }
@@ -996,8 +971,8 @@ int cs_py_code_strings(const void *code, char *file, size_t file_cap, char *func
 		func[0] = '\0';
 	if (!L || !is_type(co, code_type))
 		return -1;
-	if (read_str(L, rd_ptr(co, L->co_filename), file, file_cap) ||
-	    read_str(L, rd_ptr(co, L->co_name), func, func_cap))
+	if (copy_str(L, rd_ptr(co, L->co_filename), file, file_cap, 0) ||
+	    copy_str(L, rd_ptr(co, L->co_name), func, func_cap, 0))
 		return -1;
 	return 0;
 }

@@ -23,8 +23,12 @@ static void init(void)
 	init_rc = cs_py_init();
 }
 
-/* frames as "file:func:line\n" lines into out (truncated to cap, NUL-terminated) */
-static void format_frames(const cs_py_frame *frames, int n, char *out, int cap)
+typedef int (*code_strings_fn)(const void *, char *, size_t, char *, size_t);
+
+/* frames as "file:func:line\n" lines into out (truncated to cap, NUL-terminated), their names
+ * read by strings (cs_py_code_strings, or cs_py_code_strings_other for another thread's) */
+static void format_with(const cs_py_frame *frames, int n, char *out, int cap,
+			code_strings_fn strings)
 {
 	size_t len = 0;
 
@@ -33,7 +37,7 @@ static void format_frames(const cs_py_frame *frames, int n, char *out, int cap)
 		char file[1024], func[256];
 		int w;
 
-		if (cs_py_code_strings(frames[i].code, file, sizeof(file), func, sizeof(func)))
+		if (strings(frames[i].code, file, sizeof(file), func, sizeof(func)))
 			snprintf(func, sizeof(func), "?");
 		w = snprintf(out + len, (size_t)cap - len, "%s:%s:%d\n", file, func,
 			     (int)frames[i].line);
@@ -41,6 +45,11 @@ static void format_frames(const cs_py_frame *frames, int n, char *out, int cap)
 			break;
 		len += (size_t)w;
 	}
+}
+
+static void format_frames(const cs_py_frame *frames, int n, char *out, int cap)
+{
+	format_with(frames, n, out, cap, cs_py_code_strings);
 }
 
 /*
@@ -290,30 +299,7 @@ struct blocked {
 	pthread_t thread;
 	char *out, *scratch;
 	int cap, n, same;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done;
 };
-
-/* frames as format_frames writes them, with the names read by cs_py_code_strings_other */
-static void format_other(const cs_py_frame *frames, int n, char *out, int cap)
-{
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		char file[1024], func[256];
-		int w;
-
-		if (cs_py_code_strings_other(frames[i].code, file, sizeof(file), func, sizeof(func)))
-			snprintf(func, sizeof(func), "?");
-		w = snprintf(out + len, (size_t)cap - len, "%s:%s:%d\n", file, func,
-			     (int)frames[i].line);
-		if (w < 0 || (size_t)w >= (size_t)cap - len)
-			break;
-		len += (size_t)w;
-	}
-}
 
 static void *blocked_reader(void *arg)
 {
@@ -321,24 +307,20 @@ static void *blocked_reader(void *arg)
 	cs_py_frame frames[128];
 
 	b->n = cs_py_walk_other(b->ts, (uint64_t)b->thread, frames, 128);
-	format_other(frames, b->n, b->out, b->cap);
+	format_with(frames, b->n, b->out, b->cap, cs_py_code_strings_other);
 	b->same = 1;
 	for (int i = 1; i < BORROW_REPEAT; i++) {
 		int n = cs_py_walk_other(b->ts, (uint64_t)b->thread, frames, 128);
 
-		format_other(frames, n, b->scratch, b->cap);
+		format_with(frames, n, b->scratch, b->cap, cs_py_code_strings_other);
 		b->same += n == b->n && !strcmp(b->scratch, b->out);
 	}
-	pthread_mutex_lock(&b->lock);
-	b->done = 1;
-	pthread_cond_signal(&b->cond);
-	pthread_mutex_unlock(&b->lock);
 	return NULL;
 }
 
 /*
  * Called through ctypes (without the GIL), as a thread that waits in a CUDA call: note this
- * thread's state (cs_py_thread_state) and wait on a condition while another thread reads this
+ * thread's state (cs_py_thread_state) and wait in pthread_join while another thread reads this
  * one's frames with cs_py_walk_other, 100 times. out gets the first read's frames, *own what
  * cs_py_walk_other gives when a thread asks for its own frames (none), *same how many of the 100
  * reads were identical. Returns the number of frames read, -1 on error.
@@ -361,17 +343,9 @@ EXPORT int cs_test_walk_blocked(char *out, char *scratch, int cap, int unused, i
 	b.scratch = scratch;
 	b.cap = cap;
 	*own = cs_py_walk_other(b.ts, (uint64_t)b.thread, frames, 8);
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_cond_init(&b.cond, NULL);
 	if (pthread_create(&t, NULL, blocked_reader, &b))
 		return -1;
-	pthread_mutex_lock(&b.lock);
-	while (!b.done)
-		pthread_cond_wait(&b.cond, &b.lock);
-	pthread_mutex_unlock(&b.lock);
 	pthread_join(t, NULL);
-	pthread_mutex_destroy(&b.lock);
-	pthread_cond_destroy(&b.cond);
 	*same = b.same;
 	return b.n;
 }
