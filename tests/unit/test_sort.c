@@ -209,14 +209,16 @@ static int cmp_rec(const void *x, const void *y)
 	return (p->order > q->order) - (p->order < q->order);
 }
 
+/* The four keys of struct rec, in cmp_rec's order. */
+static const cs_sort_key rec_keys[] = {
+	{offsetof(struct rec, a), CS_KEY_I32},
+	{offsetof(struct rec, b), CS_KEY_U32},
+	{offsetof(struct rec, c), CS_KEY_I64},
+	{offsetof(struct rec, d), CS_KEY_U64},
+};
+
 START_TEST(test_sort_records)
 {
-	static const cs_sort_key keys[] = {
-		{offsetof(struct rec, a), CS_KEY_I32},
-		{offsetof(struct rec, b), CS_KEY_U32},
-		{offsetof(struct rec, c), CS_KEY_I64},
-		{offsetof(struct rec, d), CS_KEY_U64},
-	};
 	size_t sizes[] = {0, 1, 3, 300, 50000};
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -233,7 +235,7 @@ START_TEST(test_sort_records)
 			v[i].order = (int64_t)i;
 			w[i] = v[i];
 		}
-		cs_sort_records(v, n, sizeof(*v), keys, 4);
+		cs_sort_records(v, n, sizeof(*v), rec_keys, 4);
 		qsort(w, n, sizeof(*w), cmp_rec);
 		for (size_t i = 0; i < n; i++)
 			ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
@@ -249,12 +251,6 @@ END_TEST
  * equal keys in their order. */
 START_TEST(test_sort_nearly_sorted)
 {
-	static const cs_sort_key keys[] = {
-		{offsetof(struct rec, a), CS_KEY_I32},
-		{offsetof(struct rec, b), CS_KEY_U32},
-		{offsetof(struct rec, c), CS_KEY_I64},
-		{offsetof(struct rec, d), CS_KEY_U64},
-	};
 	size_t sizes[] = {2, 100, 300, 5000, 50000};
 	/* pairs swapped per 1000 records: none, a few, many */
 	int swaps[] = {0, 3, 200, 1000};
@@ -285,7 +281,7 @@ START_TEST(test_sort_nearly_sorted)
 				v[i].order = (int64_t)i;
 				w[i] = v[i];
 			}
-			cs_sort_records(v, n, sizeof(*v), keys, 4);
+			cs_sort_records(v, n, sizeof(*v), rec_keys, 4);
 			qsort(w, n, sizeof(*w), cmp_rec);
 			for (size_t i = 0; i < n; i++)
 				ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
@@ -296,7 +292,7 @@ START_TEST(test_sort_nearly_sorted)
 			/* one key */
 			for (size_t i = 0; i < n; i++)
 				w[i] = v[n - 1 - i];
-			cs_sort_records(w, n, sizeof(*w), &keys[2], 1);
+			cs_sort_records(w, n, sizeof(*w), &rec_keys[2], 1);
 			for (size_t i = 1; i < n; i++)
 				ck_assert(w[i - 1].c < w[i].c ||
 					  (w[i - 1].c == w[i].c && w[i - 1].order > w[i].order));
