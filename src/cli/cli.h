@@ -229,6 +229,8 @@ struct cs_run_opts;
 void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t steps, int32_t used);
 struct cs_comparison;
 void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c);
+/* cli_note_window() for each run of a comparison (diff, gate). */
+void cli_note_comparison_windows(const struct cs_comparison *c);
 
 /*
  * Take the option c that cli_getopt returned, with its value arg, into o. 0 when it was one of

@@ -256,6 +256,13 @@ void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c)
 	cli_note_warmup(asked, c->new_.path, c->new_.pid, c->new_.steps, c->new_.warmup);
 }
 
+void cli_note_comparison_windows(const struct cs_comparison *c)
+{
+	for (int32_t i = 0; i < c->nbases; i++)
+		cli_note_window(c->bases[i].path, &c->bases[i].window);
+	cli_note_window(c->new_.path, &c->new_.window);
+}
+
 int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 {
 	int64_t warmup, rank;
@@ -274,6 +281,13 @@ int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 		if (cli_parse_int(cmd, "--warmup", arg, 0, INT32_MAX, &warmup))
 			return CLI_EXIT_USAGE;
 		o->warmup = (int)warmup;
+		return 0;
+	case CLI_OPT_MAX_MEMORY:
+		if (cli_parse_size(cmd, "--max-memory", arg, &o->max_memory))
+			return CLI_EXIT_USAGE;
+		if (o->max_memory < CLI_MAX_MEMORY_MIN)
+			return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)",
+					       arg);
 		return 0;
 	case CLI_OPT_RANK:
 		if (!strcmp(arg, "slowest")) {

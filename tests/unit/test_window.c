@@ -3,7 +3,8 @@
  * window in the middle of the run and says so in every format; --window analyses the range asked;
  * a trace that fits is analysed whole, as without the options; bad values end with one line on
  * stderr and exit code 2. And the model's window itself: cs_analysis_load_opts() loads exactly
- * the events that start in the window, found by cs_trace_row_at().
+ * the events that start in the window, found by cs_trace_row_at(). diff and gate take the limit
+ * too.
  */
 #include <check.h>
 #include <stdio.h>
@@ -320,6 +321,34 @@ START_TEST(test_bad_values)
 }
 END_TEST
 
+/* diff and gate: the same limit, and a note on stderr for each trace analysed in a window. */
+START_TEST(test_diff_gate_limit)
+{
+	struct tu_result d = tu_cuscope(
+		(const char *[]){NULL, "diff", "--max-memory", "1M", loop_db, loop_db, NULL});
+	struct tu_result g = tu_cuscope(
+		(const char *[]){NULL, "gate", "--max-memory", "1M", "-b", loop_db, loop_db, NULL});
+	struct tu_result whole = tu_cuscope((const char *[]){NULL, "diff", loop_db, loop_db, NULL});
+	struct tu_result bad = tu_cuscope(
+		(const char *[]){NULL, "diff", "--max-memory", "abc", loop_db, loop_db, NULL});
+	const char *note = "cuscope: note: '";
+
+	ck_assert_msg(d.rc == 0, "rc %d: %s", d.rc, d.err);
+	ck_assert_msg(strstr(d.err, note) && strstr(strstr(d.err, note) + 1, note) &&
+			      strstr(d.err, "analysed in a window: ") &&
+			      strstr(d.err, "the middle "),
+		      "%s", d.err);
+	ck_assert_msg(g.rc == 0, "rc %d: %s", g.rc, g.err);
+	ck_assert_msg(strstr(g.err, "analysed in a window: ") != NULL, "%s", g.err);
+	ck_assert_msg(whole.rc == 0 && whole.err[0] == '\0', "rc %d: %s", whole.rc, whole.err);
+	tu_assert_one_line_error(&bad, "diff --max-memory abc");
+	tu_result_free(&d);
+	tu_result_free(&g);
+	tu_result_free(&whole);
+	tu_result_free(&bad);
+}
+END_TEST
+
 /* The model's window: exactly the events that start in it, of every table. */
 START_TEST(test_load_window_rows)
 {
@@ -380,6 +409,7 @@ static Suite *window_suite(void)
 	tcase_add_test(tc, test_window_asked_and_limited);
 	tcase_add_test(tc, test_fits_unchanged);
 	tcase_add_test(tc, test_bad_values);
+	tcase_add_test(tc, test_diff_gate_limit);
 	tcase_add_test(tc, test_load_window_rows);
 	suite_add_tcase(s, tc);
 	return s;
