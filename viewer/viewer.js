@@ -1465,7 +1465,9 @@
 	function stepsText(f) {
 		const warm = f.steps.filter((x) => x.warmup).length;
 		document.getElementById('steps-text').textContent = f.steps.length + ' steps (' + warm +
-			' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '');
+			' warm-up), found by ' + f.step_method + ': ' + (f.step_detail || '') +
+			(f.window ? '; analysed in a window: ' + f.window.text +
+				'; findings and their totals cover this window only' : '');
 		if (f.steps.length) {
 			const input = document.getElementById('step-input');
 			input.min = String(f.steps[0].index);

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/error.h"
+#include "cuscope/model.h"
 #include "cuscope/units.h"
 
 /* ---- metrics ---- */
@@ -135,6 +136,7 @@ typedef struct cs_run_finding {
 
 typedef struct cs_run {
 	char *path;
+	cs_load_window window; /* the window of the trace analysed (with cs_run_opts.max_memory) */
 	char *command; /* meta "command", or NULL */
 	int method;    /* enum cs_step_method */
 	int32_t steps, warmup, steady, period;
@@ -196,6 +198,7 @@ typedef struct cs_run_opts {
 	double confidence;	/* cs_comparison_load: the test level; 0 = the config's */
 	int rank_select;	/* enum cs_rank_select */
 	int32_t rank;		/* with CS_RANK_N */
+	int64_t max_memory;	/* the model's memory limit (cs_load_opts.max_bytes); 0 = none */
 } cs_run_opts;
 
 /*

@@ -10,6 +10,7 @@
 #ifndef CUSCOPE_MODEL_H
 #define CUSCOPE_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cuscope/error.h"
@@ -91,6 +92,22 @@ typedef struct cs_a_nvtx {
 	int32_t depth;
 } cs_a_nvtx;
 
+/*
+ * A window of a trace too large for memory: the events that start in [start, end) only
+ * (cs_analysis_load_opts(), docs/commands/report.md, "Large traces").
+ */
+typedef struct cs_load_window {
+	int on;		    /* 1 when only the window was loaded; 0: the whole trace */
+	int asked;	    /* 1 when the window was asked for (cs_load_opts.from, to) */
+	int by_limit;	    /* 1 when max_bytes chose the window (or narrowed the one asked) */
+	int64_t start, end; /* ns since the trace start */
+	int64_t trace_start, trace_end; /* the whole trace's first and last timestamp */
+	int64_t events, trace_events;	/* rows loaded, rows of the trace */
+	int64_t bytes, trace_bytes;	/* estimated memory of the window's model and the whole's */
+	int64_t asked_bytes;		/* that of the window asked, before the limit narrowed it */
+	int64_t max_bytes;		/* the limit (0 = none) */
+} cs_load_window;
+
 typedef struct cs_analysis {
 	cs_trace *trace;
 	int64_t trace_start, trace_end;
@@ -113,11 +130,42 @@ typedef struct cs_analysis {
 	/* Longest end - start of each array, ns (0 when empty). */
 	int64_t kernel_longest, copy_longest, sync_longest;
 	struct cs_analysis_index *index; /* internal lookup tables of load.c */
+	cs_load_window window;		 /* what was loaded: the whole trace, or a window of it */
 } cs_analysis;
 
 /* Load everything the analyzers need from an open trace (one pass per table). */
 int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err);
 void cs_analysis_free(cs_analysis *a);
+
+/* What cs_analysis_load_opts() loads. */
+typedef struct cs_load_opts {
+	int64_t max_bytes; /* the most the model may need (cs_analysis_estimate()); 0: any */
+	/* only the events that start in [from, to), ns since the trace start; CS_TS_UNKNOWN leaves
+	 * that side open (both: the whole trace) */
+	int64_t from, to;
+} cs_load_opts;
+
+/*
+ * cs_analysis_load() within a memory limit, or of a window of the trace. When the estimated model
+ * of the whole trace (or of the window o->from .. o->to) needs more than o->max_bytes, the events
+ * of a contiguous time range in its middle (steady state: the start holds warm-up) are loaded
+ * instead, as many as fit; a->window says which, and a->trace_start and a->trace_end are its
+ * bounds. Without a window and within the limit, the same as cs_analysis_load(). o NULL: no limit.
+ * Errors: those of cs_analysis_load(); CS_ERR_INVALID when the window asked holds no part of the
+ * trace, or when the limit holds no event of it (err says so in one line).
+ */
+int cs_analysis_load_opts(cs_trace *t, cs_analysis *a, const cs_load_opts *o, cs_error *err);
+/* The memory the model of a trace with these row counts needs, bytes: its arrays and indices and
+ * what the rules build from them (about 105 bytes per event, measured). */
+int64_t cs_analysis_estimate(const int64_t counts[CS_EV_COUNT]);
+/*
+ * The window w as one line for people (into buf, returned): "41.2 s to 58.9 s of 100 s: the middle
+ * 18.3 million of 100 million events; the whole would need 9.80 GiB, over the memory limit of
+ * 4.00 GiB (--max-memory)". "" when w holds the whole trace.
+ */
+char *cs_load_window_text(char *buf, size_t size, const cs_load_window *w);
+/* The default limit of the model's memory: a quarter of the physical memory, at most 4 GiB. */
+int64_t cs_analysis_default_max_bytes(void);
 /* Text of a StringIds id ("" when unknown); lives as long as the trace. */
 const char *cs_analysis_string(const cs_analysis *a, int64_t id);
 /* One more than the largest kernel name id (0 when none): the size of an array by name id, which

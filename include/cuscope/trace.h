@@ -508,6 +508,14 @@ int cs_trace_scan_rows(cs_trace *t, enum cs_event_kind kind, int64_t first, int6
 		       const int *columns, int ncolumns,
 		       int (*row)(const int64_t *values, void *arg), void *arg, cs_error *err);
 
+/*
+ * The 0-based row of the first event of the table kind that starts at or after ts (the table's
+ * row count when none does), found by a binary search on the rows' time order: rows of an unknown
+ * start come first and count as before every ts. With cs_trace_scan_rows(), the rows of the events
+ * that start in a window [t0, t1) are row_at(t0) .. row_at(t1) - 1.
+ */
+int cs_trace_row_at(cs_trace *t, enum cs_event_kind kind, int64_t ts, int64_t *row, cs_error *err);
+
 /* ---- the timeline overview ---- */
 
 /*

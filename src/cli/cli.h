@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuscope/json.h"
+#include "cuscope/model.h"
 #include "cuscope/table.h"
 #include "cuscope/trace.h"
 #include "cuscope/units.h"
@@ -178,6 +179,29 @@ int cli_parse_format(const char *cmd, const char *arg, enum cli_format *out);
 int cli_parse_int(const char *cmd, const char *option, const char *arg, int64_t min, int64_t max,
 		  int64_t *out);
 /*
+ * A time range "START:END" (either side may be left out, not both), each side a number with an
+ * optional unit (s, the default; ms, us, ns), in ns: *t0 and *t1, CS_TS_UNKNOWN for a side left
+ * out. 0, or -1 when bad (END not after START); prints nothing.
+ */
+int cli_parse_time_range(const char *arg, int64_t *t0, int64_t *t1);
+/*
+ * A size "4G", "512M", "4GiB", "1.5G" or a number of bytes (K, M, G, T are powers of 1024), at
+ * least 1 byte; prints "invalid value 'ARG' for OPTION" and returns CLI_EXIT_USAGE on a bad one.
+ */
+int cli_parse_size(const char *cmd, const char *option, const char *arg, int64_t *out);
+/* The smallest --max-memory. */
+#define CLI_MAX_MEMORY_MIN (INT64_C(1) << 20)
+/*
+ * Take --max-memory (CLI_OPT_MAX_MEMORY) or --window (CLI_OPT_WINDOW), with its value arg, into o
+ * (the memory limit and window of cs_analysis_load_opts()). 0, or CLI_EXIT_USAGE after one line
+ * saying why the value is bad (or c is another option: nothing printed).
+ */
+int cli_load_option(const char *cmd, int c, const char *arg, cs_load_opts *o);
+/* The window w of the trace at path, as one note on stderr (for the commands that print no
+ * header): nothing when w is the whole trace. */
+void cli_note_window(const char *path, const cs_load_window *w);
+
+/*
  * The one FILE operand left after the options (argv[optind..argc)): NULL after printing a usage
  * error when it is missing or followed by extra arguments.
  */
@@ -194,6 +218,8 @@ enum {
 	CLI_OPT_STEP_RANGE,
 	CLI_OPT_WARMUP,
 	CLI_OPT_RANK,
+	CLI_OPT_MAX_MEMORY,
+	CLI_OPT_WINDOW,
 };
 
 struct cs_run_opts;
@@ -203,6 +229,8 @@ struct cs_run_opts;
 void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t steps, int32_t used);
 struct cs_comparison;
 void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c);
+/* cli_note_window() for each run of a comparison (diff, gate). */
+void cli_note_comparison_windows(const struct cs_comparison *c);
 
 /*
  * Take the option c that cli_getopt returned, with its value arg, into o. 0 when it was one of

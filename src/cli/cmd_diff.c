@@ -39,6 +39,9 @@ static const char diff_usage[] =
 	"      --rank N|slowest   compare rank N of both traces, or in each trace the rank with\n"
 	"                         the longest median step (default: the process with the most\n"
 	"                         kernels)\n"
+	"      --max-memory SIZE  analyse at most what fits in SIZE (4G, 512M) of each trace:\n"
+	"                         a larger one is analysed in a window of its middle (default:\n"
+	"                         a quarter of the memory, at most 4G)\n"
 	"  -n, --limit N          kernel rows shown in text and markdown (default 10, 0 = all)\n"
 	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
 	"                         terminal, no limit otherwise; 0 = no limit)\n"
@@ -70,6 +73,7 @@ int cmd_diff(int argc, char **argv)
 		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
 		{"rank", required_argument, NULL, CLI_OPT_RANK},
+		{"max-memory", required_argument, NULL, CLI_OPT_MAX_MEMORY},
 		{"limit", required_argument, NULL, 'n'},
 		{"width", required_argument, NULL, 'w'},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
@@ -79,7 +83,7 @@ int cmd_diff(int argc, char **argv)
 	enum diff_format format = DIFF_TEXT;
 	int64_t limit = DIFF_DEFAULT_LIMIT, width = -1;
 	const char *config = NULL;
-	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0};
+	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0, cs_analysis_default_max_bytes()};
 	cs_comparison cmp;
 	cs_error err = {0, ""};
 	int c, rc, no_color = 0;
@@ -117,7 +121,7 @@ int cmd_diff(int argc, char **argv)
 		case 'h':
 			fputs(diff_usage, stdout);
 			return cli_finish_output(CLI_EXIT_OK);
-		default: /* --fold, --step-range, --warmup, --rank; '?' */
+		default: /* --fold, --step-range, --warmup, --rank, --max-memory; '?' */
 			if (cli_run_option(argv[0], c, optarg, &o))
 				return CLI_EXIT_USAGE;
 			break;
@@ -134,6 +138,7 @@ int cmd_diff(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
+	cli_note_comparison_windows(&cmp);
 	if (format == DIFF_JSON) {
 		cJSON *doc = report_diff_json(&cmp.d);
 

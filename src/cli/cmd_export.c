@@ -70,56 +70,6 @@ enum {
 /* Browsers do not open a JSON trace much larger than this (a string of that size) */
 #define JSON_BROWSER_LIMIT (INT64_C(1) << 30)
 
-/* One side of --time-range: a number and an optional unit, in ns. 0, or -1 when bad. */
-static int parse_time(const char *s, size_t len, int64_t *out)
-{
-	static const struct {
-		const char *unit;
-		double ns;
-	} units[] = {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
-	char buf[64], *end;
-	double v, scale = 1e9;
-
-	if (!len || len >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	errno = 0;
-	v = strtod(buf, &end);
-	if (errno || end == buf || !isfinite(v) || v < 0 || buf[0] == '+' || buf[0] == '-')
-		return -1;
-	if (*end) {
-		size_t i;
-
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcmp(end, units[i].unit))
-				break;
-		if (i == sizeof(units) / sizeof(units[0]))
-			return -1;
-		scale = units[i].ns;
-	}
-	if (v * scale >= 9.2e18)
-		return -1;
-	*out = llround(v * scale);
-	return 0;
-}
-
-static int parse_time_range(const char *arg, int64_t *t0, int64_t *t1)
-{
-	const char *colon = strchr(arg, ':');
-
-	if (!colon || strchr(colon + 1, ':') || (colon == arg && !colon[1]))
-		return -1;
-	*t0 = *t1 = CS_TS_UNKNOWN;
-	if (colon > arg && parse_time(arg, (size_t)(colon - arg), t0))
-		return -1;
-	if (colon[1] && parse_time(colon + 1, strlen(colon + 1), t1))
-		return -1;
-	if (*t0 != CS_TS_UNKNOWN && *t1 != CS_TS_UNKNOWN && *t1 <= *t0)
-		return -1;
-	return 0;
-}
-
 /* "A-B" or "A": step indices. */
 static int parse_steps(const char *arg, int64_t *a, int64_t *b)
 {
@@ -368,7 +318,7 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 't':
 			time_range = optarg;
-			if (parse_time_range(optarg, &opts.t0, &opts.t1))
+			if (cli_parse_time_range(optarg, &opts.t0, &opts.t1))
 				return cli_usage_error(argv[0],
 						       "invalid value '%s' for --time-range "
 						       "(START:END, e.g. 1.5s:2s)",

@@ -53,6 +53,9 @@ static const char gate_usage[] =
 	"      --rank N|slowest   compare rank N of every trace, or in each trace the rank with\n"
 	"                         the longest median step (default: the process with the most\n"
 	"                         kernels)\n"
+	"      --max-memory SIZE  analyse at most what fits in SIZE (4G, 512M) of each trace:\n"
+	"                         a larger one is analysed in a window of its middle (default:\n"
+	"                         a quarter of the memory, at most 4G)\n"
 	"  -q, --quiet            no summary on stdout\n"
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
 	"      --list-metrics     list the metrics and their thresholds, then exit\n"
@@ -298,6 +301,7 @@ int cmd_gate(int argc, char **argv)
 		{"step-range", required_argument, NULL, CLI_OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, CLI_OPT_WARMUP},
 		{"rank", required_argument, NULL, CLI_OPT_RANK},
+		{"max-memory", required_argument, NULL, CLI_OPT_MAX_MEMORY},
 		{"quiet", no_argument, NULL, 'q'},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
 		{"list-metrics", no_argument, NULL, OPT_LIST_METRICS},
@@ -309,7 +313,7 @@ int cmd_gate(int argc, char **argv)
 	struct path_list bases = {0};
 	int64_t width = -1;
 	int quiet = 0, list = 0, no_color = 0, force = 0, c, rc;
-	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0};
+	cs_run_opts o = {NULL, -1, 0, 0, CS_RANK_DEFAULT, 0, cs_analysis_default_max_bytes()};
 	cs_gate_config cfg;
 	cs_comparison cmp;
 	const cs_diff *d = &cmp.d;
@@ -361,7 +365,7 @@ int cmd_gate(int argc, char **argv)
 			path_list_free(&bases);
 			fputs(gate_usage, stdout);
 			return cli_finish_output(CLI_EXIT_OK);
-		default: /* --fold, --step-range, --warmup; '?' */
+		default: /* --fold, --step-range, --warmup, --rank, --max-memory; '?' */
 			if (cli_run_option(argv[0], c, optarg, &o)) {
 				path_list_free(&bases);
 				return CLI_EXIT_USAGE;
@@ -421,6 +425,7 @@ int cmd_gate(int argc, char **argv)
 		goto out_paths;
 	}
 	cli_note_comparison_warmup(o.warmup >= 0 ? o.warmup : cmp.cfg.warmup, &cmp);
+	cli_note_comparison_windows(&cmp);
 	if (!d->comparable) {
 		cli_error("cannot compare '%s' with '%s': %s", path, d->base->path, d->note);
 		goto out;

@@ -44,6 +44,11 @@ static const char report_usage[] =
 	"      --warmup N         the first N steps are warm-up (default: docs/steps.md)\n"
 	"  -p, --pid PID          analyse only process PID (default: every process that\n"
 	"                         launched GPU work, each with its own steps)\n"
+	"      --max-memory SIZE  analyse at most what fits in SIZE (4G, 512M): a larger\n"
+	"                         trace is analysed in a window of its middle (default:\n"
+	"                         a quarter of the memory, at most 4G)\n"
+	"      --window START:END analyse only the events that start in this window,\n"
+	"                         seconds from the trace start (either may be left out)\n"
 	"      --fail-on LEVEL    exit 1 when a finding of LEVEL or worse exists\n"
 	"                         (info, warning or error; default: never)\n"
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
@@ -326,6 +331,8 @@ int cmd_report(int argc, char **argv)
 		{"step-range", required_argument, NULL, OPT_STEP_RANGE},
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"pid", required_argument, NULL, 'p'},
+		{"max-memory", required_argument, NULL, CLI_OPT_MAX_MEMORY},
+		{"window", required_argument, NULL, CLI_OPT_WINDOW},
 		{"fail-on", required_argument, NULL, OPT_FAIL_ON},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
 		{"width", required_argument, NULL, 'w'},
@@ -355,6 +362,8 @@ int cmd_report(int argc, char **argv)
 	struct report_view view;
 	struct report_idle_cache idle = {NULL, 0};
 	cs_unended *unended = NULL;
+	cs_load_opts lo = {0, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
+	cs_trace_summary sum = {0};
 
 	while ((c = cli_getopt(argc, argv, "f:o:p:w:vh", longopts)) != -1) {
 		switch (c) {
@@ -393,6 +402,11 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'p':
 			if (cli_parse_int(argv[0], "--pid", optarg, 1, UINT32_MAX, &pid))
+				return CLI_EXIT_USAGE;
+			break;
+		case CLI_OPT_MAX_MEMORY:
+		case CLI_OPT_WINDOW:
+			if (cli_load_option(argv[0], c, optarg, &lo))
 				return CLI_EXIT_USAGE;
 			break;
 		case OPT_FAIL_ON:
@@ -450,11 +464,16 @@ int cmd_report(int argc, char **argv)
 	}
 	progress = cs_progress_start("reading the trace");
 	cs_stopwatch_start(&w);
-	rc = cs_analysis_load(t, &a, &err);
+	if (!lo.max_bytes)
+		lo.max_bytes = cs_analysis_default_max_bytes();
+	rc = cs_analysis_load_opts(t, &a, &lo, &err);
 	cs_timings_add("reading the trace", &w);
 	if (rc < 0) {
 		cs_progress_end(progress);
-		rc = cli_trace_error(path, rc, &err);
+		if (rc == CS_ERR_INVALID)
+			rc = cli_usage_error(argv[0], "%s", err.msg);
+		else
+			rc = cli_trace_error(path, rc, &err);
 		cs_trace_close(t);
 		return rc;
 	}
@@ -493,8 +512,22 @@ int cmd_report(int argc, char **argv)
 		rc = cli_trace_error(path, rc, &err);
 		goto out;
 	}
+	/* a window has not every event: the last of a process is the trace's (its end, when the
+	 * trace has one process), or the reader's scan */
+	if (a.window.on && view.nunended > 0 && cs_trace_get_summary(t, &sum, &err) == 0 &&
+	    sum.processes > 1) {
+		free(unended);
+		unended = NULL;
+		rc = cs_trace_unended(t, &unended, &view.nunended, &err);
+		if (rc < 0) {
+			rc = cli_trace_error(path, rc, &err);
+			goto out;
+		}
+	}
 	for (int i = 0; i < view.nunended; i++)
-		unended[i].last = cs_analysis_last_time(&a, unended[i].pid);
+		unended[i].last = !a.window.on	      ? cs_analysis_last_time(&a, unended[i].pid)
+				  : sum.processes > 1 ? unended[i].last
+						      : a.window.trace_end;
 	view.unended = unended;
 	view.path = path;
 	view.t = t;

@@ -2,10 +2,12 @@
  * common.c - what every cuscope command shares (declared in cli.h): error lines, the option parsing
  * conventions, opening a trace, checking a --pid, flushing stdout into a pipe.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,12 +238,29 @@ void cli_note_warmup(int64_t asked, const char *path, uint32_t pid, int32_t step
 		asked, pid, path, steps, steps == 1 ? "" : "s", used);
 }
 
+void cli_note_window(const char *path, const cs_load_window *w)
+{
+	char line[512];
+
+	if (!w || !w->on)
+		return;
+	fprintf(stderr, "cuscope: note: '%s' analysed in a window: %s\n", path,
+		cs_load_window_text(line, sizeof(line), w));
+}
+
 void cli_note_comparison_warmup(int64_t asked, const struct cs_comparison *c)
 {
 	for (int32_t i = 0; i < c->nbases; i++)
 		cli_note_warmup(asked, c->bases[i].path, c->bases[i].pid, c->bases[i].steps,
 				c->bases[i].warmup);
 	cli_note_warmup(asked, c->new_.path, c->new_.pid, c->new_.steps, c->new_.warmup);
+}
+
+void cli_note_comparison_windows(const struct cs_comparison *c)
+{
+	for (int32_t i = 0; i < c->nbases; i++)
+		cli_note_window(c->bases[i].path, &c->bases[i].window);
+	cli_note_window(c->new_.path, &c->new_.window);
 }
 
 int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
@@ -263,6 +282,13 @@ int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 			return CLI_EXIT_USAGE;
 		o->warmup = (int)warmup;
 		return 0;
+	case CLI_OPT_MAX_MEMORY:
+		if (cli_parse_size(cmd, "--max-memory", arg, &o->max_memory))
+			return CLI_EXIT_USAGE;
+		if (o->max_memory < CLI_MAX_MEMORY_MIN)
+			return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)",
+					       arg);
+		return 0;
 	case CLI_OPT_RANK:
 		if (!strcmp(arg, "slowest")) {
 			o->rank_select = CS_RANK_SLOWEST;
@@ -276,6 +302,108 @@ int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 				arg);
 		o->rank_select = CS_RANK_N;
 		o->rank = (int32_t)rank;
+		return 0;
+	}
+	return CLI_EXIT_USAGE;
+}
+
+/* One side of --time-range: a number and an optional unit, in ns. 0, or -1 when bad. */
+static int parse_time(const char *s, size_t len, int64_t *out)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
+	char buf[64], *end;
+	double v, scale = 1e9;
+
+	if (!len || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno || end == buf || !isfinite(v) || v < 0 || buf[0] == '+' || buf[0] == '-')
+		return -1;
+	if (*end) {
+		size_t i;
+
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].unit))
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -1;
+		scale = units[i].ns;
+	}
+	if (v * scale >= 9.2e18)
+		return -1;
+	*out = llround(v * scale);
+	return 0;
+}
+
+int cli_parse_time_range(const char *arg, int64_t *t0, int64_t *t1)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || strchr(colon + 1, ':') || (colon == arg && !colon[1]))
+		return -1;
+	*t0 = *t1 = CS_TS_UNKNOWN;
+	if (colon > arg && parse_time(arg, (size_t)(colon - arg), t0))
+		return -1;
+	if (colon[1] && parse_time(colon + 1, strlen(colon + 1), t1))
+		return -1;
+	if (*t0 != CS_TS_UNKNOWN && *t1 != CS_TS_UNKNOWN && *t1 <= *t0)
+		return -1;
+	return 0;
+}
+
+int cli_parse_size(const char *cmd, const char *option, const char *arg, int64_t *out)
+{
+	static const char units[] = "KMGT";
+	char *end;
+	const char *u;
+	double v, mult = 1;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !isfinite(v) || !(v > 0) || !isdigit((unsigned char)arg[0]))
+		goto bad;
+	if (*end && (u = strchr(units, toupper((unsigned char)*end))) != NULL) {
+		for (const char *p = units; p <= u; p++)
+			mult *= 1024;
+		end++;
+		if (*end == 'i')
+			end++;
+	}
+	if (*end == 'B')
+		end++;
+	if (*end || v * mult >= 9.2e18 || v * mult < 1)
+		goto bad;
+	*out = (int64_t)(v * mult);
+	return 0;
+bad:
+	return cli_usage_error(cmd, "invalid value '%s' for %s (a size such as 4G, 512M or 4GiB)",
+			       arg, option);
+}
+
+int cli_load_option(const char *cmd, int c, const char *arg, cs_load_opts *o)
+{
+	switch (c) {
+	case CLI_OPT_MAX_MEMORY:
+		if (cli_parse_size(cmd, "--max-memory", arg, &o->max_bytes))
+			return CLI_EXIT_USAGE;
+		if (o->max_bytes < CLI_MAX_MEMORY_MIN)
+			return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)",
+					       arg);
+		return 0;
+	case CLI_OPT_WINDOW:
+		if (cli_parse_time_range(arg, &o->from, &o->to))
+			return cli_usage_error(
+				cmd,
+				"invalid value '%s' for --window (START:END, seconds "
+				"from the trace start, START before END; either may "
+				"be left out)",
+				arg);
 		return 0;
 	}
 	return CLI_EXIT_USAGE;

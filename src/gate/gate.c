@@ -424,6 +424,7 @@ int cs_comparison_load(const char *config_path, const cs_run_opts *o, const char
 	ro.confidence = 0;
 	ro.rank_select = o ? o->rank_select : CS_RANK_DEFAULT;
 	ro.rank = o ? o->rank : 0;
+	ro.max_memory = o ? o->max_memory : 0;
 	rc = CS_ERR_NOMEM;
 	out->bases = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->bases));
 	out->base_ptrs = calloc((size_t)(nbases > 0 ? nbases : 1), sizeof(*out->base_ptrs));

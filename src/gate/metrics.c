@@ -1634,6 +1634,7 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	cs_analysis a;
 	cs_steps s;
 	cs_step_opts so;
+	cs_load_opts lo;
 	struct run_ctx c;
 	const char *command;
 	int rc, have_a = 0, have_s = 0;
@@ -1646,10 +1647,13 @@ int cs_run_load(const char *path, const cs_run_opts *o, cs_run *out, cs_error *e
 	rc = cs_trace_open(path, &t, err);
 	if (rc < 0)
 		goto out;
-	rc = cs_analysis_load(t, &a, err);
+	lo.max_bytes = o ? o->max_memory : 0;
+	lo.from = lo.to = CS_TS_UNKNOWN;
+	rc = cs_analysis_load_opts(t, &a, &lo, err);
 	if (rc < 0)
 		goto out;
 	have_a = 1;
+	out->window = a.window;
 	memset(&so, 0, sizeof(so));
 	so.step_range = o ? o->step_range : NULL;
 	so.warmup = o ? o->warmup : -1;

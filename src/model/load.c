@@ -9,14 +9,17 @@
  */
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/model.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"
+#include "cuscope/units.h"
 
 /* Elements per block of the "reach" tables (the largest end among all elements up to a block). */
 #define REACH_BLOCK 64
@@ -67,6 +70,8 @@ struct load_ctx {
 	cs_a_copy *memsets; /* loaded apart, then merged into a->copies */
 	int64_t nmemsets;
 	int64_t caps[CS_EV_COUNT]; /* allocated elements of each array */
+	/* the rows of each table to load, first .. end - 1 (0 .. INT64_MAX: all), and how many */
+	int64_t first[CS_EV_COUNT], end[CS_EV_COUNT], rows[CS_EV_COUNT];
 };
 
 /* The columns each array is filled from (include/cuscope/columns.def). */
@@ -722,7 +727,8 @@ static int load_other_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 	for (size_t k = 0; k < sizeof(tables) / sizeof(tables[0]); k++) {
 		const struct table_load *tl = &tables[k];
 		cs_error serr = {0, ""};
-		int rc = cs_trace_scan(t, tl->kind, tl->cols, tl->ncols, tl->row, c, &serr);
+		int rc = cs_trace_scan_rows(t, tl->kind, c->first[tl->kind], c->end[tl->kind],
+					    tl->cols, tl->ncols, tl->row, c, &serr);
 
 		if (rc == CS_ERR_NOMEM)
 			return cs_error_set(err, rc, "out of memory loading '%s'",
@@ -741,14 +747,15 @@ static int load_other_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 static int load_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 {
 	cs_analysis *a = c->a;
-	int64_t nk = c->sum.counts[CS_EV_KERNEL], other = 0, split = nk, half;
+	int64_t nk = c->rows[CS_EV_KERNEL], other = 0, split = nk, half;
+	int64_t kfirst = c->first[CS_EV_KERNEL];
 	struct kernel_part mine, theirs;
 	pthread_t thread;
 	int threaded = 0, rc;
 
 	for (int k = 0; k < CS_EV_COUNT; k++)
 		if (k != CS_EV_KERNEL)
-			other += c->sum.counts[k];
+			other += c->rows[k];
 	half = (nk + other) / 2;
 	if (nk >= PARALLEL_MIN_KERNELS)
 		split = half > other ? half - other : 0;
@@ -756,16 +763,16 @@ static int load_tables(cs_trace *t, struct load_ctx *c, cs_error *err)
 	memset(&theirs, 0, sizeof(theirs));
 	mine.path = theirs.path = cs_trace_path(t);
 	mine.t = t;
-	mine.first = 0;
-	mine.end = split;
+	mine.first = kfirst;
+	mine.end = kfirst + split;
 	mine.dst = a->kernels;
-	theirs.first = split;
-	theirs.end = nk;
+	theirs.first = kfirst + split;
+	theirs.end = kfirst + nk;
 	theirs.dst = a->kernels + split;
 	if (split < nk)
 		threaded = pthread_create(&thread, NULL, kernel_part_run, &theirs) == 0;
 	if (!threaded)
-		mine.end = nk; /* this thread reads the whole table */
+		mine.end = kfirst + nk; /* this thread reads the whole table */
 	kernel_part_run(&mine);
 	rc = mine.rc < 0 ? mine.rc : load_other_tables(t, c, err);
 	if (threaded)
@@ -814,10 +821,224 @@ static void drop_dangling_names(cs_analysis *a)
 			a->apis[i].name_id = CS_ID_NONE;
 }
 
+/* ---- a window of a large trace ---- */
+
+/*
+ * What the rules and their facts build from the model, per event, beyond the model's arrays: the
+ * peak memory of `report` less the model's arrays, over the events, on the generated traces of
+ * tests/bench/gen_trace (docs/performance.md, "Report on 100 million events").
+ */
+#define RULES_BYTES_PER_EVENT 28
+/* The default limit: a quarter of the physical memory, at most this. */
+#define DEFAULT_MAX_BYTES (INT64_C(4) << 30)
+
+int64_t cs_analysis_estimate(const int64_t counts[CS_EV_COUNT])
+{
+	/* each table's element; memsets are loaded apart before they join the copies (twice), and
+	 * kernels have their stream order and its groups (build_stream_order()) */
+	static const int64_t row[CS_EV_COUNT] = {
+		[CS_EV_KERNEL] = sizeof(cs_a_kernel) + 2 * sizeof(int32_t),
+		[CS_EV_MEMCPY] = sizeof(cs_a_copy),
+		[CS_EV_MEMSET] = 2 * sizeof(cs_a_copy),
+		[CS_EV_MEMORY] = sizeof(cs_a_memory),
+		[CS_EV_SYNC] = sizeof(cs_a_sync),
+		[CS_EV_API] = sizeof(cs_a_api),
+		[CS_EV_NVTX] = sizeof(cs_a_nvtx),
+	};
+	int64_t bytes = 0;
+
+	for (int k = 0; k < CS_EV_COUNT; k++)
+		if (counts[k] > 0)
+			bytes = cs_sat_add(bytes,
+					   cs_sat_mul(counts[k], row[k] + RULES_BYTES_PER_EVENT));
+	return bytes;
+}
+
+int64_t cs_analysis_default_max_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+	int64_t max = DEFAULT_MAX_BYTES;
+
+	if (pages > 0 && size > 0 && (int64_t)pages / 4 < max / size)
+		max = (int64_t)pages / 4 * size;
+	return max;
+}
+
+/* The rows of each table whose events start in [t0, t1), and their estimated model's bytes. */
+static int window_rows(cs_trace *t, const struct load_ctx *c, int64_t t0, int64_t t1,
+		       int64_t *first, int64_t *end, int64_t *bytes, cs_error *err)
+{
+	int64_t n[CS_EV_COUNT];
+
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		int rc;
+
+		first[k] = end[k] = n[k] = 0;
+		if (c->sum.counts[k] <= 0)
+			continue;
+		rc = cs_trace_row_at(t, (enum cs_event_kind)k, t0, &first[k], err);
+		if (rc >= 0)
+			rc = cs_trace_row_at(t, (enum cs_event_kind)k, t1, &end[k], err);
+		if (rc < 0)
+			return rc;
+		if (end[k] < first[k])
+			end[k] = first[k];
+		n[k] = end[k] - first[k];
+	}
+	*bytes = cs_analysis_estimate(n);
+	return 0;
+}
+
+/*
+ * Which rows to load (c->first, c->end, c->rows) and a->window: every row when the whole trace
+ * fits in o->max_bytes and no window is asked; else the rows of the window asked, or of the whole
+ * trace's time, narrowed to the widest range around its middle that fits. A time range's rows
+ * come from binary searches on the tables' time order (cs_trace_row_at()), without reading them.
+ */
+static int choose_window(cs_trace *t, struct load_ctx *c, const cs_load_opts *o, cs_error *err)
+{
+	cs_load_window *w = &c->a->window;
+	int asked = o && (o->from != CS_TS_UNKNOWN || o->to != CS_TS_UNKNOWN);
+	int64_t lo, hi, first[CS_EV_COUNT], end[CS_EV_COUNT], bytes;
+	char a[CS_FMT_MAX], b[CS_FMT_MAX], x[CS_FMT_MAX], y[CS_FMT_MAX];
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	w->trace_start = c->a->trace_start;
+	w->trace_end = c->a->trace_end;
+	w->max_bytes = o && o->max_bytes > 0 ? o->max_bytes : 0;
+	w->trace_bytes = cs_analysis_estimate(c->sum.counts);
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		c->first[k] = 0;
+		c->end[k] = k == CS_EV_KERNEL ? c->sum.counts[k] : INT64_MAX;
+		c->rows[k] = c->sum.counts[k];
+		w->trace_events = cs_sat_add(w->trace_events, c->sum.counts[k]);
+	}
+	w->events = w->trace_events;
+	w->bytes = w->trace_bytes;
+	if (!asked && (!w->max_bytes || w->trace_bytes <= w->max_bytes))
+		return 0;
+	lo = c->sum.start;
+	hi = c->sum.end != CS_TS_UNKNOWN ? c->sum.end + 1 : CS_TS_UNKNOWN;
+	if (asked && (lo == CS_TS_UNKNOWN || hi == CS_TS_UNKNOWN ||
+		      (o->from != CS_TS_UNKNOWN && o->from >= hi) ||
+		      (o->to != CS_TS_UNKNOWN && o->to <= lo)))
+		return cs_error_set(
+			err, CS_ERR_INVALID,
+			"the window %s to %s is outside '%s' (events from %s to %s)",
+			o->from != CS_TS_UNKNOWN ? cs_fmt_duration(a, sizeof(a), o->from)
+						 : "its start",
+			o->to != CS_TS_UNKNOWN ? cs_fmt_duration(b, sizeof(b), o->to) : "the end",
+			cs_trace_path(t), cs_fmt_duration(x, sizeof(x), w->trace_start),
+			cs_fmt_duration(y, sizeof(y), w->trace_end));
+	if (lo == CS_TS_UNKNOWN || hi == CS_TS_UNKNOWN)
+		return 0; /* no event has a known start: nothing to cut */
+	if (asked && o->from != CS_TS_UNKNOWN && o->from > lo)
+		lo = o->from;
+	if (asked && o->to != CS_TS_UNKNOWN && o->to < hi)
+		hi = o->to;
+	rc = window_rows(t, c, lo, hi, first, end, &bytes, err);
+	if (rc < 0)
+		return rc;
+	w->asked = asked;
+	w->asked_bytes = bytes;
+	if (w->max_bytes && bytes > w->max_bytes) {
+		/* the widest [mid - half, mid + half) that fits: a binary search on half */
+		int64_t mid = lo + (hi - lo) / 2, hlo = 0, hhi = (hi - lo) / 2 + 1;
+
+		while (hlo < hhi) {
+			int64_t half = hlo + (hhi - hlo + 1) / 2;
+
+			rc = window_rows(t, c, mid - half > lo ? mid - half : lo,
+					 mid + half < hi ? mid + half : hi, first, end, &bytes,
+					 err);
+			if (rc < 0)
+				return rc;
+			if (bytes <= w->max_bytes)
+				hlo = half;
+			else
+				hhi = half - 1;
+		}
+		lo = mid - hlo > lo ? mid - hlo : lo;
+		hi = mid + hlo < hi ? mid + hlo : hi;
+		rc = window_rows(t, c, lo, hi, first, end, &bytes, err);
+		if (rc < 0)
+			return rc;
+		w->by_limit = 1;
+	}
+	w->on = 1;
+	w->start = lo;
+	w->end = hi;
+	w->bytes = bytes;
+	w->events = 0;
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		c->first[k] = first[k];
+		c->end[k] = end[k];
+		c->rows[k] = end[k] - first[k];
+		w->events += c->rows[k];
+	}
+	if (w->events == 0 && w->by_limit)
+		return cs_error_set(err, CS_ERR_INVALID,
+				    "a memory limit of %s holds no event of '%s' (the whole trace "
+				    "needs %s)",
+				    cs_fmt_bytes(a, sizeof(a), w->max_bytes), cs_trace_path(t),
+				    cs_fmt_bytes(b, sizeof(b), w->trace_bytes));
+	if (w->events == 0)
+		return cs_error_set(err, CS_ERR_INVALID, "no event of '%s' starts from %s to %s",
+				    cs_trace_path(t), cs_fmt_duration(a, sizeof(a), lo),
+				    cs_fmt_duration(b, sizeof(b), hi));
+	return 0;
+}
+
+/* A count of events in words: "18.3 million", "2.10 billion", "987,654". */
+static char *fmt_events(char *buf, size_t size, int64_t n)
+{
+	if (n >= 1000000000)
+		snprintf(buf, size, "%.3g billion", (double)n / 1e9);
+	else if (n >= 1000000)
+		snprintf(buf, size, "%.3g million", (double)n / 1e6);
+	else
+		cs_fmt_count(buf, size, n);
+	return buf;
+}
+
+char *cs_load_window_text(char *buf, size_t size, const cs_load_window *w)
+{
+	char t0[CS_FMT_MAX], t1[CS_FMT_MAX], te[CS_FMT_MAX], n[CS_FMT_MAX], nt[CS_FMT_MAX];
+	char need[CS_FMT_MAX], max[CS_FMT_MAX];
+	int len;
+
+	if (!size)
+		return buf;
+	buf[0] = '\0';
+	if (!w || !w->on)
+		return buf;
+	cs_fmt_duration(t0, sizeof(t0), w->start);
+	cs_fmt_duration(t1, sizeof(t1), w->end);
+	cs_fmt_duration(te, sizeof(te), w->trace_end);
+	fmt_events(n, sizeof(n), w->events);
+	fmt_events(nt, sizeof(nt), w->trace_events);
+	len = snprintf(buf, size, "%s to %s of %s%s: %s%s of %s events", t0, t1, te,
+		       w->asked ? " (--window)" : "", w->by_limit ? "the middle " : "", n, nt);
+	if (w->by_limit && len >= 0 && (size_t)len < size)
+		snprintf(buf + len, size - (size_t)len,
+			 "; %s would need %s, over the memory limit of %s (--max-memory)",
+			 w->asked ? "the window asked" : "the whole",
+			 cs_fmt_bytes(need, sizeof(need),
+				      w->asked ? w->asked_bytes : w->trace_bytes),
+			 cs_fmt_bytes(max, sizeof(max), w->max_bytes));
+	return buf;
+}
+
 int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 {
+	return cs_analysis_load_opts(t, a, NULL, err);
+}
+
+int cs_analysis_load_opts(cs_trace *t, cs_analysis *a, const cs_load_opts *o, cs_error *err)
+{
 	struct load_ctx c;
-	int64_t *caps;
+	int64_t *caps, *rows;
 	int rc;
 
 	if (!t || !a)
@@ -827,28 +1048,33 @@ int cs_analysis_load(cs_trace *t, cs_analysis *a, cs_error *err)
 	a->trace = t;
 	c.a = a;
 	caps = c.caps;
+	rows = c.rows;
 	rc = cs_trace_get_summary(t, &c.sum, err);
 	if (rc < 0)
 		return rc;
 	a->trace_start = c.sum.start != CS_TS_UNKNOWN ? c.sum.start : 0;
 	a->trace_end = c.sum.end != CS_TS_UNKNOWN ? c.sum.end : a->trace_start;
+	rc = choose_window(t, &c, o, err);
+	if (rc < 0)
+		return rc;
+	if (a->window.on) {
+		a->trace_start = a->window.start;
+		a->trace_end = a->window.end;
+	}
 	a->index = calloc(1, sizeof(*a->index));
 	/* The summary has each table's row count: the arrays get their final size at once. */
 	if (!a->index ||
-	    reserve((void **)&a->kernels, c.sum.counts[CS_EV_KERNEL], &caps[CS_EV_KERNEL],
+	    reserve((void **)&a->kernels, rows[CS_EV_KERNEL], &caps[CS_EV_KERNEL],
 		    sizeof(*a->kernels)) ||
-	    reserve((void **)&a->copies, c.sum.counts[CS_EV_MEMCPY] + c.sum.counts[CS_EV_MEMSET],
+	    reserve((void **)&a->copies, rows[CS_EV_MEMCPY] + rows[CS_EV_MEMSET],
 		    &caps[CS_EV_MEMCPY], sizeof(*a->copies)) ||
-	    reserve((void **)&c.memsets, c.sum.counts[CS_EV_MEMSET], &caps[CS_EV_MEMSET],
+	    reserve((void **)&c.memsets, rows[CS_EV_MEMSET], &caps[CS_EV_MEMSET],
 		    sizeof(*c.memsets)) ||
-	    reserve((void **)&a->memory, c.sum.counts[CS_EV_MEMORY], &caps[CS_EV_MEMORY],
+	    reserve((void **)&a->memory, rows[CS_EV_MEMORY], &caps[CS_EV_MEMORY],
 		    sizeof(*a->memory)) ||
-	    reserve((void **)&a->syncs, c.sum.counts[CS_EV_SYNC], &caps[CS_EV_SYNC],
-		    sizeof(*a->syncs)) ||
-	    reserve((void **)&a->apis, c.sum.counts[CS_EV_API], &caps[CS_EV_API],
-		    sizeof(*a->apis)) ||
-	    reserve((void **)&a->nvtx, c.sum.counts[CS_EV_NVTX], &caps[CS_EV_NVTX],
-		    sizeof(*a->nvtx))) {
+	    reserve((void **)&a->syncs, rows[CS_EV_SYNC], &caps[CS_EV_SYNC], sizeof(*a->syncs)) ||
+	    reserve((void **)&a->apis, rows[CS_EV_API], &caps[CS_EV_API], sizeof(*a->apis)) ||
+	    reserve((void **)&a->nvtx, rows[CS_EV_NVTX], &caps[CS_EV_NVTX], sizeof(*a->nvtx))) {
 		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory loading '%s'",
 				  cs_trace_path(t));
 		goto fail;

@@ -272,6 +272,29 @@ static void header(FILE *out, const cJSON *doc)
 	fputs("</span></h1>\n<dl class=\"meta\">\n", out);
 	if (command)
 		dl_item(out, "command", command);
+	if (cJSON_IsObject(get(trace, "window"))) {
+		const cJSON *wo = get(trace, "window");
+		cs_load_window w = {
+			.on = 1,
+			.asked = cJSON_IsTrue(get(wo, "asked")),
+			.by_limit = cJSON_IsTrue(get(wo, "memory_limited")),
+			.start = get_int(wo, "start_ns", 0),
+			.end = get_int(wo, "end_ns", 0),
+			.trace_start = get_int(wo, "trace_start_ns", 0),
+			.trace_end = get_int(wo, "trace_end_ns", 0),
+			.events = get_int(wo, "events", 0),
+			.trace_events = get_int(wo, "trace_events", 0),
+			.bytes = get_int(wo, "estimated_bytes", 0),
+			.trace_bytes = get_int(wo, "trace_estimated_bytes", 0),
+			.asked_bytes = get_int(wo, "asked_estimated_bytes", 0),
+			.max_bytes = get_int(wo, "max_memory_bytes", 0),
+		};
+		char wl[512];
+
+		snprintf(line, sizeof(line), "%s; %s", cs_load_window_text(wl, sizeof(wl), &w),
+			 REPORT_WINDOW_NOTE);
+		dl_item(out, "window", line);
+	}
 	if (nprocs <= 1)
 		steps_items(out, get(doc, "steps"));
 	sum = get(doc, "summary");

@@ -400,6 +400,32 @@ static int json_processes(const struct report_view *v, cJSON *doc)
 	return 0;
 }
 
+/*
+ * The "window" object of "trace" (docs/report-format.md), only when a window of the trace was
+ * analysed: its bounds, the whole trace's, the events of each, why (asked with --window, chosen by
+ * the memory limit), the estimates and the limit. 0, or -1 without memory.
+ */
+static int json_window(cJSON *trace, const cs_load_window *w)
+{
+	cJSON *o = cJSON_AddObjectToObject(trace, "window");
+
+	if (!o)
+		return -1;
+	cs_json_add_int(o, "start_ns", w->start, INT64_MIN);
+	cs_json_add_int(o, "end_ns", w->end, INT64_MIN);
+	cs_json_add_int(o, "trace_start_ns", w->trace_start, INT64_MIN);
+	cs_json_add_int(o, "trace_end_ns", w->trace_end, INT64_MIN);
+	cs_json_add_int(o, "events", w->events, -1);
+	cs_json_add_int(o, "trace_events", w->trace_events, -1);
+	cJSON_AddBoolToObject(o, "asked", w->asked);
+	cJSON_AddBoolToObject(o, "memory_limited", w->by_limit);
+	cs_json_add_int(o, "estimated_bytes", w->bytes, -1);
+	cs_json_add_int(o, "asked_estimated_bytes", w->asked_bytes, -1);
+	cs_json_add_int(o, "trace_estimated_bytes", w->trace_bytes, -1);
+	cs_json_add_int(o, "max_memory_bytes", w->max_bytes, -1);
+	return 0;
+}
+
 cJSON *report_json(const struct report_view *v)
 {
 	cJSON *doc = cJSON_CreateObject(), *trace, *steps, *rules, *findings, *summary;
@@ -417,6 +443,8 @@ cJSON *report_json(const struct report_view *v)
 	cs_json_add_int(trace, "start_ns", v->a->trace_start, INT64_MIN);
 	cs_json_add_int(trace, "end_ns", v->a->trace_end, INT64_MIN);
 	cs_json_add_int(trace, "kernels", v->a->nkernels, -1);
+	if (v->a->window.on && json_window(trace, &v->a->window))
+		goto fail;
 	{
 		cJSON *arr = cJSON_AddArrayToObject(trace, "processes_without_end");
 

@@ -133,6 +133,13 @@ int report_markdown(const struct report_view *v)
 	fprintf(out, "## cuscope report: ");
 	cs_md_code(out, report_base_name(v->path));
 	fprintf(out, "\n\n| | |\n|---|---|\n");
+	if (v->a->window.on) {
+		char line[512];
+
+		fprintf(out, "| Window | ");
+		cs_md_text(out, cs_load_window_text(line, sizeof(line), &v->a->window));
+		fprintf(out, "; %s |\n", REPORT_WINDOW_NOTE);
+	}
 	for (int32_t i = 0; v->multi && i < v->procs->n; i++) {
 		const cs_report_process *p = &v->procs->v[i];
 		char lab[64], st[320];

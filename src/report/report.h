@@ -53,6 +53,9 @@ struct report_view {
 	FILE *out;			/* where the text and markdown renderers write */
 };
 
+/* What a report of a window of its trace says under the window's line (cs_load_window). */
+#define REPORT_WINDOW_NOTE "findings and their totals cover this window only"
+
 /* ---- the formats ---- */
 
 /* Print the report as text on v->out (colours with v->color, lines fit in v->width). Returns 0. */

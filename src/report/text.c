@@ -366,6 +366,12 @@ static void text_header(const struct report_view *v)
 	free(clean);
 	if (command)
 		print_header_field(out, "command:", command, v->width);
+	if (v->a->window.on) {
+		print_header_field(
+			out, "window:", cs_load_window_text(line, sizeof(line), &v->a->window),
+			v->width);
+		print_header_field(out, "", REPORT_WINDOW_NOTE, v->width);
+	}
 	if (v->multi) {
 		text_processes(v);
 	} else if (s->method == CS_STEPS_NONE) {

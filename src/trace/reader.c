@@ -1044,6 +1044,20 @@ static int lower_bound(cs_trace *t, enum cs_event_kind kind, int64_t x, int64_t 
 	return SQLITE_OK;
 }
 
+int cs_trace_row_at(cs_trace *t, enum cs_event_kind kind, int64_t ts, int64_t *row, cs_error *err)
+{
+	int64_t rowid;
+	int rc;
+
+	if (!t || (int)kind < 0 || kind >= CS_EV_COUNT || !row)
+		return cs_error_set(err, CS_ERR_INVALID, "cs_trace_row_at: bad argument");
+	rc = lower_bound(t, kind, ts, &rowid);
+	if (rc != SQLITE_OK)
+		return sql_error(t, rc, err);
+	*row = rowid - 1; /* rowid n + 1 is the n-th row from 0 */
+	return CS_OK;
+}
+
 int cs_iter_open(cs_trace *t, enum cs_event_kind kind, const cs_filter *filter, cs_iter **out,
 		 cs_error *err)
 {

@@ -132,6 +132,7 @@ struct view_data {
 	cs_trace *trace; /* the loader's until the timeline is ready, then the server's (names) */
 	cs_trace_summary sum;
 	int64_t total_events;
+	int64_t max_memory;    /* the analysis's memory limit (cs_load_opts.max_bytes) */
 	atomic_int stop;       /* view_data_free() was called: the loader stops early */
 	atomic_llong loaded;   /* event rows read so far */
 	struct timespec began; /* view_data_load() was called */
@@ -1117,8 +1118,8 @@ static void add_steps(cJSON *arr, const cs_steps *steps)
  * and as its JSON lists them (report_json_finding: the stacks read through t), each with its index
  * and focus.
  */
-static char *make_findings(cs_trace *t, const cs_report_processes *procs, const cs_report *report,
-			   double ms, const struct track_set *tracks)
+static char *make_findings(cs_trace *t, const cs_load_window *w, const cs_report_processes *procs,
+			   const cs_report *report, double ms, const struct track_set *tracks)
 {
 	const cs_steps *steps = &procs->v[procs->primary].steps;
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
@@ -1126,6 +1127,15 @@ static char *make_findings(cs_trace *t, const cs_report_processes *procs, const 
 	cJSON_AddStringToObject(root, "status", "ready");
 	cs_json_add_string(root, "step_method", cs_step_method_name(steps->method));
 	cs_json_add_string(root, "step_detail", steps->detail);
+	if (w->on) {
+		/* the trace over the memory limit: steps and findings of a window of it */
+		char line[512];
+
+		o = cJSON_AddObjectToObject(root, "window");
+		add_int(o, "start", w->start);
+		add_int(o, "end", w->end);
+		cs_json_add_string(o, "text", cs_load_window_text(line, sizeof(line), w));
+	}
 	add_int(root, "analysis_ms", (int64_t)(ms + 0.5));
 	add_int(root, "pid", procs->v[procs->primary].pid);
 	add_steps(cJSON_AddArrayToObject(root, "steps"), steps);
@@ -1209,6 +1219,8 @@ static void publish_steps(struct view_data *v, const cs_steps *steps)
 static char *run_analysis(struct view_data *v, const struct track_set *tracks, cs_error *err)
 {
 	cs_step_opts so = {NULL, -1, 0, 1}; /* windows: the report's steps (docs/steps.md) */
+	/* report's default memory limit: a window of a larger trace */
+	cs_load_opts lo = {v->max_memory, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
 	cs_trace *t = NULL;
 	cs_analysis a;
 	cs_steps steps;
@@ -1225,7 +1237,7 @@ static char *run_analysis(struct view_data *v, const struct track_set *tracks, c
 	memset(&report, 0, sizeof(report));
 	if (cs_trace_open_flags(v->path, CS_TRACE_ONE_THREAD, &t, err) < 0)
 		return NULL;
-	rc = cs_analysis_load(t, &a, err);
+	rc = cs_analysis_load_opts(t, &a, &lo, err);
 	if (rc >= 0) {
 		rc = cs_steps_detect(&a, &so, &steps, err);
 		if (rc >= 0) {
@@ -1240,7 +1252,8 @@ static char *run_analysis(struct view_data *v, const struct track_set *tracks, c
 		}
 		if (rc >= 0 && procs.n == 0)
 			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
-		if (rc >= 0 && !(json = make_findings(t, &procs, &report, ms_since(&began), tracks)))
+		if (rc >= 0 && !(json = make_findings(t, &a.window, &procs, &report,
+						      ms_since(&began), tracks)))
 			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		cs_report_free(&report);
 		cs_report_processes_free(&procs);
@@ -1388,6 +1401,12 @@ static void load_overview(struct view_data *v)
 
 int view_data_load(const char *path, struct view_data **out, cs_error *err)
 {
+	return view_data_load_limited(path, cs_analysis_default_max_bytes(), out, err);
+}
+
+int view_data_load_limited(const char *path, int64_t max_memory, struct view_data **out,
+			   cs_error *err)
+{
 	struct view_data *v = calloc(1, sizeof(*v));
 	sigset_t all, old;
 	pthread_t thread;
@@ -1401,6 +1420,7 @@ int view_data_load(const char *path, struct view_data **out, cs_error *err)
 	clock_gettime(CLOCK_MONOTONIC, &v->began);
 	pthread_mutex_init(&v->lock, NULL);
 	v->max_name = -1;
+	v->max_memory = max_memory;
 	v->refs = 1;
 	rc = cs_trace_open(path, &v->trace, err);
 	if (rc >= 0)

@@ -22,6 +22,10 @@ struct view_data;
  * with a message in err (a missing, foreign or newer trace is refused here).
  */
 int view_data_load(const char *path, struct view_data **out, cs_error *err);
+/* view_data_load() with the analysis's memory limit (cs_load_opts.max_bytes; view_data_load():
+ * report's default): the steps and findings of a larger trace are a window's. */
+int view_data_load_limited(const char *path, int64_t max_memory, struct view_data **out,
+			   cs_error *err);
 /* Stop reading and free v (an analysis under way frees it when it ends). */
 void view_data_free(struct view_data *v);
 /* 1 once the timeline is read (the window and memory answers are ready). */

@@ -30,6 +30,7 @@
 #include "cuscope/analyze.h"
 #include "cuscope/demangle.h"
 #include "cuscope/trace.h"
+#include "api.h"
 #include "testutil.h"
 
 #define PID 4242
@@ -473,6 +474,45 @@ static void check_d2h_findings(const cJSON *j)
 	cJSON_Delete(rep);
 	free(out);
 }
+
+/*
+ * A trace over the analysis's memory limit: the steps and findings are a window's, and the findings
+ * answer says which (view_data_load_limited(), in this process: the server takes report's
+ * default).
+ */
+START_TEST(test_findings_window)
+{
+	struct view_data *v = NULL;
+	cs_error err = {0, ""};
+	cJSON *j = NULL;
+	const cJSON *w, *st;
+
+	ck_assert_msg(view_data_load_limited(d2h_db, 1 << 20, &v, &err) == 0, "%s", err.msg);
+	for (int i = 0; i < 600; i++) {
+		char *body = view_api_findings(v);
+
+		ck_assert_ptr_nonnull(body);
+		j = cJSON_Parse(body);
+		free(body);
+		ck_assert_ptr_nonnull(j);
+		st = cJSON_GetObjectItem(j, "status");
+		if (cJSON_IsString(st) && strcmp(st->valuestring, "pending"))
+			break;
+		cJSON_Delete(j);
+		j = NULL;
+		usleep(100 * 1000);
+	}
+	ck_assert_msg(j != NULL, "no findings answer");
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "status")->valuestring, "ready");
+	w = cJSON_GetObjectItem(j, "window");
+	ck_assert_msg(cJSON_IsObject(w), "no window");
+	ck_assert_int_lt(jint(w, "start"), jint(w, "end"));
+	ck_assert_msg(strstr(cJSON_GetObjectItem(w, "text")->valuestring, "the middle ") != NULL,
+		      "%s", cJSON_GetObjectItem(w, "text")->valuestring);
+	cJSON_Delete(j);
+	view_data_free(v);
+}
+END_TEST
 
 START_TEST(test_findings_match_report)
 {
@@ -1906,6 +1946,7 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_other_user_mapped_refused);
 	tcase_add_test(tc, test_summary_matches_trace);
 	tcase_add_test(tc, test_findings_match_report);
+	tcase_add_test(tc, test_findings_window);
 	tcase_add_test(tc, test_window_busy_and_thinning);
 	tcase_add_test(tc, test_names_escaped);
 	tcase_add_test(tc, test_memory_realloc);
