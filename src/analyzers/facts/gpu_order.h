@@ -57,23 +57,13 @@ static inline int fact_gpu_next(struct fact_gpu_iter *it, struct fact_gpu_work *
 	if (have_k && (!have_c || a->kernels[it->k].start <= a->copies[it->c].start)) {
 		const cs_a_kernel *k = &a->kernels[it->k];
 
-		w->start = k->start;
-		w->end = k->end;
-		w->launch_start = k->launch_start;
-		w->launch_end = k->launch_end;
-		w->index = it->k++;
-		w->is_kernel = 1;
-		w->graph = k->graph;
+		*w = (struct fact_gpu_work){k->start, k->end, k->launch_start, k->launch_end,
+					    it->k++,  1,      k->graph};
 	} else {
 		const cs_a_copy *c = &a->copies[it->c];
 
-		w->start = c->start;
-		w->end = c->end;
-		w->launch_start = c->launch_start;
-		w->launch_end = c->launch_end;
-		w->index = it->c++;
-		w->is_kernel = 0;
-		w->graph = 0;
+		*w = (struct fact_gpu_work){
+			c->start, c->end, c->launch_start, c->launch_end, it->c++, 0, 0};
 	}
 	return 1;
 }
