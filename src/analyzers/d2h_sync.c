@@ -149,9 +149,7 @@ out:
 	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(sum);
-	free(idle);
 	free(win);
-	free(tmp);
 	return rc;
 }
 

@@ -127,8 +127,6 @@ out:
 	ru_cache_free(&own);
 	fact_waits_free(&waits);
 	free(sum);
-	free(idle);
-	free(tmp);
 	return rc;
 }
 
