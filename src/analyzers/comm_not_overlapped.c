@@ -117,19 +117,16 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
 		cJSON *ev = f->evidence, *names;
-		int ok = 1, nn = 0;
+		const struct ru_field fields[] = {
+			{"comm_median_ns", (double)cs_median_i64(comm, ne), NULL},
+			{"overlapped_share", ov, NULL},
+			{"exposed_median_ns", (double)cs_median_i64(exposed, ne), NULL},
+			{"rank_wait_median_ns", (double)cs_median_i64(wait, ne), NULL},
+			{"nccl_kernels", (double)nk, NULL},
+			{"hideable_median", 0, ru_fmt_ns(b2, sizeof(b2), f->lost_ns_per_step)},
+		};
+		int ok = !ru_add_fields(ev, fields, sizeof(fields) / sizeof(fields[0])), nn = 0;
 
-		ok &= cJSON_AddNumberToObject(ev, "comm_median_ns",
-					      (double)cs_median_i64(comm, ne)) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "overlapped_share", ov) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "exposed_median_ns",
-					      (double)cs_median_i64(exposed, ne)) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "rank_wait_median_ns",
-					      (double)cs_median_i64(wait, ne)) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "nccl_kernels", (double)nk) != NULL;
-		ok &= cJSON_AddStringToObject(ev, "hideable_median",
-					      ru_fmt_ns(b2, sizeof(b2), f->lost_ns_per_step)) !=
-		      NULL;
 		names = cJSON_AddArrayToObject(ev, "kernels");
 		ok &= names != NULL;
 		for (int64_t i = 0; ok && i < ctx->a->nkernels && nn < MAX_NAMES; i++) {

@@ -24,68 +24,7 @@
 #include "wait_evidence.h"
 #include "cuscope/checked.h"
 
-/* A recurring pattern: draining waits in at least this share of the steady steps ... */
-#define MIN_STEP_SHARE 0.5
-/* ... and in at least this many of them ... */
-#define MIN_STEPS 3
-/* ... costing at least this share of the median step. */
-#define MIN_LOSS_SHARE 0.02
-/* Fewer steps than that: a pattern in a few steps only (every Nth step), found when it costs
- * MIN_LOSS_SHARE over the steady state; at least this many of them. */
-#define MIN_RARE_STEPS 2
-/* Call sites listed in the evidence. */
-#define MAX_SITES 5
-
 #define RULE_ID "d2h-sync"
-
-/* What the waits of one step waited for, beside their sums (struct ru_wait_sum). */
-struct copy_sum {
-	int64_t copies, bytes;
-	int64_t stall_ns; /* idle after the waits that was the host preparing a copy to the device
-			   */
-};
-
-/* Median over the affected steps of one field of the per-step copy sums. */
-static int64_t median_field(const struct copy_sum *cs, const int32_t *steps, int32_t n,
-			    size_t offset, int64_t *tmp)
-{
-	return ru_median_field(cs, sizeof(*cs), steps, n, offset, tmp);
-}
-
-static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			const struct ru_wait_sum *sum, const struct copy_sum *cs,
-			const int32_t *steps, int32_t nsteps, int64_t *tmp, cs_report_finding *f)
-{
-	cJSON *e = f->evidence, *ex;
-	int64_t best = -1;
-
-	/* which APIs waited, and the costliest wait */
-	if (ru_add_wait_types(e, a, d, sum, steps, nsteps, tmp, &best))
-		return CS_ERR_NOMEM;
-	cJSON_AddNumberToObject(
-		e, "copies_per_step",
-		(double)median_field(cs, steps, nsteps, offsetof(struct copy_sum, copies), tmp));
-	cJSON_AddNumberToObject(
-		e, "bytes_per_step",
-		(double)median_field(cs, steps, nsteps, offsetof(struct copy_sum, bytes), tmp));
-	ru_add_wait_times(e, sum, steps, nsteps, tmp);
-
-	if (best >= 0) {
-		const struct fact_wait *w = &d->v[best];
-		const cs_a_copy *c = &a->copies[w->first_copy];
-
-		ex = ru_costliest_wait(e, a, w);
-		if (!ex)
-			return CS_ERR_NOMEM;
-		cJSON_AddNumberToObject(ex, "copy_start", (double)c->start);
-		cJSON_AddNumberToObject(ex, "copy_bytes", (double)c->bytes);
-		cJSON_AddStringToObject(ex, "copy_dst", cs_mem_kind_name(c->dst_kind));
-		ru_costliest_wait_idle(ex, w);
-	}
-
-	/* call sites, when the trace has backtraces */
-	return ru_add_wait_sites(e, a, s, d, nsteps, 1, MAX_SITES, &f->stack_id);
-}
 
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
@@ -156,12 +95,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const struct fact_waits *d;
 	const struct fact_h2d_stalls *h = NULL;
 	struct ru_wait_sum *sum = NULL;
-	struct copy_sum *cs = NULL;
 	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
-	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	int32_t steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
-	struct ru_recur r;
-	char title[400];
 	int rc;
 
 	if (steady <= 0)
@@ -180,8 +116,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	if (h->n > 0 && !win)
 		goto out;
 	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
-	cs = calloc((size_t)s->n, sizeof(*cs));
-	if (!sum || !cs)
+	if (!sum)
 		goto out;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
@@ -201,57 +136,20 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			taken = taken > held ? taken - held : 0;
 		}
 		ru_wait_sum_add(&sum[w->step], a, w, taken);
-		cs[w->step].copies += w->copies;
-		cs_sat_accum(&cs[w->step].bytes, w->bytes);
-		cs_sat_accum(&cs[w->step].stall_ns, taken);
 	}
-	for (int32_t i = 0; i < s->n; i++)
-		idle[i] = sum[i].idle_ns;
-	rc = ru_recur_find(s, ctx->step_median, idle, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
-			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
-	if (rc <= 0)
-		goto out;
-
-	rc = CS_ERR_NOMEM;
-	ru_wait_title(title, sizeof(title), "device-to-host copy and host wait drain", &r, sum,
-		      steps, nsteps, tmp);
-	f = ru_recur_finding(
-		RULE_ID, &r, title,
+	rc = ru_wait_report(
+		ctx, RULE_ID, "device-to-host copy and host wait drain",
 		"Keep the value on the GPU (accumulate losses and metrics in device "
 		"tensors, use torch.where or masks instead of nonzero/indexing by mask, "
 		"ignore_index instead of a host check) and read it every N steps or after "
 		"the loop; when a value is needed on the host, copy it with "
 		"non_blocking=True into pinned memory and read it a step later.",
-		steps, nsteps);
-	if (!f)
-		goto out;
-	ru_wait_span(f, a, d, 1);
-	if (add_evidence(a, s, d, sum, cs, steps, nsteps, tmp, f))
-		goto out;
-	{
-		int64_t taken =
-			median_field(cs, steps, nsteps, offsetof(struct copy_sum, stall_ns), tmp);
-
-		/* left to dataloader-stall / host-created-tensor: only when there is some */
-		if (taken > 0)
-			cJSON_AddNumberToObject(f->evidence, "idle_left_to_input_stalls_ns",
-						(double)taken);
-	}
-	ru_recur_evidence(f->evidence, &r, nsteps);
-	/* the fix as an edit of the run: the value is read later, so no wait of the steady steps
-	 * holds the host (docs/replay.md) */
-	if (ru_edit_no_waits(f, d, 1))
-		goto out;
-	rc = 0;
+		d, 1, 0, sum, idle, tmp, &f);
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	free(sum);
-	free(cs);
-	free(idle);
 	free(win);
-	free(tmp);
-	free(steps);
 	return rc;
 }
 

@@ -137,6 +137,19 @@ int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
 	return f ? ru_emit(ctx, f, err) : 0;
 }
 
+int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n)
+{
+	int ok = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ru_field *x = &fields[i];
+
+		ok &= (x->string ? cJSON_AddStringToObject(e, x->key, x->string)
+				 : cJSON_AddNumberToObject(e, x->key, x->number)) != NULL;
+	}
+	return ok ? 0 : CS_ERR_NOMEM;
+}
+
 /* ---- evidence of the rules about host waits ---- */
 
 int64_t ru_median_field(const void *per_step, size_t size, const int32_t *steps, int32_t n,

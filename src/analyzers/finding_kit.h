@@ -91,6 +91,15 @@ struct ru_median_key {
 void ru_add_medians(cJSON *e, const struct ru_median_key *keys, size_t nkeys, const void *per_step,
 		    size_t size, const int32_t *steps, int32_t n, int64_t *tmp);
 
+/* A value of a finding's evidence: the number, or the string when that is not NULL. */
+struct ru_field {
+	const char *key;
+	double number;
+	const char *string;
+};
+/* fields[0..n) added to e, in that order. 0, or CS_ERR_NOMEM when one could not be. */
+int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n);
+
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);

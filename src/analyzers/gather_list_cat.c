@@ -194,22 +194,18 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
-			cJSON *ev = f->evidence;
-			int ok = 1;
+			const struct ru_field ev[] = {
+				{"matches", (double)matches, NULL},
+				{"all_gathers", (double)gathers, NULL},
+				{"copy_out_copies", (double)copies, NULL},
+				{"copy_out_ns", (double)copy_ns, NULL},
+				{"cat_ns", (double)cat_ns, NULL},
+				{"all_gather_ns", (double)gather_ns, NULL},
+				{"all_gather_kernel", 0, cs_analysis_string(a, gather_name)},
+				{"cat_kernel", 0, cs_analysis_string(a, cat_name)},
+			};
 
-			ok &= cJSON_AddNumberToObject(ev, "matches", (double)matches) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "all_gathers", (double)gathers) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "copy_out_copies", (double)copies) !=
-			      NULL;
-			ok &= cJSON_AddNumberToObject(ev, "copy_out_ns", (double)copy_ns) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "cat_ns", (double)cat_ns) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "all_gather_ns", (double)gather_ns) !=
-			      NULL;
-			ok &= cJSON_AddStringToObject(ev, "all_gather_kernel",
-						      cs_analysis_string(a, gather_name)) != NULL;
-			ok &= cJSON_AddStringToObject(ev, "cat_kernel",
-						      cs_analysis_string(a, cat_name)) != NULL;
-			if (ok)
+			if (!ru_add_fields(f->evidence, ev, sizeof(ev) / sizeof(ev[0])))
 				rc = 0;
 		}
 	}

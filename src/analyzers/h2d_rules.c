@@ -144,8 +144,6 @@ nomem:
 	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	free(sum);
-	free(cost);
-	free(tmp);
 	free(steps);
 	ru_cache_free(&own);
 	return rc;

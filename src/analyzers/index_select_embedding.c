@@ -367,8 +367,6 @@ nomem:
 out:
 	ru_sites_free(&sites);
 	free(sum);
-	free(cost);
-	free(tmp);
 	free(times);
 	free(steps);
 	ru_cache_free(&own);

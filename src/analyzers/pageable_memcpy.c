@@ -524,8 +524,6 @@ out:
 	cs_edit_free(edit);
 	ru_cache_free(&own);
 	free(sum);
-	free(idle);
-	free(tmp);
 	free(steps);
 	return rc;
 }

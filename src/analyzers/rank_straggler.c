@@ -116,21 +116,20 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
-		int ok = 1;
+		const struct ru_field fields[] = {
+			{"rank", e->rank, NULL},
+			{"pid", e->pid, NULL},
+			{"slowest_steps", sg.slowest, NULL},
+			{"steady_steps", sg.steady, NULL},
+			{"behind_ns", (double)sg.behind_ns, NULL},
+			{"behind_ci95_lo_ns", (double)sg.behind_lo, NULL},
+			{"behind_ci95_hi_ns", (double)sg.behind_hi, NULL},
+			{"others_own_median_ns", (double)sg.own_median, NULL},
+			{"cause", 0, cs_rank_cause_name(sg.cause)},
+			{"cause_steps", sg.cause_steps, NULL},
+		};
+		int ok = !ru_add_fields(ev, fields, sizeof(fields) / sizeof(fields[0]));
 
-		ok &= cJSON_AddNumberToObject(ev, "rank", e->rank) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "pid", e->pid) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "slowest_steps", sg.slowest) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "steady_steps", sg.steady) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "behind_ns", (double)sg.behind_ns) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_lo_ns", (double)sg.behind_lo) !=
-		      NULL;
-		ok &= cJSON_AddNumberToObject(ev, "behind_ci95_hi_ns", (double)sg.behind_hi) !=
-		      NULL;
-		ok &= cJSON_AddNumberToObject(ev, "others_own_median_ns", (double)sg.own_median) !=
-		      NULL;
-		ok &= cJSON_AddStringToObject(ev, "cause", cs_rank_cause_name(sg.cause)) != NULL;
-		ok &= cJSON_AddNumberToObject(ev, "cause_steps", sg.cause_steps) != NULL;
 		ranks = cJSON_AddArrayToObject(ev, "ranks");
 		ok &= ranks != NULL;
 		for (int32_t j = 0; ok && j < vp->n; j++) {

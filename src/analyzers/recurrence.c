@@ -99,17 +99,14 @@ void ru_recur_rare_text(const struct ru_recur *r, int32_t nsteps, int64_t each, 
 
 void *ru_recur_arrays(const cs_steps *s, size_t size, int64_t **cost, int64_t **tmp)
 {
-	void *sum = calloc((size_t)s->n + 1, size);
+	size_t n = (size_t)s->n + 1;
+	/* the sums, then the two arrays of int64_t at an offset aligned for them */
+	size_t off = (n * size + sizeof(int64_t) - 1) / sizeof(int64_t) * sizeof(int64_t);
+	char *sum = calloc(1, off + 2 * n * sizeof(int64_t));
 
-	*cost = calloc((size_t)s->n + 1, sizeof(**cost));
-	*tmp = calloc((size_t)s->n + 1, sizeof(**tmp));
-	if (sum && *cost && *tmp)
-		return sum;
-	free(sum);
-	free(*cost);
-	free(*tmp);
-	*cost = *tmp = NULL;
-	return NULL;
+	*cost = sum ? (int64_t *)(sum + off) : NULL;
+	*tmp = sum ? *cost + n : NULL;
+	return sum;
 }
 
 int ru_recur_find(const cs_steps *s, int64_t step_median, const int64_t *cost, int skip_ends,

@@ -43,7 +43,8 @@ int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost,
 /*
  * The arrays a rule decides with for the steps of s, zeroed: its per-step sums (returned, s->n + 1
  * structs of size bytes), *cost (s->n + 1 values: the cost by step index) and *tmp (s->n + 1
- * values: ru_recur_find()'s room). NULL without memory, and then none of them is allocated.
+ * values: ru_recur_find()'s room), in one block: freeing the sums frees all three. NULL without
+ * memory (and *cost and *tmp NULL).
  */
 void *ru_recur_arrays(const cs_steps *s, size_t size, int64_t **cost, int64_t **tmp);
 /*

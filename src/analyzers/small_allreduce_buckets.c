@@ -179,25 +179,19 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
-			cJSON *ev = f->evidence;
-			int ok = 1;
+			const struct ru_field ev[] = {
+				{"allreduces_per_step", (double)all_med, NULL},
+				{"small_per_step", (double)small_med, NULL},
+				{"latency_ns", (double)lat, NULL},
+				{"allreduce_median_ns", (double)cs_median_i64(durs, ndurs), NULL},
+				{"allreduce_ns_per_step", (double)tm, NULL},
+				{"buckets_needed", (double)nbm, NULL},
+				{"excess_latency_ns", (double)xm, NULL},
+				{"size_measure", 0,
+				 "kernel time (NCCL kernel records carry no byte counts)"},
+			};
 
-			ok &= cJSON_AddNumberToObject(ev, "allreduces_per_step", (double)all_med) !=
-			      NULL;
-			ok &= cJSON_AddNumberToObject(ev, "small_per_step", (double)small_med) !=
-			      NULL;
-			ok &= cJSON_AddNumberToObject(ev, "latency_ns", (double)lat) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "allreduce_median_ns",
-						      (double)cs_median_i64(durs, ndurs)) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "allreduce_ns_per_step", (double)tm) !=
-			      NULL;
-			ok &= cJSON_AddNumberToObject(ev, "buckets_needed", (double)nbm) != NULL;
-			ok &= cJSON_AddNumberToObject(ev, "excess_latency_ns", (double)xm) != NULL;
-			ok &= cJSON_AddStringToObject(
-				      ev, "size_measure",
-				      "kernel time (NCCL kernel records carry no byte counts)") !=
-			      NULL;
-			if (ok)
+			if (!ru_add_fields(f->evidence, ev, sizeof(ev) / sizeof(ev[0])))
 				rc = 0;
 		}
 	}

@@ -27,47 +27,7 @@
 #include "wait_evidence.h"
 #include "cuscope/checked.h"
 
-/* A recurring pattern: draining waits in at least this share of the steady steps ... */
-#define MIN_STEP_SHARE 0.5
-/* ... and in at least this many of them ... */
-#define MIN_STEPS 3
-/* ... costing at least this share of the median step. */
-#define MIN_LOSS_SHARE 0.02
-/* Fewer steps than that: a pattern in a few steps only (every Nth step), found when it costs
- * MIN_LOSS_SHARE over the steady state; at least this many of them. */
-#define MIN_RARE_STEPS 2
-/* Call sites listed in the evidence. */
-#define MAX_SITES 5
-
 #define RULE_ID "sync-call"
-
-static int add_evidence(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
-			int64_t *tmp, cs_report_finding *f)
-{
-	cJSON *e = f->evidence, *ex;
-	int64_t best = -1;
-
-	/* which APIs waited, and the costliest wait */
-	if (ru_add_wait_types(e, a, d, sum, steps, nsteps, tmp, &best))
-		return CS_ERR_NOMEM;
-	ru_add_wait_times(e, sum, steps, nsteps, tmp);
-
-	if (best >= 0) {
-		const struct fact_wait *w = &d->v[best];
-		const cs_a_sync *y = &a->syncs[w->sync];
-
-		ex = ru_costliest_wait(e, a, w);
-		if (!ex)
-			return CS_ERR_NOMEM;
-		if (y->stream_id != CS_ID_NONE)
-			cJSON_AddNumberToObject(ex, "stream", (double)y->stream_id);
-		ru_costliest_wait_idle(ex, w);
-	}
-
-	/* call sites, when the trace has backtraces */
-	return ru_add_wait_sites(e, a, s, d, nsteps, 0, MAX_SITES, &f->stack_id);
-}
 
 /* A window that d2h-sync charges: [s, e) of a costly wait of a steady step. */
 struct window {
@@ -119,10 +79,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	struct fact_waits waits = {0};
 	struct ru_wait_sum *sum = NULL;
 	int64_t *idle = NULL, *tmp = NULL;
-	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
+	int32_t steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
-	struct ru_recur r;
-	char title[400];
 	int rc;
 
 	if (steady <= 0)
@@ -156,42 +114,19 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	for (int64_t i = 0; i < d->n; i++)
 		if (d->v[i].step >= 0)
 			ru_wait_sum_add(&sum[d->v[i].step], a, &d->v[i], 0);
-	for (int32_t i = 0; i < s->n; i++)
-		idle[i] = sum[i].idle_ns;
-	rc = ru_recur_find(s, ctx->step_median, idle, 1, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
-			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
-	if (rc <= 0)
-		goto out;
-
-	rc = CS_ERR_NOMEM;
-	ru_wait_title(title, sizeof(title), "explicit synchronize drains", &r, sum, steps, nsteps,
-		      tmp);
-	f = ru_recur_finding(
-		RULE_ID, &r, title,
+	rc = ru_wait_report(
+		ctx, RULE_ID, "explicit synchronize drains",
 		"Remove the synchronize from the step: CUDA orders the work of a stream by "
 		"itself; order streams with events (wait_stream, record_stream, "
 		"Event.wait) instead of a host wait; to time steps, record CUDA events and "
 		"read their elapsed time a step later or after the loop; synchronize only "
 		"where the host must see the result.",
-		steps, nsteps);
-	if (!f)
-		goto out;
-	ru_wait_span(f, a, d, 0);
-	if (add_evidence(a, s, d, sum, steps, nsteps, tmp, f))
-		goto out;
-	ru_recur_evidence(f->evidence, &r, nsteps);
-	/* the fix as an edit of the run: no synchronize of the steady steps (docs/replay.md) */
-	if (ru_edit_no_waits(f, d, 0))
-		goto out;
-	rc = 0;
+		d, 0, 1, sum, idle, tmp, &f);
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
 	fact_waits_free(&waits);
 	free(sum);
-	free(idle);
-	free(tmp);
-	free(steps);
 	return rc;
 }
 

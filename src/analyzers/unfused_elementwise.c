@@ -504,8 +504,6 @@ out:
 	free(st.names);
 	cs_edit_free(st.edit);
 	ru_sites_free(&st.sites);
-	free(cost);
-	free(tmp);
 	free(steps);
 	return rc;
 }

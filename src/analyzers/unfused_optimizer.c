@@ -316,8 +316,6 @@ out:
 	ru_sites_free(&sites);
 	ru_cache_free(&own);
 	free(sum);
-	free(idle);
-	free(tmp);
 	free(steps);
 	return rc;
 }

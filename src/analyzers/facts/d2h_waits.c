@@ -41,6 +41,20 @@ static int64_t wait_end(const cs_a_sync *y)
 	return y->end != CS_TS_UNKNOWN && y->end >= y->start ? y->end : y->start;
 }
 
+/*
+ * d as the wait of the sync y, a->syncs[i], in the steps s: its steady step (or -1), no copy
+ * (first_copy -1, no copies or bytes), and its idle window empty at the wait's end until
+ * idle_pass() measures it.
+ */
+static void wait_init(struct fact_wait *d, const cs_steps *s, const cs_a_sync *y, int64_t i)
+{
+	memset(d, 0, sizeof(*d));
+	d->sync = i;
+	d->first_copy = -1;
+	d->step = cs_steps_find_steady(s, y->start);
+	d->idle_start = d->idle_end = d->window_end = wait_end(y);
+}
+
 /* Order of waits by the time they ended (ties by index). */
 struct wait_ref {
 	int64_t end;
@@ -295,14 +309,11 @@ int fact_d2h_waits(const cs_analysis *a, const cs_steps *s, const struct fact_fl
 			out->v = nv;
 		}
 		d = &out->v[out->n++];
-		memset(d, 0, sizeof(*d));
-		d->sync = i;
+		wait_init(d, s, y, i);
 		d->first_copy = cp[lo].i;
-		d->step = cs_steps_find_steady(s, y->start);
 		d->copies = (int32_t)(hi - lo);
 		for (int64_t j = lo; j < hi; j++)
 			cs_sat_accum(&d->bytes, a->copies[cp[j].i].bytes);
-		d->idle_start = d->idle_end = d->window_end = wait_end(y);
 	}
 	if (out->n == 0) {
 		rc = 0;
@@ -333,8 +344,7 @@ struct at_hints {
 
 /* 1 when a device memory release of pid comes after t and before the first GPU work of pid
  * launched at or after t (the host released memory right after a wait: the allocator's). */
-static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t,
-				 struct at_hints *h)
+static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t, struct at_hints *h)
 {
 	int64_t next = INT64_MAX;
 
@@ -376,7 +386,8 @@ static int release_before_launch(const cs_analysis *a, uint32_t pid, int64_t t,
  * fact_pageable_copy_waits() of that process.
  */
 int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy_wait,
-		    const struct fact_floor *floor, struct fact_waits *sync, struct fact_waits *copy)
+		    const struct fact_floor *floor, struct fact_waits *sync,
+		    struct fact_waits *copy)
 {
 	struct fact_waits all = {0}, *out = &all;
 	struct launch_ref *cp = NULL;
@@ -424,11 +435,7 @@ int fact_host_waits(const cs_analysis *a, const cs_steps *s, const int64_t *copy
 			goto out;
 		keep[out->n] = mine;
 		d = &out->v[out->n++];
-		memset(d, 0, sizeof(*d));
-		d->sync = i;
-		d->first_copy = -1;
-		d->step = cs_steps_find_steady(s, y->start);
-		d->idle_start = d->idle_end = d->window_end = wait_end(y);
+		wait_init(d, s, y, i);
 	}
 	if (out->n == 0) {
 		rc = 0;

@@ -2,7 +2,8 @@
  * gpu_order.h - a fact of the analysis: the GPU work of a process (its kernels, copies and
  * memsets) merged in start order, as a walk over the loaded arrays that allocates nothing. The
  * device-to-host waits, the host waits, the host-to-device stalls and launch-starvation's idle
- * by cause all walk it.
+ * by cause all walk it. Also the walk over the kernels launched in the steady steps, which the
+ * host-to-device stalls and the idle by cause count per step.
  */
 #ifndef CUSCOPE_FACT_GPU_ORDER_H
 #define CUSCOPE_FACT_GPU_ORDER_H
@@ -57,23 +58,13 @@ static inline int fact_gpu_next(struct fact_gpu_iter *it, struct fact_gpu_work *
 	if (have_k && (!have_c || a->kernels[it->k].start <= a->copies[it->c].start)) {
 		const cs_a_kernel *k = &a->kernels[it->k];
 
-		w->start = k->start;
-		w->end = k->end;
-		w->launch_start = k->launch_start;
-		w->launch_end = k->launch_end;
-		w->index = it->k++;
-		w->is_kernel = 1;
-		w->graph = k->graph;
+		*w = (struct fact_gpu_work){k->start, k->end, k->launch_start, k->launch_end,
+					    it->k++,  1,      k->graph};
 	} else {
 		const cs_a_copy *c = &a->copies[it->c];
 
-		w->start = c->start;
-		w->end = c->end;
-		w->launch_start = c->launch_start;
-		w->launch_end = c->launch_end;
-		w->index = it->c++;
-		w->is_kernel = 0;
-		w->graph = 0;
+		*w = (struct fact_gpu_work){
+			c->start, c->end, c->launch_start, c->launch_end, it->c++, 0, 0};
 	}
 	return 1;
 }
@@ -84,6 +75,53 @@ static inline int64_t fact_gpu_launched(const struct fact_gpu_work *w)
 	if (w->launch_end != CS_TS_UNKNOWN)
 		return w->launch_end;
 	return w->launch_start;
+}
+
+/*
+ * The kernels of the process of s launched in its steady steps (by launch time, cs_launch_time()),
+ * in the order of a->kernels: fact_steady_kernels_init() starts the walk over a with the steps s,
+ * fact_steady_kernel_next() gives the next kernel.
+ */
+struct fact_steady_kernels {
+	const cs_analysis *a;
+	const cs_steps *s;
+	int64_t i; /* the next kernel to look at */
+	int hint;  /* cs_steps_find_steady_near()'s */
+};
+
+static inline void fact_steady_kernels_init(struct fact_steady_kernels *it, const cs_analysis *a,
+					    const cs_steps *s)
+{
+	*it = (struct fact_steady_kernels){a, s, 0, -1};
+}
+
+/* The next kernel of the walk into *k, its launch time into *t; returns its steady step's index,
+ * or -1 after the last kernel. */
+static inline int fact_steady_kernel_next(struct fact_steady_kernels *it, const cs_a_kernel **k,
+					  int64_t *t)
+{
+	while (it->i < it->a->nkernels) {
+		const cs_a_kernel *x = &it->a->kernels[it->i++];
+		int64_t l = cs_launch_time(x->launch_start, x->start);
+		int st;
+
+		if (x->pid != it->s->pid ||
+		    (st = cs_steps_find_steady_near(it->s, l, &it->hint)) < 0)
+			continue;
+		*k = x;
+		*t = l;
+		return st;
+	}
+	return -1;
+}
+
+/* Widen [*first, *last] (each CS_TS_UNKNOWN until set) to hold t. */
+static inline void fact_span_widen(int64_t *first, int64_t *last, int64_t t)
+{
+	if (*first == CS_TS_UNKNOWN || t < *first)
+		*first = t;
+	if (*last == CS_TS_UNKNOWN || t > *last)
+		*last = t;
 }
 
 #endif

@@ -156,7 +156,8 @@ static int64_t last_launch_end(const struct fact_launch_calls *lc, int64_t longe
 
 		if (best != CS_TS_UNKNOWN && lc->v[i].start + longest < best)
 			break;
-		if (fact_launch_call_tid(lc, &lc->v[i]) == tid && (best == CS_TS_UNKNOWN || e > best))
+		if (fact_launch_call_tid(lc, &lc->v[i]) == tid &&
+		    (best == CS_TS_UNKNOWN || e > best))
 			best = e;
 	}
 	return best;
@@ -186,26 +187,20 @@ static int64_t last_call_end(const struct call *v, int64_t n, int64_t longest, u
 static int step_kernels(const cs_analysis *a, const cs_steps *s, int64_t *first, int64_t *last,
 			int64_t **times, int64_t *ntimes)
 {
-	int64_t *v = times ? malloc(((size_t)a->nkernels + 1) * sizeof(*v)) : NULL, n = 0;
-	int hint = -1;
+	int64_t *v = times ? malloc(((size_t)a->nkernels + 1) * sizeof(*v)) : NULL, n = 0, t;
+	struct fact_steady_kernels it;
+	const cs_a_kernel *k;
+	int st;
 
 	if (times && !v)
 		return CS_ERR_NOMEM;
 	for (int32_t i = 0; i < s->n; i++)
 		first[i] = last[i] = CS_TS_UNKNOWN;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int64_t t = cs_launch_time(k->launch_start, k->start);
-		int st;
-
-		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
-			continue;
+	fact_steady_kernels_init(&it, a, s);
+	while ((st = fact_steady_kernel_next(&it, &k, &t)) >= 0) {
 		if (v)
 			v[n++] = t;
-		if (first[st] == CS_TS_UNKNOWN || t < first[st])
-			first[st] = t;
-		if (last[st] == CS_TS_UNKNOWN || t > last[st])
-			last[st] = t;
+		fact_span_widen(&first[st], &last[st], t);
 	}
 	if (!times)
 		return 0;

@@ -248,22 +248,17 @@ static int64_t call_before(struct calls *c, int64_t t)
 static int count_launches(const cs_analysis *a, const cs_steps *s, struct fact_idle_step *acc)
 {
 	struct cs_i64s g = {0};
-	int hint = -1;
+	struct fact_steady_kernels it;
+	const cs_a_kernel *k;
+	int64_t t;
+	int st;
 
 	for (int32_t i = 0; i < s->n; i++)
 		acc[i].first_kernel = acc[i].last_kernel = CS_TS_UNKNOWN;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
-		int64_t t = cs_launch_time(k->launch_start, k->start);
-		int st;
-
-		if (k->pid != s->pid || (st = cs_steps_find_steady_near(s, t, &hint)) < 0)
-			continue;
+	fact_steady_kernels_init(&it, a, s);
+	while ((st = fact_steady_kernel_next(&it, &k, &t)) >= 0) {
 		acc[st].kernels++;
-		if (acc[st].first_kernel == CS_TS_UNKNOWN || t < acc[st].first_kernel)
-			acc[st].first_kernel = t;
-		if (acc[st].last_kernel == CS_TS_UNKNOWN || t > acc[st].last_kernel)
-			acc[st].last_kernel = t;
+		fact_span_widen(&acc[st].first_kernel, &acc[st].last_kernel, t);
 		if (!k->graph || k->launch_start == CS_TS_UNKNOWN) {
 			acc[st].launches++;
 			continue;

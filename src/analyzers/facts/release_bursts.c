@@ -120,6 +120,20 @@ int fact_is_device_alloc_api(const char *name)
 }
 
 /*
+ * Count into *n a piece of GPU work launched at launch_start (CS_TS_UNKNOWN: at its start) when
+ * that is inside (t0, t1). 1 when it was launched and starts at or after t1: the work after it in
+ * its array, in start order, is past the window too.
+ */
+static int count_launch(int64_t launch_start, int64_t start, int64_t t0, int64_t t1, int *n)
+{
+	int64_t l = cs_launch_time(launch_start, start);
+
+	if (l > t0 && l < t1)
+		(*n)++;
+	return l >= t1 && start >= t1;
+}
+
+/*
  * GPU work of pid launched in (t0, t1), counted up to cap. Launches precede starts, so the work
  * launched in the window starts after t0; each stream starts its work in launch order.
  */
@@ -130,24 +144,14 @@ static int launched_between(const cs_analysis *a, uint32_t pid, int64_t t0, int6
 
 	for (seen = 0; i < a->nkernels && seen < 4096 && n < cap; i++, seen++) {
 		const cs_a_kernel *k = &a->kernels[i];
-		int64_t l = cs_launch_time(k->launch_start, k->start);
 
-		if (k->pid != pid)
-			continue;
-		if (l > t0 && l < t1)
-			n++;
-		else if (l >= t1 && k->start >= t1)
+		if (k->pid == pid && count_launch(k->launch_start, k->start, t0, t1, &n))
 			break;
 	}
 	for (seen = 0; j < a->ncopies && seen < 4096 && n < cap; j++, seen++) {
 		const cs_a_copy *c = &a->copies[j];
-		int64_t l = cs_launch_time(c->launch_start, c->start);
 
-		if (c->pid != pid)
-			continue;
-		if (l > t0 && l < t1)
-			n++;
-		else if (l >= t1 && c->start >= t1)
+		if (c->pid == pid && count_launch(c->launch_start, c->start, t0, t1, &n))
 			break;
 	}
 	return n < cap ? n : cap;
@@ -210,8 +214,8 @@ static int64_t next_work_start(const cs_analysis *a, uint32_t pid, int64_t t, in
 			next = a->kernels[i].start;
 			break;
 		}
-	for (int64_t i = cs_lower_bound_near_i64(a->copies, sizeof(*a->copies), a->ncopies, t,
-						 chint);
+	for (int64_t i =
+		     cs_lower_bound_near_i64(a->copies, sizeof(*a->copies), a->ncopies, t, chint);
 	     i < a->ncopies; i++)
 		if (a->copies[i].pid == pid && a->copies[i].start >= t) {
 			if (a->copies[i].start < next)
