@@ -1373,7 +1373,8 @@ static char *gate_one(const char *base, const char *new_, int want)
  */
 START_TEST(test_host_probe)
 {
-	static const char *const step[] = {"step_time", NULL};
+	/* a program slower by host work before its first launch: the step and that place */
+	static const char *const step[] = {"step_time", "host_gap: sm90_gemm_bf16_tn #1", NULL};
 	char *out, *line, *xml;
 	struct tu_result r;
 	cJSON *doc;
@@ -1473,13 +1474,16 @@ START_TEST(test_host_speed)
 	cJSON_Delete(doc);
 	/* without the ratio (the 30% floor on the raw change) the same pair fails */
 	{
-		static const char *const failing[] = {"step_time", NULL};
+		static const char *const failing[] = {"step_time", "host_gap: sm90_gemm_bf16_tn #1",
+						      NULL};
 
-		/* (b) the step +40% with the launch calls unchanged: the program is slower */
+		/* (b) the step +40% with the launch calls unchanged: the program is slower, by
+		 * host time before the step's first launch */
 		assert_gate(hb_base[0], hb_slowstep_db, NULL, 1, failing);
 	}
 	{
-		static const char *const failing[] = {"step_time", "gpu_busy", NULL};
+		static const char *const failing[] = {"step_time", "gpu_busy",
+						      "host_gap: sm90_gemm_bf16_tn #1", NULL};
 
 		/* the host 40% faster (launch calls 0.6x) but the step unchanged: the program
 		 * got slower, which the faster host hid from the raw step time and busy share */
@@ -1670,21 +1674,22 @@ END_TEST
 /*
  * Host time at one place (host_gap, docs/ci.md): 0.8 ms of host work before one launch, which the
  * step time of this loop does not show, is found at its place against five baselines and against
- * one, once host_gap is gated; by default diff shows it and the gate does not fail on it. A run
- * within the baselines' spread has no such place.
+ * one; with host_gap turned off in the configuration, diff shows it and the gate does not fail on
+ * it. A run within the baselines' spread has no such place.
  */
 START_TEST(test_host_gap)
 {
 	const char *five[] = {hb_base[0], hb_base[1], hb_base[2], hb_base[3], hb_base[4], NULL};
 	const char *one[] = {hb_base[0], NULL};
-	char *cfg = write_config("host_gap.json", "{\"metrics\": {\"host_gap\": {\"gate\": true}}}");
+	char *cfg = write_config("host_gap_off.json",
+				 "{\"metrics\": {\"host_gap\": {\"gate\": false}}}");
 	char opt[4200], *out, *line;
 	cJSON *doc;
 	const cJSON *row;
 
 	snprintf(opt, sizeof(opt), "--config=%s", cfg);
 	for (int k = 0; k < 2; k++) {
-		out = gate_bases(k ? one : five, hb_place_db, 1, opt);
+		out = gate_bases(k ? one : five, hb_place_db, 1, "--width=0");
 		line = check_line(out, "host time before launch 1 of relu_kernel");
 		ck_assert_msg(line && !strncmp(line, " FAIL ", 6), "%d baselines: %s", k ? 1 : 5,
 			      out);
@@ -1694,19 +1699,23 @@ START_TEST(test_host_gap)
 		free(line);
 		free(out);
 	}
-	/* not gated by default: the gate passes, diff shows the place */
-	out = gate_bases(five, hb_place_db, 0, "--width=0");
+	/* turned off: the gate passes, diff shows the place */
+	out = gate_bases(five, hb_place_db, 0, opt);
 	free(out);
-	doc = diff_json(hb_base[0], hb_place_db, NULL);
+	doc = diff_json(hb_base[0], hb_place_db, opt);
 	row = json_row(doc, "host_gap", "relu_kernel");
 	ck_assert_msg(row != NULL, "no host_gap row");
 	ck_assert_int_eq((int)json_num(row, "place"), 1);
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(row, "gated")));
+	cJSON_Delete(doc);
+	doc = diff_json(hb_base[0], hb_place_db, NULL);
+	row = json_row(doc, "host_gap", "relu_kernel");
+	ck_assert_msg(row && cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")), "host_gap not gated");
 	assert_near(json_num(row, "delta"), 800 * US, 0.05 * 800 * US, "the place's growth");
 	cJSON_Delete(doc);
 	/* a run within the spread: no place grew */
-	out = gate_bases(five, hb_same_db, 0, opt);
+	out = gate_bases(five, hb_same_db, 0, "--width=0");
 	ck_assert_msg(!strstr(out, "host time before"), "%s", out);
 	free(out);
 	free(cfg);
