@@ -210,7 +210,9 @@ static int kernel_names(struct nsys *n)
 	}
 	while (!rc && sqlite3_step(sel) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(sel, 0), short_id, full_id;
-		char *name = strdup((const char *)sqlite3_column_text(sel, 1));
+		const char *text = (const char *)sqlite3_column_text(sel, 1);
+		/* a NULL string (a damaged trace) is an empty name */
+		char *name = strdup(text ? text : "");
 
 		if (!name) {
 			rc = cs_error_set(n->err, CS_ERR_NOMEM, "out of memory");
