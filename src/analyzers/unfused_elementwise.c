@@ -32,6 +32,9 @@
 
 /* A chain is at least this many kernels (one launch and one round trip to memory saved). */
 #define MIN_CHAIN 2
+/* A chain whose kernels' grids differ (PyTorch's unrolled and vectorized loops over one tensor:
+ * same_size()) is at least this many: a grid twice another may also be a tensor twice the size. */
+#define MIN_MIXED_CHAIN 3
 /* A recurring pattern: in at least this share of the steady steps, and this many ... */
 #define MIN_STEP_SHARE 0.5
 #define MIN_STEPS      3
@@ -66,8 +69,22 @@ static int is_elementwise_name(const char *name)
 	return !strstr(name, "FillFunctor");
 }
 
+/* PyTorch's two loops of element-wise kernels: the same tensor has twice to four times as many
+ * blocks in the unrolled loop (4 elements a thread) as in the vectorized one (8 or 16). */
+enum loop { LOOP_OTHER, LOOP_VECTORIZED, LOOP_UNROLLED };
+
+static int8_t loop_of(const char *name)
+{
+	char own[256];
+
+	fact_kernel_own_name(name, own, sizeof(own));
+	return !strcmp(own, "vectorized_elementwise_kernel") ? LOOP_VECTORIZED
+	       : !strcmp(own, "unrolled_elementwise_kernel") ? LOOP_UNROLLED
+							     : LOOP_OTHER;
+}
+
 struct step_sum {
-	int64_t cost, chains, kernels, saved, kernel_ns, longest_ns, idle_ns, periodic;
+	int64_t cost, chains, kernels, saved, kernel_ns, longest_ns, fused_ns, idle_ns, periodic;
 };
 
 /* One chain signature: its kernel names and grid, with what it cost over the steady steps. */
@@ -83,6 +100,8 @@ struct state {
 	const cs_analysis *a;
 	const cs_steps *s;
 	const int8_t *ew;
+	/* per name id: its operands (fact_kernel_operands) and its PyTorch loop (enum loop) */
+	const int8_t *ops, *loop;
 	struct step_sum *sum;
 	struct chain_kind *kinds;
 	size_t nkinds, kinds_cap;
@@ -171,6 +190,47 @@ static void mark_periodic(struct state *st, int64_t p0, int64_t p1)
 	}
 }
 
+/* Are kernels x and y over tensors of the same size? The same grid, or PyTorch's unrolled loop's
+ * grid twice or four times its vectorized loop's. */
+static int same_size(const struct state *st, const cs_a_kernel *x, const cs_a_kernel *y)
+{
+	const cs_a_kernel *u = st->loop[x->name_id] == LOOP_UNROLLED ? x : y, *v = u == x ? y : x;
+
+	if (x->grid_blocks == y->grid_blocks)
+		return 1;
+	return st->loop[u->name_id] == LOOP_UNROLLED && st->loop[v->name_id] == LOOP_VECTORIZED &&
+	       (u->grid_blocks == 2 * v->grid_blocks || u->grid_blocks == 4 * v->grid_blocks);
+}
+
+/*
+ * The time of the one kernel that replaces the chain [c0, c1), whose longest kernel takes longest:
+ * its memory traffic. Each kernel of the chain moves its operands through memory, so its time over
+ * its operands is what one pass over the tensor costs it; the fused kernel passes over as many
+ * tensors as the widest kernel of the chain has operands (the chain's inputs and its output), at
+ * the cheapest pass of the chain (the narrowest element type). So it takes at least the time of
+ * the kernel with that pass (a small tensor's kernels take a launch's time on the GPU whatever
+ * they move), and at most the longest's; the longest's when a kernel's name does not tell its
+ * operands (Triton's).
+ */
+static int64_t fused_time(const struct state *st, int64_t c0, int64_t c1, int64_t longest)
+{
+	int64_t pass = INT64_MAX;
+	int width = 0;
+
+	for (int64_t q = c0; q < c1; q++) {
+		const cs_a_kernel *kk = kat(st, q);
+		int ops = st->ops[kk->name_id];
+
+		if (ops <= 0)
+			return longest;
+		if ((kk->end - kk->start) / ops < pass)
+			pass = (kk->end - kk->start) / ops;
+		if (ops > width)
+			width = ops;
+	}
+	return pass < longest / width ? pass * width : longest;
+}
+
 static uint64_t hash_step(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -181,7 +241,7 @@ static uint64_t hash_step(uint64_t h, uint64_t v)
 static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 {
 	struct step_sum *x = &st->sum[step];
-	int64_t total = 0, longest = 0, idle = 0, cost, qlong = c0;
+	int64_t total = 0, longest = 0, fused, idle = 0, cost, qlong = c0;
 	uint64_t h = 0;
 	struct chain_kind *k = NULL;
 
@@ -199,11 +259,12 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 				     idle_between(st->a, kk->pid, kat(st, q - 1)->end, kk->start));
 		h = hash_step(h, (uint64_t)kk->name_id);
 	}
-	/* each kernel's part of the cost: the idle before it, and its own time but for the
-	 * longest kernel's (what a fused kernel keeps) */
+	fused = fused_time(st, c0, c1, longest);
+	/* each kernel's part of the cost: the idle before it, and its own time but for what the
+	 * fused kernel keeps of the longest's */
 	for (int64_t q = c0; q < c1; q++) {
 		const cs_a_kernel *kk = kat(st, q);
-		int64_t part = q == qlong ? 0 : kk->end - kk->start;
+		int64_t part = kk->end - kk->start - (q == qlong ? fused : 0);
 
 		if (q > c0)
 			part = cs_sat_add(
@@ -212,12 +273,13 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 			return CS_ERR_NOMEM;
 	}
 	h = hash_step(h, (uint64_t)kat(st, c0)->grid_blocks);
-	cost = cs_sat_add(total - longest, idle);
+	cost = cs_sat_add(total - fused, idle);
 	x->chains++;
 	x->kernels += c1 - c0;
 	x->saved += c1 - c0 - 1;
 	cs_sat_accum(&x->kernel_ns, total);
 	cs_sat_accum(&x->longest_ns, longest);
+	cs_sat_accum(&x->fused_ns, fused);
 	cs_sat_accum(&x->idle_ns, idle);
 	cs_sat_accum(&x->cost, cost);
 	for (size_t i = 0; i < st->nkinds; i++)
@@ -242,8 +304,12 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 	for (int64_t q = c0; q < c1; q++) {
 		int64_t ki = st->a->kernel_stream_order[q];
 
-		if (q == qlong)
+		if (q == qlong) {
+			if (fused < longest &&
+			    cs_edit_add(&st->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ki, fused))
+				return CS_ERR_NOMEM;
 			continue;
+		}
 		if (cs_edit_add(&st->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ki, 0) ||
 		    cs_edit_add(&st->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ki, 0) ||
 		    (q > c0 && cs_edit_add(&st->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ki, INT64_MAX)))
@@ -258,6 +324,7 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 static int scan_run(struct state *st, int32_t step, int64_t p0, int64_t p1)
 {
 	int64_t len = p1 - p0, c0;
+	int mixed = 0; /* the chain from c0 joins PyTorch's two loops (same_size()) */
 
 	if (len < MIN_CHAIN)
 		return 0;
@@ -274,15 +341,19 @@ static int scan_run(struct state *st, int32_t step, int64_t p0, int64_t p1)
 	c0 = -1;
 	for (int64_t q = p0; q <= p1; q++) {
 		int brk = q == p1 || st->skip[q - p0] ||
-			  (c0 >= 0 && kat(st, q)->grid_blocks != kat(st, c0)->grid_blocks);
+			  (c0 >= 0 && !same_size(st, kat(st, q), kat(st, c0)));
 
 		if (brk && c0 >= 0) {
-			if (q - c0 >= MIN_CHAIN && add_chain(st, step, c0, q))
+			if (q - c0 >= (mixed ? MIN_MIXED_CHAIN : MIN_CHAIN) && add_chain(st, step, c0, q))
 				return CS_ERR_NOMEM;
 			c0 = -1;
 		}
-		if (q < p1 && !st->skip[q - p0] && c0 < 0)
+		if (q < p1 && !st->skip[q - p0] && c0 < 0) {
 			c0 = q;
+			mixed = 0;
+		} else if (q < p1 && c0 >= 0) {
+			mixed |= kat(st, q)->grid_blocks != kat(st, c0)->grid_blocks;
+		}
 	}
 	return 0;
 }
@@ -388,7 +459,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
 	struct state st;
-	int8_t *ew = NULL;
+	int8_t *ew = NULL, *ops = NULL, *loop = NULL;
 	int64_t nnames = 0, *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
@@ -400,7 +471,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		return 0;
 	nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
 	ew = calloc((size_t)nnames + 1, 1);
-	if (!ew)
+	ops = calloc((size_t)nnames + 1, 1);
+	loop = calloc((size_t)nnames + 1, 1);
+	if (!ew || !ops || !loop)
 		goto out;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		int64_t id = a->kernels[i].name_id;
@@ -408,6 +481,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (id < 0 || a->kernels[i].pid != s->pid || ew[id])
 			continue;
 		ew[id] = is_elementwise_name(cs_analysis_string(a, id)) ? 1 : -1;
+		ops[id] = (int8_t)fact_kernel_operands(cs_analysis_string(a, id));
+		loop[id] = loop_of(cs_analysis_string(a, id));
 		any |= ew[id] > 0;
 	}
 	rc = 0;
@@ -417,6 +492,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	st.a = a;
 	st.s = s;
 	st.ew = ew;
+	st.ops = ops;
+	st.loop = loop;
 	st.sum = ru_recur_arrays(s, sizeof(*st.sum), &cost, &tmp);
 	if (!st.sum || find_chains(&st))
 		goto out;
@@ -433,6 +510,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		static const struct ru_median_key medians[] = {
 			{"chain_kernel_ns_per_step", offsetof(struct step_sum, kernel_ns)},
 			{"longest_ns_per_step", offsetof(struct step_sum, longest_ns)},
+			{"fused_ns_per_step", offsetof(struct step_sum, fused_ns)},
 			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
 			{"periodic_kernels_per_step", offsetof(struct step_sum, periodic)},
 		};
@@ -498,6 +576,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 out:
 	rc = ru_finish(ctx, f, rc, err);
 	free(ew);
+	free(ops);
+	free(loop);
 	free(st.sum);
 	free(st.kinds);
 	free(st.skip);

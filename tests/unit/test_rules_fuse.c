@@ -142,6 +142,79 @@ START_TEST(test_unfused_chain_every_step)
 }
 END_TEST
 
+/* PyTorch's loops with their operands: a bf16 scaling (1 in, 1 out), the unrolled loop's cast to
+ * float, float multiply and add (2 in, 1 out) */
+#define BF16_MUL_NAME                                                                          \
+	"_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_13AUnaryFunctorIN3c108BFloat16ES4_" \
+	"S4_NS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_"
+#define CAST_NAME                                                                            \
+	"_ZN2at6native27unrolled_elementwise_kernelIZZZNS0_23direct_copy_kernel_cudaERNS_18"   \
+	"TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_St5arrayIPcLm2EELi4E23TrivialOffset" \
+	"CalculatorILi1EjESD_NS0_6memory12LoadWithCastILi1EEENSE_12StoreWithCastILi1EEEEEviT_T0_" \
+	"T2_T3_T4_T5_"
+
+/* Steps of 1 ms of GEMM, then the kernels names[0..n) with their grids and times, 1 ms of GEMM
+ * and a sync. */
+static int mixed_count(const char *file, const char *const *names, const int64_t *grids,
+		       const int64_t *durs, int n, struct found *f)
+{
+	struct sim m;
+	int found;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
+		for (int i = 0; i < n; i++)
+			sim_kernel_grid(&m, 7, names[i], grids[i], durs[i]);
+		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		sim_host(&m, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	found = synthetic_count(&m, "unfused-elementwise", f);
+	free(m.path);
+	return found;
+}
+
+START_TEST(test_unfused_fused_time)
+{
+	/* autocast's GELU written out: a bf16 scaling, a cast to float in the unrolled loop (twice
+	 * the blocks of the vectorized one over the same tensor), then float work */
+	static const char *const names[] = {BF16_MUL_NAME, CAST_NAME, MUL_NAME, ADD_NAME, TANH_NAME};
+	static const int64_t grids[] = {32768, 65536, 32768, 32768, 32768};
+	static const int64_t durs[] = {40 * US, 100 * US, 130 * US, 130 * US, 90 * US};
+	struct found f;
+	const cJSON *e, *c;
+
+	ck_assert_int_eq(mixed_count("fused.db", names, grids, durs, 5, &f), 1);
+	e = f.v[0].evidence;
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "chains"), 0);
+	/* one chain of all five: the two loops' grids are one tensor's */
+	ck_assert_int_eq(cJSON_GetObjectItem(c, "kernels")->valueint, 5);
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "longest_ns_per_step")->valuedouble, 130 * US);
+	/* three operands (the widest kernel's) at the bf16 scaling's 20 us a pass */
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "fused_ns_per_step")->valuedouble, 60 * US);
+	/* all but the fused kernel's 60 us, plus the GPU's gaps between the five */
+	ck_assert_int_ge(f.v[0].lost_ns_per_step, 490 * US - 60 * US);
+	ck_assert_int_le(f.v[0].lost_ns_per_step, 490 * US - 60 * US + 4 * 10 * US);
+	found_free(&f);
+
+	/* two kernels across the loops are not taken for one tensor's: no chain */
+	ck_assert_int_eq(mixed_count("fused_two.db", names + 1, grids + 1, durs + 1, 2, &f), 0);
+	/* the unrolled loop's grid three times the vectorized one's is another tensor's */
+	{
+		static const int64_t odd[] = {32768, 98304, 32768, 32768, 32768};
+
+		ck_assert_int_eq(mixed_count("fused_odd.db", names, odd, durs, 5, &f), 1);
+		c = cJSON_GetArrayItem(cJSON_GetObjectItem(f.v[0].evidence, "chains"), 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(c, "kernels")->valueint, 3);
+		found_free(&f);
+	}
+}
+END_TEST
+
 START_TEST(test_unfused_grids_differ)
 {
 	struct found f;
@@ -451,6 +524,7 @@ static Suite *fuse_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_unfused_chain_every_step);
 	tcase_add_test(tc, test_unfused_grids_differ);
+	tcase_add_test(tc, test_unfused_fused_time);
 	tcase_add_test(tc, test_unfused_small_share);
 	tcase_add_test(tc, test_unfused_optimizer_loop);
 	tcase_add_test(tc, test_unfused_fills_and_fused);

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 17
+MIN_WITHIN = 18
 MAX_LOUD = 1
 
 

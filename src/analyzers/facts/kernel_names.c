@@ -28,6 +28,24 @@ static size_t source_name(const char **p)
 	return n;
 }
 
+int fact_kernel_operands(const char *name)
+{
+	static const char *const forms[] = {"St5arrayIPcLm", "std::array<char*, "};
+
+	for (size_t f = 0; f < sizeof(forms) / sizeof(*forms); f++) {
+		const char *p = strstr(name, forms[f]);
+		long n = 0;
+
+		if (!p)
+			continue;
+		for (p += strlen(forms[f]); digit(*p) && n <= 64; p++)
+			n = n * 10 + (*p - '0');
+		if (n >= 1 && n <= 64)
+			return (int)n;
+	}
+	return 0;
+}
+
 void fact_kernel_own_name(const char *name, char *buf, size_t size)
 {
 	const char *p = name, *last = NULL, *end;

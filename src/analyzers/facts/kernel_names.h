@@ -23,6 +23,13 @@
 void fact_kernel_own_name(const char *name, char *buf, size_t size);
 
 /*
+ * The operands of a PyTorch element-wise kernel (its outputs and inputs): the N of the
+ * std::array<char*, N> of data pointers its loop is given (mangled St5arrayIPcLmNE), from 1 to 64;
+ * 0 when the name does not say.
+ */
+int fact_kernel_operands(const char *name);
+
+/*
  * What a test of kernel names said of the name ids asked, kept (a rule asks it for every kernel
  * of millions, of tens of thousands of names): a table of FACT_NAME_MEMO slots addressed by id,
  * where another id of the same slot replaces the one kept. Made with fact_name_memo_new(), freed
