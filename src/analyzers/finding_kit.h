@@ -100,6 +100,11 @@ struct ru_field {
 /* fields[0..n) added to e, in that order. 0, or CS_ERR_NOMEM when one could not be. */
 int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n);
 
+struct fact_name_time;
+/* The time of the kernels of one name (facts/kernel_names.h) added to o: "ns", "launches", and
+ * their means "mean_ns" and "mean_blocks" per launch. */
+void ru_add_name_time(cJSON *o, const struct fact_name_time *t);
+
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */
 int64_t ru_mode_nonzero(int64_t *v, int32_t n);
