@@ -138,6 +138,14 @@ int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
 	return f ? ru_emit(ctx, f, err) : 0;
 }
 
+void ru_widen(int64_t *first, int64_t *last, int64_t t0, int64_t t1)
+{
+	if (*first == 0 || t0 < *first)
+		*first = t0;
+	if (t1 > *last)
+		*last = t1;
+}
+
 void ru_add_name_time(cJSON *o, const struct fact_name_time *t)
 {
 	cJSON_AddNumberToObject(o, "ns", (double)t->ns);
