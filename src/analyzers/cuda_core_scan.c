@@ -35,12 +35,10 @@
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
 
-/* Is a kernel name a scan kernel? */
-static int is_scan_name(const char *name)
+/* Is a kernel name (own: its function's own name) a scan kernel? */
+static int is_scan_name(const char *name, const char *own)
 {
-	char own[256];
-
-	fact_kernel_own_name(name, own, sizeof(own));
+	(void)name;
 	return strcasestr(own, "scan") || strcasestr(own, "cumsum") || strcasestr(own, "cumprod");
 }
 
@@ -125,25 +123,16 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 			goto out;
 		cJSON_AddItemToArray(arr, o);
 		cJSON_AddStringToObject(o, "name", cs_analysis_string(a, names[i].name_id));
-		cJSON_AddNumberToObject(o, "ns", (double)names[i].ns);
-		cJSON_AddNumberToObject(o, "launches", (double)names[i].launches);
-		cJSON_AddNumberToObject(o, "mean_ns", (double)(names[i].ns / names[i].launches));
-		cJSON_AddNumberToObject(o, "mean_blocks",
-					(double)(names[i].blocks / names[i].launches));
+		ru_add_name_time(o, &names[i]);
 	}
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
-	rc = ru_emit(ctx, f, err);
+	rc = 0;
+out:
+	rc = ru_finish(ctx, f, rc, err);
 	free(names);
 	free(tmp);
 	return rc;
-out:
-	cs_finding_free(f);
-	free(names);
-	free(tmp);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	return 0;
 }
 
 static int check(cs_rule_ctx *ctx, cs_error *err)
@@ -155,25 +144,13 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int64_t *scan = NULL, *gpu = NULL, lost;
 	int32_t *steps = NULL, n = 0, steady = cs_steps_steady(s);
 	double share;
-	int rc = CS_ERR_NOMEM, any = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (steady <= 0 || ctx->step_median <= 0)
 		return 0;
-	c.nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
-	is_scan = calloc((size_t)c.nnames + 1, 1);
-	if (!is_scan)
-		goto out;
-	/* classify each kernel name once: 0 unknown, 1 scan, -1 not */
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		int64_t id = a->kernels[i].name_id;
-
-		if (id < 0 || a->kernels[i].pid != s->pid || is_scan[id])
-			continue;
-		is_scan[id] = is_scan_name(cs_analysis_string(a, id)) ? 1 : -1;
-		any |= is_scan[id] > 0;
-	}
-	rc = 0;
-	if (!any)
+	/* each kernel name classified once: 0 unknown, 1 scan, -1 not */
+	rc = fact_kernel_name_marks(a, s->pid, is_scan_name, &is_scan, &c.nnames);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
 	c.is_scan = is_scan;
@@ -194,19 +171,12 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	lost = cs_steps_median(s, scan, 1);
 	share = (double)lost / (double)ctx->step_median;
 	rc = emit_finding(ctx, &c, gpu, steps, n, lost, share, err);
-	free(is_scan);
-	free(scan);
-	free(gpu);
-	free(steps);
-	return rc;
 out:
 	free(is_scan);
 	free(scan);
 	free(gpu);
 	free(steps);
-	if (rc)
-		return cs_error_set(err, rc, "out of memory");
-	return 0;
+	return ru_finish(ctx, NULL, rc, err);
 }
 
 const cs_analyzer cs_rule_cuda_core_scan = {

@@ -12,6 +12,7 @@
 #include "cuscope/sort.h"
 #include "cuscope/units.h"
 #include "finding_kit.h"
+#include "kernel_names.h"
 
 int ru_severity(double share)
 {
@@ -135,6 +136,22 @@ int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
 		return err && err->code ? rc : cs_error_set(err, rc, "out of memory");
 	}
 	return f ? ru_emit(ctx, f, err) : 0;
+}
+
+void ru_widen(int64_t *first, int64_t *last, int64_t t0, int64_t t1)
+{
+	if (*first == 0 || t0 < *first)
+		*first = t0;
+	if (t1 > *last)
+		*last = t1;
+}
+
+void ru_add_name_time(cJSON *o, const struct fact_name_time *t)
+{
+	cJSON_AddNumberToObject(o, "ns", (double)t->ns);
+	cJSON_AddNumberToObject(o, "launches", (double)t->launches);
+	cJSON_AddNumberToObject(o, "mean_ns", (double)(t->ns / t->launches));
+	cJSON_AddNumberToObject(o, "mean_blocks", (double)(t->blocks / t->launches));
 }
 
 int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n)

@@ -47,6 +47,10 @@ const char *ru_fmt_steps(char *buf, size_t size, int32_t n, int32_t steady);
 /* Steady-state step indices of the steps whose per_step value is non-zero (s->n slots). */
 int ru_steps_nonzero(const cs_steps *s, const int64_t *per_step, int32_t **out, int32_t *n);
 
+/* Room in r for one more finding: r->v grown (its room doubled, from 16) when it is full. 0, or
+ * CS_ERR_NOMEM with r as it was. */
+int ru_report_room(cs_report *r);
+
 /* Hand a finding to the report and free it: 0, or the report's error in err. */
 int ru_emit(cs_rule_ctx *ctx, cs_report_finding *f, cs_error *err);
 
@@ -99,6 +103,14 @@ struct ru_field {
 };
 /* fields[0..n) added to e, in that order. 0, or CS_ERR_NOMEM when one could not be. */
 int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n);
+
+/* The span [*first, *last] widened to take in [t0, t1]; *first 0 is none yet. */
+void ru_widen(int64_t *first, int64_t *last, int64_t t0, int64_t t1);
+
+struct fact_name_time;
+/* The time of the kernels of one name (facts/kernel_names.h) added to o: "ns", "launches", and
+ * their means "mean_ns" and "mean_blocks" per launch. */
+void ru_add_name_time(cJSON *o, const struct fact_name_time *t);
 
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */

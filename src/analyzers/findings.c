@@ -194,6 +194,20 @@ struct run_ctx {
 	const cs_analyzer *current;
 };
 
+int ru_report_room(cs_report *r)
+{
+	if (r->n == r->cap) {
+		int32_t cap = r->cap ? r->cap * 2 : 16;
+		cs_report_finding **nv = realloc(r->v, (size_t)cap * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		r->v = nv;
+		r->cap = cap;
+	}
+	return 0;
+}
+
 /*
  * The emit callback of cs_rule_ctx: moves f's contents into a finding of the report and leaves f
  * with no heap members (cs_finding_free(f) then frees only f itself), on success and on failure.
@@ -206,16 +220,9 @@ static int report_emit(cs_rule_ctx *ctx, cs_report_finding *f)
 
 	if (!f)
 		return CS_ERR_INVALID;
-	if (r->n == r->cap) {
-		int32_t cap = r->cap ? r->cap * 2 : 16;
-		cs_report_finding **nv = realloc(r->v, (size_t)cap * sizeof(*nv));
-
-		if (!nv) {
-			finding_clear(f);
-			return CS_ERR_NOMEM;
-		}
-		r->v = nv;
-		r->cap = cap;
+	if (ru_report_room(r)) {
+		finding_clear(f);
+		return CS_ERR_NOMEM;
 	}
 	copy = malloc(sizeof(*copy));
 	if (!copy) {

@@ -484,12 +484,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			cJSON_AddItemToArray(arr, o);
 			cJSON_AddStringToObject(o, "name", cs_analysis_string(a, id));
 			cJSON_AddStringToObject(o, "evidence", class_reason[why[id]]);
-			cJSON_AddNumberToObject(o, "ns", (double)names[i].ns);
-			cJSON_AddNumberToObject(o, "launches", (double)names[i].launches);
-			cJSON_AddNumberToObject(o, "mean_ns",
-						(double)(names[i].ns / names[i].launches));
-			cJSON_AddNumberToObject(o, "mean_blocks",
-						(double)(names[i].blocks / names[i].launches));
+			ru_add_name_time(o, &names[i]);
 		}
 		ru_recur_evidence(e, &r, nsteps);
 	}

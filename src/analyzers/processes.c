@@ -13,6 +13,7 @@
 #include "cuscope/ranks.h"
 
 #include "cache.h"
+#include "finding_kit.h"
 
 struct pinfo {
 	uint32_t pid;
@@ -286,16 +287,9 @@ static int merge_findings(const cs_analysis *a, struct merge *m, cs_report *tmp,
 			}
 			continue;
 		}
-		if (out->n == out->cap) {
-			int32_t cap = out->cap ? out->cap * 2 : 16;
-			cs_report_finding **nv = realloc(out->v, (size_t)cap * sizeof(*nv));
-
-			if (!nv) {
-				free(key);
-				return CS_ERR_NOMEM;
-			}
-			out->v = nv;
-			out->cap = cap;
+		if (ru_report_room(out)) {
+			free(key);
+			return CS_ERR_NOMEM;
 		}
 		{
 			char **nk = realloc(m->keys, (size_t)(m->nkeys + 1) * sizeof(*nk));

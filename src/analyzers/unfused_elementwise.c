@@ -54,12 +54,10 @@
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
 
-/* Is a kernel name an element-wise kernel of PyTorch (or a Triton pointwise kernel)? */
-static int is_elementwise_name(const char *name)
+/* Is a kernel name (own: its function's own name) an element-wise kernel of PyTorch (or a Triton
+ * pointwise kernel)? */
+static int is_elementwise_name(const char *name, const char *own)
 {
-	char own[256];
-
-	fact_kernel_own_name(name, own, sizeof(own));
 	if (!strncmp(own, "triton_poi_", 11))
 		return 1;
 	if (!strcasestr(own, "elementwise") || strcasestr(own, "index"))
@@ -464,31 +462,24 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
-	int rc = CS_ERR_NOMEM, any = 0;
+	int rc = CS_ERR_NOMEM;
 
 	memset(&st, 0, sizeof(st));
 	if (steady <= 0 || ctx->step_median <= 0 || !a->kernel_stream_order)
 		return 0;
-	nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
-	ew = calloc((size_t)nnames + 1, 1);
-	ops = calloc((size_t)nnames + 1, 1);
-	loop = calloc((size_t)nnames + 1, 1);
-	if (!ew || !ops || !loop)
-		goto out;
-	for (int64_t i = 0; i < a->nkernels; i++) {
-		int64_t id = a->kernels[i].name_id;
-
-		if (id < 0 || a->kernels[i].pid != s->pid || ew[id])
-			continue;
-		ew[id] = is_elementwise_name(cs_analysis_string(a, id)) ? 1 : -1;
-		ops[id] = (int8_t)fact_kernel_operands(cs_analysis_string(a, id));
-		loop[id] = loop_of(cs_analysis_string(a, id));
-		any |= ew[id] > 0;
-	}
-	rc = 0;
-	if (!any)
+	rc = fact_kernel_name_marks(a, s->pid, is_elementwise_name, &ew, &nnames);
+	if (rc <= 0)
 		goto out;
 	rc = CS_ERR_NOMEM;
+	ops = calloc((size_t)nnames + 1, 1);
+	loop = calloc((size_t)nnames + 1, 1);
+	if (!ops || !loop)
+		goto out;
+	for (int64_t id = 0; id < nnames; id++)
+		if (ew[id] > 0) {
+			ops[id] = (int8_t)fact_kernel_operands(cs_analysis_string(a, id));
+			loop[id] = loop_of(cs_analysis_string(a, id));
+		}
 	st.a = a;
 	st.s = s;
 	st.ew = ew;

@@ -151,10 +151,7 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_
 		x->period = p;
 		x->longest = r;
 	}
-	if (x->t_first == 0 || t0 < x->t_first)
-		x->t_first = t0;
-	if (t1 > x->t_last)
-		x->t_last = t1;
+	ru_widen(&x->t_first, &x->t_last, t0, t1);
 	return 0;
 }
 

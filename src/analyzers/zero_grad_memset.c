@@ -200,10 +200,7 @@ static int add_write(const cs_analysis *a, const struct fact_launch_op *o, int64
 	}
 	if (x->first_op < 0)
 		x->first_op = i;
-	if (x->t_first == 0 || t0 < x->t_first)
-		x->t_first = t0;
-	if (t1 > x->t_last)
-		x->t_last = t1;
+	ru_widen(&x->t_first, &x->t_last, t0, t1);
 	return 0;
 }
 

@@ -189,3 +189,29 @@ int fact_name_memo_get(struct fact_name_memo *m, const cs_analysis *a, int64_t i
 	}
 	return m->answer[slot];
 }
+
+int fact_kernel_name_marks(const cs_analysis *a, uint32_t pid,
+			   int (*test)(const char *name, const char *own), int8_t **marks,
+			   int64_t *nnames)
+{
+	int8_t *m;
+	int any = 0;
+
+	*nnames = cs_analysis_kernel_names(a); /* bounded by the strings: load.c */
+	*marks = m = calloc((size_t)*nnames + 1, 1);
+	if (!m)
+		return CS_ERR_NOMEM;
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		int64_t id = a->kernels[i].name_id;
+		const char *name;
+		char own[256];
+
+		if (id < 0 || a->kernels[i].pid != pid || m[id])
+			continue;
+		name = cs_analysis_string(a, id);
+		fact_kernel_own_name(name, own, sizeof(own));
+		m[id] = test(name, own) ? 1 : -1;
+		any |= m[id] > 0;
+	}
+	return any;
+}

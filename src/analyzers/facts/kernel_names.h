@@ -46,6 +46,17 @@ struct fact_name_memo *fact_name_memo_new(int (*test)(const char *name));
 /* test() of the text of name id (cs_analysis_string). */
 int fact_name_memo_get(struct fact_name_memo *m, const cs_analysis *a, int64_t id);
 
+/*
+ * The names of the kernels of process pid, each tested once with its function's own name
+ * (fact_kernel_own_name(), up to 255 bytes): into *marks (freed with free(); its *nnames =
+ * cs_analysis_kernel_names(a) slots and one more, by name id) 1 for a name that test accepts, -1
+ * for one it does not, 0 for a name no kernel of pid has. 1 when test accepted a name, 0 when
+ * none, CS_ERR_NOMEM without memory (*marks NULL).
+ */
+int fact_kernel_name_marks(const cs_analysis *a, uint32_t pid,
+			   int (*test)(const char *name, const char *own), int8_t **marks,
+			   int64_t *nnames);
+
 /* The kernels of one name. */
 struct fact_name_time {
 	int64_t name_id;
