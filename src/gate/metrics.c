@@ -799,44 +799,54 @@ static int cmp_run_kernel(const void *pa, const void *pb)
 	return strcmp(((const cs_run_kernel *)pa)->name, ((const cs_run_kernel *)pb)->name);
 }
 
-/* A kernel launch of the steady steps: its thread and time (launch_pace()). */
-struct tid_time {
-	uint32_t tid;
+/* A kernel launch of the steady steps: its time, its kernel (the index in the analysis' kernels),
+ * thread and steady step (launch_pace()). */
+struct pace_launch {
 	int64_t t;
+	int64_t kernel;
+	uint32_t tid;
+	int32_t step;
 };
 
-static int cmp_tid_time(const void *pa, const void *pb)
-{
-	const struct tid_time *x = pa, *y = pb;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return (x->t > y->t) - (x->t < y->t);
-}
+/* The launches of the launch pace's thread in time order, kernels of the same time in the order
+ * of the analysis' kernels (launch_pace()); none when that thread's id is 0. */
+struct pace_launches {
+	struct pace_launch *v;
+	int64_t n;
+};
 
 /*
  * The host's launch pace (cs_run.launch_pace): on the thread with the most kernel launches in the
  * steady steps, the median time from one launch to the next (the kernels of one graph launch,
- * which share its time, count once). 0 with fewer than CS_HOST_INDEX_MIN intervals.
+ * which share its time, count once). 0 with fewer than CS_HOST_INDEX_MIN intervals. *pl gets
+ * that thread's launches, for host_gaps() (the caller frees pl->v).
  */
-static int launch_pace(const struct run_ctx *c, cs_run *out, uint32_t *tid)
+static int launch_pace(const struct run_ctx *c, cs_run *out, struct pace_launches *pl)
 {
+	static const cs_sort_key by_tid_time[] = {
+		{offsetof(struct pace_launch, tid), CS_KEY_U32},
+		{offsetof(struct pace_launch, t), CS_KEY_I64},
+	};
 	const cs_analysis *a = c->a;
-	struct tid_time *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	struct pace_launch *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
 	double *d = NULL;
 	int64_t n = 0, best = 0, best_n = 0, nd = 0;
 
 	out->launch_pace = 0;
+	pl->v = NULL;
+	pl->n = 0;
 	if (!v)
 		return CS_ERR_NOMEM;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
+		int32_t st;
 
 		if (k->pid == c->s->pid && k->launch_start != CS_TS_UNKNOWN &&
-		    steady_at(c, k->launch_start) >= 0)
-			v[n++] = (struct tid_time){k->launch_tid, k->launch_start};
+		    (st = steady_at(c, k->launch_start)) >= 0)
+			v[n++] = (struct pace_launch){k->launch_start, i, k->launch_tid, st};
 	}
-	cs_sort(v, (size_t)n, sizeof(*v), cmp_tid_time);
+	/* stable: the kernels of one time stay in their order */
+	cs_sort_records(v, (size_t)n, sizeof(*v), by_tid_time, 2);
 	for (int64_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && v[j].tid == v[i].tid; j++)
 			;
@@ -855,15 +865,20 @@ static int launch_pace(const struct run_ctx *c, cs_run *out, uint32_t *tid)
 			d[nd++] = (double)(v[i].t - v[i - 1].t);
 	if (nd >= CS_HOST_INDEX_MIN)
 		out->launch_pace = cs_stat_median(d, nd);
-	*tid = best_n > 0 ? v[best].tid : 0;
 	free(d);
-	free(v);
+	if (best_n > 0 && v[best].tid != 0) {
+		memmove(v, v + best, (size_t)best_n * sizeof(*v));
+		pl->v = v;
+		pl->n = best_n;
+	} else {
+		free(v);
+	}
 	return 0;
 }
 
 /* The median duration of the steady steps' kernel launch calls (cs_run.launch_call), and the
- * launch pace with its thread (*tid). */
-static int launch_calls(const struct run_ctx *c, cs_run *out, uint32_t *tid)
+ * launch pace with its thread's launches (*pl). */
+static int launch_calls(const struct run_ctx *c, cs_run *out, struct pace_launches *pl)
 {
 	const cs_analysis *a = c->a;
 	double *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
@@ -884,7 +899,7 @@ static int launch_calls(const struct run_ctx *c, cs_run *out, uint32_t *tid)
 	if (n >= CS_HOST_INDEX_MIN)
 		out->launch_call = cs_stat_median(v, n);
 	free(v);
-	return launch_pace(c, out, tid);
+	return launch_pace(c, out, pl);
 }
 
 /* ---- host time at each place of the step (cs_run.gaps) ---- */
@@ -910,7 +925,7 @@ static int cmp_gap(const void *pa, const void *pb)
 }
 
 /*
- * The host's time before each launch of the steady steps on the thread of the launch pace (tid):
+ * The host's time before each launch of the steady steps on the thread of the launch pace (pl):
  * from the end of that thread's previous launch call (in the same step or the one before) to
  * the start of this one, whatever the host did in between (Python, other CUDA calls, waits).
  * Each place of the step is the k-th launch of a kernel name in it (group: the name's index in
@@ -920,10 +935,10 @@ static int cmp_gap(const void *pa, const void *pb)
  * in full, however much the rest of the step varies (docs/ci.md, "Host time at one place").
  */
 static int host_gaps(const struct run_ctx *c, const struct u64map *ids, char *const *gname,
-		     uint32_t tid, cs_run *out)
+		     const struct pace_launches *pl, cs_run *out)
 {
 	const cs_analysis *a = c->a;
-	struct gap_launch *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
+	struct gap_launch *v = malloc((size_t)(pl->n > 0 ? pl->n : 1) * sizeof(*v));
 	struct gap_hit *hits = NULL;
 	struct u64map places; /* (group << 32 | k) -> place */
 	int32_t *occ = NULL, nplaces = 0, cap = 0;
@@ -934,23 +949,14 @@ static int host_gaps(const struct run_ctx *c, const struct u64map *ids, char *co
 	u64map_init(&places, sizeof(int32_t));
 	if (!v || !vt)
 		goto out;
-	for (int64_t i = 0; tid && i < a->nkernels; i++) {
-		const cs_a_kernel *k = &a->kernels[i];
+	/* in time order already */
+	for (int64_t i = 0; i < pl->n; i++) {
+		const cs_a_kernel *k = &a->kernels[pl->v[i].kernel];
 		const int32_t *g;
-		int32_t st;
 
-		if (k->pid != c->s->pid || k->launch_tid != tid || k->launch_start == CS_TS_UNKNOWN ||
-		    k->launch_end == CS_TS_UNKNOWN || (st = steady_at(c, k->launch_start)) < 0 ||
-		    !(g = u64map_get(ids, (uint64_t)k->name_id)))
+		if (k->launch_end == CS_TS_UNKNOWN || !(g = u64map_get(ids, (uint64_t)k->name_id)))
 			continue;
-		v[n++] = (struct gap_launch){k->launch_start, k->launch_end, st, *g};
-	}
-	{
-		static const cs_sort_key by_start[] = {
-			{offsetof(struct gap_launch, start), CS_KEY_I64},
-		};
-
-		cs_sort_records(v, (size_t)n, sizeof(*v), by_start, 1);
+		v[n++] = (struct gap_launch){k->launch_start, k->launch_end, pl->v[i].step, *g};
 	}
 	hits = malloc((size_t)(n > 0 ? n : 1) * sizeof(*hits));
 	occ = calloc((size_t)(a->nkernels > 0 ? a->nkernels : 1), sizeof(*occ));
@@ -1044,7 +1050,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	double *time = NULL, *count = NULL, *vt = NULL, *vc = NULL;
 	char **gname = NULL; /* group -> its name in out->kernels */
 	int64_t nhits = 0, total = 0;
-	uint32_t tid = 0;
+	struct pace_launches pl = {NULL, 0};
 	int rc = CS_ERR_NOMEM;
 
 	u64map_init(&ids, sizeof(int32_t));
@@ -1086,7 +1092,7 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 	}
 	out->kernel_total = per_step(c, time);
 	out->launches = per_step(c, count);
-	if (launch_calls(c, out, &tid) < 0)
+	if (launch_calls(c, out, &pl) < 0)
 		goto out;
 	out->plain[CS_GM_LAUNCHES] = plain_mean(c, count);
 	out->kernel_samples = malloc(steady_slots(c) * sizeof(*out->kernel_samples));
@@ -1145,9 +1151,10 @@ static int run_kernels(const struct run_ctx *c, int fold, cs_run *out)
 		rk->once = (double)once / (double)c->steady;
 		out->nkernels++;
 	}
-	rc = host_gaps(c, &ids, gname, tid, out);
+	rc = host_gaps(c, &ids, gname, &pl, out);
 	cs_sort(out->kernels, (size_t)out->nkernels, sizeof(*out->kernels), cmp_run_kernel);
 out:
+	free(pl.v);
 	free(gname);
 	name_table_free(&names);
 	u64map_free(&ids);

@@ -214,6 +214,18 @@ void sim_kernel(struct sim *m, int stream, int64_t dur)
 	sim_kernel_named(m, stream, name_id(m, "_ZN2at6native18elementwise_kernelEv"), dur);
 }
 
+/* A sync row of type on stream over [start, end] made by thread TID with stack, for no event. */
+static cs_sync sync_row(int type, int stream, int64_t start, int64_t end, int64_t stack)
+{
+	cs_sync y = tu_sync(PID, start, end);
+
+	y.tid = TID;
+	y.stream_id = stream;
+	y.type = type;
+	y.stack_id = stack;
+	return y;
+}
+
 /* A device-to-host copy into pinned memory (async) or pageable memory (a synchronous memcpy). */
 void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack)
 {
@@ -244,17 +256,7 @@ void sim_d2h(struct sim *m, int stream, int64_t bytes, int async, int64_t stack)
 		cs_sync y;
 
 		c.launch_end = c.end + 2 * US;
-		memset(&y, 0, sizeof(y));
-		y.start = c.launch_start;
-		y.end = c.launch_end;
-		y.pid = PID;
-		y.tid = TID;
-		y.stream_id = stream;
-		y.event_id = CS_ID_NONE;
-		y.type = CS_SYNC_MEMCPY;
-		y.cbid = CS_ID_NONE;
-		y.api_kind = CS_API_RUNTIME;
-		y.stack_id = stack;
+		y = sync_row(CS_SYNC_MEMCPY, stream, c.launch_start, c.launch_end, stack);
 		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
 	}
 	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
@@ -295,17 +297,7 @@ void sim_h2d(struct sim *m, int stream, int64_t bytes, int pageable, int64_t hol
 		cs_sync y;
 
 		c.launch_end = c.end + 2 * US;
-		memset(&y, 0, sizeof(y));
-		y.start = c.launch_start;
-		y.end = c.launch_end;
-		y.pid = PID;
-		y.tid = TID;
-		y.stream_id = stream;
-		y.event_id = CS_ID_NONE;
-		y.type = CS_SYNC_MEMCPY;
-		y.cbid = CS_ID_NONE;
-		y.api_kind = CS_API_RUNTIME;
-		y.stack_id = CS_ID_NONE;
+		y = sync_row(CS_SYNC_MEMCPY, stream, c.launch_start, c.launch_end, CS_ID_NONE);
 		ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
 	}
 	ck_assert_int_eq(cs_writer_add_memcpy(m->w, &c), 0);
@@ -351,19 +343,11 @@ void sim_graph_launch(struct sim *m, int stream, int n, int64_t dur)
  */
 void sim_sync(struct sim *m, int type, int stream, int64_t until, int64_t stack)
 {
-	cs_sync y;
+	int64_t end =
+		cs_sync_type_is_host_wait(type) && until > m->h ? until + 3 * US : m->h + 2 * US;
+	cs_sync y = sync_row(type, stream, m->h, end, stack);
 
-	memset(&y, 0, sizeof(y));
-	y.start = m->h;
-	y.end = cs_sync_type_is_host_wait(type) && until > m->h ? until + 3 * US : m->h + 2 * US;
-	y.pid = PID;
-	y.tid = TID;
-	y.stream_id = stream;
 	y.event_id = type == CS_SYNC_STREAM_SYNCHRONIZE ? CS_ID_NONE : 3;
-	y.type = type;
-	y.cbid = CS_ID_NONE;
-	y.api_kind = CS_API_RUNTIME;
-	y.stack_id = stack;
 	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
 	m->h = y.end + 1 * US;
 }
@@ -482,20 +466,10 @@ void busy_step(struct sim *m)
  */
 void sim_query(struct sim *m, int type, int stream, int result)
 {
-	cs_sync y;
+	cs_sync y = sync_row(type, stream, m->h, m->h + 2 * US, CS_ID_NONE);
 
-	memset(&y, 0, sizeof(y));
-	y.start = m->h;
-	y.end = m->h + 2 * US;
-	y.pid = PID;
-	y.tid = TID;
-	y.stream_id = stream;
 	y.event_id = 3;
-	y.type = type;
-	y.cbid = CS_ID_NONE;
-	y.api_kind = CS_API_RUNTIME;
 	y.result = result;
-	y.stack_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_sync(m->w, &y), 0);
 	m->h = y.end + 1 * US;
 }

@@ -34,45 +34,26 @@ static char *tmp_dir;
 
 #define need(ok, what) tu_need(ok, "test_cli", what)
 
+/* A kernel of 128 threads without its launch (nor the thread that made it). */
 static cs_kernel kernel_at(uint32_t pid, int64_t name_id, int64_t start, int64_t end)
 {
-	cs_kernel k;
+	cs_kernel k = tu_kernel(pid, name_id, CS_TS_UNKNOWN, start, end);
 
-	memset(&k, 0, sizeof(k));
-	k.start = start;
-	k.end = end;
-	k.queued = k.submitted = CS_TS_UNKNOWN;
-	k.launch_start = k.launch_end = CS_TS_UNKNOWN;
-	k.pid = pid;
-	k.launch_cbid = CS_ID_NONE;
-	k.stream_id = 7;
-	k.grid_x = k.grid_y = k.grid_z = 1;
+	k.launch_tid = 0;
 	k.block_x = 128;
-	k.block_y = k.block_z = 1;
-	k.graph_id = k.graph_node_id = CS_ID_NONE;
-	k.name_id = name_id;
-	k.stack_id = CS_ID_NONE;
 	return k;
 }
 
+/* A copy without its call (nor the thread that made it), never asynchronous: from pinned memory
+ * to the device, or from the device into pinned memory. */
 static cs_memcpy memcpy_at(uint32_t pid, int kind, int64_t bytes, int64_t start, int64_t end)
 {
-	cs_memcpy m;
+	cs_memcpy m = tu_memcpy(pid, kind, bytes, CS_TS_UNKNOWN, CS_TS_UNKNOWN, start, end);
 
-	memset(&m, 0, sizeof(m));
-	m.start = start;
-	m.end = end;
-	m.launch_start = m.launch_end = CS_TS_UNKNOWN;
-	m.pid = pid;
-	m.launch_cbid = CS_ID_NONE;
-	m.stream_id = 7;
-	m.copy_kind = kind;
-	m.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
-	m.dst_kind = kind == CS_COPY_HTOD ? CS_MEM_DEVICE : CS_MEM_PINNED;
-	m.src_device_id = m.dst_device_id = CS_ID_NONE;
-	m.bytes = bytes;
-	m.graph_id = m.graph_node_id = CS_ID_NONE;
-	m.stack_id = CS_ID_NONE;
+	m.launch_tid = 0;
+	m.is_async = 0;
+	if (kind != CS_COPY_HTOD)
+		m.dst_kind = CS_MEM_PINNED;
 	return m;
 }
 

@@ -80,37 +80,21 @@ static void launched(cs_kernel *k, uint32_t tid, int64_t ls, int64_t le, int32_t
 	k->launch_api_kind = CS_API_RUNTIME;
 }
 
+/* An NVTX range or mark of type, the thread that ended it unknown (0). */
 static cs_nvtx nvtx(cs_trace_writer *w, const char *text, int type, int64_t start, int64_t end)
 {
-	cs_nvtx n;
+	cs_nvtx n = tu_nvtx(PID, cs_writer_intern(w, text), start, end);
 
-	memset(&n, 0, sizeof(n));
-	n.start = start;
-	n.end = end;
-	n.pid = PID;
-	n.tid = PID;
 	n.type = type;
-	n.domain_id = CS_ID_NONE;
-	n.text_id = cs_writer_intern(w, text);
-	n.range_id = CS_ID_NONE;
+	n.end_tid = 0;
 	return n;
 }
 
 static cs_memory memory(int op, int kind, uint64_t address, int64_t bytes, int64_t start)
 {
-	cs_memory m;
+	cs_memory m = tu_memory(PID, op, address, bytes, start);
 
-	memset(&m, 0, sizeof(m));
-	m.start = start;
-	m.pid = PID;
-	m.tid = PID;
-	m.stream_id = CS_ID_NONE;
-	m.op = op;
 	m.mem_kind = kind;
-	m.cbid = CS_ID_NONE;
-	m.address = address;
-	m.bytes = bytes;
-	m.stack_id = CS_ID_NONE;
 	return m;
 }
 

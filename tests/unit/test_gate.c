@@ -180,66 +180,6 @@ static void add_process_device(cs_trace_writer *w)
 	need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
 }
 
-static cs_memcpy copy(int kind, int64_t bytes, int64_t launch, int64_t start, int64_t dur)
-{
-	cs_memcpy m;
-
-	memset(&m, 0, sizeof(m));
-	m.launch_start = launch;
-	m.launch_end = launch + 3 * US;
-	m.start = start;
-	m.end = start + dur;
-	m.pid = 300;
-	m.launch_tid = 300;
-	m.launch_cbid = CS_ID_NONE;
-	m.stream_id = 7;
-	m.copy_kind = kind;
-	m.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
-	m.dst_kind = kind == CS_COPY_HTOD ? CS_MEM_DEVICE : CS_MEM_PAGEABLE;
-	m.is_async = kind == CS_COPY_HTOD;
-	m.src_device_id = m.dst_device_id = CS_ID_NONE;
-	m.bytes = bytes;
-	m.graph_id = m.graph_node_id = CS_ID_NONE;
-	m.stack_id = CS_ID_NONE;
-	return m;
-}
-
-static cs_sync host_wait(int64_t start, int64_t end)
-{
-	cs_sync s;
-
-	memset(&s, 0, sizeof(s));
-	s.start = start;
-	s.end = end;
-	s.pid = 300;
-	s.tid = 300;
-	s.stream_id = 7;
-	s.event_id = CS_ID_NONE;
-	s.type = CS_SYNC_STREAM_SYNCHRONIZE;
-	s.cbid = CS_ID_NONE;
-	s.api_kind = CS_API_RUNTIME;
-	s.stack_id = CS_ID_NONE;
-	return s;
-}
-
-static cs_memory memory_op(int op, uint64_t address, int64_t bytes, int64_t t)
-{
-	cs_memory m;
-
-	memset(&m, 0, sizeof(m));
-	m.start = t;
-	m.pid = 300;
-	m.tid = 300;
-	m.stream_id = CS_ID_NONE;
-	m.op = op;
-	m.mem_kind = CS_MEM_DEVICE;
-	m.cbid = CS_ID_NONE;
-	m.address = address;
-	m.bytes = bytes;
-	m.stack_id = CS_ID_NONE;
-	return m;
-}
-
 /*
  * A GPU-bound-looking loop: every step_ns (with a deterministic jitter of +-0.5%, the same in
  * every variant) the host launches 6 kernels (4 ms of GPU time), its copies and waits; the GPU
@@ -250,13 +190,10 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 
 static void write_loop(const char *path, const struct loop *l)
 {
-	cs_trace_writer *w;
-	cs_error err = {0, ""};
+	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", "test_gate");
 	int64_t ids[6], log_id;
 	cs_memory mem;
 
-	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
-	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
 	if (l->probe_before > 0) {
 		char hs[512];
 
@@ -292,21 +229,18 @@ static void write_loop(const char *path, const struct loop *l)
 		d.name = "NVIDIA H200";
 		need(cs_writer_add_device(w, &d) == 0, cs_writer_errmsg(w));
 	}
-	for (int i = 0; i < 6; i++) {
-		ids[i] = cs_writer_intern(w, l->names[i]);
-		need(ids[i] >= 0, "intern");
-	}
+	tu_intern_names(w, l->names, 6, ids, "test_gate");
 	log_id = cs_writer_intern(w, "log_grad_norm");
-	mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 100 * US);
+	mem = tu_memory(300, CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 100 * US);
 	need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
 	if (l->realloc) {
-		mem = memory_op(CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 200 * US);
+		mem = tu_memory(300, CS_MEMOP_ALLOC, 0x7f0000000000ull, 1LL << 30, 200 * US);
 		need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
 	}
 	write_steps(w, l, 300, ids, log_id, l->d2h);
 	if (l->second)
 		write_steps(w, l, 301, ids, log_id, l->second_d2h);
-	need(cs_writer_finish(w, &err) == 0, err.msg);
+	tu_finish_trace(w, "test_gate");
 }
 
 /* The steps of l in process pid, with d2h read-backs per step (log_every: in pid 300 only). */
@@ -326,26 +260,14 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 				   ((double)((rnd >> 8) % 1001) / 1000.0 - 0.5));
 		for (int i = 0; i < 6; i++) {
 			cs_kernel k;
-			int64_t dur = (int64_t)llround((double)kernel_us[i] * US * l->slow[i]);
+			int64_t dur = (int64_t)llround((double)kernel_us[i] * US * l->slow[i]),
+				start;
 
 			if (l->host_at_ns && i == l->host_at)
 				t += l->host_at_ns;
-			memset(&k, 0, sizeof(k));
-			k.launch_start = t;
+			start = gpu > t + launch_ns + 1 * US ? gpu : t + launch_ns + 1 * US;
+			k = tu_kernel(pid, ids[i], t, start, start + dur);
 			k.launch_end = t + launch_ns;
-			k.start = gpu > t + launch_ns + 1 * US ? gpu : t + launch_ns + 1 * US;
-			k.end = k.start + dur;
-			k.queued = k.submitted = CS_TS_UNKNOWN;
-			k.pid = pid;
-			k.launch_tid = pid;
-			k.launch_cbid = CS_ID_NONE;
-			k.stream_id = 7;
-			k.grid_x = k.grid_y = k.grid_z = 1;
-			k.block_x = 256;
-			k.block_y = k.block_z = 1;
-			k.graph_id = k.graph_node_id = CS_ID_NONE;
-			k.name_id = ids[i];
-			k.stack_id = CS_ID_NONE;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = k.end;
 			/* the host's pace from one launch to the next follows its speed */
@@ -363,10 +285,10 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			}
 		}
 		for (int i = 0; i < l->htod; i++) {
-			cs_memcpy m = copy(CS_COPY_HTOD, 1 << 20, t,
-					   gpu > t + 5 * US ? gpu : t + 5 * US, 40 * US);
+			int64_t start = gpu > t + 5 * US ? gpu : t + 5 * US;
+			cs_memcpy m = tu_memcpy(pid, CS_COPY_HTOD, 1 << 20, t, t + 3 * US, start,
+						start + 40 * US);
 
-			m.pid = m.launch_tid = pid;
 			if (i < l->pageable) {
 				m.src_kind = CS_MEM_PAGEABLE;
 				m.is_async = 0;
@@ -377,10 +299,9 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 		}
 		for (int i = 0; i < l->allocs; i++) {
 			uint64_t addr = 0x7f1000000000ull + ((uint64_t)step << 24);
-			cs_memory a = memory_op(CS_MEMOP_ALLOC, addr, 4 << 20, t);
-			cs_memory f = memory_op(CS_MEMOP_FREE, addr, 0, t + 5 * US);
+			cs_memory a = tu_memory(pid, CS_MEMOP_ALLOC, addr, 4 << 20, t);
+			cs_memory f = tu_memory(pid, CS_MEMOP_FREE, addr, 0, t + 5 * US);
 
-			a.pid = a.tid = f.pid = f.tid = pid;
 			need(cs_writer_add_memory(w, &a) == 0, cs_writer_errmsg(w));
 			need(cs_writer_add_memory(w, &f) == 0, cs_writer_errmsg(w));
 			t += 10 * US;
@@ -388,21 +309,19 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 		for (int i = 0; i < d2h + (l->item_every && pid == 300 &&
 					   step % l->item_every == l->item_every - 1);
 		     i++) {
-			cs_memcpy m = copy(CS_COPY_DTOH, 4, t, gpu > t + 5 * US ? gpu : t + 5 * US,
-					   2 * US);
-			cs_sync s = host_wait(t + 4 * US, m.end + 2 * US);
+			int64_t start = gpu > t + 5 * US ? gpu : t + 5 * US;
+			cs_memcpy m = tu_memcpy(pid, CS_COPY_DTOH, 4, t, t + 3 * US, start,
+						start + 2 * US);
+			cs_sync s = tu_sync(pid, t + 4 * US, m.end + 2 * US);
 
-			m.pid = m.launch_tid = pid;
-			s.pid = s.tid = pid;
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			gpu = m.end;
 			t = s.end + 5 * US;
 		}
 		for (int i = 0; i < l->waits; i++) {
-			cs_sync s = host_wait(t, (gpu > t ? gpu : t) + 2 * US);
+			cs_sync s = tu_sync(pid, t, (gpu > t ? gpu : t) + 2 * US);
 
-			s.pid = s.tid = pid;
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			t = s.end + 5 * US;
 		}
@@ -412,14 +331,8 @@ static void write_steps(cs_trace_writer *w, const struct loop *l, uint32_t pid, 
 			cs_nvtx n;
 			char text[32];
 
-			memset(&n, 0, sizeof(n));
-			n.start = range_start;
-			n.end = host - 1 * US;
-			n.pid = n.tid = n.end_tid = pid;
-			n.type = CS_NVTX_PUSHPOP;
-			n.domain_id = n.range_id = CS_ID_NONE;
 			snprintf(text, sizeof(text), "step%d", step / l->nvtx_every);
-			n.text_id = cs_writer_intern(w, text);
+			n = tu_nvtx(pid, cs_writer_intern(w, text), range_start, host - 1 * US);
 			need(cs_writer_add_nvtx(w, &n) == 0, cs_writer_errmsg(w));
 			range_start = host;
 		}

@@ -178,16 +178,8 @@ static char *write_job(const char *file, const struct job *j)
 			kernel(&x, 1000 + (uint32_t)r, 20, x.name_nccl, launch_end[r], arrive[r],
 			       end);
 		for (int r = 0; r < j->nranks; r++) {
-			cs_nvtx n;
+			cs_nvtx n = tu_nvtx(1000 + (uint32_t)r, x.name_step, t, end + 5 * US);
 
-			memset(&n, 0, sizeof(n));
-			n.start = t;
-			n.end = end + 5 * US;
-			n.pid = n.tid = n.end_tid = 1000 + (uint32_t)r;
-			n.type = CS_NVTX_PUSHPOP;
-			n.domain_id = CS_ID_NONE;
-			n.text_id = x.name_step;
-			n.range_id = CS_ID_NONE;
 			ck_assert_int_eq(cs_writer_add_nvtx(x.w, &n), 0);
 		}
 		t = end + 20 * US;

@@ -176,29 +176,6 @@ static const char *json_str(const cJSON *o, const char *key)
 
 #define need(ok, what) tu_need(ok, "test_report", what)
 
-static cs_kernel kernel(int64_t name_id, int64_t launch, int64_t start, int64_t end)
-{
-	cs_kernel k;
-
-	memset(&k, 0, sizeof(k));
-	k.start = start;
-	k.end = end;
-	k.queued = k.submitted = CS_TS_UNKNOWN;
-	k.launch_start = launch;
-	k.launch_end = launch + 2 * US;
-	k.pid = 300;
-	k.launch_tid = 300;
-	k.launch_cbid = CS_ID_NONE;
-	k.stream_id = 7;
-	k.grid_x = k.grid_y = k.grid_z = 1;
-	k.block_x = 256;
-	k.block_y = k.block_z = 1;
-	k.graph_id = k.graph_node_id = CS_ID_NONE;
-	k.name_id = name_id;
-	k.stack_id = CS_ID_NONE;
-	return k;
-}
-
 /*
  * The stack of a wait made by an autograd engine thread during loss.backward() at train.py:88, as
  * the importer writes it: the thread's native frames, the note (kind 3), then the Python frames of
@@ -264,25 +241,21 @@ struct wproc {
  */
 static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct wproc *p, int np);
 
+/* The kernels of every step of the loop. */
+static const char *const loop_names[6] = {"sm90_gemm_bf16_tn", "elementwise_relu",
+					  "sm90_gemm_bf16_nt", "reduce_sum",
+					  "softmax_fwd",       "adam_update"};
+
 static void write_loop(const char *path, int sync)
 {
-	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
-					    "sm90_gemm_bf16_nt", "reduce_sum",
-					    "softmax_fwd",	 "adam_update"};
 	struct wproc p = {300, CS_ID_NONE, sync, 0, 0, 0};
-	cs_trace_writer *w;
-	cs_error err = {0, ""};
+	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", "test_report");
 	int64_t ids[6];
 
-	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
-	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
 	tu_add_process(w, 300, "python3 train.py", "test_report");
-	for (int i = 0; i < 6; i++) {
-		ids[i] = cs_writer_intern(w, names[i]);
-		need(ids[i] >= 0, "intern");
-	}
+	tu_intern_names(w, loop_names, 6, ids, "test_report");
 	write_loop_of(w, ids, &p, 1);
-	need(cs_writer_finish(w, &err) == 0, err.msg);
+	tu_finish_trace(w, "test_report");
 }
 
 /*
@@ -292,37 +265,16 @@ static void write_loop(const char *path, int sync)
  */
 static void write_procs(const char *path, const struct wproc *p, int np)
 {
-	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
-					    "sm90_gemm_bf16_nt", "reduce_sum",
-					    "softmax_fwd",	 "adam_update"};
-	cs_trace_writer *w;
-	cs_error err = {0, ""};
+	cs_trace_writer *w = tu_open_trace(path, "torchrun train.py", "test_report");
 	int64_t ids[6];
 
-	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
-	need(cs_writer_set_meta(w, "command", "torchrun train.py") == 0, cs_writer_errmsg(w));
-	for (int i = 0; i < np; i++) {
-		cs_process pr;
-
-		memset(&pr, 0, sizeof(pr));
-		pr.pid = p[i].pid;
-		pr.ppid = 1;
-		pr.start = 0;
-		pr.end = 100000 * US;
-		pr.command_line = "python3 train.py";
-		pr.rank = pr.local_rank = p[i].rank;
-		pr.world_size = p[i].rank != CS_ID_NONE ? np : CS_ID_NONE;
-		pr.exit_code = 0;
-		pr.used_cuda = 1;
-		need(cs_writer_add_process(w, &pr) == 0, cs_writer_errmsg(w));
-	}
-	for (int i = 0; i < 6; i++) {
-		ids[i] = cs_writer_intern(w, names[i]);
-		need(ids[i] >= 0, "intern");
-	}
+	for (int i = 0; i < np; i++)
+		tu_add_rank(w, p[i].pid, "python3 train.py", p[i].rank,
+			    p[i].rank != CS_ID_NONE ? np : CS_ID_NONE, 100000 * US, "test_report");
+	tu_intern_names(w, loop_names, 6, ids, "test_report");
 	for (int i = 0; i < np; i++)
 		write_loop_of(w, ids, &p[i], np);
-	need(cs_writer_finish(w, &err) == 0, err.msg);
+	tu_finish_trace(w, "test_report");
 }
 
 /* The loop of process p (of np) into w. */
@@ -398,11 +350,9 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 		int64_t step_start = host;
 
 		for (int i = 0; i < 6; i++) {
-			cs_kernel k;
 			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
+			cs_kernel k = tu_kernel(pid, ids[i], host, start, start + 200 * US);
 
-			k = kernel(ids[i], host, start, start + 200 * US);
-			k.pid = k.launch_tid = pid;
 			k.device_id = device;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = start + 200 * US;
@@ -412,34 +362,13 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 			cs_memcpy m;
 			cs_sync s;
 
-			memset(&m, 0, sizeof(m));
-			m.launch_start = host;
-			m.start = gpu + 2 * US;
-			m.end = m.start + 3 * US;
-			m.launch_end = m.end + 5 * US;
-			m.pid = pid;
-			m.launch_tid = pid;
+			/* the call returns 5 us after its copy */
+			m = tu_memcpy(pid, CS_COPY_DTOH, 4, host, gpu + 10 * US, gpu + 2 * US,
+				      gpu + 5 * US);
 			m.device_id = device;
-			m.launch_cbid = CS_ID_NONE;
-			m.stream_id = 7;
-			m.copy_kind = CS_COPY_DTOH;
-			m.src_kind = CS_MEM_DEVICE;
-			m.dst_kind = CS_MEM_PAGEABLE;
-			m.bytes = 4;
-			m.src_device_id = m.dst_device_id = CS_ID_NONE;
-			m.graph_id = m.graph_node_id = CS_ID_NONE;
 			m.stack_id = stack;
 			need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
-			memset(&s, 0, sizeof(s));
-			s.start = host + 1 * US;
-			s.end = m.launch_end;
-			s.pid = pid;
-			s.tid = pid;
-			s.stream_id = 7;
-			s.event_id = CS_ID_NONE;
-			s.type = CS_SYNC_STREAM_SYNCHRONIZE;
-			s.cbid = CS_ID_NONE;
-			s.api_kind = CS_API_RUNTIME;
+			s = tu_sync(pid, host + 1 * US, m.launch_end);
 			s.stack_id = stack;
 			need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 			/* the host comes back after the copy, the GPU idles until the next launch
@@ -451,14 +380,8 @@ static void write_loop_of(cs_trace_writer *w, const int64_t *ids, const struct w
 			cs_nvtx n;
 			char text[32];
 
-			memset(&n, 0, sizeof(n));
-			n.start = step_start;
-			n.end = host - 1;
-			n.pid = n.tid = n.end_tid = pid;
-			n.type = CS_NVTX_PUSHPOP;
-			n.domain_id = n.range_id = CS_ID_NONE;
 			snprintf(text, sizeof(text), "step%d", step);
-			n.text_id = cs_writer_intern(w, text);
+			n = tu_nvtx(pid, cs_writer_intern(w, text), step_start, host - 1);
 			need(n.text_id >= 0, "intern");
 			need(cs_writer_add_nvtx(w, &n) == 0, cs_writer_errmsg(w));
 		}

@@ -79,78 +79,34 @@ static void write_rank(cs_trace_writer *w, const int64_t *ids, uint32_t pid, int
 	stack = cs_writer_add_stack(w, f, 3);
 	need(stack >= 0, "stack");
 
-	memset(&mem, 0, sizeof(mem));
-	mem.pid = mem.tid = pid;
+	mem = tu_memory(pid, CS_MEMOP_ALLOC, 0x700000000000ull, 8 * MIB, 500 * US);
 	mem.device_id = device;
-	mem.stream_id = CS_ID_NONE;
-	mem.mem_kind = CS_MEM_DEVICE;
-	mem.cbid = CS_ID_NONE;
-	mem.stack_id = CS_ID_NONE;
-	mem.start = 500 * US;
-	mem.op = CS_MEMOP_ALLOC;
-	mem.address = 0x700000000000ull;
-	mem.bytes = 8 * MIB;
 	need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
 
 	for (int step = 0; step < NSTEPS; step++) {
 		cs_memcpy m;
 		cs_sync s;
 
-		mem.start = host;
-		mem.op = CS_MEMOP_ALLOC;
-		mem.address = 0x710000000000ull + (uint64_t)step * 4 * MIB;
-		mem.bytes = 2 * MIB;
+		mem = tu_memory(pid, CS_MEMOP_ALLOC, 0x710000000000ull + (uint64_t)step * 4 * MIB,
+				2 * MIB, host);
+		mem.device_id = device;
 		need(cs_writer_add_memory(w, &mem) == 0, cs_writer_errmsg(w));
 		for (int i = 0; i < NKERNELS; i++) {
 			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
-			cs_kernel k;
+			cs_kernel k = tu_kernel(pid, ids[i], host, start, start + KERNEL_US * US);
 
-			memset(&k, 0, sizeof(k));
-			k.start = start;
-			k.end = start + KERNEL_US * US;
-			k.queued = k.submitted = CS_TS_UNKNOWN;
-			k.launch_start = host;
-			k.launch_end = host + 2 * US;
-			k.pid = k.launch_tid = pid;
-			k.launch_cbid = CS_ID_NONE;
 			k.device_id = device;
-			k.stream_id = 7;
-			k.grid_x = k.grid_y = k.grid_z = 1;
-			k.block_x = 256;
-			k.block_y = k.block_z = 1;
-			k.graph_id = k.graph_node_id = CS_ID_NONE;
-			k.name_id = ids[i];
-			k.stack_id = CS_ID_NONE;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = k.end;
 			host += 10 * US;
 		}
-		memset(&m, 0, sizeof(m));
-		m.launch_start = host;
-		m.start = gpu + 2 * US;
-		m.end = m.start + 3 * US;
-		m.launch_end = m.end + 5 * US;
-		m.pid = m.launch_tid = pid;
+		/* the call returns 5 us after its copy */
+		m = tu_memcpy(pid, CS_COPY_DTOH, 4, host, gpu + 10 * US, gpu + 2 * US,
+			      gpu + 5 * US);
 		m.device_id = device;
-		m.launch_cbid = CS_ID_NONE;
-		m.stream_id = 7;
-		m.copy_kind = CS_COPY_DTOH;
-		m.src_kind = CS_MEM_DEVICE;
-		m.dst_kind = CS_MEM_PAGEABLE;
-		m.bytes = 4;
-		m.src_device_id = m.dst_device_id = CS_ID_NONE;
-		m.graph_id = m.graph_node_id = CS_ID_NONE;
 		m.stack_id = stack;
 		need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
-		memset(&s, 0, sizeof(s));
-		s.start = host + 1 * US;
-		s.end = m.launch_end;
-		s.pid = s.tid = pid;
-		s.stream_id = 7;
-		s.event_id = CS_ID_NONE;
-		s.type = CS_SYNC_STREAM_SYNCHRONIZE;
-		s.cbid = CS_ID_NONE;
-		s.api_kind = CS_API_RUNTIME;
+		s = tu_sync(pid, host + 1 * US, m.launch_end);
 		s.stack_id = stack;
 		need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 		mem.start = s.end + 1 * US;
@@ -164,33 +120,16 @@ static void write_rank(cs_trace_writer *w, const int64_t *ids, uint32_t pid, int
 
 static void write_job(const char *path)
 {
-	cs_trace_writer *w;
-	cs_error err = {0, ""};
+	cs_trace_writer *w = tu_open_trace(path, "torchrun <train>.py", "test_report_html");
 	int64_t ids[NKERNELS];
 
-	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
-	need(cs_writer_set_meta(w, "command", "torchrun <train>.py") == 0, cs_writer_errmsg(w));
-	for (uint32_t r = 0; r < 2; r++) {
-		cs_process pr;
-
-		memset(&pr, 0, sizeof(pr));
-		pr.pid = 600 + r;
-		pr.ppid = 1;
-		pr.start = 0;
-		pr.end = 100000 * US;
-		pr.command_line = "python3 <train>.py";
-		pr.rank = pr.local_rank = (int32_t)r;
-		pr.world_size = 2;
-		pr.used_cuda = 1;
-		need(cs_writer_add_process(w, &pr) == 0, cs_writer_errmsg(w));
-	}
-	for (int i = 0; i < NKERNELS; i++) {
-		ids[i] = cs_writer_intern(w, kernel_names[i]);
-		need(ids[i] >= 0, "intern");
-	}
+	for (uint32_t r = 0; r < 2; r++)
+		tu_add_rank(w, 600 + r, "python3 <train>.py", (int32_t)r, 2, 100000 * US,
+			    "test_report_html");
+	tu_intern_names(w, kernel_names, NKERNELS, ids, "test_report_html");
 	write_rank(w, ids, 600, 0);
 	write_rank(w, ids, 601, 1);
-	need(cs_writer_finish(w, &err) == 0, err.msg);
+	tu_finish_trace(w, "test_report_html");
 }
 
 /* ---- reading a page ---- */

@@ -223,16 +223,8 @@ static char *write_job(const char *file, const struct job *j)
 				end = e;
 		}
 		for (int r = 0; r < j->nranks; r++) {
-			cs_nvtx n;
+			cs_nvtx n = tu_nvtx(rk[r].pid, names[4], t, end + 5 * US);
 
-			memset(&n, 0, sizeof(n));
-			n.start = t;
-			n.end = end + 5 * US;
-			n.pid = n.tid = n.end_tid = rk[r].pid;
-			n.type = CS_NVTX_PUSHPOP;
-			n.domain_id = CS_ID_NONE;
-			n.text_id = names[4];
-			n.range_id = CS_ID_NONE;
 			ck_assert_int_eq(cs_writer_add_nvtx(w, &n), 0);
 		}
 		t = end + 20 * US;

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,9 +218,28 @@ static const cs_sort_key rec_keys[] = {
 	{offsetof(struct rec, d), CS_KEY_U64},
 };
 
+/*
+ * Number the n records of v by their place (order), copy them to w, then sort v by rec_keys and w
+ * by cmp_rec: the same records must stand in the same places. what: the case, for the message.
+ */
+static void check_records(struct rec *v, struct rec *w, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		v[i].order = (int64_t)i;
+		w[i] = v[i];
+	}
+	cs_sort_records(v, n, sizeof(*v), rec_keys, 4);
+	qsort(w, n, sizeof(*w), cmp_rec);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
+			      "%s: record %zu out of place (order %lld, expected %lld)", what, i,
+			      (long long)v[i].order, (long long)w[i].order);
+}
+
 START_TEST(test_sort_records)
 {
 	size_t sizes[] = {0, 1, 3, 300, 50000};
+	char what[64];
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		size_t n = sizes[k];
@@ -232,15 +252,9 @@ START_TEST(test_sort_records)
 			v[i].b = next() % 2 ? UINT32_MAX : (uint32_t)(next() % 3);
 			v[i].c = next() % 2 ? INT64_MIN : (int64_t)(next() % 3) - 1;
 			v[i].d = next() % 2 ? UINT64_MAX : next() % 2;
-			v[i].order = (int64_t)i;
-			w[i] = v[i];
 		}
-		cs_sort_records(v, n, sizeof(*v), rec_keys, 4);
-		qsort(w, n, sizeof(*w), cmp_rec);
-		for (size_t i = 0; i < n; i++)
-			ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
-				      "n %zu: record %zu out of place (order %lld, expected %lld)",
-				      n, i, (long long)v[i].order, (long long)w[i].order);
+		snprintf(what, sizeof(what), "n %zu", n);
+		check_records(v, w, n, what);
 		free(v);
 		free(w);
 	}
@@ -254,6 +268,7 @@ START_TEST(test_sort_nearly_sorted)
 	size_t sizes[] = {2, 100, 300, 5000, 50000};
 	/* pairs swapped per 1000 records: none, a few, many */
 	int swaps[] = {0, 3, 200, 1000};
+	char what[64];
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
 		for (size_t m = 0; m < sizeof(swaps) / sizeof(swaps[0]); m++) {
@@ -277,18 +292,8 @@ START_TEST(test_sort_nearly_sorted)
 				v[i] = v[j];
 				v[j] = t;
 			}
-			for (size_t i = 0; i < n; i++) {
-				v[i].order = (int64_t)i;
-				w[i] = v[i];
-			}
-			cs_sort_records(v, n, sizeof(*v), rec_keys, 4);
-			qsort(w, n, sizeof(*w), cmp_rec);
-			for (size_t i = 0; i < n; i++)
-				ck_assert_msg(!memcmp(&v[i], &w[i], sizeof(v[i])),
-					      "n %zu, swaps %d: record %zu out of place (order %lld, "
-					      "expected %lld)",
-					      n, swaps[m], i, (long long)v[i].order,
-					      (long long)w[i].order);
+			snprintf(what, sizeof(what), "n %zu, swaps %d", n, swaps[m]);
+			check_records(v, w, n, what);
 			/* one key */
 			for (size_t i = 0; i < n; i++)
 				w[i] = v[n - 1 - i];

@@ -104,28 +104,14 @@ static void finish_writer(cs_trace_writer *w)
 	ck_assert_msg(cs_writer_finish(w, &err) == 0, "finish: %s", err.msg);
 }
 
+/* tu_kernel()'s kernel in a grid of 4 x 2 blocks of 128 threads. */
 static cs_kernel kernel(uint32_t pid, int64_t name_id, int64_t launch, int64_t start, int64_t end)
 {
-	cs_kernel k;
+	cs_kernel k = tu_kernel(pid, name_id, launch, start, end);
 
-	memset(&k, 0, sizeof(k));
-	k.start = start;
-	k.end = end;
-	k.queued = k.submitted = CS_TS_UNKNOWN;
-	k.launch_start = launch;
-	k.launch_end = launch == CS_TS_UNKNOWN ? CS_TS_UNKNOWN : launch + 2 * US;
-	k.pid = pid;
-	k.launch_tid = pid;
-	k.launch_cbid = CS_ID_NONE;
-	k.stream_id = 7;
 	k.grid_x = 4;
 	k.grid_y = 2;
-	k.grid_z = 1;
 	k.block_x = 128;
-	k.block_y = k.block_z = 1;
-	k.graph_id = k.graph_node_id = CS_ID_NONE;
-	k.name_id = name_id;
-	k.stack_id = CS_ID_NONE;
 	return k;
 }
 
@@ -1346,19 +1332,10 @@ END_TEST
 static void add_nvtx(cs_trace_writer *w, const char *text, int64_t start, int64_t end, int depth,
 		     uint32_t tid)
 {
-	cs_nvtx n;
+	cs_nvtx n = tu_nvtx(PID, cs_writer_intern(w, text), start, end);
 
-	memset(&n, 0, sizeof(n));
-	n.start = start;
-	n.end = end;
-	n.pid = PID;
-	n.tid = tid;
-	n.end_tid = tid;
-	n.type = CS_NVTX_PUSHPOP;
+	n.tid = n.end_tid = tid;
 	n.depth = depth;
-	n.domain_id = CS_ID_NONE;
-	n.text_id = cs_writer_intern(w, text);
-	n.range_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_nvtx(w, &n), 0);
 }
 

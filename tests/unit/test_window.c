@@ -41,17 +41,11 @@ static void write_loop(const char *path)
 	static const char *const names[] = {"sm90_gemm_bf16_tn", "elementwise_relu",
 					    "sm90_gemm_bf16_nt", "reduce_sum",
 					    "softmax_fwd",	 "adam_update"};
-	cs_trace_writer *w;
-	cs_error err = {0, ""};
+	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", "test_window");
 	int64_t ids[6], host = 1000 * US, gpu = 1000 * US;
 
-	need(cs_writer_open(path, 1, &w, &err) == 0, err.msg);
-	need(cs_writer_set_meta(w, "command", "python3 train.py") == 0, cs_writer_errmsg(w));
 	tu_add_process(w, 300, "python3 train.py", "test_window");
-	for (int i = 0; i < 6; i++) {
-		ids[i] = cs_writer_intern(w, names[i]);
-		need(ids[i] >= 0, "intern");
-	}
+	tu_intern_names(w, names, 6, ids, "test_window");
 	for (int step = 0; step < STEPS; step++) {
 		cs_memcpy m;
 		cs_sync s;
@@ -59,60 +53,24 @@ static void write_loop(const char *path)
 		if (step < 5)
 			host += 5000 * US;
 		for (int i = 0; i < 6; i++) {
-			cs_kernel k;
 			int64_t start = gpu > host + 5 * US ? gpu : host + 5 * US;
+			cs_kernel k = tu_kernel(300, ids[i], host, start, start + 150 * US);
 
-			memset(&k, 0, sizeof(k));
-			k.start = start;
-			k.end = start + 150 * US;
-			k.queued = k.submitted = CS_TS_UNKNOWN;
-			k.launch_start = host;
-			k.launch_end = host + 2 * US;
-			k.pid = k.launch_tid = 300;
-			k.launch_cbid = CS_ID_NONE;
-			k.stream_id = 7;
-			k.grid_x = k.grid_y = k.grid_z = 1;
-			k.block_x = 256;
-			k.block_y = k.block_z = 1;
-			k.graph_id = k.graph_node_id = CS_ID_NONE;
-			k.name_id = ids[i];
-			k.stack_id = CS_ID_NONE;
 			need(cs_writer_add_kernel(w, &k) == 0, cs_writer_errmsg(w));
 			gpu = k.end;
 			host += 10 * US;
 		}
-		memset(&m, 0, sizeof(m));
-		m.launch_start = host;
-		m.start = gpu + 2 * US;
-		m.end = m.start + 3 * US;
-		m.launch_end = m.end + 5 * US;
-		m.pid = m.launch_tid = 300;
-		m.launch_cbid = CS_ID_NONE;
-		m.stream_id = 7;
-		m.copy_kind = CS_COPY_DTOH;
-		m.src_kind = CS_MEM_DEVICE;
-		m.dst_kind = CS_MEM_PAGEABLE;
-		m.bytes = 4;
-		m.src_device_id = m.dst_device_id = CS_ID_NONE;
-		m.graph_id = m.graph_node_id = CS_ID_NONE;
-		m.stack_id = CS_ID_NONE;
+		/* loss.item(): the call returns 5 us after its copy */
+		m = tu_memcpy(300, CS_COPY_DTOH, 4, host, gpu + 10 * US, gpu + 2 * US,
+			      gpu + 5 * US);
 		need(cs_writer_add_memcpy(w, &m) == 0, cs_writer_errmsg(w));
-		memset(&s, 0, sizeof(s));
-		s.start = host + 1 * US;
-		s.end = m.launch_end;
-		s.pid = s.tid = 300;
-		s.stream_id = 7;
-		s.event_id = CS_ID_NONE;
-		s.type = CS_SYNC_STREAM_SYNCHRONIZE;
-		s.cbid = CS_ID_NONE;
-		s.api_kind = CS_API_RUNTIME;
-		s.stack_id = CS_ID_NONE;
+		s = tu_sync(300, host + 1 * US, m.launch_end);
 		need(cs_writer_add_sync(w, &s) == 0, cs_writer_errmsg(w));
 		host = s.end + 200 * US;
 		gpu = host;
 		loop_end = s.end;
 	}
-	need(cs_writer_finish(w, &err) == 0, err.msg);
+	tu_finish_trace(w, "test_window");
 }
 
 static cJSON *parse(const struct tu_result *r)

@@ -248,7 +248,9 @@ int tu_count_lines(const char *s)
 	return n;
 }
 
-void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test)
+static void tu_add_process_as(cs_trace_writer *w, uint32_t pid, const char *command_line,
+			      int32_t rank, int32_t world_size, int64_t end, int32_t exit_code,
+			      const char *test)
 {
 	cs_process p;
 
@@ -256,11 +258,138 @@ void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, 
 	p.pid = pid;
 	p.ppid = 1;
 	p.start = 0;
-	p.end = CS_TS_UNKNOWN;
+	p.end = end;
 	p.command_line = command_line;
-	p.rank = p.local_rank = p.world_size = p.exit_code = CS_ID_NONE;
+	p.rank = p.local_rank = rank;
+	p.world_size = world_size;
+	p.exit_code = exit_code;
 	p.used_cuda = 1;
 	tu_need(cs_writer_add_process(w, &p) == 0, test, cs_writer_errmsg(w));
+}
+
+void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test)
+{
+	tu_add_process_as(w, pid, command_line, CS_ID_NONE, CS_ID_NONE, CS_TS_UNKNOWN, CS_ID_NONE,
+			  test);
+}
+
+void tu_add_rank(cs_trace_writer *w, uint32_t pid, const char *command_line, int32_t rank,
+		 int32_t world_size, int64_t end, const char *test)
+{
+	tu_add_process_as(w, pid, command_line, rank, world_size, end, 0, test);
+}
+
+cs_trace_writer *tu_open_trace(const char *path, const char *command, const char *test)
+{
+	cs_trace_writer *w = NULL;
+	cs_error err = {0, ""};
+
+	tu_need(cs_writer_open(path, 1, &w, &err) == 0, test, err.msg);
+	if (command)
+		tu_need(cs_writer_set_meta(w, "command", command) == 0, test, cs_writer_errmsg(w));
+	return w;
+}
+
+void tu_finish_trace(cs_trace_writer *w, const char *test)
+{
+	cs_error err = {0, ""};
+
+	tu_need(cs_writer_finish(w, &err) == 0, test, err.msg);
+}
+
+void tu_intern_names(cs_trace_writer *w, const char *const *names, int n, int64_t *ids,
+		     const char *test)
+{
+	for (int i = 0; i < n; i++) {
+		ids[i] = cs_writer_intern(w, names[i]);
+		tu_need(ids[i] >= 0, test, "intern");
+	}
+}
+
+cs_kernel tu_kernel(uint32_t pid, int64_t name_id, int64_t launch, int64_t start, int64_t end)
+{
+	cs_kernel k;
+
+	memset(&k, 0, sizeof(k));
+	k.start = start;
+	k.end = end;
+	k.queued = k.submitted = CS_TS_UNKNOWN;
+	k.launch_start = launch;
+	k.launch_end = launch == CS_TS_UNKNOWN ? CS_TS_UNKNOWN : launch + 2000;
+	k.pid = k.launch_tid = pid;
+	k.stream_id = 7;
+	k.grid_x = k.grid_y = k.grid_z = 1;
+	k.block_x = 256;
+	k.block_y = k.block_z = 1;
+	k.name_id = name_id;
+	k.launch_cbid = k.graph_id = k.graph_node_id = k.stack_id = CS_ID_NONE;
+	return k;
+}
+
+cs_memcpy tu_memcpy(uint32_t pid, int kind, int64_t bytes, int64_t launch_start, int64_t launch_end,
+		    int64_t start, int64_t end)
+{
+	cs_memcpy m;
+
+	memset(&m, 0, sizeof(m));
+	m.launch_start = launch_start;
+	m.launch_end = launch_end;
+	m.start = start;
+	m.end = end;
+	m.pid = m.launch_tid = pid;
+	m.stream_id = 7;
+	m.copy_kind = kind;
+	m.src_kind = kind == CS_COPY_HTOD ? CS_MEM_PINNED : CS_MEM_DEVICE;
+	m.dst_kind = kind == CS_COPY_HTOD ? CS_MEM_DEVICE : CS_MEM_PAGEABLE;
+	m.is_async = kind == CS_COPY_HTOD;
+	m.bytes = bytes;
+	m.launch_cbid = m.src_device_id = m.dst_device_id = CS_ID_NONE;
+	m.graph_id = m.graph_node_id = m.stack_id = CS_ID_NONE;
+	return m;
+}
+
+cs_sync tu_sync(uint32_t pid, int64_t start, int64_t end)
+{
+	cs_sync s;
+
+	memset(&s, 0, sizeof(s));
+	s.start = start;
+	s.end = end;
+	s.pid = s.tid = pid;
+	s.stream_id = 7;
+	s.type = CS_SYNC_STREAM_SYNCHRONIZE;
+	s.api_kind = CS_API_RUNTIME;
+	s.event_id = s.cbid = s.stack_id = CS_ID_NONE;
+	return s;
+}
+
+cs_memory tu_memory(uint32_t pid, int op, uint64_t address, int64_t bytes, int64_t t)
+{
+	cs_memory m;
+
+	memset(&m, 0, sizeof(m));
+	m.start = t;
+	m.pid = m.tid = pid;
+	m.op = op;
+	m.mem_kind = CS_MEM_DEVICE;
+	m.address = address;
+	m.bytes = bytes;
+	m.stream_id = m.cbid = m.stack_id = CS_ID_NONE;
+	return m;
+}
+
+cs_nvtx tu_nvtx(uint32_t pid, int64_t text_id, int64_t start, int64_t end)
+{
+	cs_nvtx n;
+
+	memset(&n, 0, sizeof(n));
+	n.start = start;
+	n.end = end;
+	n.pid = n.tid = n.end_tid = pid;
+	n.type = CS_NVTX_PUSHPOP;
+	n.text_id = text_id;
+	n.domain_id = n.range_id = CS_ID_NONE;
+	return n;
 }
 
 const int64_t tu_extreme[TU_NEXTREME] = {

@@ -52,6 +52,48 @@ void tu_need(int ok, const char *test, const char *what);
 /* Add to a trace being written the process PID that ran command_line, used CUDA, started at 0 and
  * has no rank; test names the test for tu_need when the writer refuses. */
 void tu_add_process(cs_trace_writer *w, uint32_t pid, const char *command_line, const char *test);
+/* The same for the process of a job that ran from 0 to end and exited with code 0: rank (its
+ * local rank too) of world_size processes, or CS_ID_NONE for both when it has no rank. */
+void tu_add_rank(cs_trace_writer *w, uint32_t pid, const char *command_line, int32_t rank,
+		 int32_t world_size, int64_t end, const char *test);
+
+/*
+ * Traces written by the tests, in main() where ck_assert cannot be used: every step that fails
+ * ends the program through tu_need(), with test as the test's name.
+ */
+/* A new trace at path (over an existing file), with META "command" when command is not NULL. */
+cs_trace_writer *tu_open_trace(const char *path, const char *command, const char *test);
+/* Finish the trace. */
+void tu_finish_trace(cs_trace_writer *w, const char *test);
+/* Intern the n names: ids[i] for names[i]. */
+void tu_intern_names(cs_trace_writer *w, const char *const *names, int n, int64_t *ids,
+		     const char *test);
+
+/*
+ * Events with what the tests leave alone filled in, for cs_writer_add_*(): each is on device 0 in
+ * process pid, made or waited for by its thread pid, on stream 7 when it has a stream; it has no
+ * correlation id, API call id (cbid), graph or stack. The caller changes what it needs before
+ * adding it (device_id, stack_id, ...).
+ */
+/* The kernel name_id run over [start, end) and launched over [launch, launch + 2 us] (launch_start
+ * and launch_end; both unknown when launch is CS_TS_UNKNOWN), one block of 256 threads, with no
+ * queued or submitted time. */
+cs_kernel tu_kernel(uint32_t pid, int64_t name_id, int64_t launch, int64_t start, int64_t end);
+/*
+ * A copy of bytes of kind (CS_COPY_*) run over [start, end) by a call over [launch_start,
+ * launch_end]: a host-to-device copy from pinned memory is asynchronous, any other kind copies
+ * from device memory into pageable memory and is synchronous; no device ids for its two ends.
+ */
+cs_memcpy tu_memcpy(uint32_t pid, int kind, int64_t bytes, int64_t launch_start, int64_t launch_end,
+		    int64_t start, int64_t end);
+/* A host wait over [start, end] in a stream synchronization (a runtime call), for no event. */
+cs_sync tu_sync(uint32_t pid, int64_t start, int64_t end);
+/* The memory operation op (CS_MEMOP_*) at t on device memory at address, of bytes, on no stream.
+ */
+cs_memory tu_memory(uint32_t pid, int op, uint64_t address, int64_t bytes, int64_t t);
+/* An NVTX push/pop range over [start, end] of message text_id, in the default domain, pushed and
+ * popped by the thread pid. */
+cs_nvtx tu_nvtx(uint32_t pid, int64_t text_id, int64_t start, int64_t end);
 /*
  * The values at and near the int64 limits that tu_write_extreme_trace() puts in times, durations
  * and sizes: INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 1, -1, 2^62, -2^62, 2^63 - 2^10,
