@@ -1,9 +1,10 @@
 /*
  * hang_report.c - what `cuscope record --hang-after SEC` says about a hang: the processes' notices
  * ("hang.<pid>" in the spool directory, src/collectors/hang.c: the threads waiting, since when, the
- * latest GPU work completed and what was launched after it) and, from the dump written at that
- * moment, the last GPU work completed on each stream and the NCCL kernels each process completed:
- * of several processes, the one with fewer is the one the others wait for in a collective.
+ * latest GPU work completed and the kernels launched after it) and, from the dump written at that
+ * moment, those launches' call sites, the last GPU work completed on each stream and the NCCL
+ * kernels each process completed: of several processes, the one with fewer is the one the others
+ * wait for in a collective.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -13,17 +14,28 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuscope/demangle.h"
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
 
 #define HANG_MAX_PROCS	 64
 #define HANG_MAX_STREAMS 256
+/* Launches not completed whose call sites are looked up in the dump, of all processes. */
+#define HANG_MAX_PENDING 256
 
 struct notice {
 	long pid;
 	unsigned long long now, gpu_done;
 	unsigned last_corr, done_corr;
 	char threads[32768]; /* the thread lines and their frame lines, as reported */
+	char pending[8192];  /* the "pending CORR TID KERNEL" lines, oldest first */
+};
+
+/* A launch not completed, and the call site of its launch in the dump. */
+struct pending_site {
+	uint32_t pid;
+	uint64_t corr;
+	int64_t stack;
 };
 
 struct stream_last {
@@ -89,6 +101,9 @@ static int read_notices(const char *spool, struct notice *n, int max)
 			if ((!strncmp(line, "thread ", 7) || !strncmp(line, "frame ", 6)) &&
 			    used + strlen(line) < sizeof(n[count].threads))
 				strcat(n[count].threads, line);
+			if (!strncmp(line, "pending ", 8) &&
+			    strlen(n[count].pending) + strlen(line) < sizeof(n[count].pending))
+				strcat(n[count].pending, line);
 		}
 		fclose(f);
 		unlink(path);
@@ -171,35 +186,101 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 	return 0;
 }
 
-/* "  its last launch with a recorded site: f.py:12 in step < g.py:40 in main" (Python frames when
- * the stack has them, else native symbols; three at most). */
-static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth, long pid,
-		       unsigned tid)
+/* " f.py:12 in step < g.py:40 in main" for stack: Python frames when it has them, else native
+ * symbols; three at most. 0, or -1 when the stack cannot be read. */
+static int print_frames(FILE *out, cs_trace *t, int64_t stack)
 {
 	const cs_frame *f;
 	cs_error err = {0, ""};
 	int n, shown = 0, python = 0;
 
-	for (int i = 0; i < nth; i++) {
-		if ((long)th[i].pid != pid || th[i].tid != tid || th[i].stack == CS_ID_NONE ||
-		    cs_trace_get_stack(t, th[i].stack, &f, &n, &err))
+	if (stack == CS_ID_NONE || cs_trace_get_stack(t, stack, &f, &n, &err))
+		return -1;
+	for (int j = 0; j < n; j++)
+		python |= f[j].kind == 2;
+	for (int j = 0; j < n && shown < 3; j++) {
+		if (python ? f[j].kind != 2 : !f[j].symbol)
 			continue;
-		for (int j = 0; j < n; j++)
-			python |= f[j].kind == 2;
+		if (python)
+			fprintf(out, "%s %s:%d in %s", shown ? " <" : "", f[j].file ? f[j].file : "?",
+				f[j].line, f[j].symbol ? f[j].symbol : "?");
+		else
+			fprintf(out, "%s %.100s", shown ? " <" : "", f[j].symbol);
+		shown++;
+	}
+	return 0;
+}
+
+/* "    its last launch with a recorded site: f.py:12 in step < g.py:40 in main" */
+static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth, long pid,
+		       unsigned tid)
+{
+	for (int i = 0; i < nth; i++) {
+		if ((long)th[i].pid != pid || th[i].tid != tid || th[i].stack == CS_ID_NONE)
+			continue;
 		fprintf(out, "    its last launch with a recorded site:");
-		for (int j = 0; j < n && shown < 3; j++) {
-			if (python ? f[j].kind != 2 : !f[j].symbol)
-				continue;
-			if (python)
-				fprintf(out, "%s %s:%d in %s", shown ? " <" : "",
-					f[j].file ? f[j].file : "?", f[j].line,
-					f[j].symbol ? f[j].symbol : "?");
-			else
-				fprintf(out, "%s %.100s", shown ? " <" : "", f[j].symbol);
-			shown++;
-		}
+		print_frames(out, t, th[i].stack);
 		fputc('\n', out);
 		return;
+	}
+}
+
+/* The call sites of the launches of the notices' "pending" lines, from the dump's API records. */
+static int pending_sites(cs_trace *t, const struct notice *n, int nn, struct pending_site *ps)
+{
+	cs_iter *it = NULL;
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	cs_event ev;
+	int np = 0;
+
+	for (int i = 0; i < nn; i++)
+		for (const char *line = n[i].pending; line && *line && np < HANG_MAX_PENDING;) {
+			unsigned corr = 0;
+
+			if (sscanf(line, "pending %u", &corr) == 1)
+				ps[np++] = (struct pending_site){(uint32_t)n[i].pid, corr, CS_ID_NONE};
+			line = strchr(line, '\n');
+			line = line ? line + 1 : NULL;
+		}
+	if (!np || !t || cs_iter_open(t, CS_EV_API, &f, &it, &err))
+		return np;
+	while (cs_iter_next(it, &ev) > 0)
+		for (int j = 0; j < np; j++)
+			if (ps[j].corr == ev.u.api.correlation_id && ps[j].pid == ev.u.api.pid)
+				ps[j].stack = ev.u.api.stack_id;
+	cs_iter_close(it);
+	return np;
+}
+
+/* "  launched after ...", then a line per launch of notice n: its kernel and where from. */
+static void print_pending(FILE *out, cs_trace *t, const struct notice *n,
+			  const struct pending_site *ps, int np)
+{
+	int first = 1;
+
+	for (const char *line = n->pending; line && *line;) {
+		unsigned corr = 0, tid = 0;
+		char kernel[512] = "";
+
+		if (sscanf(line, "pending %u %u %511s", &corr, &tid, kernel) == 3) {
+			if (first)
+				fprintf(out, "  launched after the last GPU work that completed, oldest "
+					     "first:\n");
+			first = 0;
+			fprintf(out, "    correlation id %u (thread %u): %.200s", corr, tid,
+				strcmp(kernel, "?") ? cs_demangle_short(kernel) : "a kernel not named");
+			for (int j = 0; j < np; j++)
+				if (ps[j].corr == corr && (long)ps[j].pid == n->pid &&
+				    ps[j].stack != CS_ID_NONE) {
+					fprintf(out, ", launched from");
+					print_frames(out, t, ps[j].stack);
+					break;
+				}
+			fputc('\n', out);
+		}
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
 	}
 }
 
@@ -235,13 +316,15 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 	static struct stream_last s[HANG_MAX_STREAMS];
 	static struct proc_nccl p[HANG_MAX_PROCS];
 	static struct thread_site th[HANG_MAX_THREADS];
-	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, scanned;
+	static struct pending_site ps[HANG_MAX_PENDING];
+	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, nps, scanned;
 	cs_trace *t = NULL;
 	int64_t last_end = INT64_MIN;
 
 	if (!nn)
 		return 0;
 	scanned = dump && scan_dump(dump, &t, s, &ns, p, &np, th, &nth) == 0;
+	nps = pending_sites(t, n, nn, ps);
 	for (int i = 0; i < ns; i++)
 		if (s[i].end > last_end)
 			last_end = s[i].end;
@@ -290,6 +373,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 				"  work launched after the last that completed: correlation ids up "
 				"to %u launched, %u the last completed\n",
 				n[i].last_corr, n[i].done_corr);
+		print_pending(out, t, &n[i], ps, nps);
 	}
 	if (ns)
 		fprintf(out, "the last kernel completed on each stream (from the dump):\n");

@@ -81,9 +81,10 @@ void cs_hang_set_python(uintptr_t (*state)(void),
 /* The calling thread begins waiting (start: CUPTI ns) or leaves its wait. */
 void cs_hang_enter(int kind, int domain, uint32_t cbid, uint32_t corr, uint64_t start);
 void cs_hang_leave(void);
-/* GPU work that ended at end (CUPTI ns) was delivered; a launch of correlation id corr was made. */
+/* GPU work that ended at end (CUPTI ns) was delivered; a launch of correlation id corr was made,
+ * of the kernel named kernel (CUPTI's symbolName, kept as a pointer; NULL when not known). */
 void cs_hang_gpu_done(uint64_t end, uint32_t corr);
-void cs_hang_launched(uint32_t corr);
+void cs_hang_launched(uint32_t corr, const char *kernel);
 /* On the flush thread, once per flush period: write the notice "hang.<pid>" for a hang not yet
  * reported; 1 when it did. */
 int cs_hang_poll(uint64_t now);

@@ -10,19 +10,25 @@
  * API callbacks set it at a wait's enter and clear it at its exit (two stores a wait); a query that
  * returns "not ready" sets it when unset, one that returns anything else clears it. The decoders of
  * GPU records tell the latest end of completed GPU work and its correlation id, and each launch
- * stores its correlation id in its thread's slot, so that the notice can say whether work was
+ * stores its correlation id and its kernel's name (CUPTI's symbolName: a pointer, read only at a
+ * hang) in its thread's ring of the last HANG_RING launches, so that the notice can name the work
  * launched after the last that completed.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collector.h"
 #include "cuscope/files.h"
 
 #define HANG_SLOTS 256
+/* The latest launches of each thread kept, and those named in a notice at most. */
+#define HANG_RING    8
+#define HANG_PENDING 16
 
 /* A cache line each: a thread writes only its own. */
 struct hang_slot {
@@ -36,6 +42,15 @@ struct hang_slot {
 } __attribute__((aligned(64)));
 
 static struct hang_slot slots[HANG_SLOTS];
+
+/* Each slot's thread's latest launches: written by that thread only, a store of each field. */
+struct hang_launches {
+	_Atomic uint32_t corr[HANG_RING];
+	_Atomic uintptr_t name[HANG_RING]; /* the kernel's name as CUPTI gave it; 0 none */
+	_Atomic uint32_t next;
+} __attribute__((aligned(64)));
+
+static struct hang_launches rings[HANG_SLOTS];
 static atomic_uint nslots;
 static __thread int tls_slot __attribute__((tls_model("initial-exec"))) = -1;
 static _Atomic uint64_t gpu_done;	 /* latest end of GPU work delivered, CUPTI ns */
@@ -81,6 +96,7 @@ static struct hang_slot *my_slot(void)
 			return NULL;
 		}
 		tls_slot = (int)n;
+		atomic_store_explicit(&slots[n].tid, cs_tid(), memory_order_relaxed);
 	}
 	return tls_slot < HANG_SLOTS ? &slots[tls_slot] : NULL;
 }
@@ -123,12 +139,94 @@ void cs_hang_gpu_done(uint64_t end, uint32_t corr)
 		atomic_store_explicit(&corr_done, corr, memory_order_relaxed);
 }
 
-void cs_hang_launched(uint32_t corr)
+void cs_hang_launched(uint32_t corr, const char *kernel)
 {
 	struct hang_slot *s;
+	struct hang_launches *r;
+	uint32_t i;
 
-	if (after_ns && (s = my_slot()))
-		atomic_store_explicit(&s->last_launch, corr, memory_order_relaxed);
+	if (!after_ns || !(s = my_slot()))
+		return;
+	atomic_store_explicit(&s->last_launch, corr, memory_order_relaxed);
+	r = &rings[tls_slot];
+	i = atomic_load_explicit(&r->next, memory_order_relaxed);
+	atomic_store_explicit(&r->corr[i % HANG_RING], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->name[i % HANG_RING], (uintptr_t)kernel, memory_order_relaxed);
+	atomic_store_explicit(&r->corr[i % HANG_RING], corr, memory_order_release);
+	atomic_store_explicit(&r->next, i + 1, memory_order_relaxed);
+}
+
+/* A launch not completed: its correlation id, its thread and its kernel's name. */
+struct pending {
+	uint32_t corr, tid;
+	uintptr_t name;
+};
+
+static int cmp_pending(const void *a, const void *b)
+{
+	int32_t d = (int32_t)(((const struct pending *)a)->corr - ((const struct pending *)b)->corr);
+
+	return (d > 0) - (d < 0);
+}
+
+/* Copy the string at src (up to cap - 1 bytes) into buf without touching memory that may be gone:
+ * reads through process_vm_readv on this process, a page at a time. "?" when none can be read. */
+static void copy_name(uintptr_t src, char *buf, size_t cap)
+{
+	size_t got = 0;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (page <= 0)
+		page = 4096;
+	while (src && got < cap - 1) {
+		size_t room = (size_t)page - (size_t)((src + got) % (uintptr_t)page), n = cap - 1 - got;
+		struct iovec local = {buf + got, n < room ? n : room};
+		struct iovec remote = {(void *)(src + got), local.iov_len};
+		ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		void *nul;
+
+		if (r <= 0)
+			break;
+		nul = memchr(buf + got, '\0', (size_t)r);
+		got += (size_t)r;
+		if (nul) {
+			got = (size_t)((char *)nul - buf);
+			break;
+		}
+	}
+	buf[got] = '\0';
+	for (size_t i = 0; i < got; i++)
+		if ((unsigned char)buf[i] <= ' ' || (unsigned char)buf[i] >= 0x7f)
+			buf[i] = '?'; /* one word on the notice's line */
+	if (!got)
+		snprintf(buf, cap, "?");
+}
+
+/* "pending CORR TID NAME" lines into text[len..cap) for the launches of every thread after the
+ * last that completed (done), oldest first, HANG_PENDING at most; the new length. */
+static size_t pending_lines(unsigned n, uint32_t done, char *text, size_t len, size_t cap)
+{
+	static struct pending p[HANG_SLOTS * HANG_RING]; /* the flush thread's only */
+	size_t np = 0, max = sizeof(p) / sizeof(*p);
+	char name[512];
+
+	for (unsigned i = 0; i < n && np < max; i++)
+		for (int j = 0; j < HANG_RING && np < max; j++) {
+			uint32_t c = atomic_load_explicit(&rings[i].corr[j], memory_order_acquire);
+
+			if (c && (int32_t)(c - done) > 0)
+				p[np++] = (struct pending){
+					c, atomic_load(&slots[i].tid),
+					atomic_load_explicit(&rings[i].name[j], memory_order_relaxed)};
+		}
+	if (np > 1)
+		qsort(p, np, sizeof(*p), cmp_pending);
+	for (size_t i = 0; i < np && i < HANG_PENDING && len + 600 < cap; i++) {
+		copy_name(p[i].name, name, sizeof(name));
+		len += (size_t)snprintf(text + len, cap - len, "pending %u %u %s\n", p[i].corr,
+					p[i].tid, name);
+	}
+	return len;
 }
 
 int cs_hang_poll(uint64_t now)
@@ -168,7 +266,8 @@ int cs_hang_poll(uint64_t now)
 	}
 	/* "now NS", "gpu_done NS", "launched LAST_CORR DONE_CORR", then a line per thread:
 	 * "thread TID KIND START CORR NAME", each followed by its Python frames, innermost first:
-	 * "frame TID LINE FILE<TAB>FUNC" */
+	 * "frame TID LINE FILE<TAB>FUNC"; then the launches after the last completed, oldest first:
+	 * "pending CORR TID KERNEL" */
 	len += (size_t)snprintf(text + len, sizeof(text) - len,
 				"now %llu\ngpu_done %llu\nlaunched %u %u\n", (unsigned long long)now,
 				(unsigned long long)done, launched, atomic_load(&corr_done));
@@ -190,5 +289,6 @@ int cs_hang_poll(uint64_t now)
 					    atomic_load(&slots[i].thread), atomic_load(&slots[i].tid),
 					    text + len, sizeof(text) - 300 - len);
 	}
+	len = pending_lines(n, atomic_load(&corr_done), text, len, sizeof(text));
 	return cs_file_put(notice_dir, notice_name, text, len) ? 0 : 1;
 }

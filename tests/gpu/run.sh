@@ -689,6 +689,10 @@ scenario_hang() {
 		grep -q 'last completed kernel' "$report" || problems="$problems; $mode: no stream's last kernel"
 		grep -q 'its last launch with a recorded site: .*hang_sleep\.py:' "$report" ||
 			problems="$problems; $mode: no launch site in hang_sleep.py"
+		# the kernel that never ends, named among those launched after the last completed
+		sed -n '/launched after the last GPU work that completed, oldest first:/,/^[^ ]/p' "$report" |
+			grep -q '^ *correlation id [0-9]* (thread [0-9]*): .*spin_kernel' ||
+			problems="$problems; $mode: the spinning kernel is not named among the launches not completed"
 		# the waiting thread's Python frames at the hang, down to the program's line (blocked
 		# in synchronize: required; spinning between query() and sleep(): when a read held)
 		if grep -q '^ *\(Python: *\)\{0,1\}/.*hang_sleep\.py:[0-9]* in <module>$' "$report"; then

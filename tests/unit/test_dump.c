@@ -440,7 +440,7 @@ START_TEST(a_hang_makes_one_notice)
 	cs_hang_setup(dir, 100 * ms, NULL);
 	cs_hang_set_python(fake_py_state, fake_py_frames);
 	ck_assert(cs_hang_on());
-	cs_hang_launched(40);
+	cs_hang_launched(40, "_Z4stepPf");
 	cs_hang_gpu_done(t + 1 * ms, 39);
 	/* a wait of 50 ms: not yet */
 	cs_hang_enter(CS_HANG_WAIT, 1, 131, 41, t + 2 * ms);
@@ -450,7 +450,8 @@ START_TEST(a_hang_makes_one_notice)
 	ck_assert_int_eq(cs_hang_poll(t + 200 * ms), 0);
 	cs_hang_leave();
 	/* a wait with nothing completing: one notice after 100 ms, not two */
-	cs_hang_launched(42);
+	cs_hang_launched(42, "_Z4spinPKi");
+	cs_hang_launched(44, NULL);
 	cs_hang_enter(CS_HANG_WAIT, 1, 131, 43, t + 300 * ms);
 	ck_assert_int_eq(cs_hang_poll(t + 350 * ms), 0);
 	ck_assert_int_eq(cs_hang_poll(t + 401 * ms), 1);
@@ -458,9 +459,13 @@ START_TEST(a_hang_makes_one_notice)
 	text = tu_read_file(path, &len);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "gpu_done 1700000000060000000\n") &&
-			      strstr(text, "launched 42 40\n") &&
+			      strstr(text, "launched 44 40\n") &&
 			      strstr(text, " wait 1700000000300000000 43 ?\n"),
 		      "%s", text);
+	/* the launches after the last that completed, oldest first, with their kernels */
+	snprintf(want, sizeof(want), "pending 42 %u _Z4spinPKi\npending 44 %u ?\n", cs_tid(),
+		 cs_tid());
+	ck_assert_msg(strstr(text, want) && !strstr(text, "pending 40 "), "%s", text);
 	/* the waiting thread's Python frames follow its line, from the state it had at the wait */
 	snprintf(want, sizeof(want), " 43 ?\nframe %u 7 /x/state-4660.py\tf%llu\n", cs_tid(),
 		 (unsigned long long)(uint64_t)pthread_self());

@@ -1,0 +1,113 @@
+/*
+ * test_hang_report.c - the hang report that `cuscope record --hang-after` writes
+ * (src/cli/hang_report.c) from a process's notice (src/collectors/hang.c writes it; test_dump
+ * checks that) and the dump taken at that moment: the waiting thread, the kernels launched after
+ * the last GPU work that completed, oldest first, named and with the call sites their launches had
+ * in the dump, and the last kernel completed on the stream.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cuscope/trace.h"
+#include "testutil.h"
+
+#define MS   1000000LL
+#define S    1000000000LL
+#define T0   (10 * S)
+#define PID  4242
+#define TEST "test_hang_report"
+
+/* A dump of pid: kernel "step" completed (correlation id 40), then two launches (41: "spin",
+ * launched from train.py:12 in loop < train.py:30 in main; 42: another kernel with no stack) whose
+ * kernels never ended, so the dump holds their calls only. */
+static void write_dump(const char *path)
+{
+	static const char *const names[] = {"_Z4stepPf", "cudaLaunchKernel"};
+	int64_t ids[2];
+	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", TEST);
+	cs_frame frames[2];
+	cs_kernel k;
+	cs_api a;
+	int64_t stack;
+
+	tu_add_process(w, PID, "python3 train.py", TEST);
+	tu_intern_names(w, names, 2, ids, TEST);
+	memset(frames, 0, sizeof(frames));
+	frames[0] = (cs_frame){2, 0, NULL, "loop", 0, "train.py", 12};
+	frames[1] = (cs_frame){2, 0, NULL, "main", 0, "train.py", 30};
+	stack = cs_writer_add_stack(w, frames, 2);
+	tu_need(stack >= 0, TEST, "a stack");
+	k = tu_kernel(PID, ids[0], T0 + 1 * MS, T0 + 1 * MS + 10000, T0 + 2 * MS);
+	k.correlation_id = 40;
+	tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
+	for (uint32_t c = 40; c <= 42; c++) {
+		cs_event ev;
+
+		cs_event_clear(&ev, CS_EV_API);
+		a = ev.u.api;
+		a.start = T0 + (int64_t)(c - 39) * MS;
+		a.end = a.start + 5000;
+		a.pid = a.tid = PID;
+		a.correlation_id = c;
+		a.name_id = ids[1];
+		a.stack_id = c == 41 ? stack : CS_ID_NONE;
+		tu_need(cs_writer_add_api(w, &a) == 0, TEST, "an API call");
+	}
+	tu_finish_trace(w, TEST);
+}
+
+START_TEST(pending_kernels_are_named_with_their_sites)
+{
+	char *dir = tu_tmpdir(), *dump = tu_path(dir, "run.dump-1.db"), notice[64], *path, *text;
+	char want[256];
+	size_t len = 0;
+	FILE *out;
+
+	write_dump(dump);
+	snprintf(notice, sizeof(notice), "hang.%d", PID);
+	path = tu_path(dir, notice);
+	snprintf(want, sizeof(want),
+		 "now %lld\ngpu_done %lld\nlaunched 42 40\n"
+		 "thread %d wait %lld 43 cudaDeviceSynchronize\n"
+		 "pending 41 %d _Z4spinPKi\npending 42 %d ?\n",
+		 T0 + 9 * S, T0 + 2 * MS, PID, T0 + 4 * S, PID, PID);
+	ck_assert_int_eq(tu_write_file(path, want, strlen(want)), 0);
+	out = open_memstream(&text, &len);
+	ck_assert_int_eq(cli_hang_report(out, dir, "python3 train.py", dump), 1);
+	fclose(out);
+	ck_assert_msg(strstr(text, "process 4242: no GPU work has completed for 9.0 s\n"
+				   "  thread 4242: waiting in cudaDeviceSynchronize for 5.0 s "
+				   "(correlation id 43)\n"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "  launched after the last GPU work that completed, oldest first:\n"
+				   "    correlation id 41 (thread 4242): spin, launched "
+				   "from train.py:12 in loop < train.py:30 in main\n"
+				   "    correlation id 42 (thread 4242): a kernel not named\n"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "last completed kernel _Z4stepPf"), "%s", text);
+	/* the notice is taken: a second report has nothing to say */
+	ck_assert(!tu_file_exists(path));
+	free(text);
+	out = open_memstream(&text, &len);
+	ck_assert_int_eq(cli_hang_report(out, dir, "python3 train.py", dump), 0);
+	fclose(out);
+	ck_assert_uint_eq(len, 0);
+	free(text);
+	free(path);
+	free(dump);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hang_report");
+	TCase *tc = tcase_create("hang_report");
+
+	tcase_add_test(tc, pending_kernels_are_named_with_their_sites);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
