@@ -60,6 +60,9 @@ enum cs_edit_kind {
 	CS_EDIT_ASYNC,	     /* the call holding the target becomes an asynchronous launch: it takes
 			      * what the process's launch calls take (their median) and waits for
 			      * nothing */
+	CS_EDIT_GPU_GAP,     /* the target's GPU work follows the work before it on its stream after
+			      * value ns, when that work was queued ahead of it (a CUDA graph's
+			      * nodes follow each other so) */
 };
 /* What an edit item's index is an index of. */
 enum cs_edit_target {

@@ -297,6 +297,51 @@ START_TEST(test_gpu_time_matters_where_gpu_bound)
 }
 END_TEST
 
+/* The GPU's gap between queued kernels set (a CUDA graph's nodes: CS_EDIT_GPU_GAP): it moves a
+ * GPU-bound run, whose kernels follow each other that way; a launch-starved run's kernels wait for
+ * their launches, and it moves them little. */
+START_TEST(test_gpu_gap_where_queued)
+{
+	static const struct {
+		const char *name;
+		double lo0, hi0, lo10, hi10; /* the span with gaps of 0 and of 10 us over the recorded */
+	} cases[] = {
+		{"launch-starvation-negative_gpu_bound.db", 0.95, 0.999, 1.01, 1.5},
+		{"launch-starvation-bad.db", 0.99, 1.0, 1.0, 1.01},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char *path = trace_path(cases[c].name);
+		struct loaded l;
+		int64_t base, span[2];
+		double r[2];
+
+		if (!tu_file_exists(path) || load(&l, path)) {
+			free(path);
+			continue;
+		}
+		ck_assert_int_eq(fact_deps_replay(l.d, NULL, NULL, &base), 0);
+		for (int g = 0; g < 2; g++) {
+			cs_edit *e = NULL;
+
+			for (int64_t i = 0; i < l.a.nkernels; i++)
+				if (l.a.kernels[i].pid == l.s.pid)
+					ck_assert_int_eq(cs_edit_add(&e, CS_EDIT_GPU_GAP, CS_EDIT_KERNEL,
+								     i, g ? 10000 : 0),
+							 0);
+			ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &span[g]), 0);
+			r[g] = (double)span[g] / (double)base;
+			cs_edit_free(e);
+		}
+		ck_assert_msg(r[0] >= cases[c].lo0 && r[0] <= cases[c].hi0 && r[1] >= cases[c].lo10 &&
+				      r[1] <= cases[c].hi10,
+			      "%s: %.3f with no gap, %.3f with 10 us", cases[c].name, r[0], r[1]);
+		unload(&l);
+		free(path);
+	}
+}
+END_TEST
+
 /*
  * A long run (tests/bench/gen_trace: 1.2 million events, about 460 steps): the model holds a window
  * of 200 steady steps in the middle, a small part of the run, and replays them as recorded.
@@ -359,6 +404,7 @@ int main(void)
 	tcase_add_test(tc, test_unedited_replay_is_the_recording);
 	tcase_add_test(tc, test_no_wait_never_slower);
 	tcase_add_test(tc, test_gpu_time_matters_where_gpu_bound);
+	tcase_add_test(tc, test_gpu_gap_where_queued);
 	tcase_add_test(tc, test_long_run_window);
 	tcase_add_test(tc, test_call_tails_taken_out);
 	suite_add_tcase(s, tc);

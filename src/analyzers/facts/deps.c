@@ -808,6 +808,7 @@ struct overrides {
 	int64_t *call_time; /* -1: keep; else the call's duration, without a wait */
 	int64_t *gap_cut;   /* host time removed before the call */
 	int64_t *op_time;   /* -1: keep; else the work's GPU duration */
+	int64_t *op_gap;    /* -1: keep; else the GPU's gap after the work before it on its stream */
 	uint8_t *no_wait;
 };
 
@@ -841,6 +842,7 @@ static void overrides_free(struct overrides *o)
 	free(o->call_time);
 	free(o->gap_cut);
 	free(o->op_time);
+	free(o->op_gap);
 	free(o->no_wait);
 }
 
@@ -852,11 +854,13 @@ static int overrides_make(const struct fact_deps *d, const cs_edit *e, struct ov
 	o->call_time = malloc((size_t)d->ncalls * sizeof(*o->call_time));
 	o->gap_cut = calloc((size_t)d->ncalls, sizeof(*o->gap_cut));
 	o->op_time = malloc((size_t)d->nops * sizeof(*o->op_time));
+	o->op_gap = malloc((size_t)d->nops * sizeof(*o->op_gap));
 	o->no_wait = calloc((size_t)d->ncalls, 1);
-	if (!o->call_time || !o->gap_cut || !o->op_time || !o->no_wait)
+	if (!o->call_time || !o->gap_cut || !o->op_time || !o->op_gap || !o->no_wait)
 		return CS_ERR_NOMEM;
 	memset(o->call_time, 0xff, (size_t)d->ncalls * sizeof(*o->call_time));
 	memset(o->op_time, 0xff, (size_t)d->nops * sizeof(*o->op_time));
+	memset(o->op_gap, 0xff, (size_t)d->nops * sizeof(*o->op_gap));
 	for (int64_t i = 0; i < e->n; i++) {
 		const cs_edit_item *it = &e->v[i];
 		int32_t g = target_call(d, it), op = target_op(d, it);
@@ -882,6 +886,10 @@ static int overrides_make(const struct fact_deps *d, const cs_edit *e, struct ov
 		case CS_EDIT_GPU_TIME:
 			if (op >= 0)
 				o->op_time[op] = val;
+			break;
+		case CS_EDIT_GPU_GAP:
+			if (op >= 0)
+				o->op_gap[op] = val;
 			break;
 		case CS_EDIT_HOST_CUT:
 			if (g >= 0)
@@ -1052,7 +1060,8 @@ static int advance_stream(struct sim *m, int32_t s, int force)
 		}
 		if (i > first) {
 			c = m->oe[i - 1] +
-			    (o->edge == EDGE_STREAM
+			    (m->ov->op_gap && m->ov->op_gap[i] >= 0 ? m->ov->op_gap[i]
+			     : o->edge == EDGE_STREAM
 				     ? o->lat
 				     : other_lat(d->typ_stream, o->start, d->ops[i - 1].end));
 			if (t == CS_TS_UNKNOWN || c > t)
