@@ -13,10 +13,11 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "comm-not-overlapped"
+#define RULE_ID RULE_ID_COMM_NOT_OVERLAPPED
 
 /* Communication counts as overlapped when compute covers at least half of it. */
 #define MAX_OVERLAP_SHARE 0.5
@@ -25,7 +26,7 @@
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 4
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_comm_not_overlapped_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
@@ -158,12 +159,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_comm_not_overlapped = {
-	RULE_ID,
-	"NCCL kernels run with no compute on other streams beside them: the step waits for the "
-	"communication in full",
-	"000 #4, #14",
-	check,
-	0,
-};

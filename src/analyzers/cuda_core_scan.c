@@ -20,10 +20,11 @@
 #include "edits.h"
 #include "finding_kit.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "cuda-core-scan"
+#define RULE_ID RULE_ID_CUDA_CORE_SCAN
 
 /* Scan kernels take at least this share of the median steady step ... */
 #define MIN_SHARE 0.05
@@ -135,7 +136,7 @@ out:
 	return rc;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_cuda_core_scan_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -178,12 +179,3 @@ out:
 	free(steps);
 	return ru_finish(ctx, NULL, rc, err);
 }
-
-const cs_analyzer cs_rule_cuda_core_scan = {
-	RULE_ID,
-	"scan kernels (cumsum over a long dimension) take a large share of the step on the CUDA "
-	"cores; a triangular-matrix matmul runs on the tensor cores",
-	"000 #13",
-	check,
-	0,
-};

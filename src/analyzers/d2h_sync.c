@@ -22,9 +22,10 @@
 #include "h2d_stalls.h"
 #include "recurrence.h"
 #include "wait_evidence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "d2h-sync"
+#define RULE_ID RULE_ID_D2H_SYNC
 
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
@@ -87,7 +88,7 @@ static int64_t stall_overlap(const int64_t *v, int64_t n, int64_t t0, int64_t t1
 	return sum;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_d2h_sync_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -152,12 +153,3 @@ out:
 	free(win);
 	return rc;
 }
-
-const cs_analyzer cs_rule_d2h_sync = {
-	RULE_ID,
-	"a device-to-host copy and a host wait in every step drain the GPU, which idles until "
-	"the host launches again",
-	"000 #12, 002 3.2",
-	check,
-	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
-};

@@ -20,9 +20,10 @@
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "dataloader-stall"
+#define RULE_ID RULE_ID_DATALOADER_STALL
 
 /* A recurring pattern: a stall in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -97,18 +98,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
 	return ru_h2d_finish(ctx, f, h, owns, steps, nsteps, r, MAX_SITES, 0, err);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_dataloader_stall_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	static const struct ru_h2d_rule rule = {owns, emit_finding, MIN_STEPS, MIN_STEP_SHARE};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }
-
-const cs_analyzer cs_rule_dataloader_stall = {
-	RULE_ID,
-	"the GPU idles at the start of the steps while the training thread, making no CUDA "
-	"call, prepares the next batch",
-	"001 5.4, 6.1",
-	check,
-	0,
-};

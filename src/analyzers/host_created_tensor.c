@@ -19,9 +19,10 @@
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "host-created-tensor"
+#define RULE_ID RULE_ID_HOST_CREATED_TENSOR
 
 /* A recurring pattern: in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -101,19 +102,9 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
 	return ru_h2d_finish(ctx, f, h, owns, steps, nsteps, r, MAX_SITES, 1, err);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_host_created_tensor_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	static const struct ru_h2d_rule rule = {owns, emit_finding, MIN_STEPS, MIN_STEP_SHARE};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }
-
-const cs_analyzer cs_rule_host_created_tensor = {
-	RULE_ID,
-	"tensors made on the host and copied to the device inside every step "
-	"(torch.rand(n).cuda()) "
-	"while the GPU idles, where creating them on the device would do",
-	"002 3.3",
-	check,
-	0,
-};

@@ -29,10 +29,11 @@
 #include "launch_ops.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/sort.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "index-select-embedding"
+#define RULE_ID RULE_ID_INDEX_SELECT_EMBEDDING
 
 /* A recurring pattern: in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -314,7 +315,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_index_select_embedding_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -372,12 +373,3 @@ out:
 	ru_cache_free(&own);
 	return rc;
 }
-
-const cs_analyzer cs_rule_index_select_embedding = {
-	RULE_ID,
-	"embedding lookups written as index_select, whose backward adds the rows with atomics "
-	"(index_add_) where nn.Embedding sorts them (information: not faster on every GPU)",
-	"000 #2",
-	check,
-	0,
-};

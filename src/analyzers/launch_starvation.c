@@ -22,12 +22,13 @@
 #include "edits.h"
 #include "finding_kit.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/checked.h"
 #include "cuscope/launch_cost.h"
 
-#define RULE_ID "launch-starvation"
+#define RULE_ID RULE_ID_LAUNCH_STARVATION
 
 /*
  * A step is starved when the GPU waits for the host at least as long as it works: the host's
@@ -364,7 +365,7 @@ static int add_late(void *arg, const struct fact_gpu_work *w, int32_t step, int6
 			    k ? k->stack_id : cp->stack_id, step, ns);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_launch_starvation_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -440,12 +441,3 @@ done:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_launch_starvation = {
-	RULE_ID,
-	"the GPU keeps running out of work inside the steps: the host launches kernels slower "
-	"than they run",
-	"000 #12, 001 6.3-6.4",
-	check,
-	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
-};

@@ -15,10 +15,11 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "low-utilization"
+#define RULE_ID RULE_ID_LOW_UTILIZATION
 
 /*
  * The GPU is busy less than this share of the median steady step: it idles more than it works,
@@ -230,7 +231,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_low_utilization_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -303,12 +304,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_low_utilization = {
-	RULE_ID,
-	"the GPU is busy less than half of the step; a summary naming the other rules' findings "
-	"that explain the idle, largest first",
-	"000 #12, 001 6.2.1, 6.3-6.4",
-	check,
-	0,
-};

@@ -26,10 +26,11 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "no-tensor-cores"
+#define RULE_ID RULE_ID_NO_TENSOR_CORES
 
 /*
  * The least a tensor core speeds up a dense GEMM over FP32 FFMA on any GPU that has them (peak
@@ -319,7 +320,7 @@ static int64_t step_median_of(const int64_t *per_step, const int32_t *steps, int
 	return cs_median_i64(tmp, n);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_no_tensor_cores_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -504,13 +505,3 @@ out:
 	free(names);
 	return rc;
 }
-
-const cs_analyzer cs_rule_no_tensor_cores = {
-	RULE_ID,
-	"GEMMs and convolutions on the float32 SIMT path (CUDA cores) take a real share of the "
-	"step "
-	"on a GPU with tensor cores: no bf16 autocast, TF32 off",
-	"000 #13, 002 3.4, 001 9.1",
-	check,
-	0,
-};

@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "rank-straggler"
+#define RULE_ID RULE_ID_RANK_STRAGGLER
 
 /* A lag under this share of the step is not reported: it is within what ranks differ by. */
 #define MIN_SHARE 0.01
@@ -55,7 +56,7 @@ static const char *cause_fix(int cause)
 	}
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_rank_straggler_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	cs_report_processes own = {NULL, 0, 0, NULL};
 	const cs_report_processes *procs = ctx->procs;
@@ -159,12 +160,3 @@ out:
 	cs_report_processes_free(&own);
 	return rc;
 }
-
-const cs_analyzer cs_rule_rank_straggler = {
-	RULE_ID,
-	"one rank of a multi-process job is consistently the slowest and the others wait for it in "
-	"their collectives",
-	"000 #4, #14",
-	check,
-	0,
-};

@@ -18,11 +18,12 @@
 #include "kernel_names.h"
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "small-allreduce-buckets"
+#define RULE_ID RULE_ID_SMALL_ALLREDUCE_BUCKETS
 
 /* An all-reduce is latency-bound when it took at most this many times the smallest one. */
 #define SMALL_FACTOR 2
@@ -42,7 +43,7 @@ static int is_allreduce(const char *name)
 	return cs_is_nccl_kernel(name) && strstr(name, "AllReduce") != NULL;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_small_allreduce_buckets_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -206,12 +207,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_small_allreduce_buckets = {
-	RULE_ID,
-	"many small NCCL all-reduces per step, each paying NCCL's fixed latency: buckets too small "
-	"or gradients not contiguous",
-	"000 #3, #14",
-	check,
-	0,
-};

@@ -25,9 +25,10 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "wait_evidence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "sync-call"
+#define RULE_ID RULE_ID_SYNC_CALL
 
 /* A window that d2h-sync charges: [s, e) of a costly wait of a steady step. */
 struct window {
@@ -70,7 +71,7 @@ static int drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_sync_call_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -129,12 +130,3 @@ out:
 	free(sum);
 	return rc;
 }
-
-const cs_analyzer cs_rule_sync_call = {
-	RULE_ID,
-	"an explicit synchronize (device, stream or event) in every step, with no copy to wait "
-	"for, drains the GPU, which idles until the host launches again",
-	"000 #12, 002 3.2",
-	check,
-	CS_FACT_WAITS,
-};
