@@ -105,8 +105,8 @@ int cs_rule_comm_not_overlapped_check(cs_rule_ctx *ctx, cs_error *err)
 			"per step, %.0f%% overlapped",
 			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
 			"which all-reduces gradient buckets during the backward pass) and "
 			"wait only where the result is needed; with DDP, keep "
@@ -115,7 +115,6 @@ int cs_rule_comm_not_overlapped_check(cs_rule_ctx *ctx, cs_error *err)
 		if (!f)
 			goto out;
 	}
-	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
 		cJSON *ev = f->evidence, *names;
 		const struct ru_field fields[] = {

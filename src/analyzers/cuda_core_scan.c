@@ -87,8 +87,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 		 "%.0f%% of GPU time): %s",
 		 ru_fmt_ns(b1, sizeof(b1), lost), share * 100,
 		 gpu_med > 0 ? 100.0 * (double)lost / (double)gpu_med : 0.0, own);
-	f = ru_finding_new(
-		RULE_ID, ru_severity(share), title,
+	f = ru_step_finding(
+		ctx, RULE_ID, ru_severity(share), title,
 		"Compute the prefix sum as a matmul on the tensor cores: multiply blocks "
 		"of the scanned dimension (e.g. 256) by an upper-triangular matrix of ones "
 		"in bf16/tf32, then add the running totals of the blocks (a short "
@@ -98,7 +98,6 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	if (!f)
 		goto out;
 	f->step_share = share;
-	ru_finding_span(f, ctx->a, s, steps, n);
 	if (nnames)
 		f->stack_id = names[0].stack_id;
 	e = f->evidence;

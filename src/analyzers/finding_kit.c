@@ -129,6 +129,17 @@ void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps 
 	f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
 }
 
+cs_report_finding *ru_step_finding(const cs_rule_ctx *ctx, const char *rule, int severity,
+				   const char *title, const char *fix, const int32_t *steps,
+				   int32_t nsteps, int64_t lost)
+{
+	cs_report_finding *f = ru_finding_new(rule, severity, title, fix, steps, nsteps, lost);
+
+	if (f)
+		ru_finding_span(f, ctx->a, ctx->steps, steps, nsteps);
+	return f;
+}
+
 int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
 {
 	if (rc < 0) {

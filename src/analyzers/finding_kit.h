@@ -71,6 +71,14 @@ void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps 
 		     const int32_t *steps, int32_t nsteps);
 
 /*
+ * ru_finding_new() about steps[0..nsteps) of ctx's steps, its first and last those steps'
+ * (ru_finding_span()). NULL without memory.
+ */
+cs_report_finding *ru_step_finding(const cs_rule_ctx *ctx, const char *rule, int severity,
+				   const char *title, const char *fix, const int32_t *steps,
+				   int32_t nsteps, int64_t lost);
+
+/*
  * The end of a rule's check: with rc 0, f handed to the report (ru_emit(); nothing when f is
  * NULL: no finding); with rc an error code (negative), f freed and err set to it as "out of
  * memory", unless a callee has set err already. Returns 0 or the error.

@@ -183,8 +183,8 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 			ru_fmt_ns(b1, sizeof(b1), lm),
 			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"Gather into one preallocated tensor: "
 			"torch.distributed.all_gather_into_tensor(output, input) "
 			"(_all_gather_base in older PyTorch) with output of "
@@ -193,7 +193,6 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 			steps, nsteps, lm);
 		if (!f)
 			goto out;
-		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			const struct ru_field ev[] = {
 				{"matches", (double)matches, NULL},

@@ -269,8 +269,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 			 rare, near1);
 	}
 	/* Information: what the sorted backward would save is not known (see the top). */
-	f = ru_finding_new(
-		RULE_ID, CS_SEV_INFO, title,
+	f = ru_step_finding(
+		ctx, RULE_ID, CS_SEV_INFO, title,
 		"Try nn.Embedding (or F.embedding(ids, weight)) instead of "
 		"weight.index_select(0, ids), and keep it if the step gets faster: its backward "
 		"sorts the ids and sums each row's gradients once, without atomics, which pays "
@@ -283,7 +283,6 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 	if (!f)
 		goto nomem;
 	f->step_share = 0;
-	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "atomic_ns_per_step", (double)atomic);
 	cJSON_AddNumberToObject(e, "atomic_kernels_per_step", (double)atomics);

@@ -289,13 +289,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_idle_step *acc, cons
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
-	f = ru_finding_new(
-		RULE_ID, near ? CS_SEV_INFO : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
-		title, fix, steps, n, own);
+	f = ru_step_finding(ctx, RULE_ID,
+			    near ? CS_SEV_INFO
+				 : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
+			    title, fix, steps, n, own);
 	if (!f)
 		goto out;
 	f->step_share = (double)own / (double)(ctx->step_median > 0 ? ctx->step_median : dur);
-	ru_finding_span(f, ctx->a, s, steps, n);
 	for (int32_t i = 0; i < n; i++) {
 		const struct fact_idle_step *x = &acc[steps[i]];
 

@@ -187,12 +187,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 			 "step, "
 			 "the next batch prepared ahead; the evidence splits the idle by what the "
 			 "timeline shows.");
-	f = ru_finding_new(RULE_ID, d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median),
-			   title, fix, steps, n, rest);
+	f = ru_step_finding(ctx, RULE_ID,
+			    d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median), title,
+			    fix, steps, n, rest);
 	if (!f)
 		goto nomem;
 	f->step_share = (double)rest / step_median;
-	ru_finding_span(f, ctx->a, s, steps, n);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "busy_share", (double)d->med / 1e6);
 	cJSON_AddNumberToObject(e, "busy_share_low", (double)d->lo / 1e6);

@@ -110,11 +110,10 @@ int cs_rule_rank_straggler_check(cs_rule_ctx *ctx, cs_error *err)
 	snprintf(title, sizeof(title),
 		 "%s is the slowest in %d of %d steps, %s behind the others (%s)", who, sg.slowest,
 		 sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns), cause_text(sg.cause));
-	f = ru_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
-			   sg.behind_ns);
+	f = ru_step_finding(ctx, RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
+			    sg.behind_ns);
 	if (!f)
 		goto out;
-	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
 		const struct ru_field fields[] = {

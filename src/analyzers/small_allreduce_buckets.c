@@ -169,8 +169,8 @@ int cs_rule_small_allreduce_buckets_check(cs_rule_ctx *ctx, cs_error *err)
 			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
 			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
 			"one contiguous flat buffer (views of it per parameter) and all-reduce "
@@ -178,7 +178,6 @@ int cs_rule_small_allreduce_buckets_check(cs_rule_ctx *ctx, cs_error *err)
 			steps, nsteps, lm);
 		if (!f)
 			goto out;
-		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			const struct ru_field ev[] = {
 				{"allreduces_per_step", (double)all_med, NULL},
