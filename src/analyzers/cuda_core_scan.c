@@ -71,7 +71,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	int32_t nnames = 0;
 	int64_t launches = 0, gpu_med, *tmp;
 	cs_report_finding *f = NULL;
-	cJSON *e, *arr;
+	cJSON *e;
 	char title[320], own[128], b1[32];
 	int rc = CS_ERR_NOMEM;
 
@@ -113,18 +113,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	cJSON_AddNumberToObject(e, "scan_launches_per_step",
 				(double)launches / (double)cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "min_share", MIN_SHARE);
-	arr = cJSON_AddArrayToObject(e, "kernels");
-	if (!arr)
+	if (ru_add_kernel_names(e, a, names, nnames, MAX_NAMES, NULL, NULL))
 		goto out;
-	for (int32_t i = 0; i < nnames && i < MAX_NAMES; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o)
-			goto out;
-		cJSON_AddItemToArray(arr, o);
-		cJSON_AddStringToObject(o, "name", cs_analysis_string(a, names[i].name_id));
-		ru_add_name_time(o, &names[i]);
-	}
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
 	rc = 0;
