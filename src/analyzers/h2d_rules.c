@@ -152,30 +152,25 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 	int64_t *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
 		return 0;
 	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
 	if (!sum || ru_cached_h2d_stalls(ctx, &own, &h))
-		goto nomem;
+		goto out;
 	sum_stalls(a, s, h, rule->own, sum);
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].idle_ns;
 	rc = ru_recur_find(s, ctx->step_median, cost, 1, RU_H2D_MIN_STEPS, RU_H2D_MIN_STEP_SHARE,
 			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
-	if (rc < 0)
-		goto nomem;
-	if (rc) {
+	if (rc > 0) {
 		median_sums(sum, steps, nsteps, tmp, &m);
 		rc = h2d_finding(ctx, rule, h, sum, &m, steps, nsteps, &r, err);
 	}
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	free(sum);
 	free(steps);
 	ru_cache_free(&own);
-	return rc;
+	return ru_finish(ctx, NULL, rc, err);
 }

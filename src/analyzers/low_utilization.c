@@ -249,8 +249,10 @@ int cs_rule_low_utilization_check(cs_rule_ctx *ctx, cs_error *err)
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	idle = calloc((size_t)s->n + 1, sizeof(*idle));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (!busy_pm || !tmp || !idle || !steps)
-		goto nomem;
+	if (!busy_pm || !tmp || !idle || !steps) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
 	for (int32_t i = 0; i < s->n; i++) {
 		int64_t t = cs_step_time(s, i);
 
@@ -277,8 +279,9 @@ int cs_rule_low_utilization_check(cs_rule_ctx *ctx, cs_error *err)
 		tmp[i] = cs_step_time(s, steps[i]);
 	d.step = cs_median_i64(tmp, n);
 	/* what the timeline shows: the host-caused idle by cause, and the rest (work was queued) */
-	if (ru_cached_idle_by_cause(ctx, &own, &by))
-		goto nomem;
+	rc = ru_cached_idle_by_cause(ctx, &own, &by);
+	if (rc)
+		goto out;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = by[(size_t)steps[i] * CS_IDLE_NCAUSES + (size_t)c];
@@ -293,14 +296,11 @@ int cs_rule_low_utilization_check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	d.queued = cs_median_i64(tmp, n);
 	rc = emit_finding(ctx, &d, steps, n, err);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	free(busy_pm);
 	free(tmp);
 	free(idle);
 	ru_cache_free(&own);
 	free(steps);
-	return rc;
+	return ru_finish(ctx, NULL, rc, err);
 }
