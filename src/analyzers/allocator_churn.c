@@ -25,6 +25,7 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly allocator calls in at least this share of the steady steps ... */
@@ -39,7 +40,7 @@
 /* The call sites listed at most. */
 #define MAX_SITES 5
 
-#define RULE_ID "allocator-churn"
+#define RULE_ID RULE_ID_ALLOCATOR_CHURN
 
 struct step_sum {
 	int64_t calls, allocs, frees, bytes, host_ns, idle_ns;
@@ -94,7 +95,7 @@ static int is_step(const int32_t *steps, int32_t n, int32_t st)
 	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_allocator_churn_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -324,12 +325,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_allocator_churn = {
-	RULE_ID,
-	"device memory allocated and freed through the steady steps (shapes that change every "
-	"step), outside any release burst; the GPU idles while the host is in the allocator calls",
-	"000 #5, 002 3.5",
-	check,
-	0,
-};

@@ -13,10 +13,11 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "comm-not-overlapped"
+#define RULE_ID RULE_ID_COMM_NOT_OVERLAPPED
 
 /* Communication counts as overlapped when compute covers at least half of it. */
 #define MAX_OVERLAP_SHARE 0.5
@@ -25,7 +26,7 @@
 /* Kernel names listed in the evidence. */
 #define MAX_NAMES 4
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_comm_not_overlapped_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_steps *s = ctx->steps;
 	cs_rank_step *m = NULL;
@@ -104,8 +105,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			"per step, %.0f%% overlapped",
 			ru_fmt_ns(b1, sizeof(b1), cs_median_i64(exposed, ne)), 100.0 * ov);
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"Issue the collectives asynchronously (async_op=True, or DDP, "
 			"which all-reduces gradient buckets during the backward pass) and "
 			"wait only where the result is needed; with DDP, keep "
@@ -114,7 +115,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		if (!f)
 			goto out;
 	}
-	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	{
 		cJSON *ev = f->evidence, *names;
 		const struct ru_field fields[] = {
@@ -158,12 +158,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_comm_not_overlapped = {
-	RULE_ID,
-	"NCCL kernels run with no compute on other streams beside them: the step waits for the "
-	"communication in full",
-	"000 #4, #14",
-	check,
-	0,
-};

@@ -20,10 +20,11 @@
 #include "edits.h"
 #include "finding_kit.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "cuda-core-scan"
+#define RULE_ID RULE_ID_CUDA_CORE_SCAN
 
 /* Scan kernels take at least this share of the median steady step ... */
 #define MIN_SHARE 0.05
@@ -70,7 +71,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	int32_t nnames = 0;
 	int64_t launches = 0, gpu_med, *tmp;
 	cs_report_finding *f = NULL;
-	cJSON *e, *arr;
+	cJSON *e;
 	char title[320], own[128], b1[32];
 	int rc = CS_ERR_NOMEM;
 
@@ -86,8 +87,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 		 "%.0f%% of GPU time): %s",
 		 ru_fmt_ns(b1, sizeof(b1), lost), share * 100,
 		 gpu_med > 0 ? 100.0 * (double)lost / (double)gpu_med : 0.0, own);
-	f = ru_finding_new(
-		RULE_ID, ru_severity(share), title,
+	f = ru_step_finding(
+		ctx, RULE_ID, ru_severity(share), title,
 		"Compute the prefix sum as a matmul on the tensor cores: multiply blocks "
 		"of the scanned dimension (e.g. 256) by an upper-triangular matrix of ones "
 		"in bf16/tf32, then add the running totals of the blocks (a short "
@@ -97,7 +98,6 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	if (!f)
 		goto out;
 	f->step_share = share;
-	ru_finding_span(f, ctx->a, s, steps, n);
 	if (nnames)
 		f->stack_id = names[0].stack_id;
 	e = f->evidence;
@@ -113,18 +113,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct scan_ctx *c, const int64_
 	cJSON_AddNumberToObject(e, "scan_launches_per_step",
 				(double)launches / (double)cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "min_share", MIN_SHARE);
-	arr = cJSON_AddArrayToObject(e, "kernels");
-	if (!arr)
+	if (ru_add_kernel_names(e, a, names, nnames, MAX_NAMES, NULL, NULL))
 		goto out;
-	for (int32_t i = 0; i < nnames && i < MAX_NAMES; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o)
-			goto out;
-		cJSON_AddItemToArray(arr, o);
-		cJSON_AddStringToObject(o, "name", cs_analysis_string(a, names[i].name_id));
-		ru_add_name_time(o, &names[i]);
-	}
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(s));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
 	rc = 0;
@@ -135,7 +125,7 @@ out:
 	return rc;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_cuda_core_scan_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -178,12 +168,3 @@ out:
 	free(steps);
 	return ru_finish(ctx, NULL, rc, err);
 }
-
-const cs_analyzer cs_rule_cuda_core_scan = {
-	RULE_ID,
-	"scan kernels (cumsum over a long dimension) take a large share of the step on the CUDA "
-	"cores; a triangular-matrix matmul runs on the tensor cores",
-	"000 #13",
-	check,
-	0,
-};

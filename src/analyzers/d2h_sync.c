@@ -22,9 +22,10 @@
 #include "h2d_stalls.h"
 #include "recurrence.h"
 #include "wait_evidence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "d2h-sync"
+#define RULE_ID RULE_ID_D2H_SYNC
 
 /*
  * The windows in which the host was preparing a copy to the device without making any CUDA call
@@ -87,20 +88,16 @@ static int64_t stall_overlap(const int64_t *v, int64_t n, int64_t t0, int64_t t1
 	return sum;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_d2h_sync_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *d;
 	const struct fact_h2d_stalls *h = NULL;
-	struct ru_wait_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL, *win = NULL, nwin = 0;
-	int32_t steady = cs_steps_steady(s);
-	cs_report_finding *f = NULL;
+	int64_t *taken = NULL, *win = NULL, nwin = 0;
 	int rc;
 
-	if (steady <= 0)
+	if (cs_steps_steady(ctx->steps) <= 0)
 		return 0;
 	rc = ru_cached_d2h(ctx, &own, &d);
 	if (!rc)
@@ -111,31 +108,26 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	if (d->n == 0)
 		goto out;
-	rc = CS_ERR_NOMEM;
 	win = stall_windows(a, h, &nwin);
-	if (h->n > 0 && !win)
+	taken = calloc((size_t)d->n, sizeof(*taken));
+	if ((h->n > 0 && !win) || !taken) {
+		rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 		goto out;
-	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
-	if (!sum)
-		goto out;
+	}
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 		const cs_a_sync *y = &a->syncs[w->sync];
-		int64_t taken = 0;
 
-		if (w->step < 0)
-			continue;
-		if (fact_wait_cost(w) > 0) {
+		if (w->step >= 0 && fact_wait_cost(w) > 0) {
 			/* the host could have begun preparing the input while it was held in the
 			 * wait: only the preparation beyond that time was not the wait's doing */
 			int64_t held = y->end != CS_TS_UNKNOWN && y->end > y->start
 					       ? cs_sat_sub(y->end, y->start)
 					       : 0;
 
-			taken = stall_overlap(win, nwin, w->idle_start, w->idle_end);
-			taken = taken > held ? taken - held : 0;
+			taken[i] = stall_overlap(win, nwin, w->idle_start, w->idle_end);
+			taken[i] = taken[i] > held ? taken[i] - held : 0;
 		}
-		ru_wait_sum_add(&sum[w->step], a, w, taken);
 	}
 	rc = ru_wait_report(
 		ctx, RULE_ID, "device-to-host copy and host wait drain",
@@ -144,20 +136,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		"ignore_index instead of a host check) and read it every N steps or after "
 		"the loop; when a value is needed on the host, copy it with "
 		"non_blocking=True into pinned memory and read it a step later.",
-		d, 1, 0, sum, idle, tmp, &f);
+		d, taken, 1, 0, err);
 out:
-	rc = ru_finish(ctx, f, rc, err);
 	ru_cache_free(&own);
-	free(sum);
+	free(taken);
 	free(win);
 	return rc;
 }
-
-const cs_analyzer cs_rule_d2h_sync = {
-	RULE_ID,
-	"a device-to-host copy and a host wait in every step drain the GPU, which idles until "
-	"the host launches again",
-	"000 #12, 002 3.2",
-	check,
-	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
-};

@@ -20,16 +20,10 @@
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "dataloader-stall"
-
-/* A recurring pattern: a stall in at least this share of the steady steps ... */
-#define MIN_STEP_SHARE 0.5
-/* ... and in at least this many of them. */
-#define MIN_STEPS 3
-/* The call sites listed at most. */
-#define MAX_SITES 5
+#define RULE_ID RULE_ID_DATALOADER_STALL
 
 /* A stall this rule owns (not in_step: those are host-created-tensor's). */
 static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
@@ -38,55 +32,45 @@ static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 	return !y->in_step;
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
-			const struct ru_h2d_sum *sum, const struct ru_h2d_median *m,
-			const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
-			cs_error *err)
-{
-	const cs_analysis *a = ctx->a;
-	cs_report_finding *f = NULL;
-	cJSON *e;
-	char title[480], b1[32], b2[32], b3[32], near1[96], near2[96], rare[200];
+/* The fix when the stalls recur, and when they do not. */
+static const char fix[] =
+	"Have the next batch ready before the step asks for it: load it in DataLoader "
+	"worker processes (num_workers of a few per GPU, prefetch_factor for uneven "
+	"batches), pin_memory=True with .to(device, non_blocking=True), "
+	"persistent_workers=True; move per-item CPU work (decoding, augmentation) out of "
+	"the training process or onto the GPU.";
+static const char rare_fix[] =
+	"A stall in a few steps only: with a DataLoader, persistent_workers=True keeps the "
+	"workers (and their prefetched batches) across epochs; otherwise prepare the "
+	"batches of those steps ahead (num_workers, prefetch_factor).";
 
-	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
+static void title(char *buf, size_t size, const struct ru_h2d_median *m, const struct ru_recur *r,
+		  const char *near1, const char *near2, const char *rare)
+{
+	char b1[32], b2[32];
+
 	if (r->recurring)
 		snprintf(
-			title, sizeof(title),
+			buf, size,
 			"GPU idle at the start of the step while the host prepares the next batch: "
 			"%s per step (%.1f%%), the training thread making no CUDA call for %s "
 			"before the batch's copy to the device%s%s",
 			ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
 			ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), near1, near2);
-	else {
-		ru_recur_rare_text(r, nsteps, m->idle_ns, rare, sizeof(rare));
-		snprintf(title, sizeof(title),
+	else
+		snprintf(buf, size,
 			 "GPU idle at a step start while the host prepares the next batch (no CUDA "
 			 "call for %s) %s%s",
-			 ru_fmt_ns(b3, sizeof(b3), m->stretch_ns), rare, near1);
-	}
-	f = ru_recur_finding(
-		RULE_ID, r, title,
-		r->recurring
-			? "Have the next batch ready before the step asks for it: load it in "
-			  "DataLoader worker processes (num_workers of a few per GPU, "
-			  "prefetch_factor "
-			  "for uneven batches), pin_memory=True with .to(device, "
-			  "non_blocking=True), "
-			  "persistent_workers=True; move per-item CPU work (decoding, "
-			  "augmentation) "
-			  "out of the training process or onto the GPU."
-			: "A stall in a few steps only: with a DataLoader, persistent_workers=True "
-			  "keeps the workers (and their prefetched batches) across epochs; "
-			  "otherwise "
-			  "prepare the batches of those steps ahead (num_workers, "
-			  "prefetch_factor).",
-		steps, nsteps);
-	if (!f)
-		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
-	ru_finding_span(f, a, ctx->steps, steps, nsteps);
+			 ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), rare, near1);
+}
+
+static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fact_h2d_stalls *h,
+		    const struct ru_h2d_sum *sum, const struct ru_h2d_median *m)
+{
+	cJSON *e = f->evidence;
+
 	if (m->best >= 0)
 		f->stack_id = a->copies[sum[m->best].copy].stack_id;
-	e = f->evidence;
 	cJSON_AddNumberToObject(e, "stall_ns_per_step", (double)m->idle_ns);
 	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)m->stretch_ns);
 	cJSON_AddNumberToObject(e, "launch_pace_far_ns", (double)h->far);
@@ -94,21 +78,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
 	cJSON_AddNumberToObject(e, "h2d_bytes_per_step", (double)m->bytes);
 	cJSON_AddNumberToObject(e, "pageable_copy_share",
 				m->all > 0 ? (double)m->pageable / m->all : 0);
-	return ru_h2d_finish(ctx, f, h, owns, steps, nsteps, r, MAX_SITES, 0, err);
+	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_dataloader_stall_check(cs_rule_ctx *ctx, cs_error *err)
 {
-	static const struct ru_h2d_rule rule = {owns, emit_finding, MIN_STEPS, MIN_STEP_SHARE};
+	static const struct ru_h2d_rule rule = {RULE_ID, owns, title, fix, rare_fix, evidence, 0};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }
-
-const cs_analyzer cs_rule_dataloader_stall = {
-	RULE_ID,
-	"the GPU idles at the start of the steps while the training thread, making no CUDA "
-	"call, prepares the next batch",
-	"001 5.4, 6.1",
-	check,
-	0,
-};

@@ -17,8 +17,9 @@
 #include "release_bursts.h"
 #include "mem_rules.h"
 #include "finding_kit.h"
+#include "rules.h"
 
-#define RULE_ID "empty-cache-in-loop"
+#define RULE_ID RULE_ID_EMPTY_CACHE_IN_LOOP
 
 /* A burst counts when at least this share of its bytes is allocated again before the next one. */
 #define MIN_REALLOC_SHARE 0.5
@@ -95,17 +96,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 	return ru_mem_finish(ctx, f, m, sum->keep, steps, n, MAX_SITES, err);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_empty_cache_in_loop_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	return ru_mem_rule_run(ctx, is_empty_cache, NULL, MIN_STEPS, MIN_STEP_SHARE, 1, 0.0,
 			       emit_finding, err);
 }
-
-const cs_analyzer cs_rule_empty_cache_in_loop = {
-	RULE_ID,
-	"the allocator's cache is emptied inside the steps (torch.cuda.empty_cache()) and "
-	"allocated again with slow cudaMalloc calls",
-	"000 #6",
-	check,
-	0,
-};

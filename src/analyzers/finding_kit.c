@@ -129,6 +129,17 @@ void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps 
 	f->last = nsteps > 0 ? s->v[steps[nsteps - 1]].end : a->trace_end;
 }
 
+cs_report_finding *ru_step_finding(const cs_rule_ctx *ctx, const char *rule, int severity,
+				   const char *title, const char *fix, const int32_t *steps,
+				   int32_t nsteps, int64_t lost)
+{
+	cs_report_finding *f = ru_finding_new(rule, severity, title, fix, steps, nsteps, lost);
+
+	if (f)
+		ru_finding_span(f, ctx->a, ctx->steps, steps, nsteps);
+	return f;
+}
+
 int ru_finish(cs_rule_ctx *ctx, cs_report_finding *f, int rc, cs_error *err)
 {
 	if (rc < 0) {
@@ -146,12 +157,30 @@ void ru_widen(int64_t *first, int64_t *last, int64_t t0, int64_t t1)
 		*last = t1;
 }
 
-void ru_add_name_time(cJSON *o, const struct fact_name_time *t)
+int ru_add_kernel_names(cJSON *e, const cs_analysis *a, const struct fact_name_time *names,
+			int32_t n, int32_t max,
+			const char *(*note)(int64_t name_id, const void *arg), const void *arg)
 {
-	cJSON_AddNumberToObject(o, "ns", (double)t->ns);
-	cJSON_AddNumberToObject(o, "launches", (double)t->launches);
-	cJSON_AddNumberToObject(o, "mean_ns", (double)(t->ns / t->launches));
-	cJSON_AddNumberToObject(o, "mean_blocks", (double)(t->blocks / t->launches));
+	cJSON *arr = cJSON_AddArrayToObject(e, "kernels");
+
+	if (!arr)
+		return CS_ERR_NOMEM;
+	for (int32_t i = 0; i < n && i < max; i++) {
+		const struct fact_name_time *t = &names[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			return CS_ERR_NOMEM;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "name", cs_analysis_string(a, t->name_id));
+		if (note)
+			cJSON_AddStringToObject(o, "evidence", note(t->name_id, arg));
+		cJSON_AddNumberToObject(o, "ns", (double)t->ns);
+		cJSON_AddNumberToObject(o, "launches", (double)t->launches);
+		cJSON_AddNumberToObject(o, "mean_ns", (double)(t->ns / t->launches));
+		cJSON_AddNumberToObject(o, "mean_blocks", (double)(t->blocks / t->launches));
+	}
+	return 0;
 }
 
 int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n)

@@ -71,6 +71,14 @@ void ru_finding_span(cs_report_finding *f, const cs_analysis *a, const cs_steps 
 		     const int32_t *steps, int32_t nsteps);
 
 /*
+ * ru_finding_new() about steps[0..nsteps) of ctx's steps, its first and last those steps'
+ * (ru_finding_span()). NULL without memory.
+ */
+cs_report_finding *ru_step_finding(const cs_rule_ctx *ctx, const char *rule, int severity,
+				   const char *title, const char *fix, const int32_t *steps,
+				   int32_t nsteps, int64_t lost);
+
+/*
  * The end of a rule's check: with rc 0, f handed to the report (ru_emit(); nothing when f is
  * NULL: no finding); with rc an error code (negative), f freed and err set to it as "out of
  * memory", unless a callee has set err already. Returns 0 or the error.
@@ -108,9 +116,14 @@ int ru_add_fields(cJSON *e, const struct ru_field *fields, size_t n);
 void ru_widen(int64_t *first, int64_t *last, int64_t t0, int64_t t1);
 
 struct fact_name_time;
-/* The time of the kernels of one name (facts/kernel_names.h) added to o: "ns", "launches", and
- * their means "mean_ns" and "mean_blocks" per launch. */
-void ru_add_name_time(cJSON *o, const struct fact_name_time *t);
+/*
+ * The kernels of names[0..n) (facts/kernel_names.h), the first max of them, added to e as
+ * "kernels": each its "name", with note its note(name_id, arg) as "evidence", its time "ns",
+ * "launches", and their means "mean_ns" and "mean_blocks" per launch. 0 or CS_ERR_NOMEM.
+ */
+int ru_add_kernel_names(cJSON *e, const cs_analysis *a, const struct fact_name_time *names,
+			int32_t n, int32_t max,
+			const char *(*note)(int64_t name_id, const void *arg), const void *arg);
 
 /* The most common non-zero value of v[0..n) (v is sorted in place), the smaller one on a tie; 0
  * when none. */

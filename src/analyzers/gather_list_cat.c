@@ -15,12 +15,13 @@
 
 #include "kernel_names.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "gather-list-cat"
+#define RULE_ID RULE_ID_GATHER_LIST_CAT
 
 /* The cat must be among this many kernels (not NCCL's) launched after the all-gather. */
 #define MAX_NEXT 3
@@ -84,7 +85,7 @@ static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_
 	}
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -182,8 +183,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			ru_fmt_ns(b1, sizeof(b1), lm),
 			ru_fmt_steps(b2, sizeof(b2), nsteps, steady));
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"Gather into one preallocated tensor: "
 			"torch.distributed.all_gather_into_tensor(output, input) "
 			"(_all_gather_base in older PyTorch) with output of "
@@ -192,7 +193,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			steps, nsteps, lm);
 		if (!f)
 			goto out;
-		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			const struct ru_field ev[] = {
 				{"matches", (double)matches, NULL},
@@ -218,13 +218,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_gather_list_cat = {
-	RULE_ID,
-	"an NCCL all-gather into a list of tensors, then torch.cat of the list: two extra copies "
-	"of "
-	"the gathered data",
-	"000 #1",
-	check,
-	0,
-};

@@ -16,7 +16,7 @@
 #include "recurrence.h"
 #include "sites.h"
 
-/* The fix as an edit of the run (ru_h2d_finish()). 0 or CS_ERR_NOMEM. */
+/* The fix as an edit of the run (ru_run_h2d_rule()). 0 or CS_ERR_NOMEM. */
 static int edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 		    const struct fact_h2d_stalls *h, ru_h2d_own_fn own, const int32_t *steps,
 		    int32_t nsteps, int device)
@@ -39,7 +39,7 @@ static int edit_h2d(cs_report_finding *f, const cs_analysis *a, const cs_steps *
 	return rc ? CS_ERR_NOMEM : 0;
 }
 
-/* The call sites of the copies (ru_h2d_finish()). 0, or CS_ERR_NOMEM. */
+/* The call sites of the copies (ru_run_h2d_rule()). 0, or CS_ERR_NOMEM. */
 static int h2d_sites(cJSON *e, const cs_analysis *a, const struct fact_h2d_stalls *h,
 		     ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, int max,
 		     int64_t *stack_id)
@@ -110,6 +110,37 @@ static void median_sums(const struct ru_h2d_sum *sum, const int32_t *steps, int3
 	}
 }
 
+/* The finding of ru_run_h2d_rule() about steps[0..nsteps) that r decided on (sum by step index,
+ * m), handed to the report. 0, or the error, set in err. */
+static int h2d_finding(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule,
+		       const struct fact_h2d_stalls *h, const struct ru_h2d_sum *sum,
+		       const struct ru_h2d_median *m, const int32_t *steps, int32_t nsteps,
+		       const struct ru_recur *r, cs_error *err)
+{
+	cs_report_finding *f;
+	cJSON *e;
+	char title[480], near1[96], near2[96], rare[200];
+
+	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
+	if (!r->recurring)
+		ru_recur_rare_text(r, nsteps, m->idle_ns, rare, sizeof(rare));
+	rule->title(title, sizeof(title), m, r, near1, near2, r->recurring ? NULL : rare);
+	f = ru_recur_finding(rule->id, r, title,
+			     r->recurring || !rule->rare_fix ? rule->fix : rule->rare_fix, steps,
+			     nsteps);
+	if (!f || rule->evidence(ctx->a, f, h, sum, m))
+		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+	ru_finding_span(f, ctx->a, ctx->steps, steps, nsteps);
+	e = f->evidence;
+	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
+	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
+	ru_recur_evidence(e, r, nsteps);
+	if (h2d_sites(e, ctx->a, h, rule->own, steps, nsteps, RU_H2D_MAX_SITES, &f->stack_id) ||
+	    edit_h2d(f, ctx->a, ctx->steps, h, rule->own, steps, nsteps, rule->device))
+		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+	return ru_emit(ctx, f, err);
+}
+
 int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
@@ -121,45 +152,25 @@ int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *
 	int64_t *cost = NULL, *tmp = NULL;
 	int32_t *steps = NULL, nsteps = 0;
 	struct ru_recur r;
-	int rc = 0;
+	int rc = CS_ERR_NOMEM;
 
 	if (cs_steps_steady(s) <= 0 || a->ncopies == 0)
 		return 0;
 	sum = ru_recur_arrays(s, sizeof(*sum), &cost, &tmp);
 	if (!sum || ru_cached_h2d_stalls(ctx, &own, &h))
-		goto nomem;
+		goto out;
 	sum_stalls(a, s, h, rule->own, sum);
 	for (int32_t i = 0; i < s->n; i++)
 		cost[i] = sum[i].idle_ns;
-	rc = ru_recur_find(s, ctx->step_median, cost, 1, rule->min_steps, rule->min_step_share,
+	rc = ru_recur_find(s, ctx->step_median, cost, 1, RU_H2D_MIN_STEPS, RU_H2D_MIN_STEP_SHARE,
 			   RU_RARE_MIN_STEPS, RU_MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
-	if (rc < 0)
-		goto nomem;
-	if (rc) {
+	if (rc > 0) {
 		median_sums(sum, steps, nsteps, tmp, &m);
-		rc = rule->emit(ctx, h, sum, &m, steps, nsteps, &r, err);
+		rc = h2d_finding(ctx, rule, h, sum, &m, steps, nsteps, &r, err);
 	}
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	free(sum);
 	free(steps);
 	ru_cache_free(&own);
-	return rc;
-}
-
-int ru_h2d_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_h2d_stalls *h,
-		  ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
-		  int max, int device, cs_error *err)
-{
-	cJSON *e = f->evidence;
-
-	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
-	cJSON_AddNumberToObject(e, "affected_steps", nsteps);
-	ru_recur_evidence(e, r, nsteps);
-	if (h2d_sites(e, ctx->a, h, own, steps, nsteps, max, &f->stack_id) ||
-	    edit_h2d(f, ctx->a, ctx->steps, h, own, steps, nsteps, device))
-		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
-	return ru_emit(ctx, f, err);
+	return ru_finish(ctx, NULL, rc, err);
 }

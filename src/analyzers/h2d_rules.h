@@ -15,6 +15,13 @@
 
 struct ru_recur;
 
+/* A recurring pattern: stalls in at least this share of the steady steps ... */
+#define RU_H2D_MIN_STEP_SHARE 0.5
+/* ... and in at least this many of them. */
+#define RU_H2D_MIN_STEPS 3
+/* The call sites listed at most. */
+#define RU_H2D_MAX_SITES 5
+
 /* The stalls a rule owns, summed in one step. */
 struct ru_h2d_sum {
 	int64_t idle_ns;    /* GPU idle while the launching thread made no CUDA call: the cost */
@@ -39,35 +46,38 @@ typedef int (*ru_h2d_own_fn)(const cs_analysis *a, const struct fact_h2d_stall *
 /* What a rule that charges the host-to-device stalls (dataloader-stall, host-created-tensor) gives
  * ru_run_h2d_rule(). */
 struct ru_h2d_rule {
+	const char *id; /* the rule's, its findings' */
 	ru_h2d_own_fn own;
-	/* the finding about steps[0..nsteps) (the sums sum by step index, m) that r decided on */
-	int (*emit)(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h, const struct ru_h2d_sum *sum,
-		    const struct ru_h2d_median *m, const int32_t *steps, int32_t nsteps,
-		    const struct ru_recur *r, cs_error *err);
-	int32_t min_steps;
-	double min_step_share;
+	/*
+	 * The finding's title into buf (size bytes), m the medians of the affected steps: when r
+	 * recurs, near1 and near2 are ru_recur_near_text()'s words; else rare is
+	 * ru_recur_rare_text()'s (NULL when r recurs), and near1.
+	 */
+	void (*title)(char *buf, size_t size, const struct ru_h2d_median *m,
+		      const struct ru_recur *r, const char *near1, const char *near2,
+		      const char *rare);
+	const char *fix;      /* the finding's fix when r recurs */
+	const char *rare_fix; /* ... and when it does not; NULL: fix */
+	/* the rule's own evidence in f (sum by step index, m): 0 or CS_ERR_NOMEM */
+	int (*evidence)(const cs_analysis *a, cs_report_finding *f, const struct fact_h2d_stalls *h,
+			const struct ru_h2d_sum *sum, const struct ru_h2d_median *m);
+	int device; /* the fix makes the data on the device */
 };
 
 /*
  * The whole run of such a rule: the stalls (cached) that own() keeps summed by step, their idle
- * the cost; the recurrence (ru_recur_find() with the rule's minimums, RU_RARE_MIN_STEPS and
- * RU_MIN_LOSS_SHARE) and, when it recurs, the rule's emit with the medians of the affected steps.
+ * the cost; the recurrence (ru_recur_find() with RU_H2D_MIN_STEPS, RU_H2D_MIN_STEP_SHARE,
+ * RU_RARE_MIN_STEPS and RU_MIN_LOSS_SHARE) and, when it recurs, the finding of the rule's id
+ * (ru_recur_finding()) about the affected steps, its title and fix the rule's, its first and last
+ * those steps' (ru_finding_span()), then its evidence: the rule's own, the steady and affected
+ * steps and r's evidence (ru_recur_evidence()); the call sites of the copies that ended the stalls
+ * own() keeps in those steps, each charged its stall's idle, as ru_sites_evidence() lists them (at
+ * most RU_H2D_MAX_SITES, f's stack the costliest site's, left alone without stacks); the fix as an
+ * edit of the run (docs/replay.md): the host time without a CUDA call before each of those copies
+ * (the batch or the tensor being made) is gone from the launching thread and, with device, the copy
+ * becomes the launch of a kernel that makes the data on the device (its call an asynchronous
+ * launch). The finding is handed to the report (ru_emit()). 0, or the error, set in err.
  */
 int ru_run_h2d_rule(cs_rule_ctx *ctx, const struct ru_h2d_rule *rule, cs_error *err);
-
-/*
- * The end of the finding f of such a rule about steps[0..nsteps), its own evidence written: the
- * steady and affected steps and r's evidence (ru_recur_evidence()); the call sites of the copies
- * that ended the stalls of h that own() keeps in those steps, each charged its stall's idle, as
- * ru_sites_evidence() lists them (at most max, f's stack the costliest site's, left alone without
- * stacks); the fix as an edit of the run (docs/replay.md): the host time without a CUDA call
- * before each of those copies (the batch or the tensor being made) is gone from the launching
- * thread and, with device, the copy becomes the launch of a kernel that makes the data on the
- * device (its call an asynchronous launch). Then f is handed to the report (ru_emit()); f is
- * freed. 0, or the error, set in err.
- */
-int ru_h2d_finish(cs_rule_ctx *ctx, cs_report_finding *f, const struct fact_h2d_stalls *h,
-		  ru_h2d_own_fn own, const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
-		  int max, int device, cs_error *err);
 
 #endif

@@ -19,16 +19,11 @@
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "host-created-tensor"
+#define RULE_ID RULE_ID_HOST_CREATED_TENSOR
 
-/* A recurring pattern: in at least this share of the steady steps ... */
-#define MIN_STEP_SHARE 0.5
-/* ... and in at least this many of them. */
-#define MIN_STEPS 3
-/* The call sites listed at most. */
-#define MAX_SITES 5
 /* A tensor, not a scalar or a flag: copies of at least this many bytes. */
 #define MIN_BYTES (64 * 1024)
 
@@ -40,44 +35,39 @@ static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= MIN_BYTES;
 }
 
-static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
-			const struct ru_h2d_sum *sum, const struct ru_h2d_median *m,
-			const int32_t *steps, int32_t nsteps, const struct ru_recur *r,
-			cs_error *err)
-{
-	const cs_analysis *a = ctx->a;
-	cs_report_finding *f = NULL;
-	cJSON *e, *ex;
-	char title[480], b1[32], b2[32], b3[32], near1[96], near2[96], rare[200];
+/* The fix. */
+static const char fix[] =
+	"Create the tensor on the device: torch.rand(n, device=\"cuda\") instead of "
+	"torch.rand(n).cuda(), torch.zeros/full/arange/randn(..., device=\"cuda\"); data "
+	"that must come from Python (torch.tensor(list)) is made once before the loop, or "
+	"kept on the device and updated there.";
 
-	ru_recur_near_text(r, near1, sizeof(near1), near2, sizeof(near2));
+static void title(char *buf, size_t size, const struct ru_h2d_median *m, const struct ru_recur *r,
+		  const char *near1, const char *near2, const char *rare)
+{
+	char b1[32], b2[32], b3[32];
+
 	if (r->recurring)
-		snprintf(title, sizeof(title),
+		snprintf(buf, size,
 			 "tensors made on the host and copied to the GPU inside every step: %s of "
 			 "GPU idle per step (%.1f%%) while the host computes %s of data (no CUDA "
 			 "call for %s), then copies it from pageable memory%s%s",
 			 ru_fmt_ns(b1, sizeof(b1), r->lost), r->share * 100,
 			 ru_fmt_bytes(b3, sizeof(b3), m->bytes),
 			 ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), near1, near2);
-	else {
-		ru_recur_rare_text(r, nsteps, m->idle_ns, rare, sizeof(rare));
-		snprintf(title, sizeof(title),
+	else
+		snprintf(buf, size,
 			 "a tensor made on the host and copied to the GPU inside the step (%s, no "
 			 "CUDA call for %s) %s%s",
 			 ru_fmt_bytes(b3, sizeof(b3), m->bytes),
 			 ru_fmt_ns(b2, sizeof(b2), m->stretch_ns), rare, near1);
-	}
-	f = ru_recur_finding(
-		RULE_ID, r, title,
-		"Create the tensor on the device: torch.rand(n, device=\"cuda\") instead of "
-		"torch.rand(n).cuda(), torch.zeros/full/arange/randn(..., device=\"cuda\"); data "
-		"that must come from Python (torch.tensor(list)) is made once before the loop, or "
-		"kept on the device and updated there.",
-		steps, nsteps);
-	if (!f)
-		return ru_finish(ctx, f, CS_ERR_NOMEM, err);
-	ru_finding_span(f, a, ctx->steps, steps, nsteps);
-	e = f->evidence;
+}
+
+static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fact_h2d_stalls *h,
+		    const struct ru_h2d_sum *sum, const struct ru_h2d_median *m)
+{
+	cJSON *e = f->evidence, *ex;
+
 	cJSON_AddNumberToObject(e, "idle_ns_per_step", (double)m->idle_ns);
 	cJSON_AddNumberToObject(e, "no_call_stretch_ns", (double)m->stretch_ns);
 	cJSON_AddNumberToObject(e, "launch_pace_far_ns", (double)h->far);
@@ -88,7 +78,7 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
 
 		ex = cJSON_AddObjectToObject(e, "longest_stretch_copy");
 		if (!ex)
-			return ru_finish(ctx, f, CS_ERR_NOMEM, err);
+			return CS_ERR_NOMEM;
 		cJSON_AddNumberToObject(ex, "step", m->best);
 		cJSON_AddNumberToObject(ex, "bytes", (double)c->bytes);
 		cJSON_AddBoolToObject(ex, "async_call", c->is_async != 0);
@@ -98,22 +88,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_h2d_stalls *h,
 		if (c->stack_id != CS_ID_NONE)
 			f->stack_id = c->stack_id;
 	}
-	return ru_h2d_finish(ctx, f, h, owns, steps, nsteps, r, MAX_SITES, 1, err);
+	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_host_created_tensor_check(cs_rule_ctx *ctx, cs_error *err)
 {
-	static const struct ru_h2d_rule rule = {owns, emit_finding, MIN_STEPS, MIN_STEP_SHARE};
+	static const struct ru_h2d_rule rule = {RULE_ID, owns, title, fix, NULL, evidence, 1};
 
 	return ru_run_h2d_rule(ctx, &rule, err);
 }
-
-const cs_analyzer cs_rule_host_created_tensor = {
-	RULE_ID,
-	"tensors made on the host and copied to the device inside every step "
-	"(torch.rand(n).cuda()) "
-	"while the GPU idles, where creating them on the device would do",
-	"002 3.3",
-	check,
-	0,
-};

@@ -29,10 +29,11 @@
 #include "launch_ops.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/sort.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "index-select-embedding"
+#define RULE_ID RULE_ID_INDEX_SELECT_EMBEDDING
 
 /* A recurring pattern: in at least this share of the steady steps ... */
 #define MIN_STEP_SHARE 0.5
@@ -268,8 +269,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 			 rare, near1);
 	}
 	/* Information: what the sorted backward would save is not known (see the top). */
-	f = ru_finding_new(
-		RULE_ID, CS_SEV_INFO, title,
+	f = ru_step_finding(
+		ctx, RULE_ID, CS_SEV_INFO, title,
 		"Try nn.Embedding (or F.embedding(ids, weight)) instead of "
 		"weight.index_select(0, ids), and keep it if the step gets faster: its backward "
 		"sorts the ids and sums each row's gradients once, without atomics, which pays "
@@ -282,7 +283,6 @@ static int emit_finding(cs_rule_ctx *ctx, const struct step_sum *sum, const int3
 	if (!f)
 		goto nomem;
 	f->step_share = 0;
-	ru_finding_span(f, ctx->a, s, steps, nsteps);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "atomic_ns_per_step", (double)atomic);
 	cJSON_AddNumberToObject(e, "atomic_kernels_per_step", (double)atomics);
@@ -314,7 +314,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_index_select_embedding_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -372,12 +372,3 @@ out:
 	ru_cache_free(&own);
 	return rc;
 }
-
-const cs_analyzer cs_rule_index_select_embedding = {
-	RULE_ID,
-	"embedding lookups written as index_select, whose backward adds the rows with atomics "
-	"(index_add_) where nn.Embedding sorts them (information: not faster on every GPU)",
-	"000 #2",
-	check,
-	0,
-};

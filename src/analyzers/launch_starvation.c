@@ -22,12 +22,13 @@
 #include "edits.h"
 #include "finding_kit.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
 #include "cuscope/checked.h"
 #include "cuscope/launch_cost.h"
 
-#define RULE_ID "launch-starvation"
+#define RULE_ID RULE_ID_LAUNCH_STARVATION
 
 /*
  * A step is starved when the GPU waits for the host at least as long as it works: the host's
@@ -326,13 +327,13 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_idle_step *acc, cons
 		 (long long)launches, graph ? " of CUDA graphs" : "",
 		 ru_fmt_ns(b2, sizeof(b2), launches > 0 ? work_ns / launches : 0),
 		 ru_fmt_ns(b3, sizeof(b3), launches > 0 ? dur / launches : 0), b4);
-	f = ru_finding_new(
-		RULE_ID, near ? CS_SEV_INFO : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
-		title, fix, steps, n, own);
+	f = ru_step_finding(ctx, RULE_ID,
+			    near ? CS_SEV_INFO
+				 : ru_severity(dur > 0 ? (double)own / (double)dur : 0),
+			    title, fix, steps, n, own);
 	if (!f)
 		goto out;
 	f->step_share = (double)own / (double)(ctx->step_median > 0 ? ctx->step_median : dur);
-	ru_finding_span(f, ctx->a, s, steps, n);
 	for (int32_t i = 0; i < n; i++) {
 		const struct fact_idle_step *x = &acc[steps[i]];
 
@@ -402,7 +403,7 @@ static int add_late(void *arg, const struct fact_gpu_work *w, int32_t step, int6
 			    k ? k->stack_id : cp->stack_id, step, ns);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_launch_starvation_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -478,12 +479,3 @@ done:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_launch_starvation = {
-	RULE_ID,
-	"the GPU keeps running out of work inside the steps: the host launches kernels slower "
-	"than they run",
-	"000 #12, 001 6.3-6.4",
-	check,
-	CS_FACT_LAUNCH_CALLS | CS_FACT_WAITS,
-};

@@ -15,10 +15,11 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "low-utilization"
+#define RULE_ID RULE_ID_LOW_UTILIZATION
 
 /*
  * The GPU is busy less than this share of the median steady step: it idles more than it works,
@@ -186,12 +187,12 @@ static int emit_finding(cs_rule_ctx *ctx, const struct decision *d, const int32_
 			 "step, "
 			 "the next batch prepared ahead; the evidence splits the idle by what the "
 			 "timeline shows.");
-	f = ru_finding_new(RULE_ID, d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median),
-			   title, fix, steps, n, rest);
+	f = ru_step_finding(ctx, RULE_ID,
+			    d->near ? CS_SEV_INFO : ru_severity((double)rest / step_median), title,
+			    fix, steps, n, rest);
 	if (!f)
 		goto nomem;
 	f->step_share = (double)rest / step_median;
-	ru_finding_span(f, ctx->a, s, steps, n);
 	e = f->evidence;
 	cJSON_AddNumberToObject(e, "busy_share", (double)d->med / 1e6);
 	cJSON_AddNumberToObject(e, "busy_share_low", (double)d->lo / 1e6);
@@ -230,7 +231,7 @@ nomem:
 	return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_low_utilization_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -248,8 +249,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	tmp = calloc((size_t)s->n + 1, sizeof(*tmp));
 	idle = calloc((size_t)s->n + 1, sizeof(*idle));
 	steps = calloc((size_t)s->n + 1, sizeof(*steps));
-	if (!busy_pm || !tmp || !idle || !steps)
-		goto nomem;
+	if (!busy_pm || !tmp || !idle || !steps) {
+		rc = CS_ERR_NOMEM;
+		goto out;
+	}
 	for (int32_t i = 0; i < s->n; i++) {
 		int64_t t = cs_step_time(s, i);
 
@@ -276,8 +279,9 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		tmp[i] = cs_step_time(s, steps[i]);
 	d.step = cs_median_i64(tmp, n);
 	/* what the timeline shows: the host-caused idle by cause, and the rest (work was queued) */
-	if (ru_cached_idle_by_cause(ctx, &own, &by))
-		goto nomem;
+	rc = ru_cached_idle_by_cause(ctx, &own, &by);
+	if (rc)
+		goto out;
 	for (int c = 0; c < CS_IDLE_NCAUSES; c++) {
 		for (int32_t i = 0; i < n; i++)
 			tmp[i] = by[(size_t)steps[i] * CS_IDLE_NCAUSES + (size_t)c];
@@ -292,23 +296,11 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	d.queued = cs_median_i64(tmp, n);
 	rc = emit_finding(ctx, &d, steps, n, err);
-	goto out;
-nomem:
-	rc = cs_error_set(err, CS_ERR_NOMEM, "out of memory");
 out:
 	free(busy_pm);
 	free(tmp);
 	free(idle);
 	ru_cache_free(&own);
 	free(steps);
-	return rc;
+	return ru_finish(ctx, NULL, rc, err);
 }
-
-const cs_analyzer cs_rule_low_utilization = {
-	RULE_ID,
-	"the GPU is busy less than half of the step; a summary naming the other rules' findings "
-	"that explain the idle, largest first",
-	"000 #12, 001 6.2.1, 6.3-6.4",
-	check,
-	0,
-};

@@ -20,8 +20,9 @@
 #include "release_bursts.h"
 #include "mem_rules.h"
 #include "finding_kit.h"
+#include "rules.h"
 
-#define RULE_ID "memory-ceiling-thrash"
+#define RULE_ID RULE_ID_MEMORY_CEILING_THRASH
 
 /* Retries inferred without a failed call: in at least this share of the steady steps, and this
  * many. */
@@ -123,17 +124,8 @@ static int emit_finding(cs_rule_ctx *ctx, const struct fact_bursts *m,
 	return ru_mem_finish(ctx, f, m, sum->keep, steps, n, MAX_SITES, err);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_memory_ceiling_thrash_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	return ru_mem_rule_run(ctx, is_retry, is_direct, MIN_STEPS, MIN_STEP_SHARE, 0, 0.0,
 			       emit_finding, err);
 }
-
-const cs_analyzer cs_rule_memory_ceiling_thrash = {
-	RULE_ID,
-	"the working set is at the memory limit: every step the allocator frees its cache, waits "
-	"and allocates again",
-	"000 #10, 002 3.5",
-	check,
-	0,
-};

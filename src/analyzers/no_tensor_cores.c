@@ -26,10 +26,11 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "no-tensor-cores"
+#define RULE_ID RULE_ID_NO_TENSOR_CORES
 
 /*
  * The least a tensor core speeds up a dense GEMM over FP32 FFMA on any GPU that has them (peak
@@ -107,6 +108,12 @@ static void lower_copy(char *s, size_t size, const char *name)
 	for (size_t i = 0; i < n; i++)
 		s[i] = (char)tolower((unsigned char)name[i]);
 	s[n] = '\0';
+}
+
+/* Why a kernel's name says float32 SIMT, why[] by name id (ru_add_kernel_names()'s note). */
+static const char *name_reason(int64_t name_id, const void *why)
+{
+	return class_reason[((const int8_t *)why)[name_id]];
 }
 
 /* Does the name say float32 SIMT? reason: index into class_reason. */
@@ -319,7 +326,7 @@ static int64_t step_median_of(const int64_t *per_step, const int32_t *steps, int
 	return cs_median_i64(tmp, n);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_no_tensor_cores_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -402,7 +409,7 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		int64_t simt_med = step_median_of(simt, steps, nsteps, tmp);
 		int64_t gpu_med = step_median_of(gpu, steps, nsteps, tmp);
 		char title[400], b1[32], b2[96], b3[96], rare[200], own[128];
-		cJSON *e, *arr;
+		cJSON *e;
 
 		own[0] = '\0';
 		if (nnames_t)
@@ -472,20 +479,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			cJSON_AddNullToObject(e, "compute_capability");
 		}
 		cJSON_AddBoolToObject(e, "tensor_core_kernels_seen", any_tensor);
-		arr = cJSON_AddArrayToObject(e, "kernels");
-		if (!arr)
+		if (ru_add_kernel_names(e, a, names, nnames_t, MAX_NAMES, name_reason, why))
 			goto out;
-		for (int32_t i = 0; i < nnames_t && i < MAX_NAMES; i++) {
-			cJSON *o = cJSON_CreateObject();
-			int64_t id = names[i].name_id;
-
-			if (!o)
-				goto out;
-			cJSON_AddItemToArray(arr, o);
-			cJSON_AddStringToObject(o, "name", cs_analysis_string(a, id));
-			cJSON_AddStringToObject(o, "evidence", class_reason[why[id]]);
-			ru_add_name_time(o, &names[i]);
-		}
 		ru_recur_evidence(e, &r, nsteps);
 	}
 	rc = 0;
@@ -504,13 +499,3 @@ out:
 	free(names);
 	return rc;
 }
-
-const cs_analyzer cs_rule_no_tensor_cores = {
-	RULE_ID,
-	"GEMMs and convolutions on the float32 SIMT path (CUDA cores) take a real share of the "
-	"step "
-	"on a GPU with tensor cores: no bf16 autocast, TF32 off",
-	"000 #13, 002 3.4, 001 9.1",
-	check,
-	0,
-};

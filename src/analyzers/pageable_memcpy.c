@@ -26,6 +26,7 @@
 #include "launch_ops.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
 /* A recurring pattern: costly pageable copies in at least this share of the steady steps ... */
@@ -38,7 +39,7 @@
  * the steady state; at least this many of them. */
 #define MIN_RARE_STEPS 2
 
-#define RULE_ID "pageable-memcpy"
+#define RULE_ID RULE_ID_PAGEABLE_MEMCPY
 /* The call sites listed at most. */
 #define MAX_SITES 5
 
@@ -326,7 +327,7 @@ out:
 	return rc;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_pageable_memcpy_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -527,12 +528,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_pageable_memcpy = {
-	RULE_ID,
-	"copies from or to pageable host memory in every step (non_blocking=True ones too) hold "
-	"the host, which launches nothing meanwhile, and the GPU idles",
-	"000 #7, 001 6.1.2",
-	check,
-	CS_FACT_WAITS,
-};

@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "rank-straggler"
+#define RULE_ID RULE_ID_RANK_STRAGGLER
 
 /* A lag under this share of the step is not reported: it is within what ranks differ by. */
 #define MIN_SHARE 0.01
@@ -55,7 +56,7 @@ static const char *cause_fix(int cause)
 	}
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_rank_straggler_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	cs_report_processes own = {NULL, 0, 0, NULL};
 	const cs_report_processes *procs = ctx->procs;
@@ -109,11 +110,10 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 	snprintf(title, sizeof(title),
 		 "%s is the slowest in %d of %d steps, %s behind the others (%s)", who, sg.slowest,
 		 sg.steady, ru_fmt_ns(b1, sizeof(b1), sg.behind_ns), cause_text(sg.cause));
-	f = ru_finding_new(RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
-			   sg.behind_ns);
+	f = ru_step_finding(ctx, RULE_ID, ru_severity(share), title, cause_fix(sg.cause), steps, n,
+			    sg.behind_ns);
 	if (!f)
 		goto out;
-	ru_finding_span(f, ctx->a, ctx->steps, steps, n);
 	{
 		cJSON *ev = f->evidence, *ranks;
 		const struct ru_field fields[] = {
@@ -159,12 +159,3 @@ out:
 	cs_report_processes_free(&own);
 	return rc;
 }
-
-const cs_analyzer cs_rule_rank_straggler = {
-	RULE_ID,
-	"one rank of a multi-process job is consistently the slowest and the others wait for it in "
-	"their collectives",
-	"000 #4, #14",
-	check,
-	0,
-};

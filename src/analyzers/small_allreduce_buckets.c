@@ -18,11 +18,12 @@
 #include "kernel_names.h"
 #include "cache.h"
 #include "finding_kit.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"
 
-#define RULE_ID "small-allreduce-buckets"
+#define RULE_ID RULE_ID_SMALL_ALLREDUCE_BUCKETS
 
 /* An all-reduce is latency-bound when it took at most this many times the smallest one. */
 #define SMALL_FACTOR 2
@@ -42,7 +43,7 @@ static int is_allreduce(const char *name)
 	return cs_is_nccl_kernel(name) && strstr(name, "AllReduce") != NULL;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_small_allreduce_buckets_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -168,8 +169,8 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			 ru_fmt_ns(b1, sizeof(b1), lat), ru_fmt_ns(b2, sizeof(b2), xm),
 			 (long long)nbm, ru_fmt_ns(b3, sizeof(b3), lm));
 		rc = CS_ERR_NOMEM;
-		f = ru_finding_new(
-			RULE_ID, ru_severity(share), title,
+		f = ru_step_finding(
+			ctx, RULE_ID, ru_severity(share), title,
 			"All-reduce fewer, larger buffers: with DDP raise bucket_cap_mb "
 			"(default 25) and set gradient_as_bucket_view=True; keep gradients in "
 			"one contiguous flat buffer (views of it per parameter) and all-reduce "
@@ -177,7 +178,6 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 			steps, nsteps, lm);
 		if (!f)
 			goto out;
-		ru_finding_span(f, ctx->a, s, steps, nsteps);
 		{
 			const struct ru_field ev[] = {
 				{"allreduces_per_step", (double)all_med, NULL},
@@ -206,12 +206,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_small_allreduce_buckets = {
-	RULE_ID,
-	"many small NCCL all-reduces per step, each paying NCCL's fixed latency: buckets too small "
-	"or gradients not contiguous",
-	"000 #3, #14",
-	check,
-	0,
-};

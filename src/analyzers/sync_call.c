@@ -25,9 +25,10 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "wait_evidence.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "sync-call"
+#define RULE_ID RULE_ID_SYNC_CALL
 
 /* A window that d2h-sync charges: [s, e) of a costly wait of a steady step. */
 struct window {
@@ -70,20 +71,14 @@ static int drop_d2h_windows(const struct fact_waits *dd, struct fact_waits *w)
 	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_sync_call_check(cs_rule_ctx *ctx, cs_error *err)
 {
-	const cs_analysis *a = ctx->a;
-	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
-	const struct fact_waits *dd, *d, *all;
+	const struct fact_waits *dd, *all;
 	struct fact_waits waits = {0};
-	struct ru_wait_sum *sum = NULL;
-	int64_t *idle = NULL, *tmp = NULL;
-	int32_t steady = cs_steps_steady(s);
-	cs_report_finding *f = NULL;
 	int rc;
 
-	if (steady <= 0)
+	if (cs_steps_steady(ctx->steps) <= 0)
 		return 0;
 	rc = ru_cached_d2h(ctx, &own, &dd);
 	if (!rc)
@@ -98,43 +93,20 @@ static int check(cs_rule_ctx *ctx, cs_error *err)
 		else
 			rc = CS_ERR_NOMEM;
 	}
-	if (rc) {
-		ru_cache_free(&own);
-		return cs_error_set(err, rc, "out of memory");
-	}
-	d = &waits;
-	if (d->n == 0)
-		goto out;
-	rc = CS_ERR_NOMEM;
-	if (drop_d2h_windows(dd, &waits))
-		goto out;
-	sum = ru_recur_arrays(s, sizeof(*sum), &idle, &tmp);
-	if (!sum)
-		goto out;
-	for (int64_t i = 0; i < d->n; i++)
-		if (d->v[i].step >= 0)
-			ru_wait_sum_add(&sum[d->v[i].step], a, &d->v[i], 0);
-	rc = ru_wait_report(
-		ctx, RULE_ID, "explicit synchronize drains",
-		"Remove the synchronize from the step: CUDA orders the work of a stream by "
-		"itself; order streams with events (wait_stream, record_stream, "
-		"Event.wait) instead of a host wait; to time steps, record CUDA events and "
-		"read their elapsed time a step later or after the loop; synchronize only "
-		"where the host must see the result.",
-		d, 0, 1, sum, idle, tmp, &f);
-out:
-	rc = ru_finish(ctx, f, rc, err);
+	if (!rc && waits.n > 0 && drop_d2h_windows(dd, &waits))
+		rc = CS_ERR_NOMEM;
+	if (rc)
+		rc = cs_error_set(err, rc, "out of memory");
+	else
+		rc = ru_wait_report(
+			ctx, RULE_ID, "explicit synchronize drains",
+			"Remove the synchronize from the step: CUDA orders the work of a stream by "
+			"itself; order streams with events (wait_stream, record_stream, "
+			"Event.wait) instead of a host wait; to time steps, record CUDA events and "
+			"read their elapsed time a step later or after the loop; synchronize only "
+			"where the host must see the result.",
+			&waits, NULL, 0, 1, err);
 	ru_cache_free(&own);
 	fact_waits_free(&waits);
-	free(sum);
 	return rc;
 }
-
-const cs_analyzer cs_rule_sync_call = {
-	RULE_ID,
-	"an explicit synchronize (device, stream or event) in every step, with no copy to wait "
-	"for, drains the GPU, which idles until the host launches again",
-	"000 #12, 002 3.2",
-	check,
-	CS_FACT_WAITS,
-};

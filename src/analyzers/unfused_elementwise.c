@@ -26,9 +26,10 @@
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
-#define RULE_ID "unfused-elementwise"
+#define RULE_ID RULE_ID_UNFUSED_ELEMENTWISE
 
 /* A chain is at least this many kernels (one launch and one round trip to memory saved). */
 #define MIN_CHAIN 2
@@ -452,7 +453,7 @@ static int add_chains(cJSON *e, const struct state *st, int32_t steady)
 	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_unfused_elementwise_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -578,12 +579,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_unfused_elementwise = {
-	RULE_ID,
-	"chains of same-size element-wise kernels back to back on one stream, each reading and "
-	"writing the whole tensor, that one fused kernel (torch.compile) would replace",
-	"000 #11, 001 6.2.2, 001 9.3",
-	check,
-	0,
-};

@@ -35,6 +35,7 @@
 #include "launch_ops.h"
 #include "recurrence.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 
 /* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */
@@ -54,7 +55,7 @@
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
 
-#define RULE_ID "unfused-optimizer"
+#define RULE_ID RULE_ID_UNFUSED_OPTIMIZER
 
 struct step_sum {
 	int64_t repeats, kernels, runs, period, longest;
@@ -210,7 +211,7 @@ static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 	return 0;
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -316,12 +317,3 @@ out:
 	free(steps);
 	return rc;
 }
-
-const cs_analyzer cs_rule_unfused_optimizer = {
-	RULE_ID,
-	"the optimizer step runs a few small kernels per parameter tensor (foreach=False), "
-	"launched one by one, where multi-tensor or fused kernels would do it in a handful",
-	"001 6.5.2",
-	check,
-	CS_FACT_LAUNCH_ORDER,
-};

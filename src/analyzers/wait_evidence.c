@@ -9,23 +9,39 @@
 #include "sites.h"
 #include "wait_evidence.h"
 
-/* The medians of the waits' sums in a finding's evidence, first and after the sync types. */
-static const struct ru_median_key idle_medians[] = {
-	{"idle_ns_per_step", offsetof(struct ru_wait_sum, idle_ns)},
-	{"draining_waits_per_step", offsetof(struct ru_wait_sum, draining)},
-};
-static const struct ru_median_key copy_medians[] = {
-	{"copies_per_step", offsetof(struct ru_wait_sum, copies)},
-	{"bytes_per_step", offsetof(struct ru_wait_sum, bytes)},
-};
-static const struct ru_median_key time_medians[] = {
-	{"wait_ns_per_step", offsetof(struct ru_wait_sum, wait_ns)},
-	{"refill_ns_per_step", offsetof(struct ru_wait_sum, refill_ns)},
-	{"waits_per_step", offsetof(struct ru_wait_sum, waits)},
+/* The waits of one step. */
+struct wait_sum {
+	int64_t waits;	   /* all of them */
+	int64_t draining;  /* those that cost GPU time */
+	int64_t wait_ns;   /* the time they held the host */
+	int64_t idle_ns;   /* the GPU idle charged to them: the rule's cost */
+	int64_t refill_ns; /* the time the GPU took to fill up again after them */
+	int64_t copies;	   /* the device-to-host copies they waited for */
+	int64_t bytes;	   /* those copies' bytes */
+	int64_t left_ns;   /* the idle left to another rule (the input's), not charged to them */
 };
 
-void ru_wait_sum_add(struct ru_wait_sum *x, const cs_analysis *a, const struct fact_wait *w,
-		     int64_t taken)
+/* The medians of the waits' sums in a finding's evidence, first and after the sync types. */
+static const struct ru_median_key idle_medians[] = {
+	{"idle_ns_per_step", offsetof(struct wait_sum, idle_ns)},
+	{"draining_waits_per_step", offsetof(struct wait_sum, draining)},
+};
+static const struct ru_median_key copy_medians[] = {
+	{"copies_per_step", offsetof(struct wait_sum, copies)},
+	{"bytes_per_step", offsetof(struct wait_sum, bytes)},
+};
+static const struct ru_median_key time_medians[] = {
+	{"wait_ns_per_step", offsetof(struct wait_sum, wait_ns)},
+	{"refill_ns_per_step", offsetof(struct wait_sum, refill_ns)},
+	{"waits_per_step", offsetof(struct wait_sum, waits)},
+};
+
+/*
+ * Add the wait w of a to its step's sum x; when it costs GPU time, it is charged its idle less
+ * taken (the part of it another rule charges, added to left_ns; at least 0).
+ */
+static void wait_sum_add(struct wait_sum *x, const cs_analysis *a, const struct fact_wait *w,
+			 int64_t taken)
 {
 	const cs_a_sync *y = &a->syncs[w->sync];
 	int64_t cost = fact_wait_cost(w);
@@ -53,7 +69,7 @@ void ru_wait_sum_add(struct ru_wait_sum *x, const cs_analysis *a, const struct f
  */
 
 static int add_wait_types(cJSON *e, const cs_analysis *a, const struct fact_waits *d,
-			  const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
+			  const struct wait_sum *sum, const int32_t *steps, int32_t nsteps,
 			  int64_t *tmp, int64_t *best)
 {
 	static const int32_t type_of[WAIT_TYPES] = {CS_SYNC_UNKNOWN,
@@ -174,11 +190,11 @@ static int add_costliest(cJSON *e, const cs_analysis *a, const struct fact_wait 
  * tmp: room for nsteps values.
  */
 static void wait_title(char *buf, size_t size, const char *what, const struct ru_recur *r,
-		       const struct ru_wait_sum *sum, const int32_t *steps, int32_t nsteps,
+		       const struct wait_sum *sum, const int32_t *steps, int32_t nsteps,
 		       int64_t *tmp)
 {
 	int64_t per = ru_median_field(sum, sizeof(*sum), steps, nsteps,
-				      offsetof(struct ru_wait_sum, draining), tmp);
+				      offsetof(struct wait_sum, draining), tmp);
 	char b1[32], b2[96], b3[96], rare[200];
 
 	ru_recur_near_text(r, b2, sizeof(b2), b3, sizeof(b3));
@@ -190,7 +206,7 @@ static void wait_title(char *buf, size_t size, const char *what, const struct ru
 	} else {
 		ru_recur_rare_text(r, nsteps,
 				   ru_median_field(sum, sizeof(*sum), steps, nsteps,
-						   offsetof(struct ru_wait_sum, idle_ns), tmp),
+						   offsetof(struct wait_sum, idle_ns), tmp),
 				   rare, sizeof(rare));
 		snprintf(buf, size, "%s the GPU %s%s", what, rare, b2);
 	}
@@ -216,10 +232,15 @@ static void wait_span(cs_report_finding *f, const cs_analysis *a, const struct f
 	}
 }
 
-int ru_wait_report(const cs_rule_ctx *ctx, const char *rule, const char *what, const char *fix,
-		   const struct fact_waits *d, int copies, int skip_ends,
-		   const struct ru_wait_sum *sum, int64_t *idle, int64_t *tmp,
-		   cs_report_finding **f)
+/*
+ * The decision and the finding of ru_wait_report() on the sums of the waits d by step (sum), into
+ * *f (NULL when there is none). idle and tmp: s->n + 1 values each, as ru_recur_arrays() makes
+ * them. 0 or CS_ERR_NOMEM.
+ */
+static int wait_finding(const cs_rule_ctx *ctx, const char *rule, const char *what, const char *fix,
+			const struct fact_waits *d, int copies, int skip_ends,
+			const struct wait_sum *sum, int64_t *idle, int64_t *tmp,
+			cs_report_finding **f)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -259,8 +280,8 @@ int ru_wait_report(const cs_rule_ctx *ctx, const char *rule, const char *what, c
 	if (add_wait_sites(e, a, s, d, nsteps, copies, &(*f)->stack_id))
 		goto out;
 	/* left to dataloader-stall / host-created-tensor: only when there is some */
-	left = ru_median_field(sum, sizeof(*sum), steps, nsteps,
-			       offsetof(struct ru_wait_sum, left_ns), tmp);
+	left = ru_median_field(sum, sizeof(*sum), steps, nsteps, offsetof(struct wait_sum, left_ns),
+			       tmp);
 	if (left > 0)
 		cJSON_AddNumberToObject(e, "idle_left_to_input_stalls_ns", (double)left);
 	ru_recur_evidence(e, &r, nsteps);
@@ -276,4 +297,27 @@ out:
 	}
 	free(steps);
 	return rc;
+}
+
+int ru_wait_report(cs_rule_ctx *ctx, const char *rule, const char *what, const char *fix,
+		   const struct fact_waits *d, const int64_t *taken, int copies, int skip_ends,
+		   cs_error *err)
+{
+	struct wait_sum *sum;
+	int64_t *idle, *tmp;
+	cs_report_finding *f = NULL;
+	int rc = CS_ERR_NOMEM;
+
+	if (d->n == 0)
+		return 0;
+	sum = ru_recur_arrays(ctx->steps, sizeof(*sum), &idle, &tmp);
+	if (sum) {
+		for (int64_t i = 0; i < d->n; i++)
+			if (d->v[i].step >= 0)
+				wait_sum_add(&sum[d->v[i].step], ctx->a, &d->v[i],
+					     taken ? taken[i] : 0);
+		rc = wait_finding(ctx, rule, what, fix, d, copies, skip_ends, sum, idle, tmp, &f);
+	}
+	free(sum);
+	return ru_finish(ctx, f, rc, err);
 }

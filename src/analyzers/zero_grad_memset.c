@@ -32,6 +32,7 @@
 #include "finding_kit.h"
 #include "launch_ops.h"
 #include "sites.h"
+#include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
 #include "cuscope/sort.h"
@@ -45,7 +46,7 @@
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
 
-#define RULE_ID "zero-grad-memset"
+#define RULE_ID RULE_ID_ZERO_GRAD_MEMSET
 
 struct step_sum {
 	int64_t fills, runs, foreach_zero, memsets;
@@ -249,7 +250,7 @@ static int64_t modal_count(const struct step_sum *sum, int32_t n, int64_t *tmp)
 	return ru_mode_nonzero(tmp, n);
 }
 
-static int check(cs_rule_ctx *ctx, cs_error *err)
+int cs_rule_zero_grad_memset_check(cs_rule_ctx *ctx, cs_error *err)
 {
 	const cs_analysis *a = ctx->a;
 	const cs_steps *s = ctx->steps;
@@ -439,12 +440,3 @@ out:
 	free(names);
 	return rc;
 }
-
-const cs_analyzer cs_rule_zero_grad_memset = {
-	RULE_ID,
-	"every gradient is written with zeros each step (zero_grad(set_to_none=False)): fill "
-	"kernels or memsets that releasing the gradients would not need",
-	"001 6.4",
-	check,
-	CS_FACT_LAUNCH_ORDER,
-};

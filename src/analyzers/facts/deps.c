@@ -146,20 +146,29 @@ static int in_window(const struct fact_deps *d, int64_t t)
 	return t != CS_TS_UNKNOWN && t >= d->t0 && t <= d->t1;
 }
 
+/* How many kernels and copies of a are pid's, with calls its syncs and API calls too. */
+static int64_t count_pid(const cs_analysis *a, uint32_t pid, int calls)
+{
+	int64_t n = 0;
+
+	for (int64_t i = 0; i < a->nkernels; i++)
+		n += a->kernels[i].pid == pid;
+	for (int64_t i = 0; i < a->ncopies; i++)
+		n += a->copies[i].pid == pid;
+	for (int64_t i = 0; calls && i < a->nsyncs; i++)
+		n += a->syncs[i].pid == pid;
+	for (int64_t i = 0; calls && i < a->napis; i++)
+		n += a->apis[i].pid == pid;
+	return n;
+}
+
 static int collect_calls(const struct fact_deps *d, uint32_t pid, struct iv **out, int64_t *n)
 {
 	const cs_analysis *a = d->a;
-	int64_t cap = 0, k = 0;
+	int64_t cap, k = 0;
 	struct iv *v;
 
-	for (int64_t i = 0; i < a->nkernels; i++)
-		cap += a->kernels[i].pid == pid;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		cap += a->copies[i].pid == pid;
-	for (int64_t i = 0; i < a->nsyncs; i++)
-		cap += a->syncs[i].pid == pid;
-	for (int64_t i = 0; i < a->napis; i++)
-		cap += a->apis[i].pid == pid;
+	cap = count_pid(a, pid, 1);
 	v = malloc((size_t)(cap > 0 ? cap : 1) * sizeof(*v));
 	if (!v)
 		return CS_ERR_NOMEM;
@@ -325,43 +334,47 @@ struct op_key {
 
 #define COPY_BIT ((int64_t)1 << 62)
 
+/* Add to k[*n] the GPU work [start, end) on the stream of device, of key index, when it has both
+ * times and was launched in the model's time window. */
+static void op_key_add(const struct fact_deps *d, struct op_key *k, int64_t *n, int32_t device,
+		       uint32_t stream, int64_t launch_start, int64_t start, int64_t end,
+		       int64_t index)
+{
+	if (start == CS_TS_UNKNOWN || end == CS_TS_UNKNOWN ||
+	    !in_window(d, cs_launch_time(launch_start, start)))
+		return;
+	k[*n].stream = (uint64_t)(uint32_t)device << 32 | stream;
+	k[*n].start = start;
+	k[*n].index = index;
+	(*n)++;
+}
+
 static int build_ops(struct fact_deps *d)
 {
 	const cs_analysis *a = d->a;
 	const cs_steps *s = d->s;
 	uint32_t pid = s->pid;
 	struct op_key *k;
-	int64_t n = 0, cap = 0;
+	int64_t n = 0, cap;
 	int32_t nstreams = 0;
 
-	for (int64_t i = 0; i < a->nkernels; i++)
-		cap += a->kernels[i].pid == pid;
-	for (int64_t i = 0; i < a->ncopies; i++)
-		cap += a->copies[i].pid == pid;
+	cap = count_pid(a, pid, 0);
 	k = malloc((size_t)(cap > 0 ? cap : 1) * sizeof(*k));
 	if (!k)
 		return CS_ERR_NOMEM;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *x = &a->kernels[i];
 
-		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN ||
-		    !in_window(d, cs_launch_time(x->launch_start, x->start)))
-			continue;
-		k[n].stream = (uint64_t)(uint32_t)x->device_id << 32 | x->stream_id;
-		k[n].start = x->start;
-		k[n].index = i;
-		n++;
+		if (x->pid == pid)
+			op_key_add(d, k, &n, x->device_id, x->stream_id, x->launch_start, x->start,
+				   x->end, i);
 	}
 	for (int64_t i = 0; i < a->ncopies; i++) {
 		const cs_a_copy *x = &a->copies[i];
 
-		if (x->pid != pid || x->start == CS_TS_UNKNOWN || x->end == CS_TS_UNKNOWN ||
-		    !in_window(d, cs_launch_time(x->launch_start, x->start)))
-			continue;
-		k[n].stream = (uint64_t)(uint32_t)x->device_id << 32 | x->stream_id;
-		k[n].start = x->start;
-		k[n].index = i | COPY_BIT;
-		n++;
+		if (x->pid == pid)
+			op_key_add(d, k, &n, x->device_id, x->stream_id, x->launch_start, x->start,
+				   x->end, i | COPY_BIT);
 	}
 	{
 		static const cs_sort_key keys[] = {{offsetof(struct op_key, stream), CS_KEY_U64},
@@ -377,30 +390,27 @@ static int build_ops(struct fact_deps *d)
 	}
 	for (int64_t i = 0; i < n; i++) {
 		struct op *o = &d->ops[i];
-		int64_t idx = k[i].index & ~COPY_BIT, ls;
+		int copy = (k[i].index & COPY_BIT) != 0;
+		int64_t idx = k[i].index & ~COPY_BIT, ls, end;
 
 		if (i == 0 || k[i].stream != k[i - 1].stream)
 			d->stream_first[nstreams++] = (int32_t)i;
 		memset(o, 0, sizeof(*o));
 		o->stream = nstreams - 1;
 		o->dep = -1;
-		if (k[i].index & COPY_BIT) {
-			const cs_a_copy *c = &a->copies[idx];
-
-			o->start = c->start;
-			o->end = c->end > c->start ? c->end : c->start;
+		o->start = k[i].start;
+		if (copy) {
+			end = a->copies[idx].end;
+			ls = a->copies[idx].launch_start;
 			o->call = d->copy_call[idx];
-			ls = c->launch_start;
 			d->copy_op[idx] = (int32_t)i;
 		} else {
-			const cs_a_kernel *c = &a->kernels[idx];
-
-			o->start = c->start;
-			o->end = c->end > c->start ? c->end : c->start;
+			end = a->kernels[idx].end;
+			ls = a->kernels[idx].launch_start;
 			o->call = d->kernel_call[idx];
-			ls = c->launch_start;
 			d->kernel_op[idx] = (int32_t)i;
 		}
+		o->end = end > o->start ? end : o->start;
 		o->step = cs_steps_find_launch(s, ls, o->start);
 	}
 	d->nops = n;
