@@ -194,14 +194,18 @@ out:
 void ru_mem_evidence(cJSON *e, const cs_rule_ctx *ctx, const struct fact_bursts *m,
 		     const struct fact_bursts_summary *sum, int32_t n)
 {
-	cJSON_AddNumberToObject(e, "gpu_idle_ns_per_step", (double)sum->lost);
-	cJSON_AddNumberToObject(e, "allocator_calls_per_step", (double)sum->calls);
-	cJSON_AddNumberToObject(e, "allocator_host_ns_per_step", (double)sum->host);
-	cJSON_AddNumberToObject(e, "reserved_before", (double)sum->reserved_before);
-	cJSON_AddNumberToObject(e, "reserved_after", (double)sum->reserved_after);
-	cJSON_AddNumberToObject(e, "reserved_peak", (double)m->reserved_peak);
-	cJSON_AddNumberToObject(e, "failed_allocations", (double)m->steady_failed);
-	cJSON_AddNumberToObject(e, "device_memory", (double)m->device_total);
+	const struct ru_field fields[] = {
+		{"gpu_idle_ns_per_step", (double)sum->lost, NULL},
+		{"allocator_calls_per_step", (double)sum->calls, NULL},
+		{"allocator_host_ns_per_step", (double)sum->host, NULL},
+		{"reserved_before", (double)sum->reserved_before, NULL},
+		{"reserved_after", (double)sum->reserved_after, NULL},
+		{"reserved_peak", (double)m->reserved_peak, NULL},
+		{"failed_allocations", (double)m->steady_failed, NULL},
+		{"device_memory", (double)m->device_total, NULL},
+	};
+
+	ru_add_fields(e, fields, sizeof(fields) / sizeof(fields[0]));
 	cJSON_AddBoolToObject(e, "cost_from_api_calls", m->have_api);
 	cJSON_AddNumberToObject(e, "steady_steps", cs_steps_steady(ctx->steps));
 	cJSON_AddNumberToObject(e, "affected_steps", n);
