@@ -71,7 +71,7 @@ for part in ${TARGETS:-c torch step}; do
 		report "PyTorch loop: cuscope ${x:-?}% over no profiler (median of per-round ratios; target at most +25): $(verdict "${x#+}" 25)"
 		report "PyTorch loop: cuscope median ${d:-?} us per launch, torch.profiler ${p:-?} (at or below in ${below:-?}): $(verdict "$d" "$p")"
 		q=$(awk '$1 == "default" && /slow tenths/ { for (i = 1; i <= NF; i++) if ($i ~ /^[-+].*%$/) { print $i; exit } }' "$t")
-		[ -n "$q" ] && report "PyTorch loop: cuscope ${q} over no profiler in the machine's quiet state (lower quartiles of the tenths of every run; the per-round medians above move with the machine's slow state, docs/performance.md): $(verdict "${q#+}" 25)"
+		[ -n "$q" ] && report "PyTorch loop: cuscope ${q} over no profiler in the machine's quiet state (lower quartiles of the tenths of every run; the per-round medians above move with the machine's slow state, docs/performance.md): $(verdict "$(printf '%s' "${q#+}" | tr -d %)" 25)"
 		;;
 	step)
 		[ -f .bench/train_ref.py ] || { report "step: .bench/train_ref.py not carried"; status=2; continue; }
