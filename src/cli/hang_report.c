@@ -66,6 +66,59 @@ static int has_nccl(const char *name)
 	return 0;
 }
 
+/* The first NCCL kernel among notice n's launches not completed (its name, mangled as CUPTI gave
+ * it) into buf; 0 when it has none. */
+static int pending_nccl(const struct notice *n, char *buf, size_t size)
+{
+	for (const char *line = n->pending; line && *line;) {
+		unsigned corr, tid;
+		char kernel[512];
+
+		if (sscanf(line, "pending %u %u %511s", &corr, &tid, kernel) == 3 && has_nccl(kernel)) {
+			snprintf(buf, size, "%s", kernel);
+			return 1;
+		}
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	return 0;
+}
+
+/*
+ * Several processes with NCCL kernels: those whose notice has an NCCL kernel launched and not
+ * completed wait in a collective; one of the dump's NCCL processes with none pending (no notice, or
+ * a notice without one) has not launched it. Says so when both kinds are there.
+ */
+static void print_collective(FILE *out, const struct notice *n, int nn, const struct proc_nccl *p,
+			     int np)
+{
+	char kernel[512], first[512] = "";
+	int waiting = 0, missing = 0;
+
+	for (int i = 0; i < nn; i++)
+		if (pending_nccl(&n[i], kernel, sizeof(kernel)) && !waiting++)
+			snprintf(first, sizeof(first), "%s", kernel);
+	if (!waiting || np < 2)
+		return;
+	for (int j = 0; j < np; j++) {
+		int pends = 0;
+
+		for (int i = 0; i < nn; i++)
+			pends |= n[i].pid == (long)p[j].pid && pending_nccl(&n[i], kernel, sizeof(kernel));
+		if (pends)
+			continue;
+		if (!missing++)
+			fprintf(out, "the collective %d process%s wait%s in (%.200s, launched and not "
+				     "completed):\n",
+				waiting, waiting > 1 ? "es" : "", waiting > 1 ? "" : "s",
+				cs_demangle_short(first));
+		fprintf(out,
+			"  process %u has not launched it: no NCCL kernel of it is pending (its last "
+			"completed: %.120s)\n",
+			p[j].pid, p[j].last[0] ? cs_demangle_short(p[j].last) : "none");
+	}
+}
+
 /* Read "hang.<pid>" notices of spool into n[] (at most max), removing them. */
 static int read_notices(const char *spool, struct notice *n, int max)
 {
@@ -403,6 +456,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 				p[lo].pid, p[hi].pid, (long long)p[lo].completed,
 				(long long)p[hi].completed, p[lo].last);
 	}
+	print_collective(out, n, nn, p, np);
 	if (!scanned)
 		fprintf(out, "(no dump could be read: the streams' last work is not known)\n");
 	else

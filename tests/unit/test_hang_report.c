@@ -102,12 +102,59 @@ START_TEST(pending_kernels_are_named_with_their_sites)
 }
 END_TEST
 
+/* Two ranks' dump: each completed three all-reduces; rank 100 launched a fourth that never
+ * completes and waits for it, rank 200 never launched it (no CUDA wait: no notice). */
+START_TEST(the_rank_that_has_not_launched_the_collective)
+{
+	static const char *const names[] = {"ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+	char *dir = tu_tmpdir(), *dump = tu_path(dir, "job.dump-1.db"), *path, *text, want[512];
+	cs_trace_writer *w = tu_open_trace(dump, "torchrun train.py", TEST);
+	int64_t ids[1];
+	size_t len = 0;
+	FILE *out;
+
+	tu_add_process(w, 100, "python3 train.py", TEST);
+	tu_add_process(w, 200, "python3 train.py", TEST);
+	tu_intern_names(w, names, 1, ids, TEST);
+	for (uint32_t pid = 100; pid <= 200; pid += 100)
+		for (int i = 0; i < 3; i++) {
+			cs_kernel k = tu_kernel(pid, ids[0], T0 + i * MS, T0 + i * MS + 10000,
+						T0 + i * MS + 500000);
+
+			tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
+		}
+	tu_finish_trace(w, TEST);
+	path = tu_path(dir, "hang.100");
+	snprintf(want, sizeof(want),
+		 "now %lld\ngpu_done %lld\nlaunched 9 8\nthread 100 wait %lld 10 cudaStreamSynchronize\n"
+		 "pending 9 100 %s\n",
+		 T0 + 200 * S, T0 + 3 * MS, T0 + 5 * MS, names[0]);
+	ck_assert_int_eq(tu_write_file(path, want, strlen(want)), 0);
+	out = open_memstream(&text, &len);
+	ck_assert_int_eq(cli_hang_report(out, dir, "torchrun train.py", dump), 1);
+	fclose(out);
+	ck_assert_msg(strstr(text, "correlation id 9 (thread 100): "
+				   "ncclDevKernel_AllReduce_Sum_f32_RING_LL\n"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "the collective 1 process waits in "
+				   "(ncclDevKernel_AllReduce_Sum_f32_RING_LL, launched and not "
+				   "completed):\n  process 200 has not launched it"),
+		      "%s", text);
+	ck_assert_msg(!strstr(text, "process 100 has not launched"), "%s", text);
+	free(text);
+	free(path);
+	free(dump);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hang_report");
 	TCase *tc = tcase_create("hang_report");
 
 	tcase_add_test(tc, pending_kernels_are_named_with_their_sites);
+	tcase_add_test(tc, the_rank_that_has_not_launched_the_collective);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
