@@ -43,15 +43,20 @@ typedef struct cs_export_opts {
 	/* the steps found once for several exports of one trace (--per-rank); NULL: cs_export finds
 	 * them */
 	const cs_export_steps *steps;
+	/* the most the steps' model may need, bytes (cs_analysis_load_opts()); 0: no limit. A trace
+	 * (or window) that needs more gets the steps of the middle part that fits */
+	int64_t max_bytes;
 	struct cs_progress *progress; /* rows read are reported to it (progress.h); may be NULL */
 } cs_export_opts;
 
 /*
  * Find the steps of every process of t for the ProfilerStep#N slices (step_range may be NULL):
- * the trace is loaded as `cuscope report` loads it. 0 or a cs_err code; free with
+ * the trace is loaded as `cuscope report` loads it, within max_bytes (0: no limit; a larger trace
+ * gets the steps of its middle part, and (*out)->window says which). 0 or a cs_err code; free with
  * cs_export_steps_free().
  */
-int cs_export_steps_find(cs_trace *t, const char *step_range, cs_export_steps **out, cs_error *err);
+int cs_export_steps_find(cs_trace *t, const char *step_range, int64_t max_bytes,
+			 cs_export_steps **out, cs_error *err);
 void cs_export_steps_free(cs_export_steps *s);
 
 /* Chrome format, the whole trace, every process, no compression, ProfilerStep slices. */
@@ -62,6 +67,9 @@ typedef struct cs_export_stats {
 	int64_t events;	 /* events written (slices, flows, counters, metadata, ...) */
 	int64_t skipped; /* rows left out because a timestamp they need is unknown */
 	int64_t bytes;	 /* bytes written (compressed size with gzip) */
+	/* when the steps were found on a window of the trace (its model over max_bytes): the window
+	 * as cs_load_window_text() says it; "" otherwise */
+	char steps_window[400];
 } cs_export_stats;
 
 /*

@@ -25,7 +25,7 @@ static const char export_usage[] =
 	"usage: cuscope export [--format chrome|perfetto|nsys-sqlite] [-o OUT] [--time-range "
 	"START:END]\n"
 	"                      [--steps A-B] [--step-range PATTERN] [--pid PID | --per-rank]\n"
-	"                      [--no-profiler-steps] [--force] [--quiet] FILE\n"
+	"                      [--no-profiler-steps] [--max-memory SIZE] [--force] [--quiet] FILE\n"
 	"\n"
 	"Write the trace for a trace viewer: Chrome's trace event format (JSON: chrome://tracing,\n"
 	"ui.perfetto.dev, Holistic Trace Analysis, TensorBoard) or Perfetto's protobuf format\n"
@@ -54,6 +54,10 @@ static const char export_usage[] =
 	"  -p, --pid PID            only events of process PID (one the trace has)\n"
 	"      --no-profiler-steps  no ProfilerStep#N slices (finding the steps loads the trace\n"
 	"                           as report does: about 110 MB a million rows)\n"
+	"      --max-memory SIZE    find the steps within SIZE (4G, 512M): a larger trace gets\n"
+	"                           the slices of its --time-range, or of its middle, numbered\n"
+	"                           from there, and --steps is refused (default: a quarter of\n"
+	"                           the memory, at most 4G)\n"
 	"      --per-rank           one file per rank, as HTA reads them: OUT's name with\n"
 	"                           .rankN before its extension (run.rank0.json, run.rank1.json);\n"
 	"                           OUT's directory is made when missing\n"
@@ -65,6 +69,7 @@ enum {
 	OPT_STEP_RANGE = 256,
 	OPT_PER_RANK,
 	OPT_NO_PROFILER_STEPS,
+	OPT_MAX_MEMORY,
 };
 
 /* Browsers do not open a JSON trace much larger than this (a string of that size) */
@@ -92,19 +97,31 @@ static int parse_steps(const char *arg, int64_t *a, int64_t *b)
 	return 0;
 }
 
-/* The window of steps a..b: from the first host or GPU start to the last end. */
+/* The window of steps a..b: from the first host or GPU start to the last end. The steps are
+ * numbered over the whole trace: one whose model needs more than max_bytes is refused. */
 static int steps_window(cs_trace *t, const char *path, const char *step_range, int64_t a, int64_t b,
-			int64_t *t0, int64_t *t1)
+			int64_t max_bytes, int64_t *t0, int64_t *t1)
 {
 	cs_analysis an;
 	cs_steps steps;
 	cs_step_opts so = {step_range, -1, 0, 0};
+	cs_load_opts lo = {max_bytes, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
 	cs_error err = {0, ""};
 	int rc;
 
 	memset(&an, 0, sizeof(an));
 	memset(&steps, 0, sizeof(steps));
-	rc = cs_analysis_load(t, &an, &err);
+	rc = cs_analysis_load_opts(t, &an, &lo, &err);
+	if (!rc && an.window.on) {
+		char need[CS_FMT_MAX], limit[CS_FMT_MAX];
+
+		cli_error("cannot number the steps of '%s' within --max-memory %s: the whole trace "
+			  "would need %s; export a --time-range, or give a larger --max-memory",
+			  path, cs_fmt_bytes(limit, sizeof(limit), max_bytes),
+			  cs_fmt_bytes(need, sizeof(need), an.window.trace_bytes));
+		cs_analysis_free(&an);
+		return CLI_EXIT_USAGE;
+	}
 	if (!rc)
 		rc = cs_steps_detect(&an, &so, &steps, &err);
 	if (rc < 0) {
@@ -279,6 +296,7 @@ int cmd_export(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"per-rank", no_argument, NULL, OPT_PER_RANK},
 		{"no-profiler-steps", no_argument, NULL, OPT_NO_PROFILER_STEPS},
+		{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
 		{"force", no_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -302,6 +320,7 @@ int cmd_export(int argc, char **argv)
 	int nmade = 0;
 
 	cs_export_opts_init(&opts);
+	opts.max_bytes = cs_analysis_default_max_bytes();
 	while ((c = cli_getopt(argc, argv, "f:o:t:s:p:qh", longopts)) != -1) {
 		switch (c) {
 		case 'f':
@@ -343,6 +362,14 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_NO_PROFILER_STEPS:
 			opts.profiler_steps = 0;
+			break;
+		case OPT_MAX_MEMORY:
+			if (cli_parse_size(argv[0], "--max-memory", optarg, &opts.max_bytes))
+				return CLI_EXIT_USAGE;
+			if (opts.max_bytes < CLI_MAX_MEMORY_MIN)
+				return cli_usage_error(argv[0],
+						       "--max-memory %s is too small (at least 1M)",
+						       optarg);
 			break;
 		case 'F':
 			force = 1;
@@ -386,7 +413,8 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	}
 	if (steps) {
-		rc = steps_window(t, path, step_range, step_a, step_b, &opts.t0, &opts.t1);
+		rc = steps_window(t, path, step_range, step_a, step_b, opts.max_bytes, &opts.t0,
+				  &opts.t1);
 		if (rc) {
 			cs_trace_close(t);
 			return rc;
@@ -460,7 +488,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	if (nouts > 1 && opts.profiler_steps) { /* the steps of every rank, found once */
-		rc = cs_export_steps_find(t, step_range, &found_steps, &err);
+		rc = cs_export_steps_find(t, step_range, opts.max_bytes, &found_steps, &err);
 		if (rc) {
 			rc = cli_trace_error(path, rc, &err);
 			goto out;
@@ -520,6 +548,11 @@ int cmd_export(int argc, char **argv)
 				outs[i], cs_fmt_bytes(size, sizeof(size), st.bytes),
 				cs_fmt_count(events, sizeof(events), st.events),
 				cs_fmt_count(rows, sizeof(rows), st.rows), now_s() - t_start);
+		if (!quiet && st.steps_window[0] && (!per_rank || i == 0))
+			fprintf(stderr,
+				"cuscope: note: the ProfilerStep#N slices are those of %s (numbered "
+				"from there)\n",
+				st.steps_window);
 	}
 	rc = CLI_EXIT_OK;
 out:

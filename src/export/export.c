@@ -2071,8 +2071,10 @@ int cs_export(cs_trace *t, const cs_export_opts *o, const char *path, cs_export_
 		for (int i = 0; !rc && i < o->steps->n; i++)
 			if (o->pid < 0 || o->steps->v[i].pid == o->pid)
 				d->steps[d->nsteps++] = o->steps->v[i];
+		snprintf(d->st.steps_window, sizeof(d->st.steps_window), "%s", o->steps->window);
 	} else if (!rc && o->profiler_steps) {
-		rc = ex_steps_find(t, o->step_range, o->pid, &d->steps, &d->nsteps, err);
+		rc = ex_steps_find(t, o->step_range, o->pid, o->t0, o->t1, o->max_bytes, &d->steps,
+				   &d->nsteps, d->st.steps_window, sizeof(d->st.steps_window), err);
 	}
 	if (rc)
 		goto out;

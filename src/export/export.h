@@ -319,13 +319,18 @@ struct ex_step {
  * The steps of every process (only process pid when pid >= 0) that launched GPU work, found as
  * `cuscope report` finds them (step_range: --step-range, or NULL), each placed on its launching
  * thread with bounds moved out of the slices they would cut. *out (malloc'd; NULL when none), *n.
+ * The trace's model may need at most max_bytes (0: any): a larger trace gets the steps of the
+ * export's time range [t0, t1) (CS_TS_UNKNOWN: open), or of its middle, as much as fits, numbered
+ * from the first step there, and window (wsize bytes) says which; "" when the whole was used.
  */
-int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, struct ex_step **out, int *n,
+int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, int64_t t0, int64_t t1,
+		  int64_t max_bytes, struct ex_step **out, int *n, char *window, size_t wsize,
 		  cs_error *err);
 
 struct cs_export_steps {
 	struct ex_step *v;
 	int n;
+	char window[400]; /* cs_load_window_text() of the window the steps were found on; "" */
 };
 
 struct exporter;

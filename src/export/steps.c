@@ -283,16 +283,20 @@ static int add_pid(const cs_process *p, void *arg)
 	return 0;
 }
 
-int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, struct ex_step **out, int *n,
+int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, int64_t t0, int64_t t1,
+		  int64_t max_bytes, struct ex_step **out, int *n, char *window, size_t wsize,
 		  cs_error *err)
 {
 	cs_analysis an;
 	struct proc_list procs = {NULL, 0, 0, pid};
+	cs_load_opts lo = {max_bytes, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
 	size_t cap = 0;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
+	if (wsize)
+		window[0] = '\0';
 	memset(&an, 0, sizeof(an));
 	rc = cs_trace_each_process(t, add_pid, &procs, err);
 	if (rc == CS_ERR_NOMEM)
@@ -301,7 +305,30 @@ int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, struct ex_st
 		free(procs.pids);
 		return rc;
 	}
-	rc = cs_analysis_load(t, &an, err);
+	/* the whole trace, numbered from its first step, within the limit; over it, the export's
+	 * time range (or the middle of the trace) */
+	if (max_bytes > 0 && (t0 != CS_TS_UNKNOWN || t1 != CS_TS_UNKNOWN)) {
+		cs_trace_summary sum;
+
+		rc = cs_trace_get_summary(t, &sum, err);
+		if (rc) {
+			free(procs.pids);
+			return rc;
+		}
+		if (cs_analysis_estimate(sum.counts) > max_bytes) {
+			lo.from = t0;
+			lo.to = t1;
+		}
+	}
+	rc = cs_analysis_load_opts(t, &an, &lo, err);
+	if (!rc && an.window.on && wsize) {
+		char *w = cs_load_window_text(window, wsize, &an.window), *opt = strstr(w, "(--window)");
+
+		if (opt && strlen(w) + 4 < wsize) { /* the range asked is export's --time-range */
+			memmove(opt + 14, opt + 10, strlen(opt + 10) + 1);
+			memcpy(opt, "(--time-range)", 14);
+		}
+	}
 	for (size_t i = 0; !rc && i < procs.n; i++)
 		rc = process_steps(&an, procs.pids[i], step_range, out, n, &cap);
 	if (rc == CS_ERR_NOMEM)
@@ -316,7 +343,8 @@ int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, struct ex_st
 	return rc;
 }
 
-int cs_export_steps_find(cs_trace *t, const char *step_range, cs_export_steps **out, cs_error *err)
+int cs_export_steps_find(cs_trace *t, const char *step_range, int64_t max_bytes,
+			 cs_export_steps **out, cs_error *err)
 {
 	cs_export_steps *s = calloc(1, sizeof(*s));
 	int rc;
@@ -324,7 +352,8 @@ int cs_export_steps_find(cs_trace *t, const char *step_range, cs_export_steps **
 	*out = NULL;
 	if (!s)
 		return cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-	rc = ex_steps_find(t, step_range, -1, &s->v, &s->n, err);
+	rc = ex_steps_find(t, step_range, -1, CS_TS_UNKNOWN, CS_TS_UNKNOWN, max_bytes, &s->v, &s->n,
+			   s->window, sizeof(s->window), err);
 	if (rc) {
 		free(s);
 		return rc;

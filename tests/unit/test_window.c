@@ -307,6 +307,77 @@ START_TEST(test_diff_gate_limit)
 }
 END_TEST
 
+/* The number of "ProfilerStep#" slices in a Chrome JSON export, and the smallest N among them. */
+static int profiler_steps(const char *path, long *first)
+{
+	char *text = tu_read_file(path, NULL);
+	int n = 0;
+
+	*first = -1;
+	for (const char *p = text; p && (p = strstr(p, "\"ProfilerStep#")); p++) {
+		long k = strtol(p + 14, NULL, 10);
+
+		if (*first < 0 || k < *first)
+			*first = k;
+		n++;
+	}
+	free(text);
+	return n;
+}
+
+/* export within --max-memory: the slices of the middle (or of --time-range), said in a note;
+ * --steps, numbered over the whole trace, refused in one line with nothing written. */
+START_TEST(test_export_limit)
+{
+	char *whole = tu_path(tmp_dir, "whole.json"), *mid = tu_path(tmp_dir, "mid.json");
+	char *ranged = tu_path(tmp_dir, "ranged.json"), *steps = tu_path(tmp_dir, "steps.json");
+	struct tu_result a = tu_cuscope((const char *[]){NULL, "export", "-o", whole, loop_db, NULL});
+	struct tu_result b = tu_cuscope(
+		(const char *[]){NULL, "export", "--max-memory", "1M", "-o", mid, loop_db, NULL});
+	struct tu_result c = tu_cuscope((const char *[]){NULL, "export", "--max-memory", "1M", "-t",
+							  "1s:1.2s", "-o", ranged, loop_db, NULL});
+	struct tu_result d = tu_cuscope((const char *[]){NULL, "export", "--max-memory", "1M",
+							  "--steps", "5-6", "-o", steps, loop_db,
+							  NULL});
+	struct tu_result e = tu_cuscope(
+		(const char *[]){NULL, "export", "--max-memory", "abc", "-o", steps, loop_db, NULL});
+	long first_whole, first_mid, first_ranged;
+	int n_whole, n_mid, n_ranged;
+
+	ck_assert_msg(a.rc == 0 && !strstr(a.err, "note:"), "rc %d: %s", a.rc, a.err);
+	ck_assert_msg(b.rc == 0 && strstr(b.err, "cuscope: note: the ProfilerStep#N slices are "
+						 "those of ") &&
+			      strstr(b.err, "the middle ") && strstr(b.err, "(numbered from there)"),
+		      "rc %d: %s", b.rc, b.err);
+	n_whole = profiler_steps(whole, &first_whole);
+	n_mid = profiler_steps(mid, &first_mid);
+	/* every step of the run (less the warm-up), and fewer in the middle, numbered from 0 */
+	ck_assert_msg(n_whole > 2500 && n_mid > 0 && n_mid < n_whole / 2, "%d and %d steps",
+		      n_whole, n_mid);
+	ck_assert_int_eq(first_mid, first_whole);
+	/* the time range's own steps: about a fifth of a second of 1.1 ms steps */
+	ck_assert_msg(c.rc == 0 && strstr(c.err, "cuscope: note: the ProfilerStep#N slices"),
+		      "rc %d: %s", c.rc, c.err);
+	n_ranged = profiler_steps(ranged, &first_ranged);
+	ck_assert_msg(n_ranged > 100 && n_ranged < 250, "%d steps", n_ranged);
+	tu_assert_one_line_error(&d, "export --max-memory 1M --steps");
+	ck_assert_msg(strstr(d.err, "cannot number the steps of '") &&
+			      strstr(d.err, "within --max-memory 1.0 MiB"),
+		      "%s", d.err);
+	ck_assert(!tu_file_exists(steps));
+	tu_assert_one_line_error(&e, "export --max-memory abc");
+	tu_result_free(&a);
+	tu_result_free(&b);
+	tu_result_free(&c);
+	tu_result_free(&d);
+	tu_result_free(&e);
+	free(whole);
+	free(mid);
+	free(ranged);
+	free(steps);
+}
+END_TEST
+
 /* The model's window: exactly the events that start in it, of every table. */
 START_TEST(test_load_window_rows)
 {
@@ -368,6 +439,7 @@ static Suite *window_suite(void)
 	tcase_add_test(tc, test_fits_unchanged);
 	tcase_add_test(tc, test_bad_values);
 	tcase_add_test(tc, test_diff_gate_limit);
+	tcase_add_test(tc, test_export_limit);
 	tcase_add_test(tc, test_load_window_rows);
 	suite_add_tcase(s, tc);
 	return s;
