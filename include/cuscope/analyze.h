@@ -1,6 +1,6 @@
 /*
  * analyze.h - the analysis: the rules that turn the model of a trace (model.h: its events loaded
- * once into compact arrays, and its training steps) into findings.
+ * once into compact arrays; steps.h: its training steps) into findings.
  *
  * `cuscope report` loads a trace (cs_analysis_load), finds its steps (cs_steps_detect), runs the
  * analyzers of the registry (src/analyzers/registry.c) and prints the findings, most costly first.
@@ -15,6 +15,7 @@
 
 #include "cuscope/error.h"
 #include "cuscope/model.h"
+#include "cuscope/steps.h"
 #include "cuscope/trace.h"
 
 /*

@@ -1,9 +1,9 @@
 /*
  * gate.h - comparing a trace with one or several baselines: the metrics of a run, normalised per
  * steady-state training step (metrics.c), their differences, most significant first (diff.c,
- * `cuscope diff`), the statistics that test timing changes (stats.c), and the thresholds that
- * turn a difference into a regression, with their JSON configuration, the JUnit XML and the
- * markdown summary of a CI job (gate.c, `cuscope gate`).
+ * `cuscope diff`), the statistics that test timing changes (stats.c), the thresholds that turn a
+ * difference into a regression, with their JSON configuration (config.c, `cuscope gate`), and
+ * the comparison both commands start with (comparison.c). Their renderers are the report's.
  *
  * The metrics, their units and default thresholds are listed in docs/ci.md; the comparison rules
  * (per-step normalisation, trimmed means, step alignment, finding matching) in

@@ -23,6 +23,7 @@
 
 #include "release_bursts.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "recurrence.h"
 #include "sites.h"
 #include "rules.h"

@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"

@@ -19,6 +19,7 @@
 #include "kernel_names.h"
 #include "edits.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "sites.h"
 #include "rules.h"
 #include "cuscope/checked.h"

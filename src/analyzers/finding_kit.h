@@ -1,9 +1,9 @@
 /*
  * finding_kit.h - what the rules of src/analyzers build their findings with (private to the
- * analyzers): the severity of a share, the titles' numbers and step counts, medians, modes and
- * 95% intervals of per-step values, and the hand-over of a finding to the report. What they
- * derive from the run is in facts/ (read through cache.h); the decision of a recurring cost is
- * recurrence.h, call sites sites.h, edits of the run edits.h.
+ * analyzers): the titles' numbers and step counts, medians and modes of per-step values, and the
+ * hand-over of a finding to the report. What they derive from the run is in facts/ (read through
+ * cache.h); the severity of a share and the 95% intervals are estimates.h, the decision of a
+ * recurring cost recurrence.h, call sites sites.h, edits of the run edits.h.
  */
 #ifndef CUSCOPE_FINDING_KIT_H
 #define CUSCOPE_FINDING_KIT_H
@@ -15,26 +15,6 @@
 
 #define RU_US 1000LL
 #define RU_MS 1000000LL
-
-/* Severity of a finding by its estimated loss share of the step: error >= 10%, warning >= 3%. */
-int ru_severity(double share);
-
-/* Sort v[0..n) ascending. */
-void ru_sort_i64(int64_t *v, int64_t n);
-
-/*
- * The distribution-free 95% confidence interval of the median of v[0..n) (sorted in place), into
- * *lo and *hi: the order statistics at ranks n/2 -/+ 0.98 sqrt(n), as the number of values under
- * the true median is binomial B(n, 1/2) with a standard deviation of sqrt(n)/2 (1.96 of them on
- * either side). Few values give a wide interval (all of them under 6). Nothing when n is 0.
- */
-void ru_median_interval(int64_t *v, int64_t n, int64_t *lo, int64_t *hi);
-
-/*
- * The 95% interval of a share measured as k of n (the Wilson score interval, z = 1.96), into *lo
- * and *hi; 0 and 1 when n is 0.
- */
-void ru_share_interval(int64_t k, int64_t n, double *lo, double *hi);
 
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s" into buf; returns buf. */
 const char *ru_fmt_ns(char *buf, size_t size, int64_t ns);

@@ -11,6 +11,7 @@
 #include "cuscope/timings.h"
 #include "cache.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "deps.h"
 
 const char *cs_severity_name(int sev)

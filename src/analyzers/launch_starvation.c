@@ -21,6 +21,7 @@
 #include "cache.h"
 #include "edits.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "sites.h"
 #include "rules.h"
 #include "cuscope/sort.h"

@@ -15,6 +15,7 @@
 
 #include "cache.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"

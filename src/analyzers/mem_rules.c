@@ -9,6 +9,7 @@
 #include "cache.h"
 #include "mem_rules.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "recurrence.h"
 #include "release_bursts.h"
 #include "sites.h"

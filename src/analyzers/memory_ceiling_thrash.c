@@ -20,6 +20,7 @@
 #include "release_bursts.h"
 #include "mem_rules.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "rules.h"
 
 #define RULE_ID RULE_ID_MEMORY_CEILING_THRASH

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "finding_kit.h"
+#include "estimates.h"
 #include "rules.h"
 #include "cuscope/ranks.h"
 #include "cuscope/sort.h"

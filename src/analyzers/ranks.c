@@ -12,7 +12,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/ranks.h"
 #include "kernel_names.h"
-#include "finding_kit.h"
+#include "estimates.h"
 #include "cuscope/checked.h"
 #include "cuscope/sort.h"
 

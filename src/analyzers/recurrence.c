@@ -8,6 +8,7 @@
 #include "cuscope/sort.h"
 #include "recurrence.h"
 #include "finding_kit.h"
+#include "estimates.h"
 
 int ru_recur_decide(const cs_steps *s, int64_t step_median, const int64_t *cost, int32_t *steps,
 		    int32_t *nsteps, int skip_ends, int32_t min_steps, double min_step_share,

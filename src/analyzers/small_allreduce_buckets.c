@@ -18,6 +18,7 @@
 #include "kernel_names.h"
 #include "cache.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/ranks.h"

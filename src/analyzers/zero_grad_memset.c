@@ -30,6 +30,7 @@
 #include "kernel_names.h"
 #include "cache.h"
 #include "finding_kit.h"
+#include "estimates.h"
 #include "launch_ops.h"
 #include "sites.h"
 #include "rules.h"

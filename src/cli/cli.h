@@ -73,7 +73,7 @@ int cli_path_stem(const char *path);
  * (NULL when none was written) tells of the streams and NCCL; returns the notices read. */
 int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump);
 
-/* ---- recording (cmd_record.c, calibrate.c) ---- */
+/* ---- recording (cmd_record.c, calibrate.c, cmd_calibrate.c) ---- */
 
 /* The injection library: $CUSCOPE_INJECT_LIB, beside the executable or in its lib dir. 0, or -1
  * after saying it cannot be found. */
@@ -86,6 +86,8 @@ char *cli_record_options(int backtrace);
  * launches per loop. */
 #define CLI_CALIBRATE_ROUNDS   9
 #define CLI_CALIBRATE_LAUNCHES 10000
+/* The most rounds it runs (--rounds). */
+#define CLI_CALIBRATE_MAX_ROUNDS 64
 
 struct cli_calibrate_opts {
 	const char *lib;     /* the injection library */
@@ -101,6 +103,9 @@ struct cli_calibrate_opts {
  * with why set.
  */
 cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap);
+/* cli_calibrate()'s value as `cuscope calibrate` prints it: each mode's time per launch and what
+ * recording adds, in its parts. */
+void cli_calibrate_print(const cJSON *j);
 /*
  * Loops of launches of an empty kernel in a process without a profiler (calibrate.c): after one to
  * warm up, `loops` loops of `launches`, their wall ns per launch in wall[]; device (dcap bytes) the

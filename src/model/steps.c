@@ -14,7 +14,7 @@
 
 #include "cuscope/sort.h"
 #include "cuscope/grow.h"
-#include "cuscope/model.h"
+#include "cuscope/steps.h"
 #include "cuscope/json.h"
 #include "cuscope/checked.h"
 #include "cuscope/u64map.h"

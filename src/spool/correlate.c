@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "import_internal.h"
+#include "spool_internal.h"
 
 /* Serial-number order of 32-bit correlation ids: the newest seen bounds how long entries wait. */
 static void note_corr(struct proc_file *pf, uint32_t corr)
@@ -23,7 +23,27 @@ static void note_corr(struct proc_file *pf, uint32_t corr)
 	}
 }
 
+/* ---- the device of a context ---- */
+
+int32_t proc_context_device(struct proc_file *pf, uint32_t context)
+{
+	const int32_t *dev = u64map_get(&pf->proc->contexts, context);
+
+	return dev ? *dev : CS_ID_NONE;
+}
+
 /* ---- writing events ---- */
+
+/* The writer's message is a whole line that names the file ("cannot write 'run.db': ..."). */
+int import_writer_error(struct importer *im, int64_t rc)
+{
+	const char *msg = cs_writer_errmsg(im->w);
+
+	if (msg && *msg)
+		return cs_error_set(im->err, (int)rc, "%s", msg);
+	return cs_error_set(im->err, (int)rc, "cannot write '%s': %s", im->out_path,
+			    cs_err_str((int)rc));
+}
 
 int import_write_event(struct importer *im, const cs_event *ev)
 {

@@ -34,26 +34,8 @@
 #include <string.h>
 
 #include "cuscope/grow.h"
-#include "import_internal.h"
+#include "spool_internal.h"
 #include "cuscope/checked.h"
-
-/* ---- errors ---- */
-
-int import_nomem(struct importer *im)
-{
-	return cs_error_set(im->err, CS_ERR_NOMEM, "out of memory");
-}
-
-/* The writer's message is a whole line that names the file ("cannot write 'run.db': ..."). */
-int import_writer_error(struct importer *im, int64_t rc)
-{
-	const char *msg = cs_writer_errmsg(im->w);
-
-	if (msg && *msg)
-		return cs_error_set(im->err, (int)rc, "%s", msg);
-	return cs_error_set(im->err, (int)rc, "cannot write '%s': %s", im->out_path,
-			    cs_err_str((int)rc));
-}
 
 static int bad_record(struct proc_file *pf)
 {
@@ -283,13 +265,6 @@ static int note_gpu_record(struct proc_file *pf, int32_t device, uint32_t contex
 			return import_writer_error(pf->im, rc);
 	}
 	return 0;
-}
-
-int32_t proc_context_device(struct proc_file *pf, uint32_t context)
-{
-	const int32_t *dev = u64map_get(&pf->proc->contexts, context);
-
-	return dev ? *dev : CS_ID_NONE;
 }
 
 /* ---- records ---- */

@@ -26,7 +26,7 @@
 #include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/sort.h"
-#include "import_internal.h"
+#include "spool_internal.h"
 
 /* ---- reading ---- */
 

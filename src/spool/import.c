@@ -42,7 +42,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/launch_cost.h"
 #include "cuscope/strbuf.h"
-#include "import_internal.h"
+#include "spool_internal.h"
 #include "cuscope/checked.h"
 
 static void report_progress(struct importer *im, uint64_t done)

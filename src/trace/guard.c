@@ -2,19 +2,26 @@
  * guard.c - reading a file that someone else wrote (docs/security.md): how a connection to it is
  * opened (read-only and immutable: no lock, no -wal or -shm beside it), hardened (defensive mode,
  * no trusted schema, no triggers, tight limits), what SQL may do on it (an authorizer on every
- * connection that reads it), and which schema objects a trace may hold, with which columns of
- * which declared types (checked at open).
+ * connection that reads it), which schema objects a trace may hold, with which columns of which
+ * declared types, and the checks of a file before and after SQLite opens it (its header, its
+ * schema version, its objects and event tables).
  *
  * SQLite's guidance for databases from untrusted sources ("Defense Against The Dark Arts",
  * sqlite.org/security.html) is followed item by item; what each check refuses is in
  * docs/trace-format.md, "Reading hostile files".
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "cuscope/files.h"
 #include "cuscope/trace.h"
 #include "trace_internal.h"
+
+#define SQLITE_MAGIC "SQLite format 3"
 
 char *cs_sql_ro_uri(const char *path)
 {
@@ -387,4 +394,197 @@ int cs_schema_check_objects(sqlite3 *db, const char *path, cs_error *err)
 			return rc;
 	}
 	return CS_OK;
+}
+
+/* ---- the checks of a file the reader opens ---- */
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* strerror() in the lower case of cuscope's messages. */
+static const char *errno_text(int e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", strerror(e));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+int cs_schema_check_file(const char *path, cs_error *err)
+{
+	unsigned char h[100];
+	char ebuf[128];
+	struct stat st;
+	size_t got;
+	ssize_t n;
+	uint32_t page_size, pages;
+	int fd;
+
+	if (stat(path, &st)) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return cs_error_set(err, CS_ERR_NOT_FOUND, "cannot open '%s': no such file",
+					    path);
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(errno, ebuf, sizeof(ebuf)));
+	}
+	if (S_ISDIR(st.st_mode))
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': is a directory", path);
+	if (!S_ISREG(st.st_mode))
+		return cs_error_set(err, CS_ERR_NOT_SQLITE, "cannot open '%s': not a regular file",
+				    path);
+	if (st.st_size == 0)
+		return cs_error_set(err, CS_ERR_NOT_SQLITE,
+				    "cannot open '%s': not a cuscope trace (empty file)", path);
+
+	/* without blocking: a FIFO put there since the stat above is refused, not waited on */
+	fd = cs_open_regular(path, 0);
+	if (fd < 0 && errno == CS_ENOTREG)
+		return cs_error_set(err, CS_ERR_NOT_SQLITE, "cannot open '%s': not a regular file",
+				    path);
+	if (fd < 0)
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(errno, ebuf, sizeof(ebuf)));
+	n = cs_read_full(fd, h, sizeof(h));
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return cs_error_set(err, CS_ERR_IO, "cannot open '%s': %s", path,
+				    errno_text(e, ebuf, sizeof(ebuf)));
+	}
+	got = (size_t)n;
+	close(fd);
+
+	if (memcmp(h, SQLITE_MAGIC, got < 16 ? got : 16) != 0)
+		return cs_error_set(
+			err, CS_ERR_NOT_SQLITE,
+			"cannot open '%s': not a cuscope trace (not an SQLite database)", path);
+	if (got < sizeof(h))
+		goto corrupt;
+	page_size = (uint32_t)h[16] << 8 | h[17];
+	if (page_size == 1)
+		page_size = 65536;
+	if (page_size < 512 || (page_size & (page_size - 1)))
+		goto corrupt;
+	if ((uint64_t)st.st_size % page_size)
+		goto corrupt;
+	/* The header's page count is valid when "version-valid-for" equals the change counter. */
+	pages = be32(h + 28);
+	if (pages && be32(h + 92) == be32(h + 24) &&
+	    (uint64_t)st.st_size < (uint64_t)pages * page_size)
+		goto corrupt;
+	return CS_OK;
+corrupt:
+	return cs_error_set(err, CS_ERR_CORRUPT, "cannot open '%s': truncated or damaged file",
+			    path);
+}
+
+/* Map an SQLite failure while checking an opened file to a one-line error. */
+static int check_failed(sqlite3 *db, int rc, const char *path, cs_error *err)
+{
+	int code = cs_sql_code(rc);
+
+	if (code == CS_ERR_CORRUPT)
+		return cs_error_set(err, code, "cannot open '%s': truncated or damaged file", path);
+	return cs_error_set(err, code ? code : CS_ERR_SQL, "cannot open '%s': %s", path,
+			    sqlite3_errmsg(db));
+}
+
+/*
+ * What reading an event table may do: read that table or, behind its view, its _DATA table, and
+ * call coalesce() (build_kind()'s views); no other table, function or recursion. A file whose event
+ * table does more was not written by cuscope. The connection's authorizer (guard.c) decides.
+ */
+static int check_event_tables(sqlite3 *db, const char *path, struct cs_sql_guard *g, cs_error *err)
+{
+	for (int k = 0; k < CS_EV_COUNT; k++) {
+		const char *table = cs_event_kind_table(k);
+		sqlite3_stmt *st = NULL;
+		char sql[128];
+		int rc;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s", table);
+		g->denied = 0;
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+		sqlite3_finalize(st);
+		if (g->denied)
+			return cs_error_set(
+				err, CS_ERR_NOT_TRACE,
+				"cannot open '%s': not a cuscope trace (%s is not a table "
+				"or view that cuscope writes)",
+				path, table);
+		if (rc != SQLITE_OK)
+			return check_failed(db, rc, path, err);
+	}
+	return CS_OK;
+}
+
+int cs_schema_check_db(sqlite3 *db, const char *path, int *version, struct cs_sql_guard *g,
+		       cs_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	const char *text;
+	char *end;
+	long v;
+	int rc;
+
+	cs_sql_guard_reader(db, g);
+
+	/* sqlite_master first: reading it fails on a damaged header or first page. */
+	rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return check_failed(db, rc, path, err);
+	sqlite3_bind_text(st, 1, "META", -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == SQLITE_DONE)
+		return cs_error_set(err, CS_ERR_NOT_TRACE,
+				    "cannot open '%s': not a cuscope trace (no META table)", path);
+	if (rc != SQLITE_ROW)
+		return check_failed(db, rc, path, err);
+
+	rc = sqlite3_prepare_v2(db, "SELECT value FROM META WHERE key = 'schema_version'", -1, &st,
+				NULL);
+	if (rc != SQLITE_OK)
+		return check_failed(db, rc, path, err);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return cs_error_set(err, CS_ERR_NOT_TRACE,
+				    "cannot open '%s': not a cuscope trace (no schema_version)",
+				    path);
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return check_failed(db, rc, path, err);
+	}
+	text = (const char *)sqlite3_column_text(st, 0);
+	errno = 0;
+	v = text ? strtol(text, &end, 10) : 0;
+	if (!text || end == text || *end || errno || v < 1) {
+		cs_error_set(err, CS_ERR_NOT_TRACE,
+			     "cannot open '%s': not a cuscope trace (bad schema_version '%.32s')",
+			     path, text ? text : "");
+		sqlite3_finalize(st);
+		return CS_ERR_NOT_TRACE;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (v > CS_SCHEMA_VERSION)
+		return cs_error_set(err, CS_ERR_NEWER_SCHEMA,
+				    "cannot open '%s': written by a newer cuscope (schema %ld, "
+				    "this build reads %d)",
+				    path, v, CS_SCHEMA_VERSION);
+	if (version)
+		*version = (int)v;
+
+	/* event tables are views over _DATA tables from version 2 on, tables before */
+	rc = cs_schema_check_objects(db, path, err);
+	if (rc)
+		return rc;
+	return check_event_tables(db, path, g, err);
 }

@@ -1,7 +1,7 @@
 /*
- * trace_internal.h - what the trace store's files (schema.c, writer.c, reader.c) share and nothing
- * else sees: the event tables' columns as a table (from include/cuscope/columns.def), schema
- * creation and the checks of an opened file.
+ * trace_internal.h - what the trace store's files (schema.c, guard.c, writer.c, reader.c) share
+ * and nothing else sees: the event tables' columns as a table (from include/cuscope/columns.def),
+ * schema creation and the checks of an opened file.
  */
 #ifndef CUSCOPE_TRACE_INTERNAL_H
 #define CUSCOPE_TRACE_INTERNAL_H
@@ -66,10 +66,6 @@ int cs_schema_create(sqlite3 *db, char *msg, size_t msglen);
  */
 int cs_schema_build(sqlite3 *db, const int sorted[CS_EV_COUNT], char *msg, size_t msglen);
 
-/* Checks of a file before SQLite opens it: exists, is not empty, is SQLite, is as long as its
- * header says. */
-int cs_schema_check_file(const char *path, cs_error *err);
-
 /* ---- guard.c: connections to files from elsewhere (docs/security.md) ---- */
 
 /* The longest string, blob or row a connection to a trace reads (SQLITE_LIMIT_LENGTH). */
@@ -92,6 +88,10 @@ void cs_sql_guard_reader(sqlite3 *db, struct cs_sql_guard *g);
 /* That authorizer (arg: a struct cs_sql_guard *), for one that adds to it (the nsys copy's). */
 int cs_sql_read_authorizer(void *arg, int action, const char *a1, const char *a2, const char *db,
 			   const char *inner);
+/* Checks of a file before SQLite opens it: exists, is not empty, is SQLite, is as long as its
+ * header says. */
+int cs_schema_check_file(const char *path, cs_error *err);
+
 /* The schema objects of the file: no trigger, no virtual table, the side tables tables with the
  * columns a reader reads, the event tables tables or views over tables, no generated column in
  * any of them. A one-line error otherwise. */

@@ -1,12 +1,12 @@
 /*
- * import_internal.h - what the importer's files share (src/spool/): the state of an import and of
+ * spool_internal.h - what the importer's files share (src/spool/): the state of an import and of
  * the file being read, the limits of the correlation join, and the functions one file calls in
  * another. import.c drives (files, passes, the time base, meta); framing.c cuts a spool file into
  * records; decode.c turns records into rows; correlate.c joins GPU records with their API calls
  * and writes the rows.
  */
-#ifndef CUSCOPE_IMPORT_INTERNAL_H
-#define CUSCOPE_IMPORT_INTERNAL_H
+#ifndef CUSCOPE_SPOOL_INTERNAL_H
+#define CUSCOPE_SPOOL_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -165,6 +165,12 @@ enum string_default {
 	STR_NONE = 2,	 /* CS_ID_NONE: the default NVTX domain */
 };
 
+/* The import's error for memory that could not be had; returns it. */
+static inline int import_nomem(struct importer *im)
+{
+	return cs_error_set(im->err, CS_ERR_NOMEM, "out of memory");
+}
+
 /* ---- framing.c: a spool file, record by record ---- */
 
 /* Make need bytes available at buf + pos: 1 when they are, 0 at the end, -1 (errno) on error. */
@@ -178,14 +184,9 @@ int spool_file_probe(struct importer *im, struct file_info *fi);
 
 /* ---- decode.c: records into rows ---- */
 
-int import_nomem(struct importer *im);
-/* The writer's message is a whole line that names the file ("cannot write 'run.db': ..."). */
-int import_writer_error(struct importer *im, int64_t rc);
 /* The process of a file's header, made on first sight (NULL without memory). */
 struct proc_info *import_proc_get(struct importer *im, const struct cs_spool_header *h);
 void import_proc_free(struct proc_info *p);
-/* The device of a context of the file's process, from its GPU records; CS_ID_NONE when unknown. */
-int32_t proc_context_device(struct proc_file *pf, uint32_t context);
 /* Decode one record of the file. */
 int import_record(struct proc_file *pf, const struct cs_rec *h, const unsigned char *p);
 /* The end of a file: what still waits is written as it is. */
@@ -194,6 +195,10 @@ void proc_file_free(struct proc_file *pf);
 
 /* ---- correlate.c: the correlation join, and writing rows ---- */
 
+/* The writer's message is a whole line that names the file ("cannot write 'run.db': ..."). */
+int import_writer_error(struct importer *im, int64_t rc);
+/* The device of a context of the file's process, from its GPU records; CS_ID_NONE when unknown. */
+int32_t proc_context_device(struct proc_file *pf, uint32_t context);
 /* Write one row through the trace writer, counted by kind. */
 int import_write_event(struct importer *im, const cs_event *ev);
 /* Classes whose API row is folded into the GPU rows they feed (kept as rows only with api=all). */
