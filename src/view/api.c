@@ -1211,58 +1211,80 @@ static void publish_steps(struct view_data *v, const cs_steps *steps)
 	pthread_mutex_unlock(&v->lock);
 }
 
-/*
- * Find the steps and run every rule, as `cuscope report` does by default, on arrays of its own
- * (cs_analysis_load, through a connection of its own); the primary process's steps are published
- * as soon as they are found. Returns the findings answer, or NULL with err set.
- */
-static char *run_analysis(struct view_data *v, const struct track_set *tracks, cs_error *err)
-{
-	cs_step_opts so = {NULL, -1, 0, 1}; /* windows: the report's steps (docs/steps.md) */
-	/* report's default memory limit: a window of a larger trace */
-	cs_load_opts lo = {v->max_memory, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
-	cs_trace *t = NULL;
+/* One analysis of the trace: its arrays, steps and findings, until the findings answer is made. */
+struct analysis_run {
+	struct view_data *v;
+	cs_trace *t;
 	cs_analysis a;
 	cs_steps steps;
 	cs_report_processes procs;
 	cs_report report;
 	struct timespec began;
-	const char *delay;
-	char *json = NULL;
-	int rc;
+	int loaded, rc;
+	cs_error err;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &began);
-	memset(&steps, 0, sizeof(steps));
-	memset(&procs, 0, sizeof(procs));
-	memset(&report, 0, sizeof(report));
-	if (cs_trace_open_flags(v->path, CS_TRACE_ONE_THREAD, &t, err) < 0)
-		return NULL;
-	rc = cs_analysis_load_opts(t, &a, &lo, err);
-	if (rc >= 0) {
-		rc = cs_steps_detect(&a, &so, &steps, err);
-		if (rc >= 0) {
-			publish_steps(v, &steps);
-			/* for tests: hold the rules back, so that they see the steps first */
-			delay = getenv("CUSCOPE_VIEW_RULES_DELAY_MS");
-			if (delay)
-				pause_ms(v, strtol(delay, NULL, 10));
-			/* every CUDA process with its own steps, as `cuscope report` */
-			rc = cs_report_run_processes_from(&a, &so, &steps, NULL, &procs, &report,
-							  err);
-		}
-		if (rc >= 0 && procs.n == 0)
-			rc = cs_error_set(err, CS_ERR_INVALID, "no process to analyse");
-		if (rc >= 0 && !(json = make_findings(t, &a.window, &procs, &report,
-						      ms_since(&began), tracks)))
-			cs_error_set(err, CS_ERR_NOMEM, "out of memory");
-		cs_report_free(&report);
-		cs_report_processes_free(&procs);
-		if (steps.v)
-			cs_steps_free(&steps);
-		cs_analysis_free(&a);
+/*
+ * Find the steps and run every rule, as `cuscope report` does by default, on arrays of its own
+ * (cs_analysis_load, through a connection of its own); the primary process's steps are published
+ * as soon as they are found. r->rc < 0 with r->err set on failure.
+ */
+static void analyse(struct analysis_run *r)
+{
+	cs_step_opts so = {NULL, -1, 0, 1}; /* windows: the report's steps (docs/steps.md) */
+	/* report's default memory limit: a window of a larger trace */
+	cs_load_opts lo = {r->v->max_memory, CS_TS_UNKNOWN, CS_TS_UNKNOWN};
+	const char *delay;
+
+	clock_gettime(CLOCK_MONOTONIC, &r->began);
+	r->rc = cs_trace_open_flags(r->v->path, CS_TRACE_ONE_THREAD, &r->t, &r->err);
+	if (r->rc < 0)
+		return;
+	r->rc = cs_analysis_load_opts(r->t, &r->a, &lo, &r->err);
+	if (r->rc < 0)
+		return;
+	r->loaded = 1;
+	r->rc = cs_steps_detect(&r->a, &so, &r->steps, &r->err);
+	if (r->rc >= 0) {
+		publish_steps(r->v, &r->steps);
+		/* for tests: hold the rules back, so that they see the steps first */
+		delay = getenv("CUSCOPE_VIEW_RULES_DELAY_MS");
+		if (delay)
+			pause_ms(r->v, strtol(delay, NULL, 10));
+		/* every CUDA process with its own steps, as `cuscope report` */
+		r->rc = cs_report_run_processes_from(&r->a, &so, &r->steps, NULL, &r->procs,
+						     &r->report, &r->err);
 	}
-	cs_trace_close(t);
+	if (r->rc >= 0 && r->procs.n == 0)
+		r->rc = cs_error_set(&r->err, CS_ERR_INVALID, "no process to analyse");
+}
+
+/* The findings answer of analysis r (focused with tracks, NULL when the timeline could not be
+ * read), or NULL with err set; r's arrays are freed. */
+static char *finish_analysis(struct analysis_run *r, const struct track_set *tracks, cs_error *err)
+{
+	char *json = NULL;
+
+	if (r->rc >= 0 && !(json = make_findings(r->t, &r->a.window, &r->procs, &r->report,
+						 ms_since(&r->began), tracks)))
+		cs_error_set(&r->err, CS_ERR_NOMEM, "out of memory");
+	if (!json)
+		*err = r->err;
+	cs_report_free(&r->report);
+	cs_report_processes_free(&r->procs);
+	if (r->steps.v)
+		cs_steps_free(&r->steps);
+	if (r->loaded)
+		cs_analysis_free(&r->a);
+	if (r->t)
+		cs_trace_close(r->t);
 	return json;
+}
+
+static void *analysis_thread(void *arg)
+{
+	analyse(arg);
+	return NULL;
 }
 
 static void data_destroy(struct view_data *v)
@@ -1304,17 +1326,27 @@ static void pause_ms(struct view_data *v, long ms)
 }
 
 /*
- * The loader thread: the timeline first (the first screen needs it), then the analysis. Each is
- * published under the lock when done; the server answers "loading" and "pending" until then.
+ * The loader thread: the timeline first (the first screen needs it), then the analysis. With the
+ * writer's overview, which draws the first screen, the analysis runs beside the timeline on a thread
+ * of its own, and its findings are answered once both are done (their focus needs the tracks).
+ * Each is published under the lock when done; the server answers "loading" and "pending" until then.
  */
 static void *loader_run(void *arg)
 {
 	struct view_data *v = arg;
+	struct analysis_run run;
 	cs_error err = {0};
 	const char *delay;
 	char *json;
-	int rc;
+	pthread_t thread;
+	int rc, beside = 0;
 
+	memset(&run, 0, sizeof(run));
+	run.v = v;
+	/* for tests: hold the analysis back, so that they see the findings pending */
+	delay = getenv("CUSCOPE_VIEW_ANALYSIS_DELAY_MS");
+	if (v->ov && !delay)
+		beside = pthread_create(&thread, NULL, analysis_thread, &run) == 0;
 	/* for tests: hold the tracks back, so that they see the answers of the overview */
 	delay = getenv("CUSCOPE_VIEW_TIMELINE_DELAY_MS");
 	if (delay)
@@ -1335,14 +1367,17 @@ static void *loader_run(void *arg)
 	if (rc && !atomic_load(&v->stop))
 		fprintf(stderr, "cuscope: %s\n", err.msg);
 
-	/* for tests: hold the analysis back, so that they see the findings pending */
 	delay = getenv("CUSCOPE_VIEW_ANALYSIS_DELAY_MS");
 	if (delay)
 		pause_ms(v, strtol(delay, NULL, 10));
 	json = NULL;
 	memset(&err, 0, sizeof(err));
-	if (!atomic_load(&v->stop)) {
-		json = run_analysis(v, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
+	if (beside)
+		pthread_join(thread, NULL);
+	else if (!atomic_load(&v->stop))
+		analyse(&run);
+	if (!atomic_load(&v->stop) || beside) {
+		json = finish_analysis(&run, view_data_timeline_ready(v) ? &v->ts : NULL, &err);
 		if (!json && !atomic_load(&v->stop))
 			fprintf(stderr, "cuscope: %s\n", err.msg[0] ? err.msg : "analysis failed");
 	}
