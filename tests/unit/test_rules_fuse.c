@@ -89,29 +89,42 @@ static int trace_count(const char *path, const char *id)
 static const char *const gelu_chain[] = {POW_NAME,  MUL_NAME, ADD_NAME, MUL_NAME,
 					 TANH_NAME, ADD_NAME, MUL_NAME, MUL_NAME};
 
-/* Steps of 1 ms of GEMM, eight element-wise kernels of dur each (grid 65536, or alternating
- * between two grids with alternate), 1 ms of GEMM, then a sync. */
-static int chain_count(const char *file, int64_t dur, int alternate, struct found *f)
+/* Steps of 1 ms of GEMM, then the kernels names[0..n) with their grids and times, 1 ms of GEMM
+ * and a sync. */
+static int mixed_count(const char *file, const char *const *names, const int64_t *grids,
+		       const int64_t *durs, int n, struct found *f)
 {
 	struct sim m;
-	int n;
+	int found;
 
 	sim_open(&m, file);
 	for (int s = 0; s < STEPS; s++) {
 		sim_step_begin(&m);
 		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
-		for (int i = 0; i < 8; i++)
-			sim_kernel_grid(&m, 7, gelu_chain[i], alternate && (i & 1) ? 16384 : 65536,
-					dur);
+		for (int i = 0; i < n; i++)
+			sim_kernel_grid(&m, 7, names[i], grids[i], durs[i]);
 		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
 		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
 		sim_host(&m, 50 * US);
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	n = synthetic_count(&m, "unfused-elementwise", f);
+	found = synthetic_count(&m, "unfused-elementwise", f);
 	free(m.path);
-	return n;
+	return found;
+}
+
+/* Steps of 1 ms of GEMM, eight element-wise kernels of dur each (grid 65536, or alternating
+ * between two grids with alternate), 1 ms of GEMM, then a sync. */
+static int chain_count(const char *file, int64_t dur, int alternate, struct found *f)
+{
+	int64_t grids[8], durs[8];
+
+	for (int i = 0; i < 8; i++) {
+		grids[i] = alternate && (i & 1) ? 16384 : 65536;
+		durs[i] = dur;
+	}
+	return mixed_count(file, gelu_chain, grids, durs, 8, f);
 }
 
 START_TEST(test_unfused_chain_every_step)
@@ -152,31 +165,6 @@ END_TEST
 	"TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_St5arrayIPcLm2EELi4E23TrivialOffset" \
 	"CalculatorILi1EjESD_NS0_6memory12LoadWithCastILi1EEENSE_12StoreWithCastILi1EEEEEviT_T0_" \
 	"T2_T3_T4_T5_"
-
-/* Steps of 1 ms of GEMM, then the kernels names[0..n) with their grids and times, 1 ms of GEMM
- * and a sync. */
-static int mixed_count(const char *file, const char *const *names, const int64_t *grids,
-		       const int64_t *durs, int n, struct found *f)
-{
-	struct sim m;
-	int found;
-
-	sim_open(&m, file);
-	for (int s = 0; s < STEPS; s++) {
-		sim_step_begin(&m);
-		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
-		for (int i = 0; i < n; i++)
-			sim_kernel_grid(&m, 7, names[i], grids[i], durs[i]);
-		sim_kernel_grid(&m, 7, GEMM_NAME, 264, 1 * MS);
-		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
-		sim_host(&m, 50 * US);
-		sim_step_end(&m);
-	}
-	sim_finish(&m);
-	found = synthetic_count(&m, "unfused-elementwise", f);
-	free(m.path);
-	return found;
-}
 
 START_TEST(test_unfused_fused_time)
 {
