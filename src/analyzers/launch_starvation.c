@@ -51,6 +51,8 @@
  */
 #define GRAPH_GAP_NS   420
 #define MIN_GRAPH_GAPS 20
+/* The gaps the median is taken of at most (the first of the trace). */
+#define MAX_GRAPH_GAPS 65536
 
 static int64_t counted(const struct fact_idle_step *x)
 {
@@ -128,13 +130,13 @@ struct launch_ref {
 	int64_t kernel;
 };
 
-/* The GPU's gap between consecutive kernels of process pid's CUDA graphs on a stream: their
- * median, or GRAPH_GAP_NS when the trace has fewer than MIN_GRAPH_GAPS. */
+/* The GPU's gap between consecutive kernels of process pid's CUDA graphs on a stream: the median
+ * of the first MAX_GRAPH_GAPS, or GRAPH_GAP_NS when the trace has fewer than MIN_GRAPH_GAPS. */
 static int64_t graph_gap(const cs_analysis *a, uint32_t pid)
 {
 	int64_t *g = NULL, n = 0, gap = GRAPH_GAP_NS;
 
-	for (int64_t q = 1; q < a->nkernels && a->kernel_stream_order; q++) {
+	for (int64_t q = 1; q < a->nkernels && a->kernel_stream_order && n < MAX_GRAPH_GAPS; q++) {
 		const cs_a_kernel *p = &a->kernels[a->kernel_stream_order[q - 1]];
 		const cs_a_kernel *k = &a->kernels[a->kernel_stream_order[q]];
 
@@ -143,7 +145,7 @@ static int64_t graph_gap(const cs_analysis *a, uint32_t pid)
 		    p->end == CS_TS_UNKNOWN || k->start == CS_TS_UNKNOWN || k->start < p->end ||
 		    k->launch_start != p->launch_start)
 			continue;
-		if (!g && !(g = malloc((size_t)a->nkernels * sizeof(*g))))
+		if (!g && !(g = malloc(MAX_GRAPH_GAPS * sizeof(*g))))
 			return gap; /* without memory: the committed traces' gap */
 		g[n++] = k->start - p->end;
 	}
