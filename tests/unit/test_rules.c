@@ -1680,6 +1680,48 @@ START_TEST(test_launch_graph_launched)
 }
 END_TEST
 
+/* The GPU gap launch-starvation's edit gives the kernels it puts in a graph: a step of 40 starved
+ * launches, with (graph) one CUDA graph of 25 nodes 1 us apart in it, or without. */
+static int64_t graph_gap_of(const char *file, int graph)
+{
+	struct sim m;
+	struct found f;
+	int64_t gap = -1;
+
+	sim_open(&m, file);
+	m.launch_ns = 8 * US;
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		if (graph)
+			sim_graph_launch(&m, 7, 25, 2 * US);
+		for (int i = 0; i < 40; i++) {
+			sim_kernel(&m, 7, 2 * US);
+			sim_host(&m, 30 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_count(&m, "launch-starvation", &f), 1);
+	ck_assert_ptr_nonnull(f.v[0].edit);
+	for (int64_t i = 0; i < f.v[0].edit->n; i++)
+		if (f.v[0].edit->v[i].kind == CS_EDIT_GPU_GAP) {
+			ck_assert(gap < 0 || gap == f.v[0].edit->v[i].value);
+			gap = f.v[0].edit->v[i].value;
+		}
+	found_free(&f);
+	free(m.path);
+	return gap;
+}
+
+/* The trace's own graphs give the gap between a graph's nodes (their median); without a graph, the
+ * 0.42 us measured between launch-starvation-fixed's nodes. */
+START_TEST(test_launch_graph_gap)
+{
+	ck_assert_int_eq(graph_gap_of("graph_gap_own.db", 1), 1 * US);
+	ck_assert_int_eq(graph_gap_of("graph_gap_none.db", 0), 420);
+}
+END_TEST
+
 /*
  * The first 3 steps compile and autotune (hundreds of milliseconds of host work, then the step's
  * kernels): with the default warm-up they are warm-up, far over the steady steps' spans, and the
@@ -2808,6 +2850,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_launch_input_pipeline);
 	tcase_add_test(ts, test_launch_pageable_copy);
 	tcase_add_test(ts, test_launch_graph_launched);
+	tcase_add_test(ts, test_launch_graph_gap);
 	tcase_add_test(ts, test_launch_compile_steps_warmup);
 	tcase_add_test(ts, test_scan_kernels);
 	tcase_add_test(ts, test_scan_in_template_arguments);
