@@ -209,7 +209,9 @@ static void hang_note(const CUpti_CallbackData *cb, int cls, int runtime, CUpti_
 					      start)
 			      : cs_hang_leave();
 	else if (cls == CS_APICLASS_LAUNCH || cls == CS_APICLASS_GRAPH_LAUNCH)
-		cs_hang_launched(cb->correlationId, cb->symbolName);
+		/* a graph launch names no kernel: the call's name says what it was */
+		cs_hang_launched(cb->correlationId,
+				 cls == CS_APICLASS_GRAPH_LAUNCH ? cb->functionName : cb->symbolName);
 }
 
 static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
