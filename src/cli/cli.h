@@ -196,6 +196,9 @@ int cli_parse_time_range(const char *arg, int64_t *t0, int64_t *t1);
 int cli_parse_size(const char *cmd, const char *option, const char *arg, int64_t *out);
 /* The smallest --max-memory. */
 #define CLI_MAX_MEMORY_MIN (INT64_C(1) << 20)
+/* --max-memory's value arg into *out: a size of at least CLI_MAX_MEMORY_MIN. 0, or CLI_EXIT_USAGE
+ * after one line saying why it is bad. */
+int cli_parse_max_memory(const char *cmd, const char *arg, int64_t *out);
 /*
  * Take --max-memory (CLI_OPT_MAX_MEMORY) or --window (CLI_OPT_WINDOW), with its value arg, into o
  * (the memory limit and window of cs_analysis_load_opts()). 0, or CLI_EXIT_USAGE after one line

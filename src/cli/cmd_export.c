@@ -364,12 +364,8 @@ int cmd_export(int argc, char **argv)
 			opts.profiler_steps = 0;
 			break;
 		case OPT_MAX_MEMORY:
-			if (cli_parse_size(argv[0], "--max-memory", optarg, &opts.max_bytes))
+			if (cli_parse_max_memory(argv[0], optarg, &opts.max_bytes))
 				return CLI_EXIT_USAGE;
-			if (opts.max_bytes < CLI_MAX_MEMORY_MIN)
-				return cli_usage_error(argv[0],
-						       "--max-memory %s is too small (at least 1M)",
-						       optarg);
 			break;
 		case 'F':
 			force = 1;

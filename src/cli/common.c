@@ -283,12 +283,7 @@ int cli_run_option(const char *cmd, int c, const char *arg, cs_run_opts *o)
 		o->warmup = (int)warmup;
 		return 0;
 	case CLI_OPT_MAX_MEMORY:
-		if (cli_parse_size(cmd, "--max-memory", arg, &o->max_memory))
-			return CLI_EXIT_USAGE;
-		if (o->max_memory < CLI_MAX_MEMORY_MIN)
-			return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)",
-					       arg);
-		return 0;
+		return cli_parse_max_memory(cmd, arg, &o->max_memory);
 	case CLI_OPT_RANK:
 		if (!strcmp(arg, "slowest")) {
 			o->rank_select = CS_RANK_SLOWEST;
@@ -386,16 +381,20 @@ bad:
 			       arg, option);
 }
 
+int cli_parse_max_memory(const char *cmd, const char *arg, int64_t *out)
+{
+	if (cli_parse_size(cmd, "--max-memory", arg, out))
+		return CLI_EXIT_USAGE;
+	if (*out < CLI_MAX_MEMORY_MIN)
+		return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)", arg);
+	return 0;
+}
+
 int cli_load_option(const char *cmd, int c, const char *arg, cs_load_opts *o)
 {
 	switch (c) {
 	case CLI_OPT_MAX_MEMORY:
-		if (cli_parse_size(cmd, "--max-memory", arg, &o->max_bytes))
-			return CLI_EXIT_USAGE;
-		if (o->max_bytes < CLI_MAX_MEMORY_MIN)
-			return cli_usage_error(cmd, "--max-memory %s is too small (at least 1M)",
-					       arg);
-		return 0;
+		return cli_parse_max_memory(cmd, arg, &o->max_bytes);
 	case CLI_OPT_WINDOW:
 		if (cli_parse_time_range(arg, &o->from, &o->to))
 			return cli_usage_error(
