@@ -164,6 +164,8 @@ int64_t cs_analysis_estimate(const int64_t counts[CS_EV_COUNT]);
  * 4.00 GiB (--max-memory)". "" when w holds the whole trace.
  */
 char *cs_load_window_text(char *buf, size_t size, const cs_load_window *w);
+/* The same, a window asked for by the option asked_as ("--time-range") rather than --window. */
+char *cs_load_window_text_as(char *buf, size_t size, const cs_load_window *w, const char *asked_as);
 /* The default limit of the model's memory: a quarter of the physical memory, at most 4 GiB. */
 int64_t cs_analysis_default_max_bytes(void);
 /* Text of a StringIds id ("" when unknown); lives as long as the trace. */

@@ -321,14 +321,8 @@ int ex_steps_find(cs_trace *t, const char *step_range, int64_t pid, int64_t t0, 
 		}
 	}
 	rc = cs_analysis_load_opts(t, &an, &lo, err);
-	if (!rc && an.window.on && wsize) {
-		char *w = cs_load_window_text(window, wsize, &an.window), *opt = strstr(w, "(--window)");
-
-		if (opt && strlen(w) + 4 < wsize) { /* the range asked is export's --time-range */
-			memmove(opt + 14, opt + 10, strlen(opt + 10) + 1);
-			memcpy(opt, "(--time-range)", 14);
-		}
-	}
+	if (!rc && an.window.on && wsize) /* the range asked is export's --time-range */
+		cs_load_window_text_as(window, wsize, &an.window, "--time-range");
 	for (size_t i = 0; !rc && i < procs.n; i++)
 		rc = process_steps(&an, procs.pids[i], step_range, out, n, &cap);
 	if (rc == CS_ERR_NOMEM)

@@ -1004,6 +1004,11 @@ static char *fmt_events(char *buf, size_t size, int64_t n)
 
 char *cs_load_window_text(char *buf, size_t size, const cs_load_window *w)
 {
+	return cs_load_window_text_as(buf, size, w, "--window");
+}
+
+char *cs_load_window_text_as(char *buf, size_t size, const cs_load_window *w, const char *asked_as)
+{
 	char t0[CS_FMT_MAX], t1[CS_FMT_MAX], te[CS_FMT_MAX], n[CS_FMT_MAX], nt[CS_FMT_MAX];
 	char need[CS_FMT_MAX], max[CS_FMT_MAX];
 	int len;
@@ -1018,8 +1023,9 @@ char *cs_load_window_text(char *buf, size_t size, const cs_load_window *w)
 	cs_fmt_duration(te, sizeof(te), w->trace_end);
 	fmt_events(n, sizeof(n), w->events);
 	fmt_events(nt, sizeof(nt), w->trace_events);
-	len = snprintf(buf, size, "%s to %s of %s%s: %s%s of %s events", t0, t1, te,
-		       w->asked ? " (--window)" : "", w->by_limit ? "the middle " : "", n, nt);
+	len = snprintf(buf, size, "%s to %s of %s%s%s%s: %s%s of %s events", t0, t1, te,
+		       w->asked ? " (" : "", w->asked ? asked_as : "", w->asked ? ")" : "",
+		       w->by_limit ? "the middle " : "", n, nt);
 	if (w->by_limit && len >= 0 && (size_t)len < size)
 		snprintf(buf + len, size - (size_t)len,
 			 "; %s would need %s, over the memory limit of %s (--max-memory)",
