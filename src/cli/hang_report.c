@@ -20,22 +20,24 @@
 
 #define HANG_MAX_PROCS	 64
 #define HANG_MAX_STREAMS 256
-/* Launches not completed whose call sites are looked up in the dump, of all processes. */
-#define HANG_MAX_PENDING 256
+/* The launches not completed a notice lists at most (src/collectors/hang.c: HANG_PENDING). */
+#define HANG_MAX_PENDING 16
+
+/* A launch not completed ("pending CORR TID KERNEL"), and the call site of its launch in the dump
+ * (CS_ID_NONE until pending_sites() finds it). */
+struct pending {
+	unsigned corr, tid;
+	char kernel[512]; /* as CUPTI named it (mangled); "?" when not known */
+	int64_t stack;
+};
 
 struct notice {
 	long pid;
 	unsigned long long now, gpu_done;
 	unsigned last_corr, done_corr;
 	char threads[32768]; /* the thread lines and their frame lines, as reported */
-	char pending[8192];  /* the "pending CORR TID KERNEL" lines, oldest first */
-};
-
-/* A launch not completed, and the call site of its launch in the dump. */
-struct pending_site {
-	uint32_t pid;
-	uint64_t corr;
-	int64_t stack;
+	struct pending pending[HANG_MAX_PENDING]; /* oldest first */
+	int npending;
 };
 
 struct stream_last {
@@ -67,21 +69,13 @@ static int has_nccl(const char *name)
 }
 
 /* The first NCCL kernel among notice n's launches not completed (its name, mangled as CUPTI gave
- * it) into buf; 0 when it has none. */
-static int pending_nccl(const struct notice *n, char *buf, size_t size)
+ * it), or NULL. */
+static const char *pending_nccl(const struct notice *n)
 {
-	for (const char *line = n->pending; line && *line;) {
-		unsigned corr, tid;
-		char kernel[512];
-
-		if (sscanf(line, "pending %u %u %511s", &corr, &tid, kernel) == 3 && has_nccl(kernel)) {
-			snprintf(buf, size, "%s", kernel);
-			return 1;
-		}
-		line = strchr(line, '\n');
-		line = line ? line + 1 : NULL;
-	}
-	return 0;
+	for (int k = 0; k < n->npending; k++)
+		if (has_nccl(n->pending[k].kernel))
+			return n->pending[k].kernel;
+	return NULL;
 }
 
 /*
@@ -92,19 +86,22 @@ static int pending_nccl(const struct notice *n, char *buf, size_t size)
 static void print_collective(FILE *out, const struct notice *n, int nn, const struct proc_nccl *p,
 			     int np)
 {
-	char kernel[512], first[512] = "";
+	const char *first = NULL;
 	int waiting = 0, missing = 0;
 
-	for (int i = 0; i < nn; i++)
-		if (pending_nccl(&n[i], kernel, sizeof(kernel)) && !waiting++)
-			snprintf(first, sizeof(first), "%s", kernel);
+	for (int i = 0; i < nn; i++) {
+		const char *k = pending_nccl(&n[i]);
+
+		if (k && !waiting++)
+			first = k;
+	}
 	if (!waiting || np < 2)
 		return;
 	for (int j = 0; j < np; j++) {
 		int pends = 0;
 
 		for (int i = 0; i < nn; i++)
-			pends |= n[i].pid == (long)p[j].pid && pending_nccl(&n[i], kernel, sizeof(kernel));
+			pends |= n[i].pid == (long)p[j].pid && pending_nccl(&n[i]);
 		if (pends)
 			continue;
 		if (!missing++)
@@ -154,9 +151,15 @@ static int read_notices(const char *spool, struct notice *n, int max)
 			if ((!strncmp(line, "thread ", 7) || !strncmp(line, "frame ", 6)) &&
 			    used + strlen(line) < sizeof(n[count].threads))
 				strcat(n[count].threads, line);
-			if (!strncmp(line, "pending ", 8) &&
-			    strlen(n[count].pending) + strlen(line) < sizeof(n[count].pending))
-				strcat(n[count].pending, line);
+			if (n[count].npending < HANG_MAX_PENDING) {
+				struct pending *x = &n[count].pending[n[count].npending];
+
+				if (sscanf(line, "pending %u %u %511s", &x->corr, &x->tid, x->kernel) ==
+				    3) {
+					x->stack = CS_ID_NONE;
+					n[count].npending++;
+				}
+			}
 		}
 		fclose(f);
 		unlink(path);
@@ -278,62 +281,42 @@ static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int
 	}
 }
 
-/* The call sites of the launches of the notices' "pending" lines, from the dump's API records. */
-static int pending_sites(cs_trace *t, const struct notice *n, int nn, struct pending_site *ps)
+/* The call sites of the notices' launches not completed, from the dump's API records. */
+static void pending_sites(cs_trace *t, struct notice *n, int nn)
 {
 	cs_iter *it = NULL;
 	cs_filter f = cs_filter_all();
 	cs_error err = {0, ""};
 	cs_event ev;
-	int np = 0;
+	int any = 0;
 
 	for (int i = 0; i < nn; i++)
-		for (const char *line = n[i].pending; line && *line && np < HANG_MAX_PENDING;) {
-			unsigned corr = 0;
-
-			if (sscanf(line, "pending %u", &corr) == 1)
-				ps[np++] = (struct pending_site){(uint32_t)n[i].pid, corr, CS_ID_NONE};
-			line = strchr(line, '\n');
-			line = line ? line + 1 : NULL;
-		}
-	if (!np || !t || cs_iter_open(t, CS_EV_API, &f, &it, &err))
-		return np;
+		any |= n[i].npending > 0;
+	if (!any || !t || cs_iter_open(t, CS_EV_API, &f, &it, &err))
+		return;
 	while (cs_iter_next(it, &ev) > 0)
-		for (int j = 0; j < np; j++)
-			if (ps[j].corr == ev.u.api.correlation_id && ps[j].pid == ev.u.api.pid)
-				ps[j].stack = ev.u.api.stack_id;
+		for (int i = 0; i < nn; i++)
+			for (int k = 0; n[i].pid == (long)ev.u.api.pid && k < n[i].npending; k++)
+				if (n[i].pending[k].corr == ev.u.api.correlation_id)
+					n[i].pending[k].stack = ev.u.api.stack_id;
 	cs_iter_close(it);
-	return np;
 }
 
 /* "  launched after ...", then a line per launch of notice n: its kernel and where from. */
-static void print_pending(FILE *out, cs_trace *t, const struct notice *n,
-			  const struct pending_site *ps, int np)
+static void print_pending(FILE *out, cs_trace *t, const struct notice *n)
 {
-	int first = 1;
+	if (n->npending)
+		fprintf(out, "  launched after the last GPU work that completed, oldest first:\n");
+	for (int k = 0; k < n->npending; k++) {
+		const struct pending *x = &n->pending[k];
 
-	for (const char *line = n->pending; line && *line;) {
-		unsigned corr = 0, tid = 0;
-		char kernel[512] = "";
-
-		if (sscanf(line, "pending %u %u %511s", &corr, &tid, kernel) == 3) {
-			if (first)
-				fprintf(out, "  launched after the last GPU work that completed, oldest "
-					     "first:\n");
-			first = 0;
-			fprintf(out, "    correlation id %u (thread %u): %.200s", corr, tid,
-				strcmp(kernel, "?") ? cs_demangle_short(kernel) : "a kernel not named");
-			for (int j = 0; j < np; j++)
-				if (ps[j].corr == corr && (long)ps[j].pid == n->pid &&
-				    ps[j].stack != CS_ID_NONE) {
-					fprintf(out, ", launched from");
-					print_frames(out, t, ps[j].stack);
-					break;
-				}
-			fputc('\n', out);
+		fprintf(out, "    correlation id %u (thread %u): %.200s", x->corr, x->tid,
+			strcmp(x->kernel, "?") ? cs_demangle_short(x->kernel) : "a kernel not named");
+		if (x->stack != CS_ID_NONE) {
+			fprintf(out, ", launched from");
+			print_frames(out, t, x->stack);
 		}
-		line = strchr(line, '\n');
-		line = line ? line + 1 : NULL;
+		fputc('\n', out);
 	}
 }
 
@@ -369,15 +352,14 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 	static struct stream_last s[HANG_MAX_STREAMS];
 	static struct proc_nccl p[HANG_MAX_PROCS];
 	static struct thread_site th[HANG_MAX_THREADS];
-	static struct pending_site ps[HANG_MAX_PENDING];
-	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, nps, scanned;
+	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, scanned;
 	cs_trace *t = NULL;
 	int64_t last_end = INT64_MIN;
 
 	if (!nn)
 		return 0;
 	scanned = dump && scan_dump(dump, &t, s, &ns, p, &np, th, &nth) == 0;
-	nps = pending_sites(t, n, nn, ps);
+	pending_sites(t, n, nn);
 	for (int i = 0; i < ns; i++)
 		if (s[i].end > last_end)
 			last_end = s[i].end;
@@ -426,7 +408,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 				"  work launched after the last that completed: correlation ids up "
 				"to %u launched, %u the last completed\n",
 				n[i].last_corr, n[i].done_corr);
-		print_pending(out, t, &n[i], ps, nps);
+		print_pending(out, t, &n[i]);
 	}
 	if (ns)
 		fprintf(out, "the last kernel completed on each stream (from the dump):\n");
