@@ -72,6 +72,22 @@ int cli_path_stem(const char *path);
 /* Write the hang report of the notices in spool (which it removes) to out, with what the dump
  * (NULL when none was written) tells of the streams and NCCL; returns the notices read. */
 int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump);
+/* Add to each hang notice in spool the native call stack of each thread it names as waiting
+ * ("native TID FUNC+0xOFF<TAB>MODULE" lines, or "native_error TID TEXT"), read by tracing that
+ * thread for a moment (native_stack.c); returns the threads read. */
+int cli_hang_native(const char *spool);
+
+/* ---- native stacks of another process's threads (native_stack.c) ---- */
+/* The native call stack of thread tid of process pid, innermost first, as "native TID FUNC+0xOFF
+ * <TAB>MODULE" lines into out; returns the frames, 0 with err set when it could not be read. */
+int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_t errcap);
+/* Detach the threads that had not stopped when their stack was asked for, once they have. */
+void cli_native_release(void);
+/* Detach thread tid, stopped for the stack reader (a stop its caller's waitpid() took). */
+void cli_native_detach(long tid);
+/* 1 with *status set when a wait of the stack reader took the end of thread pid (the program's
+ * first thread, whose end its parent waits for). */
+int cli_native_reaped(long pid, int *status);
 
 /* ---- recording (cmd_record.c, calibrate.c, cmd_calibrate.c) ---- */
 

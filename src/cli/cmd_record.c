@@ -436,6 +436,7 @@ static void dump_hang(const char *spool, const char *command, const struct recor
 		cli_error("a thread has waited for the GPU for over %g s and no GPU work has completed "
 			  "since: dumping",
 			  o->hang_after);
+	cli_hang_native(spool); /* first: the threads are still where they wait */
 	if (cli_dump(spool, NULL, 0, 10.0, o->quiet, dump, sizeof(dump)))
 		dump[0] = '\0';
 	base = dump[0] ? dump : o->output;
@@ -472,8 +473,16 @@ static void wait_program(pid_t pid, int *status, const char *spool, const char *
 	for (;;) {
 		pid_t r = waitpid(pid, status, poll ? WNOHANG : 0);
 
+		if (r == pid && WIFSTOPPED(*status)) {
+			/* a stop for the hang report's stack reader, seen here first */
+			cli_native_detach(pid);
+			continue;
+		}
+		if (r < 0 && errno == ECHILD && cli_native_reaped(pid, status))
+			break; /* the stack reader's wait took the program's end */
 		if (r == pid || (r < 0 && errno != EINTR))
 			break;
+		cli_native_release();
 		if (dump_asked) {
 			dump_asked = 0;
 			cli_dump(spool, NULL, 0, 10.0, o->quiet, NULL, 0);

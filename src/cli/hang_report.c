@@ -4,7 +4,8 @@
  * latest GPU work completed and the kernels launched after it) and, from the dump written at that
  * moment, those launches' call sites, the last GPU work completed on each stream and the NCCL
  * kernels each process completed: of several processes, the one with fewer is the one the others
- * wait for in a collective.
+ * wait for in a collective. Before the dump, record adds to each notice the native call stacks of
+ * its waiting threads (cli_hang_native, read from outside the process: native_stack.c).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -148,7 +149,8 @@ static int read_notices(const char *spool, struct notice *n, int max)
 			    sscanf(line, "launched %u %u", &n[count].last_corr,
 				   &n[count].done_corr) == 2)
 				continue;
-			if ((!strncmp(line, "thread ", 7) || !strncmp(line, "frame ", 6)) &&
+			if ((!strncmp(line, "thread ", 7) || !strncmp(line, "frame ", 6) ||
+			     !strncmp(line, "native", 6)) &&
 			    used + strlen(line) < sizeof(n[count].threads))
 				strcat(n[count].threads, line);
 			if (n[count].npending < HANG_MAX_PENDING) {
@@ -320,6 +322,146 @@ static void print_pending(FILE *out, cs_trace *t, const struct notice *n)
 	}
 }
 
+/* The native stacks of the waiting threads of one notice, appended to it: each "thread TID ..."
+ * line gets its "native TID ..." lines (or a "native_error TID ..." line) at the notice's end;
+ * the report puts them under the thread. */
+static int native_of_notice(const char *path, long pid)
+{
+	static char text[32768], stacks[65536];
+	char line[1024], err[256];
+	size_t used = 0;
+	int threads = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	text[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+
+		if (used + n < sizeof(text)) {
+			memcpy(text + used, line, n + 1);
+			used += n;
+		}
+	}
+	fclose(f);
+	stacks[0] = '\0';
+	for (char *l = text, *next; l && *l; l = next) {
+		unsigned tid = 0;
+		size_t have = strlen(stacks);
+
+		next = strchr(l, '\n');
+		if (next)
+			next++;
+		if (sscanf(l, "thread %u ", &tid) != 1 || have + 512 > sizeof(stacks))
+			continue;
+		if (cli_native_stack(pid, tid, stacks + have, sizeof(stacks) - have, err,
+				     sizeof(err)) > 0)
+			threads++;
+		else
+			snprintf(stacks + have, sizeof(stacks) - have, "native_error %u %s\n", tid,
+				 err);
+	}
+	if (stacks[0] && (f = fopen(path, "a"))) {
+		fputs(stacks, f);
+		fclose(f);
+	}
+	return threads;
+}
+
+int cli_hang_native(const char *spool)
+{
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	int threads = 0;
+
+	while (d && (de = readdir(d))) {
+		char path[4400], *end;
+		long pid;
+
+		if (strncmp(de->d_name, "hang.", 5))
+			continue;
+		pid = strtol(de->d_name + 5, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
+		threads += native_of_notice(path, pid);
+	}
+	if (d)
+		closedir(d);
+	return threads;
+}
+
+/* The lines of notice n that start with "KEY TID " (KEY "frame" or "native"), in order, each
+ * passed to show with its text after that prefix. */
+static void thread_lines(FILE *out, const struct notice *n, const char *key, unsigned tid,
+			 void (*show)(FILE *out, const char *rest, int nth))
+{
+	size_t klen = strlen(key);
+	int shown = 0;
+
+	for (const char *l = n->threads; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(l, key, klen) || l[klen] != ' ' ||
+		    strtoul(l + klen + 1, &end, 10) != tid || *end != ' ')
+			continue;
+		show(out, end + 1, shown++);
+	}
+}
+
+/* "LINE FILE<TAB>FUNC": a Python frame. */
+static void show_frame(FILE *out, const char *rest, int nth)
+{
+	char file[600] = "", func[300] = "";
+	int at = 0;
+
+	if (sscanf(rest, "%d %599[^\t]\t%299[^\n]", &at, file, func) == 3)
+		fprintf(out, "    %s %s:%d in %s\n", nth ? "         " : "Python:  ", file, at,
+			func);
+}
+
+/* "FUNC+0xOFF<TAB>MODULE": a native frame. */
+static void show_native(FILE *out, const char *rest, int nth)
+{
+	char func[400] = "", module[300] = "";
+
+	if (sscanf(rest, "%399[^\t]\t%299[^\n]", func, module) == 2)
+		fprintf(out, "    %s %s (%s)\n", nth ? "         " : "native:  ", func, module);
+}
+
+/* "TEXT": why the native stack could not be read. */
+static void show_native_error(FILE *out, const char *rest, int nth)
+{
+	(void)nth;
+	fprintf(out, "    native:   not read: %.*s\n", (int)strcspn(rest, "\n"), rest);
+}
+
+/* Each waiting thread of notice n: its wait, its Python frames, its native frames (innermost
+ * first), and where it last launched GPU work from (in the dump t). */
+static void print_threads(FILE *out, cs_trace *t, const struct thread_site *th, int nth,
+			  const struct notice *n)
+{
+	for (const char *l = n->threads; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned tid = 0, corr = 0;
+		unsigned long long start = 0;
+		char kind[16] = "", name[256] = "";
+
+		if (sscanf(l, "thread %u %15s %llu %u %255s", &tid, kind, &start, &corr, name) < 4)
+			continue;
+		fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
+			!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
+			n->now > start ? (double)(n->now - start) / 1e9 : 0.0, corr);
+		thread_lines(out, n, "frame", tid, show_frame);
+		thread_lines(out, n, "native", tid, show_native);
+		thread_lines(out, n, "native_error", tid, show_native_error);
+		if (t)
+			print_site(out, t, th, nth, n->pid, tid);
+	}
+}
+
 void cli_notices(const char *spool, int *slow, int *hang)
 {
 	DIR *d = opendir(spool);
@@ -368,41 +510,14 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 		double quiet = n[i].now > n[i].gpu_done && n[i].gpu_done
 				       ? (double)(n[i].now - n[i].gpu_done) / 1e9
 				       : -1;
-		char *line = n[i].threads, *next;
 
 		if (quiet >= 0)
-			fprintf(out, "process %ld: no GPU work has completed for %.1f s\n", n[i].pid,
-				quiet);
+			fprintf(out, "process %ld: no GPU work has completed for %.1f s\n",
+				n[i].pid, quiet);
 		else
 			fprintf(out, "process %ld: no GPU work has completed since it began\n",
 				n[i].pid);
-		int frames = 0;
-
-		for (; line && *line; line = next) {
-			unsigned tid = 0, corr = 0;
-			unsigned long long start = 0;
-			char kind[16] = "", name[256] = "", file[600] = "", func[300] = "";
-			int at = 0;
-
-			next = strchr(line, '\n');
-			if (next)
-				*next++ = '\0';
-			if (sscanf(line, "frame %u %d %599[^\t]\t%299[^\n]", &tid, &at, file, func) ==
-			    4) {
-				fprintf(out, "    %s %s:%d in %s\n", frames++ ? "         " : "Python:  ",
-					file, at, func);
-				continue;
-			}
-			if (sscanf(line, "thread %u %15s %llu %u %255s", &tid, kind, &start, &corr,
-				   name) < 4)
-				continue;
-			frames = 0;
-			fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
-				!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
-				n[i].now > start ? (double)(n[i].now - start) / 1e9 : 0.0, corr);
-			if (t)
-				print_site(out, t, th, nth, n[i].pid, tid);
-		}
+		print_threads(out, t, th, nth, &n[i]);
 		if ((int32_t)(n[i].last_corr - n[i].done_corr) > 0)
 			fprintf(out,
 				"  work launched after the last that completed: correlation ids up "

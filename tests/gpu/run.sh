@@ -194,6 +194,7 @@ build_cuda_programs() {
 	nvcc_build launch_loop tests/gpu/programs/launch_loop.cu || ok=0
 	nvcc_build timed_loop tests/gpu/programs/timed_loop.cu || ok=0
 	nvcc_build edge_cases tests/gpu/programs/edge_cases.cu || ok=0
+	nvcc_build hang_spin tests/gpu/programs/hang_spin.cu || ok=0
 	if [ $ok = 1 ]; then
 		result cuda_programs PASS "counts, counts_ptsz (--default-stream per-thread), launch_loop, timed_loop, edge_cases"
 	else
@@ -654,8 +655,9 @@ PYEOF
 # hang: hang_sleep.py's kernel spins on the GPU for 6 s while the host waits in torch.cuda.synchronize() (mode
 # wait) or polls the stream's query() (mode spin), under record --hang-after 2. Record must say so while it runs,
 # write a dump and the hang report beside it (the waiting or spinning thread and its call, no GPU work completed
-# for at least 2 s, the last kernel of each stream; the waiting thread's Python frames down to hang_sleep.py),
-# and the job still ends with status 0 and its own trace.
+# for at least 2 s, the last kernel of each stream; the waiting thread's Python frames down to hang_sleep.py and
+# its native frames), and the job still ends with status 0 and its own trace. Then hang_spin.cu, a C++ host
+# waiting in cudaStreamSynchronize from wait_for_results(): its native frames must name that function.
 scenario_hang() {
 	selected hang || return 0
 	say "== hang"
@@ -700,10 +702,32 @@ scenario_hang() {
 		elif [ "$mode" = wait ]; then
 			problems="$problems; wait: no Python frames down to hang_sleep.py"
 		fi
+		# the waiting thread's native frames at the hang (read by record from outside the process)
+		if [ "$mode" = wait ]; then
+			grep -q '^ *native: *[^ n]' "$report" ||
+				problems="$problems; wait: no native frames ($(grep -m 1 'native:' "$report"))"
+		fi
 		"$CUSCOPE" info "$dir/$mode.dump-1.db" >/dev/null 2>&1 || problems="$problems; $mode: info cannot read the dump"
 		"$CUSCOPE" info "$db" >/dev/null 2>&1 || problems="$problems; $mode: no trace of the job"
 		notes="$notes$mode: $(grep -m 1 -o '\(waiting in\|spinning on\) [^ ]* for [0-9.]* s' "$report"); "
 	done
+	# a C++ host (hang_spin.cu) waiting in cudaStreamSynchronize, called from wait_for_results(): its
+	# native frames name that function; the program goes on and ends as it would have
+	db=$dir/c.db
+	timeout "$TIMEOUT" "$CUSCOPE" record --no-calibrate --no-host-probe --hang-after 2 -o "$db" -- \
+		"$BIN/hang_spin" 6 >"$dir/c.out" 2>"$dir/c.err" </dev/null
+	rc=$?
+	log_file "hang (C++): stderr" "$dir/c.err" 40
+	[ "$rc" = 0 ] && grep -q '^done$' "$dir/c.out" || problems="$problems; C++: exit $rc, stdout $(head -c 80 "$dir/c.out")"
+	report=$dir/c.dump-1.hang.txt
+	if [ ! -s "$report" ]; then
+		problems="$problems; C++: no hang report"
+	else
+		grep -q 'waiting in cudaStreamSynchronize' "$report" || problems="$problems; C++: the report does not name the wait"
+		sed -n '/native:/,/^  [^ ]/p' "$report" | grep -q 'wait_for_results\((.*)\)\{0,1\}+0x' ||
+			problems="$problems; C++: wait_for_results is not among the native frames"
+		notes="${notes}C++: $(grep -c '^ *native: \|^              [^ ]' "$report") native frames; "
+	fi
 	if [ -n "$problems" ]; then
 		result hang FAIL "${problems#; } [$notes]"
 	else

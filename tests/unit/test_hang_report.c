@@ -3,12 +3,15 @@
  * (src/cli/hang_report.c) from a process's notice (src/collectors/hang.c writes it; test_dump
  * checks that) and the dump taken at that moment: the waiting thread, the kernels launched after
  * the last GPU work that completed, oldest first, named and with the call sites their launches had
- * in the dump, and the last kernel completed on the stream.
+ * in the dump, and the last kernel completed on the stream; the native stack of a waiting thread,
+ * read from outside its process (src/cli/native_stack.c), which then goes on undisturbed.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cuscope/trace.h"
@@ -102,6 +105,74 @@ START_TEST(pending_kernels_are_named_with_their_sites)
 }
 END_TEST
 
+/* The child's wait: tells the parent it is here, then blocks in read() until the parent writes. */
+__attribute__((noinline)) void hang_report_blocked_here(int ready, int go)
+{
+	char c = 'r';
+
+	if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1)
+		_exit(3);
+	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+}
+
+START_TEST(native_stack_of_a_waiting_thread)
+{
+	char *dir = tu_tmpdir(), notice[64], *path, *text, line[256], err[256], buf[4096];
+	int ready[2], go[2], status = 0;
+	size_t len = 0;
+	pid_t child;
+	FILE *out;
+
+	ck_assert(pipe(ready) == 0 && pipe(go) == 0);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		hang_report_blocked_here(ready[1], go[0]);
+		_exit(7);
+	}
+	ck_assert_int_eq(read(ready[0], line, 1), 1);
+	usleep(20000); /* in read() by now */
+	snprintf(notice, sizeof(notice), "hang.%d", (int)child);
+	path = tu_path(dir, notice);
+	snprintf(line, sizeof(line),
+		 "now %lld\ngpu_done %lld\nlaunched 2 1\nthread %d wait %lld 3 "
+		 "cudaDeviceSynchronize\n",
+		 T0 + 9 * S, T0 + 2 * MS, (int)child, T0 + 4 * S);
+	ck_assert_int_eq(tu_write_file(path, line, strlen(line)), 0);
+#ifdef CUSCOPE_HAVE_LIBDW
+	ck_assert_int_eq(cli_hang_native(dir), 1);
+#else
+	ck_assert_int_eq(cli_hang_native(dir), 0);
+#endif
+	out = open_memstream(&text, &len);
+	ck_assert_int_eq(cli_hang_report(out, dir, "./a.out", NULL), 1);
+	fclose(out);
+#ifdef CUSCOPE_HAVE_LIBDW
+	/* innermost first: the read, then the function of the program that called it */
+	ck_assert_msg(strstr(text, "    native:   "), "%s", text);
+	ck_assert_msg(strstr(text, "hang_report_blocked_here+0x"), "%s", text);
+	ck_assert_msg(strstr(text, "(test_hang_report"), "%s", text); /* its module */
+	ck_assert_msg(strstr(text, "read") < strstr(text, "hang_report_blocked_here"), "%s", text);
+#else
+	ck_assert_msg(strstr(text, "native:   not read: this cuscope was built without libdw"),
+		      "%s", text);
+#endif
+	free(text);
+	/* the child goes on from its read as if nothing happened, and ends with its own status */
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 7);
+	/* a thread that is gone: a reason, no frames */
+	ck_assert_int_eq(cli_native_stack(child, child, buf, sizeof(buf), err, sizeof(err)), 0);
+	ck_assert_str_eq(buf, "");
+	ck_assert_msg(err[0], "no reason given");
+	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+	free(path);
+	free(dir);
+}
+END_TEST
+
 /* Two ranks' dump: each completed three all-reduces; rank 100 launched a fourth that never
  * completes and waits for it, rank 200 never launched it (no CUDA wait: no notice). */
 START_TEST(the_rank_that_has_not_launched_the_collective)
@@ -155,6 +226,7 @@ int main(void)
 
 	tcase_add_test(tc, pending_kernels_are_named_with_their_sites);
 	tcase_add_test(tc, the_rank_that_has_not_launched_the_collective);
+	tcase_add_test(tc, native_stack_of_a_waiting_thread);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
