@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # measure.sh - measure every pair of samples/savings on the GPU machine and record its bad variant.
 #
-#   samples/savings/measure.sh [--budget SEC] [--record bad|both|none]     (from the repository root)
+#   samples/savings/measure.sh [--budget SEC] [--record bad|both|none] [--rounds R]   (from the repository root)
 #
 # Builds cuscope as tests/gpu/build.sh does (into build-gpu/), builds the CUDA pairs with
 # `$NVCC -O2 -arch=sm_90` into samples/savings/bin/, then for every pair of pairs.json (run_pairs.py):
-#   (a) measures it: `CMD ab` (5 rounds of one block of bad and one of fixed in one process), or for a pair
-#       marked `separate` 5 rounds of a `CMD bad` and a `CMD fixed` process;
+#   (a) measures it: `CMD ab --rounds R` (R rounds, default 5, of one block of bad and one of fixed in one
+#       process), or for a pair marked `separate` R rounds of a `CMD bad` and a `CMD fixed` process;
 #   (b) records `cuscope record -o $OUT/traces/NAME.db --force -- CMD bad` and, with --record both (the
 #       default), NAME-fixed.db of `CMD fixed`.
 # Writes $OUT/measured.json (per pair: the per-round bad_ms and fixed_ms, the median saving as a fraction of
@@ -24,11 +24,12 @@ START=$(date +%s)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 OUT=${OUT:-$ROOT/gpu-out}
-BUDGET=0 RECORD=both
+BUDGET=0 RECORD=both ROUNDS=5
 while [ $# -gt 0 ]; do
 	case $1 in
 	--budget) BUDGET=$2; shift 2 ;;
 	--record) RECORD=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "measure.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -60,8 +61,8 @@ say "built after $(($(date +%s) - START)) s"
 
 say "== pairs"
 ${PYTHON:-python3} samples/savings/run_pairs.py measure --out "$OUT" --budget "$BUDGET" --start "$START" \
-	--record "$RECORD" --cuscope "$C" --python "${PYTHON:-python3}" \
-	--command "samples/savings/measure.sh --budget $BUDGET --record $RECORD${ONLY:+ (ONLY=$ONLY)}" 2>&1 | tee -a "$log"
+	--record "$RECORD" --rounds "$ROUNDS" --cuscope "$C" --python "${PYTHON:-python3}" \
+	--command "samples/savings/measure.sh --budget $BUDGET --record $RECORD --rounds $ROUNDS${ONLY:+ (ONLY=$ONLY)}" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 (cd "$OUT" && tar czf traces.tar.gz traces && tar czf logs.tar.gz logs && rm -rf traces logs)
 size=$(stat -c %s "$OUT/traces.tar.gz")

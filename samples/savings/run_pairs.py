@@ -2,19 +2,24 @@
 """run_pairs.py - measure and record the pairs of pairs.json (called by measure.sh on the GPU machine).
 
     run_pairs.py measure --out DIR [--budget SEC] [--start EPOCH] [--only SUBSTR[,SUBSTR...]]
-                 [--record bad|both|none] [--cuscope PATH] [--python PY] [--command TEXT]
-    run_pairs.py merge A.json B.json ... -o OUT.json     # one measured.json from several device calls
+                 [--record bad|both|none] [--rounds R] [--cuscope PATH] [--python PY] [--command TEXT]
+    run_pairs.py merge A.json B.json ... -o OUT.json [--pool]  # one measured.json from several calls
     run_pairs.py install DIR [DIR...] [--limit-mb 12]    # results of measure.sh calls into the repository
     run_pairs.py table MEASURED.json                     # the markdown table of the README
 
 measure: for every pair (in pairs.json order) whose name contains one of the --only substrings:
-  - `ab` pairs: one `CMD ab` run (5 rounds unless measure_args say otherwise) in one process;
-    `separate` pairs: 5 rounds of one `CMD bad` and one `CMD fixed` process, bad first in odd rounds;
+  - `ab` pairs: one `CMD ab --rounds R` run (R = --rounds, default 5, unless measure_args name the rounds)
+    in one process; `separate` pairs: R rounds of one `CMD bad` and one `CMD fixed` process, bad first in
+    odd rounds;
   - then `cuscope record -o DIR/traces/NAME.db --force -- CMD bad` (and NAME-fixed.db with --record both).
 Before each pair, if the time since --start plus the pair's est_s would pass --budget, the pair and all
 later ones are skipped (listed in the output and in measured.json, and as an ONLY= line that measures
 them in a later call). Each program's output goes to DIR/logs/NAME-WHAT.log. Writes DIR/measured.json and
 prints a table.
+
+merge: later files win for a pair measured in several; with --pool the pair's rounds of every file are
+taken together instead (the saving is then the median over all of them: calls on other days or machines
+states count alike), keeping the traces the files name.
 
 install: DIR holds what a measure.sh call left in its OUT (measured.json, traces.tar.gz or its .partNN
 pieces). The measured.json files are merged into samples/savings/measured.json (a pair measured twice: the
@@ -107,6 +112,8 @@ def measure_pair(p, a, logs):
     """Returns the rounds [{bad_ms, fixed_ms}] and an error text (None when all went well)."""
     if not p["separate"]:
         cmd = with_python(p["cmd"], a.python) + ["ab"] + p["measure_args"]
+        if "--rounds" not in p["measure_args"]:
+            cmd += ["--rounds", str(a.rounds)]
         rc, out, _ = run(cmd, os.path.join(logs, p["name"] + "-ab.log"), timeout_of(p, a))
         rounds = [{"bad_ms": float(m.group(2)), "fixed_ms": float(m.group(3))}
                   for m in map(ROUND_RE.match, out.splitlines()) if m]
@@ -114,7 +121,7 @@ def measure_pair(p, a, logs):
             return rounds, f"ab exited {rc} with {len(rounds)} rounds"
         return rounds, None
     rounds = []
-    for r in range(1, 6):
+    for r in range(1, a.rounds + 1):
         ms = {}
         for variant in (("bad", "fixed") if r % 2 else ("fixed", "bad")):
             cmd = with_python(p["cmd"], a.python) + [variant] + p["measure_args"]
@@ -207,17 +214,29 @@ def cmd_measure(a):
 
 
 def cmd_merge(a):
-    """Later files win for a pair measured twice; the pair order is pairs.json's."""
-    by_name, runs = {}, []
+    """Later files win for a pair measured twice (with --pool: its rounds are pooled); the pair order is
+    pairs.json's."""
+    by_name, runs, calls, about = {}, [], {}, ""
     for path in a.files:
         with open(path) as f:
             d = json.load(f)
-        runs.append({k: d.get(k) for k in ("date", "device", "driver", "command")})
+        about = about or d.get("about", "")
+        runs.extend(d["runs"] if "runs" in d else [{k: d.get(k) for k in ("date", "device", "driver",
+                                                                           "command")}])
         for r in d["pairs"]:
+            old = by_name.get(r["name"])
+            if getattr(a, "pool", False) and old and old.get("rounds") and r.get("rounds"):
+                r = dict(r, rounds=old["rounds"] + r["rounds"])
+                r.update(summarize(r["rounds"]))
+                calls[r["name"]] = calls.get(r["name"], 1) + 1
+                r["method"] = f"{r['method'].split(' (')[0]} ({calls[r['name']]} calls pooled)"
+                for k in ("trace", "trace_fixed"):
+                    if not r.get(k):
+                        r[k] = old.get(k)
             by_name[r["name"]] = r
     order = [p["name"] for p in load_pairs()]
     pairs = [by_name[n] for n in order if n in by_name]
-    doc = {"about": a.about or "", "runs": runs, "pairs": pairs,
+    doc = {"about": a.about or about, "runs": runs, "pairs": pairs,
            "missing": [n for n in order if n not in by_name]}
     with open(a.output, "w") as f:
         json.dump(doc, f, indent=1)
@@ -303,6 +322,7 @@ def main():
     m.add_argument("--start", type=float, default=0, help="epoch seconds the budget counts from")
     m.add_argument("--only", default=os.environ.get("ONLY", ""))
     m.add_argument("--record", choices=["bad", "both", "none"], default="both")
+    m.add_argument("--rounds", type=int, default=5, help="A/B rounds per pair (default %(default)s)")
     m.add_argument("--cuscope", default=os.environ.get("CUSCOPE", os.path.join(ROOT, "build", "cuscope")))
     m.add_argument("--python", default=os.environ.get("PYTHON", "python3"))
     m.add_argument("--command", default="")
@@ -310,6 +330,7 @@ def main():
     g.add_argument("files", nargs="+")
     g.add_argument("-o", "--output", required=True)
     g.add_argument("--about", default="")
+    g.add_argument("--pool", action="store_true", help="pool the rounds of a pair measured in several files")
     i = sub.add_parser("install")
     i.add_argument("dirs", nargs="+")
     i.add_argument("--limit-mb", type=float, default=12)
