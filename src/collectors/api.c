@@ -20,8 +20,10 @@
 
 #include <cupti.h>
 
+#include "api.h"
 #include "collector.h"
-#include "inject.h"
+#include "flush.h"
+#include "options.h"
 
 #define RT_MAX	CUPTI_RUNTIME_TRACE_CBID_SIZE
 #define DRV_MAX CUPTI_DRIVER_TRACE_CBID_SIZE

@@ -166,7 +166,7 @@ void cs_capture_begin(uint64_t ts);
 void cs_capture_end(uint64_t ts);
 /* The correlation id of the latest API call seen (for capture ranges). */
 void cs_capture_note_corr(uint32_t corr);
-/* inject.c: the --capture=nvtx:PATTERN pattern, or NULL. */
+/* options.c: the --capture=nvtx:PATTERN pattern, or NULL. */
 const char *cs_capture_nvtx_pattern(void);
 
 /* ---- stacks.c ---- */

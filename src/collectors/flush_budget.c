@@ -2,7 +2,7 @@
  * flush_budget.c - how much of the program's time the flushes made on its own threads may take.
  *
  * A host wait that ends two flush periods or more after the last flush is followed by a flush on
- * the waiting thread (inject.c), so that a process ending right after the wait keeps what completed
+ * the waiting thread (flush.c), so that a process ending right after the wait keeps what completed
  * before it. While the GPU, drained by the wait, has nothing to run, that flush's time is added to
  * the program's step. With a budget (the development option wait_flush_budget=PERMILLE), such
  * flushes are made on the waiting thread only while their time stays within PERMILLE thousandths of

@@ -8,78 +8,17 @@
  * every few hundred milliseconds, and flushes everything at exit.
  *
  * What a job that ends abruptly keeps (docs/recording.md):
- * - After a host wait (device, context, stream or event synchronize, a synchronous copy or set)
- *   every record of work the wait covered is complete, so a default flush delivers it: the waiting
- *   thread flushes CUPTI and the spool at the wait's exit, unless the last such flush ended less
- *   than 2 x wait_flush_ms (20) ago: then the flush thread does it once wait_flush_ms have passed
- *   since the last one. The waiting threads' own flushes take at most wait_flush_budget
- *   thousandths (2) of the time, saved up for 1 s (flush_budget.c); past that the flush thread
- *   makes them at once. So what completed before a wait reaches the spool file at once, within a
- *   flush's time, or within wait_flush_ms, at a cost of at most one flush per wait_flush_ms, made by
- *   the flush thread when the program waits often. A periodic default flush alone delivers nothing
- *   while the host runs ahead of a busy GPU (a buffer holding an unfinished record is not
- *   returned).
+ * - After a host wait (device, context, stream or event synchronize, a synchronous copy or set),
+ *   what completed before it: the wait's exit flushes it, on the waiting thread or, soon, on the
+ *   flush thread (flush.c says when, and what that costs).
  * - SIGTERM, SIGINT, SIGHUP and SIGQUIT, when the program left them at their default action: the
  *   handler wakes the flush thread, which forces a flush and writes the process's end record, waits
  *   for it (at most FATAL_FLUSH_TIMEOUT_MS), restores the default action and raises the signal
  *   again, so the process ends as it would have, status 128+N. A handler the program installed
  *   (before or after) is never replaced. The handler itself calls only async-signal-safe functions.
  *
- * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`:
- *   api=all          record every runtime and driver API call
- *   census           count calls per API id, and the flushes with their time and CPU time, and
- *                    print them at exit (for development)
- *   latency          turn on CUPTI latency timestamps (kernel queued/submitted; costs about 3%)
- *   limit=BYTES      stop recording once the spool file reaches BYTES
- *   ring_bytes=BYTES keep only the last BYTES of the events, in segments (spool_out.c); the
- *                    limit is then ignored
- *   ring_ns=NS       keep only the events of the last NS nanoseconds, in segments
- *   window=T0:T1     record only GPU work and calls that start in [T0, T1) (CLOCK_REALTIME ns;
- *                    0 = open)
- *   capture=profiler record only between cudaProfilerStart and cudaProfilerStop
- *   capture=nvtx:PAT record only inside NVTX ranges whose text matches PAT (fnmatch)
- *   hang_after_ms=N  (record --hang-after) a thread in a wait, or spinning on a query, for N ms
- *                    with no GPU work completed since makes a notice for record (hang.c)
- *   slow_step=K      (record --dump-on slow-step) a step over K x the median of the recent ones
- *                    makes a notice for record to dump (slow_step.c)
- *   step_pattern=PAT the steps of slow_step: NVTX ranges whose text matches PAT (default step*)
- *   backtrace        capture stacks at waits, copies, allocations and frees, and at kernel
- *                    launches once per call site (stacks.c)
- *   no_launch_stacks with backtrace: no stacks at kernel launches (to measure what they cost)
- *   buffers=N        CUPTI device buffers per context (default 8; 3.2 MB each)
- *   buffer_kb=N      size of the activity buffers handed to CUPTI, KiB (default 4096; 64..65536):
- *                    CUPTI returns a buffer only once every record in it has completed, so
- *                    smaller ones let a flush take what completed while later work still runs
- *   flush_ms=N       flush period (default 200)
- *   wait_flush_ms=N  longest time between flushes after host waits (default 20; 0: no flush
- *                    after waits)
- *   wait_flush_budget=N  the waiting threads flush themselves only while those flushes take at
- *                    most N thousandths of the program's time, saved up for at most 1 s
- *                    (flush_budget.c); past that, a wait that would flush on the waiting thread
- *                    wakes the flush thread to flush at once instead (default 2; 0: no limit)
- *   no_signals       leave signal dispositions alone (no flush when a default-action signal ends
- *                    the process)
- *   quiet            no messages on stderr
- *   no_staging       events go straight to the shared spool buffer, not through a staging buffer
- *                    per thread (spool_out.c)
- *   no_callbacks, no_memory, no_sync, no_nvtx, cb=runtime, cb=driver, no_pool
- *                    leave one source or mechanism out (to measure what each costs)
- *   cb_noop          the API callbacks are enabled but return at once (CUPTI's cost of them
- *                    without cuscope's code; records no API calls)
- *   pinned           CUPTI keeps its kernel, copy and set records in pinned host memory
- *                    (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED) instead of device memory
- *   no_memcpy2       no MEMCPY2 activity (copies between GPUs)
- *   zero_all         a completed activity buffer is zeroed whole for reuse, not only its valid
- *                    bytes (to measure what that costs)
- *   clock=cupti      the callbacks time calls with cuptiGetTimestamp() even where the TSC could
- *                    be read (clock.c)
- *   check_tails      count the completed activity buffers with a byte that is not zero past
- *                    their valid bytes (scans each buffer: slow) and print it at exit
- *   sync_activity    synchronization records from CUPTI's SYNCHRONIZATION activity (with the
- *                    CUDA event ids) instead of from the wait and query callbacks (api.c); that
- *                    activity costs every kernel launch, the callbacks only the waits
- *   calibrate        the process is `cuscope record`'s measurement of what recording costs a
- *                    launch: cuscope_calibrate_switch() may turn recording on and off
+ * Options come from CUSCOPE_OPTIONS, a comma-separated list set by `cuscope record`: options.c
+ * lists them.
  *
  * Nothing here may crash, hang or change the program: every failure turns recording off and
  * returns.
@@ -99,81 +38,31 @@
 
 #include <cupti.h>
 
+#include "api.h"
 #include "collector.h"
 #include "cuscope/files.h"
 #include "cuscope/launch_cost.h"
+#include "flush.h"
 #include "flush_budget.h"
 #include "inject.h"
+#include "options.h"
 #include "pyframes.h"
 
-#define ACTIVITY_BUFFER_SIZE (4u << 20) /* the default; buffer_kb=N */
-#define BUFFER_POOL_MAX	     8 /* zeroed activity buffers kept for reuse */
+#define BUFFER_POOL_MAX 8 /* zeroed activity buffers kept for reuse */
 /* How long a fatal signal waits for the flush thread before the process ends anyway. */
 #define FATAL_FLUSH_TIMEOUT_MS 3000
 
-struct inject_options {
-	int api_all, census, latency, quiet, capture_profiler;
-	char *capture_nvtx;			       /* fnmatch pattern */
-	double slow_step;			       /* --dump-on slow-step=K; 0 off */
-	uint64_t hang_after_ms;			       /* --hang-after; 0 off */
-	char *step_pattern;			       /* its steps' NVTX pattern */
-	int no_callbacks, no_memory, no_sync, no_nvtx; /* for measuring what each source costs */
-	int cb_noop;	      /* callbacks enabled, returning at once: CUPTI's own cost of them */
-	int sync_activity;    /* sync records from CUPTI's activity, not from the wait callbacks */
-	int cb_domains;	      /* 1 runtime, 2 driver, 3 both (default) */
-	int backtrace;	      /* capture stacks at waits, copies, allocations and frees */
-	int no_launch_stacks; /* ... but not at kernel launches */
-	int pinned;	      /* CUPTI's records in pinned host memory, not device memory */
-	int no_memcpy2;	      /* no MEMCPY2 activity */
-	int no_pool;	      /* fresh, unzeroed activity buffers from malloc (the CUPTI default) */
-	int zero_all;	      /* a completed buffer zeroed whole, not only where CUPTI wrote */
-	int check_tails;      /* count completed buffers with a byte written past the valid ones */
-	int staging;	      /* events through per-thread staging buffers (spool_out.c) */
-	uint64_t limit;
-	uint64_t ring_bytes, ring_ns;  /* record --ring: one of them, or neither */
-	uint64_t window_t0, window_t1; /* realtime ns */
-	size_t cupti_buffers;
-	size_t buffer_size; /* of the activity buffers handed to CUPTI, bytes */
-	unsigned flush_ms;
-	unsigned wait_flush_ms;	    /* 0: no flush after waits */
-	unsigned wait_flush_budget; /* permille of the time the waiting threads' flushes may take */
-	int no_signals;
-	int calibrate; /* the calibration process (cuscope_calibrate_switch) */
-	int clock_cupti; /* callbacks read cuptiGetTimestamp(), never the TSC (clock.c) */
-};
-
-static struct inject_options opts = {.cupti_buffers = 8,
-				     .buffer_size = ACTIVITY_BUFFER_SIZE,
-				     .flush_ms = 200,
-				     .wait_flush_ms = 20,
-				     .wait_flush_budget = 2,
-				     .cb_domains = 3,
-				     .staging = 1};
 static CUpti_SubscriberHandle subscriber;
-static atomic_int active; /* recording in this process */
 static atomic_int shut_down;
-static atomic_int subscribed; /* CUPTI is ours in this process */
 static pid_t owner_pid;
 static pthread_t flush_thread;
-static int flush_thread_started;
 static atomic_int flush_stop;
 static uint64_t last_dropped_reported;
 
-/* The flush thread sleeps in poll() on wake_fd; a fatal signal's handler waits on done_fd. Both are
- * eventfds: writing them is async-signal-safe. */
-static int wake_fd = -1, done_fd = -1;
+/* A fatal signal's handler waits on done_fd, an eventfd like wake_fd (flush.c): writing it is
+ * async-signal-safe. */
+static int done_fd = -1;
 static atomic_int fatal_signal; /* the signal being handled; 0 when none */
-
-/* Flushes after waits: when the last one ended (CUPTI ns); pending when a wait came too soon after
- * it and the flush thread is to flush once wait_flush_ms have passed. */
-static _Atomic uint64_t wait_flush_end;
-static atomic_int wait_flush_pending;
-static atomic_int wait_flush_urgent; /* the pending flush is due at once */
-/* wait_flush_budget: the waiting threads' flushes (used under wait_flush_busy). What they may take
- * at once is what the share earns in WAIT_FLUSH_SAVED_NS. */
-static struct cs_flush_budget wait_budget;
-#define WAIT_FLUSH_SAVED_NS 1000000000ull
-static atomic_flag wait_flush_busy = ATOMIC_FLAG_INIT;
 
 /*
  * Activity buffers are handed to CUPTI already zeroed and reused. CUPTI asks for a buffer on the
@@ -192,125 +81,6 @@ static void inject_log(const char *fmt, const char *arg)
 	fprintf(stderr, "cuscope: ");
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
-}
-
-int cs_inject_active(void)
-{
-	return atomic_load_explicit(&active, memory_order_relaxed);
-}
-
-int cs_capture_profiler_api(void)
-{
-	return opts.capture_profiler;
-}
-
-const char *cs_capture_nvtx_pattern(void)
-{
-	return opts.capture_nvtx;
-}
-
-static void parse_options(void)
-{
-	const char *env = getenv(CS_ENV_OPTIONS);
-	char *copy, *tok, *save = NULL;
-
-	if (!env)
-		return;
-	copy = strdup(env);
-	if (!copy)
-		return;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "api=all") == 0)
-			opts.api_all = 1;
-		else if (strcmp(tok, "census") == 0)
-			opts.census = 1;
-		else if (strcmp(tok, "latency") == 0)
-			opts.latency = 1;
-		else if (strcmp(tok, "quiet") == 0)
-			opts.quiet = 1;
-		else if (strcmp(tok, "no_callbacks") == 0)
-			opts.no_callbacks = 1;
-		else if (strcmp(tok, "cb_noop") == 0)
-			opts.cb_noop = 1;
-		else if (strcmp(tok, "sync_activity") == 0)
-			opts.sync_activity = 1;
-		else if (strcmp(tok, "backtrace") == 0)
-			opts.backtrace = 1;
-		else if (strcmp(tok, "no_launch_stacks") == 0)
-			opts.no_launch_stacks = 1;
-		else if (strcmp(tok, "pinned") == 0)
-			opts.pinned = 1;
-		else if (strcmp(tok, "no_memcpy2") == 0)
-			opts.no_memcpy2 = 1;
-		else if (strcmp(tok, "no_pool") == 0)
-			opts.no_pool = 1;
-		else if (strcmp(tok, "no_staging") == 0)
-			opts.staging = 0;
-		else if (strcmp(tok, "cb=runtime") == 0)
-			opts.cb_domains = 1;
-		else if (strcmp(tok, "cb=driver") == 0)
-			opts.cb_domains = 2;
-		else if (strcmp(tok, "no_memory") == 0)
-			opts.no_memory = 1;
-		else if (strcmp(tok, "no_sync") == 0)
-			opts.no_sync = 1;
-		else if (strcmp(tok, "no_nvtx") == 0)
-			opts.no_nvtx = 1;
-		else if (strcmp(tok, "capture=profiler") == 0)
-			opts.capture_profiler = 1;
-		else if (strncmp(tok, "capture=nvtx:", 13) == 0)
-			opts.capture_nvtx = strdup(tok + 13);
-		else if (strncmp(tok, "hang_after_ms=", 14) == 0)
-			opts.hang_after_ms = strtoull(tok + 14, NULL, 10);
-		else if (strncmp(tok, "slow_step=", 10) == 0)
-			opts.slow_step = strtod(tok + 10, NULL);
-		else if (strncmp(tok, "step_pattern=", 13) == 0)
-			opts.step_pattern = strdup(tok + 13);
-		else if (strncmp(tok, "limit=", 6) == 0)
-			opts.limit = strtoull(tok + 6, NULL, 10);
-		else if (strncmp(tok, "ring_bytes=", 11) == 0)
-			opts.ring_bytes = strtoull(tok + 11, NULL, 10);
-		else if (strncmp(tok, "ring_ns=", 8) == 0)
-			opts.ring_ns = strtoull(tok + 8, NULL, 10);
-		else if (strncmp(tok, "buffers=", 8) == 0)
-			opts.cupti_buffers = strtoull(tok + 8, NULL, 10);
-		else if (strncmp(tok, "buffer_kb=", 10) == 0)
-			opts.buffer_size = (size_t)strtoull(tok + 10, NULL, 10) << 10;
-		else if (strcmp(tok, "zero_all") == 0)
-			opts.zero_all = 1;
-		else if (strcmp(tok, "check_tails") == 0)
-			opts.check_tails = 1;
-		else if (strcmp(tok, "clock=cupti") == 0)
-			opts.clock_cupti = 1;
-		else if (strncmp(tok, "flush_ms=", 9) == 0)
-			opts.flush_ms = (unsigned)strtoul(tok + 9, NULL, 10);
-		else if (strncmp(tok, "wait_flush_ms=", 14) == 0)
-			opts.wait_flush_ms = (unsigned)strtoul(tok + 14, NULL, 10);
-		else if (strncmp(tok, "wait_flush_budget=", 18) == 0)
-			opts.wait_flush_budget = (unsigned)strtoul(tok + 18, NULL, 10);
-		else if (strcmp(tok, "no_signals") == 0)
-			opts.no_signals = 1;
-		else if (strcmp(tok, "calibrate") == 0)
-			opts.calibrate = 1;
-		else if (strncmp(tok, "window=", 7) == 0) {
-			char *colon;
-
-			opts.window_t0 = strtoull(tok + 7, &colon, 10);
-			if (*colon == ':')
-				opts.window_t1 = strtoull(colon + 1, NULL, 10);
-		}
-	}
-	free(copy);
-	if (opts.flush_ms < 10)
-		opts.flush_ms = 10;
-	if (opts.cupti_buffers < 1)
-		opts.cupti_buffers = 1;
-	if (opts.wait_flush_budget > 1000)
-		opts.wait_flush_budget = 1000;
-	if (opts.buffer_size < (64u << 10))
-		opts.buffer_size = 64u << 10;
-	if (opts.buffer_size > (64u << 20))
-		opts.buffer_size = 64u << 20;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -419,16 +189,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	}
 }
 
-static void wake(int fd)
-{
-	uint64_t one = 1;
-	ssize_t n;
-
-	do
-		n = write(fd, &one, sizeof(one)); /* async-signal-safe; never blocks below 2^64-1 */
-	while (n < 0 && errno == EINTR);
-}
-
 /* The spool's shared buffer is half full: the flush thread writes it (cs_out_set_drain_wake). */
 static atomic_int drain_pending;
 
@@ -438,36 +198,7 @@ static void wake_for_drain(void)
 	wake(wake_fd);
 }
 
-/* The time after a flush after a wait before the next one, CUPTI ns. */
-static uint64_t wait_flush_gap(void)
-{
-	return (uint64_t)opts.wait_flush_ms * 1000000ull;
-}
-
-/* census: flushes after waits made by the waiting threads [0] and the flush thread [1], the
- * periodic flushes of CUPTI [2], their time and the CPU time of the thread in them, in ns */
-static _Atomic uint64_t census_flushes[3], census_flush_ns[3], census_flush_cpu_ns[3];
-/* of census_flush_ns, the time inside cuptiActivityFlushAll */
-static _Atomic uint64_t census_flushall_ns[3];
 static uint64_t census_flush_thread_cpu_ns; /* the flush thread's CPU time, all of it */
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* census: one flush of kind k (the index of census_flushes) that took wall_ns and began when the
- * thread's CPU time was cpu0 */
-static void census_add_flush(int k, uint64_t wall_ns, uint64_t flushall_ns, uint64_t cpu0)
-{
-	atomic_fetch_add(&census_flushes[k], 1);
-	atomic_fetch_add(&census_flush_ns[k], wall_ns);
-	atomic_fetch_add(&census_flushall_ns[k], flushall_ns);
-	atomic_fetch_add(&census_flush_cpu_ns[k], thread_cpu_ns() - cpu0);
-}
 
 static void census_report(void)
 {
@@ -491,79 +222,6 @@ static void census_report(void)
 		"cuscope census: the flush thread's CPU time: %.1f us; the callbacks' clock: %s\n",
 		(double)census_flush_thread_cpu_ns / 1e3,
 		cs_clock_uses_tsc() ? "TSC" : "cuptiGetTimestamp");
-}
-
-/* Hand everything complete now to the spool file: CUPTI's buffers whose records have all completed
- * and every thread's staged records. Called by one thread at a time (wait_flush_busy). */
-static uint64_t flush_completed(int on_flush_thread)
-{
-	uint64_t t0 = 0, tf = 0, t1 = 0, cpu0 = opts.census ? thread_cpu_ns() : 0;
-
-	atomic_store(&wait_flush_pending, 0);
-	cuptiGetTimestamp(&t0);
-	cuptiActivityFlushAll(0);
-	if (opts.census)
-		cuptiGetTimestamp(&tf);
-	cs_out_flush();
-	cuptiGetTimestamp(&t1);
-	atomic_store(&wait_flush_end, t1);
-	if (opts.census)
-		census_add_flush(on_flush_thread, t1 - t0, tf - t0, cpu0);
-	return t1 > t0 ? t1 - t0 : 0;
-}
-
-/* The flush thread makes the pending flush at once. */
-static void flush_soon(void)
-{
-	atomic_store(&wait_flush_urgent, 1);
-	atomic_store(&wait_flush_pending, 1);
-	wake(wake_fd);
-}
-
-/* The flush thread flushes once a period has passed since the last flush. */
-static void flush_later(void)
-{
-	if (!atomic_load_explicit(&wait_flush_pending, memory_order_relaxed) &&
-	    !atomic_exchange(&wait_flush_pending, 1) && wake_fd >= 0)
-		wake(wake_fd);
-}
-
-void cs_inject_after_wait(uint64_t now)
-{
-	if (!opts.wait_flush_ms || !atomic_load_explicit(&subscribed, memory_order_relaxed) ||
-	    !cs_inject_active())
-		return;
-	/* Within two gaps of the last flush, the flush thread flushes (once one gap has passed), so
-	 * that in a loop that waits often the decoding stays off the waiting thread; past that (a
-	 * GPU-bound stretch without waits, or the first wait) the waiting thread flushes itself, so
-	 * that a process that ends right after the wait keeps what completed before it. */
-	if (now <
-	    atomic_load_explicit(&wait_flush_end, memory_order_relaxed) + 2 * wait_flush_gap()) {
-		flush_later();
-		return;
-	}
-	if (atomic_flag_test_and_set(&wait_flush_busy)) {
-		/* another thread is flushing, perhaps since before this wait's work completed: the
-		 * flush thread flushes again once a period has passed */
-		flush_later();
-		return;
-	}
-	if (opts.wait_flush_budget && flush_thread_started &&
-	    !cs_flush_budget_allows(&wait_budget, now)) {
-		/* this thread's flushes took their share of the time: the flush thread flushes at
-		 * once instead, and the program's thread goes on (what completed before the wait is
-		 * in the file once that flush is done: a process gone before then loses it) */
-		atomic_flag_clear(&wait_flush_busy);
-		flush_soon();
-		return;
-	}
-	{
-		uint64_t took = flush_completed(0);
-
-		if (opts.wait_flush_budget)
-			cs_flush_budget_spend(&wait_budget, took);
-	}
-	atomic_flag_clear(&wait_flush_busy);
 }
 
 /* The process's end record; exit_code -1 when unknown. */
@@ -989,11 +647,6 @@ static void process_setup_once(void)
 	if (flush_thread_started && !opts.no_signals)
 		install_signal_handlers();
 	setup_status = 0;
-}
-
-int cs_inject_nvtx_enabled(void)
-{
-	return !opts.no_nvtx;
 }
 
 int cs_inject_setup(void)

@@ -22,7 +22,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "collector.h"
+#include "flush.h"
 #include "inject.h"
+#include "options.h"
 
 static atomic_uint_fast64_t next_range_id = 1;
 /* Push returns the nesting depth before the push on this thread, pop the depth after; NVTX's own

@@ -20,6 +20,7 @@
 
 #include <cupti.h>
 
+#include "api.h"
 #include "collector.h"
 #include "cuscope/spool.h"
 #include "inject.h"

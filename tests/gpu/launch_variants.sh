@@ -11,7 +11,7 @@
 # always runs first or after the same one): no profiler ("none"), `cuscope record` ("default"), `cuscope
 # record --no-backtrace` ("nobt"), `cuscope
 # record` with each set of development options of the injection library (CUSCOPE_RECORD_EXTRA,
-# src/collectors/inject.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
+# src/collectors/options.c), and, for the PyTorch loop, torch.profiler with CPU and CUDA activities
 # ("torchprof"). A variant written LABEL:OPTIONS runs with CUSCOPE_RECORD_EXTRA=OPTIONS under the name LABEL
 # (e.g. floor:no_callbacks,no_memory,no_sync,no_nvtx for CUPTI's kernel records alone). Prints, per variant, the median and range of the metric per launch and the median added to
 # the no-profiler run of the same round and the median ratio to it, and writes it to
