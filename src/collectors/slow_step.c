@@ -4,8 +4,9 @@
  * SLOW_WINDOW steps makes the process write a notice "slow.<pid>.<n>" into the spool directory, and
  * `cuscope record`, which looks for notices, writes a dump (src/cli/cmd_dump.c). The first
  * SLOW_WARMUP steps (compilation, the caching allocator filling) are never judged, a median needs
- * SLOW_MIN steps, and notices are at most one per SLOW_GAP_NS and SLOW_MAX per process, so that a
- * job that slows down for good makes a few dumps, not one per step. Two steps ending at once on
+ * SLOW_MIN steps, and notices are at most one per SLOW_GAP_NS (unless the step is K times the one
+ * last noticed: a mild slow step does not hide a much worse one that follows) and SLOW_MAX per
+ * process, so that a job that slows down for good makes a few dumps, not one per step. Two steps ending at once on
  * two threads: the second is not judged (the lock is only ever tried).
  */
 #include <pthread.h>
@@ -32,6 +33,7 @@ static struct {
 	uint64_t dur[SLOW_WINDOW];
 	unsigned n, next;
 	uint64_t last_notice; /* CUPTI ns; 0 none */
+	uint64_t last_dur;    /* the duration of the step last noticed */
 	unsigned notices;
 } slow = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -83,9 +85,11 @@ int cs_slow_step_end(uint64_t start, uint64_t end)
 		qsort(sorted, slow.n, sizeof(sorted[0]), cmp_u64);
 		median = sorted[slow.n / 2];
 		if (median && (double)dur > slow.k * (double)median && slow.notices < SLOW_MAX &&
-		    (!slow.last_notice || end - slow.last_notice >= SLOW_GAP_NS)) {
+		    (!slow.last_notice || end - slow.last_notice >= SLOW_GAP_NS ||
+		     (double)dur > slow.k * (double)slow.last_dur)) {
 			write_notice(dur, median, end);
 			slow.last_notice = end;
+			slow.last_dur = dur;
 			slow.notices++;
 			noticed = 1;
 		}

@@ -528,8 +528,9 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
 # job goes on and ends with status 0 after --max-steps. Each dump is a trace that info and report read, holding a
 # window of whole steps (the NVTX ranges "step<N>") that ends near the step printed when it was taken; dump 2's last
 # step is later than dump 1's; the job's own trace is written as usual. Then the same without a ring: dump 1 holds
-# every step from the first. With --dump-on slow-step=5, step 5500 (300 ms instead of about 1.5) makes dump 3,
-# which holds that step whole. The dumps' wall time is logged.
+# every step from the first. With --dump-on slow-step=5, step 5500 (300 ms instead of about 1.5) makes dump 3 (or a
+# later one, when a step a few times the median made one first), which holds that step whole. The dumps' wall time
+# is logged.
 DUMP_STEPS=6000
 DUMP_SLOW=5500
 scenario_dump() {
@@ -591,9 +592,9 @@ scenario_dump() {
 			log_file "dump ($mode): info of dump $n" "$prefix.$mode.info$n" 12
 		done
 		"$PY" - "$dir/$mode.dump-1.db" "$dir/$mode.dump-2.db" "$db" "$mode" "$prefix.$mode.at1" "$prefix.$mode.at2" \
-			"$DUMP_STEPS" "$dir/$mode.dump-3.db" "$DUMP_SLOW" >>"$prefix.checks" 2>&1 <<'PYEOF'
+			"$DUMP_STEPS" "$dir/$mode.dump-" "$DUMP_SLOW" >>"$prefix.checks" 2>&1 <<'PYEOF'
 import json, os, re, sqlite3, sys
-d1, d2, whole, mode, at1, at2, total, d3, slow = sys.argv[1:10]
+d1, d2, whole, mode, at1, at2, total, dstem, slow = sys.argv[1:10]
 def steps(db):
     try:
         c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -627,17 +628,24 @@ for n, s, m, p in ((1, s1, m1, p1), (2, s2, m2, p2)):
     print(f"INFO {mode}: dump {n}: steps {s[0]}..{s[-1]} (asked at step {p}); {m.get('dump')}")
 if s1 and s2 and s2[-1] <= s1[-1]:
     print(f"FAIL {mode}: dump 2 ends at step {s2[-1]}, not after dump 1's {s1[-1]}")
-# dump 3: made by the slow step, which it holds whole (300 ms against about 1.5 ms)
-if not os.path.exists(d3):
+# dump 3 on: made by slow steps; one holds the slow step whole (300 ms against about 1.5 ms). A step a
+# few times the median (host jitter) may have made dump 3 before it: the far slower one still dumps.
+later = [f"{dstem}{n}.db" for n in range(3, 14) if os.path.exists(f"{dstem}{n}.db")]
+if not later:
     print(f"FAIL {mode}: no dump after the slow step {slow}")
 else:
-    c = sqlite3.connect(f"file:{d3}?mode=ro", uri=True)
-    row = c.execute("SELECT n.end - n.start FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
-                    "WHERE s.value = ?", (f"step{slow}",)).fetchone()
+    row = None
+    for d3 in later:
+        c = sqlite3.connect(f"file:{d3}?mode=ro", uri=True)
+        row = c.execute("SELECT n.end - n.start FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
+                        "WHERE s.value = ?", (f"step{slow}",)).fetchone()
+        if row and row[0] is not None and row[0] >= 300e6:
+            break
     if not row or row[0] is None or row[0] < 300e6:
-        print(f"FAIL {mode}: the slow-step dump does not hold step {slow} whole: {row}")
+        print(f"FAIL {mode}: no slow-step dump holds step {slow} whole ({len(later)} made): {row}")
     else:
-        print(f"INFO {mode}: dump 3 (slow step): step {slow} {row[0] / 1e6:.0f} ms; {steps(d3)[1].get('dump')}")
+        print(f"INFO {mode}: dump {d3[len(dstem):-3]} of {len(later) + 2} (slow step): step {slow} "
+              f"{row[0] / 1e6:.0f} ms; {steps(d3)[1].get('dump')}")
 if not sw or sw[-1] != int(total) - 1:
     print(f"FAIL {mode}: the job's trace ends at step {sw[-1] if sw else '-'}, not {int(total) - 1}")
 PYEOF

@@ -366,7 +366,7 @@ START_TEST(bad_input_gets_one_line)
 END_TEST
 
 /* --dump-on slow-step: a step over K times the recent median makes one notice; warm-up steps and
- * steps under K do not; notices are spaced. */
+ * steps under K do not; notices are spaced, unless a step is K times the one last noticed. */
 START_TEST(a_slow_step_makes_a_notice)
 {
 	char *dir = tu_tmpdir();
@@ -404,9 +404,14 @@ START_TEST(a_slow_step_makes_a_notice)
 	}
 	/* another within a minute: none */
 	ck_assert_int_eq(cs_slow_step_end(t, t + 80 * ms), 0);
+	t += 80 * ms;
+	/* unless it is K times the step last noticed: 3 x 50 ms is 150 ms */
+	ck_assert_int_eq(cs_slow_step_end(t, t + 140 * ms), 0);
+	t += 140 * ms;
+	ck_assert_int_eq(cs_slow_step_end(t, t + 160 * ms), 1);
 	t += 61000 * ms;
 	ck_assert_int_eq(cs_slow_step_end(t, t + 80 * ms), 1);
-	ck_assert_int_eq(count_entries(dir, "slow."), 2);
+	ck_assert_int_eq(count_entries(dir, "slow."), 3);
 	free(dir);
 }
 END_TEST
