@@ -79,6 +79,37 @@ static const char *pending_nccl(const struct notice *n)
 	return NULL;
 }
 
+/* "FUNC+0xOFF<TAB>MODULE": a native frame. */
+static void show_native(FILE *out, const char *rest, int nth)
+{
+	char func[400] = "", module[300] = "";
+
+	if (sscanf(rest, "%399[^\t]\t%299[^\n]", func, module) == 2)
+		fprintf(out, "    %s %s (%s)\n", nth ? "         " : "native:  ", func, module);
+}
+
+/* Where the first thread of process pid is now (a process that is in no CUDA wait: its native
+ * frames, read as the waiting threads' are), or why that could not be read. */
+static void print_first_thread(FILE *out, long pid)
+{
+	static char text[65536];
+	char err[256];
+	int nth = 0;
+
+	fprintf(out, "    its first thread now:\n");
+	if (cli_native_stack(pid, pid, text, sizeof(text), err, sizeof(err)) <= 0) {
+		fprintf(out, "    native:   not read: %s\n", err);
+		return;
+	}
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *rest;
+
+		if (strncmp(l, "native ", 7) || !(rest = strchr(l + 7, ' ')))
+			continue;
+		show_native(out, rest + 1, nth++);
+	}
+}
+
 /*
  * Several processes with NCCL kernels: those whose notice has an NCCL kernel launched and not
  * completed wait in a collective; one of the dump's NCCL processes with none pending (no notice, or
@@ -114,6 +145,7 @@ static void print_collective(FILE *out, const struct notice *n, int nn, const st
 			"  process %u has not launched it: no NCCL kernel of it is pending (its last "
 			"completed: %.120s)\n",
 			p[j].pid, p[j].last[0] ? cs_demangle_short(p[j].last) : "none");
+		print_first_thread(out, p[j].pid);
 	}
 }
 
@@ -420,15 +452,6 @@ static void show_frame(FILE *out, const char *rest, int nth)
 	if (sscanf(rest, "%d %599[^\t]\t%299[^\n]", &at, file, func) == 3)
 		fprintf(out, "    %s %s:%d in %s\n", nth ? "         " : "Python:  ", file, at,
 			func);
-}
-
-/* "FUNC+0xOFF<TAB>MODULE": a native frame. */
-static void show_native(FILE *out, const char *rest, int nth)
-{
-	char func[400] = "", module[300] = "";
-
-	if (sscanf(rest, "%399[^\t]\t%299[^\n]", func, module) == 2)
-		fprintf(out, "    %s %s (%s)\n", nth ? "         " : "native:  ", func, module);
 }
 
 /* "TEXT": why the native stack could not be read. */

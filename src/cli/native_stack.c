@@ -1,7 +1,7 @@
 /*
  * native_stack.c - the native call stack of a thread of another process, read from outside it, for
  * the hang report: `record` is an ancestor of the threads it reports, so it may trace them (Yama's
- * ptrace_scope 1 allows an ancestor). It attaches to that one thread with PTRACE_SEIZE, stops it
+ * ptrace_scope 1 allows an ancestor); a process that does not descend from this one is never traced. It attaches to that one thread with PTRACE_SEIZE, stops it
  * with PTRACE_INTERRUPT (a thread blocked in a system call has it restarted when it goes on: no
  * signal is delivered to the program), unwinds it with elfutils' libdwfl (the CFI of its modules,
  * read from their files; names from their symbol tables, file and line where a module has DWARF
@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cuscope/demangle.h"
@@ -195,12 +196,43 @@ static int unwind(long pid, long tid, char *out, size_t cap, char *err, size_t e
 }
 #endif
 
+/* 1 when process pid descends from this one: only the recording's own processes are ever traced
+ * (as root any process could be, and a stranger's must never be stopped). */
+static int descends_from_us(long pid)
+{
+	long self = (long)getpid();
+
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		char path[64], text[512], *close;
+		FILE *f;
+		size_t n;
+
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		f = fopen(path, "r");
+		if (!f)
+			return 0;
+		n = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+		text[n] = '\0';
+		close = strrchr(text, ')'); /* the command name may hold spaces and parentheses */
+		if (!close || sscanf(close + 1, " %*c %ld", &pid) != 1)
+			return 0;
+		if (pid == self)
+			return 1;
+	}
+	return 0;
+}
+
 int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_t errcap)
 {
 	if (cap)
 		out[0] = '\0';
 	if (errcap)
 		err[0] = '\0';
+	if (!descends_from_us(pid)) {
+		snprintf(err, errcap, "process %ld is not one this process started", pid);
+		return 0;
+	}
 #ifdef CUSCOPE_HAVE_LIBDW
 	int n, stop;
 

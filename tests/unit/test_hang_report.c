@@ -173,37 +173,51 @@ START_TEST(native_stack_of_a_waiting_thread)
 }
 END_TEST
 
-/* Two ranks' dump: each completed three all-reduces; rank 100 launched a fourth that never
- * completes and waits for it, rank 200 never launched it (no CUDA wait: no notice). */
-START_TEST(the_rank_that_has_not_launched_the_collective)
+/* The report of a two ranks' dump: each completed three all-reduces; rank `waiting` launched a
+ * fourth that never completes and waits for it, rank `missing` never launched it (no CUDA wait: no
+ * notice). */
+static char *collective_report(uint32_t waiting, uint32_t missing)
 {
 	static const char *const names[] = {"ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
-	char *dir = tu_tmpdir(), *dump = tu_path(dir, "job.dump-1.db"), *path, *text, want[512];
+	char *dir = tu_tmpdir(), *dump = tu_path(dir, "job.dump-1.db"), notice[64], *path, *text;
+	char want[512];
 	cs_trace_writer *w = tu_open_trace(dump, "torchrun train.py", TEST);
+	uint32_t pids[2] = {waiting, missing};
 	int64_t ids[1];
 	size_t len = 0;
 	FILE *out;
 
-	tu_add_process(w, 100, "python3 train.py", TEST);
-	tu_add_process(w, 200, "python3 train.py", TEST);
+	tu_add_process(w, waiting, "python3 train.py", TEST);
+	tu_add_process(w, missing, "python3 train.py", TEST);
 	tu_intern_names(w, names, 1, ids, TEST);
-	for (uint32_t pid = 100; pid <= 200; pid += 100)
+	for (int r = 0; r < 2; r++)
 		for (int i = 0; i < 3; i++) {
-			cs_kernel k = tu_kernel(pid, ids[0], T0 + i * MS, T0 + i * MS + 10000,
+			cs_kernel k = tu_kernel(pids[r], ids[0], T0 + i * MS, T0 + i * MS + 10000,
 						T0 + i * MS + 500000);
 
 			tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
 		}
 	tu_finish_trace(w, TEST);
-	path = tu_path(dir, "hang.100");
+	snprintf(notice, sizeof(notice), "hang.%u", waiting);
+	path = tu_path(dir, notice);
 	snprintf(want, sizeof(want),
-		 "now %lld\ngpu_done %lld\nlaunched 9 8\nthread 100 wait %lld 10 cudaStreamSynchronize\n"
-		 "pending 9 100 %s\n",
-		 T0 + 200 * S, T0 + 3 * MS, T0 + 5 * MS, names[0]);
+		 "now %lld\ngpu_done %lld\nlaunched 9 8\nthread %u wait %lld 10 cudaStreamSynchronize\n"
+		 "pending 9 %u %s\n",
+		 T0 + 200 * S, T0 + 3 * MS, waiting, T0 + 5 * MS, waiting, names[0]);
 	ck_assert_int_eq(tu_write_file(path, want, strlen(want)), 0);
 	out = open_memstream(&text, &len);
 	ck_assert_int_eq(cli_hang_report(out, dir, "torchrun train.py", dump), 1);
 	fclose(out);
+	free(path);
+	free(dump);
+	free(dir);
+	return text;
+}
+
+START_TEST(the_rank_that_has_not_launched_the_collective)
+{
+	char *text = collective_report(100, 200);
+
 	ck_assert_msg(strstr(text, "correlation id 9 (thread 100): "
 				   "ncclDevKernel_AllReduce_Sum_f32_RING_LL\n"),
 		      "%s", text);
@@ -212,10 +226,45 @@ START_TEST(the_rank_that_has_not_launched_the_collective)
 				   "completed):\n  process 200 has not launched it"),
 		      "%s", text);
 	ck_assert_msg(!strstr(text, "process 100 has not launched"), "%s", text);
+	/* process 200 is not this test's: never traced, and the report says why */
+	ck_assert_msg(strstr(text, "    its first thread now:\n"
+				   "    native:   not read: process 200 is not one this process "
+				   "started\n"),
+		      "%s", text);
 	free(text);
-	free(path);
-	free(dump);
-	free(dir);
+}
+END_TEST
+
+/* The rank that has not launched the collective is a live process (a child blocked in read()):
+ * the report shows where its first thread is, by its native frames. */
+START_TEST(the_rank_that_has_not_launched_it_is_shown_where_it_is)
+{
+	int ready[2], go[2], status = 0;
+	char c, *text;
+	pid_t child;
+
+	ck_assert(pipe(ready) == 0 && pipe(go) == 0);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		hang_report_blocked_here(ready[1], go[0]);
+		_exit(7);
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	usleep(20000);
+	text = collective_report(100, (uint32_t)child);
+	ck_assert_msg(strstr(text, "has not launched it"), "%s", text);
+	ck_assert_msg(strstr(text, "    its first thread now:\n"), "%s", text);
+#ifdef CUSCOPE_HAVE_LIBDW
+	ck_assert_msg(strstr(text, "hang_report_blocked_here+0x"), "%s", text);
+#else
+	ck_assert_msg(strstr(text, "not read: this cuscope was built without libdw"), "%s", text);
+#endif
+	free(text);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 }
 END_TEST
 
@@ -227,6 +276,7 @@ int main(void)
 	tcase_add_test(tc, pending_kernels_are_named_with_their_sites);
 	tcase_add_test(tc, the_rank_that_has_not_launched_the_collective);
 	tcase_add_test(tc, native_stack_of_a_waiting_thread);
+	tcase_add_test(tc, the_rank_that_has_not_launched_it_is_shown_where_it_is);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
