@@ -1,14 +1,14 @@
 /*
  * native_stack.c - the native call stack of a thread of another process, read from outside it, for
  * the hang report: `record` is an ancestor of the threads it reports, so it may trace them (Yama's
- * ptrace_scope 1 allows an ancestor); a process that does not descend from this one is never traced. It attaches to that one thread with PTRACE_SEIZE, stops it
- * with PTRACE_INTERRUPT (a thread blocked in a system call has it restarted when it goes on: no
- * signal is delivered to the program), unwinds it with elfutils' libdwfl (the CFI of its modules,
- * read from their files; names from their symbol tables, file and line where a module has DWARF
- * lines) and detaches: the thread is stopped for the unwinding only, milliseconds. A thread that
- * does not stop within a second (one in uninterruptible sleep) stays attached until it does:
- * cli_native_release() detaches it then, and the tracer's exit would too. Without libdw at build
- * time it says so.
+ * ptrace_scope 1 allows an ancestor); a process that does not descend from this one is never
+ * traced. It attaches to that one thread with PTRACE_SEIZE, stops it with PTRACE_INTERRUPT (a
+ * thread blocked in a system call has it restarted when it goes on: no signal is delivered to the
+ * program), unwinds it with elfutils' libdwfl (the CFI of its modules, read from their files; names
+ * from their symbol tables, file and line where a module has DWARF lines) and detaches: the thread
+ * is stopped for the unwinding only, milliseconds. A thread that does not stop within a second (one
+ * in uninterruptible sleep) stays attached until it does: cli_native_release() detaches it then,
+ * and the tracer's exit would too. Without libdw at build time it says so.
  */
 #include <errno.h>
 #include <stdio.h>
