@@ -607,14 +607,6 @@ static const cJSON *json_row(const cJSON *doc, const char *metric, const char *k
 	return NULL;
 }
 
-static double json_num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItem(o, key);
-
-	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
-	return v->valuedouble;
-}
-
 static void assert_near(double got, double want, double tol, const char *what)
 {
 	ck_assert_msg(fabs(got - want) <= tol, "%s: %.6g, expected %.6g", what, got, want);
@@ -1219,11 +1211,11 @@ START_TEST(test_synthetic_pageable_copy)
 	assert_gate(pageable_db, base_db, NULL, 0, NULL);
 	doc = diff_json(base_db, pageable_db, NULL);
 	row = json_row(doc, "pageable_copies", NULL);
-	assert_near(json_num(row, "base"), 0, 0, "pageable base");
-	assert_near(json_num(row, "new"), 1, 0, "pageable new");
+	assert_near(tu_json_num(row, "base"), 0, 0, "pageable base");
+	assert_near(tu_json_num(row, "new"), 1, 0, "pageable new");
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "count");
 	row = json_row(doc, "memcpy_htod_count", NULL);
-	assert_near(json_num(row, "delta"), 0, 0, "HtoD count delta");
+	assert_near(tu_json_num(row, "delta"), 0, 0, "HtoD count delta");
 	cJSON_Delete(doc);
 }
 END_TEST
@@ -1360,7 +1352,7 @@ START_TEST(test_host_probe)
 	tu_result_free(&r);
 	doc = diff_json(hbp_base[0], hbp_slowhost_db, NULL);
 	row = cJSON_GetObjectItem(doc, "host_probe");
-	assert_near(json_num(row, "ratio"), 1.40, 0.001, "probe ratio");
+	assert_near(tu_json_num(row, "ratio"), 1.40, 0.001, "probe ratio");
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "differs")));
 	row = json_row(doc, "step_time", NULL);
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "inconclusive");
@@ -1426,20 +1418,20 @@ START_TEST(test_host_speed)
 	free(line);
 	free(out);
 	doc = diff_json(hb_base[0], hb_slowhost_db, NULL);
-	assert_near(json_num(doc, "host_speed_ratio"), 1.40, 0.001, "host speed ratio");
-	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "launch_call_median_ns"), 4000, 0.5,
+	assert_near(tu_json_num(doc, "host_speed_ratio"), 1.40, 0.001, "host speed ratio");
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "base"), "launch_call_median_ns"), 4000, 0.5,
 		    "base launch call");
-	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "launch_pace_median_ns"), 10000, 0.5,
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "base"), "launch_pace_median_ns"), 10000, 0.5,
 		    "base launch pace");
-	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_pace_median_ns"), 14000, 0.5,
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "new"), "launch_pace_median_ns"), 14000, 0.5,
 		    "new launch pace");
 	row = json_row(doc, "step_time", NULL);
-	ck_assert_msg(json_num(row, "relative") > 0.30, "raw step change past the floor");
-	ck_assert_msg(fabs(json_num(row, "host_adjusted_relative")) < 0.05,
+	ck_assert_msg(tu_json_num(row, "relative") > 0.30, "raw step change past the floor");
+	ck_assert_msg(fabs(tu_json_num(row, "host_adjusted_relative")) < 0.05,
 		      "step change at the baseline's host speed: %g",
-		      json_num(row, "host_adjusted_relative"));
+		      tu_json_num(row, "host_adjusted_relative"));
 	row = json_row(doc, "gpu_busy", NULL);
-	ck_assert_msg(fabs(json_num(row, "host_adjusted_relative")) < 0.05,
+	ck_assert_msg(fabs(tu_json_num(row, "host_adjusted_relative")) < 0.05,
 		      "busy change at the baseline's host speed");
 	cJSON_Delete(doc);
 	/* without the ratio (the 30% floor on the raw change) the same pair fails */
@@ -1460,10 +1452,10 @@ START_TEST(test_host_speed)
 		assert_gate(hb_base[0], hb_fasthost_db, NULL, 1, failing);
 	}
 	doc = diff_json(hb_base[0], hb_slowstep_db, NULL);
-	assert_near(json_num(doc, "host_speed_ratio"), 1, 0.001, "host speed ratio");
+	assert_near(tu_json_num(doc, "host_speed_ratio"), 1, 0.001, "host speed ratio");
 	row = json_row(doc, "step_time", NULL);
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
-	ck_assert_msg(json_num(row, "host_adjusted_relative") > 0.30, "step +40%%");
+	ck_assert_msg(tu_json_num(row, "host_adjusted_relative") > 0.30, "step +40%%");
 	cJSON_Delete(doc);
 
 	/* a host-bound baseline against a new run that is not host-bound: its launch calls may
@@ -1476,7 +1468,7 @@ START_TEST(test_host_speed)
 	free(out);
 	doc = diff_json(hb_base[0], hb_gpubound_db, NULL);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_speed_ratio")));
-	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
 		    "new launch call");
 	cJSON_Delete(doc);
 
@@ -1486,7 +1478,7 @@ START_TEST(test_host_speed)
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(doc, "host_bound")));
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_speed_ratio")));
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "host_note")));
-	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "new"), "launch_call_median_ns"), 8000, 0.5,
 		    "new launch call");
 	row = json_row(doc, "step_time", NULL);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(row, "host_adjusted_relative")));
@@ -1529,7 +1521,7 @@ START_TEST(test_host_bound_one_baseline)
 	doc = diff_json(hb_base[0], hb_base[4], NULL);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "host_bound")));
 	row = json_row(doc, "step_time", NULL);
-	ck_assert_msg(json_num(row, "relative") > 0.05, "host-bound step change");
+	ck_assert_msg(tu_json_num(row, "relative") > 0.05, "host-bound step change");
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "host_bound_wall")));
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "kind")->valuestring, "wall");
@@ -1675,14 +1667,14 @@ START_TEST(test_host_gap)
 	doc = diff_json(hb_base[0], hb_place_db, opt);
 	row = json_row(doc, "host_gap", "relu_kernel");
 	ck_assert_msg(row != NULL, "no host_gap row");
-	ck_assert_int_eq((int)json_num(row, "place"), 1);
+	ck_assert_int_eq((int)tu_json_num(row, "place"), 1);
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(row, "gated")));
 	cJSON_Delete(doc);
 	doc = diff_json(hb_base[0], hb_place_db, NULL);
 	row = json_row(doc, "host_gap", "relu_kernel");
 	ck_assert_msg(row && cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")), "host_gap not gated");
-	assert_near(json_num(row, "delta"), 800 * US, 0.05 * 800 * US, "the place's growth");
+	assert_near(tu_json_num(row, "delta"), 800 * US, 0.05 * 800 * US, "the place's growth");
 	cJSON_Delete(doc);
 	/* a run within the spread: no place grew */
 	out = gate_bases(five, hb_same_db, 0, "--width=0");
@@ -1765,7 +1757,7 @@ START_TEST(test_synthetic_every_n_steps)
 		cJSON *doc = diff_json(item41_db, item40_db, NULL);
 		const cJSON *row = json_row(doc, "host_waits", NULL);
 
-		ck_assert_msg(json_num(row, "delta") > 0, "the trimmed means differ");
+		ck_assert_msg(tu_json_num(row, "delta") > 0, "the trimmed means differ");
 		ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "within");
 		cJSON_Delete(doc);
 	}
@@ -1801,12 +1793,12 @@ START_TEST(test_synthetic_step_alignment)
 	tu_result_free(&r);
 	doc = diff_json(nvtx1_db, nvtx4_db, "--step-range=step*");
 	row = json_row(doc, "step_time", NULL);
-	assert_near(json_num(row, "new"), 8 * MS, 0.01 * 8 * MS, "aligned step time");
+	assert_near(tu_json_num(row, "new"), 8 * MS, 0.01 * 8 * MS, "aligned step time");
 	row = json_row(doc, "memcpy_htod_count", NULL);
-	assert_near(json_num(row, "new"), 1, 1e-9, "aligned copies");
-	assert_near(json_num(cJSON_GetObjectItem(doc, "new"), "compared_steps_per_step"), 4, 0,
+	assert_near(tu_json_num(row, "new"), 1, 1e-9, "aligned copies");
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "new"), "compared_steps_per_step"), 4, 0,
 		    "scale");
-	assert_near(json_num(cJSON_GetObjectItem(doc, "base"), "compared_steps_per_step"), 1, 0,
+	assert_near(tu_json_num(cJSON_GetObjectItem(doc, "base"), "compared_steps_per_step"), 1, 0,
 		    "scale");
 	cJSON_Delete(doc);
 	{
@@ -1824,39 +1816,39 @@ START_TEST(test_diff_json)
 	cJSON *doc = diff_json(base_db, slow_db, NULL);
 	const cJSON *row, *x;
 
-	ck_assert_int_eq((int)json_num(doc, "version"), 1);
+	ck_assert_int_eq((int)tu_json_num(doc, "version"), 1);
 	x = cJSON_GetObjectItem(doc, "base");
 	ck_assert_str_eq(cJSON_GetObjectItem(x, "file")->valuestring, base_db);
-	ck_assert_int_eq((int)json_num(x, "steps"), 20);
-	ck_assert_int_eq((int)json_num(x, "steady_steps"), 20); /* alike steps: no warm-up */
+	ck_assert_int_eq((int)tu_json_num(x, "steps"), 20);
+	ck_assert_int_eq((int)tu_json_num(x, "steady_steps"), 20); /* alike steps: no warm-up */
 	ck_assert_str_eq(cJSON_GetObjectItem(x, "step_method")->valuestring, "period");
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "comparable")));
 
 	row = json_row(doc, "kernel_time", "relu_kernel");
 	ck_assert(row != NULL);
-	assert_near(json_num(row, "base"), 400 * US, 1, "relu base");
-	assert_near(json_num(row, "new"), 480 * US, 1, "relu new");
-	assert_near(json_num(row, "delta"), 80 * US, 1, "relu delta");
-	assert_near(json_num(row, "relative"), 0.2, 1e-9, "relu relative");
+	assert_near(tu_json_num(row, "base"), 400 * US, 1, "relu base");
+	assert_near(tu_json_num(row, "new"), 480 * US, 1, "relu new");
+	assert_near(tu_json_num(row, "delta"), 80 * US, 1, "relu delta");
+	assert_near(tu_json_num(row, "relative"), 0.2, 1e-9, "relu relative");
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "worse");
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(row, "gated")));
 	/* most significant first */
 	row = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "metrics"), 0);
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "kernel")->valuestring, "relu_kernel");
 	row = json_row(doc, "kernel_time_total", NULL);
-	assert_near(json_num(row, "base"), 4 * MS, 1, "kernel total");
-	assert_near(json_num(row, "delta"), 80 * US, 1, "kernel total delta");
+	assert_near(tu_json_num(row, "base"), 4 * MS, 1, "kernel total");
+	assert_near(tu_json_num(row, "delta"), 80 * US, 1, "kernel total delta");
 	ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "within");
 	row = json_row(doc, "step_time", NULL);
-	assert_near(json_num(row, "base"), 8 * MS, 0.006 * 8 * MS, "step time");
-	assert_near(json_num(row, "delta"), 0, 1, "step time delta");
+	assert_near(tu_json_num(row, "base"), 8 * MS, 0.006 * 8 * MS, "step time");
+	assert_near(tu_json_num(row, "delta"), 0, 1, "step time delta");
 	row = json_row(doc, "memcpy_htod_bytes", NULL);
-	assert_near(json_num(row, "base"), 1 << 20, 0, "HtoD bytes");
+	assert_near(tu_json_num(row, "base"), 1 << 20, 0, "HtoD bytes");
 	row = json_row(doc, "peak_memory", NULL);
-	assert_near(json_num(row, "new"), 1 << 30, 0, "peak memory");
+	assert_near(tu_json_num(row, "new"), 1 << 30, 0, "peak memory");
 	row = json_row(doc, "gpu_busy", NULL);
 	/* 4.04 ms of 8 ms, and the last step, which ends with its GPU work */
-	assert_near(json_num(row, "base"), (4 * MS + 40 * US) / (8.0 * MS), 0.02, "GPU busy");
+	assert_near(tu_json_num(row, "base"), (4 * MS + 40 * US) / (8.0 * MS), 0.02, "GPU busy");
 	x = cJSON_GetObjectItem(doc, "findings");
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "new")), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(x, "fixed")), 0);
@@ -1864,19 +1856,19 @@ START_TEST(test_diff_json)
 
 	doc = diff_json(base_db, d2h_db, NULL);
 	row = json_row(doc, "host_waits", NULL);
-	assert_near(json_num(row, "base"), 0, 0, "waits base");
-	assert_near(json_num(row, "new"), 1, 0, "waits new");
+	assert_near(tu_json_num(row, "base"), 0, 0, "waits base");
+	assert_near(tu_json_num(row, "new"), 1, 0, "waits new");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(row, "relative")));
 	row = json_row(doc, "d2h_syncs", NULL);
-	assert_near(json_num(row, "new"), 1, 0, "d2h new");
+	assert_near(tu_json_num(row, "new"), 1, 0, "d2h new");
 	row = json_row(doc, "memcpy_dtoh_bytes", NULL);
-	assert_near(json_num(row, "delta"), 4, 0, "dtoh bytes");
+	assert_near(tu_json_num(row, "delta"), 4, 0, "dtoh bytes");
 	cJSON_Delete(doc);
 
 	/* an address allocated again, its free not seen: the new allocation replaces the old */
 	doc = diff_json(base_db, realloc_db, NULL);
 	row = json_row(doc, "peak_memory", NULL);
-	assert_near(json_num(row, "new"), 1 << 30, 0, "peak memory after a lost free");
+	assert_near(tu_json_num(row, "new"), 1 << 30, 0, "peak memory after a lost free");
 	cJSON_Delete(doc);
 
 	/* a program's findings, new and fixed */
@@ -1908,17 +1900,17 @@ START_TEST(test_diff_fold)
 	/* unfolded: the instantiations are different kernels */
 	ck_assert(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_0") != NULL);
 	ck_assert(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_3") != NULL);
-	assert_near(json_num(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_3"), "base"), 0,
+	assert_near(tu_json_num(json_row(doc, "kernel_time", "triton_poi_fused_add_mul_3"), "base"), 0,
 		    0, "unmatched");
 	cJSON_Delete(doc);
 	doc = diff_json(tmpl_a_db, tmpl_b_db, "--fold");
 	row = json_row(doc, "kernel_time", "triton_poi_fused_add_mul");
 	ck_assert(row != NULL);
-	assert_near(json_num(row, "base"), 600 * US, 1, "folded base");
-	assert_near(json_num(row, "delta"), 0, 1, "folded delta");
+	assert_near(tu_json_num(row, "base"), 600 * US, 1, "folded base");
+	assert_near(tu_json_num(row, "delta"), 0, 1, "folded delta");
 	row = json_row(doc, "kernel_time", "at::native::vectorized_elementwise_kernel<>");
 	ck_assert(row != NULL);
-	assert_near(json_num(row, "new"), 1200 * US, 1, "folded new");
+	assert_near(tu_json_num(row, "new"), 1200 * US, 1, "folded new");
 	cJSON_Delete(doc);
 }
 END_TEST

@@ -156,14 +156,6 @@ static cJSON *report_json(const char *out)
 	return doc;
 }
 
-static int json_int(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
-	return (int)v->valuedouble;
-}
-
 static const char *json_str(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -468,9 +460,9 @@ START_TEST(test_json_validates)
 		doc = report_json(r.out);
 		dv = report_json(v.out);
 		ck_assert_str_eq(json_str(cJSON_GetObjectItem(doc, "trace"), "file"), files[i]);
-		ck_assert_int_eq(json_int(doc, "version"), 1);
+		ck_assert_int_eq(tu_json_i64(doc, "version"), 1);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "rules")), 20);
-		ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"),
+		ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(doc, "summary"), "findings"),
 				 cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings")));
 		/* JSON is for tools: -v does not change it */
 		ck_assert_str_eq(r.out, v.out);
@@ -491,24 +483,24 @@ START_TEST(test_json_steps)
 	const cJSON *list = cJSON_GetObjectItem(sb, "list"), *first;
 
 	ck_assert_str_eq(json_str(sa, "method"), "period");
-	ck_assert_int_eq(json_int(sa, "count"), 30);
-	ck_assert_int_eq(json_int(sa, "period_kernels"), 38);
-	ck_assert_int_eq(json_int(sa, "warmup"), 2);
-	ck_assert_int_eq(json_int(sa, "pid"), 3615);
+	ck_assert_int_eq(tu_json_i64(sa, "count"), 30);
+	ck_assert_int_eq(tu_json_i64(sa, "period_kernels"), 38);
+	ck_assert_int_eq(tu_json_i64(sa, "warmup"), 2);
+	ck_assert_int_eq(tu_json_i64(sa, "pid"), 3615);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sa, "step_range")));
 	ck_assert_str_eq(json_str(sb, "method"), "nvtx");
 	ck_assert_str_eq(json_str(sb, "step_range"), "step*");
-	ck_assert_int_eq(json_int(sb, "count"), 30);
-	ck_assert_int_eq(json_int(sb, "warmup"), 4);
+	ck_assert_int_eq(tu_json_i64(sb, "count"), 30);
+	ck_assert_int_eq(tu_json_i64(sb, "warmup"), 4);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(sb, "period_kernels")));
 	ck_assert_int_eq(cJSON_GetArraySize(list), 30);
 	first = cJSON_GetArrayItem(list, 0);
-	ck_assert_int_eq(json_int(first, "index"), 0);
+	ck_assert_int_eq(tu_json_i64(first, "index"), 0);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(first, "warmup")));
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 4), "warmup")));
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(list, 5), "kernels"), 38);
-	ck_assert(json_int(sb, "p10_ns") <= json_int(sb, "median_ns"));
-	ck_assert(json_int(sb, "median_ns") <= json_int(sb, "p90_ns"));
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(list, 5), "kernels"), 38);
+	ck_assert(tu_json_i64(sb, "p10_ns") <= tu_json_i64(sb, "median_ns"));
+	ck_assert(tu_json_i64(sb, "median_ns") <= tu_json_i64(sb, "p90_ns"));
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 	tu_result_free(&r);
@@ -1007,7 +999,7 @@ START_TEST(test_findings_output)
 		ck_assert_msg(strstr(t.out, head) != NULL, "%s missing:\n%s", head, t.out);
 		if (cJSON_IsObject(loc)) {
 			ck_assert_str_eq(json_str(loc, "file"), "/home/user/train.py");
-			ck_assert_int_eq(json_int(loc, "line"), 42);
+			ck_assert_int_eq(tu_json_i64(loc, "line"), 42);
 			ck_assert_msg(strstr(t.out, "/home/user/train.py:42 in train_step"), "%s",
 				      t.out);
 			ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 4);
@@ -1128,7 +1120,7 @@ START_TEST(test_borrowed_stack_location)
 			continue;
 		ck_assert_str_eq(json_str(loc, "file"), "/home/user/train.py");
 		ck_assert_str_eq(json_str(loc, "function"), "train_step");
-		ck_assert_int_eq(json_int(loc, "line"), 88);
+		ck_assert_int_eq(tu_json_i64(loc, "line"), 88);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "stack")), 7);
 		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(loc, "autograd_engine_thread")));
 		ck_assert_str_eq(
@@ -1172,7 +1164,7 @@ START_TEST(test_text_where_after_sites)
 	ck_assert_str_eq(json_str(f, "rule"), "allocator-churn");
 	ck_assert(cJSON_GetArraySize(
 			  cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")) > 0);
-	ck_assert_int_eq(json_int(loc, "line"), 63);
+	ck_assert_int_eq(tu_json_i64(loc, "line"), 63);
 	snprintf(want, sizeof(want), "backward() at %s:63 in main (autograd engine thread)",
 		 json_str(loc, "file"));
 	where = strstr(t.out, "where:");
@@ -1279,23 +1271,23 @@ START_TEST(test_every_process_second_only)
 
 	ck_assert_int_eq(j.rc, 0);
 	ck_assert_msg(f != NULL, "%s", j.out);
-	ck_assert_int_eq(json_int(f, "pid"), 301);
+	ck_assert_int_eq(tu_json_i64(f, "pid"), 301);
 	ck_assert(json_null(f, "rank"));
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
 	ck_assert_int_eq(
-		json_int(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"), 301);
+		tu_json_i64(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "processes"), 0), "pid"), 301);
 	/* both processes, each with its own 20 steps; the top-level steps stay the busiest's */
 	ck_assert_int_eq(cJSON_GetArraySize(procs), 2);
 	p0 = cJSON_GetArrayItem(procs, 0);
 	p1 = cJSON_GetArrayItem(procs, 1);
-	ck_assert_int_eq(json_int(p0, "pid"), 300);
-	ck_assert_int_eq(json_int(p1, "pid"), 301);
+	ck_assert_int_eq(tu_json_i64(p0, "pid"), 300);
+	ck_assert_int_eq(tu_json_i64(p1, "pid"), 301);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(p0, "primary")));
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(p1, "primary")));
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p0, "steps"), "count"), 20);
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p1, "steps"), "count"), 20);
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(p1, "steps"), "pid"), 301);
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "steps"), "pid"), 300);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(p0, "steps"), "count"), 20);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(p1, "steps"), "count"), 20);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(p1, "steps"), "pid"), 301);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(doc, "steps"), "pid"), 300);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p0, "findings")), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p1, "findings")), 1);
 	/* the text header lists both processes and what was found in each, in 100 columns */
@@ -1370,9 +1362,9 @@ START_TEST(test_every_process_pid_narrows)
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(da, "findings")), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(da, "processes")), 1);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(db, "processes")), 1);
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(db, "steps"), "pid"), 301);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(db, "steps"), "pid"), 301);
 	ck_assert_msg(finding_of(db, "d2h-sync") != NULL, "%s", b.out);
-	ck_assert_int_eq(json_int(finding_of(db, "d2h-sync"), "pid"), 301);
+	ck_assert_int_eq(tu_json_i64(finding_of(db, "d2h-sync"), "pid"), 301);
 	ck_assert_msg(strstr(t.out, "steps:     20 (kernel sequence of pid 301"), "%s", t.out);
 	ck_assert_msg(!strstr(t.out, "processes:") && !strstr(t.out, "process:"), "%s", t.out);
 	tu_assert_one_line_error(&bad, "--pid not in the trace");
@@ -1394,12 +1386,12 @@ START_TEST(test_every_process_rank)
 	const cJSON *f = finding_of(doc, "d2h-sync");
 
 	ck_assert_msg(f != NULL, "%s", j.out);
-	ck_assert_int_eq(json_int(f, "pid"), 500);
-	ck_assert_int_eq(json_int(f, "rank"), 1);
-	ck_assert_int_eq(json_int(f, "local_rank"), 1);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 0), "rank"), 0);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 0), "pid"), 501);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(procs, 1), "rank"), 1);
+	ck_assert_int_eq(tu_json_i64(f, "pid"), 500);
+	ck_assert_int_eq(tu_json_i64(f, "rank"), 1);
+	ck_assert_int_eq(tu_json_i64(f, "local_rank"), 1);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(procs, 0), "rank"), 0);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(procs, 0), "pid"), 501);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(procs, 1), "rank"), 1);
 	ck_assert_msg(strstr(t.out, "           rank 0 (pid 501): 20 steps") &&
 			      strstr(t.out, "           rank 1 (pid 500): 20 steps"),
 		      "%s", t.out);
@@ -1433,16 +1425,16 @@ START_TEST(test_every_process_same_finding_once)
 	ck_assert_int_eq(n, 1);
 	fp = cJSON_GetObjectItem(f, "processes");
 	ck_assert_int_eq(cJSON_GetArraySize(fp), 2);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(fp, 0), "rank"), 0);
-	ck_assert_int_eq(json_int(cJSON_GetArrayItem(fp, 1), "rank"), 1);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(fp, 0), "rank"), 0);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetArrayItem(fp, 1), "rank"), 1);
 	lost0 = (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(fp, 0), "lost_ns_per_step")
 			->valuedouble;
 	lost1 = (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(fp, 1), "lost_ns_per_step")
 			->valuedouble;
 	ck_assert_msg(lost1 > lost0, "%lld %lld", (long long)lost0, (long long)lost1);
 	/* the finding's own figures are rank 1's, where it costs most */
-	ck_assert_int_eq(json_int(f, "rank"), 1);
-	ck_assert_int_eq(json_int(f, "pid"), 601);
+	ck_assert_int_eq(tu_json_i64(f, "rank"), 1);
+	ck_assert_int_eq(tu_json_i64(f, "pid"), 601);
 	ck_assert(cJSON_GetObjectItem(f, "lost_ns_per_step")->valuedouble == (double)lost1);
 	ck_assert_int_eq(
 		cJSON_GetArraySize(cJSON_GetObjectItem(
@@ -1477,9 +1469,9 @@ START_TEST(test_every_process_other_line_apart)
 			continue;
 		n++;
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 1);
-		ck_assert_int_eq(json_int(cJSON_GetObjectItem(f, "location"), "line"),
-				 42 + json_int(f, "rank"));
-		ranks |= 1 << json_int(f, "rank");
+		ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(f, "location"), "line"),
+				 42 + tu_json_i64(f, "rank"));
+		ranks |= 1 << tu_json_i64(f, "rank");
 	}
 	ck_assert_int_eq(n, 2);
 	ck_assert_int_eq(ranks, 3);
@@ -1498,7 +1490,7 @@ START_TEST(test_every_process_many_ranks)
 	int also = 0;
 
 	ck_assert_msg(f != NULL, "%s", j.out);
-	ck_assert_int_eq(json_int(cJSON_GetObjectItem(doc, "summary"), "findings"), 1);
+	ck_assert_int_eq(tu_json_i64(cJSON_GetObjectItem(doc, "summary"), "findings"), 1);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "processes")), 6);
 	ck_assert_msg(strstr(t.out, "\n              ... 1 more (-v shows all)\n"), "%s", t.out);
 	for (p = strstr(v.out, "also in:"); p && (p = strstr(p, " per step (")); p++)
@@ -1529,7 +1521,7 @@ START_TEST(test_every_process_step_range)
 		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "method"),
 		"nvtx");
 	ck_assert_int_eq(
-		json_int(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "count"), 20);
+		tu_json_i64(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "steps"), "count"), 20);
 	ck_assert_str_eq(
 		json_str(cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 1), "steps"), "method"),
 		"period");

@@ -160,14 +160,6 @@ static int count_of(const char *s, const char *what)
 	return n;
 }
 
-static int64_t num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
-	return (int64_t)v->valuedouble;
-}
-
 /* ---- tests ---- */
 
 START_TEST(test_html_self_contained)
@@ -295,8 +287,8 @@ START_TEST(test_html_chart_figures)
 		const cJSON *pts = cJSON_GetObjectItemCaseSensitive(it, "points");
 		const cJSON *last = cJSON_GetArrayItem(pts, cJSON_GetArraySize(pts) - 1);
 
-		ck_assert_int_eq(num(it, "peak_bytes"), 10 * MIB);
-		ck_assert_int_eq(num(it, "device"), num(it, "pid") - 600);
+		ck_assert_int_eq(tu_json_i64(it, "peak_bytes"), 10 * MIB);
+		ck_assert_int_eq(tu_json_i64(it, "device"), tu_json_i64(it, "pid") - 600);
 		/* the first allocation, an allocation and a free per step */
 		ck_assert_int_eq(cJSON_GetArraySize(pts), 1 + 2 * NSTEPS);
 		ck_assert_int_eq((int64_t)cJSON_GetArrayItem(last, 1)->valuedouble, 8 * MIB);
@@ -306,13 +298,13 @@ START_TEST(test_html_chart_figures)
 
 	/* kernels: each name NSTEPS times per rank, KERNEL_US each */
 	kernels = cJSON_GetObjectItemCaseSensitive(charts, "kernels");
-	ck_assert_int_eq(num(kernels, "count"), 2 * NSTEPS * NKERNELS);
-	ck_assert_int_eq(num(kernels, "total_ns"), 2LL * NSTEPS * NKERNELS * KERNEL_US * US);
-	ck_assert_int_eq(num(kernels, "names"), NKERNELS);
+	ck_assert_int_eq(tu_json_i64(kernels, "count"), 2 * NSTEPS * NKERNELS);
+	ck_assert_int_eq(tu_json_i64(kernels, "total_ns"), 2LL * NSTEPS * NKERNELS * KERNEL_US * US);
+	ck_assert_int_eq(tu_json_i64(kernels, "names"), NKERNELS);
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(kernels, "top"))
 	{
-		ck_assert_int_eq(num(it, "count"), 2 * NSTEPS);
-		ck_assert_int_eq(num(it, "mean_ns"), KERNEL_US * US);
+		ck_assert_int_eq(tu_json_i64(it, "count"), 2 * NSTEPS);
+		ck_assert_int_eq(tu_json_i64(it, "mean_ns"), KERNEL_US * US);
 		ck_assert(fabs(cJSON_GetObjectItemCaseSensitive(it, "share")->valuedouble -
 			       1.0 / NKERNELS) < 1e-9);
 	}
@@ -327,7 +319,7 @@ START_TEST(test_html_chart_figures)
 			    *list = NULL;
 		int i = 0;
 
-		cJSON_ArrayForEach(p, procs) if (num(p, "pid") == num(it, "pid")) list =
+		cJSON_ArrayForEach(p, procs) if (tu_json_i64(p, "pid") == tu_json_i64(it, "pid")) list =
 			cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetObjectItemCaseSensitive(p, "steps"), "list");
 		ck_assert(list != NULL);
@@ -343,9 +335,9 @@ START_TEST(test_html_chart_figures)
 				ck_assert(c->valuedouble >= 0);
 				sum += (int64_t)c->valuedouble;
 			}
-			ck_assert_msg(sum <= num(st, "duration_ns") - num(st, "gpu_busy_ns"),
+			ck_assert_msg(sum <= tu_json_i64(st, "duration_ns") - tu_json_i64(st, "gpu_busy_ns"),
 				      "step %d: %lld charged, %lld idle", i, (long long)sum,
-				      (long long)(num(st, "duration_ns") - num(st, "gpu_busy_ns")));
+				      (long long)(tu_json_i64(st, "duration_ns") - tu_json_i64(st, "gpu_busy_ns")));
 			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "warmup")))
 				ck_assert_int_eq(sum, 0);
 			after_d2h += (int64_t)cJSON_GetArrayItem(row, CS_IDLE_D2H)->valuedouble;

@@ -81,14 +81,6 @@ static cJSON *parse(const struct tu_result *r)
 	return doc;
 }
 
-static int64_t get_i(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
-	return (int64_t)v->valuedouble;
-}
-
 static const cJSON *get_o(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -111,7 +103,7 @@ static int steps_within(const cJSON *doc, int64_t t0, int64_t t1)
 
 	cJSON_ArrayForEach(it, list)
 	{
-		int64_t s = get_i(it, "start_ns");
+		int64_t s = tu_json_i64(it, "start_ns");
 
 		ck_assert_msg(s >= t0 && s < t1, "step at %lld outside %lld..%lld", (long long)s,
 			      (long long)t0, (long long)t1);
@@ -142,24 +134,24 @@ START_TEST(test_limit_takes_the_middle)
 	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
 	doc = parse(&j);
 	w = get_o(get_o(doc, "trace"), "window");
-	t0 = get_i(w, "start_ns");
-	t1 = get_i(w, "end_ns");
+	t0 = tu_json_i64(w, "start_ns");
+	t1 = tu_json_i64(w, "end_ns");
 	span = loop_end - 1000 * US;
 	/* in the middle: the warm-up at the start is left out */
 	ck_assert_msg(t0 > 1000 * US + span / 5 && t1 < loop_end - span / 5, "%lld..%lld",
 		      (long long)t0, (long long)t1);
-	ck_assert_int_eq(get_i(w, "trace_end_ns"), loop_end);
+	ck_assert_int_eq(tu_json_i64(w, "trace_end_ns"), loop_end);
 	ck_assert_msg(cJSON_IsTrue(get_o(w, "memory_limited")), "memory_limited");
 	ck_assert_msg(cJSON_IsFalse(get_o(w, "asked")), "asked");
-	ck_assert_int_eq(get_i(w, "max_memory_bytes"), 1 << 20);
-	ck_assert_msg(get_i(w, "estimated_bytes") <= 1 << 20, "estimate over the limit");
-	ck_assert_msg(get_i(w, "trace_estimated_bytes") > 1 << 20, "the whole fits");
-	ck_assert_msg(get_i(w, "events") < get_i(w, "trace_events"), "every event");
+	ck_assert_int_eq(tu_json_i64(w, "max_memory_bytes"), 1 << 20);
+	ck_assert_msg(tu_json_i64(w, "estimated_bytes") <= 1 << 20, "estimate over the limit");
+	ck_assert_msg(tu_json_i64(w, "trace_estimated_bytes") > 1 << 20, "the whole fits");
+	ck_assert_msg(tu_json_i64(w, "events") < tu_json_i64(w, "trace_events"), "every event");
 	/* the trace object's times are the window's: the findings' totals cover it */
-	ck_assert_int_eq(get_i(get_o(doc, "trace"), "start_ns"), t0);
-	ck_assert_int_eq(get_i(get_o(doc, "trace"), "end_ns"), t1);
+	ck_assert_int_eq(tu_json_i64(get_o(doc, "trace"), "start_ns"), t0);
+	ck_assert_int_eq(tu_json_i64(get_o(doc, "trace"), "end_ns"), t1);
 	ck_assert_int_ge(steps_within(doc, t0, t1), 100);
-	ck_assert_int_eq(get_i(get_o(doc, "steps"), "warmup"), 0);
+	ck_assert_int_eq(tu_json_i64(get_o(doc, "steps"), "warmup"), 0);
 	/* the d2h-sync finding is still found, in the window's steps */
 	ck_assert_msg(strstr(t.out, "d2h-sync") != NULL, "%s", t.out);
 	cJSON_Delete(doc);
@@ -181,8 +173,8 @@ START_TEST(test_window_asked)
 	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
 	doc = parse(&j);
 	w = get_o(get_o(doc, "trace"), "window");
-	ck_assert_int_eq(get_i(w, "start_ns"), 1000000000);
-	ck_assert_int_eq(get_i(w, "end_ns"), 2000000000);
+	ck_assert_int_eq(tu_json_i64(w, "start_ns"), 1000000000);
+	ck_assert_int_eq(tu_json_i64(w, "end_ns"), 2000000000);
 	ck_assert_msg(cJSON_IsTrue(get_o(w, "asked")), "asked");
 	ck_assert_msg(cJSON_IsFalse(get_o(w, "memory_limited")), "memory_limited");
 	ck_assert_int_ge(steps_within(doc, 1000000000, 2000000000), 800);
@@ -191,8 +183,8 @@ START_TEST(test_window_asked)
 	ck_assert_msg(open.rc == 0, "rc %d: %s", open.rc, open.err);
 	doc2 = parse(&open);
 	w = get_o(get_o(doc2, "trace"), "window");
-	ck_assert_int_eq(get_i(w, "start_ns"), 2500000000);
-	ck_assert_int_eq(get_i(w, "end_ns"), loop_end + 1);
+	ck_assert_int_eq(tu_json_i64(w, "start_ns"), 2500000000);
+	ck_assert_int_eq(tu_json_i64(w, "end_ns"), loop_end + 1);
 	ck_assert_msg(h.rc == 0 && strstr(h.out, "<dt>window</dt>") != NULL, "rc %d: %.300s", h.rc,
 		      h.err);
 	cJSON_Delete(doc);
@@ -216,8 +208,8 @@ START_TEST(test_window_asked_and_limited)
 	ck_assert_msg(j.rc == 0, "rc %d: %s", j.rc, j.err);
 	doc = parse(&j);
 	w = get_o(get_o(doc, "trace"), "window");
-	t0 = get_i(w, "start_ns");
-	t1 = get_i(w, "end_ns");
+	t0 = tu_json_i64(w, "start_ns");
+	t1 = tu_json_i64(w, "end_ns");
 	ck_assert_msg(cJSON_IsTrue(get_o(w, "asked")) && cJSON_IsTrue(get_o(w, "memory_limited")),
 		      "asked and limited");
 	ck_assert_msg(t0 > 500000000 && t1 < 3300000000 && t1 > t0, "%lld..%lld", (long long)t0,

@@ -775,3 +775,16 @@ int tu_run_suite(Suite *suite)
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+double tu_json_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "no number '%s'", key);
+	return v->valuedouble;
+}
+
+int64_t tu_json_i64(const cJSON *o, const char *key)
+{
+	return (int64_t)tu_json_num(o, key);
+}

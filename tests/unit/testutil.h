@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "cuscope/trace.h"
 
 /* Run every test of suite (freed after); EXIT_SUCCESS when none failed, for main's return. */
@@ -19,6 +21,10 @@ char *tu_path(const char *dir, const char *name);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* Read a whole file (NUL-terminated, malloc'd); NULL when missing. *len may be NULL. */
 char *tu_read_file(const char *path, size_t *len);
+/* The number under key in JSON object o; the test fails when there is none. */
+double tu_json_num(const cJSON *o, const char *key);
+/* The same, as an integer. */
+int64_t tu_json_i64(const cJSON *o, const char *key);
 int tu_file_exists(const char *path);
 /*
  * Run argv (argv[0] looked up in PATH unless it has a slash) with stdin from /dev/null and extra
