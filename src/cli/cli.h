@@ -69,6 +69,9 @@ void cli_notices(const char *spool, int *slow, int *hang);
 /* The length of path without the extension of its last component (".db" of "a/x.db"; none of
  * "a.b/x"): where "<stem>.dump-N.db" and "<stem>.hang.txt" are made. */
 int cli_path_stem(const char *path);
+/* The fields of /proc/PID/stat after the command's name ("S 1234 ...": state, parent, ...) read
+ * into buf, or NULL when the process is gone. */
+const char *cli_proc_stat(long pid, char *buf, size_t cap);
 /* Write the hang report of the notices in spool (which it removes) to out, with what the dump
  * (NULL when none was written) tells of the streams and NCCL; returns the notices read. */
 int cli_hang_report(FILE *out, const char *spool, const char *command, const char *dump);

@@ -155,19 +155,10 @@ static double now_s(void)
 /* 1 when pid is a process that has not ended (a zombie has). */
 static int alive(long pid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
+	char buf[512];
+	const char *p = cli_proc_stat(pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	return p && p[0] != 'Z' && p[0] != 'X';
 }
 
 static int list_files(const char *spool, struct proc_file **out, size_t *n)

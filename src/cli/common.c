@@ -550,3 +550,23 @@ void cli_remove_tree(const char *dir)
 {
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+const char *cli_proc_stat(long pid, char *buf, size_t cap)
+{
+	char path[64], *close;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f || cap < 2) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	close = strrchr(buf, ')'); /* the command's name may hold spaces and parentheses */
+	return close && close[1] == ' ' ? close + 2 : NULL;
+}

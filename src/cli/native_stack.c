@@ -203,19 +203,10 @@ static int descends_from_us(long pid)
 	long self = (long)getpid();
 
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {
-		char path[64], text[512], *close;
-		FILE *f;
-		size_t n;
+		char text[512];
+		const char *fields = cli_proc_stat(pid, text, sizeof(text));
 
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		f = fopen(path, "r");
-		if (!f)
-			return 0;
-		n = fread(text, 1, sizeof(text) - 1, f);
-		fclose(f);
-		text[n] = '\0';
-		close = strrchr(text, ')'); /* the command name may hold spaces and parentheses */
-		if (!close || sscanf(close + 1, " %*c %ld", &pid) != 1)
+		if (!fields || sscanf(fields, "%*c %ld", &pid) != 1)
 			return 0;
 		if (pid == self)
 			return 1;

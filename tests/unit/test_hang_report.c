@@ -115,23 +115,45 @@ __attribute__((noinline)) void hang_report_blocked_here(int ready, int go)
 	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
 }
 
-START_TEST(native_stack_of_a_waiting_thread)
+/* A child blocked in hang_report_blocked_here() (its pipes in fds: ready, then go). */
+static pid_t start_blocked_child(int fds[4])
 {
-	char *dir = tu_tmpdir(), notice[64], *path, *text, line[256], err[256], buf[4096];
-	int ready[2], go[2], status = 0;
-	size_t len = 0;
+	char c;
 	pid_t child;
-	FILE *out;
 
-	ck_assert(pipe(ready) == 0 && pipe(go) == 0);
+	ck_assert(pipe(fds) == 0 && pipe(fds + 2) == 0);
 	child = fork();
 	ck_assert(child >= 0);
 	if (child == 0) {
-		hang_report_blocked_here(ready[1], go[0]);
+		hang_report_blocked_here(fds[1], fds[2]);
 		_exit(7);
 	}
-	ck_assert_int_eq(read(ready[0], line, 1), 1);
+	ck_assert_int_eq(read(fds[0], &c, 1), 1);
 	usleep(20000); /* in read() by now */
+	return child;
+}
+
+/* Let the child go on: it must end as it would have, with status 7. */
+static void end_blocked_child(pid_t child, int fds[4])
+{
+	int status = 0;
+
+	ck_assert_int_eq(write(fds[3], "g", 1), 1);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 7);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+}
+
+START_TEST(native_stack_of_a_waiting_thread)
+{
+	char *dir = tu_tmpdir(), notice[64], *path, *text, line[256], err[256], buf[4096];
+	int fds[4];
+	size_t len = 0;
+	pid_t child = start_blocked_child(fds);
+	FILE *out;
+
 	snprintf(notice, sizeof(notice), "hang.%d", (int)child);
 	path = tu_path(dir, notice);
 	snprintf(line, sizeof(line),
@@ -159,15 +181,11 @@ START_TEST(native_stack_of_a_waiting_thread)
 #endif
 	free(text);
 	/* the child goes on from its read as if nothing happened, and ends with its own status */
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 7);
+	end_blocked_child(child, fds);
 	/* a thread that is gone: a reason, no frames */
 	ck_assert_int_eq(cli_native_stack(child, child, buf, sizeof(buf), err, sizeof(err)), 0);
 	ck_assert_str_eq(buf, "");
 	ck_assert_msg(err[0], "no reason given");
-	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 	free(path);
 	free(dir);
 }
@@ -239,20 +257,10 @@ END_TEST
  * the report shows where its first thread is, by its native frames. */
 START_TEST(the_rank_that_has_not_launched_it_is_shown_where_it_is)
 {
-	int ready[2], go[2], status = 0;
-	char c, *text;
-	pid_t child;
+	int fds[4];
+	pid_t child = start_blocked_child(fds);
+	char *text = collective_report(100, (uint32_t)child);
 
-	ck_assert(pipe(ready) == 0 && pipe(go) == 0);
-	child = fork();
-	ck_assert(child >= 0);
-	if (child == 0) {
-		hang_report_blocked_here(ready[1], go[0]);
-		_exit(7);
-	}
-	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	usleep(20000);
-	text = collective_report(100, (uint32_t)child);
 	ck_assert_msg(strstr(text, "has not launched it"), "%s", text);
 	ck_assert_msg(strstr(text, "    its first thread now:\n"), "%s", text);
 #ifdef CUSCOPE_HAVE_LIBDW
@@ -261,10 +269,7 @@ START_TEST(the_rank_that_has_not_launched_it_is_shown_where_it_is)
 	ck_assert_msg(strstr(text, "not read: this cuscope was built without libdw"), "%s", text);
 #endif
 	free(text);
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
-	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+	end_blocked_child(child, fds);
 }
 END_TEST
 
