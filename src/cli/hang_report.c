@@ -45,6 +45,10 @@ struct stream_last {
 	uint32_t pid, stream;
 	int64_t end;
 	char name[160];
+	/* the NCCL kernels completed on the stream (a communicator launches on a stream of its
+	 * own), and the last of them */
+	int64_t nccl, nccl_end;
+	char nccl_last[160];
 };
 
 /* The last kernel each thread launched from a call site with a recorded stack. */
@@ -255,6 +259,15 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 		}
 		if (!has_nccl(k->name))
 			continue;
+		for (i = 0; i < *ns && (s[i].pid != k->pid || s[i].stream != k->stream_id); i++)
+			;
+		if (i < *ns) {
+			s[i].nccl++;
+			if (k->end != CS_TS_UNKNOWN && (s[i].nccl == 1 || k->end >= s[i].nccl_end)) {
+				s[i].nccl_end = k->end;
+				snprintf(s[i].nccl_last, sizeof(s[i].nccl_last), "%s", k->name);
+			}
+		}
 		for (i = 0; i < *np && p[i].pid != k->pid; i++)
 			;
 		if (i == *np && *np < HANG_MAX_PROCS) {
@@ -575,6 +588,19 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 				"not finished (its last: %.120s)\n",
 				p[lo].pid, p[hi].pid, (long long)p[lo].completed,
 				(long long)p[hi].completed, p[lo].last);
+	}
+	for (int j = 0, first = 1; j < ns; j++) {
+		if (!s[j].nccl)
+			continue;
+		if (first)
+			fprintf(out, "the last NCCL collective completed on each stream (a "
+				     "communicator's own stream, from the dump):\n");
+		first = 0;
+		fprintf(out,
+			"  process %u stream %u: %lld completed, the last %.120s, %.1f s before the last "
+			"GPU work of the dump\n",
+			s[j].pid, s[j].stream, (long long)s[j].nccl, cs_demangle_short(s[j].nccl_last),
+			(double)(last_end - s[j].nccl_end) / 1e9);
 	}
 	print_collective(out, n, nn, p, np);
 	if (!scanned)

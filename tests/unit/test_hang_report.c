@@ -244,6 +244,14 @@ START_TEST(the_rank_that_has_not_launched_the_collective)
 				   "completed):\n  process 200 has not launched it"),
 		      "%s", text);
 	ck_assert_msg(!strstr(text, "process 100 has not launched"), "%s", text);
+	/* each rank's NCCL stream and its last collective */
+	ck_assert_msg(strstr(text, "the last NCCL collective completed on each stream (a "
+				   "communicator's own stream, from the dump):\n"
+				   "  process 100 stream 7: 3 completed, the last "
+				   "ncclDevKernel_AllReduce_Sum_f32_RING_LL, 0.0 s before the last GPU "
+				   "work of the dump\n"
+				   "  process 200 stream 7: 3 completed"),
+		      "%s", text);
 	/* process 200 is not this test's: never traced, and the report says why */
 	ck_assert_msg(strstr(text, "    its first thread now:\n"
 				   "    native:   not read: process 200 is not one this process "
