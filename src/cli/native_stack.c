@@ -224,6 +224,15 @@ int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_
 		snprintf(err, errcap, "process %ld is not one this process started", pid);
 		return 0;
 	}
+	{
+		char task[96];
+
+		snprintf(task, sizeof(task), "/proc/%ld/task/%ld", pid, tid);
+		if (access(task, F_OK) != 0) {
+			snprintf(err, errcap, "thread %ld is not one of process %ld", tid, pid);
+			return 0;
+		}
+	}
 #ifdef CUSCOPE_HAVE_LIBDW
 	int n, stop;
 

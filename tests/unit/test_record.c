@@ -206,7 +206,8 @@ END_TEST
 
 /* --hang-after: a hang notice in the spool directory (what a process writes when a thread has
  * waited too long with no GPU work completing) makes record dump and write the hang report beside
- * the dump; here the "process" is the shell with a committed spool file of its own. */
+ * the dump; here the "process" is the shell with a committed spool file of its own, whose own
+ * thread record traces for its native frames (it goes on, and its output and status pass). */
 START_TEST(hang_notice_makes_a_report)
 {
 	char *dir = tu_tmpdir(), *spool = tu_source_file("tests/data/spool/4242.cuspool");
@@ -224,8 +225,11 @@ START_TEST(hang_notice_makes_a_report)
 		 "printf 'now 3000000000\\ngpu_done 1000000000\\nlaunched 12 10\\n"
 		 "thread 77 wait 1500000000 11 cudaStreamSynchronize\\n"
 		 "frame 77 985 /py/torch/cuda/__init__.py\\tsynchronize\\n"
-		 "frame 77 40 /w/train job.py\\tmain\\n' >"
-		 "\"$CUSCOPE_SPOOL_DIR/hang.$$\" && sleep 1.5 && echo ran",
+		 "frame 77 40 /w/train job.py\\tmain\\n"
+		 "thread %%s wait 1600000000 13 cudaDeviceSynchronize\\n' $$ >"
+		 "\"$CUSCOPE_SPOOL_DIR/notice.tmp\" && "
+		 "mv \"$CUSCOPE_SPOOL_DIR/notice.tmp\" \"$CUSCOPE_SPOOL_DIR/hang.$$\" && "
+		 "sleep 1.5 && echo ran",
 		 spool);
 	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
 	ck_assert_str_eq(out, "ran\n");
@@ -243,6 +247,16 @@ START_TEST(hang_notice_makes_a_report)
 			      strstr(text, ": last completed kernel ") &&
 			      strstr(text, "the trace of the time before: "),
 		      "%s", text);
+	/* the shell itself (record's child, waiting for its sleep) is traced for its native frames
+	 * and goes on; thread 77 is no thread of it and is never traced */
+	ck_assert_msg(strstr(text, "    native:   not read: thread 77 is not one of process "), "%s",
+		      text);
+#ifdef CUSCOPE_HAVE_LIBDW
+	ck_assert_msg(strstr(text, "waiting in cudaDeviceSynchronize for 1.4 s (correlation id 13)\n"
+				   "    native:   ") &&
+			      !strstr(strstr(text, "correlation id 13)\n"), "not read"),
+		      "%s", text);
+#endif
 	free(text);
 	free(out);
 	free(err);
