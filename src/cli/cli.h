@@ -86,8 +86,9 @@ int cli_hang_native(const char *spool);
 int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_t errcap);
 /* Detach the threads that had not stopped when their stack was asked for, once they have. */
 void cli_native_release(void);
-/* Detach thread tid, stopped for the stack reader (a stop its caller's waitpid() took). */
-void cli_native_detach(long tid);
+/* Detach thread tid, stopped for the stack reader (a stop its caller's waitpid() took, with
+ * status: a signal for the program in it is delivered). */
+void cli_native_detach(long tid, int status);
 /* 1 with *status set when a wait of the stack reader took the end of thread pid (the program's
  * first thread, whose end its parent waits for). */
 int cli_native_reaped(long pid, int *status);

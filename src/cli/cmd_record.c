@@ -475,7 +475,7 @@ static void wait_program(pid_t pid, int *status, const char *spool, const char *
 
 		if (r == pid && WIFSTOPPED(*status)) {
 			/* a stop for the hang report's stack reader, seen here first */
-			cli_native_detach(pid);
+			cli_native_detach(pid, *status);
 			continue;
 		}
 		if (r < 0 && errno == ECHILD && cli_native_reaped(pid, status))

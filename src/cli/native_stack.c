@@ -11,6 +11,7 @@
  * and the tracer's exit would too. Without libdw at build time it says so.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -50,15 +51,27 @@ static pid_t wait_thread(long tid, int *st)
 	return r;
 }
 
+/* The signal a stop of a traced thread holds for the program (0 for the interrupt's own stop, or
+ * a stop of its whole process): what the thread must be let go with, never dropped. */
+static int program_signal(int st)
+{
+	return WIFSTOPPED(st) && (st >> 16) != PTRACE_EVENT_STOP ? WSTOPSIG(st) : 0;
+}
+
 #ifdef CUSCOPE_HAVE_LIBDW
-/* Wait up to NATIVE_STOP_WAIT_MS for tid's stop; 1 when stopped, 0 when not yet, -1 when it is
- * gone. */
+/* Wait up to NATIVE_STOP_WAIT_MS for tid's stop by PTRACE_INTERRUPT; 1 when stopped, 0 when not
+ * yet, -1 when it is gone. A signal that arrives for the program meanwhile stops the thread first:
+ * it is delivered (PTRACE_CONT with it), and the wait goes on. */
 static int wait_stop(long tid)
 {
 	for (int ms = 0; ms <= NATIVE_STOP_WAIT_MS; ms++) {
-		int st = 0;
+		int st = 0, sig;
 		pid_t r = wait_thread(tid, &st);
 
+		if (r == (pid_t)tid && WIFSTOPPED(st) && (sig = program_signal(st)) != 0) {
+			ptrace(PTRACE_CONT, (pid_t)tid, NULL, (void *)(intptr_t)sig);
+			continue;
+		}
 		if (r == (pid_t)tid)
 			return WIFSTOPPED(st) ? 1 : -1;
 		if (r < 0 && errno != EINTR)
@@ -281,7 +294,8 @@ void cli_native_release(void)
 			continue;
 		}
 		if (r == (pid_t)linger[i] && WIFSTOPPED(st))
-			ptrace(PTRACE_DETACH, (pid_t)linger[i], NULL, NULL);
+			ptrace(PTRACE_DETACH, (pid_t)linger[i], NULL,
+			       (void *)(intptr_t)program_signal(st));
 		linger[i] = linger[--nlinger];
 	}
 }
@@ -295,9 +309,9 @@ int cli_native_reaped(long pid, int *status)
 	return 1;
 }
 
-void cli_native_detach(long tid)
+void cli_native_detach(long tid, int status)
 {
-	ptrace(PTRACE_DETACH, (pid_t)tid, NULL, NULL);
+	ptrace(PTRACE_DETACH, (pid_t)tid, NULL, (void *)(intptr_t)program_signal(status));
 	for (int i = 0; i < nlinger; i++)
 		if (linger[i] == tid)
 			linger[i--] = linger[--nlinger];

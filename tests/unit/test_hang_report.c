@@ -7,6 +7,9 @@
  * read from outside its process (src/cli/native_stack.c), which then goes on undisturbed.
  */
 #include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +118,17 @@ __attribute__((noinline)) void hang_report_blocked_here(int ready, int go)
 	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
 }
 
-/* A child blocked in hang_report_blocked_here() (its pipes in fds: ready, then go). */
+static volatile sig_atomic_t got_signals;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	got_signals++;
+}
+
+/* A child blocked in hang_report_blocked_here() (its pipes in fds: ready, then go); it counts the
+ * SIGRTMIN it is given (queued: each one sent arrives once; its handler restarts the read), writes
+ * the count (an int) into the ready pipe once it goes on, and ends with status 7. */
 static pid_t start_blocked_child(int fds[4])
 {
 	char c;
@@ -125,7 +138,19 @@ static pid_t start_blocked_child(int fds[4])
 	child = fork();
 	ck_assert(child >= 0);
 	if (child == 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGRTMIN, &sa, NULL);
 		hang_report_blocked_here(fds[1], fds[2]);
+		{
+			int n = got_signals;
+
+			if (write(fds[1], &n, sizeof(n)) != (ssize_t)sizeof(n))
+				_exit(3);
+		}
 		_exit(7);
 	}
 	ck_assert_int_eq(read(fds[0], &c, 1), 1);
@@ -133,15 +158,18 @@ static pid_t start_blocked_child(int fds[4])
 	return child;
 }
 
-/* Let the child go on: it must end as it would have, with status 7. */
-static void end_blocked_child(pid_t child, int fds[4])
+/* Let the child go on: it must end as it would have, with status want; *signals (when not NULL):
+ * the signals it counted. */
+static void end_blocked_child(pid_t child, int fds[4], int want, int *signals)
 {
 	int status = 0;
 
 	ck_assert_int_eq(write(fds[3], "g", 1), 1);
+	if (signals)
+		ck_assert_int_eq(read(fds[0], signals, sizeof(*signals)), sizeof(*signals));
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 7);
+	ck_assert_int_eq(WEXITSTATUS(status), want);
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 }
@@ -181,13 +209,57 @@ START_TEST(native_stack_of_a_waiting_thread)
 #endif
 	free(text);
 	/* the child goes on from its read as if nothing happened, and ends with its own status */
-	end_blocked_child(child, fds);
+	end_blocked_child(child, fds, 7, NULL);
 	/* a thread that is gone: a reason, no frames */
 	ck_assert_int_eq(cli_native_stack(child, child, buf, sizeof(buf), err, sizeof(err)), 0);
 	ck_assert_str_eq(buf, "");
 	ck_assert_msg(err[0], "no reason given");
 	free(path);
 	free(dir);
+}
+END_TEST
+
+/* A signal the program is sent while its stack is read reaches it: the reader's stop never
+ * swallows it. */
+struct pester {
+	pid_t child;
+	atomic_int stop, sent;
+};
+
+/* SIGRTMIN to the child every 20 us until told to stop, counting those sent. */
+static void *pester(void *arg)
+{
+	struct pester *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		if (kill(p->child, SIGRTMIN) == 0)
+			atomic_fetch_add(&p->sent, 1);
+		usleep(20);
+	}
+	return NULL;
+}
+
+START_TEST(a_signal_during_the_read_is_delivered)
+{
+	char out[8192], err[256];
+	int fds[4];
+	struct pester p = {start_blocked_child(fds), 0, 0};
+	int got = -1, sent;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, pester, &p), 0);
+	for (int i = 0; i < 20; i++)
+		cli_native_stack(p.child, p.child, out, sizeof(out), err, sizeof(err));
+	atomic_store(&p.stop, 1);
+	pthread_join(th, NULL);
+#ifdef CUSCOPE_HAVE_LIBDW
+	ck_assert_msg(strstr(out, "hang_report_blocked_here+0x"), "%s%s", out, err);
+#endif
+	end_blocked_child(p.child, fds, 7, &got);
+	/* every signal sent reached the program, those that came while it was stopped too */
+	sent = atomic_load(&p.sent);
+	ck_assert_int_gt(sent, 0);
+	ck_assert_int_eq(got, sent);
 }
 END_TEST
 
@@ -277,7 +349,7 @@ START_TEST(the_rank_that_has_not_launched_it_is_shown_where_it_is)
 	ck_assert_msg(strstr(text, "not read: this cuscope was built without libdw"), "%s", text);
 #endif
 	free(text);
-	end_blocked_child(child, fds);
+	end_blocked_child(child, fds, 7, NULL);
 }
 END_TEST
 
@@ -289,6 +361,7 @@ int main(void)
 	tcase_add_test(tc, pending_kernels_are_named_with_their_sites);
 	tcase_add_test(tc, the_rank_that_has_not_launched_the_collective);
 	tcase_add_test(tc, native_stack_of_a_waiting_thread);
+	tcase_add_test(tc, a_signal_during_the_read_is_delivered);
 	tcase_add_test(tc, the_rank_that_has_not_launched_it_is_shown_where_it_is);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
