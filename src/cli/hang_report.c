@@ -119,8 +119,13 @@ static void print_first_thread(FILE *out, long pid)
  * completed wait in a collective; one of the dump's NCCL processes with none pending (no notice, or
  * a notice without one) has not launched it. Says so when both kinds are there.
  */
+/* The call site of the last launch of process pid with a recorded stack, of any of its threads
+ * (from the dump t). */
+static void print_process_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth,
+			       long pid);
+
 static void print_collective(FILE *out, const struct notice *n, int nn, const struct proc_nccl *p,
-			     int np)
+			     int np, cs_trace *t, const struct thread_site *th, int nth)
 {
 	const char *first = NULL;
 	int waiting = 0, missing = 0;
@@ -150,6 +155,8 @@ static void print_collective(FILE *out, const struct notice *n, int nn, const st
 			"completed: %.120s)\n",
 			p[j].pid, p[j].last[0] ? cs_demangle_short(p[j].last) : "none");
 		print_first_thread(out, p[j].pid);
+		if (t)
+			print_process_site(out, t, th, nth, p[j].pid);
 	}
 }
 
@@ -326,6 +333,22 @@ static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int
 		fputc('\n', out);
 		return;
 	}
+}
+
+static void print_process_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth,
+			       long pid)
+{
+	int last = -1;
+
+	for (int i = 0; i < nth; i++)
+		if ((long)th[i].pid == pid && th[i].stack != CS_ID_NONE &&
+		    (last < 0 || th[i].start > th[last].start))
+			last = i;
+	if (last < 0)
+		return;
+	fprintf(out, "    its last launch with a recorded site (thread %u):", th[last].tid);
+	print_frames(out, t, th[last].stack);
+	fputc('\n', out);
 }
 
 /* The call sites of the notices' launches not completed, from the dump's API records. */
@@ -602,7 +625,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 			s[j].pid, s[j].stream, (long long)s[j].nccl, cs_demangle_short(s[j].nccl_last),
 			(double)(last_end - s[j].nccl_end) / 1e9);
 	}
-	print_collective(out, n, nn, p, np);
+	print_collective(out, n, nn, p, np, t, th, nth);
 	if (!scanned)
 		fprintf(out, "(no dump could be read: the streams' last work is not known)\n");
 	else

@@ -277,14 +277,26 @@ static char *collective_report(uint32_t waiting, uint32_t missing)
 	size_t len = 0;
 	FILE *out;
 
+	cs_frame frames[2];
+	int64_t stack;
+
 	tu_add_process(w, waiting, "python3 train.py", TEST);
 	tu_add_process(w, missing, "python3 train.py", TEST);
 	tu_intern_names(w, names, 1, ids, TEST);
+	memset(frames, 0, sizeof(frames));
+	frames[0] = (cs_frame){2, 0, NULL, "validate", 0, "train.py", 88};
+	frames[1] = (cs_frame){2, 0, NULL, "main", 0, "train.py", 120};
+	stack = cs_writer_add_stack(w, frames, 2);
+	tu_need(stack >= 0, TEST, "a stack");
 	for (int r = 0; r < 2; r++)
 		for (int i = 0; i < 3; i++) {
 			cs_kernel k = tu_kernel(pids[r], ids[0], T0 + i * MS, T0 + i * MS + 10000,
 						T0 + i * MS + 500000);
 
+			if (r == 1) { /* the missing rank's launches, from its validation loop */
+				k.stack_id = stack;
+				k.launch_tid = missing;
+			}
 			tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
 		}
 	tu_finish_trace(w, TEST);
@@ -327,7 +339,9 @@ START_TEST(the_rank_that_has_not_launched_the_collective)
 	/* process 200 is not this test's: never traced, and the report says why */
 	ck_assert_msg(strstr(text, "    its first thread now:\n"
 				   "    native:   not read: process 200 is not one this process "
-				   "started\n"),
+				   "started\n"
+				   "    its last launch with a recorded site (thread 200): train.py:88 "
+				   "in validate < train.py:120 in main\n"),
 		      "%s", text);
 	free(text);
 }
