@@ -249,6 +249,12 @@ int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_
 #ifdef CUSCOPE_HAVE_LIBDW
 	int n, stop;
 
+	cli_native_release();
+	if (nlinger >= NATIVE_MAX_LINGER) {
+		/* each thread attached must be let go once it stops: never more than the list holds */
+		snprintf(err, errcap, "%d threads read earlier have not stopped yet", nlinger);
+		return 0;
+	}
 	if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) != 0) {
 		snprintf(err, errcap, "cannot trace thread %ld: %s%s", tid, strerror(errno),
 			 errno == EPERM ? " (kernel.yama.ptrace_scope, a container without "
@@ -258,12 +264,13 @@ int cli_native_stack(long pid, long tid, char *out, size_t cap, char *err, size_
 	}
 	if (ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL) != 0) {
 		snprintf(err, errcap, "cannot stop thread %ld: %s", tid, strerror(errno));
-		ptrace(PTRACE_DETACH, (pid_t)tid, NULL, NULL);
+		/* attached but running (a detach needs a stop): let go at its first stop */
+		linger[nlinger++] = tid;
 		return 0;
 	}
 	stop = wait_stop(tid);
 	if (stop <= 0) {
-		if (stop == 0 && nlinger < NATIVE_MAX_LINGER)
+		if (stop == 0)
 			linger[nlinger++] = tid;
 		if (stop == 0)
 			snprintf(err, errcap, "thread %ld did not stop within %d ms", tid,
