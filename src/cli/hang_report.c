@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cuscope/demangle.h"
+#include "cuscope/files.h"
 #include "cuscope/grow.h"
 #include "cuscope/trace.h"
 
@@ -23,6 +24,8 @@
 #define HANG_MAX_STREAMS 256
 /* The launches not completed a notice lists at most (src/collectors/hang.c: HANG_PENDING). */
 #define HANG_MAX_PENDING 16
+/* A notice's size at most (src/collectors/hang.c writes 32 KiB at most), native frames added. */
+#define HANG_NOTICE_MAX (256 * 1024)
 
 /* A launch not completed ("pending CORR TID KERNEL"), and the call site of its launch in the dump
  * (CS_ID_NONE until pending_sites() finds it). */
@@ -83,6 +86,70 @@ static const char *pending_nccl(const struct notice *n)
 	return NULL;
 }
 
+/* " f.py:12 in step < g.py:40 in main" for stack: Python frames when it has them, else native
+ * symbols; three at most. 0, or -1 when the stack cannot be read. */
+static int print_frames(FILE *out, cs_trace *t, int64_t stack)
+{
+	const cs_frame *f;
+	cs_error err = {0, ""};
+	int n, shown = 0, python = 0;
+
+	if (stack == CS_ID_NONE || cs_trace_get_stack(t, stack, &f, &n, &err))
+		return -1;
+	for (int j = 0; j < n; j++)
+		python |= f[j].kind == 2;
+	for (int j = 0; j < n && shown < 3; j++) {
+		if (python ? f[j].kind != 2 : !f[j].symbol)
+			continue;
+		if (python)
+			fprintf(out, "%s %s:%d in %s", shown ? " <" : "", f[j].file ? f[j].file : "?",
+				f[j].line, f[j].symbol ? f[j].symbol : "?");
+		else
+			fprintf(out, "%s %.100s", shown ? " <" : "", f[j].symbol);
+		shown++;
+	}
+	return 0;
+}
+
+/* "    its last launch with a recorded site: f.py:12 in step < g.py:40 in main": of thread tid of
+ * process pid, or (tid 0) of the process's thread that launched last, named then. */
+static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth, long pid,
+		       unsigned tid)
+{
+	int last = -1;
+
+	for (int i = 0; i < nth; i++)
+		if ((long)th[i].pid == pid && (!tid || th[i].tid == tid) &&
+		    th[i].stack != CS_ID_NONE && (last < 0 || th[i].start > th[last].start))
+			last = i;
+	if (last < 0)
+		return;
+	fprintf(out, "    its last launch with a recorded site");
+	if (!tid)
+		fprintf(out, " (thread %u)", th[last].tid);
+	fputc(':', out);
+	print_frames(out, t, th[last].stack);
+	fputc('\n', out);
+}
+
+/* The lines of text that start with "KEY TID " (KEY "frame" or "native"), in order, each passed
+ * to show with its text after that prefix. */
+static void thread_lines(FILE *out, const char *text, const char *key, unsigned tid,
+			 void (*show)(FILE *out, const char *rest, int nth))
+{
+	size_t klen = strlen(key);
+	int shown = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(l, key, klen) || l[klen] != ' ' ||
+		    strtoul(l + klen + 1, &end, 10) != tid || *end != ' ')
+			continue;
+		show(out, end + 1, shown++);
+	}
+}
+
 /* "FUNC+0xOFF<TAB>MODULE": a native frame. */
 static void show_native(FILE *out, const char *rest, int nth)
 {
@@ -98,20 +165,12 @@ static void print_first_thread(FILE *out, long pid)
 {
 	static char text[65536];
 	char err[256];
-	int nth = 0;
 
 	fprintf(out, "    its first thread now:\n");
-	if (cli_native_stack(pid, pid, text, sizeof(text), err, sizeof(err)) <= 0) {
+	if (cli_native_stack(pid, pid, text, sizeof(text), err, sizeof(err)) <= 0)
 		fprintf(out, "    native:   not read: %s\n", err);
-		return;
-	}
-	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		char *rest;
-
-		if (strncmp(l, "native ", 7) || !(rest = strchr(l + 7, ' ')))
-			continue;
-		show_native(out, rest + 1, nth++);
-	}
+	else
+		thread_lines(out, text, "native", (unsigned)pid, show_native);
 }
 
 /*
@@ -119,11 +178,6 @@ static void print_first_thread(FILE *out, long pid)
  * completed wait in a collective; one of the dump's NCCL processes with none pending (no notice, or
  * a notice without one) has not launched it. Says so when both kinds are there.
  */
-/* The call site of the last launch of process pid with a recorded stack, of any of its threads
- * (from the dump t). */
-static void print_process_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth,
-			       long pid);
-
 static void print_collective(FILE *out, const struct notice *n, int nn, const struct proc_nccl *p,
 			     int np, cs_trace *t, const struct thread_site *th, int nth)
 {
@@ -156,8 +210,21 @@ static void print_collective(FILE *out, const struct notice *n, int nn, const st
 			p[j].pid, p[j].last[0] ? cs_demangle_short(p[j].last) : "none");
 		print_first_thread(out, p[j].pid);
 		if (t)
-			print_process_site(out, t, th, nth, p[j].pid);
+			print_site(out, t, th, nth, p[j].pid, 0);
 	}
+}
+
+/* The pid of a hang notice's file name "hang.<pid>"; 0 for any other name (a temporary file being
+ * written, another notice). */
+static long notice_pid(const char *name)
+{
+	char *end;
+	long pid;
+
+	if (strncmp(name, "hang.", 5))
+		return 0;
+	pid = strtol(name + 5, &end, 10);
+	return *end || pid <= 0 ? 0 : pid;
 }
 
 /* Read "hang.<pid>" notices of spool into n[] (at most max), removing them. */
@@ -169,15 +236,11 @@ static int read_notices(const char *spool, struct notice *n, int max)
 
 	while (d && count < max && (de = readdir(d))) {
 		char path[4400], line[1024];
-		char *end;
 		FILE *f;
-		long pid;
+		long pid = notice_pid(de->d_name);
 
-		if (strncmp(de->d_name, "hang.", 5))
+		if (!pid)
 			continue;
-		pid = strtol(de->d_name + 5, &end, 10);
-		if (*end || pid <= 0)
-			continue; /* a temporary file being written */
 		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
 		f = fopen(path, "r");
 		if (!f)
@@ -237,20 +300,20 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 	}
 	while ((rc = cs_iter_next(it, &ev)) > 0) {
 		const cs_kernel *k = &ev.u.kernel;
-		int i;
+		int i, si; /* si: the kernel's stream in s[], *ns when it has no room */
 
-		for (i = 0; i < *ns && (s[i].pid != k->pid || s[i].stream != k->stream_id); i++)
+		for (si = 0; si < *ns && (s[si].pid != k->pid || s[si].stream != k->stream_id); si++)
 			;
-		if (i == *ns && *ns < HANG_MAX_STREAMS) {
-			memset(&s[i], 0, sizeof(s[i]));
-			s[i].pid = k->pid;
-			s[i].stream = k->stream_id;
-			s[i].end = INT64_MIN;
+		if (si == *ns && *ns < HANG_MAX_STREAMS) {
+			memset(&s[si], 0, sizeof(s[si]));
+			s[si].pid = k->pid;
+			s[si].stream = k->stream_id;
+			s[si].end = INT64_MIN;
 			(*ns)++;
 		}
-		if (i < *ns && k->end != CS_TS_UNKNOWN && k->end >= s[i].end) {
-			s[i].end = k->end;
-			snprintf(s[i].name, sizeof(s[i].name), "%s", k->name ? k->name : "?");
+		if (si < *ns && k->end != CS_TS_UNKNOWN && k->end >= s[si].end) {
+			s[si].end = k->end;
+			snprintf(s[si].name, sizeof(s[si].name), "%s", k->name ? k->name : "?");
 		}
 		if (k->stack_id != CS_ID_NONE && k->launch_tid) {
 			for (i = 0; i < *nth && (th[i].pid != k->pid || th[i].tid != k->launch_tid);
@@ -266,13 +329,11 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 		}
 		if (!has_nccl(k->name))
 			continue;
-		for (i = 0; i < *ns && (s[i].pid != k->pid || s[i].stream != k->stream_id); i++)
-			;
-		if (i < *ns) {
-			s[i].nccl++;
-			if (k->end != CS_TS_UNKNOWN && (s[i].nccl == 1 || k->end >= s[i].nccl_end)) {
-				s[i].nccl_end = k->end;
-				snprintf(s[i].nccl_last, sizeof(s[i].nccl_last), "%s", k->name);
+		if (si < *ns) {
+			s[si].nccl++;
+			if (k->end != CS_TS_UNKNOWN && (s[si].nccl == 1 || k->end >= s[si].nccl_end)) {
+				s[si].nccl_end = k->end;
+				snprintf(s[si].nccl_last, sizeof(s[si].nccl_last), "%s", k->name);
 			}
 		}
 		for (i = 0; i < *np && p[i].pid != k->pid; i++)
@@ -294,61 +355,6 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 	}
 	*tp = t;
 	return 0;
-}
-
-/* " f.py:12 in step < g.py:40 in main" for stack: Python frames when it has them, else native
- * symbols; three at most. 0, or -1 when the stack cannot be read. */
-static int print_frames(FILE *out, cs_trace *t, int64_t stack)
-{
-	const cs_frame *f;
-	cs_error err = {0, ""};
-	int n, shown = 0, python = 0;
-
-	if (stack == CS_ID_NONE || cs_trace_get_stack(t, stack, &f, &n, &err))
-		return -1;
-	for (int j = 0; j < n; j++)
-		python |= f[j].kind == 2;
-	for (int j = 0; j < n && shown < 3; j++) {
-		if (python ? f[j].kind != 2 : !f[j].symbol)
-			continue;
-		if (python)
-			fprintf(out, "%s %s:%d in %s", shown ? " <" : "", f[j].file ? f[j].file : "?",
-				f[j].line, f[j].symbol ? f[j].symbol : "?");
-		else
-			fprintf(out, "%s %.100s", shown ? " <" : "", f[j].symbol);
-		shown++;
-	}
-	return 0;
-}
-
-/* "    its last launch with a recorded site: f.py:12 in step < g.py:40 in main" */
-static void print_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth, long pid,
-		       unsigned tid)
-{
-	for (int i = 0; i < nth; i++) {
-		if ((long)th[i].pid != pid || th[i].tid != tid || th[i].stack == CS_ID_NONE)
-			continue;
-		fprintf(out, "    its last launch with a recorded site:");
-		print_frames(out, t, th[i].stack);
-		fputc('\n', out);
-		return;
-	}
-}
-
-static void print_process_site(FILE *out, cs_trace *t, const struct thread_site *th, int nth,
-			       long pid)
-{
-	int last = -1;
-
-	for (int i = 0; i < nth; i++)
-		if ((long)th[i].pid == pid && th[i].stack != CS_ID_NONE &&
-		    (last < 0 || th[i].start > th[last].start))
-			last = i;
-	if (last < 0)
-		return;
-	fprintf(out, "    its last launch with a recorded site (thread %u):", th[last].tid);
-	print_frames(out, t, th[last].stack);
-	fputc('\n', out);
 }
 
 /* The call sites of the notices' launches not completed, from the dump's API records. */
@@ -395,24 +401,13 @@ static void print_pending(FILE *out, cs_trace *t, const struct notice *n)
  * the report puts them under the thread. */
 static int native_of_notice(const char *path, long pid)
 {
-	static char text[32768], stacks[65536];
-	char line[1024], err[256];
-	size_t used = 0;
+	static char stacks[65536];
+	char err[256], *text = cs_read_small_file(path, HANG_NOTICE_MAX, 1);
 	int threads = 0;
-	FILE *f = fopen(path, "r");
+	FILE *f;
 
-	if (!f)
+	if (!text)
 		return 0;
-	text[0] = '\0';
-	while (fgets(line, sizeof(line), f)) {
-		size_t n = strlen(line);
-
-		if (used + n < sizeof(text)) {
-			memcpy(text + used, line, n + 1);
-			used += n;
-		}
-	}
-	fclose(f);
 	stacks[0] = '\0';
 	for (char *l = text, *next; l && *l; l = next) {
 		unsigned tid = 0;
@@ -430,6 +425,7 @@ static int native_of_notice(const char *path, long pid)
 			snprintf(stacks + have, sizeof(stacks) - have, "native_error %u %s\n", tid,
 				 err);
 	}
+	free(text);
 	if (stacks[0] && (f = fopen(path, "a"))) {
 		fputs(stacks, f);
 		fclose(f);
@@ -444,13 +440,10 @@ int cli_hang_native(const char *spool)
 	int threads = 0;
 
 	while (d && (de = readdir(d))) {
-		char path[4400], *end;
-		long pid;
+		char path[4400];
+		long pid = notice_pid(de->d_name);
 
-		if (strncmp(de->d_name, "hang.", 5))
-			continue;
-		pid = strtol(de->d_name + 5, &end, 10);
-		if (*end || pid <= 0)
+		if (!pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
 		threads += native_of_notice(path, pid);
@@ -458,25 +451,6 @@ int cli_hang_native(const char *spool)
 	if (d)
 		closedir(d);
 	return threads;
-}
-
-/* The lines of notice n that start with "KEY TID " (KEY "frame" or "native"), in order, each
- * passed to show with its text after that prefix. */
-static void thread_lines(FILE *out, const struct notice *n, const char *key, unsigned tid,
-			 void (*show)(FILE *out, const char *rest, int nth))
-{
-	size_t klen = strlen(key);
-	int shown = 0;
-
-	for (const char *l = n->threads; l && *l;
-	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		char *end;
-
-		if (strncmp(l, key, klen) || l[klen] != ' ' ||
-		    strtoul(l + klen + 1, &end, 10) != tid || *end != ' ')
-			continue;
-		show(out, end + 1, shown++);
-	}
 }
 
 /* "LINE FILE<TAB>FUNC": a Python frame. */
@@ -513,9 +487,9 @@ static void print_threads(FILE *out, cs_trace *t, const struct thread_site *th, 
 		fprintf(out, "  thread %u: %s %s for %.1f s (correlation id %u)\n", tid,
 			!strcmp(kind, "query") ? "spinning on" : "waiting in", name,
 			n->now > start ? (double)(n->now - start) / 1e9 : 0.0, corr);
-		thread_lines(out, n, "frame", tid, show_frame);
-		thread_lines(out, n, "native", tid, show_native);
-		thread_lines(out, n, "native_error", tid, show_native_error);
+		thread_lines(out, n->threads, "frame", tid, show_frame);
+		thread_lines(out, n->threads, "native", tid, show_native);
+		thread_lines(out, n->threads, "native_error", tid, show_native_error);
 		if (t)
 			print_site(out, t, th, nth, n->pid, tid);
 	}
@@ -525,14 +499,12 @@ void cli_notices(const char *spool, int *slow, int *hang)
 {
 	DIR *d = opendir(spool);
 	struct dirent *de;
-	char *end;
 
 	*slow = *hang = 0;
 	while (d && (de = readdir(d))) {
 		if (!strncmp(de->d_name, "slow.", 5))
 			*slow = 1;
-		else if (!strncmp(de->d_name, "hang.", 5) && strtol(de->d_name + 5, &end, 10) > 0 &&
-			 !*end)
+		else if (notice_pid(de->d_name))
 			*hang = 1;
 	}
 	if (d)
