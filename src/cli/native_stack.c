@@ -117,7 +117,7 @@ static int frame(Dwfl_Frame *state, void *arg)
 	GElf_Off off = 0;
 	GElf_Sym es;
 	int line = 0, wrote;
-	char where[700] = "";
+	char where[700] = "", what[340];
 
 	if (!dwfl_frame_pc(state, &pc, &activation) || !pc)
 		return DWARF_CB_ABORT;
@@ -125,16 +125,16 @@ static int frame(Dwfl_Frame *state, void *arg)
 	m = dwfl_addrmodule(w->dwfl, at);
 	if (m) {
 		Dwfl_Line *l = dwfl_module_getsrc(m, at);
-		Dwarf_Addr row = 0;
+		Dwarf_Line *dl = NULL;
+		Dwarf_Addr row = 0, bias = 0;
+		bool end = false;
 
 		sym = dwfl_module_addrinfo(m, at, &off, &es, NULL, NULL, NULL);
 		mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-		Dwarf_Addr bias = 0;
-		Dwarf_Line *dl = l ? dwfl_dwarf_line(l, &bias) : NULL;
-		bool end = false;
-
-		if (l)
+		if (l) {
 			src = dwfl_lineinfo(l, &row, &line, NULL, NULL, NULL);
+			dl = dwfl_dwarf_line(l, &bias);
+		}
 		/* the nearest row below a function without lines of its own (a startup stub) is
 		 * another function's, or the end of its sequence: only a row within the symbol,
 		 * not an end, is its line */
@@ -151,25 +151,15 @@ static int frame(Dwfl_Frame *state, void *arg)
 
 		if (!shown || strlen(shown) > 300)
 			shown = sym; /* a template's full name: the mangled one is shorter */
-		wrote = snprintf(w->out + w->len, w->cap - w->len,
-				 "native %ld %.300s+0x%lx\t%s%s\n", w->tid, shown,
-				 (unsigned long)(off + (pc - at)),
-				 slash ? slash + 1
-				 : mod ? mod
-				       : "?",
-				 where);
+		snprintf(what, sizeof(what), "%.300s+0x%lx", shown, (unsigned long)(off + (pc - at)));
 	} else {
-		wrote = snprintf(w->out + w->len, w->cap - w->len, "native %ld 0x%lx\t%s%s\n",
-				 w->tid, (unsigned long)pc,
-				 slash ? slash + 1
-				 : mod ? mod
-				       : "?",
-				 where);
+		snprintf(what, sizeof(what), "0x%lx", (unsigned long)pc);
 	}
-	if (wrote > 0 && (size_t)wrote < w->cap - w->len)
-		w->len += (size_t)wrote;
-	else
+	wrote = snprintf(w->out + w->len, w->cap - w->len, "native %ld %s\t%s%s\n", w->tid, what,
+			 slash ? slash + 1 : mod ? mod : "?", where);
+	if (wrote <= 0 || (size_t)wrote >= w->cap - w->len)
 		return DWARF_CB_ABORT; /* out of room */
+	w->len += (size_t)wrote;
 	/* as debuggers do, not past main: what is below it is the C library's start */
 	w->n++;
 	if (sym && !strcmp(sym, "main"))
