@@ -26,6 +26,20 @@
 #define PID  4242
 #define TEST "test_hang_report"
 
+/* A stack of two Python frames (inner at line a of train.py, called from outer at line b). */
+static int64_t two_frames(cs_trace_writer *w, const char *inner, int a, const char *outer, int b)
+{
+	cs_frame frames[2];
+	int64_t stack;
+
+	memset(frames, 0, sizeof(frames));
+	frames[0] = (cs_frame){2, 0, NULL, inner, 0, "train.py", a};
+	frames[1] = (cs_frame){2, 0, NULL, outer, 0, "train.py", b};
+	stack = cs_writer_add_stack(w, frames, 2);
+	tu_need(stack >= 0, TEST, "a stack");
+	return stack;
+}
+
 /* A dump of pid: kernel "step" completed (correlation id 40), then two launches (41: "spin",
  * launched from train.py:12 in loop < train.py:30 in main; 42: another kernel with no stack) whose
  * kernels never ended, so the dump holds their calls only. */
@@ -34,18 +48,13 @@ static void write_dump(const char *path)
 	static const char *const names[] = {"_Z4stepPf", "cudaLaunchKernel"};
 	int64_t ids[2];
 	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", TEST);
-	cs_frame frames[2];
 	cs_kernel k;
 	cs_api a;
 	int64_t stack;
 
 	tu_add_process(w, PID, "python3 train.py", TEST);
 	tu_intern_names(w, names, 2, ids, TEST);
-	memset(frames, 0, sizeof(frames));
-	frames[0] = (cs_frame){2, 0, NULL, "loop", 0, "train.py", 12};
-	frames[1] = (cs_frame){2, 0, NULL, "main", 0, "train.py", 30};
-	stack = cs_writer_add_stack(w, frames, 2);
-	tu_need(stack >= 0, TEST, "a stack");
+	stack = two_frames(w, "loop", 12, "main", 30);
 	k = tu_kernel(PID, ids[0], T0 + 1 * MS, T0 + 1 * MS + 10000, T0 + 2 * MS);
 	k.correlation_id = 40;
 	tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
@@ -277,17 +286,12 @@ static char *collective_report(uint32_t waiting, uint32_t missing)
 	size_t len = 0;
 	FILE *out;
 
-	cs_frame frames[2];
 	int64_t stack;
 
 	tu_add_process(w, waiting, "python3 train.py", TEST);
 	tu_add_process(w, missing, "python3 train.py", TEST);
 	tu_intern_names(w, names, 1, ids, TEST);
-	memset(frames, 0, sizeof(frames));
-	frames[0] = (cs_frame){2, 0, NULL, "validate", 0, "train.py", 88};
-	frames[1] = (cs_frame){2, 0, NULL, "main", 0, "train.py", 120};
-	stack = cs_writer_add_stack(w, frames, 2);
-	tu_need(stack >= 0, TEST, "a stack");
+	stack = two_frames(w, "validate", 88, "main", 120);
 	for (int r = 0; r < 2; r++)
 		for (int i = 0; i < 3; i++) {
 			cs_kernel k = tu_kernel(pids[r], ids[0], T0 + i * MS, T0 + i * MS + 10000,
