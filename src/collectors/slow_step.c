@@ -6,8 +6,8 @@
  * SLOW_WARMUP steps (compilation, the caching allocator filling) are never judged, a median needs
  * SLOW_MIN steps, and notices are at most one per SLOW_GAP_NS (unless the step is K times the one
  * last noticed: a mild slow step does not hide a much worse one that follows) and SLOW_MAX per
- * process, so that a job that slows down for good makes a few dumps, not one per step. Two steps ending at once on
- * two threads: the second is not judged (the lock is only ever tried).
+ * process, so that a job that slows down for good makes a few dumps, not one per step. Two steps
+ * ending at once on two threads: the second is not judged (the lock is only ever tried).
  */
 #include <pthread.h>
 #include <stdio.h>
