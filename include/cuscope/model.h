@@ -194,6 +194,9 @@ int64_t cs_analysis_gpu_busy(const cs_analysis *a, uint32_t pid, int64_t t0, int
 /* The time of the last event of process pid (the latest start or end of any kind), as
  * cs_trace_unended() gives it; CS_TS_UNKNOWN when it has none. */
 int64_t cs_analysis_last_time(const cs_analysis *a, uint32_t pid);
+/* Does the API call of this name enqueue a host function (cudaLaunchHostFunc, a stream
+ * callback)? */
+int cs_api_is_host_func(const char *name);
 /* Host time a piece of GPU work was launched: launch_start, or start when that is unknown. */
 static inline int64_t cs_launch_time(int64_t launch_start, int64_t start)
 {

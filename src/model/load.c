@@ -359,7 +359,7 @@ static int cmp_sync_start(const void *pa, const void *pb)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int is_host_func(const char *name)
+int cs_api_is_host_func(const char *name)
 {
 	static const char *const names[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc",
 					    "cudaStreamAddCallback", "cuStreamAddCallback"};
@@ -373,7 +373,7 @@ static int is_host_func(const char *name)
 /* The host function call h as a host wait when the last GPU work its thread launched before it
  * is a device-to-host copy; 1 when it is, 0 when not. */
 static int host_func_wait(const cs_analysis *a, const struct thread_launch *v, int64_t n,
-			  const cs_a_api *h, cs_a_sync *out)
+			  const cs_a_api *h, cs_a_sync *out, int64_t *copy_end)
 {
 	uint64_t key = (uint64_t)h->pid << 32 | h->tid;
 	int64_t lo = 0, hi = n;
@@ -403,7 +403,140 @@ static int host_func_wait(const cs_analysis *a, const struct thread_launch *v, i
 	out->type = CS_SYNC_HOST_FUNC;
 	out->host_wait = 1;
 	out->cbid = h->cbid;
+	*copy_end = c->end;
 	return 1;
+}
+
+/* A call of a host thread (a launch, a wait, any recorded API call), for wake_threads(). */
+struct thread_call {
+	uint64_t thread; /* pid << 32 | tid */
+	int64_t start, end;
+};
+
+static int add_thread_call(struct thread_call **v, int64_t *n, int64_t *cap, uint32_t pid,
+			   uint32_t tid, int64_t start, int64_t end)
+{
+	if (start == CS_TS_UNKNOWN || end == CS_TS_UNKNOWN)
+		return 0;
+	if (*n == *cap) {
+		int64_t nc = *cap ? *cap * 2 : 1024;
+		struct thread_call *nv = realloc(*v, (size_t)nc * sizeof(*nv));
+
+		if (!nv)
+			return CS_ERR_NOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = (struct thread_call){(uint64_t)pid << 32 | tid, start, end};
+	return 0;
+}
+
+/* Index of the first of the n sorted calls v of thread key that starts at or after t, or n. */
+static int64_t call_lower(const struct thread_call *v, int64_t n, uint64_t key, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].thread < key || (v[mid].thread == key && v[mid].start < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The thread a host function's notification woke. The thread that enqueues the copy and the host
+ * function need not be the one that waits for it: XLA's transfer thread does both while the
+ * Python thread that asked for the value blocks, in no CUDA call, until the host function has
+ * run. The woken thread is taken to be the one that launches the process's next GPU work after
+ * the host function could run (w: the copy's end, and the call that enqueued it returned), when
+ * that thread was in no CUDA call from before the copy's end until w. Its wait then runs from the
+ * end of its last call before w to the copy's end (what the host function's own dispatch takes
+ * after that stays host time of the thread); otherwise it stays on the enqueuing thread. The part
+ * of that time the thread spent working before it blocked is not in the trace: it is counted as
+ * the wait.
+ * 0, or CS_ERR_NOMEM.
+ */
+static int wake_threads(const cs_analysis *a, cs_a_sync *add, const int64_t *copy_end,
+			int64_t nadd)
+{
+	struct thread_call *calls = NULL, *launches = NULL;
+	int64_t nc = 0, cc = 0, nl = 0, cl = 0;
+	int rc = CS_ERR_NOMEM;
+
+	for (int64_t i = 0; i < a->nkernels; i++) {
+		const cs_a_kernel *k = &a->kernels[i];
+
+		if (add_thread_call(&calls, &nc, &cc, k->pid, k->launch_tid, k->launch_start,
+				    k->launch_end) ||
+		    add_thread_call(&launches, &nl, &cl, k->pid, k->launch_tid, k->launch_start,
+				    k->launch_end))
+			goto out;
+	}
+	for (int64_t i = 0; i < a->ncopies; i++) {
+		const cs_a_copy *c = &a->copies[i];
+
+		if (add_thread_call(&calls, &nc, &cc, c->pid, c->launch_tid, c->launch_start,
+				    c->launch_end) ||
+		    add_thread_call(&launches, &nl, &cl, c->pid, c->launch_tid, c->launch_start,
+				    c->launch_end))
+			goto out;
+	}
+	for (int64_t i = 0; i < a->napis; i++)
+		if (add_thread_call(&calls, &nc, &cc, a->apis[i].pid, a->apis[i].tid,
+				    a->apis[i].start, a->apis[i].end))
+			goto out;
+	for (int64_t i = 0; i < a->nsyncs; i++)
+		if (add_thread_call(&calls, &nc, &cc, a->syncs[i].pid, a->syncs[i].tid,
+				    a->syncs[i].start, a->syncs[i].end))
+			goto out;
+	{
+		static const cs_sort_key by_thread[] = {
+			{offsetof(struct thread_call, thread), CS_KEY_U64},
+			{offsetof(struct thread_call, start), CS_KEY_I64},
+		};
+		static const cs_sort_key by_start[] = {
+			{offsetof(struct thread_call, start), CS_KEY_I64},
+		};
+
+		cs_sort_records(calls, (size_t)nc, sizeof(*calls), by_thread, 2);
+		cs_sort_records(launches, (size_t)nl, sizeof(*launches), by_start, 1);
+	}
+	for (int64_t j = 0; j < nadd; j++) {
+		cs_a_sync *y = &add[j];
+		uint64_t mine = (uint64_t)y->pid << 32 | y->tid, key = 0;
+		int64_t w = y->end, lo = 0, hi = nl, p;
+
+		while (lo < hi) { /* the first launch at or after w */
+			int64_t mid = lo + (hi - lo) / 2;
+
+			if (launches[mid].start < w)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < nl; lo++)
+			if (launches[lo].thread >> 32 == y->pid) {
+				key = launches[lo].thread;
+				break;
+			}
+		if (lo == nl || key == mine)
+			continue;
+		p = call_lower(calls, nc, key, w); /* its last call before w: p - 1 */
+		if (p == 0 || calls[p - 1].thread != key || calls[p - 1].end >= copy_end[j])
+			continue;
+		y->tid = (uint32_t)key;
+		y->start = calls[p - 1].end;
+		y->end = copy_end[j];
+	}
+	rc = 0;
+out:
+	free(calls);
+	free(launches);
+	return rc;
 }
 
 /*
@@ -421,12 +554,12 @@ static int add_host_func_waits(cs_analysis *a)
 	struct thread_launch *v = NULL;
 	struct u64map callers; /* the threads that enqueued a host function */
 	cs_a_sync *add = NULL, *merged = NULL;
-	int64_t nfunc = 0, n = 0, nadd = 0, nv = 0;
+	int64_t *copy_end = NULL, nfunc = 0, n = 0, nadd = 0, nv = 0;
 	int rc = CS_ERR_NOMEM, created;
 
 	u64map_init(&callers, 1);
 	for (int64_t i = 0; i < a->napis; i++)
-		if (is_host_func(cs_analysis_string(a, a->apis[i].name_id))) {
+		if (cs_api_is_host_func(cs_analysis_string(a, a->apis[i].name_id))) {
 			if (!u64map_put(&callers, (uint64_t)a->apis[i].pid << 32 | a->apis[i].tid,
 					&created))
 				goto out;
@@ -445,7 +578,8 @@ static int add_host_func_waits(cs_analysis *a)
 						   a->copies[i].launch_tid) != NULL;
 	v = malloc(((size_t)nv + 1) * sizeof(*v));
 	add = malloc((size_t)nfunc * sizeof(*add));
-	if (!v || !add)
+	copy_end = malloc((size_t)nfunc * sizeof(*copy_end));
+	if (!v || !add || !copy_end)
 		goto out;
 	for (int64_t i = 0; i < a->nkernels; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
@@ -478,12 +612,15 @@ static int add_host_func_waits(cs_analysis *a)
 	for (int64_t i = 0; i < a->napis; i++) {
 		const cs_a_api *h = &a->apis[i];
 
-		if (h->start != CS_TS_UNKNOWN && is_host_func(cs_analysis_string(a, h->name_id)) &&
-		    host_func_wait(a, v, n, h, &add[nadd]))
+		if (h->start != CS_TS_UNKNOWN && cs_api_is_host_func(cs_analysis_string(a, h->name_id)) &&
+		    host_func_wait(a, v, n, h, &add[nadd], &copy_end[nadd]))
 			nadd++;
 	}
 	rc = 0;
 	if (nadd == 0)
+		goto out;
+	rc = wake_threads(a, add, copy_end, nadd);
+	if (rc)
 		goto out;
 	cs_sort(add, (size_t)nadd, sizeof(*add), cmp_sync_start);
 	rc = CS_ERR_NOMEM;
@@ -503,6 +640,7 @@ out:
 	u64map_free(&callers);
 	free(v);
 	free(add);
+	free(copy_end);
 	return rc;
 }
 

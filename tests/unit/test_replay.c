@@ -176,6 +176,64 @@ START_TEST(test_no_wait_never_slower)
 }
 END_TEST
 
+/*
+ * A JAX loop that reads its loss every step (tests/data/savings/jax_float_loss.db): XLA's transfer
+ * thread launches the copy and a host function, and the Python thread that launched the step's
+ * CUDA graph blocks, in no CUDA call, until the host function has run. The wait belongs to the
+ * launching thread; without it the host dispatches ahead and the GPU sets the pace (busy 46% of
+ * the recorded step): the replayed span shrinks by far, and never below the GPU's own work.
+ */
+START_TEST(test_host_func_wait_on_woken_thread)
+{
+	char *path = tu_source_file("tests/data/savings/jax_float_loss.db");
+	struct loaded l;
+	cs_edit *e = NULL;
+	int64_t base, ed, busy = 0, t0, t1;
+	int32_t steps, on_launcher = 0, waits = 0;
+	uint32_t launcher = 0;
+
+	if (!tu_file_exists(path) || load(&l, path)) {
+		free(path);
+		return;
+	}
+	ck_assert_ptr_nonnull(l.d);
+	t0 = l.s.v[l.s.warmup].start;
+	t1 = l.s.v[l.s.n - 1].start;
+	for (int64_t i = 0; i < l.a.nkernels; i++) {
+		const cs_a_kernel *k = &l.a.kernels[i];
+
+		if (k->pid != l.s.pid || k->start < t0 || k->start >= t1)
+			continue;
+		launcher = k->launch_tid;
+		busy += k->end - k->start;
+	}
+	for (int64_t i = 0; i < l.a.nsyncs; i++) {
+		const cs_a_sync *y = &l.a.syncs[i];
+
+		if (y->pid != l.s.pid || y->type != CS_SYNC_HOST_FUNC || y->start < t0 ||
+		    y->start >= t1)
+			continue;
+		waits++;
+		on_launcher += y->tid == launcher;
+		ck_assert_int_eq(cs_edit_add(&e, CS_EDIT_NO_WAIT, CS_EDIT_SYNC, i, 0), 0);
+	}
+	ck_assert_int_ge(waits, 20);
+	ck_assert_int_eq(on_launcher, waits);
+	ck_assert_int_eq(fact_deps_replay(l.d, NULL, NULL, &base), 0);
+	ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &ed), 0);
+	steps = fact_deps_span_steps(l.d);
+	ck_assert_int_gt(steps, 0);
+	/* the GPU's work per step, over the steady steps but the last */
+	busy /= l.s.n - 1 - l.s.warmup;
+	ck_assert_msg(ed < base - base * 2 / 5, "%lld -> %lld", (long long)base, (long long)ed);
+	ck_assert_msg(ed / steps >= busy - busy / 50, "%lld a step, the GPU's work %lld",
+		      (long long)(ed / steps), (long long)busy);
+	cs_edit_free(e);
+	unload(&l);
+	free(path);
+}
+END_TEST
+
 /* Replayed without the profiler, with and without the recorder's time after each call (META
  * call_tails) in a copy of the trace: the base of the replay in *plain and *cut. */
 static void replay_with_tails(const char *src, const char *tails_json, int64_t *plain, int64_t *cut,
@@ -407,6 +465,7 @@ int main(void)
 	tcase_add_test(tc, test_gpu_gap_where_queued);
 	tcase_add_test(tc, test_long_run_window);
 	tcase_add_test(tc, test_call_tails_taken_out);
+	tcase_add_test(tc, test_host_func_wait_on_woken_thread);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -66,10 +66,13 @@ struct call {
 	int32_t thread;
 	int32_t wait_op;  /* GPU work it waited for, -1 */
 	int32_t host_dep; /* the call of another thread whose end woke this one, -1 */
+	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1 */
+	int64_t start_lat; /* start - start_op's end */
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
 	uint8_t launches; /* it holds a launch call */
 	uint8_t tail;	  /* the kind (enum cs_tail_kind) of the call that ends it */
+	uint8_t host_func; /* it enqueues a host function (cudaLaunchHostFunc, ...) */
 };
 
 struct op {
@@ -288,6 +291,7 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 			c->end = x->end;
 			c->wait_op = -1;
 			c->host_dep = -1;
+			c->start_op = -1;
 			c->cls = (uint8_t)iv_class(x);
 			c->tail = (uint8_t)iv_tail(d->a, x);
 			if (newthread) {
@@ -306,6 +310,8 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 		}
 		c->may_wait |= (uint8_t)iv_may_wait(d->a, x);
 		c->launches |= x->what == W_KERNEL || x->what == W_COPY;
+		c->host_func |= x->what == W_API &&
+				cs_api_is_host_func(cs_analysis_string(d->a, d->a->apis[x->index].name_id));
 		switch (x->what) {
 		case W_KERNEL:
 			d->kernel_call[x->index] = (int32_t)g;
@@ -596,6 +602,11 @@ static int decide_waits(struct fact_deps *d, const int32_t *by_end)
 		if (!c->may_wait && c->end - c->start < long_call)
 			continue;
 		p = last_end_at(d, by_end, c->end);
+		/* a long launch call waits for a queue slot, which work it launched itself
+		 * does not free (a graph's first nodes may end before its launch returns) */
+		while (!c->may_wait && p >= 0 && d->ops[by_end[p]].call == (int32_t)g &&
+		       d->ops[by_end[p]].end > c->start)
+			p--;
 		if (p < 0 || d->ops[by_end[p]].end <= c->start)
 			continue;
 		c->wait_op = by_end[p];
@@ -632,24 +643,49 @@ static int decide_waits(struct fact_deps *d, const int32_t *by_end)
 }
 
 /*
+ * The GPU work a host function that call g enqueued runs after: the work of the last call of its
+ * thread up to g that launched any (the one of it that ended last), or -1.
+ */
+static int32_t host_func_op(const struct fact_deps *d, const int32_t *last_op, int64_t g)
+{
+	int32_t first = d->thread_first[d->calls[g].thread];
+
+	for (int64_t h = g, back = 0; h >= first && back < DEP_LOOKBACK; h--, back++)
+		if (last_op[h] >= 0)
+			return last_op[h];
+	return -1;
+}
+
+/*
  * The calls that another thread's call woke: a call whose thread made no CUDA call since before a
  * call of another thread ended, and that began shortly after that end (PyTorch's autograd thread
  * begins the backward pass when the main thread calls backward(); the main thread goes on when
  * it ends). "Shortly": at most CAP_TIMES the median such distance, and at most CAP_FLOOR_NS.
+ * When that call enqueued a host function, what woke the call is the host function, which ran
+ * when its stream reached it: the edge goes from that GPU work (XLA's transfer thread begins a
+ * device-to-host copy when the computation's host function says it is done).
  */
 static int decide_host_deps(struct fact_deps *d)
 {
-	int32_t *by_end;
+	int32_t *by_end, *last_op;
 	int64_t *v, nv = 0, cap;
 
 	if (d->nthreads < 2)
 		return 0;
 	by_end = order_by(&d->calls[0].end, sizeof(*d->calls), d->ncalls);
 	v = malloc((size_t)d->ncalls * sizeof(*v));
-	if (!by_end || !v) {
+	last_op = new_map(d->ncalls);
+	if (!by_end || !v || !last_op) {
 		free(by_end);
 		free(v);
+		free(last_op);
 		return CS_ERR_NOMEM;
+	}
+	for (int32_t i = 0; i < d->nops; i++) {
+		int32_t g = d->ops[i].call;
+
+		if (g >= 0 && (last_op[g] < 0 || d->ops[last_op[g]].end < d->ops[i].end))
+			last_op[g] = i;
 	}
 	for (int64_t g = 0; g < d->ncalls; g++) {
 		struct call *c = &d->calls[g];
@@ -658,6 +694,9 @@ static int decide_host_deps(struct fact_deps *d)
 		int64_t last = last_at_most(&d->calls[0].end, sizeof(*d->calls), by_end, d->ncalls,
 					    c->start);
 
+		/* after a wait that GPU work ended, the GPU woke the thread */
+		if (idle_from != CS_TS_UNKNOWN && d->calls[g - 1].wait_op >= 0)
+			continue;
 		for (int64_t p = last, back = 0; p >= 0 && back < DEP_LOOKBACK; p--, back++) {
 			const struct call *o = &d->calls[by_end[p]];
 
@@ -665,6 +704,15 @@ static int decide_host_deps(struct fact_deps *d)
 				break;
 			if (o->thread == c->thread)
 				continue;
+			if (o->host_func) {
+				int32_t op = host_func_op(d, last_op, by_end[p]);
+
+				if (op >= 0 && d->ops[op].end <= c->start) {
+					c->start_op = op;
+					c->start_lat = c->start - d->ops[op].end;
+					break;
+				}
+			}
 			c->host_dep = by_end[p];
 			c->host_lat = c->start - o->end;
 			v[nv++] = c->host_lat;
@@ -677,10 +725,11 @@ static int decide_host_deps(struct fact_deps *d)
 
 		if (c->host_dep >= 0 && c->host_lat > cap)
 			c->host_dep = -1;
-		d->stats.host_edges += c->host_dep >= 0;
+		d->stats.host_edges += c->host_dep >= 0 || c->start_op >= 0;
 	}
 	free(by_end);
 	free(v);
+	free(last_op);
 	return 0;
 }
 
@@ -965,14 +1014,25 @@ static int start_call(struct sim *m, int32_t g, int force)
 		else
 			return 0;
 		t = w + cut(c->host_lat, by);
+	} else if (c->start_op >= 0) {
+		int64_t w;
+
+		if (op_done(m, c->start_op))
+			w = m->oe[c->start_op];
+		else if (force)
+			w = d->ops[c->start_op].end;
+		else
+			return 0;
+		t = w + cut(c->start_lat, by);
 	}
 	if (first) {
 		if (t == CS_TS_UNKNOWN)
 			t = c->start;
 	} else {
 		/* woken by another thread: the host work after the wake at most */
-		own = m->ce[g - 1] +
-		      cut(c->host_dep >= 0 && c->host_lat < c->gap ? c->host_lat : c->gap, by);
+		int64_t woke = c->host_dep >= 0 ? c->host_lat : c->start_op >= 0 ? c->start_lat : -1;
+
+		own = m->ce[g - 1] + cut(woke >= 0 && woke < c->gap ? woke : c->gap, by);
 		if (t == CS_TS_UNKNOWN || own > t)
 			t = own;
 	}
