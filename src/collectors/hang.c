@@ -19,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collector.h"
+#include "vm_read.h"
 #include "cuscope/files.h"
 
 #define HANG_SLOTS 256
@@ -170,25 +170,25 @@ static int cmp_pending(const void *a, const void *b)
 }
 
 /* Copy the string at src (up to cap - 1 bytes) into buf without touching memory that may be gone:
- * reads through process_vm_readv on this process, a page at a time. "?" when none can be read. */
+ * reads a page at a time through cs_vm_read(). "?" when none can be read. */
 static void copy_name(uintptr_t src, char *buf, size_t cap)
 {
 	size_t got = 0;
 	long page = sysconf(_SC_PAGESIZE);
+	pid_t self = getpid();
 
 	if (page <= 0)
 		page = 4096;
 	while (src && got < cap - 1) {
 		size_t room = (size_t)page - (size_t)((src + got) % (uintptr_t)page), n = cap - 1 - got;
-		struct iovec local = {buf + got, n < room ? n : room};
-		struct iovec remote = {(void *)(src + got), local.iov_len};
-		ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 		void *nul;
 
-		if (r <= 0)
+		if (n > room)
+			n = room;
+		if (cs_vm_read(self, buf + got, src + got, n))
 			break;
-		nul = memchr(buf + got, '\0', (size_t)r);
-		got += (size_t)r;
+		nul = memchr(buf + got, '\0', n);
+		got += n;
 		if (nul) {
 			got = (size_t)((char *)nul - buf);
 			break;

@@ -34,11 +34,12 @@
 #include <unistd.h>
 
 #include "pyframes.h"
+#include "vm_read.h"
 
 #define MAX_STEPS	256	  /* frames visited per walk, skipped ones included */
 #define MAX_TABLE	(1 << 24) /* longest line table read, in bytes */
 #define MAX_STR		(1 << 20) /* longest string read, in code points */
-#define USER_ADDR_END	((uintptr_t)1 << 47)
+#define USER_ADDR_END	CS_USER_ADDR_END
 #define PY_OB_TYPE	8  /* offsetof(PyObject, ob_type), every supported version */
 #define PY_OB_SIZE	16 /* offsetof(PyVarObject, ob_size) */
 #define OWNER_GENERATOR 1  /* enum _frameowner, 3.11+ */
@@ -552,22 +553,11 @@ int cs_py_chain_key(uint64_t *key)
 
 #define MAX_BORROWED 128 /* frames returned by one borrowed walk */
 
-/* Copy n bytes at src of process pid into dst; unmapped memory fails with EFAULT instead of a
- * fault. 0 when all of them could be read. */
-static int vm_read(pid_t pid, void *dst, uintptr_t src, size_t n)
-{
-	struct iovec local = {dst, n}, remote = {(void *)src, n};
-
-	if (src < 4096 || src >= USER_ADDR_END || n > USER_ADDR_END - src)
-		return -1;
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
-}
-
 /* A read of this process's memory without the risk of a fault (main_pid is this process: checked
  * by the caller). */
 static int safe_read(void *dst, uintptr_t src, size_t n)
 {
-	return vm_read(main_pid, dst, src, n);
+	return cs_vm_read(main_pid, dst, src, n);
 }
 
 static int srd_ptr(uintptr_t base, uint32_t off, uintptr_t *v)
@@ -1140,7 +1130,7 @@ static int init_locked(void)
 	{
 		uint64_t probe = 0x7079667261, copy = 0;
 
-		safe_reads = !vm_read(getpid(), &copy, (uintptr_t)&probe, sizeof(probe)) &&
+		safe_reads = !cs_vm_read(getpid(), &copy, (uintptr_t)&probe, sizeof(probe)) &&
 			     copy == probe;
 	}
 	if (ptr_ok(ts) && rd_ptr(ts, L->ts_thread_id) == (uintptr_t)pthread_self() &&

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -436,9 +437,9 @@ static size_t fake_py_frames(uintptr_t ts, uint64_t thread, uint32_t tid, char *
 
 START_TEST(a_hang_makes_one_notice)
 {
-	char *dir = tu_tmpdir(), name[64], want[256], *path, *text;
+	char *dir = tu_tmpdir(), name[64], want[256], *path, *text, *pages;
 	uint64_t ms = 1000000, t = BASE;
-	size_t len;
+	size_t len, page;
 
 	snprintf(name, sizeof(name), "hang.%d", (int)getpid());
 	path = tu_path(dir, name);
@@ -457,6 +458,16 @@ START_TEST(a_hang_makes_one_notice)
 	/* a wait with nothing completing: one notice after 100 ms, not two */
 	cs_hang_launched(42, "_Z4spinPKi");
 	cs_hang_launched(44, NULL);
+	/* names read a page at a time: one across two pages, one that runs into a page that cannot
+	 * be read (what could be read of it is kept) */
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	pages = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(pages != MAP_FAILED);
+	memcpy(pages + page - 5, "_Z5crossEv", 11);
+	memcpy(pages + 2 * page - 6, "_Z3end", 6);
+	ck_assert_int_eq(mprotect(pages + 2 * page, page, PROT_NONE), 0);
+	cs_hang_launched(45, pages + page - 5);
+	cs_hang_launched(46, pages + 2 * page - 6);
 	cs_hang_enter(CS_HANG_WAIT, 1, 131, 43, t + 300 * ms);
 	ck_assert_int_eq(cs_hang_poll(t + 350 * ms), 0);
 	ck_assert_int_eq(cs_hang_poll(t + 401 * ms), 1);
@@ -464,13 +475,16 @@ START_TEST(a_hang_makes_one_notice)
 	text = tu_read_file(path, &len);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "gpu_done 1700000000060000000\n") &&
-			      strstr(text, "launched 44 40\n") &&
+			      strstr(text, "launched 46 40\n") &&
 			      strstr(text, " wait 1700000000300000000 43 ?\n"),
 		      "%s", text);
 	/* the launches after the last that completed, oldest first, with their kernels */
-	snprintf(want, sizeof(want), "pending 42 %u _Z4spinPKi\npending 44 %u ?\n", cs_tid(),
-		 cs_tid());
+	snprintf(want, sizeof(want),
+		 "pending 42 %u _Z4spinPKi\npending 44 %u ?\npending 45 %u _Z5crossEv\n"
+		 "pending 46 %u _Z3end\n",
+		 cs_tid(), cs_tid(), cs_tid(), cs_tid());
 	ck_assert_msg(strstr(text, want) && !strstr(text, "pending 40 "), "%s", text);
+	munmap(pages, 3 * page);
 	/* the waiting thread's Python frames follow its line, from the state it had at the wait */
 	snprintf(want, sizeof(want), " 43 ?\nframe %u 7 /x/state-4660.py\tf%llu\n", cs_tid(),
 		 (unsigned long long)(uint64_t)pthread_self());
