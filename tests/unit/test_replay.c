@@ -314,6 +314,39 @@ START_TEST(test_call_tails_taken_out)
 }
 END_TEST
 
+/* The recorder's time after a wait counts as a wait's (its stack is captured), whatever other
+ * records of the call end with it: a C loop whose synchronous copy of a scalar drains the GPU
+ * every iteration (c_memcpy_scalar, 29 steady iterations in the span, 3 us of host time after
+ * each copy before the next launch) replays faster when each call with a stack is followed by
+ * 10 us of recording (by what of that host time there is: about 3 us an iteration), and by far
+ * less when it is the other calls that are. */
+START_TEST(test_wait_tail_is_a_stack_tail)
+{
+	char *path = tu_source_file("tests/data/savings/c_memcpy_scalar.db");
+	int64_t plain = 0, stack = 0, other = 0, calls = 0;
+
+	if (!tu_file_exists(path)) {
+		free(path);
+		return;
+	}
+	replay_with_tails(path,
+			  "{\"%u\":{\"launch\":{\"calls\":1,\"ns\":0},"
+			  "\"stack\":{\"calls\":1,\"ns\":10000},\"other\":{\"calls\":1,\"ns\":0}}}",
+			  &plain, &stack, &calls);
+	replay_with_tails(path,
+			  "{\"%u\":{\"launch\":{\"calls\":1,\"ns\":0},"
+			  "\"stack\":{\"calls\":1,\"ns\":0},\"other\":{\"calls\":1,\"ns\":10000}}}",
+			  &plain, &other, &calls);
+	ck_assert_int_gt(plain, 0);
+	ck_assert_msg(plain - stack >= 25 * 2000 && plain - stack <= 34 * 10000,
+		      "%lld -> %lld: %lld less", (long long)plain, (long long)stack,
+		      (long long)(plain - stack));
+	ck_assert_msg(plain - other < (plain - stack) / 4, "%lld less after the other calls",
+		      (long long)(plain - other));
+	free(path);
+}
+END_TEST
+
 /* GPU time doubled: a GPU-bound run's steps get about twice as long (a fed queue), a host-bound
  * run's (the launch-starved loop) change little. */
 START_TEST(test_gpu_time_matters_where_gpu_bound)
@@ -466,6 +499,7 @@ int main(void)
 	tcase_add_test(tc, test_long_run_window);
 	tcase_add_test(tc, test_call_tails_taken_out);
 	tcase_add_test(tc, test_host_func_wait_on_woken_thread);
+	tcase_add_test(tc, test_wait_tail_is_a_stack_tail);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 23
+MIN_WITHIN = 24
 MAX_LOUD = 1
 
 

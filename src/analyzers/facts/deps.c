@@ -256,6 +256,12 @@ static int iv_tail(const cs_analysis *a, const struct iv *x)
 	}
 }
 
+/* Which of two tail kinds of a call's records tells the call's: 0 first. */
+static int tail_rank(int tail)
+{
+	return tail == 1 ? 0 : tail == 0 ? 1 : 2; /* a stack captured, a launch, the others */
+}
+
 static int32_t *new_map(int64_t n)
 {
 	size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(int32_t);
@@ -302,11 +308,15 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 			}
 			c->thread = nthreads - 1;
 		} else {
+			int tail = iv_tail(d->a, x);
+
 			c = &d->calls[g];
-			if (x->end >= c->end) {
+			if (x->end > c->end)
 				c->end = x->end;
-				c->tail = (uint8_t)iv_tail(d->a, x);
-			}
+			/* the records of one call (its API record, the wait or copy it made) tell
+			 * its kind: a wait or a copy before a launch before anything else */
+			if (tail_rank(tail) < tail_rank(c->tail))
+				c->tail = (uint8_t)tail;
 		}
 		c->may_wait |= (uint8_t)iv_may_wait(d->a, x);
 		c->launches |= x->what == W_KERNEL || x->what == W_COPY;
