@@ -18,9 +18,12 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
 /*
  * The fix of a finding about the waits of d as an edit of the run (docs/replay.md): no wait of a
  * steady step holds the host; with copies, neither does the call of the first copy each waited
- * for. 0 or CS_ERR_NOMEM.
+ * for, and a read that follows the step's previous read with no kernel launched between (the
+ * elements of one result read one by one) is not made at all, nor the host's work before it: the
+ * result is read once. 0 or CS_ERR_NOMEM.
  */
-int ru_edit_no_waits(cs_report_finding *f, const struct fact_waits *d, int copies);
+int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fact_waits *d,
+		     int copies);
 
 /*
  * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the

@@ -287,7 +287,7 @@ static int wait_finding(const cs_rule_ctx *ctx, const char *rule, const char *wh
 	ru_recur_evidence(e, &r, nsteps);
 	/* the fix as an edit of the run: no wait of the steady steps holds the host (the value is
 	 * read later, or the synchronize is gone; docs/replay.md) */
-	if (ru_edit_no_waits(*f, d, copies))
+	if (ru_edit_no_waits(*f, a, d, copies))
 		goto out;
 	rc = 0;
 out:

@@ -449,6 +449,61 @@ START_TEST(test_d2h_sync_memcpy)
 }
 END_TEST
 
+/*
+ * Per step, 4 kernels of 10 us then 50 reads of one result's elements (a synchronous 8-byte copy
+ * each, the host's loop work between them; the host sets the pace): mode 0 with no launch between
+ * the reads (`[int(x) for x in t]`), mode 1 with a small kernel before each read (a value
+ * computed for each). The report's saving of d2h-sync per steady step, in ns.
+ */
+static int64_t element_reads_saving(const char *file, int mode)
+{
+	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
+	cs_report rep = {0};
+	cs_error err = {0, ""};
+	cs_step_opts o = {"step", 2, 0, 0};
+	struct loaded l;
+	struct sim m;
+	int64_t saving = -1;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int k = 0; k < 4; k++)
+			sim_kernel(&m, 7, 10 * US);
+		for (int r = 0; r < 50; r++) {
+			if (mode == 1)
+				sim_kernel(&m, 7, 2 * US);
+			sim_d2h(&m, 7, 8, 0, CS_ID_NONE);
+			sim_host(&m, 20 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	load(&l, m.path, &o);
+	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
+	for (int32_t i = 0; i < rep.n; i++)
+		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
+			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
+	cs_report_free(&rep);
+	unload(&l);
+	free(m.path);
+	return saving;
+}
+
+/* Reads of a result's elements one by one become one read of it: the loop's host work goes with
+ * the reads after the first (50 x 20 us and more a step); reads each of a newly computed value
+ * keep their host work and lose their waits only. */
+START_TEST(test_d2h_element_reads_become_one)
+{
+	int64_t one = element_reads_saving("d2h_elements.db", 0);
+	int64_t each = element_reads_saving("d2h_elements_each.db", 1);
+
+	ck_assert_msg(one >= 49 * 20 * US, "saving %lld a step", (long long)one);
+	ck_assert_msg(each >= 0 && each < one / 2, "saving %lld a step, against %lld",
+		      (long long)each, (long long)one);
+}
+END_TEST
+
 START_TEST(test_d2h_only_at_end)
 {
 	struct sim m;
@@ -2815,6 +2870,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_sites_in_report);
 	tcase_add_test(ts, test_d2h_then_input_stall);
 	tcase_add_test(ts, test_d2h_sync_memcpy);
+	tcase_add_test(ts, test_d2h_element_reads_become_one);
 	tcase_add_test(ts, test_d2h_only_at_end);
 	tcase_add_test(ts, test_d2h_wait_without_idle);
 	tcase_add_test(ts, test_d2h_lagged_event_wait);

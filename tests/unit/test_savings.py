@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 24
+MIN_WITHIN = 25
 MAX_LOUD = 1
 
 
