@@ -490,6 +490,74 @@ static int64_t element_reads_saving(const char *file, int mode)
 	return saving;
 }
 
+/*
+ * Per step (host-bound: 10 us of host work between launches), 20 short kernels, then a boolean
+ * mask's indexing as PyTorch's nonzero() runs it: CUB's count, a 4-byte read of it and its wait,
+ * CUB's selection and the gather; then 10 more kernels. names 0: CUB's kernels by their names;
+ * 1: the same pattern under other names. The report's saving of d2h-sync per steady step, in ns.
+ */
+static int64_t nonzero_saving(const char *file, int names)
+{
+	static const char *const cub[] = {
+		"_ZN3cub6detail6reduce28DeviceReduceSingleTileKernelEv",
+		"_ZN3cub6detail4scan23DeviceCompactInitKernelEv",
+		"_ZN3cub6detail6select23DeviceSelectSweepKernelEv"};
+	static const char *const other[] = {"count_kernel", "init_kernel", "pick_kernel"};
+	const char *const *k = names ? other : cub;
+	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
+	cs_report rep = {0};
+	cs_error err = {0, ""};
+	cs_step_opts o = {"step", 2, 0, 0};
+	struct loaded l;
+	struct sim m;
+	int64_t saving = -1;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		for (int i = 0; i < 20; i++) {
+			sim_kernel(&m, 7, 3 * US);
+			sim_host(&m, 10 * US);
+		}
+		sim_kernel_named(&m, 7, name_id(&m, k[0]), 3 * US);
+		sim_host(&m, 10 * US);
+		sim_d2h(&m, 7, 4, 0, CS_ID_NONE);
+		sim_host(&m, 10 * US);
+		sim_kernel_named(&m, 7, name_id(&m, k[1]), 2 * US);
+		sim_host(&m, 10 * US);
+		sim_kernel_named(&m, 7, name_id(&m, k[2]), 3 * US);
+		sim_host(&m, 10 * US);
+		for (int i = 0; i < 10; i++) {
+			sim_kernel(&m, 7, 3 * US);
+			sim_host(&m, 10 * US);
+		}
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	load(&l, m.path, &o);
+	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
+	for (int32_t i = 0; i < rep.n; i++)
+		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
+			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
+	cs_report_free(&rep);
+	unload(&l);
+	free(m.path);
+	return saving;
+}
+
+/* A mask instead of nonzero() launches neither CUB's count nor its selection, and reads nothing:
+ * those three launches, the read and the host's time before each (4 x 10 us and more) go; the
+ * same pattern without CUB's kernels loses its wait only. */
+START_TEST(test_d2h_nonzero_read_goes)
+{
+	int64_t nz = nonzero_saving("d2h_nonzero.db", 0);
+	int64_t plain = nonzero_saving("d2h_nonzero_other.db", 1);
+
+	ck_assert_msg(plain >= 0 && nz >= plain + 4 * 10 * US, "saving %lld a step, %lld without CUB",
+		      (long long)nz, (long long)plain);
+}
+END_TEST
+
 /* Reads of a result's elements one by one become one read of it: the loop's host work goes with
  * the reads after the first (50 x 20 us and more a step); reads each of a newly computed value
  * keep their host work and lose their waits only. */
@@ -2871,6 +2939,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_then_input_stall);
 	tcase_add_test(ts, test_d2h_sync_memcpy);
 	tcase_add_test(ts, test_d2h_element_reads_become_one);
+	tcase_add_test(ts, test_d2h_nonzero_read_goes);
 	tcase_add_test(ts, test_d2h_only_at_end);
 	tcase_add_test(ts, test_d2h_wait_without_idle);
 	tcase_add_test(ts, test_d2h_lagged_event_wait);

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 25
+MIN_WITHIN = 26
 MAX_LOUD = 1
 
 
