@@ -27,6 +27,12 @@ int32_t cs_select_i32(int32_t *v, int64_t n, int64_t k);
  */
 int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t);
 /*
+ * The first of the n records of base (size bytes each, sorted by a uint64_t key, their first
+ * member, then by an int64_t time, their second: a thread and a start) whose key is key and time
+ * t or more, or whose key is greater; n when none. A binary search.
+ */
+int64_t cs_lower_bound_key_i64(const void *base, size_t size, int64_t n, uint64_t key, int64_t t);
+/*
  * The same answer, searched from *hint (the answer of a previous search, or any index; updated to
  * this one): a galloping search out from the hint, then a binary search in the stretch found, so
  * that queries in or near time order cost a few steps instead of log n reads spread over the

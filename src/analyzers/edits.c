@@ -34,16 +34,8 @@ static int64_t *launch_times(const cs_analysis *a, uint32_t pid, int64_t *n)
 /* Is a time of the n sorted times v in (t0, t1)? */
 static int any_between(const int64_t *v, int64_t n, int64_t t0, int64_t t1)
 {
-	int64_t lo = 0, hi = n;
+	int64_t lo = t0 < INT64_MAX ? cs_lower_bound_i64(v, sizeof(*v), n, t0 + 1) : n;
 
-	while (lo < hi) { /* the first after t0 */
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] <= t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && v[lo] < t1;
 }
 
@@ -68,7 +60,7 @@ static int element_read(const cs_analysis *a, const struct fact_wait *w, const s
 
 /* A kernel of a thread by its launch, for nonzero_edit(). */
 struct thread_kernel {
-	uint32_t tid;
+	uint64_t tid; /* first: cs_lower_bound_key_i64() */
 	int64_t launch;
 	int64_t kernel;
 };
@@ -76,7 +68,7 @@ struct thread_kernel {
 /* The kernels of process pid by thread and launch time; *n of them. NULL without memory. */
 static struct thread_kernel *thread_kernels(const cs_analysis *a, uint32_t pid, int64_t *n)
 {
-	static const cs_sort_key keys[] = {{offsetof(struct thread_kernel, tid), CS_KEY_U32},
+	static const cs_sort_key keys[] = {{offsetof(struct thread_kernel, tid), CS_KEY_U64},
 					   {offsetof(struct thread_kernel, launch), CS_KEY_I64}};
 	struct thread_kernel *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
 	int64_t k = 0;
@@ -96,17 +88,7 @@ static struct thread_kernel *thread_kernels(const cs_analysis *a, uint32_t pid, 
 /* Index of the first of the n kernels v of thread tid launched at or after t (n when none). */
 static int64_t kernel_at(const struct thread_kernel *v, int64_t n, uint32_t tid, int64_t t)
 {
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].launch < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_key_i64(v, sizeof(*v), n, tid, t);
 }
 
 static int kernel_named(const cs_analysis *a, const struct thread_kernel *v, int64_t n, int64_t i,

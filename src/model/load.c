@@ -409,7 +409,7 @@ static int host_func_wait(const cs_analysis *a, const struct thread_launch *v, i
 
 /* A call of a host thread (a launch, a wait, any recorded API call), for wake_threads(). */
 struct thread_call {
-	uint64_t thread; /* pid << 32 | tid */
+	uint64_t thread; /* pid << 32 | tid; first, then start: cs_lower_bound_key_i64() */
 	int64_t start, end;
 };
 
@@ -429,22 +429,6 @@ static int add_thread_call(struct thread_call **v, int64_t *n, int64_t *cap, uin
 	}
 	(*v)[(*n)++] = (struct thread_call){(uint64_t)pid << 32 | tid, start, end};
 	return 0;
-}
-
-/* Index of the first of the n sorted calls v of thread key that starts at or after t, or n. */
-static int64_t call_lower(const struct thread_call *v, int64_t n, uint64_t key, int64_t t)
-{
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].thread < key || (v[mid].thread == key && v[mid].start < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /*
@@ -525,7 +509,7 @@ static int wake_threads(const cs_analysis *a, cs_a_sync *add, const int64_t *cop
 			}
 		if (lo == nl || key == mine)
 			continue;
-		p = call_lower(calls, nc, key, w); /* its last call before w: p - 1 */
+		p = cs_lower_bound_key_i64(calls, sizeof(*calls), nc, key, w); /* its last call before w: p - 1 */
 		if (p == 0 || calls[p - 1].thread != key || calls[p - 1].end >= copy_end[j])
 			continue;
 		y->tid = (uint32_t)key;

@@ -249,6 +249,23 @@ int64_t cs_lower_bound_i64(const void *base, size_t size, int64_t n, int64_t t)
 	return lo;
 }
 
+int64_t cs_lower_bound_key_i64(const void *base, size_t size, int64_t n, uint64_t key, int64_t t)
+{
+	int64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		const char *r = (const char *)base + (size_t)mid * size;
+		uint64_t k = *(const uint64_t *)(const void *)r;
+
+		if (k < key || (k == key && *(const int64_t *)(const void *)(r + 8) < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 #define KEY_AT(i) (*(const int64_t *)(const void *)((const char *)base + (size_t)(i) * size))
 
 int64_t cs_lower_bound_near_i64(const void *base, size_t size, int64_t n, int64_t t, int64_t *hint)

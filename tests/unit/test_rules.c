@@ -449,6 +449,28 @@ START_TEST(test_d2h_sync_memcpy)
 }
 END_TEST
 
+/* The report's saving of d2h-sync per steady step of the finished synthetic trace m, in ns (-1:
+ * no finding). */
+static int64_t d2h_saving_per_step(struct sim *m)
+{
+	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
+	cs_report rep = {0};
+	cs_error err = {0, ""};
+	cs_step_opts o = {"step", 2, 0, 0};
+	struct loaded l;
+	int64_t saving = -1;
+
+	load(&l, m->path, &o);
+	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
+	for (int32_t i = 0; i < rep.n; i++)
+		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
+			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
+	cs_report_free(&rep);
+	unload(&l);
+	free(m->path);
+	return saving;
+}
+
 /*
  * Per step, 4 kernels of 10 us then 50 reads of one result's elements (a synchronous 8-byte copy
  * each, the host's loop work between them; the host sets the pace): mode 0 with no launch between
@@ -457,13 +479,7 @@ END_TEST
  */
 static int64_t element_reads_saving(const char *file, int mode)
 {
-	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
-	cs_report rep = {0};
-	cs_error err = {0, ""};
-	cs_step_opts o = {"step", 2, 0, 0};
-	struct loaded l;
 	struct sim m;
-	int64_t saving = -1;
 
 	sim_open(&m, file);
 	for (int s = 0; s < STEPS; s++) {
@@ -479,15 +495,7 @@ static int64_t element_reads_saving(const char *file, int mode)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	load(&l, m.path, &o);
-	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
-	for (int32_t i = 0; i < rep.n; i++)
-		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
-			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
-	cs_report_free(&rep);
-	unload(&l);
-	free(m.path);
-	return saving;
+	return d2h_saving_per_step(&m);
 }
 
 /*
@@ -504,13 +512,7 @@ static int64_t nonzero_saving(const char *file, int names)
 		"_ZN3cub6detail6select23DeviceSelectSweepKernelEv"};
 	static const char *const other[] = {"count_kernel", "init_kernel", "pick_kernel"};
 	const char *const *k = names ? other : cub;
-	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
-	cs_report rep = {0};
-	cs_error err = {0, ""};
-	cs_step_opts o = {"step", 2, 0, 0};
-	struct loaded l;
 	struct sim m;
-	int64_t saving = -1;
 
 	sim_open(&m, file);
 	for (int s = 0; s < STEPS; s++) {
@@ -534,15 +536,7 @@ static int64_t nonzero_saving(const char *file, int names)
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	load(&l, m.path, &o);
-	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
-	for (int32_t i = 0; i < rep.n; i++)
-		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
-			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
-	cs_report_free(&rep);
-	unload(&l);
-	free(m.path);
-	return saving;
+	return d2h_saving_per_step(&m);
 }
 
 /* A mask instead of nonzero() launches neither CUB's count nor its selection, and reads nothing:
