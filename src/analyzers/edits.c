@@ -1,9 +1,7 @@
 /* edits.c - fixes of findings as edits of the run that several rules make alike (edits.h). */
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuscope/sort.h"
 #include "edits.h"
 
 uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n)
@@ -16,90 +14,59 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n)
 	return in;
 }
 
-/* The launch times of the kernels of process pid, sorted; *n of them. NULL without memory (or
- * with none: *n 0). */
-static int64_t *launch_times(const cs_analysis *a, uint32_t pid, int64_t *n)
+/* Index of the first of the n ops (fact_launch_ops(): by step, thread, launch time) of thread tid
+ * in step launched at or after t; n when none. */
+static int64_t op_at(const struct fact_launch_op *ops, int64_t n, int32_t step, uint32_t tid,
+		     int64_t t)
 {
-	int64_t *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v)), k = 0;
+	int64_t lo = 0, hi = n;
 
-	for (int64_t i = 0; v && i < a->nkernels; i++)
-		if (a->kernels[i].pid == pid)
-			v[k++] = cs_launch_time(a->kernels[i].launch_start, a->kernels[i].start);
-	if (v)
-		cs_sort_i64(v, (size_t)k);
-	*n = k;
-	return v;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		const struct fact_launch_op *o = &ops[mid];
+
+		if (o->step < step || (o->step == step && (o->tid < tid ||
+							   (o->tid == tid && o->launch < t))))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
-/* Is a time of the n sorted times v in (t0, t1)? */
-static int any_between(const int64_t *v, int64_t n, int64_t t0, int64_t t1)
+/* Is ops[i] a kernel of thread tid in step whose name holds part? */
+static int op_named(const cs_analysis *a, const struct fact_launch_op *ops, int64_t n, int64_t i,
+		    int32_t step, uint32_t tid, const char *part)
 {
-	int64_t lo = t0 < INT64_MAX ? cs_lower_bound_i64(v, sizeof(*v), n, t0 + 1) : n;
+	const char *name;
 
-	return lo < n && v[lo] < t1;
+	if (i < 0 || i >= n || ops[i].step != step || ops[i].tid != tid || !ops[i].is_kernel)
+		return 0;
+	name = cs_analysis_string(a, a->kernels[ops[i].index].name_id);
+	return name && strstr(name, part) != NULL;
 }
 
 /*
  * Is the wait w (with a copy) a read that follows the previous wait p of its step and thread with
- * no kernel launched between: the host reading the elements of a result one by one (`[int(x) for x
- * in t]`)?
+ * nothing launched between by that thread: the host reading the elements of a result one by one
+ * (`[int(x) for x in t]`)?
  */
 static int element_read(const cs_analysis *a, const struct fact_wait *w, const struct fact_wait *p,
-			const int64_t *launches, int64_t nl)
+			const struct fact_launch_op *ops, int64_t n)
 {
 	const cs_a_sync *y = &a->syncs[w->sync], *q = &a->syncs[p->sync];
 	const cs_a_copy *c;
+	int64_t next;
 
 	if (w->first_copy < 0 || p->step != w->step || q->tid != y->tid ||
 	    q->end == CS_TS_UNKNOWN)
 		return 0;
 	c = &a->copies[w->first_copy];
-	return c->launch_start != CS_TS_UNKNOWN && c->launch_start >= q->end &&
-	       !any_between(launches, nl, q->end, c->launch_start);
-}
-
-/* A kernel of a thread by its launch, for nonzero_edit(). */
-struct thread_kernel {
-	uint64_t tid; /* first: cs_lower_bound_key_i64() */
-	int64_t launch;
-	int64_t kernel;
-};
-
-/* The kernels of process pid by thread and launch time; *n of them. NULL without memory. */
-static struct thread_kernel *thread_kernels(const cs_analysis *a, uint32_t pid, int64_t *n)
-{
-	static const cs_sort_key keys[] = {{offsetof(struct thread_kernel, tid), CS_KEY_U64},
-					   {offsetof(struct thread_kernel, launch), CS_KEY_I64}};
-	struct thread_kernel *v = malloc((size_t)(a->nkernels > 0 ? a->nkernels : 1) * sizeof(*v));
-	int64_t k = 0;
-
-	for (int64_t i = 0; v && i < a->nkernels; i++) {
-		const cs_a_kernel *x = &a->kernels[i];
-
-		if (x->pid == pid && x->launch_start != CS_TS_UNKNOWN)
-			v[k++] = (struct thread_kernel){x->launch_tid, x->launch_start, i};
-	}
-	if (v)
-		cs_sort_records(v, (size_t)k, sizeof(*v), keys, 2);
-	*n = k;
-	return v;
-}
-
-/* Index of the first of the n kernels v of thread tid launched at or after t (n when none). */
-static int64_t kernel_at(const struct thread_kernel *v, int64_t n, uint32_t tid, int64_t t)
-{
-	return cs_lower_bound_key_i64(v, sizeof(*v), n, tid, t);
-}
-
-static int kernel_named(const cs_analysis *a, const struct thread_kernel *v, int64_t n, int64_t i,
-			uint32_t tid, const char *part)
-{
-	const char *name;
-
-	if (i < 0 || i >= n || v[i].tid != tid)
+	if (c->launch_start == CS_TS_UNKNOWN || c->launch_start < q->end)
 		return 0;
-	name = cs_analysis_string(a, a->kernels[v[i].kernel].name_id);
-	return name && strstr(name, part) != NULL;
+	next = op_at(ops, n, w->step, c->launch_tid, q->end);
+	return next >= n || ops[next].step != w->step || ops[next].tid != c->launch_tid ||
+	       ops[next].launch >= c->launch_start;
 }
 
 /*
@@ -111,29 +78,31 @@ static int kernel_named(const cs_analysis *a, const struct thread_kernel *v, int
  * read, 1 when the edit was added, CS_ERR_NOMEM.
  */
 static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct fact_wait *w,
-			const struct thread_kernel *v, int64_t n)
+			const struct fact_launch_op *ops, int64_t n)
 {
 	const cs_a_copy *c = w->first_copy >= 0 ? &a->copies[w->first_copy] : NULL;
 	const cs_a_sync *y = &a->syncs[w->sync];
 	int64_t before, after, first;
+	uint32_t tid;
 
 	if (!c || c->launch_start == CS_TS_UNKNOWN || y->end == CS_TS_UNKNOWN ||
 	    y->end < c->launch_start)
 		return 0;
-	before = kernel_at(v, n, c->launch_tid, c->launch_start) - 1;
-	after = kernel_at(v, n, c->launch_tid, y->end);
-	if (!kernel_named(a, v, n, before, c->launch_tid, "DeviceReduce") ||
-	    !kernel_named(a, v, n, after, c->launch_tid, "DeviceCompactInitKernel") ||
-	    !kernel_named(a, v, n, after + 1, c->launch_tid, "DeviceSelectSweepKernel"))
+	tid = c->launch_tid;
+	before = op_at(ops, n, w->step, tid, c->launch_start) - 1;
+	after = op_at(ops, n, w->step, tid, y->end);
+	if (!op_named(a, ops, n, before, w->step, tid, "DeviceReduce") ||
+	    !op_named(a, ops, n, after, w->step, tid, "DeviceCompactInitKernel") ||
+	    !op_named(a, ops, n, after + 1, w->step, tid, "DeviceSelectSweepKernel"))
 		return 0;
-	for (first = before; kernel_named(a, v, n, first - 1, c->launch_tid, "DeviceReduce");)
+	for (first = before; op_named(a, ops, n, first - 1, w->step, tid, "DeviceReduce");)
 		first--;
 	for (int64_t i = first; i <= after + 1; i++) {
 		if (i > before && i < after)
 			continue;
-		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, v[i].kernel, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, v[i].kernel, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, v[i].kernel, INT64_MAX))
+		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[i].index, 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index, INT64_MAX))
 			return CS_ERR_NOMEM;
 	}
 	return 1;
@@ -156,27 +125,19 @@ static int edit_no_read(cs_report_finding *f, const struct fact_wait *w)
 }
 
 int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fact_waits *d,
-		     int copies)
+		     int copies, const struct fact_launch_op *ops, int64_t nops)
 {
-	int64_t *launches = NULL, nl = 0, nk = 0;
-	struct thread_kernel *kernels = NULL;
 	int rc = CS_ERR_NOMEM, nz;
 
-	if (copies && d->n > 0) {
-		uint32_t pid = a->syncs[d->v[0].sync].pid;
-
-		launches = launch_times(a, pid, &nl);
-		kernels = thread_kernels(a, pid, &nk);
-		if (!launches || !kernels)
-			goto out;
-	}
+	if (!ops)
+		nops = 0;
 	for (int64_t i = 0; i < d->n; i++) {
 		const struct fact_wait *w = &d->v[i];
 
 		if (w->step < 0)
 			continue;
 		if (copies && w->first_copy >= 0) {
-			nz = nonzero_edit(f, a, w, kernels, nk);
+			nz = nonzero_edit(f, a, w, ops, nops);
 			if (nz < 0 || (nz > 0 && edit_no_read(f, w)))
 				goto out;
 			if (nz > 0)
@@ -184,7 +145,7 @@ int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fa
 		}
 		/* the reads of a result's elements one by one become one read of it: the later ones
 		 * are not made, nor the host's work between them */
-		if (copies && i > 0 && element_read(a, w, &d->v[i - 1], launches, nl)) {
+		if (copies && i > 0 && element_read(a, w, &d->v[i - 1], ops, nops)) {
 			if (edit_no_read(f, w))
 				goto out;
 			continue;
@@ -197,8 +158,6 @@ int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fa
 	}
 	rc = 0;
 out:
-	free(launches);
-	free(kernels);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cuscope/analyze.h"
 #include "d2h_waits.h"
+#include "launch_ops.h"
 
 /* The steps steps[0..n) of s as a mask: s->n + 1 bytes, 1 at each of them (steps out of range left
  * out); malloc'd, NULL without memory. */
@@ -20,10 +21,12 @@ uint8_t *ru_steps_mask(const cs_steps *s, const int32_t *steps, int32_t n);
  * steady step holds the host; with copies, neither does the call of the first copy each waited
  * for, and a read that follows the step's previous read with no kernel launched between (the
  * elements of one result read one by one) is not made at all, nor the host's work before it: the
- * result is read once. 0 or CS_ERR_NOMEM.
+ * result is read once; nor is a read that sizes nonzero() with CUB's count and selection. ops:
+ * the launch order of the steady steps (fact_launch_ops(), NULL: none known). 0 or
+ * CS_ERR_NOMEM.
  */
 int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fact_waits *d,
-		     int copies);
+		     int copies, const struct fact_launch_op *ops, int64_t nops);
 
 /*
  * The fix of a rule about slow kernels as an edit of the run (docs/replay.md): each kernel of the

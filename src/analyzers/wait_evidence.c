@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cache.h"
 #include "cuscope/checked.h"
 #include "edits.h"
 #include "finding_kit.h"
@@ -237,7 +238,7 @@ static void wait_span(cs_report_finding *f, const cs_analysis *a, const struct f
  * *f (NULL when there is none). idle and tmp: s->n + 1 values each, as ru_recur_arrays() makes
  * them. 0 or CS_ERR_NOMEM.
  */
-static int wait_finding(const cs_rule_ctx *ctx, const char *rule, const char *what, const char *fix,
+static int wait_finding(cs_rule_ctx *ctx, const char *rule, const char *what, const char *fix,
 			const struct fact_waits *d, int copies, int skip_ends,
 			const struct wait_sum *sum, int64_t *idle, int64_t *tmp,
 			cs_report_finding **f)
@@ -287,8 +288,19 @@ static int wait_finding(const cs_rule_ctx *ctx, const char *rule, const char *wh
 	ru_recur_evidence(e, &r, nsteps);
 	/* the fix as an edit of the run: no wait of the steady steps holds the host (the value is
 	 * read later, or the synchronize is gone; docs/replay.md) */
-	if (ru_edit_no_waits(*f, a, d, copies))
+	if (copies) {
+		struct cs_rule_cache own = {0};
+		const struct fact_launch_op *ops = NULL;
+		int64_t nops = 0;
+		int bad = ru_cached_launch_ops(ctx, &own, &ops, &nops) ||
+			  ru_edit_no_waits(*f, a, d, copies, ops, nops);
+
+		ru_cache_free(&own);
+		if (bad)
+			goto out;
+	} else if (ru_edit_no_waits(*f, a, d, copies, NULL, 0)) {
 		goto out;
+	}
 	rc = 0;
 out:
 	if (rc < 0) {
