@@ -102,7 +102,8 @@ static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct
 			continue;
 		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[i].index, 0) ||
 		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index, INT64_MAX))
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index,
+				INT64_MAX))
 			return CS_ERR_NOMEM;
 	}
 	return 1;

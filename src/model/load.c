@@ -509,7 +509,8 @@ static int wake_threads(const cs_analysis *a, cs_a_sync *add, const int64_t *cop
 			}
 		if (lo == nl || key == mine)
 			continue;
-		p = cs_lower_bound_key_i64(calls, sizeof(*calls), nc, key, w); /* its last call before w: p - 1 */
+		/* its last call before w: p - 1 */
+		p = cs_lower_bound_key_i64(calls, sizeof(*calls), nc, key, w);
 		if (p == 0 || calls[p - 1].thread != key || calls[p - 1].end >= copy_end[j])
 			continue;
 		y->tid = (uint32_t)key;
@@ -596,7 +597,8 @@ static int add_host_func_waits(cs_analysis *a)
 	for (int64_t i = 0; i < a->napis; i++) {
 		const cs_a_api *h = &a->apis[i];
 
-		if (h->start != CS_TS_UNKNOWN && cs_api_is_host_func(cs_analysis_string(a, h->name_id)) &&
+		if (h->start != CS_TS_UNKNOWN &&
+		    cs_api_is_host_func(cs_analysis_string(a, h->name_id)) &&
 		    host_func_wait(a, v, n, h, &add[nadd], &copy_end[nadd]))
 			nadd++;
 	}

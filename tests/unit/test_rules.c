@@ -547,8 +547,8 @@ START_TEST(test_d2h_nonzero_read_goes)
 	int64_t nz = nonzero_saving("d2h_nonzero.db", 0);
 	int64_t plain = nonzero_saving("d2h_nonzero_other.db", 1);
 
-	ck_assert_msg(plain >= 0 && nz >= plain + 4 * 10 * US, "saving %lld a step, %lld without CUB",
-		      (long long)nz, (long long)plain);
+	ck_assert_msg(plain >= 0 && nz >= plain + 4 * 10 * US,
+		      "saving %lld a step, %lld without CUB", (long long)nz, (long long)plain);
 }
 END_TEST
 

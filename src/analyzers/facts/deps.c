@@ -66,8 +66,8 @@ struct call {
 	int32_t thread;
 	int32_t wait_op;  /* GPU work it waited for, -1 */
 	int32_t host_dep; /* the call of another thread whose end woke this one, -1 */
-	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1 */
-	int64_t start_lat; /* start - start_op's end */
+	int32_t start_op; /* GPU work whose end woke it through another thread's host function */
+	int64_t start_lat; /* start - start_op's end (start_op -1: none) */
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
 	uint8_t launches; /* it holds a launch call */
@@ -320,8 +320,9 @@ static int build_calls(struct fact_deps *d, const struct iv *v, int64_t n)
 		}
 		c->may_wait |= (uint8_t)iv_may_wait(d->a, x);
 		c->launches |= x->what == W_KERNEL || x->what == W_COPY;
-		c->host_func |= x->what == W_API &&
-				cs_api_is_host_func(cs_analysis_string(d->a, d->a->apis[x->index].name_id));
+		if (x->what == W_API)
+			c->host_func |= (uint8_t)cs_api_is_host_func(
+				cs_analysis_string(d->a, d->a->apis[x->index].name_id));
 		switch (x->what) {
 		case W_KERNEL:
 			d->kernel_call[x->index] = (int32_t)g;
@@ -1040,7 +1041,10 @@ static int start_call(struct sim *m, int32_t g, int force)
 			t = c->start;
 	} else {
 		/* woken by another thread: the host work after the wake at most */
-		int64_t woke = c->host_dep >= 0 ? c->host_lat : c->start_op >= 0 ? c->start_lat : -1;
+		int64_t woke = c->start_op >= 0 ? c->start_lat : -1;
+
+		if (c->host_dep >= 0)
+			woke = c->host_lat;
 
 		own = m->ce[g - 1] + cut(woke >= 0 && woke < c->gap ? woke : c->gap, by);
 		if (t == CS_TS_UNKNOWN || own > t)
