@@ -30,7 +30,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "pyframes.h"
@@ -39,7 +38,6 @@
 #define MAX_STEPS	256	  /* frames visited per walk, skipped ones included */
 #define MAX_TABLE	(1 << 24) /* longest line table read, in bytes */
 #define MAX_STR		(1 << 20) /* longest string read, in code points */
-#define USER_ADDR_END	CS_USER_ADDR_END
 #define PY_OB_TYPE	8  /* offsetof(PyObject, ob_type), every supported version */
 #define PY_OB_SIZE	16 /* offsetof(PyVarObject, ob_size) */
 #define OWNER_GENERATOR 1  /* enum _frameowner, 3.11+ */
@@ -201,7 +199,7 @@ static pid_t main_pid;
 
 static inline int ptr_ok(uintptr_t p)
 {
-	return p >= 4096 && p < USER_ADDR_END && !(p & 7);
+	return p >= 4096 && p < CS_USER_ADDR_END && !(p & 7);
 }
 
 /* Loads of any type from memory the interpreter wrote: aliasing-safe, and plain loads (no library
@@ -912,7 +910,7 @@ static int copy_str(const struct py_layout *L, uintptr_t s, char *buf, size_t ca
 		if (safe ? srd_ptr(s, L->str_compact_size, &data)
 			 : ((data = rd_ptr(s, L->str_compact_size)), 0))
 			return -1;
-		if (data < 4096 || data >= USER_ADDR_END || (data & (kind - 1)))
+		if (data < 4096 || data >= CS_USER_ADDR_END || (data & (kind - 1)))
 			return -1;
 	}
 	p = (const uint8_t *)data;

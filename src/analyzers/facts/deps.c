@@ -62,12 +62,11 @@ struct call {
 	int64_t gap;	    /* host time since the thread's previous call ended (>= 0) */
 	int64_t base;	    /* its duration when it does not wait */
 	int64_t wait_lat;   /* end - wait_op's end */
-	int64_t host_lat;   /* start - host_dep's end */
+	int64_t wake_lat;   /* start - the end of host_dep or start_op, whichever is set */
 	int32_t thread;
 	int32_t wait_op;  /* GPU work it waited for, -1 */
 	int32_t host_dep; /* the call of another thread whose end woke this one, -1 */
-	int32_t start_op; /* GPU work whose end woke it through another thread's host function */
-	int64_t start_lat; /* start - start_op's end (start_op -1: none) */
+	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1 */
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
 	uint8_t launches; /* it holds a launch call */
@@ -720,13 +719,13 @@ static int decide_host_deps(struct fact_deps *d)
 
 				if (op >= 0 && d->ops[op].end <= c->start) {
 					c->start_op = op;
-					c->start_lat = c->start - d->ops[op].end;
+					c->wake_lat = c->start - d->ops[op].end;
 					break;
 				}
 			}
 			c->host_dep = by_end[p];
-			c->host_lat = c->start - o->end;
-			v[nv++] = c->host_lat;
+			c->wake_lat = c->start - o->end;
+			v[nv++] = c->wake_lat;
 			break;
 		}
 	}
@@ -734,7 +733,7 @@ static int decide_host_deps(struct fact_deps *d)
 	for (int64_t g = 0; g < d->ncalls; g++) {
 		struct call *c = &d->calls[g];
 
-		if (c->host_dep >= 0 && c->host_lat > cap)
+		if (c->host_dep >= 0 && c->wake_lat > cap)
 			c->host_dep = -1;
 		d->stats.host_edges += c->host_dep >= 0 || c->start_op >= 0;
 	}
@@ -1013,40 +1012,26 @@ static int start_call(struct sim *m, int32_t g, int force)
 	const struct fact_deps *d = m->d;
 	const struct call *c = &d->calls[g];
 	int64_t by = m->ov->gap_cut ? m->ov->gap_cut[g] : 0, t = CS_TS_UNKNOWN, own;
-	int first = g == d->thread_first[c->thread];
+	int first = g == d->thread_first[c->thread], woken = c->host_dep >= 0 || c->start_op >= 0;
 
-	if (c->host_dep >= 0) {
+	if (woken) {
+		int done = c->host_dep >= 0 ? call_done(m, c->host_dep) : op_done(m, c->start_op);
 		int64_t w;
 
-		if (call_done(m, c->host_dep))
-			w = m->ce[c->host_dep];
-		else if (force)
-			w = d->calls[c->host_dep].end;
-		else
+		if (!done && !force)
 			return 0;
-		t = w + cut(c->host_lat, by);
-	} else if (c->start_op >= 0) {
-		int64_t w;
-
-		if (op_done(m, c->start_op))
-			w = m->oe[c->start_op];
-		else if (force)
-			w = d->ops[c->start_op].end;
+		if (c->host_dep >= 0)
+			w = done ? m->ce[c->host_dep] : d->calls[c->host_dep].end;
 		else
-			return 0;
-		t = w + cut(c->start_lat, by);
+			w = done ? m->oe[c->start_op] : d->ops[c->start_op].end;
+		t = w + cut(c->wake_lat, by);
 	}
 	if (first) {
 		if (t == CS_TS_UNKNOWN)
 			t = c->start;
 	} else {
 		/* woken by another thread: the host work after the wake at most */
-		int64_t woke = c->start_op >= 0 ? c->start_lat : -1;
-
-		if (c->host_dep >= 0)
-			woke = c->host_lat;
-
-		own = m->ce[g - 1] + cut(woke >= 0 && woke < c->gap ? woke : c->gap, by);
+		own = m->ce[g - 1] + cut(woken && c->wake_lat < c->gap ? c->wake_lat : c->gap, by);
 		if (t == CS_TS_UNKNOWN || own > t)
 			t = own;
 	}
