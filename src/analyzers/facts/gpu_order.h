@@ -78,6 +78,25 @@ static inline int64_t fact_gpu_launched(const struct fact_gpu_work *w)
 }
 
 /*
+ * The process's launch lag: how long after its launch call returned a kernel starts on a GPU that
+ * had nothing to run (the median over the kernels launched so, CUDA graphs' left out, in 10 ns
+ * bins up to 50 us), 0 when fewer than FACT_LAG_MIN were or the median is not positive. Work whose
+ * call returned less than this before the GPU ran out could not have started sooner: the GPU's
+ * gap before it is the host's, though the call ended first. Allocates nothing.
+ */
+#define FACT_LAG_MIN 20
+int64_t fact_gpu_launch_lag(const cs_analysis *a, uint32_t pid);
+
+/* Was w queued ahead: launched (fact_gpu_launched()) at least lag before reach, the end of the
+ * GPU work so far, so that a gap before it is the GPU's own? */
+static inline int fact_gpu_queued(const struct fact_gpu_work *w, int64_t lag, int64_t reach)
+{
+	int64_t launched = fact_gpu_launched(w);
+
+	return launched == CS_TS_UNKNOWN || reach == CS_TS_UNKNOWN || launched + lag <= reach;
+}
+
+/*
  * The kernels of the process of s launched in its steady steps (by launch time, cs_launch_time()),
  * in the order of a->kernels: fact_steady_kernels_init() starts the walk over a with the steps s,
  * fact_steady_kernel_next() gives the next kernel.

@@ -278,6 +278,7 @@ static int count_launches(const cs_analysis *a, const cs_steps *s, struct fact_i
 
 struct gap_ctx {
 	struct ivs *waits, *pages, *allocs;
+	int64_t lag; /* fact_gpu_launch_lag() */
 	struct calls calls;
 	struct cs_i64s cut;
 };
@@ -431,7 +432,7 @@ static int scan_gaps(const cs_analysis *a, const cs_steps *s, struct gap_ctx *gc
 		cs_sat_accum(&acc[st].work_ns, w.end - w.start);
 		/* a gap the host caused: the work was launched only after the GPU ran out */
 		if (prev == CS_TS_UNKNOWN || w.start <= prev || launched == CS_TS_UNKNOWN ||
-		    launched <= prev)
+		    fact_gpu_queued(&w, gc->lag, prev))
 			continue;
 		gap = w.start - prev;
 		while (p < wto->n && wto->v[p] < prev)
@@ -511,6 +512,7 @@ int fact_idle_scan_prepare(const cs_analysis *a, const cs_steps *s, const struct
 	in->gc.waits = &in->waits;
 	in->gc.pages = &in->pages;
 	in->gc.allocs = &in->allocs;
+	in->gc.lag = fact_gpu_launch_lag(a, s->pid);
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
 	if (!sc->acc || host_intervals(a, s->pid, &in->waits, &in->pages, &in->allocs) ||
 	    d2h_windows(d, &in->wfrom, &in->wto) || launch_calls(lc, &in->gc.calls) ||
