@@ -88,7 +88,7 @@ static int64_t next_host_wait(const cs_analysis *a, uint32_t pid, int64_t t, int
  * window (window_end) ends where that much is counted, so that the gaps after it stay
  * launch-starvation's (a host-bound program starves the GPU without the read too).
  */
-static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t lead,
+static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t lead, int64_t lag,
 		   struct fact_wait *d)
 {
 	struct fact_gpu_work w;
@@ -101,8 +101,8 @@ static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t
 
 		if (cs_launch_time(w.launch_start, w.start) >= stop)
 			break;
-		if (launched == CS_TS_UNKNOWN || launched <= reach)
-			break; /* launched while the GPU was busy: the host is ahead again */
+		if (launched == CS_TS_UNKNOWN || fact_gpu_queued(&w, lag, reach))
+			break; /* queued while the GPU was busy: the host is ahead again */
 		if (w.start > reach) {
 			gaps++;
 			if (sum + (w.start - reach) >= lead) {
@@ -131,12 +131,13 @@ int fact_gpu_floor(const cs_analysis *a, uint32_t pid, struct fact_floor *out)
 	int64_t reach = CS_TS_UNKNOWN;
 
 	out->ns = out->pairs = 0;
+	out->lag = fact_gpu_launch_lag(a, pid);
 	fact_gpu_iter_init(&it, a, pid);
 	while (fact_gpu_next(&it, &w)) {
 		int64_t launched = fact_gpu_launched(&w);
 
 		if (reach != CS_TS_UNKNOWN && launched != CS_TS_UNKNOWN && launched < reach &&
-		    w.start >= reach) {
+		    fact_gpu_queued(&w, out->lag, reach) && w.start >= reach) {
 			if (cs_grow((void **)&gaps, &cap, (size_t)n + 1, sizeof(*gaps))) {
 				free(gaps);
 				return CS_ERR_NOMEM;
@@ -243,7 +244,8 @@ static int idle_pass(const cs_analysis *a, const cs_steps *s, const struct fact_
 			stop = next_host_wait(a, pid, wait_end(y), &sync_hint);
 			if (s->v[d->step].end < stop)
 				stop = s->v[d->step].end;
-			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start, d);
+			refill(it, w.end > from ? w.end : from, stop, wait_end(y) - y->start,
+			       floor->lag, d);
 			d->cost = cs_sat_add(fact_wait_idle(d), d->refill_ns);
 			/* an explicit synchronize gives the host nothing it needs: without it the
 			 * host would have gone on at once, its next launch that much earlier and no

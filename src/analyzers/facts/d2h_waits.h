@@ -47,6 +47,7 @@ struct fact_waits {
  */
 struct fact_floor {
 	int64_t ns, pairs;
+	int64_t lag; /* fact_gpu_launch_lag() of pid */
 };
 int fact_gpu_floor(const cs_analysis *a, uint32_t pid, struct fact_floor *out);
 
