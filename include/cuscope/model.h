@@ -131,6 +131,9 @@ typedef struct cs_analysis {
 	int64_t kernel_longest, copy_longest, sync_longest;
 	struct cs_analysis_index *index; /* internal lookup tables of load.c */
 	cs_load_window window;		 /* what was loaded: the whole trace, or a window of it */
+	/* Where the rules look for the program's source files when they are not at their recorded
+	 * paths (report --source-dir); NULL: the current directory. Set by the caller. */
+	const char *source_dir;
 } cs_analysis;
 
 /* Load everything the analyzers need from an open trace (one pass per table). */

@@ -4,7 +4,7 @@
     python3 samples/savings/score.py [--measured samples/savings/measured.json] [--traces tests/data/savings]
                                      [--cuscope PATH] [--json]
 
-For each pair of measured.json, runs `cuscope report --format json TRACES/<name>.db` (cuscope from --cuscope,
+For each pair of measured.json, runs `cuscope report --format json --source-dir ROOT TRACES/<name>.db` (cuscope from --cuscope,
 else $CUSCOPE, else build/cuscope) and prints a markdown table:
 
   - measured: the median saving of the ab rounds, % of the bad step time;
@@ -36,8 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 def report(cuscope, db):
     """The JSON report of db, or None (with the reason) when it cannot be made."""
     try:
-        p = subprocess.run([cuscope, "report", "--format", "json", db], capture_output=True, text=True,
-                           timeout=300)
+        # the pairs' sources are in this checkout, where the traces were recorded in another
+        p = subprocess.run([cuscope, "report", "--format", "json", "--source-dir", ROOT, db],
+                           capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
     if p.returncode not in (0, 1):  # --fail-on is not used: 1 should not happen, but is not a broken report

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "source_made.h"
 #include "idle_by_cause.h"
 #include "launch_calls.h"
 #include "launch_ops.h"
@@ -129,6 +130,9 @@ int ru_cached_h2d_stalls(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 
 		if (rc == 0)
 			rc = fact_h2d_stalls(ctx->a, ctx->steps, lc, &c->h2d);
+		/* a boundary copy whose source made the tensor on the host is no batch */
+		if (rc == 0)
+			rc = ru_h2d_by_source(ctx->a, &c->h2d);
 		if (rc)
 			return rc;
 		c->have_h2d = 1;

@@ -17,6 +17,7 @@
 #include "cuscope/grow.h"
 
 #include "h2d_rules.h"
+#include "source_made.h"
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
@@ -78,7 +79,7 @@ static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fac
 	cJSON_AddNumberToObject(e, "h2d_bytes_per_step", (double)m->bytes);
 	cJSON_AddNumberToObject(e, "pageable_copy_share",
 				m->all > 0 ? (double)m->pageable / m->all : 0);
-	return 0;
+	return m->best >= 0 ? ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id) : 0;
 }
 
 int cs_rule_dataloader_stall_check(cs_rule_ctx *ctx, cs_error *err)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "h2d_rules.h"
+#include "source_made.h"
 #include "finding_kit.h"
 #include "h2d_stalls.h"
 #include "recurrence.h"
@@ -88,7 +89,7 @@ static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fac
 		if (c->stack_id != CS_ID_NONE)
 			f->stack_id = c->stack_id;
 	}
-	return 0;
+	return m->best >= 0 ? ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id) : 0;
 }
 
 int cs_rule_host_created_tensor_check(cs_rule_ctx *ctx, cs_error *err)

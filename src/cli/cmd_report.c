@@ -51,6 +51,10 @@ static const char report_usage[] =
 	"                         seconds from the trace start (either may be left out)\n"
 	"      --fail-on LEVEL    exit 1 when a finding of LEVEL or worse exists\n"
 	"                         (info, warning or error; default: never)\n"
+	"      --source-dir DIR   the program's Python files are under DIR, their recorded\n"
+	"                         paths less leading directories (default: at those paths,\n"
+	"                         else under the current directory); the rules read the\n"
+	"                         lines that made a tensor copied to the GPU\n"
 	"      --no-color         no colour (also off with NO_COLOR set, or not on a terminal)\n"
 	"  -w, --width N          fit text in N columns (default: the terminal's width on a\n"
 	"                         terminal, no limit otherwise; 0 = no limit)\n"
@@ -317,6 +321,7 @@ enum {
 	OPT_FAIL_ON,
 	OPT_NO_COLOR,
 	OPT_FORCE,
+	OPT_SOURCE_DIR,
 };
 
 int cmd_report(int argc, char **argv)
@@ -334,6 +339,7 @@ int cmd_report(int argc, char **argv)
 		{"max-memory", required_argument, NULL, CLI_OPT_MAX_MEMORY},
 		{"window", required_argument, NULL, CLI_OPT_WINDOW},
 		{"fail-on", required_argument, NULL, OPT_FAIL_ON},
+		{"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
 		{"no-color", no_argument, NULL, OPT_NO_COLOR},
 		{"width", required_argument, NULL, 'w'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -349,7 +355,7 @@ int cmd_report(int argc, char **argv)
 	const char *output = NULL;
 	struct report_output out;
 	int64_t warmup = -1, pid = 0, width = -1;
-	const char *path, *step_range = NULL;
+	const char *path, *step_range = NULL, *source_dir = NULL;
 	cs_trace *t = NULL;
 	cs_analysis a;
 	const cs_steps *steps;
@@ -396,6 +402,15 @@ int cmd_report(int argc, char **argv)
 				return cli_usage_error(argv[0], "--step-range needs a pattern");
 			step_range = optarg;
 			break;
+		case OPT_SOURCE_DIR: {
+			struct stat st;
+
+			if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode))
+				return cli_usage_error(argv[0], "--source-dir: '%s' is not a directory",
+						       optarg);
+			source_dir = optarg;
+			break;
+		}
 		case OPT_WARMUP:
 			if (cli_parse_int(argv[0], "--warmup", optarg, 0, INT32_MAX, &warmup))
 				return CLI_EXIT_USAGE;
@@ -477,6 +492,7 @@ int cmd_report(int argc, char **argv)
 		cs_trace_close(t);
 		return rc;
 	}
+	a.source_dir = source_dir;
 	cs_progress_phase(progress, "finding the steps and running the rules");
 	so.step_range = step_range;
 	so.warmup = (int)warmup;

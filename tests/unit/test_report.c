@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -633,6 +634,103 @@ START_TEST(test_queued_idle)
 		tu_result_free(&h);
 		free(path);
 	}
+}
+END_TEST
+
+/* text with its line no (from 1) replaced by line, malloc'd; NULL when it has fewer lines */
+static char *replace_line(const char *text, int no, const char *line)
+{
+	const char *s = text, *e;
+	size_t n;
+	char *out;
+
+	for (int i = 1; i < no && s; i++)
+		s = (s = strchr(s, '\n')) ? s + 1 : NULL;
+	if (!s || !(e = strchr(s, '\n')))
+		return NULL;
+	n = strlen(text) - (size_t)(e - s) + strlen(line) + 1;
+	if (!(out = malloc(n)))
+		return NULL;
+	snprintf(out, n, "%.*s%s%s", (int)(s - text), text, line, e);
+	return out;
+}
+
+/*
+ * The trace cannot tell a tensor made on the host at the start of the step from the next batch
+ * (host_randn_host: torch.randn(BATCH, WIDTH), then .cuda(), the step's first copy after 15 ms of
+ * host work); the line that made it can. With the program's source under --source-dir, the stall
+ * is host-created-tensor's; the same copy after next(it), with the factory given a device
+ * argument, or with no source found, stays dataloader-stall's.
+ */
+START_TEST(test_source_names_host_tensor)
+{
+	static const struct {
+		const char *line38; /* NULL: the committed source; "": no source at all */
+		const char *rule, *other, *says;
+	} cases[] = {
+		{NULL, "[error] host-created-tensor", "dataloader-stall", "a tensor made on the host"},
+		{"", "[error] dataloader-stall", "host-created-tensor", "file not found"},
+		{"            noise = next(self.noise_it)", "[error] dataloader-stall",
+		 "host-created-tensor", "a batch from an iterator"},
+		{"            noise = torch.randn(BATCH, WIDTH, device=\"cpu\")",
+		 "[error] dataloader-stall", "host-created-tensor", "nothing recognised"},
+	};
+	char *db = tu_source_file("tests/data/savings/host_randn_host.db");
+	char *py = tu_source_file("samples/savings/host_randn_host.py");
+	char *src = tu_read_file(py, NULL);
+
+	if (!tu_file_exists(db)) {
+		free(db);
+		free(py);
+		free(src);
+		return;
+	}
+	ck_assert_ptr_nonnull(src);
+	ck_assert_msg(strstr(src, "noise = torch.randn(BATCH, WIDTH)  #") != NULL, "line 38 moved");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *dir = tu_tmpdir(), *sub = tu_path(dir, "samples"), *sub2 = tu_path(sub, "savings");
+		char *file = tu_path(sub2, "host_randn_host.py");
+		const char *root = dir;
+		struct tu_result t, j;
+		const cJSON *f, *sl;
+		cJSON *doc;
+
+		if (!cases[i].line38) {
+			root = tu_source_root();
+		} else if (cases[i].line38[0]) {
+			char *text = replace_line(src, 38, cases[i].line38);
+
+			ck_assert_ptr_nonnull(text);
+			ck_assert_int_eq(mkdir(sub, 0700), 0);
+			ck_assert_int_eq(mkdir(sub2, 0700), 0);
+			ck_assert_int_eq(tu_write_file(file, text, strlen(text)), 0);
+			free(text);
+		}
+		t = run("--source-dir", root, db);
+		j = run("--source-dir", root, "-f", "json", db);
+		ck_assert_int_eq(t.rc, 0);
+		ck_assert_msg(strstr(t.out, cases[i].rule) != NULL, "case %zu: %s", i, t.out);
+		ck_assert_msg(strstr(t.out, cases[i].other) == NULL ||
+				      strstr(t.out, cases[i].other) > strstr(t.out, "[warning]"),
+			      "case %zu: %s", i, t.out);
+		doc = report_json(j.out);
+		f = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0);
+		sl = cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "source_line");
+		ck_assert_msg(sl && strstr(cJSON_GetStringValue(cJSON_GetObjectItem(sl, "says")),
+					   cases[i].says),
+			      "case %zu: %s", i, j.out);
+		if (!cases[i].line38)
+			ck_assert_int_eq(tu_json_i64(sl, "line"), 38);
+		cJSON_Delete(doc);
+		tu_result_free(&t);
+		tu_result_free(&j);
+		free(sub);
+		free(sub2);
+		free(file);
+	}
+	free(db);
+	free(py);
+	free(src);
 }
 END_TEST
 
@@ -1550,6 +1648,7 @@ static Suite *report_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_text_train_small);
+	tcase_add_test(tc, test_source_names_host_tensor);
 	tcase_add_test(tc, test_text_clean_says_no_findings);
 	tcase_add_test(tc, test_evidence_fractional_ns);
 	tcase_add_test(tc, test_text_no_structure);
