@@ -19,6 +19,8 @@ struct ru_recur;
 #define RU_H2D_MIN_STEP_SHARE 0.5
 /* ... and in at least this many of them. */
 #define RU_H2D_MIN_STEPS 3
+/* host-created-tensor's tensors, not a scalar or a flag: copies of at least this many bytes. */
+#define RU_HOST_TENSOR_MIN_BYTES (64 * 1024)
 /* The call sites listed at most. */
 #define RU_H2D_MAX_SITES 5
 

@@ -25,15 +25,12 @@
 
 #define RULE_ID RULE_ID_HOST_CREATED_TENSOR
 
-/* A tensor, not a scalar or a flag: copies of at least this many bytes. */
-#define MIN_BYTES (64 * 1024)
-
 /* A stall this rule owns: a tensor's copy from pageable memory inside the step. */
 static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 {
 	const cs_a_copy *c = &a->copies[y->copy];
 
-	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= MIN_BYTES;
+	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= RU_HOST_TENSOR_MIN_BYTES;
 }
 
 /* The fix. */

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "source_made.h"
+#include "h2d_rules.h"
 #include "h2d_stalls.h"
 #include "cuscope/trace.h"
 #include "cJSON.h"
@@ -49,8 +50,9 @@ static FILE *find_source(const char *recorded, const char *dir, char *found, siz
 		if (!strchr(tail, '/'))
 			break; /* one component left: too loose a match */
 		if ((tail != recorded || dir) &&
-		    (dir && strcmp(dir, ".") != 0 ? snprintf(found, size, "%s/%s", dir, tail)
-			 : snprintf(found, size, "%s", tail)) < (int)size &&
+		    (dir && strcmp(dir, ".") != 0
+			     ? snprintf(found, size, "%s/%s", dir, tail)
+			     : snprintf(found, size, "%s", tail)) < (int)size &&
 		    (f = open_py(found)))
 			return f;
 		slash = strchr(tail, '/');
@@ -62,7 +64,7 @@ static FILE *find_source(const char *recorded, const char *dir, char *found, siz
 
 struct src_line {
 	int32_t no;
-	int indent; /* leading blanks, a tab as 8 */
+	int indent;		  /* leading blanks, a tab as 8 */
 	char text[LINE_KEEP + 1]; /* without the indentation, the comment or the newline */
 };
 
@@ -162,19 +164,18 @@ static int called(const char *s)
 /*
  * Does the line call a tensor factory that runs on the host: torch.F(...) for a random or
  * constant factory or torch.tensor/as_tensor, without a device argument, or NumPy's random module
- * or array factories? Data read from outside (torch.from_numpy, np.load, np.memmap) is not made
- * by the program and is not counted.
+ * or array factories? Data read from outside (outside_data()) is a batch, decided apart.
  */
 static int host_factory(const char *line)
 {
 	static const char *const torch_f[] = {
-		"randn",     "rand",	  "randint",   "randperm", "normal",	 "bernoulli",
-		"multinomial", "poisson", "randn_like", "rand_like", "randint_like", "zeros",
-		"ones",	     "full",	  "empty",     "arange",   "linspace",	 "logspace",
-		"eye",	     "tensor",	  "as_tensor", "zeros_like", "ones_like", "full_like",
-		NULL};
-	static const char *const np_f[] = {"zeros", "ones",  "full",  "arange", "linspace",
-					   "array", "empty", "eye",   NULL};
+		"randn",	"rand",	       "randint",   "randperm",	  "normal",
+		"bernoulli",	"multinomial", "poisson",   "randn_like", "rand_like",
+		"randint_like", "zeros",       "ones",	    "full",	  "empty",
+		"arange",	"linspace",    "logspace",  "eye",	  "tensor",
+		"as_tensor",	"zeros_like",  "ones_like", "full_like",  NULL};
+	static const char *const np_f[] = {"zeros", "ones",  "full", "arange", "linspace",
+					   "array", "empty", "eye",  NULL};
 	static const char *const pre[] = {"torch.", "np.", "numpy.", NULL};
 
 	if (strstr(line, "device"))
@@ -186,7 +187,8 @@ static int host_factory(const char *line)
 			char id[32];
 			size_t n;
 
-			if (s > line && (isalnum((unsigned char)s[-1]) || s[-1] == '_' || s[-1] == '.'))
+			if (s > line &&
+			    (isalnum((unsigned char)s[-1]) || s[-1] == '_' || s[-1] == '.'))
 				continue;
 			n = ident(s + plen, id, sizeof(id));
 			if (!n)
@@ -198,6 +200,23 @@ static int host_factory(const char *line)
 				return 1;
 		}
 	}
+	return 0;
+}
+
+/*
+ * Does the line read data from outside the program: NumPy's or torch's loaders, a memory map, a
+ * file, an image decoder? What it reads is a batch, whatever else the lines make. (torch.from_numpy
+ * says nothing: its array may be np.random's.)
+ */
+static int outside_data(const char *line)
+{
+	static const char *const words[] = {"memmap(",	     "np.load(", "numpy.load(", "fromfile(",
+					    "torch.load(",   "open(",	 "imread(",	"read_csv(",
+					    "read_parquet(", "decode(",	 NULL};
+
+	for (int i = 0; words[i]; i++)
+		if (strstr(line, words[i]))
+			return 1;
 	return 0;
 }
 
@@ -264,13 +283,14 @@ void ru_source_made(const cs_analysis *a, int64_t stack_id, struct ru_made *out)
 			    starts_with(l->text, "class"))
 				break;
 			if (loop_header(l->text)) {
-				/* the loop over the data gives the batch; a loop over a count does not */
+				/* the loop over the data gives the batch; a loop over a count does
+				 * not */
 				if (!strstr(l->text, "range("))
 					decided(out, RU_MADE_BATCH, l);
 				break;
 			}
 		}
-		if (strstr(l->text, "next(")) {
+		if (strstr(l->text, "next(") || outside_data(l->text)) {
 			decided(out, RU_MADE_BATCH, l);
 			break;
 		}
@@ -296,7 +316,11 @@ int ru_h2d_by_source(const cs_analysis *a, struct fact_h2d_stalls *h)
 		int64_t stack = a->copies[y->copy].stack_id;
 		int kind = -1;
 
-		if (y->in_step || stack == CS_ID_NONE)
+		/* only a copy host-created-tensor would own (pageable, a tensor): another stays
+		 * dataloader-stall's, whatever made it */
+		if (y->in_step || stack == CS_ID_NONE ||
+		    a->copies[y->copy].src_kind != CS_MEM_PAGEABLE ||
+		    a->copies[y->copy].bytes < RU_HOST_TENSOR_MIN_BYTES)
 			continue;
 		for (int m = 0; m < nmemo; m++)
 			if (memo[m].stack == stack)
@@ -320,7 +344,7 @@ int ru_h2d_by_source(const cs_analysis *a, struct fact_h2d_stalls *h)
 int ru_made_evidence(const cs_analysis *a, cJSON *e, int64_t stack_id)
 {
 	static const char *const made[] = {"nothing recognised", "a tensor made on the host",
-					   "a batch from an iterator"};
+					   "a batch (an iterator's, or read from a file)"};
 	struct ru_made m;
 	cJSON *o;
 
@@ -332,7 +356,9 @@ int ru_made_evidence(const cs_analysis *a, cJSON *e, int64_t stack_id)
 	if (!m.copy_line)
 		return cJSON_AddStringToObject(o, "says", "no Python frame") ? 0 : CS_ERR_NOMEM;
 	if (!m.file[0])
-		return cJSON_AddStringToObject(o, "says", "file not found (report --source-dir)") ? 0 : CS_ERR_NOMEM;
+		return cJSON_AddStringToObject(o, "says", "file not found (report --source-dir)")
+			       ? 0
+			       : CS_ERR_NOMEM;
 	if (!cJSON_AddStringToObject(o, "says", made[m.kind]) ||
 	    !cJSON_AddStringToObject(o, "file", m.file) ||
 	    !cJSON_AddNumberToObject(o, "line", m.kind ? m.line : m.copy_line) ||

@@ -19,16 +19,17 @@ struct fact_h2d_stalls;
 enum ru_made_kind {
 	RU_MADE_UNKNOWN = 0, /* no Python frame, no readable source, or nothing recognised */
 	RU_MADE_HOST,	     /* a tensor factory that ran on the host */
-	RU_MADE_BATCH,	     /* a batch from an iterator: next(...), a loop's header */
+	RU_MADE_BATCH, /* a batch (an iterator's, or read from a file): next(...), a loop's header
+			*/
 };
 
 /* The verdict and the source line that gave it. */
 struct ru_made {
-	int kind;	    /* enum ru_made_kind */
-	char file[512];	    /* the file read (as found), or "" */
-	int32_t line;	    /* the line that decided, or 0 */
-	char text[160];	    /* that line, stripped, cut to fit */
-	int32_t copy_line;  /* the copy's own line */
+	int kind;	   /* enum ru_made_kind */
+	char file[512];	   /* the file read (as found), or "" */
+	int32_t line;	   /* the line that decided, or 0 */
+	char text[160];	   /* that line, stripped, cut to fit */
+	int32_t copy_line; /* the copy's own line */
 };
 
 /*
@@ -44,7 +45,8 @@ void ru_source_made(const cs_analysis *a, int64_t stack_id, struct ru_made *out)
 
 /*
  * The evidence "source_line" of e: what ru_source_made() says of stack_id, as {"says": "a tensor
- * made on the host" | "a batch from an iterator" | "nothing recognised" | "file not found (report
+ * made on the host" | "a batch (an iterator's, or read from a file)" | "nothing recognised" | "file
+ * not found (report
  * --source-dir)" | "no Python frame", "file", "line" (the deciding line, else the copy's),
  * "text"}; nothing when the copy has no stack. 0, or CS_ERR_NOMEM.
  */

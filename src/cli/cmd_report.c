@@ -406,8 +406,8 @@ int cmd_report(int argc, char **argv)
 			struct stat st;
 
 			if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode))
-				return cli_usage_error(argv[0], "--source-dir: '%s' is not a directory",
-						       optarg);
+				return cli_usage_error(
+					argv[0], "--source-dir: '%s' is not a directory", optarg);
 			source_dir = optarg;
 			break;
 		}

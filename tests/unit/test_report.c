@@ -659,8 +659,9 @@ static char *replace_line(const char *text, int no, const char *line)
  * The trace cannot tell a tensor made on the host at the start of the step from the next batch
  * (host_randn_host: torch.randn(BATCH, WIDTH), then .cuda(), the step's first copy after 15 ms of
  * host work); the line that made it can. With the program's source under --source-dir, the stall
- * is host-created-tensor's; the same copy after next(it), with the factory given a device
- * argument, or with no source found, stays dataloader-stall's.
+ * is host-created-tensor's, also when NumPy's random module made it; the same copy after
+ * next(it), of data read from a file, with the factory given a device argument, or with no
+ * source found, stays dataloader-stall's.
  */
 START_TEST(test_source_names_host_tensor)
 {
@@ -671,9 +672,14 @@ START_TEST(test_source_names_host_tensor)
 		{NULL, "[error] host-created-tensor", "dataloader-stall", "a tensor made on the host"},
 		{"", "[error] dataloader-stall", "host-created-tensor", "file not found"},
 		{"            noise = next(self.noise_it)", "[error] dataloader-stall",
-		 "host-created-tensor", "a batch from an iterator"},
+		 "host-created-tensor", "a batch (an iterator's, or read from a file)"},
 		{"            noise = torch.randn(BATCH, WIDTH, device=\"cpu\")",
 		 "[error] dataloader-stall", "host-created-tensor", "nothing recognised"},
+		{"            noise = torch.from_numpy(np.random.standard_normal((BATCH, WIDTH)))",
+		 "[error] host-created-tensor", "dataloader-stall", "a tensor made on the host"},
+		{"            noise = torch.from_numpy(np.load(\"noise.npy\")) + torch.randn(1)",
+		 "[error] dataloader-stall", "host-created-tensor",
+		 "a batch (an iterator's, or read from a file)"},
 	};
 	char *db = tu_source_file("tests/data/savings/host_randn_host.db");
 	char *py = tu_source_file("samples/savings/host_randn_host.py");

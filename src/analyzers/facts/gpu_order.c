@@ -13,7 +13,7 @@ void fact_gpu_iter_init(struct fact_gpu_iter *it, const cs_analysis *a, uint32_t
 
 /* 10 ns bins up to 50 us */
 #define LAG_BIN_NS 10
-#define LAG_BINS 5000
+#define LAG_BINS   5000
 
 int64_t fact_gpu_launch_lag(const cs_analysis *a, uint32_t pid)
 {
