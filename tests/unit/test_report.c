@@ -590,8 +590,8 @@ END_TEST
 
 /*
  * The rest of the GPU's idle, its next work already queued, is named from 5% of the step: a C++
- * loop of short kernels queued ahead between device synchronizes (19.9%), a CUDA graph of short kernels (15.5%); train_small
- * (9.6% busy, the rest the host's) and a GPU-bound trace do not have it. Nor does a C++ loop of
+ * loop of short kernels queued ahead between device synchronizes (19.9%), a CUDA graph of short
+ * kernels (15.5%); train_small (9.6% busy, the rest the host's) and a GPU-bound trace do not have it. Nor does a C++ loop of
  * 1.5 us kernels launched one by one every 4 us (c_tiny_graph): each launch call returns about 2 us
  * before the kernel before it ends, but a kernel starts some 2.3 us after its call returns (the
  * launch lag, measured on the launches into an idle GPU), so each gap is the host's, and
