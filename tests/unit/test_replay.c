@@ -316,10 +316,10 @@ END_TEST
 
 /* The recorder's time after a wait counts as a wait's (its stack is captured), whatever other
  * records of the call end with it: a C loop whose synchronous copy of a scalar drains the GPU
- * every iteration (c_memcpy_scalar, 29 steady iterations in the span, 3 us of host time after
- * each copy before the next launch) replays faster when each call with a stack is followed by
- * 10 us of recording (by what of that host time there is: about 3 us an iteration), and by far
- * less when it is the other calls that are. */
+ * every iteration (c_memcpy_scalar: a few microseconds of host time after each copy before the
+ * next launch) replays faster when each call with a stack is followed by 10 us of recording (by
+ * what of that host time there is, a few microseconds an iteration), and by far less when it is
+ * the other calls that are. */
 START_TEST(test_wait_tail_is_a_stack_tail)
 {
 	char *path = tu_source_file("tests/data/savings/c_memcpy_scalar.db");
