@@ -16,16 +16,28 @@
 /* The part of a line kept (the rest of a longer line is skipped). */
 #define LINE_KEEP 400
 
-/* Open path when it is a regular file named *.py of at most MAX_SOURCE_BYTES. */
+/* True when name ends in ".py". */
+static int py_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 4 && strcmp(name + n - 3, ".py") == 0;
+}
+
+/* Open path when it is, links followed, a regular file named *.py of at most MAX_SOURCE_BYTES. */
 static FILE *open_py(const char *path)
 {
+	char *real;
 	struct stat st;
-	size_t n = strlen(path);
+	FILE *f = NULL;
 
-	if (n < 4 || strcmp(path + n - 3, ".py") != 0 || stat(path, &st) != 0 ||
-	    !S_ISREG(st.st_mode) || st.st_size > MAX_SOURCE_BYTES)
+	if (!py_name(path) || !(real = realpath(path, NULL)))
 		return NULL;
-	return fopen(path, "r");
+	if (py_name(real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= MAX_SOURCE_BYTES)
+		f = fopen(real, "r");
+	free(real);
+	return f;
 }
 
 /*

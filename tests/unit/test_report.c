@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -734,6 +735,27 @@ START_TEST(test_source_names_host_tensor)
 		free(sub);
 		free(sub2);
 		free(file);
+	}
+	/* a link named *.py to a file of another name is not read: a trace cannot have the report
+	 * quote any file the user can read */
+	{
+		char *dir = tu_tmpdir(), *sub = tu_path(dir, "samples"), *sub2 = tu_path(sub, "savings");
+		char *file = tu_path(sub2, "host_randn_host.py"), *other = tu_path(dir, "notes.txt");
+		struct tu_result j;
+
+		ck_assert_int_eq(mkdir(sub, 0700), 0);
+		ck_assert_int_eq(mkdir(sub2, 0700), 0);
+		ck_assert_int_eq(tu_write_file(other, src, strlen(src)), 0);
+		ck_assert_int_eq(symlink(other, file), 0);
+		j = run("--source-dir", dir, "-f", "json", db);
+		ck_assert_int_eq(j.rc, 0);
+		ck_assert_msg(strstr(j.out, "file not found") && !strstr(j.out, "torch.randn"), "%s",
+			      j.out);
+		tu_result_free(&j);
+		free(sub);
+		free(sub2);
+		free(file);
+		free(other);
 	}
 	free(db);
 	free(py);
