@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 29
+MIN_WITHIN = 27
 MAX_LOUD = 1
 
 
