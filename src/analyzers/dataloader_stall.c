@@ -79,7 +79,8 @@ static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fac
 	cJSON_AddNumberToObject(e, "h2d_bytes_per_step", (double)m->bytes);
 	cJSON_AddNumberToObject(e, "pageable_copy_share",
 				m->all > 0 ? (double)m->pageable / m->all : 0);
-	return m->best >= 0 ? ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id) : 0;
+	return m->best >= 0 ? ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id, NULL)
+			    : 0;
 }
 
 int cs_rule_dataloader_stall_check(cs_rule_ctx *ctx, cs_error *err)

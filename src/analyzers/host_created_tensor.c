@@ -86,7 +86,26 @@ static int evidence(const cs_analysis *a, cs_report_finding *f, const struct fac
 		if (c->stack_id != CS_ID_NONE)
 			f->stack_id = c->stack_id;
 	}
-	return m->best >= 0 ? ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id) : 0;
+	if (m->best >= 0) {
+		struct ru_made made;
+		char *fix;
+
+		if (ru_made_evidence(a, e, a->copies[sum[m->best].copy].stack_id, &made))
+			return CS_ERR_NOMEM;
+		/* the fix names the line that made the tensor on the host, when the source says */
+		if (made.kind == RU_MADE_HOST && f->fix) {
+			const char *base = strrchr(made.file, '/');
+			size_t n = strlen(f->fix) + strlen(made.text) + strlen(made.file) + 64;
+
+			if (!(fix = malloc(n)))
+				return CS_ERR_NOMEM;
+			snprintf(fix, n, "%s:%d makes it on the host (%s). %s",
+				 base ? base + 1 : made.file, (int)made.line, made.text, f->fix);
+			free(f->fix);
+			f->fix = fix;
+		}
+	}
+	return 0;
 }
 
 int cs_rule_host_created_tensor_check(cs_rule_ctx *ctx, cs_error *err)

@@ -189,9 +189,10 @@ static int host_factory(const char *line)
 	static const char *const np_f[] = {"zeros", "ones",  "full", "arange", "linspace",
 					   "array", "empty", "eye",  NULL};
 	static const char *const pre[] = {"torch.", "np.", "numpy.", NULL};
+	/* with a device argument a factory makes its tensor there, but torch.tensor(list) and
+	 * as_tensor still build it from Python on the host */
+	int device = strstr(line, "device") != NULL;
 
-	if (strstr(line, "device"))
-		return 0; /* made where the argument says: the device, as likely as not */
 	for (int p = 0; pre[p]; p++) {
 		size_t plen = strlen(pre[p]);
 
@@ -205,10 +206,12 @@ static int host_factory(const char *line)
 			n = ident(s + plen, id, sizeof(id));
 			if (!n)
 				continue;
-			if (p == 0 && in_list(id, torch_f) && called(s + plen + n))
+			if (p == 0 && in_list(id, torch_f) && called(s + plen + n) &&
+			    (!device || strcmp(id, "tensor") == 0 || strcmp(id, "as_tensor") == 0))
 				return 1;
-			if (p > 0 && (strcmp(id, "random") == 0 ||
-				      (in_list(id, np_f) && called(s + plen + n))))
+			if (p > 0 && !device &&
+			    (strcmp(id, "random") == 0 ||
+			     (in_list(id, np_f) && called(s + plen + n))))
 				return 1;
 		}
 	}
@@ -239,6 +242,36 @@ static int loop_header(const char *t)
 
 	return n && t[n - 1] == ':' &&
 	       (starts_with(t, "for") || starts_with(t, "async for") || starts_with(t, "while"));
+}
+
+/* Does the copy's line use a name that the loop header `for NAMES in ...:` binds? */
+static int gives_to(const char *header, const char *copy)
+{
+	const char *s = strchr(header, ' '), *in = strstr(header, " in ");
+	char id[64];
+
+	if (!s || !in)
+		return 0;
+	while (s < in) {
+		size_t n;
+
+		while (s < in && !(isalpha((unsigned char)*s) || *s == '_'))
+			s++;
+		n = ident(s, id, sizeof(id));
+		if (!n)
+			break;
+		s += n;
+		if (s > in || strcmp(id, "_") == 0)
+			continue;
+		for (const char *c = strstr(copy, id); c; c = strstr(c + 1, id)) {
+			char before = c > copy ? c[-1] : ' ', after = c[strlen(id)];
+
+			if (!(isalnum((unsigned char)before) || before == '_' || before == '.') &&
+			    !(isalnum((unsigned char)after) || after == '_'))
+				return 1;
+		}
+	}
+	return 0;
 }
 
 static void decided(struct ru_made *out, int kind, const struct src_line *l)
@@ -281,6 +314,17 @@ void ru_source_made(const cs_analysis *a, int64_t stack_id, struct ru_made *out)
 		return;
 	}
 	fclose(f);
+	/* the copy's own line makes the tensor it sends (torch.randn(n).cuda()): that decides */
+	{
+		const struct src_line *l = &ring[line % RU_MADE_LINES];
+
+		if (l->no == line && host_factory(l->text) && !strstr(l->text, "next(") &&
+		    !outside_data(l->text)) {
+			decided(out, RU_MADE_HOST, l);
+			free(ring);
+			return;
+		}
+	}
 	/* from the copy's line up: the lines of its block and of the blocks around it in the same
 	 * function, to the function's def or the header of the loop the copy is in */
 	indent = ring[line % RU_MADE_LINES].indent;
@@ -295,9 +339,11 @@ void ru_source_made(const cs_analysis *a, int64_t stack_id, struct ru_made *out)
 			    starts_with(l->text, "class"))
 				break;
 			if (loop_header(l->text)) {
-				/* the loop over the data gives the batch; a loop over a count does
-				 * not */
-				if (!strstr(l->text, "range("))
+				/* the loop over the data gives the batch when the copy sends what
+				 * it gave (a loop over a count, or over the model's layers, does
+				 * not) */
+				if (!strstr(l->text, "range(") &&
+				    gives_to(l->text, ring[line % RU_MADE_LINES].text))
 					decided(out, RU_MADE_BATCH, l);
 				break;
 			}
@@ -353,28 +399,29 @@ int ru_h2d_by_source(const cs_analysis *a, struct fact_h2d_stalls *h)
 	return 0;
 }
 
-int ru_made_evidence(const cs_analysis *a, cJSON *e, int64_t stack_id)
+int ru_made_evidence(const cs_analysis *a, cJSON *e, int64_t stack_id, struct ru_made *out)
 {
 	static const char *const made[] = {"nothing recognised", "a tensor made on the host",
 					   "a batch (an iterator's, or read from a file)"};
-	struct ru_made m;
+	struct ru_made local, *m = out ? out : &local;
 	cJSON *o;
 
+	memset(m, 0, sizeof(*m));
 	if (stack_id == CS_ID_NONE)
 		return 0;
-	ru_source_made(a, stack_id, &m);
+	ru_source_made(a, stack_id, m);
 	if (!(o = cJSON_AddObjectToObject(e, "source_line")))
 		return CS_ERR_NOMEM;
-	if (!m.copy_line)
+	if (!m->copy_line)
 		return cJSON_AddStringToObject(o, "says", "no Python frame") ? 0 : CS_ERR_NOMEM;
-	if (!m.file[0])
+	if (!m->file[0])
 		return cJSON_AddStringToObject(o, "says", "file not found (report --source-dir)")
 			       ? 0
 			       : CS_ERR_NOMEM;
-	if (!cJSON_AddStringToObject(o, "says", made[m.kind]) ||
-	    !cJSON_AddStringToObject(o, "file", m.file) ||
-	    !cJSON_AddNumberToObject(o, "line", m.kind ? m.line : m.copy_line) ||
-	    (m.kind && !cJSON_AddStringToObject(o, "text", m.text)))
+	if (!cJSON_AddStringToObject(o, "says", made[m->kind]) ||
+	    !cJSON_AddStringToObject(o, "file", m->file) ||
+	    !cJSON_AddNumberToObject(o, "line", m->kind ? m->line : m->copy_line) ||
+	    (m->kind && !cJSON_AddStringToObject(o, "text", m->text)))
 		return CS_ERR_NOMEM;
 	return 0;
 }

@@ -45,12 +45,12 @@ void ru_source_made(const cs_analysis *a, int64_t stack_id, struct ru_made *out)
 
 /*
  * The evidence "source_line" of e: what ru_source_made() says of stack_id, as {"says": "a tensor
- * made on the host" | "a batch (an iterator's, or read from a file)" | "nothing recognised" | "file
- * not found (report
- * --source-dir)" | "no Python frame", "file", "line" (the deciding line, else the copy's),
- * "text"}; nothing when the copy has no stack. 0, or CS_ERR_NOMEM.
+ * made on the host" | "a batch (an iterator's, or read from a file)" | "nothing recognised" |
+ * "file not found (report --source-dir)" | "no Python frame", "file", "line" (the deciding line,
+ * else the copy's), "text"}; nothing when the copy has no stack. The verdict into *out unless out
+ * is NULL (zeroed without a stack). 0, or CS_ERR_NOMEM.
  */
-int ru_made_evidence(const cs_analysis *a, struct cJSON *e, int64_t stack_id);
+int ru_made_evidence(const cs_analysis *a, struct cJSON *e, int64_t stack_id, struct ru_made *out);
 
 /*
  * Stalls at a step's boundary (dataloader-stall's) whose copy's source shows a tensor factory run

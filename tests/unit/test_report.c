@@ -679,6 +679,8 @@ START_TEST(test_source_names_host_tensor)
 		 "[error] dataloader-stall", "host-created-tensor", "nothing recognised"},
 		{"            noise = torch.from_numpy(np.random.standard_normal((BATCH, WIDTH)))",
 		 "[error] host-created-tensor", "dataloader-stall", "a tensor made on the host"},
+		{"            noise = torch.tensor([0.1] * (BATCH * WIDTH), device=\"cuda\")",
+		 "[error] host-created-tensor", "dataloader-stall", "a tensor made on the host"},
 		{"            noise = torch.from_numpy(np.load(\"noise.npy\")) + torch.randn(1)",
 		 "[error] dataloader-stall", "host-created-tensor",
 		 "a batch (an iterator's, or read from a file)"},
@@ -733,14 +735,42 @@ START_TEST(test_source_names_host_tensor)
 		ck_assert_msg(sl && strstr(cJSON_GetStringValue(cJSON_GetObjectItem(sl, "says")),
 					   cases[i].says),
 			      "case %zu: source_line says otherwise", i);
-		if (!cases[i].line38)
+		if (!cases[i].line38) {
+			/* the fix names the line */
 			ck_assert_int_eq(tu_json_i64(sl, "line"), 38);
+			ck_assert_msg(strstr(t.out, "host_randn_host.py:38 makes it on the host (noise = "
+						    "torch.randn(BATCH, WIDTH)). Create the tensor") != NULL,
+				      "no line in the fix");
+		}
 		cJSON_Delete(doc);
 		tu_result_free(&t);
 		tu_result_free(&j);
 		free(sub);
 		free(sub2);
 		free(file);
+	}
+	/* noise made on the host after each layer, inside `for i, lin in enumerate(layers):`: the
+	 * copy's own line makes it, and the loop gives the copy nothing it sends */
+	{
+		char *noise = tu_source_file("tests/data/corpus/pt_host_noise_layers.db");
+		struct tu_result j = run("--source-dir", tu_source_root(), "-f", "json", noise);
+		cJSON *d = report_json(j.out);
+		const cJSON *f, *sl = NULL;
+
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(d, "findings"))
+		{
+			if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(f, "rule")),
+				   "host-created-tensor") == 0)
+				sl = cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"),
+							 "source_line");
+		}
+		ck_assert_msg(sl != NULL, "pt_host_noise_layers: no host-created-tensor source line");
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(sl, "says")),
+				 "a tensor made on the host");
+		ck_assert_int_eq(tu_json_i64(sl, "line"), 36);
+		cJSON_Delete(d);
+		tu_result_free(&j);
+		free(noise);
 	}
 	/* a link named *.py to a file of another name is not read: a trace cannot have the report
 	 * quote any file the user can read */
