@@ -15,8 +15,7 @@ static struct cs_rule_cache *cache_of(cs_rule_ctx *ctx, struct cs_rule_cache *ow
 	return ctx->cache ? ctx->cache : own;
 }
 
-/* fact_gpu_floor() of the steps' process, which both waits' facts take: computed once. */
-static int cached_floor(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_floor **out)
+int ru_cached_floor(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_floor **out)
 {
 	struct cs_rule_cache *c = cache_of(ctx, own);
 
@@ -37,7 +36,7 @@ int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact
 
 	if (!c->have_d2h) {
 		const struct fact_floor *floor;
-		int rc = cached_floor(ctx, own, &floor);
+		int rc = ru_cached_floor(ctx, own, &floor);
 
 		if (!rc)
 			rc = fact_d2h_waits(ctx->a, ctx->steps, floor, &c->d2h);
@@ -167,7 +166,7 @@ int ru_cached_host_waits(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 		int rc = ru_cached_pageable_copy_waits(ctx, own, &copy_wait);
 
 		if (!rc)
-			rc = cached_floor(ctx, own, &floor);
+			rc = ru_cached_floor(ctx, own, &floor);
 		if (!rc)
 			rc = fact_host_waits(ctx->a, ctx->steps, copy_wait, floor, &c->sync_waits,
 					     &c->copy_waits);
@@ -253,6 +252,7 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_calls *lc;
 	const struct fact_waits *d;
+	const struct fact_floor *floor;
 	struct fact_idle_scan mine;
 	int rc;
 
@@ -265,9 +265,11 @@ static int idle_by_cause(cs_rule_ctx *ctx, struct cs_rule_cache *own,
 	rc = ru_cached_d2h(ctx, own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, own, &lc);
+	if (rc == 0)
+		rc = ru_cached_floor(ctx, own, &floor);
 	if (rc)
 		return rc;
-	rc = fact_idle_scan_prepare(a, s, d, lc, &mine);
+	rc = fact_idle_scan_prepare(a, s, d, lc, floor->lag, &mine);
 	if (rc == 0)
 		rc = fact_idle_by_cause(a, s, &mine, idle);
 	fact_idle_scan_free(&mine);

@@ -56,6 +56,9 @@ void ru_cache_trim(struct cs_rule_cache *c, unsigned keep);
 int ru_report_run_cached(const cs_analysis *a, const cs_steps *s,
 			 const struct cs_report_processes *procs, const cs_analyzer *const *rules,
 			 struct cs_rule_cache *cache, cs_report *out, cs_error *err);
+/* fact_gpu_floor() of the steps' process (with its launch lag), which both waits' facts and the
+ * idle scan take, as ru_cached_d2h(): computed once. */
+int ru_cached_floor(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_floor **out);
 /* fact_d2h_waits() of ctx's analysis and steps, from ctx->cache, else from own: 0 or CS_ERR_NOMEM.
  */
 int ru_cached_d2h(cs_rule_ctx *ctx, struct cs_rule_cache *own, const struct fact_waits **out);

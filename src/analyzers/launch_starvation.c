@@ -205,7 +205,8 @@ static int edit_graph(cs_report_finding *f, const cs_analysis *a, const cs_steps
 			rc = cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, v[i].kernel,
 					 INT64_MAX);
 		if (rc == 0)
-			rc = cs_edit_add(&f->edit, CS_EDIT_GPU_GAP, CS_EDIT_KERNEL, v[i].kernel, gap);
+			rc = cs_edit_add(&f->edit, CS_EDIT_GPU_GAP, CS_EDIT_KERNEL, v[i].kernel,
+					 gap);
 	}
 	free(v);
 	free(in);
@@ -412,6 +413,7 @@ int cs_rule_launch_starvation_check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct cs_rule_cache own = {0};
 	const struct fact_waits *d;
+	const struct fact_floor *floor;
 	const struct fact_launch_calls *lc;
 	const int64_t *idle;
 	struct fact_idle_scan sc;
@@ -427,6 +429,8 @@ int cs_rule_launch_starvation_check(cs_rule_ctx *ctx, cs_error *err)
 	rc = ru_cached_d2h(ctx, &own, &d);
 	if (rc == 0)
 		rc = ru_cached_launch_calls(ctx, &own, &lc);
+	if (rc == 0)
+		rc = ru_cached_floor(ctx, &own, &floor);
 	if (rc) {
 		ru_cache_free(&own);
 		return cs_error_set(err, rc, "out of memory");
@@ -437,7 +441,7 @@ int cs_rule_launch_starvation_check(cs_rule_ctx *ctx, cs_error *err)
 	/* the GPU idle by cause, which pageable-memcpy, low-utilization and the report's header
 	 * read, is made now, from the same host intervals and launch calls as the rule's scan: the
 	 * report frees the launch calls after this rule */
-	if (fact_idle_scan_prepare(a, s, d, lc, &sc) || !tmp || !steps)
+	if (fact_idle_scan_prepare(a, s, d, lc, floor->lag, &sc) || !tmp || !steps)
 		goto out;
 	rc = ru_cached_idle_by_cause_from(ctx, &own, &sc, &idle);
 	if (rc)

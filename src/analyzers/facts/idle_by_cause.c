@@ -501,7 +501,8 @@ void fact_idle_scan_free(struct fact_idle_scan *sc)
 }
 
 int fact_idle_scan_prepare(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			   const struct fact_launch_calls *lc, struct fact_idle_scan *sc)
+			   const struct fact_launch_calls *lc, int64_t lag,
+			   struct fact_idle_scan *sc)
 {
 	struct fact_idle_inputs *in;
 
@@ -512,7 +513,7 @@ int fact_idle_scan_prepare(const cs_analysis *a, const cs_steps *s, const struct
 	in->gc.waits = &in->waits;
 	in->gc.pages = &in->pages;
 	in->gc.allocs = &in->allocs;
-	in->gc.lag = fact_gpu_launch_lag(a, s->pid);
+	in->gc.lag = lag;
 	sc->acc = calloc((size_t)s->n + 1, sizeof(*sc->acc));
 	if (!sc->acc || host_intervals(a, s->pid, &in->waits, &in->pages, &in->allocs) ||
 	    d2h_windows(d, &in->wfrom, &in->wto) || launch_calls(lc, &in->gc.calls) ||

@@ -46,12 +46,14 @@ struct fact_idle_scan {
 
 /*
  * Make what a scan of the starved gaps of the steady steps of s reads, with the device-to-host
- * waits d and the launch calls lc of the steps' process: the host intervals, the launch pace and
- * the launches per step in sc->acc. 0 or CS_ERR_NOMEM; sc is freed with fact_idle_scan_free() in
- * both cases. The rule's scan and the idle by cause each run on these inputs.
+ * waits d, the launch calls lc and the launch lag (fact_gpu_launch_lag()) of the steps' process:
+ * the host intervals, the launch pace and the launches per step in sc->acc. 0 or CS_ERR_NOMEM; sc
+ * is freed with fact_idle_scan_free() in both cases. The rule's scan and the idle by cause each
+ * run on these inputs.
  */
 int fact_idle_scan_prepare(const cs_analysis *a, const cs_steps *s, const struct fact_waits *d,
-			   const struct fact_launch_calls *lc, struct fact_idle_scan *sc);
+			   const struct fact_launch_calls *lc, int64_t lag,
+			   struct fact_idle_scan *sc);
 void fact_idle_scan_free(struct fact_idle_scan *sc);
 
 /* Told of the work w that ended a gap of step with ns of the idle launch-starvation counts (all
