@@ -21,6 +21,12 @@ struct ru_recur;
 #define RU_H2D_MIN_STEPS 3
 /* host-created-tensor's tensors, not a scalar or a flag: copies of at least this many bytes. */
 #define RU_HOST_TENSOR_MIN_BYTES (64 * 1024)
+/* A copy host-created-tensor counts: a tensor's (RU_HOST_TENSOR_MIN_BYTES), from pageable
+ * memory (a fresh CPU tensor is never pinned). */
+static inline int ru_host_tensor_copy(const cs_a_copy *c)
+{
+	return c->src_kind == CS_MEM_PAGEABLE && c->bytes >= RU_HOST_TENSOR_MIN_BYTES;
+}
 /* The call sites listed at most. */
 #define RU_H2D_MAX_SITES 5
 

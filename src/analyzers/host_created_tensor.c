@@ -28,9 +28,7 @@
 /* A stall this rule owns: a tensor's copy from pageable memory inside the step. */
 static int owns(const cs_analysis *a, const struct fact_h2d_stall *y)
 {
-	const cs_a_copy *c = &a->copies[y->copy];
-
-	return y->in_step && c->src_kind == CS_MEM_PAGEABLE && c->bytes >= RU_HOST_TENSOR_MIN_BYTES;
+	return y->in_step && ru_host_tensor_copy(&a->copies[y->copy]);
 }
 
 /* The fix. */

@@ -376,9 +376,7 @@ int ru_h2d_by_source(const cs_analysis *a, struct fact_h2d_stalls *h)
 
 		/* only a copy host-created-tensor would own (pageable, a tensor): another stays
 		 * dataloader-stall's, whatever made it */
-		if (y->in_step || stack == CS_ID_NONE ||
-		    a->copies[y->copy].src_kind != CS_MEM_PAGEABLE ||
-		    a->copies[y->copy].bytes < RU_HOST_TENSOR_MIN_BYTES)
+		if (y->in_step || stack == CS_ID_NONE || !ru_host_tensor_copy(&a->copies[y->copy]))
 			continue;
 		for (int m = 0; m < nmemo; m++)
 			if (memo[m].stack == stack)

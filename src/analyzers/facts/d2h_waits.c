@@ -97,12 +97,12 @@ static void refill(struct fact_gpu_iter it, int64_t reach, int64_t stop, int64_t
 
 	d->window_end = d->idle_end;
 	for (int n = 0; n < REFILL_MAX_WORK && fact_gpu_next(&it, &w); n++) {
-		int64_t launched = fact_gpu_launched(&w);
-
 		if (cs_launch_time(w.launch_start, w.start) >= stop)
 			break;
-		if (launched == CS_TS_UNKNOWN || fact_gpu_queued(&w, lag, reach))
-			break; /* queued while the GPU was busy: the host is ahead again */
+		/* queued while the GPU was busy (or not known to be launched): the host is ahead
+		 * again */
+		if (fact_gpu_queued(&w, lag, reach))
+			break;
 		if (w.start > reach) {
 			gaps++;
 			if (sum + (w.start - reach) >= lead) {
