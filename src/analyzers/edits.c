@@ -25,8 +25,8 @@ static int64_t op_at(const struct fact_launch_op *ops, int64_t n, int32_t step, 
 		int64_t mid = lo + (hi - lo) / 2;
 		const struct fact_launch_op *o = &ops[mid];
 
-		if (o->step < step || (o->step == step && (o->tid < tid ||
-							   (o->tid == tid && o->launch < t))))
+		if (o->step < step ||
+		    (o->step == step && (o->tid < tid || (o->tid == tid && o->launch < t))))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -58,8 +58,7 @@ static int element_read(const cs_analysis *a, const struct fact_wait *w, const s
 	const cs_a_copy *c;
 	int64_t next;
 
-	if (w->first_copy < 0 || p->step != w->step || q->tid != y->tid ||
-	    q->end == CS_TS_UNKNOWN)
+	if (w->first_copy < 0 || p->step != w->step || q->tid != y->tid || q->end == CS_TS_UNKNOWN)
 		return 0;
 	c = &a->copies[w->first_copy];
 	if (c->launch_start == CS_TS_UNKNOWN || c->launch_start < q->end)
@@ -162,9 +161,9 @@ out:
 	return rc;
 }
 
-int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
-			const int32_t *steps, int32_t n,
-			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor)
+int ru_edit_kernel_times(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			 const int32_t *steps, int32_t n,
+			 int64_t (*time_of)(const cs_a_kernel *k, int64_t i, void *arg), void *arg)
 {
 	uint8_t *in = ru_steps_mask(s, steps, n);
 	int rc = 0;
@@ -173,17 +172,40 @@ int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_ste
 		return CS_ERR_NOMEM;
 	for (int64_t i = 0; i < a->nkernels && rc == 0; i++) {
 		const cs_a_kernel *k = &a->kernels[i];
+		int64_t t;
 		int st;
 
 		if (k->pid != s->pid || k->start == CS_TS_UNKNOWN || k->end == CS_TS_UNKNOWN ||
 		    k->end <= k->start)
 			continue;
 		st = cs_steps_find_launch(s, k->launch_start, k->start);
-		if (st < 0 || !in[st] || !match(k, arg))
+		if (st < 0 || !in[st] || (t = time_of(k, i, arg)) < 0)
 			continue;
-		rc = cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i,
-				 (int64_t)((double)(k->end - k->start) * factor));
+		rc = cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i, t);
 	}
 	free(in);
 	return rc ? CS_ERR_NOMEM : 0;
+}
+
+struct scaled {
+	int (*match)(const cs_a_kernel *k, void *arg);
+	void *arg;
+	double factor;
+};
+
+static int64_t scaled_time(const cs_a_kernel *k, int64_t i, void *arg)
+{
+	const struct scaled *c = arg;
+
+	(void)i;
+	return c->match(k, c->arg) ? (int64_t)((double)(k->end - k->start) * c->factor) : -1;
+}
+
+int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			const int32_t *steps, int32_t n,
+			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor)
+{
+	struct scaled c = {match, arg, factor};
+
+	return ru_edit_kernel_times(f, a, s, steps, n, scaled_time, &c);
 }

@@ -37,4 +37,10 @@ int ru_edit_kernel_time(cs_report_finding *f, const cs_analysis *a, const cs_ste
 			const int32_t *steps, int32_t n,
 			int (*match)(const cs_a_kernel *k, void *arg), void *arg, double factor);
 
+/* The same with each kernel's new time given by time_of(k, its index in a->kernels, arg): -1
+ * leaves the kernel as it ran. */
+int ru_edit_kernel_times(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
+			 const int32_t *steps, int32_t n,
+			 int64_t (*time_of)(const cs_a_kernel *k, int64_t i, void *arg), void *arg);
+
 #endif

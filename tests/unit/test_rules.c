@@ -451,9 +451,9 @@ END_TEST
 
 /* The report's saving of d2h-sync per steady step of the finished synthetic trace m, in ns (-1:
  * no finding). */
-static int64_t d2h_saving_per_step(struct sim *m)
+static int64_t saving_per_step(struct sim *m, const char *rule)
 {
-	const cs_analyzer *rules[] = {cs_analyzer_find("d2h-sync"), NULL};
+	const cs_analyzer *rules[] = {cs_analyzer_find(rule), NULL};
 	cs_report rep = {0};
 	cs_error err = {0, ""};
 	cs_step_opts o = {"step", 2, 0, 0};
@@ -463,12 +463,17 @@ static int64_t d2h_saving_per_step(struct sim *m)
 	load(&l, m->path, &o);
 	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
 	for (int32_t i = 0; i < rep.n; i++)
-		if (strcmp(rep.v[i]->rule, "d2h-sync") == 0 && rep.v[i]->nsteps > 0)
+		if (strcmp(rep.v[i]->rule, rule) == 0 && rep.v[i]->nsteps > 0)
 			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
 	cs_report_free(&rep);
 	unload(&l);
 	free(m->path);
 	return saving;
+}
+
+static int64_t d2h_saving_per_step(struct sim *m)
+{
+	return saving_per_step(m, "d2h-sync");
 }
 
 /*
@@ -1992,6 +1997,53 @@ START_TEST(test_scan_in_template_arguments)
 }
 END_TEST
 
+/*
+ * A step of a cumsum's forward (scan, 500 us) and backward (flip, scan, flip: PyTorch's
+ * cumsum_backward), each flip flips_us long; names: the flips' names. The saving of
+ * cuda-core-scan per step, in ns.
+ */
+static int64_t scan_fix_saving(const char *file, const char *flip, int64_t flip_us)
+{
+	static const char scan[] =
+		"_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_";
+	struct sim m;
+
+	sim_open(&m, file);
+	for (int s = 0; s < STEPS; s++) {
+		sim_step_begin(&m);
+		sim_kernel_grid(&m, 7, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_TNT", 264, 400 * US);
+		sim_kernel_grid(&m, 7, scan, 64, 500 * US);
+		sim_kernel_grid(&m, 7, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_TNT", 264, 400 * US);
+		sim_kernel_grid(&m, 7, flip, 16384, flip_us * US);
+		sim_kernel_grid(&m, 7, scan, 64, 500 * US);
+		sim_kernel_grid(&m, 7, flip, 16384, flip_us * US);
+		sim_sync(&m, CS_SYNC_CONTEXT_SYNCHRONIZE, CS_ID_NONE, gpu_end(&m), CS_ID_NONE);
+		sim_host(&m, 50 * US);
+		sim_step_end(&m);
+	}
+	sim_finish(&m);
+	return saving_per_step(&m, "cuda-core-scan");
+}
+
+/* The fix takes 3 passes over the scanned tensor; a flip beside the backward's scan is one pass:
+ * with flips of 100 us each scan becomes 300 us (2 x 200 us saved a step); with 200 us flips the
+ * fix takes longer than the scan and saves nothing; with no flip known the saving is the upper
+ * bound, both scans' time. */
+START_TEST(test_scan_fix_takes_passes)
+{
+	static const char flip[] = "_ZN2at6native24index_elementwise_kernelILi128ELi4EZNS0_16flip_"
+				   "kernel_implINS0_10OpaqueTypeILi4EEEEEvRNS_18TensorIteratorBaseE"
+				   "EUliE_EEviT1_";
+	int64_t passes = scan_fix_saving("scan_flips.db", flip, 100);
+	int64_t slow = scan_fix_saving("scan_slow_flips.db", flip, 200);
+	int64_t none = scan_fix_saving("scan_no_flips.db", "copy_kernel", 100);
+
+	ck_assert_msg(passes > 380 * US && passes < 420 * US, "saving %lld", (long long)passes);
+	ck_assert_msg(slow >= 0 && slow < 20 * US, "saving %lld", (long long)slow);
+	ck_assert_msg(none > 980 * US && none < 1020 * US, "saving %lld", (long long)none);
+}
+END_TEST
+
 /* ---- the rules in the registry ---- */
 
 START_TEST(test_registry)
@@ -2973,6 +3025,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_launch_compile_steps_warmup);
 	tcase_add_test(ts, test_scan_kernels);
 	tcase_add_test(ts, test_scan_in_template_arguments);
+	tcase_add_test(ts, test_scan_fix_takes_passes);
 	suite_add_tcase(s, ts);
 
 	ts = tcase_create("pageable-memcpy");
