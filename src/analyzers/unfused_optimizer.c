@@ -19,9 +19,12 @@
  *   - the unit is not fills only (zero-grad-memset's).
  * Its cost is what the launches one by one cost the GPU: the GPU idle inside the runs (from the
  * first kernel's start to the last one's end), which multi-tensor kernels queued at once would
- * not have. The pattern is reported when that cost recurs in the steady steps like sync-call's
- * (ru_recur_decide), in the steps whose repeat count is the most common one.
- * docs/rules/unfused-optimizer.md has the decision, its thresholds and the measured values.
+ * not have, and for Adam's unit the kernel time beyond the fused update's (ADAM_PASSES passes
+ * over each tensor at the pass its repeat's kernels show). The fix as an edit: each run one
+ * kernel of the fused update's time, launched once. The pattern is reported when that cost recurs
+ * in the steady steps like sync-call's (ru_recur_decide), in the steps whose repeat count is the
+ * most common one. docs/rules/unfused-optimizer.md has the decision, its thresholds and the
+ * measured values.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -31,12 +34,14 @@
 #include "cuscope/grow.h"
 
 #include "cache.h"
+#include "kernel_names.h"
 #include "finding_kit.h"
 #include "launch_ops.h"
 #include "recurrence.h"
 #include "sites.h"
 #include "rules.h"
 #include "cuscope/checked.h"
+#include "cuscope/sort.h"
 
 /* Longest unit: the AdamW per-tensor update is 8 kernels, AMSGrad and NAdam a few more. */
 #define MAX_PERIOD 16
@@ -54,12 +59,22 @@
 
 /* Call sites listed in the evidence. */
 #define MAX_SITES 5
+/*
+ * The fused Adam/AdamW update (fused=True) reads the parameter, its gradient and the two moments
+ * once and writes the parameter and the moments once: 7 passes over a tensor's elements, where
+ * the per-tensor unit makes about 21 (AdamW: 2 + 3 + 2 + 4 + 2 + 2 + 2 + 4 operands). AMSGrad
+ * reads and writes the running maximum too.
+ */
+#define ADAM_PASSES	    7
+#define AMSGRAD_MORE_PASSES 2
 
 #define RULE_ID RULE_ID_UNFUSED_OPTIMIZER
 
 struct step_sum {
 	int64_t repeats, kernels, runs, period, longest;
 	int64_t idle_ns, gpu_ns, launch_ns;
+	int64_t fused_ns; /* the fix's kernel time for the runs (fused_time()) */
+	int64_t cost;	  /* idle_ns and the kernel time beyond fused_ns */
 	int64_t first_op; /* ops index of the longest run's first kernel, or -1 */
 	int64_t t_first, t_last;
 };
@@ -113,12 +128,69 @@ static int per_tensor(const cs_analysis *a, const struct fact_launch_op *ops, in
 	return sizes;
 }
 
+/* The passes over a tensor the fused update makes, from the unit's names (ops[i..i + p)): 0 when
+ * the unit is not Adam's, whose fix (foreach) keeps the unit's own passes. */
+static int fused_passes(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i,
+			int32_t p)
+{
+	int adam = 0, ams = 0;
+
+	for (int32_t j = 0; j < p; j++) {
+		const char *n = cs_analysis_string(a, ops[i + j].name);
+
+		adam |= strstr(n, "lerp") || strstr(n, "addcdiv");
+		ams |= strstr(n, "maximum") || strstr(n, "MaxFunctor");
+	}
+	return adam ? ADAM_PASSES + (ams ? AMSGRAD_MORE_PASSES : 0) : 0;
+}
+
+/*
+ * What one pass over the elements of repeat ops[i..i + p) takes: the median over its kernels of
+ * their time over their operands (fact_kernel_operands); 0 when none tells.
+ */
+static int64_t repeat_pass(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i,
+			   int32_t p)
+{
+	int64_t v[MAX_PERIOD];
+	int64_t n = 0;
+
+	for (int32_t j = 0; j < p; j++) {
+		const cs_a_kernel *k = &a->kernels[ops[i + j].index];
+		int o = fact_kernel_operands(cs_analysis_string(a, ops[i + j].name));
+
+		if (o > 0 && k->start != CS_TS_UNKNOWN && k->end != CS_TS_UNKNOWN &&
+		    k->end > k->start)
+			v[n++] = (k->end - k->start) / o;
+	}
+	return n ? cs_median_i64(v, n) : 0;
+}
+
+/*
+ * The fix of one run as an edit (docs/replay.md): one kernel, the run's first, launched once and
+ * taking fused ns; the others are not launched, take no time, nor does the host's work before
+ * them (the loop over the tensors).
+ */
+static int edit_run(cs_edit **edit, const struct fact_launch_op *ops, int64_t i, int64_t n,
+		    int64_t fused)
+{
+	if (cs_edit_add(edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, fused))
+		return CS_ERR_NOMEM;
+	for (int64_t j = i + 1; j < i + n; j++)
+		if (cs_edit_add(edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[j].index, 0) ||
+		    cs_edit_add(edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[j].index, 0) ||
+		    cs_edit_add(edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[j].index, INT64_MAX))
+			return CS_ERR_NOMEM;
+	return 0;
+}
+
 /* Add one run to its step's sums, and its kernels to sites, each with the GPU idle of the run
  * before it (after the end of the run's kernels that ended last). */
 static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_op *ops, int64_t i,
-		   int32_t p, int32_t r, struct step_sum *x, struct ru_sites *sites)
+		   int32_t p, int32_t r, struct step_sum *x, struct ru_sites *sites, cs_edit **edit)
 {
-	int64_t n = (int64_t)p * r, t0 = INT64_MAX, t1 = 0, l0 = INT64_MAX, l1 = 0, gpu = 0;
+	int64_t n = (int64_t)p * r, t0 = INT64_MAX, t1 = 0, l0 = INT64_MAX, l1 = 0, gpu = 0,
+		fused = 0, idle;
+	int passes = fused_passes(a, ops, i, p);
 
 	for (int64_t j = i; j < i + n; j++) {
 		const cs_a_kernel *k = &a->kernels[ops[j].index];
@@ -141,11 +213,21 @@ static int add_run(const cs_analysis *a, uint32_t pid, const struct fact_launch_
 		if (k->end > k->start)
 			cs_sat_accum(&gpu, cs_sat_sub(k->end, k->start));
 	}
+	/* the fused kernel's time: its passes over each tensor, at that repeat's pass */
+	for (int32_t k = 0; k < r; k++)
+		cs_sat_accum(&fused, passes * repeat_pass(a, ops, i + (int64_t)k * p, p));
+	if (!passes || fused <= 0 || fused > gpu)
+		fused = gpu;
+	idle = t1 > t0 ? fact_gpu_idle(a, pid, t0, t1) : 0;
 	x->runs++;
 	x->repeats += r;
 	x->kernels += n;
-	cs_sat_accum(&x->idle_ns, fact_gpu_idle(a, pid, t0, t1));
+	cs_sat_accum(&x->idle_ns, idle);
 	cs_sat_accum(&x->gpu_ns, gpu);
+	cs_sat_accum(&x->fused_ns, fused);
+	cs_sat_accum(&x->cost, cs_sat_add(idle, gpu - fused));
+	if (edit_run(edit, ops, i, n, fused))
+		return CS_ERR_NOMEM;
 	cs_sat_accum(&x->launch_ns, l1 > l0 ? cs_sat_sub(l1, l0) : 0);
 	if (x->first_op < 0 || r > x->longest) {
 		x->first_op = i;
@@ -179,6 +261,7 @@ static int add_evidence(const cs_analysis *a, const struct fact_launch_op *ops,
 			{"runs_per_step", offsetof(struct step_sum, runs)},
 			{"idle_ns_per_step", offsetof(struct step_sum, idle_ns)},
 			{"gpu_ns_per_step", offsetof(struct step_sum, gpu_ns)},
+			{"fused_gpu_ns_per_step", offsetof(struct step_sum, fused_ns)},
 			{"launch_ns_per_step", offsetof(struct step_sum, launch_ns)},
 		};
 
@@ -223,6 +306,7 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 	cs_report_finding *f = NULL;
 	struct ru_recur r;
 	struct ru_sites sites = {0};
+	cs_edit *edit = NULL;
 	char title[400], b1[32], b2[32], near1[96], near2[96];
 	int rc = CS_ERR_NOMEM;
 
@@ -243,7 +327,8 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 			int32_t p, rep = fact_repeats_at(ops, i, e, MAX_PERIOD, &p);
 
 			if (rep >= MIN_REPEATS && per_tensor(a, ops, i, p, rep)) {
-				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step], &sites))
+				if (add_run(a, s->pid, ops, i, p, rep, &sum[ops[i].step], &sites,
+					    &edit))
 					goto out;
 				i += (int64_t)p * rep;
 			} else if (rep >= MIN_REPEATS)
@@ -255,7 +340,7 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 	/* the same number of tensors every step: the steps of the most common count */
 	modal = modal_repeats(sum, s->n, tmp);
 	for (int32_t i = 0; i < s->n; i++)
-		idle[i] = sum[i].repeats == modal && modal > 0 ? sum[i].idle_ns : 0;
+		idle[i] = sum[i].repeats == modal && modal > 0 ? sum[i].cost : 0;
 	rc = ru_recur_find(s, ctx->step_median, idle, 0, MIN_STEPS, MIN_STEP_SHARE, MIN_RARE_STEPS,
 			   MIN_LOSS_SHARE, tmp, &steps, &nsteps, &r);
 	if (rc <= 0)
@@ -276,8 +361,9 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 			snprintf(
 				title, sizeof(title),
 				"optimizer step one tensor at a time: %lld small kernels per step, "
-				"repeated for %lld tensors, launched in %s, GPU idle %s per step "
-				"(%.1f%%)%s%s",
+				"repeated for %lld tensors, launched in %s; GPU idle and kernel "
+				"time "
+				"beyond a fused update %s per step (%.1f%%)%s%s",
 				(long long)kern, (long long)tensors,
 				ru_fmt_ns(b2, sizeof(b2), launch),
 				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near1, near2);
@@ -308,9 +394,13 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 	    ru_sites_evidence(f->evidence, &sites, steps, nsteps, MAX_SITES, &f->stack_id))
 		goto out;
 	ru_recur_evidence(f->evidence, &r, nsteps);
+	/* the fix as an edit of the run: the finding's from now on */
+	f->edit = edit;
+	edit = NULL;
 	rc = 0;
 out:
 	rc = ru_finish(ctx, f, rc, err);
+	cs_edit_free(edit);
 	ru_sites_free(&sites);
 	ru_cache_free(&own);
 	free(sum);

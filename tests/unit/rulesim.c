@@ -455,6 +455,25 @@ int synthetic_count(struct sim *m, const char *id, struct found *f)
 	return f->n;
 }
 
+int64_t synthetic_saving(struct sim *m, const char *rule)
+{
+	const cs_analyzer *rules[] = {cs_analyzer_find(rule), NULL};
+	cs_report rep = {0};
+	cs_error err = {0, ""};
+	cs_step_opts o = {"step", 2, 0, 0};
+	struct loaded l;
+	int64_t saving = -1;
+
+	load(&l, m->path, &o);
+	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
+	for (int32_t i = 0; i < rep.n; i++)
+		if (strcmp(rep.v[i]->rule, rule) == 0 && rep.v[i]->nsteps > 0)
+			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
+	cs_report_free(&rep);
+	unload(&l);
+	return saving;
+}
+
 /* A GPU-bound step: 40 kernels of 100 us queued far ahead of the GPU. */
 void busy_step(struct sim *m)
 {

@@ -105,6 +105,9 @@ void run_synthetic(struct sim *m, const char *id, struct found *f, struct loaded
 /* How many findings rule id makes on a synthetic trace; f keeps them. */
 int synthetic_count(struct sim *m, const char *id, struct found *f);
 void busy_step(struct sim *m);
+/* The replayed saving of rule id per affected step on a synthetic trace (its NVTX steps, 2 of them
+ * warm-up); -1 when it has no finding. */
+int64_t synthetic_saving(struct sim *m, const char *id);
 
 /*
  * Rule id on every trace committed in samples/rules/traces and tests/data/corpus (steps found with

@@ -451,29 +451,12 @@ END_TEST
 
 /* The report's saving of d2h-sync per steady step of the finished synthetic trace m, in ns (-1:
  * no finding). */
-static int64_t saving_per_step(struct sim *m, const char *rule)
-{
-	const cs_analyzer *rules[] = {cs_analyzer_find(rule), NULL};
-	cs_report rep = {0};
-	cs_error err = {0, ""};
-	cs_step_opts o = {"step", 2, 0, 0};
-	struct loaded l;
-	int64_t saving = -1;
-
-	load(&l, m->path, &o);
-	ck_assert_msg(cs_report_run(&l.a, &l.s, rules, &rep, &err) == 0, "%s", err.msg);
-	for (int32_t i = 0; i < rep.n; i++)
-		if (strcmp(rep.v[i]->rule, rule) == 0 && rep.v[i]->nsteps > 0)
-			saving = rep.v[i]->saving_ns / rep.v[i]->nsteps;
-	cs_report_free(&rep);
-	unload(&l);
-	free(m->path);
-	return saving;
-}
-
 static int64_t d2h_saving_per_step(struct sim *m)
 {
-	return saving_per_step(m, "d2h-sync");
+	int64_t saving = synthetic_saving(m, "d2h-sync");
+
+	free(m->path);
+	return saving;
 }
 
 /*
@@ -511,10 +494,9 @@ static int64_t element_reads_saving(const char *file, int mode)
  */
 static int64_t nonzero_saving(const char *file, int names)
 {
-	static const char *const cub[] = {
-		"_ZN3cub6detail6reduce28DeviceReduceSingleTileKernelEv",
-		"_ZN3cub6detail4scan23DeviceCompactInitKernelEv",
-		"_ZN3cub6detail6select23DeviceSelectSweepKernelEv"};
+	static const char *const cub[] = {"_ZN3cub6detail6reduce28DeviceReduceSingleTileKernelEv",
+					  "_ZN3cub6detail4scan23DeviceCompactInitKernelEv",
+					  "_ZN3cub6detail6select23DeviceSelectSweepKernelEv"};
 	static const char *const other[] = {"count_kernel", "init_kernel", "pick_kernel"};
 	const char *const *k = names ? other : cub;
 	struct sim m;
@@ -2007,6 +1989,7 @@ static int64_t scan_fix_saving(const char *file, const char *flip, int64_t flip_
 	static const char scan[] =
 		"_ZN2at6native32tensor_kernel_scan_innermost_dimIfSt4plusIfEEEvPT_PKS4_jjjS4_T0_";
 	struct sim m;
+	int64_t saving;
 
 	sim_open(&m, file);
 	for (int s = 0; s < STEPS; s++) {
@@ -2022,7 +2005,9 @@ static int64_t scan_fix_saving(const char *file, const char *flip, int64_t flip_
 		sim_step_end(&m);
 	}
 	sim_finish(&m);
-	return saving_per_step(&m, "cuda-core-scan");
+	saving = synthetic_saving(&m, "cuda-core-scan");
+	free(m.path);
+	return saving;
 }
 
 /* The fix takes 3 passes over the scanned tensor; a flip beside the backward's scan is one pass:

@@ -18,22 +18,28 @@
 
 #define ADAMW_OPS 8
 static const char *const adamw_names[ADAMW_OPS] = {
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_10MulFunctorIfEEEE",
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_"
+	"10MulFunctorIfEEEE",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_16lerp_kernel_scalarEv",
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_10MulFunctorIfEEEE",
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"
+	"10MulFunctorIfEEEE",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_14addcmul_cuda_kernelEv",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_16sqrt_kernel_cudaEv",
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_10DivFunctorIfEEEE",
+	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_"
+	"10DivFunctorIfEEEE",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13CUDAFunctorOnSelf_addIfEEEE",
 	"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_14addcdiv_cuda_kernelEv"};
-static const char fill_name[] =
-	"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+static const char fill_name[] = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+				"11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
 static const char gemm_name[] = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32";
 static const char foreach_name[] =
-	"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_apply_"
-	"kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt4plusIfEfEEEvT_T0_DpT1_";
+	"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_"
+	"apply_"
+	"kernelINS1_18TensorListMetadataILi1EEENS1_"
+	"21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt4plusIfEfEEEvT_T0_DpT1_";
 static const char zero_name[] =
-	"_ZN2at6native50_GLOBAL__N__b6ca21f8_17_ForeachUnaryOp_cu_77fe623d25multi_tensor_apply_kernelINS1_"
+	"_ZN2at6native50_GLOBAL__N__b6ca21f8_17_ForeachUnaryOp_cu_77fe623d25multi_tensor_apply_"
+	"kernelINS1_"
 	"18TensorListMetadataILi1EEENS1_11ZeroFunctorIfLi1ELi1ELi0EEEJEEEvT_T0_DpT1_";
 
 /* A kernel with a grid of `grid` blocks (sim_kernel_named's are 64). */
@@ -153,7 +159,8 @@ START_TEST(test_unfused_adamw)
 	ck_assert_str_eq(cJSON_GetArrayItem(unit, 0)->valuestring, adamw_names[0]);
 	/* each launch takes 6 us of host time + 1 us of call; the kernel 3 us: ~4 us idle each,
 	 * 399 gaps */
-	ck_assert_msg(f.v[0].lost_ns_per_step > 399 * 3 * US && f.v[0].lost_ns_per_step < 399 * 5 * US,
+	ck_assert_msg(f.v[0].lost_ns_per_step > 399 * 3 * US &&
+			      f.v[0].lost_ns_per_step < 399 * 5 * US,
 		      "lost %lld", (long long)f.v[0].lost_ns_per_step);
 	ck_assert(cJSON_GetObjectItem(e, "launch_ns_per_step")->valuedouble > 400 * 6 * US);
 	ck_assert(f.v[0].severity >= CS_SEV_WARNING);
@@ -266,6 +273,47 @@ START_TEST(test_unfused_count_changes)
 }
 END_TEST
 
+/* Operands of adamw_names' kernels (std::array<char*, N> in PyTorch's names). */
+static const int adamw_operands[ADAMW_OPS] = {2, 3, 2, 4, 2, 2, 2, 4};
+
+/*
+ * Queued ahead of the GPU as in test_unfused_queued_ahead, but with the names PyTorch gives, which
+ * tell each kernel's operands: the fused update reads and writes each tensor 7 times where the
+ * unit's 8 kernels of 40 us make 21 passes; a pass is the median kernel's time over its operands
+ * (20 us), so each tensor's 320 us become 140 us: 20 x 180 us a step. SGD's kernel (no Adam in
+ * the unit) keeps its passes: nothing to gain when queued ahead.
+ */
+START_TEST(test_unfused_fused_passes)
+{
+	struct sim m;
+	int64_t ids[ADAMW_OPS], saving;
+	char name[256];
+
+	sim_open(&m, "opt_fused.db");
+	for (int o = 0; o < ADAMW_OPS; o++) {
+		snprintf(name, sizeof(name), "%sSt5arrayIPcLm%dEEEEviT0_T1_", adamw_names[o],
+			 adamw_operands[o]);
+		ids[o] = name_id(&m, name);
+	}
+	for (int s = 0; s < STEPS; s++)
+		opt_step(&m, ids, ADAMW_OPS, 20, 40 * US, 2 * US, 0);
+	sim_finish(&m);
+	saving = synthetic_saving(&m, "unfused-optimizer");
+	ck_assert_msg(saving > 20 * 170 * US && saving < 20 * 190 * US, "saving %lld",
+		      (long long)saving);
+	free(m.path);
+
+	sim_open(&m, "opt_fused_sgd.db");
+	snprintf(name, sizeof(name), "%sSt5arrayIPcLm3EEEEviT0_T1_", adamw_names[6]);
+	ids[0] = name_id(&m, name);
+	for (int s = 0; s < STEPS; s++)
+		opt_step(&m, ids, 1, 150, 40 * US, 2 * US, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_saving(&m, "unfused-optimizer"), -1);
+	free(m.path);
+}
+END_TEST
+
 /* ---- zero-grad-memset ---- */
 
 /* One step: the reset of `tensors` gradients (kind 0: fill kernels, 1: memsets, 2: one
@@ -294,7 +342,9 @@ START_TEST(test_zero_grad_fills)
 		struct loaded l;
 		const cJSON *e;
 
-		sim_open(&m, kind == 0 ? "zg_fill.db" : kind == 1 ? "zg_memset.db" : "zg_foreach.db");
+		sim_open(&m, kind == 0	 ? "zg_fill.db"
+			     : kind == 1 ? "zg_memset.db"
+					 : "zg_foreach.db");
 		for (int s = 0; s < STEPS; s++)
 			zero_step(&m, kind, 52, name_id(&m, fill_name), name_id(&m, zero_name));
 		sim_finish(&m);
@@ -314,7 +364,8 @@ START_TEST(test_zero_grad_fills)
 			ck_assert(strstr(f.v[0].title, kind ? "memsets" : "fills") != NULL);
 		} else {
 			ck_assert_int_eq(
-				cJSON_GetObjectItem(e, "foreach_zero_kernels_per_step")->valueint, 1);
+				cJSON_GetObjectItem(e, "foreach_zero_kernels_per_step")->valueint,
+				1);
 			ck_assert_int_eq(f.v[0].lost_ns_per_step, 30 * US);
 			/* 30 us of a ~1.8 ms step */
 			ck_assert_int_eq(f.v[0].severity, CS_SEV_INFO);
@@ -460,6 +511,7 @@ static Suite *rules_opt_suite(void)
 	tcase_add_test(tc, test_unfused_adamw);
 	tcase_add_test(tc, test_unfused_sgd_one_kernel);
 	tcase_add_test(tc, test_unfused_queued_ahead);
+	tcase_add_test(tc, test_unfused_fused_passes);
 	tcase_add_test(tc, test_unfused_one_size);
 	tcase_add_test(tc, test_unfused_not_elementwise);
 	tcase_add_test(tc, test_unfused_count_changes);

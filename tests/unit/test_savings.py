@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-MIN_WITHIN = 28
+MIN_WITHIN = 29
 MAX_LOUD = 1
 
 
