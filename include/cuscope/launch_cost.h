@@ -55,14 +55,21 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap);
 #define CS_CALL_TAIL_KINDS 3
 
 /*
- * The mean of that time per call of each kind for process pid, in ns (mean_ns[CS_CALL_TAIL_KINDS]): 1
- * when the value has the process, else 0 with mean_ns all 0 (no value, malformed, another
+ * The mean of that time per call of each kind for process pid, in ns (mean_ns[CS_CALL_TAIL_KINDS]):
+ * 1 when the value has the process, else 0 with mean_ns all 0 (no value, malformed, another
  * process; a kind without calls or with a value that is not a finite number >= 0 reads as 0).
  */
 int cs_call_tails_mean(const char *json, unsigned pid, double *mean_ns);
 /* The cuscope_code part of a launch_cost value (what the library's own code adds to a launch, in
  * ns; 0 when missing): the part of the calibrated cost that call_tails also counts. */
 double cs_launch_cost_own_code_ns(const char *json);
+
+/*
+ * What CUPTI adds to a blocking call that waits for the GPU, in ns, from a launch_cost value's
+ * "waits" (calibrate.c): *copy for a synchronous copy back, *sync for a synchronize; 0 when
+ * missing (values of cuscope before 2026-12-07), malformed or negative.
+ */
+void cs_launch_cost_wait_ns(const char *json, double *copy, double *sync);
 
 /* The words for a part of the cost, a key of the value's "added_wall_ns" ("kernel_records": "its
  * kernel records"); the key itself when unknown. */

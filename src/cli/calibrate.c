@@ -17,6 +17,11 @@
  * always next to the loops with it. What recording costs a launch is the median over the rounds of
  * the loop with everything less the loop with no profiler of the same round, in wall time per
  * launch; the parts are the medians of the differences between the modes, each in its round.
+ * Each round also times two loops of waits with no profiler and with everything but the library's
+ * own code (the API callbacks returning at once): a launch then a synchronous 4-byte copy back
+ * (cuMemcpyDtoH) or a cuCtxSynchronize, each waiting for the kernel just launched. What CUPTI adds
+ * to such a wait is that loop's difference less the launch loop's, in the same round: the time
+ * before a blocking call returns that the recorder's own code (call_tails) does not count.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,6 +45,11 @@
 #include "cuscope/spool.h"
 
 #ifdef CUSCOPE_HAVE_RECORD
+
+/* What a loop does each time: launch; launch then copy 4 bytes back; launch then synchronize. */
+enum { CAL_LAUNCH, CAL_COPY, CAL_SYNC, CAL_NKINDS };
+#define CAL_WAIT_DIVISOR 8 /* a wait loop runs launches / 8 times: a wait takes several launches \
+			    */
 
 /* The loops of a round: the first in the bare process, the others in the recorded one. */
 enum { CAL_NONE, CAL_OFF, CAL_KERNELS, CAL_EMPTY_CB, CAL_ALL, CAL_NMODES };
@@ -72,6 +82,7 @@ struct hello {
 struct command {
 	int mode; /* enum; -1: exit */
 	int launches;
+	int kind; /* CAL_LAUNCH, CAL_COPY, CAL_SYNC */
 };
 struct answer {
 	int rc;		  /* CUDA error of the loop, 0 */
@@ -99,6 +110,8 @@ struct drv {
 	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 		      void *, void **, void **);
 	int (*sync)(void);
+	int (*mem_alloc)(unsigned long long *, size_t);
+	int (*copy_dtoh)(void *, unsigned long long, size_t);
 };
 
 static double now_ns(clockid_t clk)
@@ -109,18 +122,23 @@ static double now_ns(clockid_t clk)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* One loop of n launches: its wall and process CPU time per launch. 0, or the failing call's
- * result. */
-static int loop(const struct drv *d, void *fn, int n, double *wall, double *cpu)
+/* One loop of n launches of kind (each followed by a copy back from dev or a synchronize): its
+ * wall and process CPU time per iteration. 0, or the failing call's result. */
+static int loop(const struct drv *d, void *fn, int kind, unsigned long long dev, int n,
+		double *wall, double *cpu)
 {
 	double w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID), w1, c1;
-	int rc;
+	int rc, value = 0;
 
 	for (int i = 0; i < n; i++) {
 		rc = d->launch(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
 		if (rc)
 			return rc;
-		if (i % CAL_SYNC_EVERY == CAL_SYNC_EVERY - 1 && (rc = d->sync()))
+		if (kind == CAL_COPY)
+			rc = d->copy_dtoh(&value, dev, sizeof(value));
+		else if (kind == CAL_SYNC || i % CAL_SYNC_EVERY == CAL_SYNC_EVERY - 1)
+			rc = d->sync();
+		if (rc)
 			return rc;
 	}
 	w1 = now_ns(CLOCK_MONOTONIC);
@@ -148,6 +166,8 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 		{"cuModuleGetFunction", (void **)&d->function_get},
 		{"cuLaunchKernel", (void **)&d->launch},
 		{"cuCtxSynchronize", (void **)&d->sync},
+		{"cuMemAlloc_v2", (void **)&d->mem_alloc},
+		{"cuMemcpyDtoH_v2", (void **)&d->copy_dtoh},
 	};
 
 	if (!h) {
@@ -233,6 +253,45 @@ static cJSON *to_json(const char *device, int n, int launches, double (*wall)[CA
 	return root;
 }
 
+/*
+ * Add the waits' loops to the value: "waits": {"iterations": n, "copy": {...}, "sync": {...}}, each
+ * with its loops' median wall time per iteration ("wall_ns": "none", "empty_callbacks") and
+ * "added_ns": the median over the rounds of what CUPTI added to an iteration less what it added
+ * to a launch in the same round (the time it adds to the wait itself). 0 or -1 (no memory).
+ */
+static int add_waits(cJSON *root, int n, int iterations, double (*wall)[CAL_MAX_ROUNDS],
+		     double (*waits)[2][CAL_MAX_ROUNDS])
+{
+	static const char *const key[CAL_NKINDS - 1] = {"copy", "sync"};
+	cJSON *w = cJSON_AddObjectToObject(root, "waits");
+
+	if (!w || !cJSON_AddNumberToObject(w, "iterations", iterations) ||
+	    !cJSON_AddStringToObject(
+		    w, "method",
+		    "a launch of an empty kernel then a wait for it (cuMemcpyDtoH of "
+		    "4 bytes, cuCtxSynchronize), no profiler and CUPTI with the "
+		    "callbacks returning at once; added_ns: the difference per "
+		    "iteration less the launch loops' in the same round, median over "
+		    "the rounds"))
+		return -1;
+	for (int k = 0; k < CAL_NKINDS - 1; k++) {
+		cJSON *o = cJSON_AddObjectToObject(w, key[k]), *ww;
+		double d[CAL_MAX_ROUNDS];
+
+		if (!o || !(ww = cJSON_AddObjectToObject(o, "wall_ns")))
+			return -1;
+		for (int r = 0; r < n; r++)
+			d[r] = (waits[k][1][r] - waits[k][0][r]) -
+			       (wall[CAL_EMPTY_CB][r] - wall[CAL_NONE][r]);
+		if (!cJSON_AddNumberToObject(ww, "none", round_ns(median(waits[k][0], n))) ||
+		    !cJSON_AddNumberToObject(ww, "empty_callbacks",
+					     round_ns(median(waits[k][1], n))) ||
+		    !cJSON_AddNumberToObject(o, "added_ns", round_ns(cs_stat_median(d, n))))
+			return -1;
+	}
+	return 0;
+}
+
 /* The signals that end a job from the terminal or by kill: while the measurement runs, they end it
  * (the measuring processes take their default action) and not cuscope, which still has a trace to
  * write. */
@@ -301,6 +360,7 @@ static void worker_main(int in, int out, const char *lib, int cpu)
 	struct command c;
 	struct drv d;
 	void *ctx = NULL, *mod = NULL, *fn = NULL;
+	unsigned long long buf = 0;
 	int (*init)(void) = NULL, (*sw)(int) = NULL, dev = 0, rc;
 
 	memset(&h, 0, sizeof(h));
@@ -319,7 +379,8 @@ static void worker_main(int in, int out, const char *lib, int cpu)
 	d.device_name(h.device, (int)sizeof(h.device) - 1, dev);
 	if ((rc = d.ctx_retain(&ctx, dev)) || (rc = d.ctx_set(ctx)) ||
 	    (rc = d.module_load(&mod, empty_ptx)) ||
-	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty"))) {
+	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty")) ||
+	    (rc = d.mem_alloc(&buf, sizeof(int)))) {
 		snprintf(h.why, sizeof(h.why), "cannot load a kernel on %s (CUDA error %d)",
 			 h.device, rc);
 		goto say;
@@ -354,7 +415,7 @@ say:
 
 		if (sw)
 			sw(mode_switch[c.mode]);
-		a.rc = loop(&d, fn, c.launches, &a.wall, &a.cpu);
+		a.rc = loop(&d, fn, c.kind, buf, c.launches, &a.wall, &a.cpu);
 		if (write_full(out, &a, sizeof(a)))
 			break;
 	}
@@ -410,7 +471,7 @@ static int worker_start(struct worker *w, const struct worker *other, const char
 /* Tell it to exit (or kill it), and reap it. */
 static void worker_stop(struct worker *w, int kill_it)
 {
-	struct command quit = {-1, 0};
+	struct command quit = {-1, 0, 0};
 	int st;
 
 	if (w->pid <= 0)
@@ -425,10 +486,10 @@ static void worker_stop(struct worker *w, int kill_it)
 }
 
 /* Run one loop in a worker; the answer, or -1 (why said). */
-static int run_loop_in(struct worker *w, int mode, int launches, double deadline, struct answer *a,
-		       const char *device, char *why, size_t cap)
+static int run_loop_in(struct worker *w, int mode, int kind, int launches, double deadline,
+		       struct answer *a, const char *device, char *why, size_t cap)
 {
-	struct command c = {mode, launches};
+	struct command c = {mode, launches, kind};
 
 	if (write_full(w->to, &c, sizeof(c)) || read_full(w->from, a, sizeof(*a), deadline)) {
 		snprintf(why, cap,
@@ -438,7 +499,10 @@ static int run_loop_in(struct worker *w, int mode, int launches, double deadline
 		return -1;
 	}
 	if (a->rc) {
-		snprintf(why, cap, "a launch of an empty kernel on %s failed (CUDA error %d)",
+		snprintf(why, cap, "a %s on %s failed (CUDA error %d)",
+			 kind == CAL_LAUNCH ? "launch of an empty kernel"
+			 : kind == CAL_COPY ? "copy of 4 bytes after a launch"
+					    : "synchronize after a launch",
 			 device, a->rc);
 		return -1;
 	}
@@ -448,6 +512,7 @@ static int run_loop_in(struct worker *w, int mode, int launches, double deadline
 cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 {
 	static double wall[CAL_NMODES][CAL_MAX_ROUNDS], cpu[CAL_NMODES][CAL_MAX_ROUNDS];
+	static double wait_wall[CAL_NKINDS - 1][2][CAL_MAX_ROUNDS];
 	char spool[PATH_MAX], *opts = NULL;
 	struct worker bare = {0, -1, -1}, rec = {0, -1, -1};
 	struct hello hb, hr;
@@ -455,6 +520,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	struct sigaction ign, old[NSTOP], old_pipe;
 	double deadline = now_ns(CLOCK_MONOTONIC) + o->timeout_s * 1e9;
 	int rounds = o->rounds < CAL_MAX_ROUNDS ? o->rounds : CAL_MAX_ROUNDS, failed = 1;
+	int waits_n = o->launches / CAL_WAIT_DIVISOR + 1;
 	int at = sched_getcpu();
 	cs_progress *pg = NULL;
 	cJSON *out = NULL;
@@ -513,7 +579,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 		for (int j = 0; j < CAL_NMODES; j++) {
 			int m = (r + 1 + j) % CAL_NMODES;
 
-			if (run_loop_in(m == CAL_NONE ? &bare : &rec, m,
+			if (run_loop_in(m == CAL_NONE ? &bare : &rec, m, CAL_LAUNCH,
 					r < 0 ? o->launches / 4 + 1 : o->launches, deadline, &a,
 					hb.device, why, cap))
 				goto out;
@@ -522,9 +588,23 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 				cpu[m][r] = a.cpu;
 			}
 		}
+		/* the waits: no profiler and CUPTI's part, in an order alternating by round */
+		for (int j = 0; j < 2 * (CAL_NKINDS - 1); j++) {
+			int kind = 1 + j / 2, m = (j + r) % 2 ? CAL_EMPTY_CB : CAL_NONE;
+
+			if (run_loop_in(m == CAL_NONE ? &bare : &rec, m, kind, waits_n, deadline,
+					&a, hb.device, why, cap))
+				goto out;
+			if (r >= 0)
+				wait_wall[kind - 1][m == CAL_NONE ? 0 : 1][r] = a.wall;
+		}
 	}
 	failed = 0;
 	out = to_json(hb.device, rounds, o->launches, wall, cpu);
+	if (out && add_waits(out, rounds, waits_n, wall, wait_wall)) {
+		cJSON_Delete(out);
+		out = NULL;
+	}
 	if (!out)
 		snprintf(why, cap, "out of memory");
 out:
@@ -576,8 +656,8 @@ int cli_bare_launch_loops(int loops, int launches, double timeout_s, double *wal
 	}
 	snprintf(device, dcap, "%s", h.device);
 	for (int r = -1; r < loops; r++) {
-		if (run_loop_in(&bare, CAL_NONE, r < 0 ? launches / 4 + 1 : launches, deadline, &a,
-				h.device, why, cap))
+		if (run_loop_in(&bare, CAL_NONE, CAL_LAUNCH, r < 0 ? launches / 4 + 1 : launches,
+				deadline, &a, h.device, why, cap))
 			goto out;
 		if (r >= 0)
 			wall[r] = a.wall;
@@ -619,6 +699,25 @@ void cli_calibrate_print(const cJSON *j)
 	{
 		printf("  %-40s %+10.3f\n", cs_launch_cost_part_label(p->string),
 		       cJSON_GetNumberValue(p) / 1e3);
+	}
+	{
+		const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "waits");
+		static const char *const key[] = {"copy", "sync"};
+		static const char *const label[] = {"a synchronous 4-byte copy back",
+						    "a synchronize"};
+
+		if (cJSON_IsObject(w)) {
+			printf("\na launch then a wait, %d times (wall us per iteration):\n",
+			       (int)NUM(w, "iterations"));
+			for (int k = 0; k < 2; k++) {
+				const cJSON *o = cJSON_GetObjectItemCaseSensitive(w, key[k]);
+				const cJSON *ww = cJSON_GetObjectItemCaseSensitive(o, "wall_ns");
+
+				printf("  %-32s %8.3f without, %8.3f with CUPTI: %+.3f us a wait\n",
+				       label[k], NUM(ww, "none") / 1e3,
+				       NUM(ww, "empty_callbacks") / 1e3, NUM(o, "added_ns") / 1e3);
+			}
+		}
 	}
 #undef NUM
 }

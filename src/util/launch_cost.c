@@ -47,9 +47,8 @@ static double num_at(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0
-		       ? v->valuedouble
-		       : 0;
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 ? v->valuedouble
+										    : 0;
 }
 
 int cs_call_tails_mean(const char *json, unsigned pid, double *mean_ns)
@@ -87,6 +86,16 @@ double cs_launch_cost_own_code_ns(const char *json)
 
 	cJSON_Delete(root);
 	return ns;
+}
+
+void cs_launch_cost_wait_ns(const char *json, double *copy, double *sync)
+{
+	cJSON *root = json ? cJSON_Parse(json) : NULL;
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "waits");
+
+	*copy = num_at(cJSON_GetObjectItemCaseSensitive(w, "copy"), "added_ns");
+	*sync = num_at(cJSON_GetObjectItemCaseSensitive(w, "sync"), "added_ns");
+	cJSON_Delete(root);
 }
 
 const char *cs_launch_cost_part_label(const char *key)

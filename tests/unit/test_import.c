@@ -1780,7 +1780,8 @@ END_TEST
  * trace without any has no key. */
 START_TEST(test_call_tails)
 {
-	static const uint64_t calls[CS_TAIL_KINDS] = {10, 4, 0}, ns[CS_TAIL_KINDS] = {25000, 36000, 7};
+	static const uint64_t calls[CS_TAIL_KINDS] = {10, 4, 0},
+			      ns[CS_TAIL_KINDS] = {25000, 36000, 7};
 	char *dir = tu_tmpdir();
 	struct spool s;
 	struct imported im;
@@ -1796,11 +1797,13 @@ START_TEST(test_call_tails)
 	ck_assert_str_eq(cs_trace_meta(im.t, CS_META_CALL_TAILS),
 			 "{\"4242\":{\"launch\":{\"calls\":10,\"ns\":25000},\"stack\":{\"calls\":4,"
 			 "\"ns\":36000},\"other\":{\"calls\":0,\"ns\":7}}}");
-	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_A, mean), 1);
+	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_A, mean),
+			 1);
 	ck_assert_double_eq_tol(mean[CS_TAIL_LAUNCH], 2500, 1e-9);
 	ck_assert_double_eq_tol(mean[CS_TAIL_STACK], 9000, 1e-9);
 	ck_assert_double_eq_tol(mean[CS_TAIL_OTHER], 0, 1e-9); /* no calls: no mean */
-	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_B, mean), 0);
+	ck_assert_int_eq(cs_call_tails_mean(cs_trace_meta(im.t, CS_META_CALL_TAILS), PID_B, mean),
+			 0);
 	ck_assert_double_eq_tol(mean[CS_TAIL_LAUNCH], 0, 1e-9);
 	imported_close(&im);
 
@@ -1823,9 +1826,26 @@ START_TEST(test_call_tails)
 	ck_assert_double_eq_tol(mean[1], 0, 1e-9);
 	ck_assert_double_eq_tol(mean[2], 2.5, 1e-9);
 	ck_assert_double_eq_tol(
-		cs_launch_cost_own_code_ns("{\"ns_per_launch\":900,\"added_wall_ns\":{\"cuscope_code\":118}}"),
+		cs_launch_cost_own_code_ns(
+			"{\"ns_per_launch\":900,\"added_wall_ns\":{\"cuscope_code\":118}}"),
 		118, 1e-9);
 	ck_assert_double_eq_tol(cs_launch_cost_own_code_ns("{\"ns_per_launch\":900}"), 0, 1e-9);
+	/* what CUPTI adds to a wait: absent (older values), malformed or negative reads as 0 */
+	{
+		double copy = -1, sync = -1;
+
+		cs_launch_cost_wait_ns("{\"ns_per_launch\":900,\"waits\":{\"copy\":{\"added_ns\":"
+				       "4200.5},\"sync\":{\"added_ns\":-30}}}",
+				       &copy, &sync);
+		ck_assert_double_eq_tol(copy, 4200.5, 1e-9);
+		ck_assert_double_eq_tol(sync, 0, 1e-9);
+		cs_launch_cost_wait_ns("{\"ns_per_launch\":900}", &copy, &sync);
+		ck_assert(copy == 0 && sync == 0);
+		cs_launch_cost_wait_ns("[", &copy, &sync);
+		ck_assert(copy == 0 && sync == 0);
+		cs_launch_cost_wait_ns(NULL, &copy, &sync);
+		ck_assert(copy == 0 && sync == 0);
+	}
 }
 END_TEST
 
@@ -1956,9 +1976,10 @@ START_TEST(test_ring_files_read_as_one_stream)
 	ck_assert_str_eq(cs_trace_meta(im.t, "time_base_ns"), "1000005000");
 	meta = cs_trace_meta(im.t, CS_META_RING);
 	ck_assert_ptr_nonnull(meta);
-	ck_assert_msg(strstr(meta, "\"size_bytes\":1048576,\"duration_ns\":0,\"window_start_ns\":0,"
-				   "\"window_end_ns\":3400,\"segments_dropped\":1,\"records_dropped\":10,"
-				   "\"bytes_dropped\":1000,\"records_cut\":5,\"processes\":{\"4242\":{"),
+	ck_assert_msg(strstr(meta,
+			     "\"size_bytes\":1048576,\"duration_ns\":0,\"window_start_ns\":0,"
+			     "\"window_end_ns\":3400,\"segments_dropped\":1,\"records_dropped\":10,"
+			     "\"bytes_dropped\":1000,\"records_cut\":5,\"processes\":{\"4242\":{"),
 		      "%s", meta);
 	imported_close(&im);
 
@@ -2374,11 +2395,11 @@ START_TEST(test_cli_import)
 		ck_assert_msg(rc == 0, "rc %d: %s", rc, e);
 		ck_assert_str_eq(o, "");
 		ck_assert_int_eq(tu_count_lines(e), 1);
-		ck_assert_msg(!strncmp(e, "cuscope: wrote ", 15) && strstr(e, "run.db (") &&
-				      strstr(e,
-					     "): 1 process, 10 kernels, 0 memcpy, 0 memset, 0 memory, "
-					     "0 sync, 0 api, 0 nvtx; 0 dropped\n"),
-			      "summary: %s", e);
+		ck_assert_msg(
+			!strncmp(e, "cuscope: wrote ", 15) && strstr(e, "run.db (") &&
+				strstr(e, "): 1 process, 10 kernels, 0 memcpy, 0 memset, 0 memory, "
+					  "0 sync, 0 api, 0 nvtx; 0 dropped\n"),
+			"summary: %s", e);
 		free(o);
 		free(e);
 	}

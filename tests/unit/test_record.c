@@ -469,6 +469,13 @@ START_TEST(calibrate_measures_or_says_why)
 
 		ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble >= 0, "%s", out);
 		ck_assert_int_eq(cJSON_GetObjectItem(j, "rounds")->valueint, 1);
+		/* the waits: a launch then a copy back or a synchronize, 256 / 8 + 1 times */
+		v = cJSON_GetObjectItem(j, "waits");
+		ck_assert_int_eq(cJSON_GetObjectItem(v, "iterations")->valueint, 33);
+		ck_assert(cJSON_IsNumber(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(v, "copy"), "added_ns")));
+		ck_assert(cJSON_IsNumber(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(v, "sync"), "added_ns")));
 		cJSON_Delete(j);
 	} else {
 		ck_assert_int_eq(rc, 2);

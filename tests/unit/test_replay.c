@@ -234,10 +234,13 @@ START_TEST(test_host_func_wait_on_woken_thread)
 }
 END_TEST
 
-/* Replayed without the profiler, with and without the recorder's time after each call (META
- * call_tails) in a copy of the trace: the base of the replay in *plain and *cut. */
-static void replay_with_tails(const char *src, const char *tails_json, int64_t *plain, int64_t *cut,
-			      int64_t *calls)
+/*
+ * Replayed without the profiler in a copy of the trace, with META key set to plain_json (NULL:
+ * without the key) and then to json (a format given the process id): the base of the replay in
+ * *plain and *cut.
+ */
+static void replay_with_meta(const char *src, const char *key, const char *plain_json,
+			     const char *json, int64_t *plain, int64_t *cut, int64_t *calls)
 {
 	char *dir = tu_tmpdir(), *path = tu_path(dir, "t.db"), *data;
 	size_t len = 0;
@@ -246,50 +249,51 @@ static void replay_with_tails(const char *src, const char *tails_json, int64_t *
 	sqlite3 *db;
 	sqlite3_stmt *q;
 	char value[512];
+	unsigned pid = 0;
 
 	data = tu_read_file(src, &len);
 	ck_assert_ptr_nonnull(data);
 	ck_assert_int_eq(tu_write_file(path, data, len), 0);
 	free(data);
-	/* the plain replay is the one without tails: the recording's own go */
-	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "DELETE FROM META WHERE key = ?", -1, &q, NULL),
-			 SQLITE_OK);
-	sqlite3_bind_text(q, 1, CS_META_CALL_TAILS, -1, SQLITE_STATIC);
-	ck_assert_int_eq(sqlite3_step(q), SQLITE_DONE);
-	sqlite3_finalize(q);
-	sqlite3_close(db);
 	for (int pass = 0; pass < 2; pass++) {
 		struct fact_deps *d = NULL;
+		const char *v = pass ? json : plain_json;
 
+		if (pass || plain_json)
+			snprintf(value, sizeof(value), v, pid);
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(db,
+						    v ? "INSERT OR REPLACE INTO META VALUES (?, ?)"
+						      : "DELETE FROM META WHERE key = ?",
+						    -1, &q, NULL),
+				 SQLITE_OK);
+		sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+		if (v)
+			sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
+		ck_assert_int_eq(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+		sqlite3_close(db);
 		ck_assert_int_eq(load(&l, path), 0);
+		pid = (unsigned)l.s.pid; /* for json, which the second pass writes */
 		ck_assert_int_eq(fact_deps_build(&l.a, &l.s, FACT_DEPS_UNPROFILED, &d), 0);
 		ck_assert_ptr_nonnull(d);
 		ck_assert_int_eq(fact_deps_replay(d, NULL, NULL, pass ? cut : plain), 0);
 		fact_deps_stats(d, &st);
 		*calls = st.calls;
-		if (!pass)
-			snprintf(value, sizeof(value), tails_json, (unsigned)l.s.pid);
 		fact_deps_free(d);
 		unload(&l);
-		if (pass)
-			break;
-		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO META VALUES (?, ?)",
-						    -1, &q, NULL),
-				 SQLITE_OK);
-		sqlite3_bind_text(q, 1, CS_META_CALL_TAILS, -1, SQLITE_STATIC);
-		sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
-		ck_assert_int_eq(sqlite3_step(q), SQLITE_DONE);
-		sqlite3_finalize(q);
-		sqlite3_close(db);
 	}
 	free(path);
 	free(dir);
 }
 
-/* The recorder's measured time after each call comes out of the host time that follows it: a
- * host-bound run replays faster by at most that time per call, and by a good part of it. */
+/* Replayed with and without the recorder's time after each call (META call_tails). */
+static void replay_with_tails(const char *src, const char *tails_json, int64_t *plain, int64_t *cut,
+			      int64_t *calls)
+{
+	replay_with_meta(src, CS_META_CALL_TAILS, NULL, tails_json, plain, cut, calls);
+}
+
 START_TEST(test_call_tails_taken_out)
 {
 	char *path = tu_source_file("tests/data/savings/d2h_item_host.db");
@@ -299,10 +303,11 @@ START_TEST(test_call_tails_taken_out)
 		free(path);
 		return;
 	}
-	replay_with_tails(path,
-			  "{\"%u\":{\"launch\":{\"calls\":1000,\"ns\":2000000},"
-			  "\"stack\":{\"calls\":10,\"ns\":20000},\"other\":{\"calls\":10,\"ns\":20000}}}",
-			  &plain, &cut, &calls);
+	replay_with_tails(
+		path,
+		"{\"%u\":{\"launch\":{\"calls\":1000,\"ns\":2000000},"
+		"\"stack\":{\"calls\":10,\"ns\":20000},\"other\":{\"calls\":10,\"ns\":20000}}}",
+		&plain, &cut, &calls);
 	ck_assert_int_gt(plain, 0);
 	ck_assert_msg(cut < plain, "%lld -> %lld", (long long)plain, (long long)cut);
 	/* never more than 2 us a call of the whole model */
@@ -343,6 +348,37 @@ START_TEST(test_wait_tail_is_a_stack_tail)
 		      (long long)(plain - stack));
 	ck_assert_msg(plain - other < (plain - stack) / 4, "%lld less after the other calls",
 		      (long long)(plain - other));
+	free(path);
+}
+END_TEST
+
+/*
+ * What CUPTI adds to a blocking call comes out of its return after the wait (META launch_cost's
+ * waits): c_memcpy_scalar's 34 synchronous copies of a scalar each drain the GPU, so 4 us less
+ * after each copy replays about 34 x 4 us faster; the same for synchronize calls, of which it has
+ * none in its iterations, changes next to nothing.
+ */
+START_TEST(test_wait_cost_taken_out)
+{
+	static const char plain[] = "{\"version\":2,\"ns_per_launch\":0}";
+	static const char copy[] = "{\"version\":2,\"ns_per_launch\":0,\"waits\":{\"copy\":{"
+				   "\"added_ns\":4000},\"sync\":{\"added_ns\":0}}}";
+	static const char sync[] = "{\"version\":2,\"ns_per_launch\":0,\"waits\":{\"copy\":{"
+				   "\"added_ns\":0},\"sync\":{\"added_ns\":4000}}}";
+	char *path = tu_source_file("tests/data/savings/c_memcpy_scalar.db");
+	int64_t base = 0, fast = 0, other = 0, calls = 0;
+
+	if (!tu_file_exists(path)) {
+		free(path);
+		return;
+	}
+	replay_with_meta(path, CS_META_LAUNCH_COST, plain, copy, &base, &fast, &calls);
+	replay_with_meta(path, CS_META_LAUNCH_COST, plain, sync, &base, &other, &calls);
+	ck_assert_int_gt(base, 0);
+	ck_assert_msg(base - fast >= 25 * 3000 && base - fast <= 34 * 4000, "%lld -> %lld",
+		      (long long)base, (long long)fast);
+	ck_assert_msg(base - other < (base - fast) / 4, "%lld less after the synchronizes",
+		      (long long)(base - other));
 	free(path);
 }
 END_TEST
@@ -395,7 +431,8 @@ START_TEST(test_gpu_gap_where_queued)
 {
 	static const struct {
 		const char *name;
-		double lo0, hi0, lo10, hi10; /* the span with gaps of 0 and of 10 us over the recorded */
+		double lo0, hi0, lo10,
+			hi10; /* the span with gaps of 0 and of 10 us over the recorded */
 	} cases[] = {
 		{"launch-starvation-negative_gpu_bound.db", 0.95, 0.999, 1.01, 1.5},
 		{"launch-starvation-bad.db", 0.99, 1.0, 1.0, 1.01},
@@ -417,15 +454,16 @@ START_TEST(test_gpu_gap_where_queued)
 
 			for (int64_t i = 0; i < l.a.nkernels; i++)
 				if (l.a.kernels[i].pid == l.s.pid)
-					ck_assert_int_eq(cs_edit_add(&e, CS_EDIT_GPU_GAP, CS_EDIT_KERNEL,
-								     i, g ? 10000 : 0),
+					ck_assert_int_eq(cs_edit_add(&e, CS_EDIT_GPU_GAP,
+								     CS_EDIT_KERNEL, i,
+								     g ? 10000 : 0),
 							 0);
 			ck_assert_int_eq(fact_deps_replay(l.d, e, NULL, &span[g]), 0);
 			r[g] = (double)span[g] / (double)base;
 			cs_edit_free(e);
 		}
-		ck_assert_msg(r[0] >= cases[c].lo0 && r[0] <= cases[c].hi0 && r[1] >= cases[c].lo10 &&
-				      r[1] <= cases[c].hi10,
+		ck_assert_msg(r[0] >= cases[c].lo0 && r[0] <= cases[c].hi0 &&
+				      r[1] >= cases[c].lo10 && r[1] <= cases[c].hi10,
 			      "%s: %.3f with no gap, %.3f with 10 us", cases[c].name, r[0], r[1]);
 		unload(&l);
 		free(path);
@@ -500,6 +538,7 @@ int main(void)
 	tcase_add_test(tc, test_call_tails_taken_out);
 	tcase_add_test(tc, test_host_func_wait_on_woken_thread);
 	tcase_add_test(tc, test_wait_tail_is_a_stack_tail);
+	tcase_add_test(tc, test_wait_cost_taken_out);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -66,11 +66,12 @@ struct call {
 	int32_t thread;
 	int32_t wait_op;  /* GPU work it waited for, -1 */
 	int32_t host_dep; /* the call of another thread whose end woke this one, -1 */
-	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1 */
+	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1
+			   */
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
-	uint8_t launches; /* it holds a launch call */
-	uint8_t tail;	  /* the kind (enum cs_tail_kind) of the call that ends it */
+	uint8_t launches;  /* it holds a launch call */
+	uint8_t tail;	   /* the kind (enum cs_tail_kind) of the call that ends it */
 	uint8_t host_func; /* it enqueues a host function (cudaLaunchHostFunc, ...) */
 };
 
@@ -750,9 +751,12 @@ static int decide_host_deps(struct fact_deps *d)
  * cost of a launch, from each launch call; and, where the trace has them (META call_tails), the
  * recorder's measured mean time after each kind of call from the host time that follows such a
  * call. The calibrated cost holds the library's own code (own_code), which call_tails counts too:
- * with call_tails, a launch loses rec less that.
+ * with call_tails, a launch loses rec less that. A blocking copy or synchronize that waited for
+ * the GPU returns copy_wait or sync_wait sooner after its work ended (what CUPTI adds to such a
+ * call, calibrated alike; 0 in traces of before 2026-12-07).
  */
-static void unprofile(struct fact_deps *d, double rec, double own_code, const double *tail)
+static void unprofile(struct fact_deps *d, double rec, double own_code, const double *tail,
+		      double copy_wait, double sync_wait)
 {
 	int have_tails = tail && (tail[0] > 0 || tail[1] > 0 || tail[2] > 0);
 
@@ -760,9 +764,15 @@ static void unprofile(struct fact_deps *d, double rec, double own_code, const do
 		rec = rec > own_code ? rec - own_code : 0;
 	for (int64_t g = 0; g < d->ncalls; g++) {
 		struct call *c = &d->calls[g];
+		int64_t w = (int64_t)(c->cls == CL_COPY	  ? copy_wait
+				      : c->cls == CL_SYNC ? sync_wait
+							  : 0);
 
 		if (c->launches && rec > 0)
 			c->base = c->base > (int64_t)rec ? c->base - (int64_t)rec : 0;
+		/* what CUPTI adds to a blocking call is spent before it returns, after its wait */
+		if (c->wait_op >= 0 && w > 0)
+			c->wait_lat = c->wait_lat > w ? c->wait_lat - w : 0;
 		if (have_tails && g > 0 && g != d->thread_first[c->thread]) {
 			int64_t cut = (int64_t)tail[d->calls[g - 1].tail];
 
@@ -825,10 +835,12 @@ int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags, str
 		goto fail;
 	if ((flags & FACT_DEPS_UNPROFILED) && a->trace) {
 		const char *cost = cs_trace_meta(a->trace, CS_META_LAUNCH_COST);
-		double tail[CS_CALL_TAIL_KINDS];
+		double tail[CS_CALL_TAIL_KINDS], copy_wait, sync_wait;
 
 		cs_call_tails_mean(cs_trace_meta(a->trace, CS_META_CALL_TAILS), s->pid, tail);
-		unprofile(d, cs_launch_cost_ns(cost), cs_launch_cost_own_code_ns(cost), tail);
+		cs_launch_cost_wait_ns(cost, &copy_wait, &sync_wait);
+		unprofile(d, cs_launch_cost_ns(cost), cs_launch_cost_own_code_ns(cost), tail,
+			  copy_wait, sync_wait);
 	}
 	d->stats.launch_lat = d->typ_launch;
 	d->stats.stream_gap = d->typ_stream;
@@ -877,7 +889,7 @@ struct overrides {
 	int64_t *call_time; /* -1: keep; else the call's duration, without a wait */
 	int64_t *gap_cut;   /* host time removed before the call */
 	int64_t *op_time;   /* -1: keep; else the work's GPU duration */
-	int64_t *op_gap;    /* -1: keep; else the GPU's gap after the work before it on its stream */
+	int64_t *op_gap; /* -1: keep; else the GPU's gap after the work before it on its stream */
 	uint8_t *no_wait;
 };
 
