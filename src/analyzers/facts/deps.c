@@ -770,9 +770,16 @@ static void unprofile(struct fact_deps *d, double rec, double own_code, const do
 
 		if (c->launches && rec > 0)
 			c->base = c->base > (int64_t)rec ? c->base - (int64_t)rec : 0;
-		/* what CUPTI adds to a blocking call is spent before it returns, after its wait */
-		if (c->wait_op >= 0 && w > 0)
+		/* what CUPTI adds to a blocking call is spent before it returns, after its wait;
+		 * what the return does not hold delayed the call's own copy */
+		if (c->wait_op >= 0 && w > 0) {
+			struct op *o = &d->ops[c->wait_op];
+			int64_t left = w - c->wait_lat;
+
 			c->wait_lat = c->wait_lat > w ? c->wait_lat - w : 0;
+			if (left > 0 && o->call == (int32_t)g && o->edge != EDGE_NONE)
+				o->lat = o->lat > left ? o->lat - left : 0;
+		}
 		if (have_tails && g > 0 && g != d->thread_first[c->thread]) {
 			int64_t cut = (int64_t)tail[d->calls[g - 1].tail];
 
