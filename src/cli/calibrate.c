@@ -48,8 +48,10 @@
 
 /* What a loop does each time: launch; launch then copy 4 bytes back; launch then synchronize. */
 enum { CAL_LAUNCH, CAL_COPY, CAL_SYNC, CAL_NKINDS };
-#define CAL_WAIT_DIVISOR 8 /* a wait loop runs launches / 8 times: a wait takes several launches \
-			    */
+/* A loop of waits runs launches / CAL_WAIT_DIVISOR times (a wait takes several launches' time);
+ * a copy loop answers CAL_NO_COPY where the driver cannot copy back. */
+#define CAL_WAIT_DIVISOR 8
+#define CAL_NO_COPY	 (-2)
 
 /* The loops of a round: the first in the bare process, the others in the recorded one. */
 enum { CAL_NONE, CAL_OFF, CAL_KERNELS, CAL_EMPTY_CB, CAL_ALL, CAL_NMODES };
@@ -135,7 +137,7 @@ static int loop(const struct drv *d, void *fn, int kind, unsigned long long dev,
 		if (rc)
 			return rc;
 		if (kind == CAL_COPY)
-			rc = d->copy_dtoh(&value, dev, sizeof(value));
+			rc = dev ? d->copy_dtoh(&value, dev, sizeof(value)) : CAL_NO_COPY;
 		else if (kind == CAL_SYNC || i % CAL_SYNC_EVERY == CAL_SYNC_EVERY - 1)
 			rc = d->sync();
 		if (rc)
@@ -176,7 +178,9 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].slot = dlsym(h, syms[i].name);
-		if (!*syms[i].slot) {
+		/* the copies are for the waits' loops alone, which a driver without them skips */
+		if (!*syms[i].slot && syms[i].slot != (void **)&d->mem_alloc &&
+		    syms[i].slot != (void **)&d->copy_dtoh) {
 			snprintf(why, cap, "the CUDA driver has no %s", syms[i].name);
 			return -1;
 		}
@@ -379,12 +383,14 @@ static void worker_main(int in, int out, const char *lib, int cpu)
 	d.device_name(h.device, (int)sizeof(h.device) - 1, dev);
 	if ((rc = d.ctx_retain(&ctx, dev)) || (rc = d.ctx_set(ctx)) ||
 	    (rc = d.module_load(&mod, empty_ptx)) ||
-	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty")) ||
-	    (rc = d.mem_alloc(&buf, sizeof(int)))) {
+	    (rc = d.function_get(&fn, mod, "cs_calibrate_empty"))) {
 		snprintf(h.why, sizeof(h.why), "cannot load a kernel on %s (CUDA error %d)",
 			 h.device, rc);
 		goto say;
 	}
+	/* the device integer the copies read back; without it the copy loops answer an error */
+	if (!d.mem_alloc || !d.copy_dtoh || d.mem_alloc(&buf, sizeof(int)))
+		buf = 0;
 	if (lib) {
 		void *inj = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 
@@ -491,7 +497,9 @@ static int run_loop_in(struct worker *w, int mode, int kind, int launches, doubl
 {
 	struct command c = {mode, launches, kind};
 
+	a->rc = 0; /* a process that did not answer leaves it 0 */
 	if (write_full(w->to, &c, sizeof(c)) || read_full(w->from, a, sizeof(*a), deadline)) {
+		a->rc = 0;
 		snprintf(why, cap,
 			 now_ns(CLOCK_MONOTONIC) >= deadline
 				 ? "the measurement took too long"
@@ -520,7 +528,7 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 	struct sigaction ign, old[NSTOP], old_pipe;
 	double deadline = now_ns(CLOCK_MONOTONIC) + o->timeout_s * 1e9;
 	int rounds = o->rounds < CAL_MAX_ROUNDS ? o->rounds : CAL_MAX_ROUNDS, failed = 1;
-	int waits_n = o->launches / CAL_WAIT_DIVISOR + 1;
+	int waits_n = o->launches / CAL_WAIT_DIVISOR + 1, waits_ok = 1;
 	int at = sched_getcpu();
 	cs_progress *pg = NULL;
 	cJSON *out = NULL;
@@ -588,20 +596,27 @@ cJSON *cli_calibrate(const struct cli_calibrate_opts *o, char *why, size_t cap)
 				cpu[m][r] = a.cpu;
 			}
 		}
-		/* the waits: no profiler and CUPTI's part, in an order alternating by round */
-		for (int j = 0; j < 2 * (CAL_NKINDS - 1); j++) {
+		/* the waits: no profiler and CUPTI's part, in an order alternating by round; a
+		 * wait that fails (its process answered) leaves the launch's measurement whole,
+		 * without the waits */
+		for (int j = 0; waits_ok && j < 2 * (CAL_NKINDS - 1); j++) {
 			int kind = 1 + j / 2, m = (j + r) % 2 ? CAL_EMPTY_CB : CAL_NONE;
 
 			if (run_loop_in(m == CAL_NONE ? &bare : &rec, m, kind, waits_n, deadline,
-					&a, hb.device, why, cap))
-				goto out;
+					&a, hb.device, why, cap)) {
+				if (!a.rc)
+					goto out;
+				waits_ok = 0;
+				why[0] = '\0';
+				break;
+			}
 			if (r >= 0)
 				wait_wall[kind - 1][m == CAL_NONE ? 0 : 1][r] = a.wall;
 		}
 	}
 	failed = 0;
 	out = to_json(hb.device, rounds, o->launches, wall, cpu);
-	if (out && add_waits(out, rounds, waits_n, wall, wait_wall)) {
+	if (out && waits_ok && add_waits(out, rounds, waits_n, wall, wait_wall)) {
 		cJSON_Delete(out);
 		out = NULL;
 	}
