@@ -362,8 +362,7 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 				title, sizeof(title),
 				"optimizer step one tensor at a time: %lld small kernels per step, "
 				"repeated for %lld tensors, launched in %s; GPU idle and kernel "
-				"time "
-				"beyond a fused update %s per step (%.1f%%)%s%s",
+				"time beyond a fused update %s per step (%.1f%%)%s%s",
 				(long long)kern, (long long)tensors,
 				ru_fmt_ns(b2, sizeof(b2), launch),
 				ru_fmt_ns(b1, sizeof(b1), r.lost), r.share * 100, near1, near2);

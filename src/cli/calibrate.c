@@ -497,9 +497,8 @@ static int run_loop_in(struct worker *w, int mode, int kind, int launches, doubl
 {
 	struct command c = {mode, launches, kind};
 
-	a->rc = 0; /* a process that did not answer leaves it 0 */
 	if (write_full(w->to, &c, sizeof(c)) || read_full(w->from, a, sizeof(*a), deadline)) {
-		a->rc = 0;
+		a->rc = 0; /* no answer: not a CUDA error (the caller tells them apart) */
 		snprintf(why, cap,
 			 now_ns(CLOCK_MONOTONIC) >= deadline
 				 ? "the measurement took too long"

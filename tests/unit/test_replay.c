@@ -259,7 +259,7 @@ static void replay_with_meta(const char *src, const char *key, const char *plain
 		struct fact_deps *d = NULL;
 		const char *v = pass ? json : plain_json;
 
-		if (pass || plain_json)
+		if (v)
 			snprintf(value, sizeof(value), v, pid);
 		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 		ck_assert_int_eq(sqlite3_prepare_v2(db,

@@ -66,8 +66,7 @@ struct call {
 	int32_t thread;
 	int32_t wait_op;  /* GPU work it waited for, -1 */
 	int32_t host_dep; /* the call of another thread whose end woke this one, -1 */
-	int32_t start_op; /* GPU work whose end woke it through another thread's host function, -1
-			   */
+	int32_t start_op; /* GPU work that woke it through another thread's host function, -1 */
 	uint8_t cls;	  /* CL_* of its first call */
 	uint8_t may_wait;
 	uint8_t launches;  /* it holds a launch call */
@@ -896,7 +895,7 @@ struct overrides {
 	int64_t *call_time; /* -1: keep; else the call's duration, without a wait */
 	int64_t *gap_cut;   /* host time removed before the call */
 	int64_t *op_time;   /* -1: keep; else the work's GPU duration */
-	int64_t *op_gap; /* -1: keep; else the GPU's gap after the work before it on its stream */
+	int64_t *op_gap;    /* -1: keep; else the GPU's gap after the work before it on a stream */
 	uint8_t *no_wait;
 };
 
