@@ -27,9 +27,10 @@ static int tu_rm_entry(const char *path, const struct stat *st, int flag, struct
 	return 0;
 }
 
+/* CUSCOPE_TEST_KEEP=1 keeps the test's files, to look at a trace a test wrote. */
 static void tu_cleanup(void)
 {
-	if (getpid() != tu_owner)
+	if (getpid() != tu_owner || getenv("CUSCOPE_TEST_KEEP"))
 		return;
 	for (int i = 0; i < tu_ndirs; i++)
 		nftw(tu_dirs[i], tu_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
