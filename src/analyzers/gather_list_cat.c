@@ -7,7 +7,8 @@
  * place and needs neither. The rule matches, in steady steps, an all-gather kernel with a cat
  * kernel among the next few kernels the process launched, that started after the all-gather
  * ended (it reads what the all-gather wrote); the device-to-device copies launched between them on
- * the all-gather's stream are the copy-out. docs/rules/gather-list-cat.md has the criterion.
+ * the all-gather's stream are the copy-out. docs/rules/gather-list-cat.md has the criterion. The
+ * fix as an edit of the run: neither the copy-out nor the cat is launched.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +66,10 @@ static int by_launch(const void *x, const void *y)
 }
 
 /* The device-to-device copies of the process on stream, launched in [t0, t1], that started
- * in [g_end, c_start] (after the all-gather, before the cat): their count into *n and GPU time
- * into *ns. a->copies is sorted by start. */
-static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t t0, int64_t t1,
-		     int64_t g_end, int64_t c_start, int64_t *n, int64_t *ns)
+ * in [g_end, c_start] (after the all-gather, before the cat): their count into *n, GPU time
+ * into *ns and indices in a->copies onto idx. a->copies is sorted by start. 0 or CS_ERR_NOMEM. */
+static int copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t t0, int64_t t1,
+		    int64_t g_end, int64_t c_start, int64_t *n, int64_t *ns, struct cs_i64s *idx)
 {
 	*n = *ns = 0;
 	for (int64_t i = cs_analysis_copy_at(a, g_end);
@@ -81,9 +82,32 @@ static void copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_
 			continue;
 		if (l < t0 || l > t1)
 			continue;
+		if (cs_i64s_push(idx, i))
+			return CS_ERR_NOMEM;
 		(*n)++;
 		*ns = cs_sat_add(*ns, cs_sat_sub(c->end, c->start));
 	}
+	return 0;
+}
+
+/*
+ * The fix as an edit of the run (docs/replay.md): all_gather_into_tensor writes the gathered tensor
+ * in place, so no copy-out copy and no cat kernel is launched or runs, nor does the host's dispatch
+ * of each copy (ProcessGroupNCCL's loop over the list, right after the collective). The host time
+ * before the cat stays: the Python around torch.cat runs with the fix too. 0 or CS_ERR_NOMEM.
+ */
+static int edit_fix(cs_report_finding *f, const struct cs_i64s *copies, const struct cs_i64s *cats)
+{
+	for (int64_t k = 0; k < copies->n; k++)
+		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_COPY, copies->v[k], 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_COPY, copies->v[k], 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, copies->v[k], INT64_MAX))
+			return CS_ERR_NOMEM;
+	for (int64_t k = 0; k < cats->n; k++)
+		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, cats->v[k], 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, cats->v[k], 0))
+			return CS_ERR_NOMEM;
+	return 0;
 }
 
 int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
@@ -92,6 +116,7 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	struct fact_name_memo *cache = NULL;
 	struct launch *order = NULL;
+	struct cs_i64s copy_idx = {0}, cat_idx = {0}; /* the matches' copy-outs and cats */
 	int64_t n = 0, *cost = NULL, *per = NULL, matches = 0, gathers = 0;
 	int64_t copies = 0, copy_ns = 0, cat_ns = 0, gather_ns = 0;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
@@ -128,7 +153,7 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 	cs_sort(order, (size_t)n, sizeof(*order), by_launch);
 	for (int64_t o = 0; o < n; o++) {
 		const cs_a_kernel *g = &a->kernels[order[o].i], *c = NULL;
-		int64_t nc, cns;
+		int64_t nc, cns, ci = -1;
 		int st, seen = 0;
 
 		if (kind[order[o].i] != K_GATHER)
@@ -143,14 +168,19 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 				break; /* the next collective: no cat of this one */
 			seen++;
 			if (kq == K_CAT && a->kernels[order[q].i].start >= g->end) {
-				c = &a->kernels[order[q].i];
+				ci = order[q].i;
+				c = &a->kernels[ci];
 				break;
 			}
 		}
 		if (!c)
 			continue;
-		copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start, &nc,
-			 &cns);
+		if (copy_out(a, s->pid, g->stream_id, launched(g), launched(c), g->end, c->start,
+			     &nc, &cns, &copy_idx) ||
+		    cs_i64s_push(&cat_idx, ci)) {
+			rc = CS_ERR_NOMEM;
+			goto out;
+		}
 		matches++;
 		copies += nc;
 		copy_ns = cs_sat_add(copy_ns, cns);
@@ -207,7 +237,7 @@ int cs_rule_gather_list_cat_check(cs_rule_ctx *ctx, cs_error *err)
 			};
 
 			if (!ru_add_fields(f->evidence, ev, sizeof(ev) / sizeof(ev[0])))
-				rc = 0;
+				rc = edit_fix(f, &copy_idx, &cat_idx);
 		}
 	}
 out:
@@ -217,5 +247,7 @@ out:
 	free(order);
 	free(cost);
 	free(steps);
+	cs_i64s_free(&copy_idx);
+	cs_i64s_free(&cat_idx);
 	return rc;
 }

@@ -436,21 +436,46 @@ static int build_ops(struct fact_deps *d)
 	return 0;
 }
 
+static int64_t last_end_at(const struct fact_deps *d, const int32_t *by_end, int64_t t);
+
+/* Whether work of another stream than o's ended in (t0, o's start]: what o may have waited for. */
+static int other_stream_ended(const struct fact_deps *d, const int32_t *by_end, const struct op *o,
+			      int64_t t0)
+{
+	for (int64_t p = last_end_at(d, by_end, o->start), back = 0;
+	     p >= 0 && back < DEP_LOOKBACK && d->ops[by_end[p]].end > t0; p--, back++)
+		if (d->ops[by_end[p]].stream != o->stream)
+			return 1;
+	return 0;
+}
+
 /* Typical latencies of the launch edge (the stream was idle when the call began) and of the
- * stream edge (the work was queued before its predecessor ended). */
-static int typical_latencies(struct fact_deps *d)
+ * stream edge (the work was queued before its predecessor ended). A start longer than
+ * CAP_FLOOR_NS after its call, with another stream's work ending in between, is not a launch's
+ * latency: the work waited for that stream (an NCCL kernel launched early on its idle stream,
+ * which waits for the compute before it), and is left out of the launch edge's. */
+static int typical_latencies(struct fact_deps *d, const int32_t *by_end)
 {
 	int64_t *v = malloc((size_t)(d->nops > 0 ? d->nops : 1) * sizeof(*v)), nl = 0, ns = 0;
 
 	if (!v)
 		return CS_ERR_NOMEM;
-	for (int64_t i = 0; i < d->nops; i++) {
-		const struct op *o = &d->ops[i];
-		int first = i == d->stream_first[o->stream];
+	for (int pass = 0; pass < 2 && nl == 0; pass++) {
+		for (int64_t i = 0; i < d->nops; i++) {
+			const struct op *o = &d->ops[i];
+			int first = i == d->stream_first[o->stream];
+			int64_t call;
 
-		if (o->call >= 0 && (first || d->ops[i - 1].end <= d->calls[o->call].start) &&
-		    o->start >= d->calls[o->call].start)
-			v[nl++] = o->start - d->calls[o->call].start;
+			if (o->call < 0)
+				continue;
+			call = d->calls[o->call].start;
+			if ((!first && d->ops[i - 1].end > call) || o->start < call)
+				continue;
+			if (pass == 0 && o->start - call > CAP_FLOOR_NS &&
+			    other_stream_ended(d, by_end, o, call))
+				continue;
+			v[nl++] = o->start - call;
+		}
 	}
 	d->typ_launch = median_of(v, nl);
 	/* queued: launched at least a typical launch latency before its predecessor ended, so that
@@ -834,7 +859,8 @@ int fact_deps_build(const cs_analysis *a, const cs_steps *s, unsigned flags, str
 		fact_deps_free(d);
 		return 0;
 	}
-	if (typical_latencies(d) || !(by_end = order_by(&d->ops[0].end, sizeof(*d->ops), d->nops)))
+	if (!(by_end = order_by(&d->ops[0].end, sizeof(*d->ops), d->nops)) ||
+	    typical_latencies(d, by_end))
 		goto fail;
 	decide_edges(d, by_end);
 	if (decide_waits(d, by_end) || decide_host_deps(d))
