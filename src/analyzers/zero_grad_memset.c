@@ -103,7 +103,7 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 {
 	struct cs_i64s when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
 	struct cs_i64s grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
-	uint8_t *used = NULL;	   /* per entry of grids: an add was matched to it */
+	uint8_t *used = NULL;	    /* per entry of grids: an add was matched to it */
 	int rc = CS_ERR_NOMEM;
 
 	for (int64_t k = 0; k < writes->n; k++) {
@@ -146,7 +146,8 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 			continue;
 		used[lo] = 1;
 		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, i, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i, 0))
+		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i, 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, i, INT64_MAX))
 			goto out;
 	}
 	rc = 0;
