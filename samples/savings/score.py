@@ -21,6 +21,12 @@ else $CUSCOPE, else build/cuscope) and prints a markdown table:
 
 A pair without its trace is listed as "no trace", one whose report fails as "report failed"; neither counts
 in the fraction printed last (pairs within tolerance / pairs scored). --json prints the rows as JSON instead.
+
+Pairs of one `group` (pairs.json) fix different patterns of the same bad program. The report of the group's
+first trace predicts each member's saving (`predicted_in_group`), and the group is in the wrong order
+(`order_ok` false on its rows) when two members' predictions are in the opposite order of their measured
+savings while those differ by more than the tolerance above (of the larger): the two largest findings of a
+program must come in the order of what fixing them saves.
 Exit status 0 (2 when measured.json cannot be read).
 """
 import argparse
@@ -90,6 +96,40 @@ def within(pred_pct, meas_pct):
     return abs(pred_pct - meas_pct) <= max(0.25 * abs(meas_pct), 2.0)
 
 
+def order_ok(members):
+    """Whether the predictions of a group's members (rows with measured and predicted_in_group) are in the
+    order of their measured savings, where those differ by more than the tolerance."""
+    for a in members:
+        for b in members:
+            ma, mb = 100 * a["measured"], 100 * b["measured"]
+            if ma - mb > max(0.25 * max(abs(ma), abs(mb)), 2.0) and \
+                    a["predicted_in_group"] < b["predicted_in_group"]:
+                return False
+    return True
+
+
+def score_groups(rows, pairs, cuscope, traces):
+    """Set predicted_in_group and order_ok on the rows of each group of pairs.json with two scored members."""
+    groups = {}
+    for p in pairs:
+        if p.get("group"):
+            groups.setdefault(p["group"], []).append(p["name"])
+    by = {r["name"]: r for r in rows}
+    for g, names in groups.items():
+        members = [by[n] for n in names if n in by and by[n].get("status") == "ok"]
+        if len(members) < 2:
+            continue
+        rep, _ = report(cuscope, os.path.join(traces, members[0]["name"] + ".db"))
+        if rep is None:
+            continue
+        for r in members:
+            r["group"] = g
+            r["predicted_in_group"] = predict(rep, r["judged_rule"])[0]
+        ok = order_ok(members)
+        for r in members:
+            r["order_ok"] = ok
+
+
 def pct(v):
     return "-" if v is None else f"{100 * v:.1f}%"
 
@@ -140,6 +180,11 @@ def main():
             rep, err = report(a.cuscope, fixed_db)
             row["predicted_on_fixed"] = predict(rep, judged)[0] if rep else None
         rows.append(row)
+    try:
+        with open(os.path.join(HERE, "pairs.json")) as f:
+            score_groups(rows, json.load(f)["pairs"], a.cuscope, a.traces)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"score.py: no groups: {e}", file=sys.stderr)
 
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
@@ -160,6 +205,14 @@ def main():
         print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {pred} | {pct(r['fix_all'])} | "
               f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} | {ratio(r)} |")
     frac = f"{ok / scored:.2f}" if scored else "-"
+    groups = {}
+    for r in rows:
+        if "order_ok" in r:
+            groups.setdefault(r["group"], []).append(r)
+    for g, members in groups.items():
+        said = ", ".join(f"{m['judged_rule']} {pct(m['measured'])} measured, {pct(m['predicted_in_group'])} "
+                         f"predicted" for m in members)
+        print(f"\norder of {g}: {said}: {'right' if members[0]['order_ok'] else 'WRONG'}")
     print(f"\nwithin tolerance (max(25% of measured, 2 points)): {ok} of {scored} scored pairs ({frac}); "
           f"{len(rows) - scored} not scored")
     return 0
