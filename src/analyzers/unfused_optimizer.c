@@ -128,20 +128,29 @@ static int per_tensor(const cs_analysis *a, const struct fact_launch_op *ops, in
 	return sizes;
 }
 
-/* The passes over a tensor the fused update makes, from the unit's names (ops[i..i + p)): 0 when
- * the unit is not Adam's, whose fix (foreach) keeps the unit's own passes. */
+/*
+ * The passes over a tensor the fused update makes, from the unit's names (ops[i..i + p)): 0 when
+ * the unit is not Adam's, whose fix (foreach) keeps the unit's own passes. Adam's unit has a lerp
+ * (exp_avg.lerp_, PyTorch 2) or, in older versions, a multiply (exp_avg.mul_(beta1), and
+ * exp_avg_sq.mul_(beta2)) beside its addcdiv; Adagrad's (addcmul, sqrt, add, addcdiv) has neither,
+ * and its fused=True is for the CPU only.
+ */
 static int fused_passes(const cs_analysis *a, const struct fact_launch_op *ops, int64_t i,
 			int32_t p)
 {
-	int adam = 0, ams = 0;
+	int lerp = 0, addcdiv = 0, mul = 0, ams = 0;
 
 	for (int32_t j = 0; j < p; j++) {
 		const char *n = cs_analysis_string(a, ops[i + j].name);
 
-		adam |= strstr(n, "lerp") || strstr(n, "addcdiv");
+		lerp |= strstr(n, "lerp") != NULL;
+		addcdiv |= strstr(n, "addcdiv") != NULL;
+		mul |= strstr(n, "MulFunctor") != NULL;
 		ams |= strstr(n, "maximum") || strstr(n, "MaxFunctor");
 	}
-	return adam ? ADAM_PASSES + (ams ? AMSGRAD_MORE_PASSES : 0) : 0;
+	if (!lerp && !(addcdiv && mul))
+		return 0;
+	return ADAM_PASSES + (ams ? AMSGRAD_MORE_PASSES : 0);
 }
 
 /*
@@ -380,7 +389,8 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 	f = ru_recur_finding(
 		RULE_ID, &r, title,
 		"Use the multi-tensor optimizer: torch.optim.AdamW(..., fused=True) (one kernel "
-		"for all tensors; Adam, AdamW, SGD, Adagrad) or foreach=True (one kernel per "
+		"for all tensors; Adam, AdamW, SGD; Adagrad's only on the CPU) or foreach=True "
+		"(one kernel per "
 		"operation; the default on CUDA when neither foreach nor fused is given: remove "
 		"foreach=False); in a hand-written update loop, use torch._foreach_* on the lists "
 		"of tensors.",

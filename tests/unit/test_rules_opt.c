@@ -311,6 +311,22 @@ START_TEST(test_unfused_fused_passes)
 	sim_finish(&m);
 	ck_assert_int_eq(synthetic_saving(&m, "unfused-optimizer"), -1);
 	free(m.path);
+
+	/* Adagrad's unit (addcmul, sqrt, add, addcdiv): no lerp and no multiply, so not Adam's; its
+	 * fused=True runs on the CPU only, and queued ahead it loses nothing */
+	sim_open(&m, "opt_fused_adagrad.db");
+	for (int o = 0; o < 4; o++) {
+		static const int adagrad[4] = {3, 4, 6, 7};
+
+		snprintf(name, sizeof(name), "%sSt5arrayIPcLm%dEEEEviT0_T1_",
+			 adamw_names[adagrad[o]], adamw_operands[adagrad[o]]);
+		ids[o] = name_id(&m, name);
+	}
+	for (int s = 0; s < STEPS; s++)
+		opt_step(&m, ids, 4, 40, 40 * US, 2 * US, 0);
+	sim_finish(&m);
+	ck_assert_int_eq(synthetic_saving(&m, "unfused-optimizer"), -1);
+	free(m.path);
 }
 END_TEST
 
