@@ -68,13 +68,41 @@ static int element_read(const cs_analysis *a, const struct fact_wait *w, const s
 	       ops[next].launch >= c->launch_start;
 }
 
+/* Kernels between a mask's selection and the accumulation of the sorted indices that index_put_
+ * launches (its index arithmetic, an arange, the sort): at most this many. */
+#define SORT_PATH_MAX 8
+
+/* ops[i] is not launched, runs no time, nor does the host's time before it. */
+static int drop_op(cs_report_finding *f, const struct fact_launch_op *ops, int64_t i)
+{
+	if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[i].index, 0) ||
+	    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, 0) ||
+	    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index, INT64_MAX))
+		return CS_ERR_NOMEM;
+	return 0;
+}
+
+/* Is ops[i] a kernel of index_put_'s way to its sorted indices: element-wise index arithmetic,
+ * an arange, a radix sort? */
+static int sort_path_op(const cs_analysis *a, const struct fact_launch_op *ops, int64_t n,
+			int64_t i, int32_t step, uint32_t tid)
+{
+	return op_named(a, ops, n, i, step, tid, "elementwise_kernel") ||
+	       op_named(a, ops, n, i, step, tid, "RangeFactories") ||
+	       op_named(a, ops, n, i, step, tid, "RadixSort");
+}
+
 /*
  * A read that sizes a data-dependent result: PyTorch's nonzero() (behind indexing by a boolean
  * mask) counts the true entries with CUB's DeviceReduce, reads the count back, and selects with
  * CUB's DeviceCompactInit and DeviceSelectSweep kernels. Its fix (a mask, torch.where,
  * ignore_index) launches none of that: the count's kernels before the read and the selection's
- * two after its wait are not launched, nor is the host's time before each. 0 when w is not such a
- * read, 1 when the edit was added, CS_ERR_NOMEM.
+ * two after its wait are not launched, nor is the host's time before each. Where the selection
+ * feeds the backward of the indexing (index_put_ with accumulate=True: index arithmetic, an arange
+ * and a radix sort of the indices, then indexing_backward_kernel, on the same thread within
+ * SORT_PATH_MAX kernels and nothing else between), the sort's kernels go too: a where's backward is
+ * one element-wise kernel, for which indexing_backward_kernel stays. 0 when w is not such a read, 1
+ * when the edit was added, CS_ERR_NOMEM.
  */
 static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct fact_wait *w,
 			const struct fact_launch_op *ops, int64_t n)
@@ -96,14 +124,18 @@ static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct
 		return 0;
 	for (first = before; op_named(a, ops, n, first - 1, w->step, tid, "DeviceReduce");)
 		first--;
-	for (int64_t i = first; i <= after + 1; i++) {
-		if (i > before && i < after)
-			continue;
-		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[i].index, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index,
-				INT64_MAX))
+	for (int64_t i = first; i <= after + 1; i++)
+		if ((i <= before || i >= after) && drop_op(f, ops, i))
 			return CS_ERR_NOMEM;
+	for (int64_t j = after + 2; j <= after + 2 + SORT_PATH_MAX; j++) {
+		if (sort_path_op(a, ops, n, j, w->step, tid))
+			continue;
+		if (!op_named(a, ops, n, j, w->step, tid, "indexing_backward_kernel"))
+			break; /* other work: this selection is not the backward's */
+		for (int64_t i = after + 2; i < j; i++)
+			if (drop_op(f, ops, i))
+				return CS_ERR_NOMEM;
+		break;
 	}
 	return 1;
 }

@@ -490,10 +490,26 @@ static int64_t element_reads_saving(const char *file, int mode)
  * Per step (host-bound: 10 us of host work between launches), 20 short kernels, then a boolean
  * mask's indexing as PyTorch's nonzero() runs it: CUB's count, a 4-byte read of it and its wait,
  * CUB's selection and the gather; then 10 more kernels. names 0: CUB's kernels by their names;
- * 1: the same pattern under other names. The report's saving of d2h-sync per steady step, in ns.
+ * 1: the same pattern under other names. sort: after the selection, index_put_'s way to sorted
+ * indices (the backward of the indexing: 4 element-wise and arange kernels, a radix sort) and
+ * its accumulation kernel (sort 1), or another kernel in its place (sort 2). The report's saving
+ * of d2h-sync per steady step, in ns.
  */
-static int64_t nonzero_saving(const char *file, int names)
+static int64_t nonzero_saving(const char *file, int names, int sort)
 {
+	static const char *const path[] = {
+		"_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_13BUnaryFunctorIlllZZZNS0_"
+		"21remainder_kernel_cudaEv",
+		"_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_13AUnaryFunctorIlllNS0_"
+		"10MulFunctorIlEEEE",
+		"_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_13BUnaryFunctorIlllZZZNS0_"
+		"21div_trunc_kernel_cudaEv",
+		"_ZN50_GLOBAL__N__fa15d16e_17_RangeFactories_cu_38772b0829elementwise_kernel_with_"
+		"indexIiEEvT_",
+		"_ZN14at_cuda_detail3cub6detail10radix_sort31DeviceRadixSortSingleTileKernelEv",
+		"_ZN44_GLOBAL__N__50c743a2_11_Indexing_cu_89862edb37indexing_backward_kernel_small_"
+		"strideIfEEvPKlS2_PKT_PS3_lll",
+		"_ZN2at6native13reduce_kernelILi256ELi2EEEvT1_"};
 	static const char *const cub[] = {"_ZN3cub6detail6reduce28DeviceReduceSingleTileKernelEv",
 					  "_ZN3cub6detail4scan23DeviceCompactInitKernelEv",
 					  "_ZN3cub6detail6select23DeviceSelectSweepKernelEv"};
@@ -516,6 +532,11 @@ static int64_t nonzero_saving(const char *file, int names)
 		sim_host(&m, 10 * US);
 		sim_kernel_named(&m, 7, name_id(&m, k[2]), 3 * US);
 		sim_host(&m, 10 * US);
+		for (int i = 0; sort && i < 6; i++) {
+			sim_kernel_named(&m, 7, name_id(&m, path[i == 5 && sort == 2 ? 6 : i]),
+					 2 * US);
+			sim_host(&m, 10 * US);
+		}
 		for (int i = 0; i < 10; i++) {
 			sim_kernel(&m, 7, 3 * US);
 			sim_host(&m, 10 * US);
@@ -531,11 +552,25 @@ static int64_t nonzero_saving(const char *file, int names)
  * same pattern without CUB's kernels loses its wait only. */
 START_TEST(test_d2h_nonzero_read_goes)
 {
-	int64_t nz = nonzero_saving("d2h_nonzero.db", 0);
-	int64_t plain = nonzero_saving("d2h_nonzero_other.db", 1);
+	int64_t nz = nonzero_saving("d2h_nonzero.db", 0, 0);
+	int64_t plain = nonzero_saving("d2h_nonzero_other.db", 1, 0);
 
 	ck_assert_msg(plain >= 0 && nz >= plain + 4 * 10 * US,
 		      "saving %lld a step, %lld without CUB", (long long)nz, (long long)plain);
+}
+END_TEST
+
+/* The selection feeds index_put_'s sorted accumulation (the indexing's backward): a where's
+ * backward is one element-wise kernel, so the 5 kernels of the sort go with their host time
+ * (5 x 10 us and their launches, at most 5 x 16 us); followed by other work, they stay. */
+START_TEST(test_d2h_nonzero_backward_sort_goes)
+{
+	int64_t sorted = nonzero_saving("d2h_nonzero_sort.db", 0, 1);
+	int64_t other = nonzero_saving("d2h_nonzero_sort_other.db", 0, 2);
+
+	ck_assert_msg(sorted - other >= 5 * 10 * US && sorted - other <= 5 * 16 * US,
+		      "saving %lld a step, %lld when the sort does not end in the accumulation",
+		      (long long)sorted, (long long)other);
 }
 END_TEST
 
@@ -2971,6 +3006,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(ts, test_d2h_sync_memcpy);
 	tcase_add_test(ts, test_d2h_element_reads_become_one);
 	tcase_add_test(ts, test_d2h_nonzero_read_goes);
+	tcase_add_test(ts, test_d2h_nonzero_backward_sort_goes);
 	tcase_add_test(ts, test_d2h_only_at_end);
 	tcase_add_test(ts, test_d2h_wait_without_idle);
 	tcase_add_test(ts, test_d2h_lagged_event_wait);

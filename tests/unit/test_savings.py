@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-MIN_WITHIN = 29
+MIN_WITHIN = 30
 MAX_LOUD = 0
 
 
