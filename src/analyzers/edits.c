@@ -72,12 +72,11 @@ static int element_read(const cs_analysis *a, const struct fact_wait *w, const s
  * launches (its index arithmetic, an arange, the sort): at most this many. */
 #define SORT_PATH_MAX 8
 
-/* ops[i] is not launched, runs no time, nor does the host's time before it. */
-static int drop_op(cs_report_finding *f, const struct fact_launch_op *ops, int64_t i)
+int ru_edit_not_launched(cs_edit **e, int target, int64_t index, int host)
 {
-	if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[i].index, 0) ||
-	    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, 0) ||
-	    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[i].index, INT64_MAX))
+	if (cs_edit_add(e, CS_EDIT_DROP_CALL, target, index, 0) ||
+	    cs_edit_add(e, CS_EDIT_GPU_TIME, target, index, 0) ||
+	    (host && cs_edit_add(e, CS_EDIT_HOST_CUT, target, index, INT64_MAX)))
 		return CS_ERR_NOMEM;
 	return 0;
 }
@@ -125,7 +124,8 @@ static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct
 	for (first = before; op_named(a, ops, n, first - 1, w->step, tid, "DeviceReduce");)
 		first--;
 	for (int64_t i = first; i <= after + 1; i++)
-		if ((i <= before || i >= after) && drop_op(f, ops, i))
+		if ((i <= before || i >= after) &&
+		    ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, ops[i].index, 1))
 			return CS_ERR_NOMEM;
 	for (int64_t j = after + 2; j <= after + 2 + SORT_PATH_MAX; j++) {
 		if (sort_path_op(a, ops, n, j, w->step, tid))
@@ -133,7 +133,7 @@ static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct
 		if (!op_named(a, ops, n, j, w->step, tid, "indexing_backward_kernel"))
 			break; /* other work: this selection is not the backward's */
 		for (int64_t i = after + 2; i < j; i++)
-			if (drop_op(f, ops, i))
+			if (ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, ops[i].index, 1))
 				return CS_ERR_NOMEM;
 		break;
 	}
@@ -143,17 +143,10 @@ static int nonzero_edit(cs_report_finding *f, const cs_analysis *a, const struct
 /* The read w is not made: its wait, its copy, and the host's time before their calls. */
 static int edit_no_read(cs_report_finding *f, const struct fact_wait *w)
 {
-	return cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_SYNC, w->sync, 0) ||
-			       cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_SYNC, w->sync,
-					   INT64_MAX) ||
-			       cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_COPY, w->first_copy,
-					   0) ||
-			       cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_COPY, w->first_copy,
-					   0) ||
-			       cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, w->first_copy,
-					   INT64_MAX)
-		       ? CS_ERR_NOMEM
-		       : 0;
+	if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_SYNC, w->sync, 0) ||
+	    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_SYNC, w->sync, INT64_MAX))
+		return CS_ERR_NOMEM;
+	return ru_edit_not_launched(&f->edit, CS_EDIT_COPY, w->first_copy, 1);
 }
 
 int ru_edit_no_waits(cs_report_finding *f, const cs_analysis *a, const struct fact_waits *d,

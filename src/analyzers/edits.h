@@ -1,6 +1,7 @@
 /*
  * edits.h - the fixes of findings as edits of the run (docs/replay.md) that several rules make
- * alike: no host wait, a kernel that runs faster; and the steps a finding names as a mask.
+ * alike: no host wait, work not launched, a kernel that runs faster; and the steps a finding names
+ * as a mask.
  * Those of one family of rules are with its run (h2d_rules.h, mem_rules.h).
  */
 #ifndef CUSCOPE_EDITS_H
@@ -11,6 +12,13 @@
 #include "cuscope/analyze.h"
 #include "d2h_waits.h"
 #include "launch_ops.h"
+
+/*
+ * The call holding target index (CS_EDIT_KERNEL, CS_EDIT_COPY) is not made: its work is not
+ * launched and runs no time; with host, neither does the host's time before the call on its
+ * thread (the dispatch the fix does not run). 0 or CS_ERR_NOMEM.
+ */
+int ru_edit_not_launched(cs_edit **e, int target, int64_t index, int host);
 
 /* The steps steps[0..n) of s as a mask: s->n + 1 bytes, 1 at each of them (steps out of range left
  * out); malloc'd, NULL without memory. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernel_names.h"
+#include "edits.h"
 #include "finding_kit.h"
 #include "estimates.h"
 #include "rules.h"
@@ -99,13 +100,10 @@ static int copy_out(const cs_analysis *a, uint32_t pid, uint32_t stream, int64_t
 static int edit_fix(cs_report_finding *f, const struct cs_i64s *copies, const struct cs_i64s *cats)
 {
 	for (int64_t k = 0; k < copies->n; k++)
-		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_COPY, copies->v[k], 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_COPY, copies->v[k], 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_COPY, copies->v[k], INT64_MAX))
+		if (ru_edit_not_launched(&f->edit, CS_EDIT_COPY, copies->v[k], 1))
 			return CS_ERR_NOMEM;
 	for (int64_t k = 0; k < cats->n; k++)
-		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, cats->v[k], 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, cats->v[k], 0))
+		if (ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, cats->v[k], 0))
 			return CS_ERR_NOMEM;
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include "cuscope/grow.h"
 #include "cuscope/sort.h"
 #include "kernel_names.h"
+#include "edits.h"
 #include "finding_kit.h"
 #include "recurrence.h"
 #include "sites.h"
@@ -309,9 +310,7 @@ static int add_chain(struct state *st, int32_t step, int64_t c0, int64_t c1)
 				return CS_ERR_NOMEM;
 			continue;
 		}
-		if (cs_edit_add(&st->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ki, 0) ||
-		    cs_edit_add(&st->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ki, 0) ||
-		    (q > c0 && cs_edit_add(&st->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ki, INT64_MAX)))
+		if (ru_edit_not_launched(&st->edit, CS_EDIT_KERNEL, ki, q > c0))
 			return CS_ERR_NOMEM;
 	}
 	cs_sat_accum(&k->cost, cost);

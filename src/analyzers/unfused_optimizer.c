@@ -34,6 +34,7 @@
 #include "cuscope/grow.h"
 
 #include "cache.h"
+#include "edits.h"
 #include "kernel_names.h"
 #include "finding_kit.h"
 #include "launch_ops.h"
@@ -185,9 +186,7 @@ static int edit_run(cs_edit **edit, const struct fact_launch_op *ops, int64_t i,
 	if (cs_edit_add(edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[i].index, fused))
 		return CS_ERR_NOMEM;
 	for (int64_t j = i + 1; j < i + n; j++)
-		if (cs_edit_add(edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, ops[j].index, 0) ||
-		    cs_edit_add(edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, ops[j].index, 0) ||
-		    cs_edit_add(edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, ops[j].index, INT64_MAX))
+		if (ru_edit_not_launched(edit, CS_EDIT_KERNEL, ops[j].index, 1))
 			return CS_ERR_NOMEM;
 	return 0;
 }
@@ -390,10 +389,9 @@ int cs_rule_unfused_optimizer_check(cs_rule_ctx *ctx, cs_error *err)
 		RULE_ID, &r, title,
 		"Use the multi-tensor optimizer: torch.optim.AdamW(..., fused=True) (one kernel "
 		"for all tensors; Adam, AdamW, SGD; Adagrad's only on the CPU) or foreach=True "
-		"(one kernel per "
-		"operation; the default on CUDA when neither foreach nor fused is given: remove "
-		"foreach=False); in a hand-written update loop, use torch._foreach_* on the lists "
-		"of tensors.",
+		"(one kernel per operation; the default on CUDA when neither foreach nor fused is "
+		"given: remove foreach=False); in a hand-written update loop, use "
+		"torch._foreach_* on the lists of tensors.",
 		steps, nsteps);
 	if (!f)
 		goto out;

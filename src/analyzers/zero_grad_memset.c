@@ -29,6 +29,7 @@
 
 #include "kernel_names.h"
 #include "cache.h"
+#include "edits.h"
 #include "finding_kit.h"
 #include "estimates.h"
 #include "launch_ops.h"
@@ -145,9 +146,7 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 		if (lo >= grids.n || grids.v[lo] != key)
 			continue;
 		used[lo] = 1;
-		if (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, CS_EDIT_KERNEL, i, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, CS_EDIT_KERNEL, i, 0) ||
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, i, INT64_MAX))
+		if (ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, i, 1))
 			goto out;
 	}
 	rc = 0;
@@ -416,9 +415,7 @@ int cs_rule_zero_grad_memset_check(cs_rule_ctx *ctx, cs_error *err)
 		const struct fact_launch_op *o = &ops[writes.v[k]];
 		int target = o->is_kernel ? CS_EDIT_KERNEL : CS_EDIT_COPY;
 
-		if (cost[o->step] > 0 &&
-		    (cs_edit_add(&f->edit, CS_EDIT_DROP_CALL, target, o->index, 0) ||
-		     cs_edit_add(&f->edit, CS_EDIT_GPU_TIME, target, o->index, 0)))
+		if (cost[o->step] > 0 && ru_edit_not_launched(&f->edit, target, o->index, 0))
 			goto out;
 		/* nor the host's dispatch of each write after the first of a run: the time since
 		 * the previous write's launch on the thread */
