@@ -158,18 +158,19 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 	struct {
 		const char *name;
 		void **slot;
+		int optional; /* the copies are for the waits' loops alone, skipped without them */
 	} syms[] = {
-		{"cuInit", (void **)&d->init},
-		{"cuDeviceGet", (void **)&d->device_get},
-		{"cuDeviceGetName", (void **)&d->device_name},
-		{"cuDevicePrimaryCtxRetain", (void **)&d->ctx_retain},
-		{"cuCtxSetCurrent", (void **)&d->ctx_set},
-		{"cuModuleLoadData", (void **)&d->module_load},
-		{"cuModuleGetFunction", (void **)&d->function_get},
-		{"cuLaunchKernel", (void **)&d->launch},
-		{"cuCtxSynchronize", (void **)&d->sync},
-		{"cuMemAlloc_v2", (void **)&d->mem_alloc},
-		{"cuMemcpyDtoH_v2", (void **)&d->copy_dtoh},
+		{"cuInit", (void **)&d->init, 0},
+		{"cuDeviceGet", (void **)&d->device_get, 0},
+		{"cuDeviceGetName", (void **)&d->device_name, 0},
+		{"cuDevicePrimaryCtxRetain", (void **)&d->ctx_retain, 0},
+		{"cuCtxSetCurrent", (void **)&d->ctx_set, 0},
+		{"cuModuleLoadData", (void **)&d->module_load, 0},
+		{"cuModuleGetFunction", (void **)&d->function_get, 0},
+		{"cuLaunchKernel", (void **)&d->launch, 0},
+		{"cuCtxSynchronize", (void **)&d->sync, 0},
+		{"cuMemAlloc_v2", (void **)&d->mem_alloc, 1},
+		{"cuMemcpyDtoH_v2", (void **)&d->copy_dtoh, 1},
 	};
 
 	if (!h) {
@@ -178,9 +179,7 @@ static int load_driver(struct drv *d, char *why, size_t cap)
 	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].slot = dlsym(h, syms[i].name);
-		/* the copies are for the waits' loops alone, which a driver without them skips */
-		if (!*syms[i].slot && syms[i].slot != (void **)&d->mem_alloc &&
-		    syms[i].slot != (void **)&d->copy_dtoh) {
+		if (!*syms[i].slot && !syms[i].optional) {
 			snprintf(why, cap, "the CUDA driver has no %s", syms[i].name);
 			return -1;
 		}
