@@ -108,8 +108,9 @@ def order_ok(members):
     return True
 
 
-def score_groups(rows, pairs, cuscope, traces):
-    """Set predicted_in_group and order_ok on the rows of each group of pairs.json with two scored members."""
+def score_groups(rows, pairs, reports):
+    """Set predicted_in_group and order_ok on the rows of each group of pairs.json with two scored members;
+    reports: the report of each scored pair's bad trace, by name."""
     groups = {}
     for p in pairs:
         if p.get("group"):
@@ -119,9 +120,7 @@ def score_groups(rows, pairs, cuscope, traces):
         members = [by[n] for n in names if n in by and by[n].get("status") == "ok"]
         if len(members) < 2:
             continue
-        rep, _ = report(cuscope, os.path.join(traces, members[0]["name"] + ".db"))
-        if rep is None:
-            continue
+        rep = reports[members[0]["name"]]
         for r in members:
             r["group"] = g
             r["predicted_in_group"] = predict(rep, r["judged_rule"])[0]
@@ -153,7 +152,7 @@ def main():
         print(f"score.py: cannot read {a.measured}: {e}", file=sys.stderr)
         return 2
 
-    rows = []
+    rows, reports = [], {}
     for p in pairs:
         rule = p.get("rule", "none")
         judged = p.get("pattern_rule") if rule == "none" else rule
@@ -169,6 +168,7 @@ def main():
             if rep is None:
                 row["status"] = f"report failed: {err}"
             else:
+                reports[p["name"]] = rep
                 pred, n, keys = predict(rep, judged) if judged else (0.0, 0, [])
                 rb = replayed_bad_ms(rep)
                 row.update(status="ok", predicted=pred, findings=n, keys=keys, fix_all=fix_all(rep),
@@ -182,7 +182,7 @@ def main():
         rows.append(row)
     try:
         with open(os.path.join(HERE, "pairs.json")) as f:
-            score_groups(rows, json.load(f)["pairs"], a.cuscope, a.traces)
+            score_groups(rows, json.load(f)["pairs"], reports)
     except (OSError, ValueError, KeyError) as e:
         print(f"score.py: no groups: {e}", file=sys.stderr)
 

@@ -30,6 +30,15 @@ def check_order_rule(root):
     if not score.order_ok([big, small]) or score.order_ok(wrong) or not score.order_ok([big, close]):
         print("score.order_ok misjudges the order of two findings")
         return 1
+    # a group's predictions come from its first member's report, each member's rule in it
+    rows = [{"name": "a", "status": "ok", "judged_rule": "d2h-sync", "measured": 0.33},
+            {"name": "b", "status": "ok", "judged_rule": "unfused-optimizer", "measured": 0.08}]
+    rep = {"findings": [{"rule": "d2h-sync", "saving_share": 0.05},
+                        {"rule": "unfused-optimizer", "saving_share": 0.10}]}
+    score.score_groups(rows, [{"name": "a", "group": "g"}, {"name": "b", "group": "g"}], {"a": rep})
+    if [r.get("predicted_in_group") for r in rows] != [0.05, 0.10] or rows[0].get("order_ok") is not False:
+        print(f"score.score_groups: {rows}")
+        return 1
     return 0
 
 
