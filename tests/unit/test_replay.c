@@ -431,8 +431,8 @@ START_TEST(test_gpu_gap_where_queued)
 {
 	static const struct {
 		const char *name;
-		double lo0, hi0, lo10,
-			hi10; /* the span with gaps of 0 and of 10 us over the recorded */
+		/* the span with gaps of 0 and of 10 us over the recorded */
+		double lo0, hi0, lo10, hi10;
 	} cases[] = {
 		{"launch-starvation-negative_gpu_bound.db", 0.95, 0.999, 1.01, 1.5},
 		{"launch-starvation-bad.db", 0.99, 1.0, 1.0, 1.01},
