@@ -251,7 +251,8 @@ struct cs_rec_nvtx {
 	uint32_t color;	     /* ARGB, 0 when none */
 	int32_t category;
 	uint8_t op; /* enum cs_rec_nvtx_op */
-	uint8_t pad[7];
+	uint8_t pad[3];
+	uint32_t payload_sid; /* the payload as a JSON object (string id), 0 when none */
 };
 
 struct cs_rec_dropped {

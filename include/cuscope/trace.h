@@ -267,7 +267,8 @@ enum cs_api_kind {
 #define CS_EVENT_STRINGS_API const char *name; /* the function name of name_id */
 #define CS_EVENT_STRINGS_NVTX                            \
 	const char *text;   /* the message of text_id */ \
-	const char *domain; /* the domain name of domain_id; NULL for the default one */
+	const char *domain; /* the domain name of domain_id; NULL for the default one */ \
+	const char *payload; /* the JSON object of payload_id; NULL when none */
 /* clang-format off */
 #define CS_EVENT_TABLE(KIND, name) typedef struct cs_##name {
 #define CS_COLUMN(KIND, column, field, ctype, TYPE, base, late, label, UNIT) ctype field;

@@ -2,10 +2,13 @@
  * hang_report.c - what `cuscope record --hang-after SEC` says about a hang: the processes' notices
  * ("hang.<pid>" in the spool directory, src/collectors/hang.c: the threads waiting, since when, the
  * latest GPU work completed and the kernels launched after it) and, from the dump written at that
- * moment, those launches' call sites, the last GPU work completed on each stream and the NCCL
- * kernels each process completed: of several processes, the one with fewer is the one the others
- * wait for in a collective. Before the dump, record adds to each notice the native call stacks of
- * its waiting threads (cli_hang_native, read from outside the process: native_stack.c).
+ * moment, those launches' call sites, the last GPU work completed on each stream, the NCCL
+ * kernels each process completed (of several processes, the one with fewer is the one the others
+ * wait for in a collective) and NCCL's calls per communicator from its NVTX ranges (their payload
+ * gives the communicator and the size: the process that made fewer calls on a communicator has
+ * not made the one the others wait in). Before the dump, record adds to each notice the native
+ * call stacks of its waiting threads (cli_hang_native, read from outside the process:
+ * native_stack.c).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -61,6 +64,22 @@ struct thread_site {
 };
 
 #define HANG_MAX_THREADS 1024
+
+/* The NCCL calls of one communicator in one process, from NCCL's NVTX ranges (domain "NCCL", a
+ * payload with "NCCL communicator ID" and "Message size [bytes]": the collectives and
+ * point-to-point calls), and the last of them. */
+struct comm_last {
+	uint32_t pid, tid; /* the last call's thread */
+	uint64_t comm;
+	int64_t calls;
+	int64_t start, end; /* the last call's range (end CS_TS_UNKNOWN while it never ended) */
+	int64_t next;	    /* the start of the thread's next NCCL call after it, INT64_MAX: none */
+	int64_t bytes;
+	char call[64], op[32];
+	int64_t stream; /* of the NCCL kernel launched by the last call, -1 when none is in the dump */
+};
+
+#define HANG_MAX_COMMS 256
 
 struct proc_nccl {
 	uint32_t pid;
@@ -278,10 +297,139 @@ static int read_notices(const char *spool, struct notice *n, int max)
 	return count;
 }
 
+/* The number after "KEY": in a payload's JSON text (written by src/collectors/nvtx_payload.c);
+ * 0 when key is not there with an unsigned number. */
+static int payload_u64(const char *json, const char *key, uint64_t *v)
+{
+	char pat[96];
+	const char *p;
+	char *end;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = json ? strstr(json, pat) : NULL;
+	if (!p || !isdigit((unsigned char)p[strlen(pat)]))
+		return 0;
+	*v = strtoull(p + strlen(pat), &end, 10);
+	return 1;
+}
+
+/* The string after "KEY": (an enum's name) into buf; "" when there is none. */
+static void payload_str(const char *json, const char *key, char *buf, size_t cap)
+{
+	char pat[96];
+	const char *p;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = json ? strstr(json, pat) : NULL;
+	if (!p)
+		return;
+	for (p += strlen(pat); *p && *p != '"' && *p != '\\' && n + 1 < cap; p++)
+		buf[n++] = isprint((unsigned char)*p) ? *p : '?';
+	buf[n] = '\0';
+}
+
+/* The NCCL calls per communicator and process, from the dump's NVTX ranges, in c[] (*nc). */
+static int scan_nccl_calls(cs_trace *t, struct comm_last *c, int *nc)
+{
+	cs_iter *it = NULL;
+	cs_filter f = cs_filter_all();
+	cs_error err = {0, ""};
+	cs_event ev;
+	int rc;
+
+	*nc = 0;
+	if (cs_iter_open(t, CS_EV_NVTX, &f, &it, &err))
+		return -1;
+	while ((rc = cs_iter_next(it, &ev)) > 0) {
+		const cs_nvtx *x = &ev.u.nvtx;
+		uint64_t comm, bytes;
+		int i;
+
+		if (!x->domain || strcmp(x->domain, "NCCL") || !x->payload ||
+		    !payload_u64(x->payload, "NCCL communicator ID", &comm) ||
+		    !payload_u64(x->payload, "Message size [bytes]", &bytes))
+			continue;
+		/* ranges come by start: this call is the next after the earlier ones of its thread */
+		for (i = 0; i < *nc; i++)
+			if (c[i].pid == x->pid && c[i].tid == x->tid && c[i].next == INT64_MAX)
+				c[i].next = x->start;
+		for (i = 0; i < *nc && (c[i].pid != x->pid || c[i].comm != comm); i++)
+			;
+		if (i == *nc) {
+			if (*nc >= HANG_MAX_COMMS)
+				continue;
+			memset(&c[i], 0, sizeof(c[i]));
+			c[i].pid = x->pid;
+			c[i].comm = comm;
+			(*nc)++;
+		}
+		c[i].calls++;
+		c[i].tid = x->tid;
+		c[i].start = x->start;
+		c[i].end = x->end;
+		c[i].next = INT64_MAX;
+		c[i].bytes = bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
+		c[i].stream = -1;
+		snprintf(c[i].call, sizeof(c[i].call), "%s", x->text ? x->text : "?");
+		payload_str(x->payload, "Reduction operation", c[i].op, sizeof(c[i].op));
+	}
+	cs_iter_close(it);
+	return rc < 0 ? -1 : 0;
+}
+
+/* An NCCL kernel of the dump: the stream of the last call it was launched by (inside the call's
+ * range on its thread, or, for calls grouped by ncclGroupEnd, after it and before the thread's
+ * next NCCL call). */
+static void nccl_kernel_call(struct comm_last *c, int nc, const cs_kernel *k)
+{
+	for (int i = 0; i < nc; i++)
+		if (c[i].pid == k->pid && c[i].tid == k->launch_tid && c[i].stream < 0 &&
+		    k->launch_start >= c[i].start && k->launch_start < c[i].next)
+			c[i].stream = k->stream_id;
+}
+
+/* The last NCCL call on each communicator, and the processes that made fewer calls on a
+ * communicator than others: the collective the others wait in is one they have not called. */
+static void print_comms(FILE *out, const struct comm_last *c, int nc)
+{
+	for (int i = 0; i < nc; i++) {
+		if (!i)
+			fprintf(out, "the last NCCL call on each communicator (NCCL's NVTX ranges, "
+				     "from the dump):\n");
+		fprintf(out, "  process %u communicator %#llx: %lld call%s, the last %.60s of %lld B",
+			c[i].pid, (unsigned long long)c[i].comm, (long long)c[i].calls,
+			c[i].calls == 1 ? "" : "s", c[i].call, (long long)c[i].bytes);
+		if (c[i].op[0])
+			fprintf(out, " (%s)", c[i].op);
+		if (c[i].stream >= 0)
+			fprintf(out, ", its kernel completed on stream %lld\n", (long long)c[i].stream);
+		else
+			fprintf(out, ", no kernel of it completed\n");
+	}
+	for (int i = 0; i < nc; i++) {
+		int most = i;
+
+		for (int j = 0; j < nc; j++)
+			if (c[j].comm == c[i].comm && c[j].calls > c[most].calls)
+				most = j;
+		if (most != i)
+			fprintf(out,
+				"communicator %#llx: process %u made %lld NCCL call%s on it, process "
+				"%u %lld: process %u has not made the last call of process %u (%.60s "
+				"of %lld B)\n",
+				(unsigned long long)c[i].comm, c[i].pid, (long long)c[i].calls,
+				c[i].calls == 1 ? "" : "s", c[most].pid, (long long)c[most].calls,
+				c[i].pid, c[most].pid, c[most].call, (long long)c[most].bytes);
+	}
+}
+
 /* The last GPU work completed per stream, the NCCL kernels per process and each thread's last
  * launch site, from the dump (left open in *tp for the stacks). */
 static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, int *ns,
-		     struct proc_nccl *p, int *np, struct thread_site *th, int *nth)
+		     struct proc_nccl *p, int *np, struct thread_site *th, int *nth,
+		     struct comm_last *c, int *nc)
 {
 	cs_trace *t = NULL;
 	cs_iter *it = NULL;
@@ -294,7 +442,7 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 	*tp = NULL;
 	if (cs_trace_open(trace, &t, &err))
 		return -1;
-	if (cs_iter_open(t, CS_EV_KERNEL, &f, &it, &err)) {
+	if (scan_nccl_calls(t, c, nc) || cs_iter_open(t, CS_EV_KERNEL, &f, &it, &err)) {
 		cs_trace_close(t);
 		return -1;
 	}
@@ -329,6 +477,7 @@ static int scan_dump(const char *trace, cs_trace **tp, struct stream_last *s, in
 		}
 		if (!has_nccl(k->name))
 			continue;
+		nccl_kernel_call(c, *nc, k);
 		if (si < *ns) {
 			s[si].nccl++;
 			if (k->end != CS_TS_UNKNOWN && (s[si].nccl == 1 || k->end >= s[si].nccl_end)) {
@@ -525,13 +674,14 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 	static struct stream_last s[HANG_MAX_STREAMS];
 	static struct proc_nccl p[HANG_MAX_PROCS];
 	static struct thread_site th[HANG_MAX_THREADS];
-	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, scanned;
+	static struct comm_last c[HANG_MAX_COMMS];
+	int nn = read_notices(spool, n, HANG_MAX_PROCS), ns = 0, np = 0, nth = 0, nc = 0, scanned;
 	cs_trace *t = NULL;
 	int64_t last_end = INT64_MIN;
 
 	if (!nn)
 		return 0;
-	scanned = dump && scan_dump(dump, &t, s, &ns, p, &np, th, &nth) == 0;
+	scanned = dump && scan_dump(dump, &t, s, &ns, p, &np, th, &nth, c, &nc) == 0;
 	pending_sites(t, n, nn);
 	for (int i = 0; i < ns; i++)
 		if (s[i].end > last_end)
@@ -597,6 +747,7 @@ int cli_hang_report(FILE *out, const char *spool, const char *command, const cha
 			s[j].pid, s[j].stream, (long long)s[j].nccl, cs_demangle_short(s[j].nccl_last),
 			(double)(last_end - s[j].nccl_end) / 1e9);
 	}
+	print_comms(out, c, nc);
 	print_collective(out, n, nn, p, np, t, th, nth);
 	if (!scanned)
 		fprintf(out, "(no dump could be read: the streams' last work is not known)\n");

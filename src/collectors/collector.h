@@ -169,6 +169,13 @@ void cs_capture_note_corr(uint32_t corr);
 /* options.c: the --capture=nvtx:PATTERN pattern, or NULL. */
 const char *cs_capture_nvtx_pattern(void);
 
+/* ---- nvtx_payload.c: NVTX's payload extension ---- */
+struct nvtxEventAttributes_v2;
+/* An event's payload as a JSON object, interned (cs_intern): a plain number as {"value":N}; an
+ * extended payload (NVTX_PAYLOAD_TYPE_EXT) by the entries of its registered schemas, as
+ * {"NAME":VALUE,...}. 0 when there is none or it cannot be read. */
+uint32_t cs_nvtx_payload_sid(const struct nvtxEventAttributes_v2 *a);
+
 /* ---- stacks.c ---- */
 /* Get ready to capture stacks (call outside CUDA callbacks); python: also read Python frames. 0 on
  * success. */

@@ -208,6 +208,8 @@ static void nvtx_emit(int op, uint32_t domain, uint32_t text, const nvtxEventAtt
 		r.color = a->color;
 	if (a)
 		r.category = (int32_t)a->category;
+	if (a && a->payloadType != NVTX_PAYLOAD_UNKNOWN)
+		r.payload_sid = cs_nvtx_payload_sid(a);
 	r.op = (uint8_t)op;
 	cs_out_write(&r, sizeof(r), CS_REC_NVTX, cs_tid());
 }

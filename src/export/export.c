@@ -84,6 +84,7 @@ static const struct {
 	[EX_KEY_DOMAIN] = KEY_COLUMN(NVTX, domainId),
 	[EX_KEY_COLOR] = KEY_COLUMN(NVTX, color),
 	[EX_KEY_CATEGORY] = KEY_COLUMN(NVTX, category),
+	[EX_KEY_PAYLOAD] = KEY_COLUMN(NVTX, payloadId),
 };
 #undef KEY_COLUMN
 
@@ -1292,6 +1293,9 @@ static void nvtx_args(struct ex_event *e, const cs_nvtx *n, char *color)
 	}
 	if (n->category)
 		ex_arg_int(e, EX_KEY_CATEGORY, n->category);
+	/* the trace's text, not trusted to be JSON: a string, escaped like any other */
+	if (n->payload)
+		ex_arg_str(e, EX_KEY_PAYLOAD, EX_ARG_STR, n->payload);
 }
 
 static int on_nvtx(struct driver *d, const cs_nvtx *n)

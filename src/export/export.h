@@ -187,6 +187,7 @@ enum ex_key {
 	EX_KEY_ALLOCATED,
 	EX_KEY_KERNEL_NAME,
 	EX_KEY_MANGLED_NAME,
+	EX_KEY_PAYLOAD,
 	EX_KEY_COUNT
 };
 /* The name of each, set by ex_key_names_init(): an argument that shows a column is named by the

@@ -653,6 +653,7 @@ static int write_nvtx(struct proc_file *pf, const struct nvtx_open *o, int type,
 	n->range_id = range_id;
 	n->color = o->color;
 	n->category = o->category;
+	n->payload_id = o->payload_id;
 	return import_write_event(pf->im, &ev);
 }
 
@@ -677,6 +678,7 @@ static int rec_nvtx(struct proc_file *pf, const unsigned char *p, size_t size)
 	if (r.op == CS_NVTX_OP_PUSH || r.op == CS_NVTX_OP_START || r.op == CS_NVTX_OP_MARK) {
 		o.text_id = string_ref(pf, r.text_sid, STR_EMPTY);
 		o.domain_id = string_ref(pf, r.domain_sid, STR_NONE);
+		o.payload_id = string_ref(pf, r.payload_sid, STR_NONE);
 	}
 	switch (r.op) {
 	case CS_NVTX_OP_PUSH:

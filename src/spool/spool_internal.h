@@ -101,7 +101,7 @@ struct corr_entry {
 
 /* An NVTX range not closed yet. */
 struct nvtx_open {
-	int64_t start, text_id, domain_id;
+	int64_t start, text_id, domain_id, payload_id;
 	uint32_t tid, color;
 	int32_t category;
 };

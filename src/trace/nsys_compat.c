@@ -113,6 +113,22 @@ static const char *object_type(struct nsys *n, const char *name)
 	return type;
 }
 
+/* Whether table (or view) has column. */
+static int has_column(struct nsys *n, const char *table, const char *column)
+{
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM pragma_table_xinfo(?1) WHERE name = ?2", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
 /*
  * x."a", x."b", ...: the columns of the event table of kind as columns.def names them, each one
  * the file's table lacks (written before it was added) as NULL AS "a". The names put into SQL are
@@ -615,14 +631,21 @@ static int add_names(struct nsys *n)
 			n, CS_EV_MEMORY,
 			"SELECT %s, x.pid << 24 AS globalPid FROM CUDA_GPU_MEMORY_USAGE_EVENTS "
 			"x ORDER BY x.rowid");
-	if (!rc)
-		rc = rebuild(
-			n, CS_EV_NVTX,
-			"SELECT %s, s.value AS text, CASE x.nvtxType WHEN 1 THEN 59 WHEN 2 "
-			"THEN 60 WHEN 3 THEN 34 END AS eventType, (x.pid << 24) | (x.tid & "
-			"16777215) AS globalTid, CASE WHEN x.endTid != 0 THEN (x.pid << 24) | "
-			"(x.endTid & 16777215) END AS endGlobalTid FROM NVTX_EVENTS x LEFT JOIN "
-			"StringIds s ON s.id = x.textId ORDER BY x.rowid");
+	if (!rc) {
+		/* a trace written before NVTX payloads were recorded has no payloadId */
+		const char *payload = has_column(n, "NVTX_EVENTS", "payloadId") ? "x.payloadId" : "NULL";
+		char select[1024];
+
+		snprintf(select, sizeof(select),
+			 "SELECT %%s, s.value AS text, CASE x.nvtxType WHEN 1 THEN 59 WHEN 2 THEN "
+			 "60 WHEN 3 THEN 34 END AS eventType, (x.pid << 24) | (x.tid & 16777215) AS "
+			 "globalTid, CASE WHEN x.endTid != 0 THEN (x.pid << 24) | (x.endTid & "
+			 "16777215) END AS endGlobalTid, %s AS jsonTextId, p.value AS jsonText FROM "
+			 "NVTX_EVENTS x LEFT JOIN StringIds s ON s.id = x.textId LEFT JOIN StringIds "
+			 "p ON p.id = %s ORDER BY x.rowid",
+			 payload, payload);
+		rc = rebuild(n, CS_EV_NVTX, select);
+	}
 	if (!rc)
 		rc = exec(n, "INSERT OR REPLACE INTO EVENT_TABLE_INFO SELECT "
 			     "'CUPTI_ACTIVITY_KIND_RUNTIME', count(*), min(start), "

@@ -1215,6 +1215,7 @@ int cs_iter_next(cs_iter *it, cs_event *ev)
 	} else if (it->kind == CS_EV_NVTX) {
 		ev->u.nvtx.text = cs_trace_string(it->t, ev->u.nvtx.text_id);
 		ev->u.nvtx.domain = cs_trace_string(it->t, ev->u.nvtx.domain_id);
+		ev->u.nvtx.payload = cs_trace_string(it->t, ev->u.nvtx.payload_id);
 	}
 	return 1;
 }

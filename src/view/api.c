@@ -2176,6 +2176,8 @@ static void event_names(cJSON *f, const cs_event *ev)
 	case CS_EV_NVTX:
 		add_text(f, "text", ev->u.nvtx.text);
 		add_text(f, "domain", ev->u.nvtx.domain);
+		if (ev->u.nvtx.payload) /* NVTX's payload extension (NCCL's message size, ...) */
+			add_text(f, "payload", ev->u.nvtx.payload);
 		break;
 	default:
 		break;

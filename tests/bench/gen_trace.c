@@ -242,7 +242,7 @@ static int add_nvtx(struct gen *g, int64_t start, int64_t end, int depth, int64_
 	n.depth = depth;
 	n.domain_id = CS_ID_NONE;
 	n.text_id = text;
-	n.range_id = CS_ID_NONE;
+	n.range_id = n.payload_id = CS_ID_NONE;
 	return cs_writer_add_nvtx(g->w, &n);
 }
 

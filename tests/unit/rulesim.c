@@ -430,7 +430,7 @@ void sim_step_end(struct sim *m)
 	n.depth = 0;
 	n.domain_id = CS_ID_NONE;
 	n.text_id = m->step_text;
-	n.range_id = CS_ID_NONE;
+	n.range_id = n.payload_id = CS_ID_NONE;
 	ck_assert_int_eq(cs_writer_add_nvtx(m->w, &n), 0);
 	sim_host(m, 10 * US);
 }

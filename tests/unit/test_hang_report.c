@@ -303,6 +303,22 @@ static char *collective_report(uint32_t waiting, uint32_t missing)
 			}
 			tu_need(cs_writer_add_kernel(w, &k) == 0, TEST, "a kernel");
 		}
+	/* NCCL's NVTX ranges: one per call, with its communicator and size; the waiting rank made a
+	 * fourth call, of 8192 B, whose kernel never completed */
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 4 - r; i++) {
+			char payload[160];
+			cs_nvtx x = tu_nvtx(pids[r], cs_writer_intern(w, "ncclAllReduce"),
+					    T0 + i * MS - 1000, T0 + i * MS + 30000);
+
+			snprintf(payload, sizeof(payload),
+				 "{\"NCCL communicator ID\":11259375,\"Message size [bytes]\":%d,"
+				 "\"Reduction operation\":\"ncclSum\"}",
+				 i == 3 ? 8192 : 4096);
+			x.domain_id = cs_writer_intern(w, "NCCL");
+			x.payload_id = cs_writer_intern(w, payload);
+			tu_need(cs_writer_add_nvtx(w, &x) == 0, TEST, "an NVTX range");
+		}
 	tu_finish_trace(w, TEST);
 	snprintf(notice, sizeof(notice), "hang.%u", waiting);
 	path = tu_path(dir, notice);
@@ -339,6 +355,17 @@ START_TEST(the_rank_that_has_not_launched_the_collective)
 				   "ncclDevKernel_AllReduce_Sum_f32_RING_LL, 0.0 s before the last GPU "
 				   "work of the dump\n"
 				   "  process 200 stream 7: 3 completed"),
+		      "%s", text);
+	/* each rank's last NCCL call per communicator, from NCCL's NVTX payloads */
+	ck_assert_msg(strstr(text, "the last NCCL call on each communicator (NCCL's NVTX ranges, from "
+				   "the dump):\n"
+				   "  process 100 communicator 0xabcdef: 4 calls, the last ncclAllReduce "
+				   "of 8192 B (ncclSum), no kernel of it completed\n"
+				   "  process 200 communicator 0xabcdef: 3 calls, the last ncclAllReduce "
+				   "of 4096 B (ncclSum), its kernel completed on stream 7\n"
+				   "communicator 0xabcdef: process 200 made 3 NCCL calls on it, process "
+				   "100 4: process 200 has not made the last call of process 100 "
+				   "(ncclAllReduce of 8192 B)\n"),
 		      "%s", text);
 	/* process 200 is not this test's: never traced, and the report says why */
 	ck_assert_msg(strstr(text, "    its first thread now:\n"

@@ -245,6 +245,42 @@ START_TEST(test_nvtx_ranges)
 }
 END_TEST
 
+/* An NVTX payload (NCCL's, docs/recording.md) is nsys's jsonText; an older trace has none. */
+START_TEST(test_nvtx_payload_json)
+{
+	static const char payload[] = "{\"NCCL communicator ID\":7,\"Message size [bytes]\":4096}";
+	char *path = tu_path(tmp_dir, "payload.db"), *copy, *old;
+	cs_trace_writer *w = tu_open_trace(path, "python3 train.py", "test_nsys");
+	cs_nvtx x;
+	sqlite3 *db;
+
+	tu_add_process(w, 4242, "python3 train.py", "test_nsys");
+	x = tu_nvtx(4242, cs_writer_intern(w, "ncclAllReduce"), 1000, 2000);
+	x.payload_id = cs_writer_intern(w, payload);
+	tu_need(cs_writer_add_nvtx(w, &x) == 0, "test_nsys", "a range");
+	x = tu_nvtx(4242, cs_writer_intern(w, "step"), 3000, 4000);
+	tu_need(cs_writer_add_nvtx(w, &x) == 0, "test_nsys", "a range");
+	tu_finish_trace(w, "test_nsys");
+	copy = nsys_copy(path, "payload.sqlite");
+	db = open_db(copy);
+	ck_assert_int_eq(query_int(db, "SELECT count(*) FROM NVTX_EVENTS n JOIN StringIds s ON "
+				       "s.id = n.jsonTextId WHERE n.jsonText = s.value AND "
+				       "json_extract(n.jsonText, '$.\"Message size [bytes]\"') = 4096"),
+			 1);
+	ck_assert_int_eq(query_int(db, "SELECT count(*) FROM NVTX_EVENTS WHERE jsonText IS NULL"), 1);
+	sqlite3_close(db);
+	old = nsys_copy(train_db, "payload-old.sqlite");
+	db = open_db(old);
+	ck_assert_int_eq(query_int(db, "SELECT count(*) FROM NVTX_EVENTS WHERE jsonText IS NOT NULL "
+				       "OR jsonTextId IS NOT NULL"),
+			 0);
+	sqlite3_close(db);
+	free(old);
+	free(copy);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_kernel_launch_join)
 {
 	char *copy = nsys_copy(train_db, "launch.sqlite");
@@ -524,6 +560,7 @@ int main(void)
 	tcase_add_test(tc, test_output_mode);
 	tcase_add_test(tc, test_copies_by_kind);
 	tcase_add_test(tc, test_nvtx_ranges);
+	tcase_add_test(tc, test_nvtx_payload_json);
 	tcase_add_test(tc, test_kernel_launch_join);
 	tcase_add_test(tc, test_nsys_queries);
 	tcase_add_test(tc, test_bad_input);

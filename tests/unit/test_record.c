@@ -427,6 +427,57 @@ START_TEST(ring_reaches_the_library)
 }
 END_TEST
 
+/* NVTX payloads as NCCL sends them (tests/unit/nvtx_payload_prog.c, no GPU needed): each range's
+ * payload in NVTX_EVENTS as a JSON object decoded by the schema the program registered, nothing
+ * for what cannot be read safely, and the program's exit code kept. */
+START_TEST(nvtx_payloads_are_decoded)
+{
+	static const char *const want[] = {
+		"{\"NCCL communicator ID\":305441741,\"Message size [bytes]\":4096,"
+		"\"Reduction \\\"operation\\\"\":\"ncclMax\"}",
+		"{\"NCCL communicator ID\":305441741}",
+		NULL,
+		"{\"a\":-3,\"b\":70000,\"c\":0.5}",
+		NULL,
+		"{\"value\":-42}",
+	};
+	const char *prog = getenv("CUSCOPE_NVTX_PAYLOAD_PROG");
+	char *dir = tu_tmpdir(), *path = tu_path(dir, "out.db"), *err = NULL;
+	const char *args[] = {"--", prog, NULL};
+	cs_trace *t = NULL;
+	cs_iter *it = NULL;
+	cs_filter f = cs_filter_all();
+	cs_error e;
+	cs_event ev;
+	int n = 0, rc;
+
+	if (!record_available || !prog)
+		return;
+	rc = run_record(dir, args, NULL, &err);
+	ck_assert_msg(rc == 7, "exit %d: %s", rc, err);
+	ck_assert_int_eq(cs_trace_open(path, &t, &e), CS_OK);
+	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, &f, &it, &e), CS_OK);
+	while ((rc = cs_iter_next(it, &ev)) == 1) {
+		ck_assert_int_lt(n, 6);
+		if (want[n])
+			ck_assert_msg(ev.u.nvtx.payload && !strcmp(ev.u.nvtx.payload, want[n]),
+				      "event %d: payload %s, want %s", n,
+				      ev.u.nvtx.payload ? ev.u.nvtx.payload : "none", want[n]);
+		else
+			ck_assert_msg(!ev.u.nvtx.payload, "event %d: payload %s", n,
+				      ev.u.nvtx.payload);
+		ck_assert_str_eq(ev.u.nvtx.text, n < 5 ? "ncclAllReduce" : "plain");
+		n++;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(n, 6);
+	cs_iter_close(it);
+	cs_trace_close(t);
+	free(err);
+	free(path);
+}
+END_TEST
+
 START_TEST(help_lists_options)
 {
 	const char *argv[] = {tu_cuscope_bin(), "record", "--help", NULL};
@@ -660,6 +711,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, help_lists_options);
 	tcase_add_test(tc, ring_reaches_the_library);
+	tcase_add_test(tc, nvtx_payloads_are_decoded);
 	tcase_add_test(tc, calibrate_measures_or_says_why);
 	tcase_add_test(tc, calibrate_reports_what_a_measuring_process_says);
 	tcase_add_test(tc, no_calibration_without_cuda);

@@ -354,6 +354,7 @@ static cs_nvtx full_nvtx(int64_t domain_id, int64_t text_id)
 		.range_id = 94,
 		.color = 0xff00ff95,
 		.category = 96,
+		.payload_id = text_id,
 	};
 	return n;
 }

@@ -389,7 +389,7 @@ cs_nvtx tu_nvtx(uint32_t pid, int64_t text_id, int64_t start, int64_t end)
 	n.pid = n.tid = n.end_tid = pid;
 	n.type = CS_NVTX_PUSHPOP;
 	n.text_id = text_id;
-	n.domain_id = n.range_id = CS_ID_NONE;
+	n.domain_id = n.range_id = n.payload_id = CS_ID_NONE;
 	return n;
 }
 
@@ -657,7 +657,7 @@ void tu_write_extreme_trace(const char *path, uint32_t pid, const char *test)
 		v.type = CS_NVTX_PUSHPOP;
 		v.domain_id = CS_ID_NONE;
 		v.text_id = step;
-		v.range_id = CS_ID_NONE;
+		v.range_id = v.payload_id = CS_ID_NONE;
 		tu_need(cs_writer_add_nvtx(w, &v) == 0, test, cs_writer_errmsg(w));
 
 		memset(&k, 0, sizeof(k));

@@ -1,0 +1,136 @@
+/*
+ * nvtx_payload_prog.c - a program that annotates with NVTX payloads the way NCCL does (a domain
+ * "NCCL", static schemas and an enum registered through the payload extension, a range per call
+ * whose attributes carry NVTX_PAYLOAD_TYPE_EXT), plus payloads cuscope must not trip on. Needs no
+ * GPU: test_record.c records it and reads NVTX_EVENTS back. Exits 7, so that the test sees the
+ * exit code kept.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
+
+#define SCHEMA_ALLREDUCE (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
+#define SCHEMA_NOOFFSETS (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 6)
+#define ENUM_REDOP	 (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 11)
+
+struct allreduce {
+	uint64_t comm;
+	size_t bytes;
+	int op;
+};
+
+/* offsets left out: the tool works them out from natural alignment */
+struct packed {
+	int8_t a;
+	int32_t b;
+	double c;
+};
+
+static void push_payload(nvtxDomainHandle_t d, nvtxStringHandle_t name, nvtxPayloadData_t *pd,
+			 int n)
+{
+	nvtxEventAttributes_t a;
+
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = name;
+	a.payloadType = NVTX_PAYLOAD_TYPE_EXT;
+	a.reserved0 = n;
+	a.payload.ullValue = (uint64_t)(uintptr_t)pd;
+	nvtxDomainRangePushEx(d, &a);
+	nvtxDomainRangePop(d);
+}
+
+int main(void)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("NCCL");
+	nvtxStringHandle_t name = nvtxDomainRegisterStringA(d, "ncclAllReduce");
+	static const nvtxPayloadEnum_t redops[] = {
+		{"ncclSum", 0, 0}, {"ncclProd", 1, 0}, {"ncclMax", 2, 0}};
+	nvtxPayloadEnumAttr_t eattr = {
+		NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+			NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID,
+		"ncclRedOp_t",
+		redops,
+		3,
+		sizeof(int),
+		ENUM_REDOP,
+		NULL};
+	static const nvtxPayloadSchemaEntry_t entries[] = {
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0,
+		 offsetof(struct allreduce, comm), NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0,
+		 offsetof(struct allreduce, bytes), NULL, NULL},
+		{0, ENUM_REDOP, "Reduction \"operation\"", NULL, 0, offsetof(struct allreduce, op),
+		 NULL, NULL}};
+	nvtxPayloadSchemaAttr_t sattr = {NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
+					 NULL,
+					 NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
+					 NVTX_PAYLOAD_SCHEMA_FLAG_NONE,
+					 entries,
+					 3,
+					 sizeof(struct allreduce),
+					 0,
+					 SCHEMA_ALLREDUCE,
+					 NULL};
+	static const nvtxPayloadSchemaEntry_t packed_entries[] = {
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT8, "a", NULL, 0, 0, NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT32, "b", NULL, 0, 0, NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE, "c", NULL, 0, 0, NULL, NULL}};
+	nvtxPayloadSchemaAttr_t pattr = {NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
+					 NULL,
+					 NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
+					 NVTX_PAYLOAD_SCHEMA_FLAG_NONE,
+					 packed_entries,
+					 3,
+					 0,
+					 0,
+					 SCHEMA_NOOFFSETS,
+					 NULL};
+	struct allreduce ar = {0x1234abcdULL, 4096, 2};
+	struct packed pk = {-3, 70000, 0.5};
+	nvtxPayloadData_t pd[2];
+	nvtxEventAttributes_t a;
+
+	nvtxPayloadEnumRegister(d, &eattr);
+	nvtxPayloadSchemaRegister(d, &sattr);
+	nvtxPayloadSchemaRegister(d, &pattr);
+
+	/* 1: as NCCL's ncclAllReduce */
+	pd[0] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, sizeof(ar), &ar};
+	push_payload(d, name, pd, 1);
+	/* 2: a size that ends inside the second entry: only the communicator */
+	pd[0] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, 12, &ar};
+	push_payload(d, name, pd, 1);
+	/* 3: a schema never registered, and a null payload: no payload */
+	pd[0] = (nvtxPayloadData_t){NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 99, sizeof(ar), &ar};
+	pd[1] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, sizeof(ar), NULL};
+	push_payload(d, name, pd, 2);
+	/* 4: offsets worked out by alignment */
+	pd[0] = (nvtxPayloadData_t){SCHEMA_NOOFFSETS, sizeof(pk), &pk};
+	push_payload(d, name, pd, 1);
+	/* 5: an ext payload whose array pointer is null */
+	push_payload(d, name, NULL, 1);
+
+	/* 6: a plain payload in the default domain */
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "plain";
+	a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+	a.payload.llValue = -42;
+	nvtxMarkEx(&a);
+	return 7;
+}
