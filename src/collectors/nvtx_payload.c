@@ -168,7 +168,7 @@ static uint64_t NVTX_API schema_register(nvtxDomainHandle_t domain,
 {
 	struct pl_schema *s;
 	uint64_t id = 0, off = 0;
-	int n;
+	int n, known = 1;
 
 	(void)domain;
 	if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES) || !attr->entries)
@@ -189,23 +189,37 @@ static uint64_t NVTX_API schema_register(nvtxDomainHandle_t domain,
 	     i++) {
 		const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
 		const struct pl_enum *en = find_enum(e->type);
-		int sg, fl;
+		int sg, fl,
+			skip = !!(e->flags & (NVTX_PAYLOAD_ENTRY_FLAG_POINTER |
+					      NVTX_PAYLOAD_ENTRY_FLAG_IS_ARRAY |
+					      NVTX_PAYLOAD_ENTRY_FLAG_HIDE));
 		size_t sz = en ? en->size : type_size(e->type, &sg, &fl);
+		/* the bytes the entry takes in the payload: 0 when not known here (an array, a
+		 * nested schema, a type this file does not decode) */
+		size_t span = e->flags & NVTX_PAYLOAD_ENTRY_FLAG_POINTER    ? sizeof(void *)
+			      : e->flags & NVTX_PAYLOAD_ENTRY_FLAG_IS_ARRAY ? 0
+									    : sz;
 
-		if (!sz)
-			break; /* a type whose size is not known here: later offsets cannot be
-				  worked out */
-		/* an offset not given (0 after the first entry) follows natural alignment */
-		off = e->offset || i == 0 ? e->offset : (off + sz - 1) / sz * sz;
-		if (!(e->flags &
-		      (NVTX_PAYLOAD_ENTRY_FLAG_POINTER | NVTX_PAYLOAD_ENTRY_FLAG_IS_ARRAY |
-		       NVTX_PAYLOAD_ENTRY_FLAG_HIDE))) {
+		/* an offset not given (0 after the first entry) follows natural alignment, which
+		 * needs the end of the entry before */
+		if (e->offset || i == 0) {
+			off = e->offset;
+			known = 1;
+		} else if (known && span) {
+			off = (off + span - 1) / span * span;
+		} else {
+			known = 0;
+		}
+		if (known && sz && !skip) {
 			s->e[s->n].type = e->type;
 			s->e[s->n].offset = off;
 			copy_name(s->e[s->n].name, e->name ? e->name : "");
 			s->n++;
 		}
-		off += sz;
+		if (span)
+			off += span;
+		else
+			known = 0;
 	}
 	atomic_store_explicit(&nschemas, n + 1, memory_order_release);
 out:

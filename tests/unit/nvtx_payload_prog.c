@@ -14,6 +14,7 @@
 
 #define SCHEMA_ALLREDUCE (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
 #define SCHEMA_NOOFFSETS (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 6)
+#define SCHEMA_MIXED	 (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 7)
 #define ENUM_REDOP	 (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 11)
 
 struct allreduce {
@@ -27,6 +28,15 @@ struct packed {
 	int8_t a;
 	int32_t b;
 	double c;
+};
+
+/* a pointer, an array and entries after them, with and without offsets */
+struct mixed {
+	const char *p;
+	int32_t after_ptr;
+	char name[8];
+	int32_t lost;
+	int64_t explicit_off;
 };
 
 static void push_payload(nvtxDomainHandle_t d, nvtxStringHandle_t name, nvtxPayloadData_t *pd,
@@ -98,6 +108,28 @@ int main(void)
 					 0,
 					 SCHEMA_NOOFFSETS,
 					 NULL};
+	static const nvtxPayloadSchemaEntry_t mixed_entries[] = {
+		{NVTX_PAYLOAD_ENTRY_FLAG_POINTER, NVTX_PAYLOAD_ENTRY_TYPE_INT32, "ptr", NULL, 0, 0,
+		 NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT32, "after", NULL, 0, 0, NULL, NULL},
+		{NVTX_PAYLOAD_ENTRY_FLAG_ARRAY_FIXED_SIZE, NVTX_PAYLOAD_ENTRY_TYPE_CHAR, "name",
+		 NULL, 8, 0, NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT32, "lost", NULL, 0, 0, NULL, NULL},
+		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT64, "explicit", NULL, 0,
+		 offsetof(struct mixed, explicit_off), NULL, NULL}};
+	nvtxPayloadSchemaAttr_t mattr = {NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
+					 NULL,
+					 NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
+					 NVTX_PAYLOAD_SCHEMA_FLAG_NONE,
+					 mixed_entries,
+					 5,
+					 0,
+					 0,
+					 SCHEMA_MIXED,
+					 NULL};
+	struct mixed mx = {"x", 5, "abc", 6, -9};
 	struct allreduce ar = {0x1234abcdULL, 4096, 2};
 	struct packed pk = {-3, 70000, 0.5};
 	nvtxPayloadData_t pd[2];
@@ -106,6 +138,7 @@ int main(void)
 	nvtxPayloadEnumRegister(d, &eattr);
 	nvtxPayloadSchemaRegister(d, &sattr);
 	nvtxPayloadSchemaRegister(d, &pattr);
+	nvtxPayloadSchemaRegister(d, &mattr);
 
 	/* 1: as NCCL's ncclAllReduce */
 	pd[0] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, sizeof(ar), &ar};
@@ -123,7 +156,11 @@ int main(void)
 	/* 5: an ext payload whose array pointer is null */
 	push_payload(d, name, NULL, 1);
 
-	/* 6: a plain payload in the default domain */
+	/* 6: what follows a pointer is decoded, what follows an array only with its offset */
+	pd[0] = (nvtxPayloadData_t){SCHEMA_MIXED, sizeof(mx), &mx};
+	push_payload(d, name, pd, 1);
+
+	/* 7: a plain payload in the default domain */
 	memset(&a, 0, sizeof(a));
 	a.version = NVTX_VERSION;
 	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
