@@ -49,7 +49,7 @@ CHECK=$ROOT/tests/gpu/check_trace.py
 SCENARIOS="record_cli calibrate clock counts counts_ptsz counts_prof counts_api launch_loop record_window edge_threads edge_copies
 edge_reset edge_fault edge_nosync_exit edge_multi_gpu train_small
 train_small_nvtx train_small_limit ring dump hang torch_eager cuda_graph
-torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl sig_term sig_int sig_kill os_exit memory_ceiling
+torch_profiler_inside fork fork_dataloader spawn torchrun torchrun_nccl nccl_payload sig_term sig_int sig_kill os_exit memory_ceiling
 memory_ceiling_expandable jax torch_compile"
 
 DO_BUILD=1 DO_SCENARIOS=1 DO_BENCH=0 TORCH_PROFILER=0 ROUNDS=5 TIMEOUT=120 BUDGET=480 ONLY="" SKIP=""
@@ -195,6 +195,7 @@ build_cuda_programs() {
 	nvcc_build timed_loop tests/gpu/programs/timed_loop.cu || ok=0
 	nvcc_build edge_cases tests/gpu/programs/edge_cases.cu || ok=0
 	nvcc_build hang_spin tests/gpu/programs/hang_spin.cu || ok=0
+	nvcc_build hang_ipc tests/gpu/programs/hang_ipc.cu || ok=0
 	if [ $ok = 1 ]; then
 		result cuda_programs PASS "counts, counts_ptsz (--default-stream per-thread), launch_loop, timed_loop, edge_cases"
 	else
@@ -665,7 +666,10 @@ PYEOF
 # write a dump and the hang report beside it (the waiting or spinning thread and its call, no GPU work completed
 # for at least 2 s, the last kernel of each stream; the waiting thread's Python frames down to hang_sleep.py and
 # its native frames), and the job still ends with status 0 and its own trace. Then hang_spin.cu, a C++ host
-# waiting in cudaStreamSynchronize from wait_for_results(): its native frames must name that function.
+# waiting in cudaStreamSynchronize from wait_for_results(): its native frames must name that function. Then
+# hang_ipc.cu, a hang across two processes on the one GPU (the child's stream waits for an interprocess event
+# the parent records behind its spinning kernel): one report names both processes, each waiting in
+# cudaStreamSynchronize with its kernel not completed (spin_for in the parent, behind in the child).
 scenario_hang() {
 	selected hang || return 0
 	say "== hang"
@@ -736,10 +740,73 @@ scenario_hang() {
 			problems="$problems; C++: wait_for_results is not among the native frames"
 		notes="${notes}C++: $(grep -c '^ *native: \|^              [^ ]' "$report") native frames; "
 	fi
+	db=$dir/ipc.db
+	timeout "$TIMEOUT" "$CUSCOPE" record --no-calibrate --no-host-probe --hang-after 2 -o "$db" -- \
+		"$BIN/hang_ipc" 6 >"$dir/ipc.out" 2>"$dir/ipc.err" </dev/null
+	rc=$?
+	log_file "hang (two processes): stderr" "$dir/ipc.err" 40
+	[ "$rc" = 0 ] && grep -q '^child done$' "$dir/ipc.out" && grep -q '^done$' "$dir/ipc.out" ||
+		problems="$problems; two processes: exit $rc, stdout $(head -c 80 "$dir/ipc.out")"
+	report=$dir/ipc.dump-1.hang.txt
+	if [ ! -s "$report" ]; then
+		problems="$problems; two processes: no hang report"
+	else
+		[ "$(grep -c '^process [0-9]*: no GPU work has completed' "$report")" = 2 ] ||
+			problems="$problems; two processes: the report does not name both"
+		[ "$(grep -c 'waiting in cudaStreamSynchronize' "$report")" = 2 ] ||
+			problems="$problems; two processes: not both waits named"
+		grep -q 'spin_for' "$report" && grep -q 'behind' "$report" ||
+			problems="$problems; two processes: the kernels not completed are not named"
+		notes="${notes}two processes: $(grep -c '^process ' "$report") named; "
+	fi
 	if [ -n "$problems" ]; then
 		result hang FAIL "${problems#; } [$notes]"
 	else
 		result hang PASS "$notes"
+	fi
+}
+
+# nccl_payload: one rank's NCCL calls (nccl_payload.py: all_reduce of 4 KiB, 16 KiB and 256 KiB, all_gather,
+# broadcast). NCCL annotates each call with an NVTX range in domain NCCL whose payload the trace keeps as JSON
+# (docs/recording.md, "NVTX payloads"): the three all-reduces with their message sizes and reduction, every call
+# with the same communicator id; the program prints what it printed without cuscope and exits 0.
+scenario_nccl_payload() {
+	selected nccl_payload || return 0
+	say "== nccl_payload"
+	local dir=$WORK/nccl_payload rc problems="" notes
+	rm -rf "$dir" && mkdir -p "$dir"
+	"$PY" "$PROGS/nccl_payload.py" >"$dir/plain.out" 2>"$dir/plain.err"
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		result nccl_payload SKIP "$(head -n 1 "$dir/plain.out")"
+		return 0
+	fi
+	timeout "$TIMEOUT" "$CUSCOPE" record --no-calibrate --no-host-probe -o "$dir/t.db" -- \
+		"$PY" "$PROGS/nccl_payload.py" >"$dir/rec.out" 2>"$dir/rec.err" </dev/null
+	rc=$?
+	log_file "nccl_payload: stderr" "$dir/rec.err" 10
+	[ "$rc" = 0 ] || problems="$problems; exit $rc"
+	cmp -s <(grep '^sums' "$dir/plain.out") <(grep '^sums' "$dir/rec.out") ||
+		problems="$problems; output differs: $(head -c 120 "$dir/rec.out")"
+	notes=$("$PY" - "$dir/t.db" <<'PY' 2>&1
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT s.value, p.value FROM NVTX_EVENTS n JOIN StringIds d ON d.id = n.domainId "
+                  "LEFT JOIN StringIds s ON s.id = n.textId LEFT JOIN StringIds p ON p.id = n.payloadId "
+                  "WHERE d.value = 'NCCL' ORDER BY n.start").fetchall()
+calls = [(t, json.loads(p)) for t, p in rows if p]
+sizes = [p.get("Message size [bytes]") for t, p in calls if t == "ncclAllReduce"]
+comms = {p.get("NCCL communicator ID") for t, p in calls if "Message size [bytes]" in p}
+ops = {p.get("Reduction operation") for t, p in calls if t == "ncclAllReduce"}
+print(f"{len(rows)} NCCL ranges, {len(calls)} with a payload; all-reduce sizes {sizes}, "
+      f"{len(comms)} communicator(s), reductions {sorted(map(str, ops))}")
+sys.exit(0 if sizes == [4096, 16384, 262144] and len(comms) == 1 else 1)
+PY
+	) || problems="$problems; payloads: $notes"
+	if [ -n "$problems" ]; then
+		result nccl_payload FAIL "${problems#; }"
+	else
+		result nccl_payload PASS "$notes"
 	fi
 }
 
@@ -886,6 +953,7 @@ run_scenarios() {
 	scenario torchrun -- "$PY" "$P/spawn_ranks.py" --mode torchrun
 	# rank r on GPU r with an NCCL all-reduce (the nvidia-h200-x2 machine)
 	scenario_2gpu torchrun_nccl -- "$PY" "$P/spawn_ranks.py" --mode torchrun --gpus 2 --collectives nccl
+	scenario_nccl_payload
 	scenario_signal sig_term term
 	scenario_signal sig_int int
 	scenario_signal sig_kill kill
