@@ -424,6 +424,9 @@ static void dump_slow_steps(const char *spool, const struct record_opts *o)
 		cli_dump(spool, NULL, 0, 10.0, o->quiet, NULL, 0);
 }
 
+/* How long a hang notice waits for those of other processes that hang with it. */
+#define HANG_SETTLE_MS 500
+
 /* A process left a hang notice: dump, then write the hang report beside the dump (or the output)
  * as "<stem>.hang.txt" and show it on stderr. */
 static void dump_hang(const char *spool, const char *command, const struct record_opts *o)
@@ -432,6 +435,13 @@ static void dump_hang(const char *spool, const char *command, const struct recor
 	const char *base;
 	FILE *f;
 
+	/* processes that hang together (ranks in one collective, a stream waiting for another
+	 * process's event) begin their waits within moments of each other, and each writes its
+	 * notice at its next flush period (200 ms): theirs are given SETTLE to come, so that one
+	 * report covers them all (a program that ends meanwhile cuts the sleep short) */
+	struct timespec settle = {0, HANG_SETTLE_MS * 1000 * 1000};
+
+	nanosleep(&settle, NULL);
 	if (!o->quiet)
 		cli_error("a thread has waited for the GPU for over %g s and no GPU work has completed "
 			  "since: dumping",

@@ -313,7 +313,7 @@ static char *collective_report(uint32_t waiting, uint32_t missing)
 
 			snprintf(payload, sizeof(payload),
 				 "{\"NCCL communicator ID\":11259375,\"Message size [bytes]\":%d,"
-				 "\"Reduction operation\":\"ncclSum\"}",
+				 "\"Reduction operation\":\"Sum\"}",
 				 i == 3 ? 8192 : 4096);
 			x.domain_id = cs_writer_intern(w, "NCCL");
 			x.payload_id = cs_writer_intern(w, payload);
@@ -360,9 +360,9 @@ START_TEST(the_rank_that_has_not_launched_the_collective)
 	ck_assert_msg(strstr(text, "the last NCCL call on each communicator (NCCL's NVTX ranges, from "
 				   "the dump):\n"
 				   "  process 100 communicator 0xabcdef: 4 calls, the last ncclAllReduce "
-				   "of 8192 B (ncclSum), no kernel of it completed\n"
+				   "of 8192 B (Sum), no kernel of it completed\n"
 				   "  process 200 communicator 0xabcdef: 3 calls, the last ncclAllReduce "
-				   "of 4096 B (ncclSum), its kernel completed on stream 7\n"
+				   "of 4096 B (Sum), its kernel completed on stream 7\n"
 				   "communicator 0xabcdef: process 200 made 3 NCCL calls on it, process "
 				   "100 4: process 200 has not made the last call of process 100 "
 				   "(ncclAllReduce of 8192 B)\n"),

@@ -1,9 +1,10 @@
 // hang_ipc.cu - a hang across two processes on one GPU. The parent's one kernel spins for SECONDS
 // (default 6) and then records an interprocess event; the child (forked before either touches
 // CUDA) makes its stream wait for that event, launches a kernel behind it and waits for it in
-// cudaStreamSynchronize. Both processes wait for the parent's kernel: under `record --hang-after 2`
-// each writes a notice, and the one hang report covers both (tests/gpu/run.sh, hang). Each prints
-// "done" and the job exits 0 once the kernel ends.
+// cudaStreamSynchronize; the parent then waits in cudaStreamSynchronize too. Both processes wait
+// for the parent's kernel: under `record --hang-after 2` each writes a notice, and the one hang
+// report covers both (tests/gpu/run.sh, hang). Each prints "done" and the job exits 0 once the
+// kernel ends.
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
@@ -26,7 +27,7 @@ __global__ void behind(int *x)
 	*x += 1;
 }
 
-static int child(int fd)
+static int child(int fd, int ready)
 {
 	cudaIpcEventHandle_t h;
 	cudaEvent_t ev;
@@ -42,9 +43,13 @@ static int child(int fd)
 	}
 	cudaStreamWaitEvent(s, ev, 0);
 	behind<<<1, 1, 0, s>>>(x);
+	/* the parent begins its own wait when this one begins */
+	if (write(ready, "r", 1) != 1)
+		return 1;
 	if (cudaStreamSynchronize(s) != cudaSuccess)
 		return 1;
 	printf("child done\n");
+	fflush(stdout); /* _exit() follows */
 	return 0;
 }
 
@@ -54,17 +59,20 @@ int main(int argc, char **argv)
 	cudaIpcEventHandle_t h;
 	cudaEvent_t ev;
 	cudaStream_t s;
-	int fds[2], status = 0, n = 0;
+	int fds[2], back[2], status = 0, n = 0;
+	char c;
 	pid_t pid;
 
-	if (pipe(fds))
+	if (pipe(fds) || pipe(back))
 		return 1;
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);
-		_exit(child(fds[0]));
+		close(back[0]);
+		_exit(child(fds[0], back[1]));
 	}
 	close(fds[0]);
+	close(back[1]);
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
 		printf("info: skipped: no CUDA device\n");
 		close(fds[1]);
@@ -84,6 +92,8 @@ int main(int argc, char **argv)
 	if (write(fds[1], &h, sizeof(h)) != (ssize_t)sizeof(h))
 		return 1;
 	close(fds[1]);
+	if (read(back[0], &c, 1) != 1) /* the child is in its wait (or failed) */
+		fprintf(stderr, "hang_ipc: the child did not get to its wait\n");
 	if (cudaStreamSynchronize(s) != cudaSuccess)
 		return 1;
 	waitpid(pid, &status, 0);
