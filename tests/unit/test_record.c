@@ -275,6 +275,48 @@ START_TEST(hang_notice_makes_a_report)
 }
 END_TEST
 
+/* Processes that hang together write their notices a flush period or two apart: a second notice
+ * 0.25 s after the first is in the same report (record gives them 0.5 s), not in a report of its own.
+ * No spool file here, so that no dump is waited for: the report is written at once, beside the
+ * output. */
+START_TEST(hang_notices_of_two_processes_make_one_report)
+{
+	char *dir = tu_tmpdir();
+	char script[2048], *out = NULL, *err = NULL, *report = tu_path(dir, "out.hang.txt");
+	const char *args[] = {"--no-calibrate", "--no-host-probe", "--hang-after", "0.5",
+			      "--", "sh", "-c", script, NULL};
+	char *text;
+	size_t len;
+
+	if (!record_available)
+		return;
+	snprintf(script, sizeof(script),
+		 "n() { printf 'now 3000000000\\ngpu_done 1000000000\\n"
+		 "thread %%s wait 1500000000 11 cudaStreamSynchronize\\n' $1 >"
+		 "\"$CUSCOPE_SPOOL_DIR/notice.tmp\" && "
+		 "mv \"$CUSCOPE_SPOOL_DIR/notice.tmp\" \"$CUSCOPE_SPOOL_DIR/hang.$1\"; } && "
+		 "n $$ && sleep 0.25 && n 999999 && sleep 1.5 && echo ran");
+	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_str_eq(out, "ran\n");
+	text = tu_read_file(report, &len);
+	ck_assert_msg(text, "no %s: %s", report, err);
+	ck_assert_msg(strstr(text, "process 999999: no GPU work has completed") &&
+			      tu_count_lines(text) > 3 &&
+			      strstr(strstr(text, ": no GPU work has completed") + 1,
+				     ": no GPU work has completed"),
+		      "%s", text);
+	/* one report: a second would have been written over the first */
+	ck_assert_msg(strstr(err, "hang report written to") &&
+			      !strstr(strstr(err, "hang report written to") + 1,
+				      "hang report written to"),
+		      "%s", err);
+	free(text);
+	free(out);
+	free(err);
+	free(report);
+}
+END_TEST
+
 START_TEST(output_passes_through)
 {
 	const char *args[] = {"--", "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL};
@@ -706,6 +748,7 @@ static Suite *record_suite(void)
 	tcase_add_test(tc, dump_signal_is_taken_not_passed_on);
 	tcase_add_test(tc, slow_step_notice_makes_a_dump);
 	tcase_add_test(tc, hang_notice_makes_a_report);
+	tcase_add_test(tc, hang_notices_of_two_processes_make_one_report);
 	tcase_add_test(tc, exec_failure);
 	tcase_add_test(tc, existing_output_is_refused);
 	tcase_add_test(tc, another_injection_is_refused);
