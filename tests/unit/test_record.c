@@ -276,9 +276,9 @@ START_TEST(hang_notice_makes_a_report)
 END_TEST
 
 /* Processes that hang together write their notices a flush period or two apart: a second notice
- * 0.25 s after the first is in the same report (record gives them 0.5 s), not in a report of its own.
- * No spool file here, so that no dump is waited for: the report is written at once, beside the
- * output. */
+ * 0.25 s after the first is in the same report (record gives them 0.5 s), not in a report of its
+ * own. No spool file here, so that no dump is waited for: the report is written at once, beside
+ * the output. */
 START_TEST(hang_notices_of_two_processes_make_one_report)
 {
 	char *dir = tu_tmpdir();
