@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NVTX_NO_IMPL
@@ -391,11 +392,125 @@ static int put_payload(struct jbuf *b, const struct pl_schema *s, const unsigned
 	return written;
 }
 
-uint32_t cs_nvtx_payload_sid(const nvtxEventAttributes_t *a)
+/*
+ * A thread's last payloads and their strings: NCCL sends a handful of distinct payloads (one per
+ * communicator and bucket size) over and over, and one found here costs a compare instead of the
+ * decoding and the string's interning. Only events with one payload of at most PL_CACHE_BYTES are
+ * kept; the enums' count is part of the key, since an enum registered later changes the text.
+ */
+#define PL_CACHE       8
+#define PL_CACHE_BYTES 64
+
+struct pl_cached {
+	uint64_t schema;
+	size_t size;
+	int nenums;
+	uint32_t sid; /* 0: empty */
+	unsigned char bytes[PL_CACHE_BYTES];
+};
+
+struct pl_cache {
+	struct pl_cached e[PL_CACHE];
+	unsigned next;
+};
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_ok;
+/* Heap memory, freed at the thread's exit: static TLS of a library loaded with dlopen is scarce. */
+static __thread struct pl_cache *tls_cache __attribute__((tls_model("initial-exec")));
+
+static void cache_init(void)
+{
+	cache_ok = pthread_key_create(&cache_key, free) == 0;
+}
+
+static struct pl_cache *my_cache(void)
+{
+	if (!tls_cache) {
+		pthread_once(&cache_once, cache_init);
+		if (!cache_ok)
+			return NULL;
+		tls_cache = calloc(1, sizeof(*tls_cache));
+		if (tls_cache && pthread_setspecific(cache_key, tls_cache)) {
+			free(tls_cache);
+			tls_cache = NULL;
+		}
+	}
+	return tls_cache;
+}
+
+static struct pl_cached *cache_find(struct pl_cache *c, uint64_t schema, const void *p, size_t size,
+				    int nen)
+{
+	for (int i = 0; c && i < PL_CACHE; i++) {
+		struct pl_cached *e = &c->e[i];
+
+		if (e->sid && e->schema == schema && e->size == size && e->nenums == nen &&
+		    !memcmp(e->bytes, p, size))
+			return e;
+	}
+	return NULL;
+}
+
+static void cache_put(struct pl_cache *c, uint64_t schema, const void *p, size_t size, int nen,
+		      uint32_t sid)
+{
+	struct pl_cached *e;
+
+	if (!c || !sid)
+		return;
+	e = &c->e[c->next++ % PL_CACHE];
+	e->schema = schema;
+	e->size = size;
+	e->nenums = nen;
+	memcpy(e->bytes, p, size);
+	e->sid = sid;
+}
+
+/* The string of an event's extended payload (reserved0 blocks at payload.ullValue). */
+static uint32_t ext_payload_sid(const nvtxEventAttributes_t *a)
 {
 	char text[1024];
 	struct jbuf b = {text, 0, sizeof(text), 0};
-	int written = 0;
+	const nvtxPayloadData_t *one = (const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue;
+	struct pl_cache *cache = NULL;
+	int written = 0, nen = atomic_load_explicit(&nenums, memory_order_acquire);
+	uint32_t sid;
+
+	/* one payload of a known size: maybe seen just before on this thread */
+	if (a->reserved0 == 1 && one->payload && one->size && one->size <= PL_CACHE_BYTES) {
+		struct pl_cached *e;
+
+		cache = my_cache();
+		e = cache_find(cache, one->schemaId, one->payload, one->size, nen);
+		if (e)
+			return e->sid;
+	}
+	for (int k = 0; k < a->reserved0 && k < PL_DATA_PER_EVENT; k++) {
+		const nvtxPayloadData_t *d = one + k;
+		const struct pl_schema *s = find_schema(d->schemaId);
+		size_t size = d->size;
+
+		if (!s || !d->payload)
+			continue;
+		/* SIZE_MAX, "figure it out": the schema's static size when it has one */
+		if (size == SIZE_MAX)
+			size = s->size;
+		written = put_payload(&b, s, d->payload, size, written);
+	}
+	if (!written || b.full)
+		return 0;
+	jput(&b, "}", 1);
+	sid = cs_intern(text, b.n);
+	if (cache)
+		cache_put(cache, one->schemaId, one->payload, one->size, nen, sid);
+	return sid;
+}
+
+uint32_t cs_nvtx_payload_sid(const nvtxEventAttributes_t *a)
+{
+	char text[128];
 
 	if (!a || a->payloadType == NVTX_PAYLOAD_UNKNOWN)
 		return 0;
@@ -428,25 +543,10 @@ uint32_t cs_nvtx_payload_sid(const nvtxEventAttributes_t *a)
 	default:
 		return 0;
 	}
-	if (!atomic_load_explicit(&nschemas, memory_order_acquire) || !a->payload.ullValue)
+	if (!atomic_load_explicit(&nschemas, memory_order_acquire) || !a->payload.ullValue ||
+	    a->reserved0 < 1)
 		return 0;
-	for (int k = 0; k < a->reserved0 && k < PL_DATA_PER_EVENT; k++) {
-		const nvtxPayloadData_t *d =
-			(const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue + k;
-		const struct pl_schema *s = find_schema(d->schemaId);
-		size_t size = d->size;
-
-		if (!s || !d->payload)
-			continue;
-		if (size ==
-		    SIZE_MAX) /* "figure it out": the schema's static size when it has one */
-			size = s->size;
-		written = put_payload(&b, s, d->payload, size, written);
-	}
-	if (!written || b.full)
-		return 0;
-	jput(&b, "}", 1);
-	return cs_intern(text, b.n);
+	return ext_payload_sid(a);
 }
 
 int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *info)

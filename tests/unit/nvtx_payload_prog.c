@@ -143,6 +143,10 @@ int main(void)
 	/* 1: as NCCL's ncclAllReduce */
 	pd[0] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, sizeof(ar), &ar};
 	push_payload(d, name, pd, 1);
+	/* 1b: the same struct, another size: not the first one's text again */
+	ar.bytes = 8192;
+	push_payload(d, name, pd, 1);
+	ar.bytes = 4096;
 	/* 2: a size that ends inside the second entry: only the communicator */
 	pd[0] = (nvtxPayloadData_t){SCHEMA_ALLREDUCE, 12, &ar};
 	push_payload(d, name, pd, 1);

@@ -477,6 +477,8 @@ START_TEST(nvtx_payloads_are_decoded)
 	static const char *const want[] = {
 		"{\"NCCL communicator ID\":305441741,\"Message size [bytes]\":4096,"
 		"\"Reduction \\\"operation\\\"\":\"ncclMax\"}",
+		"{\"NCCL communicator ID\":305441741,\"Message size [bytes]\":8192,"
+		"\"Reduction \\\"operation\\\"\":\"ncclMax\"}",
 		"{\"NCCL communicator ID\":305441741}",
 		NULL,
 		"{\"a\":-3,\"b\":70000,\"c\":0.5}",
@@ -501,7 +503,7 @@ START_TEST(nvtx_payloads_are_decoded)
 	ck_assert_int_eq(cs_trace_open(path, &t, &e), CS_OK);
 	ck_assert_int_eq(cs_iter_open(t, CS_EV_NVTX, &f, &it, &e), CS_OK);
 	while ((rc = cs_iter_next(it, &ev)) == 1) {
-		ck_assert_int_lt(n, 7);
+		ck_assert_int_lt(n, 8);
 		if (want[n])
 			ck_assert_msg(ev.u.nvtx.payload && !strcmp(ev.u.nvtx.payload, want[n]),
 				      "event %d: payload %s, want %s", n,
@@ -509,11 +511,11 @@ START_TEST(nvtx_payloads_are_decoded)
 		else
 			ck_assert_msg(!ev.u.nvtx.payload, "event %d: payload %s", n,
 				      ev.u.nvtx.payload);
-		ck_assert_str_eq(ev.u.nvtx.text, n < 6 ? "ncclAllReduce" : "plain");
+		ck_assert_str_eq(ev.u.nvtx.text, n < 7 ? "ncclAllReduce" : "plain");
 		n++;
 	}
 	ck_assert_int_eq(rc, 0);
-	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(n, 8);
 	cs_iter_close(it);
 	cs_trace_close(t);
 	free(err);
