@@ -63,6 +63,8 @@ SKIP = {
     "cuscope calibrate --rounds 25 --format json | jq .ns_per_launch": "measures launches on a GPU",
     "cuscope calibrate --format json > cost.json   # optional: what recording costs a launch here":
         "measures launches on a GPU",
+    "build/cuscope record -o /tmp/nvtx.db --force -- build/tests/nvtx_payload_cost 200000 7":
+        "a benchmark of the build tree (tests/bench), run by hand from the repository root",
 }
 
 # Expected exit status and a line (a regular expression searched in stdout and stderr) by example; the
