@@ -420,9 +420,18 @@ static int cache_ok;
 /* Heap memory, freed at the thread's exit: static TLS of a library loaded with dlopen is scarce. */
 static __thread struct pl_cache *tls_cache __attribute__((tls_model("initial-exec")));
 
+/* At the thread's exit: a range another destructor pushes after this one makes a new cache (and
+ * finds none freed under it). */
+static void cache_free(void *p)
+{
+	if (tls_cache == p)
+		tls_cache = NULL;
+	free(p);
+}
+
 static void cache_init(void)
 {
-	cache_ok = pthread_key_create(&cache_key, free) == 0;
+	cache_ok = pthread_key_create(&cache_key, cache_free) == 0;
 }
 
 static struct pl_cache *my_cache(void)
