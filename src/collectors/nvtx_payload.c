@@ -42,9 +42,14 @@
 #define PL_NAME		  64
 #define PL_DATA_PER_EVENT 4
 
+/* An entry as it is decoded, worked out at registration: an enum's values come from an enum
+ * registered before the schema (an entry of an enum not registered yet is left out, so one
+ * registered later never changes a schema's text). */
 struct pl_entry {
-	uint64_t type;
 	uint64_t offset;
+	size_t size; /* bytes of its value */
+	int is_signed, is_float;
+	const struct pl_enum *en; /* its enum, NULL when a plain number */
 	char name[PL_NAME];
 };
 
@@ -190,10 +195,10 @@ static uint64_t NVTX_API schema_register(nvtxDomainHandle_t domain,
 	     i++) {
 		const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
 		const struct pl_enum *en = find_enum(e->type);
-		int sg, fl,
-			skip = !!(e->flags & (NVTX_PAYLOAD_ENTRY_FLAG_POINTER |
-					      NVTX_PAYLOAD_ENTRY_FLAG_IS_ARRAY |
-					      NVTX_PAYLOAD_ENTRY_FLAG_HIDE));
+		int sg = 0, fl = 0,
+		    skip = !!(e->flags &
+			      (NVTX_PAYLOAD_ENTRY_FLAG_POINTER | NVTX_PAYLOAD_ENTRY_FLAG_IS_ARRAY |
+			       NVTX_PAYLOAD_ENTRY_FLAG_HIDE));
 		size_t sz = en ? en->size : type_size(e->type, &sg, &fl);
 		/* the bytes the entry takes in the payload: 0 when not known here (an array, a
 		 * nested schema, a type this file does not decode) */
@@ -212,10 +217,14 @@ static uint64_t NVTX_API schema_register(nvtxDomainHandle_t domain,
 			known = 0;
 		}
 		if (known && sz && !skip) {
-			s->e[s->n].type = e->type;
-			s->e[s->n].offset = off;
-			copy_name(s->e[s->n].name, e->name ? e->name : "");
-			s->n++;
+			struct pl_entry *x = &s->e[s->n++];
+
+			x->offset = off;
+			x->size = sz;
+			x->is_signed = sg;
+			x->is_float = fl;
+			x->en = en;
+			copy_name(x->name, e->name ? e->name : "");
 		}
 		if (span)
 			off += span;
@@ -332,15 +341,16 @@ static uint64_t load_uint(const unsigned char *p, size_t sz, int is_signed, int6
 	return v;
 }
 
-/* One entry's value at p (sz bytes, inside the payload). */
-static void put_value(struct jbuf *b, const struct pl_entry *e, const struct pl_enum *en,
-		      const unsigned char *p, size_t sz, int is_signed, int is_float)
+/* One entry's value at p (inside the payload). */
+static void put_value(struct jbuf *b, const struct pl_entry *e, const unsigned char *p)
 {
+	const struct pl_enum *en = e->en;
+	size_t sz = e->size;
 	char num[64];
 	int64_t sv = 0;
 	uint64_t v;
 
-	if (is_float) {
+	if (e->is_float) {
 		double d;
 		float f;
 
@@ -358,14 +368,13 @@ static void put_value(struct jbuf *b, const struct pl_entry *e, const struct pl_
 		jput(b, num, strlen(num));
 		return;
 	}
-	v = load_uint(p, sz, is_signed, &sv);
+	v = load_uint(p, sz, e->is_signed, &sv);
 	for (int i = 0; en && i < en->n; i++)
 		if (en->value[i] == v) {
 			jstring(b, en->name[i]);
 			return;
 		}
-	(void)e;
-	if (is_signed)
+	if (e->is_signed)
 		snprintf(num, sizeof(num), "%lld", (long long)sv);
 	else
 		snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
@@ -378,16 +387,13 @@ static int put_payload(struct jbuf *b, const struct pl_schema *s, const unsigned
 {
 	for (int i = 0; i < s->n; i++) {
 		const struct pl_entry *e = &s->e[i];
-		const struct pl_enum *en = find_enum(e->type);
-		int sg = 0, fl = 0;
-		size_t sz = en ? en->size : type_size(e->type, &sg, &fl);
 
-		if (!sz || e->offset > size || sz > size - e->offset)
+		if (e->offset > size || e->size > size - e->offset)
 			continue; /* outside what the event gave */
 		jput(b, written++ ? "," : "{", 1);
 		jstring(b, e->name[0] ? e->name : "?");
 		jput(b, ":", 1);
-		put_value(b, e, en, data + e->offset, sz, sg, fl);
+		put_value(b, e, data + e->offset);
 	}
 	return written;
 }
@@ -396,7 +402,7 @@ static int put_payload(struct jbuf *b, const struct pl_schema *s, const unsigned
  * A thread's last payloads and their strings: NCCL sends a handful of distinct payloads (one per
  * communicator and bucket size) over and over, and one found here costs a compare instead of the
  * decoding and the string's interning. Only events with one payload of at most PL_CACHE_BYTES are
- * kept; the enums' count is part of the key, since an enum registered later changes the text.
+ * kept: a schema's text depends on its bytes alone (struct pl_entry).
  */
 #define PL_CACHE       8
 #define PL_CACHE_BYTES 64
@@ -404,7 +410,6 @@ static int put_payload(struct jbuf *b, const struct pl_schema *s, const unsigned
 struct pl_cached {
 	uint64_t schema;
 	size_t size;
-	int nenums;
 	uint32_t sid; /* 0: empty */
 	unsigned char bytes[PL_CACHE_BYTES];
 };
@@ -449,21 +454,18 @@ static struct pl_cache *my_cache(void)
 	return tls_cache;
 }
 
-static struct pl_cached *cache_find(struct pl_cache *c, uint64_t schema, const void *p, size_t size,
-				    int nen)
+static struct pl_cached *cache_find(struct pl_cache *c, uint64_t schema, const void *p, size_t size)
 {
 	for (int i = 0; c && i < PL_CACHE; i++) {
 		struct pl_cached *e = &c->e[i];
 
-		if (e->sid && e->schema == schema && e->size == size && e->nenums == nen &&
-		    !memcmp(e->bytes, p, size))
+		if (e->sid && e->schema == schema && e->size == size && !memcmp(e->bytes, p, size))
 			return e;
 	}
 	return NULL;
 }
 
-static void cache_put(struct pl_cache *c, uint64_t schema, const void *p, size_t size, int nen,
-		      uint32_t sid)
+static void cache_put(struct pl_cache *c, uint64_t schema, const void *p, size_t size, uint32_t sid)
 {
 	struct pl_cached *e;
 
@@ -472,7 +474,6 @@ static void cache_put(struct pl_cache *c, uint64_t schema, const void *p, size_t
 	e = &c->e[c->next++ % PL_CACHE];
 	e->schema = schema;
 	e->size = size;
-	e->nenums = nen;
 	memcpy(e->bytes, p, size);
 	e->sid = sid;
 }
@@ -484,7 +485,7 @@ static uint32_t ext_payload_sid(const nvtxEventAttributes_t *a)
 	struct jbuf b = {text, 0, sizeof(text), 0};
 	const nvtxPayloadData_t *one = (const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue;
 	struct pl_cache *cache = NULL;
-	int written = 0, nen = atomic_load_explicit(&nenums, memory_order_acquire);
+	int written = 0;
 	uint32_t sid;
 
 	/* one payload of a known size: maybe seen just before on this thread */
@@ -492,7 +493,7 @@ static uint32_t ext_payload_sid(const nvtxEventAttributes_t *a)
 		struct pl_cached *e;
 
 		cache = my_cache();
-		e = cache_find(cache, one->schemaId, one->payload, one->size, nen);
+		e = cache_find(cache, one->schemaId, one->payload, one->size);
 		if (e)
 			return e->sid;
 	}
@@ -513,7 +514,7 @@ static uint32_t ext_payload_sid(const nvtxEventAttributes_t *a)
 	jput(&b, "}", 1);
 	sid = cs_intern(text, b.n);
 	if (cache)
-		cache_put(cache, one->schemaId, one->payload, one->size, nen, sid);
+		cache_put(cache, one->schemaId, one->payload, one->size, sid);
 	return sid;
 }
 
