@@ -113,20 +113,29 @@ static const char *object_type(struct nsys *n, const char *name)
 	return type;
 }
 
-/* Whether table (or view) has column. */
-static int has_column(struct nsys *n, const char *table, const char *column)
+/* The columns of columns.def the file's event table of kind has: bit CS_COL_<KIND>_<column>. */
+static int stored_columns(struct nsys *n, enum cs_event_kind kind, uint64_t *have)
 {
+	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
 	sqlite3_stmt *st = NULL;
-	int found = 0;
+	char sql[128];
 
-	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM pragma_table_xinfo(?1) WHERE name = ?2", -1,
-			       &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
+	*have = 0;
+	snprintf(sql, sizeof(sql), "PRAGMA table_xinfo(\"%s\")", cs_event_kind_table(kind));
+	if (sqlite3_prepare_v2(n->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(n, "columns");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *c = (const char *)sqlite3_column_text(st, 1);
+
+		for (int i = 0; c && i < d->ncolumns && i < 64; i++)
+			if (!strcmp(c, d->col[i].name))
+				*have |= UINT64_C(1) << i;
+	}
 	sqlite3_finalize(st);
-	return found;
+	if (!*have)
+		return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src,
+				    cs_event_kind_table(kind));
+	return 0;
 }
 
 /*
@@ -139,26 +148,13 @@ static int has_column(struct nsys *n, const char *table, const char *column)
 static int columns_of(struct nsys *n, enum cs_event_kind kind, char *out, size_t size)
 {
 	const struct cs_event_table_def *d = &cs_event_table_defs[kind];
-	sqlite3_stmt *st = NULL;
 	uint64_t have = 0;
 	size_t len = 0;
-	char sql[128];
+	int rc = stored_columns(n, kind, &have);
 
 	out[0] = '\0';
-	snprintf(sql, sizeof(sql), "PRAGMA table_xinfo(\"%s\")", cs_event_kind_table(kind));
-	if (sqlite3_prepare_v2(n->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return sql_fail(n, "columns");
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *c = (const char *)sqlite3_column_text(st, 1);
-
-		for (int i = 0; c && i < d->ncolumns && i < 64; i++)
-			if (!strcmp(c, d->col[i].name))
-				have |= UINT64_C(1) << i;
-	}
-	sqlite3_finalize(st);
-	if (!have)
-		return cs_error_set(n->err, CS_ERR_NOT_TRACE, "'%s' has no %s", n->src,
-				    cs_event_kind_table(kind));
+	if (rc)
+		return rc;
 	for (int i = 0; i < d->ncolumns && i < 64; i++) {
 		int k = snprintf(out + len, size - len,
 				 have & UINT64_C(1) << i ? "%sx.\"%s\"" : "%sNULL AS \"%s\"",
@@ -633,9 +629,12 @@ static int add_names(struct nsys *n)
 			"x ORDER BY x.rowid");
 	if (!rc) {
 		/* a trace written before NVTX payloads were recorded has no payloadId */
-		const char *payload = has_column(n, "NVTX_EVENTS", "payloadId") ? "x.payloadId" : "NULL";
+		uint64_t have = 0;
+		const char *payload;
 		char select[1024];
 
+		rc = stored_columns(n, CS_EV_NVTX, &have);
+		payload = have & UINT64_C(1) << CS_COL_NVTX_payloadId ? "x.payloadId" : "NULL";
 		snprintf(select, sizeof(select),
 			 "SELECT %%s, s.value AS text, CASE x.nvtxType WHEN 1 THEN 59 WHEN 2 THEN "
 			 "60 WHEN 3 THEN 34 END AS eventType, (x.pid << 24) | (x.tid & 16777215) AS "
@@ -644,7 +643,8 @@ static int add_names(struct nsys *n)
 			 "NVTX_EVENTS x LEFT JOIN StringIds s ON s.id = x.textId LEFT JOIN StringIds "
 			 "p ON p.id = %s ORDER BY x.rowid",
 			 payload, payload);
-		rc = rebuild(n, CS_EV_NVTX, select);
+		if (!rc)
+			rc = rebuild(n, CS_EV_NVTX, select);
 	}
 	if (!rc)
 		rc = exec(n, "INSERT OR REPLACE INTO EVENT_TABLE_INFO SELECT "
