@@ -16,16 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvToolsExtPayload.h>
-
-#define SCHEMA (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
-
-struct allreduce {
-	uint64_t comm;
-	size_t bytes;
-	int op;
-};
+#include "nvtx_nccl_schema.h"
 
 static double cpu_ns(void)
 {
@@ -45,7 +36,7 @@ static int cmp(const void *a, const void *b)
 static double block(nvtxDomainHandle_t d, nvtxStringHandle_t name, long n, int payload)
 {
 	struct allreduce ar = {0x5eed, 0, 0};
-	nvtxPayloadData_t pd = {SCHEMA, sizeof(ar), &ar};
+	nvtxPayloadData_t pd = {SCHEMA_ALLREDUCE, sizeof(ar), &ar};
 	nvtxEventAttributes_t a;
 	double t0;
 
@@ -74,27 +65,6 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	nvtxDomainHandle_t d = nvtxDomainCreateA("NCCL");
 	nvtxStringHandle_t name = nvtxDomainRegisterStringA(d, "ncclAllReduce");
-	static const nvtxPayloadSchemaEntry_t entries[] = {
-		{0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0,
-		 offsetof(struct allreduce, comm), NULL, NULL},
-		{0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0,
-		 offsetof(struct allreduce, bytes), NULL, NULL},
-		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Reduction operation", NULL, 0,
-		 offsetof(struct allreduce, op), NULL, NULL}};
-	nvtxPayloadSchemaAttr_t attr = {NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE |
-						NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-						NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
-						NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
-						NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
-					NULL,
-					NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
-					NVTX_PAYLOAD_SCHEMA_FLAG_NONE,
-					entries,
-					3,
-					sizeof(struct allreduce),
-					0,
-					SCHEMA,
-					NULL};
 	double *plain, *with;
 
 	if (n < 1 || rounds < 1 || rounds > 1000) {
@@ -105,7 +75,7 @@ int main(int argc, char **argv)
 	with = calloc((size_t)rounds, sizeof(*with));
 	if (!plain || !with)
 		return 1;
-	nvtxPayloadSchemaRegister(d, &attr);
+	register_nccl_allreduce(d);
 	block(d, name, n / 10 + 1, 1);	   /* warm-up: the strings interned */
 	for (int r = 0; r < rounds; r++) { /* plain first in even rounds */
 		if (r & 1) {

@@ -9,19 +9,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvToolsExtPayload.h>
+#include "nvtx_nccl_schema.h"
 
-#define SCHEMA_ALLREDUCE (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
 #define SCHEMA_NOOFFSETS (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 6)
 #define SCHEMA_MIXED	 (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 7)
-#define ENUM_REDOP	 (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 11)
-
-struct allreduce {
-	uint64_t comm;
-	size_t bytes;
-	int op;
-};
 
 /* offsets left out: the tool works them out from natural alignment */
 struct packed {
@@ -60,38 +51,6 @@ int main(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("NCCL");
 	nvtxStringHandle_t name = nvtxDomainRegisterStringA(d, "ncclAllReduce");
-	static const nvtxPayloadEnum_t redops[] = {
-		{"ncclSum", 0, 0}, {"ncclProd", 1, 0}, {"ncclMax", 2, 0}};
-	nvtxPayloadEnumAttr_t eattr = {
-		NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
-			NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID,
-		"ncclRedOp_t",
-		redops,
-		3,
-		sizeof(int),
-		ENUM_REDOP,
-		NULL};
-	static const nvtxPayloadSchemaEntry_t entries[] = {
-		{0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0,
-		 offsetof(struct allreduce, comm), NULL, NULL},
-		{0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0,
-		 offsetof(struct allreduce, bytes), NULL, NULL},
-		{0, ENUM_REDOP, "Reduction \"operation\"", NULL, 0, offsetof(struct allreduce, op),
-		 NULL, NULL}};
-	nvtxPayloadSchemaAttr_t sattr = {NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE |
-						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
-						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
-						 NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID,
-					 NULL,
-					 NVTX_PAYLOAD_SCHEMA_TYPE_STATIC,
-					 NVTX_PAYLOAD_SCHEMA_FLAG_NONE,
-					 entries,
-					 3,
-					 sizeof(struct allreduce),
-					 0,
-					 SCHEMA_ALLREDUCE,
-					 NULL};
 	static const nvtxPayloadSchemaEntry_t packed_entries[] = {
 		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT8, "a", NULL, 0, 0, NULL, NULL},
 		{0, NVTX_PAYLOAD_ENTRY_TYPE_INT32, "b", NULL, 0, 0, NULL, NULL},
@@ -135,8 +94,7 @@ int main(void)
 	nvtxPayloadData_t pd[2];
 	nvtxEventAttributes_t a;
 
-	nvtxPayloadEnumRegister(d, &eattr);
-	nvtxPayloadSchemaRegister(d, &sattr);
+	register_nccl_allreduce(d);
 	nvtxPayloadSchemaRegister(d, &pattr);
 	nvtxPayloadSchemaRegister(d, &mattr);
 
