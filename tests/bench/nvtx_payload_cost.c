@@ -37,20 +37,9 @@ static double block(nvtxDomainHandle_t d, nvtxStringHandle_t name, long n, int p
 {
 	struct allreduce ar = {0x5eed, 0, 0};
 	nvtxPayloadData_t pd = {SCHEMA_ALLREDUCE, sizeof(ar), &ar};
-	nvtxEventAttributes_t a;
-	double t0;
+	nvtxEventAttributes_t a = nccl_range_attr(name, &pd, payload ? 1 : 0);
+	double t0 = cpu_ns();
 
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-	a.message.registered = name;
-	if (payload) {
-		a.payloadType = NVTX_PAYLOAD_TYPE_EXT;
-		a.reserved0 = 1;
-		a.payload.ullValue = (uint64_t)(uintptr_t)&pd;
-	}
-	t0 = cpu_ns();
 	for (long i = 0; i < n; i++) {
 		ar.bytes = (size_t)4096 << (i & 7);
 		nvtxDomainRangePushEx(d, &a);

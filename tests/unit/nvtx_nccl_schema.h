@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
@@ -61,6 +62,26 @@ static inline void register_nccl_allreduce(nvtxDomainHandle_t d)
 
 	nvtxPayloadEnumRegister(d, &eattr);
 	nvtxPayloadSchemaRegister(d, &sattr);
+}
+
+/* The attributes of a range named name (a registered string) that carry n payloads at pd (none
+ * when n is 0), as NCCL's ranges carry theirs. */
+static inline nvtxEventAttributes_t nccl_range_attr(nvtxStringHandle_t name,
+						    const nvtxPayloadData_t *pd, int n)
+{
+	nvtxEventAttributes_t a;
+
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = name;
+	if (n) {
+		a.payloadType = NVTX_PAYLOAD_TYPE_EXT;
+		a.reserved0 = n;
+		a.payload.ullValue = (uint64_t)(uintptr_t)pd;
+	}
+	return a;
 }
 
 #endif

@@ -33,16 +33,8 @@ struct mixed {
 static void push_payload(nvtxDomainHandle_t d, nvtxStringHandle_t name, nvtxPayloadData_t *pd,
 			 int n)
 {
-	nvtxEventAttributes_t a;
+	nvtxEventAttributes_t a = nccl_range_attr(name, pd, n);
 
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-	a.message.registered = name;
-	a.payloadType = NVTX_PAYLOAD_TYPE_EXT;
-	a.reserved0 = n;
-	a.payload.ullValue = (uint64_t)(uintptr_t)pd;
 	nvtxDomainRangePushEx(d, &a);
 	nvtxDomainRangePop(d);
 }
