@@ -298,7 +298,8 @@ static int read_notices(const char *spool, struct notice *n, int max)
 }
 
 /* The number after "KEY": in a payload's JSON text (written by src/collectors/nvtx_payload.c);
- * 0 when key is not there with an unsigned number. */
+ * 0 when key is not there with an unsigned number. Read by hand: cJSON keeps numbers as doubles,
+ * which would round a 64-bit communicator id. */
 static int payload_u64(const char *json, const char *key, uint64_t *v)
 {
 	char pat[96];
