@@ -37,6 +37,7 @@
 #include "rules.h"
 #include "cuscope/checked.h"
 #include "cuscope/grow.h"
+#include "cuscope/launch_cost.h"
 #include "cuscope/sort.h"
 
 /* A reset of many tensors: at least this many fills back to back. */
@@ -95,12 +96,14 @@ static int64_t first_at_least(const int64_t *v, int64_t n, int64_t key)
  * With the gradients set to None the backward pass stores each new gradient instead of adding it
  * into the zeros: for each zeroing fill kernel of an affected step, the first element-wise add of
  * the same grid launched after that step's writes (and before the next zeroing) is not launched
- * either. writes: indices in ops of the writes; cost: per step, non-zero for the affected ones.
+ * either, nor is its dispatch: dispatch ns of the host's time before it (the autograd engine's
+ * walk to the gradient's AccumulateGrad node stays: it still stores the new gradient).
+ * writes: indices in ops of the writes; cost: per step, non-zero for the affected ones.
  * 0 or CS_ERR_NOMEM.
  */
 static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs_steps *s,
 			    const struct fact_launch_op *ops, const struct cs_i64s *writes,
-			    const int64_t *cost)
+			    const int64_t *cost, int64_t dispatch)
 {
 	struct cs_i64s when = {0};  /* launch << 20 | step of each write, sorted: the rounds */
 	struct cs_i64s grids = {0}; /* step << 32 | grid of each fill kernel of an affected step */
@@ -146,7 +149,8 @@ static int edit_accumulates(cs_report_finding *f, const cs_analysis *a, const cs
 		if (lo >= grids.n || grids.v[lo] != key)
 			continue;
 		used[lo] = 1;
-		if (ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, i, 1))
+		if (ru_edit_not_launched(&f->edit, CS_EDIT_KERNEL, i, 0) ||
+		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, CS_EDIT_KERNEL, i, dispatch))
 			goto out;
 	}
 	rc = 0;
@@ -155,6 +159,18 @@ out:
 	free(grids.v);
 	free(used);
 	return rc;
+}
+
+/*
+ * What the framework's dispatch of one element-wise operation costs the host, besides its launch
+ * call: the median of gaps (n of them, ns), the host time between two writes of a run launched back
+ * to back by the zeroing loop, each less what the recorder spent after the write before it (META
+ * call_tails), as the replay takes that out of every gap. With no gap measured: INT64_MAX (all
+ * the time before it).
+ */
+static int64_t dispatch_ns(int64_t *gaps, int64_t n)
+{
+	return n > 0 ? cs_median_i64(gaps, n) : INT64_MAX;
 }
 
 static int is_fill(const cs_analysis *a, struct fact_name_memo *names,
@@ -257,7 +273,8 @@ int cs_rule_zero_grad_memset_check(cs_rule_ctx *ctx, cs_error *err)
 	const cs_steps *s = ctx->steps;
 	const struct fact_launch_op *ops = NULL;
 	struct cs_rule_cache own = {0};
-	int64_t nops = 0, *cost = NULL, *tmp = NULL, modal, lost;
+	int64_t nops = 0, *cost = NULL, *tmp = NULL, *gaps = NULL, ngaps, modal, lost;
+	double tail[CS_CALL_TAIL_KINDS];
 	struct step_sum *sum = NULL;
 	int32_t *steps = NULL, nsteps = 0, steady = cs_steps_steady(s);
 	cs_report_finding *f = NULL;
@@ -411,20 +428,33 @@ int cs_rule_zero_grad_memset_check(cs_rule_ctx *ctx, cs_error *err)
 	}
 	/* the fix as an edit of the run: with the gradients set to None no write is launched
 	 * (docs/replay.md) */
+	ngaps = 0;
+	cs_call_tails_mean(cs_trace_meta(a->trace, CS_META_CALL_TAILS), s->pid, tail);
+	gaps = malloc(((size_t)writes.n + 1) * sizeof(*gaps));
+	if (!gaps)
+		goto out;
 	for (int64_t k = 0; k < writes.n; k++) {
 		const struct fact_launch_op *o = &ops[writes.v[k]];
 		int target = o->is_kernel ? CS_EDIT_KERNEL : CS_EDIT_COPY;
+		int64_t t0, t1, le;
 
-		if (cost[o->step] > 0 && ru_edit_not_launched(&f->edit, target, o->index, 0))
+		if (cost[o->step] <= 0)
+			continue;
+		if (ru_edit_not_launched(&f->edit, target, o->index, 0))
 			goto out;
 		/* nor the host's dispatch of each write after the first of a run: the time since
 		 * the previous write's launch on the thread */
-		if (cost[o->step] > 0 && k > 0 && writes.v[k - 1] == writes.v[k] - 1 &&
-		    ops[writes.v[k - 1]].tid == o->tid && ops[writes.v[k - 1]].step == o->step &&
-		    cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, target, o->index, INT64_MAX))
+		if (k == 0 || writes.v[k - 1] != writes.v[k] - 1 || ops[writes.v[k - 1]].tid != o->tid ||
+		    ops[writes.v[k - 1]].step != o->step)
+			continue;
+		if (cs_edit_add(&f->edit, CS_EDIT_HOST_CUT, target, o->index, INT64_MAX))
 			goto out;
+		op_times(a, &ops[writes.v[k - 1]], &t0, &t1, &le);
+		/* the recorder's time after a launch, or after a memset (an "other" call) */
+		le += (int64_t)tail[ops[writes.v[k - 1]].is_kernel ? 0 : 2];
+		gaps[ngaps++] = o->launch > le ? o->launch - le : 0;
 	}
-	if (edit_accumulates(f, a, s, ops, &writes, cost))
+	if (edit_accumulates(f, a, s, ops, &writes, cost, dispatch_ns(gaps, ngaps)))
 		goto out;
 	rc = 0;
 out:
@@ -435,6 +465,7 @@ out:
 	free(sum);
 	free(cost);
 	free(tmp);
+	free(gaps);
 	free(steps);
 	free(names);
 	return rc;
