@@ -17,7 +17,13 @@ else $CUSCOPE, else build/cuscope) and prints a markdown table:
   - bad step, replayed / measured: the step time the report's model of the bad run replays to without the
     profiler's launch cost (`steps.fix_all.replayed_step_ns`, present when there is a finding) over the bad variant's
     measured step time: above 1, the recording's host was slower than the profiler's calibrated cost says,
-    and a saving that depends on host time (a wait's refill) is over-predicted.
+    and a saving that depends on host time (a wait's refill) is over-predicted;
+  - ms a step, predicted / measured: the same prediction as time, the share times that replayed bad step,
+    against the median over the rounds of the bad step less the fixed one; "(out)" when they differ by more
+    than 25% of the measured time or 2% of the measured bad step. Where the replayed step is longer than the
+    measured one, a saving of fixed size (GPU time, a wait's idle) is right in time and low as a share, and a
+    saving that grows with the host's time is right as a share and high in time. Not given ("-") where the
+    report's steps are windows of the run, not the program's iterations.
 
 A pair without its trace is listed as "no trace", one whose report fails as "report failed"; neither counts
 in the fraction printed last (pairs within tolerance / pairs scored). --json prints the rows as JSON instead.
@@ -94,6 +100,21 @@ def fix_all(rep):
 
 def within(pred_pct, meas_pct):
     return abs(pred_pct - meas_pct) <= max(0.25 * abs(meas_pct), 2.0)
+
+
+def measured_ms(pair):
+    """The median over a pair's rounds of the bad step less the fixed one (ms), or None."""
+    d = sorted(r["bad_ms"] - r["fixed_ms"] for r in pair.get("rounds") or []
+               if isinstance(r.get("bad_ms"), (int, float)) and isinstance(r.get("fixed_ms"), (int, float)))
+    if not d:
+        return None
+    n = len(d)
+    return d[n // 2] if n % 2 else (d[n // 2 - 1] + d[n // 2]) / 2
+
+
+def within_ms(pred_ms, meas_ms, bad_ms):
+    """The tolerance of within() on the time saved: 25% of it, or 2 points of the measured bad step."""
+    return abs(pred_ms - meas_ms) <= max(0.25 * abs(meas_ms), 0.02 * bad_ms)
 
 
 def order_ok(members):
@@ -175,6 +196,13 @@ def main():
                            replayed_bad_ms=rb,
                            replayed_over_measured=(rb / p["bad_ms"] if rb and p.get("bad_ms") else None),
                            within=within(100 * pred, 100 * row["measured"]))
+                mm = measured_ms(p)
+                # a step cut into windows (steps.method "windows") is not the program's iteration
+                if rb and mm is not None and p.get("bad_ms") and \
+                        (rep.get("steps") or {}).get("method") != "windows":
+                    # the same prediction as time: the share of the replayed bad step it saves
+                    row.update(predicted_ms=pred * rb, measured_ms=mm,
+                               within_ms=within_ms(pred * rb, mm, p["bad_ms"]))
         fixed_db = os.path.join(a.traces, p["name"] + "-fixed.db")
         if os.path.exists(fixed_db) and judged:
             rep, err = report(a.cuscope, fixed_db)
@@ -190,20 +218,28 @@ def main():
         json.dump(rows, sys.stdout, indent=1)
         print()
         return 0
-    print("| pair | rule | measured | predicted | fix-all | within | on fixed | bad step: replayed / measured |")
-    print("|---|---|---:|---:|---:|---|---:|---:|")
-    scored = ok = 0
+    print("| pair | rule | measured | predicted | fix-all | within | on fixed | bad step: replayed / measured "
+          "| ms a step: predicted / measured |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|")
+    scored = ok = timed = ok_ms = 0
     for r in rows:
         rule = r["rule"] if r["rule"] != "none" else f"none ({r['judged_rule']})"
         if r["status"] != "ok":
             print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {r['status']} | - | - | "
-                  f"{pct(r.get('predicted_on_fixed'))} | - |")
+                  f"{pct(r.get('predicted_on_fixed'))} | - | - |")
             continue
         scored += 1
         ok += r["within"]
+        if "within_ms" in r:
+            timed += 1
+            ok_ms += r["within_ms"]
+            ms = (f"{r['predicted_ms']:.3f} / {r['measured_ms']:.3f}" +
+                  ("" if r["within_ms"] else " (out)"))
+        else:
+            ms = "-"
         pred = pct(r["predicted"]) + ("" if r["findings"] else " (no finding)")
         print(f"| {r['name']} | {rule} | {pct(r['measured'])} | {pred} | {pct(r['fix_all'])} | "
-              f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} | {ratio(r)} |")
+              f"{'yes' if r['within'] else 'no'} | {pct(r.get('predicted_on_fixed'))} | {ratio(r)} | {ms} |")
     frac = f"{ok / scored:.2f}" if scored else "-"
     groups = {}
     for r in rows:
@@ -215,6 +251,8 @@ def main():
         print(f"\norder of {g}: {said}: {'right' if members[0]['order_ok'] else 'WRONG'}")
     print(f"\nwithin tolerance (max(25% of measured, 2 points)): {ok} of {scored} scored pairs ({frac}); "
           f"{len(rows) - scored} not scored")
+    print(f"as time saved a step (the share times the replayed bad step, against the rounds' median of bad less "
+          f"fixed; 25% of it or 2% of the measured bad step): {ok_ms} of {timed} pairs with a replayed step")
     return 0
 
 
