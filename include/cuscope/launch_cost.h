@@ -52,6 +52,11 @@ char *cs_launch_cost_load(const char *path, char *why, size_t cap);
  */
 #define CS_META_CALL_TAILS "call_tails"
 /* Its kinds, in the order of enum cs_tail_kind (spool.h): "launch", "stack", "other". */
+enum {
+	CS_CALL_TAIL_LAUNCH = 0, /* kernel and graph launches */
+	CS_CALL_TAIL_STACK = 1,	 /* waits, copies, allocations, frees: their stack is captured */
+	CS_CALL_TAIL_OTHER = 2,	 /* the other recorded calls (a memset among them) */
+};
 #define CS_CALL_TAIL_KINDS 3
 
 /*

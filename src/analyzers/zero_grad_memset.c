@@ -451,7 +451,7 @@ int cs_rule_zero_grad_memset_check(cs_rule_ctx *ctx, cs_error *err)
 			goto out;
 		op_times(a, &ops[writes.v[k - 1]], &t0, &t1, &le);
 		/* the recorder's time after a launch, or after a memset (an "other" call) */
-		le += (int64_t)tail[ops[writes.v[k - 1]].is_kernel ? 0 : 2];
+		le += (int64_t)tail[ops[writes.v[k - 1]].is_kernel ? CS_CALL_TAIL_LAUNCH : CS_CALL_TAIL_OTHER];
 		gaps[ngaps++] = o->launch > le ? o->launch - le : 0;
 	}
 	if (edit_accumulates(f, a, s, ops, &writes, cost, dispatch_ns(gaps, ngaps)))

@@ -245,13 +245,13 @@ static int iv_tail(const cs_analysis *a, const struct iv *x)
 {
 	switch (x->what) {
 	case W_KERNEL:
-		return 0;
+		return CS_CALL_TAIL_LAUNCH;
 	case W_COPY:
-		return a->copies[x->index].is_memset ? 2 : 1;
+		return a->copies[x->index].is_memset ? CS_CALL_TAIL_OTHER : CS_CALL_TAIL_STACK;
 	case W_SYNC:
-		return 1;
+		return CS_CALL_TAIL_STACK;
 	default:
-		return 2;
+		return CS_CALL_TAIL_OTHER;
 	}
 }
 
