@@ -64,6 +64,15 @@ static int run_record(const char *dir, const char *const *args, char **out, char
 	return rc;
 }
 
+/* record --hang-after 0.5 of `sh -c script` (no calibration, no host probe), as run_record. */
+static int run_hang_script(const char *dir, const char *script, char **out, char **err)
+{
+	const char *args[] = {"--no-calibrate", "--no-host-probe", "--hang-after", "0.5",
+			      "--", "sh", "-c", script, NULL};
+
+	return run_record(dir, args, out, err);
+}
+
 START_TEST(unavailable_without_cuda)
 {
 	const char *argv[] = {tu_cuscope_bin(), "record", "--", "true", NULL};
@@ -212,8 +221,6 @@ START_TEST(hang_notice_makes_a_report)
 {
 	char *dir = tu_tmpdir(), *spool = tu_source_file("tests/data/spool/4242.cuspool");
 	char script[2048], *out = NULL, *err = NULL, *report = tu_path(dir, "out.dump-1.hang.txt");
-	const char *args[] = {"--no-calibrate", "--no-host-probe", "--hang-after", "0.5",
-			      "--", "sh", "-c", script, NULL};
 	char *text;
 	size_t len;
 
@@ -231,7 +238,7 @@ START_TEST(hang_notice_makes_a_report)
 		 "mv \"$CUSCOPE_SPOOL_DIR/notice.tmp\" \"$CUSCOPE_SPOOL_DIR/hang.$$\" && "
 		 "sleep 1.5 && echo ran",
 		 spool);
-	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_int_eq(run_hang_script(dir, script, &out, &err), 0);
 	ck_assert_str_eq(out, "ran\n");
 	ck_assert_msg(strstr(err, "hang report written to"), "%s", err);
 	text = tu_read_file(report, &len);
@@ -283,8 +290,6 @@ START_TEST(hang_notices_of_two_processes_make_one_report)
 {
 	char *dir = tu_tmpdir();
 	char script[2048], *out = NULL, *err = NULL, *report = tu_path(dir, "out.hang.txt");
-	const char *args[] = {"--no-calibrate", "--no-host-probe", "--hang-after", "0.5",
-			      "--", "sh", "-c", script, NULL};
 	char *text;
 	size_t len;
 
@@ -296,7 +301,7 @@ START_TEST(hang_notices_of_two_processes_make_one_report)
 		 "\"$CUSCOPE_SPOOL_DIR/notice.tmp\" && "
 		 "mv \"$CUSCOPE_SPOOL_DIR/notice.tmp\" \"$CUSCOPE_SPOOL_DIR/hang.$1\"; } && "
 		 "n $$ && sleep 0.25 && n 999999 && sleep 1.5 && echo ran");
-	ck_assert_int_eq(run_record(dir, args, &out, &err), 0);
+	ck_assert_int_eq(run_hang_script(dir, script, &out, &err), 0);
 	ck_assert_str_eq(out, "ran\n");
 	text = tu_read_file(report, &len);
 	ck_assert_msg(text, "no %s: %s", report, err);
